@@ -1,0 +1,167 @@
+"""The category catalogue: stable UPPER_SNAKE codes that findings carry and users' scripts rely on.
+
+A category is never renamed or reused. ``envdoctor explain CATEGORY`` prints its entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict
+
+
+@dataclass(frozen=True)
+class Category:
+    name: str
+    title: str
+    meaning: str  # what the finding says about the machine
+    why: str  # why it matters
+    fix: str  # the usual way out
+
+
+def _c(name: str, title: str, meaning: str, why: str, fix: str) -> Category:
+    return Category(name, title, meaning, why, fix)
+
+
+CATEGORIES: Dict[str, Category] = {c.name: c for c in [
+    # --- the core (issue: envdoctor core)
+    _c("NO_NVIDIA_DRIVER", "No NVIDIA driver",
+       "No NVIDIA kernel driver or user-space library (libnvidia-ml / libcuda) is usable on this machine.",
+       "Nothing can run on an NVIDIA GPU without the driver; a CUDA toolkit (nvcc) is not a driver.",
+       "Install the NVIDIA driver for your GPU (the distribution's nvidia-driver package, or NVIDIA's "
+       "runfile), or run on a machine/container that has one."),
+    _c("NO_GPU_VISIBLE", "Driver present, no GPU visible",
+       "The driver works but the process sees no GPU.",
+       "Typical causes: CUDA_VISIBLE_DEVICES empty or pointing at indices that do not exist, a container "
+       "started without GPUs, all GPUs in MIG mode with no instance created.",
+       "Unset or correct CUDA_VISIBLE_DEVICES; start containers with --gpus all."),
+    _c("DRIVER_LIBRARY_MISMATCH", "Driver/library version mismatch",
+       "The loaded kernel module and the user-space driver libraries are different versions.",
+       "NVML and CUDA refuse to initialise ('Driver/library version mismatch'); classic after a driver "
+       "upgrade without a reboot, or a container whose libcuda does not match the host module.",
+       "Reboot (or unload and reload the nvidia kernel modules) so both sides are the same version."),
+    _c("DRIVER_TOO_OLD_FOR_TORCH_CUDA", "Driver too old for torch's CUDA",
+       "The installed driver is older than the CUDA runtime that torch was built with allows.",
+       "torch.cuda.is_available() is False or kernels fail to launch ('The NVIDIA driver on your system "
+       "is too old').",
+       "Upgrade the driver to a branch that supports that CUDA version, or install a torch build for an "
+       "older CUDA."),
+    _c("GPU_ARCH_NOT_IN_TORCH_BUILD", "GPU architecture not compiled into torch",
+       "The torch build has no kernels (SASS) for this GPU's compute capability and no PTX it can JIT.",
+       "torch warns 'sm_XX is not compatible with the current PyTorch installation' and kernels fail with "
+       "'no kernel image is available for execution on the device'.",
+       "Install a torch build whose arch list includes the GPU (e.g. a cu128+ build for Blackwell), or an "
+       "older build for GPUs dropped by new releases."),
+    _c("TORCH_CPU_ONLY_BUILD", "CPU-only torch on a GPU machine",
+       "torch is a CPU build (+cpu, torch.version.cuda is None) while NVIDIA GPUs are present.",
+       "Everything runs on the CPU, orders of magnitude slower; 'Torch not compiled with CUDA enabled'.",
+       "Reinstall torch from the CUDA index matching the driver."),
+    _c("COMPANION_VERSION_MISMATCH", "torchvision/torchaudio/triton built for another torch",
+       "A companion package's version pairs with a different torch release.",
+       "Import errors, missing operators ('operator torchvision::nms does not exist'), or broken "
+       "torch.compile ('cannot import name triton_key').",
+       "Install the companion version that pairs with the installed torch, from the same index."),
+    _c("CUDA_VARIANT_MIXED", "Packages built for different CUDA variants",
+       "torch and its companions (or nvidia-* wheels) were built for different CUDA variants, or a +cpu "
+       "package sits next to a CUDA build.",
+       "Compiled operators fail to load or load against the wrong runtime.",
+       "Reinstall all of them from one index (the same cuXXX or cpu)."),
+    _c("SYSTEM_LIB_SHADOWING", "A system library shadows the wheel's copy",
+       "A CUDA library (cuDNN, cuBLAS, NCCL, nvJitLink, cudart) is loaded from LD_LIBRARY_PATH or the "
+       "system instead of the copy torch ships with.",
+       "Version errors ('cuDNN version incompatibility'), undefined symbols "
+       "('__nvJitLinkAddData_12_1'), or subtle slowdowns.",
+       "Remove the directory from LD_LIBRARY_PATH (or match its version to the wheel's)."),
+    _c("NVCC_TORCH_CUDA_MISMATCH", "nvcc differs from torch's CUDA",
+       "The CUDA toolkit on PATH is a different major (or minor) version than torch was built with.",
+       "Building CUDA extensions (flash-attn, apex, custom ops) fails: 'The detected CUDA version (X) "
+       "mismatches the version that was used to compile PyTorch (Y)'. Running prebuilt wheels is fine.",
+       "Put a toolkit matching torch.version.cuda first on PATH (and CUDA_HOME), or install torch for "
+       "your toolkit."),
+    _c("HOST_COMPILER_TOO_NEW", "Host compiler too new for nvcc",
+       "The host gcc/clang is newer than the CUDA toolkit accepts.",
+       "nvcc stops with 'unsupported GNU version! gcc versions later than N are not supported'.",
+       "Install an older gcc and point nvcc at it (CC/CXX, NVCC_CCBIN or -ccbin), or a newer toolkit."),
+    _c("CONTAINER_NO_GPU_RUNTIME", "Container started without GPU access",
+       "This is a container and no NVIDIA device nodes or driver libraries were passed in.",
+       "CUDA sees no device; nvidia-smi is missing inside the container.",
+       "Install the NVIDIA Container Toolkit on the host and run with --gpus all (Docker) or request "
+       "nvidia.com/gpu (Kubernetes)."),
+    _c("WSL_SPECIFIC", "WSL-specific GPU setup issue",
+       "Running under WSL, where the GPU driver comes from Windows and some Linux rules differ.",
+       "Installing a Linux NVIDIA driver inside WSL breaks CUDA; libcuda must come from /usr/lib/wsl/lib; "
+       "some Windows builds broke GPU compute.",
+       "Install only the Windows NVIDIA driver; do not install a Linux driver inside WSL; keep "
+       "/usr/lib/wsl/lib on the library path."),
+    _c("PYTHON_VERSION_UNSUPPORTED", "No torch wheel for this Python",
+       "The installed or requested torch release publishes no wheels for this Python version.",
+       "pip finds no matching distribution or falls back to an old release.",
+       "Use a Python version the torch release supports, or a torch release that supports your Python."),
+    _c("THIRD_PARTY_EXTENSION_MISMATCH", "Extension built against another torch/CUDA",
+       "flash-attn, xformers, bitsandbytes, apex or deepspeed ops were built for a different torch or CUDA.",
+       "ImportError with undefined symbols (c10::...), or silent fallbacks to slow paths.",
+       "Reinstall the extension for the installed torch (matching wheel, or build from source)."),
+    # --- hardware and platform health
+    _c("PCIE_LINK_DEGRADED", "PCIe link below its capability",
+       "A GPU's PCIe link runs at a lower generation or width than the GPU and slot support.",
+       "Host-device copies (data loading, offload) run at a fraction of the expected bandwidth.",
+       "Reseat the card / use a CPU-attached x16 slot; check BIOS PCIe settings and risers."),
+    _c("GPU_THROTTLED", "GPU clocks throttled",
+       "Active clock-event reasons (HW slowdown, power brake, thermal) or a lowered power limit.",
+       "The GPU runs slower than its rating.",
+       "Check cooling and power delivery; restore the default power limit (nvidia-smi -pl)."),
+    _c("GPU_MEMORY_ERRORS", "GPU memory errors",
+       "Uncorrectable ECC errors, pending page retirement / row remapping, or a corrupted infoROM.",
+       "Jobs crash with Xid errors; results can be wrong; the GPU may need a reset or RMA.",
+       "Reset the GPU (or reboot) to apply pending remaps; report persistent errors to the provider."),
+    _c("GPU_BUSY", "GPU already in use",
+       "Other processes hold GPU memory or compute before your job starts.",
+       "Out-of-memory errors and slower training.",
+       "Stop the other processes or pick idle GPUs with CUDA_VISIBLE_DEVICES."),
+    _c("MIG_ENABLED", "MIG mode enabled",
+       "The GPU is partitioned into MIG instances.",
+       "The job sees slices with a fraction of the memory and SMs, not whole GPUs.",
+       "Disable MIG (nvidia-smi -mig 0, then reset) if you need whole GPUs."),
+    _c("PERSISTENCE_MODE_OFF", "Persistence mode off",
+       "The driver unloads GPU state when no client is attached.",
+       "Slower CUDA initialisation and reset clocks between jobs.",
+       "sudo nvidia-smi -pm 1 (or enable nvidia-persistenced)."),
+    _c("COMPUTE_MODE_RESTRICTED", "Compute mode exclusive or prohibited",
+       "The GPU's compute mode limits or forbids CUDA contexts.",
+       "A second process (or any process) cannot create a CUDA context.",
+       "sudo nvidia-smi -c DEFAULT"),
+    _c("INTERCONNECT", "GPU interconnect below what the machine has",
+       "NVLink links down, GPUs talking over PCIe/host bridges, P2P disabled, NVSwitch without fabric "
+       "manager, or NCCL variables forcing slow paths.",
+       "Multi-GPU training runs far slower; NVSwitch systems fail CUDA init ('system not yet initialized').",
+       "Start nvidia-fabricmanager, unset NCCL_P2P_DISABLE/NCCL_IB_DISABLE, load nvidia_peermem."),
+    _c("SLOW_STORAGE", "Training data on slow storage",
+       "The data path is on a rotational disk, a network or FUSE filesystem, an overlay, or nearly full.",
+       "The GPUs wait for data.",
+       "Copy the data set to local NVMe (or a bind-mounted volume) before training."),
+    _c("SHM_TOO_SMALL", "/dev/shm too small",
+       "Shared memory is below what DataLoader workers need (Docker's default is 64 MB).",
+       "DataLoader workers die with 'bus error' or 'unable to write to file </torch_...>'.",
+       "docker run --shm-size=16g (or --ipc=host)."),
+    _c("CPU_STARVED", "Too few CPUs per GPU",
+       "CPU cores available to this process per GPU are below what data loading needs, or a cgroup quota "
+       "is far below os.cpu_count().",
+       "DataLoader cannot keep the GPUs fed; too many workers thrash.",
+       "Ask for more CPUs, or set num_workers to the real quota."),
+    _c("HOST_MEMORY_LOW", "Too little RAM per GPU",
+       "Host RAM (or the cgroup memory limit) per GPU is below what data loading and pinned buffers need.",
+       "Out-of-memory kills of DataLoader workers, swapping.",
+       "Ask for more memory or reduce workers / prefetching."),
+    _c("DRIVER_OUTDATED", "Driver branch outdated",
+       "The driver branch is past its support end or has a known defect.",
+       "Missing fixes; newer CUDA builds need newer drivers.",
+       "Upgrade to a supported production branch."),
+    # --- micro-benchmarks and other later issues use the same catalogue
+    _c("HEALTHY", "No environment problem found",
+       "The facts show a working stack; the reported problem is elsewhere (usually the code or data).",
+       "Saves chasing the environment for a bug in the program.",
+       "Look at the program: the environment is not the cause."),
+]}
+
+
+def get(name: str) -> Category:
+    return CATEGORIES[name]

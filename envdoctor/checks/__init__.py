@@ -1,0 +1,53 @@
+"""Checks: pure functions from facts (+ compat data) to findings, and the runner over the registry."""
+
+from __future__ import annotations
+
+import fnmatch
+import time
+from typing import Iterable, List, Optional
+
+from ..facts import Facts
+from ..findings import CheckResult, CheckStatus, Severity
+from .base import Check, CheckContext, SkipCheck
+
+
+def all_checks() -> List[Check]:
+    from .registry import ALL_CHECKS
+
+    return list(ALL_CHECKS)
+
+
+def select(checks: Iterable[Check], only: Optional[List[str]] = None,
+           ignore: Optional[List[str]] = None) -> List[Check]:
+    """Filter by check-id globs (``driver.*``); ``only`` keeps, ``ignore`` drops."""
+    out = []
+    for c in checks:
+        if only and not any(fnmatch.fnmatchcase(c.id, pat) for pat in only):
+            continue
+        if ignore and any(fnmatch.fnmatchcase(c.id, pat) for pat in ignore):
+            continue
+        out.append(c)
+    return out
+
+
+def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None) -> List[CheckResult]:
+    ctx = CheckContext(facts=facts, compat=compat)
+    results = []
+    for c in checks if checks is not None else all_checks():
+        start = time.perf_counter()
+        try:
+            findings = list(c.func(ctx) or [])
+        except SkipCheck as e:
+            results.append(CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, reason=str(e),
+                                       duration_s=time.perf_counter() - start))
+            continue
+        except Exception as e:  # noqa: BLE001 - the per-check guard: one broken check never hides the rest
+            results.append(CheckResult(c.id, c.area, c.title, CheckStatus.ERRORED,
+                                       reason=f"{type(e).__name__}: {e}",
+                                       duration_s=time.perf_counter() - start))
+            continue
+        failed = any(Severity.at_least(f.severity, Severity.WARNING) for f in findings)
+        results.append(CheckResult(c.id, c.area, c.title,
+                                   CheckStatus.FAILED if failed else CheckStatus.PASSED,
+                                   findings=findings, duration_s=time.perf_counter() - start))
+    return results

@@ -1,0 +1,551 @@
+"""The facts snapshot: frozen, JSON-serialisable records of everything the probes saw.
+
+Conventions (see README "Facts"):
+- units live in field names (``memory_total_bytes``, ``power_limit_w``, ``duration_s``);
+- ``None`` means unknown (serialised as ``null``), never "N/A";
+- every section carries ``status`` (one of ``ProbeStatus``) and a one-line ``reason`` so that
+  "there is no driver" (absent) and "nvidia-smi timed out" (failed) stay different facts;
+- ``from_dict`` ignores unknown keys (a newer envdoctor's snapshot still loads) and fills missing
+  ones with defaults; a wrong type raises ``FactsError`` naming the dotted path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+SCHEMA_VERSION = 1
+
+
+class ProbeStatus:
+    """String constants for the ``status`` of a probed section."""
+
+    OK = "ok"  # the facts were read
+    ABSENT = "absent"  # the thing is not there (no driver, no nvcc): itself a fact
+    UNSUPPORTED = "unsupported"  # the platform cannot tell (no sysfs on macOS, NVML NotSupported)
+    FAILED = "failed"  # we tried and could not read it (timeout, parse error, permission)
+    SKIPPED = "skipped"  # not attempted (not asked for, or judging a snapshot / a paste)
+
+    ALL = (OK, ABSENT, UNSUPPORTED, FAILED, SKIPPED)
+
+
+class FactsError(ValueError):
+    """A snapshot that cannot be read: the message names the dotted path and the problem."""
+
+
+# --------------------------------------------------------------------------- GPUs and driver
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: Optional[int] = None
+    name: Optional[str] = None
+    used_memory_bytes: Optional[int] = None
+    type: Optional[str] = None  # "C" compute, "G" graphics, "C+G"
+
+
+@dataclass(frozen=True)
+class NvlinkLink:
+    link: int
+    active: Optional[bool] = None
+    speed_gbps: Optional[float] = None  # per-link, one direction, as nvidia-smi reports "GB/s"
+    remote_pci_bus_id: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: Optional[str] = None
+    uuid: Optional[str] = None
+    serial: Optional[str] = None
+    pci_bus_id: Optional[str] = None  # "00000000:01:00.0"
+    pci_device_id: Optional[str] = None  # "0x233010DE"
+    architecture: Optional[str] = None
+    compute_capability: Optional[str] = None  # "9.0"
+    vbios_version: Optional[str] = None
+    memory_total_bytes: Optional[int] = None
+    memory_used_bytes: Optional[int] = None
+    # PCIe: *_max is what the GPU and the slot negotiate at best (NVML "max link" is min(GPU, slot))
+    pcie_gen_current: Optional[int] = None
+    pcie_gen_max: Optional[int] = None
+    pcie_gen_device_max: Optional[int] = None  # the GPU's own maximum (NVML GpuMaxPcieLinkGeneration)
+    pcie_width_current: Optional[int] = None
+    pcie_width_max: Optional[int] = None
+    pcie_replay_counter: Optional[int] = None
+    persistence_mode: Optional[bool] = None
+    mig_mode_current: Optional[bool] = None
+    mig_mode_pending: Optional[bool] = None
+    mig_device_count: Optional[int] = None
+    compute_mode: Optional[str] = None  # "Default", "Exclusive_Process", "Prohibited"
+    ecc_mode_current: Optional[bool] = None
+    ecc_mode_pending: Optional[bool] = None
+    ecc_volatile_uncorrected: Optional[int] = None
+    ecc_volatile_corrected: Optional[int] = None
+    ecc_aggregate_uncorrected: Optional[int] = None
+    ecc_aggregate_corrected: Optional[int] = None
+    retired_pages_single_bit: Optional[int] = None
+    retired_pages_double_bit: Optional[int] = None
+    retired_pages_pending: Optional[bool] = None
+    remapped_rows_correctable: Optional[int] = None
+    remapped_rows_uncorrectable: Optional[int] = None
+    remapped_rows_pending: Optional[bool] = None
+    remapped_rows_failure: Optional[bool] = None
+    inforom_valid: Optional[bool] = None  # False when nvidia-smi says "infoROM is corrupted"
+    clocks_sm_mhz: Optional[int] = None
+    clocks_mem_mhz: Optional[int] = None
+    clocks_sm_max_mhz: Optional[int] = None
+    clocks_mem_max_mhz: Optional[int] = None
+    clocks_sm_app_mhz: Optional[int] = None
+    clocks_sm_locked_max_mhz: Optional[int] = None
+    # active clock-event ("throttle") reasons, NVML names without prefix: gpu_idle,
+    # applications_clocks_setting, sw_power_cap, hw_slowdown, sync_boost, sw_thermal_slowdown,
+    # hw_thermal_slowdown, hw_power_brake_slowdown, display_clocks_setting
+    throttle_reasons: Optional[List[str]] = None
+    power_draw_w: Optional[float] = None
+    power_limit_w: Optional[float] = None
+    power_default_limit_w: Optional[float] = None
+    power_min_limit_w: Optional[float] = None
+    power_max_limit_w: Optional[float] = None
+    temperature_c: Optional[float] = None
+    temperature_slowdown_c: Optional[float] = None
+    temperature_shutdown_c: Optional[float] = None
+    fan_speed_pct: Optional[float] = None
+    utilization_gpu_pct: Optional[float] = None
+    utilization_memory_pct: Optional[float] = None
+    performance_state: Optional[str] = None  # "P0"
+    processes: Optional[List[GpuProcess]] = None
+    nvlinks: Optional[List[NvlinkLink]] = None  # None: not read; []: the GPU has no NVLink
+    under_load: Optional[bool] = None  # True when these readings were taken while a load ran
+    notes: Optional[List[str]] = None  # anything odd the source said ("[Unknown Error]" fields)
+
+
+@dataclass(frozen=True)
+class Driver:
+    """The NVIDIA driver and the GPUs it sees."""
+
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    source: Optional[str] = None  # "nvml", "nvidia-smi-xml", "nvidia-smi-csv", "proc", "paste"
+    version: Optional[str] = None  # "550.54.14"
+    cuda_driver_version: Optional[str] = None  # the CUDA version the driver supports at most: "12.4"
+    kernel_module_version: Optional[str] = None  # /proc/driver/nvidia/version
+    nvml_version: Optional[str] = None
+    # NVML init error, by NVML's name: LIBRARY_NOT_FOUND, DRIVER_NOT_LOADED, LIB_RM_VERSION_MISMATCH,
+    # NO_PERMISSION, GPU_IS_LOST, UNKNOWN ... (None when init worked)
+    nvml_error: Optional[str] = None
+    nvidia_smi_error: Optional[str] = None  # the text nvidia-smi printed when it failed
+    device_nodes: Optional[List[str]] = None  # /dev/nvidia* present
+    gpus: List[Gpu] = field(default_factory=list)
+    fabric_manager_running: Optional[bool] = None
+    nvswitch_count: Optional[int] = None
+
+
+# --------------------------------------------------------------------------- CUDA toolkit, cuDNN
+
+
+@dataclass(frozen=True)
+class CudaToolkit:
+    path: Optional[str] = None  # the toolkit root (/usr/local/cuda-13.0)
+    nvcc_path: Optional[str] = None
+    version: Optional[str] = None  # "13.0"
+    version_full: Optional[str] = None  # "13.0.88" (from "V13.0.88")
+    found_via: Optional[str] = None  # "PATH", "CUDA_HOME", "CUDA_PATH", "/usr/local", "paste"
+
+
+@dataclass(frozen=True)
+class Toolkits:
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    on_path: Optional[CudaToolkit] = None  # what `nvcc` on PATH is: what builds extensions
+    installed: List[CudaToolkit] = field(default_factory=list)
+    cuda_home_env: Optional[str] = None
+    cuda_path_env: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class LibraryCopy:
+    name: str  # "cudnn", "cublas", "nccl", "nvjitlink", "cudart", "cuda" (libcuda)
+    path: Optional[str] = None
+    version: Optional[str] = None
+    origin: Optional[str] = None  # "wheel" (site-packages/nvidia), "torch" (torch/lib), "system", "conda"
+
+
+@dataclass(frozen=True)
+class SystemLibraries:
+    """CUDA libraries installed system-wide (outside any Python environment)."""
+
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    cudnn_version: Optional[str] = None  # "9.1.0"
+    cudnn_path: Optional[str] = None
+    libraries: List[LibraryCopy] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- the target interpreter
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str  # normalised distribution name: "torch", "torchvision", "nvidia-cudnn-cu12"
+    version: str  # full version with local tag: "2.5.1+cu124"
+    location: Optional[str] = None
+    requires: Optional[List[str]] = None  # Requires-Dist lines, as written
+    installer: Optional[str] = None  # "pip", "conda", "uv"
+    # CUDA variant built into the package when it can be told without importing it: "cu124",
+    # "cpu", "rocm6.2"; read from the local tag, else from linked libraries / nvidia-* requirements
+    variant: Optional[str] = None
+    variant_evidence: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class TorchDevice:
+    index: int
+    name: Optional[str] = None
+    capability: Optional[str] = None  # "9.0"
+    total_memory_bytes: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class TorchInfo:
+    version: Optional[str] = None  # torch.__version__: "2.5.1+cu124"
+    cuda: Optional[str] = None  # torch.version.cuda: "12.4" or None for CPU builds
+    hip: Optional[str] = None
+    git_version: Optional[str] = None
+    debug: Optional[bool] = None
+    cudnn_version: Optional[int] = None  # torch.backends.cudnn.version(): 90100
+    nccl_version: Optional[str] = None  # "2.21.5"
+    arch_list: Optional[List[str]] = None  # torch.cuda.get_arch_list(): ["sm_80", "sm_90", "compute_90"]
+    cuda_available: Optional[bool] = None
+    device_count: Optional[int] = None
+    cuda_init_error: Optional[str] = None  # exact text of the error or warning behind is_available() False
+    warnings: List[str] = field(default_factory=list)  # warnings torch raised on import / CUDA init
+    devices: List[TorchDevice] = field(default_factory=list)
+    cxx11_abi: Optional[bool] = None
+    import_error: Optional[str] = None  # when `import torch` itself failed
+    import_seconds: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class PythonEnv:
+    """One interpreter being diagnosed (``--python``), inspected in its own subprocess."""
+
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    executable: Optional[str] = None
+    requested_as: Optional[str] = None  # what the user passed (or how the default was chosen)
+    python_version: Optional[str] = None  # "3.11.7"
+    implementation: Optional[str] = None
+    platform: Optional[str] = None  # sysconfig platform tag: "linux-x86_64"
+    prefix: Optional[str] = None
+    is_venv: Optional[bool] = None
+    is_conda: Optional[bool] = None
+    packages: List[Package] = field(default_factory=list)
+    torch: Optional[TorchInfo] = None  # None: torch is not installed (or not inspected)
+    loaded_libraries: List[LibraryCopy] = field(default_factory=list)  # /proc/self/maps after import torch
+    env: Dict[str, Optional[str]] = field(default_factory=dict)  # LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES ...
+    import_errors: Dict[str, str] = field(default_factory=dict)  # package -> error text (companions)
+    duration_s: Optional[float] = None
+
+    def package(self, name: str) -> Optional[Package]:
+        key = normalize_name(name)
+        for p in self.packages:
+            if normalize_name(p.name) == key:
+                return p
+        return None
+
+
+# --------------------------------------------------------------------------- host, container, storage
+
+
+@dataclass(frozen=True)
+class Container:
+    runtime: Optional[str] = None  # "docker", "podman", "kubernetes", "lxc", "containerd", None (none)
+    evidence: Optional[str] = None
+    gpu_device_nodes: Optional[List[str]] = None  # /dev/nvidia* visible inside
+    nvidia_visible_devices: Optional[str] = None  # NVIDIA_VISIBLE_DEVICES as the runtime set it
+
+
+@dataclass(frozen=True)
+class Host:
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    hostname: Optional[str] = None
+    os: Optional[str] = None  # platform.system(): "Linux", "Windows"
+    distro_id: Optional[str] = None  # "ubuntu"
+    distro_version: Optional[str] = None  # "22.04"
+    distro_name: Optional[str] = None  # "Ubuntu 22.04.4 LTS"
+    kernel: Optional[str] = None
+    machine: Optional[str] = None  # "x86_64"
+    glibc_version: Optional[str] = None
+    cpu_model: Optional[str] = None
+    cpu_logical_count: Optional[int] = None  # os.cpu_count(): what DataLoader code sees
+    cpu_physical_count: Optional[int] = None
+    cpu_affinity_count: Optional[int] = None  # len(os.sched_getaffinity(0))
+    cgroup_version: Optional[int] = None
+    cgroup_cpu_quota: Optional[float] = None  # CPUs the cgroup allows (quota / period); None = unlimited
+    cgroup_memory_limit_bytes: Optional[int] = None  # None = unlimited
+    memory_total_bytes: Optional[int] = None
+    memory_available_bytes: Optional[int] = None
+    shm_total_bytes: Optional[int] = None
+    shm_free_bytes: Optional[int] = None
+    numa_node_count: Optional[int] = None
+    container: Optional[Container] = None
+    wsl: Optional[bool] = None
+    wsl_version: Optional[int] = None
+    virtualization: Optional[str] = None  # "kvm", "xen", "microsoft", None when bare metal or unknown
+    gcc_version: Optional[str] = None  # "12.2.0"
+    clang_version: Optional[str] = None
+    env: Dict[str, Optional[str]] = field(default_factory=dict)  # NCCL_*, CUDA_VISIBLE_DEVICES, ...
+    kernel_modules: Optional[List[str]] = None  # loaded modules of interest (nvidia, nvidia_peermem ...)
+    infiniband_devices: Optional[List[str]] = None
+
+
+@dataclass(frozen=True)
+class DataPath:
+    path: str
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    exists: Optional[bool] = None
+    mount_point: Optional[str] = None
+    fstype: Optional[str] = None  # "ext4", "xfs", "nfs4", "fuse.s3fs", "overlay"
+    mount_source: Optional[str] = None
+    kind: Optional[str] = None  # "local", "network", "fuse", "overlay", "tmpfs", "unknown"
+    block_device: Optional[str] = None  # "nvme0n1"
+    rotational: Optional[bool] = None
+    transport: Optional[str] = None  # "nvme", "sata", "sas", "virtio", "usb", "md", "dm"
+    device_model: Optional[str] = None
+    size_bytes: Optional[int] = None
+    free_bytes: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class Storage:
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    paths: List[DataPath] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- topology, bench
+
+
+@dataclass(frozen=True)
+class PcieLink:
+    """One PCI device's link as lspci -vv or sysfs reports it (GPU or an upstream bridge)."""
+
+    bdf: str  # "0000:17:00.0"
+    description: Optional[str] = None
+    cap_speed_gts: Optional[float] = None  # LnkCap speed in GT/s
+    cap_width: Optional[int] = None
+    sta_speed_gts: Optional[float] = None  # LnkSta
+    sta_width: Optional[int] = None
+    downgraded: Optional[bool] = None  # lspci printed "(downgraded)"
+    upstream_bdf: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Topology:
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    # matrix[i][j]: nvidia-smi topo -m connection type between GPU i and j ("X", "NV12", "SYS",
+    # "NODE", "PHB", "PXB", "PIX")
+    gpu_matrix: Optional[List[List[str]]] = None
+    p2p_supported: Optional[List[List[Optional[bool]]]] = None
+    pcie_links: List[PcieLink] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """One micro-kernel measurement: judged by checks like any other fact."""
+
+    name: str  # "matmul_bf16", "memcpy_h2d", "disk_read"
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    device: Optional[str] = None  # "cuda:0", "cpu"
+    value: Optional[float] = None
+    unit: Optional[str] = None  # "TFLOP/s", "GB/s"
+    params: Dict[str, Any] = field(default_factory=dict)
+    duration_s: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Bench:
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    results: List[BenchResult] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- the snapshot
+
+
+@dataclass(frozen=True)
+class ProbeRun:
+    name: str
+    status: str
+    reason: Optional[str] = None
+    duration_s: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class PasteSource:
+    """What a pasted report held (``envdoctor diagnose``): found formats and missing facts."""
+
+    found: List[str] = field(default_factory=list)  # "collect_env output (PyTorch 2.6 format)"
+    not_found: List[str] = field(default_factory=list)  # "driver version"
+    messages: List[str] = field(default_factory=list)  # error / warning lines seen, verbatim
+    text_excerpt: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Facts:
+    schema_version: int = SCHEMA_VERSION
+    envdoctor_version: Optional[str] = None
+    collected_at: Optional[str] = None  # ISO 8601 UTC
+    origin: str = "live"  # "live" (probed here), "snapshot" (--facts), "paste" (diagnose)
+    driver: Driver = field(default_factory=Driver)
+    toolkits: Toolkits = field(default_factory=Toolkits)
+    system_libraries: SystemLibraries = field(default_factory=SystemLibraries)
+    pythons: List[PythonEnv] = field(default_factory=list)
+    host: Host = field(default_factory=Host)
+    storage: Storage = field(default_factory=Storage)
+    topology: Topology = field(default_factory=Topology)
+    bench: Bench = field(default_factory=Bench)
+    probes: List[ProbeRun] = field(default_factory=list)
+    paste: Optional[PasteSource] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return to_dict(self)
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Facts:
+        if not isinstance(data, dict):
+            raise FactsError(f"a facts snapshot is a JSON object, got {type(data).__name__}")
+        version = data.get("schema_version")
+        if not isinstance(version, int):
+            raise FactsError("not an envdoctor facts snapshot: no integer 'schema_version'")
+        if version > SCHEMA_VERSION:
+            raise FactsError(
+                f"snapshot schema_version {version} is newer than this envdoctor understands "
+                f"({SCHEMA_VERSION}); upgrade envdoctor to judge it"
+            )
+        return from_dict(cls, data)
+
+    @classmethod
+    def from_json(cls, text: str) -> Facts:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise FactsError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+        return cls.from_dict(data)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 normalisation of a distribution name."""
+    out = []
+    prev_sep = False
+    for ch in name.strip().lower():
+        if ch in "-_.":
+            if not prev_sep:
+                out.append("-")
+            prev_sep = True
+        else:
+            out.append(ch)
+            prev_sep = False
+    return "".join(out)
+
+
+def to_dict(obj: Any) -> Any:
+    """Recursively turn dataclasses into JSON-ready dicts (lists stay lists, None stays None)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_dict(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_dict(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_dict(v) for k, v in obj.items()}
+    return obj
+
+
+_HINTS_CACHE: Dict[type, Dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> Dict[str, Any]:
+    if cls not in _HINTS_CACHE:
+        _HINTS_CACHE[cls] = typing.get_type_hints(cls)
+    return _HINTS_CACHE[cls]
+
+
+def _convert(tp: Any, value: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is typing.Union:
+        if value is None:
+            if type(None) in args:
+                return None
+            raise FactsError(f"{path}: null is not allowed here")
+        non_none = [a for a in args if a is not type(None)]
+        return _convert(non_none[0], value, path)
+    if value is None:
+        # tolerate null for a non-optional field that has a default: treated as unknown
+        return None
+    if tp is Any:
+        return value
+    if dataclasses.is_dataclass(tp):
+        return from_dict(tp, value, path)
+    if origin in (list, List):
+        if not isinstance(value, list):
+            raise FactsError(f"{path}: expected a list, got {type(value).__name__}")
+        (item_tp,) = args or (Any,)
+        return [_convert(item_tp, v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin in (dict, Dict):
+        if not isinstance(value, dict):
+            raise FactsError(f"{path}: expected an object, got {type(value).__name__}")
+        val_tp = args[1] if len(args) == 2 else Any
+        return {str(k): _convert(val_tp, v, f"{path}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise FactsError(f"{path}: expected true/false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise FactsError(f"{path}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise FactsError(f"{path}: expected a number, got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise FactsError(f"{path}: expected a string, got {value!r}")
+        return value
+    return value
+
+
+def from_dict(cls: Any, data: Any, path: str = "facts") -> Any:
+    """Build dataclass ``cls`` from ``data``; unknown keys are ignored, missing ones defaulted."""
+    if not isinstance(data, dict):
+        raise FactsError(f"{path}: expected an object, got {type(data).__name__}")
+    hints = _hints(cls)
+    kwargs = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
+                raise FactsError(f"{path}.{f.name}: required field is missing")
+            continue
+        value = _convert(hints[f.name], data[f.name], f"{path}.{f.name}")
+        if value is None and f.default is dataclasses.MISSING:
+            if f.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
+                value = f.default_factory()  # type: ignore[misc]
+            else:
+                raise FactsError(f"{path}.{f.name}: required field is null")
+        kwargs[f.name] = value
+    return cls(**kwargs)
