@@ -1,0 +1,482 @@
+"""The console renderer: header, key facts, a doctor-style checklist, findings with fixes, a verdict."""
+
+from __future__ import annotations
+
+import io
+import json
+import textwrap
+from typing import IO, Any, Dict, List, Tuple
+
+from rich import box
+from rich.console import Console, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from ..facts import Facts, Gpu, ProbeStatus, PythonEnv
+from ..findings import CheckResult, CheckStatus, Finding, Report, Severity
+
+UNKNOWN = "unknown"
+
+# How a section that was not read is named: never "N/A", always the status and its reason.
+_STATUS_WORDS = {
+    ProbeStatus.ABSENT: "not found",
+    ProbeStatus.FAILED: "could not be read",
+    ProbeStatus.UNSUPPORTED: "not supported here",
+    ProbeStatus.SKIPPED: "not checked",
+}
+
+_CHECK_SYMBOLS = {  # (symbol, style)
+    "passed": ("✓", "green"),
+    "warning": ("!", "yellow"),
+    "error": ("✗", "red"),
+    CheckStatus.SKIPPED: ("-", "dim"),
+    CheckStatus.ERRORED: ("E", "magenta"),
+}
+
+_SEVERITY_SYMBOLS = {
+    Severity.ERROR: ("✗", "bold red"),
+    Severity.WARNING: ("!", "bold yellow"),
+    Severity.INFO: ("i", "cyan"),
+}
+
+COMMAND_INDENT = 6  # columns before a fix command
+_CONTINUATION = 4  # extra columns for the continuation lines of a long command
+
+
+# --------------------------------------------------------------------------- small formatters
+
+
+def fmt(value: Any) -> str:
+    """A fact value as text: ``None`` is "unknown" (never "N/A"), booleans are yes/no."""
+    if value is None:
+        return UNKNOWN
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def fmt_gib(num_bytes: int | None) -> str:
+    if num_bytes is None:
+        return f"{UNKNOWN} GiB"
+    return f"{num_bytes / 2**30:.1f} GiB"
+
+
+def section_state(section: Any) -> str | None:
+    """None when the section was read; else "not found — <reason>" and the like."""
+    status = getattr(section, "status", ProbeStatus.OK)
+    if status == ProbeStatus.OK:
+        return None
+    word = _STATUS_WORDS.get(status, status)
+    reason = getattr(section, "reason", None)
+    return f"{word} — {reason}" if reason else word
+
+
+def _pcie(gpu: Gpu) -> str:
+    def link(gen: int | None, width: int | None) -> str:
+        return f"Gen{fmt(gen)} x{fmt(width)}"
+
+    return (
+        f"PCIe {link(gpu.pcie_gen_current, gpu.pcie_width_current)} "
+        f"(max {link(gpu.pcie_gen_max, gpu.pcie_width_max)})"
+    )
+
+
+def _gpu_line(gpu: Gpu) -> str:
+    return " · ".join([
+        fmt(gpu.name),
+        f"compute {fmt(gpu.compute_capability)}",
+        fmt_gib(gpu.memory_total_bytes),
+        _pcie(gpu),
+    ])
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _torch_line(env: PythonEnv) -> str:
+    torch = env.torch
+    if torch is None:
+        return "not installed"
+    if torch.import_error:
+        return f"{fmt(torch.version)}: import failed — {_first_line(torch.import_error)}"
+    if torch.cuda is not None:
+        build = f"torch CUDA {torch.cuda}"
+    elif torch.hip is not None:
+        build = f"ROCm {torch.hip}"
+    elif torch.version is not None and "+cpu" in torch.version:
+        build = "CPU build"
+    else:
+        build = f"torch CUDA {UNKNOWN}"
+    available = f"cuda available: {fmt(torch.cuda_available)}"
+    if torch.cuda_available is False and torch.cuda_init_error:
+        available += f" — {_first_line(torch.cuda_init_error)}"
+    elif torch.cuda_available and torch.device_count is not None:
+        available += f" ({torch.device_count} device{'s' if torch.device_count != 1 else ''})"
+    return " · ".join([fmt(torch.version), build, available])
+
+
+def _host_line(facts: Facts) -> str:
+    host = facts.host
+    os_name = host.distro_name or " ".join(x for x in (host.distro_id, host.distro_version) if x) or None
+    os_text = fmt(os_name or host.os)
+    if host.kernel:
+        os_text += f" ({host.os or 'kernel'} {host.kernel})"
+    cpus = f"{fmt(host.cpu_logical_count)} CPUs"
+    if host.cpu_affinity_count is not None and host.cpu_affinity_count != host.cpu_logical_count:
+        cpus += f" ({host.cpu_affinity_count} usable)"
+    ram = f"{fmt_gib(host.memory_total_bytes)} RAM"
+    if host.container is None:
+        container = f"container: {UNKNOWN}"
+    elif host.container.runtime:
+        container = f"container: {host.container.runtime}"
+    else:
+        container = "no container"
+    parts = [os_text, cpus, ram, container]
+    if host.wsl:
+        parts.append(f"WSL{fmt(host.wsl_version) if host.wsl_version else ''}")
+    return " · ".join(parts)
+
+
+def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
+    """(label, value) rows of the key facts, shared by the console and Markdown renderers."""
+    rows: List[Tuple[str, str]] = []
+    driver = facts.driver
+    state = section_state(driver)
+    for gpu in driver.gpus:
+        rows.append((f"GPU {gpu.index}", _gpu_line(gpu)))
+    if state is None:
+        if not driver.gpus:
+            rows.append(("GPUs", "none visible to the driver"))
+        ceiling = (
+            f"CUDA ≤ {driver.cuda_driver_version} (the driver's ceiling, not a toolkit)"
+            if driver.cuda_driver_version
+            else f"CUDA ceiling {UNKNOWN}"
+        )
+        rows.append(("Driver", f"{fmt(driver.version)} · {ceiling}"))
+    else:
+        rows.append(("Driver", state))
+
+    toolkits = facts.toolkits
+    state = section_state(toolkits)
+    if state is not None:
+        rows.append(("nvcc", state))
+    elif toolkits.on_path is not None:
+        tk = toolkits.on_path
+        version = fmt(tk.version_full or tk.version)
+        rows.append(("nvcc", f"{version} at {fmt(tk.nvcc_path or tk.path)}"))
+    else:
+        installed = ", ".join(f"{fmt(t.version)} at {fmt(t.path)}" for t in toolkits.installed)
+        rows.append(("nvcc", "not on PATH" + (f" (installed: {installed})" if installed else "")))
+
+    if not facts.pythons:
+        rows.append(("Python", "not inspected"))
+    for i, env in enumerate(facts.pythons):
+        label = "Python" if len(facts.pythons) == 1 else f"Python {i}"
+        state = section_state(env)
+        where = env.executable or env.requested_as
+        if state is not None:
+            rows.append((label, (f"{where}: " if where else "") + state))
+            continue
+        rows.append((label, f"{fmt(env.python_version)} at {fmt(where)}"))
+        rows.append(("  torch", _torch_line(env)))
+
+    state = section_state(facts.host)
+    rows.append(("Host", state if state is not None else _host_line(facts)))
+
+    if facts.paste is not None and facts.paste.not_found:
+        rows.append(("Not in paste", ", ".join(facts.paste.not_found)))
+    return rows
+
+
+def check_symbol(check: CheckResult) -> Tuple[str, str]:
+    if check.status in (CheckStatus.SKIPPED, CheckStatus.ERRORED):
+        return _CHECK_SYMBOLS[check.status]
+    severities = {f.severity for f in check.findings}
+    if Severity.ERROR in severities:
+        return _CHECK_SYMBOLS["error"]
+    if Severity.WARNING in severities or check.status == CheckStatus.FAILED:
+        return _CHECK_SYMBOLS["warning"]
+    return _CHECK_SYMBOLS["passed"]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def verdict(report: Report, where: str = "above") -> str:
+    """"2 errors, 1 warning — see fixes above" or "No problems found"."""
+    findings = report.findings
+    errors = sum(1 for f in findings if f.severity == Severity.ERROR)
+    warnings = sum(1 for f in findings if f.severity == Severity.WARNING)
+    errored = sum(1 for c in report.checks if c.status == CheckStatus.ERRORED)
+    tail = f"; {_plural(errored, 'check')} could not run (errored)" if errored else ""
+    if errors or warnings:
+        parts = []
+        if errors:
+            parts.append(_plural(errors, "error"))
+        if warnings:
+            parts.append(_plural(warnings, "warning"))
+        return f"{', '.join(parts)} — see fixes {where}{tail}"
+    return f"No problems found{tail}"
+
+
+def header_line(report: Report) -> str:
+    origin = report.facts.origin
+    if report.facts.collected_at:
+        origin += f", collected {report.facts.collected_at}"
+    return (
+        f"envdoctor {report.envdoctor_version} · facts: {origin} · "
+        f"compat matrix as of {fmt(report.compat_as_of)}"
+    )
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _split_unquoted(line: str) -> List[str]:
+    """Split a shell line at spaces outside quotes, keeping the quotes in the tokens."""
+    tokens: List[str] = []
+    current: List[str] = []
+    quote: str | None = None
+    escaped = False
+    for ch in line:
+        if escaped:
+            current.append(ch)
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            current.append(ch)
+            escaped = True
+        elif quote:
+            current.append(ch)
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            current.append(ch)
+            quote = ch
+        elif ch == " ":
+            if current:
+                tokens.append("".join(current))
+                current = []
+        else:
+            current.append(ch)
+    if current:
+        tokens.append("".join(current))
+    return tokens
+
+
+def wrap_command(command: str, width: int, indent: int = COMMAND_INDENT) -> List[str]:
+    """Lay a shell command out in ``width`` columns without breaking it.
+
+    A line that fits is kept as is. A longer one is broken only between words, with a trailing
+    `` \\`` (shell line continuation), so the lines still paste as one command. A single word
+    longer than the width (a very long URL) is never cut: it stays whole on its own line.
+    """
+    pad = " " * indent
+    out: List[str] = []
+    for raw in command.splitlines() or [""]:
+        line = raw.rstrip()
+        if len(pad) + len(line) <= width:
+            out.append(pad + line)
+            continue
+        if line.lstrip().startswith("#"):
+            out.extend(textwrap.wrap(
+                line.lstrip().lstrip("#").strip(), width=max(width, indent + 20),
+                initial_indent=pad + "# ", subsequent_indent=pad + "# ",
+                break_long_words=False, break_on_hyphens=False,
+            ))
+            continue
+        cont = pad + " " * _CONTINUATION
+        prefix, current = pad + line[: len(line) - len(line.lstrip())], ""
+        for token in _split_unquoted(line):
+            if not current:
+                current = token
+            elif len(prefix) + len(current) + 1 + len(token) + 2 <= width:
+                current += " " + token
+            else:
+                out.append(f"{prefix}{current} \\")
+                prefix, current = cont, token
+        out.append(prefix + current)
+    return out
+
+
+# --------------------------------------------------------------------------- the renderables
+
+
+def _heading(text: str) -> Text:
+    return Text(text, style="bold underline")
+
+
+def _key_facts(facts: Facts) -> Padding:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for label, value in key_fact_rows(facts):
+        table.add_row(label, value)
+    return Padding(table, (0, 0, 0, 2))
+
+
+def _checklist(report: Report) -> List[RenderableType]:
+    areas: Dict[str, List[CheckResult]] = {}
+    for check in report.checks:
+        areas.setdefault(check.area, []).append(check)
+    out: List[RenderableType] = []
+    for area, checks in areas.items():
+        out.append(Text(f"  {area}", style="bold"))
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(no_wrap=True)
+        grid.add_column(overflow="fold")
+        for check in checks:
+            symbol, style = check_symbol(check)
+            text = Text(check.title)
+            text.append(f" ({check.id})", style="dim")
+            if check.status == CheckStatus.SKIPPED:
+                text.append(f" — skipped: {check.reason or 'no reason given'}", style="dim")
+            elif check.status == CheckStatus.ERRORED:
+                text.append(f" — check errored: {check.reason or 'no reason given'}", style="magenta")
+            else:
+                counted = [f for f in check.findings if f.severity != Severity.INFO]
+                if counted:
+                    text.append(f" — {_plural(len(counted), 'finding')}", style=style)
+            grid.add_row(Text(symbol, style=style), text)
+        out.append(Padding(grid, (0, 0, 0, 4)))
+    return out
+
+
+def _evidence_lines(finding: Finding) -> List[Text]:
+    lines = []
+    for ev in finding.evidence:
+        value = json.dumps(ev.value) if isinstance(ev.value, str) else fmt(ev.value)
+        text = Text(f"{ev.path} = {value}")
+        if ev.expected:
+            text.append(f"; expected {ev.expected}")
+        if ev.source:
+            text.append(f"; source: {ev.source}", style="dim")
+        lines.append(text)
+    return lines
+
+
+def _finding(finding: Finding, verbose: bool, width: int) -> List[Tuple[RenderableType, bool]]:
+    """Renderables for one finding; the flag marks pre-laid-out command lines (never re-wrapped)."""
+    out: List[Tuple[RenderableType, bool]] = []
+    symbol, style = _SEVERITY_SYMBOLS.get(finding.severity, ("?", ""))
+    head = Table.grid(padding=(0, 1))
+    head.add_column(no_wrap=True)
+    head.add_column(overflow="fold")
+    head.add_row(Text(symbol, style=style), Text(finding.summary, style="bold"))
+    out.append((head, False))
+    meta = f"{finding.severity} · {finding.category} · {finding.code}"
+    if finding.confidence:
+        meta += f" · confidence {finding.confidence}"
+    out.append((Padding(Text(meta, style="dim"), (0, 0, 0, 2)), False))
+    if finding.detail:
+        out.append((Padding(Text(finding.detail), (0, 0, 0, 2)), False))
+    if finding.fix is not None:
+        fix_text = Text("Fix: ", style="bold green")
+        fix_text.append(finding.fix.summary)
+        out.append((Padding(fix_text, (0, 0, 0, 2)), False))
+        for command in finding.fix.commands:
+            for line in wrap_command(command, width):
+                out.append((Text(line, style="cyan"), True))
+        if finding.fix.url:
+            out.append((Padding(Text(f"More: {finding.fix.url}"), (0, 0, 0, 2)), False))
+    if verbose and finding.evidence:
+        out.append((Padding(Text("Evidence:", style="bold"), (0, 0, 0, 2)), False))
+        for line in _evidence_lines(finding):
+            out.append((Padding(line, (0, 0, 0, 4)), False))
+    return out
+
+
+def _probe_table(facts: Facts) -> Table:
+    table = Table(box=box.SIMPLE, show_edge=False, pad_edge=False)
+    table.add_column("probe", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("duration", justify="right", no_wrap=True)
+    table.add_column("reason", overflow="fold")
+    for probe in facts.probes:
+        duration = f"{probe.duration_s:.2f} s" if probe.duration_s is not None else UNKNOWN
+        table.add_row(probe.name, probe.status, duration, probe.reason or "")
+    return table
+
+
+def render_console(
+    report: Report,
+    verbose: bool = False,
+    color: bool | None = None,
+    width: int = 100,
+    file: IO[str] | None = None,
+) -> str:
+    """Render ``report`` for a terminal and return the text; also write it to ``file`` if given.
+
+    ``color=None`` means colour only when ``file`` is a terminal. Every line fits ``width``
+    columns, except a single shell word longer than that (never cut, so commands paste whole).
+    """
+    if color is None:
+        isatty = getattr(file, "isatty", None)
+        color = bool(isatty and isatty())
+    buf = io.StringIO()
+    console = Console(
+        file=buf,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        no_color=not color,
+        highlight=False,
+        emoji=False,
+        markup=False,
+        legacy_windows=False,
+        force_jupyter=False,
+        force_interactive=False,
+    )
+
+    def pr(renderable: RenderableType = "") -> None:
+        console.print(renderable)
+
+    def raw(line: Text) -> None:
+        # Commands are laid out by wrap_command: print each line as one line, never re-wrapped.
+        console.print(line, no_wrap=True, overflow="ignore", crop=False, soft_wrap=True)
+
+    pr(Text(header_line(report), style="bold"))
+    pr()
+    pr(_heading("Key facts"))
+    pr(_key_facts(report.facts))
+    pr()
+    pr(_heading("Checks"))
+    if not report.checks:
+        pr(Text("  no checks ran"))
+    for item in _checklist(report):
+        pr(item)
+    findings = report.findings
+    if findings:
+        pr()
+        pr(_heading("Findings"))
+        for i, finding in enumerate(findings):
+            if i:
+                pr()
+            for renderable, is_command in _finding(finding, verbose, width):
+                if is_command:
+                    raw(renderable)  # type: ignore[arg-type]
+                else:
+                    pr(renderable)
+    if verbose and report.facts.probes:
+        pr()
+        pr(_heading("Probes"))
+        pr(Padding(_probe_table(report.facts), (0, 0, 0, 2)))
+    pr()
+    worst = report.worst()
+    if worst in (Severity.ERROR, Severity.WARNING):
+        symbol, style = _SEVERITY_SYMBOLS[worst]
+    else:
+        symbol, style = "✓", "bold green"
+    line = Text(f"{symbol} ", style=style)
+    line.append(verdict(report), style="bold")
+    pr(line)
+
+    # Padded cells fill the width with spaces: drop them so pasted output stays clean.
+    text = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+    if file is not None:
+        file.write(text)
+    return text

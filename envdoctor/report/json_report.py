@@ -1,0 +1,16 @@
+"""The JSON renderer: the report's documented, versioned contract (docs/json-schema.md)."""
+
+from __future__ import annotations
+
+import json
+
+from ..findings import Report
+from .redact import redact_facts_dict
+
+
+def render_json(report: Report, redact: bool = False) -> str:
+    """``report.to_dict()`` as indented JSON with sorted keys; redacted when ``redact`` is true."""
+    data = report.to_dict()
+    if redact:
+        data = redact_facts_dict(data)
+    return json.dumps(data, sort_keys=True, indent=2)
