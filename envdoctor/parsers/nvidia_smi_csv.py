@@ -1,0 +1,169 @@
+"""Parse `nvidia-smi --query-gpu=... --format=csv` output into rows and ``Gpu`` records."""
+
+# ruff: noqa: UP045  (the project style is typing.Optional for Python 3.9; see facts.py)
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from typing import Dict, List, Optional, Sequence
+
+from envdoctor.facts import Gpu
+from envdoctor.parsers.nvidia_smi_xml import (
+    THROTTLE_REASONS,
+    clean,
+    normalize_compute_mode,
+    to_bool,
+    to_bytes,
+    to_float,
+    to_int,
+)
+
+# What the probe asks for: fields every driver since ~450 knows. A field the driver does not know
+# fails the whole query ("Field ... is not a valid field to query"), so newer ones stay out.
+QUERY_GPU_FIELDS = (
+    "index",
+    "name",
+    "uuid",
+    "pci.bus_id",
+    "pci.device_id",
+    "driver_version",
+    "vbios_version",
+    "memory.total",
+    "memory.used",
+    "pcie.link.gen.current",
+    "pcie.link.gen.max",
+    "pcie.link.width.current",
+    "pcie.link.width.max",
+    "persistence_mode",
+    "compute_mode",
+    "ecc.mode.current",
+    "ecc.mode.pending",
+    "clocks.sm",
+    "clocks.mem",
+    "clocks.max.sm",
+    "clocks.max.mem",
+    "power.draw",
+    "power.limit",
+    "temperature.gpu",
+    "utilization.gpu",
+    "utilization.memory",
+    "pstate",
+)
+
+_UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]\s*$")
+
+
+def _field_name(header: str) -> str:
+    """"memory.total [MiB]" -> "memory.total"."""
+    return _UNIT_SUFFIX.sub("", header.strip())
+
+
+def parse_query_csv(text: str, fields: Optional[Sequence[str]] = None) -> List[Dict[str, Optional[str]]]:
+    """Rows of ``--format=csv`` output as dicts keyed by field name (units dropped from the header).
+
+    With ``fields`` and no header line (``--format=csv,noheader``) the columns are named by
+    ``fields``. Cells that mean "no value" ("[N/A]", "[Not Supported]" ...) become ``None``.
+    """
+    rows = [r for r in csv.reader(io.StringIO(text.strip()), skipinitialspace=True) if r and any(c.strip() for c in r)]
+    if not rows:
+        return []
+    first = [_field_name(c) for c in rows[0]]
+    has_header = fields is None or [f.strip() for f in fields] == first or any(
+        _UNIT_SUFFIX.search(c) for c in rows[0]
+    )
+    if has_header:
+        names, body = first, rows[1:]
+    else:
+        names, body = [f.strip() for f in fields or ()], rows
+    out: List[Dict[str, Optional[str]]] = []
+    for r in body:
+        if len(r) != len(names):
+            # a stray message line ("No devices were found", an error) is not a row
+            continue
+        out.append({n: clean(v) for n, v in zip(names, r)})
+    return out
+
+
+def _pick(row: Dict[str, Optional[str]], *names: str) -> Optional[str]:
+    for n in names:
+        v = row.get(n)
+        if v is not None:
+            return v
+    return None
+
+
+def _throttle(row: Dict[str, Optional[str]]) -> Optional[List[str]]:
+    active: List[str] = []
+    seen = False
+    for reason in THROTTLE_REASONS:
+        state = to_bool(_pick(row, f"clocks_event_reasons.{reason}", f"clocks_throttle_reasons.{reason}"))
+        if state is None:
+            continue
+        seen = True
+        if state:
+            active.append(reason)
+    return active if seen else None
+
+
+def gpu_from_row(row: Dict[str, Optional[str]], position: int = 0) -> Gpu:
+    """One ``--query-gpu`` row -> ``Gpu`` (fields the row lacks stay ``None``)."""
+    index = to_int(row.get("index"))
+    checksum = row.get("inforom.checksum_validation")
+    return Gpu(
+        index=index if index is not None else position,
+        name=row.get("name"),
+        uuid=row.get("uuid"),
+        serial=row.get("serial"),
+        pci_bus_id=row.get("pci.bus_id"),
+        pci_device_id=row.get("pci.device_id"),
+        compute_capability=row.get("compute_cap"),
+        vbios_version=row.get("vbios_version"),
+        memory_total_bytes=to_bytes(row.get("memory.total")),
+        memory_used_bytes=to_bytes(row.get("memory.used")),
+        pcie_gen_current=to_int(row.get("pcie.link.gen.current")),
+        pcie_gen_max=to_int(row.get("pcie.link.gen.max")),
+        pcie_gen_device_max=to_int(row.get("pcie.link.gen.gpumax")),
+        pcie_width_current=to_int(row.get("pcie.link.width.current")),
+        pcie_width_max=to_int(row.get("pcie.link.width.max")),
+        persistence_mode=to_bool(row.get("persistence_mode")),
+        mig_mode_current=to_bool(row.get("mig.mode.current")),
+        mig_mode_pending=to_bool(row.get("mig.mode.pending")),
+        compute_mode=normalize_compute_mode(row.get("compute_mode")),
+        ecc_mode_current=to_bool(row.get("ecc.mode.current")),
+        ecc_mode_pending=to_bool(row.get("ecc.mode.pending")),
+        ecc_volatile_corrected=to_int(row.get("ecc.errors.corrected.volatile.total")),
+        ecc_volatile_uncorrected=to_int(row.get("ecc.errors.uncorrected.volatile.total")),
+        ecc_aggregate_corrected=to_int(row.get("ecc.errors.corrected.aggregate.total")),
+        ecc_aggregate_uncorrected=to_int(row.get("ecc.errors.uncorrected.aggregate.total")),
+        retired_pages_single_bit=to_int(_pick(row, "retired_pages.single_bit_ecc.count", "retired_pages.sbe")),
+        retired_pages_double_bit=to_int(_pick(row, "retired_pages.double_bit.count", "retired_pages.dbe")),
+        retired_pages_pending=to_bool(row.get("retired_pages.pending")),
+        remapped_rows_correctable=to_int(row.get("remapped_rows.correctable")),
+        remapped_rows_uncorrectable=to_int(row.get("remapped_rows.uncorrectable")),
+        remapped_rows_pending=to_bool(row.get("remapped_rows.pending")),
+        remapped_rows_failure=to_bool(row.get("remapped_rows.failure")),
+        inforom_valid={"valid": True, "invalid": False}.get(checksum.lower()) if checksum else None,
+        clocks_sm_mhz=to_int(_pick(row, "clocks.current.sm", "clocks.sm")),
+        clocks_mem_mhz=to_int(_pick(row, "clocks.current.memory", "clocks.mem")),
+        clocks_sm_max_mhz=to_int(_pick(row, "clocks.max.sm", "clocks.max.graphics")),
+        clocks_mem_max_mhz=to_int(_pick(row, "clocks.max.memory", "clocks.max.mem")),
+        clocks_sm_app_mhz=to_int(_pick(row, "clocks.applications.graphics", "clocks.applications.gr")),
+        throttle_reasons=_throttle(row),
+        power_draw_w=to_float(_pick(row, "power.draw", "power.draw.instant", "power.draw.average")),
+        power_limit_w=to_float(_pick(row, "enforced.power.limit", "power.limit")),
+        power_default_limit_w=to_float(row.get("power.default_limit")),
+        power_min_limit_w=to_float(row.get("power.min_limit")),
+        power_max_limit_w=to_float(row.get("power.max_limit")),
+        temperature_c=to_float(row.get("temperature.gpu")),
+        fan_speed_pct=to_float(row.get("fan.speed")),
+        utilization_gpu_pct=to_float(row.get("utilization.gpu")),
+        utilization_memory_pct=to_float(row.get("utilization.memory")),
+        performance_state=row.get("pstate"),
+    )
+
+
+def gpus_from_query_csv(text: str, fields: Optional[Sequence[str]] = None) -> List[Gpu]:
+    """``--query-gpu`` CSV -> one ``Gpu`` per row."""
+    return [gpu_from_row(r, i) for i, r in enumerate(parse_query_csv(text, fields))]
