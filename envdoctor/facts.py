@@ -120,6 +120,7 @@ class Gpu:
     nvlinks: Optional[List[NvlinkLink]] = None  # None: not read; []: the GPU has no NVLink
     under_load: Optional[bool] = None  # True when these readings were taken while a load ran
     notes: Optional[List[str]] = None  # anything odd the source said ("[Unknown Error]" fields)
+    nvml_error: Optional[str] = None  # NVML error that stopped reading this GPU ("GPU_IS_LOST")
 
 
 @dataclass(frozen=True)
