@@ -365,3 +365,17 @@ def test_redact_report_covers_findings() -> None:
     assert f.fix is not None and f.fix.commands == ["export LD_LIBRARY_PATH=/usr/lib  # was ~/cudnn/lib"]
     md = render_markdown(report)
     assert "alice" not in md and "gpu-node-17" not in md
+
+
+def test_json_schema_doc_lists_every_category_and_key() -> None:
+    from pathlib import Path
+
+    from envdoctor.catalogue import CATEGORIES
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "json-schema.md").read_text(encoding="utf-8")
+    for name in CATEGORIES:
+        assert f"`{name}`" in doc, name
+    for key in make_report().to_dict():
+        assert f"`{key}`" in doc, key
+    for key in make_facts().to_dict():
+        assert f"`{key}`" in doc, key

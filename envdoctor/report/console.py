@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import textwrap
 from typing import IO, Any, Dict, List, Tuple
 
@@ -415,8 +416,9 @@ def render_console(
     columns, except a single shell word longer than that (never cut, so commands paste whole).
     """
     if color is None:
+        # https://no-color.org: NO_COLOR set to anything non-empty turns colour off
         isatty = getattr(file, "isatty", None)
-        color = bool(isatty and isatty())
+        color = bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -478,5 +480,10 @@ def render_console(
     # Padded cells fill the width with spaces: drop them so pasted output stays clean.
     text = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
     if file is not None:
-        file.write(text)
+        try:
+            file.write(text)
+        except UnicodeEncodeError:
+            # a terminal that cannot show ✓ or ≤ (a legacy Windows code page): show "?" instead
+            encoding = getattr(file, "encoding", None) or "ascii"
+            file.write(text.encode(encoding, "replace").decode(encoding))
     return text
