@@ -248,6 +248,8 @@ class PythonEnv:
     loaded_libraries: List[LibraryCopy] = field(default_factory=list)  # /proc/self/maps after import torch
     env: Dict[str, Optional[str]] = field(default_factory=dict)  # LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES ...
     import_errors: Dict[str, str] = field(default_factory=dict)  # package -> error text (companions)
+    # non-fatal errors met while inspecting ("torch.backends.cudnn.version(): RuntimeError: ...")
+    notes: Optional[List[str]] = None
     duration_s: Optional[float] = None
 
     def package(self, name: str) -> Optional[Package]:
