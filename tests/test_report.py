@@ -379,3 +379,31 @@ def test_json_schema_doc_lists_every_category_and_key() -> None:
         assert f"`{key}`" in doc, key
     for key in make_facts().to_dict():
         assert f"`{key}`" in doc, key
+
+
+def test_key_facts_several_interpreters_lost_gpu_and_paste() -> None:
+    from envdoctor.facts import PasteSource
+
+    facts = Facts(
+        origin="paste",
+        driver=Driver(status=ProbeStatus.OK, version="550.54.14", cuda_driver_version=None,
+                      gpus=[Gpu(index=0, name="NVIDIA A100-SXM4-40GB", nvml_error="GPU_IS_LOST")]),
+        pythons=[
+            PythonEnv(status=ProbeStatus.OK, executable="/usr/bin/python3", python_version="3.10.12",
+                      torch=TorchInfo(version="2.4.0+cpu", cuda=None, cuda_available=False)),
+            PythonEnv(status=ProbeStatus.FAILED, requested_as="/opt/py/bin/python",
+                      reason="interpreter timed out after 60 s"),
+        ],
+        paste=PasteSource(found=["collect_env output"], not_found=["driver version", "nvcc"]),
+    )
+    text = render_console(Report(facts=facts, checks=[], envdoctor_version="0.1.0"), color=False)
+    rows = [" ".join(line.split()) for line in text.splitlines()]
+    assert "GPU 0 NVIDIA A100-SXM4-40GB · could not be read: GPU_IS_LOST" in rows
+    assert "Driver 550.54.14 · CUDA ceiling unknown" in rows
+    assert "Python 0 3.10.12 at /usr/bin/python3" in rows
+    assert "torch 2.4.0+cpu · CPU build · cuda available: no" in rows
+    assert "Python 1 /opt/py/bin/python: could not be read — interpreter timed out after 60 s" in rows
+    assert "Not in paste driver version, nvcc" in rows
+    assert "no checks ran" in text and "facts: paste" in text
+    md = render_markdown(Report(facts=facts, checks=[], envdoctor_version="0.1.0"))
+    assert md.startswith("# envdoctor report\n") and "**Verdict:** No problems found" in md

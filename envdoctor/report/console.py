@@ -75,23 +75,33 @@ def section_state(section: Any) -> str | None:
     return f"{word} — {reason}" if reason else word
 
 
-def _pcie(gpu: Gpu) -> str:
-    def link(gen: int | None, width: int | None) -> str:
-        return f"Gen{fmt(gen)} x{fmt(width)}"
+def _link(gen: int | None, width: int | None) -> str:
+    if gen is None and width is None:
+        return UNKNOWN
+    return f"{f'Gen{gen}' if gen is not None else 'gen unknown'} {f'x{width}' if width is not None else 'width unknown'}"
 
-    return (
-        f"PCIe {link(gpu.pcie_gen_current, gpu.pcie_width_current)} "
-        f"(max {link(gpu.pcie_gen_max, gpu.pcie_width_max)})"
-    )
+
+def _pcie(gpu: Gpu) -> str:
+    current = _link(gpu.pcie_gen_current, gpu.pcie_width_current)
+    best = _link(gpu.pcie_gen_max, gpu.pcie_width_max)
+    if current == UNKNOWN and best == UNKNOWN:
+        return f"PCIe {UNKNOWN}"
+    return f"PCIe {current} (max {best})"
 
 
 def _gpu_line(gpu: Gpu) -> str:
-    return " · ".join([
+    nvml_error = getattr(gpu, "nvml_error", None)
+    if nvml_error and gpu.compute_capability is None and gpu.memory_total_bytes is None:
+        return f"{fmt(gpu.name)} · could not be read: {nvml_error}"
+    line = " · ".join([
         fmt(gpu.name),
         f"compute {fmt(gpu.compute_capability)}",
         fmt_gib(gpu.memory_total_bytes),
         _pcie(gpu),
     ])
+    if nvml_error:
+        line += f" · could not be read: {nvml_error}"
+    return line
 
 
 def _first_line(text: str) -> str:
