@@ -14,3 +14,16 @@ def _extend(module) -> None:
 
 
 # one line per check module, in the order the report groups them
+from . import driver as _driver  # noqa: E402
+from . import torch_build as _torch_build  # noqa: E402
+from . import packages as _packages  # noqa: E402
+from . import libraries as _libraries  # noqa: E402
+from . import toolchain as _toolchain  # noqa: E402
+from . import platform as _platform  # noqa: E402
+
+_extend(_driver)
+_extend(_torch_build)
+_extend(_packages)
+_extend(_libraries)
+_extend(_toolchain)
+_extend(_platform)

@@ -1,0 +1,413 @@
+"""Driver checks: is there a driver, does it match its libraries, does it see GPUs, is it new enough."""
+
+from __future__ import annotations
+
+from typing import List, Optional
+
+from ..facts import Facts, ProbeStatus
+from ..findings import Evidence, Finding, Fix, Severity
+from ._util import (
+    driver_branch,
+    major_minor,
+    mm_str,
+    parse_version,
+    pip_install,
+    torch_envs,
+    version_ge,
+)
+from .base import CheckContext, SkipCheck, registrar
+
+CHECKS: list = []
+check = registrar(CHECKS)
+
+COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
+DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
+
+
+def _driver_install_commands(branch: Optional[int]) -> List[str]:
+    if branch is None:
+        return []
+    return [
+        f"sudo apt-get install -y nvidia-driver-{branch}   # Ubuntu/Debian; then reboot",
+        f"sudo dnf install -y nvidia-driver:{branch}       # RHEL/Rocky (CUDA repo); then reboot",
+    ]
+
+
+def _gpu_expected(facts: Facts) -> bool:
+    """Is there any sign this machine is meant to use NVIDIA GPUs?"""
+    if facts.toolkits.on_path is not None or facts.toolkits.installed:
+        return True
+    for _, py in torch_envs(facts):
+        if py.torch and py.torch.cuda:
+            return True
+    for link in facts.topology.pcie_links:
+        if link.description and "nvidia" in link.description.lower():
+            return True
+    return False
+
+
+@check("driver.present", "NVIDIA driver installed", categories=("NO_NVIDIA_DRIVER",))
+def check_driver_present(ctx: CheckContext) -> List[Finding]:
+    d = ctx.facts.driver
+    if d.status == ProbeStatus.OK:
+        return []
+    if d.status != ProbeStatus.ABSENT:
+        raise SkipCheck(f"driver state unknown (probe {d.status}: {d.reason or 'no reason given'})")
+    host = ctx.facts.host
+    in_container = bool(host.container and host.container.runtime)
+    wsl = bool(host.wsl)
+    evidence = [Evidence("driver.status", d.status), Evidence("driver.reason", d.reason)]
+    if d.nvml_error:
+        evidence.append(Evidence("driver.nvml_error", d.nvml_error))
+    if ctx.facts.toolkits.on_path is not None:
+        tk = ctx.facts.toolkits.on_path
+        evidence.append(Evidence("toolkits.on_path.version", tk.version,
+                                 expected="a CUDA toolkit is not a driver: nvcc compiles, the driver runs"))
+    commands: List[str] = []
+    if wsl:
+        summary_fix = ("Install the NVIDIA driver on Windows (not inside WSL); WSL exposes it through "
+                       "/usr/lib/wsl/lib")
+    elif in_container:
+        summary_fix = ("Run the container with GPU access on a host that has the NVIDIA driver: install the "
+                       "NVIDIA Container Toolkit on the host, then start it with --gpus all")
+        commands = ["docker run --gpus all ...   # or: nvidia.com/gpu resource limits on Kubernetes"]
+    else:
+        summary_fix = "Install the NVIDIA driver for your GPU, then reboot"
+        commands = ["sudo ubuntu-drivers install   # Ubuntu: picks the recommended driver",
+                    "nvidia-smi                    # after the reboot: should list your GPUs"]
+    severity = Severity.ERROR if (_gpu_expected(ctx.facts) or ctx.facts.origin != "live") else Severity.WARNING
+    where = " in this container" if in_container else (" in WSL" if wsl else "")
+    return [Finding(
+        code="driver.present/absent",
+        category="NO_NVIDIA_DRIVER",
+        severity=severity,
+        summary=f"No NVIDIA driver found{where}: {d.reason or 'NVML and nvidia-smi are unavailable'}",
+        detail=("Nothing runs on an NVIDIA GPU without the kernel driver and its user-space libraries "
+                "(libcuda, libnvidia-ml). torch.cuda.is_available() will be False."),
+        evidence=evidence,
+        fix=Fix(summary_fix, commands, DRIVER_DOWNLOAD),
+    )]
+
+
+_MISMATCH_TEXTS = ("driver/library version mismatch", "forward compatibility was attempted on non supported hw")
+
+
+@check("driver.library-match", "Driver kernel module matches its libraries", categories=("DRIVER_LIBRARY_MISMATCH",))
+def check_library_mismatch(ctx: CheckContext) -> List[Finding]:
+    d = ctx.facts.driver
+    evidence: List[Evidence] = []
+    if d.nvml_error == "LIB_RM_VERSION_MISMATCH":
+        evidence.append(Evidence("driver.nvml_error", d.nvml_error, expected="NVML initialises"))
+    if d.nvidia_smi_error and any(t in d.nvidia_smi_error.lower() for t in _MISMATCH_TEXTS):
+        evidence.append(Evidence("driver.nvidia_smi_error", d.nvidia_smi_error))
+    if d.kernel_module_version and d.version and d.kernel_module_version != d.version:
+        evidence.append(Evidence("driver.kernel_module_version", d.kernel_module_version,
+                                 expected=f"== user-space driver {d.version}"))
+    for i, py in enumerate(ctx.facts.pythons):
+        err = (py.torch.cuda_init_error if py.torch else None) or ""
+        if any(t in err.lower() for t in _MISMATCH_TEXTS):
+            evidence.append(Evidence(f"pythons[{i}].torch.cuda_init_error", err))
+    if not evidence:
+        if d.status in (ProbeStatus.SKIPPED,) and not ctx.facts.pythons:
+            raise SkipCheck("driver state unknown (not probed)")
+        return []
+    versions = ""
+    if d.kernel_module_version and d.version and d.kernel_module_version != d.version:
+        versions = f" (kernel module {d.kernel_module_version}, libraries {d.version})"
+    forward = any("forward compatibility" in str(e.value).lower() for e in evidence)
+    detail = ("The loaded nvidia kernel module and the user-space driver libraries (libcuda, libnvidia-ml) "
+              "are different versions, so NVML and CUDA refuse to start. This happens after a driver "
+              "upgrade without a reboot, or in a container whose libraries do not match the host module.")
+    if forward:
+        detail += (" 'forward compatibility was attempted on non supported HW' (CUDA error 804) means a "
+                   "newer user-space libcuda (a cuda-compat package, or one baked into the image) was "
+                   "loaded over an older kernel driver on a GPU that does not support forward "
+                   f"compatibility (only data-center GPUs do: {COMPAT_DOC}).")
+    return [Finding(
+        code="driver.library-match/mismatch",
+        category="DRIVER_LIBRARY_MISMATCH",
+        severity=Severity.ERROR,
+        summary=f"NVIDIA driver and library versions do not match{versions}",
+        detail=detail,
+        evidence=evidence,
+        fix=Fix("Reboot so the kernel module and libraries are the same version (or reload the modules); in a "
+                "container, use the host's libcuda as injected by the NVIDIA Container Toolkit instead of a "
+                "copy baked into the image",
+                ["sudo reboot",
+                 "# or, with no GPU process running: sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia "
+                 "&& sudo modprobe nvidia",
+                 "cat /proc/driver/nvidia/version; nvidia-smi   # both should print the same version"],
+                COMPAT_DOC),
+    )]
+
+
+def _visible_devices_problem(value: Optional[str], gpu_count: int) -> Optional[str]:
+    if value is None:
+        return None
+    v = value.strip()
+    if v == "" or v in ("-1", "none", "void", "NoDevFiles"):
+        return f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU"
+    items = [x.strip() for x in v.split(",") if x.strip()]
+    if items and all(x.isdigit() for x in items) and gpu_count > 0:
+        bad = [x for x in items if int(x) >= gpu_count]
+        if bad and bad[0] == items[0]:
+            return (f"CUDA_VISIBLE_DEVICES={value!r} starts with index {bad[0]}, but only {gpu_count} GPU(s) "
+                    f"exist (0..{gpu_count - 1}); CUDA stops at the first invalid index")
+    return None
+
+
+@check("driver.gpus-visible", "GPUs visible to CUDA", categories=("NO_GPU_VISIBLE",))
+def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
+    d = ctx.facts.driver
+    if d.status != ProbeStatus.OK:
+        raise SkipCheck(f"driver not usable (probe {d.status}: {d.reason or 'no reason given'})")
+    findings: List[Finding] = []
+    if not d.gpus:
+        host = ctx.facts.host
+        cvd = host.env.get("NVIDIA_VISIBLE_DEVICES") if host.env else None
+        ev = [Evidence("driver.gpus", [], expected="at least one GPU")]
+        if cvd is not None:
+            ev.append(Evidence("host.env.NVIDIA_VISIBLE_DEVICES", cvd))
+        return [Finding(
+            code="driver.gpus-visible/none",
+            category="NO_GPU_VISIBLE",
+            severity=Severity.ERROR,
+            summary=f"Driver {d.version or '(version unknown)'} is loaded but reports no GPU",
+            detail=("The driver works but lists no device: in a container started without GPUs "
+                    "(NVIDIA_VISIBLE_DEVICES unset/void), a GPU that fell off the bus (check `dmesg` for Xid "
+                    "79), or a VM without passthrough."),
+            evidence=ev,
+            fix=Fix("Start the container with GPUs, or check the kernel log for a GPU that fell off the bus",
+                    ["docker run --gpus all ...", "sudo dmesg | grep -i -E 'NVRM|Xid'"]),
+        )]
+    for i, py in enumerate(ctx.facts.pythons):
+        t = py.torch
+        cvd = py.env.get("CUDA_VISIBLE_DEVICES") if py.env else None
+        if cvd is None and ctx.facts.host.env:
+            cvd = ctx.facts.host.env.get("CUDA_VISIBLE_DEVICES")
+        problem = _visible_devices_problem(cvd, len(d.gpus))
+        cuda_build = bool(t and t.cuda)
+        sees_none = bool(t and t.device_count == 0) or (t is not None and t.cuda_available is False)
+        if problem and (not t or not cuda_build or sees_none):
+            findings.append(Finding(
+                code="driver.gpus-visible/cuda-visible-devices",
+                category="NO_GPU_VISIBLE",
+                severity=Severity.ERROR,
+                summary=f"{problem}; the driver sees {len(d.gpus)} GPU(s)",
+                detail="CUDA applications only see the GPUs CUDA_VISIBLE_DEVICES lists, by index or UUID.",
+                evidence=[Evidence(f"pythons[{i}].env.CUDA_VISIBLE_DEVICES", cvd),
+                          Evidence("driver.gpus", len(d.gpus))],
+                fix=Fix("Unset CUDA_VISIBLE_DEVICES or list valid indices",
+                        ["unset CUDA_VISIBLE_DEVICES",
+                         f"export CUDA_VISIBLE_DEVICES={','.join(str(g.index) for g in d.gpus)}"]),
+            ))
+    return findings
+
+
+# --------------------------------------------------------------------------- driver vs torch's CUDA
+
+
+def _alternative_variant(ctx: CheckContext, torch_version: str, driver: str) -> Optional[str]:
+    """The newest CUDA variant of this torch release whose GA driver minimum this driver meets."""
+    rel = ctx.compat.torch_release(torch_version)
+    if rel is None:
+        return None
+    best = None
+    for variant in rel.cuda_variants:
+        mm = variant[2:]
+        cuda = f"{mm[:-1]}.{mm[-1]}"
+        req = ctx.compat.cuda_requirement(cuda)
+        if req is None:
+            continue
+        # A prebuilt wheel runs at its GA minimum, or (CUDA 11+) at the minor-version floor.
+        floor = req.minor_compat_min_driver if int(mm[:-1]) >= 11 else None
+        if version_ge(driver, req.min_driver) or version_ge(driver, floor):
+            if best is None or parse_version(cuda) > parse_version(best[1]):
+                best = (variant, cuda)
+    return best[0] if best else None
+
+
+def _min_branch_for(min_driver: Optional[str]) -> Optional[int]:
+    return driver_branch(min_driver)
+
+
+@check("driver.cuda-compat", "Driver supports torch's CUDA version", categories=("DRIVER_TOO_OLD_FOR_TORCH_CUDA",))
+def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
+    facts = ctx.facts
+    d = facts.driver
+    envs = [(i, py) for i, py in torch_envs(facts) if py.torch and py.torch.cuda]
+    if not envs:
+        raise SkipCheck("no CUDA build of torch to judge (torch absent, CPU or ROCm build)")
+    if d.status == ProbeStatus.ABSENT:
+        raise SkipCheck("no NVIDIA driver (see driver.present)")
+    if not d.version and not d.cuda_driver_version:
+        raise SkipCheck(f"driver version unknown (probe {d.status}: {d.reason or 'not in the facts'})")
+    findings: List[Finding] = []
+    datacenter = any(
+        (spec := ctx.compat.gpu(g.name)) is not None and spec.datacenter for g in d.gpus if g.name
+    )
+    for i, py in envs:
+        t = py.torch
+        assert t is not None and t.cuda is not None
+        cuda = mm_str(t.cuda)
+        label = f"torch {t.version}"
+        req = ctx.compat.cuda_requirement(cuda) if cuda else None
+        if req is None:
+            # A CUDA version newer than the matrix: judge only against the driver's own ceiling.
+            ceiling = d.cuda_driver_version or (
+                (ctx.compat.driver_max_cuda(d.version) or (None,))[0] if d.version else None)
+            if ceiling and cuda and parse_version(cuda) > parse_version(ceiling):
+                findings.append(_too_old_finding(ctx, i, label, cuda, None, None, d.version, ceiling, datacenter))
+            elif not ceiling or not cuda or parse_version(cuda) > parse_version(ceiling):
+                findings.append(Finding(
+                    code="driver.cuda-compat/unknown-cuda",
+                    category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+                    severity=Severity.INFO,
+                    summary=(f"CUDA {t.cuda} ({label}) is unknown to this matrix (as of {ctx.compat.as_of}); "
+                             f"driver {d.version or 'unknown'} not judged"),
+                    evidence=[Evidence(f"pythons[{i}].torch.cuda", t.cuda)],
+                ))
+            continue
+        if d.version is None:
+            # Only the driver's ceiling is known (a pasted nvidia-smi header or error number).
+            ceiling = d.cuda_driver_version
+            ev = [Evidence("driver.cuda_driver_version", ceiling), Evidence(f"pythons[{i}].torch.cuda", t.cuda)]
+            cmm, tmm = major_minor(ceiling), major_minor(cuda)
+            if cmm and tmm and tmm > cmm and (tmm[0] > cmm[0] or tmm[0] < 11):
+                findings.append(_too_old_finding(ctx, i, label, cuda, req.min_driver, req.minor_compat_min_driver,
+                                                 None, ceiling, datacenter))
+            elif cmm and tmm and tmm > cmm:
+                findings.append(Finding(
+                    code="driver.cuda-compat/minor-compat",
+                    category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+                    severity=Severity.INFO,
+                    summary=(f"The driver supports CUDA {ceiling}; {label} uses CUDA {cuda}: runs through CUDA "
+                             f"minor-version compatibility if the driver is >= {req.minor_compat_min_driver}"),
+                    detail=_MINOR_COMPAT_LIMITS,
+                    evidence=ev,
+                    fix=Fix("Paste the output of `nvidia-smi` to settle the exact driver version"),
+                ))
+            continue
+        if req.min_driver and version_ge(d.version, req.min_driver):
+            continue
+        floor = req.minor_compat_min_driver
+        cmajor = major_minor(cuda)[0] if major_minor(cuda) else 0
+        if req.min_driver is None and floor is None:
+            findings.append(Finding(
+                code="driver.cuda-compat/unknown-minimum",
+                category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+                severity=Severity.INFO,
+                summary=(f"The minimum driver for CUDA {cuda} is not confirmed in this matrix (as of "
+                         f"{ctx.compat.as_of}); driver {d.version} not judged"),
+                evidence=[Evidence(f"pythons[{i}].torch.cuda", t.cuda, source=req.source)],
+            ))
+            continue
+        if cmajor >= 11 and floor and version_ge(d.version, floor):
+            # Minor-version compatibility: a 12.x runtime runs on any >= 525.60.13 driver, with limits.
+            ptx_only = _ptx_only_gpus(ctx, py)
+            if ptx_only:
+                findings.append(Finding(
+                    code="driver.cuda-compat/ptx-needs-newer-driver",
+                    category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+                    severity=Severity.ERROR,
+                    summary=(f"Driver {d.version} is older than CUDA {cuda} needs ({req.min_driver}) and "
+                             f"{', '.join(ptx_only)} would need torch's PTX JIT-compiled, which minor-version "
+                             "compatibility does not cover"),
+                    detail=_MINOR_COMPAT_LIMITS,
+                    evidence=[Evidence("driver.version", d.version, expected=f">= {req.min_driver}", source=req.source),
+                              Evidence(f"pythons[{i}].torch.arch_list", t.arch_list)],
+                    fix=_fix_upgrade_driver(ctx, req.min_driver, t.version, d.version, datacenter),
+                ))
+                continue
+            findings.append(Finding(
+                code="driver.cuda-compat/minor-compat",
+                category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+                severity=Severity.INFO,
+                summary=(f"Driver {d.version} is below CUDA {cuda}'s own minimum ({req.min_driver}) but above "
+                         f"the CUDA {cmajor}.x minor-version compatibility floor ({floor}): {label} runs"),
+                detail=_MINOR_COMPAT_LIMITS,
+                evidence=[Evidence("driver.version", d.version, expected=f">= {floor} (minor-version compatibility)",
+                                   source=COMPAT_DOC),
+                          Evidence(f"pythons[{i}].torch.cuda", t.cuda, source=req.source)],
+                fix=Fix(f"Nothing needed to run prebuilt wheels; upgrade to driver >= {req.min_driver} to "
+                        "lift the limits", [], COMPAT_DOC),
+            ))
+            continue
+        findings.append(_too_old_finding(ctx, i, label, cuda, req.min_driver, floor, d.version,
+                                         d.cuda_driver_version, datacenter, source=req.source))
+    return findings
+
+
+_MINOR_COMPAT_LIMITS = (
+    "CUDA minor-version compatibility (CUDA 11+) lets an application built with a newer minor release of "
+    "the same major run on an older driver of that major, with limits: PTX that is newer than the driver "
+    "cannot be JIT-compiled (CUDA_ERROR_UNSUPPORTED_PTX_VERSION), and APIs or features introduced after "
+    f"the driver's release are unavailable. Source: {COMPAT_DOC}minor-version-compatibility.html"
+)
+
+
+def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
+    """GPUs for which torch has PTX but no SASS (they would need the driver to JIT newer PTX)."""
+    from ..compat import arch_runs
+
+    t = py.torch
+    arch = t.arch_list if t else None
+    if not arch:
+        return []
+    sass_only = [a for a in arch if a.startswith("sm_")]
+    out = []
+    for g in ctx.facts.driver.gpus:
+        cc = g.compute_capability
+        if not cc:
+            continue
+        ok_all, _ = arch_runs(arch, cc)
+        ok_sass, _ = arch_runs(sass_only, cc)
+        if ok_all and not ok_sass:
+            out.append(f"GPU {g.index} ({g.name}, sm_{cc.replace('.', '')})")
+    return out
+
+
+def _fix_upgrade_driver(ctx: CheckContext, min_driver: Optional[str], torch_version: str,
+                        driver: Optional[str], datacenter: bool) -> Fix:
+    branch = _min_branch_for(min_driver)
+    commands = _driver_install_commands(branch)
+    summary = f"Upgrade the NVIDIA driver to {min_driver} or newer" if min_driver else "Upgrade the NVIDIA driver"
+    if driver:
+        alt = _alternative_variant(ctx, torch_version, driver)
+        if alt:
+            from ._util import base_version
+
+            summary += f", or install the {alt} build of torch, which this driver supports"
+            commands.append(pip_install([f"torch=={base_version(torch_version)}"], alt, force=True))
+    if datacenter:
+        summary += ("; on data-center GPUs the CUDA forward-compatibility package (cuda-compat) is a third "
+                    "way")
+    return Fix(summary, commands, COMPAT_DOC)
+
+
+def _too_old_finding(ctx: CheckContext, i: int, label: str, cuda: str, min_driver: Optional[str],
+                     floor: Optional[str], driver: Optional[str], ceiling: Optional[str], datacenter: bool,
+                     source: Optional[str] = None) -> Finding:
+    need = f">= {min_driver}" if min_driver else f"a driver supporting CUDA {cuda}"
+    cmajor = major_minor(cuda)[0] if major_minor(cuda) else 0
+    if floor and cmajor >= 11:
+        need += f"; minor-version compatibility needs >= {floor}"
+    seen = f"Driver {driver}" if driver else f"The driver (supports CUDA {ceiling} at most)"
+    ev = [Evidence(f"pythons[{i}].torch.cuda", cuda, source=source)]
+    if driver:
+        ev.append(Evidence("driver.version", driver, expected=f">= {min_driver or floor}", source=source))
+    if ceiling:
+        ev.append(Evidence("driver.cuda_driver_version", ceiling))
+    torch_version = ctx.facts.pythons[i].torch.version if ctx.facts.pythons[i].torch else ""
+    return Finding(
+        code="driver.cuda-compat/too-old",
+        category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+        severity=Severity.ERROR,
+        summary=f"{seen} is too old for {label} (CUDA {cuda} needs {need})",
+        detail=("torch ships its own CUDA runtime, but that runtime needs a kernel driver at least as new as "
+                "NVIDIA lists for it; with an older driver torch.cuda.is_available() is False ('The NVIDIA "
+                "driver on your system is too old')."),
+        evidence=ev,
+        fix=_fix_upgrade_driver(ctx, min_driver or floor, torch_version or "", driver, datacenter),
+    )
+

@@ -1,0 +1,282 @@
+"""Package checks: companions paired with torch, one CUDA variant across packages, extensions built for this torch."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from ..facts import Package, PythonEnv
+from ..findings import Evidence, Finding, Fix, Severity
+from ._util import (
+    base_version,
+    local_tag,
+    mm_str,
+    parse_version,
+    pip_install,
+    torch_envs,
+    torch_variant,
+    variant_cuda_major,
+    variant_kind,
+)
+from .base import CheckContext, SkipCheck, registrar
+
+CHECKS: list = []
+check = registrar(CHECKS)
+
+COMPANIONS = ("torchvision", "torchaudio")
+TRITON_NAMES = ("triton", "pytorch-triton")
+VISION_README = "https://github.com/pytorch/vision#installation"
+
+
+def _is_linux_x86(py: PythonEnv) -> Optional[bool]:
+    if not py.platform:
+        return None
+    p = py.platform.lower().replace("_", "-")
+    return p.startswith("linux") and "x86-64" in p
+
+
+def package_variant(ctx: CheckContext, py: PythonEnv, pkg: Package) -> Tuple[Optional[str], str, bool]:
+    """(variant, evidence text, certain) of a torch-family package.
+
+    Order: the local version tag; what the probe read from the package's compiled files; else, for a
+    wheel with no local tag on Linux x86_64, PyPI's default variant for the torch release it pairs with
+    (PyPI's Linux x86_64 torch/torchvision/torchaudio wheels are CUDA builds; README "Key facts").
+    """
+    tag = local_tag(pkg.version)
+    if tag:
+        return tag, f"local version tag +{tag}", True
+    if pkg.variant:
+        return pkg.variant, pkg.variant_evidence or "read from the package's compiled files", True
+    torch_v = pkg.version if pkg.name == "torch" else ctx.compat.torch_for_companion(pkg.name, base_version(pkg.version) or "")
+    rel = ctx.compat.torch_release(torch_v) if torch_v else None
+    linux = _is_linux_x86(py)
+    if rel and rel.default_variant and linux is not False:
+        certain = bool(linux)
+        where = "Linux x86_64" if linux else "Linux x86_64 (assumed: the platform is not in the facts)"
+        return (rel.default_variant,
+                f"no local version tag: the PyPI wheel, which on {where} is the {rel.default_variant} build",
+                certain)
+    return None, "", False
+
+
+def _same_variant(a: str, b: str) -> bool:
+    ka, kb = variant_kind(a), variant_kind(b)
+    if ka != kb:
+        return False
+    if ka == "cuda":
+        ma, mb = variant_cuda_major(a), variant_cuda_major(b)
+        if a.startswith("cuda") or b.startswith("cuda"):  # only the major is known on one side
+            return ma == mb
+        return a == b
+    return a == b
+
+
+def _target_variant(ctx: CheckContext, py: PythonEnv, torch_version: str) -> Optional[str]:
+    """Which variant the fix should install: keep torch's, unless torch is CPU on a GPU box."""
+    tv = torch_variant(py, ctx.compat)
+    if tv == "cpu" and ctx.facts.driver.gpus:
+        rel = ctx.compat.torch_release(torch_version)
+        if rel and rel.default_variant:
+            return rel.default_variant
+    return tv
+
+
+def _pair_pins(ctx: CheckContext, py: PythonEnv, torch_version: str) -> List[str]:
+    pins = [f"torch=={torch_version}"]
+    comp = ctx.compat.companions(torch_version)
+    for name in COMPANIONS:
+        if py.package(name) is not None:
+            want = getattr(comp, name, None) if comp else None
+            pins.append(f"{name}=={want}" if want else name)
+    return pins
+
+
+@check("packages.cuda-variant", "torch-family packages share one CUDA variant", categories=("CUDA_VARIANT_MIXED",))
+def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
+    envs = list(torch_envs(ctx.facts))
+    if not envs:
+        raise SkipCheck("torch is not installed in the inspected interpreter(s)")
+    findings = []
+    for i, py in envs:
+        torch_pkg = py.package("torch") or Package(name="torch", version=py.torch.version)
+        tv, tv_ev, t_certain = package_variant(ctx, py, torch_pkg)
+        if py.torch.cuda is None and py.torch.hip is None and py.torch.arch_list is not None:
+            tv, tv_ev, t_certain = "cpu", "torch.version.cuda is None", True
+        if tv is None:
+            continue
+        mixed = []
+        for name in COMPANIONS:
+            pkg = py.package(name)
+            if pkg is None:
+                continue
+            v, ev, certain = package_variant(ctx, py, pkg)
+            if v and not _same_variant(tv, v):
+                mixed.append((pkg, v, ev, certain))
+        # nvidia-* runtime wheels for another CUDA major than torch's (e.g. nvidia-cudnn-cu11 next to cu12 torch)
+        tmajor = variant_cuda_major(tv)
+        wheels = []
+        for pkg in py.packages:
+            m = re.match(r"nvidia-[a-z0-9-]+?-cu(\d+)$", pkg.name)
+            if m and tmajor is not None and int(m.group(1)) != tmajor and _required_by_torch(py, pkg.name):
+                wheels.append(pkg)
+        if not mixed and not wheels:
+            continue
+        version = base_version(py.torch.version) or ""
+        target = _target_variant(ctx, py, version)
+        parts = [f"{p.name} {p.version} is {v} ({ev})" for p, v, ev, _ in mixed]
+        parts += [f"{p.name} {p.version} is for CUDA {p.name.rsplit('-cu', 1)[1]}" for p in wheels]
+        certain = t_certain and all(c for *_, c in mixed)
+        evidence = [Evidence(f"pythons[{i}].torch.version", py.torch.version, source=tv_ev)]
+        for p, _v, ev, _ in mixed:
+            evidence.append(Evidence(f"pythons[{i}].packages.{p.name}", p.version,
+                                     expected=f"the {tv} build", source=ev))
+        for p in wheels:
+            evidence.append(Evidence(f"pythons[{i}].packages.{p.name}", p.version, expected=f"cu{tmajor} wheels"))
+        findings.append(Finding(
+            code="packages.cuda-variant/mixed",
+            category="CUDA_VARIANT_MIXED",
+            severity=Severity.ERROR if certain else Severity.WARNING,
+            summary=f"torch {py.torch.version} is {tv} but " + "; ".join(parts),
+            detail=("torchvision and torchaudio contain compiled operators linked against one specific torch "
+                    "build; a CUDA build next to a CPU torch (or another CUDA version) fails at import, e.g. "
+                    "'operator torchvision::nms does not exist'. This happens when torch comes from the "
+                    "PyTorch index and a companion from PyPI (or the reverse)."),
+            evidence=evidence,
+            fix=Fix(f"Reinstall the set together from the {target} index" if target else
+                    "Reinstall torch and its companions together from one index",
+                    [pip_install(_pair_pins(ctx, py, version), target, force=True)], VISION_README),
+            confidence=None if certain else "medium",
+        ))
+    return findings
+
+
+def _required_by_torch(py: PythonEnv, name: str) -> bool:
+    torch_pkg = py.package("torch")
+    if torch_pkg is None or not torch_pkg.requires:
+        return True
+    return any(r.lower().replace("_", "-").startswith(name) for r in torch_pkg.requires)
+
+
+@check("packages.companions", "torchvision/torchaudio/triton pair with torch", categories=("COMPANION_VERSION_MISMATCH",))
+def check_companions(ctx: CheckContext) -> List[Finding]:
+    envs = list(torch_envs(ctx.facts))
+    if not envs:
+        raise SkipCheck("torch is not installed in the inspected interpreter(s)")
+    findings = []
+    for i, py in envs:
+        tver = base_version(py.torch.version) or ""
+        comp = ctx.compat.companions(tver)
+        for name in COMPANIONS + TRITON_NAMES:
+            pkg = py.package(name)
+            if pkg is None:
+                continue
+            have = base_version(pkg.version)
+            want = None
+            if comp is not None:
+                want = comp.triton if name in TRITON_NAMES else getattr(comp, name)
+            if name in TRITON_NAMES:
+                if not py.torch.cuda:
+                    continue  # CPU/ROCm torch wheels do not pin NVIDIA triton
+                if want is None:
+                    continue
+                # torch pins triton exactly; pytorch-triton nightlies carry +git tags
+                if parse_version(have) != parse_version(want):
+                    findings.append(_companion_finding(ctx, i, py, pkg, tver, want, "triton"))
+                continue
+            if want is not None:
+                if parse_version(have) != parse_version(want):
+                    findings.append(_companion_finding(ctx, i, py, pkg, tver, want, name))
+                continue
+            # torch release unknown to the companion table: ask which torch this companion pairs with
+            pairs_with = ctx.compat.torch_for_companion(name, have or "")
+            if pairs_with and mm_str(pairs_with) != mm_str(tver):
+                findings.append(_companion_finding(ctx, i, py, pkg, tver, None, name, pairs_with))
+    return findings
+
+
+def _companion_finding(ctx: CheckContext, i: int, py: PythonEnv, pkg: Package, tver: str,
+                       want: Optional[str], name: str, pairs_with: Optional[str] = None) -> Finding:
+    built_for = pairs_with or ctx.compat.torch_for_companion(name, base_version(pkg.version) or "")
+    target = _target_variant(ctx, py, tver)
+    pin = f"{pkg.name}=={want}" if want else pkg.name
+    expected = f"{want} (pairs with torch {tver})" if want else f"the {name} release for torch {mm_str(tver)}"
+    tail = f", which pairs with torch {built_for}" if built_for else ""
+    return Finding(
+        code=f"packages.companions/{name}",
+        category="COMPANION_VERSION_MISMATCH",
+        severity=Severity.ERROR,
+        summary=f"{pkg.name} {pkg.version} does not pair with torch {py.torch.version}: expected {expected}"
+                + (f"; {pkg.version}{tail}" if tail else ""),
+        detail=("torchvision and torchaudio are released in lockstep with torch and pin an exact torch "
+                "version; triton is pinned by the torch wheel and torch.compile breaks with another one "
+                "(\"cannot import name 'triton_key'\")."),
+        evidence=[Evidence(f"pythons[{i}].packages.{pkg.name}", pkg.version, expected=expected),
+                  Evidence(f"pythons[{i}].torch.version", py.torch.version)],
+        fix=Fix(f"Install the {name} that pairs with torch {tver}",
+                [pip_install([f"torch=={tver}", pin], target if name != "triton" else None)], VISION_README),
+    )
+
+
+_EXTENSIONS = ("flash-attn", "xformers", "bitsandbytes", "apex", "deepspeed", "vllm", "torch-scatter",
+               "torch-sparse", "torch-geometric", "mmcv", "detectron2", "pytorch3d", "torchtext", "torchdata",
+               "transformer-engine", "causal-conv1d", "mamba-ssm")
+_TAG = re.compile(r"(?:cu(?P<cu>\d+))?torch(?P<torch>\d+\.\d+)(?:cxx11abi(?P<abi>true|false))?", re.I)
+
+
+@check("packages.extensions", "Compiled extensions match torch and CUDA",
+       categories=("THIRD_PARTY_EXTENSION_MISMATCH",))
+def check_extensions(ctx: CheckContext) -> List[Finding]:
+    envs = list(torch_envs(ctx.facts))
+    if not envs:
+        raise SkipCheck("torch is not installed in the inspected interpreter(s)")
+    findings = []
+    for i, py in envs:
+        t = py.torch
+        tver = base_version(t.version) or ""
+        for pkg in py.packages:
+            if pkg.name in ("torch", "torchvision", "torchaudio") or pkg.name.startswith("nvidia-"):
+                continue
+            problems: List[str] = []
+            evidence: List[Evidence] = []
+            # 1. an exact torch pin in Requires-Dist (xformers, torchtext, ... pin torch==X)
+            for req in pkg.requires or []:
+                m = re.match(r"\s*torch\s*==\s*([0-9][^;,\s]*)", req)
+                if m and "extra ==" not in req and parse_version(m.group(1)) is not None and \
+                        parse_version(base_version(m.group(1))) != parse_version(tver):
+                    problems.append(f"requires torch=={m.group(1)}")
+                    evidence.append(Evidence(f"pythons[{i}].packages.{pkg.name}.requires", req,
+                                             expected=f"torch=={tver}"))
+            # 2. a local tag naming the torch / CUDA / ABI it was built for (flash-attn wheels: +cu122torch2.3cxx11abiFALSE)
+            tag = local_tag(pkg.version)
+            m = _TAG.search(tag or "")
+            if m and pkg.name in _EXTENSIONS:
+                if m.group("torch") and m.group("torch") != mm_str(tver):
+                    problems.append(f"built for torch {m.group('torch')}")
+                if m.group("cu") and t.cuda and variant_cuda_major("cu" + m.group("cu")) != int(t.cuda.split(".")[0]):
+                    problems.append(f"built for CUDA {m.group('cu')[:-1]}.{m.group('cu')[-1]}")
+                if m.group("abi") and t.cxx11_abi is not None and (m.group("abi").lower() == "true") != t.cxx11_abi:
+                    problems.append(f"built with cxx11abi={m.group('abi')}")
+                if problems:
+                    evidence.append(Evidence(f"pythons[{i}].packages.{pkg.name}", pkg.version,
+                                             expected=f"torch {mm_str(tver)}, CUDA {t.cuda}"))
+            # 3. the import already failed with an ABI symptom
+            err = py.import_errors.get(pkg.name) or py.import_errors.get(pkg.name.replace("-", "_"))
+            if err and ("undefined symbol" in err or "ABI" in err or "was compiled against" in err):
+                problems.append("its import fails: " + err.strip().splitlines()[-1][:160])
+                evidence.append(Evidence(f"pythons[{i}].import_errors.{pkg.name}", err))
+            if not problems:
+                continue
+            findings.append(Finding(
+                code=f"packages.extensions/{pkg.name}",
+                category="THIRD_PARTY_EXTENSION_MISMATCH",
+                severity=Severity.ERROR,
+                summary=f"{pkg.name} {pkg.version} does not match torch {t.version}: " + "; ".join(problems),
+                detail=("Compiled extensions link against torch's C++ symbols and one CUDA runtime; built for "
+                        "another torch they fail to import with 'undefined symbol' errors (or fall back to "
+                        "slow paths)."),
+                evidence=evidence,
+                fix=Fix(f"Reinstall {pkg.name} for torch {tver}: a wheel built for it, or a source build "
+                        "against the installed torch",
+                        [f"python -m pip install --force-reinstall --no-deps --no-build-isolation {pkg.name}"]),
+            ))
+    return findings

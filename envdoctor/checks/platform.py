@@ -1,0 +1,101 @@
+"""Platform checks: containers without GPU access, WSL's GPU rules."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..facts import ProbeStatus
+from ..findings import Evidence, Finding, Fix, Severity
+from .base import CheckContext, SkipCheck, registrar
+
+CHECKS: list = []
+check = registrar(CHECKS)
+
+TOOLKIT_DOC = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
+WSL_DOC = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+
+
+@check("platform.container-gpu", "Container has GPU access", categories=("CONTAINER_NO_GPU_RUNTIME",))
+def check_container(ctx: CheckContext) -> List[Finding]:
+    host = ctx.facts.host
+    c = host.container
+    if host.status == ProbeStatus.SKIPPED and c is None:
+        raise SkipCheck("host not probed")
+    if c is None or not c.runtime:
+        return []
+    d = ctx.facts.driver
+    nodes = c.gpu_device_nodes
+    if d.status == ProbeStatus.OK and d.gpus:
+        return []
+    if nodes:  # device nodes are there: a driver problem, judged by the driver checks
+        return []
+    if nodes is None and d.status != ProbeStatus.ABSENT:
+        return []
+    ev = [Evidence("host.container.runtime", c.runtime, source=c.evidence),
+          Evidence("host.container.gpu_device_nodes", nodes, expected="/dev/nvidia0, /dev/nvidiactl, ..."),
+          Evidence("driver.status", d.status)]
+    if c.nvidia_visible_devices is not None:
+        ev.append(Evidence("host.container.nvidia_visible_devices", c.nvidia_visible_devices))
+    k8s = c.runtime == "kubernetes"
+    return [Finding(
+        code="platform.container-gpu/no-runtime",
+        category="CONTAINER_NO_GPU_RUNTIME",
+        severity=Severity.ERROR,
+        summary=f"Running in a {c.runtime} container with no NVIDIA device nodes or driver libraries passed in",
+        detail=("Containers see GPUs only when the NVIDIA Container Toolkit injects the device nodes and the "
+                "host's driver libraries (libcuda, nvidia-smi); a plain `docker run` passes neither."),
+        evidence=ev,
+        fix=Fix("Request GPUs for the pod (resources.limits nvidia.com/gpu) on a node with the NVIDIA device plugin"
+                if k8s else
+                "Install the NVIDIA Container Toolkit on the host and start the container with --gpus",
+                ["sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker   # on the host",
+                 "docker run --gpus all <image> nvidia-smi"] if not k8s else
+                ["kubectl describe node <node> | grep nvidia.com/gpu"],
+                TOOLKIT_DOC),
+    )]
+
+
+@check("platform.wsl", "WSL GPU setup", categories=("WSL_SPECIFIC",))
+def check_wsl(ctx: CheckContext) -> List[Finding]:
+    host = ctx.facts.host
+    if host.wsl is None:
+        raise SkipCheck("whether this is WSL is unknown")
+    if not host.wsl:
+        return []
+    d = ctx.facts.driver
+    problems, ev = [], [Evidence("host.wsl", True), Evidence("host.kernel", host.kernel)]
+    if d.kernel_module_version:
+        problems.append(f"a Linux NVIDIA kernel driver ({d.kernel_module_version}) is installed inside WSL")
+        ev.append(Evidence("driver.kernel_module_version", d.kernel_module_version, expected="none inside WSL"))
+    if d.status == ProbeStatus.ABSENT:
+        problems.append("no GPU driver is exposed to WSL (/usr/lib/wsl/lib/libcuda.so missing or not loadable)")
+        ev.append(Evidence("driver.status", d.status))
+    elif d.status == ProbeStatus.OK and not d.gpus:
+        problems.append("the Windows driver exposes no GPU to WSL")
+    for i, py in enumerate(ctx.facts.pythons):
+        for lib in py.loaded_libraries:
+            if lib.name == "cuda" and lib.path and "/usr/lib/wsl/" not in lib.path:
+                problems.append(f"libcuda was loaded from {lib.path}, not from /usr/lib/wsl/lib")
+                ev.append(Evidence(f"pythons[{i}].loaded_libraries.cuda", lib.path, expected="/usr/lib/wsl/lib/..."))
+        t = py.torch
+        if t and t.cuda and t.cuda_available is False and d.status != ProbeStatus.ABSENT:
+            problems.append(f"torch cannot use CUDA: {t.cuda_init_error or 'is_available() is False'}")
+            ev.append(Evidence(f"pythons[{i}].torch.cuda_init_error", t.cuda_init_error))
+    if not problems:
+        return []
+    return [Finding(
+        code="platform.wsl/gpu",
+        category="WSL_SPECIFIC",
+        severity=Severity.ERROR,
+        summary="WSL: " + "; ".join(problems),
+        detail=("Under WSL 2 the GPU driver is the Windows driver: WSL maps it in as /usr/lib/wsl/lib/libcuda.so. "
+                "A Linux NVIDIA driver installed inside WSL overrides that mapping and breaks CUDA; some Windows "
+                "builds shipped with broken GPU compute."),
+        evidence=ev,
+        fix=Fix("Install or update the NVIDIA driver on Windows only; remove any Linux NVIDIA driver inside WSL; "
+                "keep /usr/lib/wsl/lib on the library path",
+                ["sudo apt-get remove --purge '^nvidia-driver-.*' '^libnvidia-.*'   # inside WSL, if installed",
+                 "ls -l /usr/lib/wsl/lib/libcuda.so*",
+                 "wsl --update   # in Windows PowerShell"],
+                WSL_DOC),
+    )]

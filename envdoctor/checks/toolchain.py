@@ -1,0 +1,86 @@
+"""Toolchain checks, which matter when building CUDA extensions: nvcc vs torch's CUDA, host compiler vs nvcc."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..findings import Evidence, Finding, Fix, Severity
+from ._util import major_minor, mm_str, torch_envs
+from .base import CheckContext, SkipCheck, registrar
+
+CHECKS: list = []
+check = registrar(CHECKS)
+
+# packages whose installation (or first use) compiles CUDA code with the nvcc on PATH
+SOURCE_BUILT = ("flash-attn", "apex", "deepspeed", "xformers", "torch-scatter", "torch-sparse",
+                "torch-cluster", "torch-spline-conv", "mmcv", "mmcv-full", "detectron2", "pytorch3d", "kaolin",
+                "causal-conv1d", "mamba-ssm", "transformer-engine", "gsplat", "tiny-cuda-nn", "nvdiffrast")
+CPP_EXT_DOC = "https://pytorch.org/docs/stable/cpp_extension.html"
+
+
+@check("toolchain.nvcc-torch", "nvcc matches torch's CUDA (for building extensions)",
+       categories=("NVCC_TORCH_CUDA_MISMATCH",))
+def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
+    tk = ctx.facts.toolkits.on_path
+    envs = [(i, py) for i, py in torch_envs(ctx.facts) if py.torch and py.torch.cuda]
+    if not envs:
+        raise SkipCheck("no CUDA build of torch to compare nvcc with")
+    if tk is None or not tk.version:
+        raise SkipCheck("no nvcc on PATH (only prebuilt wheels can be installed; nothing to compare)")
+    findings = []
+    for i, py in envs:
+        t = py.torch
+        nv, tv = major_minor(tk.version), major_minor(t.cuda)
+        if not nv or not tv or nv == tv:
+            continue
+        affected = [p.name for p in py.packages if p.name in SOURCE_BUILT]
+        major = nv[0] != tv[0]
+        who = (f"installed packages that compile with it: {', '.join(affected)}" if affected
+               else "any extension built from source (flash-attn, apex, deepspeed ops, custom ops)")
+        findings.append(Finding(
+            code="toolchain.nvcc-torch/" + ("major" if major else "minor"),
+            category="NVCC_TORCH_CUDA_MISMATCH",
+            severity=Severity.WARNING if major else Severity.INFO,
+            summary=(f"nvcc on PATH is CUDA {tk.version} ({tk.nvcc_path or tk.path}) but torch {t.version} was "
+                     f"built with CUDA {t.cuda}: affects {who}"),
+            detail=("torch.utils.cpp_extension refuses a different CUDA major ('The detected CUDA version (X) "
+                    "mismatches the version that was used to compile PyTorch (Y)') and warns on a different "
+                    "minor. Running prebuilt wheels is not affected."),
+            evidence=[Evidence("toolkits.on_path.version", tk.version, expected=f"CUDA {mm_str(t.cuda)}"),
+                      Evidence(f"pythons[{i}].torch.cuda", t.cuda)],
+            fix=Fix(f"Before building extensions, put a CUDA {mm_str(t.cuda)} toolkit first on PATH, or install "
+                    f"the torch build for CUDA {mm_str(tk.version)}",
+                    [f"export CUDA_HOME=/usr/local/cuda-{mm_str(t.cuda)} PATH=/usr/local/cuda-{mm_str(t.cuda)}/bin:$PATH"],
+                    CPP_EXT_DOC),
+        ))
+    return findings
+
+
+@check("toolchain.host-compiler", "Host compiler accepted by nvcc", categories=("HOST_COMPILER_TOO_NEW",))
+def check_host_compiler(ctx: CheckContext) -> List[Finding]:
+    tk = ctx.facts.toolkits.on_path
+    host = ctx.facts.host
+    if tk is None or not tk.version:
+        raise SkipCheck("no nvcc on PATH")
+    if not host.gcc_version:
+        raise SkipCheck("host gcc version unknown")
+    limit = ctx.compat.max_host_compiler(tk.version, "gcc")
+    if limit is None:
+        raise SkipCheck(f"CUDA {tk.version}'s host-compiler limit is not in this matrix (as of {ctx.compat.as_of})")
+    max_major, source = limit
+    gmm = major_minor(host.gcc_version)
+    if not gmm or gmm[0] <= max_major:
+        return []
+    return [Finding(
+        code="toolchain.host-compiler/gcc-too-new",
+        category="HOST_COMPILER_TOO_NEW",
+        severity=Severity.WARNING,
+        summary=f"gcc {host.gcc_version} is newer than CUDA {tk.version}'s nvcc accepts (gcc <= {max_major})",
+        detail=("nvcc checks the host compiler in crt/host_config.h and stops with 'unsupported GNU version! gcc "
+                f"versions later than {max_major} are not supported'. Only building CUDA code is affected."),
+        evidence=[Evidence("host.gcc_version", host.gcc_version, expected=f"<= {max_major}", source=source),
+                  Evidence("toolkits.on_path.version", tk.version)],
+        fix=Fix(f"Install gcc {max_major} and point nvcc at it (or use a newer CUDA toolkit)",
+                [f"sudo apt-get install -y gcc-{max_major} g++-{max_major}",
+                 f"export CC=gcc-{max_major} CXX=g++-{max_major} NVCC_CCBIN=/usr/bin/gcc-{max_major}"]),
+    )]

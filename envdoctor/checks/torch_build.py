@@ -1,0 +1,309 @@
+"""torch build checks: does the build fit this GPU, is it a CPU build on a GPU box, is there a wheel for this Python."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from ..facts import Facts, ProbeStatus, PythonEnv
+from ..findings import Evidence, Finding, Fix, Severity
+from ._util import (
+    base_version,
+    mm_str,
+    parse_version,
+    pip_install,
+    torch_envs,
+    torch_variant,
+    version_ge,
+)
+from .base import CheckContext, SkipCheck, registrar
+
+CHECKS: list = []
+check = registrar(CHECKS)
+
+GET_STARTED = "https://pytorch.org/get-started/locally/"
+
+
+def gpu_capabilities(ctx: CheckContext) -> List[Tuple[str, Optional[str], str]]:
+    """(label, compute capability or None, fact path) per GPU, from the driver, torch or the GPU table."""
+    out = []
+    facts = ctx.facts
+    for g in facts.driver.gpus:
+        cc = g.compute_capability
+        path = f"driver.gpus[{g.index}].compute_capability"
+        if not cc and g.name:
+            spec = ctx.compat.gpu(g.name)
+            if spec and spec.compute_capability:
+                cc, path = spec.compute_capability, f"compat gpus: {spec.name}"
+        out.append((f"GPU {g.index} ({g.name or 'unknown model'})", cc, path))
+    if not out:
+        for i, py in enumerate(facts.pythons):
+            if py.torch:
+                for dev in py.torch.devices:
+                    out.append((f"GPU {dev.index} ({dev.name or 'unknown model'})", dev.capability,
+                                f"pythons[{i}].torch.devices[{dev.index}].capability"))
+                if out:
+                    break
+    return out
+
+
+def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], str]:
+    t = py.torch
+    if t is None:
+        return None, ""
+    if t.arch_list:
+        return list(t.arch_list), "torch.cuda.get_arch_list()"
+    variant = torch_variant(py, ctx.compat)
+    if variant and t.version:
+        arch = ctx.compat.torch_arch_list(t.version, variant)
+        if arch:
+            return list(arch), f"compat matrix: torch {mm_str(t.version)} {variant}"
+    return None, ""
+
+
+def _releases(ctx: CheckContext) -> list:
+    getter = getattr(ctx.compat, "torch_releases", None)
+    return list(getter()) if getter else []
+
+
+def _driver_runs(ctx: CheckContext, cuda: str) -> Optional[bool]:
+    """Does the installed driver run prebuilt wheels of this CUDA version? None when unknown."""
+    d = ctx.facts.driver
+    if not d.version:
+        if d.cuda_driver_version:
+            return version_ge(d.cuda_driver_version, cuda)
+        return None
+    req = ctx.compat.cuda_requirement(cuda)
+    if req is None:
+        return None
+    major = int(cuda.split(".")[0])
+    return bool(version_ge(d.version, req.min_driver)
+                or (major >= 11 and version_ge(d.version, req.minor_compat_min_driver)))
+
+
+def _cuda_of(variant: str) -> Optional[str]:
+    if not variant.startswith("cu"):
+        return None
+    digits = variant[2:]
+    return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 and digits.isdigit() else None
+
+
+def find_build_for(ctx: CheckContext, cc: str, prefer_minor: Optional[str] = None
+                   ) -> Optional[Tuple[str, str, bool]]:
+    """(torch version, variant, driver_ok) of the best build that has kernels for ``cc``.
+
+    Prefers the same torch minor, then the newest release; among variants, the newest CUDA the driver runs.
+    """
+    from ..compat import arch_runs
+
+    candidates = []
+    for rel in _releases(ctx):
+        for variant, arch in (rel.arch_lists or {}).items():
+            if not arch or not variant.startswith("cu"):
+                continue
+            ok, _ = arch_runs(arch, cc)
+            if not ok:
+                continue
+            cuda = _cuda_of(variant)
+            driver_ok = _driver_runs(ctx, cuda) if cuda else None
+            candidates.append((rel, variant, cuda, driver_ok))
+    if not candidates:
+        return None
+
+    def key(c):
+        rel, variant, cuda, driver_ok = c
+        return (
+            driver_ok is not False,
+            prefer_minor is not None and rel.minor == prefer_minor,
+            parse_version(rel.minor),
+            variant == rel.default_variant,
+            parse_version(cuda or "0"),
+        )
+
+    rel, variant, _cuda, driver_ok = max(candidates, key=key)
+    patch = _latest_patch(ctx, rel.minor)
+    return patch, variant, driver_ok is not False
+
+
+def _latest_patch(ctx: CheckContext, minor: str) -> str:
+    best = None
+    table = getattr(ctx.compat, "companion_rows", None)
+    rows = table() if table else []
+    for row in rows:
+        v = row.torch
+        if mm_str(v) == minor and (best is None or parse_version(v) > parse_version(best)):
+            best = v
+    return best or f"{minor}.*"
+
+
+def _companion_pins(ctx: CheckContext, torch_version: str) -> List[str]:
+    comp = ctx.compat.companions(torch_version) if "*" not in torch_version else None
+    pins = [f"torch=={torch_version}"]
+    if comp and comp.torchvision:
+        pins.append(f"torchvision=={comp.torchvision}")
+    return pins
+
+
+@check("torch.gpu-arch", "torch has kernels for every GPU", categories=("GPU_ARCH_NOT_IN_TORCH_BUILD",))
+def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
+    from ..compat import arch_runs
+
+    envs = [(i, py) for i, py in torch_envs(ctx.facts) if py.torch and py.torch.cuda]
+    if not envs:
+        raise SkipCheck("no CUDA build of torch to judge")
+    gpus = gpu_capabilities(ctx)
+    if not gpus:
+        raise SkipCheck("no GPU seen (driver probe: "
+                        f"{ctx.facts.driver.status}{': ' + ctx.facts.driver.reason if ctx.facts.driver.reason else ''})")
+    findings: List[Finding] = []
+    for i, py in envs:
+        t = py.torch
+        arch, arch_source = _arch_list(ctx, py)
+        incompatible_warning = next((w for w in (t.warnings or []) if "not compatible with the current PyTorch" in w),
+                                    None)
+        for label, cc, cc_path in gpus:
+            if not cc:
+                continue
+            if arch is None:
+                continue
+            ok, why = arch_runs(arch, cc)
+            if ok:
+                continue
+            sm = "sm_" + cc.replace(".", "")
+            ev = [Evidence(cc_path, cc),
+                  Evidence(f"pythons[{i}].torch.arch_list", arch, expected=f"{sm} (SASS) or PTX <= compute_{sm[3:]}",
+                           source=arch_source)]
+            if incompatible_warning:
+                ev.append(Evidence(f"pythons[{i}].torch.warnings", incompatible_warning))
+            best = find_build_for(ctx, cc, prefer_minor=mm_str(t.version))
+            if best:
+                version, variant, driver_ok = best
+                pins = _companion_pins(ctx, version)
+                fix_summary = f"Install torch {version} built for {variant}, which has kernels for {sm}"
+                cmds = [pip_install(pins, variant, force=True)]
+                if not driver_ok:
+                    fix_summary += " (it also needs a newer driver: see the driver check)"
+            else:
+                fix_summary = f"No torch build in this matrix (as of {ctx.compat.as_of}) has kernels for {sm}"
+                cmds = []
+            findings.append(Finding(
+                code="torch.gpu-arch/missing",
+                category="GPU_ARCH_NOT_IN_TORCH_BUILD",
+                severity=Severity.ERROR,
+                summary=f"torch {t.version} has no kernels for {label}, compute capability {cc} ({sm}): {why}",
+                detail=("Each torch build carries machine code (SASS) for a list of GPU architectures plus "
+                        "optional PTX that the driver can JIT-compile for newer GPUs. With neither, every CUDA "
+                        "kernel fails with 'no kernel image is available for execution on the device'."),
+                evidence=ev,
+                fix=Fix(fix_summary, cmds, GET_STARTED),
+            ))
+    return findings
+
+
+def _has_gpus(facts: Facts) -> Tuple[bool, List[Evidence]]:
+    d = facts.driver
+    if d.gpus:
+        return True, [Evidence("driver.gpus", [g.name for g in d.gpus])]
+    for link in facts.topology.pcie_links:
+        if link.description and "nvidia" in link.description.lower() and (
+                "3d controller" in link.description.lower() or "vga" in link.description.lower()):
+            return True, [Evidence("topology.pcie_links", link.description)]
+    return False, []
+
+
+@check("torch.cuda-build", "torch is a CUDA build on a GPU machine", categories=("TORCH_CPU_ONLY_BUILD",))
+def check_cpu_build(ctx: CheckContext) -> List[Finding]:
+    envs = list(torch_envs(ctx.facts))
+    if not envs:
+        raise SkipCheck("torch is not installed in the inspected interpreter(s)")
+    has, gpu_ev = _has_gpus(ctx.facts)
+    if not has:
+        if ctx.facts.driver.status in (ProbeStatus.OK, ProbeStatus.ABSENT):
+            return []
+        raise SkipCheck("whether this machine has NVIDIA GPUs is unknown")
+    findings = []
+    for i, py in envs:
+        t = py.torch
+        if t.cuda or t.hip:
+            continue
+        variant = torch_variant(py, ctx.compat)
+        if variant not in (None, "cpu"):
+            continue
+        if variant is None and t.cuda_available is not False and t.arch_list is None and not t.version:
+            continue
+        version = base_version(t.version) or ""
+        rel = ctx.compat.torch_release(version) if version else None
+        target = None
+        if rel:
+            runnable = [v for v in rel.cuda_variants if _cuda_of(v) and _driver_runs(ctx, _cuda_of(v)) is not False]
+            if rel.default_variant in runnable:
+                target = rel.default_variant
+            elif runnable:
+                target = max(runnable, key=lambda v: parse_version(_cuda_of(v)))
+        pins = [f"torch=={version}"]
+        comp = ctx.compat.companions(version) if version else None
+        tv = py.package("torchvision")
+        if tv and comp and comp.torchvision:
+            pins.append(f"torchvision=={comp.torchvision}")
+        cmds = [pip_install(pins, target, force=True)] if target else []
+        if py.is_conda:
+            cmds.append("# conda: install the CUDA variant explicitly, e.g. "
+                        "conda install pytorch pytorch-cuda=12.4 -c pytorch -c nvidia")
+        findings.append(Finding(
+            code="torch.cuda-build/cpu-only",
+            category="TORCH_CPU_ONLY_BUILD",
+            severity=Severity.ERROR,
+            summary=(f"torch {t.version} is a CPU-only build (torch.version.cuda is None) on a machine with "
+                     f"{len(ctx.facts.driver.gpus) or 'NVIDIA'} GPU(s)"),
+            detail=("A CPU build never uses the GPU: torch.cuda.is_available() is False and .cuda() raises "
+                    "'Torch not compiled with CUDA enabled'. pip picks it from the CPU index, a conda 'cpuonly' "
+                    "package, or a platform where only CPU wheels exist."),
+            evidence=[Evidence(f"pythons[{i}].torch.version", t.version),
+                      Evidence(f"pythons[{i}].torch.cuda", t.cuda, expected="a CUDA version")] + gpu_ev,
+            fix=Fix(f"Reinstall torch {version} from the {target} index" if target else
+                    "Reinstall a CUDA build of torch (see the selector)", cmds, GET_STARTED),
+        ))
+    return findings
+
+
+@check("torch.python-version", "A torch wheel exists for this Python", categories=("PYTHON_VERSION_UNSUPPORTED",))
+def check_python_version(ctx: CheckContext) -> List[Finding]:
+    pys = [(i, py) for i, py in enumerate(ctx.facts.pythons) if py.python_version]
+    if not pys:
+        raise SkipCheck("no interpreter inspected")
+    findings = []
+    newest = ctx.compat.torch_release(ctx.compat.newest_torch())
+    for i, py in pys:
+        pyv = mm_str(py.python_version)
+        t = py.torch
+        if t and t.version:
+            rel = ctx.compat.torch_release(t.version)
+            if rel is None or not rel.python_min or not rel.python_max:
+                continue
+            if parse_version(pyv) < parse_version(rel.python_min) or parse_version(pyv) > parse_version(rel.python_max):
+                findings.append(Finding(
+                    code="torch.python-version/outside-release",
+                    category="PYTHON_VERSION_UNSUPPORTED",
+                    severity=Severity.WARNING,
+                    summary=(f"Python {py.python_version} is outside torch {rel.minor}'s supported range "
+                             f"({rel.python_min} to {rel.python_max}): no official wheel exists for it"),
+                    detail="A torch that runs here was built from source or by a third party; its companions "
+                           "and extensions may have no matching wheels either.",
+                    evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
+                                       expected=f"{rel.python_min} .. {rel.python_max}", source=rel.source)],
+                    fix=Fix(f"Use Python {rel.python_max} (or another supported version) for this torch",
+                            [f"python{rel.python_max} -m venv .venv && . .venv/bin/activate"]),
+                ))
+        elif newest and newest.python_max and parse_version(pyv) > parse_version(newest.python_max):
+            findings.append(Finding(
+                code="torch.python-version/too-new",
+                category="PYTHON_VERSION_UNSUPPORTED",
+                severity=Severity.WARNING,
+                summary=(f"Python {py.python_version} is newer than any torch release in this matrix supports "
+                         f"(torch {newest.minor}: up to {newest.python_max}, as of {ctx.compat.as_of})"),
+                detail="pip will find no wheel ('No matching distribution found for torch').",
+                evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
+                                   expected=f"<= {newest.python_max}", source=newest.source)],
+                fix=Fix(f"Create the environment with Python {newest.python_max}",
+                        [f"python{newest.python_max} -m venv .venv && . .venv/bin/activate"]),
+            ))
+    return findings

@@ -1,0 +1,678 @@
+"""Loading and querying the bundled compatibility matrix (compat_data/*.json): drivers, CUDA, torch, GPUs."""
+
+# ruff: noqa: UP045  (the project style is typing.Optional for Python 3.9; see facts.py)
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from packaging.version import InvalidVersion, Version
+
+__all__ = [
+    "ArchSupport",
+    "Compat",
+    "CompatDataError",
+    "Companions",
+    "DriverRequirement",
+    "GpuSpec",
+    "TorchRelease",
+    "arch_runs",
+    "cuda_of_variant",
+    "index_url",
+    "load_compat",
+    "validate_file",
+    "variant_of",
+    "variant_of_cuda",
+]
+
+
+class CompatDataError(Exception):
+    """A compat_data file is missing or malformed; the message is one line naming the file and the problem."""
+
+
+# --------------------------------------------------------------------------- record types
+
+
+@dataclass(frozen=True)
+class DriverRequirement:
+    cuda: str  # the toolkit version asked about, as matched: "12.4" (GA) or "12.4.1"
+    min_driver: Optional[str]  # None: unknown (NVIDIA's value not confirmed), never "no requirement"
+    minor_compat_min_driver: Optional[str]  # floor for the whole major under minor-version compatibility
+    os: str  # "linux" or "windows"
+    source: str
+    as_of: str
+    confidence: Optional[str] = None
+    release: Optional[str] = None  # "GA", "Update 1", "RC"
+    toolkit_version: Optional[str] = None  # "12.4.1"
+    minor_compat_source: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class TorchRelease:
+    minor: str  # "2.5"
+    python_min: Optional[str]
+    python_max: Optional[str]
+    cuda_variants: List[str]
+    rocm_variants: List[str]
+    default_variant: Optional[str]  # what plain `pip install torch` from PyPI gets on Linux x86_64
+    arch_lists: Dict[str, List[str]]  # variant -> torch.cuda.get_arch_list() entries
+    cudnn: Dict[str, str]
+    source: str
+    confidence: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Companions:
+    torch: str
+    torchvision: Optional[str]
+    torchaudio: Optional[str]
+    triton: Optional[str]
+    source: str
+    triton_spec: Optional[str] = None  # the requirement as written ("==3.1.0", "~=3.8.0")
+    confidence: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class ArchSupport:
+    cc: str
+    first_cuda: Optional[str]  # first toolkit that compiles SASS for it (None: not confirmed)
+    last_cuda: Optional[str]  # last toolkit that does; None with still_supported True: the newest still does
+    source: str
+    still_supported: Optional[bool] = None
+    sm: Optional[str] = None  # "sm_90"
+    architecture: Optional[str] = None
+    confidence: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    name: str
+    compute_capability: Optional[str]
+    memory_bytes: Optional[int]
+    memory_bandwidth_gbs: Optional[float]
+    bf16_tflops_dense: Optional[float]
+    fp16_tflops_dense: Optional[float]
+    tf32_tflops_dense: Optional[float]
+    fp32_tflops: Optional[float]
+    pcie_gen: Optional[int]
+    nvlink_links: Optional[int]
+    nvlink_gen: Optional[int]
+    nvlink_bandwidth_gbs: Optional[float]  # total per GPU, bidirectional, as NVIDIA quotes it
+    datacenter: Optional[bool]
+    source: str
+    confidence: Optional[str] = None
+    tdp_w: Optional[float] = None
+    architecture: Optional[str] = None
+    aliases: List[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- version helpers
+
+
+def _v(text: Optional[str]) -> Optional[Version]:
+    if text is None:
+        return None
+    try:
+        return Version(str(text).strip())
+    except InvalidVersion:
+        return None
+
+
+def _release(text: str) -> Tuple[int, ...]:
+    """Numeric tuple of a dotted version; driver versions ("550.54.14") compare numerically this way."""
+    v = _v(text)
+    if v is None:
+        raise ValueError(f"not a version: {text!r}")
+    return v.release
+
+
+def _major_minor(text: str) -> Optional[str]:
+    v = _v(text)
+    if v is None or len(v.release) < 1:
+        return None
+    rel = v.release + (0,)
+    return f"{rel[0]}.{rel[1]}"
+
+
+def _strip_local(version: str) -> str:
+    return version.split("+", 1)[0].strip()
+
+
+def _src(value: Any) -> str:
+    if isinstance(value, list):
+        return "; ".join(str(s) for s in value)
+    return str(value)
+
+
+# --------------------------------------------------------------------------- variants, arch lists
+
+_VARIANT_RE = re.compile(r"^cu(\d{2,3})$")
+
+
+def variant_of(version: str) -> Optional[str]:
+    """``"2.5.1+cu124"`` -> ``"cu124"``; ``"+cpu"`` -> ``"cpu"``; no local tag -> None."""
+    if not version or "+" not in version:
+        return None
+    local = version.split("+", 1)[1].strip().lower()
+    return local or None
+
+
+def cuda_of_variant(variant: str) -> Optional[str]:
+    """``"cu124"`` -> ``"12.4"``, ``"cu130"`` -> ``"13.0"``, ``"cu92"`` -> ``"9.2"``; others -> None."""
+    m = _VARIANT_RE.match((variant or "").strip().lower())
+    if not m:
+        return None
+    digits = m.group(1)
+    # The last digit is the minor: cu92 = 9.2, cu118 = 11.8, cu130 = 13.0 (PyTorch's naming)
+    return f"{int(digits[:-1])}.{digits[-1]}"
+
+
+def variant_of_cuda(cuda: str) -> str:
+    """``"12.4"`` (or ``"12.4.1"``) -> ``"cu124"``."""
+    v = _v(cuda)
+    if v is None:
+        raise ValueError(f"not a CUDA version: {cuda!r}")
+    rel = v.release + (0,)
+    return f"cu{rel[0]}{rel[1]}"
+
+
+def index_url(variant: str) -> str:
+    """The PyTorch wheel index of a variant: ``"https://download.pytorch.org/whl/cu124"``."""
+    return f"https://download.pytorch.org/whl/{variant.strip().lower()}"
+
+
+_ARCH_RE = re.compile(r"^(sm|compute)_(\d+)([a-z]?)$")
+
+
+def _cc_tuple(cc: str) -> Tuple[int, int]:
+    text = cc.strip()
+    if "." in text:
+        major, minor = text.split(".", 1)
+        return int(major), int(minor)
+    # "90" / "120": the last digit is the minor, as in sm_XY
+    return int(text[:-1]), int(text[-1])
+
+
+def _arch_tuple(digits: str) -> Tuple[int, int]:
+    return int(digits[:-1]), int(digits[-1])
+
+
+def _fmt(t: Tuple[int, int]) -> str:
+    return f"{t[0]}{t[1]}"
+
+
+def _summary(arch_list: List[str]) -> str:
+    sms = [a for a in arch_list if a.startswith("sm_")]
+    if len(sms) > 2:
+        return f"{sms[0]}..{sms[-1]}"
+    return " ".join(arch_list) or "(empty)"
+
+
+def arch_runs(arch_list: List[str], cc: str) -> Tuple[bool, str]:
+    """Can a build with these targets run on a GPU of compute capability ``cc``?
+
+    SASS ``sm_XY`` runs on the same major with minor >= Y; arch-specific ``sm_XYa`` only on exactly
+    X.Y; family ``sm_XYf`` on the same major (family) with minor >= Y; PTX ``compute_XY`` JITs to
+    any CC >= X.Y (arch-specific ``compute_XYa`` PTX only on X.Y).
+    https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-feature-list and
+    https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility
+    """
+    target = _cc_tuple(cc)
+    entries = [a.strip().lower() for a in arch_list if a and a.strip()]
+    summary = _summary(entries)
+    tname = _fmt(target)
+    for a in entries:
+        m = _ARCH_RE.match(a.replace("+ptx", ""))
+        if not m:
+            continue
+        kind, digits, suffix = m.groups()
+        t = _arch_tuple(digits)
+        if kind == "sm":
+            if suffix == "a" and t == target:
+                return True, f"{a} SASS matches compute capability {cc} exactly"
+            if suffix in ("", "f") and t[0] == target[0] and t[1] <= target[1]:
+                return True, f"{a} SASS runs on compute capability {cc} (same major, minor >= {t[1]})"
+        else:
+            if suffix == "a" and t == target:
+                return True, f"{a} PTX matches compute capability {cc} exactly"
+            if suffix in ("", "f") and t <= target:
+                return True, f"{a} PTX can be JIT-compiled for compute capability {cc}"
+    return False, f"arch list {summary} has no SASS for sm_{tname} and no PTX <= compute_{tname}"
+
+
+# --------------------------------------------------------------------------- validation
+
+_REQUIRED_TOP = ("title", "as_of", "sources", "rows")
+
+
+def _is_source(value: Any) -> bool:
+    if isinstance(value, str):
+        return bool(value.strip())
+    if isinstance(value, list):
+        return bool(value) and all(isinstance(s, str) and s.strip() for s in value)
+    return False
+
+
+def _is_sources_list(value: Any) -> bool:
+    """Top-level citations: strings, or objects with a non-empty "url" (rows may then cite them by "id")."""
+    if not isinstance(value, list) or not value:
+        return False
+    for s in value:
+        if isinstance(s, str) and s.strip():
+            continue
+        if isinstance(s, dict) and isinstance(s.get("url"), str) and s["url"].strip():
+            continue
+        return False
+    return True
+
+
+def validate_file(path: Path) -> Dict[str, Any]:
+    """Load one compat_data file and check the generic rule (see compat_data/README.md); raise CompatDataError."""
+    name = path.name
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CompatDataError(f"{name}: file not found at {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CompatDataError(f"{name}: cannot read: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise CompatDataError(f"{name}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if not isinstance(doc, dict):
+        raise CompatDataError(f"{name}: top level must be an object")
+    for key in _REQUIRED_TOP:
+        if key not in doc:
+            raise CompatDataError(f"{name}: missing top-level {key!r}")
+    if not isinstance(doc["title"], str) or not doc["title"].strip():
+        raise CompatDataError(f"{name}: 'title' must be a non-empty string")
+    try:
+        datetime.date.fromisoformat(str(doc["as_of"]))
+    except ValueError:
+        raise CompatDataError(f"{name}: 'as_of' {doc['as_of']!r} is not a YYYY-MM-DD date") from None
+    if not _is_sources_list(doc["sources"]):
+        raise CompatDataError(f"{name}: 'sources' must be a non-empty list of strings or of objects with a 'url'")
+    keys = doc.get("keys", {})
+    version_fields = doc.get("version_fields", {})
+    if not isinstance(keys, dict) or not isinstance(version_fields, dict):
+        raise CompatDataError(f"{name}: 'keys' and 'version_fields' must be objects of table -> field list")
+    tables = {k: v for k, v in doc.items() if isinstance(v, list) and k != "sources"}
+    for tname in list(keys) + list(version_fields):
+        if tname not in tables:
+            raise CompatDataError(f"{name}: 'keys'/'version_fields' name a table {tname!r} that the file lacks")
+    for tname, rows in tables.items():
+        seen: Dict[Tuple[Any, ...], int] = {}
+        for i, row in enumerate(rows):
+            where = f"{name}: {tname}[{i}]"
+            if not isinstance(row, dict):
+                raise CompatDataError(f"{where} is not an object")
+            if not _is_source(row.get("source")):
+                raise CompatDataError(f"{where} has no source")
+            for fname in version_fields.get(tname, []):
+                val = row.get(fname)
+                if val is not None and _v(str(val)) is None:
+                    raise CompatDataError(f"{where}.{fname} = {val!r} is not a version")
+            kfields = keys.get(tname)
+            if kfields:
+                key = tuple(json.dumps(row.get(f), sort_keys=True) for f in kfields)
+                if key in seen:
+                    raise CompatDataError(
+                        f"{where} duplicates {tname}[{seen[key]}] on key {dict(zip(kfields, key))}"
+                    )
+                seen[key] = i
+    return doc
+
+
+# --------------------------------------------------------------------------- the matrix
+
+_CUDA_OS = {"linux": "linux_min_driver", "windows": "windows_min_driver"}
+_RELEASE_ORDER = {"RC": 0, "GA": 1}
+
+
+def _release_rank(release: str) -> int:
+    if release in _RELEASE_ORDER:
+        return _RELEASE_ORDER[release]
+    m = re.match(r"Update (\d+)$", release)
+    return 1 + int(m.group(1)) if m else 99
+
+
+def _norm_name(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+class Compat:
+    """The loaded matrix. Queries return None for "not in the matrix" and never raise on unknown input."""
+
+    def __init__(self, data_dir: Path, docs: Dict[str, Dict[str, Any]]):
+        self.data_dir = data_dir
+        self._docs = docs
+        self.as_of: str = max((str(d["as_of"]) for d in docs.values()), default="")
+        self._cuda_rows = self._doc("cuda_driver")["rows"] if "cuda_driver" in docs else []
+        self._gpu_index: Optional[List[Tuple[str, Dict[str, Any]]]] = None
+
+    # -- raw access
+    def _doc(self, stem: str) -> Dict[str, Any]:
+        try:
+            return self._docs[stem]
+        except KeyError:
+            raise CompatDataError(f"{stem}.json: not found in {self.data_dir}") from None
+
+    def table(self, filename_stem: str) -> dict:
+        """The whole parsed compat_data/<stem>.json (others' files: error_signatures, health ...)."""
+        return self._doc(filename_stem)
+
+    def stems(self) -> List[str]:
+        return sorted(self._docs)
+
+    # -- CUDA and drivers
+    def _cuda_row(self, cuda_version: str) -> Optional[Dict[str, Any]]:
+        v = _v(cuda_version)
+        if v is None:
+            return None
+        rows = self._cuda_rows
+        if len(v.release) >= 3:
+            for r in rows:
+                if r.get("toolkit_version") and _v(r["toolkit_version"]) == v:
+                    return r
+        mm = _major_minor(cuda_version)
+        same = [r for r in rows if r["cuda"] == mm]
+        if not same:
+            return None
+        # "12.4" means the GA release (the lowest driver of the minor); a component version such as
+        # nvcc's 12.4.131 also falls back here: that is conservative (the smallest minimum of 12.4).
+        ga = [r for r in same if r.get("release") == "GA"]
+        pick = ga or sorted(same, key=lambda r: _release_rank(r.get("release", "")))
+        return pick[0]
+
+    def cuda_requirement(self, cuda_version: str, os: str = "linux") -> Optional[DriverRequirement]:
+        """Minimum driver for a CUDA toolkit/runtime version; None when the version is not in the matrix."""
+        osk = os.strip().lower()
+        if osk not in _CUDA_OS:
+            return None
+        row = self._cuda_row(cuda_version)
+        if row is None:
+            return None
+        major = int(row["cuda"].split(".")[0])
+        floor = self.minor_compat_floor(major, osk)
+        return DriverRequirement(
+            cuda=row.get("toolkit_version") if len(_release(cuda_version)) >= 3 and row.get("toolkit_version") else row["cuda"],
+            min_driver=row.get(_CUDA_OS[osk]),
+            minor_compat_min_driver=floor[0] if floor else None,
+            os=osk,
+            source=_src(row["source"]),
+            as_of=str(self._doc("cuda_driver")["as_of"]),
+            confidence=row.get("confidence"),
+            release=row.get("release"),
+            toolkit_version=row.get("toolkit_version"),
+            minor_compat_source=floor[1] if floor else None,
+        )
+
+    def cuda_releases(self) -> List[Dict[str, Any]]:
+        return list(self._cuda_rows)
+
+    def minor_compat_floor(self, cuda_major: int, os: str = "linux") -> Optional[Tuple[str, str]]:
+        """(driver, source) that every CUDA ``cuda_major``.x app needs under minor-version compatibility."""
+        osk = os.strip().lower()
+        if osk not in _CUDA_OS:
+            return None
+        for r in self._doc("cuda_driver").get("minor_version_compatibility", []):
+            if int(r["cuda_major"]) == int(cuda_major):
+                drv = r.get(_CUDA_OS[osk])
+                return (drv, _src(r["source"])) if drv else None
+        return None
+
+    def minor_compat_limits(self) -> List[Dict[str, Any]]:
+        return list(self._doc("cuda_driver").get("minor_version_compatibility_limits", []))
+
+    def forward_compat_rule(self) -> Optional[Dict[str, Any]]:
+        rows = self._doc("cuda_driver").get("forward_compatibility", [])
+        return rows[0] if rows else None
+
+    def driver_max_cuda(self, driver_version: str) -> Optional[Tuple[str, str]]:
+        """("12.4", source): the CUDA version nvidia-smi shows for this driver's branch; None if unknown."""
+        try:
+            branch = _release(driver_version)[0]
+        except ValueError:
+            return None
+        for r in self._doc("cuda_driver").get("driver_branches", []):
+            if int(r["branch"]) == branch:
+                return r["max_cuda"], _src(r["source"])
+        return None
+
+    def newest_cuda(self) -> str:
+        return max((r["cuda"] for r in self._cuda_rows), key=_release)
+
+    # -- torch
+    def _torch_rows(self) -> List[Dict[str, Any]]:
+        return self._doc("torch")["rows"]
+
+    def newest_torch(self) -> str:
+        return max((r["torch"] for r in self._torch_rows()), key=_release)
+
+    def torch_release(self, torch_version: str) -> Optional[TorchRelease]:
+        """The minor release row for ``"2.5"``, ``"2.5.1"`` or ``"2.5.1+cu124"``; None when not in the matrix."""
+        mm = _major_minor(_strip_local(torch_version or ""))
+        if mm is None:
+            return None
+        for r in self._torch_rows():
+            if r["torch"] == mm:
+                return TorchRelease(
+                    minor=r["torch"],
+                    python_min=r.get("python_min"),
+                    python_max=r.get("python_max"),
+                    cuda_variants=list(r.get("cuda_variants") or []),
+                    rocm_variants=list(r.get("rocm_variants") or []),
+                    default_variant=r.get("default_variant"),
+                    arch_lists={k: list(v) for k, v in (r.get("arch_lists") or {}).items()},
+                    cudnn=dict(r.get("cudnn") or {}),
+                    source=_src(r["source"]),
+                    confidence=r.get("confidence"),
+                )
+        return None
+
+    def torch_releases(self) -> List[TorchRelease]:
+        """Every torch minor release in the matrix, oldest first."""
+        out = [self.torch_release(r["torch"]) for r in self._torch_rows()]
+        return sorted((r for r in out if r is not None), key=lambda r: _release(r.minor))
+
+    def companion_rows(self) -> List[Companions]:
+        """Every torch patch release with its companions."""
+        return [self._companions(r) for r in self._companion_rows()]
+
+    def torch_arch_list(self, torch_version: str, variant: str) -> Optional[List[str]]:
+        rel = self.torch_release(torch_version)
+        if rel is None:
+            return None
+        arch = rel.arch_lists.get((variant or "").strip().lower())
+        return list(arch) if arch is not None else None
+
+    def _companion_rows(self) -> List[Dict[str, Any]]:
+        return self._doc("torch").get("companions", [])
+
+    def _companions(self, r: Dict[str, Any]) -> Companions:
+        return Companions(
+            torch=r["torch"],
+            torchvision=r.get("torchvision"),
+            torchaudio=r.get("torchaudio"),
+            triton=r.get("triton"),
+            source=_src(r["source"]),
+            triton_spec=r.get("triton_spec"),
+            confidence=r.get("confidence"),
+        )
+
+    def companions(self, torch_version: str) -> Optional[Companions]:
+        """torchvision/torchaudio/triton released with exactly this torch patch ("2.5.1+cu124" ok)."""
+        v = _v(_strip_local(torch_version or ""))
+        if v is None:
+            return None
+        for r in self._companion_rows():
+            if _v(r["torch"]) == v:
+                return self._companions(r)
+        return None
+
+    def torch_for_companion(self, package: str, version: str) -> Optional[str]:
+        """The torch release a companion version was built for: ("torchvision", "0.17.1") -> "2.2.1".
+
+        Several torch patches share one triton pin; then the newest of them is returned.
+        """
+        pkg = (package or "").strip().lower()
+        if pkg not in ("torchvision", "torchaudio", "triton"):
+            return None
+        v = _v(_strip_local(version or ""))
+        if v is None:
+            return None
+        hits = [r["torch"] for r in self._companion_rows() if r.get(pkg) and _v(r[pkg]) == v]
+        return max(hits, key=_release) if hits else None
+
+    # -- GPUs and architectures
+    def arch_support(self, cc: str) -> Optional[ArchSupport]:
+        try:
+            want = _cc_tuple(str(cc))
+        except ValueError:
+            return None
+        for r in self._doc("arch_support")["rows"]:
+            if _cc_tuple(r["cc"]) == want:
+                return ArchSupport(
+                    cc=r["cc"],
+                    first_cuda=r.get("first_cuda"),
+                    last_cuda=r.get("last_cuda"),
+                    source=_src(r["source"]),
+                    still_supported=r.get("still_supported"),
+                    sm=r.get("sm"),
+                    architecture=r.get("architecture"),
+                    confidence=r.get("confidence"),
+                )
+        return None
+
+    def ptxas_targets(self, cuda_version: str) -> Optional[List[str]]:
+        """SASS targets `ptxas` of this toolkit accepts (11.7 and newer), e.g. ["sm_75", ..., "sm_121f"]."""
+        mm = _major_minor(cuda_version)
+        for r in self._doc("arch_support").get("ptxas_targets", []):
+            if r["cuda"] == mm:
+                return list(r["targets"])
+        return None
+
+    def _gpu_rows(self) -> List[Tuple[str, Dict[str, Any]]]:
+        if self._gpu_index is None:
+            index = []
+            for r in self._doc("gpus")["rows"]:
+                for n in [r["name"]] + list(r.get("aliases") or []):
+                    index.append((_norm_name(n), r))
+            self._gpu_index = index
+        return self._gpu_index
+
+    def gpu(self, name: str) -> Optional[GpuSpec]:
+        """Spec of a GPU by the name NVML/nvidia-smi/collect_env prints ("NVIDIA H100 80GB HBM3").
+
+        Tolerant: case and punctuation are ignored, and a name nvidia-smi's table cut short
+        ("Tesla V100-SXM2...") matches when exactly one known model starts with it.
+        """
+        if not name or not name.strip():
+            return None
+        raw = name.strip()
+        truncated = raw.endswith("...") or raw.endswith("\u2026")
+        key = _norm_name(raw.rstrip(".\u2026"))
+        if not key:
+            return None
+        index = self._gpu_rows()
+        variants = [key]
+        for prefix in ("nvidia ", "tesla "):
+            if key.startswith(prefix):
+                variants.append(key[len(prefix):])
+        for k in variants:
+            for n, r in index:
+                if n == k:
+                    return self._gpu_spec(r)
+        if truncated:
+            hits = {id(r): r for n, r in index for k in variants if n.startswith(k)}
+            if len(hits) == 1:
+                return self._gpu_spec(next(iter(hits.values())))
+        return None
+
+    def gpus(self) -> List[GpuSpec]:
+        return [self._gpu_spec(r) for r in self._doc("gpus")["rows"]]
+
+    @staticmethod
+    def _gpu_spec(r: Dict[str, Any]) -> GpuSpec:
+        mem_gib = r.get("memory_gib")
+        return GpuSpec(
+            name=r["name"],
+            compute_capability=r.get("compute_capability"),
+            memory_bytes=int(mem_gib * 2**30) if mem_gib is not None else None,
+            memory_bandwidth_gbs=r.get("memory_bandwidth_gbs"),
+            bf16_tflops_dense=r.get("bf16_tflops_dense"),
+            fp16_tflops_dense=r.get("fp16_tflops_dense"),
+            tf32_tflops_dense=r.get("tf32_tflops_dense"),
+            fp32_tflops=r.get("fp32_tflops"),
+            pcie_gen=r.get("pcie_gen"),
+            nvlink_links=r.get("nvlink_links"),
+            nvlink_gen=r.get("nvlink_gen"),
+            nvlink_bandwidth_gbs=r.get("nvlink_bandwidth_gbs"),
+            datacenter=r.get("datacenter"),
+            source=_src(r["source"]),
+            confidence=r.get("confidence"),
+            tdp_w=r.get("tdp_w"),
+            architecture=r.get("architecture"),
+            aliases=list(r.get("aliases") or []),
+        )
+
+    # -- host compilers
+    def max_host_compiler(self, cuda_version: str, compiler: str = "gcc") -> Optional[Tuple[int, str]]:
+        """(newest major accepted by nvcc's host_config.h, source); None when unknown."""
+        fieldname = {"gcc": "max_gcc_major", "clang": "max_clang_major"}.get((compiler or "").strip().lower())
+        mm = _major_minor(cuda_version or "")
+        if fieldname is None or mm is None:
+            return None
+        for r in self._doc("host_compilers")["rows"]:
+            if r["cuda"] == mm:
+                val = r.get(fieldname)
+                return (int(val), _src(r["source"])) if val is not None else None
+        return None
+
+
+# --------------------------------------------------------------------------- loading
+
+_CACHE: Dict[str, Compat] = {}
+_LOCK = threading.Lock()
+
+
+def _default_dir() -> Path:
+    """The installed package envdoctor.compat_data, else <repo>/compat_data in a source tree."""
+    try:
+        from importlib import resources
+
+        root = resources.files("envdoctor.compat_data")
+        candidate = Path(str(root))
+        if candidate.is_dir() and any(candidate.glob("*.json")):
+            return candidate
+    except (ModuleNotFoundError, ImportError, TypeError, AttributeError):
+        pass
+    return Path(__file__).resolve().parent.parent.parent / "compat_data"
+
+
+def load_compat(data_dir: Optional[Union[Path, str]] = None) -> Compat:
+    """Load and validate every compat_data/*.json once per directory; raise CompatDataError on bad data."""
+    directory = Path(data_dir) if data_dir is not None else _default_dir()
+    cache_key = str(directory.resolve()) if directory.exists() else str(directory)
+    with _LOCK:
+        if cache_key in _CACHE:
+            return _CACHE[cache_key]
+        if not directory.is_dir():
+            raise CompatDataError(f"compat data directory not found: {directory}")
+        docs = {p.stem: validate_file(p) for p in sorted(directory.glob("*.json"))}
+        for needed in ("cuda_driver", "torch", "gpus", "arch_support", "host_compilers"):
+            if needed not in docs:
+                raise CompatDataError(f"{needed}.json: missing from {directory}")
+        compat = Compat(directory, docs)
+        _CACHE[cache_key] = compat
+        return compat
+
+
+def clear_cache() -> None:
+    """Forget loaded matrices (tests that write data files)."""
+    with _LOCK:
+        _CACHE.clear()
