@@ -1,0 +1,118 @@
+"""Driver probe: NVML first, nvidia-smi as fallback, plus procfs/devfs facts (module version, nodes, fabric)."""
+
+# ruff: noqa: UP045  (the project style is typing.Optional for Python 3.9; see facts.py)
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, List, Optional
+
+from envdoctor.facts import Driver, ProbeStatus, Topology
+from envdoctor.parsers.proc_driver import parse_proc_driver_version
+from envdoctor.probes.nvidia_smi import NVIDIA_SMI_TIMEOUT_S, probe_nvidia_smi_xml, probe_topology_smi
+from envdoctor.probes.nvml import probe_nvml
+
+FABRIC_MANAGER_COMM = "nv-fabricmanager"
+
+
+def _path(root: str, *parts: str) -> str:
+    return os.path.join(root, *parts)
+
+
+def read_kernel_module_version(root: str = "/") -> Optional[str]:
+    """Version of the loaded kernel module from <root>/proc/driver/nvidia/version (None if absent)."""
+    try:
+        with open(_path(root, "proc", "driver", "nvidia", "version"), encoding="utf-8", errors="replace") as f:
+            return parse_proc_driver_version(f.read())
+    except OSError:
+        return None
+
+
+def list_device_nodes(root: str = "/") -> Optional[List[str]]:
+    """The /dev/nvidia* nodes present (paths as seen on the probed machine, not under ``root``)."""
+    try:
+        names = os.listdir(_path(root, "dev"))
+    except OSError:
+        return None
+    return sorted(f"/dev/{n}" for n in names if n.startswith("nvidia"))
+
+
+def fabric_manager_running(root: str = "/") -> Optional[bool]:
+    """True if a process named nv-fabricmanager runs; None when /proc cannot be read."""
+    proc = _path(root, "proc")
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        return None
+    for pid in entries:
+        if not pid.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc, pid, "comm"), encoding="utf-8", errors="replace") as f:
+                if f.read().strip() == FABRIC_MANAGER_COMM:
+                    return True
+        except OSError:
+            continue  # the process ended while we looked, or it is not ours to read
+    return False
+
+
+def nvswitch_count(root: str = "/") -> Optional[int]:
+    """NVSwitches the nvswitch driver sees (one entry each in /proc/driver/nvidia-nvswitch/devices)."""
+    try:
+        return len(os.listdir(_path(root, "proc", "driver", "nvidia-nvswitch", "devices")))
+    except OSError:
+        return None  # no nvswitch driver: unknown (an HGX board may still have switches)
+
+
+def _driver(runner: Any, nvml: Any, root: str) -> Driver:
+    d = probe_nvml(nvml)
+    if d.status != ProbeStatus.OK:
+        smi = probe_nvidia_smi_xml(runner, timeout=NVIDIA_SMI_TIMEOUT_S)
+        if smi.status == ProbeStatus.OK:
+            d = dataclasses.replace(
+                smi,
+                reason=f"{smi.reason} (NVML unusable: {d.nvml_error or d.reason})",
+                nvml_error=d.nvml_error,
+            )
+        elif smi.status == ProbeStatus.FAILED:
+            # nvidia-smi exists but failed (timed out, or printed an error): that is news even
+            # when NVML already said why, so the section becomes "failed" and keeps both reasons
+            d = dataclasses.replace(
+                d,
+                status=ProbeStatus.FAILED,
+                reason=f"{d.reason}; {smi.reason}",
+                nvidia_smi_error=smi.nvidia_smi_error,
+            )
+        # nvidia-smi absent too: NVML's absent/failed fact stands as it is
+    return dataclasses.replace(
+        d,
+        kernel_module_version=read_kernel_module_version(root),
+        device_nodes=list_device_nodes(root),
+        fabric_manager_running=fabric_manager_running(root),
+        nvswitch_count=nvswitch_count(root),
+    )
+
+
+def probe_driver(runner: Any, nvml: Any = None, root: str = "/") -> Driver:
+    """The NVIDIA driver and GPUs: never raises; ``absent`` quickly on a machine without a driver.
+
+    A kernel module version that differs from ``version`` (the user-space library) is the
+    DRIVER_LIBRARY_MISMATCH evidence the checks look for.
+    """
+    try:
+        return _driver(runner, nvml, root)
+    except Exception as e:  # the per-probe guard
+        return Driver(status=ProbeStatus.FAILED, reason=f"driver probe crashed: {type(e).__name__}: {e}")
+
+
+def probe_topology(runner: Any, root: str = "/") -> Topology:
+    """GPU connection matrix from `nvidia-smi topo -m` (absent when there is no nvidia-smi).
+
+    ``root`` is accepted for symmetry with the other probes; the matrix itself only comes from
+    nvidia-smi.
+    """
+    try:
+        return probe_topology_smi(runner)
+    except Exception as e:  # the per-probe guard
+        return Topology(status=ProbeStatus.FAILED, reason=f"topology probe crashed: {type(e).__name__}: {e}")

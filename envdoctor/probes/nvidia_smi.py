@@ -1,0 +1,69 @@
+"""nvidia-smi probes: the driver from `nvidia-smi -q -x`, NVLink status and `topo -m`, via Runner."""
+
+# ruff: noqa: UP045  (the project style is typing.Optional for Python 3.9; see facts.py)
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from envdoctor.facts import Driver, NvlinkLink, ProbeStatus, Topology
+from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
+from envdoctor.parsers.nvlink import parse_nvlink_status
+from envdoctor.parsers.topo import parse_topo
+from envdoctor.probes.runner import RunResult
+
+NVIDIA_SMI_TIMEOUT_S = 10.0
+XML_ARGV = ("nvidia-smi", "-q", "-x")
+NVLINK_ARGV = ("nvidia-smi", "nvlink", "--status")
+TOPO_ARGV = ("nvidia-smi", "topo", "-m")
+
+
+def _failure(res: RunResult) -> Optional[Tuple[str, str, Optional[str]]]:
+    """(status, reason, nvidia-smi's own message) when the command did not give usable output."""
+    if res.not_found:
+        return ProbeStatus.ABSENT, "nvidia-smi not found on PATH", None
+    if res.error:
+        return ProbeStatus.FAILED, res.describe(), None
+    if res.returncode != 0:
+        # e.g. "Failed to initialize NVML: Driver/library version mismatch" or "NVIDIA-SMI has failed
+        # because it couldn't communicate with the NVIDIA driver": kept verbatim for the checks
+        message = (res.stdout.strip() + "\n" + res.stderr.strip()).strip() or None
+        return ProbeStatus.FAILED, res.describe(), message
+    return None
+
+
+def probe_nvidia_smi_xml(runner, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Driver:
+    """The driver and GPUs from `nvidia-smi -q -x` (source "nvidia-smi-xml")."""
+    res = runner.run(list(XML_ARGV), timeout=timeout)
+    failed = _failure(res)
+    if failed:
+        status, reason, message = failed
+        return Driver(status=status, reason=reason, source="nvidia-smi-xml", nvidia_smi_error=message)
+    return parse_nvidia_smi_xml(res.stdout)
+
+
+def probe_nvlink_status(runner, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Optional[Dict[int, List[NvlinkLink]]]:
+    """GPU index -> links from `nvidia-smi nvlink --status`; ``None`` when it could not be run."""
+    res = runner.run(list(NVLINK_ARGV), timeout=timeout)
+    if _failure(res):
+        return None
+    return parse_nvlink_status(res.stdout)
+
+
+def probe_topology_smi(runner, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Topology:
+    """The GPU-to-GPU connection matrix from `nvidia-smi topo -m`."""
+    res = runner.run(list(TOPO_ARGV), timeout=timeout)
+    failed = _failure(res)
+    if failed:
+        status, reason, message = failed
+        if message:
+            reason = f"{reason}: {message.splitlines()[-1][:200]}"
+        return Topology(status=status, reason=reason)
+    topo = parse_topo(res.stdout)
+    if not topo.gpus:
+        return Topology(status=ProbeStatus.FAILED, reason="`nvidia-smi topo -m` printed no GPU matrix")
+    return Topology(
+        status=ProbeStatus.OK,
+        reason=f"nvidia-smi topo -m: {len(topo.gpus)} GPU(s)",
+        gpu_matrix=topo.matrix,
+    )
