@@ -47,8 +47,8 @@ def check_container(ctx: CheckContext) -> List[Finding]:
         evidence=ev,
         fix=Fix("Request GPUs for the pod (resources.limits nvidia.com/gpu) on a node with the NVIDIA device plugin"
                 if k8s else
-                "Install the NVIDIA Container Toolkit on the host and start the container with --gpus",
-                ["sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker   # on the host",
+                "On the host: install the NVIDIA Container Toolkit, configure Docker for it, and start the container with --gpus",
+                ["sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
                  "docker run --gpus all <image> nvidia-smi"] if not k8s else
                 ["kubectl describe node <node> | grep nvidia.com/gpu"],
                 TOOLKIT_DOC),

@@ -1,0 +1,162 @@
+"""Orchestration: collect facts (probes run concurrently, each guarded), judge them, build the report."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import __version__
+from .facts import (
+    Driver,
+    Facts,
+    Host,
+    ProbeRun,
+    ProbeStatus,
+    PythonEnv,
+    Storage,
+    SystemLibraries,
+    Toolkits,
+    Topology,
+)
+from .findings import Report
+
+
+@dataclass
+class CollectOptions:
+    pythons: List[str] = field(default_factory=list)  # --python; empty: the active environment's
+    data_paths: List[str] = field(default_factory=list)  # --data; empty: the current directory
+    inspect_torch: bool = True
+    python_timeout_s: float = 60.0
+    root: str = "/"
+    env: Optional[Dict[str, str]] = None  # defaults to os.environ
+
+
+def _guard(name: str, func: Callable[[], Any], failed: Callable[[str], Any]) -> Tuple[Any, ProbeRun]:
+    """Run one probe; a crash becomes a 'failed' section with the exception as its reason."""
+    start = time.monotonic()
+    try:
+        value = func()
+    except Exception as e:  # noqa: BLE001 - the per-probe guard: one broken probe never hides the others
+        reason = f"probe crashed: {type(e).__name__}: {e}"
+        return failed(reason), ProbeRun(name, ProbeStatus.FAILED, reason, time.monotonic() - start)
+    status = getattr(value, "status", ProbeStatus.OK)
+    reason = getattr(value, "reason", None)
+    if isinstance(value, list):  # a list of sections (interpreters, links)
+        statuses = [getattr(v, "status", ProbeStatus.OK) for v in value]
+        status = ProbeStatus.OK if all(s == ProbeStatus.OK for s in statuses) else (
+            statuses[0] if statuses else ProbeStatus.OK)
+        reason = "; ".join(r for r in (getattr(v, "reason", None) for v in value) if r) or None
+    return value, ProbeRun(name, status, reason, time.monotonic() - start)
+
+
+def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Facts:
+    """Probe this machine. Never raises for a probe's failure: it is recorded in the facts."""
+    from .probes.runner import Runner
+
+    options = options or CollectOptions()
+    env = dict(os.environ if options.env is None else options.env)
+    runner = runner or Runner()
+    root = options.root
+
+    def driver() -> Driver:
+        from .probes.driver import probe_driver
+
+        return probe_driver(runner, root=root)
+
+    def topology() -> Topology:
+        from .probes.driver import probe_topology
+        from .probes.pcie import probe_pcie_links
+
+        topo = probe_topology(runner, root=root)
+        links = probe_pcie_links(runner, root=root)
+        return dataclasses.replace(topo, pcie_links=list(links))
+
+    def toolkits() -> Toolkits:
+        from .probes.cuda_toolkit import probe_toolkits
+
+        return probe_toolkits(runner, root=root, env=env)
+
+    def syslibs() -> SystemLibraries:
+        from .probes.cudnn import probe_system_libraries
+
+        return probe_system_libraries(runner, root=root)
+
+    def host() -> Host:
+        from .probes.container import probe_container
+        from .probes.host import probe_host
+
+        h = probe_host(runner, root=root, env=env)
+        if h.container is None:
+            h = dataclasses.replace(h, container=probe_container(root=root, env=env))
+        return h
+
+    def storage() -> Storage:
+        from .probes.storage import probe_storage
+
+        return probe_storage(options.data_paths or [os.getcwd()], runner, root=root)
+
+    def pythons() -> List[PythonEnv]:
+        from .probes.python_env import default_interpreter, probe_python
+
+        targets: List[Tuple[str, str]] = []
+        if options.pythons:
+            targets = [(p, "--python") for p in options.pythons]
+        else:
+            targets = [default_interpreter(env, runner)]
+        with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+            futures = [pool.submit(probe_python, exe, runner, options.python_timeout_s,
+                                   options.inspect_torch, how) for exe, how in targets]
+            return [f.result() for f in futures]
+
+    jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], Any]]] = {
+        "driver": (driver, lambda r: Driver(status=ProbeStatus.FAILED, reason=r)),
+        "topology": (topology, lambda r: Topology(status=ProbeStatus.FAILED, reason=r)),
+        "toolkits": (toolkits, lambda r: Toolkits(status=ProbeStatus.FAILED, reason=r)),
+        "system_libraries": (syslibs, lambda r: SystemLibraries(status=ProbeStatus.FAILED, reason=r)),
+        "host": (host, lambda r: Host(status=ProbeStatus.FAILED, reason=r)),
+        "storage": (storage, lambda r: Storage(status=ProbeStatus.FAILED, reason=r)),
+        "pythons": (pythons, lambda r: [PythonEnv(status=ProbeStatus.FAILED, reason=r)]),
+    }
+    results: Dict[str, Any] = {}
+    runs: List[ProbeRun] = []
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        futures = {name: pool.submit(_guard, name, func, failed) for name, (func, failed) in jobs.items()}
+        for name, fut in futures.items():
+            value, run = fut.result()
+            results[name] = value
+            runs.append(run)
+    return Facts(
+        envdoctor_version=__version__,
+        collected_at=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        origin="live",
+        driver=results["driver"],
+        toolkits=results["toolkits"],
+        system_libraries=results["system_libraries"],
+        pythons=list(results["pythons"]),
+        host=results["host"],
+        storage=results["storage"],
+        topology=results["topology"],
+        probes=runs,
+    )
+
+
+def judge(facts: Facts, compat: Any = None, only: Optional[List[str]] = None,
+          ignore: Optional[List[str]] = None) -> Report:
+    """Run the registered checks over ``facts`` and build the report (pure: no I/O beyond loading compat)."""
+    from .checks import all_checks, run_checks, select
+    from .compat import load_compat
+
+    compat = compat or load_compat()
+    results = run_checks(facts, compat, select(all_checks(), only, ignore))
+    return Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=compat.as_of)
+
+
+def doctor(options: Optional[CollectOptions] = None, only: Optional[List[str]] = None,
+           ignore: Optional[List[str]] = None) -> Report:
+    """The Python API of `envdoctor check`: collect this machine's facts and judge them."""
+    return judge(collect(options), only=only, ignore=ignore)

@@ -1,0 +1,291 @@
+"""Command line: argument parsing and exit codes only (the work is in app, checks and report)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional, Sequence
+
+from . import __version__
+
+EXIT_OK = 0  # no finding at or above --fail-on
+EXIT_FINDINGS = 1  # at least one finding at or above --fail-on
+EXIT_USAGE = 2  # usage error or unreadable input (bad --facts file, nothing recognisable in a paste)
+EXIT_INTERNAL = 3  # envdoctor itself failed
+
+EXIT_CODES_HELP = """exit codes:
+  0  no finding at or above --fail-on (default: error)
+  1  at least one finding at or above --fail-on
+  2  usage error or unreadable input (bad --facts file, nothing recognisable in a paste)
+  3  envdoctor itself failed (a bug: please report it)
+"""
+
+SUBCOMMANDS = ("check", "collect", "diagnose", "list-checks", "explain")
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def _split_globs(values: Optional[List[str]]) -> Optional[List[str]]:
+    if not values:
+        return None
+    out = [part.strip() for v in values for part in v.split(",") if part.strip()]
+    return out or None
+
+
+def _add_output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=("console", "json", "markdown"), default="console",
+                   help="output format (default: console)")
+    p.add_argument("--fail-on", choices=("error", "warning"), default="error",
+                   help="lowest severity that makes the exit code 1 (default: error)")
+    p.add_argument("--only", action="append", metavar="GLOBS",
+                   help="run only these checks (ids or globs, comma-separated, repeatable): driver.*")
+    p.add_argument("--ignore", action="append", metavar="GLOBS", help="skip these checks (ids or globs)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show evidence and probe timings")
+    p.add_argument("--no-redact", action="store_true",
+                   help="keep host names, home paths and GPU UUIDs in JSON/Markdown output")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+
+
+def _add_collect_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--python", action="append", metavar="PATH", dest="pythons",
+                   help="interpreter to diagnose (repeatable; default: $VIRTUAL_ENV or $CONDA_PREFIX python, "
+                        "else python3 on PATH)")
+    p.add_argument("--data", action="append", metavar="PATH", dest="data_paths",
+                   help="where the training data lives (repeatable; default: the current directory)")
+    p.add_argument("--no-torch", action="store_true", help="do not import torch in the target interpreter")
+    p.add_argument("--python-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="time allowed to import torch in each interpreter (default: 60)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="envdoctor",
+        description="Will this machine's GPU deep-learning stack work, and at the speed you pay for? "
+                    "`envdoctor` alone is `envdoctor check`.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"envdoctor {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("check", help="collect facts, judge them, print findings (default)",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_collect_options(p)
+    _add_output_options(p)
+    p.add_argument("--facts", metavar="FILE",
+                   help="judge a snapshot written by `envdoctor collect` instead of this machine ('-': stdin)")
+
+    p = sub.add_parser("collect", help="write the facts snapshot as JSON",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_collect_options(p)
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    p.add_argument("--no-redact", action="store_true", help="keep host names, home paths and GPU UUIDs")
+
+    p = sub.add_parser("diagnose", help="diagnose pasted text: collect_env, nvidia-smi, pip list, tracebacks",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("files", nargs="*", metavar="FILE", help="files to read ('-' or nothing: stdin)")
+    _add_output_options(p)
+
+    sub.add_parser("list-checks", help="list every check with its id and categories")
+    p = sub.add_parser("explain", help="explain a finding code, a check id or a category")
+    p.add_argument("code", help="e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA, driver.cuda-compat or driver.cuda-compat/too-old")
+    return parser
+
+
+def _normalise_argv(argv: Sequence[str]) -> List[str]:
+    argv = list(argv)
+    if not argv:
+        return ["check"]
+    if argv[0] in SUBCOMMANDS or argv[0] in ("-h", "--help", "--version"):
+        return argv
+    return ["check"] + argv
+
+
+def _write(text: str, output: Optional[str]) -> None:
+    if output and output != "-":
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text if text.endswith("\n") else text + "\n")
+        except OSError as e:
+            raise UsageError(f"cannot write {output}: {e.strerror}") from None
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+
+
+def _render(report, args) -> str:
+    from .report import render_console, render_json, render_markdown
+
+    if args.format == "json":
+        return render_json(report, redact=not args.no_redact)
+    if args.format == "markdown":
+        return render_markdown(report, redact=not args.no_redact)
+    to_file = bool(args.output and args.output != "-")
+    return render_console(report, verbose=args.verbose, color=False if to_file else None,
+                          file=None if to_file else sys.stdout) if not to_file else \
+        render_console(report, verbose=args.verbose, color=False)
+
+
+def _exit_code(report, fail_on: str) -> int:
+    return EXIT_FINDINGS if report.has_at_least(fail_on) else EXIT_OK
+
+
+def _collect_options(args):
+    from .app import CollectOptions
+
+    return CollectOptions(
+        pythons=[os.path.expanduser(p) for p in (args.pythons or [])],
+        data_paths=[os.path.expanduser(p) for p in (args.data_paths or [])],
+        inspect_torch=not args.no_torch,
+        python_timeout_s=args.python_timeout,
+    )
+
+
+def _read_text(path: str) -> str:
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    return data.decode("utf-8", "replace")
+
+
+def cmd_check(args) -> int:
+    from .app import collect, judge
+    from .facts import Facts, FactsError
+
+    if args.facts:
+        text = _read_text(args.facts)
+        try:
+            facts = Facts.from_json(text)
+        except FactsError as e:
+            raise UsageError(f"{args.facts}: {e}") from None
+        facts = facts if facts.origin != "live" else _as_snapshot(facts)
+    else:
+        facts = collect(_collect_options(args))
+    report = judge(facts, only=_split_globs(args.only), ignore=_split_globs(args.ignore))
+    text = _render(report, args)
+    if args.format != "console" or (args.output and args.output != "-"):
+        _write(text, args.output)
+    return _exit_code(report, args.fail_on)
+
+
+def _as_snapshot(facts):
+    import dataclasses
+
+    return dataclasses.replace(facts, origin="snapshot")
+
+
+def cmd_collect(args) -> int:
+    from .app import collect
+    from .report.redact import redact_facts_dict
+
+    facts = collect(_collect_options(args))
+    data = facts.to_dict()
+    if not args.no_redact:
+        data = redact_facts_dict(data, [facts.host.hostname] if facts.host.hostname else [])
+    _write(json.dumps(data, indent=2, sort_keys=True), args.output)
+    return EXIT_OK
+
+
+def cmd_diagnose(args) -> int:
+    from .compat import load_compat
+    from .diagnose import NothingRecognised, diagnose_report
+
+    files = args.files or ["-"]
+    if files == ["-"] and sys.stdin.isatty():
+        raise UsageError("diagnose reads pasted text from files or stdin: "
+                         "envdoctor diagnose report.txt, or: pbpaste | envdoctor diagnose -")
+    texts = [_read_text(f) for f in files]
+    compat = load_compat()
+    from .checks import all_checks, select
+
+    try:
+        report = diagnose_report(texts, compat, select(all_checks(), _split_globs(args.only),
+                                                       _split_globs(args.ignore)))
+    except NothingRecognised as e:
+        raise UsageError(str(e)) from None
+    text = _render(report, args)
+    if args.format != "console" or (args.output and args.output != "-"):
+        _write(text, args.output)
+    return _exit_code(report, args.fail_on)
+
+
+def cmd_list_checks(args) -> int:
+    from .checks import all_checks
+
+    lines = []
+    for c in all_checks():
+        lines.append(f"{c.id:<28} {c.title}")
+        if c.categories:
+            lines.append(f"{'':<28}   categories: {', '.join(c.categories)}")
+    _write("\n".join(lines), None)
+    return EXIT_OK
+
+
+def cmd_explain(args) -> int:
+    from .catalogue import CATEGORIES
+    from .checks import all_checks
+
+    code = args.code.strip()
+    checks = all_checks()
+    category = CATEGORIES.get(code.upper())
+    check = None
+    if category is None:
+        check_id = code.split("/", 1)[0]
+        check = next((c for c in checks if c.id == check_id), None)
+        if check is None:
+            raise UsageError(f"unknown code {code!r}: give a category (e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA), a check "
+                             "id or a finding code; `envdoctor list-checks` lists them")
+    out = []
+    cats = [category] if category else [CATEGORIES[c] for c in check.categories if c in CATEGORIES]
+    if check:
+        out += [f"{check.id}: {check.title}"]
+        if "/" in code:
+            out += [f"finding code: {code}"]
+        out += [""]
+    for cat in cats:
+        emitted_by = [c.id for c in checks if cat.name in c.categories]
+        out += [f"{cat.name}: {cat.title}", "", f"What it means: {cat.meaning}", f"Why it matters: {cat.why}",
+                f"How to fix: {cat.fix}"]
+        if emitted_by:
+            out += [f"Reported by: {', '.join(emitted_by)}"]
+        out += [""]
+    _write("\n".join(out).rstrip(), None)
+    return EXIT_OK
+
+
+COMMANDS = {"check": cmd_check, "collect": cmd_collect, "diagnose": cmd_diagnose,
+            "list-checks": cmd_list_checks, "explain": cmd_explain}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(_normalise_argv(sys.argv[1:] if argv is None else argv))
+    try:
+        return COMMANDS[args.command](args)
+    except UsageError as e:
+        sys.stderr.write(f"envdoctor: {e}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("envdoctor: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as e:  # noqa: BLE001 - last resort: a bug is reported as exit 3, with a one-line reason
+        if os.environ.get("ENVDOCTOR_DEBUG"):
+            raise
+        sys.stderr.write(f"envdoctor: internal error: {type(e).__name__}: {e} "
+                         "(set ENVDOCTOR_DEBUG=1 for the traceback)\n")
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())
