@@ -70,9 +70,9 @@ def parse_query_csv(text: str, fields: Optional[Sequence[str]] = None) -> List[D
     if not rows:
         return []
     first = [_field_name(c) for c in rows[0]]
-    has_header = fields is None or [f.strip() for f in fields] == first or any(
-        _UNIT_SUFFIX.search(c) for c in rows[0]
-    )
+    wanted = [f.strip() for f in fields or ()]
+    # a header names the fields; a data row under `noheader` does not start with the first field name
+    has_header = fields is None or first == wanted or (bool(first) and bool(wanted) and first[0] == wanted[0])
     if has_header:
         names, body = first, rows[1:]
     else:
