@@ -1,0 +1,372 @@
+"""Host probe: OS, kernel, CPUs and cgroup limits, memory, /dev/shm, NUMA, WSL, virtualisation, compilers, env."""
+
+# ruff: noqa: UP045 - Python 3.9 target: typing.Optional, as in facts.py (ruff >= 0.8 split UP045 from UP007)
+
+from __future__ import annotations
+
+import glob
+import os
+import platform
+import re
+from typing import Dict, List, Mapping, Optional, Tuple
+
+from envdoctor.facts import Host, ProbeStatus
+from envdoctor.probes.container import probe_container
+
+ENV_OF_INTEREST = (
+    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE",
+    "NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
+    "PYTORCH_CUDA_ALLOC_CONF", "OMP_NUM_THREADS",
+)
+MODULES_OF_INTEREST = (
+    "nvidia", "nvidia_uvm", "nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nv_peer_mem", "ib_core",
+    "mlx5_core", "nouveau",
+)
+# cgroup v1 reports "no limit" as the largest page-aligned signed 64-bit value (9223372036854771712)
+_V1_UNLIMITED = 1 << 60
+_COMPILER_TIMEOUT_S = 10.0
+
+
+def _p(root: str, path: str) -> str:
+    return os.path.join(root, path.lstrip("/"))
+
+
+def _read(root: str, path: str) -> Optional[str]:
+    try:
+        with open(_p(root, path), encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def _read_int(root: str, path: str) -> Optional[int]:
+    text = _read(root, path)
+    if text is None:
+        return None
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+def parse_os_release(text: str) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    for line in text.splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip().strip("'\"")
+    return out
+
+
+def _distro(root: str) -> Tuple[Optional[str], Optional[str], Optional[str]]:
+    if root == "/":
+        try:
+            import distro  # a declared dependency; imported here so the module import has no cost
+
+            return distro.id() or None, distro.version() or None, distro.name(pretty=True) or None
+        except ImportError:
+            pass
+    text = _read(root, "/etc/os-release") or _read(root, "/usr/lib/os-release")
+    if text is None:
+        return None, None, None
+    rel = parse_os_release(text)
+    return rel.get("ID"), rel.get("VERSION_ID"), rel.get("PRETTY_NAME") or rel.get("NAME")
+
+
+def parse_cpuinfo(text: str) -> Tuple[Optional[str], int, Optional[int], bool]:
+    """(model, logical processors, physical cores or None, hypervisor flag) from /proc/cpuinfo."""
+    model: Optional[str] = None
+    logical = 0
+    cores = set()
+    phys: Optional[str] = None
+    hypervisor = False
+    for line in text.splitlines():
+        if ":" not in line:
+            continue
+        k, v = (s.strip() for s in line.split(":", 1))
+        if k == "processor":
+            logical += 1
+        elif k in ("model name", "Model", "cpu model") and model is None and v:
+            model = v
+        elif k == "physical id":
+            phys = v
+        elif k == "core id":
+            cores.add((phys, v))
+        elif k == "flags" and "hypervisor" in v.split():
+            hypervisor = True
+    return model, logical, (len(cores) or None), hypervisor
+
+
+def _physical_from_sysfs(root: str) -> Optional[int]:
+    # ARM cpuinfo has no "core id": count (package, core) pairs from the topology directory instead
+    pairs = set()
+    for d in glob.glob(_p(root, "/sys/devices/system/cpu/cpu[0-9]*/topology")):
+        core = _read("/", os.path.join(d, "core_id"))
+        pkg = _read("/", os.path.join(d, "physical_package_id"))
+        if core is not None:
+            pairs.add(((pkg or "").strip(), core.strip()))
+    return len(pairs) or None
+
+
+def _cgroup_paths(root: str, controller: Optional[str]) -> List[str]:
+    """The process's cgroup path for a controller (v1) or the unified one (v2, controller None)."""
+    text = _read(root, "/proc/self/cgroup") or ""
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, ctrls, path = parts
+        if (controller is None and ctrls == "") or (controller is not None and controller in ctrls.split(",")):
+            return [path]
+    return []
+
+
+def _ancestors(path: str) -> List[str]:
+    """"/a/b" -> ["/a/b", "/a", "/"]: a limit anywhere up the tree applies."""
+    out = []
+    p = path or "/"
+    while True:
+        out.append(p)
+        if p in ("/", ""):
+            break
+        p = os.path.dirname(p.rstrip("/")) or "/"
+    return out
+
+
+def read_cgroup_limits(root: str = "/") -> Tuple[Optional[int], Optional[float], Optional[int]]:
+    """(cgroup version, CPU quota in CPUs or None, memory limit in bytes or None); tightest along the path."""
+    base = "/sys/fs/cgroup"
+    if os.path.exists(_p(root, f"{base}/cgroup.controllers")):
+        cpu: Optional[float] = None
+        mem: Optional[int] = None
+        # Inside a cgroup namespace /proc/self/cgroup says "0::/" and the files sit at the mount's top
+        for rel in _ancestors(next(iter(_cgroup_paths(root, None)), "/")):
+            d = f"{base}{rel}".rstrip("/")
+            cpu_max = _read(root, f"{d}/cpu.max")
+            if cpu_max:
+                parts = cpu_max.split()
+                if len(parts) == 2 and parts[0] != "max":
+                    try:
+                        q = int(parts[0]) / int(parts[1])
+                        cpu = q if cpu is None else min(cpu, q)
+                    except (ValueError, ZeroDivisionError):
+                        pass
+            mem_max = _read(root, f"{d}/memory.max")
+            if mem_max and mem_max.strip() != "max":
+                try:
+                    m = int(mem_max.strip())
+                    mem = m if mem is None else min(mem, m)
+                except ValueError:
+                    pass
+        return 2, cpu, mem
+    cpu_dirs = [d for d in (f"{base}/cpu,cpuacct", f"{base}/cpu", f"{base}/cpuacct,cpu") if os.path.isdir(_p(root, d))]
+    mem_dir = f"{base}/memory" if os.path.isdir(_p(root, f"{base}/memory")) else None
+    if not cpu_dirs and mem_dir is None:
+        return None, None, None
+    cpu = None
+    mem = None
+    if cpu_dirs:
+        for rel in dict.fromkeys(_cgroup_paths(root, "cpu") + ["/"]):
+            d = f"{cpu_dirs[0]}{rel}".rstrip("/")
+            quota = _read_int(root, f"{d}/cpu.cfs_quota_us")
+            period = _read_int(root, f"{d}/cpu.cfs_period_us")
+            if quota is not None and quota > 0 and period:
+                q = quota / period
+                cpu = q if cpu is None else min(cpu, q)
+    if mem_dir:
+        for rel in dict.fromkeys(_cgroup_paths(root, "memory") + ["/"]):
+            limit = _read_int(root, f"{mem_dir}{rel}".rstrip("/") + "/memory.limit_in_bytes")
+            if limit is not None and limit < _V1_UNLIMITED:
+                mem = limit if mem is None else min(mem, limit)
+    return 1, cpu, mem
+
+
+def parse_meminfo(text: str) -> Dict[str, int]:
+    """/proc/meminfo in bytes (its "kB" are KiB)."""
+    out: Dict[str, int] = {}
+    for line in text.splitlines():
+        m = re.match(r"^(\w+(?:\(\w+\))?):\s+(\d+)(?:\s+kB)?", line)
+        if m:
+            out[m.group(1)] = int(m.group(2)) * (1024 if "kB" in line else 1)
+    return out
+
+
+def _wsl(root: str, kernel: Optional[str]) -> Tuple[bool, Optional[int]]:
+    k = (kernel or "").lower()
+    if "microsoft" in k or "wsl" in k:
+        # WSL2 kernels: "5.15.153.1-microsoft-standard-WSL2"; WSL1: "4.4.0-19041-Microsoft"
+        return True, 2 if ("wsl2" in k or "microsoft-standard" in k) else 1
+    if os.path.isdir(_p(root, "/usr/lib/wsl")):
+        return True, None
+    return False, None
+
+
+# DMI sys_vendor / product_name -> the names systemd-detect-virt uses
+_DMI_VIRT = (
+    ("qemu", "qemu"), ("kvm", "kvm"), ("amazon ec2", "amazon"), ("vmware", "vmware"), ("xen", "xen"),
+    ("virtualbox", "oracle"), ("innotek", "oracle"), ("google compute engine", "google"),
+    ("parallels", "parallels"), ("bochs", "bochs"), ("openstack", "kvm"),
+)
+
+
+def _virtualization(runner, root: str, hypervisor_flag: bool) -> Optional[str]:
+    if root == "/" and runner.which("systemd-detect-virt"):
+        # --vm: containers are reported by the container probe, not here
+        res = runner.run(["systemd-detect-virt", "--vm"], timeout=5.0)
+        out = res.stdout.strip()
+        if res.error is None and out:
+            return None if out == "none" else out
+    vendor = (_read(root, "/sys/class/dmi/id/sys_vendor") or "").strip()
+    product = (_read(root, "/sys/class/dmi/id/product_name") or "").strip()
+    dmi = f"{vendor} {product}".lower()
+    if "microsoft" in dmi and "virtual" in dmi:
+        return "microsoft"
+    for needle, name in _DMI_VIRT:
+        if needle in dmi:
+            return name
+    # The CPUID hypervisor bit says "a VM" without saying whose
+    return "vm" if hypervisor_flag else None
+
+
+def _gcc_version(runner) -> Optional[str]:
+    if not runner.which("gcc"):
+        return None
+    res = runner.run(["gcc", "-dumpfullversion"], timeout=_COMPILER_TIMEOUT_S)
+    out = res.stdout.strip()
+    if res.ok and re.match(r"^\d+(\.\d+)*$", out):
+        return out
+    # gcc < 7 has no -dumpfullversion
+    res = runner.run(["gcc", "-dumpversion"], timeout=_COMPILER_TIMEOUT_S)
+    out = res.stdout.strip()
+    return out if res.ok and re.match(r"^\d+(\.\d+)*$", out) else None
+
+
+def parse_clang_version(text: str) -> Optional[str]:
+    m = re.search(r"clang version (\d+(?:\.\d+)*)", text)
+    return m.group(1) if m else None
+
+
+def _clang_version(runner) -> Optional[str]:
+    if not runner.which("clang"):
+        return None
+    res = runner.run(["clang", "--version"], timeout=_COMPILER_TIMEOUT_S)
+    return parse_clang_version(res.stdout) if res.ok else None
+
+
+def _modules(root: str) -> Optional[List[str]]:
+    text = _read(root, "/proc/modules")
+    if text is None:
+        return None
+    loaded = {line.split()[0] for line in text.splitlines() if line.strip()}
+    return [m for m in MODULES_OF_INTEREST if m in loaded]
+
+
+def _infiniband(root: str) -> Optional[List[str]]:
+    d = _p(root, "/sys/class/infiniband")
+    if os.path.isdir(d):
+        try:
+            return sorted(os.listdir(d))
+        except OSError:
+            return None
+    return [] if os.path.isdir(_p(root, "/sys/class")) else None
+
+
+def probe_host(runner, root: str = "/", env: Optional[Mapping[str, str]] = None) -> Host:
+    """Never raises: a crash inside becomes status "failed" with the exception in the reason."""
+    env = os.environ if env is None else env
+    try:
+        return _probe(runner, root, env)
+    except Exception as e:  # per-probe guard (DESIGN.md: a probe never raises)
+        return Host(status=ProbeStatus.FAILED, reason=f"host probe crashed: {type(e).__name__}: {e}")
+
+
+def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
+    live = root == "/"
+    missing: List[str] = []
+
+    kernel = (_read(root, "/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if live else None)
+    distro_id, distro_version, distro_name = _distro(root)
+
+    cpuinfo = _read(root, "/proc/cpuinfo")
+    cpu_model, logical, physical, hyper_flag = parse_cpuinfo(cpuinfo or "")
+    if cpuinfo is None:
+        missing.append("/proc/cpuinfo")
+    if physical is None:
+        physical = _physical_from_sysfs(root)
+    cpu_count = os.cpu_count() if live else (logical or None)
+    affinity: Optional[int] = None
+    if live and hasattr(os, "sched_getaffinity"):
+        try:
+            affinity = len(os.sched_getaffinity(0))
+        except OSError:
+            affinity = None
+
+    cg_version, cg_cpu, cg_mem = read_cgroup_limits(root)
+
+    meminfo_text = _read(root, "/proc/meminfo")
+    meminfo = parse_meminfo(meminfo_text or "")
+    if meminfo_text is None:
+        missing.append("/proc/meminfo")
+
+    shm_total = shm_free = None
+    shm = _p(root, "/dev/shm")
+    if os.path.isdir(shm):
+        try:
+            st = os.statvfs(shm)
+            shm_total, shm_free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
+        except OSError:
+            missing.append("/dev/shm statvfs")
+    else:
+        missing.append("/dev/shm")
+
+    numa: Optional[int] = None
+    node_dir = _p(root, "/sys/devices/system/node")
+    if os.path.isdir(node_dir):
+        numa = len([n for n in os.listdir(node_dir) if re.match(r"^node\d+$", n)]) or None
+
+    wsl, wsl_version = _wsl(root, kernel)
+    glibc: Optional[str] = None
+    if live:
+        try:
+            cs = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.35"
+            glibc = cs.split()[-1] if cs else None
+        except (ValueError, OSError, AttributeError):
+            glibc = None
+        if glibc is None:
+            lib, ver = platform.libc_ver()
+            glibc = ver if lib == "glibc" and ver else None
+
+    hostname = platform.node() if live else ((_read(root, "/etc/hostname") or "").strip() or None)
+    return Host(
+        status=ProbeStatus.OK,
+        reason=("could not read " + ", ".join(missing)) if missing else None,
+        hostname=hostname or None,
+        os=platform.system() if live else "Linux",
+        distro_id=distro_id,
+        distro_version=distro_version,
+        distro_name=distro_name,
+        kernel=kernel,
+        machine=platform.machine() if live else None,
+        glibc_version=glibc,
+        cpu_model=cpu_model,
+        cpu_logical_count=cpu_count,
+        cpu_physical_count=physical,
+        cpu_affinity_count=affinity,
+        cgroup_version=cg_version,
+        cgroup_cpu_quota=cg_cpu,
+        cgroup_memory_limit_bytes=cg_mem,
+        memory_total_bytes=meminfo.get("MemTotal"),
+        memory_available_bytes=meminfo.get("MemAvailable"),
+        shm_total_bytes=shm_total,
+        shm_free_bytes=shm_free,
+        numa_node_count=numa,
+        container=probe_container(root, env),
+        wsl=wsl,
+        wsl_version=wsl_version,
+        virtualization=_virtualization(runner, root, hyper_flag),
+        gcc_version=_gcc_version(runner),
+        clang_version=_clang_version(runner),
+        env={k: env.get(k) for k in ENV_OF_INTEREST},
+        kernel_modules=_modules(root),
+        infiniband_devices=_infiniband(root),
+    )

@@ -1,0 +1,129 @@
+"""PCIe link probe: current vs maximum link speed/width of NVIDIA GPUs and the bridges above them, from sysfs."""
+
+# ruff: noqa: UP045 - Python 3.9 target: typing.Optional, as in facts.py (ruff >= 0.8 split UP045 from UP007)
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, List, Optional, Tuple
+
+from envdoctor.facts import PcieLink, ProbeStatus
+from envdoctor.parsers.lspci import NVIDIA_VENDOR_ID, nvidia_gpu_links
+
+LSPCI_TIMEOUT_S = 20.0  # -vv reads every device's config space; slow on big machines
+_BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+_SPEED = re.compile(r"^\s*([0-9.]+)\s*GT/s")
+# PCI class codes (sysfs "class" is 0xCCSSPP): 0300 VGA, 0302 3D controller, 0680 "other bridge" (NVSwitch)
+_GPU_CLASSES = ("0x0300", "0x0302")
+_CLASS_NAMES = {"0300": "VGA compatible controller", "0302": "3D controller", "0604": "PCI bridge",
+                "0680": "Bridge"}
+
+
+def _read(path: str) -> Optional[str]:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def parse_sysfs_speed(text: Optional[str]) -> Optional[float]:
+    """"16.0 GT/s PCIe" / "8 GT/s" / "2.5 GT/s PCIe" -> GT/s; "Unknown" (link down) -> None."""
+    if not text:
+        return None
+    m = _SPEED.match(text)
+    return float(m.group(1)) if m else None
+
+
+def _int(text: Optional[str]) -> Optional[int]:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _link(dev_dir: str, bdf: str, upstream: Optional[str]) -> PcieLink:
+    vendor = (_read(os.path.join(dev_dir, "vendor")) or "").lower().replace("0x", "")
+    device = (_read(os.path.join(dev_dir, "device")) or "").lower().replace("0x", "")
+    cls = (_read(os.path.join(dev_dir, "class")) or "").lower().replace("0x", "")[:4]
+    cap_speed = parse_sysfs_speed(_read(os.path.join(dev_dir, "max_link_speed")))
+    sta_speed = parse_sysfs_speed(_read(os.path.join(dev_dir, "current_link_speed")))
+    cap_width = _int(_read(os.path.join(dev_dir, "max_link_width")))
+    sta_width = _int(_read(os.path.join(dev_dir, "current_link_width")))
+    downgraded: Optional[bool] = None
+    if None not in (cap_speed, sta_speed, cap_width, sta_width):
+        # what lspci would mark "(downgraded)"; GPUs drop their link speed when idle to save power,
+        # so a check must weigh this against load (NVIDIA: nvidia-smi -q "PCIe Generation")
+        downgraded = sta_speed < cap_speed or sta_width < cap_width  # type: ignore[operator]
+    desc = f"{_CLASS_NAMES.get(cls, 'class ' + cls)}: [{vendor}:{device}]" if vendor else None
+    return PcieLink(bdf=bdf, description=desc, cap_speed_gts=cap_speed, cap_width=cap_width,
+                    sta_speed_gts=sta_speed, sta_width=sta_width, downgraded=downgraded, upstream_bdf=upstream)
+
+
+def _from_sysfs(root: str) -> Optional[Tuple[int, List[PcieLink]]]:
+    base = os.path.join(root, "sys/bus/pci/devices")
+    try:
+        entries = sorted(os.listdir(base))
+    except OSError:
+        return None
+    real: Dict[str, str] = {}
+    for bdf in entries:
+        real[bdf] = os.path.realpath(os.path.join(base, bdf))
+    gpus = []
+    for bdf, path in real.items():
+        vendor = (_read(os.path.join(path, "vendor")) or "").lower()
+        cls = (_read(os.path.join(path, "class")) or "").lower()
+        if vendor == f"0x{NVIDIA_VENDOR_ID}" and cls[:6] in _GPU_CLASSES:
+            gpus.append(bdf)
+    out: List[PcieLink] = []
+    seen = set()
+
+    def parent_of(path: str) -> Tuple[Optional[str], Optional[str]]:
+        # the parent directory of a device in /sys/devices is its upstream port (or the host bridge)
+        parent = os.path.dirname(path)
+        name = os.path.basename(parent)
+        return (name, parent) if _BDF.match(name) else (None, None)
+
+    for bdf in gpus:
+        path = real[bdf]
+        up, up_path = parent_of(path)
+        out.append(_link(path, bdf, up))
+        seen.add(bdf)
+        while up and up_path and up not in seen:
+            seen.add(up)
+            nxt, nxt_path = parent_of(up_path)
+            out.append(_link(up_path, up, nxt))
+            up, up_path = nxt, nxt_path
+    return len(gpus), out
+
+
+def probe_pcie(runner, root: str = "/") -> Tuple[str, str, List[PcieLink]]:
+    """(status, reason, links): sysfs first; `lspci -vv` only when sysfs cannot be read. Never raises."""
+    try:
+        found = _from_sysfs(root)
+        if found is not None:
+            gpus, links = found
+            if not links:
+                return ProbeStatus.ABSENT, "no NVIDIA GPU on the PCI bus (sysfs)", []
+            return ProbeStatus.OK, f"{gpus} NVIDIA GPU(s) and {len(links) - gpus} upstream port(s) from sysfs", links
+        if not runner.which("lspci"):
+            return ProbeStatus.UNSUPPORTED, "no /sys/bus/pci and no lspci", []
+        res = runner.run(["lspci", "-vv", "-D"], timeout=LSPCI_TIMEOUT_S)
+        if not res.ok:
+            return ProbeStatus.FAILED, res.describe(), []
+        links = nvidia_gpu_links(res.stdout)
+        if not links:
+            return ProbeStatus.ABSENT, "no NVIDIA GPU in `lspci -vv`", []
+        reason = f"{len(links)} link(s) from `lspci -vv`"
+        if all(link.cap_speed_gts is None for link in links):
+            # lspci reads the PCIe capability only as root
+            reason += "; no LnkCap/LnkSta shown (lspci needs root for them)"
+        return ProbeStatus.OK, reason, links
+    except Exception as e:  # per-probe guard
+        return ProbeStatus.FAILED, f"pcie probe crashed: {type(e).__name__}: {e}", []
+
+
+def probe_pcie_links(runner, root: str = "/") -> List[PcieLink]:
+    """Topology.pcie_links: GPUs first, then each bridge up to the root port; [] when none or unreadable."""
+    return probe_pcie(runner, root)[2]
