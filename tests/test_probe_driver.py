@@ -229,3 +229,17 @@ def test_topology_from_nvidia_smi():
     assert probe_topology(FakeRunner({TOPO: FakeRunner.NOT_FOUND})).status == ProbeStatus.ABSENT
     timed_out = probe_topology(FakeRunner({TOPO: FakeRunner.TIMEOUT}))
     assert timed_out.status == ProbeStatus.FAILED and "timed out" in timed_out.reason
+
+
+def test_without_pynvml_and_nothing_else_is_absent(tmp_path, monkeypatch):
+    import envdoctor.probes.nvml as nvml_mod
+
+    def no_pynvml():
+        raise ImportError("No module named 'pynvml'")
+
+    monkeypatch.setattr(nvml_mod, "_import_pynvml", no_pynvml)
+    d = probe_driver(no_smi(), root=str(tmp_path))
+    assert d.status == ProbeStatus.ABSENT and "pynvml" in d.reason and "no /proc/driver/nvidia" in d.reason
+    # with the kernel module loaded, "we could not ask" is not "absent"
+    d = probe_driver(no_smi(), root=make_root(tmp_path / "m"))
+    assert d.status == ProbeStatus.UNSUPPORTED and d.kernel_module_version == "550.54.14"

@@ -84,7 +84,14 @@ def _driver(runner: Any, nvml: Any, root: str) -> Driver:
                 reason=f"{d.reason}; {smi.reason}",
                 nvidia_smi_error=smi.nvidia_smi_error,
             )
-        # nvidia-smi absent too: NVML's absent/failed fact stands as it is
+        elif d.status == ProbeStatus.UNSUPPORTED and not os.path.exists(_path(root, "proc", "driver", "nvidia")):
+            # pynvml missing, no nvidia-smi, no kernel module: nothing says a driver is there
+            d = dataclasses.replace(
+                d,
+                status=ProbeStatus.ABSENT,
+                reason=f"no NVIDIA driver found: nvidia-smi not on PATH, no /proc/driver/nvidia ({d.reason})",
+            )
+        # otherwise nvidia-smi is absent too: NVML's absent/failed fact stands as it is
     return dataclasses.replace(
         d,
         kernel_module_version=read_kernel_module_version(root),
