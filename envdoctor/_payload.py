@@ -1,0 +1,836 @@
+"""Stdlib-only script run inside the interpreter being diagnosed; prints exactly one JSON object on stdout."""
+
+# This file runs under the *target* Python (3.8+ promised, 3.6+ in practice; possibly much older
+# than envdoctor's own), so: stdlib only, typing-module annotations (no `list[str]`, no
+# `from __future__ import annotations`), no syntax newer than 3.6, and no import of envdoctor.
+# envdoctor itself never imports this module; tests may.
+#
+# Usage:  python _payload.py [--task NAME] [task options...]
+#   --task inspect (default):  [--no-torch] [--deadline-s S]
+# Adding a task: write `def task_NAME(argv, state) -> dict` and register it in TASKS.
+#
+# Output envelope (one line of JSON on the original stdout):
+#   {"envdoctor_payload": 1, "task": "inspect", "ok": true, "error": null,
+#    "stage": null, "timed_out": false, "result": {...}, "duration_s": 1.2}
+
+import os
+import sys
+
+# `python _payload.py` puts envdoctor/ first on sys.path, where our own modules would shadow
+# top-level names for everything imported below (torch included): take it off before importing.
+if __name__ == "__main__" and sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(
+    os.path.abspath(__file__)
+):
+    del sys.path[0]
+
+import json  # noqa: E402
+import re  # noqa: E402
+import struct  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+import traceback  # noqa: E402
+import warnings  # noqa: E402
+from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
+
+PAYLOAD_VERSION = 1
+
+# Distributions reported in full (location, requirements, installer, CUDA variant); the rest are
+# name + version only.  Names are PEP 503-normalised.
+FULL_DETAIL_NAMES = frozenset(
+    [
+        "torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm",
+        "xformers", "flash-attn", "flash-attn-3", "bitsandbytes", "deepspeed", "apex", "jax", "jaxlib",
+        "tensorflow", "tensorflow-gpu", "onnxruntime-gpu", "tensorrt", "vllm", "numpy",
+        "cuda-toolkit", "cuda-bindings", "cuda-python", "cuda-pathfinder", "torch-tensorrt",
+        "transformer-engine", "mamba-ssm", "causal-conv1d",
+    ]
+)
+FULL_DETAIL_PREFIXES = ("nvidia-", "cupy", "jax-cuda", "tensorrt-", "transformer-engine-")
+
+# Packages whose compiled files are scanned for the CUDA variant they were built against
+# (nvidia-* wheels are named after their CUDA version, and scanning them is slow and useless).
+VARIANT_SCAN_EXCLUDE_PREFIXES = ("nvidia-", "cuda-", "jax-cuda", "tensorrt")
+
+# Packages that ship a plain-text version.py holding the full version with its local tag
+# (torchvision: __version__ = '0.20.1+cu124'; torch also: cuda = '12.4').
+VERSION_PY_PACKAGES = {"torch": "torch", "torchvision": "torchvision", "torchaudio": "torchaudio"}
+
+ENV_VARS = (
+    "LD_LIBRARY_PATH", "LD_PRELOAD", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH",
+    "PYTORCH_CUDA_ALLOC_CONF", "NVIDIA_VISIBLE_DEVICES", "CONDA_PREFIX", "VIRTUAL_ENV", "PYTHONPATH",
+    "PYTHONNOUSERSITE", "PYTORCH_NVML_BASED_CUDA_CHECK", "CUDA_MODULE_LOADING", "TORCH_CUDA_ARCH_LIST",
+)
+
+MAX_WARNINGS = 50
+MAX_TEXT = 2000
+MAX_SCAN_FILES = 400
+MAX_BYTES_SCAN = 64 * 1024 * 1024  # bytes-search fallback (non-ELF files) only reads this much
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 normalisation (same rule as envdoctor.facts.normalize_name)."""
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+
+
+def _short(text: Any, limit: int = MAX_TEXT) -> str:
+    s = str(text)
+    return s if len(s) <= limit else s[: limit - 3] + "..."
+
+
+def _exc_text(exc: BaseException) -> str:
+    return _short("".join(traceback.format_exception_only(type(exc), exc)).strip())
+
+
+# --------------------------------------------------------------------------- run state and output
+
+
+class State:
+    """Shared between the task (main thread) and the deadline watchdog."""
+
+    def __init__(self, out_fd: int) -> None:
+        self.out_fd = out_fd
+        self.lock = threading.Lock()
+        self.written = False
+        self.stage: Optional[str] = None
+        self.envelope: Dict[str, Any] = {
+            "envdoctor_payload": PAYLOAD_VERSION,
+            "task": None,
+            "ok": False,
+            "error": None,
+            "stage": None,
+            "timed_out": False,
+            "result": {},
+            "duration_s": None,
+        }
+        self.start = time.monotonic()
+        self.timer: Optional[threading.Timer] = None
+
+    def emit(self) -> None:
+        """Write the envelope once, whichever of the task or the watchdog finishes first."""
+        with self.lock:
+            if self.written:
+                return
+            self.written = True
+            self.envelope["duration_s"] = round(time.monotonic() - self.start, 3)
+            try:
+                text = json.dumps(self.envelope, default=str, sort_keys=True)
+            except Exception as e:  # a result we could not serialise: still one valid JSON object
+                # (or the watchdog raced the task still filling the result): keep the verdict
+                env = self.envelope
+                text = json.dumps(
+                    {"envdoctor_payload": PAYLOAD_VERSION, "task": env.get("task"), "ok": False,
+                     "error": env.get("error") or "could not serialise the result: " + _exc_text(e),
+                     "stage": env.get("stage"), "timed_out": env.get("timed_out"), "result": {}}
+                )
+            data = ("\n" + text + "\n").encode("ascii")
+            while data:
+                n = os.write(self.out_fd, data)
+                data = data[n:]
+
+
+def _start_watchdog(state: State, deadline_s: float) -> None:
+    """Emit what was collected so far and exit when the task overruns (a hung import or CUDA init).
+
+    This only helps when the hung code releases the GIL; envdoctor's subprocess timeout is the backstop.
+    """
+
+    def fire() -> None:
+        stage = state.stage or "running"
+        state.envelope["timed_out"] = True
+        state.envelope["stage"] = stage
+        state.envelope["error"] = f"timed out after {deadline_s:g} s while {stage}"
+        try:
+            state.emit()
+        finally:
+            os._exit(3)
+
+    timer = threading.Timer(deadline_s, fire)
+    timer.daemon = True
+    timer.start()
+    state.timer = timer
+
+
+# --------------------------------------------------------------------------- ELF: DT_NEEDED without ldd
+
+PT_LOAD, PT_DYNAMIC = 1, 2
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME = 0, 1, 5, 10, 14
+
+
+def elf_needed(path: str) -> Optional[List[str]]:
+    """The DT_NEEDED entries of an ELF shared object, or None when it is not a readable ELF file.
+
+    Reads only the headers and the dynamic string table (libtorch_cuda.so is over 1 GB).
+    Reference: System V gABI, "Dynamic Section"; the layout readelf -d prints.
+    """
+    try:
+        with open(path, "rb") as f:
+            ident = f.read(16)
+            if len(ident) < 16 or ident[:4] != b"\x7fELF":
+                return None
+            is64 = ident[4] == 2
+            end = "<" if ident[5] == 1 else ">"
+            if is64:
+                hdr = f.read(48)
+                if len(hdr) < 48:
+                    return None
+                phoff = struct.unpack(end + "Q", hdr[16:24])[0]
+                phentsize, phnum = struct.unpack(end + "HH", hdr[38:42])
+                ph_fmt, dyn_fmt = end + "IIQQQQQQ", end + "qQ"
+            else:
+                hdr = f.read(36)
+                if len(hdr) < 36:
+                    return None
+                phoff = struct.unpack(end + "I", hdr[12:16])[0]
+                phentsize, phnum = struct.unpack(end + "HH", hdr[26:30])
+                ph_fmt, dyn_fmt = end + "IIIIIIII", end + "iI"
+            if phnum == 0 or phnum > 4096 or phentsize < struct.calcsize(ph_fmt):
+                return None
+            loads = []  # (vaddr, offset, filesz)
+            dynamic = None  # (offset, size)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+            for i in range(phnum):
+                raw = table[i * phentsize: i * phentsize + struct.calcsize(ph_fmt)]
+                if len(raw) < struct.calcsize(ph_fmt):
+                    break
+                fields = struct.unpack(ph_fmt, raw)
+                if is64:
+                    p_type, _flags, p_offset, p_vaddr, _paddr, p_filesz = fields[:6]
+                else:
+                    p_type, p_offset, p_vaddr, _paddr, p_filesz = fields[:5]
+                if p_type == PT_LOAD:
+                    loads.append((p_vaddr, p_offset, p_filesz))
+                elif p_type == PT_DYNAMIC:
+                    dynamic = (p_offset, p_filesz)
+            if dynamic is None:
+                return []
+            f.seek(dynamic[0])
+            dyn = f.read(min(dynamic[1], 1 << 20))
+            size = struct.calcsize(dyn_fmt)
+            needed_offsets = []
+            strtab = strsz = None
+            for i in range(0, len(dyn) - size + 1, size):
+                tag, val = struct.unpack(dyn_fmt, dyn[i: i + size])
+                if tag == DT_NULL:
+                    break
+                if tag == DT_NEEDED:
+                    needed_offsets.append(val)
+                elif tag == DT_STRTAB:
+                    strtab = val
+                elif tag == DT_STRSZ:
+                    strsz = val
+            if strtab is None:
+                return [] if not needed_offsets else None
+            # DT_STRTAB is a virtual address: map it to a file offset through the PT_LOAD segments
+            str_off = None
+            for vaddr, offset, filesz in loads:
+                if vaddr <= strtab < vaddr + filesz:
+                    str_off = offset + (strtab - vaddr)
+                    break
+            if str_off is None:
+                str_off = strtab  # unrelocated objects: the address is the offset
+            f.seek(str_off)
+            strings = f.read(min(strsz or (1 << 20), 16 << 20))
+            out = []
+            for off in needed_offsets:
+                stop = strings.find(b"\0", off)
+                if off >= len(strings) or stop < 0:
+                    continue
+                out.append(strings[off:stop].decode("utf-8", "replace"))
+            return out
+    except (OSError, struct.error, ValueError):
+        return None
+
+
+_LIB_TOKEN = re.compile(
+    rb"lib(?:cudart|torch_cuda|c10_cuda|torch_hip|c10_hip|amdhip64)"
+    rb"(?:\.[0-9a-f]{8})?(?:-[0-9a-f]{8})?\.so(?:\.[0-9]+)*"
+)
+
+
+def _bytes_libs(path: str) -> List[str]:
+    """Library names mentioned in a non-ELF (or unreadable-ELF) file, by plain byte search."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES_SCAN)
+    except OSError:
+        return []
+    return sorted(set(m.group(0).decode("ascii", "replace") for m in _LIB_TOKEN.finditer(data)))
+
+
+_CUDART = re.compile(r"^libcudart(?:\.[0-9a-f]{8}|-[0-9a-f]{8})?\.so\.(\d+)(?:\.(\d+))?")
+
+
+def variant_from_libs(libs: List[str]) -> Tuple[Optional[str], List[str]]:
+    """(variant, the library names that decided it) from the libraries compiled files link to.
+
+    libcudart.so.13 gives the CUDA major only ("cuda13"); auditwheel renames vendored copies
+    (libcudart.faf08d9a.so.13), hence the optional hash.  Linking libtorch_cuda/libc10_cuda
+    without cudart still says "a CUDA build"; linking only CPU torch libraries says "cpu".
+    """
+    majors = set()
+    minors = set()
+    evidence = []
+    cuda_torch = False
+    rocm = False
+    torch_linked = False
+    for name in libs:
+        base = os.path.basename(name)
+        m = _CUDART.match(base)
+        if m:
+            majors.add(m.group(1))
+            if m.group(2):
+                minors.add((m.group(1), m.group(2)))
+            evidence.append(base)
+        elif base.startswith(("libtorch_cuda", "libc10_cuda")):
+            cuda_torch = True
+            evidence.append(base)
+        elif base.startswith(("libtorch_hip", "libc10_hip", "libamdhip64")):
+            rocm = True
+            evidence.append(base)
+        elif base.startswith(("libtorch", "libc10")):
+            torch_linked = True
+    evidence = sorted(set(evidence))
+    if rocm:
+        return "rocm", evidence
+    if len(minors) == 1 and len(majors) == 1:
+        major, minor = next(iter(minors))
+        return f"cu{major}{minor}", evidence
+    if len(majors) == 1:
+        return f"cuda{next(iter(majors))}", evidence
+    if len(majors) > 1:
+        return "cuda" + "+".join(sorted(majors)), evidence
+    if cuda_torch:
+        return "cuda", evidence
+    if torch_linked:
+        return "cpu", ["libtorch/libc10 without CUDA libraries"]
+    return None, []
+
+
+_LOCAL_VARIANT = re.compile(r"^(cu\d+|cpu|rocm\d+(?:\.\d+)*|xpu)(?:$|[.\-_])")
+
+
+def variant_from_version(version: str) -> Optional[str]:
+    """The CUDA variant in a version's local tag: "2.5.1+cu124" -> "cu124"."""
+    if "+" not in version:
+        return None
+    m = _LOCAL_VARIANT.match(version.split("+", 1)[1].lower())
+    return m.group(1) if m else None
+
+
+def _read_version_py(location: str, package: str) -> Dict[str, Optional[str]]:
+    """`__version__` and `cuda` from <package>/version.py, read as text (never imported)."""
+    out: Dict[str, Optional[str]] = {}
+    try:
+        with open(os.path.join(location, package, "version.py"), encoding="utf-8") as f:
+            text = f.read(65536)
+    except (OSError, UnicodeDecodeError):
+        return out
+    for key in ("__version__", "cuda"):
+        m = re.search(rf"^{re.escape(key)}\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        if m:
+            out[key] = m.group(1)
+    return out
+
+
+_NVIDIA_REQ = re.compile(r"^nvidia-cuda-runtime(?:-cu(\d+))?\s*(?:\(\s*)?==\s*(\d+)\.(\d+)", re.I)
+_CUDA_TOOLKIT_REQ = re.compile(r"^cuda-toolkit(?:\[[^\]]*\])?\s*(?:\(\s*)?==\s*(\d+)\.(\d+)", re.I)
+
+
+def variant_from_requires(requires: Optional[List[str]]) -> Tuple[Optional[str], Optional[str]]:
+    """CUDA variant from pinned CUDA runtime requirements (pip torch wheels pin them)."""
+    for req in requires or []:
+        if "extra ==" in req:
+            continue
+        m = _NVIDIA_REQ.match(req.strip())
+        if m:
+            return f"cu{m.group(2)}{m.group(3)}", req.split(";")[0].strip()
+        m = _CUDA_TOOLKIT_REQ.match(req.strip())
+        if m:
+            return f"cu{m.group(1)}{m.group(2)}", req.split(";")[0].strip()
+    return None, None
+
+
+def _is_compiled(rel: str) -> bool:
+    base = os.path.basename(rel)
+    return base.endswith((".so", ".pyd", ".dylib")) or ".so." in base
+
+
+def scan_compiled(location: str, files: List[str]) -> Tuple[Optional[str], Optional[str]]:
+    """Variant and evidence from a package's compiled files (paths relative to location)."""
+    compiled = [rel for rel in files if _is_compiled(rel)]
+    # skip vendored copies of the CUDA runtime itself: their presence says nothing about linkage
+    compiled = [rel for rel in compiled if not _CUDART.match(os.path.basename(rel))][:MAX_SCAN_FILES]
+    libs: List[str] = []
+    where: Dict[str, str] = {}
+    for rel in compiled:
+        path = os.path.join(location, rel)
+        needed = elf_needed(path)
+        if needed is None:
+            needed = _bytes_libs(path)
+        for lib in needed:
+            libs.append(lib)
+            where.setdefault(os.path.basename(lib), rel)
+        # a package that *contains* libtorch_cuda.so is itself a CUDA build of torch
+        base = os.path.basename(rel)
+        if base.startswith(("libtorch_cuda", "libc10_cuda", "libtorch_hip", "libc10_hip")):
+            libs.append(base)
+            where.setdefault(base, rel)
+    variant, names = variant_from_libs(libs)
+    if variant is None:
+        return None, None
+    if variant == "cpu":
+        return "cpu", "compiled files link libtorch/libc10 but no CUDA or ROCm library"
+    parts = ["{} ({})".format(n, where.get(n, "?")) for n in names[:6]]
+    note = ""
+    if variant.startswith("cuda") and variant != "cuda":
+        note = f": CUDA {variant[4:]}, major version only"
+    return variant, "compiled files link " + ", ".join(parts) + note
+
+
+# --------------------------------------------------------------------------- distributions
+
+
+def _iter_distributions() -> Tuple[List[Dict[str, Any]], Optional[str]]:
+    """Every installed distribution in sys.path order (the first of a name is the one imported)."""
+    try:
+        from importlib import metadata  # Python 3.8+
+    except ImportError:
+        return _iter_distributions_fallback(), "importlib.metadata unavailable; read dist-info directories"
+    out = []
+    for dist in metadata.distributions():
+        try:
+            meta = dist.metadata
+            name = meta["Name"]
+            if not name:
+                continue
+            try:
+                location = str(dist.locate_file(""))
+            except Exception:
+                location = None
+            try:
+                files = [str(p) for p in (dist.files or [])]
+            except Exception:
+                files = []
+            try:
+                installer = (dist.read_text("INSTALLER") or "").strip() or None
+            except Exception:
+                installer = None
+            out.append(
+                {"name": name, "version": dist.version or "", "location": location,
+                 "requires": list(dist.requires) if dist.requires is not None else None,
+                 "installer": installer, "files": files}
+            )
+        except Exception:
+            continue
+    return out, None
+
+
+def _iter_distributions_fallback() -> List[Dict[str, Any]]:
+    out = []
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for d in sorted(names):
+            if not d.endswith(".dist-info"):
+                continue
+            fields: Dict[str, Any] = {}
+            requires = []
+            try:
+                with open(os.path.join(entry, d, "METADATA"), encoding="utf-8", errors="replace") as f:
+                    for line in f:
+                        if not line.strip():
+                            break
+                        key, _, value = line.partition(":")
+                        if key == "Requires-Dist":
+                            requires.append(value.strip())
+                        elif key in ("Name", "Version"):
+                            fields[key] = value.strip()
+            except OSError:
+                continue
+            if "Name" in fields:
+                out.append({"name": fields["Name"], "version": fields.get("Version", ""), "location": entry,
+                            "requires": requires, "installer": None, "files": []})
+    return out
+
+
+def _full_detail(key: str) -> bool:
+    return key in FULL_DETAIL_NAMES or key.startswith(FULL_DETAIL_PREFIXES)
+
+
+def package_variant(
+    key: str, version: str, location: Optional[str], requires: Optional[List[str]], files: List[str]
+) -> Tuple[Optional[str], Optional[str]]:
+    """The CUDA variant of one distribution, told without importing it, and the evidence."""
+    variant = variant_from_version(version)
+    if variant:
+        return variant, f"version local tag: {version}"
+    evidence = []
+    if location and key in VERSION_PY_PACKAGES:
+        vp = _read_version_py(location, VERSION_PY_PACKAGES[key])
+        variant = variant_from_version(vp.get("__version__") or "")
+        if variant:
+            evidence.append(f"{VERSION_PY_PACKAGES[key]}/version.py: __version__ = {vp['__version__']!r}")
+        elif vp.get("cuda"):
+            m = re.match(r"^(\d+)\.(\d+)", vp["cuda"] or "")
+            if m:
+                variant = "cu{}{}".format(*m.groups())
+                evidence.append("{}/version.py: cuda = {!r}".format(VERSION_PY_PACKAGES[key], vp["cuda"]))
+    if not variant and key in ("torch", "xformers", "vllm"):
+        variant, req = variant_from_requires(requires)
+        if variant:
+            evidence.append(f"requires {req}")
+    if location and files and not key.startswith(VARIANT_SCAN_EXCLUDE_PREFIXES):
+        scanned, scan_evidence = scan_compiled(location, files)
+        if scanned:
+            if not variant:
+                variant = scanned
+            if scan_evidence:
+                evidence.append(scan_evidence)
+    return variant, ("; ".join(evidence) or None)
+
+
+def collect_packages(
+    errors: List[str], owners: Optional[Dict[str, Tuple[str, str]]] = None
+) -> List[Dict[str, Any]]:
+    """Installed distributions; fills ``owners`` (real path of a CUDA wheel's library -> (name, version))."""
+    dists, note = _iter_distributions()
+    if note:
+        errors.append(note)
+    seen = set()
+    out = []
+    for d in dists:
+        key = normalize_name(d["name"])
+        if key in seen:  # shadowed by an earlier sys.path entry: not what `import` sees
+            continue
+        seen.add(key)
+        if not _full_detail(key):
+            out.append({"name": key, "version": d["version"]})
+            continue
+        if owners is not None and d["location"] and key.startswith(("nvidia-", "cuda-")):
+            for rel in d["files"]:
+                if _is_compiled(rel):
+                    owners[os.path.realpath(os.path.join(d["location"], rel))] = (key, d["version"])
+        rec = {"name": key, "version": d["version"], "location": d["location"], "requires": d["requires"],
+               "installer": d["installer"], "variant": None, "variant_evidence": None}
+        try:
+            rec["variant"], rec["variant_evidence"] = package_variant(
+                key, d["version"], d["location"], d["requires"], d["files"]
+            )
+        except Exception as e:
+            errors.append(f"variant of {key}: {_exc_text(e)}")
+        out.append(rec)
+    out.sort(key=lambda r: r["name"])
+    return out
+
+
+# --------------------------------------------------------------------------- torch
+
+
+def _record_warnings(caught: List[Any], into: List[str]) -> None:
+    for w in caught:
+        if issubclass(w.category, (DeprecationWarning, PendingDeprecationWarning, ResourceWarning)):
+            continue  # noise from unrelated modules, not a fact about the stack
+        text = _short(str(w.message))
+        if text not in into and len(into) < MAX_WARNINGS:
+            into.append(text)
+
+
+def inspect_torch(state: State, errors: List[str]) -> Optional[Dict[str, Any]]:
+    """Import torch and read its build and CUDA state; None when torch is not installed."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError) as e:
+        spec = None
+        errors.append(f"find_spec('torch'): {_exc_text(e)}")
+    if spec is None:
+        return None
+    info: Dict[str, Any] = {"warnings": [], "devices": []}
+    state.envelope["result"]["torch"] = info  # visible to the watchdog as it fills
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        state.stage = "importing torch"
+        t0 = time.monotonic()
+        try:
+            import torch  # noqa: F401  (the whole point of this payload)
+        except BaseException as e:  # SystemExit, OSError from dlopen...: all are facts
+            info["import_seconds"] = round(time.monotonic() - t0, 3)
+            info["import_error"] = _exc_text(e)
+            _record_warnings(caught, info["warnings"])
+            return info
+        info["import_seconds"] = round(time.monotonic() - t0, 3)
+        state.stage = "reading torch build information"
+        _torch_build(torch, info, errors)
+        state.stage = "initialising CUDA in torch"
+        _torch_cuda(torch, info, errors)
+        _record_warnings(caught, info["warnings"])
+    state.stage = "reading loaded libraries"
+    return info
+
+
+def _guard(errors: List[str], what: str, fn: Any, default: Any = None) -> Any:
+    try:
+        return fn()
+    except Exception as e:
+        errors.append(f"{what}: {_exc_text(e)}")
+        return default
+
+
+def _str_or_none(v: Any) -> Optional[str]:
+    return None if v is None else str(v)
+
+
+def _torch_build(torch: Any, info: Dict[str, Any], errors: List[str]) -> None:
+    version = getattr(torch, "version", None)
+    info["version"] = _str_or_none(getattr(torch, "__version__", None))
+    info["cuda"] = _str_or_none(getattr(version, "cuda", None))
+    info["hip"] = _str_or_none(getattr(version, "hip", None))
+    info["git_version"] = _str_or_none(getattr(version, "git_version", None))
+    debug = getattr(version, "debug", None)
+    info["debug"] = debug if isinstance(debug, bool) else None
+    abi = _guard(errors, "torch cxx11 abi", lambda: torch._C._GLIBCXX_USE_CXX11_ABI)
+    info["cxx11_abi"] = bool(abi) if abi is not None else None
+    cudnn = None
+    try:
+        cudnn = torch.backends.cudnn.version()
+    except Exception as e:  # a cuDNN that fails to load is itself worth seeing
+        errors.append(f"torch.backends.cudnn.version(): {_exc_text(e)}")
+    info["cudnn_version"] = cudnn if isinstance(cudnn, int) and not isinstance(cudnn, bool) else None
+    nccl = None
+    if info["cuda"] or info["hip"]:
+        try:
+            v = torch.cuda.nccl.version()
+            nccl = ".".join(str(x) for x in v) if isinstance(v, (tuple, list)) else str(v)
+        except Exception as e:
+            errors.append(f"torch.cuda.nccl.version(): {_exc_text(e)}")
+    info["nccl_version"] = nccl
+    # torch.cuda.get_arch_list() returns [] whenever CUDA is unavailable; the compiled-in arch flags
+    # are a property of the build, so read them directly (torch/cuda/__init__.py, get_arch_list)
+    arch = None
+    flags_fn = getattr(getattr(torch, "_C", None), "_cuda_getArchFlags", None)
+    if flags_fn is not None:
+        flags = _guard(errors, "torch._C._cuda_getArchFlags()", flags_fn)
+        if isinstance(flags, str):
+            arch = flags.split()
+        elif flags is None and not info["cuda"] and not info["hip"]:
+            arch = []
+    if arch is None:
+        got = _guard(errors, "torch.cuda.get_arch_list()", lambda: torch.cuda.get_arch_list())
+        arch = list(got) if got is not None else None
+    info["arch_list"] = arch
+
+
+def _torch_cuda(torch: Any, info: Dict[str, Any], errors: List[str]) -> None:
+    with warnings.catch_warnings(record=True) as init_warnings:
+        warnings.simplefilter("always")
+        try:
+            available = bool(torch.cuda.is_available())
+        except Exception as e:
+            available = None
+            info["cuda_init_error"] = _exc_text(e)
+        info["cuda_available"] = available
+        if available is False:
+            # the exact reason: torch.cuda._lazy_init raises it ("Found no NVIDIA driver on your
+            # system...", "CUDA driver initialization failed...", "Torch not compiled with CUDA enabled")
+            try:
+                torch.cuda._lazy_init()
+            except BaseException as e:
+                info["cuda_init_error"] = _short(str(e).strip() or type(e).__name__)
+        count = _guard(errors, "torch.cuda.device_count()", lambda: torch.cuda.device_count())
+        info["device_count"] = int(count) if isinstance(count, int) else None
+        if available:
+            for i in range(info["device_count"] or 0):
+                dev: Dict[str, Any] = {"index": i}
+                props = _guard(errors, f"torch.cuda.get_device_properties({i})",
+                               lambda i=i: torch.cuda.get_device_properties(i))
+                if props is not None:
+                    dev["name"] = _str_or_none(getattr(props, "name", None))
+                    major, minor = getattr(props, "major", None), getattr(props, "minor", None)
+                    dev["capability"] = f"{major}.{minor}" if major is not None else None
+                    mem = getattr(props, "total_memory", None)
+                    dev["total_memory_bytes"] = int(mem) if mem is not None else None
+                info["devices"].append(dev)
+    for w in init_warnings:
+        text = str(w.message)
+        # torch turns the C++ "CUDA initialization: ..." TORCH_WARN into this UserWarning
+        if not info.get("cuda_init_error") and "CUDA initialization" in text:
+            info["cuda_init_error"] = _short(text)
+    _record_warnings(init_warnings, info["warnings"])
+
+
+# --------------------------------------------------------------------------- loaded libraries
+
+_MAPPED_LIB = re.compile(
+    r"^lib(cudnn\w*|cublas(?:Lt)?|nccl|nvJitLink|cudart|cuda)(?:[.-][0-9a-f]{8})?\.so(?:\.([0-9][0-9.]*))?$"
+)
+
+
+def library_origin(path: str, conda_prefixes: List[str]) -> str:
+    norm = path.replace("\\", "/")
+    if "/torch/lib/" in norm:
+        return "torch"
+    if "/site-packages/" in norm or "/dist-packages/" in norm:
+        return "wheel"  # nvidia-* wheels (site-packages/nvidia/...) or a wheel's vendored copy
+    for prefix in conda_prefixes:
+        if prefix and norm.startswith(prefix.rstrip("/") + "/"):
+            return "conda"
+    return "system"
+
+
+def loaded_libraries(
+    conda_prefixes: List[str],
+    owners: Optional[Dict[str, Tuple[str, str]]] = None,
+    maps_path: str = "/proc/self/maps",
+) -> Tuple[Optional[List[Dict[str, Any]]], Optional[str]]:
+    """CUDA libraries mapped into this process, with where they came from and their version.
+
+    Wheel copies are named by major only (libcudnn.so.9): the owning nvidia-* wheel's version
+    (9.1.0.70) is more precise, so it is used when it starts with the file's version.
+    """
+    try:
+        with open(maps_path) as f:
+            lines = f.read().splitlines()
+    except OSError as e:
+        return None, f"cannot read {maps_path}: {e}"
+    seen = set()
+    out = []
+    for line in lines:
+        parts = line.split(None, 5)
+        if len(parts) < 6 or not parts[5].startswith("/"):
+            continue
+        path = parts[5].strip()
+        if path.endswith(" (deleted)"):
+            path = path[: -len(" (deleted)")]
+        m = _MAPPED_LIB.match(os.path.basename(path))
+        if not m or path in seen:
+            continue
+        seen.add(path)
+        family = m.group(1).lower()
+        name = "cudnn" if family.startswith("cudnn") else "cublas" if family.startswith("cublas") else family
+        version = m.group(2)
+        owner = (owners or {}).get(path)
+        if owner and (version is None or (owner[1] + ".").startswith(version + ".")):
+            version = owner[1]
+        out.append({"name": name, "path": path, "version": version,
+                    "origin": library_origin(path, conda_prefixes)})
+    return out, None
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def _interpreter_facts() -> Dict[str, Any]:
+    import platform
+    import sysconfig
+
+    base_prefix = getattr(sys, "base_prefix", getattr(sys, "real_prefix", sys.prefix))
+    conda_prefix = os.environ.get("CONDA_PREFIX")
+    is_conda = os.path.isdir(os.path.join(sys.prefix, "conda-meta")) or os.path.isdir(
+        os.path.join(base_prefix, "conda-meta"))
+    return {
+        "python_version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+        "platform": sysconfig.get_platform(),
+        "prefix": sys.prefix,
+        "base_prefix": base_prefix,
+        "is_venv": sys.prefix != base_prefix or hasattr(sys, "real_prefix"),
+        "is_conda": is_conda,
+        "conda_prefix": conda_prefix,
+        "sys_path": list(sys.path),
+        "env": dict((k, os.environ.get(k)) for k in ENV_VARS),
+    }
+
+
+def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
+    """Interpreter, installed distributions and, unless --no-torch, torch and its CUDA state."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="_payload.py --task inspect")
+    parser.add_argument("--no-torch", action="store_true", help="do not import torch")
+    opts = parser.parse_args(argv)
+    result = state.envelope["result"]
+    errors: List[str] = []
+    result["errors"] = errors
+    state.stage = "reading interpreter facts"
+    result.update(_interpreter_facts())
+    state.stage = "reading installed distributions"
+    owners: Dict[str, Tuple[str, str]] = {}
+    result["packages"] = collect_packages(errors, owners)
+    result["torch_inspected"] = not opts.no_torch
+    if opts.no_torch:
+        result["torch"] = None
+        result["loaded_libraries"] = []
+        return result
+    result["torch"] = inspect_torch(state, errors)
+    if result["torch"] is not None:
+        prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
+        libs, err = loaded_libraries(prefixes, owners)
+        result["loaded_libraries"] = libs or []
+        if err:
+            errors.append(err)
+    else:
+        result["loaded_libraries"] = []
+    return result
+
+
+TASKS = {"inspect": task_inspect}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Keep stdout for our one JSON line: everything else anyone prints (torch, .pth files, C code
+    # writing to fd 1) goes to stderr for the rest of this process.
+    sys.stdout.flush()
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    state = State(out_fd)
+    rc = 0
+    try:
+        task = "inspect"
+        deadline: Optional[float] = None
+        rest: List[str] = []
+        i = 0
+        while i < len(argv):
+            if argv[i] == "--task" and i + 1 < len(argv):
+                task = argv[i + 1]
+                i += 2
+            elif argv[i] == "--deadline-s" and i + 1 < len(argv):
+                deadline = float(argv[i + 1])
+                i += 2
+            else:
+                rest.append(argv[i])
+                i += 1
+        state.envelope["task"] = task
+        if deadline is not None and deadline > 0:
+            _start_watchdog(state, deadline)
+        fn = TASKS.get(task)
+        if fn is None:
+            state.envelope["error"] = "unknown task {!r} (known: {})".format(task, ", ".join(sorted(TASKS)))
+            rc = 2
+        else:
+            result = fn(rest, state)
+            state.envelope["result"] = result
+            state.envelope["ok"] = True
+            state.stage = None
+    except SystemExit as e:  # argparse errors
+        state.envelope["error"] = f"bad arguments (exit {e.code}); see stderr"
+        rc = 2
+    except BaseException as e:
+        state.envelope["error"] = _exc_text(e)
+        state.envelope["stage"] = state.stage
+        traceback.print_exc()
+        rc = 1
+    state.emit()
+    if state.timer is not None:
+        state.timer.cancel()  # torch's atexit handlers must not trip the watchdog after we answered
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

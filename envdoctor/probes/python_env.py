@@ -1,0 +1,250 @@
+"""Probe of the Python interpreter being diagnosed: runs envdoctor/_payload.py inside it and reads its JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from envdoctor.facts import (
+    FactsError,
+    LibraryCopy,
+    Package,
+    ProbeStatus,
+    PythonEnv,
+    TorchInfo,
+    from_dict,
+)
+from envdoctor.probes.runner import RunResult
+
+PAYLOAD_VERSION = 1  # must match _payload.PAYLOAD_VERSION (the envelope's "envdoctor_payload")
+DEFAULT_TIMEOUT_S = 60.0
+
+# Keep the user's environment as it is (that is what is being diagnosed), but do not write
+# __pycache__ files into it just because we looked.
+PAYLOAD_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def payload_path() -> Path:
+    """Where _payload.py lives: shipped inside the package (pyproject package-data)."""
+    return Path(__file__).resolve().parent.parent / "_payload.py"
+
+
+def payload_deadline_s(timeout_s: float) -> float:
+    """The payload's own watchdog fires a little before our subprocess timeout, so that a hung
+    ``import torch`` still reports what was collected and where it hung."""
+    return round(max(timeout_s - 5.0, timeout_s * 0.8), 1)
+
+
+def payload_argv(executable: str, task: str = "inspect", args: Sequence[str] = (),
+                 timeout_s: float = DEFAULT_TIMEOUT_S) -> List[str]:
+    """The exact command line run_payload uses (tests key FakeRunner answers on it)."""
+    return [str(executable), str(payload_path()), "--task", task,
+            "--deadline-s", f"{payload_deadline_s(timeout_s):g}", *args]
+
+
+@dataclass(frozen=True)
+class PayloadRun:
+    """What running one payload task gave: the envelope's result and, when it went wrong, why."""
+
+    result: Optional[Dict[str, Any]]  # the task's result (possibly partial), None when nothing came back
+    error: Optional[str]  # one line; None when the task finished
+    kind: str  # "ok", "not_found", "timeout", "could_not_run", "no_json", "task_error", "partial_timeout"
+    run: RunResult
+    stage: Optional[str] = None  # what the payload was doing when it stopped
+
+
+def parse_envelope(stdout: str) -> Optional[Dict[str, Any]]:
+    """The payload's JSON envelope: its last line that parses (stray prints before it are tolerated)."""
+    for line in reversed(stdout.splitlines()):
+        line = line.strip()
+        if not (line.startswith("{") and line.endswith("}")):
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(obj, dict) and "envdoctor_payload" in obj:
+            return obj
+    return None
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def execute_payload(executable: str, runner: Any, task: str = "inspect", args: Sequence[str] = (),
+                    timeout_s: float = DEFAULT_TIMEOUT_S, stage_hint: Optional[str] = None) -> PayloadRun:
+    """Run one payload task in ``executable`` through ``runner``; never raises.
+
+    ``stage_hint`` names what most likely hung when our own timeout (not the payload's) fires.
+    """
+    argv = payload_argv(executable, task, args, timeout_s)
+    if not payload_path().is_file():
+        rr = RunResult(tuple(argv), None, error="payload missing")
+        return PayloadRun(None, f"envdoctor's payload script is missing ({payload_path()}): reinstall envdoctor",
+                          "could_not_run", rr)
+    rr = runner.run(argv, timeout=timeout_s, env=PAYLOAD_ENV)
+    if rr.not_found:
+        return PayloadRun(None, f"Python interpreter {executable} not found", "not_found", rr)
+    envelope = parse_envelope(rr.stdout) if rr.stdout else None
+    if rr.timed_out and envelope is None:
+        where = f" while {stage_hint}" if stage_hint else ""
+        return PayloadRun(None, f"timed out after {timeout_s:g} s{where}", "timeout", rr, stage_hint)
+    if rr.error and envelope is None:
+        return PayloadRun(None, f"could not run {executable}: {rr.error}", "could_not_run", rr)
+    if envelope is None:
+        tail = _last_line(rr.stderr) or _last_line(rr.stdout) or "no output"
+        msg = f"the payload printed no JSON (exit {rr.returncode}): {tail}"
+        if "SyntaxError" in rr.stderr:
+            msg += " (is this Python older than 3.8? the payload needs 3.8+)"
+        return PayloadRun(None, msg, "no_json", rr)
+    if envelope.get("envdoctor_payload") != PAYLOAD_VERSION:
+        return PayloadRun(None, f"payload protocol {envelope.get('envdoctor_payload')!r} is not "
+                                f"{PAYLOAD_VERSION}: a mixed envdoctor installation", "no_json", rr)
+    result = envelope.get("result")
+    if not isinstance(result, dict):
+        result = None
+    stage = envelope.get("stage") if isinstance(envelope.get("stage"), str) else None
+    if envelope.get("ok") is True:
+        return PayloadRun(result, None, "ok", rr)
+    error = str(envelope.get("error") or "the payload reported a failure without a message")
+    kind = "partial_timeout" if envelope.get("timed_out") else "task_error"
+    return PayloadRun(result or None, error, kind, rr, stage)
+
+
+def run_payload(executable: str, runner: Any, task: str = "inspect", args: Sequence[str] = (),
+                timeout_s: float = DEFAULT_TIMEOUT_S) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """Run a payload task (``inspect``, later ``bench``...): (result or None, error or None).
+
+    Both can be set: a task that timed out inside the payload returns what it had collected.
+    """
+    pr = execute_payload(executable, runner, task, args, timeout_s)
+    return pr.result, pr.error
+
+
+# --------------------------------------------------------------------------- choosing the interpreter
+
+
+def _bin_python(prefix: str) -> str:
+    if os.name == "nt":
+        return os.path.join(prefix, "python.exe") if os.path.isfile(
+            os.path.join(prefix, "python.exe")) else os.path.join(prefix, "Scripts", "python.exe")
+    return os.path.join(prefix, "bin", "python")
+
+
+def default_interpreter(env: Optional[Mapping[str, str]] = None, runner: Any = None) -> Tuple[str, str]:
+    """The interpreter to diagnose when the user named none, and how it was chosen.
+
+    An active venv or conda env first (that is where the user's torch lives), then ``python3`` on
+    PATH, then envdoctor's own interpreter (which may be a pipx venv without torch: last resort).
+    """
+    env = os.environ if env is None else env
+    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
+        prefix = env.get(var)
+        if prefix:
+            candidate = _bin_python(prefix)
+            if os.path.isfile(candidate):
+                return candidate, f"${var}"
+    name = "python" if os.name == "nt" else "python3"
+    found = runner.which(name) if runner is not None else shutil.which(name, path=env.get("PATH"))
+    if found:
+        return found, f"{name} on PATH"
+    return sys.executable, "envdoctor's own interpreter (no active environment, no python3 on PATH)"
+
+
+# --------------------------------------------------------------------------- result -> facts
+
+
+def _section(cls: Any, data: Any, path: str, notes: List[str]) -> Any:
+    try:
+        return from_dict(cls, data, path)
+    except FactsError as e:
+        notes.append(f"unreadable payload section: {e}")
+        return None
+
+
+def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
+    """Build PythonEnv from the inspect task's result (status/reason are set by the caller)."""
+    scalar_keys = ("executable", "python_version", "implementation", "platform", "prefix", "is_venv",
+                   "is_conda", "env", "import_errors")
+    base = _section(PythonEnv, {k: result[k] for k in scalar_keys if k in result}, "python", notes) or PythonEnv()
+    packages = []
+    for i, p in enumerate(result.get("packages") or []):
+        pkg = _section(Package, p, f"python.packages[{i}]", notes)
+        if pkg is not None:
+            packages.append(pkg)
+    libs = []
+    for i, lib in enumerate(result.get("loaded_libraries") or []):
+        copy = _section(LibraryCopy, lib, f"python.loaded_libraries[{i}]", notes)
+        if copy is not None:
+            libs.append(copy)
+    torch = None
+    if isinstance(result.get("torch"), dict):
+        torch = _section(TorchInfo, result["torch"], "python.torch", notes)
+    payload_errors = [str(e) for e in (result.get("errors") or [])]
+    return replace(base, packages=packages, loaded_libraries=libs, torch=torch,
+                   notes=(payload_errors + notes) or None)
+
+
+def _ok_reason(penv: PythonEnv, inspect_torch: bool) -> str:
+    t = penv.torch
+    if not inspect_torch:
+        return "torch not inspected (--no-torch)"
+    if t is None:
+        return "torch is not installed in this interpreter"
+    if t.import_error:
+        return f"import torch failed: {t.import_error.splitlines()[-1][:200]}"
+    took = f" in {t.import_seconds:.1f} s" if t.import_seconds is not None else ""
+    cuda = "CUDA available" if t.cuda_available else "CUDA not available"
+    return f"torch {t.version} imported{took}; {cuda}"
+
+
+def _mark_hang(penv: PythonEnv, stage: Optional[str], error: str) -> PythonEnv:
+    """Record a payload-side timeout on the torch fact it interrupted."""
+    t = penv.torch
+    if t is None or not stage:
+        return penv
+    if stage == "importing torch" and not t.import_error:
+        t = replace(t, import_error=error)
+    elif "CUDA" in stage and not t.cuda_init_error:
+        t = replace(t, cuda_init_error=error)
+    return replace(penv, torch=t)
+
+
+def probe_python(executable: str, runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S, inspect_torch: bool = True,
+                 requested_as: Optional[str] = None) -> PythonEnv:
+    """Inspect ``executable`` in its own process; never raises.
+
+    ok: the payload answered (torch may still have failed to import: that is in ``torch``);
+    absent: no such interpreter; failed: it timed out, crashed or printed no JSON.
+    """
+    try:
+        return _probe_python(executable, runner, timeout_s, inspect_torch, requested_as)
+    except Exception as e:  # the per-probe guard: a bug here must not hide the other probes
+        return PythonEnv(status=ProbeStatus.FAILED, reason=f"internal error: {type(e).__name__}: {e}",
+                         executable=str(executable), requested_as=requested_as)
+
+
+def _probe_python(executable: str, runner: Any, timeout_s: float, inspect_torch: bool,
+                  requested_as: Optional[str]) -> PythonEnv:
+    args = [] if inspect_torch else ["--no-torch"]
+    hint = "importing torch" if inspect_torch else "reading installed packages"
+    pr = execute_payload(executable, runner, "inspect", args, timeout_s, stage_hint=hint)
+    common = {"requested_as": requested_as, "duration_s": round(pr.run.duration_s, 3)}
+    if pr.kind == "not_found":
+        return PythonEnv(status=ProbeStatus.ABSENT, reason=pr.error, executable=str(executable), **common)
+    notes: List[str] = []
+    penv = env_from_result(pr.result, notes) if pr.result else PythonEnv(executable=str(executable))
+    if penv.executable is None:
+        penv = replace(penv, executable=str(executable))
+    if pr.kind == "ok":
+        return replace(penv, status=ProbeStatus.OK, reason=_ok_reason(penv, inspect_torch), **common)
+    if pr.kind == "partial_timeout":
+        penv = _mark_hang(penv, pr.stage, pr.error or "timed out")
+    return replace(penv, status=ProbeStatus.FAILED, reason=pr.error, **common)
