@@ -692,7 +692,8 @@ def loaded_libraries(
     (9.1.0.70) is more precise, so it is used when it starts with the file's version.
     """
     try:
-        with open(maps_path) as f:
+        # under LC_ALL=C an old Python would decode as ASCII and choke on a non-ASCII path
+        with open(maps_path, encoding="utf-8", errors="replace") as f:
             lines = f.read().splitlines()
     except OSError as e:
         return None, f"cannot read {maps_path}: {e}"
