@@ -21,6 +21,12 @@ from . import packages as _packages  # noqa: E402
 from . import libraries as _libraries  # noqa: E402
 from . import toolchain as _toolchain  # noqa: E402
 from . import platform as _platform  # noqa: E402
+from . import gpu_health as _gpu_health  # noqa: E402
+from . import pcie as _pcie  # noqa: E402
+from . import interconnect as _interconnect  # noqa: E402
+from . import storage as _storage  # noqa: E402
+from . import resources as _resources  # noqa: E402
+from . import driver_support as _driver_support  # noqa: E402
 
 _extend(_driver)
 _extend(_torch_build)
@@ -28,3 +34,9 @@ _extend(_packages)
 _extend(_libraries)
 _extend(_toolchain)
 _extend(_platform)
+_extend(_gpu_health)
+_extend(_pcie)
+_extend(_interconnect)
+_extend(_storage)
+_extend(_resources)
+_extend(_driver_support)

@@ -1,0 +1,103 @@
+"""Driver lifecycle check: NVIDIA driver branches past their support end, short-lived branches, known defects."""
+
+from __future__ import annotations
+
+import datetime
+from typing import List
+
+from ..compat.health import HealthTable, branch_of, health_table
+from ..facts import ProbeStatus
+from ..findings import Evidence, Finding, Fix, Severity
+from .base import Check, CheckContext, SkipCheck, registrar, section_reason
+
+CHECKS: List[Check] = []
+check = registrar(CHECKS)
+
+_MATRIX_URL = "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html"
+
+
+def _judged_on(collected_at: str, table: HealthTable) -> datetime.date:
+    """The day the facts were collected (a snapshot judged later keeps its date), else the table's date."""
+    for text in (collected_at, table.as_of):
+        try:
+            return datetime.date.fromisoformat((text or "")[:10])
+        except ValueError:
+            continue
+    return datetime.date(2000, 1, 1)
+
+
+@check("driver.lifecycle", "Driver branch is still supported", categories=("DRIVER_OUTDATED",))
+def lifecycle(ctx: CheckContext) -> List[Finding]:
+    d = ctx.facts.driver
+    if d.status != ProbeStatus.OK and not d.version:
+        raise SkipCheck(section_reason(d, "driver version"))
+    branch = branch_of(d.version)
+    if branch is None:
+        raise SkipCheck("driver version unknown: the probe did not read it")
+    try:
+        table = health_table(ctx.compat)
+    except LookupError as e:
+        raise SkipCheck(f"driver lifecycle data unknown: {e}") from None
+    on = _judged_on(ctx.facts.collected_at or "", table)
+    supported = table.supported_branches(on)
+    targets = ", ".join(f"R{b.branch} {b.designation} (until {b.end_of_life})" for b in supported)
+    # the oldest LTSB still supported: the longest hardware coverage (the NixOS wiki's NVIDIA page lists
+    # legacy_580 as the last branch for Maxwell-Volta) while still receiving fixes
+    lts = min((b.branch for b in supported if b.designation == "LTSB"), default=None)
+    fix = Fix(f"Upgrade to a supported branch: {targets}" if targets else "Upgrade to a supported branch",
+              commands=[f"sudo apt-get install nvidia-driver-{lts}-server"] if lts else [],
+              url=_MATRIX_URL)
+    out: List[Finding] = []
+    row = table.branch(branch)
+    ev = Evidence("driver.version", d.version)
+    if row is not None:
+        past = row.past_eol(on)
+        if past:
+            when = f"ended {row.end_of_life}" if row.end_of_life else f"ended before {row.eol_before}"
+            out.append(Finding(
+                "driver.lifecycle/past-eol", "DRIVER_OUTDATED", Severity.WARNING,
+                f"Driver {d.version} is on branch R{branch} ({row.designation}), whose support {when}",
+                detail="NVIDIA no longer ships bug or security fixes for it, and new CUDA releases need newer "
+                       "branches.",
+                evidence=[Evidence("driver.version", d.version,
+                                   expected=f"a supported branch as of {on.isoformat()}", source=row.source)],
+                fix=fix,
+            ))
+        elif row.designation == "NFB":
+            out.append(Finding(
+                "driver.lifecycle/feature-branch", "DRIVER_OUTDATED", Severity.INFO,
+                f"Driver {d.version} is on R{branch}, a short-lived New Feature Branch"
+                + (f" (supported until {row.end_of_life})" if row.end_of_life else ""),
+                evidence=[Evidence("driver.version", d.version, source=row.source)],
+                fix=fix,
+            ))
+    else:
+        floor = table.thresholds.get("driver_branches_below_are_eol")
+        newest = max((b.branch for b in table.driver_branches), default=0)
+        if floor is not None and branch < floor:
+            out.append(Finding(
+                "driver.lifecycle/past-eol", "DRIVER_OUTDATED", Severity.WARNING,
+                f"Driver {d.version} is on branch R{branch}, older than every supported branch (R{int(floor)}+ "
+                "and the LTSB/PB rows listed)",
+                evidence=[Evidence("driver.version", d.version, expected=f">= R{int(floor)}",
+                                   source=table.threshold_sources.get("driver_branches_below_are_eol"))],
+                fix=fix,
+            ))
+        elif branch < newest:
+            # between listed branches and not listed: NVIDIA lists only LTSB and PB branches, so this is a
+            # New Feature Branch (or a GeForce-only branch) with a short life
+            out.append(Finding(
+                "driver.lifecycle/feature-branch", "DRIVER_OUTDATED", Severity.INFO,
+                f"Driver {d.version} is on R{branch}, not a data-center Production or Long Term Support branch "
+                "(a short-lived feature branch)",
+                evidence=[ev], fix=fix,
+            ))
+    for defect in table.defects(d.version or ""):
+        out.append(Finding(
+            "driver.lifecycle/known-defect", "DRIVER_OUTDATED",
+            Severity.WARNING if defect.severity == "warning" else Severity.INFO,
+            f"Driver {d.version} has a known defect fixed in {defect.fixed_in}: {defect.summary}",
+            evidence=[Evidence("driver.version", d.version, expected=f">= {defect.fixed_in}", source=defect.source)],
+            fix=Fix(f"Update within the branch to {defect.fixed_in} or later", url=_MATRIX_URL),
+        ))
+    return out

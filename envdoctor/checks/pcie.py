@@ -1,0 +1,193 @@
+"""PCIe link checks: GPU links narrower or slower than the GPU and slot support, and which bridge is to blame."""
+
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple
+
+from ..facts import Gpu, PcieLink, ProbeStatus
+from ..findings import Evidence, Finding, Fix, Severity
+from .base import Check, CheckContext, SkipCheck, registrar
+from .gpu_health import gpu_label
+
+CHECKS: List[Check] = []
+check = registrar(CHECKS)
+
+# PCIe generation by LnkCap/LnkSta speed (PCI-SIG: 2.5, 5, 8, 16, 32, 64 GT/s for Gen1..Gen6)
+_GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+
+_QUERY = ("nvidia-smi --query-gpu=index,pcie.link.gen.current,pcie.link.gen.max,"
+          "pcie.link.width.current,pcie.link.width.max --format=csv")
+
+
+def _gen(speed: Optional[float]) -> Optional[int]:
+    if speed is None:
+        return None
+    return _GEN_BY_SPEED.get(round(speed, 1))
+
+
+def norm_bdf(bdf: Optional[str]) -> Optional[str]:
+    """'00000000:17:00.0' (NVML) and '17:00.0' (lspci) -> '0000:17:00.0'."""
+    if not bdf:
+        return None
+    b = bdf.strip().lower()
+    parts = b.split(":")
+    if len(parts) == 2:
+        return "0000:" + b
+    if len(parts) == 3:
+        return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2]}"
+    return b
+
+
+def _is_gpu_link(link: PcieLink) -> bool:
+    d = (link.description or "").lower()
+    return "nvidia" in d and ("3d controller" in d or "vga" in d)
+
+
+def _link_text(link: PcieLink) -> str:
+    name = f"{link.bdf} ({link.description})" if link.description else link.bdf
+    return name
+
+
+@check("pcie.link", "GPU PCIe links run at full width and speed", categories=("PCIE_LINK_DEGRADED",))
+def link(ctx: CheckContext) -> List[Finding]:
+    facts = ctx.facts
+    gpus = list(facts.driver.gpus) if facts.driver.status == ProbeStatus.OK else []
+    links = list(facts.topology.pcie_links)
+    have_nvml = any(g.pcie_width_current is not None or g.pcie_gen_current is not None for g in gpus)
+    if not have_nvml and not links:
+        raise SkipCheck("PCIe link state unknown: neither the driver nor lspci/sysfs reported GPU links"
+                        + (f" (topology probe {facts.topology.status}: {facts.topology.reason})"
+                           if facts.topology.reason else ""))
+    by_bdf: Dict[str, PcieLink] = {norm_bdf(lk.bdf) or lk.bdf: lk for lk in links}
+    gpu_by_bdf: Dict[str, Gpu] = {}
+    for g in gpus:
+        b = norm_bdf(g.pci_bus_id)
+        if b:
+            gpu_by_bdf[b] = g
+
+    # every GPU we know of: (label, Gpu or None, its lspci link or None)
+    subjects: List[Tuple[str, Optional[Gpu], Optional[PcieLink]]] = []
+    for g in gpus:
+        subjects.append((gpu_label(g), g, by_bdf.get(norm_bdf(g.pci_bus_id) or "")))
+    for b, lk in by_bdf.items():
+        if _is_gpu_link(lk) and b not in gpu_by_bdf:
+            subjects.append((f"GPU at {lk.bdf}", None, lk))
+
+    width_bad: List[Tuple[str, List[Evidence], Optional[str]]] = []
+    gen_load: List[Tuple[str, List[Evidence]]] = []
+    gen_idle: List[Tuple[str, List[Evidence]]] = []
+    slot_gen: List[Tuple[str, List[Evidence]]] = []
+    for label, g, lk in subjects:
+        gi = g.index if g is not None else None
+        path = f"driver.gpus[{gi}]" if g is not None else f"topology.pcie_links[{links.index(lk) if lk else '?'}]"
+        lpath = f"topology.pcie_links[{links.index(lk)}]" if lk is not None else None
+        # width: NVML's max is already min(GPU, slot), so current < max is lost bandwidth at any load
+        cur_w = g.pcie_width_current if g is not None else None
+        max_w = g.pcie_width_max if g is not None else None
+        ev: List[Evidence] = []
+        text = None
+        if cur_w and max_w and cur_w < max_w:
+            ev.append(Evidence(f"{path}.pcie_width_current", cur_w, expected=f"x{max_w} (pcie_width_max)"))
+            text = f"x{cur_w} of x{max_w}"
+        if lk is not None and lk.sta_width and lk.cap_width and lk.sta_width < lk.cap_width:
+            ev.append(Evidence(f"{lpath}.sta_width", lk.sta_width, expected=f"x{lk.cap_width} (LnkCap)",
+                               source="lspci LnkSta" + (" (downgraded)" if lk.downgraded else "")))
+            text = text or f"x{lk.sta_width} of x{lk.cap_width}"
+        bridge = _narrower_upstream(lk, by_bdf, (lk.cap_width if lk else None) or max_w)
+        if bridge is not None:
+            bl, bpath = bridge, f"topology.pcie_links[{links.index(bridge)}]"
+            ev.append(Evidence(f"{bpath}.sta_width", bl.sta_width,
+                               expected=f"x{(lk.cap_width if lk else None) or max_w} like the GPU",
+                               source=f"upstream bridge/switch {_link_text(bl)}"))
+            text = text or f"behind a x{bl.sta_width} upstream link"
+        if text:
+            where = f"; the narrower link is the upstream bridge/switch {_link_text(bridge)} at x{bridge.sta_width}" \
+                if bridge is not None else ""
+            width_bad.append((f"{label}: {text}{where}", ev, bridge.bdf if bridge else None))
+
+        # generation: links drop to Gen1 at idle to save power (ASPM/driver power management), so a low
+        # generation only counts when the reading was taken under load
+        cur_g = g.pcie_gen_current if g is not None else _gen(lk.sta_speed_gts if lk else None)
+        max_g = g.pcie_gen_max if g is not None else _gen(lk.cap_speed_gts if lk else None)
+        if g is not None and lk is not None and (cur_g is None or max_g is None):
+            cur_g, max_g = _gen(lk.sta_speed_gts), _gen(lk.cap_speed_gts)
+        if cur_g and max_g and cur_g < max_g:
+            gev = [Evidence(f"{path}.pcie_gen_current" if g is not None else f"{lpath}.sta_speed_gts", cur_g,
+                            expected=f"Gen{max_g}")]
+            if g is not None and g.under_load:
+                gen_load.append((f"{label}: Gen{cur_g} of Gen{max_g} under load", gev))
+            else:
+                gen_idle.append((f"{label}: Gen{cur_g} of Gen{max_g}", gev))
+        if g is not None and g.pcie_gen_max and g.pcie_gen_device_max and g.pcie_gen_max < g.pcie_gen_device_max:
+            slot_gen.append((f"{label}: slot/platform Gen{g.pcie_gen_max}, GPU Gen{g.pcie_gen_device_max}",
+                             [Evidence(f"{path}.pcie_gen_max", g.pcie_gen_max,
+                                       expected=f"Gen{g.pcie_gen_device_max} (pcie_gen_device_max)")]))
+
+    out: List[Finding] = []
+    if width_bad:
+        out.append(Finding(
+            "pcie.link/width", "PCIE_LINK_DEGRADED", Severity.WARNING,
+            "GPU PCIe link narrower than it should be: " + "; ".join(t for t, _, _ in width_bad),
+            detail="Each missing lane is lost host<->GPU bandwidth at any load: x8 halves data loading and "
+                   "offload copies. Typical causes: a chipset-attached or x8 slot, a riser, a half-seated card, "
+                   "BIOS lane bifurcation.",
+            evidence=[e for _, ev, _ in width_bad for e in ev],
+            fix=Fix("Move the GPU to a CPU-attached x16 slot or reseat it (check risers and BIOS bifurcation); "
+                    "on a rented machine, report it to the provider",
+                    commands=[_QUERY] + [f"sudo lspci -vv -s {b} | grep -E 'LnkCap|LnkSta'"
+                                         for b in sorted({b for _, _, b in width_bad if b})]),
+        ))
+    if gen_load:
+        out.append(Finding(
+            "pcie.link/gen", "PCIE_LINK_DEGRADED", Severity.WARNING,
+            "GPU PCIe link below its generation under load: " + "; ".join(t for t, _ in gen_load),
+            detail="Each generation step halves host<->GPU bandwidth.",
+            evidence=[e for _, ev in gen_load for e in ev],
+            fix=Fix("Check the BIOS PCIe speed setting, risers and the slot; report it to the provider",
+                    commands=[_QUERY]),
+        ))
+    if gen_idle:
+        out.append(Finding(
+            "pcie.link/gen-idle", "PCIE_LINK_DEGRADED", Severity.INFO,
+            "PCIe generation below max while idle (links slow down at idle to save power): "
+            + "; ".join(t for t, _ in gen_idle) + "; idle, not verified",
+            evidence=[e for _, ev in gen_idle for e in ev],
+            fix=Fix("Re-check while a job runs (or run `envdoctor bench`)", commands=[_QUERY + " -l 1"]),
+        ))
+    if slot_gen:
+        out.append(Finding(
+            "pcie.link/slot-gen", "PCIE_LINK_DEGRADED", Severity.INFO,
+            "The slot or platform supports a lower PCIe generation than the GPU: "
+            + "; ".join(t for t, _ in slot_gen),
+            evidence=[e for _, ev in slot_gen for e in ev],
+        ))
+    others = [(i, lk) for i, lk in enumerate(links)
+              if not _is_gpu_link(lk) and (norm_bdf(lk.bdf) or "") not in gpu_by_bdf
+              and lk.sta_width and lk.cap_width and lk.sta_width < lk.cap_width
+              and not any(e.source and lk.bdf in e.source for _, ev, _ in width_bad for e in ev)]
+    if others:
+        out.append(Finding(
+            "pcie.link/other-device", "PCIE_LINK_DEGRADED", Severity.INFO,
+            "Other PCIe devices run narrower than their capability: "
+            + "; ".join(f"{_link_text(lk)} x{lk.sta_width} of x{lk.cap_width}" for _, lk in others),
+            detail="Not a GPU link, but an NVMe drive or NIC at reduced width can slow data loading.",
+            evidence=[Evidence(f"topology.pcie_links[{i}].sta_width", lk.sta_width,
+                               expected=f"x{lk.cap_width} (LnkCap)") for i, lk in others],
+        ))
+    return out
+
+
+def _narrower_upstream(lk: Optional[PcieLink], by_bdf: Dict[str, PcieLink],
+                       gpu_width: Optional[int]) -> Optional[PcieLink]:
+    """The first bridge/switch above the GPU whose running width is below the GPU's capability."""
+    if lk is None or not gpu_width:
+        return None
+    seen = set()
+    up = norm_bdf(lk.upstream_bdf)
+    while up and up not in seen and up in by_bdf:
+        seen.add(up)
+        bridge = by_bdf[up]
+        if bridge.sta_width and bridge.sta_width < gpu_width:
+            return bridge
+        up = norm_bdf(bridge.upstream_bdf)
+    return None

@@ -1,0 +1,213 @@
+"""Host resource checks: /dev/shm size, CPUs per GPU and cgroup CPU quota, RAM per GPU."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, List, Optional, Tuple
+
+from ..compat.health import GIB, HealthTable, health_table
+from ..facts import Facts, Gpu, ProbeStatus
+from ..findings import Evidence, Finding, Fix, Severity
+from .base import Check, CheckContext, SkipCheck, registrar, section_reason
+
+CHECKS: List[Check] = []
+check = registrar(CHECKS)
+
+MIB = 2**20
+
+
+def _table(compat: Any) -> HealthTable:
+    try:
+        return health_table(compat)
+    except LookupError as e:
+        raise SkipCheck(f"resource guidance unknown: {e}") from None
+
+
+def _host(facts: Facts, what: str):
+    if facts.host.status != ProbeStatus.OK:
+        raise SkipCheck(section_reason(facts.host, what))
+    return facts.host
+
+
+def _gpus(facts: Facts) -> List[Gpu]:
+    return list(facts.driver.gpus) if facts.driver.status == ProbeStatus.OK else []
+
+
+def _memory_of(compat: Any, g: Gpu) -> Optional[int]:
+    if g.memory_total_bytes:
+        return g.memory_total_bytes
+    getter = getattr(compat, "gpu", None)
+    spec = getter(g.name) if getter and g.name else None
+    return getattr(spec, "memory_bytes", None)
+
+
+def _needs(table: HealthTable, compat: Any, gpus: List[Gpu]) -> Tuple[float, float, float, float, str]:
+    """Sum over the GPUs of (cpu min, cpu recommended, ram GiB min, ram GiB recommended), and the classes."""
+    cmin = crec = rmin = rrec = 0.0
+    classes = []
+    for g in gpus:
+        row = table.resources_for(_memory_of(compat, g))
+        cmin += row.cpu_cores_per_gpu_min
+        crec += row.cpu_cores_per_gpu_recommended
+        rmin += row.ram_gib_per_gpu_min
+        rrec += row.ram_gib_per_gpu_recommended
+        classes.append(row.gpu_class)
+    summary = ", ".join(f"{classes.count(c)} {c}-class" for c in dict.fromkeys(classes))
+    return cmin, crec, rmin, rrec, summary
+
+
+# --------------------------------------------------------------------------- SHM_TOO_SMALL
+
+
+@check("host.shm", "/dev/shm is large enough for DataLoader workers", categories=("SHM_TOO_SMALL",))
+def shm(ctx: CheckContext) -> List[Finding]:
+    host = _host(ctx.facts, "/dev/shm size")
+    if host.os not in (None, "Linux"):
+        raise SkipCheck(f"/dev/shm is a Linux thing (this is {host.os})")
+    if host.shm_total_bytes is None:
+        raise SkipCheck("/dev/shm size unknown: the host probe could not read it")
+    table = _table(ctx.compat)
+    floor = table.threshold("shm_min_bytes")
+    size = host.shm_total_bytes
+    if size >= floor:
+        return []
+    container = host.container
+    runtime = (container.runtime if container else None) or ""
+    if runtime == "kubernetes":
+        commands = ["# pod spec: volumes: [{name: dshm, emptyDir: {medium: Memory, sizeLimit: 16Gi}}]",
+                    "# container: volumeMounts: [{name: dshm, mountPath: /dev/shm}]"]
+    elif runtime:
+        commands = ["docker run --shm-size=16g ...", "docker run --ipc=host ..."]
+    else:
+        commands = ["sudo mount -o remount,size=16G /dev/shm"]
+    return [Finding(
+        "host.shm/too-small", "SHM_TOO_SMALL", Severity.WARNING,
+        f"/dev/shm is {size / MIB:.0f} MiB (below {floor / MIB:.0f} MiB)"
+        + (f"; {runtime} containers get 64 MB unless told otherwise" if runtime else ""),
+        detail="DataLoader workers hand batches to the main process through /dev/shm; when it fills up they "
+               "die with 'bus error' or 'unable to write to file </torch_...>'.",
+        evidence=[Evidence("host.shm_total_bytes", size, expected=f">= {int(floor)}",
+                           source="compat health.json thresholds.shm_min_bytes")],
+        fix=Fix("Give the container more shared memory (or share the host's IPC namespace)", commands=commands,
+                url="https://github.com/pytorch/pytorch#using-pre-built-images"),
+    )]
+
+
+# --------------------------------------------------------------------------- CPU_STARVED
+
+
+@check("host.cpu", "Enough CPU cores per GPU for data loading", categories=("CPU_STARVED",))
+def cpu(ctx: CheckContext) -> List[Finding]:
+    host = _host(ctx.facts, "CPU count")
+    counts = [c for c in (host.cpu_logical_count, host.cpu_affinity_count) if c]
+    if not counts and host.cgroup_cpu_quota is None:
+        raise SkipCheck("CPU count unknown: the host probe reported neither os.cpu_count() nor the affinity")
+    table = _table(ctx.compat)
+    visible = min(counts) if counts else None  # what os.cpu_count()/sched_getaffinity tell DataLoader code
+    quota = host.cgroup_cpu_quota
+    usable = min([c for c in (visible, quota) if c is not None])
+    out: List[Finding] = []
+    if quota is not None and visible is not None and quota < visible:
+        frac = table.threshold("cgroup_quota_fraction_warn")
+        sev = Severity.WARNING if quota <= frac * visible else Severity.INFO
+        out.append(Finding(
+            "host.cpu/cgroup-quota", "CPU_STARVED", sev,
+            f"cgroup CPU quota is {quota:g} CPUs but os.cpu_count() reports {host.cpu_logical_count}"
+            + (f" (affinity {host.cpu_affinity_count})" if host.cpu_affinity_count != host.cpu_logical_count else ""),
+            detail="Code that sizes num_workers or thread pools from os.cpu_count() starts more workers than "
+                   "the quota can run; they throttle each other (CFS throttling) and feed the GPUs slower.",
+            evidence=[Evidence("host.cgroup_cpu_quota", quota, expected=f">= {visible}"),
+                      Evidence("host.cpu_logical_count", host.cpu_logical_count)],
+            fix=Fix(f"Size workers from the quota ({math.floor(quota)} CPUs), or ask for more CPUs",
+                    commands=[f"export OMP_NUM_THREADS={max(1, math.floor(quota))}",
+                              f"# DataLoader(num_workers={max(1, math.floor(quota) - 1)}, ...)",
+                              "docker run --cpus=<n> ...  # or the pod's resources.limits.cpu"]),
+        ))
+    gpus = _gpus(ctx.facts)
+    if not gpus:
+        out.append(Finding(
+            "host.cpu/no-gpu", "CPU_STARVED", Severity.INFO,
+            f"{usable:g} CPUs usable"
+            + (f" (os.cpu_count() {host.cpu_logical_count}, affinity {host.cpu_affinity_count}"
+               + (f", cgroup quota {quota:g}" if quota is not None else ", no cgroup quota") + ")")
+            + "; no GPU to judge the per-GPU ratio against",
+            evidence=[Evidence("host.cpu_logical_count", host.cpu_logical_count),
+                      Evidence("host.cpu_affinity_count", host.cpu_affinity_count),
+                      Evidence("host.cgroup_cpu_quota", quota)],
+        ))
+        return out
+    cmin, crec, _, _, classes = _needs(table, ctx.compat, gpus)
+    n = len(gpus)
+    per = usable / n
+    src = "compat health.json rows (" + classes + ")"
+    if usable < cmin:
+        out.append(Finding(
+            "host.cpu/per-gpu", "CPU_STARVED", Severity.WARNING,
+            f"{usable:g} usable CPUs for {n} GPUs ({per:.1f} per GPU); data loading needs at least "
+            f"{cmin / n:g} per GPU ({cmin:g} in all), {crec / n:g} recommended",
+            detail="Decoding and augmenting batches on too few cores leaves the GPUs waiting.",
+            evidence=[Evidence("host.cgroup_cpu_quota" if quota is not None and quota == usable
+                               else "host.cpu_affinity_count", usable, expected=f">= {cmin:g}", source=src),
+                      Evidence("driver.gpus", n)],
+            fix=Fix("Ask for more CPUs per GPU (or fewer GPUs), and set num_workers to the CPUs you have",
+                    commands=["docker run --cpus=<n> ...", "srun --cpus-per-gpu=<n> ..."]),
+        ))
+    elif usable < crec:
+        out.append(Finding(
+            "host.cpu/per-gpu-below-recommended", "CPU_STARVED", Severity.INFO,
+            f"{usable:g} usable CPUs for {n} GPUs ({per:.1f} per GPU); {crec / n:g} per GPU recommended "
+            "for image/video pipelines",
+            evidence=[Evidence("host.cpu_logical_count", usable, expected=f">= {crec:g}", source=src)],
+        ))
+    return out
+
+
+# --------------------------------------------------------------------------- HOST_MEMORY_LOW
+
+
+@check("host.memory", "Enough host RAM per GPU", categories=("HOST_MEMORY_LOW",))
+def memory(ctx: CheckContext) -> List[Finding]:
+    host = _host(ctx.facts, "host memory")
+    if host.memory_total_bytes is None and host.cgroup_memory_limit_bytes is None:
+        raise SkipCheck("host memory unknown: the host probe could not read it")
+    table = _table(ctx.compat)
+    limit = host.cgroup_memory_limit_bytes
+    total = host.memory_total_bytes
+    usable = min(v for v in (total, limit) if v is not None)
+    # a cgroup limit above physical memory means "no limit" (cgroup v1 prints a huge number)
+    limited = limit is not None and (total is None or limit < total)
+    src_path = "host.cgroup_memory_limit_bytes" if limited else "host.memory_total_bytes"
+    gpus = _gpus(ctx.facts)
+    out: List[Finding] = []
+    if not gpus:
+        out.append(Finding(
+            "host.memory/no-gpu", "HOST_MEMORY_LOW", Severity.INFO,
+            f"{usable / GIB:.1f} GiB of RAM usable"
+            + (f" (cgroup limit of {total / GIB:.1f} GiB physical)" if limited and total else "")
+            + "; no GPU to judge the per-GPU ratio against",
+            evidence=[Evidence(src_path, usable)],
+        ))
+        return out
+    _, _, rmin, rrec, classes = _needs(table, ctx.compat, gpus)
+    n = len(gpus)
+    gib = usable / GIB
+    src = "compat health.json rows (" + classes + ")"
+    if gib < rmin:
+        out.append(Finding(
+            "host.memory/per-gpu", "HOST_MEMORY_LOW", Severity.WARNING,
+            f"{gib:.1f} GiB of RAM{' (cgroup limit)' if limited else ''} for {n} GPUs "
+            f"({gib / n:.1f} GiB per GPU); at least {rmin / n:g} GiB per GPU needed, {rrec / n:g} recommended",
+            detail="DataLoader workers, pinned-memory buffers and checkpoint loading all live in host RAM; "
+                   "short of it the kernel's OOM killer ends workers ('DataLoader worker killed').",
+            evidence=[Evidence(src_path, usable, expected=f">= {int(rmin * GIB)}", source=src),
+                      Evidence("driver.gpus", n)],
+            fix=Fix("Ask for more memory, or lower num_workers / prefetch_factor",
+                    commands=["docker run --memory=<size> ...", "srun --mem-per-gpu=<size> ..."]),
+        ))
+    elif gib < rrec:
+        out.append(Finding(
+            "host.memory/per-gpu-below-recommended", "HOST_MEMORY_LOW", Severity.INFO,
+            f"{gib:.1f} GiB of RAM for {n} GPUs ({gib / n:.1f} GiB per GPU); {rrec / n:g} GiB per GPU recommended",
+            evidence=[Evidence(src_path, usable, expected=f">= {int(rrec * GIB)}", source=src)],
+        ))
+    return out
