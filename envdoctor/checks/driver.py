@@ -75,7 +75,8 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
         summary_fix = "Install the NVIDIA driver for your GPU, then reboot"
         commands = ["sudo ubuntu-drivers install   # Ubuntu: picks the recommended driver",
                     "nvidia-smi                    # after the reboot: should list your GPUs"]
-    severity = Severity.ERROR if (_gpu_expected(ctx.facts) or ctx.facts.origin != "live") else Severity.WARNING
+    # A CPU-only machine with nothing CUDA on it has no driver by design: a fact, not a fault.
+    severity = Severity.ERROR if _gpu_expected(ctx.facts) else Severity.INFO
     where = " in this container" if in_container else (" in WSL" if wsl else "")
     return [Finding(
         code="driver.present/absent",
@@ -256,9 +257,12 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
             # A CUDA version newer than the matrix: judge only against the driver's own ceiling.
             ceiling = d.cuda_driver_version or (
                 (ctx.compat.driver_max_cuda(d.version) or (None,))[0] if d.version else None)
-            if ceiling and cuda and parse_version(cuda) > parse_version(ceiling):
+            cmm, tmm = major_minor(ceiling), major_minor(cuda)
+            if cmm and tmm and tmm[0] > cmm[0]:
+                # A newer CUDA major always needs a newer driver branch (minor-version compatibility
+                # works within one major only), so this is known even beyond the matrix.
                 findings.append(_too_old_finding(ctx, i, label, cuda, None, None, d.version, ceiling, datacenter))
-            elif not ceiling or not cuda or parse_version(cuda) > parse_version(ceiling):
+            elif not cmm or not tmm or tmm > cmm:
                 findings.append(Finding(
                     code="driver.cuda-compat/unknown-cuda",
                     category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",

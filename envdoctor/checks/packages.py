@@ -123,7 +123,8 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
             continue
         version = base_version(py.torch.version) or ""
         target = _target_variant(ctx, py, version)
-        parts = [f"{p.name} {p.version} is {v} ({ev})" for p, v, ev, _ in mixed]
+        # the summary keeps the first piece of evidence; the whole text is in the evidence list
+        parts = [f"{p.name} {p.version} is {v} ({ev.split(';')[0]})" for p, v, ev, _ in mixed]
         parts += [f"{p.name} {p.version} is for CUDA {p.name.rsplit('-cu', 1)[1]}" for p in wheels]
         certain = t_certain and all(c for *_, c in mixed)
         evidence = [Evidence(f"pythons[{i}].torch.version", py.torch.version, source=tv_ev)]

@@ -271,7 +271,8 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
     if not pys:
         raise SkipCheck("no interpreter inspected")
     findings = []
-    newest = ctx.compat.torch_release(ctx.compat.newest_torch())
+    # the newest release whose Python range is confirmed (the newest may be listed but not yet inspected)
+    newest = next((r for r in reversed(_releases(ctx)) if r.python_max), None)
     for i, py in pys:
         pyv = mm_str(py.python_version)
         t = py.torch

@@ -1,0 +1,267 @@
+"""Core checks judged on machine snapshots: one passing, one failing and one skipped case per check."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from envdoctor.app import judge
+from envdoctor.checks import all_checks, run_checks, select
+from envdoctor.compat import load_compat
+from envdoctor.facts import Container, Driver, Facts, LibraryCopy, Package, ProbeStatus
+from envdoctor.findings import CheckStatus, Severity
+from tests import machines as m
+
+
+def problems(facts):
+    """{category: finding} of warnings and errors."""
+    report = judge(facts)
+    errored = [c for c in report.checks if c.status == CheckStatus.ERRORED]
+    assert not errored, [(c.id, c.reason) for c in errored]
+    return {f.category: f for f in report.findings if Severity.at_least(f.severity, Severity.WARNING)}
+
+
+def result(facts, check_id):
+    (res,) = run_checks(facts, load_compat(), select(all_checks(), [check_id]))
+    return res
+
+
+@pytest.mark.parametrize("name", sorted(m.SCENARIOS))
+def test_scenario_gets_exactly_its_category(name):
+    build, category = m.SCENARIOS[name]
+    found = problems(build())
+    assert set(found) == ({category} if category else set()), {k: v.summary for k, v in found.items()}
+
+
+def test_h100_driver_515_with_cu121_is_too_old_with_numbers():
+    f = problems(m.h100_old_driver())["DRIVER_TOO_OLD_FOR_TORCH_CUDA"]
+    assert f.code == "driver.cuda-compat/too-old"
+    assert f.severity == Severity.ERROR
+    assert "515.65.01" in f.summary and "2.1.0+cu121" in f.summary
+    assert "530.30.02" in f.summary and "525.60.13" in f.summary  # GA minimum and the 12.x floor
+    # the fix offers the cu118 build, which 515 runs through CUDA 11 minor-version compatibility
+    assert any("whl/cu118" in c for c in f.fix.commands)
+    assert any(e.path == "driver.version" and e.value == "515.65.01" for e in f.evidence)
+
+
+def test_minor_version_compatibility_is_info_naming_its_limits():
+    report = judge(m.h100_minor_compat())
+    (f,) = [f for f in report.findings if f.category == "DRIVER_TOO_OLD_FOR_TORCH_CUDA"]
+    assert f.severity == Severity.INFO
+    assert f.code == "driver.cuda-compat/minor-compat"
+    assert "535.104.05" in f.summary and "550.54.14" in f.summary and "525.60.13" in f.summary
+    assert "PTX" in f.detail and "docs.nvidia.com/deploy/cuda-compatibility" in f.detail
+
+
+def test_ptx_only_gpu_on_minor_compat_driver_is_an_error():
+    # An L40S-like sm_89 GPU on a build with only sm_80 SASS + compute_80 PTX... sm_86 SASS covers 8.9, so use
+    # a Hopper GPU and a build that only carries compute_80 PTX for it.
+    f = m.h100_minor_compat()
+    py = f.pythons[0]
+    f = replace(f, pythons=[replace(py, torch=replace(py.torch, arch_list=["sm_80", "compute_80"]))])
+    found = problems(f)
+    assert found["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].code == "driver.cuda-compat/ptx-needs-newer-driver"
+
+
+def test_driver_check_skips_without_cuda_torch_and_without_driver():
+    assert result(m.gpus_with_cpu_torch(), "driver.cuda-compat").status == CheckStatus.SKIPPED
+    no_driver = replace(m.healthy_a100(), driver=Driver(status=ProbeStatus.ABSENT, reason="no NVML"))
+    assert result(no_driver, "driver.cuda-compat").status == CheckStatus.SKIPPED
+
+
+def test_cuda_newer_than_matrix_is_unknown_not_error():
+    f = m.healthy_a100()
+    py = f.pythons[0]
+    f = replace(f, driver=replace(f.driver, version="580.65.06", kernel_module_version="580.65.06",
+                                  cuda_driver_version="13.0"),
+                pythons=[replace(py, torch=replace(py.torch, version="9.9.0+cu139", cuda="13.9"),
+                                 packages=[Package("torch", "9.9.0+cu139")])])
+    report = judge(f)
+    assert not [x for x in report.findings if x.severity == Severity.ERROR]
+    (info,) = [x for x in report.findings if x.code == "driver.cuda-compat/unknown-cuda"]
+    assert "unknown to this matrix" in info.summary
+    # a newer CUDA *major* than the driver's ceiling is known to fail, matrix or not
+    newer_major = replace(f, driver=replace(f.driver, version="550.54.15", kernel_module_version="550.54.15",
+                                            cuda_driver_version="12.4"))
+    assert problems(newer_major)["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].code == "driver.cuda-compat/too-old"
+
+
+def test_rtx5090_with_cu124_names_sm120_and_a_cu128_plus_build():
+    f = problems(m.rtx5090_cu124())["GPU_ARCH_NOT_IN_TORCH_BUILD"]
+    assert "sm_120" in f.summary and "2.6.0+cu124" in f.summary
+    cmd = f.fix.commands[0]
+    assert "--index-url https://download.pytorch.org/whl/cu12" in cmd and "torch==" in cmd
+    assert any("not compatible with the current PyTorch" in str(e.value) for e in f.evidence)
+
+
+def test_arch_check_passes_for_hopper_and_skips_without_gpus():
+    assert result(m.healthy_a100(), "torch.gpu-arch").status == CheckStatus.PASSED
+    assert result(m.cpu_torch_cuda_vision(), "torch.gpu-arch").status == CheckStatus.SKIPPED
+
+
+def test_arch_from_matrix_when_the_paste_has_no_arch_list():
+    f = m.rtx5090_cu124()
+    py = f.pythons[0]
+    f = replace(f, pythons=[replace(py, torch=replace(py.torch, arch_list=None, warnings=[]))])
+    assert "GPU_ARCH_NOT_IN_TORCH_BUILD" in problems(f)
+
+
+def test_cpu_build_on_gpu_box_fix_uses_cuda_index():
+    f = problems(m.gpus_with_cpu_torch())["TORCH_CPU_ONLY_BUILD"]
+    assert f.severity == Severity.ERROR
+    assert "2.4.0+cpu" in f.summary
+    assert f.fix.commands == [
+        "python -m pip install --force-reinstall torch==2.4.0 --index-url https://download.pytorch.org/whl/cu121"]
+    assert result(m.healthy_a100(), "torch.cuda-build").status == CheckStatus.PASSED
+    no_torch = replace(m.healthy_a100(), pythons=[replace(m.healthy_a100().pythons[0], torch=None)])
+    assert result(no_torch, "torch.cuda-build").status == CheckStatus.SKIPPED
+
+
+def test_cpu_torch_with_pypi_torchvision_is_mixed_and_fix_pairs_them():
+    f = problems(m.cpu_torch_cuda_vision())["CUDA_VARIANT_MIXED"]
+    assert f.severity == Severity.ERROR
+    assert "2.2.1+cpu" in f.summary and "torchvision 0.17.1" in f.summary and "cu121" in f.summary
+    assert f.fix.commands == ["python -m pip install --force-reinstall torch==2.2.1 torchvision==0.17.1 "
+                              "--index-url https://download.pytorch.org/whl/cpu"]
+
+
+def test_variant_from_compiled_files_beats_guessing():
+    f = m.cpu_torch_cuda_vision()
+    py = f.pythons[0]
+    tv = Package("torchvision", "0.17.1", variant="cpu", variant_evidence="no CUDA libraries linked")
+    f = replace(f, pythons=[replace(py, packages=[py.packages[0], tv])])
+    assert "CUDA_VARIANT_MIXED" not in problems(f)
+
+
+def test_no_driver_on_a_cpu_box_is_info_only():
+    report = judge(m.cpu_torch_cuda_vision())
+    (f,) = [x for x in report.findings if x.category == "NO_NVIDIA_DRIVER"]
+    assert f.severity == Severity.INFO
+
+
+def test_no_driver_with_nvcc_is_an_error():
+    f = m.with_nvcc(replace(m.cpu_torch_cuda_vision(), pythons=[]), "13.0", "13.0.88")
+    found = problems(f)
+    assert found["NO_NVIDIA_DRIVER"].severity == Severity.ERROR
+    assert any(e.path == "toolkits.on_path.version" for e in found["NO_NVIDIA_DRIVER"].evidence)
+
+
+def test_companion_mismatch_triton_and_torchvision():
+    f = m.healthy_a100()
+    py = f.pythons[0]
+    pkgs = [Package("torch", "2.5.1+cu121"), Package("torchvision", "0.19.1+cu121"), Package("triton", "3.0.0")]
+    assert set(problems(replace(f, pythons=[replace(py, packages=pkgs)]))) == {"COMPANION_VERSION_MISMATCH"}
+    codes = {x.code: x for x in judge(replace(f, pythons=[replace(py, packages=pkgs)])).findings}
+    tv = codes["packages.companions/torchvision"]
+    assert "0.19.1" in tv.summary and "0.20.1" in tv.summary and "2.4.1" in tv.summary
+    assert tv.fix.commands == ["python -m pip install torch==2.5.1 torchvision==0.20.1 "
+                               "--index-url https://download.pytorch.org/whl/cu121"]
+    assert "expected 3.1.0" in codes["packages.companions/triton"].summary
+
+
+def test_extension_pinned_to_another_torch():
+    f = m.healthy_a100()
+    py = f.pythons[0]
+    xf = Package("xformers", "0.0.27", requires=["numpy", "torch==2.3.1"])
+    fa = Package("flash-attn", "2.5.7+cu122torch2.2cxx11abiFALSE")
+    found = judge(replace(f, pythons=[replace(py, packages=py.packages + [xf, fa])])).findings
+    codes = {x.code: x for x in found}
+    assert "torch==2.3.1" in codes["packages.extensions/xformers"].summary
+    assert "built for torch 2.2" in codes["packages.extensions/flash-attn"].summary
+    assert result(m.healthy_a100(), "packages.extensions").status == CheckStatus.PASSED
+
+
+def test_shadowed_cudnn_from_ld_library_path():
+    f = m.healthy_a100()
+    py = f.pythons[0]
+    py = replace(py, packages=py.packages + [Package("nvidia-cudnn-cu12", "9.1.0.70")],
+                 loaded_libraries=[LibraryCopy("cudnn", "/opt/cudnn-8.9/lib/libcudnn.so.8", "8.9.7", "system")],
+                 env={"LD_LIBRARY_PATH": "/opt/cudnn-8.9/lib:/usr/local/lib"})
+    found = problems(replace(f, pythons=[py]))["SYSTEM_LIB_SHADOWING"]
+    assert found.severity == Severity.ERROR
+    assert "/opt/cudnn-8.9/lib" in found.summary
+    assert found.fix.commands == ["export LD_LIBRARY_PATH=/usr/local/lib"]
+    ok = replace(py, loaded_libraries=[LibraryCopy(
+        "cudnn", "/opt/venv/lib/python3.10/site-packages/nvidia/cudnn/lib/libcudnn.so.9", "9", "wheel")])
+    assert result(replace(f, pythons=[ok]), "libraries.shadowing").status == CheckStatus.PASSED
+    assert result(m.healthy_a100(), "libraries.shadowing").status == CheckStatus.SKIPPED
+
+
+def test_nvcc_major_mismatch_names_affected_extensions():
+    f = m.with_nvcc(m.healthy_a100(), "11.8", "11.8.89")
+    py = f.pythons[0]
+    f = replace(f, pythons=[replace(py, packages=py.packages + [Package("flash-attn", "2.6.3")])])
+    x = problems(f)["NVCC_TORCH_CUDA_MISMATCH"]
+    assert x.severity == Severity.WARNING and "flash-attn" in x.summary and "11.8" in x.summary
+    assert result(m.with_nvcc(m.healthy_a100(), "12.1", "12.1.105"), "toolchain.nvcc-torch").status == \
+        CheckStatus.PASSED
+    assert result(m.healthy_a100(), "toolchain.nvcc-torch").status == CheckStatus.SKIPPED
+
+
+def test_host_gcc_too_new_for_nvcc():
+    f = m.with_nvcc(m.healthy_a100(), "12.1", "12.1.105")
+    bad = replace(f, host=replace(f.host, gcc_version="13.2.0"))
+    x = problems(bad)["HOST_COMPILER_TOO_NEW"]
+    assert "gcc <= 12" in x.summary and any("gcc-12" in c for c in x.fix.commands)
+    assert result(f, "toolchain.host-compiler").status == CheckStatus.PASSED
+    assert result(m.healthy_a100(), "toolchain.host-compiler").status == CheckStatus.SKIPPED
+
+
+def test_container_without_gpu_runtime():
+    f = replace(m.healthy_a100(), driver=Driver(status=ProbeStatus.ABSENT, reason="NVML library not found"))
+    f = replace(f, host=replace(f.host, container=Container(runtime="docker", evidence="/.dockerenv",
+                                                             gpu_device_nodes=[])))
+    found = problems(f)
+    assert found["CONTAINER_NO_GPU_RUNTIME"].severity == Severity.ERROR
+    assert any("--gpus all" in c for c in found["CONTAINER_NO_GPU_RUNTIME"].fix.commands)
+    assert result(m.healthy_a100(), "platform.container-gpu").status == CheckStatus.PASSED
+    assert result(replace(m.healthy_a100(), host=replace(m.healthy_a100().host, status=ProbeStatus.SKIPPED,
+                                                          container=None)),
+                  "platform.container-gpu").status == CheckStatus.SKIPPED
+
+
+def test_wsl_without_driver_and_with_linux_module():
+    base = m.healthy_a100()
+    f = replace(base, host=replace(base.host, wsl=True, kernel="5.15.153.1-microsoft-standard-WSL2"),
+                driver=Driver(status=ProbeStatus.ABSENT, reason="libcuda not found"))
+    assert "WSL_SPECIFIC" in problems(f)
+    f2 = replace(base, host=replace(base.host, wsl=True))
+    assert "kernel driver" in problems(f2)["WSL_SPECIFIC"].summary  # kernel_module_version set inside WSL
+    assert result(base, "platform.wsl").status == CheckStatus.PASSED
+    assert result(replace(base, host=replace(base.host, wsl=None)), "platform.wsl").status == CheckStatus.SKIPPED
+
+
+def test_library_mismatch_from_nvml_and_from_proc():
+    base = m.healthy_a100()
+    f = replace(base, driver=Driver(status=ProbeStatus.FAILED, reason="Driver/library version mismatch",
+                                    nvml_error="LIB_RM_VERSION_MISMATCH", kernel_module_version="550.54.15",
+                                    version="550.90.07"))
+    x = problems(f)["DRIVER_LIBRARY_MISMATCH"]
+    assert "550.54.15" in x.summary and "550.90.07" in x.summary
+    assert result(base, "driver.library-match").status == CheckStatus.PASSED
+
+
+def test_cuda_visible_devices_hiding_every_gpu():
+    base = m.healthy_a100()
+    py = base.pythons[0]
+    py = replace(py, env={"CUDA_VISIBLE_DEVICES": ""}, torch=replace(py.torch, device_count=0, cuda_available=False))
+    x = problems(replace(base, pythons=[py]))["NO_GPU_VISIBLE"]
+    assert x.fix.commands[0] == "unset CUDA_VISIBLE_DEVICES"
+    no_gpus = replace(base, driver=replace(base.driver, gpus=[]))
+    assert "NO_GPU_VISIBLE" in problems(no_gpus)
+
+
+def test_python_newer_than_any_torch_release():
+    base = m.healthy_a100()
+    py = replace(base.pythons[0], python_version="3.99.0", torch=None, packages=[])
+    x = problems(replace(base, pythons=[py]))["PYTHON_VERSION_UNSUPPORTED"]
+    assert "3.99.0" in x.summary
+
+
+def test_snapshot_roundtrip_gives_same_findings():
+    for name, (build, _cat) in m.SCENARIOS.items():
+        f = build()
+        again = Facts.from_json(f.to_json())
+        assert again == f, name
+        assert [x.code for x in judge(again).findings] == [x.code for x in judge(f).findings]
