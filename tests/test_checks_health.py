@@ -568,7 +568,8 @@ def _driver(version: str) -> Facts:
 
 def test_driver_past_eol_535(compat):
     x = finding(one(_driver("535.161.08"), compat, "driver.lifecycle"), "driver.lifecycle/past-eol")
-    assert (x.category, x.severity) == ("DRIVER_OUTDATED", Severity.WARNING)
+    # ended five months before the snapshot: a note, not yet a warning
+    assert (x.category, x.severity) == ("DRIVER_OUTDATED", Severity.INFO)
     assert "R535" in x.summary and "2026-06" in x.summary
     assert "docs.nvidia.com" in x.evidence[0].source
     assert any("580" in c for c in x.fix.commands)
@@ -579,7 +580,11 @@ def test_driver_supported_feature_old_and_defect(compat):
     fb = finding(one(_driver("590.48.01"), compat, "driver.lifecycle"), "driver.lifecycle/feature-branch")
     assert fb.severity == Severity.INFO
     assert finding(one(_driver("470.256.02"), compat, "driver.lifecycle"),
-                   "driver.lifecycle/past-eol").severity == Severity.WARNING
+                   "driver.lifecycle/past-eol").severity == Severity.INFO
+    # R460 ended January 2022: long past, a warning
+    old = finding(one(_driver("460.32.03"), compat, "driver.lifecycle"), "driver.lifecycle/past-eol")
+    assert (old.severity, old.category) == (Severity.WARNING, "DRIVER_OUTDATED")
+    assert "2022-01" in old.summary and old.fix.commands
     r570 = one(_driver("570.124.06"), compat, "driver.lifecycle")
     assert sorted(codes(r570)) == ["driver.lifecycle/known-defect", "driver.lifecycle/past-eol"]
     # before R570's end of life (February 2026) only the defect remains

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime
-from typing import List
+from typing import List, Optional
 
 from ..compat.health import HealthTable, branch_of, health_table
 from ..facts import ProbeStatus
@@ -24,6 +24,17 @@ def _judged_on(collected_at: str, table: HealthTable) -> datetime.date:
         except ValueError:
             continue
     return datetime.date(2000, 1, 1)
+
+
+def _months_since(month: Optional[str], on: datetime.date) -> int:
+    """Whole months from 'YYYY-MM' to ``on``; 0 when unknown."""
+    if not month:
+        return 0
+    try:
+        year, mon = (int(x) for x in month.split("-")[:2])
+    except ValueError:
+        return 0
+    return (on.year - year) * 12 + on.month - mon
 
 
 @check("driver.lifecycle", "Driver branch is still supported", categories=("DRIVER_OUTDATED",))
@@ -54,8 +65,12 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
         past = row.past_eol(on)
         if past:
             when = f"ended {row.end_of_life}" if row.end_of_life else f"ended before {row.eol_before}"
+            # An ended branch still runs what it ran (DRIVER_TOO_OLD_FOR_TORCH_CUDA judges CUDA support): a
+            # note, until it has missed two years of fixes (an LTSB's whole life is three years, per
+            # NVIDIA's driver lifecycle), when it becomes a warning.
+            sev = Severity.WARNING if _months_since(row.end_of_life, on) > 24 else Severity.INFO
             out.append(Finding(
-                "driver.lifecycle/past-eol", "DRIVER_OUTDATED", Severity.WARNING,
+                "driver.lifecycle/past-eol", "DRIVER_OUTDATED", sev,
                 f"Driver {d.version} is on branch R{branch} ({row.designation}), whose support {when}",
                 detail="NVIDIA no longer ships bug or security fixes for it, and new CUDA releases need newer "
                        "branches.",
@@ -76,7 +91,7 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
         newest = max((b.branch for b in table.driver_branches), default=0)
         if floor is not None and branch < floor:
             out.append(Finding(
-                "driver.lifecycle/past-eol", "DRIVER_OUTDATED", Severity.WARNING,
+                "driver.lifecycle/past-eol", "DRIVER_OUTDATED", Severity.INFO,
                 f"Driver {d.version} is on branch R{branch}, older than every supported branch (R{int(floor)}+ "
                 "and the LTSB/PB rows listed)",
                 evidence=[Evidence("driver.version", d.version, expected=f">= R{int(floor)}",
