@@ -641,17 +641,16 @@ _LOCK = threading.Lock()
 
 
 def _default_dir() -> Path:
-    """The installed package envdoctor.compat_data, else <repo>/compat_data in a source tree."""
-    try:
-        from importlib import resources
+    """The installed package envdoctor.compat_data, else <repo>/compat_data in a source tree.
 
-        root = resources.files("envdoctor.compat_data")
-        candidate = Path(str(root))
+    Plain paths rather than importlib.resources: compat_data has no __init__.py, and for such a namespace
+    package resources.files() returns a MultiplexedPath whose str() is not a directory.
+    """
+    package_dir = Path(__file__).resolve().parent.parent  # .../envdoctor
+    for candidate in (package_dir / "compat_data", package_dir.parent / "compat_data"):
         if candidate.is_dir() and any(candidate.glob("*.json")):
             return candidate
-    except (ModuleNotFoundError, ImportError, TypeError, AttributeError):
-        pass
-    return Path(__file__).resolve().parent.parent.parent / "compat_data"
+    return package_dir.parent / "compat_data"
 
 
 def load_compat(data_dir: Optional[Union[Path, str]] = None) -> Compat:
