@@ -11,8 +11,8 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.findings import CheckStatus
 from envdoctor.facts import Facts
+from envdoctor.findings import CheckStatus
 from tests import machines as m
 
 

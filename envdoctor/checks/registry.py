@@ -40,3 +40,4 @@ _extend(_interconnect)
 _extend(_storage)
 _extend(_resources)
 _extend(_driver_support)
+from . import messages as _messages; _extend(_messages)  # noqa: E402, E702

@@ -1,0 +1,262 @@
+"""`envdoctor diagnose`: recover facts and messages from pasted text, then judge them like a live machine."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..catalogue import CATEGORIES
+from ..facts import Facts, ProbeStatus
+from ..findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
+
+__all__ = ["Candidate", "DiagnoseInfo", "NothingRecognised", "diagnose_report", "diagnose_text"]
+
+_RANK = {"high": 3, "medium": 2, "low": 1}
+
+
+class NothingRecognised(ValueError):
+    """The input held nothing envdoctor can read (binary, garbage, empty): the CLI exits 2."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    category: str
+    confidence: str  # "high", "medium", "low"
+    reason: str
+    settle: Optional[str] = None  # the one command whose output would settle it
+
+
+@dataclass(frozen=True)
+class DiagnoseInfo:
+    found: List[str] = field(default_factory=list)
+    not_found: List[str] = field(default_factory=list)
+    candidates: List[Candidate] = field(default_factory=list)  # best first
+    suggestions: List[str] = field(default_factory=list)  # "paste the output of `nvidia-smi`"
+
+
+def _check_readable(text: str) -> None:
+    if not text.strip():
+        raise NothingRecognised("nothing recognisable: the input is empty")
+    sample = text[:65536]
+    if "\x00" in sample:
+        raise NothingRecognised("nothing recognisable: the input looks binary (NUL bytes)")
+    bad = sum(1 for ch in sample if (ord(ch) < 32 and ch not in "\t\n\r\x1b\x0c") or ch == "\ufffd")
+    if bad > max(8, len(sample) // 50):
+        raise NothingRecognised("nothing recognisable: the input looks binary (control characters)")
+
+
+def _decode(t: Any) -> str:
+    if isinstance(t, bytes):
+        if b"\x00" in t[:65536]:
+            raise NothingRecognised("nothing recognisable: the input looks binary (NUL bytes)")
+        return t.decode("utf-8", errors="replace")
+    return str(t)
+
+
+def diagnose_text(texts: List[str], compat: Any) -> Tuple[Facts, DiagnoseInfo]:
+    """Read pasted texts (several files are one report) into paste Facts and what could be read."""
+    from . import engine
+
+    text = "\n".join(_decode(t) for t in texts)
+    _check_readable(text)
+    acc = engine.read_all(text, compat)
+    facts = engine.build_facts(acc, text)
+    if not acc.found and not acc.messages and not acc.values and not acc.packages:
+        raise NothingRecognised("nothing recognisable: no collect_env output, nvidia-smi table, package list, "
+                                "version line or error message was found")
+    candidates = rank_candidates(facts, compat)
+    suggestions = []
+    for c in candidates:
+        if c.settle and c.confidence != "high":
+            line = f"paste the output of `{c.settle}`"
+            if line not in suggestions:
+                suggestions.append(line)
+    for missing, cmd in (("driver version", "nvidia-smi"), ("torch version", _TORCH_CMD)):
+        if missing in facts.paste.not_found and not any(cmd in s for s in suggestions):
+            if not any(c.confidence == "high" for c in candidates):
+                suggestions.append(f"paste the output of `{cmd}`")
+    info = DiagnoseInfo(found=list(facts.paste.found), not_found=list(facts.paste.not_found),
+                        candidates=candidates, suggestions=suggestions[:3])
+    return facts, info
+
+
+_TORCH_CMD = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
+
+
+def _torch_cuda_for(facts: Facts, compat: Any) -> Tuple[Optional[str], bool]:
+    """(torch's CUDA version, certain): torch.version.cuda, else PyPI's default variant of that release."""
+    py = facts.pythons[0] if facts.pythons else None
+    t = py.torch if py else None
+    if t is None or not t.version:
+        return None, False
+    if t.cuda:
+        return t.cuda, True
+    if "+" in t.version:
+        tag = t.version.split("+", 1)[1]
+        if tag.startswith("cu") and tag[2:].isdigit() and len(tag) >= 4:
+            return f"{tag[2:-1]}.{tag[-1]}", True
+        return None, True
+    try:
+        rel = compat.torch_release(t.version) if compat is not None else None
+    except Exception:  # noqa: BLE001 - an odd version string must not stop the ranking
+        rel = None
+    v = rel.default_variant if rel else None
+    if v and v.startswith("cu") and v[2:].isdigit():
+        return f"{v[2:-1]}.{v[-1]}", False
+    return None, False
+
+
+def _oldest_torch_driver_floor(compat: Any) -> Optional[Tuple[str, str]]:
+    """(cuda, driver): the oldest CUDA any torch build in the matrix uses, and the least driver it runs on."""
+    try:
+        variants = [v for r in compat.torch_releases() for v in r.cuda_variants]
+        cudas = sorted({f"{v[2:-1]}.{v[-1]}" for v in variants if v.startswith("cu") and v[2:].isdigit()
+                        and len(v) >= 4}, key=lambda c: tuple(int(x) for x in c.split(".")))
+        if not cudas:
+            return None
+        req = compat.cuda_requirement(cudas[0])
+    except Exception:  # noqa: BLE001 - compat lookups must not stop the ranking
+        return None
+    if req is None:
+        return None
+    # minor-version compatibility lets a CUDA 11.x build run on the 11.0 driver floor (cuda-compatibility doc)
+    floor = req.minor_compat_min_driver or req.min_driver
+    return (cudas[0], floor) if floor else None
+
+
+def _older(a: str, b: str) -> bool:
+    def t(v: str) -> Tuple[int, ...]:
+        return tuple(int(x) for x in v.split(".") if x.isdigit())
+
+    return t(a) < t(b)
+
+
+def rank_candidates(facts: Facts, compat: Any) -> List[Candidate]:
+    """Candidate causes, best first: signatures in the messages, then what thin facts suggest."""
+    from ..checks.messages import signature_hits
+
+    out: Dict[str, Candidate] = {}
+
+    def add(c: Candidate) -> None:
+        old = out.get(c.category)
+        if old is None or _RANK[c.confidence] > _RANK[old.confidence]:
+            out[c.category] = c
+
+    try:
+        hits = signature_hits(facts, compat)
+    except (ValueError, OSError):
+        hits = []
+    for h in hits:
+        add(Candidate(h.category, h.confidence, f"message: {h.matched[:120]}", h.signature.settle))
+    py = facts.pythons[0] if facts.pythons else None
+    t = py.torch if py else None
+    d = facts.driver
+    host = facts.host
+    if t is not None and t.cuda_available is False:
+        cpu_build = bool((t.version and t.version.endswith("+cpu")) or (t.cuda is None and t.arch_list == []))
+        if cpu_build:
+            add(Candidate("TORCH_CPU_ONLY_BUILD", "high", f"torch {t.version} is a CPU build and "
+                          "torch.cuda.is_available() is False", "pip list | grep -i torch"))
+        cuda, certain = _torch_cuda_for(facts, compat)
+        if d.version and cuda and compat is not None:
+            try:
+                req = compat.cuda_requirement(cuda)
+            except Exception:  # noqa: BLE001
+                req = None
+            if req is not None and req.min_driver and _older(d.version, req.min_driver):
+                add(Candidate("DRIVER_TOO_OLD_FOR_TORCH_CUDA", "high" if certain else "medium",
+                              f"driver {d.version} < {req.min_driver} needed by CUDA {cuda} "
+                              f"(torch {t.version}{'' if certain else ', its default PyPI build'})",
+                              None if certain else 'python -c "import torch; print(torch.version.cuda)"'))
+        elif d.version and cuda is None and compat is not None and not cpu_build:
+            floor = _oldest_torch_driver_floor(compat)
+            if floor and _older(d.version, floor[1]):
+                add(Candidate("DRIVER_TOO_OLD_FOR_TORCH_CUDA", "medium",
+                              f"driver {d.version} is older than {floor[1]}, the least any CUDA build of torch in "
+                              f"the matrix needs (CUDA {floor[0]}); torch {t.version or '?'}'s CUDA is not in the paste",
+                              'python -c "import torch; print(torch.version.cuda)"'))
+        if d.status == ProbeStatus.SKIPPED:
+            add(Candidate("NO_NVIDIA_DRIVER", "low", "torch sees no GPU and the paste shows no driver",
+                          "nvidia-smi"))
+        if t.version is None or (t.cuda is None and t.arch_list is None and "+" not in (t.version or "")):
+            add(Candidate("TORCH_CPU_ONLY_BUILD", "low", "torch's CUDA build is not in the paste", _TORCH_CMD))
+    c = host.container
+    if c is not None and c.runtime and c.gpu_device_nodes == []:
+        add(Candidate("CONTAINER_NO_GPU_RUNTIME", "medium",
+                      f"`{(c.evidence or 'docker run')[:80]}` requests no GPUs (--gpus)",
+                      "docker run --gpus all <image> nvidia-smi"))
+    if host.wsl and (d.status in (ProbeStatus.ABSENT, ProbeStatus.FAILED) or (t and t.cuda_available is False)):
+        add(Candidate("WSL_SPECIFIC", "medium", "WSL with a driver that does not answer",
+                      "ls -l /usr/lib/wsl/lib/"))
+    return sorted(out.values(), key=lambda c: -_RANK[c.confidence])
+
+
+def _with_evidence(f: Finding, extra: List[Evidence]) -> Finding:
+    return dataclasses.replace(f, evidence=list(f.evidence) + extra)
+
+
+def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None) -> Report:
+    """Diagnose pasted texts: run the checks over the paste facts and merge message findings into them."""
+    from .. import __version__
+    from ..checks import all_checks, run_checks
+    from ..checks import messages as messages_checks
+
+    facts, info = diagnose_text(texts, compat)
+    selected = list(checks) if checks is not None else all_checks()
+    if not any(c.id.startswith("messages.") for c in selected):
+        selected += messages_checks.CHECKS
+    results = run_checks(facts, compat, selected)
+
+    # The facts-based finding wins for a category; the message becomes its evidence.
+    serious = lambda f: Severity.at_least(f.severity, Severity.WARNING)  # noqa: E731
+    fact_cats: Dict[str, Tuple[int, int]] = {}
+    for ri, r in enumerate(results):
+        if r.id.startswith("messages."):
+            continue
+        for fi, f in enumerate(r.findings):
+            if serious(f) and f.category not in fact_cats:
+                fact_cats[f.category] = (ri, fi)
+    merged = [list(r.findings) for r in results]
+    for ri, r in enumerate(results):
+        if not r.id.startswith("messages."):
+            continue
+        keep = []
+        for f in r.findings:
+            if f.category in fact_cats:
+                tri, tfi = fact_cats[f.category]
+                merged[tri][tfi] = _with_evidence(merged[tri][tfi], [e for e in f.evidence
+                                                                     if e.path.startswith("paste.")])
+            else:
+                keep.append(f)
+        merged[ri] = keep
+    # A paste that names a driver version but shows no GPU list says nothing about GPU visibility.
+    if facts.paste is not None and "GPU model" in facts.paste.not_found:
+        merged = [[f for f in fs if f.code != "driver.gpus-visible/none"] for fs in merged]
+    out: List[CheckResult] = []
+    for r, fs in zip(results, merged):
+        status = r.status
+        if r.status in (CheckStatus.PASSED, CheckStatus.FAILED):
+            status = CheckStatus.FAILED if any(serious(f) for f in fs) else CheckStatus.PASSED
+        out.append(dataclasses.replace(r, findings=fs, status=status))
+
+    # Candidate causes no check reported: shown with their confidence and the line that would settle them.
+    covered = {f.category for fs in merged for f in fs if serious(f)}
+    extra = []
+    for c in info.candidates:
+        if c.category in covered or c.category == "HEALTHY" or c.confidence == "low":
+            continue
+        cat = CATEGORIES[c.category]
+        extra.append(Finding(
+            code=f"diagnose.candidate/{c.category.lower().replace('_', '-')}", category=c.category,
+            severity=Severity.WARNING if c.confidence == "medium" else Severity.ERROR,
+            summary=f"Likely cause ({c.confidence} confidence): {cat.title} \u2014 {c.reason}",
+            detail=cat.meaning + (f" To settle it, paste the output of `{c.settle}`." if c.settle else ""),
+            evidence=[Evidence("paste", c.reason)], fix=Fix(cat.fix), confidence=c.confidence,
+        ))
+        covered.add(c.category)
+    if extra:
+        out.append(CheckResult("diagnose.candidates", "diagnose", "Likely causes read from the paste",
+                               CheckStatus.FAILED, findings=extra))
+    as_of = getattr(compat, "as_of", None)
+    return Report(facts=facts, checks=out, envdoctor_version=__version__, compat_as_of=as_of)
