@@ -78,11 +78,20 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
     # A CPU-only machine with nothing CUDA on it has no driver by design: a fact, not a fault.
     severity = Severity.ERROR if _gpu_expected(ctx.facts) else Severity.INFO
     where = " in this container" if in_container else (" in WSL" if wsl else "")
+    summary = f"No NVIDIA driver found{where}: {d.reason or 'NVML and nvidia-smi are unavailable'}"
+    for i, py in torch_envs(ctx.facts):
+        t = py.torch
+        if t and t.cuda and t.cuda_available is False:
+            # the missing driver is why this CUDA build cannot use the GPU: say so next to torch's own words
+            summary += f"; this is why torch {t.version} (CUDA {t.cuda}) reports CUDA unavailable"
+            evidence.append(Evidence(f"pythons[{i}].torch.cuda_init_error", t.cuda_init_error))
+            severity = Severity.ERROR
+            break
     return [Finding(
         code="driver.present/absent",
         category="NO_NVIDIA_DRIVER",
         severity=severity,
-        summary=f"No NVIDIA driver found{where}: {d.reason or 'NVML and nvidia-smi are unavailable'}",
+        summary=summary,
         detail=("Nothing runs on an NVIDIA GPU without the kernel driver and its user-space libraries "
                 "(libcuda, libnvidia-ml). torch.cuda.is_available() will be False."),
         evidence=evidence,

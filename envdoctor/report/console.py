@@ -194,6 +194,8 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
             continue
         rows.append((label, f"{fmt(env.python_version)} at {fmt(where)}"))
         rows.append(("  torch", _torch_line(env)))
+        if env.torch is not None and env.torch.arch_list:
+            rows.append(("  arch", " ".join(env.torch.arch_list)))
 
     state = section_state(facts.host)
     rows.append(("Host", state if state is not None else _host_line(facts)))
