@@ -1,0 +1,142 @@
+"""The error-signature catalogue (compat_data/error_signatures.json): known messages mapped to categories."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..catalogue import CATEGORIES
+
+STEM = "error_signatures"
+SEVERITIES = ("error", "warning", "info")
+CONFIDENCES = ("high", "medium", "low")
+_WS = re.compile(r"\s+")
+
+
+class SignatureError(ValueError):
+    """A malformed row in error_signatures.json (the message names the row and the problem)."""
+
+
+@dataclass(frozen=True)
+class Alternative:
+    category: str
+    when: str  # a predicate name the messages check knows ("wsl", "in_container", "capture:lib~regex" ...)
+    confidence: str = "medium"
+
+
+@dataclass(frozen=True)
+class Signature:
+    id: str
+    pattern: str
+    regex: Any  # compiled re.Pattern
+    category: str
+    severity: str
+    confidence: str
+    explanation: str
+    fix: str
+    source: str
+    as_of: Optional[str] = None
+    captures: Dict[str, str] = field(default_factory=dict)
+    facts: Dict[str, str] = field(default_factory=dict)  # capture -> "fact.path|transform"
+    alternatives: Tuple[Alternative, ...] = ()
+    settle: Optional[str] = None  # the one command whose output would settle it
+
+    def search(self, message: str) -> Optional[Any]:
+        return self.regex.search(normalise(message))
+
+
+def normalise(message: str) -> str:
+    """Collapse whitespace (messages wrap across lines in pastes) so one pattern matches all layouts."""
+    return _WS.sub(" ", message).strip()
+
+
+def _row(row: Dict[str, Any], i: int) -> Signature:
+    where = f"{STEM}.json: rows[{i}] ({row.get('id', '?')})"
+    for key in ("id", "pattern", "category", "severity", "explanation", "fix", "source"):
+        if not isinstance(row.get(key), str) or not row[key].strip():
+            raise SignatureError(f"{where}: missing {key!r}")
+    if row["category"] not in CATEGORIES:
+        raise SignatureError(f"{where}: unknown category {row['category']!r}")
+    if row["severity"] not in SEVERITIES:
+        raise SignatureError(f"{where}: severity must be one of {SEVERITIES}")
+    confidence = row.get("confidence", "medium")
+    if confidence not in CONFIDENCES:
+        raise SignatureError(f"{where}: confidence must be one of {CONFIDENCES}")
+    try:
+        regex = re.compile(row["pattern"], re.IGNORECASE)
+    except re.error as exc:
+        raise SignatureError(f"{where}: bad pattern: {exc}") from None
+    alternatives = []
+    for alt in row.get("alternatives", []) or []:
+        if alt.get("category") not in CATEGORIES:
+            raise SignatureError(f"{where}: alternative with unknown category {alt.get('category')!r}")
+        alternatives.append(Alternative(alt["category"], str(alt.get("when", "")), alt.get("confidence", "medium")))
+    for cap in list(row.get("captures", {}) or {}) + list(row.get("facts", {}) or {}):
+        if cap not in regex.groupindex:
+            raise SignatureError(f"{where}: capture {cap!r} is not a named group of the pattern")
+    return Signature(
+        id=row["id"], pattern=row["pattern"], regex=regex, category=row["category"],
+        severity=row["severity"], confidence=confidence, explanation=row["explanation"], fix=row["fix"],
+        source=row["source"], as_of=row.get("as_of"), captures=dict(row.get("captures") or {}),
+        facts=dict(row.get("facts") or {}), alternatives=tuple(alternatives), settle=row.get("settle"),
+    )
+
+
+def parse_signatures(doc: Dict[str, Any]) -> List[Signature]:
+    """Build the signatures from the parsed JSON document; raise SignatureError on a bad row."""
+    rows = doc.get("rows")
+    if not isinstance(rows, list):
+        raise SignatureError(f"{STEM}.json: no 'rows' list")
+    out = [_row(r, i) for i, r in enumerate(rows)]
+    ids = [s.id for s in out]
+    dupes = {x for x in ids if ids.count(x) > 1}
+    if dupes:
+        raise SignatureError(f"{STEM}.json: duplicate ids {sorted(dupes)}")
+    return out
+
+
+_CACHE: Dict[int, Tuple[Any, List[Signature]]] = {}
+
+
+def signatures_from(compat: Any) -> List[Signature]:
+    """The signatures of a loaded Compat (no file I/O: reads ``compat.table``); [] when it has none."""
+    if compat is None:
+        return load_signatures()
+    try:
+        doc = compat.table(STEM)
+    except Exception:  # noqa: BLE001 - a Compat without the table (older data dir): fall back to the bundled file
+        return load_signatures()
+    key = id(doc)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is doc:
+        return hit[1]
+    sigs = parse_signatures(doc)
+    _CACHE[key] = (doc, sigs)
+    return sigs
+
+
+_BUNDLED: List[List[Signature]] = []
+
+
+def _default_path() -> Path:
+    return Path(__file__).resolve().parent.parent.parent / "compat_data" / f"{STEM}.json"
+
+
+def load_signatures(path: Optional[Path] = None) -> List[Signature]:
+    """Load the catalogue from a file (default: the bundled one, cached after the first read)."""
+    if path is None and _BUNDLED:
+        return _BUNDLED[0]
+    if path is None:
+        try:
+            from importlib import resources
+
+            text = (resources.files("envdoctor.compat_data") / f"{STEM}.json").read_text(encoding="utf-8")
+        except (ModuleNotFoundError, FileNotFoundError, OSError, TypeError, AttributeError):
+            text = _default_path().read_text(encoding="utf-8")
+        sigs = parse_signatures(json.loads(text))
+        _BUNDLED.append(sigs)
+        return sigs
+    return parse_signatures(json.loads(Path(path).read_text(encoding="utf-8")))

@@ -1,0 +1,246 @@
+"""Run every reader over a paste and turn what they saw into Facts (origin "paste")."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+from ..compat.signatures import signatures_from
+from ..facts import (
+    Container,
+    CudaToolkit,
+    Driver,
+    Facts,
+    Gpu,
+    Host,
+    Package,
+    PasteSource,
+    ProbeStatus,
+    PythonEnv,
+    SystemLibraries,
+    Toolkits,
+    TorchInfo,
+    normalize_name,
+)
+from .readers import collect_env, messages, misc, packages
+from .readers.base import REPL, Acc, clean_lines
+
+NOT_IN_PASTE = "not in the pasted text"
+MAX_LINE = 20000  # longer lines are cut: no reader needs more, and it bounds regex work
+
+# signature "facts" paths -> accumulator keys
+_FACT_KEYS = {
+    "driver.cuda_driver_version": "driver.cuda",
+    "pythons[0].torch.arch_list": "torch.arch_list",
+    "pythons[0].torch.cuda": "torch.cuda",
+    "toolkits.on_path.version": "toolkit.version",
+}
+
+
+def _transform(value: str, how: Optional[str]) -> Any:
+    if how == "cuda_api":  # cuDriverGetVersion(): 1000 * major + 10 * minor (11040 -> "11.4")
+        n = int(value)
+        return f"{n // 1000}.{(n % 1000) // 10}"
+    if how == "sm_cc":  # "sm_120" -> "12.0", "sm_86" -> "8.6", "sm_90a" -> "9.0"
+        digits = re.sub(r"\D", "", value)
+        return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 else None
+    if how == "words":
+        return value.split()
+    return value
+
+
+def read_all(text: str, compat: Any) -> Acc:
+    acc = Acc()
+    lines = [ln[:MAX_LINE] for ln in clean_lines(text)]
+    joined = "\n".join(lines)
+    collect_env.read(lines, acc)
+    misc.read_nvidia_smi(joined, acc)
+    packages.read(lines, acc)
+    misc.read_repl(lines, acc)
+    misc.read_toolchain(lines, joined, acc)
+    misc.read_env(lines, acc)
+    misc.read_loose(lines, acc)
+    misc.read_host(lines, joined, acc)
+    messages.read(lines, acc)
+    _facts_from_messages(acc, compat)
+    return acc
+
+
+def _facts_from_messages(acc: Acc, compat: Any) -> None:
+    """Numbers inside messages are facts too ("found version 11040" is the driver's CUDA 11.4 ceiling)."""
+    try:
+        sigs = signatures_from(compat)
+    except (ValueError, OSError):
+        return
+    for message in acc.messages:
+        for sig in sigs:
+            if not sig.facts:
+                continue
+            m = sig.search(message)
+            if not m:
+                continue
+            gpu_name, gpu_cc = None, None
+            for group, spec in sig.facts.items():
+                value = m.group(group)
+                if not value:
+                    continue
+                path, _, how = spec.partition("|")
+                val = _transform(value, how or None)
+                if path == "gpu.name":
+                    gpu_name = val
+                elif path == "gpu.compute_capability":
+                    gpu_cc = val
+                elif path in _FACT_KEYS:
+                    acc.put(_FACT_KEYS[path], val, REPL, f"message: {sig.id}")
+            if gpu_name or gpu_cc:
+                _gpu_from_message(acc, gpu_name, gpu_cc)
+
+
+def _same_gpu(a: Optional[str], b: str) -> bool:
+    if not a:
+        return False
+    a, b = a.strip().lower(), b.strip().lower()
+    if a.endswith("..."):
+        return b.startswith(a[:-3].strip())
+    return a == b or a.endswith(b) or b.endswith(a)
+
+
+def _gpu_from_message(acc: Acc, name: Optional[str], cc: Optional[str]) -> None:
+    gpus = list(acc.gpus)
+    for i, g in enumerate(gpus):
+        if (name and _same_gpu(g.name, name)) or (not name and len(gpus) == 1):
+            gpus[i] = Gpu(**{**g.__dict__, "compute_capability": g.compute_capability or cc,
+                             "name": g.name or name})
+            acc.gpus = gpus
+            return
+    if name:
+        acc.gpus = gpus + [Gpu(index=len(gpus), name=name, compute_capability=cc)]
+        acc.gpus_priority = max(acc.gpus_priority, REPL)
+
+
+def _section_status(seen: bool) -> Dict[str, Any]:
+    return {"status": ProbeStatus.OK, "reason": "from the pasted text"} if seen else \
+        {"status": ProbeStatus.SKIPPED, "reason": NOT_IN_PASTE}
+
+
+def build_facts(acc: Acc, text: str) -> Facts:
+    g = acc.get
+    # ---- driver
+    gpus = list(acc.gpus)
+    if not gpus and g("gpu.loose_name"):
+        gpus = [Gpu(index=0, name=g("gpu.loose_name"))]
+    if len(gpus) == 1 and g("gpu.capability") and not gpus[0].compute_capability:
+        gpus = [Gpu(**{**gpus[0].__dict__, "compute_capability": g("gpu.capability")})]
+    if g("driver.no_devices"):
+        gpus = []
+    smi_error = g("driver.smi_error")
+    smi_missing = next((m for m in acc.messages if re.search(
+        r"nvidia-smi\b[^\n]{0,40}?\b(?:command )?not found|'nvidia-smi' is not recognized", m, re.I)), None)
+    driver_seen = any(acc.has(k) for k in ("driver.version", "driver.seen", "driver.cuda")) or bool(gpus)
+    if smi_error and g("driver.nvml_error") == "DRIVER_NOT_LOADED":
+        status, reason = ProbeStatus.ABSENT, smi_error
+    elif smi_error:
+        status, reason = ProbeStatus.FAILED, smi_error
+    elif driver_seen:
+        status, reason = ProbeStatus.OK, "from the pasted text (" + (acc.how("driver.version") or "GPU list") + ")"
+    elif smi_missing:
+        status, reason = ProbeStatus.ABSENT, smi_missing[:200]
+    else:
+        status, reason = ProbeStatus.SKIPPED, NOT_IN_PASTE
+    driver = Driver(
+        status=status, reason=reason, source="paste" if status != ProbeStatus.SKIPPED else None,
+        version=g("driver.version"), cuda_driver_version=g("driver.cuda"),
+        nvml_error=g("driver.nvml_error"), nvidia_smi_error=smi_error or (smi_missing if status == "absent" else None),
+        gpus=gpus if status == ProbeStatus.OK else ([] if status != ProbeStatus.SKIPPED else gpus),
+        nvml_version=g("driver.nvml_library_version"),
+    )
+    if status == ProbeStatus.ABSENT and gpus:
+        # GPUs named in the paste (a collect_env list, a message) exist even though the driver is not usable
+        driver = Driver(**{**driver.__dict__, "gpus": gpus})
+
+    # ---- python / torch / packages
+    pkgs: List[Package] = [p for _, p in acc.packages.values()]
+    torch_pkg = acc.packages.get("torch")
+    torch_version = g("torch.version") or (torch_pkg[1].version if torch_pkg else None)
+    torch_cuda = g("torch.cuda")
+    tag = re.search(r"\+cu(\d{2,})$", torch_version or "")
+    if torch_cuda is None and tag:
+        # the wheel's local tag names the CUDA it was built with: +cu124 is torch.version.cuda == "12.4"
+        torch_cuda = f"{tag.group(1)[:-1]}.{tag.group(1)[-1]}"
+    cpu_build = bool(g("torch.cpu_build")) and not torch_cuda
+    torch_keys = [k for k in acc.values if k.startswith("torch.")]
+    torch = None
+    if torch_version or torch_keys:
+        arch = g("torch.arch_list")
+        if arch is None and cpu_build:
+            arch = []  # a CPU build's torch.cuda.get_arch_list() is empty
+        init_err = next((m for m in acc.messages if "CUDA initialization" in m or "cudaGetDeviceCount" in m
+                         or "is too old (found version" in m), None)
+        torch = TorchInfo(
+            version=torch_version, cuda=torch_cuda, hip=g("torch.hip"), debug=g("torch.debug"),
+            cudnn_version=g("torch.cudnn"), arch_list=arch, cuda_available=g("torch.cuda_available"),
+            device_count=g("torch.device_count"), cuda_init_error=init_err,
+            warnings=[m for m in acc.messages if "Warning" in m][:20],
+        )
+        if torch_version and torch_pkg is None:
+            pkgs.append(Package(name="torch", version=torch_version,
+                                variant="cpu" if cpu_build and "+" not in torch_version else None,
+                                variant_evidence=acc.how("torch.cpu_build") if cpu_build else None))
+    python_seen = bool(torch or pkgs or acc.has("python.version") or acc.env)
+    pythons: List[PythonEnv] = []
+    if python_seen:
+        pythons.append(PythonEnv(
+            **_section_status(True), requested_as="paste", python_version=g("python.version"),
+            platform=g("python.platform"), packages=sorted(pkgs, key=lambda p: normalize_name(p.name)),
+            torch=torch, env=dict(acc.env),
+        ))
+
+    # ---- toolkit, libraries
+    tk_version = g("toolkit.version")
+    toolkits = Toolkits(**_section_status(bool(tk_version)))
+    if tk_version:
+        tk = CudaToolkit(version=tk_version, version_full=g("toolkit.version_full"), found_via="paste")
+        toolkits = Toolkits(status=ProbeStatus.OK, reason=f"from the pasted text ({acc.how('toolkit.version')})",
+                            on_path=tk, installed=[tk], cuda_home_env=acc.env.get("CUDA_HOME"))
+    libs = SystemLibraries(**_section_status(bool(acc.libraries)))
+    if acc.libraries:
+        libs = SystemLibraries(status=ProbeStatus.OK, reason="from the pasted text",
+                               cudnn_version=acc.libraries[0].version, cudnn_path=acc.libraries[0].path,
+                               libraries=list(acc.libraries))
+
+    # ---- host
+    container = None
+    if g("container.runtime"):
+        requested = g("container.gpus_requested")
+        container = Container(runtime=g("container.runtime"), evidence=acc.how("container.runtime"),
+                              gpu_device_nodes=[] if requested is False else None)
+    host_keys = [k for k in acc.values if k.startswith("host.")]
+    host = Host(**_section_status(bool(host_keys or container)))
+    if host_keys or container:
+        host = Host(
+            status=ProbeStatus.OK, reason="from the pasted text",
+            os=g("host.os") or g("host.os_hint"), distro_name=g("host.distro_name"), kernel=g("host.kernel"),
+            machine=g("host.machine"), glibc_version=g("host.glibc_version"), container=container,
+            wsl=g("host.wsl"), wsl_version=g("host.wsl_version"), gcc_version=g("host.gcc_version"),
+            clang_version=g("host.clang_version"),
+            virtualization="microsoft" if g("host.wsl") else None,
+        )
+
+    # ---- what the paste did not show
+    not_found = []
+    if driver.status == ProbeStatus.SKIPPED or not driver.version:
+        not_found.append("driver version")
+    if not driver.gpus and not g("driver.no_devices"):
+        not_found.append("GPU model")
+    if not torch_version:
+        not_found.append("torch version")
+    elif not torch_cuda and not cpu_build and "+" not in torch_version:
+        not_found.append("torch CUDA version (torch.version.cuda)")
+    if not g("python.version"):
+        not_found.append("Python version")
+    if not tk_version:
+        not_found.append("nvcc version")
+    paste = PasteSource(found=list(acc.found) + (["error/warning messages"] if acc.messages else []),
+                        not_found=not_found, messages=list(acc.messages), text_excerpt=text[:400])
+    return Facts(origin="paste", driver=driver, toolkits=toolkits, system_libraries=libs, pythons=pythons,
+                 host=host, paste=paste)

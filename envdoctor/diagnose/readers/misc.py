@@ -1,0 +1,289 @@
+"""Readers for nvidia-smi, REPL/`python -c` output, nvcc/gcc, OS/WSL/Docker hints, env vars and loose lines."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional
+
+from ...facts import Gpu
+from ...parsers.nvcc import parse_nvcc_version
+from ...parsers.nvidia_smi_table import parse_nvidia_smi_table
+from .base import BARE, LOOSE, REPL, STRUCTURED, VERSION, Acc, lines_with
+
+# ----------------------------------------------------------------------------- nvidia-smi
+
+
+def read_nvidia_smi(text: str, acc: Acc) -> None:
+    t = parse_nvidia_smi_table(text)
+    if t is None:
+        return
+    if t.driver_version:
+        acc.put("driver.version", t.driver_version, STRUCTURED, "nvidia-smi table")
+        # the header's "CUDA Version" is the newest CUDA this driver supports, not an installed toolkit
+        acc.put("driver.cuda", t.cuda_version, STRUCTURED, "nvidia-smi table header")
+        acc.set_gpus(t.gpus, STRUCTURED)
+        acc.put("driver.seen", True, STRUCTURED, "nvidia-smi table")
+        acc.add_found("an nvidia-smi table (Windows)" if t.windows else "an nvidia-smi table")
+        if t.windows:
+            acc.put("host.os_hint", "Windows", LOOSE, "nvidia-smi table with a Windows driver model")
+    if t.no_devices:
+        acc.put("driver.no_devices", True, STRUCTURED, "nvidia-smi: No devices were found")
+        acc.put("driver.seen", True, STRUCTURED, "nvidia-smi")
+        acc.add_found("nvidia-smi output (No devices were found)")
+    if t.error:
+        acc.put("driver.smi_error", t.error, STRUCTURED, "nvidia-smi")
+        acc.put("driver.nvml_error", t.nvml_error, STRUCTURED, "nvidia-smi")
+        acc.put("driver.nvml_library_version", t.nvml_library_version, STRUCTURED, "nvidia-smi")
+        acc.add_found("nvidia-smi failure message")
+
+
+# ----------------------------------------------------------------------------- REPL / python -c
+
+# The torch queries people print, in the order they appear in one statement
+_EXPRS = [
+    ("torch.version", re.compile(r"torch\.__version__")),
+    ("torch.cuda", re.compile(r"torch\.version\.cuda")),
+    ("torch.hip", re.compile(r"torch\.version\.hip")),
+    ("torch.cuda_available", re.compile(r"torch\.cuda\.is_available\(\)")),
+    ("torch.arch_list", re.compile(r"torch\.cuda\.get_arch_list\(\)")),
+    ("torch.cudnn", re.compile(r"torch\.backends\.cudnn\.version\(\)")),
+    ("torch.device_count", re.compile(r"torch\.cuda\.device_count\(\)")),
+    ("torch.device_name", re.compile(r"torch\.cuda\.get_device_name\([^)]*\)")),
+    ("torch.capability", re.compile(r"torch\.cuda\.get_device_capability\([^)]*\)")),
+]
+_ANY_EXPR = re.compile("|".join(p.pattern for _, p in _EXPRS))
+_TOKEN = re.compile(r"\[[^\]]*\]|\([^)]*\)|'[^']*'|\"[^\"]*\"|\S+")
+_PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:|\$|#|\(\S+\)\s*\S*[$#]|PS [A-Z]:)")
+
+
+def _parse_value(key: str, raw: str):
+    v = raw.strip().strip(",").strip()
+    if len(v) >= 2 and v[0] in "'\"" and v[-1] == v[0]:
+        v = v[1:-1]
+    if v in ("None", ""):
+        return None
+    if key == "torch.cuda_available":
+        return {"True": True, "False": False}.get(v)
+    if key == "torch.arch_list":
+        return re.findall(r"(?:sm|compute)_\d+[a-z]?", v) if v.startswith("[") else None
+    if key in ("torch.cudnn", "torch.device_count"):
+        return int(v) if v.isdigit() else None
+    if key == "torch.capability":
+        m = re.match(r"\((\d+),\s*(\d+)\)", v)
+        return f"{m.group(1)}.{m.group(2)}" if m else None
+    if key in ("torch.version", "torch.cuda", "torch.hip"):
+        return v if re.match(r"^\d+\.\d+", v) else None
+    return v
+
+
+def read_repl(lines: List[str], acc: Acc) -> None:
+    seen = False
+    n = len(lines)
+    for i, line in enumerate(lines):
+        if not _ANY_EXPR.search(line):
+            continue
+        keys = [(m.start(), key) for key, pat in _EXPRS for m in pat.finditer(line)]
+        keys.sort()
+        order = [k for _, k in keys]
+        # the output: the next non-empty line that is not another statement
+        j = i + 1
+        while j < n and not lines[j].strip():
+            j += 1
+        if j >= n or _PROMPT.match(lines[j]) or _ANY_EXPR.search(lines[j]) or "Traceback" in lines[j]:
+            continue
+        out = lines[j].strip()
+        if len(order) == 1:
+            values = [out]
+        else:
+            if out.startswith("(") and out.endswith(")"):  # a REPL tuple: ('2.7.1+cu128', '12.8', True)
+                out = out[1:-1].replace(", ", " ").replace(",", " ")
+            values = _TOKEN.findall(out)
+            if len(values) != len(order):
+                continue
+        for key, raw in zip(order, values):
+            val = _parse_value(key, raw)
+            if key == "torch.cuda" and raw.strip() == "None":
+                acc.put("torch.cpu_build", True, REPL, "torch.version.cuda printed None")
+            if key == "torch.device_name" and val:
+                acc.set_gpus([Gpu(index=0, name=val)], REPL)
+            elif key == "torch.capability" and val:
+                acc.put("gpu.capability", val, REPL, "torch.cuda.get_device_capability()")
+            else:
+                acc.put(key, val, REPL, "python output")
+            seen = True
+    if seen:
+        acc.add_found("Python/REPL output of torch queries")
+
+
+# ----------------------------------------------------------------------------- toolchain
+
+_GCC = re.compile(r"^\s*(?:gcc|cc|g\+\+|c\+\+)(?:-\d+)?(?:\.exe)?\s+\([^)]*\)\s+(\d+\.\d+(?:\.\d+)?)")
+_GCC_LOOSE = re.compile(r"\bgcc(?: version)?\s*[:=]?\s*(?:gcc\s*)?(?:\([^)]*\)\s*)?(\d+\.\d+(?:\.\d+)?)", re.I)
+_CUDA_LOOSE = re.compile(r"\bCUDA(?:\s+toolkit)?\s*[:=]?\s*v?(\d+\.\d+\.\d+)\b", re.I)
+
+
+def read_toolchain(lines: List[str], text: str, acc: Acc) -> None:
+    nv = parse_nvcc_version(text)
+    if nv:
+        acc.put("toolkit.version", nv[0], STRUCTURED, "nvcc --version")
+        acc.put("toolkit.version_full", nv[1], STRUCTURED, "nvcc --version")
+        acc.add_found("nvcc --version")
+    for line in lines:
+        if not ("gcc" in line or "GCC" in line or "CUDA" in line or "cuda" in line or "cc " in line
+                or "c++" in line):
+            continue
+        if "Linux version" in line or "[GCC" in line:
+            continue  # the compiler that built the kernel or Python, not the host's
+        m = _GCC.match(line)
+        if m:
+            acc.put("host.gcc_version", m.group(1), STRUCTURED, "gcc --version")
+            acc.add_found("gcc --version")
+            continue
+        m = _GCC_LOOSE.search(line)
+        if m:
+            acc.put("host.gcc_version", m.group(1), LOOSE, line.strip())
+        m = _CUDA_LOOSE.search(line)
+        if m and "Version:" not in line:
+            acc.put("toolkit.version", ".".join(m.group(1).split(".")[:2]), LOOSE, line.strip())
+            acc.put("toolkit.version_full", m.group(1), LOOSE, line.strip())
+
+
+# ----------------------------------------------------------------------------- host, WSL, containers
+
+_KERNEL = re.compile(r"(?:Linux version|^Linux \S+)\s+(\d+\.\d+\.\d+[\w.+-]*)", re.M)
+_WIN_VER = re.compile(r"Microsoft Windows \[Version (\d+\.\d+\.\d+(?:\.\d+)?)\]")
+_DOCKER_RUN = re.compile(r"\b(?:docker|podman|nvidia-docker)\s+(?:container\s+)?run\b[^\n]*")
+
+
+def read_host(lines: List[str], text: str, acc: Acc) -> None:
+    m = _KERNEL.search(text)
+    if m:
+        acc.put("host.kernel", m.group(1), STRUCTURED, "kernel version line")
+        acc.put("host.os", "Linux", STRUCTURED, "kernel version line")
+    plat = acc.get("python.platform") or ""
+    kernel = acc.get("host.kernel") or ""
+    hay = " ".join([kernel, plat])
+    if re.search(r"microsoft-standard-WSL2|-microsoft-standard|Microsoft@Microsoft\.com|WSL2", hay):
+        acc.put("host.wsl", True, STRUCTURED, "WSL kernel name")
+        acc.put("host.wsl_version", 2 if "WSL2" in hay or "standard" in hay else 1, STRUCTURED, "WSL kernel")
+    elif re.search(r"microsoft-standard-WSL2|/usr/lib/wsl/|\bWSL ?2\b", text):
+        acc.put("host.wsl", True, LOOSE, "WSL mentioned in the paste")
+    if m and not acc.has("host.wsl") and "microsoft" not in m.group(1).lower():
+        acc.put("host.wsl", False, LOOSE, "Linux kernel that is not WSL's")
+    w = _WIN_VER.search(text)
+    if w:
+        acc.put("host.windows_build", w.group(1), STRUCTURED, "ver")
+        if not acc.get("host.wsl"):
+            acc.put("host.os", "Windows", LOOSE, "Microsoft Windows [Version ...]")
+    if plat:
+        if plat.lower().startswith("windows"):
+            acc.put("host.os", "Windows", STRUCTURED, "Python platform")
+        elif plat.lower().startswith("linux"):
+            acc.put("host.os", "Linux", STRUCTURED, "Python platform")
+            km = re.match(r"Linux-(\d+\.\d+\.\d+[\w.+-]*?)-(x86_64|aarch64)", plat)
+            if km:
+                acc.put("host.kernel", km.group(1), STRUCTURED - 1, "Python platform")
+                if "microsoft" in km.group(1).lower():
+                    acc.put("host.wsl", True, STRUCTURED, "WSL kernel in Python platform")
+    elif re.search(r":\\(?:Users|Program Files|Python|ProgramData)\\", text):
+        acc.put("host.os", "Windows", LOOSE, "Windows paths")
+    for dm in _DOCKER_RUN.finditer(text):
+        cmd = dm.group(0)
+        gpus = bool(re.search(r"--gpus\b|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu|^nvidia-docker", cmd)
+                    or cmd.startswith("nvidia-docker"))
+        acc.put("container.runtime", "podman" if cmd.startswith("podman") else "docker", LOOSE, cmd.strip())
+        acc.put("container.gpus_requested", gpus, LOOSE, cmd.strip())
+        acc.add_found("a docker run command")
+    if re.search(r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
+        acc.put("container.runtime", "docker", BARE, "container mentioned")
+
+
+# ----------------------------------------------------------------------------- environment variables
+
+_ENV_NAMES = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "PATH")
+
+
+def read_env(lines: List[str], acc: Acc) -> None:
+    n = len(lines)
+    for i, line in enumerate(lines):
+        for name in _ENV_NAMES:
+            if name not in line:
+                continue
+            m = re.search(rf"(?:export\s+)?\b{name}\s*[=:]\s*(\S+)", line)
+            if m and "$" not in m.group(1)[:1] and name != "PATH":
+                acc.env.setdefault(name, m.group(1).strip("'\""))
+                continue
+            if re.search(rf"echo\s+\"?\${{?{name}\b", line):
+                j = i + 1
+                while j < n and not lines[j].strip():
+                    j += 1
+                if j < n and not re.match(r"^\s*(?:\$|>>>|#)", lines[j]):
+                    acc.env.setdefault(name, lines[j].strip())
+
+
+# ----------------------------------------------------------------------------- loose key: value lines
+
+# "Driver Version: 460.80" (nvidia-smi / -q), "Display Driver: 440.31", "Nvidia driver 465.89"
+_DRIVER_SMI = re.compile(r"Driver Version\s*:\s*(\d{3}\.\d{1,3}(?:\.\d{1,3})?)")
+_DRIVER_LOOSE = re.compile(r"\bdriver(?:\s+version)?\b[^\d\n]{0,24}?(\d{3}\.\d{2,3}(?:\.\d{2,3})?)\b", re.I)
+_DRIVER_BARE = re.compile(r"^\s*(\d{3}\.\d{2,3}(?:\.\d{2,3})?)\s*[,;.]*\s*$")
+_CUDA_SMI = re.compile(r"CUDA Version\s*:\s*(\d+\.\d+)\b")
+_PYTHON = re.compile(r"\bpython\s*(?:version)?\s*[:=]?\s*v?(3\.\d{1,2}(?:\.\d+)?|2\.7(?:\.\d+)?)\b", re.I)
+_REPL_BANNER = re.compile(r"^Python (\d+\.\d+\.\d+)\s+\(")
+_TORCH_LABEL = re.compile(r"\b(?:py)?torch(?:\s+version)?\s*[:=]?\s*$", re.I)
+_GPU_NAME = re.compile(
+    r"\b((?:NVIDIA\s+)?(?:GeForce\s+(?:RTX|GTX|GT|MX)?\s*\w+(?:\s+(?:Ti|SUPER|D|Laptop GPU))*|"
+    r"Tesla\s+[A-Z]\d+\w*(?:-\w+)*|Quadro\s+\w+(?:\s+\w+)?|TITAN\s+\w+|"
+    r"RTX\s+(?:A?\d{4}|PRO\s+\d{4})(?:\s+Ada(?:\s+Generation)?)?|[AHBL]\d{1,3}[SX]?(?:\s+\d+GB)?(?:\s+PCIe|\s+SXM\d?)?))\b")
+
+
+_LOOSE_WORDS = ["driver", "cuda version", "python", "torch", "gpu", "显卡", "graphics", "card", "nvidia", "geforce",
+                "tesla", "quadro"]
+
+
+def read_loose(lines: List[str], acc: Acc) -> None:
+    # only lines holding a hint word (or starting with a number) are looked at: multi-MB logs stay fast
+    idx = sorted(set(lines_with(lines, _LOOSE_WORDS)) | {
+        i for i, ln in enumerate(lines) if ln[:1].isdigit() and _DRIVER_BARE.match(ln)})
+    n = len(lines)
+    seen = set()
+    for i in idx[:20000]:  # bounded: facts come once; a log repeating a line adds nothing
+        line = lines[i]
+        if line in seen:
+            continue
+        seen.add(line)
+        m = _DRIVER_SMI.search(line)
+        if m:
+            acc.put("driver.version", m.group(1), REPL, line.strip())
+        else:
+            m = _DRIVER_LOOSE.search(line)
+            if m:
+                acc.put("driver.version", m.group(1), LOOSE, line.strip())
+            else:
+                m = _DRIVER_BARE.match(line)
+                if m and 180 <= int(m.group(1).split(".")[0]) <= 999:
+                    acc.put("driver.version", m.group(1), BARE, "a driver-like version on a line of its own")
+        m = _CUDA_SMI.search(line)
+        if m:
+            # "CUDA Version: X" is nvidia-smi's header field (or nvidia-smi -q): the driver's ceiling
+            acc.put("driver.cuda", m.group(1), REPL, line.strip())
+        m = _REPL_BANNER.match(line)
+        if m:
+            acc.put("python.version", m.group(1), REPL, "Python REPL banner")
+        else:
+            m = _PYTHON.search(line)
+            if m and "site-packages" not in line and "lib/python" not in line:
+                acc.put("python.version", m.group(1), LOOSE, line.strip())
+        if _TORCH_LABEL.search(line.replace("5. ", "")) and i + 1 < n:
+            nxt = lines[i + 1].strip()
+            if re.match(rf"^{VERSION}(?:[a-z]+\d*)?(?:\+[\w.]+)?$", nxt):
+                acc.put("torch.version", nxt, LOOSE, f"{line.strip()} / {nxt}")
+        if re.search(r"GPU|显卡|Graphics|Card|NVIDIA|GeForce|Tesla|Quadro", line):
+            g = _GPU_NAME.search(line)
+            if g and not line.lstrip().startswith("|"):
+                acc.put("gpu.loose_name", g.group(1).strip(), LOOSE, line.strip())
+
+
+def torch_version_from_packages(acc: Acc) -> Optional[str]:
+    hit = acc.packages.get("torch")
+    return hit[1].version if hit else None

@@ -1,0 +1,179 @@
+"""`envdoctor diagnose` on pastes built from real outputs, garbage input, size, and the signature catalogue."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from envdoctor.catalogue import CATEGORIES
+from envdoctor.compat import load_compat
+from envdoctor.compat.signatures import load_signatures
+from envdoctor.diagnose import NothingRecognised, diagnose_report, diagnose_text
+from envdoctor.facts import Facts
+
+PASTES = Path(__file__).parent / "fixtures" / "pastes"
+
+# built paste -> the category it must show (warning or error); see tests/fixtures/SOURCES.md
+BUILT = {
+    "driver-too-old.txt": "DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+    "driver-too-old-message.txt": "DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+    "gpu-arch.txt": "GPU_ARCH_NOT_IN_TORCH_BUILD",
+    "cpu-only.txt": "TORCH_CPU_ONLY_BUILD",
+    "variant-mixed.txt": "CUDA_VARIANT_MIXED",
+    "companion.txt": "COMPANION_VERSION_MISMATCH",
+    "nvcc-mismatch.txt": "NVCC_TORCH_CUDA_MISMATCH",
+    "host-compiler.txt": "HOST_COMPILER_TOO_NEW",
+    "shadowing.txt": "SYSTEM_LIB_SHADOWING",
+    "container.txt": "CONTAINER_NO_GPU_RUNTIME",
+    "container-could-not-select.txt": "CONTAINER_NO_GPU_RUNTIME",
+    "wsl.txt": "WSL_SPECIFIC",
+    "no-driver.txt": "NO_NVIDIA_DRIVER",
+    "no-devices.txt": "NO_GPU_VISIBLE",
+    "lib-mismatch.txt": "DRIVER_LIBRARY_MISMATCH",
+    "python-version.txt": "PYTHON_VERSION_UNSUPPORTED",
+    "extension.txt": "THIRD_PARTY_EXTENSION_MISMATCH",
+    "interconnect.txt": "INTERCONNECT",
+}
+
+
+@pytest.fixture(scope="module")
+def compat():
+    return load_compat()
+
+
+@pytest.mark.parametrize("name", sorted(BUILT))
+def test_built_pastes(name: str, compat) -> None:
+    report = diagnose_report([(PASTES / name).read_text()], compat)
+    serious = {f.category for f in report.findings if f.severity in ("warning", "error")}
+    assert BUILT[name] in serious, [(f.category, f.severity, f.code) for f in report.findings]
+    assert report.facts.origin == "paste"
+    for f in report.findings:
+        if f.severity in ("warning", "error"):
+            assert f.fix is not None and f.fix.summary
+
+
+def test_healthy_paste_has_no_error(compat) -> None:
+    report = diagnose_report([(PASTES / "healthy-windows.txt").read_text()], compat)
+    assert not [f for f in report.findings if f.severity == "error"]
+    facts = report.facts
+    assert facts.driver.version == "610.62" and facts.driver.cuda_driver_version == "13.3"
+    assert facts.pythons[0].torch.cuda_available is True and facts.pythons[0].torch.cuda == "12.8"
+
+
+def test_one_category_once_and_message_as_evidence(compat) -> None:
+    # 016-style: the message and the facts it carries both say NVCC_TORCH_CUDA_MISMATCH
+    text = ("The detected CUDA version (12.4) mismatches the version that was used to compile\n"
+            "    PyTorch (11.8). Please make sure to use the same CUDA versions.\n")
+    report = diagnose_report([text], compat)
+    cats = [f.category for f in report.findings if f.severity != "info"]
+    assert cats.count("NVCC_TORCH_CUDA_MISMATCH") == 1
+    f = next(f for f in report.findings if f.category == "NVCC_TORCH_CUDA_MISMATCH")
+    assert any(e.path.startswith("paste.messages") for e in f.evidence)
+    assert report.facts.toolkits.on_path.version == "12.4"
+    assert report.facts.pythons[0].torch.cuda == "11.8"
+
+
+def test_numbers_in_messages_become_facts(compat) -> None:
+    facts, _ = diagnose_text([(PASTES / "driver-too-old-message.txt").read_text()], compat)
+    assert facts.driver.cuda_driver_version == "11.4"  # found version 11040
+
+
+def test_unseen_sections_are_skipped(compat) -> None:
+    facts, info = diagnose_text(["Torch not compiled with CUDA enabled"], compat)
+    assert facts.driver.status == "skipped" and facts.driver.reason == "not in the pasted text"
+    assert facts.toolkits.status == "skipped" and facts.host.status == "skipped"
+    assert "driver version" in info.not_found
+    assert facts.paste.messages == ["Torch not compiled with CUDA enabled"]
+
+
+def test_no_devices_is_ok_with_zero_gpus(compat) -> None:
+    facts, _ = diagnose_text(["No devices were found"], compat)
+    assert facts.driver.status == "ok" and facts.driver.gpus == []
+
+
+def test_thin_paste_ranks_and_suggests(compat) -> None:
+    facts, info = diagnose_text([">>> import torch\n>>> torch.cuda.is_available()\nFalse\n"], compat)
+    assert info.candidates and all(c.confidence in ("high", "medium", "low") for c in info.candidates)
+    assert any("nvidia-smi" in s for s in info.suggestions)
+
+
+def test_found_formats(compat) -> None:
+    text = (PASTES / "nvcc-mismatch.txt").read_text()
+    _, info = diagnose_text([text], compat)
+    assert "an nvidia-smi table" in info.found and "nvcc --version" in info.found
+
+
+def test_windows_table_is_found_as_windows(compat) -> None:
+    _, info = diagnose_text([(PASTES / "nvidia-smi-table" / "rtx-2080-super_windows_610.62_load.txt").read_text()],
+                            compat)
+    assert "an nvidia-smi table (Windows)" in info.found
+
+
+@pytest.mark.parametrize("data", [b"\x00\x01\x02binary\x00" * 100, "", "   \n\n",
+                                  "".join(chr(i % 31 + 1) for i in range(5000)),
+                                  "lorem ipsum dolor sit amet\nconsectetur adipiscing elit\n"])
+def test_garbage_is_nothing_recognised(data, compat) -> None:
+    with pytest.raises(NothingRecognised, match="nothing recognisable"):
+        diagnose_text([data], compat)
+
+
+def test_five_megabytes_under_a_second(compat) -> None:
+    real = (PASTES / "nvidia-smi-table" / "h100-x8_550.90.07.txt").read_text()
+    noise = "INFO step 1234 loss=0.123 lr=3e-4 " + "x" * 60 + "\n"
+    text = real + noise * (5 * 1024 * 1024 // len(noise)) + "(" * 100000 + " " * 100000 + "\n"
+    start = time.perf_counter()
+    facts, _ = diagnose_text([text], compat)
+    assert time.perf_counter() - start < 1.0
+    assert facts.driver.version == "550.90.07"
+
+
+def test_snapshot_round_trip(compat) -> None:
+    facts, _ = diagnose_text([(PASTES / "gpu-arch.txt").read_text()], compat)
+    again = Facts.from_json(facts.to_json())
+    assert again == facts
+
+
+def test_signature_catalogue_is_valid() -> None:
+    path = Path(__file__).resolve().parents[1] / "compat_data" / "error_signatures.json"
+    doc = json.loads(path.read_text())
+    assert {"title", "as_of", "sources", "rows"} <= set(doc)
+    sigs = load_signatures(path)
+    assert len(sigs) == len(doc["rows"]) >= 20
+    for s in sigs:
+        assert s.source.startswith("https://") and s.category in CATEGORIES
+        for evil in ("a" * 50000, "sm_1 " * 20000, "(" * 50000, "lib" * 20000 + ".so", "1." * 30000):
+            start = time.perf_counter()
+            s.regex.search(evil)
+            assert time.perf_counter() - start < 0.2, f"slow pattern {s.id}"
+
+
+# Issue 4's required messages: each maps to its category.
+REQUIRED = [
+    ("CUDA error: no kernel image is available for execution on the device", "GPU_ARCH_NOT_IN_TORCH_BUILD"),
+    ("NVIDIA A100 with CUDA capability sm_80 is not compatible with the current PyTorch installation.",
+     "GPU_ARCH_NOT_IN_TORCH_BUILD"),
+    ("The NVIDIA driver on your system is too old (found version 11080).", "DRIVER_TOO_OLD_FOR_TORCH_CUDA"),
+    ("AssertionError: Torch not compiled with CUDA enabled", "TORCH_CPU_ONLY_BUILD"),
+    ("RuntimeError: operator torchvision::nms does not exist", "COMPANION_VERSION_MISMATCH"),
+    ("libcusparse.so.12: undefined symbol: __nvJitLinkAddData_12_1, version libnvJitLink.so.12",
+     "SYSTEM_LIB_SHADOWING"),
+    ("OSError: libcudnn.so.8: cannot open shared object file: No such file or directory",
+     "SYSTEM_LIB_SHADOWING|THIRD_PARTY_EXTENSION_MISMATCH"),
+    ("Failed to initialize NVML: Driver/library version mismatch", "DRIVER_LIBRARY_MISMATCH"),
+    ("#error -- unsupported GNU version! gcc versions later than 12 are not supported!", "HOST_COMPILER_TOO_NEW"),
+    ("The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch (11.8).",
+     "NVCC_TORCH_CUDA_MISMATCH"),
+    ('docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
+     "CONTAINER_NO_GPU_RUNTIME"),
+    ("Error 804: forward compatibility was attempted on non supported HW", "DRIVER_LIBRARY_MISMATCH"),
+]
+
+
+@pytest.mark.parametrize("message,category", REQUIRED)
+def test_required_signatures(message: str, category: str, compat) -> None:
+    report = diagnose_report([message], compat)
+    serious = {f.category for f in report.findings if f.severity in ("warning", "error")}
+    assert serious & set(category.split("|")), serious
