@@ -230,9 +230,6 @@ def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None
             else:
                 keep.append(f)
         merged[ri] = keep
-    # A paste that names a driver version but shows no GPU list says nothing about GPU visibility.
-    if facts.paste is not None and "GPU model" in facts.paste.not_found:
-        merged = [[f for f in fs if f.code != "driver.gpus-visible/none"] for fs in merged]
     out: List[CheckResult] = []
     for r, fs in zip(results, merged):
         status = r.status
