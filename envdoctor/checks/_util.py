@@ -138,3 +138,24 @@ def gpu_label(gpu) -> str:
 def driver_branch(version: Optional[str]) -> Optional[int]:
     v = parse_version(version)
     return v.release[0] if v else None
+
+
+def driver_runs_cuda(driver, compat, cuda: Optional[str]) -> Optional[bool]:
+    """Does this driver run prebuilt wheels of CUDA ``cuda``? None when it cannot be told.
+
+    Yes at the toolkit's GA minimum driver or, for CUDA 11+, at the major's minor-version-compatibility
+    floor (https://docs.nvidia.com/deploy/cuda-compatibility/). With only the driver's ceiling known (a
+    pasted nvidia-smi header), compare against that.
+    """
+    if not cuda:
+        return None
+    if not driver.version:
+        if driver.cuda_driver_version:
+            return version_ge(driver.cuda_driver_version, cuda)
+        return None
+    req = compat.cuda_requirement(cuda)
+    if req is None:
+        return None
+    mm = major_minor(cuda)
+    floor = req.minor_compat_min_driver if mm and mm[0] >= 11 else None
+    return bool(version_ge(driver.version, req.min_driver) or version_ge(driver.version, floor))

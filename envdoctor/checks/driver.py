@@ -8,6 +8,7 @@ from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._util import (
     driver_branch,
+    driver_runs_cuda,
     major_minor,
     mm_str,
     parse_version,
@@ -222,23 +223,15 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
 
 
 def _alternative_variant(ctx: CheckContext, torch_version: str, driver: str) -> Optional[str]:
-    """The newest CUDA variant of this torch release whose GA driver minimum this driver meets."""
+    """The newest CUDA variant of this torch release that this driver runs."""
+    from ..compat import cuda_of_variant
+
     rel = ctx.compat.torch_release(torch_version)
     if rel is None:
         return None
-    best = None
-    for variant in rel.cuda_variants:
-        mm = variant[2:]
-        cuda = f"{mm[:-1]}.{mm[-1]}"
-        req = ctx.compat.cuda_requirement(cuda)
-        if req is None:
-            continue
-        # A prebuilt wheel runs at its GA minimum, or (CUDA 11+) at the minor-version floor.
-        floor = req.minor_compat_min_driver if int(mm[:-1]) >= 11 else None
-        if version_ge(driver, req.min_driver) or version_ge(driver, floor):
-            if best is None or parse_version(cuda) > parse_version(best[1]):
-                best = (variant, cuda)
-    return best[0] if best else None
+    runnable = [v for v in rel.cuda_variants
+                if driver_runs_cuda(ctx.facts.driver, ctx.compat, cuda_of_variant(v))]
+    return max(runnable, key=lambda v: parse_version(cuda_of_variant(v))) if runnable else None
 
 
 def _min_branch_for(min_driver: Optional[str]) -> Optional[int]:

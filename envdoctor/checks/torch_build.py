@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from ..compat import cuda_of_variant
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ._util import (
     base_version,
+    driver_runs_cuda,
     mm_str,
     parse_version,
     pip_install,
     torch_envs,
     torch_variant,
-    version_ge,
 )
 from .base import CheckContext, SkipCheck, registrar
 
@@ -65,26 +66,8 @@ def _releases(ctx: CheckContext) -> list:
     return list(getter()) if getter else []
 
 
-def _driver_runs(ctx: CheckContext, cuda: str) -> Optional[bool]:
-    """Does the installed driver run prebuilt wheels of this CUDA version? None when unknown."""
-    d = ctx.facts.driver
-    if not d.version:
-        if d.cuda_driver_version:
-            return version_ge(d.cuda_driver_version, cuda)
-        return None
-    req = ctx.compat.cuda_requirement(cuda)
-    if req is None:
-        return None
-    major = int(cuda.split(".")[0])
-    return bool(version_ge(d.version, req.min_driver)
-                or (major >= 11 and version_ge(d.version, req.minor_compat_min_driver)))
-
-
-def _cuda_of(variant: str) -> Optional[str]:
-    if not variant.startswith("cu"):
-        return None
-    digits = variant[2:]
-    return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 and digits.isdigit() else None
+def _driver_runs(ctx: CheckContext, cuda: Optional[str]) -> Optional[bool]:
+    return driver_runs_cuda(ctx.facts.driver, ctx.compat, cuda)
 
 
 def find_build_for(ctx: CheckContext, cc: str, prefer_minor: Optional[str] = None
@@ -103,7 +86,7 @@ def find_build_for(ctx: CheckContext, cc: str, prefer_minor: Optional[str] = Non
             ok, _ = arch_runs(arch, cc)
             if not ok:
                 continue
-            cuda = _cuda_of(variant)
+            cuda = cuda_of_variant(variant)
             driver_ok = _driver_runs(ctx, cuda) if cuda else None
             candidates.append((rel, variant, cuda, driver_ok))
     if not candidates:
@@ -234,11 +217,11 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
         rel = ctx.compat.torch_release(version) if version else None
         target = None
         if rel:
-            runnable = [v for v in rel.cuda_variants if _cuda_of(v) and _driver_runs(ctx, _cuda_of(v)) is not False]
+            runnable = [v for v in rel.cuda_variants if cuda_of_variant(v) and _driver_runs(ctx, cuda_of_variant(v)) is not False]
             if rel.default_variant in runnable:
                 target = rel.default_variant
             elif runnable:
-                target = max(runnable, key=lambda v: parse_version(_cuda_of(v)))
+                target = max(runnable, key=lambda v: parse_version(cuda_of_variant(v)))
         pins = [f"torch=={version}"]
         comp = ctx.compat.companions(version) if version else None
         tv = py.package("torchvision")
