@@ -377,11 +377,34 @@ def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
     return out
 
 
+def _target_branch(ctx: CheckContext, min_driver: Optional[str]) -> Optional[int]:
+    """The oldest still-supported production/LTS branch at or above what ``min_driver`` needs.
+
+    Installing exactly the minimum's branch (e.g. 530 for CUDA 12.1) often names a short-lived feature
+    branch that distributions no longer ship; a supported branch that is new enough is the useful answer.
+    """
+    import datetime
+
+    from ..compat.health import health_table
+
+    need = _min_branch_for(min_driver)
+    if need is None:
+        return None
+    try:
+        table = health_table(ctx.compat)
+        on = datetime.date.fromisoformat((ctx.facts.collected_at or table.as_of)[:10])
+    except (LookupError, ValueError, TypeError):
+        return need
+    supported = sorted(b.branch for b in table.supported_branches(on) if b.branch >= need)
+    return supported[0] if supported else need
+
+
 def _fix_upgrade_driver(ctx: CheckContext, min_driver: Optional[str], torch_version: str,
                         driver: Optional[str], datacenter: bool) -> Fix:
-    branch = _min_branch_for(min_driver)
+    branch = _target_branch(ctx, min_driver)
     commands = _driver_install_commands(branch)
-    summary = f"Upgrade the NVIDIA driver to {min_driver} or newer" if min_driver else "Upgrade the NVIDIA driver"
+    summary = (f"Upgrade the NVIDIA driver to {min_driver} or newer (e.g. the supported R{branch} branch)"
+               if min_driver else "Upgrade the NVIDIA driver")
     if driver:
         alt = _alternative_variant(ctx, torch_version, driver)
         if alt:
