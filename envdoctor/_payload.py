@@ -7,6 +7,7 @@
 #
 # Usage:  python _payload.py [--task NAME] [task options...]
 #   --task inspect (default):  [--no-torch] [--deadline-s S]
+#   --task pcie-load:          [--seconds S] [--mib M]  host->device pinned copies on every visible GPU
 # Adding a task: write `def task_NAME(argv, state) -> dict` and register it in TASKS.
 #
 # Output envelope (one line of JSON on the original stdout):
@@ -779,7 +780,62 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     return result
 
 
-TASKS = {"inspect": task_inspect}
+def task_pcie_load(argv: List[str], state: State) -> Dict[str, Any]:
+    """Copy pinned host memory to every visible GPU for --seconds, so that the links train up to
+    their top PCIe generation while envdoctor samples them through NVML (links idle at Gen1)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="_payload.py --task pcie-load")
+    parser.add_argument("--seconds", type=float, default=1.5, help="how long to keep the copies going")
+    parser.add_argument("--mib", type=int, default=64, help="size of each copy")
+    opts = parser.parse_args(argv)
+    result = state.envelope["result"]
+    result["ran"] = False
+    state.stage = "importing torch"
+    try:
+        import torch  # only here: the payload stays stdlib-only at import
+    except Exception as e:
+        result["reason"] = "import torch failed: " + _exc_text(e)
+        return result
+    state.stage = "initialising CUDA"
+    if not torch.cuda.is_available():
+        result["reason"] = "torch.cuda.is_available() is False (torch {}, CUDA {})".format(
+            torch.__version__, getattr(torch.version, "cuda", None))
+        return result
+    count = torch.cuda.device_count()
+    state.stage = "allocating pinned buffers"
+    nbytes = max(1, opts.mib) * 1024 * 1024
+    bufs = []
+    devices = []
+    for i in range(count):
+        props = torch.cuda.get_device_properties(i)
+        pci = None
+        if all(hasattr(props, a) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")):
+            pci = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}"
+        host = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
+        dev = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{i}")
+        bufs.append((i, host, dev, torch.cuda.Stream(device=i)))
+        devices.append({"index": i, "name": props.name, "pci_bus_id": pci, "bytes": 0})
+    state.stage = "copying host to device"
+    start = time.monotonic()
+    result["load_started_s"] = round(start - state.start, 3)
+    while time.monotonic() - start < opts.seconds:
+        for i, host, dev, stream in bufs:
+            with torch.cuda.stream(stream):
+                dev.copy_(host, non_blocking=True)
+            devices[i]["bytes"] += nbytes
+        for _, _, _, stream in bufs:
+            stream.synchronize()
+    elapsed = time.monotonic() - start
+    for d in devices:
+        d["gb_per_s"] = round(d["bytes"] / elapsed / 1e9, 2) if elapsed > 0 else None
+    result["ran"] = True
+    result["seconds"] = round(elapsed, 3)
+    result["devices"] = devices
+    return result
+
+
+TASKS = {"inspect": task_inspect, "pcie-load": task_pcie_load}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

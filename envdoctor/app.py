@@ -34,6 +34,10 @@ class CollectOptions:
     python_timeout_s: float = 60.0
     root: str = "/"
     env: Optional[Dict[str, str]] = None  # defaults to os.environ
+    # --load-pcie: copy host->device for a moment so that PCIe links leave their idle Gen1 and can be judged
+    load_pcie: bool = False
+    load_pcie_seconds: float = 1.5
+    kernel_log: bool = True  # read Xid events from dmesg / journalctl -k
 
 
 def _guard(name: str, func: Callable[[], Any], failed: Callable[[str], Any]) -> Tuple[Any, ProbeRun]:
@@ -70,11 +74,18 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
 
     def topology() -> Topology:
         from .probes.driver import probe_topology
+        from .probes.numa import probe_gpu_locality
         from .probes.pcie import probe_pcie_links
 
         topo = probe_topology(runner, root=root)
         links = probe_pcie_links(runner, root=root)
-        return dataclasses.replace(topo, pcie_links=list(links))
+        _, _, locality = probe_gpu_locality(root)
+        return dataclasses.replace(topo, pcie_links=list(links), gpu_locality=locality)
+
+    def kernel_log() -> Any:
+        from .probes.kernel_log import read_kernel_log
+
+        return read_kernel_log(runner)
 
     def toolkits() -> Toolkits:
         from .probes.cuda_toolkit import probe_toolkits
@@ -122,6 +133,10 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         "storage": (storage, lambda r: Storage(status=ProbeStatus.FAILED, reason=r)),
         "pythons": (pythons, lambda r: [PythonEnv(status=ProbeStatus.FAILED, reason=r)]),
     }
+    if options.kernel_log and root == "/":
+        from .probes.kernel_log import KernelLog
+
+        jobs["kernel_log"] = (kernel_log, lambda r: KernelLog(False, None, r))
     results: Dict[str, Any] = {}
     runs: List[ProbeRun] = []
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -130,6 +145,16 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
             value, run = fut.result()
             results[name] = value
             runs.append(run)
+    drv: Driver = results["driver"]
+    klog = results.get("kernel_log")
+    if klog is not None:
+        drv = dataclasses.replace(drv, kernel_log_readable=klog.readable, kernel_log_source=klog.source,
+                                  kernel_log_reason=None if klog.readable else klog.reason,
+                                  xid_events=list(klog.events) if klog.readable else None)
+    if options.load_pcie:
+        drv, run = _load_pcie(drv, results["pythons"], options, runner, env)
+        runs.append(run)
+    results["driver"] = drv
     return Facts(
         envdoctor_version=__version__,
         collected_at=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
@@ -143,6 +168,28 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         topology=results["topology"],
         probes=runs,
     )
+
+
+def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, runner: Any,
+               env: Dict[str, str]) -> Tuple[Driver, ProbeRun]:
+    """Run the PCIe load in the first target interpreter and put the readings on the GPUs it loaded."""
+    from .probes.pcie_load import bus_key, probe_pcie_load
+    from .probes.python_env import default_interpreter
+
+    exe = next((p.executable for p in pythons if p.executable), None) or default_interpreter(env, runner)[0]
+    start = time.monotonic()
+    res = probe_pcie_load(exe, runner, drv, seconds=options.load_pcie_seconds,
+                          timeout_s=options.python_timeout_s + options.load_pcie_seconds + 10)
+    run = ProbeRun("pcie_load", res.status, res.reason, time.monotonic() - start)
+    if not res.readings:
+        return drv, run
+    gpus = []
+    for g in drv.gpus:
+        reading = res.readings.get(bus_key(g.pci_bus_id) or "")
+        if reading:
+            g = dataclasses.replace(g, pcie_gen_under_load=reading[0], pcie_width_under_load=reading[1])
+        gpus.append(g)
+    return dataclasses.replace(drv, gpus=gpus), run
 
 
 def judge(facts: Facts, compat: Any = None, only: Optional[List[str]] = None,

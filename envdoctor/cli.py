@@ -59,6 +59,9 @@ def _add_collect_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-torch", action="store_true", help="do not import torch in the target interpreter")
     p.add_argument("--python-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="time allowed to import torch in each interpreter (default: 60)")
+    p.add_argument("--load-pcie", action="store_true",
+                   help="copy host->GPU for ~2 s in the target interpreter to read PCIe links under load "
+                        "(idle links sit at Gen1; off by default because it uses the GPUs)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -142,6 +145,7 @@ def _collect_options(args):
         data_paths=[os.path.expanduser(p) for p in (args.data_paths or [])],
         inspect_torch=not args.no_torch,
         python_timeout_s=args.python_timeout,
+        load_pcie=args.load_pcie,
     )
 
 

@@ -119,8 +119,21 @@ class Gpu:
     processes: Optional[List[GpuProcess]] = None
     nvlinks: Optional[List[NvlinkLink]] = None  # None: not read; []: the GPU has no NVLink
     under_load: Optional[bool] = None  # True when these readings were taken while a load ran
+    # the best PCIe link seen while `--load-pcie` copied host->device (links drop to Gen1 at idle)
+    pcie_gen_under_load: Optional[int] = None
+    pcie_width_under_load: Optional[int] = None
     notes: Optional[List[str]] = None  # anything odd the source said ("[Unknown Error]" fields)
     nvml_error: Optional[str] = None  # NVML error that stopped reading this GPU ("GPU_IS_LOST")
+
+
+@dataclass(frozen=True)
+class XidEvent:
+    """One NVRM Xid line from the kernel log ("NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen off the bus.")."""
+
+    code: int
+    pci_bus_id: Optional[str] = None  # as the driver logged it: "0000:3b:00"
+    message: Optional[str] = None  # the text after the code
+    timestamp: Optional[str] = None  # as the log printed it: "Sun Feb 23 16:24:18 2025", "1843.308145"
 
 
 @dataclass(frozen=True)
@@ -142,6 +155,11 @@ class Driver:
     gpus: List[Gpu] = field(default_factory=list)
     fabric_manager_running: Optional[bool] = None
     nvswitch_count: Optional[int] = None
+    # Xid events from the kernel log (dmesg / journalctl -k); None when the log was not read
+    xid_events: Optional[List[XidEvent]] = None
+    kernel_log_readable: Optional[bool] = None
+    kernel_log_source: Optional[str] = None  # "dmesg --ctime", "dmesg", "journalctl -k -b"
+    kernel_log_reason: Optional[str] = None  # why it could not be read ("dmesg: Operation not permitted")
 
 
 # --------------------------------------------------------------------------- CUDA toolkit, cuDNN
@@ -287,6 +305,7 @@ class Host:
     cpu_logical_count: Optional[int] = None  # os.cpu_count(): what DataLoader code sees
     cpu_physical_count: Optional[int] = None
     cpu_affinity_count: Optional[int] = None  # len(os.sched_getaffinity(0))
+    cpu_affinity_list: Optional[str] = None  # the same CPUs in kernel cpulist form: "0-27,56-83"
     cgroup_version: Optional[int] = None
     cgroup_cpu_quota: Optional[float] = None  # CPUs the cgroup allows (quota / period); None = unlimited
     cgroup_memory_limit_bytes: Optional[int] = None  # None = unlimited
@@ -303,6 +322,7 @@ class Host:
     clang_version: Optional[str] = None
     env: Dict[str, Optional[str]] = field(default_factory=dict)  # NCCL_*, CUDA_VISIBLE_DEVICES, ...
     kernel_modules: Optional[List[str]] = None  # loaded modules of interest (nvidia, nvidia_peermem ...)
+    kernel_modules_source: Optional[str] = None  # "/proc/modules" or "/sys/module" (containers lack the first)
     infiniband_devices: Optional[List[str]] = None
 
 
@@ -349,6 +369,15 @@ class PcieLink:
 
 
 @dataclass(frozen=True)
+class GpuLocality:
+    """Which NUMA node and CPUs are local to one NVIDIA GPU (sysfs numa_node, local_cpulist)."""
+
+    pci_bus_id: str  # "0000:17:00.0"
+    numa_node: Optional[int] = None  # -1 when the platform reports none
+    local_cpulist: Optional[str] = None  # "0-27,56-83"
+
+
+@dataclass(frozen=True)
 class Topology:
     status: str = ProbeStatus.SKIPPED
     reason: Optional[str] = None
@@ -357,6 +386,7 @@ class Topology:
     gpu_matrix: Optional[List[List[str]]] = None
     p2p_supported: Optional[List[List[Optional[bool]]]] = None
     pcie_links: List[PcieLink] = field(default_factory=list)
+    gpu_locality: Optional[List[GpuLocality]] = None  # None: not read
 
 
 @dataclass(frozen=True)

@@ -253,12 +253,35 @@ def _clang_version(runner) -> Optional[str]:
     return parse_clang_version(res.stdout) if res.ok else None
 
 
-def _modules(root: str) -> Optional[List[str]]:
+def _modules(root: str) -> Tuple[Optional[List[str]], Optional[str], Optional[str]]:
+    """(modules of interest loaded, where that was read, why it could not be)."""
     text = _read(root, "/proc/modules")
-    if text is None:
-        return None
-    loaded = {line.split()[0] for line in text.splitlines() if line.strip()}
-    return [m for m in MODULES_OF_INTEREST if m in loaded]
+    if text is not None:
+        loaded = {line.split()[0] for line in text.splitlines() if line.strip()}
+        return [m for m in MODULES_OF_INTEREST if m in loaded], "/proc/modules", None
+    # Containers (gVisor, some Firecracker guests) have no /proc/modules, but sysfs still shows
+    # /sys/module/<name> for every loaded module (and for built-ins with parameters): Linux
+    # Documentation/ABI/testing/sysfs-module
+    sys_module = _p(root, "/sys/module")
+    if os.path.isdir(sys_module):
+        return ([m for m in MODULES_OF_INTEREST if os.path.isdir(os.path.join(sys_module, m))], "/sys/module",
+                "no /proc/modules: kernel modules read from /sys/module")
+    return None, None, "kernel modules unknown: neither /proc/modules nor /sys/module is readable"
+
+
+def _affinity_list(root: str, live: bool) -> Optional[str]:
+    """The CPUs this process may run on, as a cpulist ("0-27,56-83")."""
+    if live and hasattr(os, "sched_getaffinity"):
+        try:
+            from envdoctor.probes.numa import format_cpulist
+
+            return format_cpulist(os.sched_getaffinity(0))
+        except OSError:
+            pass
+    for line in (_read(root, "/proc/self/status") or "").splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":", 1)[1].strip() or None
+    return None
 
 
 def _infiniband(root: str) -> Optional[List[str]]:
@@ -290,7 +313,7 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
     cpuinfo = _read(root, "/proc/cpuinfo")
     cpu_model, logical, physical, hyper_flag = parse_cpuinfo(cpuinfo or "")
     if cpuinfo is None:
-        missing.append("/proc/cpuinfo")
+        missing.append("could not read /proc/cpuinfo")
     if physical is None:
         physical = _physical_from_sysfs(root)
     cpu_count = os.cpu_count() if live else (logical or None)
@@ -306,7 +329,7 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
     meminfo_text = _read(root, "/proc/meminfo")
     meminfo = parse_meminfo(meminfo_text or "")
     if meminfo_text is None:
-        missing.append("/proc/meminfo")
+        missing.append("could not read /proc/meminfo")
 
     shm_total = shm_free = None
     shm = _p(root, "/dev/shm")
@@ -315,9 +338,9 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
             st = os.statvfs(shm)
             shm_total, shm_free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
         except OSError:
-            missing.append("/dev/shm statvfs")
+            missing.append("could not read /dev/shm statvfs")
     else:
-        missing.append("/dev/shm")
+        missing.append("could not read /dev/shm")
 
     numa: Optional[int] = None
     node_dir = _p(root, "/sys/devices/system/node")
@@ -336,10 +359,13 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
             lib, ver = platform.libc_ver()
             glibc = ver if lib == "glibc" and ver else None
 
+    modules, modules_source, modules_note = _modules(root)
+    if modules_note:
+        missing.append(modules_note)
     hostname = platform.node() if live else ((_read(root, "/etc/hostname") or "").strip() or None)
     return Host(
         status=ProbeStatus.OK,
-        reason=("could not read " + ", ".join(missing)) if missing else None,
+        reason="; ".join(missing) if missing else None,
         hostname=hostname or None,
         os=platform.system() if live else "Linux",
         distro_id=distro_id,
@@ -352,6 +378,7 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
         cpu_logical_count=cpu_count,
         cpu_physical_count=physical,
         cpu_affinity_count=affinity,
+        cpu_affinity_list=_affinity_list(root, live),
         cgroup_version=cg_version,
         cgroup_cpu_quota=cg_cpu,
         cgroup_memory_limit_bytes=cg_mem,
@@ -367,6 +394,7 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
         gcc_version=_gcc_version(runner),
         clang_version=_clang_version(runner),
         env={k: env.get(k) for k in ENV_OF_INTEREST},
-        kernel_modules=_modules(root),
+        kernel_modules=modules,
+        kernel_modules_source=modules_source,
         infiniband_devices=_infiniband(root),
     )

@@ -389,3 +389,56 @@ def run_with_timeout(target: Callable[[], None], timeout_s: float) -> bool:
     t.start()
     t.join(timeout_s)
     return not t.is_alive()
+
+
+def sample_pcie_links(nvml: Any, keep_going: Callable[[], bool], interval_s: float = 0.05,
+                      max_s: float = 600.0) -> Tuple[Dict[str, Tuple[int, int]], int, Optional[str]]:
+    """Best (generation, width) per GPU bus id seen while ``keep_going()`` is true, the sample count, error.
+
+    Links train up to their top speed within milliseconds of traffic and drop back at idle, so the
+    maximum over the load window is the reading that tells a degraded link (NVIDIA nvidia-smi docs:
+    "pcie.link.gen.current ... may be reduced when the GPU is not in use"). Never raises.
+    """
+    import time
+
+    best: Dict[str, Tuple[int, int]] = {}
+    samples = 0
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as e:
+        return best, 0, f"NVML init failed: {error_name(nvml, e)}"
+    try:
+        handles = []
+        for i in range(int(nvml.nvmlDeviceGetCount())):
+            h = nvml.nvmlDeviceGetHandleByIndex(i)
+            bus = _s(getattr(nvml.nvmlDeviceGetPciInfo(h), "busId", None)) or f"index:{i}"
+            handles.append((bus, h))
+        deadline = time.monotonic() + max_s
+        while True:
+            for bus, h in handles:
+                try:
+                    gen = nvml.nvmlDeviceGetCurrPcieLinkGeneration(h)
+                    width = nvml.nvmlDeviceGetCurrPcieLinkWidth(h)
+                except nvml.NVMLError:
+                    continue  # one GPU not answering must not stop the others' samples
+                old = best.get(bus, (0, 0))
+                best[bus] = (max(old[0], int(gen)), max(old[1], int(width)))
+            samples += 1
+            if not keep_going() or time.monotonic() > deadline:
+                break
+            time.sleep(interval_s)
+    except nvml.NVMLError as e:
+        return best, samples, f"NVML: {error_name(nvml, e)}"
+    except Exception as e:  # the probe guard: a binding that differs must not crash collect
+        return best, samples, f"{type(e).__name__}: {e}"
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except nvml.NVMLError:
+            pass
+    return best, samples, None
+
+
+def import_pynvml() -> Any:
+    """pynvml for callers outside this module (which must not import it themselves); ImportError if absent."""
+    return _import_pynvml()

@@ -1,0 +1,100 @@
+"""PCIe-under-load probe: runs the payload's pcie-load task in the target interpreter while NVML samples the links."""
+
+# ruff: noqa: UP045 - Python 3.9 target: typing.Optional, as in facts.py
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from envdoctor.facts import Driver, ProbeStatus
+from envdoctor.probes.nvml import import_pynvml, run_with_timeout, sample_pcie_links
+from envdoctor.probes.python_env import PayloadRun, execute_payload
+
+DEFAULT_SECONDS = 1.5
+
+
+@dataclass(frozen=True)
+class PcieLoad:
+    status: str
+    reason: Optional[str] = None
+    # normalised bus id "0000:3b:00" -> best (generation, width) seen while the copies ran
+    readings: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+
+
+def bus_key(bdf: Optional[str]) -> Optional[str]:
+    """'00000000:3B:00.0' (NVML), '0000:3b:00' (torch, Xid) -> '0000:3b:00': domain, bus, device."""
+    if not bdf:
+        return None
+    parts = bdf.strip().lower().split(":")
+    if len(parts) == 2:
+        parts = ["0000"] + parts
+    if len(parts) != 3:
+        return None
+    return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2].split('.')[0]}"
+
+
+def probe_pcie_load(executable: str, runner: Any, driver: Driver, nvml: Any = None,
+                    seconds: float = DEFAULT_SECONDS, timeout_s: float = 90.0) -> PcieLoad:
+    """Never raises; ``skipped`` quickly when there is no GPU, no NVML or no CUDA torch to make the load."""
+    try:
+        return _probe(executable, runner, driver, nvml, seconds, timeout_s)
+    except Exception as e:  # the per-probe guard
+        return PcieLoad(ProbeStatus.FAILED, f"PCIe load probe crashed: {type(e).__name__}: {e}")
+
+
+def _probe(executable: str, runner: Any, driver: Driver, nvml: Any, seconds: float, timeout_s: float) -> PcieLoad:
+    if driver.status != ProbeStatus.OK or not driver.gpus:
+        why = f" (driver probe {driver.status}: {driver.reason})" if driver.reason else ""
+        return PcieLoad(ProbeStatus.SKIPPED, f"no GPU{why}")
+    if nvml is None:
+        try:
+            nvml = import_pynvml()
+        except ImportError:
+            return PcieLoad(ProbeStatus.SKIPPED, "no NVML: pynvml (nvidia-ml-py) is not installed")
+    done = threading.Event()
+    runs: List[PayloadRun] = []
+
+    def load() -> None:
+        try:
+            runs.append(execute_payload(executable, runner, "pcie-load", ["--seconds", f"{seconds:g}"], timeout_s,
+                                        stage_hint="making the PCIe load"))
+        finally:
+            done.set()
+
+    worker = threading.Thread(target=load, name="envdoctor-pcie-load", daemon=True)
+    worker.start()
+    sampled: List[Tuple[Dict[str, Tuple[int, int]], int, Optional[str]]] = []
+
+    def sample() -> None:
+        sampled.append(sample_pcie_links(nvml, lambda: not done.is_set(), max_s=timeout_s + 5))
+
+    # the sampler runs in its own daemon thread too: a hung NVML call must not hang collect
+    run_with_timeout(sample, timeout_s + 10)
+    worker.join(timeout_s + 10)
+    if not runs:
+        return PcieLoad(ProbeStatus.FAILED, f"the load did not finish within {timeout_s:g} s")
+    pr = runs[0]
+    if pr.kind != "ok" or pr.result is None:
+        return PcieLoad(ProbeStatus.FAILED, f"the PCIe load in {executable} failed: {pr.error}")
+    if not pr.result.get("ran"):
+        return PcieLoad(ProbeStatus.SKIPPED, f"no CUDA in {executable}: {pr.result.get('reason') or 'no load ran'}")
+    if not sampled:
+        return PcieLoad(ProbeStatus.FAILED, "NVML did not answer while the load ran")
+    best, samples, error = sampled[0]
+    if not best:
+        return PcieLoad(ProbeStatus.FAILED, f"no PCIe reading while the load ran ({error or 'no samples'})")
+    loaded = {bus_key(d.get("pci_bus_id")) for d in pr.result.get("devices") or [] if isinstance(d, dict)}
+    loaded.discard(None)
+    readings = {bus_key(b) or b: v for b, v in best.items()}
+    if loaded:
+        # CUDA_VISIBLE_DEVICES may hide GPUs from the load: only GPUs that carried traffic count
+        readings = {b: v for b, v in readings.items() if b in loaded}
+    mb = ", ".join(f"cuda:{d.get('index')} {d.get('gb_per_s')} GB/s" for d in pr.result.get("devices") or []
+                   if isinstance(d, dict))
+    reason = f"{len(readings)} GPU link(s) sampled {samples} time(s) during {pr.result.get('seconds')} s of " \
+             f"host-to-device copies ({mb})"
+    if error:
+        reason += f"; NVML: {error}"
+    return PcieLoad(ProbeStatus.OK, reason, readings)
