@@ -113,6 +113,12 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "Uncorrectable ECC errors, pending page retirement / row remapping, or a corrupted infoROM.",
        "Jobs crash with Xid errors; results can be wrong; the GPU may need a reset or RMA.",
        "Reset the GPU (or reboot) to apply pending remaps; report persistent errors to the provider."),
+    _c("GPU_XID_ERRORS", "GPU faults in the kernel log (Xid)",
+       "The NVIDIA driver logged Xid errors that mean the GPU itself failed: it fell off the bus (79), its "
+       "GSP firmware stopped answering (119/120), or an engine faulted.",
+       "A GPU that fell off the bus or whose GSP times out fails every job on it until it is reset; "
+       "repeated faults mean failing hardware.",
+       "Drain the GPU and reset it (or reboot); report repeated Xid 79/119/120 to the provider."),
     _c("GPU_BUSY", "GPU already in use",
        "Other processes hold GPU memory or compute before your job starts.",
        "Out-of-memory errors and slower training.",

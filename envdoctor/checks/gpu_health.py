@@ -302,8 +302,9 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                 fix=Fix("Ask the provider to reflash the infoROM or replace the GPU",
                         commands=[f"nvidia-smi -i {g.index} -q -d ECC"]),
             ))
-    if not any(f.severity != Severity.INFO for f in out):
-        # the kernel log (Xid events) is not part of the facts yet: say so rather than imply it is clean
+    if ctx.facts.driver.kernel_log_readable is None and not any(f.severity != Severity.INFO for f in out):
+        # the kernel log was not read (a snapshot or paste without it): say so rather than imply it is
+        # clean; when it was read, gpu.xid judges it
         out.append(Finding(
             "gpu.memory-errors/xid-not-read", "GPU_MEMORY_ERRORS", Severity.INFO,
             "ECC and row-remap counters are clean; Xid errors in the kernel log were not read",
@@ -317,6 +318,106 @@ def _inforom_note(g: Gpu) -> Optional[str]:
         if "inforom" in n.lower() and "corrupt" in n.lower():
             return n
     return None
+
+
+# --------------------------------------------------------------------------- Xid events (kernel log)
+
+# What an Xid code means, the category it belongs to and how bad it is, from NVIDIA's Xid catalog
+# (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, and the memory-error pages
+# https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html,
+# https://docs.nvidia.com/deploy/dynamic-page-retirement/visibility.html). Codes not listed are
+# reported as info: most of them (13, 31, 43, 45 ...) are raised by the application, not the GPU.
+XID_CATALOG: Dict[int, Tuple[str, str, str]] = {
+    48: ("double-bit ECC error (uncorrectable memory error)", "GPU_MEMORY_ERRORS", Severity.ERROR),
+    63: ("ECC page retirement / row remapping recorded (reset the GPU to apply it)", "GPU_MEMORY_ERRORS",
+         Severity.WARNING),
+    64: ("ECC page retirement / row remapping failed", "GPU_MEMORY_ERRORS", Severity.ERROR),
+    92: ("high single-bit ECC error rate", "GPU_MEMORY_ERRORS", Severity.WARNING),
+    94: ("contained ECC error (the application that hit it was stopped)", "GPU_MEMORY_ERRORS", Severity.WARNING),
+    95: ("uncontained ECC error (every application on the GPU is affected; reset required)",
+         "GPU_MEMORY_ERRORS", Severity.ERROR),
+    74: ("NVLink error", "INTERCONNECT", Severity.ERROR),
+    79: ("GPU has fallen off the bus", "GPU_XID_ERRORS", Severity.ERROR),
+    119: ("GSP RPC timeout (the GPU's firmware stopped answering)", "GPU_XID_ERRORS", Severity.ERROR),
+    120: ("GSP error (the GPU's firmware reported an error)", "GPU_XID_ERRORS", Severity.ERROR),
+}
+_APP_XIDS = {13: "graphics engine exception", 31: "GPU memory page fault", 43: "GPU stopped processing",
+             45: "preemptive cleanup after an earlier error"}
+_XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
+
+
+def _xid_bus(bdf: Optional[str]) -> Optional[str]:
+    """'00000000:9B:00.0' (NVML) and '0000:9b:00' (Xid line) -> '0000:9b:00'."""
+    if not bdf:
+        return None
+    parts = bdf.strip().lower().split(":")
+    if len(parts) == 2:
+        parts = ["0000"] + parts
+    if len(parts) != 3:
+        return None
+    return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2].split('.')[0]}"
+
+
+@check("gpu.xid", "No GPU Xid errors in the kernel log",
+       categories=("GPU_MEMORY_ERRORS", "INTERCONNECT", "GPU_XID_ERRORS"))
+def xid(ctx: CheckContext) -> List[Finding]:
+    drv: Driver = ctx.facts.driver
+    if drv.kernel_log_readable is None:
+        raise SkipCheck("Xid errors unknown: the kernel log was not read (a snapshot, a paste, or --facts from "
+                        "an older envdoctor)")
+    if drv.kernel_log_readable is False:
+        return [Finding(
+            "gpu.xid/log-unreadable", "GPU_XID_ERRORS", Severity.INFO,
+            f"kernel log not readable: {drv.kernel_log_reason or 'no reason given'}; Xid errors not checked",
+            detail="Containers usually lack CAP_SYSLOG, and kernel.dmesg_restrict=1 limits dmesg to root.",
+            evidence=[Evidence("driver.kernel_log_reason", drv.kernel_log_reason)],
+            fix=Fix("Read the kernel log on the host (or as root) and look for Xid lines",
+                    commands=["sudo dmesg -T | grep -i 'NVRM: Xid'", "sudo journalctl -k -b | grep -i xid"],
+                    url=_XID_URL),
+        )]
+    events = list(drv.xid_events or [])
+    if not events:
+        return []
+    gpus = {_xid_bus(g.pci_bus_id): g for g in drv.gpus if _xid_bus(g.pci_bus_id)}
+    # one finding per (code, GPU): the count, the GPU and what the code means
+    groups: Dict[Tuple[int, Optional[str]], List[int]] = {}
+    for i, ev in enumerate(events):
+        groups.setdefault((ev.code, _xid_bus(ev.pci_bus_id)), []).append(i)
+    src = drv.kernel_log_source or "the kernel log"
+    out: List[Finding] = []
+    for (code, bus), idx in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        g = gpus.get(bus)
+        where = f"{gpu_label(g)} at {bus}" if g is not None else f"the GPU at {bus}" if bus else "a GPU"
+        first, last = events[idx[0]], events[idx[-1]]
+        meaning, category, severity = XID_CATALOG.get(
+            code, (_APP_XIDS.get(code, "see NVIDIA's Xid catalog"), "GPU_XID_ERRORS", Severity.INFO))
+        if code in _APP_XIDS:
+            meaning += "; usually raised by the application, not the hardware"
+        when = f" (last at {last.timestamp})" if last.timestamp else ""
+        reset = [f"sudo nvidia-smi -i {g.index} -r" if g is not None else "sudo nvidia-smi -i <gpu> -r"]
+        if severity == Severity.INFO:
+            fix = Fix("Look at the program that ran when it was logged; report it if it repeats without one",
+                      commands=[f"sudo dmesg -T | grep 'Xid ({'PCI:' if bus else ''}{bus or ''}'"], url=_XID_URL)
+        elif code == 74:
+            fix = Fix("Check the NVLink state and counters, then reset the GPU; report it if it repeats",
+                      commands=["nvidia-smi nvlink -s", "nvidia-smi nvlink -e"] + reset, url=_XID_URL)
+        elif category == "GPU_MEMORY_ERRORS":
+            fix = Fix("Drain the GPU and reset it so remaps/retirements apply; ask the provider to replace it "
+                      "if the errors return", commands=reset + ["nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT"],
+                      url="https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html")
+        else:
+            fix = Fix("Drain the GPU and reset it (or reboot); repeated Xid 79/119/120 mean failing hardware "
+                      "or power/cooling: report it to the provider", commands=reset + ["nvidia-smi -q"],
+                      url=_XID_URL)
+        out.append(Finding(
+            f"gpu.xid/{code}", category, severity,
+            f"{len(idx)} x Xid {code} on {where}{when}: {meaning}",
+            detail=f"First logged: {first.message}" if first.message else None,
+            evidence=[Evidence("driver.xid_events", len(idx), expected="no Xid " + str(code),
+                               source=f"{src}: NVRM: Xid (PCI:{bus or '?'}): {code}, {first.message or ''}".rstrip())],
+            fix=fix,
+        ))
+    return out
 
 
 # --------------------------------------------------------------------------- GPU_BUSY

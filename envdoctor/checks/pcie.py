@@ -86,7 +86,11 @@ def link(ctx: CheckContext) -> List[Finding]:
         max_w = g.pcie_width_max if g is not None else None
         ev: List[Evidence] = []
         text = None
-        if cur_w and max_w and cur_w < max_w:
+        load_w = g.pcie_width_under_load if g is not None else None
+        if load_w and max_w and load_w < max_w:
+            ev.append(Evidence(f"{path}.pcie_width_under_load", load_w, expected=f"x{max_w} (pcie_width_max)"))
+            text = f"x{load_w} of x{max_w} under load"
+        elif cur_w and max_w and cur_w < max_w and not (load_w and load_w >= max_w):
             ev.append(Evidence(f"{path}.pcie_width_current", cur_w, expected=f"x{max_w} (pcie_width_max)"))
             text = f"x{cur_w} of x{max_w}"
         if lk is not None and lk.sta_width and lk.cap_width and lk.sta_width < lk.cap_width:
@@ -111,7 +115,13 @@ def link(ctx: CheckContext) -> List[Finding]:
         max_g = g.pcie_gen_max if g is not None else _gen(lk.cap_speed_gts if lk else None)
         if g is not None and lk is not None and (cur_g is None or max_g is None):
             cur_g, max_g = _gen(lk.sta_speed_gts), _gen(lk.cap_speed_gts)
-        if cur_g and max_g and cur_g < max_g:
+        load_g = g.pcie_gen_under_load if g is not None else None
+        if load_g and max_g:
+            # read by --load-pcie while host->device copies ran: the link had every reason to train up
+            if load_g < max_g:
+                gen_load.append((f"{label}: Gen{load_g} of Gen{max_g} under load (--load-pcie)",
+                                 [Evidence(f"{path}.pcie_gen_under_load", load_g, expected=f"Gen{max_g}")]))
+        elif cur_g and max_g and cur_g < max_g:
             gev = [Evidence(f"{path}.pcie_gen_current" if g is not None else f"{lpath}.sta_speed_gts", cur_g,
                             expected=f"Gen{max_g}")]
             if g is not None and g.under_load:
@@ -152,7 +162,8 @@ def link(ctx: CheckContext) -> List[Finding]:
             "PCIe generation below max while idle (links slow down at idle to save power): "
             + "; ".join(t for t, _ in gen_idle) + "; idle, not verified",
             evidence=[e for _, ev in gen_idle for e in ev],
-            fix=Fix("Re-check while a job runs (or run `envdoctor bench`)", commands=[_QUERY + " -l 1"]),
+            fix=Fix("Re-check under load: `envdoctor --load-pcie` copies host->GPU for ~2 s and reads the links",
+                    commands=["envdoctor --load-pcie --only pcie.link", _QUERY + " -l 1"]),
         ))
     if slot_gen:
         out.append(Finding(

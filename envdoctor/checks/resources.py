@@ -211,3 +211,81 @@ def memory(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(src_path, usable, expected=f">= {int(rrec * GIB)}", source=src)],
         ))
     return out
+
+
+# --------------------------------------------------------------------------- NUMA locality (CPU_STARVED)
+
+
+def parse_cpulist(text: Optional[str]) -> Optional[set]:
+    """Kernel cpulist "0-3,8,10-11" -> {0, 1, 2, 3, 8, 10, 11}; None when it does not parse."""
+    if text is None:
+        return None
+    cpus = set()
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            if "-" in part:
+                lo, hi = part.split("-", 1)
+                cpus.update(range(int(lo), int(hi) + 1))
+            else:
+                cpus.add(int(part))
+        except ValueError:
+            return None
+    return cpus
+
+
+def _bus(bdf: Optional[str]) -> Optional[str]:
+    if not bdf:
+        return None
+    parts = bdf.strip().lower().split(":")
+    if len(parts) == 2:
+        parts = ["0000"] + parts
+    return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2].split('.')[0]}" if len(parts) == 3 else None
+
+
+@check("host.numa", "The process may run on CPUs local to each GPU", categories=("CPU_STARVED",))
+def numa(ctx: CheckContext) -> List[Finding]:
+    facts = ctx.facts
+    host = _host(facts, "CPU affinity")
+    locality = facts.topology.gpu_locality
+    if not locality:
+        raise SkipCheck("GPU NUMA locality unknown: " + ("no NVIDIA GPU in sysfs" if locality == []
+                                                         else "sysfs local_cpulist was not read"))
+    allowed = parse_cpulist(host.cpu_affinity_list)
+    if not allowed:
+        raise SkipCheck("the CPUs this process may use are unknown (no sched_getaffinity / Cpus_allowed_list)")
+    by_bus = {_bus(g.pci_bus_id): g for g in _gpus(facts)}
+    remote = []
+    for i, loc in enumerate(locality):
+        local = parse_cpulist(loc.local_cpulist)
+        if not local or (loc.numa_node is not None and loc.numa_node < 0):
+            continue  # no NUMA information for this device: every CPU is as close as any other
+        if not local & allowed:
+            remote.append((i, loc, by_bus.get(_bus(loc.pci_bus_id))))
+    if not remote:
+        return []
+    names = "; ".join(
+        (f"GPU {g.index} ({loc.pci_bus_id})" if g is not None else f"GPU at {loc.pci_bus_id}")
+        + f" is local to NUMA node {loc.numa_node} (CPUs {loc.local_cpulist})" for _, loc, g in remote)
+    nodes = sorted({loc.numa_node for _, loc, _ in remote if loc.numa_node is not None})
+    return [Finding(
+        "host.numa/remote-gpu", "CPU_STARVED", Severity.WARNING,
+        f"This process may only run on CPUs {host.cpu_affinity_list}, none of them local to: {names}",
+        detail="Every host<->GPU copy and kernel launch for those GPUs crosses the socket interconnect "
+               "(UPI/Infinity Fabric) and pinned buffers land in remote memory: lower copy bandwidth and "
+               "higher latency. Usually a cpuset/taskset or a scheduler that placed the job on the wrong socket.",
+        evidence=[Evidence("host.cpu_affinity_list", host.cpu_affinity_list,
+                           expected=f"overlaps {loc.local_cpulist}")
+                  for _, loc, _ in remote[:1]]
+                 + [Evidence(f"topology.gpu_locality[{i}].local_cpulist", loc.local_cpulist,
+                             source=f"/sys/bus/pci/devices/{loc.pci_bus_id}/local_cpulist") for i, loc, _ in remote],
+        fix=Fix("Run the job on the GPU's NUMA node (or give it CPUs there); with several GPUs, one rank per "
+                "GPU bound to that GPU's node",
+                commands=[f"numactl --cpunodebind={nodes[0]} --membind={nodes[0]} python train.py" if nodes
+                          else "numactl --cpunodebind=<node> --membind=<node> python train.py",
+                          "nvidia-smi topo -m   # the 'CPU Affinity' and 'NUMA Affinity' columns",
+                          "srun --cpu-bind=closest ...   # Slurm"],
+                url="https://docs.nvidia.com/deploy/nvidia-smi/index.html"),
+    )]
