@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from ..facts import Driver, Facts, Gpu, ProbeStatus
+from ..facts import Driver, Facts, Gpu, ProbeStatus, pci_bus_key
 from ..findings import Evidence, Finding, Fix, Severity
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
 
@@ -346,18 +346,6 @@ _APP_XIDS = {13: "graphics engine exception", 31: "GPU memory page fault", 43: "
 _XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
 
-def _xid_bus(bdf: Optional[str]) -> Optional[str]:
-    """'00000000:9B:00.0' (NVML) and '0000:9b:00' (Xid line) -> '0000:9b:00'."""
-    if not bdf:
-        return None
-    parts = bdf.strip().lower().split(":")
-    if len(parts) == 2:
-        parts = ["0000"] + parts
-    if len(parts) != 3:
-        return None
-    return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2].split('.')[0]}"
-
-
 @check("gpu.xid", "No GPU Xid errors in the kernel log",
        categories=("GPU_MEMORY_ERRORS", "INTERCONNECT", "GPU_XID_ERRORS"))
 def xid(ctx: CheckContext) -> List[Finding]:
@@ -378,11 +366,11 @@ def xid(ctx: CheckContext) -> List[Finding]:
     events = list(drv.xid_events or [])
     if not events:
         return []
-    gpus = {_xid_bus(g.pci_bus_id): g for g in drv.gpus if _xid_bus(g.pci_bus_id)}
+    gpus = {pci_bus_key(g.pci_bus_id): g for g in drv.gpus if pci_bus_key(g.pci_bus_id)}
     # one finding per (code, GPU): the count, the GPU and what the code means
     groups: Dict[Tuple[int, Optional[str]], List[int]] = {}
     for i, ev in enumerate(events):
-        groups.setdefault((ev.code, _xid_bus(ev.pci_bus_id)), []).append(i)
+        groups.setdefault((ev.code, pci_bus_key(ev.pci_bus_id)), []).append(i)
     src = drv.kernel_log_source or "the kernel log"
     out: List[Finding] = []
     for (code, bus), idx in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):

@@ -9,17 +9,10 @@ from typing import Iterable, List, Optional, Tuple
 
 from envdoctor.facts import GpuLocality, ProbeStatus
 from envdoctor.parsers.lspci import NVIDIA_VENDOR_ID
+from envdoctor.probes._fs import read_text as _read
 
 # PCI class codes (sysfs "class" is 0xCCSSPP): 0300 VGA, 0302 3D controller
 _GPU_CLASSES = ("0x0300", "0x0302")
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def format_cpulist(cpus: Iterable[int]) -> str:

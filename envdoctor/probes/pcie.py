@@ -10,6 +10,7 @@ from typing import Dict, List, Optional, Tuple
 
 from envdoctor.facts import PcieLink, ProbeStatus
 from envdoctor.parsers.lspci import NVIDIA_VENDOR_ID, nvidia_gpu_links
+from envdoctor.probes._fs import read_text as _read
 
 LSPCI_TIMEOUT_S = 20.0  # -vv reads every device's config space; slow on big machines
 _BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -18,14 +19,6 @@ _SPEED = re.compile(r"^\s*([0-9.]+)\s*GT/s")
 _GPU_CLASSES = ("0x0300", "0x0302")
 _CLASS_NAMES = {"0300": "VGA compatible controller", "0302": "3D controller", "0604": "PCI bridge",
                 "0680": "Bridge"}
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def parse_sysfs_speed(text: Optional[str]) -> Optional[float]:

@@ -8,7 +8,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.facts import Driver, ProbeStatus
+from envdoctor.facts import Driver, ProbeStatus, pci_bus_key
 from envdoctor.probes.nvml import import_pynvml, run_with_timeout, sample_pcie_links
 from envdoctor.probes.python_env import PayloadRun, execute_payload
 
@@ -23,16 +23,7 @@ class PcieLoad:
     readings: Dict[str, Tuple[int, int]] = field(default_factory=dict)
 
 
-def bus_key(bdf: Optional[str]) -> Optional[str]:
-    """'00000000:3B:00.0' (NVML), '0000:3b:00' (torch, Xid) -> '0000:3b:00': domain, bus, device."""
-    if not bdf:
-        return None
-    parts = bdf.strip().lower().split(":")
-    if len(parts) == 2:
-        parts = ["0000"] + parts
-    if len(parts) != 3:
-        return None
-    return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2].split('.')[0]}"
+bus_key = pci_bus_key  # kept as this module's name for it
 
 
 def probe_pcie_load(executable: str, runner: Any, driver: Driver, nvml: Any = None,

@@ -11,20 +11,13 @@ from typing import Dict, List, Optional, Tuple
 from envdoctor.facts import DataPath, ProbeStatus, Storage
 from envdoctor.parsers.lsblk import BlockDevice, flatten, parse_lsblk_json
 from envdoctor.parsers.mounts import MountEntry, classify_fstype, find_mount, parse_mounts
+from envdoctor.probes._fs import read_text as _read
 
 LSBLK_TIMEOUT_S = 10.0
 
 
 def _p(root: str, path: str) -> str:
     return os.path.join(root, path.lstrip("/"))
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def _read_mounts(root: str) -> Tuple[Optional[List[MountEntry]], Optional[str]]:
