@@ -207,7 +207,7 @@ def test_torch_release(compat):
     assert compat.torch_release("2.1").rocm_variants == ["rocm5.5", "rocm5.6"]
     unverified = compat.torch_release("2.15.0")
     assert unverified.default_variant is None and unverified.confidence == "unverified"
-    assert compat.torch_release("1.12.1") is None
+    assert compat.torch_release("0.4.1") is None
     assert compat.torch_release("3.0") is None
     assert compat.torch_release("") is None
 
@@ -234,6 +234,40 @@ def test_companions(compat):
     assert compat.torch_for_companion("triton", "3.0.0") == "2.4.1"  # newest of 2.4.0/2.4.1
     assert compat.torch_for_companion("torchvision", "9.9.9") is None
     assert compat.torch_for_companion("numpy", "1.26.0") is None
+
+
+def test_torch_1x_rows(compat):
+    """torch 1.0 .. 1.12: the PyPI default CUDA build and the Python range of old pasted reports."""
+    assert compat.torch_release("1.3.0").default_variant == "cu101"  # needs driver >= 418.39 (report 010)
+    assert compat.torch_release("1.2.0").default_variant == "cu100"
+    assert compat.torch_release("1.4.0").default_variant == "cu101"
+    for v in ["1.5.1", "1.6.0", "1.7.1", "1.8.0", "1.10.1", "1.12.1"]:
+        assert compat.torch_release(v).default_variant == "cu102", v
+    assert compat.torch_release("1.1.0").default_variant is None  # not confirmed: unknown, not guessed
+    r110 = compat.torch_release("1.10.2")
+    assert (r110.python_min, r110.python_max) == ("3.6", "3.9")  # no Python 3.10 wheels (report 035)
+    assert Version("3.10") > Version(r110.python_max)
+    assert compat.torch_release("1.11").python_max == "3.10"
+    assert compat.torch_release("1.12").cuda_variants == ["cu102", "cu113", "cu116"]
+    assert compat.torch_arch_list("1.12.1", "cu102") == ["sm_37", "sm_50", "sm_60", "sm_70"]
+    assert "cu92" in compat.torch_release("1.7").cuda_variants
+    assert [r.minor for r in compat.torch_releases()][:3] == ["1.0", "1.1", "1.2"]
+    # every CUDA default of a 1.x row has a driver minimum in cuda_driver.json
+    for rel in compat.torch_releases():
+        if rel.default_variant:
+            req = compat.cuda_requirement(cuda_of_variant(rel.default_variant))
+            assert req is not None and req.min_driver, rel.minor
+    assert compat.cuda_requirement("9.0").min_driver == "384.81"
+    assert compat.cuda_requirement("9.2").min_driver == "396.26"
+
+
+def test_torch_1x_companions(compat):
+    assert compat.companions("1.12.1").torchvision == "0.13.1"
+    assert compat.companions("1.12.1").torchaudio == "0.12.1"
+    assert compat.companions("1.3.0").torchvision == "0.4.1"
+    assert compat.companions("1.0.0").torchaudio is None  # not confirmed
+    assert compat.companions("1.7.0").torchvision is None  # 0.8.0 and 0.8.1 both pair with it
+    assert compat.torch_for_companion("torchvision", "0.11.2") == "1.10.1"
 
 
 def test_every_torch_patch_has_companions(compat):
@@ -320,8 +354,9 @@ def test_gpu_lookup_by_real_names(compat):
 
 
 def test_gpu_lookup_unknowns_and_truncation(compat):
-    assert compat.gpu("NVIDIA GeForce RTX 4080 SUPER") is None  # a different product from the 4080
-    assert compat.gpu("NVIDIA GH200 480GB") is None  # not in the matrix
+    assert compat.gpu("NVIDIA GeForce RTX 4080 SUPER").name == "GeForce RTX 4080 SUPER"  # not the 4080 row
+    assert compat.gpu("NVIDIA GeForce RTX 4080").name == "GeForce RTX 4080"
+    assert compat.gpu("NVIDIA L20") is None  # not in the matrix (CC not on NVIDIA's table)
     assert compat.gpu("") is None
     assert compat.gpu("Tesla V100-SXM2...") is None  # 16GB or 32GB: ambiguous
     assert compat.gpu("NVIDIA RTX 6000 Ada Gene...").name == "RTX 6000 Ada Generation"
