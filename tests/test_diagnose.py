@@ -130,6 +130,32 @@ def test_five_megabytes_under_a_second(compat) -> None:
     assert facts.driver.version == "550.90.07"
 
 
+def test_error_dense_log_under_a_second(compat) -> None:
+    # distinct error lines all the way (no repeat to skip), a table at the top and the real error at the end
+    real = (PASTES / "nvidia-smi-table" / "h100-x8_550.90.07.txt").read_text()
+    lines = [f"[rank{i % 8}]: RuntimeError: CUDA error: an illegal memory access at step {i}\n"
+             f"/opt/conda/lib/python3.10/site-packages/torch/utils/data/dataloader.py:{i}: UserWarning: "
+             f"worker {i % 16} failed\n" for i in range(5 * 1024 * 1024 // 170)]
+    text = real + "".join(lines) + "RuntimeError: CUDA error: no kernel image is available for execution\n"
+    assert len(text) > 5_000_000
+    start = time.perf_counter()
+    facts, info = diagnose_text([text], compat)
+    assert time.perf_counter() - start < 1.0
+    assert facts.driver.version == "550.90.07"
+    assert len(facts.paste.messages) <= 300
+    assert any("no kernel image" in m for m in facts.paste.messages)  # the last error is kept
+
+
+def test_repeated_report_is_read_once(compat) -> None:
+    one = (PASTES / "gpu-arch.txt").read_text() + "\n"
+    facts_one, _ = diagnose_text([one], compat)
+    start = time.perf_counter()
+    facts_many, info = diagnose_text([one * (5_000_000 // len(one))], compat)
+    assert time.perf_counter() - start < 1.0
+    assert facts_many.driver == facts_one.driver and facts_many.pythons == facts_one.pythons
+    assert any("repeated block" in f for f in info.found)
+
+
 def test_snapshot_round_trip(compat) -> None:
     facts, _ = diagnose_text([(PASTES / "gpu-arch.txt").read_text()], compat)
     again = Facts.from_json(facts.to_json())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..compat.signatures import signatures_from
 from ..facts import (
@@ -22,8 +22,8 @@ from ..facts import (
     TorchInfo,
     normalize_name,
 )
-from .readers import collect_env, messages, misc, packages
-from .readers.base import REPL, Acc, clean_lines
+from .readers import blocks, collect_env, messages, misc, packages
+from .readers.base import REPL, Acc, Paste, clean_lines
 
 NOT_IN_PASTE = "not in the pasted text"
 MAX_LINE = 20000  # longer lines are cut: no reader needs more, and it bounds regex work
@@ -49,19 +49,53 @@ def _transform(value: str, how: Optional[str]) -> Any:
     return value
 
 
+def dedupe_paragraphs(lines: List[str]) -> Tuple[List[str], int]:
+    """Drop repeated blocks (runs of 3+ non-blank lines seen before): a report pasted twice, a log repeating
+    the same traceback. Readers keep the first value they see, so a repeat can add nothing. Short runs stay:
+    a REPL's "False" after another statement is a different fact. Returns (lines, blocks dropped)."""
+    out: List[str] = []
+    seen: set = set()
+    dropped = 0
+    block: List[str] = []
+
+    def flush() -> None:
+        nonlocal dropped
+        if len(block) >= 3:
+            key = "\n".join(block)
+            if key in seen:
+                dropped += 1
+                block.clear()
+                return
+            seen.add(key)
+        out.extend(block)
+        block.clear()
+
+    for line in lines:
+        if line.strip():
+            block.append(line)
+        else:
+            flush()
+            out.append(line)
+    flush()
+    return out, dropped
+
+
 def read_all(text: str, compat: Any) -> Acc:
     acc = Acc()
-    lines = [ln[:MAX_LINE] for ln in clean_lines(text)]
-    joined = "\n".join(lines)
-    collect_env.read(lines, acc)
-    misc.read_nvidia_smi(joined, acc)
-    packages.read(lines, acc)
-    misc.read_repl(lines, acc)
-    misc.read_toolchain(lines, joined, acc)
-    misc.read_env(lines, acc)
-    misc.read_loose(lines, acc)
-    misc.read_host(lines, joined, acc)
-    messages.read(lines, acc)
+    lines, dropped = dedupe_paragraphs([ln[:MAX_LINE] for ln in clean_lines(text)])
+    paste = Paste(lines)
+    collect_env.read(paste, acc)
+    misc.read_nvidia_smi(paste, acc)
+    blocks.read(paste, acc)
+    packages.read(paste, acc)
+    misc.read_repl(paste, acc)
+    misc.read_toolchain(paste, acc)
+    misc.read_env(paste, acc)
+    misc.read_loose(paste, acc)
+    misc.read_host(paste, acc)
+    messages.read(paste, acc)
+    if dropped:
+        acc.notes.append(f"{dropped} repeated block(s) read once")
     _facts_from_messages(acc, compat)
     return acc
 
@@ -240,7 +274,12 @@ def build_facts(acc: Acc, text: str) -> Facts:
         not_found.append("Python version")
     if not tk_version:
         not_found.append("nvcc version")
-    paste = PasteSource(found=list(acc.found) + (["error/warning messages"] if acc.messages else []),
+    said = []
+    if acc.messages:
+        said = ["error/warning messages" if not acc.dropped_messages else
+                f"error/warning messages ({acc.message_lines} lines; the first and last {len(acc.messages)} "
+                "distinct kept)"]
+    paste = PasteSource(found=list(acc.found) + said + list(acc.notes),
                         not_found=not_found, messages=list(acc.messages), text_excerpt=text[:400])
     return Facts(origin="paste", driver=driver, toolkits=toolkits, system_libraries=libs, pythons=pythons,
                  host=host, paste=paste)

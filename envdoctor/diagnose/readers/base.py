@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ...facts import Gpu, LibraryCopy, Package, normalize_name
 
@@ -16,6 +16,9 @@ STRUCTURED = 3
 REPL = 2
 LOOSE = 1
 BARE = 0
+
+# Every message is matched against every signature (three times per diagnose): a bound keeps that cheap
+MAX_MESSAGES = 300
 
 VERSION = r"\d+(?:\.\d+)+"
 _VERSION_RE = re.compile(rf"^{VERSION}")
@@ -35,6 +38,8 @@ class Acc:
     found: List[str] = field(default_factory=list)
     requested: Dict[str, str] = field(default_factory=dict)  # pip install pins that did not install
     notes: List[str] = field(default_factory=list)
+    message_lines: int = 0  # lines that looked like errors or warnings, repeats included
+    dropped_messages: int = 0  # distinct messages beyond MAX_MESSAGES
 
     def put(self, key: str, value: Any, priority: int, how: str) -> None:
         if value is None or value == "":
@@ -70,9 +75,16 @@ class Acc:
             self.found.append(what)
 
     def add_message(self, message: str) -> None:
-        message = message.strip()
-        if message and message not in self.messages and len(self.messages) < 500:
-            self.messages.append(message[:2000])
+        message = message.strip()[:2000]
+        if not message or message in self.messages:
+            return
+        if len(self.messages) < MAX_MESSAGES:
+            self.messages.append(message)
+        else:
+            # keep the first ones and the latest: the error that ended a long log is at its end
+            self.messages.pop(MAX_MESSAGES // 2)
+            self.messages.append(message)
+            self.dropped_messages += 1
 
 
 def looks_like_version(text: str) -> bool:
@@ -89,40 +101,117 @@ def last_version(text: str) -> Optional[str]:
     return found[-1] if found else None
 
 
-def lines_with(lines: List[str], keywords: List[str]) -> List[int]:
-    """Indices of lines holding any keyword (case-insensitive), by str.find over the whole text.
+# Per keyword, the lines of its first HEAD_HITS and last TAIL_HITS occurrences are read: facts sit at
+# the start of a paste, and the error that ended a long log at its end.
+HEAD_HITS = 3000
+TAIL_HITS = 1000
 
-    Python's re does not optimise alternations, so a big case-insensitive pattern over a multi-MB paste
-    costs seconds; literal searches cost milliseconds. Callers then run their regexes on these lines only.
+
+class Paste:
+    """One paste, split into cleaned lines once, with cheap keyword indexes that every reader shares.
+
+    Python's re does not optimise alternations, so one big case-insensitive pattern run over a multi-MB
+    paste costs seconds; literal ``in`` / ``str.find`` tests run in C and cost milliseconds. Readers ask
+    for the lines holding a keyword and run their regexes on those lines only.
     """
-    starts = []
-    pos = 0
-    for line in lines:
-        starts.append(pos)
-        pos += len(line) + 1
-    low = "\n".join(lines).lower()
-    hits = set()
-    for kw in keywords:
-        at = low.find(kw)
-        while at != -1:
+
+    def __init__(self, lines: List[str]):
+        self.lines = lines
+        self.text = "\n".join(lines)
+        self._low: Optional[str] = None
+        self._starts: Optional[List[int]] = None
+        self._cache: Dict[Tuple[str, bool], List[int]] = {}
+
+    @property
+    def low(self) -> str:
+        if self._low is None:
+            self._low = self.text.lower()
+        return self._low
+
+    def line_of(self, pos: int) -> int:
+        """The index of the line holding character ``pos`` of ``text``."""
+        if self._starts is None:
+            starts, at = [], 0
+            for line in self.lines:
+                starts.append(at)
+                at += len(line) + 1
+            self._starts = starts
+        return bisect.bisect_right(self._starts, pos) - 1
+
+    def _one(self, kw: str, case: bool) -> List[int]:
+        key = (kw, case)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        hay = self.text if case else self.low
+        self.line_of(0)
+        starts = self._starts or [0]
+        head: List[int] = []
+        at = hay.find(kw)
+        while at != -1 and len(head) < HEAD_HITS:
             i = bisect.bisect_right(starts, at) - 1
-            hits.add(i)
-            nxt = starts[i + 1] if i + 1 < len(starts) else len(low)
-            at = low.find(kw, nxt)
-    return sorted(hits)
+            head.append(i)
+            at = hay.find(kw, starts[i + 1] if i + 1 < len(starts) else len(hay))
+        tail: List[int] = []
+        if at != -1:
+            # many hits: the last ones too, found from the end; the middle of a long log is skipped
+            floor = starts[head[-1] + 1] if head[-1] + 1 < len(starts) else len(hay)
+            at = hay.rfind(kw, floor)
+            while at != -1 and len(tail) < TAIL_HITS:
+                i = bisect.bisect_right(starts, at) - 1
+                tail.append(i)
+                at = hay.rfind(kw, floor, starts[i]) if starts[i] > floor else -1
+            tail.reverse()
+        out = head + tail
+        self._cache[key] = out
+        return out
+
+    def with_any(self, keywords: Iterable[str], case: bool = False) -> List[int]:
+        """Sorted indices of lines holding any keyword (lower-case keywords unless ``case``)."""
+        found: set = set()
+        for kw in keywords:
+            found.update(self._one(kw, case))
+        return sorted(found)
+
+    def distinct(self, indices: Iterable[int], head: int = 3000, tail: int = 1000) -> List[int]:
+        """The indices of the first occurrence of each distinct line, bounded to the first ``head`` and the
+        last ``tail`` of them: a log repeating lines adds nothing, and facts and the error that ended a
+        run sit near the start or the end of a long log."""
+        seen: set = set()
+        out = []
+        for i in indices:
+            line = self.lines[i]
+            if line not in seen:
+                seen.add(line)
+                out.append(i)
+        if len(out) > head + tail:
+            out = out[:head] + out[-tail:]
+        return out
+
+
+def lines_with(lines: List[str], keywords: List[str]) -> List[int]:
+    """Indices of lines holding any keyword (case-insensitive); see Paste.with_any."""
+    return Paste(lines).with_any(keywords)
+
+
+_QUOTE = re.compile(r"^\s*(?:>\s?)+")
+_RANK = re.compile(r"^\s*\[rank\d+\]:\s?")
 
 
 def clean_lines(text: str) -> List[str]:
-    """Lines without Markdown quoting, list bullets of code fences, or distributed-rank prefixes."""
+    """Lines without Markdown quoting, distributed-rank prefixes ("[rank7]: ") or pytest's "E   " margin."""
     out = []
     for raw in text.splitlines():
         line = raw.rstrip()
-        if line[:1] not in (">", "[", "E", " ", "\t"):
+        c = line[:1]
+        if c not in (">", "[", "E", " ", "\t"):
             out.append(line)
             continue
-        # "> quoted", "[rank7]: ", "E   " (pytest), "(EngineCore pid=1) " prefixes
-        line = re.sub(r"^\s*(?:>\s?)+", "", line)
-        line = re.sub(r"^\s*\[rank\d+\]:\s?", "", line)
-        line = re.sub(r"^E {3}", "", line)
+        if line.lstrip()[:1] == ">":
+            line = _QUOTE.sub("", line)
+        if "[rank" in line[:12]:
+            line = _RANK.sub("", line)
+        if line.startswith("E   "):
+            line = line[4:]
         out.append(line)
     return out

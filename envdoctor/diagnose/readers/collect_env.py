@@ -6,7 +6,7 @@ import re
 from typing import List, Optional
 
 from ...facts import Gpu, LibraryCopy, Package
-from .base import STRUCTURED, Acc, first_version, last_version
+from .base import STRUCTURED, Acc, Paste, first_version, last_version
 
 # collect_env prints "Key: value" lines; None values print as "Could not collect" (replace_nones), some
 # eras print "N/A" or "None". https://github.com/pytorch/pytorch/blob/main/torch/utils/collect_env.py
@@ -72,15 +72,32 @@ def package_from_line(kind: str, rest: str) -> Optional[Package]:
                    variant=variant, variant_evidence=f"conda build string {build}" if variant else None)
 
 
-def read(lines: List[str], acc: Acc) -> None:
-    text = "\n".join(lines)
-    if not is_collect_env(text):
+def _todo(paste: Paste) -> List[int]:
+    """The lines worth reading: around each collect_env key line, and every [pip3]/[conda] line."""
+    lines = paste.lines
+    keys = paste.with_any([k.lower() for k in _MARKERS])
+    todo = set(paste.with_any(["[pip", "[conda]", "[uv]"]))
+    for i in paste.distinct(keys, head=200, tail=50):
+        # a collect_env report is ~30 key lines, then up to a few hundred library lines
+        todo.update(range(max(0, i - 40), min(len(lines), i + 300)))
+    return sorted(todo)
+
+
+def read(paste: Paste, acc: Acc) -> None:
+    if not is_collect_env(paste.text):
         return
+    lines = paste.lines
     era = None
-    i = 0
     n = len(lines)
     cuda_none = False
-    while i < n:
+    todo = _todo(paste)
+    t = 0
+    done = -1
+    while t < len(todo):
+        i = todo[t]
+        t += 1
+        if i <= done:
+            continue
         line = lines[i]
         m = _KEY.match(line)
         if not m:
@@ -89,7 +106,6 @@ def read(lines: List[str], acc: Acc) -> None:
                 pkg = package_from_line(pm.group(1), pm.group(2))
                 if pkg:
                     acc.add_package(pkg, STRUCTURED)
-            i += 1
             continue
         key, raw = m.group(1).strip(), m.group(2)
         val = _value(raw)
@@ -161,7 +177,7 @@ def read(lines: List[str], acc: Acc) -> None:
                 elif _value(c):  # PyTorch 1.0-era: the single GPU's name alone
                     gpus.append(Gpu(index=len(gpus), name=c.strip()))
             acc.set_gpus(gpus, STRUCTURED)
-            i = j
+            done = j - 1
             continue
         elif k == "cudnn version":
             paths = []
@@ -176,7 +192,7 @@ def read(lines: List[str], acc: Acc) -> None:
                 acc.libraries.append(LibraryCopy(name="cudnn", path=p if ("/" in p or "\\" in p) else None,
                                                  version=ver.group(1) if ver else first_version(p),
                                                  origin="system"))
-            i = j
+            done = j - 1
             continue
         else:
             pm = _PKG_LINE.match(line)
@@ -184,7 +200,6 @@ def read(lines: List[str], acc: Acc) -> None:
                 pkg = package_from_line(pm.group(1), pm.group(2))
                 if pkg:
                     acc.add_package(pkg, STRUCTURED)
-        i += 1
     if cuda_none and not acc.get("torch.hip"):
         # "CUDA used to build PyTorch: None/Could not collect" is torch.version.cuda == None: a CPU build
         acc.put("torch.cpu_build", True, STRUCTURED, "collect_env: CUDA used to build PyTorch: None")

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import List
 
-from .base import Acc, lines_with
+from .base import Acc, Paste
 
 # Lines that carry an error or warning worth keeping. Plain keywords, no nested quantifiers: each line is
 # scanned once, so a multi-MB paste stays linear.
@@ -17,35 +16,26 @@ _TRIGGER = re.compile(
     r"insufficient|supports CUDA capabilities|PyTorch no longer supports|system not yet initialized|forward compatibility|No devices were found",
     re.IGNORECASE,
 )
-# literal, lower-case forms of the trigger alternatives (fast prefilter for multi-MB pastes)
-_KEYWORDS = ["error", "exception", "warning", "not found", "failed", "fail", "cannot open", "undefined symbol",
-             "mismatch", "not compatible", "too old", "not compiled", "does not exist", "not supported",
-             "no matching distribution", "cannot import name", "incompatib", "no cuda-capable", "returned ",
-             "no kernel image", "not recognized", "device-side assert", "communicate", "could not select",
-             "insufficient", "supports cuda capabilities", "no longer supports", "not yet initialized",
-             "forward compatibility", "no devices were found"]
+# literal, lower-case pieces covering every trigger alternative ("not " covers "not found", "cannot open",
+# "could not select" ...): each keyword costs one C-speed scan of the paste, so there are few of them
+_KEYWORDS = ["error", "exception", "warn", "not ", "fail", "too old", "undefined symbol", "mismatch",
+             "no matching", "incompatib", "cuda-capable", "returned ", "kernel image", "device-side",
+             "communicate", "insufficient", "capabilities", "no longer", "forward compat", "no devices"]
 _END = re.compile(r"[.!?:)\]]\s*$")
 _SKIP = re.compile(r"^\s*(?:File \"|Traceback \(most recent call last\)|\^+\s*$|~+\s*$|During handling of)")
 _CONTINUATION = re.compile(r"^\s+\S")
 
 
-def read(lines: List[str], acc: Acc) -> None:
-    hit_lines = []
-    seen = set()
-    for i in lines_with(lines, _KEYWORDS):
-        line = lines[i]
-        if line in seen:  # a log repeating one error adds nothing but time
-            continue
-        seen.add(line)
-        if _TRIGGER.search(line[:4000]):
-            hit_lines.append(i)
-        if len(hit_lines) >= 2000:
-            break
+def read(paste: Paste, acc: Acc) -> None:
+    lines = paste.lines
+    candidates = paste.with_any(_KEYWORDS)
+    # a log repeating one error adds nothing but time: each distinct line once, the first and the last
+    # ones of a long log (where the first failure and the one that ended the run are)
+    hit_lines = [i for i in paste.distinct(candidates, head=1500, tail=500) if _TRIGGER.search(lines[i][:4000])]
+    acc.message_lines = len(candidates)
     n = len(lines)
     done = -1
     for i in hit_lines:
-        if len(acc.messages) >= 500:
-            break
         if i <= done:
             continue
         line = lines[i]

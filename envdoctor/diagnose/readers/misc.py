@@ -8,13 +8,42 @@ from typing import List, Optional
 from ...facts import Gpu
 from ...parsers.nvcc import parse_nvcc_version
 from ...parsers.nvidia_smi_table import parse_nvidia_smi_table
-from .base import BARE, LOOSE, REPL, STRUCTURED, VERSION, Acc, lines_with
+from .base import BARE, LOOSE, REPL, STRUCTURED, VERSION, Acc, Paste
 
 # ----------------------------------------------------------------------------- nvidia-smi
 
 
-def read_nvidia_smi(text: str, acc: Acc) -> None:
-    t = parse_nvidia_smi_table(text)
+# literal pieces of what parse_nvidia_smi_table reads: the header, the GPU rows' box lines, its failures
+_SMI_KEYS = ["nvidia-smi", "no devices were found", "couldn't communicate", "couldnt communicate",
+             "failed to initiali", "nvml library version", "inforom is corrupted"]
+
+
+def smi_slice(paste: Paste) -> str:
+    """The lines of the (first few) nvidia-smi tables and failure lines, not the whole paste."""
+    lines = paste.lines
+    keep: List[int] = []
+    for i in paste.distinct(paste.with_any(_SMI_KEYS), head=40, tail=10):
+        keep.append(i)
+        if "NVIDIA-SMI" in lines[i]:
+            # the table: box-drawing lines (and a blank line before the processes box) after the header
+            j, blanks = i + 1, 0
+            while j < len(lines) and j < i + 2000:
+                s = lines[j].strip()
+                if not s:
+                    blanks += 1
+                    if blanks > 2:
+                        break
+                elif s[0] in "|+=-" or s.startswith("No running processes"):
+                    blanks = 0
+                else:
+                    break
+                keep.append(j)
+                j += 1
+    return "\n".join(lines[i] for i in sorted(set(keep)))
+
+
+def read_nvidia_smi(paste: Paste, acc: Acc) -> None:
+    t = parse_nvidia_smi_table(smi_slice(paste))
     if t is None:
         return
     if t.driver_version:
@@ -76,10 +105,12 @@ def _parse_value(key: str, raw: str):
     return v
 
 
-def read_repl(lines: List[str], acc: Acc) -> None:
+def read_repl(paste: Paste, acc: Acc) -> None:
     seen = False
+    lines = paste.lines
     n = len(lines)
-    for i, line in enumerate(lines):
+    for i in paste.distinct(paste.with_any(["torch."], case=True)):
+        line = lines[i]
         if not _ANY_EXPR.search(line):
             continue
         keys = [(m.start(), key) for key, pat in _EXPRS for m in pat.finditer(line)]
@@ -122,16 +153,16 @@ _GCC_LOOSE = re.compile(r"\bgcc(?: version)?\s*[:=]?\s*(?:gcc\s*)?(?:\([^)]*\)\s
 _CUDA_LOOSE = re.compile(r"\bCUDA(?:\s+toolkit)?\s*[:=]?\s*v?(\d+\.\d+\.\d+)\b", re.I)
 
 
-def read_toolchain(lines: List[str], text: str, acc: Acc) -> None:
-    nv = parse_nvcc_version(text)
+def read_toolchain(paste: Paste, acc: Acc) -> None:
+    lines = paste.lines
+    nv_lines = paste.with_any(["cuda compilation tools"])
+    nv = parse_nvcc_version("\n".join(lines[i] for i in nv_lines[:5])) if nv_lines else None
     if nv:
         acc.put("toolkit.version", nv[0], STRUCTURED, "nvcc --version")
         acc.put("toolkit.version_full", nv[1], STRUCTURED, "nvcc --version")
         acc.add_found("nvcc --version")
-    for line in lines:
-        if not ("gcc" in line or "GCC" in line or "CUDA" in line or "cuda" in line or "cc " in line
-                or "c++" in line):
-            continue
+    for i in paste.distinct(paste.with_any(["gcc", "cuda", "cc ", "c++"])):
+        line = lines[i]
         if "Linux version" in line or "[GCC" in line:
             continue  # the compiler that built the kernel or Python, not the host's
         m = _GCC.match(line)
@@ -155,7 +186,12 @@ _WIN_VER = re.compile(r"Microsoft Windows \[Version (\d+\.\d+\.\d+(?:\.\d+)?)\]"
 _DOCKER_RUN = re.compile(r"\b(?:docker|podman|nvidia-docker)\s+(?:container\s+)?run\b[^\n]*")
 
 
-def read_host(lines: List[str], text: str, acc: Acc) -> None:
+def read_host(paste: Paste, acc: Acc) -> None:
+    low = paste.low
+    # the regexes below run on the few lines holding their literal words, never on the whole paste
+    text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(
+        ["linux", "wsl", "microsoft", "\\users\\", "\\program files\\", "\\python", "\\programdata\\",
+         "docker", "podman", "inside"]), head=2000, tail=200))
     m = _KERNEL.search(text)
     if m:
         acc.put("host.kernel", m.group(1), STRUCTURED, "kernel version line")
@@ -194,7 +230,8 @@ def read_host(lines: List[str], text: str, acc: Acc) -> None:
         acc.put("container.runtime", "podman" if cmd.startswith("podman") else "docker", LOOSE, cmd.strip())
         acc.put("container.gpus_requested", gpus, LOOSE, cmd.strip())
         acc.add_found("a docker run command")
-    if re.search(r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
+    if ("dockerenv" in low or "container" in low) and re.search(
+            r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
         acc.put("container.runtime", "docker", BARE, "container mentioned")
 
 
@@ -203,9 +240,11 @@ def read_host(lines: List[str], text: str, acc: Acc) -> None:
 _ENV_NAMES = ("LD_LIBRARY_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "PATH")
 
 
-def read_env(lines: List[str], acc: Acc) -> None:
+def read_env(paste: Paste, acc: Acc) -> None:
+    lines = paste.lines
     n = len(lines)
-    for i, line in enumerate(lines):
+    for i in paste.distinct(paste.with_any(_ENV_NAMES, case=True)):
+        line = lines[i]
         for name in _ENV_NAMES:
             if name not in line:
                 continue
@@ -241,17 +280,14 @@ _LOOSE_WORDS = ["driver", "cuda version", "python", "torch", "gpu", "显卡", "g
                 "tesla", "quadro"]
 
 
-def read_loose(lines: List[str], acc: Acc) -> None:
+def read_loose(paste: Paste, acc: Acc) -> None:
     # only lines holding a hint word (or starting with a number) are looked at: multi-MB logs stay fast
-    idx = sorted(set(lines_with(lines, _LOOSE_WORDS)) | {
-        i for i, ln in enumerate(lines) if ln[:1].isdigit() and _DRIVER_BARE.match(ln)})
+    lines = paste.lines
+    idx = sorted(set(paste.with_any(_LOOSE_WORDS)) | {
+        i for i, ln in enumerate(lines) if ln[:1].isdigit() and len(ln) < 20 and _DRIVER_BARE.match(ln)})
     n = len(lines)
-    seen = set()
-    for i in idx[:20000]:  # bounded: facts come once; a log repeating a line adds nothing
+    for i in paste.distinct(idx):  # bounded: facts come once; a log repeating a line adds nothing
         line = lines[i]
-        if line in seen:
-            continue
-        seen.add(line)
         m = _DRIVER_SMI.search(line)
         if m:
             acc.put("driver.version", m.group(1), REPL, line.strip())

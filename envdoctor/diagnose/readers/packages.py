@@ -6,7 +6,7 @@ import re
 from typing import List, Optional
 
 from ...facts import Package
-from .base import LOOSE, STRUCTURED, Acc
+from .base import LOOSE, STRUCTURED, Acc, Paste
 from .collect_env import conda_variant
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
@@ -46,11 +46,27 @@ def _pkg(name: str, version: str, installer: Optional[str] = None, location: Opt
     return Package(name=_name(name), version=version, installer=installer, location=location)
 
 
-def read(lines: List[str], acc: Acc) -> None:
+# A line that can hold a package (a list row, "name==version", "name: version") has at most a handful of
+# words: only those lines (and block headers) meet the seven regexes below.
+def _todo(paste: Paste) -> List[int]:
+    short = [i for i, ln in enumerate(paste.lines) if ln and len(ln) < 160 and len(ln.split(None, 5)) <= 5]
+    short = paste.distinct(short, head=8000, tail=2000)
+    return sorted(set(short) | set(paste.with_any(["package", "->", "name:"])))
+
+
+def read(paste: Paste, acc: Acc) -> None:
+    lines = paste.lines
     n = len(lines)
-    i = 0
     found_list = found_freeze = found_show = found_conda = False
-    while i < n:
+    todo = _todo(paste)
+    t = 0
+    i = -1
+    while t < len(todo):
+        if todo[t] < i:
+            t += 1
+            continue
+        i = todo[t]
+        t += 1
         line = lines[i]
         if _PIP_LIST_HEAD.match(line) and i + 1 < n and _DASHES.match(lines[i + 1]):
             i += 2
@@ -120,7 +136,7 @@ def read(lines: List[str], acc: Acc) -> None:
         if m and m.group(1).lower() not in _NOT_PACKAGES and not line.strip().startswith("$"):
             acc.add_package(_pkg(m.group(1), m.group(2)), LOOSE)
         i += 1
-    _read_installs(lines, acc)
+    _read_installs(paste, acc)
     if found_list:
         acc.add_found("pip list")
     if found_freeze:
@@ -131,12 +147,12 @@ def read(lines: List[str], acc: Acc) -> None:
         acc.add_found("conda list")
 
 
-def _read_installs(lines: List[str], acc: Acc) -> None:
+def _read_installs(paste: Paste, acc: Acc) -> None:
     """`pip install torch==1.3.0 -f ...`: the pins were installed unless pip said it could not find them."""
-    text = "\n".join(lines)
     failed = set(m.lower() for m in re.findall(
-        r"No matching distribution found for ([A-Za-z0-9][\w.-]*)", text))
-    for line in lines:
+        r"No matching distribution found for ([A-Za-z0-9][\w.-]*)", paste.text))
+    for i in paste.distinct(paste.with_any(["install"])):
+        line = paste.lines[i]
         m = _PIP_INSTALL.search(line)
         if not m:
             continue
