@@ -8,7 +8,7 @@ import datetime
 import json
 import re
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -344,6 +344,20 @@ def _norm_name(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
 
+# vGPU profile names: "GRID P4-1Q", "GRID P40-24Q", "NVIDIA A10-4Q", "NVIDIA A100-4C", "NVIDIA A100-3-20C"
+# (board, "-", [MIG slices "-"], framebuffer GB, series letter A/B/C/Q). "NVIDIA A100-SXM4-40GB" does not fit.
+_VGPU_RE = re.compile(r"^(?:grid|nvidia)\s+(?P<board>[a-z0-9][a-z0-9 ]*?)-(?:\d+-)?\d+[abcq]$", re.IGNORECASE)
+# MIG device names: "NVIDIA A100-SXM4-40GB MIG 1g.5gb", "MIG 3g.40gb Device 0" has no board and does not match
+_MIG_RE = re.compile(r"^(?P<board>.+?)\s+MIG\s+\d+g\.\d+gb$", re.IGNORECASE)
+
+
+def _unique(rows: Any) -> List[Dict[str, Any]]:
+    out: Dict[int, Dict[str, Any]] = {}
+    for r in rows:
+        out.setdefault(id(r), r)
+    return list(out.values())
+
+
 class Compat:
     """The loaded matrix. Queries return None for "not in the matrix" and never raise on unknown input."""
 
@@ -557,6 +571,7 @@ class Compat:
         return None
 
     def _gpu_rows(self) -> List[Tuple[str, Dict[str, Any]]]:
+        """(normalised name, row) for every row's name and aliases: each such name means exactly that row."""
         if self._gpu_index is None:
             index = []
             for r in self._doc("gpus")["rows"]:
@@ -565,32 +580,92 @@ class Compat:
             self._gpu_index = index
         return self._gpu_index
 
-    def gpu(self, name: str) -> Optional[GpuSpec]:
-        """Spec of a GPU by the name NVML/nvidia-smi/collect_env prints ("NVIDIA H100 80GB HBM3").
+    def _gpu_family_rows(self) -> List[Tuple[str, Dict[str, Any]]]:
+        """(normalised name, row) for ``ambiguous_names``: a name several rows share ("NVIDIA A100")."""
+        out = []
+        for r in self._doc("gpus")["rows"]:
+            for n in r.get("ambiguous_names") or []:
+                key = _norm_name(n)
+                out.append((key, r))
+                for prefix in ("nvidia ", "tesla "):  # "A100" and "V100" mean the family too
+                    if key.startswith(prefix):
+                        out.append((key[len(prefix):], r))
+        return out
 
-        Tolerant: case and punctuation are ignored, and a name nvidia-smi's table cut short
-        ("Tesla V100-SXM2...") matches when exactly one known model starts with it.
+    def _gpu_lookup(self, name: str) -> Tuple[List[Dict[str, Any]], str]:
+        """The rows a GPU name can mean, and how it matched ("exact", "family", "truncated", "vgpu", "mig", "").
+
+        One row: the name identifies it. Several rows: the name is a family name or a truncated one that
+        several models start with. A vGPU profile ("GRID P4-1Q", "NVIDIA A100-4C", "NVIDIA A100-3-20C") and a
+        MIG device name ("NVIDIA A100-SXM4-40GB MIG 1g.5gb") mean the board they run on.
         """
         if not name or not name.strip():
-            return None
+            return [], ""
         raw = name.strip()
         truncated = raw.endswith("...") or raw.endswith("\u2026")
         key = _norm_name(raw.rstrip(".\u2026"))
         if not key:
-            return None
-        index = self._gpu_rows()
+            return [], ""
         variants = [key]
         for prefix in ("nvidia ", "tesla "):
             if key.startswith(prefix):
                 variants.append(key[len(prefix):])
+        index = self._gpu_rows()
+        family = self._gpu_family_rows()
+        if truncated:
+            # "NVIDIA GeForce RTX 2080 ..." may be a 2080, 2080 Ti or 2080 SUPER: never only the exact hit
+            hits = _unique(r for n, r in index + family for k in variants if n.startswith(k))
+            return hits, ("truncated" if hits else "")
         for k in variants:
             for n, r in index:
                 if n == k:
-                    return self._gpu_spec(r)
-        if truncated:
-            hits = {id(r): r for n, r in index for k in variants if n.startswith(k)}
-            if len(hits) == 1:
-                return self._gpu_spec(next(iter(hits.values())))
+                    return [r], "exact"
+        for k in variants:
+            hits = _unique(r for n, r in family if n == k)
+            if hits:
+                return hits, "family"
+        for pattern, how in ((_MIG_RE, "mig"), (_VGPU_RE, "vgpu")):
+            m = pattern.match(raw)
+            if m:
+                board = m.group("board").strip()
+                for candidate in (board, f"Tesla {board}", f"NVIDIA {board}"):
+                    rows, _ = self._gpu_lookup(candidate)
+                    if rows:
+                        return rows, how
+        return [], ""
+
+    def gpu(self, name: str) -> Optional[GpuSpec]:
+        """Spec of a GPU by the name NVML/nvidia-smi/collect_env prints ("NVIDIA H100 80GB HBM3").
+
+        Tolerant: case and punctuation are ignored, and a name nvidia-smi's table cut short
+        ("Tesla V100-SXM2...") matches when exactly one known model starts with it. A vGPU profile or MIG
+        device name gives its board's row with ``memory_bytes`` None (the slice is not the board).
+        A name that can mean several models ("NVIDIA A100", "Tesla V100-SXM2...") gives None: see
+        ``gpu_compute_capability`` for the CC such a name still determines.
+        """
+        rows, how = self._gpu_lookup(name)
+        if len(rows) != 1:
+            return None
+        spec = self._gpu_spec(rows[0])
+        if how in ("vgpu", "mig"):
+            spec = replace(spec, memory_bytes=None, memory_bandwidth_gbs=None)
+        return spec
+
+    def gpu_candidates(self, name: str) -> List[GpuSpec]:
+        """Every model a GPU name can mean (one for an exact name, several for "NVIDIA A100" or a cut name)."""
+        return [self._gpu_spec(r) for r in self._gpu_lookup(name)[0]]
+
+    def gpu_compute_capability(self, name: str) -> Optional[str]:
+        """Compute capability a GPU name determines: "8.0" for "NVIDIA A100" (40GB or 80GB, PCIe or SXM: all 8.0).
+
+        The name must match one row, or several rows that all have the same known CC; None when it matches
+        nothing, when the candidates disagree ("NVIDIA GeForce ..."), or when the CC is unknown. A truncated
+        name is answered only from the models in the matrix that start with it.
+        """
+        ccs = {r.get("compute_capability") for r in self._gpu_lookup(name)[0]}
+        if len(ccs) == 1:
+            cc = ccs.pop()
+            return str(cc) if cc is not None else None
         return None
 
     def gpus(self) -> List[GpuSpec]:
