@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -19,6 +20,7 @@ from ..facts import (
     PythonEnv,
     SystemLibraries,
     Toolkits,
+    Topology,
     TorchInfo,
     normalize_name,
 )
@@ -161,6 +163,12 @@ def build_facts(acc: Acc, text: str) -> Facts:
     g = acc.get
     # ---- driver
     gpus = list(acc.gpus)
+    if acc.nvlinks:
+        # `nvidia-smi nvlink --status` numbers GPUs like the table and -q do; alone it names them too
+        if not gpus:
+            gpus = [Gpu(index=i, name=acc.nvlink_names.get(i)) for i in sorted(acc.nvlinks)]
+        gpus = [dataclasses.replace(gp, nvlinks=acc.nvlinks[gp.index]) if gp.index in acc.nvlinks else gp
+                for gp in gpus]
     if not gpus and g("gpu.loose_name"):
         gpus = [Gpu(index=0, name=g("gpu.loose_name"))]
     if len(gpus) == 1 and g("gpu.capability") and not gpus[0].compute_capability:
@@ -258,7 +266,13 @@ def build_facts(acc: Acc, text: str) -> Facts:
             wsl=g("host.wsl"), wsl_version=g("host.wsl_version"), gcc_version=g("host.gcc_version"),
             clang_version=g("host.clang_version"),
             virtualization="microsoft" if g("host.wsl") else None,
+            shm_total_bytes=g("host.shm_total"), memory_total_bytes=g("host.memory_total"),
+            cpu_affinity_count=g("host.cpu_affinity_count"),
         )
+    topology = Topology(**_section_status(bool(acc.topology_matrix or acc.pcie_links)))
+    if acc.topology_matrix or acc.pcie_links:
+        topology = Topology(status=ProbeStatus.OK, reason="from the pasted text", gpu_matrix=acc.topology_matrix,
+                            pcie_links=list(acc.pcie_links))
 
     # ---- what the paste did not show
     not_found = []
@@ -282,4 +296,4 @@ def build_facts(acc: Acc, text: str) -> Facts:
     paste = PasteSource(found=list(acc.found) + said + list(acc.notes),
                         not_found=not_found, messages=list(acc.messages), text_excerpt=text[:400])
     return Facts(origin="paste", driver=driver, toolkits=toolkits, system_libraries=libs, pythons=pythons,
-                 host=host, paste=paste)
+                 host=host, topology=topology, paste=paste)
