@@ -11,7 +11,7 @@ from ...parsers.nvidia_smi_q import parse_nvidia_smi_q
 from ...parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from ...parsers.nvlink import parse_nvlink_status
 from ...parsers.topo import parse_topo
-from .base import STRUCTURED, Acc, Paste
+from .base import BARE, LOOSE, STRUCTURED, Acc, Paste
 
 # A block detector finds a format's marker line, slices the block out of the paste, and hands the slice to
 # the parser the live probes use (envdoctor/parsers): one parser per format, tested on real captures.
@@ -38,6 +38,7 @@ def read(paste: Paste, acc: Acc) -> None:
     _read_topo(paste, acc)
     _read_lspci(paste, acc)
     _read_host(paste, acc)
+    _read_platform(paste, acc)
 
 
 def _run(paste: Paste, start: int, ok: re.Pattern[str], blank_ok: int = 2) -> Tuple[int, int]:
@@ -195,3 +196,34 @@ def _read_host(paste: Paste, acc: Acc) -> None:
             acc.put("host.cpu_affinity_count", int(m.group(1)), STRUCTURED, "nproc")  # CPUs this process may use
             acc.add_found("nproc output")
             break
+
+
+# Wheel file names carry the platform tag (PEP 425): "torch-2.3.0-cp310-cp310-manylinux1_x86_64.whl"
+_WHEEL = re.compile(r"-(?:cp|py)\d+\w*-[\w.]+-((?:many|musl)?linux\w*?_(?:x86_64|aarch64|ppc64le|s390x)|"
+                    r"win_amd64|win_arm64|win32|macosx_[\w.]+)\.whl", re.I)
+_POSIX_SITE = re.compile(r"/(?:lib|lib64)/python\d\.\d+/(?:site|dist)-packages\b")
+_WIN_SITE = re.compile(r"[A-Za-z]:\\[^\s]*?\\(?:Lib\\site-packages|Users\\)", re.I)
+
+
+def _read_platform(paste: Paste, acc: Acc) -> None:
+    """PythonEnv.platform from wheel names and paths, so a companion's PyPI variant can be certain."""
+    lines = paste.lines
+    for i in paste.distinct(paste.with_any([".whl"]), head=200, tail=50):
+        m = _WHEEL.search(lines[i])
+        if m:
+            tag = m.group(1).lower()
+            arch = next((a for a in ("x86_64", "aarch64", "ppc64le", "s390x") if tag.endswith(a)), None)
+            plat = (f"linux-{arch}" if "linux" in tag else tag.replace("_", "-", 1) if tag.startswith("win")
+                    else "macosx")
+            acc.put("python.platform", plat, LOOSE, f"wheel file name ...-{m.group(1)}.whl")
+            return
+    posix = next((i for i in paste.with_any(["-packages"])[:500] if _POSIX_SITE.search(lines[i])), None)
+    windows = next((i for i in paste.with_any([":\\"])[:500] if _WIN_SITE.search(lines[i])), None)
+    if posix is not None and windows is None:
+        # a POSIX site-packages path; the machine word comes from a multiarch path or a uname line
+        arch = next((a for a in ("x86_64", "aarch64") if paste.with_any([a])), None)
+        if arch and "darwin" not in paste.low and "macos" not in paste.low:
+            acc.put("python.platform", f"linux-{arch}", BARE, f"POSIX path {lines[posix].strip()[:120]} and {arch}")
+    elif windows is not None and posix is None:
+        acc.put("python.platform", "win-amd64" if "amd64" in paste.low or "x64" in paste.low else "win",
+                BARE, f"Windows path {lines[windows].strip()[:120]}")

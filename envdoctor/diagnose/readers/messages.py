@@ -13,14 +13,16 @@ _TRIGGER = re.compile(
     r"undefined symbol|mismatch|not compatible|too old|not compiled|does not exist|not supported|"
     r"No matching distribution|cannot import name|incompatib|no CUDA-capable|returned \d+|"
     r"no kernel image|not recognized|device-side assert|couldn'?t communicate|could not select|"
-    r"insufficient|supports CUDA capabilities|PyTorch no longer supports|system not yet initialized|forward compatibility|No devices were found",
+    r"insufficient|supports CUDA capabilities|PyTorch no longer supports|system not yet initialized|forward compatibility|No devices were found|"
+    r"\bXid\b|fallen off the bus|out of memory|unable to write to file",
     re.IGNORECASE,
 )
 # literal, lower-case pieces covering every trigger alternative ("not " covers "not found", "cannot open",
 # "could not select" ...): each keyword costs one C-speed scan of the paste, so there are few of them
 _KEYWORDS = ["error", "exception", "warn", "not ", "fail", "too old", "undefined symbol", "mismatch",
              "no matching", "incompatib", "cuda-capable", "returned ", "kernel image", "device-side",
-             "communicate", "insufficient", "capabilities", "no longer", "forward compat", "no devices"]
+             "communicate", "insufficient", "capabilities", "no longer", "forward compat", "no devices", "xid",
+             "fallen off", "out of memory", "unable to write"]
 _END = re.compile(r"[.!?:)\]]\s*$")
 _SKIP = re.compile(r"^\s*(?:File \"|Traceback \(most recent call last\)|\^+\s*$|~+\s*$|During handling of)")
 _CONTINUATION = re.compile(r"^\s+\S")
