@@ -265,3 +265,22 @@ def test_snapshot_roundtrip_gives_same_findings():
         again = Facts.from_json(f.to_json())
         assert again == f, name
         assert [x.code for x in judge(again).findings] == [x.code for x in judge(f).findings]
+
+
+def test_pasted_old_torch_without_cuda_fact_is_judged_from_its_pypi_default():
+    """A paste with torch 1.3.0 (no local tag) and driver 410.48: the PyPI wheel was cu101 (needs 418.39)."""
+    from envdoctor.facts import PasteSource, TorchInfo
+
+    base = m.healthy_a100()
+    py = replace(base.pythons[0], platform=None, packages=[Package("torch", "1.3.0")],
+                 torch=TorchInfo(version="1.3.0"))
+    f = replace(base, origin="paste", paste=PasteSource(),
+                driver=replace(base.driver, version="410.48", kernel_module_version=None, cuda_driver_version=None),
+                pythons=[py])
+    x = problems(f)["DRIVER_TOO_OLD_FOR_TORCH_CUDA"]
+    assert x.severity == Severity.WARNING and x.confidence == "medium"  # inferred, not read
+    assert "410.48" in x.summary and "418.39" in x.summary and "cu101" in x.summary
+    # releases before 1.13 had no per-variant index: the fix uses the documented find-links form
+    assert "torch==1.3.0+cu100 -f https://download.pytorch.org/whl/torch_stable.html" in " ".join(x.fix.commands)
+    # a live snapshot never guesses: torch.version.cuda None there means the probe saw a CPU build or nothing
+    assert result(replace(f, origin="snapshot"), "driver.cuda-compat").status == CheckStatus.SKIPPED

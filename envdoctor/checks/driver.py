@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+import dataclasses
+from typing import Dict, List, Optional, Tuple
 
-from ..facts import Facts, ProbeStatus
+from ..facts import Facts, Package, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._util import (
     driver_branch,
     driver_runs_cuda,
+    local_tag,
     major_minor,
     mm_str,
     parse_version,
@@ -242,7 +244,17 @@ def _min_branch_for(min_driver: Optional[str]) -> Optional[int]:
 def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     d = facts.driver
-    envs = [(i, py) for i, py in torch_envs(facts) if py.torch and py.torch.cuda]
+    inferred: Dict[int, str] = {}
+    envs = []
+    for i, py in torch_envs(facts):
+        if py.torch and py.torch.cuda:
+            envs.append((i, py))
+            continue
+        guess = _inferred_cuda(ctx, py)
+        if guess:
+            cuda, note = guess
+            inferred[i] = note
+            envs.append((i, dataclasses.replace(py, torch=dataclasses.replace(py.torch, cuda=cuda))))
     if not envs:
         raise SkipCheck("no CUDA build of torch to judge (torch absent, CPU or ROCm build)")
     if d.status == ProbeStatus.ABSENT:
@@ -345,7 +357,39 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
             continue
         findings.append(_too_old_finding(ctx, i, label, cuda, req.min_driver, floor, d.version,
                                          d.cuda_driver_version, datacenter, source=req.source))
-    return findings
+    return [_mark_inferred(f, inferred) for f in findings]
+
+
+def _inferred_cuda(ctx: CheckContext, py) -> Optional[Tuple[str, str]]:
+    """(cuda, why) for a torch whose CUDA version the facts lack, from the wheel plain pip installs.
+
+    Only for a pasted report: a live probe reads torch.version.cuda itself. A version with no local tag
+    that is not known to be a CPU build came from PyPI, whose Linux x86_64 wheel is the release's default
+    variant (compat torch.json default_variant); that is likely, not certain (an index URL may have been used).
+    """
+    from ..compat import cuda_of_variant
+    from .packages import package_variant
+
+    t = py.torch
+    if ctx.facts.origin != "paste" or t is None or t.hip or t.arch_list is not None or local_tag(t.version):
+        return None
+    pkg = py.package("torch") or Package(name="torch", version=t.version or "")
+    variant, why, _certain = package_variant(ctx, py, pkg)
+    cuda = cuda_of_variant(variant) if variant else None
+    return (cuda, why) if cuda else None
+
+
+def _mark_inferred(f: Finding, inferred: Dict[int, str]) -> Finding:
+    for i, note in inferred.items():
+        if any(e.path.startswith(f"pythons[{i}].") for e in f.evidence):
+            severity = Severity.WARNING if f.severity == Severity.ERROR else f.severity
+            return dataclasses.replace(
+                f, severity=severity, confidence="medium",
+                summary=f.summary + " (torch's CUDA version inferred: " + note + ")",
+                evidence=f.evidence + [Evidence(f"pythons[{i}].torch.cuda", None,
+                                                expected="paste `python -c \"import torch; print(torch.version.cuda)\"` to settle it",
+                                                source=note)])
+    return f
 
 
 _MINOR_COMPAT_LIMITS = (

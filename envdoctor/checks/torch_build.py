@@ -32,9 +32,10 @@ def gpu_capabilities(ctx: CheckContext) -> List[Tuple[str, Optional[str], str]]:
         cc = g.compute_capability
         path = f"driver.gpus[{g.index}].compute_capability"
         if not cc and g.name:
-            spec = ctx.compat.gpu(g.name)
-            if spec and spec.compute_capability:
-                cc, path = spec.compute_capability, f"compat gpus: {spec.name}"
+            # one compute capability even when the name fits several cards (a cut-short "RTX 2080 ...")
+            cc = ctx.compat.gpu_compute_capability(g.name)
+            if cc:
+                path = f"compat gpus: compute capability of {g.name!r}"
         out.append((f"GPU {g.index} ({g.name or 'unknown model'})", cc, path))
     if not out:
         for i, py in enumerate(facts.pythons):
