@@ -322,27 +322,22 @@ def _inforom_note(g: Gpu) -> Optional[str]:
 
 # --------------------------------------------------------------------------- Xid events (kernel log)
 
-# What an Xid code means, the category it belongs to and how bad it is, from NVIDIA's Xid catalog
-# (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, and the memory-error pages
-# https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html,
-# https://docs.nvidia.com/deploy/dynamic-page-retirement/visibility.html). Codes not listed are
-# reported as info: most of them (13, 31, 43, 45 ...) are raised by the application, not the GPU.
-XID_CATALOG: Dict[int, Tuple[str, str, str]] = {
-    48: ("double-bit ECC error (uncorrectable memory error)", "GPU_MEMORY_ERRORS", Severity.ERROR),
-    63: ("ECC page retirement / row remapping recorded (reset the GPU to apply it)", "GPU_MEMORY_ERRORS",
-         Severity.WARNING),
-    64: ("ECC page retirement / row remapping failed", "GPU_MEMORY_ERRORS", Severity.ERROR),
-    92: ("high single-bit ECC error rate", "GPU_MEMORY_ERRORS", Severity.WARNING),
-    94: ("contained ECC error (the application that hit it was stopped)", "GPU_MEMORY_ERRORS", Severity.WARNING),
-    95: ("uncontained ECC error (every application on the GPU is affected; reset required)",
-         "GPU_MEMORY_ERRORS", Severity.ERROR),
-    74: ("NVLink error", "INTERCONNECT", Severity.ERROR),
-    79: ("GPU has fallen off the bus", "GPU_XID_ERRORS", Severity.ERROR),
-    119: ("GSP RPC timeout (the GPU's firmware stopped answering)", "GPU_XID_ERRORS", Severity.ERROR),
-    120: ("GSP error (the GPU's firmware reported an error)", "GPU_XID_ERRORS", Severity.ERROR),
-}
-_APP_XIDS = {13: "graphics engine exception", 31: "GPU memory page fault", 43: "GPU stopped processing",
-             45: "preemptive cleanup after an earlier error"}
+# What an Xid code means, its category and severity: compat_data/xid.json, from NVIDIA's Xid catalog.
+# Codes not listed there are reported as info with a pointer to the catalog.
+
+
+def _xid_catalog(compat) -> Tuple[Dict[int, Tuple[str, str, str]], Dict[int, str]]:
+    """({code: (meaning, category, severity)} for hardware codes, {code: meaning} for application-raised ones)."""
+    hardware: Dict[int, Tuple[str, str, str]] = {}
+    application: Dict[int, str] = {}
+    for row in compat.table("xid")["rows"]:
+        if row.get("application_error"):
+            application[int(row["code"])] = row["meaning"]
+        else:
+            hardware[int(row["code"])] = (row["meaning"], row["category"], row["severity"])
+    return hardware, application
+
+
 _XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
 
@@ -372,14 +367,15 @@ def xid(ctx: CheckContext) -> List[Finding]:
     for i, ev in enumerate(events):
         groups.setdefault((ev.code, pci_bus_key(ev.pci_bus_id)), []).append(i)
     src = drv.kernel_log_source or "the kernel log"
+    catalog, app_xids = _xid_catalog(ctx.compat)
     out: List[Finding] = []
     for (code, bus), idx in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         g = gpus.get(bus)
         where = f"{gpu_label(g)} at {bus}" if g is not None else f"the GPU at {bus}" if bus else "a GPU"
         first, last = events[idx[0]], events[idx[-1]]
-        meaning, category, severity = XID_CATALOG.get(
-            code, (_APP_XIDS.get(code, "see NVIDIA's Xid catalog"), "GPU_XID_ERRORS", Severity.INFO))
-        if code in _APP_XIDS:
+        meaning, category, severity = catalog.get(
+            code, (app_xids.get(code, "see NVIDIA's Xid catalog"), "GPU_XID_ERRORS", Severity.INFO))
+        if code in app_xids:
             meaning += "; usually raised by the application, not the hardware"
         when = f" (last at {last.timestamp})" if last.timestamp else ""
         reset = [f"sudo nvidia-smi -i {g.index} -r" if g is not None else "sudo nvidia-smi -i <gpu> -r"]
