@@ -203,3 +203,80 @@ def test_required_signatures(message: str, category: str, compat) -> None:
     report = diagnose_report([message], compat)
     serious = {f.category for f in report.findings if f.severity in ("warning", "error")}
     assert serious & set(category.split("|")), serious
+
+
+# Every catalogue category a paste can show -> a paste built from real captures that shows it, and the
+# severities its check gives (info where the check rates the condition info: MIG and persistence mode are
+# choices, not faults). See tests/fixtures/SOURCES.md for what each paste holds.
+CATEGORY_PASTES = {
+    "NO_NVIDIA_DRIVER": ("no-driver.txt", ("warning", "error")),
+    "NO_GPU_VISIBLE": ("no-devices.txt", ("warning", "error")),
+    "DRIVER_LIBRARY_MISMATCH": ("lib-mismatch.txt", ("warning", "error")),
+    "DRIVER_TOO_OLD_FOR_TORCH_CUDA": ("driver-too-old.txt", ("warning", "error")),
+    "GPU_ARCH_NOT_IN_TORCH_BUILD": ("gpu-arch.txt", ("warning", "error")),
+    "TORCH_CPU_ONLY_BUILD": ("cpu-only.txt", ("warning", "error")),
+    "COMPANION_VERSION_MISMATCH": ("companion.txt", ("warning", "error")),
+    "CUDA_VARIANT_MIXED": ("variant-mixed.txt", ("warning", "error")),
+    "SYSTEM_LIB_SHADOWING": ("shadowing.txt", ("warning", "error")),
+    "NVCC_TORCH_CUDA_MISMATCH": ("nvcc-mismatch.txt", ("warning", "error")),
+    "HOST_COMPILER_TOO_NEW": ("host-compiler.txt", ("warning", "error")),
+    "CONTAINER_NO_GPU_RUNTIME": ("container.txt", ("warning", "error")),
+    "WSL_SPECIFIC": ("wsl.txt", ("warning", "error")),
+    "PYTHON_VERSION_UNSUPPORTED": ("python-version.txt", ("warning", "error")),
+    "THIRD_PARTY_EXTENSION_MISMATCH": ("extension.txt", ("warning", "error")),
+    "PCIE_LINK_DEGRADED": ("pcie.txt", ("warning", "error")),  # nvidia-smi -q of an RTX 5090
+    "GPU_THROTTLED": ("throttle.txt", ("warning", "error")),  # -q with HW Slowdown active
+    "GPU_MEMORY_ERRORS": ("memory-errors.txt", ("warning", "error")),  # -q with a row remap pending
+    "GPU_XID_ERRORS": ("xid.txt", ("warning", "error")),  # dmesg with Xid 119
+    "GPU_BUSY": ("busy.txt", ("warning", "error")),  # -q -x with processes holding memory
+    "MIG_ENABLED": ("mig-persistence.txt", ("info", "warning", "error")),  # gpu.mig rates MIG info
+    "PERSISTENCE_MODE_OFF": ("mig-persistence.txt", ("info", "warning", "error")),  # gpu.persistence: info
+    "COMPUTE_MODE_RESTRICTED": ("compute-mode.txt", ("warning", "error")),
+    "INTERCONNECT": ("interconnect.txt", ("warning", "error")),
+    "SHM_TOO_SMALL": ("shm.txt", ("warning", "error")),  # df -h /dev/shm and the DataLoader bus error
+    "CPU_STARVED": ("cpu-memory.txt", ("warning", "error")),  # nproc next to an 8-GPU table
+    "HOST_MEMORY_LOW": ("cpu-memory.txt", ("warning", "error")),  # free -g next to an 8-GPU table
+    "DRIVER_OUTDATED": ("outdated.txt", ("warning", "error")),  # -q of driver 460.32.03
+    "HEALTHY": ("healthy-device-assert.txt", ("info",)),  # a device-side assert: the program, not the machine
+}
+# Categories a paste cannot show:
+# - SLOW_STORAGE: it judges the disk under the training data (storage.data-path); a paste does not say which
+#   path holds the data, so no paste fact can stand for it (a `df`/`mount` line alone names no data set).
+NOT_FROM_PASTES = {"SLOW_STORAGE"}
+
+
+def test_every_category_is_covered_or_explained() -> None:
+    assert set(CATEGORY_PASTES) | NOT_FROM_PASTES == set(CATEGORIES)
+
+
+@pytest.mark.parametrize("category", sorted(CATEGORY_PASTES))
+def test_category_from_a_paste(category: str, compat) -> None:
+    name, severities = CATEGORY_PASTES[category]
+    report = diagnose_report([(PASTES / name).read_text()], compat)
+    got = {(f.category, f.severity) for f in report.findings}
+    assert any(c == category and s in severities for c, s in got), sorted(got)
+    if category == "HEALTHY":
+        assert not [f for f in report.findings if f.severity == "error"]
+
+
+def test_blocks_fill_the_live_facts(compat) -> None:
+    facts, info = diagnose_text([(PASTES / "throttle.txt").read_text()], compat)
+    assert "nvidia-smi -q" in info.found and len(facts.driver.gpus) == 8
+    assert any("hw_slowdown" in (g.throttle_reasons or []) for g in facts.driver.gpus)
+    facts, _ = diagnose_text([(PASTES / "cpu-memory.txt").read_text()], compat)
+    assert facts.host.cpu_affinity_count == 16 and facts.host.memory_total_bytes == 62 * 1024 ** 3
+    facts, _ = diagnose_text([(PASTES / "shm.txt").read_text()], compat)
+    assert facts.host.shm_total_bytes == 64 * 1024 ** 2
+    facts, _ = diagnose_text([(PASTES / "xid.txt").read_text()], compat)
+    assert facts.driver.xid_events and facts.driver.xid_events[0].code == 119
+
+
+@pytest.mark.parametrize("text,platform", [
+    ("Downloading torch-2.3.0-cp310-cp310-manylinux1_x86_64.whl (779.1 MB)\ntorch: 2.3.0", "linux-x86_64"),
+    ("Downloading torch-2.1.0%2Bcu121-cp311-cp311-win_amd64.whl\ntorch: 2.1.0", "win-amd64"),
+    ('File "/venv/lib/python3.10/site-packages/torch/__init__.py"\n/usr/lib/x86_64-linux-gnu/libcuda.so\n'
+     "torch: 2.3.0", "linux-x86_64"),
+])
+def test_platform_from_wheels_and_paths(text: str, platform: str, compat) -> None:
+    facts, _ = diagnose_text([text], compat)
+    assert facts.pythons[0].platform == platform

@@ -178,7 +178,9 @@ def build_facts(acc: Acc, text: str) -> Facts:
     smi_error = g("driver.smi_error")
     smi_missing = next((m for m in acc.messages if re.search(
         r"nvidia-smi\b[^\n]{0,40}?\b(?:command )?not found|'nvidia-smi' is not recognized", m, re.I)), None)
-    driver_seen = any(acc.has(k) for k in ("driver.version", "driver.seen", "driver.cuda")) or bool(gpus)
+    # Xid lines are printed by the loaded NVIDIA kernel module: a driver is there
+    driver_seen = any(acc.has(k) for k in ("driver.version", "driver.seen", "driver.cuda")) or bool(gpus) \
+        or bool(acc.xid_events)
     if smi_error and g("driver.nvml_error") == "DRIVER_NOT_LOADED":
         status, reason = ProbeStatus.ABSENT, smi_error
     elif smi_error:
@@ -195,6 +197,8 @@ def build_facts(acc: Acc, text: str) -> Facts:
         nvml_error=g("driver.nvml_error"), nvidia_smi_error=smi_error or (smi_missing if status == "absent" else None),
         gpus=gpus if status == ProbeStatus.OK else ([] if status != ProbeStatus.SKIPPED else gpus),
         nvml_version=g("driver.nvml_library_version"),
+        xid_events=acc.xid_events, kernel_log_readable=True if acc.xid_events else None,
+        kernel_log_source="the pasted kernel log" if acc.xid_events else None,
     )
     if status == ProbeStatus.ABSENT and gpus:
         # GPUs named in the paste (a collect_env list, a message) exist even though the driver is not usable

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ...facts import Gpu, LibraryCopy, NvlinkLink, Package, PcieLink, normalize_name
+from ...facts import Gpu, LibraryCopy, NvlinkLink, Package, PcieLink, XidEvent, normalize_name
 
 # How much a source is trusted, highest wins (ties: first seen). A structured tool output (collect_env,
 # an nvidia-smi table, pip list) beats REPL output, which beats a "Key: value" line typed by a person,
@@ -42,6 +42,7 @@ class Acc:
     nvlink_names: Dict[int, Optional[str]] = field(default_factory=dict)
     topology_matrix: Optional[List[List[str]]] = None  # `nvidia-smi topo -m`
     pcie_links: List[PcieLink] = field(default_factory=list)  # `lspci -vv`
+    xid_events: Optional[List[XidEvent]] = None  # NVRM Xid lines of a pasted kernel log
     message_lines: int = 0  # lines that looked like errors or warnings, repeats included
     dropped_messages: int = 0  # distinct messages beyond MAX_MESSAGES
 

@@ -6,6 +6,7 @@ import re
 from typing import Optional, Tuple
 
 from ...facts import ProbeStatus
+from ...parsers.kernel_log import parse_xid_events
 from ...parsers.lspci import nvidia_gpu_links
 from ...parsers.nvidia_smi_q import parse_nvidia_smi_q
 from ...parsers.nvidia_smi_xml import parse_nvidia_smi_xml
@@ -39,6 +40,7 @@ def read(paste: Paste, acc: Acc) -> None:
     _read_lspci(paste, acc)
     _read_host(paste, acc)
     _read_platform(paste, acc)
+    _read_kernel_log(paste, acc)
 
 
 def _run(paste: Paste, start: int, ok: re.Pattern[str], blank_ok: int = 2) -> Tuple[int, int]:
@@ -227,3 +229,13 @@ def _read_platform(paste: Paste, acc: Acc) -> None:
     elif windows is not None and posix is None:
         acc.put("python.platform", "win-amd64" if "amd64" in paste.low or "x64" in paste.low else "win",
                 BARE, f"Windows path {lines[windows].strip()[:120]}")
+
+
+def _read_kernel_log(paste: Paste, acc: Acc) -> None:
+    """NVRM Xid lines (dmesg, journalctl -k) through the kernel-log probe's parser."""
+    hits = paste.with_any(["nvrm: xid"])
+    if hits:
+        events = parse_xid_events("\n".join(paste.lines[i] for i in hits))
+        if events:
+            acc.xid_events = events
+            acc.add_found("kernel log Xid lines")
