@@ -65,6 +65,15 @@ def nvswitch_count(root: str = "/") -> Optional[int]:
         return None  # no nvswitch driver: unknown (an HGX board may still have switches)
 
 
+# nvidia-smi's words when no kernel module answers (the library may still be installed)
+_NO_DRIVER_TEXTS = ("couldn't communicate with the nvidia driver", "could not communicate with the nvidia driver")
+
+
+def _says_no_driver(message: Optional[str]) -> bool:
+    text = (message or "").lower()
+    return any(t in text for t in _NO_DRIVER_TEXTS)
+
+
 def _driver(runner: Any, nvml: Any, root: str) -> Driver:
     d = probe_nvml(nvml)
     if d.status != ProbeStatus.OK:
@@ -77,10 +86,14 @@ def _driver(runner: Any, nvml: Any, root: str) -> Driver:
             )
         elif smi.status == ProbeStatus.FAILED:
             # nvidia-smi exists but failed (timed out, or printed an error): that is news even
-            # when NVML already said why, so the section becomes "failed" and keeps both reasons
+            # when NVML already said why, so the section keeps both reasons. It becomes "failed"
+            # unless the failure itself says there is no driver: NVML found no libnvidia-ml (which
+            # nvidia-smi needs too), or nvidia-smi could not reach a loaded kernel module. Then a
+            # stray, hung or broken nvidia-smi must not turn "no driver" into "state unknown".
+            no_driver = d.status == ProbeStatus.ABSENT or _says_no_driver(smi.nvidia_smi_error)
             d = dataclasses.replace(
                 d,
-                status=ProbeStatus.FAILED,
+                status=ProbeStatus.ABSENT if no_driver else ProbeStatus.FAILED,
                 reason=f"{d.reason}; {smi.reason}",
                 nvidia_smi_error=smi.nvidia_smi_error,
             )

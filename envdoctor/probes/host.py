@@ -235,6 +235,8 @@ def _gcc_version(runner) -> Optional[str]:
     out = res.stdout.strip()
     if res.ok and re.match(r"^\d+(\.\d+)*$", out):
         return out
+    if res.error:  # hung or could not start: asking again would only double the wait
+        return None
     # gcc < 7 has no -dumpfullversion
     res = runner.run(["gcc", "-dumpversion"], timeout=_COMPILER_TIMEOUT_S)
     out = res.stdout.strip()

@@ -56,7 +56,7 @@ def probe_topology_smi(runner, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Topolog
     failed = _failure(res)
     if failed:
         status, reason, message = failed
-        if message:
+        if message and message.splitlines()[-1][:200] not in reason:  # describe() may already quote it
             reason = f"{reason}: {message.splitlines()[-1][:200]}"
         return Topology(status=status, reason=reason)
     topo = parse_topo(res.stdout)
