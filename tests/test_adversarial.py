@@ -54,3 +54,32 @@ def test_hung_gcc_is_asked_once(tmp_path):
     h = probe_host(runner, root=str(tmp_path), env={})
     assert h.gcc_version is None
     assert runner.calls == [("gcc", "-dumpfullversion")]  # not a second 10 s wait on -dumpversion
+
+
+# --------------------------------------------------------------------------- the real runner
+
+
+def test_runner_timeout_kills_the_whole_process_tree(tmp_path):
+    import os
+    import time
+
+    from envdoctor.probes.runner import Runner
+
+    pidfile = tmp_path / "child.pid"
+    script = tmp_path / "wrapper.sh"  # a wrapper whose child hangs: conda's python shim, an nvidia-smi wrapper
+    script.write_text(f"#!/bin/sh\necho partial\nsleep 300 &\necho $! > {pidfile}\nwait\n")
+    script.chmod(0o755)
+    start = time.monotonic()
+    res = Runner().run([str(script)], timeout=1.0)
+    assert res.timed_out and time.monotonic() - start < 5
+    assert res.stdout.strip() == "partial"
+    child = int(pidfile.read_text())
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(child, 9)
+        raise AssertionError("the hung child of a timed-out command was left running")

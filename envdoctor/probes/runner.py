@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -70,29 +71,54 @@ class Runner:
         full_env.setdefault("LANG", "C")
         start = time.monotonic()
         try:
-            proc = subprocess.run(  # noqa: S603 - argv list, no shell
+            # Its own session, so that a timeout kills the whole tree: a wrapper script (conda's
+            # python shim, a vendor's nvidia-smi wrapper) would otherwise leave its hung child behind.
+            proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
                 argv,
-                capture_output=True,
-                timeout=timeout,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
                 env=full_env,
-                input=input_text.encode() if input_text is not None else None,
-                stdin=subprocess.DEVNULL if input_text is None else None,
+                start_new_session=os.name == "posix",
             )
         except FileNotFoundError:
             return RunResult(argv, None, error="not found", duration_s=time.monotonic() - start)
         except PermissionError as e:
             return RunResult(argv, None, error=f"permission denied: {e}", duration_s=time.monotonic() - start)
-        except subprocess.TimeoutExpired as e:
-            out = e.stdout.decode("utf-8", "replace") if isinstance(e.stdout, bytes) else ""
-            return RunResult(
-                argv, None, stdout=out, error=f"timed out after {timeout:g} s", duration_s=time.monotonic() - start
-            )
         except OSError as e:
             return RunResult(argv, None, error=f"could not start: {e}", duration_s=time.monotonic() - start)
+        try:
+            out_b, err_b = proc.communicate(input_text.encode() if input_text is not None else None, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_tree(proc)
+            try:  # what it printed before it hung (the payload's partial JSON); never wait long for it
+                out_b, _ = proc.communicate(timeout=2.0)
+            except (subprocess.TimeoutExpired, OSError, ValueError):
+                out_b = b""
+            return RunResult(
+                argv, None, stdout=(out_b or b"").decode("utf-8", "replace"),
+                error=f"timed out after {timeout:g} s", duration_s=time.monotonic() - start,
+            )
+        except BaseException:  # Ctrl-C: its own session does not get the terminal's SIGINT, so end it here
+            _kill_tree(proc)
+            raise
         return RunResult(
             argv,
             proc.returncode,
-            stdout=proc.stdout.decode("utf-8", "replace"),
-            stderr=proc.stderr.decode("utf-8", "replace"),
+            stdout=out_b.decode("utf-8", "replace"),
+            stderr=err_b.decode("utf-8", "replace"),
             duration_s=time.monotonic() - start,
         )
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """Kill a timed-out command and everything it started (its session's process group)."""
+    if os.name == "posix":
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        proc.kill()
+    except OSError:
+        pass
