@@ -310,6 +310,10 @@ def test_arch_runs():
     assert arch_runs(["sm_90a"], "10.0")[0] is False  # arch-specific: exactly that CC
     assert arch_runs(["sm_100a"], "10.3")[0] is False
     assert arch_runs(["sm_100f"], "10.3")[0] is True  # family-specific: same family, higher minor
+    # family PTX JITs within its family only: compute_100f is no PTX for a 12.0 GPU
+    assert arch_runs(["compute_100f"], "10.3")[0] is True
+    assert arch_runs(["compute_100f"], "12.0")[0] is False
+    assert arch_runs(["compute_90a"], "10.0")[0] is False
     assert arch_runs(["sm_120"], "12.1")[0] is True
     assert arch_runs(["compute_120"], "9.0")[0] is False  # PTX only JITs upwards
     assert arch_runs(["sm_37", "sm_50"], "3.5")[0] is False

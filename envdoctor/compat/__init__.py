@@ -219,7 +219,8 @@ def arch_runs(arch_list: List[str], cc: str) -> Tuple[bool, str]:
 
     SASS ``sm_XY`` runs on the same major with minor >= Y; arch-specific ``sm_XYa`` only on exactly
     X.Y; family ``sm_XYf`` on the same major (family) with minor >= Y; PTX ``compute_XY`` JITs to
-    any CC >= X.Y (arch-specific ``compute_XYa`` PTX only on X.Y).
+    any CC >= X.Y (arch-specific ``compute_XYa`` PTX only on X.Y; family ``compute_XYf`` PTX only within
+    the family, as its SASS; see the nvcc guide's "GPU Feature List").
     https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-feature-list and
     https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility
     """
@@ -241,7 +242,11 @@ def arch_runs(arch_list: List[str], cc: str) -> Tuple[bool, str]:
         else:
             if suffix == "a" and t == target:
                 return True, f"{a} PTX matches compute capability {cc} exactly"
-            if suffix in ("", "f") and t <= target:
+            # family PTX (compute_100f) JITs only within its family (10.0 -> 10.3, never 12.0), like
+            # family SASS; only plain PTX JITs to every later major
+            if suffix == "f" and t[0] == target[0] and t[1] <= target[1]:
+                return True, f"{a} PTX can be JIT-compiled for compute capability {cc} (same family)"
+            if suffix == "" and t <= target:
                 return True, f"{a} PTX can be JIT-compiled for compute capability {cc}"
     return False, f"arch list {summary} has no SASS for sm_{tname} and no PTX <= compute_{tname}"
 
