@@ -116,7 +116,14 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
 
         targets: List[Tuple[str, str]] = []
         if options.pythons:
-            targets = [(p, "--python") for p in options.pythons]
+            # the same interpreter named twice (or as ./x and x) is inspected and judged once; not
+            # realpath: a venv's python is a symlink to its base interpreter, yet a different environment
+            seen = set()
+            for p in options.pythons:
+                key = os.path.normpath(os.path.abspath(p)) if os.sep in p else p
+                if key not in seen:
+                    seen.add(key)
+                    targets.append((p, "--python"))
         else:
             targets = [default_interpreter(env, runner)]
         with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:

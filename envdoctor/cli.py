@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 from typing import List, Optional, Sequence
 
@@ -52,7 +53,7 @@ def _add_output_options(p: argparse.ArgumentParser) -> None:
 
 def _add_collect_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--python", action="append", metavar="PATH", dest="pythons",
-                   help="interpreter to diagnose (repeatable; default: $VIRTUAL_ENV or $CONDA_PREFIX python, "
+                   help="interpreter to diagnose, or a venv/conda prefix (repeatable; default: $VIRTUAL_ENV or $CONDA_PREFIX python, "
                         "else python3 on PATH)")
     p.add_argument("--data", action="append", metavar="PATH", dest="data_paths",
                    help="where the training data lives (repeatable; default: the current directory)")
@@ -137,11 +138,33 @@ def _exit_code(report, fail_on: str) -> int:
     return EXIT_FINDINGS if report.has_at_least(fail_on) else EXIT_OK
 
 
+def _python_target(value: str) -> str:
+    """A --python value as the interpreter to run: a typo is a usage error (exit 2), not a clean report
+    that silently judged no interpreter. A venv or conda prefix stands for its bin/python."""
+    path = os.path.expanduser(value)
+    if os.sep not in path and not os.path.exists(path):  # a bare name: looked up on PATH, like a shell would
+        found = shutil.which(path)
+        if found is None:
+            raise UsageError(f"--python {value}: no such command on PATH")
+        return path
+    if os.path.isdir(path):
+        for candidate in (os.path.join(path, "bin", "python"), os.path.join(path, "python.exe"),
+                          os.path.join(path, "Scripts", "python.exe")):
+            if os.path.isfile(candidate):
+                return candidate
+        raise UsageError(f"--python {value}: is a directory with no bin/python (give the interpreter itself)")
+    if not os.path.exists(path):
+        raise UsageError(f"--python {value}: no such file")
+    if not os.access(path, os.X_OK):
+        raise UsageError(f"--python {value}: not executable")
+    return path
+
+
 def _collect_options(args):
     from .app import CollectOptions
 
     return CollectOptions(
-        pythons=[os.path.expanduser(p) for p in (args.pythons or [])],
+        pythons=[_python_target(p) for p in (args.pythons or [])],
         data_paths=[os.path.expanduser(p) for p in (args.data_paths or [])],
         inspect_torch=not args.no_torch,
         python_timeout_s=args.python_timeout,

@@ -83,3 +83,50 @@ def test_runner_timeout_kills_the_whole_process_tree(tmp_path):
     else:
         os.kill(child, 9)
         raise AssertionError("the hung child of a timed-out command was left running")
+
+
+# --------------------------------------------------------------------------- --python
+
+
+def _cli(*argv: str) -> int:
+    from envdoctor.cli import main
+
+    return main(list(argv))
+
+
+def test_python_typo_is_a_usage_error_not_a_clean_report(tmp_path, capsys):
+    # `--python /opt/venv/bin/pyhton --only 'torch.*'` used to print "No problems found" and exit 0
+    (tmp_path / "notexec").write_text("")
+    for bad, why in ((str(tmp_path / "missing"), "no such file"), (str(tmp_path), "is a directory"),
+                     (str(tmp_path / "notexec"), "not executable"),
+                     ("no-such-python-on-path", "no such command on PATH")):
+        assert _cli("--python", bad, "--only", "torch.*", "--format", "json") == 2, bad
+        err = capsys.readouterr().err
+        assert why in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_python_venv_prefix_and_duplicates_are_inspected_once(tmp_path, monkeypatch):
+    import sys
+
+    from envdoctor import app
+    from envdoctor.cli import _python_target
+
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin/python").symlink_to(sys.executable)
+    assert _python_target(str(venv)) == str(venv / "bin/python")
+    seen = []
+
+    def fake_probe(exe, runner, timeout, inspect_torch, how):
+        from envdoctor.facts import ProbeStatus, PythonEnv
+
+        seen.append(exe)
+        return PythonEnv(status=ProbeStatus.OK, executable=exe)
+
+    import envdoctor.probes.python_env as pe
+
+    monkeypatch.setattr(pe, "probe_python", fake_probe)
+    monkeypatch.chdir(tmp_path)
+    facts = app.collect(app.CollectOptions(pythons=[str(venv / "bin/python"), "venv/bin/python",
+                                                    "./venv/bin/../bin/python"], kernel_log=False))
+    assert seen == [str(venv / "bin/python")] and len(facts.pythons) == 1
