@@ -160,12 +160,21 @@ def _python_target(value: str) -> str:
     return path
 
 
+def _data_target(value: str) -> str:
+    """A --data value: a path that does not exist (a typo, a volume not mounted) is a usage error, not a
+    storage check quietly skipped in an otherwise clean report."""
+    path = os.path.expanduser(value)
+    if not os.path.exists(path):
+        raise UsageError(f"--data {value}: no such file or directory (is the volume mounted?)")
+    return path
+
+
 def _collect_options(args):
     from .app import CollectOptions
 
     return CollectOptions(
         pythons=[_python_target(p) for p in (args.pythons or [])],
-        data_paths=[os.path.expanduser(p) for p in (args.data_paths or [])],
+        data_paths=[_data_target(p) for p in (args.data_paths or [])],
         inspect_torch=not args.no_torch,
         python_timeout_s=args.python_timeout,
         load_pcie=args.load_pcie,

@@ -130,3 +130,13 @@ def test_python_venv_prefix_and_duplicates_are_inspected_once(tmp_path, monkeypa
     facts = app.collect(app.CollectOptions(pythons=[str(venv / "bin/python"), "venv/bin/python",
                                                     "./venv/bin/../bin/python"], kernel_log=False))
     assert seen == [str(venv / "bin/python")] and len(facts.pythons) == 1
+
+
+def test_missing_data_path_is_a_usage_error(tmp_path, capsys):
+    # used to skip storage.data-path and exit 0: a volume that is not mounted looked like a clean bill
+    assert _cli("--data", str(tmp_path / "not-mounted"), "--no-torch", "--only", "storage.*") == 2
+    err = capsys.readouterr().err
+    assert "not-mounted: no such file or directory" in err and err.count("\n") == 1
+    odd = tmp_path / "dir with spaces" / "データ"
+    odd.mkdir(parents=True)
+    assert _cli("--data", str(odd), "--no-torch", "--only", "storage.*", "--format", "json") in (0, 1)
