@@ -225,14 +225,22 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
 
 
 def _alternative_variant(ctx: CheckContext, torch_version: str, driver: str) -> Optional[str]:
-    """The newest CUDA variant of this torch release that this driver runs."""
-    from ..compat import cuda_of_variant
+    """The newest CUDA variant of this torch release that this driver runs and that has kernels for
+    every GPU here (an older CUDA build often lacks the newest architectures: 1.12 cu102 has no sm_80)."""
+    from ..compat import arch_runs, cuda_of_variant
+    from .torch_build import gpu_capabilities
 
     rel = ctx.compat.torch_release(torch_version)
     if rel is None:
         return None
+    ccs = [cc for _, cc, _ in gpu_capabilities(ctx) if cc]
+
+    def fits(variant: str) -> bool:
+        arch = ctx.compat.torch_arch_list(torch_version, variant)
+        return not arch or all(arch_runs(arch, cc)[0] for cc in ccs)
+
     runnable = [v for v in rel.cuda_variants
-                if driver_runs_cuda(ctx.facts.driver, ctx.compat, cuda_of_variant(v))]
+                if driver_runs_cuda(ctx.facts.driver, ctx.compat, cuda_of_variant(v)) and fits(v)]
     return max(runnable, key=lambda v: parse_version(cuda_of_variant(v))) if runnable else None
 
 
@@ -312,6 +320,12 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
             continue
         if req.min_driver and version_ge(d.version, req.min_driver):
             continue
+        if req.min_driver is None:
+            # a matrix row whose GA minimum is not confirmed yet: the driver's own ceiling (nvidia-smi's
+            # "CUDA Version", or its branch's) at or above this CUDA settles it without the minimum
+            ceiling = d.cuda_driver_version or (ctx.compat.driver_max_cuda(d.version) or (None,))[0]
+            if ceiling and major_minor(ceiling) and major_minor(cuda) and major_minor(ceiling) >= major_minor(cuda):
+                continue
         floor = req.minor_compat_min_driver
         cmajor = major_minor(cuda)[0] if major_minor(cuda) else 0
         if req.min_driver is None and floor is None:
@@ -332,27 +346,33 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
                     code="driver.cuda-compat/ptx-needs-newer-driver",
                     category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
                     severity=Severity.ERROR,
-                    summary=(f"Driver {d.version} is older than CUDA {cuda} needs ({req.min_driver}) and "
+                    summary=(f"Driver {d.version} is older than CUDA {cuda} needs "
+                             f"({req.min_driver or 'a driver of CUDA ' + cuda + ' or newer'}) and "
                              f"{', '.join(ptx_only)} would need torch's PTX JIT-compiled, which minor-version "
                              "compatibility does not cover"),
                     detail=_MINOR_COMPAT_LIMITS,
-                    evidence=[Evidence("driver.version", d.version, expected=f">= {req.min_driver}", source=req.source),
+                    evidence=[Evidence("driver.version", d.version, expected=f">= {req.min_driver or floor}",
+                                       source=req.source),
                               Evidence(f"pythons[{i}].torch.arch_list", t.arch_list)],
-                    fix=_fix_upgrade_driver(ctx, req.min_driver, t.version, d.version, datacenter),
+                    fix=_fix_upgrade_driver(ctx, req.min_driver, t.version, d.version, datacenter, py),
                 ))
                 continue
+            own = (f"below CUDA {cuda}'s own minimum ({req.min_driver})" if req.min_driver else
+                   f"not known to reach CUDA {cuda}'s own minimum (not confirmed in this matrix as of "
+                   f"{ctx.compat.as_of})")
+            lift = (f"upgrade to driver >= {req.min_driver} to lift the limits" if req.min_driver else
+                    f"a driver whose nvidia-smi 'CUDA Version' is {cuda} or newer lifts the limits")
             findings.append(Finding(
                 code="driver.cuda-compat/minor-compat",
                 category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
                 severity=Severity.INFO,
-                summary=(f"Driver {d.version} is below CUDA {cuda}'s own minimum ({req.min_driver}) but above "
-                         f"the CUDA {cmajor}.x minor-version compatibility floor ({floor}): {label} runs"),
+                summary=(f"Driver {d.version} is {own} but above the CUDA {cmajor}.x minor-version "
+                         f"compatibility floor ({floor}): {label} runs"),
                 detail=_MINOR_COMPAT_LIMITS,
                 evidence=[Evidence("driver.version", d.version, expected=f">= {floor} (minor-version compatibility)",
                                    source=COMPAT_DOC),
                           Evidence(f"pythons[{i}].torch.cuda", t.cuda, source=req.source)],
-                fix=Fix(f"Nothing needed to run prebuilt wheels; upgrade to driver >= {req.min_driver} to "
-                        "lift the limits", [], COMPAT_DOC),
+                fix=Fix(f"Nothing needed to run prebuilt wheels; {lift}", [], COMPAT_DOC),
             ))
             continue
         findings.append(_too_old_finding(ctx, i, label, cuda, req.min_driver, floor, d.version,
@@ -444,7 +464,7 @@ def _target_branch(ctx: CheckContext, min_driver: Optional[str]) -> Optional[int
 
 
 def _fix_upgrade_driver(ctx: CheckContext, min_driver: Optional[str], torch_version: str,
-                        driver: Optional[str], datacenter: bool) -> Fix:
+                        driver: Optional[str], datacenter: bool, py=None) -> Fix:
     branch = _target_branch(ctx, min_driver)
     commands = _driver_install_commands(branch)
     summary = (f"Upgrade the NVIDIA driver to {min_driver} or newer (e.g. the supported R{branch} branch)"
@@ -453,9 +473,13 @@ def _fix_upgrade_driver(ctx: CheckContext, min_driver: Optional[str], torch_vers
         alt = _alternative_variant(ctx, torch_version, driver)
         if alt:
             from ._util import base_version
+            from .packages import _pair_pins
 
+            version = base_version(torch_version) or ""
+            # reinstall the companions with it: a cu118 torch next to a cu121 torchvision is CUDA_VARIANT_MIXED
+            pins = _pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
             summary += f", or install the {alt} build of torch, which this driver supports"
-            commands.append(pip_install([f"torch=={base_version(torch_version)}"], alt, force=True))
+            commands.append(pip_install(pins, alt, force=True))
     if datacenter:
         summary += ("; on data-center GPUs the CUDA forward-compatibility package (cuda-compat) is a third "
                     "way")
@@ -485,6 +509,7 @@ def _too_old_finding(ctx: CheckContext, i: int, label: str, cuda: str, min_drive
                 "NVIDIA lists for it; with an older driver torch.cuda.is_available() is False ('The NVIDIA "
                 "driver on your system is too old')."),
         evidence=ev,
-        fix=_fix_upgrade_driver(ctx, min_driver or floor, torch_version or "", driver, datacenter),
+        fix=_fix_upgrade_driver(ctx, min_driver or floor, torch_version or "", driver, datacenter,
+                                ctx.facts.pythons[i]),
     )
 
