@@ -100,3 +100,10 @@ def test_only_the_ceiling_known():
     (f,) = case(None, "11.4", "2.1.0+cu121", "12.1")
     assert f.severity == Severity.ERROR
     assert case(None, "12.4", "2.5.1+cu124", "12.4") == []
+
+
+def test_driver_install_commands_are_valid_package_manager_lines():
+    (f,) = case("515.65.01", "11.7", "2.1.0+cu121", "12.1")
+    dnf = [c for c in f.fix.commands if "dnf" in c]
+    assert dnf and all("dnf module enable -y nvidia-driver:" in c and "dnf install -y nvidia-open" in c for c in dnf)
+    assert any(c.startswith("sudo apt-get install -y nvidia-driver-") for c in f.fix.commands)

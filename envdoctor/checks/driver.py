@@ -30,9 +30,14 @@ DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 def _driver_install_commands(branch: Optional[int]) -> List[str]:
     if branch is None:
         return []
+    # RHEL 8/9 pick a branch through the nvidia-driver module stream, then install the (open-module)
+    # driver: NVIDIA Driver Installation Guide, "Kernel Modules", Table 5
+    # (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/); `dnf install nvidia-driver:580`
+    # is no valid package spec
     return [
         f"sudo apt-get install -y nvidia-driver-{branch}   # Ubuntu/Debian; then reboot",
-        f"sudo dnf install -y nvidia-driver:{branch}       # RHEL/Rocky (CUDA repo); then reboot",
+        f"sudo dnf module enable -y nvidia-driver:{branch}-open && sudo dnf install -y nvidia-open"
+        "   # RHEL/Rocky 8/9 (CUDA repo); then reboot",
     ]
 
 
