@@ -15,8 +15,10 @@ check = registrar(CHECKS)
 # PCIe generation by LnkCap/LnkSta speed (PCI-SIG: 2.5, 5, 8, 16, 32, 64 GT/s for Gen1..Gen6)
 _GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
-_QUERY = ("nvidia-smi --query-gpu=index,pcie.link.gen.current,pcie.link.gen.max,"
-          "pcie.link.width.current,pcie.link.width.max --format=csv")
+# two short queries rather than one: the five fields in one --query-gpu word are wider than the 100-column
+# report, and a shell word is never cut
+_QUERY_GEN = "nvidia-smi --query-gpu=index,pcie.link.gen.current,pcie.link.gen.max --format=csv"
+_QUERY_WIDTH = "nvidia-smi --query-gpu=index,pcie.link.width.current,pcie.link.width.max --format=csv"
 
 
 def _gen(speed: Optional[float]) -> Optional[int]:
@@ -144,7 +146,7 @@ def link(ctx: CheckContext) -> List[Finding]:
             evidence=[e for _, ev, _ in width_bad for e in ev],
             fix=Fix("Move the GPU to a CPU-attached x16 slot or reseat it (check risers and BIOS bifurcation); "
                     "on a rented machine, report it to the provider",
-                    commands=[_QUERY] + [f"sudo lspci -vv -s {b} | grep -E 'LnkCap|LnkSta'"
+                    commands=[_QUERY_WIDTH] + [f"sudo lspci -vv -s {b} | grep -E 'LnkCap|LnkSta'"
                                          for b in sorted({b for _, _, b in width_bad if b})]),
         ))
     if gen_load:
@@ -154,7 +156,7 @@ def link(ctx: CheckContext) -> List[Finding]:
             detail="Each generation step halves host<->GPU bandwidth.",
             evidence=[e for _, ev in gen_load for e in ev],
             fix=Fix("Check the BIOS PCIe speed setting, risers and the slot; report it to the provider",
-                    commands=[_QUERY]),
+                    commands=[_QUERY_GEN]),
         ))
     if gen_idle:
         out.append(Finding(
@@ -163,7 +165,7 @@ def link(ctx: CheckContext) -> List[Finding]:
             + "; ".join(t for t, _ in gen_idle) + "; idle, not verified",
             evidence=[e for _, ev in gen_idle for e in ev],
             fix=Fix("Re-check under load: `envdoctor --load-pcie` copies host->GPU for ~2 s and reads the links",
-                    commands=["envdoctor --load-pcie --only pcie.link", _QUERY + " -l 1"]),
+                    commands=["envdoctor --load-pcie --only pcie.link", _QUERY_GEN + " -l 1"]),
         ))
     if slot_gen:
         out.append(Finding(
