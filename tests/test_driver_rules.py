@@ -107,3 +107,15 @@ def test_driver_install_commands_are_valid_package_manager_lines():
     dnf = [c for c in f.fix.commands if "dnf" in c]
     assert dnf and all("dnf module enable -y nvidia-driver:" in c and "dnf install -y nvidia-open" in c for c in dnf)
     assert any(c.startswith("sudo apt-get install -y nvidia-driver-") for c in f.fix.commands)
+
+
+def test_cpu_build_fix_moves_every_installed_companion():
+    from dataclasses import replace
+
+    f = m.gpus_with_cpu_torch()
+    py = f.pythons[0]
+    f = replace(f, pythons=[replace(py, packages=py.packages + [Package("torchvision", "0.19.0+cpu"),
+                                                                Package("torchaudio", "2.4.0+cpu")])])
+    (finding,) = [x for x in judge(f).findings if x.category == "TORCH_CPU_ONLY_BUILD"]
+    (cmd,) = finding.fix.commands
+    assert "torch==2.4.0 torchvision==0.19.0 torchaudio==2.4.0 --index-url https://download.pytorch.org/whl/cu" in cmd

@@ -223,11 +223,10 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
                 target = rel.default_variant
             elif runnable:
                 target = max(runnable, key=lambda v: parse_version(cuda_of_variant(v)))
-        pins = [f"torch=={version}"]
-        comp = ctx.compat.companions(version) if version else None
-        tv = py.package("torchvision")
-        if tv and comp and comp.torchvision:
-            pins.append(f"torchvision=={comp.torchvision}")
+        from .packages import _pair_pins
+
+        # every installed companion moves with torch: a +cpu torchaudio left behind is CUDA_VARIANT_MIXED
+        pins = _pair_pins(ctx, py, version)
         cmds = [pip_install(pins, target, force=True)] if target else []
         if py.is_conda:
             cmds.append("# conda: install the CUDA variant explicitly, e.g. "
