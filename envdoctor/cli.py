@@ -190,7 +190,9 @@ def _read_text(path: str) -> str:
                 data = fh.read()
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
-    return data.decode("utf-8", "replace")
+    from .diagnose import decode_text  # UTF-8, or the UTF-16 a Windows shell redirect writes
+
+    return decode_text(data)
 
 
 def cmd_check(args) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from envdoctor.facts import ProbeStatus
 from envdoctor.probes.driver import probe_driver, probe_topology
 from envdoctor.probes.host import probe_host
@@ -140,3 +142,39 @@ def test_missing_data_path_is_a_usage_error(tmp_path, capsys):
     odd = tmp_path / "dir with spaces" / "データ"
     odd.mkdir(parents=True)
     assert _cli("--data", str(odd), "--no-torch", "--only", "storage.*", "--format", "json") in (0, 1)
+
+
+# --------------------------------------------------------------------------- diagnose: encodings
+
+PASTES = Path(__file__).parent / "fixtures" / "pastes"
+
+
+def _categories(capsys) -> list:
+    import json
+
+    return [f["category"] for f in json.loads(capsys.readouterr().out)["findings"]]
+
+
+def test_diagnose_reads_the_utf16_a_windows_shell_redirect_writes(tmp_path, capsys):
+    # PowerShell 5: `python -m torch.utils.collect_env > env.txt` writes UTF-16LE with a BOM; it used to be
+    # rejected as "binary (NUL bytes)"
+    text = (PASTES / "gpu-arch.txt").read_text(encoding="utf-8")
+    assert _cli("diagnose", str(PASTES / "gpu-arch.txt"), "--format", "json") == 1
+    expected = _categories(capsys)
+    assert "GPU_ARCH_NOT_IN_TORCH_BUILD" in expected
+    for name, data in (("bom.txt", text.encode("utf-16")), ("le.txt", text.encode("utf-16-le")),
+                       ("be.txt", b"\xfe\xff" + text.encode("utf-16-be")),
+                       ("u8bom.txt", b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())):
+        (tmp_path / name).write_bytes(data)
+        assert _cli("diagnose", str(tmp_path / name), "--format", "json") == 1, name
+        assert _categories(capsys) == expected, name
+    assert _cli("diagnose", "/bin/ls") == 2  # real binary is still "nothing recognisable"
+
+
+def test_facts_snapshot_saved_as_utf16_loads(tmp_path, capsys):
+    from envdoctor.facts import Facts
+
+    snap = tmp_path / "snap.json"
+    snap.write_text(Facts().to_json(), encoding="utf-16")
+    assert _cli("check", "--facts", str(snap), "--format", "json") in (0, 1)
+    assert "not valid JSON" not in capsys.readouterr().err

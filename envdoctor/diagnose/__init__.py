@@ -10,7 +10,7 @@ from ..catalogue import CATEGORIES
 from ..facts import Facts, ProbeStatus
 from ..findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
 
-__all__ = ["Candidate", "DiagnoseInfo", "NothingRecognised", "diagnose_report", "diagnose_text"]
+__all__ = ["Candidate", "DiagnoseInfo", "NothingRecognised", "decode_text", "diagnose_report", "diagnose_text"]
 
 _RANK = {"high": 3, "medium": 2, "low": 1}
 
@@ -46,11 +46,37 @@ def _check_readable(text: str) -> None:
         raise NothingRecognised("nothing recognisable: the input looks binary (control characters)")
 
 
+_BOMS = ((b"\xef\xbb\xbf", "utf-8-sig"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\x00\x00\xfe\xff", "utf-32-be"),
+         (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
+
+
+def decode_text(data: bytes) -> str:
+    """Bytes of a paste or snapshot as text: UTF-8, or the UTF-16/32 that Windows tools write.
+
+    PowerShell 5's `>` and `Out-File` write UTF-16LE with a BOM, so `python -m torch.utils.collect_env >
+    env.txt` on Windows gives UTF-16; a copy through some editors drops the BOM. Anything else is read
+    as UTF-8 with replacement characters (binary is rejected later, by its NUL bytes).
+    """
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return data[len(bom):].decode(codec.replace("-sig", ""), errors="replace")
+    head = data[:4096]
+    if len(head) >= 8:
+        even, odd = head[0::2], head[1::2]
+        # text in UTF-16 without a BOM: mostly ASCII, so one byte of each pair is NUL and the other not
+        if odd.count(0) > 0.8 * len(odd) and even.count(0) < 0.05 * len(even):
+            return data.decode("utf-16-le", errors="replace")
+        if even.count(0) > 0.8 * len(even) and odd.count(0) < 0.05 * len(odd):
+            return data.decode("utf-16-be", errors="replace")
+    return data.decode("utf-8", errors="replace")
+
+
 def _decode(t: Any) -> str:
     if isinstance(t, bytes):
-        if b"\x00" in t[:65536]:
+        text = decode_text(t)
+        if "\x00" in text[:65536]:
             raise NothingRecognised("nothing recognisable: the input looks binary (NUL bytes)")
-        return t.decode("utf-8", errors="replace")
+        return text
     return str(t)
 
 
