@@ -178,3 +178,19 @@ def test_facts_snapshot_saved_as_utf16_loads(tmp_path, capsys):
     snap.write_text(Facts().to_json(), encoding="utf-16")
     assert _cli("check", "--facts", str(snap), "--format", "json") in (0, 1)
     assert "not valid JSON" not in capsys.readouterr().err
+
+
+def test_diagnose_reads_through_terminal_colour_codes(tmp_path, capsys):
+    import re
+
+    text = (PASTES / "gpu-arch.txt").read_text(encoding="utf-8")
+    assert _cli("diagnose", str(PASTES / "gpu-arch.txt"), "--format", "json") == 1
+    expected = _categories(capsys)
+    coloured = re.sub(r"(torch|NVIDIA|Driver Version|sm_\d+|\d+\.\d+)", "\x1b[1;32m\\1\x1b[0m", text)
+    coloured = "\x1b]0;title\x07\x1b[2K" + coloured  # a window title and a line erase, as a CI log has
+    (tmp_path / "ansi.txt").write_text(coloured)
+    assert _cli("diagnose", str(tmp_path / "ansi.txt"), "--format", "json") == 1  # was: nothing recognisable
+    assert _categories(capsys) == expected
+    (tmp_path / "no-esc.txt").write_text(coloured.replace("\x1b", ""))  # the ESC byte lost in a copy
+    assert _cli("diagnose", str(tmp_path / "no-esc.txt"), "--format", "json") == 1
+    assert _categories(capsys) == expected

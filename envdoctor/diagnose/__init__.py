@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -80,11 +81,21 @@ def _decode(t: Any) -> str:
     return str(t)
 
 
+# Terminal colour and cursor codes (CSI and OSC sequences, other two-byte escapes), as a coloured
+# `pip`, pytest, rich or a CI log leaves them in a paste; and SGR codes whose ESC byte a copy dropped.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]"
+                   r"|\[\d{1,3}(?:;\d{1,3})*m")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
 def diagnose_text(texts: List[str], compat: Any) -> Tuple[Facts, DiagnoseInfo]:
     """Read pasted texts (several files are one report) into paste Facts and what could be read."""
     from . import engine
 
-    text = "\n".join(_decode(t) for t in texts)
+    text = strip_ansi("\n".join(_decode(t) for t in texts))
     _check_readable(text)
     acc = engine.read_all(text, compat)
     facts = engine.build_facts(acc, text)
