@@ -30,10 +30,21 @@ class UsageError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
 
-def _split_globs(values: Optional[List[str]]) -> Optional[List[str]]:
+def _split_globs(values: Optional[List[str]], option: str = "--only") -> Optional[List[str]]:
+    """The check-id globs of --only/--ignore; one that matches no check is a usage error: a typo in
+    `--only` would otherwise run nothing and print "No problems found" with exit code 0."""
     if not values:
         return None
     out = [part.strip() for v in values for part in v.split(",") if part.strip()]
+    if out:
+        import fnmatch
+
+        from .checks import all_checks
+
+        ids = [c.id for c in all_checks()]
+        for pat in out:
+            if not any(fnmatch.fnmatchcase(i, pat) for i in ids):
+                raise UsageError(f"{option} {pat}: matches no check id (`envdoctor list-checks` lists them)")
     return out or None
 
 
@@ -199,6 +210,7 @@ def cmd_check(args) -> int:
     from .app import collect, judge
     from .facts import Facts, FactsError
 
+    only, ignore = _split_globs(args.only), _split_globs(args.ignore, "--ignore")  # before minutes of probing
     if args.facts:
         text = _read_text(args.facts)
         try:
@@ -208,7 +220,7 @@ def cmd_check(args) -> int:
         facts = facts if facts.origin != "live" else _as_snapshot(facts)
     else:
         facts = collect(_collect_options(args))
-    report = judge(facts, only=_split_globs(args.only), ignore=_split_globs(args.ignore))
+    report = judge(facts, only=only, ignore=ignore)
     text = _render(report, args)
     if args.format != "console" or (args.output and args.output != "-"):
         _write(text, args.output)
@@ -247,7 +259,7 @@ def cmd_diagnose(args) -> int:
 
     try:
         report = diagnose_report(texts, compat, select(all_checks(), _split_globs(args.only),
-                                                       _split_globs(args.ignore)))
+                                                       _split_globs(args.ignore, "--ignore")))
     except NothingRecognised as e:
         raise UsageError(str(e)) from None
     text = _render(report, args)

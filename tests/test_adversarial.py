@@ -194,3 +194,23 @@ def test_diagnose_reads_through_terminal_colour_codes(tmp_path, capsys):
     (tmp_path / "no-esc.txt").write_text(coloured.replace("\x1b", ""))  # the ESC byte lost in a copy
     assert _cli("diagnose", str(tmp_path / "no-esc.txt"), "--format", "json") == 1
     assert _categories(capsys) == expected
+
+
+# --------------------------------------------------------------------------- --only / --ignore
+
+
+def test_only_or_ignore_glob_matching_no_check_is_a_usage_error(capsys, monkeypatch):
+    import envdoctor.app as app
+
+    def no_collect(*a, **k):  # the typo is reported before any probing
+        raise AssertionError("collected facts for a command line that is a usage error")
+
+    monkeypatch.setattr(app, "collect", no_collect)
+    # `--only 'drvier.*'` used to run no check and print "No problems found" with exit code 0
+    assert _cli("--only", "drvier.*") == 2
+    assert "--only drvier.*: matches no check id" in capsys.readouterr().err
+    assert _cli("--ignore", "driver.presnt") == 2
+    assert _cli("diagnose", str(PASTES / "gpu-arch.txt"), "--only", "nosuch") == 2
+    capsys.readouterr()
+    assert _cli("diagnose", str(PASTES / "gpu-arch.txt"), "--only", "torch.*,driver.present", "--format",
+                "json") == 1
