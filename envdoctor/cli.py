@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -329,12 +330,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as e:
+        if e.errno not in _OUTPUT_ERRNOS or os.environ.get("ENVDOCTOR_DEBUG"):
+            return _internal_error(e)
+        # `envdoctor > /dev/full`, a full disk or quota under the redirect: not a bug in envdoctor
+        sys.stderr.write(f"envdoctor: cannot write the output: {e.strerror}\n")
+        return EXIT_USAGE
     except Exception as e:  # noqa: BLE001 - last resort: a bug is reported as exit 3, with a one-line reason
-        if os.environ.get("ENVDOCTOR_DEBUG"):
-            raise
-        sys.stderr.write(f"envdoctor: internal error: {type(e).__name__}: {e} "
-                         "(set ENVDOCTOR_DEBUG=1 for the traceback)\n")
-        return EXIT_INTERNAL
+        return _internal_error(e)
+
+
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
+
+
+def _internal_error(e: BaseException) -> int:
+    if os.environ.get("ENVDOCTOR_DEBUG"):
+        raise e
+    sys.stderr.write(f"envdoctor: internal error: {type(e).__name__}: {e} "
+                     "(set ENVDOCTOR_DEBUG=1 for the traceback)\n")
+    return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -214,3 +214,18 @@ def test_only_or_ignore_glob_matching_no_check_is_a_usage_error(capsys, monkeypa
     capsys.readouterr()
     assert _cli("diagnose", str(PASTES / "gpu-arch.txt"), "--only", "torch.*,driver.present", "--format",
                 "json") == 1
+
+
+def test_a_full_disk_under_stdout_is_not_an_internal_error(monkeypatch, capsys):
+    import errno
+    import io
+    import sys
+
+    class Full(io.StringIO):
+        def write(self, s):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    # `envdoctor list-checks > /dev/full` used to exit 3 with "internal error: OSError"
+    assert _cli("list-checks") == 2
+    assert capsys.readouterr().err == "envdoctor: cannot write the output: No space left on device\n"
