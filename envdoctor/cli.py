@@ -289,6 +289,8 @@ def cmd_explain(args) -> int:
     checks = all_checks()
     category = CATEGORIES.get(code.upper())
     check = None
+    if category is None and code.startswith(_SIGNATURE_PREFIX):
+        return _explain_signature(code)
     if category is None:
         check_id = code.split("/", 1)[0]
         check = next((c for c in checks if c.id == check_id), None)
@@ -310,6 +312,30 @@ def cmd_explain(args) -> int:
             out += [f"Reported by: {', '.join(emitted_by)}"]
         out += [""]
     _write("\n".join(out).rstrip(), None)
+    return EXIT_OK
+
+
+# `diagnose` names a matched error message by its signature (compat_data/error_signatures.json), not by
+# the check id (messages.signatures) that the other finding codes start with
+_SIGNATURE_PREFIX = "messages.signature/"
+
+
+def _explain_signature(code: str) -> int:
+    from .catalogue import CATEGORIES
+    from .compat.signatures import load_signatures
+
+    sig_id = code[len(_SIGNATURE_PREFIX):]
+    sig = next((s for s in load_signatures() if s.id == sig_id), None)
+    if sig is None:
+        raise UsageError(f"unknown error signature {sig_id!r} in {code!r} (compat_data/error_signatures.json)")
+    cat = CATEGORIES.get(sig.category)
+    out = [f"{code}: a known error message (messages.signatures)", "", f"Message pattern: {sig.pattern}",
+           f"Category: {sig.category}" + (f" ({cat.title})" if cat else ""), f"Severity: {sig.severity}",
+           "", f"What it means: {sig.explanation}", f"How to fix: {sig.fix}", f"Source: {sig.source}"]
+    if sig.alternatives:
+        out += ["", "Other possible causes, depending on the rest of the paste: "
+                + ", ".join(sorted({a.category for a in sig.alternatives}))]
+    _write("\n".join(out), None)
     return EXIT_OK
 
 
