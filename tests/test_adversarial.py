@@ -254,3 +254,24 @@ def test_every_finding_code_the_fixtures_produce_can_be_explained(capsys):
     out = capsys.readouterr().out
     assert "Category: DRIVER_TOO_OLD_FOR_TORCH_CUDA" in out
     assert _cli("explain", "messages.signature/no-such-signature") == 2
+
+
+# --------------------------------------------------------------------------- the target interpreter
+
+
+def test_interpreter_crashing_in_import_torch_names_the_signal():
+    from envdoctor.probes.python_env import payload_argv, probe_python
+    from envdoctor.probes.runner import RunResult
+
+    argv = tuple(payload_argv("/opt/py", "inspect", [], 60.0))
+    penv = probe_python("/opt/py", FakeRunner({argv: RunResult(argv, -11, "", "")}), 60.0)
+    assert penv.status == ProbeStatus.FAILED
+    assert penv.reason == "/opt/py was killed by SIGSEGV (segmentation fault) while importing torch"
+
+
+def test_torch_module_without_version_is_not_called_torch_none():
+    from envdoctor.facts import PythonEnv, TorchInfo
+    from envdoctor.probes.python_env import _ok_reason
+
+    reason = _ok_reason(PythonEnv(torch=TorchInfo(import_seconds=0.01)), True)
+    assert "None" not in reason and "no __version__" in reason

@@ -161,7 +161,7 @@ def test_garbage_output_is_failed_with_last_stderr_line() -> None:
 def test_segfault_without_output() -> None:
     env = probe((-11, "", ""))
     assert env.status == ProbeStatus.FAILED
-    assert env.reason == "the payload printed no JSON (exit -11): no output"
+    assert env.reason == f"{PY} was killed by SIGSEGV (segmentation fault) while importing torch"
 
 
 def test_python2_syntax_error_hint() -> None:

@@ -100,6 +100,11 @@ def execute_payload(executable: str, runner: Any, task: str = "inspect", args: S
         return PayloadRun(None, f"could not run {executable}: {rr.error}", "could_not_run", rr)
     if envelope is None:
         tail = _last_line(rr.stderr) or _last_line(rr.stdout) or "no output"
+        if rr.returncode is not None and rr.returncode < 0:  # killed by a signal: a crash in native code
+            where = f" while {stage_hint}" if stage_hint else ""
+            said = f": {tail}" if tail != "no output" else ""
+            return PayloadRun(None, f"{executable} was killed by {_signal_name(-rr.returncode)}{where}{said}",
+                              "no_json", rr, stage_hint)
         msg = f"the payload printed no JSON (exit {rr.returncode}): {tail}"
         if "SyntaxError" in rr.stderr:
             msg += " (is this Python older than 3.8? the payload needs 3.8+)"
@@ -116,6 +121,18 @@ def execute_payload(executable: str, runner: Any, task: str = "inspect", args: S
     error = str(envelope.get("error") or "the payload reported a failure without a message")
     kind = "partial_timeout" if envelope.get("timed_out") else "task_error"
     return PayloadRun(result or None, error, kind, rr, stage)
+
+
+def _signal_name(signum: int) -> str:
+    import signal
+
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+    meaning = {"SIGSEGV": "segmentation fault", "SIGABRT": "aborted", "SIGILL": "illegal instruction",
+               "SIGBUS": "bus error", "SIGKILL": "killed, e.g. out of memory"}.get(name)
+    return f"{name} ({meaning})" if meaning else name
 
 
 def run_payload(executable: str, runner: Any, task: str = "inspect", args: Sequence[str] = (),
@@ -201,6 +218,8 @@ def _ok_reason(penv: PythonEnv, inspect_torch: bool) -> str:
     if t.import_error:
         return f"import torch failed: {t.import_error.splitlines()[-1][:200]}"
     took = f" in {t.import_seconds:.1f} s" if t.import_seconds is not None else ""
+    if not t.version:
+        return f"a module named torch with no __version__ was imported{took}: a stray torch/ folder or a broken install"
     cuda = "CUDA available" if t.cuda_available else "CUDA not available"
     return f"torch {t.version} imported{took}; {cuda}"
 
