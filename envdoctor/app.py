@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import os
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,6 +57,40 @@ def _guard(name: str, func: Callable[[], Any], failed: Callable[[str], Any]) -> 
             statuses[0] if statuses else ProbeStatus.OK)
         reason = "; ".join(r for r in (getattr(v, "reason", None) for v in value) if r) or None
     return value, ProbeRun(name, status, reason, time.monotonic() - start)
+
+
+# Every subprocess has its own timeout; this margin bounds what no timeout covers (a probe stuck in a
+# system call, e.g. statvfs on a hung NFS --data path, or a driver call that never returns).
+PROBE_DEADLINE_MARGIN_S = 20.0
+
+
+def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], Any]]],
+                       deadline_s: float) -> Dict[str, Tuple[Any, ProbeRun]]:
+    """Run each guarded probe in a daemon thread; one still running at the deadline becomes 'failed'.
+
+    Daemon threads, not a ThreadPoolExecutor: the executor's workers are joined at interpreter exit, so a
+    probe stuck in the kernel would keep envdoctor from exiting after it has printed its report.
+    """
+    out: Dict[str, Tuple[Any, ProbeRun]] = {}
+    threads = {}
+    for name, (func, failed) in jobs.items():
+        def work(name=name, func=func, failed=failed):
+            out[name] = _guard(name, func, failed)
+        t = threading.Thread(target=work, name=f"envdoctor-probe-{name}", daemon=True)
+        t.start()
+        threads[name] = t
+    end = time.monotonic() + deadline_s
+    for t in threads.values():
+        t.join(max(0.0, end - time.monotonic()))
+    results = {}
+    for name, (_func, failed) in jobs.items():
+        if name in out:
+            results[name] = out[name]
+        else:
+            reason = (f"did not finish within {deadline_s:g} s (stuck in a system call: a hung network "
+                      "filesystem or driver call?)")
+            results[name] = (failed(reason), ProbeRun(name, ProbeStatus.FAILED, reason, deadline_s))
+    return results
 
 
 def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Facts:
@@ -146,12 +181,10 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         jobs["kernel_log"] = (kernel_log, lambda r: KernelLog(False, None, r))
     results: Dict[str, Any] = {}
     runs: List[ProbeRun] = []
-    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-        futures = {name: pool.submit(_guard, name, func, failed) for name, (func, failed) in jobs.items()}
-        for name, fut in futures.items():
-            value, run = fut.result()
-            results[name] = value
-            runs.append(run)
+    deadline_s = max(options.python_timeout_s, 10.0) + PROBE_DEADLINE_MARGIN_S
+    for name, (value, run) in _run_with_deadline(jobs, deadline_s).items():
+        results[name] = value
+        runs.append(run)
     drv: Driver = results["driver"]
     klog = results.get("kernel_log")
     if klog is not None:
