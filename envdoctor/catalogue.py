@@ -51,6 +51,10 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "'no kernel image is available for execution on the device'.",
        "Install a torch build whose arch list includes the GPU (e.g. a cu128+ build for Blackwell), or an "
        "older build for GPUs dropped by new releases."),
+    _c("TORCH_IMPORT_FAILED", "torch does not import",
+       "`import torch` raises (or crashes) in the interpreter being diagnosed.",
+       "Nothing that uses torch can start; the error text names the missing module or library.",
+       "Install what the error names, or reinstall torch with its dependencies."),
     _c("TORCH_CPU_ONLY_BUILD", "CPU-only torch on a GPU machine",
        "torch is a CPU build (+cpu, torch.version.cuda is None) while NVIDIA GPUs are present.",
        "Everything runs on the CPU, orders of magnitude slower; 'Torch not compiled with CUDA enabled'.",

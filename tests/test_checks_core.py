@@ -284,3 +284,18 @@ def test_pasted_old_torch_without_cuda_fact_is_judged_from_its_pypi_default():
     assert "torch==1.3.0+cu100 -f https://download.pytorch.org/whl/torch_stable.html" in " ".join(x.fix.commands)
     # a live snapshot never guesses: torch.version.cuda None there means the probe saw a CPU build or nothing
     assert result(replace(f, origin="snapshot"), "driver.cuda-compat").status == CheckStatus.SKIPPED
+
+
+def test_torch_that_fails_to_import_is_reported_not_called_a_cpu_build():
+    base = m.healthy_a100()
+    py = base.pythons[0]
+    err = "Traceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'typing_extensions'"
+    from envdoctor.facts import TorchInfo
+
+    broken = replace(py, packages=[Package("torch", "2.14.1")], torch=TorchInfo(version="2.14.1", import_error=err))
+    found = problems(replace(base, pythons=[broken]))
+    assert set(found) == {"TORCH_IMPORT_FAILED"}, {k: v.summary for k, v in found.items()}
+    x = found["TORCH_IMPORT_FAILED"]
+    assert "typing_extensions" in x.summary and x.fix.commands[0].endswith("-m pip install typing-extensions")
+    assert result(base, "torch.import").status == CheckStatus.PASSED
+    assert result(replace(base, pythons=[replace(py, torch=None)]), "torch.import").status == CheckStatus.SKIPPED

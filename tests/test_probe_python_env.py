@@ -109,7 +109,7 @@ def test_torch_import_error_is_ok_status_with_the_error_as_fact() -> None:
     env = probe(envelope(dict(result_json(), torch=torch, loaded_libraries=[])))
     assert env.status == ProbeStatus.OK
     assert env.torch.import_error == "ImportError: libcudnn.so.9: cannot open shared object file"
-    assert env.torch.version is None
+    assert env.torch.version == "2.5.1+cu124"  # from the installed distribution, since __version__ never loaded
     assert env.reason == "import torch failed: ImportError: libcudnn.so.9: cannot open shared object file"
 
 
@@ -265,3 +265,12 @@ def test_default_interpreter_without_runner_uses_path(tmp_path: Path) -> None:
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     assert pe.default_interpreter({"PATH": str(exe.parent)}) == (str(exe), "python3 on PATH")
+
+
+def test_failed_import_keeps_the_installed_torch_version():
+    from envdoctor.probes.python_env import env_from_result
+
+    result = {"python_version": "3.11.7", "packages": [{"name": "torch", "version": "2.14.1"}],
+              "torch": {"import_error": "ModuleNotFoundError: No module named 'typing_extensions'"}}
+    env = env_from_result(result, [])
+    assert env.torch.version == "2.14.1" and "typing_extensions" in env.torch.import_error

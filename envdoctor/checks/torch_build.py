@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import List, Optional, Tuple
 
 from ..compat import cuda_of_variant
@@ -207,8 +208,8 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
     findings = []
     for i, py in envs:
         t = py.torch
-        if t.cuda or t.hip:
-            continue
+        if t.cuda or t.hip or t.import_error:
+            continue  # an import failure says nothing about the build (torch.import reports it)
         variant = torch_variant(py, ctx.compat)
         if variant not in (None, "cpu"):
             continue
@@ -290,4 +291,44 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                 fix=Fix(f"Create the environment with Python {newest.python_max}",
                         [f"python{newest.python_max} -m venv .venv && . .venv/bin/activate"]),
             ))
+    return findings
+
+
+_MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
+
+
+@check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
+def check_torch_import(ctx: CheckContext) -> List[Finding]:
+    envs = list(torch_envs(ctx.facts))
+    if not envs:
+        raise SkipCheck("torch is not installed in the inspected interpreter(s)")
+    findings = []
+    for i, py in envs:
+        t = py.torch
+        if not t.import_error:
+            continue
+        last = t.import_error.strip().splitlines()[-1] if t.import_error.strip() else t.import_error
+        version = base_version(t.version) or ""
+        missing = _MISSING_MODULE.search(last)
+        if missing and missing.group(1).split(".")[0] != "torch":
+            # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
+            module = missing.group(1).split(".")[0]
+            fix = Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
+                      [f"{py.executable or 'python'} -m pip install {module.replace('_', '-')}",
+                       f"{py.executable or 'python'} -m pip check"])
+        else:
+            variant = torch_variant(py, ctx.compat)
+            fix = Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
+                      [pip_install([f"torch=={version}"] if version else ["torch"],
+                                   variant, force=True)])
+        findings.append(Finding(
+            code="torch.import/failed",
+            category="TORCH_IMPORT_FAILED",
+            severity=Severity.ERROR,
+            summary=f"`import torch` fails in {py.executable or 'the interpreter'} (torch {t.version}): {last[:200]}",
+            detail="Nothing else about this torch can be checked until it imports; the build checks skip it.",
+            evidence=[Evidence(f"pythons[{i}].torch.import_error", t.import_error),
+                      Evidence(f"pythons[{i}].torch.version", t.version)],
+            fix=fix,
+        ))
     return findings

@@ -204,6 +204,11 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     torch = None
     if isinstance(result.get("torch"), dict):
         torch = _section(TorchInfo, result["torch"], "python.torch", notes)
+    if torch is not None and not torch.version and torch.import_error:
+        # the import failed before __version__ existed; the installed distribution still says which torch
+        dist = next((p for p in packages if p.name == "torch"), None)
+        if dist is not None:
+            torch = replace(torch, version=dist.version)
     payload_errors = [str(e) for e in (result.get("errors") or [])]
     return replace(base, packages=packages, loaded_libraries=libs, torch=torch,
                    notes=(payload_errors + notes) or None)
