@@ -473,7 +473,7 @@ class Facts:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
-            raise FactsError(f"not valid JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+            raise FactsError(f"not valid JSON: {e.msg.rstrip()} (line {e.lineno}, column {e.colno})") from None
         return cls.from_dict(data)
 
 

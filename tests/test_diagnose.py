@@ -215,6 +215,7 @@ CATEGORY_PASTES = {
     "DRIVER_TOO_OLD_FOR_TORCH_CUDA": ("driver-too-old.txt", ("warning", "error")),
     "GPU_ARCH_NOT_IN_TORCH_BUILD": ("gpu-arch.txt", ("warning", "error")),
     "TORCH_CPU_ONLY_BUILD": ("cpu-only.txt", ("warning", "error")),
+    "TORCH_IMPORT_FAILED": ("torch-import-failed.txt", ("warning", "error")),  # Windows DLL load failure
     "COMPANION_VERSION_MISMATCH": ("companion.txt", ("warning", "error")),
     "CUDA_VARIANT_MIXED": ("variant-mixed.txt", ("warning", "error")),
     "SYSTEM_LIB_SHADOWING": ("shadowing.txt", ("warning", "error")),

@@ -174,3 +174,14 @@ def driver_runs_cuda(driver, compat, cuda: Optional[str]) -> Optional[bool]:
     mm = major_minor(cuda)
     floor = req.minor_compat_min_driver if mm and mm[0] >= 11 else None
     return bool(version_ge(driver.version, req.min_driver) or version_ge(driver.version, floor))
+
+
+def no_torch_reason(facts: Facts) -> str:
+    """Why there is no torch to judge: not installed, or the interpreter could not be inspected."""
+    failed = [py for py in facts.pythons if py.status not in ("ok",)]
+    if not facts.pythons:
+        return "no interpreter was inspected"
+    if failed and len(failed) == len(facts.pythons):
+        py = failed[0]
+        return f"the interpreter could not be inspected ({py.status}: {py.reason or 'no reason given'})"
+    return "torch is not installed in the inspected interpreter(s)"

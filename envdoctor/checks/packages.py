@@ -11,6 +11,7 @@ from ._util import (
     base_version,
     local_tag,
     mm_str,
+    no_torch_reason,
     parse_version,
     pip_install,
     torch_envs,
@@ -95,7 +96,7 @@ def _pair_pins(ctx: CheckContext, py: PythonEnv, torch_version: str) -> List[str
 def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
     envs = list(torch_envs(ctx.facts))
     if not envs:
-        raise SkipCheck("torch is not installed in the inspected interpreter(s)")
+        raise SkipCheck(no_torch_reason(ctx.facts))
     findings = []
     for i, py in envs:
         torch_pkg = py.package("torch") or Package(name="torch", version=py.torch.version)
@@ -162,7 +163,7 @@ def _required_by_torch(py: PythonEnv, name: str) -> bool:
 def check_companions(ctx: CheckContext) -> List[Finding]:
     envs = list(torch_envs(ctx.facts))
     if not envs:
-        raise SkipCheck("torch is not installed in the inspected interpreter(s)")
+        raise SkipCheck(no_torch_reason(ctx.facts))
     findings = []
     for i, py in envs:
         tver = base_version(py.torch.version) or ""
@@ -229,7 +230,7 @@ _TAG = re.compile(r"(?:cu(?P<cu>\d+))?torch(?P<torch>\d+\.\d+)(?:cxx11abi(?P<abi
 def check_extensions(ctx: CheckContext) -> List[Finding]:
     envs = list(torch_envs(ctx.facts))
     if not envs:
-        raise SkipCheck("torch is not installed in the inspected interpreter(s)")
+        raise SkipCheck(no_torch_reason(ctx.facts))
     findings = []
     for i, py in envs:
         t = py.torch

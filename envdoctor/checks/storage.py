@@ -129,7 +129,8 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                     fix=Fix("Copy the data set to an SSD/NVMe volume before training",
                             commands=[f"rsync -a {p.path}/ /local_nvme/data/"]),
                 ))
-        if p.free_bytes is not None and p.free_bytes < free_min and kind != "tmpfs":
+        # size 0: a pseudo-filesystem (/proc, /sys, cgroup) whose free space means nothing
+        if p.free_bytes is not None and p.free_bytes < free_min and kind != "tmpfs" and p.size_bytes != 0:
             out.append(Finding(
                 "storage.data-path/low-free-space", "SLOW_STORAGE", Severity.WARNING,
                 f"{p.mount_point or p.path} has {p.free_bytes / GIB:.1f} GiB free"

@@ -25,8 +25,10 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
     envs = [(i, py) for i, py in torch_envs(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
         raise SkipCheck("no CUDA build of torch to compare nvcc with")
-    if tk is None or not tk.version:
+    if tk is None:
         raise SkipCheck("no nvcc on PATH (only prebuilt wheels can be installed; nothing to compare)")
+    if not tk.version:
+        raise SkipCheck(f"nvcc at {tk.nvcc_path or tk.path} did not tell its version")
     findings = []
     for i, py in envs:
         t = py.torch
@@ -60,8 +62,10 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
 def check_host_compiler(ctx: CheckContext) -> List[Finding]:
     tk = ctx.facts.toolkits.on_path
     host = ctx.facts.host
-    if tk is None or not tk.version:
+    if tk is None:
         raise SkipCheck("no nvcc on PATH")
+    if not tk.version:
+        raise SkipCheck(f"nvcc at {tk.nvcc_path or tk.path} did not tell its version")
     if not host.gcc_version:
         raise SkipCheck("host gcc version unknown")
     limit = ctx.compat.max_host_compiler(tk.version, "gcc")

@@ -12,6 +12,7 @@ from ._util import (
     base_version,
     driver_runs_cuda,
     mm_str,
+    no_torch_reason,
     parse_version,
     pip_install,
     torch_envs,
@@ -199,7 +200,7 @@ def _has_gpus(facts: Facts) -> Tuple[bool, List[Evidence]]:
 def check_cpu_build(ctx: CheckContext) -> List[Finding]:
     envs = list(torch_envs(ctx.facts))
     if not envs:
-        raise SkipCheck("torch is not installed in the inspected interpreter(s)")
+        raise SkipCheck(no_torch_reason(ctx.facts))
     has, gpu_ev = _has_gpus(ctx.facts)
     if not has:
         if ctx.facts.driver.status in (ProbeStatus.OK, ProbeStatus.ABSENT):
@@ -301,7 +302,7 @@ _MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 def check_torch_import(ctx: CheckContext) -> List[Finding]:
     envs = list(torch_envs(ctx.facts))
     if not envs:
-        raise SkipCheck("torch is not installed in the inspected interpreter(s)")
+        raise SkipCheck(no_torch_reason(ctx.facts))
     findings = []
     for i, py in envs:
         t = py.torch

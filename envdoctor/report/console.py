@@ -41,6 +41,16 @@ _SEVERITY_SYMBOLS = {
     Severity.INFO: ("i", "cyan"),
 }
 
+_ASCII_MARKS = {"✓": "+", "✗": "x", "≤": "<=", "—": "-", "·": "|", "…": "..."}
+
+
+def to_ascii_marks(text: str) -> str:
+    """The report's marks in ASCII: '+' passed, 'x' error, '!' warning, '-' skipped."""
+    for mark, plain in _ASCII_MARKS.items():
+        text = text.replace(mark, plain)
+    return text
+
+
 COMMAND_INDENT = 6  # columns before a fix command
 _CONTINUATION = 4  # extra columns for the continuation lines of a long command
 
@@ -495,7 +505,8 @@ def render_console(
         try:
             file.write(text)
         except UnicodeEncodeError:
-            # a terminal that cannot show ✓ or ≤ (a legacy Windows code page): show "?" instead
+            # a terminal that cannot show ✓ or ≤ (a legacy Windows code page, PYTHONIOENCODING=ascii): use
+            # ASCII marks that keep pass, error and warning distinct, then "?" for anything else
             encoding = getattr(file, "encoding", None) or "ascii"
-            file.write(text.encode(encoding, "replace").decode(encoding))
+            file.write(to_ascii_marks(text).encode(encoding, "replace").decode(encoding))
     return text
