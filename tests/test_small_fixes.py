@@ -54,3 +54,20 @@ def test_truncated_snapshot_message_reads_cleanly():
     with pytest.raises(FactsError) as e:
         Facts.from_json('{"schema_version": 1, "host": {"hostname": "ab')
     assert "at at" not in str(e.value) and "line 1" in str(e.value)
+
+
+def test_shell_prompt_user_and_host_are_redacted():
+    from envdoctor.report.redact import redact_text
+
+    out = redact_text("alice@gpu-node-17:~/src$ python -c 'import torch'\nmail me at bob@example.org")
+    assert "alice" not in out and "gpu-node-17" not in out and "~/src$" in out
+    assert "bob@example.org" in out  # an address that is not a prompt stays
+
+
+def test_diagnose_respects_an_explicit_check_selection():
+    from envdoctor.checks import all_checks, select
+    from envdoctor.diagnose import diagnose_report
+
+    text = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
+    report = diagnose_report([text], load_compat(), select(all_checks(), None, ["messages.*"]))
+    assert not [c for c in report.checks if c.id.startswith("messages.")]

@@ -237,12 +237,10 @@ def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None
     """Diagnose pasted texts: run the checks over the paste facts and merge message findings into them."""
     from .. import __version__
     from ..checks import all_checks, run_checks
-    from ..checks import messages as messages_checks
 
     facts, info = diagnose_text(texts, compat)
+    # the registry includes the message checks; an explicit selection (--only/--ignore) is kept as given
     selected = list(checks) if checks is not None else all_checks()
-    if not any(c.id.startswith("messages.") for c in selected):
-        selected += messages_checks.CHECKS
     results = run_checks(facts, compat, selected)
 
     # The facts-based finding wins for a category; the message becomes its evidence.

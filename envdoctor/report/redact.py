@@ -30,9 +30,14 @@ def _home_sub(match: re.Match) -> str:
     return "~" + match.group(1)
 
 
+# A shell prompt "alice@gpu-node-17:~/src$" names the user and the host even when the facts do not (pastes).
+_PROMPT_RE = re.compile(r"(?<![\w.@-])[a-z_][\w.-]{0,31}@[A-Za-z0-9][\w.-]{0,62}(?=:[~/])")
+
+
 def redact_text(text: str, hostnames: Iterable[str] = ()) -> str:
-    """Redact home paths, GPU UUIDs and the given host names in free text."""
+    """Redact home paths, GPU UUIDs, shell prompts' user@host and the given host names in free text."""
     out = _GPU_UUID_RE.sub(lambda m: f"{m.group(1)}-<redacted>", text)
+    out = _PROMPT_RE.sub(f"{REDACTED}@{REDACTED}", out)
     out = _POSIX_HOME_RE.sub(_home_sub, out)
     out = _ROOT_HOME_RE.sub(_home_sub, out)
     out = _WINDOWS_HOME_RE.sub(_home_sub, out)
