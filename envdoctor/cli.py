@@ -259,8 +259,9 @@ def cmd_diagnose(args) -> int:
     from .checks import all_checks, select
 
     try:
+        names = ["stdin" if f == "-" else os.path.basename(f) or f for f in files]
         report = diagnose_report(texts, compat, select(all_checks(), _split_globs(args.only),
-                                                       _split_globs(args.ignore, "--ignore")))
+                                                       _split_globs(args.ignore, "--ignore")), names=names)
     except NothingRecognised as e:
         raise UsageError(str(e)) from None
     text = _render(report, args)

@@ -429,6 +429,10 @@ class PasteSource:
     not_found: List[str] = field(default_factory=list)  # "driver version"
     messages: List[str] = field(default_factory=list)  # error / warning lines seen, verbatim
     text_excerpt: Optional[str] = None
+    # several machines' reports in one paste (diagnose/machines.py): "report 1 of 2 (001.txt)", best first
+    reports: Optional[List[str]] = None
+    conflicts: Optional[List[str]] = None  # "torch version: 2 different values (2.6.0 in 001.txt line 3, ...)"
+    machines: Optional[List[Facts]] = None  # each machine's own facts, in the order of ``reports``
 
 
 @dataclass(frozen=True)

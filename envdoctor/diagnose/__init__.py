@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..catalogue import CATEGORIES
 from ..facts import Facts, ProbeStatus
@@ -34,6 +34,7 @@ class DiagnoseInfo:
     not_found: List[str] = field(default_factory=list)
     candidates: List[Candidate] = field(default_factory=list)  # best first
     suggestions: List[str] = field(default_factory=list)  # "paste the output of `nvidia-smi`"
+    reports: List[str] = field(default_factory=list)  # the machines, when the paste holds several
 
 
 def _check_readable(text: str) -> None:
@@ -91,17 +92,82 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def diagnose_text(texts: List[str], compat: Any) -> Tuple[Facts, DiagnoseInfo]:
-    """Read pasted texts (several files are one report) into paste Facts and what could be read."""
-    from . import engine
+def _names(names: Optional[Sequence[str]], n: int) -> List[str]:
+    if names is not None and len(names) == n:
+        return [str(x) for x in names]
+    return ["the paste"] if n == 1 else [f"text {i + 1}" for i in range(n)]
 
-    text = strip_ansi("\n".join(_decode(t) for t in texts))
+
+@dataclass
+class _Split:
+    text: str  # the whole input, as one paste
+    parts: List[str]  # each input text, decoded
+    names: List[str]
+    machines: List[Any]  # machines.Machine, one when the input is one machine's report
+    notes: List[str]  # what differed between the machines, with file and line
+    offsets: Optional[List[int]] = None  # first line of each part in its file (0 when a part is a whole file)
+
+
+def _split(texts: Sequence[Any], compat: Any, names: Optional[Sequence[str]] = None, split: bool = True) -> _Split:
+    from .machines import Machine, group
+
+    decoded = [_decode(t) for t in texts]
+    text = strip_ansi("\n".join(decoded))
     _check_readable(text)
+    parts = [strip_ansi(t) for t in decoded]
+    nm = _names(names, len(parts))
+    machines, notes = group(parts, nm, compat) if split else ([Machine()], [])
+    return _Split(text, parts, nm, machines, notes)
+
+
+def _locator(sp: _Split) -> Any:
+    """value -> "001.txt line 3": the first line of the input showing it."""
+    def where(value: Any) -> str:
+        needle = str(value[0] if isinstance(value, (list, tuple)) and value else value)
+        needle = needle.split("+", 1)[0] if len(needle) > 3 else needle
+        for k, (part, name) in enumerate(zip(sp.parts, sp.names)):
+            at = sp.offsets[k] if sp.offsets else 0
+            for i, line in enumerate(part.split("\n")):
+                if needle in line:
+                    return f"line {at + i + 1}" if name == "the paste" else f"{name} line {at + i + 1}"
+        return "the paste"
+    return where
+
+
+def diagnose_text(texts: List[str], compat: Any, names: Optional[Sequence[str]] = None) -> Tuple[Facts, DiagnoseInfo]:
+    """Read pasted texts (several files are one report unless their facts conflict) into paste Facts.
+
+    When the texts hold several machines' reports (see ``diagnose.machines``), the Facts are those the machines
+    agree on: each conflicting fact is unknown, and ``not_found`` / ``paste.conflicts`` say what differed where.
+    """
+    return _facts_and_info(_split(texts, compat, names), compat)
+
+
+def _facts_and_info(sp: _Split, compat: Any) -> Tuple[Facts, DiagnoseInfo]:
+    from . import engine, machines
+
+    text = sp.text
     acc = engine.read_all(text, compat)
-    facts = engine.build_facts(acc, text)
     if not acc.found and not acc.messages and not acc.values and not acc.packages:
         raise NothingRecognised("nothing recognisable: no collect_env output, nvidia-smi table, package list, "
                                 "version line or error message was found")
+    drop_keys = machines.conflicting_keys(sp.machines) if len(sp.machines) > 1 else []
+    notes = list(sp.notes)
+    for key, note in machines.within(acc, [], _locator(sp)).items():
+        if key not in drop_keys:
+            drop_keys.append(key)
+            notes.append(note)
+    machines.drop(acc, drop_keys)
+    facts = engine.build_facts(acc, text)
+    if notes or len(sp.machines) > 1:
+        paste = facts.paste
+        assert paste is not None
+        reports = [m.label for m in sp.machines] if len(sp.machines) > 1 else None
+        found = list(paste.found)
+        if reports:
+            found.insert(0, f"{len(reports)} different machines' reports, judged separately")
+        facts = dataclasses.replace(facts, paste=dataclasses.replace(
+            paste, found=found, not_found=list(paste.not_found) + notes, conflicts=notes or None, reports=reports))
     candidates = rank_candidates(facts, compat)
     suggestions = []
     for c in candidates:
@@ -109,12 +175,14 @@ def diagnose_text(texts: List[str], compat: Any) -> Tuple[Facts, DiagnoseInfo]:
             line = f"paste the output of `{c.settle}`"
             if line not in suggestions:
                 suggestions.append(line)
+    assert facts.paste is not None
     for missing, cmd in (("driver version", "nvidia-smi"), ("torch version", _TORCH_CMD)):
         if missing in facts.paste.not_found and not any(cmd in s for s in suggestions):
             if not any(c.confidence == "high" for c in candidates):
                 suggestions.append(f"paste the output of `{cmd}`")
     info = DiagnoseInfo(found=list(facts.paste.found), not_found=list(facts.paste.not_found),
-                        candidates=candidates, suggestions=suggestions[:3])
+                        candidates=candidates, suggestions=suggestions[:3],
+                        reports=list(facts.paste.reports or []))
     return facts, info
 
 
@@ -233,12 +301,48 @@ def _with_evidence(f: Finding, extra: List[Evidence]) -> Finding:
     return dataclasses.replace(f, evidence=list(f.evidence) + extra)
 
 
-def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None) -> Report:
-    """Diagnose pasted texts: run the checks over the paste facts and merge message findings into them."""
+def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None,
+                    names: Optional[Sequence[str]] = None) -> Report:
+    """Diagnose pasted texts: run the checks over the paste facts and merge message findings into them.
+
+    ``names`` name the texts (file names) in labels. When the texts hold several machines' reports (see
+    ``diagnose.machines``), each machine is judged on its own and each finding says which machine it is about.
+    """
     from .. import __version__
+
+    sp = _split(texts, compat, names)
+    as_of = getattr(compat, "as_of", None)
+    if len(sp.machines) <= 1:
+        facts, info = _facts_and_info(sp, compat)
+        return Report(facts=facts, checks=_judge(facts, info, compat, checks), envdoctor_version=__version__,
+                      compat_as_of=as_of)
+    facts, _ = _facts_and_info(sp, compat)  # what the machines agree on; the conflicts named
+    out: List[CheckResult] = []
+    each: List[Facts] = []
+    for m in sp.machines:
+        msp = _Split("\n".join(m.texts()), m.texts(), [u.name for u in m.units], [m], [],
+                     [u.start for u in m.units])
+        try:
+            mfacts, minfo = _facts_and_info(msp, compat)
+        except NothingRecognised:
+            continue
+        assert mfacts.paste is not None
+        each.append(dataclasses.replace(mfacts, paste=dataclasses.replace(mfacts.paste, reports=[m.label])))
+        for r in _judge(mfacts, minfo, compat, checks):
+            out.append(dataclasses.replace(
+                r, title=f"{m.label}: {r.title}",
+                findings=[dataclasses.replace(f, summary=f"{m.label}: {f.summary}",
+                                              evidence=list(f.evidence) + [Evidence("paste.report", m.label)])
+                          for f in r.findings]))
+    assert facts.paste is not None
+    facts = dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, machines=each))
+    return Report(facts=facts, checks=out, envdoctor_version=__version__, compat_as_of=as_of)
+
+
+def _judge(facts: Facts, info: DiagnoseInfo, compat: Any, checks: Optional[list]) -> List[CheckResult]:
+    """The checks over one machine's paste facts, message findings merged, likely causes added."""
     from ..checks import all_checks, run_checks
 
-    facts, info = diagnose_text(texts, compat)
     # the registry includes the message checks; an explicit selection (--only/--ignore) is kept as given
     selected = list(checks) if checks is not None else all_checks()
     results = run_checks(facts, compat, selected)
@@ -290,5 +394,4 @@ def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None
     if extra:
         out.append(CheckResult("diagnose.candidates", "diagnose", "Likely causes read from the paste",
                                CheckStatus.FAILED, findings=extra))
-    as_of = getattr(compat, "as_of", None)
-    return Report(facts=facts, checks=out, envdoctor_version=__version__, compat_as_of=as_of)
+    return out

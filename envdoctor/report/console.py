@@ -164,7 +164,18 @@ def _host_line(facts: Facts) -> str:
 
 def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     """(label, value) rows of the key facts, shared by the console and Markdown renderers."""
-    rows: List[Tuple[str, str]] = []
+    paste = facts.paste
+    if paste is not None and paste.machines:
+        # a paste holding several machines' reports: each machine's facts under its label, then what differed
+        rows: List[Tuple[str, str]] = []
+        for m in paste.machines:
+            label = (m.paste.reports or ["report"])[0] if m.paste is not None else "report"
+            head, _, where = label.partition(" (")
+            rows.append((head.capitalize(), where.rstrip(")") or label))
+            rows.extend((f"  {k}", v) for k, v in key_fact_rows(m))
+        rows.extend(("Conflict", c) for c in paste.conflicts or [])
+        return rows
+    rows = []
     driver = facts.driver
     state = section_state(driver)
     for gpu in driver.gpus:
@@ -211,7 +222,11 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     rows.append(("Host", state if state is not None else _host_line(facts)))
 
     if facts.paste is not None and facts.paste.not_found:
-        rows.append(("Not in paste", ", ".join(facts.paste.not_found)))
+        conflicts = facts.paste.conflicts or []
+        missing = [n for n in facts.paste.not_found if n not in conflicts]
+        if missing:
+            rows.append(("Not in paste", ", ".join(missing)))
+        rows.extend(("Conflict", c) for c in conflicts)
     return rows
 
 

@@ -45,10 +45,17 @@ class Acc:
     xid_events: Optional[List[XidEvent]] = None  # NVRM Xid lines of a pasted kernel log
     message_lines: int = 0  # lines that looked like errors or warnings, repeats included
     dropped_messages: int = 0  # distinct messages beyond MAX_MESSAGES
+    # every distinct value each fact was given, not only the winner: (priority, value, how), and for packages
+    # (priority, version); diagnose/machines.py finds conflicting facts (two reports in one paste) in them
+    seen: Dict[str, List[Tuple[int, Any, str]]] = field(default_factory=dict)
+    seen_packages: Dict[str, List[Tuple[int, str]]] = field(default_factory=dict)
 
     def put(self, key: str, value: Any, priority: int, how: str) -> None:
         if value is None or value == "":
             return
+        obs = self.seen.setdefault(key, [])
+        if len(obs) < 20 and all(o[1] != value for o in obs):
+            obs.append((priority, value, how))
         old = self.values.get(key)
         if old is None or priority > old[0]:
             self.values[key] = (priority, value, how)
@@ -71,6 +78,9 @@ class Acc:
 
     def add_package(self, pkg: Package, priority: int) -> None:
         key = normalize_name(pkg.name)
+        obs = self.seen_packages.setdefault(key, [])
+        if len(obs) < 20 and all(o[1] != pkg.version for o in obs):
+            obs.append((priority, pkg.version))
         old = self.packages.get(key)
         if old is None or priority > old[0]:
             self.packages[key] = (priority, pkg)

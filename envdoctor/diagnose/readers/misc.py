@@ -109,8 +109,15 @@ def read_repl(paste: Paste, acc: Acc) -> None:
     seen = False
     lines = paste.lines
     n = len(lines)
-    for i in paste.distinct(paste.with_any(["torch."], case=True)):
+    done: set = set()
+    # every hit (bounded by with_any), not each distinct line once: the same statement printing two values
+    # ("before" and "after" an upgrade) is two observations, and diagnose/machines.py must see both
+    for i in paste.with_any(["torch."], case=True):
         line = lines[i]
+        pair = (line, lines[i + 1] if i + 1 < n else "")
+        if pair in done:
+            continue
+        done.add(pair)
         if not _ANY_EXPR.search(line):
             continue
         keys = [(m.start(), key) for key, pat in _EXPRS for m in pat.finditer(line)]
