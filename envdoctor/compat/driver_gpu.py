@@ -1,0 +1,125 @@
+"""Queries over compat_data/driver_gpu_support.json: which NVIDIA driver branches support a GPU architecture.
+
+Each row covers a compute-capability range (inclusive) with the first branch that supports it and the last one
+(None: still supported by new branches; for ``first_branch`` None means "not confirmed", never "any").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+__all__ = [
+    "BranchSupport",
+    "DriverGpuTable",
+    "driver_gpu_table",
+    "parse_driver_gpu_support",
+]
+
+
+def _cc(text: Any) -> Tuple[int, int]:
+    major, _, minor = str(text).strip().partition(".")
+    return int(major), int(minor or 0)
+
+
+def _src(value: Any) -> str:
+    if isinstance(value, list):
+        return "; ".join(str(v) for v in value)
+    return str(value)
+
+
+@dataclass(frozen=True)
+class BranchSupport:
+    architecture: str
+    cc_min: str
+    cc_max: str
+    first_branch: Optional[int]  # None: not confirmed
+    last_branch: Optional[int]  # None: newer branches still support it
+    confidence: Optional[str]
+    source: str
+    notes: str = ""
+
+    def covers(self, cc: str) -> bool:
+        try:
+            want = _cc(cc)
+        except ValueError:
+            return False
+        return _cc(self.cc_min) <= want <= _cc(self.cc_max)
+
+    def supports(self, branch: int) -> Optional[bool]:
+        """False when ``branch`` is outside the known range; True when inside and the first branch is known."""
+        if self.last_branch is not None and branch > self.last_branch:
+            return False
+        if self.first_branch is not None:
+            return branch >= self.first_branch
+        return None if self.last_branch is None else True
+
+
+@dataclass(frozen=True)
+class DriverGpuTable:
+    title: str
+    as_of: str
+    rows: List[BranchSupport]
+    sources: Dict[str, str]  # source id -> url
+
+    def for_cc(self, cc: Optional[str]) -> Optional[BranchSupport]:
+        if not cc:
+            return None
+        for r in self.rows:
+            if r.covers(cc):
+                return r
+        return None
+
+    def url(self, source_id: str) -> Optional[str]:
+        return self.sources.get(source_id)
+
+
+def parse_driver_gpu_support(doc: Dict[str, Any]) -> DriverGpuTable:
+    """Build the table; raise ValueError on a bad range, first > last, or overlapping ranges."""
+    rows: List[BranchSupport] = []
+    for i, r in enumerate(doc["rows"]):
+        where = f"driver_gpu_support.json: rows[{i}] ({r.get('architecture')})"
+        try:
+            lo, hi = _cc(r["cc_min"]), _cc(r["cc_max"])
+        except (KeyError, ValueError):
+            raise ValueError(f"{where}: cc_min/cc_max must be 'major.minor'") from None
+        if lo > hi:
+            raise ValueError(f"{where}: cc_min {r['cc_min']} > cc_max {r['cc_max']}")
+        first, last = r.get("first_branch"), r.get("last_branch")
+        for name, val in (("first_branch", first), ("last_branch", last)):
+            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val <= 0):
+                raise ValueError(f"{where}: {name} must be a branch number or null, not {val!r}")
+        if first is not None and last is not None and first > last:
+            raise ValueError(f"{where}: first_branch R{first} > last_branch R{last}")
+        notes = r.get("notes") or ""
+        rows.append(BranchSupport(str(r["architecture"]), str(r["cc_min"]), str(r["cc_max"]), first, last,
+                                  r.get("confidence"), _src(r["source"]),
+                                  notes if isinstance(notes, str) else " ".join(notes)))
+    ordered = sorted(rows, key=lambda b: _cc(b.cc_min))
+    for a, b in zip(ordered, ordered[1:]):
+        if _cc(a.cc_max) >= _cc(b.cc_min):
+            raise ValueError(f"driver_gpu_support.json: {a.architecture} {a.cc_min}-{a.cc_max} overlaps "
+                             f"{b.architecture} {b.cc_min}-{b.cc_max}")
+    sources = {s["id"]: s["url"] for s in doc.get("sources", []) if isinstance(s, dict) and s.get("id")}
+    return DriverGpuTable(doc["title"], str(doc["as_of"]), ordered, sources)
+
+
+def driver_gpu_table(compat: Any) -> DriverGpuTable:
+    """The table from a loaded Compat, or a DriverGpuTable itself; LookupError when the data is missing."""
+    if isinstance(compat, DriverGpuTable):
+        return compat
+    table = getattr(compat, "table", None)
+    if table is None:
+        raise LookupError("compat data not loaded")
+    try:
+        doc = table("driver_gpu_support")
+    except Exception as e:  # noqa: BLE001 - Compat raises CompatDataError (a plain Exception) for a missing file
+        raise LookupError(f"compat_data/driver_gpu_support.json unavailable: {e}") from None
+    return parse_driver_gpu_support(doc)
+
+
+def branches_for(rows: Iterable[BranchSupport]) -> Tuple[Optional[int], Optional[int]]:
+    """(highest confirmed first branch, lowest last branch) over these rows: the range all of them share."""
+    firsts = [r.first_branch for r in rows if r.first_branch is not None]
+    lasts = [r.last_branch for r in rows if r.last_branch is not None]
+    return (max(firsts) if firsts else None), (min(lasts) if lasts else None)
