@@ -447,30 +447,95 @@ def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
 
 
 def _target_branch(ctx: CheckContext, min_driver: Optional[str]) -> Optional[int]:
-    """The oldest still-supported production/LTS branch at or above what ``min_driver`` needs.
+    """The oldest still-supported production/LTS branch at or above what ``min_driver`` needs that also
+    supports every GPU here (compat driver_gpu_support.json); None when no branch does both.
 
     Installing exactly the minimum's branch (e.g. 530 for CUDA 12.1) often names a short-lived feature
     branch that distributions no longer ship; a supported branch that is new enough is the useful answer.
     """
+    return _branch_plan(ctx, min_driver)[0]
+
+
+def _branch_plan(ctx: CheckContext, min_driver: Optional[str]) -> Tuple[Optional[int], Optional[str]]:
+    """(branch to suggest, why no branch can be suggested) for a driver at least ``min_driver``.
+
+    A branch that drops a GPU here (R580 for a Tesla K80: Kepler ends at R470) or predates it (R550 for an
+    RTX 5090: Blackwell starts at R570) is never suggested.
+    """
     import datetime
 
     from ..compat.health import health_table
+    from ._gpu_branches import branch_max_cuda, gpu_branch_limits
 
     need = _min_branch_for(min_driver)
     if need is None:
-        return None
+        return None, None
+    limits = gpu_branch_limits(ctx)
+    if limits.hi is not None and need > limits.hi and limits.hi_gpu is not None:
+        ceiling = branch_max_cuda(ctx, limits.hi)
+        return None, (f"{limits.hi_gpu.label} is supported only up to the R{limits.hi} driver branch"
+                      + (f" (CUDA {ceiling} at most" + (", other 11.x builds through minor-version compatibility)"
+                                                       if ceiling.startswith("11.") else ")")
+                         if ceiling else "")
+                      + f", so no driver both runs it and meets {min_driver}")
+    floor = max(need, limits.lo or 0)
     try:
         table = health_table(ctx.compat)
         on = datetime.date.fromisoformat((ctx.facts.collected_at or table.as_of)[:10])
     except (LookupError, ValueError, TypeError):
-        return need
-    supported = sorted(b.branch for b in table.supported_branches(on) if b.branch >= need)
-    return supported[0] if supported else need
+        return floor, None
+    supported = sorted(b.branch for b in table.supported_branches(on) if b.branch >= floor and limits.allows(b.branch))
+    if supported:
+        return supported[0], None
+    if limits.hi is not None:
+        # every supported branch dropped this GPU: its last (legacy) branch is still the one that runs it
+        return limits.hi, None
+    return floor, None
+
+
+def _legacy_gpu_alternative(ctx: CheckContext, py, torch_version: str,
+                            driver: Optional[str]) -> Tuple[str, List[str]]:
+    """What to do when no driver runs this torch's CUDA on these GPUs: this torch in a CUDA variant the
+    driver runs, else the newest torch the GPUs' last branch runs with kernels for them, else a newer GPU."""
+    from ..compat.health import branch_of
+    from ._gpu_branches import gpu_branch_limits, newest_patch, newest_torch_for
+    from ._util import base_version
+    from .packages import _pair_pins
+
+    limits = gpu_branch_limits(ctx)
+    hi = limits.hi
+    if hi is None:
+        return "", []
+    alt = _alternative_variant(ctx, torch_version, driver) if driver else None
+    if alt:
+        version = base_version(torch_version) or ""
+        pins = _pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
+        return (f"; install the {alt} build of torch {version}, which this driver runs and which has kernels "
+                "for it"), [pip_install(pins, alt, force=True)]
+    ccs = [x.cc for x in limits.gpus]
+    best = newest_torch_for(ctx, hi, ccs)
+    if best is None:
+        who = limits.hi_gpu.label if limits.hi_gpu else "this GPU"
+        return (f"; no torch release with kernels for {who} runs on R{hi}: this torch needs a newer GPU (or "
+                "cloud instance)"), []
+    minor, variant = best
+    version = newest_patch(ctx, minor)
+    pins = _pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
+    commands = [pip_install(pins, variant, force=True)]
+    if branch_of(driver) != hi:
+        commands.insert(0, f"sudo apt-get install -y nvidia-driver-{hi}   # Ubuntu/Debian: the last branch "
+                           "for this GPU; then reboot")
+    return (f"; install a torch build that R{hi} runs and that has kernels for it - the newest is torch "
+            f"{version} ({variant}) - or use a newer GPU (or cloud instance) for newer torch releases"), commands
 
 
 def _fix_upgrade_driver(ctx: CheckContext, min_driver: Optional[str], torch_version: str,
                         driver: Optional[str], datacenter: bool, py=None) -> Fix:
-    branch = _target_branch(ctx, min_driver)
+    branch, impossible = _branch_plan(ctx, min_driver)
+    if impossible:
+        text, commands = _legacy_gpu_alternative(ctx, py, torch_version, driver)
+        # no cuda-compat note: forward compatibility needs a branch that supports the GPU too
+        return Fix(f"No driver upgrade helps: {impossible}{text}", commands, COMPAT_DOC)
     commands = _driver_install_commands(branch)
     summary = (f"Upgrade the NVIDIA driver to {min_driver} or newer (e.g. the supported R{branch} branch)"
                if min_driver else "Upgrade the NVIDIA driver")

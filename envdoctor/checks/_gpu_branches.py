@@ -1,0 +1,122 @@
+"""Which driver branches can drive the GPUs in the facts (compat_data/driver_gpu_support.json).
+
+Shared by the driver fixes (checks/driver.py) and the lifecycle check (checks/driver_support.py): a suggested
+branch must support every GPU here. NVIDIA moved Kepler to the R470 legacy branch and made R580 the last
+branch for Maxwell, Pascal and Volta; new architectures need a first branch (Blackwell: R570).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Tuple
+
+from ..compat.driver_gpu import BranchSupport, driver_gpu_table
+from ._util import major_minor, parse_version, version_ge
+from .base import CheckContext
+
+
+@dataclass(frozen=True)
+class GpuOnBranch:
+    index: int
+    name: str
+    cc: str
+    cc_path: str  # where the compute capability came from
+    row: BranchSupport
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} ({self.row.architecture}, sm_{self.cc.replace('.', '')})"
+
+
+@dataclass(frozen=True)
+class GpuBranchLimits:
+    gpus: List[GpuOnBranch] = field(default_factory=list)
+    lo: Optional[int] = None  # every GPU here needs at least this branch (confirmed first branches only)
+    hi: Optional[int] = None  # no branch newer than this supports every GPU here
+    lo_gpu: Optional[GpuOnBranch] = None
+    hi_gpu: Optional[GpuOnBranch] = None
+
+    def allows(self, branch: int) -> bool:
+        return (self.lo is None or branch >= self.lo) and (self.hi is None or branch <= self.hi)
+
+
+def gpu_branch_limits(ctx: CheckContext) -> GpuBranchLimits:
+    """The branch range every GPU in facts.driver.gpus shares; empty limits when nothing is known."""
+    try:
+        table = driver_gpu_table(ctx.compat)
+    except (LookupError, ValueError):
+        return GpuBranchLimits()
+    seen = set()
+    gpus: List[GpuOnBranch] = []
+    for g in ctx.facts.driver.gpus:
+        cc, path = g.compute_capability, f"driver.gpus[{g.index}].compute_capability"
+        if not cc and g.name:
+            cc = ctx.compat.gpu_compute_capability(g.name)
+            path = f"compat gpus: compute capability of {g.name!r}"
+        row = table.for_cc(cc)
+        if row is None or cc is None:
+            continue
+        key = (g.name, cc)
+        if key in seen:
+            continue
+        seen.add(key)
+        gpus.append(GpuOnBranch(g.index, g.name or "unknown model", cc, path, row))
+    lo_gpu = max((x for x in gpus if x.row.first_branch is not None),
+                 key=lambda x: x.row.first_branch or 0, default=None)
+    hi_gpu = min((x for x in gpus if x.row.last_branch is not None),
+                 key=lambda x: x.row.last_branch or 0, default=None)
+    return GpuBranchLimits(gpus, lo_gpu.row.first_branch if lo_gpu else None,
+                           hi_gpu.row.last_branch if hi_gpu else None, lo_gpu, hi_gpu)
+
+
+def branch_max_cuda(ctx: CheckContext, branch: int) -> Optional[str]:
+    """The newest CUDA a branch supports natively ("11.4" for R470), from compat cuda_driver.json."""
+    got = ctx.compat.driver_max_cuda(str(branch))
+    return got[0] if got else None
+
+
+def branch_runs_cuda(ctx: CheckContext, branch: int, cuda: Optional[str]) -> bool:
+    """Does the newest release of ``branch`` run prebuilt CUDA ``cuda`` wheels (natively, or for CUDA 11+
+    through minor-version compatibility, whose floor is a branch of the same major)?"""
+    mm = major_minor(cuda)
+    if not mm:
+        return False
+    ceiling = branch_max_cuda(ctx, branch)
+    cmm = major_minor(ceiling)
+    if cmm and mm <= cmm:
+        return True
+    req = ctx.compat.cuda_requirement(cuda)
+    if req is None:
+        return False
+    need = req.minor_compat_min_driver if mm[0] >= 11 else None
+    if need is None:
+        need = req.min_driver
+    # any release of the branch at or above the floor's branch: compare branch numbers
+    return bool(need) and version_ge(f"{branch}.999.999", need)
+
+
+def newest_torch_for(ctx: CheckContext, branch: int, ccs: List[str]) -> Optional[Tuple[str, str]]:
+    """(torch minor, variant) of the newest torch release with a CUDA variant that ``branch`` runs and whose
+    wheel has kernels (SASS, or PTX it can JIT) for every compute capability in ``ccs``; only variants with a
+    known arch list count."""
+    from ..compat import arch_runs, cuda_of_variant
+
+    best: Optional[Tuple[str, str]] = None
+    for rel in ctx.compat.torch_releases():
+        for variant in rel.cuda_variants:
+            arch = rel.arch_lists.get(variant)
+            if not arch or not all(arch_runs(arch, cc)[0] for cc in ccs):
+                continue
+            if not branch_runs_cuda(ctx, branch, cuda_of_variant(variant)):
+                continue
+            key = (parse_version(rel.minor), parse_version(cuda_of_variant(variant) or "0"))
+            if best is None or key > (parse_version(best[0]), parse_version(cuda_of_variant(best[1]) or "0")):
+                best = (rel.minor, variant)
+    return best
+
+
+def newest_patch(ctx: CheckContext, minor: str) -> str:
+    """"2.7.1" for "2.7" when the companion table knows the patches; else the minor itself."""
+    patches = [c.torch for c in ctx.compat.companion_rows() if major_minor(c.torch) == major_minor(minor)
+               and c.torch.count(".") == 2]
+    return max(patches, key=parse_version) if patches else minor
