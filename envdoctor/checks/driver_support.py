@@ -8,6 +8,7 @@ from typing import List, Optional
 from ..compat.health import HealthTable, branch_of, health_table
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ._gpu_branches import GpuBranchLimits, gpu_branch_limits
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
@@ -37,6 +38,37 @@ def _months_since(month: Optional[str], on: datetime.date) -> int:
     return (on.year - year) * 12 + on.month - mon
 
 
+def _gpu_needs_newer_branch(version: str, branch: int, limits: GpuBranchLimits, fix: Fix) -> List[Finding]:
+    """A driver branch older than the first one that supports a GPU here (an RTX 5090 on R550).
+
+    Category DRIVER_OUTDATED, not NO_GPU_VISIBLE: the catalogue's NO_GPU_VISIBLE is about a working setup
+    that hides GPUs (CUDA_VISIBLE_DEVICES, containers started without --gpus, MIG) and its fix would send the
+    user to the wrong place; here the driver branch itself is too old for the hardware, and the fix is
+    DRIVER_OUTDATED's: upgrade to a supported branch (one at or above the GPU's first branch).
+    """
+    out: List[Finding] = []
+    for g in limits.gpus:
+        first = g.row.first_branch
+        if first is None or branch >= first:
+            continue
+        sure = g.row.confidence == "high"
+        out.append(Finding(
+            "driver.lifecycle/gpu-newer-than-driver", "DRIVER_OUTDATED",
+            Severity.ERROR if sure else Severity.WARNING,
+            f"Driver {version} (R{branch}) predates GPU {g.index} {g.label}: {g.row.architecture} GPUs need "
+            f"R{first} or newer",
+            detail="A driver branch released before a GPU architecture does not know its devices: the kernel "
+                   "module logs 'NVRM: ... is not supported by the NVIDIA <version> driver release' and CUDA "
+                   "finds no usable GPU.",
+            evidence=[Evidence("driver.version", version, expected=f">= R{first} for {g.row.architecture}",
+                               source=g.row.source),
+                      Evidence(g.cc_path, g.cc)],
+            fix=fix,
+            confidence=None if sure else "medium",
+        ))
+    return out
+
+
 @check("driver.lifecycle", "Driver branch is still supported", categories=("DRIVER_OUTDATED",))
 def lifecycle(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
@@ -50,15 +82,29 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
     except LookupError as e:
         raise SkipCheck(f"driver lifecycle data unknown: {e}") from None
     on = _judged_on(ctx.facts.collected_at or "", table)
-    supported = table.supported_branches(on)
+    # only branches that drive every GPU here (compat driver_gpu_support.json): R580 is no answer for a
+    # Tesla K80 (Kepler ends at R470), R550 none for an RTX 5090 (Blackwell starts at R570)
+    limits = gpu_branch_limits(ctx)
+    supported = [b for b in table.supported_branches(on) if limits.allows(b.branch)]
     targets = ", ".join(f"R{b.branch} {b.designation} (until {b.end_of_life})" for b in supported)
-    # the oldest LTSB still supported: the longest hardware coverage (the NixOS wiki's NVIDIA page lists
-    # legacy_580 as the last branch for Maxwell-Volta) while still receiving fixes
+    # the oldest LTSB still supported: the longest hardware coverage (R580 is the last branch for
+    # Maxwell-Volta) while still receiving fixes
     lts = min((b.branch for b in supported if b.designation == "LTSB"), default=None)
-    fix = Fix(f"Upgrade to a supported branch: {targets}" if targets else "Upgrade to a supported branch",
-              commands=[f"sudo apt-get install nvidia-driver-{lts}-server"] if lts else [],
-              url=_MATRIX_URL)
-    out: List[Finding] = []
+    if lts is None:
+        lts = min((b.branch for b in supported), default=None)
+    if supported:
+        fix = Fix(f"Upgrade to a supported branch: {targets}",
+                  commands=[f"sudo apt-get install nvidia-driver-{lts}-server"] if lts else [], url=_MATRIX_URL)
+    elif limits.hi is not None and limits.hi_gpu is not None:
+        hi = limits.hi
+        fix = Fix(f"No supported branch drives {limits.hi_gpu.label}: R{hi} is the last branch for it. Stay on "
+                  f"the newest R{hi} release, or move to a newer GPU (or cloud instance) to get a supported "
+                  "driver",
+                  commands=[] if branch == hi else [f"sudo apt-get install nvidia-driver-{hi}-server"],
+                  url=_MATRIX_URL)
+    else:
+        fix = Fix("Upgrade to a supported branch", url=_MATRIX_URL)
+    out: List[Finding] = _gpu_needs_newer_branch(d.version or "", branch, limits, fix)
     row = table.branch(branch)
     ev = Evidence("driver.version", d.version)
     if row is not None:
