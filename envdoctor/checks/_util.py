@@ -185,3 +185,13 @@ def no_torch_reason(facts: Facts) -> str:
         py = failed[0]
         return f"the interpreter could not be inspected ({py.status}: {py.reason or 'no reason given'})"
     return "torch is not installed in the inspected interpreter(s)"
+
+
+def torch_envs_or_skip(facts: Facts) -> List[Tuple[int, PythonEnv]]:
+    """The interpreters with torch, or SkipCheck saying why there are none."""
+    from .base import SkipCheck
+
+    envs = list(torch_envs(facts))
+    if not envs:
+        raise SkipCheck(no_torch_reason(facts))
+    return envs

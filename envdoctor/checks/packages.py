@@ -11,15 +11,14 @@ from ._util import (
     base_version,
     local_tag,
     mm_str,
-    no_torch_reason,
     parse_version,
     pip_install,
-    torch_envs,
+    torch_envs_or_skip,
     torch_variant,
     variant_cuda_major,
     variant_kind,
 )
-from .base import CheckContext, SkipCheck, registrar
+from .base import CheckContext, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -94,9 +93,7 @@ def _pair_pins(ctx: CheckContext, py: PythonEnv, torch_version: str) -> List[str
 
 @check("packages.cuda-variant", "torch-family packages share one CUDA variant", categories=("CUDA_VARIANT_MIXED",))
 def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
-    envs = list(torch_envs(ctx.facts))
-    if not envs:
-        raise SkipCheck(no_torch_reason(ctx.facts))
+    envs = torch_envs_or_skip(ctx.facts)
     findings = []
     for i, py in envs:
         torch_pkg = py.package("torch") or Package(name="torch", version=py.torch.version)
@@ -161,9 +158,7 @@ def _required_by_torch(py: PythonEnv, name: str) -> bool:
 
 @check("packages.companions", "torchvision/torchaudio/triton pair with torch", categories=("COMPANION_VERSION_MISMATCH",))
 def check_companions(ctx: CheckContext) -> List[Finding]:
-    envs = list(torch_envs(ctx.facts))
-    if not envs:
-        raise SkipCheck(no_torch_reason(ctx.facts))
+    envs = torch_envs_or_skip(ctx.facts)
     findings = []
     for i, py in envs:
         tver = base_version(py.torch.version) or ""
@@ -228,9 +223,7 @@ _TAG = re.compile(r"(?:cu(?P<cu>\d+))?torch(?P<torch>\d+\.\d+)(?:cxx11abi(?P<abi
 @check("packages.extensions", "Compiled extensions match torch and CUDA",
        categories=("THIRD_PARTY_EXTENSION_MISMATCH",))
 def check_extensions(ctx: CheckContext) -> List[Finding]:
-    envs = list(torch_envs(ctx.facts))
-    if not envs:
-        raise SkipCheck(no_torch_reason(ctx.facts))
+    envs = torch_envs_or_skip(ctx.facts)
     findings = []
     for i, py in envs:
         t = py.torch

@@ -12,10 +12,10 @@ from ._util import (
     base_version,
     driver_runs_cuda,
     mm_str,
-    no_torch_reason,
     parse_version,
     pip_install,
     torch_envs,
+    torch_envs_or_skip,
     torch_variant,
 )
 from .base import CheckContext, SkipCheck, registrar
@@ -198,9 +198,7 @@ def _has_gpus(facts: Facts) -> Tuple[bool, List[Evidence]]:
 
 @check("torch.cuda-build", "torch is a CUDA build on a GPU machine", categories=("TORCH_CPU_ONLY_BUILD",))
 def check_cpu_build(ctx: CheckContext) -> List[Finding]:
-    envs = list(torch_envs(ctx.facts))
-    if not envs:
-        raise SkipCheck(no_torch_reason(ctx.facts))
+    envs = torch_envs_or_skip(ctx.facts)
     has, gpu_ev = _has_gpus(ctx.facts)
     if not has:
         if ctx.facts.driver.status in (ProbeStatus.OK, ProbeStatus.ABSENT):
@@ -300,9 +298,7 @@ _MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
 def check_torch_import(ctx: CheckContext) -> List[Finding]:
-    envs = list(torch_envs(ctx.facts))
-    if not envs:
-        raise SkipCheck(no_torch_reason(ctx.facts))
+    envs = torch_envs_or_skip(ctx.facts)
     findings = []
     for i, py in envs:
         t = py.torch

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from . import _src
+
 __all__ = [
     "BranchSupport",
     "DriverGpuTable",
@@ -20,12 +22,6 @@ __all__ = [
 def _cc(text: Any) -> Tuple[int, int]:
     major, _, minor = str(text).strip().partition(".")
     return int(major), int(minor or 0)
-
-
-def _src(value: Any) -> str:
-    if isinstance(value, list):
-        return "; ".join(str(v) for v in value)
-    return str(value)
 
 
 @dataclass(frozen=True)

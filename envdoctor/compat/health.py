@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from . import _src
+
 __all__ = [
     "DriverBranch",
     "DriverDefect",
@@ -17,12 +19,6 @@ __all__ = [
 ]
 
 GIB = 2**30
-
-
-def _src(value: Any) -> str:
-    if isinstance(value, list):
-        return "; ".join(str(v) for v in value)
-    return str(value)
 
 
 @dataclass(frozen=True)
