@@ -720,6 +720,17 @@ _CACHE: Dict[str, Compat] = {}
 _LOCK = threading.Lock()
 
 
+def optional_table(compat: Any, stem: str) -> Dict[str, Any]:
+    """compat_data/<stem>.json from a loaded Compat; LookupError (which checks turn into a skip) when absent."""
+    table = getattr(compat, "table", None)
+    if table is None:
+        raise LookupError("compat data not loaded")
+    try:
+        return table(stem)
+    except CompatDataError as e:
+        raise LookupError(f"compat_data/{stem}.json unavailable: {e}") from None
+
+
 def _default_dir() -> Path:
     """The installed package envdoctor.compat_data, else <repo>/compat_data in a source tree.
 

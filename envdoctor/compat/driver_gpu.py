@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from . import _src
+from . import _src, optional_table
 
 __all__ = [
     "BranchSupport",
@@ -104,14 +104,7 @@ def driver_gpu_table(compat: Any) -> DriverGpuTable:
     """The table from a loaded Compat, or a DriverGpuTable itself; LookupError when the data is missing."""
     if isinstance(compat, DriverGpuTable):
         return compat
-    table = getattr(compat, "table", None)
-    if table is None:
-        raise LookupError("compat data not loaded")
-    try:
-        doc = table("driver_gpu_support")
-    except Exception as e:  # noqa: BLE001 - Compat raises CompatDataError (a plain Exception) for a missing file
-        raise LookupError(f"compat_data/driver_gpu_support.json unavailable: {e}") from None
-    return parse_driver_gpu_support(doc)
+    return parse_driver_gpu_support(optional_table(compat, "driver_gpu_support"))
 
 
 def branches_for(rows: Iterable[BranchSupport]) -> Tuple[Optional[int], Optional[int]]:

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from . import _src
+from . import _src, optional_table
 
 __all__ = [
     "DriverBranch",
@@ -165,11 +165,4 @@ def health_table(compat: Any) -> HealthTable:
     """
     if isinstance(compat, HealthTable):
         return compat
-    table = getattr(compat, "table", None)
-    if table is None:
-        raise LookupError("compat data not loaded")
-    try:
-        doc = table("health")
-    except Exception as e:  # noqa: BLE001 - Compat raises CompatDataError (a plain Exception) for a missing file
-        raise LookupError(f"compat_data/health.json unavailable: {e}") from None
-    return parse_health(doc)
+    return parse_health(optional_table(compat, "health"))
