@@ -170,7 +170,36 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "The facts show a working stack; the reported problem is elsewhere (usually the code or data).",
        "Saves chasing the environment for a bug in the program.",
        "Look at the program: the environment is not the cause."),
+    _c("NOTE", "Informational note",
+       "Something worth knowing about the machine that is not a problem (every info finding carries this "
+       "category; its `about` field names the area it relates to).",
+       "Scripts that filter findings by category see only problems under the problem categories.",
+       "Nothing to fix."),
 ]}
+
+NOTE = "NOTE"
+# categories that name no problem: what an info finding may carry
+NEUTRAL_CATEGORIES = frozenset({NOTE, "HEALTHY"})
+
+# Root cause -> the categories that follow from it on the same machine (and the same interpreter, when both
+# findings name one). A consequence is listed under its root and does not count as a problem of its own.
+# Each edge is a mechanism, not a correlation: fixing the root fixes the consequence.
+CAUSES: Dict[str, tuple] = {
+    # a container started without the NVIDIA runtime has no driver libraries, hence no driver and no GPU
+    "CONTAINER_NO_GPU_RUNTIME": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
+    # WSL's driver is the Windows one, passed in through /usr/lib/wsl/lib
+    "WSL_SPECIFIC": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
+    # NVML/CUDA refuse to initialise on a module/library mismatch: the driver is unusable, no GPU shows
+    "DRIVER_LIBRARY_MISMATCH": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
+    "NO_NVIDIA_DRIVER": ("NO_GPU_VISIBLE", "DRIVER_TOO_OLD_FOR_TORCH_CUDA"),
+    # torch.cuda.is_available() is False when the driver is older than torch's CUDA
+    "DRIVER_TOO_OLD_FOR_TORCH_CUDA": ("NO_GPU_VISIBLE",),
+    "TORCH_CPU_ONLY_BUILD": ("NO_GPU_VISIBLE",),
+    # a foreign libcudnn/libnccl found first makes `import torch` fail with an undefined symbol
+    "SYSTEM_LIB_SHADOWING": ("TORCH_IMPORT_FAILED",),
+    # an extension's import runs `import torch` first: it fails for the same reason
+    "TORCH_IMPORT_FAILED": ("THIRD_PARTY_EXTENSION_MISMATCH",),
+}
 
 
 def get(name: str) -> Category:

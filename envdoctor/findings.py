@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
@@ -54,6 +55,19 @@ class Finding:
     evidence: List[Evidence] = field(default_factory=list)
     fix: Optional[Fix] = None
     confidence: Optional[str] = None  # diagnose: "high", "medium", "low"
+    # an info is a note, never a problem: its category is NOTE and ``about`` keeps the problem category
+    # the note relates to (a script filtering on CPU_STARVED must not see "no GPU to judge the ratio")
+    about: Optional[str] = None
+    # the code of the root-cause finding this one follows from (set by the Report from
+    # catalogue.CAUSES); a consequence is listed under its root and not counted as a problem of its own
+    caused_by: Optional[str] = None
+
+    def __post_init__(self) -> None:
+        from .catalogue import NEUTRAL_CATEGORIES, NOTE
+
+        if self.severity == Severity.INFO and self.category not in NEUTRAL_CATEGORIES:
+            object.__setattr__(self, "about", self.about or self.category)
+            object.__setattr__(self, "category", NOTE)
 
     def to_dict(self) -> Dict[str, Any]:
         return to_dict(self)
@@ -78,11 +92,22 @@ class Report:
     compat_as_of: Optional[str] = None
     schema_version: int = REPORT_SCHEMA_VERSION
 
+    def __post_init__(self) -> None:
+        # one place links consequences to their root cause, whoever built the report (live, --facts, diagnose)
+        object.__setattr__(self, "checks", link_causes(self.checks))
+
     @property
     def findings(self) -> List[Finding]:
-        order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
-        out = [f for c in self.checks for f in c.findings]
-        return sorted(out, key=lambda f: (order.get(f.severity, 3), f.code))
+        """Root causes first (worst first, then in check order), each followed by its consequences."""
+        return order_findings(self.checks)
+
+    def consequences_of(self, finding: Finding) -> List[Finding]:
+        return [f for f in self.findings if f.caused_by == finding.code and f is not finding]
+
+    @property
+    def problems(self) -> List[Finding]:
+        """Warnings and errors that are not the consequence of another finding: what the verdict counts."""
+        return [f for f in self.findings if f.caused_by is None and f.severity != Severity.INFO]
 
     def worst(self) -> Optional[str]:
         worst = None
@@ -107,9 +132,87 @@ class Report:
                 "errors": sum(1 for f in self.findings if f.severity == Severity.ERROR),
                 "warnings": sum(1 for f in self.findings if f.severity == Severity.WARNING),
                 "infos": sum(1 for f in self.findings if f.severity == Severity.INFO),
+                "root_causes": len(self.problems),
+                "consequences": sum(1 for f in self.findings if f.caused_by is not None),
                 "checks_passed": sum(1 for c in self.checks if c.status == CheckStatus.PASSED),
                 "checks_failed": sum(1 for c in self.checks if c.status == CheckStatus.FAILED),
                 "checks_skipped": sum(1 for c in self.checks if c.status == CheckStatus.SKIPPED),
                 "checks_errored": sum(1 for c in self.checks if c.status == CheckStatus.ERRORED),
             },
         }
+
+
+_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def _subjects(f: Finding) -> Optional[set]:
+    """The interpreters a finding is about (``pythons[i]`` in its evidence); None: the whole machine."""
+    out = set()
+    for e in f.evidence:
+        if e.path.startswith("pythons["):
+            out.add(e.path[len("pythons["):].split("]", 1)[0])
+    return out or None
+
+
+def _same_subject(root: Finding, consequence: Finding) -> bool:
+    a, b = _subjects(root), _subjects(consequence)
+    return a is None or b is None or bool(a & b)
+
+
+def link_causes(checks: List[CheckResult]) -> List[CheckResult]:
+    """Set ``caused_by`` on every warning/error that follows from another finding (catalogue.CAUSES).
+
+    A consequence points at its topmost root: no driver because the container has no GPU runtime, and
+    no GPU visible because there is no driver, both point at the container. The root is the first such
+    finding in check order; findings about different interpreters (``pythons[i]``) are never linked.
+    """
+    from .catalogue import CAUSES
+
+    flat = [(ci, fi, dataclasses.replace(f, caused_by=None))
+            for ci, c in enumerate(checks) for fi, f in enumerate(c.findings)]
+    serious = [f for _, _, f in flat if f.severity != Severity.INFO]
+
+    def parent(f: Finding) -> Optional[Finding]:
+        for r in serious:
+            if r is not f and f.category in CAUSES.get(r.category, ()) and _same_subject(r, f):
+                return r
+        return None
+
+    roots: Dict[int, Optional[str]] = {}
+    for _, _, f in flat:
+        if f.severity == Severity.INFO:
+            continue
+        node, seen = parent(f), {id(f)}
+        top = None
+        while node is not None and id(node) not in seen:  # CAUSES is acyclic (tested); the guard is cheap
+            seen.add(id(node))
+            top = node
+            node = parent(node)
+        roots[id(f)] = top.code if top is not None else None
+    out_findings: Dict[int, List[Finding]] = {}
+    for ci, _fi, f in flat:
+        out_findings.setdefault(ci, []).append(dataclasses.replace(f, caused_by=roots.get(id(f))))
+    return [dataclasses.replace(c, findings=out_findings.get(ci, [])) for ci, c in enumerate(checks)]
+
+
+def order_findings(checks: List[CheckResult]) -> List[Finding]:
+    """Root causes first: groups (a root and its consequences) by their worst severity, then check order."""
+    flat = [(ci, f) for ci, c in enumerate(checks) for f in c.findings]
+    roots = [(ci, f) for ci, f in flat
+             if f.caused_by is None or not any(r.code == f.caused_by and r.caused_by is None for _, r in flat)]
+    members: Dict[int, List[Finding]] = {id(f): [f] for _, f in roots}
+    for _, f in flat:
+        if any(f is r for _, r in roots):
+            continue
+        # codes repeat across interpreters: the first root with that code about the same interpreter
+        root = next(r for _, r in roots if r.code == f.caused_by and _same_subject(r, f)) \
+            if any(r.code == f.caused_by and _same_subject(r, f) for _, r in roots) else \
+            next(r for _, r in roots if r.code == f.caused_by)
+        members[id(root)].append(f)
+    groups = []
+    for ci, f in roots:
+        group = members[id(f)]
+        worst = min(_RANK.get(m.severity, 3) for m in group)
+        groups.append(((worst, ci, f.code), group))
+    groups.sort(key=lambda g: g[0])
+    return [m for _, group in groups for m in group]

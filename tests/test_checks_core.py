@@ -47,8 +47,8 @@ def test_h100_driver_515_with_cu121_is_too_old_with_numbers():
 
 def test_minor_version_compatibility_is_info_naming_its_limits():
     report = judge(m.h100_minor_compat())
-    (f,) = [f for f in report.findings if f.category == "DRIVER_TOO_OLD_FOR_TORCH_CUDA"]
-    assert f.severity == Severity.INFO
+    (f,) = [f for f in report.findings if f.about == "DRIVER_TOO_OLD_FOR_TORCH_CUDA"]
+    assert (f.severity, f.category) == (Severity.INFO, "NOTE")
     assert f.code == "driver.cuda-compat/minor-compat"
     assert "535.104.05" in f.summary and "550.54.14" in f.summary and "525.60.13" in f.summary
     assert "PTX" in f.detail and "docs.nvidia.com/deploy/cuda-compatibility" in f.detail
@@ -136,8 +136,8 @@ def test_variant_from_compiled_files_beats_guessing():
 
 def test_no_driver_on_a_cpu_box_is_info_only():
     report = judge(m.cpu_torch_cuda_vision())
-    (f,) = [x for x in report.findings if x.category == "NO_NVIDIA_DRIVER"]
-    assert f.severity == Severity.INFO
+    (f,) = [x for x in report.findings if x.about == "NO_NVIDIA_DRIVER"]
+    assert (f.severity, f.category) == (Severity.INFO, "NOTE")
 
 
 def test_no_driver_with_nvcc_is_an_error():
@@ -215,7 +215,10 @@ def test_container_without_gpu_runtime():
     found = problems(f)
     assert found["CONTAINER_NO_GPU_RUNTIME"].severity == Severity.ERROR
     assert any("--gpus all" in c for c in found["CONTAINER_NO_GPU_RUNTIME"].fix.commands)
-    assert result(m.healthy_a100(), "platform.container-gpu").status == CheckStatus.PASSED
+    assert result(m.healthy_a100(), "platform.container-gpu").status == CheckStatus.SKIPPED  # not a container
+    with_gpus = replace(m.healthy_a100(), host=replace(m.healthy_a100().host, container=Container(
+        runtime="docker", gpu_device_nodes=["/dev/nvidia0", "/dev/nvidiactl"])))
+    assert result(with_gpus, "platform.container-gpu").status == CheckStatus.PASSED
     assert result(replace(m.healthy_a100(), host=replace(m.healthy_a100().host, status=ProbeStatus.SKIPPED,
                                                           container=None)),
                   "platform.container-gpu").status == CheckStatus.SKIPPED
@@ -228,7 +231,11 @@ def test_wsl_without_driver_and_with_linux_module():
     assert "WSL_SPECIFIC" in problems(f)
     f2 = replace(base, host=replace(base.host, wsl=True))
     assert "kernel driver" in problems(f2)["WSL_SPECIFIC"].summary  # kernel_module_version set inside WSL
-    assert result(base, "platform.wsl").status == CheckStatus.PASSED
+    res = result(base, "platform.wsl")  # not WSL: nothing to judge, so no check mark
+    assert (res.status, res.reason) == (CheckStatus.SKIPPED, "not WSL: nothing to judge")
+    wsl_ok = replace(base, host=replace(base.host, wsl=True, kernel="5.15.153.1-microsoft-standard-WSL2"),
+                     driver=replace(base.driver, kernel_module_version=None))
+    assert result(wsl_ok, "platform.wsl").status == CheckStatus.PASSED
     assert result(replace(base, host=replace(base.host, wsl=None)), "platform.wsl").status == CheckStatus.SKIPPED
 
 

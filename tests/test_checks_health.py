@@ -183,7 +183,7 @@ def test_throttle_power_cap_at_idle_is_info_not_fault(compat, rel):
     # These captures report SW Power Cap in P8 at 15-30 W: the category, but only as an unverified note
     res = one(q(rel), compat, "gpu.throttle")
     f = finding(res, "gpu.throttle/power-cap-idle")
-    assert (f.category, f.severity) == ("GPU_THROTTLED", Severity.INFO)
+    assert (f.category, f.about, f.severity) == ("NOTE", "GPU_THROTTLED", Severity.INFO)
     assert res.status == CheckStatus.PASSED
 
 
@@ -271,7 +271,7 @@ def test_busy_memory_held_by_invisible_process(compat):
 def test_mig_enabled_table(compat):
     res = one(table_facts("nvidia-smi-table/h100-mig_590.48.01_load.txt"), compat, "gpu.mig")
     f = finding(res, "gpu.mig/enabled")
-    assert (f.category, f.severity) == ("MIG_ENABLED", Severity.INFO)
+    assert (f.category, f.about, f.severity) == ("NOTE", "MIG_ENABLED", Severity.INFO)
     assert "sudo nvidia-smi -i 0 -mig 0" in f.fix.commands
 
 
@@ -287,7 +287,7 @@ def test_persistence_off_v100_and_skip_on_windows(compat):
     f = table_facts("nvidia-smi-table/v100-sxm2-x8_460.32.03_inforom-corrupted.txt")
     res = one(f, compat, "gpu.persistence")
     p = finding(res, "gpu.persistence/off")
-    assert (p.category, p.severity) == ("PERSISTENCE_MODE_OFF", Severity.INFO)
+    assert (p.category, p.about, p.severity) == ("NOTE", "PERSISTENCE_MODE_OFF", Severity.INFO)
     assert "sudo nvidia-smi -pm 1" in p.fix.commands
     assert one(healthy(), compat, "gpu.persistence").findings == []
     win = dataclasses.replace(f, host=Host(status="ok", os="Windows"))
@@ -570,7 +570,7 @@ def _driver(version: str) -> Facts:
 def test_driver_past_eol_535(compat):
     x = finding(one(_driver("535.161.08"), compat, "driver.lifecycle"), "driver.lifecycle/past-eol")
     # ended five months before the snapshot: a note, not yet a warning
-    assert (x.category, x.severity) == ("DRIVER_OUTDATED", Severity.INFO)
+    assert (x.category, x.about, x.severity) == ("NOTE", "DRIVER_OUTDATED", Severity.INFO)
     assert "R535" in x.summary and "2026-06" in x.summary
     assert "docs.nvidia.com" in x.evidence[0].source
     assert any("580" in c for c in x.fix.commands)

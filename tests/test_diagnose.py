@@ -243,7 +243,7 @@ CATEGORY_PASTES = {
 # Categories a paste cannot show:
 # - SLOW_STORAGE: it judges the disk under the training data (storage.data-path); a paste does not say which
 #   path holds the data, so no paste fact can stand for it (a `df`/`mount` line alone names no data set).
-NOT_FROM_PASTES = {"SLOW_STORAGE"}
+NOT_FROM_PASTES = {"SLOW_STORAGE", "NOTE"}  # NOTE: every info carries it (test_report_causes)
 
 
 def test_every_category_is_covered_or_explained() -> None:
@@ -254,7 +254,8 @@ def test_every_category_is_covered_or_explained() -> None:
 def test_category_from_a_paste(category: str, compat) -> None:
     name, severities = CATEGORY_PASTES[category]
     report = diagnose_report([(PASTES / name).read_text()], compat)
-    got = {(f.category, f.severity) for f in report.findings}
+    # an info is a NOTE about its category (``about``): found when the paste gives that note
+    got = {(f.about or f.category, f.severity) for f in report.findings}
     assert any(c == category and s in severities for c, s in got), sorted(got)
     if category == "HEALTHY":
         assert not [f for f in report.findings if f.severity == "error"]

@@ -198,7 +198,7 @@ Findings
   Fix: Reseat the card in a CPU-attached x16 slot
 
 i nvcc 12.4 on PATH matches torch's CUDA 12.4
-  info · NVCC_TORCH_CUDA_MISMATCH · toolkit.nvcc/info
+  info · NOTE · toolkit.nvcc/info · about NVCC_TORCH_CUDA_MISMATCH
 
 ✗ 1 error, 1 warning — see fixes above; 1 check could not run (errored)
 """
@@ -295,7 +295,8 @@ def test_json_contract() -> None:
     assert {"schema_version", "envdoctor_version", "compat_as_of", "facts", "checks", "findings",
             "summary"} <= set(data)
     assert [f["category"] for f in data["findings"]] == [
-        "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "PCIE_LINK_DEGRADED", "NVCC_TORCH_CUDA_MISMATCH"]
+        "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "PCIE_LINK_DEGRADED", "NOTE"]
+    assert data["findings"][2]["about"] == "NVCC_TORCH_CUDA_MISMATCH"
     assert data["summary"]["errors"] == 1 and data["summary"]["checks_errored"] == 1
     assert data["facts"]["host"]["hostname"] == "gpu-node-17.cluster.example.org"  # not redacted by default
 

@@ -38,7 +38,9 @@ def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None) -> Li
         try:
             findings = list(c.func(ctx) or [])
         except SkipCheck as e:
-            results.append(CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, reason=str(e),
+            # a skipped check may say more in notes, never in problems: it judged nothing
+            notes = [f for f in e.notes if f.severity == Severity.INFO]
+            results.append(CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, findings=notes, reason=str(e),
                                        duration_s=time.perf_counter() - start))
             continue
         except Exception as e:  # noqa: BLE001 - the per-check guard: one broken check never hides the rest

@@ -10,7 +10,17 @@ from ..findings import Finding
 
 
 class SkipCheck(Exception):
-    """Raised by a check whose facts are missing; the message says which fact and why."""
+    """Raised by a check that has nothing to judge; the message says which fact is missing and why.
+
+    The rule (evidence or no check mark): a check passes only on facts it actually judged. When the
+    facts it exists to judge are unknown *or not there* (no driver to compare with its libraries, no
+    InfiniBand device to pair with GPUDirect, not a container, not WSL), it raises this instead of
+    returning ``[]``. ``notes`` are info findings that say more (what to run to get the fact).
+    """
+
+    def __init__(self, reason: str, notes: Optional[List[Finding]] = None):
+        super().__init__(reason)
+        self.notes = list(notes or [])
 
 
 @dataclass

@@ -128,6 +128,15 @@ def check_library_mismatch(ctx: CheckContext) -> List[Finding]:
     if not evidence:
         if d.status in (ProbeStatus.SKIPPED,) and not ctx.facts.pythons:
             raise SkipCheck("driver state unknown (not probed)")
+        # a pass needs something that would have shown a mismatch: both versions read, NVML started
+        # (it refuses with LIB_RM_VERSION_MISMATCH), or CUDA initialised in torch
+        compared = (bool(d.kernel_module_version and d.version)
+                    or (d.status == ProbeStatus.OK and d.nvml_error is None)
+                    or any(py.torch is not None and py.torch.cuda_available for py in ctx.facts.pythons))
+        if not compared:
+            raise SkipCheck(f"nothing to compare: driver {d.status}" + (f" ({d.reason})" if d.reason else "")
+                            + "; neither the kernel module's and the libraries' versions nor a working "
+                              "NVML/CUDA were seen")
         return []
     versions = ""
     if d.kernel_module_version and d.version and d.kernel_module_version != d.version:

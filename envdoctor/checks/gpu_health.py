@@ -349,7 +349,7 @@ def xid(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("Xid errors unknown: the kernel log was not read (a snapshot, a paste, or --facts from "
                         "an older envdoctor)")
     if drv.kernel_log_readable is False:
-        return [Finding(
+        raise SkipCheck(f"kernel log not readable: {drv.kernel_log_reason or 'no reason given'}", notes=[Finding(
             "gpu.xid/log-unreadable", "GPU_XID_ERRORS", Severity.INFO,
             f"kernel log not readable: {drv.kernel_log_reason or 'no reason given'}; Xid errors not checked",
             detail="Containers usually lack CAP_SYSLOG, and kernel.dmesg_restrict=1 limits dmesg to root.",
@@ -357,9 +357,11 @@ def xid(ctx: CheckContext) -> List[Finding]:
             fix=Fix("Read the kernel log on the host (or as root) and look for Xid lines",
                     commands=["sudo dmesg -T | grep -i 'NVRM: Xid'", "sudo journalctl -k -b | grep -i xid"],
                     url=_XID_URL),
-        )]
+        )])
     events = list(drv.xid_events or [])
     if not events:
+        if drv.status == ProbeStatus.ABSENT:
+            raise SkipCheck("no NVIDIA driver: the kernel log can hold no Xid error to judge")
         return []
     gpus = {pci_bus_key(g.pci_bus_id): g for g in drv.gpus if pci_bus_key(g.pci_bus_id)}
     # one finding per (code, GPU): the count, the GPU and what the code means

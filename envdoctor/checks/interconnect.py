@@ -253,11 +253,11 @@ def peermem(ctx: CheckContext) -> List[Finding]:
     if host.infiniband_devices is None:
         raise SkipCheck("InfiniBand devices unknown: the host probe did not look")
     if not host.infiniband_devices:
-        return []
+        raise SkipCheck("no InfiniBand/RoCE device: nothing to judge")
     if host.kernel_modules is None:
         raise SkipCheck("loaded kernel modules unknown: the host probe could not read them")
     if not ctx.facts.driver.gpus:
-        return []
+        raise SkipCheck("no GPU: GPUDirect RDMA has nothing to connect")
     mods = {m.strip().lower() for m in host.kernel_modules}
     # nvidia_peermem ships with the driver since R470; nv_peer_mem was the older Mellanox module
     if mods & {"nvidia_peermem", "nv_peer_mem"}:

@@ -21,8 +21,10 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     c = host.container
     if host.status == ProbeStatus.SKIPPED and c is None:
         raise SkipCheck("host not probed")
-    if c is None or not c.runtime:
-        return []
+    if c is None:
+        raise SkipCheck("whether this is a container is unknown" + (f" ({host.reason})" if host.reason else ""))
+    if not c.runtime:
+        raise SkipCheck("not a container: nothing to judge")
     d = ctx.facts.driver
     nodes = c.gpu_device_nodes
     if d.status == ProbeStatus.OK and d.gpus:
@@ -30,7 +32,8 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     if nodes:  # device nodes are there: a driver problem, judged by the driver checks
         return []
     if nodes is None and d.status != ProbeStatus.ABSENT:
-        return []
+        raise SkipCheck(f"the container's /dev/nvidia* nodes were not read and the driver probe {d.status}"
+                        + (f": {d.reason}" if d.reason else ""))
     ev = [Evidence("host.container.runtime", c.runtime, source=c.evidence),
           Evidence("host.container.gpu_device_nodes", nodes, expected="/dev/nvidia0, /dev/nvidiactl, ..."),
           Evidence("driver.status", d.status)]
@@ -61,7 +64,7 @@ def check_wsl(ctx: CheckContext) -> List[Finding]:
     if host.wsl is None:
         raise SkipCheck("whether this is WSL is unknown")
     if not host.wsl:
-        return []
+        raise SkipCheck("not WSL: nothing to judge")
     d = ctx.facts.driver
     problems, ev = [], [Evidence("host.wsl", True), Evidence("host.kernel", host.kernel)]
     if d.kernel_module_version:

@@ -93,6 +93,10 @@ def shm(ctx: CheckContext) -> List[Finding]:
     )]
 
 
+def fmt_opt(value: Optional[int]) -> str:
+    return "unknown" if value is None else str(value)
+
+
 # --------------------------------------------------------------------------- CPU_STARVED
 
 
@@ -125,17 +129,12 @@ def cpu(ctx: CheckContext) -> List[Finding]:
         ))
     gpus = _gpus(ctx.facts)
     if not gpus:
-        out.append(Finding(
-            "host.cpu/no-gpu", "CPU_STARVED", Severity.INFO,
-            f"{usable:g} CPUs usable"
-            + (f" (os.cpu_count() {host.cpu_logical_count}, affinity {host.cpu_affinity_count}"
-               + (f", cgroup quota {quota:g}" if quota is not None else ", no cgroup quota") + ")")
-            + "; no GPU to judge the per-GPU ratio against",
-            evidence=[Evidence("host.cpu_logical_count", host.cpu_logical_count),
-                      Evidence("host.cpu_affinity_count", host.cpu_affinity_count),
-                      Evidence("host.cgroup_cpu_quota", quota)],
-        ))
-        return out
+        if out:  # the quota was judged against os.cpu_count(); the per-GPU ratio has nothing to judge
+            return out
+        raise SkipCheck(
+            f"no GPU to judge the per-GPU ratio against ({usable:g} CPUs usable: os.cpu_count() "
+            f"{fmt_opt(host.cpu_logical_count)}, affinity {fmt_opt(host.cpu_affinity_count)}"
+            + (f", cgroup quota {quota:g}" if quota is not None else ", no cgroup quota") + ")")
     cmin, crec, _, _, classes = _needs(table, ctx.compat, gpus)
     n = len(gpus)
     per = usable / n
@@ -180,14 +179,9 @@ def memory(ctx: CheckContext) -> List[Finding]:
     gpus = _gpus(ctx.facts)
     out: List[Finding] = []
     if not gpus:
-        out.append(Finding(
-            "host.memory/no-gpu", "HOST_MEMORY_LOW", Severity.INFO,
-            f"{usable / GIB:.1f} GiB of RAM usable"
-            + (f" (cgroup limit of {total / GIB:.1f} GiB physical)" if limited and total else "")
-            + "; no GPU to judge the per-GPU ratio against",
-            evidence=[Evidence(src_path, usable)],
-        ))
-        return out
+        raise SkipCheck(
+            f"no GPU to judge the per-GPU ratio against ({usable / GIB:.1f} GiB of RAM usable"
+            + (f": cgroup limit of {total / GIB:.1f} GiB physical" if limited and total else "") + ")")
     _, _, rmin, rrec, classes = _needs(table, ctx.compat, gpus)
     n = len(gpus)
     gib = usable / GIB

@@ -52,6 +52,15 @@ def to_ascii_marks(text: str) -> str:
 
 
 COMMAND_INDENT = 6  # columns before a fix command
+MIN_WIDTH = 60  # narrower than this, the checklist and commands are unreadable anyway
+DEFAULT_WIDTH = 100  # not a terminal and no $COLUMNS: a width that pastes well into an issue
+
+
+def terminal_width() -> int:
+    """The console's width: $COLUMNS, else the terminal's, else 100; never below 60 columns."""
+    import shutil
+
+    return max(MIN_WIDTH, shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns)
 _CONTINUATION = 4  # extra columns for the continuation lines of a long command
 
 
@@ -246,12 +255,19 @@ def _plural(n: int, word: str) -> str:
 
 
 def verdict(report: Report, where: str = "above") -> str:
-    """"2 errors, 1 warning — see fixes above" or "No problems found"."""
-    findings = report.findings
-    errors = sum(1 for f in findings if f.severity == Severity.ERROR)
-    warnings = sum(1 for f in findings if f.severity == Severity.WARNING)
+    """"2 errors, 1 warning — see fixes above" or "No problems found".
+
+    One root cause is one problem: its consequences are named after it, not counted as errors of their own.
+    """
+    problems = report.problems
+    consequences = sum(1 for f in report.findings if f.caused_by is not None)
+    errors = sum(1 for f in problems if f.severity == Severity.ERROR)
+    warnings = sum(1 for f in problems if f.severity == Severity.WARNING)
     errored = sum(1 for c in report.checks if c.status == CheckStatus.ERRORED)
     tail = f"; {_plural(errored, 'check')} could not run (errored)" if errored else ""
+    if consequences:
+        tail = f" ({_plural(consequences, 'consequence')} listed under {'it' if len(problems) == 1 else 'them'})" \
+            + tail
     if errors or warnings:
         parts = []
         if errors:
@@ -397,6 +413,22 @@ def _evidence_lines(finding: Finding) -> List[Text]:
     return lines
 
 
+def _consequence(finding: Finding, verbose: bool) -> List[Tuple[RenderableType, bool]]:
+    """A consequence under its root cause: what it is, not a fix of its own (fixing the root fixes it)."""
+    symbol, style = _SEVERITY_SYMBOLS.get(finding.severity, ("?", ""))
+    head = Table.grid(padding=(0, 1))
+    head.add_column(no_wrap=True)
+    head.add_column(overflow="fold")
+    head.add_row(Text("↳", style="dim"), Text(f"{symbol} {finding.summary}", style=style))
+    out: List[Tuple[RenderableType, bool]] = [(Padding(head, (0, 0, 0, 2)), False)]
+    meta = f"follows from the above · {finding.severity} · {finding.category} · {finding.code}"
+    out.append((Padding(Text(meta, style="dim"), (0, 0, 0, 6)), False))
+    if verbose and finding.evidence:
+        for line in _evidence_lines(finding):
+            out.append((Padding(line, (0, 0, 0, 6)), False))
+    return out
+
+
 def _finding(finding: Finding, verbose: bool, width: int) -> List[Tuple[RenderableType, bool]]:
     """Renderables for one finding; the flag marks pre-laid-out command lines (never re-wrapped)."""
     out: List[Tuple[RenderableType, bool]] = []
@@ -407,6 +439,8 @@ def _finding(finding: Finding, verbose: bool, width: int) -> List[Tuple[Renderab
     head.add_row(Text(symbol, style=style), Text(finding.summary, style="bold"))
     out.append((head, False))
     meta = f"{finding.severity} · {finding.category} · {finding.code}"
+    if finding.about:
+        meta += f" · about {finding.about}"
     if finding.confidence:
         meta += f" · confidence {finding.confidence}"
     out.append((Padding(Text(meta, style="dim"), (0, 0, 0, 2)), False))
@@ -444,14 +478,17 @@ def render_console(
     report: Report,
     verbose: bool = False,
     color: bool | None = None,
-    width: int = 100,
+    width: int | None = None,
     file: IO[str] | None = None,
 ) -> str:
     """Render ``report`` for a terminal and return the text; also write it to ``file`` if given.
 
     ``color=None`` means colour only when ``file`` is a terminal. Every line fits ``width``
     columns, except a single shell word longer than that (never cut, so commands paste whole).
+    ``width=None`` is the terminal's width ($COLUMNS, else the terminal's size, else 100), at least 60.
     """
+    if width is None:
+        width = terminal_width()
     if color is None:
         # https://no-color.org: NO_COLOR set to anything non-empty turns colour off
         isatty = getattr(file, "isatty", None)
@@ -492,7 +529,12 @@ def render_console(
     if findings:
         pr()
         pr(_heading("Findings"))
+        codes = {f.code for f in findings}
         for i, finding in enumerate(findings):
+            if finding.caused_by is not None and finding.caused_by in codes:
+                for renderable, _ in _consequence(finding, verbose):
+                    pr(renderable)
+                continue
             if i:
                 pr()
             for renderable, is_command in _finding(finding, verbose, width):

@@ -3,16 +3,40 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import List
 
 from ..findings import CheckStatus, Report, Severity
 from .console import check_symbol, header_line, key_fact_rows, verdict
 from .redact import redact_report
 
+# Characters GitHub would render: emphasis (`__version__` -> bold "version"), raw HTML (`<installed>` vanishes),
+# links, strikethrough, entities, headings. CommonMark lets a backslash escape any ASCII punctuation.
+_MD_SPECIAL = re.compile(r"([\\`*_<>\[\]~&|])")
+_CODE_SPAN = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)")
+
+
+def md_text(text: str) -> str:
+    """Plain text as Markdown that renders as written: code spans kept, everything else escaped."""
+    out, pos = [], 0
+    for m in _CODE_SPAN.finditer(text):
+        out.append(_MD_SPECIAL.sub(r"\\\1", text[pos:m.start()]))
+        out.append(m.group(0))  # a code span renders its content literally
+        pos = m.end()
+    out.append(_MD_SPECIAL.sub(r"\\\1", text[pos:]))
+    return "".join(out)
+
 
 def _cell(text: str) -> str:
-    """Text safe inside a Markdown table cell: one line, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Text safe inside a Markdown table cell: one line, Markdown escaped, pipes escaped even in code."""
+    text = md_text(" ".join(text.split()))
+    # GFM splits cells at an unescaped pipe even inside a code span: escape those too
+    return re.sub(r"(?<!\\)\|", r"\\|", text)
+
+
+def _url(url: str) -> str:
+    """An autolink: its text is not Markdown, so underscores in it stay as they are."""
+    return f"<{url}>" if re.match(r"https?://[^\s<>]+$", url) else md_text(url)
 
 
 def _fence(body: str, lang: str) -> str:
@@ -32,12 +56,12 @@ def render_markdown(report: Report, redact: bool = True) -> str:
     worst = report.worst()
     title = "envdoctor report"
     if worst in (Severity.ERROR, Severity.WARNING):
-        title += f": {verdict(report).split(' — ')[0]}"
+        title += f": {md_text(verdict(report).split(' — ')[0])}"
     out.append(f"# {title}")
     out.append("")
-    out.append(header_line(report) + ("  (redacted)" if redact else ""))
+    out.append(md_text(header_line(report)) + ("  (redacted)" if redact else ""))
     out.append("")
-    out.append(f"**Verdict:** {verdict(report, where='below')}")
+    out.append(f"**Verdict:** {md_text(verdict(report, where='below'))}")
     out.append("")
 
     if findings:
@@ -45,27 +69,38 @@ def render_markdown(report: Report, redact: bool = True) -> str:
         out.append("")
         out.append("| Severity | Category | Summary |")
         out.append("| --- | --- | --- |")
+        codes = {f.code for f in findings}
         for f in findings:
-            out.append(f"| {f.severity} | `{f.category}` | {_cell(f.summary)} |")
+            follows = f.caused_by is not None and f.caused_by in codes
+            summary = ("↳ follows from the above: " if follows else "") + f.summary
+            out.append(f"| {f.severity} | `{f.category}` | {_cell(summary)} |")
         out.append("")
         for f in findings:
+            if f.caused_by is not None and f.caused_by in codes:
+                continue  # listed under its root cause
             if f.severity == Severity.INFO and f.fix is None:
                 continue
             out.append(f"### {f.severity}: {_cell(f.summary)}")
             out.append("")
-            out.append(f"`{f.category}` · `{f.code}`")
+            out.append(f"`{f.category}` · `{f.code}`" + (f" · about `{f.about}`" if f.about else ""))
             out.append("")
             if f.detail:
-                out.append(f.detail)
+                out.append(md_text(f.detail))
+                out.append("")
+            consequences = [c for c in findings if c.caused_by == f.code and c is not f]
+            if consequences:
+                out.append("Follows from it (fixed with it):")
+                out.append("")
+                out.extend(f"- {c.severity}: {md_text(c.summary)} (`{c.code}`)" for c in consequences)
                 out.append("")
             if f.fix is not None:
-                out.append(f"**Fix:** {f.fix.summary}")
+                out.append(f"**Fix:** {md_text(f.fix.summary)}")
                 out.append("")
                 if f.fix.commands:
                     out.append(_fence("\n".join(f.fix.commands), "bash"))
                     out.append("")
                 if f.fix.url:
-                    out.append(f"More: {f.fix.url}")
+                    out.append(f"More: {_url(f.fix.url)}")
                     out.append("")
 
     out.append("## Key facts")
