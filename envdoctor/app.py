@@ -27,6 +27,28 @@ from .facts import (
 from .findings import Report
 
 
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: the children are already killed; ``facts`` holds what was read by then.
+
+    A BaseException, like KeyboardInterrupt, so that no probe or check guard (``except Exception``) eats it.
+    """
+
+    def __init__(self, signum: int, facts: Optional[Facts] = None):
+        super().__init__(signum)
+        self.signum = signum
+        self.facts = facts
+        self.partial: Optional[Dict[str, Tuple[Any, ProbeRun]]] = None  # probe results, while collecting
+
+    @property
+    def signal_name(self) -> str:
+        import signal
+
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
+
+
 @dataclass
 class CollectOptions:
     pythons: List[str] = field(default_factory=list)  # --python; empty: the active environment's
@@ -80,16 +102,26 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
         t.start()
         threads[name] = t
     end = time.monotonic() + deadline_s
-    for t in threads.values():
-        t.join(max(0.0, end - time.monotonic()))
+    interrupted: Optional[Interrupted] = None
+    try:
+        for t in threads.values():
+            t.join(max(0.0, end - time.monotonic()))
+    except Interrupted as e:  # the signal handler killed the children: keep what finished, say what did not
+        interrupted = e
+    finished = dict(out)  # a snapshot: threads that lose their killed child finish after this
     results = {}
     for name, (_func, failed) in jobs.items():
-        if name in out:
-            results[name] = out[name]
+        # a probe whose command the signal killed says "interrupted" (Runner): not a fact about the machine
+        if name in finished and not (interrupted is not None and "interrupted" in (finished[name][1].reason or "")):
+            results[name] = finished[name]
         else:
             reason = (f"did not finish within {deadline_s:g} s (stuck in a system call: a hung network "
-                      "filesystem or driver call?)")
+                      "filesystem or driver call?)") if interrupted is None else \
+                f"interrupted by {interrupted.signal_name} before it finished"
             results[name] = (failed(reason), ProbeRun(name, ProbeStatus.FAILED, reason, deadline_s))
+    if interrupted is not None:
+        interrupted.partial = results
+        raise interrupted
     return results
 
 
@@ -182,7 +214,12 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
     results: Dict[str, Any] = {}
     runs: List[ProbeRun] = []
     deadline_s = max(options.python_timeout_s, 10.0) + PROBE_DEADLINE_MARGIN_S
-    for name, (value, run) in _run_with_deadline(jobs, deadline_s).items():
+    interrupted: Optional[Interrupted] = None
+    try:
+        done = _run_with_deadline(jobs, deadline_s)
+    except Interrupted as e:
+        interrupted, done = e, e.partial or {}
+    for name, (value, run) in done.items():
         results[name] = value
         runs.append(run)
     drv: Driver = results["driver"]
@@ -191,11 +228,11 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         drv = dataclasses.replace(drv, kernel_log_readable=klog.readable, kernel_log_source=klog.source,
                                   kernel_log_reason=None if klog.readable else klog.reason,
                                   xid_events=list(klog.events) if klog.readable else None)
-    if options.load_pcie:
+    if options.load_pcie and interrupted is None:
         drv, run = _load_pcie(drv, results["pythons"], options, runner, env)
         runs.append(run)
     results["driver"] = drv
-    return Facts(
+    facts = Facts(
         envdoctor_version=__version__,
         collected_at=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         origin="live",
@@ -208,6 +245,9 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         topology=results["topology"],
         probes=runs,
     )
+    if interrupted is not None:
+        raise Interrupted(interrupted.signum, facts=facts)
+    return facts
 
 
 def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, runner: Any,

@@ -208,7 +208,7 @@ def _read_text(path: str) -> str:
 
 
 def cmd_check(args) -> int:
-    from .app import collect, judge
+    from .app import Interrupted, collect, judge
     from .facts import Facts, FactsError
 
     only, ignore = _split_globs(args.only), _split_globs(args.ignore, "--ignore")  # before minutes of probing
@@ -220,12 +220,31 @@ def cmd_check(args) -> int:
             raise UsageError(f"{args.facts}: {e}") from None
         facts = facts if facts.origin != "live" else _as_snapshot(facts)
     else:
-        facts = collect(_collect_options(args))
+        try:
+            facts = collect(_collect_options(args))
+        except Interrupted as e:
+            _partial_report(e, args, only, ignore)
+            raise
     report = judge(facts, only=only, ignore=ignore)
     text = _render(report, args)
     if args.format != "console" or (args.output and args.output != "-"):
         _write(text, args.output)
     return _exit_code(report, args.fail_on)
+
+
+def _partial_report(e, args, only, ignore) -> None:
+    """After SIGINT/SIGTERM: the report on what was read before the signal, marked partial (never "all well")."""
+    from .app import judge
+
+    if e.facts is None:
+        return
+    try:
+        report = judge(e.facts, only=only, ignore=ignore)
+        text = _render(report, args)
+        if args.format != "console" or (args.output and args.output != "-"):
+            _write(text, args.output)
+    except (OSError, UsageError):
+        pass  # a closed pipe or an unwritable file: the exit code still says what happened
 
 
 def _as_snapshot(facts):
@@ -344,15 +363,80 @@ COMMANDS = {"check": cmd_check, "collect": cmd_collect, "diagnose": cmd_diagnose
             "list-checks": cmd_list_checks, "explain": cmd_explain}
 
 
+def _on_signal(signum, _frame) -> None:
+    """SIGINT/SIGTERM: kill every child's process group now, then unwind (the partial report is printed)."""
+    import signal
+
+    from .app import Interrupted
+    from .probes.runner import stop_all_children
+
+    stop_all_children()
+    # a second signal while the partial report is printed: stop at once
+    signal.signal(signal.SIGINT, _exit_now)
+    signal.signal(signal.SIGTERM, _exit_now)
+    raise Interrupted(signum)
+
+
+def _exit_now(signum, _frame) -> None:
+    from .probes.runner import stop_all_children
+
+    stop_all_children()
+    os._exit(128 + signum)
+
+
+def _install_signal_handlers() -> dict:
+    """Our handlers for SIGINT and SIGTERM (main thread only); returns the previous ones to restore."""
+    import signal
+    import threading
+
+    previous: dict = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        old = signal.getsignal(sig)
+        if old == signal.SIG_IGN:  # started with it ignored (nohup, a background job): keep it so
+            continue
+        previous[sig] = old
+        signal.signal(sig, _on_signal)
+    return previous
+
+
+def _restore_signal_handlers(previous: dict) -> None:
+    import signal
+
+    from .probes.runner import allow_children
+
+    for sig, old in previous.items():
+        signal.signal(sig, old if old is not None else signal.SIG_DFL)
+    allow_children()
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from .app import Interrupted
+
     parser = build_parser()
     args = parser.parse_args(_normalise_argv(sys.argv[1:] if argv is None else argv))
+    previous = _install_signal_handlers()
+    try:
+        return _main(args)
+    except Interrupted as e:
+        sys.stderr.write(f"envdoctor: interrupted by {e.signal_name}"
+                         + ("; the report above is partial\n" if e.facts is not None else "\n"))
+        return 128 + e.signum
+    finally:
+        _restore_signal_handlers(previous)
+
+
+def _main(args) -> int:
     try:
         return COMMANDS[args.command](args)
     except UsageError as e:
         sys.stderr.write(f"envdoctor: {e}\n")
         return EXIT_USAGE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a SIGINT that arrived while our handler was not installed (not the main thread)
+        from .probes.runner import stop_all_children
+
+        stop_all_children()
         sys.stderr.write("envdoctor: interrupted\n")
         return 130
     except BrokenPipeError:

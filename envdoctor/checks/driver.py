@@ -95,7 +95,7 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
             evidence.append(Evidence(f"pythons[{i}].torch.cuda_init_error", t.cuda_init_error))
             severity = Severity.ERROR
             break
-    return [Finding(
+    finding = Finding(
         code="driver.present/absent",
         category="NO_NVIDIA_DRIVER",
         severity=severity,
@@ -104,7 +104,10 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
                 "(libcuda, libnvidia-ml). torch.cuda.is_available() will be False."),
         evidence=evidence,
         fix=Fix(summary_fix, commands, DRIVER_DOWNLOAD),
-    )]
+    )
+    if severity == Severity.INFO:  # no driver and nothing that needs one: no check mark for "driver installed"
+        raise SkipCheck("no NVIDIA driver, and nothing here needs one", notes=[finding])
+    return [finding]
 
 
 _MISMATCH_TEXTS = ("driver/library version mismatch", "forward compatibility was attempted on non supported hw")

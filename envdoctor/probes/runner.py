@@ -6,11 +6,45 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence, Set
 
 DEFAULT_TIMEOUT_S = 10.0
+# What one command may print (per stream) before the rest is dropped: nvidia-smi -q on 8 GPUs is ~200 KB,
+# the payload's JSON a few hundred KB at most; a runaway child must not fill envdoctor's memory.
+OUTPUT_CAP_BYTES = 8 * 1024 * 1024
+
+# Every child still running, so that Ctrl-C / SIGTERM can end them all at once: each runs in its own
+# session (see Runner.run), so the terminal's SIGINT never reaches it and nobody else would.
+_LIVE_LOCK = threading.RLock()
+_LIVE: Set[subprocess.Popen] = set()
+_STOPPING = threading.Event()
+
+
+def stop_all_children() -> int:
+    """Kill every running child's process group and refuse new ones; returns how many were running.
+
+    Called from envdoctor's signal handler (the main thread): the RLock lets it run even if the main
+    thread was itself starting a command.
+    """
+    with _LIVE_LOCK:
+        _STOPPING.set()
+        live = list(_LIVE)
+        for proc in live:
+            _kill_tree(proc)
+        return len(live)
+
+
+def live_children() -> int:
+    with _LIVE_LOCK:
+        return len(_LIVE)
+
+
+def allow_children() -> None:
+    """Undo stop_all_children (a library caller that handles the signal and carries on)."""
+    _STOPPING.clear()
 
 
 @dataclass(frozen=True)
@@ -70,45 +104,103 @@ class Runner:
         full_env["LC_ALL"] = "C"
         full_env.setdefault("LANG", "C")
         start = time.monotonic()
+        with _LIVE_LOCK:  # started and registered as one step: a signal's stop_all_children never misses it
+            if _STOPPING.is_set():
+                return RunResult(argv, None, error="interrupted", duration_s=0.0)
+            try:
+                # Its own session, so that a timeout kills the whole tree: a wrapper script (conda's
+                # python shim, a vendor's nvidia-smi wrapper) would otherwise leave its hung child behind.
+                proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
+                    argv,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                    env=full_env,
+                    start_new_session=os.name == "posix",
+                )
+            except FileNotFoundError:
+                return RunResult(argv, None, error="not found", duration_s=time.monotonic() - start)
+            except PermissionError as e:
+                return RunResult(argv, None, error=f"permission denied: {e}", duration_s=time.monotonic() - start)
+            except OSError as e:
+                return RunResult(argv, None, error=f"could not start: {e}", duration_s=time.monotonic() - start)
+            _LIVE.add(proc)
         try:
-            # Its own session, so that a timeout kills the whole tree: a wrapper script (conda's
-            # python shim, a vendor's nvidia-smi wrapper) would otherwise leave its hung child behind.
-            proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
-                argv,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-                env=full_env,
-                start_new_session=os.name == "posix",
-            )
-        except FileNotFoundError:
-            return RunResult(argv, None, error="not found", duration_s=time.monotonic() - start)
-        except PermissionError as e:
-            return RunResult(argv, None, error=f"permission denied: {e}", duration_s=time.monotonic() - start)
-        except OSError as e:
-            return RunResult(argv, None, error=f"could not start: {e}", duration_s=time.monotonic() - start)
+            return self._wait(proc, argv, input_text, timeout, start)
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+
+    def _wait(self, proc: subprocess.Popen, argv: tuple, input_text: Optional[str], timeout: float,
+              start: float) -> RunResult:
         try:
-            out_b, err_b = proc.communicate(input_text.encode() if input_text is not None else None, timeout=timeout)
-        except subprocess.TimeoutExpired:
+            out_b, err_b, capped = _communicate(proc, input_text, timeout)
+        except subprocess.TimeoutExpired as e:
             _kill_tree(proc)
-            try:  # what it printed before it hung (the payload's partial JSON); never wait long for it
-                out_b, _ = proc.communicate(timeout=2.0)
-            except (subprocess.TimeoutExpired, OSError, ValueError):
-                out_b = b""
+            out_b = e.output or b""  # what it printed before it hung (the payload's partial JSON)
             return RunResult(
-                argv, None, stdout=(out_b or b"").decode("utf-8", "replace"),
+                argv, None, stdout=out_b.decode("utf-8", "replace"),
                 error=f"timed out after {timeout:g} s", duration_s=time.monotonic() - start,
             )
         except BaseException:  # Ctrl-C: its own session does not get the terminal's SIGINT, so end it here
             _kill_tree(proc)
             raise
+        if _STOPPING.is_set() and proc.returncode is not None and proc.returncode < 0:
+            return RunResult(argv, None, error="interrupted", duration_s=time.monotonic() - start)
         return RunResult(
             argv,
             proc.returncode,
             stdout=out_b.decode("utf-8", "replace"),
             stderr=err_b.decode("utf-8", "replace"),
+            error=f"output over {OUTPUT_CAP_BYTES} bytes: the rest was dropped" if capped else None,
             duration_s=time.monotonic() - start,
         )
+
+
+def _communicate(proc: subprocess.Popen, input_text: Optional[str], timeout: float):
+    """proc.communicate() with each stream read to at most OUTPUT_CAP_BYTES (the rest is read and dropped).
+
+    Raises subprocess.TimeoutExpired (``output`` holds what stdout gave so far) like communicate does.
+    """
+    bufs = {"out": bytearray(), "err": bytearray()}
+    capped = {"out": False, "err": False}
+
+    def pump(name: str, stream) -> None:
+        try:
+            while True:
+                chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+                if not chunk:
+                    break
+                room = OUTPUT_CAP_BYTES - len(bufs[name])
+                if room > 0:
+                    bufs[name] += chunk[:room]
+                if len(chunk) > room:
+                    capped[name] = True
+        except (OSError, ValueError):
+            pass
+
+    threads = [threading.Thread(target=pump, args=("out", proc.stdout), daemon=True),
+               threading.Thread(target=pump, args=("err", proc.stderr), daemon=True)]
+    for t in threads:
+        t.start()
+    if proc.stdin is not None:
+        try:
+            if input_text is not None:
+                proc.stdin.write(input_text.encode())
+            proc.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        _kill_tree(proc)
+        for t in threads:  # the killed group closes the pipes; never wait long for a grandchild that kept them
+            t.join(2.0)
+        e.output = bytes(bufs["out"])
+        raise
+    for t in threads:
+        t.join(2.0)  # a daemonised grandchild may hold the pipe open: what we have is what it printed
+    return bytes(bufs["out"]), bytes(bufs["err"]), capped["out"] or capped["err"]
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:

@@ -254,6 +254,11 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+def interrupted_probes(report: Report) -> List[str]:
+    """The probes a SIGINT/SIGTERM cut short (a partial report), by name."""
+    return [p.name for p in report.facts.probes if (p.reason or "").startswith("interrupted by ")]
+
+
 def verdict(report: Report, where: str = "above") -> str:
     """"2 errors, 1 warning — see fixes above" or "No problems found".
 
@@ -268,6 +273,11 @@ def verdict(report: Report, where: str = "above") -> str:
     if consequences:
         tail = f" ({_plural(consequences, 'consequence')} listed under {'it' if len(problems) == 1 else 'them'})" \
             + tail
+    cut = interrupted_probes(report)
+    if cut:  # a partial report: what was not read cannot be called fine
+        tail += f"; partial report: interrupted before {', '.join(cut)} finished"
+        if not (errors or warnings):
+            return f"No problems in what was read before the interruption{tail}"
     if errors or warnings:
         parts = []
         if errors:
@@ -550,6 +560,8 @@ def render_console(
     worst = report.worst()
     if worst in (Severity.ERROR, Severity.WARNING):
         symbol, style = _SEVERITY_SYMBOLS[worst]
+    elif interrupted_probes(report):
+        symbol, style = _SEVERITY_SYMBOLS[Severity.WARNING]
     else:
         symbol, style = "✓", "bold green"
     line = Text(f"{symbol} ", style=style)
