@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import os
+import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -47,6 +48,61 @@ class Interrupted(BaseException):
             return signal.Signals(self.signum).name
         except ValueError:
             return f"signal {self.signum}"
+
+
+class OptionsError(ValueError):
+    """An option that cannot work (a missing interpreter, a string where a list belongs): the CLI's exit 2."""
+
+
+def python_target(value: str) -> str:
+    """A --python value as the interpreter to run: a typo is an OptionsError (the CLI: exit 2), not a clean report
+    that silently judged no interpreter. A venv or conda prefix stands for its bin/python."""
+    path = os.path.expanduser(value)
+    if os.sep not in path and not os.path.exists(path):  # a bare name: looked up on PATH, like a shell would
+        found = shutil.which(path)
+        if found is None:
+            raise OptionsError(f"--python {value}: no such command on PATH")
+        return path
+    if os.path.isdir(path):
+        for candidate in (os.path.join(path, "bin", "python"), os.path.join(path, "python.exe"),
+                          os.path.join(path, "Scripts", "python.exe")):
+            if os.path.isfile(candidate):
+                return candidate
+        raise OptionsError(f"--python {value}: is a directory with no bin/python (give the interpreter itself)")
+    problem = _stat_problem(path)
+    if problem == "no such file or directory":
+        raise OptionsError(f"--python {value}: no such file")
+    if problem:
+        raise OptionsError(f"--python {value}: {problem}")
+    if not os.access(path, os.X_OK):
+        raise OptionsError(f"--python {value}: not executable")
+    return path
+
+
+def _stat_problem(path: str) -> Optional[str]:
+    """Why ``path`` cannot be looked at: "permission denied" is not "no such file" (os.path.exists says False
+    for both)."""
+    try:
+        os.stat(path)
+    except PermissionError:
+        return "permission denied (a directory on the way is not readable by this user)"
+    except FileNotFoundError:
+        return "no such file or directory"
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+def data_target(value: str) -> str:
+    """A --data value: a path that does not exist (a typo, a volume not mounted) is an error, not a
+    storage check quietly skipped in an otherwise clean report."""
+    path = os.path.expanduser(value)
+    problem = _stat_problem(path)
+    if problem == "no such file or directory":
+        raise OptionsError(f"--data {value}: no such file or directory (is the volume mounted?)")
+    if problem:
+        raise OptionsError(f"--data {value}: {problem}")
+    return path
 
 
 @dataclass
@@ -283,7 +339,50 @@ def judge(facts: Facts, compat: Any = None, only: Optional[List[str]] = None,
     return Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=compat.as_of)
 
 
+def _string_list(value: Any, name: str) -> List[str]:
+    """A list of strings: a bare string would be iterated letter by letter ("/", "u", "s", ...)."""
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise OptionsError(f"{name} must be a list of strings, got {type(value).__name__} {value!r}")
+    bad = [v for v in value if not isinstance(v, str) or not v]
+    if bad:
+        raise OptionsError(f"{name}: {bad[0]!r} is not a non-empty string")
+    return list(value)
+
+
+def validate_options(options: CollectOptions, only: Any = None, ignore: Any = None) -> CollectOptions:
+    """What the CLI checks before probing, for the Python API: OptionsError on anything that cannot work."""
+    import fnmatch
+    import math
+
+    from .checks import all_checks, select
+
+    if not isinstance(options, CollectOptions):
+        raise OptionsError(f"options must be a CollectOptions, got {type(options).__name__}")
+    pythons = [python_target(p) for p in _string_list(options.pythons, "pythons")]
+    data_paths = [data_target(p) for p in _string_list(options.data_paths, "data_paths")]
+    t = options.python_timeout_s
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        raise OptionsError(f"python_timeout_s must be a positive number of seconds, got {t!r}")
+    ids = [c.id for c in all_checks()]
+    globs = {}
+    for name, value in (("only", only), ("ignore", ignore)):
+        globs[name] = _string_list(value, name) or None
+        for pat in globs[name] or []:
+            if not any(fnmatch.fnmatchcase(i, pat) for i in ids):
+                raise OptionsError(f"{name}: {pat!r} matches no check id")
+    if (globs["only"] or globs["ignore"]) and not select(all_checks(), globs["only"], globs["ignore"]):
+        raise OptionsError("only/ignore leave no check to run")
+    return dataclasses.replace(options, pythons=pythons, data_paths=data_paths, python_timeout_s=float(t))
+
+
 def doctor(options: Optional[CollectOptions] = None, only: Optional[List[str]] = None,
            ignore: Optional[List[str]] = None) -> Report:
-    """The Python API of `envdoctor check`: collect this machine's facts and judge them."""
-    return judge(collect(options), only=only, ignore=ignore)
+    """The Python API of `envdoctor check`: collect this machine's facts and judge them.
+
+    Its arguments are validated as the CLI validates its options (OptionsError, a ValueError, before any
+    probing): a missing interpreter or data path, or a string where a list belongs, is an error.
+    """
+    options = validate_options(options if options is not None else CollectOptions(), only, ignore)
+    return judge(collect(options), only=list(only) if only else None, ignore=list(ignore) if ignore else None)

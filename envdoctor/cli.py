@@ -6,7 +6,6 @@ import argparse
 import errno
 import json
 import os
-import shutil
 import sys
 from typing import List, Optional, Sequence
 
@@ -49,6 +48,25 @@ def _split_globs(values: Optional[List[str]], option: str = "--only") -> Optiona
     return out or None
 
 
+DEFAULT_PYTHON_TIMEOUT_S = 60.0
+# `diagnose` reads at most this much of each input: a GitHub issue body is at most 65,536 characters and
+# collect_env a few KB, so more is a log someone piped in whole; the rest is dropped and stderr says so
+DIAGNOSE_MAX_BYTES = 8 * 1024 * 1024
+
+
+def _positive_seconds(text: str) -> float:
+    """--python-timeout: a positive, finite number of seconds (nan, inf, 0 and -1 would never or always fire)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
+    return value
+
+
 def _add_output_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("console", "json", "markdown"), default="console",
                    help="output format (default: console)")
@@ -70,8 +88,8 @@ def _add_collect_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--data", action="append", metavar="PATH", dest="data_paths",
                    help="where the training data lives (repeatable; default: the current directory)")
     p.add_argument("--no-torch", action="store_true", help="do not import torch in the target interpreter")
-    p.add_argument("--python-timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="time allowed to import torch in each interpreter (default: 60)")
+    p.add_argument("--python-timeout", type=_positive_seconds, default=None, metavar="SECONDS",
+                   help=f"time allowed to import torch in each interpreter (default: {DEFAULT_PYTHON_TIMEOUT_S:g})")
     p.add_argument("--load-pcie", action="store_true",
                    help="copy host->GPU for ~2 s in the target interpreter to read PCIe links under load "
                         "(idle links sit at Gen1; off by default because it uses the GPUs)")
@@ -121,16 +139,27 @@ def _normalise_argv(argv: Sequence[str]) -> List[str]:
     return ["check"] + argv
 
 
-def _write(text: str, output: Optional[str]) -> None:
+def _write(text: str, output: Optional[str], utf8: bool = False) -> None:
+    """Write to FILE (always UTF-8) or stdout. ``utf8``: a document (Markdown, JSON) goes to stdout as UTF-8
+    bytes whatever the terminal's encoding (a redirect on a C-locale box or a Windows code page), so the file
+    the user pastes is the one GitHub reads; other text is written in the terminal's encoding, "?" for the rest."""
+    text = text if text.endswith("\n") else text + "\n"
     if output and output != "-":
         try:
             with open(output, "w", encoding="utf-8") as fh:
-                fh.write(text if text.endswith("\n") else text + "\n")
+                fh.write(text)
         except OSError as e:
             raise UsageError(f"cannot write {output}: {e.strerror}") from None
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        return
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a StringIO (tests, notebooks): it takes str
+        sys.stdout.write(text)
         sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    encoding = "utf-8" if utf8 else (getattr(sys.stdout, "encoding", None) or "utf-8")
+    buffer.write(text.encode(encoding, "replace"))
+    buffer.flush()
 
 
 def _render(report, args) -> str:
@@ -151,34 +180,21 @@ def _exit_code(report, fail_on: str) -> int:
 
 
 def _python_target(value: str) -> str:
-    """A --python value as the interpreter to run: a typo is a usage error (exit 2), not a clean report
-    that silently judged no interpreter. A venv or conda prefix stands for its bin/python."""
-    path = os.path.expanduser(value)
-    if os.sep not in path and not os.path.exists(path):  # a bare name: looked up on PATH, like a shell would
-        found = shutil.which(path)
-        if found is None:
-            raise UsageError(f"--python {value}: no such command on PATH")
-        return path
-    if os.path.isdir(path):
-        for candidate in (os.path.join(path, "bin", "python"), os.path.join(path, "python.exe"),
-                          os.path.join(path, "Scripts", "python.exe")):
-            if os.path.isfile(candidate):
-                return candidate
-        raise UsageError(f"--python {value}: is a directory with no bin/python (give the interpreter itself)")
-    if not os.path.exists(path):
-        raise UsageError(f"--python {value}: no such file")
-    if not os.access(path, os.X_OK):
-        raise UsageError(f"--python {value}: not executable")
-    return path
+    from .app import OptionsError, python_target
+
+    try:
+        return python_target(value)
+    except OptionsError as e:
+        raise UsageError(str(e)) from None
 
 
 def _data_target(value: str) -> str:
-    """A --data value: a path that does not exist (a typo, a volume not mounted) is a usage error, not a
-    storage check quietly skipped in an otherwise clean report."""
-    path = os.path.expanduser(value)
-    if not os.path.exists(path):
-        raise UsageError(f"--data {value}: no such file or directory (is the volume mounted?)")
-    return path
+    from .app import OptionsError, data_target
+
+    try:
+        return data_target(value)
+    except OptionsError as e:
+        raise UsageError(str(e)) from None
 
 
 def _collect_options(args):
@@ -188,20 +204,27 @@ def _collect_options(args):
         pythons=[_python_target(p) for p in (args.pythons or [])],
         data_paths=[_data_target(p) for p in (args.data_paths or [])],
         inspect_torch=not args.no_torch,
-        python_timeout_s=args.python_timeout,
+        python_timeout_s=args.python_timeout if args.python_timeout is not None else DEFAULT_PYTHON_TIMEOUT_S,
         load_pcie=args.load_pcie,
     )
 
 
-def _read_text(path: str) -> str:
+def _read_text(path: str, limit: Optional[int] = None) -> str:
+    """The bytes of ``path`` ('-': stdin) as text; with ``limit``, at most that many (stderr says what was cut)."""
     try:
         if path == "-":
-            data = sys.stdin.buffer.read()
+            data = sys.stdin.buffer.read(limit + 1) if limit else sys.stdin.buffer.read()
         else:
             with open(path, "rb") as fh:
-                data = fh.read()
+                data = fh.read(limit + 1) if limit else fh.read()
+    except IsADirectoryError:
+        raise UsageError(f"cannot read {path}: is a directory") from None
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    if limit and len(data) > limit:
+        data = data[:limit]
+        sys.stderr.write(f"envdoctor: {'stdin' if path == '-' else path} is larger than {limit // 2**20} MiB: "
+                         f"read only its first {limit // 2**20} MiB\n")
     from .diagnose import decode_text  # UTF-8, or the UTF-16 a Windows shell redirect writes
 
     return decode_text(data)
@@ -212,7 +235,10 @@ def cmd_check(args) -> int:
     from .facts import Facts, FactsError
 
     only, ignore = _split_globs(args.only), _split_globs(args.ignore, "--ignore")  # before minutes of probing
+    _check_selection(only, ignore)
+    _check_output(args.output)
     if args.facts:
+        _check_no_collect_options(args)
         text = _read_text(args.facts)
         try:
             facts = Facts.from_json(text)
@@ -228,7 +254,7 @@ def cmd_check(args) -> int:
     report = judge(facts, only=only, ignore=ignore)
     text = _render(report, args)
     if args.format != "console" or (args.output and args.output != "-"):
-        _write(text, args.output)
+        _write(text, args.output, utf8=args.format != "console")
     return _exit_code(report, args.fail_on)
 
 
@@ -242,9 +268,44 @@ def _partial_report(e, args, only, ignore) -> None:
         report = judge(e.facts, only=only, ignore=ignore)
         text = _render(report, args)
         if args.format != "console" or (args.output and args.output != "-"):
-            _write(text, args.output)
+            _write(text, args.output, utf8=args.format != "console")
     except (OSError, UsageError):
         pass  # a closed pipe or an unwritable file: the exit code still says what happened
+
+
+def _check_selection(only, ignore) -> None:
+    """--only/--ignore that leave no check: a usage error, not "No problems found" on nothing judged."""
+    from .checks import all_checks, select
+
+    if (only or ignore) and not select(all_checks(), only, ignore):
+        raise UsageError("--only/--ignore leave no check to run (`envdoctor list-checks` lists them)")
+
+
+def _check_output(output: Optional[str]) -> None:
+    """-o FILE must be writable before minutes of probing, not after."""
+    if not output or output == "-":
+        return
+    path = os.path.abspath(os.path.expanduser(output))
+    if os.path.isdir(path):
+        raise UsageError(f"cannot write {output}: is a directory")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"cannot write {output}: permission denied")
+        return
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise UsageError(f"cannot write {output}: no such directory {os.path.dirname(output) or parent}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {output}: permission denied in {os.path.dirname(output) or parent}")
+
+
+def _check_no_collect_options(args) -> None:
+    """With --facts nothing is probed: options that only steer probing cannot apply (usage error)."""
+    given = [name for name, on in (("--python", bool(args.pythons)), ("--data", bool(args.data_paths)),
+                                   ("--no-torch", args.no_torch), ("--python-timeout", args.python_timeout is not None),
+                                   ("--load-pcie", args.load_pcie)) if on]
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot apply with --facts: a snapshot is judged as it was collected")
 
 
 def _as_snapshot(facts):
@@ -257,11 +318,12 @@ def cmd_collect(args) -> int:
     from .app import collect
     from .report.redact import redact_facts_dict
 
+    _check_output(args.output)
     facts = collect(_collect_options(args))
     data = facts.to_dict()
     if not args.no_redact:
         data = redact_facts_dict(data, [facts.host.hostname] if facts.host.hostname else [])
-    _write(json.dumps(data, indent=2, sort_keys=True), args.output)
+    _write(json.dumps(data, indent=2, sort_keys=True), args.output, utf8=True)
     return EXIT_OK
 
 
@@ -273,7 +335,8 @@ def cmd_diagnose(args) -> int:
     if files == ["-"] and sys.stdin.isatty():
         raise UsageError("diagnose reads pasted text from files or stdin: "
                          "envdoctor diagnose report.txt, or: pbpaste | envdoctor diagnose -")
-    texts = [_read_text(f) for f in files]
+    _check_output(args.output)
+    texts = [_read_text(f, DIAGNOSE_MAX_BYTES) for f in files]
     compat = load_compat()
     from .checks import all_checks, select
 
@@ -285,7 +348,7 @@ def cmd_diagnose(args) -> int:
         raise UsageError(str(e)) from None
     text = _render(report, args)
     if args.format != "console" or (args.output and args.output != "-"):
-        _write(text, args.output)
+        _write(text, args.output, utf8=args.format != "console")
     return _exit_code(report, args.fail_on)
 
 
@@ -317,6 +380,9 @@ def cmd_explain(args) -> int:
         if check is None:
             raise UsageError(f"unknown code {code!r}: give a category (e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA), a check "
                              "id or a finding code; `envdoctor list-checks` lists them")
+    if check is not None and "/" in code and not _known_finding_code(code):
+        raise UsageError(f"unknown finding code {code!r}: {check.id} reports no such kind "
+                         f"(`envdoctor explain {check.id}` explains the check)")
     out = []
     cats = [category] if category else [CATEGORIES[c] for c in check.categories if c in CATEGORIES]
     if check:
@@ -333,6 +399,41 @@ def cmd_explain(args) -> int:
         out += [""]
     _write("\n".join(out).rstrip(), None)
     return EXIT_OK
+
+
+def _finding_codes() -> tuple:
+    """(codes, dynamic prefixes) the checks can emit, read from their source: a code is a string literal
+    "area.check/kind"; an f-string "area.check/{...}" makes every kind under that prefix possible."""
+    import ast
+    import pathlib
+    import re
+
+    code_re = re.compile(r"[a-z_]+\.[a-z0-9-]+/[a-z0-9-]+")
+    codes, prefixes = set(), set()
+    here = pathlib.Path(__file__).resolve().parent
+    for path in sorted((here / "checks").glob("*.py")) + [here / "diagnose" / "__init__.py"]:
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (OSError, SyntaxError, ValueError):
+            return None, None  # cannot tell: accept every code rather than reject a real one
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and code_re.fullmatch(node.value):
+                codes.add(node.value)
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
+                    re.fullmatch(r"[a-z_]+\.[a-z0-9-]+/", node.value):  # "area.check/" + kind
+                prefixes.add(node.value)
+            elif isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+                head = str(node.values[0].value)
+                if re.fullmatch(r"[a-z_]+\.[a-z0-9-]+/", head):
+                    prefixes.add(head)
+    return codes, prefixes
+
+
+def _known_finding_code(code: str) -> bool:
+    codes, prefixes = _finding_codes()
+    if codes is None:
+        return True
+    return code in codes or any(code.startswith(p) and len(code) > len(p) for p in prefixes)
 
 
 # `diagnose` names a matched error message by its signature (compat_data/error_signatures.json), not by

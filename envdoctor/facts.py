@@ -474,11 +474,88 @@ class Facts:
 
     @classmethod
     def from_json(cls, text: str) -> Facts:
+        """Parse and validate a snapshot (``--facts``): types, then values (``validate_facts``)."""
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise FactsError(f"not valid JSON: {e.msg.rstrip()} (line {e.lineno}, column {e.colno})") from None
-        return cls.from_dict(data)
+        except RecursionError:
+            raise FactsError("not a facts snapshot: JSON nested too deeply") from None
+        except ValueError:  # Python 3.11+ refuses integers of more than 4300 digits
+            raise FactsError("not a facts snapshot: an integer with thousands of digits") from None
+        try:
+            facts = cls.from_dict(data)
+        except RecursionError:
+            raise FactsError("not a facts snapshot: nested too deeply") from None
+        validate_facts(facts)
+        return facts
+
+
+# --------------------------------------------------------------------------- value validation
+
+# A fact in these units cannot be negative: a snapshot saying so was edited or corrupted, and judging it
+# would give a confident wrong answer (negative RAM "is below what 8 GPUs need").
+_NON_NEGATIVE_SUFFIXES = ("_bytes", "_count", "_mhz", "_w", "_s", "_seconds", "_pct", "_gbps", "_gts")
+_NON_NEGATIVE_PREFIXES = ("ecc_", "remapped_rows_", "retired_pages_", "pcie_gen_", "pcie_width_")
+_NON_NEGATIVE_NAMES = frozenset({"cgroup_cpu_quota", "pid", "index", "cgroup_version", "wsl_version",
+                                 "cudnn_version", "cap_width", "sta_width", "nvswitch_count", "code"})
+_MAX_INT = 2**63 - 1  # what NVML, sysfs and /proc report fits in 64 bits
+
+# version fields the checks parse and compare: they must start like a version ("550.54.14", "2.5.1+cu124")
+_VERSION_FIELDS = {("Driver", "version"), ("Driver", "cuda_driver_version"), ("Driver", "kernel_module_version"),
+                   ("Driver", "nvml_version"), ("TorchInfo", "version"), ("TorchInfo", "cuda"),
+                   ("TorchInfo", "hip"), ("PythonEnv", "python_version"), ("CudaToolkit", "version"),
+                   ("CudaToolkit", "version_full"), ("SystemLibraries", "cudnn_version"),
+                   ("TorchInfo", "nccl_version")}
+_VERSION_RE = None
+
+
+def _looks_like_version(text: str) -> bool:
+    import re
+
+    global _VERSION_RE
+    if _VERSION_RE is None:
+        _VERSION_RE = re.compile(r"v?\d+(\.\d+)*([.+_-]?[0-9A-Za-z]+)*")
+    return bool(_VERSION_RE.fullmatch(text.strip()))
+
+
+def validate_facts(facts: Facts) -> None:
+    """Raise FactsError naming the dotted path of the first impossible value (a negative size, a version "abc",
+    a number that is not finite or does not fit in 64 bits)."""
+    import math
+
+    def walk(obj: Any, path: str) -> None:
+        if dataclasses.is_dataclass(obj):
+            cls = type(obj).__name__
+            for f in dataclasses.fields(obj):
+                value = getattr(obj, f.name)
+                p = f"{path}.{f.name}"
+                if isinstance(value, bool) or value is None:
+                    continue
+                if isinstance(value, (int, float)):
+                    if isinstance(value, float) and not math.isfinite(value):
+                        raise FactsError(f"{p}: {value!r} is not a finite number")
+                    if abs(value) > _MAX_INT:
+                        text = repr(value)
+                        text = text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
+                        raise FactsError(f"{p}: {text} is too large to be a real reading")
+                    name = f.name
+                    if value < 0 and (name.endswith(_NON_NEGATIVE_SUFFIXES) or name.startswith(_NON_NEGATIVE_PREFIXES)
+                                      or name in _NON_NEGATIVE_NAMES):
+                        raise FactsError(f"{p}: {value!r} cannot be negative")
+                elif isinstance(value, str):
+                    if (cls, f.name) in _VERSION_FIELDS and not _looks_like_version(value):
+                        raise FactsError(f"{p}: {value!r} is not a version number")
+                else:
+                    walk(value, p)
+        elif isinstance(obj, list):
+            for i, v in enumerate(obj):
+                walk(v, f"{path}[{i}]")
+        elif isinstance(obj, dict):
+            for k, v in obj.items():
+                walk(v, f"{path}.{k}")
+
+    walk(facts, "facts")
 
 
 # --------------------------------------------------------------------------- helpers

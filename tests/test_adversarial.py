@@ -111,7 +111,7 @@ def test_python_venv_prefix_and_duplicates_are_inspected_once(tmp_path, monkeypa
     import sys
 
     from envdoctor import app
-    from envdoctor.cli import _python_target
+    from envdoctor.cli import _python_target  # the CLI wraps app.python_target
 
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)

@@ -109,7 +109,11 @@ def _probe_path(path: str, runner, root: str, mounts: Optional[List[MountEntry]]
     live = root == "/"
     abs_path = os.path.abspath(path) if live else "/" + path.lstrip("/")
     host_path = abs_path if live else _p(root, abs_path)
-    if not os.path.exists(host_path):
+    try:
+        os.stat(host_path)
+    except PermissionError:  # a directory on the way is not ours to search: not "does not exist"
+        return DataPath(path=path, status=ProbeStatus.FAILED, reason=f"{abs_path}: permission denied")
+    except OSError:
         return DataPath(path=path, status=ProbeStatus.ABSENT, reason=f"{abs_path} does not exist", exists=False)
     # resolve symlinks so /data -> /mnt/nvme/data is judged on the disk that holds it
     resolved = os.path.realpath(host_path)

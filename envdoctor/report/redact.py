@@ -19,9 +19,10 @@ _GPU_ID_KEYS = frozenset({"uuid", "serial"})
 # e.g. CUDA_VISIBLE_DEVICES=GPU-... or an error message quoting a device).
 _GPU_UUID_RE = re.compile(r"\b(GPU|MIG)-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4,}){1,}(?:/\d+/\d+)?")
 
-# Home directories. The negative look-behind keeps "/var/home/..." style paths whole-word safe,
-# and "/rootfs" is not "/root".
-_POSIX_HOME_RE = re.compile(r"(?<![\w.~-])/(?:home|Users)/[^/\s\"'`:;,)\]}>]+(/|(?=[\s\"'`:;,)\]}>]|$))")
+# Home directories, also under the prefixes clusters and macOS put them in (/private/home, /gpfs/home,
+# /var/home on Fedora Silverblue, /mnt/home, /data/home); "/rootfs" is not "/root", "/homework" not "/home".
+_POSIX_HOME_RE = re.compile(r"(?<![\w.~-])(?:/(?:private|gpfs|var|mnt|data|nfs|lustre))?/(?:home|Users|u|homes)/"
+                            r"[^/\s\"'`:;,)\]}>]+(/|(?=[\s\"'`:;,)\]}>]|$))")
 _ROOT_HOME_RE = re.compile(r"(?<![\w.~-])/root(/|(?=[\s\"'`:;,)\]}>]|$))")
 _WINDOWS_HOME_RE = re.compile(r"\b[A-Za-z]:\\Users\\[^\\\s\"']+(\\|(?=[\s\"']|$))")
 
@@ -34,10 +35,50 @@ def _home_sub(match: re.Match) -> str:
 _PROMPT_RE = re.compile(r"(?<![\w.@-])[a-z_][\w.-]{0,31}@[A-Za-z0-9][\w.-]{0,62}(?=:[~/])")
 
 
+# Secrets: credentials in URLs (https://user:token@host, pip's https://__token__:pypi-...@...), variables
+# whose name ends in TOKEN/PASSWORD/SECRET/KEY written as NAME=value or "name: value", and the token shapes of
+# the hubs users paste from (Hugging Face hf_..., GitHub ghp_/github_pat_, OpenAI sk-..., AWS AKIA...).
+_URL_CREDENTIALS_RE = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"'<>]+@")
+_SECRET_NAME = r"[A-Za-z0-9_.-]*(?:TOKEN|PASSWORD|PASSWD|PASSPHRASE|SECRET|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?)"
+_SECRET_ASSIGN_RE = re.compile(r"(?i)\b(" + _SECRET_NAME + r")(\s*[=:]\s*)(\"[^\"]*\"|'[^']*'|[^\s\"',;]+)")
+_TOKEN_SHAPES_RE = re.compile(r"\b(?:hf_[A-Za-z0-9]{20,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+                              r"|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[abpr]-[A-Za-z0-9-]{10,})\b")
+# a GPU's serial as nvidia-smi -q prints it ("Serial Number : 1650321012345"), also in pasted text
+_SERIAL_RE = re.compile(r"(?i)(\bserial(?:[ _]number)?\s*[:=]\s*)(?!N/A\b)([0-9A-Za-z-]{6,})")
+_SECRET_KEY_RE = re.compile(r"(?i)^" + _SECRET_NAME + r"$")
+
+
+def _local_homes() -> List[tuple]:
+    """(directory, replacement) for this machine's own home ($HOME, whatever its prefix: ~) and the
+    per-user scratch directories of clusters (/scratch/$USER: /scratch/<redacted>)."""
+    import os
+
+    out = []
+    home = (os.environ.get("HOME") or "").rstrip("/")
+    if home.startswith("/") and home not in ("", "/root"):
+        out.append((home, "~"))
+    user = os.environ.get("USER") or os.environ.get("LOGNAME") or ""
+    if user and user != "root" and re.fullmatch(r"[\w.-]+", user):
+        for base in ("/scratch", "/gpfs/scratch", "/lustre/scratch", "/scratch1", "/local/scratch", "/work"):
+            out.append((f"{base}/{user}", f"{base}/{REDACTED}"))
+    return out
+
+
+def _redact_dir(text: str, directory: str, replacement: str) -> str:
+    return re.sub(r"(?<![\w.~/-])" + re.escape(directory) + r"(?=/|[\s\"'`:;,)\]}>]|$)",
+                  lambda _m: replacement, text)
+
+
 def redact_text(text: str, hostnames: Iterable[str] = ()) -> str:
-    """Redact home paths, GPU UUIDs, shell prompts' user@host and the given host names in free text."""
+    """Redact home paths, GPU UUIDs and serials, secrets, shell prompts' user@host and the given host names."""
     out = _GPU_UUID_RE.sub(lambda m: f"{m.group(1)}-<redacted>", text)
+    out = _URL_CREDENTIALS_RE.sub(lambda m: f"{m.group(1)}{REDACTED}@", out)
+    out = _SECRET_ASSIGN_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", out)
+    out = _TOKEN_SHAPES_RE.sub(REDACTED, out)
+    out = _SERIAL_RE.sub(lambda m: f"{m.group(1)}{REDACTED}", out)
     out = _PROMPT_RE.sub(f"{REDACTED}@{REDACTED}", out)
+    for directory, replacement in sorted(_local_homes(), key=lambda d: len(d[0]), reverse=True):
+        out = _redact_dir(out, directory, replacement)
     out = _POSIX_HOME_RE.sub(_home_sub, out)
     out = _ROOT_HOME_RE.sub(_home_sub, out)
     out = _WINDOWS_HOME_RE.sub(_home_sub, out)
@@ -66,7 +107,9 @@ def _find_hostnames(obj: Any, found: List[str]) -> None:
 
 def _redact(obj: Any, hostnames: List[str], key: str | None = None) -> Any:
     if isinstance(obj, dict):
-        return {k: _redact(v, hostnames, k) for k, v in obj.items()}
+        # an environment variable holding a secret (HF_TOKEN, WANDB_API_KEY): its whole value goes
+        return {k: (REDACTED if isinstance(v, str) and isinstance(k, str) and _SECRET_KEY_RE.match(k)
+                    else _redact(v, hostnames, k)) for k, v in obj.items()}
     if isinstance(obj, list):
         return [_redact(v, hostnames, key) for v in obj]
     if isinstance(obj, str):
