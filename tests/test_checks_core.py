@@ -169,7 +169,11 @@ def test_extension_pinned_to_another_torch():
     codes = {x.code: x for x in found}
     assert "torch==2.3.1" in codes["packages.extensions/xformers"].summary
     assert "built for torch 2.2" in codes["packages.extensions/flash-attn"].summary
-    assert result(m.healthy_a100(), "packages.extensions").status == CheckStatus.PASSED
+    # no extension installed: nothing judged, no check mark; a matching one passes
+    assert result(m.healthy_a100(), "packages.extensions").status == CheckStatus.SKIPPED
+    ok = Package("xformers", "0.0.28", requires=["numpy", f"torch=={py.torch.version.split('+')[0]}"])
+    assert result(replace(f, pythons=[replace(py, packages=py.packages + [ok])]),
+                  "packages.extensions").status == CheckStatus.PASSED
 
 
 def test_shadowed_cudnn_from_ld_library_path():

@@ -18,7 +18,7 @@ from ._util import (
     variant_cuda_major,
     variant_kind,
 )
-from .base import CheckContext, registrar
+from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -95,6 +95,7 @@ def _pair_pins(ctx: CheckContext, py: PythonEnv, torch_version: str) -> List[str
 def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     findings = []
+    judged = False  # a variant compared with another package's: else nothing to judge (no check mark)
     for i, py in envs:
         torch_pkg = py.package("torch") or Package(name="torch", version=py.torch.version)
         tv, tv_ev, t_certain = package_variant(ctx, py, torch_pkg)
@@ -108,6 +109,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
             if pkg is None:
                 continue
             v, ev, certain = package_variant(ctx, py, pkg)
+            judged = judged or v is not None
             if v and not _same_variant(tv, v):
                 mixed.append((pkg, v, ev, certain))
         # nvidia-* runtime wheels for another CUDA major than torch's (e.g. nvidia-cudnn-cu11 next to cu12 torch)
@@ -115,6 +117,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
         wheels = []
         for pkg in py.packages:
             m = re.match(r"nvidia-[a-z0-9-]+?-cu(\d+)$", pkg.name)
+            judged = judged or bool(m and tmajor is not None)
             if m and tmajor is not None and int(m.group(1)) != tmajor and _required_by_torch(py, pkg.name):
                 wheels.append(pkg)
         if not mixed and not wheels:
@@ -146,6 +149,9 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
                     [pip_install(_pair_pins(ctx, py, version), target, force=True)], VISION_README),
             confidence=None if certain else "medium",
         ))
+    if not findings and not judged:
+        raise SkipCheck("no torchvision/torchaudio or nvidia-* wheel of known variant next to torch: "
+                        "nothing to compare torch's variant with")
     return findings
 
 
@@ -160,6 +166,7 @@ def _required_by_torch(py: PythonEnv, name: str) -> bool:
 def check_companions(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     findings = []
+    present = []  # the companions there were to judge
     for i, py in envs:
         tver = base_version(py.torch.version) or ""
         comp = ctx.compat.companions(tver)
@@ -167,6 +174,7 @@ def check_companions(ctx: CheckContext) -> List[Finding]:
             pkg = py.package(name)
             if pkg is None:
                 continue
+            present.append(pkg.name)
             have = base_version(pkg.version)
             want = None
             if comp is not None:
@@ -188,6 +196,8 @@ def check_companions(ctx: CheckContext) -> List[Finding]:
             pairs_with = ctx.compat.torch_for_companion(name, have or "")
             if pairs_with and mm_str(pairs_with) != mm_str(tver):
                 findings.append(_companion_finding(ctx, i, py, pkg, tver, None, name, pairs_with))
+    if not present:
+        raise SkipCheck("no torchvision, torchaudio or triton installed: nothing to pair with torch")
     return findings
 
 
@@ -225,12 +235,15 @@ _TAG = re.compile(r"(?:cu(?P<cu>\d+))?torch(?P<torch>\d+\.\d+)(?:cxx11abi(?P<abi
 def check_extensions(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     findings = []
+    judged = False  # an extension pinned to torch, a known extension, or an import error seen
     for i, py in envs:
         t = py.torch
         tver = base_version(t.version) or ""
         for pkg in py.packages:
             if pkg.name in ("torch", "torchvision", "torchaudio") or pkg.name.startswith("nvidia-"):
                 continue
+            judged = judged or pkg.name in _EXTENSIONS or any(
+                re.match(r"\s*torch\b", r) for r in pkg.requires or []) or pkg.name in py.import_errors
             problems: List[str] = []
             evidence: List[Evidence] = []
             # 1. an exact torch pin in Requires-Dist (xformers, torchtext, ... pin torch==X)
@@ -274,4 +287,7 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
                         "against the installed torch",
                         [f"python -m pip install --force-reinstall --no-deps --no-build-isolation {pkg.name}"]),
             ))
+    if not findings and not judged:
+        raise SkipCheck("no compiled extension that depends on torch (flash-attn, xformers, ...) installed: "
+                        "nothing to judge")
     return findings
