@@ -164,6 +164,11 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
             t.join(max(0.0, end - time.monotonic()))
     except Interrupted as e:  # the signal handler killed the children: keep what finished, say what did not
         interrupted = e
+    except KeyboardInterrupt:  # the Python API, no handler of ours: the children run in their own sessions
+        from .probes.runner import stop_all_children
+
+        stop_all_children()
+        raise
     finished = dict(out)  # a snapshot: threads that lose their killed child finish after this
     results = {}
     for name, (_func, failed) in jobs.items():
@@ -183,9 +188,10 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
 
 def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Facts:
     """Probe this machine. Never raises for a probe's failure: it is recorded in the facts."""
-    from .probes.runner import Runner
+    from .probes.runner import Runner, allow_children
 
     options = options or CollectOptions()
+    allow_children()  # a collect() after an interrupted one may start commands again
     env = dict(os.environ if options.env is None else options.env)
     runner = runner or Runner()
     root = options.root

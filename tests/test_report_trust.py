@@ -279,3 +279,26 @@ def test_a_signal_ends_every_child_and_exits_with_its_code(tmp_path, signame, co
     while _marked(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _marked(marker), "a child outlived envdoctor"
+
+
+def test_keyboard_interrupt_in_the_python_api_kills_the_children(tmp_path):
+    marker = f"envdoctor-test-api-{os.getpid()}"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import time; time.sleep(60)' {marker}\n")
+    fake.chmod(0o755)
+    code = ("import os, signal, threading, time, sys\n"
+            "from envdoctor.app import doctor, CollectOptions\n"
+            "def later():\n"
+            "    time.sleep(1.0); os.kill(os.getpid(), signal.SIGINT)\n"
+            "threading.Thread(target=later, daemon=True).start()\n"
+            "try:\n"
+            f"    doctor(CollectOptions(pythons=[{str(fake)!r}], data_paths=[{str(tmp_path)!r}]))\n"
+            "except KeyboardInterrupt:\n"
+            "    sys.exit(42)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=30)
+    assert proc.returncode == 42, proc.stderr.decode()
+    deadline = time.monotonic() + 5
+    while _marked(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _marked(marker), "a child outlived the interrupted doctor()"
