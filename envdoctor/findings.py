@@ -26,7 +26,7 @@ class Severity:
 class CheckStatus:
     PASSED = "passed"  # ran, nothing at warning or error (info findings may exist)
     FAILED = "failed"  # ran, at least one warning or error
-    SKIPPED = "skipped"  # could not run: a fact it needs is missing (reason says which and why)
+    SKIPPED = "skipped"  # judged nothing: a fact it needs is missing or not there (reason says which and why)
     ERRORED = "errored"  # the check itself crashed: shown, never hiding the others
 
 

@@ -24,6 +24,7 @@ from envdoctor.facts import (
     Driver,
     Facts,
     Host,
+    PasteSource,
     ProbeStatus,
     PythonEnv,
     Storage,
@@ -97,6 +98,8 @@ OFFENDERS = [
         m.healthy_a100().driver, kernel_log_readable=False, kernel_log_reason="dmesg: Operation not permitted")),
      "not readable"),
     ("driver.present", m.cpu_torch_cuda_vision(), "nothing here needs one"),
+    ("interconnect.nccl-env", dataclasses.replace(nothing_there(), origin="paste", paste=PasteSource()),
+     "the pasted text shows none"),
 ]
 
 

@@ -198,6 +198,8 @@ def nccl_env(ctx: CheckContext) -> List[Finding]:
     if host.status != ProbeStatus.OK:
         raise SkipCheck(section_reason(host, "environment variables"))
     env = host.env or {}
+    if not env and ctx.facts.paste is not None:  # a paste that shows no variable says nothing about them
+        raise SkipCheck("environment variables unknown: the pasted text shows none")
     ib = host.infiniband_devices or []
     out: List[Finding] = []
     # NCCL environment variables: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
