@@ -397,7 +397,8 @@ def _evidence_lines(finding: Finding) -> List[Text]:
     return lines
 
 
-def _finding(finding: Finding, verbose: bool, width: int) -> List[Tuple[RenderableType, bool]]:
+def _finding(finding: Finding, verbose: bool, width: int,
+             show_subject: bool = False) -> List[Tuple[RenderableType, bool]]:
     """Renderables for one finding; the flag marks pre-laid-out command lines (never re-wrapped)."""
     out: List[Tuple[RenderableType, bool]] = []
     symbol, style = _SEVERITY_SYMBOLS.get(finding.severity, ("?", ""))
@@ -409,6 +410,9 @@ def _finding(finding: Finding, verbose: bool, width: int) -> List[Tuple[Renderab
     meta = f"{finding.severity} · {finding.category} · {finding.code}"
     if finding.confidence:
         meta += f" · confidence {finding.confidence}"
+    if show_subject and finding.subject:
+        # several interpreters were judged: say which one this finding (and its fix) is about
+        meta += f" · in {finding.subject}"
     out.append((Padding(Text(meta, style="dim"), (0, 0, 0, 2)), False))
     if finding.detail:
         out.append((Padding(Text(finding.detail), (0, 0, 0, 2)), False))
@@ -495,7 +499,7 @@ def render_console(
         for i, finding in enumerate(findings):
             if i:
                 pr()
-            for renderable, is_command in _finding(finding, verbose, width):
+            for renderable, is_command in _finding(finding, verbose, width, len(report.facts.pythons) > 1):
                 if is_command:
                     raw(renderable)  # type: ignore[arg-type]
                 else:
