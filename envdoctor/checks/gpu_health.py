@@ -6,7 +6,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..facts import Driver, Facts, Gpu, ProbeStatus, pci_bus_key
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import command, export, kernel_log_xid, placeholder
+from ..remedies import command, kernel_log_xid, placeholder, set_env
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
@@ -439,7 +439,7 @@ def busy(ctx: CheckContext) -> List[Finding]:
             fix=Fix("Stop the processes you own, or choose idle GPUs",
                     commands=["nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv",
                               command("kill", placeholder("<pid>")),
-                              export("CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
+                              set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
         ))
     hidden = [g for g in gpus if not g.under_load and g.index not in compute and not g.processes and g.memory_used_bytes
               and g.memory_total_bytes and g.memory_used_bytes > max(GIB, 0.1 * g.memory_total_bytes)]
@@ -455,7 +455,7 @@ def busy(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(gpu_path(g, "memory_used_bytes"), g.memory_used_bytes, expected="< 10% of total")
                       for g in hidden],
             fix=Fix("Find the process on the host, or choose idle GPUs",
-                    commands=["nvidia-smi", export("CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
+                    commands=["nvidia-smi", set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
         ))
     busy_util = [g for g in gpus if not g.under_load and g.index not in compute and g not in hidden
                  and g.utilization_gpu_pct is not None and g.utilization_gpu_pct >= 50]
@@ -467,7 +467,7 @@ def busy(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(gpu_path(g, "utilization_gpu_pct"), g.utilization_gpu_pct, expected="< 50")
                       for g in busy_util],
             fix=Fix("Find what runs there, or choose idle GPUs",
-                    commands=["nvidia-smi", export("CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
+                    commands=["nvidia-smi", set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
         ))
     return out
 
