@@ -7,6 +7,7 @@ from typing import List
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import Raw, command, placeholder
+from ..remedies.driver import remove_linux_driver
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
@@ -95,7 +96,7 @@ def check_wsl(ctx: CheckContext) -> List[Finding]:
         evidence=ev,
         fix=Fix("Install or update the NVIDIA driver on Windows only; remove any Linux NVIDIA driver inside WSL; "
                 "keep /usr/lib/wsl/lib on the library path",
-                ["sudo apt-get remove --purge '^nvidia-driver-.*' '^libnvidia-.*'   # inside WSL, if installed",
+                remove_linux_driver(ctx.facts, comment="inside WSL, if installed") + [
                  "ls -l /usr/lib/wsl/lib/libcuda.so*",
                  "wsl --update   # in Windows PowerShell"],
                 WSL_DOC),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies.toolchain import host_compiler_install
+from ..remedies.toolchain import cuda_toolkit_first, host_compiler_install
 from ._util import major_minor, mm_str, torch_envs
 from .base import CheckContext, SkipCheck, registrar
 
@@ -53,7 +53,7 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
                       Evidence(f"pythons[{i}].torch.cuda", t.cuda)],
             fix=Fix(f"Before building extensions, put a CUDA {mm_str(t.cuda)} toolkit first on PATH, or install "
                     f"the torch build for CUDA {mm_str(tk.version)}",
-                    [f"export CUDA_HOME=/usr/local/cuda-{mm_str(t.cuda)} PATH=/usr/local/cuda-{mm_str(t.cuda)}/bin:$PATH"],
+                    [cuda_toolkit_first(mm_str(t.cuda))],
                     CPP_EXT_DOC),
         ))
     return findings

@@ -110,3 +110,21 @@ def driver_install(facts: Facts, branch: Optional[int], server: bool = False) ->
         return DriverPlan(_linux_commands(host, branch, server, pre),
                           "in a container the driver is the host's: upgrade it on the host")
     return DriverPlan(_linux_commands(plat, branch, server, pre))
+
+
+def remove_linux_driver(facts: Facts, comment: Optional[str] = None) -> List[str]:
+    """Remove a Linux NVIDIA driver (inside WSL, where it overrides the Windows driver's libcuda).
+
+    apt takes the package-name patterns directly; elsewhere the driver's package names vary by repository,
+    so the command lists what is installed and the comment says what to remove.
+    """
+    fam = platform_of(facts).family
+    then = f"{comment}: remove the driver packages it lists" if comment else "remove the driver packages it lists"
+    if fam == "arch":
+        return [command("pacman", "-Qs", "nvidia", comment=then)]
+    if fam in ("rhel", "fedora"):
+        return [command("dnf", "list", "--installed", "*nvidia*", comment=then)]
+    if fam == "suse":
+        return [command("zypper", "search", "--installed-only", "nvidia", comment=then)]
+    # apt reads arguments with ^ as regular expressions over package names
+    return [command("sudo", "apt-get", "remove", "--purge", "^nvidia-driver-.*", "^libnvidia-.*", comment=comment)]

@@ -6,7 +6,7 @@ from typing import List
 
 from ..facts import Facts
 from .platform import platform_of
-from .shell import command, comment_line, export
+from .shell import Raw, command, comment_line, export, quote
 
 
 def host_compiler_install(facts: Facts, major: int) -> List[str]:
@@ -31,3 +31,9 @@ def host_compiler_install(facts: Facts, major: int) -> List[str]:
         return []
     # Ubuntu/Debian, and the default when the distribution is unknown
     return [command("sudo", "apt-get", "install", "-y", f"gcc-{n}", f"g++-{n}")] + point
+
+
+def cuda_toolkit_first(version: str) -> str:
+    """Put the CUDA ``version`` toolkit ("12.4") first for extension builds, at its default install path."""
+    root = f"/usr/local/cuda-{version}"
+    return command("export", f"CUDA_HOME={root}", Raw("PATH=" + quote(f"{root}/bin") + ":$PATH"))
