@@ -417,3 +417,18 @@ def test_host_compiler_fix_follows_the_platform():
     assert host_compiler_install(rocky, 12)[0] == "sudo dnf install -y gcc-toolset-12"
     suse = replace(ubuntu, host=m.host(distro_id="opensuse-tumbleweed"))
     assert host_compiler_install(suse, 13)[0] == "sudo zypper install -y gcc13 gcc13-c++"
+
+
+def test_markdown_names_the_interpreter_and_fences_powershell_on_windows():
+    from envdoctor.report.markdown import render_markdown
+
+    facts = m.h100_old_driver()
+    a = replace(facts.pythons[0], executable="/opt/a `b`/bin/python")
+    b = replace(facts.pythons[0], executable="/opt/b/bin/python")
+    text = render_markdown(judge(replace(facts, pythons=[a, b])), redact=False)
+    assert "· in ``/opt/a `b`/bin/python``" in text and "· in `/opt/b/bin/python`" in text
+    assert "```bash\n" in text
+    win = replace(facts, host=m.host(os="Windows", distro_id=None),
+                  pythons=[replace(facts.pythons[0], executable=r"C:\venv\Scripts\python.exe", platform="win-amd64")])
+    text = render_markdown(judge(win), redact=False)
+    assert "```powershell\n" in text and r"C:\venv\Scripts\python.exe -m pip install" in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import List
 
 from ..findings import CheckStatus, Report, Severity
@@ -22,6 +23,14 @@ def _fence(body: str, lang: str) -> str:
     while fence in body:
         fence += "`"
     return f"{fence}{lang}\n{body}\n{fence}"
+
+
+def _code_span(text: str) -> str:
+    """Inline code that holds any text: a backtick run longer than any inside it (CommonMark code spans)."""
+    text = " ".join(text.split())
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _fence_language(report: Report) -> str:
@@ -60,7 +69,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
             out.append(f"### {f.severity}: {_cell(f.summary)}")
             out.append("")
             out.append(f"`{f.category}` · `{f.code}`"
-                       + (f" · in {_cell(f.subject)}" if f.subject and len(report.facts.pythons) > 1 else ""))
+                       + (f" · in {_cell(_code_span(f.subject))}" if f.subject and len(report.facts.pythons) > 1 else ""))
             out.append("")
             if f.detail:
                 out.append(f.detail)
