@@ -432,3 +432,15 @@ def test_markdown_names_the_interpreter_and_fences_powershell_on_windows():
                   pythons=[replace(facts.pythons[0], executable=r"C:\venv\Scripts\python.exe", platform="win-amd64")])
     text = render_markdown(judge(win), redact=False)
     assert "```powershell\n" in text and r"C:\venv\Scripts\python.exe -m pip install" in text
+
+
+def test_the_collection_tests_fail_when_a_check_writes_a_value_unquoted(monkeypatch):
+    # what checks/storage.py wrote before the builder: the hostile data path then breaks both tests above
+    import envdoctor.checks.storage as storage
+
+    monkeypatch.setattr(storage, "copy_to_local", lambda p: f"rsync -a {p}/ /local_nvme/data/")
+    cmds = [c for _, c in _fix_commands(_hostile_report()) if c.startswith("rsync")]
+    assert cmds and all(_unquoted_expansions(c) for c in cmds)
+    if BASH:
+        assert any(subprocess.run([BASH, "-n", "-c", c], capture_output=True, timeout=10).returncode != 0
+                   for c in cmds)

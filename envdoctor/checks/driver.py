@@ -7,7 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..facts import Facts, Package, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import command, driver_install, pip_install
+from ..remedies import command, driver_install, pip_install, set_env, unset_env
 from ._util import (
     driver_branch,
     driver_runs_cuda,
@@ -210,8 +210,8 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
                 evidence=[Evidence(f"pythons[{i}].env.CUDA_VISIBLE_DEVICES", cvd),
                           Evidence("driver.gpus", len(d.gpus))],
                 fix=Fix("Unset CUDA_VISIBLE_DEVICES or list valid indices",
-                        ["unset CUDA_VISIBLE_DEVICES",
-                         f"export CUDA_VISIBLE_DEVICES={','.join(str(g.index) for g in d.gpus)}"]),
+                        [unset_env(ctx.facts, "CUDA_VISIBLE_DEVICES"),
+                         set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", ",".join(str(g.index) for g in d.gpus))]),
             ))
     return findings
 
