@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 import shlex
@@ -86,8 +87,17 @@ def _fix_commands(report: Report) -> Iterator[Tuple[str, str]]:
 
 def _reports() -> Iterator[Tuple[str, Report]]:
     compat = load_compat()
-    for name, (build, _) in m.SCENARIOS.items():
-        yield f"machines.{name}", judge(build(), compat)
+    builders = {f"machines.{name}": build for name, (build, _) in m.SCENARIOS.items()}
+    for name, fn in vars(m).items():
+        # every zero-argument builder in tests/machines.py, not only the listed scenarios
+        if callable(fn) and getattr(fn, "__module__", None) == m.__name__ and not name.startswith("_"):
+            params = inspect.signature(fn).parameters.values()
+            if all(p.default is not inspect.Parameter.empty for p in params):
+                builders.setdefault(f"machines.{name}", fn)
+    for name, build in builders.items():
+        facts = build()
+        if isinstance(facts, Facts):
+            yield name, judge(facts, compat)
     for path in SNAPSHOTS:
         yield path.name, judge(Facts.from_dict(json.loads(path.read_text(encoding="utf-8"))), compat)
     from envdoctor.diagnose import NothingRecognised, diagnose_report
