@@ -454,3 +454,14 @@ def test_the_collection_tests_fail_when_a_check_writes_a_value_unquoted(monkeypa
     if BASH:
         assert any(subprocess.run([BASH, "-n", "-c", c], capture_output=True, timeout=10).returncode != 0
                    for c in cmds)
+
+
+def test_a_paste_that_names_the_distribution_gets_its_package_tool():
+    _, cmds = _driver_fix(distro_id=None, distro_version=None, distro_name="Rocky Linux 9.3 (Blue Onyx)")
+    assert cmds[0].startswith("sudo dnf module enable -y nvidia-driver:580-open")
+    _, cmds = _driver_fix(distro_id=None, distro_version=None, distro_name="Red Hat Enterprise Linux 10.0")
+    assert cmds[0].startswith("sudo dnf versionlock add")
+    _, cmds = _driver_fix(distro_id=None, distro_version=None, distro_name="Ubuntu 22.04.4 LTS")
+    assert cmds == ["sudo apt-get install -y nvidia-driver-580   # Ubuntu; then reboot"]
+    assert family_of(None, None, "Debian GNU/Linux 12 (bookworm)") == "debian"
+    assert family_of(None, None, "openSUSE Leap 15.5") == "suse"

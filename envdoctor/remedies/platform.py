@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Optional
 
@@ -40,13 +41,34 @@ class Platform:
         return self.os == "windows"
 
 
-def family_of(distro_id: Optional[str], distro_like: Optional[str] = None) -> Optional[str]:
-    """The family of an os-release ID, else of the first ID_LIKE word that names one."""
+# PRETTY_NAME / collect_env "OS:" prefixes -> family, for pastes that name the distribution but not its ID
+_NAME_PREFIXES = (
+    ("ubuntu", "ubuntu"), ("pop!_os", "ubuntu"), ("linux mint", "ubuntu"), ("debian", "debian"),
+    ("red hat enterprise linux", "rhel"), ("rhel", "rhel"), ("centos", "rhel"), ("rocky linux", "rhel"),
+    ("almalinux", "rhel"), ("oracle linux", "rhel"), ("amazon linux", "rhel"), ("fedora", "fedora"),
+    ("opensuse", "suse"), ("suse linux enterprise", "suse"), ("sles", "suse"), ("arch linux", "arch"),
+    ("manjaro", "arch"), ("endeavouros", "arch"),
+)
+
+
+def family_of(distro_id: Optional[str], distro_like: Optional[str] = None,
+              distro_name: Optional[str] = None) -> Optional[str]:
+    """The family of an os-release ID, else of the first ID_LIKE word that names one, else of the
+    distribution's name ("Rocky Linux 9.3 (Blue Onyx)")."""
     for word in [distro_id or ""] + (distro_like or "").split():
         fam = _FAMILIES.get(word.strip().lower())
         if fam:
             return fam
+    name = (distro_name or "").strip().lower()
+    for prefix, fam in _NAME_PREFIXES:
+        if name.startswith(prefix):
+            return fam
     return None
+
+
+def _version_from_name(name: Optional[str]) -> Optional[str]:
+    m = re.search(r"\b(\d+(?:\.\d+)?)\b", name or "")
+    return m.group(1) if m else None
 
 
 def platform_of(facts: Facts, py: Optional[PythonEnv] = None) -> Platform:
@@ -56,7 +78,8 @@ def platform_of(facts: Facts, py: Optional[PythonEnv] = None) -> Platform:
         os_name = "windows"  # the interpreter's own tag wins: a Windows Python judged from a paste
     if os_name == "darwin":
         os_name = "macos"
-    family = family_of(host.distro_id, getattr(host, "distro_like", None)) if os_name in (None, "linux") else None
+    family = family_of(host.distro_id, host.distro_like, host.distro_name) if os_name in (None, "linux") else None
+    version = host.distro_version or (_version_from_name(host.distro_name) if not host.distro_id else None)
     runtime = host.container.runtime if host.container and host.container.runtime else None
-    return Platform(os=os_name, family=family, distro_version=host.distro_version, wsl=bool(host.wsl),
+    return Platform(os=os_name, family=family, distro_version=version, wsl=bool(host.wsl),
                     container=runtime, shell=POWERSHELL if os_name == "windows" else POSIX)
