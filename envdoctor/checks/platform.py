@@ -6,8 +6,7 @@ from typing import List
 
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import Raw, command, placeholder
-from ..remedies.driver import remove_linux_driver
+from ..remedies import Raw, command, placeholder, remove_linux_driver
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies.toolchain import cuda_toolkit_first, host_compiler_install
+from ..remedies import cuda_toolkit_first, host_compiler_install
 from ._util import major_minor, mm_str, torch_envs
 from .base import CheckContext, SkipCheck, registrar
 

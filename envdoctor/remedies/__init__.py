@@ -7,7 +7,7 @@ pacman; Windows and WSL, where the driver is the Windows one), the package tool 
 judged interpreter, named by its path.
 """
 
-from .driver import GUIDE, WINDOWS_DRIVER, DriverPlan, driver_install
+from .driver import GUIDE, WINDOWS_DRIVER, DriverPlan, driver_install, remove_linux_driver
 from .platform import Platform, family_of, platform_of
 from .python import (
     LEGACY_FIND_LINKS,
@@ -45,9 +45,11 @@ from .system import (
     set_env,
     unset_env,
 )
+from .toolchain import cuda_toolkit_first, host_compiler_install
 
 __all__ = [
-    "GUIDE", "WINDOWS_DRIVER", "DriverPlan", "driver_install", "Platform", "family_of", "platform_of",
+    "GUIDE", "WINDOWS_DRIVER", "DriverPlan", "driver_install", "remove_linux_driver", "cuda_toolkit_first",
+    "host_compiler_install", "Platform", "family_of", "platform_of",
     "LEGACY_FIND_LINKS", "TORCH_FAMILY", "Installer", "conda_cuda_note", "index_url_for", "installer_for",
     "new_venv", "pip_check", "pip_command", "pip_install", "POSIX", "POWERSHELL", "Placeholder", "Raw",
     "UnsafeValue", "command", "comment_line", "export", "quote", "unset", "copy_to_local", "drop_path_entry",
