@@ -55,6 +55,7 @@ class Finding:
     evidence: List[Evidence] = field(default_factory=list)
     fix: Optional[Fix] = None
     confidence: Optional[str] = None  # diagnose: "high", "medium", "low"
+    subject: Optional[str] = None  # the interpreter the finding is about (its path), when it is about one
     # an info is a note, never a problem: its category is NOTE and ``about`` keeps the problem category
     # the note relates to (a script filtering on CPU_STARVED must not see "no GPU to judge the ratio")
     about: Optional[str] = None

@@ -7,6 +7,7 @@ import re
 from typing import List
 
 from ..findings import CheckStatus, Report, Severity
+from ..remedies import POWERSHELL, platform_of
 from .console import check_symbol, header_line, key_fact_rows, verdict
 from .redact import redact_report
 
@@ -47,6 +48,19 @@ def _fence(body: str, lang: str) -> str:
     return f"{fence}{lang}\n{body}\n{fence}"
 
 
+def _code_span(text: str) -> str:
+    """Inline code that holds any text: a backtick run longer than any inside it (CommonMark code spans)."""
+    text = " ".join(text.split())
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _fence_language(report: Report) -> str:
+    """The fence language of fix commands: they are quoted for PowerShell on Windows (envdoctor.remedies)."""
+    return "powershell" if platform_of(report.facts).shell == POWERSHELL else "bash"
+
+
 def render_markdown(report: Report, redact: bool = True) -> str:
     """Render ``report`` as Markdown: verdict, findings table, fixes, key facts, folded facts JSON."""
     if redact:
@@ -82,7 +96,8 @@ def render_markdown(report: Report, redact: bool = True) -> str:
                 continue
             out.append(f"### {f.severity}: {_cell(f.summary)}")
             out.append("")
-            out.append(f"`{f.category}` · `{f.code}`" + (f" · about `{f.about}`" if f.about else ""))
+            out.append(f"`{f.category}` · `{f.code}`" + (f" · about `{f.about}`" if f.about else "")
+                       + (f" · in {_cell(_code_span(f.subject))}" if f.subject and len(report.facts.pythons) > 1 else ""))
             out.append("")
             if f.detail:
                 out.append(md_text(f.detail))
@@ -97,7 +112,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
                 out.append(f"**Fix:** {md_text(f.fix.summary)}")
                 out.append("")
                 if f.fix.commands:
-                    out.append(_fence("\n".join(f.fix.commands), "bash"))
+                    out.append(_fence("\n".join(f.fix.commands), _fence_language(report)))
                     out.append("")
                 if f.fix.url:
                     out.append(f"More: {_url(f.fix.url)}")
