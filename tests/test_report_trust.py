@@ -129,6 +129,101 @@ def test_a_skipped_checks_notes_are_in_the_report_and_console_shows_no_check_mar
     assert "✓ No GPU Xid errors" not in text and "- No GPU Xid errors in the kernel log (gpu.xid) — skipped" in text
 
 
+# A general guard: run every check on every snapshot and paste with facts that record what is read. A check
+# that passed must have read at least one fact that is there: a section read "ok", or a value that is not
+# null/empty. Passing on nothing but unknowns and absent sections is a check mark without evidence. (It cannot
+# see "read a fact that says the subject is absent", e.g. no InfiniBand: OFFENDERS above covers those.)
+
+_TRACKED: dict = {}
+_READS: list = []
+_NOT_FACTS = {"reason", "source", "origin", "envdoctor_version", "collected_at", "schema_version", "probes"}
+
+
+def _tracked_class(cls: type) -> type:
+    if cls not in _TRACKED:
+        names = {f.name for f in dataclasses.fields(cls)}
+
+        def __getattribute__(self, name, _names=names):
+            value = object.__getattribute__(self, name)
+            if name in _names:
+                _READS.append((name, value))
+            return value
+
+        _TRACKED[cls] = type(f"Tracked{cls.__name__}", (cls,), {"__getattribute__": __getattribute__,
+                                                                 "__module__": cls.__module__})
+    return _TRACKED[cls]
+
+
+def _track(obj):
+    """The same facts, as instances of subclasses that log every field read (dataclasses.replace still works)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        values = {f.name: _track(object.__getattribute__(obj, f.name)) for f in dataclasses.fields(obj)}
+        return _tracked_class(type(obj))(**values)
+    if isinstance(obj, list):
+        return [_track(v) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _track(v) for k, v in obj.items()}
+    return obj
+
+
+def _evidence_read(reads) -> list:
+    out = []
+    for name, value in reads:
+        if name == "status":
+            if value == ProbeStatus.OK:
+                out.append((name, value))
+            continue
+        if name in _NOT_FACTS or value is None or dataclasses.is_dataclass(value):
+            continue
+        if isinstance(value, (list, dict)):
+            items = list(value.values()) if isinstance(value, dict) else value
+            if not items or all(dataclasses.is_dataclass(v) for v in items):
+                continue  # empty, or records whose own fields are what gets read
+        out.append((name, value))
+    return out
+
+
+def _every_snapshot():
+    from envdoctor.diagnose import diagnose_text
+
+    compat = load_compat()
+    snaps = [(n, b()) for n, (b, _) in m.SCENARIOS.items()] + [("nothing-there", nothing_there()), ("empty", Facts())]
+    snaps += [(p.name, Facts.from_json(p.read_text(encoding="utf-8"))) for p in sorted((FIX / "snapshots").glob("*.json"))]
+    for p in sorted((FIX / "pastes").glob("*.txt")):
+        try:
+            snaps.append((p.name, diagnose_text([p.read_text(encoding="utf-8")], compat)[0]))
+        except Exception:  # noqa: BLE001 - a paste that recognises nothing has no facts to judge
+            continue
+    return snaps
+
+
+def test_a_check_that_passed_read_a_fact_that_is_there():
+    compat = load_compat()
+    snaps = _every_snapshot()
+    assert len(snaps) > 30
+    bare = []
+    for name, facts in snaps:
+        tracked = _track(facts)
+        for check in all_checks():
+            _READS.clear()
+            (r,) = run_checks(tracked, compat, [check])
+            assert r.status != CheckStatus.ERRORED, (name, check.id, r.reason)
+            if r.status == CheckStatus.PASSED and not _evidence_read(_READS):
+                bare.append((check.id, name))
+    assert not bare, bare
+
+
+def test_the_tracker_sees_a_check_that_passes_on_nothing():
+    from envdoctor.checks.base import Check
+
+    def vacuous(ctx):
+        return [] if ctx.facts.driver.version is None else []
+
+    _READS.clear()
+    (r,) = run_checks(_track(nothing_there()), load_compat(), [Check("x.vacuous", "Vacuous", vacuous, ("NOTE",))])
+    assert r.status == CheckStatus.PASSED and _evidence_read(_READS) == []
+
+
 # --------------------------------------------------------------------------- infos are notes
 
 

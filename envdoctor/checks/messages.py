@@ -163,6 +163,8 @@ def check_signatures(ctx: CheckContext) -> List[Finding]:
     paste = ctx.facts.paste
     if paste is None:
         raise SkipCheck("no pasted text (messages are read only by `envdoctor diagnose`)")
+    if not paste.messages:
+        raise SkipCheck("the paste holds no error or warning message to match")
     by_category: Dict[str, List[Hit]] = {}
     for h in signature_hits(ctx.facts, ctx.compat):
         by_category.setdefault(h.category, []).append(h)
