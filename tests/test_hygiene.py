@@ -114,8 +114,19 @@ def test_diagnose_reads_at_most_its_limit_and_says_so(tmp_path, monkeypatch, cap
 def test_runner_output_is_capped(monkeypatch):
     monkeypatch.setattr(runner_mod, "OUTPUT_CAP_BYTES", 1000)
     res = runner_mod.Runner().run([sys.executable, "-c", "import sys; sys.stdout.write('x' * 200000)"], timeout=30)
-    assert len(res.stdout) == 1000 and res.returncode == 0
-    assert res.error and "output over 1000 bytes" in res.error
+    assert len(res.stdout) == 1000 and res.returncode == 0 and res.truncated and res.ok
+
+
+def test_a_payload_that_floods_its_output_is_a_clear_failure(tmp_path, monkeypatch):
+    from envdoctor.probes import python_env
+
+    monkeypatch.setattr(runner_mod, "OUTPUT_CAP_BYTES", 1000)
+    monkeypatch.setattr(python_env, "OUTPUT_CAP_BYTES", 1000)
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import sys; sys.stdout.write(\"{{\" * 100000)'\n")
+    fake.chmod(0o755)
+    env = python_env.probe_python(str(fake), runner_mod.Runner(), 30.0)
+    assert env.status == "failed" and "printed more than" in env.reason, env.reason
 
 
 def test_runner_tracks_no_child_after_it_returns():

@@ -19,7 +19,7 @@ from envdoctor.facts import (
     TorchInfo,
     from_dict,
 )
-from envdoctor.probes.runner import RunResult
+from envdoctor.probes.runner import OUTPUT_CAP_BYTES, RunResult
 
 PAYLOAD_VERSION = 1  # must match _payload.PAYLOAD_VERSION (the envelope's "envdoctor_payload")
 DEFAULT_TIMEOUT_S = 60.0
@@ -106,6 +106,9 @@ def execute_payload(executable: str, runner: Any, task: str = "inspect", args: S
             return PayloadRun(None, f"{executable} was killed by {_signal_name(-rr.returncode)}{where}{said}",
                               "no_json", rr, stage_hint)
         msg = f"the payload printed no JSON (exit {rr.returncode}): {tail}"
+        if getattr(rr, "truncated", False):  # FakeRunner results may predate the field
+            msg = (f"the payload printed more than {OUTPUT_CAP_BYTES // 2**20} MiB (exit {rr.returncode}); "
+                   "envdoctor reads no more than that")
         if "SyntaxError" in rr.stderr:
             msg += " (is this Python older than 3.8? the payload needs 3.8+)"
         return PayloadRun(None, msg, "no_json", rr)

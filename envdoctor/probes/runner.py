@@ -55,6 +55,7 @@ class RunResult:
     stderr: str = ""
     error: Optional[str] = None  # "not found", "timed out after 10.0 s", "permission denied: ..."
     duration_s: float = 0.0
+    truncated: bool = False  # it printed more than OUTPUT_CAP_BYTES on a stream: the rest was dropped
 
     @property
     def ok(self) -> bool:
@@ -152,7 +153,7 @@ class Runner:
             proc.returncode,
             stdout=out_b.decode("utf-8", "replace"),
             stderr=err_b.decode("utf-8", "replace"),
-            error=f"output over {OUTPUT_CAP_BYTES} bytes: the rest was dropped" if capped else None,
+            truncated=capped,
             duration_s=time.monotonic() - start,
         )
 
