@@ -146,18 +146,21 @@ class Report:
 _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
-def _subjects(f: Finding) -> Optional[set]:
-    """The interpreters a finding is about (``pythons[i]`` in its evidence); None: the whole machine."""
-    out = set()
+def _subjects(f: Finding) -> Dict[str, set]:
+    """What a finding is about: the interpreters (``pythons[i]`` in its evidence) and, in a paste of several
+    machines, the machine (``paste.report``); a kind that is missing means the whole machine."""
+    out: Dict[str, set] = {}
     for e in f.evidence:
         if e.path.startswith("pythons["):
-            out.add(e.path[len("pythons["):].split("]", 1)[0])
-    return out or None
+            out.setdefault("python", set()).add(e.path[len("pythons["):].split("]", 1)[0])
+        elif e.path == "paste.report":
+            out.setdefault("machine", set()).add(str(e.value))
+    return out
 
 
 def _same_subject(root: Finding, consequence: Finding) -> bool:
     a, b = _subjects(root), _subjects(consequence)
-    return a is None or b is None or bool(a & b)
+    return all(a[k] & b[k] for k in a.keys() & b.keys())
 
 
 def link_causes(checks: List[CheckResult]) -> List[CheckResult]:

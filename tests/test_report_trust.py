@@ -322,6 +322,21 @@ def test_findings_about_different_interpreters_are_not_linked():
     assert all(f.caused_by is None for f in Report(Facts(), checks, "0").findings)
 
 
+def test_findings_about_different_machines_of_a_paste_are_not_linked():
+    def on(machine: str, code: str, category: str) -> Finding:
+        return Finding(code, category, Severity.ERROR, code, evidence=[Evidence("paste.report", machine)],
+                       fix=Fix("fix it"))
+    checks = [CheckResult("platform.container-gpu", "platform", "c", CheckStatus.FAILED,
+                          [on("report 1 of 2", "platform.container-gpu/no-runtime", "CONTAINER_NO_GPU_RUNTIME")]),
+              CheckResult("driver.present", "driver", "d", CheckStatus.FAILED,
+                          [on("report 2 of 2", "driver.present/absent", "NO_NVIDIA_DRIVER"),
+                           on("report 1 of 2", "driver.present/absent", "NO_NVIDIA_DRIVER")])]
+    got = [(f.evidence[0].value, f.category, f.caused_by) for f in Report(Facts(), checks, "0").findings]
+    assert got == [("report 1 of 2", "CONTAINER_NO_GPU_RUNTIME", None),
+                   ("report 1 of 2", "NO_NVIDIA_DRIVER", "platform.container-gpu/no-runtime"),
+                   ("report 2 of 2", "NO_NVIDIA_DRIVER", None)]
+
+
 def test_a_torch_import_failure_comes_before_what_follows_from_it():
     checks = [CheckResult("packages.extensions", "packages", "e", CheckStatus.FAILED,
                           [_finding("packages.extensions/import-failed", "THIRD_PARTY_EXTENSION_MISMATCH")]),
