@@ -390,7 +390,7 @@ def arch_list_from_fatbin(scan: Dict[str, Any]) -> Tuple[Optional[List[str]], Li
     partial: List[Tuple[int, str]] = []
     for table, prefix in ((scan.get("sass") or {}, "sm_"), (scan.get("ptx") or {}, "compute_")):
         for arch, count in table.items():
-            name = "{}{}".format(prefix, arch)
+            name = f"{prefix}{arch}"
             (main if count * 2 >= n else partial).append((arch, name))
     # sm_ entries before compute_ entries of the same arch, as torch orders them
     return [name for _a, name in sorted(main, key=lambda x: (x[0], x[1].startswith("compute")))], \
@@ -790,7 +790,7 @@ def library_version(path: str, family: Optional[str],
     real = os.path.realpath(path)
     owner = (owners or {}).get(real)
     if owner:
-        return owner[1], "metadata of the {} wheel".format(owner[0])
+        return owner[1], f"metadata of the {owner[0]} wheel"
     pattern = _VERSION_TEXT.get(family or "")
     if pattern is not None:
         found = _find_in_file(real, pattern)

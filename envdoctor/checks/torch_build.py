@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 from typing import List, Optional, Tuple
 
 from ..compat import cuda_of_variant
@@ -55,6 +56,9 @@ def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], s
     if t is None:
         return None, ""
     if t.arch_list:
+        if t.arch_list_source == "fatbin":
+            lib = t.build_files.native_library if t.build_files else None
+            return list(t.arch_list), f"kernels compiled into {lib or 'libtorch_cuda.so'} (.nv_fatbin)"
         return list(t.arch_list), "torch.cuda.get_arch_list()"
     variant = torch_variant(py, ctx.compat)
     if variant and t.version:
@@ -141,6 +145,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("no GPU seen (driver probe: "
                         f"{ctx.facts.driver.status}{': ' + ctx.facts.driver.reason if ctx.facts.driver.reason else ''})")
     findings: List[Finding] = []
+    judged = 0
     for i, py in envs:
         t = py.torch
         arch, arch_source = _arch_list(ctx, py)
@@ -151,6 +156,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                 continue
             if arch is None:
                 continue
+            judged += 1
             ok, why = arch_runs(arch, cc)
             if ok:
                 continue
@@ -182,6 +188,8 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                 evidence=ev,
                 fix=Fix(fix_summary, cmds, GET_STARTED),
             ))
+    if not judged:
+        raise SkipCheck("no GPU compute capability and torch arch list known together to compare")
     return findings
 
 
@@ -201,14 +209,15 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     has, gpu_ev = _has_gpus(ctx.facts)
     if not has:
+        # nothing to judge: a CPU build is right on a machine without GPUs (evidence or no check mark)
         if ctx.facts.driver.status in (ProbeStatus.OK, ProbeStatus.ABSENT):
-            return []
+            raise SkipCheck("no NVIDIA GPU seen on this machine: a CPU or CUDA build of torch is equally fine here")
         raise SkipCheck("whether this machine has NVIDIA GPUs is unknown")
     findings = []
     for i, py in envs:
         t = py.torch
-        if t.cuda or t.hip or t.import_error:
-            continue  # an import failure says nothing about the build (torch.import reports it)
+        if t.cuda or t.hip or (t.import_error and t.build_files is None):
+            continue  # an import failure with no build files read says nothing about the build
         variant = torch_variant(py, ctx.compat)
         if variant not in (None, "cpu"):
             continue
@@ -296,36 +305,148 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
 _MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 
 
+def _q(value: str) -> str:
+    return shlex.quote(value)
+
+
+def _python_cmd(py: PythonEnv) -> str:
+    """The judged interpreter, quoted, for fix commands (kept local until the shared fix builder exists)."""
+    return _q(py.executable) if py.executable else "python"
+
+
+def _import_fix(py: PythonEnv, last: str, version: str, ctx: CheckContext) -> Tuple[Fix, Optional[str]]:
+    """(the fix, the root cause's finding code when another check explains the failure)."""
+    from .libraries import shadows, unpreload_commands
+
+    cause = next((s for s in shadows(py) if s.explains_import_error), None)
+    if cause is not None:
+        code = f"libraries.shadowing/{cause.family}"
+        if cause.how == "preloaded":
+            summary, cmds = unpreload_commands(py, cause.lib)
+        else:
+            summary, cmds = (f"Take {cause.lib.path} out of the library path so torch loads its own copy", [])
+        return Fix(f"Caused by {code}: {summary[0].lower() + summary[1:]}; reinstalling torch does not help",
+                   cmds), code
+    failure = py.failure if py.failure_stage == "importing torch" else None
+    python = _python_cmd(py)
+    if failure == "crashed":
+        return Fix("See where the import crashes (Python's faulthandler prints the native stack), then fix or "
+                   "reinstall what it names",
+                   [f"{python} -X faulthandler -c 'import torch'"]), None
+    if failure == "timeout":
+        return Fix("See where the import hangs (a network filesystem, a lock, a CUDA library load): run it by "
+                   "hand, and give envdoctor more time with --python-timeout if it is only slow",
+                   [f"{python} -X importtime -c 'import torch'"]), None
+    missing = _MISSING_MODULE.search(last)
+    if missing and missing.group(1).split(".")[0] != "torch":
+        # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
+        module = missing.group(1).split(".")[0]
+        return Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
+                   [f"{python} -m pip install {_q(module.replace('_', '-'))}", f"{python} -m pip check"]), None
+    variant = torch_variant(py, ctx.compat)
+    return Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
+               [pip_install([f"torch=={version}"] if version else ["torch"], variant, force=True)]), None
+
+
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
 def check_torch_import(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     findings = []
+    judged = False
     for i, py in envs:
         t = py.torch
+        if py.torch_inspected is False and not t.import_error:
+            continue  # --no-torch: the import was not tried
+        judged = True
         if not t.import_error:
             continue
         last = t.import_error.strip().splitlines()[-1] if t.import_error.strip() else t.import_error
         version = base_version(t.version) or ""
-        missing = _MISSING_MODULE.search(last)
-        if missing and missing.group(1).split(".")[0] != "torch":
-            # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
-            module = missing.group(1).split(".")[0]
-            fix = Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
-                      [f"{py.executable or 'python'} -m pip install {module.replace('_', '-')}",
-                       f"{py.executable or 'python'} -m pip check"])
-        else:
-            variant = torch_variant(py, ctx.compat)
-            fix = Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
-                      [pip_install([f"torch=={version}"] if version else ["torch"],
-                                   variant, force=True)])
+        fix, cause = _import_fix(py, last, version, ctx)
+        failure = py.failure if py.failure_stage == "importing torch" else None
+        kind = {"crashed": "crashed", "timeout": "hung"}.get(failure or "", "failed")
+        detail = "Nothing else about this torch can be checked until it imports; the build checks use its files."
+        if cause:
+            detail = f"The root cause is {cause}: " + detail
         findings.append(Finding(
-            code="torch.import/failed",
+            code=f"torch.import/{kind}",
             category="TORCH_IMPORT_FAILED",
             severity=Severity.ERROR,
             summary=f"`import torch` fails in {py.executable or 'the interpreter'} (torch {t.version}): {last[:200]}",
-            detail="Nothing else about this torch can be checked until it imports; the build checks skip it.",
+            detail=detail,
             evidence=[Evidence(f"pythons[{i}].torch.import_error", t.import_error),
-                      Evidence(f"pythons[{i}].torch.version", t.version)],
+                      Evidence(f"pythons[{i}].torch.version", t.version,
+                               source="torch/version.py" if t.build_files and not t.imported else None)],
             fix=fix,
+        ))
+    if not judged:
+        raise SkipCheck("torch was not imported (--no-torch)")
+    return findings
+
+
+# --------------------------------------------------------------------------- the interpreter itself
+
+_UNUSABLE = {
+    "not_found": "does not exist",
+    "not_executable": "cannot be run",
+    "not_python": "is not a Python interpreter",
+    "payload_error": "failed inside envdoctor's inspection script",
+    "crashed": "crashed",
+    "timeout": "hung",
+    "exited": "exited without answering",
+}
+
+
+@check("torch.interpreter", "The interpreter to diagnose answers and has torch",
+       categories=("TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"))
+def check_interpreter(ctx: CheckContext) -> List[Finding]:
+    """A target that cannot be inspected, or has no torch, is a finding: never an empty, clean report."""
+    if ctx.facts.origin == "paste":
+        raise SkipCheck("a paste is judged without running an interpreter")
+    if not ctx.facts.pythons:
+        raise SkipCheck("no interpreter was inspected")
+    findings = []
+    for i, py in enumerate(ctx.facts.pythons):
+        name = py.executable or py.requested_as or "the interpreter"
+        t = py.torch
+        if py.status == ProbeStatus.SKIPPED:
+            continue
+        if py.failure and not (t is not None and t.import_error and py.failure_stage == "importing torch"):
+            # (a crash or hang inside `import torch` with torch's files read is torch.import's finding)
+            what = _UNUSABLE.get(py.failure, "could not be inspected")
+            stage = f" while {py.failure_stage}" if py.failure_stage else ""
+            findings.append(Finding(
+                code=f"torch.interpreter/{py.failure.replace('_', '-')}",
+                category="TARGET_PYTHON_UNUSABLE",
+                severity=Severity.ERROR,
+                summary=f"{name} {what}{stage}: {py.reason or 'no reason given'}",
+                detail=("envdoctor learns about torch, its CUDA build and libraries by running this interpreter; "
+                        "it did not answer, so none of that is judged and no clean verdict is possible."),
+                evidence=[Evidence(f"pythons[{i}].status", py.status),
+                          Evidence(f"pythons[{i}].failure", py.failure),
+                          Evidence(f"pythons[{i}].reason", py.reason)],
+                fix=Fix("Point --python at the Python 3.8+ interpreter your jobs run, and run it by hand to see "
+                        "why it fails", [f"{_q(name)} -c 'import sys; print(sys.version)'"]),
+            ))
+            continue
+        if py.status != ProbeStatus.OK or t is not None:
+            continue
+        if py.package("torch") is not None:
+            continue  # a distribution without a torch package directory: torch.import / packages judge it
+        chosen = py.requested_as or ""
+        explicit = chosen == "--python" or chosen.startswith("$")
+        findings.append(Finding(
+            code="torch.interpreter/no-torch",
+            category="TORCH_NOT_INSTALLED",
+            severity=Severity.ERROR if explicit else Severity.WARNING,
+            summary=(f"torch is not installed in {name}"
+                     + (f" (chosen as {chosen})" if chosen and chosen != "--python" else "")),
+            detail=("No torch package is importable there, so the torch build, CUDA variant and library checks "
+                    "have nothing to judge." + ("" if explicit else
+                                                " It was picked by default: your torch may live elsewhere.")),
+            evidence=[Evidence(f"pythons[{i}].torch", None, expected="an installed torch"),
+                      Evidence(f"pythons[{i}].requested_as", py.requested_as)],
+            fix=Fix("Diagnose the interpreter that has torch (envdoctor --python /path/to/venv/bin/python), or "
+                    "install torch there", [f"{_python_cmd(py)} -m pip install torch"], GET_STARTED),
         ))
     return findings
