@@ -776,6 +776,8 @@ def lib_family(basename: str) -> Optional[str]:
     if not m:
         return None
     family = m.group(1).lower()
+    if family == "cusparselt":
+        return family
     for prefix in ("cudnn", "cublas", "cusparse", "nvshmem"):
         if family.startswith(prefix):
             return prefix

@@ -367,7 +367,7 @@ def check_torch_import(ctx: CheckContext) -> List[Finding]:
         kind = {"crashed": "crashed", "timeout": "hung"}.get(failure or "", "failed")
         detail = "Nothing else about this torch can be checked until it imports; the build checks use its files."
         if cause:
-            detail = f"The root cause is {cause}: " + detail
+            detail = f"A consequence of {cause} (the root cause): fix that and this import works. " + detail
         findings.append(Finding(
             code=f"torch.import/{kind}",
             category="TORCH_IMPORT_FAILED",
