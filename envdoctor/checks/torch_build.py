@@ -263,6 +263,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
     if not pys:
         raise SkipCheck("no interpreter inspected")
     findings = []
+    judged = False
     # the newest release whose Python range is confirmed (the newest may be listed but not yet inspected)
     newest = next((r for r in reversed(_releases(ctx)) if r.python_max), None)
     for i, py in pys:
@@ -272,6 +273,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
             rel = ctx.compat.torch_release(t.version)
             if rel is None or not rel.python_min or not rel.python_max:
                 continue
+            judged = True
             if parse_version(pyv) < parse_version(rel.python_min) or parse_version(pyv) > parse_version(rel.python_max):
                 findings.append(Finding(
                     code="torch.python-version/outside-release",
@@ -286,7 +288,10 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                     fix=Fix(f"Use Python {rel.python_max} (or another supported version) for this torch",
                             [f"python{rel.python_max} -m venv .venv && . .venv/bin/activate"]),
                 ))
-        elif newest and newest.python_max and parse_version(pyv) > parse_version(newest.python_max):
+        elif newest and newest.python_max:
+            judged = True
+            if parse_version(pyv) <= parse_version(newest.python_max):
+                continue
             findings.append(Finding(
                 code="torch.python-version/too-new",
                 category="PYTHON_VERSION_UNSUPPORTED",
@@ -299,6 +304,8 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                 fix=Fix(f"Create the environment with Python {newest.python_max}",
                         [f"python{newest.python_max} -m venv .venv && . .venv/bin/activate"]),
             ))
+    if not judged:
+        raise SkipCheck("the torch release's supported Python range is not in the compat matrix")
     return findings
 
 
