@@ -406,3 +406,64 @@ def test_facts_round_trip_and_old_snapshots_load() -> None:
         py["torch"].pop(key)
     back = Facts.from_dict(old)
     assert back.pythons[0].torch.build_files is None and back.pythons[0].library_candidates == []
+
+
+# --------------------------------------------------------------------------- the CLI, with fake interpreters
+
+
+def _fake_interpreter(tmp: Path, name: str, torch_init: str, version_py: str = VERSION_PY) -> Path:
+    """A small shell script that runs this Python with a fake torch package first on sys.path."""
+    site = tmp / f"{name}-site"
+    fake_torch(site, torch_init, version_py)
+    script = tmp / f"{name}-python"
+    script.write_text(f'#!/bin/sh\nPYTHONPATH={site} exec {sys.executable} "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+def _no_torch_interpreter(tmp: Path) -> Path:
+    script = tmp / "bare-python"
+    # -S: no site-packages, so no torch, whatever is installed next to this Python
+    script.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("kind", ["true", "segfault", "hang", "no-torch"])
+def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, kind: str) -> None:
+    extra: List[str] = []
+    if kind == "true":
+        target, category = Path("/bin/true"), "TARGET_PYTHON_UNUSABLE"
+    elif kind == "segfault":
+        target = _fake_interpreter(tmp_path, "segv", "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+        category = "TORCH_IMPORT_FAILED"
+    elif kind == "hang":
+        target = _fake_interpreter(tmp_path, "hang", "import time\ntime.sleep(600)\n")
+        category, extra = "TORCH_IMPORT_FAILED", ["--python-timeout", "3"]
+    else:
+        target, category = _no_torch_interpreter(tmp_path), "TORCH_NOT_INSTALLED"
+    base = [sys.executable, "-m", "envdoctor", "check", "--python", str(target), *extra, "--data", str(tmp_path)]
+    proc = subprocess.run(base, capture_output=True, text=True, timeout=120)
+    assert "No problems found" not in proc.stdout and proc.returncode == 1, proc.stdout[-3000:] + proc.stderr
+    js = subprocess.run(base + ["--format", "json"], capture_output=True, text=True, timeout=120)
+    report = json.loads(js.stdout)
+    got = [f for f in report["findings"] if f["category"] == category]
+    assert got and got[0]["severity"] == "error", [f["code"] for f in report["findings"]]
+    if kind in ("segfault", "hang"):
+        assert report["facts"]["pythons"][0]["torch"]["version"] == "2.14.1+cu130"  # the build survives
+        assert "2.14.1+cu130" in proc.stdout
+
+
+def test_console_shows_the_build_of_a_crashed_or_skipped_import(compat) -> None:
+    from envdoctor.report.console import render_console
+
+    crashed = failed_import_env(status=ProbeStatus.FAILED, failure="crashed", failure_stage="importing torch",
+                                reason="killed by SIGSEGV (segmentation fault) while importing torch")
+    text = render_console(judge(Facts(pythons=[crashed]), compat), color=False)
+    rows = [" ".join(line.split()) for line in text.splitlines()]
+    assert any(r.startswith("torch 2.14.1+cu130: import failed") for r in rows), rows[:12]
+    assert "arch sm_75 sm_80 sm_86 sm_90 sm_100 sm_120 (read from libtorch_cuda.so)" in rows
+    skipped = failed_import_env(torch=replace(crashed.torch, import_error=None), torch_inspected=False)
+    rows = [" ".join(line.split()) for line in render_console(judge(Facts(pythons=[skipped]), compat),
+                                                                color=False).splitlines()]
+    assert "torch 2.14.1+cu130 · torch CUDA 13.0 · not imported (--no-torch): build read from its files" in rows
