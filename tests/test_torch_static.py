@@ -467,3 +467,24 @@ def test_console_shows_the_build_of_a_crashed_or_skipped_import(compat) -> None:
     rows = [" ".join(line.split()) for line in render_console(judge(Facts(pythons=[skipped]), compat),
                                                                 color=False).splitlines()]
     assert "torch 2.14.1+cu130 · torch CUDA 13.0 · not imported (--no-torch): build read from its files" in rows
+
+
+def test_missing_pinned_wheel_falls_back_to_the_system_copy(compat) -> None:
+    from envdoctor.facts import SystemLibraries
+
+    env = failed_import_env(library_candidates=[], env={},
+                            packages=[Package("torch", "2.14.1")])  # nvidia-nccl-cu13 uninstalled
+    system = SystemLibraries(status=ProbeStatus.OK, libraries=[
+        LibraryCopy("nccl", "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "2.18.1", "system",
+                    version_source="text inside the file")])
+    report = judge(Facts(pythons=[env], system_libraries=system), compat)
+    (shadow,) = findings_of(report, "SYSTEM_LIB_SHADOWING")
+    assert shadow.severity == "error" and "nvidia-nccl-cu13==2.30.7 but it is not installed" in shadow.summary
+    assert shadow.fix.commands == ["/envs/x/bin/python -m pip install nvidia-nccl-cu13==2.30.7"]
+    (imp,) = findings_of(report, "TORCH_IMPORT_FAILED")
+    assert imp.fix.commands == shadow.fix.commands
+    # with the wheel installed, an older system copy is not what the RPATH'd torch loads
+    installed = replace(env, packages=[Package("torch", "2.14.1"), Package("nvidia-nccl-cu13", "2.30.7")])
+    report = judge(Facts(pythons=[installed], system_libraries=system), compat)
+    assert findings_of(report, "SYSTEM_LIB_SHADOWING") == []
+    assert "reinstall" in findings_of(report, "TORCH_IMPORT_FAILED")[0].fix.commands[0]

@@ -41,15 +41,30 @@ def label(family: str) -> str:
 
 def wheel_version(py: PythonEnv, family: str) -> Tuple[Optional[str], Optional[str]]:
     """(version, wheel name) of the nvidia-* wheel that ships ``family``: installed, else torch's pin."""
+    installed = installed_wheel(py, family)
+    if installed:
+        return installed
+    return pinned_wheel(py, family)
+
+
+def _wheel_pattern(family: str) -> Optional[re.Pattern]:
     prefix = WHEELS.get(family)
-    if not prefix:
-        return None, None
-    pattern = re.compile(re.escape(prefix) + r"(-cu\d+)?")
-    for p in py.packages:
+    return re.compile(re.escape(prefix) + r"(-cu\d+)?") if prefix else None
+
+
+def installed_wheel(py: PythonEnv, family: str) -> Optional[Tuple[str, str]]:
+    pattern = _wheel_pattern(family)
+    for p in py.packages if pattern else []:
         if pattern.fullmatch(p.name):
             return p.version, p.name
+    return None
+
+
+def pinned_wheel(py: PythonEnv, family: str) -> Tuple[Optional[str], Optional[str]]:
+    """(version, wheel name) torch's metadata pins for ``family`` (Requires-Dist nvidia-nccl-cu13==2.30.7)."""
+    pattern = _wheel_pattern(family)
     build = py.torch.build_files if py.torch else None
-    for pin in (build.requires_pins if build else []):
+    for pin in (build.requires_pins if build and pattern else []):
         name, _, version = pin.partition("==")
         if pattern.fullmatch(name.lower()) and version:
             return version, name.lower()
@@ -109,12 +124,16 @@ class Shadow:
     family: str
     wheel: Optional[str]
     wheel_version: Optional[str]
-    how: str  # "preloaded", "loaded", "search-path"
+    how: str  # "preloaded", "loaded", "search-path", "fallback" (torch's wheel is missing)
     explains_import_error: bool
 
 
-def shadows(py: PythonEnv) -> List[Shadow]:
-    """The shadowing copies for one interpreter with a CUDA build of torch (pure; used by torch.import too)."""
+def shadows(py: PythonEnv, system: Optional[List[LibraryCopy]] = None) -> List[Shadow]:
+    """The shadowing copies for one interpreter with a CUDA build of torch (pure; used by torch.import too).
+
+    ``system``: the copies in the system linker cache (facts.system_libraries), which the loader falls back
+    to when the wheel torch pins is not installed.
+    """
     t = py.torch
     if t is None or not t.cuda:
         return []
@@ -146,6 +165,15 @@ def shadows(py: PythonEnv) -> List[Shadow]:
         for lib in py.library_candidates:
             if lib.via == "LD_LIBRARY_PATH" and lib.soname and lib.soname in needed:
                 add(lib, "search-path")
+    if not t.imported and fam_err and not any(s.family == fam_err for s in out) and not installed_wheel(py, fam_err):
+        # torch pins a wheel for this library and it is not installed: its RPATH directory is empty, so the
+        # loader went on to LD_LIBRARY_PATH and the system cache (ld.so(8)) and found an older copy
+        pinned, wheel = pinned_wheel(py, fam_err)
+        fallback = [c for c in py.library_candidates if c.via in ("LD_LIBRARY_PATH", "conda")] + list(system or [])
+        lib = next((c for c in fallback if c.name == fam_err), None)
+        if pinned and lib is not None:
+            seen.add((fam_err, lib.path))
+            out.append(Shadow(lib, fam_err, wheel, pinned, "fallback", True))
     return out
 
 
@@ -157,7 +185,7 @@ def _ld_hit(py: PythonEnv, path: Optional[str]) -> Optional[str]:
     return None
 
 
-def _finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
+def shadow_finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
     lib = s.lib
     name = label(s.family)
     version = f"{name} {lib.version}" if lib.version else f"{name}, version unknown"
@@ -170,7 +198,18 @@ def _finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
     if s.explains_import_error:
         ev.append(Evidence(f"pythons[{i}].torch.import_error", py.torch.import_error if py.torch else None))
     cmds: List[str] = []
-    if s.how == "preloaded":
+    if s.how == "fallback":
+        python = shlex.quote(py.executable) if py.executable else "python"
+        summary = (f"torch pins {s.wheel}=={s.wheel_version} but it is not installed, so the loader falls back to "
+                   f"{lib.path} ({version})")
+        fix_summary = f"Install the {name} wheel torch pins, so torch loads its own copy"
+        cmds = [f"{python} -m pip install {shlex.quote(f'{s.wheel}=={s.wheel_version}')}"]
+        detail = ("torch's libraries look for their CUDA libraries in the nvidia-* wheels' directories first "
+                  "(RPATH); when a wheel is missing the loader goes on to LD_LIBRARY_PATH and the system cache "
+                  "and takes whatever copy it finds there.")
+        ev[-1] = Evidence(f"pythons[{i}].torch.build_files.requires_pins", f"{s.wheel}=={s.wheel_version}",
+                          expected="installed")
+    elif s.how == "preloaded":
         var = lib.via or "LD_PRELOAD"
         ev.insert(0, Evidence(f"pythons[{i}].env.LD_PRELOAD" if var == "LD_PRELOAD" else "/etc/ld.so.preload",
                               (py.env or {}).get("LD_PRELOAD") if var == "LD_PRELOAD" else lib.path))
@@ -222,8 +261,8 @@ def check_shadowing(ctx: CheckContext) -> List[Finding]:
         # looked for (payloads that read torch's files also read those)
         if py.loaded_libraries or t.build_files is not None:
             judged = True
-        for s in shadows(py):
-            findings.append(_finding(i, py, s))
+        for s in shadows(py, ctx.facts.system_libraries.libraries):
+            findings.append(shadow_finding(i, py, s))
     if not judged:
         for _i, py in envs:
             err = (py.torch.cuda_init_error or "") + " ".join(py.torch.warnings or [])

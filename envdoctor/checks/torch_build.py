@@ -321,19 +321,16 @@ def _python_cmd(py: PythonEnv) -> str:
     return _q(py.executable) if py.executable else "python"
 
 
-def _import_fix(py: PythonEnv, last: str, version: str, ctx: CheckContext) -> Tuple[Fix, Optional[str]]:
+def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContext) -> Tuple[Fix, Optional[str]]:
     """(the fix, the root cause's finding code when another check explains the failure)."""
-    from .libraries import shadows, unpreload_commands
+    from .libraries import shadow_finding, shadows
 
-    cause = next((s for s in shadows(py) if s.explains_import_error), None)
+    cause = next((s for s in shadows(py, ctx.facts.system_libraries.libraries) if s.explains_import_error), None)
     if cause is not None:
-        code = f"libraries.shadowing/{cause.family}"
-        if cause.how == "preloaded":
-            summary, cmds = unpreload_commands(py, cause.lib)
-        else:
-            summary, cmds = (f"Take {cause.lib.path} out of the library path so torch loads its own copy", [])
-        return Fix(f"Caused by {code}: {summary[0].lower() + summary[1:]}; reinstalling torch does not help",
-                   cmds), code
+        root = shadow_finding(i, py, cause)
+        summary = root.fix.summary if root.fix else "fix the library shadowing"
+        return Fix(f"Caused by {root.code}: {summary[0].lower() + summary[1:]}; reinstalling torch does not help",
+                   list(root.fix.commands) if root.fix else []), root.code
     failure = py.failure if py.failure_stage == "importing torch" else None
     python = _python_cmd(py)
     if failure == "crashed":
@@ -369,7 +366,7 @@ def check_torch_import(ctx: CheckContext) -> List[Finding]:
             continue
         last = t.import_error.strip().splitlines()[-1] if t.import_error.strip() else t.import_error
         version = base_version(t.version) or ""
-        fix, cause = _import_fix(py, last, version, ctx)
+        fix, cause = _import_fix(i, py, last, version, ctx)
         failure = py.failure if py.failure_stage == "importing torch" else None
         kind = {"crashed": "crashed", "timeout": "hung"}.get(failure or "", "failed")
         detail = "Nothing else about this torch can be checked until it imports; the build checks use its files."
