@@ -214,15 +214,21 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
             raise SkipCheck("no NVIDIA GPU seen on this machine: a CPU or CUDA build of torch is equally fine here")
         raise SkipCheck("whether this machine has NVIDIA GPUs is unknown")
     findings = []
+    judged = False
     for i, py in envs:
         t = py.torch
-        if t.cuda or t.hip or (t.import_error and t.build_files is None):
+        if t.cuda or t.hip:
+            judged = True
+            continue
+        if t.import_error and t.build_files is None:
             continue  # an import failure with no build files read says nothing about the build
         variant = torch_variant(py, ctx.compat)
         if variant not in (None, "cpu"):
+            judged = True
             continue
         if variant is None and t.cuda_available is not False and t.arch_list is None and not t.version:
             continue
+        judged = True
         version = base_version(t.version) or ""
         rel = ctx.compat.torch_release(version) if version else None
         target = None
@@ -254,6 +260,8 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
             fix=Fix(f"Reinstall torch {version} from the {target} index" if target else
                     "Reinstall a CUDA build of torch (see the selector)", cmds, GET_STARTED),
         ))
+    if not judged:
+        raise SkipCheck("torch's build is unknown: the import failed before it said, and its files were not read")
     return findings
 
 
