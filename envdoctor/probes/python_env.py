@@ -328,7 +328,9 @@ _FAILURE = {"not_found": "not_found", "could_not_run": "not_executable", "no_jso
 def _probe_python(executable: str, runner: Any, timeout_s: float, inspect_torch: bool,
                   requested_as: Optional[str]) -> PythonEnv:
     args = [] if inspect_torch else ["--no-torch"]
-    hint = "importing torch" if inspect_torch else "reading installed packages"
+    # the payload writes a checkpoint line just before `import torch`: with none on stdout, it had not got there
+    hint = "starting up or reading installed packages (before importing torch)" if inspect_torch \
+        else "reading installed packages"
     pr = execute_payload(executable, runner, "inspect", args, timeout_s, stage_hint=hint)
     common = {"requested_as": requested_as, "duration_s": round(pr.run.duration_s, 3)}
     failure = {"failure": _FAILURE.get(pr.kind, "payload_error"), "failure_stage": pr.stage} if pr.kind != "ok" else {}
