@@ -865,6 +865,8 @@ def library_candidates(env: Dict[str, Optional[str]], conda_prefixes: List[str],
     for via, value in preload_sources:
         for entry in _split_preload(value):
             path = entry if "/" in entry else _resolve(entry, ld_dirs + list(DEFAULT_LIB_DIRS))
+            if path and not os.path.isfile(path):
+                path = None  # ld.so ignores a preload it cannot open ("cannot be preloaded ... ignored")
             out.append(_candidate(path, entry, via, library_origin(path or entry, conda_prefixes), owners))
     dirs = [("LD_LIBRARY_PATH", d) for d in ld_dirs] + [("conda", os.path.join(p, "lib")) for p in conda_prefixes]
     for via, d in dirs:

@@ -165,12 +165,13 @@ def test_library_candidates_preload_file_and_search_path(tmp_path: Path) -> None
     (libdir / "README").write_text("not a library")
     preload = tmp_path / "ld.so.preload"
     preload.write_text(f"# site policy\n{nccl}\n")
-    env = {"LD_PRELOAD": f"{other} {nccl}", "LD_LIBRARY_PATH": f"{libdir}:/nonexistent"}
+    env = {"LD_PRELOAD": f"{other} {nccl}:/gone/libnccl.so.2", "LD_LIBRARY_PATH": f"{libdir}:/nonexistent"}
     got = payload.library_candidates(env, [], preload_file=str(preload))
     rows = [(c["via"], c["name"], c["path"], c["version"], c["soname"]) for c in got]
     assert rows == [
         ("LD_PRELOAD", "libjemalloc.so.2", str(other), None, None),
         ("LD_PRELOAD", "nccl", str(nccl), "2.18.1", "libnccl.so.2"),
+        ("LD_PRELOAD", "nccl", None, None, None),  # a missing file: ld.so ignores it, so no path
         (str(preload), "nccl", str(nccl), "2.18.1", "libnccl.so.2"),
         ("LD_LIBRARY_PATH", "cudnn", str(libdir / "libcudnn.so.8"), "8.9.7", "libcudnn.so.8"),
     ]

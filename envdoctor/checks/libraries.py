@@ -154,7 +154,7 @@ def shadows(py: PythonEnv, system: Optional[List[LibraryCopy]] = None) -> List[S
         out.append(Shadow(lib, family, wheel, version, how, fam_err == family))
 
     for lib in py.library_candidates:
-        if lib.via in PRELOAD_VIAS:
+        if lib.via in PRELOAD_VIAS and lib.path:  # (no path: the file does not exist and ld.so skips it)
             add(lib, "preloaded")
     for lib in py.loaded_libraries:
         if lib.origin in ("system", "conda") and not any(s.lib.path == lib.path for s in out):
