@@ -430,7 +430,7 @@ def _no_torch_interpreter(tmp: Path) -> Path:
     return script
 
 
-@pytest.mark.parametrize("kind", ["true", "segfault", "hang", "no-torch"])
+@pytest.mark.parametrize("kind", ["true", "segfault", "hang", "gil-hang", "no-torch"])
 def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, kind: str) -> None:
     extra: List[str] = []
     if kind == "true":
@@ -441,6 +441,11 @@ def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, 
     elif kind == "hang":
         target = _fake_interpreter(tmp_path, "hang", "import time\ntime.sleep(600)\n")
         category, extra = "TORCH_IMPORT_FAILED", ["--python-timeout", "3"]
+    elif kind == "gil-hang":
+        # native code that keeps the GIL: the payload's watchdog cannot run, envdoctor's timeout kills the
+        # process, and the checkpoint written before `import torch` still carries the build
+        target = _fake_interpreter(tmp_path, "gil", "import ctypes\nctypes.PyDLL(None).sleep(600)\n")
+        category, extra = "TORCH_IMPORT_FAILED", ["--python-timeout", "3"]
     else:
         target, category = _no_torch_interpreter(tmp_path), "TORCH_NOT_INSTALLED"
     base = [sys.executable, "-m", "envdoctor", "check", "--python", str(target), *extra, "--data", str(tmp_path)]
@@ -450,7 +455,7 @@ def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, 
     report = json.loads(js.stdout)
     got = [f for f in report["findings"] if f["category"] == category]
     assert got and got[0]["severity"] == "error", [f["code"] for f in report["findings"]]
-    if kind in ("segfault", "hang"):
+    if kind in ("segfault", "hang", "gil-hang"):
         assert report["facts"]["pythons"][0]["torch"]["version"] == "2.14.1+cu130"  # the build survives
         assert "2.14.1+cu130" in proc.stdout
 
