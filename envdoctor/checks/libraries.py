@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
 from ..facts import LibraryCopy, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import drop_path_entry, export, pip_install, unset
 from ._util import parse_version, torch_envs
 from .base import CheckContext, SkipCheck, registrar
 
@@ -93,14 +93,10 @@ def _versions_differ(a: Optional[str], b: Optional[str]) -> Optional[bool]:
     return va.release[:n] != vb.release[:n]
 
 
-def _q(value: str) -> str:
-    return shlex.quote(value)
-
-
 def unpreload_commands(py: PythonEnv, lib: LibraryCopy) -> Tuple[str, List[str]]:
     """(fix summary, commands) that take one preloaded library out of the loader's way.
 
-    Kept here, in one place, until the shared fix builder takes it over.
+    The commands come from envdoctor.remedies (quoted).
     """
     entry = lib.path or lib.name
     if lib.via == "LD_PRELOAD":
@@ -109,9 +105,9 @@ def unpreload_commands(py: PythonEnv, lib: LibraryCopy) -> Tuple[str, List[str]]
         if rest:
             return (f"Take {entry} out of LD_PRELOAD (where it is set: the shell profile, the job script, the "
                     "container's ENV) so torch loads its own copy",
-                    [f"export LD_PRELOAD={_q(':'.join(rest))}"])
+                    [export("LD_PRELOAD", ":".join(rest))])
         return (f"Unset LD_PRELOAD (it preloads {entry}) where it is set: the shell profile, the job script, the "
-                "container's ENV; torch then loads its own copy", ["unset LD_PRELOAD"])
+                "container's ENV; torch then loads its own copy", [unset("LD_PRELOAD")])
     return (f"Remove the line {entry} from /etc/ld.so.preload (it preloads into every process on this machine)",
             ["sudoedit /etc/ld.so.preload"])
 
@@ -199,11 +195,10 @@ def shadow_finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
         ev.append(Evidence(f"pythons[{i}].torch.import_error", py.torch.import_error if py.torch else None))
     cmds: List[str] = []
     if s.how == "fallback":
-        python = shlex.quote(py.executable) if py.executable else "python"
         summary = (f"torch pins {s.wheel}=={s.wheel_version} but it is not installed, so the loader falls back to "
                    f"{lib.path} ({version})")
         fix_summary = f"Install the {name} wheel torch pins, so torch loads its own copy"
-        cmds = [f"{python} -m pip install {shlex.quote(f'{s.wheel}=={s.wheel_version}')}"]
+        cmds = [pip_install(None, py, [f"{s.wheel}=={s.wheel_version}"])]
         detail = ("torch's libraries look for their CUDA libraries in the nvidia-* wheels' directories first "
                   "(RPATH); when a wheel is missing the loader goes on to LD_LIBRARY_PATH and the system cache "
                   "and takes whatever copy it finds there.")
@@ -229,8 +224,7 @@ def shadow_finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
                   "incompatibility', undefined symbols such as __nvJitLinkAddData_12_1, or silent slowdowns.")
         if hit:
             ev.insert(0, Evidence(f"pythons[{i}].env.LD_LIBRARY_PATH", (py.env or {}).get("LD_LIBRARY_PATH")))
-            keep = ":".join(d for d in ((py.env or {}).get("LD_LIBRARY_PATH") or "").split(":") if d and d != hit)
-            cmds.append(f"export LD_LIBRARY_PATH={_q(keep)}" if keep else "unset LD_LIBRARY_PATH")
+            cmds.append(drop_path_entry(None, "LD_LIBRARY_PATH", (py.env or {}).get("LD_LIBRARY_PATH") or "", hit))
             fix_summary = f"Remove {hit} from LD_LIBRARY_PATH so torch loads its own {name}"
         else:
             fix_summary = f"Take {lib.path} out of the library path (or match its version to the wheel's)"

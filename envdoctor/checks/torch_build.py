@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import re
-import shlex
 from typing import List, Optional, Tuple
 
 from ..compat import cuda_of_variant
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import command, conda_cuda_note, new_venv, pip_check, pip_install
 from ._util import (
     base_version,
     driver_runs_cuda,
     mm_str,
     parse_version,
-    pip_install,
     torch_envs,
     torch_envs_or_skip,
     torch_variant,
@@ -171,7 +170,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                 version, variant, driver_ok = best
                 pins = _companion_pins(ctx, version)
                 fix_summary = f"Install torch {version} built for {variant}, which has kernels for {sm}"
-                cmds = [pip_install(pins, variant, force=True)]
+                cmds = [pip_install(ctx.facts, py, pins, variant, force=True)]
                 if not driver_ok:
                     fix_summary += " (it also needs a newer driver: see the driver check)"
             else:
@@ -242,10 +241,9 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
 
         # every installed companion moves with torch: a +cpu torchaudio left behind is CUDA_VARIANT_MIXED
         pins = _pair_pins(ctx, py, version)
-        cmds = [pip_install(pins, target, force=True)] if target else []
+        cmds = [pip_install(ctx.facts, py, pins, target, force=True)] if target else []
         if py.is_conda:
-            cmds.append("# conda: install the CUDA variant explicitly, e.g. "
-                        "conda install pytorch pytorch-cuda=12.4 -c pytorch -c nvidia")
+            cmds.append(conda_cuda_note())
         findings.append(Finding(
             code="torch.cuda-build/cpu-only",
             category="TORCH_CPU_ONLY_BUILD",
@@ -294,7 +292,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                     evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
                                        expected=f"{rel.python_min} .. {rel.python_max}", source=rel.source)],
                     fix=Fix(f"Use Python {rel.python_max} (or another supported version) for this torch",
-                            [f"python{rel.python_max} -m venv .venv && . .venv/bin/activate"]),
+                            [new_venv(ctx.facts, py, rel.python_max)]),
                 ))
         elif newest and newest.python_max:
             judged = True
@@ -310,7 +308,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                 evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
                                    expected=f"<= {newest.python_max}", source=newest.source)],
                 fix=Fix(f"Create the environment with Python {newest.python_max}",
-                        [f"python{newest.python_max} -m venv .venv && . .venv/bin/activate"]),
+                        [new_venv(ctx.facts, py, newest.python_max)]),
             ))
     if not judged:
         raise SkipCheck("the torch release's supported Python range is not in the compat matrix")
@@ -320,13 +318,9 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
 _MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 
 
-def _q(value: str) -> str:
-    return shlex.quote(value)
-
-
-def _python_cmd(py: PythonEnv) -> str:
-    """The judged interpreter, quoted, for fix commands (kept local until the shared fix builder exists)."""
-    return _q(py.executable) if py.executable else "python"
+def _python_argv0(py: PythonEnv) -> str:
+    """The judged interpreter for fix commands (quoted by remedies.command)."""
+    return py.executable or "python"
 
 
 def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContext) -> Tuple[Fix, Optional[str]]:
@@ -340,24 +334,25 @@ def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContex
         return Fix(f"Caused by {root.code}: {summary[0].lower() + summary[1:]}; reinstalling torch does not help",
                    list(root.fix.commands) if root.fix else []), root.code
     failure = py.failure if py.failure_stage == "importing torch" else None
-    python = _python_cmd(py)
+    python = _python_argv0(py)
     if failure == "crashed":
         return Fix("See where the import crashes (Python's faulthandler prints the native stack), then fix or "
                    "reinstall what it names",
-                   [f"{python} -X faulthandler -c 'import torch'"]), None
+                   [command(python, "-X", "faulthandler", "-c", "import torch")]), None
     if failure == "timeout":
         return Fix("See where the import hangs (a network filesystem, a lock, a CUDA library load): run it by "
                    "hand, and give envdoctor more time with --python-timeout if it is only slow",
-                   [f"{python} -X importtime -c 'import torch'"]), None
+                   [command(python, "-X", "importtime", "-c", "import torch")]), None
     missing = _MISSING_MODULE.search(last)
     if missing and missing.group(1).split(".")[0] != "torch":
         # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
         module = missing.group(1).split(".")[0]
         return Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
-                   [f"{python} -m pip install {_q(module.replace('_', '-'))}", f"{python} -m pip check"]), None
+                   [pip_install(ctx.facts, py, [module.replace('_', '-')]), pip_check(ctx.facts, py)]), None
     variant = torch_variant(py, ctx.compat)
     return Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
-               [pip_install([f"torch=={version}"] if version else ["torch"], variant, force=True)]), None
+               [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"], variant,
+                            force=True)]), None
 
 
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
@@ -438,7 +433,7 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
                           Evidence(f"pythons[{i}].failure", py.failure),
                           Evidence(f"pythons[{i}].reason", py.reason)],
                 fix=Fix("Point --python at the Python 3.8+ interpreter your jobs run, and run it by hand to see "
-                        "why it fails", [f"{_q(name)} -c 'import sys; print(sys.version)'"]),
+                        "why it fails", [command(name, "-c", "import sys; print(sys.version)")]),
             ))
             continue
         if py.status != ProbeStatus.OK or t is not None:
@@ -459,6 +454,6 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(f"pythons[{i}].torch", None, expected="an installed torch"),
                       Evidence(f"pythons[{i}].requested_as", py.requested_as)],
             fix=Fix("Diagnose the interpreter that has torch (envdoctor --python /path/to/venv/bin/python), or "
-                    "install torch there", [f"{_python_cmd(py)} -m pip install torch"], GET_STARTED),
+                    "install torch there", [pip_install(ctx.facts, py, ["torch"])], GET_STARTED),
         ))
     return findings
