@@ -243,7 +243,8 @@ CATEGORY_PASTES = {
 # Categories a paste cannot show:
 # - SLOW_STORAGE: it judges the disk under the training data (storage.data-path); a paste does not say which
 #   path holds the data, so no paste fact can stand for it (a `df`/`mount` line alone names no data set).
-NOT_FROM_PASTES = {"SLOW_STORAGE"}
+# - REQUIREMENT_UNMET: it judges requirements declared to `envdoctor assert` / preflight(), never pasted.
+NOT_FROM_PASTES = {"SLOW_STORAGE", "REQUIREMENT_UNMET"}
 
 
 def test_every_category_is_covered_or_explained() -> None:
