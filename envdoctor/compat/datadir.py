@@ -2,7 +2,7 @@
 
 The cache is ``$ENVDOCTOR_CACHE_DIR``, else ``$XDG_CACHE_HOME/envdoctor``, else ``~/.cache/envdoctor`` (the XDG
 base-directory spec). An update is a directory ``data-<version>-<suffix>/`` holding the matrix files and their
-``manifest.json``; ``current.json`` names the one in use and is replaced atomically (os.replace), so a reader
+manifest (as ``MANIFEST``); ``current.json`` names the one in use and is replaced atomically (os.replace), so a reader
 sees the old update or the new one, never half of either. No network here: that is envdoctor/update_data.py.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Dict, Optional
 
 CACHE_ENV = "ENVDOCTOR_CACHE_DIR"
 POINTER = "current.json"
-MANIFEST = "manifest.json"
+MANIFEST = "MANIFEST"  # the installed copy: not *.json, so the matrix loader does not take it for a table
 
 
 def cache_dir(env: Optional[Dict[str, str]] = None) -> Path:
