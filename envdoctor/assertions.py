@@ -125,4 +125,4 @@ def judge_declared(facts: Facts, compat: Any, only: Optional[List[str]] = None,
 
     results = run_checks(facts, compat, select(static_checks(), only, ignore))
     return Report(facts=facts, checks=results, envdoctor_version=__version__,
-                  compat_as_of=getattr(compat, "as_of", None))
+                  compat_as_of=getattr(compat, "as_of", None), compat_source=getattr(compat, "label", None))
