@@ -129,7 +129,8 @@ class _VersionAction(argparse.Action):
                 data += f"; not using the installed update: {why_not}"
         except CompatDataError as e:
             data = f"compat matrix unreadable: {e}"
-        parser.exit(message=f"envdoctor {__version__}\n{data}\n")
+        sys.stdout.write(f"envdoctor {__version__}\n{data}\n")
+        parser.exit()
 
 
 def _normalise_argv(argv: Sequence[str]) -> List[str]:
