@@ -239,3 +239,24 @@ def test_assert_on_the_cpu_venv(cpu_venv, tmp_path: Path) -> None:
     assert "invalid TOML" in broken.stderr
     missing = _run(py + ["--config", str(tmp_path / "nope.toml")], tmp_path)
     assert missing.returncode == 2 and "cannot read" in missing.stderr
+
+
+def test_family_named_fleet_gets_the_forward_compat_note(compat) -> None:
+    env = _env("2.14.1+cu130", "13.0", arch=["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"], cudnn=92400)
+    r = _judge(compat, env, driver="535.104.05", gpus=["H100", "A100"])
+    f = next(f for f in r.findings if f.code == "driver.cuda-compat/too-old")
+    assert "cuda-compat" in f.fix.summary and "cu126" in f.fix.summary
+    r = _judge(compat, env, driver="535.104.05", gpus=["RTX 4090"])
+    f = next(f for f in r.findings if f.code == "driver.cuda-compat/too-old")
+    assert "cuda-compat" not in f.fix.summary  # GeForce: no forward compatibility
+
+
+@pytest.mark.slow
+def test_assert_cu130_build_for_a_535_fleet(cuda_venv, tmp_path: Path) -> None:
+    out = _run(["--python", cuda_venv.python, "--target-driver", "535.104.05", "--target-gpus", "H100,A100",
+                "--format", "json", "--no-config"], tmp_path)
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    codes = {f["code"] for f in doc["findings"]}
+    assert "driver.cuda-compat/too-old" in codes
+    assert doc["facts"]["pythons"][0]["torch"]["cuda"] == "13.0"
