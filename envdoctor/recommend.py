@@ -221,6 +221,8 @@ def _gpu_notes(compat: Any, gpus: List[GpuTarget], releases: List[Any]) -> List[
 def render(out: Dict[str, Any]) -> str:
     lines = [f"For driver {out['driver'] or 'unknown'}, GPUs {', '.join(out['gpus']) or '(none given)'}, "
              f"Python {out['python'] or 'any'}, {out['os']}:"]
+    for note in out.get("from_this_machine") or []:
+        lines.append(f"  ({note})")
     for note in out["gpu_notes"]:
         lines.append(f"  ! {note}")
     if out["driver_cannot_drive_gpu"]:
@@ -275,18 +277,20 @@ def recommend_from_args(args: Any) -> Tuple[Dict[str, Any], str]:
     if python and (not _rel(python) or len(_rel(python)) < 2):
         raise RecommendError(f"--python {python!r}: give a Python version such as 3.11")
     os_name = args.os or ("windows" if platform.system() == "Windows" else "linux")
+    notes: List[str] = []
     if args.driver is None or not args.gpu or python is None:
         driver, gpus, python = _from_machine(compat, driver, gpus, python, need_driver=args.driver is None,
-                                             need_gpus=not args.gpu, need_python=python is None)
+                                             need_gpus=not args.gpu, need_python=python is None, notes=notes)
     if python:
         python = ".".join(str(p) for p in _rel(python)[:2])
     out = recommend(compat, driver, gpus, python, os_name)
+    out["from_this_machine"] = notes
     out["compat_data"] = getattr(compat, "label", None)
     return out, render(out)
 
 
 def _from_machine(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python: Optional[str],
-                  need_driver: bool, need_gpus: bool, need_python: bool):
+                  need_driver: bool, need_gpus: bool, need_python: bool, notes: List[str]):
     """Fill what was not given from this machine (driver probe; the active interpreter's version)."""
     if need_driver or need_gpus:
         from .probes.driver import probe_driver
@@ -295,6 +299,10 @@ def _from_machine(compat: Any, driver: Optional[str], gpus: List[GpuTarget], pyt
         d = probe_driver(Runner())
         if need_driver and d.version:
             driver = d.version
+            notes.append(f"driver {d.version} read from this machine")
+        elif need_driver:
+            notes.append(f"no --driver given and none read here (driver probe {d.status}"
+                         + (f": {d.reason}" if d.reason else "") + ")")
         if need_gpus:
             for gpu in d.gpus:
                 cc = gpu.compute_capability or (compat.gpu_compute_capability(gpu.name) if gpu.name else None)
@@ -305,11 +313,13 @@ def _from_machine(compat: Any, driver: Optional[str], gpus: List[GpuTarget], pyt
         from .probes.python_env import default_interpreter
         from .probes.runner import Runner
 
-        exe, _how = default_interpreter()
+        exe, how = default_interpreter()
         try:
             res = Runner().run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=10)
             text = (getattr(res, "stdout", "") or "").strip()
             python = text if _rel(text) else None
+            if python:
+                notes.append(f"Python {python} from {exe} ({how})")
         except Exception:  # noqa: BLE001 - the probe boundary: an interpreter that fails leaves Python unknown
             python = None
     return driver, gpus, python
