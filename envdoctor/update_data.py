@@ -130,8 +130,12 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
         if missing:
             raise UpdateError(f"the manifest lacks {', '.join(missing)}, which the bundled matrix has; {keep}",
                               status)
-        cache.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".incoming-", dir=str(cache)))
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=".incoming-", dir=str(cache)))
+        except OSError as e:
+            raise UpdateError(f"cannot write the cache directory {cache}: {e.strerror or e} (set "
+                              f"ENVDOCTOR_CACHE_DIR to a writable one); {keep}", status) from None
         try:
             for name, meta in sorted(manifest["files"].items()):
                 data = _get(session, urljoin(url, name), timeout_s, name, keep)
@@ -139,7 +143,10 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
                 if digest != meta["sha256"].lower():
                     raise UpdateError(f"{name}: sha256 {digest[:16]}... does not match the manifest's "
                                       f"{meta['sha256'][:16]}... (corrupted or tampered download); {keep}", status)
-                (tmp / name).write_bytes(data)
+                try:
+                    (tmp / name).write_bytes(data)
+                except OSError as e:
+                    raise UpdateError(f"cannot write {tmp / name}: {e.strerror or e}; {keep}", status) from None
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             try:
                 candidate = _load_dir(tmp)  # the same validation the bundled matrix passes
@@ -153,7 +160,11 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
-    _point_to(cache, final, url)
+    try:
+        _point_to(cache, final, url)
+    except OSError as e:
+        shutil.rmtree(final, ignore_errors=True)
+        raise UpdateError(f"cannot write {cache / POINTER}: {e.strerror or e}; {keep}", status) from None
     clear_cache()
     payload = {"updated": True, "version": manifest["version"], "as_of": manifest["as_of"],
                "directory": str(final), "files": len(manifest["files"]), "previous": status}

@@ -259,3 +259,14 @@ def test_tests_never_see_a_users_cache() -> None:
 
     assert "envdoctor-test-cache-" in os.environ["ENVDOCTOR_CACHE_DIR"]
     assert cache_dir() != Path.home() / ".cache" / "envdoctor"
+
+
+def test_unwritable_cache_is_a_clear_refusal(tmp_path, server, monkeypatch) -> None:
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("ENVDOCTOR_CACHE_DIR", str(blocker / "cache"))
+    clear_cache()
+    server.publish(_published(tmp_path, "2030.01.01"))
+    with pytest.raises(UpdateError, match="cannot write the cache directory .*ENVDOCTOR_CACHE_DIR"):
+        update_from_url(server.url("manifest.json"), timeout_s=10)
+    clear_cache()
