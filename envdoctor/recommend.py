@@ -60,6 +60,9 @@ def _driver_rule(compat: Any, driver: Optional[str], cuda: str, os: str,
         return True, (f"CUDA minor-version compatibility: driver {driver} >= {floor}, the CUDA "
                       f"{_rel(cuda)[0]}.x floor [{req.minor_compat_source}]"), limits
     need = req.min_driver or floor
+    if need is None:
+        # NVIDIA's table gives no minimum here (Windows for CUDA 13.x is "N/A"): unknown, not a verdict
+        return None, f"the minimum {os} driver for CUDA {req.cuda} is not in the matrix: driver {driver} not judged", []
     return False, f"cu{cuda.replace('.', '')} needs driver >= {need}; this driver is {driver}", []
 
 
@@ -118,8 +121,9 @@ def _latest_patch(compat: Any, minor: str) -> Optional[Any]:
     return max(rows, key=lambda c: _rel(c.torch)) if rows else None
 
 
-def commands(compat: Any, minor: str, variant: str, python: Optional[str]) -> Dict[str, Any]:
-    from .checks._util import pip_install
+def commands(compat: Any, minor: str, variant: str, python: Optional[str], os: str = "linux") -> Dict[str, Any]:
+    from .remedies import POSIX, POWERSHELL, Installer, pip_command
+    from .remedies.python import LEGACY_FIND_LINKS, TORCH_FAMILY, index_url_for
 
     comp = _latest_patch(compat, minor)
     version = comp.torch if comp else f"{minor}.*"
@@ -128,12 +132,21 @@ def commands(compat: Any, minor: str, variant: str, python: Optional[str]) -> Di
         pins.append(f"torchvision=={comp.torchvision}")
     if comp and comp.torchaudio:
         pins.append(f"torchaudio=={comp.torchaudio}")
-    pip = pip_install(pins, variant)
-    py = f"python{python}" if python else "python"
-    pip = pip.replace("python -m pip", f"{py} -m pip", 1)
-    uv = pip.replace(f"{py} -m pip", "uv pip", 1) + (f" --python {python}" if python else "")
+    args: List[str] = list(pins)
+    if _rel(version)[:2] and _rel(version)[:2] < (1, 13):
+        # before 1.13 there was no per-variant index (https://pytorch.org/get-started/previous-versions/)
+        args = [f"{p}+{variant}" if p.split("==")[0] in TORCH_FAMILY else p for p in args] + ["-f", LEGACY_FIND_LINKS]
+    else:
+        args += ["--index-url", index_url_for(variant)]
+    # planning a rental: no interpreter path to name, so the Python version stands for it
+    shell = POWERSHELL if os == "windows" else POSIX
+    pip = pip_command(Installer("pip", f"python{python}" if python and shell == POSIX else None, shell),
+                      "install", *args)
+    uv = pip_command(Installer("uv", python, shell), "install", *args)
     return {"torch": version, "torchvision": comp.torchvision if comp else None,
-            "torchaudio": comp.torchaudio if comp else None, "triton": comp.triton if comp else None,
+            "torchaudio": comp.torchaudio if comp else None,
+            # the triton pin is read from the Linux wheel's Requires-Dist; Windows wheels do not require it
+            "triton": comp.triton if comp and os != "windows" else None,
             "companions_source": comp.source if comp else None, "pip": pip, "uv": uv}
 
 
@@ -175,7 +188,7 @@ def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python:
     def entry(rel: Any, v: Verdict) -> Dict[str, Any]:
         return {"torch_minor": rel.minor, "variant": v.variant, "cuda": cuda_of_variant(v.variant),
                 "rule": v.rule, "not_covered": v.not_covered, "unknown": v.unknown,
-                "torch_source": rel.source, **commands(compat, rel.minor, v.variant, python)}
+                "torch_source": rel.source, **commands(compat, rel.minor, v.variant, python, os)}
 
     out: Dict[str, Any] = {
         "query": "recommend", "driver": driver, "gpus": [g.label for g in gpus], "python": python, "os": os,

@@ -94,7 +94,7 @@ def test_recommend_535_h100(compat) -> None:
     assert "minor-version compatibility" in rec["rule"] and "525.60.13" in rec["rule"]
     assert rec["not_covered"] and any("PTX" in n for n in rec["not_covered"])
     assert rec["pip"].startswith("python3.11 -m pip install torch==") and "--index-url" in rec["pip"]
-    assert rec["uv"].startswith("uv pip install torch==")
+    assert rec["uv"].startswith("uv pip install --python 3.11 torch==")
     assert any("needs driver >= 580.65.06" in r["why_not"] for r in out["newer_not_fitting"])
 
 

@@ -8,7 +8,6 @@ torch.gpu-arch, torch.cuda-build, driver.lifecycle) over the declared driver sec
 from __future__ import annotations
 
 import re
-import shlex
 from typing import List, Optional, Tuple
 
 from packaging.requirements import Requirement
@@ -18,6 +17,7 @@ from packaging.version import InvalidVersion, Version
 from ..compat import arch_runs, cuda_of_variant
 from ..facts import ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import command, pip_install
 from ..targets import PSEUDO_NAMES, TargetError, parse_requirement, resolve_gpu
 from .base import CheckContext, SkipCheck, registrar
 
@@ -66,10 +66,6 @@ def _contains(req: Requirement, version: str) -> Optional[bool]:
     return req.specifier.contains(v, prereleases=True)
 
 
-def _pip(py: PythonEnv, req: Requirement) -> str:
-    return f"{shlex.quote(py.executable or 'python')} -m pip install {shlex.quote(str(req))}"
-
-
 def _spec_text(req: Requirement) -> str:
     return str(req.specifier) or "(any version)"
 
@@ -91,37 +87,36 @@ def _unmet(k: int, req: Requirement, i: int, path: str, seen: Optional[str], sum
 
 def _judge_version(ctx: CheckContext, kind: str, what: str,
                    read) -> List[Finding]:
+    def fix(py: PythonEnv, req: Requirement) -> Fix:
+        return _fix_for(ctx, kind, py, req)
+
     findings = []
     for k, req in _declared(ctx, kind):
         for i, py in _envs(ctx):
             seen, path, why_missing = read(py, req)
             where = py.executable or "the interpreter"
             if seen is None:
-                findings.append(_unmet(k, req, i, path, None, f"{why_missing} in {where}",
-                                       _fix_for(kind, py, req)))
+                findings.append(_unmet(k, req, i, path, None, f"{why_missing} in {where}", fix(py, req)))
                 continue
             ok = _contains(req, seen)
             if ok is None:
                 findings.append(_unmet(k, req, i, path, seen, f"{what} {seen!r} is not a PEP 440 version",
-                                       _fix_for(kind, py, req)))
+                                       fix(py, req)))
             elif not ok:
                 findings.append(_unmet(k, req, i, path, seen,
-                                       f"{what} is {seen} in {where}, outside {_spec_text(req)}",
-                                       _fix_for(kind, py, req)))
+                                       f"{what} is {seen} in {where}, outside {_spec_text(req)}", fix(py, req)))
     return findings
 
 
-def _fix_for(kind: str, py: PythonEnv, req: Requirement) -> Fix:
+def _fix_for(ctx: CheckContext, kind: str, py: PythonEnv, req: Requirement) -> Fix:
     if kind == "python":
-        return Fix(f"Build the environment on a Python {_spec_text(req)}",
-                   ["python3 -m venv .venv   # with a python3 inside the range"])
-    if kind == "cuda":
-        return Fix(f"Install a torch built for a CUDA {_spec_text(req)} (`envdoctor recommend` names the "
-                   "variant and its command)", ["envdoctor recommend"])
-    if kind == "cudnn":
-        return Fix(f"Install a torch (or nvidia-cudnn wheel) that brings cuDNN {_spec_text(req)}",
-                   ["envdoctor recommend"])
-    return Fix(f"Install {req.name}{req.specifier}", [_pip(py, req)])
+        # a range, not one version: which Python to build on is the user's choice within it
+        return Fix(f"Build the environment on a Python {_spec_text(req)}")
+    if kind in ("cuda", "cudnn"):
+        what = "a CUDA" if kind == "cuda" else "a cuDNN"
+        return Fix(f"Install a torch built with {what} {_spec_text(req)} (`envdoctor recommend` names the "
+                   "variant and its command)", [command("envdoctor", "recommend")])
+    return Fix(f"Install {req.name}{req.specifier}", [pip_install(ctx.facts, py, [str(req)])])
 
 
 def _package(py: PythonEnv, req: Requirement) -> Tuple[Optional[str], str, str]:
@@ -217,7 +212,7 @@ def check_target_gpus(ctx: CheckContext) -> List[Finding]:
                 code="requirements.target-gpus/unknown", category=CATEGORY, severity=Severity.ERROR,
                 summary=str(e), evidence=[Evidence(f"targets.target_gpus[{k}]", given)],
                 fix=Fix("Name the GPU as the matrix does, or give its architecture (sm_90)",
-                        [f"envdoctor matrix gpu {shlex.quote(given)}"])))
+                        [command("envdoctor", "matrix", "gpu", given)])))
     if not declared:
         # live machine (preflight): every declared GPU must be here
         for k, gt in targets:
@@ -263,5 +258,5 @@ def check_target_gpus(ctx: CheckContext) -> List[Finding]:
                                        expected=f"sm_{gt.cc.replace('.', '')}")],
                     fix=Fix("Install a torch build with SASS for this GPU (`envdoctor recommend --gpu ...`), "
                             "or set CUDA_CACHE_MAXSIZE large enough and keep the cache on a volume",
-                            [f"envdoctor recommend --gpu {shlex.quote(gt.given)}"])))
+                            [command("envdoctor", "recommend", "--gpu", gt.given)])))
     return findings
