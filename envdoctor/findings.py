@@ -166,11 +166,12 @@ def _same_subject(root: Finding, consequence: Finding) -> bool:
 
 
 def link_causes(checks: List[CheckResult]) -> List[CheckResult]:
-    """Set ``caused_by`` on every warning/error that follows from another finding (catalogue.CAUSES).
+    """Set ``caused_by`` on every finding that follows from another one (catalogue.CAUSES).
 
     A consequence points at its topmost root: no driver because the container has no GPU runtime, and
     no GPU visible because there is no driver, both point at the container. The root is the first such
-    finding in check order; findings about different interpreters (``pythons[i]``) are never linked.
+    finding in check order; findings about different interpreters (``pythons[i]``) are never linked. A note
+    (info) goes under a problem that causes the category its ``about`` names.
     """
     from .catalogue import CAUSES
 
@@ -184,16 +185,25 @@ def link_causes(checks: List[CheckResult]) -> List[CheckResult]:
                 return r
         return None
 
-    roots: Dict[int, Optional[str]] = {}
-    for _, _, f in flat:
-        if f.severity == Severity.INFO:
-            continue
-        node, seen = parent(f), {id(f)}
+    def top_of(node: Optional[Finding], seen: set) -> Optional[Finding]:
         top = None
         while node is not None and id(node) not in seen:  # CAUSES is acyclic (tested); the guard is cheap
             seen.add(id(node))
             top = node
             node = parent(node)
+        return top
+
+    roots: Dict[int, Optional[str]] = {}
+    for _, _, f in flat:
+        if f.severity != Severity.INFO:
+            top = top_of(parent(f), {id(f)})
+        else:
+            # a note about what follows from a problem goes under it: "no NVIDIA driver" as a note next to
+            # the container started without the GPU runtime (not one of the same category: two data paths'
+            # storage notes are about different paths)
+            near = next((r for r in serious if f.about and _same_subject(r, f) and
+                         f.about in CAUSES.get(r.category, ())), None)
+            top = top_of(parent(near), {id(near)}) or near if near is not None else None
         roots[id(f)] = top.code if top is not None else None
     out_findings: Dict[int, List[Finding]] = {}
     for ci, _fi, f in flat:

@@ -337,6 +337,20 @@ def test_findings_about_different_machines_of_a_paste_are_not_linked():
                    ("report 2 of 2", "NO_NVIDIA_DRIVER", None)]
 
 
+def test_a_note_about_the_problem_an_error_reports_goes_under_it():
+    checks = [CheckResult("driver.present", "driver", "d", CheckStatus.SKIPPED,
+                          [Finding("driver.present/absent", "NO_NVIDIA_DRIVER", Severity.INFO, "no driver")]),
+              CheckResult("platform.container-gpu", "platform", "c", CheckStatus.FAILED,
+                          [Finding("platform.container-gpu/no-runtime", "CONTAINER_NO_GPU_RUNTIME", Severity.ERROR,
+                                   "container without GPUs", fix=Fix("--gpus all"))]),
+              CheckResult("host.cpu", "host", "h", CheckStatus.PASSED,
+                          [Finding("host.cpu/x", "CPU_STARVED", Severity.INFO, "a note about CPUs")])]
+    report = Report(Facts(), checks, "0")
+    assert [(f.code, f.caused_by) for f in report.findings] == [
+        ("platform.container-gpu/no-runtime", None), ("driver.present/absent", "platform.container-gpu/no-runtime"),
+        ("host.cpu/x", None)]
+
+
 def test_a_torch_import_failure_comes_before_what_follows_from_it():
     checks = [CheckResult("packages.extensions", "packages", "e", CheckStatus.FAILED,
                           [_finding("packages.extensions/import-failed", "THIRD_PARTY_EXTENSION_MISMATCH")]),
