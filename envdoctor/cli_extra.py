@@ -33,7 +33,9 @@ def add_parsers(sub: Any, epilog: str) -> None:
     p.add_argument("--no-config", action="store_true", help="do not read a project file")
     p.add_argument("--python", action="append", metavar="PATH", dest="pythons",
                    help="interpreter to judge, or a venv prefix (repeatable; default: the active environment's)")
-    p.add_argument("--python-timeout", type=float, default=60.0, metavar="SECONDS",
+    from .cli import _positive_seconds  # one rule for --python-timeout: a positive, finite number
+
+    p.add_argument("--python-timeout", type=_positive_seconds, default=60.0, metavar="SECONDS",
                    help="time allowed to import torch in each interpreter (default: 60)")
     p.add_argument("--format", choices=ASSERT_FORMATS, default="console", help="output format (default: console)")
     p.add_argument("--fail-on", choices=("error", "warning"), default=None,

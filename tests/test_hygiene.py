@@ -71,10 +71,12 @@ def test_deep_nesting_and_huge_numbers_are_exit_2_not_3(tmp_path, capsys, text):
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "0", "-1", "ten"])
-def test_python_timeout_must_be_positive_and_finite(value, capsys):
+@pytest.mark.parametrize("command", ["check", "collect", "assert"])
+def test_python_timeout_must_be_positive_and_finite(command, value, capsys):
     with pytest.raises(SystemExit) as e:
-        _main("--python-timeout", value)
+        _main(command, "--python-timeout", value)
     assert e.value.code == 2
+    assert "--python-timeout" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("extra", [["--python", sys.executable], ["--no-torch"], ["--data", "."],
