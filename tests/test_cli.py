@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -102,11 +101,10 @@ def test_markdown_snapshot_is_redacted(tmp_path, capsys):
     assert "<details>" in out and "gpu-node-17" not in out and "1234abcd" not in out
 
 
-def test_live_run_on_this_machine_is_fast_and_says_no_driver(tmp_path):
-    """The real probes, here: no NVIDIA driver; nvcc found when the machine has one."""
-    start = time.monotonic()
+def test_live_run_on_this_machine_says_no_driver(tmp_path):
+    """The real probes, here: no NVIDIA driver; nvcc found when the machine has one. (run_cli's timeout
+    is the hang guard; speed is measured by scripts/bench_vs_collect_env.py, not asserted here.)"""
     proc = run_cli("--format", "json", "--python", sys.executable)
-    elapsed = time.monotonic() - start
     assert proc.returncode in (0, 1), proc.stderr
     report = json.loads(proc.stdout)
     facts = report["facts"]
@@ -119,7 +117,6 @@ def test_live_run_on_this_machine_is_fast_and_says_no_driver(tmp_path):
     if shutil.which("nvcc"):
         assert facts["toolkits"]["on_path"]["version"]
         assert proc.returncode == 1  # nvcc says a GPU is wanted: no driver is an error
-    assert elapsed < 30  # generous for a loaded 2-core CI box; the README records real figures
 
 
 def test_collect_then_check_elsewhere(tmp_path):
