@@ -128,3 +128,29 @@ def test_collect_then_check_elsewhere(tmp_path):
     proc = run_cli("check", "--facts", str(out), "--format", "json")
     assert proc.returncode in (0, 1)
     assert json.loads(proc.stdout)["facts"]["origin"] == "snapshot"
+
+
+@pytest.mark.parametrize("argv", [["nosuch"], ["nosuch", "--help"], ["report.txt"], ["-"]])
+def test_unknown_command_is_a_usage_error_naming_the_commands(argv):
+    from envdoctor.cli import _command_names, build_parser
+
+    proc = run_cli(*argv, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and f"unknown command {argv[0]!r}" in lines[0], proc.stderr
+    assert all(name in lines[0] for name in _command_names(build_parser()))
+
+
+def test_options_alone_mean_check(tmp_path, capsys):
+    snap = tmp_path / "s.json"
+    snap.write_text(m.healthy_a100().to_json())
+    assert main(["--facts", str(snap), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["facts"]["origin"] == "snapshot"
+
+
+def test_every_command_in_the_parser_has_a_handler():
+    from envdoctor.cli import COMMANDS, _command_names, build_parser
+
+    names = _command_names(build_parser())
+    assert {"check", "collect", "diagnose", "list-checks", "explain"} <= set(names)
+    assert set(names) == set(COMMANDS)
