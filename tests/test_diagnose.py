@@ -130,9 +130,10 @@ def _cpu_seconds(fn, reps: int = 1) -> float:
     return best
 
 
-# A complexity guard, not a speed goal (speed lives in scripts/bench_diagnose.py): the cost of a 10x larger
-# paste, measured against a smaller one in the same test. Linear reading gives about 10 (measured 3-7 here:
-# fixed costs weigh more in the small run); one quadratic step gives about 100. No absolute seconds.
+# A complexity guard, not a speed goal (speed lives in scripts/bench_diagnose.py): the CPU cost of a 10x larger
+# paste, measured against a smaller one in the same test. Linear reading gives at most about 10 (measured 4-11
+# here, also beside two CPU hogs; fixed costs weigh more in the small run); one quadratic step gives about 100.
+# No absolute seconds.
 SIZE_FACTOR = 10
 MAX_COST_RATIO = 3 * SIZE_FACTOR
 
