@@ -11,6 +11,8 @@ from typing import List, Optional
 
 import pytest
 
+pytest_plugins = ["pytester"]  # tests/test_markers.py runs these hooks in an inner session
+
 PIP_TIMEOUT_S = 600
 
 

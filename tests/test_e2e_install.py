@@ -60,6 +60,8 @@ def test_every_listed_subcommand_runs_from_the_installed_wheel(installed_wheel, 
     check = _run(installed_wheel, "check", "--format", "json", "--python", sys.executable, "--no-torch", cwd=tmp_path)
     assert check.returncode in (0, 1), check.stderr
     assert json.loads(check.stdout)["facts"]["origin"] == "live"
+    bare = _run(installed_wheel, "--no-torch", cwd=tmp_path)  # options alone: `check`, the README's first command
+    assert bare.returncode in (0, 1) and "Traceback" not in bare.stderr, bare.stderr
 
     snap = tmp_path / "s.json"
     collect = _run(installed_wheel, "collect", "-o", str(snap), "--no-torch", cwd=tmp_path)

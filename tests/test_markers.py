@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +44,25 @@ def test_collect_sees_every_gpu_that_nvml_sees():
     driver = json.loads(proc.stdout)["driver"]
     assert driver["status"] == "ok" and driver["version"]
     assert len(driver["gpus"]) == count
+
+
+CONFTEST = Path(__file__).with_name("conftest.py")
+
+
+def test_the_hooks_in_a_session(pytester, monkeypatch):
+    """The real conftest hooks in an inner session: a gpu test skips with the reason; a venv-building fixture
+    used without `slow` refuses to collect (exit 4, usage error)."""
+    if gpu_unavailable_reason() is None:  # pragma: no cover - a GPU machine runs gpu tests instead
+        pytest.skip("an NVIDIA GPU is here: gpu tests are not skipped")
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makeini("[pytest]\nmarkers =\n    gpu: g\n    slow: s\n")
+    pytester.makepyfile(test_gpu="import pytest\n\n@pytest.mark.gpu\ndef test_g():\n    assert False\n")
+    result = pytester.runpytest_inprocess("-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*needs an NVIDIA GPU*"])
+
+    monkeypatch.setenv("ENVDOCTOR_TEST_CPU_VENV", str(pytester.path / "no-such-venv"))
+    pytester.makepyfile(test_gpu="def test_v(cpu_venv):\n    pass\n")
+    assert pytester.runpytest_inprocess().ret == pytest.ExitCode.USAGE_ERROR
+    pytester.makepyfile(test_gpu="import pytest\n\n@pytest.mark.slow\ndef test_v(cpu_venv):\n    pass\n")
+    pytester.runpytest_inprocess().assert_outcomes(skipped=1)  # marked: runs (here: skips, no such venv)
