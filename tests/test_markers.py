@@ -66,3 +66,12 @@ def test_the_hooks_in_a_session(pytester, monkeypatch):
     assert pytester.runpytest_inprocess().ret == pytest.ExitCode.USAGE_ERROR
     pytester.makepyfile(test_gpu="import pytest\n\n@pytest.mark.slow\ndef test_v(cpu_venv):\n    pass\n")
     pytester.runpytest_inprocess().assert_outcomes(skipped=1)  # marked: runs (here: skips, no such venv)
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    repo = CONFTEST.parent.parent
+    block = (repo / "README.md").read_text().split("## The two commands", 1)[1].split("```bash\n", 1)[1]
+    install_and_run, test_command = [line.split("  #", 1)[0].strip() for line in block.split("```")[0].splitlines()]
+    assert install_and_run.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install . && envdoctor")
+    ci = [line for line in (repo / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert ci[-1] == test_command
