@@ -24,10 +24,6 @@ EXIT_CODES_HELP = """exit codes:
   3  envdoctor itself failed (a bug: please report it)
 """
 
-SUBCOMMANDS = ("check", "collect", "diagnose", "list-checks", "explain", "assert", "matrix", "recommend",
-               "update-data")
-
-
 class UsageError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
@@ -134,12 +130,24 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def _normalise_argv(argv: Sequence[str]) -> List[str]:
+def _command_names(parser: argparse.ArgumentParser) -> List[str]:
+    """The subcommands, read from the parser itself: a command is registered once, in build_parser()."""
+    # argparse has no public getter for the subparsers; _SubParsersAction has been its name since Python 2.7
+    return [name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices]
+
+
+def _normalise_argv(argv: Sequence[str], commands: Sequence[str]) -> List[str]:
+    """Options alone (or nothing) mean `check`; a first word that is no command is a usage error, not
+    arguments for `check` (which would print check's help for `envdoctor bench --help`)."""
     argv = list(argv)
     if not argv:
         return ["check"]
-    if argv[0] in SUBCOMMANDS or argv[0] in ("-h", "--help", "--version"):
+    if argv[0] in commands or argv[0] in ("-h", "--help", "--version"):
         return argv
+    if not argv[0].startswith("-") or argv[0] == "-":
+        raise UsageError(f"unknown command {argv[0]!r}; the commands are: {', '.join(commands)} "
+                         "(`envdoctor --help`; options alone mean `check`)")
     return ["check"] + argv
 
 
@@ -380,7 +388,12 @@ _extra_commands()
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(_normalise_argv(sys.argv[1:] if argv is None else argv))
+    try:
+        argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
+    except UsageError as e:
+        sys.stderr.write(f"envdoctor: {e}\n")
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except UsageError as e:
