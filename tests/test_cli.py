@@ -113,7 +113,8 @@ def test_live_run_on_this_machine_is_fast_and_says_no_driver(tmp_path):
     assert facts["origin"] == "live"
     assert {p["name"] for p in facts["probes"]} >= {"driver", "host", "toolkits", "pythons", "storage"}
     if facts["driver"]["status"] == "absent":
-        assert "NO_NVIDIA_DRIVER" in {f["category"] for f in report["findings"]}
+        # no driver, or (no vendor 0x10de device on the bus) no NVIDIA hardware at all: CPU work is fine
+        assert {"NO_NVIDIA_DRIVER", "HEALTHY"} & {f["category"] for f in report["findings"]}
     import shutil
 
     if shutil.which("nvcc"):

@@ -67,8 +67,13 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
     down: List[Tuple[Gpu, str, List[Evidence]]] = []
     fewer: List[Tuple[Gpu, str, List[Evidence]]] = []
     no_bridge: List[Gpu] = []
+    mig: List[Gpu] = []
     for g in gpus:
-        if g.nvlinks is None or g.mig_mode_current:
+        if g.nvlinks is None:
+            continue
+        if g.mig_mode_current:
+            if any(lk.active is False for lk in g.nvlinks):
+                mig.append(g)
             continue
         want, src = expected_links(ctx.compat, g)
         links = g.nvlinks
@@ -112,6 +117,15 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
                                expected="a bridge, if you want NVLink") for g in no_bridge],
             fix=Fix("Fit NVLink bridges if GPU-to-GPU bandwidth matters; nothing to do otherwise",
                     commands=["nvidia-smi nvlink --status", "nvidia-smi topo -m"]),
+        ))
+    if mig:
+        out.append(Finding(
+            "interconnect.nvlink/mig", "INTERCONNECT", Severity.INFO,
+            "NVLink links inactive on " + ", ".join(gpu_label(g) for g in mig) + " with MIG on: not judged "
+            "(MIG instances do not use NVLink); check again with MIG off",
+            evidence=[Evidence(gpu_path(g, "nvlinks"), f"{sum(1 for lk in g.nvlinks or [] if lk.active)} active of "
+                               f"{len(g.nvlinks or [])}", source="MIG mode on") for g in mig],
+            fix=Fix("With MIG off, check the links", commands=["nvidia-smi nvlink --status"]),
         ))
     if fewer:
         out.append(Finding(
