@@ -486,10 +486,24 @@ _LOST_TEXT = {"GPU_IS_LOST": "fell off the bus or became inaccessible (NVML GPU_
 @check("gpu.reachable", "Every GPU answers the driver", categories=("NO_GPU_VISIBLE",))
 def reachable(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "GPU reachability")
-    lost = [g for g in gpus if g.nvml_error]
+    lost = [g for g in gpus if g.nvml_error in _LOST_TEXT]
+    closed = [g for g in gpus if g.nvml_error and g.nvml_error not in _LOST_TEXT]
+    out: List[Finding] = []
+    if closed:
+        # NO_PERMISSION on one GPU: a Slurm/cgroup device limit or device-node permissions, not a broken GPU
+        out.append(Finding(
+            "gpu.reachable/not-accessible", "NO_GPU_VISIBLE", Severity.INFO,
+            f"{gpu_list(closed)} not accessible to this process (" + "; ".join(
+                f"GPU {g.index}: NVML {g.nvml_error}" for g in closed) + "): not judged",
+            detail="Usually the job's device limits (Slurm, cgroups, a container given some GPUs) or the "
+                   "permissions of /dev/nvidia*; those GPUs are not this job's to use.",
+            evidence=[Evidence(gpu_path(g, "nvml_error"), g.nvml_error) for g in closed],
+            fix=Fix("Nothing to do if those GPUs belong to other jobs; otherwise check the device permissions",
+                    commands=["ls -l /dev/nvidia*"]),
+        ))
     if not lost:
-        return []
-    return [Finding(
+        return out
+    return out + [Finding(
         "gpu.reachable/lost", "NO_GPU_VISIBLE", Severity.ERROR,
         f"{len(lost)} of {len(gpus)} GPU(s) not answering: "
         + "; ".join(f"{gpu_label(g)} {_LOST_TEXT.get(g.nvml_error or '', 'failed: NVML ' + str(g.nvml_error))}"

@@ -63,7 +63,7 @@ class FakeGpu:
     delay_s: float = 0.0  # each call sleeps this long (a slow GPU)
     hang: Optional[threading.Event] = None  # each call waits until this is set (a hung GPU)
     calls: int = 0
-    mig: List["FakeGpu"] = field(default_factory=list)  # MIG device handles (nvmlDeviceGetMigDeviceHandleByIndex)
+    mig: List[FakeGpu] = field(default_factory=list)  # MIG device handles (nvmlDeviceGetMigDeviceHandleByIndex)
 
 
 def _value_of(arg: Any) -> Any:
@@ -432,5 +432,21 @@ def rtx4090(i: int, **extra: Any) -> FakeGpu:
     for k in list(data):
         if k.startswith("nvmlDeviceGetRetiredPages"):
             data[k] = ERR("NOT_SUPPORTED")
+    data.update(extra)
+    return FakeGpu(data)
+
+
+def a100_sxm(i: int, **extra: Any) -> FakeGpu:
+    """An A100 SXM4 on an HGX board: 12 NVLinks to NVSwitches; Ampere has no NVML GPU fabric info."""
+    data = base_gpu("NVIDIA A100-SXM4-80GB", f"00000000:{0x07 + 0x10 * i:02X}:00.0", 0x20B210DE, 7, (8, 0),
+                    nvmlDeviceGetCurrPcieLinkGeneration=4, nvmlDeviceGetMaxPcieLinkGeneration=4,
+                    nvmlDeviceGetGpuMaxPcieLinkGeneration=4, nvmlDeviceGetPowerManagementLimit=400000,
+                    nvmlDeviceGetEnforcedPowerLimit=400000, nvmlDeviceGetPowerManagementDefaultLimit=400000,
+                    nvmlDeviceGetPowerManagementLimitConstraints=(100000, 400000), nvmlDeviceGetMigMode=(0, 0),
+                    nvmlDeviceGetMaxClockInfo={1: 1410, 2: 1593}, nvmlDeviceGetClockInfo={1: 1410, 2: 1593},
+                    nvmlDeviceGetApplicationsClock={0: 1410}, nvmlDeviceGetDefaultApplicationsClock={0: 1410})
+    data.update(nvlinks(12, remote_type=2))
+    data["nvmlDeviceGetGpuFabricInfo"] = ERR("NOT_SUPPORTED")
+    data["nvmlDeviceGetGpuFabricInfoV"] = ERR("NOT_SUPPORTED")
     data.update(extra)
     return FakeGpu(data)
