@@ -119,7 +119,10 @@ def test_live_run_on_this_machine_is_fast_and_says_no_driver(tmp_path):
 
     if shutil.which("nvcc"):
         assert facts["toolkits"]["on_path"]["version"]
-        assert proc.returncode == 1  # nvcc says a GPU is wanted: no driver is an error
+    if facts["topology"].get("nvidia_pci_devices") == []:
+        assert proc.returncode == 0  # no NVIDIA hardware at all: nvcc or not, CPU work is fine
+    elif shutil.which("nvcc") and facts["driver"]["status"] == "absent":
+        assert proc.returncode == 1  # NVIDIA hardware (or unknown) and nvcc, no driver: an error
     assert elapsed < 30  # generous for a loaded 2-core CI box; the README records real figures
 
 
