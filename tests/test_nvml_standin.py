@@ -333,3 +333,12 @@ def test_old_nvidia_ml_py_is_refused():
     from envdoctor.probes.nvml import MIN_BINDING, _version_tuple
 
     assert _version_tuple("12.535.77") < MIN_BINDING <= _version_tuple("12.535.108") < _version_tuple("13.615.71")
+
+
+def test_healthy_hgx_h100_on_550_through_the_real_bindings_has_no_warning(tmp_path):
+    lib = FakeNvmlLib([h100_sxm(i) for i in range(8)], driver="550.54.15")
+    with installed(lib) as nv:
+        d = probe_driver(NO_SMI, nvml=nv, root=nvswitch_root(tmp_path))
+    assert "nvmlDeviceGetGpuFabricInfoV" in lib.called and "nvmlDeviceGetEnforcedPowerLimit" in lib.called
+    assert all(g.notes is None and len(g.nvlinks) == 18 for g in d.gpus)
+    assert at_least_warning(facts_of(d)) == []
