@@ -109,7 +109,8 @@ def throttle(ctx: CheckContext) -> List[Finding]:
                     url="https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"),
         ))
 
-    maybe = [g for g in gpus if any(r in _HW_MAYBE for r in _reasons(g))]
+    faulted = {g.index for g, _ in hw}  # already an error there: the same board fault, said once
+    maybe = [g for g in gpus if g.index not in faulted and any(r in _HW_MAYBE for r in _reasons(g))]
     if maybe:
         out.append(Finding(
             code="gpu.throttle/hw-slowdown-seen",
