@@ -171,3 +171,11 @@ def test_cli_on_this_machine_cpu_fine_and_expect_gpu(tmp_path, cpu_python):
     (tmp_path / "pyproject.toml").write_text("[tool.envdoctor]\nexpect-gpu = 1\n")
     proc = _envdoctor(["--python", cpu_python], tmp_path)
     assert proc.returncode == 2 and "expect-gpu must be true or false" in proc.stderr
+
+
+def test_driver_installed_without_nvidia_hardware_is_fine_unless_expected():
+    d = Driver(status="ok", version="580.95.05", source="nvml", gpus=[])
+    f = Facts(driver=d, host=Host(status="ok", os="Linux"), topology=Topology(status="absent", nvidia_pci_devices=[]))
+    x = codes(f)["driver.gpus-visible/no-nvidia-hardware"]
+    assert x.severity == Severity.INFO and "CPU work is fine" in x.summary
+    assert codes(f, expect=True)["driver.gpus-visible/none"].severity == Severity.ERROR

@@ -234,7 +234,7 @@ def _visible_devices_problem(value: Optional[str], gpu_count: int) -> Optional[s
     return None
 
 
-@check("driver.gpus-visible", "GPUs visible to CUDA", categories=("NO_GPU_VISIBLE",))
+@check("driver.gpus-visible", "GPUs visible to CUDA", categories=("NO_GPU_VISIBLE", "HEALTHY"))
 def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status != ProbeStatus.OK:
@@ -244,6 +244,16 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
     if not d.gpus and paste is not None and "GPU model" in paste.not_found:
         # a paste that names the driver but shows no GPU list says nothing about how many GPUs there are
         raise SkipCheck("the pasted text has no GPU list")
+    if not d.gpus and nvidia_hardware(ctx.facts) is False and not ctx.expect_gpu:
+        # a driver installed on a machine with no NVIDIA PCI device: nothing is missing for CPU work
+        return [Finding(
+            code="driver.gpus-visible/no-nvidia-hardware",
+            category="HEALTHY",
+            severity=Severity.INFO,
+            summary=f"Driver {d.version or '(version unknown)'} is installed but this machine has no NVIDIA "
+                    "hardware (no PCI device of vendor 0x10de): CPU work is fine",
+            evidence=[Evidence("driver.gpus", []), Evidence("topology.nvidia_pci_devices", [])],
+        )]
     if not d.gpus:
         host = ctx.facts.host
         cvd = host.env.get("NVIDIA_VISIBLE_DEVICES") if host.env else None
