@@ -79,7 +79,7 @@ def _no_hardware(ctx: CheckContext) -> List[Finding]:
                          if ctx.expect_gpu else None, source="/sys/bus/pci/devices")]
     if ctx.expect_gpu:
         return [Finding(
-            code="driver.present/no-nvidia-hardware",
+            code="driver.hardware/none-expected",
             category="NO_GPU_VISIBLE",
             severity=Severity.ERROR,
             summary="GPUs are expected here, but this machine has no NVIDIA hardware: no PCI device of vendor "
@@ -98,7 +98,7 @@ def _no_hardware(ctx: CheckContext) -> List[Finding]:
             parts.append(f"torch {t.version} ({kind})")
             evidence.append(Evidence(f"pythons[{i}].torch.version", t.version))
     return [Finding(
-        code="driver.present/no-nvidia-hardware",
+        code="driver.hardware/none",
         category="HEALTHY",
         severity=Severity.INFO,
         summary="No NVIDIA hardware on this machine (no PCI device of vendor 0x10de): CPU work is fine"
@@ -107,7 +107,21 @@ def _no_hardware(ctx: CheckContext) -> List[Finding]:
     )]
 
 
-@check("driver.present", "NVIDIA driver installed", categories=("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE", "HEALTHY"))
+_NO_HARDWARE_SKIP = "no NVIDIA hardware on the PCI bus (driver.hardware): there is no GPU for a driver to serve"
+
+
+@check("driver.hardware", "NVIDIA hardware is here, or not needed", categories=("NO_GPU_VISIBLE", "HEALTHY"))
+def check_hardware(ctx: CheckContext) -> List[Finding]:
+    hardware = nvidia_hardware(ctx.facts)
+    if hardware is None:
+        raise SkipCheck("whether this machine has NVIDIA hardware is unknown: /sys/bus/pci/devices was not read "
+                        "(a snapshot or paste without it)")
+    if hardware:
+        return []
+    return _no_hardware(ctx)
+
+
+@check("driver.present", "NVIDIA driver installed", categories=("NO_NVIDIA_DRIVER",))
 def check_driver_present(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status == ProbeStatus.OK:
@@ -116,7 +130,7 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck(f"driver state unknown (probe {d.status}: {d.reason or 'no reason given'})")
     hardware = nvidia_hardware(ctx.facts)
     if hardware is False:
-        return _no_hardware(ctx)
+        raise SkipCheck(_NO_HARDWARE_SKIP)
     if container_without_gpus(ctx.facts):
         # one root cause, one error: platform.container-gpu reports the container started without its GPUs
         raise SkipCheck("the container was started without the host's GPUs (platform.container-gpu): the "
@@ -234,7 +248,7 @@ def _visible_devices_problem(value: Optional[str], gpu_count: int) -> Optional[s
     return None
 
 
-@check("driver.gpus-visible", "GPUs visible to CUDA", categories=("NO_GPU_VISIBLE", "HEALTHY"))
+@check("driver.gpus-visible", "GPUs visible to CUDA", categories=("NO_GPU_VISIBLE",))
 def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status != ProbeStatus.OK:
@@ -244,16 +258,9 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
     if not d.gpus and paste is not None and "GPU model" in paste.not_found:
         # a paste that names the driver but shows no GPU list says nothing about how many GPUs there are
         raise SkipCheck("the pasted text has no GPU list")
-    if not d.gpus and nvidia_hardware(ctx.facts) is False and not ctx.expect_gpu:
-        # a driver installed on a machine with no NVIDIA PCI device: nothing is missing for CPU work
-        return [Finding(
-            code="driver.gpus-visible/no-nvidia-hardware",
-            category="HEALTHY",
-            severity=Severity.INFO,
-            summary=f"Driver {d.version or '(version unknown)'} is installed but this machine has no NVIDIA "
-                    "hardware (no PCI device of vendor 0x10de): CPU work is fine",
-            evidence=[Evidence("driver.gpus", []), Evidence("topology.nvidia_pci_devices", [])],
-        )]
+    if not d.gpus and nvidia_hardware(ctx.facts) is False:
+        # a driver installed on a machine with no NVIDIA PCI device: driver.hardware says what that means
+        raise SkipCheck(_NO_HARDWARE_SKIP)
     if not d.gpus:
         host = ctx.facts.host
         cvd = host.env.get("NVIDIA_VISIBLE_DEVICES") if host.env else None
