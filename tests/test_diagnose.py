@@ -245,7 +245,8 @@ CATEGORY_PASTES = {
 #   path holds the data, so no paste fact can stand for it (a `df`/`mount` line alone names no data set).
 # - TARGET_PYTHON_UNUSABLE, TORCH_NOT_INSTALLED: about the interpreter envdoctor itself ran (not executable, not a
 #   Python, crashed, no torch package); a paste is judged without running any interpreter, so it has none to judge.
-NOT_FROM_PASTES = {"SLOW_STORAGE", "TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"}
+# - REQUIREMENT_UNMET: it judges requirements declared to `envdoctor assert` / preflight(), never pasted.
+NOT_FROM_PASTES = {"SLOW_STORAGE", "TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED", "REQUIREMENT_UNMET"}
 
 
 def test_every_category_is_covered_or_explained() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.app import judge
-from envdoctor.config import ConfigError, expect_gpu
+from envdoctor.config import ConfigError, load_config
 from envdoctor.facts import Container, Driver, Facts, Host, PcieLink, PythonEnv, Topology, TorchInfo
 from envdoctor.findings import Severity
 from envdoctor.probes.pcie import _from_sysfs, nvidia_pci_devices
@@ -131,19 +131,12 @@ def test_expect_gpu_from_pyproject_upward(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.envdoctor]\nexpect-gpu = true\n')
     sub = tmp_path / "a" / "b"
     sub.mkdir(parents=True)
-    assert expect_gpu(str(sub)) == (True, str(tmp_path / "pyproject.toml"))
-    (tmp_path / "a" / "pyproject.toml").write_text('[project]\nname = "y"\n')  # the nearest one decides
-    assert expect_gpu(str(sub)) == (False, None)
+    assert load_config(start=sub).expect_gpu is True
+    (tmp_path / "a" / "pyproject.toml").write_text('[tool.envdoctor]\nexpect-gpu = false\n')  # the nearest decides
+    assert load_config(start=sub).expect_gpu is False
     (tmp_path / "a" / "pyproject.toml").write_text('[tool.envdoctor]\nexpect-gpu = "yes"\n')
     with pytest.raises(ConfigError, match="must be true or false"):
-        expect_gpu(str(sub))
-
-
-def test_minimal_reader_without_tomllib_reads_the_same():
-    from envdoctor.config import _minimal_table
-
-    text = '[tool.other]\nexpect-gpu = false\n[tool.envdoctor]\nexpect-gpu = true  # here\n[x]\n'
-    assert _minimal_table(text) == {"expect-gpu": True}
+        load_config(start=sub)
 
 
 def _envdoctor(args, cwd):
