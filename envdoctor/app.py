@@ -110,12 +110,13 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
     def topology() -> Topology:
         from .probes.driver import probe_topology
         from .probes.numa import probe_gpu_locality
-        from .probes.pcie import probe_pcie_links
+        from .probes.pcie import nvidia_pci_devices, probe_pcie_links
 
         topo = probe_topology(runner, root=root)
         links = probe_pcie_links(runner, root=root)
         _, _, locality = probe_gpu_locality(root)
-        return dataclasses.replace(topo, pcie_links=list(links), gpu_locality=locality)
+        return dataclasses.replace(topo, pcie_links=list(links), gpu_locality=locality,
+                                   nvidia_pci_devices=nvidia_pci_devices(root))
 
     def kernel_log() -> Any:
         from .probes.kernel_log import read_kernel_log
@@ -233,18 +234,21 @@ def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, r
 
 
 def judge(facts: Facts, compat: Any = None, only: Optional[List[str]] = None,
-          ignore: Optional[List[str]] = None) -> Report:
-    """Run the registered checks over ``facts`` and build the report (pure: no I/O beyond loading compat)."""
+          ignore: Optional[List[str]] = None, expect_gpu: bool = False) -> Report:
+    """Run the registered checks over ``facts`` and build the report (pure: no I/O beyond loading compat).
+
+    ``expect_gpu``: the user says this machine should have NVIDIA GPUs (--expect-gpu), so having none is an error.
+    """
     from .checks import all_checks, run_checks, select
     from .compat import load_compat
 
     compat = compat or load_compat()
-    results = run_checks(facts, compat, select(all_checks(), only, ignore))
+    results = run_checks(facts, compat, select(all_checks(), only, ignore), expect_gpu=expect_gpu)
     return Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=compat.as_of,
                   compat_source=getattr(compat, "label", None))
 
 
 def doctor(options: Optional[CollectOptions] = None, only: Optional[List[str]] = None,
-           ignore: Optional[List[str]] = None) -> Report:
+           ignore: Optional[List[str]] = None, expect_gpu: bool = False) -> Report:
     """The Python API of `envdoctor check`: collect this machine's facts and judge them."""
-    return judge(collect(options), only=only, ignore=ignore)
+    return judge(collect(options), only=only, ignore=ignore, expect_gpu=expect_gpu)

@@ -70,6 +70,9 @@ def _add_collect_options(p: argparse.ArgumentParser) -> None:
                    help="do not import torch in the target interpreter (its build is still read from its files)")
     p.add_argument("--python-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="time allowed to import torch in each interpreter (default: 60)")
+    p.add_argument("--expect-gpu", action="store_true",
+                   help="this machine should have NVIDIA GPUs: no NVIDIA hardware is then an error (also "
+                        "`expect-gpu = true` under [tool.envdoctor] in pyproject.toml)")
     p.add_argument("--load-pcie", action="store_true",
                    help="copy host->GPU for ~2 s in the target interpreter to read PCIe links under load "
                         "(idle links sit at Gen1; off by default because it uses the GPUs)")
@@ -245,6 +248,7 @@ def cmd_check(args) -> int:
     from .facts import Facts, FactsError
 
     only, ignore = _split_globs(args.only), _split_globs(args.ignore, "--ignore")  # before minutes of probing
+    expect = _expect_gpu(args)
     if args.facts:
         text = _read_text(args.facts)
         try:
@@ -254,11 +258,23 @@ def cmd_check(args) -> int:
         facts = facts if facts.origin != "live" else _as_snapshot(facts)
     else:
         facts = collect(_collect_options(args))
-    report = judge(facts, only=only, ignore=ignore)
+    report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
     text = _render(report, args)
     if args.format != "console" or (args.output and args.output != "-"):
         _write(text, args.output)
     return _exit_code(report, args.fail_on)
+
+
+def _expect_gpu(args) -> bool:
+    """--expect-gpu, else `expect-gpu` under [tool.envdoctor] in the nearest project file (envdoctor.config)."""
+    if getattr(args, "expect_gpu", False):
+        return True
+    from .config import ConfigError, load_config
+
+    try:
+        return bool(load_config().expect_gpu)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
 
 
 def _as_snapshot(facts):

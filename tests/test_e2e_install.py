@@ -106,7 +106,7 @@ def test_installed_envdoctor_judges_a_real_torch_interpreter(installed_wheel, cp
     assert py["torch"]["version"] == "2.13.0+cpu" and py["torch"]["cuda"] is None
     categories = {f["category"] for f in report["findings"]}
     if report["facts"]["driver"]["status"] == "absent":
-        assert "NO_NVIDIA_DRIVER" in categories
+        assert {"NO_NVIDIA_DRIVER", "HEALTHY"} & categories  # no driver, or no NVIDIA hardware at all
     if cpu_venv.torchvision_error is None:
         # torchvision 0.28.0 from PyPI is a CUDA 13.0 build next to a +cpu torch
         mixed = [f for f in report["findings"] if f["category"] == "CUDA_VARIANT_MIXED"]

@@ -33,7 +33,8 @@ def make_root(tmp_path: Path, module: str = "550.54.14", fabric: bool = False, s
     (tmp_path / "proc/1/comm").write_text("systemd\n")
     if fabric:
         (tmp_path / "proc/733").mkdir()
-        (tmp_path / "proc/733/comm").write_text("nv-fabricmanager\n")
+        # what the kernel writes: comm keeps 15 characters (TASK_COMM_LEN 16 with the NUL)
+        (tmp_path / "proc/733/comm").write_text("nv-fabricmanage\n")
     if switches:
         d = tmp_path / "proc/driver/nvidia-nvswitch/devices"
         d.mkdir(parents=True)
@@ -145,7 +146,7 @@ def test_nvml_gpu_is_lost_on_one_gpu_keeps_the_others():
     assert d.status == ProbeStatus.OK and len(d.gpus) == 3
     assert d.gpus[1].nvml_error == "GPU_IS_LOST" and d.gpus[1].name is None
     assert d.gpus[0].nvml_error is None and d.gpus[2].name == "NVIDIA H100 80GB HBM3"
-    assert "GPU(s) 1 did not answer (GPU_IS_LOST)" in d.reason
+    assert "GPU 1 did not answer (GPU_IS_LOST)" in d.reason
 
 
 def test_nvml_gpu_lost_mid_read_stops_asking_that_gpu():
