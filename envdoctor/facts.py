@@ -124,6 +124,13 @@ class Gpu:
     pcie_width_under_load: Optional[int] = None
     notes: Optional[List[str]] = None  # anything odd the source said ("[Unknown Error]" fields)
     nvml_error: Optional[str] = None  # NVML error that stopped reading this GPU ("GPU_IS_LOST")
+    # NVML nvmlDeviceGetVirtualizationMode: "none", "passthrough", "vgpu", "host_vgpu", "host_vsga"
+    virtualization_mode: Optional[str] = None
+
+
+# throttle reasons that mean heat or power held the clocks back (not idling, not a clock setting)
+LIMITING_THROTTLE_REASONS = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                             "hw_power_brake_slowdown")
 
 
 @dataclass(frozen=True)
@@ -391,16 +398,17 @@ class Topology:
 
 @dataclass(frozen=True)
 class BenchResult:
-    """One micro-kernel measurement: judged by checks like any other fact."""
+    """One micro-kernel measurement (``envdoctor bench``): judged by checks like any other fact."""
 
-    name: str  # "matmul_bf16", "memcpy_h2d", "disk_read"
+    name: str  # the contract: "matmul_bf16", "membw_device", "h2d_pinned", "disk_seq_read", "sustained" ...
     status: str = ProbeStatus.SKIPPED
     reason: Optional[str] = None
-    device: Optional[str] = None  # "cuda:0", "cpu"
+    device: Optional[str] = None  # "cuda:0", "cpu", "cuda:0->cuda:1" (p2p), "cuda" (allreduce), a path (disk)
     value: Optional[float] = None
-    unit: Optional[str] = None  # "TFLOP/s", "GB/s"
-    params: Dict[str, Any] = field(default_factory=dict)
+    unit: Optional[str] = None  # "TFLOP/s", "GB/s", "MB/s", "IOPS"
+    params: Dict[str, Any] = field(default_factory=dict)  # shape, n, threads, pci_bus_id, sweep, link under load
     duration_s: Optional[float] = None
+    samples: Optional[List[Dict[str, Any]]] = None  # time series (sustained: throughput, clocks, power, ...)
 
 
 @dataclass(frozen=True)
@@ -408,6 +416,10 @@ class Bench:
     status: str = ProbeStatus.SKIPPED
     reason: Optional[str] = None
     results: List[BenchResult] = field(default_factory=list)
+    budget_s: Optional[float] = None  # what the run was allowed (--budget)
+    duration_s: Optional[float] = None  # what it took
+    device: Optional[str] = None  # --device: "cpu", "cuda", "all"
+    python: Optional[str] = None  # the interpreter the kernels ran in
 
 
 # --------------------------------------------------------------------------- the snapshot

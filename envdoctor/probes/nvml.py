@@ -26,6 +26,8 @@ _REASON_BITS = (
     (0x100, "display_clocks_setting"),
 )
 _COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+# nvml.h nvmlGpuVirtualizationMode_t: NONE 0, PASSTHROUGH 1, VGPU 2 (a vGPU guest), HOST_VGPU 3, HOST_VSGA 4
+_VIRT_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 
 # Why NVML init failed -> (status, reason). "absent" only where the driver is simply not there.
 _INIT_ERRORS: Dict[str, Tuple[str, str]] = {
@@ -283,6 +285,7 @@ def read_gpu(nvml: Any, index: int) -> Gpu:
         performance_state=f"P{pstate}" if isinstance(pstate, int) and 0 <= pstate < 16 else None,
         processes=_processes(r, handle),
         nvlinks=_nvlinks(r, handle) if not r.lost else None,
+        virtualization_mode=_VIRT_MODES.get(c("virtualization_mode", "nvmlDeviceGetVirtualizationMode", handle)),
     )
     return _finish(gpu, r)
 

@@ -21,6 +21,8 @@ class PcieLoad:
     reason: Optional[str] = None
     # normalised bus id "0000:3b:00" -> best (generation, width) seen while the copies ran
     readings: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+    copies: List[Dict[str, Any]] = field(default_factory=list)  # the payload's per-GPU GB/s (bench facts)
+    seconds: Optional[float] = None
 
 
 bus_key = pci_bus_key  # kept as this module's name for it
@@ -74,8 +76,11 @@ def _probe(executable: str, runner: Any, driver: Driver, nvml: Any, seconds: flo
     if not sampled:
         return PcieLoad(ProbeStatus.FAILED, "NVML did not answer while the load ran")
     best, samples, error = sampled[0]
+    copies = [d for d in pr.result.get("devices") or [] if isinstance(d, dict)]
+    secs = pr.result.get("seconds") if isinstance(pr.result.get("seconds"), (int, float)) else None
     if not best:
-        return PcieLoad(ProbeStatus.FAILED, f"no PCIe reading while the load ran ({error or 'no samples'})")
+        return PcieLoad(ProbeStatus.FAILED, f"no PCIe reading while the load ran ({error or 'no samples'})",
+                        copies=copies, seconds=secs)
     loaded = {bus_key(d.get("pci_bus_id")) for d in pr.result.get("devices") or [] if isinstance(d, dict)}
     loaded.discard(None)
     readings = {bus_key(b) or b: v for b, v in best.items()}
@@ -88,4 +93,4 @@ def _probe(executable: str, runner: Any, driver: Driver, nvml: Any, seconds: flo
              f"host-to-device copies ({mb})"
     if error:
         reason += f"; NVML: {error}"
-    return PcieLoad(ProbeStatus.OK, reason, readings)
+    return PcieLoad(ProbeStatus.OK, reason, readings, copies=copies, seconds=secs)
