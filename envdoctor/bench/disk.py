@@ -43,9 +43,10 @@ class Target:
     note: Optional[str] = None
 
 
-def find_large_file(root: str, min_bytes: int = MIN_FILE_BYTES,
+def find_large_file(root: str, min_bytes: Optional[int] = None,
                     max_entries: int = MAX_SCAN_ENTRIES) -> Optional[Tuple[str, int]]:
     """The largest regular file of at least ``min_bytes`` under ``root`` (a bounded walk; links not followed)."""
+    min_bytes = MIN_FILE_BYTES if min_bytes is None else min_bytes
     if os.path.isfile(root):
         try:
             size = os.stat(root).st_size
