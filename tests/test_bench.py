@@ -15,7 +15,7 @@ from envdoctor.bench import disk as diskmod
 from envdoctor.bench.run import busy_gpus, run_torch_kernels, stream_payload
 from envdoctor.bench.sampler import merge_sustained, sustained_summary
 from envdoctor.bench.suite import KERNELS, PlanError, expand_names, plan
-from envdoctor.checks import run_checks, select, all_checks
+from envdoctor.checks import all_checks, run_checks, select
 from envdoctor.compat import CompatDataError, load_compat
 from envdoctor.compat.bench import bench_table, validate_bench
 from envdoctor.facts import Bench, BenchResult, Facts, GpuProcess, ProbeStatus
