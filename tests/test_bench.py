@@ -338,3 +338,39 @@ def test_gpu_bench_quick_suite_structure():
     assert mm and all(r["status"] == "ok" and r["value"] > 1 and r["params"]["timer"] == "cuda events" for r in mm)
     h2d = [r for r in results if r["name"] == "h2d_pinned" and r["status"] == "ok"]
     assert all("pci_bus_id" in r["params"] for r in h2d)
+
+
+GPU_FAKE = r'''
+import json, sys, time
+plan = json.loads(sys.argv[sys.argv.index("--plan") + 1])
+def emit(**o):
+    o["envdoctor_bench"] = 1
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit(event="info", torch="fake", devices=[{"device": "cuda:0", "pci_bus_id": "0000:19:00"}])
+for item in plan:
+    emit(event="start", name=item["name"], device="cuda:0", budget_s=item["budget_s"], t=time.monotonic())
+    time.sleep(0.6)
+    emit(event="result", result={"name": item["name"], "device": "cuda:0", "status": "ok", "value": 10.0,
+                                 "unit": "GB/s", "params": {"pci_bus_id": "0000:19:00"}})
+emit(event="done")
+'''
+
+
+def test_nvml_is_read_during_gpu_kernels_links_and_throttles(tmp_path):
+    from envdoctor.bench.run import BenchOptions, run_bench
+    from envdoctor.facts import Driver, Gpu
+    from tests.fakes.nvml import FakeNvml
+    from tests.fakes.nvml import h100 as nvml_h100
+
+    script = tmp_path / "gpu_fake.py"
+    script.write_text(GPU_FAKE)
+    nvml = FakeNvml(gpus=[nvml_h100(CurrPcieLinkWidth=8, CurrentClocksEventReasons=0x20)])
+    driver = Driver(status=ProbeStatus.OK, gpus=[Gpu(index=0, name="NVIDIA H100 80GB HBM3",
+                                                     pci_bus_id="00000000:19:00.0")])
+    bench = run_bench(BenchOptions(python=sys.executable, names=["matmul_bf16", "h2d_pinned"], device="cuda"),
+                      driver, nvml=nvml, payload=script)
+    by = {r.name: r for r in bench.results}
+    assert by["h2d_pinned"].params["pcie_gen_under_load"] == 5
+    assert by["h2d_pinned"].params["pcie_width_under_load"] == 8
+    assert by["matmul_bf16"].params["throttle_reasons_seen"] == ["sw_thermal_slowdown"]
+    assert by["matmul_bf16"].params["nvml_samples"] >= 1

@@ -260,7 +260,7 @@ def _fill_missing(items: List[PlanItem], results: List[BenchResult], reason: str
 
 
 def run_bench(options: BenchOptions, driver: Driver, storage: Optional[Storage] = None,
-              progress: Optional[Progress] = None, nvml: Any = None) -> Bench:
+              progress: Optional[Progress] = None, nvml: Any = None, payload: Optional[Path] = None) -> Bench:
     """The whole benchmark run; never raises except KeyboardInterrupt (temp files removed, child killed)."""
     progress = progress or (lambda _e: None)
     start = time.monotonic()
@@ -280,7 +280,7 @@ def run_bench(options: BenchOptions, driver: Driver, storage: Optional[Storage] 
     hooks = _NvmlHooks(nvml) if nvml is not None and driver.gpus else None
     if torch_items:
         rs, info, ns = run_torch_kernels(options.python, torch_items, options.mem_fraction, busy, progress,
-                                         startup_timeout_s=options.startup_timeout_s,
+                                         payload=payload, startup_timeout_s=options.startup_timeout_s,
                                          hooks=hooks.on_event if hooks else None)
         if hooks:
             hooks.stop()
@@ -334,38 +334,53 @@ def _sustained_without_nvml(r: BenchResult, why: str = "NVML unavailable") -> Be
 
 
 class _NvmlHooks:
-    """Reads PCIe links during the host<->device copies and samples the GPUs during --sustain."""
+    """NVML beside the payload: PCIe links during host<->device copies, and clocks / throttle reasons during
+    every GPU kernel (every 0.2 s; 0.5 s during --sustain), so that a slow figure comes with its cause."""
 
     def __init__(self, nvml: Any):
         self.nvml = nvml
         self.links: Dict[str, Dict[str, Tuple[int, int]]] = {}  # kernel name -> bus -> (gen, width)
         self._link_stop: Optional[threading.Event] = None
         self._link_thread: Optional[threading.Thread] = None
-        self._link_name: Optional[str] = None
-        self.sampler = None
+        self.sampler: Any = None
+        self._current: Optional[Tuple[str, str]] = None
+        self.kernel_samples: Dict[Tuple[str, str], Dict[str, List[Dict[str, Any]]]] = {}
+        self.sampler_errors: List[str] = []
         self.sustain_t0: Optional[float] = None
 
     def on_event(self, obj: Dict[str, Any]) -> None:
         kind = obj.get("event")
         if kind in ("start", "result", "done"):
             self._stop_links()
-            if self.sampler is not None and kind != "start":
-                self.sampler.stop()
-        if kind == "start" and str(obj.get("name", "")).startswith(("h2d_", "d2h_")):
-            self._start_links(str(obj["name"]))
-        if kind == "start" and obj.get("name") == "sustained":
+            self._stop_sampler()
+        if kind != "start":
+            return
+        name, device = str(obj.get("name", "")), str(obj.get("device", ""))
+        if name.startswith(("h2d_", "d2h_")):
+            self._start_links(name)
+        if device.startswith("cuda"):
             from .sampler import GpuSampler
 
-            self.sampler = GpuSampler(self.nvml)
-            self.sustain_t0 = float(obj.get("t") or time.monotonic())
+            self.sampler = GpuSampler(self.nvml, interval_s=0.5 if name == "sustained" else 0.2)
+            self._current = (name, device)
+            if name == "sustained":
+                self.sustain_t0 = float(obj.get("t") or time.monotonic())
             self.sampler.start()
+
+    def _stop_sampler(self) -> None:
+        if self.sampler is not None and self._current is not None:
+            self.sampler.stop()
+            self.kernel_samples[self._current] = self.sampler.samples
+            if self.sampler.error:
+                self.sampler_errors.append(self.sampler.error)
+        self.sampler = None
+        self._current = None
 
     def _start_links(self, name: str) -> None:
         from ..probes.nvml import sample_pcie_links
 
         stop = threading.Event()
         self._link_stop = stop
-        self._link_name = name
 
         def work() -> None:
             best, _n, _err = sample_pcie_links(self.nvml, lambda: not stop.is_set(), max_s=600.0)
@@ -383,26 +398,32 @@ class _NvmlHooks:
 
     def stop(self) -> None:
         self._stop_links()
-        if self.sampler is not None:
-            self.sampler.stop()
+        self._stop_sampler()
 
     def apply(self, results: List[BenchResult]) -> List[BenchResult]:
-        from .sampler import merge_sustained, sustained_summary
+        from .sampler import LIMITING_REASONS, merge_sustained, sustained_summary
 
         out = []
         for r in results:
             key = r.params.get("pci_bus_id") if isinstance(r.params, dict) else None
+            params = dict(r.params)
             if r.name in self.links and key in self.links[r.name]:
-                gen, width = self.links[r.name][key]
-                r = dataclasses.replace(r, params={**r.params, "pcie_gen_under_load": gen,
-                                                   "pcie_width_under_load": width})
+                params["pcie_gen_under_load"], params["pcie_width_under_load"] = self.links[r.name][key]
+            by_bus = self.kernel_samples.get((r.name, r.device or "")) or self.kernel_samples.get((r.name, "cuda"))
+            nv = (by_bus or {}).get(key or "", [])
             if r.name == "sustained" and r.status == ProbeStatus.OK and r.samples:
                 t0 = self.sustain_t0 or min(s["t"] for s in r.samples)
-                nv = self.sampler.samples.get(key or "", []) if self.sampler is not None else []
                 series = merge_sustained(r.samples, nv, t0)
-                extra = sustained_summary(series)
-                if self.sampler is not None and self.sampler.error:
-                    extra["nvml"] = self.sampler.error
-                r = dataclasses.replace(r, samples=series, params={**r.params, **extra})
-            out.append(r)
+                params.update(sustained_summary(series))
+                if self.sampler_errors:
+                    params["nvml"] = self.sampler_errors[0]
+                r = dataclasses.replace(r, samples=series)
+            elif nv:
+                clocks = sorted(s["sm_clock_mhz"] for s in nv if isinstance(s.get("sm_clock_mhz"), int))
+                params["throttle_reasons_seen"] = sorted({x for s in nv for x in (s.get("throttle_reasons") or [])
+                                                          if x in LIMITING_REASONS})
+                if clocks:
+                    params["sm_clock_mhz_during"] = clocks[len(clocks) // 2]
+                params["nvml_samples"] = len(nv)
+            out.append(dataclasses.replace(r, params=params))
         return out

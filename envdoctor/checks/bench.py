@@ -35,7 +35,8 @@ def _severity(verdict: str) -> str:
     return Severity.ERROR if verdict == "error" else Severity.WARNING
 
 
-def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult) -> List[tuple]:
+def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult,
+               ri: Optional[int] = None) -> List[tuple]:
     """(text, evidence) for every fact of this run that explains a slow GPU, strongest first."""
     out = []
     if g is None:
@@ -44,8 +45,12 @@ def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult
     throttles = limiting_throttles(g, r)
     if throttles:
         names = ", ".join(_THROTTLE_TEXT.get(t, t) for t in throttles)
-        out.append((f"clocks held back: {names} active", Evidence(f"{base}.throttle_reasons", g.throttle_reasons,
-                                                                  expected="no thermal or power throttle")))
+        during = r.params.get("throttle_reasons_seen") if isinstance(r.params, dict) else None
+        ev = (Evidence(f"bench.results[{ri}].params.throttle_reasons_seen", during,
+                       expected="no thermal or power throttle while it ran")
+              if during and ri is not None else
+              Evidence(f"{base}.throttle_reasons", g.throttle_reasons, expected="no thermal or power throttle"))
+        out.append((f"clocks held back: {names} active", ev))
     if g.power_limit_w and g.power_default_limit_w and g.power_limit_w < 0.95 * g.power_default_limit_w:
         out.append((f"power limit {g.power_limit_w:g} W is below the default {g.power_default_limit_w:g} W",
                     Evidence(f"{base}.power_limit_w", g.power_limit_w, expected=f"{g.power_default_limit_w:g} W")))
@@ -87,7 +92,7 @@ def matmul(ctx: CheckContext) -> List[Finding]:
         if e.verdict == "ok":
             continue
         gi, g = gpu_for(facts, r)
-        causes = gpu_causes(facts, g, gi, r)
+        causes = gpu_causes(facts, g, gi, r, i)
         cause = causes[0][0] if causes else "no cause found in this run's facts"
         out.append(Finding(
             "bench.matmul/below-expected", "PERF_BELOW_EXPECTED", _severity(e.verdict),
