@@ -87,12 +87,13 @@ def render_markdown_table(facts: Facts, compat: Any) -> str:
     def md_escape(text: str) -> str:  # one line, pipes escaped: safe inside a table cell
         return " ".join(text.split()).replace("|", "\\|")
 
-    lines = ["## Benchmarks", "", summary_line(facts.bench), "",
-             "| device | benchmark | value | expected | ratio | verdict | notes |", "|---|---|---|---|---|---|---|"]
+    lines = ["", "## Benchmarks", "", summary_line(facts.bench), "",
+             "| device | benchmark | value | expected | ratio | verdict | s | notes |", "|---|---|---|---|---|---|---|---|"]
     for row in sorted(rows(facts, compat), key=lambda x: (x["device"], x["name"])):
         lines.append("| " + " | ".join(md_escape(str(c)) for c in (
             row["device"], row["name"], f"{_fmt(row['value'])} {row['unit']}".strip(), _fmt(row["expected"]),
-            f"{row['ratio']:.0%}" if row["ratio"] is not None else "-", row["verdict"], row["note"][:200])) + " |")
+            f"{row['ratio']:.0%}" if row["ratio"] is not None else "-", row["verdict"], _fmt(row["duration_s"]),
+            row["note"][:200])) + " |")
     for r in facts.bench.results:
         if r.name == "sustained" and r.samples:
             lines += ["", f"sustained {md_escape(r.device or '')}: `{sparkline([s.get('tflops') for s in r.samples])}`"]
