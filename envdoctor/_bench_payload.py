@@ -202,7 +202,8 @@ def k_matmul(ctx: Ctx, name: str, dev: Any, deadline: float) -> Dict[str, Any]:
     start = time.monotonic()
     try:
         for i, (m, n, k) in enumerate(shapes):
-            need = (m * k + k * n) * elsize + m * n * max(elsize, 2)
+            # inputs, output, and the float32 randn the inputs are drawn from before conversion
+            need = (m * k + k * n) * (elsize + 4) + m * n * max(elsize, 2)
             if limit is not None and need > limit:
                 sweep.append({"shape": [m, n, k], "skipped": f"needs {need >> 20} MiB, over {ctx.mem_fraction:.0%} of free memory"})
                 continue
@@ -310,7 +311,7 @@ def k_host_copy(ctx: Ctx, name: str, dev: Any, deadline: float) -> Dict[str, Any
         return _result(name, str(dev), "skipped", "under 16 MiB of memory for the buffers")
     pinned = name != "h2d_pageable"
     host = torch.empty(nbytes, dtype=torch.uint8)
-    host.random_(0, 255)
+    host.fill_(0x5A)  # the content does not matter on a copy (nothing compresses it); touching the pages does
     if pinned:
         host = host.pin_memory()
     devbuf = torch.empty(nbytes, dtype=torch.uint8, device=dev)
@@ -420,6 +421,9 @@ def k_sustained(ctx: Ctx, name: str, devs: List[Any], deadline: float) -> List[D
 
     def work(dev: Any) -> None:
         label = str(dev)
+        if dev.type == "cuda":
+            # a new thread's current device is cuda:0: events and streams must be this GPU's
+            torch.cuda.set_device(dev)
         try:
             cuda = dev.type == "cuda"
             side = 8192 if cuda else 512
@@ -551,7 +555,12 @@ def _one(out: Out, name: str, label: str, budget: float, fn: Callable[[float], A
     start = time.monotonic()
     out.emit("start", name=name, device=label, budget_s=budget, t=start)
     try:
-        res = fn(start + budget)
+        if torch is not None and dev is not None and dev.type == "cuda":
+            # CUDA events record on the *current* device's stream: it must be the GPU being measured
+            with torch.cuda.device(dev):
+                res = fn(start + budget)
+        else:
+            res = fn(start + budget)
         results = res if isinstance(res, list) else [res]
     except Exception as e:
         results = [_result(name, label, "failed", _exc(e))]

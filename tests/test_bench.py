@@ -374,3 +374,33 @@ def test_nvml_is_read_during_gpu_kernels_links_and_throttles(tmp_path):
     assert by["h2d_pinned"].params["pcie_width_under_load"] == 8
     assert by["matmul_bf16"].params["throttle_reasons_seen"] == ["sw_thermal_slowdown"]
     assert by["matmul_bf16"].params["nvml_samples"] >= 1
+
+
+def test_ctrl_c_kills_the_payload(tmp_path):
+    script = tmp_path / "sleepy.py"
+    script.write_text("import json, os, sys, time\n"
+                      "print(json.dumps({'envdoctor_bench': 1, 'event': 'info', 'pid': os.getpid()}), flush=True)\n"
+                      "time.sleep(600)\n")
+    seen = {}
+
+    def on_event(obj):
+        seen.update(obj)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        stream_payload([sys.executable, str(script)], on_event, startup_timeout_s=30)
+    pid = seen["pid"]
+    import time as _time
+
+    def gone() -> bool:  # no such process, or a zombie: killed and not yet reaped
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                return fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    for _ in range(50):
+        if gone():
+            break
+        _time.sleep(0.1)
+    assert gone()

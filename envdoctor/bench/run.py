@@ -77,9 +77,10 @@ def _kill_tree(proc: subprocess.Popen) -> None:
 
 def stream_payload(argv: Sequence[str], on_event: Callable[[Dict[str, Any]], None],
                    startup_timeout_s: float = STARTUP_TIMEOUT_S, env: Optional[Dict[str, str]] = None,
-                   grace: Callable[[float], float] = kill_grace_s) -> StreamOutcome:
+                   grace: Optional[Callable[[float], float]] = None) -> StreamOutcome:
     """Run ``argv``, hand each bench event to ``on_event`` as it arrives; kill at a kernel's deadline. Never
     raises, except KeyboardInterrupt (after killing the child)."""
+    grace = grace or kill_grace_s
     full_env = dict(os.environ if env is None else env)
     full_env.update({"LC_ALL": "C", "PYTHONDONTWRITEBYTECODE": "1"})
     events: List[Dict[str, Any]] = []
