@@ -305,6 +305,7 @@ class Host:
     distro_id: Optional[str] = None  # "ubuntu"
     distro_version: Optional[str] = None  # "22.04"
     distro_name: Optional[str] = None  # "Ubuntu 22.04.4 LTS"
+    distro_like: Optional[str] = None  # os-release ID_LIKE: "rhel centos fedora" (picks the package tool)
     kernel: Optional[str] = None
     machine: Optional[str] = None  # "x86_64"
     glibc_version: Optional[str] = None

@@ -54,6 +54,7 @@ class Finding:
     evidence: List[Evidence] = field(default_factory=list)
     fix: Optional[Fix] = None
     confidence: Optional[str] = None  # diagnose: "high", "medium", "low"
+    subject: Optional[str] = None  # the interpreter the finding is about (its path), when it is about one
 
     def to_dict(self) -> Dict[str, Any]:
         return to_dict(self)

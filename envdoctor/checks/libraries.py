@@ -6,6 +6,7 @@ import re
 from typing import List, Optional
 
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import drop_path_entry
 from ._util import parse_version, torch_envs
 from .base import CheckContext, SkipCheck, registrar
 
@@ -63,8 +64,7 @@ def check_shadowing(ctx: CheckContext) -> List[Finding]:
             cmds = []
             if ld_hit:
                 ev.append(Evidence(f"pythons[{i}].env.LD_LIBRARY_PATH", py.env.get("LD_LIBRARY_PATH")))
-                keep = ":".join(d for d in _ld_dirs(py) if d != ld_hit)
-                cmds.append(f"export LD_LIBRARY_PATH={keep}" if keep else "unset LD_LIBRARY_PATH")
+                cmds.append(drop_path_entry(ctx.facts, "LD_LIBRARY_PATH", py.env.get("LD_LIBRARY_PATH") or "", ld_hit))
             findings.append(Finding(
                 code=f"libraries.shadowing/{lib.name}",
                 category="SYSTEM_LIB_SHADOWING",

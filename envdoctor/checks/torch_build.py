@@ -8,12 +8,12 @@ from typing import List, Optional, Tuple
 from ..compat import cuda_of_variant
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import conda_cuda_note, new_venv, pip_check, pip_install
 from ._util import (
     base_version,
     driver_runs_cuda,
     mm_str,
     parse_version,
-    pip_install,
     torch_envs,
     torch_envs_or_skip,
     torch_variant,
@@ -165,7 +165,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                 version, variant, driver_ok = best
                 pins = _companion_pins(ctx, version)
                 fix_summary = f"Install torch {version} built for {variant}, which has kernels for {sm}"
-                cmds = [pip_install(pins, variant, force=True)]
+                cmds = [pip_install(ctx.facts, py, pins, variant, force=True)]
                 if not driver_ok:
                     fix_summary += " (it also needs a newer driver: see the driver check)"
             else:
@@ -227,10 +227,9 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
 
         # every installed companion moves with torch: a +cpu torchaudio left behind is CUDA_VARIANT_MIXED
         pins = _pair_pins(ctx, py, version)
-        cmds = [pip_install(pins, target, force=True)] if target else []
+        cmds = [pip_install(ctx.facts, py, pins, target, force=True)] if target else []
         if py.is_conda:
-            cmds.append("# conda: install the CUDA variant explicitly, e.g. "
-                        "conda install pytorch pytorch-cuda=12.4 -c pytorch -c nvidia")
+            cmds.append(conda_cuda_note())
         findings.append(Finding(
             code="torch.cuda-build/cpu-only",
             category="TORCH_CPU_ONLY_BUILD",
@@ -275,7 +274,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                     evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
                                        expected=f"{rel.python_min} .. {rel.python_max}", source=rel.source)],
                     fix=Fix(f"Use Python {rel.python_max} (or another supported version) for this torch",
-                            [f"python{rel.python_max} -m venv .venv && . .venv/bin/activate"]),
+                            [new_venv(ctx.facts, py, rel.python_max)]),
                 ))
         elif newest and newest.python_max and parse_version(pyv) > parse_version(newest.python_max):
             findings.append(Finding(
@@ -288,7 +287,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                 evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
                                    expected=f"<= {newest.python_max}", source=newest.source)],
                 fix=Fix(f"Create the environment with Python {newest.python_max}",
-                        [f"python{newest.python_max} -m venv .venv && . .venv/bin/activate"]),
+                        [new_venv(ctx.facts, py, newest.python_max)]),
             ))
     return findings
 
@@ -311,12 +310,11 @@ def check_torch_import(ctx: CheckContext) -> List[Finding]:
             # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
             module = missing.group(1).split(".")[0]
             fix = Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
-                      [f"{py.executable or 'python'} -m pip install {module.replace('_', '-')}",
-                       f"{py.executable or 'python'} -m pip check"])
+                      [pip_install(ctx.facts, py, [module.replace('_', '-')]), pip_check(ctx.facts, py)])
         else:
             variant = torch_variant(py, ctx.compat)
             fix = Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
-                      [pip_install([f"torch=={version}"] if version else ["torch"],
+                      [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"],
                                    variant, force=True)])
         findings.append(Finding(
             code="torch.import/failed",
