@@ -69,7 +69,8 @@ def _add_collect_options(p: argparse.ArgumentParser) -> None:
                         "else python3 on PATH)")
     p.add_argument("--data", action="append", metavar="PATH", dest="data_paths",
                    help="where the training data lives (repeatable; default: the current directory)")
-    p.add_argument("--no-torch", action="store_true", help="do not import torch in the target interpreter")
+    p.add_argument("--no-torch", action="store_true",
+                   help="do not import torch in the target interpreter (its build is still read from its files)")
     p.add_argument("--python-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="time allowed to import torch in each interpreter (default: 60)")
     p.add_argument("--load-pcie", action="store_true",

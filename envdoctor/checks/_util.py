@@ -78,6 +78,9 @@ def torch_variant(py: PythonEnv, compat=None) -> Optional[str]:
         return f"cu{mm[0]}{mm[1]}" if mm else None
     if t.cuda is None and t.import_error is None and t.arch_list is not None:
         return "cpu"
+    b = t.build_files
+    if b is not None and b.version and not b.cuda and not b.hip and not b.native_library:
+        return "cpu"  # version.py says no CUDA/HIP and torch/lib has no libtorch_cuda.so / libtorch_hip.so
     return None
 
 

@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 from ..compat import cuda_of_variant
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import conda_cuda_note, new_venv, pip_check, pip_install
+from ..remedies import command, conda_cuda_note, new_venv, pip_check, pip_install
 from ._util import (
     base_version,
     driver_runs_cuda,
@@ -55,6 +55,9 @@ def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], s
     if t is None:
         return None, ""
     if t.arch_list:
+        if t.arch_list_source == "fatbin":
+            lib = t.build_files.native_library if t.build_files else None
+            return list(t.arch_list), f"kernels compiled into {lib or 'libtorch_cuda.so'} (.nv_fatbin)"
         return list(t.arch_list), "torch.cuda.get_arch_list()"
     variant = torch_variant(py, ctx.compat)
     if variant and t.version:
@@ -141,6 +144,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("no GPU seen (driver probe: "
                         f"{ctx.facts.driver.status}{': ' + ctx.facts.driver.reason if ctx.facts.driver.reason else ''})")
     findings: List[Finding] = []
+    judged = 0
     for i, py in envs:
         t = py.torch
         arch, arch_source = _arch_list(ctx, py)
@@ -151,6 +155,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                 continue
             if arch is None:
                 continue
+            judged += 1
             ok, why = arch_runs(arch, cc)
             if ok:
                 continue
@@ -182,6 +187,8 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                 evidence=ev,
                 fix=Fix(fix_summary, cmds, GET_STARTED),
             ))
+    if not judged:
+        raise SkipCheck("no GPU compute capability and torch arch list known together to compare")
     return findings
 
 
@@ -201,19 +208,26 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     has, gpu_ev = _has_gpus(ctx.facts)
     if not has:
+        # nothing to judge: a CPU build is right on a machine without GPUs (evidence or no check mark)
         if ctx.facts.driver.status in (ProbeStatus.OK, ProbeStatus.ABSENT):
-            return []
+            raise SkipCheck("no NVIDIA GPU seen on this machine: a CPU or CUDA build of torch is equally fine here")
         raise SkipCheck("whether this machine has NVIDIA GPUs is unknown")
     findings = []
+    judged = False
     for i, py in envs:
         t = py.torch
-        if t.cuda or t.hip or t.import_error:
-            continue  # an import failure says nothing about the build (torch.import reports it)
+        if t.cuda or t.hip:
+            judged = True
+            continue
+        if t.import_error and t.build_files is None:
+            continue  # an import failure with no build files read says nothing about the build
         variant = torch_variant(py, ctx.compat)
         if variant not in (None, "cpu"):
+            judged = True
             continue
         if variant is None and t.cuda_available is not False and t.arch_list is None and not t.version:
             continue
+        judged = True
         version = base_version(t.version) or ""
         rel = ctx.compat.torch_release(version) if version else None
         target = None
@@ -244,6 +258,8 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
             fix=Fix(f"Reinstall torch {version} from the {target} index" if target else
                     "Reinstall a CUDA build of torch (see the selector)", cmds, GET_STARTED),
         ))
+    if not judged:
+        raise SkipCheck("torch's build is unknown: the import failed before it said, and its files were not read")
     return findings
 
 
@@ -253,6 +269,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
     if not pys:
         raise SkipCheck("no interpreter inspected")
     findings = []
+    judged = False
     # the newest release whose Python range is confirmed (the newest may be listed but not yet inspected)
     newest = next((r for r in reversed(_releases(ctx)) if r.python_max), None)
     for i, py in pys:
@@ -262,6 +279,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
             rel = ctx.compat.torch_release(t.version)
             if rel is None or not rel.python_min or not rel.python_max:
                 continue
+            judged = True
             if parse_version(pyv) < parse_version(rel.python_min) or parse_version(pyv) > parse_version(rel.python_max):
                 findings.append(Finding(
                     code="torch.python-version/outside-release",
@@ -276,7 +294,10 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                     fix=Fix(f"Use Python {rel.python_max} (or another supported version) for this torch",
                             [new_venv(ctx.facts, py, rel.python_max)]),
                 ))
-        elif newest and newest.python_max and parse_version(pyv) > parse_version(newest.python_max):
+        elif newest and newest.python_max:
+            judged = True
+            if parse_version(pyv) <= parse_version(newest.python_max):
+                continue
             findings.append(Finding(
                 code="torch.python-version/too-new",
                 category="PYTHON_VERSION_UNSUPPORTED",
@@ -289,41 +310,150 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                 fix=Fix(f"Create the environment with Python {newest.python_max}",
                         [new_venv(ctx.facts, py, newest.python_max)]),
             ))
+    if not judged:
+        raise SkipCheck("the torch release's supported Python range is not in the compat matrix")
     return findings
 
 
 _MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 
 
+def _python_argv0(py: PythonEnv) -> str:
+    """The judged interpreter for fix commands (quoted by remedies.command)."""
+    return py.executable or "python"
+
+
+def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContext) -> Tuple[Fix, Optional[str]]:
+    """(the fix, the root cause's finding code when another check explains the failure)."""
+    from .libraries import shadow_finding, shadows
+
+    cause = next((s for s in shadows(py, ctx.facts.system_libraries.libraries) if s.explains_import_error), None)
+    if cause is not None:
+        root = shadow_finding(i, py, cause)
+        summary = root.fix.summary if root.fix else "fix the library shadowing"
+        return Fix(f"Caused by {root.code}: {summary[0].lower() + summary[1:]}; reinstalling torch does not help",
+                   list(root.fix.commands) if root.fix else []), root.code
+    failure = py.failure if py.failure_stage == "importing torch" else None
+    python = _python_argv0(py)
+    if failure == "crashed":
+        return Fix("See where the import crashes (Python's faulthandler prints the native stack), then fix or "
+                   "reinstall what it names",
+                   [command(python, "-X", "faulthandler", "-c", "import torch")]), None
+    if failure == "timeout":
+        return Fix("See where the import hangs (a network filesystem, a lock, a CUDA library load): run it by "
+                   "hand, and give envdoctor more time with --python-timeout if it is only slow",
+                   [command(python, "-X", "importtime", "-c", "import torch")]), None
+    missing = _MISSING_MODULE.search(last)
+    if missing and missing.group(1).split(".")[0] != "torch":
+        # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
+        module = missing.group(1).split(".")[0]
+        return Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
+                   [pip_install(ctx.facts, py, [module.replace('_', '-')]), pip_check(ctx.facts, py)]), None
+    variant = torch_variant(py, ctx.compat)
+    return Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
+               [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"], variant,
+                            force=True)]), None
+
+
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
 def check_torch_import(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     findings = []
+    judged = False
     for i, py in envs:
         t = py.torch
+        if py.torch_inspected is False and not t.import_error:
+            continue  # --no-torch: the import was not tried
+        judged = True
         if not t.import_error:
             continue
         last = t.import_error.strip().splitlines()[-1] if t.import_error.strip() else t.import_error
         version = base_version(t.version) or ""
-        missing = _MISSING_MODULE.search(last)
-        if missing and missing.group(1).split(".")[0] != "torch":
-            # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
-            module = missing.group(1).split(".")[0]
-            fix = Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
-                      [pip_install(ctx.facts, py, [module.replace('_', '-')]), pip_check(ctx.facts, py)])
-        else:
-            variant = torch_variant(py, ctx.compat)
-            fix = Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
-                      [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"],
-                                   variant, force=True)])
+        fix, cause = _import_fix(i, py, last, version, ctx)
+        failure = py.failure if py.failure_stage == "importing torch" else None
+        kind = {"crashed": "crashed", "timeout": "hung"}.get(failure or "", "failed")
+        detail = "Nothing else about this torch can be checked until it imports; the build checks use its files."
+        if cause:
+            detail = f"A consequence of {cause} (the root cause): fix that and this import works. " + detail
         findings.append(Finding(
-            code="torch.import/failed",
+            code=f"torch.import/{kind}",
             category="TORCH_IMPORT_FAILED",
             severity=Severity.ERROR,
             summary=f"`import torch` fails in {py.executable or 'the interpreter'} (torch {t.version}): {last[:200]}",
-            detail="Nothing else about this torch can be checked until it imports; the build checks skip it.",
+            detail=detail,
             evidence=[Evidence(f"pythons[{i}].torch.import_error", t.import_error),
-                      Evidence(f"pythons[{i}].torch.version", t.version)],
+                      Evidence(f"pythons[{i}].torch.version", t.version,
+                               source="torch/version.py" if t.build_files and not t.imported else None)],
             fix=fix,
+        ))
+    if not judged:
+        raise SkipCheck("torch was not imported (--no-torch)")
+    return findings
+
+
+# --------------------------------------------------------------------------- the interpreter itself
+
+_UNUSABLE = {
+    "not_found": "does not exist",
+    "not_executable": "cannot be run",
+    "not_python": "is not a Python interpreter",
+    "payload_error": "failed inside envdoctor's inspection script",
+    "crashed": "crashed",
+    "timeout": "hung",
+    "exited": "exited without answering",
+}
+
+
+@check("torch.interpreter", "The interpreter to diagnose answers and has torch",
+       categories=("TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"))
+def check_interpreter(ctx: CheckContext) -> List[Finding]:
+    """A target that cannot be inspected, or has no torch, is a finding: never an empty, clean report."""
+    if ctx.facts.origin == "paste":
+        raise SkipCheck("a paste is judged without running an interpreter")
+    if not ctx.facts.pythons:
+        raise SkipCheck("no interpreter was inspected")
+    findings = []
+    for i, py in enumerate(ctx.facts.pythons):
+        name = py.executable or py.requested_as or "the interpreter"
+        t = py.torch
+        if py.status == ProbeStatus.SKIPPED:
+            continue
+        if py.failure and not (t is not None and t.import_error and py.failure_stage == "importing torch"):
+            # (a crash or hang inside `import torch` with torch's files read is torch.import's finding)
+            what = _UNUSABLE.get(py.failure, "could not be inspected")
+            stage = f" while {py.failure_stage}" if py.failure_stage else ""
+            findings.append(Finding(
+                code=f"torch.interpreter/{py.failure.replace('_', '-')}",
+                category="TARGET_PYTHON_UNUSABLE",
+                severity=Severity.ERROR,
+                summary=f"{name} {what}{stage}: {py.reason or 'no reason given'}",
+                detail=("envdoctor learns about torch, its CUDA build and libraries by running this interpreter; "
+                        "it did not answer, so none of that is judged and no clean verdict is possible."),
+                evidence=[Evidence(f"pythons[{i}].status", py.status),
+                          Evidence(f"pythons[{i}].failure", py.failure),
+                          Evidence(f"pythons[{i}].reason", py.reason)],
+                fix=Fix("Point --python at the Python 3.8+ interpreter your jobs run, and run it by hand to see "
+                        "why it fails", [command(name, "-c", "import sys; print(sys.version)")]),
+            ))
+            continue
+        if py.status != ProbeStatus.OK or t is not None:
+            continue
+        if py.package("torch") is not None:
+            continue  # a distribution without a torch package directory: torch.import / packages judge it
+        chosen = py.requested_as or ""
+        explicit = chosen == "--python" or chosen.startswith("$")
+        findings.append(Finding(
+            code="torch.interpreter/no-torch",
+            category="TORCH_NOT_INSTALLED",
+            severity=Severity.ERROR if explicit else Severity.WARNING,
+            summary=(f"torch is not installed in {name}"
+                     + (f" (chosen as {chosen})" if chosen and chosen != "--python" else "")),
+            detail=("No torch package is importable there, so the torch build, CUDA variant and library checks "
+                    "have nothing to judge." + ("" if explicit else
+                                                " It was picked by default: your torch may live elsewhere.")),
+            evidence=[Evidence(f"pythons[{i}].torch", None, expected="an installed torch"),
+                      Evidence(f"pythons[{i}].requested_as", py.requested_as)],
+            fix=Fix("Diagnose the interpreter that has torch (envdoctor --python /path/to/venv/bin/python), or "
+                    "install torch there", [pip_install(ctx.facts, py, ["torch"])], GET_STARTED),
         ))
     return findings

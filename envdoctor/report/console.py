@@ -133,7 +133,9 @@ def _torch_line(env: PythonEnv) -> str:
     else:
         build = f"torch CUDA {UNKNOWN}"
     available = f"cuda available: {fmt(torch.cuda_available)}"
-    if torch.cuda_available is False and torch.cuda_init_error:
+    if torch.imported is False and env.torch_inspected is False:
+        available = "not imported (--no-torch): build read from its files"
+    elif torch.cuda_available is False and torch.cuda_init_error:
         available += f" — {_first_line(torch.cuda_init_error)}"
     elif torch.cuda_available and torch.device_count is not None:
         available += f" ({torch.device_count} device{'s' if torch.device_count != 1 else ''})"
@@ -212,11 +214,14 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
         where = env.executable or env.requested_as
         if state is not None:
             rows.append((label, (f"{where}: " if where else "") + state))
-            continue
-        rows.append((label, f"{fmt(env.python_version)} at {fmt(where)}"))
+            if env.torch is None:
+                continue  # (a crash inside `import torch` still has the build read from torch's files)
+        else:
+            rows.append((label, f"{fmt(env.python_version)} at {fmt(where)}"))
         rows.append(("  torch", _torch_line(env)))
         if env.torch is not None and env.torch.arch_list:
-            rows.append(("  arch", " ".join(env.torch.arch_list)))
+            from_files = " (read from libtorch_cuda.so)" if env.torch.arch_list_source == "fatbin" else ""
+            rows.append(("  arch", " ".join(env.torch.arch_list) + from_files))
 
     state = section_state(facts.host)
     rows.append(("Host", state if state is not None else _host_line(facts)))
