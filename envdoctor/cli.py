@@ -238,6 +238,9 @@ def cmd_check(args) -> int:
     from .facts import Facts, FactsError
 
     only, ignore = _split_globs(args.only), _split_globs(args.ignore, "--ignore")  # before minutes of probing
+    if args.facts and args.bench:
+        raise UsageError("--bench measures this machine; it cannot judge a --facts snapshot (run `envdoctor bench` "
+                         "where the snapshot was taken)")
     if args.facts:
         text = _read_text(args.facts)
         try:

@@ -404,3 +404,27 @@ def test_ctrl_c_kills_the_payload(tmp_path):
             break
         _time.sleep(0.1)
     assert gone()
+
+
+def test_load_pcie_gbs_becomes_a_bench_result(monkeypatch):
+    import envdoctor.probes.pcie_load as pl
+    from envdoctor import app
+    from envdoctor.facts import Driver, Gpu
+
+    copies = [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "0000:19:00", "gb_per_s": 52.1,
+               "bytes": 1 << 30}]
+    monkeypatch.setattr(pl, "probe_pcie_load", lambda *a, **k: pl.PcieLoad(
+        ProbeStatus.OK, "1 GPU link(s) sampled", {"0000:19:00": (5, 16)}, copies=copies, seconds=1.5))
+    drv = Driver(status="ok", gpus=[Gpu(index=0, name="NVIDIA H100 80GB HBM3", pci_bus_id="00000000:19:00.0")])
+    drv2, run, results = app._load_pcie(drv, [], app.CollectOptions(pythons=["/venv/bin/python"], load_pcie=True),
+                                        None, {})
+    (r,) = results
+    assert (r.name, r.device, r.value, r.unit) == ("pcie_load", "cuda:0", 52.1, "GB/s")
+    assert r.params["pci_bus_id"] == "0000:19:00" and drv2.gpus[0].pcie_gen_under_load == 5
+
+
+def test_check_bench_with_facts_is_a_usage_error(tmp_path):
+    snap = tmp_path / "snap.json"
+    snap.write_text(h100().to_json())
+    p = _cli("check", "--facts", str(snap), "--bench")
+    assert p.returncode == 2 and "--bench" in p.stderr
