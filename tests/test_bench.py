@@ -428,3 +428,17 @@ def test_check_bench_with_facts_is_a_usage_error(tmp_path):
     snap.write_text(h100().to_json())
     p = _cli("check", "--facts", str(snap), "--bench")
     assert p.returncode == 2 and "--bench" in p.stderr
+
+
+@pytest.mark.gpu
+def test_gpu_sustained_samples_clocks_over_time():
+    python = os.environ.get("ENVDOCTOR_TEST_CUDA_VENV")
+    if not python or not os.path.exists("/dev/nvidiactl"):
+        pytest.skip("needs an NVIDIA GPU and ENVDOCTOR_TEST_CUDA_VENV")
+    p = _cli("bench", "--python", python, "--sustain", "5", "sustained", "--format", "json", timeout=300)
+    assert p.returncode in (0, 1), p.stderr
+    results = [r for r in json.loads(p.stdout)["facts"]["bench"]["results"] if r["name"] == "sustained"]
+    assert results and all(r["status"] == "ok" for r in results)
+    for r in results:
+        assert len(r["samples"]) >= 3 and all("t_s" in s and "tflops" in s for s in r["samples"])
+        assert "throttle_onset_s" in r["params"] and "sm_clock_min_mhz" in r["params"]

@@ -150,6 +150,11 @@ class LiveProgress:
                 self._started = time.monotonic()
                 self._task = self._progress.add_task(f"{event.get('name')} on {event.get('device')}",
                                                      total=self._budget, clock="")
+            elif event.get("event") == "result" and self._task is not None:
+                r = event.get("result") or {}
+                took = r.get("duration_s")
+                self._progress.update(self._task, completed=self._budget,
+                                      clock=f"{r.get('status')}" + (f" in {took:g} s" if took is not None else ""))
             elif event.get("event") == "info":
                 self._progress.console.print(f"torch {event.get('torch')} in the target interpreter, "
                                              f"{len(event.get('devices') or [])} CUDA device(s)")
