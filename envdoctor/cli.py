@@ -301,6 +301,11 @@ def _write_bench_table(report, args) -> None:
     to_file = bool(args.output and args.output != "-")
     if args.format == "markdown":
         text = render_markdown_table(report.facts, compat)
+        if not args.no_redact:  # pasted into issues: home paths and host names go, as in the rest of the report
+            from .report.redact import redact_text
+
+            host = report.facts.host.hostname
+            text = redact_text(text, [host] if host else [])
     elif args.format == "console":
         if not to_file:
             render_console_table(report.facts, compat, file=sys.stdout)
