@@ -442,3 +442,14 @@ def test_gpu_sustained_samples_clocks_over_time():
     for r in results:
         assert len(r["samples"]) >= 3 and all("t_s" in s and "tflops" in s for s in r["samples"])
         assert "throttle_onset_s" in r["params"] and "sm_clock_min_mhz" in r["params"]
+
+
+def test_bench_payload_is_stdlib_only_at_import_and_parses_as_python38():
+    import ast
+
+    src = (REPO / "envdoctor/_bench_payload.py").read_text()
+    tree = ast.parse(src, feature_version=(3, 8))
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    names = {(a.name if isinstance(n, ast.Import) else n.module).split(".")[0] for n in top for a in n.names}
+    assert names <= set(sys.stdlib_module_names), names - set(sys.stdlib_module_names)
+    assert "from envdoctor" not in src and "import envdoctor" not in src
