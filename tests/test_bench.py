@@ -453,3 +453,14 @@ def test_bench_payload_is_stdlib_only_at_import_and_parses_as_python38():
     names = {(a.name if isinstance(n, ast.Import) else n.module).split(".")[0] for n in top for a in n.names}
     assert names <= set(sys.stdlib_module_names), names - set(sys.stdlib_module_names)
     assert "from envdoctor" not in src and "import envdoctor" not in src
+
+
+def test_published_numbers_snapshot_judged_end_to_end():
+    facts = Facts.from_json((FIXTURES / "snapshots/h100-bench-published.json").read_text())
+    results = run_checks(facts, load_compat(), select(all_checks(), ["bench.*"]))
+    codes = sorted(f.code for r in results for f in r.findings)
+    assert codes == ["bench.disk/below-expected", "bench.host-copy/below-expected", "bench.matmul/below-expected",
+                     "bench.sustained/straggler", "bench.sustained/throttled"]
+    mm = next(f for r in results for f in r.findings if f.code == "bench.matmul/below-expected")
+    assert "cuda:0" in mm.summary and "SW Thermal Slowdown" in mm.summary  # cuda:1 at 780 passes
+    assert any(e.path.endswith("params.throttle_reasons_seen") for e in mm.evidence)

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
+from ..compat.bench import bench_table
 from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, ProbeStatus, pci_bus_key
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
@@ -75,8 +76,6 @@ def _verdict(ratio: float, band: Any) -> str:
 
 
 def _table(compat: Any) -> Any:
-    from ..compat.bench import bench_table
-
     try:
         return bench_table(compat)
     except LookupError:
