@@ -464,3 +464,19 @@ def test_published_numbers_snapshot_judged_end_to_end():
     mm = next(f for r in results for f in r.findings if f.code == "bench.matmul/below-expected")
     assert "cuda:0" in mm.summary and "SW Thermal Slowdown" in mm.summary  # cuda:1 at 780 passes
     assert any(e.path.endswith("params.throttle_reasons_seen") for e in mm.evidence)
+
+
+def test_bench_checks_do_no_io(monkeypatch):
+    import builtins
+    import socket
+
+    compat = load_compat()
+    facts = Facts.from_json((FIXTURES / "snapshots/h100-bench-published.json").read_text())
+
+    def fail(*_a, **_k):
+        raise AssertionError("a check tried to do I/O")
+
+    for mod, name in ((builtins, "open"), (os, "open"), (subprocess, "Popen"), (socket, "socket")):
+        monkeypatch.setattr(mod, name, fail)
+    results = run_checks(facts, compat, select(all_checks(), ["bench.*"]))
+    assert all(r.status != CheckStatus.ERRORED for r in results), [(r.id, r.reason) for r in results]
