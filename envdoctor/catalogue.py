@@ -178,6 +178,13 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "The driver branch is past its support end or has a known defect.",
        "Missing fixes; newer CUDA builds need newer drivers.",
        "Upgrade to a supported production branch."),
+    _c("REQUIREMENT_UNMET", "Declared requirement not met",
+       "A requirement declared for this environment (`envdoctor assert --require`, [tool.envdoctor] require, "
+       "preflight(require=...), target GPUs) does not hold: the version installed is outside the specifier, "
+       "the package is missing, or a declared GPU is not there.",
+       "The project said what it needs; an image or environment that does not meet it fails later, on the "
+       "fleet or an hour into training.",
+       "Install a version inside the specifier (the fix names the command), or change the requirement."),
     # --- micro-benchmarks and other later issues use the same catalogue
     _c("PERF_BELOW_EXPECTED", "Measured throughput below what this hardware achieves",
        "A benchmark (`envdoctor bench`) measured less than public measurements of the same GPU, link or disk "

@@ -24,7 +24,8 @@ EXIT_CODES_HELP = """exit codes:
   3  envdoctor itself failed (a bug: please report it)
 """
 
-SUBCOMMANDS = ("check", "collect", "diagnose", "list-checks", "explain", "bench")
+SUBCOMMANDS = ("check", "collect", "diagnose", "list-checks", "explain", "assert", "matrix", "recommend",
+               "update-data", "bench")
 
 
 class UsageError(Exception):
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"envdoctor {__version__}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and the matrix in use")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("check", help="collect facts, judge them, print findings (default)",
@@ -135,7 +136,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list-checks", help="list every check with its id and categories")
     p = sub.add_parser("explain", help="explain a finding code, a check id or a category")
     p.add_argument("code", help="e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA, driver.cuda-compat or driver.cuda-compat/too-old")
+    from .cli_extra import add_parsers
+
+    add_parsers(sub, EXIT_CODES_HELP)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """--version names the matrix in use too (bundled, or an update-data install), read only when asked."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .compat import CompatDataError, active_choice
+
+        try:
+            compat, why_not = active_choice()
+            data = f"compat matrix as of {compat.as_of} ({compat.label})"
+            if why_not:
+                data += f"; not using the installed update: {why_not}"
+        except CompatDataError as e:
+            data = f"compat matrix unreadable: {e}"
+        sys.stdout.write(f"envdoctor {__version__}\n{data}\n")
+        parser.exit()
 
 
 def _normalise_argv(argv: Sequence[str]) -> List[str]:
@@ -160,7 +181,10 @@ def _write(text: str, output: Optional[str]) -> None:
 
 
 def _render(report, args) -> str:
+    from .cli_extra import with_data_label
     from .report import render_console, render_json, render_markdown
+
+    report = with_data_label(report)
 
     if args.format == "json":
         return render_json(report, redact=not args.no_redact)
@@ -461,6 +485,15 @@ def _explain_signature(code: str) -> int:
 
 COMMANDS = {"check": cmd_check, "collect": cmd_collect, "diagnose": cmd_diagnose,
             "list-checks": cmd_list_checks, "explain": cmd_explain, "bench": cmd_bench}
+
+
+def _extra_commands() -> None:
+    from .cli_extra import COMMANDS as EXTRA
+
+    COMMANDS.update(EXTRA)
+
+
+_extra_commands()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

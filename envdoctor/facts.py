@@ -488,6 +488,16 @@ class PasteSource:
 
 
 @dataclass(frozen=True)
+class Targets:
+    """What `envdoctor assert` / ``preflight()`` were asked to hold: declared, not probed."""
+
+    requirements: List[str] = field(default_factory=list)  # PEP 508 strings as given: "torch>=2.4", "cuda>=12.4"
+    target_driver: Optional[str] = None  # the fleet's driver: "535.104.05"
+    target_gpus: List[str] = field(default_factory=list)  # as given: "H100", "sm_90"
+    source: Optional[str] = None  # where they came from: "command line", "/src/pyproject.toml [tool.envdoctor]"
+
+
+@dataclass(frozen=True)
 class Facts:
     schema_version: int = SCHEMA_VERSION
     envdoctor_version: Optional[str] = None
@@ -503,6 +513,7 @@ class Facts:
     bench: Bench = field(default_factory=Bench)
     probes: List[ProbeRun] = field(default_factory=list)
     paste: Optional[PasteSource] = None
+    targets: Optional[Targets] = None  # declared requirements and fleet (envdoctor assert, preflight)
 
     def to_dict(self) -> Dict[str, Any]:
         return to_dict(self)

@@ -246,8 +246,9 @@ CATEGORY_PASTES = {
 # - TARGET_PYTHON_UNUSABLE, TORCH_NOT_INSTALLED: about the interpreter envdoctor itself ran (not executable, not a
 #   Python, crashed, no torch package); a paste is judged without running any interpreter, so it has none to judge.
 # - PERF_BELOW_EXPECTED, GPU_VIRTUALIZED: judged from `envdoctor bench` results, which no paste carries.
+# - REQUIREMENT_UNMET: it judges requirements declared to `envdoctor assert` / preflight(), never pasted.
 NOT_FROM_PASTES = {"SLOW_STORAGE", "TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED", "PERF_BELOW_EXPECTED",
-                   "GPU_VIRTUALIZED"}
+                   "GPU_VIRTUALIZED", "REQUIREMENT_UNMET"}
 
 
 def test_every_category_is_covered_or_explained() -> None:

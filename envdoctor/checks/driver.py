@@ -265,8 +265,9 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
     if not d.version and not d.cuda_driver_version:
         raise SkipCheck(f"driver version unknown (probe {d.status}: {d.reason or 'not in the facts'})")
     findings: List[Finding] = []
+    # a family name ("NVIDIA A100", a declared fleet's "H100") counts when every model it can mean is one
     datacenter = any(
-        (spec := ctx.compat.gpu(g.name)) is not None and spec.datacenter for g in d.gpus if g.name
+        (specs := ctx.compat.gpu_candidates(g.name)) and all(sp.datacenter for sp in specs) for g in d.gpus if g.name
     )
     for i, py in envs:
         t = py.torch

@@ -248,8 +248,9 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
             code="torch.cuda-build/cpu-only",
             category="TORCH_CPU_ONLY_BUILD",
             severity=Severity.ERROR,
-            summary=(f"torch {t.version} is a CPU-only build (torch.version.cuda is None) on a machine with "
-                     f"{len(ctx.facts.driver.gpus) or 'NVIDIA'} GPU(s)"),
+            summary=(f"torch {t.version} is a CPU-only build (torch.version.cuda is None) "
+                     + ("for a declared fleet with " if ctx.facts.driver.source == "declared" else "on a machine with ")
+                     + f"{len(ctx.facts.driver.gpus) or 'NVIDIA'} GPU(s)"),
             detail=("A CPU build never uses the GPU: torch.cuda.is_available() is False and .cuda() raises "
                     "'Torch not compiled with CUDA enabled'. pip picks it from the CPU index, a conda 'cpuonly' "
                     "package, or a platform where only CPU wheels exist."),

@@ -271,9 +271,13 @@ def header_line(report: Report) -> str:
     origin = report.facts.origin
     if report.facts.collected_at:
         origin += f", collected {report.facts.collected_at}"
+    targets = getattr(report.facts, "targets", None)
+    if targets is not None:
+        origin += f" + declared targets ({targets.source or 'given'})"
+    data = getattr(report, "compat_source", None)
     return (
         f"envdoctor {report.envdoctor_version} · facts: {origin} · "
-        f"compat matrix as of {fmt(report.compat_as_of)}"
+        f"compat matrix as of {fmt(report.compat_as_of)}" + (f" ({data})" if data else "")
     )
 
 
