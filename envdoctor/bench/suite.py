@@ -111,9 +111,12 @@ def describe() -> List[str]:
     """`envdoctor bench --list`: one line per benchmark with its budgets."""
     lines = [f"{'name':<15} {'quick':<6} {'GPU s':>6} {'CPU s':>6}  what"]
     for k in KERNELS.values():
-        gpu = "--" if "cuda" not in k.devices else ("N" if k.name == "sustained" else f"{k.gpu_budget_s:g}")
+        host_side = k.kind == "disk" or k.name == "membw_host"  # run with either --device, on the host
+        gpu = "--" if "cuda" not in k.devices and not host_side else (
+            "N" if k.name == "sustained" else f"{k.gpu_budget_s:g}")
         cpu = "N" if k.name == "sustained" else f"{k.cpu_budget_s:g}"
         lines.append(f"{k.name:<15} {'yes' if k.quick else '':<6} {gpu:>6} {cpu:>6}  {k.what}"
-                     + (" (2+ GPUs)" if k.multi_gpu and k.name != "sustained" else ""))
+                     + (" (2+ GPUs)" if k.multi_gpu and k.name != "sustained" else "")
+                     + (" (host side)" if host_side else ""))
     lines.append("budgets are per GPU (p2p and allreduce: per run); --budget S rescales them to a total of S")
     return lines
