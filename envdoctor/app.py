@@ -13,6 +13,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import __version__
 from .facts import (
+    Bench,
+    BenchResult,
     Driver,
     Facts,
     Host,
@@ -192,9 +194,12 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         drv = dataclasses.replace(drv, kernel_log_readable=klog.readable, kernel_log_source=klog.source,
                                   kernel_log_reason=None if klog.readable else klog.reason,
                                   xid_events=list(klog.events) if klog.readable else None)
+    bench = Bench()
     if options.load_pcie:
-        drv, run = _load_pcie(drv, results["pythons"], options, runner, env)
+        drv, run, copies = _load_pcie(drv, results["pythons"], options, runner, env)
         runs.append(run)
+        if copies:
+            bench = Bench(status=ProbeStatus.OK, reason="--load-pcie copies", results=copies)
     results["driver"] = drv
     return Facts(
         envdoctor_version=__version__,
@@ -207,12 +212,13 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         host=results["host"],
         storage=results["storage"],
         topology=results["topology"],
+        bench=bench,
         probes=runs,
     )
 
 
 def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, runner: Any,
-               env: Dict[str, str]) -> Tuple[Driver, ProbeRun]:
+               env: Dict[str, str]) -> Tuple[Driver, ProbeRun, List[BenchResult]]:
     """Run the PCIe load in the first target interpreter and put the readings on the GPUs it loaded."""
     from .probes.pcie_load import bus_key, probe_pcie_load
     from .probes.python_env import default_interpreter
@@ -222,15 +228,21 @@ def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, r
     res = probe_pcie_load(exe, runner, drv, seconds=options.load_pcie_seconds,
                           timeout_s=options.python_timeout_s + options.load_pcie_seconds + 10)
     run = ProbeRun("pcie_load", res.status, res.reason, time.monotonic() - start)
+    # the GB/s of those copies as facts (all GPUs copying at once, 64 MiB buffers: not judged like h2d_pinned)
+    copies = [BenchResult("pcie_load", ProbeStatus.OK, "host->device pinned copies on every GPU at once (--load-pcie)",
+                          device=f"cuda:{d.get('index')}", value=d.get("gb_per_s"), unit="GB/s",
+                          params={"pci_bus_id": d.get("pci_bus_id"), "gpu_name": d.get("name"),
+                                  "n": d.get("bytes")}, duration_s=res.seconds)
+              for d in res.copies if isinstance(d, dict) and isinstance(d.get("gb_per_s"), (int, float))]
     if not res.readings:
-        return drv, run
+        return drv, run, copies
     gpus = []
     for g in drv.gpus:
         reading = res.readings.get(bus_key(g.pci_bus_id) or "")
         if reading:
             g = dataclasses.replace(g, pcie_gen_under_load=reading[0], pcie_width_under_load=reading[1])
         gpus.append(g)
-    return dataclasses.replace(drv, gpus=gpus), run
+    return dataclasses.replace(drv, gpus=gpus), run, copies
 
 
 def judge(facts: Facts, compat: Any = None, only: Optional[List[str]] = None,
@@ -252,3 +264,39 @@ def doctor(options: Optional[CollectOptions] = None, only: Optional[List[str]] =
            ignore: Optional[List[str]] = None, expect_gpu: bool = False) -> Report:
     """The Python API of `envdoctor check`: collect this machine's facts and judge them."""
     return judge(collect(options), only=only, ignore=ignore, expect_gpu=expect_gpu)
+
+
+def bench_python(facts: Facts, options: Optional[CollectOptions] = None) -> str:
+    """The interpreter the kernels run in: the first --python, else the one `collect` inspected."""
+    from .probes.python_env import default_interpreter
+
+    if options is not None and options.pythons:
+        return options.pythons[0]
+    exe = next((p.executable for p in facts.pythons if p.executable), None)
+    return exe or default_interpreter()[0]
+
+
+def run_benchmarks(facts: Facts, bench_options: Any, progress: Optional[Callable[[Dict[str, Any]], None]] = None
+                   ) -> Facts:
+    """Run ``envdoctor bench`` on top of collected facts: Facts.bench filled, PCIe links seen under load put
+    on the GPUs (the PCIE_LINK_DEGRADED check reads them there)."""
+    from .bench.run import run_bench
+    from .facts import pci_bus_key
+
+    bench = run_bench(bench_options, facts.driver, facts.storage, progress)
+    bench = dataclasses.replace(bench, results=list(facts.bench.results) + list(bench.results))
+    best: Dict[str, Tuple[int, int]] = {}
+    for r in bench.results:
+        gen, width = r.params.get("pcie_gen_under_load"), r.params.get("pcie_width_under_load")
+        key = pci_bus_key(r.params.get("pci_bus_id"))
+        if key and isinstance(gen, int) and isinstance(width, int):
+            old = best.get(key, (0, 0))
+            best[key] = (max(old[0], gen), max(old[1], width))
+    gpus = []
+    for g in facts.driver.gpus:
+        reading = best.get(pci_bus_key(g.pci_bus_id) or "")
+        if reading and not g.pcie_gen_under_load:
+            g = dataclasses.replace(g, pcie_gen_under_load=reading[0], pcie_width_under_load=reading[1])
+        gpus.append(g)
+    driver = dataclasses.replace(facts.driver, gpus=gpus)
+    return dataclasses.replace(facts, bench=bench, driver=driver)

@@ -132,6 +132,13 @@ class Gpu:
     # "SUCCESS" when registration worked); None when NVML does not report it
     fabric_state: Optional[str] = None
     fabric_status: Optional[str] = None
+    # NVML nvmlDeviceGetVirtualizationMode: "none", "passthrough", "vgpu", "host_vgpu", "host_vsga"
+    virtualization_mode: Optional[str] = None
+
+
+# throttle reasons that mean heat or power held the clocks back (not idling, not a clock setting)
+LIMITING_THROTTLE_REASONS = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                             "hw_power_brake_slowdown")
 
 
 @dataclass(frozen=True)
@@ -442,16 +449,17 @@ class Topology:
 
 @dataclass(frozen=True)
 class BenchResult:
-    """One micro-kernel measurement: judged by checks like any other fact."""
+    """One micro-kernel measurement (``envdoctor bench``): judged by checks like any other fact."""
 
-    name: str  # "matmul_bf16", "memcpy_h2d", "disk_read"
+    name: str  # the contract: "matmul_bf16", "membw_device", "h2d_pinned", "disk_seq_read", "sustained" ...
     status: str = ProbeStatus.SKIPPED
     reason: Optional[str] = None
-    device: Optional[str] = None  # "cuda:0", "cpu"
+    device: Optional[str] = None  # "cuda:0", "cpu", "cuda:0->cuda:1" (p2p), "cuda" (allreduce), a path (disk)
     value: Optional[float] = None
-    unit: Optional[str] = None  # "TFLOP/s", "GB/s"
-    params: Dict[str, Any] = field(default_factory=dict)
+    unit: Optional[str] = None  # "TFLOP/s", "GB/s", "MB/s", "IOPS"
+    params: Dict[str, Any] = field(default_factory=dict)  # shape, n, threads, pci_bus_id, sweep, link under load
     duration_s: Optional[float] = None
+    samples: Optional[List[Dict[str, Any]]] = None  # time series (sustained: throughput, clocks, power, ...)
 
 
 @dataclass(frozen=True)
@@ -459,6 +467,10 @@ class Bench:
     status: str = ProbeStatus.SKIPPED
     reason: Optional[str] = None
     results: List[BenchResult] = field(default_factory=list)
+    budget_s: Optional[float] = None  # what the run was allowed (--budget)
+    duration_s: Optional[float] = None  # what it took
+    device: Optional[str] = None  # --device: "cpu", "cuda", "all"
+    python: Optional[str] = None  # the interpreter the kernels ran in
 
 
 # --------------------------------------------------------------------------- the snapshot

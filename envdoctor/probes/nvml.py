@@ -44,6 +44,8 @@ _MIN_NVLINK_INDICES = 18
 _LOST = ("GPU_IS_LOST", "GPU_NOT_FOUND", "RESET_REQUIRED")
 # answers that mean "this GPU or driver does not have it": not worth a note
 _QUIET = ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND", "NOT_FOUND", "NO_DATA", "INVALID_ARGUMENT")
+# nvml.h nvmlGpuVirtualizationMode_t: NONE 0, PASSTHROUGH 1, VGPU 2 (a vGPU guest), HOST_VGPU 3, HOST_VSGA 4
+_VIRT_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 
 # Why NVML init failed -> (status, reason). "absent" only where the driver is simply not there.
 _INIT_ERRORS: Dict[str, Tuple[str, str]] = {
@@ -464,6 +466,7 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid) -> 
         nvlinks=_nvlinks(r, handle) if not r.lost else None,
         fabric_state=fabric_state,
         fabric_status=fabric_status,
+        virtualization_mode=_VIRT_MODES.get(c("virtualization_mode", "nvmlDeviceGetVirtualizationMode", handle)),
     )
     return _finish(gpu, r)
 

@@ -21,6 +21,8 @@ class PcieLoad:
     reason: Optional[str] = None
     # normalised bus id "0000:3b:00" -> best (generation, width) seen while the copies ran
     readings: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+    copies: List[Dict[str, Any]] = field(default_factory=list)  # the payload's per-GPU GB/s (bench facts)
+    seconds: Optional[float] = None
 
 
 bus_key = pci_bus_key  # kept as this module's name for it
@@ -74,8 +76,11 @@ def _probe(executable: str, runner: Any, driver: Driver, nvml: Any, seconds: flo
     if not sampled:
         return PcieLoad(ProbeStatus.FAILED, "NVML did not answer while the load ran")
     best, samples, error = sampled[0]
+    copies = [d for d in pr.result.get("devices") or [] if isinstance(d, dict)]
+    secs = pr.result.get("seconds") if isinstance(pr.result.get("seconds"), (int, float)) else None
     if not best:
-        return PcieLoad(ProbeStatus.FAILED, f"no PCIe reading while the load ran ({error or 'no samples'})")
+        return PcieLoad(ProbeStatus.FAILED, f"no PCIe reading while the load ran ({error or 'no samples'})",
+                        copies=copies, seconds=secs)
     devices = [d for d in pr.result.get("devices") or [] if isinstance(d, dict)]
     carried = [d for d in devices if d.get("bytes") and not d.get("error")]
     loaded = {bus_key(d.get("pci_bus_id")) for d in carried}
@@ -85,7 +90,7 @@ def _probe(executable: str, runner: Any, driver: Driver, nvml: Any, seconds: flo
         # every GPU NVML sampled carried traffic; otherwise (CUDA_VISIBLE_DEVICES hid some) none can be trusted
         if not carried or len(carried) != len(readings):
             return PcieLoad(ProbeStatus.SKIPPED, f"{len(carried)} of {len(readings)} GPU(s) carried the load and "
-                            "torch gave no PCI bus ids to tell which: no reading kept")
+                            "torch gave no PCI bus ids to tell which: no reading kept", copies=copies, seconds=secs)
     else:
         # only GPUs that carried traffic count: CUDA_VISIBLE_DEVICES hides some, their links stay idle
         readings = {b: v for b, v in readings.items() if b in loaded}
@@ -99,4 +104,4 @@ def _probe(executable: str, runner: Any, driver: Driver, nvml: Any, seconds: flo
         reason += "; no load on " + "; ".join(failed)
     if error:
         reason += f"; NVML: {error}"
-    return PcieLoad(ProbeStatus.OK, reason, readings)
+    return PcieLoad(ProbeStatus.OK, reason, readings, copies=copies, seconds=secs)
