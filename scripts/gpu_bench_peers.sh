@@ -9,15 +9,16 @@ VENV="${ENVDOCTOR_TEST_CUDA_VENV:?set ENVDOCTOR_TEST_CUDA_VENV to a venv with a 
 PY="$VENV"; [ -d "$VENV" ] && PY="$VENV/bin/python"
 OUT="${1:-gpu-bench-out}"
 mkdir -p "$OUT"
-ENVDOCTOR="${ENVDOCTOR:-python -m envdoctor}"
+PYTHON="${PYTHON:-python3}"
+ENVDOCTOR="${ENVDOCTOR:-$PYTHON -m envdoctor}"
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu_bench_peers: no NVIDIA GPU here (nvidia-smi -L failed): nothing to measure" >&2
   exit 0
 fi
 nvidia-smi -L | tee "$OUT/gpus.txt"
-python -m pytest -q -m gpu tests/test_bench.py | tee "$OUT/pytest-gpu-bench.txt" || true
+"$PYTHON" -m pytest -q -m gpu tests/test_bench.py | tee "$OUT/pytest-gpu-bench.txt" || true
 timeout 300 $ENVDOCTOR bench --python "$PY" --format json -o "$OUT/bench-quick.json" || true
 timeout 300 $ENVDOCTOR bench --python "$PY" -o "$OUT/bench-quick.txt" || true
 timeout 300 $ENVDOCTOR bench --python "$PY" --sustain 30 sustained --format json -o "$OUT/bench-sustain.json" || true
-timeout 900 python scripts/gpu_bench_peers.py --python "$PY" --out "$OUT/bench-peers.md" || true
+timeout 300 "$PYTHON" scripts/gpu_bench_peers.py --python "$PY" --out "$OUT/bench-peers.md" || true
 echo "gpu_bench_peers: results in $OUT/ (copy bench-peers.md into docs/measurements.md with the date and GPU)"

@@ -95,9 +95,8 @@ EOF
 }
 
 step_envdoctor_bench() {
-    # an unknown word is read as `check` arguments, so ask the command list, not `bench --help`
-    if ! (cd "$REPO" && "$PYTHON" -c "import sys; from envdoctor.cli import SUBCOMMANDS; sys.exit('bench' not in SUBCOMMANDS)" \
-            2>/dev/null); then
+    # an unknown command is a usage error (exit 2), so `bench --help` answers 0 only where bench exists
+    if ! (cd "$REPO" && "$PYTHON" -m envdoctor bench --help >/dev/null 2>&1); then
         row envdoctor_bench "skipped" "no 'envdoctor bench' command in this version"
         return
     fi
