@@ -177,8 +177,8 @@ def _evidence_read(reads) -> list:
             continue
         if isinstance(value, (list, dict)):
             items = list(value.values()) if isinstance(value, dict) else value
-            if not items or all(dataclasses.is_dataclass(v) for v in items):
-                continue  # empty, or records whose own fields are what gets read
+            if not items or (name != "gpus" and all(dataclasses.is_dataclass(v) for v in items)):
+                continue  # empty, or records whose own fields are what gets read (GPUs: their presence is a fact)
         out.append((name, value))
     return out
 
