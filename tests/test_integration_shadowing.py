@@ -63,6 +63,8 @@ def test_preloaded_foreign_nccl_is_the_root_cause(cuda_venv, foreign_nccl: Path)
     imp = next(f for f in findings if f["category"] == "TORCH_IMPORT_FAILED")
     assert imp["fix"]["commands"] == ["unset LD_PRELOAD"]
     assert findings.index(shadow) < findings.index(imp)
+    # one root cause, one problem: the failed import is listed under the shadowing library
+    assert imp["caused_by"] == shadow["code"] and report["summary"]["root_causes"] == 1
 
 
 def test_no_torch_still_shows_the_build_and_its_arch_list(cuda_venv, foreign_nccl: Path) -> None:
