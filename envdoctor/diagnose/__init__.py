@@ -106,18 +106,22 @@ class _Split:
     machines: List[Any]  # machines.Machine, one when the input is one machine's report
     notes: List[str]  # what differed between the machines, with file and line
     offsets: Optional[List[int]] = None  # first line of each part in its file (0 when a part is a whole file)
+    acc: Any = None  # the readers' Acc for the whole text when its units were read already (None: read it)
 
 
 def _split(texts: Sequence[Any], compat: Any, names: Optional[Sequence[str]] = None, split: bool = True) -> _Split:
-    from .machines import Machine, group
+    from .machines import Machine, group, merged
 
-    decoded = [_decode(t) for t in texts]
-    text = strip_ansi("\n".join(decoded))
+    parts = [strip_ansi(_decode(t)) for t in texts]
+    text = "\n".join(parts)
     _check_readable(text)
-    parts = [strip_ansi(t) for t in decoded]
     nm = _names(names, len(parts))
     machines, notes = group(parts, nm, compat) if split else ([Machine()], [])
-    return _Split(text, parts, nm, machines, notes)
+    acc = merged([u for m in machines for u in m.units], compat) if split and len(machines) == 1 else None
+    if split and len(machines) > 1:
+        units = sorted((u for m in machines for u in m.units), key=lambda u: (u.file, u.start))
+        acc = merged(units, compat)
+    return _Split(text, parts, nm, machines, notes, acc=acc)
 
 
 def _locator(sp: _Split) -> Any:
@@ -147,7 +151,7 @@ def _facts_and_info(sp: _Split, compat: Any) -> Tuple[Facts, DiagnoseInfo]:
     from . import engine, machines
 
     text = sp.text
-    acc = engine.read_all(text, compat)
+    acc = sp.acc if sp.acc is not None else engine.read_all(text, compat)
     if not acc.found and not acc.messages and not acc.values and not acc.packages:
         raise NothingRecognised("nothing recognisable: no collect_env output, nvidia-smi table, package list, "
                                 "version line or error message was found")
@@ -309,6 +313,7 @@ def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None
     ``diagnose.machines``), each machine is judged on its own and each finding says which machine it is about.
     """
     from .. import __version__
+    from .machines import merged
 
     sp = _split(texts, compat, names)
     as_of = getattr(compat, "as_of", None)
@@ -321,7 +326,7 @@ def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None
     each: List[Facts] = []
     for m in sp.machines:
         msp = _Split("\n".join(m.texts()), m.texts(), [u.name for u in m.units], [m], [],
-                     [u.start for u in m.units])
+                     [u.start for u in m.units], acc=merged(m.units, compat))
         try:
             mfacts, minfo = _facts_and_info(msp, compat)
         except NothingRecognised:

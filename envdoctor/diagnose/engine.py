@@ -83,6 +83,15 @@ def dedupe_paragraphs(lines: List[str]) -> Tuple[List[str], int]:
 
 
 def read_all(text: str, compat: Any) -> Acc:
+    """Every reader over one text, then the facts its messages quote."""
+    acc = read_raw(text)
+    finish(acc, compat)
+    return acc
+
+
+def read_raw(text: str) -> Acc:
+    """Every reader over one text; the facts quoted in messages are added by ``finish`` (after merging the
+    parts of a paste, so a message in one part can complete a GPU named in another)."""
     acc = Acc()
     lines, dropped = dedupe_paragraphs([ln[:MAX_LINE] for ln in clean_lines(text)])
     paste = Paste(lines)
@@ -96,10 +105,14 @@ def read_all(text: str, compat: Any) -> Acc:
     misc.read_loose(paste, acc)
     misc.read_host(paste, acc)
     messages.read(paste, acc)
-    if dropped:
-        acc.notes.append(f"{dropped} repeated block(s) read once")
-    _facts_from_messages(acc, compat)
+    acc.repeated_blocks = dropped
     return acc
+
+
+def finish(acc: Acc, compat: Any) -> None:
+    if acc.repeated_blocks:
+        acc.notes.append(f"{acc.repeated_blocks} repeated block(s) read once")
+    _facts_from_messages(acc, compat)
 
 
 def _facts_from_messages(acc: Acc, compat: Any) -> None:
