@@ -181,7 +181,7 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck(f"driver not usable (probe {d.status}: {d.reason or 'no reason given'})")
     findings: List[Finding] = []
     paste = ctx.facts.paste
-    if not d.gpus and paste is not None and "GPU model" in paste.not_found:
+    if not d.gpus and paste is not None and "driver.gpus" not in (paste.provenance or {}):
         # a paste that names the driver but shows no GPU list says nothing about how many GPUs there are
         raise SkipCheck("the pasted text has no GPU list")
     if not d.gpus:

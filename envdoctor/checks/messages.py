@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Optional
 
 from ..catalogue import CATEGORIES
 from ..compat.signatures import Signature, signatures_from
-from ..facts import Facts
-from ..findings import Evidence, Finding, Fix
+from ..facts import Facts, ProbeStatus
+from ..findings import Evidence, Finding, Fix, Severity
 from .base import Check, CheckContext, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -150,8 +150,13 @@ def _finding(hits: List[Hit]) -> Finding:
         for k, v in h.groups.items():
             if v and k in h.signature.captures:
                 evidence.append(Evidence(f"paste.messages[{h.index}].{k}", v, expected=h.signature.captures[k]))
+    severity = sig.severity
+    if best.confidence == "low" and severity == Severity.ERROR:
+        severity = Severity.WARNING  # a low-confidence match is a lead, never an error
+    if sig.settle:
+        evidence.append(Evidence("paste.settle", sig.settle))
     return Finding(
-        code=f"messages.signature/{sig.id}", category=best.category, severity=sig.severity,
+        code=f"messages.signature/{sig.id}", category=best.category, severity=severity,
         summary=summary, detail=detail, evidence=evidence, fix=Fix(sig.fix, [], sig.source),
         confidence=best.confidence,
     )
@@ -167,3 +172,149 @@ def check_signatures(ctx: CheckContext) -> List[Finding]:
     for h in signature_hits(ctx.facts, ctx.compat):
         by_category.setdefault(h.category, []).append(h)
     return [_finding(hits) for hits in by_category.values()]
+
+
+# ---- checks that judge what a paste shows when its facts are thin (diagnose only: a live probe always knows
+# torch's build and the driver, so these skip there). Each reads facts and their provenance, never prose.
+
+TORCH_CMD = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
+
+
+def _paste_or_skip(ctx: CheckContext) -> Any:
+    paste = ctx.facts.paste
+    if paste is None:
+        raise SkipCheck("judges pasted reports only (`envdoctor diagnose`); a live probe reads these facts itself")
+    return paste
+
+
+def _torch_cuda_known(facts: Facts) -> Optional[bool]:
+    """True: torch is a CUDA build; False: a CPU build; None: the paste does not say."""
+    py = facts.pythons[0] if facts.pythons else None
+    t = py.torch if py else None
+    if t is None:
+        return None
+    if t.cuda or t.hip:
+        return True
+    tag = (t.version or "").partition("+")[2]
+    if tag == "cpu" or (t.cuda is None and t.arch_list == []):
+        return False
+    if tag.startswith(("cu", "rocm")):
+        return True
+    pkg = py.package("torch") if py else None
+    if pkg is not None and pkg.variant:
+        return pkg.variant != "cpu"
+    return None
+
+
+@check("diagnose.cuda-unavailable", "CUDA unavailable with the cause not in the paste",
+       categories=("TORCH_CPU_ONLY_BUILD", "NO_NVIDIA_DRIVER"))
+def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
+    """torch.cuda.is_available() is False and the paste shows neither torch's build nor a working driver: the
+    two common causes, at low confidence (a warning at most), with the output that would settle it."""
+    _paste_or_skip(ctx)
+    facts = ctx.facts
+    py = facts.pythons[0] if facts.pythons else None
+    t = py.torch if py else None
+    if t is None or t.cuda_available is not False:
+        raise SkipCheck("the paste does not show torch.cuda.is_available() returning False")
+    build = _torch_cuda_known(facts)
+    d = facts.driver
+    if build is False or (build is True and d.status != ProbeStatus.SKIPPED):
+        return []  # torch.cuda-build or the driver checks judge it from facts
+    if build is None:
+        category, settle = "TORCH_CPU_ONLY_BUILD", TORCH_CMD
+        why = "torch's build (CUDA or CPU) is not in the paste"
+    else:
+        category, settle = "NO_NVIDIA_DRIVER", "nvidia-smi"
+        why = f"torch is a CUDA {t.cuda or ''} build and the paste shows no driver".replace("  ", " ")
+    cat = CATEGORIES[category]
+    return [Finding(
+        code=f"diagnose.cuda-unavailable/{'build-unknown' if build is None else 'driver-unknown'}",
+        category=category, severity=Severity.WARNING, confidence="low",
+        summary=f"torch.cuda.is_available() is False; {why}: possibly {cat.title.lower()}",
+        detail=f"{cat.meaning} To settle it, paste the output of `{settle}`.",
+        evidence=[Evidence("pythons[0].torch.cuda_available", False), Evidence("paste.settle", settle)],
+        fix=Fix(f"Paste the output of `{settle}`", [settle]),
+    )]
+
+
+def _oldest_floor(compat: Any) -> Optional[tuple]:
+    """(cuda, driver): the oldest CUDA any torch build in the matrix uses, and the least driver it runs on."""
+    variants = [v for r in compat.torch_releases() for v in r.cuda_variants]
+    cudas = sorted({f"{v[2:-1]}.{v[-1]}" for v in variants if v.startswith("cu") and v[2:].isdigit()
+                    and len(v) >= 4}, key=lambda c: tuple(int(x) for x in c.split(".")))
+    if not cudas:
+        return None
+    req = compat.cuda_requirement(cudas[0])
+    if req is None:
+        return None
+    # minor-version compatibility lets a CUDA 11.x build run on the 11.0 driver floor
+    # (https://docs.nvidia.com/deploy/cuda-compatibility/)
+    floor = req.minor_compat_min_driver or req.min_driver
+    return (cudas[0], floor) if floor else None
+
+
+@check("diagnose.driver-floor", "Driver runs some CUDA build of torch (torch's CUDA not in the paste)",
+       categories=("DRIVER_TOO_OLD_FOR_TORCH_CUDA",))
+def check_driver_floor(ctx: CheckContext) -> List[Finding]:
+    """When the paste shows torch but not its CUDA, a driver older than what the oldest CUDA build of torch in
+    the matrix needs runs none of them (driver.cuda-compat judges the case where torch's CUDA is known)."""
+    from ._util import version_ge
+
+    _paste_or_skip(ctx)
+    facts = ctx.facts
+    py = facts.pythons[0] if facts.pythons else None
+    t = py.torch if py else None
+    d = facts.driver
+    if t is None:
+        raise SkipCheck("no torch in the paste")
+    if t.cuda or _torch_cuda_known(facts) is not None or (t.version and "+" in t.version):
+        raise SkipCheck("torch's build is in the paste (driver.cuda-compat judges it)")
+    if not d.version:
+        raise SkipCheck("driver version not in the paste")
+    if str(d.version).split(".")[0].isdigit() and int(str(d.version).split(".")[0]) < 100 or \
+            (facts.host.os or "").lower().startswith("windows"):
+        raise SkipCheck("a Windows driver number is not comparable with the Linux minimum")
+    floor = _oldest_floor(ctx.compat)
+    if floor is None or version_ge(d.version, floor[1]) is not False:
+        return []
+    settle = 'python -c "import torch; print(torch.version.cuda)"'
+    return [Finding(
+        code="diagnose.driver-floor/below-every-build", category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+        severity=Severity.WARNING, confidence="medium",
+        summary=(f"Driver {d.version} is older than {floor[1]}, the least any CUDA build of torch in the matrix "
+                 f"needs (CUDA {floor[0]}); torch {t.version or ''}'s CUDA is not in the paste").replace("  ", " "),
+        detail=CATEGORIES["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].meaning,
+        evidence=[Evidence("driver.version", d.version, expected=f">= {floor[1]}"),
+                  Evidence("pythons[0].torch.cuda", None, expected="paste it to settle the exact minimum"),
+                  Evidence("paste.settle", settle)],
+        fix=Fix(CATEGORIES["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].fix),
+    )]
+
+
+@check("diagnose.sources", "One torch per interpreter (module and package metadata agree)",
+       categories=("CUDA_VARIANT_MIXED", "COMPANION_VERSION_MISMATCH"))
+def check_sources(ctx: CheckContext) -> List[Finding]:
+    """A fact the paste shows twice from sources of different authority (the torch that imports vs pip or conda
+    metadata): the authoritative value was kept for the other checks; the disagreement is judged here."""
+    paste = _paste_or_skip(ctx)
+    out: List[Finding] = []
+    for d in paste.disagreements or []:
+        kept, other = str(d.get("kept")), str(d.get("other"))
+        kt, ot = kept.partition("+")[2], other.partition("+")[2]
+        variant = bool(kt and ot and kt != ot) or (kt == "cpu") != (ot == "cpu") and bool(kt or ot)
+        out.append(Finding(
+            code="diagnose.sources/two-torch-installs",
+            category="CUDA_VARIANT_MIXED" if variant else "COMPANION_VERSION_MISMATCH",
+            severity=Severity.WARNING, confidence="medium",
+            summary=(f"Package metadata lists torch {other} but the interpreter imports torch {kept}: two installs "
+                     "of torch, or stale metadata"),
+            detail=("The imported module's version is what runs; pip/conda records describe an install, which may "
+                    "be a second copy (pip and conda both, a ~/.local site-packages) or a stale dist-info. "
+                    "Companions resolved against the other copy pair with the wrong torch."),
+            evidence=[Evidence(str(d.get("fact")), kept, source=str(d.get("kept_source"))),
+                      Evidence("pythons[0].packages.torch", other, expected=kept, source=str(d.get("other_source")))],
+            fix=Fix("Remove the extra copy and reinstall one torch",
+                    ["python -m pip uninstall -y torch", "python -m pip install torch==" + kept.split("+")[0]]),
+        ))
+    return out

@@ -395,6 +395,36 @@ def conflicting_keys(machines: List[Machine]) -> List[str]:
     return sorted(out)
 
 
+def resolve(acc: Acc, where: Any) -> List[Dict[str, Any]]:
+    """Settle one machine's conflicting values by which source is authoritative; return the disagreements.
+
+    "Which torch runs" is what the imported module reports (collect_env's ``PyTorch version:``, a REPL's
+    ``torch.__version__``): package metadata (``[pip3] torch==``, ``pip list``, ``conda list``) describes an
+    install, which may be a second one or a stale dist-info. The module's value is kept (the package record
+    too), and the metadata's value becomes a disagreement the checks judge on its own. Run per machine, after
+    ``group``, so two machines are never merged.
+    """
+    out: List[Dict[str, Any]] = []
+    module = acc.values.get("torch.version")
+    if module is None or module[0] < REPL or str(module[2]).startswith("message:"):
+        return out
+    kept = module[1]
+    others = [v for p, v in acc.seen_packages.get("torch", []) if p >= REPL and v and not compatible(v, kept)]
+    if not others:
+        return out
+    for v in others:
+        out.append({"fact": "pythons[0].torch.version", "kept": kept, "kept_source": f"{module[2]} ({where(kept)})",
+                    "other": v, "other_source": f"package metadata ({where(v)})"})
+    acc.seen_packages["torch"] = [(p, v) for p, v in acc.seen_packages.get("torch", []) if v not in others]
+    old = acc.packages.get("torch")
+    if old is not None:
+        from ..facts import Package
+
+        prio, pkg = old
+        acc.packages["torch"] = (prio, Package(**{**pkg.__dict__, "version": kept}))
+    return out
+
+
 def within(acc: Acc, lines: Sequence[str], where: Any = None) -> Dict[str, str]:
     """Facts one text gives two incompatible trusted values (tool output or REPL, not a typed line): key -> note.
 
