@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.checks import all_checks, select
+from envdoctor.checks import all_checks
 from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report, diagnose_text
 
