@@ -85,6 +85,18 @@ def _python_outside(facts: Facts, compat: Any, version: Optional[str]) -> bool:
     return bool((lo and py < lo) or (hi and py > hi))
 
 
+def _nvidia_two_majors(facts: Facts) -> List[str]:
+    """NVIDIA library wheels installed for two CUDA majors at once (nvidia-cublas-cu11 and -cu12): both
+    unpack into site-packages/nvidia/<lib>/lib, and the last installed wins."""
+    seen: Dict[str, set] = {}
+    for py in facts.pythons:
+        for p in py.packages:
+            m = re.match(r"^nvidia-([a-z0-9-]+?)-cu(\d+)$", p.name.lower().replace("_", "-"))
+            if m:
+                seen.setdefault(m.group(1), set()).add(m.group(2))
+    return sorted(lib for lib, majors in seen.items() if len(majors) > 1)
+
+
 def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
     """The named conditions a catalogue row's alternatives may use."""
     host = facts.host
@@ -102,6 +114,10 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     if when == "not_torch_import":
         msgs = facts.paste.messages if facts.paste else []
         return not any("torch/__init__" in m or "torch._C" in m for m in msgs)
+    if when == "mig_enabled":
+        return any(g.mig_mode_current for g in facts.driver.gpus)
+    if when == "nvidia_wheels_two_majors":
+        return bool(_nvidia_two_majors(facts))
     if when == "python_outside_requested_torch":
         return _python_outside(facts, compat, groups.get("version"))
     if when.startswith("capture:") and "~" in when:

@@ -35,6 +35,7 @@ _FACT_KEYS = {
     "driver.cuda_driver_version": "driver.cuda",
     "pythons[0].torch.arch_list": "torch.arch_list",
     "pythons[0].torch.cuda": "torch.cuda",
+    "pythons[0].torch.version": "torch.version",
     "toolkits.on_path.version": "toolkit.version",
 }
 
@@ -84,12 +85,12 @@ def dedupe_paragraphs(lines: List[str]) -> Tuple[List[str], int]:
 
 def read_all(text: str, compat: Any) -> Acc:
     """Every reader over one text, then the facts its messages quote."""
-    acc = read_raw(text)
+    acc = read_raw(text, compat)
     finish(acc, compat)
     return acc
 
 
-def read_raw(text: str) -> Acc:
+def read_raw(text: str, compat: Any = None) -> Acc:
     """Every reader over one text; the facts quoted in messages are added by ``finish`` (after merging the
     parts of a paste, so a message in one part can complete a GPU named in another)."""
     acc = Acc()
@@ -104,7 +105,11 @@ def read_raw(text: str) -> Acc:
     misc.read_env(paste, acc)
     misc.read_loose(paste, acc)
     misc.read_host(paste, acc)
-    messages.read(paste, acc)
+    try:
+        sigs = signatures_from(compat)
+    except (ValueError, OSError):
+        sigs = []
+    messages.read(paste, acc, sigs)
     acc.repeated_blocks = dropped
     return acc
 

@@ -298,7 +298,7 @@ def group(texts: Sequence[str], names: Sequence[str], compat: Any) -> Tuple[List
                 for v in units:
                     v.acc = None
                 return [Machine(units=units)], []
-            acc = read_raw(key) if key.strip() else Acc()
+            acc = read_raw(key, compat) if key.strip() else Acc()
             LAST_WORK["reads"] += 1
             distinct[key] = acc
             sigs[id(acc)] = signature(acc)
