@@ -15,7 +15,9 @@ from ._util import (
     mm_str,
     parse_version,
     pip_install,
+    torch_builds,
     torch_envs,
+    torch_label,
     version_ge,
 )
 from .base import CheckContext, SkipCheck, registrar
@@ -259,7 +261,7 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
     d = facts.driver
     inferred: Dict[int, str] = {}
     envs = []
-    for i, py in torch_envs(facts):
+    for i, py in torch_builds(facts):
         if py.torch and py.torch.cuda:
             envs.append((i, py))
             continue
@@ -282,7 +284,7 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
         t = py.torch
         assert t is not None and t.cuda is not None
         cuda = mm_str(t.cuda)
-        label = f"torch {t.version}"
+        label = torch_label(t)
         req = ctx.compat.cuda_requirement(cuda) if cuda else None
         if req is None:
             # A CUDA version newer than the matrix: judge only against the driver's own ceiling.

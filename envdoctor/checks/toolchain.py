@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from ..findings import Evidence, Finding, Fix, Severity
-from ._util import major_minor, mm_str, torch_envs
+from ._util import major_minor, mm_str, torch_builds, torch_label
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
@@ -22,7 +22,7 @@ CPP_EXT_DOC = "https://pytorch.org/docs/stable/cpp_extension.html"
        categories=("NVCC_TORCH_CUDA_MISMATCH",))
 def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
     tk = ctx.facts.toolkits.on_path
-    envs = [(i, py) for i, py in torch_envs(ctx.facts) if py.torch and py.torch.cuda]
+    envs = [(i, py) for i, py in torch_builds(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
         raise SkipCheck("no CUDA build of torch to compare nvcc with")
     if tk is None:
@@ -43,7 +43,7 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
             code="toolchain.nvcc-torch/" + ("major" if major else "minor"),
             category="NVCC_TORCH_CUDA_MISMATCH",
             severity=Severity.WARNING if major else Severity.INFO,
-            summary=(f"nvcc on PATH is CUDA {tk.version} ({tk.nvcc_path or tk.path}) but torch {t.version} was "
+            summary=(f"nvcc on PATH is CUDA {tk.version} ({tk.nvcc_path or tk.path}) but {torch_label(t)} was "
                      f"built with CUDA {t.cuda}: affects {who}"),
             detail=("torch.utils.cpp_extension refuses a different CUDA major ('The detected CUDA version (X) "
                     "mismatches the version that was used to compile PyTorch (Y)') and warns on a different "
