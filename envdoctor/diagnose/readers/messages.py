@@ -76,8 +76,12 @@ def _assemble(lines: Sequence[str], i: int) -> Tuple[Optional[str], int]:
         prev, cur = lines[start - 1], lines[start]
         if not prev.strip() or _SKIP.match(prev) or len(prev) > 4000:
             break
-        cont = _CONTINUATION.match(cur) or _LOWER_START.match(cur)
-        if not cont or _finished(prev) or _STOP.match(cur):
+        if _STOP.match(cur) or _STOP.match(prev) and start - 1 < i - 1:
+            break
+        if _CONTINUATION.match(cur) and not _CONTINUATION.match(prev):
+            start -= 1  # an indented detail under its subject line ("Found GPU1 ... 3.5." / "    PyTorch no ...")
+            break
+        if not (_CONTINUATION.match(cur) or _LOWER_START.match(cur)) or _finished(prev):
             break
         start -= 1
     parts = [ln.strip() for ln in lines[start:i + 1]]

@@ -1,0 +1,142 @@
+"""Each general mechanism of `diagnose` on pastes built from real captures and invented wording (not the
+labelled examples): wrapped and split messages, other releases' and tools' wording, partial facts, unknown
+inputs that must be skipped, false errors that must not appear."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from envdoctor.compat import load_compat
+from envdoctor.diagnose import diagnose_report, diagnose_text
+
+HERE = Path(__file__).parent
+PASTES = HERE / "fixtures" / "pastes"
+TABLE = (HERE / "fixtures" / "nvidia-smi-table" / "geforce-24gb_525.125.06_fan-err.txt").read_text()
+
+
+@pytest.fixture(scope="module")
+def compat():
+    return load_compat()
+
+
+def _serious(report) -> dict:
+    out: dict = {}
+    for f in report.findings:
+        if f.severity in ("warning", "error"):
+            out.setdefault(f.category, set()).add(f.severity)
+    return out
+
+
+def _errors(report) -> set:
+    return {f.category for f in report.findings if f.severity == "error"}
+
+
+def _check(report, check_id):
+    return next(r for r in report.checks if r.id == check_id)
+
+
+# ---- gap 1: messages wrapped or split across lines
+
+@pytest.mark.parametrize("text, category", [
+    # a terminal wrapped the line with no indentation
+    ("UserWarning: NVIDIA GeForce RTX 5070 Ti with CUDA capability sm_120 is not compatible with the current "
+     "PyTorch\ninstallation. The current PyTorch install supports CUDA capabilities sm_50 sm_60 sm_70 sm_75 sm_80 "
+     "sm_86 sm_90.\n", "GPU_ARCH_NOT_IN_TORCH_BUILD"),
+    # the verdict on an indented line under its subject (Python's multi-line warning)
+    ("Found GPU1 Tesla K40m which is of cuda capability 3.5.\n    PyTorch no longer supports this GPU because it "
+     "is too old.\n", "GPU_ARCH_NOT_IN_TORCH_BUILD"),
+    # split inside the sentence, the numbers on the next line
+    ("RuntimeError:\nThe detected CUDA version (12.4) mismatches the version that was used to compile\n"
+     "PyTorch (11.8). Please make sure to use the same CUDA versions.\n", "NVCC_TORCH_CUDA_MISMATCH"),
+    ("RuntimeError: DataLoader worker (pid 4711) is killed by signal: Bus\nerror. It is possible that dataloader's "
+     "workers are out of shared\nmemory. Please try to raise your shared memory limit.\n", "SHM_TOO_SMALL"),
+    # "Header:" then an indented detail block with the numbers
+    ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+     "    PyTorch 2.4.0+cu121 with CUDA 1201 (you have 2.4.1+cu124)\n    Python  3.11.9 (you have 3.11.10)\n",
+     "THIRD_PARTY_EXTENSION_MISMATCH"),
+])
+def test_wrapped_messages_meet_their_signature(compat, text, category) -> None:
+    assert category in _serious(diagnose_report([text], compat))
+
+
+def test_wrapping_never_glues_two_messages(compat) -> None:
+    facts, _ = diagnose_text(["RuntimeError: first problem here\n$ nvidia-smi\nNo devices were found\n"], compat)
+    assert not any("first problem" in m and "No devices" in m for m in facts.paste.messages)
+
+
+# ---- gap 2: one cause, several wordings (releases, tools) and message families
+
+@pytest.mark.parametrize("text, category", [
+    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled  against (9, 1, 0) but found runtime "
+     "version (8, 9, 7).", "SYSTEM_LIB_SHADOWING"),
+    ("RuntimeError: cuDNN version incompatibility: PyTorch was compiled against (8, 7, 0) but linked against "
+     "(8, 5, 0)", "SYSTEM_LIB_SHADOWING"),
+    ("RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA major versions. "
+     "PyTorch has\nCUDA Version=12.4 and torchvision has CUDA Version=11.8. Please reinstall the torchvision that "
+     "matches your PyTorch install.", "CUDA_VARIANT_MIXED"),
+    ("RuntimeError: Detected that PyTorch and torchvision were compiled with different CUDA versions. PyTorch has "
+     "CUDA Version=10.2 and torchvision has CUDA Version=11.1.", "CUDA_VARIANT_MIXED"),
+    ("op_builder.builder.CUDAMismatchException: >- DeepSpeed Op Builder: Installed CUDA version 11.8 does not "
+     "match the\nversion torch was compiled with 12.4, unable to compile cuda/cpp extensions without a matching "
+     "cuda version.", "NVCC_TORCH_CUDA_MISMATCH"),
+    ("RuntimeError: Cuda extensions are being compiled with a version of Cuda that does not match the version "
+     "used to compile Pytorch binaries.", "NVCC_TORCH_CUDA_MISMATCH"),
+    ("ImportError: /srv/env/lib/python3.11/site-packages/selective_scan_cuda.cpython-311-x86_64-linux-gnu.so: "
+     "undefined symbol", "THIRD_PARTY_EXTENSION_MISMATCH"),
+    ("OSError: /home/u/env/lib/python3.11/site-packages/torchaudio/lib/libtorchaudio.abi3.so: undefined symbol: "
+     "torch_dtype_float4_e2m1fn_x2", "COMPANION_VERSION_MISMATCH"),
+    ("ImportError: /venv/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so: undefined symbol: "
+     "cudnnGetLastErrorString", "SYSTEM_LIB_SHADOWING"),
+    ("RuntimeError: No CUDA GPUs are available", "NO_GPU_VISIBLE"),
+])
+def test_wordings_and_families(compat, text, category) -> None:
+    assert category in _serious(diagnose_report([text], compat))
+
+
+def test_cpp_extension_minor_mismatch_is_a_warning(compat) -> None:
+    text = ("UserWarning: The detected CUDA version (12.6) has a minor version mismatch with the version that was "
+            "used to compile\nPyTorch (12.1). Most likely this shouldn't be a problem.")
+    assert _serious(diagnose_report([text], compat)).get("NVCC_TORCH_CUDA_MISMATCH") == {"warning"}
+
+
+def test_cut_short_symbol_excludes_torch_and_nvidia_libraries(compat) -> None:
+    text = "ImportError: /opt/env/lib/python3.11/site-packages/torch/lib/libtorch_cuda.so: undefined symbol"
+    assert "THIRD_PARTY_EXTENSION_MISMATCH" not in _serious(diagnose_report([text], compat))
+
+
+def test_busy_or_unavailable_is_low_confidence(compat) -> None:
+    report = diagnose_report(["RuntimeError: CUDA error: all CUDA-capable devices are busy or unavailable"], compat)
+    hits = [f for f in report.findings if f.category == "COMPUTE_MODE_RESTRICTED"]
+    assert hits and all(f.severity == "warning" and f.confidence == "low" for f in hits)
+
+
+def test_mig_turns_the_device_count_assert_into_mig(compat) -> None:
+    assert_line = ('RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at '
+                   '"/opt/pytorch/aten/src/ATen/cuda/CUDAContext.cpp":50, please report a bug to PyTorch.')
+    plain = diagnose_report([assert_line], compat)
+    assert "MIG_ENABLED" not in _serious(plain)
+    assert all(f.severity != "error" for f in plain.findings if f.confidence == "low")
+
+
+# ---- gap 4 and FP-D: checks judge partial facts; a check that cannot judge is skipped
+
+def test_torch_cuda_without_version_is_judged(compat) -> None:
+    report = diagnose_report([(PASTES / "torch-cuda-only-old-driver.txt").read_text()], compat)
+    assert _serious(report).get("DRIVER_TOO_OLD_FOR_TORCH_CUDA") == {"error"}
+
+
+def test_gpu_arch_unknown_gpu_is_skipped_not_passed(compat) -> None:
+    text = ("PyTorch version: 2.3.1+cu121\nCUDA used to build PyTorch: 12.1\n"
+            "GPU models and configuration: GPU 0: Frobnicator X9000\nNvidia driver version: 550.54.15\n")
+    r = _check(diagnose_report([text], compat), "torch.gpu-arch")
+    assert r.status == "skipped" and "compute capability unknown" in (r.reason or "")
+
+
+def test_legacy_gpu_judged_from_torch_cuda(compat) -> None:
+    # only torch.version.cuda and a Kepler GTX 680 (sm_30): CUDA 11.0 dropped sm_30, so no CUDA 12 build of
+    # torch has kernels for it, whatever its architecture list (not in the paste)
+    report = diagnose_report([(PASTES / "legacy-gpu-cuda12.txt").read_text()], compat)
+    hits = [f for f in report.findings if f.code == "torch.gpu-arch/missing"]
+    assert hits and "10.2" in hits[0].summary and hits[0].severity == "error"
