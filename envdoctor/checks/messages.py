@@ -334,3 +334,71 @@ def check_sources(ctx: CheckContext) -> List[Finding]:
                     ["python -m pip uninstall -y torch", "python -m pip install torch==" + kept.split("+")[0]]),
         ))
     return out
+
+
+@check("diagnose.cpu-build-intent", "A CPU build of torch where the paste asks for CUDA",
+       categories=("TORCH_CPU_ONLY_BUILD",))
+def check_cpu_build_intent(ctx: CheckContext) -> List[Finding]:
+    """The paste shows a CPU build resolved (+cpu, a conda `_cpu_` build, the `cpuonly` package) next to a clear
+    intent to use CUDA (a `pytorch-cuda=`/`cudatoolkit=` spec, a /whl/cuXXX index): the install went wrong even
+    when the paste has no GPU list (torch.cuda-build judges the case with GPUs)."""
+    paste = _paste_or_skip(ctx)
+    prov = paste.provenance or {}
+    intent = prov.get("intent.cuda")
+    if not intent:
+        raise SkipCheck("the paste shows no intent to use CUDA (no CUDA spec or index)")
+    py = ctx.facts.pythons[0] if ctx.facts.pythons else None
+    pkg = py.package("torch") if py else None
+    cpu_why = None
+    if pkg is not None and (pkg.version.endswith("+cpu") or pkg.variant == "cpu"):
+        cpu_why = pkg.variant_evidence or f"torch {pkg.version}"
+    elif "torch.conda_cpuonly" in prov:
+        cpu_why = str(prov["torch.conda_cpuonly"].get("reader"))
+    if cpu_why is None:
+        return []
+    explicit = str(intent.get("reader", "")).startswith(("conda spec", "conda plan", "a CUDA index"))
+    return [Finding(
+        code="diagnose.cpu-build-intent/cpu-resolved", category="TORCH_CPU_ONLY_BUILD",
+        severity=Severity.ERROR if explicit else Severity.WARNING, confidence="high" if explicit else "medium",
+        summary=(f"A CPU build of torch was installed ({cpu_why}) although the paste asks for CUDA "
+                 f"({intent.get('value')}, {intent.get('where')})"),
+        detail=("pip or conda resolved the CPU variant: a `cpuonly` package left in the environment, the CPU "
+                "index, a channel order that prefers the CPU build, or a platform without CUDA wheels."),
+        evidence=[Evidence("pythons[0].packages.torch", pkg.version if pkg else None, source=cpu_why),
+                  Evidence("paste.provenance.intent.cuda", intent.get("value"), source=str(intent.get("reader")))],
+        fix=Fix("Remove the CPU build (and conda's cpuonly) and install the CUDA variant explicitly",
+                ["conda remove -y cpuonly", "conda install pytorch pytorch-cuda=<version> -c pytorch -c nvidia"]
+                if "conda" in str(intent.get("reader")) or "torch.conda_cpuonly" in prov else
+                ["python -m pip uninstall -y torch", "python -m pip install torch --index-url "
+                 f"https://download.pytorch.org/whl/{intent.get('value') if str(intent.get('value')).startswith('cu') else 'cu124'}"]),
+    )]
+
+
+@check("packages.nvidia-majors", "Each NVIDIA library wheel installed for one CUDA major",
+       categories=("CUDA_VARIANT_MIXED",))
+def check_nvidia_majors(ctx: CheckContext) -> List[Finding]:
+    """nvidia-X-cu11 and nvidia-X-cu12 both unpack into site-packages/nvidia/X/lib: the last installed wins and
+    torch may load a copy that lacks symbols its build needs. An error when a message names that library."""
+    if not ctx.facts.pythons or not any(py.packages for py in ctx.facts.pythons):
+        raise SkipCheck("no package list")
+    libs = _nvidia_two_majors(ctx.facts)
+    if not libs:
+        return []
+    msgs = ctx.facts.paste.messages if ctx.facts.paste else []
+    named = [lib for lib in libs if any(re.search(rf"lib{re.escape(lib.split('-')[0])}|{re.escape(lib)}", m, re.I)
+                                        and ("undefined symbol" in m or "ImportError" in m or "cannot open" in m)
+                                        for m in msgs)]
+    out = []
+    for lib in libs:
+        names = sorted(p.name for py in ctx.facts.pythons for p in py.packages
+                       if p.name.lower().replace("_", "-").startswith(f"nvidia-{lib}-cu"))
+        out.append(Finding(
+            code="packages.nvidia-majors/two-majors", category="CUDA_VARIANT_MIXED",
+            severity=Severity.ERROR if lib in named else Severity.WARNING, confidence="high",
+            summary=f"NVIDIA library {lib} is installed for two CUDA majors ({', '.join(names)}): one overwrites the "
+                    "other in site-packages/nvidia/" + lib.split("-")[0] + "/lib",
+            evidence=[Evidence("pythons[0].packages", names, expected="one CUDA major per NVIDIA library")],
+            fix=Fix("Uninstall the wheel of the CUDA major torch does not use, then reinstall torch's",
+                    [f"python -m pip uninstall -y {' '.join(names)}", "python -m pip install --force-reinstall torch"]),
+        ))
+    return out

@@ -246,7 +246,9 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
         variant = torch_variant(py, ctx.compat)
         if variant not in (None, "cpu"):
             continue
-        if variant is None and t.cuda_available is not False and t.arch_list is None and not t.version:
+        if variant is None:
+            # the build is unknown (a paste without a local tag or torch.version.cuda): PyPI's Linux wheel is a
+            # CUDA build and an --index-url may have chosen either, so no CPU-only verdict from this
             continue
         version = base_version(t.version) or ""
         rel = ctx.compat.torch_release(version) if version else None

@@ -124,16 +124,25 @@ def _split(texts: Sequence[Any], compat: Any, names: Optional[Sequence[str]] = N
 
 
 def _locator(sp: _Split) -> Any:
-    """value -> "001.txt line 3": the first line of the input showing it."""
+    """value -> "001.txt line 3": the first line of the input showing it (str.find, so a multi-MB paste
+    costs one C-speed scan per distinct value)."""
+    memo: Dict[str, str] = {}
+
     def where(value: Any) -> str:
         needle = str(value[0] if isinstance(value, (list, tuple)) and value else value)
         needle = needle.split("+", 1)[0] if len(needle) > 3 else needle
+        hit = memo.get(needle)
+        if hit is not None:
+            return hit
+        out = "the paste"
         for k, (part, name) in enumerate(zip(sp.parts, sp.names)):
-            at = sp.offsets[k] if sp.offsets else 0
-            for i, line in enumerate(part.split("\n")):
-                if needle in line:
-                    return f"line {at + i + 1}" if name == "the paste" else f"{name} line {at + i + 1}"
-        return "the paste"
+            pos = part.find(needle) if needle else -1
+            if pos != -1:
+                at = (sp.offsets[k] if sp.offsets else 0) + part.count("\n", 0, pos) + 1
+                out = f"line {at}" if name == "the paste" else f"{name} line {at}"
+                break
+        memo[needle] = out
+        return out
     return where
 
 

@@ -333,7 +333,7 @@ _PATHS = {
 _CONFIDENCE = {STRUCTURED + 1: "high", STRUCTURED: "high", REPL: "high", LOOSE: "medium", BARE: "low"}
 
 
-def provenance(acc: Acc, where: Any) -> Dict[str, Dict[str, str]]:
+def provenance(acc: Acc, where: Any) -> Dict[str, Dict[str, Any]]:
     """Where each recovered fact came from: fact path -> {where ("001.txt line 3"), reader, confidence}.
 
     Checks read these fields (is there a GPU list at all? how sure is the driver version?), never the prose of
@@ -343,7 +343,8 @@ def provenance(acc: Acc, where: Any) -> Dict[str, Dict[str, str]]:
     out: Dict[str, Dict[str, str]] = {}
     for key, (prio, value, how) in acc.values.items():
         conf = "medium" if str(how).startswith("message:") else _CONFIDENCE.get(prio, "low")
-        out[_PATHS.get(key, key)] = {"where": where(value), "reader": str(how), "confidence": conf}
+        out[_PATHS.get(key, key)] = {"where": where(value), "reader": str(how), "confidence": conf,
+                                     "value": value if isinstance(value, (str, int, float, bool)) else str(value)}
     if acc.gpus:
         out["driver.gpus"] = {"where": where(acc.gpus[0].name or ""), "reader": "GPU list",
                               "confidence": _CONFIDENCE.get(acc.gpus_priority, "medium")}

@@ -37,7 +37,6 @@ shows the value (readers do not carry line numbers; the value's text locates it)
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -107,25 +106,26 @@ _BOUNDARY_WORDS = (("Collecting environment information", False), ("PyTorch vers
 
 
 def _candidates(lines: Sequence[str]) -> List[int]:
-    """Sorted indices of the lines holding a boundary literal."""
+    """Sorted indices of the lines holding a boundary literal (hits found by str.find, line numbers by
+    counting newlines between consecutive hits: both in C)."""
     text = "\n".join(lines)
     low: Optional[str] = None
-    starts: List[int] = []
-    at = 0
-    for line in lines:
-        starts.append(at)
-        at += len(line) + 1
     found = set()
     for word, nocase in _BOUNDARY_WORDS:
-        if nocase:
-            low = low if low is not None else text.lower()
-        hay, needle = (low, word.lower()) if nocase and low is not None else (text, word)
-        pos = hay.find(needle)
+        if nocase and low is None:
+            low = text.lower()
+        hay = low if nocase and low is not None else text
+        needle = word.lower() if nocase else word
+        pos, line, last = hay.find(needle), 0, 0
         while pos != -1:
-            i = bisect.bisect_right(starts, pos) - 1
-            found.add(i)
-            nxt = starts[i + 1] if i + 1 < len(starts) else len(hay)
-            pos = hay.find(needle, nxt)
+            line += hay.count("\n", last, pos)
+            found.add(line)
+            nxt = hay.find("\n", pos)
+            if nxt == -1:
+                break
+            last = nxt + 1
+            line += 1
+            pos = hay.find(needle, last)
     return sorted(found)
 
 

@@ -262,11 +262,26 @@ _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _RANK = re.compile(r"^\s*\[rank\d+\]:\s?")
 
 
+_EMPHASIS = re.compile(r"\*\*|`")
+
+
+def _markdown(line: str) -> str:
+    """Markdown labels as plain text: `- **PyTorch Version**: 1.13.1`, `` `torch`: 2.1.0 ``, a full-width colon."""
+    if "：" in line:
+        line = line.replace("：", ": ")
+    if "**" in line or "`" in line:
+        line = _EMPHASIS.sub("", line)
+    return line
+
+
 def clean_lines(text: str) -> List[str]:
-    """Lines without Markdown quoting, distributed-rank prefixes ("[rank7]: ") or pytest's "E   " margin."""
+    """Lines without Markdown quoting or emphasis, distributed-rank prefixes ("[rank7]: ") or pytest's "E   "
+    margin."""
     out = []
     for raw in text.splitlines():
         line = raw.rstrip()
+        if ("**" in line and ":" in line) or "`" in line or "：" in line:
+            line = _markdown(line)
         c = line[:1]
         if c not in (">", "[", "E", " ", "\t"):
             out.append(line)

@@ -53,6 +53,8 @@ def _literal_keywords(sigs: Sequence[Any]) -> List[str]:
     a message wrapped or double-spaced inside a phrase still has it whole on one line."""
     out: List[str] = []
     for sig in sigs:
+        if any(k in sig.pattern.lower().replace("\\", "") for k in _KEYWORDS):
+            continue  # the row's message already holds one of the reader's own keywords
         plain = re.sub(r"\\[a-zA-Z]|\(\?P<\w+>|\(\?<!.*?\)|\[[^\]]*\]|[{][^}]*[}]", " ", sig.pattern)
         words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]{6,}", plain) if w.lower() not in _COMMON]
         if words:
