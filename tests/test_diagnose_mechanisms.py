@@ -140,3 +140,119 @@ def test_legacy_gpu_judged_from_torch_cuda(compat) -> None:
     report = diagnose_report([(PASTES / "legacy-gpu-cuda12.txt").read_text()], compat)
     hits = [f for f in report.findings if f.code == "torch.gpu-arch/missing"]
     assert hits and "10.2" in hits[0].summary and hits[0].severity == "error"
+
+
+# ---- gap 3: conflicting values resolved by authority (tested in test_diagnose_judge), gap 5: layouts
+
+def test_markdown_labels_are_read(compat) -> None:
+    facts, _ = diagnose_text([(PASTES / "markdown-env-h100.txt").read_text()], compat)
+    assert facts.pythons[0].torch.version == "1.13.1+cu116"
+    assert facts.pythons[0].python_version == "3.10.12"
+    # a CUDA 11.6 build has no sm_90 kernels
+    assert "GPU_ARCH_NOT_IN_TORCH_BUILD" in _serious(diagnose_report([(PASTES / "markdown-env-h100.txt").read_text()],
+                                                                     compat))
+
+
+@pytest.mark.parametrize("line, name, version", [
+    ("`torch`: 2.1.0", "torch", "2.1.0"),
+    ("- **PyTorch Version**: 2.2.2+cu121", "torch", "2.2.2+cu121"),
+    ("xformers version 0.0.27", "xformers", "0.0.27"),
+    ("torchvision：0.18.1", "torchvision", "0.18.1"),
+    ("[pip3] torchaudio==2.3.1", "torchaudio", "2.3.1"),
+    ("[conda] pytorch                   2.4.1           py3.11_cuda12.1_cudnn9.1.0_0    pytorch", "torch", "2.4.1"),
+    ("pip install ./flash_attn-2.6.3+cu123torch2.4cxx11abiTRUE-cp311-cp311-linux_x86_64.whl", "flash-attn",
+     "2.6.3+cu123torch2.4cxx11abiTRUE"),
+])
+def test_package_layouts(compat, line, name, version) -> None:
+    facts, _ = diagnose_text([line + "\n"], compat)
+    pkg = facts.pythons[0].package(name)
+    assert pkg is not None and pkg.version == version
+
+
+def test_argument_dumps_are_not_packages(compat) -> None:
+    facts, _ = diagnose_text(["p: 0.0\nlr 0.001\ntorch: 2.1.0\n"], compat)
+    assert [p.name for p in facts.pythons[0].packages] == ["torch"]
+
+
+def test_ipython_and_comment_values(compat) -> None:
+    facts, _ = diagnose_text(["In [3]: torch.cuda.is_available()\nOut[3]: False\n\n"
+                              "print(f\"version: {torch.__version__}\")  # 2.1.0+cpu\n"], compat)
+    t = facts.pythons[0].torch
+    assert t.cuda_available is False and t.version == "2.1.0+cpu"
+
+
+def test_code_listing_then_prose_is_no_gpu_name(compat) -> None:
+    with pytest.raises(ValueError):  # nothing recognisable: the prose is not the statement's output
+        diagnose_text(["name = torch.cuda.get_device_name(0)\nThen the model loads the weights and runs.\n"], compat)
+
+
+def test_conda_plan_cpu_build_with_cuda_intent(compat) -> None:
+    report = diagnose_report([(PASTES / "conda-plan-cpuonly.txt").read_text()], compat)
+    assert _serious(report).get("TORCH_CPU_ONLY_BUILD") == {"error"}
+
+
+def test_unknown_build_is_not_called_cpu_only(compat) -> None:
+    # FP-A: torch==2.3.1 from PyPI (a CUDA build on Linux) on a GPU machine is no CPU-only error
+    report = diagnose_report(["[pip3] torch==2.3.1\nGPU models and configuration: GPU 0: NVIDIA GeForce RTX 3090\n"],
+                             compat)
+    assert "TORCH_CPU_ONLY_BUILD" not in _errors(report)
+
+
+# ---- gap 7, 9, 11 and the dates
+
+def test_one_nvidia_library_for_two_cuda_majors(compat) -> None:
+    report = diagnose_report(["[pip3] nvidia-cudnn-cu11==8.9.2.26\n[pip3] nvidia-cudnn-cu12==9.1.0.70\n"], compat)
+    assert _serious(report).get("CUDA_VARIANT_MIXED") == {"warning"}
+    report = diagnose_report([(PASTES / "nvidia-two-majors.txt").read_text()], compat)
+    assert "error" in _serious(report).get("CUDA_VARIANT_MIXED", set())
+
+
+def test_wsl_in_prose_and_an_old_windows_build(compat) -> None:
+    report = diagnose_report([(PASTES / "wsl-old-build.txt").read_text()], compat)
+    serious = _serious(report)
+    assert "WSL_SPECIFIC" in serious and "NO_GPU_VISIBLE" in serious
+    assert "NO_NVIDIA_DRIVER" not in serious  # never "install a Linux driver" under WSL
+
+
+def test_wsl_word_never_overrides_a_linux_kernel(compat) -> None:
+    facts, _ = diagnose_text(["Linux version 5.15.0-91-generic (buildd@lcy02) (gcc 11.4.0)\n"
+                              "I read the WSL docs but this is a normal server\ntorch: 2.1.0\n"], compat)
+    assert facts.host.wsl is False
+
+
+def test_windows_driver_not_judged_by_linux_lifecycle(compat) -> None:
+    text = "Ubuntu under WSL2, driver 552.22 on the Windows side\ntorch: 2.3.0\n"
+    report = diagnose_report([text], compat)
+    assert not [f for f in report.findings if f.category == "DRIVER_OUTDATED"]
+
+
+@pytest.mark.parametrize("name", ["dpkg-driver-upgrade.txt"])
+def test_driver_packages_changed_under_the_module(compat, name) -> None:
+    report = diagnose_report([(PASTES / name).read_text()], compat)
+    assert _serious(report).get("DRIVER_LIBRARY_MISMATCH") == {"error"}
+    assert "NO_NVIDIA_DRIVER" not in _errors(report)
+
+
+def test_apt_history_and_pacman_logs_are_read(compat) -> None:
+    text = ("Failed to initialize NVML: Driver/library version mismatch\nStart-Date: 2024-03-11  06:25:03\n"
+            "Commandline: /usr/bin/unattended-upgrade\nUpgrade: libnvidia-compute-550:amd64 (550.54.14-0ubuntu1, "
+            "550.54.15-0ubuntu1), nvidia-utils-550:amd64 (550.54.14-0ubuntu1, 550.54.15-0ubuntu1)\n")
+    facts, _ = diagnose_text([text], compat)
+    changed = facts.paste.provenance["driver.packages_changed"]["value"]
+    assert "nvidia-utils-550" in changed and "550.54.15" in changed
+    facts, _ = diagnose_text(["[2024-07-02T06:12:40+0000] [ALPM] upgraded nvidia-utils (550.78-1 -> 550.90.07-1)\n"
+                              "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"],
+                             compat)
+    assert "550.90.07" in facts.paste.provenance["driver.packages_changed"]["value"]
+
+
+def test_driver_age_is_judged_on_the_paste_date(compat) -> None:
+    text = (PASTES / "outdated.txt").read_text()
+    assert "2026" in text
+    recent = diagnose_report([text], compat)
+    assert any(f.category == "DRIVER_OUTDATED" and f.severity == "warning" for f in recent.findings)
+    old = diagnose_report([text.replace("Oct 25 22:06:14 2026", "Oct 25 22:06:14 2021")], compat)
+    assert old.facts.collected_at.startswith("2021-10-25")
+    assert not [f for f in old.findings if f.category == "DRIVER_OUTDATED" and f.severity != "info"]
+    undated = diagnose_report(["Driver Version: 460.32.03\n"], compat)
+    assert not [f for f in undated.findings if f.category == "DRIVER_OUTDATED" and f.severity != "info"]

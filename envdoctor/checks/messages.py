@@ -114,6 +114,8 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     if when == "not_torch_import":
         msgs = facts.paste.messages if facts.paste else []
         return not any("torch/__init__" in m or "torch._C" in m for m in msgs)
+    if when == "driver_packages_changed":
+        return bool(facts.paste and "driver.packages_changed" in (facts.paste.provenance or {}))
     if when == "mig_enabled":
         return any(g.mig_mode_current for g in facts.driver.gpus)
     if when == "nvidia_wheels_two_majors":
@@ -402,3 +404,88 @@ def check_nvidia_majors(ctx: CheckContext) -> List[Finding]:
                     [f"python -m pip uninstall -y {' '.join(names)}", "python -m pip install --force-reinstall torch"]),
         ))
     return out
+
+
+# GPU compute in WSL 2 needs Windows 11 or Windows 10 21H2 (build 19044) and later; before general availability
+# it shipped in Windows Insider builds 20145+; WSL 1 never exposes the GPU.
+# https://learn.microsoft.com/en-us/windows/wsl/tutorials/gpu-compute , https://docs.nvidia.com/cuda/wsl-user-guide/
+WSL_GPU_MIN_BUILD = 19044
+WSL_GPU_INSIDER_BUILD = 20145
+WSL_DOC = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+
+
+@check("diagnose.wsl-gpu", "The Windows build and WSL version expose the GPU to Linux",
+       categories=("WSL_SPECIFIC", "NO_GPU_VISIBLE"))
+def check_wsl_gpu(ctx: CheckContext) -> List[Finding]:
+    """A WSL paste on a Windows build without GPU paravirtualisation, or under WSL 1: the GPU is not exposed to
+    Linux at all (and no Linux driver install can change that)."""
+    paste = _paste_or_skip(ctx)
+    host = ctx.facts.host
+    if not host.wsl:
+        raise SkipCheck("not WSL (or not known to be)")
+    prov = paste.provenance or {}
+    build_raw = str((prov.get("host.windows_build") or {}).get("value") or "")
+    m = re.search(r"(?:^|\.)(\d{5})(?:\.|$)", build_raw) or re.search(r"(\d{5})", build_raw)
+    build = int(m.group(1)) if m else None
+    why = None
+    if host.wsl_version == 1:
+        why = "WSL 1 has no GPU support (GPU compute needs WSL 2)"
+    elif build is not None and build < WSL_GPU_MIN_BUILD:
+        why = (f"Windows build {build} predates GPU compute in WSL (Windows 10 21H2 build {WSL_GPU_MIN_BUILD}, "
+               f"Windows 11, or Insider builds {WSL_GPU_INSIDER_BUILD}+)")
+    if why is None:
+        if build is None and host.wsl_version is None:
+            raise SkipCheck("Windows build and WSL version not in the paste")
+        return []
+    ev = [Evidence("host.wsl", True, source=str((prov.get("host.wsl") or {}).get("reader")))]
+    if build is not None:
+        ev.append(Evidence("paste.provenance.host.windows_build", build, expected=f">= {WSL_GPU_MIN_BUILD}"))
+    if host.wsl_version:
+        ev.append(Evidence("host.wsl_version", host.wsl_version, expected=2))
+    fix = Fix("Update Windows (Windows 11, or Windows 10 21H2 or later), use WSL 2, and install the NVIDIA driver on "
+              "Windows only; do not install a Linux NVIDIA driver inside WSL",
+              ["wsl --update", "wsl --set-version <distro> 2", "winver"], WSL_DOC)
+    return [
+        Finding(code="diagnose.wsl-gpu/unsupported-build", category="WSL_SPECIFIC", severity=Severity.ERROR,
+                confidence="high" if build is not None or host.wsl_version == 1 else "medium",
+                summary=f"WSL: {why}", evidence=ev, fix=fix),
+        Finding(code="diagnose.wsl-gpu/no-gpu", category="NO_GPU_VISIBLE", severity=Severity.ERROR,
+                confidence="high" if build is not None or host.wsl_version == 1 else "medium",
+                summary="This Windows build does not expose the GPU to Linux: CUDA sees no device inside WSL",
+                evidence=ev, fix=fix),
+    ]
+
+
+@check("diagnose.driver-packages", "Driver packages did not change under the loaded kernel module",
+       categories=("DRIVER_LIBRARY_MISMATCH",))
+def check_driver_packages(ctx: CheckContext) -> List[Finding]:
+    """A package-manager log in the paste shows NVIDIA driver packages upgraded, installed or removed, and the
+    driver no longer answers (nvidia-smi or NVML fails): the userspace libraries are a new version while the
+    loaded kernel module is the old one until a reboot."""
+    paste = _paste_or_skip(ctx)
+    changed = (paste.provenance or {}).get("driver.packages_changed")
+    if not changed:
+        raise SkipCheck("no package-manager log with NVIDIA driver packages in the paste")
+    d = ctx.facts.driver
+    failing = d.status in (ProbeStatus.FAILED, ProbeStatus.ABSENT) or bool(d.nvml_error or d.nvidia_smi_error) or any(
+        re.search(r"couldn'?t communicate with the NVIDIA driver|Driver/library version mismatch|"
+                  r"Failed to initialize NVML", m) for m in paste.messages)
+    if not failing:
+        return []
+    return [Finding(
+        code="diagnose.driver-packages/changed-under-module", category="DRIVER_LIBRARY_MISMATCH",
+        severity=Severity.ERROR, confidence="high",
+        summary=f"NVIDIA driver packages changed ({str(changed.get('value'))[:160]}) and the driver no longer "
+                "answers: the loaded kernel module is still the previous version",
+        detail=("A package manager (often unattended-upgrades) replaced the driver's userspace libraries; the "
+                "kernel module loaded at boot stays the old version until it is reloaded, so NVML and CUDA refuse "
+                "to talk to it."),
+        evidence=[Evidence("paste.provenance.driver.packages_changed", changed.get("value"),
+                           source=str(changed.get("reader"))),
+                  Evidence("driver.status", d.status)],
+        fix=Fix("Reboot (or unload and reload the nvidia kernel modules); keep unattended-upgrades off the NVIDIA "
+                "packages so it cannot happen during a job",
+                ["sudo reboot",
+                 "echo 'Unattended-Upgrade::Package-Blacklist { \"nvidia-\"; \"libnvidia-\"; };' | "
+                 "sudo tee /etc/apt/apt.conf.d/51nvidia-blacklist"]),
+    )]

@@ -22,7 +22,8 @@ _WS = re.compile(r"\s+")
 FACT_PATHS = ("driver.cuda_driver_version", "pythons[0].torch.arch_list", "pythons[0].torch.cuda",
               "pythons[0].torch.version", "toolkits.on_path.version", "gpu.name", "gpu.compute_capability")
 PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "not_torch_import",
-              "mig_enabled", "nvidia_wheels_two_majors", "python_outside_requested_torch")
+              "mig_enabled", "nvidia_wheels_two_majors", "python_outside_requested_torch",
+              "driver_packages_changed")
 
 
 class SignatureError(ValueError):

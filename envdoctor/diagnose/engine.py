@@ -105,6 +105,8 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     misc.read_env(paste, acc)
     misc.read_loose(paste, acc)
     misc.read_host(paste, acc)
+    misc.read_package_logs(paste, acc)
+    misc.read_date(paste, acc)
     try:
         sigs = signatures_from(compat)
     except (ValueError, OSError):
@@ -317,7 +319,8 @@ def build_facts(acc: Acc, text: str) -> Facts:
                 "distinct kept)"]
     paste = PasteSource(found=list(acc.found) + said + list(acc.notes),
                         not_found=not_found, messages=list(acc.messages), text_excerpt=text[:400])
-    return Facts(origin="paste", driver=driver, toolkits=toolkits, system_libraries=libs, pythons=pythons,
+    date = g("paste.date")
+    return Facts(origin="paste", collected_at=f"{date}T00:00:00Z" if date else None, driver=driver, toolkits=toolkits, system_libraries=libs, pythons=pythons,
                  host=host, topology=topology, paste=paste)
 
 
