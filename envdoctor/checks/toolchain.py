@@ -37,13 +37,14 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
             continue
         affected = [p.name for p in py.packages if p.name in SOURCE_BUILT]
         major = nv[0] != tv[0]
+        where = f" ({tk.nvcc_path or tk.path})" if (tk.nvcc_path or tk.path) else ""
         who = (f"installed packages that compile with it: {', '.join(affected)}" if affected
                else "any extension built from source (flash-attn, apex, deepspeed ops, custom ops)")
         findings.append(Finding(
             code="toolchain.nvcc-torch/" + ("major" if major else "minor"),
             category="NVCC_TORCH_CUDA_MISMATCH",
             severity=Severity.WARNING if major else Severity.INFO,
-            summary=(f"nvcc on PATH is CUDA {tk.version} ({tk.nvcc_path or tk.path}) but {torch_label(t)} was "
+            summary=(f"nvcc on PATH is CUDA {tk.version}{where} but {torch_label(t)} was "
                      f"built with CUDA {t.cuda}: affects {who}"),
             detail=("torch.utils.cpp_extension refuses a different CUDA major ('The detected CUDA version (X) "
                     "mismatches the version that was used to compile PyTorch (Y)') and warns on a different "

@@ -335,6 +335,11 @@ _MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
 def check_torch_import(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
+    paste = ctx.facts.paste
+    if paste is not None and not any(py.torch and py.torch.import_error for _, py in envs):
+        src = (paste.provenance or {}).get("pythons[0].torch.version") or {}
+        if src.get("reader") in (None, "package metadata"):
+            raise SkipCheck("the paste shows torch's package, not torch importing")
     findings = []
     for i, py in envs:
         t = py.torch

@@ -355,8 +355,12 @@ def read_loose(paste: Paste, acc: Acc) -> None:
         if m:
             acc.put("python.version", m.group(1), REPL, "Python REPL banner")
         else:
+            have = re.search(r"\(you have (3\.\d{1,2}(?:\.\d+)?)\)", line)
             m = _PYTHON.search(line)
-            if m and "site-packages" not in line and "lib/python" not in line:
+            if have and "python" in line.lower():
+                # "Python 3.11.9 (you have 3.11.10)": the first is what an extension was built for
+                acc.put("python.version", have.group(1), LOOSE, line.strip())
+            elif m and "site-packages" not in line and "lib/python" not in line:
                 acc.put("python.version", m.group(1), LOOSE, line.strip())
         if _TORCH_LABEL.search(line.replace("5. ", "")) and i + 1 < n:
             nxt = lines[i + 1].strip()
