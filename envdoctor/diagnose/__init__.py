@@ -204,6 +204,29 @@ def _serious(f: Finding) -> bool:
     return Severity.at_least(f.severity, Severity.WARNING)
 
 
+_CONF_ORDER = ("low", "medium", "high")
+
+
+def _confidence(f: Finding, prov: Dict[str, Any]) -> Finding:
+    """A finding with no confidence of its own takes the least sure of the paste facts its evidence names
+    (a driver version read from a bare number on its own line is low confidence, from an nvidia-smi table high);
+    medium when its evidence names no fact the paste gave."""
+    if f.confidence is not None:
+        return f
+    seen: List[str] = []
+    for e in f.evidence:
+        path = e.path
+        while path:
+            hit = prov.get(path)
+            if hit is not None:
+                seen.append(str(hit.get("confidence") or "medium"))
+                break
+            cut = max(path.rfind("."), path.rfind("["))
+            path = path[:cut] if cut > 0 else ""
+    conf = min(seen, key=_CONF_ORDER.index) if seen else "medium"
+    return dataclasses.replace(f, confidence=conf)
+
+
 def _capped(f: Finding) -> Finding:
     """Confidence bounds severity: a low-confidence finding is at most a warning."""
     if f.confidence == "low" and f.severity == Severity.ERROR:
@@ -300,7 +323,8 @@ def _judge(facts: Facts, compat: Any, checks: Optional[list]) -> List[CheckResul
     # the registry includes the paste checks; an explicit selection (--only/--ignore) is kept as given
     selected = list(checks) if checks is not None else all_checks()
     results = run_checks(facts, compat, selected)
-    merged = [[_capped(f) for f in r.findings] for r in results]
+    prov = (facts.paste.provenance if facts.paste else None) or {}
+    merged = [[_capped(_confidence(f, prov)) for f in r.findings] for r in results]
 
     fact_cats: Dict[str, Tuple[int, int]] = {}
     for ri, r in enumerate(results):

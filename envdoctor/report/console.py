@@ -181,7 +181,9 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     for gpu in driver.gpus:
         rows.append((f"GPU {gpu.index}", _gpu_line(gpu)))
     if state is None:
-        if not driver.gpus:
+        if not driver.gpus and facts.paste is not None and "driver.gpus" not in (facts.paste.provenance or {}):
+            rows.append(("GPUs", "not in the paste"))
+        elif not driver.gpus:
             rows.append(("GPUs", "none visible to the driver"))
         ceiling = (
             f"CUDA ≤ {driver.cuda_driver_version} (the driver's ceiling, not a toolkit)"
