@@ -256,3 +256,24 @@ def test_driver_age_is_judged_on_the_paste_date(compat) -> None:
     assert not [f for f in old.findings if f.category == "DRIVER_OUTDATED" and f.severity != "info"]
     undated = diagnose_report(["Driver Version: 460.32.03\n"], compat)
     assert not [f for f in undated.findings if f.category == "DRIVER_OUTDATED" and f.severity != "info"]
+
+
+# ---- gap 6: what an extension was built for, compared with torch
+
+def test_wheel_tag_abi_against_pypi_torch(compat) -> None:
+    report = diagnose_report([(PASTES / "flash-attn-abi.txt").read_text()], compat)
+    hits = [f for f in report.findings if f.category == "THIRD_PARTY_EXTENSION_MISMATCH"]
+    assert hits and hits[0].severity == "error" and "cxx11abi" in hits[0].summary
+    same = (PASTES / "flash-attn-abi.txt").read_text().replace("abiTRUE", "abiFALSE")
+    assert "THIRD_PARTY_EXTENSION_MISMATCH" not in _serious(diagnose_report([same], compat))
+
+
+def test_built_for_you_have_proves_two_causes(compat) -> None:
+    text = (PASTES / "xformers-variant.txt").read_text()
+    facts, _ = diagnose_text([text], compat)
+    assert facts.pythons[0].torch.version == "2.4.1+cu124"  # "(you have Y)" is the environment
+    assert facts.pythons[0].python_version == "3.11.10"
+    serious = _serious(diagnose_report([text], compat))
+    assert "THIRD_PARTY_EXTENSION_MISMATCH" in serious and "CUDA_VARIANT_MIXED" in serious
+    cpu = text.replace("(you have 2.4.1+cu124)", "(you have 2.4.1+cpu)")
+    assert "TORCH_CPU_ONLY_BUILD" in _serious(diagnose_report([cpu], compat))

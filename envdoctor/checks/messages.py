@@ -489,3 +489,34 @@ def check_driver_packages(ctx: CheckContext) -> List[Finding]:
                  "echo 'Unattended-Upgrade::Package-Blacklist { \"nvidia-\"; \"libnvidia-\"; };' | "
                  "sudo tee /etc/apt/apt.conf.d/51nvidia-blacklist"]),
     )]
+
+
+@check("diagnose.extension-build", "What an extension says it was built for, against the torch it found",
+       categories=("CUDA_VARIANT_MIXED", "TORCH_CPU_ONLY_BUILD"))
+def check_extension_build(ctx: CheckContext) -> List[Finding]:
+    """A message "built for PyTorch X ... (you have Y)" proves more than the extension mismatch its signature
+    names: the same torch release with another CUDA variant is also mixed variants, and a CUDA-built extension
+    beside a +cpu torch is also a CPU build of torch."""
+    _paste_or_skip(ctx)
+    out: List[Finding] = []
+    for h in signature_hits(ctx.facts, ctx.compat):
+        built, have = h.groups.get("built"), h.groups.get("have")
+        if not built or not have:
+            continue
+        b_rel, _, b_tag = built.partition("+")
+        h_rel, _, h_tag = have.partition("+")
+        ev = [Evidence(f"paste.messages[{h.index}]", h.message[:300], source=h.signature.source)]
+        if h_tag == "cpu" and (b_tag.startswith("cu") or h.groups.get("built_cuda")):
+            out.append(Finding(
+                code="diagnose.extension-build/cpu-torch", category="TORCH_CPU_ONLY_BUILD",
+                severity=Severity.ERROR, confidence="high",
+                summary=f"The extension was built for CUDA torch {built}, but the torch found is a CPU build ({have})",
+                evidence=ev, fix=Fix("Install the CUDA build of torch the extension was built for")))
+        elif b_rel == h_rel and b_tag and h_tag and b_tag != h_tag:
+            out.append(Finding(
+                code="diagnose.extension-build/other-variant", category="CUDA_VARIANT_MIXED",
+                severity=Severity.ERROR, confidence="high",
+                summary=f"The extension was built for torch {built}, the same release as torch {have} but another "
+                        "CUDA variant",
+                evidence=ev, fix=Fix("Install the extension and torch from one CUDA variant (one index)")))
+    return out

@@ -356,8 +356,10 @@ def provenance(acc: Acc, where: Any) -> Dict[str, Dict[str, Any]]:
     if acc.get("driver.no_devices"):
         out["driver.gpus"] = {"where": where("No devices were found"), "reader": "nvidia-smi", "confidence": "high"}
     for name, (prio, pkg) in acc.packages.items():
+        # a name with its version is never a bare number: a pip install line or a typed "name: version" is medium
         out[f"pythons[0].packages.{name}"] = {"where": where(pkg.version), "reader": "package list",
-                                              "confidence": _CONFIDENCE.get(prio, "low")}
+                                              "confidence": "high" if prio >= STRUCTURED - 1 else "medium",
+                                              "value": pkg.version}
         if name == "torch" and "pythons[0].torch.version" not in out:
             out["pythons[0].torch.version"] = dict(out[f"pythons[0].packages.{name}"], reader="package metadata")
     return out
