@@ -277,3 +277,21 @@ def test_built_for_you_have_proves_two_causes(compat) -> None:
     assert "THIRD_PARTY_EXTENSION_MISMATCH" in serious and "CUDA_VARIANT_MIXED" in serious
     cpu = text.replace("(you have 2.4.1+cu124)", "(you have 2.4.1+cpu)")
     assert "TORCH_CPU_ONLY_BUILD" in _serious(diagnose_report([cpu], compat))
+
+
+@pytest.mark.parametrize("text, category", [
+    ("RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed "
+     "a driver from http://www.nvidia.com/Download/index.aspx", "NO_NVIDIA_DRIVER"),
+    ("RuntimeError: Unexpected error from cudaGetDeviceCount(). Did you run some cuda functions before calling "
+     "NumCudaDevices() that might have already set an error? Error 803: system has unsupported display driver / "
+     "cuda driver combination", "DRIVER_LIBRARY_MISMATCH"),
+    ("docker: Error response from daemon: unknown or invalid runtime name: nvidia.", "CONTAINER_NO_GPU_RUNTIME"),
+    ("$ docker exec -it trainer nvidia-smi\nFailed to initialize NVML: Unknown Error", "CONTAINER_NO_GPU_RUNTIME"),
+    ("RuntimeError: CUDA error: invalid device ordinal\nCUDA kernel errors might be asynchronously reported",
+     "NO_GPU_VISIBLE"),
+    ("RuntimeError: CUDA error: CUDA-capable device(s) is/are busy or unavailable", "COMPUTE_MODE_RESTRICTED"),
+    ("ModuleNotFoundError: No module named 'torch._C'", "TORCH_IMPORT_FAILED"),
+    ("Ubuntu 22.04 in WSL2\nRuntimeError: CUDA error: GPU access blocked by the operating system", "WSL_SPECIFIC"),
+])
+def test_more_message_families(compat, text, category) -> None:
+    assert category in _serious(diagnose_report([text], compat))
