@@ -295,3 +295,14 @@ def test_built_for_you_have_proves_two_causes(compat) -> None:
 ])
 def test_more_message_families(compat, text, category) -> None:
     assert category in _serious(diagnose_report([text], compat))
+
+
+def test_cuda_index_but_cpu_wheel_installed(compat) -> None:
+    report = diagnose_report([(PASTES / "pip-cuda-index-cpu-installed.txt").read_text()], compat)
+    assert _serious(report).get("TORCH_CPU_ONLY_BUILD") == {"error"}
+
+
+def test_windows_os_label_skips_linux_lifecycle(compat) -> None:
+    text = "- OS: Windows 11\n- `torch`: 2.1.2+cu121\n- Driver: 546.33\n"
+    r = next(r for r in diagnose_report([text], compat).checks if r.id == "driver.lifecycle")
+    assert r.status == "skipped" and "Windows" in (r.reason or "")

@@ -251,6 +251,9 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("host.wsl", True, BARE, f"WSL mentioned in the paste: {wm.group(0)}")
         if wm.group(1):
             acc.put("host.wsl_version", int(wm.group(1)), LOOSE, f"WSL mentioned in the paste: {wm.group(0)}")
+    om = re.search(r"^[\s*•-]*(?:OS|Operating system|Platform)\s*[:=]\s*(?:Microsoft )?Windows\b", text, re.I | re.M)
+    if om and not acc.get("host.wsl") and not (acc.get("host.kernel") or ""):
+        acc.put("host.os", "Windows", LOOSE, om.group(0).strip())
     bm = _WIN_BUILD.search(text)
     if bm:
         acc.put("host.windows_build", bm.group(1) or bm.group(2), LOOSE, bm.group(0).strip())

@@ -158,6 +158,7 @@ def read(paste: Paste, acc: Acc) -> None:
             acc.add_package(_pkg(m.group(1), m.group(2)), LOOSE)
         i += 1
     _read_installs(paste, acc)
+    _read_installed(paste, acc)
     _read_conda_plans(paste, acc)
     _read_wheels(paste, acc)
     if found_list:
@@ -200,6 +201,27 @@ def _read_installs(paste: Paste, acc: Acc) -> None:
             if vm.group(1).startswith("cu"):
                 acc.put("intent.cuda", vm.group(1), LOOSE, f"a CUDA index in a pip install line: {vm.group(0)}")
         acc.add_found("pip install command")
+
+
+_INSTALLED = re.compile(r"\bSuccessfully installed\s+(.+)$")
+_DIST = re.compile(rf"^({_NAME}?)-(\d[\w.!]*(?:\+[\w.]+)?)$")
+
+
+def _read_installed(paste: Paste, acc: Acc) -> None:
+    """pip's own "Successfully installed torch-2.3.1+cpu torchvision-0.18.1": what the install resolved."""
+    for i in paste.distinct(paste.with_any(["successfully installed"])):
+        m = _INSTALLED.search(paste.lines[i])
+        if not m:
+            continue
+        for item in m.group(1).split():
+            d = _DIST.match(item)
+            if d:
+                version = d.group(2)
+                variant = version.split("+", 1)[1] if "+" in version else None
+                acc.add_package(Package(name=_name(d.group(1)), version=version, installer="pip", variant=variant,
+                                        variant_evidence=f"pip: Successfully installed {item}" if variant else None),
+                                STRUCTURED - 1)
+        acc.add_found("pip install output")
 
 
 def _ce_row(acc: Acc, kind: str, rest: str) -> None:
