@@ -438,6 +438,7 @@ class PasteSource:
     # one fact shown twice by sources of different authority, the winner kept: {fact, kept, kept_source, other,
     # other_source} (the imported torch over pip metadata)
     disagreements: Optional[List[Dict[str, str]]] = None
+    settle: Optional[List[str]] = None  # where facts are thin: the outputs that would settle it ("paste ...")
 
 
 @dataclass(frozen=True)

@@ -285,8 +285,11 @@ def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None
     as_of = getattr(compat, "as_of", None)
     if len(sp.machines) <= 1:
         facts, _info = _facts_and_info(sp, compat, judge=False)
-        return Report(facts=facts, checks=_judge(facts, compat, checks), envdoctor_version=__version__,
-                      compat_as_of=as_of)
+        results = _judge(facts, compat, checks)
+        settle = _settle_lines(facts, [f for r in results for f in r.findings])
+        if settle and facts.paste is not None:
+            facts = dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, settle=settle))
+        return Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=as_of)
     facts, _ = _facts_and_info(sp, compat, judge=False)  # what the machines agree on; the conflicts named
     out: List[CheckResult] = []
     each: List[Facts] = []

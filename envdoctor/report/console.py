@@ -229,6 +229,8 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
         if missing:
             rows.append(("Not in paste", ", ".join(missing)))
         rows.extend(("Conflict", c) for c in conflicts)
+    if facts.paste is not None and facts.paste.settle:
+        rows.append(("To settle", "; ".join(facts.paste.settle)))
     return rows
 
 
