@@ -106,6 +106,24 @@ class State:
         self.start = time.monotonic()
         self.timer: Optional[threading.Timer] = None
 
+    def checkpoint(self) -> None:
+        """Write the envelope so far, marked ``checkpoint``, before a step that may kill the process
+        (``import torch`` can segfault or hang in native code): what was read before it still comes back.
+        A later envelope line (the final one) supersedes it."""
+        with self.lock:
+            if self.written:
+                return
+            snapshot = dict(self.envelope, checkpoint=True, stage=self.stage,
+                            duration_s=round(time.monotonic() - self.start, 3))
+            try:
+                text = json.dumps(snapshot, default=str, sort_keys=True)
+            except Exception:  # a result we could not serialise yet: the final envelope still follows
+                return
+            data = ("\n" + text + "\n").encode("ascii")
+            while data:
+                n = os.write(self.out_fd, data)
+                data = data[n:]
+
     def emit(self) -> None:
         """Write the envelope once, whichever of the task or the watchdog finishes first."""
         with self.lock:
@@ -154,14 +172,16 @@ def _start_watchdog(state: State, deadline_s: float) -> None:
 # --------------------------------------------------------------------------- ELF: DT_NEEDED without ldd
 
 PT_LOAD, PT_DYNAMIC = 1, 2
-DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME = 0, 1, 5, 10, 14
+DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1, 5, 10, 14, 15, 29
+MAX_SECTIONS = 65536
 
 
-def elf_needed(path: str) -> Optional[List[str]]:
-    """The DT_NEEDED entries of an ELF shared object, or None when it is not a readable ELF file.
+def elf_read(path: str, sections: bool = False) -> Optional[Dict[str, Any]]:
+    """The dynamic section of an ELF shared object (needed, soname, rpath, runpath) and, with
+    ``sections``, its section table ({name: (file offset, size)}); None when it is not a readable ELF file.
 
-    Reads only the headers and the dynamic string table (libtorch_cuda.so is over 1 GB).
-    Reference: System V gABI, "Dynamic Section"; the layout readelf -d prints.
+    Reads only the headers, the dynamic section and the string tables (libtorch_cuda.so is 500 MB+).
+    Reference: System V gABI, "ELF Header", "Sections" and "Dynamic Section"; the layout readelf -d / -S prints.
     """
     try:
         with open(path, "rb") as f:
@@ -174,18 +194,19 @@ def elf_needed(path: str) -> Optional[List[str]]:
                 hdr = f.read(48)
                 if len(hdr) < 48:
                     return None
-                phoff = struct.unpack(end + "Q", hdr[16:24])[0]
-                phentsize, phnum = struct.unpack(end + "HH", hdr[38:42])
-                ph_fmt, dyn_fmt = end + "IIQQQQQQ", end + "qQ"
+                phoff, shoff = struct.unpack(end + "QQ", hdr[16:32])
+                phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack(end + "HHHHH", hdr[38:48])
+                ph_fmt, dyn_fmt, sh_fmt = end + "IIQQQQQQ", end + "qQ", end + "IIQQQQIIQQ"
             else:
                 hdr = f.read(36)
                 if len(hdr) < 36:
                     return None
-                phoff = struct.unpack(end + "I", hdr[12:16])[0]
-                phentsize, phnum = struct.unpack(end + "HH", hdr[26:30])
-                ph_fmt, dyn_fmt = end + "IIIIIIII", end + "iI"
+                phoff, shoff = struct.unpack(end + "II", hdr[12:20])
+                phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack(end + "HHHHH", hdr[26:36])
+                ph_fmt, dyn_fmt, sh_fmt = end + "IIIIIIII", end + "iI", end + "IIIIIIIIII"
             if phnum == 0 or phnum > 4096 or phentsize < struct.calcsize(ph_fmt):
                 return None
+            out: Dict[str, Any] = {"needed": [], "soname": None, "rpath": None, "runpath": None}
             loads = []  # (vaddr, offset, filesz)
             dynamic = None  # (offset, size)
             f.seek(phoff)
@@ -203,25 +224,27 @@ def elf_needed(path: str) -> Optional[List[str]]:
                     loads.append((p_vaddr, p_offset, p_filesz))
                 elif p_type == PT_DYNAMIC:
                     dynamic = (p_offset, p_filesz)
+            if sections:
+                out["sections"] = _elf_sections(f, shoff, shentsize, shnum, shstrndx, sh_fmt, is64)
             if dynamic is None:
-                return []
+                return out
             f.seek(dynamic[0])
             dyn = f.read(min(dynamic[1], 1 << 20))
             size = struct.calcsize(dyn_fmt)
-            needed_offsets = []
+            refs: List[Tuple[int, int]] = []  # (tag, string offset)
             strtab = strsz = None
             for i in range(0, len(dyn) - size + 1, size):
                 tag, val = struct.unpack(dyn_fmt, dyn[i: i + size])
                 if tag == DT_NULL:
                     break
-                if tag == DT_NEEDED:
-                    needed_offsets.append(val)
+                if tag in (DT_NEEDED, DT_SONAME, DT_RPATH, DT_RUNPATH):
+                    refs.append((tag, val))
                 elif tag == DT_STRTAB:
                     strtab = val
                 elif tag == DT_STRSZ:
                     strsz = val
             if strtab is None:
-                return [] if not needed_offsets else None
+                return out if not refs else None
             # DT_STRTAB is a virtual address: map it to a file offset through the PT_LOAD segments
             str_off = None
             for vaddr, offset, filesz in loads:
@@ -232,15 +255,146 @@ def elf_needed(path: str) -> Optional[List[str]]:
                 str_off = strtab  # unrelocated objects: the address is the offset
             f.seek(str_off)
             strings = f.read(min(strsz or (1 << 20), 16 << 20))
-            out = []
-            for off in needed_offsets:
+            for tag, off in refs:
                 stop = strings.find(b"\0", off)
                 if off >= len(strings) or stop < 0:
                     continue
-                out.append(strings[off:stop].decode("utf-8", "replace"))
+                text = strings[off:stop].decode("utf-8", "replace")
+                if tag == DT_NEEDED:
+                    out["needed"].append(text)
+                else:
+                    out[{DT_SONAME: "soname", DT_RPATH: "rpath", DT_RUNPATH: "runpath"}[tag]] = text
             return out
-    except (OSError, struct.error, ValueError):
+    except (OSError, struct.error, ValueError, OverflowError):
         return None
+
+
+def _elf_sections(f: Any, shoff: int, shentsize: int, shnum: int, shstrndx: int, sh_fmt: str,
+                  is64: bool) -> Dict[str, Tuple[int, int]]:
+    """{section name: (file offset, size)} from the section header table (empty when there is none)."""
+    need = struct.calcsize(sh_fmt)
+    if not shoff or shnum == 0 or shnum > MAX_SECTIONS or shentsize < need or shstrndx >= shnum:
+        return {}
+    f.seek(shoff)
+    table = f.read(shentsize * shnum)
+    heads = []
+    for i in range(shnum):
+        raw = table[i * shentsize: i * shentsize + need]
+        if len(raw) < need:
+            break
+        fields = struct.unpack(sh_fmt, raw)
+        # (name offset, type, flags, addr, offset, size, ...): the same order in both classes
+        heads.append((fields[0], fields[1], fields[4], fields[5]))
+    if shstrndx >= len(heads):
+        return {}
+    _n, _t, str_off, str_size = heads[shstrndx]
+    f.seek(str_off)
+    names = f.read(min(str_size, 1 << 20))
+    out = {}
+    for name_off, sh_type, offset, size in heads:
+        stop = names.find(b"\0", name_off)
+        if name_off >= len(names) or stop < 0:
+            continue
+        name = names[name_off:stop].decode("utf-8", "replace")
+        if name and sh_type != 8:  # SHT_NOBITS (.bss) occupies no file bytes
+            out.setdefault(name, (offset, size))
+    return out
+
+
+def elf_needed(path: str) -> Optional[List[str]]:
+    """The DT_NEEDED entries of an ELF shared object, or None when it is not a readable ELF file."""
+    info = elf_read(path)
+    return None if info is None else list(info["needed"])
+
+
+# --------------------------------------------------------------------------- CUDA fat binaries
+
+FATBIN_MAGIC = 0xBA55ED50  # the "fatBinaryHeader" magic nvcc writes into .nv_fatbin
+FATBIN_KIND_PTX, FATBIN_KIND_CUBIN = 1, 2
+MAX_FATBIN_ENTRIES = 200000
+
+
+def fatbin_archs(path: str, offset: int, size: int) -> Dict[str, Any]:
+    """The GPU architectures compiled into a .nv_fatbin section, walking entry headers only.
+
+    The section is a run of fat binaries (one per compiled .cu file, 8-byte aligned), each a 16-byte
+    header (magic u32, version u16, header size u16, payload size u64) followed by entries whose
+    headers start with kind u16 (1 PTX, 2 cubin), u16, header size u32, payload size u64, and hold
+    the SM version as u32 at byte 28. This layout is not documented by NVIDIA: it is what cuobjdump
+    lists and what open readers (e.g. n-eiling/cuda-fatbin-decompression) parse; it was checked here
+    against torch.cuda.get_arch_list() of torch 2.14.1+cu130. Payloads (possibly compressed) are skipped,
+    so a 300 MB section costs a few thousand small reads.
+
+    Returns {"sass": {sm: number of fat binaries holding it}, "ptx": {...}, "fatbins": N} or "error".
+    """
+    sass: Dict[int, int] = {}
+    ptx: Dict[int, int] = {}
+    fatbins = entries = 0
+    stop = offset + size
+    try:
+        with open(path, "rb") as f:
+            pos = offset
+            while pos + 16 <= stop:
+                f.seek(pos)
+                head = f.read(16)
+                if len(head) < 16:
+                    break
+                magic, _ver, hsize, fsize = struct.unpack("<IHHQ", head)
+                if magic != FATBIN_MAGIC:
+                    # padding between fat binaries: find the next header in the next 64 KiB
+                    f.seek(pos)
+                    window = f.read(min(65536, stop - pos))
+                    found = window.find(struct.pack("<I", FATBIN_MAGIC), 1)
+                    if found < 0:
+                        break
+                    pos += found
+                    continue
+                fatbins += 1
+                here_sass, here_ptx = set(), set()
+                entry, fend = pos + hsize, min(pos + hsize + fsize, stop)
+                while entry + 32 <= fend and entries < MAX_FATBIN_ENTRIES:
+                    f.seek(entry)
+                    eh = f.read(32)
+                    if len(eh) < 32:
+                        break
+                    kind, _u, ehsize, esize = struct.unpack("<HHIQ", eh[:16])
+                    arch = struct.unpack("<I", eh[28:32])[0]
+                    entries += 1
+                    if kind == FATBIN_KIND_CUBIN:
+                        here_sass.add(arch)
+                    elif kind == FATBIN_KIND_PTX:
+                        here_ptx.add(arch)
+                    if ehsize == 0:
+                        break
+                    entry += ehsize + esize
+                for a in here_sass:
+                    sass[a] = sass.get(a, 0) + 1
+                for a in here_ptx:
+                    ptx[a] = ptx.get(a, 0) + 1
+                pos = pos + hsize + fsize if fsize else pos + 16
+    except (OSError, struct.error, ValueError, OverflowError) as e:
+        return {"error": f"reading {path}: {_exc_text(e)}"}
+    return {"sass": sass, "ptx": ptx, "fatbins": fatbins, "entries": entries}
+
+
+def arch_list_from_fatbin(scan: Dict[str, Any]) -> Tuple[Optional[List[str]], List[str]]:
+    """(the build's arch list, architectures only some kernels carry) from a fatbin_archs() result.
+
+    torch's arch list (TORCH_CUDA_ARCH_LIST) is compiled into every .cu file, so it is what at least
+    half of the fat binaries carry; a few kernels add their own (sm_89, sm_103 ...), listed apart.
+    """
+    n = scan.get("fatbins") or 0
+    if not n:
+        return None, []
+    main: List[Tuple[int, str]] = []
+    partial: List[Tuple[int, str]] = []
+    for table, prefix in ((scan.get("sass") or {}, "sm_"), (scan.get("ptx") or {}, "compute_")):
+        for arch, count in table.items():
+            name = f"{prefix}{arch}"
+            (main if count * 2 >= n else partial).append((arch, name))
+    # sm_ entries before compute_ entries of the same arch, as torch orders them
+    return [name for _a, name in sorted(main, key=lambda x: (x[0], x[1].startswith("compute")))], \
+        [name for _a, name in sorted(partial)]
 
 
 _LIB_TOKEN = re.compile(
@@ -320,14 +474,14 @@ def variant_from_version(version: str) -> Optional[str]:
 
 
 def _read_version_py(location: str, package: str) -> Dict[str, Optional[str]]:
-    """`__version__` and `cuda` from <package>/version.py, read as text (never imported)."""
+    """`__version__`, `cuda`, `hip` and `git_version` from <package>/version.py, read as text (never imported)."""
     out: Dict[str, Optional[str]] = {}
     try:
         with open(os.path.join(location, package, "version.py"), encoding="utf-8") as f:
             text = f.read(65536)
     except (OSError, UnicodeDecodeError):
         return out
-    for key in ("__version__", "cuda"):
+    for key in ("__version__", "cuda", "hip", "git_version"):
         m = re.search(rf"^{re.escape(key)}\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
         if m:
             out[key] = m.group(1)
@@ -527,6 +681,211 @@ def collect_packages(
     return out
 
 
+# --------------------------------------------------------------------------- torch's build, read from its files
+
+TORCH_NATIVE_LIBS = ("libtorch_cuda.so", "libtorch_hip.so")
+
+
+def torch_dir(errors: List[str]) -> Optional[str]:
+    """The torch package directory `import torch` would use, found without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError) as e:
+        errors.append(f"find_spec('torch'): {_exc_text(e)}")
+        return None
+    if spec is None:
+        return None
+    locations = list(spec.submodule_search_locations or [])
+    if locations:
+        return str(locations[0])
+    return os.path.dirname(spec.origin) if spec.origin else None
+
+
+def _pins(requires: Optional[List[str]]) -> List[str]:
+    """Requires-Dist lines for nvidia-* / cuda-* wheels, without markers: "nvidia-nccl-cu13==2.27.7"."""
+    out = []
+    for req in requires or []:
+        if "extra ==" in req:
+            continue
+        name_part = req.split(";")[0].strip()
+        if re.match(r"^(nvidia-|cuda-)", name_part, re.I):
+            out.append(re.sub(r"\s+", "", name_part.replace("(", "").replace(")", "")))
+    return out
+
+
+def torch_build_files(location: str, packages: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """What torch's files say about its build, read before (and whether or not) it is imported:
+    version.py, the distribution's nvidia-* pins, the libraries libtorch_cuda.so links and the GPU
+    architectures compiled into it.  Survives an import that crashes, hangs or is skipped (--no-torch)."""
+    t0 = time.monotonic()
+    info: Dict[str, Any] = {"location": location}
+    vp = _read_version_py(os.path.dirname(location), os.path.basename(location))
+    info["version"] = vp.get("__version__")
+    info["cuda"] = vp.get("cuda")
+    info["hip"] = vp.get("hip")
+    info["git_version"] = vp.get("git_version")
+    dist = next((p for p in packages if p.get("name") == "torch"), None)
+    info["dist_version"] = dist.get("version") if dist else None
+    info["requires_pins"] = _pins(dist.get("requires")) if dist else []
+    for name in TORCH_NATIVE_LIBS:
+        path = os.path.join(location, "lib", name)
+        if not os.path.isfile(path):
+            continue
+        info["native_library"] = path
+        elf = elf_read(path, sections=True)
+        if elf is None:
+            info["native_library_error"] = "not a readable ELF file"
+            break
+        info["needed"] = elf["needed"]
+        info["rpath"] = elf["rpath"]
+        info["runpath"] = elf["runpath"]
+        fat = (elf.get("sections") or {}).get(".nv_fatbin")
+        if fat is not None:
+            scan = fatbin_archs(path, fat[0], fat[1])
+            if "error" in scan:
+                info["arch_list_error"] = scan["error"]
+            else:
+                arch, partial = arch_list_from_fatbin(scan)
+                info["arch_list"] = arch
+                info["arch_list_partial"] = partial
+                info["fatbin_count"] = scan["fatbins"]
+        elif name == "libtorch_cuda.so":
+            info["arch_list_error"] = "no .nv_fatbin section in " + name
+        break
+    info["read_seconds"] = round(time.monotonic() - t0, 3)
+    return info
+
+
+# --------------------------------------------------------------------------- CUDA libraries outside torch's wheels
+
+# the families torch's pip wheels ship as nvidia-* wheels; libcuda (the driver) is the system's by design
+_SHIPPED_LIB = re.compile(
+    r"^lib(cudnn\w*|cublas(?:Lt)?|nccl|nvJitLink|cudart|cufft|curand|cusparse(?:Lt)?|cusolver|nvrtc|nvshmem\w*)"
+    r"(?:[.-][0-9a-f]{8})?\.so(?:\.([0-9][0-9.]*))?$"
+)
+# libraries that carry their own version in plain text (NCCL prints it with NCCL_DEBUG=INFO);
+# checked: libnccl.so.2 of nvidia-nccl-cu13 2.30.7 holds "NCCL version 2.30.7+cuda13.3"
+_VERSION_TEXT = {"nccl": re.compile(rb"NCCL version (\d+\.\d+\.\d+)")}
+_REAL_NAME_VERSION = re.compile(r"\.so\.(\d+\.\d+(?:\.\d+)*)$")
+
+
+def lib_family(basename: str) -> Optional[str]:
+    m = _SHIPPED_LIB.match(basename) or _MAPPED_LIB.match(basename)
+    if not m:
+        return None
+    family = m.group(1).lower()
+    if family == "cusparselt":
+        return family
+    for prefix in ("cudnn", "cublas", "cusparse", "nvshmem"):
+        if family.startswith(prefix):
+            return prefix
+    return family
+
+
+def library_version(path: str, family: Optional[str],
+                    owners: Optional[Dict[str, Tuple[str, str]]] = None) -> Tuple[Optional[str], Optional[str]]:
+    """(version, where it came from) of one library file, from the file rather than its link name:
+    the owning wheel's metadata, a version string inside it, or the real file's full name
+    (libcublas.so.12.4.5.8). libnccl.so.2 says "2" about NCCL 2.27.7: that is never used."""
+    real = os.path.realpath(path)
+    owner = (owners or {}).get(real)
+    if owner:
+        return owner[1], f"metadata of the {owner[0]} wheel"
+    pattern = _VERSION_TEXT.get(family or "")
+    if pattern is not None:
+        found = _find_in_file(real, pattern)
+        if found:
+            return found, "text inside the file"
+    m = _REAL_NAME_VERSION.search(os.path.basename(real))
+    if m:
+        return m.group(1), "full file name of " + os.path.basename(real)
+    return None, None
+
+
+def _find_in_file(path: str, pattern: Any) -> Optional[str]:
+    import mmap
+
+    try:
+        with open(path, "rb") as f:
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                m = pattern.search(mm)
+                return m.group(1).decode("ascii") if m else None
+    except (OSError, ValueError):
+        return None
+
+
+def _split_preload(value: str) -> List[str]:
+    # ld.so(8): LD_PRELOAD entries are separated by spaces or colons; /etc/ld.so.preload by whitespace
+    return [p for p in re.split(r"[:\s]+", value or "") if p]
+
+
+def _resolve(name: str, dirs: List[str]) -> Optional[str]:
+    for d in dirs:
+        candidate = os.path.join(d, name)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+DEFAULT_LIB_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+                    "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu")
+MAX_DIR_ENTRIES = 5000
+
+
+def _candidate(path: Optional[str], name: str, via: str, origin: str,
+               owners: Optional[Dict[str, Tuple[str, str]]]) -> Dict[str, Any]:
+    family = lib_family(os.path.basename(path or name))
+    rec: Dict[str, Any] = {"name": family or os.path.basename(path or name), "path": path, "via": via,
+                           "origin": origin, "soname": None, "version": None, "version_source": None}
+    if path and os.path.isfile(path):
+        elf = elf_read(path)
+        rec["soname"] = elf.get("soname") if elf else None
+        rec["version"], rec["version_source"] = library_version(path, family, owners)
+    return rec
+
+
+def library_candidates(env: Dict[str, Optional[str]], conda_prefixes: List[str],
+                       owners: Optional[Dict[str, Tuple[str, str]]] = None,
+                       preload_file: str = "/etc/ld.so.preload") -> List[Dict[str, Any]]:
+    """CUDA libraries the dynamic loader could pick before torch's own wheels: every LD_PRELOAD and
+    /etc/ld.so.preload entry (loaded first, whatever RPATH says), and copies in LD_LIBRARY_PATH
+    directories and conda prefixes. Read whether or not torch imports: they are why it may not."""
+    ld_dirs = [d for d in (env.get("LD_LIBRARY_PATH") or "").split(":") if d]
+    out: List[Dict[str, Any]] = []
+    seen = set()
+    preload_sources = [("LD_PRELOAD", env.get("LD_PRELOAD") or "")]
+    try:
+        with open(preload_file, encoding="utf-8", errors="replace") as f:
+            text = "\n".join(line.split("#", 1)[0] for line in f.read(65536).splitlines())
+        preload_sources.append((preload_file, text))
+    except OSError:
+        pass
+    for via, value in preload_sources:
+        for entry in _split_preload(value):
+            path = entry if "/" in entry else _resolve(entry, ld_dirs + list(DEFAULT_LIB_DIRS))
+            if path and not os.path.isfile(path):
+                path = None  # ld.so ignores a preload it cannot open ("cannot be preloaded ... ignored")
+            out.append(_candidate(path, entry, via, library_origin(path or entry, conda_prefixes), owners))
+    dirs = [("LD_LIBRARY_PATH", d) for d in ld_dirs] + [("conda", os.path.join(p, "lib")) for p in conda_prefixes]
+    for via, d in dirs:
+        try:
+            names = sorted(os.listdir(d))[:MAX_DIR_ENTRIES]
+        except OSError:
+            continue
+        for name in names:
+            if not _SHIPPED_LIB.match(name):
+                continue
+            path = os.path.join(d, name)
+            real = os.path.realpath(path)
+            if real in seen or not os.path.isfile(path):
+                continue
+            seen.add(real)
+            out.append(_candidate(path, name, via, library_origin(path, conda_prefixes), owners))
+    return out
+
+
 # --------------------------------------------------------------------------- torch
 
 
@@ -689,8 +1048,8 @@ def loaded_libraries(
 ) -> Tuple[Optional[List[Dict[str, Any]]], Optional[str]]:
     """CUDA libraries mapped into this process, with where they came from and their version.
 
-    Wheel copies are named by major only (libcudnn.so.9): the owning nvidia-* wheel's version
-    (9.1.0.70) is more precise, so it is used when it starts with the file's version.
+    Copies are named by major only (libcudnn.so.9, libnccl.so.2): the version comes from the file
+    (library_version: the owning wheel's metadata, a version string inside it, the real file's name).
     """
     try:
         # under LC_ALL=C an old Python would decode as ASCII and choke on a non-ASCII path
@@ -713,11 +1072,12 @@ def loaded_libraries(
         seen.add(path)
         family = m.group(1).lower()
         name = "cudnn" if family.startswith("cudnn") else "cublas" if family.startswith("cublas") else family
-        version = m.group(2)
-        owner = (owners or {}).get(path)
-        if owner and (version is None or (owner[1] + ".").startswith(version + ".")):
-            version = owner[1]
-        out.append({"name": name, "path": path, "version": version,
+        link_major = m.group(2)
+        version, source = library_version(path, name, owners)
+        if version and link_major and source and source.startswith("metadata") and not (
+                version + ".").startswith(link_major.split(".")[0] + "."):
+            version, source = None, None  # a wheel that owns a copy of another library's major: not its version
+        out.append({"name": name, "path": path, "version": version, "version_source": source,
                     "origin": library_origin(path, conda_prefixes)})
     return out, None
 
@@ -764,13 +1124,28 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     owners: Dict[str, Tuple[str, str]] = {}
     result["packages"] = collect_packages(errors, owners)
     result["torch_inspected"] = not opts.no_torch
-    if opts.no_torch:
+    prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
+    state.stage = "reading torch's build from its files"
+    location = torch_dir(errors)
+    result["torch_build"] = None
+    if location:
+        try:
+            result["torch_build"] = torch_build_files(location, result["packages"])
+        except Exception as e:  # a damaged install: the import below says more
+            errors.append(f"reading torch's build files: {_exc_text(e)}")
+    state.stage = "looking for CUDA libraries outside torch's wheels"
+    try:
+        result["library_candidates"] = library_candidates(result["env"], prefixes, owners)
+    except Exception as e:
+        errors.append(f"library candidates: {_exc_text(e)}")
+    if opts.no_torch or location is None:
         result["torch"] = None
         result["loaded_libraries"] = []
         return result
+    state.stage = "importing torch"
+    state.checkpoint()  # a segfault or a hang inside `import torch` still leaves everything above
     result["torch"] = inspect_torch(state, errors)
     if result["torch"] is not None:
-        prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
         libs, err = loaded_libraries(prefixes, owners)
         result["loaded_libraries"] = libs or []
         if err:

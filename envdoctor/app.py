@@ -240,7 +240,8 @@ def judge(facts: Facts, compat: Any = None, only: Optional[List[str]] = None,
 
     compat = compat or load_compat()
     results = run_checks(facts, compat, select(all_checks(), only, ignore))
-    return Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=compat.as_of)
+    return Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=compat.as_of,
+                  compat_source=getattr(compat, "label", None))
 
 
 def doctor(options: Optional[CollectOptions] = None, only: Optional[List[str]] = None,

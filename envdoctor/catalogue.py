@@ -55,6 +55,18 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "`import torch` raises (or crashes) in the interpreter being diagnosed.",
        "Nothing that uses torch can start; the error text names the missing module or library.",
        "Install what the error names, or reinstall torch with its dependencies."),
+    _c("TARGET_PYTHON_UNUSABLE", "The interpreter to diagnose cannot be inspected",
+       "The interpreter given with --python (or chosen by default) is not executable, is not a Python, "
+       "crashed, hung or exited before it could say what is installed.",
+       "Nothing about its torch, CUDA libraries or packages can be judged, so no verdict about the stack is "
+       "possible; if it is the interpreter your jobs use, they fail the same way.",
+       "Point --python at the Python 3.8+ interpreter your jobs run (e.g. /path/to/venv/bin/python); run it "
+       "by hand to see why it fails."),
+    _c("TORCH_NOT_INSTALLED", "torch is not installed",
+       "The inspected interpreter has no torch package.",
+       "Nothing that imports torch can run there; the torch, CUDA-variant and library checks have nothing to "
+       "judge.",
+       "Diagnose the interpreter that has torch (--python /path/to/venv/bin/python), or install torch there."),
     _c("TORCH_CPU_ONLY_BUILD", "CPU-only torch on a GPU machine",
        "torch is a CPU build (+cpu, torch.version.cuda is None) while NVIDIA GPUs are present.",
        "Everything runs on the CPU, orders of magnitude slower; 'Torch not compiled with CUDA enabled'.",
@@ -70,11 +82,12 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "Compiled operators fail to load or load against the wrong runtime.",
        "Reinstall all of them from one index (the same cuXXX or cpu)."),
     _c("SYSTEM_LIB_SHADOWING", "A system library shadows the wheel's copy",
-       "A CUDA library (cuDNN, cuBLAS, NCCL, nvJitLink, cudart) is loaded from LD_LIBRARY_PATH or the "
-       "system instead of the copy torch ships with.",
+       "A CUDA library (cuDNN, cuBLAS, NCCL, nvJitLink, cudart) is loaded from LD_PRELOAD, /etc/ld.so.preload, "
+       "LD_LIBRARY_PATH, a conda prefix or the system instead of the copy torch ships with.",
        "Version errors ('cuDNN version incompatibility'), undefined symbols "
        "('__nvJitLinkAddData_12_1'), or subtle slowdowns.",
-       "Remove the directory from LD_LIBRARY_PATH (or match its version to the wheel's)."),
+       "Remove the library from LD_PRELOAD or /etc/ld.so.preload, or its directory from LD_LIBRARY_PATH (or "
+       "match its version to the wheel's); reinstalling torch does not help."),
     _c("NVCC_TORCH_CUDA_MISMATCH", "nvcc differs from torch's CUDA",
        "The CUDA toolkit on PATH is a different major (or minor) version than torch was built with.",
        "Building CUDA extensions (flash-attn, apex, custom ops) fails: 'The detected CUDA version (X) "
@@ -165,6 +178,13 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "The driver branch is past its support end or has a known defect.",
        "Missing fixes; newer CUDA builds need newer drivers.",
        "Upgrade to a supported production branch."),
+    _c("REQUIREMENT_UNMET", "Declared requirement not met",
+       "A requirement declared for this environment (`envdoctor assert --require`, [tool.envdoctor] require, "
+       "preflight(require=...), target GPUs) does not hold: the version installed is outside the specifier, "
+       "the package is missing, or a declared GPU is not there.",
+       "The project said what it needs; an image or environment that does not meet it fails later, on the "
+       "fleet or an hour into training.",
+       "Install a version inside the specifier (the fix names the command), or change the requirement."),
     # --- micro-benchmarks and other later issues use the same catalogue
     _c("HEALTHY", "No environment problem found",
        "The facts show a working stack; the reported problem is elsewhere (usually the code or data).",

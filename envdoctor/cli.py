@@ -24,7 +24,8 @@ EXIT_CODES_HELP = """exit codes:
   3  envdoctor itself failed (a bug: please report it)
 """
 
-SUBCOMMANDS = ("check", "collect", "diagnose", "list-checks", "explain")
+SUBCOMMANDS = ("check", "collect", "diagnose", "list-checks", "explain", "assert", "matrix", "recommend",
+               "update-data")
 
 
 class UsageError(Exception):
@@ -69,7 +70,8 @@ def _add_collect_options(p: argparse.ArgumentParser) -> None:
                         "else python3 on PATH)")
     p.add_argument("--data", action="append", metavar="PATH", dest="data_paths",
                    help="where the training data lives (repeatable; default: the current directory)")
-    p.add_argument("--no-torch", action="store_true", help="do not import torch in the target interpreter")
+    p.add_argument("--no-torch", action="store_true",
+                   help="do not import torch in the target interpreter (its build is still read from its files)")
     p.add_argument("--python-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="time allowed to import torch in each interpreter (default: 60)")
     p.add_argument("--load-pcie", action="store_true",
@@ -85,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"envdoctor {__version__}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and the matrix in use")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("check", help="collect facts, judge them, print findings (default)",
@@ -109,7 +111,27 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("list-checks", help="list every check with its id and categories")
     p = sub.add_parser("explain", help="explain a finding code, a check id or a category")
     p.add_argument("code", help="e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA, driver.cuda-compat or driver.cuda-compat/too-old")
+    from .cli_extra import add_parsers
+
+    add_parsers(sub, EXIT_CODES_HELP)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """--version names the matrix in use too (bundled, or an update-data install), read only when asked."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .compat import CompatDataError, active_choice
+
+        try:
+            compat, why_not = active_choice()
+            data = f"compat matrix as of {compat.as_of} ({compat.label})"
+            if why_not:
+                data += f"; not using the installed update: {why_not}"
+        except CompatDataError as e:
+            data = f"compat matrix unreadable: {e}"
+        sys.stdout.write(f"envdoctor {__version__}\n{data}\n")
+        parser.exit()
 
 
 def _normalise_argv(argv: Sequence[str]) -> List[str]:
@@ -134,7 +156,10 @@ def _write(text: str, output: Optional[str]) -> None:
 
 
 def _render(report, args) -> str:
+    from .cli_extra import with_data_label
     from .report import render_console, render_json, render_markdown
+
+    report = with_data_label(report)
 
     if args.format == "json":
         return render_json(report, redact=not args.no_redact)
@@ -342,6 +367,15 @@ def _explain_signature(code: str) -> int:
 
 COMMANDS = {"check": cmd_check, "collect": cmd_collect, "diagnose": cmd_diagnose,
             "list-checks": cmd_list_checks, "explain": cmd_explain}
+
+
+def _extra_commands() -> None:
+    from .cli_extra import COMMANDS as EXTRA
+
+    COMMANDS.update(EXTRA)
+
+
+_extra_commands()
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

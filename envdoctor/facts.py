@@ -190,6 +190,11 @@ class LibraryCopy:
     path: Optional[str] = None
     version: Optional[str] = None
     origin: Optional[str] = None  # "wheel" (site-packages/nvidia), "torch" (torch/lib), "system", "conda"
+    # where the version came from: "metadata of the nvidia-nccl-cu13 wheel", "text inside the file",
+    # "full file name of libcublas.so.12.4.5.8" (never the SONAME's major alone)
+    version_source: Optional[str] = None
+    soname: Optional[str] = None  # DT_SONAME: what the loader matches DT_NEEDED against
+    via: Optional[str] = None  # how the loader would find it: "LD_PRELOAD", "/etc/ld.so.preload", "LD_LIBRARY_PATH", "conda"
 
 
 @dataclass(frozen=True)
@@ -228,6 +233,29 @@ class TorchDevice:
 
 
 @dataclass(frozen=True)
+class TorchBuildFiles:
+    """torch's build as its files say, read without importing it (survives a failed or skipped import)."""
+
+    location: Optional[str] = None  # the torch package directory
+    version: Optional[str] = None  # torch/version.py __version__: "2.14.1+cu130"
+    cuda: Optional[str] = None  # torch/version.py cuda: "13.0"
+    hip: Optional[str] = None
+    git_version: Optional[str] = None
+    dist_version: Optional[str] = None  # the installed distribution's metadata Version
+    requires_pins: List[str] = field(default_factory=list)  # Requires-Dist of nvidia-*/cuda-*: "nvidia-nccl-cu13==2.30.7"
+    native_library: Optional[str] = None  # torch/lib/libtorch_cuda.so (or libtorch_hip.so)
+    native_library_error: Optional[str] = None
+    needed: Optional[List[str]] = None  # its DT_NEEDED entries
+    rpath: Optional[str] = None  # DT_RPATH: searched before LD_LIBRARY_PATH (ld.so(8))
+    runpath: Optional[str] = None  # DT_RUNPATH: searched after LD_LIBRARY_PATH
+    arch_list: Optional[List[str]] = None  # from the .nv_fatbin section: what most kernels carry
+    arch_list_partial: Optional[List[str]] = None  # architectures only some kernels carry
+    arch_list_error: Optional[str] = None
+    fatbin_count: Optional[int] = None
+    read_seconds: Optional[float] = None
+
+
+@dataclass(frozen=True)
 class TorchInfo:
     version: Optional[str] = None  # torch.__version__: "2.5.1+cu124"
     cuda: Optional[str] = None  # torch.version.cuda: "12.4" or None for CPU builds
@@ -245,6 +273,9 @@ class TorchInfo:
     cxx11_abi: Optional[bool] = None
     import_error: Optional[str] = None  # when `import torch` itself failed
     import_seconds: Optional[float] = None
+    imported: Optional[bool] = None  # True: `import torch` worked; False: it failed or was skipped (--no-torch)
+    arch_list_source: Optional[str] = None  # "torch" (the import) or "fatbin" (read from libtorch_cuda.so)
+    build_files: Optional[TorchBuildFiles] = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +295,14 @@ class PythonEnv:
     packages: List[Package] = field(default_factory=list)
     torch: Optional[TorchInfo] = None  # None: torch is not installed (or not inspected)
     loaded_libraries: List[LibraryCopy] = field(default_factory=list)  # /proc/self/maps after import torch
+    # CUDA libraries the loader could take before torch's wheels: LD_PRELOAD, /etc/ld.so.preload,
+    # LD_LIBRARY_PATH and conda copies (read whether or not torch imports)
+    library_candidates: List[LibraryCopy] = field(default_factory=list)
+    torch_inspected: Optional[bool] = None  # False under --no-torch
+    # why the interpreter could not be (fully) inspected: "not_found", "not_python", "crashed", "timeout",
+    # "exited", "payload_error"; None when the payload answered
+    failure: Optional[str] = None
+    failure_stage: Optional[str] = None  # what it was doing then: "importing torch"
     env: Dict[str, Optional[str]] = field(default_factory=dict)  # LD_LIBRARY_PATH, CUDA_VISIBLE_DEVICES ...
     import_errors: Dict[str, str] = field(default_factory=dict)  # package -> error text (companions)
     # non-fatal errors met while inspecting ("torch.backends.cudnn.version(): RuntimeError: ...")
@@ -298,6 +337,7 @@ class Host:
     distro_id: Optional[str] = None  # "ubuntu"
     distro_version: Optional[str] = None  # "22.04"
     distro_name: Optional[str] = None  # "Ubuntu 22.04.4 LTS"
+    distro_like: Optional[str] = None  # os-release ID_LIKE: "rhel centos fedora" (picks the package tool)
     kernel: Optional[str] = None
     machine: Optional[str] = None  # "x86_64"
     glibc_version: Optional[str] = None
@@ -442,6 +482,16 @@ class PasteSource:
 
 
 @dataclass(frozen=True)
+class Targets:
+    """What `envdoctor assert` / ``preflight()`` were asked to hold: declared, not probed."""
+
+    requirements: List[str] = field(default_factory=list)  # PEP 508 strings as given: "torch>=2.4", "cuda>=12.4"
+    target_driver: Optional[str] = None  # the fleet's driver: "535.104.05"
+    target_gpus: List[str] = field(default_factory=list)  # as given: "H100", "sm_90"
+    source: Optional[str] = None  # where they came from: "command line", "/src/pyproject.toml [tool.envdoctor]"
+
+
+@dataclass(frozen=True)
 class Facts:
     schema_version: int = SCHEMA_VERSION
     envdoctor_version: Optional[str] = None
@@ -457,6 +507,7 @@ class Facts:
     bench: Bench = field(default_factory=Bench)
     probes: List[ProbeRun] = field(default_factory=list)
     paste: Optional[PasteSource] = None
+    targets: Optional[Targets] = None  # declared requirements and fleet (envdoctor assert, preflight)
 
     def to_dict(self) -> Dict[str, Any]:
         return to_dict(self)

@@ -54,6 +54,7 @@ class Finding:
     evidence: List[Evidence] = field(default_factory=list)
     fix: Optional[Fix] = None
     confidence: Optional[str] = None  # diagnose: "high", "medium", "low"
+    subject: Optional[str] = None  # the interpreter the finding is about (its path), when it is about one
 
     def to_dict(self) -> Dict[str, Any]:
         return to_dict(self)
@@ -77,6 +78,7 @@ class Report:
     envdoctor_version: str
     compat_as_of: Optional[str] = None
     schema_version: int = REPORT_SCHEMA_VERSION
+    compat_source: Optional[str] = None  # which matrix: "bundled" or "update 2026.12.05 (~/.cache/envdoctor)"
 
     @property
     def findings(self) -> List[Finding]:
@@ -100,6 +102,7 @@ class Report:
             "schema_version": self.schema_version,
             "envdoctor_version": self.envdoctor_version,
             "compat_as_of": self.compat_as_of,
+            "compat_source": self.compat_source,
             "facts": self.facts.to_dict(),
             "checks": [to_dict(c) for c in self.checks],
             "findings": [f.to_dict() for f in self.findings],

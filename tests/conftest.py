@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional
@@ -12,6 +13,10 @@ from typing import List, Optional
 import pytest
 
 PIP_TIMEOUT_S = 600
+
+# No test may see (or write) a user's ~/.cache/envdoctor: an update installed there would change every
+# verdict judged from the bundled matrix. Set before any test imports envdoctor; subprocesses inherit it.
+os.environ["ENVDOCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="envdoctor-test-cache-")
 
 
 @dataclass(frozen=True)

@@ -260,13 +260,19 @@ def test_every_finding_code_the_fixtures_produce_can_be_explained(capsys):
 
 
 def test_interpreter_crashing_in_import_torch_names_the_signal():
-    from envdoctor.probes.python_env import payload_argv, probe_python
+    import json
+
+    from envdoctor.probes.python_env import PAYLOAD_VERSION, payload_argv, probe_python
     from envdoctor.probes.runner import RunResult
 
     argv = tuple(payload_argv("/opt/py", "inspect", [], 60.0))
-    penv = probe_python("/opt/py", FakeRunner({argv: RunResult(argv, -11, "", "")}), 60.0)
+    # the payload writes a checkpoint just before `import torch`; the crash leaves it as the last word
+    checkpoint = json.dumps({"envdoctor_payload": PAYLOAD_VERSION, "checkpoint": True, "stage": "importing torch",
+                             "result": {"python_version": "3.11.7"}})
+    penv = probe_python("/opt/py", FakeRunner({argv: RunResult(argv, -11, checkpoint + "\n", "")}), 60.0)
     assert penv.status == ProbeStatus.FAILED
-    assert penv.reason == "/opt/py was killed by SIGSEGV (segmentation fault) while importing torch"
+    assert penv.reason == "killed by SIGSEGV (segmentation fault) while importing torch"
+    assert penv.failure == "crashed" and penv.python_version == "3.11.7"
 
 
 def test_torch_module_without_version_is_not_called_torch_none():

@@ -112,7 +112,7 @@ def test_cpu_build_on_gpu_box_fix_uses_cuda_index():
     assert f.severity == Severity.ERROR
     assert "2.4.0+cpu" in f.summary
     assert f.fix.commands == [
-        "python -m pip install --force-reinstall torch==2.4.0 --index-url https://download.pytorch.org/whl/cu121"]
+        "/opt/venv/bin/python -m pip install --force-reinstall torch==2.4.0 --index-url https://download.pytorch.org/whl/cu121"]
     assert result(m.healthy_a100(), "torch.cuda-build").status == CheckStatus.PASSED
     no_torch = replace(m.healthy_a100(), pythons=[replace(m.healthy_a100().pythons[0], torch=None)])
     assert result(no_torch, "torch.cuda-build").status == CheckStatus.SKIPPED
@@ -122,7 +122,7 @@ def test_cpu_torch_with_pypi_torchvision_is_mixed_and_fix_pairs_them():
     f = problems(m.cpu_torch_cuda_vision())["CUDA_VARIANT_MIXED"]
     assert f.severity == Severity.ERROR
     assert "2.2.1+cpu" in f.summary and "torchvision 0.17.1" in f.summary and "cu121" in f.summary
-    assert f.fix.commands == ["python -m pip install --force-reinstall torch==2.2.1 torchvision==0.17.1 "
+    assert f.fix.commands == ["/opt/venv/bin/python -m pip install --force-reinstall torch==2.2.1 torchvision==0.17.1 "
                               "--index-url https://download.pytorch.org/whl/cpu"]
 
 
@@ -155,7 +155,7 @@ def test_companion_mismatch_triton_and_torchvision():
     codes = {x.code: x for x in judge(replace(f, pythons=[replace(py, packages=pkgs)])).findings}
     tv = codes["packages.companions/torchvision"]
     assert "0.19.1" in tv.summary and "0.20.1" in tv.summary and "2.4.1" in tv.summary
-    assert tv.fix.commands == ["python -m pip install torch==2.5.1 torchvision==0.20.1 "
+    assert tv.fix.commands == ["/opt/venv/bin/python -m pip install torch==2.5.1 torchvision==0.20.1 "
                                "--index-url https://download.pytorch.org/whl/cu121"]
     assert "expected 3.1.0" in codes["packages.companions/triton"].summary
 

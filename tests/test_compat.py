@@ -198,7 +198,7 @@ def test_torch_release(compat):
     r = compat.torch_release("2.5.1+cu124")
     assert r.minor == "2.5" and r.default_variant == "cu124"
     assert r.cuda_variants == ["cu118", "cu121", "cu124"]
-    assert (r.python_min, r.python_max) == ("3.9", "3.12")
+    assert (r.python_min, r.python_max) == ("3.9", "3.13")  # 3.13 experimental, cp313 wheels (RELEASE.md)
     assert r.cudnn["cu124"] == "9.1.0.70"
     assert compat.torch_release("2.7").default_variant == "cu126"
     assert compat.torch_release("2.8.0").default_variant == "cu128"

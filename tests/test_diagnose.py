@@ -243,7 +243,10 @@ CATEGORY_PASTES = {
 # Categories a paste cannot show:
 # - SLOW_STORAGE: it judges the disk under the training data (storage.data-path); a paste does not say which
 #   path holds the data, so no paste fact can stand for it (a `df`/`mount` line alone names no data set).
-NOT_FROM_PASTES = {"SLOW_STORAGE"}
+# - TARGET_PYTHON_UNUSABLE, TORCH_NOT_INSTALLED: about the interpreter envdoctor itself ran (not executable, not a
+#   Python, crashed, no torch package); a paste is judged without running any interpreter, so it has none to judge.
+# - REQUIREMENT_UNMET: it judges requirements declared to `envdoctor assert` / preflight(), never pasted.
+NOT_FROM_PASTES = {"SLOW_STORAGE", "TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED", "REQUIREMENT_UNMET"}
 
 
 def test_every_category_is_covered_or_explained() -> None:

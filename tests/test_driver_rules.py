@@ -103,10 +103,17 @@ def test_only_the_ceiling_known():
 
 
 def test_driver_install_commands_are_valid_package_manager_lines():
+    # the default test host is Ubuntu: apt only (other platforms: tests/test_remedies.py)
     (f,) = case("515.65.01", "11.7", "2.1.0+cu121", "12.1")
+    assert not [c for c in f.fix.commands if "dnf" in c]
+    assert any(c.startswith("sudo apt-get install -y nvidia-driver-") for c in f.fix.commands)
+    facts = m.facts(m.driver("515.65.01", "11.7", [m.gpu(0, "NVIDIA H100 80GB HBM3", "9.0")]),
+                    [m.torch_env("2.1.0+cu121", "12.1", m.ARCH_2_1_TO_2_7)],
+                    host=m.host(distro_id="rocky", distro_version="9.3"))
+    (f,) = judge(facts, only=["driver.cuda-compat"]).findings
     dnf = [c for c in f.fix.commands if "dnf" in c]
     assert dnf and all("dnf module enable -y nvidia-driver:" in c and "dnf install -y nvidia-open" in c for c in dnf)
-    assert any(c.startswith("sudo apt-get install -y nvidia-driver-") for c in f.fix.commands)
+    assert not [c for c in f.fix.commands if "apt-get" in c]
 
 
 def test_cpu_build_fix_moves_every_installed_companion():

@@ -54,9 +54,14 @@ def test_cpu_venv_snapshot_round_trip(cpu_env: PythonEnv) -> None:
 def test_no_torch_mode_skips_import(cpu_venv) -> None:
     env = probe_python(cpu_venv.python, Runner(), timeout_s=60.0, inspect_torch=False)
     assert env.status == ProbeStatus.OK, env.reason
-    assert env.torch is None and env.loaded_libraries == []
+    assert env.loaded_libraries == []
     assert env.package("torch") is not None
-    assert "not inspected" in (env.reason or "")
+    # not imported, but its files still say which build it is
+    t = env.torch
+    assert t is not None and t.imported is False and t.import_seconds is None
+    assert t.version == env.package("torch").version and t.build_files is not None
+    assert t.build_files.version == t.version and t.cuda is None
+    assert "--no-torch" in (env.reason or "")
 
 
 def test_cuda_venv_without_driver(cuda_venv) -> None:

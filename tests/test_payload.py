@@ -29,10 +29,15 @@ def run(args: Sequence[str] = (), python: str = sys.executable, pythonpath: Opti
 
 
 def envelope(proc: subprocess.CompletedProcess) -> Dict[str, Any]:
-    """The payload's stdout must be exactly one JSON object (blank lines around it allowed)."""
+    """The payload's stdout is one final JSON object, optionally preceded by one checkpoint object written
+    just before `import torch` (so a crash there still reports what was read); nothing else."""
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    assert len(lines) == 1, f"stdout is not one JSON line: {proc.stdout!r}\nstderr: {proc.stderr}"
-    data = json.loads(lines[0])
+    objs = [json.loads(ln) for ln in lines]
+    checkpoints = [o for o in objs[:-1] if o.get("checkpoint") is True]
+    assert len(lines) >= 1 and len(checkpoints) == len(objs) - 1 <= 1, \
+        f"stdout is not [checkpoint] + one final JSON line: {proc.stdout!r}\nstderr: {proc.stderr}"
+    data = objs[-1]
+    assert "checkpoint" not in data
     assert data["envdoctor_payload"] == payload.PAYLOAD_VERSION
     return data
 

@@ -48,7 +48,7 @@ def _link(root: Path, rel: str, target: str) -> None:
 
 
 def _base_host(root: Path) -> None:
-    _w(root, "/etc/os-release", 'ID=ubuntu\nVERSION_ID="22.04"\nPRETTY_NAME="Ubuntu 22.04.4 LTS"\n')
+    _w(root, "/etc/os-release", 'ID=ubuntu\nID_LIKE=debian\nVERSION_ID="22.04"\nPRETTY_NAME="Ubuntu 22.04.4 LTS"\n')
     _w(root, "/etc/hostname", "gpu-node-7\n")
     _w(root, "/proc/sys/kernel/osrelease", "5.15.0-101-generic\n")
     _w(root, "/proc/cpuinfo", CPUINFO)
@@ -81,6 +81,7 @@ def test_host_cgroup_v2_docker(tmp_path):
     h = probe_host(runner, root=str(tmp_path), env=env)
     assert h.status == ProbeStatus.OK and h.reason is None
     assert (h.distro_id, h.distro_version, h.distro_name) == ("ubuntu", "22.04", "Ubuntu 22.04.4 LTS")
+    assert h.distro_like == "debian"  # ID_LIKE: picks the package tool for distributions envdoctor does not name
     assert h.hostname == "gpu-node-7" and h.kernel == "5.15.0-101-generic"
     assert h.cpu_model == "Intel(R) Xeon(R) Platinum 8480+"
     assert (h.cpu_logical_count, h.cpu_physical_count) == (3, 2)

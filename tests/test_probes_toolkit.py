@@ -136,6 +136,8 @@ def _libs_root(root: Path) -> None:
     os.symlink("libcudnn.so.9", lib / "libcudnn.so")
     _w(root, "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.14")
     os.symlink("libcuda.so.550.54.14", lib / "libcuda.so.1")
+    # NCCL's version is inside the file, not in its name (libnccl.so.2 says only "2")
+    (lib / "libnccl.so.2").write_bytes(b"\x7fELF...\0NCCL version 2.27.7+cuda12.9\0...")
 
 
 def test_system_libraries_header_and_ldconfig(tmp_path):
@@ -148,10 +150,11 @@ def test_system_libraries_header_and_ldconfig(tmp_path):
     got = [(lib.name, lib.path, lib.version) for lib in sl.libraries]
     assert got == [
         ("cudnn", "/usr/lib/x86_64-linux-gnu/libcudnn.so.9.1.0", "9.1.0"),  # .so.9 and .so: one file
-        ("cublas", "/usr/local/cuda-12.4/lib64/libcublas.so.12", "12"),
+        ("cublas", "/usr/local/cuda-12.4/lib64/libcublas.so.12", None),  # the major alone is no version
         ("cuda", "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.14", "550.54.14"),  # the 32-bit copy is left out
-        ("nccl", "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "2"),
+        ("nccl", "/usr/lib/x86_64-linux-gnu/libnccl.so.2", "2.27.7"),
     ]
+    assert next(lib for lib in sl.libraries if lib.name == "nccl").version_source == "text inside the file"
     assert all(lib.origin == "system" for lib in sl.libraries)
 
 

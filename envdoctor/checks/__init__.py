@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
+import re
 import time
 from typing import Iterable, List, Optional
 
 from ..facts import Facts
-from ..findings import CheckResult, CheckStatus, Severity
+from ..findings import CheckResult, CheckStatus, Finding, Severity
 from .base import Check, CheckContext, SkipCheck
 
 
@@ -30,13 +32,32 @@ def select(checks: Iterable[Check], only: Optional[List[str]] = None,
     return out
 
 
+_PYTHON_PATH = re.compile(r"pythons\[(\d+)\]")
+
+
+def with_subject(finding: Finding, facts: Facts) -> Finding:
+    """The finding with ``subject`` set to the interpreter its evidence is about, when it names exactly one
+    (so a report judging several ``--python`` targets says which one each finding concerns)."""
+    if finding.subject is not None:
+        return finding
+    found = {int(m.group(1)) for e in finding.evidence for m in [_PYTHON_PATH.match(e.path or "")] if m}
+    if len(found) != 1:
+        return finding
+    (i,) = found
+    if i >= len(facts.pythons):
+        return finding
+    py = facts.pythons[i]
+    subject = py.executable or py.requested_as
+    return dataclasses.replace(finding, subject=subject) if subject else finding
+
+
 def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None) -> List[CheckResult]:
     ctx = CheckContext(facts=facts, compat=compat)
     results = []
     for c in checks if checks is not None else all_checks():
         start = time.perf_counter()
         try:
-            findings = list(c.func(ctx) or [])
+            findings = [with_subject(f, facts) for f in (c.func(ctx) or [])]
         except SkipCheck as e:
             results.append(CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, reason=str(e),
                                        duration_s=time.perf_counter() - start))

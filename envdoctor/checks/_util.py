@@ -1,4 +1,4 @@
-"""Small pure helpers shared by the core checks: version parsing, torch lookup, fix commands."""
+"""Small pure helpers shared by the core checks: version parsing, torch lookup (fix commands: envdoctor.remedies)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ from typing import Iterator, List, Optional, Tuple
 from packaging.version import InvalidVersion, Version
 
 from ..facts import Facts, Package, PythonEnv
-
-PIP = "python -m pip"
 
 
 def parse_version(text: Optional[str]) -> Optional[Version]:
@@ -96,6 +94,9 @@ def torch_variant(py: PythonEnv, compat=None) -> Optional[str]:
         return f"cu{mm[0]}{mm[1]}" if mm else None
     if t.cuda is None and t.import_error is None and t.arch_list is not None:
         return "cpu"
+    b = t.build_files
+    if b is not None and b.version and not b.cuda and not b.hip and not b.native_library:
+        return "cpu"  # version.py says no CUDA/HIP and torch/lib has no libtorch_cuda.so / libtorch_hip.so
     return None
 
 
@@ -123,35 +124,6 @@ def variant_kind(variant: Optional[str]) -> Optional[str]:
     if variant.startswith("rocm"):
         return "rocm"
     return None
-
-
-def index_url_for(variant: str) -> str:
-    return f"https://download.pytorch.org/whl/{variant}"
-
-
-TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
-LEGACY_FIND_LINKS = "https://download.pytorch.org/whl/torch_stable.html"
-
-
-def pip_install(packages: List[str], variant: Optional[str] = None, force: bool = False) -> str:
-    """The pip line; for torch releases before 1.13 the per-variant index did not exist yet, so it uses the
-    documented older form `torch==1.12.1+cu113 -f .../torch_stable.html`
-    (https://pytorch.org/get-started/previous-versions/)."""
-    parts = [PIP, "install"]
-    if force:
-        parts.append("--force-reinstall")
-    torch_pin = next((p.split("==", 1)[1] for p in packages if p.startswith("torch==")), None)
-    mm = major_minor(torch_pin)
-    legacy = bool(variant and mm and mm < (1, 13))
-    if legacy:
-        packages = [f"{p}+{variant}" if p.split("==")[0] in TORCH_FAMILY and "==" in p and "+" not in p else p
-                    for p in packages]
-    parts += packages
-    if legacy:
-        parts += ["-f", LEGACY_FIND_LINKS]
-    elif variant:
-        parts += ["--index-url", index_url_for(variant)]
-    return " ".join(parts)
 
 
 def package(py: PythonEnv, name: str) -> Optional[Package]:

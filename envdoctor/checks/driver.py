@@ -7,6 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..facts import Facts, Package, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import command, driver_install, pip_install, set_env, unset_env
 from ._util import (
     driver_branch,
     driver_runs_cuda,
@@ -14,7 +15,6 @@ from ._util import (
     major_minor,
     mm_str,
     parse_version,
-    pip_install,
     torch_builds,
     torch_envs,
     torch_label,
@@ -27,20 +27,6 @@ check = registrar(CHECKS)
 
 COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
-
-
-def _driver_install_commands(branch: Optional[int]) -> List[str]:
-    if branch is None:
-        return []
-    # RHEL 8/9 pick a branch through the nvidia-driver module stream, then install the (open-module)
-    # driver: NVIDIA Driver Installation Guide, "Kernel Modules", Table 5
-    # (https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/); `dnf install nvidia-driver:580`
-    # is no valid package spec
-    return [
-        f"sudo apt-get install -y nvidia-driver-{branch}   # Ubuntu/Debian; then reboot",
-        f"sudo dnf module enable -y nvidia-driver:{branch}-open && sudo dnf install -y nvidia-open"
-        "   # RHEL/Rocky 8/9 (CUDA repo); then reboot",
-    ]
 
 
 def _gpu_expected(facts: Facts) -> bool:
@@ -80,11 +66,15 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
     elif in_container:
         summary_fix = ("Run the container with GPU access on a host that has the NVIDIA driver: install the "
                        "NVIDIA Container Toolkit on the host, then start it with --gpus all")
-        commands = ["docker run --gpus all ...   # or: nvidia.com/gpu resource limits on Kubernetes"]
+        commands = [command("docker", "run", "--gpus", "all", "...",
+                            comment="or: nvidia.com/gpu resource limits on Kubernetes")]
     else:
+        plan = driver_install(ctx.facts, None)
         summary_fix = "Install the NVIDIA driver for your GPU, then reboot"
-        commands = ["sudo ubuntu-drivers install   # Ubuntu: picks the recommended driver",
-                    "nvidia-smi                    # after the reboot: should list your GPUs"]
+        if plan.note:
+            summary_fix += f" ({plan.note})"
+        commands = plan.commands + ([command("nvidia-smi", comment="after the reboot: should list your GPUs")]
+                                    if plan.commands else [])
     # A CPU-only machine with nothing CUDA on it has no driver by design: a fact, not a fault.
     severity = Severity.ERROR if _gpu_expected(ctx.facts) else Severity.INFO
     where = " in this container" if in_container else (" in WSL" if wsl else "")
@@ -222,8 +212,8 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
                 evidence=[Evidence(f"pythons[{i}].env.CUDA_VISIBLE_DEVICES", cvd),
                           Evidence("driver.gpus", len(d.gpus))],
                 fix=Fix("Unset CUDA_VISIBLE_DEVICES or list valid indices",
-                        ["unset CUDA_VISIBLE_DEVICES",
-                         f"export CUDA_VISIBLE_DEVICES={','.join(str(g.index) for g in d.gpus)}"]),
+                        [unset_env(ctx.facts, "CUDA_VISIBLE_DEVICES"),
+                         set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", ",".join(str(g.index) for g in d.gpus))]),
             ))
     return findings
 
@@ -277,8 +267,9 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
     if not d.version and not d.cuda_driver_version:
         raise SkipCheck(f"driver version unknown (probe {d.status}: {d.reason or 'not in the facts'})")
     findings: List[Finding] = []
+    # a family name ("NVIDIA A100", a declared fleet's "H100") counts when every model it can mean is one
     datacenter = any(
-        (spec := ctx.compat.gpu(g.name)) is not None and spec.datacenter for g in d.gpus if g.name
+        (specs := ctx.compat.gpu_candidates(g.name)) and all(sp.datacenter for sp in specs) for g in d.gpus if g.name
     )
     for i, py in envs:
         t = py.torch
@@ -513,7 +504,7 @@ def _legacy_gpu_alternative(ctx: CheckContext, py, torch_version: str,
         version = base_version(torch_version) or ""
         pins = _pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
         return (f"; install the {alt} build of torch {version}, which this driver runs and which has kernels "
-                "for it"), [pip_install(pins, alt, force=True)]
+                "for it"), [pip_install(ctx.facts, py, pins, alt, force=True)]
     ccs = [x.cc for x in limits.gpus]
     best = newest_torch_for(ctx, hi, ccs)
     if best is None:
@@ -523,12 +514,15 @@ def _legacy_gpu_alternative(ctx: CheckContext, py, torch_version: str,
     minor, variant = best
     version = newest_patch(ctx, minor)
     pins = _pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
-    commands = [pip_install(pins, variant, force=True)]
+    commands = [pip_install(ctx.facts, py, pins, variant, force=True)]
+    note = ""
     if branch_of(driver) != hi:
-        commands.insert(0, f"sudo apt-get install -y nvidia-driver-{hi}   # Ubuntu/Debian: the last branch "
-                           "for this GPU; then reboot")
+        # R{hi} is the last branch for this GPU
+        plan = driver_install(ctx.facts, hi)
+        commands[:0] = plan.commands
+        note = f" ({plan.note})" if plan.note else ""
     return (f"; install a torch build that R{hi} runs and that has kernels for it - the newest is torch "
-            f"{version} ({variant}) - or use a newer GPU (or cloud instance) for newer torch releases"), commands
+            f"{version} ({variant}) - or use a newer GPU (or cloud instance) for newer torch releases{note}"), commands
 
 
 def _fix_upgrade_driver(ctx: CheckContext, min_driver: Optional[str], torch_version: str,
@@ -538,9 +532,12 @@ def _fix_upgrade_driver(ctx: CheckContext, min_driver: Optional[str], torch_vers
         text, commands = _legacy_gpu_alternative(ctx, py, torch_version, driver)
         # no cuda-compat note: forward compatibility needs a branch that supports the GPU too
         return Fix(f"No driver upgrade helps: {impossible}{text}", commands, COMPAT_DOC)
-    commands = _driver_install_commands(branch)
+    plan = driver_install(ctx.facts, branch) if branch is not None else None
+    commands = list(plan.commands) if plan else []
     summary = (f"Upgrade the NVIDIA driver to {min_driver} or newer (e.g. the supported R{branch} branch)"
                if min_driver else "Upgrade the NVIDIA driver")
+    if plan and plan.note:
+        summary += f" ({plan.note})"
     if driver:
         alt = _alternative_variant(ctx, torch_version, driver)
         if alt:
@@ -551,7 +548,7 @@ def _fix_upgrade_driver(ctx: CheckContext, min_driver: Optional[str], torch_vers
             # reinstall the companions with it: a cu118 torch next to a cu121 torchvision is CUDA_VARIANT_MIXED
             pins = _pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
             summary += f", or install the {alt} build of torch, which this driver supports"
-            commands.append(pip_install(pins, alt, force=True))
+            commands.append(pip_install(ctx.facts, py, pins, alt, force=True))
     if datacenter:
         summary += ("; on data-center GPUs the CUDA forward-compatibility package (cuda-compat) is a third "
                     "way")

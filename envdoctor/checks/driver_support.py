@@ -8,6 +8,7 @@ from typing import List, Optional
 from ..compat.health import HealthTable, branch_of, health_table
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import DriverPlan, driver_install
 from ._gpu_branches import GpuBranchLimits, gpu_branch_limits
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
 
@@ -97,14 +98,15 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
     if lts is None:
         lts = min((b.branch for b in supported), default=None)
     if supported:
-        fix = Fix(f"Upgrade to a supported branch: {targets}",
-                  commands=[f"sudo apt-get install nvidia-driver-{lts}-server"] if lts else [], url=_MATRIX_URL)
+        plan = driver_install(ctx.facts, lts, server=True) if lts else DriverPlan()
+        fix = Fix(f"Upgrade to a supported branch: {targets}" + (f" ({plan.note})" if plan.note else ""),
+                  commands=plan.commands, url=_MATRIX_URL)
     elif limits.hi is not None and limits.hi_gpu is not None:
         hi = limits.hi
         fix = Fix(f"No supported branch drives {limits.hi_gpu.label}: R{hi} is the last branch for it. Stay on "
                   f"the newest R{hi} release, or move to a newer GPU (or cloud instance) to get a supported "
                   "driver",
-                  commands=[] if branch == hi else [f"sudo apt-get install nvidia-driver-{hi}-server"],
+                  commands=[] if branch == hi else driver_install(ctx.facts, hi, server=True).commands,
                   url=_MATRIX_URL)
     else:
         fix = Fix("Upgrade to a supported branch", url=_MATRIX_URL)

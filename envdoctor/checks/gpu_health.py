@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..facts import Driver, Facts, Gpu, ProbeStatus, pci_bus_key
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import command, kernel_log_xid, placeholder, set_env
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
@@ -143,7 +144,7 @@ def throttle(ctx: CheckContext) -> List[Finding]:
                                  expected=f"< power limit {g.power_limit_w:g} W" if g.power_limit_w else None)
                         for g in loaded],
             fix=Fix("Keep the power limit at its default (or the maximum the board allows)",
-                    commands=["nvidia-smi -q -d POWER", "sudo nvidia-smi -pl <watts>"]),
+                    commands=["nvidia-smi -q -d POWER", command("sudo", "nvidia-smi", "-pl", placeholder("<watts>"))]),
         ))
     if idle:
         # SW Power Cap is reported in P8 at 15-30 W on A40/RTX A6000/RTX 5090 (real captures in
@@ -378,10 +379,10 @@ def xid(ctx: CheckContext) -> List[Finding]:
         if code in app_xids:
             meaning += "; usually raised by the application, not the hardware"
         when = f" (last at {last.timestamp})" if last.timestamp else ""
-        reset = [f"sudo nvidia-smi -i {g.index} -r" if g is not None else "sudo nvidia-smi -i <gpu> -r"]
+        reset = [f"sudo nvidia-smi -i {g.index} -r" if g is not None else command("sudo", "nvidia-smi", "-i", placeholder("<gpu>"), "-r")]
         if severity == Severity.INFO:
             fix = Fix("Look at the program that ran when it was logged; report it if it repeats without one",
-                      commands=[f"sudo dmesg -T | grep 'Xid ({'PCI:' if bus else ''}{bus or ''}'"], url=_XID_URL)
+                      commands=[kernel_log_xid(bus)], url=_XID_URL)
         elif code == 74:
             fix = Fix("Check the NVLink state and counters, then reset the GPU; report it if it repeats",
                       commands=["nvidia-smi nvlink -s", "nvidia-smi nvlink -e"] + reset, url=_XID_URL)
@@ -437,8 +438,8 @@ def busy(ctx: CheckContext) -> List[Finding]:
             evidence=ev,
             fix=Fix("Stop the processes you own, or choose idle GPUs",
                     commands=["nvidia-smi --query-compute-apps=gpu_bus_id,pid,process_name,used_memory --format=csv",
-                              "kill <pid>",
-                              "export CUDA_VISIBLE_DEVICES=<idle GPU indices>"]),
+                              command("kill", placeholder("<pid>")),
+                              set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
         ))
     hidden = [g for g in gpus if not g.under_load and g.index not in compute and not g.processes and g.memory_used_bytes
               and g.memory_total_bytes and g.memory_used_bytes > max(GIB, 0.1 * g.memory_total_bytes)]
@@ -454,7 +455,7 @@ def busy(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(gpu_path(g, "memory_used_bytes"), g.memory_used_bytes, expected="< 10% of total")
                       for g in hidden],
             fix=Fix("Find the process on the host, or choose idle GPUs",
-                    commands=["nvidia-smi", "export CUDA_VISIBLE_DEVICES=<idle GPU indices>"]),
+                    commands=["nvidia-smi", set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
         ))
     busy_util = [g for g in gpus if not g.under_load and g.index not in compute and g not in hidden
                  and g.utilization_gpu_pct is not None and g.utilization_gpu_pct >= 50]
@@ -466,7 +467,7 @@ def busy(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(gpu_path(g, "utilization_gpu_pct"), g.utilization_gpu_pct, expected="< 50")
                       for g in busy_util],
             fix=Fix("Find what runs there, or choose idle GPUs",
-                    commands=["nvidia-smi", "export CUDA_VISIBLE_DEVICES=<idle GPU indices>"]),
+                    commands=["nvidia-smi", set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
         ))
     return out
 
@@ -489,7 +490,7 @@ def mig(ctx: CheckContext) -> List[Finding]:
             f"MIG enabled with no MIG instance on {gpu_list(empty)}: CUDA sees no device there",
             evidence=[Evidence(gpu_path(g, "mig_device_count"), 0, expected="> 0 or MIG off") for g in empty],
             fix=Fix("Create MIG instances, or disable MIG to use the whole GPU",
-                    commands=["sudo nvidia-smi mig -cgi <profile> -C"] + disable),
+                    commands=[command("sudo", "nvidia-smi", "mig", "-cgi", placeholder("<profile>"), "-C")] + disable),
         ))
     if sliced:
         counts = "; ".join(f"GPU {g.index}: {g.mig_device_count} instance(s)" if g.mig_device_count

@@ -6,6 +6,7 @@ from typing import Any, List, Optional, Tuple
 
 from ..facts import Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import export, placeholder
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
 from .gpu_health import gpu_label, gpu_path, require_gpus
 
@@ -231,7 +232,7 @@ def nccl_env(ctx: CheckContext) -> List[Finding]:
             "cannot reach this one",
             evidence=[Evidence("host.env.NCCL_SOCKET_IFNAME", ifname, expected="the cluster network interface")],
             fix=Fix("Point it at the cluster interface (see `ip -br addr`), or unset it",
-                    commands=["unset NCCL_SOCKET_IFNAME", "export NCCL_SOCKET_IFNAME=<interface>"]),
+                    commands=["unset NCCL_SOCKET_IFNAME", export("NCCL_SOCKET_IFNAME", placeholder("<interface>"))]),
         ))
     shm = env.get("NCCL_SHM_DISABLE")
     if shm is not None and shm.strip().lower() in _TRUE:

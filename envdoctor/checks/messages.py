@@ -368,12 +368,23 @@ def check_cpu_build_intent(ctx: CheckContext) -> List[Finding]:
                 "index, a channel order that prefers the CPU build, or a platform without CUDA wheels."),
         evidence=[Evidence("pythons[0].packages.torch", pkg.version if pkg else None, source=cpu_why),
                   Evidence("paste.provenance.intent.cuda", intent.get("value"), source=str(intent.get("reader")))],
-        fix=Fix("Remove the CPU build (and conda's cpuonly) and install the CUDA variant explicitly",
-                ["conda remove -y cpuonly", "conda install pytorch pytorch-cuda=<version> -c pytorch -c nvidia"]
-                if "conda" in str(intent.get("reader")) or "torch.conda_cpuonly" in prov else
-                ["python -m pip uninstall -y torch", "python -m pip install torch --index-url "
-                 f"https://download.pytorch.org/whl/{intent.get('value') if str(intent.get('value')).startswith('cu') else 'cu124'}"]),
+        fix=_cpu_intent_fix(ctx, py, pkg, intent, "torch.conda_cpuonly" in prov),
     )]
+
+
+def _cpu_intent_fix(ctx: CheckContext, py: Any, pkg: Any, intent: Dict[str, Any], cpuonly: bool) -> Fix:
+    from ..remedies import command, pip_install
+
+    value = str(intent.get("value") or "")
+    if "conda" in str(intent.get("reader")) or cpuonly:
+        spec = value if "=" in value else "pytorch-cuda"
+        return Fix("Remove conda's cpuonly package and install the CUDA variant explicitly (channel order as shown)",
+                   [command("conda", "remove", "-y", "cpuonly"),
+                    command("conda", "install", "-y", "pytorch", spec, "-c", "pytorch", "-c", "nvidia")])
+    variant = value if value.startswith("cu") else None
+    version = pkg.version.split("+", 1)[0] if pkg is not None else None
+    return Fix(f"Reinstall torch from the {variant or 'CUDA'} index, replacing the CPU build",
+               [pip_install(ctx.facts, py, [f"torch=={version}" if version else "torch"], variant, force=True)])
 
 
 @check("packages.nvidia-majors", "Each NVIDIA library wheel installed for one CUDA major",
@@ -442,9 +453,11 @@ def check_wsl_gpu(ctx: CheckContext) -> List[Finding]:
         ev.append(Evidence("paste.provenance.host.windows_build", build, expected=f">= {WSL_GPU_MIN_BUILD}"))
     if host.wsl_version:
         ev.append(Evidence("host.wsl_version", host.wsl_version, expected=2))
-    fix = Fix("Update Windows (Windows 11, or Windows 10 21H2 or later), use WSL 2, and install the NVIDIA driver on "
-              "Windows only; do not install a Linux NVIDIA driver inside WSL",
-              ["wsl --update", "wsl --set-version <distro> 2", "winver"], WSL_DOC)
+    fix = Fix("Update Windows (Windows 11, or Windows 10 21H2 or later), use WSL 2 (`wsl --set-version` with the "
+              "distribution's name and 2), and install the NVIDIA driver on Windows only; do not install a Linux "
+              "NVIDIA driver inside WSL",
+              ["wsl --update   # in Windows PowerShell", "wsl --list --verbose   # in Windows PowerShell",
+               "winver   # in Windows: the build number"], WSL_DOC)
     return [
         Finding(code="diagnose.wsl-gpu/unsupported-build", category="WSL_SPECIFIC", severity=Severity.ERROR,
                 confidence="high" if build is not None or host.wsl_version == 1 else "medium",

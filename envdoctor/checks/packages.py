@@ -7,13 +7,13 @@ from typing import List, Optional, Tuple
 
 from ..facts import Package, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import pip_install
 from ._util import (
     base_version,
     local_tag,
     major_minor,
     mm_str,
     parse_version,
-    pip_install,
     torch_envs_or_skip,
     torch_variant,
     variant_cuda_major,
@@ -144,7 +144,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
             evidence=evidence,
             fix=Fix(f"Reinstall the set together from the {target} index" if target else
                     "Reinstall torch and its companions together from one index",
-                    [pip_install(_pair_pins(ctx, py, version), target, force=True)], VISION_README),
+                    [pip_install(ctx.facts, py, _pair_pins(ctx, py, version), target, force=True)], VISION_README),
             confidence=None if certain else "medium",
         ))
     return findings
@@ -211,7 +211,7 @@ def _companion_finding(ctx: CheckContext, i: int, py: PythonEnv, pkg: Package, t
         evidence=[Evidence(f"pythons[{i}].packages.{pkg.name}", pkg.version, expected=expected),
                   Evidence(f"pythons[{i}].torch.version", py.torch.version)],
         fix=Fix(f"Install the {name} that pairs with torch {tver}",
-                [pip_install([f"torch=={tver}", pin], target if name != "triton" else None)], VISION_README),
+                [pip_install(ctx.facts, py, [f"torch=={tver}", pin], target if name != "triton" else None)], VISION_README),
     )
 
 
@@ -294,6 +294,7 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
                 evidence=evidence,
                 fix=Fix(f"Reinstall {pkg.name} for torch {tver}: a wheel built for it, or a source build "
                         "against the installed torch",
-                        [f"python -m pip install --force-reinstall --no-deps --no-build-isolation {pkg.name}"]),
+                        [pip_install(ctx.facts, py, [pkg.name], force=True, no_deps=True,
+                                     no_build_isolation=True)]),
             ))
     return findings

@@ -6,6 +6,7 @@ from typing import Dict, List, Optional, Tuple
 
 from ..facts import Gpu, PcieLink, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import pcie_link_status
 from .base import Check, CheckContext, SkipCheck, registrar
 from .gpu_health import gpu_label
 
@@ -146,7 +147,7 @@ def link(ctx: CheckContext) -> List[Finding]:
             evidence=[e for _, ev, _ in width_bad for e in ev],
             fix=Fix("Move the GPU to a CPU-attached x16 slot or reseat it (check risers and BIOS bifurcation); "
                     "on a rented machine, report it to the provider",
-                    commands=[_QUERY_WIDTH] + [f"sudo lspci -vv -s {b} | grep -E 'LnkCap|LnkSta'"
+                    commands=[_QUERY_WIDTH] + [pcie_link_status(b)
                                          for b in sorted({b for _, _, b in width_bad if b})]),
         ))
     if gen_load:

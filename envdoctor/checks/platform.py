@@ -6,6 +6,7 @@ from typing import List
 
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import Raw, command, placeholder, remove_linux_driver
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
@@ -51,8 +52,8 @@ def check_container(ctx: CheckContext) -> List[Finding]:
                 if k8s else
                 "On the host: install the NVIDIA Container Toolkit, configure Docker for it, and start the container with --gpus",
                 ["sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker",
-                 "docker run --gpus all <image> nvidia-smi"] if not k8s else
-                ["kubectl describe node <node> | grep nvidia.com/gpu"],
+                 command("docker", "run", "--gpus", "all", placeholder("<image>"), "nvidia-smi")] if not k8s else
+                [command("kubectl", "describe", "node", placeholder("<node>"), Raw("|"), "grep", "nvidia.com/gpu")],
                 TOOLKIT_DOC),
     )]
 
@@ -96,7 +97,7 @@ def check_wsl(ctx: CheckContext) -> List[Finding]:
         evidence=ev,
         fix=Fix("Install or update the NVIDIA driver on Windows only; remove any Linux NVIDIA driver inside WSL; "
                 "keep /usr/lib/wsl/lib on the library path",
-                ["sudo apt-get remove --purge '^nvidia-driver-.*' '^libnvidia-.*'   # inside WSL, if installed",
+                remove_linux_driver(ctx.facts, comment="inside WSL, if installed") + [
                  "ls -l /usr/lib/wsl/lib/libcuda.so*",
                  "wsl --update   # in Windows PowerShell"],
                 WSL_DOC),

@@ -8,6 +8,7 @@ from typing import Any, List, Optional, Tuple
 from ..compat.health import GIB, HealthTable, health_table
 from ..facts import Facts, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import command, export, placeholder_flag
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
@@ -119,9 +120,10 @@ def cpu(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence("host.cgroup_cpu_quota", quota, expected=f">= {visible}"),
                       Evidence("host.cpu_logical_count", host.cpu_logical_count)],
             fix=Fix(f"Size workers from the quota ({math.floor(quota)} CPUs), or ask for more CPUs",
-                    commands=[f"export OMP_NUM_THREADS={max(1, math.floor(quota))}",
+                    commands=[export("OMP_NUM_THREADS", max(1, math.floor(quota))),
                               f"# DataLoader(num_workers={max(1, math.floor(quota) - 1)}, ...)",
-                              "docker run --cpus=<n> ...  # or the pod's resources.limits.cpu"]),
+                              command("docker", "run", placeholder_flag("--cpus", "<n>"), "...",
+                                      comment="or the pod's resources.limits.cpu")]),
         ))
     gpus = _gpus(ctx.facts)
     if not gpus:
@@ -150,7 +152,8 @@ def cpu(ctx: CheckContext) -> List[Finding]:
                                else "host.cpu_affinity_count", usable, expected=f">= {cmin:g}", source=src),
                       Evidence("driver.gpus", n)],
             fix=Fix("Ask for more CPUs per GPU (or fewer GPUs), and set num_workers to the CPUs you have",
-                    commands=["docker run --cpus=<n> ...", "srun --cpus-per-gpu=<n> ..."]),
+                    commands=[command("docker", "run", placeholder_flag("--cpus", "<n>"), "..."),
+                              command("srun", placeholder_flag("--cpus-per-gpu", "<n>"), "...")]),
         ))
     elif usable < crec:
         out.append(Finding(
@@ -202,7 +205,8 @@ def memory(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(src_path, usable, expected=f">= {int(rmin * GIB)}", source=src),
                       Evidence("driver.gpus", n)],
             fix=Fix("Ask for more memory, or lower num_workers / prefetch_factor",
-                    commands=["docker run --memory=<size> ...", "srun --mem-per-gpu=<size> ..."]),
+                    commands=[command("docker", "run", placeholder_flag("--memory", "<size>"), "..."),
+                              command("srun", placeholder_flag("--mem-per-gpu", "<size>"), "...")]),
         ))
     elif gib < rrec:
         out.append(Finding(
@@ -284,7 +288,8 @@ def numa(ctx: CheckContext) -> List[Finding]:
         fix=Fix("Run the job on the GPU's NUMA node (or give it CPUs there); with several GPUs, one rank per "
                 "GPU bound to that GPU's node",
                 commands=[f"numactl --cpunodebind={nodes[0]} --membind={nodes[0]} python train.py" if nodes
-                          else "numactl --cpunodebind=<node> --membind=<node> python train.py",
+                          else command("numactl", placeholder_flag("--cpunodebind", "<node>"),
+                                       placeholder_flag("--membind", "<node>"), "python", "train.py"),
                           "nvidia-smi topo -m   # the 'CPU Affinity' and 'NUMA Affinity' columns",
                           "srun --cpu-bind=closest ...   # Slurm"],
                 url="https://docs.nvidia.com/deploy/nvidia-smi/index.html"),

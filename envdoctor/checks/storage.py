@@ -7,6 +7,7 @@ from typing import Any, List, Optional
 from ..compat.health import health_table
 from ..facts import DataPath, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import command, copy_to_local, largest_dirs, random_read_test
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
@@ -79,7 +80,7 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                 evidence=[Evidence(f"{base}.fstype", p.fstype, expected="a local filesystem (ext4, xfs) on NVMe"),
                           Evidence(f"{base}.mount_source", p.mount_source)],
                 fix=Fix("Copy the data set to local NVMe before training (or pack it into large shards)",
-                        commands=[f"rsync -a {p.path}/ /local_nvme/data/"]),
+                        commands=[copy_to_local(p.path)]),
             ))
         elif kind == "fuse" or fstype.startswith("fuse"):
             sub = fstype.split(".", 1)[1] if "." in fstype else fstype
@@ -91,7 +92,7 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                        "in the tens of milliseconds starves data loaders.",
                 evidence=[Evidence(f"{base}.fstype", p.fstype, expected="a local filesystem on NVMe")],
                 fix=Fix("Download the data set to local disk first",
-                        commands=[f"rsync -a {p.path}/ /local_nvme/data/"]),
+                        commands=[copy_to_local(p.path)]),
             ))
         elif kind == "overlay" or fstype == "overlay":
             out.append(Finding(
@@ -102,7 +103,8 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                        "with the container. Bind-mount a host directory or volume for data and checkpoints.",
                 evidence=[Evidence(f"{base}.fstype", p.fstype, expected="a bind-mounted volume")],
                 fix=Fix("Mount the data from the host",
-                        commands=["docker run -v /path/on/host:/data ...  # then train from /data"]),
+                        commands=[command("docker", "run", "-v", "/path/on/host:/data", "...",
+                                          comment="then train from /data")]),
             ))
         if p.rotational:
             if _virtual_disk(p, virt):
@@ -114,8 +116,7 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                               Evidence(f"{base}.transport", p.transport)],
                     fix=Fix("Measure random reads there: an HDD manages a few hundred IOPS, an SSD tens of "
                             "thousands",
-                            commands=[f"fio --name=probe --directory={p.path} --rw=randread --bs=128k --size=1G "
-                                      "--direct=1 --runtime=20 --time_based --group_reporting"]),
+                            commands=[random_read_test(p.path)]),
                 ))
             else:
                 out.append(Finding(
@@ -127,7 +128,7 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                     evidence=[Evidence(f"{base}.rotational", True, expected="false (SSD/NVMe)"),
                               Evidence(f"{base}.block_device", p.block_device)],
                     fix=Fix("Copy the data set to an SSD/NVMe volume before training",
-                            commands=[f"rsync -a {p.path}/ /local_nvme/data/"]),
+                            commands=[copy_to_local(p.path)]),
                 ))
         # size 0: a pseudo-filesystem (/proc, /sys, cgroup) whose free space means nothing
         if p.free_bytes is not None and p.free_bytes < free_min and kind != "tmpfs" and p.size_bytes != 0:
@@ -139,6 +140,6 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                 evidence=[Evidence(f"{base}.free_bytes", p.free_bytes, expected=f">= {int(free_min)}",
                                    source="compat health.json thresholds.storage_free_min_bytes")],
                 fix=Fix("Free space or write checkpoints to a larger volume",
-                        commands=[f"du -xh --max-depth=1 {p.mount_point or p.path} | sort -h | tail"]),
+                        commands=[largest_dirs(p.mount_point or p.path)]),
             ))
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import List
 
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import cuda_toolkit_first, host_compiler_install
 from ._util import major_minor, mm_str, torch_builds, torch_label
 from .base import CheckContext, SkipCheck, registrar
 
@@ -53,7 +54,7 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
                       Evidence(f"pythons[{i}].torch.cuda", t.cuda)],
             fix=Fix(f"Before building extensions, put a CUDA {mm_str(t.cuda)} toolkit first on PATH, or install "
                     f"the torch build for CUDA {mm_str(tk.version)}",
-                    [f"export CUDA_HOME=/usr/local/cuda-{mm_str(t.cuda)} PATH=/usr/local/cuda-{mm_str(t.cuda)}/bin:$PATH"],
+                    [cuda_toolkit_first(mm_str(t.cuda))],
                     CPP_EXT_DOC),
         ))
     return findings
@@ -86,6 +87,5 @@ def check_host_compiler(ctx: CheckContext) -> List[Finding]:
         evidence=[Evidence("host.gcc_version", host.gcc_version, expected=f"<= {max_major}", source=source),
                   Evidence("toolkits.on_path.version", tk.version)],
         fix=Fix(f"Install gcc {max_major} and point nvcc at it (or use a newer CUDA toolkit)",
-                [f"sudo apt-get install -y gcc-{max_major} g++-{max_major}",
-                 f"export CC=gcc-{max_major} CXX=g++-{max_major} NVCC_CCBIN=/usr/bin/gcc-{max_major}"]),
+                host_compiler_install(ctx.facts, max_major)),
     )]

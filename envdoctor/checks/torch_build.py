@@ -8,12 +8,12 @@ from typing import List, Optional, Tuple
 from ..compat import cuda_of_variant
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import command, conda_cuda_note, new_venv, pip_check, pip_install
 from ._util import (
     base_version,
     driver_runs_cuda,
     mm_str,
     parse_version,
-    pip_install,
     torch_builds,
     torch_envs_or_skip,
     torch_label,
@@ -57,6 +57,9 @@ def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], s
     if t is None:
         return None, ""
     if t.arch_list:
+        if t.arch_list_source == "fatbin":
+            lib = t.build_files.native_library if t.build_files else None
+            return list(t.arch_list), f"kernels compiled into {lib or 'libtorch_cuda.so'} (.nv_fatbin)"
         return list(t.arch_list), "torch.cuda.get_arch_list()"
     variant = torch_variant(py, ctx.compat)
     if variant and t.version:
@@ -183,7 +186,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                 version, variant, driver_ok = best
                 pins = _companion_pins(ctx, version)
                 fix_summary = f"Install torch {version} built for {variant}, which has kernels for {sm}"
-                cmds = [pip_install(pins, variant, force=True)]
+                cmds = [pip_install(ctx.facts, py, pins, variant, force=True)]
                 if not driver_ok:
                     fix_summary += " (it also needs a newer driver: see the driver check)"
             else:
@@ -235,21 +238,28 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     has, gpu_ev = _has_gpus(ctx.facts)
     if not has:
+        # nothing to judge: a CPU build is right on a machine without GPUs (evidence or no check mark)
         if ctx.facts.driver.status in (ProbeStatus.OK, ProbeStatus.ABSENT):
-            return []
+            raise SkipCheck("no NVIDIA GPU seen on this machine: a CPU or CUDA build of torch is equally fine here")
         raise SkipCheck("whether this machine has NVIDIA GPUs is unknown")
     findings = []
+    judged = False
     for i, py in envs:
         t = py.torch
-        if t.cuda or t.hip or t.import_error:
-            continue  # an import failure says nothing about the build (torch.import reports it)
+        if t.cuda or t.hip:
+            judged = True
+            continue
+        if t.import_error and t.build_files is None:
+            continue  # an import failure with no build files read says nothing about the build
         variant = torch_variant(py, ctx.compat)
         if variant not in (None, "cpu"):
+            judged = True
             continue
         if variant is None:
             # the build is unknown (a paste without a local tag or torch.version.cuda): PyPI's Linux wheel is a
             # CUDA build and an --index-url may have chosen either, so no CPU-only verdict from this
             continue
+        judged = True
         version = base_version(t.version) or ""
         rel = ctx.compat.torch_release(version) if version else None
         target = None
@@ -263,16 +273,16 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
 
         # every installed companion moves with torch: a +cpu torchaudio left behind is CUDA_VARIANT_MIXED
         pins = _pair_pins(ctx, py, version)
-        cmds = [pip_install(pins, target, force=True)] if target else []
+        cmds = [pip_install(ctx.facts, py, pins, target, force=True)] if target else []
         if py.is_conda:
-            cmds.append("# conda: install the CUDA variant explicitly, e.g. "
-                        "conda install pytorch pytorch-cuda=12.4 -c pytorch -c nvidia")
+            cmds.append(conda_cuda_note())
         findings.append(Finding(
             code="torch.cuda-build/cpu-only",
             category="TORCH_CPU_ONLY_BUILD",
             severity=Severity.ERROR,
-            summary=(f"torch {t.version} is a CPU-only build (torch.version.cuda is None) on a machine with "
-                     f"{len(ctx.facts.driver.gpus) or 'NVIDIA'} GPU(s)"),
+            summary=(f"torch {t.version} is a CPU-only build (torch.version.cuda is None) "
+                     + ("for a declared fleet with " if ctx.facts.driver.source == "declared" else "on a machine with ")
+                     + f"{len(ctx.facts.driver.gpus) or 'NVIDIA'} GPU(s)"),
             detail=("A CPU build never uses the GPU: torch.cuda.is_available() is False and .cuda() raises "
                     "'Torch not compiled with CUDA enabled'. pip picks it from the CPU index, a conda 'cpuonly' "
                     "package, or a platform where only CPU wheels exist."),
@@ -281,6 +291,8 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
             fix=Fix(f"Reinstall torch {version} from the {target} index" if target else
                     "Reinstall a CUDA build of torch (see the selector)", cmds, GET_STARTED),
         ))
+    if not judged:
+        raise SkipCheck("torch's build is unknown: the import failed before it said, and its files were not read")
     return findings
 
 
@@ -290,6 +302,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
     if not pys:
         raise SkipCheck("no interpreter inspected")
     findings = []
+    judged = False
     # the newest release whose Python range is confirmed (the newest may be listed but not yet inspected)
     newest = next((r for r in reversed(_releases(ctx)) if r.python_max), None)
     for i, py in pys:
@@ -299,6 +312,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
             rel = ctx.compat.torch_release(t.version)
             if rel is None or not rel.python_min or not rel.python_max:
                 continue
+            judged = True
             if parse_version(pyv) < parse_version(rel.python_min) or parse_version(pyv) > parse_version(rel.python_max):
                 findings.append(Finding(
                     code="torch.python-version/outside-release",
@@ -311,9 +325,12 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                     evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
                                        expected=f"{rel.python_min} .. {rel.python_max}", source=rel.source)],
                     fix=Fix(f"Use Python {rel.python_max} (or another supported version) for this torch",
-                            [f"python{rel.python_max} -m venv .venv && . .venv/bin/activate"]),
+                            [new_venv(ctx.facts, py, rel.python_max)]),
                 ))
-        elif newest and newest.python_max and parse_version(pyv) > parse_version(newest.python_max):
+        elif newest and newest.python_max:
+            judged = True
+            if parse_version(pyv) <= parse_version(newest.python_max):
+                continue
             findings.append(Finding(
                 code="torch.python-version/too-new",
                 category="PYTHON_VERSION_UNSUPPORTED",
@@ -324,12 +341,51 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                 evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
                                    expected=f"<= {newest.python_max}", source=newest.source)],
                 fix=Fix(f"Create the environment with Python {newest.python_max}",
-                        [f"python{newest.python_max} -m venv .venv && . .venv/bin/activate"]),
+                        [new_venv(ctx.facts, py, newest.python_max)]),
             ))
+    if not judged:
+        raise SkipCheck("the torch release's supported Python range is not in the compat matrix")
     return findings
 
 
 _MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
+
+
+def _python_argv0(py: PythonEnv) -> str:
+    """The judged interpreter for fix commands (quoted by remedies.command)."""
+    return py.executable or "python"
+
+
+def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContext) -> Tuple[Fix, Optional[str]]:
+    """(the fix, the root cause's finding code when another check explains the failure)."""
+    from .libraries import shadow_finding, shadows
+
+    cause = next((s for s in shadows(py, ctx.facts.system_libraries.libraries) if s.explains_import_error), None)
+    if cause is not None:
+        root = shadow_finding(i, py, cause)
+        summary = root.fix.summary if root.fix else "fix the library shadowing"
+        return Fix(f"Caused by {root.code}: {summary[0].lower() + summary[1:]}; reinstalling torch does not help",
+                   list(root.fix.commands) if root.fix else []), root.code
+    failure = py.failure if py.failure_stage == "importing torch" else None
+    python = _python_argv0(py)
+    if failure == "crashed":
+        return Fix("See where the import crashes (Python's faulthandler prints the native stack), then fix or "
+                   "reinstall what it names",
+                   [command(python, "-X", "faulthandler", "-c", "import torch")]), None
+    if failure == "timeout":
+        return Fix("See where the import hangs (a network filesystem, a lock, a CUDA library load): run it by "
+                   "hand, and give envdoctor more time with --python-timeout if it is only slow",
+                   [command(python, "-X", "importtime", "-c", "import torch")]), None
+    missing = _MISSING_MODULE.search(last)
+    if missing and missing.group(1).split(".")[0] != "torch":
+        # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
+        module = missing.group(1).split(".")[0]
+        return Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
+                   [pip_install(ctx.facts, py, [module.replace('_', '-')]), pip_check(ctx.facts, py)]), None
+    variant = torch_variant(py, ctx.compat)
+    return Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
+               [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"], variant,
+                            force=True)]), None
 
 
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
@@ -341,32 +397,101 @@ def check_torch_import(ctx: CheckContext) -> List[Finding]:
         if src.get("reader") in (None, "package metadata"):
             raise SkipCheck("the paste shows torch's package, not torch importing")
     findings = []
+    judged = False
     for i, py in envs:
         t = py.torch
+        if py.torch_inspected is False and not t.import_error:
+            continue  # --no-torch: the import was not tried
+        judged = True
         if not t.import_error:
             continue
         last = t.import_error.strip().splitlines()[-1] if t.import_error.strip() else t.import_error
         version = base_version(t.version) or ""
-        missing = _MISSING_MODULE.search(last)
-        if missing and missing.group(1).split(".")[0] != "torch":
-            # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
-            module = missing.group(1).split(".")[0]
-            fix = Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
-                      [f"{py.executable or 'python'} -m pip install {module.replace('_', '-')}",
-                       f"{py.executable or 'python'} -m pip check"])
-        else:
-            variant = torch_variant(py, ctx.compat)
-            fix = Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
-                      [pip_install([f"torch=={version}"] if version else ["torch"],
-                                   variant, force=True)])
+        fix, cause = _import_fix(i, py, last, version, ctx)
+        failure = py.failure if py.failure_stage == "importing torch" else None
+        kind = {"crashed": "crashed", "timeout": "hung"}.get(failure or "", "failed")
+        detail = "Nothing else about this torch can be checked until it imports; the build checks use its files."
+        if cause:
+            detail = f"A consequence of {cause} (the root cause): fix that and this import works. " + detail
         findings.append(Finding(
-            code="torch.import/failed",
+            code=f"torch.import/{kind}",
             category="TORCH_IMPORT_FAILED",
             severity=Severity.ERROR,
             summary=f"`import torch` fails in {py.executable or 'the interpreter'} (torch {t.version}): {last[:200]}",
-            detail="Nothing else about this torch can be checked until it imports; the build checks skip it.",
+            detail=detail,
             evidence=[Evidence(f"pythons[{i}].torch.import_error", t.import_error),
-                      Evidence(f"pythons[{i}].torch.version", t.version)],
+                      Evidence(f"pythons[{i}].torch.version", t.version,
+                               source="torch/version.py" if t.build_files and not t.imported else None)],
             fix=fix,
+        ))
+    if not judged:
+        raise SkipCheck("torch was not imported (--no-torch)")
+    return findings
+
+
+# --------------------------------------------------------------------------- the interpreter itself
+
+_UNUSABLE = {
+    "not_found": "does not exist",
+    "not_executable": "cannot be run",
+    "not_python": "is not a Python interpreter",
+    "payload_error": "failed inside envdoctor's inspection script",
+    "crashed": "crashed",
+    "timeout": "hung",
+    "exited": "exited without answering",
+}
+
+
+@check("torch.interpreter", "The interpreter to diagnose answers and has torch",
+       categories=("TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"))
+def check_interpreter(ctx: CheckContext) -> List[Finding]:
+    """A target that cannot be inspected, or has no torch, is a finding: never an empty, clean report."""
+    if ctx.facts.origin == "paste":
+        raise SkipCheck("a paste is judged without running an interpreter")
+    if not ctx.facts.pythons:
+        raise SkipCheck("no interpreter was inspected")
+    findings = []
+    for i, py in enumerate(ctx.facts.pythons):
+        name = py.executable or py.requested_as or "the interpreter"
+        t = py.torch
+        if py.status == ProbeStatus.SKIPPED:
+            continue
+        if py.failure and not (t is not None and t.import_error and py.failure_stage == "importing torch"):
+            # (a crash or hang inside `import torch` with torch's files read is torch.import's finding)
+            what = _UNUSABLE.get(py.failure, "could not be inspected")
+            stage = f" while {py.failure_stage}" if py.failure_stage else ""
+            findings.append(Finding(
+                code=f"torch.interpreter/{py.failure.replace('_', '-')}",
+                category="TARGET_PYTHON_UNUSABLE",
+                severity=Severity.ERROR,
+                summary=f"{name} {what}{stage}: {py.reason or 'no reason given'}",
+                detail=("envdoctor learns about torch, its CUDA build and libraries by running this interpreter; "
+                        "it did not answer, so none of that is judged and no clean verdict is possible."),
+                evidence=[Evidence(f"pythons[{i}].status", py.status),
+                          Evidence(f"pythons[{i}].failure", py.failure),
+                          Evidence(f"pythons[{i}].reason", py.reason)],
+                fix=Fix("Point --python at the Python 3.8+ interpreter your jobs run, and run it by hand to see "
+                        "why it fails", [command(name, "-c", "import sys; print(sys.version)")]),
+            ))
+            continue
+        if py.status != ProbeStatus.OK or t is not None:
+            continue
+        if py.package("torch") is not None:
+            continue  # a distribution without a torch package directory: torch.import / packages judge it
+        chosen = py.requested_as or ""
+        explicit = chosen == "--python" or chosen.startswith("$")
+        findings.append(Finding(
+            code="torch.interpreter/no-torch",
+            category="TORCH_NOT_INSTALLED",
+            severity=Severity.ERROR if explicit else Severity.WARNING,
+            summary=(f"torch is not installed in {name}"
+                     + (f" (chosen as {chosen})" if chosen and chosen != "--python" else "")),
+            detail=("No torch package is importable there, so the torch build, CUDA variant and library checks "
+                    "have nothing to judge." + ("" if explicit else
+                                                " It was picked by default: your torch may live elsewhere.")),
+            evidence=[Evidence(f"pythons[{i}].torch", None, expected="an installed torch"),
+                      Evidence(f"pythons[{i}].requested_as", py.requested_as)],
+            fix=Fix("Diagnose the interpreter that has torch (envdoctor --python /path/to/venv/bin/python), or "
+                    "install torch there", [pip_install(ctx.facts, py, ["torch"])], GET_STARTED),
         ))
     return findings

@@ -370,6 +370,8 @@ class Compat:
         self.data_dir = data_dir
         self._docs = docs
         self.as_of: str = max((str(d["as_of"]) for d in docs.values()), default="")
+        # which matrix this is, for report headers and --version: "bundled", or the update in use
+        self.label: str = "bundled"
         self._cuda_rows = self._doc("cuda_driver")["rows"] if "cuda_driver" in docs else []
         self._gpu_index: Optional[List[Tuple[str, Dict[str, Any]]]] = None
 
@@ -745,8 +747,52 @@ def _default_dir() -> Path:
 
 
 def load_compat(data_dir: Optional[Union[Path, str]] = None) -> Compat:
-    """Load and validate every compat_data/*.json once per directory; raise CompatDataError on bad data."""
-    directory = Path(data_dir) if data_dir is not None else _default_dir()
+    """Load and validate every compat_data/*.json once per directory; raise CompatDataError on bad data.
+
+    Without ``data_dir``: the bundled matrix, or the update `envdoctor update-data` installed when that is
+    newer (its as_of later than the bundled one's) and still passes validation; else the bundled one.
+    """
+    if data_dir is None:
+        return active_compat()
+    return _load_dir(Path(data_dir))
+
+
+_ACTIVE: Dict[str, Tuple[Compat, Optional[str]]] = {}
+
+
+def active_compat() -> Compat:
+    """The matrix in use (see load_compat), chosen once per cache directory."""
+    return active_choice()[0]
+
+
+def active_choice() -> Tuple[Compat, Optional[str]]:
+    """(matrix in use, why an installed update is not used or None)."""
+    from .datadir import cache_dir, installed_update, newer
+
+    cache = cache_dir()
+    key = str(cache)
+    if key in _ACTIVE:
+        return _ACTIVE[key]
+    bundled = _load_dir(_default_dir())
+    choice: Tuple[Compat, Optional[str]] = (bundled, None)
+    update = installed_update(cache)
+    if update is not None:
+        if not newer(update.as_of, bundled.as_of):
+            choice = (bundled, f"the installed update {update.version} (as of {update.as_of}) is not newer than "
+                               f"the bundled matrix (as of {bundled.as_of})")
+        else:
+            try:
+                compat = _load_dir(update.directory)
+            except CompatDataError as e:
+                choice = (bundled, f"the installed update {update.version} fails validation: {e}")
+            else:
+                compat.label = f"update {update.version} in {update.directory.parent}"
+                choice = (compat, None)
+    _ACTIVE[key] = choice
+    return choice
+
+
+def _load_dir(directory: Path) -> Compat:
     cache_key = str(directory.resolve()) if directory.exists() else str(directory)
     with _LOCK:
         if cache_key in _CACHE:
@@ -766,3 +812,4 @@ def clear_cache() -> None:
     """Forget loaded matrices (tests that write data files)."""
     with _LOCK:
         _CACHE.clear()
+        _ACTIVE.clear()

@@ -111,9 +111,37 @@ def _ldconfig(runner, root: str) -> Tuple[Optional[List[LibraryCopy]], Optional[
         if (name, real) in seen:
             continue
         seen.add((name, real))
-        m = _SO_VERSION.search(os.path.basename(real)) or _SO_VERSION.search(soname)
-        libs.append(LibraryCopy(name=name, path=real, version=m.group(1) if m else None, origin="system"))
+        on_disk = real if root == "/" else os.path.join(root, real.lstrip("/"))
+        version, source = library_file_version(on_disk, name)
+        libs.append(LibraryCopy(name=name, path=real, version=version, origin="system", version_source=source,
+                                soname=soname))
     return libs, None
+
+
+# NCCL carries its version as text ("NCCL version 2.27.7+cuda12.9", printed under NCCL_DEBUG=INFO); the
+# payload reads wheel and preloaded copies by the same rule (_payload.library_version, which envdoctor's own
+# process cannot import)
+_NCCL_TEXT = re.compile(rb"NCCL version (\d+\.\d+\.\d+)")
+
+
+def library_file_version(path: str, name: str) -> Tuple[Optional[str], Optional[str]]:
+    """(version, where it came from) of a library file: the real file's full name (libcublas.so.12.4.5.8) or,
+    for NCCL, the version text inside it. A SONAME's major alone (libnccl.so.2: "2") is not a version."""
+    m = _SO_VERSION.search(os.path.basename(path))
+    if m and "." in m.group(1):
+        return m.group(1), f"full file name of {os.path.basename(path)}"
+    if name == "nccl":
+        import mmap
+
+        try:
+            with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                m = _NCCL_TEXT.search(mm)
+                found = m.group(1).decode("ascii") if m else None  # (read before the map closes)
+        except (OSError, ValueError):
+            found = None
+        if found:
+            return found, "text inside the file"
+    return None, None
 
 
 def probe_system_libraries(runner, root: str = "/") -> SystemLibraries:

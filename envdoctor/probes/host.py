@@ -58,19 +58,22 @@ def parse_os_release(text: str) -> Dict[str, str]:
     return out
 
 
-def _distro(root: str) -> Tuple[Optional[str], Optional[str], Optional[str]]:
+def _distro(root: str) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
+    """(ID, VERSION_ID, pretty name, ID_LIKE) of the distribution."""
     if root == "/":
         try:
             import distro  # a declared dependency; imported here so the module import has no cost
 
-            return distro.id() or None, distro.version() or None, distro.name(pretty=True) or None
+            return (distro.id() or None, distro.version() or None, distro.name(pretty=True) or None,
+                    distro.like() or None)
         except ImportError:
             pass
     text = _read(root, "/etc/os-release") or _read(root, "/usr/lib/os-release")
     if text is None:
-        return None, None, None
+        return None, None, None, None
     rel = parse_os_release(text)
-    return rel.get("ID"), rel.get("VERSION_ID"), rel.get("PRETTY_NAME") or rel.get("NAME")
+    return (rel.get("ID"), rel.get("VERSION_ID"), rel.get("PRETTY_NAME") or rel.get("NAME"),
+            rel.get("ID_LIKE") or None)
 
 
 def parse_cpuinfo(text: str) -> Tuple[Optional[str], int, Optional[int], bool]:
@@ -310,7 +313,7 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
     missing: List[str] = []
 
     kernel = (_read(root, "/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if live else None)
-    distro_id, distro_version, distro_name = _distro(root)
+    distro_id, distro_version, distro_name, distro_like = _distro(root)
 
     cpuinfo = _read(root, "/proc/cpuinfo")
     cpu_model, logical, physical, hyper_flag = parse_cpuinfo(cpuinfo or "")
@@ -373,6 +376,7 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
         distro_id=distro_id,
         distro_version=distro_version,
         distro_name=distro_name,
+        distro_like=distro_like,
         kernel=kernel,
         machine=platform.machine() if live else None,
         glibc_version=glibc,

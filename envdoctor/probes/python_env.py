@@ -16,6 +16,7 @@ from envdoctor.facts import (
     Package,
     ProbeStatus,
     PythonEnv,
+    TorchBuildFiles,
     TorchInfo,
     from_dict,
 )
@@ -53,7 +54,8 @@ class PayloadRun:
 
     result: Optional[Dict[str, Any]]  # the task's result (possibly partial), None when nothing came back
     error: Optional[str]  # one line; None when the task finished
-    kind: str  # "ok", "not_found", "timeout", "could_not_run", "no_json", "task_error", "partial_timeout"
+    # "ok", "not_found", "timeout", "could_not_run", "no_json", "crashed", "exited", "task_error", "partial_timeout"
+    kind: str
     run: RunResult
     stage: Optional[str] = None  # what the payload was doing when it stopped
 
@@ -93,6 +95,9 @@ def execute_payload(executable: str, runner: Any, task: str = "inspect", args: S
     if rr.not_found:
         return PayloadRun(None, f"Python interpreter {executable} not found", "not_found", rr)
     envelope = parse_envelope(rr.stdout) if rr.stdout else None
+    if envelope is not None and envelope.get("checkpoint") and envelope.get("envdoctor_payload") == PAYLOAD_VERSION:
+        # the payload said what it had before a risky step (import torch) and never answered after it
+        return _stopped_after_checkpoint(executable, envelope, rr, timeout_s)
     if rr.timed_out and envelope is None:
         where = f" while {stage_hint}" if stage_hint else ""
         return PayloadRun(None, f"timed out after {timeout_s:g} s{where}", "timeout", rr, stage_hint)
@@ -104,14 +109,17 @@ def execute_payload(executable: str, runner: Any, task: str = "inspect", args: S
             where = f" while {stage_hint}" if stage_hint else ""
             said = f": {tail}" if tail != "no output" else ""
             return PayloadRun(None, f"{executable} was killed by {_signal_name(-rr.returncode)}{where}{said}",
-                              "no_json", rr, stage_hint)
+                              "crashed", rr, stage_hint)
         msg = f"the payload printed no JSON (exit {rr.returncode}): {tail}"
         if "SyntaxError" in rr.stderr:
             msg += " (is this Python older than 3.8? the payload needs 3.8+)"
+        elif not rr.stdout.strip() and not rr.stderr.strip():
+            msg = (f"{executable} ran envdoctor's payload script and printed nothing (exit {rr.returncode}): "
+                   "it does not behave like a Python interpreter")
         return PayloadRun(None, msg, "no_json", rr)
     if envelope.get("envdoctor_payload") != PAYLOAD_VERSION:
         return PayloadRun(None, f"payload protocol {envelope.get('envdoctor_payload')!r} is not "
-                                f"{PAYLOAD_VERSION}: a mixed envdoctor installation", "no_json", rr)
+                                f"{PAYLOAD_VERSION}: a mixed envdoctor installation", "protocol", rr)
     result = envelope.get("result")
     if not isinstance(result, dict):
         result = None
@@ -121,6 +129,21 @@ def execute_payload(executable: str, runner: Any, task: str = "inspect", args: S
     error = str(envelope.get("error") or "the payload reported a failure without a message")
     kind = "partial_timeout" if envelope.get("timed_out") else "task_error"
     return PayloadRun(result or None, error, kind, rr, stage)
+
+
+def _stopped_after_checkpoint(executable: str, envelope: Dict[str, Any], rr: RunResult,
+                              timeout_s: float) -> PayloadRun:
+    """The payload's last word was a checkpoint: it was killed, hung or exited during the next step."""
+    stage = envelope.get("stage") if isinstance(envelope.get("stage"), str) else None
+    result = envelope.get("result") if isinstance(envelope.get("result"), dict) else None
+    where = f" while {stage}" if stage else ""
+    tail = _last_line(rr.stderr)
+    said = f": {tail}" if tail else ""
+    if rr.timed_out:
+        return PayloadRun(result, f"timed out after {timeout_s:g} s{where}", "timeout", rr, stage)
+    if rr.returncode is not None and rr.returncode < 0:
+        return PayloadRun(result, f"killed by {_signal_name(-rr.returncode)}{where}{said}", "crashed", rr, stage)
+    return PayloadRun(result, f"exited with code {rr.returncode}{where} without answering{said}", "exited", rr, stage)
 
 
 def _signal_name(signum: int) -> str:
@@ -189,34 +212,76 @@ def _section(cls: Any, data: Any, path: str, notes: List[str]) -> Any:
 def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     """Build PythonEnv from the inspect task's result (status/reason are set by the caller)."""
     scalar_keys = ("executable", "python_version", "implementation", "platform", "prefix", "is_venv",
-                   "is_conda", "env", "import_errors")
+                   "is_conda", "env", "import_errors", "torch_inspected")
     base = _section(PythonEnv, {k: result[k] for k in scalar_keys if k in result}, "python", notes) or PythonEnv()
     packages = []
     for i, p in enumerate(result.get("packages") or []):
         pkg = _section(Package, p, f"python.packages[{i}]", notes)
         if pkg is not None:
             packages.append(pkg)
-    libs = []
-    for i, lib in enumerate(result.get("loaded_libraries") or []):
-        copy = _section(LibraryCopy, lib, f"python.loaded_libraries[{i}]", notes)
-        if copy is not None:
-            libs.append(copy)
+    libs = _copies(result.get("loaded_libraries"), "python.loaded_libraries", notes)
+    candidates = _copies(result.get("library_candidates"), "python.library_candidates", notes)
     torch = None
     if isinstance(result.get("torch"), dict):
         torch = _section(TorchInfo, result["torch"], "python.torch", notes)
+    build = None
+    if isinstance(result.get("torch_build"), dict):
+        build = _section(TorchBuildFiles, result["torch_build"], "python.torch_build", notes)
+    torch = merge_build_files(torch, build)
     if torch is not None and not torch.version and torch.import_error:
         # the import failed before __version__ existed; the installed distribution still says which torch
         dist = next((p for p in packages if p.name == "torch"), None)
         if dist is not None:
             torch = replace(torch, version=dist.version)
     payload_errors = [str(e) for e in (result.get("errors") or [])]
-    return replace(base, packages=packages, loaded_libraries=libs, torch=torch,
+    return replace(base, packages=packages, loaded_libraries=libs, library_candidates=candidates, torch=torch,
                    notes=(payload_errors + notes) or None)
+
+
+def _copies(items: Any, path: str, notes: List[str]) -> List[LibraryCopy]:
+    out = []
+    for i, lib in enumerate(items or []):
+        copy = _section(LibraryCopy, lib, f"{path}[{i}]", notes)
+        if copy is not None:
+            out.append(copy)
+    return out
+
+
+def merge_build_files(torch: Optional[TorchInfo], build: Optional[TorchBuildFiles]) -> Optional[TorchInfo]:
+    """One TorchInfo from what the import saw and what torch's files say.
+
+    The import wins where it answered (it is what runs); the files fill what a failed or skipped
+    import could not say (the version with its +cu130 tag, torch.version.cuda, the arch list).
+    """
+    if build is None:
+        if torch is not None:
+            imported = torch.import_error is None and bool(torch.version)
+            torch = replace(torch, imported=imported,
+                            arch_list_source="torch" if torch.arch_list is not None else None)
+        return torch
+    if torch is None:
+        torch = TorchInfo()
+    imported = torch.import_error is None and torch.import_seconds is not None
+    if imported and torch.version:
+        return replace(torch, imported=True, build_files=build,
+                       arch_list_source="torch" if torch.arch_list is not None else None)
+    arch, source = torch.arch_list, "torch" if torch.arch_list is not None else None
+    if arch is None and build.arch_list is not None:
+        arch, source = list(build.arch_list), "fatbin"
+    return replace(
+        torch, imported=False, build_files=build,
+        version=torch.version or build.version or build.dist_version,
+        cuda=torch.cuda or build.cuda, hip=torch.hip or build.hip,
+        git_version=torch.git_version or build.git_version,
+        arch_list=arch, arch_list_source=source,
+    )
 
 
 def _ok_reason(penv: PythonEnv, inspect_torch: bool) -> str:
     t = penv.torch
     if not inspect_torch:
+        if t is not None and t.version:
+            return f"torch {t.version} read from its files; not imported (--no-torch)"
         return "torch not inspected (--no-torch)"
     if t is None:
         return "torch is not installed in this interpreter"
@@ -234,7 +299,7 @@ def _mark_hang(penv: PythonEnv, stage: Optional[str], error: str) -> PythonEnv:
     t = penv.torch
     if t is None or not stage:
         return penv
-    if stage == "importing torch" and not t.import_error:
+    if stage == "importing torch" and not t.import_error and not t.imported:
         t = replace(t, import_error=error)
     elif "CUDA" in stage and not t.cuda_init_error:
         t = replace(t, cuda_init_error=error)
@@ -255,20 +320,30 @@ def probe_python(executable: str, runner: Any, timeout_s: float = DEFAULT_TIMEOU
                          executable=str(executable), requested_as=requested_as)
 
 
+_FAILURE = {"not_found": "not_found", "could_not_run": "not_executable", "no_json": "not_python",
+            "crashed": "crashed", "timeout": "timeout", "partial_timeout": "timeout", "exited": "exited",
+            "task_error": "payload_error", "protocol": "payload_error"}
+
+
 def _probe_python(executable: str, runner: Any, timeout_s: float, inspect_torch: bool,
                   requested_as: Optional[str]) -> PythonEnv:
     args = [] if inspect_torch else ["--no-torch"]
-    hint = "importing torch" if inspect_torch else "reading installed packages"
+    # the payload writes a checkpoint line just before `import torch`: with none on stdout, it had not got there
+    hint = "starting up or reading installed packages (before importing torch)" if inspect_torch \
+        else "reading installed packages"
     pr = execute_payload(executable, runner, "inspect", args, timeout_s, stage_hint=hint)
     common = {"requested_as": requested_as, "duration_s": round(pr.run.duration_s, 3)}
+    failure = {"failure": _FAILURE.get(pr.kind, "payload_error"), "failure_stage": pr.stage} if pr.kind != "ok" else {}
     if pr.kind == "not_found":
-        return PythonEnv(status=ProbeStatus.ABSENT, reason=pr.error, executable=str(executable), **common)
+        return PythonEnv(status=ProbeStatus.ABSENT, reason=pr.error, executable=str(executable), **common, **failure)
     notes: List[str] = []
     penv = env_from_result(pr.result, notes) if pr.result else PythonEnv(executable=str(executable))
     if penv.executable is None:
         penv = replace(penv, executable=str(executable))
+    if penv.torch_inspected is None and pr.result:
+        penv = replace(penv, torch_inspected=inspect_torch)
     if pr.kind == "ok":
         return replace(penv, status=ProbeStatus.OK, reason=_ok_reason(penv, inspect_torch), **common)
-    if pr.kind == "partial_timeout":
+    if pr.kind in ("partial_timeout", "timeout", "crashed", "exited"):
         penv = _mark_hang(penv, pr.stage, pr.error or "timed out")
-    return replace(penv, status=ProbeStatus.FAILED, reason=pr.error, **common)
+    return replace(penv, status=ProbeStatus.FAILED, reason=pr.error, **common, **failure)

@@ -133,7 +133,9 @@ def _torch_line(env: PythonEnv) -> str:
     else:
         build = f"torch CUDA {UNKNOWN}"
     available = f"cuda available: {fmt(torch.cuda_available)}"
-    if torch.cuda_available is False and torch.cuda_init_error:
+    if torch.imported is False and env.torch_inspected is False:
+        available = "not imported (--no-torch): build read from its files"
+    elif torch.cuda_available is False and torch.cuda_init_error:
         available += f" — {_first_line(torch.cuda_init_error)}"
     elif torch.cuda_available and torch.device_count is not None:
         available += f" ({torch.device_count} device{'s' if torch.device_count != 1 else ''})"
@@ -214,11 +216,14 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
         where = env.executable or env.requested_as
         if state is not None:
             rows.append((label, (f"{where}: " if where else "") + state))
-            continue
-        rows.append((label, f"{fmt(env.python_version)} at {fmt(where)}"))
+            if env.torch is None:
+                continue  # (a crash inside `import torch` still has the build read from torch's files)
+        else:
+            rows.append((label, f"{fmt(env.python_version)} at {fmt(where)}"))
         rows.append(("  torch", _torch_line(env)))
         if env.torch is not None and env.torch.arch_list:
-            rows.append(("  arch", " ".join(env.torch.arch_list)))
+            from_files = " (read from libtorch_cuda.so)" if env.torch.arch_list_source == "fatbin" else ""
+            rows.append(("  arch", " ".join(env.torch.arch_list) + from_files))
 
     state = section_state(facts.host)
     rows.append(("Host", state if state is not None else _host_line(facts)))
@@ -270,9 +275,13 @@ def header_line(report: Report) -> str:
     origin = report.facts.origin
     if report.facts.collected_at:
         origin += f", collected {report.facts.collected_at}"
+    targets = getattr(report.facts, "targets", None)
+    if targets is not None:
+        origin += f" + declared targets ({targets.source or 'given'})"
+    data = getattr(report, "compat_source", None)
     return (
         f"envdoctor {report.envdoctor_version} · facts: {origin} · "
-        f"compat matrix as of {fmt(report.compat_as_of)}"
+        f"compat matrix as of {fmt(report.compat_as_of)}" + (f" ({data})" if data else "")
     )
 
 
@@ -310,11 +319,38 @@ def _split_unquoted(line: str) -> List[str]:
     return tokens
 
 
+def split_comment(line: str) -> Tuple[str, str | None]:
+    """(code, comment) of a shell line: the comment starts at the first unquoted ``#`` that begins a word."""
+    quote: str | None = None
+    escaped = False
+    for i, ch in enumerate(line):
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i].rstrip(), line[i + 1:].strip()
+    return line, None
+
+
+def _comment_lines(text: str, width: int, pad: str) -> List[str]:
+    return textwrap.wrap(text, width=max(width, len(pad) + 20), initial_indent=pad + "# ",
+                         subsequent_indent=pad + "# ", break_long_words=False, break_on_hyphens=False) \
+        or [pad + "#"]
+
+
 def wrap_command(command: str, width: int, indent: int = COMMAND_INDENT) -> List[str]:
     """Lay a shell command out in ``width`` columns without breaking it.
 
     A line that fits is kept as is. A longer one is broken only between words, with a trailing
-    `` \\`` (shell line continuation), so the lines still paste as one command. A single word
+    `` \\`` (shell line continuation), so the lines still paste as one command. A trailing
+    ``# comment`` never takes a continuation (after ``#`` a ``\\`` is comment text and the next line
+    would run on its own): it moves to comment lines of its own above the command. A single word
     longer than the width (a very long URL) is never cut: it stays whole on its own line.
     """
     pad = " " * indent
@@ -324,16 +360,17 @@ def wrap_command(command: str, width: int, indent: int = COMMAND_INDENT) -> List
         if len(pad) + len(line) <= width:
             out.append(pad + line)
             continue
-        if line.lstrip().startswith("#"):
-            out.extend(textwrap.wrap(
-                line.lstrip().lstrip("#").strip(), width=max(width, indent + 20),
-                initial_indent=pad + "# ", subsequent_indent=pad + "# ",
-                break_long_words=False, break_on_hyphens=False,
-            ))
+        code, comment = split_comment(line)
+        if comment is not None:
+            out.extend(_comment_lines(comment, width, pad))
+        if not code.strip():
+            continue
+        if len(pad) + len(code) <= width:
+            out.append(pad + code)
             continue
         cont = pad + " " * _CONTINUATION
-        prefix, current = pad + line[: len(line) - len(line.lstrip())], ""
-        for token in _split_unquoted(line):
+        prefix, current = pad + code[: len(code) - len(code.lstrip())], ""
+        for token in _split_unquoted(code):
             if not current:
                 current = token
             elif len(prefix) + len(current) + 1 + len(token) + 2 <= width:
@@ -401,7 +438,8 @@ def _evidence_lines(finding: Finding) -> List[Text]:
     return lines
 
 
-def _finding(finding: Finding, verbose: bool, width: int) -> List[Tuple[RenderableType, bool]]:
+def _finding(finding: Finding, verbose: bool, width: int,
+             show_subject: bool = False) -> List[Tuple[RenderableType, bool]]:
     """Renderables for one finding; the flag marks pre-laid-out command lines (never re-wrapped)."""
     out: List[Tuple[RenderableType, bool]] = []
     symbol, style = _SEVERITY_SYMBOLS.get(finding.severity, ("?", ""))
@@ -413,6 +451,9 @@ def _finding(finding: Finding, verbose: bool, width: int) -> List[Tuple[Renderab
     meta = f"{finding.severity} · {finding.category} · {finding.code}"
     if finding.confidence:
         meta += f" · confidence {finding.confidence}"
+    if show_subject and finding.subject:
+        # several interpreters were judged: say which one this finding (and its fix) is about
+        meta += f" · in {finding.subject}"
     out.append((Padding(Text(meta, style="dim"), (0, 0, 0, 2)), False))
     if finding.detail:
         out.append((Padding(Text(finding.detail), (0, 0, 0, 2)), False))
@@ -499,7 +540,7 @@ def render_console(
         for i, finding in enumerate(findings):
             if i:
                 pr()
-            for renderable, is_command in _finding(finding, verbose, width):
+            for renderable, is_command in _finding(finding, verbose, width, len(report.facts.pythons) > 1):
                 if is_command:
                     raw(renderable)  # type: ignore[arg-type]
                 else:

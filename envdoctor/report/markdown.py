@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import List
 
 from ..findings import CheckStatus, Report, Severity
+from ..remedies import POWERSHELL, platform_of
 from .console import check_symbol, header_line, key_fact_rows, verdict
 from .redact import redact_report
 
@@ -21,6 +23,19 @@ def _fence(body: str, lang: str) -> str:
     while fence in body:
         fence += "`"
     return f"{fence}{lang}\n{body}\n{fence}"
+
+
+def _code_span(text: str) -> str:
+    """Inline code that holds any text: a backtick run longer than any inside it (CommonMark code spans)."""
+    text = " ".join(text.split())
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _fence_language(report: Report) -> str:
+    """The fence language of fix commands: they are quoted for PowerShell on Windows (envdoctor.remedies)."""
+    return "powershell" if platform_of(report.facts).shell == POWERSHELL else "bash"
 
 
 def render_markdown(report: Report, redact: bool = True) -> str:
@@ -53,7 +68,8 @@ def render_markdown(report: Report, redact: bool = True) -> str:
                 continue
             out.append(f"### {f.severity}: {_cell(f.summary)}")
             out.append("")
-            out.append(f"`{f.category}` · `{f.code}`")
+            out.append(f"`{f.category}` · `{f.code}`"
+                       + (f" · in {_cell(_code_span(f.subject))}" if f.subject and len(report.facts.pythons) > 1 else ""))
             out.append("")
             if f.detail:
                 out.append(f.detail)
@@ -62,7 +78,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
                 out.append(f"**Fix:** {f.fix.summary}")
                 out.append("")
                 if f.fix.commands:
-                    out.append(_fence("\n".join(f.fix.commands), "bash"))
+                    out.append(_fence("\n".join(f.fix.commands), _fence_language(report)))
                     out.append("")
                 if f.fix.url:
                     out.append(f"More: {f.fix.url}")

@@ -104,4 +104,5 @@ def redact_report(report: Report) -> Report:
         envdoctor_version=report.envdoctor_version,
         compat_as_of=report.compat_as_of,
         schema_version=report.schema_version,
+        compat_source=report.compat_source,
     )

@@ -1,0 +1,128 @@
+"""`envdoctor assert`: judge an environment (a Docker image being built) against declared requirements and a fleet.
+
+Only the interpreters are probed (no driver, no GPU needed). The declared fleet becomes the driver section of
+the facts (``source: "declared"``: the target driver and one GPU per target GPU) so that the ordinary checks
+judge it: driver.cuda-compat (CUDA minor-version compatibility, forward compatibility), torch.gpu-arch,
+torch.cuda-build, driver.lifecycle. The requirement checks (checks/requirements.py) judge ``facts.targets``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, List, Optional, Sequence, Tuple
+
+from . import __version__
+from .facts import Driver, Facts, Gpu, ProbeRun, ProbeStatus, PythonEnv, Targets
+from .findings import Report
+from .targets import GpuTarget, check_driver_version, parse_requirements, resolve_gpus, split_list
+
+# The registered checks that need no live GPU or driver: they judge the interpreter's packages and the
+# declared driver/GPUs. Everything else (gpu.*, pcie.*, host.*, storage.*, driver.present ...) describes
+# the build machine, not the fleet, and is left out.
+STATIC_CHECK_IDS = (
+    "driver.cuda-compat",
+    "driver.lifecycle",
+    "torch.gpu-arch",
+    "torch.cuda-build",
+    "torch.python-version",
+    "torch.import",
+    "packages.cuda-variant",
+    "packages.companions",
+    "packages.extensions",
+    "libraries.shadowing",
+    "requirements.*",
+)
+
+
+@dataclass
+class AssertOptions:
+    requirements: List[str] = field(default_factory=list)
+    target_driver: Optional[str] = None
+    target_gpus: List[str] = field(default_factory=list)
+    source: str = "command line"
+    pythons: List[str] = field(default_factory=list)
+    python_timeout_s: float = 60.0
+    env: Optional[dict] = None
+
+
+def static_checks() -> list:
+    """The registered checks `assert` runs (in registry order)."""
+    import fnmatch
+
+    from .checks import all_checks
+
+    return [c for c in all_checks() if any(fnmatch.fnmatchcase(c.id, p) for p in STATIC_CHECK_IDS)]
+
+
+def validate_targets(compat: Any, requirements: Sequence[str], target_driver: Optional[str],
+                     target_gpus: Sequence[str]) -> Tuple[List[str], Optional[str], List[GpuTarget]]:
+    """Parse everything declared; TargetError (a usage error) on the first bad item."""
+    return (parse_requirements(list(requirements)), check_driver_version(target_driver),
+            resolve_gpus(compat, split_list(list(target_gpus))))
+
+
+def declared_driver(target_driver: Optional[str], gpus: List[GpuTarget]) -> Driver:
+    """The fleet as a driver section: what the checks judge in place of a probed one."""
+    if target_driver is None and not gpus:
+        return Driver(status=ProbeStatus.SKIPPED,
+                      reason="no target driver or GPUs declared (--target-driver, --target-gpus)")
+    return Driver(
+        status=ProbeStatus.OK,
+        source="declared",
+        reason=None if target_driver else "declared targets: no target driver given (--target-driver)",
+        version=target_driver,
+        gpus=[Gpu(index=i, name=g.model or g.given, compute_capability=g.cc) for i, g in enumerate(gpus)],
+    )
+
+
+def collect_static(pythons: Sequence[str], timeout_s: float = 60.0, env: Optional[dict] = None,
+                   runner: Any = None) -> Tuple[List[PythonEnv], List[ProbeRun]]:
+    """Probe only the target interpreters (torch imported there, in a subprocess, as for `check`)."""
+    from .probes.python_env import default_interpreter, probe_python
+    from .probes.runner import Runner
+
+    runner = runner or Runner()
+    env = dict(os.environ if env is None else env)
+    targets = [(p, "--python") for p in dict.fromkeys(pythons)] or [default_interpreter(env, runner)]
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+        futures = [pool.submit(probe_python, exe, runner, timeout_s, True, how) for exe, how in targets]
+        envs = [f.result() for f in futures]
+    statuses = [e.status for e in envs]
+    status = ProbeStatus.OK if all(s == ProbeStatus.OK for s in statuses) else statuses[0]
+    reason = "; ".join(e.reason for e in envs if e.reason) or None
+    return envs, [ProbeRun("pythons", status, reason, time.monotonic() - start)]
+
+
+def assert_report(options: AssertOptions, compat: Any = None, only: Optional[List[str]] = None,
+                  ignore: Optional[List[str]] = None, runner: Any = None) -> Report:
+    """Collect the interpreters, add the declared targets, judge with the static checks."""
+    from .compat import load_compat
+
+    compat = compat or load_compat()
+    reqs, driver, gpus = validate_targets(compat, options.requirements, options.target_driver, options.target_gpus)
+    envs, runs = collect_static(options.pythons, options.python_timeout_s, options.env, runner)
+    facts = Facts(
+        envdoctor_version=__version__,
+        collected_at=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
+        origin="live",
+        driver=declared_driver(driver, gpus),
+        pythons=envs,
+        probes=runs,
+        targets=Targets(requirements=reqs, target_driver=driver, target_gpus=[g.given for g in gpus],
+                        source=options.source),
+    )
+    return judge_declared(facts, compat, only, ignore)
+
+
+def judge_declared(facts: Facts, compat: Any, only: Optional[List[str]] = None,
+                   ignore: Optional[List[str]] = None) -> Report:
+    from .checks import run_checks, select
+
+    results = run_checks(facts, compat, select(static_checks(), only, ignore))
+    return Report(facts=facts, checks=results, envdoctor_version=__version__,
+                  compat_as_of=getattr(compat, "as_of", None), compat_source=getattr(compat, "label", None))

@@ -1,0 +1,338 @@
+"""`envdoctor recommend`: the newest torch (with companions) whose CUDA variant runs on a driver and has kernels for
+the GPUs, for a Python; the rule that makes it fit, what that rule does not cover, and the pip/uv commands.
+
+Every verdict uses the matrix's own rules and queries: the GA minimum driver of the variant's CUDA (release
+notes Table 3), CUDA minor-version compatibility (the major's floor; SASS only, never newer PTX), the GPU
+architecture's driver branches (driver_gpu_support.json) and ``arch_runs`` over the variant's arch list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from .compat import arch_runs, cuda_of_variant, load_compat
+from .targets import GpuTarget, TargetError, check_driver_version, resolve_gpu
+
+
+class RecommendError(ValueError):
+    """Bad input to recommend (an unknown GPU, a malformed version); one line."""
+
+
+def _rel(text: Optional[str]) -> Tuple[int, ...]:
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(str(text)).release if text else ()
+    except InvalidVersion:
+        return ()
+
+
+@dataclass
+class Verdict:
+    torch: str  # minor "2.13"
+    variant: str
+    fits: bool
+    rule: Optional[str] = None  # why it runs
+    not_covered: List[str] = field(default_factory=list)  # what that rule does not cover
+    why_not: Optional[str] = None
+    unknown: List[str] = field(default_factory=list)  # what could not be judged
+
+
+def _driver_rule(compat: Any, driver: Optional[str], cuda: str, os: str,
+                 ptx_only: List[str]) -> Tuple[Optional[bool], str, List[str]]:
+    """(runs?, the rule, what the rule does not cover); runs None when the driver is unknown."""
+    req = compat.cuda_requirement(cuda, os)
+    if req is None:
+        return None, f"CUDA {cuda} is not in the matrix", []
+    if driver is None:
+        return None, f"driver unknown: CUDA {cuda} needs >= {req.min_driver or '?'}" + (
+            f" (or >= {req.minor_compat_min_driver} under minor-version compatibility)"
+            if req.minor_compat_min_driver and _rel(cuda)[0] >= 11 else ""), []
+    if req.min_driver and _rel(driver) >= _rel(req.min_driver):
+        return True, f"driver {driver} >= {req.min_driver}, CUDA {req.cuda}'s GA minimum [{req.source}]", []
+    floor = req.minor_compat_min_driver if _rel(cuda)[0] >= 11 else None
+    if floor and _rel(driver) >= _rel(floor):
+        if ptx_only:
+            return False, (f"cu{cuda.replace('.', '')} needs driver >= {req.min_driver}; this driver is {driver}, "
+                           f"and minor-version compatibility cannot JIT its PTX for {', '.join(ptx_only)}"), []
+        limits = [lim.get("rule") for lim in compat.minor_compat_limits() if lim.get("rule")]
+        return True, (f"CUDA minor-version compatibility: driver {driver} >= {floor}, the CUDA "
+                      f"{_rel(cuda)[0]}.x floor [{req.minor_compat_source}]"), limits
+    need = req.min_driver or floor
+    if need is None:
+        # NVIDIA's table gives no minimum here (Windows for CUDA 13.x is "N/A"): unknown, not a verdict
+        return None, f"the minimum {os} driver for CUDA {req.cuda} is not in the matrix: driver {driver} not judged", []
+    return False, f"cu{cuda.replace('.', '')} needs driver >= {need}; this driver is {driver}", []
+
+
+def _branch_rule(compat: Any, driver: Optional[str], gpus: List[GpuTarget]) -> Optional[str]:
+    """Why this driver cannot drive one of the GPUs at all (its architecture's branches), else None."""
+    if driver is None:
+        return None
+    from .compat.driver_gpu import driver_gpu_table
+
+    try:
+        table = driver_gpu_table(compat)
+    except Exception:  # noqa: BLE001 - optional table: without it the branch limit is not judged
+        return None
+    branch = _rel(driver)[0]
+    for g in gpus:
+        row = table.for_cc(g.cc)
+        if row is not None and row.supports(branch) is False:
+            span = f"R{row.first_branch or '?'}" + (f"..R{row.last_branch}" if row.last_branch else "+")
+            return (f"driver branch R{branch} does not drive {g.label} ({row.architecture}: {span}; "
+                    f"{row.source})")
+    return None
+
+
+def judge_variant(compat: Any, rel: Any, variant: str, driver: Optional[str], gpus: List[GpuTarget],
+                  os: str) -> Verdict:
+    cuda = cuda_of_variant(variant)
+    assert cuda is not None
+    arch = rel.arch_lists.get(variant)
+    ptx_only: List[str] = []
+    unknown: List[str] = []
+    if gpus:
+        if not arch:
+            unknown.append(f"{variant}'s arch list is not in the matrix: kernels for the GPUs not checked")
+        else:
+            for g in gpus:
+                if not arch_runs(arch, g.cc)[0]:
+                    return Verdict(rel.minor, variant, False,
+                                   why_not=f"{variant} has no sm_{g.cc.replace('.', '')} kernels ({g.label}): "
+                                           f"arch list {' '.join(arch)}")
+                if not arch_runs([a for a in arch if a.startswith("sm_")], g.cc)[0]:
+                    ptx_only.append(g.label)
+    runs, rule, limits = _driver_rule(compat, driver, cuda, os, ptx_only)
+    if runs is False:
+        return Verdict(rel.minor, variant, False, why_not=rule)
+    notes = list(limits)
+    if ptx_only:
+        notes.append(f"{', '.join(ptx_only)}: PTX only, JIT-compiled at start-up (minutes, a large JIT cache)")
+    if runs is None:
+        unknown.append(rule)
+        return Verdict(rel.minor, variant, True, rule=None, not_covered=notes, unknown=unknown)
+    return Verdict(rel.minor, variant, True, rule=rule, not_covered=notes, unknown=unknown)
+
+
+def _latest_patch(compat: Any, minor: str) -> Optional[Any]:
+    rows = [c for c in compat.companion_rows() if ".".join(c.torch.split(".")[:2]) == minor]
+    return max(rows, key=lambda c: _rel(c.torch)) if rows else None
+
+
+def commands(compat: Any, minor: str, variant: str, python: Optional[str], os: str = "linux") -> Dict[str, Any]:
+    from .remedies import POSIX, POWERSHELL, Installer, pip_command
+    from .remedies.python import LEGACY_FIND_LINKS, TORCH_FAMILY, index_url_for
+
+    comp = _latest_patch(compat, minor)
+    version = comp.torch if comp else f"{minor}.*"
+    pins = [f"torch=={version}"]
+    if comp and comp.torchvision:
+        pins.append(f"torchvision=={comp.torchvision}")
+    if comp and comp.torchaudio:
+        pins.append(f"torchaudio=={comp.torchaudio}")
+    args: List[str] = list(pins)
+    if _rel(version)[:2] and _rel(version)[:2] < (1, 13):
+        # before 1.13 there was no per-variant index (https://pytorch.org/get-started/previous-versions/)
+        args = [f"{p}+{variant}" if p.split("==")[0] in TORCH_FAMILY else p for p in args] + ["-f", LEGACY_FIND_LINKS]
+    else:
+        args += ["--index-url", index_url_for(variant)]
+    # planning a rental: no interpreter path to name, so the Python version stands for it
+    shell = POWERSHELL if os == "windows" else POSIX
+    pip = pip_command(Installer("pip", f"python{python}" if python and shell == POSIX else None, shell),
+                      "install", *args)
+    uv = pip_command(Installer("uv", python, shell), "install", *args)
+    return {"torch": version, "torchvision": comp.torchvision if comp else None,
+            "torchaudio": comp.torchaudio if comp else None,
+            # the triton pin is read from the Linux wheel's Requires-Dist; Windows wheels do not require it
+            "triton": comp.triton if comp and os != "windows" else None,
+            "companions_source": comp.source if comp else None, "pip": pip, "uv": uv}
+
+
+def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python: Optional[str],
+              os: str = "linux") -> Dict[str, Any]:
+    releases = [r for r in compat.torch_releases() if r.cuda_variants]
+    skipped: List[str] = []
+    candidates: List[Tuple[Any, Verdict]] = []
+    rejected: List[Dict[str, Any]] = []
+    branch_problem = _branch_rule(compat, driver, gpus)
+    for rel in sorted(releases, key=lambda r: _rel(r.minor), reverse=True):
+        if python:
+            if not rel.python_min or not rel.python_max:
+                skipped.append(f"torch {rel.minor}: Python range not in the matrix")
+                continue
+            if not (_rel(rel.python_min) <= _rel(python)[:2] <= _rel(rel.python_max)):
+                continue
+        for variant in rel.cuda_variants:
+            if not cuda_of_variant(variant):
+                continue
+            v = judge_variant(compat, rel, variant, driver, gpus, os)
+            if v.fits and branch_problem is None:
+                candidates.append((rel, v))
+            else:
+                rejected.append({"torch": rel.minor, "variant": variant,
+                                 "why_not": v.why_not or branch_problem})
+
+    def rank(item: Tuple[Any, Verdict]) -> Tuple:
+        rel, v = item
+        return (_rel(rel.minor), not v.unknown, variant_is_default(rel, v.variant),
+                _rel(cuda_of_variant(v.variant)))
+
+    best = max(candidates, key=rank) if candidates else None
+    per_cuda: Dict[str, Tuple[Any, Verdict]] = {}
+    for rel, v in candidates:
+        if v.variant not in per_cuda or rank((rel, v)) > rank(per_cuda[v.variant]):
+            per_cuda[v.variant] = (rel, v)
+
+    def entry(rel: Any, v: Verdict) -> Dict[str, Any]:
+        return {"torch_minor": rel.minor, "variant": v.variant, "cuda": cuda_of_variant(v.variant),
+                "rule": v.rule, "not_covered": v.not_covered, "unknown": v.unknown,
+                "torch_source": rel.source, **commands(compat, rel.minor, v.variant, python, os)}
+
+    out: Dict[str, Any] = {
+        "query": "recommend", "driver": driver, "gpus": [g.label for g in gpus], "python": python, "os": os,
+        "recommendation": entry(*best) if best else None,
+        "per_cuda_variant": [entry(*per_cuda[k]) for k in sorted(per_cuda, key=lambda k: _rel(cuda_of_variant(k)),
+                                                                  reverse=True)
+                             if best is None or k != best[1].variant or per_cuda[k][0].minor != best[0].minor],
+        "newer_not_fitting": [r for r in rejected if best is None or _rel(r["torch"]) >= _rel(best[0].minor)],
+        "driver_cannot_drive_gpu": branch_problem,
+        "skipped": skipped,
+        "gpu_notes": _gpu_notes(compat, gpus, releases),
+        "as_of": compat.as_of,
+    }
+    return out
+
+
+def variant_is_default(rel: Any, variant: str) -> bool:
+    return rel.default_variant == variant
+
+
+def _gpu_notes(compat: Any, gpus: List[GpuTarget], releases: List[Any]) -> List[str]:
+    """For a GPU no current wheel serves: the last torch with kernels for it, or that none has them."""
+    notes = []
+    known = [r for r in releases if r.arch_lists]
+    if not known:
+        return notes
+    newest = max(known, key=lambda r: _rel(r.minor))
+    for g in gpus:
+        if any(arch_runs(a, g.cc)[0] for a in newest.arch_lists.values() if a):
+            continue
+        serving = [(r, v) for r in known for v, a in r.arch_lists.items() if a and arch_runs(a, g.cc)[0]]
+        if serving:
+            last = max(serving, key=lambda rv: _rel(rv[0].minor))[0]
+            variants = sorted(v for r, v in serving if r.minor == last.minor)
+            notes.append(f"No current torch ({newest.minor}) has kernels for {g.label}; the last with them is "
+                         f"torch {last.minor} ({', '.join(variants)})")
+        else:
+            notes.append(f"No torch build in the matrix (as of {compat.as_of}) has kernels for {g.label}: "
+                         "none can run it")
+    return notes
+
+
+def render(out: Dict[str, Any]) -> str:
+    lines = [f"For driver {out['driver'] or 'unknown'}, GPUs {', '.join(out['gpus']) or '(none given)'}, "
+             f"Python {out['python'] or 'any'}, {out['os']}:"]
+    for note in out.get("from_this_machine") or []:
+        lines.append(f"  ({note})")
+    for note in out["gpu_notes"]:
+        lines.append(f"  ! {note}")
+    if out["driver_cannot_drive_gpu"]:
+        lines.append(f"  ! {out['driver_cannot_drive_gpu']}: upgrade the driver first")
+    rec = out["recommendation"]
+    if rec is None:
+        lines.append("No torch build in the matrix fits.")
+    else:
+        lines += ["", f"Newest that fits: torch {rec['torch']} ({rec['variant']}, CUDA {rec['cuda']})"
+                  + (f", torchvision {rec['torchvision']}" if rec["torchvision"] else "")
+                  + (f", torchaudio {rec['torchaudio']}" if rec["torchaudio"] else "")
+                  + (f", triton {rec['triton']}" if rec["triton"] else "")]
+        if rec["rule"]:
+            lines.append(f"  fits because: {rec['rule']}")
+        for n in rec["not_covered"]:
+            lines.append(f"  not covered by that rule: {n}")
+        for n in rec["unknown"]:
+            lines.append(f"  not judged: {n}")
+        lines += ["  " + rec["pip"], "  " + rec["uv"]]
+    if out["per_cuda_variant"]:
+        lines += ["", "Newest for each other CUDA variant that fits:"]
+        for e in out["per_cuda_variant"]:
+            rule = (e["rule"] or "").split(" [", 1)[0]
+            lines.append(f"  {e['variant']}: torch {e['torch']}" + (f" ({rule})" if rule else ""))
+            lines.append(f"      {e['pip']}")
+    newer = out["newer_not_fitting"]
+    if newer:
+        lines += ["", "Why newer builds do not fit:"]
+        seen = set()
+        for r in newer:
+            key = (r["variant"], r["why_not"])
+            if key in seen:
+                continue
+            seen.add(key)
+            lines.append(f"  torch {r['torch']} {r['variant']}: {r['why_not']}")
+    for s in out["skipped"]:
+        lines.append(f"(not judged: {s})")
+    lines.append(f"(matrix as of {out['as_of']})")
+    return "\n".join(lines)
+
+
+def recommend_from_args(args: Any) -> Tuple[Dict[str, Any], str]:
+    import platform
+
+    compat = load_compat()
+    try:
+        driver = check_driver_version(args.driver) if args.driver else None
+        gpus = [resolve_gpu(compat, g) for given in args.gpu for g in given.split(",") if g.strip()]
+    except TargetError as e:
+        raise RecommendError(str(e)) from None
+    python = args.python_version
+    if python and (not _rel(python) or len(_rel(python)) < 2):
+        raise RecommendError(f"--python {python!r}: give a Python version such as 3.11")
+    os_name = args.os or ("windows" if platform.system() == "Windows" else "linux")
+    notes: List[str] = []
+    if args.driver is None or not args.gpu or python is None:
+        driver, gpus, python = _from_machine(compat, driver, gpus, python, need_driver=args.driver is None,
+                                             need_gpus=not args.gpu, need_python=python is None, notes=notes)
+    if python:
+        python = ".".join(str(p) for p in _rel(python)[:2])
+    out = recommend(compat, driver, gpus, python, os_name)
+    out["from_this_machine"] = notes
+    out["compat_data"] = getattr(compat, "label", None)
+    return out, render(out)
+
+
+def _from_machine(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python: Optional[str],
+                  need_driver: bool, need_gpus: bool, need_python: bool, notes: List[str]):
+    """Fill what was not given from this machine (driver probe; the active interpreter's version)."""
+    if need_driver or need_gpus:
+        from .probes.driver import probe_driver
+        from .probes.runner import Runner
+
+        d = probe_driver(Runner())
+        if need_driver and d.version:
+            driver = d.version
+            notes.append(f"driver {d.version} read from this machine")
+        elif need_driver:
+            notes.append(f"no --driver given and none read here (driver probe {d.status}"
+                         + (f": {d.reason}" if d.reason else "") + ")")
+        if need_gpus:
+            for gpu in d.gpus:
+                cc = gpu.compute_capability or (compat.gpu_compute_capability(gpu.name) if gpu.name else None)
+                if cc:
+                    gpus.append(GpuTarget(gpu.name or f"GPU {gpu.index}",
+                                          f"{gpu.name or 'GPU'} (compute capability {cc})", cc, gpu.name, "model"))
+    if need_python:
+        from .probes.python_env import default_interpreter
+        from .probes.runner import Runner
+
+        exe, how = default_interpreter()
+        try:
+            res = Runner().run([exe, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=10)
+            text = (getattr(res, "stdout", "") or "").strip()
+            python = text if _rel(text) else None
+            if python:
+                notes.append(f"Python {python} from {exe} ({how})")
+        except Exception:  # noqa: BLE001 - the probe boundary: an interpreter that fails leaves Python unknown
+            python = None
+    return driver, gpus, python

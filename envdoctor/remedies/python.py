@@ -1,0 +1,119 @@
+"""Install commands into the judged interpreter: pip or uv, the interpreter named by its path, pins and index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Optional, Sequence
+
+from packaging.version import InvalidVersion, Version
+
+from ..facts import Facts, PythonEnv
+from .platform import platform_of
+from .shell import POSIX, POWERSHELL, Arg, Raw, command
+
+TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
+# Before torch 1.13 the per-variant index did not exist: `torch==1.12.1+cu113 -f .../torch_stable.html`
+# (https://pytorch.org/get-started/previous-versions/).
+LEGACY_FIND_LINKS = "https://download.pytorch.org/whl/torch_stable.html"
+
+
+def index_url_for(variant: str) -> str:
+    return f"https://download.pytorch.org/whl/{variant}"
+
+
+@dataclass(frozen=True)
+class Installer:
+    """How to install into one interpreter."""
+
+    tool: str  # "pip" (python -m pip) or "uv" (uv pip --python)
+    python: Optional[str]  # the judged interpreter's path; None when the facts do not name it (a paste)
+    shell: str
+    conda: bool = False
+
+    @property
+    def python_word(self) -> str:
+        return self.python or "python"
+
+
+def installer_for(facts: Optional[Facts], py: Optional[PythonEnv]) -> Installer:
+    """pip of the judged interpreter, named by its absolute path so a paste never installs into whatever
+    `python` is first on PATH; uv when uv installed torch there (uv venvs carry no pip of their own:
+    https://docs.astral.sh/uv/pip/environments/). A conda env gets its own interpreter's pip, which is how
+    PyTorch ships CUDA builds since it stopped publishing conda packages (2.5 was the last,
+    https://github.com/pytorch/pytorch/issues/138506)."""
+    shell = platform_of(facts, py).shell if facts is not None else POSIX
+    if py is None:
+        return Installer("pip", None, shell)
+    installers = [p.installer for p in py.packages if p.name == "torch" and p.installer]
+    if not installers:
+        installers = [p.installer for p in py.packages if p.installer]
+    uv = bool(installers) and installers[0].strip().lower() == "uv"
+    return Installer("uv" if uv else "pip", py.executable or None, shell, bool(py.is_conda))
+
+
+def pip_command(inst: Installer, subcommand: str, *args: Arg, comment: Optional[str] = None) -> str:
+    """``<python> -m pip <subcommand> ...`` or ``uv pip <subcommand> --python <python> ...``."""
+    if inst.tool == "uv":
+        head: List[Arg] = ["uv", "pip", subcommand] + (["--python", inst.python] if inst.python else [])
+    else:
+        head = [inst.python_word, "-m", "pip", subcommand]
+    return command(head, list(args), comment=comment, shell=inst.shell, what="the interpreter path")
+
+
+def _major_minor(text: Optional[str]):
+    try:
+        v = Version(str(text))
+    except (InvalidVersion, TypeError):
+        return None
+    rel = v.release + (0,)
+    return rel[0], rel[1]
+
+
+def pip_install(facts: Optional[Facts], py: Optional[PythonEnv], packages: Sequence[str],
+                variant: Optional[str] = None, force: bool = False, no_deps: bool = False,
+                no_build_isolation: bool = False) -> str:
+    """The install line for ``packages`` (pins such as ``torch==2.5.1``) from ``variant``'s index."""
+    inst = installer_for(facts, py)
+    args: List[Arg] = []
+    if force:
+        # uv spells pip's --force-reinstall as --reinstall (https://docs.astral.sh/uv/reference/cli/#uv-pip-install)
+        args.append("--reinstall" if inst.tool == "uv" else "--force-reinstall")
+    if no_deps:
+        args.append("--no-deps")
+    if no_build_isolation:
+        args.append("--no-build-isolation")
+    torch_pin = next((p.split("==", 1)[1] for p in packages if p.startswith("torch==")), None)
+    mm = _major_minor(torch_pin)
+    legacy = bool(variant and mm and mm < (1, 13))
+    pkgs = list(packages)
+    if legacy:
+        pkgs = [f"{p}+{variant}" if p.split("==")[0] in TORCH_FAMILY and "==" in p and "+" not in p else p
+                for p in pkgs]
+    args += pkgs
+    if legacy:
+        args += ["-f", LEGACY_FIND_LINKS]
+    elif variant:
+        args += ["--index-url", index_url_for(variant)]
+    return pip_command(inst, "install", *args)
+
+
+def pip_check(facts: Optional[Facts], py: Optional[PythonEnv]) -> str:
+    return pip_command(installer_for(facts, py), "check")
+
+
+def new_venv(facts: Optional[Facts], py: Optional[PythonEnv], python_version: str) -> str:
+    """A fresh environment on Python ``python_version`` ("3.12"), activated."""
+    inst = installer_for(facts, py)
+    if inst.tool == "uv":
+        return command("uv", "venv", "--python", python_version, ".venv", shell=inst.shell)
+    if inst.shell == POWERSHELL:
+        # the Windows launcher picks the version (https://docs.python.org/3/using/windows.html#launcher)
+        return command("py", f"-{python_version}", "-m", "venv", ".venv", Raw(";"), Raw(r".venv\Scripts\Activate.ps1"),
+                       shell=inst.shell)
+    return command(f"python{python_version}", "-m", "venv", ".venv", Raw("&&"), Raw("."), ".venv/bin/activate")
+
+
+def conda_cuda_note() -> str:
+    # the pytorch conda channel stopped at 2.5 (https://github.com/pytorch/pytorch/issues/138506)
+    return ("# conda env: run the pip line above with this env's python (the pytorch channel stopped at "
+            "torch 2.5), or install conda-forge's pytorch with a CUDA build")

@@ -1,0 +1,123 @@
+"""Declared targets: PEP 508 requirements and target GPUs (model names or sm_XX), parsed and resolved once."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, List, Optional, Sequence
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import InvalidVersion, Version
+
+# Requirement names that are not distributions: the interpreter, the torch build's CUDA and cuDNN
+PSEUDO_NAMES = ("python", "cuda", "cudnn")
+
+
+class TargetError(ValueError):
+    """A requirement or GPU name that cannot be understood; the message is one line."""
+
+
+def parse_requirement(text: str) -> Requirement:
+    """``"torch>=2.4"`` -> Requirement; a bad specifier is a TargetError quoting it."""
+    raw = (text or "").strip()
+    if not raw:
+        raise TargetError("empty requirement")
+    try:
+        req = Requirement(raw)
+    except InvalidRequirement as e:
+        first = str(e).splitlines()[0] if str(e) else "invalid"
+        raise TargetError(f"requirement {raw!r} is not a PEP 508 requirement ({first})") from None
+    if req.marker is not None:
+        raise TargetError(f"requirement {raw!r}: environment markers are not supported here")
+    if req.url:
+        raise TargetError(f"requirement {raw!r}: URL requirements are not supported here")
+    return req
+
+
+def parse_requirements(texts: Sequence[str]) -> List[str]:
+    """Validate every requirement (raising on the first bad one) and return them stripped, in order."""
+    out = []
+    for t in texts:
+        parse_requirement(t)
+        out.append(t.strip())
+    return out
+
+
+def split_list(values: Any) -> List[str]:
+    """``["H100,A100", "L4"]`` or ``"H100, A100"`` -> ``["H100", "A100", "L4"]``."""
+    if values is None:
+        return []
+    if isinstance(values, str):
+        values = [values]
+    return [p.strip() for v in values for p in str(v).split(",") if p.strip()]
+
+
+def check_driver_version(text: Optional[str]) -> Optional[str]:
+    """A driver version as NVIDIA writes it ("535.104.05"); a TargetError otherwise."""
+    if text is None:
+        return None
+    raw = str(text).strip()
+    if not re.fullmatch(r"\d{3}(\.\d{1,3}){0,2}", raw):
+        raise TargetError(f"target driver {raw!r} is not an NVIDIA driver version such as 535.104.05")
+    try:
+        Version(raw)
+    except InvalidVersion:  # pragma: no cover - the pattern above only admits valid versions
+        raise TargetError(f"target driver {raw!r} is not a version") from None
+    return raw
+
+
+@dataclass(frozen=True)
+class GpuTarget:
+    given: str  # "H100", "sm_90"
+    label: str  # what findings call it: "H100 (compute capability 9.0)"
+    cc: str  # "9.0"
+    model: Optional[str]  # the matrix row name when it is one model ("L40S"), None for a family or sm_XX
+    how: str  # "sm_XX", "model", "family"
+    source: Optional[str] = None
+
+
+_SM_RE = re.compile(r"^(?:sm|compute)_?(\d)(\d)[af]?$|^(\d{1,2})\.(\d)$", re.IGNORECASE)
+_SM3_RE = re.compile(r"^(?:sm|compute)_?(\d{2})(\d)[af]?$", re.IGNORECASE)
+_PREFIXES = ("", "GeForce ", "Tesla ", "NVIDIA ", "NVIDIA GeForce ", "Quadro ")
+
+
+def resolve_gpu(compat: Any, text: str) -> GpuTarget:
+    """A target GPU by model name ("H100", "RTX 5090", "Tesla K80") or architecture ("sm_90", "9.0").
+
+    A name fitting several models is fine when they share one compute capability ("H100": SXM, PCIe and
+    NVL are all 9.0); otherwise it is a TargetError naming the candidates.
+    """
+    raw = (text or "").strip()
+    if not raw:
+        raise TargetError("empty GPU name")
+    m = _SM3_RE.match(raw) or _SM_RE.match(raw)
+    if m:
+        groups = [g for g in m.groups() if g is not None]
+        cc = f"{int(groups[0])}.{int(groups[1])}"
+        arch = compat.arch_support(cc)
+        if arch is None:
+            raise TargetError(f"target GPU {raw!r}: compute capability {cc} is not in the matrix "
+                              "(`envdoctor matrix arch` lists them)")
+        return GpuTarget(raw, f"{raw} (compute capability {cc})", cc, None, "sm_XX", arch.source)
+    tried = []
+    for suffix in ("", "..."):
+        for prefix in _PREFIXES:
+            name = f"{prefix}{raw}{suffix}"
+            candidates = compat.gpu_candidates(name)
+            if not candidates:
+                continue
+            ccs = sorted({c.compute_capability for c in candidates if c.compute_capability})
+            if len(ccs) == 1:
+                model = candidates[0].name if len(candidates) == 1 else None
+                label = f"{model or raw} (compute capability {ccs[0]})"
+                return GpuTarget(raw, label, ccs[0], model, "model" if model else "family", candidates[0].source)
+            tried = [c.name for c in candidates]
+            if len(ccs) > 1:
+                raise TargetError(f"target GPU {raw!r} can mean models of different compute capabilities "
+                                  f"({', '.join(tried[:6])}): name one, or give sm_XX")
+    raise TargetError(f"target GPU {raw!r} is not in the matrix: give a model name (`envdoctor matrix gpu "
+                      "NAME` looks one up) or sm_XX")
+
+
+def resolve_gpus(compat: Any, texts: Sequence[str]) -> List[GpuTarget]:
+    return [resolve_gpu(compat, t) for t in split_list(list(texts))]

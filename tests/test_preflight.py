@@ -1,0 +1,62 @@
+"""envdoctor.preflight() and PreflightError: importable without side effects, raising with the readable report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def test_import_is_cheap_and_side_effect_free() -> None:
+    code = ("import sys; import envdoctor; before = set(sys.modules); "
+            "f = envdoctor.preflight; e = envdoctor.PreflightError; "
+            "import json; print(json.dumps({'torch': 'torch' in sys.modules, 'pynvml': 'pynvml' in sys.modules, "
+            "'requests': 'requests' in sys.modules, 'lazy': sorted(m for m in before if m.startswith('envdoctor')), "
+            "'callable': callable(f), 'exc': issubclass(e, Exception)}))")
+    out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                                    check=True).stdout)
+    assert out == {"torch": False, "pynvml": False, "requests": False, "lazy": ["envdoctor"], "callable": True,
+                   "exc": True}
+
+
+def test_bad_arguments_are_value_errors(tmp_path: Path, monkeypatch) -> None:
+    import envdoctor
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="torch>>>=x"):
+        envdoctor.preflight(require="torch>>>=x", config=False)
+    with pytest.raises(ValueError, match="not in the matrix"):
+        envdoctor.preflight(target_gpus=["Voodoo 5"], config=False)
+    (tmp_path / "envdoctor.toml").write_text("require = [\n")
+    with pytest.raises(ValueError, match="invalid TOML"):
+        envdoctor.preflight()
+
+
+@pytest.mark.slow
+def test_preflight_on_this_gpu_less_machine(cpu_venv, tmp_path: Path, monkeypatch) -> None:
+    import envdoctor
+
+    monkeypatch.chdir(tmp_path)
+    # ignore: the conftest venv may pair the +cpu torch with a CUDA torchvision (CUDA_VARIANT_MIXED, real)
+    report = envdoctor.preflight(require=["torch>=2.4"], python=cpu_venv.python, config=False,
+                                 ignore=["packages.cuda-variant"])
+    assert not report.has_at_least("error")
+    assert any(c.id == "requirements.torch" and c.status == "passed" for c in report.checks)
+    with pytest.raises(envdoctor.PreflightError) as e:
+        envdoctor.preflight(target_gpus=["H100"], python=cpu_venv.python, config=False)
+    err = e.value
+    assert err.report is not None and err.report.has_at_least("error")
+    text = str(err)
+    assert "Target GPU H100" in text and "REQUIREMENT_UNMET" in text and "Fix:" in text
+    # the same from the project file
+    (tmp_path / "pyproject.toml").write_text('[tool.envdoctor]\nrequire = ["torch>=3"]\n')
+    with pytest.raises(envdoctor.PreflightError, match="'torch>=3'"):
+        envdoctor.preflight(python=cpu_venv.python)
+    # static=True is `envdoctor assert` as a call: the declared fleet judged, no live probes
+    with pytest.raises(envdoctor.PreflightError, match="TORCH_CPU_ONLY_BUILD"):
+        envdoctor.preflight(target_gpus="H100", target_driver="535.104.05", python=cpu_venv.python,
+                            static=True, config=False)
+    assert "torch" not in sys.modules
