@@ -306,3 +306,28 @@ def test_windows_os_label_skips_linux_lifecycle(compat) -> None:
     text = "- OS: Windows 11\n- `torch`: 2.1.2+cu121\n- Driver: 546.33\n"
     r = next(r for r in diagnose_report([text], compat).checks if r.id == "driver.lifecycle")
     assert r.status == "skipped" and "Windows" in (r.reason or "")
+
+
+@pytest.mark.parametrize("text, category", [
+    ("RuntimeError: Detected that PyTorch and TorchAudio were compiled with different CUDA versions.\nPyTorch has "
+     "CUDA version 13.0 whereas TorchAudio has CUDA version 12.6.", "CUDA_VARIANT_MIXED"),
+    ("RuntimeError: Detected that PyTorch and torch_sparse were compiled with different CUDA versions. PyTorch has "
+     "CUDA version 11.8 and torch_sparse has CUDA version 12.1.", "THIRD_PARTY_EXTENSION_MISMATCH"),
+    ("RuntimeError: CUDA error: the provided PTX was compiled with an unsupported toolchain.",
+     "DRIVER_TOO_OLD_FOR_TORCH_CUDA"),
+    ("ImportError: /lib/x86_64-linux-gnu/libstdc++.so.6: version `GLIBCXX_3.4.30' not found (required by "
+     "/opt/conda/lib/python3.11/site-packages/torch/lib/libtorch_python.so)", "SYSTEM_LIB_SHADOWING"),
+    ("OSError: [WinError 1455] The paging file is too small for this operation to complete. Error loading "
+     "\"C:\\\\env\\\\lib\\\\site-packages\\\\torch\\\\lib\\\\cudnn_adv_infer64_8.dll\"", "HOST_MEMORY_LOW"),
+    ("node3:1234:1250 [0] NCCL WARN NET/Socket : Connect to 10.0.0.4<45123> failed : Connection refused\n"
+     "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
+     "INTERCONNECT"),
+])
+def test_even_more_families(compat, text, category) -> None:
+    assert category in _serious(diagnose_report([text], compat))
+
+
+def test_cpu_build_with_cuda_unavailable_and_no_gpu_facts(compat) -> None:
+    text = ("PyTorch version: 2.3.1+cpu\nIs debug build: False\nCUDA used to build PyTorch: None\n"
+            "Is CUDA available: False\n")
+    assert "TORCH_CPU_ONLY_BUILD" in _serious(diagnose_report([text], compat))

@@ -237,8 +237,23 @@ def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("the paste does not show torch.cuda.is_available() returning False")
     build = _torch_cuda_known(facts)
     d = facts.driver
-    if build is False or (build is True and d.status != ProbeStatus.SKIPPED):
-        return []  # torch.cuda-build or the driver checks judge it from facts
+    if build is False:
+        if d.gpus or d.status == ProbeStatus.OK:
+            return []  # torch.cuda-build judges a CPU build on a machine with GPUs
+        # a CPU build, and the paste asks why CUDA is unavailable: that is why, even with no GPU list
+        t_ver = t.version or "(version not shown)"
+        return [Finding(
+            code="diagnose.cuda-unavailable/cpu-build", category="TORCH_CPU_ONLY_BUILD",
+            severity=Severity.WARNING, confidence="medium",
+            summary=f"torch {t_ver} is a CPU build, so torch.cuda.is_available() is False (the paste shows no GPU list)",
+            detail=CATEGORIES["TORCH_CPU_ONLY_BUILD"].meaning,
+            evidence=[Evidence("pythons[0].torch.cuda_available", False),
+                      Evidence("pythons[0].torch.version", t.version, expected="a CUDA build (+cuXXX)"),
+                      Evidence("paste.settle", "nvidia-smi")],
+            fix=Fix(CATEGORIES["TORCH_CPU_ONLY_BUILD"].fix),
+        )]
+    if build is True and d.status != ProbeStatus.SKIPPED:
+        return []  # the driver checks judge it from facts
     if build is None:
         category, settle = "TORCH_CPU_ONLY_BUILD", TORCH_CMD
         why = "torch's build (CUDA or CPU) is not in the paste"
