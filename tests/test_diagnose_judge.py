@@ -108,3 +108,19 @@ def test_pip_metadata_loses_to_the_imported_torch(compat) -> None:
     codes = {f.code: f.severity for f in report.findings}
     assert codes.get("diagnose.sources/two-torch-installs") == "warning"
     assert any(f.category == "DRIVER_TOO_OLD_FOR_TORCH_CUDA" and f.severity == "error" for f in report.findings)
+
+
+def test_checks_read_provenance_not_prose(compat) -> None:
+    """Rewording what diagnose says it did not find changes no verdict."""
+    import dataclasses
+
+    from envdoctor.checks import run_checks
+
+    facts, _ = diagnose_text(["Driver Version: 550.54.15\n"], compat)
+    reworded = dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, not_found=["(reworded)"],
+                                                                    found=["(reworded)"]))
+    for f in (facts, reworded):
+        r = next(r for r in run_checks(f, compat) if r.id == "driver.gpus-visible")
+        assert r.status == "skipped" and "no GPU list" in r.reason
+    assert facts.paste.provenance["driver.version"]["confidence"] in ("high", "medium")
+    assert "driver.gpus" not in facts.paste.provenance

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from ..catalogue import CATEGORIES
-from ..compat.signatures import Signature, signatures_from
+from ..compat.signatures import Signature, normalise, signatures_from
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from .base import Check, CheckContext, SkipCheck, registrar
@@ -129,15 +129,26 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     return False
 
 
+_HITS_MEMO: Dict[str, Any] = {}
+
+
 def signature_hits(facts: Facts, compat: Any) -> List[Hit]:
-    """Every (message, signature) match, with the category the facts make most likely."""
+    """Every (message, signature) match, with the category the facts make most likely.
+
+    Several checks ask for the hits of one paste: the last answer is kept (keyed by the facts object, which
+    checks never change), and each message is whitespace-normalised once, not once per signature.
+    """
     if facts.paste is None:
         return []
     sigs = signatures_from(compat)
+    memo = _HITS_MEMO.get("last")
+    if memo is not None and memo[0] is facts and memo[1] is sigs:
+        return list(memo[2])
     hits: List[Hit] = []
     for i, message in enumerate(facts.paste.messages):
+        norm = normalise(message)
         for sig in sigs:
-            m = sig.search(message)
+            m = sig.regex.search(norm)
             if not m:
                 continue
             groups = m.groupdict()
@@ -147,6 +158,7 @@ def signature_hits(facts: Facts, compat: Any) -> List[Hit]:
                     category, confidence = alt.category, alt.confidence
                     break
             hits.append(Hit(sig, i, message, m.group(0), groups, category, confidence))
+    _HITS_MEMO["last"] = (facts, sigs, tuple(hits))
     return hits
 
 
