@@ -337,6 +337,17 @@ def check_driver_floor(ctx: CheckContext) -> List[Finding]:
     )]
 
 
+def _reinstall_one_torch(ctx: CheckContext, kept: str) -> List[str]:
+    from ..remedies import pip_command, pip_install
+    from ..remedies.python import installer_for
+
+    py = ctx.facts.pythons[0] if ctx.facts.pythons else None
+    tag = kept.partition("+")[2] or None
+    variant = tag if tag and (tag == "cpu" or tag.startswith(("cu", "rocm"))) else None
+    return [pip_command(installer_for(ctx.facts, py), "uninstall", "-y", "torch"),
+            pip_install(ctx.facts, py, [f"torch=={kept.split('+')[0]}"], variant, force=True)]
+
+
 @check("diagnose.sources", "One torch per interpreter (module and package metadata agree)",
        categories=("CUDA_VARIANT_MIXED", "COMPANION_VERSION_MISMATCH"))
 def check_sources(ctx: CheckContext) -> List[Finding]:
@@ -360,7 +371,7 @@ def check_sources(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(str(d.get("fact")), kept, source=str(d.get("kept_source"))),
                       Evidence("pythons[0].packages.torch", other, expected=kept, source=str(d.get("other_source")))],
             fix=Fix("Remove the extra copy and reinstall one torch",
-                    ["python -m pip uninstall -y torch", "python -m pip install torch==" + kept.split("+")[0]]),
+                    _reinstall_one_torch(ctx, kept)),
         ))
     return out
 
@@ -414,6 +425,15 @@ def _cpu_intent_fix(ctx: CheckContext, py: Any, pkg: Any, intent: Dict[str, Any]
                [pip_install(ctx.facts, py, [f"torch=={version}" if version else "torch"], variant, force=True)])
 
 
+def _majors_fix(ctx: CheckContext, names: List[str]) -> List[str]:
+    from ..remedies import pip_command, pip_install
+    from ..remedies.python import installer_for
+
+    py = ctx.facts.pythons[0] if ctx.facts.pythons else None
+    return [pip_command(installer_for(ctx.facts, py), "uninstall", "-y", *names),
+            pip_install(ctx.facts, py, ["torch"], None, force=True)]
+
+
 @check("packages.nvidia-majors", "Each NVIDIA library wheel installed for one CUDA major",
        categories=("CUDA_VARIANT_MIXED",))
 def check_nvidia_majors(ctx: CheckContext) -> List[Finding]:
@@ -438,8 +458,8 @@ def check_nvidia_majors(ctx: CheckContext) -> List[Finding]:
             summary=f"NVIDIA library {lib} is installed for two CUDA majors ({', '.join(names)}): one overwrites the "
                     "other in site-packages/nvidia/" + lib.split("-")[0] + "/lib",
             evidence=[Evidence("pythons[0].packages", names, expected="one CUDA major per NVIDIA library")],
-            fix=Fix("Uninstall the wheel of the CUDA major torch does not use, then reinstall torch's",
-                    [f"python -m pip uninstall -y {' '.join(names)}", "python -m pip install --force-reinstall torch"]),
+            fix=Fix("Uninstall the wheels of the CUDA major torch does not use, then reinstall torch (which brings "
+                    "back its own)", _majors_fix(ctx, names)),
         ))
     return out
 
