@@ -1183,27 +1183,43 @@ def task_pcie_load(argv: List[str], state: State) -> Dict[str, Any]:
     bufs = []
     devices = []
     for i in range(count):
-        props = torch.cuda.get_device_properties(i)
-        pci = None
-        if all(hasattr(props, a) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")):
-            pci = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}"
-        host = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
-        dev = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{i}")
-        bufs.append((i, host, dev, torch.cuda.Stream(device=i)))
-        devices.append({"index": i, "name": props.name, "pci_bus_id": pci, "bytes": 0})
+        # CUDA numbers devices FASTEST_FIRST by default, not in NVML's PCI order (CUDA C Programming Guide,
+        # CUDA_DEVICE_ORDER): each device is named by its PCI bus id, never by cuda:i alone
+        entry = {"index": i, "name": None, "pci_bus_id": None, "bytes": 0}
+        devices.append(entry)
+        try:  # per device: one GPU that cannot be used (busy, no memory, lost) must not stop the others
+            props = torch.cuda.get_device_properties(i)
+            entry["name"] = props.name
+            if all(hasattr(props, a) for a in ("pci_domain_id", "pci_bus_id", "pci_device_id")):
+                entry["pci_bus_id"] = f"{props.pci_domain_id:04x}:{props.pci_bus_id:02x}:{props.pci_device_id:02x}"
+            host = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
+            dev = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{i}")
+            bufs.append((i, host, dev, torch.cuda.Stream(device=i)))
+        except Exception as e:
+            entry["error"] = _exc_text(e)
     state.stage = "copying host to device"
     start = time.monotonic()
     result["load_started_s"] = round(start - state.start, 3)
-    while time.monotonic() - start < opts.seconds:
-        for i, host, dev, stream in bufs:
-            with torch.cuda.stream(stream):
-                dev.copy_(host, non_blocking=True)
-            devices[i]["bytes"] += nbytes
-        for _, _, _, stream in bufs:
-            stream.synchronize()
+    while bufs and time.monotonic() - start < opts.seconds:
+        issued = []
+        for item in list(bufs):  # all devices' copies in flight together, so every link carries traffic
+            try:
+                with torch.cuda.stream(item[3]):
+                    item[2].copy_(item[1], non_blocking=True)
+                issued.append(item)
+            except Exception as e:
+                devices[item[0]]["error"] = _exc_text(e)
+                bufs.remove(item)
+        for item in issued:
+            try:
+                item[3].synchronize()
+                devices[item[0]]["bytes"] += nbytes
+            except Exception as e:
+                devices[item[0]]["error"] = _exc_text(e)
+                bufs.remove(item)
     elapsed = time.monotonic() - start
     for d in devices:
-        d["gb_per_s"] = round(d["bytes"] / elapsed / 1e9, 2) if elapsed > 0 else None
+        d["gb_per_s"] = round(d["bytes"] / elapsed / 1e9, 2) if elapsed > 0 and d["bytes"] else None
     result["ran"] = True
     result["seconds"] = round(elapsed, 3)
     result["devices"] = devices

@@ -13,6 +13,8 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import __version__
 from .facts import (
+    Bench,
+    BenchResult,
     Driver,
     Facts,
     Host,
@@ -110,12 +112,13 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
     def topology() -> Topology:
         from .probes.driver import probe_topology
         from .probes.numa import probe_gpu_locality
-        from .probes.pcie import probe_pcie_links
+        from .probes.pcie import nvidia_pci_devices, probe_pcie_links
 
         topo = probe_topology(runner, root=root)
         links = probe_pcie_links(runner, root=root)
         _, _, locality = probe_gpu_locality(root)
-        return dataclasses.replace(topo, pcie_links=list(links), gpu_locality=locality)
+        return dataclasses.replace(topo, pcie_links=list(links), gpu_locality=locality,
+                                   nvidia_pci_devices=nvidia_pci_devices(root))
 
     def kernel_log() -> Any:
         from .probes.kernel_log import read_kernel_log
@@ -191,9 +194,12 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         drv = dataclasses.replace(drv, kernel_log_readable=klog.readable, kernel_log_source=klog.source,
                                   kernel_log_reason=None if klog.readable else klog.reason,
                                   xid_events=list(klog.events) if klog.readable else None)
+    bench = Bench()
     if options.load_pcie:
-        drv, run = _load_pcie(drv, results["pythons"], options, runner, env)
+        drv, run, copies = _load_pcie(drv, results["pythons"], options, runner, env)
         runs.append(run)
+        if copies:
+            bench = Bench(status=ProbeStatus.OK, reason="--load-pcie copies", results=copies)
     results["driver"] = drv
     return Facts(
         envdoctor_version=__version__,
@@ -206,12 +212,13 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         host=results["host"],
         storage=results["storage"],
         topology=results["topology"],
+        bench=bench,
         probes=runs,
     )
 
 
 def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, runner: Any,
-               env: Dict[str, str]) -> Tuple[Driver, ProbeRun]:
+               env: Dict[str, str]) -> Tuple[Driver, ProbeRun, List[BenchResult]]:
     """Run the PCIe load in the first target interpreter and put the readings on the GPUs it loaded."""
     from .probes.pcie_load import bus_key, probe_pcie_load
     from .probes.python_env import default_interpreter
@@ -221,30 +228,75 @@ def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, r
     res = probe_pcie_load(exe, runner, drv, seconds=options.load_pcie_seconds,
                           timeout_s=options.python_timeout_s + options.load_pcie_seconds + 10)
     run = ProbeRun("pcie_load", res.status, res.reason, time.monotonic() - start)
+    # the GB/s of those copies as facts (all GPUs copying at once, 64 MiB buffers: not judged like h2d_pinned)
+    copies = [BenchResult("pcie_load", ProbeStatus.OK, "host->device pinned copies on every GPU at once (--load-pcie)",
+                          device=f"cuda:{d.get('index')}", value=d.get("gb_per_s"), unit="GB/s",
+                          params={"pci_bus_id": d.get("pci_bus_id"), "gpu_name": d.get("name"),
+                                  "n": d.get("bytes")}, duration_s=res.seconds)
+              for d in res.copies if isinstance(d, dict) and isinstance(d.get("gb_per_s"), (int, float))]
     if not res.readings:
-        return drv, run
+        return drv, run, copies
     gpus = []
     for g in drv.gpus:
         reading = res.readings.get(bus_key(g.pci_bus_id) or "")
         if reading:
             g = dataclasses.replace(g, pcie_gen_under_load=reading[0], pcie_width_under_load=reading[1])
         gpus.append(g)
-    return dataclasses.replace(drv, gpus=gpus), run
+    return dataclasses.replace(drv, gpus=gpus), run, copies
 
 
 def judge(facts: Facts, compat: Any = None, only: Optional[List[str]] = None,
-          ignore: Optional[List[str]] = None) -> Report:
-    """Run the registered checks over ``facts`` and build the report (pure: no I/O beyond loading compat)."""
+          ignore: Optional[List[str]] = None, expect_gpu: bool = False) -> Report:
+    """Run the registered checks over ``facts`` and build the report (pure: no I/O beyond loading compat).
+
+    ``expect_gpu``: the user says this machine should have NVIDIA GPUs (--expect-gpu), so having none is an error.
+    """
     from .checks import all_checks, run_checks, select
     from .compat import load_compat
 
     compat = compat or load_compat()
-    results = run_checks(facts, compat, select(all_checks(), only, ignore))
+    results = run_checks(facts, compat, select(all_checks(), only, ignore), expect_gpu=expect_gpu)
     return Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=compat.as_of,
                   compat_source=getattr(compat, "label", None))
 
 
 def doctor(options: Optional[CollectOptions] = None, only: Optional[List[str]] = None,
-           ignore: Optional[List[str]] = None) -> Report:
+           ignore: Optional[List[str]] = None, expect_gpu: bool = False) -> Report:
     """The Python API of `envdoctor check`: collect this machine's facts and judge them."""
-    return judge(collect(options), only=only, ignore=ignore)
+    return judge(collect(options), only=only, ignore=ignore, expect_gpu=expect_gpu)
+
+
+def bench_python(facts: Facts, options: Optional[CollectOptions] = None) -> str:
+    """The interpreter the kernels run in: the first --python, else the one `collect` inspected."""
+    from .probes.python_env import default_interpreter
+
+    if options is not None and options.pythons:
+        return options.pythons[0]
+    exe = next((p.executable for p in facts.pythons if p.executable), None)
+    return exe or default_interpreter()[0]
+
+
+def run_benchmarks(facts: Facts, bench_options: Any, progress: Optional[Callable[[Dict[str, Any]], None]] = None
+                   ) -> Facts:
+    """Run ``envdoctor bench`` on top of collected facts: Facts.bench filled, PCIe links seen under load put
+    on the GPUs (the PCIE_LINK_DEGRADED check reads them there)."""
+    from .bench.run import run_bench
+    from .facts import pci_bus_key
+
+    bench = run_bench(bench_options, facts.driver, facts.storage, progress)
+    bench = dataclasses.replace(bench, results=list(facts.bench.results) + list(bench.results))
+    best: Dict[str, Tuple[int, int]] = {}
+    for r in bench.results:
+        gen, width = r.params.get("pcie_gen_under_load"), r.params.get("pcie_width_under_load")
+        key = pci_bus_key(r.params.get("pci_bus_id"))
+        if key and isinstance(gen, int) and isinstance(width, int):
+            old = best.get(key, (0, 0))
+            best[key] = (max(old[0], gen), max(old[1], width))
+    gpus = []
+    for g in facts.driver.gpus:
+        reading = best.get(pci_bus_key(g.pci_bus_id) or "")
+        if reading and not g.pcie_gen_under_load:
+            g = dataclasses.replace(g, pcie_gen_under_load=reading[0], pcie_width_under_load=reading[1])
+        gpus.append(g)
+    driver = dataclasses.replace(facts.driver, gpus=gpus)
+    return dataclasses.replace(facts, bench=bench, driver=driver)

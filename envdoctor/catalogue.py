@@ -186,6 +186,21 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "fleet or an hour into training.",
        "Install a version inside the specifier (the fix names the command), or change the requirement."),
     # --- micro-benchmarks and other later issues use the same catalogue
+    _c("PERF_BELOW_EXPECTED", "Measured throughput below what this hardware achieves",
+       "A benchmark (`envdoctor bench`) measured less than public measurements of the same GPU, link or disk "
+       "kind reach: a warning below the achievable band, an error far below it. The finding names the likely "
+       "cause from the same run's facts: an active throttle reason, a link below its maximum under load, "
+       "another process on the GPU, MIG or a vGPU profile, a rotational or network disk.",
+       "Everything works, only slower: a job pays for hardware it does not get, and a data-parallel job runs "
+       "at its slowest GPU.",
+       "Remove the named cause (cooling, power limit, slot, other processes, data on local NVMe) and re-run "
+       "`envdoctor bench`."),
+    _c("GPU_VIRTUALIZED", "GPU is a vGPU slice",
+       "NVML reports the GPU in vGPU mode, or its name is a vGPU profile (GRID A100-4C, NVIDIA A100-3-20C): a "
+       "share of a physical GPU behind a hypervisor.",
+       "Memory and time are shared with other virtual machines: benchmark figures below the whole board's are "
+       "expected, and this is the likely reason when they are low.",
+       "Nothing to fix if the slice is what was bought; ask for a passthrough or bare-metal GPU otherwise."),
     _c("HEALTHY", "No environment problem found",
        "The facts show a working stack; the reported problem is elsewhere (usually the code or data).",
        "Saves chasing the environment for a bug in the program.",

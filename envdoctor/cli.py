@@ -24,10 +24,6 @@ EXIT_CODES_HELP = """exit codes:
   3  envdoctor itself failed (a bug: please report it)
 """
 
-SUBCOMMANDS = ("check", "collect", "diagnose", "list-checks", "explain", "assert", "matrix", "recommend",
-               "update-data")
-
-
 class UsageError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
@@ -74,9 +70,28 @@ def _add_collect_options(p: argparse.ArgumentParser) -> None:
                    help="do not import torch in the target interpreter (its build is still read from its files)")
     p.add_argument("--python-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="time allowed to import torch in each interpreter (default: 60)")
+    p.add_argument("--expect-gpu", action="store_true",
+                   help="this machine should have NVIDIA GPUs: no NVIDIA hardware is then an error (also "
+                        "`expect-gpu = true` under [tool.envdoctor] in pyproject.toml)")
     p.add_argument("--load-pcie", action="store_true",
                    help="copy host->GPU for ~2 s in the target interpreter to read PCIe links under load "
                         "(idle links sit at Gen1; off by default because it uses the GPUs)")
+
+
+def _add_bench_options(p: argparse.ArgumentParser, names: bool) -> None:
+    if names:
+        p.add_argument("names", nargs="*", metavar="NAME",
+                       help="benchmarks to run (default: the quick suite; 'all': every one; --list names them)")
+        p.add_argument("--list", action="store_true", help="list the benchmarks with their budgets and exit")
+    p.add_argument("--device", choices=("cpu", "cuda", "all"), default="cuda",
+                   help="where torch kernels run (default: cuda; cpu runs every torch code path on the CPU)")
+    p.add_argument("--sustain", type=float, metavar="SECONDS",
+                   help="pressure probe: large matmuls on every GPU at once for SECONDS, NVML sampled every 0.5 s")
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="rescale the benchmarks' budgets to this total (not counting --sustain)")
+    p.add_argument("--force", action="store_true", help="also measure GPUs that another process is using")
+    p.add_argument("--no-write", action="store_true",
+                   help="never write a temporary file for the disk benchmarks (read an existing large file or skip)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_options(p)
     p.add_argument("--facts", metavar="FILE",
                    help="judge a snapshot written by `envdoctor collect` instead of this machine ('-': stdin)")
+    p.add_argument("--bench", action="store_true",
+                   help="also run the quick benchmark suite (`envdoctor bench`) and judge it in the same report")
+    _add_bench_options(p, names=False)
 
     p = sub.add_parser("collect", help="write the facts snapshot as JSON",
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -107,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="*", metavar="FILE", help="files to read ('-' or nothing: stdin)")
     _add_output_options(p)
+
+    p = sub.add_parser("bench", help="run micro-benchmarks (matmul, memory, copies, disks) and judge them",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_collect_options(p)
+    _add_output_options(p)
+    _add_bench_options(p, names=True)
 
     sub.add_parser("list-checks", help="list every check with its id and categories")
     p = sub.add_parser("explain", help="explain a finding code, a check id or a category")
@@ -134,12 +158,24 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def _normalise_argv(argv: Sequence[str]) -> List[str]:
+def _command_names(parser: argparse.ArgumentParser) -> List[str]:
+    """The subcommands, read from the parser itself: a command is registered once, in build_parser()."""
+    # argparse has no public getter for the subparsers; _SubParsersAction has been its name since Python 2.7
+    return [name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices]
+
+
+def _normalise_argv(argv: Sequence[str], commands: Sequence[str]) -> List[str]:
+    """Options alone (or nothing) mean `check`; a first word that is no command is a usage error, not
+    arguments for `check` (which would print check's help for `envdoctor bench --help`)."""
     argv = list(argv)
     if not argv:
         return ["check"]
-    if argv[0] in SUBCOMMANDS or argv[0] in ("-h", "--help", "--version"):
+    if argv[0] in commands or argv[0] in ("-h", "--help", "--version"):
         return argv
+    if not argv[0].startswith("-") or argv[0] == "-":
+        raise UsageError(f"unknown command {argv[0]!r}; the commands are: {', '.join(commands)} "
+                         "(`envdoctor --help`; options alone mean `check`)")
     return ["check"] + argv
 
 
@@ -237,6 +273,10 @@ def cmd_check(args) -> int:
     from .facts import Facts, FactsError
 
     only, ignore = _split_globs(args.only), _split_globs(args.ignore, "--ignore")  # before minutes of probing
+    expect = _expect_gpu(args)
+    if args.facts and args.bench:
+        raise UsageError("--bench measures this machine; it cannot judge a --facts snapshot (run `envdoctor bench` "
+                         "where the snapshot was taken)")
     if args.facts:
         text = _read_text(args.facts)
         try:
@@ -245,12 +285,115 @@ def cmd_check(args) -> int:
             raise UsageError(f"{args.facts}: {e}") from None
         facts = facts if facts.origin != "live" else _as_snapshot(facts)
     else:
-        facts = collect(_collect_options(args))
-    report = judge(facts, only=only, ignore=ignore)
+        options = _collect_options(args)
+        bench = _bench_options(args, names=[]) if args.bench else None
+        facts = collect(options)
+        if bench is not None:
+            facts = _run_bench(facts, options, bench, args)
+    report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
     text = _render(report, args)
     if args.format != "console" or (args.output and args.output != "-"):
         _write(text, args.output)
+    if facts.bench.results:
+        _write_bench_table(report, args)
     return _exit_code(report, args.fail_on)
+
+
+def _bench_options(args, names):
+    from .bench.run import BenchOptions
+    from .bench.suite import PlanError, expand_names
+
+    try:
+        expand_names(names)
+    except PlanError as e:
+        raise UsageError(str(e)) from None
+    for opt in ("sustain", "budget"):
+        v = getattr(args, opt)
+        if v is not None and not (0 < v <= 24 * 3600):
+            raise UsageError(f"--{opt} {v:g}: give a number of seconds above 0")
+    return BenchOptions(python="", names=list(names), device=args.device, data_paths=[
+        _data_target(p) for p in (args.data_paths or [])], sustain_s=args.sustain, budget_s=args.budget,
+        force=args.force, allow_write=not args.no_write)
+
+
+def _run_bench(facts, options, bench, args):
+    import dataclasses
+
+    from .app import bench_python, run_benchmarks
+    from .report.bench_view import LiveProgress
+
+    bench = dataclasses.replace(bench, python=bench_python(facts, options))
+    live = args.format == "console" and sys.stderr.isatty()
+    with LiveProgress(live) as progress:
+        return run_benchmarks(facts, bench, progress)
+
+
+def _write_bench_table(report, args) -> None:
+    """The results table beside the findings: console and Markdown (JSON has them in facts.bench)."""
+    from .compat import load_compat
+    from .report.bench_view import render_console_table, render_markdown_table
+
+    compat = load_compat()
+    to_file = bool(args.output and args.output != "-")
+    if args.format == "markdown":
+        text = render_markdown_table(report.facts, compat)
+        if not args.no_redact:  # pasted into issues: home paths and host names go, as in the rest of the report
+            from .report.redact import redact_text
+
+            host = report.facts.host.hostname
+            text = redact_text(text, [host] if host else [])
+    elif args.format == "console":
+        if not to_file:
+            render_console_table(report.facts, compat, file=sys.stdout)
+            return
+        text = render_console_table(report.facts, compat, color=False)
+    else:
+        return
+    if to_file:
+        _append(text, args.output)
+    else:
+        _write(text, None)
+
+
+def _append(text: str, output: str) -> None:
+    try:
+        with open(output, "a", encoding="utf-8") as fh:
+            fh.write(text if text.endswith("\n") else text + "\n")
+    except OSError as e:
+        raise UsageError(f"cannot write {output}: {e.strerror}") from None
+
+
+def cmd_bench(args) -> int:
+    if args.list:
+        from .bench.suite import describe
+
+        _write("\n".join(describe()), None)
+        return EXIT_OK
+    only, ignore = _split_globs(args.only), _split_globs(args.ignore, "--ignore")
+    bench = _bench_options(args, names=args.names)
+    from .app import collect, judge
+
+    expect = _expect_gpu(args)
+    options = _collect_options(args)
+    facts = _run_bench(collect(options), options, bench, args)
+    report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
+    text = _render(report, args)
+    if args.format != "console" or (args.output and args.output != "-"):
+        _write(text, args.output)
+    _write_bench_table(report, args)
+    return _exit_code(report, args.fail_on)
+
+
+def _expect_gpu(args) -> bool:
+    """--expect-gpu, else `expect-gpu` under [tool.envdoctor] in the nearest project file (envdoctor.config)."""
+    if getattr(args, "expect_gpu", False):
+        return True
+    from .config import ConfigError, load_config
+
+    try:
+        return bool(load_config().expect_gpu)
+    except ConfigError as e:
+        raise UsageError(str(e)) from None
 
 
 def _as_snapshot(facts):
@@ -366,7 +509,7 @@ def _explain_signature(code: str) -> int:
 
 
 COMMANDS = {"check": cmd_check, "collect": cmd_collect, "diagnose": cmd_diagnose,
-            "list-checks": cmd_list_checks, "explain": cmd_explain}
+            "list-checks": cmd_list_checks, "explain": cmd_explain, "bench": cmd_bench}
 
 
 def _extra_commands() -> None:
@@ -380,7 +523,12 @@ _extra_commands()
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(_normalise_argv(sys.argv[1:] if argv is None else argv))
+    try:
+        argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
+    except UsageError as e:
+        sys.stderr.write(f"envdoctor: {e}\n")
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
     try:
         return COMMANDS[args.command](args)
     except UsageError as e:

@@ -53,6 +53,8 @@ class NvlinkLink:
     active: Optional[bool] = None
     speed_gbps: Optional[float] = None  # per-link, one direction, as nvidia-smi reports "GB/s"
     remote_pci_bus_id: Optional[str] = None
+    # what the link's far end is (NVML nvmlDeviceGetNvLinkRemoteDeviceType): "gpu", "switch", "ibmnpu", "unknown"
+    remote_device_type: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,7 @@ class Gpu:
     clocks_mem_max_mhz: Optional[int] = None
     clocks_sm_app_mhz: Optional[int] = None
     clocks_sm_locked_max_mhz: Optional[int] = None
+    clocks_sm_app_default_mhz: Optional[int] = None  # NVML default application clock (graphics)
     # active clock-event ("throttle") reasons, NVML names without prefix: gpu_idle,
     # applications_clocks_setting, sw_power_cap, hw_slowdown, sync_boost, sw_thermal_slowdown,
     # hw_thermal_slowdown, hw_power_brake_slowdown, display_clocks_setting
@@ -124,6 +127,18 @@ class Gpu:
     pcie_width_under_load: Optional[int] = None
     notes: Optional[List[str]] = None  # anything odd the source said ("[Unknown Error]" fields)
     nvml_error: Optional[str] = None  # NVML error that stopped reading this GPU ("GPU_IS_LOST")
+    # NVML GPU fabric info (Hopper and later, nvmlDeviceGetGpuFabricInfo/V): the NVSwitch fabric registration
+    # state ("not_supported", "not_started", "in_progress", "completed") and its status (an NVML return name,
+    # "SUCCESS" when registration worked); None when NVML does not report it
+    fabric_state: Optional[str] = None
+    fabric_status: Optional[str] = None
+    # NVML nvmlDeviceGetVirtualizationMode: "none", "passthrough", "vgpu", "host_vgpu", "host_vsga"
+    virtualization_mode: Optional[str] = None
+
+
+# throttle reasons that mean heat or power held the clocks back (not idling, not a clock setting)
+LIMITING_THROTTLE_REASONS = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                             "hw_power_brake_slowdown")
 
 
 @dataclass(frozen=True)
@@ -427,20 +442,24 @@ class Topology:
     p2p_supported: Optional[List[List[Optional[bool]]]] = None
     pcie_links: List[PcieLink] = field(default_factory=list)
     gpu_locality: Optional[List[GpuLocality]] = None  # None: not read
+    # every PCI function of vendor 0x10de under /sys/bus/pci/devices (GPUs, their audio functions, NVSwitches):
+    # "0000:17:00.0 0x0302"; [] when the bus has none (no NVIDIA hardware), None when sysfs was not read
+    nvidia_pci_devices: Optional[List[str]] = None
 
 
 @dataclass(frozen=True)
 class BenchResult:
-    """One micro-kernel measurement: judged by checks like any other fact."""
+    """One micro-kernel measurement (``envdoctor bench``): judged by checks like any other fact."""
 
-    name: str  # "matmul_bf16", "memcpy_h2d", "disk_read"
+    name: str  # the contract: "matmul_bf16", "membw_device", "h2d_pinned", "disk_seq_read", "sustained" ...
     status: str = ProbeStatus.SKIPPED
     reason: Optional[str] = None
-    device: Optional[str] = None  # "cuda:0", "cpu"
+    device: Optional[str] = None  # "cuda:0", "cpu", "cuda:0->cuda:1" (p2p), "cuda" (allreduce), a path (disk)
     value: Optional[float] = None
-    unit: Optional[str] = None  # "TFLOP/s", "GB/s"
-    params: Dict[str, Any] = field(default_factory=dict)
+    unit: Optional[str] = None  # "TFLOP/s", "GB/s", "MB/s", "IOPS"
+    params: Dict[str, Any] = field(default_factory=dict)  # shape, n, threads, pci_bus_id, sweep, link under load
     duration_s: Optional[float] = None
+    samples: Optional[List[Dict[str, Any]]] = None  # time series (sustained: throughput, clocks, power, ...)
 
 
 @dataclass(frozen=True)
@@ -448,6 +467,10 @@ class Bench:
     status: str = ProbeStatus.SKIPPED
     reason: Optional[str] = None
     results: List[BenchResult] = field(default_factory=list)
+    budget_s: Optional[float] = None  # what the run was allowed (--budget)
+    duration_s: Optional[float] = None  # what it took
+    device: Optional[str] = None  # --device: "cpu", "cuda", "all"
+    python: Optional[str] = None  # the interpreter the kernels ran in
 
 
 # --------------------------------------------------------------------------- the snapshot

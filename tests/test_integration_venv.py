@@ -8,6 +8,8 @@ from envdoctor.facts import Facts, ProbeStatus, PythonEnv
 from envdoctor.probes.python_env import probe_python
 from envdoctor.probes.runner import Runner
 
+pytestmark = pytest.mark.slow  # a venv with torch (built once per session, or ENVDOCTOR_TEST_*_VENV)
+
 
 @pytest.fixture(scope="module")
 def cpu_env(cpu_venv) -> PythonEnv:
@@ -36,7 +38,7 @@ def test_cpu_venv_torch_facts(cpu_env: PythonEnv) -> None:
 
 def test_cpu_venv_mixed_torchvision_variant(cpu_venv, cpu_env: PythonEnv) -> None:
     if cpu_venv.torchvision_error:
-        pytest.skip(f"torchvision==0.28.0 could not be installed (no network?): {cpu_venv.torchvision_error}")
+        pytest.skip(f"no torchvision==0.28.0 in the cpu venv: {cpu_venv.torchvision_error}")
     tv = cpu_env.package("torchvision")
     assert tv is not None, "torchvision not listed"
     assert tv.version.startswith("0.28.0")

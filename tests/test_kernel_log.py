@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import time
 from pathlib import Path
 
 import pytest
@@ -13,9 +12,8 @@ from envdoctor.compat import load_compat
 from envdoctor.facts import Driver, Facts, Gpu, XidEvent
 from envdoctor.findings import CheckStatus, Severity
 from envdoctor.parsers.kernel_log import parse_xid_events
-from envdoctor.probes.kernel_log import read_kernel_log
-from envdoctor.probes.runner import Runner
-from tests.fakes.runner import FakeRunner
+from envdoctor.probes.kernel_log import DMESG_TIMEOUT_S, JOURNALCTL_TIMEOUT_S, read_kernel_log
+from tests.fakes.runner import FakeRunner, RecordingRunner
 
 FIX = Path(__file__).parent / "fixtures" / "kernel-log"
 XID_119 = (FIX / "h100-x8_dmesg-ctime_xid-119-gsp-timeout.log").read_text(encoding="utf-8")
@@ -101,11 +99,15 @@ def test_probe_unreadable_says_why():
     assert not log.readable and "timed out" in log.reason and "journalctl not on PATH" in log.reason
 
 
-def test_probe_on_this_machine_answers_quickly():
-    start = time.monotonic()
-    log = read_kernel_log(Runner())
-    assert time.monotonic() - start < 20  # dmesg 5 s + journalctl 8 s at worst
+def test_probe_on_this_machine_is_bounded():
+    runner = RecordingRunner()
+    log = read_kernel_log(runner)
     assert log.readable or log.reason  # readable, or it says why not
+    # bounded by construction: at most dmesg --ctime, plain dmesg and journalctl, each under its own limit
+    # (checked on the work done, not on a stopwatch that a busy CI machine would trip)
+    argvs = [argv[0] for argv, _, _ in runner.calls]
+    assert len(argvs) <= 3 and argvs.count("journalctl") <= 1
+    assert sum(t for _, t, _ in runner.calls) <= 2 * DMESG_TIMEOUT_S + JOURNALCTL_TIMEOUT_S
 
 
 # --------------------------------------------------------------------------- gpu.xid check

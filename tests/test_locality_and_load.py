@@ -146,7 +146,8 @@ def _envelope(result: dict) -> str:
 
 
 LOADED = {"ran": True, "seconds": 1.5,
-          "devices": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "0000:19:00", "gb_per_s": 52.1}]}
+          "devices": [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "0000:19:00", "gb_per_s": 52.1,
+                       "bytes": 78 * 2**30}]}
 
 
 def _runner(result: dict, timeout_s: float = 30.0) -> FakeRunner:
@@ -159,7 +160,7 @@ def test_load_probe_reads_links_while_the_copies_run():
     res = probe_pcie_load("/venv/bin/python", _runner(LOADED), _driver(), nvml=nvml, timeout_s=30.0)
     assert res.status == ProbeStatus.OK, res.reason
     assert res.readings == {"0000:19:00": (5, 16)}
-    assert "cuda:0 52.1 GB/s" in res.reason
+    assert "0000:19:00 52.1 GB/s" in res.reason
     assert nvml.shutdown_called
 
 

@@ -1,0 +1,1 @@
+"""Micro-benchmarks: kernels run in the target interpreter, disks here; results become facts that checks judge."""

@@ -51,8 +51,9 @@ def with_subject(finding: Finding, facts: Facts) -> Finding:
     return dataclasses.replace(finding, subject=subject) if subject else finding
 
 
-def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None) -> List[CheckResult]:
-    ctx = CheckContext(facts=facts, compat=compat)
+def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None,
+               expect_gpu: bool = False) -> List[CheckResult]:
+    ctx = CheckContext(facts=facts, compat=compat, expect_gpu=expect_gpu)
     results = []
     for c in checks if checks is not None else all_checks():
         start = time.perf_counter()

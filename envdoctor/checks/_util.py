@@ -183,3 +183,12 @@ def torch_envs_or_skip(facts: Facts) -> List[Tuple[int, PythonEnv]]:
     if not envs:
         raise SkipCheck(no_torch_reason(facts))
     return envs
+
+
+# PCI vendor 0x10de is NVIDIA (PCI-SIG vendor list). sysfs-built descriptions carry only the ids
+# ("3D controller: [10de:2330]"); lspci's carry the name ("3D controller: NVIDIA Corporation GH100 ...")
+# and, with -nn, the ids too.
+def is_nvidia_gpu_description(description: Optional[str]) -> bool:
+    """Does a PCI device description name an NVIDIA GPU (VGA or 3D controller, vendor NVIDIA / 0x10de)?"""
+    d = (description or "").lower()
+    return ("3d controller" in d or "vga" in d) and ("nvidia" in d or "[10de:" in d)

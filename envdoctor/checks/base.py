@@ -17,6 +17,7 @@ class SkipCheck(Exception):
 class CheckContext:
     facts: Facts
     compat: Any  # envdoctor.compat.Compat (typed loosely so checks stay importable without data)
+    expect_gpu: bool = False  # the user says NVIDIA GPUs belong here (--expect-gpu, [tool.envdoctor] expect-gpu)
 
 
 CheckFunc = Callable[[CheckContext], List[Finding]]

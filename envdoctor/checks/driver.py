@@ -11,6 +11,7 @@ from ..remedies import command, driver_install, pip_install, set_env, unset_env
 from ._util import (
     driver_branch,
     driver_runs_cuda,
+    is_nvidia_gpu_description,
     local_tag,
     major_minor,
     mm_str,
@@ -37,9 +38,75 @@ def _gpu_expected(facts: Facts) -> bool:
         if py.torch and py.torch.cuda:
             return True
     for link in facts.topology.pcie_links:
-        if link.description and "nvidia" in link.description.lower():
+        if is_nvidia_gpu_description(link.description):
             return True
     return False
+
+
+def nvidia_hardware(facts: Facts) -> Optional[bool]:
+    """Is there NVIDIA hardware on this machine's PCI bus? None when nothing says (a snapshot without sysfs)."""
+    devices = facts.topology.nvidia_pci_devices
+    if devices or facts.driver.gpus:
+        return True
+    if any(is_nvidia_gpu_description(link.description) for link in facts.topology.pcie_links):
+        return True
+    return False if devices == [] else None
+
+
+def container_without_gpus(facts: Facts) -> bool:
+    """A container on a host with NVIDIA GPUs that was started without them (no /dev/nvidia* passed in)."""
+    c = facts.host.container
+    return bool(c and c.runtime and not c.gpu_device_nodes and facts.driver.status != ProbeStatus.OK
+                and nvidia_hardware(facts))
+
+
+def _no_hardware(ctx: CheckContext) -> List[Finding]:
+    """No PCI device of vendor 0x10de: not a driver problem. Fine for CPU work unless GPUs are expected."""
+    facts = ctx.facts
+    evidence = [Evidence("topology.nvidia_pci_devices", [], expected="an NVIDIA (vendor 0x10de) PCI device"
+                         if ctx.expect_gpu else None, source="/sys/bus/pci/devices")]
+    if ctx.expect_gpu:
+        return [Finding(
+            code="driver.hardware/none-expected",
+            category="NO_GPU_VISIBLE",
+            severity=Severity.ERROR,
+            summary="GPUs are expected here, but this machine has no NVIDIA hardware: no PCI device of vendor "
+                    "0x10de under /sys/bus/pci/devices",
+            detail="No driver can help: the machine (or VM) has no NVIDIA GPU attached. On a cloud VM the "
+                   "instance type decides; a VM needs the GPU passed through.",
+            evidence=evidence,
+            fix=Fix("Run on a machine or instance type with NVIDIA GPUs (or pass the GPU through to this VM)",
+                    ["lspci -nn | grep -i 10de   # should list the GPU"]),
+        )]
+    parts = []
+    for i, py in torch_envs(facts):
+        t = py.torch
+        if t and t.version:
+            kind = f"a CUDA {t.cuda} build, running on the CPU here" if t.cuda else "a CPU build"
+            parts.append(f"torch {t.version} ({kind})")
+            evidence.append(Evidence(f"pythons[{i}].torch.version", t.version))
+    return [Finding(
+        code="driver.hardware/none",
+        category="HEALTHY",
+        severity=Severity.INFO,
+        summary="No NVIDIA hardware on this machine (no PCI device of vendor 0x10de): CPU work is fine"
+                + (f"; {', '.join(parts)}" if parts else "") + ". Pass --expect-gpu if GPUs should be here",
+        evidence=evidence,
+    )]
+
+
+_NO_HARDWARE_SKIP = "no NVIDIA hardware on the PCI bus (driver.hardware): there is no GPU for a driver to serve"
+
+
+@check("driver.hardware", "NVIDIA hardware is here, or not needed", categories=("NO_GPU_VISIBLE", "HEALTHY"))
+def check_hardware(ctx: CheckContext) -> List[Finding]:
+    hardware = nvidia_hardware(ctx.facts)
+    if hardware is None:
+        raise SkipCheck("whether this machine has NVIDIA hardware is unknown: /sys/bus/pci/devices was not read "
+                        "(a snapshot or paste without it)")
+    if hardware:
+        return []
+    return _no_hardware(ctx)
 
 
 @check("driver.present", "NVIDIA driver installed", categories=("NO_NVIDIA_DRIVER",))
@@ -49,6 +116,13 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
         return []
     if d.status != ProbeStatus.ABSENT:
         raise SkipCheck(f"driver state unknown (probe {d.status}: {d.reason or 'no reason given'})")
+    hardware = nvidia_hardware(ctx.facts)
+    if hardware is False:
+        raise SkipCheck(_NO_HARDWARE_SKIP)
+    if container_without_gpus(ctx.facts):
+        # one root cause, one error: platform.container-gpu reports the container started without its GPUs
+        raise SkipCheck("the container was started without the host's GPUs (platform.container-gpu): the "
+                        "driver comes in with them")
     host = ctx.facts.host
     in_container = bool(host.container and host.container.runtime)
     wsl = bool(host.wsl)
@@ -76,7 +150,7 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
         commands = plan.commands + ([command("nvidia-smi", comment="after the reboot: should list your GPUs")]
                                     if plan.commands else [])
     # A CPU-only machine with nothing CUDA on it has no driver by design: a fact, not a fault.
-    severity = Severity.ERROR if _gpu_expected(ctx.facts) else Severity.INFO
+    severity = Severity.ERROR if hardware or ctx.expect_gpu or _gpu_expected(ctx.facts) else Severity.INFO
     where = " in this container" if in_container else (" in WSL" if wsl else "")
     summary = f"No NVIDIA driver found{where}: {d.reason or 'NVML and nvidia-smi are unavailable'}"
     for i, py in torch_envs(ctx.facts):
@@ -176,6 +250,9 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
     if not d.gpus and paste is not None and "driver.gpus" not in (paste.provenance or {}):
         # a paste that names the driver but shows no GPU list says nothing about how many GPUs there are
         raise SkipCheck("the pasted text has no GPU list")
+    if not d.gpus and nvidia_hardware(ctx.facts) is False:
+        # a driver installed on a machine with no NVIDIA PCI device: driver.hardware says what that means
+        raise SkipCheck(_NO_HARDWARE_SKIP)
     if not d.gpus:
         host = ctx.facts.host
         cvd = host.env.get("NVIDIA_VISIBLE_DEVICES") if host.env else None

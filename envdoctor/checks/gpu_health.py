@@ -63,10 +63,14 @@ def looks_loaded(g: Gpu) -> bool:
 
 # NVML clock-event reasons (nvml.h, nvmlClocksEventReasons): which are faults, and when.
 _HW = {
-    "hw_slowdown": "HW Slowdown",
     "hw_thermal_slowdown": "HW Thermal Slowdown",
     "hw_power_brake_slowdown": "HW Power Brake Slowdown",
 }
+# HW Slowdown alone: NVML reference, nvmlClocksEventReasonHwSlowdown: "This is an indicator of ... temperature
+# being too high, External Power Brake Assertion ..., Power draw is too high ... May be also reported during
+# PState or clock change - This behavior may be removed in a later release". One instantaneous reading
+# cannot tell the fault from a P-state change, so it is a warning with the way to confirm it.
+_HW_MAYBE = {"hw_slowdown": "HW Slowdown"}
 _THERMAL = {"sw_thermal_slowdown": "SW Thermal Slowdown"}
 # gpu_idle, applications_clocks_setting, sync_boost, display_clocks_setting: normal operation, not faults.
 
@@ -78,7 +82,8 @@ def _reasons(g: Gpu) -> List[str]:
 @check("gpu.throttle", "GPU clocks are not throttled", categories=("GPU_THROTTLED",))
 def throttle(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "throttle reasons")
-    require_any(gpus, ("throttle_reasons", "power_limit_w", "clocks_sm_locked_max_mhz"), "throttle reasons")
+    require_any(gpus, ("throttle_reasons", "power_limit_w", "clocks_sm_locked_max_mhz", "clocks_sm_app_mhz"),
+                "throttle reasons")
     out: List[Finding] = []
 
     hw = [(g, [_HW[r] for r in _reasons(g) if r in _HW]) for g in gpus]
@@ -103,6 +108,42 @@ def throttle(ctx: CheckContext) -> List[Finding]:
                     commands=["nvidia-smi -q -d PERFORMANCE",
                               "sudo nvidia-smi -i " + ",".join(str(g.index) for g, _ in hw) + " -r"],
                     url="https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"),
+        ))
+
+    faulted = {g.index for g, _ in hw}  # already an error there: the same board fault, said once
+    maybe = [g for g in gpus if g.index not in faulted and any(r in _HW_MAYBE for r in _reasons(g))]
+    if maybe:
+        out.append(Finding(
+            code="gpu.throttle/hw-slowdown-seen",
+            category="GPU_THROTTLED",
+            severity=Severity.WARNING,
+            summary=f"HW Slowdown reported on {gpu_list(maybe)} in one reading: a fault if it persists, "
+                    "harmless during a P-state or clock change",
+            detail="HW Slowdown halves clocks or worse when the board asserts it (temperature, power brake, "
+                   "power draw). NVIDIA notes that it may also be reported briefly during a P-state or clock "
+                   "change, so only a reading that stays tells.",
+            evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []),
+                               expected="hw_slowdown not active") for g in maybe],
+            fix=Fix("Watch the reason for a few seconds; if it stays active, check the chassis power supplies and "
+                    "cooling, then reset the GPU",
+                    commands=["nvidia-smi --query-gpu=index,clocks_event_reasons.hw_slowdown,clocks.sm,power.draw "
+                              "--format=csv -l 1"],
+                    url="https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"),
+        ))
+
+    unknown = [g for g in gpus if any(r.startswith("unknown_0x") for r in _reasons(g))]
+    if unknown:
+        out.append(Finding(
+            code="gpu.throttle/unknown-reason",
+            category="GPU_THROTTLED",
+            severity=Severity.INFO,
+            summary="Clock-event reason bits this envdoctor cannot name on "
+                    + "; ".join(f"GPU {g.index}: " + ", ".join(r for r in _reasons(g) if r.startswith("unknown_0x"))
+                                for g in unknown),
+            detail="A newer driver reports a reason that the bundled NVML names do not cover; nvidia-smi "
+                   "prints its name.",
+            evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or [])) for g in unknown],
+            fix=Fix("Read the reason's name from nvidia-smi", commands=["nvidia-smi -q -d PERFORMANCE"]),
         ))
 
     thermal = [g for g in gpus if any(r in _THERMAL for r in _reasons(g))]
@@ -193,6 +234,23 @@ def throttle(ctx: CheckContext) -> List[Finding]:
                                expected=f"unlocked (max {g.clocks_sm_max_mhz} MHz)") for g in locked],
             fix=Fix("Reset the locked GPU clocks",
                     commands=[f"sudo nvidia-smi -i {g.index} -rgc" for g in locked]),
+        ))
+    # application clocks set below their default (`nvidia-smi -ac`): NVML nvmlDeviceGetApplicationsClock vs
+    # nvmlDeviceGetDefaultApplicationsClock
+    app_low = [g for g in gpus if g.clocks_sm_app_mhz and g.clocks_sm_app_default_mhz
+               and g.clocks_sm_app_mhz < 0.97 * g.clocks_sm_app_default_mhz]
+    if app_low:
+        out.append(Finding(
+            code="gpu.throttle/app-clocks-lowered",
+            category="GPU_THROTTLED",
+            severity=Severity.WARNING,
+            summary="Application clocks set below the default on "
+                    + "; ".join(f"GPU {g.index}: {g.clocks_sm_app_mhz} MHz of {g.clocks_sm_app_default_mhz} MHz"
+                                for g in app_low),
+            evidence=[Evidence(gpu_path(g, "clocks_sm_app_mhz"), g.clocks_sm_app_mhz,
+                               expected=f">= {g.clocks_sm_app_default_mhz} MHz (default)") for g in app_low],
+            fix=Fix("Reset the application clocks to their defaults",
+                    commands=[f"sudo nvidia-smi -i {g.index} -rac" for g in app_low]),
         ))
     return out
 
@@ -303,6 +361,17 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                 fix=Fix("Ask the provider to reflash the infoROM or replace the GPU",
                         commands=[f"nvidia-smi -i {g.index} -q -d ECC"]),
             ))
+    mig_unread = [g for g in gpus if g.mig_mode_current and g.remapped_rows_pending is None
+                  and g.remapped_rows_uncorrectable is None]
+    if mig_unread:
+        out.append(Finding(
+            "gpu.memory-errors/remap-unread-mig", "GPU_MEMORY_ERRORS", Severity.INFO,
+            f"Row-remap state not reported on {gpu_list(mig_unread)} while MIG is on; pending remaps there are "
+            "not checked",
+            evidence=[Evidence(gpu_path(g, "remapped_rows_pending"), None, expected="reported",
+                               source="MIG mode on") for g in mig_unread],
+            fix=Fix("Read it on the host", commands=[f"nvidia-smi -i {g.index} -q -d ROW_REMAPPER" for g in mig_unread]),
+        ))
     if ctx.facts.driver.kernel_log_readable is None and not any(f.severity != Severity.INFO for f in out):
         # the kernel log was not read (a snapshot or paste without it): say so rather than imply it is
         # clean; when it was read, gpu.xid judges it
@@ -403,6 +472,52 @@ def xid(ctx: CheckContext) -> List[Finding]:
             fix=fix,
         ))
     return out
+
+
+# --------------------------------------------------------------------------- GPUs NVML lost
+
+# nvml.h: GPU_IS_LOST "the GPU has fallen off the bus or has otherwise become inaccessible"; RESET_REQUIRED
+# "the GPU requires a reset before it can be used again"; GPU_NOT_FOUND; TIMEOUT is envdoctor's own (no answer
+# before the probe's deadline)
+_LOST_TEXT = {"GPU_IS_LOST": "fell off the bus or became inaccessible (NVML GPU_IS_LOST)",
+              "GPU_NOT_FOUND": "is no longer found by the driver (NVML GPU_NOT_FOUND)",
+              "RESET_REQUIRED": "needs a reset before it can be used (NVML RESET_REQUIRED)",
+              "TIMEOUT": "did not answer NVML before the deadline (hung)"}
+
+
+@check("gpu.reachable", "Every GPU answers the driver", categories=("NO_GPU_VISIBLE",))
+def reachable(ctx: CheckContext) -> List[Finding]:
+    gpus = require_gpus(ctx.facts, "GPU reachability")
+    lost = [g for g in gpus if g.nvml_error in _LOST_TEXT]
+    closed = [g for g in gpus if g.nvml_error and g.nvml_error not in _LOST_TEXT]
+    out: List[Finding] = []
+    if closed:
+        # NO_PERMISSION on one GPU: a Slurm/cgroup device limit or device-node permissions, not a broken GPU
+        out.append(Finding(
+            "gpu.reachable/not-accessible", "NO_GPU_VISIBLE", Severity.INFO,
+            f"{gpu_list(closed)} not accessible to this process (" + "; ".join(
+                f"GPU {g.index}: NVML {g.nvml_error}" for g in closed) + "): not judged",
+            detail="Usually the job's device limits (Slurm, cgroups, a container given some GPUs) or the "
+                   "permissions of /dev/nvidia*; those GPUs are not this job's to use.",
+            evidence=[Evidence(gpu_path(g, "nvml_error"), g.nvml_error) for g in closed],
+            fix=Fix("Nothing to do if those GPUs belong to other jobs; otherwise check the device permissions",
+                    commands=["ls -l /dev/nvidia*"]),
+        ))
+    if not lost:
+        return out
+    return out + [Finding(
+        "gpu.reachable/lost", "NO_GPU_VISIBLE", Severity.ERROR,
+        f"{len(lost)} of {len(gpus)} GPU(s) not answering: "
+        + "; ".join(f"{gpu_label(g)} {_LOST_TEXT.get(g.nvml_error or '', 'failed: NVML ' + str(g.nvml_error))}"
+                    for g in lost),
+        detail="Jobs that use it fail (CUDA error, Xid 79) and the rest of its facts are unknown; the kernel log "
+               "usually says why.",
+        evidence=[Evidence(gpu_path(g, "nvml_error"), g.nvml_error, expected="none") for g in lost],
+        fix=Fix("Drain the GPU and reset it (or reboot); if it stays lost, report it to the provider",
+                commands=["sudo dmesg -T | grep -i -E 'xid|fallen off'"]
+                         + [f"sudo nvidia-smi -i {g.index} -r" for g in lost],
+                url="https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"),
+    )]
 
 
 # --------------------------------------------------------------------------- GPU_BUSY

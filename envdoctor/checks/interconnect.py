@@ -50,6 +50,16 @@ def expected_links(compat: Any, g: Gpu) -> Tuple[Optional[int], Optional[str]]:
     return None, None
 
 
+# Which inactive links are a fault. NVML reports every NVLink a GPU has, wired or not: on PCIe boards
+# (A100/H100 PCIe, RTX A6000, RTX 3090) the links only connect through an optional NVLink bridge, so without
+# one all of them read inactive (nvmlDeviceGetNvLinkState NVML_FEATURE_DISABLED; `nvidia-smi nvlink -s`
+# "<inactive>"). The rule, from what NVML gives per link:
+# - all links inactive on a board whose links are wired on the baseboard (SXM/HGX, compat nvlink_links) is a fault;
+# - all links inactive on a PCIe board (or a model not in compat) is "no bridge fitted": a note, not a fault;
+# - some links up and some down is a fault wherever it is: a bridge or baseboard with dead links (or one
+#   bridge of a set missing: A100 PCIe pairs use three bridges, NVIDIA A100 PCIe product brief PB-10137);
+# - MIG mode: NVLink is not used by MIG instances (NVIDIA MIG User Guide, "GPU to GPU P2P (PCIe or NVLink)
+#   is not supported"), so the links' state is not judged.
 @check("interconnect.nvlink", "NVLink links are all up", categories=("INTERCONNECT",))
 def nvlink(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "NVLink state")
@@ -57,14 +67,22 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("NVLink state unknown: the probe did not read NVLink links")
     down: List[Tuple[Gpu, str, List[Evidence]]] = []
     fewer: List[Tuple[Gpu, str, List[Evidence]]] = []
+    no_bridge: List[Gpu] = []
+    mig: List[Gpu] = []
     for g in gpus:
         if g.nvlinks is None:
+            continue
+        if g.mig_mode_current:
+            if any(lk.active is False for lk in g.nvlinks):
+                mig.append(g)
             continue
         want, src = expected_links(ctx.compat, g)
         links = g.nvlinks
         inactive = [lk for lk in links if lk.active is False]
         active = [lk for lk in links if lk.active]
-        if inactive:
+        if inactive and not active and not want:
+            no_bridge.append(g)
+        elif inactive:
             all_down = not active
             what = ("all NVLink links inactive" if all_down
                     else f"{len(inactive)} of {len(links)} NVLink links inactive "
@@ -81,12 +99,34 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
             "interconnect.nvlink/inactive", "INTERCONNECT", Severity.ERROR,
             "NVLink links down: " + "; ".join(t for _, t, _ in down),
             detail="GPU-to-GPU traffic (all-reduce, tensor parallelism) falls back to fewer links or PCIe, "
-                   "many times slower; on NVSwitch systems CUDA may refuse to start.",
+                   "many times slower; on NVSwitch systems CUDA may refuse to start. On PCIe boards, a bridge "
+                   "with some links down is loose or faulty, or one bridge of a set is missing.",
             evidence=[e for _, _, ev in down for e in ev],
-            fix=Fix("Reset the GPUs (or reboot) and check the fabric manager; if links stay down, report "
-                    "the GPU/baseboard to the provider",
+            fix=Fix("Reset the GPUs (or reboot) and check the fabric manager and bridges; if links stay down, "
+                    "report the GPU/baseboard to the provider",
                     commands=["nvidia-smi nvlink --status", "systemctl status nvidia-fabricmanager",
                               "sudo nvidia-smi -r"]),
+        ))
+    if no_bridge:
+        out.append(Finding(
+            "interconnect.nvlink/no-bridge", "INTERCONNECT", Severity.INFO,
+            f"No NVLink bridge on {', '.join(gpu_label(g) for g in no_bridge)}: its NVLink links are all "
+            "inactive, so GPU-to-GPU traffic uses PCIe",
+            detail="NVLink on PCIe boards needs an NVLink bridge between GPU pairs; without one every link "
+                   "reads inactive, which is the normal state of a bridge-less card, not a fault.",
+            evidence=[Evidence(gpu_path(g, "nvlinks"), f"0 active of {len(g.nvlinks or [])}",
+                               expected="a bridge, if you want NVLink") for g in no_bridge],
+            fix=Fix("Fit NVLink bridges if GPU-to-GPU bandwidth matters; nothing to do otherwise",
+                    commands=["nvidia-smi nvlink --status", "nvidia-smi topo -m"]),
+        ))
+    if mig:
+        out.append(Finding(
+            "interconnect.nvlink/mig", "INTERCONNECT", Severity.INFO,
+            "NVLink links inactive on " + ", ".join(gpu_label(g) for g in mig) + " with MIG on: not judged "
+            "(MIG instances do not use NVLink); check again with MIG off",
+            evidence=[Evidence(gpu_path(g, "nvlinks"), f"{sum(1 for lk in g.nvlinks or [] if lk.active)} active of "
+                               f"{len(g.nvlinks or [])}", source="MIG mode on") for g in mig],
+            fix=Fix("With MIG off, check the links", commands=["nvidia-smi nvlink --status"]),
         ))
     if fewer:
         out.append(Finding(
@@ -156,21 +196,65 @@ def topology(ctx: CheckContext) -> List[Finding]:
     return out
 
 
+_FM_URL = "https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"
+
+
+def _fabric_gpus(d) -> List[Gpu]:
+    """GPUs whose NVML fabric info says they sit on an NVSwitch fabric (state other than not_supported)."""
+    return [g for g in d.gpus if g.fabric_state and g.fabric_state != "not_supported"]
+
+
 @check("interconnect.fabric-manager", "Fabric manager runs on NVSwitch systems", categories=("INTERCONNECT",))
 def fabric_manager(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status != ProbeStatus.OK:
         raise SkipCheck(section_reason(d, "NVSwitch count"))
+    on_fabric = _fabric_gpus(d)
+    if on_fabric:
+        # NVML GPU fabric info (Hopper and later) is the GPU's own word on its NVSwitch registration, read
+        # through the driver, so it holds inside containers too: COMPLETED with status SUCCESS means the
+        # fabric manager configured it (NVML reference, nvmlGpuFabricInfo_t; Fabric Manager User Guide)
+        bad = [g for g in on_fabric if g.fabric_state != "completed" or (g.fabric_status or "SUCCESS") != "SUCCESS"]
+        if not bad:
+            return []
+        pending = [g for g in bad if g.fabric_state in ("not_started", "in_progress")]
+        what = ("the fabric manager has not registered them" if pending
+                else "their fabric registration failed")
+        return [Finding(
+            "interconnect.fabric-manager/not-ready", "INTERCONNECT", Severity.ERROR,
+            f"NVSwitch fabric not ready on {len(bad)} of {len(d.gpus)} GPU(s): {what} ("
+            + "; ".join(f"GPU {g.index}: {g.fabric_state}" + (f", {g.fabric_status}" if g.fabric_status
+                                                               and g.fabric_status != "SUCCESS" else "")
+                        for g in bad) + ")",
+            detail="CUDA fails with 'system not yet initialized' until nvidia-fabricmanager has set up the NVSwitch "
+                   "fabric; its version must match the driver exactly.",
+            evidence=[Evidence(gpu_path(g, "fabric_state"), g.fabric_state, expected="completed",
+                               source="NVML nvmlDeviceGetGpuFabricInfo") for g in bad]
+                     + [Evidence(gpu_path(g, "fabric_status"), g.fabric_status, expected="SUCCESS")
+                        for g in bad if g.fabric_status and g.fabric_status != "SUCCESS"],
+            fix=Fix("Start the fabric manager on the host (install the package matching the driver version if "
+                    "missing), then check its log",
+                    commands=["sudo systemctl enable --now nvidia-fabricmanager",
+                              "systemctl status nvidia-fabricmanager",
+                              "nvidia-smi -q | grep -A 4 -i fabric"],
+                    url=_FM_URL),
+        )]
     if d.nvswitch_count is None:
         raise SkipCheck("NVSwitch count unknown: the probe did not count NVSwitches")
     if d.nvswitch_count == 0:
         return []
-    if d.fabric_manager_running is None:
+    in_container = bool(ctx.facts.host.container and ctx.facts.host.container.runtime)
+    if d.fabric_manager_running is None or (d.fabric_manager_running is False and in_container):
+        where = (" from inside this container (the host's processes are not visible here)"
+                 if in_container else "")
         return [Finding(
             "interconnect.fabric-manager/unknown", "INTERCONNECT", Severity.INFO,
-            f"{d.nvswitch_count} NVSwitch(es) present; could not tell whether the fabric manager runs",
-            evidence=[Evidence("driver.fabric_manager_running", None, expected="true")],
-            fix=Fix("Check it", commands=["systemctl status nvidia-fabricmanager"]),
+            f"{d.nvswitch_count} NVSwitch(es) present; could not tell whether the fabric manager runs{where}",
+            evidence=[Evidence("driver.fabric_manager_running", d.fabric_manager_running, expected="true")]
+                     + ([Evidence("host.container.runtime", ctx.facts.host.container.runtime)]
+                        if in_container else []),
+            fix=Fix("Check it on the host", commands=["systemctl status nvidia-fabricmanager",
+                                                      "nvidia-smi -q | grep -A 4 -i fabric"]),
         )]
     if d.fabric_manager_running:
         return []
@@ -186,7 +270,7 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
         fix=Fix("Start the fabric manager (install the package matching the driver version if missing)",
                 commands=["sudo systemctl enable --now nvidia-fabricmanager",
                           "systemctl status nvidia-fabricmanager"],
-                url="https://docs.nvidia.com/datacenter/tesla/fabric-manager-user-guide/index.html"),
+                url=_FM_URL),
     )]
 
 

@@ -7,6 +7,7 @@ from typing import Dict, List, Optional, Tuple
 from ..facts import Gpu, PcieLink, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pcie_link_status
+from ._util import is_nvidia_gpu_description
 from .base import Check, CheckContext, SkipCheck, registrar
 from .gpu_health import gpu_label
 
@@ -42,8 +43,7 @@ def norm_bdf(bdf: Optional[str]) -> Optional[str]:
 
 
 def _is_gpu_link(link: PcieLink) -> bool:
-    d = (link.description or "").lower()
-    return "nvidia" in d and ("3d controller" in d or "vga" in d)
+    return is_nvidia_gpu_description(link.description)
 
 
 def _link_text(link: PcieLink) -> str:

@@ -8,6 +8,7 @@ from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import Raw, command, placeholder, remove_linux_driver
 from .base import CheckContext, SkipCheck, registrar
+from .driver import nvidia_hardware
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -26,6 +27,10 @@ def check_container(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("the paste does not say whether this runs in a container")
     if c is None or not c.runtime:
         return []
+    if nvidia_hardware(ctx.facts) is False:
+        # sysfs in a container lists the host's PCI devices: none of vendor 0x10de means the host has no
+        # NVIDIA GPU to pass in (driver.present says so)
+        raise SkipCheck("no NVIDIA hardware on the PCI bus: no GPU to pass into this container")
     d = ctx.facts.driver
     nodes = c.gpu_device_nodes
     if d.status == ProbeStatus.OK and d.gpus:
@@ -35,6 +40,8 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     if nodes is None and d.status != ProbeStatus.ABSENT:
         return []
     ev = [Evidence("host.container.runtime", c.runtime, source=c.evidence),
+          Evidence("topology.nvidia_pci_devices", ctx.facts.topology.nvidia_pci_devices,
+                   source="the host's NVIDIA PCI devices, seen through sysfs"),
           Evidence("host.container.gpu_device_nodes", nodes, expected="/dev/nvidia0, /dev/nvidiactl, ..."),
           Evidence("driver.status", d.status)]
     if c.nvidia_visible_devices is not None:

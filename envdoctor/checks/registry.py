@@ -42,3 +42,4 @@ _extend(_resources)
 _extend(_driver_support)
 from . import messages as _messages; _extend(_messages)  # noqa: E402, E702
 from . import requirements as _requirements; _extend(_requirements)  # noqa: E402, E702
+from . import bench as _bench; _extend(_bench)  # noqa: E402, E702

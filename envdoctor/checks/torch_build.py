@@ -12,6 +12,7 @@ from ..remedies import command, conda_cuda_note, new_venv, pip_check, pip_instal
 from ._util import (
     base_version,
     driver_runs_cuda,
+    is_nvidia_gpu_description,
     mm_str,
     parse_version,
     torch_builds,
@@ -227,8 +228,7 @@ def _has_gpus(facts: Facts) -> Tuple[bool, List[Evidence]]:
     if d.gpus:
         return True, [Evidence("driver.gpus", [g.name for g in d.gpus])]
     for link in facts.topology.pcie_links:
-        if link.description and "nvidia" in link.description.lower() and (
-                "3d controller" in link.description.lower() or "vga" in link.description.lower()):
+        if is_nvidia_gpu_description(link.description):
             return True, [Evidence("topology.pcie_links", link.description)]
     return False, []
 

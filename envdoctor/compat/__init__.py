@@ -803,6 +803,10 @@ def _load_dir(directory: Path) -> Compat:
         for needed in ("cuda_driver", "torch", "gpus", "arch_support", "host_compilers"):
             if needed not in docs:
                 raise CompatDataError(f"{needed}.json: missing from {directory}")
+        if "bench" in docs:  # rules beyond the generic ones (its rows name gpus.json rows)
+            from .bench import validate_bench
+
+            validate_bench(docs["bench"], docs["gpus"])
         compat = Compat(directory, docs)
         _CACHE[cache_key] = compat
         return compat

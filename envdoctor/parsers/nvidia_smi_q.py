@@ -10,6 +10,7 @@ from typing import Dict, List, Optional
 from envdoctor.facts import Driver, Gpu, GpuProcess, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import (
     clean,
+    fabric_fields,
     is_error_marker,
     normalize_compute_mode,
     sum_known,
@@ -226,6 +227,8 @@ def _gpu(node: Node, index: int, bus_id: str, inforom_bad: bool) -> Gpu:
         clocks_sm_max_mhz=to_int(node.get("Max Clocks/SM")),
         clocks_mem_max_mhz=to_int(node.get("Max Clocks/Memory")),
         clocks_sm_app_mhz=to_int(node.get("Applications Clocks/Graphics")),
+        clocks_sm_app_default_mhz=to_int(node.get("Default Applications Clocks/Graphics")),
+        **fabric_fields(node.get("Fabric/State"), node.get("Fabric/Status")),
         throttle_reasons=_throttle(node),
         power_draw_w=pw("Power Draw", "Instantaneous Power Draw", "Average Power Draw"),
         power_limit_w=pw("Current Power Limit", "Enforced Power Limit", "Power Limit"),

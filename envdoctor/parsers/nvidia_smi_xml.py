@@ -122,6 +122,20 @@ def normalize_compute_mode(value: Optional[str]) -> Optional[str]:
     }.get(key, v)
 
 
+def fabric_fields(state: Optional[str], status: Optional[str]) -> Dict[str, Optional[str]]:
+    """nvidia-smi's Fabric State/Status ("Completed", "Success") in NVML's terms (fabric_state, fabric_status).
+
+    nvidia-smi prints NVML's GPU fabric info: State "Not Supported" / "Not Started" / "In Progress" /
+    "Completed", Status "Success" or the NVML error text; "N/A" on GPUs without it.
+    """
+    st = clean(state)
+    code = clean(status)
+    return {
+        "fabric_state": st.lower().replace(" ", "_") if st else None,
+        "fabric_status": ("SUCCESS" if code.lower() == "success" else code.upper().replace(" ", "_")) if code else None,
+    }
+
+
 def cuda_version_from_int(value: Optional[int]) -> Optional[str]:
     """NVML/CUDA integer version (12040) -> "12.4"."""
     if value is None or value <= 0:
@@ -286,6 +300,8 @@ def parse_gpu_element(gpu_el: ET.Element, index: int) -> Gpu:
         clocks_sm_max_mhz=to_int(_text(gpu_el, "max_clocks/sm_clock")),
         clocks_mem_max_mhz=to_int(_text(gpu_el, "max_clocks/mem_clock")),
         clocks_sm_app_mhz=to_int(_text(gpu_el, "applications_clocks/graphics_clock")),
+        clocks_sm_app_default_mhz=to_int(_text(gpu_el, "default_applications_clocks/graphics_clock")),
+        **fabric_fields(_text(gpu_el, "fabric/state"), _text(gpu_el, "fabric/status")),
         throttle_reasons=_throttle(gpu_el),
         power_draw_w=_first(power, ["power_draw", "instant_power_draw", "average_power_draw"], to_float),
         power_limit_w=_first(power, ["current_power_limit", "enforced_power_limit", "power_limit"], to_float),

@@ -13,7 +13,12 @@ from envdoctor.parsers.proc_driver import parse_proc_driver_version
 from envdoctor.probes.nvidia_smi import NVIDIA_SMI_TIMEOUT_S, probe_nvidia_smi_xml, probe_topology_smi
 from envdoctor.probes.nvml import probe_nvml
 
-FABRIC_MANAGER_COMM = "nv-fabricmanager"
+# The kernel keeps a process name in 16 bytes with the NUL (TASK_COMM_LEN, include/linux/sched.h): the
+# 16-character "nv-fabricmanager" appears in /proc/<pid>/comm as its first 15 characters
+FABRIC_MANAGER_COMM = "nv-fabricmanager"[:15]
+# /proc/self/ns/pid of the initial PID namespace (PROC_PID_INIT_INO = 0xEFFFFFFC, include/linux/proc_ns.h):
+# any other value means a container's PID namespace, where the host's daemons are not listed
+_INIT_PID_NS = f"pid:[{0xEFFFFFFC}]"
 
 
 def _path(root: str, *parts: str) -> str:
@@ -38,8 +43,19 @@ def list_device_nodes(root: str = "/") -> Optional[List[str]]:
     return sorted(f"/dev/{n}" for n in names if n.startswith("nvidia"))
 
 
+def _own_pid_namespace(root: str) -> Optional[str]:
+    try:
+        return os.readlink(_path(root, "proc", "self", "ns", "pid"))
+    except OSError:
+        return None
+
+
 def fabric_manager_running(root: str = "/") -> Optional[bool]:
-    """True if a process named nv-fabricmanager runs; None when /proc cannot be read."""
+    """True if a process named nv-fabricmanager runs; None when this cannot be told from here.
+
+    Not seeing it proves nothing inside a container: its PID namespace hides the host's daemons, so the
+    answer there is None (unknown), and NVML's GPU fabric state is the evidence that counts.
+    """
     proc = _path(root, "proc")
     try:
         entries = os.listdir(proc)
@@ -54,6 +70,9 @@ def fabric_manager_running(root: str = "/") -> Optional[bool]:
                     return True
         except OSError:
             continue  # the process ended while we looked, or it is not ours to read
+    ns = _own_pid_namespace(root)
+    if ns is not None and ns != _INIT_PID_NS:
+        return None  # a container's PID namespace: the host's fabric manager would not be listed
     return False
 
 

@@ -5,7 +5,9 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
+import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor.facts import Driver, Gpu, GpuProcess, NvlinkLink, ProbeStatus
@@ -13,7 +15,9 @@ from envdoctor.parsers.nvidia_smi_xml import cuda_version_from_int
 
 DEFAULT_TIMEOUT_S = 30.0
 
-# NVML clock-event reason bits (nvml.h nvmlClocksEventReason*), in facts.Gpu.throttle_reasons names
+# NVML clock-event reason bits (nvml.h nvmlClocksEventReason*, as nvidia-ml-py 13.615 defines them), in
+# facts.Gpu.throttle_reasons names. A bit not listed here is kept as "unknown_0x<bit>", never dropped: newer
+# drivers add reasons (nvidia-ml-py 13.615.71 defines none above 0x100, so 0x200/0x400 have no confirmed name).
 _REASON_BITS = (
     (0x1, "gpu_idle"),
     (0x2, "applications_clocks_setting"),
@@ -25,7 +29,23 @@ _REASON_BITS = (
     (0x80, "hw_power_brake_slowdown"),
     (0x100, "display_clocks_setting"),
 )
+_KNOWN_REASON_MASK = sum(bit for bit, _ in _REASON_BITS)
 _COMPUTE_MODES = {0: "Default", 1: "Exclusive_Thread", 2: "Prohibited", 3: "Exclusive_Process"}
+# NVML_GPU_FABRIC_STATE_* (nvml.h / nvidia-ml-py: NOT_SUPPORTED 0, NOT_STARTED 1, IN_PROGRESS 2, COMPLETED 3)
+_FABRIC_STATES = {0: "not_supported", 1: "not_started", 2: "in_progress", 3: "completed"}
+# NVML_NVLINK_DEVICE_TYPE_* (nvml.h: GPU 0x00, IBMNPU 0x01, SWITCH 0x02, UNKNOWN 0xFF)
+_NVLINK_REMOTE = {0: "gpu", 1: "ibmnpu", 2: "switch", 0xFF: "unknown"}
+# NVML_NVLINK_MAX_LINKS differs by binding version (6, 12, 18, 36): ask at least as many links as NVLink 4/5
+# GPUs have (H100/B200: 18), so the count does not depend on which pynvml was imported
+_MIN_NVLINK_INDICES = 18
+
+# A GPU that answers one of these answers nothing more (nvml.h: GPU_IS_LOST "the GPU has fallen off the bus or
+# has otherwise become inaccessible", RESET_REQUIRED "the GPU requires a reset", GPU_NOT_FOUND)
+_LOST = ("GPU_IS_LOST", "GPU_NOT_FOUND", "RESET_REQUIRED")
+# answers that mean "this GPU or driver does not have it": not worth a note
+_QUIET = ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND", "NOT_FOUND", "NO_DATA", "INVALID_ARGUMENT")
+# nvml.h nvmlGpuVirtualizationMode_t: NONE 0, PASSTHROUGH 1, VGPU 2 (a vGPU guest), HOST_VGPU 3, HOST_VSGA 4
+_VIRT_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 
 # Why NVML init failed -> (status, reason). "absent" only where the driver is simply not there.
 _INIT_ERRORS: Dict[str, Tuple[str, str]] = {
@@ -49,6 +69,13 @@ _INIT_ERRORS: Dict[str, Tuple[str, str]] = {
 }
 
 
+def _missing_symbol(err: BaseException) -> bool:
+    # pynvml's throwOnVersionMismatch turns FUNCTION_NOT_FOUND of an unversioned wrapper (e.g. the
+    # nvmlDeviceGetComputeRunningProcesses_v3 it calls, absent before driver 510.39) into
+    # NVMLLibraryMismatchError, a plain Exception, not an NVMLError
+    return type(err).__name__ == "NVMLLibraryMismatchError"
+
+
 class _Reader:
     """Calls NVML functions by name; an error becomes ``None`` (and a note unless NotSupported)."""
 
@@ -60,6 +87,13 @@ class _Reader:
     def error_name(self, err: BaseException) -> str:
         return error_name(self.nvml, err)
 
+    def nvml_failure(self, field: str, name: str) -> None:
+        if name in _LOST:
+            self.lost = self.lost or name
+            self.notes.append(f"{field}: NVML {name}")
+        elif name not in _QUIET:
+            self.notes.append(f"{field}: NVML {name}")
+
     def call(self, field: str, fn_name: str, *args: Any) -> Any:
         if self.lost:
             return None  # a lost GPU answers nothing more; do not wait on it field after field
@@ -69,26 +103,36 @@ class _Reader:
         try:
             return fn(*args)
         except self.nvml.NVMLError as e:
-            name = self.error_name(e)
-            if name in ("GPU_IS_LOST", "GPU_NOT_FOUND"):
-                self.lost = name
-                self.notes.append(f"{field}: NVML {name}")
-            elif name not in ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND", "NOT_FOUND", "NO_DATA"):
-                self.notes.append(f"{field}: NVML {name}")
+            self.nvml_failure(field, self.error_name(e))
             return None
-        except (TypeError, ValueError, AttributeError) as e:
-            # a binding whose signature or return differs from the one this code was written for
-            self.notes.append(f"{field}: {type(e).__name__}: {e}")
+        except Exception as e:  # the per-field guard: one field lost, never the whole probe
+            if not _missing_symbol(e):
+                # a binding whose signature, struct or return differs from the one this code was written for
+                self.notes.append(f"{field}: {type(e).__name__}: {e}")
             return None
+
+    def first(self, field: str, fn_names: Tuple[str, ...], *args: Any) -> Any:
+        """The first of ``fn_names`` that answers: versioned functions first, then older ones."""
+        for name in fn_names:
+            value = self.call(field, name, *args)
+            if value is not None or self.lost:
+                return value
+        return None
 
 
 def error_name(nvml: Any, err: BaseException) -> str:
     """NVML's name for an NVMLError ("NOT_SUPPORTED", "GPU_IS_LOST" ...), "UNKNOWN" if not known."""
     value = getattr(err, "value", None)
-    if value is not None:
-        for attr in dir(nvml):
-            if attr.startswith("NVML_ERROR_") and getattr(nvml, attr, None) == value:
-                return attr[len("NVML_ERROR_") :]
+    return return_name(nvml, value) if value is not None else "UNKNOWN"
+
+
+def return_name(nvml: Any, value: Any) -> str:
+    """An nvmlReturn_t by name: 0 -> "SUCCESS", 15 -> "GPU_IS_LOST"; "UNKNOWN" if not known."""
+    if value == 0:
+        return "SUCCESS"
+    for attr in dir(nvml):
+        if attr.startswith("NVML_ERROR_") and getattr(nvml, attr, None) == value:
+            return attr[len("NVML_ERROR_") :]
     return "UNKNOWN"
 
 
@@ -125,35 +169,65 @@ def _arch_name(nvml: Any, value: Any) -> Optional[str]:
     return None
 
 
+def decode_reasons(mask: Any) -> Optional[List[str]]:
+    """Clock-event reason names of an NVML bit mask; unknown bits as "unknown_0x200" rather than dropped."""
+    if not isinstance(mask, int):
+        return None
+    names = [n for bit, n in _REASON_BITS if mask & bit]
+    rest = mask & ~_KNOWN_REASON_MASK
+    bit = 1
+    while rest:
+        if rest & bit:
+            names.append(f"unknown_0x{bit:x}")
+            rest &= ~bit
+        bit <<= 1
+    return names
+
+
 def _nvlinks(r: _Reader, handle: Any) -> Optional[List[NvlinkLink]]:
+    """Every link index NVML answers for; an unsupported index is skipped, not the end of the list."""
     nvml = r.nvml
     fn = getattr(nvml, "nvmlDeviceGetNvLinkState", None)
     if fn is None:
         return None
     links: List[NvlinkLink] = []
-    for link in range(int(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 18))):
+    failures: List[str] = []
+    top = max(int(getattr(nvml, "NVML_NVLINK_MAX_LINKS", 0) or 0), _MIN_NVLINK_INDICES)
+    for link in range(top):
         try:
             state = fn(handle, link)
         except nvml.NVMLError as e:
             name = r.error_name(e)
-            if link == 0 and name not in ("NOT_SUPPORTED", "INVALID_ARGUMENT"):
-                r.notes.append(f"nvlinks: NVML {name}")
+            if name in _LOST:
+                r.nvml_failure("nvlinks", name)
                 return None
-            break  # past the last link, or a GPU without NVLink ([] then)
-        remote = r.call(f"nvlink{link}.remote", "nvmlDeviceGetNvLinkRemotePciInfo", handle, link) if state else None
+            if name not in _QUIET:
+                failures.append(name)
+            continue  # this index has no link (cut-down SKUs skip indices): ask the next
+        except Exception as e:  # the per-field guard
+            r.notes.append(f"nvlinks: {type(e).__name__}: {e}")
+            return None
+        remote = rtype = None
+        if state:
+            remote = r.call(f"nvlink{link}.remote", "nvmlDeviceGetNvLinkRemotePciInfo", handle, link)
+            rtype = r.call(f"nvlink{link}.remote_type", "nvmlDeviceGetNvLinkRemoteDeviceType", handle, link)
         links.append(
             NvlinkLink(
                 link=link,
                 active=bool(state),
                 remote_pci_bus_id=_s(getattr(remote, "busId", None)) if remote is not None else None,
+                remote_device_type=_NVLINK_REMOTE.get(rtype) if isinstance(rtype, int) else None,
             )
         )
+    if failures and not links:
+        r.notes.append(f"nvlinks: NVML {failures[0]}")
+        return None
     return links
 
 
 def _inforom_valid(r: _Reader, handle: Any) -> Optional[bool]:
     fn = getattr(r.nvml, "nvmlDeviceValidateInforom", None)
-    if fn is None:
+    if fn is None or r.lost:
         return None
     try:
         fn(handle)
@@ -162,25 +236,120 @@ def _inforom_valid(r: _Reader, handle: Any) -> Optional[bool]:
         name = r.error_name(e)
         if name == "CORRUPTED_INFOROM":
             return False
-        if name in ("GPU_IS_LOST", "GPU_NOT_FOUND"):
-            r.lost = name
+        r.nvml_failure("inforom", name)
+        return None
+    except Exception as e:  # the per-field guard
+        r.notes.append(f"inforom: {type(e).__name__}: {e}")
         return None
 
 
-def _processes(r: _Reader, handle: Any) -> Optional[List[GpuProcess]]:
-    procs = r.call("processes", "nvmlDeviceGetComputeRunningProcesses", handle)
+def _fabric(r: _Reader, handle: Any) -> Tuple[Optional[str], Optional[str]]:
+    """(state, status) of the GPU's NVSwitch fabric registration, from NVML GPU fabric info (Hopper+).
+
+    nvidia-ml-py: nvmlDeviceGetGpuFabricInfoV takes c_nvmlGpuFabricInfoV_t (= _v2_t, with a version field),
+    the older nvmlDeviceGetGpuFabricInfo takes c_nvmlGpuFabricInfo_t; both carry ``state``
+    (NVML_GPU_FABRIC_STATE_*) and ``status`` (an nvmlReturn_t). Unlike /proc, this works inside containers.
+    """
+    import ctypes
+
+    nvml = r.nvml
+    for fn_name, struct_name in (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
+                                 ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t")):
+        fn, cls = getattr(nvml, fn_name, None), getattr(nvml, struct_name, None)
+        if fn is None or cls is None or r.lost:
+            continue
+        try:
+            info = cls()
+            fn(handle, ctypes.byref(info))
+        except nvml.NVMLError as e:
+            name = r.error_name(e)
+            if name == "FUNCTION_NOT_FOUND":
+                continue  # a driver without this version: try the older function
+            r.nvml_failure("fabric", name)
+            return None, None
+        except Exception as e:  # the per-field guard
+            if not _missing_symbol(e):
+                r.notes.append(f"fabric: {type(e).__name__}: {e}")
+            continue
+        state = getattr(info, "state", None)
+        status = getattr(info, "status", None)
+        return (_FABRIC_STATES.get(state, f"unknown_{state}") if isinstance(state, int) else None,
+                return_name(nvml, status) if isinstance(status, int) else None)
+    return None, None
+
+
+def _mig_devices(r: _Reader, handle: Any) -> Optional[int]:
+    """MIG devices (instances CUDA can use) on a GPU in MIG mode; None when NVML cannot say."""
+    nvml = r.nvml
+    top = r.call("mig_devices", "nvmlDeviceGetMaxMigDeviceCount", handle)
+    fn = getattr(nvml, "nvmlDeviceGetMigDeviceHandleByIndex", None)
+    if not isinstance(top, int) or fn is None:
+        return None
+    count = 0
+    for i in range(top):
+        try:
+            fn(handle, i)
+            count += 1
+        except nvml.NVMLError as e:
+            name = r.error_name(e)
+            if name in ("NOT_FOUND", "INVALID_ARGUMENT"):
+                continue  # an empty slot
+            r.nvml_failure("mig_devices", name)
+            return None
+        except Exception as e:  # the per-field guard
+            r.notes.append(f"mig_devices: {type(e).__name__}: {e}")
+            return None
+    return count
+
+
+def _parent_pid(pid: int) -> Optional[int]:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return None
+    # the comm field is in parentheses and may itself contain spaces or ")": the ppid follows the last ")"
+    parts = text[text.rfind(")") + 2 :].split()
+    return int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
+
+
+def is_own_pid(pid: Any) -> bool:
+    """envdoctor itself or a child of it (the payload that imports torch, the PCIe load): not "another process"."""
+    if not isinstance(pid, int):
+        return False
+    me = os.getpid()
+    return pid == me or _parent_pid(pid) == me
+
+
+_PROCESS_FUNCTIONS = (
+    # _v3 from driver 510.39, _v2 before it; the unversioned wrapper last (it raises NVMLLibraryMismatchError
+    # when its _v3 is missing)
+    "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceGetComputeRunningProcesses",
+)
+
+
+def _processes(r: _Reader, handle: Any, own: Callable[[Any], bool]) -> Optional[List[GpuProcess]]:
+    procs = r.first("processes", _PROCESS_FUNCTIONS, handle)
     if procs is None:
         return None
     out = []
+    mine = 0
     for p in procs:
         pid = getattr(p, "pid", None)
+        if own(pid):
+            mine += 1
+            continue
         mem = getattr(p, "usedGpuMemory", None)
         name = r.call("process_name", "nvmlSystemGetProcessName", pid) if pid is not None else None
         out.append(GpuProcess(pid=pid, name=_s(name), used_memory_bytes=mem if isinstance(mem, int) else None, type="C"))
+    if mine:
+        r.notes.append(f"processes: {mine} of envdoctor's own process(es) left out")
     return out
 
 
-def read_gpu(nvml: Any, index: int) -> Gpu:
+def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid) -> Gpu:
     """Everything NVML tells about GPU ``index``; each field on its own, so one failure loses one field."""
     r = _Reader(nvml)
     try:
@@ -190,7 +359,7 @@ def read_gpu(nvml: Any, index: int) -> Gpu:
         return Gpu(index=index, nvml_error=name, notes=[f"handle: NVML {name}"])
     c = r.call
     k = nvml
-    pci = c("pci", "nvmlDeviceGetPciInfo", handle)
+    pci = r.first("pci", ("nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo"), handle)
     mem = c("memory", "nvmlDeviceGetMemoryInfo", handle)
     cc_major, cc_minor = _pair(c("compute_capability", "nvmlDeviceGetCudaComputeCapability", handle))
     mig_cur, mig_pend = _pair(c("mig_mode", "nvmlDeviceGetMigMode", handle))
@@ -206,16 +375,23 @@ def read_gpu(nvml: Any, index: int) -> Gpu:
             getattr(k, "NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR", 1))
     remap = c("remapped_rows", "nvmlDeviceGetRemappedRows", handle)
     remap = tuple(remap) if isinstance(remap, (list, tuple)) and len(remap) >= 4 else (None,) * 4
+    mig_devices = _mig_devices(r, handle) if mig_cur == 1 else None
+    if mig_cur == 1 and remap[0] is None and not r.lost:
+        # NVML does not report row remapping through a GPU in MIG mode here: say so rather than drop it
+        r.notes.append("remapped_rows: not reported while MIG is on"
+                       + (f" ({mig_devices} MIG instance(s))" if mig_devices else "")
+                       + "; read it with `nvidia-smi -q -d ROW_REMAPPER` on the host")
     sm, memclk, gr = getattr(k, "NVML_CLOCK_SM", 1), getattr(k, "NVML_CLOCK_MEM", 2), getattr(k, "NVML_CLOCK_GRAPHICS", 0)
-    reasons = c("throttle_reasons", "nvmlDeviceGetCurrentClocksEventReasons", handle)
-    if reasons is None and not r.lost:
-        reasons = c("throttle_reasons", "nvmlDeviceGetCurrentClocksThrottleReasons", handle)  # bindings < 12.535
+    # the Event name is the one drivers >= R535 export; older drivers only have the Throttle name
+    reasons = r.first("throttle_reasons", ("nvmlDeviceGetCurrentClocksEventReasons",
+                                           "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
     pmin, pmax = _pair(c("power_limits", "nvmlDeviceGetPowerManagementLimitConstraints", handle))
     util = c("utilization", "nvmlDeviceGetUtilizationRates", handle)
     pstate = c("performance_state", "nvmlDeviceGetPerformanceState", handle)
     compute_mode = c("compute_mode", "nvmlDeviceGetComputeMode", handle)
     persistence = c("persistence_mode", "nvmlDeviceGetPersistenceMode", handle)
     device_id = getattr(pci, "pciDeviceId", None)
+    fabric_state, fabric_status = _fabric(r, handle)
 
     gpu = Gpu(
         index=index,
@@ -238,6 +414,7 @@ def read_gpu(nvml: Any, index: int) -> Gpu:
         persistence_mode=_flag(persistence),
         mig_mode_current=_flag(mig_cur),
         mig_mode_pending=_flag(mig_pend),
+        mig_device_count=mig_devices,
         compute_mode=_COMPUTE_MODES.get(compute_mode) if isinstance(compute_mode, int) else None,
         ecc_mode_current=_flag(ecc_cur),
         ecc_mode_pending=_flag(ecc_pend),
@@ -265,9 +442,13 @@ def read_gpu(nvml: Any, index: int) -> Gpu:
         clocks_sm_max_mhz=c("clocks_max", "nvmlDeviceGetMaxClockInfo", handle, sm),
         clocks_mem_max_mhz=c("clocks_max", "nvmlDeviceGetMaxClockInfo", handle, memclk),
         clocks_sm_app_mhz=c("clocks_app", "nvmlDeviceGetApplicationsClock", handle, gr),
-        throttle_reasons=[n for bit, n in _REASON_BITS if reasons & bit] if isinstance(reasons, int) else None,
+        clocks_sm_app_default_mhz=c("clocks_app_default", "nvmlDeviceGetDefaultApplicationsClock", handle, gr),
+        throttle_reasons=decode_reasons(reasons),
         power_draw_w=_w(c("power_draw", "nvmlDeviceGetPowerUsage", handle)),
-        power_limit_w=_w(c("power_limit", "nvmlDeviceGetPowerManagementLimit", handle)),
+        # the limit the driver enforces (the lowest of the requested and any system-imposed limit), not only
+        # the one requested with nvidia-smi -pl (NVML reference: nvmlDeviceGetEnforcedPowerLimit)
+        power_limit_w=_w(r.first("power_limit", ("nvmlDeviceGetEnforcedPowerLimit",
+                                                 "nvmlDeviceGetPowerManagementLimit"), handle)),
         power_default_limit_w=_w(c("power_default_limit", "nvmlDeviceGetPowerManagementDefaultLimit", handle)),
         power_min_limit_w=_w(pmin),
         power_max_limit_w=_w(pmax),
@@ -281,8 +462,11 @@ def read_gpu(nvml: Any, index: int) -> Gpu:
         utilization_memory_pct=getattr(util, "memory", None),
         # NVML_PSTATE_UNKNOWN is 32
         performance_state=f"P{pstate}" if isinstance(pstate, int) and 0 <= pstate < 16 else None,
-        processes=_processes(r, handle),
+        processes=_processes(r, handle, own),
         nvlinks=_nvlinks(r, handle) if not r.lost else None,
+        fabric_state=fabric_state,
+        fabric_status=fabric_status,
+        virtualization_mode=_VIRT_MODES.get(c("virtualization_mode", "nvmlDeviceGetVirtualizationMode", handle)),
     )
     return _finish(gpu, r)
 
@@ -291,19 +475,44 @@ def _finish(gpu: Gpu, r: _Reader) -> Gpu:
     return dataclasses.replace(gpu, notes=r.notes or None, nvml_error=r.lost)
 
 
-def _probe(nvml: Any) -> Driver:
+def _read_gpus(nvml: Any, count: int, deadline: float, own: Callable[[Any], bool]) -> Tuple[List[Gpu], List[int]]:
+    """Each GPU in its own thread (NVML is thread-safe: NVML API reference, "Thread-safety"), so one hung GPU
+    costs its own facts only; (GPUs, indices still unanswered at ``deadline``)."""
+    results: Dict[int, Gpu] = {}
+
+    def work(i: int) -> None:
+        try:
+            results[i] = read_gpu(nvml, i, own)
+        except Exception as e:  # the per-GPU guard
+            results[i] = Gpu(index=i, notes=[f"read crashed: {type(e).__name__}: {e}"])
+
+    threads = [threading.Thread(target=work, args=(i,), name=f"envdoctor-nvml-gpu{i}", daemon=True)
+               for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    hung = [i for i in range(count) if i not in results]
+    gpus = [results.get(i) or Gpu(index=i, nvml_error="TIMEOUT",
+                                  notes=["NVML did not answer for this GPU before the probe's deadline"])
+            for i in range(count)]
+    return gpus, hung
+
+
+def _probe(nvml: Any, deadline: Optional[float] = None, own: Callable[[Any], bool] = is_own_pid) -> Driver:
+    deadline = deadline if deadline is not None else time.monotonic() + DEFAULT_TIMEOUT_S
     try:
         nvml.nvmlInit()
     except nvml.NVMLError as e:
         name = error_name(nvml, e)
         status, reason = _INIT_ERRORS.get(name, (ProbeStatus.FAILED, f"NVML init failed: {name} ({e})"))
         return Driver(status=status, reason=reason, source="nvml", nvml_error=name)
+    hung: List[int] = []
     try:
         r = _Reader(nvml)
         version = _s(r.call("driver_version", "nvmlSystemGetDriverVersion"))
-        cuda_int = r.call("cuda_driver_version", "nvmlSystemGetCudaDriverVersion_v2")
-        if cuda_int is None:
-            cuda_int = r.call("cuda_driver_version", "nvmlSystemGetCudaDriverVersion")
+        cuda_int = r.first("cuda_driver_version", ("nvmlSystemGetCudaDriverVersion_v2",
+                                                   "nvmlSystemGetCudaDriverVersion"))
         nvml_version = _s(r.call("nvml_version", "nvmlSystemGetNVMLVersion"))
         try:
             count = nvml.nvmlDeviceGetCount()
@@ -318,16 +527,17 @@ def _probe(nvml: Any) -> Driver:
                 nvml_version=nvml_version,
                 nvml_error=name,
             )
-        gpus = [read_gpu(nvml, i) for i in range(int(count))]
+        gpus, hung = _read_gpus(nvml, int(count), deadline, own)
     finally:
-        try:
-            nvml.nvmlShutdown()
-        except nvml.NVMLError:
-            pass  # nothing to undo: the facts are already read
+        if not hung:  # a thread still inside the driver: leave the library as it is
+            try:
+                nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001 - nothing to undo: the facts are already read
+                pass
     lost = [g.index for g in gpus if g.nvml_error]
     reason = f"NVML: driver {version}, {len(gpus)} GPU(s)"
     if lost:
-        reason += f"; GPU(s) {', '.join(map(str, lost))} did not answer ({gpus[lost[0]].nvml_error})"
+        reason += "; " + ", ".join(f"GPU {g.index} did not answer ({g.nvml_error})" for g in gpus if g.nvml_error)
     return Driver(
         status=ProbeStatus.OK,
         reason=reason,
@@ -346,11 +556,61 @@ def _import_pynvml() -> Any:
     return pynvml
 
 
-def probe_nvml(nvml: Any = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Driver:
+# nvidia-ml-py 12.535.77 declares the _v3 process struct with a field drivers from 535.98 on do not write, so the
+# second and later PIDs come back as garbage; 12.535.108 fixed it (gpustat and nvitop exclude 12.535.77 too:
+# https://github.com/wookayin/gpustat/issues/161, https://github.com/XuehaiPan/nvitop)
+MIN_BINDING = (12, 535, 108)
+
+
+def _version_tuple(text: str) -> Tuple[int, ...]:
+    out = []
+    for part in text.split("."):
+        digits = "".join(ch for ch in part if ch.isdigit())
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def binding_problem(module: Any) -> Optional[str]:
+    """Why the imported ``pynvml`` must not be trusted, or None when it is NVIDIA's nvidia-ml-py >= 12.535.108.
+
+    The old third-party ``pynvml`` package (a package directory with its own copy of the bindings) and a
+    stale nvidia-ml-py can both be the module ``import pynvml`` finds; the file's owner decides.
+    """
+    import importlib.metadata as md
+
+    path = getattr(module, "__file__", None)
+    if not path:
+        return "the imported pynvml has no file: not NVIDIA's nvidia-ml-py bindings"
+    try:
+        dist = md.distribution("nvidia-ml-py")
+    except md.PackageNotFoundError:
+        return f"the imported pynvml ({path}) does not come from NVIDIA's nvidia-ml-py (not installed)"
+    owned = False
+    for f in dist.files or []:
+        if f.name == "pynvml.py":
+            try:
+                owned = os.path.samefile(str(dist.locate_file(f)), path)
+            except OSError:
+                owned = False
+            if owned:
+                break
+    if not owned:
+        return (f"the imported pynvml ({path}) is not the one nvidia-ml-py {dist.version} installed: an old "
+                "third-party pynvml package shadows NVIDIA's bindings")
+    if _version_tuple(dist.version) < MIN_BINDING:
+        return (f"nvidia-ml-py {dist.version} is older than 12.535.108: its process list is wrong on drivers "
+                "from 535.98 on")
+    return None
+
+
+def probe_nvml(nvml: Any = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+               own: Callable[[Any], bool] = is_own_pid) -> Driver:
     """The driver as NVML sees it. ``nvml`` is the pynvml module or a fake with the same names.
 
     Runs in a daemon thread so that a hung driver call (a GPU fallen off the bus) costs at most
-    ``timeout_s`` and a ``failed`` fact, never a hang.
+    ``timeout_s`` and a ``failed`` fact, never a hang. GPUs read before the deadline are kept.
     """
     if nvml is None:
         try:
@@ -361,12 +621,18 @@ def probe_nvml(nvml: Any = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> Driver
                 reason="pynvml (nvidia-ml-py) is not installed: NVML cannot be asked",
                 source="nvml",
             )
+        problem = binding_problem(nvml)
+        if problem:
+            return Driver(status=ProbeStatus.UNSUPPORTED, reason=f"NVML not asked: {problem}", source="nvml",
+                          nvml_error="BINDING")
     result: List[Driver] = []
     crash: List[str] = []
+    # the GPUs' own deadline comes a little before the outer one, so that the partial result is returned
+    deadline = time.monotonic() + max(timeout_s - min(1.0, timeout_s / 10), 0.0)
 
     def target() -> None:
         try:
-            result.append(_probe(nvml))
+            result.append(_probe(nvml, deadline, own))
         except Exception as e:  # the per-probe guard: a bug here must not hide the other facts
             crash.append(f"{type(e).__name__}: {e}")
 
@@ -409,9 +675,16 @@ def sample_pcie_links(nvml: Any, keep_going: Callable[[], bool], interval_s: flo
         return best, 0, f"NVML init failed: {error_name(nvml, e)}"
     try:
         handles = []
+        skipped: List[str] = []
         for i in range(int(nvml.nvmlDeviceGetCount())):
-            h = nvml.nvmlDeviceGetHandleByIndex(i)
-            bus = _s(getattr(nvml.nvmlDeviceGetPciInfo(h), "busId", None)) or f"index:{i}"
+            try:
+                h = nvml.nvmlDeviceGetHandleByIndex(i)
+                bus = _s(getattr(nvml.nvmlDeviceGetPciInfo(h), "busId", None)) or f"index:{i}"
+            except nvml.NVMLError as e:
+                # a GPU this process may not open (cgroup device limits, NO_PERMISSION) or one off the bus:
+                # the others are still sampled
+                skipped.append(f"GPU {i}: {error_name(nvml, e)}")
+                continue
             handles.append((bus, h))
         deadline = time.monotonic() + max_s
         while True:
@@ -436,7 +709,7 @@ def sample_pcie_links(nvml: Any, keep_going: Callable[[], bool], interval_s: flo
             nvml.nvmlShutdown()
         except nvml.NVMLError:
             pass
-    return best, samples, None
+    return best, samples, ("not sampled: " + "; ".join(skipped)) if skipped else None
 
 
 def import_pynvml() -> Any:

@@ -120,3 +120,23 @@ def probe_pcie(runner, root: str = "/") -> Tuple[str, str, List[PcieLink]]:
 def probe_pcie_links(runner, root: str = "/") -> List[PcieLink]:
     """Topology.pcie_links: GPUs first, then each bridge up to the root port; [] when none or unreadable."""
     return probe_pcie(runner, root)[2]
+
+
+def nvidia_pci_devices(root: str = "/") -> Optional[List[str]]:
+    """Every PCI function of vendor 0x10de under <root>/sys/bus/pci/devices as "BDF CLASS"; None if unreadable.
+
+    This tells "no NVIDIA hardware here" ([]) from "NVIDIA hardware, no usable driver" without any driver.
+    Containers usually see the host's PCI devices in sysfs even when no GPU was passed in.
+    """
+    base = os.path.join(root, "sys/bus/pci/devices")
+    try:
+        entries = sorted(os.listdir(base))
+    except OSError:
+        return None
+    out = []
+    for bdf in entries:
+        vendor = (_read(os.path.join(base, bdf, "vendor")) or "").strip().lower()
+        if vendor == f"0x{NVIDIA_VENDOR_ID}":
+            cls = (_read(os.path.join(base, bdf, "class")) or "").strip().lower()[:6]
+            out.append(f"{bdf} {cls}" if cls else bdf)
+    return out

@@ -21,6 +21,8 @@ class PcieLoad:
     reason: Optional[str] = None
     # normalised bus id "0000:3b:00" -> best (generation, width) seen while the copies ran
     readings: Dict[str, Tuple[int, int]] = field(default_factory=dict)
+    copies: List[Dict[str, Any]] = field(default_factory=list)  # the payload's per-GPU GB/s (bench facts)
+    seconds: Optional[float] = None
 
 
 bus_key = pci_bus_key  # kept as this module's name for it
@@ -74,18 +76,32 @@ def _probe(executable: str, runner: Any, driver: Driver, nvml: Any, seconds: flo
     if not sampled:
         return PcieLoad(ProbeStatus.FAILED, "NVML did not answer while the load ran")
     best, samples, error = sampled[0]
+    copies = [d for d in pr.result.get("devices") or [] if isinstance(d, dict)]
+    secs = pr.result.get("seconds") if isinstance(pr.result.get("seconds"), (int, float)) else None
     if not best:
-        return PcieLoad(ProbeStatus.FAILED, f"no PCIe reading while the load ran ({error or 'no samples'})")
-    loaded = {bus_key(d.get("pci_bus_id")) for d in pr.result.get("devices") or [] if isinstance(d, dict)}
-    loaded.discard(None)
+        return PcieLoad(ProbeStatus.FAILED, f"no PCIe reading while the load ran ({error or 'no samples'})",
+                        copies=copies, seconds=secs)
+    devices = [d for d in pr.result.get("devices") or [] if isinstance(d, dict)]
+    carried = [d for d in devices if d.get("bytes") and not d.get("error")]
+    loaded = {bus_key(d.get("pci_bus_id")) for d in carried}
     readings = {bus_key(b) or b: v for b, v in best.items()}
-    if loaded:
-        # CUDA_VISIBLE_DEVICES may hide GPUs from the load: only GPUs that carried traffic count
+    if None in loaded or not loaded:
+        # a torch without pci_bus_id in its device properties: the reading can be tied to the load only when
+        # every GPU NVML sampled carried traffic; otherwise (CUDA_VISIBLE_DEVICES hid some) none can be trusted
+        if not carried or len(carried) != len(readings):
+            return PcieLoad(ProbeStatus.SKIPPED, f"{len(carried)} of {len(readings)} GPU(s) carried the load and "
+                            "torch gave no PCI bus ids to tell which: no reading kept", copies=copies, seconds=secs)
+    else:
+        # only GPUs that carried traffic count: CUDA_VISIBLE_DEVICES hides some, their links stay idle
         readings = {b: v for b, v in readings.items() if b in loaded}
-    mb = ", ".join(f"cuda:{d.get('index')} {d.get('gb_per_s')} GB/s" for d in pr.result.get("devices") or []
-                   if isinstance(d, dict))
+    mb = ", ".join(f"{d.get('pci_bus_id') or 'cuda:' + str(d.get('index'))} {d.get('gb_per_s')} GB/s"
+                   for d in carried)
+    failed = [f"{d.get('pci_bus_id') or 'cuda:' + str(d.get('index'))}: {d.get('error')}" for d in devices
+              if d.get("error")]
     reason = f"{len(readings)} GPU link(s) sampled {samples} time(s) during {pr.result.get('seconds')} s of " \
              f"host-to-device copies ({mb})"
+    if failed:
+        reason += "; no load on " + "; ".join(failed)
     if error:
         reason += f"; NVML: {error}"
-    return PcieLoad(ProbeStatus.OK, reason, readings)
+    return PcieLoad(ProbeStatus.OK, reason, readings, copies=copies, seconds=secs)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from envdoctor.probes.runner import RunResult
+from envdoctor.probes.runner import DEFAULT_TIMEOUT_S, Runner, RunResult
 
 
 class UnexpectedCommand(AssertionError):
@@ -53,3 +53,18 @@ class FakeRunner:
             rc, out, err = ans
             return RunResult(key, rc, stdout=out, stderr=err)
         return RunResult(key, 0, stdout=ans)
+
+
+class RecordingRunner(Runner):
+    """The real Runner, recording each command with the timeout it was given and how it ended: tests of the
+    real probes assert on the work done (commands, their time limits) instead of on elapsed seconds."""
+
+    def __init__(self, env: Optional[Mapping[str, str]] = None):
+        super().__init__(env)
+        self.calls: List[Tuple[Tuple[str, ...], float, RunResult]] = []
+
+    def run(self, argv: Sequence[str], timeout: float = DEFAULT_TIMEOUT_S, env: Optional[Mapping[str, str]] = None,
+            input_text: Optional[str] = None) -> RunResult:
+        res = super().run(argv, timeout=timeout, env=env, input_text=input_text)
+        self.calls.append((tuple(str(a) for a in argv), timeout, res))
+        return res

@@ -1,0 +1,291 @@
+"""Benchmark checks: measured throughput against what public measurements achieve, with the likely cause."""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from ..facts import BenchResult, Facts, Gpu, ProbeStatus
+from ..findings import Evidence, Finding, Fix, Severity
+from ._bench_expect import (
+    MATMUL_DTYPE,
+    VGPU_NAME,
+    disk_kind,
+    expect,
+    gpu_for,
+    limiting_throttles,
+    storage_for,
+)
+from .base import Check, CheckContext, SkipCheck, registrar
+
+CHECKS: List[Check] = []
+check = registrar(CHECKS)
+
+_THROTTLE_TEXT = {"sw_thermal_slowdown": "SW Thermal Slowdown", "hw_thermal_slowdown": "HW Thermal Slowdown",
+                  "sw_power_cap": "SW Power Cap", "hw_slowdown": "HW Slowdown",
+                  "hw_power_brake_slowdown": "HW Power Brake Slowdown"}
+
+
+def _results(facts: Facts, names: Any) -> List[Any]:
+    if facts.bench.status == ProbeStatus.SKIPPED and not facts.bench.results:
+        raise SkipCheck("no benchmark ran (`envdoctor bench` or `envdoctor check --bench` runs them)")
+    return [(i, r) for i, r in enumerate(facts.bench.results) if r.name in names]
+
+
+def _severity(verdict: str) -> str:
+    return Severity.ERROR if verdict == "error" else Severity.WARNING
+
+
+def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult,
+               ri: Optional[int] = None) -> List[tuple]:
+    """(text, evidence) for every fact of this run that explains a slow GPU, strongest first."""
+    out = []
+    if g is None:
+        return out
+    base = f"driver.gpus[{gi}]"
+    throttles = limiting_throttles(g, r)
+    if throttles:
+        names = ", ".join(_THROTTLE_TEXT.get(t, t) for t in throttles)
+        during = r.params.get("throttle_reasons_seen") if isinstance(r.params, dict) else None
+        ev = (Evidence(f"bench.results[{ri}].params.throttle_reasons_seen", during,
+                       expected="no thermal or power throttle while it ran")
+              if during and ri is not None else
+              Evidence(f"{base}.throttle_reasons", g.throttle_reasons, expected="no thermal or power throttle"))
+        out.append((f"clocks held back: {names} active", ev))
+    if g.power_limit_w and g.power_default_limit_w and g.power_limit_w < 0.95 * g.power_default_limit_w:
+        out.append((f"power limit {g.power_limit_w:g} W is below the default {g.power_default_limit_w:g} W",
+                    Evidence(f"{base}.power_limit_w", g.power_limit_w, expected=f"{g.power_default_limit_w:g} W")))
+    procs = [p for p in (g.processes or []) if (p.type or "C") in ("C", "C+G")]
+    if procs:
+        out.append((f"{len(procs)} other process(es) were using this GPU",
+                    Evidence(f"{base}.processes", [p.pid for p in procs], expected="none")))
+    if g.mig_mode_current:
+        out.append(("MIG is enabled: the benchmark ran on a slice", Evidence(f"{base}.mig_mode_current", True)))
+    if g.virtualization_mode == "vgpu" or VGPU_NAME.match(g.name or ""):
+        out.append(("the GPU is a vGPU slice behind a hypervisor",
+                    Evidence(f"{base}.virtualization_mode", g.virtualization_mode or g.name)))
+    return out
+
+
+def _numa_note(facts: Facts) -> Optional[str]:
+    loc = facts.topology.gpu_locality or []
+    nodes = {x.numa_node for x in loc if x.numa_node is not None and x.numa_node >= 0}
+    if len(nodes) > 1:
+        return ("this machine has several NUMA nodes: run pinned to the GPU's local CPUs "
+                "(numactl --cpunodebind=N --membind=N) to rule out a NUMA-remote GPU")
+    return None
+
+
+@check("bench.matmul", "Matmul throughput reaches what this GPU achieves in public measurements",
+       categories=("PERF_BELOW_EXPECTED",))
+def matmul(ctx: CheckContext) -> List[Finding]:
+    facts = ctx.facts
+    items = [(i, r) for i, r in _results(facts, MATMUL_DTYPE) if (r.device or "").startswith("cuda")]
+    out: List[Finding] = []
+    judged = 0
+    why_not = []
+    for i, r in items:
+        e = expect(facts, ctx.compat, r)
+        if e.expected is None:
+            why_not.append(f"{r.name} on {r.device}: {e.basis}")
+            continue
+        judged += 1
+        if e.verdict == "ok":
+            continue
+        gi, g = gpu_for(facts, r)
+        causes = gpu_causes(facts, g, gi, r, i)
+        cause = causes[0][0] if causes else "no cause found in this run's facts"
+        out.append(Finding(
+            "bench.matmul/below-expected", "PERF_BELOW_EXPECTED", _severity(e.verdict),
+            f"{r.name} on {r.device} ({g.name if g else r.params.get('gpu_name')}): {r.value:g} TFLOP/s, "
+            f"{e.ratio:.0%} of the {e.expected:g} expected; likely cause: {cause}",
+            detail=(f"Expected {e.basis}. Shape {r.params.get('shape')}. "
+                    + ("Other facts of this run: " + "; ".join(c[0] for c in causes[1:]) + ". " if len(causes) > 1
+                       else "")
+                    + "A job on this GPU runs this much slower than the same GPU elsewhere."),
+            evidence=[Evidence(f"bench.results[{i}].value", r.value, expected=f">= {e.expected:g} TFLOP/s",
+                               source=e.source)] + [c[1] for c in causes],
+            fix=_gpu_fix(causes),
+        ))
+    if not judged:
+        raise SkipCheck("; ".join(why_not) if why_not else "no GPU matmul result")
+    return out
+
+
+def _gpu_fix(causes: List[tuple]) -> Fix:
+    text = causes[0][0] if causes else ""
+    if "Thermal" in text:
+        return Fix("Check the cooling (airflow, fan speed, inlet temperature) and re-run; the GPU throttles "
+                   "when hot", ["nvidia-smi -q -d PERFORMANCE,TEMPERATURE"])
+    if "Power" in text or "power limit" in text:
+        return Fix("Restore the power limit (envdoctor never changes it)", ["nvidia-smi -q -d POWER"])
+    if "process" in text:
+        return Fix("Stop the other work on this GPU and re-run the benchmark", ["nvidia-smi"])
+    return Fix("Re-run with `envdoctor bench --sustain 60` to watch clocks and throttling over time",
+               ["envdoctor bench --sustain 60"])
+
+
+@check("bench.host-copy", "Host<->GPU copies reach what the PCIe link carries",
+       categories=("PERF_BELOW_EXPECTED",))
+def host_copy(ctx: CheckContext) -> List[Finding]:
+    facts = ctx.facts
+    items = _results(facts, ("h2d_pinned", "d2h_pinned"))
+    pageable = {r.device: r for _i, r in _results(facts, ("h2d_pageable",)) if r.status == ProbeStatus.OK}
+    out: List[Finding] = []
+    judged = 0
+    why_not = []
+    for i, r in items:
+        e = expect(facts, ctx.compat, r)
+        if e.expected is None:
+            why_not.append(f"{r.name} on {r.device}: {e.basis}")
+            continue
+        judged += 1
+        if e.verdict == "ok":
+            continue
+        gi, g = gpu_for(facts, r)
+        base = f"driver.gpus[{gi}]"
+        causes = []
+        gen = r.params.get("pcie_gen_under_load") or (g.pcie_gen_under_load if g else None)
+        width = r.params.get("pcie_width_under_load") or (g.pcie_width_under_load if g else None)
+        if g is not None and gen and width and (gen < (g.pcie_gen_max or 0) or width < (g.pcie_width_max or 0)):
+            causes.append((f"the link trained at Gen{gen} x{width} under load, below its maximum "
+                           f"Gen{g.pcie_gen_max} x{g.pcie_width_max}",
+                           Evidence(f"bench.results[{i}].params.pcie_width_under_load", f"Gen{gen} x{width}",
+                                    expected=f"Gen{g.pcie_gen_max} x{g.pcie_width_max}")))
+        # another process copying, or a vGPU slice, shares the link too
+        causes += [c for c in gpu_causes(facts, g, gi, r) if "process" in c[0] or "vGPU" in c[0]]
+        numa = _numa_note(facts)
+        cause = causes[0][0] if causes else "no cause found in this run's facts"
+        pg = pageable.get(r.device)
+        detail = f"Expected {e.basis}. "
+        if pg is not None and r.name == "h2d_pinned" and pg.value is not None:
+            detail += f"Pageable copies reached {pg.value:g} GB/s (pinned {r.value:g}). "
+        if numa:
+            detail += numa.capitalize() + "."
+        out.append(Finding(
+            "bench.host-copy/below-expected", "PERF_BELOW_EXPECTED", _severity(e.verdict),
+            f"{r.name} on {r.device}: {r.value:g} GB/s, {e.ratio:.0%} of the {e.expected:g} GB/s expected; "
+            f"likely cause: {cause}",
+            detail=detail.strip(),
+            evidence=[Evidence(f"bench.results[{i}].value", r.value, expected=f">= {e.expected:g} GB/s",
+                               source=e.source)] + [c[1] for c in causes]
+                     + ([Evidence(f"{base}.pcie_width_max", g.pcie_width_max)] if g is not None else []),
+            fix=(Fix("Reseat the GPU or move it to a full-width slot; check the BIOS PCIe settings and riser",
+                     ["sudo lspci -vv -d 10de: | grep -E 'LnkCap|LnkSta'"]) if causes and "link" in causes[0][0]
+                 else Fix("Check the link and NUMA placement while copying",
+                          ["nvidia-smi -q -d PCIE", "nvidia-smi topo -m"])),
+        ))
+    if not judged:
+        raise SkipCheck("; ".join(why_not) if why_not else "no host<->device copy result")
+    return out
+
+
+@check("bench.disk", "Sequential reads of the data path reach fast local storage",
+       categories=("PERF_BELOW_EXPECTED",))
+def disk(ctx: CheckContext) -> List[Finding]:
+    facts = ctx.facts
+    items = _results(facts, ("disk_seq_read",))
+    out: List[Finding] = []
+    judged = 0
+    why_not = []
+    for i, r in items:
+        e = expect(facts, ctx.compat, r)
+        if e.expected is None:
+            why_not.append(f"{r.name} on {r.device}: {e.basis}")
+            continue
+        judged += 1
+        if e.verdict == "ok":
+            continue
+        si, p = storage_for(facts, r)
+        kind = disk_kind(p)
+        base = f"storage.paths[{si}]"
+        if kind == "hdd":
+            cause = f"the data is on a rotational disk ({p.block_device or p.device_model or 'HDD'})"
+            ev = Evidence(f"{base}.rotational", True, expected="an SSD or NVMe")
+        elif kind == "network":
+            cause = f"the data is on a network filesystem ({p.fstype}, {p.mount_source or '?'})"
+            ev = Evidence(f"{base}.fstype", p.fstype, expected="a local filesystem on NVMe")
+        else:
+            cause = f"this {kind.replace('_', ' ') if kind else 'disk'} reads far below its kind"
+            ev = Evidence(f"{base}.transport", p.transport if p else None)
+        cached = r.params.get("direct") is False
+        out.append(Finding(
+            "bench.disk/below-expected", "PERF_BELOW_EXPECTED",
+            Severity.WARNING if cached else _severity(e.verdict),
+            f"Sequential read under {r.device}: {r.value:g} MB/s, below the {e.expected:g} MB/s expected; "
+            f"likely cause: {cause}",
+            detail=f"Expected: {e.basis}. The data loader reads no faster than this."
+                   + (" O_DIRECT was refused: the figure may include cache." if cached else ""),
+            evidence=[Evidence(f"bench.results[{i}].value", r.value, expected=f">= {e.expected:g} MB/s",
+                               source=e.source), ev],
+            fix=Fix("Copy the data set to local NVMe before training (or stage it into RAM / a local cache)",
+                    ["df -h", "lsblk -d -o NAME,ROTA,TRAN,MODEL"]),
+        ))
+    if not judged:
+        raise SkipCheck("; ".join(why_not) if why_not else "no disk result")
+    return out
+
+
+@check("bench.sustained", "Under sustained load every GPU holds its clocks and keeps up with the others",
+       categories=("PERF_BELOW_EXPECTED",))
+def sustained(ctx: CheckContext) -> List[Finding]:
+    facts = ctx.facts
+    items = [(i, r) for i, r in _results(facts, ("sustained",)) if r.status == ProbeStatus.OK and r.value]
+    if not items:
+        raise SkipCheck("no sustained run (`envdoctor bench --sustain 60`)")
+    out: List[Finding] = []
+    for i, r in items:
+        onset = r.params.get("throttle_onset_s")
+        drop = r.params.get("drop_pct")
+        seen = r.params.get("throttle_reasons_seen") or []
+        if onset is not None or (isinstance(drop, (int, float)) and drop > 10):
+            names = ", ".join(_THROTTLE_TEXT.get(t, t) for t in seen) or "no throttle reason reported"
+            out.append(Finding(
+                "bench.sustained/throttled", "PERF_BELOW_EXPECTED", Severity.WARNING,
+                f"{r.device} under sustained load: throughput fell {drop if drop is not None else '?'}% "
+                f"({r.params.get('tflops_first')} -> {r.params.get('tflops_last')} TFLOP/s)"
+                + (f"; throttling from {onset:g} s ({names})" if onset is not None else ""),
+                detail="Long jobs run at the throttled speed, not at the first minute's.",
+                evidence=[Evidence(f"bench.results[{i}].params.throttle_onset_s", onset),
+                          Evidence(f"bench.results[{i}].params.drop_pct", drop, expected="<= 10")],
+                fix=Fix("Check cooling and power delivery; compare with the other GPUs of the node",
+                        ["nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER"]),
+            ))
+    gpus = [(i, r) for i, r in items if (r.device or "").startswith("cuda")]
+    if len(gpus) >= 2:
+        values = sorted(r.value for _i, r in gpus)
+        median = values[len(values) // 2]
+        i, slow = min(gpus, key=lambda x: x[1].value)
+        if slow.value < 0.9 * median:
+            out.append(Finding(
+                "bench.sustained/straggler", "PERF_BELOW_EXPECTED", Severity.WARNING,
+                f"{slow.device} sustains {slow.value:g} TFLOP/s against the median {median:g} of {len(gpus)} GPUs "
+                f"running at the same time ({slow.value / median:.0%}): a data-parallel job runs at the slowest one",
+                evidence=[Evidence(f"bench.results[{i}].value", slow.value, expected=f">= 90% of {median:g}")],
+                fix=Fix("Check that GPU's cooling, power and throttle reasons; ask the provider to swap it",
+                        ["nvidia-smi -q -d PERFORMANCE"]),
+            ))
+    return out
+
+
+@check("bench.gpu-virtualized", "GPUs are whole devices, not vGPU slices", categories=("GPU_VIRTUALIZED",))
+def gpu_virtualized(ctx: CheckContext) -> List[Finding]:
+    drv = ctx.facts.driver
+    if drv.status != ProbeStatus.OK or not drv.gpus:
+        raise SkipCheck("no GPU facts")
+    known = [g for g in drv.gpus if g.virtualization_mode is not None or g.name]
+    if not known:
+        raise SkipCheck("virtualization mode unknown")
+    out = []
+    for i, g in enumerate(drv.gpus):
+        by_mode = g.virtualization_mode == "vgpu"
+        by_name = bool(VGPU_NAME.match(g.name or ""))
+        if by_mode or by_name:
+            out.append(Finding(
+                "bench.gpu-virtualized/vgpu", "GPU_VIRTUALIZED", Severity.INFO,
+                f"GPU {i} ({g.name}) is a vGPU: a slice of a physical GPU behind a hypervisor",
+                detail="Its memory and time are shared with other virtual machines; benchmark figures below the "
+                       "whole board's are expected and this is the likely reason when they are low.",
+                evidence=[Evidence(f"driver.gpus[{i}].virtualization_mode", g.virtualization_mode),
+                          Evidence(f"driver.gpus[{i}].name", g.name)],
+            ))
+    return out

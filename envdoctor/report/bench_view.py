@@ -1,0 +1,160 @@
+"""Benchmark display: live progress while kernels run, the results table per device, sustained sparklines."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+from ..checks._bench_expect import expect
+from ..facts import Bench, Facts, ProbeStatus
+
+SPARK = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(values: List[float], width: int = 40) -> str:
+    vals = [v for v in values if isinstance(v, (int, float))]
+    if not vals:
+        return ""
+    if len(vals) > width:  # average into ``width`` buckets
+        step = len(vals) / width
+        vals = [sum(vals[int(i * step):int((i + 1) * step)] or [vals[int(i * step)]])
+                / max(1, len(vals[int(i * step):int((i + 1) * step)])) for i in range(width)]
+    lo, hi = min(vals), max(vals)
+    if hi - lo < 1e-12:
+        return SPARK[3] * len(vals)
+    return "".join(SPARK[min(7, int((v - lo) / (hi - lo) * 7.999))] for v in vals)
+
+
+def _fmt(v: Optional[float]) -> str:
+    if v is None:
+        return "-"
+    return f"{v:,.0f}" if abs(v) >= 1000 else (f"{v:.1f}" if abs(v) >= 10 else f"{v:.3g}")
+
+
+def rows(facts: Facts, compat: Any) -> List[Dict[str, Any]]:
+    """One row per result: device, name, value, expected, ratio, verdict, note (what the table shows)."""
+    out = []
+    for r in facts.bench.results:
+        e = expect(facts, compat, r)
+        note = r.reason if r.status != ProbeStatus.OK else (e.basis if e.expected is None else "")
+        if r.status == ProbeStatus.OK and r.params.get("shape"):
+            note = (note + " " if note else "") + "shape " + "x".join(str(x) for x in r.params["shape"])
+        out.append({"device": r.device or "-", "name": r.name, "value": r.value, "unit": r.unit or "",
+                    "expected": e.expected, "ratio": e.ratio, "verdict": e.verdict if r.status == ProbeStatus.OK
+                    else r.status, "note": (note or "").strip(), "duration_s": r.duration_s})
+    return out
+
+
+def summary_line(bench: Bench) -> str:
+    ran = [r for r in bench.results if r.status == ProbeStatus.OK]
+    skipped = [r for r in bench.results if r.status == ProbeStatus.SKIPPED]
+    failed = [r for r in bench.results if r.status == ProbeStatus.FAILED]
+    took = f" in {bench.duration_s:.1f} s" if bench.duration_s is not None else ""
+    return f"{len(ran)} ran, {len(skipped)} skipped, {len(failed)} failed{took}"
+
+
+def render_console_table(facts: Facts, compat: Any, file: Any = None, color: Optional[bool] = None) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=file, force_terminal=color, no_color=color is False, record=file is None)
+    if not console.is_terminal or file is None:
+        console.width = 150  # a pipe or a file: rich would assume 80 columns and fold every cell
+    table = Table(title=f"Benchmarks ({summary_line(facts.bench)})", show_lines=False)
+    for col in ("device", "benchmark", "value", "expected", "ratio", "verdict", "s", "notes"):
+        table.add_column(col, overflow="fold")
+    style = {"ok": "green", "warning": "yellow", "error": "red", "failed": "red", "skipped": "dim"}
+    for row in sorted(rows(facts, compat), key=lambda x: (x["device"], x["name"])):
+        table.add_row(row["device"], row["name"], f"{_fmt(row['value'])} {row['unit']}".strip(),
+                      _fmt(row["expected"]), f"{row['ratio']:.0%}" if row["ratio"] is not None else "-",
+                      f"[{style.get(row['verdict'], '')}]{row['verdict']}[/]" if style.get(row["verdict"])
+                      else row["verdict"], _fmt(row["duration_s"]), row["note"][:160])
+    console.print(table)
+    for r in facts.bench.results:
+        if r.name == "sustained" and r.samples:
+            tf = sparkline([s.get("tflops") for s in r.samples])
+            clk = sparkline([s.get("sm_clock_mhz") for s in r.samples])
+            console.print(f"sustained {r.device}: TFLOP/s {tf}  ({r.params.get('tflops_first')} -> "
+                          f"{r.params.get('tflops_last')})")
+            if clk:
+                console.print(f"sustained {r.device}: SM MHz  {clk}  ({r.params.get('sm_clock_min_mhz')}-"
+                              f"{r.params.get('sm_clock_max_mhz')})")
+    return console.export_text() if file is None else ""
+
+
+def render_markdown_table(facts: Facts, compat: Any) -> str:
+    def md_escape(text: str) -> str:  # one line, pipes escaped: safe inside a table cell
+        return " ".join(text.split()).replace("|", "\\|")
+
+    lines = ["", "## Benchmarks", "", summary_line(facts.bench), "",
+             "| device | benchmark | value | expected | ratio | verdict | s | notes |", "|---|---|---|---|---|---|---|---|"]
+    for row in sorted(rows(facts, compat), key=lambda x: (x["device"], x["name"])):
+        lines.append("| " + " | ".join(md_escape(str(c)) for c in (
+            row["device"], row["name"], f"{_fmt(row['value'])} {row['unit']}".strip(), _fmt(row["expected"]),
+            f"{row['ratio']:.0%}" if row["ratio"] is not None else "-", row["verdict"], _fmt(row["duration_s"]),
+            row["note"][:200])) + " |")
+    for r in facts.bench.results:
+        if r.name == "sustained" and r.samples:
+            lines += ["", f"sustained {md_escape(r.device or '')}: `{sparkline([s.get('tflops') for s in r.samples])}`"]
+    return "\n".join(lines) + "\n"
+
+
+class LiveProgress:
+    """A rich progress bar on stderr per benchmark: name, device, elapsed against its budget."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._progress = None
+        self._task = None
+        self._started = 0.0
+        self._budget = 0.0
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: Optional[threading.Thread] = None
+
+    def __enter__(self) -> LiveProgress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TextColumn
+
+            self._progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                      TextColumn("{task.fields[clock]}"), console=Console(stderr=True),
+                                      transient=True)
+            self._progress.start()
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._progress is not None:
+            self._progress.stop()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.2):
+            with self._lock:
+                if self._progress is not None and self._task is not None:
+                    el = time.monotonic() - self._started
+                    self._progress.update(self._task, completed=min(el, self._budget),
+                                          clock=f"{el:4.1f} / {self._budget:g} s")
+
+    def __call__(self, event: Dict[str, Any]) -> None:
+        if self._progress is None:
+            return
+        with self._lock:
+            if event.get("event") == "start":
+                if self._task is not None:
+                    self._progress.update(self._task, completed=self._budget)
+                self._budget = float(event.get("budget_s") or 0.0) or 1.0
+                self._started = time.monotonic()
+                self._task = self._progress.add_task(f"{event.get('name')} on {event.get('device')}",
+                                                     total=self._budget, clock="")
+            elif event.get("event") == "result" and self._task is not None:
+                r = event.get("result") or {}
+                took = r.get("duration_s")
+                self._progress.update(self._task, completed=self._budget,
+                                      clock=f"{r.get('status')}" + (f" in {took:g} s" if took is not None else ""))
+            elif event.get("event") == "info":
+                self._progress.console.print(f"torch {event.get('torch')} in the target interpreter, "
+                                             f"{len(event.get('devices') or [])} CUDA device(s)")

@@ -1,0 +1,344 @@
+"""The NVML probe driven through the REAL pynvml wrappers (nvidia-ml-py) over a stand-in libnvidia-ml (tests/fakes/nvml_lib.py)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import types
+from pathlib import Path
+from typing import List
+
+import pytest
+
+from envdoctor.app import judge
+from envdoctor.facts import Facts, Host, ProbeStatus
+from envdoctor.findings import Severity
+from envdoctor.probes.driver import probe_driver
+from envdoctor.probes.nvml import binding_problem, probe_nvml, sample_pcie_links
+from tests.fakes.nvml_lib import (
+    ERR,
+    MISSING_BY_DRIVER,
+    FakeNvmlLib,
+    a100_pcie,
+    a100_sxm,
+    fabric,
+    h100_sxm,
+    installed,
+    nvlinks,
+    rtx4090,
+)
+from tests.fakes.runner import FakeRunner
+
+pytest.importorskip("pynvml")
+
+NO_SMI = FakeRunner({("nvidia-smi", "-q", "-x"): FakeRunner.NOT_FOUND})
+
+
+def probe(lib: FakeNvmlLib, timeout_s: float = 20.0, own=lambda pid: False):
+    with installed(lib) as nv:
+        return probe_nvml(nv, timeout_s=timeout_s, own=own)
+
+
+def findings(facts: Facts, expect_gpu: bool = False):
+    return [f for f in judge(facts, expect_gpu=expect_gpu).findings]
+
+
+def at_least_warning(facts: Facts) -> List[str]:
+    return [f"{f.severity} {f.code}: {f.summary}" for f in findings(facts) if f.severity != Severity.INFO]
+
+
+def facts_of(driver) -> Facts:
+    return Facts(driver=driver, host=Host(status="ok", os="Linux"), collected_at="2026-12-01T00:00:00Z")
+
+
+# --------------------------------------------------------------------------- driver generations
+
+
+@pytest.mark.parametrize("generation", ["450", "470"])
+def test_driver_before_510_reads_processes_through_v2_and_keeps_nvlink(generation):
+    # before the fix: nvmlDeviceGetComputeRunningProcesses raised NVMLLibraryMismatchError (a plain Exception)
+    # and the whole probe failed ("NVML probe crashed"), losing NVLink state and infoROM validity
+    gpus = [a100_sxm(0, nvmlDeviceGetComputeRunningProcesses=[(4242, 2 << 30)]), a100_sxm(1)]
+    lib = FakeNvmlLib(gpus, driver=f"{generation}.256.02", missing=MISSING_BY_DRIVER[generation],
+                      processes={4242: "/usr/bin/python3"})
+    d = probe(lib)
+    assert d.status == ProbeStatus.OK, d.reason
+    assert "nvmlDeviceGetComputeRunningProcesses_v2" in lib.called
+    assert "nvmlDeviceGetComputeRunningProcesses_v3" not in lib.called  # absent from that library
+    g = d.gpus[0]
+    assert [(p.pid, p.name) for p in g.processes] == [(4242, "/usr/bin/python3")]
+    assert len(g.nvlinks) == 12 and all(lk.active for lk in g.nvlinks) and g.inforom_valid is True
+    # the Throttle name is the only one these drivers export
+    assert "nvmlDeviceGetCurrentClocksThrottleReasons" in lib.called and g.throttle_reasons == ["gpu_idle"]
+    assert g.notes is None
+    # no false error; the warnings are true ones: the process listed, and R450/R470 past their support end
+    codes = {line.split(":")[0] for line in at_least_warning(facts_of(d))}
+    assert codes <= {"warning gpu.busy/processes", "warning driver.lifecycle/past-eol"}, codes
+    assert "warning gpu.busy/processes" in codes
+
+
+def test_driver_535_98_uses_the_unversioned_fabric_info_and_reads_everything():
+    lib = FakeNvmlLib([h100_sxm(i) for i in range(8)], driver="535.98", missing=MISSING_BY_DRIVER["535"])
+    d = probe(lib)
+    assert d.status == ProbeStatus.OK and len(d.gpus) == 8
+    assert "nvmlDeviceGetGpuFabricInfo" in lib.called and "nvmlDeviceGetGpuFabricInfoV" not in lib.called
+    assert {(g.fabric_state, g.fabric_status) for g in d.gpus} == {("completed", "SUCCESS")}
+    assert all(g.notes is None and g.processes == [] for g in d.gpus)
+    assert at_least_warning(facts_of(d)) == []
+
+
+def test_a_non_nvml_exception_in_one_field_loses_that_field_only(monkeypatch):
+    import pynvml
+
+    def broken(handle):
+        raise RuntimeError("binding changed")
+
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetUUID", broken)
+    d = probe(FakeNvmlLib([h100_sxm(0)]))
+    g = d.gpus[0]
+    assert d.status == ProbeStatus.OK and g.uuid is None and g.name == "NVIDIA H100 80GB HBM3"
+    assert g.notes == ["uuid: RuntimeError: binding changed"]
+
+
+# --------------------------------------------------------------------------- consumer GPUs, permissions, lost GPUs
+
+
+def test_consumer_gpu_not_supported_fields_are_silent():
+    d = probe(FakeNvmlLib([rtx4090(0)]))
+    g = d.gpus[0]
+    assert g.ecc_mode_current is None and g.remapped_rows_pending is None and g.inforom_valid is None
+    assert g.nvlinks == [] and g.fabric_state is None and g.notes is None
+    assert at_least_warning(facts_of(d)) == []
+
+
+def test_no_permission_on_one_gpu_keeps_the_others_and_is_not_a_lost_gpu():
+    gpus = [h100_sxm(0), h100_sxm(1), h100_sxm(2)]
+    gpus[1].handle_error = "NO_PERMISSION"
+    d = probe(FakeNvmlLib(gpus))
+    assert [g.nvml_error for g in d.gpus] == [None, "NO_PERMISSION", None]
+    got = {f.code: f for f in findings(facts_of(d))}
+    assert got["gpu.reachable/not-accessible"].severity == Severity.INFO
+    assert "gpu.reachable/lost" not in got
+
+
+def test_gpu_lost_mid_read_is_an_error_finding_and_the_others_stay():
+    gpus = [h100_sxm(0), h100_sxm(1)]
+    gpus[1].lost_after = 6
+    d = probe(FakeNvmlLib(gpus))
+    assert d.gpus[1].nvml_error == "GPU_IS_LOST" and d.gpus[0].nvml_error is None
+    assert d.gpus[1].nvlinks is None  # not asked once lost
+    lost = [f for f in findings(facts_of(d)) if f.code == "gpu.reachable/lost"]
+    assert len(lost) == 1 and lost[0].severity == Severity.ERROR and "GPU 1" in lost[0].summary
+    assert lost[0].evidence[0].path == "driver.gpus[1].nvml_error"
+
+
+def test_reset_required_counts_as_lost():
+    gpus = [h100_sxm(0, nvmlDeviceGetMemoryInfo=ERR("RESET_REQUIRED"))]
+    d = probe(FakeNvmlLib(gpus))
+    assert d.gpus[0].nvml_error == "RESET_REQUIRED"
+    assert any(f.code == "gpu.reachable/lost" for f in findings(facts_of(d)))
+
+
+def test_hung_gpu_does_not_hide_the_healthy_ones():
+    gate = threading.Event()
+    gpus = [h100_sxm(0), h100_sxm(1), h100_sxm(2)]
+    gpus[1].hang = gate
+    try:
+        d = probe(FakeNvmlLib(gpus), timeout_s=2.0)
+    finally:
+        gate.set()
+    assert d.status == ProbeStatus.OK
+    assert [g.nvml_error for g in d.gpus] == [None, "TIMEOUT", None]
+    assert d.gpus[2].name == "NVIDIA H100 80GB HBM3" and "GPU 1 did not answer (TIMEOUT)" in d.reason
+
+
+# --------------------------------------------------------------------------- NVLink
+
+
+def test_bridgeless_a100_pcie_is_no_error():
+    # before the fix: "NVLink links down" ERROR for a card that simply has no bridge
+    d = probe(FakeNvmlLib([a100_pcie(0), a100_pcie(1)]))
+    assert [len(g.nvlinks) for g in d.gpus] == [12, 12] and not any(lk.active for lk in d.gpus[0].nvlinks)
+    assert at_least_warning(facts_of(d)) == []
+    assert any(f.code == "interconnect.nvlink/no-bridge" for f in findings(facts_of(d)))
+
+
+def test_a100_pcie_bridge_with_links_down_is_a_fault():
+    d = probe(FakeNvmlLib([a100_pcie(0, bridge="partial"), a100_pcie(1, bridge="full")]))
+    assert d.gpus[1].nvlinks[0].remote_device_type == "gpu"
+    bad = [f for f in findings(facts_of(d)) if f.code == "interconnect.nvlink/inactive"]
+    assert len(bad) == 1 and bad[0].severity == Severity.ERROR and "links 4, 5, 6, 7" in bad[0].summary
+
+
+def test_nvlink_loop_continues_past_unsupported_indices():
+    links = nvlinks(18, remote_type=2)
+    for i in (0, 1, 2, 3):  # a cut-down SKU whose first indices have no link
+        links["nvmlDeviceGetNvLinkState"][i] = ERR("NOT_SUPPORTED")
+    d = probe(FakeNvmlLib([h100_sxm(0, **links)]))
+    assert [lk.link for lk in d.gpus[0].nvlinks] == list(range(4, 18))
+    assert d.gpus[0].nvlinks[0].remote_device_type == "switch"
+
+
+# --------------------------------------------------------------------------- fabric manager
+
+
+def nvswitch_root(tmp_path: Path, comm: str = "nv-fabricmanage", container: bool = False) -> str:
+    (tmp_path / "proc/driver/nvidia-nvswitch/devices").mkdir(parents=True)
+    for i in range(4):
+        (tmp_path / f"proc/driver/nvidia-nvswitch/devices/0000:0{i}:00.0").mkdir()
+    (tmp_path / "proc/1").mkdir()
+    (tmp_path / "proc/1/comm").write_text("systemd\n" if not container else "bash\n")
+    if comm:
+        (tmp_path / "proc/4711").mkdir()
+        (tmp_path / "proc/4711/comm").write_text(comm + "\n")
+    (tmp_path / "proc/self/ns").mkdir(parents=True)
+    os.symlink("pid:[4026531836]" if not container else "pid:[4026532291]", tmp_path / "proc/self/ns/pid")
+    return str(tmp_path)
+
+
+def test_nvswitch_box_with_fabric_manager_running_gets_no_error(tmp_path):
+    lib = FakeNvmlLib([h100_sxm(i) for i in range(8)])
+    with installed(lib) as nv:
+        d = probe_driver(NO_SMI, nvml=nv, root=nvswitch_root(tmp_path))
+    assert d.fabric_manager_running is True and d.nvswitch_count == 4
+    assert at_least_warning(facts_of(d)) == []
+
+
+def test_fabric_manager_seen_in_procfs_only_by_its_15_character_comm(tmp_path):
+    from envdoctor.probes.driver import fabric_manager_running
+
+    assert fabric_manager_running(nvswitch_root(tmp_path / "a", comm="nv-fabricmanage")) is True
+    # not running on the host's PID namespace: False; inside a container's: unknown
+    assert fabric_manager_running(nvswitch_root(tmp_path / "b", comm="")) is False
+    assert fabric_manager_running(nvswitch_root(tmp_path / "c", comm="", container=True)) is None
+
+
+def test_fabric_state_from_nvml_decides_inside_a_container(tmp_path):
+    from envdoctor.facts import Container
+
+    root = nvswitch_root(tmp_path, comm="", container=True)
+    host = Host(status="ok", os="Linux", container=Container(runtime="docker", gpu_device_nodes=["/dev/nvidia0"]))
+    with installed(FakeNvmlLib([h100_sxm(i) for i in range(8)])) as nv:
+        ready = probe_driver(NO_SMI, nvml=nv, root=root)
+    assert ready.fabric_manager_running is None
+    f = Facts(driver=ready, host=host)
+    assert [x.code for x in findings(f) if x.code.startswith("interconnect.fabric")] == []
+    with installed(FakeNvmlLib([h100_sxm(i, **fabric(1)) for i in range(8)])) as nv:
+        pending = probe_driver(NO_SMI, nvml=nv, root=root)
+    got = [x for x in findings(Facts(driver=pending, host=host)) if x.code.startswith("interconnect.fabric")]
+    assert [(x.code, x.severity) for x in got] == [("interconnect.fabric-manager/not-ready", Severity.ERROR)]
+    assert "not_started" in got[0].summary
+
+
+def test_pre_hopper_nvswitch_box_in_a_container_is_unknown_not_an_error(tmp_path):
+    from envdoctor.facts import Container
+
+    root = nvswitch_root(tmp_path, comm="", container=True)
+    host = Host(status="ok", os="Linux", container=Container(runtime="docker", gpu_device_nodes=["/dev/nvidia0"]))
+    gpus = [h100_sxm(i, nvmlDeviceGetGpuFabricInfo=ERR("NOT_SUPPORTED"),
+                     nvmlDeviceGetGpuFabricInfoV=ERR("NOT_SUPPORTED")) for i in range(2)]
+    with installed(FakeNvmlLib(gpus)) as nv:
+        d = probe_driver(NO_SMI, nvml=nv, root=root)
+    got = [(x.code, x.severity) for x in findings(Facts(driver=d, host=host)) if x.code.startswith("interconnect.fab")]
+    assert got == [("interconnect.fabric-manager/unknown", Severity.INFO)]
+
+
+# --------------------------------------------------------------------------- MIG, clocks, power, processes
+
+
+def test_mig_on_without_instances_fires_on_the_nvml_path():
+    from tests.fakes.nvml_lib import FakeGpu
+
+    empty = h100_sxm(0, nvmlDeviceGetMigMode=(1, 1), nvmlDeviceGetMaxMigDeviceCount=7,
+                     nvmlDeviceGetRemappedRows=ERR("NOT_SUPPORTED"))
+    sliced = h100_sxm(1, nvmlDeviceGetMigMode=(1, 1), nvmlDeviceGetMaxMigDeviceCount=7,
+                      nvmlDeviceGetRemappedRows=ERR("NOT_SUPPORTED"))
+    sliced.mig = [FakeGpu({}), FakeGpu({})]
+    d = probe(FakeNvmlLib([empty, sliced]))
+    assert [g.mig_device_count for g in d.gpus] == [0, 2]
+    assert "while MIG is on (2 MIG instance(s))" in d.gpus[1].notes[0]
+    got = {f.code: f for f in findings(facts_of(d))}
+    assert "GPU 0" in got["gpu.mig/no-instances"].summary
+    assert got["gpu.memory-errors/remap-unread-mig"].severity == Severity.INFO
+
+
+def test_hw_slowdown_in_one_reading_is_a_warning_and_unknown_bits_are_kept():
+    d = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=0x8 | 0x200 | 0x400)]))
+    assert d.gpus[0].throttle_reasons == ["hw_slowdown", "unknown_0x200", "unknown_0x400"]
+    got = {f.code: f.severity for f in findings(facts_of(d))}
+    assert got["gpu.throttle/hw-slowdown-seen"] == Severity.WARNING
+    assert got["gpu.throttle/unknown-reason"] == Severity.INFO
+    assert "gpu.throttle/hw-slowdown" not in got
+    power_brake = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=0x80)]))
+    assert {f.code: f.severity for f in findings(facts_of(power_brake))}["gpu.throttle/hw-slowdown"] == Severity.ERROR
+
+
+def test_enforced_power_limit_and_lowered_application_clocks():
+    d = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetEnforcedPowerLimit=500000,
+                                    nvmlDeviceGetApplicationsClock={0: 1200})]))
+    g = d.gpus[0]
+    assert (g.power_limit_w, g.clocks_sm_app_mhz, g.clocks_sm_app_default_mhz) == (500.0, 1200, 1755)
+    got = {f.code for f in findings(facts_of(d))}
+    assert {"gpu.throttle/power-limit-lowered", "gpu.throttle/app-clocks-lowered"} <= got
+
+
+def test_envdoctor_and_its_children_are_not_other_processes():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        procs = [(os.getpid(), 1 << 20), (child.pid, 1 << 20), (4242, 2 << 30)]
+        with installed(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetComputeRunningProcesses=procs)],
+                                   processes={4242: "python"})) as nv:
+            d = probe_nvml(nv, timeout_s=20)  # the default own-process test
+    finally:
+        child.kill()
+        child.wait()
+    assert [p.pid for p in d.gpus[0].processes] == [4242]
+    assert "2 of envdoctor's own process(es) left out" in d.gpus[0].notes[0]
+
+
+def test_pcie_sampler_skips_a_gpu_it_may_not_open():
+    gpus = [h100_sxm(0), h100_sxm(1)]
+    gpus[0].handle_error = "NO_PERMISSION"
+    with installed(FakeNvmlLib(gpus)) as nv:
+        best, samples, error = sample_pcie_links(nv, lambda: False)
+    assert list(best.values()) == [(5, 16)] and samples == 1
+    assert error == "not sampled: GPU 0: NO_PERMISSION"
+
+
+# --------------------------------------------------------------------------- the binding itself
+
+
+def test_the_imported_pynvml_is_nvidias_nvidia_ml_py_at_a_fixed_version():
+    import pynvml
+
+    # fails when an old third-party `pynvml` package (or nvidia-ml-py 12.535.77) is what `import pynvml` finds
+    assert binding_problem(pynvml) is None
+
+
+def test_a_third_party_pynvml_is_reported_not_trusted(tmp_path, monkeypatch):
+    fake = types.ModuleType("pynvml")
+    (tmp_path / "pynvml").mkdir()
+    (tmp_path / "pynvml" / "__init__.py").write_text("")
+    fake.__file__ = str(tmp_path / "pynvml" / "__init__.py")
+    problem = binding_problem(fake)
+    assert problem and "third-party pynvml" in problem
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    d = probe_nvml()
+    assert d.status == ProbeStatus.UNSUPPORTED and "NVML not asked" in d.reason and d.nvml_error == "BINDING"
+
+
+def test_old_nvidia_ml_py_is_refused():
+    from envdoctor.probes.nvml import MIN_BINDING, _version_tuple
+
+    assert _version_tuple("12.535.77") < MIN_BINDING <= _version_tuple("12.535.108") < _version_tuple("13.615.71")
+
+
+def test_healthy_hgx_h100_on_550_through_the_real_bindings_has_no_warning(tmp_path):
+    lib = FakeNvmlLib([h100_sxm(i) for i in range(8)], driver="550.54.15")
+    with installed(lib) as nv:
+        d = probe_driver(NO_SMI, nvml=nv, root=nvswitch_root(tmp_path))
+    assert "nvmlDeviceGetGpuFabricInfoV" in lib.called and "nvmlDeviceGetEnforcedPowerLimit" in lib.called
+    assert all(g.notes is None and len(g.nvlinks) == 18 for g in d.gpus)
+    assert at_least_warning(facts_of(d)) == []
