@@ -496,6 +496,12 @@ class PasteSource:
     reports: Optional[List[str]] = None
     conflicts: Optional[List[str]] = None  # "torch version: 2 different values (2.6.0 in 001.txt line 3, ...)"
     machines: Optional[List[Facts]] = None  # each machine's own facts, in the order of ``reports``
+    # where each fact came from: fact path -> {"where": "001.txt line 3", "reader", "confidence", "value"}
+    provenance: Optional[Dict[str, Dict[str, Any]]] = None
+    # one fact shown twice by sources of different authority, the winner kept: {fact, kept, kept_source, other,
+    # other_source} (the imported torch over pip metadata)
+    disagreements: Optional[List[Dict[str, str]]] = None
+    settle: Optional[List[str]] = None  # where facts are thin: the outputs that would settle it ("paste ...")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@
 Both are built here, deterministically: a real pasted report (tests/fixtures/pastes/gpu-arch.txt, or
 ../shared/examples/reports/001.txt when present) repeated up to the size, and a log of distinct lines
 (tracebacks, warnings, NCCL lines, OOM errors with varying numbers, an nvidia-smi table at the top and a
-real error at the end). Prints size, best-of-N seconds and MB/s per case. Usage:
+real error at the end). Prints size, best-of-N seconds, MB/s per case and the ratio to a plain line-by-line scan
+of the same text (each line lower-cased and searched for "error" with one compiled regex), measured in the same run,
+so the figure means the same on a loaded or a fast machine. Usage:
 
     python scripts/bench_diagnose.py [--sizes 1,5,10] [--runs 3]
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -60,6 +63,14 @@ def error_log(size: int) -> str:
     return "\n".join(out) + "\n"
 
 
+_SCAN = re.compile(r"error|warning")
+
+
+def plain_scan(text: str) -> int:
+    """The peer: what any tool reading the paste must at least do, one pass over its lines."""
+    return sum(1 for line in text.splitlines() if _SCAN.search(line.lower()))
+
+
 def best_of(runs: int, fn: Callable[[], object]) -> float:
     times = []
     for _ in range(runs):
@@ -76,13 +87,14 @@ def main() -> int:
     args = ap.parse_args()
     compat = load_compat()
     diagnose_text(["torch: 2.0.1"], compat)  # warm the signature cache
-    print(f"{'paste':<18} {'MB':>6} {'seconds':>8} {'MB/s':>7}")
+    print(f"{'paste':<18} {'MB':>6} {'seconds':>8} {'MB/s':>7} {'scan s':>7} {'x scan':>7}")
     for name, build in (("repeated report", repeated_report), ("error-dense log", error_log)):
         for mb in (float(x) for x in args.sizes.split(",")):
             text = build(int(mb * 1_000_000))
             secs = best_of(args.runs, lambda t=text: diagnose_text([t], compat))
+            scan = best_of(args.runs, lambda t=text: plain_scan(t))
             size = len(text.encode("utf-8")) / 1e6
-            print(f"{name:<18} {size:6.2f} {secs:8.3f} {size / secs:7.1f}")
+            print(f"{name:<18} {size:6.2f} {secs:8.3f} {size / secs:7.1f} {scan:7.3f} {secs / scan:7.1f}")
     return 0
 
 

@@ -329,7 +329,9 @@ def test_arch_support(compat):
     assert compat.arch_support("7.0").last_cuda == "12.9"
     assert compat.arch_support("12.0").first_cuda == "12.8"
     assert compat.arch_support("8.7").first_cuda is None  # only bounded (<= 11.7)
-    assert compat.arch_support("2.0") is None
+    assert compat.arch_support("2.0").last_cuda == "8.0"  # Fermi: CUDA 9 dropped sm_20
+    assert compat.arch_support("3.0").last_cuda == "10.2" and compat.arch_support("1.3").last_cuda == "6.5"
+    assert compat.arch_support("4.0") is None
     assert compat.arch_support("x") is None
     assert "sm_120" in compat.ptxas_targets("12.8")
     assert "sm_70" not in compat.ptxas_targets("13.0")

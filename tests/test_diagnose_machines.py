@@ -115,3 +115,20 @@ def test_before_and_after_invent_no_mismatch(compat) -> None:
 def test_single_reports_are_one_machine(row, compat) -> None:
     facts, _ = diagnose_text([(REPORTS / f"{row['id']}.txt").read_text()], compat)
     assert facts.paste.machines is None and facts.paste.reports is None and facts.paste.conflicts is None
+
+
+def test_splitting_is_linear_in_units(compat) -> None:
+    """A report pasted 20 or 400 times: each distinct output is read once and grouping compares a bounded number
+    of times (work done, never seconds: the 10 MB version was 5x slower when each unit was compared again)."""
+    from envdoctor.diagnose import machines
+
+    one = _collect_env("2.3.1+cu121", "12.1", "3.11.9", "525.125.06", "NVIDIA GeForce RTX 4090") + "\n" + TABLE + "\n"
+    work = {}
+    for n in (20, 400):
+        facts, _ = diagnose_text([one * n], compat)
+        work[n] = dict(machines.LAST_WORK)
+        assert facts.pythons[0].torch.version == "2.3.1+cu121"
+        assert facts.paste.reports is None  # one machine, pasted many times
+    assert work[400]["units"] >= 20 * work[20]["units"] - 20
+    assert work[400]["reads"] == work[20]["reads"] <= 3
+    assert work[400]["compared"] <= work[20]["compared"] + 2

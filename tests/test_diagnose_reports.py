@@ -1,4 +1,5 @@
-"""The 14 real pasted reports (shared/examples/reports): labelled categories found, healthy ones error-free."""
+"""The real pasted reports (shared/examples/reports and reports-batch2): labelled categories found at warning or
+error, healthy ones error-free. Skipped with a reason when ../shared is absent (a bare clone)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,27 @@ import pytest
 from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report, diagnose_text
 
-REPORTS = Path(__file__).resolve().parents[2] / "shared" / "examples" / "reports"
-LABELS = json.loads((REPORTS / "labels.json").read_text()) if (REPORTS / "labels.json").exists() else []
-pytestmark = pytest.mark.skipif(not LABELS, reason="shared/examples/reports not present")
+EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
+REPORTS = EXAMPLES / "reports"
 
 
-def _text(rid: str) -> str:
-    return (REPORTS / f"{rid}.txt").read_text(encoding="utf-8")
+def _labels(folder: Path) -> list:
+    path = folder / "labels.json"
+    return [dict(r, folder=folder.name) for r in json.loads(path.read_text())] if path.exists() else []
 
 
-@pytest.mark.parametrize("row", LABELS, ids=[r["id"] for r in LABELS])
+LABELS = _labels(REPORTS)
+ALL_LABELS = LABELS + _labels(EXAMPLES / "reports-batch2")
+pytestmark = pytest.mark.skipif(not LABELS, reason="../shared/examples/reports not present (a bare clone)")
+
+
+def _text(rid: str, folder: str = "reports") -> str:
+    return (EXAMPLES / folder / f"{rid}.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("row", ALL_LABELS, ids=[f"{r['folder']}/{r['id']}" for r in ALL_LABELS])
 def test_labelled_categories(row) -> None:
-    report = diagnose_report([_text(row["id"])], load_compat())
+    report = diagnose_report([_text(row["id"], row["folder"])], load_compat())
     serious = {f.category for f in report.findings if f.severity in ("warning", "error")}
     for label in row["labels"]:
         if label == "HEALTHY":

@@ -63,6 +63,22 @@ def torch_envs(facts: Facts) -> Iterator[Tuple[int, PythonEnv]]:
             yield i, py
 
 
+def torch_builds(facts: Facts) -> Iterator[Tuple[int, PythonEnv]]:
+    """Interpreters whose torch shows its version *or* its CUDA: a paste may give `torch.version.cuda` or
+    collect_env's "CUDA used to build PyTorch" without `torch.__version__`. For checks that need only torch's
+    CUDA (driver vs torch's CUDA, nvcc vs torch's CUDA, architectures)."""
+    for i, py in enumerate(facts.pythons):
+        if py.torch is not None and (py.torch.version or py.torch.cuda):
+            yield i, py
+
+
+def torch_label(t) -> str:
+    """'torch 2.5.1+cu124', or 'torch (CUDA 12.4 build)' when the paste shows only its CUDA."""
+    if t.version:
+        return f"torch {t.version}"
+    return f"torch (CUDA {t.cuda} build)" if t.cuda else "torch"
+
+
 def torch_variant(py: PythonEnv, compat=None) -> Optional[str]:
     """The build variant of torch: 'cu124', 'cpu', 'rocm6.2', or None when it cannot be told."""
     t = py.torch

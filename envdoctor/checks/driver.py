@@ -16,7 +16,9 @@ from ._util import (
     major_minor,
     mm_str,
     parse_version,
+    torch_builds,
     torch_envs,
+    torch_label,
     version_ge,
 )
 from .base import CheckContext, SkipCheck, registrar
@@ -257,7 +259,7 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck(f"driver not usable (probe {d.status}: {d.reason or 'no reason given'})")
     findings: List[Finding] = []
     paste = ctx.facts.paste
-    if not d.gpus and paste is not None and "GPU model" in paste.not_found:
+    if not d.gpus and paste is not None and "driver.gpus" not in (paste.provenance or {}):
         # a paste that names the driver but shows no GPU list says nothing about how many GPUs there are
         raise SkipCheck("the pasted text has no GPU list")
     if not d.gpus and nvidia_hardware(ctx.facts) is False:
@@ -338,7 +340,7 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
     d = facts.driver
     inferred: Dict[int, str] = {}
     envs = []
-    for i, py in torch_envs(facts):
+    for i, py in torch_builds(facts):
         if py.torch and py.torch.cuda:
             envs.append((i, py))
             continue
@@ -362,7 +364,7 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
         t = py.torch
         assert t is not None and t.cuda is not None
         cuda = mm_str(t.cuda)
-        label = f"torch {t.version}"
+        label = torch_label(t)
         req = ctx.compat.cuda_requirement(cuda) if cuda else None
         if req is None:
             # A CUDA version newer than the matrix: judge only against the driver's own ceiling.

@@ -78,6 +78,10 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
     branch = branch_of(d.version)
     if branch is None:
         raise SkipCheck("driver version unknown: the probe did not read it")
+    host = ctx.facts.host
+    if ctx.facts.origin == "paste" and ((host.os or "").lower().startswith("windows") or host.wsl):
+        # Windows drivers are numbered and released on their own schedule: the Linux branch table says nothing
+        raise SkipCheck(f"a Windows driver ({d.version}): the Linux branch lifecycle does not apply")
     try:
         table = health_table(ctx.compat)
     except LookupError as e:
@@ -117,6 +121,8 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
             # note, until it has missed two years of fixes (an LTSB's whole life is three years, per
             # NVIDIA's driver lifecycle), when it becomes a warning.
             sev = Severity.WARNING if _months_since(row.end_of_life, on) > 24 else Severity.INFO
+            if ctx.facts.origin == "paste" and not ctx.facts.collected_at:
+                sev = Severity.INFO  # a paste of unknown date: its driver's age today says nothing of then
             out.append(Finding(
                 "driver.lifecycle/past-eol", "DRIVER_OUTDATED", sev,
                 f"Driver {d.version} is on branch R{branch} ({row.designation}), whose support {when}",

@@ -11,6 +11,7 @@ from ..remedies import pip_install
 from ._util import (
     base_version,
     local_tag,
+    major_minor,
     mm_str,
     parse_version,
     torch_envs_or_skip,
@@ -230,6 +231,25 @@ _EXTENSIONS = ("flash-attn", "xformers", "bitsandbytes", "apex", "deepspeed", "v
 _TAG = re.compile(r"(?:cu(?P<cu>\d+))?torch(?P<torch>\d+\.\d+)(?:cxx11abi(?P<abi>true|false))?", re.I)
 
 
+def _pypi_cxx11_abi(py: PythonEnv) -> Tuple[Optional[bool], str]:
+    """The C++ ABI of a pip-installed Linux x86_64 torch wheel, when the facts lack torch's own answer (a paste):
+    pre-C++11 up to 2.5, the C++11 ABI from 2.7 (pytorch/pytorch#143962: "we do expect 2.7 to be cxx11 ABI by
+    default"; #123649 moved the wheels to manylinux_2_28). 2.6 differs by variant (its cu126 wheels were the
+    first C++11 ones, pytorch/xla#8641), so it is not told. conda builds are not PyPI wheels: not told."""
+    pkg = py.package("torch")
+    if pkg is None or pkg.installer == "conda" or local_tag(pkg.version) not in (None, "cpu") and not \
+            str(local_tag(pkg.version)).startswith("cu"):
+        return None, ""
+    mm = major_minor(pkg.version)
+    if mm is None:
+        return None, ""
+    if mm <= (2, 5):
+        return False, f"torch {pkg.version} (a PyPI wheel)"
+    if mm >= (2, 7):
+        return True, f"torch {pkg.version} (a PyPI wheel)"
+    return None, ""
+
+
 @check("packages.extensions", "Compiled extensions match torch and CUDA",
        categories=("THIRD_PARTY_EXTENSION_MISMATCH",))
 def check_extensions(ctx: CheckContext) -> List[Finding]:
@@ -262,8 +282,10 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
                     problems.append(f"built for torch {m.group('torch')}")
                 if m.group("cu") and t.cuda and variant_cuda_major("cu" + m.group("cu")) != int(t.cuda.split(".")[0]):
                     problems.append(f"built for CUDA {m.group('cu')[:-1]}.{m.group('cu')[-1]}")
-                if m.group("abi") and t.cxx11_abi is not None and (m.group("abi").lower() == "true") != t.cxx11_abi:
-                    problems.append(f"built with cxx11abi={m.group('abi')}")
+                abi, abi_why = (t.cxx11_abi, "torch's own") if t.cxx11_abi is not None else _pypi_cxx11_abi(py)
+                if m.group("abi") and abi is not None and (m.group("abi").lower() == "true") != abi:
+                    problems.append(f"built with cxx11abi={m.group('abi')} ({abi_why} C++ ABI is "
+                                    f"{'the C++11' if abi else 'the pre-C++11'} one)")
                 if problems:
                     evidence.append(Evidence(f"pythons[{i}].packages.{pkg.name}", pkg.version,
                                              expected=f"torch {mm_str(tver)}, CUDA {t.cuda}"))

@@ -23,6 +23,8 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     c = host.container
     if host.status == ProbeStatus.SKIPPED and c is None:
         raise SkipCheck("host not probed")
+    if (c is None or not c.runtime) and ctx.facts.origin == "paste":
+        raise SkipCheck("the paste does not say whether this runs in a container")
     if c is None:
         raise SkipCheck("whether this is a container is unknown" + (f" ({host.reason})" if host.reason else ""))
     if not c.runtime:

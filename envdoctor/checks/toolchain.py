@@ -6,7 +6,7 @@ from typing import List
 
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import cuda_toolkit_first, host_compiler_install
-from ._util import major_minor, mm_str, torch_envs
+from ._util import major_minor, mm_str, torch_builds, torch_label
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
@@ -23,7 +23,7 @@ CPP_EXT_DOC = "https://pytorch.org/docs/stable/cpp_extension.html"
        categories=("NVCC_TORCH_CUDA_MISMATCH",))
 def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
     tk = ctx.facts.toolkits.on_path
-    envs = [(i, py) for i, py in torch_envs(ctx.facts) if py.torch and py.torch.cuda]
+    envs = [(i, py) for i, py in torch_builds(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
         raise SkipCheck("no CUDA build of torch to compare nvcc with")
     if tk is None:
@@ -38,13 +38,14 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
             continue
         affected = [p.name for p in py.packages if p.name in SOURCE_BUILT]
         major = nv[0] != tv[0]
+        where = f" ({tk.nvcc_path or tk.path})" if (tk.nvcc_path or tk.path) else ""
         who = (f"installed packages that compile with it: {', '.join(affected)}" if affected
                else "any extension built from source (flash-attn, apex, deepspeed ops, custom ops)")
         findings.append(Finding(
             code="toolchain.nvcc-torch/" + ("major" if major else "minor"),
             category="NVCC_TORCH_CUDA_MISMATCH",
             severity=Severity.WARNING if major else Severity.INFO,
-            summary=(f"nvcc on PATH is CUDA {tk.version} ({tk.nvcc_path or tk.path}) but torch {t.version} was "
+            summary=(f"nvcc on PATH is CUDA {tk.version}{where} but {torch_label(t)} was "
                      f"built with CUDA {t.cuda}: affects {who}"),
             detail=("torch.utils.cpp_extension refuses a different CUDA major ('The detected CUDA version (X) "
                     "mismatches the version that was used to compile PyTorch (Y)') and warns on a different "

@@ -15,9 +15,11 @@ from ._util import (
     is_nvidia_gpu_description,
     mm_str,
     parse_version,
-    torch_envs,
+    torch_builds,
     torch_envs_or_skip,
+    torch_label,
     torch_variant,
+    version_ge,
 )
 from .base import CheckContext, SkipCheck, registrar
 
@@ -137,7 +139,7 @@ def _companion_pins(ctx: CheckContext, torch_version: str) -> List[str]:
 def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
     from ..compat import arch_runs
 
-    envs = [(i, py) for i, py in torch_envs(ctx.facts) if py.torch and py.torch.cuda]
+    envs = [(i, py) for i, py in torch_builds(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
         raise SkipCheck("no CUDA build of torch to judge")
     gpus = gpu_capabilities(ctx)
@@ -145,6 +147,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("no GPU seen (driver probe: "
                         f"{ctx.facts.driver.status}{': ' + ctx.facts.driver.reason if ctx.facts.driver.reason else ''})")
     findings: List[Finding] = []
+    unjudged: List[str] = []
     judged = 0
     for i, py in envs:
         t = py.torch
@@ -153,17 +156,30 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                                     None)
         for label, cc, cc_path in gpus:
             if not cc:
+                unjudged.append(f"{label}: compute capability unknown")
                 continue
             if arch is None:
-                continue
-            judged += 1
-            ok, why = arch_runs(arch, cc)
+                # no arch list: a CUDA that cannot target this compute capability at all means no build of
+                # it has kernels for the GPU (arch_support: first/last CUDA per CC)
+                ok_cuda, why = _cuda_targets(ctx, t.cuda, cc)
+                if ok_cuda is None:
+                    unjudged.append(f"{label}: torch's architecture list unknown")
+                    continue
+                judged += 1
+                if ok_cuda:
+                    continue
+                garch, gsource = [], f"CUDA {t.cuda} cannot target compute capability {cc} ({why})"
+                ok = False
+            else:
+                judged += 1
+                garch, gsource = arch, arch_source
+                ok, why = arch_runs(arch, cc)
             if ok:
                 continue
             sm = "sm_" + cc.replace(".", "")
             ev = [Evidence(cc_path, cc),
-                  Evidence(f"pythons[{i}].torch.arch_list", arch, expected=f"{sm} (SASS) or PTX <= compute_{sm[3:]}",
-                           source=arch_source)]
+                  Evidence(f"pythons[{i}].torch.arch_list", garch, expected=f"{sm} (SASS) or PTX <= compute_{sm[3:]}",
+                           source=gsource)]
             if incompatible_warning:
                 ev.append(Evidence(f"pythons[{i}].torch.warnings", incompatible_warning))
             best = find_build_for(ctx, cc, prefer_minor=mm_str(t.version))
@@ -181,16 +197,30 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                 code="torch.gpu-arch/missing",
                 category="GPU_ARCH_NOT_IN_TORCH_BUILD",
                 severity=Severity.ERROR,
-                summary=f"torch {t.version} has no kernels for {label}, compute capability {cc} ({sm}): {why}",
+                summary=f"{torch_label(t)} has no kernels for {label}, compute capability {cc} ({sm}): {why}",
                 detail=("Each torch build carries machine code (SASS) for a list of GPU architectures plus "
                         "optional PTX that the driver can JIT-compile for newer GPUs. With neither, every CUDA "
                         "kernel fails with 'no kernel image is available for execution on the device'."),
                 evidence=ev,
                 fix=Fix(fix_summary, cmds, GET_STARTED),
             ))
-    if not judged:
-        raise SkipCheck("no GPU compute capability and torch arch list known together to compare")
+    if not judged and not findings:
+        raise SkipCheck("; ".join(dict.fromkeys(unjudged)) or "nothing to judge")
     return findings
+
+
+def _cuda_targets(ctx: CheckContext, cuda: Optional[str], cc: str) -> Tuple[Optional[bool], str]:
+    """Can CUDA ``cuda`` compile for compute capability ``cc`` at all? None when the table does not say."""
+    sup = ctx.compat.arch_support(cc)
+    if sup is None or not cuda:
+        return None, ""
+    if sup.last_cuda and version_ge(cuda, sup.last_cuda) and not version_ge(sup.last_cuda, cuda):
+        return False, f"CUDA {sup.last_cuda} was the last to support {sup.sm or cc}"
+    if sup.first_cuda and version_ge(sup.first_cuda, cuda) and not version_ge(cuda, sup.first_cuda):
+        return False, f"{sup.sm or cc} needs CUDA {sup.first_cuda} or newer"
+    if sup.last_cuda or sup.first_cuda:
+        return None, ""  # the CUDA can target it, but whether this build did is not in the facts
+    return None, ""
 
 
 def _has_gpus(facts: Facts) -> Tuple[bool, List[Evidence]]:
@@ -225,7 +255,9 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
         if variant not in (None, "cpu"):
             judged = True
             continue
-        if variant is None and t.cuda_available is not False and t.arch_list is None and not t.version:
+        if variant is None:
+            # the build is unknown (a paste without a local tag or torch.version.cuda): PyPI's Linux wheel is a
+            # CUDA build and an --index-url may have chosen either, so no CPU-only verdict from this
             continue
         judged = True
         version = base_version(t.version) or ""
@@ -359,6 +391,11 @@ def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContex
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
 def check_torch_import(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
+    paste = ctx.facts.paste
+    if paste is not None and not any(py.torch and py.torch.import_error for _, py in envs):
+        src = (paste.provenance or {}).get("pythons[0].torch.version") or {}
+        if src.get("reader") in (None, "package metadata"):
+            raise SkipCheck("the paste shows torch's package, not torch importing")
     findings = []
     judged = False
     for i, py in envs:

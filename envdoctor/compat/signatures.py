@@ -16,6 +16,16 @@ CONFIDENCES = ("high", "medium", "low")
 _WS = re.compile(r"\s+")
 
 
+# the fact paths a row's "facts" may set (diagnose/engine.py maps them to its reader keys), and the predicate
+# names its alternatives may use (checks/messages.py holds()): anything else is a typo that would silently never
+# apply, so the loader rejects it
+FACT_PATHS = ("driver.cuda_driver_version", "pythons[0].torch.arch_list", "pythons[0].torch.cuda",
+              "pythons[0].torch.version", "toolkits.on_path.version", "gpu.name", "gpu.compute_capability")
+PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "not_torch_import",
+              "mig_enabled", "nvidia_wheels_two_majors", "python_outside_requested_torch",
+              "driver_packages_changed")
+
+
 class SignatureError(ValueError):
     """A malformed row in error_signatures.json (the message names the row and the problem)."""
 
@@ -73,7 +83,13 @@ def _row(row: Dict[str, Any], i: int) -> Signature:
     for alt in row.get("alternatives", []) or []:
         if alt.get("category") not in CATEGORIES:
             raise SignatureError(f"{where}: alternative with unknown category {alt.get('category')!r}")
-        alternatives.append(Alternative(alt["category"], str(alt.get("when", "")), alt.get("confidence", "medium")))
+        when = str(alt.get("when", ""))
+        if when not in PREDICATES and not (when.startswith("capture:") and "~" in when):
+            raise SignatureError(f"{where}: alternative with unknown predicate {when!r} (known: {PREDICATES})")
+        alternatives.append(Alternative(alt["category"], when, alt.get("confidence", "medium")))
+    for cap, spec in (row.get("facts") or {}).items():
+        if str(spec).partition("|")[0] not in FACT_PATHS:
+            raise SignatureError(f"{where}: facts[{cap!r}] sets unknown fact path {spec!r} (known: {FACT_PATHS})")
     for cap in list(row.get("captures", {}) or {}) + list(row.get("facts", {}) or {}):
         if cap not in regex.groupindex:
             raise SignatureError(f"{where}: capture {cap!r} is not a named group of the pattern")

@@ -7,9 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ..catalogue import CATEGORIES
-from ..facts import Facts, ProbeStatus
-from ..findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
+from ..facts import Facts
+from ..findings import CheckResult, CheckStatus, Evidence, Finding, Report, Severity
 
 __all__ = ["Candidate", "DiagnoseInfo", "NothingRecognised", "decode_text", "diagnose_report", "diagnose_text"]
 
@@ -106,31 +105,44 @@ class _Split:
     machines: List[Any]  # machines.Machine, one when the input is one machine's report
     notes: List[str]  # what differed between the machines, with file and line
     offsets: Optional[List[int]] = None  # first line of each part in its file (0 when a part is a whole file)
+    acc: Any = None  # the readers' Acc for the whole text when its units were read already (None: read it)
 
 
 def _split(texts: Sequence[Any], compat: Any, names: Optional[Sequence[str]] = None, split: bool = True) -> _Split:
-    from .machines import Machine, group
+    from .machines import Machine, group, merged
 
-    decoded = [_decode(t) for t in texts]
-    text = strip_ansi("\n".join(decoded))
+    parts = [strip_ansi(_decode(t)) for t in texts]
+    text = "\n".join(parts)
     _check_readable(text)
-    parts = [strip_ansi(t) for t in decoded]
     nm = _names(names, len(parts))
     machines, notes = group(parts, nm, compat) if split else ([Machine()], [])
-    return _Split(text, parts, nm, machines, notes)
+    acc = merged([u for m in machines for u in m.units], compat) if split and len(machines) == 1 else None
+    if split and len(machines) > 1:
+        units = sorted((u for m in machines for u in m.units), key=lambda u: (u.file, u.start))
+        acc = merged(units, compat)
+    return _Split(text, parts, nm, machines, notes, acc=acc)
 
 
 def _locator(sp: _Split) -> Any:
-    """value -> "001.txt line 3": the first line of the input showing it."""
+    """value -> "001.txt line 3": the first line of the input showing it (str.find, so a multi-MB paste
+    costs one C-speed scan per distinct value)."""
+    memo: Dict[str, str] = {}
+
     def where(value: Any) -> str:
         needle = str(value[0] if isinstance(value, (list, tuple)) and value else value)
         needle = needle.split("+", 1)[0] if len(needle) > 3 else needle
+        hit = memo.get(needle)
+        if hit is not None:
+            return hit
+        out = "the paste"
         for k, (part, name) in enumerate(zip(sp.parts, sp.names)):
-            at = sp.offsets[k] if sp.offsets else 0
-            for i, line in enumerate(part.split("\n")):
-                if needle in line:
-                    return f"line {at + i + 1}" if name == "the paste" else f"{name} line {at + i + 1}"
-        return "the paste"
+            pos = part.find(needle) if needle else -1
+            if pos != -1:
+                at = (sp.offsets[k] if sp.offsets else 0) + part.count("\n", 0, pos) + 1
+                out = f"line {at}" if name == "the paste" else f"{name} line {at}"
+                break
+        memo[needle] = out
+        return out
     return where
 
 
@@ -143,22 +155,26 @@ def diagnose_text(texts: List[str], compat: Any, names: Optional[Sequence[str]] 
     return _facts_and_info(_split(texts, compat, names), compat)
 
 
-def _facts_and_info(sp: _Split, compat: Any) -> Tuple[Facts, DiagnoseInfo]:
+def _facts_and_info(sp: _Split, compat: Any, judge: bool = True) -> Tuple[Facts, DiagnoseInfo]:
     from . import engine, machines
 
     text = sp.text
-    acc = engine.read_all(text, compat)
+    acc = sp.acc if sp.acc is not None else engine.read_all(text, compat)
     if not acc.found and not acc.messages and not acc.values and not acc.packages:
         raise NothingRecognised("nothing recognisable: no collect_env output, nvidia-smi table, package list, "
                                 "version line or error message was found")
     drop_keys = machines.conflicting_keys(sp.machines) if len(sp.machines) > 1 else []
     notes = list(sp.notes)
+    disagreements = machines.resolve(acc, _locator(sp)) if len(sp.machines) <= 1 else []
     for key, note in machines.within(acc, [], _locator(sp)).items():
         if key not in drop_keys:
             drop_keys.append(key)
             notes.append(note)
     machines.drop(acc, drop_keys)
     facts = engine.build_facts(acc, text)
+    assert facts.paste is not None
+    facts = dataclasses.replace(facts, paste=dataclasses.replace(
+        facts.paste, provenance=engine.provenance(acc, _locator(sp)), disagreements=disagreements or None))
     if notes or len(sp.machines) > 1:
         paste = facts.paste
         assert paste is not None
@@ -168,167 +184,125 @@ def _facts_and_info(sp: _Split, compat: Any) -> Tuple[Facts, DiagnoseInfo]:
             found.insert(0, f"{len(reports)} different machines' reports, judged separately")
         facts = dataclasses.replace(facts, paste=dataclasses.replace(
             paste, found=found, not_found=list(paste.not_found) + notes, conflicts=notes or None, reports=reports))
-    candidates = rank_candidates(facts, compat)
-    suggestions = []
-    for c in candidates:
-        if c.settle and c.confidence != "high":
-            line = f"paste the output of `{c.settle}`"
-            if line not in suggestions:
-                suggestions.append(line)
-    assert facts.paste is not None
-    for missing, cmd in (("driver version", "nvidia-smi"), ("torch version", _TORCH_CMD)):
-        if missing in facts.paste.not_found and not any(cmd in s for s in suggestions):
-            if not any(c.confidence == "high" for c in candidates):
-                suggestions.append(f"paste the output of `{cmd}`")
+    if not judge:
+        return facts, DiagnoseInfo(found=list(facts.paste.found), not_found=list(facts.paste.not_found),
+                                   reports=list(facts.paste.reports or []))
+    results = _judge(facts, compat, None)
+    findings = [f for r in results for f in r.findings]
     info = DiagnoseInfo(found=list(facts.paste.found), not_found=list(facts.paste.not_found),
-                        candidates=candidates, suggestions=suggestions[:3],
+                        candidates=_candidates(results), suggestions=_settle_lines(facts, findings),
                         reports=list(facts.paste.reports or []))
     return facts, info
 
 
 _TORCH_CMD = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
+_SMI_CMD = "nvidia-smi"
+_RANK_SEV = {Severity.ERROR: 3, Severity.WARNING: 2, Severity.INFO: 1}
 
 
-def _torch_cuda_for(facts: Facts, compat: Any) -> Tuple[Optional[str], bool]:
-    """(torch's CUDA version, certain): torch.version.cuda, else PyPI's default variant of that release."""
-    py = facts.pythons[0] if facts.pythons else None
-    t = py.torch if py else None
-    if t is None or not t.version:
-        return None, False
-    if t.cuda:
-        return t.cuda, True
-    if "+" in t.version:
-        tag = t.version.split("+", 1)[1]
-        if tag.startswith("cu") and tag[2:].isdigit() and len(tag) >= 4:
-            return f"{tag[2:-1]}.{tag[-1]}", True
-        return None, True
-    try:
-        rel = compat.torch_release(t.version) if compat is not None else None
-    except Exception:  # noqa: BLE001 - an odd version string must not stop the ranking
-        rel = None
-    v = rel.default_variant if rel else None
-    if v and v.startswith("cu") and v[2:].isdigit():
-        return f"{v[2:-1]}.{v[-1]}", False
-    return None, False
+def _serious(f: Finding) -> bool:
+    return Severity.at_least(f.severity, Severity.WARNING)
 
 
-def _oldest_torch_driver_floor(compat: Any) -> Optional[Tuple[str, str]]:
-    """(cuda, driver): the oldest CUDA any torch build in the matrix uses, and the least driver it runs on."""
-    try:
-        variants = [v for r in compat.torch_releases() for v in r.cuda_variants]
-        cudas = sorted({f"{v[2:-1]}.{v[-1]}" for v in variants if v.startswith("cu") and v[2:].isdigit()
-                        and len(v) >= 4}, key=lambda c: tuple(int(x) for x in c.split(".")))
-        if not cudas:
-            return None
-        req = compat.cuda_requirement(cudas[0])
-    except Exception:  # noqa: BLE001 - compat lookups must not stop the ranking
-        return None
-    if req is None:
-        return None
-    # minor-version compatibility lets a CUDA 11.x build run on the 11.0 driver floor (cuda-compatibility doc)
-    floor = req.minor_compat_min_driver or req.min_driver
-    return (cudas[0], floor) if floor else None
+_CONF_ORDER = ("low", "medium", "high")
 
 
-def _older(a: str, b: str) -> bool:
-    def t(v: str) -> Tuple[int, ...]:
-        return tuple(int(x) for x in v.split(".") if x.isdigit())
+def _confidence(f: Finding, prov: Dict[str, Any]) -> Finding:
+    """A finding with no confidence of its own takes the least sure of the paste facts its evidence names
+    (a driver version read from a bare number on its own line is low confidence, from an nvidia-smi table high);
+    medium when its evidence names no fact the paste gave."""
+    if f.confidence is not None:
+        return f
+    seen: List[str] = []
+    for e in f.evidence:
+        path = e.path
+        while path:
+            hit = prov.get(path)
+            if hit is not None:
+                seen.append(str(hit.get("confidence") or "medium"))
+                break
+            cut = max(path.rfind("."), path.rfind("["))
+            path = path[:cut] if cut > 0 else ""
+    conf = min(seen, key=_CONF_ORDER.index) if seen else "medium"
+    return dataclasses.replace(f, confidence=conf)
 
-    return t(a) < t(b)
+
+def _capped(f: Finding) -> Finding:
+    """Confidence bounds severity: a low-confidence finding is at most a warning."""
+    if f.confidence == "low" and f.severity == Severity.ERROR:
+        return dataclasses.replace(f, severity=Severity.WARNING)
+    return f
 
 
-def rank_candidates(facts: Facts, compat: Any) -> List[Candidate]:
-    """Candidate causes, best first: signatures in the messages, then what thin facts suggest."""
-    from ..checks.messages import signature_hits
+def _settle_lines(facts: Facts, findings: Sequence[Finding]) -> List[str]:
+    """The one or two outputs that would settle what the paste leaves open (report-level, never a verdict)."""
+    out: List[str] = []
+    sure = any(_serious(f) and f.confidence in (None, "high") for f in findings)
+    for f in findings:
+        if not _serious(f) or f.confidence in (None, "high"):
+            continue
+        for e in f.evidence:
+            if e.path == "paste.settle" and isinstance(e.value, str):
+                line = f"paste the output of `{e.value}`"
+                if line not in out:
+                    out.append(line)
+    prov = (facts.paste.provenance if facts.paste else None) or {}
+    if not sure:
+        if "driver.version" not in prov and not any(_SMI_CMD in s for s in out):
+            out.append(f"paste the output of `{_SMI_CMD}`")
+        if "pythons[0].torch.version" not in prov and "pythons[0].torch.cuda" not in prov \
+                and not any(_TORCH_CMD in s for s in out):
+            out.append(f"paste the output of `{_TORCH_CMD}`")
+    return out[:3]
 
+
+def _candidates(results: Sequence[CheckResult]) -> List[Candidate]:
+    """The causes the registered checks found, best first (the checks are the only judge)."""
     out: Dict[str, Candidate] = {}
-
-    def add(c: Candidate) -> None:
-        old = out.get(c.category)
-        if old is None or _RANK[c.confidence] > _RANK[old.confidence]:
-            out[c.category] = c
-
-    try:
-        hits = signature_hits(facts, compat)
-    except (ValueError, OSError):
-        hits = []
-    for h in hits:
-        add(Candidate(h.category, h.confidence, f"message: {h.matched[:120]}", h.signature.settle))
-    py = facts.pythons[0] if facts.pythons else None
-    t = py.torch if py else None
-    d = facts.driver
-    host = facts.host
-    if t is not None and t.cuda_available is False:
-        cpu_build = bool((t.version and t.version.endswith("+cpu")) or (t.cuda is None and t.arch_list == []))
-        if cpu_build:
-            add(Candidate("TORCH_CPU_ONLY_BUILD", "high", f"torch {t.version} is a CPU build and "
-                          "torch.cuda.is_available() is False", "pip list | grep -i torch"))
-        cuda, certain = _torch_cuda_for(facts, compat)
-        if d.version and cuda and compat is not None:
-            try:
-                req = compat.cuda_requirement(cuda)
-            except Exception:  # noqa: BLE001
-                req = None
-            if req is not None and req.min_driver and _older(d.version, req.min_driver):
-                add(Candidate("DRIVER_TOO_OLD_FOR_TORCH_CUDA", "high" if certain else "medium",
-                              f"driver {d.version} < {req.min_driver} needed by CUDA {cuda} "
-                              f"(torch {t.version}{'' if certain else ', its default PyPI build'})",
-                              None if certain else 'python -c "import torch; print(torch.version.cuda)"'))
-        elif d.version and cuda is None and compat is not None and not cpu_build:
-            floor = _oldest_torch_driver_floor(compat)
-            if floor and _older(d.version, floor[1]):
-                add(Candidate("DRIVER_TOO_OLD_FOR_TORCH_CUDA", "medium",
-                              f"driver {d.version} is older than {floor[1]}, the least any CUDA build of torch in "
-                              f"the matrix needs (CUDA {floor[0]}); torch {t.version or '?'}'s CUDA is not in the paste",
-                              'python -c "import torch; print(torch.version.cuda)"'))
-        if d.status == ProbeStatus.SKIPPED:
-            add(Candidate("NO_NVIDIA_DRIVER", "low", "torch sees no GPU and the paste shows no driver",
-                          "nvidia-smi"))
-        if t.version is None or (t.cuda is None and t.arch_list is None and "+" not in (t.version or "")):
-            add(Candidate("TORCH_CPU_ONLY_BUILD", "low", "torch's CUDA build is not in the paste", _TORCH_CMD))
-    c = host.container
-    if c is not None and c.runtime and c.gpu_device_nodes == []:
-        add(Candidate("CONTAINER_NO_GPU_RUNTIME", "medium",
-                      f"`{(c.evidence or 'docker run')[:80]}` requests no GPUs (--gpus)",
-                      "docker run --gpus all <image> nvidia-smi"))
-    if host.wsl and (d.status in (ProbeStatus.ABSENT, ProbeStatus.FAILED) or (t and t.cuda_available is False)):
-        add(Candidate("WSL_SPECIFIC", "medium", "WSL with a driver that does not answer",
-                      "ls -l /usr/lib/wsl/lib/"))
+    for r in results:
+        for f in r.findings:
+            if not _serious(f) or f.category == "HEALTHY":
+                continue
+            conf = f.confidence or "high"
+            settle = next((e.value for e in f.evidence if e.path == "paste.settle"), None)
+            old = out.get(f.category)
+            if old is None or _RANK[conf] > _RANK[old.confidence]:
+                out[f.category] = Candidate(f.category, conf, f.summary, settle)
     return sorted(out.values(), key=lambda c: -_RANK[c.confidence])
-
-
-def _with_evidence(f: Finding, extra: List[Evidence]) -> Finding:
-    return dataclasses.replace(f, evidence=list(f.evidence) + extra)
 
 
 def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None,
                     names: Optional[Sequence[str]] = None) -> Report:
-    """Diagnose pasted texts: run the checks over the paste facts and merge message findings into them.
+    """Diagnose pasted texts: run the registered checks over the paste facts, then merge their findings.
 
     ``names`` name the texts (file names) in labels. When the texts hold several machines' reports (see
     ``diagnose.machines``), each machine is judged on its own and each finding says which machine it is about.
     """
     from .. import __version__
+    from .machines import merged
 
     sp = _split(texts, compat, names)
     as_of = getattr(compat, "as_of", None)
     if len(sp.machines) <= 1:
-        facts, info = _facts_and_info(sp, compat)
-        return Report(facts=facts, checks=_judge(facts, info, compat, checks), envdoctor_version=__version__,
-                      compat_as_of=as_of)
-    facts, _ = _facts_and_info(sp, compat)  # what the machines agree on; the conflicts named
+        facts, _info = _facts_and_info(sp, compat, judge=False)
+        results = _judge(facts, compat, checks)
+        settle = _settle_lines(facts, [f for r in results for f in r.findings])
+        if settle and facts.paste is not None:
+            facts = dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, settle=settle))
+        return Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=as_of)
+    facts, _ = _facts_and_info(sp, compat, judge=False)  # what the machines agree on; the conflicts named
     out: List[CheckResult] = []
     each: List[Facts] = []
     for m in sp.machines:
         msp = _Split("\n".join(m.texts()), m.texts(), [u.name for u in m.units], [m], [],
-                     [u.start for u in m.units])
+                     [u.start for u in m.units], acc=merged(m.units, compat))
         try:
-            mfacts, minfo = _facts_and_info(msp, compat)
+            mfacts, _minfo = _facts_and_info(msp, compat, judge=False)
         except NothingRecognised:
             continue
         assert mfacts.paste is not None
         each.append(dataclasses.replace(mfacts, paste=dataclasses.replace(mfacts.paste, reports=[m.label])))
-        for r in _judge(mfacts, minfo, compat, checks):
+        for r in _judge(mfacts, compat, checks):
             out.append(dataclasses.replace(
                 r, title=f"{m.label}: {r.title}",
                 findings=[dataclasses.replace(f, summary=f"{m.label}: {f.summary}",
@@ -339,59 +313,57 @@ def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None
     return Report(facts=facts, checks=out, envdoctor_version=__version__, compat_as_of=as_of)
 
 
-def _judge(facts: Facts, info: DiagnoseInfo, compat: Any, checks: Optional[list]) -> List[CheckResult]:
-    """The checks over one machine's paste facts, message findings merged, likely causes added."""
+def _judge(facts: Facts, compat: Any, checks: Optional[list]) -> List[CheckResult]:
+    """The registered checks over one machine's paste facts, then report-level merging (no verdict of its own).
+
+    Merging: a message finding (messages.signatures) whose category a facts-based finding also reports
+    becomes that finding's evidence, and the kept finding takes the more severe of the two (a pasted build
+    failure stays an error); a low-confidence finding is at most a warning; a low-confidence fallback finding
+    (a ``diagnose.*`` check guessing from thin facts) is dropped when a surer finding explains the paste.
+    """
     from ..checks import all_checks, run_checks
 
-    # the registry includes the message checks; an explicit selection (--only/--ignore) is kept as given
+    # the registry includes the paste checks; an explicit selection (--only/--ignore) is kept as given
     selected = list(checks) if checks is not None else all_checks()
     results = run_checks(facts, compat, selected)
+    prov = (facts.paste.provenance if facts.paste else None) or {}
+    merged = [[_capped(_confidence(f, prov)) for f in r.findings] for r in results]
 
-    # The facts-based finding wins for a category; the message becomes its evidence.
-    serious = lambda f: Severity.at_least(f.severity, Severity.WARNING)  # noqa: E731
     fact_cats: Dict[str, Tuple[int, int]] = {}
     for ri, r in enumerate(results):
         if r.id.startswith("messages."):
             continue
-        for fi, f in enumerate(r.findings):
-            if serious(f) and f.category not in fact_cats:
+        for fi, f in enumerate(merged[ri]):
+            if _serious(f) and f.category not in fact_cats:
                 fact_cats[f.category] = (ri, fi)
-    merged = [list(r.findings) for r in results]
     for ri, r in enumerate(results):
         if not r.id.startswith("messages."):
             continue
         keep = []
-        for f in r.findings:
+        for f in merged[ri]:
             if f.category in fact_cats:
                 tri, tfi = fact_cats[f.category]
-                merged[tri][tfi] = _with_evidence(merged[tri][tfi], [e for e in f.evidence
-                                                                     if e.path.startswith("paste.")])
+                target = merged[tri][tfi]
+                severity = f.severity if _RANK_SEV.get(f.severity, 0) > _RANK_SEV.get(target.severity, 0) \
+                    else target.severity
+                conf = target.confidence
+                if f.confidence and conf and _RANK[f.confidence] > _RANK[conf]:
+                    conf = f.confidence
+                merged[tri][tfi] = dataclasses.replace(
+                    target, severity=severity, confidence=conf,
+                    evidence=list(target.evidence) + [e for e in f.evidence if e.path.startswith("paste.")])
             else:
                 keep.append(f)
         merged[ri] = keep
+    sure = any(_serious(f) and f.confidence != "low" for fs in merged for f in fs)
+    if sure:
+        for ri, r in enumerate(results):
+            if r.id.startswith("diagnose."):
+                merged[ri] = [f for f in merged[ri] if f.confidence != "low"]
     out: List[CheckResult] = []
     for r, fs in zip(results, merged):
         status = r.status
         if r.status in (CheckStatus.PASSED, CheckStatus.FAILED):
-            status = CheckStatus.FAILED if any(serious(f) for f in fs) else CheckStatus.PASSED
+            status = CheckStatus.FAILED if any(_serious(f) for f in fs) else CheckStatus.PASSED
         out.append(dataclasses.replace(r, findings=fs, status=status))
-
-    # Candidate causes no check reported: shown with their confidence and the line that would settle them.
-    covered = {f.category for fs in merged for f in fs if serious(f)}
-    extra = []
-    for c in info.candidates:
-        if c.category in covered or c.category == "HEALTHY" or c.confidence == "low":
-            continue
-        cat = CATEGORIES[c.category]
-        extra.append(Finding(
-            code=f"diagnose.candidate/{c.category.lower().replace('_', '-')}", category=c.category,
-            severity=Severity.WARNING if c.confidence == "medium" else Severity.ERROR,
-            summary=f"Likely cause ({c.confidence} confidence): {cat.title} \u2014 {c.reason}",
-            detail=cat.meaning + (f" To settle it, paste the output of `{c.settle}`." if c.settle else ""),
-            evidence=[Evidence("paste", c.reason)], fix=Fix(cat.fix), confidence=c.confidence,
-        ))
-        covered.add(c.category)
-    if extra:
-        out.append(CheckResult("diagnose.candidates", "diagnose", "Likely causes read from the paste",
-                               CheckStatus.FAILED, findings=extra))
     return out

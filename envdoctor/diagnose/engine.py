@@ -25,7 +25,7 @@ from ..facts import (
     normalize_name,
 )
 from .readers import blocks, collect_env, messages, misc, packages
-from .readers.base import REPL, Acc, Paste, clean_lines
+from .readers.base import BARE, LOOSE, REPL, STRUCTURED, Acc, Paste, clean_lines
 
 NOT_IN_PASTE = "not in the pasted text"
 MAX_LINE = 20000  # longer lines are cut: no reader needs more, and it bounds regex work
@@ -35,6 +35,7 @@ _FACT_KEYS = {
     "driver.cuda_driver_version": "driver.cuda",
     "pythons[0].torch.arch_list": "torch.arch_list",
     "pythons[0].torch.cuda": "torch.cuda",
+    "pythons[0].torch.version": "torch.version",
     "toolkits.on_path.version": "toolkit.version",
 }
 
@@ -83,6 +84,15 @@ def dedupe_paragraphs(lines: List[str]) -> Tuple[List[str], int]:
 
 
 def read_all(text: str, compat: Any) -> Acc:
+    """Every reader over one text, then the facts its messages quote."""
+    acc = read_raw(text, compat)
+    finish(acc, compat)
+    return acc
+
+
+def read_raw(text: str, compat: Any = None) -> Acc:
+    """Every reader over one text; the facts quoted in messages are added by ``finish`` (after merging the
+    parts of a paste, so a message in one part can complete a GPU named in another)."""
     acc = Acc()
     lines, dropped = dedupe_paragraphs([ln[:MAX_LINE] for ln in clean_lines(text)])
     paste = Paste(lines)
@@ -95,11 +105,21 @@ def read_all(text: str, compat: Any) -> Acc:
     misc.read_env(paste, acc)
     misc.read_loose(paste, acc)
     misc.read_host(paste, acc)
-    messages.read(paste, acc)
-    if dropped:
-        acc.notes.append(f"{dropped} repeated block(s) read once")
-    _facts_from_messages(acc, compat)
+    misc.read_package_logs(paste, acc)
+    misc.read_date(paste, acc)
+    try:
+        sigs = signatures_from(compat)
+    except (ValueError, OSError):
+        sigs = []
+    messages.read(paste, acc, sigs)
+    acc.repeated_blocks = dropped
     return acc
+
+
+def finish(acc: Acc, compat: Any) -> None:
+    if acc.repeated_blocks:
+        acc.notes.append(f"{acc.repeated_blocks} repeated block(s) read once")
+    _facts_from_messages(acc, compat)
 
 
 def _facts_from_messages(acc: Acc, compat: Any) -> None:
@@ -299,5 +319,47 @@ def build_facts(acc: Acc, text: str) -> Facts:
                 "distinct kept)"]
     paste = PasteSource(found=list(acc.found) + said + list(acc.notes),
                         not_found=not_found, messages=list(acc.messages), text_excerpt=text[:400])
-    return Facts(origin="paste", driver=driver, toolkits=toolkits, system_libraries=libs, pythons=pythons,
+    date = g("paste.date")
+    return Facts(origin="paste", collected_at=f"{date}T00:00:00Z" if date else None, driver=driver, toolkits=toolkits, system_libraries=libs, pythons=pythons,
                  host=host, topology=topology, paste=paste)
+
+
+# reader keys -> the fact path checks see (others keep their reader key, e.g. "host.kernel" is the same)
+_PATHS = {
+    "torch.version": "pythons[0].torch.version", "torch.cuda": "pythons[0].torch.cuda",
+    "torch.cuda_available": "pythons[0].torch.cuda_available", "torch.arch_list": "pythons[0].torch.arch_list",
+    "torch.cpu_build": "pythons[0].torch.cpu_build", "torch.cudnn": "pythons[0].torch.cudnn_version",
+    "torch.device_count": "pythons[0].torch.device_count", "python.version": "pythons[0].python_version",
+    "driver.cuda": "driver.cuda_driver_version", "toolkit.version": "toolkits.on_path.version",
+    "gpu.capability": "driver.gpus[0].compute_capability", "gpu.loose_name": "driver.gpus[0].name",
+}
+_CONFIDENCE = {STRUCTURED + 1: "high", STRUCTURED: "high", REPL: "high", LOOSE: "medium", BARE: "low"}
+
+
+def provenance(acc: Acc, where: Any) -> Dict[str, Dict[str, Any]]:
+    """Where each recovered fact came from: fact path -> {where ("001.txt line 3"), reader, confidence}.
+
+    Checks read these fields (is there a GPU list at all? how sure is the driver version?), never the prose of
+    ``found`` / ``not_found``. A fact quoted inside an error message is medium confidence: the message may be
+    about another install.
+    """
+    out: Dict[str, Dict[str, str]] = {}
+    for key, (prio, value, how) in acc.values.items():
+        conf = "medium" if str(how).startswith("message:") else _CONFIDENCE.get(prio, "low")
+        out[_PATHS.get(key, key)] = {"where": where(value), "reader": str(how), "confidence": conf,
+                                     "value": value if isinstance(value, (str, int, float, bool)) else str(value)}
+    if acc.gpus:
+        out["driver.gpus"] = {"where": where(acc.gpus[0].name or ""), "reader": "GPU list",
+                              "confidence": _CONFIDENCE.get(acc.gpus_priority, "medium")}
+    elif acc.values.get("gpu.loose_name"):
+        out["driver.gpus"] = dict(out["driver.gpus[0].name"])
+    if acc.get("driver.no_devices"):
+        out["driver.gpus"] = {"where": where("No devices were found"), "reader": "nvidia-smi", "confidence": "high"}
+    for name, (prio, pkg) in acc.packages.items():
+        # a name with its version is never a bare number: a pip install line or a typed "name: version" is medium
+        out[f"pythons[0].packages.{name}"] = {"where": where(pkg.version), "reader": "package list",
+                                              "confidence": "high" if prio >= STRUCTURED - 1 else "medium",
+                                              "value": pkg.version}
+        if name == "torch" and "pythons[0].torch.version" not in out:
+            out["pythons[0].torch.version"] = dict(out[f"pythons[0].packages.{name}"], reader="package metadata")
+    return out

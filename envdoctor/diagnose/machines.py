@@ -18,7 +18,8 @@ The design (two layers).
    of the same machine in another still merge: **only conflicts split**. Values are compatible when one is a
    dotted prefix of the other ("3.12" and "3.12.9", "2.6.0" and "2.6.0+cu126"; two different local tags,
    "+cpu" and "+cu126", conflict), and GPU lists when they share a model (nvidia-smi truncates names).
-   When there is one machine, ``diagnose`` is exactly what it was: the whole text is read as one report.
+   When there is one machine, its facts are the merge of its units' (each distinct unit read once, in order,
+   the most trusted value winning as in one reading of the whole text), so splitting costs no second reading.
    When there are several, each machine is diagnosed as its own report and every finding is labelled with the
    machine it is about ("report 1 of 2 (001.txt): ..."), in its summary and in an evidence entry
    ``paste.report``; the report's facts are then the facts the machines agree on (conflicting ones unknown),
@@ -72,6 +73,7 @@ class Unit:
     start: int  # 0-based line of the unit in its file
     lines: List[str]
     sig: Dict[str, Any] = field(default_factory=dict)  # fact -> value
+    acc: Optional[Acc] = None  # what the readers recovered from it (one object for identical units)
 
     @property
     def text(self) -> str:
@@ -97,10 +99,41 @@ class Machine:
         return [u.text for u in self.units]
 
 
+# the literal each boundary line holds: only lines holding one are matched against the patterns (a line-by-line
+# regex over a multi-MB paste costs more than all the readers; str.find runs in C)
+_BOUNDARY_WORDS = (("Collecting environment information", False), ("PyTorch version", False),
+                   ("NVIDIA-SMI", False), ("Package", False), ("packages in environment at", True))
+
+
+def _candidates(lines: Sequence[str]) -> List[int]:
+    """Sorted indices of the lines holding a boundary literal (hits found by str.find, line numbers by
+    counting newlines between consecutive hits: both in C)."""
+    text = "\n".join(lines)
+    low: Optional[str] = None
+    found = set()
+    for word, nocase in _BOUNDARY_WORDS:
+        if nocase and low is None:
+            low = text.lower()
+        hay = low if nocase and low is not None else text
+        needle = word.lower() if nocase else word
+        pos, line, last = hay.find(needle), 0, 0
+        while pos != -1:
+            line += hay.count("\n", last, pos)
+            found.add(line)
+            nxt = hay.find("\n", pos)
+            if nxt == -1:
+                break
+            last = nxt + 1
+            line += 1
+            pos = hay.find(needle, last)
+    return sorted(found)
+
+
 def _starts(lines: Sequence[str]) -> List[int]:
     """Line indices where a self-contained output begins (0 always)."""
     out = [0]
-    for i, line in enumerate(lines):
+    for i in _candidates(lines):
+        line = lines[i]
         if not line or len(line) > 200:
             continue
         start = None
@@ -196,57 +229,122 @@ def _conflicts(m: Machine, values: Dict[str, List[Tuple[Any, Unit]]]) -> bool:
     return any(not compatible(v, old) for k, vs in values.items() for v, _ in vs for old, _ in m.values.get(k, []))
 
 
-def _join(machines: List[Machine], units: List[Unit], values: Dict[str, List[Tuple[Any, Unit]]]) -> None:
-    """Add units to the most recent machine they do not contradict, else to a new machine."""
-    target: Optional[Machine] = None
-    for m in reversed(machines):
-        if not _conflicts(m, values):
-            target = m
-            break
-    if target is None:
-        target = Machine()
-        machines.append(target)
-    target.units.extend(units)
-    for k, vs in values.items():
-        have = target.values.setdefault(k, [])
-        for v, u in vs:
-            if not any(_norm(v) == _norm(old) for old, _ in have):
-                have.append((v, u))
+class _Joiner:
+    """Adds units to the most recent machine they do not contradict, else to a new machine.
+
+    A long paste repeats a few outputs thousands of times (a report pasted again and again, a log printing the
+    same nvidia-smi table): a unit whose facts are those of a unit already placed, while no machine has changed
+    since, goes where that unit went without comparing again, so grouping is linear in the number of units.
+    """
+
+    def __init__(self) -> None:
+        self.machines: List[Machine] = []
+        self.epoch = 0  # bumped whenever a machine is added or gains a value
+        self._memo: Dict[int, Tuple[int, Machine]] = {}  # id(values source) -> (epoch, machine)
+        self.compared = 0  # conflict tests run (work done, for the complexity test)
+
+    def join(self, units: List[Unit], values: Dict[str, List[Tuple[Any, Unit]]], key: Optional[int] = None
+             ) -> None:
+        memo = self._memo.get(key) if key is not None else None
+        if memo is not None and memo[0] == self.epoch:
+            memo[1].units.extend(units)
+            return
+        target: Optional[Machine] = None
+        for m in reversed(self.machines):
+            self.compared += 1
+            if not _conflicts(m, values):
+                target = m
+                break
+        if target is None:
+            target = Machine()
+            self.machines.append(target)
+            self.epoch += 1
+        target.units.extend(units)
+        for k, vs in values.items():
+            have = target.values.setdefault(k, [])
+            for v, u in vs:
+                if not any(_norm(v) == _norm(old) for old, _ in have):
+                    have.append((v, u))
+                    self.epoch += 1
+        if key is not None:
+            self._memo[key] = (self.epoch, target)
+
+
+# work done by the last group() call (read by the complexity test: counts, never seconds)
+LAST_WORK: Dict[str, int] = {}
 
 
 def group(texts: Sequence[str], names: Sequence[str], compat: Any) -> Tuple[List[Machine], List[str]]:
     """The machines in the texts and, when there are several, what differed between them (with file and line).
 
     One machine (the common case, and every paste with one unit) comes back as ``[Machine]`` with no notes.
+    Each distinct unit is read once; its ``acc`` is kept so that a machine's facts are the merge of its units'
+    (``merged``), never a second reading.
     """
-    from .engine import read_all
+    from .engine import read_raw
 
     units = split_units(texts, names)
+    LAST_WORK.clear()
+    LAST_WORK.update(units=len(units), reads=0, compared=0)
     if len(units) <= 1:
         return [Machine(units=units)], []
-    distinct: Dict[str, Dict[str, Any]] = {}
+    distinct: Dict[str, Acc] = {}
+    sigs: Dict[int, Dict[str, Any]] = {}
     for u in units:
         key = u.text
-        if key not in distinct:
+        acc = distinct.get(key)
+        if acc is None:
             if len(distinct) >= MAX_UNITS:
+                for v in units:
+                    v.acc = None
                 return [Machine(units=units)], []
-            distinct[key] = signature(read_all(key, compat)) if key.strip() else {}
-        u.sig = distinct[key]
+            acc = read_raw(key, compat) if key.strip() else Acc()
+            LAST_WORK["reads"] += 1
+            distinct[key] = acc
+            sigs[id(acc)] = signature(acc)
+        u.acc = acc
+        u.sig = sigs[id(acc)]
     # first the units of each file (a file is one machine's unless its own facts conflict), then across files
     blocks: List[Machine] = []
     for fi in range(len(texts)):
-        mine: List[Machine] = []
+        mine = _Joiner()
         for u in units:
             if u.file == fi:
-                _join(mine, [u], {k: [(v, u)] for k, v in u.sig.items()})
-        blocks.extend(mine)
-    machines: List[Machine] = []
+                assert u.acc is not None
+                mine.join([u], {k: [(v, u)] for k, v in u.sig.items()}, key=id(u.acc))
+        LAST_WORK["compared"] += mine.compared
+        blocks.extend(mine.machines)
+    across = _Joiner()
     for b in blocks:
-        _join(machines, b.units, b.values)
+        across.join(b.units, b.values)
+    LAST_WORK["compared"] += across.compared
+    machines = across.machines
     if len(machines) == 1:
         return machines, []
     _label(machines, units)
     return machines, _cross_notes(machines)
+
+
+def merged(units: Sequence[Unit], compat: Any) -> Optional[Acc]:
+    """One Acc for these units (a machine's, or the whole paste's), as one reading of their texts would give:
+    each distinct unit merged once, in order; None when a unit was not read (one unit, or too many)."""
+    from .engine import finish
+
+    if not units or any(u.acc is None for u in units):
+        return None
+    acc = Acc()
+    done: set = set()
+    repeats = 0
+    for u in units:
+        assert u.acc is not None
+        if id(u.acc) in done:
+            repeats += 1 if u.text.strip() else 0
+            continue
+        done.add(id(u.acc))
+        acc.merge(u.acc)
+    acc.repeated_blocks += repeats
+    finish(acc, compat)
+    return acc
 
 
 def _label(machines: List[Machine], units: List[Unit]) -> None:
@@ -295,6 +393,36 @@ def conflicting_keys(machines: List[Machine]) -> List[str]:
         if any(not compatible(a, b) for i, a in enumerate(vals) for b in vals[i + 1:]):
             out.append(k)
     return sorted(out)
+
+
+def resolve(acc: Acc, where: Any) -> List[Dict[str, Any]]:
+    """Settle one machine's conflicting values by which source is authoritative; return the disagreements.
+
+    "Which torch runs" is what the imported module reports (collect_env's ``PyTorch version:``, a REPL's
+    ``torch.__version__``): package metadata (``[pip3] torch==``, ``pip list``, ``conda list``) describes an
+    install, which may be a second one or a stale dist-info. The module's value is kept (the package record
+    too), and the metadata's value becomes a disagreement the checks judge on its own. Run per machine, after
+    ``group``, so two machines are never merged.
+    """
+    out: List[Dict[str, Any]] = []
+    module = acc.values.get("torch.version")
+    if module is None or module[0] < REPL or str(module[2]).startswith("message:"):
+        return out
+    kept = module[1]
+    others = [v for p, v in acc.seen_packages.get("torch", []) if p >= REPL and v and not compatible(v, kept)]
+    if not others:
+        return out
+    for v in others:
+        out.append({"fact": "pythons[0].torch.version", "kept": kept, "kept_source": f"{module[2]} ({where(kept)})",
+                    "other": v, "other_source": f"package metadata ({where(v)})"})
+    acc.seen_packages["torch"] = [(p, v) for p, v in acc.seen_packages.get("torch", []) if v not in others]
+    old = acc.packages.get("torch")
+    if old is not None:
+        from ..facts import Package
+
+        prio, pkg = old
+        acc.packages["torch"] = (prio, Package(**{**pkg.__dict__, "version": kept}))
+    return out
 
 
 def within(acc: Acc, lines: Sequence[str], where: Any = None) -> Dict[str, str]:

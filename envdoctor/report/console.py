@@ -192,7 +192,9 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     for gpu in driver.gpus:
         rows.append((f"GPU {gpu.index}", _gpu_line(gpu)))
     if state is None:
-        if not driver.gpus:
+        if not driver.gpus and facts.paste is not None and "driver.gpus" not in (facts.paste.provenance or {}):
+            rows.append(("GPUs", "not in the paste"))
+        elif not driver.gpus:
             rows.append(("GPUs", "none visible to the driver"))
         ceiling = (
             f"CUDA ≤ {driver.cuda_driver_version} (the driver's ceiling, not a toolkit)"
@@ -241,6 +243,8 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
         if missing:
             rows.append(("Not in paste", ", ".join(missing)))
         rows.extend(("Conflict", c) for c in conflicts)
+    if facts.paste is not None and facts.paste.settle:
+        rows.append(("To settle", "; ".join(facts.paste.settle)))
     return rows
 
 

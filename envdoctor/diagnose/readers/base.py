@@ -45,6 +45,7 @@ class Acc:
     xid_events: Optional[List[XidEvent]] = None  # NVRM Xid lines of a pasted kernel log
     message_lines: int = 0  # lines that looked like errors or warnings, repeats included
     dropped_messages: int = 0  # distinct messages beyond MAX_MESSAGES
+    repeated_blocks: int = 0  # blocks (or whole outputs) seen before, read once
     # every distinct value each fact was given, not only the winner: (priority, value, how), and for packages
     # (priority, version); diagnose/machines.py finds conflicting facts (two reports in one paste) in them
     seen: Dict[str, List[Tuple[int, Any, str]]] = field(default_factory=dict)
@@ -100,6 +101,54 @@ class Acc:
             self.messages.pop(MAX_MESSAGES // 2)
             self.messages.append(message)
             self.dropped_messages += 1
+
+    def merge(self, other: Acc) -> None:
+        """Add what ``other`` (the next part of the same paste) recovered, as if it had been read after this:
+        the most trusted value wins and ties keep the first seen, exactly as one reading of both texts."""
+        for key, (prio, value, how) in other.values.items():
+            old = self.values.get(key)
+            if old is None or prio > old[0]:
+                self.values[key] = (prio, value, how)
+        for key, obs in other.seen.items():
+            mine = self.seen.setdefault(key, [])
+            for o in obs:
+                if len(mine) < 20 and all(m[1] != o[1] for m in mine):
+                    mine.append(o)
+        self.set_gpus(other.gpus, other.gpus_priority)
+        for key, (prio, pkg) in other.packages.items():
+            old_pkg = self.packages.get(key)
+            if old_pkg is None or prio > old_pkg[0]:
+                self.packages[key] = (prio, pkg)
+        for key, pobs in other.seen_packages.items():
+            pmine = self.seen_packages.setdefault(key, [])
+            for po in pobs:
+                if len(pmine) < 20 and all(m[1] != po[1] for m in pmine):
+                    pmine.append(po)
+        for lib in other.libraries:
+            if lib not in self.libraries:
+                self.libraries.append(lib)
+        for name, val in other.env.items():
+            self.env.setdefault(name, val)
+        for message in other.messages:
+            self.add_message(message)
+        for what in other.found:
+            self.add_found(what)
+        for name, version in other.requested.items():
+            self.requested.setdefault(name, version)
+        for note in other.notes:
+            if note not in self.notes:
+                self.notes.append(note)
+        if other.nvlinks:
+            self.nvlinks = {**other.nvlinks, **(self.nvlinks or {})}
+            self.nvlink_names = {**other.nvlink_names, **self.nvlink_names}
+        if self.topology_matrix is None:
+            self.topology_matrix = other.topology_matrix
+        self.pcie_links.extend(x for x in other.pcie_links if x not in self.pcie_links)
+        if other.xid_events is not None:
+            self.xid_events = (self.xid_events or []) + list(other.xid_events)
+        self.message_lines += other.message_lines
+        self.repeated_blocks += other.repeated_blocks
+        self.dropped_messages += other.dropped_messages
 
 
 def looks_like_version(text: str) -> bool:
@@ -213,11 +262,26 @@ _QUOTE = re.compile(r"^\s*(?:>\s?)+")
 _RANK = re.compile(r"^\s*\[rank\d+\]:\s?")
 
 
+_EMPHASIS = re.compile(r"\*\*|`")
+
+
+def _markdown(line: str) -> str:
+    """Markdown labels as plain text: `- **PyTorch Version**: 1.13.1`, `` `torch`: 2.1.0 ``, a full-width colon."""
+    if "：" in line:
+        line = line.replace("：", ": ")
+    if "**" in line or "`" in line:
+        line = _EMPHASIS.sub("", line)
+    return line
+
+
 def clean_lines(text: str) -> List[str]:
-    """Lines without Markdown quoting, distributed-rank prefixes ("[rank7]: ") or pytest's "E   " margin."""
+    """Lines without Markdown quoting or emphasis, distributed-rank prefixes ("[rank7]: ") or pytest's "E   "
+    margin."""
     out = []
     for raw in text.splitlines():
         line = raw.rstrip()
+        if ("**" in line and ":" in line) or "`" in line or "：" in line:
+            line = _markdown(line)
         c = line[:1]
         if c not in (">", "[", "E", " ", "\t"):
             out.append(line)

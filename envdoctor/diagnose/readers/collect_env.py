@@ -90,6 +90,7 @@ def read(paste: Paste, acc: Acc) -> None:
     era = None
     n = len(lines)
     cuda_none = False
+    torch_absent = False
     todo = _todo(paste)
     t = 0
     done = -1
@@ -111,6 +112,8 @@ def read(paste: Paste, acc: Acc) -> None:
         val = _value(raw)
         k = key.lower()
         if k == "pytorch version":
+            if not val:
+                torch_absent = True  # "PyTorch version: N/A": torch did not import, so there is no build to judge
             if val:
                 acc.put("torch.version", val, STRUCTURED, "collect_env")
                 mm = re.match(r"(\d+\.\d+)", val)
@@ -200,7 +203,7 @@ def read(paste: Paste, acc: Acc) -> None:
                 pkg = package_from_line(pm.group(1), pm.group(2))
                 if pkg:
                     acc.add_package(pkg, STRUCTURED)
-    if cuda_none and not acc.get("torch.hip"):
+    if cuda_none and not torch_absent and not acc.get("torch.hip"):
         # "CUDA used to build PyTorch: None/Could not collect" is torch.version.cuda == None: a CPU build
         acc.put("torch.cpu_build", True, STRUCTURED, "collect_env: CUDA used to build PyTorch: None")
     acc.add_found(f"collect_env output (PyTorch {era} format)" if era else "collect_env output")

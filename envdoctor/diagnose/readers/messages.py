@@ -1,8 +1,19 @@
-"""Collect error and warning messages (tracebacks, warnings, tool failures) verbatim from a paste."""
+"""Collect error and warning messages (tracebacks, warnings, tool failures) verbatim from a paste.
+
+Real error text is rarely one clean line: terminals and text boxes wrap long lines with no indentation, a copy
+breaks a line inside a phrase, Python's multi-line warnings put the subject on one line and the verdict on the
+next, tools print "Header:" followed by an indented detail block. So a message is assembled around each trigger
+line: forward while the sentence is unfinished (indented or not) and over an indented block after a line ending
+in ":", backward over the lines it continues (an indented, lower-case or unfinished start), bounded to a few
+lines and never across a blank line, a traceback frame, a prompt or a code fence. The trigger line alone is kept
+as a message too, so a signature anchored on one line still matches. Trigger words are the reader's own plus the
+longest literal of every signature in the catalogue, so a new catalogue row never needs a second edit here.
+"""
 
 from __future__ import annotations
 
 import re
+from typing import Any, List, Optional, Sequence, Tuple
 
 from .base import Acc, Paste
 
@@ -14,7 +25,7 @@ _TRIGGER = re.compile(
     r"No matching distribution|cannot import name|incompatib|no CUDA-capable|returned \d+|"
     r"no kernel image|not recognized|device-side assert|couldn'?t communicate|could not select|"
     r"insufficient|supports CUDA capabilities|PyTorch no longer supports|system not yet initialized|forward compatibility|No devices were found|"
-    r"\bXid\b|fallen off the bus|out of memory|unable to write to file",
+    r"\bXid\b|fallen off the bus|out of memory|unable to write to file|busy or unavailable|No CUDA GPUs",
     re.IGNORECASE,
 )
 # literal, lower-case pieces covering every trigger alternative ("not " covers "not found", "cannot open",
@@ -22,33 +33,106 @@ _TRIGGER = re.compile(
 _KEYWORDS = ["error", "exception", "warn", "not ", "fail", "too old", "undefined symbol", "mismatch",
              "no matching", "incompatib", "cuda-capable", "returned ", "kernel image", "device-side",
              "communicate", "insufficient", "capabilities", "no longer", "forward compat", "no devices", "xid",
-             "fallen off", "out of memory", "unable to write"]
-_END = re.compile(r"[.!?:)\]]\s*$")
+             "fallen off", "out of memory", "unable to write", "unavailable", "no cuda gpus"]
+_END = re.compile(r"[.!?)\]]\s*$")
+_COLON = re.compile(r":\s*$")
 _SKIP = re.compile(r"^\s*(?:File \"|Traceback \(most recent call last\)|\^+\s*$|~+\s*$|During handling of)")
+# a line that starts something else: a prompt, a fence, a frame, a log record with its own timestamp
+_STOP = re.compile(r"^\s*(?:```|~~~|\$ |>>> |In \[\d+\]:|Out\[\d+\]:|# |[A-Z][\w.]*(?:Error|Exception|Warning)\b:|"
+                   r"\d{4}-\d\d-\d\d[ T]\d|\d\d:\d\d:\d\d|\+-{3}|\|)")
 _CONTINUATION = re.compile(r"^\s+\S")
+_LOWER_START = re.compile(r"^\s*[a-z(]")
+MAX_SPAN = 8  # lines one message may span: bounds the work and never glues far-apart messages
 
 
-def read(paste: Paste, acc: Acc) -> None:
+_COMMON = {"version", "installed", "current", "pytorch", "install", "available", "running", "compiled"}
+
+
+def _literal_keywords(sigs: Sequence[Any]) -> List[str]:
+    """The longest literal word of each signature's pattern (lower-case), for the line prefilter: one word, so
+    a message wrapped or double-spaced inside a phrase still has it whole on one line."""
+    out: List[str] = []
+    for sig in sigs:
+        if any(k in sig.pattern.lower().replace("\\", "") for k in _KEYWORDS):
+            continue  # the row's message already holds one of the reader's own keywords
+        plain = re.sub(r"\\[a-zA-Z]|\(\?P<\w+>|\(\?<!.*?\)|\[[^\]]*\]|[{][^}]*[}]", " ", sig.pattern)
+        words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]{6,}", plain) if w.lower() not in _COMMON]
+        if words:
+            best = max(words, key=len).lower()
+            if best not in out:
+                out.append(best)
+    return out
+
+
+def _finished(text: str) -> bool:
+    return bool(_END.search(text))
+
+
+def _assemble(lines: Sequence[str], i: int) -> Tuple[Optional[str], int]:
+    """The message around trigger line ``i`` (None when it is only the line itself) and its last line."""
+    n = len(lines)
+    start = i
+    # backward: the trigger line continues an earlier one (indented, lower-case start, or the previous line is
+    # an unfinished sentence without an end mark)
+    while start > 0 and i - start < 2:
+        prev, cur = lines[start - 1], lines[start]
+        if not prev.strip() or _SKIP.match(prev) or len(prev) > 4000:
+            break
+        if _STOP.match(cur) or _STOP.match(prev) and start - 1 < i - 1:
+            break
+        if _CONTINUATION.match(cur) and not _CONTINUATION.match(prev):
+            start -= 1  # an indented detail under its subject line ("Found GPU1 ... 3.5." / "    PyTorch no ...")
+            break
+        if not (_CONTINUATION.match(cur) or _LOWER_START.match(cur)) or _finished(prev):
+            break
+        start -= 1
+    parts = [ln.strip() for ln in lines[start:i + 1]]
+    j = i + 1
+    block = bool(_COLON.search(lines[i]))
+    while j < n and j - start < MAX_SPAN:
+        nxt = lines[j]
+        if not nxt.strip() or _SKIP.match(nxt) or len(nxt) > 4000:
+            break
+        indented = bool(_CONTINUATION.match(nxt))
+        if block and indented:
+            parts.append(nxt.strip())
+        elif _finished(parts[-1]) or _COLON.search(parts[-1]) and not indented:
+            break
+        elif _STOP.match(nxt) and not indented:
+            break
+        else:
+            parts.append(nxt.strip())
+        j += 1
+    if len(parts) == 1:
+        return None, i
+    return " ".join(parts), j - 1
+
+
+def read(paste: Paste, acc: Acc, sigs: Sequence[Any] = ()) -> None:
     lines = paste.lines
-    candidates = paste.with_any(_KEYWORDS)
+    extra = [k for k in _literal_keywords(sigs) if not any(k2 in k for k2 in _KEYWORDS)]
+    candidates = paste.with_any(_KEYWORDS + extra)
     # a log repeating one error adds nothing but time: each distinct line once, the first and the last
     # ones of a long log (where the first failure and the one that ended the run are)
-    hit_lines = [i for i in paste.distinct(candidates, head=1500, tail=500) if _TRIGGER.search(lines[i][:4000])]
+    hit_lines = []
+    for i in paste.distinct(candidates, head=1500, tail=500):
+        line = lines[i][:4000]
+        if _TRIGGER.search(line):
+            hit_lines.append((i, False))
+        elif extra and any(k in line.lower() for k in extra):
+            hit_lines.append((i, True))  # kept only when a catalogue row matches what is assembled around it
     acc.message_lines = len(candidates)
-    n = len(lines)
     done = -1
-    for i in hit_lines:
-        if i <= done:
-            continue
+    for i, needs_row in hit_lines:
         line = lines[i]
-        if len(line) > 4000 or _SKIP.match(line):
-            continue
-        # messages wrap: join indented continuation lines while the sentence is not finished
-        parts = [line.strip()]
-        j = i + 1
-        while (j < n and len(parts) < 4 and not _END.search(parts[-1]) and lines[j].strip()
-               and _CONTINUATION.match(lines[j]) and not _SKIP.match(lines[j])):
-            parts.append(lines[j].strip())
-            j += 1
-        acc.add_message(" ".join(parts))
-        done = j - 1
+        if i <= done or len(line) > 4000 or _SKIP.match(line):
+            continue  # inside the previous message: a later trigger there starts no second one
+        whole, end = _assemble(lines, i)
+        if needs_row:
+            text = whole or line.strip()
+            if not any(sig.search(text) for sig in sigs):
+                continue
+        acc.add_message(line.strip())
+        if whole:
+            acc.add_message(whole)
+            done = end

@@ -83,6 +83,28 @@ _EXPRS = [
 _ANY_EXPR = re.compile("|".join(p.pattern for _, p in _EXPRS))
 _TOKEN = re.compile(r"\[[^\]]*\]|\([^)]*\)|'[^']*'|\"[^\"]*\"|\S+")
 _PROMPT = re.compile(r"^\s*(?:>>>|\.\.\.|In \[\d+\]:|\$|#|\(\S+\)\s*\S*[$#]|PS [A-Z]:)")
+_OUT = re.compile(r"^\s*Out\[\d+\]:\s*")
+_GPUISH = re.compile(r"NVIDIA|GeForce|Tesla|Quadro|RTX|GTX|TITAN|Radeon|Instinct|\b[AHBLT]\d{1,3}\b", re.I)
+
+
+def _value_like(order: List[str], out: str) -> bool:
+    """Does this line look like what the statement prints (a version, True/False, a count, a GPU name, a list),
+    rather than the prose after a code listing?"""
+    if len(out) > 200:
+        return False
+    if len(order) > 1:
+        return True  # several values in one line are checked by count below
+    key = order[0]
+    v = out.strip().strip("'\"")
+    if key in ("torch.version", "torch.cuda", "torch.hip"):
+        return bool(re.match(r"^\d+\.\d+", v)) or v == "None"
+    if key == "torch.cuda_available":
+        return v in ("True", "False")
+    if key in ("torch.cudnn", "torch.device_count"):
+        return v.isdigit()
+    if key == "torch.device_name":
+        return bool(_GPUISH.search(v)) and len(v.split()) <= 8
+    return True
 
 
 def _parse_value(key: str, raw: str):
@@ -123,13 +145,20 @@ def read_repl(paste: Paste, acc: Acc) -> None:
         keys = [(m.start(), key) for key, pat in _EXPRS for m in pat.finditer(line)]
         keys.sort()
         order = [k for _, k in keys]
-        # the output: the next non-empty line that is not another statement
-        j = i + 1
-        while j < n and not lines[j].strip():
-            j += 1
-        if j >= n or _PROMPT.match(lines[j]) or _ANY_EXPR.search(lines[j]) or "Traceback" in lines[j]:
-            continue
-        out = lines[j].strip()
+        # the output: a value in a trailing comment (`print(f"{torch.cuda.is_available()}")  # False`), else the
+        # next non-empty line that is not another statement (IPython's "Out[3]: False" without its label)
+        comment = re.search(r"\)\s*#\s*(\S.*)$", line)
+        if comment and len(order) == 1:
+            out = comment.group(1).strip()
+        else:
+            j = i + 1
+            while j < n and not lines[j].strip():
+                j += 1
+            if j >= n or _PROMPT.match(lines[j]) or _ANY_EXPR.search(lines[j]) or "Traceback" in lines[j]:
+                continue
+            out = _OUT.sub("", lines[j]).strip()
+            if not _PROMPT.match(line) and not _OUT.match(lines[j]) and not _value_like(order, out):
+                continue  # a statement in a code listing, then prose: not its output
         if len(order) == 1:
             values = [out]
         else:
@@ -190,6 +219,9 @@ def read_toolchain(paste: Paste, acc: Acc) -> None:
 
 _KERNEL = re.compile(r"(?:Linux version|^Linux \S+)\s+(\d+\.\d+\.\d+[\w.+-]*)", re.M)
 _WIN_VER = re.compile(r"Microsoft Windows \[Version (\d+\.\d+\.\d+(?:\.\d+)?)\]")
+# the Windows build in prose or `winver`: "OS build 18363.1556", "Windows build 22000.51", "Version 10.0.19045"
+_WIN_BUILD = re.compile(r"\b(?:OS|Windows(?: \d+)?(?: \w+)?|Insider)[ ,]*(?:build|Build|版本)\s*[:#]?\s*(\d{5}(?:\.\d+)?)"
+                        r"|\bWindows[^\n]{0,40}?\b10\.0\.(\d{5})")
 _DOCKER_RUN = re.compile(r"\b(?:docker|podman|nvidia-docker)\s+(?:container\s+)?run\b[^\n]*")
 
 
@@ -198,7 +230,7 @@ def read_host(paste: Paste, acc: Acc) -> None:
     # the regexes below run on the few lines holding their literal words, never on the whole paste
     text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(
         ["linux", "wsl", "microsoft", "\\users\\", "\\program files\\", "\\python", "\\programdata\\",
-         "docker", "podman", "inside"]), head=2000, tail=200))
+         "docker", "podman", "inside", "windows", "os build", "insider"]), head=2000, tail=200))
     m = _KERNEL.search(text)
     if m:
         acc.put("host.kernel", m.group(1), STRUCTURED, "kernel version line")
@@ -211,8 +243,20 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("host.wsl_version", 2 if "WSL2" in hay or "standard" in hay else 1, STRUCTURED, "WSL kernel")
     elif re.search(r"microsoft-standard-WSL2|/usr/lib/wsl/|\bWSL ?2\b", text):
         acc.put("host.wsl", True, LOOSE, "WSL mentioned in the paste")
-    if m and not acc.has("host.wsl") and "microsoft" not in m.group(1).lower():
-        acc.put("host.wsl", False, LOOSE, "Linux kernel that is not WSL's")
+    if m and "microsoft" not in m.group(1).lower():
+        # a real Linux kernel string that is not WSL's outranks "WSL" said in prose
+        acc.put("host.wsl", False, STRUCTURED - 1, "Linux kernel that is not WSL's")
+    wm = re.search(r"\bWSL ?([12])?\b", text)
+    if wm:
+        acc.put("host.wsl", True, BARE, f"WSL mentioned in the paste: {wm.group(0)}")
+        if wm.group(1):
+            acc.put("host.wsl_version", int(wm.group(1)), LOOSE, f"WSL mentioned in the paste: {wm.group(0)}")
+    om = re.search(r"^[\s*•-]*(?:OS|Operating system|Platform)\s*[:=]\s*(?:Microsoft )?Windows\b", text, re.I | re.M)
+    if om and not acc.get("host.wsl") and not (acc.get("host.kernel") or ""):
+        acc.put("host.os", "Windows", LOOSE, om.group(0).strip())
+    bm = _WIN_BUILD.search(text)
+    if bm:
+        acc.put("host.windows_build", bm.group(1) or bm.group(2), LOOSE, bm.group(0).strip())
     w = _WIN_VER.search(text)
     if w:
         acc.put("host.windows_build", w.group(1), STRUCTURED, "ver")
@@ -314,8 +358,12 @@ def read_loose(paste: Paste, acc: Acc) -> None:
         if m:
             acc.put("python.version", m.group(1), REPL, "Python REPL banner")
         else:
+            have = re.search(r"\(you have (3\.\d{1,2}(?:\.\d+)?)\)", line)
             m = _PYTHON.search(line)
-            if m and "site-packages" not in line and "lib/python" not in line:
+            if have and "python" in line.lower():
+                # "Python 3.11.9 (you have 3.11.10)": the first is what an extension was built for
+                acc.put("python.version", have.group(1), LOOSE, line.strip())
+            elif m and "site-packages" not in line and "lib/python" not in line:
                 acc.put("python.version", m.group(1), LOOSE, line.strip())
         if _TORCH_LABEL.search(line.replace("5. ", "")) and i + 1 < n:
             nxt = lines[i + 1].strip()
@@ -330,3 +378,73 @@ def read_loose(paste: Paste, acc: Acc) -> None:
 def torch_version_from_packages(acc: Acc) -> Optional[str]:
     hit = acc.packages.get("torch")
     return hit[1].version if hit else None
+
+
+# ----------------------------------------------------------------------------- package-manager logs
+
+# NVIDIA driver packages as apt/dpkg, dnf/yum and pacman name them
+_NV_PKG = r"(?:nvidia-(?:driver|utils|dkms|kernel-common|kernel-source|compute-utils|fabricmanager|open|settings)[\w.+-]*|" \
+          r"libnvidia-[\w.+-]+|kmod-nvidia[\w.+-]*|xserver-xorg-video-nvidia[\w.+-]*|nvidia(?=\s+\())"
+_PKG_EVENT = re.compile(
+    rf"(?:^(?P<date>\d{{4}}-\d\d-\d\d[ T]\d\d:\d\d(?::\d\d)?)\s+(?P<dpkg>upgrade|install|remove|purge|configure)\s+"
+    rf"(?P<dpkg_pkg>{_NV_PKG})(?::\w+)?\s+(?P<old>\S+)\s+(?P<new>\S+))"
+    rf"|(?:\[(?P<pdate>\d{{4}}-\d\d-\d\dT[\d:]+)[^\]]*\]\s+\[ALPM\]\s+(?P<pac>upgraded|installed|removed|downgraded)\s+"
+    rf"(?P<pac_pkg>{_NV_PKG}|nvidia)\s+\((?P<pold>[^)]*?)(?:\s+->\s+(?P<pnew>[^)]*))?\))"
+    rf"|(?:^\s*(?P<apt>Upgrade|Install|Remove|Purge|Upgraded|Upgrading|Installed|Removed|Downgraded)\s*:?\s+"
+    rf"(?P<apt_pkg>{_NV_PKG})(?::\w+)?(?:\s+\((?P<aold>[^,)]+)(?:,\s*(?P<anew>[^)]+))?\)|[-\s](?P<rpmver>\d[\w.:-]*))?)",
+    re.M)
+
+
+def read_package_logs(paste: Paste, acc: Acc) -> None:
+    """apt history / dpkg.log / dnf history / pacman.log lines that changed NVIDIA driver packages: after a
+    userspace upgrade without a reboot the loaded kernel module is another version (Driver/library mismatch)."""
+    events = []
+    for i in paste.distinct(paste.with_any(["nvidia"]), head=2000, tail=500):
+        line = paste.lines[i]
+        if not re.search(r"upgrad|install|remov|purge|downgrad|configure", line, re.I):
+            continue
+        # apt history puts several packages on one "Upgrade:" line: read each
+        for chunk in re.split(r"\),\s+", line) if line.lstrip().startswith(("Upgrade:", "Install:", "Remove:")) \
+                else [line]:
+            if chunk is not line and not chunk.rstrip().endswith(")"):
+                chunk = chunk + ")"
+            if not re.match(r"^\s*(?:Upgrade|Install|Remove|Purge)", chunk) and events and chunk is not line:
+                chunk = "Upgrade: " + chunk.strip()
+            m = _PKG_EVENT.search(chunk)
+            if not m:
+                continue
+            pkg = m.group("dpkg_pkg") or m.group("pac_pkg") or m.group("apt_pkg")
+            action = (m.group("dpkg") or m.group("pac") or m.group("apt") or "").lower()
+            old = m.group("old") or m.group("pold") or m.group("aold")
+            new = m.group("new") or m.group("pnew") or m.group("anew") or m.group("rpmver")
+            if m.group("dpkg") == "configure":
+                continue
+            events.append(f"{action} {pkg} {old or ''}{' -> ' + new if new else ''}".strip())
+    if events:
+        acc.put("driver.packages_changed", "; ".join(dict.fromkeys(events))[:500], STRUCTURED,
+                "package-manager log (apt/dpkg/dnf/pacman)")
+        acc.add_found("package-manager log with NVIDIA driver packages")
+
+
+# ----------------------------------------------------------------------------- the paste's date
+
+_MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
+_ISO_DATE = re.compile(r"(?<![\d.])(20\d\d)-(0[1-9]|1[0-2])-([0-2]\d|3[01])[ T]+\d\d:\d\d")
+_CTIME = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(\d{1,2}) "
+                    r"\d\d:\d\d:\d\d (?:\w{3,4} )?(20\d\d)\b")
+_DATE_SPAN = 200_000  # characters read at each end of a long paste
+
+
+def read_date(paste: Paste, acc: Acc) -> None:
+    """When the paste was made: the latest timestamp it shows (nvidia-smi's header line, `dmesg -T`, log and
+    package-manager lines). Age-based verdicts (a driver branch past its end of life) are judged on that day."""
+    text = paste.text
+    hay = text if len(text) <= 2 * _DATE_SPAN else text[:_DATE_SPAN] + "\n" + text[-_DATE_SPAN:]
+    best = None
+    for m in _ISO_DATE.finditer(hay):
+        best = max(best or "", f"{m.group(1)}-{m.group(2)}-{m.group(3)}")
+    for m in _CTIME.finditer(hay):
+        day = f"{m.group(3)}-{_MONTHS[m.group(1).lower()]:02d}-{int(m.group(2)):02d}"
+        best = max(best or "", day)
+    if best:
+        acc.put("paste.date", best, LOOSE, "the latest timestamp in the paste")

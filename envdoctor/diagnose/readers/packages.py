@@ -7,7 +7,7 @@ from typing import List, Optional
 
 from ...facts import Package
 from .base import LOOSE, STRUCTURED, Acc, Paste
-from .collect_env import conda_variant
+from .collect_env import conda_variant, package_from_line
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _PIP_LIST_HEAD = re.compile(r"^\s*Package\s+Version\b")
@@ -21,7 +21,17 @@ _CONDA_ROW = re.compile(rf"^\s*({_NAME})\s+(\d[\w.+!-]*)\s+(\S+)(?:\s+(\S+))?\s*
 # "- torch: 2.1.2+cpu -> 2.2.1+cpu (" in upgrade logs; the right-hand side is what is installed now
 _UPGRADE = re.compile(rf"^[\s*-]*({_NAME})\s*:\s*\S+\s*->\s*(\d[\w.+!-]*)")
 # "torch: 2.3.0", "flash-attn: 2.5.7", "- torch==2.1.0", "Pytorch: 1.4"
-_LOOSE = re.compile(rf"^[\s*•-]*({_NAME})\s*(?::|==|\s)\s*v?(\d+(?:\.\d+)+(?:[a-z]+\d*)?(?:\+[\w.]+)?)\s*,?\s*$")
+_LOOSE = re.compile(rf"^[\s*•-]*({_NAME})(?:\s+[Vv]ersion)?\s*(?::|==|\s)\s*v?(\d+(?:\.\d+)+(?:[a-z]+\d*)?(?:\+[\w.]+)?)"
+                    r"\s*,?\s*$")
+# collect_env's package rows pasted on their own: "[pip3] torch==2.3.0", "[conda] pytorch 2.4.1 py3.11_cuda12.1_0 pytorch"
+_CE_ROW = re.compile(r"^\s*\[(pip3?|conda)\]\s+(.*)$")
+# a conda transaction plan: "The following NEW packages will be INSTALLED:" then "  pytorch  pytorch/linux-64::pytorch-2.3.1-py3.11_cpu_0"
+_PLAN_HEAD = re.compile(r"^\s*The following (?:NEW )?packages will be (INSTALLED|UPDATED|DOWNGRADED|SUPERSEDED)", re.I)
+_PLAN_ROW = re.compile(rf"^\s+({_NAME})\s+(?:\S+::)?({_NAME})-(\d[\w.!]*)-(\S+?)(?:\s+(?:-->|->)\s+(?:\S+::)?"
+                       rf"({_NAME})-(\d[\w.!]*)-(\S+))?(?:\s.*)?$")
+_PLAN_SPEC = re.compile(r"^\s*-\s*((?:pytorch-cuda|cudatoolkit|cuda-toolkit|cuda|pytorch|torch|cpuonly)\b[^\s]*)\s*$", re.I)
+# wheel file names: name-version(+local)-pyXY-abi-platform.whl (PEP 427)
+_WHEEL = re.compile(r"(?<![\w.+-])([A-Za-z0-9][A-Za-z0-9_.]*?)-(\d[\w.]*(?:\+[\w.]+)?)-(?:\d[\w.]*-)?(?:cp|py)\d+\w*-[\w.]+-[\w.]+\.whl")
 _PIP_INSTALL = re.compile(r"\bpip3?\s+install\s+(.*)$")
 _PIN = re.compile(rf"^({_NAME})(?:\[[^\]]*\])?={{2,3}}(\d[\w.+!-]*)$")
 _INDEX_VARIANT = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?(cu\d+|cpu|rocm[\d.]+)")
@@ -29,8 +39,10 @@ _INDEX_VARIANT = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?(cu\d+|cpu
 _NOT_PACKAGES = {"python", "python3", "cuda", "driver", "nvidia", "gcc", "g++", "clang", "nvcc", "os", "ubuntu",
                  "debian", "centos", "fedora", "release", "version", "kernel", "linux", "windows", "cudnn", "gpu",
                  "cmake", "conda", "pip", "pip3", "libc", "glibc", "driver-version", "cuda-version", "step",
-                 "epoch", "iteration", "loss", "rank", "world-size", "node", "line", "port", "pid"}
-_ALIASES = {"pytorch": "torch", "flash_attn": "flash-attn"}
+                 "epoch", "iteration", "loss", "rank", "world-size", "node", "line", "port", "pid", "nvidia-smi",
+                 "nvml", "build", "model", "lr", "acc", "time", "batch", "size", "id", "score", "value"}
+_ALIASES = {"pytorch": "torch", "flash_attn": "flash-attn", "pytorch-nightly": "torch", "torch-nightly": "torch",
+            "pytorch-gpu": "torch", "pytorch-cpu": "torch"}
 # Rows accepted from a header-less `pip list | grep ...` fragment: torch-family and CUDA wheels only
 _INTERESTING = re.compile(r"^(?:torch\w*|pytorch\w*|triton|xformers|flash[-_]attn|nvidia-\S+|bitsandbytes|"
                           r"apex|deepspeed|vllm|jax\w*|tensorflow\S*|onnxruntime\S*|mmcv\S*|spconv\S*|"
@@ -68,6 +80,11 @@ def read(paste: Paste, acc: Acc) -> None:
         i = todo[t]
         t += 1
         line = lines[i]
+        cm = _CE_ROW.match(line) if "[" in line[:8] else None
+        if cm:
+            _ce_row(acc, cm.group(1), cm.group(2))
+            i += 1
+            continue
         if _PIP_LIST_HEAD.match(line) and i + 1 < n and _DASHES.match(lines[i + 1]):
             i += 2
             while i < n:
@@ -133,10 +150,17 @@ def read(paste: Paste, acc: Acc) -> None:
             i += 1
             continue
         m = _LOOSE.match(line)
+        # a short name with a float ("p: 0.0", "lr 0.001") is a tensor or argument dump, not a package
+        if m and (len(m.group(1)) < 3 and not _INTERESTING.match(m.group(1))
+                  or re.match(r"^0\.\d+$", m.group(2))):
+            m = None
         if m and m.group(1).lower() not in _NOT_PACKAGES and not line.strip().startswith("$"):
             acc.add_package(_pkg(m.group(1), m.group(2)), LOOSE)
         i += 1
     _read_installs(paste, acc)
+    _read_installed(paste, acc)
+    _read_conda_plans(paste, acc)
+    _read_wheels(paste, acc)
     if found_list:
         acc.add_found("pip list")
     if found_freeze:
@@ -173,5 +197,96 @@ def _read_installs(paste: Paste, acc: Acc) -> None:
             acc.add_package(Package(name=name, version=version, installer="pip", variant=variant,
                                     variant_evidence="local version tag" if variant else None), LOOSE - 1)
         if vm:
-            acc.put("pip.index_variant", vm.group(1), LOOSE, "pip install index URL")
+            acc.put("pip.index_variant", vm.group(1), LOOSE, f"pip install index URL: {vm.group(0)}")
+            if vm.group(1).startswith("cu"):
+                acc.put("intent.cuda", vm.group(1), LOOSE, f"a CUDA index in a pip install line: {vm.group(0)}")
         acc.add_found("pip install command")
+
+
+_INSTALLED = re.compile(r"\bSuccessfully installed\s+(.+)$")
+_DIST = re.compile(rf"^({_NAME}?)-(\d[\w.!]*(?:\+[\w.]+)?)$")
+
+
+def _read_installed(paste: Paste, acc: Acc) -> None:
+    """pip's own "Successfully installed torch-2.3.1+cpu torchvision-0.18.1": what the install resolved."""
+    for i in paste.distinct(paste.with_any(["successfully installed"])):
+        m = _INSTALLED.search(paste.lines[i])
+        if not m:
+            continue
+        for item in m.group(1).split():
+            d = _DIST.match(item)
+            if d:
+                version = d.group(2)
+                variant = version.split("+", 1)[1] if "+" in version else None
+                acc.add_package(Package(name=_name(d.group(1)), version=version, installer="pip", variant=variant,
+                                        variant_evidence=f"pip: Successfully installed {item}" if variant else None),
+                                STRUCTURED - 1)
+        acc.add_found("pip install output")
+
+
+def _ce_row(acc: Acc, kind: str, rest: str) -> None:
+    """One `[pip3] name==version` or `[conda] name version build channel` row of collect_env, on its own."""
+    pkg = package_from_line(kind, rest)
+    if pkg is not None and pkg.version[:1].isdigit():
+        acc.add_package(Package(**{**pkg.__dict__, "name": _name(pkg.name)}), STRUCTURED)
+
+
+def _read_conda_plans(paste: Paste, acc: Acc) -> None:
+    """A conda transaction plan: what it installs (with the build string's cpu/cuda variant) and the specs asked
+    for (a `pytorch-cuda=12.1` spec is the intent to use CUDA)."""
+    lines = paste.lines
+    n = len(lines)
+    for i in paste.distinct(paste.with_any(["packages will be", "specs:", "conda install", "mamba install"])):
+        line = lines[i]
+        im = re.search(r"\b(?:conda|mamba|micromamba)\s+install\b.*?\b((?:pytorch-cuda|cudatoolkit|cuda-toolkit)"
+                       r"\s*=+\s*[\d.]+)", line)
+        if im:
+            acc.put("intent.cuda", im.group(1).replace(" ", ""), LOOSE, f"conda spec in `{line.strip()[:120]}`")
+            continue
+        if re.search(r"(?:added|updated) / (?:updated|removed) specs:|specs:\s*$", line, re.I):
+            for j in range(i + 1, min(n, i + 30)):
+                sm = _PLAN_SPEC.match(lines[j])
+                if not sm:
+                    if lines[j].strip():
+                        break
+                    continue
+                spec = sm.group(1)
+                if re.match(r"(?:pytorch-cuda|cudatoolkit|cuda-toolkit|cuda)\b", spec, re.I):
+                    acc.put("intent.cuda", spec, LOOSE, f"conda spec {spec}")
+            continue
+        if not _PLAN_HEAD.match(line):
+            continue
+        acc.add_found("a conda transaction plan")
+        for j in range(i + 1, min(n, i + 400)):
+            row = lines[j]
+            if not row.strip():
+                if j > i + 1:
+                    break
+                continue
+            m = _PLAN_ROW.match(row)
+            if not m:
+                break
+            name, version, build = (m.group(5), m.group(6), m.group(7)) if m.group(5) else m.group(2, 3, 4)
+            key = _name(name)
+            if key == "cpuonly":
+                acc.put("torch.conda_cpuonly", True, STRUCTURED, f"conda plan installs {row.strip()}")
+                continue
+            if key in ("pytorch-cuda", "cudatoolkit"):
+                acc.put("intent.cuda", f"{key}={version}", LOOSE, f"conda plan installs {row.strip()}")
+            variant = conda_variant(build)
+            acc.add_package(Package(name=key, version=version, installer="conda", variant=variant,
+                                    variant_evidence=f"conda build string {build}" if variant else None),
+                            STRUCTURED - 1)
+
+
+def _read_wheels(paste: Paste, acc: Acc) -> None:
+    """Wheel file names are facts: `flash_attn-2.6.3+cu123torch2.4cxx11abiTRUE-cp311-cp311-linux_x86_64.whl`
+    names the package, its version and (in the local tag) the build it was made for."""
+    for i in paste.distinct(paste.with_any([".whl"])):
+        for m in _WHEEL.finditer(paste.lines[i]):
+            name = _name(m.group(1).replace("_", "-"))
+            version = m.group(2)
+            variant = version.split("+", 1)[1] if "+" in version else None
+            acc.add_package(Package(name=name, version=version, installer="pip", variant=variant,
+                                    variant_evidence=f"wheel file name {m.group(0)}" if variant else None), LOOSE - 1)
+            acc.add_found("wheel file names")
