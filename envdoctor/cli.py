@@ -611,10 +611,11 @@ _SIGNATURE_PREFIX = "messages.signature/"
 
 def _explain_signature(code: str) -> int:
     from .catalogue import CATEGORIES
-    from .compat.signatures import load_signatures
+    from .compat import active_compat
+    from .compat.signatures import signatures_from
 
     sig_id = code[len(_SIGNATURE_PREFIX):]
-    sig = next((s for s in load_signatures() if s.id == sig_id), None)
+    sig = next((s for s in signatures_from(active_compat()) if s.id == sig_id), None)
     if sig is None:
         raise UsageError(f"unknown error signature {sig_id!r} in {code!r} (compat_data/error_signatures.json)")
     cat = CATEGORIES.get(sig.category)

@@ -25,7 +25,7 @@ def min_driver(compat: Any, cuda: str, os: str = "linux") -> Dict[str, Any]:
     _release(cuda)
     req = compat.cuda_requirement(cuda, os)
     if req is None:
-        known = ", ".join(sorted({r["cuda"] for r in compat.cuda_releases()}, key=_release))
+        known = ", ".join(sorted({r.cuda for r in compat.cuda_releases()}, key=_release))
         raise MatrixError(f"CUDA {cuda} is not in the matrix (as of {compat.as_of}; known: {known})")
     major = int(req.cuda.split(".")[0])
     fwd = compat.forward_compat_rule()
@@ -39,12 +39,12 @@ def min_driver(compat: Any, cuda: str, os: str = "linux") -> Dict[str, Any]:
         out["minor_version_compatibility"] = {
             "min_driver": req.minor_compat_min_driver, "applies_to": f"CUDA {major}.x",
             "source": req.minor_compat_source,
-            "limits": [{"id": r.get("id"), "rule": r.get("rule") or r.get("limit"), "source": r.get("source")}
+            "limits": [{"id": r.id, "rule": r.rule, "source": r.source}
                        for r in compat.minor_compat_limits()],
         }
     if fwd:
-        out["forward_compatibility"] = {"package": fwd.get("package"), "gpus": fwd.get("gpus"),
-                                        "rule": fwd.get("rule"), "source": fwd.get("source")}
+        out["forward_compatibility"] = {"package": fwd.package, "gpus": fwd.gpus or None,
+                                        "rule": fwd.rule, "source": fwd.source}
     return out
 
 
@@ -55,20 +55,20 @@ def max_cuda(compat: Any, driver: str) -> Dict[str, Any]:
         raise MatrixError(str(e)) from None
     branch = compat.driver_max_cuda(driver)
     ga = [r for r in compat.cuda_releases()
-          if r.get("linux_min_driver") and _release(driver) >= _release(r["linux_min_driver"])]
-    newest_ga = max(ga, key=lambda r: (_release(r["cuda"]), _release(r.get("toolkit_version") or r["cuda"])),
+          if r.linux_min_driver and _release(driver) >= _release(r.linux_min_driver)]
+    newest_ga = max(ga, key=lambda r: (_release(r.cuda), _release(r.toolkit_version or r.cuda)),
                     default=None)
     majors = []
-    for major in sorted({int(r["cuda"].split(".")[0]) for r in compat.cuda_releases()}):
+    for major in sorted({int(r.cuda.split(".")[0]) for r in compat.cuda_releases()}):
         floor = compat.minor_compat_floor(major, "linux") if major >= 11 else None
         if floor and _release(driver) >= _release(floor[0]):
             majors.append({"cuda_major": major, "floor": floor[0], "source": floor[1]})
     return {
         "query": "max-cuda", "driver": driver,
         "max_cuda": branch[0] if branch else None, "max_cuda_source": branch[1] if branch else None,
-        "newest_toolkit_at_ga_minimum": ({"cuda": newest_ga["cuda"], "release": newest_ga.get("release"),
-                                          "min_driver": newest_ga["linux_min_driver"],
-                                          "source": _src(newest_ga["source"])} if newest_ga else None),
+        "newest_toolkit_at_ga_minimum": ({"cuda": newest_ga.cuda, "release": newest_ga.release,
+                                          "min_driver": newest_ga.linux_min_driver,
+                                          "source": newest_ga.source} if newest_ga else None),
         "minor_version_compatibility": majors,
         "note": ("max_cuda is what nvidia-smi shows for this branch; under minor-version compatibility every "
                  "CUDA major listed runs at this driver with the documented limits (no PTX JIT of newer PTX)"),
@@ -148,7 +148,7 @@ def _arch_dict(a: Any) -> Dict[str, Any]:
 
 def arch_info(compat: Any, arch: Optional[str]) -> Dict[str, Any]:
     if not arch:
-        rows = [_arch_dict(compat.arch_support(r["cc"])) for r in compat.table("arch_support")["rows"]]
+        rows = [_arch_dict(a) for a in compat.arch_supports()]
         return {"query": "arch", "architectures": rows, "as_of": compat.as_of}
     try:
         target = resolve_gpu(compat, arch if arch.lower().startswith(("sm", "compute")) or "." in arch
@@ -157,9 +157,10 @@ def arch_info(compat: Any, arch: Optional[str]) -> Dict[str, Any]:
         raise MatrixError(str(e)) from None
     a = compat.arch_support(target.cc)
     sm = a.sm or f"sm_{target.cc.replace('.', '')}"
-    toolkits = [r["cuda"] for r in compat.table("arch_support").get("ptxas_targets", []) if sm in r["targets"]]
+    ptxas = compat.ptxas_rows()
+    toolkits = [r.cuda for r in ptxas if sm in r.targets]
     return {"query": "arch", **_arch_dict(a), "ptxas_toolkits": toolkits,
-            "ptxas_source": (compat.table("arch_support").get("ptxas_targets") or [{}])[0].get("source"),
+            "ptxas_source": ptxas[0].source if ptxas else None,
             "torch_builds": torch_builds_for(compat, target.cc), "as_of": compat.as_of}
 
 

@@ -56,7 +56,7 @@ def _driver_rule(compat: Any, driver: Optional[str], cuda: str, os: str,
         if ptx_only:
             return False, (f"cu{cuda.replace('.', '')} needs driver >= {req.min_driver}; this driver is {driver}, "
                            f"and minor-version compatibility cannot JIT its PTX for {', '.join(ptx_only)}"), []
-        limits = [lim.get("rule") for lim in compat.minor_compat_limits() if lim.get("rule")]
+        limits = [lim.rule for lim in compat.minor_compat_limits() if lim.rule]
         return True, (f"CUDA minor-version compatibility: driver {driver} >= {floor}, the CUDA "
                       f"{_rel(cuda)[0]}.x floor [{req.minor_compat_source}]"), limits
     need = req.min_driver or floor

@@ -236,11 +236,10 @@ def test_a_full_disk_under_stdout_is_not_an_internal_error(monkeypatch, capsys):
 def test_every_finding_code_the_fixtures_produce_can_be_explained(capsys):
     # `envdoctor explain messages.signature/...`, copied from diagnose's own output, used to be "unknown code"
     from envdoctor.compat import load_compat
-    from envdoctor.compat.signatures import load_signatures
     from envdoctor.diagnose import NothingRecognised, diagnose_report
 
     compat = load_compat()
-    codes = {f"messages.signature/{s.id}" for s in load_signatures()}
+    codes = {f"messages.signature/{s.id}" for s in load_compat().signatures}
     for paste in sorted(PASTES.glob("*.txt")):
         try:
             report = diagnose_report([paste.read_text(encoding="utf-8")], compat)

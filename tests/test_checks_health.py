@@ -12,7 +12,7 @@ from typing import List, Optional, Set
 import pytest
 
 from envdoctor.checks import driver_support, gpu_health, interconnect, pcie, resources, run_checks, storage
-from envdoctor.compat import load_compat, validate_file
+from envdoctor.compat import CompatDataError, load_compat, validate_file
 from envdoctor.compat.health import health_table, parse_health
 from envdoctor.facts import (
     Container,
@@ -625,7 +625,7 @@ def test_overlapping_rows_are_rejected(compat):
     doc = dict(compat.table("health"))
     rows = [dict(r) for r in doc["rows"]]
     rows[1]["gpu_memory_gib_max"] = 50
-    with pytest.raises(ValueError):
+    with pytest.raises(CompatDataError, match="overlap"):
         parse_health({**doc, "rows": rows})
 
 

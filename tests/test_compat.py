@@ -128,7 +128,7 @@ def test_default_dir_loads_and_is_cached():
 
 
 def test_cuda_12x_sorted_rows_cover_10_0_to_13_5(compat):
-    majors_minors = {r["cuda"] for r in compat.cuda_releases()}
+    majors_minors = {r.cuda for r in compat.cuda_releases()}
     for v in ["10.0", "10.1", "10.2", "11.0", "11.8", "12.0", "12.4", "12.9", "13.0", "13.5"]:
         assert v in majors_minors
     assert "12.7" not in majors_minors  # CUDA 12.7 was never released
@@ -172,10 +172,10 @@ def test_minor_compat_floors(compat):
     assert "minor-version-compatibility" in compat.minor_compat_floor(12)[1]
     assert compat.minor_compat_floor(10) is None
     assert compat.minor_compat_floor(13, "windows") is None
-    limits = {r["id"]: r for r in compat.minor_compat_limits()}
-    assert limits["ptx-jit"]["error"] == "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
+    limits = {r.id: r for r in compat.minor_compat_limits()}
+    assert limits["ptx-jit"].error == "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
     fwd = compat.forward_compat_rule()
-    assert "NVIDIA Data Center GPUs" in fwd["gpus"] and "forward-compatibility" in fwd["source"]
+    assert "NVIDIA Data Center GPUs" in fwd.gpus and "forward-compatibility" in fwd.source
 
 
 def test_driver_max_cuda(compat):

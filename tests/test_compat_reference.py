@@ -33,7 +33,7 @@ def _release(text: str) -> str:
 
 def test_every_cuda_min_driver_equals_nvidias_table(bundled):
     ref = _ref("cuda_driver.json")
-    rows = {(r["cuda"], r["release"]): r for r in bundled.cuda_releases()}
+    rows = {(r.cuda, r.release): r for r in bundled.cuda_releases()}
     compared = 0
     for r in ref["rows"]:
         linux, windows = r["linux_x86_64_min_driver"], r["windows_x86_64_min_driver"]
@@ -41,9 +41,9 @@ def test_every_cuda_min_driver_equals_nvidias_table(bundled):
             continue  # the reference could not confirm it either
         key = (r["cuda_version"], _release(r["release"]))
         assert key in rows, key
-        assert rows[key]["linux_min_driver"] == linux, key
+        assert rows[key].linux_min_driver == linux, key
         if windows and windows != "N/A":
-            assert rows[key]["windows_min_driver"] == windows, key
+            assert rows[key].windows_min_driver == windows, key
         compared += 1
     assert compared >= 50
     # and the query people use answers with the GA row
@@ -143,8 +143,8 @@ def test_every_gpu_compute_capability_has_an_arch_row(bundled):
 
 def test_every_driver_branch_of_a_cuda_minimum_has_a_branch_row(bundled):
     branches = {int(r["branch"]) for r in bundled.table("cuda_driver")["driver_branches"]}
-    need = {int(r["linux_min_driver"].split(".")[0]) for r in bundled.cuda_releases()
-            if r.get("linux_min_driver") and int(r["cuda"].split(".")[0]) >= 11}
+    need = {int(r.linux_min_driver.split(".")[0]) for r in bundled.cuda_releases()
+            if r.linux_min_driver and int(r.cuda.split(".")[0]) >= 11}
     assert need - branches == set()
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from envdoctor.catalogue import CATEGORIES
 from envdoctor.compat import load_compat
-from envdoctor.compat.signatures import load_signatures
+from envdoctor.compat.signatures import parse_signatures
 from envdoctor.diagnose import NothingRecognised, diagnose_report, diagnose_text
 from envdoctor.facts import Facts
 
@@ -198,7 +198,7 @@ def test_signature_catalogue_is_valid() -> None:
     path = Path(__file__).resolve().parents[1] / "compat_data" / "error_signatures.json"
     doc = json.loads(path.read_text())
     assert {"title", "as_of", "sources", "rows"} <= set(doc)
-    sigs = load_signatures(path)
+    sigs = parse_signatures(doc)
     assert len(sigs) == len(doc["rows"]) >= 20
     for s in sigs:
         assert s.source.startswith("https://") and s.category in CATEGORIES

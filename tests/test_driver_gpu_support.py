@@ -15,7 +15,7 @@ import pytest
 from envdoctor.app import judge
 from envdoctor.checks import driver as driver_checks
 from envdoctor.checks.base import CheckContext
-from envdoctor.compat import load_compat, validate_file
+from envdoctor.compat import CompatDataError, load_compat, validate_file
 from envdoctor.compat.driver_gpu import driver_gpu_table, parse_driver_gpu_support
 from envdoctor.findings import CheckStatus, Severity
 from tests import machines as m
@@ -78,13 +78,13 @@ def test_values(compat):
 def test_parser_rejects_bad_rows(tmp_path):
     doc = json.loads(DATA.read_text(encoding="utf-8"))
     bad = dict(doc, rows=doc["rows"] + [dict(doc["rows"][0], cc_min="3.5", cc_max="3.5")])
-    with pytest.raises(ValueError, match="overlaps"):
+    with pytest.raises(CompatDataError, match="overlaps"):
         parse_driver_gpu_support(bad)
-    with pytest.raises(ValueError, match="first_branch"):
+    with pytest.raises(CompatDataError, match="first_branch"):
         parse_driver_gpu_support(dict(doc, rows=[dict(doc["rows"][0], first_branch=500)]))
-    with pytest.raises(ValueError, match="cc_min"):
+    with pytest.raises(CompatDataError, match="cc_min"):
         parse_driver_gpu_support(dict(doc, rows=[dict(doc["rows"][0], cc_min="9.0")]))
-    with pytest.raises(ValueError, match="branch number"):
+    with pytest.raises(CompatDataError, match="branch number"):
         parse_driver_gpu_support(dict(doc, rows=[dict(doc["rows"][0], last_branch="470")]))
 
 

@@ -38,9 +38,9 @@ def test_min_driver_cli_json_cites_its_rows() -> None:
 
 def test_every_cuda_ga_minimum_through_the_query(compat) -> None:
     for row in compat.cuda_releases():
-        if row["release"] != "GA" or not row.get("linux_min_driver"):
+        if row.release != "GA" or not row.linux_min_driver:
             continue
-        assert min_driver(compat, row["cuda"])["min_driver"] == row["linux_min_driver"], row["cuda"]
+        assert min_driver(compat, row.cuda)["min_driver"] == row.linux_min_driver, row.cuda
     with pytest.raises(MatrixError, match="not in the matrix"):
         min_driver(compat, "99.1")
     with pytest.raises(MatrixError, match="not a version"):

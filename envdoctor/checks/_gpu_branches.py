@@ -44,7 +44,7 @@ def gpu_branch_limits(ctx: CheckContext) -> GpuBranchLimits:
     """The branch range every GPU in facts.driver.gpus shares; empty limits when nothing is known."""
     try:
         table = driver_gpu_table(ctx.compat)
-    except (LookupError, ValueError):
+    except LookupError:
         return GpuBranchLimits()
     seen = set()
     gpus: List[GpuOnBranch] = []

@@ -398,14 +398,11 @@ def _inforom_note(g: Gpu) -> Optional[str]:
 
 def _xid_catalog(compat) -> Tuple[Dict[int, Tuple[str, str, str]], Dict[int, str]]:
     """({code: (meaning, category, severity)} for hardware codes, {code: meaning} for application-raised ones)."""
-    hardware: Dict[int, Tuple[str, str, str]] = {}
-    application: Dict[int, str] = {}
-    for row in compat.table("xid")["rows"]:
-        if row.get("application_error"):
-            application[int(row["code"])] = row["meaning"]
-        else:
-            hardware[int(row["code"])] = (row["meaning"], row["category"], row["severity"])
-    return hardware, application
+    from ..compat.xid import xid_table
+
+    table = xid_table(compat)  # parsed and validated at load
+    hardware = {c: (r.meaning, r.category or "", r.severity or "") for c, r in table.hardware().items()}
+    return hardware, {c: r.meaning for c, r in table.application().items()}
 
 
 _XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"

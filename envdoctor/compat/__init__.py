@@ -14,8 +14,20 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from packaging.version import InvalidVersion, Version
 
+from . import _parse as P
+from ._parse import CompatDataError
+from ._parse import norm_name as _norm_name
+from ._parse import source_text as _src
+
 __all__ = [
     "ArchSupport",
+    "BranchCuda",
+    "CudaRelease",
+    "ForwardCompat",
+    "HostCompiler",
+    "MinorCompatFloor",
+    "MinorCompatLimit",
+    "PtxasTargets",
     "Compat",
     "CompatDataError",
     "Companions",
@@ -32,8 +44,6 @@ __all__ = [
 ]
 
 
-class CompatDataError(Exception):
-    """A compat_data file is missing or malformed; the message is one line naming the file and the problem."""
 
 
 # --------------------------------------------------------------------------- record types
@@ -112,6 +122,77 @@ class GpuSpec:
     aliases: List[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class CudaRelease:
+    """A cuda_driver.json row: one toolkit release and the drivers it needs."""
+
+    cuda: str  # "12.4"
+    release: Optional[str]  # "GA", "Update 1", "RC"
+    toolkit_version: Optional[str]  # "12.4.1"
+    linux_min_driver: Optional[str]  # None: not confirmed
+    windows_min_driver: Optional[str]
+    source: str
+    confidence: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class MinorCompatFloor:
+    """The driver every CUDA <major>.x application needs under minor-version compatibility."""
+
+    cuda_major: int
+    linux_min_driver: Optional[str]
+    windows_min_driver: Optional[str]
+    source: str
+
+
+@dataclass(frozen=True)
+class MinorCompatLimit:
+    """What minor-version compatibility does not cover (PTX JIT, newer APIs)."""
+
+    id: Optional[str]
+    rule: Optional[str]
+    error: Optional[str]  # the error it shows as ("CUDA_ERROR_UNSUPPORTED_PTX_VERSION")
+    source: Any  # as written (a string or a list of them): `envdoctor matrix --format json` shows it so
+
+
+@dataclass(frozen=True)
+class ForwardCompat:
+    """The forward-compatibility (cuda-compat package) rule."""
+
+    package: Optional[str]
+    gpus: List[str]
+    rule: Optional[str]
+    source: Any  # as written, see MinorCompatLimit
+
+
+@dataclass(frozen=True)
+class BranchCuda:
+    """The CUDA version a driver branch reports (nvidia-smi's header)."""
+
+    branch: int
+    max_cuda: str
+    source: str
+
+
+@dataclass(frozen=True)
+class PtxasTargets:
+    """The SASS targets one toolkit's ptxas accepts."""
+
+    cuda: str
+    targets: List[str]
+    source: str
+
+
+@dataclass(frozen=True)
+class HostCompiler:
+    """The newest host compiler majors one toolkit's nvcc accepts."""
+
+    cuda: str
+    max_gcc_major: Optional[int]
+    max_clang_major: Optional[int]
+    source: str
+
+
 # --------------------------------------------------------------------------- version helpers
 
 
@@ -142,12 +223,6 @@ def _major_minor(text: str) -> Optional[str]:
 
 def _strip_local(version: str) -> str:
     return version.split("+", 1)[0].strip()
-
-
-def _src(value: Any) -> str:
-    if isinstance(value, list):
-        return "; ".join(str(s) for s in value)
-    return str(value)
 
 
 # --------------------------------------------------------------------------- variants, arch lists
@@ -345,10 +420,6 @@ def _release_rank(release: str) -> int:
     return 1 + int(m.group(1)) if m else 99
 
 
-def _norm_name(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
-
-
 # vGPU profile names: "GRID P4-1Q", "GRID P40-24Q", "NVIDIA A10-4Q", "NVIDIA A100-4C", "NVIDIA A100-3-20C"
 # (board, "-", [MIG slices "-"], framebuffer GB, series letter A/B/C/Q). "NVIDIA A100-SXM4-40GB" does not fit.
 _VGPU_RE = re.compile(r"^(?:grid|nvidia)\s+(?P<board>[a-z0-9][a-z0-9 ]*?)-(?:\d+-)?\d+[abcq]$", re.IGNORECASE)
@@ -356,15 +427,151 @@ _VGPU_RE = re.compile(r"^(?:grid|nvidia)\s+(?P<board>[a-z0-9][a-z0-9 ]*?)-(?:\d+
 _MIG_RE = re.compile(r"^(?P<board>.+?)\s+MIG\s+\d+g\.\d+gb$", re.IGNORECASE)
 
 
-def _unique(rows: Any) -> List[Dict[str, Any]]:
-    out: Dict[int, Dict[str, Any]] = {}
+def _unique(rows: Any) -> List[Any]:
+    out: Dict[int, Any] = {}
     for r in rows:
         out.setdefault(id(r), r)
     return list(out.values())
 
 
+@dataclass(frozen=True)
+class _GpuRow:
+    """A gpus.json row with the names that mean it (normalised name and aliases) and the family names it shares."""
+
+    spec: GpuSpec
+    names: Tuple[str, ...]
+    ambiguous_names: Tuple[str, ...]
+
+
+def _cuda_release(r: Dict[str, Any]) -> CudaRelease:
+    return CudaRelease(cuda=P.version(r, "cuda"), release=P.opt_text(r, "release"),
+                       toolkit_version=P.opt_version(r, "toolkit_version"),
+                       linux_min_driver=P.opt_version(r, "linux_min_driver"),
+                       windows_min_driver=P.opt_version(r, "windows_min_driver"),
+                       source=_src(r["source"]), confidence=P.opt_text(r, "confidence"))
+
+
+def _minor_floor(r: Dict[str, Any]) -> MinorCompatFloor:
+    return MinorCompatFloor(P.integer(r, "cuda_major"), P.opt_version(r, "linux_min_driver"),
+                            P.opt_version(r, "windows_min_driver"), _src(r["source"]))
+
+
+def _limit(r: Dict[str, Any]) -> MinorCompatLimit:
+    return MinorCompatLimit(P.opt_text(r, "id"), P.opt_text(r, "rule") or P.opt_text(r, "limit"),
+                            P.opt_text(r, "error"), r.get("source"))
+
+
+def _forward(r: Dict[str, Any]) -> ForwardCompat:
+    return ForwardCompat(P.opt_text(r, "package"), P.strings(r, "gpus"), P.opt_text(r, "rule"), r.get("source"))
+
+
+def _branch_cuda(r: Dict[str, Any]) -> BranchCuda:
+    return BranchCuda(P.integer(r, "branch"), P.version(r, "max_cuda"), _src(r["source"]))
+
+
+def _torch_release(r: Dict[str, Any]) -> TorchRelease:
+    arch = r.get("arch_lists") or {}
+    if not isinstance(arch, dict):
+        raise ValueError(f"arch_lists = {arch!r} is not an object of variant -> arch list")
+    return TorchRelease(
+        minor=P.version(r, "torch"),
+        python_min=P.opt_version(r, "python_min"),
+        python_max=P.opt_version(r, "python_max"),
+        cuda_variants=P.strings(r, "cuda_variants"),
+        rocm_variants=P.strings(r, "rocm_variants"),
+        default_variant=P.opt_text(r, "default_variant"),
+        arch_lists={k: P.strings(arch, k) for k in arch},
+        cudnn=P.string_map(r, "cudnn"),
+        source=_src(r["source"]),
+        confidence=P.opt_text(r, "confidence"),
+    )
+
+
+def _companion(r: Dict[str, Any]) -> Companions:
+    return Companions(torch=P.version(r, "torch"), torchvision=P.opt_version(r, "torchvision"),
+                      torchaudio=P.opt_version(r, "torchaudio"), triton=P.opt_version(r, "triton"),
+                      source=_src(r["source"]), triton_spec=P.opt_text(r, "triton_spec"),
+                      confidence=P.opt_text(r, "confidence"))
+
+
+def _arch(r: Dict[str, Any]) -> ArchSupport:
+    cc = P.text(r, "cc")
+    _cc_tuple(cc)  # ValueError for a cc that is not "X.Y"
+    return ArchSupport(cc=cc, first_cuda=P.opt_version(r, "first_cuda"), last_cuda=P.opt_version(r, "last_cuda"),
+                       source=_src(r["source"]), still_supported=P.opt_bool(r, "still_supported"),
+                       sm=P.opt_text(r, "sm"), architecture=P.opt_text(r, "architecture"),
+                       confidence=P.opt_text(r, "confidence"))
+
+
+def _ptxas(r: Dict[str, Any]) -> PtxasTargets:
+    return PtxasTargets(P.version(r, "cuda"), P.strings(r, "targets"), _src(r["source"]))
+
+
+def _gpu(r: Dict[str, Any]) -> _GpuRow:
+    mem_gib = P.opt_number(r, "memory_gib")
+    cc = P.opt_text(r, "compute_capability")
+    if cc is not None:
+        _cc_tuple(cc)
+    spec = GpuSpec(
+        name=P.text(r, "name"),
+        compute_capability=cc,
+        memory_bytes=int(mem_gib * 2**30) if mem_gib is not None else None,
+        memory_bandwidth_gbs=P.opt_number(r, "memory_bandwidth_gbs"),
+        bf16_tflops_dense=P.opt_number(r, "bf16_tflops_dense"),
+        fp16_tflops_dense=P.opt_number(r, "fp16_tflops_dense"),
+        tf32_tflops_dense=P.opt_number(r, "tf32_tflops_dense"),
+        fp32_tflops=P.opt_number(r, "fp32_tflops"),
+        pcie_gen=P.opt_integer(r, "pcie_gen"),
+        nvlink_links=P.opt_integer(r, "nvlink_links"),
+        nvlink_gen=P.opt_integer(r, "nvlink_gen"),
+        nvlink_bandwidth_gbs=P.opt_number(r, "nvlink_bandwidth_gbs"),
+        datacenter=P.opt_bool(r, "datacenter"),
+        source=_src(r["source"]),
+        confidence=P.opt_text(r, "confidence"),
+        tdp_w=P.opt_number(r, "tdp_w"),
+        architecture=P.opt_text(r, "architecture"),
+        aliases=P.strings(r, "aliases"),
+    )
+    names = tuple(_norm_name(n) for n in [spec.name] + spec.aliases)
+    return _GpuRow(spec, names, tuple(P.strings(r, "ambiguous_names")))
+
+
+def _host_compiler(r: Dict[str, Any]) -> HostCompiler:
+    return HostCompiler(P.version(r, "cuda"), P.opt_integer(r, "max_gcc_major"), P.opt_integer(r, "max_clang_major"),
+                        _src(r["source"]))
+
+
+def _optional_tables(docs: Dict[str, Dict[str, Any]]) -> Dict[str, Any]:
+    """The tables other modules define, parsed now so that bad data fails at load (CompatDataError)."""
+    from .bench import parse_bench, validate_bench
+    from .driver_gpu import parse_driver_gpu_support
+    from .health import parse_health
+    from .signatures import parse_signatures
+    from .xid import parse_xid
+
+    out: Dict[str, Any] = {}
+    if "bench" in docs:  # rules beyond the generic ones (its rows name gpus.json rows)
+        validate_bench(docs["bench"], docs["gpus"])
+    for stem, parse in (("health", parse_health), ("driver_gpu_support", parse_driver_gpu_support),
+                        ("bench", parse_bench), ("error_signatures", parse_signatures), ("xid", parse_xid)):
+        if stem not in docs:
+            continue
+        try:
+            out[stem] = parse(docs[stem])
+        except CompatDataError:
+            raise
+        except ValueError as e:  # the parsers name the file and row themselves
+            raise CompatDataError(str(e)) from None
+    return out
+
+
 class Compat:
-    """The loaded matrix. Queries return None for "not in the matrix" and never raise on unknown input."""
+    """The loaded matrix, every table parsed into typed rows at load (bad data fails there, not in a check).
+
+    Queries return None for "not in the matrix" and never raise on unknown input. Checks use only these
+    queries and the typed tables (``health``, ``driver_gpu_support``, ``bench``, ``xid``, ``signatures``, each
+    None when its file is absent; ``optional()`` says why); ``table()`` is the raw document, for tooling.
+    """
 
     def __init__(self, data_dir: Path, docs: Dict[str, Dict[str, Any]]):
         self.data_dir = data_dir
@@ -372,10 +579,35 @@ class Compat:
         self.as_of: str = max((str(d["as_of"]) for d in docs.values()), default="")
         # which matrix this is, for report headers and --version: "bundled", or the update in use
         self.label: str = "bundled"
-        self._cuda_rows = self._doc("cuda_driver")["rows"] if "cuda_driver" in docs else []
-        self._gpu_index: Optional[List[Tuple[str, Dict[str, Any]]]] = None
+        cuda = docs.get("cuda_driver", {})
+        self._cuda_as_of = str(cuda.get("as_of", ""))
+        self._cuda_rows = P.rows("cuda_driver.json", "rows", cuda.get("rows"), _cuda_release)
+        self._minor_floors = P.rows("cuda_driver.json", "minor_version_compatibility",
+                                    cuda.get("minor_version_compatibility"), _minor_floor)
+        self._minor_limits = P.rows("cuda_driver.json", "minor_version_compatibility_limits",
+                                    cuda.get("minor_version_compatibility_limits"), _limit)
+        self._forward = P.rows("cuda_driver.json", "forward_compatibility", cuda.get("forward_compatibility"),
+                               _forward)
+        self._branches = P.rows("cuda_driver.json", "driver_branches", cuda.get("driver_branches"), _branch_cuda)
+        torch = docs.get("torch", {})
+        self._torch = P.rows("torch.json", "rows", torch.get("rows"), _torch_release)
+        self._companion_list = P.rows("torch.json", "companions", torch.get("companions"), _companion)
+        arch = docs.get("arch_support", {})
+        self._arch = P.rows("arch_support.json", "rows", arch.get("rows"), _arch)
+        self._ptxas = P.rows("arch_support.json", "ptxas_targets", arch.get("ptxas_targets"), _ptxas)
+        self._gpu_list = P.rows("gpus.json", "rows", docs.get("gpus", {}).get("rows"), _gpu)
+        self._host_compilers = P.rows("host_compilers.json", "rows", docs.get("host_compilers", {}).get("rows"),
+                                      _host_compiler)
+        optional = _optional_tables(docs)
+        self.health: Optional[Any] = optional.get("health")  # compat.health.HealthTable
+        self.driver_gpu_support: Optional[Any] = optional.get("driver_gpu_support")  # driver_gpu.DriverGpuTable
+        self.bench: Optional[Any] = optional.get("bench")  # compat.bench.BenchTable
+        self.xid: Optional[Any] = optional.get("xid")  # compat.xid.XidTable
+        self.signatures: Optional[List[Any]] = optional.get("error_signatures")  # signatures.Signature list
+        self._gpu_index = [(n, r) for r in self._gpu_list for n in r.names]
+        self._gpu_family = self._family_index()
 
-    # -- raw access
+    # -- raw access (tooling and tests; checks use the typed tables and queries)
     def _doc(self, stem: str) -> Dict[str, Any]:
         try:
             return self._docs[stem]
@@ -383,30 +615,40 @@ class Compat:
             raise CompatDataError(f"{stem}.json: not found in {self.data_dir}") from None
 
     def table(self, filename_stem: str) -> dict:
-        """The whole parsed compat_data/<stem>.json (others' files: error_signatures, health ...)."""
+        """The whole compat_data/<stem>.json as loaded (raw JSON, for tooling; checks use typed tables)."""
         return self._doc(filename_stem)
 
     def stems(self) -> List[str]:
         return sorted(self._docs)
 
+    _OPTIONAL = {"health": "health", "driver_gpu_support": "driver_gpu_support", "bench": "bench", "xid": "xid",
+                 "error_signatures": "signatures"}
+
+    def optional(self, stem: str) -> Any:
+        """The typed table of an optional file; LookupError (which checks turn into a skip) when it is absent."""
+        value = getattr(self, self._OPTIONAL[stem])
+        if value is None:
+            raise LookupError(f"compat_data/{stem}.json unavailable: {stem}.json: not found in {self.data_dir}")
+        return value
+
     # -- CUDA and drivers
-    def _cuda_row(self, cuda_version: str) -> Optional[Dict[str, Any]]:
+    def _cuda_row(self, cuda_version: str) -> Optional[CudaRelease]:
         v = _v(cuda_version)
         if v is None:
             return None
         rows = self._cuda_rows
         if len(v.release) >= 3:
             for r in rows:
-                if r.get("toolkit_version") and _v(r["toolkit_version"]) == v:
+                if r.toolkit_version and _v(r.toolkit_version) == v:
                     return r
         mm = _major_minor(cuda_version)
-        same = [r for r in rows if r["cuda"] == mm]
+        same = [r for r in rows if r.cuda == mm]
         if not same:
             return None
         # "12.4" means the GA release (the lowest driver of the minor); a component version such as
         # nvcc's 12.4.131 also falls back here: that is conservative (the smallest minimum of 12.4).
-        ga = [r for r in same if r.get("release") == "GA"]
-        pick = ga or sorted(same, key=lambda r: _release_rank(r.get("release", "")))
+        ga = [r for r in same if r.release == "GA"]
+        pick = ga or sorted(same, key=lambda r: _release_rank(r.release or ""))
         return pick[0]
 
     def cuda_requirement(self, cuda_version: str, os: str = "linux") -> Optional[DriverRequirement]:
@@ -417,22 +659,22 @@ class Compat:
         row = self._cuda_row(cuda_version)
         if row is None:
             return None
-        major = int(row["cuda"].split(".")[0])
+        major = int(row.cuda.split(".")[0])
         floor = self.minor_compat_floor(major, osk)
         return DriverRequirement(
-            cuda=row.get("toolkit_version") if len(_release(cuda_version)) >= 3 and row.get("toolkit_version") else row["cuda"],
-            min_driver=row.get(_CUDA_OS[osk]),
+            cuda=row.toolkit_version if len(_release(cuda_version)) >= 3 and row.toolkit_version else row.cuda,
+            min_driver=getattr(row, _CUDA_OS[osk]),
             minor_compat_min_driver=floor[0] if floor else None,
             os=osk,
-            source=_src(row["source"]),
-            as_of=str(self._doc("cuda_driver")["as_of"]),
-            confidence=row.get("confidence"),
-            release=row.get("release"),
-            toolkit_version=row.get("toolkit_version"),
+            source=row.source,
+            as_of=self._cuda_as_of,
+            confidence=row.confidence,
+            release=row.release,
+            toolkit_version=row.toolkit_version,
             minor_compat_source=floor[1] if floor else None,
         )
 
-    def cuda_releases(self) -> List[Dict[str, Any]]:
+    def cuda_releases(self) -> List[CudaRelease]:
         return list(self._cuda_rows)
 
     def minor_compat_floor(self, cuda_major: int, os: str = "linux") -> Optional[Tuple[str, str]]:
@@ -440,18 +682,17 @@ class Compat:
         osk = os.strip().lower()
         if osk not in _CUDA_OS:
             return None
-        for r in self._doc("cuda_driver").get("minor_version_compatibility", []):
-            if int(r["cuda_major"]) == int(cuda_major):
-                drv = r.get(_CUDA_OS[osk])
-                return (drv, _src(r["source"])) if drv else None
+        for r in self._minor_floors:
+            if r.cuda_major == int(cuda_major):
+                drv = getattr(r, _CUDA_OS[osk])
+                return (drv, r.source) if drv else None
         return None
 
-    def minor_compat_limits(self) -> List[Dict[str, Any]]:
-        return list(self._doc("cuda_driver").get("minor_version_compatibility_limits", []))
+    def minor_compat_limits(self) -> List[MinorCompatLimit]:
+        return list(self._minor_limits)
 
-    def forward_compat_rule(self) -> Optional[Dict[str, Any]]:
-        rows = self._doc("cuda_driver").get("forward_compatibility", [])
-        return rows[0] if rows else None
+    def forward_compat_rule(self) -> Optional[ForwardCompat]:
+        return self._forward[0] if self._forward else None
 
     def driver_max_cuda(self, driver_version: str) -> Optional[Tuple[str, str]]:
         """("12.4", source): the CUDA version nvidia-smi shows for this driver's branch; None if unknown."""
@@ -459,50 +700,32 @@ class Compat:
             branch = _release(driver_version)[0]
         except ValueError:
             return None
-        for r in self._doc("cuda_driver").get("driver_branches", []):
-            if int(r["branch"]) == branch:
-                return r["max_cuda"], _src(r["source"])
+        for r in self._branches:
+            if r.branch == branch:
+                return r.max_cuda, r.source
         return None
 
     def newest_cuda(self) -> str:
-        return max((r["cuda"] for r in self._cuda_rows), key=_release)
+        return max((r.cuda for r in self._cuda_rows), key=_release)
 
     # -- torch
-    def _torch_rows(self) -> List[Dict[str, Any]]:
-        return self._doc("torch")["rows"]
-
     def newest_torch(self) -> str:
-        return max((r["torch"] for r in self._torch_rows()), key=_release)
+        return max((r.minor for r in self._torch), key=_release)
 
     def torch_release(self, torch_version: str) -> Optional[TorchRelease]:
         """The minor release row for ``"2.5"``, ``"2.5.1"`` or ``"2.5.1+cu124"``; None when not in the matrix."""
         mm = _major_minor(_strip_local(torch_version or ""))
         if mm is None:
             return None
-        for r in self._torch_rows():
-            if r["torch"] == mm:
-                return TorchRelease(
-                    minor=r["torch"],
-                    python_min=r.get("python_min"),
-                    python_max=r.get("python_max"),
-                    cuda_variants=list(r.get("cuda_variants") or []),
-                    rocm_variants=list(r.get("rocm_variants") or []),
-                    default_variant=r.get("default_variant"),
-                    arch_lists={k: list(v) for k, v in (r.get("arch_lists") or {}).items()},
-                    cudnn=dict(r.get("cudnn") or {}),
-                    source=_src(r["source"]),
-                    confidence=r.get("confidence"),
-                )
-        return None
+        return next((r for r in self._torch if r.minor == mm), None)
 
     def torch_releases(self) -> List[TorchRelease]:
         """Every torch minor release in the matrix, oldest first."""
-        out = [self.torch_release(r["torch"]) for r in self._torch_rows()]
-        return sorted((r for r in out if r is not None), key=lambda r: _release(r.minor))
+        return sorted(self._torch, key=lambda r: _release(r.minor))
 
     def companion_rows(self) -> List[Companions]:
         """Every torch patch release with its companions."""
-        return [self._companions(r) for r in self._companion_rows()]
+        return list(self._companion_list)
 
     def torch_arch_list(self, torch_version: str, variant: str) -> Optional[List[str]]:
         rel = self.torch_release(torch_version)
@@ -511,29 +734,12 @@ class Compat:
         arch = rel.arch_lists.get((variant or "").strip().lower())
         return list(arch) if arch is not None else None
 
-    def _companion_rows(self) -> List[Dict[str, Any]]:
-        return self._doc("torch").get("companions", [])
-
-    def _companions(self, r: Dict[str, Any]) -> Companions:
-        return Companions(
-            torch=r["torch"],
-            torchvision=r.get("torchvision"),
-            torchaudio=r.get("torchaudio"),
-            triton=r.get("triton"),
-            source=_src(r["source"]),
-            triton_spec=r.get("triton_spec"),
-            confidence=r.get("confidence"),
-        )
-
     def companions(self, torch_version: str) -> Optional[Companions]:
         """torchvision/torchaudio/triton released with exactly this torch patch ("2.5.1+cu124" ok)."""
         v = _v(_strip_local(torch_version or ""))
         if v is None:
             return None
-        for r in self._companion_rows():
-            if _v(r["torch"]) == v:
-                return self._companions(r)
-        return None
+        return next((r for r in self._companion_list if _v(r.torch) == v), None)
 
     def torch_for_companion(self, package: str, version: str) -> Optional[str]:
         """The torch release a companion version was built for: ("torchvision", "0.17.1") -> "2.2.1".
@@ -546,7 +752,7 @@ class Compat:
         v = _v(_strip_local(version or ""))
         if v is None:
             return None
-        hits = [r["torch"] for r in self._companion_rows() if r.get(pkg) and _v(r[pkg]) == v]
+        hits = [r.torch for r in self._companion_list if getattr(r, pkg) and _v(getattr(r, pkg)) == v]
         return max(hits, key=_release) if hits else None
 
     # -- GPUs and architectures
@@ -555,43 +761,26 @@ class Compat:
             want = _cc_tuple(str(cc))
         except ValueError:
             return None
-        for r in self._doc("arch_support")["rows"]:
-            if _cc_tuple(r["cc"]) == want:
-                return ArchSupport(
-                    cc=r["cc"],
-                    first_cuda=r.get("first_cuda"),
-                    last_cuda=r.get("last_cuda"),
-                    source=_src(r["source"]),
-                    still_supported=r.get("still_supported"),
-                    sm=r.get("sm"),
-                    architecture=r.get("architecture"),
-                    confidence=r.get("confidence"),
-                )
-        return None
+        return next((r for r in self._arch if _cc_tuple(r.cc) == want), None)
+
+    def arch_supports(self) -> List[ArchSupport]:
+        """Every architecture row, in the file's order."""
+        return list(self._arch)
+
+    def ptxas_rows(self) -> List[PtxasTargets]:
+        """The SASS targets each toolkit's ptxas accepts, in the file's order."""
+        return list(self._ptxas)
 
     def ptxas_targets(self, cuda_version: str) -> Optional[List[str]]:
         """SASS targets `ptxas` of this toolkit accepts (11.7 and newer), e.g. ["sm_75", ..., "sm_121f"]."""
         mm = _major_minor(cuda_version)
-        for r in self._doc("arch_support").get("ptxas_targets", []):
-            if r["cuda"] == mm:
-                return list(r["targets"])
-        return None
+        return next((list(r.targets) for r in self._ptxas if r.cuda == mm), None)
 
-    def _gpu_rows(self) -> List[Tuple[str, Dict[str, Any]]]:
-        """(normalised name, row) for every row's name and aliases: each such name means exactly that row."""
-        if self._gpu_index is None:
-            index = []
-            for r in self._doc("gpus")["rows"]:
-                for n in [r["name"]] + list(r.get("aliases") or []):
-                    index.append((_norm_name(n), r))
-            self._gpu_index = index
-        return self._gpu_index
-
-    def _gpu_family_rows(self) -> List[Tuple[str, Dict[str, Any]]]:
+    def _family_index(self) -> List[Tuple[str, _GpuRow]]:
         """(normalised name, row) for ``ambiguous_names``: a name several rows share ("NVIDIA A100")."""
         out = []
-        for r in self._doc("gpus")["rows"]:
-            for n in r.get("ambiguous_names") or []:
+        for r in self._gpu_list:
+            for n in r.ambiguous_names:
                 key = _norm_name(n)
                 out.append((key, r))
                 for prefix in ("nvidia ", "tesla "):  # "A100" and "V100" mean the family too
@@ -599,7 +788,7 @@ class Compat:
                         out.append((key[len(prefix):], r))
         return out
 
-    def _gpu_lookup(self, name: str) -> Tuple[List[Dict[str, Any]], str]:
+    def _gpu_lookup(self, name: str) -> Tuple[List[_GpuRow], str]:
         """The rows a GPU name can mean, and how it matched ("exact", "family", "truncated", "vgpu", "mig", "").
 
         One row: the name identifies it. Several rows: the name is a family name or a truncated one that
@@ -617,8 +806,8 @@ class Compat:
         for prefix in ("nvidia ", "tesla "):
             if key.startswith(prefix):
                 variants.append(key[len(prefix):])
-        index = self._gpu_rows()
-        family = self._gpu_family_rows()
+        index = self._gpu_index
+        family = self._gpu_family
         if truncated:
             # "NVIDIA GeForce RTX 2080 ..." may be a 2080, 2080 Ti or 2080 SUPER: never only the exact hit
             hits = _unique(r for n, r in index + family for k in variants if n.startswith(k))
@@ -653,14 +842,14 @@ class Compat:
         rows, how = self._gpu_lookup(name)
         if len(rows) != 1:
             return None
-        spec = self._gpu_spec(rows[0])
+        spec = rows[0].spec
         if how in ("vgpu", "mig"):
             spec = replace(spec, memory_bytes=None, memory_bandwidth_gbs=None)
         return spec
 
     def gpu_candidates(self, name: str) -> List[GpuSpec]:
         """Every model a GPU name can mean (one for an exact name, several for "NVIDIA A100" or a cut name)."""
-        return [self._gpu_spec(r) for r in self._gpu_lookup(name)[0]]
+        return [r.spec for r in self._gpu_lookup(name)[0]]
 
     def gpu_compute_capability(self, name: str) -> Optional[str]:
         """Compute capability a GPU name determines: "8.0" for "NVIDIA A100" (40GB or 80GB, PCIe or SXM: all 8.0).
@@ -669,38 +858,13 @@ class Compat:
         nothing, when the candidates disagree ("NVIDIA GeForce ..."), or when the CC is unknown. A truncated
         name is answered only from the models in the matrix that start with it.
         """
-        ccs = {r.get("compute_capability") for r in self._gpu_lookup(name)[0]}
+        ccs = {r.spec.compute_capability for r in self._gpu_lookup(name)[0]}
         if len(ccs) == 1:
-            cc = ccs.pop()
-            return str(cc) if cc is not None else None
+            return ccs.pop()
         return None
 
     def gpus(self) -> List[GpuSpec]:
-        return [self._gpu_spec(r) for r in self._doc("gpus")["rows"]]
-
-    @staticmethod
-    def _gpu_spec(r: Dict[str, Any]) -> GpuSpec:
-        mem_gib = r.get("memory_gib")
-        return GpuSpec(
-            name=r["name"],
-            compute_capability=r.get("compute_capability"),
-            memory_bytes=int(mem_gib * 2**30) if mem_gib is not None else None,
-            memory_bandwidth_gbs=r.get("memory_bandwidth_gbs"),
-            bf16_tflops_dense=r.get("bf16_tflops_dense"),
-            fp16_tflops_dense=r.get("fp16_tflops_dense"),
-            tf32_tflops_dense=r.get("tf32_tflops_dense"),
-            fp32_tflops=r.get("fp32_tflops"),
-            pcie_gen=r.get("pcie_gen"),
-            nvlink_links=r.get("nvlink_links"),
-            nvlink_gen=r.get("nvlink_gen"),
-            nvlink_bandwidth_gbs=r.get("nvlink_bandwidth_gbs"),
-            datacenter=r.get("datacenter"),
-            source=_src(r["source"]),
-            confidence=r.get("confidence"),
-            tdp_w=r.get("tdp_w"),
-            architecture=r.get("architecture"),
-            aliases=list(r.get("aliases") or []),
-        )
+        return [r.spec for r in self._gpu_list]
 
     # -- host compilers
     def max_host_compiler(self, cuda_version: str, compiler: str = "gcc") -> Optional[Tuple[int, str]]:
@@ -709,10 +873,10 @@ class Compat:
         mm = _major_minor(cuda_version or "")
         if fieldname is None or mm is None:
             return None
-        for r in self._doc("host_compilers")["rows"]:
-            if r["cuda"] == mm:
-                val = r.get(fieldname)
-                return (int(val), _src(r["source"])) if val is not None else None
+        for r in self._host_compilers:
+            if r.cuda == mm:
+                val = getattr(r, fieldname)
+                return (val, r.source) if val is not None else None
         return None
 
 
@@ -720,17 +884,6 @@ class Compat:
 
 _CACHE: Dict[str, Compat] = {}
 _LOCK = threading.Lock()
-
-
-def optional_table(compat: Any, stem: str) -> Dict[str, Any]:
-    """compat_data/<stem>.json from a loaded Compat; LookupError (which checks turn into a skip) when absent."""
-    table = getattr(compat, "table", None)
-    if table is None:
-        raise LookupError("compat data not loaded")
-    try:
-        return table(stem)
-    except CompatDataError as e:
-        raise LookupError(f"compat_data/{stem}.json unavailable: {e}") from None
 
 
 def _default_dir() -> Path:
@@ -803,11 +956,7 @@ def _load_dir(directory: Path) -> Compat:
         for needed in ("cuda_driver", "torch", "gpus", "arch_support", "host_compilers"):
             if needed not in docs:
                 raise CompatDataError(f"{needed}.json: missing from {directory}")
-        if "bench" in docs:  # rules beyond the generic ones (its rows name gpus.json rows)
-            from .bench import validate_bench
-
-            validate_bench(docs["bench"], docs["gpus"])
-        compat = Compat(directory, docs)
+        compat = Compat(directory, docs)  # parses every table: bad data raises CompatDataError here
         _CACHE[cache_key] = compat
         return compat
 

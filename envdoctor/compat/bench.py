@@ -5,7 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
-from . import CompatDataError, _norm_name, _src, optional_table
+from . import _parse as P
+from ._parse import CompatDataError, loaded
+from ._parse import norm_name as _norm_name
+from ._parse import source_text as _src
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 _PEAK_FIELD = {"bf16": "bf16_tflops_dense", "fp16": "fp16_tflops_dense", "tf32": "tf32_tflops_dense",
@@ -18,6 +21,12 @@ class Band:
     warning_below: float
     error_below: float
     source: str
+
+
+@dataclass(frozen=True)
+class _Named:
+    table: str
+    band: Band
 
 
 @dataclass(frozen=True)
@@ -51,18 +60,22 @@ class BenchTable:
     def __init__(self, doc: Dict[str, Any], sources: Dict[str, str]):
         self.doc = doc
         self._sources = sources
-        self.bands = {r["table"]: Band(float(r["warning_below"]), float(r["error_below"]), _src(r["source"]))
-                      for r in doc.get("bands", [])}
-        self.matmul = [MatmulRow(r["gpu"], r["dtype"], float(r["fraction"]), r.get("mamf_tflops"),
-                                 r.get("theory_tflops"), self.cite(r["source"])) for r in doc.get("rows", [])]
-        self.copies = [CopyRow(int(r["pcie_gen"]), int(r["width"]), float(r["gbs"]), self.cite(r["source"]),
-                               r.get("confidence")) for r in doc.get("host_copy_achievable", [])]
-        self.disks = {r["kind"]: DiskKind(r["kind"], tuple(r["seq_read_mbs"]) if r.get("seq_read_mbs") else None,
-                                          r.get("seq_read_floor_mbs"), self.cite(r["source"]))
-                      for r in doc.get("disk_kinds", [])}
-        fast = doc.get("fast_local_storage_mbs") or []
-        self.fast_local_mbs: Optional[Tuple[float, str]] = (
-            (float(fast[0]["seq_read_mbs"]), self.cite(fast[0]["source"])) if fast else None)
+        f = "bench.json"
+        self.bands = {b.table: b.band for b in P.rows(f, "bands", doc.get("bands"), lambda r: _Named(
+            P.text(r, "table"), Band(float(P.number(r, "warning_below")), float(P.number(r, "error_below")),
+                                     _src(r["source"]))))}
+        self.matmul = P.rows(f, "rows", doc.get("rows"), lambda r: MatmulRow(
+            P.text(r, "gpu"), P.text(r, "dtype"), float(P.number(r, "fraction")), P.opt_number(r, "mamf_tflops"),
+            P.opt_number(r, "theory_tflops"), self.cite(r["source"])))
+        self.copies = P.rows(f, "host_copy_achievable", doc.get("host_copy_achievable"), lambda r: CopyRow(
+            P.integer(r, "pcie_gen"), P.integer(r, "width"), float(P.number(r, "gbs")), self.cite(r["source"]),
+            P.opt_text(r, "confidence")))
+        self.disks = {d.kind: d for d in P.rows(f, "disk_kinds", doc.get("disk_kinds"), lambda r: DiskKind(
+            P.text(r, "kind"), tuple(r["seq_read_mbs"]) if r.get("seq_read_mbs") else None,
+            P.opt_number(r, "seq_read_floor_mbs"), self.cite(r["source"])))}
+        fast = P.rows(f, "fast_local_storage_mbs", doc.get("fast_local_storage_mbs"),
+                      lambda r: (float(P.number(r, "seq_read_mbs")), self.cite(r["source"])))
+        self.fast_local_mbs: Optional[Tuple[float, str]] = fast[0] if fast else None
 
     def cite(self, source: Any) -> str:
         """A row's source with ids ("mamf") resolved to the URL of the file's sources list."""
@@ -132,15 +145,15 @@ def validate_bench(doc: Dict[str, Any], gpus_doc: Dict[str, Any]) -> None:
 
 
 def bench_table(compat: Any) -> BenchTable:
-    """The parsed table; LookupError (a check turns it into a skip) when compat_data/bench.json is absent."""
-    doc = optional_table(compat, "bench")
-    sources = {s["id"]: s["url"] for s in doc.get("sources", []) if isinstance(s, dict) and s.get("id")}
-    return BenchTable(doc, sources)
+    """The table of a loaded Compat (parsed at load); LookupError (a check turns it into a skip) when absent."""
+    if isinstance(compat, BenchTable):
+        return compat
+    return loaded(compat, "bench")
 
 
 def parse_bench(doc: Dict[str, Any]) -> BenchTable:
-    sources = {s["id"]: s["url"] for s in doc.get("sources", []) if isinstance(s, dict) and s.get("id")}
-    return BenchTable(doc, sources)
+    """Build the table from the raw JSON (run validate_bench first); CompatDataError naming a bad row."""
+    return BenchTable(doc, P.source_ids(doc))
 
 
 __all__ = ["Band", "BenchTable", "CopyRow", "DiskKind", "MatmulRow", "bench_table", "parse_bench", "validate_bench"]

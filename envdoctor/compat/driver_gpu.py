@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from . import _src, optional_table
+from . import _parse as P
+from ._parse import loaded
+from ._parse import source_text as _src
 
 __all__ = [
     "BranchSupport",
@@ -70,41 +72,45 @@ class DriverGpuTable:
         return self.sources.get(source_id)
 
 
+def _branch(r: Dict[str, Any], name: str) -> Optional[int]:
+    val = r.get(name)
+    if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val <= 0):
+        raise ValueError(f"{name} must be a branch number or null, not {val!r}")
+    return val
+
+
+def _support(r: Dict[str, Any]) -> BranchSupport:
+    try:
+        lo, hi = _cc(r["cc_min"]), _cc(r["cc_max"])
+    except (KeyError, ValueError):
+        raise ValueError("cc_min/cc_max must be 'major.minor'") from None
+    if lo > hi:
+        raise ValueError(f"cc_min {r['cc_min']} > cc_max {r['cc_max']}")
+    first, last = _branch(r, "first_branch"), _branch(r, "last_branch")
+    if first is not None and last is not None and first > last:
+        raise ValueError(f"first_branch R{first} > last_branch R{last}")
+    notes = r.get("notes") or ""
+    return BranchSupport(P.text(r, "architecture"), str(r["cc_min"]), str(r["cc_max"]), first, last,
+                         P.opt_text(r, "confidence"), _src(r["source"]),
+                         notes if isinstance(notes, str) else " ".join(notes))
+
+
 def parse_driver_gpu_support(doc: Dict[str, Any]) -> DriverGpuTable:
-    """Build the table; raise ValueError on a bad range, first > last, or overlapping ranges."""
-    rows: List[BranchSupport] = []
-    for i, r in enumerate(doc["rows"]):
-        where = f"driver_gpu_support.json: rows[{i}] ({r.get('architecture')})"
-        try:
-            lo, hi = _cc(r["cc_min"]), _cc(r["cc_max"])
-        except (KeyError, ValueError):
-            raise ValueError(f"{where}: cc_min/cc_max must be 'major.minor'") from None
-        if lo > hi:
-            raise ValueError(f"{where}: cc_min {r['cc_min']} > cc_max {r['cc_max']}")
-        first, last = r.get("first_branch"), r.get("last_branch")
-        for name, val in (("first_branch", first), ("last_branch", last)):
-            if val is not None and (not isinstance(val, int) or isinstance(val, bool) or val <= 0):
-                raise ValueError(f"{where}: {name} must be a branch number or null, not {val!r}")
-        if first is not None and last is not None and first > last:
-            raise ValueError(f"{where}: first_branch R{first} > last_branch R{last}")
-        notes = r.get("notes") or ""
-        rows.append(BranchSupport(str(r["architecture"]), str(r["cc_min"]), str(r["cc_max"]), first, last,
-                                  r.get("confidence"), _src(r["source"]),
-                                  notes if isinstance(notes, str) else " ".join(notes)))
+    """Build the table; CompatDataError naming the row on a bad range, first > last, or overlapping ranges."""
+    rows = P.rows("driver_gpu_support.json", "rows", doc["rows"], _support)
     ordered = sorted(rows, key=lambda b: _cc(b.cc_min))
     for a, b in zip(ordered, ordered[1:]):
         if _cc(a.cc_max) >= _cc(b.cc_min):
-            raise ValueError(f"driver_gpu_support.json: {a.architecture} {a.cc_min}-{a.cc_max} overlaps "
-                             f"{b.architecture} {b.cc_min}-{b.cc_max}")
-    sources = {s["id"]: s["url"] for s in doc.get("sources", []) if isinstance(s, dict) and s.get("id")}
-    return DriverGpuTable(doc["title"], str(doc["as_of"]), ordered, sources)
+            raise P.CompatDataError(f"driver_gpu_support.json: {a.architecture} {a.cc_min}-{a.cc_max} overlaps "
+                                    f"{b.architecture} {b.cc_min}-{b.cc_max}")
+    return DriverGpuTable(doc["title"], str(doc["as_of"]), ordered, P.source_ids(doc))
 
 
 def driver_gpu_table(compat: Any) -> DriverGpuTable:
-    """The table from a loaded Compat, or a DriverGpuTable itself; LookupError when the data is missing."""
+    """The table of a loaded Compat (parsed at load), or a DriverGpuTable itself; LookupError when absent."""
     if isinstance(compat, DriverGpuTable):
         return compat
-    return parse_driver_gpu_support(optional_table(compat, "driver_gpu_support"))
+    return loaded(compat, "driver_gpu_support")
 
 
 def branches_for(rows: Iterable[BranchSupport]) -> Tuple[Optional[int], Optional[int]]:

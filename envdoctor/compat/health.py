@@ -7,7 +7,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from . import _src, optional_table
+from . import _parse as P
+from ._parse import loaded
+from ._parse import source_text as _src
 
 __all__ = [
     "DriverBranch",
@@ -124,45 +126,59 @@ def branch_of(version: Optional[str]) -> Optional[int]:
     return int(m.group(1)) if m else None
 
 
+def _resource_row(r: Dict[str, Any]) -> ResourceRow:
+    return ResourceRow(
+        gpu_class=P.text(r, "gpu_class"),
+        description=P.opt_text(r, "description") or "",
+        gpu_memory_gib_min=float(P.number(r, "gpu_memory_gib_min")),
+        gpu_memory_gib_max=None if r.get("gpu_memory_gib_max") is None else float(P.number(r, "gpu_memory_gib_max")),
+        cpu_cores_per_gpu_min=float(P.number(r, "cpu_cores_per_gpu_min")),
+        cpu_cores_per_gpu_recommended=float(P.number(r, "cpu_cores_per_gpu_recommended")),
+        ram_gib_per_gpu_min=float(P.number(r, "ram_gib_per_gpu_min")),
+        ram_gib_per_gpu_recommended=float(P.number(r, "ram_gib_per_gpu_recommended")),
+        source=_src(r["source"]),
+    )
+
+
+def _month(r: Dict[str, Any], key: str) -> Optional[str]:
+    val = P.opt_text(r, key)
+    if val is not None and not re.fullmatch(r"\d{4}-\d{2}", val):
+        raise ValueError(f"{key} = {val!r} is not a YYYY-MM month")
+    return val
+
+
+def _designation(r: Dict[str, Any]) -> str:
+    val = P.text(r, "designation")
+    if val not in ("LTSB", "PB", "NFB"):
+        raise ValueError(f"designation = {val!r} is not LTSB, PB or NFB")
+    return val
+
+
 def parse_health(doc: Dict[str, Any]) -> HealthTable:
-    """Build the table from the raw JSON; raise ValueError on overlapping GPU-memory ranges."""
-    rows = [
-        ResourceRow(
-            gpu_class=r["gpu_class"],
-            description=r.get("description", ""),
-            gpu_memory_gib_min=float(r["gpu_memory_gib_min"]),
-            gpu_memory_gib_max=None if r.get("gpu_memory_gib_max") is None else float(r["gpu_memory_gib_max"]),
-            cpu_cores_per_gpu_min=float(r["cpu_cores_per_gpu_min"]),
-            cpu_cores_per_gpu_recommended=float(r["cpu_cores_per_gpu_recommended"]),
-            ram_gib_per_gpu_min=float(r["ram_gib_per_gpu_min"]),
-            ram_gib_per_gpu_recommended=float(r["ram_gib_per_gpu_recommended"]),
-            source=_src(r["source"]),
-        )
-        for r in doc["rows"]
-    ]
+    """Build the table from the raw JSON; CompatDataError naming the row on a bad one or overlapping ranges."""
+    f = "health.json"
+    rows = P.rows(f, "rows", doc["rows"], _resource_row)
     ordered = sorted(rows, key=lambda r: r.gpu_memory_gib_min)
     for a, b in zip(ordered, ordered[1:]):
         if a.gpu_memory_gib_max is None or a.gpu_memory_gib_max > b.gpu_memory_gib_min:
-            raise ValueError(f"health.json: rows {a.gpu_class!r} and {b.gpu_class!r} overlap")
-    thresholds = {t["name"]: float(t["value"]) for t in doc.get("thresholds", [])}
+            raise P.CompatDataError(f"health.json: rows {a.gpu_class!r} and {b.gpu_class!r} overlap")
+    thresholds = dict(P.rows(f, "thresholds", doc.get("thresholds"),
+                             lambda t: (P.text(t, "name"), float(P.number(t, "value")))))
     threshold_sources = {t["name"]: _src(t["source"]) for t in doc.get("thresholds", [])}
-    branches = [
-        DriverBranch(int(b["branch"]), b["designation"], b.get("end_of_life"), b.get("eol_before"),
-                     _src(b["source"]))
-        for b in doc.get("driver_branches", [])
-    ]
-    defects = [
-        DriverDefect(int(d["branch"]), d["fixed_in"], d.get("severity", "info"), d["summary"], _src(d["source"]))
-        for d in doc.get("driver_defects", [])
-    ]
+    branches = P.rows(f, "driver_branches", doc.get("driver_branches"), lambda b: DriverBranch(
+        P.integer(b, "branch"), _designation(b), _month(b, "end_of_life"), _month(b, "eol_before"),
+        _src(b["source"])))
+    defects = P.rows(f, "driver_defects", doc.get("driver_defects"), lambda d: DriverDefect(
+        P.integer(d, "branch"), P.version(d, "fixed_in"), P.opt_text(d, "severity") or "info",
+        P.text(d, "summary"), _src(d["source"])))
     return HealthTable(doc["title"], str(doc["as_of"]), rows, thresholds, threshold_sources, branches, defects)
 
 
 def health_table(compat: Any) -> HealthTable:
-    """The health table from a loaded Compat (``compat.table("health")``), or a HealthTable itself.
+    """The health table of a loaded Compat (parsed at load), or a HealthTable itself.
 
     Raises LookupError when the compat data has no health table; checks turn that into a skip.
     """
     if isinstance(compat, HealthTable):
         return compat
-    return parse_health(optional_table(compat, "health"))
+    return loaded(compat, "health")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..catalogue import CATEGORIES
+from ._parse import loaded
 
 STEM = "error_signatures"
 SEVERITIES = ("error", "warning", "info")
@@ -114,45 +113,9 @@ def parse_signatures(doc: Dict[str, Any]) -> List[Signature]:
     return out
 
 
-_CACHE: Dict[int, Tuple[Any, List[Signature]]] = {}
-
-
 def signatures_from(compat: Any) -> List[Signature]:
-    """The signatures of a loaded Compat (no file I/O: reads ``compat.table``); [] when it has none."""
-    if compat is None:
-        return load_signatures()
+    """The signatures of a loaded Compat, parsed at load (no file is read here); [] when its data has none."""
     try:
-        doc = compat.table(STEM)
-    except Exception:  # noqa: BLE001 - a Compat without the table (older data dir): fall back to the bundled file
-        return load_signatures()
-    key = id(doc)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] is doc:
-        return hit[1]
-    sigs = parse_signatures(doc)
-    _CACHE[key] = (doc, sigs)
-    return sigs
-
-
-_BUNDLED: List[List[Signature]] = []
-
-
-def _default_path() -> Path:
-    return Path(__file__).resolve().parent.parent.parent / "compat_data" / f"{STEM}.json"
-
-
-def load_signatures(path: Optional[Path] = None) -> List[Signature]:
-    """Load the catalogue from a file (default: the bundled one, cached after the first read)."""
-    if path is None and _BUNDLED:
-        return _BUNDLED[0]
-    if path is None:
-        try:
-            from importlib import resources
-
-            text = (resources.files("envdoctor.compat_data") / f"{STEM}.json").read_text(encoding="utf-8")
-        except (ModuleNotFoundError, FileNotFoundError, OSError, TypeError, AttributeError):
-            text = _default_path().read_text(encoding="utf-8")
-        sigs = parse_signatures(json.loads(text))
-        _BUNDLED.append(sigs)
-        return sigs
-    return parse_signatures(json.loads(Path(path).read_text(encoding="utf-8")))
+        return list(loaded(compat, STEM))
+    except LookupError:
+        return []

@@ -107,11 +107,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     misc.read_host(paste, acc)
     misc.read_package_logs(paste, acc)
     misc.read_date(paste, acc)
-    try:
-        sigs = signatures_from(compat)
-    except (ValueError, OSError):
-        sigs = []
-    messages.read(paste, acc, sigs)
+    messages.read(paste, acc, signatures_from(compat))
     acc.repeated_blocks = dropped
     return acc
 
@@ -124,10 +120,7 @@ def finish(acc: Acc, compat: Any) -> None:
 
 def _facts_from_messages(acc: Acc, compat: Any) -> None:
     """Numbers inside messages are facts too ("found version 11040" is the driver's CUDA 11.4 ceiling)."""
-    try:
-        sigs = signatures_from(compat)
-    except (ValueError, OSError):
-        return
+    sigs = signatures_from(compat)
     for message in acc.messages:
         for sig in sigs:
             if not sig.facts:
