@@ -20,6 +20,7 @@ from envdoctor.compat import CompatDataError, load_compat
 from envdoctor.compat.bench import bench_table, validate_bench
 from envdoctor.facts import Bench, BenchResult, Facts, GpuProcess, ProbeStatus
 from envdoctor.findings import CheckStatus, Severity
+from tests import audit
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).resolve().parent.parent
@@ -466,17 +467,13 @@ def test_published_numbers_snapshot_judged_end_to_end():
     assert any(e.path.endswith("params.throttle_reasons_seen") for e in mm.evidence)
 
 
-def test_bench_checks_do_no_io(monkeypatch):
-    import builtins
-    import socket
-
+def test_bench_checks_do_no_io():
     compat = load_compat()
     facts = Facts.from_json((FIXTURES / "snapshots/h100-bench-published.json").read_text())
-
-    def fail(*_a, **_k):
-        raise AssertionError("a check tried to do I/O")
-
-    for mod, name in ((builtins, "open"), (os, "open"), (subprocess, "Popen"), (socket, "socket")):
-        monkeypatch.setattr(mod, name, fail)
-    results = run_checks(facts, compat, select(all_checks(), ["bench.*"]))
+    audit.SEEN.clear()
+    with audit.forbidden():
+        results = run_checks(facts, compat, select(all_checks(), ["bench.*"]))
     assert all(r.status != CheckStatus.ERRORED for r in results), [(r.id, r.reason) for r in results]
+    assert not audit.SEEN, audit.SEEN
+
+
