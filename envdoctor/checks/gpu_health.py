@@ -400,7 +400,10 @@ def _xid_catalog(compat) -> Tuple[Dict[int, Tuple[str, str, str]], Dict[int, str
     """({code: (meaning, category, severity)} for hardware codes, {code: meaning} for application-raised ones)."""
     from ..compat.xid import xid_table
 
-    table = xid_table(compat)  # parsed and validated at load
+    try:
+        table = xid_table(compat)  # parsed and validated at load
+    except LookupError as e:
+        raise SkipCheck(f"Xid meanings unknown: {e}") from None
     hardware = {c: (r.meaning, r.category or "", r.severity or "") for c, r in table.hardware().items()}
     return hardware, {c: r.meaning for c, r in table.application().items()}
 
