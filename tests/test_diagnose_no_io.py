@@ -106,3 +106,35 @@ def test_an_impure_check_is_caught(guarded_checks, impure: Callable[[Any], list]
     audit.SEEN.clear()
     Path(__file__).read_text()  # outside the checks the hook lets it through
     assert not audit.SEEN
+
+
+_NO_IO_MODULES = {"os", "io", "json", "pathlib", "subprocess", "socket", "shutil", "glob", "tempfile", "urllib",
+                  "http", "ctypes", "importlib", "requests"}
+_LOADERS = {"table", "load_compat", "active_compat", "active_choice", "validate_file", "_load_dir", "parse_health",
+            "parse_driver_gpu_support", "parse_bench", "parse_signatures", "parse_xid", "read_text", "read_bytes"}
+
+
+def test_checks_and_readers_reach_compat_only_through_the_loaded_object() -> None:
+    """The static half: no module under envdoctor/checks or envdoctor/diagnose imports a file, process or
+    network module, or calls a compat loader/parser or the raw ``Compat.table``: they get ``ctx.compat``."""
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "envdoctor"
+    offences = []
+    files = sorted((root / "checks").rglob("*.py")) + sorted((root / "diagnose").rglob("*.py"))
+    assert len(files) > 15
+    for path in files:
+        rel = path.relative_to(root.parent)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            offences += [f"{rel}:{node.lineno} imports {n}" for n in names if n.split(".")[0] in _NO_IO_MODULES]
+            if isinstance(node, ast.Call):
+                f = node.func
+                called = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+                if called == "open" or called in _LOADERS and (isinstance(f, ast.Attribute) or called != "table"):
+                    offences.append(f"{rel}:{node.lineno} calls {called}()")
+    assert not offences, offences

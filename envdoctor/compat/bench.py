@@ -58,7 +58,6 @@ class DiskKind:
 
 class BenchTable:
     def __init__(self, doc: Dict[str, Any], sources: Dict[str, str]):
-        self.doc = doc
         self._sources = sources
         f = "bench.json"
         self.bands = {b.table: b.band for b in P.rows(f, "bands", doc.get("bands"), lambda r: _Named(
