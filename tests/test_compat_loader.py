@@ -102,6 +102,15 @@ def test_a_malformed_row_fails_at_load_naming_file_and_row(tmp_path, file, table
     assert says in message, message
 
 
+def test_a_threshold_the_checks_read_must_be_there(tmp_path):
+    data = _copy(tmp_path)
+    doc = json.loads((data / "health.json").read_text(encoding="utf-8"))
+    doc["thresholds"] = [t for t in doc["thresholds"] if t["name"] != "shm_min_bytes"]
+    (data / "health.json").write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(CompatDataError, match=r"^health\.json: thresholds: no row named 'shm_min_bytes'"):
+        load_compat(data)
+
+
 def test_the_bundled_matrix_loads_typed(tmp_path):
     compat = load_compat(_copy(tmp_path))  # a copy: the same data loads from any directory
     assert compat.health is not None and compat.health.rows

@@ -21,6 +21,8 @@ __all__ = [
 ]
 
 GIB = 2**30
+# the thresholds checks read with HealthTable.threshold(): a file without one fails at load, not in a check
+REQUIRED_THRESHOLDS = ("shm_min_bytes", "storage_free_min_bytes", "cgroup_quota_fraction_warn")
 
 
 @dataclass(frozen=True)
@@ -164,6 +166,9 @@ def parse_health(doc: Dict[str, Any]) -> HealthTable:
             raise P.CompatDataError(f"health.json: rows {a.gpu_class!r} and {b.gpu_class!r} overlap")
     thresholds = dict(P.rows(f, "thresholds", doc.get("thresholds"),
                              lambda t: (P.text(t, "name"), float(P.number(t, "value")))))
+    for name in REQUIRED_THRESHOLDS:
+        if name not in thresholds:
+            raise P.CompatDataError(f"health.json: thresholds: no row named {name!r} (the checks read it)")
     threshold_sources = {t["name"]: _src(t["source"]) for t in doc.get("thresholds", [])}
     branches = P.rows(f, "driver_branches", doc.get("driver_branches"), lambda b: DriverBranch(
         P.integer(b, "branch"), _designation(b), _month(b, "end_of_life"), _month(b, "eol_before"),
