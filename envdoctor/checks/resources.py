@@ -37,9 +37,8 @@ def _gpus(facts: Facts) -> List[Gpu]:
 def _memory_of(compat: Any, g: Gpu) -> Optional[int]:
     if g.memory_total_bytes:
         return g.memory_total_bytes
-    getter = getattr(compat, "gpu", None)
-    spec = getter(g.name) if getter and g.name else None
-    return getattr(spec, "memory_bytes", None)
+    spec = compat.gpu(g.name) if g.name else None
+    return spec.memory_bytes if spec is not None else None
 
 
 def _needs(table: HealthTable, compat: Any, gpus: List[Gpu]) -> Tuple[float, float, float, float, str]:

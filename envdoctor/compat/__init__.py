@@ -10,7 +10,7 @@ import re
 import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
 from packaging.version import InvalidVersion, Version
 
@@ -18,6 +18,13 @@ from . import _parse as P
 from ._parse import CompatDataError
 from ._parse import norm_name as _norm_name
 from ._parse import source_text as _src
+
+if TYPE_CHECKING:  # the optional tables' modules import this one
+    from .bench import BenchTable
+    from .driver_gpu import DriverGpuTable
+    from .health import HealthTable
+    from .signatures import Signature
+    from .xid import XidTable
 
 __all__ = [
     "ArchSupport",
@@ -599,11 +606,11 @@ class Compat:
         self._host_compilers = P.rows("host_compilers.json", "rows", docs.get("host_compilers", {}).get("rows"),
                                       _host_compiler)
         optional = _optional_tables(docs)
-        self.health: Optional[Any] = optional.get("health")  # compat.health.HealthTable
-        self.driver_gpu_support: Optional[Any] = optional.get("driver_gpu_support")  # driver_gpu.DriverGpuTable
-        self.bench: Optional[Any] = optional.get("bench")  # compat.bench.BenchTable
-        self.xid: Optional[Any] = optional.get("xid")  # compat.xid.XidTable
-        self.signatures: Optional[List[Any]] = optional.get("error_signatures")  # signatures.Signature list
+        self.health: Optional[HealthTable] = optional.get("health")
+        self.driver_gpu_support: Optional[DriverGpuTable] = optional.get("driver_gpu_support")
+        self.bench: Optional[BenchTable] = optional.get("bench")
+        self.xid: Optional[XidTable] = optional.get("xid")
+        self.signatures: Optional[List[Signature]] = optional.get("error_signatures")
         self._gpu_index = [(n, r) for r in self._gpu_list for n in r.names]
         self._gpu_family = self._family_index()
 
