@@ -201,12 +201,21 @@ def test_older_manifest_installs_nothing(tmp_path, server, installed) -> None:
     _assert_unchanged(*installed)
 
 
-def test_matrix_failing_validation_is_refused(tmp_path, server, installed) -> None:
-    def drop_source(doc):
-        del doc["rows"][0]["source"]
+def _drop_source(doc):
+    del doc["rows"][0]["source"]
 
-    server.publish(_published(tmp_path, "2030.02.01", as_of="2030-02-01", edit=drop_source))
-    with pytest.raises(UpdateError, match=r"fails validation: cuda_driver.json: rows\[0\] has no source"):
+
+def _bad_branch(doc):  # passes the generic rule; the typed rows refuse it
+    doc["driver_branches"][0]["branch"] = "R450"
+
+
+@pytest.mark.parametrize("edit, says", [
+    (_drop_source, r"cuda_driver.json: rows\[0\] has no source"),
+    (_bad_branch, r"cuda_driver.json: driver_branches\[0\] \(branch R450\): branch = 'R450' is not an integer"),
+], ids=["generic-rule", "typed-row"])
+def test_matrix_failing_validation_is_refused(tmp_path, server, installed, edit, says) -> None:
+    server.publish(_published(tmp_path, "2030.02.01", as_of="2030-02-01", edit=edit))
+    with pytest.raises(UpdateError, match=r"fails validation: " + says):
         update_from_url(server.url("manifest.json"), timeout_s=10)
     _assert_unchanged(*installed)
     assert not [p for p in installed_update().directory.parent.iterdir() if p.name.startswith(".incoming")]
@@ -270,3 +279,15 @@ def test_unwritable_cache_is_a_clear_refusal(tmp_path, server, monkeypatch) -> N
     with pytest.raises(UpdateError, match="cannot write the cache directory .*ENVDOCTOR_CACHE_DIR"):
         update_from_url(server.url("manifest.json"), timeout_s=10)
     clear_cache()
+
+
+def test_an_installed_update_with_a_bad_row_falls_back_to_the_bundled_matrix(installed, cache) -> None:
+    # an update installed earlier (say by an envdoctor whose loader was looser) that the loader now refuses
+    upd = installed_update(cache)
+    path = upd.directory / "xid.json"
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["rows"][1]["severity"] = "fatal"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    compat, why_not = _in_use()
+    assert compat.label == "bundled"
+    assert why_not and "fails validation: xid.json: rows[1]" in why_not and "severity" in why_not, why_not
