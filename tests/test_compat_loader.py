@@ -141,6 +141,12 @@ def test_an_absent_optional_table_is_a_skip_reason_not_a_crash(tmp_path):
     results = {r.id: r for r in run_checks(facts, compat, all_checks())}
     errored = [(r.id, r.reason) for r in results.values() if r.status == CheckStatus.ERRORED]
     assert not errored, errored
+    from envdoctor.diagnose import diagnose_report
+
+    pasted = {r.id: r for r in diagnose_report(["RuntimeError: CUDA error: no kernel image is available for "
+                                                "execution on the device"], compat).checks}
+    assert pasted["messages.signatures"].status == CheckStatus.SKIPPED
+    assert "compat_data/error_signatures.json" in pasted["messages.signatures"].reason
     for cid, stem in (("host.shm", "health"), ("gpu.xid", "xid"), ("driver.lifecycle", "health")):
         assert results[cid].status == CheckStatus.SKIPPED and f"compat_data/{stem}.json" in results[cid].reason, \
             (cid, results[cid].status, results[cid].reason)

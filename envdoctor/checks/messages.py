@@ -200,6 +200,10 @@ def check_signatures(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("no pasted text (messages are read only by `envdoctor diagnose`)")
     if not paste.messages:
         raise SkipCheck("the paste holds no error or warning message to match")
+    try:
+        ctx.compat.optional("error_signatures")
+    except LookupError as e:  # no catalogue is not "no known message"
+        raise SkipCheck(f"known error messages unknown: {e}") from None
     by_category: Dict[str, List[Hit]] = {}
     for h in signature_hits(ctx.facts, ctx.compat):
         by_category.setdefault(h.category, []).append(h)
