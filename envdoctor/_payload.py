@@ -795,6 +795,31 @@ def _names(table: Dict[int, int], prefix: str) -> List[str]:
     return [f"{prefix}{a}" for a in sorted(table)]
 
 
+def _torch_dependents() -> List[Dict[str, Any]]:
+    """_iter_distributions(), but reading the file lists (RECORD) only of the distributions that matter here:
+    reading every RECORD of a large environment costs more than the libraries' headers."""
+    try:
+        from importlib import metadata  # Python 3.8+
+    except ImportError:
+        return _iter_distributions_fallback()
+    out = []
+    for dist in metadata.distributions():
+        try:
+            name = dist.metadata["Name"]
+            if not name:
+                continue
+            requires = list(dist.requires) if dist.requires is not None else None
+            files: List[str] = []
+            key = normalize_name(name)
+            if key in EXTENSION_NAMES or _requires_torch(requires):
+                files = [str(p) for p in (dist.files or [])]
+            out.append({"name": name, "version": dist.version or "", "requires": requires, "files": files,
+                        "location": str(dist.locate_file(""))})
+        except Exception:
+            continue
+    return out
+
+
 def extension_library_archs(path: str) -> Dict[str, Any]:
     """sass (sm_XX cubins) and ptx (compute_XX) lists of one library, from its .nv_fatbin entry headers.
 
@@ -826,7 +851,7 @@ def extension_archs(
     ``budget_s`` seconds; a library left out is listed with the reason.
     """
     t0 = time.monotonic()
-    dists, _note = _iter_distributions()
+    dists = _torch_dependents()
     libraries: List[Dict[str, Any]] = []
     seen = set()
     done = 0
