@@ -41,6 +41,11 @@ def _sm(cc: str) -> str:
     return "sm_" + cc.replace(".", "")
 
 
+def _named(t: ArchTarget) -> str:
+    sm = _sm(t.cc)
+    return t.label if sm in t.label.lower() else f"{t.label} ({sm})"
+
+
 def _lib_name(lib: ExtensionLibrary) -> str:
     return (lib.path or "?").rsplit("/", 1)[-1]
 
@@ -123,7 +128,7 @@ def judge_extensions(ctx: CheckContext, targets: List[ArchTarget], codes: Dict[s
                             "not certain") if unread else ""
                     findings.append(Finding(
                         code=codes["missing"], category=category, severity=sev, subject=py.executable,
-                        summary=(f"{dist} {version} has no kernels for {t.label} ({_sm(t.cc)}): neither "
+                        summary=(f"{dist} {version} has no kernels for {_named(t)}: neither "
                                  f"SASS nor PTX that JITs to it in {names}{more}"),
                         detail=("Every CUDA call of this extension on that GPU fails with 'no kernel image is "
                                 "available for execution on the device'. SASS sm_XY runs on compute capability "
@@ -135,15 +140,14 @@ def judge_extensions(ctx: CheckContext, targets: List[ArchTarget], codes: Dict[s
                     findings.append(Finding(
                         code=codes["ptx-only"], category=category, severity=Severity.WARNING,
                         subject=py.executable,
-                        summary=(f"{dist} {version} has no SASS for {t.label} ({_sm(t.cc)}): {names} "
+                        summary=(f"{dist} {version} has no SASS for {_named(t)}: {names} "
                                  "runs through PTX JIT-compiled by the driver on first use"),
                         detail=JIT_DETAIL, evidence=ev, fix=_fix(ctx, py, dist, t.cc, True)))
                 elif none or ptx:
                     findings.append(Finding(
                         code=codes["partial"], category=category, severity=Severity.INFO, subject=py.executable,
-                        summary=(f"{dist} {version}: {len(sass)} of its libraries have SASS for {t.label} "
-                                 f"({_sm(t.cc)}); {names} " + ("has none (nor PTX for it)" if none else
-                                                               "only PTX")),
+                        summary=(f"{dist} {version}: {len(sass)} of its libraries have SASS for {_named(t)}; "
+                                 f"{names}: " + ("no kernels (nor PTX) for it" if none else "only PTX")),
                         detail=("Packages that ship kernels for one GPU generation in their own library (vllm, "
                                 "flash-attn 3) choose at run time; the code paths in those libraries fail (no "
                                 "kernels) or JIT-compile (PTX only) on this GPU."),
