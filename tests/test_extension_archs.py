@@ -241,7 +241,17 @@ def test_live_machine_judges_extensions_against_its_gpus(compat) -> None:
     ok = judge(with_extensions(machines.healthy_a100(), [lib("xformers", ["sm_80"])]), compat)
     assert of(ok, "packages.extensions") == [] and status(ok, "packages.extensions").status == CheckStatus.PASSED
     # without extension facts the check behaves as before (skipped: nothing to judge)
-    assert status(judge(machines.healthy_a100(), compat), "packages.extensions").status == CheckStatus.SKIPPED
+    st = status(judge(machines.healthy_a100(), compat), "packages.extensions")
+    assert st.status == CheckStatus.SKIPPED and "no compiled extension" in st.reason
+    # extensions with kernels but no GPU to judge them against: the skip says so, not "none installed"
+    gpuless = replace(f, driver=replace(f.driver, gpus=[]), pythons=[replace(f.pythons[0], torch=replace(
+        f.pythons[0].torch, devices=[]))])
+    st = status(judge(gpuless, compat), "packages.extensions")
+    assert st.status == CheckStatus.SKIPPED and "no GPU is seen" in st.reason
+    # under assert the declared GPUs are judged by requirements.extensions-gpus, not twice here
+    st = status(judge_declared(assert_facts(compat, [lib("flash-attn", ["sm_80"])], ["H100"]), compat),
+                "packages.extensions")
+    assert st.status == CheckStatus.SKIPPED and "requirements.extensions-gpus" in st.reason
 
 
 def test_explain_names_the_new_check() -> None:

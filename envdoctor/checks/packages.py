@@ -320,6 +320,13 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
         findings += arch_findings
         judged = judged or arch_judged > 0
     if not findings and not judged:
+        if any(lib.fatbins for _i, py in envs if py.extensions for lib in py.extensions.libraries):
+            t = ctx.facts.targets
+            raise SkipCheck("no installed extension says which torch or CUDA it was built for (a torch pin, a "
+                            "local version tag)" + (
+                                "; their GPU kernels are judged against the declared target GPUs by "
+                                "requirements.extensions-gpus" if t is not None and t.target_gpus else
+                                ", and no GPU is seen to judge their kernels against"))
         raise SkipCheck("no compiled extension that depends on torch (flash-attn, xformers, ...) installed: "
                         "nothing to judge")
     return findings
