@@ -214,8 +214,10 @@ def test_runner_that_raises_is_contained() -> None:
         def run(self, *a: Any, **k: Any) -> RunResult:
             raise ValueError("bug")
 
-    env = pe.probe_python(PY, Exploding())
-    assert env.status == ProbeStatus.FAILED and "internal error: ValueError: bug" in env.reason
+    # contained by the one probe guard, per interpreter (probe_pythons), the interpreter still named
+    env = pe.probe_pythons([(PY, "--python")], Exploding())[0]
+    assert env.status == ProbeStatus.FAILED and "probe crashed: ValueError: bug" in env.reason
+    assert env.executable == PY and env.requested_as == "--python"
 
 
 def test_run_payload_generic_task() -> None:
