@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence
 import pytest
 
 from envdoctor import _payload as payload
+from envdoctor.probes import package_variants as pv
 
 PAYLOAD = Path(payload.__file__).resolve()
 
@@ -301,7 +302,7 @@ def test_elf_needed_matches_readelf_on_a_real_library() -> None:
     ],
 )
 def test_variant_from_libs(libs: List[str], variant: Optional[str]) -> None:
-    assert payload.variant_from_libs(libs)[0] == variant
+    assert pv.variant_from_libs(libs)[0] == variant
 
 
 @pytest.mark.parametrize(
@@ -310,15 +311,15 @@ def test_variant_from_libs(libs: List[str], variant: Optional[str]) -> None:
      ("2.5.1", None), ("1.0+local", None), ("2.6.0+xpu", "xpu")],
 )
 def test_variant_from_version(version: str, variant: Optional[str]) -> None:
-    assert payload.variant_from_version(version) == variant
+    assert pv.variant_from_version(version) == variant
 
 
 def test_variant_from_requires() -> None:
     reqs = ["filelock", 'nvidia-cuda-runtime-cu12==12.4.127; platform_system == "Linux"']
-    assert payload.variant_from_requires(reqs) == ("cu124", "nvidia-cuda-runtime-cu12==12.4.127")
+    assert pv.variant_from_requires(reqs) == ("cu124", "nvidia-cuda-runtime-cu12==12.4.127")
     reqs = ['cuda-toolkit[cublas,cudart]==13.0.3; platform_system == "Linux"']
-    assert payload.variant_from_requires(reqs)[0] == "cu130"
-    assert payload.variant_from_requires(["numpy"]) == (None, None)
+    assert pv.variant_from_requires(reqs)[0] == "cu130"
+    assert pv.variant_from_requires(["numpy"]) == (None, None)
 
 
 def _fake_dist(site: Path, name: str, version: str, files: Dict[str, bytes], requires: Sequence[str] = ()) -> None:
@@ -354,7 +355,11 @@ def test_torchvision_variant_from_compiled_files(tmp_path: Path) -> None:
     _fake_dist(site, "apex", "0.1", {"apex/amp_C.so": make_elf(tmp_path / "b2" / "amp.so",
                                                                ["libc10.so", "libtorch_cpu.so"]).read_bytes()})
     data = envelope(run(["--no-torch"], pythonpath=site))
-    pkgs = {p["name"]: p for p in data["result"]["packages"]}
+    raw = {p["name"]: p for p in data["result"]["packages"]}
+    # the payload reports the linkage; envdoctor's side judges the variant from it
+    assert "variant" not in raw["torchvision"]
+    assert raw["torchvision"]["variant_inputs"]["linked"]["libcudart.so.13"] == "torchvision/_C.so"
+    pkgs = {name: pv.with_variant(p) for name, p in raw.items()}
     tv = pkgs["torchvision"]
     assert tv["variant"] == "cuda13"
     assert "libcudart.so.13 (torchvision/_C.so)" in tv["variant_evidence"]
@@ -372,15 +377,18 @@ def test_version_py_local_tag_wins_over_linkage(tmp_path: Path) -> None:
         "torchvision/version.py": b"__version__ = '0.20.1+cu124'\ngit_version = 'x'\n",
         "torchvision/_C.so": so.read_bytes(),
     })
-    variant, evidence = payload.package_variant(
+    def package_variant(key: str, version: str, location: Optional[str], requires: List[str], files: List[str]):
+        return pv.package_variant(key, version, requires, payload.package_evidence(key, location, files))
+
+    variant, evidence = package_variant(
         "torchvision", "0.20.1", str(site), [], ["torchvision/version.py", "torchvision/_C.so"])
     assert variant == "cu124"
     assert evidence.startswith("torchvision/version.py: __version__ = '0.20.1+cu124'")
     # torch without a local tag (conda builds): torch/version.py's cuda = '12.4'
     _fake_dist(site, "torch", "2.5.1", {"torch/version.py": b"__version__ = '2.5.1'\ncuda: Optional[str] = '12.4'\n"})
-    assert payload.package_variant("torch", "2.5.1", str(site), [], ["torch/version.py"])[0] == "cu124"
+    assert package_variant("torch", "2.5.1", str(site), [], ["torch/version.py"])[0] == "cu124"
     # the metadata's own local tag is the first and cheapest answer
-    assert payload.package_variant("torch", "2.5.1+cu121", None, [], []) == ("cu121", "version local tag: 2.5.1+cu121")
+    assert package_variant("torch", "2.5.1+cu121", None, [], []) == ("cu121", "version local tag: 2.5.1+cu121")
 
 
 # --------------------------------------------------------------------------- loaded libraries

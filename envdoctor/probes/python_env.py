@@ -20,6 +20,7 @@ from envdoctor.facts import (
     TorchInfo,
     from_dict,
 )
+from envdoctor.probes.package_variants import with_variant
 from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.runner import OUTPUT_CAP_BYTES, RunResult
 
@@ -220,7 +221,8 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     base = _section(PythonEnv, {k: result[k] for k in scalar_keys if k in result}, "python", notes) or PythonEnv()
     packages = []
     for i, p in enumerate(result.get("packages") or []):
-        pkg = _section(Package, p, f"python.packages[{i}]", notes)
+        # the payload reports what the files say; the variant is judged here (probes/package_variants.py)
+        pkg = _section(Package, with_variant(p) if isinstance(p, dict) else p, f"python.packages[{i}]", notes)
         if pkg is not None:
             packages.append(pkg)
     libs = _copies(result.get("loaded_libraries"), "python.loaded_libraries", notes)
