@@ -245,3 +245,28 @@ def test_without_pynvml_and_nothing_else_is_absent(tmp_path, monkeypatch):
     # with the kernel module loaded, "we could not ask" is not "absent"
     d = probe_driver(no_smi(), root=make_root(tmp_path / "m"))
     assert d.status == ProbeStatus.UNSUPPORTED and d.kernel_module_version == "550.54.14"
+
+
+def test_unparseable_xml_falls_back_to_the_query_csv(tmp_path):
+    """The CSV fallback the README promises: nvidia-smi answered -q -x with XML it cannot parse; the real H200
+    --query-gpu capture (tests/fixtures/SOURCES.md) gives the driver and the GPU."""
+    from envdoctor.probes.nvidia_smi import CSV_ARGV
+
+    csv = (FIX / "nvidia-smi-query/h200_590.48.01_idle_query-gpu.csv").read_text()
+    runner = FakeRunner({XML: "<nvidia_smi_log><gpu>", CSV_ARGV: csv})
+    d = probe_driver(runner, nvml=FakeNvml(init_error="NO_PERMISSION"), root=make_root(tmp_path, module="590.48.01"))
+    assert d.status == ProbeStatus.OK and d.source == "nvidia-smi-csv"
+    assert d.version == "590.48.01" == d.kernel_module_version
+    assert "nvidia-smi XML does not parse" in d.reason and "NVML unusable: NO_PERMISSION" in d.reason
+    (g,) = d.gpus
+    assert g.name == "NVIDIA H200" and g.pci_bus_id == "00000000:83:00.0" and g.compute_capability == "9.0"
+    assert runner.calls == [XML, CSV_ARGV]
+
+
+def test_failed_csv_fallback_keeps_the_xml_failure(tmp_path):
+    from envdoctor.probes.nvidia_smi import CSV_ARGV
+
+    runner = FakeRunner({XML: "not xml", CSV_ARGV: (6, "", "Field \"x\" is not a valid field to query.\n")})
+    d = probe_driver(runner, nvml=FakeNvml(init_error="UNKNOWN"), root=str(tmp_path))
+    assert d.status == ProbeStatus.FAILED and d.source == "nvml"  # NVML failed first; both reasons kept
+    assert "nvidia-smi XML does not parse" in d.reason and "CSV fallback:" in d.reason and "exited 6" in d.reason
