@@ -3,7 +3,7 @@
     python scripts/readme_categories.py          # rewrite the table in README.md
     python scripts/readme_categories.py --check  # exit 1 if README.md's table is not the generated one
 
-tests/test_readme_categories.py runs the check, so a category, meaning, fix or check added without the table
+tests/unit/test_readme_categories.py runs the check, so a category, meaning, fix or check added without the table
 following fails the suite.
 """
 
