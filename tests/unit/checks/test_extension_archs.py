@@ -23,7 +23,7 @@ from envdoctor.findings import CheckStatus
 from envdoctor.probes import python_env as pe
 from envdoctor.targets import resolve_gpus
 from tests import machines
-from tests.test_torch_static import _fatbin, build_so, needs_gcc
+from tests.unit.probes.test_torch_static import _fatbin, build_so, needs_gcc
 
 PAYLOAD = Path(payload.__file__)
 NVCC = shutil.which("nvcc")
