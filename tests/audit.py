@@ -16,8 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Tuple
 
-HERE = Path(__file__).resolve().parent
-SHARED_EXAMPLES = HERE.parents[1] / "shared" / "examples"
+from tests.paths import FIXTURES, SHARED
+
+SHARED_EXAMPLES = SHARED / "examples"
 
 # audit events (https://docs.python.org/3/library/audit_events.html) that touch the machine
 _EVENTS = ("open", "os.listdir", "os.scandir", "os.system", "os.fork", "os.forkpty", "os.kill", "os.killpg",
@@ -95,7 +96,7 @@ def snapshots() -> List[Tuple[str, Any]]:
     from tests import machines
 
     out: List[Tuple[str, Any]] = [("empty", Facts())]
-    for path in sorted((HERE / "fixtures" / "snapshots").glob("*.json")):
+    for path in sorted((FIXTURES / "snapshots").glob("*.json")):
         out.append((f"snapshot:{path.stem}", Facts.from_json(path.read_text(encoding="utf-8"))))
     for name, fn in sorted(vars(machines).items()):
         if (inspect.isfunction(fn) and fn.__module__ == machines.__name__ and not name.startswith("_")
@@ -108,6 +109,6 @@ def snapshots() -> List[Tuple[str, Any]]:
 
 def pastes() -> List[Path]:
     """Every paste in the repository: the fixtures' text captures and ../shared/examples/reports*/*.txt."""
-    out = sorted((HERE / "fixtures").rglob("*.txt"))
+    out = sorted(FIXTURES.rglob("*.txt"))
     out += sorted(SHARED_EXAMPLES.glob("reports*/*.txt"))
     return out
