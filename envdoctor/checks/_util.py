@@ -192,3 +192,9 @@ def is_nvidia_gpu_description(description: Optional[str]) -> bool:
     """Does a PCI device description name an NVIDIA GPU (VGA or 3D controller, vendor NVIDIA / 0x10de)?"""
     d = (description or "").lower()
     return ("3d controller" in d or "vga" in d) and ("nvidia" in d or "[10de:" in d)
+
+
+def torch_releases(ctx) -> list:
+    """The compat torch release rows (none when the compat object has no torch table)."""
+    getter = getattr(ctx.compat, "torch_releases", None)
+    return list(getter()) if getter else []

@@ -7,15 +7,14 @@ from typing import Dict, List, Optional, Tuple
 
 from ..facts import Facts, Package, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import command, driver_install, pip_install, set_env, unset_env
+from ..remedies import COMPAT_DOC, command, driver_install, set_env, unset_env
+from ..remedies.torch_plan import upgrade_driver_fix
+from ._gpus import container_without_gpus, nvidia_hardware
 from ._util import (
-    driver_branch,
-    driver_runs_cuda,
     is_nvidia_gpu_description,
     local_tag,
     major_minor,
     mm_str,
-    parse_version,
     torch_builds,
     torch_envs,
     torch_label,
@@ -26,7 +25,6 @@ from .base import CheckContext, SkipCheck, registrar
 CHECKS: list = []
 check = registrar(CHECKS)
 
-COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 
 
@@ -41,23 +39,6 @@ def _gpu_expected(facts: Facts) -> bool:
         if is_nvidia_gpu_description(link.description):
             return True
     return False
-
-
-def nvidia_hardware(facts: Facts) -> Optional[bool]:
-    """Is there NVIDIA hardware on this machine's PCI bus? None when nothing says (a snapshot without sysfs)."""
-    devices = facts.topology.nvidia_pci_devices
-    if devices or facts.driver.gpus:
-        return True
-    if any(is_nvidia_gpu_description(link.description) for link in facts.topology.pcie_links):
-        return True
-    return False if devices == [] else None
-
-
-def container_without_gpus(facts: Facts) -> bool:
-    """A container on a host with NVIDIA GPUs that was started without them (no /dev/nvidia* passed in)."""
-    c = facts.host.container
-    return bool(c and c.runtime and not c.gpu_device_nodes and facts.driver.status != ProbeStatus.OK
-                and nvidia_hardware(facts))
 
 
 def _no_hardware(ctx: CheckContext) -> List[Finding]:
@@ -310,30 +291,6 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
 # --------------------------------------------------------------------------- driver vs torch's CUDA
 
 
-def _alternative_variant(ctx: CheckContext, torch_version: str, driver: str) -> Optional[str]:
-    """The newest CUDA variant of this torch release that this driver runs and that has kernels for
-    every GPU here (an older CUDA build often lacks the newest architectures: 1.12 cu102 has no sm_80)."""
-    from ..compat import arch_runs, cuda_of_variant
-    from .torch_build import gpu_capabilities
-
-    rel = ctx.compat.torch_release(torch_version)
-    if rel is None:
-        return None
-    ccs = [cc for _, cc, _ in gpu_capabilities(ctx) if cc]
-
-    def fits(variant: str) -> bool:
-        arch = ctx.compat.torch_arch_list(torch_version, variant)
-        return not arch or all(arch_runs(arch, cc)[0] for cc in ccs)
-
-    runnable = [v for v in rel.cuda_variants
-                if driver_runs_cuda(ctx.facts.driver, ctx.compat, cuda_of_variant(v)) and fits(v)]
-    return max(runnable, key=lambda v: parse_version(cuda_of_variant(v))) if runnable else None
-
-
-def _min_branch_for(min_driver: Optional[str]) -> Optional[int]:
-    return driver_branch(min_driver)
-
-
 @check("driver.cuda-compat", "Driver supports torch's CUDA version", categories=("DRIVER_TOO_OLD_FOR_TORCH_CUDA",))
 def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
@@ -441,7 +398,7 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
                     evidence=[Evidence("driver.version", d.version, expected=f">= {req.min_driver or floor}",
                                        source=req.source),
                               Evidence(f"pythons[{i}].torch.arch_list", t.arch_list)],
-                    fix=_fix_upgrade_driver(ctx, req.min_driver, t.version, d.version, datacenter, py),
+                    fix=upgrade_driver_fix(ctx, req.min_driver, t.version, d.version, datacenter, py),
                 ))
                 continue
             own = (f"below CUDA {cuda}'s own minimum ({req.min_driver})" if req.min_driver else
@@ -528,122 +485,6 @@ def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
     return out
 
 
-def _target_branch(ctx: CheckContext, min_driver: Optional[str]) -> Optional[int]:
-    """The oldest still-supported production/LTS branch at or above what ``min_driver`` needs that also
-    supports every GPU here (compat driver_gpu_support.json); None when no branch does both.
-
-    Installing exactly the minimum's branch (e.g. 530 for CUDA 12.1) often names a short-lived feature
-    branch that distributions no longer ship; a supported branch that is new enough is the useful answer.
-    """
-    return _branch_plan(ctx, min_driver)[0]
-
-
-def _branch_plan(ctx: CheckContext, min_driver: Optional[str]) -> Tuple[Optional[int], Optional[str]]:
-    """(branch to suggest, why no branch can be suggested) for a driver at least ``min_driver``.
-
-    A branch that drops a GPU here (R580 for a Tesla K80: Kepler ends at R470) or predates it (R550 for an
-    RTX 5090: Blackwell starts at R570) is never suggested.
-    """
-    import datetime
-
-    from ..compat.health import health_table
-    from ._gpu_branches import branch_max_cuda, gpu_branch_limits
-
-    need = _min_branch_for(min_driver)
-    if need is None:
-        return None, None
-    limits = gpu_branch_limits(ctx)
-    if limits.hi is not None and need > limits.hi and limits.hi_gpu is not None:
-        ceiling = branch_max_cuda(ctx, limits.hi)
-        return None, (f"{limits.hi_gpu.label} is supported only up to the R{limits.hi} driver branch"
-                      + (f" (CUDA {ceiling} at most" + (", other 11.x builds through minor-version compatibility)"
-                                                       if ceiling.startswith("11.") else ")")
-                         if ceiling else "")
-                      + f", so no driver both runs it and meets {min_driver}")
-    floor = max(need, limits.lo or 0)
-    try:
-        table = health_table(ctx.compat)
-        on = datetime.date.fromisoformat((ctx.facts.collected_at or table.as_of)[:10])
-    except (LookupError, ValueError, TypeError):
-        return floor, None
-    supported = sorted(b.branch for b in table.supported_branches(on) if b.branch >= floor and limits.allows(b.branch))
-    if supported:
-        return supported[0], None
-    if limits.hi is not None:
-        # every supported branch dropped this GPU: its last (legacy) branch is still the one that runs it
-        return limits.hi, None
-    return floor, None
-
-
-def _legacy_gpu_alternative(ctx: CheckContext, py, torch_version: str,
-                            driver: Optional[str]) -> Tuple[str, List[str]]:
-    """What to do when no driver runs this torch's CUDA on these GPUs: this torch in a CUDA variant the
-    driver runs, else the newest torch the GPUs' last branch runs with kernels for them, else a newer GPU."""
-    from ..compat.health import branch_of
-    from ._gpu_branches import gpu_branch_limits, newest_patch, newest_torch_for
-    from ._util import base_version
-    from .packages import _pair_pins
-
-    limits = gpu_branch_limits(ctx)
-    hi = limits.hi
-    if hi is None:
-        return "", []
-    alt = _alternative_variant(ctx, torch_version, driver) if driver else None
-    if alt:
-        version = base_version(torch_version) or ""
-        pins = _pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
-        return (f"; install the {alt} build of torch {version}, which this driver runs and which has kernels "
-                "for it"), [pip_install(ctx.facts, py, pins, alt, force=True)]
-    ccs = [x.cc for x in limits.gpus]
-    best = newest_torch_for(ctx, hi, ccs)
-    if best is None:
-        who = limits.hi_gpu.label if limits.hi_gpu else "this GPU"
-        return (f"; no torch release with kernels for {who} runs on R{hi}: this torch needs a newer GPU (or "
-                "cloud instance)"), []
-    minor, variant = best
-    version = newest_patch(ctx, minor)
-    pins = _pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
-    commands = [pip_install(ctx.facts, py, pins, variant, force=True)]
-    note = ""
-    if branch_of(driver) != hi:
-        # R{hi} is the last branch for this GPU
-        plan = driver_install(ctx.facts, hi)
-        commands[:0] = plan.commands
-        note = f" ({plan.note})" if plan.note else ""
-    return (f"; install a torch build that R{hi} runs and that has kernels for it - the newest is torch "
-            f"{version} ({variant}) - or use a newer GPU (or cloud instance) for newer torch releases{note}"), commands
-
-
-def _fix_upgrade_driver(ctx: CheckContext, min_driver: Optional[str], torch_version: str,
-                        driver: Optional[str], datacenter: bool, py=None) -> Fix:
-    branch, impossible = _branch_plan(ctx, min_driver)
-    if impossible:
-        text, commands = _legacy_gpu_alternative(ctx, py, torch_version, driver)
-        # no cuda-compat note: forward compatibility needs a branch that supports the GPU too
-        return Fix(f"No driver upgrade helps: {impossible}{text}", commands, COMPAT_DOC)
-    plan = driver_install(ctx.facts, branch) if branch is not None else None
-    commands = list(plan.commands) if plan else []
-    summary = (f"Upgrade the NVIDIA driver to {min_driver} or newer (e.g. the supported R{branch} branch)"
-               if min_driver else "Upgrade the NVIDIA driver")
-    if plan and plan.note:
-        summary += f" ({plan.note})"
-    if driver:
-        alt = _alternative_variant(ctx, torch_version, driver)
-        if alt:
-            from ._util import base_version
-            from .packages import _pair_pins
-
-            version = base_version(torch_version) or ""
-            # reinstall the companions with it: a cu118 torch next to a cu121 torchvision is CUDA_VARIANT_MIXED
-            pins = _pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
-            summary += f", or install the {alt} build of torch, which this driver supports"
-            commands.append(pip_install(ctx.facts, py, pins, alt, force=True))
-    if datacenter:
-        summary += ("; on data-center GPUs the CUDA forward-compatibility package (cuda-compat) is a third "
-                    "way")
-    return Fix(summary, commands, COMPAT_DOC)
-
-
 def _too_old_finding(ctx: CheckContext, i: int, label: str, cuda: str, min_driver: Optional[str],
                      floor: Optional[str], driver: Optional[str], ceiling: Optional[str], datacenter: bool,
                      source: Optional[str] = None) -> Finding:
@@ -667,7 +508,7 @@ def _too_old_finding(ctx: CheckContext, i: int, label: str, cuda: str, min_drive
                 "NVIDIA lists for it; with an older driver torch.cuda.is_available() is False ('The NVIDIA "
                 "driver on your system is too old')."),
         evidence=ev,
-        fix=_fix_upgrade_driver(ctx, min_driver or floor, torch_version or "", driver, datacenter,
+        fix=upgrade_driver_fix(ctx, min_driver or floor, torch_version or "", driver, datacenter,
                                 ctx.facts.pythons[i]),
     )
 

@@ -9,7 +9,7 @@ from ..compat.health import HealthTable, branch_of, health_table
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import DriverPlan, driver_install
-from ._gpu_branches import GpuBranchLimits, gpu_branch_limits
+from ..remedies.driver_branch import GpuBranchLimits, gpu_branch_limits
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []

@@ -4,59 +4,14 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from ..facts import Driver, Facts, Gpu, ProbeStatus, pci_bus_key
+from ..facts import Driver, Gpu, ProbeStatus, pci_bus_key
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, kernel_log_xid, placeholder, set_env
-from .base import Check, CheckContext, SkipCheck, registrar, section_reason
+from ._gpus import GIB, MIB, gpu_label, gpu_list, gpu_path, looks_loaded, require_any, require_gpus
+from .base import Check, CheckContext, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
-
-MIB = 2**20
-GIB = 2**30
-
-
-# --------------------------------------------------------------------------- helpers shared by the health checks
-
-
-def gpu_label(g: Gpu) -> str:
-    return f"GPU {g.index} ({g.name})" if g.name else f"GPU {g.index}"
-
-
-def gpu_path(g: Gpu, fieldname: str) -> str:
-    return f"driver.gpus[{g.index}].{fieldname}"
-
-
-def require_gpus(facts: Facts, what: str) -> List[Gpu]:
-    """The GPUs the driver probe saw; SkipCheck when there are none to judge."""
-    driver: Driver = facts.driver
-    if driver.status != ProbeStatus.OK:
-        raise SkipCheck(section_reason(driver, what))
-    if not driver.gpus:
-        raise SkipCheck(f"{what} unknown: the driver reports no GPU")
-    return list(driver.gpus)
-
-
-def require_any(gpus: List[Gpu], fields: Tuple[str, ...], what: str) -> None:
-    if not any(getattr(g, f) is not None for g in gpus for f in fields):
-        raise SkipCheck(f"{what} unknown: the probe did not report {', '.join(fields)}")
-
-
-def gpu_list(gpus: List[Gpu]) -> str:
-    idx = [str(g.index) for g in gpus]
-    return ("GPU " if len(idx) == 1 else "GPUs ") + ", ".join(idx)
-
-
-def looks_loaded(g: Gpu) -> bool:
-    """Readings taken under load: our own load (under_load) or the GPU visibly working.
-
-    Power draw within 10% of the limit only happens under load; utilisation is a weaker sign.
-    """
-    if g.under_load:
-        return True
-    if g.power_draw_w is not None and g.power_limit_w and g.power_draw_w >= 0.9 * g.power_limit_w:
-        return True
-    return g.utilization_gpu_pct is not None and g.utilization_gpu_pct >= 50
 
 
 # --------------------------------------------------------------------------- GPU_THROTTLED

@@ -7,8 +7,8 @@ from typing import Any, List, Optional, Tuple
 from ..facts import Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import export, placeholder
+from ._gpus import gpu_label, gpu_path, require_gpus
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
-from .gpu_health import gpu_label, gpu_path, require_gpus
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)

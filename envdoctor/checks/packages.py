@@ -8,6 +8,7 @@ from typing import List, Optional, Tuple
 from ..facts import Package, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
+from ..remedies.torch_plan import COMPANIONS, pair_pins, target_variant
 from ._util import (
     base_version,
     local_tag,
@@ -15,7 +16,6 @@ from ._util import (
     mm_str,
     parse_version,
     torch_envs_or_skip,
-    torch_variant,
     variant_cuda_major,
     variant_kind,
 )
@@ -24,7 +24,6 @@ from .base import CheckContext, SkipCheck, registrar
 CHECKS: list = []
 check = registrar(CHECKS)
 
-COMPANIONS = ("torchvision", "torchaudio")
 TRITON_NAMES = ("triton", "pytorch-triton")
 VISION_README = "https://github.com/pytorch/vision#installation"
 
@@ -72,26 +71,6 @@ def _same_variant(a: str, b: str) -> bool:
     return a == b
 
 
-def _target_variant(ctx: CheckContext, py: PythonEnv, torch_version: str) -> Optional[str]:
-    """Which variant the fix should install: keep torch's, unless torch is CPU on a GPU box."""
-    tv = torch_variant(py, ctx.compat)
-    if tv == "cpu" and ctx.facts.driver.gpus:
-        rel = ctx.compat.torch_release(torch_version)
-        if rel and rel.default_variant:
-            return rel.default_variant
-    return tv
-
-
-def _pair_pins(ctx: CheckContext, py: PythonEnv, torch_version: str) -> List[str]:
-    pins = [f"torch=={torch_version}"]
-    comp = ctx.compat.companions(torch_version)
-    for name in COMPANIONS:
-        if py.package(name) is not None:
-            want = getattr(comp, name, None) if comp else None
-            pins.append(f"{name}=={want}" if want else name)
-    return pins
-
-
 @check("packages.cuda-variant", "torch-family packages share one CUDA variant", categories=("CUDA_VARIANT_MIXED",))
 def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
@@ -124,7 +103,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
         if not mixed and not wheels:
             continue
         version = base_version(py.torch.version) or ""
-        target = _target_variant(ctx, py, version)
+        target = target_variant(ctx, py, version)
         # the summary keeps the first piece of evidence; the whole text is in the evidence list
         parts = [f"{p.name} {p.version} is {v} ({ev.split(';')[0]})" for p, v, ev, _ in mixed]
         parts += [f"{p.name} {p.version} is for CUDA {p.name.rsplit('-cu', 1)[1]}" for p in wheels]
@@ -147,7 +126,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
             evidence=evidence,
             fix=Fix(f"Reinstall the set together from the {target} index" if target else
                     "Reinstall torch and its companions together from one index",
-                    [pip_install(ctx.facts, py, _pair_pins(ctx, py, version), target, force=True)], VISION_README),
+                    [pip_install(ctx.facts, py, pair_pins(ctx, py, version), target, force=True)], VISION_README),
             confidence=None if certain else "medium",
         ))
     if not findings and not judged:
@@ -205,7 +184,7 @@ def check_companions(ctx: CheckContext) -> List[Finding]:
 def _companion_finding(ctx: CheckContext, i: int, py: PythonEnv, pkg: Package, tver: str,
                        want: Optional[str], name: str, pairs_with: Optional[str] = None) -> Finding:
     built_for = pairs_with or ctx.compat.torch_for_companion(name, base_version(pkg.version) or "")
-    target = _target_variant(ctx, py, tver)
+    target = target_variant(ctx, py, tver)
     pin = f"{pkg.name}=={want}" if want else pkg.name
     expected = f"{want} (pairs with torch {tver})" if want else f"the {name} release for torch {mm_str(tver)}"
     tail = f", which pairs with torch {built_for}" if built_for else ""

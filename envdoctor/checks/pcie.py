@@ -7,9 +7,9 @@ from typing import Dict, List, Optional, Tuple
 from ..facts import Gpu, PcieLink, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pcie_link_status
+from ._gpus import gpu_label
 from ._util import is_nvidia_gpu_description
 from .base import Check, CheckContext, SkipCheck, registrar
-from .gpu_health import gpu_label
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)

@@ -7,8 +7,8 @@ from typing import List
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import Raw, command, placeholder, remove_linux_driver
+from ._gpus import nvidia_hardware
 from .base import CheckContext, SkipCheck, registrar
-from .driver import nvidia_hardware
 
 CHECKS: list = []
 check = registrar(CHECKS)

@@ -5,19 +5,20 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from ..compat import cuda_of_variant
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, conda_cuda_note, new_venv, pip_check, pip_install
+from ..remedies.torch_plan import companion_pins, cuda_build_for, find_build_for, pair_pins
+from ._gpus import gpu_capabilities
 from ._util import (
     base_version,
-    driver_runs_cuda,
     is_nvidia_gpu_description,
     mm_str,
     parse_version,
     torch_builds,
     torch_envs_or_skip,
     torch_label,
+    torch_releases,
     torch_variant,
     version_ge,
 )
@@ -27,30 +28,6 @@ CHECKS: list = []
 check = registrar(CHECKS)
 
 GET_STARTED = "https://pytorch.org/get-started/locally/"
-
-
-def gpu_capabilities(ctx: CheckContext) -> List[Tuple[str, Optional[str], str]]:
-    """(label, compute capability or None, fact path) per GPU, from the driver, torch or the GPU table."""
-    out = []
-    facts = ctx.facts
-    for g in facts.driver.gpus:
-        cc = g.compute_capability
-        path = f"driver.gpus[{g.index}].compute_capability"
-        if not cc and g.name:
-            # one compute capability even when the name fits several cards (a cut-short "RTX 2080 ...")
-            cc = ctx.compat.gpu_compute_capability(g.name)
-            if cc:
-                path = f"compat gpus: compute capability of {g.name!r}"
-        out.append((f"GPU {g.index} ({g.name or 'unknown model'})", cc, path))
-    if not out:
-        for i, py in enumerate(facts.pythons):
-            if py.torch:
-                for dev in py.torch.devices:
-                    out.append((f"GPU {dev.index} ({dev.name or 'unknown model'})", dev.capability,
-                                f"pythons[{i}].torch.devices[{dev.index}].capability"))
-                if out:
-                    break
-    return out
 
 
 def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], str]:
@@ -68,71 +45,6 @@ def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], s
         if arch:
             return list(arch), f"compat matrix: torch {mm_str(t.version)} {variant}"
     return None, ""
-
-
-def _releases(ctx: CheckContext) -> list:
-    getter = getattr(ctx.compat, "torch_releases", None)
-    return list(getter()) if getter else []
-
-
-def _driver_runs(ctx: CheckContext, cuda: Optional[str]) -> Optional[bool]:
-    return driver_runs_cuda(ctx.facts.driver, ctx.compat, cuda)
-
-
-def find_build_for(ctx: CheckContext, cc: str, prefer_minor: Optional[str] = None
-                   ) -> Optional[Tuple[str, str, bool]]:
-    """(torch version, variant, driver_ok) of the best build that has kernels for ``cc``.
-
-    Prefers the same torch minor, then the newest release; among variants, the newest CUDA the driver runs.
-    """
-    from ..compat import arch_runs
-
-    candidates = []
-    for rel in _releases(ctx):
-        for variant, arch in (rel.arch_lists or {}).items():
-            if not arch or not variant.startswith("cu"):
-                continue
-            ok, _ = arch_runs(arch, cc)
-            if not ok:
-                continue
-            cuda = cuda_of_variant(variant)
-            driver_ok = _driver_runs(ctx, cuda) if cuda else None
-            candidates.append((rel, variant, cuda, driver_ok))
-    if not candidates:
-        return None
-
-    def key(c):
-        rel, variant, cuda, driver_ok = c
-        return (
-            driver_ok is not False,
-            prefer_minor is not None and rel.minor == prefer_minor,
-            parse_version(rel.minor),
-            variant == rel.default_variant,
-            parse_version(cuda or "0"),
-        )
-
-    rel, variant, _cuda, driver_ok = max(candidates, key=key)
-    patch = _latest_patch(ctx, rel.minor)
-    return patch, variant, driver_ok is not False
-
-
-def _latest_patch(ctx: CheckContext, minor: str) -> str:
-    best = None
-    table = getattr(ctx.compat, "companion_rows", None)
-    rows = table() if table else []
-    for row in rows:
-        v = row.torch
-        if mm_str(v) == minor and (best is None or parse_version(v) > parse_version(best)):
-            best = v
-    return best or f"{minor}.*"
-
-
-def _companion_pins(ctx: CheckContext, torch_version: str) -> List[str]:
-    comp = ctx.compat.companions(torch_version) if "*" not in torch_version else None
-    pins = [f"torch=={torch_version}"]
-    if comp and comp.torchvision:
-        pins.append(f"torchvision=={comp.torchvision}")
-    return pins
 
 
 @check("torch.gpu-arch", "torch has kernels for every GPU", categories=("GPU_ARCH_NOT_IN_TORCH_BUILD",))
@@ -185,7 +97,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
             best = find_build_for(ctx, cc, prefer_minor=mm_str(t.version))
             if best:
                 version, variant, driver_ok = best
-                pins = _companion_pins(ctx, version)
+                pins = companion_pins(ctx, version)
                 fix_summary = f"Install torch {version} built for {variant}, which has kernels for {sm}"
                 cmds = [pip_install(ctx.facts, py, pins, variant, force=True)]
                 if not driver_ok:
@@ -262,17 +174,9 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
         judged = True
         version = base_version(t.version) or ""
         rel = ctx.compat.torch_release(version) if version else None
-        target = None
-        if rel:
-            runnable = [v for v in rel.cuda_variants if cuda_of_variant(v) and _driver_runs(ctx, cuda_of_variant(v)) is not False]
-            if rel.default_variant in runnable:
-                target = rel.default_variant
-            elif runnable:
-                target = max(runnable, key=lambda v: parse_version(cuda_of_variant(v)))
-        from .packages import _pair_pins
-
+        target = cuda_build_for(ctx, rel)
         # every installed companion moves with torch: a +cpu torchaudio left behind is CUDA_VARIANT_MIXED
-        pins = _pair_pins(ctx, py, version)
+        pins = pair_pins(ctx, py, version)
         cmds = [pip_install(ctx.facts, py, pins, target, force=True)] if target else []
         if py.is_conda:
             cmds.append(conda_cuda_note())
@@ -304,7 +208,7 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
     findings = []
     judged = False
     # the newest release whose Python range is confirmed (the newest may be listed but not yet inspected)
-    newest = next((r for r in reversed(_releases(ctx)) if r.python_max), None)
+    newest = next((r for r in reversed(torch_releases(ctx)) if r.python_max), None)
     for i, py in pys:
         pyv = mm_str(py.python_version)
         t = py.torch
