@@ -1,4 +1,4 @@
-"""Host resource checks: /dev/shm size, CPUs per GPU and cgroup CPU quota, RAM per GPU."""
+"""Host checks (host.*): /dev/shm size, CPUs per GPU and cgroup CPU quota, RAM per GPU, NUMA locality."""
 
 from __future__ import annotations
 
