@@ -164,7 +164,7 @@ def _inferred_cuda(ctx: CheckContext, py) -> Optional[Tuple[str, str]]:
     variant (compat torch.json default_variant); that is likely, not certain (an index URL may have been used).
     """
     from ..compat import cuda_of_variant
-    from .packages import package_variant
+    from ._util import package_variant
 
     t = py.torch
     if ctx.facts.origin != "paste" or t is None or t.hip or t.arch_list is not None or local_tag(t.version):

@@ -29,7 +29,7 @@ def _python_argv0(py: PythonEnv) -> str:
 
 def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContext) -> Tuple[Fix, Optional[str]]:
     """(the fix, the root cause's finding code when another check explains the failure)."""
-    from .libraries import shadow_finding, shadows
+    from ._shadowing import shadow_finding, shadows
 
     cause = next((s for s in shadows(py, ctx.facts.system_libraries.libraries) if s.explains_import_error), None)
     if cause is not None:
