@@ -584,7 +584,20 @@ def _finding_codes() -> tuple:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (OSError, SyntaxError, ValueError):
             return None, None  # cannot tell: accept every code rather than reject a real one
+        # a finding builder: NAME = Findings("area.check", ...), then NAME.warning("kind", ...) or NAME("kind", ...)
+        builders = {n.targets[0].id: n.value.args[0].value for n in tree.body
+                    if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Call)
+                    and isinstance(n.value.func, ast.Name) and n.value.func.id == "Findings" and n.value.args
+                    and isinstance(n.value.args[0], ast.Constant)}
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and node.args and builders:
+                f = node.func.value if isinstance(node.func, ast.Attribute) else node.func
+                if isinstance(f, ast.Name) and f.id in builders:
+                    kind = node.args[0]
+                    if isinstance(kind, ast.Constant) and isinstance(kind.value, str):
+                        codes.add(f"{builders[f.id]}/{kind.value}")
+                    else:
+                        prefixes.add(f"{builders[f.id]}/")
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and code_re.fullmatch(node.value):
                 codes.add(node.value)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \

@@ -1,4 +1,4 @@
-"""Check plumbing: the Check record, the context checks read, SkipCheck, and a registrar."""
+"""Check plumbing: the Check record, the context checks read, SkipCheck, a registrar and a finding builder."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
 from ..facts import Facts
-from ..findings import Finding
+from ..findings import Evidence, Finding, Severity
 
 
 class SkipCheck(Exception):
@@ -56,6 +56,33 @@ def registrar(registry: List[Check]):
         return deco
 
     return check
+
+
+@dataclass(frozen=True)
+class Findings:
+    """One check's finding builder, so a check reads as its rule.
+
+    ``found = Findings("gpu.throttle", "GPU_THROTTLED")`` then ``found.warning("thermal", summary, evidence=[...],
+    fix=...)`` is ``Finding("gpu.throttle/thermal", "GPU_THROTTLED", Severity.WARNING, summary, ...)``; a check
+    that emits a second category passes ``category=``.
+    """
+
+    check_id: str
+    category: str
+
+    def __call__(self, kind: str, severity: str, summary: str, *, category: Optional[str] = None,
+                 evidence: Optional[List[Evidence]] = None, **rest: Any) -> Finding:
+        return Finding(f"{self.check_id}/{kind}", category or self.category, severity, summary,
+                       evidence=evidence if evidence is not None else [], **rest)
+
+    def error(self, kind: str, summary: str, **rest: Any) -> Finding:
+        return self(kind, Severity.ERROR, summary, **rest)
+
+    def warning(self, kind: str, summary: str, **rest: Any) -> Finding:
+        return self(kind, Severity.WARNING, summary, **rest)
+
+    def info(self, kind: str, summary: str, **rest: Any) -> Finding:
+        return self(kind, Severity.INFO, summary, **rest)
 
 
 def skip_unless(condition: Any, reason: str) -> None:

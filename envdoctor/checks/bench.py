@@ -15,10 +15,13 @@ from ._bench_expect import (
     limiting_throttles,
     storage_for,
 )
-from .base import Check, CheckContext, SkipCheck, registrar
+from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
+GPU_VIRTUALIZED = Findings("bench.gpu-virtualized", "GPU_VIRTUALIZED")
+SUSTAINED = Findings("bench.sustained", "PERF_BELOW_EXPECTED")
 
 _THROTTLE_TEXT = {"sw_thermal_slowdown": "SW Thermal Slowdown", "hw_thermal_slowdown": "HW Thermal Slowdown",
                   "sw_power_cap": "SW Power Cap", "hw_slowdown": "HW Slowdown",
@@ -239,8 +242,8 @@ def sustained(ctx: CheckContext) -> List[Finding]:
         seen = r.params.get("throttle_reasons_seen") or []
         if onset is not None or (isinstance(drop, (int, float)) and drop > 10):
             names = ", ".join(_THROTTLE_TEXT.get(t, t) for t in seen) or "no throttle reason reported"
-            out.append(Finding(
-                "bench.sustained/throttled", "PERF_BELOW_EXPECTED", Severity.WARNING,
+            out.append(SUSTAINED.warning(
+                "throttled",
                 f"{r.device} under sustained load: throughput fell {drop if drop is not None else '?'}% "
                 f"({r.params.get('tflops_first')} -> {r.params.get('tflops_last')} TFLOP/s)"
                 + (f"; throttling from {onset:g} s ({names})" if onset is not None else ""),
@@ -256,8 +259,8 @@ def sustained(ctx: CheckContext) -> List[Finding]:
         median = values[len(values) // 2]
         i, slow = min(gpus, key=lambda x: x[1].value)
         if slow.value < 0.9 * median:
-            out.append(Finding(
-                "bench.sustained/straggler", "PERF_BELOW_EXPECTED", Severity.WARNING,
+            out.append(SUSTAINED.warning(
+                "straggler",
                 f"{slow.device} sustains {slow.value:g} TFLOP/s against the median {median:g} of {len(gpus)} GPUs "
                 f"running at the same time ({slow.value / median:.0%}): a data-parallel job runs at the slowest one",
                 evidence=[Evidence(f"bench.results[{i}].value", slow.value, expected=f">= 90% of {median:g}")],
@@ -280,8 +283,8 @@ def gpu_virtualized(ctx: CheckContext) -> List[Finding]:
         by_mode = g.virtualization_mode == "vgpu"
         by_name = bool(VGPU_NAME.match(g.name or ""))
         if by_mode or by_name:
-            out.append(Finding(
-                "bench.gpu-virtualized/vgpu", "GPU_VIRTUALIZED", Severity.INFO,
+            out.append(GPU_VIRTUALIZED.info(
+                "vgpu",
                 f"GPU {i} ({g.name}) is a vGPU: a slice of a physical GPU behind a hypervisor",
                 detail="Its memory and time are shared with other virtual machines; benchmark figures below the "
                        "whole board's are expected and this is the likely reason when they are low.",

@@ -12,10 +12,15 @@ from ._util import (
     is_nvidia_gpu_description,
     torch_envs,
 )
-from .base import CheckContext, SkipCheck, registrar
+from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
+
+GPUS_VISIBLE = Findings("driver.gpus-visible", "NO_GPU_VISIBLE")
+HARDWARE = Findings("driver.hardware", "NO_GPU_VISIBLE")
+LIBRARY_MATCH = Findings("driver.library-match", "DRIVER_LIBRARY_MISMATCH")
+PRESENT = Findings("driver.present", "NO_NVIDIA_DRIVER")
 
 DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 
@@ -39,12 +44,10 @@ def _no_hardware(ctx: CheckContext) -> List[Finding]:
     evidence = [Evidence("topology.nvidia_pci_devices", [], expected="an NVIDIA (vendor 0x10de) PCI device"
                          if ctx.expect_gpu else None, source="/sys/bus/pci/devices")]
     if ctx.expect_gpu:
-        return [Finding(
-            code="driver.hardware/none-expected",
-            category="NO_GPU_VISIBLE",
-            severity=Severity.ERROR,
-            summary="GPUs are expected here, but this machine has no NVIDIA hardware: no PCI device of vendor "
-                    "0x10de under /sys/bus/pci/devices",
+        return [HARDWARE.error(
+            "none-expected",
+            "GPUs are expected here, but this machine has no NVIDIA hardware: no PCI device of vendor "
+            "0x10de under /sys/bus/pci/devices",
             detail="No driver can help: the machine (or VM) has no NVIDIA GPU attached. On a cloud VM the "
                    "instance type decides; a VM needs the GPU passed through.",
             evidence=evidence,
@@ -58,12 +61,11 @@ def _no_hardware(ctx: CheckContext) -> List[Finding]:
             kind = f"a CUDA {t.cuda} build, running on the CPU here" if t.cuda else "a CPU build"
             parts.append(f"torch {t.version} ({kind})")
             evidence.append(Evidence(f"pythons[{i}].torch.version", t.version))
-    return [Finding(
-        code="driver.hardware/none",
+    return [HARDWARE.info(
+        "none",
+        "No NVIDIA hardware on this machine (no PCI device of vendor 0x10de): CPU work is fine"
+        + (f"; {', '.join(parts)}" if parts else "") + ". Pass --expect-gpu if GPUs should be here",
         category="HEALTHY",
-        severity=Severity.INFO,
-        summary="No NVIDIA hardware on this machine (no PCI device of vendor 0x10de): CPU work is fine"
-                + (f"; {', '.join(parts)}" if parts else "") + ". Pass --expect-gpu if GPUs should be here",
         evidence=evidence,
     )]
 
@@ -134,11 +136,9 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
             evidence.append(Evidence(f"pythons[{i}].torch.cuda_init_error", t.cuda_init_error))
             severity = Severity.ERROR
             break
-    finding = Finding(
-        code="driver.present/absent",
-        category="NO_NVIDIA_DRIVER",
-        severity=severity,
-        summary=summary,
+    finding = PRESENT(
+        "absent", severity,
+        summary,
         detail=("Nothing runs on an NVIDIA GPU without the kernel driver and its user-space libraries "
                 "(libcuda, libnvidia-ml). torch.cuda.is_available() will be False."),
         evidence=evidence,
@@ -192,11 +192,9 @@ def check_library_mismatch(ctx: CheckContext) -> List[Finding]:
                    "newer user-space libcuda (a cuda-compat package, or one baked into the image) was "
                    "loaded over an older kernel driver on a GPU that does not support forward "
                    f"compatibility (only data-center GPUs do: {COMPAT_DOC}).")
-    return [Finding(
-        code="driver.library-match/mismatch",
-        category="DRIVER_LIBRARY_MISMATCH",
-        severity=Severity.ERROR,
-        summary=f"NVIDIA driver and library versions do not match{versions}",
+    return [LIBRARY_MATCH.error(
+        "mismatch",
+        f"NVIDIA driver and library versions do not match{versions}",
         detail=detail,
         evidence=evidence,
         fix=Fix("Reboot so the kernel module and libraries are the same version (or reload the modules); in a "
@@ -244,11 +242,9 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
         ev = [Evidence("driver.gpus", [], expected="at least one GPU")]
         if cvd is not None:
             ev.append(Evidence("host.env.NVIDIA_VISIBLE_DEVICES", cvd))
-        return [Finding(
-            code="driver.gpus-visible/none",
-            category="NO_GPU_VISIBLE",
-            severity=Severity.ERROR,
-            summary=f"Driver {d.version or '(version unknown)'} is loaded but reports no GPU",
+        return [GPUS_VISIBLE.error(
+            "none",
+            f"Driver {d.version or '(version unknown)'} is loaded but reports no GPU",
             detail=("The driver works but lists no device: in a container started without GPUs "
                     "(NVIDIA_VISIBLE_DEVICES unset/void), a GPU that fell off the bus (check `dmesg` for Xid "
                     "79), or a VM without passthrough."),
@@ -265,11 +261,9 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
         cuda_build = bool(t and t.cuda)
         sees_none = bool(t and t.device_count == 0) or (t is not None and t.cuda_available is False)
         if problem and (not t or not cuda_build or sees_none):
-            findings.append(Finding(
-                code="driver.gpus-visible/cuda-visible-devices",
-                category="NO_GPU_VISIBLE",
-                severity=Severity.ERROR,
-                summary=f"{problem}; the driver sees {len(d.gpus)} GPU(s)",
+            findings.append(GPUS_VISIBLE.error(
+                "cuda-visible-devices",
+                f"{problem}; the driver sees {len(d.gpus)} GPU(s)",
                 detail="CUDA applications only see the GPUs CUDA_VISIBLE_DEVICES lists, by index or UUID.",
                 evidence=[Evidence(f"pythons[{i}].env.CUDA_VISIBLE_DEVICES", cvd),
                           Evidence("driver.gpus", len(d.gpus))],

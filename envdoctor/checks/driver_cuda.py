@@ -17,10 +17,12 @@ from ._util import (
     torch_label,
     version_ge,
 )
-from .base import CheckContext, SkipCheck, registrar
+from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
+
+CUDA_COMPAT = Findings("driver.cuda-compat", "DRIVER_TOO_OLD_FOR_TORCH_CUDA")
 
 
 @check("driver.cuda-compat", "Driver supports torch's CUDA version", categories=("DRIVER_TOO_OLD_FOR_TORCH_CUDA",))
@@ -65,12 +67,10 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
                 # works within one major only), so this is known even beyond the matrix.
                 findings.append(_too_old_finding(ctx, i, label, cuda, None, None, d.version, ceiling, datacenter))
             elif not cmm or not tmm or tmm > cmm:
-                findings.append(Finding(
-                    code="driver.cuda-compat/unknown-cuda",
-                    category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
-                    severity=Severity.INFO,
-                    summary=(f"CUDA {t.cuda} ({label}) is unknown to this matrix (as of {ctx.compat.as_of}); "
-                             f"driver {d.version or 'unknown'} not judged"),
+                findings.append(CUDA_COMPAT.info(
+                    "unknown-cuda",
+                    (f"CUDA {t.cuda} ({label}) is unknown to this matrix (as of {ctx.compat.as_of}); "
+                     f"driver {d.version or 'unknown'} not judged"),
                     evidence=[Evidence(f"pythons[{i}].torch.cuda", t.cuda)],
                 ))
             continue
@@ -83,12 +83,10 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
                 findings.append(_too_old_finding(ctx, i, label, cuda, req.min_driver, req.minor_compat_min_driver,
                                                  None, ceiling, datacenter))
             elif cmm and tmm and tmm > cmm:
-                findings.append(Finding(
-                    code="driver.cuda-compat/minor-compat",
-                    category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
-                    severity=Severity.INFO,
-                    summary=(f"The driver supports CUDA {ceiling}; {label} uses CUDA {cuda}: runs through CUDA "
-                             f"minor-version compatibility if the driver is >= {req.minor_compat_min_driver}"),
+                findings.append(CUDA_COMPAT.info(
+                    "minor-compat",
+                    (f"The driver supports CUDA {ceiling}; {label} uses CUDA {cuda}: runs through CUDA "
+                     f"minor-version compatibility if the driver is >= {req.minor_compat_min_driver}"),
                     detail=_MINOR_COMPAT_LIMITS,
                     evidence=ev,
                     fix=Fix("Paste the output of `nvidia-smi` to settle the exact driver version"),
@@ -105,12 +103,10 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
         floor = req.minor_compat_min_driver
         cmajor = major_minor(cuda)[0] if major_minor(cuda) else 0
         if req.min_driver is None and floor is None:
-            findings.append(Finding(
-                code="driver.cuda-compat/unknown-minimum",
-                category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
-                severity=Severity.INFO,
-                summary=(f"The minimum driver for CUDA {cuda} is not confirmed in this matrix (as of "
-                         f"{ctx.compat.as_of}); driver {d.version} not judged"),
+            findings.append(CUDA_COMPAT.info(
+                "unknown-minimum",
+                (f"The minimum driver for CUDA {cuda} is not confirmed in this matrix (as of "
+                 f"{ctx.compat.as_of}); driver {d.version} not judged"),
                 evidence=[Evidence(f"pythons[{i}].torch.cuda", t.cuda, source=req.source)],
             ))
             continue
@@ -118,14 +114,12 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
             # Minor-version compatibility: a 12.x runtime runs on any >= 525.60.13 driver, with limits.
             ptx_only = _ptx_only_gpus(ctx, py)
             if ptx_only:
-                findings.append(Finding(
-                    code="driver.cuda-compat/ptx-needs-newer-driver",
-                    category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
-                    severity=Severity.ERROR,
-                    summary=(f"Driver {d.version} is older than CUDA {cuda} needs "
-                             f"({req.min_driver or 'a driver of CUDA ' + cuda + ' or newer'}) and "
-                             f"{', '.join(ptx_only)} would need torch's PTX JIT-compiled, which minor-version "
-                             "compatibility does not cover"),
+                findings.append(CUDA_COMPAT.error(
+                    "ptx-needs-newer-driver",
+                    (f"Driver {d.version} is older than CUDA {cuda} needs "
+                     f"({req.min_driver or 'a driver of CUDA ' + cuda + ' or newer'}) and "
+                     f"{', '.join(ptx_only)} would need torch's PTX JIT-compiled, which minor-version "
+                     "compatibility does not cover"),
                     detail=_MINOR_COMPAT_LIMITS,
                     evidence=[Evidence("driver.version", d.version, expected=f">= {req.min_driver or floor}",
                                        source=req.source),
@@ -138,12 +132,10 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
                    f"{ctx.compat.as_of})")
             lift = (f"upgrade to driver >= {req.min_driver} to lift the limits" if req.min_driver else
                     f"a driver whose nvidia-smi 'CUDA Version' is {cuda} or newer lifts the limits")
-            findings.append(Finding(
-                code="driver.cuda-compat/minor-compat",
-                category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
-                severity=Severity.INFO,
-                summary=(f"Driver {d.version} is {own} but above the CUDA {cmajor}.x minor-version "
-                         f"compatibility floor ({floor}): {label} runs"),
+            findings.append(CUDA_COMPAT.info(
+                "minor-compat",
+                (f"Driver {d.version} is {own} but above the CUDA {cmajor}.x minor-version "
+                 f"compatibility floor ({floor}): {label} runs"),
                 detail=_MINOR_COMPAT_LIMITS,
                 evidence=[Evidence("driver.version", d.version, expected=f">= {floor} (minor-version compatibility)",
                                    source=COMPAT_DOC),
@@ -231,11 +223,9 @@ def _too_old_finding(ctx: CheckContext, i: int, label: str, cuda: str, min_drive
     if ceiling:
         ev.append(Evidence("driver.cuda_driver_version", ceiling))
     torch_version = ctx.facts.pythons[i].torch.version if ctx.facts.pythons[i].torch else ""
-    return Finding(
-        code="driver.cuda-compat/too-old",
-        category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
-        severity=Severity.ERROR,
-        summary=f"{seen} is too old for {label} (CUDA {cuda} needs {need})",
+    return CUDA_COMPAT.error(
+        "too-old",
+        f"{seen} is too old for {label} (CUDA {cuda} needs {need})",
         detail=("torch ships its own CUDA runtime, but that runtime needs a kernel driver at least as new as "
                 "NVIDIA lists for it; with an older driver torch.cuda.is_available() is False ('The NVIDIA "
                 "driver on your system is too old')."),

@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import List
 
 from ..facts import Gpu
-from ..findings import Evidence, Finding, Fix, Severity
+from ..findings import Evidence, Finding, Fix
 from ..remedies import command, placeholder
 from ._gpus import gpu_list, gpu_path, looks_loaded, require_any, require_gpus
-from .base import Check, CheckContext, registrar
+from .base import Check, CheckContext, Findings, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
+THROTTLE = Findings("gpu.throttle", "GPU_THROTTLED")
 
 
 # NVML clock-event reasons (nvml.h, nvmlClocksEventReasons): which are faults, and when.
@@ -48,12 +50,10 @@ def throttle(ctx: CheckContext) -> List[Finding]:
         # HW slowdown is asserted by the board or the system (power supply, thermal sensor, EDPp):
         # it halves clocks or worse at any load, so it is a fault even when the GPU is idle.
         # NVIDIA nvml.h: nvmlClocksEventReasonHwSlowdown / HwPowerBrakeSlowdown.
-        out.append(Finding(
-            code="gpu.throttle/hw-slowdown",
-            category="GPU_THROTTLED",
-            severity=Severity.ERROR,
-            summary=f"Hardware slowdown active on {gpu_list([g for g, _ in hw])}: "
-                    + "; ".join(f"GPU {g.index}: {', '.join(n)}" for g, n in hw),
+        out.append(THROTTLE.error(
+            "hw-slowdown",
+            f"Hardware slowdown active on {gpu_list([g for g, _ in hw])}: "
+            + "; ".join(f"GPU {g.index}: {', '.join(n)}" for g, n in hw),
             detail="HW Slowdown / HW Power Brake / HW Thermal Slowdown cut the clocks by half or more. They "
                    "are raised by the board or chassis (power supply or power-brake signal, overheating), "
                    "not by your job.",
@@ -69,12 +69,10 @@ def throttle(ctx: CheckContext) -> List[Finding]:
     faulted = {g.index for g, _ in hw}  # already an error there: the same board fault, said once
     maybe = [g for g in gpus if g.index not in faulted and any(r in _HW_MAYBE for r in _reasons(g))]
     if maybe:
-        out.append(Finding(
-            code="gpu.throttle/hw-slowdown-seen",
-            category="GPU_THROTTLED",
-            severity=Severity.WARNING,
-            summary=f"HW Slowdown reported on {gpu_list(maybe)} in one reading: a fault if it persists, "
-                    "harmless during a P-state or clock change",
+        out.append(THROTTLE.warning(
+            "hw-slowdown-seen",
+            f"HW Slowdown reported on {gpu_list(maybe)} in one reading: a fault if it persists, "
+            "harmless during a P-state or clock change",
             detail="HW Slowdown halves clocks or worse when the board asserts it (temperature, power brake, "
                    "power draw). NVIDIA notes that it may also be reported briefly during a P-state or clock "
                    "change, so only a reading that stays tells.",
@@ -89,13 +87,11 @@ def throttle(ctx: CheckContext) -> List[Finding]:
 
     unknown = [g for g in gpus if any(r.startswith("unknown_0x") for r in _reasons(g))]
     if unknown:
-        out.append(Finding(
-            code="gpu.throttle/unknown-reason",
-            category="GPU_THROTTLED",
-            severity=Severity.INFO,
-            summary="Clock-event reason bits this envdoctor cannot name on "
-                    + "; ".join(f"GPU {g.index}: " + ", ".join(r for r in _reasons(g) if r.startswith("unknown_0x"))
-                                for g in unknown),
+        out.append(THROTTLE.info(
+            "unknown-reason",
+            "Clock-event reason bits this envdoctor cannot name on "
+            + "; ".join(f"GPU {g.index}: " + ", ".join(r for r in _reasons(g) if r.startswith("unknown_0x"))
+                        for g in unknown),
             detail="A newer driver reports a reason that the bundled NVML names do not cover; nvidia-smi "
                    "prints its name.",
             evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or [])) for g in unknown],
@@ -104,13 +100,11 @@ def throttle(ctx: CheckContext) -> List[Finding]:
 
     thermal = [g for g in gpus if any(r in _THERMAL for r in _reasons(g))]
     if thermal:
-        out.append(Finding(
-            code="gpu.throttle/thermal",
-            category="GPU_THROTTLED",
-            severity=Severity.WARNING,
-            summary=f"SW thermal slowdown active on {gpu_list(thermal)}: "
-                    + "; ".join(f"GPU {g.index} at {g.temperature_c:g} C" if g.temperature_c is not None
-                                else f"GPU {g.index}" for g in thermal),
+        out.append(THROTTLE.warning(
+            "thermal",
+            f"SW thermal slowdown active on {gpu_list(thermal)}: "
+            + "; ".join(f"GPU {g.index} at {g.temperature_c:g} C" if g.temperature_c is not None
+                        else f"GPU {g.index}" for g in thermal),
             detail="The driver lowers clocks because the GPU (or its memory) is above its thermal target; "
                    "cooling is not keeping up.",
             evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []),
@@ -127,12 +121,10 @@ def throttle(ctx: CheckContext) -> List[Finding]:
     loaded = [g for g in capped if looks_loaded(g)]
     idle = [g for g in capped if not looks_loaded(g)]
     if loaded:
-        out.append(Finding(
-            code="gpu.throttle/power-cap",
-            category="GPU_THROTTLED",
-            severity=Severity.WARNING,
-            summary=f"Power cap limits clocks under load on {gpu_list(loaded)}: "
-                    + "; ".join(_power_text(g) for g in loaded),
+        out.append(THROTTLE.warning(
+            "power-cap",
+            f"Power cap limits clocks under load on {gpu_list(loaded)}: "
+            + "; ".join(_power_text(g) for g in loaded),
             detail="The GPU draws its whole power limit and the driver lowers clocks to stay under it. "
                    "Expected on some workloads, but a limit below the default, or a hot GPU, costs speed.",
             evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []))
@@ -146,12 +138,10 @@ def throttle(ctx: CheckContext) -> List[Finding]:
     if idle:
         # SW Power Cap is reported in P8 at 15-30 W on A40/RTX A6000/RTX 5090 (real captures in
         # tests/fixtures/perf-throttle): a reporting quirk at idle, not a fault; only load tells.
-        out.append(Finding(
-            code="gpu.throttle/power-cap-idle",
-            category="GPU_THROTTLED",
-            severity=Severity.INFO,
-            summary=f"SW power cap reported while idle on {gpu_list(idle)} ("
-                    + "; ".join(_power_text(g) for g in idle) + "): not a fault at idle, not verified under load",
+        out.append(THROTTLE.info(
+            "power-cap-idle",
+            f"SW power cap reported while idle on {gpu_list(idle)} ("
+            + "; ".join(_power_text(g) for g in idle) + "): not a fault at idle, not verified under load",
             evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []))
                       for g in idle],
             fix=Fix("Re-check while a job runs",
@@ -162,13 +152,11 @@ def throttle(ctx: CheckContext) -> List[Finding]:
     lowered = [g for g in gpus if g.power_limit_w is not None and g.power_default_limit_w
                and g.power_limit_w < 0.97 * g.power_default_limit_w]
     if lowered:
-        out.append(Finding(
-            code="gpu.throttle/power-limit-lowered",
-            category="GPU_THROTTLED",
-            severity=Severity.WARNING,
-            summary="Power limit set below the default on "
-                    + "; ".join(f"GPU {g.index}: {g.power_limit_w:g} W of {g.power_default_limit_w:g} W"
-                                for g in lowered),
+        out.append(THROTTLE.warning(
+            "power-limit-lowered",
+            "Power limit set below the default on "
+            + "; ".join(f"GPU {g.index}: {g.power_limit_w:g} W of {g.power_default_limit_w:g} W"
+                        for g in lowered),
             detail="A lowered power limit caps clocks whenever the GPU is busy.",
             evidence=[Evidence(gpu_path(g, "power_limit_w"), g.power_limit_w,
                                expected=f">= {g.power_default_limit_w:g} W (default)") for g in lowered],
@@ -179,13 +167,11 @@ def throttle(ctx: CheckContext) -> List[Finding]:
     locked = [g for g in gpus if g.clocks_sm_locked_max_mhz and g.clocks_sm_max_mhz
               and g.clocks_sm_locked_max_mhz < 0.9 * g.clocks_sm_max_mhz]
     if locked:
-        out.append(Finding(
-            code="gpu.throttle/clocks-locked",
-            category="GPU_THROTTLED",
-            severity=Severity.WARNING,
-            summary="GPU clocks locked below the maximum on "
-                    + "; ".join(f"GPU {g.index}: {g.clocks_sm_locked_max_mhz} MHz of {g.clocks_sm_max_mhz} MHz"
-                                for g in locked),
+        out.append(THROTTLE.warning(
+            "clocks-locked",
+            "GPU clocks locked below the maximum on "
+            + "; ".join(f"GPU {g.index}: {g.clocks_sm_locked_max_mhz} MHz of {g.clocks_sm_max_mhz} MHz"
+                        for g in locked),
             evidence=[Evidence(gpu_path(g, "clocks_sm_locked_max_mhz"), g.clocks_sm_locked_max_mhz,
                                expected=f"unlocked (max {g.clocks_sm_max_mhz} MHz)") for g in locked],
             fix=Fix("Reset the locked GPU clocks",
@@ -196,13 +182,11 @@ def throttle(ctx: CheckContext) -> List[Finding]:
     app_low = [g for g in gpus if g.clocks_sm_app_mhz and g.clocks_sm_app_default_mhz
                and g.clocks_sm_app_mhz < 0.97 * g.clocks_sm_app_default_mhz]
     if app_low:
-        out.append(Finding(
-            code="gpu.throttle/app-clocks-lowered",
-            category="GPU_THROTTLED",
-            severity=Severity.WARNING,
-            summary="Application clocks set below the default on "
-                    + "; ".join(f"GPU {g.index}: {g.clocks_sm_app_mhz} MHz of {g.clocks_sm_app_default_mhz} MHz"
-                                for g in app_low),
+        out.append(THROTTLE.warning(
+            "app-clocks-lowered",
+            "Application clocks set below the default on "
+            + "; ".join(f"GPU {g.index}: {g.clocks_sm_app_mhz} MHz of {g.clocks_sm_app_default_mhz} MHz"
+                        for g in app_low),
             evidence=[Evidence(gpu_path(g, "clocks_sm_app_mhz"), g.clocks_sm_app_mhz,
                                expected=f">= {g.clocks_sm_app_default_mhz} MHz (default)") for g in app_low],
             fix=Fix("Reset the application clocks to their defaults",

@@ -8,10 +8,13 @@ from ..facts import Driver, Gpu, ProbeStatus, pci_bus_key
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, kernel_log_xid, placeholder
 from ._gpus import gpu_label, gpu_list, gpu_path, require_gpus
-from .base import Check, CheckContext, SkipCheck, registrar
+from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
+MEMORY_ERRORS = Findings("gpu.memory-errors", "GPU_MEMORY_ERRORS")
+XID = Findings("gpu.xid", "GPU_XID_ERRORS")
 
 
 @check("gpu.memory-errors", "GPU memory has no uncorrectable errors", categories=("GPU_MEMORY_ERRORS",))
@@ -31,8 +34,8 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                     commands=[f"sudo nvidia-smi -i {g.index} -r", f"nvidia-smi -i {g.index} -q -d ROW_REMAPPER,ECC"],
                     url="https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html")
         if g.remapped_rows_failure:
-            out.append(Finding(
-                "gpu.memory-errors/remap-failed", "GPU_MEMORY_ERRORS", Severity.ERROR,
+            out.append(MEMORY_ERRORS.error(
+                "remap-failed",
                 f"{label}: row remapping failed (no spare rows left)",
                 detail="NVIDIA's memory error management: a remapping failure means the GPU cannot repair "
                        "its memory any more and should be replaced.",
@@ -42,8 +45,8 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
             ))
         if g.remapped_rows_pending:
             n = g.remapped_rows_uncorrectable
-            out.append(Finding(
-                "gpu.memory-errors/remap-pending", "GPU_MEMORY_ERRORS", Severity.ERROR,
+            out.append(MEMORY_ERRORS.error(
+                "remap-pending",
                 f"{label}: row remapping pending after "
                 + (f"{n} uncorrectable error(s)" if n is not None else "memory errors") + "; GPU reset required",
                 detail="Until the GPU is reset the faulty rows stay in use: jobs can crash with Xid 48/94/95 "
@@ -54,8 +57,8 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                 fix=reset,
             ))
         elif g.remapped_rows_uncorrectable:
-            out.append(Finding(
-                "gpu.memory-errors/remapped-uncorrectable", "GPU_MEMORY_ERRORS", Severity.WARNING,
+            out.append(MEMORY_ERRORS.warning(
+                "remapped-uncorrectable",
                 f"{label}: {g.remapped_rows_uncorrectable} row(s) remapped after uncorrectable errors",
                 detail="The remaps are applied, but a GPU that keeps collecting uncorrectable errors is failing.",
                 evidence=[Evidence(gpu_path(g, "remapped_rows_uncorrectable"), g.remapped_rows_uncorrectable,
@@ -64,16 +67,16 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                         commands=[f"nvidia-smi -i {g.index} -q -d ROW_REMAPPER"]),
             ))
         if g.ecc_volatile_uncorrected:
-            out.append(Finding(
-                "gpu.memory-errors/ecc-volatile", "GPU_MEMORY_ERRORS", Severity.ERROR,
+            out.append(MEMORY_ERRORS.error(
+                "ecc-volatile",
                 f"{label}: {g.ecc_volatile_uncorrected} uncorrectable ECC error(s) since the last reset",
                 evidence=[Evidence(gpu_path(g, "ecc_volatile_uncorrected"), g.ecc_volatile_uncorrected,
                                    expected="0")],
                 fix=reset,
             ))
         elif g.ecc_aggregate_uncorrected:
-            out.append(Finding(
-                "gpu.memory-errors/ecc-aggregate", "GPU_MEMORY_ERRORS", Severity.WARNING,
+            out.append(MEMORY_ERRORS.warning(
+                "ecc-aggregate",
                 f"{label}: {g.ecc_aggregate_uncorrected} uncorrectable ECC error(s) over the GPU's lifetime",
                 evidence=[Evidence(gpu_path(g, "ecc_aggregate_uncorrected"), g.ecc_aggregate_uncorrected,
                                    expected="0")],
@@ -81,8 +84,8 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                         commands=[f"nvidia-smi -i {g.index} -q -d ECC"]),
             ))
         if g.retired_pages_pending:
-            out.append(Finding(
-                "gpu.memory-errors/retirement-pending", "GPU_MEMORY_ERRORS", Severity.ERROR,
+            out.append(MEMORY_ERRORS.error(
+                "retirement-pending",
                 f"{label}: page retirement pending; the GPU must be reset to retire the bad pages",
                 evidence=[Evidence(gpu_path(g, "retired_pages_pending"), True, expected="false")],
                 fix=Fix("Reset the GPU (or reboot) to retire the pages",
@@ -90,8 +93,8 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                         url="https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html"),
             ))
         elif g.retired_pages_double_bit:
-            out.append(Finding(
-                "gpu.memory-errors/retired-pages", "GPU_MEMORY_ERRORS", Severity.WARNING,
+            out.append(MEMORY_ERRORS.warning(
+                "retired-pages",
                 f"{label}: {g.retired_pages_double_bit} page(s) retired after double-bit errors",
                 evidence=[Evidence(gpu_path(g, "retired_pages_double_bit"), g.retired_pages_double_bit,
                                    expected="0")],
@@ -101,8 +104,8 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
             ))
         note = _inforom_note(g)
         if g.inforom_valid is False or note:
-            out.append(Finding(
-                "gpu.memory-errors/inforom", "GPU_MEMORY_ERRORS", Severity.WARNING,
+            out.append(MEMORY_ERRORS.warning(
+                "inforom",
                 f"{label}: infoROM is corrupted",
                 detail="nvidia-smi warns 'infoROM is corrupted': the GPU's error records (ECC counts, retired "
                        "pages) cannot be trusted or saved.",
@@ -114,8 +117,8 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
     mig_unread = [g for g in gpus if g.mig_mode_current and g.remapped_rows_pending is None
                   and g.remapped_rows_uncorrectable is None]
     if mig_unread:
-        out.append(Finding(
-            "gpu.memory-errors/remap-unread-mig", "GPU_MEMORY_ERRORS", Severity.INFO,
+        out.append(MEMORY_ERRORS.info(
+            "remap-unread-mig",
             f"Row-remap state not reported on {gpu_list(mig_unread)} while MIG is on; pending remaps there are "
             "not checked",
             evidence=[Evidence(gpu_path(g, "remapped_rows_pending"), None, expected="reported",
@@ -125,8 +128,8 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
     if ctx.facts.driver.kernel_log_readable is None and not any(f.severity != Severity.INFO for f in out):
         # the kernel log was not read (a snapshot or paste without it): say so rather than imply it is
         # clean; when it was read, gpu.xid judges it
-        out.append(Finding(
-            "gpu.memory-errors/xid-not-read", "GPU_MEMORY_ERRORS", Severity.INFO,
+        out.append(MEMORY_ERRORS.info(
+            "xid-not-read",
             "ECC and row-remap counters are clean; Xid errors in the kernel log were not read",
             fix=Fix("Look for Xid errors yourself", commands=["sudo dmesg -T | grep -i xid"]),
         ))
@@ -163,8 +166,8 @@ def xid(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("Xid errors unknown: the kernel log was not read (a snapshot, a paste, or --facts from "
                         "an older envdoctor)")
     if drv.kernel_log_readable is False:
-        raise SkipCheck(f"kernel log not readable: {drv.kernel_log_reason or 'no reason given'}", notes=[Finding(
-            "gpu.xid/log-unreadable", "GPU_XID_ERRORS", Severity.INFO,
+        raise SkipCheck(f"kernel log not readable: {drv.kernel_log_reason or 'no reason given'}", notes=[XID.info(
+            "log-unreadable",
             f"kernel log not readable: {drv.kernel_log_reason or 'no reason given'}; Xid errors not checked",
             detail="Containers usually lack CAP_SYSLOG, and kernel.dmesg_restrict=1 limits dmesg to root.",
             evidence=[Evidence("driver.kernel_log_reason", drv.kernel_log_reason)],

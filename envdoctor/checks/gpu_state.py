@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
-from ..findings import Evidence, Finding, Fix, Severity
+from ..findings import Evidence, Finding, Fix
 from ..remedies import command, placeholder, set_env
 from ._gpus import GIB, MIB, gpu_label, gpu_list, gpu_path, require_any, require_gpus
-from .base import Check, CheckContext, SkipCheck, registrar
+from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
+BUSY = Findings("gpu.busy", "GPU_BUSY")
+COMPUTE_MODE = Findings("gpu.compute-mode", "COMPUTE_MODE_RESTRICTED")
+MIG = Findings("gpu.mig", "MIG_ENABLED")
+PERSISTENCE = Findings("gpu.persistence", "PERSISTENCE_MODE_OFF")
+REACHABLE = Findings("gpu.reachable", "NO_GPU_VISIBLE")
 
 
 # --------------------------------------------------------------------------- GPU_THROTTLED
@@ -46,8 +52,8 @@ def reachable(ctx: CheckContext) -> List[Finding]:
     out: List[Finding] = []
     if closed:
         # NO_PERMISSION on one GPU: a Slurm/cgroup device limit or device-node permissions, not a broken GPU
-        out.append(Finding(
-            "gpu.reachable/not-accessible", "NO_GPU_VISIBLE", Severity.INFO,
+        out.append(REACHABLE.info(
+            "not-accessible",
             f"{gpu_list(closed)} not accessible to this process (" + "; ".join(
                 f"GPU {g.index}: NVML {g.nvml_error}" for g in closed) + "): not judged",
             detail="Usually the job's device limits (Slurm, cgroups, a container given some GPUs) or the "
@@ -58,8 +64,8 @@ def reachable(ctx: CheckContext) -> List[Finding]:
         ))
     if not lost:
         return out
-    return out + [Finding(
-        "gpu.reachable/lost", "NO_GPU_VISIBLE", Severity.ERROR,
+    return out + [REACHABLE.error(
+        "lost",
         f"{len(lost)} of {len(gpus)} GPU(s) not answering: "
         + "; ".join(f"{gpu_label(g)} {_LOST_TEXT.get(g.nvml_error or '', 'failed: NVML ' + str(g.nvml_error))}"
                     for g in lost),
@@ -98,8 +104,8 @@ def busy(ctx: CheckContext) -> List[Finding]:
                 for p in procs))
             ev.append(Evidence(f"driver.gpus[{idx}].processes", [p.pid for p in procs], expected="none",
                                source=f"{mem // MIB} MiB held"))
-        out.append(Finding(
-            "gpu.busy/processes", "GPU_BUSY", Severity.WARNING,
+        out.append(BUSY.warning(
+            "processes",
             "Other compute processes already on the GPUs: " + "; ".join(parts),
             detail="Their memory is not available to your job and they share the SMs: out-of-memory errors "
                    "and slower steps. Zombie processes from a crashed run look the same.",
@@ -114,8 +120,8 @@ def busy(ctx: CheckContext) -> List[Finding]:
     if hidden:
         # in a container NVML cannot map other PID namespaces' processes, so memory in use with an
         # empty process list is another tenant or a process outside the container
-        out.append(Finding(
-            "gpu.busy/memory-held", "GPU_BUSY", Severity.WARNING,
+        out.append(BUSY.warning(
+            "memory-held",
             "GPU memory in use with no visible process: "
             + "; ".join(f"GPU {g.index}: {g.memory_used_bytes // MIB} MiB of {g.memory_total_bytes // MIB} MiB"
                         for g in hidden),
@@ -128,8 +134,8 @@ def busy(ctx: CheckContext) -> List[Finding]:
     busy_util = [g for g in gpus if not g.under_load and g.index not in compute and g not in hidden
                  and g.utilization_gpu_pct is not None and g.utilization_gpu_pct >= 50]
     if busy_util:
-        out.append(Finding(
-            "gpu.busy/utilization", "GPU_BUSY", Severity.WARNING,
+        out.append(BUSY.warning(
+            "utilization",
             "GPUs busy before your job starts: "
             + "; ".join(f"GPU {g.index} at {g.utilization_gpu_pct:g}%" for g in busy_util),
             evidence=[Evidence(gpu_path(g, "utilization_gpu_pct"), g.utilization_gpu_pct, expected="< 50")
@@ -153,8 +159,8 @@ def mig(ctx: CheckContext) -> List[Finding]:
     sliced = [g for g in on if g.mig_device_count != 0]
     disable = [f"sudo nvidia-smi -i {g.index} -mig 0" for g in on] + [f"sudo nvidia-smi -i {g.index} -r" for g in on]
     if empty:
-        out.append(Finding(
-            "gpu.mig/no-instances", "MIG_ENABLED", Severity.WARNING,
+        out.append(MIG.warning(
+            "no-instances",
             f"MIG enabled with no MIG instance on {gpu_list(empty)}: CUDA sees no device there",
             evidence=[Evidence(gpu_path(g, "mig_device_count"), 0, expected="> 0 or MIG off") for g in empty],
             fix=Fix("Create MIG instances, or disable MIG to use the whole GPU",
@@ -163,8 +169,8 @@ def mig(ctx: CheckContext) -> List[Finding]:
     if sliced:
         counts = "; ".join(f"GPU {g.index}: {g.mig_device_count} instance(s)" if g.mig_device_count
                            else f"GPU {g.index}" for g in sliced)
-        out.append(Finding(
-            "gpu.mig/enabled", "MIG_ENABLED", Severity.INFO,
+        out.append(MIG.info(
+            "enabled",
             f"MIG enabled on {gpu_list(sliced)} ({counts}): jobs see MIG slices, not whole GPUs",
             evidence=[Evidence(gpu_path(g, "mig_mode_current"), True) for g in sliced],
             fix=Fix("Disable MIG if you need whole GPUs", commands=disable),
@@ -172,8 +178,8 @@ def mig(ctx: CheckContext) -> List[Finding]:
     pending = [g for g in gpus if g.mig_mode_pending is not None and g.mig_mode_current is not None
                and g.mig_mode_pending != g.mig_mode_current]
     if pending:
-        out.append(Finding(
-            "gpu.mig/change-pending", "MIG_ENABLED", Severity.INFO,
+        out.append(MIG.info(
+            "change-pending",
             f"MIG mode change pending on {gpu_list(pending)} until the GPU is reset",
             evidence=[Evidence(gpu_path(g, "mig_mode_pending"), g.mig_mode_pending) for g in pending],
             fix=Fix("Reset the GPU to apply it", commands=[f"sudo nvidia-smi -i {g.index} -r" for g in pending]),
@@ -190,8 +196,8 @@ def persistence(ctx: CheckContext) -> List[Finding]:
     off = [g for g in gpus if g.persistence_mode is False]
     if not off:
         return []
-    return [Finding(
-        "gpu.persistence/off", "PERSISTENCE_MODE_OFF", Severity.INFO,
+    return [PERSISTENCE.info(
+        "off",
         f"Persistence mode off on {gpu_list(off)}",
         detail="Without a persistent client the driver tears the GPU state down between jobs: each CUDA "
                "start pays the initialisation again and clocks/ECC state reset.",
@@ -225,16 +231,16 @@ def compute_mode(ctx: CheckContext) -> List[Finding]:
     prohibited = [g for g in gpus if _compute_mode(g.compute_mode) == "Prohibited"]
     exclusive = [g for g in gpus if _compute_mode(g.compute_mode) in ("Exclusive_Process", "Exclusive_Thread")]
     if prohibited:
-        out.append(Finding(
-            "gpu.compute-mode/prohibited", "COMPUTE_MODE_RESTRICTED", Severity.ERROR,
+        out.append(COMPUTE_MODE.error(
+            "prohibited",
             f"Compute mode Prohibited on {gpu_list(prohibited)}: no process can create a CUDA context there",
             evidence=[Evidence(gpu_path(g, "compute_mode"), g.compute_mode, expected="Default") for g in prohibited],
             fix=Fix("Set the compute mode back to Default",
                     commands=[f"sudo nvidia-smi -i {g.index} -c DEFAULT" for g in prohibited]),
         ))
     if exclusive:
-        out.append(Finding(
-            "gpu.compute-mode/exclusive", "COMPUTE_MODE_RESTRICTED", Severity.WARNING,
+        out.append(COMPUTE_MODE.warning(
+            "exclusive",
             f"Compute mode exclusive on {gpu_list(exclusive)}: only one process at a time may use each GPU",
             detail="A second process (another rank, an evaluation script, a notebook) fails with "
                    "'all CUDA-capable devices are busy or unavailable'.",

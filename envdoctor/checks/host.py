@@ -9,10 +9,15 @@ from ..compat.health import GIB, HealthTable, health_table
 from ..facts import Facts, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, export, placeholder_flag
-from .base import Check, CheckContext, SkipCheck, registrar, section_reason
+from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
+CPU = Findings("host.cpu", "CPU_STARVED")
+MEMORY = Findings("host.memory", "HOST_MEMORY_LOW")
+NUMA = Findings("host.numa", "CPU_STARVED")
+SHM = Findings("host.shm", "SHM_TOO_SMALL")
 
 MIB = 2**20
 
@@ -81,8 +86,8 @@ def shm(ctx: CheckContext) -> List[Finding]:
         commands = ["docker run --shm-size=16g ...", "docker run --ipc=host ..."]
     else:
         commands = ["sudo mount -o remount,size=16G /dev/shm"]
-    return [Finding(
-        "host.shm/too-small", "SHM_TOO_SMALL", Severity.WARNING,
+    return [SHM.warning(
+        "too-small",
         f"/dev/shm is {size / MIB:.0f} MiB (below {floor / MIB:.0f} MiB)"
         + (f"; {runtime} containers get 64 MB unless told otherwise" if runtime else ""),
         detail="DataLoader workers hand batches to the main process through /dev/shm; when it fills up they "
@@ -115,8 +120,8 @@ def cpu(ctx: CheckContext) -> List[Finding]:
     if quota is not None and visible is not None and quota < visible:
         frac = table.threshold("cgroup_quota_fraction_warn")
         sev = Severity.WARNING if quota <= frac * visible else Severity.INFO
-        out.append(Finding(
-            "host.cpu/cgroup-quota", "CPU_STARVED", sev,
+        out.append(CPU(
+            "cgroup-quota", sev,
             f"cgroup CPU quota is {quota:g} CPUs but os.cpu_count() reports {host.cpu_logical_count}"
             + (f" (affinity {host.cpu_affinity_count})" if host.cpu_affinity_count != host.cpu_logical_count else ""),
             detail="Code that sizes num_workers or thread pools from os.cpu_count() starts more workers than "
@@ -142,8 +147,8 @@ def cpu(ctx: CheckContext) -> List[Finding]:
     per = usable / n
     src = "compat health.json rows (" + classes + ")"
     if usable < cmin:
-        out.append(Finding(
-            "host.cpu/per-gpu", "CPU_STARVED", Severity.WARNING,
+        out.append(CPU.warning(
+            "per-gpu",
             f"{usable:g} usable CPUs for {n} GPUs ({per:.1f} per GPU); data loading needs at least "
             f"{cmin / n:g} per GPU ({cmin:g} in all), {crec / n:g} recommended",
             detail="Decoding and augmenting batches on too few cores leaves the GPUs waiting.",
@@ -155,8 +160,8 @@ def cpu(ctx: CheckContext) -> List[Finding]:
                               command("srun", placeholder_flag("--cpus-per-gpu", "<n>"), "...")]),
         ))
     elif usable < crec:
-        out.append(Finding(
-            "host.cpu/per-gpu-below-recommended", "CPU_STARVED", Severity.INFO,
+        out.append(CPU.info(
+            "per-gpu-below-recommended",
             f"{usable:g} usable CPUs for {n} GPUs ({per:.1f} per GPU); {crec / n:g} per GPU recommended "
             "for image/video pipelines",
             evidence=[Evidence("host.cpu_logical_count", usable, expected=f">= {crec:g}", source=src)],
@@ -190,8 +195,8 @@ def memory(ctx: CheckContext) -> List[Finding]:
     gib = usable / GIB
     src = "compat health.json rows (" + classes + ")"
     if gib < rmin:
-        out.append(Finding(
-            "host.memory/per-gpu", "HOST_MEMORY_LOW", Severity.WARNING,
+        out.append(MEMORY.warning(
+            "per-gpu",
             f"{gib:.1f} GiB of RAM{' (cgroup limit)' if limited else ''} for {n} GPUs "
             f"({gib / n:.1f} GiB per GPU); at least {rmin / n:g} GiB per GPU needed, {rrec / n:g} recommended",
             detail="DataLoader workers, pinned-memory buffers and checkpoint loading all live in host RAM; "
@@ -203,8 +208,8 @@ def memory(ctx: CheckContext) -> List[Finding]:
                               command("srun", placeholder_flag("--mem-per-gpu", "<size>"), "...")]),
         ))
     elif gib < rrec:
-        out.append(Finding(
-            "host.memory/per-gpu-below-recommended", "HOST_MEMORY_LOW", Severity.INFO,
+        out.append(MEMORY.info(
+            "per-gpu-below-recommended",
             f"{gib:.1f} GiB of RAM for {n} GPUs ({gib / n:.1f} GiB per GPU); {rrec / n:g} GiB per GPU recommended",
             evidence=[Evidence(src_path, usable, expected=f">= {int(rrec * GIB)}", source=src)],
         ))
@@ -268,8 +273,8 @@ def numa(ctx: CheckContext) -> List[Finding]:
         (f"GPU {g.index} ({loc.pci_bus_id})" if g is not None else f"GPU at {loc.pci_bus_id}")
         + f" is local to NUMA node {loc.numa_node} (CPUs {loc.local_cpulist})" for _, loc, g in remote)
     nodes = sorted({loc.numa_node for _, loc, _ in remote if loc.numa_node is not None})
-    return [Finding(
-        "host.numa/remote-gpu", "CPU_STARVED", Severity.WARNING,
+    return [NUMA.warning(
+        "remote-gpu",
         f"This process may only run on CPUs {host.cpu_affinity_list}, none of them local to: {names}",
         detail="Every host<->GPU copy and kernel launch for those GPUs crosses the socket interconnect "
                "(UPI/Infinity Fabric) and pinned buffers land in remote memory: lower copy bandwidth and "

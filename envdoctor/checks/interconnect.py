@@ -7,10 +7,14 @@ from typing import Any, List, Optional, Tuple
 from ..facts import Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._gpus import gpu_label, gpu_path, require_gpus
-from .base import Check, CheckContext, SkipCheck, registrar, section_reason
+from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
+FABRIC_MANAGER = Findings("interconnect.fabric-manager", "INTERCONNECT")
+NVLINK = Findings("interconnect.nvlink", "INTERCONNECT")
+TOPOLOGY = Findings("interconnect.topology", "INTERCONNECT")
 
 # Bidirectional bandwidth of one NVLink, by generation (NVIDIA NVLink page,
 # https://www.nvidia.com/en-us/data-center/nvlink/): P100 4 links = 160 GB/s, V100 6 = 300 GB/s,
@@ -94,8 +98,8 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
                           [Evidence(gpu_path(g, "nvlinks"), len(active), expected=str(want), source=src)]))
     out: List[Finding] = []
     if down:
-        out.append(Finding(
-            "interconnect.nvlink/inactive", "INTERCONNECT", Severity.ERROR,
+        out.append(NVLINK.error(
+            "inactive",
             "NVLink links down: " + "; ".join(t for _, t, _ in down),
             detail="GPU-to-GPU traffic (all-reduce, tensor parallelism) falls back to fewer links or PCIe, "
                    "many times slower; on NVSwitch systems CUDA may refuse to start. On PCIe boards, a bridge "
@@ -107,8 +111,8 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
                               "sudo nvidia-smi -r"]),
         ))
     if no_bridge:
-        out.append(Finding(
-            "interconnect.nvlink/no-bridge", "INTERCONNECT", Severity.INFO,
+        out.append(NVLINK.info(
+            "no-bridge",
             f"No NVLink bridge on {', '.join(gpu_label(g) for g in no_bridge)}: its NVLink links are all "
             "inactive, so GPU-to-GPU traffic uses PCIe",
             detail="NVLink on PCIe boards needs an NVLink bridge between GPU pairs; without one every link "
@@ -119,8 +123,8 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
                     commands=["nvidia-smi nvlink --status", "nvidia-smi topo -m"]),
         ))
     if mig:
-        out.append(Finding(
-            "interconnect.nvlink/mig", "INTERCONNECT", Severity.INFO,
+        out.append(NVLINK.info(
+            "mig",
             "NVLink links inactive on " + ", ".join(gpu_label(g) for g in mig) + " with MIG on: not judged "
             "(MIG instances do not use NVLink); check again with MIG off",
             evidence=[Evidence(gpu_path(g, "nvlinks"), f"{sum(1 for lk in g.nvlinks or [] if lk.active)} active of "
@@ -128,8 +132,8 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
             fix=Fix("With MIG off, check the links", commands=["nvidia-smi nvlink --status"]),
         ))
     if fewer:
-        out.append(Finding(
-            "interconnect.nvlink/fewer-links", "INTERCONNECT", Severity.WARNING,
+        out.append(NVLINK.warning(
+            "fewer-links",
             "Fewer NVLink links than the model has: " + "; ".join(t for _, t, _ in fewer),
             evidence=[e for _, _, ev in fewer for e in ev],
             fix=Fix("Check NVLink status and report missing links to the provider",
@@ -165,8 +169,8 @@ def topology(ctx: CheckContext) -> List[Finding]:
             if wi and wj:
                 slow.append((i, j, kind))
     if slow:
-        out.append(Finding(
-            "interconnect.topology/pcie-path", "INTERCONNECT", Severity.WARNING,
+        out.append(TOPOLOGY.warning(
+            "pcie-path",
             "GPU pairs talk over PCIe although the model has NVLink: "
             + "; ".join(f"GPU{i}-GPU{j} {_PCIE_PATHS[k]}" for i, j, k in slow),
             detail="NCCL then moves data through host bridges or the CPU interconnect instead of NVLink.",
@@ -219,8 +223,8 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
         pending = [g for g in bad if g.fabric_state in ("not_started", "in_progress")]
         what = ("the fabric manager has not registered them" if pending
                 else "their fabric registration failed")
-        return [Finding(
-            "interconnect.fabric-manager/not-ready", "INTERCONNECT", Severity.ERROR,
+        return [FABRIC_MANAGER.error(
+            "not-ready",
             f"NVSwitch fabric not ready on {len(bad)} of {len(d.gpus)} GPU(s): {what} ("
             + "; ".join(f"GPU {g.index}: {g.fabric_state}" + (f", {g.fabric_status}" if g.fabric_status
                                                                and g.fabric_status != "SUCCESS" else "")
@@ -246,8 +250,8 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
     if d.fabric_manager_running is None or (d.fabric_manager_running is False and in_container):
         where = (" from inside this container (the host's processes are not visible here)"
                  if in_container else "")
-        return [Finding(
-            "interconnect.fabric-manager/unknown", "INTERCONNECT", Severity.INFO,
+        return [FABRIC_MANAGER.info(
+            "unknown",
             f"{d.nvswitch_count} NVSwitch(es) present; could not tell whether the fabric manager runs{where}",
             evidence=[Evidence("driver.fabric_manager_running", d.fabric_manager_running, expected="true")]
                      + ([Evidence("host.container.runtime", ctx.facts.host.container.runtime)]
@@ -259,8 +263,8 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
         return []
     # NVIDIA Fabric Manager User Guide: on NVSwitch systems GPUs stay unusable for CUDA until FM has
     # configured the fabric; CUDA reports "system not yet initialized" (cudaErrorSystemNotReady).
-    return [Finding(
-        "interconnect.fabric-manager/not-running", "INTERCONNECT", Severity.ERROR,
+    return [FABRIC_MANAGER.error(
+        "not-running",
         f"{d.nvswitch_count} NVSwitch(es) present but the NVIDIA fabric manager is not running",
         detail="CUDA fails with 'system not yet initialized' until nvidia-fabricmanager has set up the NVSwitch "
                "fabric; its version must match the driver exactly.",

@@ -7,10 +7,13 @@ from typing import List
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import export, placeholder
-from .base import Check, CheckContext, SkipCheck, registrar, section_reason
+from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
+NCCL_ENV = Findings("interconnect.nccl-env", "INTERCONNECT")
+PEERMEM = Findings("interconnect.peermem", "INTERCONNECT")
 
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -29,8 +32,8 @@ def nccl_env(ctx: CheckContext) -> List[Finding]:
     # NCCL environment variables: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
     p2p = env.get("NCCL_P2P_DISABLE")
     if p2p is not None and p2p.strip().lower() in _TRUE:
-        out.append(Finding(
-            "interconnect.nccl-env/p2p-disabled", "INTERCONNECT", Severity.WARNING,
+        out.append(NCCL_ENV.warning(
+            "p2p-disabled",
             f"NCCL_P2P_DISABLE={p2p}: NCCL will not use NVLink or PCIe peer-to-peer between GPUs",
             detail="All intra-node traffic then goes through host shared memory, several times slower. The "
                    "variable is often left over from a workaround for an old driver or a consumer GPU.",
@@ -51,8 +54,8 @@ def nccl_env(ctx: CheckContext) -> List[Finding]:
         ))
     ifname = env.get("NCCL_SOCKET_IFNAME")
     if ifname is not None and ifname.strip().lstrip("=^") in ("lo", "lo0"):
-        out.append(Finding(
-            "interconnect.nccl-env/socket-loopback", "INTERCONNECT", Severity.WARNING,
+        out.append(NCCL_ENV.warning(
+            "socket-loopback",
             f"NCCL_SOCKET_IFNAME={ifname}: NCCL bootstraps over the loopback interface, so other nodes "
             "cannot reach this one",
             evidence=[Evidence("host.env.NCCL_SOCKET_IFNAME", ifname, expected="the cluster network interface")],
@@ -61,8 +64,8 @@ def nccl_env(ctx: CheckContext) -> List[Finding]:
         ))
     shm = env.get("NCCL_SHM_DISABLE")
     if shm is not None and shm.strip().lower() in _TRUE:
-        out.append(Finding(
-            "interconnect.nccl-env/shm-disabled", "INTERCONNECT", Severity.INFO,
+        out.append(NCCL_ENV.info(
+            "shm-disabled",
             f"NCCL_SHM_DISABLE={shm}: NCCL will not use shared memory between processes on this node",
             evidence=[Evidence("host.env.NCCL_SHM_DISABLE", shm, expected="unset")],
             fix=Fix("Unset it unless /dev/shm is the problem", commands=["unset NCCL_SHM_DISABLE"]),
@@ -88,8 +91,8 @@ def peermem(ctx: CheckContext) -> List[Finding]:
     # nvidia_peermem ships with the driver since R470; nv_peer_mem was the older Mellanox module
     if mods & {"nvidia_peermem", "nv_peer_mem"}:
         return []
-    return [Finding(
-        "interconnect.peermem/not-loaded", "INTERCONNECT", Severity.WARNING,
+    return [PEERMEM.warning(
+        "not-loaded",
         f"{len(host.infiniband_devices)} InfiniBand/RoCE device(s) present "
         f"({', '.join(host.infiniband_devices[:4])}) but nvidia_peermem is not loaded: GPUDirect RDMA is off",
         detail="Multi-node traffic is staged through host memory instead of going NIC<->GPU directly.",

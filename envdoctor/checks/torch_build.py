@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from ..facts import Facts, ProbeStatus, PythonEnv
-from ..findings import Evidence, Finding, Fix, Severity
+from ..findings import Evidence, Finding, Fix
 from ..remedies import GET_STARTED, conda_cuda_note, new_venv, pip_install
 from ..remedies.torch_plan import companion_pins, cuda_build_for, find_build_for, pair_pins
 from ._gpus import gpu_capabilities
@@ -21,10 +21,14 @@ from ._util import (
     torch_variant,
     version_ge,
 )
-from .base import CheckContext, SkipCheck, registrar
+from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
+
+CUDA_BUILD = Findings("torch.cuda-build", "TORCH_CPU_ONLY_BUILD")
+GPU_ARCH = Findings("torch.gpu-arch", "GPU_ARCH_NOT_IN_TORCH_BUILD")
+PYTHON_VERSION = Findings("torch.python-version", "PYTHON_VERSION_UNSUPPORTED")
 
 
 
@@ -103,11 +107,9 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
             else:
                 fix_summary = f"No torch build in this matrix (as of {ctx.compat.as_of}) has kernels for {sm}"
                 cmds = []
-            findings.append(Finding(
-                code="torch.gpu-arch/missing",
-                category="GPU_ARCH_NOT_IN_TORCH_BUILD",
-                severity=Severity.ERROR,
-                summary=f"{torch_label(t)} has no kernels for {label}, compute capability {cc} ({sm}): {why}",
+            findings.append(GPU_ARCH.error(
+                "missing",
+                f"{torch_label(t)} has no kernels for {label}, compute capability {cc} ({sm}): {why}",
                 detail=("Each torch build carries machine code (SASS) for a list of GPU architectures plus "
                         "optional PTX that the driver can JIT-compile for newer GPUs. With neither, every CUDA "
                         "kernel fails with 'no kernel image is available for execution on the device'."),
@@ -178,13 +180,11 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
         cmds = [pip_install(ctx.facts, py, pins, target, force=True)] if target else []
         if py.is_conda:
             cmds.append(conda_cuda_note())
-        findings.append(Finding(
-            code="torch.cuda-build/cpu-only",
-            category="TORCH_CPU_ONLY_BUILD",
-            severity=Severity.ERROR,
-            summary=(f"torch {t.version} is a CPU-only build (torch.version.cuda is None) "
-                     + ("for a declared fleet with " if ctx.facts.driver.source == "declared" else "on a machine with ")
-                     + f"{len(ctx.facts.driver.gpus) or 'NVIDIA'} GPU(s)"),
+        findings.append(CUDA_BUILD.error(
+            "cpu-only",
+            (f"torch {t.version} is a CPU-only build (torch.version.cuda is None) "
+             + ("for a declared fleet with " if ctx.facts.driver.source == "declared" else "on a machine with ")
+             + f"{len(ctx.facts.driver.gpus) or 'NVIDIA'} GPU(s)"),
             detail=("A CPU build never uses the GPU: torch.cuda.is_available() is False and .cuda() raises "
                     "'Torch not compiled with CUDA enabled'. pip picks it from the CPU index, a conda 'cpuonly' "
                     "package, or a platform where only CPU wheels exist."),
@@ -216,12 +216,10 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                 continue
             judged = True
             if parse_version(pyv) < parse_version(rel.python_min) or parse_version(pyv) > parse_version(rel.python_max):
-                findings.append(Finding(
-                    code="torch.python-version/outside-release",
-                    category="PYTHON_VERSION_UNSUPPORTED",
-                    severity=Severity.WARNING,
-                    summary=(f"Python {py.python_version} is outside torch {rel.minor}'s supported range "
-                             f"({rel.python_min} to {rel.python_max}): no official wheel exists for it"),
+                findings.append(PYTHON_VERSION.warning(
+                    "outside-release",
+                    (f"Python {py.python_version} is outside torch {rel.minor}'s supported range "
+                     f"({rel.python_min} to {rel.python_max}): no official wheel exists for it"),
                     detail="A torch that runs here was built from source or by a third party; its companions "
                            "and extensions may have no matching wheels either.",
                     evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
@@ -233,12 +231,10 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
             judged = True
             if parse_version(pyv) <= parse_version(newest.python_max):
                 continue
-            findings.append(Finding(
-                code="torch.python-version/too-new",
-                category="PYTHON_VERSION_UNSUPPORTED",
-                severity=Severity.WARNING,
-                summary=(f"Python {py.python_version} is newer than any torch release in this matrix supports "
-                         f"(torch {newest.minor}: up to {newest.python_max}, as of {ctx.compat.as_of})"),
+            findings.append(PYTHON_VERSION.warning(
+                "too-new",
+                (f"Python {py.python_version} is newer than any torch release in this matrix supports "
+                 f"(torch {newest.minor}: up to {newest.python_max}, as of {ctx.compat.as_of})"),
                 detail="pip will find no wheel ('No matching distribution found for torch').",
                 evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
                                    expected=f"<= {newest.python_max}", source=newest.source)],
