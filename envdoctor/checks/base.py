@@ -46,9 +46,14 @@ class Check:
 
 
 def registrar(registry: List[Check]):
-    """``check = registrar(CHECKS)`` then ``@check("area.name", "Title", categories=(...))``."""
+    """``check = registrar(CHECKS)`` then ``@check("area.name", "Title", categories=(...))``, or
+    ``@check(FOUND, "Title")`` with the check's ``Findings`` builder (its id and category)."""
 
-    def check(check_id: str, title: str, categories: tuple = ()):
+    def check(check_id: str | Findings, title: str, categories: tuple = ()):
+        if isinstance(check_id, Findings):  # @check(FOUND, "Title"): the id and category come from the builder
+            categories = tuple(categories) or (check_id.category,)
+            check_id = check_id.check_id
+
         def deco(func: CheckFunc) -> CheckFunc:
             registry.append(Check(check_id, title, func, tuple(categories)))
             return func
@@ -99,6 +104,13 @@ def section_reason(section: Any, what: str) -> str:
         text += f" (probe {status}"
         text += f": {reason})" if reason else ")"
     return text
+
+
+def require_section(section: Any, what: str) -> Any:
+    """The facts section when its probe succeeded; else SkipCheck saying why ``what`` is unknown."""
+    if getattr(section, "status", None) != "ok":
+        raise SkipCheck(section_reason(section, what))
+    return section
 
 
 def first(items: List[Any]) -> Optional[Any]:

@@ -20,8 +20,6 @@ from .base import Check, CheckContext, Findings, SkipCheck, registrar
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
-GPU_VIRTUALIZED = Findings("bench.gpu-virtualized", "GPU_VIRTUALIZED")
-SUSTAINED = Findings("bench.sustained", "PERF_BELOW_EXPECTED")
 
 _THROTTLE_TEXT = {"sw_thermal_slowdown": "SW Thermal Slowdown", "hw_thermal_slowdown": "HW Thermal Slowdown",
                   "sw_power_cap": "SW Power Cap", "hw_slowdown": "HW Slowdown",
@@ -228,8 +226,10 @@ def disk(ctx: CheckContext) -> List[Finding]:
     return out
 
 
-@check("bench.sustained", "Under sustained load every GPU holds its clocks and keeps up with the others",
-       categories=("PERF_BELOW_EXPECTED",))
+SUSTAINED = Findings("bench.sustained", "PERF_BELOW_EXPECTED")
+
+
+@check(SUSTAINED, "Under sustained load every GPU holds its clocks and keeps up with the others")
 def sustained(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     items = [(i, r) for i, r in _results(facts, ("sustained",)) if r.status == ProbeStatus.OK and r.value]
@@ -270,7 +270,10 @@ def sustained(ctx: CheckContext) -> List[Finding]:
     return out
 
 
-@check("bench.gpu-virtualized", "GPUs are whole devices, not vGPU slices", categories=("GPU_VIRTUALIZED",))
+GPU_VIRTUALIZED = Findings("bench.gpu-virtualized", "GPU_VIRTUALIZED")
+
+
+@check(GPU_VIRTUALIZED, "GPUs are whole devices, not vGPU slices")
 def gpu_virtualized(ctx: CheckContext) -> List[Finding]:
     drv = ctx.facts.driver
     if drv.status != ProbeStatus.OK or not drv.gpus:

@@ -17,10 +17,6 @@ from .base import CheckContext, Findings, SkipCheck, registrar
 CHECKS: list = []
 check = registrar(CHECKS)
 
-GPUS_VISIBLE = Findings("driver.gpus-visible", "NO_GPU_VISIBLE")
-HARDWARE = Findings("driver.hardware", "NO_GPU_VISIBLE")
-LIBRARY_MATCH = Findings("driver.library-match", "DRIVER_LIBRARY_MISMATCH")
-PRESENT = Findings("driver.present", "NO_NVIDIA_DRIVER")
 
 DRIVER_DOWNLOAD = "https://www.nvidia.com/Download/index.aspx"
 
@@ -73,7 +69,10 @@ def _no_hardware(ctx: CheckContext) -> List[Finding]:
 _NO_HARDWARE_SKIP = "no NVIDIA hardware on the PCI bus (driver.hardware): there is no GPU for a driver to serve"
 
 
-@check("driver.hardware", "NVIDIA hardware is here, or not needed", categories=("NO_GPU_VISIBLE", "HEALTHY"))
+HARDWARE = Findings("driver.hardware", "NO_GPU_VISIBLE")
+
+
+@check(HARDWARE, "NVIDIA hardware is here, or not needed", categories=("NO_GPU_VISIBLE", "HEALTHY"))
 def check_hardware(ctx: CheckContext) -> List[Finding]:
     hardware = nvidia_hardware(ctx.facts)
     if hardware is None:
@@ -84,7 +83,10 @@ def check_hardware(ctx: CheckContext) -> List[Finding]:
     return _no_hardware(ctx)
 
 
-@check("driver.present", "NVIDIA driver installed", categories=("NO_NVIDIA_DRIVER",))
+PRESENT = Findings("driver.present", "NO_NVIDIA_DRIVER")
+
+
+@check(PRESENT, "NVIDIA driver installed")
 def check_driver_present(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status == ProbeStatus.OK:
@@ -152,7 +154,10 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
 _MISMATCH_TEXTS = ("driver/library version mismatch", "forward compatibility was attempted on non supported hw")
 
 
-@check("driver.library-match", "Driver kernel module matches its libraries", categories=("DRIVER_LIBRARY_MISMATCH",))
+LIBRARY_MATCH = Findings("driver.library-match", "DRIVER_LIBRARY_MISMATCH")
+
+
+@check(LIBRARY_MATCH, "Driver kernel module matches its libraries")
 def check_library_mismatch(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     evidence: List[Evidence] = []
@@ -223,7 +228,10 @@ def _visible_devices_problem(value: Optional[str], gpu_count: int) -> Optional[s
     return None
 
 
-@check("driver.gpus-visible", "GPUs visible to CUDA", categories=("NO_GPU_VISIBLE",))
+GPUS_VISIBLE = Findings("driver.gpus-visible", "NO_GPU_VISIBLE")
+
+
+@check(GPUS_VISIBLE, "GPUs visible to CUDA")
 def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status != ProbeStatus.OK:

@@ -22,10 +22,11 @@ from .base import CheckContext, Findings, SkipCheck, registrar
 CHECKS: list = []
 check = registrar(CHECKS)
 
+
 CUDA_COMPAT = Findings("driver.cuda-compat", "DRIVER_TOO_OLD_FOR_TORCH_CUDA")
 
 
-@check("driver.cuda-compat", "Driver supports torch's CUDA version", categories=("DRIVER_TOO_OLD_FOR_TORCH_CUDA",))
+@check(CUDA_COMPAT, "Driver supports torch's CUDA version")
 def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     d = facts.driver

@@ -15,7 +15,6 @@ from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_r
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
-LIFECYCLE = Findings("driver.lifecycle", "DRIVER_OUTDATED")
 
 _MATRIX_URL = "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html"
 
@@ -72,7 +71,10 @@ def _gpu_needs_newer_branch(version: str, branch: int, limits: GpuBranchLimits, 
     return out
 
 
-@check("driver.lifecycle", "Driver branch is still supported", categories=("DRIVER_OUTDATED",))
+LIFECYCLE = Findings("driver.lifecycle", "DRIVER_OUTDATED")
+
+
+@check(LIFECYCLE, "Driver branch is still supported")
 def lifecycle(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status != ProbeStatus.OK and not d.version:

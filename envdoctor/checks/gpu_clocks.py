@@ -13,8 +13,6 @@ from .base import Check, CheckContext, Findings, registrar
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
-THROTTLE = Findings("gpu.throttle", "GPU_THROTTLED")
-
 
 # NVML clock-event reasons (nvml.h, nvmlClocksEventReasons): which are faults, and when.
 _HW = {
@@ -37,7 +35,10 @@ def _reasons(g: Gpu) -> List[str]:
     return [r.lower() for r in (g.throttle_reasons or [])]
 
 
-@check("gpu.throttle", "GPU clocks are not throttled", categories=("GPU_THROTTLED",))
+THROTTLE = Findings("gpu.throttle", "GPU_THROTTLED")
+
+
+@check(THROTTLE, "GPU clocks are not throttled")
 def throttle(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "throttle reasons")
     require_any(gpus, ("throttle_reasons", "power_limit_w", "clocks_sm_locked_max_mhz", "clocks_sm_app_mhz"),

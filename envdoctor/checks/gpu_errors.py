@@ -13,11 +13,11 @@ from .base import Check, CheckContext, Findings, SkipCheck, registrar
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
+
 MEMORY_ERRORS = Findings("gpu.memory-errors", "GPU_MEMORY_ERRORS")
-XID = Findings("gpu.xid", "GPU_XID_ERRORS")
 
 
-@check("gpu.memory-errors", "GPU memory has no uncorrectable errors", categories=("GPU_MEMORY_ERRORS",))
+@check(MEMORY_ERRORS, "GPU memory has no uncorrectable errors")
 def memory_errors(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "ECC and row-remap state")
     fields = ("ecc_volatile_uncorrected", "ecc_aggregate_uncorrected", "remapped_rows_pending",
@@ -158,8 +158,10 @@ def _xid_catalog(compat) -> Tuple[Dict[int, Tuple[str, str, str]], Dict[int, str
 _XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
 
-@check("gpu.xid", "No GPU Xid errors in the kernel log",
-       categories=("GPU_MEMORY_ERRORS", "INTERCONNECT", "GPU_XID_ERRORS"))
+XID = Findings("gpu.xid", "GPU_XID_ERRORS")
+
+
+@check(XID, "No GPU Xid errors in the kernel log", categories=("GPU_MEMORY_ERRORS", "INTERCONNECT", "GPU_XID_ERRORS"))
 def xid(ctx: CheckContext) -> List[Finding]:
     drv: Driver = ctx.facts.driver
     if drv.kernel_log_readable is None:

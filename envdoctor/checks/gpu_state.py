@@ -12,12 +12,6 @@ from .base import Check, CheckContext, Findings, SkipCheck, registrar
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
-BUSY = Findings("gpu.busy", "GPU_BUSY")
-COMPUTE_MODE = Findings("gpu.compute-mode", "COMPUTE_MODE_RESTRICTED")
-MIG = Findings("gpu.mig", "MIG_ENABLED")
-PERSISTENCE = Findings("gpu.persistence", "PERSISTENCE_MODE_OFF")
-REACHABLE = Findings("gpu.reachable", "NO_GPU_VISIBLE")
-
 
 # --------------------------------------------------------------------------- GPU_THROTTLED
 
@@ -44,7 +38,10 @@ _LOST_TEXT = {"GPU_IS_LOST": "fell off the bus or became inaccessible (NVML GPU_
               "TIMEOUT": "did not answer NVML before the deadline (hung)"}
 
 
-@check("gpu.reachable", "Every GPU answers the driver", categories=("NO_GPU_VISIBLE",))
+REACHABLE = Findings("gpu.reachable", "NO_GPU_VISIBLE")
+
+
+@check(REACHABLE, "Every GPU answers the driver")
 def reachable(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "GPU reachability")
     lost = [g for g in gpus if g.nvml_error in _LOST_TEXT]
@@ -82,7 +79,10 @@ def reachable(ctx: CheckContext) -> List[Finding]:
 # --------------------------------------------------------------------------- GPU_BUSY
 
 
-@check("gpu.busy", "No other process is using the GPUs", categories=("GPU_BUSY",))
+BUSY = Findings("gpu.busy", "GPU_BUSY")
+
+
+@check(BUSY, "No other process is using the GPUs")
 def busy(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "GPU processes")
     require_any(gpus, ("processes", "memory_used_bytes", "utilization_gpu_pct"), "GPU processes")
@@ -149,7 +149,10 @@ def busy(ctx: CheckContext) -> List[Finding]:
 # --------------------------------------------------------------------------- MIG, persistence, compute mode
 
 
-@check("gpu.mig", "GPUs are whole (MIG off)", categories=("MIG_ENABLED",))
+MIG = Findings("gpu.mig", "MIG_ENABLED")
+
+
+@check(MIG, "GPUs are whole (MIG off)")
 def mig(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "MIG mode")
     require_any(gpus, ("mig_mode_current",), "MIG mode")
@@ -187,7 +190,10 @@ def mig(ctx: CheckContext) -> List[Finding]:
     return out
 
 
-@check("gpu.persistence", "Persistence mode on", categories=("PERSISTENCE_MODE_OFF",))
+PERSISTENCE = Findings("gpu.persistence", "PERSISTENCE_MODE_OFF")
+
+
+@check(PERSISTENCE, "Persistence mode on")
 def persistence(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "persistence mode")
     if (ctx.facts.host.os or "Linux") != "Linux":
@@ -223,7 +229,10 @@ def _compute_mode(value: Optional[str]) -> Optional[str]:
     return value
 
 
-@check("gpu.compute-mode", "Compute mode allows shared use", categories=("COMPUTE_MODE_RESTRICTED",))
+COMPUTE_MODE = Findings("gpu.compute-mode", "COMPUTE_MODE_RESTRICTED")
+
+
+@check(COMPUTE_MODE, "Compute mode allows shared use")
 def compute_mode(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "compute mode")
     require_any(gpus, ("compute_mode",), "compute mode")

@@ -14,10 +14,6 @@ from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_r
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
-CPU = Findings("host.cpu", "CPU_STARVED")
-MEMORY = Findings("host.memory", "HOST_MEMORY_LOW")
-NUMA = Findings("host.numa", "CPU_STARVED")
-SHM = Findings("host.shm", "SHM_TOO_SMALL")
 
 MIB = 2**20
 
@@ -65,7 +61,10 @@ def _needs(table: HealthTable, compat: Any, gpus: List[Gpu]) -> Tuple[float, flo
 # --------------------------------------------------------------------------- SHM_TOO_SMALL
 
 
-@check("host.shm", "/dev/shm is large enough for DataLoader workers", categories=("SHM_TOO_SMALL",))
+SHM = Findings("host.shm", "SHM_TOO_SMALL")
+
+
+@check(SHM, "/dev/shm is large enough for DataLoader workers")
 def shm(ctx: CheckContext) -> List[Finding]:
     host = _host(ctx.facts, "/dev/shm size")
     if host.os not in (None, "Linux"):
@@ -106,7 +105,10 @@ def fmt_opt(value: Optional[int]) -> str:
 # --------------------------------------------------------------------------- CPU_STARVED
 
 
-@check("host.cpu", "Enough CPU cores per GPU for data loading", categories=("CPU_STARVED",))
+CPU = Findings("host.cpu", "CPU_STARVED")
+
+
+@check(CPU, "Enough CPU cores per GPU for data loading")
 def cpu(ctx: CheckContext) -> List[Finding]:
     host = _host(ctx.facts, "CPU count")
     counts = [c for c in (host.cpu_logical_count, host.cpu_affinity_count) if c]
@@ -172,7 +174,10 @@ def cpu(ctx: CheckContext) -> List[Finding]:
 # --------------------------------------------------------------------------- HOST_MEMORY_LOW
 
 
-@check("host.memory", "Enough host RAM per GPU", categories=("HOST_MEMORY_LOW",))
+MEMORY = Findings("host.memory", "HOST_MEMORY_LOW")
+
+
+@check(MEMORY, "Enough host RAM per GPU")
 def memory(ctx: CheckContext) -> List[Finding]:
     host = _host(ctx.facts, "host memory")
     if host.memory_total_bytes is None and host.cgroup_memory_limit_bytes is None:
@@ -248,7 +253,10 @@ def _bus(bdf: Optional[str]) -> Optional[str]:
     return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2].split('.')[0]}" if len(parts) == 3 else None
 
 
-@check("host.numa", "The process may run on CPUs local to each GPU", categories=("CPU_STARVED",))
+NUMA = Findings("host.numa", "CPU_STARVED")
+
+
+@check(NUMA, "The process may run on CPUs local to each GPU")
 def numa(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     host = _host(facts, "CPU affinity")

@@ -7,14 +7,11 @@ from typing import Any, List, Optional, Tuple
 from ..facts import Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._gpus import gpu_label, gpu_path, require_gpus
-from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
+from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
-FABRIC_MANAGER = Findings("interconnect.fabric-manager", "INTERCONNECT")
-NVLINK = Findings("interconnect.nvlink", "INTERCONNECT")
-TOPOLOGY = Findings("interconnect.topology", "INTERCONNECT")
 
 # Bidirectional bandwidth of one NVLink, by generation (NVIDIA NVLink page,
 # https://www.nvidia.com/en-us/data-center/nvlink/): P100 4 links = 160 GB/s, V100 6 = 300 GB/s,
@@ -63,7 +60,10 @@ def expected_links(compat: Any, g: Gpu) -> Tuple[Optional[int], Optional[str]]:
 #   bridge of a set missing: A100 PCIe pairs use three bridges, NVIDIA A100 PCIe product brief PB-10137);
 # - MIG mode: NVLink is not used by MIG instances (NVIDIA MIG User Guide, "GPU to GPU P2P (PCIe or NVLink)
 #   is not supported"), so the links' state is not judged.
-@check("interconnect.nvlink", "NVLink links are all up", categories=("INTERCONNECT",))
+NVLINK = Findings("interconnect.nvlink", "INTERCONNECT")
+
+
+@check(NVLINK, "NVLink links are all up")
 def nvlink(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "NVLink state")
     if all(g.nvlinks is None for g in gpus):
@@ -146,7 +146,10 @@ _PCIE_PATHS = {"SYS": "across CPU sockets (SYS)", "NODE": "between PCIe host bri
                "PHB": "through a PCIe host bridge (PHB)"}
 
 
-@check("interconnect.topology", "GPU pairs use NVLink and P2P where the model has them", categories=("INTERCONNECT",))
+TOPOLOGY = Findings("interconnect.topology", "INTERCONNECT")
+
+
+@check(TOPOLOGY, "GPU pairs use NVLink and P2P where the model has them")
 def topology(ctx: CheckContext) -> List[Finding]:
     topo = ctx.facts.topology
     matrix = topo.gpu_matrix
@@ -207,11 +210,12 @@ def _fabric_gpus(d) -> List[Gpu]:
     return [g for g in d.gpus if g.fabric_state and g.fabric_state != "not_supported"]
 
 
-@check("interconnect.fabric-manager", "Fabric manager runs on NVSwitch systems", categories=("INTERCONNECT",))
+FABRIC_MANAGER = Findings("interconnect.fabric-manager", "INTERCONNECT")
+
+
+@check(FABRIC_MANAGER, "Fabric manager runs on NVSwitch systems")
 def fabric_manager(ctx: CheckContext) -> List[Finding]:
-    d = ctx.facts.driver
-    if d.status != ProbeStatus.OK:
-        raise SkipCheck(section_reason(d, "NVSwitch count"))
+    d = require_section(ctx.facts.driver, "NVSwitch count")
     on_fabric = _fabric_gpus(d)
     if on_fabric:
         # NVML GPU fabric info (Hopper and later) is the GPU's own word on its NVSwitch registration, read

@@ -4,26 +4,23 @@ from __future__ import annotations
 
 from typing import List
 
-from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import export, placeholder
-from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
+from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
-
-NCCL_ENV = Findings("interconnect.nccl-env", "INTERCONNECT")
-PEERMEM = Findings("interconnect.peermem", "INTERCONNECT")
 
 
 _TRUE = {"1", "true", "yes", "on"}
 
 
-@check("interconnect.nccl-env", "NCCL environment does not force slow paths", categories=("INTERCONNECT",))
+NCCL_ENV = Findings("interconnect.nccl-env", "INTERCONNECT")
+
+
+@check(NCCL_ENV, "NCCL environment does not force slow paths")
 def nccl_env(ctx: CheckContext) -> List[Finding]:
-    host = ctx.facts.host
-    if host.status != ProbeStatus.OK:
-        raise SkipCheck(section_reason(host, "environment variables"))
+    host = require_section(ctx.facts.host, "environment variables")
     env = host.env or {}
     if not env and ctx.facts.paste is not None:  # a paste that shows no variable says nothing about them
         raise SkipCheck("environment variables unknown: the pasted text shows none")
@@ -73,12 +70,12 @@ def nccl_env(ctx: CheckContext) -> List[Finding]:
     return out
 
 
-@check("interconnect.peermem", "GPUDirect RDMA module loaded where InfiniBand is present",
-       categories=("INTERCONNECT",))
+PEERMEM = Findings("interconnect.peermem", "INTERCONNECT")
+
+
+@check(PEERMEM, "GPUDirect RDMA module loaded where InfiniBand is present")
 def peermem(ctx: CheckContext) -> List[Finding]:
-    host = ctx.facts.host
-    if host.status != ProbeStatus.OK:
-        raise SkipCheck(section_reason(host, "kernel modules"))
+    host = require_section(ctx.facts.host, "kernel modules")
     if host.infiniband_devices is None:
         raise SkipCheck("InfiniBand devices unknown: the host probe did not look")
     if not host.infiniband_devices:

@@ -14,7 +14,6 @@ from .base import Check, CheckContext, Findings, SkipCheck, registrar
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
-LINK = Findings("pcie.link", "PCIE_LINK_DEGRADED")
 
 # PCIe generation by LnkCap/LnkSta speed (PCI-SIG: 2.5, 5, 8, 16, 32, 64 GT/s for Gen1..Gen6)
 _GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
@@ -53,7 +52,10 @@ def _link_text(link: PcieLink) -> str:
     return name
 
 
-@check("pcie.link", "GPU PCIe links run at full width and speed", categories=("PCIE_LINK_DEGRADED",))
+LINK = Findings("pcie.link", "PCIE_LINK_DEGRADED")
+
+
+@check(LINK, "GPU PCIe links run at full width and speed")
 def link(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     gpus = list(facts.driver.gpus) if facts.driver.status == ProbeStatus.OK else []

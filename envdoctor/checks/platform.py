@@ -13,14 +13,15 @@ from .base import CheckContext, Findings, SkipCheck, registrar
 CHECKS: list = []
 check = registrar(CHECKS)
 
-CONTAINER_GPU = Findings("platform.container-gpu", "CONTAINER_NO_GPU_RUNTIME")
-WSL = Findings("platform.wsl", "WSL_SPECIFIC")
 
 TOOLKIT_DOC = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 WSL_DOC = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
 
 
-@check("platform.container-gpu", "Container has GPU access", categories=("CONTAINER_NO_GPU_RUNTIME",))
+CONTAINER_GPU = Findings("platform.container-gpu", "CONTAINER_NO_GPU_RUNTIME")
+
+
+@check(CONTAINER_GPU, "Container has GPU access")
 def check_container(ctx: CheckContext) -> List[Finding]:
     host = ctx.facts.host
     c = host.container
@@ -69,7 +70,10 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     )]
 
 
-@check("platform.wsl", "WSL GPU setup", categories=("WSL_SPECIFIC",))
+WSL = Findings("platform.wsl", "WSL_SPECIFIC")
+
+
+@check(WSL, "WSL GPU setup")
 def check_wsl(ctx: CheckContext) -> List[Finding]:
     host = ctx.facts.host
     if host.wsl is None:

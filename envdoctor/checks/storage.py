@@ -8,12 +8,11 @@ from ..compat.health import health_table
 from ..facts import DataPath, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, copy_to_local, largest_dirs, random_read_test
-from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
+from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
-DATA_PATH = Findings("storage.data-path", "SLOW_STORAGE")
 
 GIB = 2**30
 
@@ -40,11 +39,12 @@ def _virtual_disk(p: DataPath, virtualization: Optional[str]) -> bool:
     return bool(virtualization) and (p.transport or "").lower() not in ("nvme", "usb")
 
 
-@check("storage.data-path", "Training data sits on fast local storage", categories=("SLOW_STORAGE",))
+DATA_PATH = Findings("storage.data-path", "SLOW_STORAGE")
+
+
+@check(DATA_PATH, "Training data sits on fast local storage")
 def data_path(ctx: CheckContext) -> List[Finding]:
-    st = ctx.facts.storage
-    if st.status != ProbeStatus.OK:
-        raise SkipCheck(section_reason(st, "data path storage"))
+    st = require_section(ctx.facts.storage, "data path storage")
     paths = [p for p in st.paths if p.status == ProbeStatus.OK]
     if not paths:
         raise SkipCheck("data path storage unknown: no path was probed"

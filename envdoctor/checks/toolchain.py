@@ -12,7 +12,6 @@ from .base import CheckContext, Findings, SkipCheck, registrar
 CHECKS: list = []
 check = registrar(CHECKS)
 
-HOST_COMPILER = Findings("toolchain.host-compiler", "HOST_COMPILER_TOO_NEW")
 
 # packages whose installation (or first use) compiles CUDA code with the nvcc on PATH
 SOURCE_BUILT = ("flash-attn", "apex", "deepspeed", "xformers", "torch-scatter", "torch-sparse",
@@ -62,7 +61,10 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
     return findings
 
 
-@check("toolchain.host-compiler", "Host compiler accepted by nvcc", categories=("HOST_COMPILER_TOO_NEW",))
+HOST_COMPILER = Findings("toolchain.host-compiler", "HOST_COMPILER_TOO_NEW")
+
+
+@check(HOST_COMPILER, "Host compiler accepted by nvcc")
 def check_host_compiler(ctx: CheckContext) -> List[Finding]:
     tk = ctx.facts.toolkits.on_path
     host = ctx.facts.host

@@ -26,11 +26,6 @@ from .base import CheckContext, Findings, SkipCheck, registrar
 CHECKS: list = []
 check = registrar(CHECKS)
 
-CUDA_BUILD = Findings("torch.cuda-build", "TORCH_CPU_ONLY_BUILD")
-GPU_ARCH = Findings("torch.gpu-arch", "GPU_ARCH_NOT_IN_TORCH_BUILD")
-PYTHON_VERSION = Findings("torch.python-version", "PYTHON_VERSION_UNSUPPORTED")
-
-
 
 def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], str]:
     t = py.torch
@@ -49,7 +44,10 @@ def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], s
     return None, ""
 
 
-@check("torch.gpu-arch", "torch has kernels for every GPU", categories=("GPU_ARCH_NOT_IN_TORCH_BUILD",))
+GPU_ARCH = Findings("torch.gpu-arch", "GPU_ARCH_NOT_IN_TORCH_BUILD")
+
+
+@check(GPU_ARCH, "torch has kernels for every GPU")
 def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
     from ..compat import arch_runs
 
@@ -145,7 +143,10 @@ def _has_gpus(facts: Facts) -> Tuple[bool, List[Evidence]]:
     return False, []
 
 
-@check("torch.cuda-build", "torch is a CUDA build on a GPU machine", categories=("TORCH_CPU_ONLY_BUILD",))
+CUDA_BUILD = Findings("torch.cuda-build", "TORCH_CPU_ONLY_BUILD")
+
+
+@check(CUDA_BUILD, "torch is a CUDA build on a GPU machine")
 def check_cpu_build(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     has, gpu_ev = _has_gpus(ctx.facts)
@@ -198,7 +199,10 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
     return findings
 
 
-@check("torch.python-version", "A torch wheel exists for this Python", categories=("PYTHON_VERSION_UNSUPPORTED",))
+PYTHON_VERSION = Findings("torch.python-version", "PYTHON_VERSION_UNSUPPORTED")
+
+
+@check(PYTHON_VERSION, "A torch wheel exists for this Python")
 def check_python_version(ctx: CheckContext) -> List[Finding]:
     pys = [(i, py) for i, py in enumerate(ctx.facts.pythons) if py.python_version]
     if not pys:
