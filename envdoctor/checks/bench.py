@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from ..facts import BenchResult, Facts, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
@@ -67,6 +67,23 @@ def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult
     return out
 
 
+def _below_expected(ctx: CheckContext, items: List[Any], nothing: str) -> List[Tuple[int, BenchResult, Any]]:
+    """(index, result, expectation) of each result below what is expected of it. SkipCheck when no result had
+    an expectation to judge against (each one's reason, or ``nothing`` when there were no results)."""
+    below, why_not, judged = [], [], 0
+    for i, r in items:
+        e = expect(ctx.facts, ctx.compat, r)
+        if e.expected is None:
+            why_not.append(f"{r.name} on {r.device}: {e.basis}")
+            continue
+        judged += 1
+        if e.verdict != "ok":
+            below.append((i, r, e))
+    if not judged:
+        raise SkipCheck("; ".join(why_not) or nothing)
+    return below
+
+
 def _numa_note(facts: Facts) -> Optional[str]:
     loc = facts.topology.gpu_locality or []
     nodes = {x.numa_node for x in loc if x.numa_node is not None and x.numa_node >= 0}
@@ -82,16 +99,7 @@ def matmul(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     items = [(i, r) for i, r in _results(facts, MATMUL_DTYPE) if (r.device or "").startswith("cuda")]
     out: List[Finding] = []
-    judged = 0
-    why_not = []
-    for i, r in items:
-        e = expect(facts, ctx.compat, r)
-        if e.expected is None:
-            why_not.append(f"{r.name} on {r.device}: {e.basis}")
-            continue
-        judged += 1
-        if e.verdict == "ok":
-            continue
+    for i, r, e in _below_expected(ctx, items, "no GPU matmul result"):
         gi, g = gpu_for(facts, r)
         causes = gpu_causes(facts, g, gi, r, i)
         cause = causes[0][0] if causes else "no cause found in this run's facts"
@@ -107,8 +115,6 @@ def matmul(ctx: CheckContext) -> List[Finding]:
                                source=e.source)] + [c[1] for c in causes],
             fix=_gpu_fix(causes),
         ))
-    if not judged:
-        raise SkipCheck("; ".join(why_not) if why_not else "no GPU matmul result")
     return out
 
 
@@ -132,16 +138,7 @@ def host_copy(ctx: CheckContext) -> List[Finding]:
     items = _results(facts, ("h2d_pinned", "d2h_pinned"))
     pageable = {r.device: r for _i, r in _results(facts, ("h2d_pageable",)) if r.status == ProbeStatus.OK}
     out: List[Finding] = []
-    judged = 0
-    why_not = []
-    for i, r in items:
-        e = expect(facts, ctx.compat, r)
-        if e.expected is None:
-            why_not.append(f"{r.name} on {r.device}: {e.basis}")
-            continue
-        judged += 1
-        if e.verdict == "ok":
-            continue
+    for i, r, e in _below_expected(ctx, items, "no host<->device copy result"):
         gi, g = gpu_for(facts, r)
         base = f"driver.gpus[{gi}]"
         causes = []
@@ -175,8 +172,6 @@ def host_copy(ctx: CheckContext) -> List[Finding]:
                  else Fix("Check the link and NUMA placement while copying",
                           ["nvidia-smi -q -d PCIE", "nvidia-smi topo -m"])),
         ))
-    if not judged:
-        raise SkipCheck("; ".join(why_not) if why_not else "no host<->device copy result")
     return out
 
 
@@ -186,16 +181,7 @@ def disk(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     items = _results(facts, ("disk_seq_read",))
     out: List[Finding] = []
-    judged = 0
-    why_not = []
-    for i, r in items:
-        e = expect(facts, ctx.compat, r)
-        if e.expected is None:
-            why_not.append(f"{r.name} on {r.device}: {e.basis}")
-            continue
-        judged += 1
-        if e.verdict == "ok":
-            continue
+    for i, r, e in _below_expected(ctx, items, "no disk result"):
         si, p = storage_for(facts, r)
         kind = disk_kind(p)
         base = f"storage.paths[{si}]"
@@ -221,8 +207,6 @@ def disk(ctx: CheckContext) -> List[Finding]:
             fix=Fix("Copy the data set to local NVMe before training (or stage it into RAM / a local cache)",
                     ["df -h", "lsblk -d -o NAME,ROTA,TRAN,MODEL"]),
         ))
-    if not judged:
-        raise SkipCheck("; ".join(why_not) if why_not else "no disk result")
     return out
 
 
