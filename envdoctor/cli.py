@@ -577,7 +577,7 @@ def _finding_codes() -> tuple:
     import re
 
     code_re = re.compile(r"[a-z_]+\.[a-z0-9-]+/[a-z0-9-]+")
-    codes, prefixes = set(), set()
+    codes, prefixes, dynamic = set(), set(), set()
     here = pathlib.Path(__file__).resolve().parent
     for path in sorted((here / "checks").glob("*.py")) + [here / "diagnose" / "__init__.py"]:
         try:
@@ -596,8 +596,8 @@ def _finding_codes() -> tuple:
                     kind = node.args[0]
                     if isinstance(kind, ast.Constant) and isinstance(kind.value, str):
                         codes.add(f"{builders[f.id]}/{kind.value}")
-                    else:
-                        prefixes.add(f"{builders[f.id]}/")
+                    else:  # a kind computed at run time: known when the file spells the full codes out
+                        dynamic.add(builders[f.id])
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and code_re.fullmatch(node.value):
                 codes.add(node.value)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
@@ -607,6 +607,7 @@ def _finding_codes() -> tuple:
                 head = str(node.values[0].value)
                 if re.fullmatch(r"[a-z_]+\.[a-z0-9-]+/", head):
                     prefixes.add(head)
+    prefixes |= {f"{c}/" for c in dynamic if not any(code.startswith(f"{c}/") for code in codes)}
     return codes, prefixes
 
 

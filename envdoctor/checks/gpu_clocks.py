@@ -31,6 +31,25 @@ _HW_MAYBE = {"hw_slowdown": "HW Slowdown"}
 _THERMAL = {"sw_thermal_slowdown": "SW Thermal Slowdown"}
 
 
+# Settings lowered by hand (nvidia-smi -pl / -lgc / -ac): the setting against its default or maximum. NVML:
+# nvmlDeviceGetPowerManagementLimit vs ...DefaultLimit; locked SM clocks vs the maximum SM clock;
+# nvmlDeviceGetApplicationsClock vs nvmlDeviceGetDefaultApplicationsClock. A locked or application clock of 0 is
+# "not set". (code, summary head, setting, reference, fraction, 0 = unset, per-GPU text, expected, detail, fix,
+# the command that resets one GPU)
+_LOWERED = (
+    ("gpu.throttle/power-limit-lowered", "Power limit set below the default", "power_limit_w", "power_default_limit_w", 0.97,
+     False, "{v:g} W of {ref:g} W", ">= {ref:g} W (default)",
+     "A lowered power limit caps clocks whenever the GPU is busy.", "Restore the default power limit",
+     "sudo nvidia-smi -i {i} -pl {ref:g}"),
+    ("gpu.throttle/clocks-locked", "GPU clocks locked below the maximum", "clocks_sm_locked_max_mhz", "clocks_sm_max_mhz", 0.9,
+     True, "{v} MHz of {ref} MHz", "unlocked (max {ref} MHz)", None, "Reset the locked GPU clocks",
+     "sudo nvidia-smi -i {i} -rgc"),
+    ("gpu.throttle/app-clocks-lowered", "Application clocks set below the default", "clocks_sm_app_mhz",
+     "clocks_sm_app_default_mhz", 0.97, True, "{v} MHz of {ref} MHz", ">= {ref} MHz (default)", None,
+     "Reset the application clocks to their defaults", "sudo nvidia-smi -i {i} -rac"),
+)
+
+
 def _reasons(g: Gpu) -> List[str]:
     return [r.lower() for r in (g.throttle_reasons or [])]
 
@@ -150,49 +169,17 @@ def throttle(ctx: CheckContext) -> List[Finding]:
                               "--format=csv -l 5"]),
         ))
 
-    lowered = [g for g in gpus if g.power_limit_w is not None and g.power_default_limit_w
-               and g.power_limit_w < 0.97 * g.power_default_limit_w]
-    if lowered:
-        out.append(THROTTLE.warning(
-            "power-limit-lowered",
-            "Power limit set below the default on "
-            + "; ".join(f"GPU {g.index}: {g.power_limit_w:g} W of {g.power_default_limit_w:g} W"
-                        for g in lowered),
-            detail="A lowered power limit caps clocks whenever the GPU is busy.",
-            evidence=[Evidence(gpu_path(g, "power_limit_w"), g.power_limit_w,
-                               expected=f">= {g.power_default_limit_w:g} W (default)") for g in lowered],
-            fix=Fix("Restore the default power limit",
-                    commands=[f"sudo nvidia-smi -i {g.index} -pl {g.power_default_limit_w:g}" for g in lowered]),
-        ))
-
-    locked = [g for g in gpus if g.clocks_sm_locked_max_mhz and g.clocks_sm_max_mhz
-              and g.clocks_sm_locked_max_mhz < 0.9 * g.clocks_sm_max_mhz]
-    if locked:
-        out.append(THROTTLE.warning(
-            "clocks-locked",
-            "GPU clocks locked below the maximum on "
-            + "; ".join(f"GPU {g.index}: {g.clocks_sm_locked_max_mhz} MHz of {g.clocks_sm_max_mhz} MHz"
-                        for g in locked),
-            evidence=[Evidence(gpu_path(g, "clocks_sm_locked_max_mhz"), g.clocks_sm_locked_max_mhz,
-                               expected=f"unlocked (max {g.clocks_sm_max_mhz} MHz)") for g in locked],
-            fix=Fix("Reset the locked GPU clocks",
-                    commands=[f"sudo nvidia-smi -i {g.index} -rgc" for g in locked]),
-        ))
-    # application clocks set below their default (`nvidia-smi -ac`): NVML nvmlDeviceGetApplicationsClock vs
-    # nvmlDeviceGetDefaultApplicationsClock
-    app_low = [g for g in gpus if g.clocks_sm_app_mhz and g.clocks_sm_app_default_mhz
-               and g.clocks_sm_app_mhz < 0.97 * g.clocks_sm_app_default_mhz]
-    if app_low:
-        out.append(THROTTLE.warning(
-            "app-clocks-lowered",
-            "Application clocks set below the default on "
-            + "; ".join(f"GPU {g.index}: {g.clocks_sm_app_mhz} MHz of {g.clocks_sm_app_default_mhz} MHz"
-                        for g in app_low),
-            evidence=[Evidence(gpu_path(g, "clocks_sm_app_mhz"), g.clocks_sm_app_mhz,
-                               expected=f">= {g.clocks_sm_app_default_mhz} MHz (default)") for g in app_low],
-            fix=Fix("Reset the application clocks to their defaults",
-                    commands=[f"sudo nvidia-smi -i {g.index} -rac" for g in app_low]),
-        ))
+    for code, what, field, ref_field, fraction, zero_unset, text, expected, detail, fix, reset in _LOWERED:
+        low = [g for g in gpus if getattr(g, field) is not None and (getattr(g, field) or not zero_unset)
+               and getattr(g, ref_field) and getattr(g, field) < fraction * getattr(g, ref_field)]
+        if low:
+            out.append(THROTTLE.warning(
+                code.split("/", 1)[1], f"{what} on " + "; ".join(f"GPU {g.index}: " + text.format(v=getattr(g, field),
+                                                                              ref=getattr(g, ref_field)) for g in low),
+                detail=detail,
+                evidence=[Evidence(gpu_path(g, field), getattr(g, field), expected=expected.format(ref=getattr(g, ref_field)))
+                          for g in low],
+                fix=Fix(fix, commands=[reset.format(i=g.index, ref=getattr(g, ref_field)) for g in low])))
     return out
 
 
