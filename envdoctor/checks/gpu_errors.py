@@ -14,6 +14,21 @@ CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
 
+def _should_be_zero(g: Gpu, field: str) -> List[Evidence]:
+    return [Evidence(gpu_path(g, field), getattr(g, field), expected="0")]
+
+
+def _query(g: Gpu, sections: str) -> str:
+    """The nvidia-smi query that shows one GPU's ``sections`` (ROW_REMAPPER, ECC, PAGE_RETIREMENT)."""
+    return f"nvidia-smi -i {g.index} -q -d {sections}"
+
+
+def _counted(g: Gpu, code: str, field: str, what: str, fix: Fix, detail: Optional[str] = None) -> Finding:
+    """A warning about errors the GPU has counted and already handled: "GPU 3 (...): 12 <what>"."""
+    return MEMORY_ERRORS.warning(code.split("/", 1)[1], f"{gpu_label(g)}: {getattr(g, field)} {what}", detail=detail,
+                                 evidence=_should_be_zero(g, field), fix=fix)
+
+
 MEMORY_ERRORS = Findings("gpu.memory-errors", "GPU_MEMORY_ERRORS")
 
 
@@ -40,7 +55,7 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                 detail="NVIDIA's memory error management: a remapping failure means the GPU cannot repair "
                        "its memory any more and should be replaced.",
                 evidence=[Evidence(gpu_path(g, "remapped_rows_failure"), True, expected="false")],
-                fix=Fix("Ask the provider to replace this GPU", commands=[f"nvidia-smi -i {g.index} -q -d ROW_REMAPPER"],
+                fix=Fix("Ask the provider to replace this GPU", commands=[_query(g, "ROW_REMAPPER")],
                         url="https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html"),
             ))
         if g.remapped_rows_pending:
@@ -57,32 +72,24 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                 fix=reset,
             ))
         elif g.remapped_rows_uncorrectable:
-            out.append(MEMORY_ERRORS.warning(
-                "remapped-uncorrectable",
-                f"{label}: {g.remapped_rows_uncorrectable} row(s) remapped after uncorrectable errors",
-                detail="The remaps are applied, but a GPU that keeps collecting uncorrectable errors is failing.",
-                evidence=[Evidence(gpu_path(g, "remapped_rows_uncorrectable"), g.remapped_rows_uncorrectable,
-                                   expected="0")],
-                fix=Fix("Watch the count; ask the provider to check the GPU if it grows",
-                        commands=[f"nvidia-smi -i {g.index} -q -d ROW_REMAPPER"]),
-            ))
+            out.append(_counted(g, "gpu.memory-errors/remapped-uncorrectable", "remapped_rows_uncorrectable",
+                                "row(s) remapped after uncorrectable errors",
+                                Fix("Watch the count; ask the provider to check the GPU if it grows",
+                                    commands=[_query(g, "ROW_REMAPPER")]),
+                                detail="The remaps are applied, but a GPU that keeps collecting uncorrectable "
+                                       "errors is failing."))
         if g.ecc_volatile_uncorrected:
             out.append(MEMORY_ERRORS.error(
                 "ecc-volatile",
                 f"{label}: {g.ecc_volatile_uncorrected} uncorrectable ECC error(s) since the last reset",
-                evidence=[Evidence(gpu_path(g, "ecc_volatile_uncorrected"), g.ecc_volatile_uncorrected,
-                                   expected="0")],
+                evidence=_should_be_zero(g, "ecc_volatile_uncorrected"),
                 fix=reset,
             ))
         elif g.ecc_aggregate_uncorrected:
-            out.append(MEMORY_ERRORS.warning(
-                "ecc-aggregate",
-                f"{label}: {g.ecc_aggregate_uncorrected} uncorrectable ECC error(s) over the GPU's lifetime",
-                evidence=[Evidence(gpu_path(g, "ecc_aggregate_uncorrected"), g.ecc_aggregate_uncorrected,
-                                   expected="0")],
-                fix=Fix("Check whether the count grows; report it to the provider if it does",
-                        commands=[f"nvidia-smi -i {g.index} -q -d ECC"]),
-            ))
+            out.append(_counted(g, "gpu.memory-errors/ecc-aggregate", "ecc_aggregate_uncorrected",
+                                "uncorrectable ECC error(s) over the GPU's lifetime",
+                                Fix("Check whether the count grows; report it to the provider if it does",
+                                    commands=[_query(g, "ECC")])))
         if g.retired_pages_pending:
             out.append(MEMORY_ERRORS.error(
                 "retirement-pending",
@@ -93,15 +100,10 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                         url="https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html"),
             ))
         elif g.retired_pages_double_bit:
-            out.append(MEMORY_ERRORS.warning(
-                "retired-pages",
-                f"{label}: {g.retired_pages_double_bit} page(s) retired after double-bit errors",
-                evidence=[Evidence(gpu_path(g, "retired_pages_double_bit"), g.retired_pages_double_bit,
-                                   expected="0")],
-                fix=Fix("Watch the count; NVIDIA advises replacing a GPU that keeps retiring pages",
-                        commands=[f"nvidia-smi -i {g.index} -q -d PAGE_RETIREMENT"],
-                        url="https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html"),
-            ))
+            out.append(_counted(g, "gpu.memory-errors/retired-pages", "retired_pages_double_bit", "page(s) retired after double-bit errors",
+                                Fix("Watch the count; NVIDIA advises replacing a GPU that keeps retiring pages",
+                                    commands=[_query(g, "PAGE_RETIREMENT")],
+                                    url="https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html")))
         note = _inforom_note(g)
         if g.inforom_valid is False or note:
             out.append(MEMORY_ERRORS.warning(
@@ -112,7 +114,7 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
                 evidence=[Evidence(gpu_path(g, "inforom_valid"), g.inforom_valid, expected="true")]
                          + ([Evidence(gpu_path(g, "notes"), note)] if note else []),
                 fix=Fix("Ask the provider to reflash the infoROM or replace the GPU",
-                        commands=[f"nvidia-smi -i {g.index} -q -d ECC"]),
+                        commands=[_query(g, "ECC")]),
             ))
     mig_unread = [g for g in gpus if g.mig_mode_current and g.remapped_rows_pending is None
                   and g.remapped_rows_uncorrectable is None]
