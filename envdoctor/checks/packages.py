@@ -286,7 +286,7 @@ EXTENSION_CODES = {"missing": "packages.extensions/missing", "ptx-only": "packag
 
 
 def _live_gpus(ctx: CheckContext) -> List[ArchTarget]:
-    from .torch_build import gpu_capabilities
+    from ._gpus import gpu_capabilities
 
     t = ctx.facts.targets
     if ctx.facts.driver.source == "declared" or (t is not None and t.target_gpus):
