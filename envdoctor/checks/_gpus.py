@@ -20,13 +20,16 @@ def gpu_path(g: Gpu, fieldname: str) -> str:
     return f"driver.gpus[{g.index}].{fieldname}"
 
 
-def require_gpus(facts: Facts, what: str) -> List[Gpu]:
-    """The GPUs the driver probe saw; SkipCheck when there are none to judge."""
+def require_gpus(facts: Facts, what: str, fields: Tuple[str, ...] = ()) -> List[Gpu]:
+    """The GPUs the driver probe saw; SkipCheck when there are none to judge, or when none reports any of
+    ``fields`` (the readings the check judges)."""
     driver: Driver = facts.driver
     if driver.status != ProbeStatus.OK:
         raise SkipCheck(section_reason(driver, what))
     if not driver.gpus:
         raise SkipCheck(f"{what} unknown: the driver reports no GPU")
+    if fields:
+        require_any(driver.gpus, fields, what)
     return list(driver.gpus)
 
 

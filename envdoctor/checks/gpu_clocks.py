@@ -7,7 +7,7 @@ from typing import List
 from ..facts import Gpu
 from ..findings import Evidence, Finding, Fix
 from ..remedies import command, placeholder
-from ._gpus import gpu_list, gpu_path, looks_loaded, require_any, require_gpus
+from ._gpus import gpu_list, gpu_path, looks_loaded, require_gpus
 from .base import Check, CheckContext, Findings, registrar
 
 CHECKS: List[Check] = []
@@ -59,9 +59,8 @@ THROTTLE = Findings("gpu.throttle", "GPU_THROTTLED")
 
 @check(THROTTLE, "GPU clocks are not throttled")
 def throttle(ctx: CheckContext) -> List[Finding]:
-    gpus = require_gpus(ctx.facts, "throttle reasons")
-    require_any(gpus, ("throttle_reasons", "power_limit_w", "clocks_sm_locked_max_mhz", "clocks_sm_app_mhz"),
-                "throttle reasons")
+    gpus = require_gpus(ctx.facts, "throttle reasons",
+                        ("throttle_reasons", "power_limit_w", "clocks_sm_locked_max_mhz", "clocks_sm_app_mhz"))
     out: List[Finding] = []
 
     hw = [(g, [_HW[r] for r in _reasons(g) if r in _HW]) for g in gpus]

@@ -84,8 +84,7 @@ BUSY = Findings("gpu.busy", "GPU_BUSY")
 
 @check(BUSY, "No other process is using the GPUs")
 def busy(ctx: CheckContext) -> List[Finding]:
-    gpus = require_gpus(ctx.facts, "GPU processes")
-    require_any(gpus, ("processes", "memory_used_bytes", "utilization_gpu_pct"), "GPU processes")
+    gpus = require_gpus(ctx.facts, "GPU processes", ("processes", "memory_used_bytes", "utilization_gpu_pct"))
     out: List[Finding] = []
     # readings taken under envdoctor's own load show that load's memory and utilisation: only a
     # listed process is evidence of another tenant then
@@ -154,8 +153,7 @@ MIG = Findings("gpu.mig", "MIG_ENABLED")
 
 @check(MIG, "GPUs are whole (MIG off)")
 def mig(ctx: CheckContext) -> List[Finding]:
-    gpus = require_gpus(ctx.facts, "MIG mode")
-    require_any(gpus, ("mig_mode_current",), "MIG mode")
+    gpus = require_gpus(ctx.facts, "MIG mode", ("mig_mode_current",))
     out: List[Finding] = []
     on = [g for g in gpus if g.mig_mode_current]
     empty = [g for g in on if g.mig_device_count == 0]
@@ -234,8 +232,7 @@ COMPUTE_MODE = Findings("gpu.compute-mode", "COMPUTE_MODE_RESTRICTED")
 
 @check(COMPUTE_MODE, "Compute mode allows shared use")
 def compute_mode(ctx: CheckContext) -> List[Finding]:
-    gpus = require_gpus(ctx.facts, "compute mode")
-    require_any(gpus, ("compute_mode",), "compute mode")
+    gpus = require_gpus(ctx.facts, "compute mode", ("compute_mode",))
     out: List[Finding] = []
     prohibited = [g for g in gpus if _compute_mode(g.compute_mode) == "Prohibited"]
     exclusive = [g for g in gpus if _compute_mode(g.compute_mode) in ("Exclusive_Process", "Exclusive_Thread")]

@@ -183,6 +183,15 @@ for _kind, _what, _reader, _title in (
     check(f"requirements.{_kind}", _title, categories=(CATEGORY,))(_version_check(_kind, _what, _reader))
 
 
+def _declared_gpus_or_skip(ctx: CheckContext):
+    """The declared targets when they name GPUs; else SkipCheck saying where GPUs are declared."""
+    t = ctx.facts.targets
+    if t is None or not t.target_gpus:
+        raise SkipCheck("no target GPUs declared (--target-gpus, [tool.envdoctor] target-gpus, "
+                        "preflight(target_gpus=...))")
+    return t
+
+
 def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
@@ -190,10 +199,7 @@ def _norm(text: str) -> str:
 @check("requirements.target-gpus", "Declared target GPUs: present, and served by SASS rather than PTX",
        categories=(CATEGORY, "GPU_ARCH_NOT_IN_TORCH_BUILD"))
 def check_target_gpus(ctx: CheckContext) -> List[Finding]:
-    t = ctx.facts.targets
-    if t is None or not t.target_gpus:
-        raise SkipCheck("no target GPUs declared (--target-gpus, [tool.envdoctor] target-gpus, "
-                        "preflight(target_gpus=...))")
+    t = _declared_gpus_or_skip(ctx)
     d = ctx.facts.driver
     declared = d.source == "declared"
     findings: List[Finding] = []
@@ -265,10 +271,7 @@ EXTENSION_CODES = {"missing": "requirements.extensions-gpus/missing",
        categories=(CATEGORY, "THIRD_PARTY_EXTENSION_MISMATCH"))
 def check_extensions_gpus(ctx: CheckContext) -> List[Finding]:
     """flash-attn, xformers, torchvision's _C ... judged per target GPU: SASS, or PTX that JITs (a warning)."""
-    t = ctx.facts.targets
-    if t is None or not t.target_gpus:
-        raise SkipCheck("no target GPUs declared (--target-gpus, [tool.envdoctor] target-gpus, "
-                        "preflight(target_gpus=...))")
+    t = _declared_gpus_or_skip(ctx)
     targets = []
     for k, given in enumerate(t.target_gpus):
         try:
