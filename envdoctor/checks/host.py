@@ -43,8 +43,14 @@ def _memory_of(compat: Any, g: Gpu) -> Optional[int]:
     return getattr(spec, "memory_bytes", None)
 
 
+def _ask_for(docker_flag: str, srun_flag: str, value: str) -> List[str]:
+    """The container's and the Slurm job's way to ask for more of a resource."""
+    return [command("docker", "run", placeholder_flag(docker_flag, value), "..."),
+            command("srun", placeholder_flag(srun_flag, value), "...")]
+
+
 def _needs(table: HealthTable, compat: Any, gpus: List[Gpu]) -> Tuple[float, float, float, float, str]:
-    """Sum over the GPUs of (cpu min, cpu recommended, ram GiB min, ram GiB recommended), and the classes."""
+    """Sum over the GPUs of (cpu min, cpu recommended, ram GiB min, ram GiB recommended), and the rows' source."""
     cmin = crec = rmin = rrec = 0.0
     classes = []
     for g in gpus:
@@ -55,7 +61,7 @@ def _needs(table: HealthTable, compat: Any, gpus: List[Gpu]) -> Tuple[float, flo
         rrec += row.ram_gib_per_gpu_recommended
         classes.append(row.gpu_class)
     summary = ", ".join(f"{classes.count(c)} {c}-class" for c in dict.fromkeys(classes))
-    return cmin, crec, rmin, rrec, summary
+    return cmin, crec, rmin, rrec, f"compat health.json rows ({summary})"
 
 
 # --------------------------------------------------------------------------- SHM_TOO_SMALL
@@ -144,10 +150,9 @@ def cpu(ctx: CheckContext) -> List[Finding]:
             f"no GPU to judge the per-GPU ratio against ({usable:g} CPUs usable: os.cpu_count() "
             f"{fmt_opt(host.cpu_logical_count)}, affinity {fmt_opt(host.cpu_affinity_count)}"
             + (f", cgroup quota {quota:g}" if quota is not None else ", no cgroup quota") + ")")
-    cmin, crec, _, _, classes = _needs(table, ctx.compat, gpus)
+    cmin, crec, _, _, src = _needs(table, ctx.compat, gpus)
     n = len(gpus)
     per = usable / n
-    src = "compat health.json rows (" + classes + ")"
     if usable < cmin:
         out.append(CPU.warning(
             "per-gpu",
@@ -158,8 +163,7 @@ def cpu(ctx: CheckContext) -> List[Finding]:
                                else "host.cpu_affinity_count", usable, expected=f">= {cmin:g}", source=src),
                       Evidence("driver.gpus", n)],
             fix=Fix("Ask for more CPUs per GPU (or fewer GPUs), and set num_workers to the CPUs you have",
-                    commands=[command("docker", "run", placeholder_flag("--cpus", "<n>"), "..."),
-                              command("srun", placeholder_flag("--cpus-per-gpu", "<n>"), "...")]),
+                    commands=_ask_for("--cpus", "--cpus-per-gpu", "<n>")),
         ))
     elif usable < crec:
         out.append(CPU.info(
@@ -195,10 +199,9 @@ def memory(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck(
             f"no GPU to judge the per-GPU ratio against ({usable / GIB:.1f} GiB of RAM usable"
             + (f": cgroup limit of {total / GIB:.1f} GiB physical" if limited and total else "") + ")")
-    _, _, rmin, rrec, classes = _needs(table, ctx.compat, gpus)
+    _, _, rmin, rrec, src = _needs(table, ctx.compat, gpus)
     n = len(gpus)
     gib = usable / GIB
-    src = "compat health.json rows (" + classes + ")"
     if gib < rmin:
         out.append(MEMORY.warning(
             "per-gpu",
@@ -209,8 +212,7 @@ def memory(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(src_path, usable, expected=f">= {int(rmin * GIB)}", source=src),
                       Evidence("driver.gpus", n)],
             fix=Fix("Ask for more memory, or lower num_workers / prefetch_factor",
-                    commands=[command("docker", "run", placeholder_flag("--memory", "<size>"), "..."),
-                              command("srun", placeholder_flag("--mem-per-gpu", "<size>"), "...")]),
+                    commands=_ask_for("--memory", "--mem-per-gpu", "<size>")),
         ))
     elif gib < rrec:
         out.append(MEMORY.info(
