@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .compat import arch_runs, cuda_of_variant, load_compat
+from .compat import load_compat
+from .domain.arch import arch_runs
+from .domain.variants import cuda_of_variant
 from .targets import TargetError, check_driver_version, resolve_gpu
 
 

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, Storage, from_dict, pci_bus_key
+from ..domain.pci import bus_key
+from ..facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, Storage, from_dict
 from .suite import KERNELS, PlanItem, plan
 
 STARTUP_TIMEOUT_S = 90.0  # import torch + CUDA initialisation, before the first kernel
@@ -168,7 +169,7 @@ def busy_gpus(driver: Driver) -> Dict[str, str]:
     out = {}
     for g in driver.gpus:
         procs = [p for p in (g.processes or []) if (p.type or "C") in ("C", "C+G")]
-        key = pci_bus_key(g.pci_bus_id)
+        key = bus_key(g.pci_bus_id)
         if procs and key:
             out[key] = ", ".join(f"pid {p.pid}" + (f" ({p.name})" if p.name else "") for p in procs[:3])
     return out
@@ -385,7 +386,7 @@ class _NvmlHooks:
 
         def work() -> None:
             best, _n, _err = sample_pcie_links(self.nvml, lambda: not stop.is_set(), max_s=600.0)
-            self.links[name] = {pci_bus_key(b) or b: v for b, v in best.items()}
+            self.links[name] = {bus_key(b) or b: v for b, v in best.items()}
 
         self._link_thread = threading.Thread(target=work, name="envdoctor-bench-links", daemon=True)
         self._link_thread.start()

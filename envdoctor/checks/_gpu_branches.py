@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from ..compat.driver_gpu import BranchSupport, driver_gpu_table
-from ._util import major_minor, parse_version, version_ge
+from ..domain.versions import major_minor, parse_version, version_ge
 from .base import CheckContext
 
 
@@ -99,7 +99,8 @@ def newest_torch_for(ctx: CheckContext, branch: int, ccs: List[str]) -> Optional
     """(torch minor, variant) of the newest torch release with a CUDA variant that ``branch`` runs and whose
     wheel has kernels (SASS, or PTX it can JIT) for every compute capability in ``ccs``; only variants with a
     known arch list count."""
-    from ..compat import arch_runs, cuda_of_variant
+    from ..domain.arch import arch_runs
+    from ..domain.variants import cuda_of_variant
 
     best: Optional[Tuple[str, str]] = None
     for rel in ctx.compat.torch_releases():

@@ -5,21 +5,17 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional, Tuple
 
+from ..domain.variants import local_tag
+from ..domain.versions import driver_branch, major_minor, mm_str, parse_version, version_ge
 from ..facts import Facts, Package, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, driver_install, pip_install, set_env, unset_env
 from ._util import (
-    driver_branch,
     driver_runs_cuda,
     is_nvidia_gpu_description,
-    local_tag,
-    major_minor,
-    mm_str,
-    parse_version,
     torch_builds,
     torch_envs,
     torch_label,
-    version_ge,
 )
 from .base import CheckContext, SkipCheck, registrar
 
@@ -313,7 +309,8 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
 def _alternative_variant(ctx: CheckContext, torch_version: str, driver: str) -> Optional[str]:
     """The newest CUDA variant of this torch release that this driver runs and that has kernels for
     every GPU here (an older CUDA build often lacks the newest architectures: 1.12 cu102 has no sm_80)."""
-    from ..compat import arch_runs, cuda_of_variant
+    from ..domain.arch import arch_runs
+    from ..domain.variants import cuda_of_variant
     from .torch_build import gpu_capabilities
 
     rel = ctx.compat.torch_release(torch_version)
@@ -474,7 +471,7 @@ def _inferred_cuda(ctx: CheckContext, py) -> Optional[Tuple[str, str]]:
     that is not known to be a CPU build came from PyPI, whose Linux x86_64 wheel is the release's default
     variant (compat torch.json default_variant); that is likely, not certain (an index URL may have been used).
     """
-    from ..compat import cuda_of_variant
+    from ..domain.variants import cuda_of_variant
     from .packages import package_variant
 
     t = py.torch
@@ -509,7 +506,7 @@ _MINOR_COMPAT_LIMITS = (
 
 def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
     """GPUs for which torch has PTX but no SASS (they would need the driver to JIT newer PTX)."""
-    from ..compat import arch_runs
+    from ..domain.arch import arch_runs
 
     t = py.torch
     arch = t.arch_list if t else None
@@ -579,9 +576,8 @@ def _legacy_gpu_alternative(ctx: CheckContext, py, torch_version: str,
                             driver: Optional[str]) -> Tuple[str, List[str]]:
     """What to do when no driver runs this torch's CUDA on these GPUs: this torch in a CUDA variant the
     driver runs, else the newest torch the GPUs' last branch runs with kernels for them, else a newer GPU."""
-    from ..compat.health import branch_of
+    from ..domain.versions import base_version
     from ._gpu_branches import gpu_branch_limits, newest_patch, newest_torch_for
-    from ._util import base_version
     from .packages import _pair_pins
 
     limits = gpu_branch_limits(ctx)
@@ -605,7 +601,7 @@ def _legacy_gpu_alternative(ctx: CheckContext, py, torch_version: str,
     pins = _pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
     commands = [pip_install(ctx.facts, py, pins, variant, force=True)]
     note = ""
-    if branch_of(driver) != hi:
+    if driver_branch(driver) != hi:
         # R{hi} is the last branch for this GPU
         plan = driver_install(ctx.facts, hi)
         commands[:0] = plan.commands
@@ -630,7 +626,7 @@ def _fix_upgrade_driver(ctx: CheckContext, min_driver: Optional[str], torch_vers
     if driver:
         alt = _alternative_variant(ctx, torch_version, driver)
         if alt:
-            from ._util import base_version
+            from ..domain.versions import base_version
             from .packages import _pair_pins
 
             version = base_version(torch_version) or ""

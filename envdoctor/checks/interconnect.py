@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
+from ..domain.gpus import gpu_label
 from ..facts import Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import export, placeholder
 from .base import Check, CheckContext, SkipCheck, registrar, section_reason
-from .gpu_health import gpu_label, gpu_path, require_gpus
+from .gpu_health import gpu_path, require_gpus
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)

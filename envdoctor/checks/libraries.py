@@ -6,10 +6,11 @@ import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
+from ..domain.versions import parse_version
 from ..facts import LibraryCopy, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import drop_path_entry, export, pip_install, unset
-from ._util import parse_version, torch_envs
+from ._util import torch_envs
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []

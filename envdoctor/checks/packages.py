@@ -5,20 +5,12 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
+from ..domain.variants import local_tag, torch_variant, variant_cuda_major, variant_kind
+from ..domain.versions import base_version, major_minor, mm_str, parse_version
 from ..facts import Package, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
-from ._util import (
-    base_version,
-    local_tag,
-    major_minor,
-    mm_str,
-    parse_version,
-    torch_envs_or_skip,
-    torch_variant,
-    variant_cuda_major,
-    variant_kind,
-)
+from ._util import torch_envs_or_skip
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
@@ -74,7 +66,7 @@ def _same_variant(a: str, b: str) -> bool:
 
 def _target_variant(ctx: CheckContext, py: PythonEnv, torch_version: str) -> Optional[str]:
     """Which variant the fix should install: keep torch's, unless torch is CPU on a GPU box."""
-    tv = torch_variant(py, ctx.compat)
+    tv = torch_variant(py.torch)
     if tv == "cpu" and ctx.facts.driver.gpus:
         rel = ctx.compat.torch_release(torch_version)
         if rel and rel.default_variant:

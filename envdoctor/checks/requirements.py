@@ -14,7 +14,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from ..compat import arch_runs, cuda_of_variant
+from ..domain.arch import arch_runs
+from ..domain.variants import cuda_of_variant
 from ..facts import ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, pip_install

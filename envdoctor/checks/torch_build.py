@@ -5,21 +5,17 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from ..compat import cuda_of_variant
+from ..domain.variants import cuda_of_variant, torch_variant
+from ..domain.versions import base_version, mm_str, parse_version, version_ge
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, conda_cuda_note, new_venv, pip_check, pip_install
 from ._util import (
-    base_version,
     driver_runs_cuda,
     is_nvidia_gpu_description,
-    mm_str,
-    parse_version,
     torch_builds,
     torch_envs_or_skip,
     torch_label,
-    torch_variant,
-    version_ge,
 )
 from .base import CheckContext, SkipCheck, registrar
 
@@ -62,7 +58,7 @@ def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], s
             lib = t.build_files.native_library if t.build_files else None
             return list(t.arch_list), f"kernels compiled into {lib or 'libtorch_cuda.so'} (.nv_fatbin)"
         return list(t.arch_list), "torch.cuda.get_arch_list()"
-    variant = torch_variant(py, ctx.compat)
+    variant = torch_variant(py.torch)
     if variant and t.version:
         arch = ctx.compat.torch_arch_list(t.version, variant)
         if arch:
@@ -85,7 +81,7 @@ def find_build_for(ctx: CheckContext, cc: str, prefer_minor: Optional[str] = Non
 
     Prefers the same torch minor, then the newest release; among variants, the newest CUDA the driver runs.
     """
-    from ..compat import arch_runs
+    from ..domain.arch import arch_runs
 
     candidates = []
     for rel in _releases(ctx):
@@ -137,7 +133,7 @@ def _companion_pins(ctx: CheckContext, torch_version: str) -> List[str]:
 
 @check("torch.gpu-arch", "torch has kernels for every GPU", categories=("GPU_ARCH_NOT_IN_TORCH_BUILD",))
 def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
-    from ..compat import arch_runs
+    from ..domain.arch import arch_runs
 
     envs = [(i, py) for i, py in torch_builds(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
@@ -251,7 +247,7 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
             continue
         if t.import_error and t.build_files is None:
             continue  # an import failure with no build files read says nothing about the build
-        variant = torch_variant(py, ctx.compat)
+        variant = torch_variant(py.torch)
         if variant not in (None, "cpu"):
             judged = True
             continue
@@ -382,7 +378,7 @@ def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContex
         module = missing.group(1).split(".")[0]
         return Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
                    [pip_install(ctx.facts, py, [module.replace('_', '-')]), pip_check(ctx.facts, py)]), None
-    variant = torch_variant(py, ctx.compat)
+    variant = torch_variant(py.torch)
     return Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
                [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"], variant,
                             force=True)]), None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from ..domain.arch import parse_cc
 from . import _src, optional_table
 
 __all__ = [
@@ -17,11 +18,6 @@ __all__ = [
     "driver_gpu_table",
     "parse_driver_gpu_support",
 ]
-
-
-def _cc(text: Any) -> Tuple[int, int]:
-    major, _, minor = str(text).strip().partition(".")
-    return int(major), int(minor or 0)
 
 
 @dataclass(frozen=True)
@@ -37,10 +33,10 @@ class BranchSupport:
 
     def covers(self, cc: str) -> bool:
         try:
-            want = _cc(cc)
+            want = parse_cc(cc)
         except ValueError:
             return False
-        return _cc(self.cc_min) <= want <= _cc(self.cc_max)
+        return parse_cc(self.cc_min) <= want <= parse_cc(self.cc_max)
 
     def supports(self, branch: int) -> Optional[bool]:
         """False when ``branch`` is outside the known range; True when inside and the first branch is known."""
@@ -76,7 +72,7 @@ def parse_driver_gpu_support(doc: Dict[str, Any]) -> DriverGpuTable:
     for i, r in enumerate(doc["rows"]):
         where = f"driver_gpu_support.json: rows[{i}] ({r.get('architecture')})"
         try:
-            lo, hi = _cc(r["cc_min"]), _cc(r["cc_max"])
+            lo, hi = parse_cc(r["cc_min"]), parse_cc(r["cc_max"])
         except (KeyError, ValueError):
             raise ValueError(f"{where}: cc_min/cc_max must be 'major.minor'") from None
         if lo > hi:
@@ -91,9 +87,9 @@ def parse_driver_gpu_support(doc: Dict[str, Any]) -> DriverGpuTable:
         rows.append(BranchSupport(str(r["architecture"]), str(r["cc_min"]), str(r["cc_max"]), first, last,
                                   r.get("confidence"), _src(r["source"]),
                                   notes if isinstance(notes, str) else " ".join(notes)))
-    ordered = sorted(rows, key=lambda b: _cc(b.cc_min))
+    ordered = sorted(rows, key=lambda b: parse_cc(b.cc_min))
     for a, b in zip(ordered, ordered[1:]):
-        if _cc(a.cc_max) >= _cc(b.cc_min):
+        if parse_cc(a.cc_max) >= parse_cc(b.cc_min):
             raise ValueError(f"driver_gpu_support.json: {a.architecture} {a.cc_min}-{a.cc_max} overlaps "
                              f"{b.architecture} {b.cc_min}-{b.cc_max}")
     sources = {s["id"]: s["url"] for s in doc.get("sources", []) if isinstance(s, dict) and s.get("id")}
