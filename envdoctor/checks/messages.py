@@ -8,6 +8,17 @@ from typing import Any, Dict, List, Optional
 
 from ..catalogue import CATEGORIES
 from ..compat.signatures import Signature, normalise, signatures_from
+from ..domain.variants import (
+    CPU,
+    cuda_of_variant,
+    is_cpu_build,
+    local_tag,
+    nvidia_wheel,
+    package_variant,
+    variant_kind,
+    variant_tag,
+)
+from ..domain.versions import base_version, major_minor, release
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from .base import Check, CheckContext, SkipCheck, registrar
@@ -29,12 +40,6 @@ class Hit:
     confidence: str
 
 
-def _variant(version: Optional[str]) -> Optional[str]:
-    if version and "+" in version:
-        return version.split("+", 1)[1]
-    return None
-
-
 def _pkg_variant(facts: Facts, compat: Any, name: str) -> Optional[str]:
     """Variant of a torch-family package: local tag, the package's own record, else PyPI's default."""
     if not facts.pythons:
@@ -44,44 +49,32 @@ def _pkg_variant(facts: Facts, compat: Any, name: str) -> Optional[str]:
     version = pkg.version if pkg else (py.torch.version if name == "torch" and py.torch else None)
     if version is None:
         return None
-    tag = _variant(version)
-    if tag:
-        return tag
-    if pkg is not None and pkg.variant:
-        return pkg.variant
-    if name == "torch" and py.torch is not None and py.torch.cuda is None and py.torch.arch_list == []:
-        return "cpu"
+    known = package_variant(version, pkg.variant if pkg else None, py.platform, None)
+    if known:
+        return known
+    if name == "torch" and is_cpu_build(py.torch):
+        return CPU
     if compat is None:
         return None
     try:  # no local tag: the PyPI wheel, whose Linux x86_64 build is the release's default variant
         torch_v = version if name == "torch" else compat.torch_for_companion(name, version)
         rel = compat.torch_release(torch_v) if torch_v else None
-        return rel.default_variant if rel else None
     except Exception:  # noqa: BLE001 - compat lookups on odd versions must not break the check
         return None
-
-
-def _kind(variant: Optional[str]) -> Optional[str]:
-    if not variant:
-        return None
-    return "cpu" if variant == "cpu" else ("rocm" if variant.startswith("rocm") else "cuda")
+    return package_variant(version, None, py.platform, rel.default_variant if rel else None)
 
 
 def _python_outside(facts: Facts, compat: Any, version: Optional[str]) -> bool:
     if not version or compat is None or not facts.pythons or not facts.pythons[0].python_version:
         return False
     try:
-        rel = compat.torch_release(version.split("+", 1)[0])
+        rel = compat.torch_release(base_version(version) or "")
     except Exception:  # noqa: BLE001
         return False
     if rel is None:
         return False
-    py = tuple(int(x) for x in facts.pythons[0].python_version.split(".")[:2])
-
-    def t(v: Optional[str]) -> Optional[tuple]:
-        return tuple(int(x) for x in v.split(".")[:2]) if v else None
-
-    lo, hi = t(rel.python_min), t(rel.python_max)
+    py = major_minor(facts.pythons[0].python_version)
+    lo, hi = major_minor(rel.python_min), major_minor(rel.python_max)
     return bool((lo and py < lo) or (hi and py > hi))
 
 
@@ -91,9 +84,9 @@ def _nvidia_two_majors(facts: Facts) -> List[str]:
     seen: Dict[str, set] = {}
     for py in facts.pythons:
         for p in py.packages:
-            m = re.match(r"^nvidia-([a-z0-9-]+?)-cu(\d+)$", p.name.lower().replace("_", "-"))
-            if m:
-                seen.setdefault(m.group(1), set()).add(m.group(2))
+            w = nvidia_wheel(p.name)
+            if w:
+                seen.setdefault(w[0], set()).add(w[1])
     return sorted(lib for lib, majors in seen.items() if len(majors) > 1)
 
 
@@ -107,10 +100,10 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     if when == "in_container_no_gpu":
         return bool(host.container and host.container.runtime and host.container.gpu_device_nodes == [])
     if when == "variants_differ":
-        t = _kind(_pkg_variant(facts, compat, "torch"))
+        t = variant_kind(_pkg_variant(facts, compat, "torch"))
         if t is None:
             return False
-        return any(_kind(_pkg_variant(facts, compat, c)) not in (None, t) for c in ("torchvision", "torchaudio"))
+        return any(variant_kind(_pkg_variant(facts, compat, c)) not in (None, t) for c in ("torchvision", "torchaudio"))
     if when == "not_torch_import":
         msgs = facts.paste.messages if facts.paste else []
         return not any("torch/__init__" in m or "torch._C" in m for m in msgs)
@@ -225,17 +218,11 @@ def _torch_cuda_known(facts: Facts) -> Optional[bool]:
     t = py.torch if py else None
     if t is None:
         return None
-    if t.cuda or t.hip:
-        return True
-    tag = (t.version or "").partition("+")[2]
-    if tag == "cpu" or (t.cuda is None and t.arch_list == []):
-        return False
-    if tag.startswith(("cu", "rocm")):
-        return True
-    pkg = py.package("torch") if py else None
-    if pkg is not None and pkg.variant:
-        return pkg.variant != "cpu"
-    return None
+    cpu = is_cpu_build(t)
+    if cpu is None:
+        pkg = py.package("torch") if py else None
+        cpu = pkg.variant == CPU if pkg is not None and pkg.variant else None
+    return None if cpu is None else not cpu
 
 
 @check("diagnose.cuda-unavailable", "CUDA unavailable with the cause not in the paste",
@@ -288,8 +275,7 @@ def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
 def _oldest_floor(compat: Any) -> Optional[tuple]:
     """(cuda, driver): the oldest CUDA any torch build in the matrix uses, and the least driver it runs on."""
     variants = [v for r in compat.torch_releases() for v in r.cuda_variants]
-    cudas = sorted({f"{v[2:-1]}.{v[-1]}" for v in variants if v.startswith("cu") and v[2:].isdigit()
-                    and len(v) >= 4}, key=lambda c: tuple(int(x) for x in c.split(".")))
+    cudas = sorted({c for c in map(cuda_of_variant, variants) if c}, key=release)
     if not cudas:
         return None
     req = compat.cuda_requirement(cudas[0])
@@ -315,7 +301,7 @@ def check_driver_floor(ctx: CheckContext) -> List[Finding]:
     d = facts.driver
     if t is None:
         raise SkipCheck("no torch in the paste")
-    if t.cuda or _torch_cuda_known(facts) is not None or (t.version and "+" in t.version):
+    if t.cuda or _torch_cuda_known(facts) is not None or variant_tag(t.version):
         raise SkipCheck("torch's build is in the paste (driver.cuda-compat judges it)")
     if not d.version:
         raise SkipCheck("driver version not in the paste")
@@ -344,8 +330,7 @@ def _reinstall_one_torch(ctx: CheckContext, kept: str) -> List[str]:
     from ..remedies.python import installer_for
 
     py = ctx.facts.pythons[0] if ctx.facts.pythons else None
-    tag = kept.partition("+")[2] or None
-    variant = tag if tag and (tag == "cpu" or tag.startswith(("cu", "rocm"))) else None
+    variant = variant_tag(kept)
     return [pip_command(installer_for(ctx.facts, py), "uninstall", "-y", "torch"),
             pip_install(ctx.facts, py, [f"torch=={kept.split('+')[0]}"], variant, force=True)]
 
@@ -361,7 +346,7 @@ def check_sources(ctx: CheckContext) -> List[Finding]:
     out: List[Finding] = []
     for d in paste.disagreements or []:
         kept, other = str(d.get("kept")), str(d.get("other"))
-        kt, ot = kept.partition("+")[2], other.partition("+")[2]
+        kt, ot = local_tag(kept) or "", local_tag(other) or ""
         variant = bool(kt and ot and kt != ot) or (kt == "cpu") != (ot == "cpu") and bool(kt or ot)
         out.append(Finding(
             code="diagnose.sources/two-torch-installs",
@@ -394,7 +379,7 @@ def check_cpu_build_intent(ctx: CheckContext) -> List[Finding]:
     py = ctx.facts.pythons[0] if ctx.facts.pythons else None
     pkg = py.package("torch") if py else None
     cpu_why = None
-    if pkg is not None and (pkg.version.endswith("+cpu") or pkg.variant == "cpu"):
+    if pkg is not None and package_variant(pkg.version, pkg.variant, None, None) == CPU:
         cpu_why = pkg.variant_evidence or f"torch {pkg.version}"
     elif "torch.conda_cpuonly" in prov:
         cpu_why = str(prov["torch.conda_cpuonly"].get("reader"))
@@ -423,8 +408,8 @@ def _cpu_intent_fix(ctx: CheckContext, py: Any, pkg: Any, intent: Dict[str, Any]
         return Fix("Remove conda's cpuonly package and install the CUDA variant explicitly (channel order as shown)",
                    [command("conda", "remove", "-y", "cpuonly"),
                     command("conda", "install", "-y", "pytorch", spec, "-c", "pytorch", "-c", "nvidia")])
-    variant = value if value.startswith("cu") else None
-    version = pkg.version.split("+", 1)[0] if pkg is not None else None
+    variant = value if cuda_of_variant(value) else None
+    version = base_version(pkg.version) if pkg is not None else None
     return Fix(f"Reinstall torch from the {variant or 'CUDA'} index, replacing the CPU build",
                [pip_install(ctx.facts, py, [f"torch=={version}" if version else "torch"], variant, force=True)])
 
@@ -569,10 +554,10 @@ def check_extension_build(ctx: CheckContext) -> List[Finding]:
         if not built or not have:
             continue
         judged = True
-        b_rel, _, b_tag = built.partition("+")
-        h_rel, _, h_tag = have.partition("+")
+        b_rel, b_tag = base_version(built) or built, local_tag(built) or ""
+        h_rel, h_tag = base_version(have) or have, local_tag(have) or ""
         ev = [Evidence(f"paste.messages[{h.index}]", h.message[:300], source=h.signature.source)]
-        if h_tag == "cpu" and (b_tag.startswith("cu") or h.groups.get("built_cuda")):
+        if h_tag == "cpu" and (variant_kind(b_tag) == "cuda" or h.groups.get("built_cuda")):
             out.append(Finding(
                 code="diagnose.extension-build/cpu-torch", category="TORCH_CPU_ONLY_BUILD",
                 severity=Severity.ERROR, confidence="high",

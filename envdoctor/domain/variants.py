@@ -23,6 +23,13 @@ def local_tag(version: Optional[str]) -> Optional[str]:
     return v.local if v is not None and v.local else None
 
 
+def variant_tag(version: Optional[str]) -> Optional[str]:
+    """The local tag when it names a PyTorch variant ('2.5.1+cu124' -> 'cu124'); None for none or another tag
+    (a source or NGC build's '2.6.0a0+gitabc123' names a commit, not a variant)."""
+    tag = local_tag(version)
+    return tag if variant_kind(tag) else None
+
+
 def cuda_of_variant(variant: Optional[str]) -> Optional[str]:
     """'cu124' -> '12.4', 'cu130' -> '13.0', 'cu92' -> '9.2'; None for anything else."""
     m = _CU.match((variant or "").strip().lower())
@@ -86,7 +93,7 @@ def torch_variant(torch: Any) -> Optional[str]:
     """
     if torch is None:
         return None
-    tag = local_tag(torch.version)
+    tag = variant_tag(torch.version)
     if tag:
         return tag
     if torch.hip:
@@ -104,10 +111,8 @@ def torch_variant(torch: Any) -> Optional[str]:
 
 def is_cpu_build(torch: Any) -> Optional[bool]:
     """The one CPU-build rule: True for a CPU-only torch, False for a CUDA/ROCm/XPU build, None when unknown."""
-    variant = torch_variant(torch)
-    if variant is None:
-        return None
-    return variant == CPU
+    kind = variant_kind(torch_variant(torch))
+    return None if kind is None else kind == "cpu"
 
 
 def package_variant(version: Optional[str], recorded: Optional[str], platform: Optional[str],
@@ -115,7 +120,7 @@ def package_variant(version: Optional[str], recorded: Optional[str], platform: O
     """The variant of a torch-family wheel: its local tag, else what was read from its files (``recorded``),
     else, with no local tag on Linux x86_64 (or an unknown platform), PyPI's default variant for its release
     (PyPI's Linux x86_64 torch wheels are CUDA builds; elsewhere they are CPU builds: README "Key facts")."""
-    tag = local_tag(version)
+    tag = variant_tag(version)
     if tag:
         return tag
     if recorded:

@@ -110,3 +110,13 @@ def test_package_variant(version, recorded, platform, default, want):
                                              ("win-amd64", False), (None, None)])
 def test_is_linux_x86(platform, want):
     assert is_linux_x86(platform) is want
+
+
+@pytest.mark.parametrize("torch, variant", [
+    # a source or NGC build: the local tag names a commit, torch.version.cuda names the build
+    (TorchInfo(version="2.6.0a0+gitabc123", cuda="12.6"), "cu126"),
+    (TorchInfo(version="2.3.0a0+6ddf5cf85e.nv24.04", cuda="12.4"), "cu124"),
+    (TorchInfo(version="2.6.0a0+gitabc123"), None),
+])
+def test_a_commit_tag_is_not_a_variant(torch, variant):
+    assert torch_variant(torch) == variant
