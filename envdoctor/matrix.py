@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from .compat import load_compat
-from .domain.arch import arch_runs
+from .domain.arch import arch_runs, sm_name
 from .domain.variants import cuda_of_variant
 from .targets import TargetError, check_driver_version, resolve_gpu
 
@@ -158,7 +158,7 @@ def arch_info(compat: Any, arch: Optional[str]) -> Dict[str, Any]:
     except TargetError as e:
         raise MatrixError(str(e)) from None
     a = compat.arch_support(target.cc)
-    sm = a.sm or f"sm_{target.cc.replace('.', '')}"
+    sm = a.sm or sm_name(target.cc)
     toolkits = [r["cuda"] for r in compat.table("arch_support").get("ptxas_targets", []) if sm in r["targets"]]
     return {"query": "arch", **_arch_dict(a), "ptxas_toolkits": toolkits,
             "ptxas_source": (compat.table("arch_support").get("ptxas_targets") or [{}])[0].get("source"),

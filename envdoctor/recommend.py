@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from .compat import load_compat
-from .domain.arch import arch_runs
+from .domain.arch import arch_runs, sm_name
 from .domain.variants import cuda_of_variant
+from .domain.versions import release
 from .targets import GpuTarget, TargetError, check_driver_version, resolve_gpu
 
 
@@ -22,12 +23,7 @@ class RecommendError(ValueError):
 
 
 def _rel(text: Optional[str]) -> Tuple[int, ...]:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(str(text)).release if text else ()
-    except InvalidVersion:
-        return ()
+    return release(text, strict=True)
 
 
 @dataclass
@@ -102,7 +98,7 @@ def judge_variant(compat: Any, rel: Any, variant: str, driver: Optional[str], gp
             for g in gpus:
                 if not arch_runs(arch, g.cc)[0]:
                     return Verdict(rel.minor, variant, False,
-                                   why_not=f"{variant} has no sm_{g.cc.replace('.', '')} kernels ({g.label}): "
+                                   why_not=f"{variant} has no {sm_name(g.cc)} kernels ({g.label}): "
                                            f"arch list {' '.join(arch)}")
                 if not arch_runs([a for a in arch if a.startswith("sm_")], g.cc)[0]:
                     ptx_only.append(g.label)

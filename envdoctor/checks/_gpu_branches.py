@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional, Tuple
 
 from ..compat.driver_gpu import BranchSupport, driver_gpu_table
+from ..domain.arch import sm_name
 from ..domain.versions import major_minor, parse_version, version_ge
 from .base import CheckContext
 
@@ -25,7 +26,7 @@ class GpuOnBranch:
 
     @property
     def label(self) -> str:
-        return f"{self.name} ({self.row.architecture}, sm_{self.cc.replace('.', '')})"
+        return f"{self.name} ({self.row.architecture}, {sm_name(self.cc)})"
 
 
 @dataclass(frozen=True)

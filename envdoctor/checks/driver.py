@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional, Tuple
 
+from ..domain.arch import sm_name
 from ..domain.variants import local_tag
 from ..domain.versions import driver_branch, major_minor, mm_str, parse_version, version_ge
 from ..facts import Facts, Package, ProbeStatus
@@ -521,7 +522,7 @@ def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
         ok_all, _ = arch_runs(arch, cc)
         ok_sass, _ = arch_runs(sass_only, cc)
         if ok_all and not ok_sass:
-            out.append(f"GPU {g.index} ({g.name}, sm_{cc.replace('.', '')})")
+            out.append(f"GPU {g.index} ({g.name}, {sm_name(cc)})")
     return out
 
 

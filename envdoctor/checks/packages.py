@@ -5,7 +5,20 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from ..domain.variants import local_tag, torch_variant, variant_cuda_major, variant_kind
+from ..domain.variants import (
+    cuda_of_variant,
+    is_cpu_build,
+    is_linux_x86,
+    local_tag,
+    nvidia_wheel_cuda_major,
+    torch_variant,
+    variant_cuda_major,
+    variant_kind,
+    variant_tag,
+)
+from ..domain.variants import (
+    package_variant as wheel_variant,
+)
 from ..domain.versions import base_version, major_minor, mm_str, parse_version
 from ..facts import Package, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
@@ -21,13 +34,6 @@ TRITON_NAMES = ("triton", "pytorch-triton")
 VISION_README = "https://github.com/pytorch/vision#installation"
 
 
-def _is_linux_x86(py: PythonEnv) -> Optional[bool]:
-    if not py.platform:
-        return None
-    p = py.platform.lower().replace("_", "-")
-    return p.startswith("linux") and "x86-64" in p
-
-
 def package_variant(ctx: CheckContext, py: PythonEnv, pkg: Package) -> Tuple[Optional[str], str, bool]:
     """(variant, evidence text, certain) of a torch-family package.
 
@@ -35,15 +41,18 @@ def package_variant(ctx: CheckContext, py: PythonEnv, pkg: Package) -> Tuple[Opt
     wheel with no local tag on Linux x86_64, PyPI's default variant for the torch release it pairs with
     (PyPI's Linux x86_64 torch/torchvision/torchaudio wheels are CUDA builds; README "Key facts").
     """
-    tag = local_tag(pkg.version)
+    tag = variant_tag(pkg.version)
     if tag:
         return tag, f"local version tag +{tag}", True
     if pkg.variant:
         return pkg.variant, pkg.variant_evidence or "read from the package's compiled files", True
+    if local_tag(pkg.version):  # a source or vendor build (+git..., +nv24.04) is no PyPI wheel: no default
+        return None, "", False
     torch_v = pkg.version if pkg.name == "torch" else ctx.compat.torch_for_companion(pkg.name, base_version(pkg.version) or "")
     rel = ctx.compat.torch_release(torch_v) if torch_v else None
-    linux = _is_linux_x86(py)
-    if rel and rel.default_variant and linux is not False:
+    linux = is_linux_x86(py.platform)
+    default = wheel_variant(pkg.version, None, py.platform, rel.default_variant if rel else None)
+    if rel and default:
         certain = bool(linux)
         where = "Linux x86_64" if linux else "Linux x86_64 (assumed: the platform is not in the facts)"
         return (rel.default_variant,
@@ -58,7 +67,7 @@ def _same_variant(a: str, b: str) -> bool:
         return False
     if ka == "cuda":
         ma, mb = variant_cuda_major(a), variant_cuda_major(b)
-        if a.startswith("cuda") or b.startswith("cuda"):  # only the major is known on one side
+        if cuda_of_variant(a) is None or cuda_of_variant(b) is None:  # only the major is known on one side
             return ma == mb
         return a == b
     return a == b
@@ -92,7 +101,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
     for i, py in envs:
         torch_pkg = py.package("torch") or Package(name="torch", version=py.torch.version)
         tv, tv_ev, t_certain = package_variant(ctx, py, torch_pkg)
-        if py.torch.cuda is None and py.torch.hip is None and py.torch.arch_list is not None:
+        if is_cpu_build(py.torch) and py.torch.arch_list is not None:  # torch itself said so at import
             tv, tv_ev, t_certain = "cpu", "torch.version.cuda is None", True
         if tv is None:
             continue
@@ -109,9 +118,9 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
         tmajor = variant_cuda_major(tv)
         wheels = []
         for pkg in py.packages:
-            m = re.match(r"nvidia-[a-z0-9-]+?-cu(\d+)$", pkg.name)
-            judged = judged or bool(m and tmajor is not None)
-            if m and tmajor is not None and int(m.group(1)) != tmajor and _required_by_torch(py, pkg.name):
+            major = nvidia_wheel_cuda_major(pkg.name)
+            judged = judged or bool(major is not None and tmajor is not None)
+            if major is not None and tmajor is not None and major != tmajor and _required_by_torch(py, pkg.name):
                 wheels.append(pkg)
         if not mixed and not wheels:
             continue
@@ -229,8 +238,8 @@ def _pypi_cxx11_abi(py: PythonEnv) -> Tuple[Optional[bool], str]:
     default"; #123649 moved the wheels to manylinux_2_28). 2.6 differs by variant (its cu126 wheels were the
     first C++11 ones, pytorch/xla#8641), so it is not told. conda builds are not PyPI wheels: not told."""
     pkg = py.package("torch")
-    if pkg is None or pkg.installer == "conda" or local_tag(pkg.version) not in (None, "cpu") and not \
-            str(local_tag(pkg.version)).startswith("cu"):
+    tag = local_tag(pkg.version)
+    if pkg is None or pkg.installer == "conda" or tag is not None and variant_kind(tag) not in ("cpu", "cuda"):
         return None, ""
     mm = major_minor(pkg.version)
     if mm is None:
@@ -272,8 +281,9 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
             if m and pkg.name in _EXTENSIONS:
                 if m.group("torch") and m.group("torch") != mm_str(tver):
                     problems.append(f"built for torch {m.group('torch')}")
-                if m.group("cu") and t.cuda and variant_cuda_major("cu" + m.group("cu")) != int(t.cuda.split(".")[0]):
-                    problems.append(f"built for CUDA {m.group('cu')[:-1]}.{m.group('cu')[-1]}")
+                built_cu = "cu" + m.group("cu") if m.group("cu") else None
+                if built_cu and major_minor(t.cuda) and variant_cuda_major(built_cu) != major_minor(t.cuda)[0]:
+                    problems.append(f"built for CUDA {cuda_of_variant(built_cu) or variant_cuda_major(built_cu)}")
                 abi, abi_why = (t.cxx11_abi, "torch's own") if t.cxx11_abi is not None else _pypi_cxx11_abi(py)
                 if m.group("abi") and abi is not None and (m.group("abi").lower() == "true") != abi:
                     problems.append(f"built with cxx11abi={m.group('abi')} ({abi_why} C++ ABI is "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from ..domain.variants import cuda_of_variant, torch_variant
+from ..domain.variants import cuda_of_variant, is_cpu_build, torch_variant, variant_kind
 from ..domain.versions import base_version, mm_str, parse_version, version_ge
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
@@ -86,7 +86,7 @@ def find_build_for(ctx: CheckContext, cc: str, prefer_minor: Optional[str] = Non
     candidates = []
     for rel in _releases(ctx):
         for variant, arch in (rel.arch_lists or {}).items():
-            if not arch or not variant.startswith("cu"):
+            if not arch or variant_kind(variant) != "cuda":
                 continue
             ok, _ = arch_runs(arch, cc)
             if not ok:
@@ -247,15 +247,14 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
             continue
         if t.import_error and t.build_files is None:
             continue  # an import failure with no build files read says nothing about the build
-        variant = torch_variant(py.torch)
-        if variant not in (None, "cpu"):
-            judged = True
-            continue
-        if variant is None:
+        cpu = is_cpu_build(t)
+        if cpu is None:
             # the build is unknown (a paste without a local tag or torch.version.cuda): PyPI's Linux wheel is a
             # CUDA build and an --index-url may have chosen either, so no CPU-only verdict from this
             continue
         judged = True
+        if not cpu:
+            continue
         version = base_version(t.version) or ""
         rel = ctx.compat.torch_release(version) if version else None
         target = None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-_ARCH_RE = re.compile(r"^(sm|compute)_(\d+)([a-z]?)$")
+_ARCH_RE = re.compile(r"^(sm|compute)_?(\d+)([a-z]?)$")
+_DOTTED = re.compile(r"^\d{1,2}\.\d$")
 
 
 def parse_cc(text: object) -> Tuple[int, int]:
@@ -25,6 +26,15 @@ def parse_cc(text: object) -> Tuple[int, int]:
     if len(s) == 1:
         return int(s), 0
     return int(s[:-1]), int(s[-1])
+
+
+def arch_cc(text: str) -> Optional[str]:
+    """The compute capability a GPU architecture names: 'sm_90', 'sm90', 'compute_90a', '9.0' -> '9.0'; None for
+    anything else (a model name, bare digits)."""
+    s = (text or "").strip().lower()
+    if _ARCH_RE.match(s) or _DOTTED.match(s):
+        return cc_str(s)
+    return None
 
 
 def cc_str(text: object) -> Optional[str]:

@@ -9,9 +9,11 @@ from .versions import major_minor, mm_str, parse_version
 
 # PyTorch names CUDA variants cu<major><minor>, the last digit being the minor: cu92 = 9.2, cu118 = 11.8,
 # cu130 = 13.0 (https://download.pytorch.org/whl/). "cuda13" is a major-only variant (a package record, a
-# wheel's Requires-Dist naming nvidia-*-cu13).
+# wheel's Requires-Dist naming nvidia-*-cu13). "cu11"/"cu12"/"cu13" are major-only too: flash-attn's release
+# wheels are tagged +cu12torch2.7cxx11abiTRUE (github.com/Dao-AILab/flash-attention/releases, v2.7 on), and no
+# CUDA 1.x variant ever existed (PyTorch wrote CUDA 10 as cu100).
 _CU = re.compile(r"^cu(\d{2,3})$")
-_CUDA_MAJOR = re.compile(r"^cuda(\d+)")
+_CUDA_MAJOR = re.compile(r"^cuda(\d+)|^cu(1\d)$")
 
 # the local-version tags PyTorch's own indexes use
 CPU = "cpu"
@@ -33,7 +35,7 @@ def variant_tag(version: Optional[str]) -> Optional[str]:
 def cuda_of_variant(variant: Optional[str]) -> Optional[str]:
     """'cu124' -> '12.4', 'cu130' -> '13.0', 'cu92' -> '9.2'; None for anything else."""
     m = _CU.match((variant or "").strip().lower())
-    if not m:
+    if not m or _CUDA_MAJOR.match(m.group(0)):
         return None
     digits = m.group(1)
     return f"{int(digits[:-1])}.{digits[-1]}"
@@ -54,8 +56,8 @@ def variant_cuda_major(variant: Optional[str]) -> Optional[int]:
     cuda = cuda_of_variant(variant)
     if cuda:
         return int(cuda.split(".")[0])
-    m = _CUDA_MAJOR.match(variant)
-    return int(m.group(1)) if m else None
+    m = _CUDA_MAJOR.match(variant.strip().lower())
+    return int(m.group(1) or m.group(2)) if m else None
 
 
 def variant_kind(variant: Optional[str]) -> Optional[str]:
@@ -125,6 +127,8 @@ def package_variant(version: Optional[str], recorded: Optional[str], platform: O
         return tag
     if recorded:
         return recorded
+    if local_tag(version):  # a source or vendor build (+git..., +nv24.04) is no PyPI wheel
+        return None
     if default_variant and is_linux_x86(platform) is not False:
         return default_variant
     return None

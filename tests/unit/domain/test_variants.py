@@ -31,7 +31,7 @@ def test_local_tag(version, tag):
 
 @pytest.mark.parametrize("variant, cuda, major, kind", [
     ("cu124", "12.4", 12, "cuda"), ("cu130", "13.0", 13, "cuda"), ("cu118", "11.8", 11, "cuda"),
-    ("cu92", "9.2", 9, "cuda"), ("cuda13", None, 13, "cuda"), ("cpu", None, None, "cpu"),
+    ("cu92", "9.2", 9, "cuda"), ("cuda13", None, 13, "cuda"), ("cu12", None, 12, "cuda"), ("cu11", None, 11, "cuda"), ("cpu", None, None, "cpu"),
     ("rocm6.2", None, None, "rocm"), ("xpu", None, None, "xpu"), ("foo", None, None, None), (None, None, None, None),
 ])
 def test_variant_table(variant, cuda, major, kind):
@@ -101,6 +101,7 @@ def test_torch_variant_and_the_one_cpu_rule(torch, variant, cpu):
     ("2.5.1", None, None, "cu124", "cu124"),  # platform unknown: assumed Linux x86_64
     ("2.5.1", None, "macosx-14-arm64", "cu124", None),  # never on another platform
     ("2.5.1", None, "win-amd64", None, None),
+    ("0.18.0a0+6ddf5cf", None, "linux-x86_64", "cu124", None),  # a vendor build is no PyPI wheel
 ])
 def test_package_variant(version, recorded, platform, default, want):
     assert package_variant(version, recorded, platform, default) == want
