@@ -462,6 +462,8 @@ def variant_from_libs(libs: List[str]) -> Tuple[Optional[str], List[str]]:
     return None, []
 
 
+# stdlib copy of envdoctor.domain.variants.variant_tag (this script runs without the package); the checks judge the
+# variant with envdoctor.domain from the version, torch.version.cuda and the files, not from this guess
 _LOCAL_VARIANT = re.compile(r"^(cu\d+|cpu|rocm\d+(?:\.\d+)*|xpu)(?:$|[.\-_])")
 
 
@@ -488,6 +490,7 @@ def _read_version_py(location: str, package: str) -> Dict[str, Optional[str]]:
     return out
 
 
+# stdlib copy of envdoctor.domain.variants.nvidia_wheel for Requires-Dist lines
 _NVIDIA_REQ = re.compile(r"^nvidia-cuda-runtime(?:-cu(\d+))?\s*(?:\(\s*)?==\s*(\d+)\.(\d+)", re.I)
 _CUDA_TOOLKIT_REQ = re.compile(r"^cuda-toolkit(?:\[[^\]]*\])?\s*(?:\(\s*)?==\s*(\d+)\.(\d+)", re.I)
 

@@ -244,7 +244,7 @@ def run_torch_kernels(python: str, items: List[PlanItem], mem_fraction: float, b
         progress({"event": "result", "result": dataclasses.asdict(hung)})
         done.append(f"{k.get('name')}@{k.get('device')}")
     for r in results:
-        key = r.params.get("pci_bus_id") if isinstance(r.params, dict) else None
+        key = bus_key(r.params.get("pci_bus_id")) if isinstance(r.params, dict) else None
         if r.status == ProbeStatus.SKIPPED and key in busy:
             idx = results.index(r)
             results[idx] = dataclasses.replace(
@@ -407,7 +407,7 @@ class _NvmlHooks:
 
         out = []
         for r in results:
-            key = r.params.get("pci_bus_id") if isinstance(r.params, dict) else None
+            key = bus_key(r.params.get("pci_bus_id")) if isinstance(r.params, dict) else None
             params = dict(r.params)
             if r.name in self.links and key in self.links[r.name]:
                 params["pcie_gen_under_load"], params["pcie_width_under_load"] = self.links[r.name][key]
