@@ -18,7 +18,7 @@ from ..domain.variants import (
     variant_kind,
     variant_tag,
 )
-from ..domain.versions import base_version, major_minor, release
+from ..domain.versions import base_version, driver_branch, major_minor, release
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from .base import Check, CheckContext, SkipCheck, registrar
@@ -305,7 +305,7 @@ def check_driver_floor(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("torch's build is in the paste (driver.cuda-compat judges it)")
     if not d.version:
         raise SkipCheck("driver version not in the paste")
-    if str(d.version).split(".")[0].isdigit() and int(str(d.version).split(".")[0]) < 100 or \
+    if (driver_branch(d.version) or 100) < 100 or \
             (facts.host.os or "").lower().startswith("windows"):
         raise SkipCheck("a Windows driver number is not comparable with the Linux minimum")
     floor = _oldest_floor(ctx.compat)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
+from ..domain.arch import sm_name
 from ..domain.variants import cuda_of_variant, is_cpu_build, torch_variant, variant_kind
 from ..domain.versions import base_version, mm_str, parse_version, version_ge
 from ..facts import Facts, ProbeStatus, PythonEnv
@@ -172,7 +173,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                 ok, why = arch_runs(arch, cc)
             if ok:
                 continue
-            sm = "sm_" + cc.replace(".", "")
+            sm = sm_name(cc)
             ev = [Evidence(cc_path, cc),
                   Evidence(f"pythons[{i}].torch.arch_list", garch, expected=f"{sm} (SASS) or PTX <= compute_{sm[3:]}",
                            source=gsource)]
