@@ -761,6 +761,145 @@ def torch_build_files(location: str, packages: List[Dict[str, Any]]) -> Dict[str
     return info
 
 
+# --------------------------------------------------------------------------- CUDA extensions of torch, read from their files
+
+# Distributions whose compiled files are read for the GPU architectures they carry even when their
+# metadata does not say Requires-Dist: torch (some wheels leave it out so that pip keeps the user's torch).
+EXTENSION_NAMES = frozenset([
+    "torchvision", "torchaudio", "xformers", "flash-attn", "flash-attn-3", "vllm", "bitsandbytes", "apex",
+    "deepspeed", "mamba-ssm", "causal-conv1d", "transformer-engine", "torch-tensorrt", "torch-scatter",
+    "torch-sparse", "torch-cluster", "torchao", "sglang", "flashinfer-python",
+])
+EXTENSION_MAX_LIBRARIES = 64  # libraries whose section tables are read per run
+EXTENSION_MAX_MB = 8192  # total size of those files; only headers and fat-binary entry headers are read
+EXTENSION_TIME_BUDGET_S = 10.0  # one library takes ~0.1 s (libtorch_cuda.so, 500 MB: 0.12 s here)
+_TORCH_REQ = re.compile(r"^\s*torch\s*(?:$|[\s<>=!~;(\[])", re.I)
+
+
+def _requires_torch(requires: Optional[List[str]]) -> bool:
+    """A Requires-Dist: torch that is not behind an extra (an extra is optional: no compiled link to torch)."""
+    return any(_TORCH_REQ.match(r) and "extra ==" not in r and "extra==" not in r for r in requires or [])
+
+
+def _extension_files(files: List[str]) -> List[str]:
+    """Compiled files of an extension, without vendored copies (auditwheel's <pkg>.libs/, the CUDA runtime)."""
+    out = []
+    for rel in files:
+        if not _is_compiled(rel):
+            continue
+        parts = rel.replace("\\", "/").split("/")
+        if any(p.endswith(".libs") for p in parts[:-1]) or _CUDART.match(parts[-1]) or lib_family(parts[-1]):
+            continue
+        out.append(rel)
+    return sorted(out)
+
+
+def _names(table: Dict[int, int], prefix: str) -> List[str]:
+    return [f"{prefix}{a}" for a in sorted(table)]
+
+
+def _torch_dependents() -> List[Dict[str, Any]]:
+    """_iter_distributions(), but reading the file lists (RECORD) only of the distributions that matter here:
+    reading every RECORD of a large environment costs more than the libraries' headers."""
+    try:
+        from importlib import metadata  # Python 3.8+
+    except ImportError:
+        return _iter_distributions_fallback()
+    out = []
+    for dist in metadata.distributions():
+        try:
+            name = dist.metadata["Name"]
+            if not name:
+                continue
+            requires = list(dist.requires) if dist.requires is not None else None
+            files: List[str] = []
+            key = normalize_name(name)
+            if key in EXTENSION_NAMES or _requires_torch(requires):
+                files = [str(p) for p in (dist.files or [])]
+            out.append({"name": name, "version": dist.version or "", "requires": requires, "files": files,
+                        "location": str(dist.locate_file(""))})
+        except Exception:
+            continue
+    return out
+
+
+def extension_library_archs(path: str) -> Dict[str, Any]:
+    """sass (sm_XX cubins) and ptx (compute_XX) lists of one library, from its .nv_fatbin entry headers.
+
+    An architecture counts when any fat binary carries it; ``partial`` lists those fewer than half carry
+    (a few kernels built for one GPU only, as torch's arch_list_from_fatbin() sets apart).
+    """
+    elf = elf_read(path, sections=True)
+    if elf is None:
+        return {"skipped": "not a readable ELF file"}
+    fat = (elf.get("sections") or {}).get(".nv_fatbin")
+    if fat is None:
+        return {"fatbins": 0, "sass": [], "ptx": []}
+    scan = fatbin_archs(path, fat[0], fat[1])
+    if "error" in scan:
+        return {"skipped": scan["error"]}
+    _main, partial = arch_list_from_fatbin(scan)
+    return {"fatbins": scan["fatbins"], "sass": _names(scan["sass"], "sm_"),
+            "ptx": _names(scan["ptx"], "compute_"), "partial": partial}
+
+
+def extension_archs(
+    max_libraries: int = EXTENSION_MAX_LIBRARIES, max_mb: int = EXTENSION_MAX_MB,
+    budget_s: float = EXTENSION_TIME_BUDGET_S,
+) -> Dict[str, Any]:
+    """The GPU architectures compiled into the CUDA extensions of torch that are installed here.
+
+    Every distribution that requires torch (or is a known extension: EXTENSION_NAMES) has its compiled files
+    read, headers and section tables only, within ``max_libraries`` files, ``max_mb`` MB of them and
+    ``budget_s`` seconds; a library left out is listed with the reason.
+    """
+    t0 = time.monotonic()
+    dists = _torch_dependents()
+    libraries: List[Dict[str, Any]] = []
+    seen = set()
+    done = 0
+    total = 0
+    truncated: Optional[str] = None
+    for d in dists:
+        key = normalize_name(d["name"])
+        if key in seen:  # shadowed by an earlier sys.path entry
+            continue
+        seen.add(key)
+        if key in ("torch", "triton", "pytorch-triton") or key.startswith(("nvidia-", "cuda-")):
+            continue
+        if key not in EXTENSION_NAMES and not _requires_torch(d["requires"]):
+            continue
+        if not d["location"]:
+            continue
+        for rel in _extension_files(d["files"]):
+            path = os.path.normpath(os.path.join(d["location"], rel))
+            rec: Dict[str, Any] = {"distribution": key, "version": d["version"], "path": path}
+            libraries.append(rec)
+            try:
+                size = os.path.getsize(path)
+            except OSError as e:
+                rec["skipped"] = f"cannot stat: {_exc_text(e)}"
+                continue
+            if truncated is None:
+                if done >= max_libraries:
+                    truncated = f"library budget spent ({max_libraries} libraries read)"
+                elif (total + size) > max_mb * 1024 * 1024:
+                    truncated = f"size budget spent ({max_mb} MB of libraries read)"
+                elif time.monotonic() - t0 > budget_s:
+                    truncated = f"time budget spent ({budget_s:g} s)"
+            if truncated is not None:
+                rec["skipped"] = "not read: " + truncated
+                continue
+            done += 1
+            total += size
+            try:
+                rec.update(extension_library_archs(path))
+            except Exception as e:  # a damaged file: say so, read the next
+                rec["skipped"] = f"reading it: {_exc_text(e)}"
+    return {"libraries": libraries, "truncated": truncated, "read_libraries": done,
+            "read_mb": round(total / (1024 * 1024), 1), "read_seconds": round(time.monotonic() - t0, 3)}
+
+
 # --------------------------------------------------------------------------- CUDA libraries outside torch's wheels
 
 # the families torch's pip wheels ship as nvidia-* wheels; libcuda (the driver) is the system's by design
@@ -1136,6 +1275,11 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
             result["torch_build"] = torch_build_files(location, result["packages"])
         except Exception as e:  # a damaged install: the import below says more
             errors.append(f"reading torch's build files: {_exc_text(e)}")
+    state.stage = "reading the GPU architectures of torch's CUDA extensions"
+    try:
+        result["extensions"] = extension_archs()
+    except Exception as e:
+        errors.append(f"extension architectures: {_exc_text(e)}")
     state.stage = "looking for CUDA libraries outside torch's wheels"
     try:
         result["library_candidates"] = library_candidates(result["env"], prefixes, owners)

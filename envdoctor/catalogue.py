@@ -114,7 +114,8 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "pip finds no matching distribution or falls back to an old release.",
        "Use a Python version the torch release supports, or a torch release that supports your Python."),
     _c("THIRD_PARTY_EXTENSION_MISMATCH", "Extension built against another torch/CUDA",
-       "flash-attn, xformers, bitsandbytes, apex or deepspeed ops were built for a different torch or CUDA.",
+       "flash-attn, xformers, bitsandbytes, apex or deepspeed ops were built for a different torch or CUDA, or "
+       "without kernels (SASS or PTX) for this machine's GPUs.",
        "ImportError with undefined symbols (c10::...), or silent fallbacks to slow paths.",
        "Reinstall the extension for the installed torch (matching wheel, or build from source)."),
     # --- hardware and platform health

@@ -271,6 +271,32 @@ class TorchBuildFiles:
 
 
 @dataclass(frozen=True)
+class ExtensionLibrary:
+    """One compiled library of a torch CUDA extension (flash-attn, xformers, torchvision's _C ...), read from
+    its file's .nv_fatbin entry headers without importing it."""
+
+    distribution: str  # normalised name of the distribution that installed it: "flash-attn"
+    version: Optional[str] = None
+    path: Optional[str] = None
+    sass: Optional[List[str]] = None  # cubins any kernel carries: ["sm_80", "sm_90"]
+    ptx: Optional[List[str]] = None  # PTX the driver can JIT-compile: ["compute_90"]
+    partial: Optional[List[str]] = None  # of those, the ones fewer than half of its fat binaries carry
+    fatbins: Optional[int] = None  # 0: no .nv_fatbin section, no CUDA kernels
+    skipped: Optional[str] = None  # why it was not read (a budget, not an ELF file, a read error)
+
+
+@dataclass(frozen=True)
+class ExtensionScan:
+    """What the inspect payload read of the extensions' libraries, within its budgets."""
+
+    libraries: List[ExtensionLibrary] = field(default_factory=list)
+    truncated: Optional[str] = None  # the budget that stopped the reading, when one did
+    read_libraries: Optional[int] = None
+    read_mb: Optional[float] = None
+    read_seconds: Optional[float] = None
+
+
+@dataclass(frozen=True)
 class TorchInfo:
     version: Optional[str] = None  # torch.__version__: "2.5.1+cu124"
     cuda: Optional[str] = None  # torch.version.cuda: "12.4" or None for CPU builds
@@ -314,6 +340,7 @@ class PythonEnv:
     # LD_LIBRARY_PATH and conda copies (read whether or not torch imports)
     library_candidates: List[LibraryCopy] = field(default_factory=list)
     torch_inspected: Optional[bool] = None  # False under --no-torch
+    extensions: Optional[ExtensionScan] = None  # None: not read (an older payload or snapshot)
     # why the interpreter could not be (fully) inspected: "not_found", "not_python", "crashed", "timeout",
     # "exited", "payload_error"; None when the payload answered
     failure: Optional[str] = None

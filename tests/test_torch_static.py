@@ -226,6 +226,19 @@ def test_segfault_inside_import_torch_keeps_the_build(tmp_path: Path, compat) ->
     assert report.findings and not any(f.category == "TARGET_PYTHON_UNUSABLE" for f in report.findings)
 
 
+def test_segfault_in_a_torch_of_unknown_version_is_still_an_error(tmp_path: Path, compat) -> None:
+    # no version.py, no metadata: nothing tells the version, but the crash is the finding (never "No problems")
+    pkg = tmp_path / "torch"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n")
+    env = probe_with_pythonpath(tmp_path)
+    assert env.failure == "crashed" and env.torch is not None and env.torch.version is None
+    report = judge(Facts(pythons=[env]), compat)
+    f = next(f for f in report.findings if f.category == "TORCH_IMPORT_FAILED")
+    assert (f.code, f.severity) == ("torch.import/crashed", "error")
+    assert "unknown version" in f.summary and "SIGSEGV" in f.summary
+
+
 def test_import_that_exits_is_reported(tmp_path: Path) -> None:
     root = fake_torch(tmp_path, "import os\nos._exit(7)\n", VERSION_PY)
     env = probe_with_pythonpath(root)

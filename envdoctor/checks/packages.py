@@ -23,6 +23,7 @@ from ..domain.versions import base_version, major_minor, mm_str, parse_version
 from ..facts import Package, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
+from ._extension_arch import ArchTarget, judge_extensions
 from ._util import torch_envs_or_skip
 from .base import CheckContext, SkipCheck, registrar
 
@@ -312,7 +313,35 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
                         [pip_install(ctx.facts, py, [pkg.name], force=True, no_deps=True,
                                      no_build_isolation=True)]),
             ))
+    # on a live machine, the extensions' kernels against the GPUs present (assert and preflight judge the
+    # declared target GPUs in requirements.extensions-gpus instead)
+    live = _live_gpus(ctx)
+    if live:
+        arch_findings, arch_judged, _unread = judge_extensions(ctx, live, EXTENSION_CODES,
+                                                               "THIRD_PARTY_EXTENSION_MISMATCH")
+        findings += arch_findings
+        judged = judged or arch_judged > 0
     if not findings and not judged:
+        if any(lib.fatbins for _i, py in envs if py.extensions for lib in py.extensions.libraries):
+            t = ctx.facts.targets
+            raise SkipCheck("no installed extension says which torch or CUDA it was built for (a torch pin, a "
+                            "local version tag)" + (
+                                "; their GPU kernels are judged against the declared target GPUs by "
+                                "requirements.extensions-gpus" if t is not None and t.target_gpus else
+                                ", and no GPU is seen to judge their kernels against"))
         raise SkipCheck("no compiled extension that depends on torch (flash-attn, xformers, ...) installed: "
                         "nothing to judge")
     return findings
+
+
+EXTENSION_CODES = {"missing": "packages.extensions/missing", "ptx-only": "packages.extensions/ptx-only",
+                   "partial": "packages.extensions/partial"}
+
+
+def _live_gpus(ctx: CheckContext) -> List[ArchTarget]:
+    from .torch_build import gpu_capabilities
+
+    t = ctx.facts.targets
+    if ctx.facts.driver.source == "declared" or (t is not None and t.target_gpus):
+        return []
+    return [ArchTarget(label, cc, Evidence(path, cc)) for label, cc, path in gpu_capabilities(ctx) if cc]

@@ -20,6 +20,7 @@ from ..facts import ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, pip_install
 from ..targets import PSEUDO_NAMES, TargetError, parse_requirement, resolve_gpu
+from ._extension_arch import ArchTarget, judge_extensions
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
@@ -260,4 +261,35 @@ def check_target_gpus(ctx: CheckContext) -> List[Finding]:
                     fix=Fix("Install a torch build with SASS for this GPU (`envdoctor recommend --gpu ...`), "
                             "or set CUDA_CACHE_MAXSIZE large enough and keep the cache on a volume",
                             [command("envdoctor", "recommend", "--gpu", gt.given)])))
+    return findings
+
+
+EXTENSION_CODES = {"missing": "requirements.extensions-gpus/missing",
+                   "ptx-only": "requirements.extensions-gpus/ptx-only",
+                   "partial": "requirements.extensions-gpus/partial"}
+
+
+@check("requirements.extensions-gpus", "Declared target GPUs are served by the installed CUDA extensions",
+       categories=(CATEGORY, "THIRD_PARTY_EXTENSION_MISMATCH"))
+def check_extensions_gpus(ctx: CheckContext) -> List[Finding]:
+    """flash-attn, xformers, torchvision's _C ... judged per target GPU: SASS, or PTX that JITs (a warning)."""
+    t = ctx.facts.targets
+    if t is None or not t.target_gpus:
+        raise SkipCheck("no target GPUs declared (--target-gpus, [tool.envdoctor] target-gpus, "
+                        "preflight(target_gpus=...))")
+    targets = []
+    for k, given in enumerate(t.target_gpus):
+        try:
+            gt = resolve_gpu(ctx.compat, given)
+        except TargetError:
+            continue  # requirements.target-gpus reports it
+        targets.append(ArchTarget(f"target GPU {given}", gt.cc,
+                                  Evidence(f"targets.target_gpus[{k}]", given, source=gt.source)))
+    if not targets:
+        raise SkipCheck("no declared target GPU is known to the matrix (see requirements.target-gpus)")
+    if all(py.extensions is None for py in ctx.facts.pythons):
+        raise SkipCheck("the extensions' libraries were not read (facts from an older envdoctor)")
+    findings, judged, unjudged = judge_extensions(ctx, targets, EXTENSION_CODES, CATEGORY)
+    if not judged and not findings:
+        raise SkipCheck("; ".join(unjudged) or "no installed distribution that depends on torch ships CUDA kernels")
     return findings

@@ -386,7 +386,10 @@ def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContex
 
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
 def check_torch_import(ctx: CheckContext) -> List[Finding]:
-    envs = torch_envs_or_skip(ctx.facts)
+    # a torch whose version is unknown (no version.py, no metadata) but whose import failed is still judged:
+    # a crash while importing it must never end in "No problems found"
+    envs = [(i, py) for i, py in enumerate(ctx.facts.pythons)
+            if py.torch is not None and (py.torch.version or py.torch.import_error)] or torch_envs_or_skip(ctx.facts)
     paste = ctx.facts.paste
     if paste is not None and not any(py.torch and py.torch.import_error for _, py in envs):
         src = (paste.provenance or {}).get("pythons[0].torch.version") or {}
@@ -413,7 +416,8 @@ def check_torch_import(ctx: CheckContext) -> List[Finding]:
             code=f"torch.import/{kind}",
             category="TORCH_IMPORT_FAILED",
             severity=Severity.ERROR,
-            summary=f"`import torch` fails in {py.executable or 'the interpreter'} (torch {t.version}): {last[:200]}",
+            summary=(f"`import torch` fails in {py.executable or 'the interpreter'} "
+                     f"(torch {t.version or 'of unknown version'}): {last[:200]}"),
             detail=detail,
             evidence=[Evidence(f"pythons[{i}].torch.import_error", t.import_error),
                       Evidence(f"pythons[{i}].torch.version", t.version,

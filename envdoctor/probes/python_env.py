@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.facts import (
+    ExtensionScan,
     FactsError,
     LibraryCopy,
     Package,
@@ -231,13 +232,16 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     if isinstance(result.get("torch_build"), dict):
         build = _section(TorchBuildFiles, result["torch_build"], "python.torch_build", notes)
     torch = merge_build_files(torch, build)
+    extensions = None
+    if isinstance(result.get("extensions"), dict):
+        extensions = _section(ExtensionScan, result["extensions"], "python.extensions", notes)
     if torch is not None and not torch.version and torch.import_error:
         # the import failed before __version__ existed; the installed distribution still says which torch
         dist = next((p for p in packages if p.name == "torch"), None)
         if dist is not None:
             torch = replace(torch, version=dist.version)
     payload_errors = [str(e) for e in (result.get("errors") or [])]
-    return replace(base, packages=packages, loaded_libraries=libs, library_candidates=candidates, torch=torch,
+    return replace(base, packages=packages, loaded_libraries=libs, library_candidates=candidates, torch=torch, extensions=extensions,
                    notes=(payload_errors + notes) or None)
 
 
