@@ -10,6 +10,7 @@ import os
 import re
 from typing import Dict, List, Mapping, Optional, Tuple
 
+from envdoctor.domain.versions import mm_str
 from envdoctor.facts import CudaToolkit, ProbeStatus, Toolkits
 from envdoctor.parsers.nvcc import parse_nvcc_version
 
@@ -59,10 +60,6 @@ def parse_version_txt(text: str) -> Optional[str]:
     return m.group(1) if m else None
 
 
-def _major_minor(full: str) -> str:
-    return ".".join(full.split(".")[:2])
-
-
 class _Finder:
     def __init__(self, runner, root: str):
         self.runner = runner
@@ -88,7 +85,7 @@ class _Finder:
             except OSError:
                 continue
             if full:
-                return _major_minor(full), full
+                return mm_str(full) or full, full
         return None, None
 
     def tree(self, tree: str, found_via: str) -> Optional[CudaToolkit]:
