@@ -416,65 +416,6 @@ def _bytes_libs(path: str) -> List[str]:
 _CUDART = re.compile(r"^libcudart(?:\.[0-9a-f]{8}|-[0-9a-f]{8})?\.so\.(\d+)(?:\.(\d+))?")
 
 
-def variant_from_libs(libs: List[str]) -> Tuple[Optional[str], List[str]]:
-    """(variant, the library names that decided it) from the libraries compiled files link to.
-
-    libcudart.so.13 gives the CUDA major only ("cuda13"); auditwheel renames vendored copies
-    (libcudart.faf08d9a.so.13), hence the optional hash.  Linking libtorch_cuda/libc10_cuda
-    without cudart still says "a CUDA build"; linking only CPU torch libraries says "cpu".
-    """
-    majors = set()
-    minors = set()
-    evidence = []
-    cuda_torch = False
-    rocm = False
-    torch_linked = False
-    for name in libs:
-        base = os.path.basename(name)
-        m = _CUDART.match(base)
-        if m:
-            majors.add(m.group(1))
-            if m.group(2):
-                minors.add((m.group(1), m.group(2)))
-            evidence.append(base)
-        elif base.startswith(("libtorch_cuda", "libc10_cuda")):
-            cuda_torch = True
-            evidence.append(base)
-        elif base.startswith(("libtorch_hip", "libc10_hip", "libamdhip64")):
-            rocm = True
-            evidence.append(base)
-        elif base.startswith(("libtorch", "libc10")):
-            torch_linked = True
-    evidence = sorted(set(evidence))
-    if rocm:
-        return "rocm", evidence
-    if len(minors) == 1 and len(majors) == 1:
-        major, minor = next(iter(minors))
-        return f"cu{major}{minor}", evidence
-    if len(majors) == 1:
-        return f"cuda{next(iter(majors))}", evidence
-    if len(majors) > 1:
-        return "cuda" + "+".join(sorted(majors)), evidence
-    if cuda_torch:
-        return "cuda", evidence
-    if torch_linked:
-        return "cpu", ["libtorch/libc10 without CUDA libraries"]
-    return None, []
-
-
-# stdlib copy of envdoctor.domain.variants.variant_tag (this script runs without the package); the checks judge the
-# variant with envdoctor.domain from the version, torch.version.cuda and the files, not from this guess
-_LOCAL_VARIANT = re.compile(r"^(cu\d+|cpu|rocm\d+(?:\.\d+)*|xpu)(?:$|[.\-_])")
-
-
-def variant_from_version(version: str) -> Optional[str]:
-    """The CUDA variant in a version's local tag: "2.5.1+cu124" -> "cu124"."""
-    if "+" not in version:
-        return None
-    m = _LOCAL_VARIANT.match(version.split("+", 1)[1].lower())
-    return m.group(1) if m else None
-
-
 def _read_version_py(location: str, package: str) -> Dict[str, Optional[str]]:
     """`__version__`, `cuda`, `hip` and `git_version` from <package>/version.py, read as text (never imported)."""
     out: Dict[str, Optional[str]] = {}
@@ -490,36 +431,18 @@ def _read_version_py(location: str, package: str) -> Dict[str, Optional[str]]:
     return out
 
 
-# stdlib copy of envdoctor.domain.variants.nvidia_wheel for Requires-Dist lines
-_NVIDIA_REQ = re.compile(r"^nvidia-cuda-runtime(?:-cu(\d+))?\s*(?:\(\s*)?==\s*(\d+)\.(\d+)", re.I)
-_CUDA_TOOLKIT_REQ = re.compile(r"^cuda-toolkit(?:\[[^\]]*\])?\s*(?:\(\s*)?==\s*(\d+)\.(\d+)", re.I)
-
-
-def variant_from_requires(requires: Optional[List[str]]) -> Tuple[Optional[str], Optional[str]]:
-    """CUDA variant from pinned CUDA runtime requirements (pip torch wheels pin them)."""
-    for req in requires or []:
-        if "extra ==" in req:
-            continue
-        m = _NVIDIA_REQ.match(req.strip())
-        if m:
-            return f"cu{m.group(2)}{m.group(3)}", req.split(";")[0].strip()
-        m = _CUDA_TOOLKIT_REQ.match(req.strip())
-        if m:
-            return f"cu{m.group(1)}{m.group(2)}", req.split(";")[0].strip()
-    return None, None
-
-
 def _is_compiled(rel: str) -> bool:
     base = os.path.basename(rel)
     return base.endswith((".so", ".pyd", ".dylib")) or ".so." in base
 
 
-def scan_compiled(location: str, files: List[str]) -> Tuple[Optional[str], Optional[str]]:
-    """Variant and evidence from a package's compiled files (paths relative to location)."""
+def scan_compiled(location: str, files: List[str]) -> Dict[str, str]:
+    """The libraries a package's compiled files link (DT_NEEDED, else a byte search) or are: library name -> the
+    first file (relative to location) that links or is it. Which CUDA variant that makes is judged by envdoctor
+    (probes/package_variants.py), not here."""
     compiled = [rel for rel in files if _is_compiled(rel)]
     # skip vendored copies of the CUDA runtime itself: their presence says nothing about linkage
     compiled = [rel for rel in compiled if not _CUDART.match(os.path.basename(rel))][:MAX_SCAN_FILES]
-    libs: List[str] = []
     where: Dict[str, str] = {}
     for rel in compiled:
         path = os.path.join(location, rel)
@@ -527,23 +450,12 @@ def scan_compiled(location: str, files: List[str]) -> Tuple[Optional[str], Optio
         if needed is None:
             needed = _bytes_libs(path)
         for lib in needed:
-            libs.append(lib)
             where.setdefault(os.path.basename(lib), rel)
         # a package that *contains* libtorch_cuda.so is itself a CUDA build of torch
         base = os.path.basename(rel)
         if base.startswith(("libtorch_cuda", "libc10_cuda", "libtorch_hip", "libc10_hip")):
-            libs.append(base)
             where.setdefault(base, rel)
-    variant, names = variant_from_libs(libs)
-    if variant is None:
-        return None, None
-    if variant == "cpu":
-        return "cpu", "compiled files link libtorch/libc10 but no CUDA or ROCm library"
-    parts = ["{} ({})".format(n, where.get(n, "?")) for n in names[:6]]
-    note = ""
-    if variant.startswith("cuda") and variant != "cuda":
-        note = f": CUDA {variant[4:]}, major version only"
-    return variant, "compiled files link " + ", ".join(parts) + note
+    return where
 
 
 # --------------------------------------------------------------------------- distributions
@@ -618,36 +530,21 @@ def _full_detail(key: str) -> bool:
     return key in FULL_DETAIL_NAMES or key.startswith(FULL_DETAIL_PREFIXES)
 
 
-def package_variant(
-    key: str, version: str, location: Optional[str], requires: Optional[List[str]], files: List[str]
-) -> Tuple[Optional[str], Optional[str]]:
-    """The CUDA variant of one distribution, told without importing it, and the evidence."""
-    variant = variant_from_version(version)
-    if variant:
-        return variant, f"version local tag: {version}"
-    evidence = []
+def package_evidence(
+    key: str, location: Optional[str], files: List[str]
+) -> Dict[str, Any]:
+    """What one distribution's files say about the CUDA variant it was built for, read without importing it:
+    its version.py (torch, torchvision, torchaudio) and the libraries its compiled files link. The version and
+    Requires-Dist are in the package record already."""
+    evidence: Dict[str, Any] = {}
     if location and key in VERSION_PY_PACKAGES:
         vp = _read_version_py(location, VERSION_PY_PACKAGES[key])
-        variant = variant_from_version(vp.get("__version__") or "")
-        if variant:
-            evidence.append(f"{VERSION_PY_PACKAGES[key]}/version.py: __version__ = {vp['__version__']!r}")
-        elif vp.get("cuda"):
-            m = re.match(r"^(\d+)\.(\d+)", vp["cuda"] or "")
-            if m:
-                variant = "cu{}{}".format(*m.groups())
-                evidence.append("{}/version.py: cuda = {!r}".format(VERSION_PY_PACKAGES[key], vp["cuda"]))
-    if not variant and key in ("torch", "xformers", "vllm"):
-        variant, req = variant_from_requires(requires)
-        if variant:
-            evidence.append(f"requires {req}")
+        if vp:
+            evidence["version_py"] = vp
+            evidence["version_py_file"] = VERSION_PY_PACKAGES[key] + "/version.py"
     if location and files and not key.startswith(VARIANT_SCAN_EXCLUDE_PREFIXES):
-        scanned, scan_evidence = scan_compiled(location, files)
-        if scanned:
-            if not variant:
-                variant = scanned
-            if scan_evidence:
-                evidence.append(scan_evidence)
-    return variant, ("; ".join(evidence) or None)
+        evidence["linked"] = scan_compiled(location, files)
+    return evidence
 
 
 def collect_packages(
@@ -672,11 +569,9 @@ def collect_packages(
                 if _is_compiled(rel):
                     owners[os.path.realpath(os.path.join(d["location"], rel))] = (key, d["version"])
         rec = {"name": key, "version": d["version"], "location": d["location"], "requires": d["requires"],
-               "installer": d["installer"], "variant": None, "variant_evidence": None}
+               "installer": d["installer"]}
         try:
-            rec["variant"], rec["variant_evidence"] = package_variant(
-                key, d["version"], d["location"], d["requires"], d["files"]
-            )
+            rec["variant_inputs"] = package_evidence(key, d["location"], d["files"])
         except Exception as e:
             errors.append(f"variant of {key}: {_exc_text(e)}")
         out.append(rec)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import functools
 import os
 import shutil
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -18,14 +18,9 @@ from .facts import (
     BenchResult,
     Driver,
     Facts,
-    Host,
     ProbeRun,
     ProbeStatus,
     PythonEnv,
-    Storage,
-    SystemLibraries,
-    Toolkits,
-    Topology,
 )
 from .findings import Report
 
@@ -122,21 +117,10 @@ class CollectOptions:
 
 
 def _guard(name: str, func: Callable[[], Any], failed: Callable[[str], Any]) -> Tuple[Any, ProbeRun]:
-    """Run one probe; a crash becomes a 'failed' section with the exception as its reason."""
-    start = time.monotonic()
-    try:
-        value = func()
-    except Exception as e:  # noqa: BLE001 - the per-probe guard: one broken probe never hides the others
-        reason = f"probe crashed: {type(e).__name__}: {e}"
-        return failed(reason), ProbeRun(name, ProbeStatus.FAILED, reason, time.monotonic() - start)
-    status = getattr(value, "status", ProbeStatus.OK)
-    reason = getattr(value, "reason", None)
-    if isinstance(value, list):  # a list of sections (interpreters, links)
-        statuses = [getattr(v, "status", ProbeStatus.OK) for v in value]
-        status = ProbeStatus.OK if all(s == ProbeStatus.OK for s in statuses) else (
-            statuses[0] if statuses else ProbeStatus.OK)
-        reason = "; ".join(r for r in (getattr(v, "reason", None) for v in value) if r) or None
-    return value, ProbeRun(name, status, reason, time.monotonic() - start)
+    """The probe guard (probes/registry.py): a crash becomes a 'failed' section with the exception as its reason."""
+    from .probes.registry import guard
+
+    return guard(name, func, failed)
 
 
 # Every subprocess has its own timeout; this margin bounds what no timeout covers (a probe stuck in a
@@ -189,128 +173,57 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
 
 
 def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Facts:
-    """Probe this machine. Never raises for a probe's failure: it is recorded in the facts."""
+    """Probe this machine: every registered probe (probes/registry.py) at once, each under the one guard.
+
+    Never raises for a probe's failure: it is recorded in the facts.
+    """
+    from .probes.registry import ProbeContext, all_probes
     from .probes.runner import Runner, allow_children
+    from .probes.sysroot import SysRoot
 
     options = options or CollectOptions()
     allow_children()  # a collect() after an interrupted one may start commands again
     env = dict(os.environ if options.env is None else options.env)
     runner = runner or Runner()
-    root = options.root
-
-    def driver() -> Driver:
-        from .probes.driver import probe_driver
-
-        return probe_driver(runner, root=root)
-
-    def topology() -> Topology:
-        from .probes.driver import probe_topology
-        from .probes.numa import probe_gpu_locality
-        from .probes.pcie import nvidia_pci_devices, probe_pcie_links
-
-        topo = probe_topology(runner, root=root)
-        links = probe_pcie_links(runner, root=root)
-        _, _, locality = probe_gpu_locality(root)
-        return dataclasses.replace(topo, pcie_links=list(links), gpu_locality=locality,
-                                   nvidia_pci_devices=nvidia_pci_devices(root))
-
-    def kernel_log() -> Any:
-        from .probes.kernel_log import read_kernel_log
-
-        return read_kernel_log(runner)
-
-    def toolkits() -> Toolkits:
-        from .probes.cuda_toolkit import probe_toolkits
-
-        return probe_toolkits(runner, root=root, env=env)
-
-    def syslibs() -> SystemLibraries:
-        from .probes.cudnn import probe_system_libraries
-
-        return probe_system_libraries(runner, root=root)
-
-    def host() -> Host:
-        from .probes.container import probe_container
-        from .probes.host import probe_host
-
-        h = probe_host(runner, root=root, env=env)
-        if h.container is None:
-            h = dataclasses.replace(h, container=probe_container(root=root, env=env))
-        return h
-
-    def storage() -> Storage:
-        from .probes.storage import probe_storage
-
-        return probe_storage(options.data_paths or [os.getcwd()], runner, root=root)
-
-    def pythons() -> List[PythonEnv]:
-        from .probes.python_env import default_interpreter, probe_python
-
-        targets: List[Tuple[str, str]] = []
-        if options.pythons:
-            # the same interpreter named twice (or as ./x and x) is inspected and judged once; not
-            # realpath: a venv's python is a symlink to its base interpreter, yet a different environment
-            seen = set()
-            for p in options.pythons:
-                key = os.path.normpath(os.path.abspath(p)) if os.sep in p else p
-                if key not in seen:
-                    seen.add(key)
-                    targets.append((p, "--python"))
-        else:
-            targets = [default_interpreter(env, runner)]
-        with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-            futures = [pool.submit(probe_python, exe, runner, options.python_timeout_s,
-                                   options.inspect_torch, how) for exe, how in targets]
-            return [f.result() for f in futures]
-
-    jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], Any]]] = {
-        "driver": (driver, lambda r: Driver(status=ProbeStatus.FAILED, reason=r)),
-        "topology": (topology, lambda r: Topology(status=ProbeStatus.FAILED, reason=r)),
-        "toolkits": (toolkits, lambda r: Toolkits(status=ProbeStatus.FAILED, reason=r)),
-        "system_libraries": (syslibs, lambda r: SystemLibraries(status=ProbeStatus.FAILED, reason=r)),
-        "host": (host, lambda r: Host(status=ProbeStatus.FAILED, reason=r)),
-        "storage": (storage, lambda r: Storage(status=ProbeStatus.FAILED, reason=r)),
-        "pythons": (pythons, lambda r: [PythonEnv(status=ProbeStatus.FAILED, reason=r)]),
-    }
-    if options.kernel_log and root == "/":
-        from .probes.kernel_log import KernelLog
-
-        jobs["kernel_log"] = (kernel_log, lambda r: KernelLog(False, None, r))
-    results: Dict[str, Any] = {}
-    runs: List[ProbeRun] = []
+    ctx = ProbeContext(runner=runner, fs=SysRoot(options.root), env=env, options=options)
+    probes = [p for p in all_probes() if p.enabled(ctx)]
+    jobs = {p.name: (functools.partial(p.run, ctx), p.failed) for p in probes}
     deadline_s = max(options.python_timeout_s, 10.0) + PROBE_DEADLINE_MARGIN_S
     interrupted: Optional[Interrupted] = None
     try:
         done = _run_with_deadline(jobs, deadline_s)
     except Interrupted as e:
         interrupted, done = e, e.partial or {}
-    for name, (value, run) in done.items():
-        results[name] = value
-        runs.append(run)
-    drv: Driver = results["driver"]
-    klog = results.get("kernel_log")
-    if klog is not None:
-        drv = dataclasses.replace(drv, kernel_log_readable=klog.readable, kernel_log_source=klog.source,
-                                  kernel_log_reason=None if klog.readable else klog.reason,
-                                  xid_events=list(klog.events) if klog.readable else None)
+    sections: Dict[str, Any] = {}
+    runs: List[ProbeRun] = []
+    for p in probes:  # the sections first, then the parts other probes fill in them
+        if p.name in done and p.merge is None:
+            sections[p.section], run = done[p.name]
+            runs.append(run)
+    for p in probes:
+        if p.name in done and p.merge is not None:
+            value, run = done[p.name]
+            runs.append(run)
+            if p.section in sections:
+                sections[p.section] = p.merge(sections[p.section], value)
     bench = Bench()
     if options.load_pcie and interrupted is None:
-        drv, run, copies = _load_pcie(drv, results["pythons"], options, runner, env)
+        drv, run, copies = _load_pcie(sections["driver"], sections["pythons"], options, runner, env)
+        sections["driver"] = drv
         runs.append(run)
         if copies:
             bench = Bench(status=ProbeStatus.OK, reason="--load-pcie copies", results=copies)
-    results["driver"] = drv
     facts = Facts(
         envdoctor_version=__version__,
         collected_at=_dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat(),
         origin="live",
-        driver=results["driver"],
-        toolkits=results["toolkits"],
-        system_libraries=results["system_libraries"],
-        pythons=list(results["pythons"]),
-        host=results["host"],
-        storage=results["storage"],
-        topology=results["topology"],
+        driver=sections["driver"],
+        toolkits=sections["toolkits"],
+        system_libraries=sections["system_libraries"],
+        pythons=list(sections["pythons"]),
+        host=sections["host"],
+        storage=sections["storage"],
+        topology=sections["topology"],
         bench=bench,
         probes=runs,
     )
@@ -323,14 +236,14 @@ def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, r
                env: Dict[str, str]) -> Tuple[Driver, ProbeRun, List[BenchResult]]:
     """Run the PCIe load in the first target interpreter and put the readings on the GPUs it loaded."""
     from .domain.pci import bus_key
-    from .probes.pcie_load import probe_pcie_load
+    from .probes.pcie_load import PcieLoad, probe_pcie_load
     from .probes.python_env import default_interpreter
 
     exe = next((p.executable for p in pythons if p.executable), None) or default_interpreter(env, runner)[0]
-    start = time.monotonic()
-    res = probe_pcie_load(exe, runner, drv, seconds=options.load_pcie_seconds,
-                          timeout_s=options.python_timeout_s + options.load_pcie_seconds + 10)
-    run = ProbeRun("pcie_load", res.status, res.reason, time.monotonic() - start)
+    res, run = _guard("pcie_load", functools.partial(
+        probe_pcie_load, exe, runner, drv, seconds=options.load_pcie_seconds,
+        timeout_s=options.python_timeout_s + options.load_pcie_seconds + 10),
+        lambda reason: PcieLoad(ProbeStatus.FAILED, reason))
     # the GB/s of those copies as facts (all GPUs copying at once, 64 MiB buffers: not judged like h2d_pinned)
     copies = [BenchResult("pcie_load", ProbeStatus.OK, "host->device pinned copies on every GPU at once (--load-pcie)",
                           device=f"cuda:{d.get('index')}", value=d.get("gb_per_s"), unit="GB/s",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -82,16 +81,14 @@ def declared_driver(target_driver: Optional[str], gpus: List[GpuTarget]) -> Driv
 def collect_static(pythons: Sequence[str], timeout_s: float = 60.0, env: Optional[dict] = None,
                    runner: Any = None) -> Tuple[List[PythonEnv], List[ProbeRun]]:
     """Probe only the target interpreters (torch imported there, in a subprocess, as for `check`)."""
-    from .probes.python_env import default_interpreter, probe_python
+    from .probes.python_env import default_interpreter, probe_pythons
     from .probes.runner import Runner
 
     runner = runner or Runner()
     env = dict(os.environ if env is None else env)
     targets = [(p, "--python") for p in dict.fromkeys(pythons)] or [default_interpreter(env, runner)]
     start = time.monotonic()
-    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
-        futures = [pool.submit(probe_python, exe, runner, timeout_s, True, how) for exe, how in targets]
-        envs = [f.result() for f in futures]
+    envs = probe_pythons(targets, runner, timeout_s, True)
     statuses = [e.status for e in envs]
     status = ProbeStatus.OK if all(s == ProbeStatus.OK for s in statuses) else statuses[0]
     reason = "; ".join(e.reason for e in envs if e.reason) or None

@@ -304,10 +304,12 @@ def _from_machine(compat: Any, driver: Optional[str], gpus: List[GpuTarget], pyt
                   need_driver: bool, need_gpus: bool, need_python: bool, notes: List[str]):
     """Fill what was not given from this machine (driver probe; the active interpreter's version)."""
     if need_driver or need_gpus:
+        from .facts import Driver, ProbeStatus
         from .probes.driver import probe_driver
+        from .probes.registry import guarded
         from .probes.runner import Runner
 
-        d = probe_driver(Runner())
+        d = guarded(lambda: probe_driver(Runner()), lambda r: Driver(status=ProbeStatus.FAILED, reason=r), "driver")
         if need_driver and d.version:
             driver = d.version
             notes.append(f"driver {d.version} read from this machine")

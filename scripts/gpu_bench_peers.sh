@@ -16,7 +16,7 @@ if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   exit 0
 fi
 nvidia-smi -L | tee "$OUT/gpus.txt"
-"$PYTHON" -m pytest -q -m gpu tests/test_bench.py | tee "$OUT/pytest-gpu-bench.txt" || true
+"$PYTHON" -m pytest -q -m gpu tests/unit/bench/test_bench.py | tee "$OUT/pytest-gpu-bench.txt" || true
 timeout 300 $ENVDOCTOR bench --python "$PY" --format json -o "$OUT/bench-quick.json" || true
 timeout 300 $ENVDOCTOR bench --python "$PY" -o "$OUT/bench-quick.txt" || true
 timeout 300 $ENVDOCTOR bench --python "$PY" --sustain 30 sustained --format json -o "$OUT/bench-sustain.json" || true

@@ -2,7 +2,7 @@
 
 Run from the repository root: `PYTHONPATH=. python scripts/make_hostile_snapshot.py`. Every path and environment
 value that reaches a fix command carries $(...), backquotes, ;, quotes, spaces or a newline, each of which would
-leave a pwned-* file in the working directory if a pasted command ran it (tests/test_remedies.py)."""
+leave a pwned-* file in the working directory if a pasted command ran it (tests/unit/remedies/test_remedies.py)."""
 import json
 from dataclasses import replace
 

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 import pytest
 
-pytest_plugins = ["pytester"]  # tests/test_markers.py runs these hooks in an inner session
+pytest_plugins = ["pytester"]  # tests/unit/test_markers.py runs these hooks in an inner session
 
 PIP_TIMEOUT_S = 600
 

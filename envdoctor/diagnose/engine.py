@@ -26,7 +26,20 @@ from ..facts import (
     TorchInfo,
     normalize_name,
 )
-from .readers import blocks, collect_env, messages, misc, packages
+from .readers import (
+    blocks,
+    collect_env,
+    env_vars,
+    host_lines,
+    loose_lines,
+    messages,
+    nvidia_smi,
+    package_logs,
+    packages,
+    paste_date,
+    repl,
+    toolchain,
+)
 from .readers.base import BARE, LOOSE, REPL, STRUCTURED, Acc, Paste, clean_lines
 
 NOT_IN_PASTE = "not in the pasted text"
@@ -98,16 +111,16 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     lines, dropped = dedupe_paragraphs([ln[:MAX_LINE] for ln in clean_lines(text)])
     paste = Paste(lines)
     collect_env.read(paste, acc)
-    misc.read_nvidia_smi(paste, acc)
+    nvidia_smi.read_nvidia_smi(paste, acc)
     blocks.read(paste, acc)
     packages.read(paste, acc)
-    misc.read_repl(paste, acc)
-    misc.read_toolchain(paste, acc)
-    misc.read_env(paste, acc)
-    misc.read_loose(paste, acc)
-    misc.read_host(paste, acc)
-    misc.read_package_logs(paste, acc)
-    misc.read_date(paste, acc)
+    repl.read_repl(paste, acc)
+    toolchain.read_toolchain(paste, acc)
+    env_vars.read_env(paste, acc)
+    loose_lines.read_loose(paste, acc)
+    host_lines.read_host(paste, acc)
+    package_logs.read_package_logs(paste, acc)
+    paste_date.read_date(paste, acc)
     try:
         sigs = signatures_from(compat)
     except (ValueError, OSError):

@@ -25,11 +25,15 @@ def local_tag(version: Optional[str]) -> Optional[str]:
     return v.local if v is not None and v.local else None
 
 
+# a variant, alone or first in the local tag ('cu124', 'cu124.post1'); 'cu123torch2.4' names an extension's build
+_VARIANT_TAG = re.compile(r"^(cu\d+|cpu|rocm\d+(?:\.\d+)*|xpu)(?:$|[.\-_])")
+
+
 def variant_tag(version: Optional[str]) -> Optional[str]:
-    """The local tag when it names a PyTorch variant ('2.5.1+cu124' -> 'cu124'); None for none or another tag
+    """The PyTorch variant a local tag names ('2.5.1+cu124' -> 'cu124'); None for no tag or another tag
     (a source or NGC build's '2.6.0a0+gitabc123' names a commit, not a variant)."""
-    tag = local_tag(version)
-    return tag if variant_kind(tag) else None
+    m = _VARIANT_TAG.match(local_tag(version) or "")
+    return m.group(1) if m else None
 
 
 def cuda_of_variant(variant: Optional[str]) -> Optional[str]:

@@ -9,7 +9,7 @@ import io
 import re
 from typing import Dict, List, Optional, Sequence
 
-from envdoctor.facts import Gpu
+from envdoctor.facts import Driver, Gpu, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import (
     THROTTLE_REASONS,
     clean,
@@ -167,3 +167,16 @@ def gpu_from_row(row: Dict[str, Optional[str]], position: int = 0) -> Gpu:
 def gpus_from_query_csv(text: str, fields: Optional[Sequence[str]] = None) -> List[Gpu]:
     """``--query-gpu`` CSV -> one ``Gpu`` per row."""
     return [gpu_from_row(r, i) for i, r in enumerate(parse_query_csv(text, fields))]
+
+
+def driver_from_query_csv(text: str, fields: Optional[Sequence[str]] = None) -> Driver:
+    """`nvidia-smi --query-gpu=... --format=csv` -> ``Driver`` (source "nvidia-smi-csv"; no CUDA version: the
+    query has no field for it)."""
+    rows = parse_query_csv(text, fields)
+    if not rows:
+        return Driver(status=ProbeStatus.FAILED, reason="nvidia-smi --query-gpu printed no GPU rows",
+                      source="nvidia-smi-csv")
+    gpus = [gpu_from_row(r, i) for i, r in enumerate(rows)]
+    version = next((r.get("driver_version") for r in rows if r.get("driver_version")), None)
+    return Driver(status=ProbeStatus.OK, reason=f"nvidia-smi --query-gpu CSV: driver {version}, {len(gpus)} GPU(s)",
+                  source="nvidia-smi-csv", version=version, gpus=gpus)

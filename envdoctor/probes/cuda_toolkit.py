@@ -4,43 +4,18 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import re
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from envdoctor.domain.versions import mm_str
 from envdoctor.facts import CudaToolkit, ProbeStatus, Toolkits
 from envdoctor.parsers.nvcc import parse_nvcc_version
+from envdoctor.probes.registry import ProbeContext, probe
+from envdoctor.probes.sysroot import SysRoot
 
 NVCC_TIMEOUT_S = 15.0  # nvcc starts in well under a second; a network home directory can be slow
-
-
-def _p(root: str, path: str) -> str:
-    return os.path.join(root, path.lstrip("/"))
-
-
-def _unroot(root: str, host_path: str) -> str:
-    """A path under ``root`` as the probed machine names it."""
-    if root == "/":
-        return host_path
-    rel = os.path.relpath(host_path, root)
-    return "/" if rel == "." else "/" + rel
-
-
-def resolve_in_root(root: str, path: str, max_hops: int = 40) -> str:
-    """Follow symlinks of ``path`` (as the machine names it) keeping absolute targets inside ``root``."""
-    if root == "/":
-        return os.path.realpath(path)
-    cur = os.path.normpath(path)
-    for _ in range(max_hops):
-        host = _p(root, cur)
-        if not os.path.islink(host):
-            break
-        target = os.readlink(host)
-        cur = os.path.normpath(target if target.startswith("/") else os.path.join(os.path.dirname(cur), target))
-    return cur
 
 
 def parse_version_json(text: str) -> Optional[str]:
@@ -61,9 +36,9 @@ def parse_version_txt(text: str) -> Optional[str]:
 
 
 class _Finder:
-    def __init__(self, runner, root: str):
+    def __init__(self, runner, fs: SysRoot):
         self.runner = runner
-        self.root = root
+        self.fs = fs
         self.problems: List[str] = []
 
     def nvcc_version(self, nvcc: str) -> Tuple[Optional[str], Optional[str]]:
@@ -79,24 +54,21 @@ class _Finder:
 
     def file_version(self, tree: str) -> Tuple[Optional[str], Optional[str]]:
         for name, parse in (("version.json", parse_version_json), ("version.txt", parse_version_txt)):
-            try:
-                with open(_p(self.root, f"{tree}/{name}"), encoding="utf-8", errors="replace") as f:
-                    full = parse(f.read())
-            except OSError:
-                continue
+            text = self.fs.read_text(f"{tree}/{name}")
+            full = parse(text) if text is not None else None
             if full:
                 return mm_str(full) or full, full
         return None, None
 
     def tree(self, tree: str, found_via: str) -> Optional[CudaToolkit]:
-        if not os.path.isdir(_p(self.root, tree)):
+        if not self.fs.isdir(tree):
             return None
         nvcc = f"{tree.rstrip('/')}/bin/nvcc"
-        has_nvcc = os.path.isfile(_p(self.root, nvcc))
+        has_nvcc = self.fs.isfile(nvcc)
         version = full = None
         if has_nvcc:
             # the runner runs a path on this machine: under a test root that is the root-prefixed path
-            version, full = self.nvcc_version(nvcc if self.root == "/" else _p(self.root, nvcc))
+            version, full = self.nvcc_version(self.fs.host(nvcc))
         if version is None:
             version, full = self.file_version(tree)
         if version is None and not has_nvcc:
@@ -105,27 +77,26 @@ class _Finder:
                            version_full=full, found_via=found_via)
 
 
-def _looks_like_toolkit(root: str, tree: str) -> bool:
-    return any(os.path.exists(_p(root, f"{tree}/{n}")) for n in ("version.json", "version.txt", "include/cuda.h"))
+def _looks_like_toolkit(fs: SysRoot, tree: str) -> bool:
+    return any(fs.exists(f"{tree}/{n}") for n in ("version.json", "version.txt", "include/cuda.h"))
 
 
-def probe_toolkits(runner, root: str = "/", env: Optional[Mapping[str, str]] = None) -> Toolkits:
-    """Never raises. Absent when there is no nvcc on PATH and no toolkit tree in the usual places."""
+@probe("toolkits", failed=lambda reason: Toolkits(status=ProbeStatus.FAILED, reason=reason))
+def collect_toolkits(ctx: ProbeContext) -> Toolkits:
+    return probe_toolkits(ctx.runner, root=ctx.fs, env=ctx.env)
+
+
+def probe_toolkits(runner, root: Union[str, SysRoot] = "/", env: Optional[Mapping[str, str]] = None) -> Toolkits:
+    """Absent when there is no nvcc on PATH and no toolkit tree in the usual places."""
     env = os.environ if env is None else env
-    try:
-        return _probe(runner, root, env)
-    except Exception as e:  # per-probe guard
-        return Toolkits(status=ProbeStatus.FAILED, reason=f"toolkit probe crashed: {type(e).__name__}: {e}")
-
-
-def _probe(runner, root: str, env: Mapping[str, str]) -> Toolkits:
-    finder = _Finder(runner, root)
+    fs = SysRoot.of(root)
+    finder = _Finder(runner, fs)
     installed: Dict[str, CudaToolkit] = {}  # keyed by the resolved tree, so cuda -> cuda-13.0 counts once
     links: List[str] = []
 
     def add(tree: str, via: str) -> Optional[CudaToolkit]:
         tree = tree.rstrip("/") or "/"
-        key = resolve_in_root(root, tree)
+        key = fs.realpath(tree)
         if key in installed:
             return installed[key]
         # name the toolkit by its real directory (/usr/local/cuda-13.0), not the /usr/local/cuda link
@@ -141,9 +112,7 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Toolkits:
         if value:
             if add(value, var) is None:
                 finder.problems.append(f"{var}={value} is not a CUDA toolkit")
-    candidates = ["/usr/local/cuda"] + sorted(
-        _unroot(root, d) for d in glob.glob(_p(root, "/usr/local/cuda-*")) + glob.glob(_p(root, "/opt/cuda*"))
-    )
+    candidates = ["/usr/local/cuda"] + sorted(fs.glob("/usr/local/cuda-*") + fs.glob("/opt/cuda*"))
     for tree in candidates:
         add(tree, "/usr/local" if tree.startswith("/usr/local") else "/opt")
 
@@ -151,11 +120,11 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Toolkits:
     nvcc = runner.which("nvcc")
     if nvcc:
         version, full = finder.nvcc_version(nvcc)
-        real = os.path.realpath(nvcc) if root == "/" else resolve_in_root(root, nvcc)
+        real = fs.realpath(nvcc)
         tree: Optional[str] = None
         if os.path.basename(os.path.dirname(real)) == "bin":
             cand = os.path.dirname(os.path.dirname(real))
-            if _looks_like_toolkit(root, cand):
+            if _looks_like_toolkit(fs, cand):
                 tree = cand
         if tree is None and full:
             # a wrapper script (/usr/local/bin/nvcc -> exec /usr/local/cuda-13.0/bin/nvcc): match by version

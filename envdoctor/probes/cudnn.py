@@ -4,14 +4,14 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import platform
 import re
-from typing import List, Optional, Tuple
+from typing import List, Optional, Tuple, Union
 
 from envdoctor.facts import LibraryCopy, ProbeStatus, SystemLibraries
-from envdoctor.probes.cuda_toolkit import resolve_in_root
+from envdoctor.probes.registry import ProbeContext, probe
+from envdoctor.probes.sysroot import SysRoot
 
 LDCONFIG_TIMEOUT_S = 10.0
 
@@ -64,32 +64,28 @@ def _stem(soname: str) -> str:
     return soname.split(".so", 1)[0]
 
 
-def _find_cudnn_header(root: str) -> Tuple[Optional[str], Optional[str]]:
+def _find_cudnn_header(fs: SysRoot) -> Tuple[Optional[str], Optional[str]]:
     for pattern in HEADER_DIRS:
-        for d in sorted(glob.glob(os.path.join(root, pattern.lstrip("/")))):
+        for d in sorted(fs.glob(pattern)):
             # Debian/Ubuntu packages install cudnn_version_v9.h and point cudnn_version.h at it (alternatives)
-            versioned = glob.glob(os.path.join(d, "cudnn_version_v*.h"))
+            versioned = fs.glob(f"{d}/cudnn_version_v*.h")
             names = ["cudnn_version.h"] + sorted(os.path.basename(p) for p in versioned)
             names.append("cudnn.h")
             for name in names:
-                path = os.path.join(d, name)
-                try:
-                    with open(path, encoding="utf-8", errors="replace") as f:
-                        version = parse_cudnn_header(f.read())
-                except OSError:
-                    continue
+                path = f"{d}/{name}"
+                text = fs.read_text(path)
+                version = parse_cudnn_header(text) if text is not None else None
                 if version:
-                    shown = path if root == "/" else "/" + os.path.relpath(path, root)
-                    return version, shown
+                    return version, path
     return None, None
 
 
-def _ldconfig(runner, root: str) -> Tuple[Optional[List[LibraryCopy]], Optional[str]]:
+def _ldconfig(runner, fs: SysRoot) -> Tuple[Optional[List[LibraryCopy]], Optional[str]]:
     exe = runner.which("ldconfig")
     if exe is None:
         # ldconfig lives in /sbin, which is not on a normal user's PATH
         for cand in ("/sbin/ldconfig", "/usr/sbin/ldconfig"):
-            if root == "/" and os.path.exists(cand):
+            if fs.live and os.path.exists(cand):
                 exe = cand
                 break
     if exe is None:
@@ -107,12 +103,11 @@ def _ldconfig(runner, root: str) -> Tuple[Optional[List[LibraryCopy]], Optional[
         # 32-bit copies (libc6 without x86-64/AArch64) are never what a Python process loads
         if flags.strip() == "libc6" and is_64bit:
             continue
-        real = resolve_in_root(root, path)
+        real = fs.realpath(path)
         if (name, real) in seen:
             continue
         seen.add((name, real))
-        on_disk = real if root == "/" else os.path.join(root, real.lstrip("/"))
-        version, source = library_file_version(on_disk, name)
+        version, source = library_file_version(fs.host(real), name)
         libs.append(LibraryCopy(name=name, path=real, version=version, origin="system", version_source=source,
                                 soname=soname))
     return libs, None
@@ -144,24 +139,27 @@ def library_file_version(path: str, name: str) -> Tuple[Optional[str], Optional[
     return None, None
 
 
-def probe_system_libraries(runner, root: str = "/") -> SystemLibraries:
-    """Never raises. Absent when neither a cuDNN header nor any of the libraries is installed."""
-    try:
-        version, header = _find_cudnn_header(root)
-        libs, problem = _ldconfig(runner, root)
-        if libs is None and version is None:
-            return SystemLibraries(status=ProbeStatus.FAILED, reason=f"no cuDNN header found; {problem}")
-        if not libs and version is None:
-            return SystemLibraries(
-                status=ProbeStatus.ABSENT, reason="no cuDNN header and no CUDA libraries in the ldconfig cache",
-                libraries=[],
-            )
-        names = sorted({lib.name for lib in libs or []})
-        reason = f"cuDNN {version} ({header})" if version else "no cuDNN header"
-        reason += f"; ldconfig lists {', '.join(names) or 'none of cudnn/cublas/nccl/nvjitlink/cudart/cuda'}"
-        if problem:
-            reason += f"; {problem}"
-        return SystemLibraries(status=ProbeStatus.OK, reason=reason, cudnn_version=version, cudnn_path=header,
-                               libraries=libs or [])
-    except Exception as e:  # per-probe guard
-        return SystemLibraries(status=ProbeStatus.FAILED, reason=f"library probe crashed: {type(e).__name__}: {e}")
+@probe("system_libraries", failed=lambda reason: SystemLibraries(status=ProbeStatus.FAILED, reason=reason))
+def collect_system_libraries(ctx: ProbeContext) -> SystemLibraries:
+    return probe_system_libraries(ctx.runner, root=ctx.fs)
+
+
+def probe_system_libraries(runner, root: Union[str, SysRoot] = "/") -> SystemLibraries:
+    """Absent when neither a cuDNN header nor any of the libraries is installed."""
+    fs = SysRoot.of(root)
+    version, header = _find_cudnn_header(fs)
+    libs, problem = _ldconfig(runner, fs)
+    if libs is None and version is None:
+        return SystemLibraries(status=ProbeStatus.FAILED, reason=f"no cuDNN header found; {problem}")
+    if not libs and version is None:
+        return SystemLibraries(
+            status=ProbeStatus.ABSENT, reason="no cuDNN header and no CUDA libraries in the ldconfig cache",
+            libraries=[],
+        )
+    names = sorted({lib.name for lib in libs or []})
+    reason = f"cuDNN {version} ({header})" if version else "no cuDNN header"
+    reason += f"; ldconfig lists {', '.join(names) or 'none of cudnn/cublas/nccl/nvjitlink/cudart/cuda'}"
+    if problem:
+        reason += f"; {problem}"
+    return SystemLibraries(status=ProbeStatus.OK, reason=reason, cudnn_version=version, cudnn_path=header,
+                           libraries=libs or [])

@@ -4,14 +4,15 @@
 
 from __future__ import annotations
 
-import glob
 import os
 import platform
 import re
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from envdoctor.facts import Host, ProbeStatus
 from envdoctor.probes.container import probe_container
+from envdoctor.probes.registry import ProbeContext, probe
+from envdoctor.probes.sysroot import SysRoot
 
 ENV_OF_INTEREST = (
     "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE",
@@ -27,28 +28,6 @@ _V1_UNLIMITED = 1 << 60
 _COMPILER_TIMEOUT_S = 10.0
 
 
-def _p(root: str, path: str) -> str:
-    return os.path.join(root, path.lstrip("/"))
-
-
-def _read(root: str, path: str) -> Optional[str]:
-    try:
-        with open(_p(root, path), encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def _read_int(root: str, path: str) -> Optional[int]:
-    text = _read(root, path)
-    if text is None:
-        return None
-    try:
-        return int(text.strip())
-    except ValueError:
-        return None
-
-
 def parse_os_release(text: str) -> Dict[str, str]:
     out: Dict[str, str] = {}
     for line in text.splitlines():
@@ -58,9 +37,9 @@ def parse_os_release(text: str) -> Dict[str, str]:
     return out
 
 
-def _distro(root: str) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
+def _distro(fs: SysRoot) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
     """(ID, VERSION_ID, pretty name, ID_LIKE) of the distribution."""
-    if root == "/":
+    if fs.live:
         try:
             import distro  # a declared dependency; imported here so the module import has no cost
 
@@ -68,7 +47,7 @@ def _distro(root: str) -> Tuple[Optional[str], Optional[str], Optional[str], Opt
                     distro.like() or None)
         except ImportError:
             pass
-    text = _read(root, "/etc/os-release") or _read(root, "/usr/lib/os-release")
+    text = fs.read_text("/etc/os-release") or fs.read_text("/usr/lib/os-release")
     if text is None:
         return None, None, None, None
     rel = parse_os_release(text)
@@ -100,20 +79,20 @@ def parse_cpuinfo(text: str) -> Tuple[Optional[str], int, Optional[int], bool]:
     return model, logical, (len(cores) or None), hypervisor
 
 
-def _physical_from_sysfs(root: str) -> Optional[int]:
+def _physical_from_sysfs(fs: SysRoot) -> Optional[int]:
     # ARM cpuinfo has no "core id": count (package, core) pairs from the topology directory instead
     pairs = set()
-    for d in glob.glob(_p(root, "/sys/devices/system/cpu/cpu[0-9]*/topology")):
-        core = _read("/", os.path.join(d, "core_id"))
-        pkg = _read("/", os.path.join(d, "physical_package_id"))
+    for d in fs.glob("/sys/devices/system/cpu/cpu[0-9]*/topology"):
+        core = fs.read_text(f"{d}/core_id")
+        pkg = fs.read_text(f"{d}/physical_package_id")
         if core is not None:
             pairs.add(((pkg or "").strip(), core.strip()))
     return len(pairs) or None
 
 
-def _cgroup_paths(root: str, controller: Optional[str]) -> List[str]:
+def _cgroup_paths(fs: SysRoot, controller: Optional[str]) -> List[str]:
     """The process's cgroup path for a controller (v1) or the unified one (v2, controller None)."""
-    text = _read(root, "/proc/self/cgroup") or ""
+    text = fs.read_text("/proc/self/cgroup") or ""
     for line in text.splitlines():
         parts = line.split(":", 2)
         if len(parts) != 3:
@@ -136,16 +115,17 @@ def _ancestors(path: str) -> List[str]:
     return out
 
 
-def read_cgroup_limits(root: str = "/") -> Tuple[Optional[int], Optional[float], Optional[int]]:
+def read_cgroup_limits(root: Union[str, SysRoot] = "/") -> Tuple[Optional[int], Optional[float], Optional[int]]:
     """(cgroup version, CPU quota in CPUs or None, memory limit in bytes or None); tightest along the path."""
+    fs = SysRoot.of(root)
     base = "/sys/fs/cgroup"
-    if os.path.exists(_p(root, f"{base}/cgroup.controllers")):
+    if fs.exists(f"{base}/cgroup.controllers"):
         cpu: Optional[float] = None
         mem: Optional[int] = None
         # Inside a cgroup namespace /proc/self/cgroup says "0::/" and the files sit at the mount's top
-        for rel in _ancestors(next(iter(_cgroup_paths(root, None)), "/")):
+        for rel in _ancestors(next(iter(_cgroup_paths(fs, None)), "/")):
             d = f"{base}{rel}".rstrip("/")
-            cpu_max = _read(root, f"{d}/cpu.max")
+            cpu_max = fs.read_text(f"{d}/cpu.max")
             if cpu_max:
                 parts = cpu_max.split()
                 if len(parts) == 2 and parts[0] != "max":
@@ -154,7 +134,7 @@ def read_cgroup_limits(root: str = "/") -> Tuple[Optional[int], Optional[float],
                         cpu = q if cpu is None else min(cpu, q)
                     except (ValueError, ZeroDivisionError):
                         pass
-            mem_max = _read(root, f"{d}/memory.max")
+            mem_max = fs.read_text(f"{d}/memory.max")
             if mem_max and mem_max.strip() != "max":
                 try:
                     m = int(mem_max.strip())
@@ -162,23 +142,23 @@ def read_cgroup_limits(root: str = "/") -> Tuple[Optional[int], Optional[float],
                 except ValueError:
                     pass
         return 2, cpu, mem
-    cpu_dirs = [d for d in (f"{base}/cpu,cpuacct", f"{base}/cpu", f"{base}/cpuacct,cpu") if os.path.isdir(_p(root, d))]
-    mem_dir = f"{base}/memory" if os.path.isdir(_p(root, f"{base}/memory")) else None
+    cpu_dirs = [d for d in (f"{base}/cpu,cpuacct", f"{base}/cpu", f"{base}/cpuacct,cpu") if fs.isdir(d)]
+    mem_dir = f"{base}/memory" if fs.isdir(f"{base}/memory") else None
     if not cpu_dirs and mem_dir is None:
         return None, None, None
     cpu = None
     mem = None
     if cpu_dirs:
-        for rel in dict.fromkeys(_cgroup_paths(root, "cpu") + ["/"]):
+        for rel in dict.fromkeys(_cgroup_paths(fs, "cpu") + ["/"]):
             d = f"{cpu_dirs[0]}{rel}".rstrip("/")
-            quota = _read_int(root, f"{d}/cpu.cfs_quota_us")
-            period = _read_int(root, f"{d}/cpu.cfs_period_us")
+            quota = fs.read_int(f"{d}/cpu.cfs_quota_us")
+            period = fs.read_int(f"{d}/cpu.cfs_period_us")
             if quota is not None and quota > 0 and period:
                 q = quota / period
                 cpu = q if cpu is None else min(cpu, q)
     if mem_dir:
-        for rel in dict.fromkeys(_cgroup_paths(root, "memory") + ["/"]):
-            limit = _read_int(root, f"{mem_dir}{rel}".rstrip("/") + "/memory.limit_in_bytes")
+        for rel in dict.fromkeys(_cgroup_paths(fs, "memory") + ["/"]):
+            limit = fs.read_int(f"{mem_dir}{rel}".rstrip("/") + "/memory.limit_in_bytes")
             if limit is not None and limit < _V1_UNLIMITED:
                 mem = limit if mem is None else min(mem, limit)
     return 1, cpu, mem
@@ -194,12 +174,12 @@ def parse_meminfo(text: str) -> Dict[str, int]:
     return out
 
 
-def _wsl(root: str, kernel: Optional[str]) -> Tuple[bool, Optional[int]]:
+def _wsl(fs: SysRoot, kernel: Optional[str]) -> Tuple[bool, Optional[int]]:
     k = (kernel or "").lower()
     if "microsoft" in k or "wsl" in k:
         # WSL2 kernels: "5.15.153.1-microsoft-standard-WSL2"; WSL1: "4.4.0-19041-Microsoft"
         return True, 2 if ("wsl2" in k or "microsoft-standard" in k) else 1
-    if os.path.isdir(_p(root, "/usr/lib/wsl")):
+    if fs.isdir("/usr/lib/wsl"):
         return True, None
     return False, None
 
@@ -212,15 +192,15 @@ _DMI_VIRT = (
 )
 
 
-def _virtualization(runner, root: str, hypervisor_flag: bool) -> Optional[str]:
-    if root == "/" and runner.which("systemd-detect-virt"):
+def _virtualization(runner, fs: SysRoot, hypervisor_flag: bool) -> Optional[str]:
+    if fs.live and runner.which("systemd-detect-virt"):
         # --vm: containers are reported by the container probe, not here
         res = runner.run(["systemd-detect-virt", "--vm"], timeout=5.0)
         out = res.stdout.strip()
         if res.error is None and out:
             return None if out == "none" else out
-    vendor = (_read(root, "/sys/class/dmi/id/sys_vendor") or "").strip()
-    product = (_read(root, "/sys/class/dmi/id/product_name") or "").strip()
+    vendor = (fs.read_text("/sys/class/dmi/id/sys_vendor") or "").strip()
+    product = (fs.read_text("/sys/class/dmi/id/product_name") or "").strip()
     dmi = f"{vendor} {product}".lower()
     if "microsoft" in dmi and "virtual" in dmi:
         return "microsoft"
@@ -258,23 +238,22 @@ def _clang_version(runner) -> Optional[str]:
     return parse_clang_version(res.stdout) if res.ok else None
 
 
-def _modules(root: str) -> Tuple[Optional[List[str]], Optional[str], Optional[str]]:
+def _modules(fs: SysRoot) -> Tuple[Optional[List[str]], Optional[str], Optional[str]]:
     """(modules of interest loaded, where that was read, why it could not be)."""
-    text = _read(root, "/proc/modules")
+    text = fs.read_text("/proc/modules")
     if text is not None:
         loaded = {line.split()[0] for line in text.splitlines() if line.strip()}
         return [m for m in MODULES_OF_INTEREST if m in loaded], "/proc/modules", None
     # Containers (gVisor, some Firecracker guests) have no /proc/modules, but sysfs still shows
     # /sys/module/<name> for every loaded module (and for built-ins with parameters): Linux
     # Documentation/ABI/testing/sysfs-module
-    sys_module = _p(root, "/sys/module")
-    if os.path.isdir(sys_module):
-        return ([m for m in MODULES_OF_INTEREST if os.path.isdir(os.path.join(sys_module, m))], "/sys/module",
+    if fs.isdir("/sys/module"):
+        return ([m for m in MODULES_OF_INTEREST if fs.isdir(f"/sys/module/{m}")], "/sys/module",
                 "no /proc/modules: kernel modules read from /sys/module")
     return None, None, "kernel modules unknown: neither /proc/modules nor /sys/module is readable"
 
 
-def _affinity_list(root: str, live: bool) -> Optional[str]:
+def _affinity_list(fs: SysRoot, live: bool) -> Optional[str]:
     """The CPUs this process may run on, as a cpulist ("0-27,56-83")."""
     if live and hasattr(os, "sched_getaffinity"):
         try:
@@ -283,44 +262,42 @@ def _affinity_list(root: str, live: bool) -> Optional[str]:
             return format_cpulist(os.sched_getaffinity(0))
         except OSError:
             pass
-    for line in (_read(root, "/proc/self/status") or "").splitlines():
+    for line in (fs.read_text("/proc/self/status") or "").splitlines():
         if line.startswith("Cpus_allowed_list:"):
             return line.split(":", 1)[1].strip() or None
     return None
 
 
-def _infiniband(root: str) -> Optional[List[str]]:
-    d = _p(root, "/sys/class/infiniband")
-    if os.path.isdir(d):
+def _infiniband(fs: SysRoot) -> Optional[List[str]]:
+    if fs.isdir("/sys/class/infiniband"):
         try:
-            return sorted(os.listdir(d))
+            return sorted(fs.listdir("/sys/class/infiniband"))
         except OSError:
             return None
-    return [] if os.path.isdir(_p(root, "/sys/class")) else None
+    return [] if fs.isdir("/sys/class") else None
 
 
-def probe_host(runner, root: str = "/", env: Optional[Mapping[str, str]] = None) -> Host:
-    """Never raises: a crash inside becomes status "failed" with the exception in the reason."""
+@probe("host", failed=lambda reason: Host(status=ProbeStatus.FAILED, reason=reason))
+def collect_host(ctx: ProbeContext) -> Host:
+    return probe_host(ctx.runner, root=ctx.fs, env=ctx.env)
+
+
+def probe_host(runner, root: Union[str, SysRoot] = "/", env: Optional[Mapping[str, str]] = None) -> Host:
+    """The host section, its container part included (a crash is turned into a failed section by the guard)."""
     env = os.environ if env is None else env
-    try:
-        return _probe(runner, root, env)
-    except Exception as e:  # per-probe guard (DESIGN.md: a probe never raises)
-        return Host(status=ProbeStatus.FAILED, reason=f"host probe crashed: {type(e).__name__}: {e}")
-
-
-def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
-    live = root == "/"
+    fs = SysRoot.of(root)
+    live = fs.live
     missing: List[str] = []
 
-    kernel = (_read(root, "/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if live else None)
-    distro_id, distro_version, distro_name, distro_like = _distro(root)
+    kernel = (fs.read_text("/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if live else None)
+    distro_id, distro_version, distro_name, distro_like = _distro(fs)
 
-    cpuinfo = _read(root, "/proc/cpuinfo")
+    cpuinfo = fs.read_text("/proc/cpuinfo")
     cpu_model, logical, physical, hyper_flag = parse_cpuinfo(cpuinfo or "")
     if cpuinfo is None:
         missing.append("could not read /proc/cpuinfo")
     if physical is None:
-        physical = _physical_from_sysfs(root)
+        physical = _physical_from_sysfs(fs)
     cpu_count = os.cpu_count() if live else (logical or None)
     affinity: Optional[int] = None
     if live and hasattr(os, "sched_getaffinity"):
@@ -329,18 +306,17 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
         except OSError:
             affinity = None
 
-    cg_version, cg_cpu, cg_mem = read_cgroup_limits(root)
+    cg_version, cg_cpu, cg_mem = read_cgroup_limits(fs)
 
-    meminfo_text = _read(root, "/proc/meminfo")
+    meminfo_text = fs.read_text("/proc/meminfo")
     meminfo = parse_meminfo(meminfo_text or "")
     if meminfo_text is None:
         missing.append("could not read /proc/meminfo")
 
     shm_total = shm_free = None
-    shm = _p(root, "/dev/shm")
-    if os.path.isdir(shm):
+    if fs.isdir("/dev/shm"):
         try:
-            st = os.statvfs(shm)
+            st = fs.statvfs("/dev/shm")
             shm_total, shm_free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
         except OSError:
             missing.append("could not read /dev/shm statvfs")
@@ -348,11 +324,10 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
         missing.append("could not read /dev/shm")
 
     numa: Optional[int] = None
-    node_dir = _p(root, "/sys/devices/system/node")
-    if os.path.isdir(node_dir):
-        numa = len([n for n in os.listdir(node_dir) if re.match(r"^node\d+$", n)]) or None
+    if fs.isdir("/sys/devices/system/node"):
+        numa = len([n for n in fs.listdir("/sys/devices/system/node") if re.match(r"^node\d+$", n)]) or None
 
-    wsl, wsl_version = _wsl(root, kernel)
+    wsl, wsl_version = _wsl(fs, kernel)
     glibc: Optional[str] = None
     if live:
         try:
@@ -364,10 +339,10 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
             lib, ver = platform.libc_ver()
             glibc = ver if lib == "glibc" and ver else None
 
-    modules, modules_source, modules_note = _modules(root)
+    modules, modules_source, modules_note = _modules(fs)
     if modules_note:
         missing.append(modules_note)
-    hostname = platform.node() if live else ((_read(root, "/etc/hostname") or "").strip() or None)
+    hostname = platform.node() if live else ((fs.read_text("/etc/hostname") or "").strip() or None)
     return Host(
         status=ProbeStatus.OK,
         reason="; ".join(missing) if missing else None,
@@ -384,7 +359,7 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
         cpu_logical_count=cpu_count,
         cpu_physical_count=physical,
         cpu_affinity_count=affinity,
-        cpu_affinity_list=_affinity_list(root, live),
+        cpu_affinity_list=_affinity_list(fs, live),
         cgroup_version=cg_version,
         cgroup_cpu_quota=cg_cpu,
         cgroup_memory_limit_bytes=cg_mem,
@@ -393,14 +368,14 @@ def _probe(runner, root: str, env: Mapping[str, str]) -> Host:
         shm_total_bytes=shm_total,
         shm_free_bytes=shm_free,
         numa_node_count=numa,
-        container=probe_container(root, env),
+        container=probe_container(fs, env),
         wsl=wsl,
         wsl_version=wsl_version,
-        virtualization=_virtualization(runner, root, hyper_flag),
+        virtualization=_virtualization(runner, fs, hyper_flag),
         gcc_version=_gcc_version(runner),
         clang_version=_clang_version(runner),
         env={k: env.get(k) for k in ENV_OF_INTEREST},
         kernel_modules=modules,
         kernel_modules_source=modules_source,
-        infiniband_devices=_infiniband(root),
+        infiniband_devices=_infiniband(fs),
     )

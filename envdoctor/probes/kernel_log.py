@@ -4,11 +4,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, List, Optional
 
-from envdoctor.facts import ProbeStatus, XidEvent
+from envdoctor.facts import Driver, ProbeStatus, XidEvent
 from envdoctor.parsers.kernel_log import parse_xid_events
+from envdoctor.probes.registry import ProbeContext, probe
 
 # Reading the ring buffer is instant when allowed; a slow answer is a hung journal, not more data.
 DMESG_TIMEOUT_S = 5.0
@@ -44,29 +46,44 @@ def _read_ok(source: str, text: str) -> KernelLog:
 
 
 def read_kernel_log(runner: Any) -> KernelLog:
-    """dmesg --ctime, then plain dmesg (BusyBox has no --ctime), then journalctl -k -b. Never raises."""
+    """dmesg --ctime, then plain dmesg (BusyBox has no --ctime), then journalctl -k -b."""
     tried: List[str] = []
-    try:
-        if runner.which("dmesg"):
-            for argv in (["dmesg", "--ctime"], ["dmesg"]):
-                res = runner.run(argv, timeout=DMESG_TIMEOUT_S)
-                if res.ok and res.stdout.strip():
-                    return _read_ok(" ".join(argv), res.stdout)
-                tried.append(_why(res) if not res.ok else f"`{' '.join(argv)}` printed nothing")
-                low = (res.stderr or "").lower()
-                if not ("unrecognized option" in low or "invalid option" in low or "unknown option" in low):
-                    break  # --ctime was understood: plain dmesg would fail the same way
-        else:
-            tried.append("dmesg not on PATH")
-        if runner.which("journalctl"):
-            argv = ["journalctl", "-k", "-b", "--no-pager", "-q"]
-            res = runner.run(argv, timeout=JOURNALCTL_TIMEOUT_S)
+    if runner.which("dmesg"):
+        for argv in (["dmesg", "--ctime"], ["dmesg"]):
+            res = runner.run(argv, timeout=DMESG_TIMEOUT_S)
             if res.ok and res.stdout.strip():
-                return _read_ok("journalctl -k -b", res.stdout)
-            # a container has no journal of the host's kernel: exit 0 and no lines
-            tried.append(_why(res) if not res.ok else "`journalctl -k -b` returned no kernel messages")
-        else:
-            tried.append("journalctl not on PATH")
-    except Exception as e:  # the per-probe guard
-        tried.append(f"kernel log probe crashed: {type(e).__name__}: {e}")
+                return _read_ok(" ".join(argv), res.stdout)
+            tried.append(_why(res) if not res.ok else f"`{' '.join(argv)}` printed nothing")
+            low = (res.stderr or "").lower()
+            if not ("unrecognized option" in low or "invalid option" in low or "unknown option" in low):
+                break  # --ctime was understood: plain dmesg would fail the same way
+    else:
+        tried.append("dmesg not on PATH")
+    if runner.which("journalctl"):
+        argv = ["journalctl", "-k", "-b", "--no-pager", "-q"]
+        res = runner.run(argv, timeout=JOURNALCTL_TIMEOUT_S)
+        if res.ok and res.stdout.strip():
+            return _read_ok("journalctl -k -b", res.stdout)
+        # a container has no journal of the host's kernel: exit 0 and no lines
+        tried.append(_why(res) if not res.ok else "`journalctl -k -b` returned no kernel messages")
+    else:
+        tried.append("journalctl not on PATH")
     return KernelLog(False, None, "; ".join(tried))
+
+
+def into_driver(driver: Driver, klog: KernelLog) -> Driver:
+    """The kernel log is part of the driver section: its Xid events are driver facts."""
+    return dataclasses.replace(driver, kernel_log_readable=klog.readable, kernel_log_source=klog.source,
+                               kernel_log_reason=None if klog.readable else klog.reason,
+                               xid_events=list(klog.events) if klog.readable else None)
+
+
+def _wanted(ctx: ProbeContext) -> bool:
+    # the ring buffer is this machine's: under a test root there is no kernel log of that root to read
+    return bool(getattr(ctx.options, "kernel_log", True)) and ctx.fs.live
+
+
+@probe("kernel_log", section="driver", merge=into_driver, enabled=_wanted,
+       failed=lambda reason: KernelLog(False, None, reason))
+def collect_kernel_log(ctx: ProbeContext) -> KernelLog:
+    return read_kernel_log(ctx.runner)

@@ -4,12 +4,11 @@
 
 from __future__ import annotations
 
-import os
-from typing import Iterable, List, Optional, Tuple
+from typing import Iterable, List, Optional, Tuple, Union
 
 from envdoctor.facts import GpuLocality, ProbeStatus
 from envdoctor.parsers.lspci import NVIDIA_VENDOR_ID
-from envdoctor.probes._fs import read_text as _read
+from envdoctor.probes.sysroot import SysRoot
 
 # PCI class codes (sysfs "class" is 0xCCSSPP): 0300 VGA, 0302 3D controller
 _GPU_CLASSES = ("0x0300", "0x0302")
@@ -26,30 +25,28 @@ def format_cpulist(cpus: Iterable[int]) -> str:
     return ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in ranges)
 
 
-def probe_gpu_locality(root: str = "/") -> Tuple[str, str, Optional[List[GpuLocality]]]:
-    """(status, reason, localities) for every NVIDIA GPU under <root>/sys/bus/pci/devices. Never raises."""
-    base = os.path.join(root, "sys/bus/pci/devices")
+def probe_gpu_locality(root: Union[str, SysRoot] = "/") -> Tuple[str, str, Optional[List[GpuLocality]]]:
+    """(status, reason, localities) for every NVIDIA GPU under /sys/bus/pci/devices."""
+    fs = SysRoot.of(root)
+    base = "/sys/bus/pci/devices"
     try:
-        entries = sorted(os.listdir(base))
+        entries = sorted(fs.listdir(base))
     except OSError as e:
-        return ProbeStatus.UNSUPPORTED, f"cannot list {base}: {e.strerror}", None
+        return ProbeStatus.UNSUPPORTED, f"cannot list {fs.host(base)}: {e.strerror}", None
     out: List[GpuLocality] = []
-    try:
-        for bdf in entries:
-            d = os.path.join(base, bdf)
-            vendor = (_read(os.path.join(d, "vendor")) or "").lower()
-            cls = (_read(os.path.join(d, "class")) or "").lower()
-            if vendor != f"0x{NVIDIA_VENDOR_ID}" or cls[:6] not in _GPU_CLASSES:
-                continue
-            node_text = _read(os.path.join(d, "numa_node"))
-            try:
-                node: Optional[int] = int(node_text) if node_text is not None else None
-            except ValueError:
-                node = None
-            out.append(GpuLocality(pci_bus_id=bdf.lower(), numa_node=node,
-                                   local_cpulist=_read(os.path.join(d, "local_cpulist")) or None))
-    except Exception as e:  # the per-probe guard
-        return ProbeStatus.FAILED, f"GPU locality probe crashed: {type(e).__name__}: {e}", None
+    for bdf in entries:
+        d = f"{base}/{bdf}"
+        vendor = (fs.read_attr(f"{d}/vendor") or "").lower()
+        cls = (fs.read_attr(f"{d}/class") or "").lower()
+        if vendor != f"0x{NVIDIA_VENDOR_ID}" or cls[:6] not in _GPU_CLASSES:
+            continue
+        node_text = fs.read_attr(f"{d}/numa_node")
+        try:
+            node: Optional[int] = int(node_text) if node_text is not None else None
+        except ValueError:
+            node = None
+        out.append(GpuLocality(pci_bus_id=bdf.lower(), numa_node=node,
+                               local_cpulist=fs.read_attr(f"{d}/local_cpulist") or None))
     if not out:
         return ProbeStatus.ABSENT, "no NVIDIA GPU on the PCI bus (sysfs)", []
     return ProbeStatus.OK, f"{len(out)} NVIDIA GPU(s) with their NUMA node and local CPUs", out

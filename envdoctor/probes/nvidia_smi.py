@@ -1,12 +1,14 @@
-"""nvidia-smi probes: the driver from `nvidia-smi -q -x`, NVLink status and `topo -m`, via Runner."""
+"""nvidia-smi probes: the driver from `nvidia-smi -q -x` (its --query-gpu CSV as fallback), NVLink, `topo -m`."""
 
 # ruff: noqa: UP045  (the project style is typing.Optional for Python 3.9; see facts.py)
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict, List, Optional, Tuple
 
 from envdoctor.facts import Driver, NvlinkLink, ProbeStatus, Topology
+from envdoctor.parsers.nvidia_smi_csv import QUERY_GPU_FIELDS, driver_from_query_csv
 from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from envdoctor.parsers.nvlink import parse_nvlink_status
 from envdoctor.parsers.topo import parse_topo
@@ -14,6 +16,7 @@ from envdoctor.probes.runner import RunResult
 
 NVIDIA_SMI_TIMEOUT_S = 10.0
 XML_ARGV = ("nvidia-smi", "-q", "-x")
+CSV_ARGV = ("nvidia-smi", "--query-gpu=" + ",".join(QUERY_GPU_FIELDS), "--format=csv")
 NVLINK_ARGV = ("nvidia-smi", "nvlink", "--status")
 TOPO_ARGV = ("nvidia-smi", "topo", "-m")
 
@@ -39,7 +42,25 @@ def probe_nvidia_smi_xml(runner, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Drive
     if failed:
         status, reason, message = failed
         return Driver(status=status, reason=reason, source="nvidia-smi-xml", nvidia_smi_error=message)
-    return parse_nvidia_smi_xml(res.stdout)
+    xml = parse_nvidia_smi_xml(res.stdout)
+    if xml.status == ProbeStatus.OK:
+        return xml
+    # nvidia-smi answered but not with XML it can parse (a truncated or odd -q -x): the CSV query reads the
+    # same driver through another code path of nvidia-smi
+    csv = probe_nvidia_smi_csv(runner, timeout)
+    if csv.status == ProbeStatus.OK:
+        return dataclasses.replace(csv, reason=f"{csv.reason} ({xml.reason})")
+    return dataclasses.replace(xml, reason=f"{xml.reason}; CSV fallback: {csv.reason}")
+
+
+def probe_nvidia_smi_csv(runner, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Driver:
+    """The driver and GPUs from `nvidia-smi --query-gpu=... --format=csv` (source "nvidia-smi-csv")."""
+    res = runner.run(list(CSV_ARGV), timeout=timeout)
+    failed = _failure(res)
+    if failed:
+        status, reason, message = failed
+        return Driver(status=status, reason=reason, source="nvidia-smi-csv", nvidia_smi_error=message)
+    return driver_from_query_csv(res.stdout)
 
 
 def probe_nvlink_status(runner, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Optional[Dict[int, List[NvlinkLink]]]:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import threading
 import time
@@ -13,6 +14,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from envdoctor.domain.versions import release
 from envdoctor.facts import Driver, Gpu, GpuProcess, NvlinkLink, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import cuda_version_from_int
+from envdoctor.probes.registry import guard
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -617,21 +619,18 @@ def probe_nvml(nvml: Any = None, timeout_s: float = DEFAULT_TIMEOUT_S,
             return Driver(status=ProbeStatus.UNSUPPORTED, reason=f"NVML not asked: {problem}", source="nvml",
                           nvml_error="BINDING")
     result: List[Driver] = []
-    crash: List[str] = []
     # the GPUs' own deadline comes a little before the outer one, so that the partial result is returned
     deadline = time.monotonic() + max(timeout_s - min(1.0, timeout_s / 10), 0.0)
 
     def target() -> None:
-        try:
-            result.append(_probe(nvml, deadline, own))
-        except Exception as e:  # the per-probe guard: a bug here must not hide the other facts
-            crash.append(f"{type(e).__name__}: {e}")
+        # in its own thread, so under the probe guard here: an exception would not cross back to the caller
+        result.append(guard("nvml", functools.partial(_probe, nvml, deadline, own),
+                            lambda reason: Driver(status=ProbeStatus.FAILED, reason=f"NVML {reason}",
+                                                  source="nvml"))[0])
 
     run_with_timeout(target, timeout_s)
     if result:
         return result[0]
-    if crash:
-        return Driver(status=ProbeStatus.FAILED, reason=f"NVML probe crashed: {crash[0]}", source="nvml")
     return Driver(
         status=ProbeStatus.FAILED,
         reason=f"NVML did not answer within {timeout_s:g} s (a GPU or the driver is hung)",

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 from envdoctor.facts import PcieLink, ProbeStatus
 from envdoctor.parsers.lspci import NVIDIA_VENDOR_ID, nvidia_gpu_links
-from envdoctor.probes._fs import read_text as _read
+from envdoctor.probes.sysroot import SysRoot
+
+Root = Union[str, SysRoot]
 
 LSPCI_TIMEOUT_S = 20.0  # -vv reads every device's config space; slow on big machines
 _BDF = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
@@ -36,14 +38,17 @@ def _int(text: Optional[str]) -> Optional[int]:
         return None
 
 
-def _link(dev_dir: str, bdf: str, upstream: Optional[str]) -> PcieLink:
-    vendor = (_read(os.path.join(dev_dir, "vendor")) or "").lower().replace("0x", "")
-    device = (_read(os.path.join(dev_dir, "device")) or "").lower().replace("0x", "")
-    cls = (_read(os.path.join(dev_dir, "class")) or "").lower().replace("0x", "")[:4]
-    cap_speed = parse_sysfs_speed(_read(os.path.join(dev_dir, "max_link_speed")))
-    sta_speed = parse_sysfs_speed(_read(os.path.join(dev_dir, "current_link_speed")))
-    cap_width = _int(_read(os.path.join(dev_dir, "max_link_width")))
-    sta_width = _int(_read(os.path.join(dev_dir, "current_link_width")))
+def _link(fs: SysRoot, dev_dir: str, bdf: str, upstream: Optional[str]) -> PcieLink:
+    def attr(name: str) -> Optional[str]:
+        return fs.read_attr(f"{dev_dir}/{name}")
+
+    vendor = (attr("vendor") or "").lower().replace("0x", "")
+    device = (attr("device") or "").lower().replace("0x", "")
+    cls = (attr("class") or "").lower().replace("0x", "")[:4]
+    cap_speed = parse_sysfs_speed(attr("max_link_speed"))
+    sta_speed = parse_sysfs_speed(attr("current_link_speed"))
+    cap_width = _int(attr("max_link_width"))
+    sta_width = _int(attr("current_link_width"))
     downgraded: Optional[bool] = None
     if None not in (cap_speed, sta_speed, cap_width, sta_width):
         # what lspci would mark "(downgraded)"; GPUs drop their link speed when idle to save power,
@@ -54,19 +59,20 @@ def _link(dev_dir: str, bdf: str, upstream: Optional[str]) -> PcieLink:
                     sta_speed_gts=sta_speed, sta_width=sta_width, downgraded=downgraded, upstream_bdf=upstream)
 
 
-def _from_sysfs(root: str) -> Optional[Tuple[int, List[PcieLink]]]:
-    base = os.path.join(root, "sys/bus/pci/devices")
+def _from_sysfs(root: Root) -> Optional[Tuple[int, List[PcieLink]]]:
+    fs = SysRoot.of(root)
+    base = "/sys/bus/pci/devices"
     try:
-        entries = sorted(os.listdir(base))
+        entries = sorted(fs.listdir(base))
     except OSError:
         return None
     real: Dict[str, str] = {}
     for bdf in entries:
-        real[bdf] = os.path.realpath(os.path.join(base, bdf))
+        real[bdf] = fs.realpath(f"{base}/{bdf}")
     gpus = []
     for bdf, path in real.items():
-        vendor = (_read(os.path.join(path, "vendor")) or "").lower()
-        cls = (_read(os.path.join(path, "class")) or "").lower()
+        vendor = (fs.read_attr(f"{path}/vendor") or "").lower()
+        cls = (fs.read_attr(f"{path}/class") or "").lower()
         if vendor == f"0x{NVIDIA_VENDOR_ID}" and cls[:6] in _GPU_CLASSES:
             gpus.append(bdf)
     out: List[PcieLink] = []
@@ -81,62 +87,60 @@ def _from_sysfs(root: str) -> Optional[Tuple[int, List[PcieLink]]]:
     for bdf in gpus:
         path = real[bdf]
         up, up_path = parent_of(path)
-        out.append(_link(path, bdf, up))
+        out.append(_link(fs, path, bdf, up))
         seen.add(bdf)
         while up and up_path and up not in seen:
             seen.add(up)
             nxt, nxt_path = parent_of(up_path)
-            out.append(_link(up_path, up, nxt))
+            out.append(_link(fs, up_path, up, nxt))
             up, up_path = nxt, nxt_path
     return len(gpus), out
 
 
-def probe_pcie(runner, root: str = "/") -> Tuple[str, str, List[PcieLink]]:
-    """(status, reason, links): sysfs first; `lspci -vv` only when sysfs cannot be read. Never raises."""
-    try:
-        found = _from_sysfs(root)
-        if found is not None:
-            gpus, links = found
-            if not links:
-                return ProbeStatus.ABSENT, "no NVIDIA GPU on the PCI bus (sysfs)", []
-            return ProbeStatus.OK, f"{gpus} NVIDIA GPU(s) and {len(links) - gpus} upstream port(s) from sysfs", links
-        if not runner.which("lspci"):
-            return ProbeStatus.UNSUPPORTED, "no /sys/bus/pci and no lspci", []
-        res = runner.run(["lspci", "-vv", "-D"], timeout=LSPCI_TIMEOUT_S)
-        if not res.ok:
-            return ProbeStatus.FAILED, res.describe(), []
-        links = nvidia_gpu_links(res.stdout)
+def probe_pcie(runner, root: Root = "/") -> Tuple[str, str, List[PcieLink]]:
+    """(status, reason, links): sysfs first; `lspci -vv` only when sysfs cannot be read."""
+    found = _from_sysfs(SysRoot.of(root))
+    if found is not None:
+        gpus, links = found
         if not links:
-            return ProbeStatus.ABSENT, "no NVIDIA GPU in `lspci -vv`", []
-        reason = f"{len(links)} link(s) from `lspci -vv`"
-        if all(link.cap_speed_gts is None for link in links):
-            # lspci reads the PCIe capability only as root
-            reason += "; no LnkCap/LnkSta shown (lspci needs root for them)"
-        return ProbeStatus.OK, reason, links
-    except Exception as e:  # per-probe guard
-        return ProbeStatus.FAILED, f"pcie probe crashed: {type(e).__name__}: {e}", []
+            return ProbeStatus.ABSENT, "no NVIDIA GPU on the PCI bus (sysfs)", []
+        return ProbeStatus.OK, f"{gpus} NVIDIA GPU(s) and {len(links) - gpus} upstream port(s) from sysfs", links
+    if not runner.which("lspci"):
+        return ProbeStatus.UNSUPPORTED, "no /sys/bus/pci and no lspci", []
+    res = runner.run(["lspci", "-vv", "-D"], timeout=LSPCI_TIMEOUT_S)
+    if not res.ok:
+        return ProbeStatus.FAILED, res.describe(), []
+    links = nvidia_gpu_links(res.stdout)
+    if not links:
+        return ProbeStatus.ABSENT, "no NVIDIA GPU in `lspci -vv`", []
+    reason = f"{len(links)} link(s) from `lspci -vv`"
+    if all(link.cap_speed_gts is None for link in links):
+        # lspci reads the PCIe capability only as root
+        reason += "; no LnkCap/LnkSta shown (lspci needs root for them)"
+    return ProbeStatus.OK, reason, links
 
 
-def probe_pcie_links(runner, root: str = "/") -> List[PcieLink]:
+def probe_pcie_links(runner, root: Root = "/") -> List[PcieLink]:
     """Topology.pcie_links: GPUs first, then each bridge up to the root port; [] when none or unreadable."""
     return probe_pcie(runner, root)[2]
 
 
-def nvidia_pci_devices(root: str = "/") -> Optional[List[str]]:
-    """Every PCI function of vendor 0x10de under <root>/sys/bus/pci/devices as "BDF CLASS"; None if unreadable.
+def nvidia_pci_devices(root: Root = "/") -> Optional[List[str]]:
+    """Every PCI function of vendor 0x10de under /sys/bus/pci/devices as "BDF CLASS"; None if unreadable.
 
     This tells "no NVIDIA hardware here" ([]) from "NVIDIA hardware, no usable driver" without any driver.
     Containers usually see the host's PCI devices in sysfs even when no GPU was passed in.
     """
-    base = os.path.join(root, "sys/bus/pci/devices")
+    fs = SysRoot.of(root)
+    base = "/sys/bus/pci/devices"
     try:
-        entries = sorted(os.listdir(base))
+        entries = sorted(fs.listdir(base))
     except OSError:
         return None
     out = []
     for bdf in entries:
-        vendor = (_read(os.path.join(base, bdf, "vendor")) or "").strip().lower()
+        vendor = (fs.read_attr(f"{base}/{bdf}/vendor") or "").lower()
         if vendor == f"0x{NVIDIA_VENDOR_ID}":
-            cls = (_read(os.path.join(base, bdf, "class")) or "").strip().lower()[:6]
+            cls = (fs.read_attr(f"{base}/{bdf}/class") or "").lower()[:6]
             out.append(f"{bdf} {cls}" if cls else bdf)
     return out

@@ -30,14 +30,7 @@ class PcieLoad:
 
 def probe_pcie_load(executable: str, runner: Any, driver: Driver, nvml: Any = None,
                     seconds: float = DEFAULT_SECONDS, timeout_s: float = 90.0) -> PcieLoad:
-    """Never raises; ``skipped`` quickly when there is no GPU, no NVML or no CUDA torch to make the load."""
-    try:
-        return _probe(executable, runner, driver, nvml, seconds, timeout_s)
-    except Exception as e:  # the per-probe guard
-        return PcieLoad(ProbeStatus.FAILED, f"PCIe load probe crashed: {type(e).__name__}: {e}")
-
-
-def _probe(executable: str, runner: Any, driver: Driver, nvml: Any, seconds: float, timeout_s: float) -> PcieLoad:
+    """``skipped`` quickly when there is no GPU, no NVML or no CUDA torch to make the load (collect guards it)."""
     if driver.status != ProbeStatus.OK or not driver.gpus:
         why = f" (driver probe {driver.status}: {driver.reason})" if driver.reason else ""
         return PcieLoad(ProbeStatus.SKIPPED, f"no GPU{why}")

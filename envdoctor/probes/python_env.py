@@ -21,6 +21,8 @@ from envdoctor.facts import (
     TorchInfo,
     from_dict,
 )
+from envdoctor.probes.package_variants import with_variant
+from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.runner import OUTPUT_CAP_BYTES, RunResult
 
 PAYLOAD_VERSION = 1  # must match _payload.PAYLOAD_VERSION (the envelope's "envdoctor_payload")
@@ -220,7 +222,8 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     base = _section(PythonEnv, {k: result[k] for k in scalar_keys if k in result}, "python", notes) or PythonEnv()
     packages = []
     for i, p in enumerate(result.get("packages") or []):
-        pkg = _section(Package, p, f"python.packages[{i}]", notes)
+        # the payload reports what the files say; the variant is judged here (probes/package_variants.py)
+        pkg = _section(Package, with_variant(p) if isinstance(p, dict) else p, f"python.packages[{i}]", notes)
         if pkg is not None:
             packages.append(pkg)
     libs = _copies(result.get("loaded_libraries"), "python.loaded_libraries", notes)
@@ -315,16 +318,58 @@ def _mark_hang(penv: PythonEnv, stage: Optional[str], error: str) -> PythonEnv:
 
 def probe_python(executable: str, runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S, inspect_torch: bool = True,
                  requested_as: Optional[str] = None) -> PythonEnv:
-    """Inspect ``executable`` in its own process; never raises.
+    """Inspect ``executable`` in its own process.
 
     ok: the payload answered (torch may still have failed to import: that is in ``torch``);
     absent: no such interpreter; failed: it timed out, crashed or printed no JSON.
     """
-    try:
-        return _probe_python(executable, runner, timeout_s, inspect_torch, requested_as)
-    except Exception as e:  # the per-probe guard: a bug here must not hide the other probes
-        return PythonEnv(status=ProbeStatus.FAILED, reason=f"internal error: {type(e).__name__}: {e}",
-                         executable=str(executable), requested_as=requested_as)
+    return _probe_python(executable, runner, timeout_s, inspect_torch, requested_as)
+
+
+def probe_pythons(targets: Sequence[Tuple[str, str]], runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S,
+                  inspect_torch: bool = True) -> List[PythonEnv]:
+    """Every (interpreter, how it was chosen) inspected at once, each under the probe guard: a bug met while
+    reading one interpreter fails that one, never the others."""
+    from concurrent.futures import ThreadPoolExecutor
+    from functools import partial
+
+    from envdoctor.probes.registry import guard
+
+    def one(exe: str, how: str) -> PythonEnv:
+        return guard("pythons", partial(probe_python, exe, runner, timeout_s, inspect_torch, how),
+                     partial(_failed_env, exe, how))[0]
+
+    with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
+        futures = [pool.submit(one, exe, how) for exe, how in targets]
+        return [f.result() for f in futures]
+
+
+def _failed_env(executable: str, requested_as: Optional[str], reason: str) -> PythonEnv:
+    return PythonEnv(status=ProbeStatus.FAILED, reason=reason, executable=str(executable), requested_as=requested_as)
+
+
+def _targets(ctx: ProbeContext) -> List[Tuple[str, str]]:
+    """The interpreters to inspect: each --python once, else the active environment's."""
+    pythons = list(getattr(ctx.options, "pythons", None) or [])
+    if not pythons:
+        return [default_interpreter(ctx.env, ctx.runner)]
+    # the same interpreter named twice (or as ./x and x) is inspected and judged once; not
+    # realpath: a venv's python is a symlink to its base interpreter, yet a different environment
+    seen = set()
+    targets: List[Tuple[str, str]] = []
+    for p in pythons:
+        key = os.path.normpath(os.path.abspath(p)) if os.sep in p else p
+        if key not in seen:
+            seen.add(key)
+            targets.append((p, "--python"))
+    return targets
+
+
+@probe("pythons", failed=lambda reason: [PythonEnv(status=ProbeStatus.FAILED, reason=reason)])
+def collect_pythons(ctx: ProbeContext) -> List[PythonEnv]:
+    options = ctx.options
+    return probe_pythons(_targets(ctx), ctx.runner, getattr(options, "python_timeout_s", DEFAULT_TIMEOUT_S),
+                         getattr(options, "inspect_torch", True))
 
 
 _FAILURE = {"not_found": "not_found", "could_not_run": "not_executable", "no_json": "not_python",

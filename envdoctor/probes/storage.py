@@ -4,25 +4,23 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 from envdoctor.facts import DataPath, ProbeStatus, Storage
 from envdoctor.parsers.lsblk import BlockDevice, flatten, parse_lsblk_json
 from envdoctor.parsers.mounts import MountEntry, classify_fstype, find_mount, parse_mounts
-from envdoctor.probes._fs import read_text as _read
+from envdoctor.probes.registry import ProbeContext, guard, probe
+from envdoctor.probes.sysroot import SysRoot
 
 LSBLK_TIMEOUT_S = 10.0
 
 
-def _p(root: str, path: str) -> str:
-    return os.path.join(root, path.lstrip("/"))
-
-
-def _read_mounts(root: str) -> Tuple[Optional[List[MountEntry]], Optional[str]]:
+def _read_mounts(fs: SysRoot) -> Tuple[Optional[List[MountEntry]], Optional[str]]:
     for src in ("/proc/self/mountinfo", "/proc/mounts"):
-        text = _read(_p(root, src))
+        text = fs.read_attr(src)
         if text:
             return parse_mounts(text), src
     return None, None
@@ -31,26 +29,25 @@ def _read_mounts(root: str) -> Tuple[Optional[List[MountEntry]], Optional[str]]:
 class _Disks:
     """Block-device facts from sysfs, with one `lsblk -J` as a lazy fallback for the transport."""
 
-    def __init__(self, runner, root: str):
+    def __init__(self, runner, fs: SysRoot):
         self.runner = runner
-        self.root = root
+        self.fs = fs
         self._lsblk: Optional[Dict[str, BlockDevice]] = None
 
     def name_for(self, major_minor: str) -> Tuple[Optional[str], Optional[str]]:
         """(device, whole disk) for "259:2": ("nvme0n1p2", "nvme0n1"), following a partition to its disk."""
-        link = _p(self.root, f"/sys/dev/block/{major_minor}")
-        if not os.path.exists(link):
+        link = f"/sys/dev/block/{major_minor}"
+        if not self.fs.exists(link):
             return None, None
-        real = os.path.realpath(link)
+        real = self.fs.realpath(link)
         name = os.path.basename(real)
-        if os.path.exists(os.path.join(real, "partition")):
+        if self.fs.exists(f"{real}/partition"):
             return name, os.path.basename(os.path.dirname(real))
         return name, name
 
     def slaves(self, disk: str) -> List[str]:
-        d = _p(self.root, f"/sys/block/{disk}/slaves")
         try:
-            return sorted(os.listdir(d))
+            return sorted(self.fs.listdir(f"/sys/block/{disk}/slaves"))
         except OSError:
             return []
 
@@ -61,18 +58,18 @@ class _Disks:
             return [disk]
         out: List[str] = []
         for s in subs:
-            part_dir = os.path.realpath(_p(self.root, f"/sys/class/block/{s}"))
-            if os.path.exists(os.path.join(part_dir, "partition")):
+            part_dir = self.fs.realpath(f"/sys/class/block/{s}")
+            if self.fs.exists(f"{part_dir}/partition"):
                 s = os.path.basename(os.path.dirname(part_dir))
             out.extend(self._members(s, depth + 1))
         return list(dict.fromkeys(out))
 
     def rotational(self, disk: str) -> Optional[bool]:
-        v = _read(_p(self.root, f"/sys/block/{disk}/queue/rotational"))
+        v = self.fs.read_attr(f"/sys/block/{disk}/queue/rotational")
         return None if v not in ("0", "1") else v == "1"
 
     def model(self, disk: str) -> Optional[str]:
-        return _read(_p(self.root, f"/sys/block/{disk}/device/model")) or None
+        return self.fs.read_attr(f"/sys/block/{disk}/device/model") or None
 
     def transport(self, disk: str) -> Optional[str]:
         if disk.startswith("nvme"):
@@ -83,7 +80,7 @@ class _Disks:
             return "dm"
         if disk.startswith("loop"):
             return "loop"
-        driver = os.path.realpath(_p(self.root, f"/sys/block/{disk}/device/driver"))
+        driver = self.fs.realpath(f"/sys/block/{disk}/device/driver")
         if "virtio" in os.path.basename(driver) or re.match(r"^vd[a-z]+$", disk):
             return "virtio"
         if re.match(r"^xvd[a-z]+$", disk):
@@ -105,26 +102,23 @@ class _Disks:
         return self._lsblk
 
 
-def _probe_path(path: str, runner, root: str, mounts: Optional[List[MountEntry]], disks: _Disks) -> DataPath:
-    live = root == "/"
+def _probe_path(path: str, runner, root: Union[str, SysRoot], mounts: Optional[List[MountEntry]],
+                disks: _Disks) -> DataPath:
+    fs = SysRoot.of(root)
+    live = fs.live
     abs_path = os.path.abspath(path) if live else "/" + path.lstrip("/")
-    host_path = abs_path if live else _p(root, abs_path)
     try:
-        os.stat(host_path)
+        fs.stat(abs_path)
     except PermissionError:  # a directory on the way is not ours to search: not "does not exist"
         return DataPath(path=path, status=ProbeStatus.FAILED, reason=f"{abs_path}: permission denied")
     except OSError:
         return DataPath(path=path, status=ProbeStatus.ABSENT, reason=f"{abs_path} does not exist", exists=False)
     # resolve symlinks so /data -> /mnt/nvme/data is judged on the disk that holds it
-    resolved = os.path.realpath(host_path)
-    if not live:
-        resolved = "/" + os.path.relpath(resolved, os.path.realpath(root)).lstrip("./")
-        if resolved.startswith("/.."):
-            resolved = abs_path
+    resolved = fs.realpath(abs_path)
 
     size = free = None
     try:
-        st = os.statvfs(host_path)
+        st = fs.statvfs(abs_path)
         size, free = st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize
     except OSError:
         pass
@@ -137,7 +131,7 @@ def _probe_path(path: str, runner, root: str, mounts: Optional[List[MountEntry]]
     if major_minor is None and live:
         # /proc/mounts has no device numbers: the path's own st_dev says the same thing
         try:
-            dev = os.stat(host_path).st_dev
+            dev = fs.stat(abs_path).st_dev
             major_minor = f"{os.major(dev)}:{os.minor(dev)}"
         except OSError:
             major_minor = None
@@ -184,20 +178,24 @@ def _probe_path(path: str, runner, root: str, mounts: Optional[List[MountEntry]]
     )
 
 
-def probe_storage(paths: List[str], runner, root: str = "/") -> Storage:
+@probe("storage", failed=lambda reason: Storage(status=ProbeStatus.FAILED, reason=reason))
+def collect_storage(ctx: ProbeContext) -> Storage:
+    return probe_storage(ctx.options.data_paths or [os.getcwd()], ctx.runner, root=ctx.fs)
+
+
+def _failed_path(path: str, reason: str) -> DataPath:
+    return DataPath(path=path, status=ProbeStatus.FAILED, reason=reason)
+
+
+def probe_storage(paths: List[str], runner, root: Union[str, SysRoot] = "/") -> Storage:
     """One DataPath per asked path; a missing path is "absent", never an exception."""
     if not paths:
         return Storage(status=ProbeStatus.SKIPPED, reason="no data paths to check")
-    try:
-        mounts, src = _read_mounts(root)
-        disks = _Disks(runner, root)
-        out: List[DataPath] = []
-        for path in paths:
-            try:
-                out.append(_probe_path(path, runner, root, mounts, disks))
-            except Exception as e:  # per-path guard: one odd path must not hide the others
-                out.append(DataPath(path=path, status=ProbeStatus.FAILED, reason=f"{type(e).__name__}: {e}"))
-        reason = f"{len(out)} path(s) from {src}" if src else "mount table unreadable; sizes only"
-        return Storage(status=ProbeStatus.OK, reason=reason, paths=out)
-    except Exception as e:  # per-probe guard
-        return Storage(status=ProbeStatus.FAILED, reason=f"storage probe crashed: {type(e).__name__}: {e}")
+    fs = SysRoot.of(root)
+    mounts, src = _read_mounts(fs)
+    disks = _Disks(runner, fs)
+    # each path under the probe guard: one odd path must not hide the others
+    out: List[DataPath] = [guard(path, functools.partial(_probe_path, path, runner, fs, mounts, disks),
+                                 functools.partial(_failed_path, path))[0] for path in paths]
+    reason = f"{len(out)} path(s) from {src}" if src else "mount table unreadable; sizes only"
+    return Storage(status=ProbeStatus.OK, reason=reason, paths=out)

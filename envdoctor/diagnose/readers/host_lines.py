@@ -1,0 +1,75 @@
+"""Reader for host hints in a paste: the kernel, Windows/WSL builds, `docker run` lines."""
+
+from __future__ import annotations
+
+import re
+
+from .base import BARE, LOOSE, STRUCTURED, Acc, Paste
+
+_KERNEL = re.compile(r"(?:Linux version|^Linux \S+)\s+(\d+\.\d+\.\d+[\w.+-]*)", re.M)
+_WIN_VER = re.compile(r"Microsoft Windows \[Version (\d+\.\d+\.\d+(?:\.\d+)?)\]")
+# the Windows build in prose or `winver`: "OS build 18363.1556", "Windows build 22000.51", "Version 10.0.19045"
+_WIN_BUILD = re.compile(r"\b(?:OS|Windows(?: \d+)?(?: \w+)?|Insider)[ ,]*(?:build|Build|版本)\s*[:#]?\s*(\d{5}(?:\.\d+)?)"
+                        r"|\bWindows[^\n]{0,40}?\b10\.0\.(\d{5})")
+_DOCKER_RUN = re.compile(r"\b(?:docker|podman|nvidia-docker)\s+(?:container\s+)?run\b[^\n]*")
+
+
+def read_host(paste: Paste, acc: Acc) -> None:
+    low = paste.low
+    # the regexes below run on the few lines holding their literal words, never on the whole paste
+    text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(
+        ["linux", "wsl", "microsoft", "\\users\\", "\\program files\\", "\\python", "\\programdata\\",
+         "docker", "podman", "inside", "windows", "os build", "insider"]), head=2000, tail=200))
+    m = _KERNEL.search(text)
+    if m:
+        acc.put("host.kernel", m.group(1), STRUCTURED, "kernel version line")
+        acc.put("host.os", "Linux", STRUCTURED, "kernel version line")
+    plat = acc.get("python.platform") or ""
+    kernel = acc.get("host.kernel") or ""
+    hay = " ".join([kernel, plat])
+    if re.search(r"microsoft-standard-WSL2|-microsoft-standard|Microsoft@Microsoft\.com|WSL2", hay):
+        acc.put("host.wsl", True, STRUCTURED, "WSL kernel name")
+        acc.put("host.wsl_version", 2 if "WSL2" in hay or "standard" in hay else 1, STRUCTURED, "WSL kernel")
+    elif re.search(r"microsoft-standard-WSL2|/usr/lib/wsl/|\bWSL ?2\b", text):
+        acc.put("host.wsl", True, LOOSE, "WSL mentioned in the paste")
+    if m and "microsoft" not in m.group(1).lower():
+        # a real Linux kernel string that is not WSL's outranks "WSL" said in prose
+        acc.put("host.wsl", False, STRUCTURED - 1, "Linux kernel that is not WSL's")
+    wm = re.search(r"\bWSL ?([12])?\b", text)
+    if wm:
+        acc.put("host.wsl", True, BARE, f"WSL mentioned in the paste: {wm.group(0)}")
+        if wm.group(1):
+            acc.put("host.wsl_version", int(wm.group(1)), LOOSE, f"WSL mentioned in the paste: {wm.group(0)}")
+    om = re.search(r"^[\s*•-]*(?:OS|Operating system|Platform)\s*[:=]\s*(?:Microsoft )?Windows\b", text, re.I | re.M)
+    if om and not acc.get("host.wsl") and not (acc.get("host.kernel") or ""):
+        acc.put("host.os", "Windows", LOOSE, om.group(0).strip())
+    bm = _WIN_BUILD.search(text)
+    if bm:
+        acc.put("host.windows_build", bm.group(1) or bm.group(2), LOOSE, bm.group(0).strip())
+    w = _WIN_VER.search(text)
+    if w:
+        acc.put("host.windows_build", w.group(1), STRUCTURED, "ver")
+        if not acc.get("host.wsl"):
+            acc.put("host.os", "Windows", LOOSE, "Microsoft Windows [Version ...]")
+    if plat:
+        if plat.lower().startswith("windows"):
+            acc.put("host.os", "Windows", STRUCTURED, "Python platform")
+        elif plat.lower().startswith("linux"):
+            acc.put("host.os", "Linux", STRUCTURED, "Python platform")
+            km = re.match(r"Linux-(\d+\.\d+\.\d+[\w.+-]*?)-(x86_64|aarch64)", plat)
+            if km:
+                acc.put("host.kernel", km.group(1), STRUCTURED - 1, "Python platform")
+                if "microsoft" in km.group(1).lower():
+                    acc.put("host.wsl", True, STRUCTURED, "WSL kernel in Python platform")
+    elif re.search(r":\\(?:Users|Program Files|Python|ProgramData)\\", text):
+        acc.put("host.os", "Windows", LOOSE, "Windows paths")
+    for dm in _DOCKER_RUN.finditer(text):
+        cmd = dm.group(0)
+        gpus = bool(re.search(r"--gpus\b|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu|^nvidia-docker", cmd)
+                    or cmd.startswith("nvidia-docker"))
+        acc.put("container.runtime", "podman" if cmd.startswith("podman") else "docker", LOOSE, cmd.strip())
+        acc.put("container.gpus_requested", gpus, LOOSE, cmd.strip())
+        acc.add_found("a docker run command")
+    if ("dockerenv" in low or "container" in low) and re.search(
+            r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
+        acc.put("container.runtime", "docker", BARE, "container mentioned")

@@ -1,0 +1,60 @@
+"""Reader for a pasted `nvidia-smi` table: the driver, CUDA version and GPUs it shows."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ...parsers.nvidia_smi_table import parse_nvidia_smi_table
+from .base import LOOSE, STRUCTURED, Acc, Paste
+
+# literal pieces of what parse_nvidia_smi_table reads: the header, the GPU rows' box lines, its failures
+_SMI_KEYS = ["nvidia-smi", "no devices were found", "couldn't communicate", "couldnt communicate",
+             "failed to initiali", "nvml library version", "inforom is corrupted"]
+
+
+def smi_slice(paste: Paste) -> str:
+    """The lines of the (first few) nvidia-smi tables and failure lines, not the whole paste."""
+    lines = paste.lines
+    keep: List[int] = []
+    for i in paste.distinct(paste.with_any(_SMI_KEYS), head=40, tail=10):
+        keep.append(i)
+        if "NVIDIA-SMI" in lines[i]:
+            # the table: box-drawing lines (and a blank line before the processes box) after the header
+            j, blanks = i + 1, 0
+            while j < len(lines) and j < i + 2000:
+                s = lines[j].strip()
+                if not s:
+                    blanks += 1
+                    if blanks > 2:
+                        break
+                elif s[0] in "|+=-" or s.startswith("No running processes"):
+                    blanks = 0
+                else:
+                    break
+                keep.append(j)
+                j += 1
+    return "\n".join(lines[i] for i in sorted(set(keep)))
+
+
+def read_nvidia_smi(paste: Paste, acc: Acc) -> None:
+    t = parse_nvidia_smi_table(smi_slice(paste))
+    if t is None:
+        return
+    if t.driver_version:
+        acc.put("driver.version", t.driver_version, STRUCTURED, "nvidia-smi table")
+        # the header's "CUDA Version" is the newest CUDA this driver supports, not an installed toolkit
+        acc.put("driver.cuda", t.cuda_version, STRUCTURED, "nvidia-smi table header")
+        acc.set_gpus(t.gpus, STRUCTURED)
+        acc.put("driver.seen", True, STRUCTURED, "nvidia-smi table")
+        acc.add_found("an nvidia-smi table (Windows)" if t.windows else "an nvidia-smi table")
+        if t.windows:
+            acc.put("host.os_hint", "Windows", LOOSE, "nvidia-smi table with a Windows driver model")
+    if t.no_devices:
+        acc.put("driver.no_devices", True, STRUCTURED, "nvidia-smi: No devices were found")
+        acc.put("driver.seen", True, STRUCTURED, "nvidia-smi")
+        acc.add_found("nvidia-smi output (No devices were found)")
+    if t.error:
+        acc.put("driver.smi_error", t.error, STRUCTURED, "nvidia-smi")
+        acc.put("driver.nvml_error", t.nvml_error, STRUCTURED, "nvidia-smi")
+        acc.put("driver.nvml_library_version", t.nvml_library_version, STRUCTURED, "nvidia-smi")
+        acc.add_found("nvidia-smi failure message")

@@ -1,0 +1,38 @@
+"""Reader for the toolchain in a paste: `nvcc --version`, gcc banners and loose "CUDA x.y.z" mentions."""
+
+from __future__ import annotations
+
+import re
+
+from ...parsers.nvcc import parse_nvcc_version
+from .base import LOOSE, STRUCTURED, Acc, Paste
+
+_GCC = re.compile(r"^\s*(?:gcc|cc|g\+\+|c\+\+)(?:-\d+)?(?:\.exe)?\s+\([^)]*\)\s+(\d+\.\d+(?:\.\d+)?)")
+_GCC_LOOSE = re.compile(r"\bgcc(?: version)?\s*[:=]?\s*(?:gcc\s*)?(?:\([^)]*\)\s*)?(\d+\.\d+(?:\.\d+)?)", re.I)
+_CUDA_LOOSE = re.compile(r"\bCUDA(?:\s+toolkit)?\s*[:=]?\s*v?(\d+\.\d+\.\d+)\b", re.I)
+
+
+def read_toolchain(paste: Paste, acc: Acc) -> None:
+    lines = paste.lines
+    nv_lines = paste.with_any(["cuda compilation tools"])
+    nv = parse_nvcc_version("\n".join(lines[i] for i in nv_lines[:5])) if nv_lines else None
+    if nv:
+        acc.put("toolkit.version", nv[0], STRUCTURED, "nvcc --version")
+        acc.put("toolkit.version_full", nv[1], STRUCTURED, "nvcc --version")
+        acc.add_found("nvcc --version")
+    for i in paste.distinct(paste.with_any(["gcc", "cuda", "cc ", "c++"])):
+        line = lines[i]
+        if "Linux version" in line or "[GCC" in line:
+            continue  # the compiler that built the kernel or Python, not the host's
+        m = _GCC.match(line)
+        if m:
+            acc.put("host.gcc_version", m.group(1), STRUCTURED, "gcc --version")
+            acc.add_found("gcc --version")
+            continue
+        m = _GCC_LOOSE.search(line)
+        if m:
+            acc.put("host.gcc_version", m.group(1), LOOSE, line.strip())
+        m = _CUDA_LOOSE.search(line)
+        if m and "Version:" not in line:
+            acc.put("toolkit.version", ".".join(m.group(1).split(".")[:2]), LOOSE, line.strip())
+            acc.put("toolkit.version_full", m.group(1), LOOSE, line.strip())

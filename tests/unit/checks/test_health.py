@@ -1,0 +1,680 @@
+"""Hardware and platform health checks on real captures and on a healthy 8x H100 SXM snapshot with one change each."""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import socket
+import subprocess
+from pathlib import Path
+from typing import List, Optional, Set
+
+import pytest
+
+from envdoctor.checks import driver_support, gpu_health, interconnect, pcie, resources, run_checks, storage
+from envdoctor.compat import load_compat, validate_file
+from envdoctor.compat.health import health_table, parse_health
+from envdoctor.facts import (
+    Container,
+    DataPath,
+    Driver,
+    Facts,
+    GpuProcess,
+    Host,
+    NvlinkLink,
+    PcieLink,
+    Storage,
+    Topology,
+)
+from envdoctor.findings import CheckStatus, Severity
+from envdoctor.parsers.lsblk import flatten, parse_lsblk
+from envdoctor.parsers.lspci import nvidia_gpu_links, parse_lspci_vv
+from envdoctor.parsers.nvidia_smi_q import parse_nvidia_smi_q
+from envdoctor.parsers.nvidia_smi_table import parse_nvidia_smi_table
+from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
+from envdoctor.parsers.nvlink import parse_nvlink_status
+from envdoctor.parsers.topo import parse_topo
+from tests.paths import FIXTURES
+
+FIX = FIXTURES
+MODULES = (gpu_health, pcie, interconnect, storage, resources, driver_support)
+HEALTH_CHECKS = [c for m in MODULES for c in m.CHECKS]
+MIB, GIB = 2**20, 2**30
+
+
+@pytest.fixture(scope="module")
+def compat():
+    return load_compat()
+
+
+def text(rel: str) -> str:
+    return (FIX / rel).read_text(encoding="utf-8")
+
+
+def healthy() -> Facts:
+    return Facts.from_json(text("snapshots/h100-sxm-x8-healthy.json"))
+
+
+def run(facts: Facts, compat, check_id: Optional[str] = None):
+    checks = [c for c in HEALTH_CHECKS if check_id is None or c.id == check_id]
+    return run_checks(facts, compat, checks)
+
+
+def one(facts: Facts, compat, check_id: str):
+    (res,) = run(facts, compat, check_id)
+    assert res.status != CheckStatus.ERRORED, res.reason
+    return res
+
+
+def bad_categories(results) -> Set[str]:
+    return {f.category for r in results for f in r.findings if f.severity in (Severity.WARNING, Severity.ERROR)}
+
+
+def codes(res, severity: Optional[str] = None) -> List[str]:
+    return [f.code for f in res.findings if severity is None or f.severity == severity]
+
+
+def finding(res, code: str):
+    hits = [f for f in res.findings if f.code == code]
+    assert len(hits) == 1, [f.code for f in res.findings]
+    return hits[0]
+
+
+def with_gpus(facts: Facts, gpus) -> Facts:
+    return dataclasses.replace(facts, driver=dataclasses.replace(facts.driver, gpus=gpus))
+
+
+def replace_gpu(facts: Facts, i: int, **kw) -> Facts:
+    gpus = list(facts.driver.gpus)
+    gpus[i] = dataclasses.replace(gpus[i], **kw)
+    return with_gpus(facts, gpus)
+
+
+def from_driver(driver: Driver, **kw) -> Facts:
+    return Facts(driver=dataclasses.replace(driver, status="ok"), collected_at="2026-11-30T12:00:00Z", **kw)
+
+
+def q(rel: str) -> Facts:
+    return from_driver(parse_nvidia_smi_q(text(rel)))
+
+
+def table_facts(rel: str) -> Facts:
+    t = parse_nvidia_smi_table(text(rel))
+    return from_driver(Driver(status="ok", version=t.driver_version, gpus=t.gpus))
+
+
+# --------------------------------------------------------------------------- the healthy snapshot and one change each
+
+
+def test_healthy_h100_snapshot_has_no_warning_or_error(compat):
+    results = run(healthy(), compat)
+    assert not any(r.status == CheckStatus.ERRORED for r in results), [r.reason for r in results]
+    assert bad_categories(results) == set()
+    assert all(r.status == CheckStatus.PASSED for r in results), [(r.id, r.status, r.reason) for r in results]
+
+
+def _link_down(f: Facts) -> Facts:
+    links = list(f.driver.gpus[3].nvlinks)
+    links[5] = dataclasses.replace(links[5], active=False, speed_gbps=None)
+    return replace_gpu(f, 3, nvlinks=links)
+
+
+def _host(f: Facts, **kw) -> Facts:
+    return dataclasses.replace(f, host=dataclasses.replace(f.host, **kw))
+
+
+def _hdd(f: Facts) -> Facts:
+    p = dataclasses.replace(f.storage.paths[0], block_device="sda", rotational=True, transport="sata",
+                            device_model="ST16000NM001G")
+    return dataclasses.replace(f, storage=dataclasses.replace(f.storage, paths=[p]))
+
+
+@pytest.mark.parametrize("change, category", [
+    (_link_down, "INTERCONNECT"),
+    (lambda f: replace_gpu(f, 2, pcie_width_current=8), "PCIE_LINK_DEGRADED"),
+    (lambda f: replace_gpu(f, 1, throttle_reasons=["sw_thermal_slowdown"], temperature_c=87.0), "GPU_THROTTLED"),
+    (lambda f: _host(f, shm_total_bytes=64 * MIB, shm_free_bytes=64 * MIB,
+                     container=Container(runtime="docker")), "SHM_TOO_SMALL"),
+    (_hdd, "SLOW_STORAGE"),
+    (lambda f: _host(f, cgroup_cpu_quota=4.0), "CPU_STARVED"),
+], ids=["nvlink-down", "x8", "sw-thermal", "shm-64mb", "hdd", "quota-4"])
+def test_one_change_gives_exactly_its_category(compat, change, category):
+    results = run(change(healthy()), compat)
+    assert not any(r.status == CheckStatus.ERRORED for r in results), [r.reason for r in results]
+    assert bad_categories(results) == {category}
+
+
+# --------------------------------------------------------------------------- GPU_THROTTLED
+
+
+def test_throttle_hw_slowdown_and_power_brake_on_8x_h100(compat):
+    res = one(q("perf-throttle/h100-sxm-80gb-x8_535.161.08_hw-slowdown-active.txt"), compat, "gpu.throttle")
+    f = finding(res, "gpu.throttle/hw-slowdown")
+    assert (f.category, f.severity) == ("GPU_THROTTLED", Severity.ERROR)
+    assert len(f.evidence) == 8
+    assert "hw_slowdown" in f.evidence[0].value and "hw_power_brake_slowdown" in f.evidence[0].value
+    assert "HW Power Brake Slowdown" in f.summary
+    assert any("-r" in c for c in f.fix.commands)
+
+
+def test_throttle_sw_thermal_and_power_brake_on_one_h100(compat):
+    res = one(q("perf-throttle/h100-sxm-80gb-x8_535.183.01_sw-thermal-power-cap.txt"), compat, "gpu.throttle")
+    hw = finding(res, "gpu.throttle/hw-slowdown")
+    assert hw.severity == Severity.ERROR and [e.path for e in hw.evidence] == ["driver.gpus[2].throttle_reasons"]
+    th = finding(res, "gpu.throttle/thermal")
+    assert (th.category, th.severity) == ("GPU_THROTTLED", Severity.WARNING)
+    assert th.evidence[0].path == "driver.gpus[2].throttle_reasons"
+
+
+def test_throttle_power_cap_under_load_on_4090(compat):
+    res = one(q("perf-throttle/rtx-4090-x8_535.154.05_sw-power-cap.txt"), compat, "gpu.throttle")
+    f = finding(res, "gpu.throttle/power-cap")
+    assert (f.category, f.severity) == ("GPU_THROTTLED", Severity.WARNING)
+    # two GPUs drawing ~445 W of 450 W
+    assert sum(1 for e in f.evidence if e.path.endswith("power_draw_w")) == 2
+    assert res.status == CheckStatus.FAILED
+
+
+@pytest.mark.parametrize("rel", [
+    "perf-throttle/rtx-5090_570.124.06_nvidia-smi-q.txt",
+    "perf-throttle/a40-x10_550.127.05_nvidia-smi-q.txt",
+    "perf-throttle/rtx-a6000-x9_550.127.05_nvidia-smi-q.txt",
+])
+def test_throttle_power_cap_at_idle_is_info_not_fault(compat, rel):
+    # These captures report SW Power Cap in P8 at 15-30 W: the category, but only as an unverified note
+    res = one(q(rel), compat, "gpu.throttle")
+    f = finding(res, "gpu.throttle/power-cap-idle")
+    assert (f.category, f.about, f.severity) == ("NOTE", "GPU_THROTTLED", Severity.INFO)
+    assert res.status == CheckStatus.PASSED
+
+
+def test_throttle_idle_reason_passes_and_under_load_power_cap_fails(compat):
+    f = q("other/h100-sxm-80gb_590.48.01_load_nvidia-smi-q.txt")
+    assert one(f, compat, "gpu.throttle").findings == []
+    a10 = q("other/a10_535.129.03_row-remap-pending_nvidia-smi-q.txt")  # gpu_idle active
+    assert one(a10, compat, "gpu.throttle").findings == []
+    capped = replace_gpu(a10, 0, throttle_reasons=["sw_power_cap"], under_load=True)
+    assert codes(one(capped, compat, "gpu.throttle")) == ["gpu.throttle/power-cap"]
+
+
+def test_throttle_lowered_power_limit_and_locked_clocks(compat):
+    f = replace_gpu(healthy(), 4, power_limit_w=500.0, clocks_sm_locked_max_mhz=1000, clocks_sm_max_mhz=1980)
+    res = one(f, compat, "gpu.throttle")
+    pl = finding(res, "gpu.throttle/power-limit-lowered")
+    assert pl.severity == Severity.WARNING and pl.fix.commands == ["sudo nvidia-smi -i 4 -pl 700"]
+    assert finding(res, "gpu.throttle/clocks-locked").fix.commands == ["sudo nvidia-smi -i 4 -rgc"]
+
+
+def test_throttle_skips_without_driver(compat):
+    res = one(Facts(), compat, "gpu.throttle")
+    assert res.status == CheckStatus.SKIPPED and "throttle reasons unknown" in res.reason
+
+
+# --------------------------------------------------------------------------- GPU_MEMORY_ERRORS
+
+
+def test_memory_errors_a10_pending_row_remap(compat):
+    res = one(q("other/a10_535.129.03_row-remap-pending_nvidia-smi-q.txt"), compat, "gpu.memory-errors")
+    f = finding(res, "gpu.memory-errors/remap-pending")
+    assert (f.category, f.severity) == ("GPU_MEMORY_ERRORS", Severity.ERROR)
+    assert "4 uncorrectable" in f.summary
+    assert {e.path: e.value for e in f.evidence} == {"driver.gpus[0].remapped_rows_pending": True,
+                                                     "driver.gpus[0].remapped_rows_uncorrectable": 4}
+    assert "sudo nvidia-smi -i 0 -r" in f.fix.commands
+
+
+def test_memory_errors_v100_inforom_corrupted(compat):
+    res = one(table_facts("nvidia-smi-table/v100-sxm2-x8_460.32.03_inforom-corrupted.txt"), compat,
+              "gpu.memory-errors")
+    f = finding(res, "gpu.memory-errors/inforom")
+    assert (f.category, f.severity) == ("GPU_MEMORY_ERRORS", Severity.WARNING)
+    assert f.evidence[0].path == "driver.gpus[7].inforom_valid"
+
+
+def test_memory_errors_clean_h100_passes_and_says_xid_not_read(compat):
+    res = one(q("other/h100-sxm-80gb_590.48.01_load_nvidia-smi-q.txt"), compat, "gpu.memory-errors")
+    assert res.status == CheckStatus.PASSED
+    assert codes(res) == ["gpu.memory-errors/xid-not-read"]
+
+
+def test_memory_errors_skip_when_nothing_reported(compat):
+    f = from_driver(Driver(gpus=[dataclasses.replace(healthy().driver.gpus[0], ecc_volatile_uncorrected=None,
+                                                     ecc_aggregate_uncorrected=None, remapped_rows_pending=None,
+                                                     remapped_rows_failure=None, remapped_rows_uncorrectable=None,
+                                                     retired_pages_pending=None, retired_pages_double_bit=None,
+                                                     inforom_valid=None, notes=None)]))
+    assert one(f, compat, "gpu.memory-errors").status == CheckStatus.SKIPPED
+
+
+# --------------------------------------------------------------------------- GPU_BUSY, MIG, persistence, compute mode
+
+
+def test_busy_other_processes_on_h100(compat):
+    # a capture taken while gpu_burn and memhog ran: from envdoctor's side, other processes hold the GPU
+    res = one(q("other/h100-sxm-80gb_590.48.01_load_nvidia-smi-q.txt"), compat, "gpu.busy")
+    f = finding(res, "gpu.busy/processes")
+    assert (f.category, f.severity) == ("GPU_BUSY", Severity.WARNING)
+    assert f.evidence[0].value == [11327, 11328, 11345] and "gpu_burn" in f.summary
+
+
+def test_busy_passes_on_healthy_and_skips_without_data(compat):
+    assert one(healthy(), compat, "gpu.busy").findings == []
+    bare = replace_gpu(healthy(), 0, processes=None, memory_used_bytes=None, utilization_gpu_pct=None)
+    bare = with_gpus(bare, bare.driver.gpus[:1])
+    assert one(bare, compat, "gpu.busy").status == CheckStatus.SKIPPED
+
+
+def test_busy_memory_held_by_invisible_process(compat):
+    f = replace_gpu(healthy(), 0, under_load=False, memory_used_bytes=40 * GIB, utilization_gpu_pct=0.0)
+    assert codes(one(f, compat, "gpu.busy")) == ["gpu.busy/memory-held"]
+
+
+def test_mig_enabled_table(compat):
+    res = one(table_facts("nvidia-smi-table/h100-mig_590.48.01_load.txt"), compat, "gpu.mig")
+    f = finding(res, "gpu.mig/enabled")
+    assert (f.category, f.about, f.severity) == ("NOTE", "MIG_ENABLED", Severity.INFO)
+    assert "sudo nvidia-smi -i 0 -mig 0" in f.fix.commands
+
+
+def test_mig_without_instances_warns_and_healthy_passes_and_skip(compat):
+    f = replace_gpu(healthy(), 0, mig_mode_current=True, mig_device_count=0)
+    assert finding(one(f, compat, "gpu.mig"), "gpu.mig/no-instances").severity == Severity.WARNING
+    assert one(healthy(), compat, "gpu.mig").findings == []
+    assert one(table_facts("nvidia-smi-table/v100-sxm2-x8_460.32.03_inforom-corrupted.txt"), compat,
+               "gpu.mig").status == CheckStatus.SKIPPED
+
+
+def test_persistence_off_v100_and_skip_on_windows(compat):
+    f = table_facts("nvidia-smi-table/v100-sxm2-x8_460.32.03_inforom-corrupted.txt")
+    res = one(f, compat, "gpu.persistence")
+    p = finding(res, "gpu.persistence/off")
+    assert (p.category, p.about, p.severity) == ("NOTE", "PERSISTENCE_MODE_OFF", Severity.INFO)
+    assert "sudo nvidia-smi -pm 1" in p.fix.commands
+    assert one(healthy(), compat, "gpu.persistence").findings == []
+    win = dataclasses.replace(f, host=Host(status="ok", os="Windows"))
+    assert one(win, compat, "gpu.persistence").status == CheckStatus.SKIPPED
+
+
+def test_compute_mode_exclusive_process(compat):
+    res = one(table_facts("nvidia-smi-table/geforce-24gb_525.125.06_fan-err.txt"), compat, "gpu.compute-mode")
+    f = finding(res, "gpu.compute-mode/exclusive")
+    assert (f.category, f.severity) == ("COMPUTE_MODE_RESTRICTED", Severity.WARNING)
+    assert f.fix.commands == ["sudo nvidia-smi -i 0 -c DEFAULT"]
+    assert one(healthy(), compat, "gpu.compute-mode").findings == []
+    prohibited = replace_gpu(healthy(), 0, compute_mode="Prohibited")
+    assert finding(one(prohibited, compat, "gpu.compute-mode"), "gpu.compute-mode/prohibited").severity == Severity.ERROR
+    assert one(Facts(), compat, "gpu.compute-mode").status == CheckStatus.SKIPPED
+
+
+# --------------------------------------------------------------------------- PCIE_LINK_DEGRADED
+
+
+@pytest.mark.parametrize("rel", ["nvidia-smi-xml/a10g_515.105.01.xml", "nvidia-smi-xml/tesla-t4_515.105.01.xml"])
+def test_pcie_x8_of_x16_xml(compat, rel):
+    res = one(from_driver(parse_nvidia_smi_xml(text(rel))), compat, "pcie.link")
+    f = finding(res, "pcie.link/width")
+    assert (f.category, f.severity) == ("PCIE_LINK_DEGRADED", Severity.WARNING)
+    assert "x8 of x16" in f.summary
+    assert f.evidence[0].path == "driver.gpus[0].pcie_width_current" and f.evidence[0].value == 8
+
+
+def test_pcie_a10g_idle_gen1_is_not_a_fault(compat):
+    res = one(from_driver(parse_nvidia_smi_xml(text("nvidia-smi-xml/a10g_515.105.01.xml"))), compat, "pcie.link")
+    f = finding(res, "pcie.link/gen-idle")
+    assert f.severity == Severity.INFO and "Gen1 of Gen4" in f.summary and "idle, not verified" in f.summary
+
+
+def test_pcie_rtx5090_x8_from_q(compat):
+    res = one(q("perf-throttle/rtx-5090_570.124.06_nvidia-smi-q.txt"), compat, "pcie.link")
+    assert "x8 of x16" in finding(res, "pcie.link/width").summary
+
+
+def test_pcie_low_gen_under_load_is_a_fault(compat):
+    res = one(replace_gpu(healthy(), 5, pcie_gen_current=3), compat, "pcie.link")
+    f = finding(res, "pcie.link/gen")
+    assert (f.category, f.severity) == ("PCIE_LINK_DEGRADED", Severity.WARNING)
+    assert "Gen3 of Gen5 under load" in f.summary
+
+
+def test_pcie_lspci_downgraded_speed_at_idle_is_info(compat):
+    links = nvidia_gpu_links(text("lspci/rtx-6000-ada_lspci-vvv_link-downgraded-2.5GT.txt"))
+    res = one(Facts(topology=Topology(status="ok", pcie_links=links)), compat, "pcie.link")
+    assert res.status == CheckStatus.PASSED
+    assert codes(res) == ["pcie.link/gen-idle"]
+
+
+def test_pcie_lspci_width_downgraded_non_gpu_is_info(compat):
+    links = parse_lspci_vv(text("lspci/highpoint-ssd7540_lspci-vvv_width-downgraded.txt"))
+    res = one(Facts(topology=Topology(status="ok", pcie_links=links)), compat, "pcie.link")
+    f = finding(res, "pcie.link/other-device")
+    assert f.severity == Severity.INFO and "x1 of x2" in f.summary
+
+
+def test_pcie_h100_lspci_gpus_at_full_link_pass(compat):
+    links = nvidia_gpu_links(text("lspci/h100-x8_lspci-vvv.txt"))
+    res = one(Facts(topology=Topology(status="ok", pcie_links=links)), compat, "pcie.link")
+    assert bad_categories([res]) == set()
+
+
+def test_pcie_names_narrower_upstream_bridge(compat):
+    gpu = PcieLink(bdf="0000:17:00.0", description="3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB]",
+                   cap_speed_gts=32.0, cap_width=16, sta_speed_gts=32.0, sta_width=16, upstream_bdf="0000:16:00.0")
+    bridge = PcieLink(bdf="0000:16:00.0", description="PCI bridge: Broadcom / LSI PEX890xx PCIe Gen 5 Switch",
+                      cap_speed_gts=32.0, cap_width=16, sta_speed_gts=32.0, sta_width=8, downgraded=True)
+    f = replace_gpu(healthy(), 0, pci_bus_id="00000000:17:00.0")
+    f = dataclasses.replace(f, topology=dataclasses.replace(f.topology, pcie_links=[gpu, bridge]))
+    w = finding(one(f, compat, "pcie.link"), "pcie.link/width")
+    assert "upstream bridge/switch 0000:16:00.0" in w.summary and "x8" in w.summary
+    assert any(e.path == "topology.pcie_links[1].sta_width" and e.value == 8 for e in w.evidence)
+
+
+def test_pcie_skips_without_link_facts(compat):
+    assert one(Facts(), compat, "pcie.link").status == CheckStatus.SKIPPED
+
+
+# --------------------------------------------------------------------------- INTERCONNECT
+
+
+def _nv(rel: str):
+    return parse_nvlink_status(text(rel))
+
+
+def test_nvlink_inactive_v100(compat):
+    links = _nv("nvlink/v100-sxm2-x8_nvlink-inactive.txt")
+    base = table_facts("nvidia-smi-table/v100-sxm2-x8_460.32.03_inforom-corrupted.txt")
+    f = with_gpus(base, [dataclasses.replace(g, nvlinks=links.get(g.index)) for g in base.driver.gpus])
+    res = one(f, compat, "interconnect.nvlink")
+    x = finding(res, "interconnect.nvlink/inactive")
+    assert (x.category, x.severity) == ("INTERCONNECT", Severity.ERROR)
+    assert "inactive" in x.summary
+
+
+def test_nvlink_all_links_inactive_a100_and_ok_sibling(compat):
+    base = from_driver(parse_nvidia_smi_xml(text("nvidia-smi-xml/a100-sxm4-80gb_535.54.03.xml")))
+    down = list(_nv("nvlink/a100-sxm4-80gb_gpu6_all-links-inactive.txt").values())[0]
+    up = list(_nv("nvlink/a100-sxm4-80gb_gpu7_nvlink-ok.txt").values())[0]
+    # the capture's GPUs run with MIG on: judge the links as they would be with MIG off
+    assert base.driver.gpus[0].mig_mode_current is True
+    whole = replace_gpu(base, 0, mig_mode_current=False)
+    bad = one(replace_gpu(whole, 0, nvlinks=down), compat, "interconnect.nvlink")
+    assert "all NVLink links inactive" in finding(bad, "interconnect.nvlink/inactive").summary
+    assert one(replace_gpu(whole, 0, nvlinks=up), compat, "interconnect.nvlink").findings == []
+    # with MIG on the same links are not an error (MIG instances do not use NVLink), but not hidden either
+    mig = finding(one(replace_gpu(base, 0, nvlinks=down), compat, "interconnect.nvlink"), "interconnect.nvlink/mig")
+    assert mig.severity == Severity.INFO and "MIG on" in mig.summary
+
+
+def test_nvlink_fewer_links_than_model(compat):
+    f = replace_gpu(healthy(), 6, nvlinks=healthy().driver.gpus[6].nvlinks[:12])
+    x = finding(one(f, compat, "interconnect.nvlink"), "interconnect.nvlink/fewer-links")
+    assert "12 NVLink links, the model has 18" in x.summary and "gpus.json" in x.evidence[0].source
+
+
+def test_nvlink_pcie_part_without_nvlink_passes_and_skip(compat):
+    l40s = _nv("nvlink/l40s_595.80_no-nvlink.txt")
+    f = from_driver(Driver(gpus=[dataclasses.replace(healthy().driver.gpus[0], name="NVIDIA L40S",
+                                                     nvlinks=list(l40s.values())[0] if l40s else [])]))
+    assert one(f, compat, "interconnect.nvlink").findings == []
+    assert one(replace_gpu(f, 0, nvlinks=None), compat, "interconnect.nvlink").status == CheckStatus.SKIPPED
+
+
+def test_topology_pcie_box_without_nvlink_passes_but_sxm_names_fail(compat):
+    topo = parse_topo(text("topo/rtx-6000-ada-x4_pcie-sys-node-pix_nics.txt"))
+    n = len(topo.gpus)
+    ada = [dataclasses.replace(healthy().driver.gpus[0], index=i, name="NVIDIA RTX 6000 Ada Generation")
+           for i in range(n)]
+    f = from_driver(Driver(gpus=ada), topology=Topology(status="ok", gpu_matrix=topo.matrix))
+    assert one(f, compat, "interconnect.topology").findings == []
+    sxm = with_gpus(f, [dataclasses.replace(g, name="NVIDIA H100 80GB HBM3") for g in ada])
+    x = finding(one(sxm, compat, "interconnect.topology"), "interconnect.topology/pcie-path")
+    assert (x.category, x.severity) == ("INTERCONNECT", Severity.WARNING) and "SYS" in x.summary
+    assert one(Facts(), compat, "interconnect.topology").status == CheckStatus.SKIPPED
+
+
+def test_p2p_disabled(compat):
+    f = healthy()
+    p2p = [list(r) for r in f.topology.p2p_supported]
+    p2p[0][1] = p2p[1][0] = False
+    f = dataclasses.replace(f, topology=dataclasses.replace(f.topology, p2p_supported=p2p))
+    x = finding(one(f, compat, "interconnect.topology"), "interconnect.topology/p2p-disabled")
+    assert x.severity == Severity.WARNING and x.evidence[0].path == "topology.p2p_supported[0][1]"
+
+
+def test_fabric_manager_not_running(compat):
+    f = dataclasses.replace(healthy(), driver=dataclasses.replace(healthy().driver, fabric_manager_running=False))
+    x = finding(one(f, compat, "interconnect.fabric-manager"), "interconnect.fabric-manager/not-running")
+    assert (x.category, x.severity) == ("INTERCONNECT", Severity.ERROR)
+    assert "sudo systemctl enable --now nvidia-fabricmanager" in x.fix.commands
+    assert one(healthy(), compat, "interconnect.fabric-manager").findings == []
+    unknown = dataclasses.replace(healthy(), driver=dataclasses.replace(healthy().driver, nvswitch_count=None))
+    assert one(unknown, compat, "interconnect.fabric-manager").status == CheckStatus.SKIPPED
+
+
+def test_nccl_env_forcing_slow_paths(compat):
+    f = _host(healthy(), env={"NCCL_P2P_DISABLE": "1", "NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "lo"})
+    res = one(f, compat, "interconnect.nccl-env")
+    assert sorted(codes(res, Severity.WARNING)) == ["interconnect.nccl-env/ib-disabled",
+                                                    "interconnect.nccl-env/p2p-disabled",
+                                                    "interconnect.nccl-env/socket-loopback"]
+    p = finding(res, "interconnect.nccl-env/p2p-disabled")
+    assert p.category == "INTERCONNECT" and p.fix.commands == ["unset NCCL_P2P_DISABLE"]
+    assert p.evidence[0].path == "host.env.NCCL_P2P_DISABLE"
+    assert one(healthy(), compat, "interconnect.nccl-env").findings == []
+    assert one(Facts(), compat, "interconnect.nccl-env").status == CheckStatus.SKIPPED
+
+
+def test_peermem_missing_with_infiniband(compat):
+    f = _host(healthy(), kernel_modules=["nvidia", "nvidia_uvm", "mlx5_core"])
+    x = finding(one(f, compat, "interconnect.peermem"), "interconnect.peermem/not-loaded")
+    assert (x.category, x.severity) == ("INTERCONNECT", Severity.WARNING)
+    assert "sudo modprobe nvidia_peermem" in x.fix.commands
+    assert one(healthy(), compat, "interconnect.peermem").findings == []
+    assert one(_host(healthy(), infiniband_devices=None), compat, "interconnect.peermem").status == CheckStatus.SKIPPED
+
+
+# --------------------------------------------------------------------------- SLOW_STORAGE
+
+
+def _storage(*paths: DataPath, host: Optional[Host] = None) -> Facts:
+    return Facts(storage=Storage(status="ok", paths=list(paths)), host=host or Host(status="ok", os="Linux"))
+
+
+def test_storage_virtio_reports_rotational_is_info(compat):
+    vda = next(d for d in flatten(parse_lsblk(text("lsblk/cloud-vm-virtio_lsblk.json"))) if d.name == "/dev/vda1")
+    assert vda.rotational is True
+    p = DataPath(path="/data", status="ok", exists=True, mount_point="/", fstype="ext4", kind="local",
+                 block_device="vda1", rotational=vda.rotational, transport=vda.transport or "virtio",
+                 free_bytes=100 * GIB)
+    res = one(_storage(p, host=Host(status="ok", virtualization="kvm")), compat, "storage.data-path")
+    f = finding(res, "storage.data-path/virtual-rotational")
+    assert f.severity == Severity.INFO and "virtio reports rotational; cannot tell" in f.summary
+    assert res.status == CheckStatus.PASSED
+
+
+def test_storage_hdd_network_fuse_overlay_and_low_space(compat):
+    hdd = dataclasses.replace(healthy().storage.paths[0], block_device="sdb", rotational=True, transport="sata")
+    x = finding(one(_storage(hdd), compat, "storage.data-path"), "storage.data-path/rotational")
+    assert (x.category, x.severity) == ("SLOW_STORAGE", Severity.WARNING)
+    assert x.evidence[0].path == "storage.paths[0].rotational"
+    nfs = DataPath(path="/mnt/ds", status="ok", exists=True, mount_point="/mnt", fstype="nfs4",
+                   mount_source="filer:/export", kind="network", free_bytes=10**13)
+    assert "(nfs4)" in finding(one(_storage(nfs), compat, "storage.data-path"), "storage.data-path/network").summary
+    lustre = dataclasses.replace(nfs, fstype="lustre")
+    assert finding(one(_storage(lustre), compat, "storage.data-path"), "storage.data-path/network").severity == \
+        Severity.INFO
+    s3 = DataPath(path="/s3", status="ok", exists=True, mount_point="/s3", fstype="fuse.s3fs", kind="fuse")
+    assert "s3fs" in finding(one(_storage(s3), compat, "storage.data-path"), "storage.data-path/fuse").summary
+    ov = DataPath(path="/workspace", status="ok", exists=True, mount_point="/", fstype="overlay", kind="overlay",
+                  free_bytes=500 * GIB)
+    host = Host(status="ok", container=Container(runtime="docker"))
+    o = finding(one(_storage(ov, host=host), compat, "storage.data-path"), "storage.data-path/overlay")
+    assert o.severity == Severity.WARNING
+    full = dataclasses.replace(healthy().storage.paths[0], free_bytes=3 * GIB)
+    assert finding(one(_storage(full), compat, "storage.data-path"),
+                   "storage.data-path/low-free-space").severity == Severity.WARNING
+
+
+def test_storage_skips_without_probe(compat):
+    assert one(Facts(), compat, "storage.data-path").status == CheckStatus.SKIPPED
+
+
+# --------------------------------------------------------------------------- SHM, CPU, memory
+
+
+def test_shm_64mb_in_docker(compat):
+    f = _host(healthy(), shm_total_bytes=64 * MIB, container=Container(runtime="docker"))
+    x = finding(one(f, compat, "host.shm"), "host.shm/too-small")
+    assert (x.category, x.severity) == ("SHM_TOO_SMALL", Severity.WARNING)
+    assert x.evidence[0].path == "host.shm_total_bytes" and x.evidence[0].value == 64 * MIB
+    assert "docker run --shm-size=16g ..." in x.fix.commands and "docker run --ipc=host ..." in x.fix.commands
+    assert one(healthy(), compat, "host.shm").findings == []
+    assert one(_host(healthy(), shm_total_bytes=None), compat, "host.shm").status == CheckStatus.SKIPPED
+
+
+def test_cpu_quota_4_for_8_gpus(compat):
+    res = one(_host(healthy(), cgroup_cpu_quota=4.0), compat, "host.cpu")
+    q4 = finding(res, "host.cpu/cgroup-quota")
+    assert (q4.category, q4.severity) == ("CPU_STARVED", Severity.WARNING)
+    assert q4.evidence[0].path == "host.cgroup_cpu_quota" and q4.evidence[0].value == 4.0
+    per = finding(res, "host.cpu/per-gpu")
+    assert "4 usable CPUs for 8 GPUs" in per.summary and per.severity == Severity.WARNING
+
+
+def test_cpu_healthy_passes_and_skip(compat):
+    assert one(healthy(), compat, "host.cpu").findings == []
+    bare = _host(healthy(), cpu_logical_count=None, cpu_affinity_count=None)
+    assert one(bare, compat, "host.cpu").status == CheckStatus.SKIPPED
+
+
+def test_memory_low_per_gpu_and_cgroup_limit(compat):
+    res = one(_host(healthy(), cgroup_memory_limit_bytes=128 * GIB), compat, "host.memory")
+    x = finding(res, "host.memory/per-gpu")
+    assert (x.category, x.severity) == ("HOST_MEMORY_LOW", Severity.WARNING)
+    assert x.evidence[0].path == "host.cgroup_memory_limit_bytes"
+    assert one(healthy(), compat, "host.memory").findings == []
+    assert one(_host(healthy(), memory_total_bytes=None), compat, "host.memory").status == CheckStatus.SKIPPED
+
+
+def test_small_gpus_need_less(compat):
+    # two T4s (15 GiB each) with 8 CPUs and 32 GiB: fine for the small class
+    t4 = parse_nvidia_smi_xml(text("nvidia-smi-xml/tesla-t4_515.105.01.xml")).gpus[0]
+    f = from_driver(Driver(gpus=[t4, dataclasses.replace(t4, index=1)]),
+                    host=Host(status="ok", os="Linux", cpu_logical_count=8, cpu_affinity_count=8,
+                              memory_total_bytes=32 * GIB, shm_total_bytes=16 * GIB))
+    results = [r for r in run(f, compat) if r.area == "host"]
+    assert [r.id for r in results] == ["host.shm", "host.cpu", "host.memory", "host.numa"]
+    assert results[-1].status == CheckStatus.SKIPPED  # no sysfs locality in this snapshot
+    assert bad_categories(results) == set()
+
+
+# --------------------------------------------------------------------------- DRIVER_OUTDATED
+
+
+def _driver(version: str) -> Facts:
+    return dataclasses.replace(healthy(), driver=dataclasses.replace(healthy().driver, version=version))
+
+
+def test_driver_past_eol_535(compat):
+    x = finding(one(_driver("535.161.08"), compat, "driver.lifecycle"), "driver.lifecycle/past-eol")
+    # ended five months before the snapshot: a note, not yet a warning
+    assert (x.category, x.about, x.severity) == ("NOTE", "DRIVER_OUTDATED", Severity.INFO)
+    assert "R535" in x.summary and "2026-06" in x.summary
+    assert "docs.nvidia.com" in x.evidence[0].source
+    assert any("580" in c for c in x.fix.commands)
+
+
+def test_driver_supported_feature_old_and_defect(compat):
+    assert one(_driver("580.95.05"), compat, "driver.lifecycle").findings == []
+    fb = finding(one(_driver("590.48.01"), compat, "driver.lifecycle"), "driver.lifecycle/feature-branch")
+    assert fb.severity == Severity.INFO
+    assert finding(one(_driver("470.256.02"), compat, "driver.lifecycle"),
+                   "driver.lifecycle/past-eol").severity == Severity.INFO
+    # R460 ended January 2022: long past, a warning
+    old = finding(one(_driver("460.32.03"), compat, "driver.lifecycle"), "driver.lifecycle/past-eol")
+    assert (old.severity, old.category) == (Severity.WARNING, "DRIVER_OUTDATED")
+    assert "2022-01" in old.summary and old.fix.commands
+    r570 = one(_driver("570.124.06"), compat, "driver.lifecycle")
+    assert sorted(codes(r570)) == ["driver.lifecycle/known-defect", "driver.lifecycle/past-eol"]
+    # before R570's end of life (February 2026) only the defect remains
+    early = dataclasses.replace(_driver("570.124.06"), collected_at="2025-06-01T00:00:00Z")
+    assert codes(one(early, compat, "driver.lifecycle")) == ["driver.lifecycle/known-defect"]
+
+
+def test_driver_lifecycle_skips_without_version(compat):
+    assert one(Facts(), compat, "driver.lifecycle").status == CheckStatus.SKIPPED
+
+
+# --------------------------------------------------------------------------- compat data and purity
+
+
+def test_health_json_is_valid_and_cited(compat):
+    doc = validate_file(Path(compat.data_dir) / "health.json")
+    t = parse_health(doc)
+    assert health_table(compat).as_of == doc["as_of"]
+    for name in ("rows", "thresholds", "driver_branches", "driver_defects"):
+        assert all(r.get("source") for r in doc[name]), name
+    assert [t.resources_for(int(g * GIB)).gpu_class for g in (8, 15, 16, 24, 40, 80, 141)] == \
+        ["small", "small", "medium", "medium", "large", "large", "large"]
+    # the issue's rule of thumb for A100-class GPUs
+    large = t.resources_for(80 * GIB)
+    assert (large.cpu_cores_per_gpu_recommended, large.ram_gib_per_gpu_recommended) == (16, 64)
+    branches = [b.branch for b in t.driver_branches]
+    assert branches == sorted(set(branches))
+
+
+def test_overlapping_rows_are_rejected(compat):
+    doc = dict(compat.table("health"))
+    rows = [dict(r) for r in doc["rows"]]
+    rows[1]["gpu_memory_gib_max"] = 50
+    with pytest.raises(ValueError):
+        parse_health({**doc, "rows": rows})
+
+
+def _all_snapshots() -> List[Facts]:
+    snaps = [healthy()]
+    for fn in (_link_down, _hdd):
+        snaps.append(fn(healthy()))
+    snaps.append(q("other/a10_535.129.03_row-remap-pending_nvidia-smi-q.txt"))
+    snaps.append(Facts())
+    return snaps
+
+
+def test_checks_are_pure(compat, monkeypatch):
+    def boom(*a, **k):
+        raise AssertionError("a check touched the machine")
+
+    snaps = _all_snapshots()
+    health_table(compat)  # the loaded matrix is data in memory; nothing below may read files
+    monkeypatch.setattr(subprocess, "run", boom)
+    monkeypatch.setattr(subprocess, "Popen", boom)
+    monkeypatch.setattr(socket, "socket", boom)
+    monkeypatch.setattr(builtins, "open", boom)
+    for s in snaps:
+        for r in run(s, compat):
+            assert r.status != CheckStatus.ERRORED, (r.id, r.reason)
+
+
+def test_every_health_finding_has_a_fix_when_it_warns(compat):
+    snaps = _all_snapshots() + [
+        q("perf-throttle/h100-sxm-80gb-x8_535.161.08_hw-slowdown-active.txt"),
+        _host(healthy(), shm_total_bytes=64 * MIB, cgroup_cpu_quota=4.0, cgroup_memory_limit_bytes=64 * GIB,
+              env={"NCCL_P2P_DISABLE": "1"}, kernel_modules=[]),
+        replace_gpu(healthy(), 0, processes=[GpuProcess(pid=42, name="python", used_memory_bytes=GIB, type="C")],
+                    nvlinks=[NvlinkLink(link=-1, active=False)]),
+    ]
+    for s in snaps:
+        for r in run(s, compat):
+            for f in r.findings:
+                if f.severity != Severity.INFO:
+                    assert f.fix is not None and f.fix.summary, f.code
+                    assert f.evidence, f.code
+
+
+def test_nvlink_a100_x8_all_twelve_links_up(compat):
+    links = _nv("nvlink/a100-sxm4-80gb-x8_nvlink-status.txt")
+    base = from_driver(parse_nvidia_smi_xml(text("nvidia-smi-xml/a100-sxm4-80gb_535.54.03.xml")))
+    g0 = base.driver.gpus[0]
+    f = with_gpus(base, [dataclasses.replace(g0, index=i, nvlinks=lk) for i, lk in sorted(links.items())])
+    assert len(f.driver.gpus) == 8 and all(len(g.nvlinks) == 12 for g in f.driver.gpus)
+    res = one(f, compat, "interconnect.nvlink")
+    assert res.status == CheckStatus.PASSED and res.findings == []

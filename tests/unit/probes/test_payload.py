@@ -1,0 +1,424 @@
+"""Tests of envdoctor/_payload.py: run as a script in real interpreters, with a fake torch, and its pure helpers."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence
+
+import pytest
+
+from envdoctor import _payload as payload
+from envdoctor.probes import package_variants as pv
+
+PAYLOAD = Path(payload.__file__).resolve()
+
+
+def run(args: Sequence[str] = (), python: str = sys.executable, pythonpath: Optional[Path] = None,
+        extra_env: Optional[Dict[str, str]] = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    env.update(extra_env or {})
+    return subprocess.run([python, str(PAYLOAD), *args], capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def envelope(proc: subprocess.CompletedProcess) -> Dict[str, Any]:
+    """The payload's stdout is one final JSON object, optionally preceded by one checkpoint object written
+    just before `import torch` (so a crash there still reports what was read); nothing else."""
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
+    objs = [json.loads(ln) for ln in lines]
+    checkpoints = [o for o in objs[:-1] if o.get("checkpoint") is True]
+    assert len(lines) >= 1 and len(checkpoints) == len(objs) - 1 <= 1, \
+        f"stdout is not [checkpoint] + one final JSON line: {proc.stdout!r}\nstderr: {proc.stderr}"
+    data = objs[-1]
+    assert "checkpoint" not in data
+    assert data["envdoctor_payload"] == payload.PAYLOAD_VERSION
+    return data
+
+
+# --------------------------------------------------------------------------- the current interpreter
+
+
+def test_inspect_current_interpreter_without_torch() -> None:
+    proc = run()
+    data = envelope(proc)
+    assert proc.returncode == 0
+    assert data["ok"] is True and data["error"] is None and data["task"] == "inspect"
+    r = data["result"]
+    assert r["python_version"] == ".".join(str(x) for x in sys.version_info[:3])
+    assert r["implementation"] == "CPython" or r["implementation"]
+    assert os.path.realpath(r["executable"]) == os.path.realpath(sys.executable)
+    assert r["prefix"] == sys.prefix
+    assert isinstance(r["is_venv"], bool) and isinstance(r["is_conda"], bool)
+    assert set(payload.ENV_VARS) <= set(r["env"])
+    # torch is not installed here: an absent fact, not an error
+    assert r["torch"] is None and r["torch_inspected"] is True
+    names = {p["name"] for p in r["packages"]}
+    assert "pytest" in names
+    pytest_rec = next(p for p in r["packages"] if p["name"] == "pytest")
+    assert set(pytest_rec) == {"name", "version"}  # not a stack package: name + version only
+    # the script's own directory (envdoctor/) must not shadow top-level modules
+    assert str(PAYLOAD.parent) not in [os.path.abspath(p) for p in r["sys_path"] if p]
+
+
+def test_no_torch_flag() -> None:
+    data = envelope(run(["--no-torch"]))
+    assert data["ok"] is True
+    assert data["result"]["torch"] is None and data["result"]["torch_inspected"] is False
+
+
+def test_unknown_task_and_bad_arguments_still_answer_json() -> None:
+    proc = run(["--task", "nope"])
+    data = envelope(proc)
+    assert proc.returncode == 2 and data["ok"] is False and "unknown task 'nope'" in data["error"]
+    proc = run(["--bogus-flag"])
+    data = envelope(proc)
+    assert data["ok"] is False and "bad arguments" in data["error"]
+
+
+def _other_pythons() -> List[str]:
+    found = []
+    for name in ("python3.8", "python3.9"):
+        exe = shutil.which(name)
+        if exe and subprocess.run([exe, "-c", "pass"], capture_output=True).returncode == 0:
+            found.append(exe)
+    root = Path(os.path.expanduser("~/.pyenv/versions"))
+    if root.is_dir():
+        for d in sorted(root.glob("3.8*")):
+            if (d / "bin" / "python").is_file():
+                found.append(str(d / "bin" / "python"))
+    return found[:1]
+
+
+def test_runs_on_python_38() -> None:
+    pythons = _other_pythons()
+    if not pythons:
+        pytest.skip("no Python 3.8 on this machine")
+    data = envelope(run(python=pythons[0]))
+    assert data["ok"] is True, data
+    assert data["result"]["python_version"].startswith("3.8")
+
+
+# --------------------------------------------------------------------------- a fake torch
+
+FAKE_TORCH = '''
+import os, sys, time, types, warnings
+MODE = os.environ.get("FAKE_TORCH_MODE", "nodriver")
+print("torch says hello on stdout")
+os.write(1, b"raw write to fd 1\\n")
+warnings.warn("Failed to initialize NumPy: _ARRAY_API not found", UserWarning)
+warnings.warn("old api", DeprecationWarning)
+if MODE == "raise":
+    raise ImportError("libcudnn.so.9: cannot open shared object file: No such file or directory")
+if MODE == "hang":
+    time.sleep(60)
+__version__ = "9.9.9+cu999"
+version = types.SimpleNamespace(cuda="99.9", hip=None, git_version="abc123", debug=False)
+class _C:
+    _GLIBCXX_USE_CXX11_ABI = True
+    @staticmethod
+    def _cuda_getArchFlags():
+        return "sm_80 sm_90 compute_90"
+def _cudnn_version():
+    raise RuntimeError("cuDNN version incompatibility: PyTorch was compiled against (9, 1, 0)")
+backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=_cudnn_version))
+class _Props:
+    name = "NVIDIA Fake GPU"
+    major, minor = 12, 0
+    total_memory = 34359738368
+class cuda:
+    nccl = types.SimpleNamespace(version=lambda: (2, 21, 5))
+    @staticmethod
+    def is_available():
+        if MODE == "available":
+            return True
+        warnings.warn("CUDA initialization: Found no NVIDIA driver on your system. (Triggered internally)")
+        return False
+    @staticmethod
+    def _lazy_init():
+        if MODE == "available":
+            warnings.warn("NVIDIA Fake GPU with CUDA capability sm_120 is not compatible with the current PyTorch installation.")
+            return
+        if MODE == "warnonly":
+            return
+        raise RuntimeError("Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU")
+    @staticmethod
+    def device_count():
+        if MODE == "available":
+            cuda._lazy_init()
+            return 2
+        return 0
+    @staticmethod
+    def get_device_properties(i):
+        return _Props()
+    @staticmethod
+    def get_arch_list():
+        return []
+'''
+
+
+@pytest.fixture()
+def fake_torch(tmp_path: Path) -> Path:
+    pkg = tmp_path / "torch"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(FAKE_TORCH)
+    return tmp_path
+
+
+def test_fake_torch_without_driver(fake_torch: Path) -> None:
+    proc = run(pythonpath=fake_torch)
+    data = envelope(proc)  # torch's prints went to stderr
+    assert "torch says hello on stdout" in proc.stderr and "raw write to fd 1" in proc.stderr
+    assert data["ok"] is True
+    t = data["result"]["torch"]
+    assert t["version"] == "9.9.9+cu999" and t["cuda"] == "99.9" and t["git_version"] == "abc123"
+    assert t["debug"] is False and t["cxx11_abi"] is True
+    assert t["arch_list"] == ["sm_80", "sm_90", "compute_90"]  # from the build, even without a driver
+    assert t["cuda_available"] is False and t["device_count"] == 0 and t["devices"] == []
+    assert t["cuda_init_error"].startswith("Found no NVIDIA driver on your system")
+    assert t["nccl_version"] == "2.21.5"
+    assert t["cudnn_version"] is None
+    assert any("cuDNN version incompatibility" in e for e in data["result"]["errors"])
+    assert "Failed to initialize NumPy: _ARRAY_API not found" in t["warnings"]
+    assert not any("old api" in w for w in t["warnings"])  # DeprecationWarnings are noise
+    assert t["import_error"] is None if "import_error" in t else True
+    assert t["import_seconds"] >= 0
+
+
+def test_fake_torch_init_error_from_warning(fake_torch: Path) -> None:
+    data = envelope(run(pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "warnonly"}))
+    t = data["result"]["torch"]
+    assert t["cuda_init_error"].startswith("CUDA initialization: Found no NVIDIA driver")
+
+
+def test_fake_torch_available_with_devices_and_arch_warning(fake_torch: Path) -> None:
+    data = envelope(run(pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "available"}))
+    t = data["result"]["torch"]
+    assert t["cuda_available"] is True and t["device_count"] == 2
+    assert t["devices"][1] == {"index": 1, "name": "NVIDIA Fake GPU", "capability": "12.0",
+                               "total_memory_bytes": 34359738368}
+    assert t.get("cuda_init_error") is None
+    assert any("sm_120 is not compatible" in w for w in t["warnings"])
+
+
+def test_fake_torch_import_error(fake_torch: Path) -> None:
+    data = envelope(run(pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "raise"}))
+    assert data["ok"] is True  # the interpreter was inspected; torch failing is the fact
+    t = data["result"]["torch"]
+    assert t["import_error"] == "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory"
+    assert "version" not in t
+    assert data["result"]["packages"] is not None
+
+
+def test_fake_torch_hang_hits_the_deadline(fake_torch: Path) -> None:
+    proc = run(["--deadline-s", "1.5"], pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "hang"}, timeout=30)
+    data = envelope(proc)
+    assert proc.returncode == 3
+    assert data["ok"] is False and data["timed_out"] is True
+    assert data["stage"] == "importing torch"
+    assert data["error"] == "timed out after 1.5 s while importing torch"
+    # what was collected before the hang still comes back
+    assert data["result"]["python_version"] and isinstance(data["result"]["packages"], list)
+
+
+# --------------------------------------------------------------------------- ELF and variants
+
+
+def make_elf(path: Path, needed: Sequence[str], is64: bool = True) -> Path:
+    """A minimal ELF shared object: one PT_LOAD, one PT_DYNAMIC with DT_NEEDED/DT_STRTAB/DT_STRSZ."""
+    strtab = b"\0"
+    offsets = []
+    for name in needed:
+        offsets.append(len(strtab))
+        strtab += name.encode() + b"\0"
+    ehsize, phentsize = (64, 56) if is64 else (52, 32)
+    dyn_entry = 16 if is64 else 8
+    dyn_off = ehsize + 2 * phentsize
+    dyn_size = dyn_entry * (len(needed) + 3)
+    str_off = dyn_off + dyn_size
+    total = str_off + len(strtab)
+    base = 0x400000
+    dfmt = "<qQ" if is64 else "<iI"
+    dyn = b"".join(struct.pack(dfmt, 1, off) for off in offsets)
+    dyn += struct.pack(dfmt, 5, base + str_off) + struct.pack(dfmt, 10, len(strtab)) + struct.pack(dfmt, 0, 0)
+    ident = b"\x7fELF" + bytes([2 if is64 else 1, 1, 1, 0]) + b"\0" * 8
+    if is64:
+        eh = struct.pack("<HHIQQQIHHHHHH", 3, 62, 1, 0, ehsize, 0, 0, ehsize, phentsize, 2, 64, 0, 0)
+        ph = struct.pack("<IIQQQQQQ", 1, 5, 0, base, base, total, total, 0x1000)
+        ph += struct.pack("<IIQQQQQQ", 2, 6, dyn_off, base + dyn_off, base + dyn_off, dyn_size, dyn_size, 8)
+    else:
+        eh = struct.pack("<HHIIIIIHHHHHH", 3, 3, 1, 0, ehsize, 0, 0, ehsize, phentsize, 2, 40, 0, 0)
+        ph = struct.pack("<IIIIIIII", 1, 0, base, base, total, total, 5, 0x1000)
+        ph += struct.pack("<IIIIIIII", 2, dyn_off, base + dyn_off, base + dyn_off, dyn_size, dyn_size, 6, 4)
+    data = ident + eh + ph + dyn + strtab
+    assert len(data) == total
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("is64", [True, False])
+def test_elf_needed_reads_dt_needed(tmp_path: Path, is64: bool) -> None:
+    so = make_elf(tmp_path / "x.so", ["libc10.so", "libcudart.so.12", "libc.so.6"], is64=is64)
+    assert payload.elf_needed(str(so)) == ["libc10.so", "libcudart.so.12", "libc.so.6"]
+
+
+def test_elf_needed_not_elf_and_truncated(tmp_path: Path) -> None:
+    (tmp_path / "a.so").write_bytes(b"not an elf at all")
+    (tmp_path / "b.so").write_bytes(b"\x7fELF\x02\x01\x01")
+    assert payload.elf_needed(str(tmp_path / "a.so")) is None
+    assert payload.elf_needed(str(tmp_path / "b.so")) is None
+    assert payload.elf_needed(str(tmp_path / "missing.so")) is None
+
+
+def test_elf_needed_matches_readelf_on_a_real_library() -> None:
+    readelf = shutil.which("readelf")
+    lib = Path(sys.executable).resolve()
+    if readelf is None:
+        pytest.skip("readelf not installed")
+    out = subprocess.run([readelf, "-d", str(lib)], capture_output=True, text=True).stdout
+    expected = [ln.split("[", 1)[1].rstrip("]") for ln in out.splitlines() if "(NEEDED)" in ln]
+    assert payload.elf_needed(str(lib)) == expected
+
+
+@pytest.mark.parametrize(
+    "libs, variant",
+    [
+        (["libc10.so", "libtorch.so", "libcudart.so.13", "libc10_cuda.so"], "cuda13"),
+        (["libcudart.faf08d9a.so.13"], "cuda13"),  # auditwheel-renamed vendored copy
+        (["libcudart-1b201d85.so.12"], "cuda12"),
+        (["libcudart.so.12.4"], "cu124"),
+        (["libc10.so", "libtorch_cuda.so"], "cuda"),
+        (["libc10.so", "libtorch_cpu.so", "libstdc++.so.6"], "cpu"),
+        (["libamdhip64.so.6", "libc10.so"], "rocm"),
+        (["libstdc++.so.6"], None),
+    ],
+)
+def test_variant_from_libs(libs: List[str], variant: Optional[str]) -> None:
+    assert pv.variant_from_libs(libs)[0] == variant
+
+
+@pytest.mark.parametrize(
+    "version, variant",
+    [("2.5.1+cu124", "cu124"), ("2.13.0+cpu", "cpu"), ("2.4.0+rocm6.1", "rocm6.1"), ("0.20.1+cu121.post1", "cu121"),
+     ("2.5.1", None), ("1.0+local", None), ("2.6.0+xpu", "xpu")],
+)
+def test_variant_from_version(version: str, variant: Optional[str]) -> None:
+    assert pv.variant_from_version(version) == variant
+
+
+def test_variant_from_requires() -> None:
+    reqs = ["filelock", 'nvidia-cuda-runtime-cu12==12.4.127; platform_system == "Linux"']
+    assert pv.variant_from_requires(reqs) == ("cu124", "nvidia-cuda-runtime-cu12==12.4.127")
+    reqs = ['cuda-toolkit[cublas,cudart]==13.0.3; platform_system == "Linux"']
+    assert pv.variant_from_requires(reqs)[0] == "cu130"
+    assert pv.variant_from_requires(["numpy"]) == (None, None)
+
+
+def _fake_dist(site: Path, name: str, version: str, files: Dict[str, bytes], requires: Sequence[str] = ()) -> None:
+    info = site / f"{name}-{version.split('+')[0]}.dist-info"
+    info.mkdir(parents=True)
+    meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    meta += "".join(f"Requires-Dist: {r}\n" for r in requires)
+    (info / "METADATA").write_text(meta)
+    (info / "INSTALLER").write_text("pip\n")
+    record = [f"{info.name}/METADATA,,", f"{info.name}/INSTALLER,,"]
+    for rel, data in files.items():
+        path = site / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        record.append(f"{rel},,")
+    (info / "RECORD").write_text("\n".join(record) + "\n")
+
+
+def test_torchvision_variant_from_compiled_files(tmp_path: Path) -> None:
+    """The PyPI torchvision 0.28.0 case: no local tag in the metadata, a CUDA build by its linkage."""
+    site = tmp_path / "site"
+    so = make_elf(tmp_path / "build" / "_C.so", ["libc10.so", "libtorch.so", "libcudart.so.13", "libc10_cuda.so",
+                                                 "libtorch_cuda.so"])
+    img = make_elf(tmp_path / "build" / "image.so", ["libcudart.faf08d9a.so.13", "libjpeg.5980e1e3.so.8"])
+    _fake_dist(site, "torchvision", "0.28.0", {
+        "torchvision/__init__.py": b"",
+        "torchvision/_C.so": so.read_bytes(),
+        "torchvision/image.so": img.read_bytes(),
+        "torchvision.libs/libcudart.faf08d9a.so.13": b"\x7fELF junk",
+    }, requires=["torch (==2.13.0)"])
+    # a compiled file that is not ELF at all (a Mach-O, say): found by byte search
+    _fake_dist(site, "xformers", "0.0.28", {"xformers/_C.so": b"\xcf\xfa\xed\xfe....libcudart.so.12\0...."})
+    _fake_dist(site, "apex", "0.1", {"apex/amp_C.so": make_elf(tmp_path / "b2" / "amp.so",
+                                                               ["libc10.so", "libtorch_cpu.so"]).read_bytes()})
+    data = envelope(run(["--no-torch"], pythonpath=site))
+    raw = {p["name"]: p for p in data["result"]["packages"]}
+    # the payload reports the linkage; envdoctor's side judges the variant from it
+    assert "variant" not in raw["torchvision"]
+    assert raw["torchvision"]["variant_inputs"]["linked"]["libcudart.so.13"] == "torchvision/_C.so"
+    pkgs = {name: pv.with_variant(p) for name, p in raw.items()}
+    tv = pkgs["torchvision"]
+    assert tv["variant"] == "cuda13"
+    assert "libcudart.so.13 (torchvision/_C.so)" in tv["variant_evidence"]
+    assert "major version only" in tv["variant_evidence"]
+    assert tv["requires"] == ["torch (==2.13.0)"] and tv["installer"] == "pip"
+    assert tv["location"] == str(site)
+    assert pkgs["xformers"]["variant"] == "cuda12"
+    assert pkgs["apex"]["variant"] == "cpu"
+
+
+def test_version_py_local_tag_wins_over_linkage(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    so = make_elf(tmp_path / "b" / "_C.so", ["libcudart.so.12", "libtorch_cuda.so"])
+    _fake_dist(site, "torchvision", "0.20.1", {
+        "torchvision/version.py": b"__version__ = '0.20.1+cu124'\ngit_version = 'x'\n",
+        "torchvision/_C.so": so.read_bytes(),
+    })
+    def package_variant(key: str, version: str, location: Optional[str], requires: List[str], files: List[str]):
+        return pv.package_variant(key, version, requires, payload.package_evidence(key, location, files))
+
+    variant, evidence = package_variant(
+        "torchvision", "0.20.1", str(site), [], ["torchvision/version.py", "torchvision/_C.so"])
+    assert variant == "cu124"
+    assert evidence.startswith("torchvision/version.py: __version__ = '0.20.1+cu124'")
+    # torch without a local tag (conda builds): torch/version.py's cuda = '12.4'
+    _fake_dist(site, "torch", "2.5.1", {"torch/version.py": b"__version__ = '2.5.1'\ncuda: Optional[str] = '12.4'\n"})
+    assert package_variant("torch", "2.5.1", str(site), [], ["torch/version.py"])[0] == "cu124"
+    # the metadata's own local tag is the first and cheapest answer
+    assert package_variant("torch", "2.5.1+cu121", None, [], []) == ("cu121", "version local tag: 2.5.1+cu121")
+
+
+# --------------------------------------------------------------------------- loaded libraries
+
+
+def test_loaded_libraries_from_maps(tmp_path: Path) -> None:
+    maps = tmp_path / "maps"
+    sp = "/venv/lib/python3.11/site-packages"
+    lines = [
+        f"7f00-7f01 r--p 00000000 08:01 1 {sp}/nvidia/cudnn/lib/libcudnn.so.9",
+        f"7f01-7f02 r-xp 00001000 08:01 1 {sp}/nvidia/cudnn/lib/libcudnn.so.9",  # same file, second segment
+        f"7f02-7f03 r--p 00000000 08:01 2 {sp}/torch/lib/libcudart-d0da41ae.so.11.0",
+        "7f03-7f04 r--p 00000000 08:01 3 /usr/lib/x86_64-linux-gnu/libcuda.so.550.54.14",
+        "7f04-7f05 r--p 00000000 08:01 4 /opt/conda/lib/libnccl.so.2.21.5",
+        "7f05-7f06 r--p 00000000 08:01 5 /usr/local/cuda/lib64/libcublasLt.so.12.4.5.8 (deleted)",
+        "7f06-7f07 r--p 00000000 08:01 6 /usr/lib/libcudadebugger.so.1",  # not one we report
+        "7f07-7f08 rw-p 00000000 00:00 0 [heap]",
+        "7f08-7f09 r--p 00000000 08:01 7 /usr/lib/libc.so.6",
+    ]
+    maps.write_text("\n".join(lines) + "\n")
+    owners = {f"{sp}/nvidia/cudnn/lib/libcudnn.so.9": ("nvidia-cudnn-cu12", "9.1.0.70")}
+    libs, err = payload.loaded_libraries(["/opt/conda"], owners, maps_path=str(maps))
+    assert err is None
+    got = [(x["name"], x["version"], x["origin"]) for x in libs]
+    assert got == [
+        ("cudnn", "9.1.0.70", "wheel"),
+        ("cudart", "11.0", "torch"),
+        ("cuda", "550.54.14", "system"),
+        ("nccl", "2.21.5", "conda"),
+        ("cublas", "12.4.5.8", "system"),
+    ]
+    assert libs[4]["path"] == "/usr/local/cuda/lib64/libcublasLt.so.12.4.5.8"
+    assert payload.loaded_libraries([], maps_path=str(tmp_path / "nope"))[1].startswith("cannot read")

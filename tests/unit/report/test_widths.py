@@ -1,0 +1,47 @@
+"""The console report fits 100 columns with colour off, on every machine snapshot the tests build."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from envdoctor.app import judge
+from envdoctor.report.console import render_console
+from tests import machines as m
+from tests.unit.checks import test_health as health
+
+MIB = 2**20
+
+
+def _snapshots():
+    out = {name: build() for name, (build, _) in m.SCENARIOS.items()}
+    h = health.healthy()
+    out["h100x8-healthy"] = h
+    out["h100x8-nvlink-down"] = health._link_down(h)
+    out["h100x8-x8"] = health.replace_gpu(h, 2, pcie_width_current=8)
+    out["h100x8-gen1-under-load"] = health.replace_gpu(h, 0, pcie_gen_current=1)
+    out["h100x8-sw-thermal"] = health.replace_gpu(h, 1, throttle_reasons=["sw_thermal_slowdown"], temperature_c=87.0)
+    out["h100x8-shm"] = health._host(h, shm_total_bytes=64 * MIB, shm_free_bytes=64 * MIB,
+                                     container=m.Container(runtime="docker"))
+    out["h100x8-hdd"] = health._hdd(h)
+    out["h100x8-quota"] = health._host(h, cgroup_cpu_quota=4.0)
+    out["h100x8-idle-gen1"] = health.replace_gpu(
+        h, 0, pcie_gen_current=1, utilization_gpu_pct=0.0, under_load=False, pcie_gen_under_load=None)
+    out["old-driver-with-companions"] = dataclasses.replace(
+        m.h100_old_driver(), pythons=[m.torch_env("2.1.0+cu121", "12.1", m.ARCH_2_1_TO_2_7, available=False,
+                                                  packages=[m.Package("torchvision", "0.16.0+cu121"),
+                                                            m.Package("torchaudio", "2.1.0+cu121")])])
+    return out
+
+
+SNAPSHOTS = _snapshots()
+
+
+@pytest.mark.parametrize("name", sorted(SNAPSHOTS))
+@pytest.mark.parametrize("verbose", [False, True], ids=["plain", "verbose"])
+def test_console_fits_100_columns(name, verbose):
+    text = render_console(judge(SNAPSHOTS[name]), verbose=verbose, color=False)
+    wide = [line for line in text.splitlines() if len(line) > 100]
+    assert not wide, wide
+    assert "\x1b[" not in text
