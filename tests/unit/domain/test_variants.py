@@ -121,3 +121,14 @@ def test_is_linux_x86(platform, want):
 ])
 def test_a_commit_tag_is_not_a_variant(torch, variant):
     assert torch_variant(torch) == variant
+
+
+@pytest.mark.parametrize("version, tag", [
+    ("2.5.1+cu124", "cu124"), ("2.5.1+cu124.post1", "cu124"), ("2.5.1+rocm6.2", "rocm6.2"), ("2.5.1+xpu", "xpu"),
+    ("2.6.3+cu123torch2.4cxx11abiTRUE", None),  # an extension's build tag, not a PyPI variant
+    ("2.6.0a0+gitabc123", None), ("2.5.1", None),
+])
+def test_variant_tag(version, tag):
+    from envdoctor.domain.variants import variant_tag
+
+    assert variant_tag(version) == tag
