@@ -577,14 +577,27 @@ def _finding_codes() -> tuple:
     import re
 
     code_re = re.compile(r"[a-z_]+\.[a-z0-9-]+/[a-z0-9-]+")
-    codes, prefixes = set(), set()
+    codes, prefixes, dynamic = set(), set(), set()
     here = pathlib.Path(__file__).resolve().parent
     for path in sorted((here / "checks").glob("*.py")) + [here / "diagnose" / "__init__.py"]:
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (OSError, SyntaxError, ValueError):
             return None, None  # cannot tell: accept every code rather than reject a real one
+        # a finding builder: NAME = Findings("area.check", ...), then NAME.warning("kind", ...) or NAME("kind", ...)
+        builders = {n.targets[0].id: n.value.args[0].value for n in tree.body
+                    if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Call)
+                    and isinstance(n.value.func, ast.Name) and n.value.func.id == "Findings" and n.value.args
+                    and isinstance(n.value.args[0], ast.Constant)}
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and node.args and builders:
+                f = node.func.value if isinstance(node.func, ast.Attribute) else node.func
+                if isinstance(f, ast.Name) and f.id in builders:
+                    kind = node.args[0]
+                    if isinstance(kind, ast.Constant) and isinstance(kind.value, str):
+                        codes.add(f"{builders[f.id]}/{kind.value}")
+                    else:  # a kind computed at run time: known when the file spells the full codes out
+                        dynamic.add(builders[f.id])
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and code_re.fullmatch(node.value):
                 codes.add(node.value)
             elif isinstance(node, ast.Constant) and isinstance(node.value, str) and \
@@ -594,6 +607,7 @@ def _finding_codes() -> tuple:
                 head = str(node.values[0].value)
                 if re.fullmatch(r"[a-z_]+\.[a-z0-9-]+/", head):
                     prefixes.add(head)
+    prefixes |= {f"{c}/" for c in dynamic if not any(code.startswith(f"{c}/") for code in codes)}
     return codes, prefixes
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator, List, Optional, Tuple
 
-from ..domain.versions import major_minor, version_ge
+from ..domain.variants import is_linux_x86, local_tag, variant_tag
+from ..domain.versions import base_version, major_minor, version_ge
 from ..facts import Facts, Package, PythonEnv
 
 
@@ -88,3 +89,35 @@ def is_nvidia_gpu_description(description: Optional[str]) -> bool:
     """Does a PCI device description name an NVIDIA GPU (VGA or 3D controller, vendor NVIDIA / 0x10de)?"""
     d = (description or "").lower()
     return ("3d controller" in d or "vga" in d) and ("nvidia" in d or "[10de:" in d)
+
+
+def torch_releases(ctx) -> list:
+    """The compat torch release rows (none when the compat object has no torch table)."""
+    getter = getattr(ctx.compat, "torch_releases", None)
+    return list(getter()) if getter else []
+
+
+def package_variant(ctx, py: PythonEnv, pkg: Package) -> Tuple[Optional[str], str, bool]:
+    """(variant, evidence text, certain) of a torch-family package.
+
+    Order: the local version tag; what the probe read from the package's compiled files; else, for a
+    wheel with no local tag on Linux x86_64, PyPI's default variant for the torch release it pairs with
+    (PyPI's Linux x86_64 torch/torchvision/torchaudio wheels are CUDA builds; README "Key facts").
+    """
+    tag = variant_tag(pkg.version)
+    if tag:
+        return tag, f"local version tag +{tag}", True
+    if pkg.variant:
+        return pkg.variant, pkg.variant_evidence or "read from the package's compiled files", True
+    if local_tag(pkg.version):  # a source or vendor build (+git..., +nv24.04) is no PyPI wheel: no default
+        return None, "", False
+    torch_v = pkg.version if pkg.name == "torch" else ctx.compat.torch_for_companion(pkg.name, base_version(pkg.version) or "")
+    rel = ctx.compat.torch_release(torch_v) if torch_v else None
+    linux = is_linux_x86(py.platform)
+    if rel and rel.default_variant and linux is not False:
+        certain = bool(linux)
+        where = "Linux x86_64" if linux else "Linux x86_64 (assumed: the platform is not in the facts)"
+        return (rel.default_variant,
+                f"no local version tag: the PyPI wheel, which on {where} is the {rel.default_variant} build",
+                certain)
+    return None, "", False

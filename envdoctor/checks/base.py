@@ -1,4 +1,4 @@
-"""Check plumbing: the Check record, the context checks read, SkipCheck, and a registrar."""
+"""Check plumbing: the Check record, the context checks read, SkipCheck, a registrar and a finding builder."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, List, Optional
 
 from ..facts import Facts
-from ..findings import Finding
+from ..findings import Evidence, Finding, Severity
 
 
 class SkipCheck(Exception):
@@ -46,9 +46,14 @@ class Check:
 
 
 def registrar(registry: List[Check]):
-    """``check = registrar(CHECKS)`` then ``@check("area.name", "Title", categories=(...))``."""
+    """``check = registrar(CHECKS)`` then ``@check("area.name", "Title", categories=(...))``, or
+    ``@check(FOUND, "Title")`` with the check's ``Findings`` builder (its id and category)."""
 
-    def check(check_id: str, title: str, categories: tuple = ()):
+    def check(check_id: str | Findings, title: str, categories: tuple = ()):
+        if isinstance(check_id, Findings):  # @check(FOUND, "Title"): the id and category come from the builder
+            categories = tuple(categories) or (check_id.category,)
+            check_id = check_id.check_id
+
         def deco(func: CheckFunc) -> CheckFunc:
             registry.append(Check(check_id, title, func, tuple(categories)))
             return func
@@ -56,6 +61,33 @@ def registrar(registry: List[Check]):
         return deco
 
     return check
+
+
+@dataclass(frozen=True)
+class Findings:
+    """One check's finding builder, so a check reads as its rule.
+
+    ``found = Findings("gpu.throttle", "GPU_THROTTLED")`` then ``found.warning("thermal", summary, evidence=[...],
+    fix=...)`` is ``Finding("gpu.throttle/thermal", "GPU_THROTTLED", Severity.WARNING, summary, ...)``; a check
+    that emits a second category passes ``category=``.
+    """
+
+    check_id: str
+    category: str
+
+    def __call__(self, kind: str, severity: str, summary: str, *, category: Optional[str] = None,
+                 evidence: Optional[List[Evidence]] = None, **rest: Any) -> Finding:
+        return Finding(f"{self.check_id}/{kind}", category or self.category, severity, summary,
+                       evidence=evidence if evidence is not None else [], **rest)
+
+    def error(self, kind: str, summary: str, **rest: Any) -> Finding:
+        return self(kind, Severity.ERROR, summary, **rest)
+
+    def warning(self, kind: str, summary: str, **rest: Any) -> Finding:
+        return self(kind, Severity.WARNING, summary, **rest)
+
+    def info(self, kind: str, summary: str, **rest: Any) -> Finding:
+        return self(kind, Severity.INFO, summary, **rest)
 
 
 def skip_unless(condition: Any, reason: str) -> None:
@@ -72,6 +104,13 @@ def section_reason(section: Any, what: str) -> str:
         text += f" (probe {status}"
         text += f": {reason})" if reason else ")"
     return text
+
+
+def require_section(section: Any, what: str) -> Any:
+    """The facts section when its probe succeeded; else SkipCheck saying why ``what`` is unknown."""
+    if getattr(section, "status", None) != "ok":
+        raise SkipCheck(section_reason(section, what))
+    return section
 
 
 def first(items: List[Any]) -> Optional[Any]:

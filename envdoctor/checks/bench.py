@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 from ..facts import BenchResult, Facts, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
@@ -15,10 +15,11 @@ from ._bench_expect import (
     limiting_throttles,
     storage_for,
 )
-from .base import Check, CheckContext, SkipCheck, registrar
+from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
 
 _THROTTLE_TEXT = {"sw_thermal_slowdown": "SW Thermal Slowdown", "hw_thermal_slowdown": "HW Thermal Slowdown",
                   "sw_power_cap": "SW Power Cap", "hw_slowdown": "HW Slowdown",
@@ -66,6 +67,23 @@ def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult
     return out
 
 
+def _below_expected(ctx: CheckContext, items: List[Any], nothing: str) -> List[Tuple[int, BenchResult, Any]]:
+    """(index, result, expectation) of each result below what is expected of it. SkipCheck when no result had
+    an expectation to judge against (each one's reason, or ``nothing`` when there were no results)."""
+    below, why_not, judged = [], [], 0
+    for i, r in items:
+        e = expect(ctx.facts, ctx.compat, r)
+        if e.expected is None:
+            why_not.append(f"{r.name} on {r.device}: {e.basis}")
+            continue
+        judged += 1
+        if e.verdict != "ok":
+            below.append((i, r, e))
+    if not judged:
+        raise SkipCheck("; ".join(why_not) or nothing)
+    return below
+
+
 def _numa_note(facts: Facts) -> Optional[str]:
     loc = facts.topology.gpu_locality or []
     nodes = {x.numa_node for x in loc if x.numa_node is not None and x.numa_node >= 0}
@@ -81,16 +99,7 @@ def matmul(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     items = [(i, r) for i, r in _results(facts, MATMUL_DTYPE) if (r.device or "").startswith("cuda")]
     out: List[Finding] = []
-    judged = 0
-    why_not = []
-    for i, r in items:
-        e = expect(facts, ctx.compat, r)
-        if e.expected is None:
-            why_not.append(f"{r.name} on {r.device}: {e.basis}")
-            continue
-        judged += 1
-        if e.verdict == "ok":
-            continue
+    for i, r, e in _below_expected(ctx, items, "no GPU matmul result"):
         gi, g = gpu_for(facts, r)
         causes = gpu_causes(facts, g, gi, r, i)
         cause = causes[0][0] if causes else "no cause found in this run's facts"
@@ -106,8 +115,6 @@ def matmul(ctx: CheckContext) -> List[Finding]:
                                source=e.source)] + [c[1] for c in causes],
             fix=_gpu_fix(causes),
         ))
-    if not judged:
-        raise SkipCheck("; ".join(why_not) if why_not else "no GPU matmul result")
     return out
 
 
@@ -131,16 +138,7 @@ def host_copy(ctx: CheckContext) -> List[Finding]:
     items = _results(facts, ("h2d_pinned", "d2h_pinned"))
     pageable = {r.device: r for _i, r in _results(facts, ("h2d_pageable",)) if r.status == ProbeStatus.OK}
     out: List[Finding] = []
-    judged = 0
-    why_not = []
-    for i, r in items:
-        e = expect(facts, ctx.compat, r)
-        if e.expected is None:
-            why_not.append(f"{r.name} on {r.device}: {e.basis}")
-            continue
-        judged += 1
-        if e.verdict == "ok":
-            continue
+    for i, r, e in _below_expected(ctx, items, "no host<->device copy result"):
         gi, g = gpu_for(facts, r)
         base = f"driver.gpus[{gi}]"
         causes = []
@@ -174,8 +172,6 @@ def host_copy(ctx: CheckContext) -> List[Finding]:
                  else Fix("Check the link and NUMA placement while copying",
                           ["nvidia-smi -q -d PCIE", "nvidia-smi topo -m"])),
         ))
-    if not judged:
-        raise SkipCheck("; ".join(why_not) if why_not else "no host<->device copy result")
     return out
 
 
@@ -185,16 +181,7 @@ def disk(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     items = _results(facts, ("disk_seq_read",))
     out: List[Finding] = []
-    judged = 0
-    why_not = []
-    for i, r in items:
-        e = expect(facts, ctx.compat, r)
-        if e.expected is None:
-            why_not.append(f"{r.name} on {r.device}: {e.basis}")
-            continue
-        judged += 1
-        if e.verdict == "ok":
-            continue
+    for i, r, e in _below_expected(ctx, items, "no disk result"):
         si, p = storage_for(facts, r)
         kind = disk_kind(p)
         base = f"storage.paths[{si}]"
@@ -220,13 +207,13 @@ def disk(ctx: CheckContext) -> List[Finding]:
             fix=Fix("Copy the data set to local NVMe before training (or stage it into RAM / a local cache)",
                     ["df -h", "lsblk -d -o NAME,ROTA,TRAN,MODEL"]),
         ))
-    if not judged:
-        raise SkipCheck("; ".join(why_not) if why_not else "no disk result")
     return out
 
 
-@check("bench.sustained", "Under sustained load every GPU holds its clocks and keeps up with the others",
-       categories=("PERF_BELOW_EXPECTED",))
+SUSTAINED = Findings("bench.sustained", "PERF_BELOW_EXPECTED")
+
+
+@check(SUSTAINED, "Under sustained load every GPU holds its clocks and keeps up with the others")
 def sustained(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     items = [(i, r) for i, r in _results(facts, ("sustained",)) if r.status == ProbeStatus.OK and r.value]
@@ -239,8 +226,8 @@ def sustained(ctx: CheckContext) -> List[Finding]:
         seen = r.params.get("throttle_reasons_seen") or []
         if onset is not None or (isinstance(drop, (int, float)) and drop > 10):
             names = ", ".join(_THROTTLE_TEXT.get(t, t) for t in seen) or "no throttle reason reported"
-            out.append(Finding(
-                "bench.sustained/throttled", "PERF_BELOW_EXPECTED", Severity.WARNING,
+            out.append(SUSTAINED.warning(
+                "throttled",
                 f"{r.device} under sustained load: throughput fell {drop if drop is not None else '?'}% "
                 f"({r.params.get('tflops_first')} -> {r.params.get('tflops_last')} TFLOP/s)"
                 + (f"; throttling from {onset:g} s ({names})" if onset is not None else ""),
@@ -256,8 +243,8 @@ def sustained(ctx: CheckContext) -> List[Finding]:
         median = values[len(values) // 2]
         i, slow = min(gpus, key=lambda x: x[1].value)
         if slow.value < 0.9 * median:
-            out.append(Finding(
-                "bench.sustained/straggler", "PERF_BELOW_EXPECTED", Severity.WARNING,
+            out.append(SUSTAINED.warning(
+                "straggler",
                 f"{slow.device} sustains {slow.value:g} TFLOP/s against the median {median:g} of {len(gpus)} GPUs "
                 f"running at the same time ({slow.value / median:.0%}): a data-parallel job runs at the slowest one",
                 evidence=[Evidence(f"bench.results[{i}].value", slow.value, expected=f">= 90% of {median:g}")],
@@ -267,7 +254,10 @@ def sustained(ctx: CheckContext) -> List[Finding]:
     return out
 
 
-@check("bench.gpu-virtualized", "GPUs are whole devices, not vGPU slices", categories=("GPU_VIRTUALIZED",))
+GPU_VIRTUALIZED = Findings("bench.gpu-virtualized", "GPU_VIRTUALIZED")
+
+
+@check(GPU_VIRTUALIZED, "GPUs are whole devices, not vGPU slices")
 def gpu_virtualized(ctx: CheckContext) -> List[Finding]:
     drv = ctx.facts.driver
     if drv.status != ProbeStatus.OK or not drv.gpus:
@@ -280,8 +270,8 @@ def gpu_virtualized(ctx: CheckContext) -> List[Finding]:
         by_mode = g.virtualization_mode == "vgpu"
         by_name = bool(VGPU_NAME.match(g.name or ""))
         if by_mode or by_name:
-            out.append(Finding(
-                "bench.gpu-virtualized/vgpu", "GPU_VIRTUALIZED", Severity.INFO,
+            out.append(GPU_VIRTUALIZED.info(
+                "vgpu",
                 f"GPU {i} ({g.name}) is a vGPU: a slice of a physical GPU behind a hypervisor",
                 detail="Its memory and time are shared with other virtual machines; benchmark figures below the "
                        "whole board's are expected and this is the likely reason when they are low.",

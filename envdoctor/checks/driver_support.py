@@ -10,11 +10,12 @@ from ..domain.versions import driver_branch
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import DriverPlan, driver_install
-from ._gpu_branches import GpuBranchLimits, gpu_branch_limits
-from .base import Check, CheckContext, SkipCheck, registrar, section_reason
+from ..remedies.driver_branch import GpuBranchLimits, gpu_branch_limits
+from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
 
 _MATRIX_URL = "https://docs.nvidia.com/datacenter/tesla/drivers/supported-drivers-and-cuda-toolkit-versions.html"
 
@@ -71,7 +72,10 @@ def _gpu_needs_newer_branch(version: str, branch: int, limits: GpuBranchLimits, 
     return out
 
 
-@check("driver.lifecycle", "Driver branch is still supported", categories=("DRIVER_OUTDATED",))
+LIFECYCLE = Findings("driver.lifecycle", "DRIVER_OUTDATED")
+
+
+@check(LIFECYCLE, "Driver branch is still supported")
 def lifecycle(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status != ProbeStatus.OK and not d.version:
@@ -124,8 +128,8 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
             sev = Severity.WARNING if _months_since(row.end_of_life, on) > 24 else Severity.INFO
             if ctx.facts.origin == "paste" and not ctx.facts.collected_at:
                 sev = Severity.INFO  # a paste of unknown date: its driver's age today says nothing of then
-            out.append(Finding(
-                "driver.lifecycle/past-eol", "DRIVER_OUTDATED", sev,
+            out.append(LIFECYCLE(
+                "past-eol", sev,
                 f"Driver {d.version} is on branch R{branch} ({row.designation}), whose support {when}",
                 detail="NVIDIA no longer ships bug or security fixes for it, and new CUDA releases need newer "
                        "branches.",
@@ -134,8 +138,8 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
                 fix=fix,
             ))
         elif row.designation == "NFB":
-            out.append(Finding(
-                "driver.lifecycle/feature-branch", "DRIVER_OUTDATED", Severity.INFO,
+            out.append(LIFECYCLE.info(
+                "feature-branch",
                 f"Driver {d.version} is on R{branch}, a short-lived New Feature Branch"
                 + (f" (supported until {row.end_of_life})" if row.end_of_life else ""),
                 evidence=[Evidence("driver.version", d.version, source=row.source)],
@@ -145,8 +149,8 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
         floor = table.thresholds.get("driver_branches_below_are_eol")
         newest = max((b.branch for b in table.driver_branches), default=0)
         if floor is not None and branch < floor:
-            out.append(Finding(
-                "driver.lifecycle/past-eol", "DRIVER_OUTDATED", Severity.INFO,
+            out.append(LIFECYCLE.info(
+                "past-eol",
                 f"Driver {d.version} is on branch R{branch}, older than every supported branch (R{int(floor)}+ "
                 "and the LTSB/PB rows listed)",
                 evidence=[Evidence("driver.version", d.version, expected=f">= R{int(floor)}",
@@ -156,8 +160,8 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
         elif branch < newest:
             # between listed branches and not listed: NVIDIA lists only LTSB and PB branches, so this is a
             # New Feature Branch (or a GeForce-only branch) with a short life
-            out.append(Finding(
-                "driver.lifecycle/feature-branch", "DRIVER_OUTDATED", Severity.INFO,
+            out.append(LIFECYCLE.info(
+                "feature-branch",
                 f"Driver {d.version} is on R{branch}, not a data-center Production or Long Term Support branch "
                 "(a short-lived feature branch)",
                 evidence=[ev], fix=fix,

@@ -1,4 +1,4 @@
-"""Multi-GPU interconnect checks: NVLink links, PCIe-only GPU pairs, P2P, fabric manager, NCCL variables, peermem."""
+"""Multi-GPU interconnect checks: NVLink links, PCIe-only GPU pairs and P2P, fabric manager on NVSwitch systems."""
 
 from __future__ import annotations
 
@@ -7,12 +7,12 @@ from typing import Any, List, Optional, Tuple
 from ..domain.gpus import gpu_label
 from ..facts import Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import export, placeholder
-from .base import Check, CheckContext, SkipCheck, registrar, section_reason
-from .gpu_health import gpu_path, require_gpus
+from ._gpus import gpu_path, require_gpus
+from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
 
 # Bidirectional bandwidth of one NVLink, by generation (NVIDIA NVLink page,
 # https://www.nvidia.com/en-us/data-center/nvlink/): P100 4 links = 160 GB/s, V100 6 = 300 GB/s,
@@ -61,7 +61,10 @@ def expected_links(compat: Any, g: Gpu) -> Tuple[Optional[int], Optional[str]]:
 #   bridge of a set missing: A100 PCIe pairs use three bridges, NVIDIA A100 PCIe product brief PB-10137);
 # - MIG mode: NVLink is not used by MIG instances (NVIDIA MIG User Guide, "GPU to GPU P2P (PCIe or NVLink)
 #   is not supported"), so the links' state is not judged.
-@check("interconnect.nvlink", "NVLink links are all up", categories=("INTERCONNECT",))
+NVLINK = Findings("interconnect.nvlink", "INTERCONNECT")
+
+
+@check(NVLINK, "NVLink links are all up")
 def nvlink(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "NVLink state")
     if all(g.nvlinks is None for g in gpus):
@@ -96,8 +99,8 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
                           [Evidence(gpu_path(g, "nvlinks"), len(active), expected=str(want), source=src)]))
     out: List[Finding] = []
     if down:
-        out.append(Finding(
-            "interconnect.nvlink/inactive", "INTERCONNECT", Severity.ERROR,
+        out.append(NVLINK.error(
+            "inactive",
             "NVLink links down: " + "; ".join(t for _, t, _ in down),
             detail="GPU-to-GPU traffic (all-reduce, tensor parallelism) falls back to fewer links or PCIe, "
                    "many times slower; on NVSwitch systems CUDA may refuse to start. On PCIe boards, a bridge "
@@ -109,8 +112,8 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
                               "sudo nvidia-smi -r"]),
         ))
     if no_bridge:
-        out.append(Finding(
-            "interconnect.nvlink/no-bridge", "INTERCONNECT", Severity.INFO,
+        out.append(NVLINK.info(
+            "no-bridge",
             f"No NVLink bridge on {', '.join(gpu_label(g) for g in no_bridge)}: its NVLink links are all "
             "inactive, so GPU-to-GPU traffic uses PCIe",
             detail="NVLink on PCIe boards needs an NVLink bridge between GPU pairs; without one every link "
@@ -121,8 +124,8 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
                     commands=["nvidia-smi nvlink --status", "nvidia-smi topo -m"]),
         ))
     if mig:
-        out.append(Finding(
-            "interconnect.nvlink/mig", "INTERCONNECT", Severity.INFO,
+        out.append(NVLINK.info(
+            "mig",
             "NVLink links inactive on " + ", ".join(gpu_label(g) for g in mig) + " with MIG on: not judged "
             "(MIG instances do not use NVLink); check again with MIG off",
             evidence=[Evidence(gpu_path(g, "nvlinks"), f"{sum(1 for lk in g.nvlinks or [] if lk.active)} active of "
@@ -130,8 +133,8 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
             fix=Fix("With MIG off, check the links", commands=["nvidia-smi nvlink --status"]),
         ))
     if fewer:
-        out.append(Finding(
-            "interconnect.nvlink/fewer-links", "INTERCONNECT", Severity.WARNING,
+        out.append(NVLINK.warning(
+            "fewer-links",
             "Fewer NVLink links than the model has: " + "; ".join(t for _, t, _ in fewer),
             evidence=[e for _, _, ev in fewer for e in ev],
             fix=Fix("Check NVLink status and report missing links to the provider",
@@ -144,7 +147,10 @@ _PCIE_PATHS = {"SYS": "across CPU sockets (SYS)", "NODE": "between PCIe host bri
                "PHB": "through a PCIe host bridge (PHB)"}
 
 
-@check("interconnect.topology", "GPU pairs use NVLink and P2P where the model has them", categories=("INTERCONNECT",))
+TOPOLOGY = Findings("interconnect.topology", "INTERCONNECT")
+
+
+@check(TOPOLOGY, "GPU pairs use NVLink and P2P where the model has them")
 def topology(ctx: CheckContext) -> List[Finding]:
     topo = ctx.facts.topology
     matrix = topo.gpu_matrix
@@ -167,8 +173,8 @@ def topology(ctx: CheckContext) -> List[Finding]:
             if wi and wj:
                 slow.append((i, j, kind))
     if slow:
-        out.append(Finding(
-            "interconnect.topology/pcie-path", "INTERCONNECT", Severity.WARNING,
+        out.append(TOPOLOGY.warning(
+            "pcie-path",
             "GPU pairs talk over PCIe although the model has NVLink: "
             + "; ".join(f"GPU{i}-GPU{j} {_PCIE_PATHS[k]}" for i, j, k in slow),
             detail="NCCL then moves data through host bridges or the CPU interconnect instead of NVLink.",
@@ -205,11 +211,12 @@ def _fabric_gpus(d) -> List[Gpu]:
     return [g for g in d.gpus if g.fabric_state and g.fabric_state != "not_supported"]
 
 
-@check("interconnect.fabric-manager", "Fabric manager runs on NVSwitch systems", categories=("INTERCONNECT",))
+FABRIC_MANAGER = Findings("interconnect.fabric-manager", "INTERCONNECT")
+
+
+@check(FABRIC_MANAGER, "Fabric manager runs on NVSwitch systems")
 def fabric_manager(ctx: CheckContext) -> List[Finding]:
-    d = ctx.facts.driver
-    if d.status != ProbeStatus.OK:
-        raise SkipCheck(section_reason(d, "NVSwitch count"))
+    d = require_section(ctx.facts.driver, "NVSwitch count")
     on_fabric = _fabric_gpus(d)
     if on_fabric:
         # NVML GPU fabric info (Hopper and later) is the GPU's own word on its NVSwitch registration, read
@@ -221,8 +228,8 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
         pending = [g for g in bad if g.fabric_state in ("not_started", "in_progress")]
         what = ("the fabric manager has not registered them" if pending
                 else "their fabric registration failed")
-        return [Finding(
-            "interconnect.fabric-manager/not-ready", "INTERCONNECT", Severity.ERROR,
+        return [FABRIC_MANAGER.error(
+            "not-ready",
             f"NVSwitch fabric not ready on {len(bad)} of {len(d.gpus)} GPU(s): {what} ("
             + "; ".join(f"GPU {g.index}: {g.fabric_state}" + (f", {g.fabric_status}" if g.fabric_status
                                                                and g.fabric_status != "SUCCESS" else "")
@@ -248,8 +255,8 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
     if d.fabric_manager_running is None or (d.fabric_manager_running is False and in_container):
         where = (" from inside this container (the host's processes are not visible here)"
                  if in_container else "")
-        return [Finding(
-            "interconnect.fabric-manager/unknown", "INTERCONNECT", Severity.INFO,
+        return [FABRIC_MANAGER.info(
+            "unknown",
             f"{d.nvswitch_count} NVSwitch(es) present; could not tell whether the fabric manager runs{where}",
             evidence=[Evidence("driver.fabric_manager_running", d.fabric_manager_running, expected="true")]
                      + ([Evidence("host.container.runtime", ctx.facts.host.container.runtime)]
@@ -261,8 +268,8 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
         return []
     # NVIDIA Fabric Manager User Guide: on NVSwitch systems GPUs stay unusable for CUDA until FM has
     # configured the fabric; CUDA reports "system not yet initialized" (cudaErrorSystemNotReady).
-    return [Finding(
-        "interconnect.fabric-manager/not-running", "INTERCONNECT", Severity.ERROR,
+    return [FABRIC_MANAGER.error(
+        "not-running",
         f"{d.nvswitch_count} NVSwitch(es) present but the NVIDIA fabric manager is not running",
         detail="CUDA fails with 'system not yet initialized' until nvidia-fabricmanager has set up the NVSwitch "
                "fabric; its version must match the driver exactly.",
@@ -275,90 +282,3 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
     )]
 
 
-_TRUE = {"1", "true", "yes", "on"}
-
-
-@check("interconnect.nccl-env", "NCCL environment does not force slow paths", categories=("INTERCONNECT",))
-def nccl_env(ctx: CheckContext) -> List[Finding]:
-    host = ctx.facts.host
-    if host.status != ProbeStatus.OK:
-        raise SkipCheck(section_reason(host, "environment variables"))
-    env = host.env or {}
-    if not env and ctx.facts.paste is not None:  # a paste that shows no variable says nothing about them
-        raise SkipCheck("environment variables unknown: the pasted text shows none")
-    ib = host.infiniband_devices or []
-    out: List[Finding] = []
-    # NCCL environment variables: https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html
-    p2p = env.get("NCCL_P2P_DISABLE")
-    if p2p is not None and p2p.strip().lower() in _TRUE:
-        out.append(Finding(
-            "interconnect.nccl-env/p2p-disabled", "INTERCONNECT", Severity.WARNING,
-            f"NCCL_P2P_DISABLE={p2p}: NCCL will not use NVLink or PCIe peer-to-peer between GPUs",
-            detail="All intra-node traffic then goes through host shared memory, several times slower. The "
-                   "variable is often left over from a workaround for an old driver or a consumer GPU.",
-            evidence=[Evidence("host.env.NCCL_P2P_DISABLE", p2p, expected="unset")],
-            fix=Fix("Unset it (and remove it from your job script or container image)",
-                    commands=["unset NCCL_P2P_DISABLE"]),
-        ))
-    ibd = env.get("NCCL_IB_DISABLE")
-    if ibd is not None and ibd.strip().lower() in _TRUE:
-        out.append(Finding(
-            "interconnect.nccl-env/ib-disabled", "INTERCONNECT", Severity.WARNING if ib else Severity.INFO,
-            f"NCCL_IB_DISABLE={ibd}" + (f" although {len(ib)} InfiniBand/RoCE device(s) are present: multi-node "
-                                        "traffic falls back to TCP sockets" if ib else
-                                        ": NCCL will not use InfiniBand (none seen here)"),
-            evidence=[Evidence("host.env.NCCL_IB_DISABLE", ibd, expected="unset"),
-                      Evidence("host.infiniband_devices", ib)],
-            fix=Fix("Unset it", commands=["unset NCCL_IB_DISABLE"]),
-        ))
-    ifname = env.get("NCCL_SOCKET_IFNAME")
-    if ifname is not None and ifname.strip().lstrip("=^") in ("lo", "lo0"):
-        out.append(Finding(
-            "interconnect.nccl-env/socket-loopback", "INTERCONNECT", Severity.WARNING,
-            f"NCCL_SOCKET_IFNAME={ifname}: NCCL bootstraps over the loopback interface, so other nodes "
-            "cannot reach this one",
-            evidence=[Evidence("host.env.NCCL_SOCKET_IFNAME", ifname, expected="the cluster network interface")],
-            fix=Fix("Point it at the cluster interface (see `ip -br addr`), or unset it",
-                    commands=["unset NCCL_SOCKET_IFNAME", export("NCCL_SOCKET_IFNAME", placeholder("<interface>"))]),
-        ))
-    shm = env.get("NCCL_SHM_DISABLE")
-    if shm is not None and shm.strip().lower() in _TRUE:
-        out.append(Finding(
-            "interconnect.nccl-env/shm-disabled", "INTERCONNECT", Severity.INFO,
-            f"NCCL_SHM_DISABLE={shm}: NCCL will not use shared memory between processes on this node",
-            evidence=[Evidence("host.env.NCCL_SHM_DISABLE", shm, expected="unset")],
-            fix=Fix("Unset it unless /dev/shm is the problem", commands=["unset NCCL_SHM_DISABLE"]),
-        ))
-    return out
-
-
-@check("interconnect.peermem", "GPUDirect RDMA module loaded where InfiniBand is present",
-       categories=("INTERCONNECT",))
-def peermem(ctx: CheckContext) -> List[Finding]:
-    host = ctx.facts.host
-    if host.status != ProbeStatus.OK:
-        raise SkipCheck(section_reason(host, "kernel modules"))
-    if host.infiniband_devices is None:
-        raise SkipCheck("InfiniBand devices unknown: the host probe did not look")
-    if not host.infiniband_devices:
-        raise SkipCheck("no InfiniBand/RoCE device: nothing to judge")
-    if host.kernel_modules is None:
-        raise SkipCheck("loaded kernel modules unknown: the host probe could not read them")
-    if not ctx.facts.driver.gpus:
-        raise SkipCheck("no GPU: GPUDirect RDMA has nothing to connect")
-    mods = {m.strip().lower() for m in host.kernel_modules}
-    # nvidia_peermem ships with the driver since R470; nv_peer_mem was the older Mellanox module
-    if mods & {"nvidia_peermem", "nv_peer_mem"}:
-        return []
-    return [Finding(
-        "interconnect.peermem/not-loaded", "INTERCONNECT", Severity.WARNING,
-        f"{len(host.infiniband_devices)} InfiniBand/RoCE device(s) present "
-        f"({', '.join(host.infiniband_devices[:4])}) but nvidia_peermem is not loaded: GPUDirect RDMA is off",
-        detail="Multi-node traffic is staged through host memory instead of going NIC<->GPU directly.",
-        evidence=[Evidence("host.infiniband_devices", list(host.infiniband_devices)),
-                  Evidence("host.kernel_modules", sorted(mods), expected="contains nvidia_peermem")],
-        fix=Fix("Load the module (and add it to /etc/modules-load.d to keep it)",
-                commands=["sudo modprobe nvidia_peermem",
-                          "echo nvidia_peermem | sudo tee /etc/modules-load.d/nvidia-peermem.conf"],
-                url="https://docs.nvidia.com/cuda/gpudirect-rdma/index.html"),
-    )]

@@ -8,58 +8,25 @@ from typing import List, Optional, Tuple
 from ..domain.variants import (
     cuda_of_variant,
     is_cpu_build,
-    is_linux_x86,
     local_tag,
     nvidia_wheel_cuda_major,
-    torch_variant,
     variant_cuda_major,
     variant_kind,
-    variant_tag,
-)
-from ..domain.variants import (
-    package_variant as wheel_variant,
 )
 from ..domain.versions import base_version, major_minor, mm_str, parse_version
 from ..facts import Package, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
+from ..remedies.torch_plan import COMPANIONS, pair_pins, target_variant
 from ._extension_arch import ArchTarget, judge_extensions
-from ._util import torch_envs_or_skip
+from ._util import package_variant, torch_envs_or_skip
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
 
-COMPANIONS = ("torchvision", "torchaudio")
 TRITON_NAMES = ("triton", "pytorch-triton")
 VISION_README = "https://github.com/pytorch/vision#installation"
-
-
-def package_variant(ctx: CheckContext, py: PythonEnv, pkg: Package) -> Tuple[Optional[str], str, bool]:
-    """(variant, evidence text, certain) of a torch-family package.
-
-    Order: the local version tag; what the probe read from the package's compiled files; else, for a
-    wheel with no local tag on Linux x86_64, PyPI's default variant for the torch release it pairs with
-    (PyPI's Linux x86_64 torch/torchvision/torchaudio wheels are CUDA builds; README "Key facts").
-    """
-    tag = variant_tag(pkg.version)
-    if tag:
-        return tag, f"local version tag +{tag}", True
-    if pkg.variant:
-        return pkg.variant, pkg.variant_evidence or "read from the package's compiled files", True
-    if local_tag(pkg.version):  # a source or vendor build (+git..., +nv24.04) is no PyPI wheel: no default
-        return None, "", False
-    torch_v = pkg.version if pkg.name == "torch" else ctx.compat.torch_for_companion(pkg.name, base_version(pkg.version) or "")
-    rel = ctx.compat.torch_release(torch_v) if torch_v else None
-    linux = is_linux_x86(py.platform)
-    default = wheel_variant(pkg.version, None, py.platform, rel.default_variant if rel else None)
-    if rel and default:
-        certain = bool(linux)
-        where = "Linux x86_64" if linux else "Linux x86_64 (assumed: the platform is not in the facts)"
-        return (rel.default_variant,
-                f"no local version tag: the PyPI wheel, which on {where} is the {rel.default_variant} build",
-                certain)
-    return None, "", False
 
 
 def _same_variant(a: str, b: str) -> bool:
@@ -72,26 +39,6 @@ def _same_variant(a: str, b: str) -> bool:
             return ma == mb
         return a == b
     return a == b
-
-
-def _target_variant(ctx: CheckContext, py: PythonEnv, torch_version: str) -> Optional[str]:
-    """Which variant the fix should install: keep torch's, unless torch is CPU on a GPU box."""
-    tv = torch_variant(py.torch)
-    if tv == "cpu" and ctx.facts.driver.gpus:
-        rel = ctx.compat.torch_release(torch_version)
-        if rel and rel.default_variant:
-            return rel.default_variant
-    return tv
-
-
-def _pair_pins(ctx: CheckContext, py: PythonEnv, torch_version: str) -> List[str]:
-    pins = [f"torch=={torch_version}"]
-    comp = ctx.compat.companions(torch_version)
-    for name in COMPANIONS:
-        if py.package(name) is not None:
-            want = getattr(comp, name, None) if comp else None
-            pins.append(f"{name}=={want}" if want else name)
-    return pins
 
 
 @check("packages.cuda-variant", "torch-family packages share one CUDA variant", categories=("CUDA_VARIANT_MIXED",))
@@ -126,7 +73,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
         if not mixed and not wheels:
             continue
         version = base_version(py.torch.version) or ""
-        target = _target_variant(ctx, py, version)
+        target = target_variant(ctx, py, version)
         # the summary keeps the first piece of evidence; the whole text is in the evidence list
         parts = [f"{p.name} {p.version} is {v} ({ev.split(';')[0]})" for p, v, ev, _ in mixed]
         parts += [f"{p.name} {p.version} is for CUDA {p.name.rsplit('-cu', 1)[1]}" for p in wheels]
@@ -149,7 +96,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
             evidence=evidence,
             fix=Fix(f"Reinstall the set together from the {target} index" if target else
                     "Reinstall torch and its companions together from one index",
-                    [pip_install(ctx.facts, py, _pair_pins(ctx, py, version), target, force=True)], VISION_README),
+                    [pip_install(ctx.facts, py, pair_pins(ctx, py, version), target, force=True)], VISION_README),
             confidence=None if certain else "medium",
         ))
     if not findings and not judged:
@@ -207,7 +154,7 @@ def check_companions(ctx: CheckContext) -> List[Finding]:
 def _companion_finding(ctx: CheckContext, i: int, py: PythonEnv, pkg: Package, tver: str,
                        want: Optional[str], name: str, pairs_with: Optional[str] = None) -> Finding:
     built_for = pairs_with or ctx.compat.torch_for_companion(name, base_version(pkg.version) or "")
-    target = _target_variant(ctx, py, tver)
+    target = target_variant(ctx, py, tver)
     pin = f"{pkg.name}=={want}" if want else pkg.name
     expected = f"{want} (pairs with torch {tver})" if want else f"the {name} release for torch {mm_str(tver)}"
     tail = f", which pairs with torch {built_for}" if built_for else ""
@@ -339,7 +286,7 @@ EXTENSION_CODES = {"missing": "packages.extensions/missing", "ptx-only": "packag
 
 
 def _live_gpus(ctx: CheckContext) -> List[ArchTarget]:
-    from .torch_build import gpu_capabilities
+    from ._gpus import gpu_capabilities
 
     t = ctx.facts.targets
     if ctx.facts.driver.source == "declared" or (t is not None and t.target_gpus):

@@ -7,13 +7,14 @@ from typing import Dict, List, Optional, Tuple
 from ..domain.gpus import gpu_label
 from ..domain.pci import bdf_key, bus_key
 from ..facts import Gpu, PcieLink, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..findings import Evidence, Finding, Fix
 from ..remedies import pcie_link_status
 from ._util import is_nvidia_gpu_description
-from .base import Check, CheckContext, SkipCheck, registrar
+from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
 
 # PCIe generation by LnkCap/LnkSta speed (PCI-SIG: 2.5, 5, 8, 16, 32, 64 GT/s for Gen1..Gen6)
 _GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
@@ -39,7 +40,10 @@ def _link_text(link: PcieLink) -> str:
     return name
 
 
-@check("pcie.link", "GPU PCIe links run at full width and speed", categories=("PCIE_LINK_DEGRADED",))
+LINK = Findings("pcie.link", "PCIE_LINK_DEGRADED")
+
+
+@check(LINK, "GPU PCIe links run at full width and speed")
 def link(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     gpus = list(facts.driver.gpus) if facts.driver.status == ProbeStatus.OK else []
@@ -134,8 +138,8 @@ def link(ctx: CheckContext) -> List[Finding]:
 
     out: List[Finding] = []
     if width_bad:
-        out.append(Finding(
-            "pcie.link/width", "PCIE_LINK_DEGRADED", Severity.WARNING,
+        out.append(LINK.warning(
+            "width",
             "GPU PCIe link narrower than it should be: " + "; ".join(t for t, _, _ in width_bad),
             detail="Each missing lane is lost host<->GPU bandwidth at any load: x8 halves data loading and "
                    "offload copies. Typical causes: a chipset-attached or x8 slot, a riser, a half-seated card, "
@@ -147,8 +151,8 @@ def link(ctx: CheckContext) -> List[Finding]:
                                          for b in sorted({b for _, _, b in width_bad if b})]),
         ))
     if gen_load:
-        out.append(Finding(
-            "pcie.link/gen", "PCIE_LINK_DEGRADED", Severity.WARNING,
+        out.append(LINK.warning(
+            "gen",
             "GPU PCIe link below its generation under load: " + "; ".join(t for t, _ in gen_load),
             detail="Each generation step halves host<->GPU bandwidth.",
             evidence=[e for _, ev in gen_load for e in ev],
@@ -156,8 +160,8 @@ def link(ctx: CheckContext) -> List[Finding]:
                     commands=[_QUERY_GEN]),
         ))
     if gen_idle:
-        out.append(Finding(
-            "pcie.link/gen-idle", "PCIE_LINK_DEGRADED", Severity.INFO,
+        out.append(LINK.info(
+            "gen-idle",
             "PCIe generation below max while idle (links slow down at idle to save power): "
             + "; ".join(t for t, _ in gen_idle) + "; idle, not verified",
             evidence=[e for _, ev in gen_idle for e in ev],
@@ -165,8 +169,8 @@ def link(ctx: CheckContext) -> List[Finding]:
                     commands=["envdoctor --load-pcie --only pcie.link", _QUERY_GEN + " -l 1"]),
         ))
     if slot_gen:
-        out.append(Finding(
-            "pcie.link/slot-gen", "PCIE_LINK_DEGRADED", Severity.INFO,
+        out.append(LINK.info(
+            "slot-gen",
             "The slot or platform supports a lower PCIe generation than the GPU: "
             + "; ".join(t for t, _ in slot_gen),
             evidence=[e for _, ev in slot_gen for e in ev],
@@ -176,8 +180,8 @@ def link(ctx: CheckContext) -> List[Finding]:
               and lk.sta_width and lk.cap_width and lk.sta_width < lk.cap_width
               and not any(e.source and lk.bdf in e.source for _, ev, _ in width_bad for e in ev)]
     if others:
-        out.append(Finding(
-            "pcie.link/other-device", "PCIE_LINK_DEGRADED", Severity.INFO,
+        out.append(LINK.info(
+            "other-device",
             "Other PCIe devices run narrower than their capability: "
             + "; ".join(f"{_link_text(lk)} x{lk.sta_width} of x{lk.cap_width}" for _, lk in others),
             detail="Not a GPU link, but an NVMe drive or NIC at reduced width can slow data loading.",

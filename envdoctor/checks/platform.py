@@ -5,19 +5,23 @@ from __future__ import annotations
 from typing import List
 
 from ..facts import ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..findings import Evidence, Finding, Fix
 from ..remedies import Raw, command, placeholder, remove_linux_driver
-from .base import CheckContext, SkipCheck, registrar
-from .driver import nvidia_hardware
+from ._gpus import nvidia_hardware
+from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
+
 
 TOOLKIT_DOC = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 WSL_DOC = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
 
 
-@check("platform.container-gpu", "Container has GPU access", categories=("CONTAINER_NO_GPU_RUNTIME",))
+CONTAINER_GPU = Findings("platform.container-gpu", "CONTAINER_NO_GPU_RUNTIME")
+
+
+@check(CONTAINER_GPU, "Container has GPU access")
 def check_container(ctx: CheckContext) -> List[Finding]:
     host = ctx.facts.host
     c = host.container
@@ -50,11 +54,9 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     if c.nvidia_visible_devices is not None:
         ev.append(Evidence("host.container.nvidia_visible_devices", c.nvidia_visible_devices))
     k8s = c.runtime == "kubernetes"
-    return [Finding(
-        code="platform.container-gpu/no-runtime",
-        category="CONTAINER_NO_GPU_RUNTIME",
-        severity=Severity.ERROR,
-        summary=f"Running in a {c.runtime} container with no NVIDIA device nodes or driver libraries passed in",
+    return [CONTAINER_GPU.error(
+        "no-runtime",
+        f"Running in a {c.runtime} container with no NVIDIA device nodes or driver libraries passed in",
         detail=("Containers see GPUs only when the NVIDIA Container Toolkit injects the device nodes and the "
                 "host's driver libraries (libcuda, nvidia-smi); a plain `docker run` passes neither."),
         evidence=ev,
@@ -68,7 +70,10 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     )]
 
 
-@check("platform.wsl", "WSL GPU setup", categories=("WSL_SPECIFIC",))
+WSL = Findings("platform.wsl", "WSL_SPECIFIC")
+
+
+@check(WSL, "WSL GPU setup")
 def check_wsl(ctx: CheckContext) -> List[Finding]:
     host = ctx.facts.host
     if host.wsl is None:
@@ -96,11 +101,9 @@ def check_wsl(ctx: CheckContext) -> List[Finding]:
             ev.append(Evidence(f"pythons[{i}].torch.cuda_init_error", t.cuda_init_error))
     if not problems:
         return []
-    return [Finding(
-        code="platform.wsl/gpu",
-        category="WSL_SPECIFIC",
-        severity=Severity.ERROR,
-        summary="WSL: " + "; ".join(problems),
+    return [WSL.error(
+        "gpu",
+        "WSL: " + "; ".join(problems),
         detail=("Under WSL 2 the GPU driver is the Windows driver: WSL maps it in as /usr/lib/wsl/lib/libcuda.so. "
                 "A Linux NVIDIA driver installed inside WSL overrides that mapping and breaks CUDA; some Windows "
                 "builds shipped with broken GPU compute."),

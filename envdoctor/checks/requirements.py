@@ -21,7 +21,7 @@ from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, pip_install
 from ..targets import PSEUDO_NAMES, TargetError, parse_requirement, resolve_gpu
 from ._extension_arch import ArchTarget, judge_extensions
-from .base import CheckContext, SkipCheck, registrar
+from .base import CheckContext, CheckFunc, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -166,29 +166,31 @@ def _cudnn(py: PythonEnv, _req: Requirement) -> Tuple[Optional[str], str, str]:
     return None, "torch.cudnn_version", "no cuDNN found (torch reports none and no nvidia-cudnn wheel is installed)"
 
 
-@check("requirements.python", "Declared Python requirement holds", categories=(CATEGORY,))
-def check_python(ctx: CheckContext) -> List[Finding]:
-    return _judge_version(ctx, "python", "Python", _python)
+def _version_check(kind: str, what: str, reader) -> CheckFunc:
+    def judge(ctx: CheckContext) -> List[Finding]:
+        return _judge_version(ctx, kind, what, reader)
+
+    judge.__name__ = f"check_{kind}"
+    return judge
 
 
-@check("requirements.torch", "Declared torch requirement holds", categories=(CATEGORY,))
-def check_torch(ctx: CheckContext) -> List[Finding]:
-    return _judge_version(ctx, "torch", "torch", _package)
+# (declared kind, what the summary calls the installed value, its reader, the check's title), in report order
+for _kind, _what, _reader, _title in (
+        ("python", "Python", _python, "Declared Python requirement holds"),
+        ("torch", "torch", _package, "Declared torch requirement holds"),
+        ("cuda", "torch's CUDA", _cuda, "Declared CUDA requirement holds (the torch build's CUDA)"),
+        ("cudnn", "cuDNN", _cudnn, "Declared cuDNN requirement holds"),
+        ("packages", "the installed version", _package, "Declared package requirements hold")):
+    check(f"requirements.{_kind}", _title, categories=(CATEGORY,))(_version_check(_kind, _what, _reader))
 
 
-@check("requirements.cuda", "Declared CUDA requirement holds (the torch build's CUDA)", categories=(CATEGORY,))
-def check_cuda(ctx: CheckContext) -> List[Finding]:
-    return _judge_version(ctx, "cuda", "torch's CUDA", _cuda)
-
-
-@check("requirements.cudnn", "Declared cuDNN requirement holds", categories=(CATEGORY,))
-def check_cudnn(ctx: CheckContext) -> List[Finding]:
-    return _judge_version(ctx, "cudnn", "cuDNN", _cudnn)
-
-
-@check("requirements.packages", "Declared package requirements hold", categories=(CATEGORY,))
-def check_packages(ctx: CheckContext) -> List[Finding]:
-    return _judge_version(ctx, "packages", "the installed version", _package)
+def _declared_gpus_or_skip(ctx: CheckContext):
+    """The declared targets when they name GPUs; else SkipCheck saying where GPUs are declared."""
+    t = ctx.facts.targets
+    if t is None or not t.target_gpus:
+        raise SkipCheck("no target GPUs declared (--target-gpus, [tool.envdoctor] target-gpus, "
+                        "preflight(target_gpus=...))")
+    return t
 
 
 def _norm(text: str) -> str:
@@ -198,10 +200,7 @@ def _norm(text: str) -> str:
 @check("requirements.target-gpus", "Declared target GPUs: present, and served by SASS rather than PTX",
        categories=(CATEGORY, "GPU_ARCH_NOT_IN_TORCH_BUILD"))
 def check_target_gpus(ctx: CheckContext) -> List[Finding]:
-    t = ctx.facts.targets
-    if t is None or not t.target_gpus:
-        raise SkipCheck("no target GPUs declared (--target-gpus, [tool.envdoctor] target-gpus, "
-                        "preflight(target_gpus=...))")
+    t = _declared_gpus_or_skip(ctx)
     d = ctx.facts.driver
     declared = d.source == "declared"
     findings: List[Finding] = []
@@ -273,10 +272,7 @@ EXTENSION_CODES = {"missing": "requirements.extensions-gpus/missing",
        categories=(CATEGORY, "THIRD_PARTY_EXTENSION_MISMATCH"))
 def check_extensions_gpus(ctx: CheckContext) -> List[Finding]:
     """flash-attn, xformers, torchvision's _C ... judged per target GPU: SASS, or PTX that JITs (a warning)."""
-    t = ctx.facts.targets
-    if t is None or not t.target_gpus:
-        raise SkipCheck("no target GPUs declared (--target-gpus, [tool.envdoctor] target-gpus, "
-                        "preflight(target_gpus=...))")
+    t = _declared_gpus_or_skip(ctx)
     targets = []
     for k, given in enumerate(t.target_gpus):
         try:

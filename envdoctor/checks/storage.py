@@ -8,10 +8,11 @@ from ..compat.health import health_table
 from ..facts import DataPath, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, copy_to_local, largest_dirs, random_read_test
-from .base import Check, CheckContext, SkipCheck, registrar, section_reason
+from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
 
 GIB = 2**30
 
@@ -38,11 +39,12 @@ def _virtual_disk(p: DataPath, virtualization: Optional[str]) -> bool:
     return bool(virtualization) and (p.transport or "").lower() not in ("nvme", "usb")
 
 
-@check("storage.data-path", "Training data sits on fast local storage", categories=("SLOW_STORAGE",))
+DATA_PATH = Findings("storage.data-path", "SLOW_STORAGE")
+
+
+@check(DATA_PATH, "Training data sits on fast local storage")
 def data_path(ctx: CheckContext) -> List[Finding]:
-    st = ctx.facts.storage
-    if st.status != ProbeStatus.OK:
-        raise SkipCheck(section_reason(st, "data path storage"))
+    st = require_section(ctx.facts.storage, "data path storage")
     paths = [p for p in st.paths if p.status == ProbeStatus.OK]
     if not paths:
         raise SkipCheck("data path storage unknown: no path was probed"
@@ -58,8 +60,8 @@ def data_path(ctx: CheckContext) -> List[Finding]:
             continue
         base = f"storage.paths[{i}]"
         if p.exists is False:
-            out.append(Finding(
-                "storage.data-path/missing", "SLOW_STORAGE", Severity.INFO,
+            out.append(DATA_PATH.info(
+                "missing",
                 f"{p.path} does not exist; nothing to judge",
                 evidence=[Evidence(f"{base}.exists", False)],
             ))
@@ -85,8 +87,8 @@ def data_path(ctx: CheckContext) -> List[Finding]:
         elif kind == "fuse" or fstype.startswith("fuse"):
             sub = fstype.split(".", 1)[1] if "." in fstype else fstype
             tool = _FUSE_TOOLS.get(sub, sub or "FUSE")
-            out.append(Finding(
-                "storage.data-path/fuse", "SLOW_STORAGE", Severity.WARNING,
+            out.append(DATA_PATH.warning(
+                "fuse",
                 f"{on}: a FUSE mount ({tool})",
                 detail="Object-store FUSE mounts fetch each file over HTTP through user space: per-file latency "
                        "in the tens of milliseconds starves data loaders.",
@@ -108,8 +110,8 @@ def data_path(ctx: CheckContext) -> List[Finding]:
             ))
         if p.rotational:
             if _virtual_disk(p, virt):
-                out.append(Finding(
-                    "storage.data-path/virtual-rotational", "SLOW_STORAGE", Severity.INFO,
+                out.append(DATA_PATH.info(
+                    "virtual-rotational",
                     f"{p.path} is on {p.block_device or 'a virtual disk'} ({p.transport or 'virtual'}): "
                     "virtio reports rotational; cannot tell whether it is an HDD",
                     evidence=[Evidence(f"{base}.rotational", True),
@@ -119,8 +121,8 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                             commands=[random_read_test(p.path)]),
                 ))
             else:
-                out.append(Finding(
-                    "storage.data-path/rotational", "SLOW_STORAGE", Severity.WARNING,
+                out.append(DATA_PATH.warning(
+                    "rotational",
                     f"{p.path} is on a rotational disk ({p.block_device or '?'}"
                     + (f", {p.device_model}" if p.device_model else "") + ")",
                     detail="A hard disk reads about 100-250 MB/s sequentially and far less for random small "
@@ -132,8 +134,8 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                 ))
         # size 0: a pseudo-filesystem (/proc, /sys, cgroup) whose free space means nothing
         if p.free_bytes is not None and p.free_bytes < free_min and kind != "tmpfs" and p.size_bytes != 0:
-            out.append(Finding(
-                "storage.data-path/low-free-space", "SLOW_STORAGE", Severity.WARNING,
+            out.append(DATA_PATH.warning(
+                "low-free-space",
                 f"{p.mount_point or p.path} has {p.free_bytes / GIB:.1f} GiB free"
                 + (f" of {p.size_bytes / GIB:.0f} GiB" if p.size_bytes else "")
                 + f": little room for checkpoints (< {free_min / GIB:.0f} GiB)",

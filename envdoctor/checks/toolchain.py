@@ -8,10 +8,11 @@ from ..domain.versions import major_minor, mm_str
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import cuda_toolkit_first, host_compiler_install
 from ._util import torch_builds, torch_label
-from .base import CheckContext, SkipCheck, registrar
+from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
+
 
 # packages whose installation (or first use) compiles CUDA code with the nvcc on PATH
 SOURCE_BUILT = ("flash-attn", "apex", "deepspeed", "xformers", "torch-scatter", "torch-sparse",
@@ -61,7 +62,10 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
     return findings
 
 
-@check("toolchain.host-compiler", "Host compiler accepted by nvcc", categories=("HOST_COMPILER_TOO_NEW",))
+HOST_COMPILER = Findings("toolchain.host-compiler", "HOST_COMPILER_TOO_NEW")
+
+
+@check(HOST_COMPILER, "Host compiler accepted by nvcc")
 def check_host_compiler(ctx: CheckContext) -> List[Finding]:
     tk = ctx.facts.toolkits.on_path
     host = ctx.facts.host
@@ -78,11 +82,9 @@ def check_host_compiler(ctx: CheckContext) -> List[Finding]:
     gmm = major_minor(host.gcc_version)
     if not gmm or gmm[0] <= max_major:
         return []
-    return [Finding(
-        code="toolchain.host-compiler/gcc-too-new",
-        category="HOST_COMPILER_TOO_NEW",
-        severity=Severity.WARNING,
-        summary=f"gcc {host.gcc_version} is newer than CUDA {tk.version}'s nvcc accepts (gcc <= {max_major})",
+    return [HOST_COMPILER.warning(
+        "gcc-too-new",
+        f"gcc {host.gcc_version} is newer than CUDA {tk.version}'s nvcc accepts (gcc <= {max_major})",
         detail=("nvcc checks the host compiler in crt/host_config.h and stops with 'unsupported GNU version! gcc "
                 f"versions later than {max_major} are not supported'. Only building CUDA code is affected."),
         evidence=[Evidence("host.gcc_version", host.gcc_version, expected=f"<= {max_major}", source=source),

@@ -17,7 +17,7 @@ _WS = re.compile(r"\s+")
 
 
 # the fact paths a row's "facts" may set (diagnose/engine.py maps them to its reader keys), and the predicate
-# names its alternatives may use (checks/messages.py holds()): anything else is a typo that would silently never
+# names its alternatives may use (checks/_paste.py holds()): anything else is a typo that would silently never
 # apply, so the loader rejects it
 FACT_PATHS = ("driver.cuda_driver_version", "pythons[0].torch.arch_list", "pythons[0].torch.cuda",
               "pythons[0].torch.version", "toolkits.on_path.version", "gpu.name", "gpu.compute_capability")

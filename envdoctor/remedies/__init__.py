@@ -7,9 +7,10 @@ pacman; Windows and WSL, where the driver is the Windows one), the package tool 
 judged interpreter, named by its path.
 """
 
-from .driver import GUIDE, WINDOWS_DRIVER, DriverPlan, driver_install, remove_linux_driver
+from .driver import COMPAT_DOC, GUIDE, WINDOWS_DRIVER, DriverPlan, driver_install, remove_linux_driver
 from .platform import Platform, family_of, platform_of
 from .python import (
+    GET_STARTED,
     LEGACY_FIND_LINKS,
     TORCH_FAMILY,
     Installer,
@@ -48,9 +49,9 @@ from .system import (
 from .toolchain import cuda_toolkit_first, host_compiler_install
 
 __all__ = [
-    "GUIDE", "WINDOWS_DRIVER", "DriverPlan", "driver_install", "remove_linux_driver", "cuda_toolkit_first",
+    "COMPAT_DOC", "GUIDE", "WINDOWS_DRIVER", "DriverPlan", "driver_install", "remove_linux_driver", "cuda_toolkit_first",
     "host_compiler_install", "Platform", "family_of", "platform_of",
-    "LEGACY_FIND_LINKS", "TORCH_FAMILY", "Installer", "conda_cuda_note", "index_url_for", "installer_for",
+    "GET_STARTED", "LEGACY_FIND_LINKS", "TORCH_FAMILY", "Installer", "conda_cuda_note", "index_url_for", "installer_for",
     "new_venv", "pip_check", "pip_command", "pip_install", "POSIX", "POWERSHELL", "Placeholder", "Raw",
     "UnsafeValue", "command", "comment_line", "export", "quote", "unset", "copy_to_local", "drop_path_entry",
     "kernel_log_xid", "largest_dirs", "pcie_link_status", "placeholder", "placeholder_flag", "random_read_test",

@@ -11,6 +11,7 @@ from .platform import Platform, platform_of
 from .shell import Raw, command
 
 GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
+COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
 WINDOWS_DRIVER = "https://www.nvidia.com/Download/index.aspx"
 
 

@@ -10,6 +10,8 @@ from ..facts import Facts, PythonEnv
 from .platform import platform_of
 from .shell import POSIX, POWERSHELL, Arg, Raw, command
 
+GET_STARTED = "https://pytorch.org/get-started/locally/"  # PyTorch's install selector
+
 TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
 # Before torch 1.13 the per-variant index did not exist: `torch==1.12.1+cu113 -f .../torch_stable.html`
 # (https://pytorch.org/get-started/previous-versions/).

@@ -11,7 +11,18 @@ from typing import List, Optional, Set
 
 import pytest
 
-from envdoctor.checks import driver_support, gpu_health, interconnect, pcie, resources, run_checks, storage
+from envdoctor.checks import (
+    driver_support,
+    gpu_clocks,
+    gpu_errors,
+    gpu_state,
+    host,
+    interconnect,
+    interconnect_nccl,
+    pcie,
+    run_checks,
+    storage,
+)
 from envdoctor.compat import load_compat, validate_file
 from envdoctor.compat.health import health_table, parse_health
 from envdoctor.facts import (
@@ -37,7 +48,7 @@ from envdoctor.parsers.topo import parse_topo
 from tests.paths import FIXTURES
 
 FIX = FIXTURES
-MODULES = (gpu_health, pcie, interconnect, storage, resources, driver_support)
+MODULES = (gpu_clocks, gpu_errors, gpu_state, pcie, interconnect, interconnect_nccl, storage, host, driver_support)
 HEALTH_CHECKS = [c for m in MODULES for c in m.CHECKS]
 MIB, GIB = 2**20, 2**30
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from envdoctor.checks import gpu_health, run_checks
+from envdoctor.checks import gpu_errors, run_checks
 from envdoctor.compat import load_compat
 from envdoctor.facts import Driver, Facts, Gpu, XidEvent
 from envdoctor.findings import CheckStatus, Severity
@@ -120,7 +120,7 @@ def _facts(events=None, readable=True, reason=None, gpus=None) -> Facts:
 
 
 def _xid(facts, compat):
-    (res,) = run_checks(facts, compat, [c for c in gpu_health.CHECKS if c.id == "gpu.xid"])
+    (res,) = run_checks(facts, compat, [c for c in gpu_errors.CHECKS if c.id == "gpu.xid"])
     return res
 
 
@@ -186,7 +186,7 @@ def test_xid_judged_even_when_nvml_lost_the_gpu(compat):
 def test_memory_errors_no_longer_says_xid_not_read_when_the_log_was_read(compat):
     g = Gpu(index=0, pci_bus_id="00000000:9B:00.0", ecc_volatile_uncorrected=0, remapped_rows_pending=False)
     (res,) = run_checks(_facts(events=[], gpus=[g]), compat,
-                        [c for c in gpu_health.CHECKS if c.id == "gpu.memory-errors"])
+                        [c for c in gpu_errors.CHECKS if c.id == "gpu.memory-errors"])
     assert (res.status, res.findings) == (CheckStatus.PASSED, [])
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.checks import pcie, resources, run_checks
+from envdoctor.checks import host, pcie, run_checks
 from envdoctor.compat import load_compat
 from envdoctor.domain.pci import bus_key
 from envdoctor.facts import Driver, Facts, Gpu, GpuLocality, ProbeStatus
@@ -67,8 +67,8 @@ def test_gpu_locality_from_temp_sysfs(tmp_path):
 
 def test_cpulist_round_trip():
     assert format_cpulist([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
-    assert resources.parse_cpulist("0-2,5,7-8") == {0, 1, 2, 5, 7, 8}
-    assert resources.parse_cpulist("bogus") is None
+    assert host.parse_cpulist("0-2,5,7-8") == {0, 1, 2, 5, 7, 8}
+    assert host.parse_cpulist("bogus") is None
 
 
 def test_host_affinity_and_modules_from_sys_module_without_proc_modules(tmp_path):
@@ -89,7 +89,7 @@ def test_host_modules_unknown_says_why(tmp_path):
 
 def test_host_on_this_machine_reads_its_affinity_and_modules():
     h = probe_host(FakeRunner(strict=False), root="/", env={})
-    assert resources.parse_cpulist(h.cpu_affinity_list)
+    assert host.parse_cpulist(h.cpu_affinity_list)
     assert h.kernel_modules_source in ("/proc/modules", "/sys/module")
 
 
@@ -97,7 +97,7 @@ def test_host_on_this_machine_reads_its_affinity_and_modules():
 
 
 def _numa(facts, compat):
-    (res,) = run_checks(facts, compat, [c for c in resources.CHECKS if c.id == "host.numa"])
+    (res,) = run_checks(facts, compat, [c for c in host.CHECKS if c.id == "host.numa"])
     return res
 
 

@@ -1,4 +1,4 @@
-"""Host resource checks: /dev/shm size, CPUs per GPU and cgroup CPU quota, RAM per GPU."""
+"""Host checks (host.*): /dev/shm size, CPUs per GPU and cgroup CPU quota, RAM per GPU, NUMA locality."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from ..domain.pci import bus_key
 from ..facts import Facts, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, export, placeholder_flag
-from .base import Check, CheckContext, SkipCheck, registrar, section_reason
+from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
 
 MIB = 2**20
 
@@ -43,8 +44,14 @@ def _memory_of(compat: Any, g: Gpu) -> Optional[int]:
     return getattr(spec, "memory_bytes", None)
 
 
+def _ask_for(docker_flag: str, srun_flag: str, value: str) -> List[str]:
+    """The container's and the Slurm job's way to ask for more of a resource."""
+    return [command("docker", "run", placeholder_flag(docker_flag, value), "..."),
+            command("srun", placeholder_flag(srun_flag, value), "...")]
+
+
 def _needs(table: HealthTable, compat: Any, gpus: List[Gpu]) -> Tuple[float, float, float, float, str]:
-    """Sum over the GPUs of (cpu min, cpu recommended, ram GiB min, ram GiB recommended), and the classes."""
+    """Sum over the GPUs of (cpu min, cpu recommended, ram GiB min, ram GiB recommended), and the rows' source."""
     cmin = crec = rmin = rrec = 0.0
     classes = []
     for g in gpus:
@@ -55,13 +62,16 @@ def _needs(table: HealthTable, compat: Any, gpus: List[Gpu]) -> Tuple[float, flo
         rrec += row.ram_gib_per_gpu_recommended
         classes.append(row.gpu_class)
     summary = ", ".join(f"{classes.count(c)} {c}-class" for c in dict.fromkeys(classes))
-    return cmin, crec, rmin, rrec, summary
+    return cmin, crec, rmin, rrec, f"compat health.json rows ({summary})"
 
 
 # --------------------------------------------------------------------------- SHM_TOO_SMALL
 
 
-@check("host.shm", "/dev/shm is large enough for DataLoader workers", categories=("SHM_TOO_SMALL",))
+SHM = Findings("host.shm", "SHM_TOO_SMALL")
+
+
+@check(SHM, "/dev/shm is large enough for DataLoader workers")
 def shm(ctx: CheckContext) -> List[Finding]:
     host = _host(ctx.facts, "/dev/shm size")
     if host.os not in (None, "Linux"):
@@ -82,8 +92,8 @@ def shm(ctx: CheckContext) -> List[Finding]:
         commands = ["docker run --shm-size=16g ...", "docker run --ipc=host ..."]
     else:
         commands = ["sudo mount -o remount,size=16G /dev/shm"]
-    return [Finding(
-        "host.shm/too-small", "SHM_TOO_SMALL", Severity.WARNING,
+    return [SHM.warning(
+        "too-small",
         f"/dev/shm is {size / MIB:.0f} MiB (below {floor / MIB:.0f} MiB)"
         + (f"; {runtime} containers get 64 MB unless told otherwise" if runtime else ""),
         detail="DataLoader workers hand batches to the main process through /dev/shm; when it fills up they "
@@ -102,7 +112,10 @@ def fmt_opt(value: Optional[int]) -> str:
 # --------------------------------------------------------------------------- CPU_STARVED
 
 
-@check("host.cpu", "Enough CPU cores per GPU for data loading", categories=("CPU_STARVED",))
+CPU = Findings("host.cpu", "CPU_STARVED")
+
+
+@check(CPU, "Enough CPU cores per GPU for data loading")
 def cpu(ctx: CheckContext) -> List[Finding]:
     host = _host(ctx.facts, "CPU count")
     counts = [c for c in (host.cpu_logical_count, host.cpu_affinity_count) if c]
@@ -116,8 +129,8 @@ def cpu(ctx: CheckContext) -> List[Finding]:
     if quota is not None and visible is not None and quota < visible:
         frac = table.threshold("cgroup_quota_fraction_warn")
         sev = Severity.WARNING if quota <= frac * visible else Severity.INFO
-        out.append(Finding(
-            "host.cpu/cgroup-quota", "CPU_STARVED", sev,
+        out.append(CPU(
+            "cgroup-quota", sev,
             f"cgroup CPU quota is {quota:g} CPUs but os.cpu_count() reports {host.cpu_logical_count}"
             + (f" (affinity {host.cpu_affinity_count})" if host.cpu_affinity_count != host.cpu_logical_count else ""),
             detail="Code that sizes num_workers or thread pools from os.cpu_count() starts more workers than "
@@ -138,13 +151,12 @@ def cpu(ctx: CheckContext) -> List[Finding]:
             f"no GPU to judge the per-GPU ratio against ({usable:g} CPUs usable: os.cpu_count() "
             f"{fmt_opt(host.cpu_logical_count)}, affinity {fmt_opt(host.cpu_affinity_count)}"
             + (f", cgroup quota {quota:g}" if quota is not None else ", no cgroup quota") + ")")
-    cmin, crec, _, _, classes = _needs(table, ctx.compat, gpus)
+    cmin, crec, _, _, src = _needs(table, ctx.compat, gpus)
     n = len(gpus)
     per = usable / n
-    src = "compat health.json rows (" + classes + ")"
     if usable < cmin:
-        out.append(Finding(
-            "host.cpu/per-gpu", "CPU_STARVED", Severity.WARNING,
+        out.append(CPU.warning(
+            "per-gpu",
             f"{usable:g} usable CPUs for {n} GPUs ({per:.1f} per GPU); data loading needs at least "
             f"{cmin / n:g} per GPU ({cmin:g} in all), {crec / n:g} recommended",
             detail="Decoding and augmenting batches on too few cores leaves the GPUs waiting.",
@@ -152,12 +164,11 @@ def cpu(ctx: CheckContext) -> List[Finding]:
                                else "host.cpu_affinity_count", usable, expected=f">= {cmin:g}", source=src),
                       Evidence("driver.gpus", n)],
             fix=Fix("Ask for more CPUs per GPU (or fewer GPUs), and set num_workers to the CPUs you have",
-                    commands=[command("docker", "run", placeholder_flag("--cpus", "<n>"), "..."),
-                              command("srun", placeholder_flag("--cpus-per-gpu", "<n>"), "...")]),
+                    commands=_ask_for("--cpus", "--cpus-per-gpu", "<n>")),
         ))
     elif usable < crec:
-        out.append(Finding(
-            "host.cpu/per-gpu-below-recommended", "CPU_STARVED", Severity.INFO,
+        out.append(CPU.info(
+            "per-gpu-below-recommended",
             f"{usable:g} usable CPUs for {n} GPUs ({per:.1f} per GPU); {crec / n:g} per GPU recommended "
             "for image/video pipelines",
             evidence=[Evidence("host.cpu_logical_count", usable, expected=f">= {crec:g}", source=src)],
@@ -168,7 +179,10 @@ def cpu(ctx: CheckContext) -> List[Finding]:
 # --------------------------------------------------------------------------- HOST_MEMORY_LOW
 
 
-@check("host.memory", "Enough host RAM per GPU", categories=("HOST_MEMORY_LOW",))
+MEMORY = Findings("host.memory", "HOST_MEMORY_LOW")
+
+
+@check(MEMORY, "Enough host RAM per GPU")
 def memory(ctx: CheckContext) -> List[Finding]:
     host = _host(ctx.facts, "host memory")
     if host.memory_total_bytes is None and host.cgroup_memory_limit_bytes is None:
@@ -186,13 +200,12 @@ def memory(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck(
             f"no GPU to judge the per-GPU ratio against ({usable / GIB:.1f} GiB of RAM usable"
             + (f": cgroup limit of {total / GIB:.1f} GiB physical" if limited and total else "") + ")")
-    _, _, rmin, rrec, classes = _needs(table, ctx.compat, gpus)
+    _, _, rmin, rrec, src = _needs(table, ctx.compat, gpus)
     n = len(gpus)
     gib = usable / GIB
-    src = "compat health.json rows (" + classes + ")"
     if gib < rmin:
-        out.append(Finding(
-            "host.memory/per-gpu", "HOST_MEMORY_LOW", Severity.WARNING,
+        out.append(MEMORY.warning(
+            "per-gpu",
             f"{gib:.1f} GiB of RAM{' (cgroup limit)' if limited else ''} for {n} GPUs "
             f"({gib / n:.1f} GiB per GPU); at least {rmin / n:g} GiB per GPU needed, {rrec / n:g} recommended",
             detail="DataLoader workers, pinned-memory buffers and checkpoint loading all live in host RAM; "
@@ -200,12 +213,11 @@ def memory(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(src_path, usable, expected=f">= {int(rmin * GIB)}", source=src),
                       Evidence("driver.gpus", n)],
             fix=Fix("Ask for more memory, or lower num_workers / prefetch_factor",
-                    commands=[command("docker", "run", placeholder_flag("--memory", "<size>"), "..."),
-                              command("srun", placeholder_flag("--mem-per-gpu", "<size>"), "...")]),
+                    commands=_ask_for("--memory", "--mem-per-gpu", "<size>")),
         ))
     elif gib < rrec:
-        out.append(Finding(
-            "host.memory/per-gpu-below-recommended", "HOST_MEMORY_LOW", Severity.INFO,
+        out.append(MEMORY.info(
+            "per-gpu-below-recommended",
             f"{gib:.1f} GiB of RAM for {n} GPUs ({gib / n:.1f} GiB per GPU); {rrec / n:g} GiB per GPU recommended",
             evidence=[Evidence(src_path, usable, expected=f">= {int(rrec * GIB)}", source=src)],
         ))
@@ -235,7 +247,10 @@ def parse_cpulist(text: Optional[str]) -> Optional[set]:
     return cpus
 
 
-@check("host.numa", "The process may run on CPUs local to each GPU", categories=("CPU_STARVED",))
+NUMA = Findings("host.numa", "CPU_STARVED")
+
+
+@check(NUMA, "The process may run on CPUs local to each GPU")
 def numa(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     host = _host(facts, "CPU affinity")
@@ -260,8 +275,8 @@ def numa(ctx: CheckContext) -> List[Finding]:
         (f"GPU {g.index} ({loc.pci_bus_id})" if g is not None else f"GPU at {loc.pci_bus_id}")
         + f" is local to NUMA node {loc.numa_node} (CPUs {loc.local_cpulist})" for _, loc, g in remote)
     nodes = sorted({loc.numa_node for _, loc, _ in remote if loc.numa_node is not None})
-    return [Finding(
-        "host.numa/remote-gpu", "CPU_STARVED", Severity.WARNING,
+    return [NUMA.warning(
+        "remote-gpu",
         f"This process may only run on CPUs {host.cpu_affinity_list}, none of them local to: {names}",
         detail="Every host<->GPU copy and kernel launch for those GPUs crosses the socket interconnect "
                "(UPI/Infinity Fabric) and pinned buffers land in remote memory: lower copy bandwidth and "

@@ -1,6 +1,7 @@
-"""Which driver branches can drive the GPUs in the facts (compat_data/driver_gpu_support.json).
+"""Driver branch planning: which branches drive the GPUs here, and which branch a fix should install.
 
-Shared by the driver fixes (checks/driver.py) and the lifecycle check (checks/driver_support.py): a suggested
+Reads compat_data/driver_gpu_support.json and health.json through the compat object. Used by the driver fixes
+(checks/driver_cuda.py, remedies/torch_plan.py) and the lifecycle check (checks/driver_support.py): a suggested
 branch must support every GPU here. NVIDIA moved Kepler to the R470 legacy branch and made R580 the last
 branch for Maxwell, Pascal and Volta; new architectures need a first branch (Blackwell: R570).
 """
@@ -8,12 +9,14 @@ branch for Maxwell, Pascal and Volta; new architectures need a first branch (Bla
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from ..compat.driver_gpu import BranchSupport, driver_gpu_table
 from ..domain.arch import sm_name
-from ..domain.versions import major_minor, parse_version, version_ge
-from .base import CheckContext
+from ..domain.versions import driver_branch, major_minor, parse_version, version_ge
+
+if TYPE_CHECKING:
+    from ..checks.base import CheckContext
 
 
 @dataclass(frozen=True)
@@ -122,3 +125,49 @@ def newest_patch(ctx: CheckContext, minor: str) -> str:
     patches = [c.torch for c in ctx.compat.companion_rows() if major_minor(c.torch) == major_minor(minor)
                and c.torch.count(".") == 2]
     return max(patches, key=parse_version) if patches else minor
+
+
+def target_branch(ctx: CheckContext, min_driver: Optional[str]) -> Optional[int]:
+    """The oldest still-supported production/LTS branch at or above what ``min_driver`` needs that also
+    supports every GPU here (compat driver_gpu_support.json); None when no branch does both.
+
+    Installing exactly the minimum's branch (e.g. 530 for CUDA 12.1) often names a short-lived feature
+    branch that distributions no longer ship; a supported branch that is new enough is the useful answer.
+    """
+    return branch_plan(ctx, min_driver)[0]
+
+
+def branch_plan(ctx: CheckContext, min_driver: Optional[str]) -> Tuple[Optional[int], Optional[str]]:
+    """(branch to suggest, why no branch can be suggested) for a driver at least ``min_driver``.
+
+    A branch that drops a GPU here (R580 for a Tesla K80: Kepler ends at R470) or predates it (R550 for an
+    RTX 5090: Blackwell starts at R570) is never suggested.
+    """
+    import datetime
+
+    from ..compat.health import health_table
+
+    need = driver_branch(min_driver)
+    if need is None:
+        return None, None
+    limits = gpu_branch_limits(ctx)
+    if limits.hi is not None and need > limits.hi and limits.hi_gpu is not None:
+        ceiling = branch_max_cuda(ctx, limits.hi)
+        return None, (f"{limits.hi_gpu.label} is supported only up to the R{limits.hi} driver branch"
+                      + (f" (CUDA {ceiling} at most" + (", other 11.x builds through minor-version compatibility)"
+                                                       if ceiling.startswith("11.") else ")")
+                         if ceiling else "")
+                      + f", so no driver both runs it and meets {min_driver}")
+    floor = max(need, limits.lo or 0)
+    try:
+        table = health_table(ctx.compat)
+        on = datetime.date.fromisoformat((ctx.facts.collected_at or table.as_of)[:10])
+    except (LookupError, ValueError, TypeError):
+        return floor, None
+    supported = sorted(b.branch for b in table.supported_branches(on) if b.branch >= floor and limits.allows(b.branch))
+    if supported:
+        return supported[0], None
+    if limits.hi is not None:
+        # every supported branch dropped this GPU: its last (legacy) branch is still the one that runs it
+        return limits.hi, None
+    return floor, None

@@ -1,0 +1,93 @@
+"""Shared check helpers about the GPUs in the facts: labels, fact paths, "skip unless GPUs", hardware presence."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from ..domain.gpus import gpu_label  # noqa: F401 - re-exported for the check modules
+from ..facts import Driver, Facts, Gpu, ProbeStatus
+from ._util import is_nvidia_gpu_description
+from .base import CheckContext, SkipCheck, section_reason
+
+MIB = 2**20
+GIB = 2**30
+
+
+def gpu_path(g: Gpu, fieldname: str) -> str:
+    return f"driver.gpus[{g.index}].{fieldname}"
+
+
+def require_gpus(facts: Facts, what: str, fields: Tuple[str, ...] = ()) -> List[Gpu]:
+    """The GPUs the driver probe saw; SkipCheck when there are none to judge, or when none reports any of
+    ``fields`` (the readings the check judges)."""
+    driver: Driver = facts.driver
+    if driver.status != ProbeStatus.OK:
+        raise SkipCheck(section_reason(driver, what))
+    if not driver.gpus:
+        raise SkipCheck(f"{what} unknown: the driver reports no GPU")
+    if fields:
+        require_any(driver.gpus, fields, what)
+    return list(driver.gpus)
+
+
+def require_any(gpus: List[Gpu], fields: Tuple[str, ...], what: str) -> None:
+    if not any(getattr(g, f) is not None for g in gpus for f in fields):
+        raise SkipCheck(f"{what} unknown: the probe did not report {', '.join(fields)}")
+
+
+def gpu_list(gpus: List[Gpu]) -> str:
+    idx = [str(g.index) for g in gpus]
+    return ("GPU " if len(idx) == 1 else "GPUs ") + ", ".join(idx)
+
+
+def looks_loaded(g: Gpu) -> bool:
+    """Readings taken under load: our own load (under_load) or the GPU visibly working.
+
+    Power draw within 10% of the limit only happens under load; utilisation is a weaker sign.
+    """
+    if g.under_load:
+        return True
+    if g.power_draw_w is not None and g.power_limit_w and g.power_draw_w >= 0.9 * g.power_limit_w:
+        return True
+    return g.utilization_gpu_pct is not None and g.utilization_gpu_pct >= 50
+
+
+def nvidia_hardware(facts: Facts) -> Optional[bool]:
+    """Is there NVIDIA hardware on this machine's PCI bus? None when nothing says (a snapshot without sysfs)."""
+    devices = facts.topology.nvidia_pci_devices
+    if devices or facts.driver.gpus:
+        return True
+    if any(is_nvidia_gpu_description(link.description) for link in facts.topology.pcie_links):
+        return True
+    return False if devices == [] else None
+
+
+def container_without_gpus(facts: Facts) -> bool:
+    """A container on a host with NVIDIA GPUs that was started without them (no /dev/nvidia* passed in)."""
+    c = facts.host.container
+    return bool(c and c.runtime and not c.gpu_device_nodes and facts.driver.status != ProbeStatus.OK
+                and nvidia_hardware(facts))
+
+
+def gpu_capabilities(ctx: CheckContext) -> List[Tuple[str, Optional[str], str]]:
+    """(label, compute capability or None, fact path) per GPU, from the driver, torch or the GPU table."""
+    out = []
+    facts = ctx.facts
+    for g in facts.driver.gpus:
+        cc = g.compute_capability
+        path = f"driver.gpus[{g.index}].compute_capability"
+        if not cc and g.name:
+            # one compute capability even when the name fits several cards (a cut-short "RTX 2080 ...")
+            cc = ctx.compat.gpu_compute_capability(g.name)
+            if cc:
+                path = f"compat gpus: compute capability of {g.name!r}"
+        out.append((f"GPU {g.index} ({g.name or 'unknown model'})", cc, path))
+    if not out:
+        for i, py in enumerate(facts.pythons):
+            if py.torch:
+                for dev in py.torch.devices:
+                    out.append((f"GPU {dev.index} ({dev.name or 'unknown model'})", dev.capability,
+                                f"pythons[{i}].torch.devices[{dev.index}].capability"))
+                if out:
+                    break
+    return out

@@ -1,0 +1,146 @@
+"""Shared helpers of the paste checks: signature matching over a pasted report and "skip unless a paste"."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from ..compat.signatures import Signature, normalise, signatures_from
+from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, variant_kind
+from ..domain.versions import base_version, major_minor
+from ..facts import Facts
+from .base import CheckContext, SkipCheck
+
+
+@dataclass(frozen=True)
+class Hit:
+    signature: Signature
+    index: int  # into facts.paste.messages
+    message: str
+    matched: str
+    groups: Dict[str, Optional[str]]
+    category: str
+    confidence: str
+
+
+def _pkg_variant(facts: Facts, compat: Any, name: str) -> Optional[str]:
+    """Variant of a torch-family package: local tag, the package's own record, else PyPI's default."""
+    if not facts.pythons:
+        return None
+    py = facts.pythons[0]
+    pkg = py.package(name)
+    version = pkg.version if pkg else (py.torch.version if name == "torch" and py.torch else None)
+    if version is None:
+        return None
+    known = package_variant(version, pkg.variant if pkg else None, py.platform, None)
+    if known:
+        return known
+    if name == "torch" and is_cpu_build(py.torch):
+        return CPU
+    if compat is None:
+        return None
+    try:  # no local tag: the PyPI wheel, whose Linux x86_64 build is the release's default variant
+        torch_v = version if name == "torch" else compat.torch_for_companion(name, version)
+        rel = compat.torch_release(torch_v) if torch_v else None
+    except Exception:  # noqa: BLE001 - compat lookups on odd versions must not break the check
+        return None
+    return package_variant(version, None, py.platform, rel.default_variant if rel else None)
+
+
+def _python_outside(facts: Facts, compat: Any, version: Optional[str]) -> bool:
+    if not version or compat is None or not facts.pythons or not facts.pythons[0].python_version:
+        return False
+    try:
+        rel = compat.torch_release(base_version(version) or "")
+    except Exception:  # noqa: BLE001
+        return False
+    if rel is None:
+        return False
+    py = major_minor(facts.pythons[0].python_version)
+    lo, hi = major_minor(rel.python_min), major_minor(rel.python_max)
+    return bool((lo and py < lo) or (hi and py > hi))
+
+
+def nvidia_two_majors(facts: Facts) -> List[str]:
+    """NVIDIA library wheels installed for two CUDA majors at once (nvidia-cublas-cu11 and -cu12): both
+    unpack into site-packages/nvidia/<lib>/lib, and the last installed wins."""
+    seen: Dict[str, set] = {}
+    for py in facts.pythons:
+        for p in py.packages:
+            w = nvidia_wheel(p.name)
+            if w:
+                seen.setdefault(w[0], set()).add(w[1])
+    return sorted(lib for lib, majors in seen.items() if len(majors) > 1)
+
+
+def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
+    """The named conditions a catalogue row's alternatives may use."""
+    host = facts.host
+    if when == "wsl":
+        return bool(host.wsl)
+    if when == "in_container":
+        return bool(host.container and host.container.runtime)
+    if when == "in_container_no_gpu":
+        return bool(host.container and host.container.runtime and host.container.gpu_device_nodes == [])
+    if when == "variants_differ":
+        t = variant_kind(_pkg_variant(facts, compat, "torch"))
+        if t is None:
+            return False
+        return any(variant_kind(_pkg_variant(facts, compat, c)) not in (None, t) for c in ("torchvision", "torchaudio"))
+    if when == "not_torch_import":
+        msgs = facts.paste.messages if facts.paste else []
+        return not any("torch/__init__" in m or "torch._C" in m for m in msgs)
+    if when == "driver_packages_changed":
+        return bool(facts.paste and "driver.packages_changed" in (facts.paste.provenance or {}))
+    if when == "mig_enabled":
+        return any(g.mig_mode_current for g in facts.driver.gpus)
+    if when == "nvidia_wheels_two_majors":
+        return bool(nvidia_two_majors(facts))
+    if when == "python_outside_requested_torch":
+        return _python_outside(facts, compat, groups.get("version"))
+    if when.startswith("capture:") and "~" in when:
+        name, pattern = when[len("capture:"):].split("~", 1)
+        value = groups.get(name) or ""
+        return bool(re.search(pattern, value))
+    return False
+
+
+_HITS_MEMO: Dict[str, Any] = {}
+
+
+def signature_hits(facts: Facts, compat: Any) -> List[Hit]:
+    """Every (message, signature) match, with the category the facts make most likely.
+
+    Several checks ask for the hits of one paste: the last answer is kept (keyed by the facts object, which
+    checks never change), and each message is whitespace-normalised once, not once per signature.
+    """
+    if facts.paste is None:
+        return []
+    sigs = signatures_from(compat)
+    memo = _HITS_MEMO.get("last")
+    if memo is not None and memo[0] is facts and memo[1] is sigs:
+        return list(memo[2])
+    hits: List[Hit] = []
+    for i, message in enumerate(facts.paste.messages):
+        norm = normalise(message)
+        for sig in sigs:
+            m = sig.regex.search(norm)
+            if not m:
+                continue
+            groups = m.groupdict()
+            category, confidence = sig.category, sig.confidence
+            for alt in sig.alternatives:
+                if holds(alt.when, facts, compat, groups):
+                    category, confidence = alt.category, alt.confidence
+                    break
+            hits.append(Hit(sig, i, message, m.group(0), groups, category, confidence))
+    _HITS_MEMO["last"] = (facts, sigs, tuple(hits))
+    return hits
+
+
+def paste_or_skip(ctx: CheckContext) -> Any:
+    paste = ctx.facts.paste
+    if paste is None:
+        raise SkipCheck("judges pasted reports only (`envdoctor diagnose`); a live probe reads these facts itself")
+    return paste

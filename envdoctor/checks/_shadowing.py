@@ -1,0 +1,240 @@
+"""Library shadowing detection shared by libraries.shadowing and torch.import: which copy of a CUDA library
+torch loads instead of its own wheel's, and the finding and fix that say so."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from ..domain.variants import nvidia_wheel
+from ..domain.versions import parse_version
+from ..facts import LibraryCopy, PythonEnv
+from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import drop_path_entry, export, pip_install, unset
+
+# library family -> the nvidia-* wheel that ships it next to a pip-installed torch (the wheel may carry a
+# -cu12 / -cu13 suffix); family names are those the payload gives (lib_family in _payload.py)
+WHEELS = {
+    "cudnn": "nvidia-cudnn", "cublas": "nvidia-cublas", "nccl": "nvidia-nccl",
+    "nvjitlink": "nvidia-nvjitlink", "cudart": "nvidia-cuda-runtime", "cufft": "nvidia-cufft",
+    "curand": "nvidia-curand", "cusparse": "nvidia-cusparse", "cusparselt": "nvidia-cusparselt",
+    "cusolver": "nvidia-cusolver", "nvrtc": "nvidia-cuda-nvrtc", "nvshmem": "nvidia-nvshmem",
+}
+_LABEL = {"cudnn": "cuDNN", "cublas": "cuBLAS", "nccl": "NCCL", "nvjitlink": "nvJitLink", "cudart": "the CUDA runtime",
+          "cufft": "cuFFT", "curand": "cuRAND", "cusparse": "cuSPARSE", "cusparselt": "cuSPARSELt",
+          "cusolver": "cuSOLVER", "nvrtc": "NVRTC", "nvshmem": "NVSHMEM"}
+# symbol prefix -> family, to tell which library an "undefined symbol" error is about
+_SYMBOL_FAMILY = [("ncclx", "nccl"), ("nccl", "nccl"), ("cudnn", "cudnn"), ("cublas", "cublas"),
+                  ("__nvjitlink", "nvjitlink"), ("nvjitlink", "nvjitlink"), ("cufft", "cufft"), ("curand", "curand"),
+                  ("cusparselt", "cusparselt"), ("cusparse", "cusparse"), ("cusolver", "cusolver"),
+                  ("nvrtc", "nvrtc"), ("nvshmem", "nvshmem"), ("cuda", "cudart")]
+_UNDEFINED = re.compile(r"undefined symbol: ([A-Za-z_][A-Za-z0-9_]*)")
+PRELOAD_VIAS = ("LD_PRELOAD", "/etc/ld.so.preload")
+
+
+def label(family: str) -> str:
+    return _LABEL.get(family, family)
+
+
+def wheel_version(py: PythonEnv, family: str) -> Tuple[Optional[str], Optional[str]]:
+    """(version, wheel name) of the nvidia-* wheel that ships ``family``: installed, else torch's pin."""
+    installed = installed_wheel(py, family)
+    if installed:
+        return installed
+    return pinned_wheel(py, family)
+
+
+def _is_family_wheel(name: str, family: str) -> bool:
+    """Is ``name`` the wheel of ``family``: nvidia-cudnn, or nvidia-cudnn-cu12 for one CUDA major?"""
+    prefix = WHEELS.get(family)
+    w = nvidia_wheel(name)
+    return bool(prefix) and (name.lower() == prefix or (w is not None and f"nvidia-{w[0]}" == prefix))
+
+
+def installed_wheel(py: PythonEnv, family: str) -> Optional[Tuple[str, str]]:
+    for p in py.packages:
+        if _is_family_wheel(p.name, family):
+            return p.version, p.name
+    return None
+
+
+def pinned_wheel(py: PythonEnv, family: str) -> Tuple[Optional[str], Optional[str]]:
+    """(version, wheel name) torch's metadata pins for ``family`` (Requires-Dist nvidia-nccl-cu13==2.30.7)."""
+    build = py.torch.build_files if py.torch else None
+    for pin in (build.requires_pins if build else []):
+        name, _, version = pin.partition("==")
+        if _is_family_wheel(name, family) and version:
+            return version, name.lower()
+    return None, None
+
+
+def symbol_family(error: Optional[str]) -> Tuple[Optional[str], Optional[str]]:
+    """(family, symbol) of the first "undefined symbol: X" in an error text."""
+    m = _UNDEFINED.search(error or "")
+    if not m:
+        return None, None
+    symbol = m.group(1)
+    low = symbol.lower()
+    # C++ mangled names (_ZN...) say nothing about a C library: only plain C entry points are mapped
+    for prefix, family in _SYMBOL_FAMILY:
+        if low.startswith(prefix):
+            return family, symbol
+    return None, symbol
+
+
+def _versions_differ(a: Optional[str], b: Optional[str]) -> Optional[bool]:
+    va, vb = parse_version(a), parse_version(b)
+    if va is None or vb is None:
+        return None
+    n = min(len(va.release), len(vb.release), 3)
+    return va.release[:n] != vb.release[:n]
+
+
+def unpreload_commands(py: PythonEnv, lib: LibraryCopy) -> Tuple[str, List[str]]:
+    """(fix summary, commands) that take one preloaded library out of the loader's way.
+
+    The commands come from envdoctor.remedies (quoted).
+    """
+    entry = lib.path or lib.name
+    if lib.via == "LD_PRELOAD":
+        value = (py.env or {}).get("LD_PRELOAD") or ""
+        rest = [e for e in re.split(r"[:\s]+", value) if e and e != entry and e != lib.path]
+        if rest:
+            return (f"Take {entry} out of LD_PRELOAD (where it is set: the shell profile, the job script, the "
+                    "container's ENV) so torch loads its own copy",
+                    [export("LD_PRELOAD", ":".join(rest))])
+        return (f"Unset LD_PRELOAD (it preloads {entry}) where it is set: the shell profile, the job script, the "
+                "container's ENV; torch then loads its own copy", [unset("LD_PRELOAD")])
+    return (f"Remove the line {entry} from /etc/ld.so.preload (it preloads into every process on this machine)",
+            ["sudoedit /etc/ld.so.preload"])
+
+
+@dataclass(frozen=True)
+class Shadow:
+    """One library the loader takes instead of torch's wheel copy."""
+
+    lib: LibraryCopy
+    family: str
+    wheel: Optional[str]
+    wheel_version: Optional[str]
+    how: str  # "preloaded", "loaded", "search-path", "fallback" (torch's wheel is missing)
+    explains_import_error: bool
+
+
+def shadows(py: PythonEnv, system: Optional[List[LibraryCopy]] = None) -> List[Shadow]:
+    """The shadowing copies for one interpreter with a CUDA build of torch (pure; used by torch.import too).
+
+    ``system``: the copies in the system linker cache (facts.system_libraries), which the loader falls back
+    to when the wheel torch pins is not installed.
+    """
+    t = py.torch
+    if t is None or not t.cuda:
+        return []
+    fam_err, _sym = symbol_family(t.import_error)
+    out: List[Shadow] = []
+    seen = set()
+    build = t.build_files
+    needed = set(build.needed or []) if build else set()
+
+    def add(lib: LibraryCopy, how: str) -> None:
+        family = lib.name
+        if family not in WHEELS or (family, lib.path) in seen:
+            return
+        version, wheel = wheel_version(py, family)
+        if wheel is None and not (lib.soname and lib.soname in needed):
+            return  # torch does not ship this library here (a conda or system build of torch)
+        seen.add((family, lib.path))
+        out.append(Shadow(lib, family, wheel, version, how, fam_err == family))
+
+    for lib in py.library_candidates:
+        if lib.via in PRELOAD_VIAS and lib.path:  # (no path: the file does not exist and ld.so skips it)
+            add(lib, "preloaded")
+    for lib in py.loaded_libraries:
+        if lib.origin in ("system", "conda") and not any(s.lib.path == lib.path for s in out):
+            add(lib, "loaded")
+    if not t.imported and build is not None and build.rpath is None:
+        # without DT_RPATH, LD_LIBRARY_PATH is searched before torch's own DT_RUNPATH (ld.so(8), "Shared
+        # object dependencies"); with DT_RPATH (torch 2.x wheels), torch's own directories come first
+        for lib in py.library_candidates:
+            if lib.via == "LD_LIBRARY_PATH" and lib.soname and lib.soname in needed:
+                add(lib, "search-path")
+    if not t.imported and fam_err and not any(s.family == fam_err for s in out) and not installed_wheel(py, fam_err):
+        # torch pins a wheel for this library and it is not installed: its RPATH directory is empty, so the
+        # loader went on to LD_LIBRARY_PATH and the system cache (ld.so(8)) and found an older copy
+        pinned, wheel = pinned_wheel(py, fam_err)
+        fallback = [c for c in py.library_candidates if c.via in ("LD_LIBRARY_PATH", "conda")] + list(system or [])
+        lib = next((c for c in fallback if c.name == fam_err), None)
+        if pinned and lib is not None:
+            seen.add((fam_err, lib.path))
+            out.append(Shadow(lib, fam_err, wheel, pinned, "fallback", True))
+    return out
+
+
+def _ld_hit(py: PythonEnv, path: Optional[str]) -> Optional[str]:
+    value = (py.env or {}).get("LD_LIBRARY_PATH") or ""
+    for d in (d for d in value.split(":") if d):
+        if path and path.startswith(d.rstrip("/") + "/"):
+            return d
+    return None
+
+
+def shadow_finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
+    lib = s.lib
+    name = label(s.family)
+    version = f"{name} {lib.version}" if lib.version else f"{name}, version unknown"
+    wheel = f"its {s.wheel} wheel ({s.wheel_version})" if s.wheel else "the copy its wheels ship"
+    differs = _versions_differ(lib.version, s.wheel_version)
+    where = f"pythons[{i}].loaded_libraries" if s.how == "loaded" else f"pythons[{i}].library_candidates"
+    ev = [Evidence(f"{where}.{s.family}", lib.path or lib.name, expected=f"the {s.wheel or 'wheel'} copy in site-packages"),
+          Evidence(f"{where}.{s.family}.version", lib.version, source=lib.version_source),
+          Evidence(f"pythons[{i}].packages.{s.wheel or WHEELS[s.family]}", s.wheel_version)]
+    if s.explains_import_error:
+        ev.append(Evidence(f"pythons[{i}].torch.import_error", py.torch.import_error if py.torch else None))
+    cmds: List[str] = []
+    if s.how == "fallback":
+        summary = (f"torch pins {s.wheel}=={s.wheel_version} but it is not installed, so the loader falls back to "
+                   f"{lib.path} ({version})")
+        fix_summary = f"Install the {name} wheel torch pins, so torch loads its own copy"
+        cmds = [pip_install(None, py, [f"{s.wheel}=={s.wheel_version}"])]
+        detail = ("torch's libraries look for their CUDA libraries in the nvidia-* wheels' directories first "
+                  "(RPATH); when a wheel is missing the loader goes on to LD_LIBRARY_PATH and the system cache "
+                  "and takes whatever copy it finds there.")
+        ev[-1] = Evidence(f"pythons[{i}].torch.build_files.requires_pins", f"{s.wheel}=={s.wheel_version}",
+                          expected="installed")
+    elif s.how == "preloaded":
+        var = lib.via or "LD_PRELOAD"
+        ev.insert(0, Evidence(f"pythons[{i}].env.LD_PRELOAD" if var == "LD_PRELOAD" else "/etc/ld.so.preload",
+                              (py.env or {}).get("LD_PRELOAD") if var == "LD_PRELOAD" else lib.path))
+        summary = (f"{var} loads {lib.path or lib.name} ({version}) into every process before torch's own "
+                   f"{name}, {wheel}")
+        fix_summary, cmds = unpreload_commands(py, lib)
+        detail = ("A preloaded library is loaded before anything else and answers for its SONAME "
+                  f"({lib.soname or 'its name'}), so torch's own copy is never used, whatever RPATH says "
+                  "(ld.so(8)). Reinstalling torch does not change that.")
+    else:
+        hit = _ld_hit(py, lib.path)
+        where = f"LD_LIBRARY_PATH entry {hit}" if hit else f"the {lib.origin or 'system'} library path"
+        summary = (f"torch {'loaded' if s.how == 'loaded' else 'would load'} {name} from {lib.path} ({version}), "
+                   f"found through {where}, instead of {wheel}")
+        detail = ("A library directory earlier on LD_LIBRARY_PATH (or in the system linker path) wins over "
+                  "the copy torch was built and tested with. Version skew shows up as 'cuDNN version "
+                  "incompatibility', undefined symbols such as __nvJitLinkAddData_12_1, or silent slowdowns.")
+        if hit:
+            ev.insert(0, Evidence(f"pythons[{i}].env.LD_LIBRARY_PATH", (py.env or {}).get("LD_LIBRARY_PATH")))
+            cmds.append(drop_path_entry(None, "LD_LIBRARY_PATH", (py.env or {}).get("LD_LIBRARY_PATH") or "", hit))
+            fix_summary = f"Remove {hit} from LD_LIBRARY_PATH so torch loads its own {name}"
+        else:
+            fix_summary = f"Take {lib.path} out of the library path (or match its version to the wheel's)"
+    if s.explains_import_error:
+        summary += ": `import torch` fails on it"
+    severity = Severity.ERROR if (s.explains_import_error or differs) else Severity.WARNING
+    return Finding(
+        code=f"libraries.shadowing/{s.family}",
+        category="SYSTEM_LIB_SHADOWING",
+        severity=severity,
+        summary=summary,
+        detail=detail,
+        evidence=ev,
+        fix=Fix(fix_summary, cmds),
+    )

@@ -1,0 +1,188 @@
+"""GPU clock checks: throttling reasons, judged against load and power."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..facts import Gpu
+from ..findings import Evidence, Finding, Fix
+from ..remedies import command, placeholder
+from ._gpus import gpu_list, gpu_path, looks_loaded, require_gpus
+from .base import Check, CheckContext, Findings, registrar
+
+CHECKS: List[Check] = []
+check = registrar(CHECKS)
+
+
+# NVML clock-event reasons (nvml.h, nvmlClocksEventReasons): which are faults, and when.
+_HW = {
+    "hw_thermal_slowdown": "HW Thermal Slowdown",
+    "hw_power_brake_slowdown": "HW Power Brake Slowdown",
+}
+
+
+# HW Slowdown alone: NVML reference, nvmlClocksEventReasonHwSlowdown: "This is an indicator of ... temperature
+# being too high, External Power Brake Assertion ..., Power draw is too high ... May be also reported during
+# PState or clock change - This behavior may be removed in a later release". One instantaneous reading
+# cannot tell the fault from a P-state change, so it is a warning with the way to confirm it.
+_HW_MAYBE = {"hw_slowdown": "HW Slowdown"}
+
+
+_THERMAL = {"sw_thermal_slowdown": "SW Thermal Slowdown"}
+
+
+# Settings lowered by hand (nvidia-smi -pl / -lgc / -ac): the setting against its default or maximum. NVML:
+# nvmlDeviceGetPowerManagementLimit vs ...DefaultLimit; locked SM clocks vs the maximum SM clock;
+# nvmlDeviceGetApplicationsClock vs nvmlDeviceGetDefaultApplicationsClock. A locked or application clock of 0 is
+# "not set". (code, summary head, setting, reference, fraction, 0 = unset, per-GPU text, expected, detail, fix,
+# the command that resets one GPU)
+_LOWERED = (
+    ("gpu.throttle/power-limit-lowered", "Power limit set below the default", "power_limit_w", "power_default_limit_w", 0.97,
+     False, "{v:g} W of {ref:g} W", ">= {ref:g} W (default)",
+     "A lowered power limit caps clocks whenever the GPU is busy.", "Restore the default power limit",
+     "sudo nvidia-smi -i {i} -pl {ref:g}"),
+    ("gpu.throttle/clocks-locked", "GPU clocks locked below the maximum", "clocks_sm_locked_max_mhz", "clocks_sm_max_mhz", 0.9,
+     True, "{v} MHz of {ref} MHz", "unlocked (max {ref} MHz)", None, "Reset the locked GPU clocks",
+     "sudo nvidia-smi -i {i} -rgc"),
+    ("gpu.throttle/app-clocks-lowered", "Application clocks set below the default", "clocks_sm_app_mhz",
+     "clocks_sm_app_default_mhz", 0.97, True, "{v} MHz of {ref} MHz", ">= {ref} MHz (default)", None,
+     "Reset the application clocks to their defaults", "sudo nvidia-smi -i {i} -rac"),
+)
+
+
+def _reasons(g: Gpu) -> List[str]:
+    return [r.lower() for r in (g.throttle_reasons or [])]
+
+
+THROTTLE = Findings("gpu.throttle", "GPU_THROTTLED")
+
+
+@check(THROTTLE, "GPU clocks are not throttled")
+def throttle(ctx: CheckContext) -> List[Finding]:
+    gpus = require_gpus(ctx.facts, "throttle reasons",
+                        ("throttle_reasons", "power_limit_w", "clocks_sm_locked_max_mhz", "clocks_sm_app_mhz"))
+    out: List[Finding] = []
+
+    hw = [(g, [_HW[r] for r in _reasons(g) if r in _HW]) for g in gpus]
+    hw = [(g, names) for g, names in hw if names]
+    if hw:
+        # HW slowdown is asserted by the board or the system (power supply, thermal sensor, EDPp):
+        # it halves clocks or worse at any load, so it is a fault even when the GPU is idle.
+        # NVIDIA nvml.h: nvmlClocksEventReasonHwSlowdown / HwPowerBrakeSlowdown.
+        out.append(THROTTLE.error(
+            "hw-slowdown",
+            f"Hardware slowdown active on {gpu_list([g for g, _ in hw])}: "
+            + "; ".join(f"GPU {g.index}: {', '.join(n)}" for g, n in hw),
+            detail="HW Slowdown / HW Power Brake / HW Thermal Slowdown cut the clocks by half or more. They "
+                   "are raised by the board or chassis (power supply or power-brake signal, overheating), "
+                   "not by your job.",
+            evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []),
+                               expected="no hw_* reason active") for g, _ in hw],
+            fix=Fix("Check the chassis power supplies and cooling, then reset the GPU; report it to the "
+                    "provider if it persists",
+                    commands=["nvidia-smi -q -d PERFORMANCE",
+                              "sudo nvidia-smi -i " + ",".join(str(g.index) for g, _ in hw) + " -r"],
+                    url="https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"),
+        ))
+
+    faulted = {g.index for g, _ in hw}  # already an error there: the same board fault, said once
+    maybe = [g for g in gpus if g.index not in faulted and any(r in _HW_MAYBE for r in _reasons(g))]
+    if maybe:
+        out.append(THROTTLE.warning(
+            "hw-slowdown-seen",
+            f"HW Slowdown reported on {gpu_list(maybe)} in one reading: a fault if it persists, "
+            "harmless during a P-state or clock change",
+            detail="HW Slowdown halves clocks or worse when the board asserts it (temperature, power brake, "
+                   "power draw). NVIDIA notes that it may also be reported briefly during a P-state or clock "
+                   "change, so only a reading that stays tells.",
+            evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []),
+                               expected="hw_slowdown not active") for g in maybe],
+            fix=Fix("Watch the reason for a few seconds; if it stays active, check the chassis power supplies and "
+                    "cooling, then reset the GPU",
+                    commands=["nvidia-smi --query-gpu=index,clocks_event_reasons.hw_slowdown,clocks.sm,power.draw "
+                              "--format=csv -l 1"],
+                    url="https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"),
+        ))
+
+    unknown = [g for g in gpus if any(r.startswith("unknown_0x") for r in _reasons(g))]
+    if unknown:
+        out.append(THROTTLE.info(
+            "unknown-reason",
+            "Clock-event reason bits this envdoctor cannot name on "
+            + "; ".join(f"GPU {g.index}: " + ", ".join(r for r in _reasons(g) if r.startswith("unknown_0x"))
+                        for g in unknown),
+            detail="A newer driver reports a reason that the bundled NVML names do not cover; nvidia-smi "
+                   "prints its name.",
+            evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or [])) for g in unknown],
+            fix=Fix("Read the reason's name from nvidia-smi", commands=["nvidia-smi -q -d PERFORMANCE"]),
+        ))
+
+    thermal = [g for g in gpus if any(r in _THERMAL for r in _reasons(g))]
+    if thermal:
+        out.append(THROTTLE.warning(
+            "thermal",
+            f"SW thermal slowdown active on {gpu_list(thermal)}: "
+            + "; ".join(f"GPU {g.index} at {g.temperature_c:g} C" if g.temperature_c is not None
+                        else f"GPU {g.index}" for g in thermal),
+            detail="The driver lowers clocks because the GPU (or its memory) is above its thermal target; "
+                   "cooling is not keeping up.",
+            evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []),
+                               expected="sw_thermal_slowdown not active") for g in thermal]
+                     + [Evidence(gpu_path(g, "temperature_c"), g.temperature_c,
+                                 expected=f"< {g.temperature_slowdown_c:g} C (slowdown)"
+                                 if g.temperature_slowdown_c else None)
+                        for g in thermal if g.temperature_c is not None],
+            fix=Fix("Improve airflow/cooling (fans, blanking panels, inlet temperature) and check the fan speed",
+                    commands=["nvidia-smi -q -d TEMPERATURE,PERFORMANCE"]),
+        ))
+
+    capped = [g for g in gpus if "sw_power_cap" in _reasons(g)]
+    loaded = [g for g in capped if looks_loaded(g)]
+    idle = [g for g in capped if not looks_loaded(g)]
+    if loaded:
+        out.append(THROTTLE.warning(
+            "power-cap",
+            f"Power cap limits clocks under load on {gpu_list(loaded)}: "
+            + "; ".join(_power_text(g) for g in loaded),
+            detail="The GPU draws its whole power limit and the driver lowers clocks to stay under it. "
+                   "Expected on some workloads, but a limit below the default, or a hot GPU, costs speed.",
+            evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []))
+                      for g in loaded]
+                     + [Evidence(gpu_path(g, "power_draw_w"), g.power_draw_w,
+                                 expected=f"< power limit {g.power_limit_w:g} W" if g.power_limit_w else None)
+                        for g in loaded],
+            fix=Fix("Keep the power limit at its default (or the maximum the board allows)",
+                    commands=["nvidia-smi -q -d POWER", command("sudo", "nvidia-smi", "-pl", placeholder("<watts>"))]),
+        ))
+    if idle:
+        # SW Power Cap is reported in P8 at 15-30 W on A40/RTX A6000/RTX 5090 (real captures in
+        # tests/fixtures/perf-throttle): a reporting quirk at idle, not a fault; only load tells.
+        out.append(THROTTLE.info(
+            "power-cap-idle",
+            f"SW power cap reported while idle on {gpu_list(idle)} ("
+            + "; ".join(_power_text(g) for g in idle) + "): not a fault at idle, not verified under load",
+            evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []))
+                      for g in idle],
+            fix=Fix("Re-check while a job runs",
+                    commands=["nvidia-smi --query-gpu=index,power.draw,power.limit,clocks_event_reasons.active "
+                              "--format=csv -l 5"]),
+        ))
+
+    for code, what, field, ref_field, fraction, zero_unset, text, expected, detail, fix, reset in _LOWERED:
+        low = [g for g in gpus if getattr(g, field) is not None and (getattr(g, field) or not zero_unset)
+               and getattr(g, ref_field) and getattr(g, field) < fraction * getattr(g, ref_field)]
+        if low:
+            out.append(THROTTLE.warning(
+                code.split("/", 1)[1], f"{what} on " + "; ".join(f"GPU {g.index}: " + text.format(v=getattr(g, field),
+                                                                              ref=getattr(g, ref_field)) for g in low),
+                detail=detail,
+                evidence=[Evidence(gpu_path(g, field), getattr(g, field), expected=expected.format(ref=getattr(g, ref_field)))
+                          for g in low],
+                fix=Fix(fix, commands=[reset.format(i=g.index, ref=getattr(g, ref_field)) for g in low])))
+    return out
+
+
+def _power_text(g: Gpu) -> str:
+    if g.power_draw_w is not None and g.power_limit_w:
+        return f"GPU {g.index} {g.power_draw_w:g} W of {g.power_limit_w:g} W"
+    return f"GPU {g.index}"

@@ -1,0 +1,168 @@
+"""torch import checks: the interpreter answers and torch imports (with the cause of a failed import)."""
+
+from __future__ import annotations
+
+import re
+from typing import List, Optional, Tuple
+
+from ..domain.variants import torch_variant
+from ..domain.versions import base_version
+from ..facts import ProbeStatus, PythonEnv
+from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import GET_STARTED, command, pip_check, pip_install
+from ._util import torch_envs_or_skip
+from .base import CheckContext, SkipCheck, registrar
+
+CHECKS: list = []
+check = registrar(CHECKS)
+
+
+_MISSING_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]+)'")
+
+
+def _python_argv0(py: PythonEnv) -> str:
+    """The judged interpreter for fix commands (quoted by remedies.command)."""
+    return py.executable or "python"
+
+
+def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContext) -> Tuple[Fix, Optional[str]]:
+    """(the fix, the root cause's finding code when another check explains the failure)."""
+    from ._shadowing import shadow_finding, shadows
+
+    cause = next((s for s in shadows(py, ctx.facts.system_libraries.libraries) if s.explains_import_error), None)
+    if cause is not None:
+        root = shadow_finding(i, py, cause)
+        summary = root.fix.summary if root.fix else "fix the library shadowing"
+        return Fix(f"Caused by {root.code}: {summary[0].lower() + summary[1:]}; reinstalling torch does not help",
+                   list(root.fix.commands) if root.fix else []), root.code
+    failure = py.failure if py.failure_stage == "importing torch" else None
+    python = _python_argv0(py)
+    if failure == "crashed":
+        return Fix("See where the import crashes (Python's faulthandler prints the native stack), then fix or "
+                   "reinstall what it names",
+                   [command(python, "-X", "faulthandler", "-c", "import torch")]), None
+    if failure == "timeout":
+        return Fix("See where the import hangs (a network filesystem, a lock, a CUDA library load): run it by "
+                   "hand, and give envdoctor more time with --python-timeout if it is only slow",
+                   [command(python, "-X", "importtime", "-c", "import torch")]), None
+    missing = _MISSING_MODULE.search(last)
+    if missing and missing.group(1).split(".")[0] != "torch":
+        # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
+        module = missing.group(1).split(".")[0]
+        return Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
+                   [pip_install(ctx.facts, py, [module.replace('_', '-')]), pip_check(ctx.facts, py)]), None
+    variant = torch_variant(py.torch)
+    return Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
+               [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"], variant,
+                            force=True)]), None
+
+
+@check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
+def check_torch_import(ctx: CheckContext) -> List[Finding]:
+    # a torch whose version is unknown (no version.py, no metadata) but whose import failed is still judged:
+    # a crash while importing it must never end in "No problems found"
+    envs = [(i, py) for i, py in enumerate(ctx.facts.pythons)
+            if py.torch is not None and (py.torch.version or py.torch.import_error)] or torch_envs_or_skip(ctx.facts)
+    paste = ctx.facts.paste
+    if paste is not None and not any(py.torch and py.torch.import_error for _, py in envs):
+        src = (paste.provenance or {}).get("pythons[0].torch.version") or {}
+        if src.get("reader") in (None, "package metadata"):
+            raise SkipCheck("the paste shows torch's package, not torch importing")
+    findings = []
+    judged = False
+    for i, py in envs:
+        t = py.torch
+        if py.torch_inspected is False and not t.import_error:
+            continue  # --no-torch: the import was not tried
+        judged = True
+        if not t.import_error:
+            continue
+        last = t.import_error.strip().splitlines()[-1] if t.import_error.strip() else t.import_error
+        version = base_version(t.version) or ""
+        fix, cause = _import_fix(i, py, last, version, ctx)
+        failure = py.failure if py.failure_stage == "importing torch" else None
+        kind = {"crashed": "crashed", "timeout": "hung"}.get(failure or "", "failed")
+        detail = "Nothing else about this torch can be checked until it imports; the build checks use its files."
+        if cause:
+            detail = f"A consequence of {cause} (the root cause): fix that and this import works. " + detail
+        findings.append(Finding(
+            code=f"torch.import/{kind}",
+            category="TORCH_IMPORT_FAILED",
+            severity=Severity.ERROR,
+            summary=(f"`import torch` fails in {py.executable or 'the interpreter'} "
+                     f"(torch {t.version or 'of unknown version'}): {last[:200]}"),
+            detail=detail,
+            evidence=[Evidence(f"pythons[{i}].torch.import_error", t.import_error),
+                      Evidence(f"pythons[{i}].torch.version", t.version,
+                               source="torch/version.py" if t.build_files and not t.imported else None)],
+            fix=fix,
+        ))
+    if not judged:
+        raise SkipCheck("torch was not imported (--no-torch)")
+    return findings
+
+
+_UNUSABLE = {
+    "not_found": "does not exist",
+    "not_executable": "cannot be run",
+    "not_python": "is not a Python interpreter",
+    "payload_error": "failed inside envdoctor's inspection script",
+    "crashed": "crashed",
+    "timeout": "hung",
+    "exited": "exited without answering",
+}
+
+
+@check("torch.interpreter", "The interpreter to diagnose answers and has torch",
+       categories=("TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"))
+def check_interpreter(ctx: CheckContext) -> List[Finding]:
+    """A target that cannot be inspected, or has no torch, is a finding: never an empty, clean report."""
+    if ctx.facts.origin == "paste":
+        raise SkipCheck("a paste is judged without running an interpreter")
+    if not ctx.facts.pythons:
+        raise SkipCheck("no interpreter was inspected")
+    findings = []
+    for i, py in enumerate(ctx.facts.pythons):
+        name = py.executable or py.requested_as or "the interpreter"
+        t = py.torch
+        if py.status == ProbeStatus.SKIPPED:
+            continue
+        if py.failure and not (t is not None and t.import_error and py.failure_stage == "importing torch"):
+            # (a crash or hang inside `import torch` with torch's files read is torch.import's finding)
+            what = _UNUSABLE.get(py.failure, "could not be inspected")
+            stage = f" while {py.failure_stage}" if py.failure_stage else ""
+            findings.append(Finding(
+                code=f"torch.interpreter/{py.failure.replace('_', '-')}",
+                category="TARGET_PYTHON_UNUSABLE",
+                severity=Severity.ERROR,
+                summary=f"{name} {what}{stage}: {py.reason or 'no reason given'}",
+                detail=("envdoctor learns about torch, its CUDA build and libraries by running this interpreter; "
+                        "it did not answer, so none of that is judged and no clean verdict is possible."),
+                evidence=[Evidence(f"pythons[{i}].status", py.status),
+                          Evidence(f"pythons[{i}].failure", py.failure),
+                          Evidence(f"pythons[{i}].reason", py.reason)],
+                fix=Fix("Point --python at the Python 3.8+ interpreter your jobs run, and run it by hand to see "
+                        "why it fails", [command(name, "-c", "import sys; print(sys.version)")]),
+            ))
+            continue
+        if py.status != ProbeStatus.OK or t is not None:
+            continue
+        if py.package("torch") is not None:
+            continue  # a distribution without a torch package directory: torch.import / packages judge it
+        chosen = py.requested_as or ""
+        explicit = chosen == "--python" or chosen.startswith("$")
+        findings.append(Finding(
+            code="torch.interpreter/no-torch",
+            category="TORCH_NOT_INSTALLED",
+            severity=Severity.ERROR if explicit else Severity.WARNING,
+            summary=(f"torch is not installed in {name}"
+                     + (f" (chosen as {chosen})" if chosen and chosen != "--python" else "")),
+            detail=("No torch package is importable there, so the torch build, CUDA variant and library checks "
+                    "have nothing to judge." + ("" if explicit else
+                                                " It was picked by default: your torch may live elsewhere.")),
+            evidence=[Evidence(f"pythons[{i}].torch", None, expected="an installed torch"),
+                      Evidence(f"pythons[{i}].requested_as", py.requested_as)],
+            fix=Fix("Diagnose the interpreter that has torch (envdoctor --python /path/to/venv/bin/python), or "
+                    "install torch there", [pip_install(ctx.facts, py, ["torch"])], GET_STARTED),
+        ))
+    return findings
