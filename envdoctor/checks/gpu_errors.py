@@ -134,7 +134,7 @@ def memory_errors(ctx: CheckContext) -> List[Finding]:
         # clean; when it was read, gpu.xid judges it
         out.append(MEMORY_ERRORS.info(
             "xid-not-read",
-            "ECC and row-remap counters are clean; Xid errors in the kernel log were not read",
+            f"{_what_was_read(gpus)}; Xid errors in the kernel log were not read",
             fix=Fix("Look for Xid errors yourself", commands=["sudo dmesg -T | grep -i xid"]),
         ))
     return out
@@ -229,3 +229,21 @@ def xid(ctx: CheckContext) -> List[Finding]:
             fix=fix,
         ))
     return out
+
+
+def _what_was_read(gpus) -> str:
+    """Name only the counters the facts hold: an nvidia-smi table has ECC but no row-remap state, and a
+    report must never claim a counter it did not see is clean."""
+    read = []
+    if any(g.ecc_volatile_uncorrected is not None or g.ecc_aggregate_uncorrected is not None for g in gpus):
+        read.append("ECC")
+    if any(g.remapped_rows_pending is not None or g.remapped_rows_uncorrectable is not None for g in gpus):
+        read.append("row-remap")
+    if any(g.retired_pages_pending is not None or g.retired_pages_double_bit is not None for g in gpus):
+        read.append("page-retirement")
+    if not read:
+        return "No ECC, row-remap or page-retirement counter was read"
+    return " and ".join(read) + " counters show no error (" + (
+        "row-remap state not read" if "row-remap" not in read else "all three read" if len(read) == 3
+        else "page-retirement state not read") + ")"
+

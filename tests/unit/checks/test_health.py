@@ -248,6 +248,19 @@ def test_memory_errors_clean_h100_passes_and_says_xid_not_read(compat):
     assert codes(res) == ["gpu.memory-errors/xid-not-read"]
 
 
+def test_memory_errors_note_names_only_the_counters_read(compat):
+    # an nvidia-smi table shows the volatile ECC column but no row-remap state: the note must not call
+    # row-remap counters clean
+    facts = table_facts("nvidia-smi-table/v100-sxm2-x8_460.32.03_inforom-corrupted.txt")
+    facts = dataclasses.replace(facts, driver=dataclasses.replace(facts.driver, gpus=[
+        dataclasses.replace(g, inforom_valid=None, notes=None) for g in facts.driver.gpus]))
+    note = finding(one(facts, compat, "gpu.memory-errors"), "gpu.memory-errors/xid-not-read")
+    assert note.summary.startswith("ECC counters show no error (row-remap state not read)")
+    full = one(q("other/h100-sxm-80gb_590.48.01_load_nvidia-smi-q.txt"), compat, "gpu.memory-errors")
+    note = finding(full, "gpu.memory-errors/xid-not-read")
+    assert "row-remap" in note.summary and "ECC" in note.summary
+
+
 def test_memory_errors_skip_when_nothing_reported(compat):
     f = from_driver(Driver(gpus=[dataclasses.replace(healthy().driver.gpus[0], ecc_volatile_uncorrected=None,
                                                      ecc_aggregate_uncorrected=None, remapped_rows_pending=None,
