@@ -478,6 +478,7 @@ PER_DEVICE = {"matmul_fp32": k_matmul, "matmul_tf32": k_matmul, "matmul_bf16": k
 ALL_DEVICES = {"p2p": k_p2p, "allreduce": k_allreduce, "sustained": k_sustained}
 
 
+# a stdlib copy of envdoctor.domain.pci.bus_key's form (this script runs without the package); envdoctor re-keys it with bus_key
 def _pci_key(torch: Any, i: int) -> Optional[str]:
     try:
         p = torch.cuda.get_device_properties(i)

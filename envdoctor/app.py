@@ -235,7 +235,8 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
 def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, runner: Any,
                env: Dict[str, str]) -> Tuple[Driver, ProbeRun, List[BenchResult]]:
     """Run the PCIe load in the first target interpreter and put the readings on the GPUs it loaded."""
-    from .probes.pcie_load import PcieLoad, bus_key, probe_pcie_load
+    from .domain.pci import bus_key
+    from .probes.pcie_load import PcieLoad, probe_pcie_load
     from .probes.python_env import default_interpreter
 
     exe = next((p.executable for p in pythons if p.executable), None) or default_interpreter(env, runner)[0]
@@ -340,20 +341,20 @@ def run_benchmarks(facts: Facts, bench_options: Any, progress: Optional[Callable
     """Run ``envdoctor bench`` on top of collected facts: Facts.bench filled, PCIe links seen under load put
     on the GPUs (the PCIE_LINK_DEGRADED check reads them there)."""
     from .bench.run import run_bench
-    from .facts import pci_bus_key
+    from .domain.pci import bus_key
 
     bench = run_bench(bench_options, facts.driver, facts.storage, progress)
     bench = dataclasses.replace(bench, results=list(facts.bench.results) + list(bench.results))
     best: Dict[str, Tuple[int, int]] = {}
     for r in bench.results:
         gen, width = r.params.get("pcie_gen_under_load"), r.params.get("pcie_width_under_load")
-        key = pci_bus_key(r.params.get("pci_bus_id"))
+        key = bus_key(r.params.get("pci_bus_id"))
         if key and isinstance(gen, int) and isinstance(width, int):
             old = best.get(key, (0, 0))
             best[key] = (max(old[0], gen), max(old[1], width))
     gpus = []
     for g in facts.driver.gpus:
-        reading = best.get(pci_bus_key(g.pci_bus_id) or "")
+        reading = best.get(bus_key(g.pci_bus_id) or "")
         if reading and not g.pcie_gen_under_load:
             g = dataclasses.replace(g, pcie_gen_under_load=reading[0], pcie_width_under_load=reading[1])
         gpus.append(g)

@@ -683,21 +683,6 @@ def normalize_name(name: str) -> str:
     return "".join(out)
 
 
-def pci_bus_key(bdf: Optional[str]) -> Optional[str]:
-    """'00000000:3B:00.0' (NVML), '0000:3b:00' (torch, Xid lines), '3b:00.0' -> '0000:3b:00' (domain, bus, device).
-
-    NVML, lspci, sysfs and the kernel log spell the same GPU's address differently; this is the one key.
-    """
-    if not bdf:
-        return None
-    parts = bdf.strip().lower().split(":")
-    if len(parts) == 2:
-        parts = ["0000"] + parts
-    if len(parts) != 3:
-        return None
-    return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2].split('.')[0]}"
-
-
 def to_dict(obj: Any) -> Any:
     """Recursively turn dataclasses into JSON-ready dicts (lists stay lists, None stays None)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):

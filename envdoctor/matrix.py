@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .compat import arch_runs, cuda_of_variant, load_compat
+from .compat import load_compat
+from .domain.arch import arch_runs
+from .domain.variants import cuda_of_variant
+from .domain.versions import mm_str, release
 from .targets import TargetError, check_driver_version, resolve_gpu
 
 
@@ -13,12 +16,10 @@ class MatrixError(ValueError):
 
 
 def _release(text: str) -> Tuple[int, ...]:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(text).release
-    except InvalidVersion:
-        raise MatrixError(f"{text!r} is not a version") from None
+    rel = release(text, strict=True)
+    if not rel:
+        raise MatrixError(f"{text!r} is not a version")
+    return rel
 
 
 def min_driver(compat: Any, cuda: str, os: str = "linux") -> Dict[str, Any]:
@@ -86,7 +87,7 @@ def torch_info(compat: Any, version: str) -> Dict[str, Any]:
         known = ", ".join(r.minor for r in compat.torch_releases())
         raise MatrixError(f"torch {version} is not in the matrix (as of {compat.as_of}; known: {known})")
     patches = [c for c in compat.companion_rows() if c.torch.startswith(rel.minor + ".")
-               and ".".join(c.torch.split(".")[:2]) == rel.minor]
+               and mm_str(c.torch) == rel.minor]
     if len(_release(version)) >= 3:
         patches = [c for c in patches if _release(c.torch) == _release(version)] or patches
     return {

@@ -11,7 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .compat import arch_runs, cuda_of_variant, load_compat
+from .compat import load_compat
+from .domain.arch import arch_runs, sm_name
+from .domain.variants import cuda_of_variant, variant_of_cuda
+from .domain.versions import mm_str, release
 from .targets import GpuTarget, TargetError, check_driver_version, resolve_gpu
 
 
@@ -20,12 +23,7 @@ class RecommendError(ValueError):
 
 
 def _rel(text: Optional[str]) -> Tuple[int, ...]:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(str(text)).release if text else ()
-    except InvalidVersion:
-        return ()
+    return release(text, strict=True)
 
 
 @dataclass
@@ -54,7 +52,7 @@ def _driver_rule(compat: Any, driver: Optional[str], cuda: str, os: str,
     floor = req.minor_compat_min_driver if _rel(cuda)[0] >= 11 else None
     if floor and _rel(driver) >= _rel(floor):
         if ptx_only:
-            return False, (f"cu{cuda.replace('.', '')} needs driver >= {req.min_driver}; this driver is {driver}, "
+            return False, (f"{variant_of_cuda(cuda)} needs driver >= {req.min_driver}; this driver is {driver}, "
                            f"and minor-version compatibility cannot JIT its PTX for {', '.join(ptx_only)}"), []
         limits = [lim.rule for lim in compat.minor_compat_limits() if lim.rule]
         return True, (f"CUDA minor-version compatibility: driver {driver} >= {floor}, the CUDA "
@@ -63,7 +61,7 @@ def _driver_rule(compat: Any, driver: Optional[str], cuda: str, os: str,
     if need is None:
         # NVIDIA's table gives no minimum here (Windows for CUDA 13.x is "N/A"): unknown, not a verdict
         return None, f"the minimum {os} driver for CUDA {req.cuda} is not in the matrix: driver {driver} not judged", []
-    return False, f"cu{cuda.replace('.', '')} needs driver >= {need}; this driver is {driver}", []
+    return False, f"{variant_of_cuda(cuda)} needs driver >= {need}; this driver is {driver}", []
 
 
 def _branch_rule(compat: Any, driver: Optional[str], gpus: List[GpuTarget]) -> Optional[str]:
@@ -100,7 +98,7 @@ def judge_variant(compat: Any, rel: Any, variant: str, driver: Optional[str], gp
             for g in gpus:
                 if not arch_runs(arch, g.cc)[0]:
                     return Verdict(rel.minor, variant, False,
-                                   why_not=f"{variant} has no sm_{g.cc.replace('.', '')} kernels ({g.label}): "
+                                   why_not=f"{variant} has no {sm_name(g.cc)} kernels ({g.label}): "
                                            f"arch list {' '.join(arch)}")
                 if not arch_runs([a for a in arch if a.startswith("sm_")], g.cc)[0]:
                     ptx_only.append(g.label)
@@ -117,7 +115,7 @@ def judge_variant(compat: Any, rel: Any, variant: str, driver: Optional[str], gp
 
 
 def _latest_patch(compat: Any, minor: str) -> Optional[Any]:
-    rows = [c for c in compat.companion_rows() if ".".join(c.torch.split(".")[:2]) == minor]
+    rows = [c for c in compat.companion_rows() if mm_str(c.torch) == minor]
     return max(rows, key=lambda c: _rel(c.torch)) if rows else None
 
 

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.version import InvalidVersion, Version
+
+from .domain.arch import arch_cc
+from .domain.versions import parse_version
 
 # Requirement names that are not distributions: the interpreter, the torch build's CUDA and cuDNN
 PSEUDO_NAMES = ("python", "cuda", "cudnn")
@@ -59,10 +61,8 @@ def check_driver_version(text: Optional[str]) -> Optional[str]:
     raw = str(text).strip()
     if not re.fullmatch(r"\d{3}(\.\d{1,3}){0,2}", raw):
         raise TargetError(f"target driver {raw!r} is not an NVIDIA driver version such as 535.104.05")
-    try:
-        Version(raw)
-    except InvalidVersion:  # pragma: no cover - the pattern above only admits valid versions
-        raise TargetError(f"target driver {raw!r} is not a version") from None
+    if parse_version(raw, strict=True) is None:  # pragma: no cover - the pattern above only admits versions
+        raise TargetError(f"target driver {raw!r} is not a version")
     return raw
 
 
@@ -76,8 +76,6 @@ class GpuTarget:
     source: Optional[str] = None
 
 
-_SM_RE = re.compile(r"^(?:sm|compute)_?(\d)(\d)[af]?$|^(\d{1,2})\.(\d)$", re.IGNORECASE)
-_SM3_RE = re.compile(r"^(?:sm|compute)_?(\d{2})(\d)[af]?$", re.IGNORECASE)
 _PREFIXES = ("", "GeForce ", "Tesla ", "NVIDIA ", "NVIDIA GeForce ", "Quadro ")
 
 
@@ -90,10 +88,8 @@ def resolve_gpu(compat: Any, text: str) -> GpuTarget:
     raw = (text or "").strip()
     if not raw:
         raise TargetError("empty GPU name")
-    m = _SM3_RE.match(raw) or _SM_RE.match(raw)
-    if m:
-        groups = [g for g in m.groups() if g is not None]
-        cc = f"{int(groups[0])}.{int(groups[1])}"
+    cc = arch_cc(raw)
+    if cc:
         arch = compat.arch_support(cc)
         if arch is None:
             raise TargetError(f"target GPU {raw!r}: compute capability {cc} is not in the matrix "

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, Storage, from_dict, pci_bus_key
+from ..domain.pci import bus_key
+from ..facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, Storage, from_dict
 from .suite import KERNELS, PlanItem, plan
 
 STARTUP_TIMEOUT_S = 90.0  # import torch + CUDA initialisation, before the first kernel
@@ -168,7 +169,7 @@ def busy_gpus(driver: Driver) -> Dict[str, str]:
     out = {}
     for g in driver.gpus:
         procs = [p for p in (g.processes or []) if (p.type or "C") in ("C", "C+G")]
-        key = pci_bus_key(g.pci_bus_id)
+        key = bus_key(g.pci_bus_id)
         if procs and key:
             out[key] = ", ".join(f"pid {p.pid}" + (f" ({p.name})" if p.name else "") for p in procs[:3])
     return out
@@ -243,7 +244,7 @@ def run_torch_kernels(python: str, items: List[PlanItem], mem_fraction: float, b
         progress({"event": "result", "result": dataclasses.asdict(hung)})
         done.append(f"{k.get('name')}@{k.get('device')}")
     for r in results:
-        key = r.params.get("pci_bus_id") if isinstance(r.params, dict) else None
+        key = bus_key(r.params.get("pci_bus_id")) if isinstance(r.params, dict) else None
         if r.status == ProbeStatus.SKIPPED and key in busy:
             idx = results.index(r)
             results[idx] = dataclasses.replace(
@@ -385,7 +386,7 @@ class _NvmlHooks:
 
         def work() -> None:
             best, _n, _err = sample_pcie_links(self.nvml, lambda: not stop.is_set(), max_s=600.0)
-            self.links[name] = {pci_bus_key(b) or b: v for b, v in best.items()}
+            self.links[name] = {bus_key(b) or b: v for b, v in best.items()}
 
         self._link_thread = threading.Thread(target=work, name="envdoctor-bench-links", daemon=True)
         self._link_thread.start()
@@ -406,7 +407,7 @@ class _NvmlHooks:
 
         out = []
         for r in results:
-            key = r.params.get("pci_bus_id") if isinstance(r.params, dict) else None
+            key = bus_key(r.params.get("pci_bus_id")) if isinstance(r.params, dict) else None
             params = dict(r.params)
             if r.name in self.links and key in self.links[r.name]:
                 params["pcie_gen_under_load"], params["pcie_width_under_load"] = self.links[r.name][key]

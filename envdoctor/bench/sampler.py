@@ -11,7 +11,8 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from ..facts import LIMITING_THROTTLE_REASONS, pci_bus_key
+from ..domain.pci import bus_key
+from ..facts import LIMITING_THROTTLE_REASONS
 from ..probes.nvml import _REASON_BITS, error_name
 
 INTERVAL_S = 0.5
@@ -49,7 +50,7 @@ class GpuSampler:
             handles = []
             for i in range(int(nvml.nvmlDeviceGetCount())):
                 h = nvml.nvmlDeviceGetHandleByIndex(i)
-                bus = pci_bus_key(_text(getattr(nvml.nvmlDeviceGetPciInfo(h), "busId", None))) or f"index:{i}"
+                bus = bus_key(_text(getattr(nvml.nvmlDeviceGetPciInfo(h), "busId", None))) or f"index:{i}"
                 handles.append((bus, h))
             end = time.monotonic() + self.max_s
             while not self._stop.is_set() and time.monotonic() < end:

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
 from ..compat.bench import bench_table
-from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, ProbeStatus, pci_bus_key
+from ..domain.pci import bus_key
+from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, ProbeStatus
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
                 "matmul_fp8": "fp8"}
@@ -31,9 +32,9 @@ class Expectation:
 
 def gpu_for(facts: Facts, r: BenchResult) -> Tuple[Optional[int], Optional[Gpu]]:
     """The driver's GPU that a result ran on: by PCI bus (CUDA and NVML may number GPUs differently)."""
-    key = pci_bus_key(r.params.get("pci_bus_id")) if isinstance(r.params, dict) else None
+    key = bus_key(r.params.get("pci_bus_id")) if isinstance(r.params, dict) else None
     for i, g in enumerate(facts.driver.gpus):
-        if key and pci_bus_key(g.pci_bus_id) == key:
+        if key and bus_key(g.pci_bus_id) == key:
             return i, g
     name = r.params.get("gpu_name") if isinstance(r.params, dict) else None
     same = [(i, g) for i, g in enumerate(facts.driver.gpus) if name and g.name == name]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
-from ..compat import arch_runs
+from ..domain.arch import arch_runs, sm_name
 from ..facts import ExtensionLibrary, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import export, pip_install
@@ -37,12 +37,8 @@ class ArchTarget:
     evidence: Evidence
 
 
-def _sm(cc: str) -> str:
-    return "sm_" + cc.replace(".", "")
-
-
 def _named(t: ArchTarget) -> str:
-    sm = _sm(t.cc)
+    sm = sm_name(t.cc)
     return t.label if sm in t.label.lower() else f"{t.label} ({sm})"
 
 
@@ -66,14 +62,14 @@ def _evidence(i: int, idx: Dict[int, int], libs: List[ExtensionLibrary], cc: str
         j = idx[id(lib)]
         out.append(Evidence(f"pythons[{i}].extensions.libraries[{j}]",
                             {"sass": lib.sass or [], "ptx": lib.ptx or []},
-                            expected=f"{_sm(cc)} (SASS) or PTX <= compute_{_sm(cc)[3:]}",
+                            expected=f"{sm_name(cc)} (SASS) or PTX <= compute_{sm_name(cc)[3:]}",
                             source=lib.path))
     return out
 
 
 def _fix(ctx: CheckContext, py: PythonEnv, dist: str, cc: str, ptx_only: bool) -> Fix:
     what = "SASS" if ptx_only else "kernels"
-    summary = (f"Install a {dist} build with {what} for {_sm(cc)}: a wheel built for it, or a source build with "
+    summary = (f"Install a {dist} build with {what} for {sm_name(cc)}: a wheel built for it, or a source build with "
                f"TORCH_CUDA_ARCH_LIST naming {cc} (torch.utils.cpp_extension reads it; some packages have their "
                "own variable, see their build notes)")
     if ptx_only:

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from ..domain.gpus import gpu_label  # noqa: F401 - re-exported for the check modules
 from ..facts import Driver, Facts, Gpu, ProbeStatus
 from ._util import is_nvidia_gpu_description
 from .base import CheckContext, SkipCheck, section_reason
 
 MIB = 2**20
 GIB = 2**30
-
-
-def gpu_label(g: Gpu) -> str:
-    return f"GPU {g.index} ({g.name})" if g.name else f"GPU {g.index}"
 
 
 def gpu_path(g: Gpu, fieldname: str) -> str:

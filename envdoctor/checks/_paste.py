@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from ..compat.signatures import Signature, normalise, signatures_from
+from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, variant_kind
+from ..domain.versions import base_version, major_minor
 from ..facts import Facts
 from .base import CheckContext, SkipCheck
 
@@ -22,12 +24,6 @@ class Hit:
     confidence: str
 
 
-def _variant(version: Optional[str]) -> Optional[str]:
-    if version and "+" in version:
-        return version.split("+", 1)[1]
-    return None
-
-
 def _pkg_variant(facts: Facts, compat: Any, name: str) -> Optional[str]:
     """Variant of a torch-family package: local tag, the package's own record, else PyPI's default."""
     if not facts.pythons:
@@ -37,44 +33,32 @@ def _pkg_variant(facts: Facts, compat: Any, name: str) -> Optional[str]:
     version = pkg.version if pkg else (py.torch.version if name == "torch" and py.torch else None)
     if version is None:
         return None
-    tag = _variant(version)
-    if tag:
-        return tag
-    if pkg is not None and pkg.variant:
-        return pkg.variant
-    if name == "torch" and py.torch is not None and py.torch.cuda is None and py.torch.arch_list == []:
-        return "cpu"
+    known = package_variant(version, pkg.variant if pkg else None, py.platform, None)
+    if known:
+        return known
+    if name == "torch" and is_cpu_build(py.torch):
+        return CPU
     if compat is None:
         return None
     try:  # no local tag: the PyPI wheel, whose Linux x86_64 build is the release's default variant
         torch_v = version if name == "torch" else compat.torch_for_companion(name, version)
         rel = compat.torch_release(torch_v) if torch_v else None
-        return rel.default_variant if rel else None
     except Exception:  # noqa: BLE001 - compat lookups on odd versions must not break the check
         return None
-
-
-def _kind(variant: Optional[str]) -> Optional[str]:
-    if not variant:
-        return None
-    return "cpu" if variant == "cpu" else ("rocm" if variant.startswith("rocm") else "cuda")
+    return package_variant(version, None, py.platform, rel.default_variant if rel else None)
 
 
 def _python_outside(facts: Facts, compat: Any, version: Optional[str]) -> bool:
     if not version or compat is None or not facts.pythons or not facts.pythons[0].python_version:
         return False
     try:
-        rel = compat.torch_release(version.split("+", 1)[0])
+        rel = compat.torch_release(base_version(version) or "")
     except Exception:  # noqa: BLE001
         return False
     if rel is None:
         return False
-    py = tuple(int(x) for x in facts.pythons[0].python_version.split(".")[:2])
-
-    def t(v: Optional[str]) -> Optional[tuple]:
-        return tuple(int(x) for x in v.split(".")[:2]) if v else None
-
-    lo, hi = t(rel.python_min), t(rel.python_max)
+    py = major_minor(facts.pythons[0].python_version)
+    lo, hi = major_minor(rel.python_min), major_minor(rel.python_max)
     return bool((lo and py < lo) or (hi and py > hi))
 
 
@@ -84,9 +68,9 @@ def nvidia_two_majors(facts: Facts) -> List[str]:
     seen: Dict[str, set] = {}
     for py in facts.pythons:
         for p in py.packages:
-            m = re.match(r"^nvidia-([a-z0-9-]+?)-cu(\d+)$", p.name.lower().replace("_", "-"))
-            if m:
-                seen.setdefault(m.group(1), set()).add(m.group(2))
+            w = nvidia_wheel(p.name)
+            if w:
+                seen.setdefault(w[0], set()).add(w[1])
     return sorted(lib for lib, majors in seen.items() if len(majors) > 1)
 
 
@@ -100,10 +84,10 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     if when == "in_container_no_gpu":
         return bool(host.container and host.container.runtime and host.container.gpu_device_nodes == [])
     if when == "variants_differ":
-        t = _kind(_pkg_variant(facts, compat, "torch"))
+        t = variant_kind(_pkg_variant(facts, compat, "torch"))
         if t is None:
             return False
-        return any(_kind(_pkg_variant(facts, compat, c)) not in (None, t) for c in ("torchvision", "torchaudio"))
+        return any(variant_kind(_pkg_variant(facts, compat, c)) not in (None, t) for c in ("torchvision", "torchaudio"))
     if when == "not_torch_import":
         msgs = facts.paste.messages if facts.paste else []
         return not any("torch/__init__" in m or "torch._C" in m for m in msgs)

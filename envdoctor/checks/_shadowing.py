@@ -7,10 +7,11 @@ import re
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
+from ..domain.variants import nvidia_wheel
+from ..domain.versions import parse_version
 from ..facts import LibraryCopy, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import drop_path_entry, export, pip_install, unset
-from ._util import parse_version
 
 # library family -> the nvidia-* wheel that ships it next to a pip-installed torch (the wheel may carry a
 # -cu12 / -cu13 suffix); family names are those the payload gives (lib_family in _payload.py)
@@ -44,26 +45,26 @@ def wheel_version(py: PythonEnv, family: str) -> Tuple[Optional[str], Optional[s
     return pinned_wheel(py, family)
 
 
-def _wheel_pattern(family: str) -> Optional[re.Pattern]:
+def _is_family_wheel(name: str, family: str) -> bool:
+    """Is ``name`` the wheel of ``family``: nvidia-cudnn, or nvidia-cudnn-cu12 for one CUDA major?"""
     prefix = WHEELS.get(family)
-    return re.compile(re.escape(prefix) + r"(-cu\d+)?") if prefix else None
+    w = nvidia_wheel(name)
+    return bool(prefix) and (name.lower() == prefix or (w is not None and f"nvidia-{w[0]}" == prefix))
 
 
 def installed_wheel(py: PythonEnv, family: str) -> Optional[Tuple[str, str]]:
-    pattern = _wheel_pattern(family)
-    for p in py.packages if pattern else []:
-        if pattern.fullmatch(p.name):
+    for p in py.packages:
+        if _is_family_wheel(p.name, family):
             return p.version, p.name
     return None
 
 
 def pinned_wheel(py: PythonEnv, family: str) -> Tuple[Optional[str], Optional[str]]:
     """(version, wheel name) torch's metadata pins for ``family`` (Requires-Dist nvidia-nccl-cu13==2.30.7)."""
-    pattern = _wheel_pattern(family)
     build = py.torch.build_files if py.torch else None
-    for pin in (build.requires_pins if build and pattern else []):
+    for pin in (build.requires_pins if build else []):
         name, _, version = pin.partition("==")
-        if pattern.fullmatch(name.lower()) and version:
+        if _is_family_wheel(name, family) and version:
             return version, name.lower()
     return None, None
 

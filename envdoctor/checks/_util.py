@@ -1,59 +1,12 @@
-"""Small pure helpers shared by the core checks: version parsing, torch lookup (fix commands: envdoctor.remedies)."""
+"""Small pure helpers shared by the core checks: torch lookup, driver vs CUDA (concepts: envdoctor.domain)."""
 
 from __future__ import annotations
 
-import re
 from typing import Iterator, List, Optional, Tuple
 
-from packaging.version import InvalidVersion, Version
-
+from ..domain.variants import is_linux_x86, local_tag, variant_tag
+from ..domain.versions import base_version, major_minor, version_ge
 from ..facts import Facts, Package, PythonEnv
-
-
-def parse_version(text: Optional[str]) -> Optional[Version]:
-    if not text:
-        return None
-    try:
-        return Version(str(text).strip())
-    except InvalidVersion:
-        m = re.match(r"\s*(\d+(?:\.\d+)*)", str(text))
-        if m:
-            try:
-                return Version(m.group(1))
-            except InvalidVersion:
-                return None
-        return None
-
-
-def base_version(text: Optional[str]) -> Optional[str]:
-    """'2.5.1+cu124' -> '2.5.1'; '2.6.0.dev20241112+cu124' -> '2.6.0.dev20241112'."""
-    v = parse_version(text)
-    return v.public if v else None
-
-
-def major_minor(text: Optional[str]) -> Optional[Tuple[int, int]]:
-    v = parse_version(text)
-    if v is None:
-        return None
-    rel = v.release + (0,)
-    return rel[0], rel[1]
-
-
-def mm_str(text: Optional[str]) -> Optional[str]:
-    mm = major_minor(text)
-    return f"{mm[0]}.{mm[1]}" if mm else None
-
-
-def version_ge(a: Optional[str], b: Optional[str]) -> Optional[bool]:
-    va, vb = parse_version(a), parse_version(b)
-    if va is None or vb is None:
-        return None
-    return va >= vb
-
-
-def local_tag(version: Optional[str]) -> Optional[str]:
-    v = parse_version(version)
-    return v.local if v is not None and v.local else None
 
 
 def torch_envs(facts: Facts) -> Iterator[Tuple[int, PythonEnv]]:
@@ -79,68 +32,12 @@ def torch_label(t) -> str:
     return f"torch (CUDA {t.cuda} build)" if t.cuda else "torch"
 
 
-def torch_variant(py: PythonEnv, compat=None) -> Optional[str]:
-    """The build variant of torch: 'cu124', 'cpu', 'rocm6.2', or None when it cannot be told."""
-    t = py.torch
-    if t is None:
-        return None
-    tag = local_tag(t.version)
-    if tag:
-        return tag
-    if t.hip:
-        return "rocm" + (mm_str(t.hip) or "")
-    if t.cuda:
-        mm = major_minor(t.cuda)
-        return f"cu{mm[0]}{mm[1]}" if mm else None
-    if t.cuda is None and t.import_error is None and t.arch_list is not None:
-        return "cpu"
-    b = t.build_files
-    if b is not None and b.version and not b.cuda and not b.hip and not b.native_library:
-        return "cpu"  # version.py says no CUDA/HIP and torch/lib has no libtorch_cuda.so / libtorch_hip.so
-    return None
-
-
-def variant_cuda_major(variant: Optional[str]) -> Optional[int]:
-    """'cu124' -> 12, 'cu130' -> 13, 'cu92' -> 9, 'cuda13' -> 13, 'cpu' -> None."""
-    if not variant:
-        return None
-    m = re.fullmatch(r"cu(\d+)", variant)
-    if m:
-        digits = m.group(1)
-        return int(digits[:-1]) if len(digits) >= 2 else None
-    m = re.match(r"cuda(\d+)", variant)
-    if m:
-        return int(m.group(1))
-    return None
-
-
-def variant_kind(variant: Optional[str]) -> Optional[str]:
-    if not variant:
-        return None
-    if variant == "cpu":
-        return "cpu"
-    if variant.startswith("cu"):
-        return "cuda"
-    if variant.startswith("rocm"):
-        return "rocm"
-    return None
-
-
 def package(py: PythonEnv, name: str) -> Optional[Package]:
     return py.package(name)
 
 
 def py_path(i: int, attr: str) -> str:
     return f"pythons[{i}].{attr}"
-
-
-def gpu_label(gpu) -> str:
-    return f"GPU {gpu.index} ({gpu.name or 'unknown model'})"
-
-
-def driver_branch(version: Optional[str]) -> Optional[int]:
-    v = parse_version(version)
-    return v.release[0] if v else None
 
 
 def driver_runs_cuda(driver, compat, cuda: Optional[str]) -> Optional[bool]:
@@ -200,13 +97,6 @@ def torch_releases(ctx) -> list:
     return list(getter()) if getter else []
 
 
-def _is_linux_x86(py: PythonEnv) -> Optional[bool]:
-    if not py.platform:
-        return None
-    p = py.platform.lower().replace("_", "-")
-    return p.startswith("linux") and "x86-64" in p
-
-
 def package_variant(ctx, py: PythonEnv, pkg: Package) -> Tuple[Optional[str], str, bool]:
     """(variant, evidence text, certain) of a torch-family package.
 
@@ -214,14 +104,16 @@ def package_variant(ctx, py: PythonEnv, pkg: Package) -> Tuple[Optional[str], st
     wheel with no local tag on Linux x86_64, PyPI's default variant for the torch release it pairs with
     (PyPI's Linux x86_64 torch/torchvision/torchaudio wheels are CUDA builds; README "Key facts").
     """
-    tag = local_tag(pkg.version)
+    tag = variant_tag(pkg.version)
     if tag:
         return tag, f"local version tag +{tag}", True
     if pkg.variant:
         return pkg.variant, pkg.variant_evidence or "read from the package's compiled files", True
+    if local_tag(pkg.version):  # a source or vendor build (+git..., +nv24.04) is no PyPI wheel: no default
+        return None, "", False
     torch_v = pkg.version if pkg.name == "torch" else ctx.compat.torch_for_companion(pkg.name, base_version(pkg.version) or "")
     rel = ctx.compat.torch_release(torch_v) if torch_v else None
-    linux = _is_linux_x86(py)
+    linux = is_linux_x86(py.platform)
     if rel and rel.default_variant and linux is not False:
         certain = bool(linux)
         where = "Linux x86_64" if linux else "Linux x86_64 (assumed: the platform is not in the facts)"

@@ -6,6 +6,8 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ..catalogue import CATEGORIES
+from ..domain.variants import CPU, cuda_of_variant, is_cpu_build, local_tag, package_variant, variant_tag
+from ..domain.versions import base_version, driver_branch, release
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._paste import nvidia_two_majors, paste_or_skip
@@ -24,17 +26,11 @@ def _torch_cuda_known(facts: Facts) -> Optional[bool]:
     t = py.torch if py else None
     if t is None:
         return None
-    if t.cuda or t.hip:
-        return True
-    tag = (t.version or "").partition("+")[2]
-    if tag == "cpu" or (t.cuda is None and t.arch_list == []):
-        return False
-    if tag.startswith(("cu", "rocm")):
-        return True
-    pkg = py.package("torch") if py else None
-    if pkg is not None and pkg.variant:
-        return pkg.variant != "cpu"
-    return None
+    cpu = is_cpu_build(t)
+    if cpu is None:
+        pkg = py.package("torch") if py else None
+        cpu = pkg.variant == CPU if pkg is not None and pkg.variant else None
+    return None if cpu is None else not cpu
 
 
 @check("diagnose.cuda-unavailable", "CUDA unavailable with the cause not in the paste",
@@ -87,8 +83,7 @@ def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
 def _oldest_floor(compat: Any) -> Optional[tuple]:
     """(cuda, driver): the oldest CUDA any torch build in the matrix uses, and the least driver it runs on."""
     variants = [v for r in compat.torch_releases() for v in r.cuda_variants]
-    cudas = sorted({f"{v[2:-1]}.{v[-1]}" for v in variants if v.startswith("cu") and v[2:].isdigit()
-                    and len(v) >= 4}, key=lambda c: tuple(int(x) for x in c.split(".")))
+    cudas = sorted({c for c in map(cuda_of_variant, variants) if c}, key=release)
     if not cudas:
         return None
     req = compat.cuda_requirement(cudas[0])
@@ -114,11 +109,11 @@ def check_driver_floor(ctx: CheckContext) -> List[Finding]:
     d = facts.driver
     if t is None:
         raise SkipCheck("no torch in the paste")
-    if t.cuda or _torch_cuda_known(facts) is not None or (t.version and "+" in t.version):
+    if t.cuda or _torch_cuda_known(facts) is not None or variant_tag(t.version):
         raise SkipCheck("torch's build is in the paste (driver.cuda-compat judges it)")
     if not d.version:
         raise SkipCheck("driver version not in the paste")
-    if str(d.version).split(".")[0].isdigit() and int(str(d.version).split(".")[0]) < 100 or \
+    if (driver_branch(d.version) or 100) < 100 or \
             (facts.host.os or "").lower().startswith("windows"):
         raise SkipCheck("a Windows driver number is not comparable with the Linux minimum")
     floor = _oldest_floor(ctx.compat)
@@ -143,8 +138,7 @@ def _reinstall_one_torch(ctx: CheckContext, kept: str) -> List[str]:
     from ..remedies.python import installer_for
 
     py = ctx.facts.pythons[0] if ctx.facts.pythons else None
-    tag = kept.partition("+")[2] or None
-    variant = tag if tag and (tag == "cpu" or tag.startswith(("cu", "rocm"))) else None
+    variant = variant_tag(kept)
     return [pip_command(installer_for(ctx.facts, py), "uninstall", "-y", "torch"),
             pip_install(ctx.facts, py, [f"torch=={kept.split('+')[0]}"], variant, force=True)]
 
@@ -160,7 +154,7 @@ def check_sources(ctx: CheckContext) -> List[Finding]:
     out: List[Finding] = []
     for d in paste.disagreements or []:
         kept, other = str(d.get("kept")), str(d.get("other"))
-        kt, ot = kept.partition("+")[2], other.partition("+")[2]
+        kt, ot = local_tag(kept) or "", local_tag(other) or ""
         variant = bool(kt and ot and kt != ot) or (kt == "cpu") != (ot == "cpu") and bool(kt or ot)
         out.append(Finding(
             code="diagnose.sources/two-torch-installs",
@@ -193,7 +187,7 @@ def check_cpu_build_intent(ctx: CheckContext) -> List[Finding]:
     py = ctx.facts.pythons[0] if ctx.facts.pythons else None
     pkg = py.package("torch") if py else None
     cpu_why = None
-    if pkg is not None and (pkg.version.endswith("+cpu") or pkg.variant == "cpu"):
+    if pkg is not None and package_variant(pkg.version, pkg.variant, None, None) == CPU:
         cpu_why = pkg.variant_evidence or f"torch {pkg.version}"
     elif "torch.conda_cpuonly" in prov:
         cpu_why = str(prov["torch.conda_cpuonly"].get("reader"))
@@ -222,8 +216,8 @@ def _cpu_intent_fix(ctx: CheckContext, py: Any, pkg: Any, intent: Dict[str, Any]
         return Fix("Remove conda's cpuonly package and install the CUDA variant explicitly (channel order as shown)",
                    [command("conda", "remove", "-y", "cpuonly"),
                     command("conda", "install", "-y", "pytorch", spec, "-c", "pytorch", "-c", "nvidia")])
-    variant = value if value.startswith("cu") else None
-    version = pkg.version.split("+", 1)[0] if pkg is not None else None
+    variant = value if cuda_of_variant(value) else None
+    version = base_version(pkg.version) if pkg is not None else None
     return Fix(f"Reinstall torch from the {variant or 'CUDA'} index, replacing the CPU build",
                [pip_install(ctx.facts, py, [f"torch=={version}" if version else "torch"], variant, force=True)])
 

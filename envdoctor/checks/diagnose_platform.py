@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import List
 
+from ..domain.variants import local_tag, variant_kind
+from ..domain.versions import base_version
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._paste import paste_or_skip, signature_hits
@@ -119,10 +121,10 @@ def check_extension_build(ctx: CheckContext) -> List[Finding]:
         if not built or not have:
             continue
         judged = True
-        b_rel, _, b_tag = built.partition("+")
-        h_rel, _, h_tag = have.partition("+")
+        b_rel, b_tag = base_version(built) or built, local_tag(built) or ""
+        h_rel, h_tag = base_version(have) or have, local_tag(have) or ""
         ev = [Evidence(f"paste.messages[{h.index}]", h.message[:300], source=h.signature.source)]
-        if h_tag == "cpu" and (b_tag.startswith("cu") or h.groups.get("built_cuda")):
+        if h_tag == "cpu" and (variant_kind(b_tag) == "cuda" or h.groups.get("built_cuda")):
             out.append(Finding(
                 code="diagnose.extension-build/cpu-torch", category="TORCH_CPU_ONLY_BUILD",
                 severity=Severity.ERROR, confidence="high",

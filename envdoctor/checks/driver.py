@@ -8,10 +8,7 @@ from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import COMPAT_DOC, command, driver_install, set_env, unset_env
 from ._gpus import container_without_gpus, nvidia_hardware
-from ._util import (
-    is_nvidia_gpu_description,
-    torch_envs,
-)
+from ._util import is_nvidia_gpu_description, torch_envs
 from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []

@@ -5,18 +5,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional, Tuple
 
+from ..domain.arch import sm_name
+from ..domain.variants import local_tag
+from ..domain.versions import major_minor, mm_str, version_ge
 from ..facts import Package, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import COMPAT_DOC
 from ..remedies.torch_plan import upgrade_driver_fix
-from ._util import (
-    local_tag,
-    major_minor,
-    mm_str,
-    torch_builds,
-    torch_label,
-    version_ge,
-)
+from ._util import torch_builds, torch_label
 from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
@@ -156,7 +152,7 @@ def _inferred_cuda(ctx: CheckContext, py) -> Optional[Tuple[str, str]]:
     that is not known to be a CPU build came from PyPI, whose Linux x86_64 wheel is the release's default
     variant (compat torch.json default_variant); that is likely, not certain (an index URL may have been used).
     """
-    from ..compat import cuda_of_variant
+    from ..domain.variants import cuda_of_variant
     from ._util import package_variant
 
     t = py.torch
@@ -191,7 +187,7 @@ _MINOR_COMPAT_LIMITS = (
 
 def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
     """GPUs for which torch has PTX but no SASS (they would need the driver to JIT newer PTX)."""
-    from ..compat import arch_runs
+    from ..domain.arch import arch_runs
 
     t = py.torch
     arch = t.arch_list if t else None
@@ -206,7 +202,7 @@ def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
         ok_all, _ = arch_runs(arch, cc)
         ok_sass, _ = arch_runs(sass_only, cc)
         if ok_all and not ok_sass:
-            out.append(f"GPU {g.index} ({g.name}, sm_{cc.replace('.', '')})")
+            out.append(f"GPU {g.index} ({g.name}, {sm_name(cc)})")
     return out
 
 

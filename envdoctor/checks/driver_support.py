@@ -5,7 +5,8 @@ from __future__ import annotations
 import datetime
 from typing import List, Optional
 
-from ..compat.health import HealthTable, branch_of, health_table
+from ..compat.health import HealthTable, health_table
+from ..domain.versions import driver_branch
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import DriverPlan, driver_install
@@ -79,7 +80,7 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status != ProbeStatus.OK and not d.version:
         raise SkipCheck(section_reason(d, "driver version"))
-    branch = branch_of(d.version)
+    branch = driver_branch(d.version)
     if branch is None:
         raise SkipCheck("driver version unknown: the probe did not read it")
     host = ctx.facts.host

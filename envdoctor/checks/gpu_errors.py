@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
-from ..facts import Driver, Gpu, ProbeStatus, pci_bus_key
+from ..domain.gpus import gpu_label
+from ..domain.pci import bus_key
+from ..facts import Driver, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, kernel_log_xid, placeholder
-from ._gpus import gpu_label, gpu_list, gpu_path, require_gpus
+from ._gpus import gpu_list, gpu_path, require_gpus
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -184,11 +186,13 @@ def xid(ctx: CheckContext) -> List[Finding]:
         if drv.status == ProbeStatus.ABSENT:
             raise SkipCheck("no NVIDIA driver: the kernel log can hold no Xid error to judge")
         return []
-    gpus = {pci_bus_key(g.pci_bus_id): g for g in drv.gpus if pci_bus_key(g.pci_bus_id)}
+    gpus = {bus_key(g.pci_bus_id): g for g in drv.gpus if bus_key(g.pci_bus_id)}
     # one finding per (code, GPU): the count, the GPU and what the code means
     groups: Dict[Tuple[int, Optional[str]], List[int]] = {}
     for i, ev in enumerate(events):
-        groups.setdefault((ev.code, pci_bus_key(ev.pci_bus_id)), []).append(i)
+        # an address that does not parse is still named as the log wrote it (quoted in the fix)
+        groups.setdefault((ev.code, bus_key(ev.pci_bus_id) or (ev.pci_bus_id or "").strip().lower() or None),
+                          []).append(i)
     src = drv.kernel_log_source or "the kernel log"
     catalog, app_xids = _xid_catalog(ctx.compat)
     out: List[Finding] = []

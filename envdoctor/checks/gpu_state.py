@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional
 
+from ..domain.gpus import gpu_label
 from ..findings import Evidence, Finding, Fix
 from ..remedies import command, placeholder, set_env
-from ._gpus import GIB, MIB, gpu_label, gpu_list, gpu_path, require_any, require_gpus
+from ._gpus import (
+    GIB,
+    MIB,
+    gpu_list,
+    gpu_path,
+    require_any,
+    require_gpus,
+)
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []

@@ -6,6 +6,7 @@ import math
 from typing import Any, List, Optional, Tuple
 
 from ..compat.health import GIB, HealthTable, health_table
+from ..domain.pci import bus_key
 from ..facts import Facts, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, export, placeholder_flag
@@ -245,15 +246,6 @@ def parse_cpulist(text: Optional[str]) -> Optional[set]:
     return cpus
 
 
-def _bus(bdf: Optional[str]) -> Optional[str]:
-    if not bdf:
-        return None
-    parts = bdf.strip().lower().split(":")
-    if len(parts) == 2:
-        parts = ["0000"] + parts
-    return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2].split('.')[0]}" if len(parts) == 3 else None
-
-
 NUMA = Findings("host.numa", "CPU_STARVED")
 
 
@@ -268,14 +260,14 @@ def numa(ctx: CheckContext) -> List[Finding]:
     allowed = parse_cpulist(host.cpu_affinity_list)
     if not allowed:
         raise SkipCheck("the CPUs this process may use are unknown (no sched_getaffinity / Cpus_allowed_list)")
-    by_bus = {_bus(g.pci_bus_id): g for g in _gpus(facts)}
+    by_bus = {bus_key(g.pci_bus_id): g for g in _gpus(facts)}
     remote = []
     for i, loc in enumerate(locality):
         local = parse_cpulist(loc.local_cpulist)
         if not local or (loc.numa_node is not None and loc.numa_node < 0):
             continue  # no NUMA information for this device: every CPU is as close as any other
         if not local & allowed:
-            remote.append((i, loc, by_bus.get(_bus(loc.pci_bus_id))))
+            remote.append((i, loc, by_bus.get(bus_key(loc.pci_bus_id))))
     if not remote:
         return []
     names = "; ".join(

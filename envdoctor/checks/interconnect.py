@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
+from ..domain.gpus import gpu_label
 from ..facts import Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
-from ._gpus import gpu_label, gpu_path, require_gpus
+from ._gpus import gpu_path, require_gpus
 from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section, section_reason
 
 CHECKS: List[Check] = []

@@ -5,22 +5,21 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
+from ..domain.variants import (
+    cuda_of_variant,
+    is_cpu_build,
+    local_tag,
+    nvidia_wheel_cuda_major,
+    variant_cuda_major,
+    variant_kind,
+)
+from ..domain.versions import base_version, major_minor, mm_str, parse_version
 from ..facts import Package, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
 from ..remedies.torch_plan import COMPANIONS, pair_pins, target_variant
 from ._extension_arch import ArchTarget, judge_extensions
-from ._util import (
-    base_version,
-    local_tag,
-    major_minor,
-    mm_str,
-    package_variant,
-    parse_version,
-    torch_envs_or_skip,
-    variant_cuda_major,
-    variant_kind,
-)
+from ._util import package_variant, torch_envs_or_skip
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
@@ -36,7 +35,7 @@ def _same_variant(a: str, b: str) -> bool:
         return False
     if ka == "cuda":
         ma, mb = variant_cuda_major(a), variant_cuda_major(b)
-        if a.startswith("cuda") or b.startswith("cuda"):  # only the major is known on one side
+        if cuda_of_variant(a) is None or cuda_of_variant(b) is None:  # only the major is known on one side
             return ma == mb
         return a == b
     return a == b
@@ -50,7 +49,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
     for i, py in envs:
         torch_pkg = py.package("torch") or Package(name="torch", version=py.torch.version)
         tv, tv_ev, t_certain = package_variant(ctx, py, torch_pkg)
-        if py.torch.cuda is None and py.torch.hip is None and py.torch.arch_list is not None:
+        if is_cpu_build(py.torch) and py.torch.arch_list is not None:  # torch itself said so at import
             tv, tv_ev, t_certain = "cpu", "torch.version.cuda is None", True
         if tv is None:
             continue
@@ -67,9 +66,9 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
         tmajor = variant_cuda_major(tv)
         wheels = []
         for pkg in py.packages:
-            m = re.match(r"nvidia-[a-z0-9-]+?-cu(\d+)$", pkg.name)
-            judged = judged or bool(m and tmajor is not None)
-            if m and tmajor is not None and int(m.group(1)) != tmajor and _required_by_torch(py, pkg.name):
+            major = nvidia_wheel_cuda_major(pkg.name)
+            judged = judged or bool(major is not None and tmajor is not None)
+            if major is not None and tmajor is not None and major != tmajor and _required_by_torch(py, pkg.name):
                 wheels.append(pkg)
         if not mixed and not wheels:
             continue
@@ -187,8 +186,8 @@ def _pypi_cxx11_abi(py: PythonEnv) -> Tuple[Optional[bool], str]:
     default"; #123649 moved the wheels to manylinux_2_28). 2.6 differs by variant (its cu126 wheels were the
     first C++11 ones, pytorch/xla#8641), so it is not told. conda builds are not PyPI wheels: not told."""
     pkg = py.package("torch")
-    if pkg is None or pkg.installer == "conda" or local_tag(pkg.version) not in (None, "cpu") and not \
-            str(local_tag(pkg.version)).startswith("cu"):
+    tag = local_tag(pkg.version)
+    if pkg is None or pkg.installer == "conda" or tag is not None and variant_kind(tag) not in ("cpu", "cuda"):
         return None, ""
     mm = major_minor(pkg.version)
     if mm is None:
@@ -230,8 +229,9 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
             if m and pkg.name in _EXTENSIONS:
                 if m.group("torch") and m.group("torch") != mm_str(tver):
                     problems.append(f"built for torch {m.group('torch')}")
-                if m.group("cu") and t.cuda and variant_cuda_major("cu" + m.group("cu")) != int(t.cuda.split(".")[0]):
-                    problems.append(f"built for CUDA {m.group('cu')[:-1]}.{m.group('cu')[-1]}")
+                built_cu = "cu" + m.group("cu") if m.group("cu") else None
+                if built_cu and major_minor(t.cuda) and variant_cuda_major(built_cu) != major_minor(t.cuda)[0]:
+                    problems.append(f"built for CUDA {cuda_of_variant(built_cu) or variant_cuda_major(built_cu)}")
                 abi, abi_why = (t.cxx11_abi, "torch's own") if t.cxx11_abi is not None else _pypi_cxx11_abi(py)
                 if m.group("abi") and abi is not None and (m.group("abi").lower() == "true") != abi:
                     problems.append(f"built with cxx11abi={m.group('abi')} ({abi_why} C++ ABI is "

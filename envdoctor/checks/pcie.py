@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from ..domain.gpus import gpu_label
+from ..domain.pci import bdf_key, bus_key
 from ..facts import Gpu, PcieLink, ProbeStatus
 from ..findings import Evidence, Finding, Fix
 from ..remedies import pcie_link_status
-from ._gpus import gpu_label
 from ._util import is_nvidia_gpu_description
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
@@ -28,19 +29,6 @@ def _gen(speed: Optional[float]) -> Optional[int]:
     if speed is None:
         return None
     return _GEN_BY_SPEED.get(round(speed, 1))
-
-
-def norm_bdf(bdf: Optional[str]) -> Optional[str]:
-    """'00000000:17:00.0' (NVML) and '17:00.0' (lspci) -> '0000:17:00.0'."""
-    if not bdf:
-        return None
-    b = bdf.strip().lower()
-    parts = b.split(":")
-    if len(parts) == 2:
-        return "0000:" + b
-    if len(parts) == 3:
-        return f"{parts[0][-4:].rjust(4, '0')}:{parts[1]}:{parts[2]}"
-    return b
 
 
 def _is_gpu_link(link: PcieLink) -> bool:
@@ -65,19 +53,27 @@ def link(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("PCIe link state unknown: neither the driver nor lspci/sysfs reported GPU links"
                         + (f" (topology probe {facts.topology.status}: {facts.topology.reason})"
                            if facts.topology.reason else ""))
-    by_bdf: Dict[str, PcieLink] = {norm_bdf(lk.bdf) or lk.bdf: lk for lk in links}
-    gpu_by_bdf: Dict[str, Gpu] = {}
+    # bridges by their full address (two root ports of one device differ only by function); GPUs by their bus
+    # key, which NVML, lspci and a torch/Xid id without the function all reduce to (envdoctor.domain.pci)
+    by_bdf: Dict[str, PcieLink] = {bdf_key(lk.bdf) or lk.bdf: lk for lk in links}
+    gpu_link: Dict[str, PcieLink] = {}
+    for lk in links:
+        k = bus_key(lk.bdf)
+        # one link per device: the GPU function wins over the board's .1 audio function
+        if k and (k not in gpu_link or (_is_gpu_link(lk) and not _is_gpu_link(gpu_link[k]))):
+            gpu_link[k] = lk
+    gpu_by_bus: Dict[str, Gpu] = {}
     for g in gpus:
-        b = norm_bdf(g.pci_bus_id)
+        b = bus_key(g.pci_bus_id)
         if b:
-            gpu_by_bdf[b] = g
+            gpu_by_bus[b] = g
 
     # every GPU we know of: (label, Gpu or None, its lspci link or None)
     subjects: List[Tuple[str, Optional[Gpu], Optional[PcieLink]]] = []
     for g in gpus:
-        subjects.append((gpu_label(g), g, by_bdf.get(norm_bdf(g.pci_bus_id) or "")))
-    for b, lk in by_bdf.items():
-        if _is_gpu_link(lk) and b not in gpu_by_bdf:
+        subjects.append((gpu_label(g), g, gpu_link.get(bus_key(g.pci_bus_id) or "")))
+    for lk in by_bdf.values():
+        if _is_gpu_link(lk) and bus_key(lk.bdf) not in gpu_by_bus:
             subjects.append((f"GPU at {lk.bdf}", None, lk))
 
     width_bad: List[Tuple[str, List[Evidence], Optional[str]]] = []
@@ -180,7 +176,7 @@ def link(ctx: CheckContext) -> List[Finding]:
             evidence=[e for _, ev in slot_gen for e in ev],
         ))
     others = [(i, lk) for i, lk in enumerate(links)
-              if not _is_gpu_link(lk) and (norm_bdf(lk.bdf) or "") not in gpu_by_bdf
+              if not _is_gpu_link(lk) and (bus_key(lk.bdf) or "") not in gpu_by_bus
               and lk.sta_width and lk.cap_width and lk.sta_width < lk.cap_width
               and not any(e.source and lk.bdf in e.source for _, ev, _ in width_bad for e in ev)]
     if others:
@@ -201,11 +197,11 @@ def _narrower_upstream(lk: Optional[PcieLink], by_bdf: Dict[str, PcieLink],
     if lk is None or not gpu_width:
         return None
     seen = set()
-    up = norm_bdf(lk.upstream_bdf)
+    up = bdf_key(lk.upstream_bdf)
     while up and up not in seen and up in by_bdf:
         seen.add(up)
         bridge = by_bdf[up]
         if bridge.sta_width and bridge.sta_width < gpu_width:
             return bridge
-        up = norm_bdf(bridge.upstream_bdf)
+        up = bdf_key(bridge.upstream_bdf)
     return None

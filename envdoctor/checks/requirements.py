@@ -12,9 +12,10 @@ from typing import List, Optional, Tuple
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
 
-from ..compat import arch_runs, cuda_of_variant
+from ..domain.arch import arch_runs, sm_name
+from ..domain.variants import cuda_of_variant, nvidia_wheel
+from ..domain.versions import base_version, parse_version
 from ..facts import ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, pip_install
@@ -59,9 +60,8 @@ def _envs(ctx: CheckContext) -> List[Tuple[int, PythonEnv]]:
 
 
 def _contains(req: Requirement, version: str) -> Optional[bool]:
-    try:
-        v = Version(version)
-    except InvalidVersion:
+    v = parse_version(version, strict=True)
+    if v is None:
         return None
     # an installed version is judged as it is: a dev or rc build inside the range counts
     return req.specifier.contains(v, prereleases=True)
@@ -160,8 +160,9 @@ def _cudnn(py: PythonEnv, _req: Requirement) -> Tuple[Optional[str], str, str]:
     if t is not None and t.cudnn_version:
         return cudnn_text(t.cudnn_version), "torch.cudnn_version", ""
     for p in py.packages:
-        if re.fullmatch(r"nvidia-cudnn-cu\d+", canonicalize_name(p.name)):
-            return p.version.split("+")[0], f"packages.{p.name}", ""
+        w = nvidia_wheel(p.name)
+        if w is not None and w[0] == "cudnn":
+            return base_version(p.version) or p.version, f"packages.{p.name}", ""
     return None, "torch.cudnn_version", "no cuDNN found (torch reports none and no nvidia-cudnn wheel is installed)"
 
 
@@ -255,7 +256,7 @@ def check_target_gpus(ctx: CheckContext) -> List[Finding]:
                             "SASS for this architecture avoids both."),
                     evidence=[Evidence(f"targets.target_gpus[{k}]", gt.given),
                               Evidence(f"pythons[{i}].torch.arch_list", arch,
-                                       expected=f"sm_{gt.cc.replace('.', '')}")],
+                                       expected=sm_name(gt.cc))],
                     fix=Fix("Install a torch build with SASS for this GPU (`envdoctor recommend --gpu ...`), "
                             "or set CUDA_CACHE_MAXSIZE large enough and keep the cache on a volume",
                             [command("envdoctor", "recommend", "--gpu", gt.given)])))

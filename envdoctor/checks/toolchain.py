@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import List
 
+from ..domain.versions import major_minor, mm_str
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import cuda_toolkit_first, host_compiler_install
-from ._util import major_minor, mm_str, torch_builds, torch_label
+from ._util import torch_builds, torch_label
 from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []

@@ -4,22 +4,20 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from ..domain.arch import sm_name
+from ..domain.variants import is_cpu_build, torch_variant
+from ..domain.versions import base_version, mm_str, parse_version, version_ge
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix
 from ..remedies import GET_STARTED, conda_cuda_note, new_venv, pip_install
 from ..remedies.torch_plan import companion_pins, cuda_build_for, find_build_for, pair_pins
 from ._gpus import gpu_capabilities
 from ._util import (
-    base_version,
     is_nvidia_gpu_description,
-    mm_str,
-    parse_version,
     torch_builds,
     torch_envs_or_skip,
     torch_label,
     torch_releases,
-    torch_variant,
-    version_ge,
 )
 from .base import CheckContext, Findings, SkipCheck, registrar
 
@@ -36,7 +34,7 @@ def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], s
             lib = t.build_files.native_library if t.build_files else None
             return list(t.arch_list), f"kernels compiled into {lib or 'libtorch_cuda.so'} (.nv_fatbin)"
         return list(t.arch_list), "torch.cuda.get_arch_list()"
-    variant = torch_variant(py, ctx.compat)
+    variant = torch_variant(py.torch)
     if variant and t.version:
         arch = ctx.compat.torch_arch_list(t.version, variant)
         if arch:
@@ -49,7 +47,7 @@ GPU_ARCH = Findings("torch.gpu-arch", "GPU_ARCH_NOT_IN_TORCH_BUILD")
 
 @check(GPU_ARCH, "torch has kernels for every GPU")
 def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
-    from ..compat import arch_runs
+    from ..domain.arch import arch_runs
 
     envs = [(i, py) for i, py in torch_builds(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
@@ -88,7 +86,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                 ok, why = arch_runs(arch, cc)
             if ok:
                 continue
-            sm = "sm_" + cc.replace(".", "")
+            sm = sm_name(cc)
             ev = [Evidence(cc_path, cc),
                   Evidence(f"pythons[{i}].torch.arch_list", garch, expected=f"{sm} (SASS) or PTX <= compute_{sm[3:]}",
                            source=gsource)]
@@ -164,15 +162,14 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
             continue
         if t.import_error and t.build_files is None:
             continue  # an import failure with no build files read says nothing about the build
-        variant = torch_variant(py, ctx.compat)
-        if variant not in (None, "cpu"):
-            judged = True
-            continue
-        if variant is None:
+        cpu = is_cpu_build(t)
+        if cpu is None:
             # the build is unknown (a paste without a local tag or torch.version.cuda): PyPI's Linux wheel is a
             # CUDA build and an --index-url may have chosen either, so no CPU-only verdict from this
             continue
         judged = True
+        if not cpu:
+            continue
         version = base_version(t.version) or ""
         rel = ctx.compat.torch_release(version) if version else None
         target = cuda_build_for(ctx, rel)

@@ -5,14 +5,12 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
+from ..domain.variants import torch_variant
+from ..domain.versions import base_version
 from ..facts import ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import GET_STARTED, command, pip_check, pip_install
-from ._util import (
-    base_version,
-    torch_envs_or_skip,
-    torch_variant,
-)
+from ._util import torch_envs_or_skip
 from .base import CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
@@ -53,7 +51,7 @@ def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContex
         module = missing.group(1).split(".")[0]
         return Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
                    [pip_install(ctx.facts, py, [module.replace('_', '-')]), pip_check(ctx.facts, py)]), None
-    variant = torch_variant(py, ctx.compat)
+    variant = torch_variant(py.torch)
     return Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
                [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"], variant,
                             force=True)]), None

@@ -12,8 +12,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple, Union
 
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
+# the concepts live in envdoctor.domain; these names stay importable from compat for its callers
+from ..domain.arch import arch_runs, parse_cc
+from ..domain.variants import cuda_of_variant, index_url, variant_of_cuda
+from ..domain.versions import base_version, mm_str, parse_version, release
 from . import _parse as P
 from ._parse import CompatDataError
 from ._parse import norm_name as _norm_name
@@ -46,11 +50,8 @@ __all__ = [
     "index_url",
     "load_compat",
     "validate_file",
-    "variant_of",
     "variant_of_cuda",
 ]
-
-
 
 
 # --------------------------------------------------------------------------- record types
@@ -204,133 +205,26 @@ class HostCompiler:
 
 
 def _v(text: Optional[str]) -> Optional[Version]:
-    if text is None:
-        return None
-    try:
-        return Version(str(text).strip())
-    except InvalidVersion:
-        return None
+    return parse_version(text, strict=True)  # a data row must be a real version
 
 
 def _release(text: str) -> Tuple[int, ...]:
-    """Numeric tuple of a dotted version; driver versions ("550.54.14") compare numerically this way."""
-    v = _v(text)
-    if v is None:
+    """Numeric tuple of a dotted version; ValueError when it is not one."""
+    rel = release(text, strict=True)
+    if not rel:
         raise ValueError(f"not a version: {text!r}")
-    return v.release
+    return rel
 
 
 def _major_minor(text: str) -> Optional[str]:
-    v = _v(text)
-    if v is None or len(v.release) < 1:
-        return None
-    rel = v.release + (0,)
-    return f"{rel[0]}.{rel[1]}"
+    return mm_str(text, strict=True)
 
 
 def _strip_local(version: str) -> str:
-    return version.split("+", 1)[0].strip()
+    return base_version(version, strict=True) or ""
 
 
 # --------------------------------------------------------------------------- variants, arch lists
-
-_VARIANT_RE = re.compile(r"^cu(\d{2,3})$")
-
-
-def variant_of(version: str) -> Optional[str]:
-    """``"2.5.1+cu124"`` -> ``"cu124"``; ``"+cpu"`` -> ``"cpu"``; no local tag -> None."""
-    if not version or "+" not in version:
-        return None
-    local = version.split("+", 1)[1].strip().lower()
-    return local or None
-
-
-def cuda_of_variant(variant: str) -> Optional[str]:
-    """``"cu124"`` -> ``"12.4"``, ``"cu130"`` -> ``"13.0"``, ``"cu92"`` -> ``"9.2"``; others -> None."""
-    m = _VARIANT_RE.match((variant or "").strip().lower())
-    if not m:
-        return None
-    digits = m.group(1)
-    # The last digit is the minor: cu92 = 9.2, cu118 = 11.8, cu130 = 13.0 (PyTorch's naming)
-    return f"{int(digits[:-1])}.{digits[-1]}"
-
-
-def variant_of_cuda(cuda: str) -> str:
-    """``"12.4"`` (or ``"12.4.1"``) -> ``"cu124"``."""
-    v = _v(cuda)
-    if v is None:
-        raise ValueError(f"not a CUDA version: {cuda!r}")
-    rel = v.release + (0,)
-    return f"cu{rel[0]}{rel[1]}"
-
-
-def index_url(variant: str) -> str:
-    """The PyTorch wheel index of a variant: ``"https://download.pytorch.org/whl/cu124"``."""
-    return f"https://download.pytorch.org/whl/{variant.strip().lower()}"
-
-
-_ARCH_RE = re.compile(r"^(sm|compute)_(\d+)([a-z]?)$")
-
-
-def _cc_tuple(cc: str) -> Tuple[int, int]:
-    text = cc.strip()
-    if "." in text:
-        major, minor = text.split(".", 1)
-        return int(major), int(minor)
-    # "90" / "120": the last digit is the minor, as in sm_XY
-    return int(text[:-1]), int(text[-1])
-
-
-def _arch_tuple(digits: str) -> Tuple[int, int]:
-    return int(digits[:-1]), int(digits[-1])
-
-
-def _fmt(t: Tuple[int, int]) -> str:
-    return f"{t[0]}{t[1]}"
-
-
-def _summary(arch_list: List[str]) -> str:
-    sms = [a for a in arch_list if a.startswith("sm_")]
-    if len(sms) > 2:
-        return f"{sms[0]}..{sms[-1]}"
-    return " ".join(arch_list) or "(empty)"
-
-
-def arch_runs(arch_list: List[str], cc: str) -> Tuple[bool, str]:
-    """Can a build with these targets run on a GPU of compute capability ``cc``?
-
-    SASS ``sm_XY`` runs on the same major with minor >= Y; arch-specific ``sm_XYa`` only on exactly
-    X.Y; family ``sm_XYf`` on the same major (family) with minor >= Y; PTX ``compute_XY`` JITs to
-    any CC >= X.Y (arch-specific ``compute_XYa`` PTX only on X.Y; family ``compute_XYf`` PTX only within
-    the family, as its SASS; see the nvcc guide's "GPU Feature List").
-    https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/index.html#gpu-feature-list and
-    https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#binary-compatibility
-    """
-    target = _cc_tuple(cc)
-    entries = [a.strip().lower() for a in arch_list if a and a.strip()]
-    summary = _summary(entries)
-    tname = _fmt(target)
-    for a in entries:
-        m = _ARCH_RE.match(a.replace("+ptx", ""))
-        if not m:
-            continue
-        kind, digits, suffix = m.groups()
-        t = _arch_tuple(digits)
-        if kind == "sm":
-            if suffix == "a" and t == target:
-                return True, f"{a} SASS matches compute capability {cc} exactly"
-            if suffix in ("", "f") and t[0] == target[0] and t[1] <= target[1]:
-                return True, f"{a} SASS runs on compute capability {cc} (same major, minor >= {t[1]})"
-        else:
-            if suffix == "a" and t == target:
-                return True, f"{a} PTX matches compute capability {cc} exactly"
-            # family PTX (compute_100f) JITs only within its family (10.0 -> 10.3, never 12.0), like
-            # family SASS; only plain PTX JITs to every later major
-            if suffix == "f" and t[0] == target[0] and t[1] <= target[1]:
-                return True, f"{a} PTX can be JIT-compiled for compute capability {cc} (same family)"
-            if suffix == "" and t <= target:
-                return True, f"{a} PTX can be JIT-compiled for compute capability {cc}"
-    return False, f"arch list {summary} has no SASS for sm_{tname} and no PTX <= compute_{tname}"
 
 
 # --------------------------------------------------------------------------- validation
@@ -503,7 +397,7 @@ def _companion(r: Dict[str, Any]) -> Companions:
 
 def _arch(r: Dict[str, Any]) -> ArchSupport:
     cc = P.text(r, "cc")
-    _cc_tuple(cc)  # ValueError for a cc that is not "X.Y"
+    parse_cc(cc)  # ValueError for a cc that is not "X.Y"
     return ArchSupport(cc=cc, first_cuda=P.opt_version(r, "first_cuda"), last_cuda=P.opt_version(r, "last_cuda"),
                        source=_src(r["source"]), still_supported=P.opt_bool(r, "still_supported"),
                        sm=P.opt_text(r, "sm"), architecture=P.opt_text(r, "architecture"),
@@ -518,7 +412,7 @@ def _gpu(r: Dict[str, Any]) -> _GpuRow:
     mem_gib = P.opt_number(r, "memory_gib")
     cc = P.opt_text(r, "compute_capability")
     if cc is not None:
-        _cc_tuple(cc)
+        parse_cc(cc)
     spec = GpuSpec(
         name=P.text(r, "name"),
         compute_capability=cc,
@@ -765,10 +659,10 @@ class Compat:
     # -- GPUs and architectures
     def arch_support(self, cc: str) -> Optional[ArchSupport]:
         try:
-            want = _cc_tuple(str(cc))
+            want = parse_cc(str(cc))
         except ValueError:
             return None
-        return next((r for r in self._arch if _cc_tuple(r.cc) == want), None)
+        return next((r for r in self._arch if parse_cc(r.cc) == want), None)
 
     def arch_supports(self) -> List[ArchSupport]:
         """Every architecture row, in the file's order."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from ..domain.arch import parse_cc
 from . import _parse as P
 from ._parse import loaded
 from ._parse import source_text as _src
@@ -19,11 +20,6 @@ __all__ = [
     "driver_gpu_table",
     "parse_driver_gpu_support",
 ]
-
-
-def _cc(text: Any) -> Tuple[int, int]:
-    major, _, minor = str(text).strip().partition(".")
-    return int(major), int(minor or 0)
 
 
 @dataclass(frozen=True)
@@ -39,10 +35,10 @@ class BranchSupport:
 
     def covers(self, cc: str) -> bool:
         try:
-            want = _cc(cc)
+            want = parse_cc(cc)
         except ValueError:
             return False
-        return _cc(self.cc_min) <= want <= _cc(self.cc_max)
+        return parse_cc(self.cc_min) <= want <= parse_cc(self.cc_max)
 
     def supports(self, branch: int) -> Optional[bool]:
         """False when ``branch`` is outside the known range; True when inside and the first branch is known."""
@@ -81,7 +77,7 @@ def _branch(r: Dict[str, Any], name: str) -> Optional[int]:
 
 def _support(r: Dict[str, Any]) -> BranchSupport:
     try:
-        lo, hi = _cc(r["cc_min"]), _cc(r["cc_max"])
+        lo, hi = parse_cc(r["cc_min"]), parse_cc(r["cc_max"])
     except (KeyError, ValueError):
         raise ValueError("cc_min/cc_max must be 'major.minor'") from None
     if lo > hi:
@@ -98,9 +94,9 @@ def _support(r: Dict[str, Any]) -> BranchSupport:
 def parse_driver_gpu_support(doc: Dict[str, Any]) -> DriverGpuTable:
     """Build the table; CompatDataError naming the row on a bad range, first > last, or overlapping ranges."""
     rows = P.rows("driver_gpu_support.json", "rows", doc["rows"], _support)
-    ordered = sorted(rows, key=lambda b: _cc(b.cc_min))
+    ordered = sorted(rows, key=lambda b: parse_cc(b.cc_min))
     for a, b in zip(ordered, ordered[1:]):
-        if _cc(a.cc_max) >= _cc(b.cc_min):
+        if parse_cc(a.cc_max) >= parse_cc(b.cc_min):
             raise P.CompatDataError(f"driver_gpu_support.json: {a.architecture} {a.cc_min}-{a.cc_max} overlaps "
                                     f"{b.architecture} {b.cc_min}-{b.cc_max}")
     return DriverGpuTable(doc["title"], str(doc["as_of"]), ordered, P.source_ids(doc))

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
+from ..domain.versions import release
 from . import _parse as P
 from ._parse import loaded
 from ._parse import source_text as _src
@@ -108,24 +109,11 @@ class HealthTable:
 
     def defects(self, version: str) -> List[DriverDefect]:
         """Known defects of this driver version (same branch, older than the fixing release)."""
-        parts = _version_tuple(version)
+        parts = release(version)
         if not parts:
             return []
         return [d for d in self.driver_defects
-                if d.branch == parts[0] and parts < _version_tuple(d.fixed_in)]
-
-
-def _version_tuple(text: str) -> tuple:
-    nums = re.findall(r"\d+", text or "")
-    return tuple(int(n) for n in nums)
-
-
-def branch_of(version: Optional[str]) -> Optional[int]:
-    """550 for '550.54.14'; None when the version is unreadable."""
-    if not version:
-        return None
-    m = re.match(r"\s*(\d+)", version)
-    return int(m.group(1)) if m else None
+                if d.branch == parts[0] and parts < release(d.fixed_in)]
 
 
 def _resource_row(r: Dict[str, Any]) -> ResourceRow:

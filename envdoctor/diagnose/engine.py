@@ -7,6 +7,8 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..compat.signatures import signatures_from
+from ..domain.arch import cc_str
+from ..domain.variants import cuda_of_variant, local_tag
 from ..facts import (
     Container,
     CudaToolkit,
@@ -58,8 +60,7 @@ def _transform(value: str, how: Optional[str]) -> Any:
         n = int(value)
         return f"{n // 1000}.{(n % 1000) // 10}"
     if how == "sm_cc":  # "sm_120" -> "12.0", "sm_86" -> "8.6", "sm_90a" -> "9.0"
-        digits = re.sub(r"\D", "", value)
-        return f"{digits[:-1]}.{digits[-1]}" if len(digits) >= 2 else None
+        return cc_str(value)
     if how == "words":
         return value.split()
     return value
@@ -235,10 +236,10 @@ def build_facts(acc: Acc, text: str) -> Facts:
     torch_pkg = acc.packages.get("torch")
     torch_version = g("torch.version") or (torch_pkg[1].version if torch_pkg else None)
     torch_cuda = g("torch.cuda")
-    tag = re.search(r"\+cu(\d{2,})$", torch_version or "")
-    if torch_cuda is None and tag:
+    tag_cuda = cuda_of_variant(local_tag(torch_version))
+    if torch_cuda is None and tag_cuda:
         # the wheel's local tag names the CUDA it was built with: +cu124 is torch.version.cuda == "12.4"
-        torch_cuda = f"{tag.group(1)[:-1]}.{tag.group(1)[-1]}"
+        torch_cuda = tag_cuda
     cpu_build = bool(g("torch.cpu_build")) and not torch_cuda
     torch_keys = [k for k in acc.values if k.startswith("torch.")]
     torch = None
@@ -256,7 +257,7 @@ def build_facts(acc: Acc, text: str) -> Facts:
         )
         if torch_version and torch_pkg is None:
             pkgs.append(Package(name="torch", version=torch_version,
-                                variant="cpu" if cpu_build and "+" not in torch_version else None,
+                                variant="cpu" if cpu_build and not local_tag(torch_version) else None,
                                 variant_evidence=acc.how("torch.cpu_build") if cpu_build else None))
     python_seen = bool(torch or pkgs or acc.has("python.version") or acc.env)
     pythons: List[PythonEnv] = []
@@ -312,7 +313,7 @@ def build_facts(acc: Acc, text: str) -> Facts:
         not_found.append("GPU model")
     if not torch_version:
         not_found.append("torch version")
-    elif not torch_cuda and not cpu_build and "+" not in torch_version:
+    elif not torch_cuda and not cpu_build and not local_tag(torch_version):
         not_found.append("torch CUDA version (torch.version.cuda)")
     if not g("python.version"):
         not_found.append("Python version")

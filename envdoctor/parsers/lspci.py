@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from envdoctor.domain.pci import bdf_key
 from envdoctor.facts import PcieLink
 
 # A device block starts at column 0 with its address: "19:00.0 ..." or, with -D, "0000:19:00.0 ...".
@@ -92,24 +93,13 @@ class PciDevice:
         )
 
 
-def normalize_bdf(bdf: str) -> str:
-    """"19:00.0" -> "0000:19:00.0"; lower-case hex, as sysfs and NVML (short form) spell it."""
-    bdf = bdf.strip().lower()
-    if bdf.count(":") == 1:
-        bdf = "0000:" + bdf
-    dom, rest = bdf.split(":", 1)
-    # NVML prints an 8-digit domain ("00000000:19:00.0"); keep the 4-digit form when it fits
-    if len(dom) > 4 and int(dom, 16) <= 0xFFFF:
-        dom = dom[-4:]
-    return f"{dom}:{rest}"
-
-
 def _split_blocks(text: str) -> List[Tuple[str, str, List[str]]]:
     blocks: List[Tuple[str, str, List[str]]] = []
     for line in text.splitlines():
         m = _HEADER.match(line)
         if m:
-            blocks.append((normalize_bdf(m.group("bdf")), m.group("rest").strip(), []))
+            bdf = m.group("bdf")
+            blocks.append((bdf_key(bdf) or bdf.strip().lower(), m.group("rest").strip(), []))
         elif blocks and line[:1].isspace():
             blocks[-1][2].append(line.strip())
     return blocks

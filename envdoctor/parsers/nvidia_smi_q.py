@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional
 
+from envdoctor.domain.pci import bdf_key
 from envdoctor.facts import Driver, Gpu, GpuProcess, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import (
     clean,
@@ -247,20 +248,6 @@ def _gpu(node: Node, index: int, bus_id: str, inforom_bad: bool) -> Gpu:
     )
 
 
-def _same_bus(a: str, b: str) -> bool:
-    """Bus ids compare equal whatever the domain width ("0008:00:00.0" vs "00000008:00:00.0")."""
-
-    def norm(x: str) -> str:
-        dom, _, rest = x.strip().lower().rpartition(":")
-        dom_part, _, bus = dom.rpartition(":")
-        return f"{int(dom_part or '0', 16):x}:{bus}:{rest}"
-
-    try:
-        return norm(a) == norm(b)
-    except ValueError:
-        return False
-
-
 def parse_nvidia_smi_q(text: str) -> Driver:
     """`nvidia-smi -q` text -> ``Driver`` (failed with a reason when the text is not that report)."""
     bad_inforom = [m.group(1) for m in _INFOROM_WARNING.finditer(text)]
@@ -276,7 +263,8 @@ def parse_nvidia_smi_q(text: str) -> Driver:
         m = _GPU_HEADER.match(node.key) if node.value is None else None
         if m:
             bus = m.group(1)
-            bad = any(_same_bus(bus, b) for b in bad_inforom)
+            # bus ids compare equal whatever the domain width ("0008:00:00.0" vs "00000008:00:00.0")
+            bad = bool(bdf_key(bus)) and any(bdf_key(bus) == bdf_key(b) for b in bad_inforom)
             gpus.append(_gpu(node, len(gpus), bus, bad))
     if version is None and not gpus:
         return Driver(status=ProbeStatus.FAILED, reason="not `nvidia-smi -q` output: no Driver Version, no GPU", source="nvidia-smi-q")

@@ -9,6 +9,7 @@ import os
 import re
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
+from envdoctor.domain.versions import mm_str
 from envdoctor.facts import CudaToolkit, ProbeStatus, Toolkits
 from envdoctor.parsers.nvcc import parse_nvcc_version
 from envdoctor.probes.registry import ProbeContext, probe
@@ -34,10 +35,6 @@ def parse_version_txt(text: str) -> Optional[str]:
     return m.group(1) if m else None
 
 
-def _major_minor(full: str) -> str:
-    return ".".join(full.split(".")[:2])
-
-
 class _Finder:
     def __init__(self, runner, fs: SysRoot):
         self.runner = runner
@@ -60,7 +57,7 @@ class _Finder:
             text = self.fs.read_text(f"{tree}/{name}")
             full = parse(text) if text is not None else None
             if full:
-                return _major_minor(full), full
+                return mm_str(full) or full, full
         return None, None
 
     def tree(self, tree: str, found_via: str) -> Optional[CudaToolkit]:

@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from envdoctor.domain.versions import release
 from envdoctor.facts import Driver, Gpu, GpuProcess, NvlinkLink, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import cuda_version_from_int
 from envdoctor.probes.registry import guard
@@ -564,16 +565,6 @@ def _import_pynvml() -> Any:
 MIN_BINDING = (12, 535, 108)
 
 
-def _version_tuple(text: str) -> Tuple[int, ...]:
-    out = []
-    for part in text.split("."):
-        digits = "".join(ch for ch in part if ch.isdigit())
-        if not digits:
-            break
-        out.append(int(digits))
-    return tuple(out)
-
-
 def binding_problem(module: Any) -> Optional[str]:
     """Why the imported ``pynvml`` must not be trusted, or None when it is NVIDIA's nvidia-ml-py >= 12.535.108.
 
@@ -601,7 +592,7 @@ def binding_problem(module: Any) -> Optional[str]:
     if not owned:
         return (f"the imported pynvml ({path}) is not the one nvidia-ml-py {dist.version} installed: an old "
                 "third-party pynvml package shadows NVIDIA's bindings")
-    if _version_tuple(dist.version) < MIN_BINDING:
+    if release(dist.version) < MIN_BINDING:
         return (f"nvidia-ml-py {dist.version} is older than 12.535.108: its process list is wrong on drivers "
                 "from 535.98 on")
     return None

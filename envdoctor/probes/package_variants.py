@@ -13,9 +13,10 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
+from envdoctor.domain.variants import variant_tag
+
 # auditwheel renames vendored copies (libcudart.faf08d9a.so.13), hence the optional hash
 _CUDART = re.compile(r"^libcudart(?:\.[0-9a-f]{8}|-[0-9a-f]{8})?\.so\.(\d+)(?:\.(\d+))?")
-_LOCAL_VARIANT = re.compile(r"^(cu\d+|cpu|rocm\d+(?:\.\d+)*|xpu)(?:$|[.\-_])")
 _NVIDIA_REQ = re.compile(r"^nvidia-cuda-runtime(?:-cu(\d+))?\s*(?:\(\s*)?==\s*(\d+)\.(\d+)", re.I)
 _CUDA_TOOLKIT_REQ = re.compile(r"^cuda-toolkit(?:\[[^\]]*\])?\s*(?:\(\s*)?==\s*(\d+)\.(\d+)", re.I)
 # distributions whose pinned CUDA runtime requirement says which CUDA they were built for (pip torch wheels pin it)
@@ -68,11 +69,8 @@ def variant_from_libs(libs: Iterable[str]) -> Tuple[Optional[str], List[str]]:
 
 
 def variant_from_version(version: str) -> Optional[str]:
-    """The CUDA variant in a version's local tag: "2.5.1+cu124" -> "cu124"."""
-    if "+" not in version:
-        return None
-    m = _LOCAL_VARIANT.match(version.split("+", 1)[1].lower())
-    return m.group(1) if m else None
+    """The CUDA variant in a version's local tag: "2.5.1+cu124" -> "cu124" (envdoctor.domain.variants)."""
+    return variant_tag(version)
 
 
 def variant_from_requires(requires: Optional[List[str]]) -> Tuple[Optional[str], Optional[str]]:

@@ -8,7 +8,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from envdoctor.facts import Driver, ProbeStatus, pci_bus_key
+from envdoctor.domain.pci import bus_key
+from envdoctor.facts import Driver, ProbeStatus
 from envdoctor.probes.nvml import import_pynvml, run_with_timeout, sample_pcie_links
 from envdoctor.probes.python_env import PayloadRun, execute_payload
 
@@ -25,7 +26,6 @@ class PcieLoad:
     seconds: Optional[float] = None
 
 
-bus_key = pci_bus_key  # kept as this module's name for it
 
 
 def probe_pcie_load(executable: str, runner: Any, driver: Driver, nvml: Any = None,

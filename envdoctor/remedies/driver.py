@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import List, Optional
 
+from ..domain.arch import parse_cc
 from ..facts import Facts
 from .platform import Platform, platform_of
 from .shell import Raw, command
@@ -25,7 +26,7 @@ def _pre_turing(facts: Facts) -> bool:
     Guide, "Kernel Modules"."""
     for g in facts.driver.gpus:
         try:
-            if g.compute_capability and tuple(int(x) for x in g.compute_capability.split(".")[:2]) < (7, 5):
+            if g.compute_capability and parse_cc(g.compute_capability) < (7, 5):
                 return True
         except ValueError:
             continue

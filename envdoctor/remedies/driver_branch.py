@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
-from ..checks._util import driver_branch, major_minor, parse_version, version_ge
 from ..compat.driver_gpu import BranchSupport, driver_gpu_table
+from ..domain.arch import sm_name
+from ..domain.versions import driver_branch, major_minor, parse_version, version_ge
 
 if TYPE_CHECKING:
     from ..checks.base import CheckContext
@@ -28,7 +29,7 @@ class GpuOnBranch:
 
     @property
     def label(self) -> str:
-        return f"{self.name} ({self.row.architecture}, sm_{self.cc.replace('.', '')})"
+        return f"{self.name} ({self.row.architecture}, {sm_name(self.cc)})"
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,8 @@ def newest_torch_for(ctx: CheckContext, branch: int, ccs: List[str]) -> Optional
     """(torch minor, variant) of the newest torch release with a CUDA variant that ``branch`` runs and whose
     wheel has kernels (SASS, or PTX it can JIT) for every compute capability in ``ccs``; only variants with a
     known arch list count."""
-    from ..compat import arch_runs, cuda_of_variant
+    from ..domain.arch import arch_runs
+    from ..domain.variants import cuda_of_variant
 
     best: Optional[Tuple[str, str]] = None
     for rel in ctx.compat.torch_releases():

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
-from packaging.version import InvalidVersion, Version
-
+from ..domain.versions import major_minor
 from ..facts import Facts, PythonEnv
 from .platform import platform_of
 from .shell import POSIX, POWERSHELL, Arg, Raw, command
@@ -62,15 +61,6 @@ def pip_command(inst: Installer, subcommand: str, *args: Arg, comment: Optional[
     return command(head, list(args), comment=comment, shell=inst.shell, what="the interpreter path")
 
 
-def _major_minor(text: Optional[str]):
-    try:
-        v = Version(str(text))
-    except (InvalidVersion, TypeError):
-        return None
-    rel = v.release + (0,)
-    return rel[0], rel[1]
-
-
 def pip_install(facts: Optional[Facts], py: Optional[PythonEnv], packages: Sequence[str],
                 variant: Optional[str] = None, force: bool = False, no_deps: bool = False,
                 no_build_isolation: bool = False) -> str:
@@ -85,7 +75,7 @@ def pip_install(facts: Optional[Facts], py: Optional[PythonEnv], packages: Seque
     if no_build_isolation:
         args.append("--no-build-isolation")
     torch_pin = next((p.split("==", 1)[1] for p in packages if p.startswith("torch==")), None)
-    mm = _major_minor(torch_pin)
+    mm = major_minor(torch_pin, strict=True)
     legacy = bool(variant and mm and mm < (1, 13))
     pkgs = list(packages)
     if legacy:

@@ -9,16 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from ..checks._gpus import gpu_capabilities
-from ..checks._util import (
-    base_version,
-    driver_runs_cuda,
-    mm_str,
-    parse_version,
-    torch_releases,
-    torch_variant,
-)
-from ..compat import arch_runs, cuda_of_variant
-from ..compat.health import branch_of
+from ..checks._util import driver_runs_cuda, torch_releases
+from ..domain.arch import arch_runs
+from ..domain.variants import cuda_of_variant, torch_variant, variant_kind
+from ..domain.versions import base_version, driver_branch, mm_str, parse_version
 from ..facts import PythonEnv
 from ..findings import Fix
 from .driver import COMPAT_DOC, driver_install
@@ -74,7 +68,7 @@ def legacy_gpu_alternative(ctx: CheckContext, py, torch_version: str,
     pins = pair_pins(ctx, py, version) if py is not None else [f"torch=={version}"]
     commands = [pip_install(ctx.facts, py, pins, variant, force=True)]
     note = ""
-    if branch_of(driver) != hi:
+    if driver_branch(driver) != hi:
         # R{hi} is the last branch for this GPU
         plan = driver_install(ctx.facts, hi)
         commands[:0] = plan.commands
@@ -113,7 +107,7 @@ def upgrade_driver_fix(ctx: CheckContext, min_driver: Optional[str], torch_versi
 
 def target_variant(ctx: CheckContext, py: PythonEnv, torch_version: str) -> Optional[str]:
     """Which variant the fix should install: keep torch's, unless torch is CPU on a GPU box."""
-    tv = torch_variant(py, ctx.compat)
+    tv = torch_variant(py.torch)
     if tv == "cpu" and ctx.facts.driver.gpus:
         rel = ctx.compat.torch_release(torch_version)
         if rel and rel.default_variant:
@@ -140,7 +134,7 @@ def find_build_for(ctx: CheckContext, cc: str, prefer_minor: Optional[str] = Non
     candidates = []
     for rel in torch_releases(ctx):
         for variant, arch in (rel.arch_lists or {}).items():
-            if not arch or not variant.startswith("cu"):
+            if not arch or variant_kind(variant) != "cuda":
                 continue
             ok, _ = arch_runs(arch, cc)
             if not ok:

@@ -14,6 +14,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..domain.variants import is_cpu_build
 from ..facts import Facts, Gpu, ProbeStatus, PythonEnv
 from ..findings import CheckResult, CheckStatus, Finding, Report, Severity
 
@@ -137,7 +138,7 @@ def _torch_line(env: PythonEnv) -> str:
         build = f"torch CUDA {torch.cuda}"
     elif torch.hip is not None:
         build = f"ROCm {torch.hip}"
-    elif torch.version is not None and "+cpu" in torch.version:
+    elif is_cpu_build(torch):  # the rule torch.cuda-build judges by, not only a +cpu tag
         build = "CPU build"
     else:
         build = f"torch CUDA {UNKNOWN}"

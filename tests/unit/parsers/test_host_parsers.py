@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from envdoctor.domain.pci import bdf_key
 from envdoctor.parsers.lsblk import (
     flatten,
     parse_lsblk,
@@ -11,7 +12,7 @@ from envdoctor.parsers.lsblk import (
     parse_lsblk_pairs,
     parse_lsblk_text,
 )
-from envdoctor.parsers.lspci import normalize_bdf, nvidia_gpu_links, parse_lspci, parse_lspci_vv
+from envdoctor.parsers.lspci import nvidia_gpu_links, parse_lspci, parse_lspci_vv
 from envdoctor.parsers.mounts import (
     classify_fstype,
     find_mount,
@@ -110,8 +111,8 @@ def test_lspci_gb200_plain_listing():
 @pytest.mark.parametrize("raw,expected", [
     ("19:00.0", "0000:19:00.0"), ("00000000:1B:00.0", "0000:1b:00.0"), ("0001:00:00.0", "0001:00:00.0"),
 ])
-def test_normalize_bdf(raw, expected):
-    assert normalize_bdf(raw) == expected
+def test_lspci_addresses_take_the_domain_key(raw, expected):
+    assert bdf_key(raw) == expected
 
 
 # --------------------------------------------------------------------------- lsblk

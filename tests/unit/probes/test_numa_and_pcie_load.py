@@ -12,11 +12,12 @@ import pytest
 
 from envdoctor.checks import host, pcie, run_checks
 from envdoctor.compat import load_compat
+from envdoctor.domain.pci import bus_key
 from envdoctor.facts import Driver, Facts, Gpu, GpuLocality, ProbeStatus
 from envdoctor.findings import CheckStatus, Severity
 from envdoctor.probes.host import probe_host
 from envdoctor.probes.numa import format_cpulist, probe_gpu_locality
-from envdoctor.probes.pcie_load import bus_key, probe_pcie_load
+from envdoctor.probes.pcie_load import probe_pcie_load
 from envdoctor.probes.python_env import payload_argv
 from tests.fakes.nvml import FakeNvml, h100
 from tests.fakes.runner import FakeRunner

@@ -330,9 +330,10 @@ def test_a_third_party_pynvml_is_reported_not_trusted(tmp_path, monkeypatch):
 
 
 def test_old_nvidia_ml_py_is_refused():
-    from envdoctor.probes.nvml import MIN_BINDING, _version_tuple
+    from envdoctor.domain.versions import release
+    from envdoctor.probes.nvml import MIN_BINDING
 
-    assert _version_tuple("12.535.77") < MIN_BINDING <= _version_tuple("12.535.108") < _version_tuple("13.615.71")
+    assert release("12.535.77") < MIN_BINDING <= release("12.535.108") < release("13.615.71")
 
 
 def test_healthy_hgx_h100_on_550_through_the_real_bindings_has_no_warning(tmp_path):
