@@ -377,6 +377,16 @@ def _marked(marker: str) -> List[int]:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find orphans")
+
+def _default_signals() -> None:
+    """In the child: SIGINT/SIGTERM at their defaults. A test run started in the background (a CI job, `cmd &`,
+    nohup) inherits SIGINT ignored, and envdoctor rightly keeps an ignored SIGINT ignored; what these tests
+    exercise is a user's terminal, where the signal is delivered."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
 @pytest.mark.parametrize("signame,code", [("SIGINT", 130), ("SIGTERM", 143)])
 def test_a_signal_ends_every_child_and_exits_with_its_code(tmp_path, signame, code):
     marker = f"envdoctor-test-hang-{os.getpid()}-{signame}"
@@ -387,7 +397,7 @@ def test_a_signal_ends_every_child_and_exits_with_its_code(tmp_path, signame, co
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
     proc = subprocess.Popen([sys.executable, "-m", "envdoctor", "--python", str(fake), "--data", str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                            restore_signals=True, start_new_session=True)
+                            restore_signals=True, start_new_session=True, preexec_fn=_default_signals)
     try:
         deadline = time.monotonic() + 30  # the hang has started: the payload is running
         while not _marked(marker) and time.monotonic() < deadline:
@@ -423,7 +433,8 @@ def test_keyboard_interrupt_in_the_python_api_kills_the_children(tmp_path):
             "except KeyboardInterrupt:\n"
             "    sys.exit(42)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=30)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=30,
+                          preexec_fn=_default_signals)
     assert proc.returncode == 42, proc.stderr.decode()
     deadline = time.monotonic() + 5
     while _marked(marker) and time.monotonic() < deadline:
