@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type
 
 ASSERT_FORMATS = ("console", "json", "markdown", "junit")
 
@@ -185,27 +185,31 @@ def _emit(payload: Dict[str, Any], text: str, fmt: str) -> None:
     _write(json.dumps(payload, indent=2, sort_keys=False) if fmt == "json" else text, None)
 
 
-def cmd_matrix(args) -> int:
-    from .cli import EXIT_OK, EXIT_USAGE, UsageError
-    from .matrix import MatrixError, query
+def _answer(args, fn: Callable[[Any], Tuple[Dict[str, Any], str]], error: Type[Exception]) -> Dict[str, Any]:
+    """Run ``fn(args)`` and print its (payload, text); ``error`` becomes a usage error. Returns the payload."""
+    from .cli import UsageError
 
     try:
-        payload, text = query(args)
-    except MatrixError as e:
+        payload, text = fn(args)
+    except error as e:
         raise UsageError(str(e)) from None
     _emit(payload, text, args.format)
+    return payload
+
+
+def cmd_matrix(args) -> int:
+    from .cli import EXIT_OK, EXIT_USAGE
+    from .matrix import MatrixError, query
+
+    payload = _answer(args, query, MatrixError)
     return EXIT_OK if payload.get("found", True) else EXIT_USAGE
 
 
 def cmd_recommend(args) -> int:
-    from .cli import EXIT_OK, UsageError
+    from .cli import EXIT_OK
     from .recommend import RecommendError, recommend_from_args
 
-    try:
-        payload, text = recommend_from_args(args)
-    except RecommendError as e:
-        raise UsageError(str(e)) from None
-    _emit(payload, text, args.format)
+    _answer(args, recommend_from_args, RecommendError)
     return EXIT_OK
 
 

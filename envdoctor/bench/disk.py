@@ -21,7 +21,7 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from ..facts import BenchResult, ProbeStatus
 
@@ -124,51 +124,57 @@ def _open(path: str) -> Tuple[int, bool, Optional[str]]:
     return fd, False, note
 
 
-def seq_read(path: str, size: int, seconds: float) -> Tuple[int, float, bool, Optional[str]]:
-    """Read 1 MiB blocks from the start for ``seconds`` (or to the end): (bytes, elapsed, direct, note)."""
-    fd, direct, note = _open(path)
-    buf = _aligned_buffer(SEQ_BLOCK)
-    total = 0
-    try:
-        limit = size - size % ALIGN
-        offset = 0
-        t0 = time.perf_counter()
-        deadline = t0 + seconds
-        while offset < limit:
-            n = os.preadv(fd, [buf], offset)
-            if n <= 0:
-                break
-            total += n
-            offset += n
-            if time.perf_counter() > deadline:
-                break
-        elapsed = time.perf_counter() - t0
-    finally:
-        buf.close()
-        os.close(fd)
-    return total, elapsed, direct, note
+def _timed_reads(path: str, block: int, seconds: float, read_one: Callable[[int, Any, int], Optional[int]],
+                 check_every: int = 1) -> Tuple[int, float, bool, Optional[str]]:
+    """Call ``read_one(fd, buf, done)`` until it returns None or ``seconds`` pass: (done, elapsed, direct, note).
 
-
-def rand_read(path: str, size: int, seconds: float, seed: int = 0) -> Tuple[int, float, bool, Optional[str]]:
-    """Read 4 KiB blocks at uniformly random aligned offsets for ``seconds``: (reads, elapsed, direct, note)."""
+    ``done`` sums what ``read_one`` returned; the clock is looked at every ``check_every`` reads.
+    """
     fd, direct, note = _open(path)
-    buf = _aligned_buffer(RAND_BLOCK)
-    blocks = max(1, size // RAND_BLOCK)
-    rng = random.Random(seed)
-    count = 0
+    buf = _aligned_buffer(block)
+    done = 0
+    reads = 0
     try:
         t0 = time.perf_counter()
         deadline = t0 + seconds
         while True:
-            os.preadv(fd, [buf], rng.randrange(blocks) * RAND_BLOCK)
-            count += 1
-            if count % 16 == 0 and time.perf_counter() > deadline:
+            n = read_one(fd, buf, done)
+            if n is None:
+                break
+            done += n
+            reads += 1
+            if reads % check_every == 0 and time.perf_counter() > deadline:
                 break
         elapsed = time.perf_counter() - t0
     finally:
         buf.close()
         os.close(fd)
-    return count, elapsed, direct, note
+    return done, elapsed, direct, note
+
+
+def seq_read(path: str, size: int, seconds: float) -> Tuple[int, float, bool, Optional[str]]:
+    """Read 1 MiB blocks from the start for ``seconds`` (or to the end): (bytes, elapsed, direct, note)."""
+    limit = size - size % ALIGN
+
+    def read_one(fd: int, buf: Any, offset: int) -> Optional[int]:
+        if offset >= limit:
+            return None
+        n = os.preadv(fd, [buf], offset)
+        return n if n > 0 else None
+
+    return _timed_reads(path, SEQ_BLOCK, seconds, read_one)
+
+
+def rand_read(path: str, size: int, seconds: float, seed: int = 0) -> Tuple[int, float, bool, Optional[str]]:
+    """Read 4 KiB blocks at uniformly random aligned offsets for ``seconds``: (reads, elapsed, direct, note)."""
+    blocks = max(1, size // RAND_BLOCK)
+    rng = random.Random(seed)
+
+    def read_one(fd: int, buf: Any, _done: int) -> Optional[int]:
+        os.preadv(fd, [buf], rng.randrange(blocks) * RAND_BLOCK)
+        return 1
+
+    return _timed_reads(path, RAND_BLOCK, seconds, read_one, check_every=16)
 
 
 def make_temp_file(directory: str, size: int, register: Callable[[str], None]) -> str:

@@ -12,7 +12,6 @@ import dataclasses
 import json
 import os
 import queue
-import signal
 import subprocess
 import tempfile
 import threading
@@ -23,6 +22,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..domain.pci import bus_key
 from ..facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, Storage, from_dict
+from ..probes.runner import _kill_tree
 from .suite import KERNELS, PlanItem, plan
 
 STARTUP_TIMEOUT_S = 90.0  # import torch + CUDA initialisation, before the first kernel
@@ -62,18 +62,6 @@ class StreamOutcome:
     killed_after_s: Optional[float] = None
     error: Optional[str] = None  # the payload could not run, or died without finishing
     finished: bool = False
-
-
-def _kill_tree(proc: subprocess.Popen) -> None:
-    if os.name == "posix":
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-    try:
-        proc.kill()
-    except OSError:
-        pass
 
 
 def stream_payload(argv: Sequence[str], on_event: Callable[[Dict[str, Any]], None],

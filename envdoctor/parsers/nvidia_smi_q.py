@@ -11,10 +11,10 @@ from envdoctor.domain.pci import bdf_key
 from envdoctor.facts import Driver, Gpu, GpuProcess, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import (
     clean,
+    ecc_totals,
     fabric_fields,
     is_error_marker,
     normalize_compute_mode,
-    sum_known,
     to_bool,
     to_bytes,
     to_float,
@@ -103,17 +103,14 @@ def _ecc(node: Optional[Node]) -> Dict[str, Optional[int]]:
         out["corrected"] = to_int(node.get("Single Bit/Total"))
         out["uncorrected"] = to_int(node.get("Double Bit/Total"))
         return out
-    corr: List[Optional[int]] = []
-    unc: List[Optional[int]] = []
-    for c in node.children:
-        k = c.key.lower()
-        if "uncorrectable" in k:
-            unc.append(to_int(c.value))
-        elif "correctable" in k:
-            corr.append(to_int(c.value))
-    out["corrected"] = sum_known(corr)
-    out["uncorrected"] = sum_known(unc)
-    return out
+    return ecc_totals((_ecc_kind(c.key), c.value) for c in node.children)
+
+
+def _ecc_kind(key: str) -> Optional[str]:
+    k = key.lower()
+    if "uncorrectable" in k:
+        return "uncorrected"
+    return "corrected" if "correctable" in k else None
 
 
 def _throttle(gpu: Node) -> Optional[List[str]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from envdoctor.facts import Driver, Gpu, GpuProcess, ProbeStatus
 
@@ -149,6 +149,15 @@ def sum_known(values: List[Optional[int]]) -> Optional[int]:
     return sum(known) if known else None
 
 
+def ecc_totals(items: Iterable[Tuple[Optional[str], Optional[str]]]) -> Dict[str, Optional[int]]:
+    """{"corrected", "uncorrected"} from (kind, raw count) pairs: each kind's known counts summed (kind None: skipped)."""
+    found: Dict[str, List[Optional[int]]] = {"corrected": [], "uncorrected": []}
+    for kind, value in items:
+        if kind is not None:
+            found[kind].append(to_int(value))
+    return {kind: sum_known(values) for kind, values in found.items()}
+
+
 # --------------------------------------------------------------------------- XML
 
 
@@ -180,17 +189,13 @@ def _ecc_counts(counts: Optional[ET.Element]) -> Dict[str, Optional[int]]:
         out["corrected"] = to_int(_text(counts, "single_bit/total"))
         out["uncorrected"] = to_int(_text(counts, "double_bit/total"))
         return out
-    corr: List[Optional[int]] = []
-    unc: List[Optional[int]] = []
-    for child in counts:
-        tag = child.tag
-        if tag.endswith("_correctable") and "uncorrectable" not in tag:
-            corr.append(to_int(child.text))
-        elif "uncorrectable" in tag:
-            unc.append(to_int(child.text))
-    out["corrected"] = sum_known(corr)
-    out["uncorrected"] = sum_known(unc)
-    return out
+    return ecc_totals((_ecc_kind(child.tag), child.text) for child in counts)
+
+
+def _ecc_kind(tag: str) -> Optional[str]:
+    if tag.endswith("_correctable") and "uncorrectable" not in tag:
+        return "corrected"
+    return "uncorrected" if "uncorrectable" in tag else None
 
 
 def _throttle(gpu_el: ET.Element) -> Optional[List[str]]:

@@ -8,7 +8,7 @@ import os
 from typing import List, Mapping, Optional, Union
 
 from envdoctor.facts import Container
-from envdoctor.probes.sysroot import SysRoot
+from envdoctor.probes.sysroot import SysRoot, root_and_env
 
 _LIMIT = 1 << 20  # /proc/1/cgroup and environ are a few lines; a limit keeps an odd /proc from costing memory
 
@@ -30,8 +30,7 @@ def gpu_device_nodes(root: Union[str, SysRoot] = "/") -> Optional[List[str]]:
 
 def probe_container(root: Union[str, SysRoot] = "/", env: Optional[Mapping[str, str]] = None) -> Container:
     """Anything unreadable is simply not evidence."""
-    fs = SysRoot.of(root)
-    env = os.environ if env is None else env
+    fs, env = root_and_env(root, env)
     found: List[tuple] = []  # (runtime, evidence), strongest first within each kind
 
     if env.get("KUBERNETES_SERVICE_HOST"):

@@ -13,7 +13,7 @@ from envdoctor.domain.versions import mm_str
 from envdoctor.facts import CudaToolkit, ProbeStatus, Toolkits
 from envdoctor.parsers.nvcc import parse_nvcc_version
 from envdoctor.probes.registry import ProbeContext, probe
-from envdoctor.probes.sysroot import SysRoot
+from envdoctor.probes.sysroot import SysRoot, root_and_env
 
 NVCC_TIMEOUT_S = 15.0  # nvcc starts in well under a second; a network home directory can be slow
 
@@ -88,8 +88,7 @@ def collect_toolkits(ctx: ProbeContext) -> Toolkits:
 
 def probe_toolkits(runner, root: Union[str, SysRoot] = "/", env: Optional[Mapping[str, str]] = None) -> Toolkits:
     """Absent when there is no nvcc on PATH and no toolkit tree in the usual places."""
-    env = os.environ if env is None else env
-    fs = SysRoot.of(root)
+    fs, env = root_and_env(root, env)
     finder = _Finder(runner, fs)
     installed: Dict[str, CudaToolkit] = {}  # keyed by the resolved tree, so cuda -> cuda-13.0 counts once
     links: List[str] = []

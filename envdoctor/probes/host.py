@@ -12,7 +12,7 @@ from typing import Dict, List, Mapping, Optional, Tuple, Union
 from envdoctor.facts import Host, ProbeStatus
 from envdoctor.probes.container import probe_container
 from envdoctor.probes.registry import ProbeContext, probe
-from envdoctor.probes.sysroot import SysRoot
+from envdoctor.probes.sysroot import SysRoot, root_and_env
 
 ENV_OF_INTEREST = (
     "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE",
@@ -284,8 +284,7 @@ def collect_host(ctx: ProbeContext) -> Host:
 
 def probe_host(runner, root: Union[str, SysRoot] = "/", env: Optional[Mapping[str, str]] = None) -> Host:
     """The host section, its container part included (a crash is turned into a failed section by the guard)."""
-    env = os.environ if env is None else env
-    fs = SysRoot.of(root)
+    fs, env = root_and_env(root, env)
     live = fs.live
     missing: List[str] = []
 

@@ -35,13 +35,21 @@ def _failure(res: RunResult) -> Optional[Tuple[str, str, Optional[str]]]:
     return None
 
 
+def _failed_driver(res: RunResult, source: str) -> Optional[Driver]:
+    """The Driver section for a run of nvidia-smi that gave no usable output, else None."""
+    failed = _failure(res)
+    if not failed:
+        return None
+    status, reason, message = failed
+    return Driver(status=status, reason=reason, source=source, nvidia_smi_error=message)
+
+
 def probe_nvidia_smi_xml(runner, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Driver:
     """The driver and GPUs from `nvidia-smi -q -x` (source "nvidia-smi-xml")."""
     res = runner.run(list(XML_ARGV), timeout=timeout)
-    failed = _failure(res)
+    failed = _failed_driver(res, "nvidia-smi-xml")
     if failed:
-        status, reason, message = failed
-        return Driver(status=status, reason=reason, source="nvidia-smi-xml", nvidia_smi_error=message)
+        return failed
     xml = parse_nvidia_smi_xml(res.stdout)
     if xml.status == ProbeStatus.OK:
         return xml
@@ -56,10 +64,9 @@ def probe_nvidia_smi_xml(runner, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Drive
 def probe_nvidia_smi_csv(runner, timeout: float = NVIDIA_SMI_TIMEOUT_S) -> Driver:
     """The driver and GPUs from `nvidia-smi --query-gpu=... --format=csv` (source "nvidia-smi-csv")."""
     res = runner.run(list(CSV_ARGV), timeout=timeout)
-    failed = _failure(res)
+    failed = _failed_driver(res, "nvidia-smi-csv")
     if failed:
-        status, reason, message = failed
-        return Driver(status=status, reason=reason, source="nvidia-smi-csv", nvidia_smi_error=message)
+        return failed
     return driver_from_query_csv(res.stdout)
 
 

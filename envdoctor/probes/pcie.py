@@ -59,12 +59,22 @@ def _link(fs: SysRoot, dev_dir: str, bdf: str, upstream: Optional[str]) -> PcieL
                     sta_speed_gts=sta_speed, sta_width=sta_width, downgraded=downgraded, upstream_bdf=upstream)
 
 
+_PCI_DEVICES = "/sys/bus/pci/devices"
+
+
+def _pci_entries(fs: SysRoot) -> Optional[List[str]]:
+    """The BDFs under /sys/bus/pci/devices, sorted; None if it cannot be listed."""
+    try:
+        return sorted(fs.listdir(_PCI_DEVICES))
+    except OSError:
+        return None
+
+
 def _from_sysfs(root: Root) -> Optional[Tuple[int, List[PcieLink]]]:
     fs = SysRoot.of(root)
-    base = "/sys/bus/pci/devices"
-    try:
-        entries = sorted(fs.listdir(base))
-    except OSError:
+    base = _PCI_DEVICES
+    entries = _pci_entries(fs)
+    if entries is None:
         return None
     real: Dict[str, str] = {}
     for bdf in entries:
@@ -132,10 +142,9 @@ def nvidia_pci_devices(root: Root = "/") -> Optional[List[str]]:
     Containers usually see the host's PCI devices in sysfs even when no GPU was passed in.
     """
     fs = SysRoot.of(root)
-    base = "/sys/bus/pci/devices"
-    try:
-        entries = sorted(fs.listdir(base))
-    except OSError:
+    base = _PCI_DEVICES
+    entries = _pci_entries(fs)
+    if entries is None:
         return None
     out = []
     for bdf in entries:

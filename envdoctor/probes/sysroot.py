@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import glob as _glob
 import os
-from typing import List, Optional, Union
+from typing import List, Mapping, Optional, Tuple, Union
 
 _MAX_LINK_HOPS = 40  # the kernel's own limit on symlinks followed in one lookup (MAXSYMLINKS, include/linux/namei.h)
 
@@ -124,3 +124,9 @@ class SysRoot:
                 continue
             cur = nxt
         return cur
+
+
+def root_and_env(root: Union[str, SysRoot, None],
+                 env: Optional[Mapping[str, str]]) -> Tuple[SysRoot, Mapping[str, str]]:
+    """What a probe reads: the SysRoot for ``root`` and the environment (this process's when ``env`` is None)."""
+    return SysRoot.of(root), (os.environ if env is None else env)
