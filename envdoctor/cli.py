@@ -118,12 +118,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Will this machine's GPU deep-learning stack work, and at the speed you pay for? "
                     "`envdoctor` alone is `envdoctor check`.",
         epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_CommandListFormatter,
     )
     parser.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and the matrix in use")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("check", help="collect facts, judge them, print findings (default)",
+    p = sub.add_parser("check", help="collect, judge and print findings (default)",
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_collect_options(p)
     _add_output_options(p)
@@ -139,24 +139,36 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     p.add_argument("--no-redact", action="store_true", help="keep host names, home paths and GPU UUIDs")
 
-    p = sub.add_parser("diagnose", help="diagnose pasted text: collect_env, nvidia-smi, pip list, tracebacks",
+    p = sub.add_parser("diagnose", help="judge pasted reports, tables, logs, tracebacks",
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("files", nargs="*", metavar="FILE", help="files to read ('-' or nothing: stdin)")
     _add_output_options(p)
 
-    p = sub.add_parser("bench", help="run micro-benchmarks (matmul, memory, copies, disks) and judge them",
+    p = sub.add_parser("bench", help="measure matmul, memory, copies, disks; judge",
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     _add_collect_options(p)
     _add_output_options(p)
     _add_bench_options(p, names=True)
 
-    sub.add_parser("list-checks", help="list every check with its id and categories")
-    p = sub.add_parser("explain", help="explain a finding code, a check id or a category")
+    sub.add_parser("list-checks", help="every check id and its categories")
+    p = sub.add_parser("explain", help="explain a category, check id or finding code")
     p.add_argument("code", help="e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA, driver.cuda-compat or driver.cuda-compat/too-old")
     from .cli_extra import add_parsers
 
     add_parsers(sub, EXIT_CODES_HELP)
     return parser
+
+
+class _CommandListFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each command and its one-line help on one line at 80 columns (scripts and people read that list):
+    argparse measures subcommand names without their extra indent, so `list-checks` and `update-data`
+    would otherwise push their help onto a line of its own."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            longest = max((len(name) for name in action.choices), default=0)
+            self._action_max_length = max(self._action_max_length, longest + self._current_indent + 4)
 
 
 class _VersionAction(argparse.Action):

@@ -16,7 +16,7 @@ ASSERT_FORMATS = ("console", "json", "markdown", "junit")
 def add_parsers(sub: Any, epilog: str) -> None:
     fmt = argparse.RawDescriptionHelpFormatter
     p = sub.add_parser(
-        "assert", help="build-time assertions: requirements and a target fleet, no GPU needed (Docker RUN)",
+        "assert", help="static checks for a declared fleet (no GPU)",
         description="Judge the target interpreter against declared requirements and a target fleet (driver, "
                     "GPUs) with the static checks only: no GPU or driver is needed, so it runs in a Docker "
                     "build. Requirements come from the flags and from [tool.envdoctor] in pyproject.toml or "
@@ -46,7 +46,7 @@ def add_parsers(sub: Any, epilog: str) -> None:
     p.add_argument("--no-redact", action="store_true", help="keep host names and home paths in the output")
     p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
 
-    p = sub.add_parser("matrix", help="query the bundled compatibility matrix (cited rows)",
+    p = sub.add_parser("matrix", help="query the bundled matrix (cited rows)",
                        epilog=epilog, formatter_class=fmt)
     msub = p.add_subparsers(dest="query", metavar="QUERY")
     msub.required = True
@@ -64,7 +64,7 @@ def add_parsers(sub: Any, epilog: str) -> None:
     for q in msub.choices.values():
         q.add_argument("--format", choices=("console", "json"), default="console")
 
-    p = sub.add_parser("recommend", help="the newest torch (+ companions) that works with a driver/GPU/Python",
+    p = sub.add_parser("recommend", help="the newest torch for a driver, GPU, Python",
                        description="From this machine's facts, or --driver/--gpu/--python/--os given by hand "
                                    "(planning a rental), the newest torch with matching torchvision/torchaudio "
                                    "whose CUDA variant runs on the driver and has kernels for the GPUs, and the "
@@ -78,7 +78,7 @@ def add_parsers(sub: Any, epilog: str) -> None:
     p.add_argument("--os", choices=("linux", "windows"), default=None, help="(default: this machine's)")
     p.add_argument("--format", choices=("console", "json"), default="console")
 
-    p = sub.add_parser("update-data", help="download a newer compatibility matrix (the only network command)",
+    p = sub.add_parser("update-data", help="fetch a newer matrix (the only network use)",
                        description="Download a matrix manifest (version, as_of, sha256 per file) from --url or "
                                    "$ENVDOCTOR_DATA_URL, verify and validate every file, and install it "
                                    "atomically into the cache ($ENVDOCTOR_CACHE_DIR, $XDG_CACHE_HOME/envdoctor "
