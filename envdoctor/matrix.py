@@ -77,10 +77,6 @@ def max_cuda(compat: Any, driver: str) -> Dict[str, Any]:
     }
 
 
-def _src(value: Any) -> str:
-    return "; ".join(value) if isinstance(value, list) else str(value)
-
-
 def torch_info(compat: Any, version: str) -> Dict[str, Any]:
     rel = compat.torch_release(version)
     if rel is None:
