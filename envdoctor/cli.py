@@ -609,6 +609,13 @@ def _finding_codes() -> tuple:
                 for arg in list(node.args) + [k.value for k in node.keywords]:
                     if isinstance(arg, ast.Name) and arg.id in builders:
                         codes.update(f"{builders[arg.id]}/{kind}" for kind in helpers[node.func.id])
+            # cases.report(NVLINK.error, "inactive", ...): a builder (or its severity method) handed over with the kind
+            if isinstance(node, ast.Call) and len(node.args) >= 2 and builders:
+                b = node.args[0].value if isinstance(node.args[0], ast.Attribute) else node.args[0]
+                kind = node.args[1]
+                if isinstance(b, ast.Name) and b.id in builders and isinstance(kind, ast.Constant) \
+                        and isinstance(kind.value, str):
+                    codes.add(f"{builders[b.id]}/{kind.value}")
             if isinstance(node, ast.Call) and node.args and builders:
                 f = node.func.value if isinstance(node.func, ast.Attribute) else node.func
                 if isinstance(f, ast.Name) and f.id in builders:

@@ -42,6 +42,11 @@ def test_codes_a_helper_emits_through_a_builder_parameter_are_known():
                  "host.memory/per-gpu-below-recommended"):
         assert _known_finding_code(code), code
     assert not _known_finding_code("host.shm/per-gpu")  # a builder the helper is never given
+    # Cases.report(NVLINK.error, "inactive", ...) hands the builder over with the kind
+    for code in ("interconnect.nvlink/inactive", "interconnect.nvlink/fewer-links", "pcie.link/gen-idle",
+                 "pcie.link/slot-gen"):
+        assert _known_finding_code(code), code
+    assert not _known_finding_code("pcie.link/inactive")
 
 
 def test_every_code_the_checks_emit_on_the_snapshots_can_be_explained():
