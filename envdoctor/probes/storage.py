@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import re
-from typing import Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 from envdoctor.facts import DataPath, ProbeStatus, Storage
 from envdoctor.parsers.lsblk import BlockDevice, flatten, parse_lsblk_json
@@ -136,6 +136,31 @@ def _probe_path(path: str, runner, root: Union[str, SysRoot], mounts: Optional[L
         except OSError:
             major_minor = None
 
+    device = _device_of(disks, major_minor, notes)
+    fstype = mount.fstype if mount is not None else None
+    summary = f"{fstype or 'unknown fs'} at {mount.mount_point if mount else '?'}"
+    if device["block_device"]:
+        summary += f" on {device['block_device']}"
+    return DataPath(
+        path=path,
+        status=ProbeStatus.OK,
+        reason="; ".join([summary] + notes),
+        exists=True,
+        mount_point=mount.mount_point if mount is not None else None,
+        fstype=fstype,
+        mount_source=mount.source if mount is not None else None,
+        kind=classify_fstype(fstype) if fstype else "unknown",
+        size_bytes=size,
+        free_bytes=free,
+        **device,
+    )
+
+
+def _device_of(disks: _Disks, major_minor: Optional[str], notes: List[str]) -> Dict[str, Any]:
+    """The block device behind a mount's major:minor and the disk under it: rotational, transport, model.
+
+    A RAID (md) or device-mapper disk is judged on its members: rotational when any member spins, the
+    members' model when they share one; the members are noted."""
     block = disk = None
     rotational = None
     transport = model = None
@@ -155,27 +180,7 @@ def _probe_path(path: str, runner, root: Union[str, SysRoot], mounts: Optional[L
                 model = models.pop()
             if members and members != [disk]:
                 notes.append(f"{disk} over {', '.join(members)}")
-
-    fstype = mount.fstype if mount is not None else None
-    summary = f"{fstype or 'unknown fs'} at {mount.mount_point if mount else '?'}"
-    if block:
-        summary += f" on {block}"
-    return DataPath(
-        path=path,
-        status=ProbeStatus.OK,
-        reason="; ".join([summary] + notes),
-        exists=True,
-        mount_point=mount.mount_point if mount is not None else None,
-        fstype=fstype,
-        mount_source=mount.source if mount is not None else None,
-        kind=classify_fstype(fstype) if fstype else "unknown",
-        block_device=block,
-        rotational=rotational,
-        transport=transport,
-        device_model=model,
-        size_bytes=size,
-        free_bytes=free,
-    )
+    return dict(block_device=block, rotational=rotational, transport=transport, device_model=model)
 
 
 @probe("storage", failed=lambda reason: Storage(status=ProbeStatus.FAILED, reason=reason))
