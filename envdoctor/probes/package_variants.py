@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from envdoctor.domain.variants import variant_tag
+from envdoctor.domain.variants import variant_of_cuda, variant_tag
 
 # auditwheel renames vendored copies (libcudart.faf08d9a.so.13), hence the optional hash
 _CUDART = re.compile(r"^libcudart(?:\.[0-9a-f]{8}|-[0-9a-f]{8})?\.so\.(\d+)(?:\.(\d+))?")
@@ -56,7 +56,7 @@ def variant_from_libs(libs: Iterable[str]) -> Tuple[Optional[str], List[str]]:
         return "rocm", evidence
     if len(minors) == 1 and len(majors) == 1:
         major, minor = next(iter(minors))
-        return f"cu{major}{minor}", evidence
+        return variant_of_cuda(f"{major}.{minor}"), evidence
     if len(majors) == 1:
         return f"cuda{next(iter(majors))}", evidence
     if len(majors) > 1:
@@ -80,10 +80,10 @@ def variant_from_requires(requires: Optional[List[str]]) -> Tuple[Optional[str],
             continue
         m = _NVIDIA_REQ.match(req.strip())
         if m:
-            return f"cu{m.group(2)}{m.group(3)}", req.split(";")[0].strip()
+            return variant_of_cuda(f"{m.group(2)}.{m.group(3)}"), req.split(";")[0].strip()
         m = _CUDA_TOOLKIT_REQ.match(req.strip())
         if m:
-            return f"cu{m.group(1)}{m.group(2)}", req.split(";")[0].strip()
+            return variant_of_cuda(f"{m.group(1)}.{m.group(2)}"), req.split(";")[0].strip()
     return None, None
 
 

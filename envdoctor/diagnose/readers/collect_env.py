@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
+from ...domain.variants import variant_of_cuda
 from ...facts import Gpu, LibraryCopy, Package
 from .base import STRUCTURED, Acc, Paste, first_version, last_version
 
@@ -45,7 +46,7 @@ def conda_variant(build: str) -> Optional[str]:
         return "cpu"
     m = _CONDA_CUDA.search(low)
     if m:
-        return f"cu{m.group(1)}{m.group(2)}"
+        return variant_of_cuda(f"{m.group(1)}.{m.group(2)}")
     if "rocm" in low:
         return "rocm"
     return None
