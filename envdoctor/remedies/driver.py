@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import List, Optional
 
 from ..domain.arch import parse_cc
+from ..domain.versions import release
 from ..facts import Facts
 from .platform import Platform, platform_of
 from .shell import Raw, command
@@ -33,11 +34,6 @@ def _pre_turing(facts: Facts) -> bool:
     return False
 
 
-def _major(version: Optional[str]) -> Optional[int]:
-    head = (version or "").split(".")[0]
-    return int(head) if head.isdigit() else None
-
-
 def _reboot(extra: str = "") -> str:
     return (extra + "; then reboot") if extra else "then reboot"
 
@@ -60,7 +56,7 @@ def _linux_commands(plat: Platform, branch: Optional[int], server: bool, pre_tur
         return [command("sudo", "zypper", "install", "-y", f"cuda-drivers-{b}" if b else "cuda-drivers",
                         comment=_reboot("SUSE, NVIDIA's CUDA repository"))]
     if fam in ("rhel", "fedora"):
-        major = _major(plat.distro_version)
+        major = (release(plat.distro_version) or (None,))[0]
         # Guide "Kernel Modules", Table 5: RHEL/Rocky/Alma/Oracle 8-9 and Amazon Linux 2023 pick a branch with
         # the nvidia-driver module stream; RHEL 10 and Fedora have no module streams and lock the branch with
         # dnf versionlock instead. `dnf install nvidia-driver:580` is no valid package spec.
