@@ -10,7 +10,7 @@ import re
 from typing import Dict, List, Optional, Sequence
 
 from envdoctor.facts import Driver, Gpu, ProbeStatus
-from envdoctor.parsers.nvidia_smi_xml import (
+from envdoctor.parsers.nvidia_smi_fields import (
     THROTTLE_REASONS,
     clean,
     normalize_compute_mode,

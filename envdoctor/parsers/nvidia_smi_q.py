@@ -9,7 +9,7 @@ from typing import Dict, List, Optional
 
 from envdoctor.domain.pci import bdf_key
 from envdoctor.facts import Driver, Gpu, GpuProcess, ProbeStatus
-from envdoctor.parsers.nvidia_smi_xml import (
+from envdoctor.parsers.nvidia_smi_fields import (
     clean,
     ecc_totals,
     fabric_fields,

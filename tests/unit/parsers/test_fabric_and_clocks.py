@@ -7,8 +7,9 @@ import dataclasses
 from envdoctor.app import judge
 from envdoctor.facts import Facts
 from envdoctor.findings import Severity
+from envdoctor.parsers.nvidia_smi_fields import fabric_fields
 from envdoctor.parsers.nvidia_smi_q import parse_nvidia_smi_q
-from envdoctor.parsers.nvidia_smi_xml import fabric_fields, parse_nvidia_smi_xml
+from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from tests.paths import FIXTURES
 
 FIX = FIXTURES
