@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Callable, Dict, List, Optional
+from functools import partial
+from typing import Dict, List, Optional
 
 from envdoctor.facts import Driver, Gpu, GpuProcess, ProbeStatus
 from envdoctor.parsers.nvidia_smi_fields import (
     clean,
+    ecc_count_fields,
     ecc_totals,
-    fabric_fields,
+    gpu_fields,
     is_error_marker,
-    normalize_compute_mode,
     to_bool,
     to_bytes,
-    to_float,
     to_int,
 )
 
@@ -41,12 +41,15 @@ def _text(el: Optional[ET.Element], path: str) -> Optional[str]:
     return found.text if found.text is not None else ""
 
 
-def _first(el: Optional[ET.Element], paths: List[str], conv: Callable[[Optional[str]], Any]) -> Any:
-    """The first of ``paths`` that holds a known value, converted."""
-    for p in paths:
-        v = conv(_text(el, p))
-        if v is not None:
-            return v
+def _text_at(gpu_el: ET.Element, path: str) -> Optional[str]:
+    """``_text`` under ``<gpu>``; a first step "new|old" reads the first of those sections present (a renamed tag)."""
+    head, _, rest = path.partition("/")
+    if "|" not in head:
+        return _text(gpu_el, path)
+    for tag in head.split("|"):
+        section = gpu_el.find(tag)
+        if section is not None:
+            return _text(section, rest)
     return None
 
 
@@ -115,84 +118,30 @@ def _notes(gpu_el: ET.Element) -> Optional[List[str]]:
     return notes or None
 
 
+def _device_id(value: Optional[str]) -> Optional[str]:
+    """The XML's PCI device id, "233010DE" or "0x233010DE", as "0x233010DE"; None for anything else."""
+    if value and re.fullmatch(r"[0-9A-Fa-f]{8}", value):
+        return "0x" + value
+    if value and not re.fullmatch(r"0x[0-9A-Fa-f]{8}", value):
+        return None  # masked by the publisher ("[REDACTED]")
+    return value
+
+
 def parse_gpu_element(gpu_el: ET.Element, index: int) -> Gpu:
     """One ``<gpu>`` element -> ``Gpu`` (``index`` is its position: nvidia-smi's index order)."""
-    pci = gpu_el.find("pci")
-    link = pci.find("pci_gpu_link_info") if pci is not None else None
-    power = gpu_el.find("gpu_power_readings")
-    if power is None:
-        power = gpu_el.find("power_readings")  # before driver ~530
-    temp = gpu_el.find("temperature")
+    fields = gpu_fields("xml", partial(_text_at, gpu_el))  # the plain ones: nvidia_smi_fields.GPU_FIELDS
+    fields["pci_bus_id"] = fields["pci_bus_id"] or clean(gpu_el.get("id"))
+    fields["pci_device_id"] = _device_id(fields["pci_device_id"])
     ecc = gpu_el.find("ecc_errors")
-    vol = _ecc_counts(ecc.find("volatile") if ecc is not None else None)
-    agg = _ecc_counts(ecc.find("aggregate") if ecc is not None else None)
-    retired = gpu_el.find("retired_pages")
-    remap = gpu_el.find("remapped_rows")
-    mig_current = to_bool(_text(gpu_el, "mig_mode/current_mig"))
     mig_devs = gpu_el.find("mig_devices")
-    device_id = clean(_text(pci, "pci_device_id"))
-    if device_id and re.fullmatch(r"[0-9A-Fa-f]{8}", device_id):
-        device_id = "0x" + device_id
-    elif device_id and not re.fullmatch(r"0x[0-9A-Fa-f]{8}", device_id):
-        device_id = None  # masked by the publisher ("[REDACTED]")
-
     return Gpu(
         index=index,
-        name=clean(_text(gpu_el, "product_name")),
-        uuid=clean(_text(gpu_el, "uuid")),
-        serial=clean(_text(gpu_el, "serial")),
-        pci_bus_id=clean(_text(pci, "pci_bus_id")) or clean(gpu_el.get("id")),
-        pci_device_id=device_id,
-        architecture=clean(_text(gpu_el, "product_architecture")),
-        vbios_version=clean(_text(gpu_el, "vbios_version")),
-        memory_total_bytes=to_bytes(_text(gpu_el, "fb_memory_usage/total")),
-        memory_used_bytes=to_bytes(_text(gpu_el, "fb_memory_usage/used")),
-        pcie_gen_current=to_int(_text(link, "pcie_gen/current_link_gen")),
-        pcie_gen_max=to_int(_text(link, "pcie_gen/max_link_gen")),
-        pcie_gen_device_max=to_int(_text(link, "pcie_gen/max_device_link_gen")),
-        pcie_width_current=to_int(_text(link, "link_widths/current_link_width")),
-        pcie_width_max=to_int(_text(link, "link_widths/max_link_width")),
-        pcie_replay_counter=to_int(_text(pci, "replay_counter")),
-        persistence_mode=to_bool(_text(gpu_el, "persistence_mode")),
-        mig_mode_current=mig_current,
-        mig_mode_pending=to_bool(_text(gpu_el, "mig_mode/pending_mig")),
-        mig_device_count=len(mig_devs.findall("mig_device")) if mig_current and mig_devs is not None else None,
-        compute_mode=normalize_compute_mode(_text(gpu_el, "compute_mode")),
-        ecc_mode_current=to_bool(_text(gpu_el, "ecc_mode/current_ecc")),
-        ecc_mode_pending=to_bool(_text(gpu_el, "ecc_mode/pending_ecc")),
-        ecc_volatile_corrected=vol["corrected"],
-        ecc_volatile_uncorrected=vol["uncorrected"],
-        ecc_aggregate_corrected=agg["corrected"],
-        ecc_aggregate_uncorrected=agg["uncorrected"],
-        retired_pages_single_bit=to_int(_text(retired, "multiple_single_bit_retirement/retired_count")),
-        retired_pages_double_bit=to_int(_text(retired, "double_bit_retirement/retired_count")),
-        retired_pages_pending=_first(retired, ["pending_retirement", "pending_blacklist"], to_bool),
-        remapped_rows_correctable=to_int(_text(remap, "remapped_row_corr")),
-        remapped_rows_uncorrectable=to_int(_text(remap, "remapped_row_unc")),
-        remapped_rows_pending=to_bool(_text(remap, "remapped_row_pending")),
-        remapped_rows_failure=to_bool(_text(remap, "remapped_row_failure")),
-        clocks_sm_mhz=to_int(_text(gpu_el, "clocks/sm_clock")),
-        clocks_mem_mhz=to_int(_text(gpu_el, "clocks/mem_clock")),
-        clocks_sm_max_mhz=to_int(_text(gpu_el, "max_clocks/sm_clock")),
-        clocks_mem_max_mhz=to_int(_text(gpu_el, "max_clocks/mem_clock")),
-        clocks_sm_app_mhz=to_int(_text(gpu_el, "applications_clocks/graphics_clock")),
-        clocks_sm_app_default_mhz=to_int(_text(gpu_el, "default_applications_clocks/graphics_clock")),
-        **fabric_fields(_text(gpu_el, "fabric/state"), _text(gpu_el, "fabric/status")),
+        **fields,
+        **ecc_count_fields(_ecc_counts(ecc.find("volatile") if ecc is not None else None),
+                           _ecc_counts(ecc.find("aggregate") if ecc is not None else None)),
+        mig_device_count=(len(mig_devs.findall("mig_device")) if fields["mig_mode_current"] and mig_devs is not None
+                          else None),
         throttle_reasons=_throttle(gpu_el),
-        power_draw_w=_first(power, ["power_draw", "instant_power_draw", "average_power_draw"], to_float),
-        power_limit_w=_first(power, ["current_power_limit", "enforced_power_limit", "power_limit"], to_float),
-        power_default_limit_w=to_float(_text(power, "default_power_limit")),
-        power_min_limit_w=to_float(_text(power, "min_power_limit")),
-        power_max_limit_w=to_float(_text(power, "max_power_limit")),
-        temperature_c=to_float(_text(temp, "gpu_temp")),
-        # Drivers >= ~560 on some parts give only *_tlimit_threshold offsets (relative to T.Limit),
-        # not absolute thresholds: those stay None rather than being guessed.
-        temperature_slowdown_c=to_float(_text(temp, "gpu_temp_slow_threshold")),
-        temperature_shutdown_c=to_float(_text(temp, "gpu_temp_max_threshold")),
-        fan_speed_pct=to_float(_text(gpu_el, "fan_speed")),
-        utilization_gpu_pct=to_float(_text(gpu_el, "utilization/gpu_util")),
-        utilization_memory_pct=to_float(_text(gpu_el, "utilization/memory_util")),
-        performance_state=clean(_text(gpu_el, "performance_state")),
         processes=_processes(gpu_el),
         notes=_notes(gpu_el),
     )
