@@ -31,7 +31,7 @@ import threading  # noqa: E402
 import time  # noqa: E402
 import traceback  # noqa: E402
 import warnings  # noqa: E402
-from typing import Any, Dict, List, Optional, Tuple  # noqa: E402
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple  # noqa: E402
 
 PAYLOAD_VERSION = 1
 
@@ -176,6 +176,22 @@ DT_NULL, DT_NEEDED, DT_STRTAB, DT_STRSZ, DT_SONAME, DT_RPATH, DT_RUNPATH = 0, 1,
 MAX_SECTIONS = 65536
 
 
+class ElfLayout(NamedTuple):
+    """Where the ELF header keeps what we read, per class (gABI "ELF Header": the fields after e_ident)."""
+
+    header: int  # bytes of the header after e_ident
+    offsets_fmt: str  # e_phoff, e_shoff
+    offsets: Tuple[int, int]  # their slice of the header
+    tables: Tuple[int, int]  # e_phentsize, e_phnum, e_shentsize, e_shnum, e_shstrndx (five halfwords)
+    phdr: str  # one program header
+    dyn: str  # one dynamic entry (d_tag, d_val)
+    shdr: str  # one section header
+
+
+ELF64 = ElfLayout(48, "QQ", (16, 32), (38, 48), "IIQQQQQQ", "qQ", "IIQQQQIIQQ")
+ELF32 = ElfLayout(36, "II", (12, 20), (26, 36), "IIIIIIII", "iI", "IIIIIIIIII")
+
+
 def elf_read(path: str, sections: bool = False) -> Optional[Dict[str, Any]]:
     """The dynamic section of an ELF shared object (needed, soname, rpath, runpath) and, with
     ``sections``, its section table ({name: (file offset, size)}); None when it is not a readable ELF file.
@@ -190,20 +206,14 @@ def elf_read(path: str, sections: bool = False) -> Optional[Dict[str, Any]]:
                 return None
             is64 = ident[4] == 2
             end = "<" if ident[5] == 1 else ">"
-            if is64:
-                hdr = f.read(48)
-                if len(hdr) < 48:
-                    return None
-                phoff, shoff = struct.unpack(end + "QQ", hdr[16:32])
-                phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack(end + "HHHHH", hdr[38:48])
-                ph_fmt, dyn_fmt, sh_fmt = end + "IIQQQQQQ", end + "qQ", end + "IIQQQQIIQQ"
-            else:
-                hdr = f.read(36)
-                if len(hdr) < 36:
-                    return None
-                phoff, shoff = struct.unpack(end + "II", hdr[12:20])
-                phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack(end + "HHHHH", hdr[26:36])
-                ph_fmt, dyn_fmt, sh_fmt = end + "IIIIIIII", end + "iI", end + "IIIIIIIIII"
+            lay = ELF64 if is64 else ELF32
+            hdr = f.read(lay.header)
+            if len(hdr) < lay.header:
+                return None
+            phoff, shoff = struct.unpack(end + lay.offsets_fmt, hdr[lay.offsets[0]:lay.offsets[1]])
+            phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack(end + "HHHHH",
+                                                                         hdr[lay.tables[0]:lay.tables[1]])
+            ph_fmt, dyn_fmt, sh_fmt = end + lay.phdr, end + lay.dyn, end + lay.shdr
             if phnum == 0 or phnum > 4096 or phentsize < struct.calcsize(ph_fmt):
                 return None
             out: Dict[str, Any] = {"needed": [], "soname": None, "rpath": None, "runpath": None}

@@ -601,7 +601,21 @@ def _finding_codes() -> tuple:
                     if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Call)
                     and isinstance(n.value.func, ast.Name) and n.value.func.id == "Findings" and n.value.args
                     and isinstance(n.value.args[0], ast.Constant)}
+        # a helper that takes the builder as a parameter (def _per_gpu(rule, ...): rule.warning("per-gpu", ...))
+        # emits its kinds for each builder a call in this file passes it
+        helpers = {fn.name: _builder_param_kinds(fn) for fn in tree.body if isinstance(fn, ast.FunctionDef)}
         for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and helpers.get(node.func.id):
+                for arg in list(node.args) + [k.value for k in node.keywords]:
+                    if isinstance(arg, ast.Name) and arg.id in builders:
+                        codes.update(f"{builders[arg.id]}/{kind}" for kind in helpers[node.func.id])
+            # cases.report(NVLINK.error, "inactive", ...): a builder (or its severity method) handed over with the kind
+            if isinstance(node, ast.Call) and len(node.args) >= 2 and builders:
+                b = node.args[0].value if isinstance(node.args[0], ast.Attribute) else node.args[0]
+                kind = node.args[1]
+                if isinstance(b, ast.Name) and b.id in builders and isinstance(kind, ast.Constant) \
+                        and isinstance(kind.value, str):
+                    codes.add(f"{builders[b.id]}/{kind.value}")
             if isinstance(node, ast.Call) and node.args and builders:
                 f = node.func.value if isinstance(node.func, ast.Attribute) else node.func
                 if isinstance(f, ast.Name) and f.id in builders:
@@ -621,6 +635,22 @@ def _finding_codes() -> tuple:
                     prefixes.add(head)
     prefixes |= {f"{c}/" for c in dynamic if not any(code.startswith(f"{c}/") for code in codes)}
     return codes, prefixes
+
+
+def _builder_param_kinds(fn) -> set:
+    """The kinds a function emits through a builder it receives as a parameter: param.warning("kind", ...)."""
+    import ast
+
+    params = {a.arg for a in fn.args.args + fn.args.kwonlyargs}
+    kinds = set()
+    for node in ast.walk(fn):
+        if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)):
+            continue
+        f = node.func.value if isinstance(node.func, ast.Attribute) else node.func
+        if isinstance(f, ast.Name) and f.id in params:
+            kinds.add(node.args[0].value)
+    return kinds
 
 
 def _known_finding_code(code: str) -> bool:

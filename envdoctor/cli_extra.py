@@ -50,45 +50,52 @@ def add_parsers(sub: Any, epilog: str) -> None:
                        epilog=epilog, formatter_class=fmt)
     msub = p.add_subparsers(dest="query", metavar="QUERY")
     msub.required = True
-    q = msub.add_parser("min-driver", help="minimum driver for a CUDA version (GA, minor-version floor)")
-    q.add_argument("cuda", help="12.4, 12.4.1")
-    q.add_argument("--os", choices=("linux", "windows"), default="linux")
-    q = msub.add_parser("max-cuda", help="newest CUDA a driver runs")
-    q.add_argument("driver", help="535.104.05")
-    q = msub.add_parser("torch", help="a torch release: variants, Python range, arch lists, companions")
-    q.add_argument("version", help="2.5 or 2.5.1")
-    q = msub.add_parser("gpu", help="a GPU: compute capability, specs, supporting CUDA and torch builds")
-    q.add_argument("name", help="H100, 'RTX 5090', 'Tesla K80'")
-    q = msub.add_parser("arch", help="an architecture: first/last CUDA and torch builds with its kernels")
-    q.add_argument("arch", nargs="?", help="sm_90 or 9.0 (nothing: list every architecture)")
-    for q in msub.choices.values():
-        q.add_argument("--format", choices=("console", "json"), default="console")
+    # each query: its name, help, and its one positional argument (name, help, nargs)
+    queries: Tuple[Tuple[str, str, str, str, Optional[str]], ...] = (
+        ("min-driver", "minimum driver for a CUDA version (GA, minor-version floor)", "cuda", "12.4, 12.4.1", None),
+        ("max-cuda", "newest CUDA a driver runs", "driver", "535.104.05", None),
+        ("torch", "a torch release: variants, Python range, arch lists, companions", "version", "2.5 or 2.5.1",
+         None),
+        ("gpu", "a GPU: compute capability, specs, supporting CUDA and torch builds", "name",
+         "H100, 'RTX 5090', 'Tesla K80'", None),
+        ("arch", "an architecture: first/last CUDA and torch builds with its kernels", "arch",
+         "sm_90 or 9.0 (nothing: list every architecture)", "?"),
+    )
+    for name, query_help, arg, arg_help, nargs in queries:
+        _query_command(msub, name, query_help).add_argument(arg, nargs=nargs, help=arg_help)
+    msub.choices["min-driver"].add_argument("--os", choices=("linux", "windows"), default="linux")
 
-    p = sub.add_parser("recommend", help="the newest torch for a driver, GPU, Python",
+    p = _query_command(sub, "recommend", "the newest torch for a driver, GPU, Python", epilog,
                        description="From this machine's facts, or --driver/--gpu/--python/--os given by hand "
                                    "(planning a rental), the newest torch with matching torchvision/torchaudio "
                                    "whose CUDA variant runs on the driver and has kernels for the GPUs, and the "
-                                   "pip and uv commands.",
-                       epilog=epilog, formatter_class=fmt)
+                                   "pip and uv commands.")
     p.add_argument("--driver", metavar="VERSION", help="driver version (default: this machine's)")
     p.add_argument("--gpu", action="append", default=[], metavar="NAME",
                    help="GPU model or sm_XX (repeatable; default: this machine's GPUs)")
     p.add_argument("--python", dest="python_version", metavar="X.Y",
                    help="Python version (default: the active interpreter's)")
     p.add_argument("--os", choices=("linux", "windows"), default=None, help="(default: this machine's)")
-    p.add_argument("--format", choices=("console", "json"), default="console")
 
-    p = sub.add_parser("update-data", help="fetch a newer matrix (the only network use)",
+    p = _query_command(sub, "update-data", "fetch a newer matrix (the only network use)", epilog,
                        description="Download a matrix manifest (version, as_of, sha256 per file) from --url or "
                                    "$ENVDOCTOR_DATA_URL, verify and validate every file, and install it "
                                    "atomically into the cache ($ENVDOCTOR_CACHE_DIR, $XDG_CACHE_HOME/envdoctor "
-                                   "or ~/.cache/envdoctor). It is used only while newer than the bundled matrix.",
-                       epilog=epilog, formatter_class=fmt)
+                                   "or ~/.cache/envdoctor). It is used only while newer than the bundled matrix.")
     p.add_argument("--url", help="manifest URL (default: $ENVDOCTOR_DATA_URL)")
     p.add_argument("--offline", action="store_true",
                    help="touch no network: say which matrix is in use and whether the installed update is valid")
     p.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS", help="per request (default: 30)")
-    p.add_argument("--format", choices=("console", "json"), default="console")
+
+
+def _query_command(sub: Any, name: str, help: str, epilog: Optional[str] = None,
+                   description: Optional[str] = None) -> argparse.ArgumentParser:
+    """A command that answers a question from the matrix or this machine: it prints console text or JSON."""
+    p = sub.add_parser(name, help=help, description=description, epilog=epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--format", choices=("console", "json"), default="console",
+                   help="output format (default: console)")
+    return p
 
 
 # --------------------------------------------------------------------------- assert

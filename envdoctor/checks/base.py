@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 from ..facts import Facts
 from ..findings import Evidence, Finding, Severity
@@ -88,6 +88,41 @@ class Findings:
 
     def info(self, kind: str, summary: str, **rest: Any) -> Finding:
         return self(kind, Severity.INFO, summary, **rest)
+
+
+class Cases:
+    """What one rule caught across GPUs or links, a line of text and its evidence each: one finding reports them
+    all, its summary joining the lines ("; ") and its evidence theirs in order. ``key`` keeps what the fix needs
+    (a bus id to query)."""
+
+    def __init__(self) -> None:
+        self._items: List[Tuple[str, List[Evidence], Any]] = []
+
+    def add(self, text: str, evidence: List[Evidence], key: Any = None) -> None:
+        self._items.append((text, list(evidence), key))
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    @property
+    def text(self) -> str:
+        return "; ".join(t for t, _, _ in self._items)
+
+    @property
+    def evidence(self) -> List[Evidence]:
+        return [e for _, ev, _ in self._items for e in ev]
+
+    @property
+    def keys(self) -> List[Any]:
+        return [k for _, _, k in self._items if k is not None]
+
+    def report(self, make: Callable[..., Finding], kind: str, summary: str, **rest: Any) -> List[Finding]:
+        """``[make(kind, summary with "{}" replaced by the lines, evidence=theirs, **rest)]``, or ``[]`` when the
+        rule caught nothing: ``out += down.report(NVLINK.error, "inactive", "NVLink links down: {}", fix=...)``."""
+        if not self._items:
+            return []
+        head, _, tail = summary.partition("{}")
+        return [make(kind, head + self.text + tail, evidence=self.evidence, **rest)]
 
 
 def skip_unless(condition: Any, reason: str) -> None:

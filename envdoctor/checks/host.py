@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple
 
 from ..compat.health import GIB, HealthTable, health_table
 from ..domain.pci import bus_key
@@ -152,27 +152,31 @@ def cpu(ctx: CheckContext) -> List[Finding]:
             + (f", cgroup quota {quota:g}" if quota is not None else ", no cgroup quota") + ")")
     cmin, crec, _, _, src = _needs(table, ctx.compat, gpus)
     n = len(gpus)
-    per = usable / n
-    if usable < cmin:
-        out.append(CPU.warning(
-            "per-gpu",
-            f"{usable:g} usable CPUs for {n} GPUs ({per:.1f} per GPU); data loading needs at least "
-            f"{cmin / n:g} per GPU ({cmin:g} in all), {crec / n:g} recommended",
-            detail="Decoding and augmenting batches on too few cores leaves the GPUs waiting.",
-            evidence=[Evidence("host.cgroup_cpu_quota" if quota is not None and quota == usable
-                               else "host.cpu_affinity_count", usable, expected=f">= {cmin:g}", source=src),
-                      Evidence("driver.gpus", n)],
-            fix=Fix("Ask for more CPUs per GPU (or fewer GPUs), and set num_workers to the CPUs you have",
-                    commands=_ask_for("--cpus", "--cpus-per-gpu", "<n>")),
-        ))
-    elif usable < crec:
-        out.append(CPU.info(
-            "per-gpu-below-recommended",
-            f"{usable:g} usable CPUs for {n} GPUs ({per:.1f} per GPU); {crec / n:g} per GPU recommended "
-            "for image/video pipelines",
-            evidence=[Evidence("host.cpu_logical_count", usable, expected=f">= {crec:g}", source=src)],
-        ))
-    return out
+    # the evidence names the fact the usable count came from (the quota, the affinity mask or os.cpu_count())
+    path = ("host.cgroup_cpu_quota" if quota is not None and quota == usable
+            else "host.cpu_affinity_count" if host.cpu_affinity_count == usable else "host.cpu_logical_count")
+    have = f"{usable:g} usable CPUs for {n} GPUs ({usable / n:.1f} per GPU)"
+    return out + _per_gpu(
+        CPU, usable, n, (cmin, crec), path, src, expected=lambda need: f">= {need:g}",
+        warn=f"{have}; data loading needs at least {cmin / n:g} per GPU ({cmin:g} in all), {crec / n:g} recommended",
+        info=f"{have}; {crec / n:g} per GPU recommended for image/video pipelines",
+        detail="Decoding and augmenting batches on too few cores leaves the GPUs waiting.",
+        fix=Fix("Ask for more CPUs per GPU (or fewer GPUs), and set num_workers to the CPUs you have",
+                commands=_ask_for("--cpus", "--cpus-per-gpu", "<n>")))
+
+
+def _per_gpu(rule: Findings, usable: float, n: int, need: Tuple[float, float], path: str, src: str, *,
+             expected: Callable[[float], str], warn: str, info: str, detail: str, fix: Fix) -> List[Finding]:
+    """The per-GPU rule CPUs and RAM share: a warning below the minimum, a note below the recommendation."""
+    least, recommended = need
+    if usable < least:
+        return [rule.warning("per-gpu", warn, detail=detail, fix=fix,
+                             evidence=[Evidence(path, usable, expected=expected(least), source=src),
+                                       Evidence("driver.gpus", n)])]
+    if usable < recommended:
+        return [rule.info("per-gpu-below-recommended", info,
+                          evidence=[Evidence(path, usable, expected=expected(recommended), source=src)])]
+    return []
 
 
 # --------------------------------------------------------------------------- HOST_MEMORY_LOW
@@ -194,7 +198,6 @@ def memory(ctx: CheckContext) -> List[Finding]:
     limited = limit is not None and (total is None or limit < total)
     src_path = "host.cgroup_memory_limit_bytes" if limited else "host.memory_total_bytes"
     gpus = _gpus(ctx.facts)
-    out: List[Finding] = []
     if not gpus:
         raise SkipCheck(
             f"no GPU to judge the per-GPU ratio against ({usable / GIB:.1f} GiB of RAM usable"
@@ -202,25 +205,15 @@ def memory(ctx: CheckContext) -> List[Finding]:
     _, _, rmin, rrec, src = _needs(table, ctx.compat, gpus)
     n = len(gpus)
     gib = usable / GIB
-    if gib < rmin:
-        out.append(MEMORY.warning(
-            "per-gpu",
-            f"{gib:.1f} GiB of RAM{' (cgroup limit)' if limited else ''} for {n} GPUs "
-            f"({gib / n:.1f} GiB per GPU); at least {rmin / n:g} GiB per GPU needed, {rrec / n:g} recommended",
-            detail="DataLoader workers, pinned-memory buffers and checkpoint loading all live in host RAM; "
-                   "short of it the kernel's OOM killer ends workers ('DataLoader worker killed').",
-            evidence=[Evidence(src_path, usable, expected=f">= {int(rmin * GIB)}", source=src),
-                      Evidence("driver.gpus", n)],
-            fix=Fix("Ask for more memory, or lower num_workers / prefetch_factor",
-                    commands=_ask_for("--memory", "--mem-per-gpu", "<size>")),
-        ))
-    elif gib < rrec:
-        out.append(MEMORY.info(
-            "per-gpu-below-recommended",
-            f"{gib:.1f} GiB of RAM for {n} GPUs ({gib / n:.1f} GiB per GPU); {rrec / n:g} GiB per GPU recommended",
-            evidence=[Evidence(src_path, usable, expected=f">= {int(rrec * GIB)}", source=src)],
-        ))
-    return out
+    have = f"{gib:.1f} GiB of RAM{' (cgroup limit)' if limited else ''} for {n} GPUs ({gib / n:.1f} GiB per GPU)"
+    return _per_gpu(
+        MEMORY, usable, n, (rmin * GIB, rrec * GIB), src_path, src, expected=lambda need: f">= {int(need)}",
+        warn=f"{have}; at least {rmin / n:g} GiB per GPU needed, {rrec / n:g} recommended",
+        info=f"{gib:.1f} GiB of RAM for {n} GPUs ({gib / n:.1f} GiB per GPU); {rrec / n:g} GiB per GPU recommended",
+        detail="DataLoader workers, pinned-memory buffers and checkpoint loading all live in host RAM; "
+               "short of it the kernel's OOM killer ends workers ('DataLoader worker killed').",
+        fix=Fix("Ask for more memory, or lower num_workers / prefetch_factor",
+                commands=_ask_for("--memory", "--mem-per-gpu", "<size>")))
 
 
 # --------------------------------------------------------------------------- NUMA locality (CPU_STARVED)

@@ -8,7 +8,7 @@ from ..domain.gpus import gpu_label
 from ..facts import Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._gpus import gpu_path, require_gpus
-from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section, section_reason
+from .base import Cases, Check, CheckContext, Findings, SkipCheck, registrar, require_section, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -69,8 +69,7 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "NVLink state")
     if all(g.nvlinks is None for g in gpus):
         raise SkipCheck("NVLink state unknown: the probe did not read NVLink links")
-    down: List[Tuple[Gpu, str, List[Evidence]]] = []
-    fewer: List[Tuple[Gpu, str, List[Evidence]]] = []
+    down, fewer = Cases(), Cases()
     no_bridge: List[Gpu] = []
     mig: List[Gpu] = []
     for g in gpus:
@@ -91,26 +90,24 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
             what = ("all NVLink links inactive" if all_down
                     else f"{len(inactive)} of {len(links)} NVLink links inactive "
                          f"(links {', '.join(str(lk.link) for lk in inactive)})")
-            down.append((g, f"{gpu_label(g)}: {what}",
-                         [Evidence(gpu_path(g, "nvlinks"), f"{len(active)} active of {len(links)}",
-                                   expected=f"{want} active" if want else "all active", source=src)]))
+            down.add(f"{gpu_label(g)}: {what}",
+                     [Evidence(gpu_path(g, "nvlinks"), f"{len(active)} active of {len(links)}",
+                               expected=f"{want} active" if want else "all active", source=src)])
         elif want and len(active) < want:
-            fewer.append((g, f"{gpu_label(g)}: {len(active)} NVLink links, the model has {want}",
-                          [Evidence(gpu_path(g, "nvlinks"), len(active), expected=str(want), source=src)]))
+            fewer.add(f"{gpu_label(g)}: {len(active)} NVLink links, the model has {want}",
+                      [Evidence(gpu_path(g, "nvlinks"), len(active), expected=str(want), source=src)])
     out: List[Finding] = []
-    if down:
-        out.append(NVLINK.error(
-            "inactive",
-            "NVLink links down: " + "; ".join(t for _, t, _ in down),
-            detail="GPU-to-GPU traffic (all-reduce, tensor parallelism) falls back to fewer links or PCIe, "
-                   "many times slower; on NVSwitch systems CUDA may refuse to start. On PCIe boards, a bridge "
-                   "with some links down is loose or faulty, or one bridge of a set is missing.",
-            evidence=[e for _, _, ev in down for e in ev],
-            fix=Fix("Reset the GPUs (or reboot) and check the fabric manager and bridges; if links stay down, "
-                    "report the GPU/baseboard to the provider",
-                    commands=["nvidia-smi nvlink --status", "systemctl status nvidia-fabricmanager",
-                              "sudo nvidia-smi -r"]),
-        ))
+    out += down.report(
+        NVLINK.error, "inactive",
+        "NVLink links down: {}",
+        detail="GPU-to-GPU traffic (all-reduce, tensor parallelism) falls back to fewer links or PCIe, "
+               "many times slower; on NVSwitch systems CUDA may refuse to start. On PCIe boards, a bridge "
+               "with some links down is loose or faulty, or one bridge of a set is missing.",
+        fix=Fix("Reset the GPUs (or reboot) and check the fabric manager and bridges; if links stay down, "
+                "report the GPU/baseboard to the provider",
+                commands=["nvidia-smi nvlink --status", "systemctl status nvidia-fabricmanager",
+                          "sudo nvidia-smi -r"]),
+    )
     if no_bridge:
         out.append(NVLINK.info(
             "no-bridge",
@@ -132,14 +129,12 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
                                f"{len(g.nvlinks or [])}", source="MIG mode on") for g in mig],
             fix=Fix("With MIG off, check the links", commands=["nvidia-smi nvlink --status"]),
         ))
-    if fewer:
-        out.append(NVLINK.warning(
-            "fewer-links",
-            "Fewer NVLink links than the model has: " + "; ".join(t for _, t, _ in fewer),
-            evidence=[e for _, _, ev in fewer for e in ev],
-            fix=Fix("Check NVLink status and report missing links to the provider",
-                    commands=["nvidia-smi nvlink --status"]),
-        ))
+    out += fewer.report(
+        NVLINK.warning, "fewer-links",
+        "Fewer NVLink links than the model has: {}",
+        fix=Fix("Check NVLink status and report missing links to the provider",
+                commands=["nvidia-smi nvlink --status"]),
+    )
     return out
 
 

@@ -10,7 +10,7 @@ from ..facts import Gpu, PcieLink, ProbeStatus
 from ..findings import Evidence, Finding, Fix
 from ..remedies import pcie_link_status
 from ._util import is_nvidia_gpu_description
-from .base import Check, CheckContext, Findings, SkipCheck, registrar
+from .base import Cases, Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -76,10 +76,7 @@ def link(ctx: CheckContext) -> List[Finding]:
         if _is_gpu_link(lk) and bus_key(lk.bdf) not in gpu_by_bus:
             subjects.append((f"GPU at {lk.bdf}", None, lk))
 
-    width_bad: List[Tuple[str, List[Evidence], Optional[str]]] = []
-    gen_load: List[Tuple[str, List[Evidence]]] = []
-    gen_idle: List[Tuple[str, List[Evidence]]] = []
-    slot_gen: List[Tuple[str, List[Evidence]]] = []
+    width_bad, gen_load, gen_idle, slot_gen = Cases(), Cases(), Cases(), Cases()  # keys: upstream bus ids
     for label, g, lk in subjects:
         gi = g.index if g is not None else None
         path = f"driver.gpus[{gi}]" if g is not None else f"topology.pcie_links[{links.index(lk) if lk else '?'}]"
@@ -110,7 +107,7 @@ def link(ctx: CheckContext) -> List[Finding]:
         if text:
             where = f"; the narrower link is the upstream bridge/switch {_link_text(bridge)} at x{bridge.sta_width}" \
                 if bridge is not None else ""
-            width_bad.append((f"{label}: {text}{where}", ev, bridge.bdf if bridge else None))
+            width_bad.add(f"{label}: {text}{where}", ev, bridge.bdf if bridge else None)
 
         # generation: links drop to Gen1 at idle to save power (ASPM/driver power management), so a low
         # generation only counts when the reading was taken under load
@@ -122,63 +119,52 @@ def link(ctx: CheckContext) -> List[Finding]:
         if load_g and max_g:
             # read by --load-pcie while host->device copies ran: the link had every reason to train up
             if load_g < max_g:
-                gen_load.append((f"{label}: Gen{load_g} of Gen{max_g} under load (--load-pcie)",
-                                 [Evidence(f"{path}.pcie_gen_under_load", load_g, expected=f"Gen{max_g}")]))
+                gen_load.add(f"{label}: Gen{load_g} of Gen{max_g} under load (--load-pcie)",
+                             [Evidence(f"{path}.pcie_gen_under_load", load_g, expected=f"Gen{max_g}")])
         elif cur_g and max_g and cur_g < max_g:
             gev = [Evidence(f"{path}.pcie_gen_current" if g is not None else f"{lpath}.sta_speed_gts", cur_g,
                             expected=f"Gen{max_g}")]
             if g is not None and g.under_load:
-                gen_load.append((f"{label}: Gen{cur_g} of Gen{max_g} under load", gev))
+                gen_load.add(f"{label}: Gen{cur_g} of Gen{max_g} under load", gev)
             else:
-                gen_idle.append((f"{label}: Gen{cur_g} of Gen{max_g}", gev))
+                gen_idle.add(f"{label}: Gen{cur_g} of Gen{max_g}", gev)
         if g is not None and g.pcie_gen_max and g.pcie_gen_device_max and g.pcie_gen_max < g.pcie_gen_device_max:
-            slot_gen.append((f"{label}: slot/platform Gen{g.pcie_gen_max}, GPU Gen{g.pcie_gen_device_max}",
-                             [Evidence(f"{path}.pcie_gen_max", g.pcie_gen_max,
-                                       expected=f"Gen{g.pcie_gen_device_max} (pcie_gen_device_max)")]))
+            slot_gen.add(f"{label}: slot/platform Gen{g.pcie_gen_max}, GPU Gen{g.pcie_gen_device_max}",
+                         [Evidence(f"{path}.pcie_gen_max", g.pcie_gen_max,
+                                   expected=f"Gen{g.pcie_gen_device_max} (pcie_gen_device_max)")])
 
     out: List[Finding] = []
-    if width_bad:
-        out.append(LINK.warning(
-            "width",
-            "GPU PCIe link narrower than it should be: " + "; ".join(t for t, _, _ in width_bad),
-            detail="Each missing lane is lost host<->GPU bandwidth at any load: x8 halves data loading and "
-                   "offload copies. Typical causes: a chipset-attached or x8 slot, a riser, a half-seated card, "
-                   "BIOS lane bifurcation.",
-            evidence=[e for _, ev, _ in width_bad for e in ev],
-            fix=Fix("Move the GPU to a CPU-attached x16 slot or reseat it (check risers and BIOS bifurcation); "
-                    "on a rented machine, report it to the provider",
-                    commands=[_QUERY_WIDTH] + [pcie_link_status(b)
-                                         for b in sorted({b for _, _, b in width_bad if b})]),
-        ))
-    if gen_load:
-        out.append(LINK.warning(
-            "gen",
-            "GPU PCIe link below its generation under load: " + "; ".join(t for t, _ in gen_load),
-            detail="Each generation step halves host<->GPU bandwidth.",
-            evidence=[e for _, ev in gen_load for e in ev],
-            fix=Fix("Check the BIOS PCIe speed setting, risers and the slot; report it to the provider",
-                    commands=[_QUERY_GEN]),
-        ))
-    if gen_idle:
-        out.append(LINK.info(
-            "gen-idle",
-            "PCIe generation below max while idle (links slow down at idle to save power): "
-            + "; ".join(t for t, _ in gen_idle) + "; idle, not verified",
-            evidence=[e for _, ev in gen_idle for e in ev],
-            fix=Fix("Re-check under load: `envdoctor --load-pcie` copies host->GPU for ~2 s and reads the links",
-                    commands=["envdoctor --load-pcie --only pcie.link", _QUERY_GEN + " -l 1"]),
-        ))
-    if slot_gen:
-        out.append(LINK.info(
-            "slot-gen",
-            "The slot or platform supports a lower PCIe generation than the GPU: "
-            + "; ".join(t for t, _ in slot_gen),
-            evidence=[e for _, ev in slot_gen for e in ev],
-        ))
+    out += width_bad.report(
+        LINK.warning, "width",
+        "GPU PCIe link narrower than it should be: {}",
+        detail="Each missing lane is lost host<->GPU bandwidth at any load: x8 halves data loading and "
+               "offload copies. Typical causes: a chipset-attached or x8 slot, a riser, a half-seated card, "
+               "BIOS lane bifurcation.",
+        fix=Fix("Move the GPU to a CPU-attached x16 slot or reseat it (check risers and BIOS bifurcation); "
+                "on a rented machine, report it to the provider",
+                commands=[_QUERY_WIDTH] + [pcie_link_status(b) for b in sorted(set(width_bad.keys))]),
+    )
+    out += gen_load.report(
+        LINK.warning, "gen",
+        "GPU PCIe link below its generation under load: {}",
+        detail="Each generation step halves host<->GPU bandwidth.",
+        fix=Fix("Check the BIOS PCIe speed setting, risers and the slot; report it to the provider",
+                commands=[_QUERY_GEN]),
+    )
+    out += gen_idle.report(
+        LINK.info, "gen-idle",
+        "PCIe generation below max while idle (links slow down at idle to save power): {}; idle, not verified",
+        fix=Fix("Re-check under load: `envdoctor --load-pcie` copies host->GPU for ~2 s and reads the links",
+                commands=["envdoctor --load-pcie --only pcie.link", _QUERY_GEN + " -l 1"]),
+    )
+    out += slot_gen.report(
+        LINK.info, "slot-gen",
+        "The slot or platform supports a lower PCIe generation than the GPU: {}",
+    )
     others = [(i, lk) for i, lk in enumerate(links)
               if not _is_gpu_link(lk) and (bus_key(lk.bdf) or "") not in gpu_by_bus
               and lk.sta_width and lk.cap_width and lk.sta_width < lk.cap_width
-              and not any(e.source and lk.bdf in e.source for _, ev, _ in width_bad for e in ev)]
+              and not any(e.source and lk.bdf in e.source for e in width_bad.evidence)]
     if others:
         out.append(LINK.info(
             "other-device",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import platform
 import re
-from typing import Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from envdoctor.facts import Host, ProbeStatus
 from envdoctor.probes.container import probe_container
@@ -283,35 +283,95 @@ def collect_host(ctx: ProbeContext) -> Host:
 
 
 def probe_host(runner, root: Union[str, SysRoot] = "/", env: Optional[Mapping[str, str]] = None) -> Host:
-    """The host section, its container part included (a crash is turned into a failed section by the guard)."""
+    """The host section, its container part included (a crash is turned into a failed section by the guard).
+
+    Each part reads its own files and returns its Host fields; what it could not read goes to ``missing``,
+    which becomes the section's reason."""
     fs, env = root_and_env(root, env)
     live = fs.live
     missing: List[str] = []
+    system = _system(fs, live)
+    cpu = _cpus(fs, live, missing)
+    hyper_flag = cpu.pop("_hypervisor_flag")
+    memory = _memory_and_cgroup(fs, missing)
+    modules, modules_source, modules_note = _modules(fs)
+    if modules_note:
+        missing.append(modules_note)
+    hostname = platform.node() if live else ((fs.read_text("/etc/hostname") or "").strip() or None)
+    return Host(
+        status=ProbeStatus.OK,
+        hostname=hostname or None,
+        **system,
+        **cpu,
+        **memory,
+        container=probe_container(fs, env),
+        virtualization=_virtualization(runner, fs, hyper_flag),
+        gcc_version=_gcc_version(runner),
+        clang_version=_clang_version(runner),
+        env={k: env.get(k) for k in ENV_OF_INTEREST},
+        kernel_modules=modules,
+        kernel_modules_source=modules_source,
+        infiniband_devices=_infiniband(fs),
+        reason="; ".join(missing) if missing else None,
+    )
 
+
+def _system(fs: SysRoot, live: bool) -> Dict[str, Any]:
+    """OS, distribution, kernel, machine, glibc and WSL."""
     kernel = (fs.read_text("/proc/sys/kernel/osrelease") or "").strip() or (platform.release() if live else None)
     distro_id, distro_version, distro_name, distro_like = _distro(fs)
+    wsl, wsl_version = _wsl(fs, kernel)
+    return dict(os=platform.system() if live else "Linux", distro_id=distro_id, distro_version=distro_version,
+                distro_name=distro_name, distro_like=distro_like, kernel=kernel,
+                machine=platform.machine() if live else None, glibc_version=_glibc(live), wsl=wsl,
+                wsl_version=wsl_version)
 
+
+def _glibc(live: bool) -> Optional[str]:
+    if not live:
+        return None
+    glibc: Optional[str] = None
+    try:
+        cs = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.35"
+        glibc = cs.split()[-1] if cs else None
+    except (ValueError, OSError, AttributeError):
+        glibc = None
+    if glibc is None:
+        lib, ver = platform.libc_ver()
+        glibc = ver if lib == "glibc" and ver else None
+    return glibc
+
+
+def _cpus(fs: SysRoot, live: bool, missing: List[str]) -> Dict[str, Any]:
+    """CPU model and counts (os.cpu_count(), physical cores, the affinity mask), the cgroup CPU quota and NUMA
+    nodes; "_hypervisor_flag" (cpuinfo's hypervisor flag) is for the virtualization probe, not a Host field."""
     cpuinfo = fs.read_text("/proc/cpuinfo")
     cpu_model, logical, physical, hyper_flag = parse_cpuinfo(cpuinfo or "")
     if cpuinfo is None:
         missing.append("could not read /proc/cpuinfo")
     if physical is None:
         physical = _physical_from_sysfs(fs)
-    cpu_count = os.cpu_count() if live else (logical or None)
     affinity: Optional[int] = None
     if live and hasattr(os, "sched_getaffinity"):
         try:
             affinity = len(os.sched_getaffinity(0))
         except OSError:
             affinity = None
+    numa: Optional[int] = None
+    if fs.isdir("/sys/devices/system/node"):
+        numa = len([n for n in fs.listdir("/sys/devices/system/node") if re.match(r"^node\d+$", n)]) or None
+    return dict(cpu_model=cpu_model, cpu_logical_count=os.cpu_count() if live else (logical or None),
+                cpu_physical_count=physical, cpu_affinity_count=affinity, cpu_affinity_list=_affinity_list(fs, live),
+                numa_node_count=numa, _hypervisor_flag=hyper_flag)
 
+
+def _memory_and_cgroup(fs: SysRoot, missing: List[str]) -> Dict[str, Any]:
+    """RAM (meminfo), the cgroup version and limits, and /dev/shm."""
     cg_version, cg_cpu, cg_mem = read_cgroup_limits(fs)
-
     meminfo_text = fs.read_text("/proc/meminfo")
     meminfo = parse_meminfo(meminfo_text or "")
     if meminfo_text is None:
         missing.append("could not read /proc/meminfo")
-
     shm_total = shm_free = None
     if fs.isdir("/dev/shm"):
         try:
@@ -321,60 +381,6 @@ def probe_host(runner, root: Union[str, SysRoot] = "/", env: Optional[Mapping[st
             missing.append("could not read /dev/shm statvfs")
     else:
         missing.append("could not read /dev/shm")
-
-    numa: Optional[int] = None
-    if fs.isdir("/sys/devices/system/node"):
-        numa = len([n for n in fs.listdir("/sys/devices/system/node") if re.match(r"^node\d+$", n)]) or None
-
-    wsl, wsl_version = _wsl(fs, kernel)
-    glibc: Optional[str] = None
-    if live:
-        try:
-            cs = os.confstr("CS_GNU_LIBC_VERSION")  # "glibc 2.35"
-            glibc = cs.split()[-1] if cs else None
-        except (ValueError, OSError, AttributeError):
-            glibc = None
-        if glibc is None:
-            lib, ver = platform.libc_ver()
-            glibc = ver if lib == "glibc" and ver else None
-
-    modules, modules_source, modules_note = _modules(fs)
-    if modules_note:
-        missing.append(modules_note)
-    hostname = platform.node() if live else ((fs.read_text("/etc/hostname") or "").strip() or None)
-    return Host(
-        status=ProbeStatus.OK,
-        reason="; ".join(missing) if missing else None,
-        hostname=hostname or None,
-        os=platform.system() if live else "Linux",
-        distro_id=distro_id,
-        distro_version=distro_version,
-        distro_name=distro_name,
-        distro_like=distro_like,
-        kernel=kernel,
-        machine=platform.machine() if live else None,
-        glibc_version=glibc,
-        cpu_model=cpu_model,
-        cpu_logical_count=cpu_count,
-        cpu_physical_count=physical,
-        cpu_affinity_count=affinity,
-        cpu_affinity_list=_affinity_list(fs, live),
-        cgroup_version=cg_version,
-        cgroup_cpu_quota=cg_cpu,
-        cgroup_memory_limit_bytes=cg_mem,
-        memory_total_bytes=meminfo.get("MemTotal"),
-        memory_available_bytes=meminfo.get("MemAvailable"),
-        shm_total_bytes=shm_total,
-        shm_free_bytes=shm_free,
-        numa_node_count=numa,
-        container=probe_container(fs, env),
-        wsl=wsl,
-        wsl_version=wsl_version,
-        virtualization=_virtualization(runner, fs, hyper_flag),
-        gcc_version=_gcc_version(runner),
-        clang_version=_clang_version(runner),
-        env={k: env.get(k) for k in ENV_OF_INTEREST},
-        kernel_modules=modules,
-        kernel_modules_source=modules_source,
-        infiniband_devices=_infiniband(fs),
-    )
+    return dict(cgroup_version=cg_version, cgroup_cpu_quota=cg_cpu, cgroup_memory_limit_bytes=cg_mem,
+                memory_total_bytes=meminfo.get("MemTotal"), memory_available_bytes=meminfo.get("MemAvailable"),
+                shm_total_bytes=shm_total, shm_free_bytes=shm_free)

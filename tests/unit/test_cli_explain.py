@@ -32,3 +32,33 @@ def test_every_finding_code_the_fixtures_produce_can_be_explained(capsys):
     out = capsys.readouterr().out
     assert "Category: DRIVER_TOO_OLD_FOR_TORCH_CUDA" in out
     assert _cli("explain", "messages.signature/no-such-signature") == 2
+
+
+def test_codes_a_helper_emits_through_a_builder_parameter_are_known():
+    # checks/host.py's _per_gpu(rule, ...) calls rule.warning("per-gpu", ...) for both CPU and MEMORY
+    from envdoctor.cli import _known_finding_code
+
+    for code in ("host.cpu/per-gpu", "host.cpu/per-gpu-below-recommended", "host.memory/per-gpu",
+                 "host.memory/per-gpu-below-recommended"):
+        assert _known_finding_code(code), code
+    assert not _known_finding_code("host.shm/per-gpu")  # a builder the helper is never given
+    # Cases.report(NVLINK.error, "inactive", ...) hands the builder over with the kind
+    for code in ("interconnect.nvlink/inactive", "interconnect.nvlink/fewer-links", "pcie.link/gen-idle",
+                 "pcie.link/slot-gen"):
+        assert _known_finding_code(code), code
+    assert not _known_finding_code("pcie.link/inactive")
+
+
+def test_every_code_the_checks_emit_on_the_snapshots_can_be_explained():
+    from envdoctor.checks import run_checks
+    from envdoctor.cli import _known_finding_code
+    from envdoctor.compat import load_compat
+    from envdoctor.facts import Facts
+
+    compat = load_compat()
+    codes = set()
+    for snap in sorted((FIXTURES / "snapshots").glob("*.json")):
+        facts = Facts.from_json(snap.read_text(encoding="utf-8"))
+        codes |= {f.code for r in run_checks(facts, compat) for f in r.findings}
+    assert len(codes) > 10
+    assert [c for c in sorted(codes) if not _known_finding_code(c)] == []

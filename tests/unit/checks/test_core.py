@@ -310,3 +310,21 @@ def test_torch_that_fails_to_import_is_reported_not_called_a_cpu_build():
     assert "typing_extensions" in x.summary and x.fix.commands[0].endswith("-m pip install typing-extensions")
     assert result(base, "torch.import").status == CheckStatus.PASSED
     assert result(replace(base, pythons=[replace(py, torch=None)]), "torch.import").status == CheckStatus.SKIPPED
+
+
+def test_cases_report_one_finding_with_every_line_and_its_evidence():
+    from envdoctor.checks.base import Cases, Findings
+    from envdoctor.findings import Evidence, Severity
+
+    rule = Findings("area.rule", "INTERCONNECT")
+    cases = Cases()
+    assert cases.report(rule.warning, "k", "nothing: {}") == []  # the rule caught nothing: no finding
+    cases.add("GPU 0: x8 of x16", [Evidence("driver.gpus[0].pcie_width_current", 8)], "0000:17:00.0")
+    cases.add("GPU 1: x4 of x16", [Evidence("driver.gpus[1].pcie_width_current", 4),
+                                   Evidence("topology.pcie_links[3].sta_width", 4)])
+    [f] = cases.report(rule.info, "narrow", "Links: {}; idle", detail="d")
+    assert (f.code, f.severity, f.detail) == ("area.rule/narrow", Severity.INFO, "d")
+    assert f.summary == "Links: GPU 0: x8 of x16; GPU 1: x4 of x16; idle"
+    assert [e.path for e in f.evidence] == ["driver.gpus[0].pcie_width_current", "driver.gpus[1].pcie_width_current",
+                                            "topology.pcie_links[3].sta_width"]
+    assert cases.keys == ["0000:17:00.0"]

@@ -696,3 +696,18 @@ def test_nvlink_a100_x8_all_twelve_links_up(compat):
     assert len(f.driver.gpus) == 8 and all(len(g.nvlinks) == 12 for g in f.driver.gpus)
     res = one(f, compat, "interconnect.nvlink")
     assert res.status == CheckStatus.PASSED and res.findings == []
+
+
+@pytest.mark.parametrize("affinity", range(8, 257, 8))
+def test_cpu_evidence_names_the_count_that_limits(compat, affinity):
+    # the usable count came from the affinity mask (os.cpu_count() says more): every per-GPU finding names it
+    res = one(_host(healthy(), cpu_logical_count=512, cpu_affinity_count=affinity), compat, "host.cpu")
+    for f in res.findings:
+        assert f.evidence[0].path == "host.cpu_affinity_count" and f.evidence[0].value == affinity, f
+
+
+def test_cpu_below_recommended_is_a_note_on_the_affinity_count(compat):
+    notes = [f for a in range(8, 257, 8)
+             for f in one(_host(healthy(), cpu_logical_count=512, cpu_affinity_count=a), compat, "host.cpu").findings
+             if f.code == "host.cpu/per-gpu-below-recommended"]
+    assert notes and all(f.severity == Severity.INFO for f in notes)
