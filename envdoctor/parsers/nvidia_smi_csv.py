@@ -10,15 +10,7 @@ import re
 from typing import Dict, List, Optional, Sequence
 
 from envdoctor.facts import Driver, Gpu, ProbeStatus
-from envdoctor.parsers.nvidia_smi_xml import (
-    THROTTLE_REASONS,
-    clean,
-    normalize_compute_mode,
-    to_bool,
-    to_bytes,
-    to_float,
-    to_int,
-)
+from envdoctor.parsers.nvidia_smi_fields import THROTTLE_REASONS, clean, gpu_fields, to_bool, to_int
 
 # What the probe asks for: fields every driver since ~450 knows. A field the driver does not know
 # fails the whole query ("Field ... is not a valid field to query"), so newer ones stay out.
@@ -110,57 +102,10 @@ def _throttle(row: Dict[str, Optional[str]]) -> Optional[List[str]]:
 def gpu_from_row(row: Dict[str, Optional[str]], position: int = 0) -> Gpu:
     """One ``--query-gpu`` row -> ``Gpu`` (fields the row lacks stay ``None``)."""
     index = to_int(row.get("index"))
-    checksum = row.get("inforom.checksum_validation")
     return Gpu(
         index=index if index is not None else position,
-        name=row.get("name"),
-        uuid=row.get("uuid"),
-        serial=row.get("serial"),
-        pci_bus_id=row.get("pci.bus_id"),
-        pci_device_id=row.get("pci.device_id"),
-        compute_capability=row.get("compute_cap"),
-        vbios_version=row.get("vbios_version"),
-        memory_total_bytes=to_bytes(row.get("memory.total")),
-        memory_used_bytes=to_bytes(row.get("memory.used")),
-        pcie_gen_current=to_int(row.get("pcie.link.gen.current")),
-        pcie_gen_max=to_int(row.get("pcie.link.gen.max")),
-        pcie_gen_device_max=to_int(row.get("pcie.link.gen.gpumax")),
-        pcie_width_current=to_int(row.get("pcie.link.width.current")),
-        pcie_width_max=to_int(row.get("pcie.link.width.max")),
-        persistence_mode=to_bool(row.get("persistence_mode")),
-        mig_mode_current=to_bool(row.get("mig.mode.current")),
-        mig_mode_pending=to_bool(row.get("mig.mode.pending")),
-        compute_mode=normalize_compute_mode(row.get("compute_mode")),
-        ecc_mode_current=to_bool(row.get("ecc.mode.current")),
-        ecc_mode_pending=to_bool(row.get("ecc.mode.pending")),
-        ecc_volatile_corrected=to_int(row.get("ecc.errors.corrected.volatile.total")),
-        ecc_volatile_uncorrected=to_int(row.get("ecc.errors.uncorrected.volatile.total")),
-        ecc_aggregate_corrected=to_int(row.get("ecc.errors.corrected.aggregate.total")),
-        ecc_aggregate_uncorrected=to_int(row.get("ecc.errors.uncorrected.aggregate.total")),
-        retired_pages_single_bit=to_int(_pick(row, "retired_pages.single_bit_ecc.count", "retired_pages.sbe")),
-        retired_pages_double_bit=to_int(_pick(row, "retired_pages.double_bit.count", "retired_pages.dbe")),
-        retired_pages_pending=to_bool(row.get("retired_pages.pending")),
-        remapped_rows_correctable=to_int(row.get("remapped_rows.correctable")),
-        remapped_rows_uncorrectable=to_int(row.get("remapped_rows.uncorrectable")),
-        remapped_rows_pending=to_bool(row.get("remapped_rows.pending")),
-        remapped_rows_failure=to_bool(row.get("remapped_rows.failure")),
-        inforom_valid={"valid": True, "invalid": False}.get(checksum.lower()) if checksum else None,
-        clocks_sm_mhz=to_int(_pick(row, "clocks.current.sm", "clocks.sm")),
-        clocks_mem_mhz=to_int(_pick(row, "clocks.current.memory", "clocks.mem")),
-        clocks_sm_max_mhz=to_int(_pick(row, "clocks.max.sm", "clocks.max.graphics")),
-        clocks_mem_max_mhz=to_int(_pick(row, "clocks.max.memory", "clocks.max.mem")),
-        clocks_sm_app_mhz=to_int(_pick(row, "clocks.applications.graphics", "clocks.applications.gr")),
+        **gpu_fields("csv", lambda name: _pick(row, *name.split("|"))),  # nvidia_smi_fields.GPU_FIELDS
         throttle_reasons=_throttle(row),
-        power_draw_w=to_float(_pick(row, "power.draw", "power.draw.instant", "power.draw.average")),
-        power_limit_w=to_float(_pick(row, "enforced.power.limit", "power.limit")),
-        power_default_limit_w=to_float(row.get("power.default_limit")),
-        power_min_limit_w=to_float(row.get("power.min_limit")),
-        power_max_limit_w=to_float(row.get("power.max_limit")),
-        temperature_c=to_float(row.get("temperature.gpu")),
-        fan_speed_pct=to_float(row.get("fan.speed")),
-        utilization_gpu_pct=to_float(row.get("utilization.gpu")),
-        utilization_memory_pct=to_float(row.get("utilization.memory")),
-        performance_state=row.get("pstate"),
     )
 
 

@@ -9,15 +9,14 @@ from typing import Dict, List, Optional
 
 from envdoctor.domain.pci import bdf_key
 from envdoctor.facts import Driver, Gpu, GpuProcess, ProbeStatus
-from envdoctor.parsers.nvidia_smi_xml import (
+from envdoctor.parsers.nvidia_smi_fields import (
     clean,
+    ecc_count_fields,
     ecc_totals,
-    fabric_fields,
+    gpu_fields,
     is_error_marker,
-    normalize_compute_mode,
     to_bool,
     to_bytes,
-    to_float,
     to_int,
 )
 
@@ -168,78 +167,17 @@ def _notes(gpu: Node) -> Optional[List[str]]:
 
 
 def _gpu(node: Node, index: int, bus_id: str, inforom_bad: bool) -> Gpu:
-    power = node.child("GPU Power Readings", "Power Readings")
+    fields = gpu_fields("q", node.get)  # the plain ones: nvidia_smi_fields.GPU_FIELDS
+    fields["pci_bus_id"] = fields["pci_bus_id"] or bus_id
     ecc = node.child("ECC Errors")
-    vol = _ecc(ecc.child("Volatile") if ecc is not None else None)
-    agg = _ecc(ecc.child("Aggregate") if ecc is not None else None)
-    mig_current = to_bool(node.get("MIG Mode/Current"))
-    device_id = clean(node.get("PCI/Device Id"))
-
-    def pw(*keys: str) -> Optional[float]:
-        if power is None:
-            return None
-        for k in keys:
-            v = to_float(power.get(k))
-            if v is not None:
-                return v
-        return None
-
     return Gpu(
         index=index,
-        name=clean(node.get("Product Name")),
-        uuid=clean(node.get("GPU UUID")),
-        serial=clean(node.get("Serial Number")),
-        pci_bus_id=clean(node.get("PCI/Bus Id")) or bus_id,
-        pci_device_id=device_id,
-        architecture=clean(node.get("Product Architecture")),
-        vbios_version=clean(node.get("VBIOS Version")),
-        memory_total_bytes=to_bytes(node.get("FB Memory Usage/Total")),
-        memory_used_bytes=to_bytes(node.get("FB Memory Usage/Used")),
-        pcie_gen_current=to_int(node.get("PCI/GPU Link Info/PCIe Generation/Current")),
-        pcie_gen_max=to_int(node.get("PCI/GPU Link Info/PCIe Generation/Max")),
-        pcie_gen_device_max=to_int(node.get("PCI/GPU Link Info/PCIe Generation/Device Max")),
-        pcie_width_current=to_int(node.get("PCI/GPU Link Info/Link Width/Current")),
-        pcie_width_max=to_int(node.get("PCI/GPU Link Info/Link Width/Max")),
-        pcie_replay_counter=to_int(node.get("PCI/Replays Since Reset|Replays since reset")),
-        persistence_mode=to_bool(node.get("Persistence Mode")),
-        mig_mode_current=mig_current,
-        mig_mode_pending=to_bool(node.get("MIG Mode/Pending")),
-        compute_mode=normalize_compute_mode(node.get("Compute Mode")),
-        ecc_mode_current=to_bool(node.get("ECC Mode/Current")),
-        ecc_mode_pending=to_bool(node.get("ECC Mode/Pending")),
-        ecc_volatile_corrected=vol["corrected"],
-        ecc_volatile_uncorrected=vol["uncorrected"],
-        ecc_aggregate_corrected=agg["corrected"],
-        ecc_aggregate_uncorrected=agg["uncorrected"],
-        retired_pages_single_bit=to_int(node.get("Retired Pages/Single Bit ECC")),
-        retired_pages_double_bit=to_int(node.get("Retired Pages/Double Bit ECC")),
-        retired_pages_pending=to_bool(node.get("Retired Pages/Pending Page Blacklist|Pending Page Retirement")),
-        remapped_rows_correctable=to_int(node.get("Remapped Rows/Correctable Error")),
-        remapped_rows_uncorrectable=to_int(node.get("Remapped Rows/Uncorrectable Error")),
-        remapped_rows_pending=to_bool(node.get("Remapped Rows/Pending")),
-        remapped_rows_failure=to_bool(node.get("Remapped Rows/Remapping Failure Occurred")),
+        **fields,
+        **ecc_count_fields(_ecc(ecc.child("Volatile") if ecc is not None else None),
+                           _ecc(ecc.child("Aggregate") if ecc is not None else None)),
         # the -q text has no checksum line: only the warning tells us the infoROM is bad
         inforom_valid=False if inforom_bad else None,
-        clocks_sm_mhz=to_int(node.get("Clocks/SM")),
-        clocks_mem_mhz=to_int(node.get("Clocks/Memory")),
-        clocks_sm_max_mhz=to_int(node.get("Max Clocks/SM")),
-        clocks_mem_max_mhz=to_int(node.get("Max Clocks/Memory")),
-        clocks_sm_app_mhz=to_int(node.get("Applications Clocks/Graphics")),
-        clocks_sm_app_default_mhz=to_int(node.get("Default Applications Clocks/Graphics")),
-        **fabric_fields(node.get("Fabric/State"), node.get("Fabric/Status")),
         throttle_reasons=_throttle(node),
-        power_draw_w=pw("Power Draw", "Instantaneous Power Draw", "Average Power Draw"),
-        power_limit_w=pw("Current Power Limit", "Enforced Power Limit", "Power Limit"),
-        power_default_limit_w=pw("Default Power Limit"),
-        power_min_limit_w=pw("Min Power Limit"),
-        power_max_limit_w=pw("Max Power Limit"),
-        temperature_c=to_float(node.get("Temperature/GPU Current Temp")),
-        temperature_slowdown_c=to_float(node.get("Temperature/GPU Slowdown Temp")),
-        temperature_shutdown_c=to_float(node.get("Temperature/GPU Shutdown Temp")),
-        fan_speed_pct=to_float(node.get("Fan Speed")),
-        utilization_gpu_pct=to_float(node.get("Utilization/Gpu")),
-        utilization_memory_pct=to_float(node.get("Utilization/Memory")),
-        performance_state=clean(node.get("Performance State")),
         processes=_processes(node),
         notes=_notes(node),
     )

@@ -6,134 +6,20 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from functools import partial
+from typing import Dict, List, Optional
 
 from envdoctor.facts import Driver, Gpu, GpuProcess, ProbeStatus
-
-# nvidia-smi prints these (with or without brackets) where it has no value; they all mean "unknown".
-_UNKNOWN = {
-    "",
-    "n/a",
-    "na",
-    "not supported",
-    "not available",
-    "unknown",
-    "unknown error",
-    "err!",
-    "gpu is lost",
-    "requested functionality has been deprecated",
-    "insufficient permissions",
-    "no data",
-    "none",
-}
-# Unknown values worth telling the user about: the GPU or driver failed to answer, as opposed
-# to a field this GPU simply does not have.
-_ERROR_MARKERS = {"unknown error", "err!", "gpu is lost"}
-
-_NUM = re.compile(r"-?\d+(?:\.\d+)?")
-_UNITS = {"b": 1, "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4, "kb": 1000, "mb": 1000**2, "gb": 1000**3}
-
-# NVML clock-event reason names (facts.Gpu.throttle_reasons) by the suffix nvidia-smi uses in XML
-# tags and by the label it prints in `-q` text ("Idle", "SW Power Cap" ...).
-THROTTLE_REASONS = (
-    "gpu_idle",
-    "applications_clocks_setting",
-    "sw_power_cap",
-    "hw_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake_slowdown",
-    "sync_boost",
-    "sw_thermal_slowdown",
-    "display_clocks_setting",
+from envdoctor.parsers.nvidia_smi_fields import (
+    clean,
+    ecc_count_fields,
+    ecc_totals,
+    gpu_fields,
+    is_error_marker,
+    to_bool,
+    to_bytes,
+    to_int,
 )
-
-
-def clean(value: Optional[str]) -> Optional[str]:
-    """Strip a value; ``None`` for every spelling of "no value" ("N/A", "[Not Supported]" ...)."""
-    if value is None:
-        return None
-    v = value.strip()
-    bare = v[1:-1].strip() if v.startswith("[") and v.endswith("]") else v
-    if bare.lower() in _UNKNOWN:
-        return None
-    return v
-
-
-def is_error_marker(value: Optional[str]) -> bool:
-    """True for values like "[Unknown Error]" or "ERR!" that mean the read failed."""
-    if value is None:
-        return False
-    v = value.strip().strip("[]").strip().lower()
-    return v in _ERROR_MARKERS
-
-
-def to_float(value: Optional[str]) -> Optional[float]:
-    """First number in a value ("67.03 W" -> 67.03); ``None`` when unknown."""
-    v = clean(value)
-    if v is None:
-        return None
-    m = _NUM.search(v)
-    return float(m.group()) if m else None
-
-
-def to_int(value: Optional[str]) -> Optional[int]:
-    """First integer in a value ("16x" -> 16, "1275 MHz" -> 1275); ``None`` when unknown."""
-    f = to_float(value)
-    return int(f) if f is not None else None
-
-
-def to_bytes(value: Optional[str]) -> Optional[int]:
-    """"81920 MiB" -> bytes; a bare number is taken as MiB, the unit nvidia-smi always uses."""
-    v = clean(value)
-    if v is None:
-        return None
-    m = re.match(r"\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)", v)
-    if not m:
-        return None
-    mult = _UNITS.get(m.group(2).lower(), 1024**2)
-    return int(float(m.group(1)) * mult)
-
-
-def to_bool(value: Optional[str]) -> Optional[bool]:
-    """Enabled/Yes/Active/On -> True, Disabled/No/Not Active/Off -> False, else ``None``."""
-    v = clean(value)
-    if v is None:
-        return None
-    low = v.lower()
-    if low in ("enabled", "yes", "active", "on", "true", "1"):
-        return True
-    if low in ("disabled", "no", "not active", "off", "false", "0"):
-        return False
-    return None
-
-
-def normalize_compute_mode(value: Optional[str]) -> Optional[str]:
-    """Map the spellings of nvidia-smi and NVML to "Default", "Exclusive_Process", "Prohibited"."""
-    v = clean(value)
-    if v is None:
-        return None
-    key = v.lower().replace(" ", "_").replace(".", "")
-    return {
-        "default": "Default",
-        "exclusive_process": "Exclusive_Process",
-        "e_process": "Exclusive_Process",
-        "exclusive_thread": "Exclusive_Thread",
-        "prohibited": "Prohibited",
-    }.get(key, v)
-
-
-def fabric_fields(state: Optional[str], status: Optional[str]) -> Dict[str, Optional[str]]:
-    """nvidia-smi's Fabric State/Status ("Completed", "Success") in NVML's terms (fabric_state, fabric_status).
-
-    nvidia-smi prints NVML's GPU fabric info: State "Not Supported" / "Not Started" / "In Progress" /
-    "Completed", Status "Success" or the NVML error text; "N/A" on GPUs without it.
-    """
-    st = clean(state)
-    code = clean(status)
-    return {
-        "fabric_state": st.lower().replace(" ", "_") if st else None,
-        "fabric_status": ("SUCCESS" if code.lower() == "success" else code.upper().replace(" ", "_")) if code else None,
-    }
 
 
 def cuda_version_from_int(value: Optional[int]) -> Optional[str]:
@@ -141,21 +27,6 @@ def cuda_version_from_int(value: Optional[int]) -> Optional[str]:
     if value is None or value <= 0:
         return None
     return f"{value // 1000}.{(value % 1000) // 10}"
-
-
-def sum_known(values: List[Optional[int]]) -> Optional[int]:
-    """Sum of the known values; ``None`` when none is known."""
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
-
-
-def ecc_totals(items: Iterable[Tuple[Optional[str], Optional[str]]]) -> Dict[str, Optional[int]]:
-    """{"corrected", "uncorrected"} from (kind, raw count) pairs: each kind's known counts summed (kind None: skipped)."""
-    found: Dict[str, List[Optional[int]]] = {"corrected": [], "uncorrected": []}
-    for kind, value in items:
-        if kind is not None:
-            found[kind].append(to_int(value))
-    return {kind: sum_known(values) for kind, values in found.items()}
 
 
 # --------------------------------------------------------------------------- XML
@@ -170,12 +41,15 @@ def _text(el: Optional[ET.Element], path: str) -> Optional[str]:
     return found.text if found.text is not None else ""
 
 
-def _first(el: Optional[ET.Element], paths: List[str], conv: Callable[[Optional[str]], Any]) -> Any:
-    """The first of ``paths`` that holds a known value, converted."""
-    for p in paths:
-        v = conv(_text(el, p))
-        if v is not None:
-            return v
+def _text_at(gpu_el: ET.Element, path: str) -> Optional[str]:
+    """``_text`` under ``<gpu>``; a first step "new|old" reads the first of those sections present (a renamed tag)."""
+    head, _, rest = path.partition("/")
+    if "|" not in head:
+        return _text(gpu_el, path)
+    for tag in head.split("|"):
+        section = gpu_el.find(tag)
+        if section is not None:
+            return _text(section, rest)
     return None
 
 
@@ -244,84 +118,30 @@ def _notes(gpu_el: ET.Element) -> Optional[List[str]]:
     return notes or None
 
 
+def _device_id(value: Optional[str]) -> Optional[str]:
+    """The XML's PCI device id, "233010DE" or "0x233010DE", as "0x233010DE"; None for anything else."""
+    if value and re.fullmatch(r"[0-9A-Fa-f]{8}", value):
+        return "0x" + value
+    if value and not re.fullmatch(r"0x[0-9A-Fa-f]{8}", value):
+        return None  # masked by the publisher ("[REDACTED]")
+    return value
+
+
 def parse_gpu_element(gpu_el: ET.Element, index: int) -> Gpu:
     """One ``<gpu>`` element -> ``Gpu`` (``index`` is its position: nvidia-smi's index order)."""
-    pci = gpu_el.find("pci")
-    link = pci.find("pci_gpu_link_info") if pci is not None else None
-    power = gpu_el.find("gpu_power_readings")
-    if power is None:
-        power = gpu_el.find("power_readings")  # before driver ~530
-    temp = gpu_el.find("temperature")
+    fields = gpu_fields("xml", partial(_text_at, gpu_el))  # the plain ones: nvidia_smi_fields.GPU_FIELDS
+    fields["pci_bus_id"] = fields["pci_bus_id"] or clean(gpu_el.get("id"))
+    fields["pci_device_id"] = _device_id(fields["pci_device_id"])
     ecc = gpu_el.find("ecc_errors")
-    vol = _ecc_counts(ecc.find("volatile") if ecc is not None else None)
-    agg = _ecc_counts(ecc.find("aggregate") if ecc is not None else None)
-    retired = gpu_el.find("retired_pages")
-    remap = gpu_el.find("remapped_rows")
-    mig_current = to_bool(_text(gpu_el, "mig_mode/current_mig"))
     mig_devs = gpu_el.find("mig_devices")
-    device_id = clean(_text(pci, "pci_device_id"))
-    if device_id and re.fullmatch(r"[0-9A-Fa-f]{8}", device_id):
-        device_id = "0x" + device_id
-    elif device_id and not re.fullmatch(r"0x[0-9A-Fa-f]{8}", device_id):
-        device_id = None  # masked by the publisher ("[REDACTED]")
-
     return Gpu(
         index=index,
-        name=clean(_text(gpu_el, "product_name")),
-        uuid=clean(_text(gpu_el, "uuid")),
-        serial=clean(_text(gpu_el, "serial")),
-        pci_bus_id=clean(_text(pci, "pci_bus_id")) or clean(gpu_el.get("id")),
-        pci_device_id=device_id,
-        architecture=clean(_text(gpu_el, "product_architecture")),
-        vbios_version=clean(_text(gpu_el, "vbios_version")),
-        memory_total_bytes=to_bytes(_text(gpu_el, "fb_memory_usage/total")),
-        memory_used_bytes=to_bytes(_text(gpu_el, "fb_memory_usage/used")),
-        pcie_gen_current=to_int(_text(link, "pcie_gen/current_link_gen")),
-        pcie_gen_max=to_int(_text(link, "pcie_gen/max_link_gen")),
-        pcie_gen_device_max=to_int(_text(link, "pcie_gen/max_device_link_gen")),
-        pcie_width_current=to_int(_text(link, "link_widths/current_link_width")),
-        pcie_width_max=to_int(_text(link, "link_widths/max_link_width")),
-        pcie_replay_counter=to_int(_text(pci, "replay_counter")),
-        persistence_mode=to_bool(_text(gpu_el, "persistence_mode")),
-        mig_mode_current=mig_current,
-        mig_mode_pending=to_bool(_text(gpu_el, "mig_mode/pending_mig")),
-        mig_device_count=len(mig_devs.findall("mig_device")) if mig_current and mig_devs is not None else None,
-        compute_mode=normalize_compute_mode(_text(gpu_el, "compute_mode")),
-        ecc_mode_current=to_bool(_text(gpu_el, "ecc_mode/current_ecc")),
-        ecc_mode_pending=to_bool(_text(gpu_el, "ecc_mode/pending_ecc")),
-        ecc_volatile_corrected=vol["corrected"],
-        ecc_volatile_uncorrected=vol["uncorrected"],
-        ecc_aggregate_corrected=agg["corrected"],
-        ecc_aggregate_uncorrected=agg["uncorrected"],
-        retired_pages_single_bit=to_int(_text(retired, "multiple_single_bit_retirement/retired_count")),
-        retired_pages_double_bit=to_int(_text(retired, "double_bit_retirement/retired_count")),
-        retired_pages_pending=_first(retired, ["pending_retirement", "pending_blacklist"], to_bool),
-        remapped_rows_correctable=to_int(_text(remap, "remapped_row_corr")),
-        remapped_rows_uncorrectable=to_int(_text(remap, "remapped_row_unc")),
-        remapped_rows_pending=to_bool(_text(remap, "remapped_row_pending")),
-        remapped_rows_failure=to_bool(_text(remap, "remapped_row_failure")),
-        clocks_sm_mhz=to_int(_text(gpu_el, "clocks/sm_clock")),
-        clocks_mem_mhz=to_int(_text(gpu_el, "clocks/mem_clock")),
-        clocks_sm_max_mhz=to_int(_text(gpu_el, "max_clocks/sm_clock")),
-        clocks_mem_max_mhz=to_int(_text(gpu_el, "max_clocks/mem_clock")),
-        clocks_sm_app_mhz=to_int(_text(gpu_el, "applications_clocks/graphics_clock")),
-        clocks_sm_app_default_mhz=to_int(_text(gpu_el, "default_applications_clocks/graphics_clock")),
-        **fabric_fields(_text(gpu_el, "fabric/state"), _text(gpu_el, "fabric/status")),
+        **fields,
+        **ecc_count_fields(_ecc_counts(ecc.find("volatile") if ecc is not None else None),
+                           _ecc_counts(ecc.find("aggregate") if ecc is not None else None)),
+        mig_device_count=(len(mig_devs.findall("mig_device")) if fields["mig_mode_current"] and mig_devs is not None
+                          else None),
         throttle_reasons=_throttle(gpu_el),
-        power_draw_w=_first(power, ["power_draw", "instant_power_draw", "average_power_draw"], to_float),
-        power_limit_w=_first(power, ["current_power_limit", "enforced_power_limit", "power_limit"], to_float),
-        power_default_limit_w=to_float(_text(power, "default_power_limit")),
-        power_min_limit_w=to_float(_text(power, "min_power_limit")),
-        power_max_limit_w=to_float(_text(power, "max_power_limit")),
-        temperature_c=to_float(_text(temp, "gpu_temp")),
-        # Drivers >= ~560 on some parts give only *_tlimit_threshold offsets (relative to T.Limit),
-        # not absolute thresholds: those stay None rather than being guessed.
-        temperature_slowdown_c=to_float(_text(temp, "gpu_temp_slow_threshold")),
-        temperature_shutdown_c=to_float(_text(temp, "gpu_temp_max_threshold")),
-        fan_speed_pct=to_float(_text(gpu_el, "fan_speed")),
-        utilization_gpu_pct=to_float(_text(gpu_el, "utilization/gpu_util")),
-        utilization_memory_pct=to_float(_text(gpu_el, "utilization/memory_util")),
-        performance_state=clean(_text(gpu_el, "performance_state")),
         processes=_processes(gpu_el),
         notes=_notes(gpu_el),
     )

@@ -7,8 +7,9 @@ import dataclasses
 from envdoctor.app import judge
 from envdoctor.facts import Facts
 from envdoctor.findings import Severity
+from envdoctor.parsers.nvidia_smi_fields import to_fabric_state, to_fabric_status
 from envdoctor.parsers.nvidia_smi_q import parse_nvidia_smi_q
-from envdoctor.parsers.nvidia_smi_xml import fabric_fields, parse_nvidia_smi_xml
+from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from tests.paths import FIXTURES
 
 FIX = FIXTURES
@@ -31,7 +32,9 @@ def test_fabric_na_and_default_application_clocks_from_xml():
     g = d.gpus[0]
     assert (g.fabric_state, g.fabric_status) == (None, None)  # "N/A" on Ampere
     assert (g.clocks_sm_app_mhz, g.clocks_sm_app_default_mhz) == (1275, 1275)
-    assert fabric_fields("Not Started", "N/A") == {"fabric_state": "not_started", "fabric_status": None}
+    assert (to_fabric_state("Not Started"), to_fabric_status("N/A")) == ("not_started", None)
+    assert (to_fabric_state("[N/A]"), to_fabric_status("Success")) == (None, "SUCCESS")
+    assert to_fabric_status("In Progress") == "IN_PROGRESS"
 
 
 def test_hw_slowdown_with_power_brake_is_one_error_not_also_a_warning():

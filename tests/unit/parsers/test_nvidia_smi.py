@@ -6,8 +6,9 @@ import pytest
 
 from envdoctor.facts import NvlinkLink, ProbeStatus
 from envdoctor.parsers.nvidia_smi_csv import gpus_from_query_csv, parse_query_csv
+from envdoctor.parsers.nvidia_smi_fields import clean, to_bytes
 from envdoctor.parsers.nvidia_smi_q import parse_nvidia_smi_q
-from envdoctor.parsers.nvidia_smi_xml import clean, cuda_version_from_int, parse_nvidia_smi_xml, to_bytes
+from envdoctor.parsers.nvidia_smi_xml import cuda_version_from_int, parse_nvidia_smi_xml
 from envdoctor.parsers.nvlink import parse_nvlink_status
 from envdoctor.parsers.proc_driver import parse_proc_driver_version
 from envdoctor.parsers.topo import parse_topo
