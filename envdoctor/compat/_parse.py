@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Dict, List, Optional, TypeVar
 
-from packaging.version import InvalidVersion, Version
+from ..domain.versions import parse_version
 
 T = TypeVar("T")
 
@@ -80,10 +80,8 @@ def opt_text(row: Dict[str, Any], key: str) -> Optional[str]:
 def version(row: Dict[str, Any], key: str) -> str:
     """A required version string ("12.4", "550.54.14")."""
     val = text(row, key)
-    try:
-        Version(val.strip())
-    except InvalidVersion:
-        raise ValueError(f"{key} = {val!r} is not a version") from None
+    if parse_version(val, strict=True) is None:
+        raise ValueError(f"{key} = {val!r} is not a version")
     return val
 
 
