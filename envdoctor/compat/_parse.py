@@ -60,29 +60,30 @@ def rows(file: str, table: str, items: Any, build: Callable[[Dict[str, Any]], T]
 # --------------------------------------------------------------------------- field readers (raise ValueError/KeyError)
 
 
+def _checked(row: Dict[str, Any], key: str, ok: Callable[[Any], bool], what: str) -> Any:
+    val = row[key]
+    if not ok(val):
+        raise ValueError(f"{key} = {val!r} is not {what}")
+    return val
+
+
+def _is_number(val: Any) -> bool:
+    return isinstance(val, (int, float)) and not isinstance(val, bool)  # JSON true is not 1
+
+
 def text(row: Dict[str, Any], key: str) -> str:
     """A required non-empty string."""
-    val = row[key]
-    if not isinstance(val, str) or not val.strip():
-        raise ValueError(f"{key} = {val!r} is not a non-empty string")
-    return val
+    return _checked(row, key, lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string")
 
 
 def opt_text(row: Dict[str, Any], key: str) -> Optional[str]:
-    val = row.get(key)
-    if val is None:
-        return None
-    if not isinstance(val, str):
-        raise ValueError(f"{key} = {val!r} is not a string")
-    return val
+    return None if row.get(key) is None else _checked(row, key, lambda v: isinstance(v, str), "a string")
 
 
 def version(row: Dict[str, Any], key: str) -> str:
     """A required version string ("12.4", "550.54.14")."""
-    val = text(row, key)
-    if parse_version(val, strict=True) is None:
-        raise ValueError(f"{key} = {val!r} is not a version")
-    return val
+    text(row, key)
+    return _checked(row, key, lambda v: parse_version(v, strict=True) is not None, "a version")
 
 
 def opt_version(row: Dict[str, Any], key: str) -> Optional[str]:
@@ -90,10 +91,7 @@ def opt_version(row: Dict[str, Any], key: str) -> Optional[str]:
 
 
 def number(row: Dict[str, Any], key: str) -> float:
-    val = row[key]
-    if isinstance(val, bool) or not isinstance(val, (int, float)):
-        raise ValueError(f"{key} = {val!r} is not a number")
-    return val
+    return _checked(row, key, _is_number, "a number")
 
 
 def opt_number(row: Dict[str, Any], key: str) -> Optional[float]:
@@ -101,10 +99,7 @@ def opt_number(row: Dict[str, Any], key: str) -> Optional[float]:
 
 
 def integer(row: Dict[str, Any], key: str) -> int:
-    val = row[key]
-    if isinstance(val, bool) or not isinstance(val, int):
-        raise ValueError(f"{key} = {val!r} is not an integer")
-    return val
+    return _checked(row, key, lambda v: _is_number(v) and isinstance(v, int), "an integer")
 
 
 def opt_integer(row: Dict[str, Any], key: str) -> Optional[int]:
