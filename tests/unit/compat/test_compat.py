@@ -71,22 +71,26 @@ def _copy_data(tmp_path: Path) -> Path:
     return d
 
 
+def _edit(d: Path, name: str, change) -> Path:
+    """Apply ``change`` to compat_data file ``name`` (parsed) in the copy ``d``; the file's path."""
+    p = d / name
+    doc = json.loads(p.read_text())
+    change(doc)
+    p.write_text(json.dumps(doc))
+    return p
+
+
 def test_duplicate_key_is_rejected(tmp_path):
     d = _copy_data(tmp_path)
-    p = d / "cuda_driver.json"
-    doc = json.loads(p.read_text())
-    doc["rows"].append(dict(next(r for r in doc["rows"] if r["cuda"] == "12.4" and r["release"] == "GA")))
-    p.write_text(json.dumps(doc))
+    _edit(d, "cuda_driver.json", lambda doc: doc["rows"].append(
+        dict(next(r for r in doc["rows"] if r["cuda"] == "12.4" and r["release"] == "GA"))))
     with pytest.raises(CompatDataError, match=r"cuda_driver.json: rows\[\d+\] duplicates"):
         load_compat(d)
 
 
 def test_row_without_source_is_rejected(tmp_path):
     d = _copy_data(tmp_path)
-    p = d / "torch.json"
-    doc = json.loads(p.read_text())
-    doc["companions"][0]["source"] = ""
-    p.write_text(json.dumps(doc))
+    _edit(d, "torch.json", lambda doc: doc["companions"][0].update(source=""))
     with pytest.raises(CompatDataError, match=r"torch.json: companions\[0\] has no source"):
         load_compat(d)
 
