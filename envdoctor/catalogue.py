@@ -211,6 +211,67 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "category; its `about` field names the area it relates to).",
        "Scripts that filter findings by category see only problems under the problem categories.",
        "Nothing to fix."),
+    # --- envdoctor watch: what limits a training run (verdicts on its samples, envdoctor/checks/watch.py)
+    _c("GPU_BOUND", "The GPU is the limit",
+       "Over the run's steady state the GPUs were busy nearly all the time (utilisation p50 at or above 85%, few "
+       "dips) and steps did not wait for their input.",
+       "Only a faster GPU or less work per step speeds it up; a faster disk or more loader workers will not.",
+       "Mixed precision (bf16 autocast), torch.compile, TF32 matmuls, or a bigger GPU."),
+    _c("GPU_MEMORY_PRESSURE", "GPU memory nearly full during the run",
+       "GPU memory in use stayed at or above 97% of the total (p90).",
+       "The caching allocator frees and retries (each a synchronisation), fragmentation grows, and a larger batch "
+       "fails with out-of-memory.",
+       "Mixed precision, activation checkpointing, a smaller batch with gradient accumulation; "
+       "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True."),
+    _c("INPUT_STORAGE_BOUND", "Input-bound on storage",
+       "The GPUs were underused (or steps waited for their batch) while the disk under the data was busy or slow "
+       "(%util near 100, await above ~10 ms) or the CPUs waited on I/O.",
+       "The GPU waits for reads: every step is as slow as the disk, whatever the GPU.",
+       "Copy the data set to local NVMe, or pack it into large shards read sequentially."),
+    _c("INPUT_CPU_BOUND", "Input-bound on the CPU",
+       "The GPUs were underused (or steps waited for their batch) while the CPUs, the container's CPU quota or "
+       "the loader's processes were saturated.",
+       "Decoding and augmentation cannot keep up; the GPU waits for the CPU.",
+       "Use every available core for loading (num_workers sized to the CPUs), lighter or GPU-side augmentation."),
+    _c("INPUT_BOUND", "Input-bound",
+       "Steps waited for their batch (the step timer), or GPU utilisation jumped between high and low, and no "
+       "disk or CPU sample explains it.",
+       "The loop blocks on its input: latency (remote storage, one small read at a time, sleeps, locks) or a "
+       "host side the recording could not see.",
+       "More workers and prefetching to overlap the waits, or a local copy of the data; record the host side "
+       "(envdoctor watch, iostat -x, vmstat) to tell disk from CPU."),
+    _c("DATALOADER_IN_MAIN_PROCESS", "DataLoader loads in the main process",
+       "A torch training process ran with no worker processes in its tree: num_workers=0, so every batch is read, "
+       "decoded and augmented by the training loop itself.",
+       "The loop stops for each batch; the GPU idles meanwhile.",
+       "DataLoader(..., num_workers=<CPUs per GPU minus one>, pin_memory=True, persistent_workers=True)."),
+    _c("GPU_UNDERFED", "GPU underused, input not the cause",
+       "The GPUs were underused while neither the disk nor the CPUs were busy and steps did not wait for data; or "
+       "all GPUs stopped together mid-run with no disk write to show a checkpoint.",
+       "Small batches, a host-device synchronisation every step and many small kernel launches leave the GPU "
+       "idle between kernels.",
+       "A larger batch, no per-step .item()/.cpu(), torch.compile or CUDA graphs; torch.profiler shows the gaps."),
+    _c("GPU_STRAGGLER", "One GPU lags behind the others",
+       "One GPU stood idle for seconds while the others worked (they wait at the next collective), or it worked "
+       "far less than the others over the run.",
+       "Data-parallel training runs at the pace of its slowest rank.",
+       "Make rank-0-only work (checkpoints, evaluation) asynchronous or shared; DistributedDataParallel rather "
+       "than nn.DataParallel; compare the lagging GPU's clocks."),
+    _c("GPU_IDLE_UNUSED", "A GPU does no work",
+       "A GPU stayed idle through the recording (utilisation p90 under 5%), while others worked or all of them.",
+       "A GPU paid for and given to the job that never computes: the code uses one device, or has not started "
+       "using the GPU at all.",
+       "torchrun --nproc_per_node=<GPUs> with DistributedDataParallel, or hide the GPU with "
+       "CUDA_VISIBLE_DEVICES."),
+    _c("COMMUNICATION_BOUND", "Waiting in collectives",
+       "Several GPUs reported high utilisation at under half their peak power much of the time: kernels spinning "
+       "while they wait for the other ranks (NCCL).",
+       "Gradient exchange, not compute, sets the step time; more GPUs make it worse.",
+       "Overlap communication (DDP bucket_cap_mb), gradient accumulation, NVLink/InfiniBand between ranks."),
+    _c("CHECKPOINT_STALL", "All GPUs stop while a checkpoint is written",
+       "Every GPU went idle together for seconds mid-run while the disk wrote.",
+       "Training time is lost to synchronous saves, each as long as the write.",
+       "Save asynchronously (torch.distributed.checkpoint.async_save), less often, or to a faster local disk."),
 ]}
 
 NOTE = "NOTE"

@@ -156,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_extra import add_parsers
 
     add_parsers(sub, EXIT_CODES_HELP)
+    from .watch.command import add_parser as add_watch_parser
+
+    add_watch_parser(sub, EXIT_CODES_HELP)
     return parser
 
 
@@ -737,10 +740,21 @@ def _restore_signal_handlers(previous: dict) -> None:
     allow_children()
 
 
+def cmd_watch(args) -> int:
+    from .watch.command import WatchUsageError
+    from .watch.command import cmd_watch as run
+
+    try:
+        return run(args)
+    except WatchUsageError as e:
+        raise UsageError(str(e)) from None
+
+
 def _extra_commands() -> None:
     from .cli_extra import COMMANDS as EXTRA
 
     COMMANDS.update(EXTRA)
+    COMMANDS["watch"] = cmd_watch
 
 
 _extra_commands()

@@ -500,6 +500,36 @@ class Bench:
     python: Optional[str] = None  # the interpreter the kernels ran in
 
 
+@dataclass(frozen=True)
+class Watch:
+    """A watched run (``envdoctor watch``) or a recording another tool made (``watch --replay``).
+
+    ``samples``: one object per tick, ``{"t_s", "gpus": [{"index", "util_pct", "mem_util_pct", "mem_used_mib",
+    "mem_total_mib", "sm_clock_mhz", "power_w", "temperature_c", "throttle_reasons", "pcie_rx_mbps",
+    "pcie_tx_mbps", "processes"}], "host": {"cpu_busy_pct", "cpu_iowait_pct", "cgroup_cpu_used",
+    "mem_used_pct", "swap_used_pct", "shm_used_bytes", "disks": {dev: {"read_mbps", "write_mbps", "iops",
+    "await_ms", "util_pct"}}, "net_rx_mbps"}, "procs": {"count", "trainers", "workers", "cpu_pct",
+    "main_cpu_pct", "rss_bytes", "states"}}``; a field nobody measured is absent or null. ``summary`` is
+    what envdoctor.watch.analysis computes from them plus what the step timer reported (``data_wait_fraction``,
+    ``step_count``). Long runs are downsampled (``downsampled_by``), never cut.
+    """
+
+    status: str = ProbeStatus.SKIPPED
+    reason: Optional[str] = None
+    source: Optional[str] = None  # "live", or the formats a replay read: "nvidia-smi dmon, iostat -x"
+    command: Optional[List[str]] = None  # what was launched (watch -- cmd)
+    pid: Optional[int] = None  # the root of the watched process tree
+    exit_code: Optional[int] = None  # the launched command's
+    interval_s: Optional[float] = None
+    downsampled_by: Optional[int] = None  # each stored sample stands for this many ticks (a long run)
+    data_paths: Optional[List[str]] = None  # --data
+    cpu_available: Optional[float] = None  # CPUs the watched process may use (affinity, cgroup quota)
+    samples: List[Dict[str, Any]] = field(default_factory=list)
+    summary: Dict[str, Any] = field(default_factory=dict)
+    # what it could not see, one line each: "no NVML: GPU samples unknown (LIBRARY_NOT_FOUND)"
+    unseen: List[str] = field(default_factory=list)
+
+
 # --------------------------------------------------------------------------- the snapshot
 
 
@@ -558,6 +588,7 @@ class Facts:
     probes: List[ProbeRun] = field(default_factory=list)
     paste: Optional[PasteSource] = None
     targets: Optional[Targets] = None  # declared requirements and fleet (envdoctor assert, preflight)
+    watch: Optional[Watch] = None  # a watched run or a replayed recording (envdoctor watch)
 
     def to_dict(self) -> Dict[str, Any]:
         return to_dict(self)

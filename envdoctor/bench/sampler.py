@@ -161,3 +161,24 @@ def sustained_summary(series: List[Dict[str, Any]]) -> Dict[str, Any]:
     if power:
         out["power_max_w"] = max(power)
     return out
+
+
+def read_watch_fields(nvml: Any, h: Any, pcie: bool = True) -> Dict[str, Any]:
+    """What `envdoctor watch` samples besides read_sample(): memory, memory-controller utilisation, PCIe
+    throughput (each NVML PCIe read blocks ~20 ms, so the caller asks for it only every few ticks) and the pids
+    of the compute processes; fields NVML does not answer are None."""
+    mem = _call(nvml, "nvmlDeviceGetMemoryInfo", h)
+    util = _call(nvml, "nvmlDeviceGetUtilizationRates", h)
+    out: Dict[str, Any] = {
+        "mem_used_mib": round(mem.used / 2**20) if isinstance(getattr(mem, "used", None), int) else None,
+        "mem_total_mib": round(mem.total / 2**20) if isinstance(getattr(mem, "total", None), int) else None,
+        "mem_util_pct": getattr(util, "memory", None),
+    }
+    if pcie:
+        for key, counter in (("pcie_rx_mbps", "NVML_PCIE_UTIL_RX_BYTES"), ("pcie_tx_mbps", "NVML_PCIE_UTIL_TX_BYTES")):
+            kbps = _call(nvml, "nvmlDeviceGetPcieThroughput", h, getattr(nvml, counter, 1 if "RX" in counter else 0))
+            out[key] = round(kbps / 1000.0, 1) if isinstance(kbps, (int, float)) else None
+    procs = _call(nvml, "nvmlDeviceGetComputeRunningProcesses", h)
+    out["pids"] = sorted({int(p.pid) for p in procs if isinstance(getattr(p, "pid", None), int)}) \
+        if isinstance(procs, list) else None
+    return out

@@ -1,0 +1,350 @@
+"""Reading a watch recording: phases (warm-up, steady state, stalls, cool-down) and robust statistics.
+
+Pure functions over ``Watch.samples``: the verdict checks (envdoctor/checks/watch.py) and ``watch.summary``
+both come from here, so a recording judged later (`check --facts rec.json`) reads exactly as it did live.
+Statistics are percentiles over the steady state, never one sample: a single dip or spike moves p10/p90 of a
+long series by at most one rank.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+ACTIVE_PCT = 20.0  # a GPU at or above this is doing work (ends the warm-up)
+IDLE_PCT = 10.0  # every GPU at or below this at once: a stall
+LAG_PCT = 15.0  # one GPU at or below this while the others work: it lags
+STALL_MIN_S = 2.0
+STALL_MIN_SAMPLES = 3
+
+
+def pct(values: Sequence[float], q: float) -> Optional[float]:
+    """The q-quantile (0-1) with linear interpolation; None for no values."""
+    vals = sorted(v for v in values if isinstance(v, (int, float)))
+    if not vals:
+        return None
+    k = (len(vals) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(vals) - 1)
+    return round(vals[lo] + (vals[hi] - vals[lo]) * (k - lo), 2)
+
+
+def _num(v: Any) -> Optional[float]:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+@dataclass
+class Episode:
+    start_s: float
+    end_s: float
+    samples: int
+    gpu: Optional[int] = None  # the lagging GPU (None: all GPUs stalled together)
+    disk_write_mbps: Optional[float] = None  # the busiest watched disk's mean write rate during it
+    others_power_drop_pct: Optional[float] = None  # lag: how far the other GPUs' power fell against steady
+
+    @property
+    def duration_s(self) -> float:
+        return round(self.end_s - self.start_s, 2)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = {"start_s": self.start_s, "duration_s": self.duration_s, "samples": self.samples}
+        for k in ("gpu", "disk_write_mbps", "others_power_drop_pct"):
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
+        return d
+
+
+@dataclass
+class GpuStats:
+    index: int
+    samples: int
+    util_p10: Optional[float] = None
+    util_p50: Optional[float] = None
+    util_p90: Optional[float] = None
+    util_mean: Optional[float] = None
+    dips_fraction: Optional[float] = None  # steady samples below 70 %
+    sm_active_p50: Optional[float] = None  # DCGM SMACT, in percent
+    mem_used_mib_max: Optional[float] = None
+    mem_total_mib: Optional[float] = None
+    mem_used_pct_p90: Optional[float] = None
+    power_p50_w: Optional[float] = None
+    power_p90_w: Optional[float] = None
+    temperature_max_c: Optional[float] = None
+    sm_clock_p50_mhz: Optional[float] = None
+    throttled_fraction: Optional[float] = None  # steady samples with a limiting clock-event reason
+    throttle_reasons: List[str] = field(default_factory=list)
+    pcie_rx_p90_mbps: Optional[float] = None
+    processes_max: Optional[int] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v is not None and v != []}
+
+
+@dataclass
+class Analysis:
+    duration_s: float
+    sample_count: int
+    interval_s: Optional[float]
+    warmup_s: float
+    cooldown_s: float
+    gpus: List[GpuStats]
+    stalls: List[Episode]
+    lags: List[Episode]
+    steady_count: int
+    host: Dict[str, Any]
+    disks: Dict[str, Dict[str, Any]]
+    procs: Dict[str, Any]
+    has_host: bool
+    has_disks: bool
+    has_procs: bool
+
+
+LIMITING = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+            "power_violation", "thermal_violation")
+
+
+def _gpu_rows(samples: List[Dict[str, Any]]) -> Dict[int, List[Tuple[float, Dict[str, Any]]]]:
+    rows: Dict[int, List[Tuple[float, Dict[str, Any]]]] = {}
+    for s in samples:
+        t = _num(s.get("t_s")) or 0.0
+        for g in s.get("gpus") or []:
+            if isinstance(g, dict) and isinstance(g.get("index"), int):
+                rows.setdefault(g["index"], []).append((t, g))
+    return rows
+
+
+def _util_at(s: Dict[str, Any]) -> Dict[int, float]:
+    out = {}
+    for g in s.get("gpus") or []:
+        if isinstance(g, dict) and isinstance(g.get("index"), int) and _num(g.get("util_pct")) is not None:
+            out[g["index"]] = float(g["util_pct"])
+    return out
+
+
+def _runs(flags: List[bool]) -> List[Tuple[int, int]]:
+    out, start = [], None
+    for i, f in enumerate(flags + [False]):
+        if f and start is None:
+            start = i
+        elif not f and start is not None:
+            out.append((start, i - 1))
+            start = None
+    return out
+
+
+def _long_enough(ts: List[float], a: int, b: int, interval: Optional[float]) -> bool:
+    span = ts[b] - ts[a] + (interval or 0.0)
+    return b - a + 1 >= STALL_MIN_SAMPLES and span >= STALL_MIN_S
+
+
+def _disk_write(samples: List[Dict[str, Any]]) -> Optional[float]:
+    per: Dict[str, List[float]] = {}
+    for s in samples:
+        for name, d in ((s.get("host") or {}).get("disks") or {}).items():
+            w = _num((d or {}).get("write_mbps"))
+            if w is not None:
+                per.setdefault(name, []).append(w)
+    if not per:
+        return None
+    return round(max(sum(v) / len(v) for v in per.values()), 1)
+
+
+def interval_of(samples: List[Dict[str, Any]]) -> Optional[float]:
+    ts = [float(s["t_s"]) for s in samples if _num(s.get("t_s")) is not None]
+    gaps = [b - a for a, b in zip(ts, ts[1:]) if b > a]
+    return pct(gaps, 0.5) if gaps else None
+
+
+def analyze(samples: List[Dict[str, Any]], interval_s: Optional[float] = None) -> Analysis:
+    samples = sorted((s for s in samples if isinstance(s, dict)), key=lambda s: _num(s.get("t_s")) or 0.0)
+    ts = [_num(s.get("t_s")) or 0.0 for s in samples]
+    interval = interval_s or interval_of(samples)
+    duration = round(ts[-1] - ts[0] + (interval or 0.0), 2) if ts else 0.0
+    utils = [_util_at(s) for s in samples]
+    has_gpu_util = any(utils)
+    # warm-up: until some GPU first works; cool-down: after the last sample where one did
+    active = [bool(u) and max(u.values()) >= ACTIVE_PCT for u in utils]
+    first = next((i for i, a in enumerate(active) if a), None)
+    last = max((i for i, a in enumerate(active) if a), default=None)
+    lo = first if first is not None else 0
+    hi = last if last is not None else len(samples) - 1
+    if not has_gpu_util and len(samples) > 2:
+        lo = 1  # host only: the first tick's deltas cover the process start
+    if last is not None and len(samples) - 1 - last < STALL_MIN_SAMPLES:
+        hi = len(samples) - 1  # a short tail is still the run
+    warmup_s = round(ts[lo] - ts[0], 2) if samples else 0.0
+    cooldown_s = round(ts[-1] - ts[hi], 2) if samples else 0.0
+    window = list(range(lo, hi + 1)) if samples else []
+
+    # stalls: every GPU idle at once, long enough, inside the steady window
+    stalls: List[Episode] = []
+    excluded = set()
+    if has_gpu_util:
+        flags = [bool(utils[i]) and max(utils[i].values()) <= IDLE_PCT for i in window]
+        for a, b in _runs(flags):
+            ia, ib = window[a], window[b]
+            if a == 0 or b == len(window) - 1:
+                continue  # at the edge of the window: warm-up or cool-down, not a stall between steps
+            if _long_enough(ts, ia, ib, interval) and len(utils[ia]) >= 1:
+                stalls.append(Episode(ts[ia], ts[ib] + (interval or 0.0), ib - ia + 1,
+                                      disk_write_mbps=_disk_write(samples[ia:ib + 1])))
+                excluded.update(range(ia, ib + 1))
+    steady = [i for i in window if i not in excluded]
+
+    rows = _gpu_rows([samples[i] for i in steady])
+    # lags: one GPU idle while the median of the others works
+    lags: List[Episode] = []
+    gpu_ids = sorted({k for u in utils for k in u})
+    if len(gpu_ids) >= 2:
+        for g in gpu_ids:
+            flags = []
+            for i in steady:
+                u = utils[i]
+                others = [v for k, v in u.items() if k != g]
+                flags.append(g in u and bool(others) and u[g] <= LAG_PCT and (pct(others, 0.5) or 0) >= 50)
+            for a, b in _runs(flags):
+                ia, ib = steady[a], steady[b]
+                if _long_enough(ts, ia, ib, interval):
+                    lags.append(Episode(ts[ia], ts[ib] + (interval or 0.0), ib - ia + 1, gpu=g,
+                                        others_power_drop_pct=_power_drop(samples, steady, ia, ib, g)))
+
+    gpus = [_gpu_stats(idx, [r for _, r in rows.get(idx, [])]) for idx in sorted(set(rows) | set(gpu_ids))]
+    steady_samples = [samples[i] for i in steady]
+    host, disks = _host_stats(steady_samples)
+    procs = _proc_stats(samples)
+    return Analysis(duration, len(samples), interval, warmup_s, cooldown_s, gpus, stalls, lags, len(steady),
+                    host, disks, procs, has_host=bool(host), has_disks=bool(disks), has_procs=bool(procs))
+
+
+def _power_drop(samples, steady, ia, ib, lagging) -> Optional[float]:
+    """How far the other GPUs' power fell during a lag, against their steady median (a collective's wait)."""
+    def others_power(idx):
+        return [float(g["power_w"]) for g in samples[idx].get("gpus") or []
+                if g.get("index") != lagging and _num(g.get("power_w")) is not None]
+    during = [p for i in range(ia, ib + 1) for p in others_power(i)]
+    base = [p for i in steady if not ia <= i <= ib for p in others_power(i)]
+    d, b = pct(during, 0.5), pct(base, 0.5)
+    if d is None or not b:
+        return None
+    return round(100.0 * (b - d) / b, 1)
+
+
+def _gpu_stats(index: int, rows: List[Dict[str, Any]]) -> GpuStats:
+    def col(name):
+        return [float(r[name]) for r in rows if _num(r.get(name)) is not None]
+    util = col("util_pct")
+    st = GpuStats(index, len(rows))
+    if util:
+        st.util_p10, st.util_p50, st.util_p90 = pct(util, 0.1), pct(util, 0.5), pct(util, 0.9)
+        st.util_mean = round(sum(util) / len(util), 1)
+        st.dips_fraction = round(sum(1 for u in util if u < 70) / len(util), 3)
+    sm = col("sm_active_pct")
+    st.sm_active_p50 = pct(sm, 0.5)
+    used, total = col("mem_used_mib"), col("mem_total_mib")
+    if used:
+        st.mem_used_mib_max = max(used)
+    if total:
+        st.mem_total_mib = max(total)
+        fr = [100.0 * float(r["mem_used_mib"]) / float(r["mem_total_mib"]) for r in rows
+              if _num(r.get("mem_used_mib")) is not None and _num(r.get("mem_total_mib"))]
+        st.mem_used_pct_p90 = pct(fr, 0.9)
+    power = col("power_w")
+    st.power_p50_w, st.power_p90_w = pct(power, 0.5), pct(power, 0.9)
+    temps = col("temperature_c")
+    st.temperature_max_c = max(temps) if temps else None
+    st.sm_clock_p50_mhz = pct(col("sm_clock_mhz"), 0.5)
+    judged = [r for r in rows if r.get("throttle_reasons") is not None]
+    if judged:
+        lim = [r for r in judged if set(r.get("throttle_reasons") or []) & set(LIMITING)]
+        st.throttled_fraction = round(len(lim) / len(judged), 3)
+        st.throttle_reasons = sorted({x for r in lim for x in r["throttle_reasons"] if x in LIMITING})
+    st.pcie_rx_p90_mbps = pct(col("pcie_rx_mbps"), 0.9)
+    nprocs = [len(r["pids"]) for r in rows if isinstance(r.get("pids"), list)]
+    nprocs += [int(r["processes"]) for r in rows if isinstance(r.get("processes"), int)]
+    st.processes_max = max(nprocs) if nprocs else None
+    return st
+
+
+def _host_stats(samples: List[Dict[str, Any]]) -> Tuple[Dict[str, Any], Dict[str, Dict[str, Any]]]:
+    host: Dict[str, Any] = {}
+    hs = [s.get("host") or {} for s in samples]
+    for key in ("cpu_busy_pct", "cpu_iowait_pct", "cgroup_cpu_used", "mem_used_pct", "swap_used_pct",
+                "shm_used_bytes", "net_rx_mbps", "run_queue"):
+        vals = [float(h[key]) for h in hs if _num(h.get(key)) is not None]
+        if vals:
+            host[key] = {"p50": pct(vals, 0.5), "p90": pct(vals, 0.9), "max": max(vals), "n": len(vals)}
+    disks: Dict[str, Dict[str, Any]] = {}
+    names = sorted({n for h in hs for n in (h.get("disks") or {})})
+    for n in names:
+        rows = [h["disks"][n] for h in hs if n in (h.get("disks") or {}) and isinstance(h["disks"][n], dict)]
+        d: Dict[str, Any] = {"n": len(rows)}
+        for key in ("read_mbps", "write_mbps", "iops", "util_pct", "queue"):
+            vals = [float(r[key]) for r in rows if _num(r.get(key)) is not None]
+            if vals:
+                d[f"{key}_p50"], d[f"{key}_p90"] = pct(vals, 0.5), pct(vals, 0.9)
+        waits = [float(r["await_ms"]) for r in rows if _num(r.get("await_ms")) is not None and (_num(r.get("iops")) or 0) > 0]
+        if waits:
+            d["await_ms_p50"], d["await_ms_p90"] = pct(waits, 0.5), pct(waits, 0.9)
+        disks[n] = d
+    return host, disks
+
+
+def _proc_stats(samples: List[Dict[str, Any]]) -> Dict[str, Any]:
+    ps = [s.get("procs") for s in samples if isinstance(s.get("procs"), dict)]
+    if not ps:
+        return {}
+    workers = [int(p.get("workers") or 0) for p in ps]
+    out: Dict[str, Any] = {"samples": len(ps), "workers_max": max(workers), "workers_p50": pct(workers, 0.5),
+                           "torch_seen": any((p.get("torch_trainers") or 0) > 0 for p in ps),
+                           "torch_samples": sum(1 for p in ps if (p.get("torch_trainers") or 0) > 0),
+                           "trainers_max": max(int(p.get("trainers") or 0) for p in ps),
+                           "count_max": max(int(p.get("count") or 0) for p in ps)}
+    main = [float(p["main_cpu_pct"]) for p in ps[1:] if _num(p.get("main_cpu_pct")) is not None]
+    if main:
+        out["main_cpu_pct_p50"], out["main_cpu_pct_p90"] = pct(main, 0.5), pct(main, 0.9)
+    wk = [float(x) for p in ps[1:] for x in (p.get("worker_cpu_pct") or []) if _num(x) is not None]
+    if wk:
+        out["worker_cpu_pct_p50"] = pct(wk, 0.5)
+    rss = [int(p["rss_bytes"]) for p in ps if isinstance(p.get("rss_bytes"), int)]
+    if rss:
+        out["rss_bytes_max"] = max(rss)
+    return out
+
+
+def summarize(samples: List[Dict[str, Any]], interval_s: Optional[float] = None,
+              steps: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+    """``watch.summary``: duration, sample count, per-GPU utilisation statistics, dataloader_workers, phases and,
+    from the step timer, data_wait_fraction and step_count."""
+    a = analyze(samples, interval_s)
+    out: Dict[str, Any] = {
+        "duration_s": a.duration_s, "sample_count": a.sample_count, "interval_s": a.interval_s,
+        "warmup_s": a.warmup_s, "cooldown_s": a.cooldown_s, "steady_samples": a.steady_count,
+        "gpus": [g.to_dict() for g in a.gpus],
+        "dataloader_workers": a.procs.get("workers_max") if a.has_procs else None,
+        "stalls": [e.to_dict() for e in a.stalls], "lags": [e.to_dict() for e in a.lags],
+    }
+    if a.host:
+        out["host"] = a.host
+    if a.disks:
+        out["disks"] = a.disks
+    if a.procs:
+        out["processes"] = a.procs
+    out.update(step_summary(steps or []))
+    return out
+
+
+def step_summary(loops: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The step timer's loops folded into one: total steps, data-wait fraction over all of them."""
+    loops = [x for x in loops if isinstance(x, dict)]
+    if not loops:
+        return {}
+    wait = sum(_num(x.get("wait_s")) or 0.0 for x in loops)
+    step = sum(_num(x.get("step_s")) or 0.0 for x in loops)
+    out: Dict[str, Any] = {"step_count": sum(int(x.get("steps") or 0) for x in loops),
+                           "data_wait_fraction": round(wait / step, 4) if step > 0 else None,
+                           "step_loops": len(loops)}
+    for k in ("wait_p50_ms", "wait_p90_ms", "step_p50_ms", "step_p90_ms"):
+        vals = [float(x[k]) for x in loops if _num(x.get(k)) is not None]
+        if vals:
+            out[k] = max(vals)
+    return out

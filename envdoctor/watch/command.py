@@ -1,0 +1,377 @@
+"""`envdoctor watch`: its options, the sampling loop, the launched command, the report.
+
+    envdoctor watch -- python train.py ...   launch and watch (exit code passes through unless --fail-on)
+    envdoctor watch --pid PID                a run already going: its process tree
+    envdoctor watch                          the GPUs and whichever processes use them
+    envdoctor watch --replay FILE            judge a recording another tool made (dmon, query-gpu, iostat ...)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from typing import Any, Dict, List, Optional
+
+FORMATS = ("console", "json", "markdown")
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+STOP_GRACE_S = 5.0
+
+
+class WatchUsageError(Exception):
+    pass
+
+
+def _positive(value: str) -> float:
+    import math
+
+    try:
+        v = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
+    if not math.isfinite(v) or v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value!r}")
+    return v
+
+
+def add_parser(sub: Any, epilog: str) -> None:
+    p = sub.add_parser(
+        "watch", help="watch a training run (or judge a recording): what limits it",
+        description="Sample the GPUs (NVML), the watched process tree (DataLoader workers) and the host (CPU, "
+                    "disk under --data, memory) while a run goes, then say what limits it: the GPU, the disk, the "
+                    "CPU, the DataLoader, one GPU lagging, stalls. `--replay FILE` judges nvidia-smi dmon / "
+                    "--query-gpu CSV, dcgmi dmon, gpustat, iostat -x and vmstat output instead. In the training "
+                    "script, `from envdoctor.watch import timed; for batch in timed(loader): ...` adds how long "
+                    "each step waits for its batch.",
+        epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                   help="the command to launch and watch (after --)")
+    p.add_argument("--pid", type=int, help="watch a running process and its children (never signalled)")
+    p.add_argument("--replay", action="append", metavar="FILE",
+                   help="judge a recording instead of watching ('-': stdin; repeatable: two tools' outputs)")
+    p.add_argument("--duration", type=_positive, metavar="SECONDS",
+                   help="stop watching after SECONDS (a launched command is then stopped as Ctrl-C would)")
+    p.add_argument("--interval", type=_positive, metavar="SECONDS",
+                   help="seconds between samples (default 0.5; for --replay: the spacing of a recording "
+                        "without timestamps, default 1)")
+    p.add_argument("--data", action="append", metavar="PATH", help="the training data (repeatable): its disk is watched")
+    p.add_argument("--format", choices=FORMATS, default="console", help="output format (default: console)")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="also write the recording (a facts snapshot: `envdoctor check --facts FILE` judges it)")
+    p.add_argument("--fail-on", choices=("error", "warning"), default=None,
+                   help="exit 1 when a verdict is at least this severe (default: the command's own exit code)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show evidence")
+    p.add_argument("--no-redact", action="store_true", help="keep host names and home paths in the output")
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def cmd_watch(args: Any) -> int:
+    cmd = list(args.cmd or [])
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if args.replay and (cmd or args.pid):
+        raise WatchUsageError("--replay judges a recording: it takes no command and no --pid")
+    if cmd and args.pid:
+        raise WatchUsageError("give either a command to launch or --pid, not both")
+    if args.pid is not None and args.pid <= 0:
+        raise WatchUsageError(f"--pid must be a process id, got {args.pid}")
+    if args.replay:
+        facts = _replay(args)
+        exit_code: Optional[int] = None
+    else:
+        facts, exit_code = _live(args, cmd)
+    if args.output:
+        _save(facts, args.output)
+    return _report(facts, args, exit_code)
+
+
+def _replay(args: Any):
+    from ..facts import Facts
+    from .replay import ReplayError, replay
+
+    texts = []
+    for path in args.replay:
+        try:
+            if path == "-":
+                texts.append(sys.stdin.read())
+            else:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    texts.append(fh.read(64 * 2**20))
+        except OSError as e:
+            raise WatchUsageError(f"cannot read {path}: {e.strerror}") from None
+    try:
+        w = replay("\n".join(texts), interval_s=args.interval, name=", ".join(os.path.basename(p) for p in args.replay))
+    except ReplayError as e:
+        raise WatchUsageError(f"{', '.join(args.replay)}: {e}") from None
+    return Facts(watch=w, origin="paste", envdoctor_version=_version(), collected_at=_now())
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
+
+
+def _save(facts, path: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(facts.to_json() + "\n")
+    except OSError as e:
+        raise WatchUsageError(f"cannot write {path}: {e.strerror}") from None
+
+
+def _report(facts, args, exit_code: Optional[int]) -> int:
+    from ..app import judge
+    from ..cli import _write
+    from ..report import render_console, render_json, render_markdown
+    from .display import timeline
+
+    report = judge(facts, only=["watch.*"])
+    w = facts.watch
+    lines = timeline(w.samples)
+    if args.format == "json":
+        _write(render_json(report, redact=not args.no_redact), None, utf8=True)
+    elif args.format == "markdown":
+        md = render_markdown(report, redact=not args.no_redact)
+        block = ["", "### Timeline", "", "```", *lines, "```", ""] if lines else []
+        _write(_header(w) + "\n" + "\n".join(block) + "\n" + md, None, utf8=True)
+    else:
+        text = render_console(report, verbose=args.verbose, file=None)
+        sys.stdout.write(_header(w) + "\n" + ("\n".join(lines) + "\n\n" if lines else "\n"))
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    if args.fail_on and report.has_at_least(args.fail_on):
+        return EXIT_FINDINGS
+    return exit_code if exit_code is not None else EXIT_OK
+
+
+def _header(w) -> str:
+    s = w.summary or {}
+    what = " ".join(w.command) if w.command else (f"pid {w.pid}" if w.pid else w.source or "the GPUs")
+    parts = [f"envdoctor watch: {what}: {s.get('sample_count', len(w.samples))} samples over "
+             f"{s.get('duration_s', '?')} s"]
+    if s.get("warmup_s"):
+        parts.append(f"warm-up {s['warmup_s']:g} s")
+    if s.get("dataloader_workers") is not None:
+        parts.append(f"DataLoader workers {s['dataloader_workers']}")
+    if s.get("data_wait_fraction") is not None:
+        parts.append(f"data wait {100 * s['data_wait_fraction']:.1f}% of {s.get('step_count')} steps")
+    if w.exit_code is not None:
+        parts.append(f"exit code {w.exit_code}")
+    out = ", ".join(parts)
+    for u in w.unseen:
+        out += f"\n  not seen: {u}"
+    for n in s.get("notes") or []:
+        out += f"\n  note: {n}"
+    return out
+
+
+# --------------------------------------------------------------------------- watching
+
+
+def _launch(cmd: List[str], env: Dict[str, str]) -> subprocess.Popen:
+    kw: Dict[str, Any] = {}
+    if os.name == "posix":
+        # its own process group: a Ctrl-C reaches it once, forwarded by us, and we still report after it
+        if sys.version_info >= (3, 11):
+            kw["process_group"] = 0
+        else:
+            kw["preexec_fn"] = os.setpgrp  # no threads exist yet when we launch
+    try:
+        return subprocess.Popen(cmd, env=env, **kw)
+    except OSError as e:
+        raise WatchUsageError(f"cannot run {cmd[0]}: {e.strerror}") from None
+
+
+def _signal_child(child: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(child.pid, sig)
+    except (OSError, AttributeError):
+        try:
+            child.send_signal(sig)
+        except OSError:
+            pass
+
+
+def _stop_child(child: subprocess.Popen) -> None:
+    """Stop a launched command as Ctrl-C would, then harder if it does not exit."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        if child.poll() is not None:
+            return
+        _signal_child(child, sig)
+        try:
+            child.wait(STOP_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def local_nvme(exclude: List[str]) -> Optional[Dict[str, Any]]:
+    """The local NVMe filesystem with most free space, not the one the data is on (a copy destination)."""
+    import psutil
+
+    best = None
+    for part in psutil.disk_partitions(all=False):
+        if "nvme" not in part.device or part.mountpoint in ("/boot", "/boot/efi") or part.mountpoint in exclude:
+            continue
+        try:
+            free = shutil.disk_usage(part.mountpoint).free
+        except OSError:
+            continue
+        if best is None or free > best["free_bytes"]:
+            best = {"mount": part.mountpoint, "device": os.path.basename(part.device), "free_bytes": free,
+                    "free_gb": round(free / 1e9)}
+    return best
+
+
+def _live(args: Any, cmd: List[str]):
+    from ..facts import Facts, ProbeStatus, Watch
+    from .analysis import summarize
+    from .display import Live
+    from .record import Recorder
+    from .sample import GpuReader, HostReader, ProcessTree, Unseen, cpus_available
+    from .timer import read_reports, watch_dir
+
+    interval = args.interval or 0.5
+    if interval < 0.1:
+        raise WatchUsageError("--interval below 0.1 s would cost more than it shows")
+    data = [os.path.abspath(p) for p in (args.data or [])]
+    for p in data:
+        if not os.path.exists(p):
+            raise WatchUsageError(f"--data {p}: no such file or directory")
+    if args.pid is not None:
+        import psutil
+
+        if not psutil.pid_exists(args.pid):
+            raise WatchUsageError(f"--pid {args.pid}: no such process")
+    steps_dir = watch_dir()
+    made_dir = False
+    try:
+        os.makedirs(steps_dir, mode=0o700)
+        made_dir = True
+    except FileExistsError:
+        pass
+    except OSError:
+        steps_dir = ""
+    env = dict(os.environ)
+    if steps_dir:
+        env["ENVDOCTOR_WATCH_DIR"] = steps_dir
+    child = _launch(cmd, env) if cmd else None
+    root = child.pid if child else args.pid
+    unseen = Unseen()
+    stop = {"why": None}
+    previous = {}
+
+    def on_signal(signum, _frame):
+        if stop["why"] is None:
+            stop["why"] = signal.Signals(signum).name
+            if child is not None:
+                _signal_child(child, signum)  # forwarded once; we keep sampling until it exits
+        else:
+            if child is not None:
+                _signal_child(child, signal.SIGKILL if signum == signal.SIGTERM else signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            previous[sig] = signal.signal(sig, on_signal)
+        except ValueError:  # not the main thread
+            pass
+    gpu = GpuReader(unseen)
+    host = HostReader(unseen, data)
+    tree = ProcessTree(unseen, root)
+    if root is None:
+        unseen.add("no command or --pid: the processes on the GPUs are watched (none without NVML)")
+    live = Live(in_place=child is None, interval_s=interval)
+    rec = Recorder()
+    t0 = time.monotonic()
+    deadline = t0 + args.duration if args.duration else None
+    stopped_by_duration = False
+    cpu_available, cpu_how = cpus_available(root)
+    try:
+        while True:
+            tick = time.monotonic()
+            gpus = gpu.read()
+            gpu_pids = {p for g in gpus for p in (g.get("pids") or [])}
+            sample: Dict[str, Any] = {"t_s": round(tick - t0, 3), "gpus": gpus, "host": host.read()}
+            procs = tree.read(gpu_pids)
+            if procs is not None:
+                sample["procs"] = procs
+            rec.add(sample)
+            live.update(sample)
+            if child is not None and child.poll() is not None:
+                break
+            if root is not None and child is None and not _alive(root):
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                stopped_by_duration = True
+                break
+            if stop["why"] is not None and child is None:
+                break
+            time.sleep(max(0.0, interval - (time.monotonic() - tick)))
+    finally:
+        live.close()
+        if child is not None and child.poll() is None:
+            _stop_child(child)
+        gpu.close()
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+    exit_code = child.returncode if child is not None else None
+    steps = read_reports(steps_dir, tree.pids_seen) if steps_dir else []
+    if steps_dir:
+        for pid in tree.pids_seen:
+            for suffix in ("", ".tmp"):
+                try:
+                    os.remove(os.path.join(steps_dir, f"steps-{pid}.json{suffix}"))
+                except OSError:
+                    pass
+        if made_dir:
+            try:
+                os.rmdir(steps_dir)
+            except OSError:
+                pass
+    if not steps:
+        unseen.add("no step timer reported (wrap the loader: `for batch in timed(loader)`, "
+                   "from envdoctor.watch import timed): the time steps wait for data is unknown")
+    if root is not None and not tree.pids_seen:
+        unseen.add(f"process {root} and its children could not be read")
+    summary = summarize(rec.samples, interval, steps)
+    summary["cpu_available_from"] = cpu_how
+    nvme = local_nvme([])
+    if nvme:
+        summary["local_nvme"] = nvme
+    try:
+        summary["shm_total_bytes"] = shutil.disk_usage("/dev/shm").total
+    except OSError:
+        pass
+    if stop["why"]:
+        summary["stopped_by"] = stop["why"]
+    elif stopped_by_duration:
+        summary["stopped_by"] = "duration"
+    w = Watch(status=ProbeStatus.OK, source="live", command=cmd or None, pid=root,
+              exit_code=exit_code, interval_s=interval, downsampled_by=rec.every if rec.every > 1 else None,
+              data_paths=data or None, cpu_available=cpu_available, samples=rec.samples, summary=summary,
+              unseen=unseen.lines)
+    facts = Facts(watch=w, origin="live", envdoctor_version=_version(), collected_at=_now())
+    if stopped_by_duration and child is not None:
+        exit_code = EXIT_OK  # we stopped it: its exit code says nothing about the run
+    return facts, exit_code
+
+
+def _alive(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False

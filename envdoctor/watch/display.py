@@ -1,0 +1,128 @@
+"""What `envdoctor watch` shows: a compact live view (one line per GPU, one for the CPU, one per disk, sparklines
+of the last minute) on a terminal, and at the end a timeline of each series."""
+
+from __future__ import annotations
+
+import sys
+from collections import deque
+from typing import Any, Deque, Dict, List, Optional, Sequence, TextIO
+
+from ..report.bench_view import sparkline
+
+LIVE_S = 60.0  # the live sparklines cover the last minute
+WIDTH = 40
+
+
+def _series(samples: Sequence[Dict[str, Any]]) -> Dict[str, List[Optional[float]]]:
+    """Named series over the samples: "GPU 0 util %", "GPU 0 mem MiB", "CPU busy %", "disk nvme0n1 MB/s" ..."""
+    out: Dict[str, List[Optional[float]]] = {}
+    n = len(samples)
+
+    def put(name: str, i: int, v: Any) -> None:
+        out.setdefault(name, [None] * n)[i] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) \
+            else None
+
+    for i, s in enumerate(samples):
+        for g in s.get("gpus") or []:
+            idx = g.get("index")
+            put(f"GPU {idx} util %", i, g.get("util_pct"))
+            if g.get("sm_active_pct") is not None:
+                put(f"GPU {idx} SM active %", i, g.get("sm_active_pct"))
+            if g.get("mem_used_mib") is not None:
+                put(f"GPU {idx} mem MiB", i, g.get("mem_used_mib"))
+            if g.get("power_w") is not None:
+                put(f"GPU {idx} power W", i, g.get("power_w"))
+        h = s.get("host") or {}
+        if h.get("cpu_busy_pct") is not None:
+            put("CPU busy %", i, h.get("cpu_busy_pct"))
+        if h.get("cpu_iowait_pct") is not None:
+            put("CPU iowait %", i, h.get("cpu_iowait_pct"))
+        for name, d in (h.get("disks") or {}).items():
+            put(f"disk {name} read MB/s", i, (d or {}).get("read_mbps"))
+            if (d or {}).get("util_pct") is not None:
+                put(f"disk {name} busy %", i, d.get("util_pct"))
+        p = s.get("procs") or {}
+        if p:
+            put("loader workers", i, p.get("workers"))
+            put("process CPU %", i, p.get("cpu_pct"))
+    return {k: v for k, v in out.items() if any(x is not None for x in v)}
+
+
+def _fmt(v: Optional[float]) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.0f}" if abs(v) >= 10 else f"{v:.1f}"
+
+
+def timeline(samples: Sequence[Dict[str, Any]], width: int = WIDTH) -> List[str]:
+    """One line per series: its name, a sparkline over the whole recording, min / p50 / max."""
+    from .analysis import pct
+
+    series = _series(samples)
+    if not series:
+        return []
+    name_w = max(len(k) for k in series)
+    t_end = samples[-1].get("t_s") if samples else None
+    lines = [f"Timeline ({len(samples)} samples" + (f", {t_end:g} s" if isinstance(t_end, (int, float)) else "")
+             + "; min / median / max)"]
+    for name, vals in series.items():
+        nums = [v for v in vals if v is not None]
+        lines.append(f"  {name:<{name_w}}  {sparkline(nums, width):<{width}}  "
+                     f"{_fmt(min(nums))} / {_fmt(pct(nums, 0.5))} / {_fmt(max(nums))}")
+    return lines
+
+
+class Live:
+    """The live view on stderr when it is a terminal: redrawn in place each second when nothing else writes
+    there (--pid, bare watch); a new block every 10 s when a launched command shares the terminal."""
+
+    def __init__(self, stream: TextIO = sys.stderr, in_place: bool = True, interval_s: float = 0.5) -> None:
+        self.stream = stream
+        self.enabled = bool(getattr(stream, "isatty", lambda: False)())
+        self.in_place = in_place
+        self.recent: Deque[Dict[str, Any]] = deque(maxlen=max(2, int(LIVE_S / max(interval_s, 0.05))))
+        self._drawn = 0
+        self._last = 0.0
+
+    def update(self, sample: Dict[str, Any]) -> None:
+        self.recent.append(sample)
+        if not self.enabled:
+            return
+        t = float(sample.get("t_s") or 0.0)
+        every = 1.0 if self.in_place else 10.0
+        if t - self._last < every:
+            return
+        self._last = t
+        lines = self.lines()
+        if self.in_place and self._drawn:
+            self.stream.write(f"\x1b[{self._drawn}F\x1b[J")
+        self.stream.write("\n".join(lines) + "\n")
+        self.stream.flush()
+        self._drawn = len(lines)
+
+    def lines(self) -> List[str]:
+        recent = list(self.recent)
+        last = recent[-1] if recent else {}
+        out = [f"envdoctor watch  t={float(last.get('t_s') or 0):.0f} s"]
+        for g in last.get("gpus") or []:
+            idx = g.get("index")
+            hist = [x.get("util_pct") for s in recent for x in (s.get("gpus") or []) if x.get("index") == idx]
+            mem = f" mem {_fmt(g.get('mem_used_mib'))}/{_fmt(g.get('mem_total_mib'))} MiB" \
+                if g.get("mem_total_mib") else ""
+            out.append(f"  GPU {idx}  {sparkline(hist, WIDTH):<{WIDTH}} util {_fmt(g.get('util_pct'))}%{mem}"
+                       f" {_fmt(g.get('power_w'))} W {_fmt(g.get('temperature_c'))} C")
+        h = last.get("host") or {}
+        cpu = [(s.get("host") or {}).get("cpu_busy_pct") for s in recent]
+        p = last.get("procs") or {}
+        out.append(f"  CPU    {sparkline(cpu, WIDTH):<{WIDTH}} busy {_fmt(h.get('cpu_busy_pct'))}% iowait "
+                   f"{_fmt(h.get('cpu_iowait_pct'))}%" + (f"  workers {p.get('workers')}" if p else ""))
+        for name, d in (h.get("disks") or {}).items():
+            hist = [((s.get("host") or {}).get("disks") or {}).get(name, {}).get("read_mbps") for s in recent]
+            out.append(f"  {name:<6} {sparkline(hist, WIDTH):<{WIDTH}} read {_fmt(d.get('read_mbps'))} MB/s "
+                       f"await {_fmt(d.get('await_ms'))} ms busy {_fmt(d.get('util_pct'))}%")
+        return out
+
+    def close(self) -> None:
+        if self.enabled and self.in_place and self._drawn:
+            self.stream.write(f"\x1b[{self._drawn}F\x1b[J")
+            self.stream.flush()

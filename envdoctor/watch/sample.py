@@ -1,0 +1,384 @@
+"""Live sampling for `envdoctor watch`: the GPUs (NVML, through bench/sampler.py), the watched process tree and
+the host (psutil, /sys/fs/cgroup). Every reader is best effort: a field it cannot read is None, and the reason
+goes into ``unseen`` once. Nothing here signals, ptraces or otherwise touches the watched processes: it reads
+/proc (through psutil) and NVML, both of which only observe.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+import psutil
+
+# multiprocessing helpers that are not workers of the training loop
+_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver", "multiprocessing.resource_sharer")
+_SPAWNED = ("multiprocessing.spawn", "spawn_main")
+# block devices whose counters are partitions or stacked views of a disk the list has already
+_DISK_NAMES = ("nvme", "sd", "vd", "xvd", "hd", "md", "dm-", "mmcblk")
+
+
+class Unseen:
+    """What could not be seen, each reason once, in the order met."""
+
+    def __init__(self) -> None:
+        self.lines: List[str] = []
+
+    def add(self, line: str) -> None:
+        if line not in self.lines:
+            self.lines.append(line)
+
+
+# --------------------------------------------------------------------------- GPUs
+
+
+class GpuReader:
+    """NVML, opened once; ``read()`` gives one sample per GPU. Without NVML it reads nothing and says why."""
+
+    PCIE_EVERY_S = 2.0  # each PCIe throughput read blocks ~20 ms per direction and GPU
+
+    def __init__(self, unseen: Unseen, nvml: Any = None) -> None:
+        self.unseen = unseen
+        self.nvml = nvml
+        self.handles: List[Tuple[int, str, Any]] = []
+        self.names: Dict[int, Optional[str]] = {}
+        self._last_pcie = 0.0
+        self._pcie: Dict[int, Tuple[Any, Any]] = {}
+        self._open()
+
+    def _open(self) -> None:
+        from ..bench.sampler import _err, _text  # the sampler's readers: one way to talk to NVML
+        from ..domain.pci import bus_key
+        from ..probes import nvml as nvml_probe
+
+        if self.nvml is None:
+            try:
+                self.nvml = nvml_probe.import_pynvml()
+            except ImportError:
+                self.unseen.add("no GPU samples: pynvml (nvidia-ml-py) is not installed")
+                return
+            problem = nvml_probe.binding_problem(self.nvml)
+            if problem:
+                self.unseen.add(f"no GPU samples: {problem}")
+                self.nvml = None
+                return
+        try:
+            self.nvml.nvmlInit()
+        except Exception as e:  # noqa: BLE001 - NVMLError (no driver) or a broken binding
+            self.unseen.add(f"no GPU samples: NVML init failed ({_err(self.nvml, e)})")
+            self.nvml = None
+            return
+        try:
+            for i in range(int(self.nvml.nvmlDeviceGetCount())):
+                h = self.nvml.nvmlDeviceGetHandleByIndex(i)
+                bus = bus_key(_text(getattr(self.nvml.nvmlDeviceGetPciInfo(h), "busId", None))) or f"index:{i}"
+                self.handles.append((i, bus, h))
+                try:
+                    self.names[i] = _text(self.nvml.nvmlDeviceGetName(h))
+                except Exception:  # noqa: BLE001
+                    self.names[i] = None
+        except Exception as e:  # noqa: BLE001
+            self.unseen.add(f"GPU list incomplete: {_err(self.nvml, e)}")
+        if not self.handles:
+            self.unseen.add("no GPU samples: NVML sees no GPU")
+
+    def read(self) -> List[Dict[str, Any]]:
+        from ..bench.sampler import read_sample, read_watch_fields
+
+        if self.nvml is None:
+            return []
+        now = time.monotonic()
+        pcie = now - self._last_pcie >= self.PCIE_EVERY_S
+        if pcie:
+            self._last_pcie = now
+        out = []
+        for i, bus, h in self.handles:
+            try:
+                s = read_sample(self.nvml, h)
+                w = read_watch_fields(self.nvml, h, pcie=pcie)
+            except Exception as e:  # noqa: BLE001 - a GPU that fell off the bus: its sample is the error
+                out.append({"index": i, "bus": bus, "error": f"{type(e).__name__}: {e}"})
+                continue
+            if pcie:
+                self._pcie[i] = (w.get("pcie_rx_mbps"), w.get("pcie_tx_mbps"))
+            rx, tx = self._pcie.get(i, (None, None))
+            out.append({
+                "index": i, "bus": bus, "util_pct": s.get("utilization_pct"), "mem_util_pct": w.get("mem_util_pct"),
+                "mem_used_mib": w.get("mem_used_mib"), "mem_total_mib": w.get("mem_total_mib"),
+                "sm_clock_mhz": s.get("sm_clock_mhz"), "power_w": s.get("power_w"),
+                "temperature_c": s.get("temperature_c"), "throttle_reasons": s.get("throttle_reasons"),
+                "pcie_rx_mbps": rx, "pcie_tx_mbps": tx, "pids": w.get("pids"),
+            })
+        return out
+
+    def close(self) -> None:
+        if self.nvml is not None:
+            try:
+                self.nvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+# --------------------------------------------------------------------------- the watched process tree
+
+
+class ProcessTree:
+    """The watched processes: a root pid and its descendants (or, bare `watch`, the processes on the GPUs).
+
+    Per tick: how many, which are DataLoader-style workers, CPU use per process (from /proc CPU time deltas),
+    RSS and state. A worker is a child of a Python process in the tree that is a fork of it (same command
+    line) or a multiprocessing spawn child; the resource tracker and the forkserver itself are not workers.
+    """
+
+    TORCH_RECHECK_S = 2.0
+
+    def __init__(self, unseen: Unseen, root: Optional[int] = None) -> None:
+        self.unseen = unseen
+        self.root = root
+        self._cpu: Dict[int, Tuple[float, float]] = {}  # pid -> (cpu seconds, when)
+        self._cmd: Dict[int, Tuple[str, ...]] = {}
+        self._torch: Dict[int, bool] = {}
+        self._torch_checked: Dict[int, float] = {}
+        self.pids_seen: Set[int] = set()
+        self.torch_seen = False
+
+    def processes(self, gpu_pids: Optional[Set[int]] = None) -> List[psutil.Process]:
+        if self.root is None:
+            procs = []
+            for pid in sorted(gpu_pids or ()):
+                try:
+                    p = psutil.Process(pid)
+                    procs.append(p)
+                    procs.extend(p.children(recursive=True))
+                except (psutil.Error, OSError):
+                    self.unseen.add("a GPU process is not visible from here (another container or PID namespace)")
+            return procs
+        try:
+            root = psutil.Process(self.root)
+            return [root] + root.children(recursive=True)
+        except (psutil.Error, OSError):
+            return []
+
+    def _uses_torch(self, pid: int, now: float) -> bool:
+        if self._torch.get(pid):
+            return True
+        if now - self._torch_checked.get(pid, 0.0) < self.TORCH_RECHECK_S:
+            return False
+        self._torch_checked[pid] = now
+        try:
+            with open(f"/proc/{pid}/maps", encoding="utf-8", errors="replace") as fh:
+                found = any("libtorch" in line for line in fh)
+        except OSError:
+            found = False
+        self._torch[pid] = found
+        return found
+
+    def read(self, gpu_pids: Optional[Set[int]] = None) -> Optional[Dict[str, Any]]:
+        procs = self.processes(gpu_pids)
+        if not procs:
+            return None if self.root is None and not gpu_pids else {"count": 0, "workers": 0, "trainers": 0}
+        now = time.monotonic()
+        info: Dict[int, Dict[str, Any]] = {}
+        for p in procs:
+            try:
+                with p.oneshot():
+                    t = p.cpu_times()
+                    info[p.pid] = {"ppid": p.ppid(), "state": p.status(), "rss": p.memory_info().rss,
+                                   "cpu_s": t.user + t.system, "name": p.name()}
+            except (psutil.Error, OSError):
+                continue
+        for pid, d in info.items():
+            prev = self._cpu.get(pid)
+            d["cpu_pct"] = round(100.0 * (d["cpu_s"] - prev[0]) / (now - prev[1]), 1) \
+                if prev and now > prev[1] else None
+            self._cpu[pid] = (d["cpu_s"], now)
+        self.pids_seen.update(info)
+        workers, trainers = [], []
+        for pid, d in info.items():
+            cmd = self._cmd_of(pid)
+            if any(h in " ".join(cmd) for h in _HELPERS):
+                continue
+            parent = info.get(d["ppid"])
+            is_python = "python" in (d["name"] or "").lower() or any("python" in c for c in cmd[:1])
+            if parent is not None and is_python and (
+                    cmd == self._cmd_of(d["ppid"]) or any(s in " ".join(cmd) for s in _SPAWNED)):
+                workers.append(pid)
+            elif is_python:
+                trainers.append(pid)
+        torch_trainers = [pid for pid in trainers if self._uses_torch(pid, now)]
+        if torch_trainers:
+            self.torch_seen = True
+        main = max(trainers, key=lambda pid: info[pid].get("cpu_pct") or 0.0, default=None)
+        states: Dict[str, int] = {}
+        for d in info.values():
+            states[d["state"]] = states.get(d["state"], 0) + 1
+        known = [d["cpu_pct"] for d in info.values() if d["cpu_pct"] is not None]
+        return {
+            "count": len(info), "trainers": len(trainers), "torch_trainers": len(torch_trainers),
+            "workers": len(workers),
+            "cpu_pct": round(sum(known), 1) if known else None,
+            "main_cpu_pct": info[main]["cpu_pct"] if main is not None else None,
+            "worker_cpu_pct": sorted((info[w]["cpu_pct"] for w in workers if info[w]["cpu_pct"] is not None),
+                                     reverse=True)[:64],
+            "rss_bytes": sum(d["rss"] for d in info.values()),
+            "states": states,
+        }
+
+    def _cmd_of(self, pid: int) -> Tuple[str, ...]:
+        if pid not in self._cmd:
+            try:
+                self._cmd[pid] = tuple(psutil.Process(pid).cmdline())
+            except (psutil.Error, OSError):
+                self._cmd[pid] = ()
+        return self._cmd[pid]
+
+
+# --------------------------------------------------------------------------- the host
+
+
+def _cgroup_usage_s() -> Optional[float]:
+    """CPU seconds the cgroup used (v2 cpu.stat usage_usec, v1 cpuacct.usage)."""
+    try:
+        with open("/sys/fs/cgroup/cpu.stat", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("usage_usec "):
+                    return int(line.split()[1]) / 1e6
+    except (OSError, ValueError):
+        pass
+    for path in ("/sys/fs/cgroup/cpuacct/cpuacct.usage", "/sys/fs/cgroup/cpu,cpuacct/cpuacct.usage"):
+        try:
+            with open(path, encoding="ascii") as fh:
+                return int(fh.read().strip()) / 1e9
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def data_devices(paths: List[str]) -> Dict[str, str]:
+    """Data path -> the block device name its filesystem sits on ("nvme0n1p2" -> counters), when local."""
+    out: Dict[str, str] = {}
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        major, minor = os.major(st.st_dev), os.minor(st.st_dev)
+        try:
+            link = os.path.realpath(f"/sys/dev/block/{major}:{minor}")
+        except OSError:
+            continue
+        name = os.path.basename(link)
+        if os.path.exists(f"/sys/dev/block/{major}:{minor}"):
+            out[path] = name
+    return out
+
+
+class HostReader:
+    """Host CPU (busy, iowait), the cgroup's CPU use, memory and swap, /dev/shm, disks and network receive."""
+
+    def __init__(self, unseen: Unseen, data_paths: Optional[List[str]] = None) -> None:
+        self.unseen = unseen
+        self.devices = data_devices(data_paths or [])
+        for p in data_paths or []:
+            if p not in self.devices:
+                self.unseen.add(f"{p}: no local block device (a network or virtual filesystem): disk counters "
+                                "not read; network receive stands in")
+        self._cpu = psutil.cpu_times()
+        self._disk = self._disks()
+        self._net = self._net_rx()
+        self._cg = _cgroup_usage_s()
+        self._t = time.monotonic()
+        if self._cg is None:
+            self.unseen.add("cgroup CPU use not readable (no cpu.stat / cpuacct.usage)")
+
+    def _disks(self) -> Dict[str, Any]:
+        try:
+            return psutil.disk_io_counters(perdisk=True) or {}
+        except (OSError, RuntimeError):
+            self.unseen.add("disk counters not readable (/proc/diskstats)")
+            return {}
+
+    @staticmethod
+    def _net_rx() -> Optional[int]:
+        try:
+            c = psutil.net_io_counters()
+            return c.bytes_recv if c else None
+        except (OSError, RuntimeError):
+            return None
+
+    def _watched_disks(self, now: Dict[str, Any]) -> List[str]:
+        if self.devices:
+            return sorted({d for d in self.devices.values() if d in now})
+        # no --data: the whole disks (not partitions) that did any I/O
+        disks = [n for n in now if n.startswith(_DISK_NAMES) and os.path.exists(f"/sys/block/{n}")]
+        return sorted(disks)
+
+    def read(self) -> Dict[str, Any]:
+        now_t = time.monotonic()
+        dt = max(now_t - self._t, 1e-6)
+        cpu = psutil.cpu_times()
+        prev = self._cpu
+        total = sum(cpu) - sum(prev)
+        idle = (cpu.idle - prev.idle) + (getattr(cpu, "iowait", 0.0) - getattr(prev, "iowait", 0.0))
+        iowait = getattr(cpu, "iowait", 0.0) - getattr(prev, "iowait", 0.0)
+        out: Dict[str, Any] = {
+            "cpu_busy_pct": round(100.0 * (total - idle) / total, 1) if total > 0 else None,
+            "cpu_iowait_pct": round(100.0 * iowait / total, 1) if total > 0 else None,
+        }
+        cg = _cgroup_usage_s()
+        out["cgroup_cpu_used"] = round((cg - self._cg) / dt, 2) if cg is not None and self._cg is not None else None
+        self._cg = cg
+        try:
+            vm, sw = psutil.virtual_memory(), psutil.swap_memory()
+            out["mem_used_pct"] = round(vm.percent, 1)
+            out["swap_used_pct"] = round(sw.percent, 1) if sw.total else 0.0
+        except (OSError, RuntimeError):
+            pass
+        try:
+            out["shm_used_bytes"] = shutil.disk_usage("/dev/shm").used
+        except OSError:
+            out["shm_used_bytes"] = None
+        disks = self._disks()
+        watched = {}
+        for name in self._watched_disks(disks):
+            a, b = self._disk.get(name), disks.get(name)
+            if a is None or b is None:
+                continue
+            ios = (b.read_count - a.read_count) + (b.write_count - a.write_count)
+            io_ms = (b.read_time - a.read_time) + (b.write_time - a.write_time)
+            watched[name] = {
+                "read_mbps": round((b.read_bytes - a.read_bytes) / dt / 1e6, 2),
+                "write_mbps": round((b.write_bytes - a.write_bytes) / dt / 1e6, 2),
+                "iops": round(ios / dt, 1),
+                "await_ms": round(io_ms / ios, 2) if ios > 0 else None,
+                "util_pct": round(min(100.0, 100.0 * (getattr(b, "busy_time", 0) - getattr(a, "busy_time", 0))
+                                      / (dt * 1000.0)), 1) if hasattr(b, "busy_time") else None,
+            }
+        out["disks"] = watched
+        self._disk = disks
+        rx = self._net_rx()
+        out["net_rx_mbps"] = round((rx - self._net) / dt / 1e6, 2) if rx is not None and self._net is not None else None
+        self._net = rx
+        self._cpu = cpu
+        self._t = now_t
+        return out
+
+
+def cpus_available(pid: Optional[int] = None) -> Tuple[Optional[float], str]:
+    """CPUs the watched process may use: its affinity, capped by the cgroup quota; and how that was told."""
+    from ..probes.host import read_cgroup_limits
+
+    try:
+        n: Optional[float] = float(len(os.sched_getaffinity(pid or 0)))
+        how = "CPU affinity"
+    except (AttributeError, OSError):
+        n, how = float(os.cpu_count() or 0) or None, "os.cpu_count()"
+    try:
+        _, quota, _ = read_cgroup_limits("/")
+    except Exception:  # noqa: BLE001 - a cgroup layout the reader does not know: the affinity stands
+        quota = None
+    if quota and n and quota < n:
+        return round(quota, 2), "cgroup CPU quota"
+    return n, how
