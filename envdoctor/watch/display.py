@@ -22,10 +22,13 @@ def _series(samples: Sequence[Dict[str, Any]]) -> Dict[str, List[Optional[float]
         out.setdefault(name, [None] * n)[i] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) \
             else None
 
+    many = max((len(s.get("gpus") or []) for s in samples), default=0) > 4  # then utilisation alone per GPU
     for i, s in enumerate(samples):
         for g in s.get("gpus") or []:
             idx = g.get("index")
             put(f"GPU {idx} util %", i, g.get("util_pct"))
+            if many:
+                continue
             if g.get("sm_active_pct") is not None:
                 put(f"GPU {idx} SM active %", i, g.get("sm_active_pct"))
             if g.get("mem_used_mib") is not None:

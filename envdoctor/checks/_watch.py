@@ -1,0 +1,159 @@
+"""What the watch verdict checks share: the recording, its analysis, the host-side evidence, the fixes."""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from ..facts import Watch
+from ..findings import Evidence
+from ..remedies.shell import command
+from ..watch.analysis import Analysis, GpuStats, analyze, pct
+from .base import CheckContext, SkipCheck
+
+BOUND_P50 = 85.0  # steady utilisation at or above: the GPU is the limit
+DIPS_MAX = 0.2  # at most this share of steady samples below 70 %
+WAIT_INPUT = 0.2  # steps waiting for their batch this share of the time: input-bound
+IDLE_P90 = 5.0  # a GPU whose p90 stays below this never worked
+STRAGGLER_GAP = 30.0  # points of p50 below the other GPUs' median
+DISK_UTIL = 80.0
+DISK_AWAIT_MS = 10.0
+IOWAIT = 10.0
+CPU_SATURATED = 90.0
+CORE_SATURATED = 85.0  # one process at this % of a core is pegged
+MEM_PRESSURE_PCT = 97.0
+THROTTLED_SHARE = 0.1
+
+
+def recording(ctx: CheckContext) -> Watch:
+    w = ctx.facts.watch
+    if w is None:
+        raise SkipCheck("no watch recording in the facts (envdoctor watch, or watch --replay FILE)")
+    if w.status != "ok":
+        raise SkipCheck(f"the watch recording is unusable ({w.status}: {w.reason or 'no reason given'})")
+    if not w.samples:
+        raise SkipCheck("the watch recording holds no samples")
+    return w
+
+
+def analysis_of(w: Watch) -> Analysis:
+    return analyze(w.samples, w.interval_s)
+
+
+def working(a: Analysis) -> List[GpuStats]:
+    return [g for g in a.gpus if g.util_p90 is not None and g.util_p90 >= IDLE_P90]
+
+
+def no_gpu_reason(w: Watch) -> str:
+    why = next((u for u in w.unseen if "GPU" in u), None)
+    return why or "no GPU samples in the recording"
+
+
+def unseen_text(w: Watch) -> Optional[str]:
+    return ("Not seen: " + "; ".join(w.unseen) + ".") if w.unseen else None
+
+
+def confidence(a: Analysis, *, direct: bool) -> str:
+    """high: a direct measurement (step timer, process tree) backs it over enough samples; low: few samples."""
+    if a.steady_count < 5:
+        return "low"
+    return "high" if direct else "medium"
+
+
+def step_wait(w: Watch) -> Optional[float]:
+    v = w.summary.get("data_wait_fraction") if isinstance(w.summary, dict) else None
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+# --------------------------------------------------------------------------- the host side
+
+
+def storage_busy(a: Analysis) -> Optional[Tuple[str, List[Evidence]]]:
+    for name, d in a.disks.items():
+        util, aw, rd = d.get("util_pct_p50"), d.get("await_ms_p50"), d.get("read_mbps_p50")
+        if util is not None and util >= DISK_UTIL:
+            return (f"disk {name} busy {util:g}% of the time (p50), reading {rd or 0:g} MB/s",
+                    [Evidence(f"watch.summary.disks.{name}.util_pct_p50", util, f"< {DISK_UTIL:g}")])
+        if aw is not None and aw >= DISK_AWAIT_MS and (rd or 0) > 1:
+            return (f"disk {name} answers in {aw:g} ms (await p50) while reading {rd:g} MB/s",
+                    [Evidence(f"watch.summary.disks.{name}.await_ms_p50", aw, f"< {DISK_AWAIT_MS:g} ms")])
+    iow = (a.host.get("cpu_iowait_pct") or {}).get("p50")
+    if iow is not None and iow >= IOWAIT:
+        return (f"CPUs wait for I/O {iow:g}% of the time (iowait p50)",
+                [Evidence("watch.summary.host.cpu_iowait_pct.p50", iow, f"< {IOWAIT:g}")])
+    return None
+
+
+def tree_cpus(a: Analysis, w: Watch) -> Optional[float]:
+    """CPUs the watched processes used (p50 of their summed CPU %, in CPUs), when the tree was read."""
+    vals = [float(s["procs"]["cpu_pct"]) for s in w.samples[1:]
+            if isinstance(s.get("procs"), dict) and isinstance(s["procs"].get("cpu_pct"), (int, float))]
+    v = pct(vals, 0.5)
+    return round(v / 100.0, 2) if v is not None else None
+
+
+def cpu_saturated(a: Analysis, w: Watch) -> Optional[Tuple[str, List[Evidence]]]:
+    busy = (a.host.get("cpu_busy_pct") or {}).get("p50")
+    tree = tree_cpus(a, w)
+    if busy is not None and busy >= CPU_SATURATED and (tree is None or not w.cpu_available
+                                                       or tree >= 0.8 * w.cpu_available):
+        # with the process tree read, the run itself must be what fills the CPUs (not another tenant)
+        return (f"the CPUs are {busy:g}% busy (p50)" + (f", {tree:g} of them used by the watched processes"
+                                                         if tree is not None else ""),
+                [Evidence("watch.summary.host.cpu_busy_pct.p50", busy, f"< {CPU_SATURATED:g}")])
+    used = (a.host.get("cgroup_cpu_used") or {}).get("p50")
+    if used is not None and w.cpu_available and used >= 0.9 * w.cpu_available and (
+            tree is None or tree >= 0.8 * w.cpu_available):
+        return (f"the container uses {used:g} of its {w.cpu_available:g} CPUs (p50)",
+                [Evidence("watch.summary.host.cgroup_cpu_used.p50", used, f"< {0.9 * w.cpu_available:g}")])
+    p = a.procs
+    if p.get("workers_max") and (p.get("worker_cpu_pct_p50") or 0) >= CORE_SATURATED:
+        return (f"the {p['workers_max']} loader workers each use {p['worker_cpu_pct_p50']:g}% of a core (p50)",
+                [Evidence("watch.summary.processes.worker_cpu_pct_p50", p["worker_cpu_pct_p50"],
+                          f"< {CORE_SATURATED:g}")])
+    if p and not p.get("workers_max") and (p.get("main_cpu_pct_p50") or 0) >= CORE_SATURATED:
+        return (f"the training process, with no worker processes, uses {p['main_cpu_pct_p50']:g}% of a core (p50)",
+                [Evidence("watch.summary.processes.main_cpu_pct_p50", p["main_cpu_pct_p50"],
+                          f"< {CORE_SATURATED:g}")])
+    return None
+
+
+def loader_line(w: Watch, a: Analysis, gpu: bool, latency: bool = False) -> str:
+    """A DataLoader(...) line sized to the CPUs this run may use: one core per training process kept free; a
+    latency-bound load (waits with idle CPUs) overlaps more waits than there are cores."""
+    ranks = max(1, a.procs.get("trainers_max") or 0, len(working(a)))
+    cpus = w.cpu_available
+    procs = f"{ranks} training process{'es' if ranks > 1 else ''}"
+    if cpus and latency:
+        n = max(2, min(16, int(2 * cpus // ranks)))
+        size = f"   # {cpus:g} CPUs / {procs}: the loads wait rather than compute, so two workers per core"
+    elif cpus:
+        n = max(1, min(16, int(cpus // ranks) - 1))
+        size = f"   # {cpus:g} CPUs available / {procs}, one core each kept"
+    else:
+        n, size = 4, "   # size num_workers to the CPUs per training process minus one"
+    pin = ", pin_memory=True" if gpu else ""
+    return f"DataLoader(dataset, batch_size=..., num_workers={n}{pin}, persistent_workers=True, prefetch_factor=4)" + size
+
+
+def local_copy(w: Watch) -> List[str]:
+    nvme = w.summary.get("local_nvme") if isinstance(w.summary, dict) else None
+    src = (w.data_paths or ["/path/to/data"])[0]
+    if isinstance(nvme, dict) and nvme.get("mount"):
+        dest = nvme["mount"].rstrip("/") + "/data/"
+        return [command("rsync", "-a", src.rstrip("/") + "/", dest,
+                        comment=f"local NVMe {nvme.get('device', '')} with {nvme.get('free_gb', '?')} GB free")]
+    return [command("rsync", "-a", src.rstrip("/") + "/", "/local_nvme/data/",
+                    comment="no local NVMe was found here: pick the fastest local disk")]
+
+
+def gpu_line(gs: List[GpuStats]) -> str:
+    parts = []
+    for g in gs[:8]:
+        parts.append(f"GPU {g.index} p10/p50/p90 {g.util_p10:g}/{g.util_p50:g}/{g.util_p90:g}%")
+    return ", ".join(parts) + (f" (+{len(gs) - 8} more)" if len(gs) > 8 else "")
+
+
+def gpu_evidence(gs: List[GpuStats]) -> List[Evidence]:
+    return [Evidence(f"watch.summary.gpus[{g.index}].util_p50", g.util_p50) for g in gs[:8]]
+
+

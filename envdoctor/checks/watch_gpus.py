@@ -1,0 +1,205 @@
+"""Watch verdicts GPU by GPU: one never working, one lagging, all stopping together, memory, clocks."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..findings import Evidence, Finding, Fix
+from ..watch.analysis import pct
+from ._watch import (
+    IDLE_P90,
+    MEM_PRESSURE_PCT,
+    STRAGGLER_GAP,
+    THROTTLED_SHARE,
+    analysis_of,
+    confidence,
+    no_gpu_reason,
+    recording,
+    unseen_text,
+    working,
+)
+from .base import Check, CheckContext, Findings, SkipCheck, registrar
+
+CHECKS: List[Check] = []
+check = registrar(CHECKS)
+
+
+# --------------------------------------------------------------------------- GPUs one by one
+
+IDLE = Findings("watch.idle-gpu", "GPU_IDLE_UNUSED")
+
+
+@check(IDLE, "Every GPU of the run does work")
+def idle_gpu(ctx: CheckContext) -> List[Finding]:
+    w = recording(ctx)
+    a = analysis_of(w)
+    if not a.gpus or all(g.util_p90 is None for g in a.gpus):
+        raise SkipCheck(no_gpu_reason(w))
+    idle = [g for g in a.gpus if g.util_p90 is not None and g.util_p90 < IDLE_P90]
+    if not idle:
+        return []
+    ev = [Evidence(f"watch.summary.gpus[{g.index}].util_p90", g.util_p90, f">= {IDLE_P90:g}") for g in idle]
+    def mem(g):
+        return f", holding {g.mem_used_mib_max:g} MiB" if g.mem_used_mib_max is not None else ""
+    names = ", ".join(f"GPU {g.index}{mem(g)}" for g in idle)
+    if len(idle) == len(a.gpus):
+        return [IDLE.warning(
+            "all-idle", f"No GPU did any work in {a.sample_count} samples ({a.duration_s:g} s): {names}",
+            evidence=ev, confidence=confidence(a, direct=False),
+            detail="Either the job has not started using the GPUs yet (loading the model, data or a compile), it "
+                   "runs on the CPU, or it waits on its input the whole time (a DataLoader in the main process "
+                   "with heavy augmentation shows this). " + (unseen_text(w) or ""),
+            fix=Fix("Check that the model and the batches are on the GPU (.to('cuda')) and watch past the start-up; "
+                    "if the GPU waits on input, see watch.bottleneck"))]
+    busy = [g for g in a.gpus if g not in idle]
+    return [IDLE.warning(
+        "unused", f"{names} did no work (utilisation p90 under {IDLE_P90:g}%) while "
+        + ", ".join(f"GPU {g.index} ran at p50 {g.util_p50:g}%" for g in busy[:4]),
+        evidence=ev, confidence=confidence(a, direct=False),
+        detail="A GPU given to the job that never works: the code uses one device (DataParallel not applied, "
+               "a hard-coded cuda:0, CUDA_VISIBLE_DEVICES wider than the launch), or a framework reserved its "
+               "memory without running on it. If nobody meant to use it, it is only idle. "
+               + (unseen_text(w) or ""),
+        fix=Fix("Launch one process per GPU (torchrun --nproc_per_node=<GPUs>) with DistributedDataParallel, or "
+                "hide the unused GPU (CUDA_VISIBLE_DEVICES) so it can serve another job"))]
+
+
+STRAGGLER = Findings("watch.straggler", "GPU_STRAGGLER")
+
+
+@check(STRAGGLER, "No GPU lags behind the others")
+def straggler(ctx: CheckContext) -> List[Finding]:
+    w = recording(ctx)
+    a = analysis_of(w)
+    busy = working(a)
+    if len(busy) < 2:
+        raise SkipCheck("fewer than two working GPUs in the recording: nothing to compare")
+    out: List[Finding] = []
+    seen = set()
+    for e in a.lags:
+        if e.gpu in seen or e.gpu not in {g.index for g in busy}:
+            continue
+        seen.add(e.gpu)
+        drop = (f"; meanwhile the other GPUs' power fell {e.others_power_drop_pct:g}% at 'full' utilisation: they "
+                "were waiting for it in a collective") if e.others_power_drop_pct and e.others_power_drop_pct > 25 \
+            else ""
+        n = sum(1 for x in a.lags if x.gpu == e.gpu)
+        total = round(sum(x.duration_s for x in a.lags if x.gpu == e.gpu), 1)
+        out.append(STRAGGLER.warning(
+            "lagging", f"GPU {e.gpu} stood idle for {total:g} s ({n} episode{'s' if n > 1 else ''}, the longest "
+            f"{max(x.duration_s for x in a.lags if x.gpu == e.gpu):g} s from t={e.start_s:g} s) while the others "
+            f"worked{drop}",
+            evidence=[Evidence(f"watch.summary.lags[{a.lags.index(e)}].duration_s", e.duration_s)],
+            confidence=confidence(a, direct=False),
+            detail="One rank doing extra work stops them all at the next collective. Periodic episodes on rank 0 "
+                   "are usually rank-0-only work: saving a checkpoint, evaluation, logging; otherwise a slower GPU "
+                   "(clocks, throttling) or an uneven batch. " + (unseen_text(w) or ""),
+            fix=Fix("Make rank-0 work asynchronous or shared (torch.distributed.checkpoint.async_save, save less "
+                    "often, evaluate on every rank); if the same GPU always lags, compare its clocks "
+                    "(nvidia-smi -q -d CLOCK,PERFORMANCE)")))
+    med = pct([g.util_p50 for g in busy], 0.5) or 0.0
+    for g in busy:
+        if g.index in seen:
+            continue
+        others = pct([x.util_p50 for x in busy if x is not g], 0.5) or 0.0
+        if others - (g.util_p50 or 0) >= STRAGGLER_GAP and others >= 50:
+            hot = f"; it runs at {g.temperature_max_c:g} °C" if g.temperature_max_c else ""
+            out.append(STRAGGLER.warning(
+                "slower", f"GPU {g.index} works at p50 {g.util_p50:g}% while the others reach {others:g}% "
+                f"(median of all {med:g}%){hot}",
+                evidence=[Evidence(f"watch.summary.gpus[{g.index}].util_p50", g.util_p50, f">= {others - 30:g}")],
+                confidence=confidence(a, direct=False),
+                detail="An uneven split (nn.DataParallel gathers on GPU 0 and gives the others less), a slower or "
+                       "throttled GPU, or a rank with more work. The recording cannot tell which without clocks "
+                       "and throttle reasons. " + (unseen_text(w) or ""),
+                fix=Fix("Use DistributedDataParallel (one process per GPU) rather than nn.DataParallel; compare the "
+                        "GPUs' clocks and throttle reasons (nvidia-smi -q -d CLOCK,PERFORMANCE)")))
+    return out
+
+
+# --------------------------------------------------------------------------- stalls, memory, clocks
+
+STALLS = Findings("watch.stalls", "CHECKPOINT_STALL")
+
+
+@check(STALLS, "The GPUs do not stop together mid-run", categories=("CHECKPOINT_STALL", "GPU_UNDERFED"))
+def stalls(ctx: CheckContext) -> List[Finding]:
+    w = recording(ctx)
+    a = analysis_of(w)
+    if not working(a):
+        raise SkipCheck(no_gpu_reason(w) if not a.gpus else "no GPU worked in the recording: no stall to tell")
+    if not a.stalls:
+        return []
+    total = round(sum(e.duration_s for e in a.stalls), 1)
+    share = total / max(a.duration_s, 1e-9)
+    longest = max(e.duration_s for e in a.stalls)
+    ev = [Evidence(f"watch.summary.stalls[{i}].duration_s", e.duration_s) for i, e in enumerate(a.stalls[:5])]
+    writes = [e.disk_write_mbps for e in a.stalls if e.disk_write_mbps is not None]
+    text = (f"All GPUs stopped together {len(a.stalls)} time{'s' if len(a.stalls) > 1 else ''} for {total:g} s "
+            f"({100 * share:.0f}% of the run, the longest {longest:g} s)")
+    if writes and max(writes) >= 50:
+        return [STALLS.warning(
+            "checkpoint", f"{text} while the disk wrote {max(writes):g} MB/s: checkpoint saves", evidence=ev,
+            confidence=confidence(a, direct=False), detail=unseen_text(w),
+            fix=Fix("Save asynchronously (torch.distributed.checkpoint.async_save, or a background thread after "
+                    "copying the state to CPU), less often, or to a faster local disk"))]
+    return [STALLS.warning(
+        "stall", f"{text}: the pattern of a checkpoint save, an evaluation pass or a synchronisation"
+        + ("" if writes else "; no disk samples to tell a checkpoint write"),
+        category="GPU_UNDERFED", evidence=ev, confidence="low" if not writes else "medium",
+        detail=unseen_text(w),
+        fix=Fix("Find what runs at those times (checkpoint, eval, logging): save asynchronously, evaluate less often"))]
+
+
+MEMORY = Findings("watch.gpu-memory", "GPU_MEMORY_PRESSURE")
+
+
+@check(MEMORY, "GPU memory has headroom")
+def gpu_memory(ctx: CheckContext) -> List[Finding]:
+    w = recording(ctx)
+    a = analysis_of(w)
+    known = [g for g in a.gpus if g.mem_used_pct_p90 is not None]
+    if not known:
+        raise SkipCheck("GPU memory used against total unknown in the recording" if a.gpus else no_gpu_reason(w))
+    full = [g for g in known if g.mem_used_pct_p90 >= MEM_PRESSURE_PCT]
+    if not full:
+        return []
+    return [MEMORY.warning(
+        "nearly-full", "GPU memory nearly full: " + ", ".join(
+            f"GPU {g.index} {g.mem_used_pct_p90:g}% of {g.mem_total_mib:g} MiB (p90)" for g in full),
+        evidence=[Evidence(f"watch.summary.gpus[{g.index}].mem_used_pct_p90", g.mem_used_pct_p90,
+                           f"< {MEM_PRESSURE_PCT:g}") for g in full],
+        confidence=confidence(a, direct=False),
+        detail="At the edge of memory PyTorch's caching allocator frees and retries (torch.cuda.memory_stats()"
+               "['num_alloc_retries'] counts it), each retry a synchronisation, and the next larger batch fails "
+               "with out-of-memory. High utilisation with full memory is a truly compute-bound run.",
+        fix=Fix("Cut memory per sample: mixed precision (bf16), activation checkpointing, a smaller batch with "
+                "gradient accumulation; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation"))]
+
+
+THROTTLE = Findings("watch.throttle", "GPU_THROTTLED")
+
+
+@check(THROTTLE, "GPU clocks are not held back during the run")
+def throttle(ctx: CheckContext) -> List[Finding]:
+    w = recording(ctx)
+    a = analysis_of(w)
+    judged = [g for g in a.gpus if g.throttled_fraction is not None]
+    if not judged:
+        raise SkipCheck("no clock-event (throttle) readings in the recording" if a.gpus else no_gpu_reason(w))
+    hit = [g for g in judged if g.throttled_fraction >= THROTTLED_SHARE]
+    if not hit:
+        return []
+    return [THROTTLE.warning(
+        "during-run", "Clocks held back during the run: " + ", ".join(
+            f"GPU {g.index} {100 * g.throttled_fraction:.0f}% of steady samples ({', '.join(g.throttle_reasons)}"
+            + (f", up to {g.temperature_max_c:g} °C" if g.temperature_max_c else "") + ")" for g in hit),
+        evidence=[Evidence(f"watch.summary.gpus[{g.index}].throttled_fraction", g.throttled_fraction,
+                           f"< {THROTTLED_SHARE:g}") for g in hit],
+        confidence=confidence(a, direct=True),
+        detail="Power or thermal limits lower the SM clock under load; every step takes longer by about the clock "
+               "ratio. " + (unseen_text(w) or ""),
+        fix=Fix("Check cooling (fans, airflow, ambient) and the power limit (nvidia-smi -q -d POWER; restore it "
+                "with sudo nvidia-smi -pl <default>)"))]
+
+

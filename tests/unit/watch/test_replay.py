@@ -1,0 +1,129 @@
+"""Replay readers on real recordings (tests/fixtures/timeseries, ../shared/fixtures/real/timeseries) and on the
+formats' own layouts; unknown columns and foreign text are ignored."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.watch.replay import ReplayError, replay
+from tests.paths import FIXTURES, SHARED
+
+REAL = SHARED / "fixtures" / "real" / "timeseries"
+
+
+def _real(name: str) -> str:
+    path = REAL / name
+    if not path.is_file():
+        pytest.skip(f"{path} is not here (the shared fixtures are read, never copied)")
+    return path.read_text(encoding="utf-8")
+
+
+def _util(w, gpu):
+    return [g["util_pct"] for s in w.samples for g in s.get("gpus", []) if g["index"] == gpu]
+
+
+def test_query_gpu_csv_with_index_and_units():
+    w = replay((FIXTURES / "timeseries" / "015-v100-32gb-aau-aicloud-job-query-gpu-l5.txt").read_text())
+    assert w.source.startswith("nvidia-smi --query-gpu")
+    assert len(w.samples) == 17
+    first = w.samples[0]["gpus"][0]
+    assert first == {"index": 0, "util_pct": 99.0, "mem_util_pct": 52.0, "mem_used_mib": 30994.0,
+                     "mem_total_mib": 32480.0}
+    assert w.interval_s == pytest.approx(5.0, abs=0.01)  # -l 5, read from the timestamps
+    assert sorted(_util(w, 0))[:2] == [32.0, 35.0]
+
+
+def test_gpustat_frame_of_eight_gpus():
+    w = replay((FIXTURES / "timeseries" / "017-8x-v100-sxm2-arcface-partial-fc-model-parallel-train-gpustat-i.txt")
+               .read_text())
+    assert len(w.samples) == 1 and len(w.samples[0]["gpus"]) == 8
+    g0 = w.samples[0]["gpus"][0]
+    assert (g0["util_pct"], g0["temperature_c"], g0["mem_used_mib"], g0["mem_total_mib"]) == (94.0, 64.0, 30338, 32510)
+
+
+def test_headerless_query_csv_is_grouped_by_gpu_count():
+    w = replay(_real("013-8x-h100-8b-gpt-train-steady-query-gpu-lms100.txt"))
+    assert len(w.samples) == 100 and all(len(s["gpus"]) == 8 for s in w.samples)
+    assert w.interval_s == pytest.approx(0.1, abs=0.005)
+    assert any("without their header" in n for n in w.summary["notes"])
+    assert w.samples[0]["gpus"][0]["power_w"] == 559.85
+
+
+def test_dmon_pucvmet_columns_and_dashes():
+    w = replay(_real("005-2x-gtx1050ti-tf-cifar10-num-gpus-1-second-gpu-idle-dmon-pucvmet.txt"))
+    g1 = w.samples[0]["gpus"][1]
+    assert g1["index"] == 1 and g1["util_pct"] == 0 and g1["mem_used_mib"] == 3741 and g1["power_w"] is None
+    assert w.samples[0]["gpus"][0]["pcie_rx_mbps"] == 1732
+
+
+def test_dcgmi_smact_is_a_percentage():
+    w = replay(_real("009-t4-resnet18-heavy-aug-num-workers-3-dcgmi-dmon.txt"))
+    assert _util(w, 0) == [61, 100, 100, 75, 100]
+    assert w.samples[0]["gpus"][0]["sm_active_pct"] == pytest.approx(36.7)
+
+
+def test_gpustat_in_a_markdown_quote():
+    w = replay(_real("018-3x-gtx-titan-x-guided-denoise-dataparallel-train-gpustat.txt"))
+    assert [len(s["gpus"]) for s in w.samples] == [3, 3, 3]
+    assert _util(w, 2) == [49, 35, 0]
+
+
+def test_vmstat_drops_the_since_boot_line():
+    w = replay(_real("001-gtx1070ti-fast-neural-style-dataloader-in-main-vmstat-2.txt"))
+    assert [s["host"]["cpu_busy_pct"] for s in w.samples] == [14.0, 21.0, 15.0, 13.0]
+    assert any("since boot" in n for n in w.summary["notes"])
+
+
+def test_two_tools_together_share_one_timeline():
+    text = _real("001-gtx1070ti-fast-neural-style-dataloader-in-main-vmstat-2.txt") + "\n" + \
+        _real("002-gtx1070ti-fast-neural-style-dataloader-in-main-dmon-su.txt")
+    w = replay(text, interval_s=2.0)
+    assert w.source == "nvidia-smi dmon, vmstat"
+    assert sum(1 for s in w.samples if "host" in s) == 4 and sum(1 for s in w.samples if "gpus" in s) == 8
+
+
+IOSTAT = """Linux 6.1.0 (box) \t12/01/2026 \t_x86_64_\t(2 CPU)
+
+avg-cpu:  %user   %nice %system %iowait  %steal   %idle
+           9.00    0.00    3.00    1.00    0.00   87.00
+
+Device            r/s     rkB/s   rrqm/s  %rrqm r_await rareq-sz     w/s     wkB/s   wrqm/s  %wrqm w_await wareq-sz     d/s     dkB/s   drqm/s  %drqm d_await dareq-sz     f/s f_await  aqu-sz  %util
+vda              5.00    100.00     0.00   0.00    1.00    20.00    1.00      4.00     0.00   0.00    2.00     4.00    0.00      0.00     0.00   0.00    0.00     0.00    0.00    0.00    0.01   0.50
+
+avg-cpu:  %user   %nice %system %iowait  %steal   %idle
+          20.00    0.00   10.00   40.00    0.00   30.00
+
+Device            r/s     rkB/s   rrqm/s  %rrqm r_await rareq-sz     w/s     wkB/s   wrqm/s  %wrqm w_await wareq-sz     d/s     dkB/s   drqm/s  %drqm d_await dareq-sz     f/s f_await  aqu-sz  %util
+vda           1000.00 128000.00     0.00   0.00   30.00   128.00    0.00      0.00     0.00   0.00    0.00     0.00    0.00      0.00     0.00   0.00    0.00     0.00    0.00    0.00   30.00  99.00
+"""
+
+
+def test_iostat_x_sysstat12_columns():
+    """The layout of sysstat 12's `iostat -x 1` (the d/f columns it added are ignored); the first report
+    averages since boot and is dropped."""
+    w = replay(IOSTAT)
+    assert len(w.samples) == 1
+    h = w.samples[0]["host"]
+    assert h["cpu_iowait_pct"] == 40.0 and h["cpu_busy_pct"] == 30.0
+    assert h["disks"]["vda"] == {"read_mbps": 125.0, "write_mbps": 0.0, "iops": 1000.0, "await_ms": 30.0,
+                                 "util_pct": 99.0, "queue": 30.0}
+
+
+def test_iostat_old_layout_with_await_and_mb():
+    text = ("Device:         rrqm/s   wrqm/s     r/s     w/s    rMB/s    wMB/s avgrq-sz avgqu-sz   await  svctm  %util\n"
+            "sda               0.14     4.55    0.47    2.27     0.01     0.03    24.94     0.01    2.99   0.57   0.15\n")
+    h = replay(text).samples[0]["host"]["disks"]["sda"]
+    assert h["await_ms"] == 2.99 and h["read_mbps"] == 0.01 and h["util_pct"] == 0.15
+
+
+@pytest.mark.parametrize("text", ["", "hello world\n", "Traceback (most recent call last):\n  x\n", "\x00\x01garbage",
+                                  "# gpu sm\n  x y\n", "#Entity GPUTL\nCPU 0 5\n"])
+def test_nothing_recognised_is_a_clear_error(text):
+    with pytest.raises(ReplayError, match="no recording found"):
+        replay(text)
+
+
+def test_unknown_columns_are_ignored():
+    text = "# gpu   sm  newcol   mem\n# Idx    %   units    %\n    0   50   xyz     10\n    0   60   abc     11\n"
+    w = replay(text)
+    assert _util(w, 0) == [50, 60] and "newcol" not in w.samples[0]["gpus"][0]
