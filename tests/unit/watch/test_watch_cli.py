@@ -1,0 +1,123 @@
+"""`envdoctor watch` as a user runs it: exit codes, --pid, -o then check --facts, Ctrl-C, --duration, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from envdoctor.cli import main
+from tests.paths import FIXTURES, REPO
+
+ENV = dict(os.environ, PYTHONPATH=str(REPO), NO_COLOR="1")
+WATCH = [sys.executable, "-m", "envdoctor", "watch"]
+GPU_BOUND = str(FIXTURES / "timeseries" / "015-v100-32gb-aau-aicloud-job-query-gpu-l5.txt")
+
+
+def run(*args, timeout=120, **kw):
+    return subprocess.run([*WATCH, *args], capture_output=True, text=True, env=ENV, timeout=timeout, **kw)
+
+
+def test_the_commands_exit_code_passes_through():
+    p = run("--interval", "0.2", "--format", "json", "--", sys.executable, "-c", "import time, sys; time.sleep(0.5); sys.exit(3)")
+    assert p.returncode == 3, p.stderr
+    out = json.loads(p.stdout)
+    w = out["facts"]["watch"]
+    assert w["exit_code"] == 3 and w["summary"]["sample_count"] >= 2 and w["command"][0].endswith("python")
+
+
+def test_a_command_that_exits_at_once_still_gets_its_report():
+    p = run("--", sys.executable, "-c", "pass")
+    assert p.returncode == 0 and "envdoctor watch:" in p.stdout and "samples over" in p.stdout
+
+
+def test_fail_on_turns_a_warning_verdict_into_exit_1(tmp_path, capsys):
+    text = "# gpu   sm   mem\n# Idx    %     %\n" + "".join(f"    0   {u}    10\n" for u in [95, 10] * 10)
+    f = tmp_path / "dmon.txt"
+    f.write_text(text)
+    assert main(["watch", "--replay", str(f)]) == 0
+    assert main(["watch", "--replay", str(f), "--fail-on", "warning"]) == 1
+    assert "INPUT_BOUND" in capsys.readouterr().out
+
+
+def test_replay_writes_a_recording_that_check_judges(tmp_path, capsys):
+    rec = tmp_path / "rec.json"
+    assert main(["watch", "--replay", GPU_BOUND, "--format", "markdown", "-o", str(rec)]) == 0
+    out = capsys.readouterr().out
+    assert "### Timeline" in out and "GPU 0 util %" in out
+    assert main(["check", "--facts", str(rec), "--only", "watch.*", "--format", "json"]) == 0
+    assert [f["about"] for f in json.loads(capsys.readouterr().out)["findings"]] == ["GPU_BOUND"]
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--replay", "/nonexistent/rec.txt"], "cannot read"),
+    (["--replay", str(REPO / "LICENSE")], "no recording found"),
+    (["--pid", "999999999"], "no such process"),
+    (["--interval", "-1"], "positive"),
+    (["--replay", GPU_BOUND, "--", "true"], "takes no command"),
+    (["--data", "/nonexistent/data", "--", "true"], "no such file"),
+])
+def test_bad_input_is_a_usage_error_not_a_traceback(args, words, capsys):
+    try:
+        code = main(["watch", *args])
+    except SystemExit as e:  # argparse's own usage errors
+        code = e.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err
+
+
+def test_pid_is_watched_never_signalled():
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        p = run("--pid", str(sleeper.pid), "--duration", "1.5", "--interval", "0.25", "--format", "json")
+        assert p.returncode == 0, p.stderr
+        assert sleeper.poll() is None  # still running
+        procs = [s["procs"] for s in json.loads(p.stdout)["facts"]["watch"]["samples"] if "procs" in s]
+        assert procs and all(x["count"] == 1 for x in procs)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+CHILD = """
+import signal, sys, time
+got = []
+signal.signal(signal.SIGINT, lambda *a: got.append(1))
+print("ready", flush=True)
+end = time.monotonic() + 20
+while not got and time.monotonic() < end:
+    time.sleep(0.05)
+time.sleep(0.3)  # a second SIGINT, if one came, would land here
+sys.stderr.write(f"child got {len(got)} SIGINT\\n")
+sys.exit(5)
+"""
+
+
+def test_ctrl_c_is_forwarded_once_and_the_verdict_still_printed():
+    p = subprocess.Popen([*WATCH, "--interval", "0.2", "--", sys.executable, "-c", CHILD], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=ENV)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert "child got 1 SIGINT" in err
+    assert p.returncode == 5 and "envdoctor watch:" in out and "exit code 5" in out
+
+
+def test_duration_stops_a_launched_command_as_ctrl_c_would():
+    t0 = time.monotonic()
+    p = run("--duration", "1", "--interval", "0.25", "--format", "json", "--", sys.executable, "-c",
+            "import time; time.sleep(60)")
+    assert time.monotonic() - t0 < 30
+    w = json.loads(p.stdout)["facts"]["watch"]
+    assert p.returncode == 0 and w["summary"]["stopped_by"] == "duration"

@@ -1,0 +1,117 @@
+"""The watch's parts: the step timer, the bounded recorder, the phases of a series, the GPU reader on a fake
+NVML, the process tree on real child processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+from envdoctor.watch import timer
+from envdoctor.watch.analysis import analyze, pct, summarize
+from envdoctor.watch.record import Recorder
+from envdoctor.watch.sample import GpuReader, HostReader, ProcessTree, Unseen
+from tests.fakes.nvml import FakeNvml, h100
+
+
+def test_timed_measures_the_wait_and_writes_for_a_running_watch(tmp_path, monkeypatch):
+    monkeypatch.setattr(timer, "_REPORTER", None)
+    monkeypatch.setenv("ENVDOCTOR_WATCH_DIR", str(tmp_path))
+
+    def slow():
+        for i in range(12):
+            time.sleep(0.02)  # the batch takes 20 ms to come
+            yield i
+
+    got = []
+    for b in timer.timed(slow(), name="slow"):
+        got.append(b)
+        time.sleep(0.005)  # the step's compute
+    assert got == list(range(12))
+    loops = timer.read_reports(str(tmp_path), [os.getpid()])
+    assert len(loops) == 1 and loops[0]["steps"] == 12 and loops[0]["name"] == "slow"
+    assert 0.6 < loops[0]["data_wait_fraction"] < 0.95
+    assert timer.read_reports(str(tmp_path), [os.getpid() + 1]) == []
+
+
+def test_timed_prints_a_summary_at_exit_when_no_watch_runs(tmp_path):
+    code = ("import time\nfrom envdoctor.watch import timed\n"
+            "for b in timed(range(5)):\n    time.sleep(0.001)\n")
+    env = dict(os.environ, ENVDOCTOR_WATCH_DIR=str(tmp_path / "absent"))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0 and "envdoctor timed(range): 5 steps, waiting for data" in proc.stderr
+
+
+def test_timed_imports_nothing_heavy():
+    code = "import sys; from envdoctor.watch import timed; print(sorted(m for m in sys.modules if m.startswith(('psutil', 'pynvml', 'envdoctor.'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).stdout
+    assert json.loads(out.replace("'", '"')) == ["envdoctor.watch", "envdoctor.watch.timer"]
+
+
+def test_recorder_halves_its_rate_instead_of_growing():
+    r = Recorder(max_samples=16)
+    for i in range(1000):
+        r.add({"t_s": i})
+    assert len(r.samples) < 16 and r.every == 128  # 1000 ticks in at most 16 samples
+    assert r.samples[0]["t_s"] == 0 and r.samples[-1]["t_s"] >= 1000 - 128
+
+
+def test_percentiles_and_phases():
+    assert pct([1, 2, 3, 4], 0.5) == 2.5 and pct([], 0.5) is None
+    samples = [{"t_s": i * 0.5, "gpus": [{"index": 0, "util_pct": u}]}
+               for i, u in enumerate([0, 0, 0, 0, 90, 92, 95, 0, 0, 0, 0, 0, 93, 94, 91, 0])]
+    a = analyze(samples)
+    assert a.warmup_s == 2.0  # until the GPU first works
+    assert len(a.stalls) == 1 and a.stalls[0].samples == 5  # the mid-run gap, not the warm-up
+    assert a.gpus[0].util_p50 > 90  # the steady state leaves both out
+    s = summarize(samples, 0.5, [{"steps": 10, "wait_s": 1.0, "step_s": 4.0}])
+    assert s["data_wait_fraction"] == 0.25 and s["step_count"] == 10 and s["sample_count"] == 16
+
+
+def test_gpu_reader_on_a_fake_nvml():
+    nvml = FakeNvml(gpus=[h100(UtilizationRates=SimpleNamespace(gpu=87, memory=40), PcieThroughput={0: 1000, 1: 250000})])
+    unseen = Unseen()
+    r = GpuReader(unseen, nvml)
+    g = r.read()[0]
+    assert (g["util_pct"], g["mem_util_pct"], g["power_w"], g["sm_clock_mhz"]) == (87, 40, 72.0, 1980)
+    assert g["mem_total_mib"] == 81559 and g["pids"] == [4242] and g["pcie_rx_mbps"] == 250.0
+    assert g["throttle_reasons"] == ["gpu_idle"] and unseen.lines == []
+    r.close()
+    assert nvml.shutdown_called
+
+
+def test_gpu_reader_without_nvml_says_why():
+    unseen = Unseen()
+    r = GpuReader(unseen, FakeNvml(init_error="DRIVER_NOT_LOADED"))
+    assert r.read() == [] and "NVML init failed (DRIVER_NOT_LOADED)" in unseen.lines[0]
+
+
+def test_process_tree_counts_fork_workers_not_the_resource_tracker():
+    code = ("import multiprocessing as mp, time\n"
+            "def f(_):\n    time.sleep(4)\n"
+            "if __name__ == '__main__':\n"
+            "    ctx = mp.get_context('fork')\n    ps = [ctx.Process(target=f, args=(i,)) for i in range(3)]\n"
+            "    [p.start() for p in ps]\n    [p.join() for p in ps]\n")
+    child = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        tree = ProcessTree(Unseen(), child.pid)
+        deadline = time.monotonic() + 10
+        info = tree.read()
+        while info["workers"] < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            info = tree.read()
+        assert info["workers"] == 3 and info["trainers"] == 1 and info["count"] == 4
+        assert info["torch_trainers"] == 0
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_host_reader_reads_cpu_memory_and_shm():
+    h = HostReader(Unseen(), [os.getcwd()])
+    time.sleep(0.2)
+    s = h.read()
+    assert 0 <= s["cpu_busy_pct"] <= 100 and "mem_used_pct" in s and "disks" in s
