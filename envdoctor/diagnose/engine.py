@@ -37,6 +37,7 @@ from .readers import (
     package_logs,
     packages,
     paste_date,
+    recording,
     repl,
     toolchain,
 )
@@ -121,6 +122,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)
+    recording.read(paste, acc)
     messages.read(paste, acc, signatures_from(compat))
     acc.repeated_blocks = dropped
     return acc
@@ -328,7 +330,7 @@ def build_facts(acc: Acc, text: str) -> Facts:
                         not_found=not_found, messages=list(acc.messages), text_excerpt=text[:400])
     date = g("paste.date")
     return Facts(origin="paste", collected_at=f"{date}T00:00:00Z" if date else None, driver=driver, toolkits=toolkits, system_libraries=libs, pythons=pythons,
-                 host=host, topology=topology, paste=paste)
+                 host=host, topology=topology, paste=paste, watch=getattr(acc, "watch", None))
 
 
 # reader keys -> the fact path checks see (others keep their reader key, e.g. "host.kernel" is the same)

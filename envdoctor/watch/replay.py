@@ -97,7 +97,7 @@ _CSV_MAP = {"index": "index", "utilization.gpu": "util_pct", "utilization.memory
             "power.draw.instant": "power_w", "temperature.gpu": "temperature_c", "clocks.sm": "sm_clock_mhz",
             "clocks.current.sm": "sm_clock_mhz", "pci.bus_id": "bus", "name": "name"}
 _CSV_REASON = ("clocks_throttle_reasons.active", "clocks_event_reasons.active", "clocks_throttle_reasons.active ")
-_TS = re.compile(r"^\s*(\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?)\s*,")
+TIMESTAMP_ROW = _TS = re.compile(r"^\s*(\d{4}/\d{2}/\d{2} \d{2}:\d{2}:\d{2}(\.\d+)?)\s*,")
 
 
 def _ts(text: str) -> Optional[float]:

@@ -132,7 +132,7 @@ class ProcessTree:
     line) or a multiprocessing spawn child; the resource tracker and the forkserver itself are not workers.
     """
 
-    TORCH_RECHECK_S = 2.0
+    TORCH_RECHECK_S = 3.0
 
     def __init__(self, unseen: Unseen, root: Optional[int] = None) -> None:
         self.unseen = unseen
@@ -143,6 +143,7 @@ class ProcessTree:
         self._torch_checked: Dict[int, float] = {}
         self.pids_seen: Set[int] = set()
         self.torch_seen = False
+        self._procs: Dict[int, psutil.Process] = {}
 
     def processes(self, gpu_pids: Optional[Set[int]] = None) -> List[psutil.Process]:
         if self.root is None:
@@ -155,11 +156,25 @@ class ProcessTree:
                 except (psutil.Error, OSError):
                     self.unseen.add("a GPU process is not visible from here (another container or PID namespace)")
             return procs
-        try:
-            root = psutil.Process(self.root)
-            return [root] + root.children(recursive=True)
-        except (psutil.Error, OSError):
-            return []
+        pids = _descendants(self.root)
+        if pids is None:  # no /proc/PID/task/*/children here: psutil scans every process instead
+            try:
+                root = psutil.Process(self.root)
+                return [root] + root.children(recursive=True)
+            except (psutil.Error, OSError):
+                return []
+        out = []
+        for pid in pids:
+            p = self._procs.get(pid)
+            if p is None:
+                try:
+                    p = self._procs[pid] = psutil.Process(pid)
+                except (psutil.Error, OSError):
+                    continue
+            out.append(p)
+        for gone in set(self._procs) - set(pids):
+            del self._procs[gone]
+        return out
 
     def _uses_torch(self, pid: int, now: float) -> bool:
         if self._torch.get(pid):
@@ -233,6 +248,29 @@ class ProcessTree:
             except (psutil.Error, OSError):
                 self._cmd[pid] = ()
         return self._cmd[pid]
+
+
+def _descendants(root: int) -> Optional[List[int]]:
+    """``root`` and its descendants from /proc/PID/task/TID/children (Linux 3.5+, CONFIG_PROC_CHILDREN): reads
+    the watched tree only, where psutil's children() reads every process on the machine. None where the file
+    does not exist; [] when ``root`` is gone."""
+    if not os.path.exists(f"/proc/{root}/task/{root}/children"):
+        return None if os.path.exists(f"/proc/{root}") else []
+    out, todo = [], [root]
+    while todo and len(out) < 4096:
+        pid = todo.pop()
+        out.append(pid)
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
+                    todo.extend(int(x) for x in fh.read().split())
+            except (OSError, ValueError):
+                continue
+    return out
 
 
 # --------------------------------------------------------------------------- the host
