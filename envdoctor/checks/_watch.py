@@ -36,7 +36,8 @@ def recording(ctx: CheckContext) -> Watch:
 
 
 def analysis_of(w: Watch) -> Analysis:
-    return analyze(w.samples, w.interval_s)
+    started = w.summary.get("steps_started_s") if isinstance(w.summary, dict) else None
+    return analyze(w.samples, w.interval_s, started if isinstance(started, (int, float)) else None)
 
 
 def working(a: Analysis) -> List[GpuStats]:

@@ -240,6 +240,7 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
         detail="With num_workers=0 the training loop stops to read, decode and augment each batch; workers do it "
                "in parallel while the GPU computes. The count is read from the watched process tree. "
                + (unseen_text(w) or ""),
-        fix=Fix("Load in worker processes", commands=[loader_line(w, a, gpu=bool(gs))]))]
+        fix=Fix("Load in worker processes", commands=[loader_line(
+            w, a, gpu=bool(gs), latency=wait is not None and wait >= WAIT_INPUT and not cpu_saturated(a, w))]))]
 
 

@@ -155,7 +155,10 @@ def interval_of(samples: List[Dict[str, Any]]) -> Optional[float]:
     return pct(gaps, 0.5) if gaps else None
 
 
-def analyze(samples: List[Dict[str, Any]], interval_s: Optional[float] = None) -> Analysis:
+def analyze(samples: List[Dict[str, Any]], interval_s: Optional[float] = None,
+            steps_started_s: Optional[float] = None) -> Analysis:
+    """``steps_started_s``: when the step timer's first loop began, seconds into the recording; without GPU
+    samples it ends the warm-up (the import and set-up before the first batch are not the run)."""
     samples = sorted((s for s in samples if isinstance(s, dict)), key=lambda s: _num(s.get("t_s")) or 0.0)
     ts = [_num(s.get("t_s")) or 0.0 for s in samples]
     interval = interval_s or interval_of(samples)
@@ -170,6 +173,8 @@ def analyze(samples: List[Dict[str, Any]], interval_s: Optional[float] = None) -
     hi = last if last is not None else len(samples) - 1
     if not has_gpu_util and len(samples) > 2:
         lo = 1  # host only: the first tick's deltas cover the process start
+        if steps_started_s is not None:
+            lo = max(1, next((i for i, t in enumerate(ts) if t >= steps_started_s), len(samples) - 1))
     if last is not None and len(samples) - 1 - last < STALL_MIN_SAMPLES:
         hi = len(samples) - 1  # a short tail is still the run
     warmup_s = round(ts[lo] - ts[0], 2) if samples else 0.0
@@ -312,10 +317,11 @@ def _proc_stats(samples: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 def summarize(samples: List[Dict[str, Any]], interval_s: Optional[float] = None,
-              steps: Optional[List[Dict[str, Any]]] = None) -> Dict[str, Any]:
+              steps: Optional[List[Dict[str, Any]]] = None, t0_epoch: Optional[float] = None) -> Dict[str, Any]:
     """``watch.summary``: duration, sample count, per-GPU utilisation statistics, dataloader_workers, phases and,
     from the step timer, data_wait_fraction and step_count."""
-    a = analyze(samples, interval_s)
+    started = steps_started_at(steps or [], t0_epoch)
+    a = analyze(samples, interval_s, started)
     out: Dict[str, Any] = {
         "duration_s": a.duration_s, "sample_count": a.sample_count, "interval_s": a.interval_s,
         "warmup_s": a.warmup_s, "cooldown_s": a.cooldown_s, "steady_samples": a.steady_count,
@@ -330,7 +336,17 @@ def summarize(samples: List[Dict[str, Any]], interval_s: Optional[float] = None,
     if a.procs:
         out["processes"] = a.procs
     out.update(step_summary(steps or []))
+    if started is not None:
+        out["steps_started_s"] = started
     return out
+
+
+def steps_started_at(loops: List[Dict[str, Any]], t0_epoch: Optional[float]) -> Optional[float]:
+    """Seconds after the recording began that the first timed loop started (its wall-clock ``started``)."""
+    starts = [float(x["started"]) for x in loops if isinstance(x, dict) and _num(x.get("started")) is not None]
+    if not starts or t0_epoch is None:
+        return None
+    return round(max(0.0, min(starts) - t0_epoch), 2)
 
 
 def step_summary(loops: List[Dict[str, Any]]) -> Dict[str, Any]:

@@ -295,6 +295,7 @@ def _live(args: Any, cmd: List[str]):
     live = Live(in_place=child is None, interval_s=interval)
     rec = Recorder()
     t0 = time.monotonic()
+    t0_epoch = time.time()
     deadline = t0 + args.duration if args.duration else None
     stopped_by_duration = False
     cpu_available, cpu_how = cpus_available(root)
@@ -345,7 +346,7 @@ def _live(args: Any, cmd: List[str]):
                    "from envdoctor.watch import timed): the time steps wait for data is unknown")
     if root is not None and not tree.pids_seen:
         unseen.add(f"process {root} and its children could not be read")
-    summary = summarize(rec.samples, interval, steps)
+    summary = summarize(rec.samples, interval, steps, t0_epoch)
     summary["cpu_available_from"] = cpu_how
     nvme = local_nvme([])
     if nvme:
