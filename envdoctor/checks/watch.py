@@ -111,7 +111,7 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
     if storage or cpu or (wait is not None and wait >= WAIT_INPUT):
         return [_input(w, a, wait, storage, cpu, ev, notseen, gpu=True, line=line)]
     smtext = f", SM activity {smact:g}% (p50)" if smact is not None else ""
-    if a.has_host or a.has_procs:
+    if a.has_procs or (a.has_host and spread < 25):
         return [BOTTLENECK.warning(
             "underfed", f"The GPUs are underused ({line}{smtext}) while neither the disk nor the CPUs are busy"
             + (f" and steps wait for data only {100 * wait:.1f}% of the time" if wait is not None else ""),
@@ -121,13 +121,18 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
             fix=Fix("Raise the batch size (or use gradient accumulation), remove per-step .item()/.cpu() syncs, "
                     "try torch.compile or CUDA graphs; torch.profiler shows where the step's time goes"))]
     if spread >= 25:
+        busy = (a.host.get("cpu_busy_pct") or {}).get("p50")
+        host = (f"the CPUs as a whole are {busy:g}% busy (p50), which one saturated core (a DataLoader with "
+                "num_workers=0) also shows; without per-process samples this recording cannot say whether the "
+                "disk or the CPU" if busy is not None else
+                "this recording has no host samples to say whether the disk or the CPU")
         return [BOTTLENECK.warning(
             "input-pattern", f"GPU utilisation jumps between high and low ({line}{smtext}): the pattern of an input "
-            "pipeline that cannot keep up; this recording has no host samples to say whether the disk or the CPU",
+            f"pipeline that cannot keep up; {host}",
             category="INPUT_BOUND", evidence=ev, confidence="low" if a.steady_count < 5 else "medium",
             detail="Record `iostat -x 1` and `vmstat 1` next to it, or run `envdoctor watch`, to tell the disk "
                    "from the CPU. " + (notseen or ""),
-            fix=Fix("Give the loader more workers and pin memory: " + loader_line(w, a, gpu=True)))]
+            fix=Fix("Give the loader more workers and pin memory", commands=[loader_line(w, a, gpu=True)]))]
     return [BOTTLENECK.warning(
         "underfed", f"The GPUs are steadily underused ({line}{smtext})", category="GPU_UNDERFED", evidence=ev,
         confidence="low",

@@ -134,7 +134,7 @@ def _save(facts, path: str) -> None:
 def _report(facts, args, exit_code: Optional[int]) -> int:
     from ..app import judge
     from ..cli import _write
-    from ..report import render_console, render_json, render_markdown
+    from ..report import render_json, render_markdown
     from .display import timeline
 
     report = judge(facts, only=["watch.*"])
@@ -147,10 +147,12 @@ def _report(facts, args, exit_code: Optional[int]) -> int:
         block = ["", "### Timeline", "", "```", *lines, "```", ""] if lines else []
         _write(_header(w) + "\n" + "\n".join(block) + "\n" + md, None, utf8=True)
     else:
-        text = render_console(report, verbose=args.verbose, file=None)
-        sys.stdout.write(_header(w) + "\n" + ("\n".join(lines) + "\n\n" if lines else "\n"))
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
+        from ..report.console import terminal_width
+        from ..report.redact import redact_text
+        from .display import verdict_lines
+
+        text = "\n".join([_header(w), *lines, "", *verdict_lines(report, args.verbose, terminal_width())])
+        _write(text if args.no_redact else redact_text(text), None)
     if args.fail_on and report.has_at_least(args.fail_on):
         return EXIT_FINDINGS
     return exit_code if exit_code is not None else EXIT_OK

@@ -129,3 +129,43 @@ class Live:
         if self.enabled and self.in_place and self._drawn:
             self.stream.write(f"\x1b[{self._drawn}F\x1b[J")
             self.stream.flush()
+
+
+def verdict_lines(report: Any, verbose: bool = False, width: int = 100) -> List[str]:
+    """The verdict for a terminal: each finding (mark, summary, category and confidence, why, the fix), then
+    what could not be judged and why. Only the watch checks: the machine's report is `envdoctor check`'s."""
+    import textwrap
+
+    marks = {"error": "x", "warning": "!", "info": "i"}
+    out: List[str] = ["Verdict"]
+
+    def wrap(text: str, indent: str) -> List[str]:
+        return textwrap.wrap(text, width=max(60, width), initial_indent=indent, subsequent_indent=indent) or [indent]
+
+    findings = sorted(report.findings, key=lambda f: {"error": 0, "warning": 1, "info": 2}.get(f.severity, 3))
+    for f in findings:
+        out += textwrap.wrap(f"{marks.get(f.severity, '-')} {f.summary}", width=max(60, width),
+                             subsequent_indent="  ")
+        tag = f"{f.severity} · {f.about or f.category} · {f.code}" + (f" · confidence {f.confidence}"
+                                                                      if f.confidence else "")
+        out += wrap(tag, "  ")
+        if f.detail:
+            out += wrap(f.detail, "  ")
+        if verbose:
+            for e in f.evidence:
+                out += wrap(f"evidence: {e.path} = {e.value}" + (f" (expected {e.expected})" if e.expected else ""),
+                            "  ")
+        if f.fix:
+            out += wrap(f"Fix: {f.fix.summary}", "  ")
+            out += [f"      {c}" for c in f.fix.commands]
+        out.append("")
+    if not findings:
+        out.append("  no verdict: nothing the checks could judge (see below)")
+        out.append("")
+    skipped = [c for c in report.checks if c.status == "skipped"]
+    if skipped:
+        out.append("Not judged")
+        for c in skipped:
+            out += textwrap.wrap(f"- {c.title} ({c.id}): {c.reason}", width=max(60, width), initial_indent="  ",
+                                 subsequent_indent="    ")
+    return out

@@ -294,3 +294,15 @@ def test_a_recording_round_trips_through_check_facts(tmp_path, capsys):
     assert main(["check", "--facts", str(path), "--only", "watch.*", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert [f.get("about") for f in out["findings"]] == ["GPU_BOUND"]
+
+
+def test_vmstat_and_dmon_of_the_same_run_together_stay_input_bound():
+    """001 + 002: the whole machine 11-21 % busy, GPU jumping 30-95 %: one saturated core (the author's
+    main-process loader) looks like that, so the host samples do not make it "underfed"."""
+    paths = [REAL / "001-gtx1070ti-fast-neural-style-dataloader-in-main-vmstat-2.txt",
+             REAL / "002-gtx1070ti-fast-neural-style-dataloader-in-main-dmon-su.txt"]
+    if not all(p.is_file() for p in paths):
+        pytest.skip("shared fixtures absent")
+    v = _judge_text("\n".join(p.read_text() for p in paths))
+    f = v["findings"]["INPUT_BOUND"]
+    assert "one saturated core" in f.summary and "GPU_UNDERFED" not in v["findings"]
