@@ -148,10 +148,13 @@ def local_copy(w: Watch) -> List[str]:
 
 
 def gpu_line(gs: List[GpuStats]) -> str:
-    parts = []
-    for g in gs[:8]:
-        parts.append(f"GPU {g.index} p10/p50/p90 {g.util_p10:g}/{g.util_p50:g}/{g.util_p90:g}%")
-    return ", ".join(parts) + (f" (+{len(gs) - 8} more)" if len(gs) > 8 else "")
+    """Each GPU's p10/p50/p90 for one or two; for more, the median over them and the range of their p50s."""
+    if len(gs) <= 2:
+        return ", ".join(f"GPU {g.index} p10/p50/p90 {g.util_p10:g}/{g.util_p50:g}/{g.util_p90:g}%" for g in gs)
+    med = [pct([getattr(g, k) for g in gs], 0.5) for k in ("util_p10", "util_p50", "util_p90")]
+    p50s = [g.util_p50 for g in gs if g.util_p50 is not None]
+    return (f"{len(gs)} GPUs at p10/p50/p90 {med[0]:g}/{med[1]:g}/{med[2]:g}% (median over GPUs; their p50 "
+            f"{min(p50s):g}-{max(p50s):g}%)")
 
 
 def gpu_evidence(gs: List[GpuStats]) -> List[Evidence]:

@@ -40,7 +40,7 @@ def idle_gpu(ctx: CheckContext) -> List[Finding]:
         return []
     ev = [Evidence(f"watch.summary.gpus[{g.index}].util_p90", g.util_p90, f">= {IDLE_P90:g}") for g in idle]
     def mem(g):
-        return f", holding {g.mem_used_mib_max:g} MiB" if g.mem_used_mib_max is not None else ""
+        return f" (holding {g.mem_used_mib_max:g} MiB)" if g.mem_used_mib_max is not None else ""
     names = ", ".join(f"GPU {g.index}{mem(g)}" for g in idle)
     if len(idle) == len(a.gpus):
         return [IDLE.warning(

@@ -146,8 +146,8 @@ def verdict_lines(report: Any, verbose: bool = False, width: int = 100) -> List[
     for f in findings:
         out += textwrap.wrap(f"{marks.get(f.severity, '-')} {f.summary}", width=max(60, width),
                              subsequent_indent="  ")
-        tag = f"{f.severity} · {f.about or f.category} · {f.code}" + (f" · confidence {f.confidence}"
-                                                                      if f.confidence else "")
+        tag = f"{f.severity} · {f.category}" + (f" about {f.about}" if f.about else "") + f" · {f.code}" \
+            + (f" · confidence {f.confidence}" if f.confidence else "")
         out += wrap(tag, "  ")
         if f.detail:
             out += wrap(f.detail, "  ")
