@@ -249,3 +249,27 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
             w, a, gpu=bool(gs), latency=wait is not None and wait >= WAIT_INPUT and not cpu_saturated(a, w))]))]
 
 
+
+
+SHM = Findings("watch.shm", "SHM_TOO_SMALL")
+
+
+@check(SHM, "/dev/shm has room for the loader's batches during the run")
+def shm(ctx: CheckContext) -> List[Finding]:
+    w = recording(ctx)
+    a = analysis_of(w)
+    total = w.summary.get("shm_total_bytes") if isinstance(w.summary, dict) else None
+    used = (a.host.get("shm_used_bytes") or {}).get("max")
+    if not isinstance(total, (int, float)) or not total or used is None:
+        raise SkipCheck("/dev/shm use during the run unknown (a replay, or /dev/shm not readable)")
+    share = used / total
+    if share < 0.9:
+        return []
+    gib = 2**30
+    return [SHM.warning(
+        "nearly-full", f"/dev/shm reached {used / gib:.2f} of {total / gib:.2f} GiB ({100 * share:.0f}%) during the run",
+        evidence=[Evidence("watch.summary.host.shm_used_bytes.max", used, f"< {0.9 * total:.0f}")],
+        confidence="high",
+        detail="DataLoader workers hand batches to the training process through shared memory; when it fills they "
+               "die with 'bus error' or 'unable to write to file </torch_...>'. Docker's default is 64 MB.",
+        fix=Fix("Give the container more shared memory", commands=["docker run --shm-size=16g ...   # or --ipc=host"]))]

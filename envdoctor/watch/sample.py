@@ -37,7 +37,9 @@ class Unseen:
 class GpuReader:
     """NVML, opened once; ``read()`` gives one sample per GPU. Without NVML it reads nothing and says why."""
 
-    PCIE_EVERY_S = 2.0  # each PCIe throughput read blocks ~20 ms per direction and GPU
+    # nvmlDeviceGetPcieThroughput "is querying a byte counter over a 20ms interval" (NVML API reference): each
+    # read blocks that long, per direction and GPU, so it is read every 2 s, not every tick
+    PCIE_EVERY_S = 2.0
 
     def __init__(self, unseen: Unseen, nvml: Any = None) -> None:
         self.unseen = unseen

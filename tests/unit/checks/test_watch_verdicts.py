@@ -306,3 +306,12 @@ def test_vmstat_and_dmon_of_the_same_run_together_stay_input_bound():
     v = _judge_text("\n".join(p.read_text() for p in paths))
     f = v["findings"]["INPUT_BOUND"]
     assert "one saturated core" in f.summary and "GPU_UNDERFED" not in v["findings"]
+
+
+def test_dev_shm_filling_during_the_run():
+    host = [{"shm_used_bytes": 60 * 2**20 + i * 2**18} for i in range(12)]
+    v = verdicts(series([], host=host), summary_extra={"shm_total_bytes": 64 * 2**20})
+    f = v["findings"]["SHM_TOO_SMALL"]
+    assert "--shm-size" in f.fix.commands[0] and "of 0.06 GiB" in f.summary
+    ok = verdicts(series([], host=[{"shm_used_bytes": 2**20}] * 12), summary_extra={"shm_total_bytes": 2**34})
+    assert ok["checks"]["watch.shm"].status == "passed"

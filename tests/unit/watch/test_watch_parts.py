@@ -115,3 +115,39 @@ def test_host_reader_reads_cpu_memory_and_shm():
     time.sleep(0.2)
     s = h.read()
     assert 0 <= s["cpu_busy_pct"] <= 100 and "mem_used_pct" in s and "disks" in s
+
+
+class _Tty:
+    def __init__(self):
+        self.text = ""
+
+    def isatty(self):
+        return True
+
+    def write(self, s):
+        self.text += s
+
+    def flush(self):
+        pass
+
+
+def test_live_view_draws_one_line_per_gpu_cpu_and_disk_only_on_a_terminal():
+    from envdoctor.watch.display import Live, timeline
+
+    tty = _Tty()
+    live = Live(stream=tty, in_place=True, interval_s=0.5)
+    samples = [{"t_s": i * 0.5, "gpus": [{"index": 0, "util_pct": 50 + i, "mem_used_mib": 100, "mem_total_mib": 200}],
+                "host": {"cpu_busy_pct": 20.0, "cpu_iowait_pct": 1.0, "disks": {"nvme0n1": {"read_mbps": 5.0}}},
+                "procs": {"workers": 2}} for i in range(6)]
+    for s in samples:
+        live.update(s)
+    lines = live.lines()
+    assert [ln.split()[0] for ln in lines] == ["envdoctor", "GPU", "CPU", "nvme0n1"]
+    assert "workers 2" in lines[2] and "\x1b[" in tty.text  # redrawn in place
+    live.close()
+    piped = _Tty()
+    piped.isatty = lambda: False
+    quiet = Live(stream=piped)
+    quiet.update(samples[0])
+    assert piped.text == ""
+    assert any(ln.lstrip().startswith("GPU 0 util %") for ln in timeline(samples))
