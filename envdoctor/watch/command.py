@@ -27,19 +27,9 @@ class WatchUsageError(Exception):
     pass
 
 
-def _positive(value: str) -> float:
-    import math
-
-    try:
-        v = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {value!r}") from None
-    if not math.isfinite(v) or v <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {value!r}")
-    return v
-
-
 def add_parser(sub: Any, epilog: str) -> None:
+    from ..cli import _positive_seconds as _positive  # one rule for a number of seconds
+
     p = sub.add_parser(
         "watch", help="watch a training run (or judge a recording): what limits it",
         description="Sample the GPUs (NVML), the watched process tree (DataLoader workers) and the host (CPU, "
