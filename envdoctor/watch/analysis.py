@@ -231,7 +231,7 @@ def _power_drop(samples, steady, ia, ib, lagging) -> Optional[float]:
     d, b = pct(during, 0.5), pct(base, 0.5)
     if d is None or not b:
         return None
-    return round(100.0 * (b - d) / b, 1)
+    return max(0.0, round(100.0 * (b - d) / b, 1))  # a rise is no drop (and _pct facts are never negative)
 
 
 def _gpu_stats(index: int, rows: List[Dict[str, Any]]) -> GpuStats:

@@ -208,7 +208,7 @@ class ProcessTree:
                 continue
         for pid, d in info.items():
             prev = self._cpu.get(pid)
-            d["cpu_pct"] = round(100.0 * (d["cpu_s"] - prev[0]) / (now - prev[1]), 1) \
+            d["cpu_pct"] = round(max(0.0, 100.0 * (d["cpu_s"] - prev[0]) / (now - prev[1])), 1) \
                 if prev and now > prev[1] else None
             self._cpu[pid] = (d["cpu_s"], now)
         self.pids_seen.update(info)
