@@ -393,8 +393,8 @@ class HostReader:
                 "write_mbps": round((b.write_bytes - a.write_bytes) / dt / 1e6, 2),
                 "iops": round(ios / dt, 1),
                 "await_ms": round(io_ms / ios, 2) if ios > 0 else None,
-                "util_pct": round(min(100.0, 100.0 * (getattr(b, "busy_time", 0) - getattr(a, "busy_time", 0))
-                                      / (dt * 1000.0)), 1) if hasattr(b, "busy_time") else None,
+                "util_pct": round(min(100.0, max(0.0, 100.0 * (getattr(b, "busy_time", 0) - getattr(a, "busy_time", 0))
+                                                  / (dt * 1000.0))), 1) if hasattr(b, "busy_time") else None,
             }
         out["disks"] = watched
         self._disk = disks
