@@ -315,6 +315,10 @@ def _live(args: Any, cmd: List[str]):
     finally:
         live.close()
         if child is not None and child.poll() is None:
+            sys.stderr.write(f"envdoctor watch: --duration {args.duration:g} s reached: stopping {cmd[0]} (SIGINT, "
+                             f"then SIGTERM and SIGKILL {STOP_GRACE_S:g} s apart if it does not exit)\n"
+                             if stopped_by_duration else f"envdoctor watch: stopping {cmd[0]}\n")
+            sys.stderr.flush()
             _stop_child(child)
         gpu.close()
         for sig, old in previous.items():
