@@ -127,3 +127,20 @@ def test_unknown_columns_are_ignored():
     text = "# gpu   sm  newcol   mem\n# Idx    %   units    %\n    0   50   xyz     10\n    0   60   abc     11\n"
     w = replay(text)
     assert _util(w, 0) == [50, 60] and "newcol" not in w.samples[0]["gpus"][0]
+
+
+def test_real_iostat_and_vmstat_captured_side_by_side():
+    """Captured on the development VM (tests/fixtures/SOURCES.md): a 1 ms-await disk next to saturated CPUs."""
+    base = FIXTURES / "timeseries" / "devbox-2cpu-odirect-reader-contended-"
+    w = replay((base.parent / (base.name + "iostat-x-1.txt")).read_text() + "\n"
+               + (base.parent / (base.name + "vmstat-1.txt")).read_text())
+    assert w.source == "iostat -x, vmstat" and len(w.samples) == 5  # the since-boot reports dropped
+    disks = w.summary["disks"]["vda"]
+    assert 0.7 <= disks["await_ms_p50"] <= 1.4 and disks["util_pct_p90"] < 25
+    assert w.summary["host"]["cpu_busy_pct"]["p50"] >= 90 and w.summary["host"]["run_queue"]["p50"] >= 9
+
+    from envdoctor.checks._watch import cpu_saturated, storage_busy
+    from envdoctor.watch.analysis import analyze
+
+    a = analyze(w.samples, w.interval_s)
+    assert storage_busy(a) is None and cpu_saturated(a, w) is not None
