@@ -78,7 +78,7 @@ def cmd_watch(args: Any) -> int:
     else:
         facts, exit_code = _live(args, cmd)
     if args.output:
-        _save(facts, args.output)
+        _save(facts, args.output, redact=not args.no_redact)
     return _report(facts, args, exit_code)
 
 
@@ -113,10 +113,18 @@ def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _save(facts, path: str) -> None:
+def _save(facts, path: str, redact: bool = True) -> None:
+    """The recording as a facts snapshot; redacted like `collect` (host names, home paths) unless --no-redact."""
+    import json
+
+    from ..report.redact import redact_facts_dict
+
+    data = facts.to_dict()
+    if redact:
+        data = redact_facts_dict(data)
     try:
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(facts.to_json() + "\n")
+            fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
     except OSError as e:
         raise WatchUsageError(f"cannot write {path}: {e.strerror}") from None
 
