@@ -222,7 +222,13 @@ def local_nvme(exclude: List[str]) -> Optional[Dict[str, Any]]:
     import psutil
 
     best = None
-    for part in psutil.disk_partitions(all=False):
+    parts = psutil.disk_partitions(all=False)
+    # the filesystem each data path is on (its longest mount-point prefix) is no place to copy it to
+    for path in list(exclude):
+        mounts = [q.mountpoint for q in parts if path == q.mountpoint or path.startswith(q.mountpoint.rstrip("/") + "/")]
+        if mounts:
+            exclude.append(max(mounts, key=len))
+    for part in parts:
         if "nvme" not in part.device or part.mountpoint in ("/boot", "/boot/efi") or part.mountpoint in exclude:
             continue
         try:
@@ -352,7 +358,7 @@ def _live(args: Any, cmd: List[str]):
         unseen.add(f"process {root} and its children could not be read")
     summary = summarize(rec.samples, interval, steps, t0_epoch)
     summary["cpu_available_from"] = cpu_how
-    nvme = local_nvme([])
+    nvme = local_nvme(list(data))
     if nvme:
         summary["local_nvme"] = nvme
     try:
