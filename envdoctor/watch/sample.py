@@ -51,9 +51,17 @@ class GpuReader:
         self._open()
 
     def _open(self) -> None:
-        from ..bench.sampler import _err, _text  # the sampler's readers: one way to talk to NVML
         from ..domain.pci import bus_key
         from ..probes import nvml as nvml_probe
+
+        def _text(v: Any) -> Optional[str]:
+            return v.decode("ascii", "replace") if isinstance(v, bytes) else (str(v) if v is not None else None)
+
+        def _err(nvml: Any, e: BaseException) -> str:
+            known = getattr(nvml, "NVMLError", None)
+            if isinstance(known, type) and isinstance(e, known):
+                return nvml_probe.error_name(nvml, e)
+            return f"{type(e).__name__}: {e}"
 
         if self.nvml is None:
             try:
