@@ -213,11 +213,11 @@ def cmd_matrix(args) -> int:
 
 
 def cmd_recommend(args) -> int:
-    from .cli import EXIT_OK
+    from .cli import EXIT_FINDINGS, EXIT_OK
     from .recommend import RecommendError, recommend_from_args
 
-    _answer(args, recommend_from_args, RecommendError)
-    return EXIT_OK
+    payload = _answer(args, recommend_from_args, RecommendError)
+    return EXIT_OK if payload.get("recommendation") else EXIT_FINDINGS  # nothing fits: exit 1, and why_none says why
 
 
 def cmd_update_data(args) -> int:
