@@ -114,11 +114,11 @@ def _assert_inputs(args) -> Dict[str, Any]:
     sources = []
     if cfg.path:
         sources.append(cfg.label)
-    if args.require or args.target_driver or args.target_gpus:
+    if args.require or args.target_driver is not None or args.target_gpus:
         sources.insert(0, "command line")
     return {
         "requirements": list(cfg.require) + list(args.require),
-        "target_driver": args.target_driver or cfg.target_driver,
+        "target_driver": args.target_driver if args.target_driver is not None else cfg.target_driver,
         "target_gpus": list(args.target_gpus) or list(cfg.target_gpus),
         "source": " + ".join(sources) or "nothing declared",
         "fail_on": args.fail_on or cfg.fail_on or "error",

@@ -381,7 +381,7 @@ def recommend_from_args(args: Any) -> Tuple[Dict[str, Any], str]:
 
     compat = load_compat()
     try:
-        driver = check_driver_version(args.driver) if args.driver else None
+        driver = check_driver_version(args.driver, compat) if args.driver is not None else None
         gpus = [resolve_gpu(compat, g) for given in args.gpu for g in given.split(",") if g.strip()]
     except TargetError as e:
         raise RecommendError(str(e)) from None
