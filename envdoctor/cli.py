@@ -353,9 +353,13 @@ def _bench_options(args, names):
         v = getattr(args, opt)
         if v is not None and not (0 < v <= 24 * 3600):
             raise UsageError(f"--{opt} {v:g}: give a number of seconds above 0")
+    from .bench.run import STARTUP_TIMEOUT_S
+
     return BenchOptions(python="", names=list(names), device=args.device, data_paths=[
         _data_target(p) for p in (args.data_paths or [])], sustain_s=args.sustain, budget_s=args.budget,
-        force=args.force, allow_write=not args.no_write)
+        force=args.force, allow_write=not args.no_write,
+        # --python-timeout bounds `import torch` + CUDA start-up in the bench payload too
+        startup_timeout_s=args.python_timeout if args.python_timeout is not None else STARTUP_TIMEOUT_S)
 
 
 def _run_bench(facts, options, bench, args):
