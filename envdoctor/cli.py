@@ -48,7 +48,6 @@ def _split_globs(values: Optional[List[str]], option: str = "--only") -> Optiona
 DEFAULT_PYTHON_TIMEOUT_S = 60.0
 # `diagnose` reads at most this much of each input: a GitHub issue body is at most 65,536 characters and
 # collect_env a few KB, so more is a log someone piped in whole; the rest is dropped and stderr says so
-DIAGNOSE_MAX_BYTES = 8 * 1024 * 1024
 
 
 def _positive_seconds(text: str) -> float:
@@ -280,6 +279,25 @@ def _collect_options(args):
         python_timeout_s=args.python_timeout if args.python_timeout is not None else DEFAULT_PYTHON_TIMEOUT_S,
         load_pcie=args.load_pcie,
     )
+
+
+def _read_paste(path: str, compat) -> tuple:
+    """(text, what was skipped or None): a paste of any size, read in bounded memory (diagnose.bounded_read)."""
+    from .diagnose import decode_text
+    from .diagnose.bounded_read import read_bounded, trigger_keywords
+
+    name = "stdin" if path == "-" else os.path.basename(path) or path
+    try:
+        if path == "-":
+            data, note = read_bounded(sys.stdin.buffer, name, trigger_keywords(compat))
+        else:
+            with open(path, "rb") as fh:
+                data, note = read_bounded(fh, name, trigger_keywords(compat))
+    except IsADirectoryError:
+        raise UsageError(f"cannot read {path}: is a directory") from None
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    return decode_text(data), note
 
 
 def _read_text(path: str, limit: Optional[int] = None) -> str:
@@ -520,14 +538,16 @@ def cmd_diagnose(args) -> int:
         raise UsageError("diagnose reads pasted text from files or stdin: "
                          "envdoctor diagnose report.txt, or: pbpaste | envdoctor diagnose -")
     _check_output(args.output)
-    texts = [_read_text(f, DIAGNOSE_MAX_BYTES) for f in files]
     compat = load_compat()
+    read = [_read_paste(f, compat) for f in files]  # any size: head, tail and the middle's error lines
+    texts = [t for t, _ in read]
     from .checks import all_checks, select
 
     try:
         names = ["stdin" if f == "-" else os.path.basename(f) or f for f in files]
         report = diagnose_report(texts, compat, select(all_checks(), _split_globs(args.only),
-                                                       _split_globs(args.ignore, "--ignore")), names=names)
+                                                       _split_globs(args.ignore, "--ignore")), names=names,
+                                 read_notes=[n for _, n in read if n])
     except NothingRecognised as e:
         raise UsageError(str(e)) from None
     text = _render(report, args)
