@@ -12,13 +12,13 @@ from typing import List, Optional, Sequence
 from . import __version__
 
 EXIT_OK = 0  # no finding at or above --fail-on
-EXIT_FINDINGS = 1  # at least one finding at or above --fail-on
+EXIT_FINDINGS = 1  # at least one finding at or above --fail-on, or no check judged anything
 EXIT_USAGE = 2  # usage error or unreadable input (bad --facts file, nothing recognisable in a paste)
 EXIT_INTERNAL = 3  # envdoctor itself failed
 
 EXIT_CODES_HELP = """exit codes:
   0  no finding at or above --fail-on (default: error)
-  1  at least one finding at or above --fail-on
+  1  at least one finding at or above --fail-on, or nothing could be judged
   2  usage error or unreadable input (bad --facts file, nothing recognisable in a paste)
   3  envdoctor itself failed (a bug: please report it)
 """
@@ -248,7 +248,7 @@ def _render(report, args) -> str:
 
 
 def _exit_code(report, fail_on: str) -> int:
-    return EXIT_FINDINGS if report.has_at_least(fail_on) else EXIT_OK
+    return EXIT_FINDINGS if report.fails(fail_on) else EXIT_OK  # a report that judged nothing fails too
 
 
 def _python_target(value: str) -> str:

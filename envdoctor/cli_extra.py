@@ -168,7 +168,7 @@ def cmd_assert(args) -> int:
         text = _render(report, args)
         if args.format != "console" or (args.output and args.output != "-"):
             _write(text, args.output)
-    return EXIT_FINDINGS if report.has_at_least(inputs["fail_on"]) else EXIT_OK
+    return EXIT_FINDINGS if report.fails(inputs["fail_on"]) else EXIT_OK
 
 
 def with_data_label(report, compat=None):
