@@ -102,7 +102,7 @@ def preflight(
         results = run_checks(facts, compat, select(checks, only, ignore))
         report = Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=compat.as_of)
     report = dataclasses_replace_label(report, compat)
-    if report.has_at_least(fail_on):
+    if report.fails(fail_on):  # a finding at or above fail_on, or nothing judged at all
         from .report import render_console
 
         raise PreflightError(render_console(report, color=False), report)

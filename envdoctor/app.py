@@ -343,7 +343,10 @@ def run_benchmarks(facts: Facts, bench_options: Any, progress: Optional[Callable
     from .bench.run import run_bench
     from .domain.pci import bus_key
 
-    bench = run_bench(bench_options, facts.driver, facts.storage, progress)
+    # bench_python runs the first --python (or the interpreter collect inspected): facts.pythons[0]
+    inspected = next((p for p in facts.pythons if p.executable == bench_options.python),
+                     facts.pythons[0] if facts.pythons else None)
+    bench = run_bench(bench_options, facts.driver, facts.storage, progress, inspected=inspected)
     bench = dataclasses.replace(bench, results=list(facts.bench.results) + list(bench.results))
     best: Dict[str, Tuple[int, int]] = {}
     for r in bench.results:

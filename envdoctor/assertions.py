@@ -17,7 +17,14 @@ from typing import Any, List, Optional, Sequence, Tuple
 from . import __version__
 from .facts import Driver, Facts, Gpu, ProbeRun, ProbeStatus, PythonEnv, Targets
 from .findings import Report
-from .targets import GpuTarget, check_driver_version, parse_requirements, resolve_gpus, split_list
+from .targets import (
+    GpuTarget,
+    TargetError,
+    check_driver_version,
+    parse_requirements,
+    resolve_gpus,
+    split_list,
+)
 
 # The registered checks that need no live GPU or driver: they judge the interpreter's packages and the
 # declared driver/GPUs. Everything else (gpu.*, pcie.*, host.*, storage.*, driver.present ...) describes
@@ -59,9 +66,14 @@ def static_checks() -> list:
 
 def validate_targets(compat: Any, requirements: Sequence[str], target_driver: Optional[str],
                      target_gpus: Sequence[str]) -> Tuple[List[str], Optional[str], List[GpuTarget]]:
-    """Parse everything declared; TargetError (a usage error) on the first bad item."""
-    return (parse_requirements(list(requirements)), check_driver_version(target_driver),
-            resolve_gpus(compat, split_list(list(target_gpus))))
+    """Parse everything declared; TargetError (a usage error) on the first bad item. Targets given but empty
+    (``--target-gpus ''``) are an error too: judging "no GPUs" in their place would pass every GPU check."""
+    gpus = split_list(list(target_gpus))
+    if list(target_gpus) and not gpus:
+        raise TargetError(f"target GPUs {', '.join(repr(t) for t in target_gpus)} name no GPU: give model names "
+                          "or sm_XX (H100,A100 or sm_90), or leave --target-gpus out")
+    return (parse_requirements(list(requirements)), check_driver_version(target_driver, compat),
+            resolve_gpus(compat, gpus))
 
 
 def declared_driver(target_driver: Optional[str], gpus: List[GpuTarget]) -> Driver:

@@ -12,13 +12,13 @@ from typing import List, Optional, Sequence
 from . import __version__
 
 EXIT_OK = 0  # no finding at or above --fail-on
-EXIT_FINDINGS = 1  # at least one finding at or above --fail-on
+EXIT_FINDINGS = 1  # at least one finding at or above --fail-on, or no check judged anything
 EXIT_USAGE = 2  # usage error or unreadable input (bad --facts file, nothing recognisable in a paste)
 EXIT_INTERNAL = 3  # envdoctor itself failed
 
 EXIT_CODES_HELP = """exit codes:
   0  no finding at or above --fail-on (default: error)
-  1  at least one finding at or above --fail-on
+  1  at least one finding at or above --fail-on, or nothing could be judged
   2  usage error or unreadable input (bad --facts file, nothing recognisable in a paste)
   3  envdoctor itself failed (a bug: please report it)
 """
@@ -48,7 +48,6 @@ def _split_globs(values: Optional[List[str]], option: str = "--only") -> Optiona
 DEFAULT_PYTHON_TIMEOUT_S = 60.0
 # `diagnose` reads at most this much of each input: a GitHub issue body is at most 65,536 characters and
 # collect_env a few KB, so more is a log someone piped in whole; the rest is dropped and stderr says so
-DIAGNOSE_MAX_BYTES = 8 * 1024 * 1024
 
 
 def _positive_seconds(text: str) -> float:
@@ -252,7 +251,7 @@ def _render(report, args) -> str:
 
 
 def _exit_code(report, fail_on: str) -> int:
-    return EXIT_FINDINGS if report.has_at_least(fail_on) else EXIT_OK
+    return EXIT_FINDINGS if report.fails(fail_on) else EXIT_OK  # a report that judged nothing fails too
 
 
 def _python_target(value: str) -> str:
@@ -283,6 +282,25 @@ def _collect_options(args):
         python_timeout_s=args.python_timeout if args.python_timeout is not None else DEFAULT_PYTHON_TIMEOUT_S,
         load_pcie=args.load_pcie,
     )
+
+
+def _read_paste(path: str, compat) -> tuple:
+    """(text, what was skipped or None): a paste of any size, read in bounded memory (diagnose.bounded_read)."""
+    from .diagnose import decode_text
+    from .diagnose.bounded_read import read_bounded, trigger_keywords
+
+    name = "stdin" if path == "-" else os.path.basename(path) or path
+    try:
+        if path == "-":
+            data, note = read_bounded(sys.stdin.buffer, name, trigger_keywords(compat))
+        else:
+            with open(path, "rb") as fh:
+                data, note = read_bounded(fh, name, trigger_keywords(compat))
+    except IsADirectoryError:
+        raise UsageError(f"cannot read {path}: is a directory") from None
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    return decode_text(data), note
 
 
 def _read_text(path: str, limit: Optional[int] = None) -> str:
@@ -356,9 +374,13 @@ def _bench_options(args, names):
         v = getattr(args, opt)
         if v is not None and not (0 < v <= 24 * 3600):
             raise UsageError(f"--{opt} {v:g}: give a number of seconds above 0")
+    from .bench.run import STARTUP_TIMEOUT_S
+
     return BenchOptions(python="", names=list(names), device=args.device, data_paths=[
         _data_target(p) for p in (args.data_paths or [])], sustain_s=args.sustain, budget_s=args.budget,
-        force=args.force, allow_write=not args.no_write)
+        force=args.force, allow_write=not args.no_write,
+        # --python-timeout bounds `import torch` + CUDA start-up in the bench payload too
+        startup_timeout_s=args.python_timeout if args.python_timeout is not None else STARTUP_TIMEOUT_S)
 
 
 def _run_bench(facts, options, bench, args):
@@ -519,14 +541,16 @@ def cmd_diagnose(args) -> int:
         raise UsageError("diagnose reads pasted text from files or stdin: "
                          "envdoctor diagnose report.txt, or: pbpaste | envdoctor diagnose -")
     _check_output(args.output)
-    texts = [_read_text(f, DIAGNOSE_MAX_BYTES) for f in files]
     compat = load_compat()
+    read = [_read_paste(f, compat) for f in files]  # any size: head, tail and the middle's error lines
+    texts = [t for t, _ in read]
     from .checks import all_checks, select
 
     try:
         names = ["stdin" if f == "-" else os.path.basename(f) or f for f in files]
         report = diagnose_report(texts, compat, select(all_checks(), _split_globs(args.only),
-                                                       _split_globs(args.ignore, "--ignore")), names=names)
+                                                       _split_globs(args.ignore, "--ignore")), names=names,
+                                 read_notes=[n for _, n in read if n])
     except NothingRecognised as e:
         raise UsageError(str(e)) from None
     text = _render(report, args)

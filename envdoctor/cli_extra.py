@@ -114,11 +114,11 @@ def _assert_inputs(args) -> Dict[str, Any]:
     sources = []
     if cfg.path:
         sources.append(cfg.label)
-    if args.require or args.target_driver or args.target_gpus:
+    if args.require or args.target_driver is not None or args.target_gpus:
         sources.insert(0, "command line")
     return {
         "requirements": list(cfg.require) + list(args.require),
-        "target_driver": args.target_driver or cfg.target_driver,
+        "target_driver": args.target_driver if args.target_driver is not None else cfg.target_driver,
         "target_gpus": list(args.target_gpus) or list(cfg.target_gpus),
         "source": " + ".join(sources) or "nothing declared",
         "fail_on": args.fail_on or cfg.fail_on or "error",
@@ -168,7 +168,7 @@ def cmd_assert(args) -> int:
         text = _render(report, args)
         if args.format != "console" or (args.output and args.output != "-"):
             _write(text, args.output)
-    return EXIT_FINDINGS if report.has_at_least(inputs["fail_on"]) else EXIT_OK
+    return EXIT_FINDINGS if report.fails(inputs["fail_on"]) else EXIT_OK
 
 
 def with_data_label(report, compat=None):
@@ -213,11 +213,11 @@ def cmd_matrix(args) -> int:
 
 
 def cmd_recommend(args) -> int:
-    from .cli import EXIT_OK
+    from .cli import EXIT_FINDINGS, EXIT_OK
     from .recommend import RecommendError, recommend_from_args
 
-    _answer(args, recommend_from_args, RecommendError)
-    return EXIT_OK
+    payload = _answer(args, recommend_from_args, RecommendError)
+    return EXIT_OK if payload.get("recommendation") else EXIT_FINDINGS  # nothing fits: exit 1, and why_none says why
 
 
 def cmd_update_data(args) -> int:

@@ -24,7 +24,13 @@ class Severity:
 
 
 class CheckStatus:
-    PASSED = "passed"  # ran, nothing at warning or error (info findings may exist)
+    # ran and judged its subject fine: no finding of its own but HEALTHY affirmations (the evidence of the
+    # pass), and no finding elsewhere in the report about its subject
+    PASSED = "passed"
+    # ran, nothing at warning or error of its own, but its own notes ("persistence mode off", "cannot tell whether
+    # it is an HDD") or another check's problem in its category (a message signature) say something about its
+    # subject: not a pass, and not shown under its title, which would claim the opposite (``reason`` says what)
+    NOTED = "noted"
     FAILED = "failed"  # ran, at least one warning or error
     SKIPPED = "skipped"  # judged nothing: a fact it needs is missing or not there (reason says which and why)
     ERRORED = "errored"  # the check itself crashed: shown, never hiding the others
@@ -81,8 +87,14 @@ class CheckResult:
     title: str
     status: str
     findings: List[Finding] = field(default_factory=list)
-    reason: Optional[str] = None  # why skipped / the exception text when errored
+    reason: Optional[str] = None  # why skipped / the exception text when errored / what was noted instead
     duration_s: Optional[float] = None
+
+    @property
+    def headline(self) -> str:
+        """What a checklist shows for it: the title (a claim), except for a NOTED check, whose title would claim
+        what its notes contradict: then what was noted."""
+        return self.reason if self.status == CheckStatus.NOTED and self.reason else self.title
 
 
 @dataclass(frozen=True)
@@ -95,8 +107,19 @@ class Report:
     compat_source: Optional[str] = None  # which matrix: "bundled" or "update 2026.12.05 (~/.cache/envdoctor)"
 
     def __post_init__(self) -> None:
-        # one place links consequences to their root cause, whoever built the report (live, --facts, diagnose)
-        object.__setattr__(self, "checks", link_causes(self.checks))
+        # one place links consequences to their root cause and settles which checks passed, whoever built the
+        # report (live, --facts, diagnose)
+        object.__setattr__(self, "checks", settle_statuses(link_causes(self.checks)))
+
+    @property
+    def judged(self) -> bool:
+        """Whether any check judged anything: False when every check was skipped (a one-line paste, an empty
+        snapshot), which is not a clean bill of health."""
+        return any(c.status in (CheckStatus.PASSED, CheckStatus.NOTED, CheckStatus.FAILED) for c in self.checks)
+
+    def fails(self, threshold: str) -> bool:
+        """The exit-code rule: a finding at or above ``threshold``, or nothing judged at all."""
+        return self.has_at_least(threshold) or not self.judged
 
     @property
     def findings(self) -> List[Finding]:
@@ -138,9 +161,11 @@ class Report:
                 "root_causes": len(self.problems),
                 "consequences": sum(1 for f in self.findings if f.caused_by is not None),
                 "checks_passed": sum(1 for c in self.checks if c.status == CheckStatus.PASSED),
+                "checks_noted": sum(1 for c in self.checks if c.status == CheckStatus.NOTED),
                 "checks_failed": sum(1 for c in self.checks if c.status == CheckStatus.FAILED),
                 "checks_skipped": sum(1 for c in self.checks if c.status == CheckStatus.SKIPPED),
                 "checks_errored": sum(1 for c in self.checks if c.status == CheckStatus.ERRORED),
+                "judged": self.judged,
             },
         }
 
@@ -209,6 +234,63 @@ def link_causes(checks: List[CheckResult]) -> List[CheckResult]:
     for ci, _fi, f in flat:
         out_findings.setdefault(ci, []).append(dataclasses.replace(f, caused_by=roots.get(id(f))))
     return [dataclasses.replace(c, findings=out_findings.get(ci, [])) for ci, c in enumerate(checks)]
+
+
+AFFIRMATIONS = frozenset({"HEALTHY"})  # an info of this category is a check's evidence that it passed
+
+
+def _check_subjects() -> Dict[str, frozenset]:
+    """check id -> the problem categories its title makes a claim about (its declared categories). A check
+    that may emit every category (the message-signature matcher) claims none: it reports other checks' subjects."""
+    from .catalogue import CATEGORIES, NEUTRAL_CATEGORIES
+
+    try:
+        from .checks.registry import ALL_CHECKS
+    except Exception:  # noqa: BLE001 - a report without the checks importable: own findings still decide
+        return {}
+    every = set(CATEGORIES)
+    return {c.id: frozenset() if every <= set(c.categories) else frozenset(c.categories) - NEUTRAL_CATEGORIES
+            for c in ALL_CHECKS}
+
+
+def _more(n: int) -> str:
+    return f" (+{n} more)" if n else ""
+
+
+def settle_statuses(checks: List[CheckResult]) -> List[CheckResult]:
+    """No check mark without evidence, none against a finding: a check that ran and emitted nothing at warning
+    or error is PASSED only when it emitted nothing but HEALTHY affirmations and no other check found a problem
+    in its category (a signature quoting "nvidia-smi not found" against "Container has GPU access"); otherwise
+    it is NOTED, its reason saying what was noted (renderers show that in place of the title's claim). A
+    problem counts against another check only when its own check does not claim that category (a check
+    emitting a category it shares with its peers, INTERCONNECT, speaks of its own subject) and, in a paste of
+    several machines, only on the same machine."""
+    subjects = _check_subjects()
+    problems = [(c.id, f) for c in checks for f in c.findings if f.severity != Severity.INFO]
+    out = []
+    for c in checks:
+        if c.status != CheckStatus.PASSED:
+            out.append(c)
+            continue
+        own = [f for f in c.findings if f.category not in AFFIRMATIONS]
+        if own:
+            out.append(dataclasses.replace(c, status=CheckStatus.NOTED,
+                                           reason=own[0].summary + _more(len(own) - 1)))
+            continue
+        mine = subjects.get(c.id, frozenset())
+        against = [f for cid, f in problems if cid != c.id and f.category in mine
+                   and f.category not in subjects.get(cid, frozenset()) and _same_machine(c, f)]
+        if against:
+            out.append(dataclasses.replace(c, status=CheckStatus.NOTED, reason=(
+                f"{against[0].summary} ({against[0].code})" + _more(len(against) - 1))))
+            continue
+        out.append(c)
+    return out
+
+
+def _same_machine(check: CheckResult, f: Finding) -> bool:
+    machines = _subjects(f).get("machine")
+    return not machines or any(check.title.startswith(f"{m}: ") for m in machines)
 
 
 def order_findings(checks: List[CheckResult]) -> List[Finding]:

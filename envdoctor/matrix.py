@@ -51,7 +51,7 @@ def min_driver(compat: Any, cuda: str, os: str = "linux") -> Dict[str, Any]:
 
 def max_cuda(compat: Any, driver: str) -> Dict[str, Any]:
     try:
-        driver = check_driver_version(driver) or ""
+        driver = check_driver_version(driver, compat) or ""
     except TargetError as e:
         raise MatrixError(str(e)) from None
     branch = compat.driver_max_cuda(driver)

@@ -64,24 +64,77 @@ def _driver_rule(compat: Any, driver: Optional[str], cuda: str, os: str,
     return False, f"{variant_of_cuda(cuda)} needs driver >= {need}; this driver is {driver}", []
 
 
-def _branch_rule(compat: Any, driver: Optional[str], gpus: List[GpuTarget]) -> Optional[str]:
-    """Why this driver cannot drive one of the GPUs at all (its architecture's branches), else None."""
-    if driver is None:
-        return None
+def _branch_span(compat: Any, table: Any, g: GpuTarget, os: str) -> Tuple[Optional[int], str, Optional[int], str]:
+    """(lowest branch known to drive ``g``, how that is known, last branch that drives it, its architecture).
+
+    driver_gpu_support.json gives the last branch, and the first where confirmed; where the first is not
+    confirmed, the branch of the GA driver of the architecture's first CUDA (arch_support.json, Table 3) is
+    the first known to drive it: no earlier branch is confirmed to."""
+    row = table.for_cc(g.cc)
+    name = row.architecture if row is not None else f"compute capability {g.cc}"
+    last = row.last_branch if row is not None else None
+    if row is not None and row.first_branch is not None:
+        return row.first_branch, f"{name}: R{row.first_branch}+ [{row.source}]", last, name
+    a = compat.arch_support(g.cc)
+    req = compat.cuda_requirement(a.first_cuda, os) if a is not None and a.first_cuda else None
+    if req is not None and req.min_driver:
+        lo = _rel(req.min_driver)[0]
+        return lo, (f"{name} ({sm_name(g.cc)}) first appears in CUDA {a.first_cuda}, whose driver is "
+                    f"{req.min_driver} (R{lo}); no earlier branch is confirmed to drive it [{a.source}; {req.source}]"), \
+            last, name
+    return None, "", last, name
+
+
+def _branch_rule(compat: Any, driver: Optional[str], gpus: List[GpuTarget], os: str = "linux") -> Optional[str]:
+    """Why this driver cannot drive one of the GPUs (its architecture's branches), or why no one driver can
+    drive all of them when no driver is given; else None."""
     from .compat.driver_gpu import driver_gpu_table
 
     try:
         table = driver_gpu_table(compat)
     except Exception:  # noqa: BLE001 - optional table: without it the branch limit is not judged
         return None
+    spans = [(g, *_branch_span(compat, table, g, os)) for g in gpus]
+    if driver is None:
+        lows = [(lo, why, g) for g, lo, why, _hi, _n in spans if lo is not None]
+        highs = [(hi, g, name) for g, _lo, _why, hi, name in spans if hi is not None]
+        if lows and highs:
+            lo, why, g_lo = max(lows, key=lambda x: x[0])
+            hi, g_hi, name = min(highs, key=lambda x: x[0])
+            if lo > hi:
+                return (f"no driver drives both {g_hi.label} and {g_lo.label}: R{hi} is the last branch for "
+                        f"{name}, and {why}")
+        return None
     branch = _rel(driver)[0]
-    for g in gpus:
+    for g, lo, why, _hi, _name in spans:
         row = table.for_cc(g.cc)
         if row is not None and row.supports(branch) is False:
             span = f"R{row.first_branch or '?'}" + (f"..R{row.last_branch}" if row.last_branch else "+")
             return (f"driver branch R{branch} does not drive {g.label} ({row.architecture}: {span}; "
                     f"{row.source})")
+        if lo is not None and branch < lo:
+            return f"driver branch R{branch} is not known to drive {g.label}: {why}"
     return None
+
+
+def _kernels_by_rule(compat: Any, variant: str, cuda: str, g: GpuTarget) -> Tuple[Optional[bool], str]:
+    """Whether a build whose arch list is not in the matrix can hold SASS for ``g``: False when its CUDA is outside
+    the toolkits that compile that architecture (arch_support.json: first and last CUDA), None when inside (its
+    kernels are then unknown, never assumed)."""
+    sm = sm_name(g.cc)
+    a = compat.arch_support(g.cc)
+    if a is None:
+        return None, f"{variant}'s arch list is not in the matrix, nor is compute capability {g.cc} ({g.label})"
+    first, last = a.first_cuda, a.last_cuda
+    if first and _rel(cuda)[:2] < _rel(first)[:2]:
+        return False, (f"{variant} has no {sm} kernels ({g.label}): {sm} first appears in CUDA {first}, and "
+                       f"CUDA {cuda} predates it [{a.source}]")
+    if last and _rel(cuda)[:2] > _rel(last)[:2]:
+        return False, (f"{variant} has no {sm} kernels ({g.label}): CUDA {last} is the last toolkit that compiles "
+                       f"{sm} [{a.source}]")
+    span = f"CUDA {first or '?'}..{last or 'now'}"
+    return None, (f"{variant}'s arch list is not in the matrix: whether it has {sm} kernels ({g.label}) is "
+                  f"unknown (CUDA {cuda} is within {sm}'s toolkits, {span})")
 
 
 def judge_variant(compat: Any, rel: Any, variant: str, driver: Optional[str], gpus: List[GpuTarget],
@@ -90,18 +143,24 @@ def judge_variant(compat: Any, rel: Any, variant: str, driver: Optional[str], gp
     assert cuda is not None
     arch = rel.arch_lists.get(variant)
     ptx_only: List[str] = []
-    unknown: List[str] = []
     if gpus:
         if not arch:
-            unknown.append(f"{variant}'s arch list is not in the matrix: kernels for the GPUs not checked")
-        else:
+            # no arch list: the matrix's own rules still say which builds cannot have the kernels; a build
+            # whose kernels are merely unknown is never proposed (a wrong "fits" is worse than none)
+            unknown = []
             for g in gpus:
-                if not arch_runs(arch, g.cc)[0]:
-                    return Verdict(rel.minor, variant, False,
-                                   why_not=f"{variant} has no {sm_name(g.cc)} kernels ({g.label}): "
-                                           f"arch list {' '.join(arch)}")
-                if not arch_runs([a for a in arch if a.startswith("sm_")], g.cc)[0]:
-                    ptx_only.append(g.label)
+                has, why = _kernels_by_rule(compat, variant, cuda, g)
+                if has is False:
+                    return Verdict(rel.minor, variant, False, why_not=why)
+                unknown.append(why)
+            return Verdict(rel.minor, variant, False, why_not="; ".join(unknown), unknown=unknown)
+        for g in gpus:
+            if not arch_runs(arch, g.cc)[0]:
+                return Verdict(rel.minor, variant, False,
+                               why_not=f"{variant} has no {sm_name(g.cc)} kernels ({g.label}): "
+                                       f"arch list {' '.join(arch)}")
+            if not arch_runs([a for a in arch if a.startswith("sm_")], g.cc)[0]:
+                ptx_only.append(g.label)
     runs, rule, limits = _driver_rule(compat, driver, cuda, os, ptx_only)
     if runs is False:
         return Verdict(rel.minor, variant, False, why_not=rule)
@@ -109,9 +168,8 @@ def judge_variant(compat: Any, rel: Any, variant: str, driver: Optional[str], gp
     if ptx_only:
         notes.append(f"{', '.join(ptx_only)}: PTX only, JIT-compiled at start-up (minutes, a large JIT cache)")
     if runs is None:
-        unknown.append(rule)
-        return Verdict(rel.minor, variant, True, rule=None, not_covered=notes, unknown=unknown)
-    return Verdict(rel.minor, variant, True, rule=rule, not_covered=notes, unknown=unknown)
+        return Verdict(rel.minor, variant, True, rule=None, not_covered=notes, unknown=[rule])
+    return Verdict(rel.minor, variant, True, rule=rule, not_covered=notes)
 
 
 def _latest_patch(compat: Any, minor: str) -> Optional[Any]:
@@ -154,7 +212,7 @@ def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python:
     skipped: List[str] = []
     candidates: List[Tuple[Any, Verdict]] = []
     rejected: List[Dict[str, Any]] = []
-    branch_problem = _branch_rule(compat, driver, gpus)
+    branch_problem = _branch_rule(compat, driver, gpus, os)
     for rel in sorted(releases, key=lambda r: _rel(r.minor), reverse=True):
         if python:
             if not rel.python_min or not rel.python_max:
@@ -178,6 +236,7 @@ def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python:
                 _rel(cuda_of_variant(v.variant)))
 
     best = max(candidates, key=rank) if candidates else None
+    why_none = None if best else _why_none(compat, python, gpus, skipped, rejected, branch_problem)
     per_cuda: Dict[str, Tuple[Any, Verdict]] = {}
     for rel, v in candidates:
         if v.variant not in per_cuda or rank((rel, v)) > rank(per_cuda[v.variant]):
@@ -191,6 +250,7 @@ def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python:
     out: Dict[str, Any] = {
         "query": "recommend", "driver": driver, "gpus": [g.label for g in gpus], "python": python, "os": os,
         "recommendation": entry(*best) if best else None,
+        "why_none": why_none,
         "per_cuda_variant": [entry(*per_cuda[k]) for k in sorted(per_cuda, key=lambda k: _rel(cuda_of_variant(k)),
                                                                   reverse=True)
                              if best is None or k != best[1].variant or per_cuda[k][0].minor != best[0].minor],
@@ -200,6 +260,46 @@ def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python:
         "gpu_notes": _gpu_notes(compat, gpus, releases),
         "as_of": compat.as_of,
     }
+    return out
+
+
+def _why_none(compat: Any, python: Optional[str], gpus: List[GpuTarget], skipped: List[str],
+              rejected: List[Dict[str, Any]], branch_problem: Optional[str]) -> str:
+    """One line: why no build fits (the driver cannot drive the GPUs, no torch for this Python, or every build
+    for it lacks the kernels or the driver)."""
+    if branch_problem:
+        return branch_problem
+    if not rejected:
+        for_py = f" for Python {python}" if python else ""
+        return f"no torch build in the matrix (as of {compat.as_of}) is made{for_py}" + (
+            f" ({len(skipped)} releases without a Python range not judged)" if skipped else "")
+    newest = max((r["torch"] for r in rejected), key=_rel)
+    reasons: List[str] = []
+    for r in rejected:
+        short = (r["why_not"] or "").split(" [", 1)[0]  # the citation stays in the per-build list
+        if r["torch"] == newest and short not in reasons:
+            reasons.append(short)
+    text = f"no build of torch {newest}{f' (the newest for Python {python})' if python else ''} fits: " \
+        + "; ".join(reasons)
+    return text + "".join(f"; {n}" for n in _first_with_kernels(compat, gpus, rejected))
+
+
+def _first_with_kernels(compat: Any, gpus: List[GpuTarget], rejected: List[Dict[str, Any]]) -> List[str]:
+    """For a GPU no judged build has kernels for: the first torch in the matrix that has them, and its Pythons."""
+    from .matrix import torch_builds_for
+
+    out = []
+    for g in gpus:
+        if not any(sm_name(g.cc) in (r["why_not"] or "") and "has no" in (r["why_not"] or "") for r in rejected):
+            continue
+        builds = torch_builds_for(compat, g.cc)
+        if not builds:
+            out.append(f"no torch build in the matrix has kernels for {g.label}")
+            continue
+        first = min(builds, key=lambda b: _rel(b["torch"]))
+        rel = compat.torch_release(first["torch"])
+        pys = f", for Python {rel.python_min}..{rel.python_max}" if rel and rel.python_min else ""
+        out.append(f"the first torch with {sm_name(g.cc)} kernels is {first['torch']} ({first['variant']}{pys})")
     return out
 
 
@@ -237,10 +337,11 @@ def render(out: Dict[str, Any]) -> str:
     for note in out["gpu_notes"]:
         lines.append(f"  ! {note}")
     if out["driver_cannot_drive_gpu"]:
-        lines.append(f"  ! {out['driver_cannot_drive_gpu']}: upgrade the driver first")
+        lines.append(f"  ! {out['driver_cannot_drive_gpu']}: "
+                     + ("upgrade the driver first" if out["driver"] else "plan these GPUs on separate machines"))
     rec = out["recommendation"]
     if rec is None:
-        lines.append("No torch build in the matrix fits.")
+        lines.append("No torch build in the matrix fits" + (f": {out['why_none']}" if out.get("why_none") else "."))
     else:
         lines += ["", f"Newest that fits: torch {rec['torch']} ({rec['variant']}, CUDA {rec['cuda']})"
                   + (f", torchvision {rec['torchvision']}" if rec["torchvision"] else "")
@@ -280,7 +381,7 @@ def recommend_from_args(args: Any) -> Tuple[Dict[str, Any], str]:
 
     compat = load_compat()
     try:
-        driver = check_driver_version(args.driver) if args.driver else None
+        driver = check_driver_version(args.driver, compat) if args.driver is not None else None
         gpus = [resolve_gpu(compat, g) for given in args.gpu for g in given.split(",") if g.strip()]
     except TargetError as e:
         raise RecommendError(str(e)) from None

@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Sequence
 from packaging.requirements import InvalidRequirement, Requirement
 
 from .domain.arch import arch_cc
-from .domain.versions import parse_version
+from .domain.versions import bare_driver_branch, driver_branch, parse_version
 
 # Requirement names that are not distributions: the interpreter, the torch build's CUDA and cuDNN
 PSEUDO_NAMES = ("python", "cuda", "cudnn")
@@ -54,16 +54,43 @@ def split_list(values: Any) -> List[str]:
     return [p.strip() for v in values for p in str(v).split(",") if p.strip()]
 
 
-def check_driver_version(text: Optional[str]) -> Optional[str]:
-    """A driver version as NVIDIA writes it ("535.104.05"); a TargetError otherwise."""
+# NVIDIA opens roughly 2-4 driver branches a year, 5-15 numbers apart (R535 in 2023, R595 in 2026): a branch
+# more than this far past the newest the matrix knows is not a driver that exists, even for a stale matrix
+IMPLAUSIBLE_BRANCH_GAP = 100
+
+
+def check_driver_version(text: Optional[str], compat: Any = None) -> Optional[str]:
+    """A driver version as NVIDIA writes it ("535.104.05"); a TargetError otherwise.
+
+    A bare branch ("580", "R580") is refused, saying so: judged as 580.0 it would be older than every 580
+    release. With ``compat``, a branch far past every branch the matrix knows (R999) is refused too."""
     if text is None:
         return None
     raw = str(text).strip()
+    if not raw:
+        raise TargetError("target driver is empty: give the fleet's driver version, such as 535.104.05")
+    branch = bare_driver_branch(raw)
+    if branch is not None:
+        raise TargetError(f"target driver {raw!r} is a driver branch (R{branch}), not a driver version: give the "
+                          f"version nvidia-smi prints as 'Driver Version' ({branch}.xx.yy); a branch alone cannot "
+                          "be compared with a CUDA release's minimum driver")
     if not re.fullmatch(r"\d{3}(\.\d{1,3}){0,2}", raw):
         raise TargetError(f"target driver {raw!r} is not an NVIDIA driver version such as 535.104.05")
     if parse_version(raw, strict=True) is None:  # pragma: no cover - the pattern above only admits versions
         raise TargetError(f"target driver {raw!r} is not a version")
+    newest = _newest_known_branch(compat) if compat is not None else None
+    if newest is not None and (driver_branch(raw) or 0) > newest + IMPLAUSIBLE_BRANCH_GAP:
+        raise TargetError(f"target driver {raw!r} is not a released NVIDIA driver: the newest branch the matrix "
+                          f"knows (as of {getattr(compat, 'as_of', '?')}) is R{newest}")
     return raw
+
+
+def _newest_known_branch(compat: Any) -> Optional[int]:
+    try:
+        branches = [driver_branch(r.linux_min_driver) for r in compat.cuda_releases() if r.linux_min_driver]
+    except Exception:  # noqa: BLE001 - a matrix without CUDA rows: the plausibility bound is not applied
+        return None
+    return max((b for b in branches if b), default=None)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..domain.pci import bus_key
-from ..facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, Storage, from_dict
+from ..facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, PythonEnv, Storage, from_dict
 from ..probes.runner import _kill_tree
 from .suite import KERNELS, PlanItem, plan
 
@@ -249,9 +249,37 @@ def _fill_missing(items: List[PlanItem], results: List[BenchResult], reason: str
             results.append(BenchResult(i.name, ProbeStatus.FAILED, reason, device=i.device))
 
 
+def torch_unusable(env: Optional[PythonEnv]) -> Tuple[Optional[str], bool]:
+    """(why the torch kernels cannot run in the interpreter the inspect payload already tried, whether only the
+    CUDA ones): ``import torch`` failed or hung there, CUDA start-up hung, torch is not installed, or there is
+    no such interpreter. (None, False) when it imported or was not tried (--no-torch, not inspected). Starting
+    the kernels anyway would wait out the bench's own start-up deadline on the same hang."""
+    if env is None or env.torch_inspected is False:
+        return None, False
+    exe = env.executable or env.requested_as or "the target interpreter"
+    t = env.torch
+    stage = env.failure_stage or ""
+    hung = env.failure == "timeout"
+    if (hung and stage.startswith("importing torch")) or (t is not None and t.import_error):
+        why = (t.import_error if t is not None and t.import_error else env.reason) or "it did not finish"
+        return (f"import torch {'hung' if hung else 'failed'} in {exe} when envdoctor inspected it "
+                f"({why.strip().splitlines()[-1][:200]}): the torch benchmarks were not started"), False
+    if hung and stage.startswith("initialising CUDA"):
+        return (f"CUDA start-up hung in {exe} when envdoctor inspected it ({env.reason}): the GPU benchmarks "
+                "were not started"), True
+    if env.failure in ("not_found", "not_python"):
+        return f"{exe} cannot run ({env.reason or env.failure}): the torch benchmarks were not started", False
+    if env.status == ProbeStatus.OK and t is None:
+        return f"torch is not installed in {exe}: the torch benchmarks were not started", False
+    return None, False
+
+
 def run_bench(options: BenchOptions, driver: Driver, storage: Optional[Storage] = None,
-              progress: Optional[Progress] = None, nvml: Any = None, payload: Optional[Path] = None) -> Bench:
-    """The whole benchmark run; never raises except KeyboardInterrupt (temp files removed, child killed)."""
+              progress: Optional[Progress] = None, nvml: Any = None, payload: Optional[Path] = None,
+              inspected: Optional[PythonEnv] = None) -> Bench:
+    """The whole benchmark run; never raises except KeyboardInterrupt (temp files removed, child killed).
+    ``inspected`` is what `collect` found of ``options.python``: where ``import torch`` failed or hung there,
+    the torch kernels are skipped saying so, not started to hang again."""
     progress = progress or (lambda _e: None)
     start = time.monotonic()
     items = plan(options.names, options.device, options.budget_s, options.sustain_s)
@@ -259,6 +287,14 @@ def run_bench(options: BenchOptions, driver: Driver, storage: Optional[Storage] 
     disk_items = [i for i in items if KERNELS[i.name].kind == "disk"]
     results: List[BenchResult] = []
     notes: List[str] = []
+    unusable, cuda_only = torch_unusable(inspected) if torch_items else (None, False)
+    if unusable:
+        for i in [i for i in torch_items if i.device == "cuda" or not cuda_only]:
+            r = BenchResult(i.name, ProbeStatus.SKIPPED, unusable, device=i.device)
+            results.append(r)
+            progress({"event": "result", "result": dataclasses.asdict(r)})
+        notes.append(unusable)
+        torch_items = [i for i in torch_items if cuda_only and i.device != "cuda"]
     busy = {} if options.force else busy_gpus(driver)
     if nvml is None and any(i.device == "cuda" for i in torch_items):
         try:

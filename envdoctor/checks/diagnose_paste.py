@@ -6,7 +6,15 @@ import re
 from typing import Any, Dict, List, Optional
 
 from ..catalogue import CATEGORIES
-from ..domain.variants import CPU, cuda_of_variant, is_cpu_build, local_tag, package_variant, variant_tag
+from ..domain.variants import (
+    CPU,
+    cuda_of_variant,
+    is_cpu_build,
+    local_tag,
+    nvidia_wheel,
+    package_variant,
+    variant_tag,
+)
 from ..domain.versions import base_version, driver_branch, release
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
@@ -238,6 +246,9 @@ def check_nvidia_majors(ctx: CheckContext) -> List[Finding]:
     torch may load a copy that lacks symbols its build needs. An error when a message names that library."""
     if not ctx.facts.pythons or not any(py.packages for py in ctx.facts.pythons):
         raise SkipCheck("no package list")
+    if not any(nvidia_wheel(p.name) for py in ctx.facts.pythons for p in py.packages):
+        # nothing to judge (a CPU torch, or a paste naming torch alone): no pass without evidence
+        raise SkipCheck("no NVIDIA library wheel (nvidia-*-cuNN) in the package list")
     libs = nvidia_two_majors(ctx.facts)
     if not libs:
         return []

@@ -272,12 +272,25 @@ def _candidates(results: Sequence[CheckResult]) -> List[Candidate]:
 
 
 def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None,
-                    names: Optional[Sequence[str]] = None) -> Report:
+                    names: Optional[Sequence[str]] = None, read_notes: Sequence[str] = ()) -> Report:
     """Diagnose pasted texts: run the registered checks over the paste facts, then merge their findings.
 
     ``names`` name the texts (file names) in labels. When the texts hold several machines' reports (see
     ``diagnose.machines``), each machine is judged on its own and each finding says which machine it is about.
+    ``read_notes`` say what of the input was not read (diagnose.bounded_read: the middle of a long log): the
+    report lists them with what the paste does not show.
     """
+    report = _diagnose_report(texts, compat, checks, names)
+    if read_notes and report.facts.paste is not None:
+        paste = report.facts.paste
+        facts = dataclasses.replace(report.facts, paste=dataclasses.replace(
+            paste, not_found=list(paste.not_found) + [n for n in read_notes if n not in paste.not_found]))
+        report = dataclasses.replace(report, facts=facts)
+    return report
+
+
+def _diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None,
+                     names: Optional[Sequence[str]] = None) -> Report:
     from .. import __version__
     from .machines import merged
 

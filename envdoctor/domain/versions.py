@@ -76,3 +76,11 @@ def driver_branch(version: Optional[str]) -> Optional[int]:
     """The branch (major) of an NVIDIA driver version: '535.104.05' -> 535; None when unreadable."""
     rel = release(version)
     return rel[0] if rel else None
+
+
+def bare_driver_branch(text: Optional[str]) -> Optional[int]:
+    """'580' or 'R580' -> 580: a driver branch given where a driver version ('580.65.06') is wanted; None for
+    anything else. A branch is not a version: read as 580.0 it is older than every 580 release, so every
+    comparison with a release's minimum driver (580.65.06) would come out wrong."""
+    m = re.fullmatch(r"[rR]?(\d{3})", (text or "").strip())
+    return int(m.group(1)) if m else None

@@ -30,6 +30,7 @@ _STATUS_WORDS = {
 
 _CHECK_SYMBOLS = {  # (symbol, style)
     "passed": ("✓", "green"),
+    CheckStatus.NOTED: ("i", "cyan"),  # ran, but a note or another check's finding speaks against its title
     "warning": ("!", "yellow"),
     "error": ("✗", "red"),
     CheckStatus.SKIPPED: ("-", "dim"),
@@ -250,7 +251,7 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
 
 
 def check_symbol(check: CheckResult) -> Tuple[str, str]:
-    if check.status in (CheckStatus.SKIPPED, CheckStatus.ERRORED):
+    if check.status in (CheckStatus.SKIPPED, CheckStatus.ERRORED, CheckStatus.NOTED):
         return _CHECK_SYMBOLS[check.status]
     severities = {f.severity for f in check.findings}
     if Severity.ERROR in severities:
@@ -288,6 +289,12 @@ def verdict(report: Report, where: str = "above") -> str:
         tail += f"; partial report: interrupted before {', '.join(cut)} finished"
         if not (errors or warnings):
             return f"No problems in what was read before the interruption{tail}"
+    if not report.judged and not (errors or warnings):
+        n = len(report.checks)
+        if not n:
+            return f"Nothing could be judged: no check ran{tail}"
+        return (f"Nothing could be judged: {'the check' if n == 1 else f'all {n} checks'} skipped, the facts "
+                f"{'it needs' if n == 1 else 'they need'} missing (reasons {where}){tail}")
     if errors or warnings:
         parts = []
         if errors:
@@ -437,7 +444,7 @@ def _checklist(report: Report) -> List[RenderableType]:
         grid.add_column(overflow="fold")
         for check in checks:
             symbol, style = check_symbol(check)
-            text = Text(check.title)
+            text = Text(check.headline)
             text.append(f" ({check.id})", style="dim")
             if check.status == CheckStatus.SKIPPED:
                 text.append(f" — skipped: {check.reason or 'no reason given'}", style="dim")
@@ -606,7 +613,7 @@ def render_console(
     worst = report.worst()
     if worst in (Severity.ERROR, Severity.WARNING):
         symbol, style = _SEVERITY_SYMBOLS[worst]
-    elif interrupted_probes(report):
+    elif interrupted_probes(report) or not report.judged:
         symbol, style = _SEVERITY_SYMBOLS[Severity.WARNING]
     else:
         symbol, style = "✓", "bold green"

@@ -131,7 +131,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
         out.append("")
         for c in report.checks:
             symbol, _ = check_symbol(c)
-            line = f"- `{symbol}` {c.title} (`{c.id}`)"
+            line = f"- `{symbol}` {c.headline} (`{c.id}`)"
             if c.status == CheckStatus.SKIPPED:
                 line += f": skipped: {c.reason or 'no reason given'}"
             elif c.status == CheckStatus.ERRORED:

@@ -266,3 +266,40 @@ def test_assert_cu130_build_for_a_535_fleet(cuda_venv, tmp_path: Path) -> None:
     codes = {f["code"] for f in doc["findings"]}
     assert "driver.cuda-compat/too-old" in codes
     assert doc["facts"]["pythons"][0]["torch"]["cuda"] == "13.0"
+
+
+# --------------------------------------------------------------------------- empty and impossible targets
+
+
+@pytest.mark.parametrize("driver, gpus, message", [
+    (None, [""], "name no GPU"),
+    (None, [" , "], "name no GPU"),
+    ("", [], "target driver is empty"),
+    ("999.1", [], "not a released NVIDIA driver"),
+    ("580", [], "is a driver branch (R580), not a driver version"),
+    ("R535", [], "is a driver branch (R535)"),
+])
+def test_empty_or_impossible_targets_are_refused(compat, driver, gpus, message) -> None:
+    from envdoctor.assertions import validate_targets
+
+    with pytest.raises(TargetError) as e:
+        validate_targets(compat, [], driver, gpus)
+    assert message in str(e.value) and "\n" not in str(e.value)
+    # a real driver on a branch newer than the matrix is still accepted (the matrix may be older than the fleet)
+    assert validate_targets(compat, [], "620.10.01", ["H100"])[1] == "620.10.01"
+
+
+@pytest.mark.parametrize("args", [["--target-gpus", ""], ["--target-driver", "R999.1"],
+                                  ["--target-driver", "999.1"], ["--target-driver", "580"],
+                                  ["--target-driver", ""]])
+def test_assert_cli_empty_or_impossible_targets_exit_2(tmp_path: Path, args) -> None:
+    out = subprocess.run([sys.executable, "-m", "envdoctor", "assert", "--no-config", *args],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 2, (args, out.stdout[-800:], out.stderr)
+    assert out.stdout == "" and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_matrix_and_recommend_refuse_a_bare_branch() -> None:
+    for argv in (["matrix", "max-cuda", "580"], ["recommend", "--driver", "580", "--gpu", "H100", "--python", "3.11"]):
+        out = subprocess.run([sys.executable, "-m", "envdoctor", *argv], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and "driver branch (R580)" in out.stderr, (argv, out.stdout, out.stderr)

@@ -103,15 +103,19 @@ def test_unwritable_output_is_refused_before_probing(tmp_path, capsys):
     assert not ran.exists()  # refused before the interpreter was ever run
 
 
-def test_diagnose_reads_at_most_its_limit_and_says_so(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "DIAGNOSE_MAX_BYTES", 4096)
+def test_diagnose_of_a_large_paste_reads_head_and_tail_and_says_so(tmp_path, monkeypatch, capsys):
+    from envdoctor.diagnose import bounded_read
+
+    monkeypatch.setattr(bounded_read, "WHOLE_MAX", 4096)
+    monkeypatch.setattr(bounded_read, "HEAD", 4096)
+    monkeypatch.setattr(bounded_read, "TAIL", 1024)
     paste = (ROOT / "tests" / "fixtures" / "pastes" / "no-driver.txt").read_text(encoding="utf-8")
     big = tmp_path / "big.txt"
-    big.write_text(paste + "\n" + "x" * 10_000, encoding="utf-8")
+    big.write_text(paste + "\n" + "x\n" * 10_000, encoding="utf-8")
     _main("diagnose", str(big), "--format", "json")
-    captured = capsys.readouterr()
-    assert "larger than" in captured.err and "read only its first" in captured.err
-    assert json.loads(captured.out)["findings"]  # the first 4 KiB still hold the paste
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["findings"]  # the head still holds the paste
+    assert any(n.startswith("the middle of big.txt") for n in doc["facts"]["paste"]["not_found"])
 
 
 def test_runner_output_is_capped(monkeypatch):

@@ -129,3 +129,59 @@ def test_recommend_cli(tmp_path) -> None:
     assert "python3.11 -m pip install" in out.stdout and "uv pip install" in out.stdout
     bad = _cli("recommend", "--driver", "535.104.05", "--gpu", "Voodoo 5", "--python", "3.11")
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- recommend: unknown arch lists
+
+
+def test_recommend_never_proposes_a_build_whose_kernels_are_unknown(compat) -> None:
+    """Old builds have no arch list in the matrix: they are judged by the first/last CUDA of the GPU's
+    architecture (arch_support.json) and, inside that span, never proposed (their kernels are unknown)."""
+    for name in ("RTX 5090", "H100", "A100", "RTX 3090", "V100", "Tesla K80", "T4"):
+        gpu = resolve_gpu(compat, name)
+        for python in ("2.7", "3.6", "3.7", "3.8", "3.10", "3.12"):
+            for driver in (None, "535.104.05", "580.65.06"):
+                out = recommend(compat, driver, [gpu], python)
+                for e in ([out["recommendation"]] if out["recommendation"] else []) + out["per_cuda_variant"]:
+                    arch = compat.torch_arch_list(e["torch_minor"], e["variant"])
+                    assert arch and arch_runs(arch, gpu.cc)[0], (name, python, driver, e["torch"], e["variant"])
+                assert (out["recommendation"] is None) == bool(out["why_none"]), (name, python, driver)
+
+
+def test_recommend_rtx_5090_on_python_3_8_fits_nothing_and_says_why(compat) -> None:
+    out = recommend(compat, None, [resolve_gpu(compat, "RTX 5090")], "3.8")
+    assert out["recommendation"] is None and out["per_cuda_variant"] == []
+    # torch 1.12.1+cu116 was proposed before: cu116 predates sm_120 (first in CUDA 12.8)
+    cu116 = [r for r in out["newer_not_fitting"] if r["torch"] == "1.12" and r["variant"] == "cu116"]
+    assert cu116 and "sm_120 first appears in CUDA 12.8" in cu116[0]["why_not"]
+    assert "the first torch with sm_120 kernels is 2.7" in out["why_none"]
+
+
+def test_recommend_h100_on_python_2_7_fits_nothing(compat) -> None:
+    out = recommend(compat, None, [resolve_gpu(compat, "H100")], "2.7")
+    assert out["recommendation"] is None
+    assert all("sm_90 first appears in CUDA 11.8" in r["why_not"] for r in out["newer_not_fitting"])
+    assert "no build of torch 1.4" in out["why_none"]
+
+
+def test_recommend_h100_with_k80_no_driver_drives_both(compat) -> None:
+    gpus = [resolve_gpu(compat, "H100"), resolve_gpu(compat, "Tesla K80")]
+    for driver in (None, "470.256.02", "535.104.05"):
+        out = recommend(compat, driver, gpus, "3.10")
+        assert out["recommendation"] is None, driver
+        assert out["driver_cannot_drive_gpu"] and out["why_none"] == out["driver_cannot_drive_gpu"]
+    out = recommend(compat, None, gpus, "3.10")
+    assert "no driver drives both" in out["why_none"] and "R470" in out["why_none"] and "R520" in out["why_none"]
+
+
+def test_recommend_cli_exit_codes() -> None:
+    for args in (["--gpu", "RTX 5090", "--python", "3.8"], ["--gpu", "H100", "--python", "2.7"],
+                 ["--gpu", "H100", "--gpu", "Tesla K80", "--python", "3.10"]):
+        out = _cli("recommend", *args)
+        assert out.returncode == 1, (args, out.stdout, out.stderr)
+        assert "No torch build in the matrix fits: " in out.stdout, args
+        assert "Newest that fits" not in out.stdout
+    ok = _cli("recommend", "--gpu", "H100", "--driver", "535.104.05", "--python", "3.11", "--format", "json")
+    assert ok.returncode == 0, ok.stderr
+    doc = json.loads(ok.stdout)
+    assert doc["recommendation"]["variant"].startswith("cu12") and doc["why_none"] is None
