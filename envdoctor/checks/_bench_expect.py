@@ -105,7 +105,7 @@ def unknown_disk_why(p: Optional[DataPath]) -> str:
 
 
 def _verdict(ratio: float, band: Any) -> str:
-    if ratio < band.error_below:
+    if ratio <= band.error_below + 1e-9:  # at or below the error line (60% of achievable by default)
         return "error"
     if ratio < band.warning_below:
         return "warning"
