@@ -198,3 +198,42 @@ def test_an_overridden_fp32_result_is_not_judged_as_fp32():
     assert e.verdict == "no reference" and "tf32" in e.basis
     (res,) = run_checks(facts, COMPAT, select(all_checks(), ["bench.matmul"]))
     assert [f.code for f in res.findings] == ["bench.matmul/tf32-override"]
+
+
+def test_ecc_counts_are_read_per_bus_and_nvml_failures_give_nothing():
+    from envdoctor.bench.run import ecc_uncorrected
+
+    class Nvml:
+        NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC = 1, 0
+
+        def nvmlDeviceGetCount(self):
+            return 2
+
+        def nvmlDeviceGetHandleByIndex(self, i):
+            return i
+
+        def nvmlDeviceGetPciInfo(self, h):
+            return type("P", (), {"busId": b"00000000:18:00.0" if h == 0 else b"00000000:2A:00.0"})
+
+        def nvmlDeviceGetTotalEccErrors(self, h, kind, counter):
+            if h == 1:
+                raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+            return 3
+
+    assert ecc_uncorrected(Nvml()) == {"0000:18:00": 3}
+    assert ecc_uncorrected(object()) == {}
+
+
+@pytest.mark.slow
+def test_payload_counts_corrupted_elements_of_a_product(cpu_venv):
+    code = (
+        f"import sys; sys.path.insert(0, {str(REPO / 'envdoctor')!r})\n"
+        "import torch, _bench_payload as p\n"
+        "a = torch.randn(64, 64); ref = a @ a; c = ref.clone()\n"
+        "assert p.count_faulty(torch, c, ref) == 0\n"
+        "c[3, 4] += 1.0; c[10, 10] = float('nan')\n"
+        "print(p.count_faulty(torch, c, ref), p._parse_cpulist('0-3,8,10-11'))\n"
+    )
+    proc = subprocess.run([cpu_venv.python, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0] == "2 [0, 1, 2, 3, 8, 10, 11]"
