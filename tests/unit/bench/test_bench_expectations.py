@@ -237,3 +237,22 @@ def test_payload_counts_corrupted_elements_of_a_product(cpu_venv):
     proc = subprocess.run([cpu_venv.python, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[0] == "2 [0, 1, 2, 3, 8, 10, 11]"
+
+
+def test_gpu_bench_peers_skips_with_a_reason_without_a_gpu(tmp_path):
+    import os
+    import shutil
+
+    bin_dir = tmp_path / "bin"  # the tools the scripts use, but no nvidia-smi
+    bin_dir.mkdir()
+    for tool in ("dirname", "timeout", "bash"):
+        os.symlink(shutil.which(tool), bin_dir / tool)
+    env = dict(os.environ, PATH=str(bin_dir))
+    for argv in ([sys.executable, str(REPO / "scripts/gpu_bench_peers.py"), "--python", sys.executable,
+                  "--out", str(tmp_path / "out")],
+                 ["/bin/bash", str(REPO / "scripts/gpu_bench_peers.sh"), str(tmp_path / "out")]):
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=REPO,
+                              env=dict(env, ENVDOCTOR_TEST_CUDA_VENV=sys.executable, PYTHON=sys.executable))
+        assert proc.returncode == 0, proc.stderr
+        assert "skipped: no nvidia-smi on PATH" in proc.stdout
+        assert not (tmp_path / "out.tar.gz").exists()
