@@ -68,7 +68,8 @@ def network_volume_model(p: Optional[DataPath], models: Any = ()) -> Optional[st
     return None
 
 
-NETWORK_VOLUME_MODELS = ("Amazon Elastic Block Store", "nvme_card-pd", "PersistentDisk", "Virtual Disk",
+# sysfs / lsblk models of cloud network volumes; a bare "Virtual Disk" is left out (VMware's local disks say it too)
+NETWORK_VOLUME_MODELS = ("Amazon Elastic Block Store", "nvme_card-pd", "PersistentDisk", "Msft Virtual Disk",
                          "Microsoft NVMe Direct Disk")
 
 

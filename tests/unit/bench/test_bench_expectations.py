@@ -256,3 +256,18 @@ def test_gpu_bench_peers_skips_with_a_reason_without_a_gpu(tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert "skipped: no nvidia-smi on PATH" in proc.stdout
         assert not (tmp_path / "out.tar.gz").exists()
+
+
+def test_the_storage_check_names_a_network_volume_and_no_hdd_for_virtio():
+    ebs = DataPath("/data", status=ProbeStatus.OK, exists=True, kind="local", fstype="xfs", mount_point="/data",
+                   block_device="nvme1n1", rotational=False, transport="nvme",
+                   device_model="Amazon Elastic Block Store", size_bytes=1 << 40, free_bytes=1 << 39)
+    for path, want in ((ebs, "storage.data-path/network-volume"),
+                       (dataclasses.replace(ebs, block_device="vda", transport="virtio", rotational=True,
+                                            device_model=None), None)):
+        facts = dataclasses.replace(FACTS, storage=Storage(status=ProbeStatus.OK, paths=[path]))
+        (res,) = run_checks(facts, COMPAT, select(all_checks(), ["storage.data-path"]))
+        codes = [f.code for f in res.findings]
+        assert "storage.data-path/rotational" not in codes
+        if want:
+            assert want in codes
