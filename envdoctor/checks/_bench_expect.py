@@ -12,6 +12,7 @@ from typing import Any, List, Optional, Tuple
 from ..compat.bench import bench_table
 from ..domain.pci import bus_key
 from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, ProbeStatus
+from ._bench_links import gpu_index, link_kind, min_link, topology_kind
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
                 "matmul_fp8": "fp8"}
@@ -236,62 +237,14 @@ def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
     return _judge(table, r, row, expected, basis)
 
 
-def _gpu_index(facts: Facts, bus: Any) -> Optional[int]:
-    key = bus_key(bus) if bus else None
-    for i, g in enumerate(facts.driver.gpus):
-        if key and bus_key(g.pci_bus_id) == key:
-            return i
-    return None
-
-
-def _nvlink_gen(compat: Any, g: Optional[Gpu]) -> Optional[int]:
-    try:
-        spec = compat.gpu(g.name) if g is not None and g.name else None
-    except Exception:
-        spec = None
-    gen = getattr(spec, "nvlink_gen", None)
-    if gen:
-        return int(gen)
-    cc = (g.compute_capability if g is not None else None) or getattr(spec, "compute_capability", None) or ""
-    return {"7.0": 2, "8.0": 3, "8.6": 3, "9.0": 4, "10.0": 5, "10.3": 5}.get(cc)
-
-
-def link_kind(facts: Facts, compat: Any, a: Optional[int], b: Optional[int]) -> Tuple[Optional[str], str]:
-    """The p2p link row for GPUs a and b (driver indices): ("nvlink4", why), ("pcie", why) or (None, why)."""
-    gpus = facts.driver.gpus
-    if a is None or b is None or a >= len(gpus) or b >= len(gpus):
-        return None, "the GPUs of this pair are not in the driver facts"
-    m = facts.topology.gpu_matrix
-    cell = m[a][b] if m and a < len(m) and b < len(m[a]) else None
-    ga, gb = gpus[a], gpus[b]
-    if cell and cell.upper().startswith("NV"):
-        switch = any(lk.remote_device_type == "switch" for g in (ga, gb) for lk in (g.nvlinks or []))
-        cc = ga.compute_capability or ""
-        if not switch and cc == "9.0":
-            return "nvlink_bridge_hopper", f"NVLink bridge ({cell})"
-        if not switch and cc == "8.6":
-            return "nvlink_bridge_ga102", f"NVLink bridge ({cell})"
-        gen = _nvlink_gen(compat, ga)
-        return (f"nvlink{gen}" if gen else None), f"NVLink{gen or '?'} ({cell}{', NVSwitch' if switch else ''})"
-    if cell is None:
-        return None, "the GPU topology matrix was not read"
-    return "pcie", f"PCIe ({cell})"
-
-
-def _min_link(gpus: List[Gpu]) -> Tuple[Optional[int], Optional[int]]:
-    gens = [g.pcie_gen_max for g in gpus if g.pcie_gen_max]
-    widths = [g.pcie_width_max for g in gpus if g.pcie_width_max]
-    return (min(gens) if len(gens) == len(gpus) else None), (min(widths) if len(widths) == len(gpus) else None)
-
-
 def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
-    a = _gpu_index(facts, r.params.get("src_pci_bus_id"))
-    b = _gpu_index(facts, r.params.get("dst_pci_bus_id"))
+    a = gpu_index(facts, r.params.get("src_pci_bus_id"))
+    b = gpu_index(facts, r.params.get("dst_pci_bus_id"))
     kind, why = link_kind(facts, compat, a, b)
     if kind is None:
         return Expectation(None, r.unit, None, "no reference", f"link unknown: {why}")
     if kind == "pcie":
-        gen, width = _min_link([facts.driver.gpus[a], facts.driver.gpus[b]])  # type: ignore[index]
+        gen, width = min_link([facts.driver.gpus[a], facts.driver.gpus[b]])  # type: ignore[index]
         got = table.p2p("pcie", gen, width)
         why += f" Gen{gen or '?'} x{width or '?'}"
     else:
@@ -302,23 +255,9 @@ def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
     return _judge(table, r, row, expected, f"{why}: {expected:g} GB/s one way")
 
 
-def topology_kind(facts: Facts, compat: Any, idx: List[int]) -> Tuple[Optional[str], str]:
-    kinds = {link_kind(facts, compat, x, y)[0] for x in idx for y in idx if x != y}
-    if not kinds or None in kinds:
-        return None, "the GPU topology is unknown"
-    if kinds == {"nvlink_bridge_hopper"} and len(idx) == 2:
-        return "nvlink_bridge_hopper", "2 GPUs over an NVLink bridge"
-    if len(kinds) == 1 and next(iter(kinds)) in ("nvlink3", "nvlink4", "nvlink5"):
-        arch = {"nvlink3": "ampere", "nvlink4": "hopper", "nvlink5": "blackwell"}[next(iter(kinds))]
-        return f"nvswitch_{arch}", f"{len(idx)} GPUs, NVLink between every pair ({arch})"
-    if "pcie" in kinds:
-        return "pcie", f"{len(idx)} GPUs, PCIe between some"
-    return None, "a mixed NVLink topology"
-
-
 def _allreduce(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
     buses = r.params.get("pci_bus_ids") or []
-    idx = [i for i in (_gpu_index(facts, b) for b in buses) if i is not None]
+    idx = [i for i in (gpu_index(facts, b) for b in buses) if i is not None]
     if len(idx) < 2 or len(idx) != len(buses):
         return Expectation(None, r.unit, None, "no reference",
                            "the GPUs of the all-reduce are not in the driver facts")
@@ -330,7 +269,7 @@ def _allreduce(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
         return Expectation(None, r.unit, None, "no reference", f"no reference for {why}")
     expected = row.expected
     if kind == "pcie":  # a ring is bounded by its slowest PCIe link
-        gen, width = _min_link([facts.driver.gpus[i] for i in idx])
+        gen, width = min_link([facts.driver.gpus[i] for i in idx])
         got = table.p2p("pcie", gen, width)
         if got is None:
             return Expectation(None, r.unit, None, "no reference", f"no PCIe Gen{gen} x{width} reference")
