@@ -107,6 +107,8 @@ def _add_bench_options(p: argparse.ArgumentParser, names: bool) -> None:
     p.add_argument("--budget", type=float, metavar="SECONDS",
                    help="rescale the benchmarks' budgets to this total (not counting --sustain)")
     p.add_argument("--force", action="store_true", help="also measure GPUs that another process is using")
+    p.add_argument("--thorough", action="store_true",
+                   help="mamf-finder's matmul procedure (50 + 100 iterations per shape, its shape range; minutes)")
     p.add_argument("--no-write", action="store_true",
                    help="never write a temporary file for the disk benchmarks (read an existing large file or skip)")
 
@@ -378,7 +380,7 @@ def _bench_options(args, names):
 
     return BenchOptions(python="", names=list(names), device=args.device, data_paths=[
         _data_target(p) for p in (args.data_paths or [])], sustain_s=args.sustain, budget_s=args.budget,
-        force=args.force, allow_write=not args.no_write,
+        force=args.force, allow_write=not args.no_write, thorough=getattr(args, "thorough", False),
         # --python-timeout bounds `import torch` + CUDA start-up in the bench payload too
         startup_timeout_s=args.python_timeout if args.python_timeout is not None else STARTUP_TIMEOUT_S)
 

@@ -64,6 +64,10 @@ def add_parsers(sub: Any, epilog: str) -> None:
     for name, query_help, arg, arg_help, nargs in queries:
         _query_command(msub, name, query_help).add_argument(arg, nargs=nargs, help=arg_help)
     msub.choices["min-driver"].add_argument("--os", choices=("linux", "windows"), default="linux")
+    pb = _query_command(msub, "bench", "what a GPU should measure in `envdoctor bench` (expected, warning, error)")
+    pb.add_argument("--gpu", required=True, metavar="NAME", help="'H100 SXM', A100-SXM4-80GB, 'RTX 4090', GH200")
+    pb.add_argument("--link", action="append", metavar="KIND",
+                    help="links to include: pcie4, pcie5x8, c2c, nvlink4, nvswitch_hopper ... (default: the GPU's)")
 
     p = _query_command(sub, "recommend", "the newest torch for a driver, GPU, Python", epilog,
                        description="From this machine's facts, or --driver/--gpu/--python/--os given by hand "

@@ -256,6 +256,10 @@ def query(args: Any) -> Tuple[Dict[str, Any], str]:
         payload = torch_info(compat, args.version)
     elif q == "gpu":
         payload = gpu_info(compat, args.name)
+    elif q == "bench":
+        from .matrix_bench import query_bench
+
+        return query_bench(args)
     else:
         payload = arch_info(compat, args.arch)
     payload["compat_data"] = getattr(compat, "label", None)

@@ -47,6 +47,7 @@ class BenchOptions:
     force: bool = False  # measure GPUs that another process is using
     mem_fraction: float = 0.5  # of free memory, per device
     allow_write: bool = True  # a temporary file for the disk benchmarks when no large file exists
+    thorough: bool = False  # mamf-finder's matmul procedure, longer copies (scripts/gpu_bench_peers.py compares)
     startup_timeout_s: float = STARTUP_TIMEOUT_S
 
 
@@ -282,7 +283,7 @@ def run_bench(options: BenchOptions, driver: Driver, storage: Optional[Storage] 
     the torch kernels are skipped saying so, not started to hang again."""
     progress = progress or (lambda _e: None)
     start = time.monotonic()
-    items = plan(options.names, options.device, options.budget_s, options.sustain_s)
+    items = plan(options.names, options.device, options.budget_s, options.sustain_s, thorough=options.thorough)
     torch_items = [i for i in items if KERNELS[i.name].kind == "torch"]
     disk_items = [i for i in items if KERNELS[i.name].kind == "disk"]
     results: List[BenchResult] = []
@@ -373,6 +374,8 @@ class _NvmlHooks:
         self.kernel_samples: Dict[Tuple[str, str], Dict[str, List[Dict[str, Any]]]] = {}
         self.sampler_errors: List[str] = []
         self.sustain_t0: Optional[float] = None
+        self.ecc_before: Dict[str, int] = {}  # bus -> volatile uncorrected ECC count when --sustain started
+        self.ecc_after: Dict[str, int] = {}
 
     def on_event(self, obj: Dict[str, Any]) -> None:
         kind = obj.get("event")
@@ -391,9 +394,12 @@ class _NvmlHooks:
             self._current = (name, device)
             if name == "sustained":
                 self.sustain_t0 = float(obj.get("t") or time.monotonic())
+                self.ecc_before = ecc_uncorrected(self.nvml)
             self.sampler.start()
 
     def _stop_sampler(self) -> None:
+        if self._current is not None and self._current[0] == "sustained" and self.ecc_before:
+            self.ecc_after = ecc_uncorrected(self.nvml)
         if self.sampler is not None and self._current is not None:
             self.sampler.stop()
             self.kernel_samples[self._current] = self.sampler.samples
@@ -441,6 +447,8 @@ class _NvmlHooks:
                 t0 = self.sustain_t0 or min(s["t"] for s in r.samples)
                 series = merge_sustained(r.samples, nv, t0)
                 params.update(sustained_summary(series))
+                if key in self.ecc_before and key in self.ecc_after:  # DCGM diag watches these during its load
+                    params["ecc_uncorrected_delta"] = self.ecc_after[key] - self.ecc_before[key]
                 if self.sampler_errors:
                     params["nvml"] = self.sampler_errors[0]
                 r = dataclasses.replace(r, samples=series)
@@ -453,3 +461,25 @@ class _NvmlHooks:
                 params["nvml_samples"] = len(nv)
             out.append(dataclasses.replace(r, params=params))
         return out
+
+
+def ecc_uncorrected(nvml: Any) -> Dict[str, int]:
+    """PCI bus key -> volatile uncorrected ECC error count of each GPU ({} where NVML cannot say: ECC off,
+    a GeForce card, an old driver)."""
+    out: Dict[str, int] = {}
+    try:
+        count = nvml.nvmlDeviceGetCount()
+    except Exception:
+        return out
+    for i in range(count):
+        try:
+            h = nvml.nvmlDeviceGetHandleByIndex(i)
+            bus = nvml.nvmlDeviceGetPciInfo(h).busId
+            bus = bus.decode() if isinstance(bus, bytes) else str(bus)
+            n = nvml.nvmlDeviceGetTotalEccErrors(h, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC)
+        except Exception:
+            continue
+        key = bus_key(bus)
+        if key:
+            out[key] = int(n)
+    return out

@@ -18,9 +18,11 @@ class Kernel:
     multi_gpu: bool = False
 
 
-# The quick suite on one GPU: 4 + 3 + 3 + 2 + 2 + 3 * 1.5 + 2 + 2 = 22.5 s of kernels plus torch import and
-# CUDA initialisation (a few seconds): under 30 s. On CPU (`--device cpu`) every torch code path runs,
-# fp16 and the skipped fp8/tf32 included, in about 15 s.
+# The quick suite on one GPU: a 2 s warm-up + 4 + 3 + 3 + 2 + 3 * 1.5 = 18.5 s per GPU, then p2p and all-reduce
+# (3 + 5 s per run, 2+ GPUs), plus torch import and CUDA initialisation (a few seconds): under 30 s per GPU.
+# On CPU (`--device cpu`) every torch code path runs, fp16 and the skipped fp8/tf32 included, in about 15 s.
+# --thorough gives each matmul THOROUGH_MATMUL_S per GPU for mamf-finder's procedure (50 + 100 iterations
+# per shape over its quick-run range and the best shapes) and doubles the copy and collective budgets.
 KERNELS: Dict[str, Kernel] = {k.name: k for k in [
     Kernel("matmul_bf16", "torch", ("cuda", "cpu"), 4.0, 2.0, True, "bf16 matmul TFLOP/s (shape sweep)"),
     Kernel("matmul_fp16", "torch", ("cuda", "cpu"), 3.0, 1.5, False, "fp16 matmul TFLOP/s (shape sweep)"),
@@ -33,7 +35,8 @@ KERNELS: Dict[str, Kernel] = {k.name: k for k in [
     Kernel("h2d_pageable", "torch", ("cuda",), 1.5, 0.5, True, "host->device, pageable memory, GB/s"),
     Kernel("d2h_pinned", "torch", ("cuda",), 1.5, 0.5, True, "device->host, pinned memory, GB/s"),
     Kernel("p2p", "torch", ("cuda",), 3.0, 0.5, True, "GPU->GPU copy GB/s per ordered pair", multi_gpu=True),
-    Kernel("allreduce", "torch", ("cuda",), 3.0, 0.5, True, "NCCL all-reduce bus bandwidth", multi_gpu=True),
+    Kernel("allreduce", "torch", ("cuda",), 5.0, 0.5, True, "NCCL all-reduce bus bandwidth (sizes to >= 1 GiB)",
+           multi_gpu=True),
     Kernel("disk_seq_read", "disk", ("cpu",), 2.0, 2.0, True, "sequential 1 MiB reads, MB/s, O_DIRECT"),
     Kernel("disk_rand_read", "disk", ("cpu",), 2.0, 2.0, True, "random 4 KiB reads at queue depth 1, IOPS"),
     Kernel("sustained", "torch", ("cuda", "cpu"), 0.0, 0.0, False,
@@ -41,6 +44,7 @@ KERNELS: Dict[str, Kernel] = {k.name: k for k in [
 ]}
 
 NAMES = tuple(KERNELS)
+THOROUGH_MATMUL_S = 90.0
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,7 @@ class PlanItem:
     name: str
     device: str  # "cpu" or "cuda" (every visible GPU)
     budget_s: float
+    thorough: bool = False  # mamf-finder's procedure (matmuls), longer copies and collectives
 
 
 class PlanError(ValueError):
@@ -75,7 +80,7 @@ def expand_names(names: Sequence[str]) -> List[str]:
 
 
 def plan(names: Sequence[str], device: str, budget_s: Optional[float] = None,
-         sustain_s: Optional[float] = None) -> List[PlanItem]:
+         sustain_s: Optional[float] = None, thorough: bool = False) -> List[PlanItem]:
     """What to run where, with each item's budget; ``budget_s`` rescales the defaults to that total."""
     devices = {"cpu": ("cpu",), "cuda": ("cuda",), "all": ("cuda", "cpu")}[device]
     items: List[PlanItem] = []
@@ -96,10 +101,13 @@ def plan(names: Sequence[str], device: str, budget_s: Optional[float] = None,
                 # --device cpu runs every torch code path on the CPU (CI exercises the GPU code); on
                 # --device all the CPU copies of GPU kernels are left out: nobody trains on those
                 items.append(PlanItem(name, "cpu", k.cpu_budget_s))
+    if thorough:
+        items = [PlanItem(i.name, i.device, (THOROUGH_MATMUL_S if i.name.startswith("matmul_") and i.device == "cuda"
+                                             else 2 * i.budget_s), True) for i in items]
     if budget_s is not None:
         total = sum(i.budget_s for i in items) or 1.0
         scale = budget_s / total
-        items = [PlanItem(i.name, i.device, round(max(0.05, i.budget_s * scale), 3)) for i in items]
+        items = [PlanItem(i.name, i.device, round(max(0.05, i.budget_s * scale), 3), i.thorough) for i in items]
     if sustain_s:
         for dev in devices:
             if dev == "cuda" or device == "cpu":

@@ -12,10 +12,10 @@ from typing import Any, List, Optional, Tuple
 from ..compat.bench import bench_table
 from ..domain.pci import bus_key
 from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, ProbeStatus
+from ._bench_links import gpu_index, link_kind, min_link, topology_kind
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
                 "matmul_fp8": "fp8"}
-_PEAK = {"bf16": "bf16_tflops_dense", "fp16": "fp16_tflops_dense", "tf32": "tf32_tflops_dense", "fp32": "fp32_tflops"}
 # a vGPU profile name: "GRID A100-4C", "NVIDIA A100-3-20C", "GRID P4-1Q" (NVIDIA vGPU user guide, profile names)
 VGPU_NAME = re.compile(r"^(?:grid|nvidia)\s+\S.*?-(?:\d+-)?\d+[abcq]$", re.IGNORECASE)
 
@@ -52,24 +52,62 @@ def storage_for(facts: Facts, r: BenchResult) -> Tuple[Optional[int], Optional[D
     return None, None
 
 
-def disk_kind(p: Optional[DataPath]) -> Optional[str]:
+# transports of virtual disks: their `rotational` flag is whatever the hypervisor says (virtio-blk reports 1 by
+# default), so it says nothing about the medium (Linux virtio_blk sets no QUEUE_FLAG_NONROT unless told)
+VIRTUAL_TRANSPORTS = ("virtio", "xen", "vmbus", "hyperv", "loop", "nbd", "rbd")
+
+
+def network_volume_model(p: Optional[DataPath], models: Any = ()) -> Optional[str]:
+    """The device model of a network block volume (EBS, GCP Persistent Disk, Azure), or None."""
+    model = ((p.device_model if p is not None else None) or "").strip()
+    if not model:
+        return None
+    low = model.lower()
+    for m in models or NETWORK_VOLUME_MODELS:
+        if low.startswith(m.lower()) or m.lower() in low:
+            return model
+    return None
+
+
+# sysfs / lsblk models of cloud network volumes; a bare "Virtual Disk" is left out (VMware's local disks say it too)
+NETWORK_VOLUME_MODELS = ("Amazon Elastic Block Store", "nvme_card-pd", "PersistentDisk", "Msft Virtual Disk",
+                         "Microsoft NVMe Direct Disk")
+
+
+def disk_kind(p: Optional[DataPath], models: Any = ()) -> Optional[str]:
+    """hdd, sata_ssd, nvme, network (a network filesystem), network_block (a network volume by model), or None
+    (unknown: a virtual disk is measured, never blamed). The transport is read before `rotational`."""
     if p is None:
         return None
     fstype = (p.fstype or "").lower()
     if (p.kind or "").lower() == "network" or fstype.startswith(("nfs", "cifs", "smb", "fuse.s3", "fuse.gcs")):
         return "network"
-    if p.rotational is True:
-        return "hdd"
+    if network_volume_model(p, models):
+        return "network_block"
     transport = (p.transport or "").lower()
+    if transport in VIRTUAL_TRANSPORTS or (p.block_device or "").startswith(("vd", "xvd", "loop")):
+        return None
     if transport == "nvme" or (p.block_device or "").startswith("nvme"):
         return "nvme"
+    if p.rotational is True:
+        return "hdd"  # a physical transport (sata, sas, usb, md/dm over spinning members) or none reported
     if p.rotational is False and transport in ("sata", "sas", "ata"):
         return "sata_ssd"
     return None
 
 
+def unknown_disk_why(p: Optional[DataPath]) -> str:
+    if p is None:
+        return "the kind of disk under this path is unknown"
+    transport = (p.transport or "").lower()
+    if transport in VIRTUAL_TRANSPORTS or (p.block_device or "").startswith(("vd", "xvd")):
+        return (f"unknown kind: a virtual disk ({p.transport or p.block_device}); its rotational flag comes from the "
+                "hypervisor, so it is measured, not judged")
+    return "the kind of disk under this path is unknown"
+
+
 def _verdict(ratio: float, band: Any) -> str:
-    if ratio < band.error_below:
+    if ratio <= band.error_below + 1e-9:  # at or below the error line (60% of achievable by default)
         return "error"
     if ratio < band.warning_below:
         return "warning"
@@ -83,6 +121,26 @@ def _table(compat: Any) -> Any:
         return None
 
 
+GPU_KERNELS = tuple(MATMUL_DTYPE) + ("membw_device",)
+# TF32 overrides that change what a "fp32" or "tf32" matmul measures (PyTorch CUDA semantics notes; NVIDIA
+# cuBLAS docs, NVIDIA_TF32_OVERRIDE): the payload records them in params["env_overrides"]
+TF32_ON = "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE"
+TF32_OFF = "NVIDIA_TF32_OVERRIDE"
+
+
+def effective_dtype(r: BenchResult) -> Optional[str]:
+    """What a matmul result really measured when an environment override changed it; None when as named."""
+    env = r.params.get("env_overrides") if isinstance(r.params, dict) else None
+    if not isinstance(env, dict):
+        return None
+    if r.name == "matmul_tf32" and str(env.get(TF32_OFF, "")).strip() == "0":
+        return f"fp32 ({TF32_OFF}=0 turns TF32 off in cuBLAS)"
+    if r.name == "matmul_fp32" and str(env.get(TF32_OFF, "")).strip() != "0" and \
+            str(env.get(TF32_ON, "")).strip() not in ("", "0"):
+        return f"tf32 ({TF32_ON}={env.get(TF32_ON)} lets cuBLAS use TF32 for float32 matmuls)"
+    return None
+
+
 def expect(facts: Facts, compat: Any, r: BenchResult) -> Expectation:
     """The expectation for one result; never raises for missing facts (says "no reference" and why)."""
     if r.status != ProbeStatus.OK or r.value is None:
@@ -90,10 +148,14 @@ def expect(facts: Facts, compat: Any, r: BenchResult) -> Expectation:
     table = _table(compat)
     if table is None:
         return Expectation(None, r.unit, None, "no reference", "compat_data/bench.json is not available")
-    if r.name in MATMUL_DTYPE:
-        return _matmul(facts, compat, table, r)
+    if r.name in GPU_KERNELS:
+        return _gpu_kernel(facts, compat, table, r)
     if r.name in ("h2d_pinned", "d2h_pinned"):
-        return _host_copy(facts, table, r)
+        return _host_copy(facts, compat, table, r)
+    if r.name == "p2p":
+        return _p2p(facts, compat, table, r)
+    if r.name == "allreduce":
+        return _allreduce(facts, compat, table, r)
     if r.name == "disk_seq_read":
         return _disk(facts, table, r)
     return Expectation(None, r.unit, None, "no reference", _no_reference_why(r))
@@ -101,63 +163,127 @@ def expect(facts: Facts, compat: Any, r: BenchResult) -> Expectation:
 
 def _no_reference_why(r: BenchResult) -> str:
     return {
-        "membw_device": "no published achievable device-copy fraction in compat_data/bench.json yet",
         "membw_host": "host memory bandwidth depends on the DIMMs and channels populated: no reference",
         "h2d_pageable": "pageable copies go through a CPU staging copy: compared with h2d_pinned, not a table",
         "disk_rand_read": "published IOPS are at deep queues; this reads at queue depth 1: no reference",
-        "p2p": "no reference for GPU-to-GPU copies yet",
-        "allreduce": "no reference for all-reduce bus bandwidth yet",
-        "sustained": "judged over time (throttling, slowest GPU), not against a table",
+        "sustained": "judged over time (throttling, slowest GPU) and against the GPU's bf16 expectation",
     }.get(r.name, "no reference")
 
 
-def _matmul(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
-    if not (r.device or "").startswith("cuda"):
-        return Expectation(None, r.unit, None, "no reference", "CPU matmul: no reference (depends on the CPU)")
-    dtype = MATMUL_DTYPE[r.name]
-    _i, g = gpu_for(facts, r)
-    name = (g.name if g is not None else None) or r.params.get("gpu_name")
-    spec = compat.gpu(name) if name else None
-    if spec is None:
-        return Expectation(None, r.unit, None, "no reference", f"no reference for this GPU ({name or 'unknown name'})")
-    row = table.matmul_row(spec.name, dtype)
-    if row is None:
-        return Expectation(None, r.unit, None, "no reference",
-                           f"no reference for this GPU: no published {dtype} achievable figure for {spec.name}")
-    peak = getattr(spec, _PEAK[dtype]) if dtype in _PEAK else row.theory_tflops
-    if not peak:
-        return Expectation(None, r.unit, None, "no reference", f"no {dtype} peak for {spec.name} in gpus.json")
-    expected = row.fraction * float(peak)
+def _judge(table: Any, r: BenchResult, row: Any, expected: float, basis: str) -> Expectation:
     ratio = r.value / expected
-    basis = (f"{row.fraction:.1%} of {spec.name}'s {float(peak):g} dense {dtype} TFLOP/s "
-             f"(maximum achievable matmul tables)")
-    return Expectation(round(expected, 1), r.unit, round(ratio, 3), _verdict(ratio, table.band("matmul")), basis,
-                       row.source)
+    band = table.band(row.band_table)
+    basis += (f" ({'derived' if row.derived else 'measured'}: {row.method}; confidence {row.confidence}; "
+              f"warning below {band.warning_below:.0%}, error below {band.error_below:.0%})")
+    return Expectation(round(expected, 2), r.unit, round(ratio, 3), _verdict(ratio, band), basis, row.source)
 
 
-def _host_copy(facts: Facts, table: Any, r: BenchResult) -> Expectation:
+def spec_for(facts: Facts, compat: Any, r: BenchResult) -> Tuple[Optional[str], Any]:
+    """(the GPU's name as reported, its gpus.json row or None)."""
     _i, g = gpu_for(facts, r)
+    name = (g.name if g is not None else None) or (r.params.get("gpu_name") if isinstance(r.params, dict) else None)
+    try:
+        spec = compat.gpu(name) if name else None
+    except Exception:
+        spec = None
+    return name, spec
+
+
+def _gpu_kernel(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
+    if not (r.device or "").startswith("cuda"):
+        return Expectation(None, r.unit, None, "no reference", "CPU: no reference (depends on the CPU)")
+    relabel = effective_dtype(r)
+    if relabel:
+        return Expectation(None, r.unit, None, "no reference", f"not judged as {r.name}: it measured {relabel}")
+    name, spec = spec_for(facts, compat, r)
+    if spec is None:
+        return Expectation(None, r.unit, None, "no reference",
+                           f"no reference for this GPU ({name or 'unknown name'})")
+    row = table.gpu_row(spec.name, r.name)
+    if row is None:
+        why = table.gap(spec.name, r.name)
+        return Expectation(None, r.unit, None, "no reference",
+                           f"no reference for this GPU: no {r.name} figure for {spec.name}"
+                           + (f" ({why})" if why else ""))
+    return _judge(table, r, row, row.expected, f"{row.expected:g} {row.unit} for {spec.name}")
+
+
+# GPUs whose host memory is reached over NVLink-C2C, not PCIe (Grace Hopper / Grace Blackwell superchips)
+C2C_GPU = re.compile(r"^(?:NVIDIA\s+)?(GH|GB)\d{3}", re.IGNORECASE)
+
+
+def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
+    _i, g = gpu_for(facts, r)
+    name, spec = spec_for(facts, compat, r)
+    model = spec.name if spec is not None else (name or "")
+    direction = "d2h" if r.name.startswith("d2h") else "h2d"
+    if C2C_GPU.match(model) or C2C_GPU.match(name or ""):
+        got = table.host_copy("c2c", direction=direction)
+        if got is None:
+            return Expectation(None, r.unit, None, "no reference", "no NVLink-C2C reference")
+        expected, row = got
+        return _judge(table, r, row, expected, f"NVLink-C2C ({model}): {expected:g} GB/s one way")
     if g is None:
         return Expectation(None, r.unit, None, "no reference", "the GPU's PCIe link is unknown")
     gen, width = g.pcie_gen_max, g.pcie_width_max
-    got = table.copy_expectation(gen, width)
+    got = table.host_copy("pcie", gen, width)
     if got is None:
         return Expectation(None, r.unit, None, "no reference",
                            f"no reference for a Gen{gen or '?'} x{width or '?'} link")
     expected, row = got
-    ratio = r.value / expected
-    basis = f"Gen{gen} x{width} (the link's maximum): {expected:.1f} GB/s one way in public measurements"
+    basis = f"Gen{gen} x{width} (the link's maximum): {expected:.1f} GB/s one way"
     if width != row.width:
         basis += f" (x{row.width} figure scaled by lanes)"
-    return Expectation(round(expected, 2), r.unit, round(ratio, 3), _verdict(ratio, table.band("host_copy")), basis,
-                       row.source)
+    return _judge(table, r, row, expected, basis)
+
+
+def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
+    a = gpu_index(facts, r.params.get("src_pci_bus_id"))
+    b = gpu_index(facts, r.params.get("dst_pci_bus_id"))
+    kind, why = link_kind(facts, compat, a, b)
+    if kind is None:
+        return Expectation(None, r.unit, None, "no reference", f"link unknown: {why}")
+    if kind == "pcie":
+        gen, width = min_link([facts.driver.gpus[a], facts.driver.gpus[b]])  # type: ignore[index]
+        got = table.p2p("pcie", gen, width)
+        why += f" Gen{gen or '?'} x{width or '?'}"
+    else:
+        got = table.p2p(kind)
+    if got is None:
+        return Expectation(None, r.unit, None, "no reference", f"no reference for {why}")
+    expected, row = got
+    return _judge(table, r, row, expected, f"{why}: {expected:g} GB/s one way")
+
+
+def _allreduce(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
+    buses = r.params.get("pci_bus_ids") or []
+    idx = [i for i in (gpu_index(facts, b) for b in buses) if i is not None]
+    if len(idx) < 2 or len(idx) != len(buses):
+        return Expectation(None, r.unit, None, "no reference",
+                           "the GPUs of the all-reduce are not in the driver facts")
+    kind, why = topology_kind(facts, compat, idx)
+    if kind is None:
+        return Expectation(None, r.unit, None, "no reference", why)
+    row = table.topology(kind)
+    if row is None:
+        return Expectation(None, r.unit, None, "no reference", f"no reference for {why}")
+    expected = row.expected
+    if kind == "pcie":  # a ring is bounded by its slowest PCIe link
+        gen, width = min_link([facts.driver.gpus[i] for i in idx])
+        got = table.p2p("pcie", gen, width)
+        if got is None:
+            return Expectation(None, r.unit, None, "no reference", f"no PCIe Gen{gen} x{width} reference")
+        expected = got[0]
+        why += f", slowest link Gen{gen} x{width}"
+    return _judge(table, r, row, float(expected), f"{why}: busbw {expected:g} GB/s")
 
 
 def _disk(facts: Facts, table: Any, r: BenchResult) -> Expectation:
     _i, p = storage_for(facts, r)
-    kind = disk_kind(p)
+    nb = table.disks.get("network_block")
+    kind = disk_kind(p, nb.models if nb is not None else ())
     if kind is None:
-        return Expectation(None, r.unit, None, "no reference", "the kind of disk under this path is unknown")
+        return Expectation(None, r.unit, None, "no reference", unknown_disk_why(p))
     band = table.band("disk")
     row = table.disks.get(kind)
     if kind in ("hdd", "network"):
@@ -172,7 +298,11 @@ def _disk(facts: Facts, table: Any, r: BenchResult) -> Expectation:
         return Expectation(None, r.unit, None, "no reference", f"no reference for {kind}")
     expected = float(row.seq_read_floor_mbs)
     ratio = r.value / expected
-    basis = f"a healthy {kind.replace('_', ' ')} reads over {expected:g} MB/s even at queue depth 1"
+    if kind == "network_block":
+        basis = (f"a network block volume ({p.device_model if p else '?'}): judged against its documented "
+                 f"baseline, {expected:g} MB/s at queue depth 1")
+    else:
+        basis = f"a healthy {kind.replace('_', ' ')} reads over {expected:g} MB/s even at queue depth 1"
     return Expectation(expected, r.unit, round(ratio, 3), _verdict(ratio, band), basis, row.source)
 
 

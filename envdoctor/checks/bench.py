@@ -6,34 +6,21 @@ from typing import Any, List, Optional, Tuple
 
 from ..facts import BenchResult, Facts, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ._bench_common import THROTTLE_TEXT, bench_results, severity
 from ._bench_expect import (
     MATMUL_DTYPE,
     VGPU_NAME,
     disk_kind,
+    effective_dtype,
     expect,
     gpu_for,
     limiting_throttles,
     storage_for,
 )
-from .base import Check, CheckContext, Findings, SkipCheck, registrar
+from .base import Check, CheckContext, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
-
-
-_THROTTLE_TEXT = {"sw_thermal_slowdown": "SW Thermal Slowdown", "hw_thermal_slowdown": "HW Thermal Slowdown",
-                  "sw_power_cap": "SW Power Cap", "hw_slowdown": "HW Slowdown",
-                  "hw_power_brake_slowdown": "HW Power Brake Slowdown"}
-
-
-def _results(facts: Facts, names: Any) -> List[Any]:
-    if facts.bench.status == ProbeStatus.SKIPPED and not facts.bench.results:
-        raise SkipCheck("no benchmark ran (`envdoctor bench` or `envdoctor check --bench` runs them)")
-    return [(i, r) for i, r in enumerate(facts.bench.results) if r.name in names]
-
-
-def _severity(verdict: str) -> str:
-    return Severity.ERROR if verdict == "error" else Severity.WARNING
 
 
 def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult,
@@ -45,7 +32,7 @@ def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult
     base = f"driver.gpus[{gi}]"
     throttles = limiting_throttles(g, r)
     if throttles:
-        names = ", ".join(_THROTTLE_TEXT.get(t, t) for t in throttles)
+        names = ", ".join(THROTTLE_TEXT.get(t, t) for t in throttles)
         during = r.params.get("throttle_reasons_seen") if isinstance(r.params, dict) else None
         ev = (Evidence(f"bench.results[{ri}].params.throttle_reasons_seen", during,
                        expected="no thermal or power throttle while it ran")
@@ -93,27 +80,99 @@ def _numa_note(facts: Facts) -> Optional[str]:
     return None
 
 
-@check("bench.matmul", "Matmul throughput reaches what this GPU achieves in public measurements",
-       categories=("PERF_BELOW_EXPECTED",))
-def matmul(ctx: CheckContext) -> List[Finding]:
+def _gpu_below(ctx: CheckContext, names: Any, code: str, what: str) -> List[Finding]:
     facts = ctx.facts
-    items = [(i, r) for i, r in _results(facts, MATMUL_DTYPE) if (r.device or "").startswith("cuda")]
+    items = [(i, r) for i, r in bench_results(facts, names) if (r.device or "").startswith("cuda")]
     out: List[Finding] = []
-    for i, r, e in _below_expected(ctx, items, "no GPU matmul result"):
+    for i, r, e in _below_expected(ctx, items, f"no GPU {what} result"):
         gi, g = gpu_for(facts, r)
         causes = gpu_causes(facts, g, gi, r, i)
         cause = causes[0][0] if causes else "no cause found in this run's facts"
         out.append(Finding(
-            "bench.matmul/below-expected", "PERF_BELOW_EXPECTED", _severity(e.verdict),
-            f"{r.name} on {r.device} ({g.name if g else r.params.get('gpu_name')}): {r.value:g} TFLOP/s, "
+            code, "PERF_BELOW_EXPECTED", severity(e.verdict),
+            f"{r.name} on {r.device} ({g.name if g else r.params.get('gpu_name')}): {r.value:g} {r.unit}, "
             f"{e.ratio:.0%} of the {e.expected:g} expected; likely cause: {cause}",
-            detail=(f"Expected {e.basis}. Shape {r.params.get('shape')}. "
+            detail=(f"Expected {e.basis}. " + (f"Shape {r.params.get('shape')}. " if r.params.get("shape") else "")
                     + ("Other facts of this run: " + "; ".join(c[0] for c in causes[1:]) + ". " if len(causes) > 1
                        else "")
                     + "A job on this GPU runs this much slower than the same GPU elsewhere."),
-            evidence=[Evidence(f"bench.results[{i}].value", r.value, expected=f">= {e.expected:g} TFLOP/s",
+            evidence=[Evidence(f"bench.results[{i}].value", r.value, expected=f">= {e.expected:g} {r.unit}",
                                source=e.source)] + [c[1] for c in causes],
             fix=_gpu_fix(causes),
+        ))
+    return out
+
+
+def _unjudged(ctx: CheckContext, names: Any, code: str) -> List[Finding]:
+    """GPU results that ran but have nothing to be judged against: said, never passed quietly."""
+    out = []
+    for i, r in bench_results(ctx.facts, names):
+        if not (r.device or "").startswith("cuda") or r.status != ProbeStatus.OK or r.value is None:
+            continue
+        e = expect(ctx.facts, ctx.compat, r)
+        if e.verdict != "no reference":
+            continue
+        relabel = effective_dtype(r)
+        if relabel:
+            out.append(Finding(
+                code.replace("no-reference", "tf32-override"), "PERF_BELOW_EXPECTED", Severity.WARNING,
+                f"{r.name} on {r.device} measured {relabel}: not reported as {r.name}",
+                detail="An environment override changed what cuBLAS computes for this dtype, so the figure is not "
+                       f"the one its name says. {r.value:g} {r.unit} is left unjudged.",
+                evidence=[Evidence(f"bench.results[{i}].params.env_overrides", r.params.get("env_overrides"),
+                                   expected="unset")],
+                fix=Fix("Unset the override and re-run", ["env -u TORCH_ALLOW_TF32_CUBLAS_OVERRIDE -u "
+                                                          "NVIDIA_TF32_OVERRIDE envdoctor bench"])))
+            continue
+        out.append(Finding(
+            code, "NOTE", Severity.INFO,
+            f"{r.name} on {r.device}: {r.value:g} {r.unit}, {e.basis}",
+            detail="Nothing in compat_data/bench.json to judge this figure against, so it neither passes nor fails.",
+            evidence=[Evidence(f"bench.results[{i}].value", r.value)]))
+    return out
+
+
+@check("bench.matmul", "Matmul throughput reaches what this GPU achieves in public measurements",
+       categories=("PERF_BELOW_EXPECTED", "NOTE"))
+def matmul(ctx: CheckContext) -> List[Finding]:
+    out = _unjudged(ctx, MATMUL_DTYPE, "bench.matmul/no-reference")
+    try:
+        out += _gpu_below(ctx, MATMUL_DTYPE, "bench.matmul/below-expected", "matmul")
+    except SkipCheck:
+        if not out:
+            raise
+    return out
+
+
+@check("bench.membw", "Device memory bandwidth reaches what this GPU achieves in public measurements",
+       categories=("PERF_BELOW_EXPECTED", "NOTE"))
+def membw(ctx: CheckContext) -> List[Finding]:
+    out = _unjudged(ctx, ("membw_device",), "bench.membw/no-reference")
+    try:
+        out += _gpu_below(ctx, ("membw_device",), "bench.membw/below-expected", "device memory")
+    except SkipCheck:
+        if not out:
+            raise
+    return out
+
+
+@check("bench.gpu-to-gpu", "GPU-to-GPU copies and all-reduce reach what their links carry",
+       categories=("PERF_BELOW_EXPECTED",))
+def gpu_to_gpu(ctx: CheckContext) -> List[Finding]:
+    facts = ctx.facts
+    items = bench_results(facts, ("p2p", "allreduce"))
+    out: List[Finding] = []
+    for i, r, e in _below_expected(ctx, items, "no GPU-to-GPU result (one GPU?)"):
+        what = "bus bandwidth" if r.name == "allreduce" else "one way"
+        out.append(Finding(
+            f"bench.gpu-to-gpu/{r.name}-below-expected", "PERF_BELOW_EXPECTED", severity(e.verdict),
+            f"{r.name} {r.device}: {r.value:g} GB/s {what}, {e.ratio:.0%} of the {e.expected:g} GB/s expected",
+            detail=f"Expected {e.basis}. Data-parallel jobs wait on the slowest link every step.",
+            evidence=[Evidence(f"bench.results[{i}].value", r.value, expected=f">= {e.expected:g} GB/s",
+                               source=e.source),
+                      Evidence("topology.gpu_matrix", facts.topology.gpu_matrix)],
+            fix=Fix("Check the links and their errors; compare with nccl-tests", [
+                "nvidia-smi topo -m", "nvidia-smi nvlink -s", "nvidia-smi nvlink -e"]),
         ))
     return out
 
@@ -135,8 +194,8 @@ def _gpu_fix(causes: List[tuple]) -> Fix:
        categories=("PERF_BELOW_EXPECTED",))
 def host_copy(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
-    items = _results(facts, ("h2d_pinned", "d2h_pinned"))
-    pageable = {r.device: r for _i, r in _results(facts, ("h2d_pageable",)) if r.status == ProbeStatus.OK}
+    items = bench_results(facts, ("h2d_pinned", "d2h_pinned"))
+    pageable = {r.device: r for _i, r in bench_results(facts, ("h2d_pageable",)) if r.status == ProbeStatus.OK}
     out: List[Finding] = []
     for i, r, e in _below_expected(ctx, items, "no host<->device copy result"):
         gi, g = gpu_for(facts, r)
@@ -160,7 +219,7 @@ def host_copy(ctx: CheckContext) -> List[Finding]:
         if numa:
             detail += numa.capitalize() + "."
         out.append(Finding(
-            "bench.host-copy/below-expected", "PERF_BELOW_EXPECTED", _severity(e.verdict),
+            "bench.host-copy/below-expected", "PERF_BELOW_EXPECTED", severity(e.verdict),
             f"{r.name} on {r.device}: {r.value:g} GB/s, {e.ratio:.0%} of the {e.expected:g} GB/s expected; "
             f"likely cause: {cause}",
             detail=detail.strip(),
@@ -179,7 +238,7 @@ def host_copy(ctx: CheckContext) -> List[Finding]:
        categories=("PERF_BELOW_EXPECTED",))
 def disk(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
-    items = _results(facts, ("disk_seq_read",))
+    items = bench_results(facts, ("disk_seq_read",))
     out: List[Finding] = []
     for i, r, e in _below_expected(ctx, items, "no disk result"):
         si, p = storage_for(facts, r)
@@ -188,6 +247,9 @@ def disk(ctx: CheckContext) -> List[Finding]:
         if kind == "hdd":
             cause = f"the data is on a rotational disk ({p.block_device or p.device_model or 'HDD'})"
             ev = Evidence(f"{base}.rotational", True, expected="an SSD or NVMe")
+        elif kind == "network_block":
+            cause = f"the data is on a network block volume ({p.device_model}): it reads at its provisioned rate"
+            ev = Evidence(f"{base}.device_model", p.device_model, expected="local NVMe for training data")
         elif kind == "network":
             cause = f"the data is on a network filesystem ({p.fstype}, {p.mount_source or '?'})"
             ev = Evidence(f"{base}.fstype", p.fstype, expected="a local filesystem on NVMe")
@@ -197,7 +259,7 @@ def disk(ctx: CheckContext) -> List[Finding]:
         cached = r.params.get("direct") is False
         out.append(Finding(
             "bench.disk/below-expected", "PERF_BELOW_EXPECTED",
-            Severity.WARNING if cached else _severity(e.verdict),
+            Severity.WARNING if cached else severity(e.verdict),
             f"Sequential read under {r.device}: {r.value:g} MB/s, below the {e.expected:g} MB/s expected; "
             f"likely cause: {cause}",
             detail=f"Expected: {e.basis}. The data loader reads no faster than this."
@@ -207,75 +269,4 @@ def disk(ctx: CheckContext) -> List[Finding]:
             fix=Fix("Copy the data set to local NVMe before training (or stage it into RAM / a local cache)",
                     ["df -h", "lsblk -d -o NAME,ROTA,TRAN,MODEL"]),
         ))
-    return out
-
-
-SUSTAINED = Findings("bench.sustained", "PERF_BELOW_EXPECTED")
-
-
-@check(SUSTAINED, "Under sustained load every GPU holds its clocks and keeps up with the others")
-def sustained(ctx: CheckContext) -> List[Finding]:
-    facts = ctx.facts
-    items = [(i, r) for i, r in _results(facts, ("sustained",)) if r.status == ProbeStatus.OK and r.value]
-    if not items:
-        raise SkipCheck("no sustained run (`envdoctor bench --sustain 60`)")
-    out: List[Finding] = []
-    for i, r in items:
-        onset = r.params.get("throttle_onset_s")
-        drop = r.params.get("drop_pct")
-        seen = r.params.get("throttle_reasons_seen") or []
-        if onset is not None or (isinstance(drop, (int, float)) and drop > 10):
-            names = ", ".join(_THROTTLE_TEXT.get(t, t) for t in seen) or "no throttle reason reported"
-            out.append(SUSTAINED.warning(
-                "throttled",
-                f"{r.device} under sustained load: throughput fell {drop if drop is not None else '?'}% "
-                f"({r.params.get('tflops_first')} -> {r.params.get('tflops_last')} TFLOP/s)"
-                + (f"; throttling from {onset:g} s ({names})" if onset is not None else ""),
-                detail="Long jobs run at the throttled speed, not at the first minute's.",
-                evidence=[Evidence(f"bench.results[{i}].params.throttle_onset_s", onset),
-                          Evidence(f"bench.results[{i}].params.drop_pct", drop, expected="<= 10")],
-                fix=Fix("Check cooling and power delivery; compare with the other GPUs of the node",
-                        ["nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER"]),
-            ))
-    gpus = [(i, r) for i, r in items if (r.device or "").startswith("cuda")]
-    if len(gpus) >= 2:
-        values = sorted(r.value for _i, r in gpus)
-        median = values[len(values) // 2]
-        i, slow = min(gpus, key=lambda x: x[1].value)
-        if slow.value < 0.9 * median:
-            out.append(SUSTAINED.warning(
-                "straggler",
-                f"{slow.device} sustains {slow.value:g} TFLOP/s against the median {median:g} of {len(gpus)} GPUs "
-                f"running at the same time ({slow.value / median:.0%}): a data-parallel job runs at the slowest one",
-                evidence=[Evidence(f"bench.results[{i}].value", slow.value, expected=f">= 90% of {median:g}")],
-                fix=Fix("Check that GPU's cooling, power and throttle reasons; ask the provider to swap it",
-                        ["nvidia-smi -q -d PERFORMANCE"]),
-            ))
-    return out
-
-
-GPU_VIRTUALIZED = Findings("bench.gpu-virtualized", "GPU_VIRTUALIZED")
-
-
-@check(GPU_VIRTUALIZED, "GPUs are whole devices, not vGPU slices")
-def gpu_virtualized(ctx: CheckContext) -> List[Finding]:
-    drv = ctx.facts.driver
-    if drv.status != ProbeStatus.OK or not drv.gpus:
-        raise SkipCheck("no GPU facts")
-    known = [g for g in drv.gpus if g.virtualization_mode is not None or g.name]
-    if not known:
-        raise SkipCheck("virtualization mode unknown")
-    out = []
-    for i, g in enumerate(drv.gpus):
-        by_mode = g.virtualization_mode == "vgpu"
-        by_name = bool(VGPU_NAME.match(g.name or ""))
-        if by_mode or by_name:
-            out.append(GPU_VIRTUALIZED.info(
-                "vgpu",
-                f"GPU {i} ({g.name}) is a vGPU: a slice of a physical GPU behind a hypervisor",
-                detail="Its memory and time are shared with other virtual machines; benchmark figures below the "
-                       "whole board's are expected and this is the likely reason when they are low.",
-                evidence=[Evidence(f"driver.gpus[{i}].virtualization_mode", g.virtualization_mode),
-                          Evidence(f"driver.gpus[{i}].name", g.name)],
-            ))
     return out

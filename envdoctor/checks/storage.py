@@ -8,6 +8,7 @@ from ..compat.health import health_table
 from ..facts import DataPath, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, copy_to_local, largest_dirs, random_read_test
+from ._bench_expect import network_volume_model
 from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section
 
 CHECKS: List[Check] = []
@@ -108,7 +109,19 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                         commands=[command("docker", "run", "-v", "/path/on/host:/data", "...",
                                           comment="then train from /data")]),
             ))
-        if p.rotational:
+        volume = network_volume_model(p)
+        if volume:
+            out.append(DATA_PATH.info(
+                "network-volume",
+                f"{p.path} is on a network block volume ({volume}, {p.block_device or '?'})",
+                detail="An NVMe- or SCSI-attached cloud volume (EBS, Persistent Disk, Azure managed disk) reads at "
+                       "the throughput provisioned for it (an EBS gp3 volume: 125 MiB/s unless raised), not at "
+                       "local NVMe speed; `envdoctor bench` judges it against that baseline.",
+                evidence=[Evidence(f"{base}.device_model", p.device_model, expected="local NVMe for hot data")],
+                fix=Fix("Raise the volume's provisioned throughput or copy hot data to local instance storage",
+                        commands=[copy_to_local(p.path)]),
+            ))
+        elif p.rotational:
             if _virtual_disk(p, virt):
                 out.append(DATA_PATH.info(
                     "virtual-rotational",

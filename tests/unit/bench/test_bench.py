@@ -81,7 +81,9 @@ def test_far_below_is_an_error_and_no_reference_gpu_skips():
     odd = dataclasses.replace(odd, bench=Bench(status=ProbeStatus.OK, results=[dataclasses.replace(
         _mm(10.0, facts), params={"pci_bus_id": "0000:18:00", "gpu_name": "NVIDIA Imaginary 9000"})]))
     res = _run(odd, "bench.matmul")
-    assert res.status == CheckStatus.SKIPPED and "no reference for this GPU" in res.reason
+    # said in the report, never passed quietly
+    assert [f.code for f in res.findings] == ["bench.matmul/no-reference"]
+    assert "no reference for this GPU" in res.findings[0].summary
 
 
 def test_h2d_12_gbs_on_a_gen4_x8_link_names_the_link():
@@ -90,7 +92,7 @@ def test_h2d_12_gbs_on_a_gen4_x8_link_names_the_link():
                     params={"pci_bus_id": "0000:18:00", "pcie_gen_under_load": 4, "pcie_width_under_load": 8})
     snap = _with_results(facts, [r], gpu_changes={"pcie_gen_max": 4, "pcie_width_max": 16})
     (f,) = _run(snap, "bench.host-copy").findings
-    assert f.category == "PERF_BELOW_EXPECTED" and f.severity == Severity.WARNING
+    assert f.category == "PERF_BELOW_EXPECTED" and f.severity == Severity.ERROR  # 48% of 25.1: under half
     assert "Gen4 x8 under load, below its maximum Gen4 x16" in f.summary
     ok = _with_results(facts, [dataclasses.replace(r, value=24.0)], gpu_changes={"pcie_gen_max": 4,
                                                                                   "pcie_width_max": 16})
@@ -143,15 +145,19 @@ def test_bench_checks_skip_without_a_run():
 def test_bench_data_is_cited_and_validated():
     compat = load_compat()
     table = bench_table(compat)
-    assert table.matmul_row("H100 SXM5 80GB", "bf16").fraction == pytest.approx(0.803)
-    assert table.copy_expectation(4, 8)[0] == pytest.approx(25.1 / 2)
-    assert table.copy_expectation(2, 16) is None  # no row: no guess
+    assert table.gpu_row("H100 SXM5 80GB", "matmul_bf16").expected == pytest.approx(783.7)
+    assert table.host_copy("pcie", 4, 8)[0] == pytest.approx(25.1 / 2)
+    assert table.host_copy("pcie", 2, 16) is None  # no row: no guess
     doc = json.loads((REPO / "compat_data/bench.json").read_text())
     gpus = json.loads((REPO / "compat_data/gpus.json").read_text())
     validate_bench(doc, gpus)
     for bad, msg in ((dict(doc["rows"][0], gpu="Nope 1"), "not a gpus.json row"),
-                     (dict(doc["rows"][0], fraction=0.5), "is not mamf_tflops / theory_tflops"),
-                     (dict(doc["rows"][0], dtype="int4"), "dtype")):
+                     (dict(doc["rows"][0], kernel="matmul_int4"), "kernel"),
+                     (dict(doc["rows"][0], confidence=None), "confidence"),
+                     (dict(doc["rows"][0], method=""), "no method"),
+                     (dict(doc["rows"][0], source=[]), "source"),
+                     (dict(doc["rows"][0], derived=True, basis=None), "basis"),
+                     (dict(doc["rows"][0], expected=10 * (doc["rows"][0]["peak"] or 1)), "110%")):
         with pytest.raises(CompatDataError, match=msg):
             validate_bench(dict(doc, rows=[bad]), gpus)
 

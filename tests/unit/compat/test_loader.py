@@ -62,10 +62,10 @@ CASES: List[tuple] = [
     ("health.json", "driver_defects", 0, "fixed_in", "soon", "fixed_in"),
     ("driver_gpu_support.json", "rows", 2, "first_branch", "470", "first_branch"),
     ("driver_gpu_support.json", "rows", 0, "cc_min", "x", "cc_min"),
-    ("bench.json", "rows", 0, "fraction", 2, "fraction"),
-    ("bench.json", "rows", 1, "dtype", "fp4", "dtype"),
+    ("bench.json", "rows", 0, "kernel", "matmul_fp4", "kernel"),
+    ("bench.json", "rows", 1, "confidence", "sure", "confidence"),
     ("bench.json", "bands", 0, "warning_below", "high", "warning_below"),
-    ("bench.json", "host_copy_achievable", 0, "gbs", -1, "gbs"),
+    ("bench.json", "links", 0, "expected", -1, "expected"),
     ("bench.json", "disk_kinds", 0, "kind", "tape", "kind"),
     ("bench.json", "fast_local_storage_mbs", 0, "seq_read_mbs", "fast", "seq_read_mbs"),
     ("error_signatures.json", "rows", 0, "pattern", "(unclosed", "pattern"),
@@ -116,7 +116,7 @@ def test_the_bundled_matrix_loads_typed(tmp_path):
     compat = load_compat(_copy(tmp_path))  # a copy: the same data loads from any directory
     assert compat.health is not None and compat.health.rows
     assert compat.driver_gpu_support is not None and compat.driver_gpu_support.rows
-    assert compat.bench is not None and compat.bench.matmul
+    assert compat.bench is not None and compat.bench.gpu_rows
     assert compat.xid is not None and 48 in compat.xid.hardware()
     assert compat.signatures and all(s.regex is not None for s in compat.signatures)
     assert all(isinstance(r.linux_min_driver, (str, type(None))) for r in compat.cuda_releases())

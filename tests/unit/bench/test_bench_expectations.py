@@ -1,0 +1,273 @@
+"""compat_data/bench.json expectations: every row cited and judged the way the bench judges a result."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+
+from envdoctor.checks import all_checks, run_checks, select
+from envdoctor.checks._bench_expect import disk_kind, expect
+from envdoctor.compat import load_compat
+from envdoctor.compat.bench import GPU_KERNELS
+from envdoctor.facts import Bench, BenchResult, DataPath, Facts, ProbeStatus, Storage
+from tests.paths import FIXTURES, REPO
+
+COMPAT = load_compat()
+TABLE = COMPAT.bench
+DOC = json.loads((REPO / "compat_data/bench.json").read_text())
+# the GPUs issue 22 names, as a user types them, and the kernels each must have (fp8: compute capability >= 8.9)
+NAMED = ["H100 SXM", "H100 PCIe", "H100 NVL", "H200", "H200 NVL", "A100-SXM4-80GB", "A100 PCIe 40GB", "L40S",
+         "L4", "A10G", "RTX 4090", "RTX 5090", "V100", "T4", "GH200", "B200", "GB200"]
+
+
+def h100() -> Facts:
+    return Facts.from_json((FIXTURES / "snapshots/h100-sxm-x8-healthy.json").read_text())
+
+
+FACTS = h100()
+
+
+def _on(gpu_name: str, result: BenchResult, **gpu_changes) -> Facts:
+    drv = FACTS.driver
+    g = dataclasses.replace(drv.gpus[0], name=gpu_name, **gpu_changes)
+    return dataclasses.replace(FACTS, driver=dataclasses.replace(drv, gpus=[g] + drv.gpus[1:]),
+                               bench=Bench(status=ProbeStatus.OK, results=[result]))
+
+
+GPUS = {r["name"]: r for r in json.loads((REPO / "compat_data/gpus.json").read_text())["rows"]}
+
+
+def _nvml_name(row_name: str) -> str:
+    for n in (GPUS[row_name].get("aliases") or []) + [row_name]:
+        if COMPAT.gpu(n) is not None and COMPAT.gpu(n).name == row_name:
+            return n
+    raise AssertionError(f"no name resolves to {row_name}")
+
+
+def _result(kernel: str, value: float, name: str) -> BenchResult:
+    unit = "GB/s" if kernel == "membw_device" else "TFLOP/s"
+    return BenchResult(kernel, ProbeStatus.OK, device="cuda:0", value=value, unit=unit,
+                       params={"pci_bus_id": "0000:18:00", "gpu_name": name, "shape": [8192, 8192, 8192]})
+
+
+def test_every_row_has_a_source_a_method_and_a_confidence():
+    for table in ("rows", "links", "topologies"):
+        for r in DOC[table]:
+            assert r["source"] and len(r["source"]) <= 2, r
+            assert r["method"].strip() and r["confidence"] in ("high", "medium", "low"), r
+            assert not r["derived"] or r["basis"].strip(), r
+    assert len(TABLE.gpu_rows) == len(DOC["rows"]) and len(DOC["rows"]) > 150
+
+
+@pytest.mark.parametrize("row", TABLE.gpu_rows, ids=lambda r: f"{r.key}:{r.kernel}")
+def test_a_healthy_result_at_the_achievable_figure_passes_and_60_percent_fails(row):
+    name = _nvml_name(row.key)
+    for value, verdict in ((row.expected, "ok"), (row.expected * 1.2, "ok"), (row.expected * 0.6, "error"),
+                           (row.expected * 0.3, "error")):
+        r = _result(row.kernel, value, name)
+        e = expect(_on(name, r), COMPAT, r)
+        assert e.verdict == verdict, (row.key, row.kernel, value, e)
+        assert e.source == row.source and e.expected == pytest.approx(row.expected, abs=0.01)
+
+
+@pytest.mark.parametrize("asked", NAMED)
+def test_matrix_bench_names_every_kernel_of_the_named_gpus(asked):
+    from envdoctor.matrix_bench import bench_expectations
+
+    out = bench_expectations(COMPAT, asked)
+    spec = COMPAT.gpu(out["gpu"])
+    cc = tuple(int(x) for x in spec.compute_capability.split("."))
+    want = [k for k in GPU_KERNELS if not (k == "matmul_fp8" and cc < (8, 9))
+            and not (k in ("matmul_bf16", "matmul_tf32") and cc < (8, 0))]
+    have = {k["name"] for k in out["kernels"]}
+    gaps = {k["name"] for k in out["no_reference"] if TABLE.gap(spec.name, k["name"])}
+    for k in want:
+        assert k in have or k in gaps, (asked, k)  # an expectation, or a gap saying why there is none
+    for k in out["kernels"]:
+        assert k["sources"] and k["method"] and k["confidence"] and k["error_below"] < k["warning_below"]
+
+
+def test_cli_matrix_bench_json_and_unknown_gpu():
+    run = [sys.executable, "-m", "envdoctor", "matrix", "bench", "--gpu", "H100", "--format", "json"]
+    proc = subprocess.run(run, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["gpu"] == "H100 SXM5 80GB" and "H100 PCIe 80GB" in doc["other_models"]
+    bf16 = next(k for k in doc["kernels"] if k["name"] == "matmul_bf16")
+    assert set(bf16) >= {"name", "unit", "expected", "warning_below", "error_below", "method", "sources", "confidence"}
+    assert bf16["unit"] == "TFLOP/s" and bf16["error_below"] == pytest.approx(0.6 * bf16["expected"], abs=0.01)
+    bad = subprocess.run(run[:5] + ["--gpu", "Imaginary 9000"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and "not in the matrix" in bad.stderr
+
+
+def test_a_healthy_h200_at_the_square_shape_fp8_figure_passes():
+    # public square-shape figures sit ~20% under the best-shape sweeps (K 12k-14k) the old row used
+    r = _result("matmul_fp8", 1170.0, "NVIDIA H200")
+    e = expect(_on("NVIDIA H200", r), COMPAT, r)
+    assert e.verdict == "ok" and e.expected < 1453.4 * 0.9
+
+
+def test_a_gh200_host_copy_at_pcie_speed_fails():
+    r = BenchResult("h2d_pinned", ProbeStatus.OK, device="cuda:0", value=52.0, unit="GB/s",
+                    params={"pci_bus_id": "0000:18:00", "gpu_name": "NVIDIA GH200 480GB"})
+    facts = _on("NVIDIA GH200 480GB", r, pcie_gen_max=5, pcie_width_max=16)
+    e = expect(facts, COMPAT, r)
+    assert e.verdict == "error" and "C2C" in e.basis
+    (res,) = run_checks(facts, COMPAT, select(all_checks(), ["bench.host-copy"]))
+    assert [f.severity for f in res.findings] == ["error"]
+    ok = dataclasses.replace(r, value=340.0)
+    assert expect(_on("NVIDIA GH200 480GB", ok), COMPAT, ok).verdict == "ok"
+
+
+def _disk(path: DataPath, value: float):
+    r = BenchResult("disk_seq_read", ProbeStatus.OK, device=path.path, value=value, unit="MB/s",
+                    params={"path": path.path, "direct": True})
+    facts = dataclasses.replace(FACTS, storage=Storage(status=ProbeStatus.OK, paths=[path]),
+                                bench=Bench(status=ProbeStatus.OK, results=[r]))
+    return facts, expect(facts, COMPAT, r)
+
+
+def test_a_virtio_disk_is_not_called_an_hdd():
+    p = DataPath("/data", status=ProbeStatus.OK, kind="local", fstype="ext4", block_device="vda", rotational=True,
+                 transport="virtio")
+    assert disk_kind(p) is None
+    facts, e = _disk(p, 150.0)
+    assert e.verdict == "no reference" and "unknown kind" in e.basis and "virtual" in e.basis
+    (res,) = run_checks(facts, COMPAT, select(all_checks(), ["bench.disk"]))
+    assert not res.findings  # measured, not blamed
+    real = dataclasses.replace(p, block_device="sda", transport="sata")
+    assert disk_kind(real) == "hdd"
+
+
+def test_an_ebs_volume_is_judged_as_one_not_as_failing_local_nvme():
+    p = DataPath("/data", status=ProbeStatus.OK, kind="local", fstype="xfs", block_device="nvme1n1",
+                 rotational=False, transport="nvme", device_model="Amazon Elastic Block Store")
+    assert disk_kind(p) == "network_block"
+    _f, e = _disk(p, 130.0)  # a gp3 volume at its 125 MiB/s baseline: healthy
+    assert e.verdict == "ok" and "network block volume" in e.basis
+    local = dataclasses.replace(p, device_model="Samsung SSD 990 PRO 2TB")
+    assert _disk(local, 130.0)[1].verdict == "warning"  # local NVMe that slow is below its kind
+    assert _disk(p, 20.0)[1].verdict == "error"
+
+
+def _sustained(series, **params):
+    from envdoctor.bench.sampler import sustained_summary
+
+    summary = sustained_summary(series)
+    return BenchResult("sustained", ProbeStatus.OK, device="cuda:0", value=series[-1]["tflops"], unit="TFLOP/s",
+                       params={"pci_bus_id": "0000:18:00", "dtype": "bfloat16", **summary, **params},
+                       samples=series)
+
+
+def _sustained_codes(r):
+    facts = dataclasses.replace(FACTS, bench=Bench(status=ProbeStatus.OK, results=[r]))
+    (res,) = run_checks(facts, COMPAT, select(all_checks(), ["bench.sustained"]))
+    return [f.code for f in res.findings]
+
+
+def test_a_flat_power_capped_series_is_not_throttled_a_thermal_one_is():
+    flat = [{"t_s": i * 0.5, "tflops": 790.0, "sm_clock_mhz": 1755, "throttle_reasons": ["sw_power_cap"]}
+            for i in range(40)]
+    assert _sustained_codes(_sustained(flat)) == []
+    hot = [{"t_s": i * 0.5, "tflops": 790.0 if i < 20 else 600.0, "sm_clock_mhz": 1980 if i < 20 else 1500,
+            "throttle_reasons": [] if i < 20 else ["hw_thermal_slowdown"]} for i in range(40)]
+    assert "bench.sustained/throttled" in _sustained_codes(_sustained(hot))
+
+
+def test_a_uniformly_slow_gpu_is_caught_against_the_absolute_figure():
+    slow = [{"t_s": i * 0.5, "tflops": 400.0, "sm_clock_mhz": 1200, "throttle_reasons": ["sw_power_cap"]}
+            for i in range(40)]
+    assert _sustained_codes(_sustained(slow)) == ["bench.sustained/below-expected"]
+
+
+def test_a_result_matrix_with_corrupted_elements_fails():
+    flat = [{"t_s": i * 0.5, "tflops": 790.0, "sm_clock_mhz": 1980, "throttle_reasons": []} for i in range(10)]
+    codes = _sustained_codes(_sustained(flat, faulty_elements=12, checked_elements=67108864))
+    assert codes == ["bench.sustained/wrong-results"]
+
+
+def test_an_overridden_fp32_result_is_not_judged_as_fp32():
+    r = _result("matmul_fp32", 300.0, "NVIDIA H100 80GB HBM3")
+    r = dataclasses.replace(r, params={**r.params, "env_overrides": {"TORCH_ALLOW_TF32_CUBLAS_OVERRIDE": "1"}})
+    facts = _on("NVIDIA H100 80GB HBM3", r)
+    e = expect(facts, COMPAT, r)
+    assert e.verdict == "no reference" and "tf32" in e.basis
+    (res,) = run_checks(facts, COMPAT, select(all_checks(), ["bench.matmul"]))
+    assert [f.code for f in res.findings] == ["bench.matmul/tf32-override"]
+
+
+def test_ecc_counts_are_read_per_bus_and_nvml_failures_give_nothing():
+    from envdoctor.bench.run import ecc_uncorrected
+
+    class Nvml:
+        NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC = 1, 0
+
+        def nvmlDeviceGetCount(self):
+            return 2
+
+        def nvmlDeviceGetHandleByIndex(self, i):
+            return i
+
+        def nvmlDeviceGetPciInfo(self, h):
+            return type("P", (), {"busId": b"00000000:18:00.0" if h == 0 else b"00000000:2A:00.0"})
+
+        def nvmlDeviceGetTotalEccErrors(self, h, kind, counter):
+            if h == 1:
+                raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
+            return 3
+
+    assert ecc_uncorrected(Nvml()) == {"0000:18:00": 3}
+    assert ecc_uncorrected(object()) == {}
+
+
+@pytest.mark.slow
+def test_payload_counts_corrupted_elements_of_a_product(cpu_venv):
+    code = (
+        f"import sys; sys.path.insert(0, {str(REPO / 'envdoctor')!r})\n"
+        "import torch, _bench_payload as p\n"
+        "a = torch.randn(64, 64); ref = a @ a; c = ref.clone()\n"
+        "assert p.count_faulty(torch, c, ref) == 0\n"
+        "c[3, 4] += 1.0; c[10, 10] = float('nan')\n"
+        "print(p.count_faulty(torch, c, ref), p._parse_cpulist('0-3,8,10-11'))\n"
+    )
+    proc = subprocess.run([cpu_venv.python, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[0] == "2 [0, 1, 2, 3, 8, 10, 11]"
+
+
+def test_gpu_bench_peers_skips_with_a_reason_without_a_gpu(tmp_path):
+    import os
+    import shutil
+
+    bin_dir = tmp_path / "bin"  # the tools the scripts use, but no nvidia-smi
+    bin_dir.mkdir()
+    for tool in ("dirname", "timeout", "bash"):
+        os.symlink(shutil.which(tool), bin_dir / tool)
+    env = dict(os.environ, PATH=str(bin_dir))
+    for argv in ([sys.executable, str(REPO / "scripts/gpu_bench_peers.py"), "--python", sys.executable,
+                  "--out", str(tmp_path / "out")],
+                 ["/bin/bash", str(REPO / "scripts/gpu_bench_peers.sh"), str(tmp_path / "out")]):
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, cwd=REPO,
+                              env=dict(env, ENVDOCTOR_TEST_CUDA_VENV=sys.executable, PYTHON=sys.executable))
+        assert proc.returncode == 0, proc.stderr
+        assert "skipped: no nvidia-smi on PATH" in proc.stdout
+        assert not (tmp_path / "out.tar.gz").exists()
+
+
+def test_the_storage_check_names_a_network_volume_and_no_hdd_for_virtio():
+    ebs = DataPath("/data", status=ProbeStatus.OK, exists=True, kind="local", fstype="xfs", mount_point="/data",
+                   block_device="nvme1n1", rotational=False, transport="nvme",
+                   device_model="Amazon Elastic Block Store", size_bytes=1 << 40, free_bytes=1 << 39)
+    for path, want in ((ebs, "storage.data-path/network-volume"),
+                       (dataclasses.replace(ebs, block_device="vda", transport="virtio", rotational=True,
+                                            device_model=None), None)):
+        facts = dataclasses.replace(FACTS, storage=Storage(status=ProbeStatus.OK, paths=[path]))
+        (res,) = run_checks(facts, COMPAT, select(all_checks(), ["storage.data-path"]))
+        codes = [f.code for f in res.findings]
+        assert "storage.data-path/rotational" not in codes
+        if want:
+            assert want in codes
