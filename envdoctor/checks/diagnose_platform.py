@@ -5,11 +5,12 @@ from __future__ import annotations
 import re
 from typing import List
 
+from ..compat.signatures import signature_context
 from ..domain.variants import local_tag, variant_kind
 from ..domain.versions import base_version
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
-from ._paste import paste_or_skip, signature_hits
+from ._paste import paste_or_skip, signature_hits, wsl_kernel_too_old
 from .base import Check, CheckContext, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -70,6 +71,33 @@ def check_wsl_gpu(ctx: CheckContext) -> List[Finding]:
                 summary="This Windows build does not expose the GPU to Linux: CUDA sees no device inside WSL",
                 evidence=ev, fix=fix),
     ]
+
+
+@check("diagnose.wsl-kernel", "The WSL kernel is new enough for GPU compute",
+       categories=("WSL_SPECIFIC",))
+def check_wsl_kernel(ctx: CheckContext) -> List[Finding]:
+    """The WSL 2 kernel printed in the paste (uname -r, /proc/version, "Linux version ...-microsoft-standard-WSL2")
+    against the minimum GPU compute needs: an older kernel cannot reach the Windows driver, so CUDA finds none."""
+    paste_or_skip(ctx)
+    kernel = ctx.facts.host.kernel or ""
+    if "microsoft" not in kernel.lower():
+        raise SkipCheck("no WSL kernel version in the paste")
+    old = wsl_kernel_too_old(ctx.facts, ctx.compat)
+    minimum = (signature_context(ctx.compat, "wsl_min_kernel") or {}).get("value")
+    if minimum is None:
+        raise SkipCheck("minimum WSL kernel for GPU compute unknown (error_signatures.json context)")
+    if old is None:
+        return []
+    have, want, source = old
+    return [Finding(
+        code="diagnose.wsl-kernel/too-old", category="WSL_SPECIFIC", severity=Severity.ERROR, confidence="high",
+        summary=f"WSL kernel {have} is older than {want}, the minimum for GPU compute in WSL 2",
+        detail="Inside WSL the NVIDIA driver is the Windows one, reached through the WSL kernel's GPU "
+               "paravirtualisation (/dev/dxg); an older kernel cannot reach it, so CUDA reports no driver.",
+        evidence=[Evidence("host.kernel", kernel, expected=f">= {want}", source=source)],
+        fix=Fix("Update the WSL kernel from Windows, then restart WSL; do not install a Linux NVIDIA driver "
+                "inside WSL", ["wsl --update   # in Windows PowerShell", "wsl --shutdown   # then reopen",
+                               "uname -r   # inside WSL: the new kernel"], WSL_DOC))]
 
 
 @check("diagnose.driver-packages", "Driver packages did not change under the loaded kernel module",

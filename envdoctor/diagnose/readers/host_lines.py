@@ -12,6 +12,11 @@ _WIN_VER = re.compile(r"Microsoft Windows \[Version (\d+\.\d+\.\d+(?:\.\d+)?)\]"
 _WIN_BUILD = re.compile(r"\b(?:OS|Windows(?: \d+)?(?: \w+)?|Insider)[ ,]*(?:build|Build|版本)\s*[:#]?\s*(\d{5}(?:\.\d+)?)"
                         r"|\bWindows[^\n]{0,40}?\b10\.0\.(\d{5})")
 _DOCKER_RUN = re.compile(r"\b(?:docker|podman|nvidia-docker)\s+(?:container\s+)?run\b[^\n]*")
+# Docker Compose's own progress lines (v1 "Creating proj_svc_run ... done", v2 "Container proj-svc-1  Started") and
+# its commands: the program ran inside a container Compose started
+_COMPOSE = re.compile(r"^\s*(?:(?:Creating|Starting|Recreating|Attaching to) [\w.-]+(?:_run(?:_\w+)?|_\d+|-\d+)?"
+                      r" \.\.\. (?:done|error)\b|[✔ ]*Container [\w.-]+\s+(?:Created|Started|Running)\b)|"
+                      r"\bdocker[- ]compose\s+(?:\S+\s+)*?(?:run|up|exec)\b", re.M)
 
 
 def read_host(paste: Paste, acc: Acc) -> None:
@@ -19,7 +24,8 @@ def read_host(paste: Paste, acc: Acc) -> None:
     # the regexes below run on the few lines holding their literal words, never on the whole paste
     text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(
         ["linux", "wsl", "microsoft", "\\users\\", "\\program files\\", "\\python", "\\programdata\\",
-         "docker", "podman", "inside", "windows", "os build", "insider"]), head=2000, tail=200))
+         "docker", "podman", "inside", "windows", "os build", "insider", "compose", " ... done", "container "]),
+        head=2000, tail=200))
     m = _KERNEL.search(text)
     if m:
         acc.put("host.kernel", m.group(1), STRUCTURED, "kernel version line")
@@ -70,6 +76,11 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("container.runtime", "podman" if cmd.startswith("podman") else "docker", LOOSE, cmd.strip())
         acc.put("container.gpus_requested", gpus, LOOSE, cmd.strip())
         acc.add_found("a docker run command")
+    cm = _COMPOSE.search(text)
+    if cm and not acc.get("container.runtime"):
+        # a compose file may reserve GPUs (deploy.resources.reservations.devices): whether it did is unknown
+        acc.put("container.runtime", "docker", LOOSE, f"Docker Compose: {cm.group(0).strip()[:120]}")
+        acc.add_found("Docker Compose output")
     if ("dockerenv" in low or "container" in low) and re.search(
             r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
         acc.put("container.runtime", "docker", BARE, "container mentioned")

@@ -59,8 +59,13 @@ def _literal_keywords(sigs: Sequence[Any]) -> List[str]:
         words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]{6,}", plain) if w.lower() not in _COMMON]
         if words:
             best = max(words, key=len).lower()
-            if best not in out:
-                out.append(best)
+        else:
+            # only short words ("Found no NVIDIA driver on your system"): the longest literal phrase of the
+            # first alternative, which a message carries whole unless a wrap splits it
+            phrases = re.findall(r"[A-Za-z][A-Za-z' ]{11,}[A-Za-z]", plain.split("|")[0])
+            best = max(phrases, key=len).lower() if phrases else ""
+        if best and best not in out:
+            out.append(best)
     return out
 
 

@@ -1,0 +1,65 @@
+"""Reader for versions stated in prose, quotes and start-up banners (gap 14 of round 3).
+
+Users write facts into sentences ("my env is `torch.__version__ = 2.3.1+cu121`", "torch.__version__ is 2.4.0"),
+frameworks print a banner at start-up with the torch build and the device it chose (YOLOv5/Ultralytics:
+"YOLOv5 2022-4-22 torch 1.11.0+cpu CPU", "torch 2.0.1+cu118 CUDA:0 (NVIDIA GeForce RTX 3090, 24268MiB)"), and a
+command names the version it installs (`pip install torch==2.3.1`). Each is a fact at the priority its source
+deserves: a banner is printed by the running torch (REPL), a sentence is typed (LOOSE), a command is a request
+(BARE). A GPU named in prose ("my gpu (gtx 1080)") is a low-priority GPU name.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import BARE, LOOSE, REPL, Acc, Paste
+
+_TV = r"\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc|\.dev|\.post)\d*)*(?:\+[\w.]+)?"
+# torch.__version__ = 2.4.0+cu124 / torch.__version__: '2.3.1' / torch.__version__ is 2.1.0
+_DUNDER = re.compile(rf"\btorch\.__version__\s*(?:==?|:|is|->|returns?)\s*['\"]?({_TV})\b")
+_CUDA_DUNDER = re.compile(r"\btorch\.version\.cuda\s*(?:==?|:|is|->|returns?)\s*['\"]?(\d+\.\d+)\b")
+# a framework banner: "<name> <version or date> torch X.Y.Z+tag CPU" / "... torch X CUDA:0 (GPU name, 24268MiB)"
+_BANNER = re.compile(rf"\b(?:torch|pytorch)[ -]({_TV})\s+(?:(CPU)\b|CUDA:(\d+) \(([^,()]{{3,60}}), (\d+)\s?Mi?B\))",
+                     re.I)
+_PIN = re.compile(rf"\b(?:pip3?|uv pip|python -m pip)\s+install\b[^\n]*?\btorch==({_TV})(?![\w.])")
+# a GPU named in a sentence, often lower-case: "my gpu (gtx 1080 )", "on an rtx 3090", "with a GeForce GTX 1660"
+_PROSE_GPU = re.compile(r"\b(?:my|the|a|an|with|on|have|using)\s+(?:nvidia\s+)?(?:gpu|graphics card|card)?\s*\(?\s*"
+                        r"((?:geforce\s+)?(?:rtx|gtx|gt)\s?\d{3,4}(?:\s?(?:ti|super))?)\b", re.I)
+
+_WORDS = ["torch.__version__", "torch.version.cuda", "torch ", "torch-", "pytorch ", "torch==", "gtx", "rtx", " gt "]
+
+
+def _gpu_name(raw: str) -> str:
+    m = re.match(r"(?:geforce\s+)?(rtx|gtx|gt)\s?(\d{3,4})(?:\s?(ti|super))?", raw.strip(), re.I)
+    if not m:
+        return raw.strip()
+    tail = {"ti": " Ti", "super": " SUPER"}.get((m.group(3) or "").lower(), "")
+    return f"GeForce {m.group(1).upper()} {m.group(2)}{tail}"
+
+
+def read_prose(paste: Paste, acc: Acc) -> None:
+    lines = paste.lines
+    for i in paste.distinct(paste.with_any(_WORDS), head=2000, tail=500):
+        line = lines[i][:2000]
+        m = _DUNDER.search(line)
+        if m:
+            acc.put("torch.version", m.group(1), LOOSE, f"torch.__version__ in the text: {line.strip()[:120]}")
+        m = _CUDA_DUNDER.search(line)
+        if m:
+            acc.put("torch.cuda", m.group(1), LOOSE, f"torch.version.cuda in the text: {line.strip()[:120]}")
+        m = _BANNER.search(line)
+        if m:
+            how = f"start-up banner: {m.group(0).strip()[:120]}"
+            acc.put("torch.version", m.group(1), REPL, how)
+            if m.group(2):  # the framework chose the CPU: with a +cpu build that is all torch can do
+                acc.put("torch.cuda_available", False, LOOSE, how)
+            else:
+                acc.put("torch.cuda_available", True, REPL, how)
+                acc.put("gpu.loose_name", m.group(4).strip(), REPL, how)
+            acc.add_found("a framework start-up banner (torch build and device)")
+        m = _PIN.search(line)
+        if m:
+            acc.put("torch.version", m.group(1), BARE, f"pip install torch=={m.group(1)}")
+        m = _PROSE_GPU.search(line)
+        if m and "|" not in line:
+            acc.put("gpu.loose_name", _gpu_name(m.group(1)), BARE, f"GPU named in the text: {line.strip()[:120]}")
