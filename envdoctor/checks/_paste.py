@@ -22,6 +22,7 @@ class Hit:
     groups: Dict[str, Optional[str]]
     category: str
     confidence: str
+    also: bool = False  # a further cause the same message proves (the row's "also"), not its own category
 
 
 def _pkg_variant(facts: Facts, compat: Any, name: str) -> Optional[str]:
@@ -90,7 +91,8 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
         return any(variant_kind(_pkg_variant(facts, compat, c)) not in (None, t) for c in ("torchvision", "torchaudio"))
     if when == "not_torch_import":
         msgs = facts.paste.messages if facts.paste else []
-        return not any("torch/__init__" in m or "torch._C" in m for m in msgs)
+        return not any("torch/__init__" in m or "torch._C" in m for m in msgs) and \
+            "paste.torch_import" not in _prov(facts)
     if when == "driver_packages_changed":
         return bool(facts.paste and "driver.packages_changed" in (facts.paste.provenance or {}))
     if when == "mig_enabled":
@@ -103,8 +105,7 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
         return True
     if when == "torch_import":  # the failure is torch's own import (a traceback through torch/__init__)
         msgs = facts.paste.messages if facts.paste else []
-        return any("torch/__init__" in m or "torch\\__init__" in m or "import torch" in m for m in msgs) \
-            or bool(facts.paste and any("torch/__init__" in x for x in (facts.paste.text_excerpt or "",)))
+        return "paste.torch_import" in _prov(facts) or any("torch/__init__" in m for m in msgs)
     if when == "windows_build_named":  # a Windows (Insider) build number in the paste: the WSL reading wins
         return bool(host.wsl) and "host.windows_build" in _prov(facts)
     if when == "wsl_kernel_too_old":
@@ -210,7 +211,7 @@ def signature_hits(facts: Facts, compat: Any) -> List[Hit]:
             hits.append(Hit(sig, i, message, m.group(0), groups, category, confidence))
             for extra in sig.also:  # further causes the same message proves, each qualified on its own
                 if extra.category != category and holds(extra.when, facts, compat, groups):
-                    hits.append(Hit(sig, i, message, m.group(0), groups, extra.category, extra.confidence))
+                    hits.append(Hit(sig, i, message, m.group(0), groups, extra.category, extra.confidence, True))
     _HITS_MEMO["last"] = (facts, sigs, tuple(hits))
     return hits
 

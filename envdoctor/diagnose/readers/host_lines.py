@@ -76,6 +76,7 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("container.runtime", "podman" if cmd.startswith("podman") else "docker", LOOSE, cmd.strip())
         acc.put("container.gpus_requested", gpus, LOOSE, cmd.strip())
         acc.add_found("a docker run command")
+    _platform_from_host(acc)
     cm = _COMPOSE.search(text)
     if cm and not acc.get("container.runtime"):
         # a compose file may reserve GPUs (deploy.resources.reservations.devices): whether it did is unknown
@@ -84,3 +85,23 @@ def read_host(paste: Paste, acc: Acc) -> None:
     if ("dockerenv" in low or "container" in low) and re.search(
             r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
         acc.put("container.runtime", "docker", BARE, "container mentioned")
+
+
+def _platform_from_host(acc: Acc) -> None:
+    """The interpreter's platform from the paste's own OS: collect_env's "OS: Microsoft Windows 10 Pro", a WSL or
+    Linux kernel string with its machine word. Wheel names and paths (blocks.py) set it first when present; this
+    only fills a gap, below them, so wheel-variant rules and fixes judge the platform the paste shows rather
+    than assume Linux x86_64."""
+    if acc.get("python.platform"):
+        return
+    os_name = acc.get("host.os") or ""
+    machine = (acc.get("host.machine") or "").lower()
+    kernel = acc.get("host.kernel") or ""
+    how = f"the paste's OS ({acc.how('host.os') or acc.how('host.kernel')})"
+    if os_name == "Windows" and not acc.get("host.wsl"):
+        acc.put("python.platform", "win-arm64" if machine in ("arm64", "aarch64") else "win-amd64", BARE, how)
+    elif os_name == "Darwin":
+        acc.put("python.platform", "macosx", BARE, how)
+    elif (os_name == "Linux" or kernel) and machine in ("x86_64", "amd64", "aarch64", "arm64"):
+        arch = "x86_64" if machine in ("x86_64", "amd64") else "aarch64"
+        acc.put("python.platform", f"linux-{arch}", BARE, how)
