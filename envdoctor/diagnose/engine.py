@@ -120,6 +120,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     env_vars.read_env(paste, acc)
     loose_lines.read_loose(paste, acc)
     prose.read_prose(paste, acc)
+    prose.read_hangs(paste, acc)
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)

@@ -10,6 +10,7 @@ deserves: a banner is printed by the running torch (REPL), a sentence is typed (
 
 from __future__ import annotations
 
+import json
 import re
 
 from .base import BARE, LOOSE, REPL, Acc, Paste
@@ -63,3 +64,38 @@ def read_prose(paste: Paste, acc: Acc) -> None:
         m = _PROSE_GPU.search(line)
         if m and "|" not in line:
             acc.put("gpu.loose_name", _gpu_name(m.group(1)), BARE, f"GPU named in the text: {line.strip()[:120]}")
+
+
+# collectives that hang between some GPUs: "NCCL hangs between GPU0 and GPU1", "all_reduce_perf works fine only with
+# those linked through SYS. The rest will result in hanging", "GPU 2 and 3 deadlock, 0 and 2 work"
+_HANG = re.compile(r"\b(?:hang|hangs|hanging|hung|stuck|freez\w*|deadlock\w*|never (?:finish|return)s?)\b", re.I)
+_PAIR = re.compile(r"\bGPUs? ?(\d{1,2}) ?(?:and|&|,|-|/|<->|<-->|to|with) ?(?:GPU ?)?(\d{1,2})\b", re.I)
+_WORKS = re.compile(r"\b(?:works?|working|fine|ok|okay|succeeds?|passes)\b", re.I)
+_LINK = re.compile(r"\b(SYS|NODE|PHB|PXB|PIX|NV\d+)\b")
+
+
+def read_hangs(paste: Paste, acc: Acc) -> None:
+    """Which GPU pairs (or link types) a collective hangs on and which work, as the user reports them."""
+    hang_pairs, ok_pairs, hang_links, ok_links, said = set(), set(), set(), set(), []
+    for i in paste.distinct(paste.with_any(["hang", "hung", "stuck", "freez", "deadlock", "never finish",
+                                            "never return"]), head=300, tail=100):
+        # the sentence with the hang word, and the one next to it (works / the rest hang)
+        text = " ".join(paste.lines[j].strip() for j in range(max(0, i - 1), min(len(paste.lines), i + 2)))
+        for sentence in re.split(r"(?<=[.;!?])\s+", text):
+            hang, works = bool(_HANG.search(sentence)), bool(_WORKS.search(sentence))
+            if not (hang or works):
+                continue
+            pairs = {tuple(sorted((int(a), int(b)))) for a, b in _PAIR.findall(sentence) if a != b}
+            links = set(_LINK.findall(sentence))
+            if hang and not works:
+                hang_pairs |= pairs
+                hang_links |= links
+            elif works and not hang:
+                ok_pairs |= pairs
+                ok_links |= links
+            if hang:
+                said.append(sentence.strip()[:200])
+    if said:
+        acc.put("paste.collective_hang", json.dumps(
+            {"hang_pairs": sorted(hang_pairs), "ok_pairs": sorted(ok_pairs), "hang_links": sorted(hang_links),
+             "ok_links": sorted(ok_links), "said": said[:3]}), LOOSE, said[0])
