@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import List, Optional
 
@@ -216,15 +215,19 @@ def check_p2p_hang(ctx: CheckContext) -> List[Finding]:
     when the hanging pairs are the ones behind a PCIe switch (PIX/PXB/PHB) and the pairs across the CPU work, PCIe
     peer-to-peer is broken by IOMMU/ACS redirection. Without the matrix the report says what to paste next."""
     paste = paste_or_skip(ctx)
-    raw = (paste.provenance or {}).get("paste.collective_hang")
+    prov = paste.provenance or {}
+    raw = prov.get("paste.collective_hang")
     if not raw:
         raise SkipCheck("no report of a collective hanging between GPUs in the paste")
-    try:
-        hang = json.loads(str(raw.get("value")))
-    except ValueError:
-        raise SkipCheck("the hang report could not be read back") from None
+
+    def words(key: str) -> List[str]:
+        return str((prov.get(f"paste.collective_hang.{key}") or {}).get("value") or "").split()
+
+    def pairs(key: str) -> List[tuple]:
+        return [tuple(int(x) for x in p.split("-")) for p in words(key) if re.fullmatch(r"\d+-\d+", p)]
+
     matrix = ctx.facts.topology.gpu_matrix if ctx.facts.topology else None
-    said = "; ".join(hang.get("said") or [])[:300]
+    said = str(raw.get("value") or "")[:300]
     settle = ["nvidia-smi topo -m", "sudo lspci -vvv | grep -i acsctl",
               "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 <the same run>   # finishes when P2P is the problem"]
     if not matrix:
@@ -246,10 +249,9 @@ def check_p2p_hang(ctx: CheckContext) -> List[Finding]:
     switch_pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if link(a, b) in _P2P_BEHIND_SWITCH]
     if not switch_pairs:
         return []  # no pair shares a PCIe switch or host bridge: ACS is not the story
-    hang_pairs = [tuple(p) for p in hang.get("hang_pairs") or []]
-    ok_pairs = [tuple(p) for p in hang.get("ok_pairs") or []]
-    hang_links = set(hang.get("hang_links") or []) | {link(*p) for p in hang_pairs if link(*p)}
-    ok_links = set(hang.get("ok_links") or []) | {link(*p) for p in ok_pairs if link(*p)}
+    hang_pairs, ok_pairs = pairs("hang_pairs"), pairs("ok_pairs")
+    hang_links = set(words("hang_links")) | {link(*p) for p in hang_pairs if link(*p)}
+    ok_links = set(words("ok_links")) | {link(*p) for p in ok_pairs if link(*p)}
     behind = bool(hang_links) and hang_links <= set(_P2P_BEHIND_SWITCH)
     across_ok = bool(ok_links) and ok_links <= {"SYS", "NODE"}
     if hang_links and not behind:

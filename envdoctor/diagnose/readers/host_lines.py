@@ -10,7 +10,7 @@ _KERNEL = re.compile(r"(?:Linux version|^Linux \S+)\s+(\d+\.\d+\.\d+[\w.+-]*)", 
 _WIN_VER = re.compile(r"Microsoft Windows \[Version (\d+\.\d+\.\d+(?:\.\d+)?)\]")
 # the Windows build in prose or `winver`: "OS build 18363.1556", "Windows build 22000.51", "Version 10.0.19045"
 _WIN_BUILD = re.compile(r"\b(?:OS|Windows(?: \d+)?(?: \w+)?|Insider)[ ,]*(?:build|Build|版本)\s*[:#]?\s*(\d{5}(?:\.\d+)?)"
-                        r"|\bWindows[^\n]{0,40}?\b10\.0\.(\d{5})")
+                        r"|\bWindows[^\n]{0,40}?\b10\.0\.(\d{5})|\bwindows\s*[:：]\s*(\d{5}\.\d+)", re.I)
 _DOCKER_RUN = re.compile(r"\b(?:docker|podman|nvidia-docker)\s+(?:container\s+)?run\b[^\n]*")
 # Docker Compose's own progress lines (v1 "Creating proj_svc_run ... done", v2 "Container proj-svc-1  Started") and
 # its commands: the program ran inside a container Compose started
@@ -51,7 +51,7 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("host.os", "Windows", LOOSE, om.group(0).strip())
     bm = _WIN_BUILD.search(text)
     if bm:
-        acc.put("host.windows_build", bm.group(1) or bm.group(2), LOOSE, bm.group(0).strip())
+        acc.put("host.windows_build", bm.group(1) or bm.group(2) or bm.group(3), LOOSE, bm.group(0).strip())
     w = _WIN_VER.search(text)
     if w:
         acc.put("host.windows_build", w.group(1), STRUCTURED, "ver")

@@ -10,7 +10,6 @@ deserves: a banner is printed by the running torch (REPL), a sentence is typed (
 
 from __future__ import annotations
 
-import json
 import re
 
 from .base import BARE, LOOSE, REPL, Acc, Paste
@@ -96,6 +95,9 @@ def read_hangs(paste: Paste, acc: Acc) -> None:
             if hang:
                 said.append(sentence.strip()[:200])
     if said:
-        acc.put("paste.collective_hang", json.dumps(
-            {"hang_pairs": sorted(hang_pairs), "ok_pairs": sorted(ok_pairs), "hang_links": sorted(hang_links),
-             "ok_links": sorted(ok_links), "said": said[:3]}), LOOSE, said[0])
+        # plain strings (provenance keeps primitives): "PIX PXB", pairs as "0-1 2-3"
+        acc.put("paste.collective_hang", "; ".join(said[:3]), LOOSE, said[0])
+        acc.put("paste.collective_hang.hang_links", " ".join(sorted(hang_links)), LOOSE, said[0])
+        acc.put("paste.collective_hang.ok_links", " ".join(sorted(ok_links)), LOOSE, said[0])
+        acc.put("paste.collective_hang.hang_pairs", " ".join(f"{a}-{b}" for a, b in sorted(hang_pairs)), LOOSE, said[0])
+        acc.put("paste.collective_hang.ok_pairs", " ".join(f"{a}-{b}" for a, b in sorted(ok_pairs)), LOOSE, said[0])
