@@ -58,7 +58,10 @@ def read_prose(paste: Paste, acc: Acc) -> None:
                 acc.put("gpu.loose_name", m.group(4).strip(), REPL, how)
             acc.add_found("a framework start-up banner (torch build and device)")
         m = _PIN.search(line)
-        if m:
+        # a pin the package reader already took (or saw fail: "No matching distribution found for torch==X")
+        # is not stated again here; a failed install is not the installed torch
+        if m and "torch" not in acc.packages and "torch" not in acc.requested and not re.search(
+                r"(?:No matching distribution found for|satisfies the requirement) torch\b", paste.text):
             acc.put("torch.version", m.group(1), BARE, f"pip install torch=={m.group(1)}")
         m = _PROSE_GPU.search(line)
         if m and "|" not in line:
@@ -94,6 +97,11 @@ def read_hangs(paste: Paste, acc: Acc) -> None:
                 ok_links |= links
             if hang:
                 said.append(sentence.strip()[:200])
+    collective = re.compile(r"\bNCCL\b|all[_ -]?reduce|all[_ -]?gather|collective|DistributedDataParallel|\bDDP\b|"
+                            r"torchrun|multi-?gpu|multiple gpus|\bp2p\b|peer[- ]to[- ]peer|nccl-tests|GPU ?\d+ (?:and|&) ",
+                            re.I)
+    if said and not (hang_pairs or hang_links or any(collective.search(x) for x in said)):
+        said = []  # a hang with nothing multi-GPU about it ("the download hung") is not this story
     if said:
         # plain strings (provenance keeps primitives): "PIX PXB", pairs as "0-1 2-3"
         acc.put("paste.collective_hang", "; ".join(said[:3]), LOOSE, said[0])
