@@ -339,3 +339,14 @@ def test_loader_rejects_bad_also_and_context() -> None:
     bad["context"]["wsl_min_kernel"].pop("source")
     with pytest.raises(SignatureError, match="context"):
         parse_signatures(bad)
+
+
+def test_docs_list_every_signature_source_and_qualifier() -> None:
+    from envdoctor.compat.signatures import PREDICATES
+
+    doc = (REPO / "docs" / "diagnose.md").read_text(encoding="utf-8")
+    rows = json.loads((REPO / "compat_data" / "error_signatures.json").read_text())["rows"]
+    for row in rows:
+        assert f"| `{row['id']}` |" in doc and row["source"] in doc, row["id"]
+    for name in PREDICATES:
+        assert f"`{name}`" in doc, name
