@@ -68,6 +68,20 @@ def normalise(message: str) -> str:
     return _WS.sub(" ", message).strip()
 
 
+def _qualified(row: Dict[str, Any], key: str, default_when: str, where: str) -> List[Alternative]:
+    """A row's qualified categories ("alternatives" replace the category, "also" add one), each checked: a
+    known category and a known predicate (or a capture test), never silently False."""
+    out = []
+    for alt in row.get(key, []) or []:
+        if alt.get("category") not in CATEGORIES:
+            raise SignatureError(f"{where}: {key} with unknown category {alt.get('category')!r}")
+        when = str(alt.get("when", default_when))
+        if when not in PREDICATES and not (when.startswith("capture:") and "~" in when):
+            raise SignatureError(f"{where}: {key} with unknown predicate {when!r} (known: {PREDICATES})")
+        out.append(Alternative(alt["category"], when, alt.get("confidence", "medium")))
+    return out
+
+
 def _row(row: Dict[str, Any], i: int) -> Signature:
     where = f"{STEM}.json: rows[{i}] ({row.get('id', '?')})"
     for key in ("id", "pattern", "category", "severity", "explanation", "fix", "source"):
@@ -84,22 +98,8 @@ def _row(row: Dict[str, Any], i: int) -> Signature:
         regex = re.compile(row["pattern"], re.IGNORECASE)
     except re.error as exc:
         raise SignatureError(f"{where}: bad pattern: {exc}") from None
-    alternatives = []
-    for alt in row.get("alternatives", []) or []:
-        if alt.get("category") not in CATEGORIES:
-            raise SignatureError(f"{where}: alternative with unknown category {alt.get('category')!r}")
-        when = str(alt.get("when", ""))
-        if when not in PREDICATES and not (when.startswith("capture:") and "~" in when):
-            raise SignatureError(f"{where}: alternative with unknown predicate {when!r} (known: {PREDICATES})")
-        alternatives.append(Alternative(alt["category"], when, alt.get("confidence", "medium")))
-    also = []
-    for alt in row.get("also", []) or []:
-        if alt.get("category") not in CATEGORIES:
-            raise SignatureError(f"{where}: also with unknown category {alt.get('category')!r}")
-        when = str(alt.get("when", "always"))
-        if when not in PREDICATES and not (when.startswith("capture:") and "~" in when):
-            raise SignatureError(f"{where}: also with unknown predicate {when!r} (known: {PREDICATES})")
-        also.append(Alternative(alt["category"], when, alt.get("confidence", "medium")))
+    alternatives = _qualified(row, "alternatives", "", where)
+    also = _qualified(row, "also", "always", where)
     for cap, spec in (row.get("facts") or {}).items():
         if str(spec).partition("|")[0] not in FACT_PATHS:
             raise SignatureError(f"{where}: facts[{cap!r}] sets unknown fact path {spec!r} (known: {FACT_PATHS})")

@@ -11,26 +11,13 @@ import sys
 
 import pytest
 
-from envdoctor.compat import load_compat
 from envdoctor.compat.signatures import SignatureError, parse_signatures
 from envdoctor.diagnose import NothingRecognised, diagnose_report, diagnose_text
 from tests.paths import FIXTURES, REPO
+from tests.unit.diagnose.test_mechanisms import _serious
 
 PASTES = FIXTURES / "pastes"
 TOPO_SYS_NODE = (FIXTURES / "topo" / "rtx-6000-ada-x4_pcie-sys-node-pix_nics.txt").read_text()
-
-
-@pytest.fixture(scope="module")
-def compat():
-    return load_compat()
-
-
-def _serious(report) -> dict:
-    out: dict = {}
-    for f in report.findings:
-        if f.severity in ("warning", "error"):
-            out.setdefault(f.category, set()).add(f.severity)
-    return out
 
 
 def _codes(report) -> set:
