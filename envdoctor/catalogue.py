@@ -297,6 +297,8 @@ CAUSES: Dict[str, tuple] = {
     "SYSTEM_LIB_SHADOWING": ("TORCH_IMPORT_FAILED",),
     # an extension's import runs `import torch` first: it fails for the same reason
     "TORCH_IMPORT_FAILED": ("THIRD_PARTY_EXTENSION_MISMATCH",),
+    # torch loading a CUDA library of another major (a conda solve or pip wheels mixing majors) fails to import
+    "CUDA_VARIANT_MIXED": ("TORCH_IMPORT_FAILED",),
 }
 
 

@@ -699,7 +699,7 @@ def _explain_signature(code: str) -> int:
     from .compat import active_compat
     from .compat.signatures import signatures_from
 
-    sig_id = code[len(_SIGNATURE_PREFIX):]
+    sig_id = code[len(_SIGNATURE_PREFIX):].split("/", 1)[0]  # ".../<id>/<category>": a cause the row also proves
     sig = next((s for s in signatures_from(active_compat()) if s.id == sig_id), None)
     if sig is None:
         raise UsageError(f"unknown error signature {sig_id!r} in {code!r} (compat_data/error_signatures.json)")
@@ -710,6 +710,9 @@ def _explain_signature(code: str) -> int:
     if sig.alternatives:
         out += ["", "Other possible causes, depending on the rest of the paste: "
                 + ", ".join(sorted({a.category for a in sig.alternatives}))]
+    if getattr(sig, "also", ()):
+        out += ["", "The same message also proves, when the paste shows its context: "
+                + ", ".join(f"{a.category} ({a.when})" for a in sig.also)]
     _write("\n".join(out), None)
     return EXIT_OK
 

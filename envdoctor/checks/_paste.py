@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
-from ..compat.signatures import Signature, normalise, signatures_from
+from ..compat.signatures import Signature, normalise, signature_context, signatures_from
 from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, variant_kind
 from ..domain.versions import base_version, major_minor
 from ..facts import Facts
@@ -22,6 +22,7 @@ class Hit:
     groups: Dict[str, Optional[str]]
     category: str
     confidence: str
+    also: bool = False  # a further cause the same message proves (the row's "also"), not its own category
 
 
 def _pkg_variant(facts: Facts, compat: Any, name: str) -> Optional[str]:
@@ -90,7 +91,8 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
         return any(variant_kind(_pkg_variant(facts, compat, c)) not in (None, t) for c in ("torchvision", "torchaudio"))
     if when == "not_torch_import":
         msgs = facts.paste.messages if facts.paste else []
-        return not any("torch/__init__" in m or "torch._C" in m for m in msgs)
+        return not any("torch/__init__" in m or "torch._C" in m for m in msgs) and \
+            "paste.torch_import" not in _prov(facts)
     if when == "driver_packages_changed":
         return bool(facts.paste and "driver.packages_changed" in (facts.paste.provenance or {}))
     if when == "mig_enabled":
@@ -99,11 +101,83 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
         return bool(nvidia_two_majors(facts))
     if when == "python_outside_requested_torch":
         return _python_outside(facts, compat, groups.get("version"))
+    if when == "always":
+        return True
+    if when == "torch_import":  # the failure is torch's own import (a traceback through torch/__init__)
+        msgs = facts.paste.messages if facts.paste else []
+        return "paste.torch_import" in _prov(facts) or any("torch/__init__" in m for m in msgs)
+    if when == "windows_build_named":  # a Windows (Insider) build number in the paste: the WSL reading wins
+        return bool(host.wsl) and "host.windows_build" in _prov(facts)
+    if when == "wsl_kernel_too_old":
+        return wsl_kernel_too_old(facts, compat) is not None
+    if when == "lib_in_pip_wheel":  # the failing NVIDIA library is a pip nvidia-* wheel's copy
+        return bool(re.search(r"(?:site-packages|dist-packages)/+(?:[^/\s]+/+\.\./+)*nvidia/|/nvidia/\w+/lib/",
+                              groups.get("path") or ""))
+    if when == "lib_in_system_path":  # ... or a system / image / conda copy beside torch's wheel libraries
+        return bool(system_lib_path(groups.get("path") or ""))
+    if when == "lib_cuda_major_differs":
+        return lib_cuda_major_differs(facts, groups)
+    if when == "container_started_without_gpus":
+        return bool(host.container and host.container.runtime and host.container.gpu_device_nodes == [])
     if when.startswith("capture:") and "~" in when:
         name, pattern = when[len("capture:"):].split("~", 1)
         value = groups.get(name) or ""
         return bool(re.search(pattern, value))
     return False
+
+
+def _prov(facts: Facts) -> Dict[str, Any]:
+    return (facts.paste.provenance if facts.paste else None) or {}
+
+
+_SYSTEM_LIB = re.compile(r"^(?:/usr/local/cuda[\w.-]*/|/usr/lib(?:64)?/|/usr/local/lib/|/opt/conda/lib/|"
+                         r"/opt/nvidia/|[^\s]*/envs/[^/\s]+/lib/(?!python))")
+
+
+def system_lib_path(path: str) -> bool:
+    """A library path outside the pip wheels: /usr/local/cuda/lib64, /usr/lib/x86_64-linux-gnu, an image's
+    or conda env's lib/ (not its site-packages)."""
+    return bool(path) and "site-packages" not in path and "dist-packages" not in path and \
+        bool(_SYSTEM_LIB.match(path))
+
+
+def _soname_cuda_major(lib: str) -> Optional[int]:
+    """The CUDA major a CUDA runtime library's soname carries (libcublas.so.11 -> 11, libcudart.so.12 -> 12);
+    None for libraries versioned on their own (cuDNN, NCCL)."""
+    m = re.match(r"lib(?:cublas|cublasLt|cudart|cusparse|cufft|curand|cusolver|nvrtc|nvJitLink)\w*\.so\.(\d+)", lib)
+    if not m:
+        return None
+    major = int(m.group(1))
+    # cuFFT/cuRAND/cuSPARSE/cuSOLVER sonames count their own majors, not CUDA's
+    if lib.startswith(("libcufft", "libcurand", "libcusolver", "libcusparse")):
+        return None
+    return major
+
+
+def lib_cuda_major_differs(facts: Facts, groups: Dict[str, Optional[str]]) -> bool:
+    t = facts.pythons[0].torch if facts.pythons else None
+    major = _soname_cuda_major(groups.get("lib") or "")
+    if major is None or t is None or not t.cuda:
+        return False
+    try:
+        return int(t.cuda.split(".")[0]) != major
+    except ValueError:
+        return False
+
+
+def wsl_kernel_too_old(facts: Facts, compat: Any) -> Optional[Tuple[str, str, str]]:
+    """(kernel, minimum, source) when the paste's WSL kernel is older than the minimum GPU compute needs."""
+    kernel = facts.host.kernel or ""
+    if "microsoft" not in kernel.lower() or compat is None:
+        return None
+    row = signature_context(compat, "wsl_min_kernel") or {}
+    minimum = row.get("value")
+    m = re.match(r"(\d+(?:\.\d+)+)", kernel)
+    if not minimum or not m:
+        return None
+    have = tuple(int(x) for x in m.group(1).split("."))
+    want = tuple(int(x) for x in minimum.split("."))
+    return (m.group(1), minimum, row.get("source", "")) if have < want else None
 
 
 _HITS_MEMO: Dict[str, Any] = {}
@@ -135,6 +209,9 @@ def signature_hits(facts: Facts, compat: Any) -> List[Hit]:
                     category, confidence = alt.category, alt.confidence
                     break
             hits.append(Hit(sig, i, message, m.group(0), groups, category, confidence))
+            for extra in sig.also:  # further causes the same message proves, each qualified on its own
+                if extra.category != category and holds(extra.when, facts, compat, groups):
+                    hits.append(Hit(sig, i, message, m.group(0), groups, extra.category, extra.confidence, True))
     _HITS_MEMO["last"] = (facts, sigs, tuple(hits))
     return hits
 

@@ -270,3 +270,76 @@ def check_nvidia_majors(ctx: CheckContext) -> List[Finding]:
                     "back its own)", _majors_fix(ctx, names)),
         ))
     return out
+
+
+# conda packages of NVIDIA's channel whose version's major is the CUDA major they belong to: every cuda-*
+# component (cuda-cudart 11.8.89, cuda-nvrtc 12.1.105), libcublas (11.11.x is CUDA 11.8, 12.1.x is CUDA 12.1),
+# libcusparse (11.7.x is CUDA 11.8, 12.x is CUDA 12) and libnvjitlink (12.x only); cuFFT/cuRAND/cuSOLVER count
+# their own majors and are left out (https://anaconda.org/nvidia/repo)
+_CONDA_CUDA_MAJOR = re.compile(r"^(?:cuda-(?!version$|python$)[a-z0-9-]+|libcublas(?:-dev)?|libcusparse(?:-dev)?|"
+                               r"libnvjitlink(?:-dev)?)$")
+
+
+def _conda_torch_cuda(py: Any) -> Optional[tuple]:
+    """(CUDA major, what says so) of the torch a conda environment asks for: pytorch-cuda, or torch's build."""
+    pc = py.package("pytorch-cuda")
+    if pc is not None and release(pc.version):
+        return release(pc.version)[0], f"pytorch-cuda {pc.version}"
+    t = py.package("torch")
+    cuda = cuda_of_variant(t.variant) if t is not None and t.variant else None
+    if cuda:
+        return int(cuda.split(".")[0]), f"torch {t.version} ({t.variant_evidence or t.variant})"
+    return None
+
+
+@check("diagnose.conda-cuda-majors", "A conda solve keeps NVIDIA's CUDA libraries on torch's CUDA major",
+       categories=("CUDA_VARIANT_MIXED",))
+def check_conda_cuda_majors(ctx: CheckContext) -> List[Finding]:
+    """A conda plan or list whose nvidia-channel CUDA libraries (cuda-*, libcublas, libcusparse ...) belong to
+    another CUDA major than the pytorch-cuda (or torch build) they sit under: the solve mixed two CUDA majors,
+    and torch fails to load the library of its own major (an ImportError naming it follows from this)."""
+    paste_or_skip(ctx)
+    out: List[Finding] = []
+    judged = False
+    for i, py in enumerate(ctx.facts.pythons):
+        libs = [p for p in py.packages if p.installer == "conda" and _CONDA_CUDA_MAJOR.match(p.name)
+                and release(p.version)]
+        if not libs:
+            continue
+        want = _conda_torch_cuda(py)
+        majors = sorted({release(p.version)[0] for p in libs})
+        if want is None and len(majors) < 2:
+            continue
+        judged = True
+        major, why = want if want else (None, "")
+        other = [p for p in libs if major is not None and release(p.version)[0] != major] if major is not None \
+            else [p for p in libs if release(p.version)[0] != majors[-1]]
+        if not other:
+            continue
+        named = [m for m in (ctx.facts.paste.messages if ctx.facts.paste else [])
+                 if any(re.search(rf"\b{re.escape(p.name.split('-dev')[0].replace('cuda-', ''))}", m, re.I)
+                        for p in other) and re.search(r"\.so|\.dll|cannot open|undefined symbol", m)]
+        listing = ", ".join(f"{p.name} {p.version}" for p in other[:6])
+        summary = (f"The conda solve mixes CUDA majors: {listing} under {why} (CUDA {major})" if major is not None
+                   else f"The conda environment holds NVIDIA CUDA libraries of CUDA majors {majors}: {listing}")
+        ev = [Evidence(f"pythons[{i}].packages.{p.name}", p.version, expected=f"CUDA {major}.x" if major else None)
+              for p in other[:6]]
+        if want:
+            ev.insert(0, Evidence(f"pythons[{i}].packages.pytorch-cuda", why))
+        ev += [Evidence("paste.messages", m[:300]) for m in named[:2]]
+        target = f"pytorch-cuda={major}" if major is not None else "pytorch-cuda=<one CUDA version>"
+        out.append(Finding(
+            code="diagnose.conda-cuda-majors/mixed", category="CUDA_VARIANT_MIXED",
+            severity=Severity.ERROR if (want or named) else Severity.WARNING,
+            confidence="high" if want else "medium", summary=summary,
+            detail="conda resolved NVIDIA-channel libraries for another CUDA major than torch's; torch then loads "
+                   "a library of the wrong major (or none), and `import torch` fails naming it.",
+            evidence=ev,
+            fix=Fix("Recreate the environment from one CUDA major, pinning it and taking pytorch and the CUDA "
+                    "libraries from the same channels (strict channel priority)",
+                    [f"conda install {target} pytorch -c pytorch -c nvidia --strict-channel-priority",
+                     "conda list | grep -e cuda -e cublas -e cusparse   # one major only"],
+                    "https://pytorch.org/get-started/previous-versions/")))
+    if not judged:
+        raise SkipCheck("no conda CUDA libraries with torch's CUDA in the paste")
+    return out

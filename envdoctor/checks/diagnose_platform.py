@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Optional
 
+from ..compat.signatures import signature_context
 from ..domain.variants import local_tag, variant_kind
 from ..domain.versions import base_version
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
-from ._paste import paste_or_skip, signature_hits
+from ._paste import paste_or_skip, signature_hits, wsl_kernel_too_old
 from .base import Check, CheckContext, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -72,6 +73,33 @@ def check_wsl_gpu(ctx: CheckContext) -> List[Finding]:
     ]
 
 
+@check("diagnose.wsl-kernel", "The WSL kernel is new enough for GPU compute",
+       categories=("WSL_SPECIFIC",))
+def check_wsl_kernel(ctx: CheckContext) -> List[Finding]:
+    """The WSL 2 kernel printed in the paste (uname -r, /proc/version, "Linux version ...-microsoft-standard-WSL2")
+    against the minimum GPU compute needs: an older kernel cannot reach the Windows driver, so CUDA finds none."""
+    paste_or_skip(ctx)
+    kernel = ctx.facts.host.kernel or ""
+    if "microsoft" not in kernel.lower():
+        raise SkipCheck("no WSL kernel version in the paste")
+    old = wsl_kernel_too_old(ctx.facts, ctx.compat)
+    minimum = (signature_context(ctx.compat, "wsl_min_kernel") or {}).get("value")
+    if minimum is None:
+        raise SkipCheck("minimum WSL kernel for GPU compute unknown (error_signatures.json context)")
+    if old is None:
+        return []
+    have, want, source = old
+    return [Finding(
+        code="diagnose.wsl-kernel/too-old", category="WSL_SPECIFIC", severity=Severity.ERROR, confidence="high",
+        summary=f"WSL kernel {have} is older than {want}, the minimum for GPU compute in WSL 2",
+        detail="Inside WSL the NVIDIA driver is the Windows one, reached through the WSL kernel's GPU "
+               "paravirtualisation (/dev/dxg); an older kernel cannot reach it, so CUDA reports no driver.",
+        evidence=[Evidence("host.kernel", kernel, expected=f">= {want}", source=source)],
+        fix=Fix("Update the WSL kernel from Windows, then restart WSL; do not install a Linux NVIDIA driver "
+                "inside WSL", ["wsl --update   # in Windows PowerShell", "wsl --shutdown   # then reopen",
+                               "uname -r   # inside WSL: the new kernel"], WSL_DOC))]
+
+
 @check("diagnose.driver-packages", "Driver packages did not change under the loaded kernel module",
        categories=("DRIVER_LIBRARY_MISMATCH",))
 def check_driver_packages(ctx: CheckContext) -> List[Finding]:
@@ -108,7 +136,7 @@ def check_driver_packages(ctx: CheckContext) -> List[Finding]:
 
 
 @check("diagnose.extension-build", "What an extension says it was built for, against the torch it found",
-       categories=("CUDA_VARIANT_MIXED", "TORCH_CPU_ONLY_BUILD"))
+       categories=("CUDA_VARIANT_MIXED", "TORCH_CPU_ONLY_BUILD", "THIRD_PARTY_EXTENSION_MISMATCH"))
 def check_extension_build(ctx: CheckContext) -> List[Finding]:
     """A message "built for PyTorch X ... (you have Y)" proves more than the extension mismatch its signature
     names: the same torch release with another CUDA variant is also mixed variants, and a CUDA-built extension
@@ -137,6 +165,111 @@ def check_extension_build(ctx: CheckContext) -> List[Finding]:
                 summary=f"The extension was built for torch {built}, the same release as torch {have} but another "
                         "CUDA variant",
                 evidence=ev, fix=Fix("Install the extension and torch from one CUDA variant (one index)")))
+    # the same from a wheel's local tag: flash_attn-2.7.4.post1+cu124torch2.6... beside torch 2.6.0+cu126
+    for i, py in enumerate(ctx.facts.pythons):
+        t = py.torch
+        t_tag = local_tag(t.version) if t and t.version else None
+        if not t_tag or not re.fullmatch(r"cu\d{3}", t_tag):
+            continue
+        t_mm = ".".join((base_version(t.version) or "").split(".")[:2])
+        for pkg in py.packages:
+            m = _EXT_TAG.search(local_tag(pkg.version) or "")
+            if not m or pkg.name in ("torch", "torchvision", "torchaudio"):
+                continue
+            judged = True
+            if m.group("torch") != t_mm or "cu" + m.group("cu") == t_tag:
+                continue  # another torch release is packages.extensions' finding; the same variant is fine
+            ev = [Evidence(f"pythons[{i}].packages.{pkg.name}", pkg.version, expected=f"+{t_tag}torch{t_mm}"),
+                  Evidence(f"pythons[{i}].torch.version", t.version)]
+            fix = Fix(f"Install the {pkg.name} wheel built for torch {t_mm} with {t_tag} (or rebuild it against "
+                      "the installed torch), so torch and the extension share one CUDA variant",
+                      [f"pip install --force-reinstall --no-deps --no-build-isolation {pkg.name}"])
+            what = f"{pkg.name} {pkg.version} was built for torch {t_mm} +cu{m.group('cu')}, torch is {t.version}"
+            out.append(Finding(code="diagnose.extension-build/wheel-other-variant", category="CUDA_VARIANT_MIXED",
+                               severity=Severity.ERROR, confidence="high",
+                               summary=f"{what}: the same torch release, another CUDA variant", evidence=ev, fix=fix))
+            out.append(Finding(code="diagnose.extension-build/wheel-built-for-other-build",
+                               category="THIRD_PARTY_EXTENSION_MISMATCH", severity=Severity.ERROR,
+                               confidence="high", summary=f"{what}: an extension built for another build of torch",
+                               evidence=ev, fix=fix))
     if not judged:  # evidence or no check mark
-        raise SkipCheck("no \"built for torch X (you have Y)\" message in the paste: nothing to judge")
+        raise SkipCheck("no \"built for torch X (you have Y)\" message or tagged extension wheel in the paste")
     return out
+
+
+_EXT_TAG = re.compile(r"^cu(?P<cu>\d{3})torch(?P<torch>\d+\.\d+)", re.I)
+
+
+# link types of `nvidia-smi topo -m` whose peer-to-peer traffic stays below the CPU's root complex, behind PCIe
+# switches or one host bridge: PCIe ACS redirects it to the IOMMU, where P2P breaks; SYS/NODE pairs go through
+# the CPU (NCCL does not use P2P across SYS by default) and keep working
+# https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs
+_P2P_BEHIND_SWITCH = ("PIX", "PXB", "PHB")
+NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+
+
+@check("diagnose.p2p-hang", "Collectives do not hang between GPUs behind one PCIe switch",
+       categories=("INTERCONNECT",))
+def check_p2p_hang(ctx: CheckContext) -> List[Finding]:
+    """A topology matrix together with the report that collectives hang between some GPU pairs and not others:
+    when the hanging pairs are the ones behind a PCIe switch (PIX/PXB/PHB) and the pairs across the CPU work, PCIe
+    peer-to-peer is broken by IOMMU/ACS redirection. Without the matrix the report says what to paste next."""
+    paste = paste_or_skip(ctx)
+    prov = paste.provenance or {}
+    raw = prov.get("paste.collective_hang")
+    if not raw:
+        raise SkipCheck("no report of a collective hanging between GPUs in the paste")
+
+    def words(key: str) -> List[str]:
+        return str((prov.get(f"paste.collective_hang.{key}") or {}).get("value") or "").split()
+
+    def pairs(key: str) -> List[tuple]:
+        return [tuple(int(x) for x in p.split("-")) for p in words(key) if re.fullmatch(r"\d+-\d+", p)]
+
+    matrix = ctx.facts.topology.gpu_matrix if ctx.facts.topology else None
+    said = str(raw.get("value") or "")[:300]
+    settle = ["nvidia-smi topo -m", "sudo lspci -vvv | grep -i acsctl",
+              "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 <the same run>   # finishes when P2P is the problem"]
+    if not matrix:
+        return [Finding(
+            code="diagnose.p2p-hang/topology-unknown", category="INTERCONNECT", severity=Severity.INFO,
+            confidence="low", about="INTERCONNECT",
+            summary="A collective hangs between GPUs, but the paste has no GPU topology: it cannot tell whether "
+                    "broken PCIe peer-to-peer (IOMMU/ACS) is the cause; paste `nvidia-smi topo -m`",
+            evidence=[Evidence("paste.collective_hang", said)],
+            fix=Fix("Paste the GPU topology and the ACS state", settle, NCCL_TROUBLESHOOTING))]
+
+    def link(a: int, b: int) -> Optional[str]:
+        try:
+            return matrix[a][b]
+        except (IndexError, TypeError):
+            return None
+
+    n = len(matrix)
+    switch_pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if link(a, b) in _P2P_BEHIND_SWITCH]
+    if not switch_pairs:
+        return []  # no pair shares a PCIe switch or host bridge: ACS is not the story
+    hang_pairs, ok_pairs = pairs("hang_pairs"), pairs("ok_pairs")
+    hang_links = set(words("hang_links")) | {link(*p) for p in hang_pairs if link(*p)}
+    ok_links = set(words("ok_links")) | {link(*p) for p in ok_pairs if link(*p)}
+    behind = bool(hang_links) and hang_links <= set(_P2P_BEHIND_SWITCH)
+    across_ok = bool(ok_links) and ok_links <= {"SYS", "NODE"}
+    if hang_links and not behind:
+        return []  # pairs across the CPU hang too: not the P2P/ACS pattern
+    sure = behind and (across_ok or not ok_links)
+    pairs_txt = ", ".join(f"GPU{a}-GPU{b} {link(a, b)}" for a, b in (hang_pairs or switch_pairs)[:6])
+    return [Finding(
+        code="diagnose.p2p-hang/pcie-p2p-broken", category="INTERCONNECT",
+        severity=Severity.ERROR if sure else Severity.WARNING, confidence="high" if sure and across_ok else "medium",
+        summary=(f"Collectives hang between GPUs behind one PCIe switch ({pairs_txt})"
+                 + (" while pairs across the CPU work" if across_ok else "")
+                 + ": PCIe peer-to-peer is broken, typically by IOMMU/ACS redirection"),
+        detail="NCCL uses direct PCIe peer-to-peer between GPUs that share a PCIe switch or host bridge. With ACS "
+               "enabled (or the IOMMU translating), those transfers are redirected to the root complex and never "
+               "complete, so the collective hangs; pairs across the CPU (SYS) do not use P2P and keep working.",
+        evidence=[Evidence("topology.gpu_matrix", pairs_txt), Evidence("paste.collective_hang", said)],
+        fix=Fix("Disable PCIe ACS on the switches (BIOS, or setpci per bridge) or put the IOMMU in passthrough "
+                "(iommu=pt, or VT-d/AMD-Vi off); NCCL_P2P_DISABLE=1 is the slower stop-gap",
+                ["sudo lspci -vvv | grep -i acsctl   # SrcValid+ means ACS is on",
+                 "# kernel command line: iommu=pt (intel_iommu=on iommu=pt / amd_iommu=on iommu=pt), then reboot",
+                 "export NCCL_P2P_DISABLE=1   # stop-gap"], NCCL_TROUBLESHOOTING))]

@@ -38,8 +38,11 @@ def _finding(hits: List[Hit]) -> Finding:
         severity = Severity.WARNING  # a low-confidence match is a lead, never an error
     if sig.settle:
         evidence.append(Evidence("paste.settle", sig.settle))
+    # a further cause the same message proves is a finding of its own, with its own code (the JSON keeps both,
+    # and caused_by links a consequence such as TORCH_IMPORT_FAILED to its root)
+    code = f"messages.signature/{sig.id}" + (f"/{best.category.lower().replace('_', '-')}" if best.also else "")
     return Finding(
-        code=f"messages.signature/{sig.id}", category=best.category, severity=severity,
+        code=code, category=best.category, severity=severity,
         summary=summary, detail=detail, evidence=evidence, fix=Fix(sig.fix, [], sig.source),
         confidence=best.confidence,
     )

@@ -22,7 +22,10 @@ FACT_PATHS = ("driver.cuda_driver_version", "pythons[0].torch.arch_list", "pytho
               "pythons[0].torch.version", "toolkits.on_path.version", "gpu.name", "gpu.compute_capability")
 PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "not_torch_import",
               "mig_enabled", "nvidia_wheels_two_majors", "python_outside_requested_torch",
-              "driver_packages_changed")
+              "driver_packages_changed",
+              # context qualifiers added in round 3 (checks/_paste.py holds() says what each reads)
+              "always", "torch_import", "windows_build_named", "wsl_kernel_too_old", "lib_in_pip_wheel",
+              "lib_in_system_path", "lib_cuda_major_differs", "container_started_without_gpus")
 
 
 class SignatureError(ValueError):
@@ -52,6 +55,9 @@ class Signature:
     facts: Dict[str, str] = field(default_factory=dict)  # capture -> "fact.path|transform"
     alternatives: Tuple[Alternative, ...] = ()
     settle: Optional[str] = None  # the one command whose output would settle it
+    # further categories the same message proves (each its own finding), tried with their own qualifier:
+    # "an extension built for +cu124 on +cu126" is a third-party mismatch AND a CUDA variant mix
+    also: Tuple[Alternative, ...] = ()
 
     def search(self, message: str) -> Optional[Any]:
         return self.regex.search(normalise(message))
@@ -60,6 +66,20 @@ class Signature:
 def normalise(message: str) -> str:
     """Collapse whitespace (messages wrap across lines in pastes) so one pattern matches all layouts."""
     return _WS.sub(" ", message).strip()
+
+
+def _qualified(row: Dict[str, Any], key: str, default_when: str, where: str) -> List[Alternative]:
+    """A row's qualified categories ("alternatives" replace the category, "also" add one), each checked: a
+    known category and a known predicate (or a capture test), never silently False."""
+    out = []
+    for alt in row.get(key, []) or []:
+        if alt.get("category") not in CATEGORIES:
+            raise SignatureError(f"{where}: {key} with unknown category {alt.get('category')!r}")
+        when = str(alt.get("when", default_when))
+        if when not in PREDICATES and not (when.startswith("capture:") and "~" in when):
+            raise SignatureError(f"{where}: {key} with unknown predicate {when!r} (known: {PREDICATES})")
+        out.append(Alternative(alt["category"], when, alt.get("confidence", "medium")))
+    return out
 
 
 def _row(row: Dict[str, Any], i: int) -> Signature:
@@ -78,14 +98,8 @@ def _row(row: Dict[str, Any], i: int) -> Signature:
         regex = re.compile(row["pattern"], re.IGNORECASE)
     except re.error as exc:
         raise SignatureError(f"{where}: bad pattern: {exc}") from None
-    alternatives = []
-    for alt in row.get("alternatives", []) or []:
-        if alt.get("category") not in CATEGORIES:
-            raise SignatureError(f"{where}: alternative with unknown category {alt.get('category')!r}")
-        when = str(alt.get("when", ""))
-        if when not in PREDICATES and not (when.startswith("capture:") and "~" in when):
-            raise SignatureError(f"{where}: alternative with unknown predicate {when!r} (known: {PREDICATES})")
-        alternatives.append(Alternative(alt["category"], when, alt.get("confidence", "medium")))
+    alternatives = _qualified(row, "alternatives", "", where)
+    also = _qualified(row, "also", "always", where)
     for cap, spec in (row.get("facts") or {}).items():
         if str(spec).partition("|")[0] not in FACT_PATHS:
             raise SignatureError(f"{where}: facts[{cap!r}] sets unknown fact path {spec!r} (known: {FACT_PATHS})")
@@ -97,7 +111,15 @@ def _row(row: Dict[str, Any], i: int) -> Signature:
         severity=row["severity"], confidence=confidence, explanation=row["explanation"], fix=row["fix"],
         source=row["source"], as_of=row.get("as_of"), captures=dict(row.get("captures") or {}),
         facts=dict(row.get("facts") or {}), alternatives=tuple(alternatives), settle=row.get("settle"),
+        also=tuple(also),
     )
+
+
+class SignatureList(list):
+    """The parsed rows, and the document's ``context`` table: the cited facts its context qualifiers compare
+    with (the minimum WSL kernel for GPU compute ...), each {"value", "source"}."""
+
+    context: Dict[str, Dict[str, Any]] = {}
 
 
 def parse_signatures(doc: Dict[str, Any]) -> List[Signature]:
@@ -110,7 +132,22 @@ def parse_signatures(doc: Dict[str, Any]) -> List[Signature]:
     dupes = {x for x in ids if ids.count(x) > 1}
     if dupes:
         raise SignatureError(f"{STEM}.json: duplicate ids {sorted(dupes)}")
-    return out
+    context = doc.get("context") or {}
+    for key, row in context.items():
+        if not isinstance(row, dict) or not str(row.get("value", "")).strip() or not str(row.get("source", "")).strip():
+            raise SignatureError(f"{STEM}.json: context[{key!r}] needs a 'value' and a 'source'")
+    listed = SignatureList(out)
+    listed.context = dict(context)
+    return listed
+
+
+def signature_context(compat: Any, key: str) -> Optional[Dict[str, Any]]:
+    """One row of the catalogue's context table ({"value", "source"}), None when absent."""
+    try:
+        sigs = loaded(compat, STEM)
+    except LookupError:
+        return None
+    return getattr(sigs, "context", {}).get(key)
 
 
 def signatures_from(compat: Any) -> List[Signature]:

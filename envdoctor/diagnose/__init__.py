@@ -368,6 +368,17 @@ def _judge(facts: Facts, compat: Any, checks: Optional[list]) -> List[CheckResul
             else:
                 keep.append(f)
         merged[ri] = keep
+    # a low-confidence lead from a message is dropped when a surer facts-based finding cites that same message
+    # as its evidence: the surer finding explains it (a conda CUDA-major mix explains "libcusparse.so.11: cannot
+    # open"; the lead "a system library shadows it" would only mislead)
+    explained = {str(e.value)[:300] for ri, r in enumerate(results) if not r.id.startswith("messages.")
+                 for f in merged[ri] if _serious(f) and f.confidence != "low"
+                 for e in f.evidence if e.path.startswith("paste.messages")}
+    if explained:
+        for ri, r in enumerate(results):
+            if r.id.startswith("messages."):
+                merged[ri] = [f for f in merged[ri] if f.confidence != "low" or not any(
+                    e.path.startswith("paste.messages[") and str(e.value)[:300] in explained for e in f.evidence)]
     sure = any(_serious(f) and f.confidence != "low" for fs in merged for f in fs)
     if sure:
         for ri, r in enumerate(results):

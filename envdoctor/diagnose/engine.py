@@ -37,6 +37,7 @@ from .readers import (
     package_logs,
     packages,
     paste_date,
+    prose,
     recording,
     repl,
     toolchain,
@@ -119,6 +120,8 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     toolchain.read_toolchain(paste, acc)
     env_vars.read_env(paste, acc)
     loose_lines.read_loose(paste, acc)
+    prose.read_prose(paste, acc)
+    prose.read_hangs(paste, acc)
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)

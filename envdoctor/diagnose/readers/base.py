@@ -84,7 +84,15 @@ class Acc:
             obs.append((priority, pkg.version))
         old = self.packages.get(key)
         if old is None or priority > old[0]:
+            if old is not None and old[1].version == pkg.version and old[1].variant and not pkg.variant:
+                # the same wheel seen again ("Successfully installed torch-2.1.0" after its file name): keep what
+                # the earlier sighting knew about its build
+                pkg = Package(**{**pkg.__dict__, "variant": old[1].variant,
+                                 "variant_evidence": old[1].variant_evidence})
             self.packages[key] = (priority, pkg)
+        elif old[1].version == pkg.version and pkg.variant and not old[1].variant:
+            self.packages[key] = (old[0], Package(**{**old[1].__dict__, "variant": pkg.variant,
+                                                     "variant_evidence": pkg.variant_evidence}))
 
     def add_found(self, what: str) -> None:
         if what not in self.found:

@@ -10,8 +10,13 @@ _KERNEL = re.compile(r"(?:Linux version|^Linux \S+)\s+(\d+\.\d+\.\d+[\w.+-]*)", 
 _WIN_VER = re.compile(r"Microsoft Windows \[Version (\d+\.\d+\.\d+(?:\.\d+)?)\]")
 # the Windows build in prose or `winver`: "OS build 18363.1556", "Windows build 22000.51", "Version 10.0.19045"
 _WIN_BUILD = re.compile(r"\b(?:OS|Windows(?: \d+)?(?: \w+)?|Insider)[ ,]*(?:build|Build|版本)\s*[:#]?\s*(\d{5}(?:\.\d+)?)"
-                        r"|\bWindows[^\n]{0,40}?\b10\.0\.(\d{5})")
+                        r"|\bWindows[^\n]{0,40}?\b10\.0\.(\d{5})|\bwindows\s*[:：]\s*(\d{5}\.\d+)", re.I)
 _DOCKER_RUN = re.compile(r"\b(?:docker|podman|nvidia-docker)\s+(?:container\s+)?run\b[^\n]*")
+# Docker Compose's own progress lines (v1 "Creating proj_svc_run ... done", v2 "Container proj-svc-1  Started") and
+# its commands: the program ran inside a container Compose started
+_COMPOSE = re.compile(r"^\s*(?:(?:Creating|Starting|Recreating|Attaching to) [\w.-]+(?:_run(?:_\w+)?|_\d+|-\d+)?"
+                      r" \.\.\. (?:done|error)\b|[✔ ]*Container [\w.-]+\s+(?:Created|Started|Running)\b)|"
+                      r"\bdocker[- ]compose\s+(?:\S+\s+)*?(?:run|up|exec)\b", re.M)
 
 
 def read_host(paste: Paste, acc: Acc) -> None:
@@ -19,7 +24,8 @@ def read_host(paste: Paste, acc: Acc) -> None:
     # the regexes below run on the few lines holding their literal words, never on the whole paste
     text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(
         ["linux", "wsl", "microsoft", "\\users\\", "\\program files\\", "\\python", "\\programdata\\",
-         "docker", "podman", "inside", "windows", "os build", "insider"]), head=2000, tail=200))
+         "docker", "podman", "inside", "windows", "os build", "insider", "compose", " ... done", "container "]),
+        head=2000, tail=200))
     m = _KERNEL.search(text)
     if m:
         acc.put("host.kernel", m.group(1), STRUCTURED, "kernel version line")
@@ -45,7 +51,7 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("host.os", "Windows", LOOSE, om.group(0).strip())
     bm = _WIN_BUILD.search(text)
     if bm:
-        acc.put("host.windows_build", bm.group(1) or bm.group(2), LOOSE, bm.group(0).strip())
+        acc.put("host.windows_build", bm.group(1) or bm.group(2) or bm.group(3), LOOSE, bm.group(0).strip())
     w = _WIN_VER.search(text)
     if w:
         acc.put("host.windows_build", w.group(1), STRUCTURED, "ver")
@@ -70,6 +76,32 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("container.runtime", "podman" if cmd.startswith("podman") else "docker", LOOSE, cmd.strip())
         acc.put("container.gpus_requested", gpus, LOOSE, cmd.strip())
         acc.add_found("a docker run command")
+    _platform_from_host(acc)
+    cm = _COMPOSE.search(text)
+    if cm and not acc.get("container.runtime"):
+        # a compose file may reserve GPUs (deploy.resources.reservations.devices): whether it did is unknown
+        acc.put("container.runtime", "docker", LOOSE, f"Docker Compose: {cm.group(0).strip()[:120]}")
+        acc.add_found("Docker Compose output")
     if ("dockerenv" in low or "container" in low) and re.search(
             r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
         acc.put("container.runtime", "docker", BARE, "container mentioned")
+
+
+def _platform_from_host(acc: Acc) -> None:
+    """The interpreter's platform from the paste's own OS: collect_env's "OS: Microsoft Windows 10 Pro", a WSL or
+    Linux kernel string with its machine word. Wheel names and paths (blocks.py) set it first when present; this
+    only fills a gap, below them, so wheel-variant rules and fixes judge the platform the paste shows rather
+    than assume Linux x86_64."""
+    if acc.get("python.platform"):
+        return
+    os_name = acc.get("host.os") or ""
+    machine = (acc.get("host.machine") or "").lower()
+    kernel = acc.get("host.kernel") or ""
+    how = f"the paste's OS ({acc.how('host.os') or acc.how('host.kernel')})"
+    if os_name == "Windows" and not acc.get("host.wsl"):
+        acc.put("python.platform", "win-arm64" if machine in ("arm64", "aarch64") else "win-amd64", BARE, how)
+    elif os_name == "Darwin":
+        acc.put("python.platform", "macosx", BARE, how)
+    elif (os_name == "Linux" or kernel) and machine in ("x86_64", "amd64", "aarch64", "arm64"):
+        arch = "x86_64" if machine in ("x86_64", "amd64") else "aarch64"
+        acc.put("python.platform", f"linux-{arch}", BARE, how)

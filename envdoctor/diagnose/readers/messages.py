@@ -42,6 +42,11 @@ _STOP = re.compile(r"^\s*(?:```|~~~|\$ |>>> |In \[\d+\]:|Out\[\d+\]:|# |[A-Z][\w
                    r"\d{4}-\d\d-\d\d[ T]\d|\d\d:\d\d:\d\d|\+-{3}|\|)")
 _CONTINUATION = re.compile(r"^\s+\S")
 _LOWER_START = re.compile(r"^\s*[a-z(]")
+# a repeated log prefix on every line of one logical message: journalctl's "Aug 26 14:08:07 host kernel: ",
+# dmesg's "[  12.345678] ", then the emitter's own tag ("NVRM: ", NCCL's "host:pid:tid [rank] NCCL WARN ")
+_LOG_PREFIX = re.compile(r"^\s*(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \S+ [\w.-]+(?:\[\d+\])?: |"
+                         r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S* \S+ [\w.-]+(?:\[\d+\])?: |\[\s*\d+\.\d+\] )")
+_TAG = re.compile(r"^\s*(NVRM: |[\w.-]+:\d+:\d+ \[\d+\] NCCL (?:WARN|INFO) )")
 MAX_SPAN = 8  # lines one message may span: bounds the work and never glues far-apart messages
 
 
@@ -59,9 +64,30 @@ def _literal_keywords(sigs: Sequence[Any]) -> List[str]:
         words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]{6,}", plain) if w.lower() not in _COMMON]
         if words:
             best = max(words, key=len).lower()
-            if best not in out:
-                out.append(best)
+        else:
+            # only short words ("Found no NVIDIA driver on your system"): the longest literal phrase of the
+            # first alternative, which a message carries whole unless a wrap splits it
+            phrases = re.findall(r"[A-Za-z][A-Za-z' ]{11,}[A-Za-z]", plain.split("|")[0])
+            best = max(phrases, key=len).lower() if phrases else ""
+        if best and best not in out:
+            out.append(best)
     return out
+
+
+def _unprefix(line: str, tag: Optional[str]) -> str:
+    """A line without its log prefix, and without the message's own tag when it repeats the first line's
+    ("NVRM: this kernel module ..." continuing "NVRM: API mismatch ..."): the logical message, joined."""
+    line = _LOG_PREFIX.sub("", line, count=1)
+    if tag:
+        m = _TAG.match(line)
+        if m and (m.group(1) == tag or "NCCL" in tag and "NCCL" in m.group(1)):
+            line = line[m.end():]
+    return line.strip()
+
+
+def _tag_of(line: str) -> Optional[str]:
+    m = _TAG.match(_LOG_PREFIX.sub("", line, count=1))
+    return m.group(1) if m else None
 
 
 def _finished(text: str) -> bool:
@@ -86,7 +112,8 @@ def _assemble(lines: Sequence[str], i: int) -> Tuple[Optional[str], int]:
         if not (_CONTINUATION.match(cur) or _LOWER_START.match(cur)) or _finished(prev):
             break
         start -= 1
-    parts = [ln.strip() for ln in lines[start:i + 1]]
+    tag = _tag_of(lines[start])
+    parts = [_LOG_PREFIX.sub("", lines[start], count=1).strip()] + [_unprefix(ln, tag) for ln in lines[start + 1:i + 1]]
     j = i + 1
     block = bool(_COLON.search(lines[i]))
     while j < n and j - start < MAX_SPAN:
@@ -94,22 +121,32 @@ def _assemble(lines: Sequence[str], i: int) -> Tuple[Optional[str], int]:
         if not nxt.strip() or _SKIP.match(nxt) or len(nxt) > 4000:
             break
         indented = bool(_CONTINUATION.match(nxt))
-        if block and indented:
+        if tag and _tag_of(nxt) and not (_finished(parts[-1]) and "NVRM" in tag):
+            parts.append(_unprefix(nxt, tag))  # the same emitter's next line: one logical message
+        elif block and indented:
             parts.append(nxt.strip())
         elif _finished(parts[-1]) or _COLON.search(parts[-1]) and not indented:
             break
         elif _STOP.match(nxt) and not indented:
             break
         else:
-            parts.append(nxt.strip())
+            parts.append(_unprefix(nxt, tag))
         j += 1
     if len(parts) == 1:
         return None, i
     return " ".join(parts), j - 1
 
 
+_TORCH_IMPORT = re.compile(r"(?:^|>>> |In \[\d+\]: |[\"';]\s*|-c\s+[\"']?)import torch\b|[\\/]torch[\\/]__init__\.py")
+
+
 def read(paste: Paste, acc: Acc, sigs: Sequence[Any] = ()) -> None:
     lines = paste.lines
+    for i in paste.with_any(["import torch", "__init__.py"])[:200]:
+        if _TORCH_IMPORT.search(lines[i]):
+            # the failure the paste shows happened while importing torch itself (a qualifier for signatures)
+            acc.put("paste.torch_import", True, 1, lines[i].strip()[:160])
+            break
     extra = [k for k in _literal_keywords(sigs) if not any(k2 in k for k2 in _KEYWORDS)]
     candidates = paste.with_any(_KEYWORDS + extra)
     # a log repeating one error adds nothing but time: each distinct line once, the first and the last

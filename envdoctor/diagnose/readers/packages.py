@@ -287,6 +287,22 @@ def _read_wheels(paste: Paste, acc: Acc) -> None:
             name = _name(m.group(1).replace("_", "-"))
             version = m.group(2)
             variant = version.split("+", 1)[1] if "+" in version else None
+            evidence = f"wheel file name {m.group(0)}" if variant else None
+            if name == "torch" and variant is None and _DEFAULT_INDEX_CPU.search(m.group(0)) and \
+                    not _CUDA_INDEX.search(paste.text):
+                # PyPI's torch wheels for Windows and macOS carry no local tag and are CPU builds (for years the
+                # only CUDA-less wheels on the default index; CUDA builds come from download.pytorch.org as
+                # +cuXXX); a size of a few hundred MB, not GBs, says the same
+                size = _WHEEL_SIZE.search(paste.lines[i][m.end():m.end() + 40])
+                variant = "cpu"
+                evidence = (f"wheel file name {m.group(0)} from the default index: PyPI's Windows/macOS torch wheels "
+                            "are CPU builds" + (f" (its size {size.group(1)} fits a CPU build)" if size else ""))
+                acc.put("torch.cpu_build", True, LOOSE, evidence)
             acc.add_package(Package(name=name, version=version, installer="pip", variant=variant,
-                                    variant_evidence=f"wheel file name {m.group(0)}" if variant else None), LOOSE - 1)
+                                    variant_evidence=evidence), LOOSE - 1)
             acc.add_found("wheel file names")
+
+
+_DEFAULT_INDEX_CPU = re.compile(r"-(?:win_amd64|win32|win_arm64|macosx_[\w.]+)\.whl$")
+_CUDA_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/)?(?:cu|rocm)\d|\+cu\d{2,3}-")
+_WHEEL_SIZE = re.compile(r"^\s*\(?(\d+(?:\.\d+)?\s*[kM]B)\)?")
