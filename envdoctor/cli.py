@@ -154,8 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="explain a category, check id or finding code")
     p.add_argument("code", help="e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA, driver.cuda-compat or driver.cuda-compat/too-old")
     from .cli_extra import add_parsers
+    from .fleet.cli import add_parser as add_fleet_parser
 
     add_parsers(sub, EXIT_CODES_HELP)
+    add_fleet_parser(sub, EXIT_CODES_HELP)
     return parser
 
 
@@ -739,8 +741,10 @@ def _restore_signal_handlers(previous: dict) -> None:
 
 def _extra_commands() -> None:
     from .cli_extra import COMMANDS as EXTRA
+    from .fleet.cli import COMMANDS as FLEET
 
     COMMANDS.update(EXTRA)
+    COMMANDS.update(FLEET)
 
 
 _extra_commands()
