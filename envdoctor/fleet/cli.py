@@ -77,7 +77,7 @@ def _render(rep: Any, args: Any) -> str:
 
 
 def cmd_fleet(args: Any) -> int:
-    from ..cli import EXIT_FINDINGS, EXIT_OK, UsageError, _check_output, _read_text, _write
+    from ..cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, _check_output, _read_text, _write
     from .report import judge_fleet
 
     _check_output(args.output)
@@ -108,6 +108,10 @@ def cmd_fleet(args: Any) -> int:
                          f"({sys.executable}: import torch.distributed failed: {type(e).__name__}: {e})") from None
     if not dist.is_available():
         raise UsageError("this torch build has no torch.distributed")
+    import torch
+
+    if args.backend == "nccl" and not torch.cuda.is_available():
+        raise UsageError("--backend nccl needs CUDA GPUs, and torch sees none here (use --backend gloo)")
     from ..app import CollectOptions
     from .rank import Options, run_rank
 
@@ -120,8 +124,8 @@ def cmd_fleet(args: Any) -> int:
         from .comm import short_error
 
         sys.stderr.write(f"envdoctor fleet: rank {place.rank}: {type(e).__name__}: {short_error(e)}\n")
-        _leave(EXIT_FINDINGS if place.rank == 0 else 1)
-        return 1
+        _leave(EXIT_USAGE if place.rank == 0 else 1)  # rank 0 could not take part: the job is unusable
+        return EXIT_USAGE
     if fleet is None:  # not rank 0: nothing on stdout
         _leave(EXIT_OK)
         return EXIT_OK

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Sequence
 DEFAULT_SIZES_GPU = [1 << 20, 16 << 20, 64 << 20, 256 << 20, 1 << 30]
 DEFAULT_SIZES_CPU = [64 << 10, 1 << 20, 4 << 20]
 MIN_ITERS, MAX_ITERS = 3, 1000
+WARM_ITERS = 5  # timed warm-up calls that set the iteration count
 
 
 def rank_kernels(torch: Any, device: Any, budget_s: float) -> List[Dict[str, Any]]:
@@ -51,6 +52,13 @@ def _sync(torch: Any, device: Any) -> None:
         torch.cuda.synchronize(device)
 
 
+def _barrier(torch: Any, dist: Any, group: Any, device: Any) -> None:
+    """A one-element all-reduce as the barrier: the same call on gloo and NCCL (dist.barrier guesses the
+    device on NCCL)."""
+    dist.all_reduce(torch.zeros(1, device=device), group=group)
+    _sync(torch, device)
+
+
 def allreduce_sweep(torch: Any, dist: Any, group: Any, n: int, device: Any, sizes: Sequence[int],
                     budget_s: float) -> List[Dict[str, Any]]:
     """Time all-reduce (sum, float32) at each size on ``group`` (``n`` ranks; every rank of it calls this with
@@ -64,12 +72,14 @@ def allreduce_sweep(torch: Any, dist: Any, group: Any, n: int, device: Any, size
         dist.all_reduce(buf, group=group)  # warm-up: connections, buffers
         _sync(torch, device)
         t0 = time.perf_counter()
-        dist.all_reduce(buf, group=group)
+        for _ in range(WARM_ITERS):
+            dist.all_reduce(buf, group=group)
         _sync(torch, device)
-        probe = torch.tensor([time.perf_counter() - t0], dtype=torch.float64, device=device)
+        probe = torch.tensor([(time.perf_counter() - t0) / WARM_ITERS], dtype=torch.float64, device=device)
         dist.all_reduce(probe, op=dist.ReduceOp.MAX, group=group)
         warm = max(float(probe.item()), 1e-6)
         iters = int(min(MAX_ITERS, max(MIN_ITERS, per_size / warm)))
+        _barrier(torch, dist, group, device)  # start together (nccl-tests time after a barrier too)
         t0 = time.perf_counter()
         for _ in range(iters):
             dist.all_reduce(buf, group=group)

@@ -14,7 +14,7 @@ FLEET_SCHEMA_VERSION = 1
 
 @dataclass
 class Node:
-    key: str  # "node 1": the launcher's node rank, else the host name
+    key: str  # "node 1": the launcher's node rank; else "host 0", "host 1" ... (model.assign_node_keys)
     hostname: Optional[str]
     node_rank: Optional[int]
     ranks: List[int]
@@ -23,8 +23,7 @@ class Node:
 
     @property
     def label(self) -> str:
-        host = self.hostname or "unknown host"
-        return f"{self.key} ({host})" if self.key != self.hostname else host
+        return f"{self.key} ({self.hostname or 'unknown host'})"
 
     @property
     def collector(self) -> Optional[int]:
@@ -52,7 +51,7 @@ class FleetData:
         rec = self.rank(r) or {}
         bits = []
         node = next((n for n in self.nodes if r in n.ranks), None)
-        if node is not None and node.key != node.hostname:
+        if node is not None:
             bits.append(node.key)
         if rec.get("hostname"):
             bits.append(f"host {rec['hostname']}")
@@ -61,16 +60,27 @@ class FleetData:
         return f"rank {r}" + (f" ({', '.join(bits)})" if bits else "")
 
 
-def node_key(rec: Dict[str, Any]) -> str:
-    return f"node {rec['node_rank']}" if rec.get("node_rank") is not None else str(rec.get("hostname") or "?")
+def assign_node_keys(ranks: List[Dict[str, Any]]) -> None:
+    """Give each record its node's key, kept in the record ("node"): "node N" from the launcher's node rank, else
+    "host N" by the order of each host's lowest rank. The key never holds the host name, so a redacted report
+    (host names masked) still tells its nodes apart when judged again."""
+    hosts: Dict[Any, str] = {}
+    for rec in sorted(ranks, key=lambda x: x.get("rank", 0)):
+        if rec.get("node"):
+            continue
+        if rec.get("node_rank") is not None:
+            rec["node"] = f"node {rec['node_rank']}"
+        else:
+            rec["node"] = hosts.setdefault(rec.get("hostname"), f"host {len(hosts)}")
 
 
 def group_nodes(ranks: List[Dict[str, Any]], facts_by_rank: Dict[int, Dict[str, Any]]) -> List[Node]:
     """Ranks grouped by node (the launcher's node rank, else the host); a node's facts are its lowest local
     rank's (local rank 0 collects). A facts dict that does not load is kept as the node's facts_error."""
+    assign_node_keys(ranks)
     nodes: Dict[str, Node] = {}
     for rec in sorted(ranks, key=lambda x: (x.get("local_rank") or 0, x.get("rank", 0))):
-        key = node_key(rec)
+        key = str(rec["node"])
         node = nodes.setdefault(key, Node(key, rec.get("hostname"), rec.get("node_rank"), []))
         node.ranks.append(rec["rank"])
     out = sorted(nodes.values(), key=lambda n: min(n.ranks))

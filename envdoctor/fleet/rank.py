@@ -243,7 +243,7 @@ def _sweep_and_after(torch: Any, dist: Any, place: Place, options: Options, devi
         for ranks in nodes:
             g = dist.new_group(ranks=ranks, timeout=_dt.timedelta(seconds=options.timeout_s))
             if place.rank in ranks and len(ranks) > 1:
-                scopes.append((f"intra-node ({len(ranks)} ranks of one node)", g, ranks))
+                scopes.append((f"intra-node (ranks {','.join(map(str, ranks))})", g, ranks))
         leaders = [ranks[0] for ranks in nodes]
         g = dist.new_group(ranks=leaders, timeout=_dt.timedelta(seconds=options.timeout_s))
         if place.rank in leaders:
@@ -267,6 +267,7 @@ def _sweep_and_after(torch: Any, dist: Any, place: Place, options: Options, devi
         try:
             with open(nccl_file, encoding="utf-8", errors="replace") as fh:
                 transport = parse_nccl_log(fh.read()) or None
+            os.unlink(nccl_file)
         except OSError:
             transport = None
     if place.rank != 0:

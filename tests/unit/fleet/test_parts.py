@@ -139,3 +139,22 @@ def test_fleet_outside_a_launcher_is_a_usage_error(monkeypatch, capsys):
 def test_fleet_report_errors_name_the_problem():
     with pytest.raises(FleetReportError):
         fleet_from_report({"kind": "envdoctor-fleet-report", "schema_version": 1, "fleet": {}, "nodes": []})
+
+
+def test_a_redacted_report_still_tells_its_nodes_apart(tmp_path):
+    """Without a launcher's node rank (srun alone), nodes are "host 0", "host 1" ... by their lowest rank: the
+    key holds no host name, so the redacted JSON judged again has the same nodes."""
+    fleet = _fleet([_node_facts(), _node_facts(torch="2.4.0+cu121")])
+    for rec in fleet.ranks:
+        rec["node_rank"] = None
+        rec.pop("node", None)
+    from envdoctor.fleet.model import group_nodes
+
+    fleet.nodes = group_nodes(fleet.ranks, {0: _node_facts().to_dict(), 1: _node_facts(torch="2.4.0+cu121").to_dict()})
+    assert [n.key for n in fleet.nodes] == ["host 0", "host 1"]
+    data = to_dict(judge_fleet(fleet), redact=True)
+    assert "gpu-1" not in json.dumps(data)
+    again = judge_fleet(fleet_from_report(data))
+    assert [n.key for n in again.fleet.nodes] == ["host 0", "host 1"]
+    (f,) = [f for f in again.findings if f.summary.startswith("torch version differs")]
+    assert "host 1 (<redacted>), rank 1: 2.4.0+cu121" in f.summary
