@@ -551,7 +551,9 @@ def cmd_explain(args) -> int:
     from .checks import all_checks
 
     code = args.code.strip()
-    checks = all_checks()
+    from .fleet.checks import FLEET_CHECKS
+
+    checks = all_checks() + list(FLEET_CHECKS)  # the fleet checks judge nodes, not one machine: not registered
     category = CATEGORIES.get(code.upper())
     check = None
     if category is None and code.startswith(_SIGNATURE_PREFIX):
@@ -593,7 +595,8 @@ def _finding_codes() -> tuple:
     code_re = re.compile(r"[a-z_]+\.[a-z0-9-]+/[a-z0-9-]+")
     codes, prefixes, dynamic = set(), set(), set()
     here = pathlib.Path(__file__).resolve().parent
-    for path in sorted((here / "checks").glob("*.py")) + [here / "diagnose" / "__init__.py"]:
+    for path in sorted((here / "checks").glob("*.py")) + [here / "diagnose" / "__init__.py",
+                                                          here / "fleet" / "checks.py"]:
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (OSError, SyntaxError, ValueError):

@@ -158,3 +158,14 @@ def test_a_redacted_report_still_tells_its_nodes_apart(tmp_path):
     assert [n.key for n in again.fleet.nodes] == ["host 0", "host 1"]
     (f,) = [f for f in again.findings if f.summary.startswith("torch version differs")]
     assert "host 1 (<redacted>), rank 1: 2.4.0+cu121" in f.summary
+
+
+@pytest.mark.parametrize("code", ["fleet.consistency/node-facts", "fleet.ranks/missing", "fleet.stragglers/h2d-pinned",
+                                  "fleet.transport/socket-fallback", "FLEET_INCONSISTENT", "fleet.collectives"])
+def test_every_fleet_code_can_be_explained(code, capsys):
+    assert main(["explain", code]) == 0
+    assert capsys.readouterr().out.strip()
+
+
+def test_an_unknown_fleet_kind_is_not_explained(capsys):
+    assert main(["explain", "fleet.ranks/nope"]) == 2
