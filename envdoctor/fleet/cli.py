@@ -124,16 +124,31 @@ def cmd_fleet(args: Any) -> int:
         from .comm import short_error
 
         sys.stderr.write(f"envdoctor fleet: rank {place.rank}: {type(e).__name__}: {short_error(e)}\n")
-        _leave(EXIT_USAGE if place.rank == 0 else 1)  # rank 0 could not take part: the job is unusable
+        # rank 0 could not take part: the job is unusable (2). Another rank leaves with 0: rank 0 names it as
+        # missing, and a non-zero exit would only make torchrun stop rank 0 before its report is written
+        _leave(EXIT_USAGE if place.rank == 0 else EXIT_OK)
         return EXIT_USAGE
     if fleet is None:  # not rank 0: nothing on stdout
         _leave(EXIT_OK)
         return EXIT_OK
+    _hold_signals()
     rep = judge_fleet(fleet)
     _write(_render(rep, args), args.output, utf8=args.format != "console")
     code = EXIT_FINDINGS if rep.has_at_least(args.fail_on) else EXIT_OK
     _leave(code)
     return code
+
+
+def _hold_signals() -> None:
+    """Rank 0 holds every rank's part: the seconds of judging and writing are not interrupted. torchrun sends
+    SIGTERM to the workers still running when one exits non-zero, and SIGKILL only after its grace period."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (ValueError, OSError):  # not the main thread
+            pass
 
 
 def _leave(code: int) -> None:

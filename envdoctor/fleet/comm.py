@@ -3,10 +3,11 @@
 Why not ``gather_object``: it pickles (a rank running another envdoctor or torch must still be read, not
 crashed on), it needs numpy to decode (torch's CPU wheels run without it: "RuntimeError: Numpy is not
 available"), and a collective with a dead rank names no one. Here every rank sends rank 0 its message as two
-tensors (its length, then its UTF-8 bytes); rank 0 waits for each rank in turn until one shared deadline, so a
-rank that never sends is named with what happened: gloo raises "Connection closed by peer" at once when a rank's
-process is gone, and the deadline covers a rank that hangs. A gloo wait that times out closes that pair for
-good (measured: every later wait says "Application timeout caused pair closure"), so each wait is one shot.
+tensors (its length, then its UTF-8 bytes); rank 0 waits for all of them at once until one shared deadline, so
+a rank that never sends is named with what happened: gloo raises "Connection closed by peer" at once when a
+rank's process is gone, and the deadline covers a rank that hangs. A gloo wait that times out closes the group's
+pairs for good (measured: every later wait says "Application timeout caused pair closure"), so each wait is one
+shot, and nothing is sent on that group after a timeout is expected to arrive.
 
 The waits run in a thread: the main thread stays in Python and takes SIGTERM (torchrun sends it to every worker
 when one fails) at once, and the report is written from what arrived by then.
@@ -96,33 +97,36 @@ def recv(torch: Any, dist: Any, src: int, group: Any, tag: int, timeout_s: float
 
 
 class Gatherer:
-    """Rank 0's side of one round: a message from each of ``sources`` until ``deadline`` (time.monotonic)."""
+    """Rank 0's side of one round: a message from each of ``sources`` until ``deadline`` (time.monotonic).
+
+    One thread per source, all waiting at once: a gloo wait that times out closes every pair of the group (gloo's
+    tcp context signals the exception to all its pairs: "Application timeout caused pair closure"), so a rank
+    that hangs must not be waited for before the others; at the deadline everyone else has already arrived.
+    """
 
     def __init__(self, torch: Any, dist: Any, group: Any, tag: int, sources: List[int], deadline: float):
         self.arrivals: Dict[int, Arrival] = {}
-        self._args = (torch, dist, group, tag, sources, deadline)
-        self._thread = threading.Thread(target=self._run, name="envdoctor-fleet-gather", daemon=True)
         self.started = time.time()
+        self._threads = [threading.Thread(target=self._one, args=(torch, dist, group, tag, src, deadline),
+                                          name=f"envdoctor-fleet-recv-{src}", daemon=True) for src in sources]
 
-    def _run(self) -> None:
-        torch, dist, group, tag, sources, deadline = self._args
-        for src in sources:
-            left = deadline - time.monotonic()
-            try:
-                value = recv(torch, dist, src, group, tag, left)
-                self.arrivals[src] = Arrival(value=value, at=time.time())
-            except Exception as e:  # noqa: BLE001 - any failure is the fact to report
-                reason = why_not(e)
-                self.arrivals[src] = Arrival(error=reason, at=time.time())
+    def _one(self, torch: Any, dist: Any, group: Any, tag: int, src: int, deadline: float) -> None:
+        try:
+            value = recv(torch, dist, src, group, tag, deadline - time.monotonic())
+            self.arrivals[src] = Arrival(value=value, at=time.time())
+        except Exception as e:  # noqa: BLE001 - any failure is the fact to report
+            self.arrivals[src] = Arrival(error=why_not(e), at=time.time())
 
     def start(self) -> Gatherer:
-        self._thread.start()
+        for t in self._threads:
+            t.start()
         return self
 
     def wait(self) -> Dict[int, Arrival]:
         """Block until every source answered or failed; SIGTERM's handler can interrupt (Python-level joins)."""
-        while self._thread.is_alive():
-            self._thread.join(0.2)
+        for t in self._threads:
+            while t.is_alive():
+                t.join(0.2)
         return dict(self.arrivals)
 
     def so_far(self) -> Dict[int, Arrival]:

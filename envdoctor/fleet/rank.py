@@ -128,7 +128,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
                                    time.monotonic() + options.timeout_s).start()
             hellos = gather.wait()
         else:
-            comm.send(torch, dist, me, 0, ctrl, comm.TAG_HELLO, options.timeout_s)
+            comm.send(torch, dist, me, 0, ctrl, comm.TAG_HELLO, 2 * options.timeout_s)
         stage = "its own part"
         if place.local_rank == 0:
             from ..app import collect
@@ -144,11 +144,16 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
             testing.leave(code)
         stage = "report"
         if place.rank != 0:
-            comm.send(torch, dist, record, 0, ctrl, comm.TAG_PAYLOAD, options.timeout_s)
-            go_wait = 2 * options.timeout_s + options.collect.python_timeout_s + 60
-            go = comm.recv(torch, dist, 0, ctrl, comm.TAG_GO, go_wait)
-            if go.get("sweep"):
-                _sweep_and_after(torch, dist, place, options, device, go, ctrl, nccl_file, record)
+            # rank 0 may still be collecting its own node's facts: a send waits as long as a go does
+            patience = 2 * options.timeout_s + options.collect.python_timeout_s + 60
+            comm.send(torch, dist, record, 0, ctrl, comm.TAG_PAYLOAD, patience)
+            # from here on rank 0 has this rank's part: whatever fails now is rank 0's to report
+            try:
+                go = comm.recv(torch, dist, 0, ctrl, comm.TAG_GO, patience)
+                if go.get("sweep"):
+                    _sweep_and_after(torch, dist, place, options, device, go, ctrl, nccl_file, record)
+            except Exception as e:  # noqa: BLE001
+                sys.stderr.write(f"envdoctor fleet: rank {place.rank}: sent its report; then: {comm.short_error(e)}\n")
             return None
         said_hello = [r for r in others if hellos.get(r) and hellos[r].value is not None]
         gather = comm.Gatherer(torch, dist, ctrl, comm.TAG_PAYLOAD, said_hello,
@@ -163,8 +168,8 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
         for r in answered:
             try:
                 comm.send(torch, dist, go, r, ctrl, comm.TAG_GO, options.timeout_s)
-            except Exception as e:  # noqa: BLE001
-                fleet.collectives.append({"scope": "go", "ranks": [r], "error": comm.short_error(e)})
+            except Exception:  # noqa: BLE001, S110 - after a timeout gloo has closed the group's pairs: that rank
+                pass  # leaves when rank 0 does; who was missing is already in fleet.missing
         if sweep:
             stage = "all-reduce sweep"
             after = _sweep_and_after(torch, dist, place, options, device, go, ctrl, nccl_file, record, fleet)

@@ -7,7 +7,8 @@ They are read only when ENVDOCTOR_FLEET_TESTING=1 (the tests set it for the rank
   into the node's facts snapshot ("pythons[0].torch.version", "host.shm_total_bytes") or, prefixed "rank.", into
   the rank's own record ("rank.torch_version"). Example: "1:pythons[0].torch.version=2.12.0+cpu".
 - ENVDOCTOR_FLEET_TEST_EXIT="RANK:STAGE:CODE": rank RANK exits with CODE (os._exit, no clean-up, as a crash)
-  at STAGE: "after-init" (before saying hello) or "before-gather" (after its own part, before sending it).
+  at STAGE: "after-init" (before saying hello) or "before-gather" (after its own part, before sending it);
+  CODE "hang" makes it hang there instead (a rank stuck in a driver call), until the launcher ends it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ ENABLE = "ENVDOCTOR_FLEET_TESTING"
 OVERRIDE = "ENVDOCTOR_FLEET_TEST_OVERRIDE"
 EXIT = "ENVDOCTOR_FLEET_TEST_EXIT"
 STAGES = ("after-init", "before-gather")
+HANG = -1  # exit_at's answer for CODE "hang"
 
 
 class HookError(ValueError):
@@ -55,11 +57,11 @@ def exit_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[int]:
     if not enabled(env) or not env.get(EXIT):
         return None
     for item in filter(None, (s.strip() for s in env[EXIT].split(";"))):
-        m = re.fullmatch(r"(\d+):([a-z-]+):(\d+)", item)
+        m = re.fullmatch(r"(\d+):([a-z-]+):(\d+|hang)", item)
         if not m or m.group(2) not in STAGES:
             raise HookError(f"{EXIT}: {item!r} is not RANK:STAGE:CODE (STAGE: {', '.join(STAGES)})")
         if int(m.group(1)) == rank and m.group(2) == stage:
-            return int(m.group(3))
+            return HANG if m.group(3) == "hang" else int(m.group(3))
     return None
 
 
@@ -99,7 +101,11 @@ def apply(env: Mapping[str, str], rank: int, record: Dict[str, Any]) -> None:
 
 def leave(code: int) -> None:
     import sys
+    import time
 
+    if code == HANG:
+        while True:
+            time.sleep(3600)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

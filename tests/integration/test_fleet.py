@@ -94,10 +94,10 @@ def test_two_nodes_one_with_another_torch_and_a_small_shm(cpu_venv, tmp_path):
     assert [f["code"] for f in again["fleet_findings"]] == [f["code"] for f in report["fleet_findings"]]
 
 
-def _four_ranks_one_leaves(python: str, tmp: Path, code: int):
-    env = _env(tmp, ENVDOCTOR_FLEET_TEST_EXIT=f"3:before-gather:{code}")
+def _four_ranks_one_leaves(python: str, tmp: Path, code, rank: int = 3, timeout: int = 20):
+    env = _env(tmp, ENVDOCTOR_FLEET_TEST_EXIT=f"{rank}:before-gather:{code}")
     argv = ["timeout", "120"] + _torchrun(python, "--nproc-per-node", "4", "--master-port", str(_port())) + \
-        ["--timeout", "20"]
+        ["--timeout", str(timeout)]
     start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp,
                             start_new_session=True)
@@ -125,3 +125,13 @@ def test_a_rank_that_crashes_gets_the_report_written_when_torchrun_stops_rank_0(
     assert left == [], f"processes left behind: {left}"
 
 
+
+
+def test_a_rank_that_hangs_is_named_at_the_deadline_and_the_others_still_count(cpu_venv, tmp_path):
+    """Rank 1 hangs: gloo's timeout on it closes the group's pairs, so rank 0 waits for every rank at once and
+    ranks 2 and 3, which answered in time, are in the report."""
+    proc, out, err, took, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, "hang", rank=1, timeout=15)
+    assert proc.returncode not in (0, 124), err[-2000:]
+    assert "rank 1 (node 0, host" in out and "no answer within the deadline" in out
+    assert "3 of 4 ranks reported" in out
+    assert left == [], f"processes left behind: {left}"

@@ -285,7 +285,9 @@ CATEGORY_PASTES = {
 # - NOTE: every info carries it, whatever the paste (tests/unit/report/test_trust.py).
 # - REQUIREMENT_UNMET: it judges requirements declared to `envdoctor assert` / preflight(), never pasted.
 NOT_FROM_PASTES = {"SLOW_STORAGE", "NOTE", "TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED", "PERF_BELOW_EXPECTED",
-                   "GPU_VIRTUALIZED", "REQUIREMENT_UNMET"}
+                   "GPU_VIRTUALIZED", "REQUIREMENT_UNMET",
+                   # judged across the nodes of a job by `envdoctor fleet` (tests/unit/fleet), never from one paste
+                   "FLEET_INCONSISTENT", "FLEET_STRAGGLER", "FLEET_RANK_UNREACHABLE"}
 
 
 def test_every_category_is_covered_or_explained() -> None:
