@@ -86,7 +86,7 @@ def missing_ranks(ctx: FleetContext) -> List[Finding]:
                     "the node's kernel log; then run `envdoctor check` on that node")))
     if fleet.interrupted:
         out.append(MISSING.error(
-            "interrupted", f"rank 0 was stopped before every rank reported: {fleet.interrupted}",
+            "interrupted", f"rank 0 was stopped before the end of the run: {fleet.interrupted}",
             detail="torchrun stops every worker when one exits with an error; the ranks still missing then "
                    "are listed above.", evidence=[Evidence("fleet.interrupted", fleet.interrupted)]))
     return out
@@ -316,8 +316,11 @@ TRANSPORT = Findings("fleet.transport", "INTERCONNECT")
 def collectives(ctx: FleetContext) -> List[Finding]:
     if not ctx.fleet.collectives:
         raise SkipCheck("no all-reduce sweep ran (run with --bench)")
+    ran = [c for c in ctx.fleet.collectives if not c.get("skipped")]
+    if not ran:
+        raise SkipCheck(f"all-reduce sweep {ctx.fleet.collectives[0]['skipped']}")
     out = []
-    for c in ctx.fleet.collectives:
+    for c in ran:
         if c.get("error"):
             out.append(COLLECTIVE.error(
                 "failed", f"all-reduce over {c.get('scope')} (ranks {c.get('ranks')}) failed: {c['error']}",

@@ -164,6 +164,9 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
         _assemble(fleet, hellos, payloads, me)
         answered = [r for r in said_hello if payloads.get(r) and payloads[r].value is not None]
         sweep = options.bench and not fleet.missing and place.world_size > 1
+        if options.bench and fleet.missing:
+            fleet.collectives.append({"scope": "all ranks", "ranks": list(range(place.world_size)),
+                                      "skipped": "not run: a collective with a rank missing would only time out"})
         go = {"sweep": sweep, "nodes": [n.ranks for n in fleet.nodes], "sizes": options.sizes}
         for r in answered:
             try:
@@ -189,8 +192,8 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
                 hellos.setdefault(r, comm.Arrival(error="no hello before rank 0 was stopped"))
         fleet.interrupted = f"{e.signal_name} at {_utc(time.time())}, during {stage}"
         mine = record
-        if place.local_rank == 0 and "facts" not in mine and e.facts is not None:  # what collect() had read when the signal came
-            mine["facts"] = e.facts.to_dict()
+        if place.local_rank == 0 and "facts" not in mine and e.facts is not None:
+            mine["facts"] = e.facts.to_dict()  # what collect() had read when the signal came
         payloads.setdefault(0, comm.Arrival(value=mine, at=time.time()))
         _assemble(fleet, hellos, payloads, me, stopped=True)
         fleet.duration_s = round(time.time() - started, 3)

@@ -133,6 +133,8 @@ def _sections(rep: FleetReport, redact: bool = False) -> Dict[str, Any]:
                       (n.facts_error or "no facts")])
     coll = []
     for c in fleet.collectives:
+        if c.get("skipped"):
+            coll.append([c.get("scope"), "-", "-", "-", "-", c["skipped"]])
         if c.get("error"):
             coll.append([c.get("scope"), "-", "-", "-", "-", f"failed: {c['error']}"])
         for s in c.get("sweep") or []:

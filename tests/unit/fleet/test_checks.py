@@ -165,3 +165,10 @@ def test_a_rank_from_another_envdoctor_is_compared_not_crashed_on(newer):
     rep = judge_fleet(_fleet([f, f, other]))
     (diff,) = [x for x in _found(rep, "fleet.consistency") if "envdoctor version" in x.summary]
     assert "node 2 (gpu-2), rank 2" in diff.summary
+
+
+def test_a_sweep_not_run_because_a_rank_is_missing_says_so():
+    fleet = _fleet([_node_facts()], collectives=[{"scope": "all ranks", "ranks": [0, 1],
+                                                  "skipped": "not run: a collective with a rank missing would only time out"}])
+    (res,) = [c for c in judge_fleet(fleet).checks if c.id == "fleet.collectives"]
+    assert res.status == "skipped" and "a rank missing" in res.reason
