@@ -202,6 +202,26 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "Memory and time are shared with other virtual machines: benchmark figures below the whole board's are "
        "expected, and this is the likely reason when they are low.",
        "Nothing to fix if the slice is what was bought; ask for a passthrough or bare-metal GPU otherwise."),
+    # --- fleets (issue 23: envdoctor fleet, over torch.distributed)
+    _c("FLEET_INCONSISTENT", "Nodes or ranks of one job differ",
+       "A fact that must match across the nodes (or ranks) of one job does not: torch build or variant, NCCL, "
+       "Python, driver, CUDA, cuDNN, GPU models or counts, or the problems each node has.",
+       "A job runs at the speed of its worst node; different torch or NCCL builds on the ranks of one job can "
+       "hang or crash its collectives, and a node set up differently fails in ways the others do not.",
+       "Make the named nodes match the majority (the same image or environment everywhere); `envdoctor fleet` "
+       "names each outlier by host and rank with the majority value."),
+    _c("FLEET_STRAGGLER", "A rank much slower than the others",
+       "One rank's matmul or host-to-device copy runs far below the median of the job's ranks.",
+       "Synchronous data-parallel training waits for the slowest rank at every step: one slow GPU slows the "
+       "whole job.",
+       "Run `envdoctor bench` on that node: clocks, power limit, a degraded PCIe link, a hot GPU or another "
+       "process on it are the usual causes; replace or drain the node."),
+    _c("FLEET_RANK_UNREACHABLE", "A rank did not answer",
+       "A rank of the job exited, crashed, hung or could not reach rank 0 within the timeout, or a collective "
+       "across the ranks failed.",
+       "Training on these nodes would hang at its first collective or die with a NCCL/gloo error.",
+       "Read that rank's own output and the node's kernel log; check the network between the nodes "
+       "(MASTER_ADDR reachable, firewalls, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME on the right interface)."),
     _c("HEALTHY", "No environment problem found",
        "The facts show a working stack; the reported problem is elsewhere (usually the code or data).",
        "Saves chasing the environment for a bug in the program.",

@@ -155,11 +155,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("explain", help="explain a category, check id or finding code")
     p.add_argument("code", help="e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA, driver.cuda-compat or driver.cuda-compat/too-old")
     from .cli_extra import add_parsers
+    from .fleet.cli import add_parser as add_fleet_parser
 
     add_parsers(sub, EXIT_CODES_HELP)
     from .watch.command import add_parser as add_watch_parser
 
     add_watch_parser(sub, EXIT_CODES_HELP)
+    add_fleet_parser(sub, EXIT_CODES_HELP)
     return parser
 
 
@@ -578,7 +580,9 @@ def cmd_explain(args) -> int:
     from .checks import all_checks
 
     code = args.code.strip()
-    checks = all_checks()
+    from .fleet.checks import FLEET_CHECKS
+
+    checks = all_checks() + list(FLEET_CHECKS)  # the fleet checks judge nodes, not one machine: not registered
     category = CATEGORIES.get(code.upper())
     check = None
     if category is None and code.startswith(_SIGNATURE_PREFIX):
@@ -620,7 +624,8 @@ def _finding_codes() -> tuple:
     code_re = re.compile(r"[a-z_]+\.[a-z0-9-]+/[a-z0-9-]+")
     codes, prefixes, dynamic = set(), set(), set()
     here = pathlib.Path(__file__).resolve().parent
-    for path in sorted((here / "checks").glob("*.py")) + [here / "diagnose" / "__init__.py"]:
+    for path in sorted((here / "checks").glob("*.py")) + [here / "diagnose" / "__init__.py",
+                                                          here / "fleet" / "checks.py"]:
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"))
         except (OSError, SyntaxError, ValueError):
@@ -781,9 +786,11 @@ def cmd_watch(args) -> int:
 
 def _extra_commands() -> None:
     from .cli_extra import COMMANDS as EXTRA
+    from .fleet.cli import COMMANDS as FLEET
 
     COMMANDS.update(EXTRA)
     COMMANDS["watch"] = cmd_watch
+    COMMANDS.update(FLEET)
 
 
 _extra_commands()

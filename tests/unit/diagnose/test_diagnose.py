@@ -292,6 +292,8 @@ CATEGORY_PASTES["GPU_BOUND"] = ("../timeseries/015-v100-32gb-aau-aicloud-job-que
 NOT_FROM_PASTES |= {"GPU_MEMORY_PRESSURE", "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND", "INPUT_BOUND",
                     "DATALOADER_IN_MAIN_PROCESS", "GPU_UNDERFED", "GPU_STRAGGLER", "GPU_IDLE_UNUSED",
                     "COMMUNICATION_BOUND", "CHECKPOINT_STALL"}
+# judged across the nodes of a job by `envdoctor fleet` (tests/unit/fleet), never from one paste
+NOT_FROM_PASTES |= {"FLEET_INCONSISTENT", "FLEET_STRAGGLER", "FLEET_RANK_UNREACHABLE"}
 
 
 def test_every_category_is_covered_or_explained() -> None:

@@ -1,0 +1,162 @@
+"""`envdoctor fleet`: its options and its handler (cli.py only registers them)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, List
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+def _sizes(text: str) -> List[int]:
+    out = []
+    for part in text.split(","):
+        p = part.strip().upper()
+        scale = 1
+        for suffix, s in (("KIB", 1 << 10), ("MIB", 1 << 20), ("GIB", 1 << 30), ("K", 1 << 10), ("M", 1 << 20),
+                          ("G", 1 << 30)):
+            if p.endswith(suffix):
+                p, scale = p[: -len(suffix)], s
+                break
+        try:
+            value = int(float(p) * scale)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a size (e.g. 1M,16M,256M)") from None
+        if value < 4:
+            raise argparse.ArgumentTypeError(f"{part!r}: a message is at least 4 bytes (one float32)")
+        out.append(value)
+    return out
+
+
+def add_parser(sub: Any, epilog: str) -> None:
+    from ..cli import _positive_seconds
+
+    p = sub.add_parser(
+        "fleet", help="one report for every node of a job (run under torchrun)",
+        description="Run under the job's launcher, like training: torchrun --nnodes N --nproc-per-node G -m "
+                    "envdoctor fleet. One rank per node collects that node's facts (the probes of `check`), "
+                    "every rank names its device, rank 0 gathers over torch.distributed and prints one report: "
+                    "what differs between nodes, each node's findings counted, stragglers, all-reduce bandwidth. "
+                    "Needs torch (and envdoctor) in the training interpreter.",
+        epilog=epilog + "\nUnder torchrun, torchrun's own exit status is 1 whenever rank 0 exits non-zero.\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--backend", choices=("nccl", "gloo"), default=None,
+                   help="torch.distributed backend (default: nccl when CUDA is available, else gloo)")
+    p.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+                   help=f"how long rank 0 waits for the others at each round, and every collective's timeout "
+                        f"(default: {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--bench", action="store_true",
+                   help="also measure: each rank's matmul and host-to-device copy, and an all-reduce sweep")
+    p.add_argument("--bench-budget", type=_positive_seconds, default=4.0, metavar="SECONDS",
+                   help="seconds for each per-rank kernel and for each all-reduce scope's sweep (default: 4)")
+    p.add_argument("--sizes", type=_sizes, default=None, metavar="LIST",
+                   help="all-reduce message sizes, e.g. 1M,16M,256M (default: 1M..1G on GPUs, 64K..4M on CPUs)")
+    p.add_argument("--python-timeout", type=_positive_seconds, default=60.0, metavar="SECONDS",
+                   help="time allowed to import torch when probing each node (default: 60)")
+    p.add_argument("--report", metavar="FILE",
+                   help="judge a saved fleet report (--format json -o FILE) again, offline: nothing is launched")
+    p.add_argument("--format", choices=("console", "json", "markdown"), default="console")
+    p.add_argument("--fail-on", choices=("error", "warning"), default="error",
+                   help="lowest severity that makes the exit code 1 (default: error)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show evidence")
+    p.add_argument("--no-redact", action="store_true", help="keep host names and GPU UUIDs in JSON/Markdown")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE (rank 0) instead of stdout")
+
+
+def _render(rep: Any, args: Any) -> str:
+    from .report import render_console, render_json, render_markdown
+
+    if args.format == "json":
+        return render_json(rep, redact=not args.no_redact)
+    if args.format == "markdown":
+        return render_markdown(rep, redact=not args.no_redact)
+    return render_console(rep, verbose=args.verbose)
+
+
+def cmd_fleet(args: Any) -> int:
+    from ..cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, _check_output, _read_text, _write
+    from .report import judge_fleet
+
+    _check_output(args.output)
+    if args.report:
+        from .model import FleetReportError, fleet_from_report
+
+        text = _read_text(args.report)
+        try:
+            fleet = fleet_from_report(json.loads(text))
+        except (ValueError, FleetReportError) as e:
+            raise UsageError(f"{args.report}: {e}") from None
+        rep = judge_fleet(fleet)
+        _write(_render(rep, args), args.output, utf8=args.format != "console")
+        return EXIT_FINDINGS if rep.has_at_least(args.fail_on) else EXIT_OK
+    from . import testing
+    from .launch import NotLaunched, place_from_env
+
+    try:
+        place = place_from_env()
+        testing.overrides(os.environ, -1)  # a malformed hook is a usage error before anything starts
+        testing.exit_at(os.environ, -1, "after-init")
+    except (NotLaunched, testing.HookError) as e:
+        raise UsageError(str(e)) from None
+    try:
+        import torch.distributed as dist
+    except Exception as e:  # noqa: BLE001 - no torch, or a torch that does not import
+        raise UsageError(f"`envdoctor fleet` runs inside the training interpreter and needs torch there "
+                         f"({sys.executable}: import torch.distributed failed: {type(e).__name__}: {e})") from None
+    if not dist.is_available():
+        raise UsageError("this torch build has no torch.distributed")
+    import torch
+
+    if args.backend == "nccl" and not torch.cuda.is_available():
+        raise UsageError("--backend nccl needs CUDA GPUs, and torch sees none here (use --backend gloo)")
+    from ..app import CollectOptions
+    from .rank import Options, run_rank
+
+    options = Options(backend=args.backend, timeout_s=args.timeout, bench=args.bench, sizes=args.sizes,
+                      bench_budget_s=args.bench_budget,
+                      collect=CollectOptions(pythons=[sys.executable], python_timeout_s=args.python_timeout))
+    try:
+        fleet = run_rank(place, options, dict(os.environ))
+    except Exception as e:  # noqa: BLE001 - a rank that cannot take part says why on stderr, never a traceback
+        from .comm import short_error
+
+        sys.stderr.write(f"envdoctor fleet: rank {place.rank}: {type(e).__name__}: {short_error(e)}\n")
+        # rank 0 could not take part: the job is unusable (2). Another rank leaves with 0: rank 0 names it as
+        # missing, and a non-zero exit would only make torchrun stop rank 0 before its report is written
+        _leave(EXIT_USAGE if place.rank == 0 else EXIT_OK)
+        return EXIT_USAGE
+    if fleet is None:  # not rank 0: nothing on stdout
+        _leave(EXIT_OK)
+        return EXIT_OK
+    _hold_signals()
+    rep = judge_fleet(fleet)
+    _write(_render(rep, args), args.output, utf8=args.format != "console")
+    code = EXIT_FINDINGS if rep.has_at_least(args.fail_on) else EXIT_OK
+    _leave(code)
+    return code
+
+
+def _hold_signals() -> None:
+    """Rank 0 holds every rank's part: the seconds of judging and writing are not interrupted. torchrun sends
+    SIGTERM to the workers still running when one exits non-zero, and SIGKILL only after its grace period."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        try:
+            signal.signal(sig, signal.SIG_IGN)
+        except (ValueError, OSError):  # not the main thread
+            pass
+
+
+def _leave(code: int) -> None:
+    """Exit now: the process group's threads (a receive that will never complete, a peer gone) must not hold
+    the interpreter's shutdown; everything this rank had to say is written and flushed."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+COMMANDS = {"fleet": cmd_fleet}

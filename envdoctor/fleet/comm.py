@@ -1,0 +1,134 @@
+"""JSON messages between ranks over torch.distributed point-to-point calls, each with a deadline.
+
+Why not ``gather_object``: it pickles (a rank running another envdoctor or torch must still be read, not
+crashed on), it needs numpy to decode (torch's CPU wheels run without it: "RuntimeError: Numpy is not
+available"), and a collective with a dead rank names no one. Here every rank sends rank 0 its message as two
+tensors (its length, then its UTF-8 bytes); rank 0 waits for all of them at once until one shared deadline, so
+a rank that never sends is named with what happened: gloo raises "Connection closed by peer" at once when a
+rank's process is gone, and the deadline covers a rank that hangs. A gloo wait that times out closes the group's
+pairs for good (measured: every later wait says "Application timeout caused pair closure"), so each wait is one
+shot, and nothing is sent on that group after a timeout is expected to arrive.
+
+The waits run in a thread: the main thread stays in Python and takes SIGTERM (torchrun sends it to every worker
+when one fails) at once, and the report is written from what arrived by then.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+TAG_HELLO, TAG_PAYLOAD, TAG_GO = 11, 12, 13
+
+
+@dataclass
+class Arrival:
+    """What rank 0 got from one rank: the message, or why not."""
+
+    value: Optional[Dict[str, Any]] = None
+    at: Optional[float] = None  # time.time() of its arrival
+    error: Optional[str] = None
+
+
+def _delta(seconds: float) -> _dt.timedelta:
+    return _dt.timedelta(seconds=max(0.05, seconds))
+
+
+def encode(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, default=str).encode("utf-8")
+
+
+def decode(data: bytes) -> Dict[str, Any]:
+    value = json.loads(data.decode("utf-8"))
+    if not isinstance(value, dict):
+        raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def short_error(e: BaseException) -> str:
+    """gloo's messages carry a source path and a pun; keep what names the cause."""
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if text.startswith("[") and "] " in text:
+        text = text.split("] ", 1)[1]
+    for cut in (". This is typically caused", " GLHF"):
+        text = text.split(cut, 1)[0]
+    return text[:300]
+
+
+def why_not(e: BaseException) -> str:
+    """A failed receive in words: the peer's process is gone, or it did not answer in time."""
+    reason = short_error(e)
+    low = reason.lower()
+    if "closed by peer" in low or "connection reset" in low or "broken pipe" in low:
+        return f"its process exited or crashed (gloo: {reason})"
+    if "timed out" in low or "timeout" in low:
+        return f"no answer within the deadline (gloo: {reason})"
+    return reason
+
+
+def send(torch: Any, dist: Any, obj: Any, dst: int, group: Any, tag: int, timeout_s: float) -> None:
+    """Send one JSON message to ``dst``; raises on failure or after ``timeout_s``."""
+    data = encode(obj)
+    size = torch.tensor([len(data)], dtype=torch.int64)
+    body = torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.zeros(0, dtype=torch.uint8)
+    end = time.monotonic() + timeout_s
+    w1 = dist.isend(size, dst=dst, group=group, tag=tag)
+    w2 = dist.isend(body, dst=dst, group=group, tag=tag + 100)
+    w1.wait(timeout=_delta(end - time.monotonic()))
+    w2.wait(timeout=_delta(end - time.monotonic()))
+
+
+def recv(torch: Any, dist: Any, src: int, group: Any, tag: int, timeout_s: float) -> Dict[str, Any]:
+    """One JSON message from ``src``; raises on failure or after ``timeout_s``."""
+    end = time.monotonic() + timeout_s
+    size = torch.zeros(1, dtype=torch.int64)
+    dist.irecv(size, src=src, group=group, tag=tag).wait(timeout=_delta(end - time.monotonic()))
+    n = int(size.item())
+    if n < 0 or n > (1 << 30):
+        raise ValueError(f"message length {n} from rank {src} is not plausible")
+    body = torch.zeros(n, dtype=torch.uint8)
+    if n:
+        dist.irecv(body, src=src, group=group, tag=tag + 100).wait(timeout=_delta(end - time.monotonic()))
+    return decode(bytes(body.tolist()))
+
+
+class Gatherer:
+    """Rank 0's side of one round: a message from each of ``sources`` until ``deadline`` (time.monotonic).
+
+    One thread per source, all waiting at once: a gloo wait that times out closes every pair of the group (gloo's
+    tcp context signals the exception to all its pairs: "Application timeout caused pair closure"), so a rank
+    that hangs must not be waited for before the others; at the deadline everyone else has already arrived.
+    """
+
+    def __init__(self, torch: Any, dist: Any, group: Any, tag: int, sources: List[int], deadline: float):
+        self.arrivals: Dict[int, Arrival] = {}
+        self.started = time.time()
+        self._threads = [threading.Thread(target=self._one, args=(torch, dist, group, tag, src, deadline),
+                                          name=f"envdoctor-fleet-recv-{src}", daemon=True) for src in sources]
+
+    def _one(self, torch: Any, dist: Any, group: Any, tag: int, src: int, deadline: float) -> None:
+        try:
+            value = recv(torch, dist, src, group, tag, deadline - time.monotonic())
+            self.arrivals[src] = Arrival(value=value, at=time.time())
+        except Exception as e:  # noqa: BLE001 - any failure is the fact to report
+            self.arrivals[src] = Arrival(error=why_not(e), at=time.time())
+
+    def start(self) -> Gatherer:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def wait(self) -> Dict[int, Arrival]:
+        """Block until every source answered or failed; SIGTERM's handler can interrupt (Python-level joins)."""
+        for t in self._threads:
+            while t.is_alive():
+                t.join(0.2)
+        return dict(self.arrivals)
+
+    def so_far(self) -> Dict[int, Arrival]:
+        return dict(self.arrivals)
+

@@ -1,0 +1,136 @@
+"""The fleet's data as rank 0 holds it: every rank's record, the nodes with their facts, the collectives, who
+is missing. JSON in and out, so a saved fleet report is judged again offline (``envdoctor fleet --report``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+from ..facts import Facts, FactsError
+
+FLEET_KIND = "envdoctor-fleet-report"
+FLEET_SCHEMA_VERSION = 1
+
+
+@dataclass
+class Node:
+    key: str  # "node 1": the launcher's node rank; else "host 0", "host 1" ... (model.assign_node_keys)
+    hostname: Optional[str]
+    node_rank: Optional[int]
+    ranks: List[int]
+    facts: Optional[Facts] = None  # what its local rank 0 collected; None: not received (see facts_error)
+    facts_error: Optional[str] = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.key} ({self.hostname or 'unknown host'})"
+
+    @property
+    def collector(self) -> Optional[int]:
+        return self.ranks[0] if self.ranks else None
+
+
+@dataclass
+class FleetData:
+    backend: str
+    world_size: int
+    timeout_s: float
+    ranks: List[Dict[str, Any]]  # one record per rank that said hello (see rank.py), in rank order
+    missing: List[Dict[str, Any]] = field(default_factory=list)  # {"rank", "stage", "reason", "last_heard"}
+    collectives: List[Dict[str, Any]] = field(default_factory=list)  # {"scope", "ranks", "sweep", "error"}
+    started_at: Optional[str] = None
+    duration_s: Optional[float] = None
+    interrupted: Optional[str] = None  # "SIGTERM at 20:31:05 UTC": the launcher stopped rank 0 early
+    nodes: List[Node] = field(default_factory=list)
+
+    def rank(self, r: int) -> Optional[Dict[str, Any]]:
+        return next((x for x in self.ranks if x.get("rank") == r), None)
+
+    def who(self, r: int) -> str:
+        """"rank 3 (node 0, host gpu-a, local rank 3)": how a report names a rank."""
+        rec = self.rank(r) or {}
+        bits = []
+        node = next((n for n in self.nodes if r in n.ranks), None)
+        if node is not None:
+            bits.append(node.key)
+        if rec.get("hostname"):
+            bits.append(f"host {rec['hostname']}")
+        if rec.get("local_rank") is not None:
+            bits.append(f"local rank {rec['local_rank']}")
+        return f"rank {r}" + (f" ({', '.join(bits)})" if bits else "")
+
+
+def assign_node_keys(ranks: List[Dict[str, Any]]) -> None:
+    """Give each record its node's key, kept in the record ("node"): "node N" from the launcher's node rank, else
+    "host N" by the order of each host's lowest rank. The key never holds the host name, so a redacted report
+    (host names masked) still tells its nodes apart when judged again."""
+    hosts: Dict[Any, str] = {}
+    for rec in sorted(ranks, key=lambda x: x.get("rank", 0)):
+        if rec.get("node"):
+            continue
+        if rec.get("node_rank") is not None:
+            rec["node"] = f"node {rec['node_rank']}"
+        else:
+            rec["node"] = hosts.setdefault(rec.get("hostname"), f"host {len(hosts)}")
+
+
+def group_nodes(ranks: List[Dict[str, Any]], facts_by_rank: Dict[int, Dict[str, Any]]) -> List[Node]:
+    """Ranks grouped by node (the launcher's node rank, else the host); a node's facts are its lowest local
+    rank's (local rank 0 collects). A facts dict that does not load is kept as the node's facts_error."""
+    assign_node_keys(ranks)
+    nodes: Dict[str, Node] = {}
+    for rec in sorted(ranks, key=lambda x: (x.get("local_rank") or 0, x.get("rank", 0))):
+        key = str(rec["node"])
+        node = nodes.setdefault(key, Node(key, rec.get("hostname"), rec.get("node_rank"), []))
+        node.ranks.append(rec["rank"])
+    out = sorted(nodes.values(), key=lambda n: min(n.ranks))
+    for node in out:
+        node.ranks.sort()
+        collector = next((r for r in node.ranks if r in facts_by_rank), None)
+        if collector is None:
+            node.facts_error = "no facts arrived from this node's local rank 0"
+            continue
+        data = facts_by_rank[collector]
+        try:
+            node.facts = Facts.from_dict(data)
+        except (FactsError, TypeError, ValueError) as e:
+            node.facts_error = f"rank {collector}'s facts do not load: {e}"
+    return out
+
+
+def fleet_to_dict(fleet: FleetData) -> Dict[str, Any]:
+    return {"backend": fleet.backend, "world_size": fleet.world_size, "timeout_s": fleet.timeout_s,
+            "started_at": fleet.started_at, "duration_s": fleet.duration_s, "interrupted": fleet.interrupted,
+            "ranks": fleet.ranks, "missing": fleet.missing, "collectives": fleet.collectives}
+
+
+class FleetReportError(ValueError):
+    """A file that is not a saved fleet report (exit 2)."""
+
+
+def fleet_from_report(data: Any) -> FleetData:
+    """The fleet data of a saved JSON fleet report (``envdoctor fleet --format json -o FILE``)."""
+    if not isinstance(data, dict) or data.get("kind") != FLEET_KIND:
+        raise FleetReportError("not an envdoctor fleet report (no \"kind\": \"envdoctor-fleet-report\"; "
+                               "`envdoctor fleet --format json -o FILE` writes one)")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > FLEET_SCHEMA_VERSION:
+        raise FleetReportError(f"fleet report schema_version {version!r}: this envdoctor reads "
+                               f"{FLEET_SCHEMA_VERSION} or older")
+    fleet = data.get("fleet")
+    nodes = data.get("nodes")
+    if not isinstance(fleet, dict) or not isinstance(nodes, list) or not isinstance(fleet.get("ranks"), list):
+        raise FleetReportError("fleet report without its \"fleet\" record or \"nodes\" list")
+    ranks = [r for r in fleet["ranks"] if isinstance(r, dict) and isinstance(r.get("rank"), int)]
+    facts_by_rank = {}
+    for n in nodes:
+        if isinstance(n, dict) and isinstance(n.get("facts"), dict) and isinstance(n.get("collector"), int):
+            facts_by_rank[n["collector"]] = n["facts"]
+    out = FleetData(backend=str(fleet.get("backend") or "?"), world_size=int(fleet.get("world_size") or len(ranks)),
+                    timeout_s=float(fleet.get("timeout_s") or 0), ranks=ranks,
+                    missing=[m for m in fleet.get("missing") or [] if isinstance(m, dict)],
+                    collectives=[c for c in fleet.get("collectives") or [] if isinstance(c, dict)],
+                    started_at=fleet.get("started_at"), duration_s=fleet.get("duration_s"),
+                    interrupted=fleet.get("interrupted"))
+    out.nodes = group_nodes(ranks, facts_by_rank)
+    return out

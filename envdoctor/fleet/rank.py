@@ -1,0 +1,289 @@
+"""What each rank does, in rounds, every round with a deadline:
+
+1. ``init_process_group`` (the launcher's rendezvous; ``timeout`` bounds every collective). With NCCL, a gloo
+   group of the same ranks carries the messages (CPU tensors; gloo names the peer that went away).
+2. hello: every rank tells rank 0 who it is (host, rank, local rank, its device: GPU name, UUID, bus id).
+3. its own part: a node's local rank 0 collects the node's facts (``app.collect``, the probes of `check`);
+   with --bench every rank runs its matmul and host-to-device copy.
+4. report: every rank sends rank 0 its record; rank 0 waits until one deadline, then names who is missing.
+5. go: rank 0 tells every rank that answered whether the all-reduce sweep runs (only when all answered: a
+   collective with a rank missing would only time out) and how the nodes are grouped.
+6. the sweep (--bench): all ranks, then within each node and across nodes where both exist; with NCCL, each
+   rank then reads NCCL's own INFO log of this run for the transport it chose and sends it to rank 0.
+
+Rank 0 alone writes the report; the other ranks print nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import sys
+import tempfile
+import time
+from typing import Any, Dict, List, Optional
+
+from .. import __version__
+from . import comm, testing
+from .launch import Place
+from .model import FleetData, group_nodes
+
+
+def _utc(t: Optional[float]) -> Optional[str]:
+    if t is None:
+        return None
+    return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _gpu(torch: Any, index: int) -> Dict[str, Any]:
+    p = torch.cuda.get_device_properties(index)
+    uuid = getattr(p, "uuid", None)
+    uuid = f"GPU-{uuid}" if uuid is not None and not str(uuid).startswith("GPU-") else (str(uuid) if uuid else None)
+    bus = None
+    if hasattr(p, "pci_bus_id"):
+        bus = f"{p.pci_domain_id:08X}:{p.pci_bus_id:02X}:{p.pci_device_id:02X}.0"
+    return {"name": p.name, "uuid": uuid, "pci_bus_id": bus, "index": index,
+            "capability": f"{p.major}.{p.minor}", "memory_total_bytes": int(p.total_memory)}
+
+
+def identity(torch: Any, place: Place, device: Any) -> Dict[str, Any]:
+    rec: Dict[str, Any] = {
+        "rank": place.rank, "local_rank": place.local_rank, "node_rank": place.node_rank,
+        "world_size": place.world_size, "local_world_size": place.local_world_size, "hostname": place.hostname,
+        "pid": os.getpid(), "envdoctor_version": __version__, "python_version": platform.python_version(),
+        "python": sys.executable, "torch_version": str(torch.__version__), "torch_cuda": torch.version.cuda,
+        "nccl_version": None, "cudnn_version": None, "device": str(device), "gpu": None,
+    }
+    if device.type == "cuda":
+        try:
+            rec["gpu"] = _gpu(torch, device.index)
+        except Exception as e:  # noqa: BLE001
+            rec["gpu"] = {"error": comm.short_error(e)}
+        try:
+            v = torch.cuda.nccl.version()
+            rec["nccl_version"] = ".".join(map(str, v)) if isinstance(v, tuple) else str(v)
+        except Exception:  # noqa: BLE001 - a build without NCCL
+            pass
+        try:
+            rec["cudnn_version"] = torch.backends.cudnn.version()
+        except Exception:  # noqa: BLE001
+            pass
+    return rec
+
+
+class Options:
+    def __init__(self, backend: Optional[str], timeout_s: float, bench: bool, sizes: Optional[List[int]],
+                 bench_budget_s: float, collect: Any):
+        self.backend = backend
+        self.timeout_s = timeout_s
+        self.bench = bench
+        self.sizes = sizes
+        self.bench_budget_s = bench_budget_s
+        self.collect = collect  # app.CollectOptions for the node's facts
+
+
+def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[FleetData]:
+    """This rank's part; rank 0 returns the fleet's data (partial when interrupted: see FleetData.interrupted),
+    the others None. A rank that cannot take part raises (its message goes to stderr)."""
+    import torch
+    import torch.distributed as dist
+
+    from ..app import Interrupted
+
+    started = time.time()
+    cuda = bool(torch.cuda.is_available())
+    backend = options.backend or ("nccl" if cuda else "gloo")
+    nccl_file = None
+    if backend == "nccl" and "NCCL_DEBUG" not in env and "NCCL_DEBUG_FILE" not in env:
+        # NCCL writes its INFO lines (the transport it chose) to this file: this run's own log, read after the sweep
+        nccl_file = os.path.join(tempfile.gettempdir(), f"envdoctor-nccl-{os.getpid()}.log")
+        os.environ["NCCL_DEBUG"] = "INFO"
+        os.environ["NCCL_DEBUG_FILE"] = nccl_file
+    if cuda and backend == "nccl":
+        device = torch.device("cuda", place.local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+    elif cuda:
+        device = torch.device("cuda", place.local_rank % torch.cuda.device_count())
+    else:
+        device = torch.device("cpu")
+    timeout = _dt.timedelta(seconds=options.timeout_s)
+    dist.init_process_group(backend, timeout=timeout)
+    ctrl = None if backend == "gloo" else dist.new_group(backend="gloo", timeout=timeout)
+    code = testing.exit_at(env, place.rank, "after-init")
+    if code is not None:
+        testing.leave(code)
+    me = identity(torch, place, device)
+    others = list(range(1, place.world_size))
+    fleet = FleetData(backend=backend, world_size=place.world_size, timeout_s=options.timeout_s, ranks=[],
+                      started_at=_utc(started))
+    hellos: Dict[int, comm.Arrival] = {}
+    payloads: Dict[int, comm.Arrival] = {}
+    gather: Optional[comm.Gatherer] = None
+    stage = "hello"
+    record = dict(me)
+    try:
+        if place.rank == 0:
+            gather = comm.Gatherer(torch, dist, ctrl, comm.TAG_HELLO, others,
+                                   time.monotonic() + options.timeout_s).start()
+            hellos = gather.wait()
+        else:
+            comm.send(torch, dist, me, 0, ctrl, comm.TAG_HELLO, 2 * options.timeout_s)
+        stage = "its own part"
+        if place.local_rank == 0:
+            from ..app import collect
+
+            record["facts"] = collect(options.collect).to_dict()
+        if options.bench:
+            from .measure import rank_kernels
+
+            record["bench"] = rank_kernels(torch, device, options.bench_budget_s)
+        testing.apply(env, place.rank, record)
+        code = testing.exit_at(env, place.rank, "before-gather")
+        if code is not None:
+            testing.leave(code)
+        stage = "report"
+        if place.rank != 0:
+            # rank 0 may still be collecting its own node's facts: a send waits as long as a go does
+            patience = 2 * options.timeout_s + options.collect.python_timeout_s + 60
+            comm.send(torch, dist, record, 0, ctrl, comm.TAG_PAYLOAD, patience)
+            # from here on rank 0 has this rank's part: whatever fails now is rank 0's to report
+            try:
+                go = comm.recv(torch, dist, 0, ctrl, comm.TAG_GO, patience)
+                if go.get("sweep"):
+                    _sweep_and_after(torch, dist, place, options, device, go, ctrl, nccl_file, record)
+            except Exception as e:  # noqa: BLE001
+                sys.stderr.write(f"envdoctor fleet: rank {place.rank}: sent its report; then: {comm.short_error(e)}\n")
+            return None
+        said_hello = [r for r in others if hellos.get(r) and hellos[r].value is not None]
+        gather = comm.Gatherer(torch, dist, ctrl, comm.TAG_PAYLOAD, said_hello,
+                               time.monotonic() + options.timeout_s).start()
+        payloads = gather.wait()
+        gather = None
+        payloads[0] = comm.Arrival(value=record, at=time.time())
+        _assemble(fleet, hellos, payloads, me)
+        answered = [r for r in said_hello if payloads.get(r) and payloads[r].value is not None]
+        sweep = options.bench and not fleet.missing and place.world_size > 1
+        if options.bench and fleet.missing:
+            fleet.collectives.append({"scope": "all ranks", "ranks": list(range(place.world_size)),
+                                      "skipped": "not run: a collective with a rank missing would only time out"})
+        go = {"sweep": sweep, "nodes": [n.ranks for n in fleet.nodes], "sizes": options.sizes}
+        for r in answered:
+            try:
+                comm.send(torch, dist, go, r, ctrl, comm.TAG_GO, options.timeout_s)
+            except Exception:  # noqa: BLE001, S110 - after a timeout gloo has closed the group's pairs: that rank
+                pass  # leaves when rank 0 does; who was missing is already in fleet.missing
+        if sweep:
+            stage = "all-reduce sweep"
+            after = _sweep_and_after(torch, dist, place, options, device, go, ctrl, nccl_file, record, fleet)
+            for r, a in after.items():
+                rec = fleet.rank(r)
+                if rec is not None and a.value is not None:
+                    rec["nccl_transport"] = a.value.get("nccl_transport")
+        fleet.duration_s = round(time.time() - started, 3)
+        return fleet
+    except Interrupted as e:
+        if place.rank != 0:
+            raise
+        if gather is not None:
+            (payloads if stage == "report" else hellos).update(gather.so_far())
+        if stage == "hello":
+            for r in others:
+                hellos.setdefault(r, comm.Arrival(error="no hello before rank 0 was stopped"))
+        fleet.interrupted = f"{e.signal_name} at {_utc(time.time())}, during {stage}"
+        mine = record
+        if place.local_rank == 0 and "facts" not in mine and e.facts is not None:
+            mine["facts"] = e.facts.to_dict()  # what collect() had read when the signal came
+        payloads.setdefault(0, comm.Arrival(value=mine, at=time.time()))
+        _assemble(fleet, hellos, payloads, me, stopped=True)
+        fleet.duration_s = round(time.time() - started, 3)
+        return fleet
+
+
+def _assemble(fleet: FleetData, hellos: Dict[int, comm.Arrival], payloads: Dict[int, comm.Arrival],
+              me: Dict[str, Any], stopped: bool = False) -> None:
+    """Records and nodes from the rounds; the missing ranks with what happened and when they were last heard."""
+    ranks: Dict[int, Dict[str, Any]] = {0: dict(me)}
+    facts_by_rank: Dict[int, Dict[str, Any]] = {}
+    missing = []
+    for r in range(1, fleet.world_size):
+        h = hellos.get(r)
+        if h is not None and h.value is not None:
+            ranks[r] = dict(h.value)
+            ranks[r]["heard_at"] = _utc(h.at)
+        else:
+            missing.append({"rank": r, "stage": "hello", "last_heard": None,
+                            "reason": (h.error if h is not None else "not heard from before rank 0 was stopped")})
+    for r, a in sorted(payloads.items()):
+        if a.value is not None:
+            rec = dict(a.value)
+            facts = rec.pop("facts", None)
+            if isinstance(facts, dict):
+                facts_by_rank[r] = facts
+            rec["payload"] = True
+            rec["heard_at"] = _utc(a.at)
+            ranks[r] = rec
+    for r in sorted(ranks):
+        if r != 0 and not ranks[r].get("payload") and not any(m["rank"] == r for m in missing):
+            a = payloads.get(r)
+            reason = a.error if a is not None and a.error else (
+                "had not sent its report when rank 0 was stopped" if stopped else "no report")
+            missing.append({"rank": r, "stage": "report", "reason": reason, "last_heard": ranks[r].get("heard_at")})
+    fleet.ranks = [ranks[r] for r in sorted(ranks)]
+    fleet.missing = sorted(missing, key=lambda m: m["rank"])
+    fleet.nodes = group_nodes(fleet.ranks, facts_by_rank)
+
+
+def _sweep_and_after(torch: Any, dist: Any, place: Place, options: Options, device: Any, go: Dict[str, Any],
+                     ctrl: Any, nccl_file: Optional[str], record: Dict[str, Any],
+                     fleet: Optional[FleetData] = None) -> Dict[int, comm.Arrival]:
+    """The all-reduce sweep on every rank (the same calls in the same order everywhere), then each rank's NCCL
+    transport to rank 0. Rank 0 records the results in ``fleet``."""
+    from .measure import DEFAULT_SIZES_CPU, DEFAULT_SIZES_GPU, allreduce_sweep, parse_nccl_log
+
+    nodes: List[List[int]] = go.get("nodes") or []
+    sizes = go.get("sizes") or (DEFAULT_SIZES_GPU if device.type == "cuda" else DEFAULT_SIZES_CPU)
+    n = place.world_size
+    scopes = [("all ranks", None, list(range(n)))]
+    many_nodes = len(nodes) > 1
+    if many_nodes and any(len(ranks) > 1 for ranks in nodes):
+        # new_group is collective: every rank creates every group, in the same order
+        for ranks in nodes:
+            g = dist.new_group(ranks=ranks, timeout=_dt.timedelta(seconds=options.timeout_s))
+            if place.rank in ranks and len(ranks) > 1:
+                scopes.append((f"intra-node (ranks {','.join(map(str, ranks))})", g, ranks))
+        leaders = [ranks[0] for ranks in nodes]
+        g = dist.new_group(ranks=leaders, timeout=_dt.timedelta(seconds=options.timeout_s))
+        if place.rank in leaders:
+            scopes.append((f"inter-node (one rank per node, {len(leaders)} nodes)", g, leaders))
+    elif many_nodes:
+        scopes[0] = ("all ranks (one per node: inter-node)", None, list(range(n)))
+    budget = options.bench_budget_s
+    for scope, group, ranks in scopes:
+        entry: Dict[str, Any] = {"scope": scope, "ranks": ranks, "backend": dist.get_backend()}
+        try:
+            entry["sweep"] = allreduce_sweep(torch, dist, group, len(ranks), device, sizes, budget)
+        except Exception as e:  # noqa: BLE001 - a failed collective is the finding
+            entry["error"] = comm.short_error(e)
+        if fleet is not None and (place.rank == 0 or scope.startswith("all")):
+            if place.rank == 0:
+                fleet.collectives.append(entry)
+        if entry.get("error"):
+            break
+    transport = None
+    if nccl_file:
+        try:
+            with open(nccl_file, encoding="utf-8", errors="replace") as fh:
+                transport = parse_nccl_log(fh.read()) or None
+            os.unlink(nccl_file)
+        except OSError:
+            transport = None
+    if place.rank != 0:
+        comm.send(torch, dist, {"nccl_transport": transport}, 0, ctrl, comm.TAG_GO + 1, options.timeout_s)
+        return {}
+    record["nccl_transport"] = transport
+    if fleet is not None:
+        fleet.ranks[0]["nccl_transport"] = transport
+    gather = comm.Gatherer(torch, dist, ctrl, comm.TAG_GO + 1, list(range(1, n)),
+                           time.monotonic() + options.timeout_s).start()
+    return gather.wait()

@@ -1,0 +1,229 @@
+"""The fleet report: each node judged by the one judge (``app.judge``), the fleet checks over all of them, and
+the renderers (console, JSON, Markdown), written by rank 0 alone."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional
+
+from .. import __version__
+from ..findings import CheckResult, Finding, Report, Severity, order_findings
+from .checks import FleetContext, run_fleet_checks
+from .model import FLEET_KIND, FLEET_SCHEMA_VERSION, FleetData, fleet_to_dict
+
+
+@dataclass
+class FleetReport:
+    fleet: FleetData
+    node_reports: Dict[str, Report]
+    checks: List[CheckResult]
+    compat_as_of: Optional[str] = None
+
+    @property
+    def findings(self) -> List[Finding]:
+        return order_findings(self.checks)
+
+    @property
+    def problems(self) -> List[Finding]:
+        return [f for f in self.findings if f.severity != Severity.INFO]
+
+    def has_at_least(self, threshold: str) -> bool:
+        return any(Severity.at_least(f.severity, threshold) for f in self.findings)
+
+
+def judge_fleet(fleet: FleetData, compat: Any = None) -> FleetReport:
+    from ..app import judge
+    from ..compat import load_compat
+
+    compat = compat or load_compat()
+    node_reports = {n.key: judge(n.facts, compat) for n in fleet.nodes if n.facts is not None}
+    checks = run_fleet_checks(FleetContext(fleet, node_reports))
+    return FleetReport(fleet, node_reports, checks, compat_as_of=compat.as_of)
+
+
+def node_summary(node: Any) -> Dict[str, Any]:
+    """The node's key facts: what the consistency check compares, as one flat record."""
+    from .checks import NODE_FACTS
+
+    if node.facts is None:
+        return {}
+    return {what: get(node.facts, None) for what, _sev, get, _why in NODE_FACTS if what != "problems found"}
+
+
+def to_dict(rep: FleetReport, redact: bool = True) -> Dict[str, Any]:
+    fleet = rep.fleet
+    nodes = []
+    for n in fleet.nodes:
+        r = rep.node_reports.get(n.key)
+        nodes.append({"node": n.key, "hostname": n.hostname, "node_rank": n.node_rank, "ranks": n.ranks,
+                      "collector": n.collector, "summary": node_summary(n), "facts_error": n.facts_error,
+                      "facts": n.facts.to_dict() if n.facts is not None else None,
+                      "findings": [f.to_dict() for f in r.findings] if r is not None else [],
+                      "report_summary": r.to_dict()["summary"] if r is not None else None})
+    out = {
+        "kind": FLEET_KIND, "schema_version": FLEET_SCHEMA_VERSION, "envdoctor_version": __version__,
+        "compat_as_of": rep.compat_as_of, "fleet": fleet_to_dict(fleet), "nodes": nodes,
+        "fleet_checks": [{"id": c.id, "title": c.title, "status": c.status, "reason": c.reason}
+                         for c in rep.checks],
+        "fleet_findings": [f.to_dict() for f in rep.findings],
+        "summary": {"ranks": fleet.world_size, "ranks_reported": sum(1 for r in fleet.ranks if r.get("payload")),
+                    "ranks_missing": len(fleet.missing), "nodes": len(fleet.nodes),
+                    "errors": sum(1 for f in rep.findings if f.severity == Severity.ERROR),
+                    "warnings": sum(1 for f in rep.findings if f.severity == Severity.WARNING)},
+    }
+    if redact:
+        from ..report.redact import redact_facts_dict
+
+        out = redact_facts_dict(out)
+    return out
+
+
+def render_json(rep: FleetReport, redact: bool = True) -> str:
+    return json.dumps(to_dict(rep, redact), indent=2, sort_keys=True)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} B"
+
+
+def _table(rows: List[List[str]], header: List[str]) -> List[str]:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*header).rstrip(), fmt.format(*["-" * w for w in widths]).rstrip()] + \
+        [fmt.format(*[str(x) for x in r]).rstrip() for r in rows]
+
+
+def _bench(rec: Dict[str, Any], name_prefix: str) -> str:
+    for res in rec.get("bench") or []:
+        if str(res.get("name", "")).startswith(name_prefix):
+            if res.get("status") == "ok":
+                return f"{res['value']:g} {res.get('unit') or ''}".strip()
+            return res.get("status") or "-"
+    return "-"
+
+
+def _sections(rep: FleetReport, redact: bool = False) -> Dict[str, Any]:
+    """What both text renderers print, as rows (``redact``: GPU UUIDs masked, as in the JSON)."""
+    fleet = rep.fleet
+    ranks = []
+    for rec in fleet.ranks:
+        gpu = rec.get("gpu") or {}
+        node = next((n.key for n in fleet.nodes if rec["rank"] in n.ranks), "?")
+        ranks.append([rec["rank"], node, rec.get("hostname") or "?", rec.get("local_rank"), rec.get("device") or "?",
+                      gpu.get("name") or "-", ("GPU-<redacted>" if redact and gpu.get("uuid") else gpu.get("uuid"))
+                      or "-", gpu.get("pci_bus_id") or "-",
+                      _bench(rec, "matmul"), _bench(rec, "h2d"), "yes" if rec.get("payload") else "MISSING"])
+    for m in fleet.missing:
+        if not fleet.rank(m["rank"]):
+            ranks.append([m["rank"], "?", "?", "?", "?", "-", "-", "-", "-", "-", "MISSING"])
+    ranks.sort(key=lambda r: r[0])
+    nodes = []
+    for n in fleet.nodes:
+        s = node_summary(n)
+        r = rep.node_reports.get(n.key)
+        nodes.append([n.label, ",".join(map(str, n.ranks)), s.get("NVIDIA driver") or "-",
+                      s.get("torch version") or "-", s.get("NCCL version") or "-", s.get("Python version") or "-",
+                      s.get("GPU models") or "-",
+                      (f"{sum(1 for f in r.problems if f.severity == 'error')} errors, "
+                       f"{sum(1 for f in r.problems if f.severity == 'warning')} warnings") if r else
+                      (n.facts_error or "no facts")])
+    coll = []
+    for c in fleet.collectives:
+        if c.get("skipped"):
+            coll.append([c.get("scope"), "-", "-", "-", "-", c["skipped"]])
+        if c.get("error"):
+            coll.append([c.get("scope"), "-", "-", "-", "-", f"failed: {c['error']}"])
+        for s in c.get("sweep") or []:
+            coll.append([c.get("scope"), _size(s["bytes"]), s["iters"], f"{s['time_us']:g}", f"{s['algbw_gbs']:g}",
+                         f"{s['busbw_gbs']:g}"])
+    return {"ranks": ranks, "nodes": nodes, "collectives": coll}
+
+
+RANK_HEADER = ["rank", "node", "host", "local", "device", "GPU", "GPU UUID", "bus id", "matmul", "h2d", "reported"]
+NODE_HEADER = ["node", "ranks", "driver", "torch", "NCCL", "Python", "GPUs", "node findings"]
+COLL_HEADER = ["all-reduce over", "size", "iters", "time (us)", "algbw (GB/s)", "busbw (GB/s)"]
+
+
+def _verdict(rep: FleetReport) -> str:
+    errors = sum(1 for f in rep.problems if f.severity == Severity.ERROR)
+    warnings = sum(1 for f in rep.problems if f.severity == Severity.WARNING)
+    f = rep.fleet
+    head = f"{sum(1 for r in f.ranks if r.get('payload'))} of {f.world_size} ranks reported, {len(f.nodes)} node(s)"
+    if not errors and not warnings:
+        return f"{head}: no problem found."
+    return f"{head}: {errors} error(s), {warnings} warning(s)."
+
+
+def render_console(rep: FleetReport, verbose: bool = False) -> str:
+    fleet = rep.fleet
+    s = _sections(rep)
+    out = [f"envdoctor {__version__} fleet: {fleet.world_size} ranks, backend {fleet.backend}, "
+           f"timeout {fleet.timeout_s:g} s, started {fleet.started_at or '?'}"
+           + (f", took {fleet.duration_s:g} s" if fleet.duration_s is not None else "")]
+    if fleet.interrupted:
+        out.append(f"PARTIAL: rank 0 was stopped ({fleet.interrupted}); the report covers what had arrived")
+    out += ["", "Ranks"] + ["  " + x for x in _table(s["ranks"], RANK_HEADER)]
+    out += ["", "Nodes"] + ["  " + x for x in _table(s["nodes"], NODE_HEADER)]
+    if s["collectives"]:
+        out += ["", "All-reduce (busbw = algbw x 2(n-1)/n, as nccl-tests define it)"]
+        out += ["  " + x for x in _table(s["collectives"], COLL_HEADER)]
+    out += ["", "Findings"]
+    marks = {Severity.ERROR: "x", Severity.WARNING: "!", Severity.INFO: "i"}
+    found = rep.findings
+    for f in found:
+        out.append(f"  {marks[f.severity]} [{f.category}] "
+                   f"{f.summary}")
+        out.append(f"      code: {f.code}")
+        if f.fix is not None and f.severity != Severity.INFO:
+            out.append(f"      fix: {f.fix.summary}")
+            out += [f"        {c}" for c in f.fix.commands]
+        if verbose:
+            out += [f"      evidence: {e.path} = {e.value!r}" + (f" (expected {e.expected})" if e.expected else "")
+                    for e in f.evidence]
+    if not found:
+        out.append("  none")
+    skipped = [c for c in rep.checks if c.status == "skipped"]
+    if skipped:
+        out += ["", "Not judged"] + [f"  - {c.id}: {c.reason}" for c in skipped]
+    out += ["", _verdict(rep)]
+    return "\n".join(out)
+
+
+def render_markdown(rep: FleetReport, redact: bool = True) -> str:
+    from ..report.markdown import _cell
+
+    fleet = rep.fleet
+    s = _sections(rep, redact)
+
+    def table(rows: List[List[Any]], header: List[str]) -> List[str]:
+        return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + \
+            ["| " + " | ".join(_cell(str(x)) for x in r) + " |" for r in rows]
+
+    out = ["## envdoctor fleet report", "",
+           f"envdoctor {__version__}: {fleet.world_size} ranks, backend `{fleet.backend}`, started "
+           f"{fleet.started_at or '?'}", ""]
+    if fleet.interrupted:
+        out += [f"**Partial**: rank 0 was stopped ({_cell(fleet.interrupted)}).", ""]
+    out += ["### Ranks", ""] + table(s["ranks"], RANK_HEADER) + ["", "### Nodes", ""] + table(s["nodes"], NODE_HEADER)
+    if s["collectives"]:
+        out += ["", "### All-reduce", "", "busbw = algbw × 2(n−1)/n (nccl-tests).", ""]
+        out += table(s["collectives"], COLL_HEADER)
+    out += ["", "### Findings", ""]
+    for f in rep.findings:
+        out.append(f"- **{f.severity}** `{f.code}` ({f.category}): {_cell(f.summary)}")
+        if f.fix is not None and f.severity != Severity.INFO:
+            out.append(f"  - fix: {_cell(f.fix.summary)}")
+    if not rep.findings:
+        out.append("None.")
+    out += ["", _verdict(rep)]
+    text = "\n".join(out)
+    if redact:
+        from ..report.redact import redact_text
+
+        hosts = [r.get("hostname") for r in fleet.ranks if r.get("hostname")]
+        text = redact_text(text, hosts)
+    return text

@@ -1,0 +1,111 @@
+"""Test hooks: make one rank look different, or leave early. A testing aid only, never for real jobs.
+
+They are read only when ENVDOCTOR_FLEET_TESTING=1 (the tests set it for the ranks they launch):
+
+- ENVDOCTOR_FLEET_TEST_OVERRIDE="RANK:PATH=VALUE[;RANK:PATH=VALUE...]": before rank RANK sends its message, the
+  fact at PATH is set to VALUE (JSON if it parses, else the string). PATH is dotted with [i] for list items,
+  into the node's facts snapshot ("pythons[0].torch.version", "host.shm_total_bytes") or, prefixed "rank.", into
+  the rank's own record ("rank.torch_version"). Example: "1:pythons[0].torch.version=2.12.0+cpu".
+- ENVDOCTOR_FLEET_TEST_EXIT="RANK:STAGE:CODE": rank RANK exits with CODE (os._exit, no clean-up, as a crash)
+  at STAGE: "after-init" (before saying hello) or "before-gather" (after its own part, before sending it);
+  CODE "hang" makes it hang there instead (a rank stuck in a driver call), until the launcher ends it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+ENABLE = "ENVDOCTOR_FLEET_TESTING"
+OVERRIDE = "ENVDOCTOR_FLEET_TEST_OVERRIDE"
+EXIT = "ENVDOCTOR_FLEET_TEST_EXIT"
+STAGES = ("after-init", "before-gather")
+HANG = -1  # exit_at's answer for CODE "hang"
+
+
+class HookError(ValueError):
+    """A malformed hook variable: a usage error (exit 2), never silently ignored."""
+
+
+def enabled(env: Mapping[str, str]) -> bool:
+    return env.get(ENABLE) == "1"
+
+
+def overrides(env: Mapping[str, str], rank: int) -> List[Tuple[str, Any]]:
+    """(path, value) pairs for ``rank``."""
+    if not enabled(env) or not env.get(OVERRIDE):
+        return []
+    out = []
+    for item in filter(None, (s.strip() for s in env[OVERRIDE].split(";"))):
+        m = re.fullmatch(r"(\d+):([A-Za-z_][\w.\[\]]*)=(.*)", item)
+        if not m:
+            raise HookError(f"{OVERRIDE}: {item!r} is not RANK:PATH=VALUE")
+        if int(m.group(1)) != rank:
+            continue
+        try:
+            value = json.loads(m.group(3))
+        except ValueError:
+            value = m.group(3)
+        out.append((m.group(2), value))
+    return out
+
+
+def exit_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[int]:
+    """The exit code rank ``rank`` must leave with at ``stage``, or None."""
+    if not enabled(env) or not env.get(EXIT):
+        return None
+    for item in filter(None, (s.strip() for s in env[EXIT].split(";"))):
+        m = re.fullmatch(r"(\d+):([a-z-]+):(\d+|hang)", item)
+        if not m or m.group(2) not in STAGES:
+            raise HookError(f"{EXIT}: {item!r} is not RANK:STAGE:CODE (STAGE: {', '.join(STAGES)})")
+        if int(m.group(1)) == rank and m.group(2) == stage:
+            return HANG if m.group(3) == "hang" else int(m.group(3))
+    return None
+
+
+def set_path(data: Dict[str, Any], path: str, value: Any) -> None:
+    """Set ``value`` at the dotted ``path`` of ``data`` (dicts and lists); HookError when the path is absent."""
+    parts = re.findall(r"[^.\[\]]+|\[\d+\]", path)
+    node: Any = data
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part.startswith("["):
+            idx = int(part[1:-1])
+            if not isinstance(node, list) or idx >= len(node):
+                raise HookError(f"{OVERRIDE}: {path}: no item {idx}")
+            if last:
+                node[idx] = value
+            else:
+                node = node[idx]
+        else:
+            if not isinstance(node, dict) or (not last and node.get(part) is None):
+                raise HookError(f"{OVERRIDE}: {path}: no {part!r} here")
+            if last:
+                node[part] = value
+            else:
+                node = node[part]
+
+
+def apply(env: Mapping[str, str], rank: int, record: Dict[str, Any]) -> None:
+    """Apply this rank's overrides to its record (``record["facts"]`` for facts paths)."""
+    for path, value in overrides(env, rank):
+        if path.startswith("rank."):
+            set_path(record, path[len("rank."):], value)
+        elif record.get("facts") is None:
+            raise HookError(f"{OVERRIDE}: rank {rank} collects no node facts (only a node's local rank 0 does)")
+        else:
+            set_path(record["facts"], path, value)
+
+
+def leave(code: int) -> None:
+    import sys
+    import time
+
+    if code == HANG:
+        while True:
+            time.sleep(3600)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,137 @@
+"""`envdoctor fleet` under a real torchrun on this machine: gloo on loopback, torch 2.13.0 CPU venv
+(ENVDOCTOR_TEST_CPU_VENV), envdoctor from this worktree on PYTHONPATH (nothing installed into that venv)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from envdoctor.cli import main
+from tests.paths import REPO
+
+pytestmark = pytest.mark.slow
+
+# envdoctor's own dependencies, taken from the test runner's environment (pure Python) for the launched ranks
+DEPS = ("rich", "pygments", "markdown_it", "mdurl", "packaging", "distro", "pynvml")
+
+
+def _deps(tmp: Path) -> Path:
+    out = tmp / "deps"
+    out.mkdir(exist_ok=True)
+    for name in DEPS:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        src = Path(spec.origin)
+        src = src.parent if src.name == "__init__.py" else src
+        link = out / src.name
+        if not link.exists():
+            link.symlink_to(src)
+    return out
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(tmp: Path, **extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ENVDOCTOR_FLEET", "RANK", "WORLD_SIZE"))}
+    env.update(PYTHONPATH=f"{REPO}{os.pathsep}{_deps(tmp)}", ENVDOCTOR_FLEET_TESTING="1", OMP_NUM_THREADS="1")
+    env.update(extra)
+    return env
+
+
+def _torchrun(python: str, *args: str) -> list:
+    return [python, "-m", "torch.distributed.run", *args, "-m", "envdoctor", "fleet"]
+
+
+def _left_behind(sid: int) -> list:
+    ps = subprocess.run(["ps", "-eo", "pid=,sid=,args="], capture_output=True, text=True).stdout
+    return [ln for ln in ps.splitlines() if ln.split()[1:2] == [str(sid)]]
+
+
+def test_two_nodes_one_with_another_torch_and_a_small_shm(cpu_venv, tmp_path):
+    """Two torchrun agents (--nnodes 2, one rank each): node 1's facts say torch 2.12.0 and a 64 MiB /dev/shm."""
+    port = _port()
+    env = _env(tmp_path, ENVDOCTOR_FLEET_TEST_OVERRIDE="1:pythons[0].torch.version=2.12.0+cpu;"
+                                                       "1:host.shm_total_bytes=67108864")
+    procs = [subprocess.Popen(_torchrun(cpu_venv.python, "--nnodes", "2", "--node-rank", str(n), "--nproc-per-node",
+                                        "1", "--master-addr", "127.0.0.1", "--master-port", str(port))
+                              + ["--format", "json", "--timeout", "30", "--bench", "--bench-budget", "0.5",
+                                 "--sizes", "64K,256K"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path)
+             for n in (0, 1)]
+    outs = [p.communicate(timeout=150) for p in procs]
+    assert outs[1][0] == "", "only rank 0 writes on stdout"
+    report = json.loads(outs[0][0])  # one JSON document
+    assert procs[0].returncode == 1, outs[0][1][-2000:]
+    torch = [f for f in report["fleet_findings"] if f["code"] == "fleet.consistency/node-facts"
+             and f["summary"].startswith("torch version differs")]
+    assert torch and "node 1" in torch[0]["summary"] and "rank 1: 2.12.0+cpu" in torch[0]["summary"]
+    assert "2.13.0+cpu" in torch[0]["summary"] and torch[0]["category"] == "FLEET_INCONSISTENT"
+    shm = [f for f in report["fleet_findings"] if f["category"] == "SHM_TOO_SMALL"]
+    assert shm and shm[0]["summary"].startswith("1 of 2 nodes: SHM_TOO_SMALL") and "node 1" in shm[0]["summary"]
+    assert [n["ranks"] for n in report["nodes"]] == [[0], [1]]
+    assert report["nodes"][1]["summary"]["torch version"] == "2.12.0+cpu"
+    (sweep,) = report["fleet"]["collectives"]
+    assert [s["bytes"] for s in sweep["sweep"]] == [65536, 262144]
+    assert all(s["busbw_gbs"] == pytest.approx(s["algbw_gbs"], rel=0.01) for s in sweep["sweep"])  # 2(n-1)/n = 1
+    assert all(r["bench"][0]["name"] == "matmul_fp32" for r in report["fleet"]["ranks"])
+    # the saved report, judged again offline, says the same
+    saved = tmp_path / "fleet.json"
+    saved.write_text(outs[0][0])
+    assert main(["fleet", "--report", str(saved), "--format", "json", "-o", str(tmp_path / "again.json")]) == 1
+    again = json.loads((tmp_path / "again.json").read_text())
+    assert [f["code"] for f in again["fleet_findings"]] == [f["code"] for f in report["fleet_findings"]]
+
+
+def _four_ranks_one_leaves(python: str, tmp: Path, code, rank: int = 3, timeout: int = 20):
+    env = _env(tmp, ENVDOCTOR_FLEET_TEST_EXIT=f"{rank}:before-gather:{code}")
+    argv = ["timeout", "120"] + _torchrun(python, "--nproc-per-node", "4", "--master-port", str(_port())) + \
+        ["--timeout", str(timeout)]
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp,
+                            start_new_session=True)
+    out, err = proc.communicate(timeout=150)
+    took = time.monotonic() - start
+    time.sleep(1.0)
+    return proc, out, err, took, _left_behind(proc.pid)
+
+
+def test_a_rank_that_exits_before_the_gather_is_named_within_the_timeout(cpu_venv, tmp_path):
+    proc, out, err, took, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, 0)
+    assert proc.returncode not in (0, 124), err[-2000:]  # non-zero, and not the outer `timeout 120`
+    assert took < 120
+    assert "rank 3 (node 0, host" in out and "did not send its report: its process exited or crashed" in out
+    assert "3 of 4 ranks reported" in out
+    assert left == [], f"processes left behind: {left}"
+
+
+def test_a_rank_that_crashes_gets_the_report_written_when_torchrun_stops_rank_0(cpu_venv, tmp_path):
+    """Exit code 1: torchrun sends SIGTERM to every other worker; rank 0 writes what it has before it goes."""
+    proc, out, err, took, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, 1)
+    assert proc.returncode not in (0, 124), err[-2000:]
+    assert "PARTIAL: rank 0 was stopped (SIGTERM" in out
+    assert "rank 3 (node 0, host" in out
+    assert left == [], f"processes left behind: {left}"
+
+
+
+
+def test_a_rank_that_hangs_is_named_at_the_deadline_and_the_others_still_count(cpu_venv, tmp_path):
+    """Rank 1 hangs: gloo's timeout on it closes the group's pairs, so rank 0 waits for every rank at once and
+    ranks 2 and 3, which answered in time, are in the report."""
+    proc, out, err, took, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, "hang", rank=1, timeout=15)
+    assert proc.returncode not in (0, 124), err[-2000:]
+    assert "rank 1 (node 0, host" in out and "no answer within the deadline" in out
+    assert "3 of 4 ranks reported" in out
+    assert left == [], f"processes left behind: {left}"

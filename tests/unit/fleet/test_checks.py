@@ -1,0 +1,174 @@
+"""The fleet checks are pure functions over nodes' facts and ranks' records: judged here without processes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from envdoctor.fleet.checks import FLEET_CHECKS, STRAGGLER_FRACTION, outliers
+from envdoctor.fleet.model import FleetData, group_nodes
+from envdoctor.fleet.report import judge_fleet
+from tests import machines as m
+
+
+def _node_facts(torch="2.5.1+cu124", nccl="2.21.5", shm=16 * m.GiB, ib=None, driver="550.54.14", gpus=8):
+    env = m.torch_env(torch, "12.4", m.ARCH_2_1_TO_2_7, nccl_version=nccl)
+    return m.facts(m.driver(driver, "12.4", [m.gpu(i, "NVIDIA H100 80GB HBM3", "9.0") for i in range(gpus)]),
+                   [env], host=m.host(shm_total_bytes=shm, hostname="h", infiniband_devices=ib))
+
+
+def _fleet(node_facts, per_node=1, bench=None, backend="nccl", missing=(), collectives=(), transport=None):
+    ranks, facts_by_rank = [], {}
+    for n, f in enumerate(node_facts):
+        for lr in range(per_node):
+            r = n * per_node + lr
+            rec = {"rank": r, "local_rank": lr, "node_rank": n, "hostname": f"gpu-{n}", "payload": True,
+                   "local_world_size": per_node, "torch_version": "2.5.1+cu124", "python_version": "3.10.12",
+                   "nccl_version": "2.21.5", "torch_cuda": "12.4", "envdoctor_version": "test",
+                   "device": f"cuda:{lr}", "gpu": {"name": "NVIDIA H100 80GB HBM3", "uuid": f"GPU-{r:04d}",
+                                                   "pci_bus_id": f"00000000:{0x18 + lr:02X}:00.0"}}
+            if bench is not None:
+                rec["bench"] = [{"name": "matmul_bf16", "status": "ok", "value": bench[r], "unit": "TFLOP/s",
+                                 "device": f"cuda:{lr}"}]
+            if transport is not None:
+                rec["nccl_transport"] = transport
+            ranks.append(rec)
+            if lr == 0:
+                facts_by_rank[r] = f.to_dict()
+    fleet = FleetData(backend=backend, world_size=len(ranks) + len(missing), timeout_s=30, ranks=ranks,
+                      missing=list(missing), collectives=list(collectives))
+    fleet.nodes = group_nodes(ranks, facts_by_rank)
+    return fleet
+
+
+def _found(rep, prefix):
+    return [f for f in rep.findings if f.code.startswith(prefix)]
+
+
+def test_the_checks_are_declared_with_their_categories():
+    ids = [c.id for c in FLEET_CHECKS]
+    assert len(ids) == len(set(ids))
+    from envdoctor.catalogue import CATEGORIES
+
+    for c in FLEET_CHECKS:
+        assert all(cat in CATEGORIES for cat in c.categories), c.id
+
+
+def test_outliers_take_the_majority_and_name_the_others():
+    assert outliers({"a": "1", "b": "1", "c": "2"}) == ("1", ["c"], True)
+    assert outliers({"a": "1", "b": "2"}) == ("1", ["b"], False)  # no majority: the first (rank 0's) is the reference
+    assert outliers({"a": "1", "b": None}) is None  # unknown is not a difference
+    assert outliers({"a": "1", "b": "1"}) is None
+
+
+def test_one_node_with_another_torch_is_named_with_the_majority_value():
+    rep = judge_fleet(_fleet([_node_facts(), _node_facts(), _node_facts(torch="2.4.0+cu121")]))
+    (f,) = [f for f in _found(rep, "fleet.consistency/node-facts") if "torch version" in f.summary]
+    assert f.category == "FLEET_INCONSISTENT" and f.severity == "error"
+    assert "node 2 (gpu-2), rank 2: 2.4.0+cu121" in f.summary
+    assert "2 of 3 nodes have 2.5.1+cu124" in f.summary
+    assert f.evidence[0].value == "2.4.0+cu121" and f.evidence[0].expected == "2.5.1+cu124"
+
+
+def test_nccl_driver_and_gpu_count_differences_are_each_reported():
+    rep = judge_fleet(_fleet([_node_facts(), _node_facts(nccl="2.18.1", driver="535.104.05", gpus=7),
+                              _node_facts()]))
+    text = " | ".join(f.summary for f in _found(rep, "fleet.consistency"))
+    assert "NCCL version differs: node 1 (gpu-1), rank 1: 2.18.1" in text
+    assert "NVIDIA driver differs: node 1 (gpu-1), rank 1: 535.104.05" in text
+    assert "GPU models differs: node 1 (gpu-1), rank 1: 7 x NVIDIA H100 80GB HBM3" in text
+
+
+def test_each_nodes_findings_are_merged_and_counted():
+    small = 64 * 1024 * 1024
+    rep = judge_fleet(_fleet([_node_facts(shm=small), _node_facts(), _node_facts(shm=small)]))
+    (f,) = _found(rep, "host.shm/")
+    assert f.category == "SHM_TOO_SMALL"
+    assert f.summary.startswith("2 of 3 nodes: SHM_TOO_SMALL: /dev/shm is 64 MiB")
+    assert "node 0 (gpu-0)" in f.summary and "node 2 (gpu-2)" in f.summary and "node 1" not in f.summary
+    (diff,) = [x for x in _found(rep, "fleet.consistency") if "problems found" in x.summary]
+    assert "node 1 (gpu-1), rank 1: none" in diff.summary or "SHM_TOO_SMALL" in diff.summary
+
+
+def test_a_straggler_is_the_slowest_rank_well_below_the_median():
+    values = [700.0, 705.0, 698.0, 702.0, 701.0, 699.0, 703.0, 420.0]
+    rep = judge_fleet(_fleet([_node_facts(), _node_facts()], per_node=4, bench=values))
+    (f,) = _found(rep, "fleet.stragglers/")
+    assert f.category == "FLEET_STRAGGLER" and f.code == "fleet.stragglers/matmul-bf16"
+    assert f.summary.startswith("rank 7 (node 1, host gpu-1, local rank 3) is a straggler: matmul_bf16 420")
+    assert "GPU-0007" in f.summary and "00000000:1B:00.0" in f.summary
+    even = judge_fleet(_fleet([_node_facts(), _node_facts()], per_node=4,
+                              bench=[700.0 * (STRAGGLER_FRACTION + 0.05)] + values[1:7] + [700.0]))
+    assert not _found(even, "fleet.stragglers/")
+
+
+def test_cpu_ranks_sharing_a_host_are_not_compared():
+    fleet = _fleet([_node_facts(), _node_facts()], bench=[0.05, 0.01])
+    for rec in fleet.ranks:
+        rec["hostname"] = "same-box"
+        rec["bench"][0]["device"] = "cpu"
+    rep = judge_fleet(fleet)
+    assert not _found(rep, "fleet.stragglers/")
+    (res,) = [c for c in rep.checks if c.id == "fleet.stragglers"]
+    assert res.status == "skipped" and "share its CPUs" in res.reason
+
+
+def test_a_missing_rank_is_an_error_naming_it_and_when_it_was_last_heard():
+    fleet = _fleet([_node_facts()], per_node=3,
+                   missing=[{"rank": 3, "stage": "report", "reason": "its process exited or crashed",
+                             "last_heard": "2026-12-01 20:00:00 UTC"}])
+    fleet.ranks.append({"rank": 3, "local_rank": 3, "node_rank": 0, "hostname": "gpu-0"})
+    fleet.nodes = group_nodes(fleet.ranks, {0: _node_facts().to_dict()})
+    rep = judge_fleet(fleet)
+    (f,) = _found(rep, "fleet.ranks/")
+    assert f.severity == "error" and f.category == "FLEET_RANK_UNREACHABLE"
+    assert f.summary == ("rank 3 (node 0, host gpu-0, local rank 3) did not send its report: its process exited "
+                         "or crashed; last heard from at 2026-12-01 20:00:00 UTC")
+    assert rep.has_at_least("error")
+
+
+def test_socket_fallback_between_nodes_with_infiniband_is_an_interconnect_error():
+    socket = {"network": "Socket", "channels": {"NET/Socket": 4}, "devices": {"Socket": "[0]eth0"}, "nvls": False}
+    rep = judge_fleet(_fleet([_node_facts(ib=["mlx5_0"]), _node_facts(ib=["mlx5_0"])], transport=socket))
+    found = _found(rep, "fleet.transport/socket-fallback")
+    assert found and found[0].category == "INTERCONNECT" and found[0].severity == "error"
+    ib = {"network": "IB", "channels": {"NET/IB": 4}, "devices": {}, "nvls": False}
+    assert not _found(judge_fleet(_fleet([_node_facts(ib=["mlx5_0"])] * 2, transport=ib)), "fleet.transport/")
+    # sockets with no IB device on any node: nothing better to use
+    assert not _found(judge_fleet(_fleet([_node_facts(), _node_facts()], transport=socket)), "fleet.transport/")
+
+
+def test_a_failed_all_reduce_is_an_error_and_a_sweep_a_note():
+    sweep = [{"bytes": 1 << 20, "iters": 10, "time_us": 100.0, "algbw_gbs": 10.49, "busbw_gbs": 15.73}]
+    rep = judge_fleet(_fleet([_node_facts()] * 2, collectives=[
+        {"scope": "all ranks", "ranks": [0, 1], "sweep": sweep},
+        {"scope": "inter-node", "ranks": [0, 1], "error": "Connection closed by peer"}]))
+    (bad,) = _found(rep, "fleet.collectives/failed")
+    assert bad.severity == "error" and "Connection closed by peer" in bad.summary
+    (note,) = _found(rep, "fleet.collectives/busbw")
+    assert note.severity == "info" and "best busbw 15.73 GB/s (algbw 10.49 GB/s) at 1 MiB" in note.summary
+
+
+def test_a_node_whose_facts_do_not_load_is_reported_not_crashed_on():
+    ranks = [{"rank": 0, "local_rank": 0, "node_rank": 0, "hostname": "a", "payload": True},
+             {"rank": 1, "local_rank": 0, "node_rank": 1, "hostname": "b", "payload": True}]
+    nodes = group_nodes(ranks, {0: _node_facts().to_dict(), 1: {"schema_version": 1, "host": "not an object"}})
+    assert nodes[0].facts is not None
+    assert nodes[1].facts is None and "rank 1's facts do not load" in nodes[1].facts_error
+
+
+@pytest.mark.parametrize("newer", [True, False])
+def test_a_rank_from_another_envdoctor_is_compared_not_crashed_on(newer):
+    f = _node_facts()
+    other = replace(f, envdoctor_version="9.9.9" if newer else "0.0.1")
+    rep = judge_fleet(_fleet([f, f, other]))
+    (diff,) = [x for x in _found(rep, "fleet.consistency") if "envdoctor version" in x.summary]
+    assert "node 2 (gpu-2), rank 2" in diff.summary
+
+
+def test_a_sweep_not_run_because_a_rank_is_missing_says_so():
+    fleet = _fleet([_node_facts()], collectives=[{"scope": "all ranks", "ranks": [0, 1],
+                                                  "skipped": "not run: a collective with a rank missing would only time out"}])
+    (res,) = [c for c in judge_fleet(fleet).checks if c.id == "fleet.collectives"]
+    assert res.status == "skipped" and "a rank missing" in res.reason
