@@ -12,6 +12,7 @@ from ..findings import Evidence, Finding, Fix
 from ..remedies import GET_STARTED, conda_cuda_note, new_venv, pip_install
 from ..remedies.torch_plan import companion_pins, cuda_build_for, find_build_for, pair_pins
 from ._gpus import gpu_capabilities
+from ._shadowing import or_origin_fix
 from ._util import (
     is_nvidia_gpu_description,
     torch_builds,
@@ -188,8 +189,8 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
                     "package, or a platform where only CPU wheels exist."),
             evidence=[Evidence(f"pythons[{i}].torch.version", t.version),
                       Evidence(f"pythons[{i}].torch.cuda", t.cuda, expected="a CUDA version")] + gpu_ev,
-            fix=Fix(f"Reinstall torch {version} from the {target} index" if target else
-                    "Reinstall a CUDA build of torch (see the selector)", cmds, GET_STARTED),
+            fix=or_origin_fix(py, Fix(f"Reinstall torch {version} from the {target} index" if target else
+                                      "Reinstall a CUDA build of torch (see the selector)", cmds, GET_STARTED)),
         ))
     if not judged:
         raise SkipCheck("torch's build is unknown: the import failed before it said, and its files were not read")

@@ -51,10 +51,12 @@ def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContex
         module = missing.group(1).split(".")[0]
         return Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
                    [pip_install(ctx.facts, py, [module.replace('_', '-')]), pip_check(ctx.facts, py)]), None
+    from ._shadowing import or_origin_fix
+
     variant = torch_variant(py.torch)
-    return Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
-               [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"], variant,
-                            force=True)]), None
+    return or_origin_fix(py, Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
+                                 [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"], variant,
+                                              force=True)])), None
 
 
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
