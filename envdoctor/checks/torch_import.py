@@ -115,6 +115,22 @@ _UNUSABLE = {
 }
 
 
+def _no_torch_fix(ctx: CheckContext, py: PythonEnv) -> Fix:
+    """Diagnose the interpreter with torch, or install torch: pinned to the newest release with a wheel for this
+    Python (a plain `pip install torch` on an old Python silently resolves an old torch; torch.python-version says
+    which Pythons the newest torch supports)."""
+    from ..remedies.torch_plan import newest_torch_for_python
+
+    fits = newest_torch_for_python(ctx, py.python_version)
+    head = "Diagnose the interpreter that has torch (envdoctor --python /path/to/venv/bin/python), or install torch there"
+    if fits is None:
+        return Fix(head + f": no torch release in the matrix has a wheel for Python {py.python_version or '(unknown)'}",
+                   [], GET_STARTED)
+    rel, patch = fits
+    return Fix(head + f": torch {patch} is the newest release with a wheel for Python {py.python_version}",
+               [pip_install(ctx.facts, py, [f"torch=={patch}"])], GET_STARTED)
+
+
 @check("torch.interpreter", "The interpreter to diagnose answers and has torch",
        categories=("TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"))
 def check_interpreter(ctx: CheckContext) -> List[Finding]:
@@ -164,7 +180,6 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
                                                 " It was picked by default: your torch may live elsewhere.")),
             evidence=[Evidence(f"pythons[{i}].torch", None, expected="an installed torch"),
                       Evidence(f"pythons[{i}].requested_as", py.requested_as)],
-            fix=Fix("Diagnose the interpreter that has torch (envdoctor --python /path/to/venv/bin/python), or "
-                    "install torch there", [pip_install(ctx.facts, py, ["torch"])], GET_STARTED),
+            fix=_no_torch_fix(ctx, py),
         ))
     return findings
