@@ -306,8 +306,9 @@ def _no_wheel(ctx: CheckContext, i: int, py: PythonEnv, asked: list, how: str):
         fix = Fix((f"Build the environment on Python {newest.python_min} or newer for torch {newest.minor} "
                    f"(`{new_venv(ctx.facts, py, newest.python_min)}`)"
                    + (f", or pin torch {fits[1]}, the newest release for Python {pyv}" if fits else "")), cmds)
-    return PYTHON_VERSION.warning("too-new" if too_new else "too-old", summary, detail=detail, evidence=evidence,
-                                  fix=fix)
+    if too_new:
+        return PYTHON_VERSION.warning("too-new", summary, detail=detail, evidence=evidence, fix=fix)
+    return PYTHON_VERSION.warning("too-old", summary, detail=detail, evidence=evidence, fix=fix)
 
 
 # --------------------------------------------------------------------------- the interpreter itself

@@ -285,7 +285,9 @@ CATEGORY_PASTES = {
 # - NOTE: every info carries it, whatever the paste (tests/unit/report/test_trust.py).
 # - REQUIREMENT_UNMET: it judges requirements declared to `envdoctor assert` / preflight(), never pasted.
 NOT_FROM_PASTES = {"SLOW_STORAGE", "NOTE", "TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED", "PERF_BELOW_EXPECTED",
-                   "GPU_VIRTUALIZED", "REQUIREMENT_UNMET"}
+                   "GPU_VIRTUALIZED", "REQUIREMENT_UNMET",
+                   # judged from the live interpreter's metadata and sys.path, which a paste does not show
+                   "CUDA_LIBRARY_VERSION_MISMATCH", "PYTHON_PACKAGE_SHADOWED"}
 
 
 def test_every_category_is_covered_or_explained() -> None:
