@@ -241,6 +241,12 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
         judged = True
         if any(python_supported(r, py.python_version) for r in asked):
             continue
+        too_new = all(python_supported(r, py.python_version) is False and
+                      parse_version(mm_str(py.python_version)) > parse_version(r.python_max) for r in asked)
+        if not too_new and (ctx.facts.origin == "paste" or py.package("torch") is not None):
+            # an older Python has wheels of older releases: only where torch is known to be absent (a paste that
+            # does not show torch may still have one) does a plain `pip install torch` pick one of them
+            continue
         findings.append(_no_wheel(ctx, i, py, asked, how))
     if not judged:
         raise SkipCheck("the torch release's supported Python range is not in the compat matrix")
