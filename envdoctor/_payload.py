@@ -589,6 +589,43 @@ def collect_packages(
     return out
 
 
+def shared_library_files(prefixes: Tuple[str, ...] = ("nvidia-", "cuda-")) -> List[Dict[str, Any]]:
+    """Library files that two or more NVIDIA wheels claim in their RECORD (nvidia-cudnn-cu12 and -cu13 both
+    unpack nvidia/cudnn/lib/libcudnn.so.9), with the wheel whose recorded size the file on disk has: the one
+    installed last, whose build torch actually loads. pip warns about none of this."""
+    try:
+        from importlib import metadata  # Python 3.8+
+    except ImportError:
+        return []
+    claims: Dict[str, List[Dict[str, Any]]] = {}
+    seen = set()
+    for dist in metadata.distributions():
+        try:
+            name = normalize_name(dist.metadata["Name"] or "")
+            if not name.startswith(prefixes) or name in seen:
+                continue
+            seen.add(name)
+            for f in dist.files or []:
+                if not _is_compiled(str(f)):
+                    continue
+                path = os.path.realpath(str(dist.locate_file(f)))
+                claims.setdefault(path, []).append({"name": name, "version": dist.version or "",
+                                                    "size": getattr(f, "size", None)})
+        except Exception:
+            continue
+    out = []
+    for path, who in sorted(claims.items()):
+        if len(who) < 2:
+            continue
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = None
+        owners = [w["name"] for w in who if size is not None and w["size"] == size]
+        out.append({"path": path, "size": size, "claimants": who, "owner": owners[0] if len(owners) == 1 else None})
+    return out
+
+
 # --------------------------------------------------------------------------- torch's build, read from its files
 
 TORCH_NATIVE_LIBS = ("libtorch_cuda.so", "libtorch_hip.so")
@@ -1273,6 +1310,10 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     state.stage = "reading installed distributions"
     owners: Dict[str, Tuple[str, str]] = {}
     result["packages"] = collect_packages(errors, owners)
+    try:
+        result["shared_library_files"] = shared_library_files()
+    except Exception as e:
+        errors.append(f"library files two wheels claim: {_exc_text(e)}")
     result["torch_inspected"] = not opts.no_torch
     prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
     state.stage = "reading torch's build from its files"

@@ -323,6 +323,23 @@ class TorchInfo:
 
 
 @dataclass(frozen=True)
+class FileClaim:
+    name: str  # the distribution whose RECORD lists the file: "nvidia-cudnn-cu12"
+    version: Optional[str] = None
+    size: Optional[int] = None  # the size RECORD gives it
+
+
+@dataclass(frozen=True)
+class SharedLibraryFile:
+    """A library file two or more NVIDIA wheels claim (they unpack into the same site-packages/nvidia/<lib>/lib)."""
+
+    path: str
+    size: Optional[int] = None  # on disk
+    claimants: List[FileClaim] = field(default_factory=list)
+    owner: Optional[str] = None  # the claimant whose recorded size the file has (the one installed last)
+
+
+@dataclass(frozen=True)
 class ModuleCopy:
     """One copy of a package on the interpreter's sys.path (the first one is what `import` takes)."""
 
@@ -376,6 +393,8 @@ class PythonEnv:
     torch_inspected: Optional[bool] = None  # False under --no-torch
     extensions: Optional[ExtensionScan] = None  # None: not read (an older payload or snapshot)
     torch_origin: Optional[ModuleOrigin] = None  # where torch is imported from; None: not read (older facts)
+    # library files two NVIDIA wheels claim, with the wheel the file on disk belongs to; None: not read
+    shared_library_files: Optional[List[SharedLibraryFile]] = None
     # why the interpreter could not be (fully) inspected: "not_found", "not_python", "crashed", "timeout",
     # "exited", "payload_error"; None when the payload answered
     failure: Optional[str] = None

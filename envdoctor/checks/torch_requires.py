@@ -186,6 +186,11 @@ def check_torch_requires(ctx: CheckContext) -> List[Finding]:
                 findings.append(found)
         if missing:
             findings.append(_missing(ctx, i, py, missing))
+        pinned = {canonicalize_name(p.req.name): p for p in pins if str(p.req.specifier)}
+        for shared in py.shared_library_files or []:
+            found = _overwritten(ctx, i, py, shared, pinned)
+            if found is not None:
+                findings.append(found)
     if not judged and not findings:
         raise SkipCheck("no installed torch (or companion) pins a CUDA library wheel in its metadata (a CPU, "
                         "conda or source build, or facts without Requires-Dist)")
@@ -269,4 +274,36 @@ def _mismatch(ctx: CheckContext, i: int, py: PythonEnv, pin: Pin, installed: Pac
         evidence=evidence,
         fix=Fix(f"Install {lib} {want} into {where}: one pinned install, torch stays importable",
                 [pip_install(ctx.facts, py, [f"{name}{spec}"])]),
+    )
+
+
+def _overwritten(ctx: CheckContext, i: int, py: PythonEnv, shared, pinned: Dict[str, Pin]) -> Optional[Finding]:
+    """A library file torch's pinned wheel installed, overwritten by a wheel for another CUDA major."""
+    owner = next((c for c in shared.claimants if c.name == shared.owner), None)
+    ours = next((c for c in shared.claimants if c.name in pinned), None)
+    if owner is None or ours is None or owner.name == ours.name:
+        return None
+    major, want = _cuda_major(owner.name), _cuda_major(ours.name)
+    if major is None or want is None or major == want:
+        return None
+    pin = pinned[ours.name]
+    lib = _lib(ours.name)
+    where = py.executable or "the interpreter"
+    return Finding(
+        code=f"packages.torch-requires/{ours.name}-overwritten", category=CATEGORY, severity=Severity.ERROR,
+        summary=(f"{shared.path} on disk is the CUDA {major} build from {owner.name} {owner.version}, not the CUDA "
+                 f"{want} {lib} of {ours.name} {ours.version} that torch pins ({pin.line.split(';')[0].strip()}): "
+                 f"the {owner.name} install overwrote it"),
+        detail=(f"Wheels of one NVIDIA library for two CUDA majors unpack into the same site-packages/nvidia "
+                f"folder; the one installed last owns the files. pip's metadata still lists {ours.name} "
+                f"{ours.version}, so `pip check` and the version pins look right, but torch (built for CUDA {want}) "
+                f"loads a {lib} built for CUDA {major}: missing symbols, 'cuDNN version incompatibility' or "
+                "CUDA errors at the first call."),
+        evidence=[Evidence(f"pythons[{i}].shared_library_files", shared.path,
+                           expected=f"{ours.name} {ours.version} ({ours.size} bytes in its RECORD)",
+                           source=f"{shared.size} bytes on disk = {owner.name} {owner.version}'s RECORD"),
+                  Evidence(f"pythons[{i}].packages.{ours.name}.requires", pin.line)],
+        fix=Fix(f"Reinstall {ours.name} {ours.version} over those files in {where} (one pinned install; torch stays "
+                f"importable; {owner.name} is left installed, its files under it replaced)",
+                [pip_install(ctx.facts, py, [f"{ours.name}=={ours.version}"], force=True, no_deps=True)]),
     )

@@ -18,6 +18,7 @@ from envdoctor.facts import (
     Package,
     ProbeStatus,
     PythonEnv,
+    SharedLibraryFile,
     TorchBuildFiles,
     TorchInfo,
     from_dict,
@@ -239,6 +240,10 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     extensions = None
     if isinstance(result.get("extensions"), dict):
         extensions = _section(ExtensionScan, result["extensions"], "python.extensions", notes)
+    shared = None
+    if isinstance(result.get("shared_library_files"), list):
+        shared = [x for x in (_section(SharedLibraryFile, f, f"python.shared_library_files[{k}]", notes)
+                              for k, f in enumerate(result["shared_library_files"])) if x is not None]
     origin = None
     if isinstance(result.get("torch_origin"), dict):
         origin = _section(ModuleOrigin, result["torch_origin"], "python.torch_origin", notes)
@@ -249,7 +254,7 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
             torch = replace(torch, version=dist.version)
     payload_errors = [str(e) for e in (result.get("errors") or [])]
     return replace(base, packages=packages, loaded_libraries=libs, library_candidates=candidates, torch=torch, extensions=extensions,
-                   torch_origin=origin, notes=(payload_errors + notes) or None)
+                   torch_origin=origin, shared_library_files=shared, notes=(payload_errors + notes) or None)
 
 
 def _copies(items: Any, path: str, notes: List[str]) -> List[LibraryCopy]:

@@ -96,6 +96,26 @@ def test_no_deps_install_of_an_older_cudnn(cuda_venv, tmp_path: Path) -> None:
     assert not any("uninstall" in c for f in report["findings"] for c in (f["fix"] or {}).get("commands", []))
 
 
+def test_a_cuda_12_cudnn_installed_over_torchs_cuda_13_files(cuda_venv, tmp_path: Path) -> None:
+    python = overlay_venv(tmp_path / "venv", cuda_venv.python, leave_out=["nvidia_cudnn_cu13-"],
+                          leave_out_dirs=["cudnn"])
+    lib = "nvidia/cudnn/lib/libcudnn.so.9"
+    ours = stub_wheel(tmp_path, "nvidia-cudnn-cu13", "9.24.0.43", [(lib, b"cu13 stub\n")], ["nvidia-cublas"])
+    other = stub_wheel(tmp_path, "nvidia-cudnn-cu12", "9.3.0.75", [(lib, b"cu12 stub, another size\n")])
+    pip_install_no_deps(python, ours)
+    pip_install_no_deps(python, other)  # e.g. for TensorFlow: it unpacks over torch's copy
+    report = envdoctor_json(python, dict(os.environ), "packages.torch-requires")
+    (x,) = report["findings"]
+    assert x["code"] == "packages.torch-requires/nvidia-cudnn-cu13-overwritten" and x["severity"] == "error"
+    assert "CUDA 12 build from nvidia-cudnn-cu12 9.3.0.75" in x["summary"] and lib in x["summary"]
+    (fix,) = x["fix"]["commands"]
+    assert fix == f"{python} -m pip install --force-reinstall --no-deps nvidia-cudnn-cu13==9.24.0.43"
+    # run it (from the stub, the same pinned requirement): the file is torch's again, torch imports
+    run_fix([fix + f" --no-index --find-links {tmp_path}"], dict(os.environ))
+    again = envdoctor_json(python, dict(os.environ), "packages.torch-requires")
+    assert again["findings"] == [] and "+cu" in torch_imports(python, dict(os.environ))
+
+
 def test_cuda_home_naming_a_removed_toolkit(cuda_venv) -> None:
     env = dict(os.environ, CUDA_HOME="/nonexistent/cuda-12.1")
     report = envdoctor_json(cuda_venv.python, env, "toolchain.*")

@@ -105,3 +105,20 @@ def test_a_cpu_torch_without_pins_is_skipped_with_the_reason():
     f = replace(f, pythons=[replace(py, packages=[torch] + [p for p in py.packages if p.name != "torch"])])
     res, found, _ = findings(f)
     assert res.status == CheckStatus.SKIPPED and "pins a CUDA library" in res.reason and found == []
+
+
+def test_a_library_file_from_another_cuda_major_is_named():
+    from envdoctor.facts import FileClaim, SharedLibraryFile
+
+    path = "/work/venvs/cuda/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9"
+    shared = SharedLibraryFile(path, 120, [FileClaim("nvidia-cudnn-cu13", "9.24.0.43", 100),
+                                           FileClaim("nvidia-cudnn-cu12", "9.3.0.75", 120)], "nvidia-cudnn-cu12")
+    f = base()
+    f = replace(f, pythons=[replace(f.pythons[0], shared_library_files=[shared])])
+    _, (x,), _ = findings(f)
+    assert x.code == "packages.torch-requires/nvidia-cudnn-cu13-overwritten" and x.severity == Severity.ERROR
+    assert "CUDA 12 build from nvidia-cudnn-cu12 9.3.0.75" in x.summary
+    assert x.fix.commands == [f"{PY} -m pip install --force-reinstall --no-deps nvidia-cudnn-cu13==9.24.0.43"]
+    # the file is torch's wheel's (its recorded size): nothing to say
+    ok = replace(shared, size=100, owner="nvidia-cudnn-cu13")
+    assert findings(replace(f, pythons=[replace(f.pythons[0], shared_library_files=[ok])]))[1] == []
