@@ -50,9 +50,14 @@ def check_origin(ctx: CheckContext) -> List[Finding]:
             evidence.append(Evidence(f"pythons[{i}].torch_origin.copies", own.entry,
                                      source=f"torch {own.version} at sys.path[{own.index}], after the one imported"))
         fix_summary, commands = origin_fix(py)
+        # hiding the environment's own torch is an error; living on another directory's torch is a warning where
+        # a job without that variable has no torch, and a note for a .pth or finder an editable (source) install
+        # of torch writes on purpose
+        severity = Severity.ERROR if own is not None else (
+            Severity.WARNING if o.via in ("PYTHONPATH", "user-site", "current-directory") else Severity.INFO)
         findings.append(Finding(
-            code=f"torch.origin/{o.via or 'other'}", category=CATEGORY,
-            severity=Severity.ERROR if own is not None else Severity.WARNING,
+            code=f"torch.origin/{o.via or 'other'}", category=CATEGORY,  # an info becomes a NOTE about it
+            severity=severity,
             summary=summary,
             detail=("Every torch fact in this report (its version, CUDA build, companions, libraries) is about the "
                     "copy imported from there, not the environment's. Reinstalling torch into the environment "

@@ -140,6 +140,12 @@ def test_user_site_and_pth_fixes():
     assert res.findings[0].fix.commands == [f"rm {OWN}/dev.pth"] and "dev.pth" in res.findings[0].summary
 
 
+def test_an_editable_checkout_on_a_pth_without_an_own_copy_is_a_note():
+    res, _ = result(snapshot("pth", "/src/pytorch", None, pth_file=f"{OWN}/__editable__.torch.pth", pth_dirs=1))
+    (x,) = res.findings
+    assert (x.severity, x.category, x.about) == (Severity.INFO, "NOTE", "PYTHON_PACKAGE_SHADOWED")
+
+
 def test_torch_from_own_site_packages_passes():
     res, _ = result(snapshot("site-packages", OWN, None))
     assert res.status == CheckStatus.PASSED
