@@ -589,6 +589,43 @@ def collect_packages(
     return out
 
 
+def shared_library_files(prefixes: Tuple[str, ...] = ("nvidia-", "cuda-")) -> List[Dict[str, Any]]:
+    """Library files that two or more NVIDIA wheels claim in their RECORD (nvidia-cudnn-cu12 and -cu13 both
+    unpack nvidia/cudnn/lib/libcudnn.so.9), with the wheel whose recorded size the file on disk has: the one
+    installed last, whose build torch actually loads. pip warns about none of this."""
+    try:
+        from importlib import metadata  # Python 3.8+
+    except ImportError:
+        return []
+    claims: Dict[str, List[Dict[str, Any]]] = {}
+    seen = set()
+    for dist in metadata.distributions():
+        try:
+            name = normalize_name(dist.metadata["Name"] or "")
+            if not name.startswith(prefixes) or name in seen:
+                continue
+            seen.add(name)
+            for f in dist.files or []:
+                if not _is_compiled(str(f)):
+                    continue
+                path = os.path.realpath(str(dist.locate_file(f)))
+                claims.setdefault(path, []).append({"name": name, "version": dist.version or "",
+                                                    "size": getattr(f, "size", None)})
+        except Exception:
+            continue
+    out = []
+    for path, who in sorted(claims.items()):
+        if len(who) < 2:
+            continue
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = None
+        owners = [w["name"] for w in who if size is not None and w["size"] == size]
+        out.append({"path": path, "size": size, "claimants": who, "owner": owners[0] if len(owners) == 1 else None})
+    return out
+
+
 # --------------------------------------------------------------------------- torch's build, read from its files
 
 TORCH_NATIVE_LIBS = ("libtorch_cuda.so", "libtorch_hip.so")
@@ -609,6 +646,109 @@ def torch_dir(errors: List[str]) -> Optional[str]:
     if locations:
         return str(locations[0])
     return os.path.dirname(spec.origin) if spec.origin else None
+
+
+def _norm_path(path: str) -> str:
+    return os.path.normcase(os.path.normpath(os.path.abspath(path or ".")))
+
+
+def _pth_paths(sitedir: str) -> List[Tuple[str, str, int]]:
+    """(the directory a line adds, the .pth file, how many directories that file adds) for every .pth file in
+    sitedir, read as site.addpackage() does: a line starting with "import" runs code, "#" is a comment, any
+    other line is a directory added when it exists."""
+    out: List[Tuple[str, str, int]] = []
+    try:
+        names = sorted(n for n in os.listdir(sitedir) if n.endswith(".pth"))
+    except OSError:
+        return out
+    for name in names[:200]:
+        pth = os.path.join(sitedir, name)
+        try:
+            with open(pth, encoding="utf-8", errors="replace") as f:
+                lines = f.read(65536).splitlines()
+        except OSError:
+            continue
+        dirs = [ln.rstrip() for ln in lines
+                if ln.strip() and not ln.startswith("#") and not ln.startswith(("import ", "import\t"))]
+        for d in dirs:
+            out.append((_norm_path(os.path.join(sitedir, d)), pth, len(dirs)))
+    return out
+
+
+def _dist_version(entry: str, name: str) -> Optional[str]:
+    """The Version of distribution ``name`` installed in sys.path entry ``entry`` (its dist-info METADATA)."""
+    try:
+        names = os.listdir(entry)
+    except OSError:
+        return None
+    for d in sorted(names):
+        if d.endswith(".dist-info") and normalize_name(d.split("-")[0]) == name:
+            try:
+                with open(os.path.join(entry, d, "METADATA"), encoding="utf-8", errors="replace") as f:
+                    for line in f:
+                        if line.startswith("Version:"):
+                            return line.split(":", 1)[1].strip()
+                        if not line.strip():
+                            break
+            except OSError:
+                continue
+    return None
+
+
+def module_origin(name: str, location: Optional[str]) -> Optional[Dict[str, Any]]:
+    """Where package ``name`` is imported from (its directory ``location``), which sys.path entry put it first and
+    why that entry is on sys.path: the interpreter's own site-packages, PYTHONPATH, the user site, a .pth file,
+    or something else (sitecustomize, a sys.path edit); with every other copy on sys.path and its version."""
+    import site
+
+    if not location:
+        return None
+    try:
+        own = [_norm_path(p) for p in site.getsitepackages()]
+    except Exception:  # virtualenv < 20 has no getsitepackages()
+        own = []
+    try:
+        user = _norm_path(site.getusersitepackages())
+    except Exception:
+        user = None
+    user_on = bool(getattr(site, "ENABLE_USER_SITE", False))
+    pythonpath = [_norm_path(p) for p in (os.environ.get("PYTHONPATH") or "").split(os.pathsep) if p]
+    pth: Dict[str, Tuple[str, int]] = {}
+    for sitedir in own + ([user] if user and user_on else []):
+        for d, f, n in _pth_paths(sitedir):
+            pth.setdefault(d, (f, n))
+
+    def why(entry: str) -> Tuple[str, Optional[str], Optional[int]]:
+        e = _norm_path(entry)
+        if e in pythonpath:
+            return "PYTHONPATH", None, None
+        if e in own:
+            return "site-packages", None, None
+        if user and e == user:
+            return "user-site", None, None
+        if e in pth:
+            return "pth", pth[e][0], pth[e][1]
+        if entry in ("", "."):
+            return "current-directory", None, None
+        return "other", None, None
+
+    parent = _norm_path(os.path.dirname(os.path.abspath(location)))
+    first: Optional[int] = None
+    copies: List[Dict[str, Any]] = []
+    for k, entry in enumerate(sys.path):
+        e = _norm_path(entry)
+        if first is None and (e == parent or os.path.realpath(e) == os.path.realpath(parent)):
+            first = k
+        if os.path.isfile(os.path.join(e, name, "__init__.py")):
+            via, pth_file, pth_dirs = why(entry)
+            vp = _read_version_py(e, name)
+            copies.append({"entry": entry, "index": k, "via": via, "pth_file": pth_file, "pth_dirs": pth_dirs,
+                           "version": vp.get("__version__") or _dist_version(e, name)})
+    via, pth_file, pth_dirs = why(sys.path[first]) if first is not None else ("other", None, None)
+    return {"name": name, "location": location, "entry": sys.path[first] if first is not None else parent,
+            "entry_index": first, "via": via, "pth_file": pth_file, "pth_dirs": pth_dirs,
+            "site_packages": own, "user_site": user if user_on else None, "pythonpath": pythonpath,
+            "copies": copies}
 
 
 def _pins(requires: Optional[List[str]]) -> List[str]:
@@ -1170,10 +1310,18 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     state.stage = "reading installed distributions"
     owners: Dict[str, Tuple[str, str]] = {}
     result["packages"] = collect_packages(errors, owners)
+    try:
+        result["shared_library_files"] = shared_library_files()
+    except Exception as e:
+        errors.append(f"library files two wheels claim: {_exc_text(e)}")
     result["torch_inspected"] = not opts.no_torch
     prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
     state.stage = "reading torch's build from its files"
     location = torch_dir(errors)
+    try:
+        result["torch_origin"] = module_origin("torch", location)
+    except Exception as e:
+        errors.append(f"where torch is imported from: {_exc_text(e)}")
     result["torch_build"] = None
     if location:
         try:

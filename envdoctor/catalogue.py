@@ -88,6 +88,23 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "('__nvJitLinkAddData_12_1'), or subtle slowdowns.",
        "Remove the library from LD_PRELOAD or /etc/ld.so.preload, or its directory from LD_LIBRARY_PATH (or "
        "match its version to the wheel's); reinstalling torch does not help."),
+    _c("CUDA_LIBRARY_VERSION_MISMATCH", "A CUDA library wheel at another version than torch pins",
+       "An NVIDIA library wheel (cuDNN, cuBLAS, NCCL, the CUDA runtime ...) is installed at a version other than "
+       "the one torch (or a companion, or cuda-toolkit) pins in its metadata, or is missing.",
+       "torch was built against the pinned version: an older cuDNN raises 'cuDNN version incompatibility' at "
+       "the first convolution, an older cuBLAS or nvJitLink fails with undefined symbols; pip says nothing "
+       "after a --no-deps install or another package's pin.",
+       "Install the pinned version into the judged interpreter (one pinned pip install; torch stays "
+       "importable)."),
+    _c("PYTHON_PACKAGE_SHADOWED", "torch is imported from outside the interpreter's own site-packages",
+       "The torch that `import torch` finds comes from a PYTHONPATH entry, the user site (~/.local), a "
+       "directory a .pth file adds, or a sys.path edit, before (or instead of) the interpreter's own "
+       "site-packages.",
+       "Every fact about torch is about that other copy: reinstalling torch into the environment changes "
+       "nothing while the other entry comes first, and its build may not match the environment's companions "
+       "and CUDA libraries.",
+       "Unset PYTHONPATH (or remove the .pth file, or set PYTHONNOUSERSITE=1) where it is set, so the "
+       "environment's own torch is imported."),
     _c("NVCC_TORCH_CUDA_MISMATCH", "nvcc differs from torch's CUDA",
        "The CUDA toolkit on PATH is a different major (or minor) version than torch was built with.",
        "Building CUDA extensions (flash-attn, apex, custom ops) fails: 'The detected CUDA version (X) "
@@ -315,6 +332,11 @@ CAUSES: Dict[str, tuple] = {
     "TORCH_CPU_ONLY_BUILD": ("NO_GPU_VISIBLE",),
     # a foreign libcudnn/libnccl found first makes `import torch` fail with an undefined symbol
     "SYSTEM_LIB_SHADOWING": ("TORCH_IMPORT_FAILED",),
+    # torch pins its CUDA libraries; a missing or older one breaks the import
+    "CUDA_LIBRARY_VERSION_MISMATCH": ("TORCH_IMPORT_FAILED",),
+    # another torch imported first: its variant, companions and libraries are not the environment's
+    "PYTHON_PACKAGE_SHADOWED": ("CUDA_VARIANT_MIXED", "COMPANION_VERSION_MISMATCH", "TORCH_CPU_ONLY_BUILD",
+                                "TORCH_IMPORT_FAILED", "CUDA_LIBRARY_VERSION_MISMATCH", "PYTHON_VERSION_UNSUPPORTED"),
     # an extension's import runs `import torch` first: it fails for the same reason
     "TORCH_IMPORT_FAILED": ("THIRD_PARTY_EXTENSION_MISMATCH",),
     # torch loading a CUDA library of another major (a conda solve or pip wheels mixing majors) fails to import

@@ -197,6 +197,9 @@ class Toolkits:
     installed: List[CudaToolkit] = field(default_factory=list)
     cuda_home_env: Optional[str] = None
     cuda_path_env: Optional[str] = None
+    # CUDA_HOME / CUDA_PATH values that name no usable toolkit -> why ("no such directory", "no bin/nvcc ...");
+    # None: not read (older facts); {} : each one set names a toolkit
+    env_problems: Optional[Dict[str, str]] = None
 
 
 @dataclass(frozen=True)
@@ -320,6 +323,54 @@ class TorchInfo:
 
 
 @dataclass(frozen=True)
+class FileClaim:
+    name: str  # the distribution whose RECORD lists the file: "nvidia-cudnn-cu12"
+    version: Optional[str] = None
+    size: Optional[int] = None  # the size RECORD gives it
+
+
+@dataclass(frozen=True)
+class SharedLibraryFile:
+    """A library file two or more NVIDIA wheels claim (they unpack into the same site-packages/nvidia/<lib>/lib)."""
+
+    path: str
+    size: Optional[int] = None  # on disk
+    claimants: List[FileClaim] = field(default_factory=list)
+    owner: Optional[str] = None  # the claimant whose recorded size the file has (the one installed last)
+
+
+@dataclass(frozen=True)
+class ModuleCopy:
+    """One copy of a package on the interpreter's sys.path (the first one is what `import` takes)."""
+
+    entry: str  # the sys.path entry holding it
+    index: Optional[int] = None  # its position in sys.path
+    via: Optional[str] = None  # why the entry is there: see ModuleOrigin.via
+    version: Optional[str] = None  # <package>/version.py __version__, else its dist-info Version
+    pth_file: Optional[str] = None  # the .pth file that adds the entry (via "pth")
+    pth_dirs: Optional[int] = None  # how many directories that .pth file adds
+
+
+@dataclass(frozen=True)
+class ModuleOrigin:
+    """Where `import torch` finds torch in the judged interpreter, and why that sys.path entry comes first."""
+
+    name: str = "torch"
+    location: Optional[str] = None  # the package directory imported
+    entry: Optional[str] = None  # the sys.path entry that holds it
+    entry_index: Optional[int] = None
+    # "site-packages" (the interpreter's own), "PYTHONPATH", "user-site" (~/.local, PEP 370), "pth" (a directory
+    # a .pth file adds), "current-directory", "other" (sitecustomize, a sys.path edit)
+    via: Optional[str] = None
+    pth_file: Optional[str] = None
+    pth_dirs: Optional[int] = None
+    site_packages: List[str] = field(default_factory=list)  # the interpreter's own (site.getsitepackages())
+    user_site: Optional[str] = None  # the user site when it is enabled
+    pythonpath: List[str] = field(default_factory=list)  # PYTHONPATH's entries, normalised
+    copies: List[ModuleCopy] = field(default_factory=list)  # every copy on sys.path, in sys.path order
+
+
+@dataclass(frozen=True)
 class PythonEnv:
     """One interpreter being diagnosed (``--python``), inspected in its own subprocess."""
 
@@ -341,6 +392,9 @@ class PythonEnv:
     library_candidates: List[LibraryCopy] = field(default_factory=list)
     torch_inspected: Optional[bool] = None  # False under --no-torch
     extensions: Optional[ExtensionScan] = None  # None: not read (an older payload or snapshot)
+    torch_origin: Optional[ModuleOrigin] = None  # where torch is imported from; None: not read (older facts)
+    # library files two NVIDIA wheels claim, with the wheel the file on disk belongs to; None: not read
+    shared_library_files: Optional[List[SharedLibraryFile]] = None
     # why the interpreter could not be (fully) inspected: "not_found", "not_python", "crashed", "timeout",
     # "exited", "payload_error"; None when the payload answered
     failure: Optional[str] = None

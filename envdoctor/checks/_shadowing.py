@@ -238,3 +238,93 @@ def shadow_finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
         evidence=ev,
         fix=Fix(fix_summary, cmds),
     )
+
+
+# --------------------------------------------------------------------------- a torch from outside the environment
+
+ORIGIN_VIA = {"PYTHONPATH": "PYTHONPATH", "user-site": "the user site (PEP 370, ~/.local)",
+              "pth": "a .pth file", "current-directory": "the current directory",
+              "other": "a sys.path edit (sitecustomize, usercustomize, PYTHONSTARTUP or the program itself)"}
+
+
+def _same_dir(a: Optional[str], b: Optional[str]) -> bool:
+    import posixpath
+
+    return bool(a and b) and posixpath.normpath(a) == posixpath.normpath(b)
+
+
+def foreign_torch(py: PythonEnv):
+    """The ModuleOrigin of a torch imported from outside the interpreter's own site-packages, else None."""
+    o = py.torch_origin
+    if o is None or o.via in (None, "site-packages") or o.location is None:
+        return None
+    if any(_same_dir(o.entry, d) for d in o.site_packages):
+        return None  # PYTHONPATH naming the environment's own site-packages changes nothing
+    return o
+
+
+def own_torch(py: PythonEnv):
+    """The copy of torch in the interpreter's own site-packages that the imported one hides, if any."""
+    o = py.torch_origin
+    if o is None:
+        return None
+    return next((c for c in o.copies if c.via == "site-packages" or any(_same_dir(c.entry, d) for d in o.site_packages)),
+                None)
+
+
+def origin_fix(py: PythonEnv) -> Tuple[str, List[str]]:
+    """(summary, commands) that make the interpreter import its own torch again (or one installed into it)."""
+    from ..domain.variants import torch_variant
+    from ..domain.versions import base_version
+    from ..remedies import command
+
+    o = foreign_torch(py)
+    if o is None:
+        return "", []
+    own = own_torch(py)
+    where = py.executable or "the interpreter"
+    cmds: List[str] = []
+    if o.via == "PYTHONPATH":
+        value = (py.env or {}).get("PYTHONPATH") or ""
+        hit = next((d for d in value.split(":") if _same_dir(d, o.entry)), None)
+        cmds.append(drop_path_entry(None, "PYTHONPATH", value, hit) if hit else unset("PYTHONPATH"))
+        summary = (f"Take {o.entry} out of PYTHONPATH where it is set (the shell profile, the job script, the "
+                   "container's ENV)")
+    elif o.via == "user-site":
+        cmds.append(export("PYTHONNOUSERSITE", "1"))
+        summary = f"Set PYTHONNOUSERSITE=1 so {where} no longer adds the user site {o.entry}"
+    elif o.via == "pth" and o.pth_file:
+        if o.pth_dirs == 1:
+            cmds.append(command("rm", o.pth_file))
+            summary = f"Remove {o.pth_file}, the .pth file that adds {o.entry} to sys.path"
+        else:
+            summary = f"Remove the line for {o.entry} from {o.pth_file} (the .pth file that adds it to sys.path)"
+    else:
+        summary = (f"Find what puts {o.entry} first on sys.path ({ORIGIN_VIA.get(o.via or 'other', o.via)}) and "
+                   "remove it")
+    if own is not None:
+        return summary + f"; {where} then imports its own torch {own.version or ''}".rstrip(), cmds
+    # nothing of its own: install torch into the environment itself first (pip would otherwise see the other
+    # copy as installed and do nothing), pinned to the build in use, then drop the other entry
+    version = base_version(py.torch.version if py.torch else None)
+    if not version:
+        return summary, cmds
+    variant = torch_variant(py.torch)
+    install = pip_install(None, py, [f"torch=={version}"], variant)
+    if o.via == "PYTHONPATH":
+        install = "env -u PYTHONPATH " + install
+    elif o.via == "user-site":
+        install = "PYTHONNOUSERSITE=1 " + install
+    return (f"Install torch {version} into {where} itself (its site-packages has none), then: "
+            + summary[0].lower() + summary[1:]), [install] + cmds
+
+
+def or_origin_fix(py: PythonEnv, fix: Fix) -> Fix:
+    """``fix``, unless the torch judged is imported from outside the environment: then installing into the
+    environment changes nothing, and the fix is torch.origin's (the finding it follows from)."""
+    o = foreign_torch(py)
+    if o is None:
+        return fix
+    summary, commands = origin_fix(py)
+    return Fix(f"Caused by torch.origin/{o.via or 'other'}: {summary[0].lower() + summary[1:]}; installing into the "
+               "environment does not help while the other torch comes first", commands)

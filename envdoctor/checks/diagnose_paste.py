@@ -147,8 +147,10 @@ def _reinstall_one_torch(ctx: CheckContext, kept: str) -> List[str]:
 
     py = ctx.facts.pythons[0] if ctx.facts.pythons else None
     variant = variant_tag(kept)
-    return [pip_command(installer_for(ctx.facts, py), "uninstall", "-y", "torch"),
-            pip_install(ctx.facts, py, [f"torch=={kept.split('+')[0]}"], variant, force=True)]
+    # one pinned --force-reinstall replaces the files and the metadata in place: no uninstall first, which would
+    # leave the environment without torch if the install then failed (issue 17)
+    return [pip_install(ctx.facts, py, [f"torch=={kept.split('+')[0]}"], variant, force=True),
+            pip_command(installer_for(ctx.facts, py), "check")]
 
 
 @check("diagnose.sources", "One torch per interpreter (module and package metadata agree)",
@@ -221,13 +223,18 @@ def _cpu_intent_fix(ctx: CheckContext, py: Any, pkg: Any, intent: Dict[str, Any]
     value = str(intent.get("value") or "")
     if "conda" in str(intent.get("reader")) or cpuonly:
         spec = value if "=" in value else "pytorch-cuda"
+        version = base_version(pkg.version) if pkg is not None else None
+        torch_spec = f"pytorch={version}" if version else "pytorch"  # the same release, its CUDA build
         return Fix("Remove conda's cpuonly package and install the CUDA variant explicitly (channel order as shown)",
                    [command("conda", "remove", "-y", "cpuonly"),
-                    command("conda", "install", "-y", "pytorch", spec, "-c", "pytorch", "-c", "nvidia")])
+                    command("conda", "install", "-y", torch_spec, spec, "-c", "pytorch", "-c", "nvidia")])
     variant = value if cuda_of_variant(value) else None
     version = base_version(pkg.version) if pkg is not None else None
+    if not version:  # never an unpinned torch: recommend names the build and its pinned command
+        return Fix("Install a CUDA build of torch in place of the CPU one (`envdoctor recommend` names the build "
+                   "and its pinned command)", [command("envdoctor", "recommend")])
     return Fix(f"Reinstall torch from the {variant or 'CUDA'} index, replacing the CPU build",
-               [pip_install(ctx.facts, py, [f"torch=={version}" if version else "torch"], variant, force=True)])
+               [pip_install(ctx.facts, py, [f"torch=={version}"], variant, force=True)])
 
 
 def _majors_fix(ctx: CheckContext, names: List[str]) -> List[str]:
@@ -235,8 +242,51 @@ def _majors_fix(ctx: CheckContext, names: List[str]) -> List[str]:
     from ..remedies.python import installer_for
 
     py = ctx.facts.pythons[0] if ctx.facts.pythons else None
-    return [pip_command(installer_for(ctx.facts, py), "uninstall", "-y", *names),
-            pip_install(ctx.facts, py, ["torch"], None, force=True)]
+    # one pinned install of the wheels for torch's own CUDA major rewrites the files they share in
+    # site-packages/nvidia/<lib>/lib: torch stays importable throughout, and no other torch is downloaded
+    # (uninstalling first and reinstalling an unpinned torch did both; issue 17)
+    keep = _torch_major_wheels(ctx, py, names)
+    if not keep:
+        return []
+    return [pip_install(ctx.facts, py, keep, None, force=True, no_deps=True), pip_command(installer_for(ctx.facts, py), "check")]
+
+
+def _torch_major_wheels(ctx: CheckContext, py: Any, names: List[str]) -> List[str]:
+    """``name==version`` of the wheels among ``names`` for the CUDA major torch was built for: the version torch
+    pins, else the installed one (what torch resolved with)."""
+    from ..domain.variants import nvidia_wheel, variant_cuda_major
+
+    if py is None:
+        return []
+    t = py.torch
+    pkg = py.package("torch")
+    major = None
+    if t is not None and t.cuda:
+        major = int(str(t.cuda).split(".")[0]) if str(t.cuda).split(".")[0].isdigit() else None
+    if major is None:
+        tag = variant_tag((t.version if t else None) or (pkg.version if pkg else None) or "")
+        major = variant_cuda_major(tag) if tag else None
+    if major is None and pkg is not None and not variant_tag(pkg.version):
+        # no local tag: a PyPI wheel, whose CUDA is the release's default variant (compat_data/torch.json)
+        rel = ctx.compat.torch_release(pkg.version)
+        major = variant_cuda_major(rel.default_variant) if rel is not None and rel.default_variant else None
+    if major is None:
+        return []
+    pins = {}
+    for line in (pkg.requires or []) if pkg else []:
+        head = line.split(";")[0].strip().replace(" ", "")
+        if "==" in head:
+            name, version = head.split("==", 1)
+            pins[name.lower().replace("_", "-")] = version.strip("()")
+    out = []
+    for name in names:
+        w = nvidia_wheel(name)
+        if w is None or w[1] != major:
+            continue
+        version = pins.get(name) or next((p.version for p in py.packages if p.name == name), None)
+        if version:
+            out.append(f"{name}=={version}")
+    return out
 
 
 @check("packages.nvidia-majors", "Each NVIDIA library wheel installed for one CUDA major",
@@ -266,8 +316,8 @@ def check_nvidia_majors(ctx: CheckContext) -> List[Finding]:
             summary=f"NVIDIA library {lib} is installed for two CUDA majors ({', '.join(names)}): one overwrites the "
                     "other in site-packages/nvidia/" + lib.split("-")[0] + "/lib",
             evidence=[Evidence("pythons[0].packages", names, expected="one CUDA major per NVIDIA library")],
-            fix=Fix("Uninstall the wheels of the CUDA major torch does not use, then reinstall torch (which brings "
-                    "back its own)", _majors_fix(ctx, names)),
+            fix=Fix("Reinstall the wheels of the CUDA major torch uses, pinned, over the shared files (torch stays "
+                    "importable; the other major's wheel can stay installed)", _majors_fix(ctx, names)),
         ))
     return out
 

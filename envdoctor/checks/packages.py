@@ -19,6 +19,7 @@ from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
 from ..remedies.torch_plan import COMPANIONS, pair_pins, target_variant
 from ._extension_arch import ArchTarget, judge_extensions
+from ._shadowing import or_origin_fix
 from ._util import package_variant, torch_envs_or_skip
 from .base import CheckContext, SkipCheck, registrar
 
@@ -94,9 +95,10 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
                     "'operator torchvision::nms does not exist'. This happens when torch comes from the "
                     "PyTorch index and a companion from PyPI (or the reverse)."),
             evidence=evidence,
-            fix=Fix(f"Reinstall the set together from the {target} index" if target else
-                    "Reinstall torch and its companions together from one index",
-                    [pip_install(ctx.facts, py, pair_pins(ctx, py, version), target, force=True)], VISION_README),
+            fix=or_origin_fix(py, Fix(f"Reinstall the set together from the {target} index" if target else
+                                      "Reinstall torch and its companions together from one index",
+                                      [pip_install(ctx.facts, py, pair_pins(ctx, py, version), target, force=True)],
+                                      VISION_README)),
             confidence=None if certain else "medium",
         ))
     if not findings and not judged:
@@ -169,8 +171,9 @@ def _companion_finding(ctx: CheckContext, i: int, py: PythonEnv, pkg: Package, t
                 "(\"cannot import name 'triton_key'\")."),
         evidence=[Evidence(f"pythons[{i}].packages.{pkg.name}", pkg.version, expected=expected),
                   Evidence(f"pythons[{i}].torch.version", py.torch.version)],
-        fix=Fix(f"Install the {name} that pairs with torch {tver}",
-                [pip_install(ctx.facts, py, [f"torch=={tver}", pin], target if name != "triton" else None)], VISION_README),
+        fix=or_origin_fix(py, Fix(f"Install the {name} that pairs with torch {tver}",
+                                  [pip_install(ctx.facts, py, [f"torch=={tver}", pin],
+                                               target if name != "triton" else None)], VISION_README)),
     )
 
 

@@ -117,7 +117,42 @@ def _fix_for(ctx: CheckContext, kind: str, py: PythonEnv, req: Requirement) -> F
         what = "a CUDA" if kind == "cuda" else "a cuDNN"
         return Fix(f"Install a torch built with {what} {_spec_text(req)} (`envdoctor recommend` names the "
                    "variant and its command)", [command("envdoctor", "recommend")])
-    return Fix(f"Install {req.name}{req.specifier}", [pip_install(ctx.facts, py, [str(req)])])
+    if canonicalize_name(req.name) == "torch":
+        return _torch_fix(ctx, py, req)
+    # the installed torch is pinned next to it, so that resolving the requirement never swaps torch (issue 17)
+    t = base_version(py.torch.version) if py.torch and py.torch.version else None
+    keep = [f"torch=={t}"] if t and canonicalize_name(req.name) not in ("torch",) else []
+    return Fix(f"Install {req.name}{req.specifier}" + (f", keeping torch {t}" if keep else ""),
+               [pip_install(ctx.facts, py, [str(req)] + keep)])
+
+
+def _torch_fix(ctx: CheckContext, py: PythonEnv, req: Requirement) -> Fix:
+    """One pinned torch: the newest release the requirement allows that has a wheel for this Python, with the
+    companions that pair with it, from the index of torch's current variant when that release has it."""
+    from ..checks._util import torch_releases
+    from ..domain.variants import torch_variant
+    from ..remedies.torch_plan import latest_patch, pair_pins, python_supported
+
+    best = None
+    for rel in torch_releases(ctx):
+        patch = latest_patch(ctx, rel.minor)
+        v = parse_version(patch)
+        if v is None or not req.specifier.contains(v, prereleases=True) or \
+                python_supported(rel, py.python_version) is False:
+            continue
+        if best is None or v > parse_version(best[1]):
+            best = (rel, patch)
+    if best is None:
+        return Fix(f"No torch release in the matrix satisfies {str(req)!r} with a wheel for Python "
+                   f"{py.python_version or '(unknown)'}: change the requirement or the Python "
+                   "(`envdoctor recommend` lists the builds)", [command("envdoctor", "recommend")])
+    rel, patch = best
+    variant = torch_variant(py.torch) if py.torch else None
+    if variant not in (rel.cuda_variants or []) + ["cpu"]:
+        variant = None  # PyPI's default build of that release
+    return Fix(f"Install torch {patch}, the newest release {str(req)!r} allows with a wheel for Python "
+               f"{py.python_version}" + (f", from the {variant} index" if variant else ""),
+               [pip_install(ctx.facts, py, pair_pins(ctx, py, patch), variant, force=bool(py.torch))])
 
 
 def _package(py: PythonEnv, req: Requirement) -> Tuple[Optional[str], str, str]:

@@ -28,6 +28,16 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
     envs = [(i, py) for i, py in torch_builds(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
         raise SkipCheck("no CUDA build of torch to compare nvcc with")
+    var, value = _cuda_home(ctx)
+    if var is not None:
+        # torch.utils.cpp_extension (_find_cuda_home) takes CUDA_HOME, else CUDA_PATH, before the nvcc on PATH,
+        # and builds with $CUDA_HOME/bin/nvcc: that toolkit is the one to judge
+        problem = (ctx.facts.toolkits.env_problems or {}).get(var)
+        if problem:
+            return [_cuda_home_broken(ctx, envs, var, value, problem)]
+        home = next((t for t in ctx.facts.toolkits.installed if t.found_via == var), None)
+        if home is not None and home.nvcc_path:
+            tk = home
     if tk is None:
         raise SkipCheck("no nvcc on PATH (only prebuilt wheels can be installed; nothing to compare)")
     if not tk.version:
@@ -41,18 +51,21 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
         affected = [p.name for p in py.packages if p.name in SOURCE_BUILT]
         major = nv[0] != tv[0]
         where = f" ({tk.nvcc_path or tk.path})" if (tk.nvcc_path or tk.path) else ""
+        which = f"nvcc in {tk.found_via} ({tk.path})" if tk.found_via in ("CUDA_HOME", "CUDA_PATH") else "nvcc on PATH"
         who = (f"installed packages that compile with it: {', '.join(affected)}" if affected
                else "any extension built from source (flash-attn, apex, deepspeed ops, custom ops)")
         findings.append(Finding(
             code="toolchain.nvcc-torch/" + ("major" if major else "minor"),
             category="NVCC_TORCH_CUDA_MISMATCH",
             severity=Severity.WARNING if major else Severity.INFO,
-            summary=(f"nvcc on PATH is CUDA {tk.version}{where} but {torch_label(t)} was "
+            summary=(f"{which} is CUDA {tk.version}{where} but {torch_label(t)} was "
                      f"built with CUDA {t.cuda}: affects {who}"),
             detail=("torch.utils.cpp_extension refuses a different CUDA major ('The detected CUDA version (X) "
                     "mismatches the version that was used to compile PyTorch (Y)') and warns on a different "
                     "minor. Running prebuilt wheels is not affected."),
-            evidence=[Evidence("toolkits.on_path.version", tk.version, expected=f"CUDA {mm_str(t.cuda)}"),
+            evidence=[Evidence("toolkits.on_path.version" if which == "nvcc on PATH" else
+                               f"toolkits.installed.{tk.found_via}.version", tk.version,
+                               expected=f"CUDA {mm_str(t.cuda)}"),
                       Evidence(f"pythons[{i}].torch.cuda", t.cuda)],
             fix=Fix(f"Before building extensions, put a CUDA {mm_str(t.cuda)} toolkit first on PATH, or install "
                     f"the torch build for CUDA {mm_str(tk.version)}",
@@ -92,3 +105,61 @@ def check_host_compiler(ctx: CheckContext) -> List[Finding]:
         fix=Fix(f"Install gcc {max_major} and point nvcc at it (or use a newer CUDA toolkit)",
                 host_compiler_install(ctx.facts, max_major)),
     )]
+
+
+def _cuda_home(ctx: CheckContext):
+    """(variable, value) torch's extension builds take the toolkit from: CUDA_HOME, else CUDA_PATH; (None, None)."""
+    tks = ctx.facts.toolkits
+    if tks.cuda_home_env:
+        return "CUDA_HOME", tks.cuda_home_env
+    if tks.cuda_path_env:
+        return "CUDA_PATH", tks.cuda_path_env
+    return None, None
+
+
+def _best_toolkit(ctx: CheckContext, cuda: str):
+    """The toolkit envdoctor found that suits torch's CUDA best: the same major.minor, then the same major, then
+    the one nvcc on PATH belongs to; only toolkits with an nvcc."""
+    tks = ctx.facts.toolkits
+    usable = [t for t in tks.installed if t.nvcc_path and t.path and t.found_via not in ("CUDA_HOME", "CUDA_PATH")]
+    if tks.on_path is not None and tks.on_path.path and not any(t.path == tks.on_path.path for t in usable):
+        usable.append(tks.on_path)
+    want = major_minor(cuda)
+    for same in (lambda t: major_minor(t.version) == want,
+                 lambda t: want is not None and major_minor(t.version) is not None and major_minor(t.version)[0] == want[0],
+                 lambda t: tks.on_path is not None and t.path == tks.on_path.path):
+        hit = next((t for t in usable if same(t)), None)
+        if hit is not None:
+            return hit
+    return None
+
+
+def _cuda_home_broken(ctx: CheckContext, envs, var: str, value: str, problem: str) -> Finding:
+    i, py = envs[0]
+    t = py.torch
+    best = _best_toolkit(ctx, t.cuda)
+    if best is not None:
+        fix = Fix(f"Point {var} at the CUDA {best.version} toolkit that is installed ({best.path}), where it is set "
+                  "(the shell profile, the job script, the container's ENV)",
+                  [cuda_toolkit_first(mm_str(best.version) or "", best.path, var)], CPP_EXT_DOC)
+    else:
+        fix = Fix(f"Install a CUDA {mm_str(t.cuda)} toolkit and point {var} at it, or unset {var} if no extension "
+                  "is built here", [cuda_toolkit_first(mm_str(t.cuda) or "", None, var)], CPP_EXT_DOC)
+    evidence = [Evidence(f"toolkits.{var.lower()}_env", value, expected="a CUDA toolkit directory with bin/nvcc",
+                         source=problem),
+                Evidence(f"pythons[{i}].torch.cuda", t.cuda)]
+    if best is not None:
+        evidence.append(Evidence("toolkits.installed", best.path, source=f"CUDA {best.version_full or best.version}"))
+    return Finding(
+        code="toolchain.nvcc-torch/cuda-home-missing" if var == "CUDA_HOME" else "toolchain.nvcc-torch/cuda-path-missing",
+        category="NVCC_TORCH_CUDA_MISMATCH",
+        severity=Severity.ERROR,
+        summary=(f"{var}={value} is not a CUDA toolkit ({problem}), and torch.utils.cpp_extension builds every CUDA "
+                 f"extension with {var}'s bin/nvcc: flash-attn, apex, deepspeed ops and custom ops fail to build"
+                 + (f" (a CUDA {best.version} toolkit is installed at {best.path})" if best is not None else "")),
+        detail=("torch takes CUDA_HOME, else CUDA_PATH, before the nvcc on PATH (torch/utils/cpp_extension.py, "
+                "_find_cuda_home), so a variable left over from an older toolkit (a .bashrc line carried across an "
+                "upgrade) breaks extension builds even when a working nvcc is on PATH. Prebuilt wheels still run."),
+        evidence=evidence,
+        fix=fix,
+    )

@@ -10,8 +10,17 @@ from ..domain.versions import base_version, mm_str, parse_version, version_ge
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix
 from ..remedies import GET_STARTED, conda_cuda_note, new_venv, pip_install
-from ..remedies.torch_plan import companion_pins, cuda_build_for, find_build_for, pair_pins
+from ..remedies.torch_plan import (
+    companion_pins,
+    cuda_build_for,
+    find_build_for,
+    latest_patch,
+    newest_torch_for_python,
+    pair_pins,
+    python_supported,
+)
 from ._gpus import gpu_capabilities
+from ._shadowing import or_origin_fix
 from ._util import (
     is_nvidia_gpu_description,
     torch_builds,
@@ -188,8 +197,8 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
                     "package, or a platform where only CPU wheels exist."),
             evidence=[Evidence(f"pythons[{i}].torch.version", t.version),
                       Evidence(f"pythons[{i}].torch.cuda", t.cuda, expected="a CUDA version")] + gpu_ev,
-            fix=Fix(f"Reinstall torch {version} from the {target} index" if target else
-                    "Reinstall a CUDA build of torch (see the selector)", cmds, GET_STARTED),
+            fix=or_origin_fix(py, Fix(f"Reinstall torch {version} from the {target} index" if target else
+                                      "Reinstall a CUDA build of torch (see the selector)", cmds, GET_STARTED)),
         ))
     if not judged:
         raise SkipCheck("torch's build is unknown: the import failed before it said, and its files were not read")
@@ -206,17 +215,14 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("no interpreter inspected")
     findings = []
     judged = False
-    # the newest release whose Python range is confirmed (the newest may be listed but not yet inspected)
-    newest = next((r for r in reversed(torch_releases(ctx)) if r.python_max), None)
     for i, py in pys:
-        pyv = mm_str(py.python_version)
         t = py.torch
         if t and t.version:
             rel = ctx.compat.torch_release(t.version)
             if rel is None or not rel.python_min or not rel.python_max:
                 continue
             judged = True
-            if parse_version(pyv) < parse_version(rel.python_min) or parse_version(pyv) > parse_version(rel.python_max):
+            if python_supported(rel, py.python_version) is False:
                 findings.append(PYTHON_VERSION.warning(
                     "outside-release",
                     (f"Python {py.python_version} is outside torch {rel.minor}'s supported range "
@@ -228,23 +234,87 @@ def check_python_version(ctx: CheckContext) -> List[Finding]:
                     fix=Fix(f"Use Python {rel.python_max} (or another supported version) for this torch",
                             [new_venv(ctx.facts, py, rel.python_max)]),
                 ))
-        elif newest and newest.python_max:
-            judged = True
-            if parse_version(pyv) <= parse_version(newest.python_max):
-                continue
-            findings.append(PYTHON_VERSION.warning(
-                "too-new",
-                (f"Python {py.python_version} is newer than any torch release in this matrix supports "
-                 f"(torch {newest.minor}: up to {newest.python_max}, as of {ctx.compat.as_of})"),
-                detail="pip will find no wheel ('No matching distribution found for torch').",
-                evidence=[Evidence(f"pythons[{i}].python_version", py.python_version,
-                                   expected=f"<= {newest.python_max}", source=newest.source)],
-                fix=Fix(f"Create the environment with Python {newest.python_max}",
-                        [new_venv(ctx.facts, py, newest.python_max)]),
-            ))
+            continue
+        asked, how = _asked_releases(ctx)
+        if not asked:
+            continue
+        judged = True
+        if any(python_supported(r, py.python_version) for r in asked):
+            continue
+        too_new = all(python_supported(r, py.python_version) is False and
+                      parse_version(mm_str(py.python_version)) > parse_version(r.python_max) for r in asked)
+        if not too_new and (ctx.facts.origin == "paste" or py.package("torch") is not None):
+            # an older Python has wheels of older releases: only where torch is known to be absent (a paste that
+            # does not show torch may still have one) does a plain `pip install torch` pick one of them
+            continue
+        findings.append(_no_wheel(ctx, i, py, asked, how))
     if not judged:
         raise SkipCheck("the torch release's supported Python range is not in the compat matrix")
     return findings
+
+
+def _asked_releases(ctx: CheckContext) -> Tuple[list, str]:
+    """The torch releases the user asks for: those a declared torch requirement allows, else the newest release
+    whose Python range is known (what a plain `pip install torch` wants)."""
+    from packaging.utils import canonicalize_name
+
+    from ..targets import TargetError, parse_requirement
+
+    known = [r for r in torch_releases(ctx) if r.python_min and r.python_max]
+    if not known:
+        return [], ""
+    for text in (ctx.facts.targets.requirements if ctx.facts.targets else []):
+        try:
+            req = parse_requirement(text)
+        except TargetError:
+            continue
+        if canonicalize_name(req.name) == "torch" and str(req.specifier):
+            allowed = [r for r in known if any(req.specifier.contains(parse_version(p), prereleases=True)
+                                               for p in (latest_patch(ctx, r.minor), r.minor + ".0")
+                                               if parse_version(p) is not None)]
+            return allowed, f"the declared requirement {text!r}"
+    newest = max(known, key=lambda r: parse_version(r.minor))
+    return [newest], f"the newest torch release (torch {newest.minor}, as of {ctx.compat.as_of})"
+
+
+def _no_wheel(ctx: CheckContext, i: int, py: PythonEnv, asked: list, how: str):
+    pyv = mm_str(py.python_version) or py.python_version
+    newest = max(asked, key=lambda r: parse_version(r.minor))
+    ranges = "; ".join(f"torch {r.minor}: Python {r.python_min} to {r.python_max}" for r in asked[-3:])
+    too_new = parse_version(pyv) > parse_version(newest.python_max)
+    fits = newest_torch_for_python(ctx, py.python_version)
+    evidence = [Evidence(f"pythons[{i}].python_version", py.python_version,
+                         expected=f"{newest.python_min} .. {newest.python_max}", source=newest.source)]
+    if fits is not None:
+        rel, patch = fits
+        evidence.append(Evidence("compat.torch", f"torch {rel.minor}", source=rel.source,
+                                 expected=f"newest release with wheels for Python {pyv}"))
+    if not asked or len(asked) == 1 and how.startswith("the newest"):
+        said = f"{how} supports Python {newest.python_min} to {newest.python_max}"
+    else:
+        said = f"no torch release {how} allows has wheels for it ({ranges})"
+    if too_new:
+        summary = f"Python {py.python_version} is newer than any torch release in this matrix supports: {said}"
+        detail = "pip will find no wheel ('No matching distribution found for torch')."
+        fix = Fix(f"Create the environment with Python {newest.python_max}",
+                  [new_venv(ctx.facts, py, newest.python_max)])
+    else:
+        older = f"torch {fits[1]}, the newest with a wheel for Python {pyv}" if fits else "no torch at all"
+        if how.startswith("the newest"):
+            summary = (f"Python {py.python_version} is older than {how} supports ({newest.python_min} to "
+                       f"{newest.python_max}): `pip install torch` here installs {older}")
+        else:
+            summary = (f"Python {py.python_version}: {said}; the newest torch with a wheel for it is "
+                       + (fits[1] if fits else "none in the matrix"))
+        detail = ("pip silently resolves an older release whose wheels still support this Python; companions, "
+                  "extensions and CUDA builds of the newer release are then out of reach.")
+        cmds = [pip_install(ctx.facts, py, [f"torch=={fits[1]}"])] if fits else []
+        fix = Fix((f"Build the environment on Python {newest.python_min} or newer for torch {newest.minor} "
+                   f"(`{new_venv(ctx.facts, py, newest.python_min)}`)"
+                   + (f", or pin torch {fits[1]}, the newest release for Python {pyv}" if fits else "")), cmds)
+    if too_new:
+        return PYTHON_VERSION.warning("too-new", summary, detail=detail, evidence=evidence, fix=fix)
+    return PYTHON_VERSION.warning("too-old", summary, detail=detail, evidence=evidence, fix=fix)
 
 
 # --------------------------------------------------------------------------- the interpreter itself

@@ -25,6 +25,23 @@ def _python_argv0(py: PythonEnv) -> str:
     return py.executable or "python"
 
 
+def _torch_requirement(py: PythonEnv, dist: str) -> str:
+    """``dist`` with the version range torch's own Requires-Dist gives it ("typing-extensions>=4.10.0"), so the
+    install brings what torch needs; the bare name when torch's metadata does not list it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    pkg = py.package("torch")
+    for line in (pkg.requires or []) if pkg else []:
+        try:
+            req = Requirement(line)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(req.name) == canonicalize_name(dist) and (req.marker is None or "extra" not in str(req.marker)):
+            return f"{req.name}{req.specifier}"
+    return dist
+
+
 def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContext) -> Tuple[Fix, Optional[str]]:
     """(the fix, the root cause's finding code when another check explains the failure)."""
     from ._shadowing import shadow_finding, shadows
@@ -50,11 +67,17 @@ def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContex
         # pip's --no-deps installs, or a dependency removed later: install exactly what is missing
         module = missing.group(1).split(".")[0]
         return Fix(f"Install the missing dependency {module!r} (or reinstall torch with its dependencies)",
-                   [pip_install(ctx.facts, py, [module.replace('_', '-')]), pip_check(ctx.facts, py)]), None
+                   [pip_install(ctx.facts, py, [_torch_requirement(py, module.replace('_', '-'))]),
+                    pip_check(ctx.facts, py)]), None
+    from ._shadowing import or_origin_fix
+
     variant = torch_variant(py.torch)
-    return Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
-               [pip_install(ctx.facts, py, [f"torch=={version}"] if version else ["torch"], variant,
-                            force=True)]), None
+    if not version:  # no torch of unknown version is installed over it: `envdoctor recommend` names one
+        return or_origin_fix(py, Fix("Reinstall torch: its version is unknown here, so pick the build with "
+                                     "`envdoctor recommend` (it names the pinned install command)",
+                                     [command("envdoctor", "recommend")])), None
+    return or_origin_fix(py, Fix(f"Reinstall torch {version}" + (f" from the {variant} index" if variant else ""),
+                                 [pip_install(ctx.facts, py, [f"torch=={version}"], variant, force=True)])), None
 
 
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
@@ -113,6 +136,22 @@ _UNUSABLE = {
 }
 
 
+def _no_torch_fix(ctx: CheckContext, py: PythonEnv) -> Fix:
+    """Diagnose the interpreter with torch, or install torch: pinned to the newest release with a wheel for this
+    Python (a plain `pip install torch` on an old Python silently resolves an old torch; torch.python-version says
+    which Pythons the newest torch supports)."""
+    from ..remedies.torch_plan import newest_torch_for_python
+
+    fits = newest_torch_for_python(ctx, py.python_version)
+    head = "Diagnose the interpreter that has torch (envdoctor --python /path/to/venv/bin/python), or install torch there"
+    if fits is None:
+        return Fix(head + f": no torch release in the matrix has a wheel for Python {py.python_version or '(unknown)'}",
+                   [], GET_STARTED)
+    rel, patch = fits
+    return Fix(head + f": torch {patch} is the newest release with a wheel for Python {py.python_version}",
+               [pip_install(ctx.facts, py, [f"torch=={patch}"])], GET_STARTED)
+
+
 @check("torch.interpreter", "The interpreter to diagnose answers and has torch",
        categories=("TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"))
 def check_interpreter(ctx: CheckContext) -> List[Finding]:
@@ -162,7 +201,6 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
                                                 " It was picked by default: your torch may live elsewhere.")),
             evidence=[Evidence(f"pythons[{i}].torch", None, expected="an installed torch"),
                       Evidence(f"pythons[{i}].requested_as", py.requested_as)],
-            fix=Fix("Diagnose the interpreter that has torch (envdoctor --python /path/to/venv/bin/python), or "
-                    "install torch there", [pip_install(ctx.facts, py, ["torch"])], GET_STARTED),
+            fix=_no_torch_fix(ctx, py),
         ))
     return findings

@@ -77,6 +77,18 @@ class _Finder:
                            version_full=full, found_via=found_via)
 
 
+def _env_tree_problem(fs: SysRoot, value: str, found: Optional[CudaToolkit]) -> Optional[str]:
+    """Why a CUDA_HOME / CUDA_PATH value is no toolkit to build with (torch.utils.cpp_extension runs
+    $CUDA_HOME/bin/nvcc), or None."""
+    if found is not None:
+        return None if found.nvcc_path else "it has no bin/nvcc"
+    if not fs.exists(value):
+        return "no such directory"
+    if not fs.isdir(value):
+        return "not a directory"
+    return "neither bin/nvcc nor version.json / version.txt there"
+
+
 def _looks_like_toolkit(fs: SysRoot, tree: str) -> bool:
     return any(fs.exists(f"{tree}/{n}") for n in ("version.json", "version.txt", "include/cuda.h"))
 
@@ -107,10 +119,14 @@ def probe_toolkits(runner, root: Union[str, SysRoot] = "/", env: Optional[Mappin
         return tk
 
     cuda_home, cuda_path = env.get("CUDA_HOME"), env.get("CUDA_PATH")
+    env_problems: Dict[str, str] = {}
     for var, value in (("CUDA_HOME", cuda_home), ("CUDA_PATH", cuda_path)):
         if value:
-            if add(value, var) is None:
-                finder.problems.append(f"{var}={value} is not a CUDA toolkit")
+            found = add(value, var)
+            why = _env_tree_problem(fs, value, found)
+            if why:
+                env_problems[var] = why
+                finder.problems.append(f"{var}={value} is not a CUDA toolkit ({why})")
     candidates = ["/usr/local/cuda"] + sorted(fs.glob("/usr/local/cuda-*") + fs.glob("/opt/cuda*"))
     for tree in candidates:
         add(tree, "/usr/local" if tree.startswith("/usr/local") else "/opt")
@@ -139,7 +155,8 @@ def probe_toolkits(runner, root: Union[str, SysRoot] = "/", env: Optional[Mappin
         reason = "no nvcc on PATH and no CUDA toolkit in CUDA_HOME, CUDA_PATH, /usr/local/cuda* or /opt/cuda*"
         if finder.problems:
             reason += "; " + "; ".join(finder.problems)
-        return Toolkits(status=ProbeStatus.ABSENT, reason=reason, cuda_home_env=cuda_home, cuda_path_env=cuda_path)
+        return Toolkits(status=ProbeStatus.ABSENT, reason=reason, cuda_home_env=cuda_home, cuda_path_env=cuda_path,
+                        env_problems=env_problems)
     parts = []
     if on_path is not None:
         parts.append(f"nvcc on PATH is {on_path.version or 'of unknown version'} ({nvcc})")
@@ -155,4 +172,5 @@ def probe_toolkits(runner, root: Union[str, SysRoot] = "/", env: Optional[Mappin
         installed=toolkits,
         cuda_home_env=cuda_home,
         cuda_path_env=cuda_path,
+        env_problems=env_problems,
     )

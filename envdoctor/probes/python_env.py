@@ -14,9 +14,11 @@ from envdoctor.facts import (
     ExtensionScan,
     FactsError,
     LibraryCopy,
+    ModuleOrigin,
     Package,
     ProbeStatus,
     PythonEnv,
+    SharedLibraryFile,
     TorchBuildFiles,
     TorchInfo,
     from_dict,
@@ -238,6 +240,13 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     extensions = None
     if isinstance(result.get("extensions"), dict):
         extensions = _section(ExtensionScan, result["extensions"], "python.extensions", notes)
+    shared = None
+    if isinstance(result.get("shared_library_files"), list):
+        shared = [x for x in (_section(SharedLibraryFile, f, f"python.shared_library_files[{k}]", notes)
+                              for k, f in enumerate(result["shared_library_files"])) if x is not None]
+    origin = None
+    if isinstance(result.get("torch_origin"), dict):
+        origin = _section(ModuleOrigin, result["torch_origin"], "python.torch_origin", notes)
     if torch is not None and not torch.version and torch.import_error:
         # the import failed before __version__ existed; the installed distribution still says which torch
         dist = next((p for p in packages if p.name == "torch"), None)
@@ -245,7 +254,7 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
             torch = replace(torch, version=dist.version)
     payload_errors = [str(e) for e in (result.get("errors") or [])]
     return replace(base, packages=packages, loaded_libraries=libs, library_candidates=candidates, torch=torch, extensions=extensions,
-                   notes=(payload_errors + notes) or None)
+                   torch_origin=origin, shared_library_files=shared, notes=(payload_errors + notes) or None)
 
 
 def _copies(items: Any, path: str, notes: List[str]) -> List[LibraryCopy]:
@@ -301,7 +310,16 @@ def _ok_reason(penv: PythonEnv, inspect_torch: bool) -> str:
     if not t.version:
         return f"a module named torch with no __version__ was imported{took}: a stray torch/ folder or a broken install"
     cuda = "CUDA available" if t.cuda_available else "CUDA not available"
-    return f"torch {t.version} imported{took}; {cuda}"
+    return f"torch {t.version} imported{took}{_from_elsewhere(penv)}; {cuda}"
+
+
+def _from_elsewhere(penv: PythonEnv) -> str:
+    """" from <entry> (PYTHONPATH), not this interpreter's site-packages" when torch comes from elsewhere."""
+    o = penv.torch_origin
+    if o is None or o.via in (None, "site-packages") or not o.entry or \
+            any(os.path.normpath(o.entry) == os.path.normpath(d) for d in o.site_packages):
+        return ""
+    return f" from {o.entry} ({o.via}), not this interpreter's own site-packages"
 
 
 def _mark_hang(penv: PythonEnv, stage: Optional[str], error: str) -> PythonEnv:

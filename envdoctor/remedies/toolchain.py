@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from ..facts import Facts
 from .platform import platform_of
@@ -33,7 +33,8 @@ def host_compiler_install(facts: Facts, major: int) -> List[str]:
     return [command("sudo", "apt-get", "install", "-y", f"gcc-{n}", f"g++-{n}")] + point
 
 
-def cuda_toolkit_first(version: str) -> str:
-    """Put the CUDA ``version`` toolkit ("12.4") first for extension builds, at its default install path."""
-    root = f"/usr/local/cuda-{version}"
-    return command("export", f"CUDA_HOME={root}", Raw("PATH=" + quote(f"{root}/bin") + ":$PATH"))
+def cuda_toolkit_first(version: str, root: Optional[str] = None, var: str = "CUDA_HOME") -> str:
+    """Put the CUDA ``version`` toolkit ("12.4") first for extension builds: ``root`` (a toolkit found on this
+    machine), else its default install path; ``var`` is the variable torch reads it from (CUDA_HOME or CUDA_PATH)."""
+    root = root or f"/usr/local/cuda-{version}"
+    return command("export", f"{var}={root}", Raw("PATH=" + quote(f"{root}/bin") + ":$PATH"))

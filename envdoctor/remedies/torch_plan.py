@@ -189,3 +189,25 @@ def cuda_build_for(ctx: CheckContext, rel) -> Optional[str]:
     if rel.default_variant in runnable:
         return rel.default_variant
     return max(runnable, key=lambda v: parse_version(cuda_of_variant(v))) if runnable else None
+
+
+def python_supported(rel, python: Optional[str]) -> Optional[bool]:
+    """Does torch release ``rel`` publish wheels for Python ``python`` ("3.9")? None when its range is unknown."""
+    if rel is None or not rel.python_min or not rel.python_max or not python:
+        return None
+    v = parse_version(mm_str(python))
+    if v is None:
+        return None
+    return parse_version(rel.python_min) <= v <= parse_version(rel.python_max)
+
+
+def newest_torch_for_python(ctx: CheckContext, python: Optional[str]) -> Optional[Tuple[object, str]]:
+    """(release row, newest known patch) of the newest torch release with wheels for ``python``, per the matrix's
+    Python ranges (compat_data/torch.json, each row cited); None when no release in it has one."""
+    from ..checks._util import torch_releases
+
+    fits = [r for r in torch_releases(ctx) if python_supported(r, python)]
+    if not fits:
+        return None
+    rel = max(fits, key=lambda r: parse_version(r.minor))
+    return rel, latest_patch(ctx, rel.minor)

@@ -128,7 +128,8 @@ def test_requirements_met_unmet_and_missing(compat) -> None:
     assert torch_f.category == "REQUIREMENT_UNMET" and torch_f.severity == "error"
     assert "'torch>=3'" in torch_f.summary and "2.5.1+cu124" in torch_f.summary
     assert torch_f.evidence[0].path == "targets.requirements[0]"
-    assert torch_f.fix.commands == ["/venv/bin/python -m pip install 'torch>=3'"]
+    # never an unpinned torch: no release in the matrix satisfies torch>=3, so recommend is the way (issue 17)
+    assert torch_f.fix.commands == ["envdoctor recommend"]
     assert "not installed" in got["requirements.packages/unmet"].summary
     assert "9.1.0" in got["requirements.cudnn/unmet"].summary  # 90100 read as cuDNN 9.1.0
 

@@ -294,6 +294,8 @@ NOT_FROM_PASTES |= {"GPU_MEMORY_PRESSURE", "INPUT_STORAGE_BOUND", "INPUT_CPU_BOU
                     "COMMUNICATION_BOUND", "CHECKPOINT_STALL"}
 # judged across the nodes of a job by `envdoctor fleet` (tests/unit/fleet), never from one paste
 NOT_FROM_PASTES |= {"FLEET_INCONSISTENT", "FLEET_STRAGGLER", "FLEET_RANK_UNREACHABLE"}
+# judged from the live interpreter's metadata and sys.path, which a paste does not show
+NOT_FROM_PASTES |= {"CUDA_LIBRARY_VERSION_MISMATCH", "PYTHON_PACKAGE_SHADOWED"}
 
 
 def test_every_category_is_covered_or_explained() -> None:

@@ -68,6 +68,18 @@ def test_toolkits_tree_path_and_env(tmp_path):
     assert tk.on_path.found_via == "PATH"
     assert "CUDA_PATH=/nope is not a CUDA toolkit" in tk.reason
     assert "/usr/local/cuda -> /usr/local/cuda-12.4" in tk.reason
+    assert tk.env_problems == {"CUDA_PATH": "no such directory"}
+
+
+def test_cuda_home_without_nvcc_or_not_a_toolkit_is_a_fact(tmp_path):
+    _tree(tmp_path)
+    nvcc = str(tmp_path / "usr/local/cuda-12.4/bin/nvcc")
+    runner = FakeRunner({(nvcc, "--version"): NVCC_124, (str(tmp_path / "opt/conda-cuda/bin/nvcc"), "--version"):
+                         NVCC_118}, which={})
+    tk = probe_toolkits(runner, root=str(tmp_path), env={"CUDA_HOME": "/usr/local/cuda-10.2",
+                                                         "CUDA_PATH": "/usr/local/cuda-9.9-empty"})
+    assert tk.env_problems == {"CUDA_HOME": "it has no bin/nvcc",
+                               "CUDA_PATH": "neither bin/nvcc nor version.json / version.txt there"}
 
 
 def test_toolkits_nvcc_timeout_falls_back_to_version_json(tmp_path):

@@ -392,7 +392,8 @@ def test_no_torch_installed(compat) -> None:
                          python_version="3.11.7", torch_inspected=True, packages=[Package("numpy", "2.1.0")])
     (f,) = findings_of(judge(Facts(pythons=[explicit]), compat), "TORCH_NOT_INSTALLED")
     assert (f.code, f.severity) == ("torch.interpreter/no-torch", "error")
-    assert f.fix.commands == ["/envs/a/bin/python -m pip install torch"]
+    # pinned: the newest torch with a wheel for that Python (a plain `pip install torch` may resolve an old one)
+    assert f.fix.commands[0].startswith("/envs/a/bin/python -m pip install torch==")
     fallback = replace(explicit, requested_as="python3 on PATH")
     (g,) = findings_of(judge(Facts(pythons=[fallback]), compat), "TORCH_NOT_INSTALLED")
     assert g.severity == "warning"
