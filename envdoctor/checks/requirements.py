@@ -273,10 +273,12 @@ def check_target_gpus(ctx: CheckContext) -> List[Finding]:
                 fix=Fix("Run on a machine with the declared GPUs, or change target_gpus")))
     # PTX-only coverage runs, but JIT-compiles every kernel on first use (minutes at start-up, a large
     # ComputeCache); https://developer.nvidia.com/blog/cuda-pro-tip-understand-fat-binaries-jit-caching/
+    judged = 0
     for i, py in enumerate(ctx.facts.pythons):
         arch = py.torch.arch_list if py.torch else None
         if not arch or not (py.torch and py.torch.cuda):
             continue
+        judged += 1
         sass = [a for a in arch if a.lower().startswith("sm_")]
         for k, gt in targets:
             runs, _ = arch_runs(arch, gt.cc)
@@ -295,6 +297,12 @@ def check_target_gpus(ctx: CheckContext) -> List[Finding]:
                     fix=Fix("Install a torch build with SASS for this GPU (`envdoctor recommend --gpu ...`), "
                             "or set CUDA_CACHE_MAXSIZE large enough and keep the cache on a volume",
                             [command("envdoctor", "recommend", "--gpu", gt.given)])))
+    if not judged and not findings:
+        # nothing to say SASS about: a ✓ here would claim coverage no build was shown to give (a CPU torch, no
+        # torch, or an arch list that was not read); torch.cuda-build / torch.interpreter judge those themselves
+        raise SkipCheck(("the target GPUs are present; " if not declared and targets else "")
+                        + "SASS coverage not judged: no inspected interpreter has a CUDA build of torch with a "
+                        "known arch list")
     return findings
 
 
