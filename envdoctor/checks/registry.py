@@ -41,13 +41,14 @@ from . import host as _host  # noqa: E402
 from . import driver_support as _driver_support  # noqa: E402
 from . import messages as _messages  # noqa: E402
 from . import diagnose_paste as _diagnose_paste  # noqa: E402
+from . import diagnose_majors as _diagnose_majors  # noqa: E402
 from . import diagnose_platform as _diagnose_platform  # noqa: E402
 from . import requirements as _requirements  # noqa: E402
 from . import bench as _bench  # noqa: E402
 
 _ORDER = (_driver, _driver_cuda, _torch_build, _torch_import, _packages, _libraries, _toolchain, _platform,
           _gpu_clocks, _gpu_errors, _gpu_state, _pcie, _interconnect, _interconnect_nccl, _storage, _host,
-          _driver_support, _messages, _diagnose_paste, _diagnose_platform, _requirements, _bench)
+          _driver_support, _messages, _diagnose_paste, _diagnose_majors, _diagnose_platform, _requirements, _bench)
 for _module in _ORDER:
     _extend(_module)
 
