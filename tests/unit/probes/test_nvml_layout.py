@@ -1,0 +1,179 @@
+"""NVML structs read at nvml.h byte offsets: the stand-in library (tests/fakes/nvml_lib.py) writes each result
+with ctypes.memmove at the header's offsets into whatever struct the binding passed, so a binding (or envdoctor
+code) whose layout differs from nvml.h reads the wrong bytes here, as on a real driver.
+
+These tests run against the installed nvidia-ml-py and, in the slow tier, against the lowest one the pin
+allows (test_lowest_binding.py)."""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+
+import pytest
+
+from envdoctor.app import judge
+from envdoctor.facts import Container, Facts, Host
+from envdoctor.findings import Severity
+from envdoctor.probes import nvml as nvml_probe
+from envdoctor.probes.driver import probe_driver
+from envdoctor.probes.nvml import probe_nvml
+from tests.fakes.nvml_lib import MISSING_BY_DRIVER, FakeNvmlLib, fabric, h100_sxm, installed, rtx4090
+from tests.fakes.runner import FakeRunner
+
+pytest.importorskip("pynvml")
+
+NO_SMI = FakeRunner({("nvidia-smi", "-q", "-x"): FakeRunner.NOT_FOUND})
+GIB = 1 << 30
+
+
+def _probe(lib: FakeNvmlLib, **kw):
+    kw.setdefault("own", lambda pid: False)
+    with installed(lib) as nv:
+        return probe_nvml(nv, timeout_s=20.0, **kw)
+
+
+def _findings(driver, host=None):
+    facts = Facts(driver=driver, host=host or Host(status="ok", os="Linux"), collected_at="2026-12-01T00:00:00Z")
+    return judge(facts).findings
+
+
+def test_envdoctors_structs_have_the_sizes_nvml_h_gives():
+    # nvml.h (NVIDIA/go-nvml gen/nvml/nvml.h): nvmlGpuFabricInfo_t 28 bytes, _v2 36 (version 0x02000024),
+    # _v3 40 (version 0x03000028), nvmlProcessInfo_t 24
+    from envdoctor.probes.nvml import HEADER_SIZES
+
+    assert sorted(HEADER_SIZES.values()) == [24, 28, 36, 40]
+    for cls, size in HEADER_SIZES.items():
+        assert ctypes.sizeof(cls) == size, cls.__name__
+    assert nvml_probe._struct_version(nvml_probe._FabricInfoV2, 2) == 0x02000024
+    assert nvml_probe._struct_version(nvml_probe._FabricInfoV3, 3) == 0x03000028
+
+
+@pytest.mark.parametrize("state,expect", [(1, "not_started"), (3, "completed")])
+def test_r535_fabric_state_is_read_at_the_header_offsets(state, expect):
+    # R535 has only nvmlDeviceGetGpuFabricInfo (28 bytes written). Read through a 12.x binding's own
+    # c_nvmlGpuFabricInfo_t (80-byte clusterUuid) the state came from zeros: "not_supported" on every box
+    lib = FakeNvmlLib([h100_sxm(i, **fabric(state)) for i in range(2)], driver="535.183.01",
+                      missing=MISSING_BY_DRIVER["535"])
+    d = _probe(lib)
+    assert [(g.fabric_state, g.fabric_status) for g in d.gpus] == [(expect, "SUCCESS")] * 2
+    assert [w[:2] for w in lib.fabric_writes] == [("nvmlDeviceGetGpuFabricInfo", None)] * 2
+    assert all(w[2] == 28 for w in lib.fabric_writes)  # the struct envdoctor passed is the header's size
+
+
+def test_container_on_r535_with_a_fabric_that_never_started_is_an_error_not_info(tmp_path):
+    lib = FakeNvmlLib([h100_sxm(i, **fabric(1)) for i in range(8)], driver="535.183.01",
+                      missing=MISSING_BY_DRIVER["535"])
+    host = Host(status="ok", os="Linux", container=Container(runtime="docker", gpu_device_nodes=["/dev/nvidia0"]))
+    with installed(lib) as nv:
+        d = probe_driver(NO_SMI, nvml=nv, root=tmp_path)
+    got = [(f.code, f.severity) for f in _findings(d, host) if f.code.startswith("interconnect.fabric")]
+    assert got == [("interconnect.fabric-manager/not-ready", Severity.ERROR)]
+
+
+def test_r550_refuses_the_v3_struct_and_the_probe_falls_back_to_v2():
+    lib = FakeNvmlLib([h100_sxm(0, **fabric(3, health_mask=0x1))], driver="550.54.15")
+    assert lib.fabric_versions == {2}
+    d = _probe(lib)
+    assert (d.gpus[0].fabric_state, d.gpus[0].fabric_status) == ("completed", "SUCCESS")
+    assert lib.called.count("nvmlDeviceGetGpuFabricInfoV") == 2  # v3: ARGUMENT_VERSION_MISMATCH, then v2
+    assert [w[1:] for w in lib.fabric_writes] == [(2, 36, 36)]
+    assert d.gpus[0].notes is None
+
+
+def test_r570_takes_the_v3_struct():
+    lib = FakeNvmlLib([h100_sxm(0, **fabric(2))], driver="570.86.15")
+    d = _probe(lib)
+    assert d.gpus[0].fabric_state == "in_progress"
+    assert [w[1:] for w in lib.fabric_writes] == [(3, 40, 40)]
+
+
+def test_a_v_call_that_refuses_every_version_falls_back_to_the_v1_call():
+    lib = FakeNvmlLib([h100_sxm(0, **fabric(3))], driver="570.86.15", fabric_versions=set())
+    d = _probe(lib)
+    assert d.gpus[0].fabric_state == "completed"
+    assert [w[:2] for w in lib.fabric_writes] == [("nvmlDeviceGetGpuFabricInfo", None)]
+
+
+def test_fabric_status_error_is_kept():
+    lib = FakeNvmlLib([h100_sxm(0, **fabric(3, status=999))], driver="570.86.15")
+    assert _probe(lib).gpus[0].fabric_status == "UNKNOWN"
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def test_process_entries_are_read_at_24_byte_strides():
+    # nvidia-ml-py 12.535.77 declared nvmlProcessInfo_t with an extra field: the second and later PIDs were
+    # garbage. envdoctor's own 24-byte struct reads every entry.
+    procs = [(1111, 1 * GIB), (2222, 2 * GIB), (3333, 3 * GIB, 1, 0)]
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetComputeRunningProcesses=procs)], processes={1111: "a", 2222: "b"})
+    g = _probe(lib, host_pids=False).gpus[0]
+    assert [(p.pid, p.used_memory_bytes, p.type, p.name) for p in g.processes] == [
+        (1111, GIB, "C", "a"), (2222, 2 * GIB, "C", "b"), (3333, 3 * GIB, "C", None)]
+
+
+def test_desktop_rtx4090_with_3_gib_held_by_xorg_is_not_memory_held():
+    gpu = rtx4090(0, nvmlDeviceGetGraphicsRunningProcesses=[(1750, 3 * GIB)],
+                  nvmlDeviceGetMemoryInfo={"total": 24 * GIB, "used": 3 * GIB + (300 << 20), "free": 20 * GIB})
+    lib = FakeNvmlLib([gpu], processes={1750: "/usr/lib/xorg/Xorg"})
+    d = _probe(lib, host_pids=False)
+    assert [(p.pid, p.name, p.type) for p in d.gpus[0].processes] == [(1750, "/usr/lib/xorg/Xorg", "G")]
+    codes = [f.code for f in _findings(d) if f.severity != Severity.INFO]
+    assert not [c for c in codes if c.startswith("gpu.busy")], codes
+
+
+def test_a_process_in_both_lists_is_one_c_plus_g_entry():
+    gpu = rtx4090(0, nvmlDeviceGetGraphicsRunningProcesses=[(77, 100 << 20)],
+                  nvmlDeviceGetComputeRunningProcesses=[(77, 200 << 20)])
+    g = _probe(FakeNvmlLib([gpu])).gpus[0]
+    assert [(p.pid, p.type, p.used_memory_bytes) for p in g.processes] == [(77, "C+G", 200 << 20)]
+
+
+def test_host_pids_in_a_container_are_kept_unnamed_and_said_to_be_the_hosts():
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetComputeRunningProcesses=[(812345, GIB)])],
+                      processes={812345: "the wrong process"})
+    g = _probe(lib, host_pids=True, own=lambda pid: True).gpus[0]
+    assert [(p.pid, p.name) for p in g.processes] == [(812345, None)]
+    assert "nvmlSystemGetProcessName" not in lib.called
+    assert any("PIDs are the host's" in n for n in g.notes)
+
+
+class _PayloadAfterList(FakeNvmlLib):
+    """A container: the payload (host PID 900001) holds a CUDA context once it has started."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.payload_started = threading.Event()
+
+    def _processes(self, handle, count, array, name):
+        if self.payload_started.is_set() and "Compute" in name:
+            self._gpu(handle).data[name] = [(900001, 500 << 20)]
+        return super()._processes(handle, count, array, name)
+
+
+def test_container_with_host_pids_gets_no_warning_about_envdoctors_own_payload():
+    lib = _PayloadAfterList([h100_sxm(i) for i in range(2)], processes={900001: "python3"})
+
+    def payload():  # what probes/python_env.execute_payload does before it runs the inspect payload
+        nvml_probe.wait_for_process_lists()
+        lib.payload_started.set()
+
+    nvml_probe.hold_process_lists()  # what collect() does before it starts the probes
+    t = threading.Thread(target=payload)
+    t.start()
+    time.sleep(0.05)
+    assert not lib.payload_started.is_set()  # the payload waits for the lists
+    d = _probe(lib, host_pids=True)
+    t.join(5)
+    assert lib.payload_started.is_set()
+    assert all(g.processes == [] for g in d.gpus)
+    assert [f.code for f in _findings(d) if f.code.startswith("gpu.busy")] == []
+
+
+def test_the_gate_opens_even_when_nvml_init_fails():
+    nvml_probe.hold_process_lists()
+    _probe(FakeNvmlLib([], init_error="DRIVER_NOT_LOADED"))
+    assert nvml_probe.wait_for_process_lists(0)
