@@ -531,3 +531,14 @@ def a100_sxm(i: int, **extra: Any) -> FakeGpu:
     data["nvmlDeviceGetGpuFabricInfoV"] = ERR("NOT_SUPPORTED")
     data.update(extra)
     return FakeGpu(data)
+
+
+def sxm_alone(name: str, device_id: int, arch: int, cc: tuple, links: int = 18, **extra: Any) -> FakeGpu:
+    """An SXM GPU with every NVLink inactive and no fabric info: one GPU of an HGX board in a VM of its own
+    (NVML reports its links inactive, fabric info NOT_SUPPORTED). ``extra`` replaces answers (fabric(...))."""
+    data = base_gpu(name, "00000000:00:07.0", device_id, arch, cc)
+    data.update(nvlinks(links, active=False))
+    data["nvmlDeviceGetGpuFabricInfo"] = ERR("NOT_SUPPORTED")
+    data["nvmlDeviceGetGpuFabricInfoV"] = ERR("NOT_SUPPORTED")
+    data.update(extra)
+    return FakeGpu(data)

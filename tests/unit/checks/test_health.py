@@ -418,8 +418,13 @@ def test_nvlink_all_links_inactive_a100_and_ok_sibling(compat):
     # the capture's GPUs run with MIG on: judge the links as they would be with MIG off
     assert base.driver.gpus[0].mig_mode_current is True
     whole = replace_gpu(base, 0, mig_mode_current=False)
-    bad = one(replace_gpu(whole, 0, nvlinks=down), compat, "interconnect.nvlink")
+    # the capture is one GPU of an HGX A100 board: on the board (its 6 NVSwitches seen) all links down is the fault
+    on_board = dataclasses.replace(whole, driver=dataclasses.replace(whole.driver, nvswitch_count=6))
+    bad = one(replace_gpu(on_board, 0, nvlinks=down), compat, "interconnect.nvlink")
     assert "all NVLink links inactive" in finding(bad, "interconnect.nvlink/inactive").summary
+    # the same GPU alone (no NVSwitch, no peer, no fabric info: a 1-GPU VM) is told, not failed
+    alone = one(replace_gpu(whole, 0, nvlinks=down), compat, "interconnect.nvlink")
+    assert [(f.code, f.severity) for f in alone.findings] == [("interconnect.nvlink/not-configured", Severity.INFO)]
     assert one(replace_gpu(whole, 0, nvlinks=up), compat, "interconnect.nvlink").findings == []
     # with MIG on the same links are not an error (MIG instances do not use NVLink), but not hidden either
     mig = finding(one(replace_gpu(base, 0, nvlinks=down), compat, "interconnect.nvlink"), "interconnect.nvlink/mig")
