@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional
 
 from ..domain.gpus import gpu_label
+from ..facts import Gpu
 from ..findings import Evidence, Finding, Fix
 from ..remedies import command, placeholder, set_env
 from ._gpus import (
@@ -97,10 +98,24 @@ def busy(ctx: CheckContext) -> List[Finding]:
     # readings taken under envdoctor's own load show that load's memory and utilisation: only a
     # listed process is evidence of another tenant then
     compute: Dict[int, List] = {}
+    mig: List[Gpu] = []
     for g in gpus:
         procs = [p for p in (g.processes or []) if p.type is None or "C" in p.type]
-        if procs:
+        if procs and g.mig_mode_current:
+            # NVML lists the processes of every MIG slice under the parent GPU; each slice has its own memory
+            # and SMs, so another slice's process does not compete with this job's slice
+            mig.append(g)
+        elif procs:
             compute[g.index] = procs
+    if mig:
+        out.append(BUSY.info(
+            "mig-processes",
+            "Compute processes on MIG slices of " + ", ".join(f"GPU {g.index}" for g in mig)
+            + ": not judged against this job's slice (each MIG slice has its own memory and SMs)",
+            evidence=[Evidence(gpu_path(g, "processes"), [p.pid for p in g.processes or []], source="MIG mode on")
+                      for g in mig],
+            fix=Fix("See which slice each process runs on", commands=["nvidia-smi", "nvidia-smi mig -lgi"]),
+        ))
     if compute:
         ev = []
         parts = []
@@ -122,8 +137,27 @@ def busy(ctx: CheckContext) -> List[Finding]:
                               command("kill", placeholder("<pid>")),
                               set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
         ))
+    # a GPU in MIG mode reports the memory of every slice, other tenants' included: its aggregate says nothing
+    # about the slice this job was given (MIG User Guide: each GPU instance has its own memory)
     hidden = [g for g in gpus if not g.under_load and g.index not in compute and not g.processes and g.memory_used_bytes
+              and not g.mig_mode_current
               and g.memory_total_bytes and g.memory_used_bytes > max(GIB, 0.1 * g.memory_total_bytes)]
+    if hidden and ctx.facts.host.wsl:
+        # under WSL2 the GPU is shared with Windows: its desktop (dwm.exe), browsers and games hold memory that
+        # NVML inside Linux cannot list (NVIDIA CUDA on WSL User Guide: process queries are not supported)
+        out.append(BUSY.info(
+            "windows-memory",
+            "GPU memory in use outside this WSL2 Linux: "
+            + "; ".join(f"GPU {g.index}: {g.memory_used_bytes // MIB} MiB of {g.memory_total_bytes // MIB} MiB"
+                        for g in hidden) + " (the Windows desktop and Windows applications)",
+            detail="Windows shares the GPU with WSL2; its own processes are not visible from Linux. The memory "
+                   "they hold is not available to your job.",
+            evidence=[Evidence(gpu_path(g, "memory_used_bytes"), g.memory_used_bytes, source="WSL2")
+                      for g in hidden],
+            fix=Fix("Close GPU-heavy Windows applications if you need the memory; check with nvidia-smi in Windows",
+                    commands=["nvidia-smi.exe"]),
+        ))
+        hidden = []
     if hidden:
         # in a container NVML cannot map other PID namespaces' processes, so memory in use with an
         # empty process list is another tenant or a process outside the container
@@ -139,6 +173,7 @@ def busy(ctx: CheckContext) -> List[Finding]:
                     commands=["nvidia-smi", set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
         ))
     busy_util = [g for g in gpus if not g.under_load and g.index not in compute and g not in hidden
+                 and not g.mig_mode_current and not ctx.facts.host.wsl
                  and g.utilization_gpu_pct is not None and g.utilization_gpu_pct >= 50]
     if busy_util:
         out.append(BUSY.warning(

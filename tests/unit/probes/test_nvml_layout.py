@@ -177,3 +177,27 @@ def test_the_gate_opens_even_when_nvml_init_fails():
     nvml_probe.hold_process_lists()
     _probe(FakeNvmlLib([], init_error="DRIVER_NOT_LOADED"))
     assert nvml_probe.wait_for_process_lists(0)
+
+
+def test_wsl2_memory_held_by_windows_is_info_worded_for_what_it_is():
+    # under WSL2 NVML lists no process; the Windows desktop holds the memory
+    gpu = rtx4090(0, nvmlDeviceGetMemoryInfo={"total": 24 * GIB, "used": 3 * GIB, "free": 21 * GIB},
+                  nvmlDeviceGetUtilizationRates={"gpu": 60, "memory": 10})
+    d = _probe(FakeNvmlLib([gpu]), host_pids=False)
+    host = Host(status="ok", os="Linux", wsl=True, wsl_version=2)
+    got = [(f.code, f.severity) for f in _findings(d, host) if f.code.startswith("gpu.busy")]
+    assert got == [("gpu.busy/windows-memory", Severity.INFO)]
+    # the same GPU on Linux with no process listed is memory held by someone unseen
+    got = [(f.code, f.severity) for f in _findings(d) if f.code.startswith("gpu.busy")]
+    assert ("gpu.busy/memory-held", Severity.WARNING) in got
+
+
+def test_mig_gpu_is_judged_on_its_slices_not_the_parent_aggregate():
+    # the parent of MIG slices reports every tenant's memory and processes: not this job's slice
+    gpu = h100_sxm(0, nvmlDeviceGetMigMode=(1, 1), nvmlDeviceGetMaxMigDeviceCount=7,
+                   nvmlDeviceGetMemoryInfo={"total": 80 * GIB, "used": 40 * GIB, "free": 40 * GIB},
+                   nvmlDeviceGetComputeRunningProcesses=[(5001, 20 * GIB, 1, 0)])
+    d = _probe(FakeNvmlLib([gpu]), host_pids=False)
+    assert d.gpus[0].mig_mode_current is True
+    busy = [(f.code, f.severity) for f in _findings(d) if f.code.startswith("gpu.busy")]
+    assert busy == [("gpu.busy/mig-processes", Severity.INFO)]
