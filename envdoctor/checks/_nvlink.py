@@ -80,3 +80,11 @@ def nvlink_peer(gpus: List[Gpu], g: Gpu) -> Optional[Gpu]:
         if o is not g and any(lk.active and bus_key(lk.remote_pci_bus_id) == me for lk in o.nvlinks or []):
             return o
     return None
+
+
+def rack_scale(g: Gpu) -> bool:
+    """A Grace superchip GPU (GB200, GB300, GH200) of a rack-scale NVLink system, whose fabric is managed from
+    the NVLink switch trays rather than from this node."""
+    import re
+
+    return bool(re.search(r"\bG[BH]\d{3}\b", g.name or ""))

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from ..domain.gpus import gpu_label
-from ..facts import Gpu, ProbeStatus
+from ..facts import Driver, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._gpus import gpu_path, require_gpus
-from ._nvlink import expected_links, fabric_member, gpu_spec, nvlink_peer, pcie_board, sxm_name
+from ._nvlink import expected_links, fabric_member, gpu_spec, nvlink_peer, pcie_board, rack_scale, sxm_name
 from .base import Cases, Check, CheckContext, Findings, SkipCheck, registrar, require_section, section_reason
 
 CHECKS: List[Check] = []
@@ -227,6 +227,8 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
         pending = [g for g in bad if g.fabric_state in ("not_started", "in_progress")]
         what = ("the fabric manager has not registered them" if pending
                 else "their fabric registration failed")
+        if all(rack_scale(g) for g in bad):
+            return [_rack_not_ready(d, bad, what)]
         return [FABRIC_MANAGER.error(
             "not-ready",
             f"NVSwitch fabric not ready on {len(bad)} of {len(d.gpus)} GPU(s): {what} ("
@@ -281,3 +283,23 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
     )]
 
 
+
+
+def _rack_not_ready(d: Driver, bad: List[Gpu], what: str) -> Finding:
+    """GB200/GB300 (and GH200 NVL32) compute trays: the NVLink switches sit in switch trays, and the fabric is
+    managed there (NVLink Switch trays run the fabric manager, NVIDIA Fabric Manager User Guide, multi-node
+    NVLink), not on this node: telling the user to start nvidia-fabricmanager here would be wrong."""
+    return FABRIC_MANAGER.error(
+        "not-ready",
+        f"NVLink fabric not ready on {len(bad)} of {len(d.gpus)} GPU(s): {what} ("
+        + "; ".join(f"GPU {g.index}: {g.fabric_state}" for g in bad) + ")",
+        detail="On rack-scale NVLink systems (GB200/GB300 NVL72) the fabric is managed from the NVLink switch "
+               "trays, not this compute tray; until the rack's fabric has registered these GPUs, multi-node NVLink "
+               "(and CUDA on some configurations) is unavailable.",
+        evidence=[Evidence(gpu_path(g, "fabric_state"), g.fabric_state, expected="completed",
+                           source="NVML nvmlDeviceGetGpuFabricInfo") for g in bad],
+        fix=Fix("Ask the cluster operator to check the rack's NVLink fabric (switch-tray fabric manager / NMX) and "
+                "the IMEX service for this node; nothing to start on this compute tray",
+                commands=["nvidia-smi -q | grep -A 6 -i fabric", "systemctl status nvidia-imex"],
+                url=_FM_URL),
+    )

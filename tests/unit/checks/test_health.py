@@ -390,6 +390,23 @@ def test_pcie_names_narrower_upstream_bridge(compat):
     assert any(e.path == "topology.pcie_links[1].sta_width" and e.value == 8 for e in w.evidence)
 
 
+def test_pcie_in_a_pod_judges_only_the_gpus_it_was_given(compat):
+    # a Kubernetes pod given GPU 0 sees all eight of the host's GPUs in sysfs; one it was not given runs at x8
+    from envdoctor.facts import Container
+
+    mine = PcieLink(bdf="0000:17:00.0", description="3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB]",
+                    cap_speed_gts=32.0, cap_width=16, sta_speed_gts=32.0, sta_width=16)
+    other = PcieLink(bdf="0000:27:00.0", description="3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB]",
+                     cap_speed_gts=32.0, cap_width=16, sta_speed_gts=32.0, sta_width=8)
+    f = replace_gpu(healthy(), 0, pci_bus_id="00000000:17:00.0")
+    f = dataclasses.replace(f, driver=dataclasses.replace(f.driver, gpus=f.driver.gpus[:1]),
+                            topology=dataclasses.replace(f.topology, pcie_links=[mine, other]))
+    assert finding(one(f, compat, "pcie.link"), "pcie.link/width")  # on the host: that GPU is judged
+    pod = dataclasses.replace(f, host=dataclasses.replace(f.host, container=Container(
+        runtime="kubernetes", gpu_device_nodes=["/dev/nvidia0", "/dev/nvidiactl"], nvidia_visible_devices="GPU-1")))
+    assert bad_categories([one(pod, compat, "pcie.link")]) == set()
+
+
 def test_pcie_skips_without_link_facts(compat):
     assert one(Facts(), compat, "pcie.link").status == CheckStatus.SKIPPED
 

@@ -79,3 +79,39 @@ def test_a_pcie_board_without_bridge_is_still_no_bridge(tmp_path):
 
     _, found = _judge(FakeNvmlLib([a100_pcie(0)]), tmp_path)
     assert [f.code for f in found if f.code.startswith("interconnect.nvlink")] == ["interconnect.nvlink/no-bridge"]
+
+
+def _proc(root: Path, mounts: str, container: bool = False) -> Path:
+    import os
+
+    (root / "proc/1").mkdir(parents=True, exist_ok=True)
+    (root / "proc/1/comm").write_text("systemd\n")
+    (root / "proc/mounts").write_text(mounts)
+    (root / "proc/self/ns").mkdir(parents=True, exist_ok=True)
+    os.symlink("pid:[4026532291]" if container else "pid:[4026531836]", root / "proc/self/ns/pid")
+    return root
+
+
+@pytest.mark.parametrize("option,expect", [("hidepid=2", None), ("hidepid=invisible", None), ("hidepid=0", False)])
+def test_hidepid_makes_an_unseen_fabric_manager_unknown(tmp_path, option, expect):
+    from tests.fakes.nvml_lib import a100_sxm
+
+    root = _proc(_nvswitches(tmp_path, 6), f"proc /proc proc rw,nosuid,nodev,noexec,relatime,{option} 0 0\n")
+    d, found = _judge(FakeNvmlLib([a100_sxm(i) for i in range(8)]), root)
+    assert d.fabric_manager_running is expect
+    fm = [(f.code, f.severity) for f in found if f.code.startswith("interconnect.fabric")]
+    if expect is None:
+        assert fm == [("interconnect.fabric-manager/unknown", Severity.INFO)]
+    else:
+        assert fm == [("interconnect.fabric-manager/not-running", Severity.ERROR)]
+
+
+def test_gb200_compute_tray_is_not_told_to_start_a_fabric_manager(tmp_path):
+    gpus = [sxm_alone("NVIDIA GB200", 0x294110DE, 10, (10, 0), **fabric(1)) for _ in range(4)]
+    for i, g in enumerate(gpus):
+        g.data["nvmlDeviceGetPciInfo_v3"] = dict(g.data["nvmlDeviceGetPciInfo_v3"], busId=f"00000008:0{i}:00.0")
+    _, found = _judge(FakeNvmlLib(gpus, driver="570.86.15"), tmp_path)
+    fm = [f for f in found if f.code.startswith("interconnect.fabric")]
+    assert [(f.code, f.severity) for f in fm] == [("interconnect.fabric-manager/not-ready", Severity.ERROR)]
+    assert not any("nvidia-fabricmanager" in c for c in fm[0].fix.commands)
+    assert "switch trays" in fm[0].detail and "not_started" in fm[0].summary
