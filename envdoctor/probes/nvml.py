@@ -360,6 +360,38 @@ def _fabric(r: _Reader, handle: Any) -> Tuple[Optional[str], Optional[str]]:
     return None, None
 
 
+# nvml.h nvmlGridLicensableFeatures_t: int isGridLicenseSupported @0, unsigned licensableFeaturesCount @4, then
+# NVML_GRID_LICENSE_FEATURE_MAX_COUNT (3) nvmlGridLicensableFeature_t of 284 bytes each (featureCode, featureState,
+# licenseInfo[128], productName[128], featureEnabled, nvmlGridLicenseExpiry_t of 16): featureState at 12 + 284*i.
+# Read from a zeroed buffer larger than any version of the struct, so no binding layout is trusted.
+_LICENSE_FEATURE_SIZE = 284
+_LICENSE_BUFFER = 4096
+
+
+def _vgpu_license(r: _Reader, handle: Any) -> Optional[str]:
+    """"licensed" / "unlicensed" for a vGPU guest (nvmlDeviceGetGridLicensableFeatures_v4); None when unknown."""
+    import struct
+
+    if r.lost:
+        return None
+    buf = (ctypes.c_ubyte * _LICENSE_BUFFER)()
+    try:
+        code = _c_call(r.nvml, "nvmlDeviceGetGridLicensableFeatures_v4", handle, ctypes.byref(buf))
+    except Exception as e:  # the per-field guard
+        r.notes.append(f"vgpu_license: {type(e).__name__}: {e}")
+        return None
+    if code is None or code == _FUNCTION_NOT_FOUND:
+        return None
+    if code != 0:
+        r.nvml_failure("vgpu_license", return_name(r.nvml, code))
+        return None
+    supported, count = struct.unpack_from("<iI", bytes(buf), 0)
+    if not supported or not 0 < count <= 3:
+        return None
+    states = [struct.unpack_from("<I", bytes(buf), 12 + _LICENSE_FEATURE_SIZE * i)[0] for i in range(count)]
+    return "licensed" if any(states) else "unlicensed"
+
+
 def _mig_devices(r: _Reader, handle: Any) -> Optional[int]:
     """MIG devices (instances CUDA can use) on a GPU in MIG mode; None when NVML cannot say."""
     nvml = r.nvml
@@ -567,6 +599,7 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
     persistence = c("persistence_mode", "nvmlDeviceGetPersistenceMode", handle)
     device_id = getattr(pci, "pciDeviceId", None)
     fabric_state, fabric_status = _fabric(r, handle)
+    virt_mode = _VIRT_MODES.get(c("virtualization_mode", "nvmlDeviceGetVirtualizationMode", handle))
 
     gpu = Gpu(
         index=index,
@@ -641,7 +674,8 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         nvlinks=_nvlinks(r, handle) if not r.lost else None,
         fabric_state=fabric_state,
         fabric_status=fabric_status,
-        virtualization_mode=_VIRT_MODES.get(c("virtualization_mode", "nvmlDeviceGetVirtualizationMode", handle)),
+        virtualization_mode=virt_mode,
+        vgpu_license=_vgpu_license(r, handle) if virt_mode == "vgpu" else None,
     )
     return _finish(gpu, r)
 

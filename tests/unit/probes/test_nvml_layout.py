@@ -201,3 +201,57 @@ def test_mig_gpu_is_judged_on_its_slices_not_the_parent_aggregate():
     assert d.gpus[0].mig_mode_current is True
     busy = [(f.code, f.severity) for f in _findings(d) if f.code.startswith("gpu.busy")]
     assert busy == [("gpu.busy/mig-processes", Severity.INFO)]
+
+
+@pytest.mark.parametrize("driver,field", [("470.256.02", "clocks_throttle_reasons.hw_slowdown"),
+                                          ("535.183.01", "clocks_event_reasons.hw_slowdown"),
+                                          ("570.86.15", "clocks_event_reasons.hw_slowdown")])
+def test_throttle_fix_commands_use_the_query_field_this_nvidia_smi_knows(driver, field):
+    # nvidia-smi before R535 knows only clocks_throttle_reasons.*; R535 renamed them clocks_event_reasons.*
+    from tests.fakes.nvml_lib import a100_sxm
+
+    gen = driver.split(".")[0]
+    lib = FakeNvmlLib([a100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=0x8,
+                                nvmlDeviceGetCurrentClocksThrottleReasons=0x8)], driver=driver,
+                      missing=MISSING_BY_DRIVER.get(gen, set()))
+    d = _probe(lib, host_pids=False)
+    seen = [f for f in _findings(d) if f.code == "gpu.throttle/hw-slowdown-seen"]
+    assert len(seen) == 1 and field in seen[0].fix.commands[0], seen[0].fix.commands
+
+
+def _license_features(supported: int, states):
+    """nvmlDeviceGetGridLicensableFeatures_v4 writing the nvml.h layout (featureState at 12 + 284 * i)."""
+    import struct as st
+
+    def write(gpu, args):
+        image = bytearray(8 + 284 * 3)
+        st.pack_into("<iI", image, 0, supported, len(states))
+        for i, state in enumerate(states):
+            st.pack_into("<II", image, 8 + 284 * i, 1, state)
+        ctypes.memmove(ctypes.addressof(args[1]._obj), bytes(image), len(image))
+        return 0
+    return write
+
+
+@pytest.mark.parametrize("states,expect", [([0], "unlicensed"), ([1], "licensed"), ([0, 1], "licensed")])
+def test_vgpu_license_state_is_read_and_an_unlicensed_vgpu_is_reported(states, expect):
+    gpu = h100_sxm(0, nvmlDeviceGetName="GRID A100-40C", nvmlDeviceGetVirtualizationMode=2,
+                   nvmlDeviceGetGridLicensableFeatures_v4=_license_features(1, states))
+    d = _probe(FakeNvmlLib([gpu]), host_pids=False)
+    assert (d.gpus[0].virtualization_mode, d.gpus[0].vgpu_license) == ("vgpu", expect)
+    got = [(f.code, f.severity) for f in _findings(d) if f.code.startswith("gpu.vgpu-license")]
+    assert got == ([("gpu.vgpu-license/unlicensed", Severity.WARNING)] if expect == "unlicensed" else [])
+
+
+def test_nvidia_smi_xml_reads_virtualization_mode_and_license_like_nvml():
+    from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
+    from tests.paths import TESTS
+
+    xml = TESTS / "fixtures" / "nvidia-smi-xml"
+    modes = {name: [(g.virtualization_mode, g.vgpu_license) for g in
+                    parse_nvidia_smi_xml((xml / name).read_text(encoding="utf-8")).gpus]
+             for name in ("grid-p4-1q-vgpu_windows_513.46.xml", "a10g_515.105.01.xml",
+                          "a100-sxm4-80gb_535.54.03.xml")}
+    assert modes["grid-p4-1q-vgpu_windows_513.46.xml"] == [("vgpu", "licensed")]
+    assert modes["a10g_515.105.01.xml"] == [("passthrough", None)]
+    assert modes["a100-sxm4-80gb_535.54.03.xml"] == [("none", None)]  # "None" is a mode, not a missing value
