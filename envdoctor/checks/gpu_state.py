@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..domain.gpus import gpu_label
-from ..facts import Gpu
 from ..findings import Evidence, Finding, Fix
 from ..remedies import command, placeholder, set_env
 from ._gpus import (
@@ -91,6 +90,19 @@ def reachable(ctx: CheckContext) -> List[Finding]:
 BUSY = Findings("gpu.busy", "GPU_BUSY")
 
 
+def _process_parts(by_gpu: Dict[int, List]) -> Tuple[List[str], List[Evidence]]:
+    """("GPU 0: python (pid 4242, 2566 MiB), ..." per GPU, evidence per GPU) of listed processes."""
+    parts, ev = [], []
+    for idx, procs in by_gpu.items():
+        mem = sum(p.used_memory_bytes or 0 for p in procs)
+        parts.append(f"GPU {idx}: " + ", ".join(
+            f"{p.name or '?'} (pid {p.pid}" + (f", {p.used_memory_bytes // MIB} MiB)" if p.used_memory_bytes else ")")
+            for p in procs))
+        ev.append(Evidence(f"driver.gpus[{idx}].processes", [p.pid for p in procs], expected="none",
+                           source=f"{mem // MIB} MiB held"))
+    return parts, ev
+
+
 @check(BUSY, "No other process is using the GPUs")
 def busy(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "GPU processes", ("processes", "memory_used_bytes", "utilization_gpu_pct"))
@@ -98,34 +110,27 @@ def busy(ctx: CheckContext) -> List[Finding]:
     # readings taken under envdoctor's own load show that load's memory and utilisation: only a
     # listed process is evidence of another tenant then
     compute: Dict[int, List] = {}
-    mig: List[Gpu] = []
+    mig: Dict[int, List] = {}
     for g in gpus:
         procs = [p for p in (g.processes or []) if p.type is None or "C" in p.type]
         if procs and g.mig_mode_current:
             # NVML lists the processes of every MIG slice under the parent GPU; each slice has its own memory
             # and SMs, so another slice's process does not compete with this job's slice
-            mig.append(g)
+            mig[g.index] = procs
         elif procs:
             compute[g.index] = procs
     if mig:
+        parts, ev = _process_parts(mig)
         out.append(BUSY.info(
             "mig-processes",
-            "Compute processes on MIG slices of " + ", ".join(f"GPU {g.index}" for g in mig)
-            + ": not judged against this job's slice (each MIG slice has its own memory and SMs)",
-            evidence=[Evidence(gpu_path(g, "processes"), [p.pid for p in g.processes or []], source="MIG mode on")
-                      for g in mig],
-            fix=Fix("See which slice each process runs on", commands=["nvidia-smi", "nvidia-smi mig -lgi"]),
+            "Compute processes on the MIG slices of the GPUs: " + "; ".join(parts)
+            + ": they compete only with jobs on their own slice (each MIG slice has its own memory and SMs)",
+            evidence=ev,
+            fix=Fix("Check that none of them runs on the slice your job uses (nvidia-smi lists each process's GPU "
+                    "instance)", commands=["nvidia-smi", "nvidia-smi -L"]),
         ))
     if compute:
-        ev = []
-        parts = []
-        for idx, procs in compute.items():
-            mem = sum(p.used_memory_bytes or 0 for p in procs)
-            parts.append(f"GPU {idx}: " + ", ".join(
-                f"{p.name or '?'} (pid {p.pid}" + (f", {p.used_memory_bytes // MIB} MiB)" if p.used_memory_bytes else ")")
-                for p in procs))
-            ev.append(Evidence(f"driver.gpus[{idx}].processes", [p.pid for p in procs], expected="none",
-                               source=f"{mem // MIB} MiB held"))
+        parts, ev = _process_parts(compute)
         out.append(BUSY.warning(
             "processes",
             "Other compute processes already on the GPUs: " + "; ".join(parts),
