@@ -112,11 +112,14 @@ def preflight(
 def _gpu_machine(facts) -> bool:
     """Is there any sign of an NVIDIA GPU here? Without one (a CPU box: no driver, no NVIDIA PCI device),
     the GPU and driver checks describe nothing the caller asked for and only the static checks run;
-    a driver that is installed but broken still counts as a GPU machine."""
+    a driver that is installed but broken still counts as a GPU machine, and so does a GPU without a driver:
+    a PCI device of vendor 0x10de, decided by the same function as `check`'s driver.hardware."""
+    from .checks._gpus import nvidia_hardware
+
     d = facts.driver
     if d.gpus or d.status not in ("absent",):
         return True
-    return any(link.description and "nvidia" in link.description.lower() for link in facts.topology.pcie_links)
+    return nvidia_hardware(facts) is True
 
 
 def dataclasses_replace_label(report: Report, compat) -> Report:

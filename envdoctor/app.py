@@ -187,6 +187,10 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
     runner = runner or Runner()
     ctx = ProbeContext(runner=runner, fs=SysRoot(options.root), env=env, options=options)
     probes = [p for p in all_probes() if p.enabled(ctx)]
+    if any(p.section == "driver" and p.merge is None for p in probes):
+        from .probes.nvml import hold_process_lists
+
+        hold_process_lists()  # the inspect payload starts once NVML has listed the GPUs' processes
     jobs = {p.name: (functools.partial(p.run, ctx), p.failed) for p in probes}
     deadline_s = max(options.python_timeout_s, 10.0) + PROBE_DEADLINE_MARGIN_S
     interrupted: Optional[Interrupted] = None
@@ -194,6 +198,10 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         done = _run_with_deadline(jobs, deadline_s)
     except Interrupted as e:
         interrupted, done = e, e.partial or {}
+    finally:
+        from .probes.nvml import release_process_lists
+
+        release_process_lists()
     sections: Dict[str, Any] = {}
     runs: List[ProbeRun] = []
     for p in probes:  # the sections first, then the parts other probes fill in them

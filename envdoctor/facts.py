@@ -134,6 +134,8 @@ class Gpu:
     fabric_status: Optional[str] = None
     # NVML nvmlDeviceGetVirtualizationMode: "none", "passthrough", "vgpu", "host_vgpu", "host_vsga"
     virtualization_mode: Optional[str] = None
+    # vGPU software license of a vGPU guest: "licensed", "unlicensed"; None when not a vGPU or not reported
+    vgpu_license: Optional[str] = None
 
 
 # throttle reasons that mean heat or power held the clocks back (not idling, not a clock setting)

@@ -1,31 +1,59 @@
 #!/usr/bin/env bash
-# One short run on a machine with NVIDIA GPUs: the gpu-marked tests, envdoctor itself (plain, --load-pcie, bench
-# when that command exists), and the open questions of issue 13 that only hardware can settle. Prints one table
-# and keeps every raw output under $OUT (or ./gpu-check-<UTC date>-<gpu>) so the results can become fixtures.
-# With no NVIDIA GPU it runs in a dry mode: it says so, lists the steps, and exits 0.
+# One short run (under 6 minutes on one GPU) on the first machine with NVIDIA GPUs we get, often a rental
+# billed by the minute: collect once with --load-pcie and judge that snapshot, run the gpu-marked tests, and
+# answer the questions only hardware can settle. Everything lands in one archive, $OUT/gpu-check.tgz, plus a
+# one-screen summary ($OUT/summary.txt, also printed). With no NVIDIA GPU it says so, prints the plan, exits 0.
 #
-#   PYTHON=.venv/bin/python TORCH_PY=/opt/venv/bin/python scripts/gpu_check.sh
+#   PYTHON=.venv/bin/python TORCH_PY=/opt/venv/bin/python scripts/gpu_check.sh [--dry-run]
+#   SKIP_STEPS="bench bench_peers" scripts/gpu_check.sh      # leave steps out (names as in --dry-run)
 #
 # PYTHON runs envdoctor and pytest (default: python3); TORCH_PY is the interpreter with a CUDA torch that
-# envdoctor judges and that makes the loads (default: $PYTHON). STEP_TIMEOUT bounds each step (default 300 s).
-# The script only reads: it never changes MIG, persistence, clocks or power settings.
+# envdoctor judges and that makes the loads (default: $PYTHON). Each step runs under its own time budget
+# (STEP_TABLE; --dry-run prints it with the total). The script only reads: it never changes MIG,
+# persistence, clocks or power settings.
 #
-# Adding a step: write `step_NAME() { ...; row "NAME" "result" "detail"; }` and add NAME to STEPS (or call
-# add_step NAME from a sourced extension); raw output goes to "$OUT/NAME.*".
+# Adding a step: write `step_NAME() { ...; row "NAME" "result" "detail"; }` and add one line
+# `NAME BUDGET_S description` to STEP_TABLE (or call `add_step NAME BUDGET_S "description"` from a file in
+# scripts/gpu_check.d/); raw output goes to "$OUT/NAME.*"; $BUDGET is the step's budget in seconds.
 
 set -u
 
 PYTHON="${PYTHON:-python3}"
 TORCH_PY="${TORCH_PY:-$PYTHON}"
-STEP_TIMEOUT="${STEP_TIMEOUT:-300}"
+SKIP_STEPS="${SKIP_STEPS:-}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
+TOTAL_BUDGET_S=360  # the whole run, on one GPU
 
-STEPS=(pytest_gpu envdoctor envdoctor_load_pcie envdoctor_bench payload_pid nvlink_mig cutdown_links
-       init_without_gpus smi_exit_lost h2d_trains_link nvml_call_time)
+# name              budget_s  what it answers
+STEP_TABLE="
+machine             10  versions: driver, nvidia-ml-py, torch, the GPUs
+smi_timings         30  how long nvidia-smi -q -x and nvidia-smi topo -m take
+collect             75  envdoctor collect --load-pcie: the one snapshot (facts.json)
+judge               15  envdoctor check --facts facts.json: the report on that snapshot (text and JSON)
+payload_pid         40  does the inspect payload's own PID show among NVML compute processes (polled every 50 ms)
+nvml_facts          30  NVLink/fabric/virtualization facts, ValidateInforom cost per GPU, deprecated NVML symbols
+pcie_under_load      5  PCIe gen/width under load against the maximum (from the snapshot)
+pytest_gpu          45  pytest -m gpu
+bench               30  envdoctor bench, where that command exists
+"
+STEPS=()
+BUDGETS=()
+DESCS=()
 ROWS=()
+BUDGET=60
 
-add_step() { STEPS+=("$1"); }
+add_step() {  # add_step NAME [BUDGET_S] [DESCRIPTION]
+    STEPS+=("$1")
+    BUDGETS+=("${2:-40}")
+    DESCS+=("${3:-step from scripts/gpu_check.d}")
+}
+
+while read -r name budget desc; do
+    [ -n "$name" ] && add_step "$name" "$budget" "$desc"
+done <<<"$STEP_TABLE"
+
+skipped() { case " $SKIP_STEPS " in *" $1 "*) return 0;; esac; return 1; }
 
 row() {  # row NAME RESULT DETAIL: one line of the final table
     ROWS+=("$1|$2|$3")
@@ -35,7 +63,7 @@ row() {  # row NAME RESULT DETAIL: one line of the final table
 run_py() {  # run_py NAME PYTHON [ARGS...] <<'EOF': a Python step; records its row from the last line it printed
     local name="$1" py="$2"
     shift 2
-    timeout "$STEP_TIMEOUT" "$py" - "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+    timeout "$BUDGET" "$py" - "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
     local rc=$?
     if [ "$rc" = 0 ]; then
         row "$name" "ok" "$(tail -n 1 "$OUT/$name.out" | cut -c1-160)"
@@ -54,24 +82,61 @@ has_gpu() {
     [ -n "$(nvidia-smi -L 2>/dev/null | grep -E '^GPU [0-9]+:')" ]
 }
 
-# --------------------------------------------------------------------------- envdoctor and its tests
-
-step_pytest_gpu() {
-    (cd "$REPO" && timeout "$STEP_TIMEOUT" "$PYTHON" -m pytest -q -m gpu -p no:cacheprovider \
-        >"$OUT/pytest_gpu.out" 2>&1)
-    local rc=$?
-    row pytest_gpu "exit $rc" "$(tail -n 1 "$OUT/pytest_gpu.out")"
+print_plan() {  # the steps with their budgets; fails when the total is not under TOTAL_BUDGET_S
+    local i total=0
+    printf '%-18s %8s  %s\n' "step" "budget" "what it answers"
+    for i in "${!STEPS[@]}"; do
+        if skipped "${STEPS[$i]}"; then
+            printf '%-18s %8s  %s\n' "${STEPS[$i]}" "skipped" "${DESCS[$i]}"
+            continue
+        fi
+        total=$((total + BUDGETS[i]))
+        printf '%-18s %7ss  %s\n' "${STEPS[$i]}" "${BUDGETS[$i]}" "${DESCS[$i]}"
+    done
+    printf 'total budget: %ss (%dm%02ds), limit %ss\n' "$total" $((total / 60)) $((total % 60)) "$TOTAL_BUDGET_S"
+    [ "$total" -lt "$TOTAL_BUDGET_S" ]
 }
 
-step_envdoctor() {
-    (cd "$REPO" && timeout "$STEP_TIMEOUT" "$PYTHON" -m envdoctor check --python "$TORCH_PY" --no-redact \
-        --format json -o "$OUT/envdoctor.json" 2>"$OUT/envdoctor.err")
+# --------------------------------------------------------------------------- the snapshot and its report
+
+step_machine() {
+    {
+        date -u +%Y-%m-%dT%H:%M:%SZ
+        nvidia-smi -L
+        nvidia-smi --query-gpu=driver_version,name,pci.bus_id --format=csv,noheader
+        "$PYTHON" -c "import pynvml, importlib.metadata as m; print('nvidia-ml-py', m.version('nvidia-ml-py'))"
+        "$TORCH_PY" -c "import torch; print('torch', torch.__version__, torch.version.cuda)"
+    } >"$OUT/machine.txt" 2>&1
+    row machine "ok" "$(grep -E '^nvidia-ml-py|^torch' "$OUT/machine.txt" | tr '\n' ' ' | cut -c1-160)"
+}
+
+step_smi_timings() {
+    local t0 t1 t2 rc1 rc2
+    t0=$(date +%s.%N)
+    timeout "$BUDGET" nvidia-smi -q -x >"$OUT/nvidia-smi-q.xml" 2>"$OUT/smi_timings.err"
+    rc1=$?
+    t1=$(date +%s.%N)
+    timeout "$BUDGET" nvidia-smi topo -m >"$OUT/nvidia-smi-topo.txt" 2>>"$OUT/smi_timings.err"
+    rc2=$?
+    t2=$(date +%s.%N)
+    timeout 20 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+    row smi_timings "ok" "$(awk -v a="$t0" -v b="$t1" -v c="$t2" -v r1="$rc1" -v r2="$rc2" \
+        'BEGIN { printf "-q -x %.2f s (exit %s), topo -m %.2f s (exit %s)", b - a, r1, c - b, r2 }')"
+}
+
+step_collect() {
+    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor collect --python "$TORCH_PY" --no-redact \
+        --load-pcie -o "$OUT/facts.json" 2>"$OUT/collect.err")
+    row collect "exit $?" "$(tail -n 1 "$OUT/collect.err" | cut -c1-160)"
+}
+
+step_judge() {
+    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor check --facts "$OUT/facts.json" --no-redact \
+        --format json -o "$OUT/envdoctor.json" 2>"$OUT/judge.err")
     local rc=$?
-    (cd "$REPO" && timeout "$STEP_TIMEOUT" "$PYTHON" -m envdoctor check --python "$TORCH_PY" -v \
+    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor check --facts "$OUT/facts.json" -v \
         >"$OUT/envdoctor.txt" 2>&1)
-    (cd "$REPO" && timeout "$STEP_TIMEOUT" "$PYTHON" -m envdoctor collect --python "$TORCH_PY" --no-redact \
-        -o "$OUT/facts.json" 2>>"$OUT/envdoctor.err")
-    row envdoctor "exit $rc" "$("$PYTHON" - "$OUT/envdoctor.json" <<'EOF' 2>/dev/null || echo 'no JSON report'
+    row judge "exit $rc" "$("$PYTHON" - "$OUT/envdoctor.json" <<'EOF' 2>/dev/null || echo 'no JSON report'
 import json, sys
 r = json.load(open(sys.argv[1]))
 f = r.get("findings", [])
@@ -81,212 +146,165 @@ EOF
 )"
 }
 
-step_envdoctor_load_pcie() {
-    (cd "$REPO" && timeout "$STEP_TIMEOUT" "$PYTHON" -m envdoctor collect --python "$TORCH_PY" --no-redact \
-        --load-pcie -o "$OUT/facts-load-pcie.json" 2>"$OUT/envdoctor_load_pcie.err")
-    local rc=$?
-    row envdoctor_load_pcie "exit $rc" "$("$PYTHON" - "$OUT/facts-load-pcie.json" <<'EOF' 2>/dev/null || echo 'no facts'
-import json, sys
-f = json.load(open(sys.argv[1]))
-run = [p for p in f.get("probes", []) if p.get("name") == "pcie_load"]
-print((run[0].get("status") + ": " + (run[0].get("reason") or ""))[:160] if run else "no pcie_load probe")
-EOF
-)"
-}
-
-step_envdoctor_bench() {
-    # an unknown command is a usage error (exit 2), so `bench --help` answers 0 only where bench exists
-    if ! (cd "$REPO" && "$PYTHON" -m envdoctor bench --help >/dev/null 2>&1); then
-        row envdoctor_bench "skipped" "no 'envdoctor bench' command in this version"
-        return
-    fi
-    (cd "$REPO" && timeout "$STEP_TIMEOUT" "$PYTHON" -m envdoctor bench --python "$TORCH_PY" --format json \
-        -o "$OUT/bench.json" >"$OUT/envdoctor_bench.out" 2>&1)
-    row envdoctor_bench "exit $?" "raw: bench.json"
-}
-
-# --------------------------------------------------------------------------- the open questions (issue 13)
-
-step_payload_pid() {
-    # Does a process holding a CUDA context (as envdoctor's payload does) appear among NVML's compute
-    # processes, and under which PID (namespaces can translate it)?
-    run_py payload_pid "$PYTHON" "$TORCH_PY" <<'EOF'
-import json, subprocess, sys, time
-import pynvml
-child = subprocess.Popen([sys.argv[1], "-c", "import torch,time; torch.zeros(1, device='cuda'); "
-                          "print('ready', flush=True); time.sleep(20)"], stdout=subprocess.PIPE, text=True)
-ready = child.stdout.readline().strip() == "ready"
-pynvml.nvmlInit()
-seen = []
-for i in range(pynvml.nvmlDeviceGetCount()):
-    h = pynvml.nvmlDeviceGetHandleByIndex(i)
-    try:
-        seen += [(i, p.pid) for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h)]
-    except pynvml.NVMLError as e:
-        seen.append((i, f"error {e}"))
-child.kill()
-print(json.dumps({"child_pid": child.pid, "ready": ready, "listed": seen,
-                  "child_listed": any(p == child.pid for _, p in seen)}))
-EOF
-}
-
-step_nvlink_mig() {
-    # What NVML reports for NVLink on GPUs in MIG mode (observed only: MIG is never switched here)
-    run_py nvlink_mig "$PYTHON" <<'EOF'
-import json
-import pynvml
-pynvml.nvmlInit()
-out = []
-for i in range(pynvml.nvmlDeviceGetCount()):
-    h = pynvml.nvmlDeviceGetHandleByIndex(i)
-    try:
-        mig = pynvml.nvmlDeviceGetMigMode(h)[0]
-    except pynvml.NVMLError as e:
-        mig = str(e)
-    states = {}
-    for link in range(max(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18), 18)):
-        try:
-            states[link] = pynvml.nvmlDeviceGetNvLinkState(h, link)
-        except pynvml.NVMLError as e:
-            states[link] = str(e)
-    out.append({"gpu": i, "mig": mig, "nvlink": states})
-print(json.dumps(out))
-mig_on = [g["gpu"] for g in out if g["mig"] == 1]
-print("MIG on: GPUs " + ",".join(map(str, mig_on)) if mig_on else "no GPU in MIG mode here: not settled")
-EOF
-}
-
-step_cutdown_links() {
-    # Which link indices answer on this SKU (cut-down parts may skip indices), per GPU
-    run_py cutdown_links "$PYTHON" <<'EOF'
-import json
-import pynvml
-pynvml.nvmlInit()
-res = {}
-for i in range(pynvml.nvmlDeviceGetCount()):
-    h = pynvml.nvmlDeviceGetHandleByIndex(i)
-    name = pynvml.nvmlDeviceGetName(h)
-    answered, errors = [], {}
-    for link in range(max(getattr(pynvml, "NVML_NVLINK_MAX_LINKS", 18), 18)):
-        try:
-            pynvml.nvmlDeviceGetNvLinkState(h, link)
-            answered.append(link)
-        except pynvml.NVMLError as e:
-            errors[link] = str(e)
-    res[i] = {"name": name, "answered": answered, "errors": errors}
-print(json.dumps(res))
-print("; ".join(f"GPU {i} {v['name']}: links {v['answered'][:1]}..{v['answered'][-1:]} ({len(v['answered'])})"
-                for i, v in res.items()))
-EOF
-}
-
-step_init_without_gpus() {
-    # nvmlInit with a driver but no GPU: only observable where the driver has no GPU bound
-    run_py init_without_gpus "$PYTHON" <<'EOF'
-import pynvml
-pynvml.nvmlInit()
-n = pynvml.nvmlDeviceGetCount()
-print(f"nvmlInit ok, {n} GPU(s)" + ("" if n == 0 else ": GPUs bound, so 'driver without GPUs' is not settled here"))
-EOF
-}
-
-step_smi_exit_lost() {
-    # nvidia-smi's exit code and XML when a GPU is lost: recorded as it is today (a lost GPU cannot be made)
-    timeout 60 nvidia-smi -q -x >"$OUT/nvidia-smi-q.xml" 2>"$OUT/smi_exit_lost.err"
-    local rc=$?
-    local lost
-    lost=$(grep -c -i -E 'GPU is lost|Unknown Error' "$OUT/nvidia-smi-q.xml" 2>/dev/null)
-    nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
-    row smi_exit_lost "exit $rc" "lost-GPU markers in the XML: ${lost:-0}$([ "${lost:-0}" = 0 ] && echo ' (no lost GPU: not settled)')"
-}
-
-step_h2d_trains_link() {
-    # Does a host-to-device copy train each link to its top generation? From the --load-pcie facts
-    "$PYTHON" - "$OUT/facts-load-pcie.json" >"$OUT/h2d_trains_link.out" 2>&1 <<'EOF'
+step_pcie_under_load() {
+    "$PYTHON" - "$OUT/facts.json" >"$OUT/pcie_under_load.out" 2>&1 <<'EOF'
 import json, sys
 f = json.load(open(sys.argv[1]))
 parts = []
 for g in f["driver"]["gpus"]:
-    parts.append(f"GPU {g['index']}: idle Gen{g.get('pcie_gen_current')} load Gen{g.get('pcie_gen_under_load')} "
-                 f"max Gen{g.get('pcie_gen_max')}")
+    parts.append(f"GPU {g['index']}: idle Gen{g.get('pcie_gen_current')}x{g.get('pcie_width_current')} load "
+                 f"Gen{g.get('pcie_gen_under_load')}x{g.get('pcie_width_under_load')} "
+                 f"max Gen{g.get('pcie_gen_max')}x{g.get('pcie_width_max')}")
 print("; ".join(parts) or "no GPU in the facts")
 EOF
-    row h2d_trains_link "exit $?" "$(tail -n 1 "$OUT/h2d_trains_link.out" | cut -c1-160)"
+    row pcie_under_load "exit $?" "$(tail -n 1 "$OUT/pcie_under_load.out" | cut -c1-160)"
 }
 
-step_nvml_call_time() {
-    # Time per NVML call per GPU, with the persistence mode as it is (reported, never changed)
-    run_py nvml_call_time "$PYTHON" <<'EOF'
-import json, time
+step_pytest_gpu() {
+    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m pytest -q -m gpu -p no:cacheprovider \
+        >"$OUT/pytest_gpu.out" 2>&1)
+    local rc=$?
+    row pytest_gpu "exit $rc" "$(tail -n 1 "$OUT/pytest_gpu.out")"
+}
+
+step_bench() {
+    # an unknown command is a usage error (exit 2), so `bench --help` answers 0 only where bench exists
+    if ! (cd "$REPO" && "$PYTHON" -m envdoctor bench --help >/dev/null 2>&1); then
+        row bench "skipped" "no 'envdoctor bench' command in this version"
+        return
+    fi
+    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor bench --python "$TORCH_PY" --format json \
+        -o "$OUT/bench.json" >"$OUT/bench.out" 2>&1)
+    row bench "exit $?" "raw: bench.json"
+}
+
+# --------------------------------------------------------------------------- questions only hardware settles
+
+step_payload_pid() {
+    # Does envdoctor's real inspect payload (it holds a CUDA context) show among NVML's compute processes, and
+    # under which PID (a container's PID namespace translates it)? NVML polled every 50 ms while it runs.
+    run_py payload_pid "$PYTHON" "$TORCH_PY" "$REPO/envdoctor/_payload.py" <<'EOF'
+import json, os, subprocess, sys, time
 import pynvml
-t0 = time.perf_counter()
 pynvml.nvmlInit()
-init_s = time.perf_counter() - t0
-calls = {"name": pynvml.nvmlDeviceGetName, "memory": pynvml.nvmlDeviceGetMemoryInfo,
-         "power": pynvml.nvmlDeviceGetPowerUsage, "clocks_event": pynvml.nvmlDeviceGetCurrentClocksEventReasons,
-         "processes": pynvml.nvmlDeviceGetComputeRunningProcesses, "remap": pynvml.nvmlDeviceGetRemappedRows,
-         "nvlink0": lambda h: pynvml.nvmlDeviceGetNvLinkState(h, 0)}
-out = {"init_s": round(init_s, 4), "gpus": {}}
-for i in range(pynvml.nvmlDeviceGetCount()):
-    h = pynvml.nvmlDeviceGetHandleByIndex(i)
+handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
+child = subprocess.Popen([sys.argv[1], sys.argv[2], "--task", "inspect", "--deadline-s", "30"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+seen, polls, t0 = {}, 0, time.monotonic()
+while child.poll() is None and time.monotonic() - t0 < 35:
+    for i, h in enumerate(handles):
+        try:
+            for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
+                seen.setdefault(p.pid, set()).add(i)
+        except pynvml.NVMLError as e:
+            seen.setdefault(f"error {e}", set()).add(i)
+    polls += 1
+    time.sleep(0.05)
+child.kill()
+ns = os.readlink("/proc/self/ns/pid")
+print(json.dumps({"payload_pid": child.pid, "polls": polls, "seconds": round(time.monotonic() - t0, 2),
+                  "pid_namespace": ns, "listed": {str(k): sorted(v) for k, v in seen.items()}}))
+print(f"payload pid {child.pid} listed: {child.pid in seen}; other pids: "
+      f"{sorted(str(k) for k in seen if k != child.pid)[:5]}; {polls} polls; pid ns {ns}")
+EOF
+}
+
+step_nvml_facts() {
+    # NVLink, fabric and virtualization as envdoctor reads them; ValidateInforom cost per GPU; which deprecated
+    # NVML symbols this driver still exports; the binding's version; time per NVML call
+    run_py nvml_facts "$PYTHON" <<'EOF'
+import ctypes, importlib.metadata as md, json, time
+import pynvml
+from envdoctor.probes.nvml import probe_nvml
+d = probe_nvml()
+lib = ctypes.CDLL("libnvidia-ml.so.1")
+deprecated = ["nvmlDeviceGetCurrentClocksThrottleReasons", "nvmlDeviceGetSupportedClocksThrottleReasons",
+              "nvmlDeviceGetGpuFabricInfo", "nvmlDeviceGetComputeRunningProcesses_v2",
+              "nvmlDeviceGetComputeRunningProcesses", "nvmlDeviceGetGraphicsRunningProcesses_v2",
+              "nvmlDeviceGetPciInfo", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetCount", "nvmlDeviceGetHandleByIndex",
+              "nvmlDeviceGetNvLinkRemotePciInfo", "nvmlSystemGetCudaDriverVersion"]
+symbols = {s: hasattr(lib, s) for s in deprecated}
+pynvml.nvmlInit()
+gpus = []
+for g in d.gpus:
+    h = pynvml.nvmlDeviceGetHandleByIndex(g.index)
+    t = time.perf_counter()
     try:
-        pm = pynvml.nvmlDeviceGetPersistenceMode(h)
+        pynvml.nvmlDeviceValidateInforom(h)
+        inforom = "valid"
     except pynvml.NVMLError as e:
-        pm = str(e)
+        inforom = str(e)
+    inforom_ms = round((time.perf_counter() - t) * 1e3, 1)
     times = {}
-    for name, fn in calls.items():
+    for name, fn in {"memory": pynvml.nvmlDeviceGetMemoryInfo, "power": pynvml.nvmlDeviceGetPowerUsage,
+                     "processes": pynvml.nvmlDeviceGetComputeRunningProcesses,
+                     "nvlink0": lambda x: pynvml.nvmlDeviceGetNvLinkState(x, 0)}.items():
         t = time.perf_counter()
         try:
             fn(h)
         except pynvml.NVMLError:
             pass
         times[name] = round((time.perf_counter() - t) * 1e3, 3)
-    out["gpus"][i] = {"persistence_mode": pm, "ms": times}
-print(json.dumps(out))
-worst = max((ms, i, n) for i, g in out["gpus"].items() for n, ms in g["ms"].items())
-pm = sorted({str(g["persistence_mode"]) for g in out["gpus"].values()})
-print(f"init {out['init_s']} s; slowest call {worst[2]} on GPU {worst[1]}: {worst[0]} ms; persistence {','.join(pm)}")
+    links = g.nvlinks or []
+    gpus.append({"index": g.index, "name": g.name, "nvlinks": len(links), "active": sum(1 for k in links if k.active),
+                 "fabric": [g.fabric_state, g.fabric_status], "virtualization": g.virtualization_mode,
+                 "inforom": inforom, "inforom_ms": inforom_ms, "ms": times, "notes": g.notes})
+print(json.dumps({"nvidia_ml_py": md.version("nvidia-ml-py"), "driver": d.version, "nvswitches": d.nvswitch_count,
+                  "symbols": symbols, "gpus": gpus}))
+print(f"nvidia-ml-py {md.version('nvidia-ml-py')}; " + "; ".join(
+    f"GPU {x['index']}: NVLink {x['active']}/{x['nvlinks']}, fabric {x['fabric'][0]}, virt {x['virtualization']}, "
+    f"inforom {x['inforom_ms']} ms" for x in gpus)[:120]
+    + f"; deprecated missing: {[s for s, ok in symbols.items() if not ok]}")
 EOF
 }
 
 # --------------------------------------------------------------------------- main
 
 print_table() {
-    printf '\n%-22s %-10s %s\n' "step" "result" "detail"
-    printf '%-22s %-10s %s\n' "----" "------" "------"
+    printf '\n%-18s %-10s %s\n' "step" "result" "detail"
+    printf '%-18s %-10s %s\n' "----" "------" "------"
     local r
     for r in "${ROWS[@]}"; do
         IFS='|' read -r name result detail <<<"$r"
-        printf '%-22s %-10s %s\n' "$name" "$result" "$detail"
+        printf '%-18s %-10s %s\n' "$name" "$result" "$detail"
     done
 }
 
 main() {
-    for ext in "$HERE"/gpu_check.d/*.sh; do  # steps other issues add (bench, peers) live beside this script
+    for ext in "$HERE"/gpu_check.d/*.sh; do  # steps other issues add (bench peers) live beside this script
         # shellcheck source=/dev/null
         [ -f "$ext" ] && . "$ext"
     done
+    if [ "${1:-}" = "--dry-run" ]; then
+        print_plan
+        exit $?
+    fi
     if ! has_gpu; then
         echo "gpu_check: no NVIDIA GPU here (nvidia-smi missing or lists no GPU): dry mode, nothing was run."
-        echo "gpu_check: on a GPU machine it would run: ${STEPS[*]}"
+        echo "gpu_check: on a GPU machine it would run:"
+        print_plan
         exit 0
     fi
     OUT="${OUT:-./gpu-check-$(date -u +%Y%m%d-%H%M%S)-$(gpu_name)}"
     mkdir -p "$OUT" || { echo "gpu_check: cannot create $OUT" >&2; exit 2; }
     : >"$OUT/table.psv"
-    {
-        date -u +%Y-%m-%dT%H:%M:%SZ
-        nvidia-smi -L
-        "$PYTHON" -c "import pynvml, importlib.metadata as m; print('nvidia-ml-py', m.version('nvidia-ml-py'))"
-        "$TORCH_PY" -c "import torch; print('torch', torch.__version__, torch.version.cuda)"
-    } >"$OUT/machine.txt" 2>&1
-    local s
-    for s in "${STEPS[@]}"; do
-        echo "gpu_check: $s ..." >&2
-        "step_$s"
+    print_plan >"$OUT/plan.txt"
+    local i t start=$SECONDS
+    for i in "${!STEPS[@]}"; do
+        skipped "${STEPS[$i]}" && continue
+        BUDGET="${BUDGETS[$i]}"
+        echo "gpu_check: ${STEPS[$i]} (budget ${BUDGET} s) ..." >&2
+        t=$SECONDS
+        "step_${STEPS[$i]}"
+        printf '%s %s\n' "${STEPS[$i]}" $((SECONDS - t)) >>"$OUT/step_seconds.txt"
     done
-    print_table | tee "$OUT/table.txt"
-    echo "gpu_check: raw outputs in $OUT"
+    {
+        print_table
+        echo
+        echo "gpu_check: $((SECONDS - start)) s in all; everything in $OUT/gpu-check.tgz"
+    } >"$OUT/summary.txt"
+    tar -czf "$OUT.tgz.part" -C "$OUT" . 2>/dev/null && mv "$OUT.tgz.part" "$OUT/gpu-check.tgz"
+    cat "$OUT/summary.txt"
 }
 
 main "$@"

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 from ..domain.pci import bus_key
 from ..facts import LIMITING_THROTTLE_REASONS
-from ..probes.nvml import _REASON_BITS, error_name
+from ..probes.nvml import decode_reasons, error_name
 
 INTERVAL_S = 0.5
 
@@ -103,7 +103,7 @@ def read_sample(nvml: Any, h: Any) -> Dict[str, Any]:
         "power_w": round(power / 1000.0, 1) if isinstance(power, (int, float)) else None,
         "temperature_c": _call(nvml, "nvmlDeviceGetTemperature", h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0)),
         "utilization_pct": getattr(util, "gpu", None),
-        "throttle_reasons": [n for bit, n in _REASON_BITS if reasons & bit] if isinstance(reasons, int) else None,
+        "throttle_reasons": decode_reasons(reasons),  # the probe's one decoder: unknown bits kept
     }
 
 

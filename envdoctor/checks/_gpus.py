@@ -62,6 +62,19 @@ def nvidia_hardware(facts: Facts) -> Optional[bool]:
     return False if devices == [] else None
 
 
+def given_gpus_only(facts: Facts) -> bool:
+    """A container (a Kubernetes pod, docker --gpus device=N) sees the host's whole PCI bus in sysfs but was
+    given some GPUs only (NVIDIA_VISIBLE_DEVICES, the /dev/nvidiaN nodes passed in): judge those, the ones
+    NVML lists, not every NVIDIA device sysfs shows."""
+    c = facts.host.container
+    if not (c and c.runtime):
+        return False
+    if facts.driver.status == ProbeStatus.OK:
+        return True  # NVML inside the container lists exactly the GPUs it was given
+    nodes = [n for n in c.gpu_device_nodes or [] if n[len("/dev/nvidia"):].isdigit()]
+    return bool(nodes) or (c.nvidia_visible_devices or "all").strip().lower() not in ("all", "")
+
+
 def container_without_gpus(facts: Facts) -> bool:
     """A container on a host with NVIDIA GPUs that was started without them (no /dev/nvidia* passed in)."""
     c = facts.host.container

@@ -54,6 +54,19 @@ def _reasons(g: Gpu) -> List[str]:
     return [r.lower() for r in (g.throttle_reasons or [])]
 
 
+def reasons_field(ctx: CheckContext, reason: str) -> str:
+    """The nvidia-smi query field of a clock-event reason on this driver: R535 renamed clocks_throttle_reasons.*
+    to clocks_event_reasons.* (nvidia-smi release notes, R535), and older nvidia-smi knows only the old name."""
+    from ..domain.versions import release
+
+    version = ctx.facts.driver.version
+    try:
+        old = bool(version) and release(version)[0] < 535
+    except (ValueError, TypeError, IndexError):
+        old = False
+    return f"clocks_throttle_reasons.{reason}" if old else f"clocks_event_reasons.{reason}"
+
+
 THROTTLE = Findings("gpu.throttle", "GPU_THROTTLED")
 
 
@@ -99,7 +112,7 @@ def throttle(ctx: CheckContext) -> List[Finding]:
                                expected="hw_slowdown not active") for g in maybe],
             fix=Fix("Watch the reason for a few seconds; if it stays active, check the chassis power supplies and "
                     "cooling, then reset the GPU",
-                    commands=["nvidia-smi --query-gpu=index,clocks_event_reasons.hw_slowdown,clocks.sm,power.draw "
+                    commands=[f"nvidia-smi --query-gpu=index,{reasons_field(ctx, 'hw_slowdown')},clocks.sm,power.draw "
                               "--format=csv -l 1"],
                     url="https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html"),
         ))
@@ -164,7 +177,7 @@ def throttle(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []))
                       for g in idle],
             fix=Fix("Re-check while a job runs",
-                    commands=["nvidia-smi --query-gpu=index,power.draw,power.limit,clocks_event_reasons.active "
+                    commands=[f"nvidia-smi --query-gpu=index,power.draw,power.limit,{reasons_field(ctx, 'active')} "
                               "--format=csv -l 5"]),
         ))
 
@@ -186,3 +199,31 @@ def _power_text(g: Gpu) -> str:
     if g.power_draw_w is not None and g.power_limit_w:
         return f"GPU {g.index} {g.power_draw_w:g} W of {g.power_limit_w:g} W"
     return f"GPU {g.index}"
+
+
+VGPU_LICENSE = Findings("gpu.vgpu-license", "GPU_THROTTLED")
+_VGPU_LICENSING_URL = "https://docs.nvidia.com/ai-enterprise/release-8/latest/infra-software/vgpu/licensing.html"
+
+
+@check(VGPU_LICENSE, "vGPUs hold a license")
+def vgpu_license(ctx: CheckContext) -> List[Finding]:
+    gpus = require_gpus(ctx.facts, "vGPU license")  # GPUs that are not vGPUs need none: passed
+    unlicensed = [g for g in gpus if g.vgpu_license == "unlicensed"]
+    if not unlicensed:
+        return []
+    # NVIDIA AI Enterprise, "NVIDIA vGPU for Compute Licensing": an unlicensed vGPU starts at full capability and
+    # after a 20-minute grace period its compute performance is reduced to an idle level until it gets a license
+    return [VGPU_LICENSE.warning(
+        "unlicensed",
+        f"vGPU without a license on {gpu_list(unlicensed)}: compute is cut to an idle level 20 minutes after boot",
+        detail="NVIDIA enforces vGPU software licensing in the guest driver: an unlicensed vGPU runs at full "
+               "capability for a 20-minute grace period, then its performance is degraded until a license is "
+               "acquired. Benchmarks taken early look fine and long jobs slow down.",
+        evidence=[Evidence(gpu_path(g, "vgpu_license"), g.vgpu_license, expected="licensed",
+                           source="NVML nvmlDeviceGetGridLicensableFeatures / nvidia-smi -q 'License Status'")
+                  for g in unlicensed],
+        fix=Fix("Configure the guest's license client (client configuration token from the NVIDIA License System) "
+                "and restart nvidia-gridd, or ask the provider for a licensed vGPU",
+                commands=["nvidia-smi -q | grep -i -A 2 'License Status'", "sudo systemctl restart nvidia-gridd"],
+                url=_VGPU_LICENSING_URL),
+    )]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from ..domain.gpus import gpu_label
 from ..findings import Evidence, Finding, Fix
@@ -90,6 +90,19 @@ def reachable(ctx: CheckContext) -> List[Finding]:
 BUSY = Findings("gpu.busy", "GPU_BUSY")
 
 
+def _process_parts(by_gpu: Dict[int, List]) -> Tuple[List[str], List[Evidence]]:
+    """("GPU 0: python (pid 4242, 2566 MiB), ..." per GPU, evidence per GPU) of listed processes."""
+    parts, ev = [], []
+    for idx, procs in by_gpu.items():
+        mem = sum(p.used_memory_bytes or 0 for p in procs)
+        parts.append(f"GPU {idx}: " + ", ".join(
+            f"{p.name or '?'} (pid {p.pid}" + (f", {p.used_memory_bytes // MIB} MiB)" if p.used_memory_bytes else ")")
+            for p in procs))
+        ev.append(Evidence(f"driver.gpus[{idx}].processes", [p.pid for p in procs], expected="none",
+                           source=f"{mem // MIB} MiB held"))
+    return parts, ev
+
+
 @check(BUSY, "No other process is using the GPUs")
 def busy(ctx: CheckContext) -> List[Finding]:
     gpus = require_gpus(ctx.facts, "GPU processes", ("processes", "memory_used_bytes", "utilization_gpu_pct"))
@@ -97,20 +110,27 @@ def busy(ctx: CheckContext) -> List[Finding]:
     # readings taken under envdoctor's own load show that load's memory and utilisation: only a
     # listed process is evidence of another tenant then
     compute: Dict[int, List] = {}
+    mig: Dict[int, List] = {}
     for g in gpus:
         procs = [p for p in (g.processes or []) if p.type is None or "C" in p.type]
-        if procs:
+        if procs and g.mig_mode_current:
+            # NVML lists the processes of every MIG slice under the parent GPU; each slice has its own memory
+            # and SMs, so another slice's process does not compete with this job's slice
+            mig[g.index] = procs
+        elif procs:
             compute[g.index] = procs
+    if mig:
+        parts, ev = _process_parts(mig)
+        out.append(BUSY.info(
+            "mig-processes",
+            "Compute processes on the MIG slices of the GPUs: " + "; ".join(parts)
+            + ": they compete only with jobs on their own slice (each MIG slice has its own memory and SMs)",
+            evidence=ev,
+            fix=Fix("Check that none of them runs on the slice your job uses (nvidia-smi lists each process's GPU "
+                    "instance)", commands=["nvidia-smi", "nvidia-smi -L"]),
+        ))
     if compute:
-        ev = []
-        parts = []
-        for idx, procs in compute.items():
-            mem = sum(p.used_memory_bytes or 0 for p in procs)
-            parts.append(f"GPU {idx}: " + ", ".join(
-                f"{p.name or '?'} (pid {p.pid}" + (f", {p.used_memory_bytes // MIB} MiB)" if p.used_memory_bytes else ")")
-                for p in procs))
-            ev.append(Evidence(f"driver.gpus[{idx}].processes", [p.pid for p in procs], expected="none",
-                               source=f"{mem // MIB} MiB held"))
+        parts, ev = _process_parts(compute)
         out.append(BUSY.warning(
             "processes",
             "Other compute processes already on the GPUs: " + "; ".join(parts),
@@ -122,8 +142,27 @@ def busy(ctx: CheckContext) -> List[Finding]:
                               command("kill", placeholder("<pid>")),
                               set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
         ))
+    # a GPU in MIG mode reports the memory of every slice, other tenants' included: its aggregate says nothing
+    # about the slice this job was given (MIG User Guide: each GPU instance has its own memory)
     hidden = [g for g in gpus if not g.under_load and g.index not in compute and not g.processes and g.memory_used_bytes
+              and not g.mig_mode_current
               and g.memory_total_bytes and g.memory_used_bytes > max(GIB, 0.1 * g.memory_total_bytes)]
+    if hidden and ctx.facts.host.wsl:
+        # under WSL2 the GPU is shared with Windows: its desktop (dwm.exe), browsers and games hold memory that
+        # NVML inside Linux cannot list (NVIDIA CUDA on WSL User Guide: process queries are not supported)
+        out.append(BUSY.info(
+            "windows-memory",
+            "GPU memory in use outside this WSL2 Linux: "
+            + "; ".join(f"GPU {g.index}: {g.memory_used_bytes // MIB} MiB of {g.memory_total_bytes // MIB} MiB"
+                        for g in hidden) + " (the Windows desktop and Windows applications)",
+            detail="Windows shares the GPU with WSL2; its own processes are not visible from Linux. The memory "
+                   "they hold is not available to your job.",
+            evidence=[Evidence(gpu_path(g, "memory_used_bytes"), g.memory_used_bytes, source="WSL2")
+                      for g in hidden],
+            fix=Fix("Close GPU-heavy Windows applications if you need the memory; check with nvidia-smi in Windows",
+                    commands=["nvidia-smi.exe"]),
+        ))
+        hidden = []
     if hidden:
         # in a container NVML cannot map other PID namespaces' processes, so memory in use with an
         # empty process list is another tenant or a process outside the container
@@ -139,6 +178,7 @@ def busy(ctx: CheckContext) -> List[Finding]:
                     commands=["nvidia-smi", set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", placeholder("<idle GPU indices>"))]),
         ))
     busy_util = [g for g in gpus if not g.under_load and g.index not in compute and g not in hidden
+                 and not g.mig_mode_current and not ctx.facts.host.wsl
                  and g.utilization_gpu_pct is not None and g.utilization_gpu_pct >= 50]
     if busy_util:
         out.append(BUSY.warning(

@@ -10,6 +10,7 @@ from ..domain.pci import bus_key
 from ..facts import Facts, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, export, placeholder_flag
+from ._gpus import given_gpus_only
 from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
@@ -259,6 +260,8 @@ def numa(ctx: CheckContext) -> List[Finding]:
         local = parse_cpulist(loc.local_cpulist)
         if not local or (loc.numa_node is not None and loc.numa_node < 0):
             continue  # no NUMA information for this device: every CPU is as close as any other
+        if bus_key(loc.pci_bus_id) not in by_bus and given_gpus_only(facts):
+            continue  # a GPU of the host that this container (pod) was not given
         if not local & allowed:
             remote.append((i, loc, by_bus.get(bus_key(loc.pci_bus_id))))
     if not remote:

@@ -2,60 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import List, Tuple
 
 from ..domain.gpus import gpu_label
-from ..facts import Gpu, ProbeStatus
+from ..facts import Driver, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._gpus import gpu_path, require_gpus
+from ._nvlink import expected_links, fabric_member, gpu_spec, nvlink_peer, pcie_board, rack_scale, sxm_name
 from .base import Cases, Check, CheckContext, Findings, SkipCheck, registrar, require_section, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
 
-# Bidirectional bandwidth of one NVLink, by generation (NVIDIA NVLink page,
-# https://www.nvidia.com/en-us/data-center/nvlink/): P100 4 links = 160 GB/s, V100 6 = 300 GB/s,
-# A100 12 = 600 GB/s, H100 18 = 900 GB/s, B200 18 = 1800 GB/s. Used to derive the link count when
-# compat gpus.json gives the total bandwidth but not nvlink_links.
-_LINK_GBS = {1: 40.0, 2: 50.0, 3: 50.0, 4: 50.0, 5: 100.0}
-
-
-def _spec(compat: Any, name: Optional[str]) -> Any:
-    getter = getattr(compat, "gpu", None)
-    if getter is None or not name:
-        return None
-    try:
-        return getter(name)
-    except (KeyError, LookupError, ValueError):
-        return None
-
-
-def expected_links(compat: Any, g: Gpu) -> Tuple[Optional[int], Optional[str]]:
-    """(NVLink links the model has, where that number comes from); (None, None) when unknown or optional.
-
-    PCIe cards take NVLink only through an optional bridge, so only SXM/module parts are expected to
-    have their links up.
-    """
-    spec = _spec(compat, g.name)
-    if spec is None:
-        return None, None
-    if "pcie" in (g.name or "").lower() or "pcie" in spec.name.lower():
-        return None, None
-    if spec.nvlink_links:
-        return int(spec.nvlink_links), f"compat gpus.json {spec.name}: nvlink_links {spec.nvlink_links}"
-    if spec.nvlink_gen and spec.nvlink_bandwidth_gbs and spec.nvlink_gen in _LINK_GBS:
-        n = int(round(spec.nvlink_bandwidth_gbs / _LINK_GBS[spec.nvlink_gen]))
-        return n, (f"compat gpus.json {spec.name}: NVLink gen {spec.nvlink_gen}, "
-                   f"{spec.nvlink_bandwidth_gbs:g} GB/s = {n} links")
-    return None, None
-
-
 # Which inactive links are a fault. NVML reports every NVLink a GPU has, wired or not: on PCIe boards
 # (A100/H100 PCIe, RTX A6000, RTX 3090) the links only connect through an optional NVLink bridge, so without
 # one all of them read inactive (nvmlDeviceGetNvLinkState NVML_FEATURE_DISABLED; `nvidia-smi nvlink -s`
 # "<inactive>"). The rule, from what NVML gives per link:
-# - all links inactive on a board whose links are wired on the baseboard (SXM/HGX, compat nvlink_links) is a fault;
+# - all links inactive on a board whose links are wired on the baseboard (SXM/HGX, compat nvlink_links) is a
+#   fault when something says the GPU belongs to an NVLink fabric: NVML fabric info with a state other than
+#   not_supported, a visible NVSwitch, or another visible GPU whose link ends at it;
+# - all links inactive on such a board with none of those is one GPU of an HGX board given to a VM or
+#   partition on its own (the 1xH100/H200 cloud VM): NVLink is not configured for it, a note, not a fault;
 # - all links inactive on a PCIe board (or a model not in compat) is "no bridge fitted": a note, not a fault;
 # - some links up and some down is a fault wherever it is: a bridge or baseboard with dead links (or one
 #   bridge of a set missing: A100 PCIe pairs use three bridges, NVIDIA A100 PCIe product brief PB-10137);
@@ -71,7 +39,9 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("NVLink state unknown: the probe did not read NVLink links")
     down, fewer = Cases(), Cases()
     no_bridge: List[Gpu] = []
+    alone: List[Gpu] = []
     mig: List[Gpu] = []
+    d = ctx.facts.driver
     for g in gpus:
         if g.nvlinks is None:
             continue
@@ -83,8 +53,16 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
         links = g.nvlinks
         inactive = [lk for lk in links if lk.active is False]
         active = [lk for lk in links if lk.active]
-        if inactive and not active and not want:
+        member = fabric_member(d, g) if inactive and not active else None
+        peer = nvlink_peer(gpus, g) if inactive and not active else None
+        if peer is not None:
+            member = f"GPU {peer.index} has an active NVLink to it"
+        if not want and (member or sxm_name(g)):
+            want, src = len(links), f"{g.name}: SXM/HGX part" + (f", {member}" if member else "")
+        if inactive and not active and not want and pcie_board(ctx.compat, g):
             no_bridge.append(g)
+        elif inactive and not active and not member:
+            alone.append(g)  # wired links, but nothing says the GPU is on a fabric: a 1-GPU VM or partition
         elif inactive:
             all_down = not active
             what = ("all NVLink links inactive" if all_down
@@ -92,10 +70,19 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
                          f"(links {', '.join(str(lk.link) for lk in inactive)})")
             down.add(f"{gpu_label(g)}: {what}",
                      [Evidence(gpu_path(g, "nvlinks"), f"{len(active)} active of {len(links)}",
-                               expected=f"{want} active" if want else "all active", source=src)])
+                               expected=f"{want} active" if want else "all active", source=src)]
+                     + ([Evidence(gpu_path(g, "fabric_state"), g.fabric_state, source=member)] if member else []))
         elif want and len(active) < want:
             fewer.add(f"{gpu_label(g)}: {len(active)} NVLink links, the model has {want}",
                       [Evidence(gpu_path(g, "nvlinks"), len(active), expected=str(want), source=src)])
+    wired = [g for g in gpus if g.nvlinks and (expected_links(ctx.compat, g)[0] or sxm_name(g))]
+    if alone and len(wired) > 1:
+        # several such GPUs in one VM or machine are meant to reach each other over NVLink
+        for g in alone:
+            down.add(f"{gpu_label(g)}: all NVLink links inactive",
+                     [Evidence(gpu_path(g, "nvlinks"), f"0 active of {len(g.nvlinks or [])}", expected="all active",
+                               source=f"{len(wired)} GPUs with wired NVLink visible here")])
+        alone = []
     out: List[Finding] = []
     out += down.report(
         NVLINK.error, "inactive",
@@ -118,6 +105,23 @@ def nvlink(ctx: CheckContext) -> List[Finding]:
             evidence=[Evidence(gpu_path(g, "nvlinks"), f"0 active of {len(g.nvlinks or [])}",
                                expected="a bridge, if you want NVLink") for g in no_bridge],
             fix=Fix("Fit NVLink bridges if GPU-to-GPU bandwidth matters; nothing to do otherwise",
+                    commands=["nvidia-smi nvlink --status", "nvidia-smi topo -m"]),
+        ))
+    if alone:
+        out.append(NVLINK.info(
+            "not-configured",
+            "NVLink is not configured for this VM/partition: "
+            + ", ".join(f"{gpu_label(g)} ({len(g.nvlinks or [])} links inactive)" for g in alone),
+            detail="The GPU is an SXM/HGX part whose NVLink links are wired to a baseboard, but no NVSwitch, "
+                   "no NVLink peer GPU and no NVSwitch fabric registration are visible here: this is one GPU of a "
+                   "board given to a VM or partition on its own, which is how single-GPU cloud instances are "
+                   "sold. Single-GPU work is unaffected; GPUs in other VMs are reached over the network, "
+                   "not NVLink. On a multi-GPU instance of this model, all links down would be a fault.",
+            evidence=[Evidence(gpu_path(g, "nvlinks"), f"0 active of {len(g.nvlinks or [])}",
+                               source=f"fabric state {g.fabric_state or 'unknown'}; "
+                                      f"NVSwitches {d.nvswitch_count if d.nvswitch_count is not None else 'unknown'}")
+                      for g in alone],
+            fix=Fix("Nothing to fix; for GPU-to-GPU NVLink, rent a multi-GPU (HGX) instance",
                     commands=["nvidia-smi nvlink --status", "nvidia-smi topo -m"]),
         ))
     if mig:
@@ -183,7 +187,7 @@ def topology(ctx: CheckContext) -> List[Finding]:
             if j > i and ok is False:
                 off.append((i, j))
     if off:
-        dc = [g for g in gpus if getattr(_spec(ctx.compat, g.name), "datacenter", None)]
+        dc = [g for g in gpus if getattr(gpu_spec(ctx.compat, g.name), "datacenter", None)]
         out.append(Finding(
             "interconnect.topology/p2p-disabled", "INTERCONNECT",
             Severity.WARNING if dc else Severity.INFO,
@@ -223,6 +227,8 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
         pending = [g for g in bad if g.fabric_state in ("not_started", "in_progress")]
         what = ("the fabric manager has not registered them" if pending
                 else "their fabric registration failed")
+        if all(rack_scale(g) for g in bad):
+            return [_rack_not_ready(d, bad, what)]
         return [FABRIC_MANAGER.error(
             "not-ready",
             f"NVSwitch fabric not ready on {len(bad)} of {len(d.gpus)} GPU(s): {what} ("
@@ -277,3 +283,23 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
     )]
 
 
+
+
+def _rack_not_ready(d: Driver, bad: List[Gpu], what: str) -> Finding:
+    """GB200/GB300 (and GH200 NVL32) compute trays: the NVLink switches sit in switch trays, and the fabric is
+    managed there (NVLink Switch trays run the fabric manager, NVIDIA Fabric Manager User Guide, multi-node
+    NVLink), not on this node: telling the user to start nvidia-fabricmanager here would be wrong."""
+    return FABRIC_MANAGER.error(
+        "not-ready",
+        f"NVLink fabric not ready on {len(bad)} of {len(d.gpus)} GPU(s): {what} ("
+        + "; ".join(f"GPU {g.index}: {g.fabric_state}" for g in bad) + ")",
+        detail="On rack-scale NVLink systems (GB200/GB300 NVL72) the fabric is managed from the NVLink switch "
+               "trays, not this compute tray; until the rack's fabric has registered these GPUs, multi-node NVLink "
+               "(and CUDA on some configurations) is unavailable.",
+        evidence=[Evidence(gpu_path(g, "fabric_state"), g.fabric_state, expected="completed",
+                           source="NVML nvmlDeviceGetGpuFabricInfo") for g in bad],
+        fix=Fix("Ask the cluster operator to check the rack's NVLink fabric (switch-tray fabric manager / NMX) and "
+                "the IMEX service for this node; nothing to start on this compute tray",
+                commands=["nvidia-smi -q | grep -A 6 -i fabric", "systemctl status nvidia-imex"],
+                url=_FM_URL),
+    )

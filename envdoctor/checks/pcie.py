@@ -9,6 +9,7 @@ from ..domain.pci import bdf_key, bus_key
 from ..facts import Gpu, PcieLink, ProbeStatus
 from ..findings import Evidence, Finding, Fix
 from ..remedies import pcie_link_status
+from ._gpus import given_gpus_only
 from ._util import is_nvidia_gpu_description
 from .base import Cases, Check, CheckContext, Findings, SkipCheck, registrar
 
@@ -73,7 +74,7 @@ def link(ctx: CheckContext) -> List[Finding]:
     for g in gpus:
         subjects.append((gpu_label(g), g, gpu_link.get(bus_key(g.pci_bus_id) or "")))
     for lk in by_bdf.values():
-        if _is_gpu_link(lk) and bus_key(lk.bdf) not in gpu_by_bus:
+        if _is_gpu_link(lk) and bus_key(lk.bdf) not in gpu_by_bus and not given_gpus_only(facts):
             subjects.append((f"GPU at {lk.bdf}", None, lk))
 
     width_bad, gen_load, gen_idle, slot_gen = Cases(), Cases(), Cases(), Cases()  # keys: upstream bus ids

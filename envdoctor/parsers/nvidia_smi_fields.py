@@ -285,7 +285,32 @@ GPU_FIELDS: Tuple[SmiField, ...] = (
     _F("utilization_memory_pct", to_float, xml="utilization/memory_util", q="Utilization/Memory",
       csv="utilization.memory"),
     _F("performance_state", clean, xml="performance_state", q="Performance State", csv="pstate"),
+    # the same names the NVML path gives (probes/nvml.py _VIRT_MODES)
+    _F("virtualization_mode", lambda v: virtualization_mode(v), xml="gpu_virtualization_mode/virtualization_mode",
+       q="GPU Virtualization Mode/Virtualization Mode"),
+    _F("vgpu_license", lambda v: license_state(v), xml="vgpu_software_licensed_product/license_status",
+       q="vGPU Software Licensed Product/License Status"),
 )
+
+# nvidia-smi's words for nvmlGpuVirtualizationMode_t
+_VIRT_WORDS = {"none": "none", "pass-through": "passthrough", "passthrough": "passthrough", "vgpu": "vgpu",
+               "host vgpu": "host_vgpu", "host vsga": "host_vsga"}
+
+
+def virtualization_mode(value: Optional[str]) -> Optional[str]:
+    """ "Pass-Through" -> "passthrough", "VGPU" -> "vgpu", "None" -> "none"; None for N/A or unknown words."""
+    text = (value or "").strip().lower()  # not clean(): "None" is the mode's name here, not a missing value
+    return _VIRT_WORDS.get(text)
+
+
+def license_state(value: Optional[str]) -> Optional[str]:
+    """ "Licensed (Expiry: 2022-9-22 ...)" -> "licensed", "Unlicensed (Restricted)" -> "unlicensed"; None for N/A."""
+    text = (clean(value) or "").lower()
+    if text.startswith("unlicensed"):
+        return "unlicensed"
+    if text.startswith("licensed"):
+        return "licensed"
+    return None
 
 
 def gpu_fields(fmt: str, text_at: Callable[[str], Optional[str]]) -> Dict[str, Any]:

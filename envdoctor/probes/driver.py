@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from typing import Any, List, Optional, Union
 
 from envdoctor.facts import Driver, ProbeStatus, Topology
 from envdoctor.parsers.proc_driver import parse_proc_driver_version
 from envdoctor.probes.nvidia_smi import NVIDIA_SMI_TIMEOUT_S, probe_nvidia_smi_xml, probe_topology_smi
-from envdoctor.probes.nvml import probe_nvml
+from envdoctor.probes.nvml import INIT_PID_NS, probe_nvml
 from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.sysroot import SysRoot
 
@@ -19,9 +20,6 @@ Root = Union[str, SysRoot]
 # The kernel keeps a process name in 16 bytes with the NUL (TASK_COMM_LEN, include/linux/sched.h): the
 # 16-character "nv-fabricmanager" appears in /proc/<pid>/comm as its first 15 characters
 FABRIC_MANAGER_COMM = "nv-fabricmanager"[:15]
-# /proc/self/ns/pid of the initial PID namespace (PROC_PID_INIT_INO = 0xEFFFFFFC, include/linux/proc_ns.h):
-# any other value means a container's PID namespace, where the host's daemons are not listed
-_INIT_PID_NS = f"pid:[{0xEFFFFFFC}]"
 
 
 def read_kernel_module_version(root: Root = "/") -> Optional[str]:
@@ -62,8 +60,26 @@ def fabric_manager_running(root: Root = "/") -> Optional[bool]:
         if pid.isdigit() and fs.read_attr(f"/proc/{pid}/comm") == FABRIC_MANAGER_COMM:
             return True
     ns = _own_pid_namespace(fs)
-    if ns is not None and ns != _INIT_PID_NS:
+    if ns is not None and ns != INIT_PID_NS:
         return None  # a container's PID namespace: the host's fabric manager would not be listed
+    if proc_hides_pids(fs):
+        return None  # /proc mounted with hidepid: other users' processes (the daemon's) are not listed
+    return False
+
+
+def proc_hides_pids(root: Root = "/") -> bool:
+    """Is /proc mounted with hidepid=1/2 (or invisible/noaccess, Linux 5.8+), hiding other users' processes?
+    (proc(5): "hidepid=2 ... processes of other users are invisible"). Root still sees them all."""
+    fs = SysRoot.of(root)
+    if fs.live and hasattr(os, "geteuid") and os.geteuid() == 0:
+        return False
+    for line in (fs.read_text("/proc/mounts") or "").splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[2] == "proc" and parts[1] == "/proc":
+            for opt in parts[3].split(","):
+                key, _, value = opt.partition("=")
+                if key == "hidepid" and value not in ("0", "off"):
+                    return True
     return False
 
 

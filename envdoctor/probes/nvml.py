@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import functools
 import os
@@ -246,39 +247,149 @@ def _inforom_valid(r: _Reader, handle: Any) -> Optional[bool]:
         return None
 
 
+# ---------------------------------------------------------------------------- structs as nvml.h lays them out
+# NVML's versioned and array-filling calls are made with envdoctor's own ctypes structs, laid out as nvml.h
+# declares them (NVIDIA/go-nvml gen/nvml/nvml.h, a copy of the R580/NVML 13 header, commit 2f9e261f):
+# the bindings' own structs differ from the header in some nvidia-ml-py releases (every 12.x declares
+# nvmlGpuFabricInfo_t.clusterUuid as 80 bytes where nvml.h has NVML_GPU_FABRIC_UUID_LEN = 16, so the driver
+# writes 28 bytes into a 92-byte struct and ``state`` is read from zeros; 12.535.77 added a field to
+# nvmlProcessInfo_t that no driver writes). The function pointer still comes from the binding
+# (``_nvmlGetFunctionPointer``), so the library it loaded, or the tests' stand-in, answers.
+_FABRIC_UUID_LEN = 16  # NVML_GPU_FABRIC_UUID_LEN
+_ARGUMENT_VERSION_MISMATCH = 25  # NVML_ERROR_ARGUMENT_VERSION_MISMATCH (nvml.h; not in nvidia-ml-py 12.535)
+_FUNCTION_NOT_FOUND = 13
+_INSUFFICIENT_SIZE = 7
+_VALUE_NOT_AVAILABLE_ULL = 0xFFFFFFFFFFFFFFFF  # NVML_VALUE_NOT_AVAILABLE as unsigned long long (WDDM)
+
+
+class _FabricInfoV1(ctypes.Structure):
+    """nvmlGpuFabricInfo_t (nvmlDeviceGetGpuFabricInfo, R535+): 28 bytes."""
+
+    _fields_ = [("clusterUuid", ctypes.c_ubyte * _FABRIC_UUID_LEN), ("status", ctypes.c_uint),
+                ("cliqueId", ctypes.c_uint), ("state", ctypes.c_ubyte)]  # nvmlGpuFabricState_t: unsigned char
+
+
+class _FabricInfoV2(ctypes.Structure):
+    """nvmlGpuFabricInfo_v2_t (nvmlDeviceGetGpuFabricInfoV, R550+): 36 bytes, version 0x02000024."""
+
+    _fields_ = [("version", ctypes.c_uint), ("clusterUuid", ctypes.c_ubyte * _FABRIC_UUID_LEN),
+                ("status", ctypes.c_uint), ("cliqueId", ctypes.c_uint), ("state", ctypes.c_ubyte),
+                ("healthMask", ctypes.c_uint)]
+
+
+class _FabricInfoV3(ctypes.Structure):
+    """nvmlGpuFabricInfo_v3_t (= nvmlGpuFabricInfoV_t in NVML 12.570+/13): 40 bytes, version 0x03000028."""
+
+    _fields_ = [("version", ctypes.c_uint), ("clusterUuid", ctypes.c_ubyte * _FABRIC_UUID_LEN),
+                ("status", ctypes.c_uint), ("cliqueId", ctypes.c_uint), ("state", ctypes.c_ubyte),
+                ("healthMask", ctypes.c_uint), ("healthSummary", ctypes.c_ubyte)]
+
+
+class _ProcessInfo(ctypes.Structure):
+    """nvmlProcessInfo_v2_t = nvmlProcessInfo_t (the _v2 and _v3 process queries): 24 bytes."""
+
+    _fields_ = [("pid", ctypes.c_uint), ("usedGpuMemory", ctypes.c_ulonglong),
+                ("gpuInstanceId", ctypes.c_uint), ("computeInstanceId", ctypes.c_uint)]
+
+
+def _struct_version(cls: Any, version: int) -> int:
+    # NVML_STRUCT_VERSION(data, ver): sizeof(struct) | (ver << 24)
+    return ctypes.sizeof(cls) | (version << 24)
+
+
+# sizes nvml.h gives these structs (checked against ctypes.sizeof by the tests and before each use)
+HEADER_SIZES = {_FabricInfoV1: 28, _FabricInfoV2: 36, _FabricInfoV3: 40, _ProcessInfo: 24}
+
+
+def _c_call(nvml: Any, symbol: str, *args: Any) -> Optional[int]:
+    """Call NVML's C function ``symbol`` through the binding's loader; its nvmlReturn_t, or None when the
+    binding has no loader and no wrapper of that name (a module-level fake)."""
+    loader = getattr(nvml, "_nvmlGetFunctionPointer", None)
+    try:
+        if loader is not None:
+            return int(loader(symbol)(*args))
+        wrapper = getattr(nvml, symbol, None)
+        if wrapper is None:
+            return None
+        wrapper(*args)
+        return 0
+    except nvml.NVMLError as e:  # FUNCTION_NOT_FOUND from the loader, or the wrapper's own check
+        value = getattr(e, "value", None)
+        return value if isinstance(value, int) else -1
+
+
+# The V call with the newest struct first; a driver that does not know that version answers
+# ARGUMENT_VERSION_MISMATCH (nvml.h: "The provided version is invalid/unsupported"), then the older one;
+# a driver without the V call (R535/R545) has only nvmlDeviceGetGpuFabricInfo with the unversioned struct.
+_FABRIC_CALLS = (("nvmlDeviceGetGpuFabricInfoV", _FabricInfoV3, 3),
+                 ("nvmlDeviceGetGpuFabricInfoV", _FabricInfoV2, 2),
+                 ("nvmlDeviceGetGpuFabricInfo", _FabricInfoV1, None))
+
+
 def _fabric(r: _Reader, handle: Any) -> Tuple[Optional[str], Optional[str]]:
     """(state, status) of the GPU's NVSwitch fabric registration, from NVML GPU fabric info (Hopper+).
 
-    nvidia-ml-py: nvmlDeviceGetGpuFabricInfoV takes c_nvmlGpuFabricInfoV_t (= _v2_t, with a version field),
-    the older nvmlDeviceGetGpuFabricInfo takes c_nvmlGpuFabricInfo_t; both carry ``state``
-    (NVML_GPU_FABRIC_STATE_*) and ``status`` (an nvmlReturn_t). Unlike /proc, this works inside containers.
+    Read into envdoctor's own nvml.h structs (above), never the binding's. ``state`` is
+    NVML_GPU_FABRIC_STATE_*, ``status`` an nvmlReturn_t. Unlike /proc, this works inside containers.
     """
-    import ctypes
-
     nvml = r.nvml
-    for fn_name, struct_name in (("nvmlDeviceGetGpuFabricInfoV", "c_nvmlGpuFabricInfoV_t"),
-                                 ("nvmlDeviceGetGpuFabricInfo", "c_nvmlGpuFabricInfo_t")):
-        fn, cls = getattr(nvml, fn_name, None), getattr(nvml, struct_name, None)
-        if fn is None or cls is None or r.lost:
+    skip_v = False
+    for symbol, cls, version in _FABRIC_CALLS:
+        if r.lost or (skip_v and version is not None):
             continue
-        try:
-            info = cls()
-            fn(handle, ctypes.byref(info))
-        except nvml.NVMLError as e:
-            name = r.error_name(e)
-            if name == "FUNCTION_NOT_FOUND":
-                continue  # a driver without this version: try the older function
-            r.nvml_failure("fabric", name)
+        if ctypes.sizeof(cls) != HEADER_SIZES[cls]:  # a ctypes that pads differently: do not guess
+            r.notes.append(f"fabric: {cls.__name__} is {ctypes.sizeof(cls)} bytes, nvml.h says {HEADER_SIZES[cls]}")
             return None, None
+        info = cls()
+        if version is not None:
+            info.version = _struct_version(cls, version)
+        try:
+            code = _c_call(nvml, symbol, handle, ctypes.byref(info))
         except Exception as e:  # the per-field guard
-            if not _missing_symbol(e):
-                r.notes.append(f"fabric: {type(e).__name__}: {e}")
+            r.notes.append(f"fabric: {type(e).__name__}: {e}")
+            return None, None
+        if code is None or code == _FUNCTION_NOT_FOUND:
+            skip_v = skip_v or version is not None  # no V call on this driver or binding: go to the v1 call
             continue
-        state = getattr(info, "state", None)
-        status = getattr(info, "status", None)
-        return (_FABRIC_STATES.get(state, f"unknown_{state}") if isinstance(state, int) else None,
-                return_name(nvml, status) if isinstance(status, int) else None)
+        if code == _ARGUMENT_VERSION_MISMATCH:
+            continue  # this driver does not know the struct version: try the older one
+        if code != 0:
+            r.nvml_failure("fabric", return_name(nvml, code))
+            return None, None
+        return (_FABRIC_STATES.get(info.state, f"unknown_{info.state}"), return_name(nvml, info.status))
     return None, None
+
+
+# nvml.h nvmlGridLicensableFeatures_t: int isGridLicenseSupported @0, unsigned licensableFeaturesCount @4, then
+# NVML_GRID_LICENSE_FEATURE_MAX_COUNT (3) nvmlGridLicensableFeature_t of 284 bytes each (featureCode, featureState,
+# licenseInfo[128], productName[128], featureEnabled, nvmlGridLicenseExpiry_t of 16): featureState at 12 + 284*i.
+# Read from a zeroed buffer larger than any version of the struct, so no binding layout is trusted.
+_LICENSE_FEATURE_SIZE = 284
+_LICENSE_BUFFER = 4096
+
+
+def _vgpu_license(r: _Reader, handle: Any) -> Optional[str]:
+    """"licensed" / "unlicensed" for a vGPU guest (nvmlDeviceGetGridLicensableFeatures_v4); None when unknown."""
+    import struct
+
+    if r.lost:
+        return None
+    buf = (ctypes.c_ubyte * _LICENSE_BUFFER)()
+    try:
+        code = _c_call(r.nvml, "nvmlDeviceGetGridLicensableFeatures_v4", handle, ctypes.byref(buf))
+    except Exception as e:  # the per-field guard
+        r.notes.append(f"vgpu_license: {type(e).__name__}: {e}")
+        return None
+    if code is None or code == _FUNCTION_NOT_FOUND:
+        return None
+    if code != 0:
+        r.nvml_failure("vgpu_license", return_name(r.nvml, code))
+        return None
+    supported, count = struct.unpack_from("<iI", bytes(buf), 0)
+    if not supported or not 0 < count <= 3:
+        return None
+    states = [struct.unpack_from("<I", bytes(buf), 12 + _LICENSE_FEATURE_SIZE * i)[0] for i in range(count)]
+    return "licensed" if any(states) else "unlicensed"
 
 
 def _mig_devices(r: _Reader, handle: Any) -> Optional[int]:
@@ -325,41 +436,134 @@ def is_own_pid(pid: Any) -> bool:
 
 
 _PROCESS_FUNCTIONS = (
-    # _v3 from driver 510.39, _v2 before it; the unversioned wrapper last (it raises NVMLLibraryMismatchError
-    # when its _v3 is missing)
+    # the binding's wrappers, for a module without the C loader (a module-level fake): _v3 from driver
+    # 510.39, _v2 before it; the unversioned wrapper last (it raises NVMLLibraryMismatchError when its _v3
+    # is missing)
     "nvmlDeviceGetComputeRunningProcesses_v3",
     "nvmlDeviceGetComputeRunningProcesses_v2",
     "nvmlDeviceGetComputeRunningProcesses",
 )
+# the C functions, newest first, each filling an array of nvml.h nvmlProcessInfo_t (24 bytes). Graphics
+# processes too (Xorg, a browser, a Wayland compositor): their memory is not "held with no visible process".
+_PROCESS_SYMBOLS = (
+    ("C", ("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2")),
+    ("G", ("nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2")),
+)
+
+# The initial PID namespace's inode is fixed (PROC_PID_INIT_INO = 0xEFFFFFFC, include/linux/proc_ns.h)
+INIT_PID_NS = f"pid:[{0xEFFFFFFC}]"
 
 
-def _processes(r: _Reader, handle: Any, own: Callable[[Any], bool]) -> Optional[List[GpuProcess]]:
-    procs = r.first("processes", _PROCESS_FUNCTIONS, handle)
-    if procs is None:
+def in_child_pid_namespace() -> Optional[bool]:
+    """True inside a PID namespace other than the host's (a container): NVML's PIDs are then host PIDs,
+    which neither match this process's PIDs nor name processes here; None when it cannot be told."""
+    try:
+        return os.readlink("/proc/self/ns/pid") != INIT_PID_NS
+    except OSError:
         return None
+
+
+def _c_process_list(r: _Reader, handle: Any, symbols: Tuple[str, ...]) -> Optional[List[Tuple[int, Any]]]:
+    """(pid, used bytes or None) of one process query through the C functions; None when none answered."""
+    nvml = r.nvml
+    for symbol in symbols:
+        if r.lost:
+            return None
+        count = ctypes.c_uint(0)
+        code = _c_call(nvml, symbol, handle, ctypes.byref(count), None)
+        if code == _FUNCTION_NOT_FOUND:
+            continue  # an older driver: its older version
+        for _ in range(3):  # processes may start between the size query and the read
+            if code != _INSUFFICIENT_SIZE:
+                break
+            n = count.value * 2 + 5
+            array = (_ProcessInfo * n)()
+            count.value = n
+            code = _c_call(nvml, symbol, handle, ctypes.byref(count), array)
+            if code == 0:
+                return [(p.pid, None if p.usedGpuMemory == _VALUE_NOT_AVAILABLE_ULL else p.usedGpuMemory)
+                        for p in array[: min(count.value, n)]]
+        if code == 0:
+            return []  # the size query answered: no processes
+        r.nvml_failure("processes", return_name(nvml, code if isinstance(code, int) else -1))
+        return None
+    return None
+
+
+def _process_lists(r: _Reader, handle: Any) -> Optional[List[Tuple[str, int, Any]]]:
+    """(type "C"/"G", pid, used bytes) of every compute and graphics process; None when unknown."""
+    if getattr(r.nvml, "_nvmlGetFunctionPointer", None) is None:
+        procs = r.first("processes", _PROCESS_FUNCTIONS, handle)
+        if procs is None:
+            return None
+        return [("C", getattr(p, "pid", None), getattr(p, "usedGpuMemory", None)) for p in procs]
+    if ctypes.sizeof(_ProcessInfo) != HEADER_SIZES[_ProcessInfo]:
+        r.notes.append(f"processes: nvmlProcessInfo_t is {ctypes.sizeof(_ProcessInfo)} bytes here, nvml.h says 24")
+        return None
+    out: List[Tuple[str, int, Any]] = []
+    answered = False
+    for kind, symbols in _PROCESS_SYMBOLS:
+        procs = _c_process_list(r, handle, symbols)
+        if procs is None:
+            if kind == "C":
+                return None  # no compute list: the processes are unknown
+            continue
+        answered = True
+        out += [(kind, pid, mem) for pid, mem in procs]
+    return out if answered else None
+
+
+def _processes(r: _Reader, handle: Any, own: Callable[[Any], bool],
+               host_pids: Optional[bool] = None) -> Optional[List[GpuProcess]]:
+    """The GPU's compute and graphics processes, envdoctor's own left out.
+
+    ``host_pids``: this process sits in a child PID namespace, so NVML's PIDs are the host's: they are kept
+    (as the host's) but not named, since nvmlSystemGetProcessName would look them up in the wrong namespace.
+    """
+    listed = _process_lists(r, handle)
+    if listed is None:
+        return None
+    merged: Dict[Any, List[Any]] = {}  # pid -> [types, memory]: one process can be both C and G
+    for kind, pid, mem in listed:
+        entry = merged.setdefault(pid, ["", None])
+        entry[0] = "C+G" if entry[0] and entry[0] != kind else kind
+        if isinstance(mem, int):
+            entry[1] = max(entry[1] or 0, mem)
     out = []
     mine = 0
-    for p in procs:
-        pid = getattr(p, "pid", None)
-        if own(pid):
+    for pid, (kind, mem) in merged.items():
+        if not host_pids and own(pid):
             mine += 1
             continue
-        mem = getattr(p, "usedGpuMemory", None)
-        name = r.call("process_name", "nvmlSystemGetProcessName", pid) if pid is not None else None
-        out.append(GpuProcess(pid=pid, name=_s(name), used_memory_bytes=mem if isinstance(mem, int) else None, type="C"))
+        name = None
+        if pid is not None and not host_pids:
+            name = r.call("process_name", "nvmlSystemGetProcessName", pid)
+        out.append(GpuProcess(pid=pid, name=_s(name), used_memory_bytes=mem if isinstance(mem, int) else None,
+                              type=kind))
     if mine:
         r.notes.append(f"processes: {mine} of envdoctor's own process(es) left out")
+    if host_pids and out:
+        r.notes.append("processes: PIDs are the host's (this runs in a container's PID namespace); names not looked up")
     return out
 
 
-def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid) -> Gpu:
-    """Everything NVML tells about GPU ``index``; each field on its own, so one failure loses one field."""
+def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, host_pids: Optional[bool] = None,
+             processes_read: Callable[[], None] = lambda: None) -> Gpu:
+    """Everything NVML tells about GPU ``index``; each field on its own, so one failure loses one field.
+
+    The process list is read first and ``processes_read()`` called right after it (or when there is none),
+    so that the payload, which starts once every GPU's list is read, is not in it.
+    """
     r = _Reader(nvml)
     try:
-        handle = nvml.nvmlDeviceGetHandleByIndex(index)
-    except nvml.NVMLError as e:
-        name = error_name(nvml, e)
-        return Gpu(index=index, nvml_error=name, notes=[f"handle: NVML {name}"])
+        try:
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        except nvml.NVMLError as e:
+            name = error_name(nvml, e)
+            return Gpu(index=index, nvml_error=name, notes=[f"handle: NVML {name}"])
+        processes = _processes(r, handle, own, host_pids)
+    finally:
+        processes_read()
     c = r.call
     k = nvml
     pci = r.first("pci", ("nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo"), handle)
@@ -395,6 +599,7 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid) -> 
     persistence = c("persistence_mode", "nvmlDeviceGetPersistenceMode", handle)
     device_id = getattr(pci, "pciDeviceId", None)
     fabric_state, fabric_status = _fabric(r, handle)
+    virt_mode = _VIRT_MODES.get(c("virtualization_mode", "nvmlDeviceGetVirtualizationMode", handle))
 
     gpu = Gpu(
         index=index,
@@ -465,11 +670,12 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid) -> 
         utilization_memory_pct=getattr(util, "memory", None),
         # NVML_PSTATE_UNKNOWN is 32
         performance_state=f"P{pstate}" if isinstance(pstate, int) and 0 <= pstate < 16 else None,
-        processes=_processes(r, handle, own),
+        processes=processes,
         nvlinks=_nvlinks(r, handle) if not r.lost else None,
         fabric_state=fabric_state,
         fabric_status=fabric_status,
-        virtualization_mode=_VIRT_MODES.get(c("virtualization_mode", "nvmlDeviceGetVirtualizationMode", handle)),
+        virtualization_mode=virt_mode,
+        vgpu_license=_vgpu_license(r, handle) if virt_mode == "vgpu" else None,
     )
     return _finish(gpu, r)
 
@@ -478,16 +684,54 @@ def _finish(gpu: Gpu, r: _Reader) -> Gpu:
     return dataclasses.replace(gpu, notes=r.notes or None, nvml_error=r.lost)
 
 
-def _read_gpus(nvml: Any, count: int, deadline: float, own: Callable[[Any], bool]) -> Tuple[List[Gpu], List[int]]:
+# Open while no NVML probe is reading GPU process lists: the inspect payload waits on it (wait_for_process_lists)
+# so that its own CUDA context is not among them; in a container NVML's host PIDs cannot be matched to it.
+_PROCESS_GATE = threading.Event()
+_PROCESS_GATE.set()
+PROCESS_GATE_WAIT_S = 5.0
+
+
+def hold_process_lists() -> None:
+    """Close the gate before the probes start (collect); the NVML probe opens it once the lists are read."""
+    _PROCESS_GATE.clear()
+
+
+def release_process_lists() -> None:
+    _PROCESS_GATE.set()
+
+
+def wait_for_process_lists(timeout_s: float = PROCESS_GATE_WAIT_S) -> bool:
+    """Wait (at most ``timeout_s``) until no NVML probe is reading GPU process lists; True if none is."""
+    return _PROCESS_GATE.wait(timeout_s)
+
+
+def _read_gpus(nvml: Any, count: int, deadline: float, own: Callable[[Any], bool],
+               host_pids: Optional[bool] = None) -> Tuple[List[Gpu], List[int]]:
     """Each GPU in its own thread (NVML is thread-safe: NVML API reference, "Thread-safety"), so one hung GPU
     costs its own facts only; (GPUs, indices still unanswered at ``deadline``)."""
     results: Dict[int, Gpu] = {}
+    pending = [count]
+    lock = threading.Lock()
+    if count <= 0:
+        release_process_lists()
 
     def work(i: int) -> None:
+        done = [False]
+
+        def processes_read() -> None:
+            with lock:
+                if not done[0]:
+                    done[0] = True
+                    pending[0] -= 1
+                    if pending[0] <= 0:
+                        release_process_lists()
+
         try:
-            results[i] = read_gpu(nvml, i, own)
+            results[i] = read_gpu(nvml, i, own, host_pids, processes_read)
         except Exception as e:  # the per-GPU guard
             results[i] = Gpu(index=i, notes=[f"read crashed: {type(e).__name__}: {e}"])
+        finally:
+            processes_read()
 
     threads = [threading.Thread(target=work, args=(i,), name=f"envdoctor-nvml-gpu{i}", daemon=True)
                for i in range(count)]
@@ -502,7 +746,16 @@ def _read_gpus(nvml: Any, count: int, deadline: float, own: Callable[[Any], bool
     return gpus, hung
 
 
-def _probe(nvml: Any, deadline: Optional[float] = None, own: Callable[[Any], bool] = is_own_pid) -> Driver:
+def _probe_and_release(nvml: Any, deadline: Optional[float] = None, own: Callable[[Any], bool] = is_own_pid,
+                       host_pids: Optional[bool] = None) -> Driver:
+    try:
+        return _probe(nvml, deadline, own, host_pids)
+    finally:
+        release_process_lists()  # whatever happened, the payload must not wait on this probe any longer
+
+
+def _probe(nvml: Any, deadline: Optional[float] = None, own: Callable[[Any], bool] = is_own_pid,
+           host_pids: Optional[bool] = None) -> Driver:
     deadline = deadline if deadline is not None else time.monotonic() + DEFAULT_TIMEOUT_S
     try:
         nvml.nvmlInit()
@@ -510,6 +763,8 @@ def _probe(nvml: Any, deadline: Optional[float] = None, own: Callable[[Any], boo
         name = error_name(nvml, e)
         status, reason = _INIT_ERRORS.get(name, (ProbeStatus.FAILED, f"NVML init failed: {name} ({e})"))
         return Driver(status=status, reason=reason, source="nvml", nvml_error=name)
+    if host_pids is None:
+        host_pids = in_child_pid_namespace()
     hung: List[int] = []
     try:
         r = _Reader(nvml)
@@ -530,7 +785,7 @@ def _probe(nvml: Any, deadline: Optional[float] = None, own: Callable[[Any], boo
                 nvml_version=nvml_version,
                 nvml_error=name,
             )
-        gpus, hung = _read_gpus(nvml, int(count), deadline, own)
+        gpus, hung = _read_gpus(nvml, int(count), deadline, own, host_pids)
     finally:
         if not hung:  # a thread still inside the driver: leave the library as it is
             try:
@@ -599,12 +854,20 @@ def binding_problem(module: Any) -> Optional[str]:
 
 
 def probe_nvml(nvml: Any = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-               own: Callable[[Any], bool] = is_own_pid) -> Driver:
+               own: Callable[[Any], bool] = is_own_pid, host_pids: Optional[bool] = None) -> Driver:
     """The driver as NVML sees it. ``nvml`` is the pynvml module or a fake with the same names.
 
     Runs in a daemon thread so that a hung driver call (a GPU fallen off the bus) costs at most
     ``timeout_s`` and a ``failed`` fact, never a hang. GPUs read before the deadline are kept.
+    ``host_pids``: NVML's PIDs are another PID namespace's (None: tell from /proc/self/ns/pid).
     """
+    try:
+        return _probe_nvml(nvml, timeout_s, own, host_pids)
+    finally:
+        release_process_lists()
+
+
+def _probe_nvml(nvml: Any, timeout_s: float, own: Callable[[Any], bool], host_pids: Optional[bool]) -> Driver:
     if nvml is None:
         try:
             nvml = _import_pynvml()
@@ -624,7 +887,7 @@ def probe_nvml(nvml: Any = None, timeout_s: float = DEFAULT_TIMEOUT_S,
 
     def target() -> None:
         # in its own thread, so under the probe guard here: an exception would not cross back to the caller
-        result.append(guard("nvml", functools.partial(_probe, nvml, deadline, own),
+        result.append(guard("nvml", functools.partial(_probe_and_release, nvml, deadline, own, host_pids),
                             lambda reason: Driver(status=ProbeStatus.FAILED, reason=f"NVML {reason}",
                                                   source="nvml"))[0])
 

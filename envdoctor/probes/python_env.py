@@ -96,6 +96,10 @@ def execute_payload(executable: str, runner: Any, task: str = "inspect", args: S
         rr = RunResult(tuple(argv), None, error="payload missing")
         return PayloadRun(None, f"envdoctor's payload script is missing ({payload_path()}): reinstall envdoctor",
                           "could_not_run", rr)
+    if task == "inspect":
+        from envdoctor.probes.nvml import wait_for_process_lists
+
+        wait_for_process_lists()  # not while NVML lists the GPUs' processes: the payload's CUDA context is not another tenant
     rr = runner.run(argv, timeout=timeout_s, env=PAYLOAD_ENV)
     if rr.not_found:
         return PayloadRun(None, f"Python interpreter {executable} not found", "not_found", rr)

@@ -5,4 +5,4 @@ step_bench_peers() {
         timeout "$STEP_TIMEOUT" bash scripts/gpu_bench_peers.sh "$OUT/bench-peers" >"$OUT/bench_peers.out" 2>&1)
     row bench_peers "exit $?" "raw: bench-peers/ (bench-peers.md is the table for docs/measurements.md)"
 }
-add_step bench_peers
+add_step bench_peers 40 "envdoctor bench beside its peers (mamf-finder method, nvbandwidth, nccl-tests)"

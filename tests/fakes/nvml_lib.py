@@ -14,6 +14,7 @@ arguments, ``ERR("NOT_SUPPORTED")``, or a callable ``f(gpu, args) -> return code
 from __future__ import annotations
 
 import ctypes
+import struct
 import threading
 import time
 from contextlib import contextmanager
@@ -66,6 +67,38 @@ class FakeGpu:
     mig: List[FakeGpu] = field(default_factory=list)  # MIG device handles (nvmlDeviceGetMigDeviceHandleByIndex)
 
 
+# nvml.h layouts (NVIDIA/go-nvml gen/nvml/nvml.h), built with struct, not ctypes, so that they are an
+# independent statement of the header: what a driver writes, byte for byte, whatever the binding declared
+_FABRIC_IMAGES = {  # version -> (struct format, size); None: nvmlGpuFabricInfo_t of the unversioned call
+    None: ("<16sIIB3x", 28),  # clusterUuid[16], status, cliqueId, state (unsigned char) + padding
+    2: ("<I16sIIB3xI", 36),  # version, ..., state, healthMask
+    3: ("<I16sIIB3xIB3x", 40),  # version, ..., healthMask, healthSummary + padding
+}
+_PROCESS_INFO = ("<I4xQII", 24)  # nvmlProcessInfo_t: pid, (padding), usedGpuMemory, gpuInstanceId, computeInstanceId
+NO_MIG_ID = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class FABRIC:
+    """What nvmlDeviceGetGpuFabricInfo(V) writes: NVML_GPU_FABRIC_STATE_* and an nvmlReturn_t."""
+
+    state: int
+    status: int = 0
+    clique: int = 0
+    health_mask: int = 0
+    cluster_uuid: bytes = bytes(range(1, 17))
+
+
+def _memmove_into(out: Any, data: bytes, offset: int = 0) -> int:
+    """Write ``data`` at byte ``offset`` of the object the binding passed (byref() or an array), as a C
+    library writes through the pointer; never past the object's end (a real driver would). Bytes written."""
+    target = getattr(out, "_obj", out)
+    room = max(0, ctypes.sizeof(target) - offset)
+    n = min(len(data), room)
+    ctypes.memmove(ctypes.addressof(target) + offset, data, n)
+    return n
+
+
 def _value_of(arg: Any) -> Any:
     return getattr(arg, "value", arg)
 
@@ -87,7 +120,7 @@ class FakeNvmlLib:
 
     def __init__(self, gpus: List[FakeGpu], driver: str = "550.54.15", cuda: int = 12040,
                  missing: Optional[Set[str]] = None, init_error: Optional[str] = None,
-                 processes: Optional[Dict[int, str]] = None):
+                 processes: Optional[Dict[int, str]] = None, fabric_versions: Optional[Set[int]] = None):
         import pynvml
 
         self._pynvml = pynvml
@@ -97,6 +130,11 @@ class FakeNvmlLib:
         self.missing = set(missing or ())
         self.init_error = init_error
         self.process_names = processes or {}
+        # nvmlGpuFabricInfo versions the V call accepts: R550 knows v2, later drivers v2 and v3
+        if fabric_versions is None:
+            fabric_versions = {2} if driver.startswith(("550.", "555.", "560.")) else {2, 3}
+        self.fabric_versions = set(fabric_versions)
+        self.fabric_writes: List[Any] = []  # (symbol, version, sizeof the caller's struct, bytes nvml.h has)
         self.called: List[str] = []
         self._structs: Dict[int, FakeGpu] = {}
         self._keep: List[Any] = []
@@ -191,11 +229,16 @@ class FakeNvmlLib:
 
     # ------------------------------------------------------------------ device functions with array protocols
     def _processes(self, handle: Any, count: Any, array: Any, name: str) -> int:
+        """The nvml.h protocol: a size query (array NULL), then nvmlProcessInfo_t entries of 24 bytes each,
+        written at their header offsets into whatever array the caller passed.
+
+        A process is ``(pid, bytes)`` or ``(pid, bytes, gpu_instance_id, compute_instance_id)``.
+        """
         gpu = self._gpu(handle)
         code = self._enter(gpu)
         if code is not None:
             return code
-        procs = gpu.data.get(name, gpu.data.get("processes", []))
+        procs = gpu.data.get(name, gpu.data.get("processes", []) if "Compute" in name else [])
         if isinstance(procs, ERR):
             return procs.code
         if not procs:
@@ -204,9 +247,10 @@ class FakeNvmlLib:
         if array is None or _value_of(count._obj) < len(procs):
             _write(count, len(procs))
             return ERROR_CODES["INSUFFICIENT_SIZE"]
-        for i, (pid, mem) in enumerate(procs):
-            array[i].pid = pid
-            array[i].usedGpuMemory = mem
+        fmt, size = _PROCESS_INFO
+        for i, proc in enumerate(procs):
+            pid, mem, gi, ci = (tuple(proc) + (NO_MIG_ID, NO_MIG_ID))[:4]
+            _memmove_into(array, struct.pack(fmt, pid, mem, gi, ci), i * size)
         _write(count, len(procs))
         return SUCCESS
 
@@ -214,6 +258,46 @@ class FakeNvmlLib:
         return self._processes(handle, count, array, "nvmlDeviceGetComputeRunningProcesses")
 
     _c_nvmlDeviceGetComputeRunningProcesses_v2 = _c_nvmlDeviceGetComputeRunningProcesses_v3
+
+    def _c_nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: Any, count: Any, array: Any) -> int:
+        return self._processes(handle, count, array, "nvmlDeviceGetGraphicsRunningProcesses")
+
+    _c_nvmlDeviceGetGraphicsRunningProcesses_v2 = _c_nvmlDeviceGetGraphicsRunningProcesses_v3
+
+    # ------------------------------------------------------------------ GPU fabric info, as nvml.h lays it out
+    def _fabric(self, handle: Any, out: Any, symbol: str, versioned: bool) -> int:
+        gpu = self._gpu(handle)
+        code = self._enter(gpu)
+        if code is not None:
+            return code
+        value = gpu.data.get(symbol, ERR("NOT_SUPPORTED"))
+        if isinstance(value, ERR):
+            return value.code
+        version = None
+        if versioned:
+            # the caller sets .version = NVML_STRUCT_VERSION(GpuFabricInfo, v) = sizeof | v << 24; a
+            # version (or size) this driver does not know is ARGUMENT_VERSION_MISMATCH
+            raw = struct.unpack("<I", ctypes.string_at(ctypes.addressof(out._obj), 4))[0]
+            version = raw >> 24
+            if version not in self.fabric_versions or (raw & 0xFFFFFF) != _FABRIC_IMAGES[version][1]:
+                return ERROR_CODES["ARGUMENT_VERSION_MISMATCH"]
+        fmt, size = _FABRIC_IMAGES[version]
+        fields = (value.cluster_uuid, value.status, value.clique, value.state)
+        if version is not None:
+            fields = (_FABRIC_IMAGES[version][1] | version << 24,) + fields + (value.health_mask,)
+            if version == 3:
+                fields += (0,)
+        image = struct.pack(fmt, *fields)
+        assert len(image) == size
+        self.fabric_writes.append((symbol, version, ctypes.sizeof(getattr(out, "_obj", out)), size))
+        _memmove_into(out, image)
+        return SUCCESS
+
+    def _c_nvmlDeviceGetGpuFabricInfo(self, handle: Any, out: Any) -> int:
+        return self._fabric(handle, out, "nvmlDeviceGetGpuFabricInfo", versioned=False)
+
+    def _c_nvmlDeviceGetGpuFabricInfoV(self, handle: Any, out: Any) -> int:
+        return self._fabric(handle, out, "nvmlDeviceGetGpuFabricInfoV", versioned=True)
 
     def _c_nvmlDeviceGetRetiredPages(self, handle: Any, cause: Any, count: Any, array: Any) -> int:
         gpu = self._gpu(handle)
@@ -374,14 +458,11 @@ def nvlinks(n: int, active: bool = True, remote_type: int = 2, total: int = 18) 
     return {"nvmlDeviceGetNvLinkState": state, "nvmlDeviceGetNvLinkRemoteDeviceType": rtype}
 
 
-def fabric(state: int, status: int = 0) -> Dict[str, Any]:
-    """nvmlDeviceGetGpuFabricInfo(V) writing ``state`` (NVML_GPU_FABRIC_STATE_*) and ``status`` (nvmlReturn_t)."""
-    def write(gpu: FakeGpu, args: Any) -> int:
-        info = args[1]._obj
-        info.state = state
-        info.status = status
-        return SUCCESS
-    return {"nvmlDeviceGetGpuFabricInfo": write, "nvmlDeviceGetGpuFabricInfoV": write}
+def fabric(state: int, status: int = 0, **extra: Any) -> Dict[str, Any]:
+    """nvmlDeviceGetGpuFabricInfo(V) writing ``state`` (NVML_GPU_FABRIC_STATE_*) and ``status`` (nvmlReturn_t)
+    at the nvml.h offsets of the struct version the caller asked for."""
+    value = FABRIC(state, status, **extra)
+    return {"nvmlDeviceGetGpuFabricInfo": value, "nvmlDeviceGetGpuFabricInfoV": value}
 
 
 def h100_sxm(i: int, **extra: Any) -> FakeGpu:
@@ -446,6 +527,17 @@ def a100_sxm(i: int, **extra: Any) -> FakeGpu:
                     nvmlDeviceGetMaxClockInfo={1: 1410, 2: 1593}, nvmlDeviceGetClockInfo={1: 1410, 2: 1593},
                     nvmlDeviceGetApplicationsClock={0: 1410}, nvmlDeviceGetDefaultApplicationsClock={0: 1410})
     data.update(nvlinks(12, remote_type=2))
+    data["nvmlDeviceGetGpuFabricInfo"] = ERR("NOT_SUPPORTED")
+    data["nvmlDeviceGetGpuFabricInfoV"] = ERR("NOT_SUPPORTED")
+    data.update(extra)
+    return FakeGpu(data)
+
+
+def sxm_alone(name: str, device_id: int, arch: int, cc: tuple, links: int = 18, **extra: Any) -> FakeGpu:
+    """An SXM GPU with every NVLink inactive and no fabric info: one GPU of an HGX board in a VM of its own
+    (NVML reports its links inactive, fabric info NOT_SUPPORTED). ``extra`` replaces answers (fabric(...))."""
+    data = base_gpu(name, "00000000:00:07.0", device_id, arch, cc)
+    data.update(nvlinks(links, active=False))
     data["nvmlDeviceGetGpuFabricInfo"] = ERR("NOT_SUPPORTED")
     data["nvmlDeviceGetGpuFabricInfoV"] = ERR("NOT_SUPPORTED")
     data.update(extra)

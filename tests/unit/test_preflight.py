@@ -60,3 +60,38 @@ def test_preflight_on_this_gpu_less_machine(cpu_venv, tmp_path: Path, monkeypatc
         envdoctor.preflight(target_gpus="H100", target_driver="535.104.05", python=cpu_venv.python,
                             static=True, config=False)
     assert "torch" not in sys.modules
+
+
+def _driverless(nvidia_pci_devices, descriptions=()):
+    from envdoctor.facts import Driver, Facts, Host, PcieLink, Topology
+
+    return Facts(driver=Driver(status="absent", reason="NVML library (libnvidia-ml.so.1) not found"),
+                 host=Host(status="ok", os="Linux"),
+                 topology=Topology(status="ok", nvidia_pci_devices=nvidia_pci_devices,
+                                   pcie_links=[PcieLink(bdf="0000:17:00.0", description=d) for d in descriptions]),
+                 collected_at="2026-12-01T00:00:00Z")
+
+
+@pytest.mark.parametrize("devices,descriptions", [
+    (["0000:17:00.0 0x0302", "0000:17:00.1 0x0403"], ()),  # sysfs: vendor 0x10de, no driver bound
+    (None, ("3D controller: [10de:2330]",)),  # sysfs-built description: the ids only, no word "nvidia"
+])
+def test_a_driverless_gpu_box_fails_preflight(monkeypatch, tmp_path, devices, descriptions):
+    import envdoctor
+    import envdoctor.app as app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(app, "collect", lambda *a, **k: _driverless(devices, descriptions))
+    with pytest.raises(envdoctor.PreflightError) as e:
+        envdoctor.preflight(config=False)
+    assert any(f.code.startswith("driver.present") and f.severity == "error" for f in e.value.report.findings)
+
+
+def test_a_cpu_box_passes_preflight(monkeypatch, tmp_path):
+    import envdoctor
+    import envdoctor.app as app
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(app, "collect", lambda *a, **k: _driverless([]))
+    report = envdoctor.preflight(config=False)
+    assert not report.has_at_least("error")

@@ -483,3 +483,17 @@ def test_bench_checks_do_no_io():
     assert not audit.SEEN, audit.SEEN
 
 
+
+
+def test_sampler_decodes_throttle_bits_through_the_probes_decoder():
+    # the sampler had its own copy of the bit table and dropped bits the probe keeps (0x200, 0x400)
+    from envdoctor.bench.sampler import read_sample
+    from envdoctor.probes.nvml import decode_reasons
+    from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
+
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=0x4 | 0x200)])
+    with installed(lib) as nv:
+        nv.nvmlInit()
+        sample = read_sample(nv, nv.nvmlDeviceGetHandleByIndex(0))
+        nv.nvmlShutdown()
+    assert sample["throttle_reasons"] == decode_reasons(0x204) == ["sw_power_cap", "unknown_0x200"]

@@ -390,6 +390,23 @@ def test_pcie_names_narrower_upstream_bridge(compat):
     assert any(e.path == "topology.pcie_links[1].sta_width" and e.value == 8 for e in w.evidence)
 
 
+def test_pcie_in_a_pod_judges_only_the_gpus_it_was_given(compat):
+    # a Kubernetes pod given GPU 0 sees all eight of the host's GPUs in sysfs; one it was not given runs at x8
+    from envdoctor.facts import Container
+
+    mine = PcieLink(bdf="0000:17:00.0", description="3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB]",
+                    cap_speed_gts=32.0, cap_width=16, sta_speed_gts=32.0, sta_width=16)
+    other = PcieLink(bdf="0000:27:00.0", description="3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB]",
+                     cap_speed_gts=32.0, cap_width=16, sta_speed_gts=32.0, sta_width=8)
+    f = replace_gpu(healthy(), 0, pci_bus_id="00000000:17:00.0")
+    f = dataclasses.replace(f, driver=dataclasses.replace(f.driver, gpus=f.driver.gpus[:1]),
+                            topology=dataclasses.replace(f.topology, pcie_links=[mine, other]))
+    assert finding(one(f, compat, "pcie.link"), "pcie.link/width")  # on the host: that GPU is judged
+    pod = dataclasses.replace(f, host=dataclasses.replace(f.host, container=Container(
+        runtime="kubernetes", gpu_device_nodes=["/dev/nvidia0", "/dev/nvidiactl"], nvidia_visible_devices="GPU-1")))
+    assert bad_categories([one(pod, compat, "pcie.link")]) == set()
+
+
 def test_pcie_skips_without_link_facts(compat):
     assert one(Facts(), compat, "pcie.link").status == CheckStatus.SKIPPED
 
@@ -418,8 +435,13 @@ def test_nvlink_all_links_inactive_a100_and_ok_sibling(compat):
     # the capture's GPUs run with MIG on: judge the links as they would be with MIG off
     assert base.driver.gpus[0].mig_mode_current is True
     whole = replace_gpu(base, 0, mig_mode_current=False)
-    bad = one(replace_gpu(whole, 0, nvlinks=down), compat, "interconnect.nvlink")
+    # the capture is one GPU of an HGX A100 board: on the board (its 6 NVSwitches seen) all links down is the fault
+    on_board = dataclasses.replace(whole, driver=dataclasses.replace(whole.driver, nvswitch_count=6))
+    bad = one(replace_gpu(on_board, 0, nvlinks=down), compat, "interconnect.nvlink")
     assert "all NVLink links inactive" in finding(bad, "interconnect.nvlink/inactive").summary
+    # the same GPU alone (no NVSwitch, no peer, no fabric info: a 1-GPU VM) is told, not failed
+    alone = one(replace_gpu(whole, 0, nvlinks=down), compat, "interconnect.nvlink")
+    assert [(f.code, f.severity) for f in alone.findings] == [("interconnect.nvlink/not-configured", Severity.INFO)]
     assert one(replace_gpu(whole, 0, nvlinks=up), compat, "interconnect.nvlink").findings == []
     # with MIG on the same links are not an error (MIG instances do not use NVLink), but not hidden either
     mig = finding(one(replace_gpu(base, 0, nvlinks=down), compat, "interconnect.nvlink"), "interconnect.nvlink/mig")

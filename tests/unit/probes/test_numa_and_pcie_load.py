@@ -120,6 +120,20 @@ def test_numa_process_pinned_to_the_other_socket_warns(compat):
     assert x.fix.commands[0].startswith("numactl --cpunodebind=1 --membind=1")
 
 
+def test_numa_in_a_pod_judges_only_the_gpus_it_was_given(compat):
+    # a pod on socket 0 given GPU 0: sysfs still lists the host's GPUs on socket 1, which are not the pod's
+    from envdoctor.facts import Container
+
+    f = healthy()
+    pod = dataclasses.replace(f, driver=dataclasses.replace(f.driver, gpus=f.driver.gpus[:1]),
+                              host=dataclasses.replace(f.host, cpu_affinity_list="0-27", container=Container(
+                                  runtime="kubernetes", gpu_device_nodes=["/dev/nvidia0", "/dev/nvidiactl"])))
+    assert _numa(pod, compat).status == CheckStatus.PASSED
+    # the same view on the host itself: those GPUs are judged
+    host_view = dataclasses.replace(pod, host=dataclasses.replace(pod.host, container=None))
+    assert [x.code for x in _numa(host_view, compat).findings] == ["host.numa/remote-gpu"]
+
+
 def test_numa_without_numa_info_or_facts(compat):
     f = healthy()
     flat = [dataclasses.replace(loc, numa_node=-1) for loc in f.topology.gpu_locality]
