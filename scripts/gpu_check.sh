@@ -35,7 +35,6 @@ payload_pid         40  does the inspect payload's own PID show among NVML compu
 nvml_facts          30  NVLink/fabric/virtualization facts, ValidateInforom cost per GPU, deprecated NVML symbols
 pcie_under_load      5  PCIe gen/width under load against the maximum (from the snapshot)
 pytest_gpu          45  pytest -m gpu
-bench               30  envdoctor bench, where that command exists
 "
 STEPS=()
 BUDGETS=()
@@ -165,17 +164,6 @@ step_pytest_gpu() {
         >"$OUT/pytest_gpu.out" 2>&1)
     local rc=$?
     row pytest_gpu "exit $rc" "$(tail -n 1 "$OUT/pytest_gpu.out")"
-}
-
-step_bench() {
-    # an unknown command is a usage error (exit 2), so `bench --help` answers 0 only where bench exists
-    if ! (cd "$REPO" && "$PYTHON" -m envdoctor bench --help >/dev/null 2>&1); then
-        row bench "skipped" "no 'envdoctor bench' command in this version"
-        return
-    fi
-    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor bench --python "$TORCH_PY" --format json \
-        -o "$OUT/bench.json" >"$OUT/bench.out" 2>&1)
-    row bench "exit $?" "raw: bench.json"
 }
 
 # --------------------------------------------------------------------------- questions only hardware settles

@@ -256,6 +256,14 @@ def test_gpu_bench_peers_skips_with_a_reason_without_a_gpu(tmp_path):
         assert proc.returncode == 0, proc.stderr
         assert "skipped: no nvidia-smi on PATH" in proc.stdout
         assert not (tmp_path / "out.tar.gz").exists()
+    # the short form scripts/gpu_check.sh runs (BUDGET_S, no --thorough run); a budget it cannot keep is refused
+    proc = subprocess.run(["/bin/bash", str(REPO / "scripts/gpu_bench_peers.sh"), str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=60, cwd=REPO,
+                          env=dict(env, ENVDOCTOR_TEST_CUDA_VENV=sys.executable, PYTHON=sys.executable, BUDGET_S="90"))
+    assert proc.returncode == 0 and "skipped: no nvidia-smi on PATH" in proc.stdout, proc.stderr
+    proc = subprocess.run([sys.executable, str(REPO / "scripts/gpu_bench_peers.py"), "--python", sys.executable,
+                           "--budget", "5"], capture_output=True, text=True, timeout=60, cwd=REPO, env=env)
+    assert proc.returncode == 2 and "--budget 5" in proc.stderr
 
 
 def test_the_storage_check_names_a_network_volume_and_no_hdd_for_virtio():
