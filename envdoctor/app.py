@@ -129,7 +129,8 @@ PROBE_DEADLINE_MARGIN_S = 20.0
 
 
 def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], Any]]],
-                       deadline_s: float) -> Dict[str, Tuple[Any, ProbeRun]]:
+                       deadline_s: float, meanwhile: Optional[Callable[[], Any]] = None
+                       ) -> Dict[str, Tuple[Any, ProbeRun]]:
     """Run each guarded probe in a daemon thread; one still running at the deadline becomes 'failed'.
 
     Daemon threads, not a ThreadPoolExecutor: the executor's workers are joined at interpreter exit, so a
@@ -146,6 +147,8 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
     end = time.monotonic() + deadline_s
     interrupted: Optional[Interrupted] = None
     try:
+        if meanwhile is not None:
+            _while_probing(meanwhile)
         for t in threads.values():
             t.join(max(0.0, end - time.monotonic()))
     except Interrupted as e:  # the signal handler killed the children: keep what finished, say what did not
@@ -172,10 +175,31 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
     return results
 
 
-def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Facts:
+def _while_probing(work: Callable[[], Any]) -> None:
+    """What the caller does while the probes wait on their commands (import the checks, load the compat data,
+    import a renderer): off the critical path, which is the target's `import torch`. Its failure is not the
+    probes': the same work runs again, unguarded, where it is needed."""
+    try:
+        work()
+    except Exception:  # noqa: BLE001 - a warm-up only; judge() and the renderer raise it in their own place
+        pass
+
+
+def warm_up() -> None:
+    """Import the checks and load the compat data (what judge() needs), e.g. while the probes run."""
+    from .checks import all_checks
+    from .compat import load_compat
+
+    all_checks()
+    load_compat()
+
+
+def collect(options: Optional[CollectOptions] = None, runner: Any = None,
+            meanwhile: Optional[Callable[[], Any]] = None) -> Facts:
     """Probe this machine: every registered probe (probes/registry.py) at once, each under the one guard.
 
-    Never raises for a probe's failure: it is recorded in the facts.
+    Never raises for a probe's failure: it is recorded in the facts. ``meanwhile`` runs in this thread while the
+    probes run (e.g. warm_up: the checks' imports and the compat data, off the critical path).
     """
     from .probes.registry import ProbeContext, all_probes
     from .probes.runner import Runner, allow_children
@@ -187,11 +211,13 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
     runner = runner or Runner()
     ctx = ProbeContext(runner=runner, fs=SysRoot(options.root), env=env, options=options)
     probes = [p for p in all_probes() if p.enabled(ctx)]
-    jobs = {p.name: (functools.partial(p.run, ctx), p.failed) for p in probes}
+    # the interpreter first: its `import torch` is the longest wait, every other probe fits inside it
+    started = sorted(probes, key=lambda p: p.section != "pythons")
+    jobs = {p.name: (functools.partial(p.run, ctx), p.failed) for p in started}
     deadline_s = max(options.python_timeout_s, 10.0) + PROBE_DEADLINE_MARGIN_S
     interrupted: Optional[Interrupted] = None
     try:
-        done = _run_with_deadline(jobs, deadline_s)
+        done = _run_with_deadline(jobs, deadline_s, meanwhile)
     except Interrupted as e:
         interrupted, done = e, e.partial or {}
     sections: Dict[str, Any] = {}

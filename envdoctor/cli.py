@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import json
 import os
 import sys
@@ -326,7 +327,7 @@ def cmd_check(args) -> int:
         options = _collect_options(args)
         bench = _bench_options(args, names=[]) if args.bench else None
         try:
-            facts = collect(options)
+            facts = collect(options, meanwhile=functools.partial(_warm_up, args))
         except Interrupted as e:
             _partial_report(e, args, only, ignore, expect)
             raise
@@ -339,6 +340,17 @@ def cmd_check(args) -> int:
     if facts.bench.results:
         _write_bench_table(report, args)
     return _exit_code(report, args.fail_on)
+
+
+def _warm_up(args) -> None:
+    """While the probes wait on the target's `import torch`: the checks, the compat data and the renderer."""
+    from .app import warm_up
+
+    warm_up()
+    if args.format == "console":
+        from .report import console  # noqa: F401  (rich)
+    elif args.format == "json":
+        from .report import redact  # noqa: F401
 
 
 def _bench_options(args, names):

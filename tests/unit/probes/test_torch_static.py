@@ -210,8 +210,19 @@ def probe_with_pythonpath(root: Path, timeout_s: float = 60.0) -> PythonEnv:
 VERSION_PY = "__version__ = '2.14.1+cu130'\ncuda = '13.0'\nhip = None\ngit_version = 'abc123'\n"
 
 
-def test_segfault_inside_import_torch_keeps_the_build(tmp_path: Path, compat) -> None:
+def test_segfault_at_the_start_of_import_torch_keeps_version_py(tmp_path: Path) -> None:
+    # the files are read while torch imports: a crash in its first moments still has version.py (read before)
     root = fake_torch(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n", VERSION_PY)
+    env = probe_with_pythonpath(root)
+    assert env.failure == "crashed" and env.failure_stage == "importing torch"
+    assert (env.torch.version, env.torch.cuda, env.torch.git_version) == ("2.14.1+cu130", "13.0", "abc123")
+    assert env.python_version and env.executable
+
+
+def test_segfault_inside_import_torch_keeps_the_build(tmp_path: Path, compat) -> None:
+    # (a real libtorch crashes after seconds of mapping libraries: the files read meanwhile come back)
+    root = fake_torch(tmp_path, "import os, signal, time\ntime.sleep(2)\nos.kill(os.getpid(), signal.SIGSEGV)\n",
+                      VERSION_PY)
     env = probe_with_pythonpath(root)
     assert env.status == ProbeStatus.FAILED and env.failure == "crashed"
     assert env.failure_stage == "importing torch"
