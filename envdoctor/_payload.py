@@ -1196,6 +1196,10 @@ def _interpreter_facts() -> Dict[str, Any]:
         "prefix": sys.prefix,
         "base_prefix": base_prefix,
         "is_venv": sys.prefix != base_prefix or hasattr(sys, "real_prefix"),
+        # PEP 668: the distribution manages this Python's packages (pip refuses to install into it); a venv
+        # made from it is not managed
+        "externally_managed": sys.prefix == base_prefix and os.path.isfile(
+            os.path.join(sysconfig.get_path("stdlib") or "", "EXTERNALLY-MANAGED")),
         "is_conda": is_conda,
         "conda_prefix": conda_prefix,
         "sys_path": list(sys.path),

@@ -146,9 +146,13 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
         threads[name] = t
     end = time.monotonic() + deadline_s
     interrupted: Optional[Interrupted] = None
+    if meanwhile is not None:
+        # a thread too: the main thread only waits, so that a signal's Interrupted lands in a join, never
+        # inside an import (where importlib would swallow it)
+        warm = threading.Thread(target=_while_probing, args=(meanwhile,), name="envdoctor-warm-up", daemon=True)
+        warm.start()
+        threads["(warm-up)"] = warm
     try:
-        if meanwhile is not None:
-            _while_probing(meanwhile)
         for t in threads.values():
             t.join(max(0.0, end - time.monotonic()))
     except Interrupted as e:  # the signal handler killed the children: keep what finished, say what did not

@@ -385,7 +385,7 @@ def _run_bench(facts, options, bench, args):
 def _write_bench_table(report, args) -> None:
     """The results table beside the findings: console and Markdown (JSON has them in facts.bench)."""
     from .compat import load_compat
-    from .report.bench_view import render_console_table, render_markdown_table
+    from .report.bench_view import render_markdown_table
 
     compat = load_compat()
     to_file = bool(args.output and args.output != "-")
@@ -397,10 +397,7 @@ def _write_bench_table(report, args) -> None:
             host = report.facts.host.hostname
             text = redact_text(text, [host] if host else [])
     elif args.format == "console":
-        if not to_file:
-            render_console_table(report.facts, compat, file=sys.stdout)
-            return
-        text = render_console_table(report.facts, compat, color=False)
+        return  # the console report holds the table, before its verdict
     else:
         return
     if to_file:

@@ -218,7 +218,7 @@ def _section(cls: Any, data: Any, path: str, notes: List[str]) -> Any:
 def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     """Build PythonEnv from the inspect task's result (status/reason are set by the caller)."""
     scalar_keys = ("executable", "python_version", "implementation", "platform", "prefix", "is_venv",
-                   "is_conda", "env", "import_errors", "torch_inspected")
+                   "is_conda", "env", "import_errors", "torch_inspected", "externally_managed")
     base = _section(PythonEnv, {k: result[k] for k in scalar_keys if k in result}, "python", notes) or PythonEnv()
     packages = []
     for i, p in enumerate(result.get("packages") or []):
@@ -368,8 +368,41 @@ def _targets(ctx: ProbeContext) -> List[Tuple[str, str]]:
 @probe("pythons", failed=lambda reason: [PythonEnv(status=ProbeStatus.FAILED, reason=reason)])
 def collect_pythons(ctx: ProbeContext) -> List[PythonEnv]:
     options = ctx.options
-    return probe_pythons(_targets(ctx), ctx.runner, getattr(options, "python_timeout_s", DEFAULT_TIMEOUT_S),
+    envs = probe_pythons(_targets(ctx), ctx.runner, getattr(options, "python_timeout_s", DEFAULT_TIMEOUT_S),
                          getattr(options, "inspect_torch", True))
+    return [who_is_judged(e, envs, ctx.env, ctx.runner) for e in envs]
+
+
+def _same_path(a: Optional[str], b: Optional[str]) -> bool:
+    if not a or not b:
+        return False
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return a == b
+
+
+def _cwd() -> Optional[str]:
+    try:
+        return os.getcwd()
+    except OSError:  # the current directory was deleted
+        return None
+
+
+def who_is_judged(penv: PythonEnv, judged: Sequence[PythonEnv], env: Mapping[str, str], runner: Any,
+                  own_prefix: Optional[str] = None, cwd: Optional[str] = None) -> PythonEnv:
+    """Mark envdoctor's own environment and, for an interpreter without torch, list those with torch elsewhere."""
+    if penv.status != ProbeStatus.OK:
+        return penv
+    own = _same_path(penv.prefix, own_prefix or sys.prefix)
+    penv = replace(penv, own_environment=own)
+    if penv.torch is not None or penv.package("torch") is not None:
+        return penv
+    from envdoctor.probes.torch_interpreters import find_torch_interpreters
+
+    exclude = [p for e in judged for p in (e.prefix, e.executable) if p]
+    found = find_torch_interpreters(env, runner, cwd if cwd is not None else _cwd(), exclude)
+    return replace(penv, torch_elsewhere=found)
 
 
 _FAILURE = {"not_found": "not_found", "could_not_run": "not_executable", "no_json": "not_python",
