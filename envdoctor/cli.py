@@ -390,7 +390,9 @@ def _write_bench_table(report, args) -> None:
     compat = load_compat()
     to_file = bool(args.output and args.output != "-")
     if args.format == "markdown":
-        text = render_markdown_table(report.facts, compat)
+        from .report.inert import inert
+
+        text = render_markdown_table(inert(report.facts), compat)
         if not args.no_redact:  # pasted into issues: home paths and host names go, as in the rest of the report
             from .report.redact import redact_text
 

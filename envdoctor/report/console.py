@@ -663,6 +663,9 @@ def render_console(
     columns, except a single shell word longer than that (never cut, so commands paste whole).
     ``width=None`` is the terminal's width ($COLUMNS, else the terminal's size, else 100), at least 60.
     """
+    from .inert import inert_report
+
+    report = inert_report(report)  # no escape sequence from a snapshot, a target or a paste reaches the terminal
     if width is None:
         width = terminal_width()
     if color is None:
