@@ -328,18 +328,19 @@ def cmd_check(args) -> int:
         bench = _bench_options(args, names=[]) if args.bench else None
         try:
             facts = collect(options, meanwhile=functools.partial(_warm_up, args))
+            if bench is not None:
+                facts = _run_bench(facts, options, bench, args)
         except Interrupted as e:
             _partial_report(e, args, only, ignore, expect)
             raise
-        if bench is not None:
-            facts = _run_bench(facts, options, bench, args)
-    report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
-    text = _render(report, args)
-    if args.format != "console" or (args.output and args.output != "-"):
-        _write(text, args.output, utf8=args.format != "console")
-    if facts.bench.results:
-        _write_bench_table(report, args)
-    return _exit_code(report, args.fail_on)
+    with _signals_deferred() as deferred:  # everything is read: a signal now waits for the report
+        report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
+        text = _render(report, args)
+        if args.format != "console" or (args.output and args.output != "-"):
+            _write(text, args.output, utf8=args.format != "console")
+        if facts.bench.results:
+            _write_bench_table(report, args)
+    return deferred.exit_code(_exit_code(report, args.fail_on))
 
 
 def _warm_up(args) -> None:
@@ -373,13 +374,49 @@ def _bench_options(args, names):
 def _run_bench(facts, options, bench, args):
     import dataclasses
 
-    from .app import bench_python, run_benchmarks
+    from .app import Interrupted, bench_python, run_benchmarks
     from .report.bench_view import LiveProgress
 
     bench = dataclasses.replace(bench, python=bench_python(facts, options))
     live = args.format == "console" and sys.stderr.isatty()
+    measured: list = []  # every result as it comes: what a Ctrl-C or SIGTERM still prints
+
+    def record(event) -> None:
+        if event.get("event") == "result" and isinstance(event.get("result"), dict):
+            measured.append(event["result"])
+        progress(event)
+
     with LiveProgress(live) as progress:
-        return run_benchmarks(facts, bench, progress)
+        try:
+            return run_benchmarks(facts, bench, record)
+        except (Interrupted, KeyboardInterrupt) as e:
+            signum = e.signum if isinstance(e, Interrupted) else 2
+            raise Interrupted(signum, facts=_with_partial_bench(facts, measured, signum)) from None
+
+
+def _with_partial_bench(facts, measured, signum: int):
+    """The facts with the benchmarks measured before a signal, the run marked partial (never "all well")."""
+    import dataclasses
+    import signal
+
+    from .facts import Bench, BenchResult, FactsError, ProbeRun, ProbeStatus, from_dict
+
+    results = list(facts.bench.results)
+    for data in measured:
+        try:
+            results.append(from_dict(BenchResult, data, "bench.result"))
+        except FactsError:
+            continue
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    ran = sum(1 for r in results if r.status == ProbeStatus.OK)
+    bench = Bench(status=ProbeStatus.OK if ran else ProbeStatus.FAILED, results=results,
+                  reason=f"interrupted by {name}: {ran} of the planned measurements ran (partial)")
+    probes = list(facts.probes) + [ProbeRun("bench", ProbeStatus.FAILED, f"interrupted by {name} before it "
+                                            "finished", None)]
+    return dataclasses.replace(facts, bench=bench, probes=probes)
 
 
 def _write_bench_table(report, args) -> None:
@@ -428,13 +465,20 @@ def cmd_bench(args) -> int:
 
     expect = _expect_gpu(args)
     options = _collect_options(args)
-    facts = _run_bench(collect(options), options, bench, args)
-    report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
-    text = _render(report, args)
-    if args.format != "console" or (args.output and args.output != "-"):
-        _write(text, args.output, utf8=args.format != "console")
-    _write_bench_table(report, args)
-    return _exit_code(report, args.fail_on)
+    from .app import Interrupted
+
+    try:
+        facts = _run_bench(collect(options), options, bench, args)
+    except Interrupted as e:
+        _partial_report(e, args, only, ignore, expect)
+        raise
+    with _signals_deferred() as deferred:
+        report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
+        text = _render(report, args)
+        if args.format != "console" or (args.output and args.output != "-"):
+            _write(text, args.output, utf8=args.format != "console")
+        _write_bench_table(report, args)
+    return deferred.exit_code(_exit_code(report, args.fail_on))
 
 
 def _expect_gpu(args) -> bool:
@@ -700,12 +744,46 @@ COMMANDS = {"check": cmd_check, "collect": cmd_collect, "diagnose": cmd_diagnose
             "list-checks": cmd_list_checks, "explain": cmd_explain, "bench": cmd_bench}
 
 
+class _Deferred:
+    """A signal that arrived while the report was being judged and printed: exit with its code afterwards."""
+
+    active = False
+    signum: Optional[int] = None
+
+    def exit_code(self, code: int) -> int:
+        if self.signum is None:
+            return code
+        import signal
+
+        sys.stderr.write(f"envdoctor: {signal.Signals(self.signum).name} arrived while the report was printed\n")
+        return 128 + self.signum
+
+
+_DEFERRED = _Deferred()
+
+
+class _signals_deferred:  # noqa: N801 - used as a context manager
+    def __enter__(self) -> _Deferred:
+        _DEFERRED.active, _DEFERRED.signum = True, None
+        return _DEFERRED
+
+    def __exit__(self, *exc) -> None:
+        _DEFERRED.active = False
+
+
 def _on_signal(signum, _frame) -> None:
-    """SIGINT/SIGTERM: kill every child's process group now, then unwind (the partial report is printed)."""
+    """SIGINT/SIGTERM: kill every child's process group now, then unwind (the partial report is printed).
+    While the report of facts already read is being judged and printed, the signal waits for it instead."""
     import signal
 
     from .app import Interrupted
     from .probes.runner import stop_all_children
+
+    if _DEFERRED.active:
+        if _DEFERRED.signum is not None:  # a second one: stop at once
+            _exit_now(signum, _frame)
+        _DEFERRED.signum = signum
+        return
 
     stop_all_children()
     # a second signal while the partial report is printed: stop at once
@@ -760,15 +838,15 @@ _extra_commands()
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from .app import Interrupted
 
-    parser = build_parser()
+    previous = _install_signal_handlers()  # first: a signal at any moment ends in a report or a clear line
     try:
-        argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
-    except UsageError as e:
-        sys.stderr.write(f"envdoctor: {e}\n")
-        return EXIT_USAGE
-    args = parser.parse_args(argv)
-    previous = _install_signal_handlers()
-    try:
+        parser = build_parser()
+        try:
+            argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
+        except UsageError as e:
+            sys.stderr.write(f"envdoctor: {e}\n")
+            return EXIT_USAGE
+        args = parser.parse_args(argv)
         return _main(args)
     except Interrupted as e:
         sys.stderr.write(f"envdoctor: interrupted by {e.signal_name}"
