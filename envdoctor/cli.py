@@ -92,6 +92,8 @@ def _add_collect_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expect-gpu", action="store_true",
                    help="this machine should have NVIDIA GPUs: no NVIDIA hardware is then an error (also "
                         "`expect-gpu = true` under [tool.envdoctor] in pyproject.toml)")
+    p.add_argument("--no-config", action="store_true",
+                   help="do not read [tool.envdoctor] from pyproject.toml or envdoctor.toml")
     p.add_argument("--load-pcie", action="store_true",
                    help="copy host->GPU for ~2 s in the target interpreter to read PCIe links under load "
                         "(idle links sit at Gen1; off by default because it uses the GPUs)")
@@ -485,6 +487,8 @@ def _expect_gpu(args) -> bool:
     """--expect-gpu, else `expect-gpu` under [tool.envdoctor] in the nearest project file (envdoctor.config)."""
     if getattr(args, "expect_gpu", False):
         return True
+    if getattr(args, "no_config", False):
+        return False
     from .config import ConfigError, load_config
 
     try:
@@ -857,6 +861,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _main(args) -> int:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        sys.stderr.write("envdoctor: the current directory no longer exists (deleted while this shell was in "
+                         "it): cd to an existing directory\n")
+        return EXIT_USAGE
     try:
         return COMMANDS[args.command](args)
     except UsageError as e:

@@ -417,6 +417,12 @@ def _probe_python(executable: str, runner: Any, timeout_s: float, inspect_torch:
     hint = "starting up or reading installed packages (before importing torch)" if inspect_torch \
         else "reading installed packages"
     pr = execute_payload(executable, runner, "inspect", args, timeout_s, stage_hint=hint)
+    if pr.kind == "partial_timeout" and pr.error:
+        # the payload's own watchdog fires a little early (payload_deadline_s) so that it can still answer: the
+        # limit the user set (--python-timeout 8) is the one to report, not the watchdog's 6.4 s
+        import re
+
+        pr = replace(pr, error=re.sub(r"timed out after [0-9.]+ s", f"timed out after {timeout_s:g} s", pr.error))
     common = {"requested_as": requested_as, "duration_s": round(pr.run.duration_s, 3)}
     failure = {"failure": _FAILURE.get(pr.kind, "payload_error"), "failure_stage": pr.stage} if pr.kind != "ok" else {}
     if pr.kind == "not_found":

@@ -1,0 +1,67 @@
+"""Issue 19's pass over the first run: config, deleted cwd, the timeout as given, --no-config."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from envdoctor import config
+from envdoctor.probes import python_env as pe
+from envdoctor.probes.runner import RunResult
+from tests.fakes.runner import FakeRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_broken_pyproject_without_our_table_is_a_warning(tmp_path, capsys) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project\nname = 'x'\n")  # another tool's broken file
+    assert config.find_config(tmp_path) is None
+    assert "warning" in capsys.readouterr().err
+
+
+def test_a_broken_pyproject_with_our_table_stops_and_preflight_raises_preflight_error(tmp_path, monkeypatch) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.envdoctor]\nrequire = [\n")
+    with pytest.raises(config.ConfigError):
+        config.find_config(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    import envdoctor
+
+    with pytest.raises(envdoctor.PreflightError, match="pyproject.toml"):
+        envdoctor.preflight()
+
+
+def test_the_payload_watchdog_timeout_is_reported_as_the_users_timeout() -> None:
+    argv = tuple(pe.payload_argv("/opt/py", "inspect", [], 8.0))
+    envelope = {"envdoctor_payload": pe.PAYLOAD_VERSION, "ok": False, "timed_out": True, "stage": "importing torch",
+                "error": "timed out after 6.4 s while importing torch", "result": {"python_version": "3.11.7"}}
+    runner = FakeRunner({argv: RunResult(argv, 3, json.dumps(envelope) + "\n", "")})
+    env = pe.probe_python("/opt/py", runner, timeout_s=8.0)
+    assert "timed out after 8 s while importing torch" in (env.reason or ""), env.reason
+
+
+def _envdoctor(*args: str, cwd: str, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "envdoctor", *args], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, env=dict(env or os.environ, PYTHONPATH=str(ROOT)))
+
+
+def test_a_deleted_current_directory_is_one_line(tmp_path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    code = ("import os, sys; os.chdir(sys.argv[1]); os.rmdir(sys.argv[1]); from envdoctor.cli import main; "
+            "sys.exit(main(['--no-torch']))")
+    proc = subprocess.run([sys.executable, "-c", code, str(gone)], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "current directory" in proc.stderr
+
+
+def test_no_config_ignores_the_project_file(tmp_path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.envdoctor]\nbogus-key = 1\n")
+    bad = _envdoctor("check", "--no-torch", "--only", "host.shm", cwd=str(tmp_path))
+    assert bad.returncode == 2 and "bogus-key" in bad.stderr
+    ok = _envdoctor("check", "--no-config", "--no-torch", "--only", "host.shm", cwd=str(tmp_path))
+    assert ok.returncode == 0, ok.stderr
