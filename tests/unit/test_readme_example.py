@@ -13,5 +13,6 @@ def test_readme_example_output_is_not_stale() -> None:
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "readme_example.py"), "--check"],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    block = (ROOT / "README.md").read_text(encoding="utf-8").split("readme-example: begin", 1)[1]
+    block = (ROOT / "README.md").read_text(encoding="utf-8").split("readme-example: begin", 1)[1].split(
+        "readme-example: end", 1)[0]
     assert "did not apply here" in block and "skipped" not in block
