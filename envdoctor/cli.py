@@ -105,7 +105,8 @@ def _add_bench_options(p: argparse.ArgumentParser, names: bool) -> None:
                        help="benchmarks to run (default: the quick suite; 'all': every one; --list names them)")
         p.add_argument("--list", action="store_true", help="list the benchmarks with their budgets and exit")
     p.add_argument("--device", choices=("cpu", "cuda", "all"), default="cuda",
-                   help="where torch kernels run (default: cuda; cpu runs every torch code path on the CPU)")
+                   help="where torch kernels run (default: cuda; cpu runs every torch code path on the CPU; "
+                        "all: the GPU kernels on every GPU, then the host-side ones on the CPU)")
     p.add_argument("--sustain", type=float, metavar="SECONDS",
                    help="pressure probe: large matmuls on every GPU at once for SECONDS, NVML sampled every 0.5 s")
     p.add_argument("--budget", type=float, metavar="SECONDS",
@@ -457,12 +458,28 @@ def _append(text: str, output: str) -> None:
 
 def cmd_bench(args) -> int:
     if args.list:
-        from .bench.suite import describe
+        from .bench.suite import KERNELS, describe
 
-        _write("\n".join(describe()), None)
+        if args.format == "json":
+            _write(json.dumps({"benchmarks": [
+                {"name": k.name, "kind": k.kind, "devices": list(k.devices), "quick": k.quick,
+                 "gpu_budget_s": k.gpu_budget_s, "cpu_budget_s": k.cpu_budget_s, "what": k.what,
+                 "multi_gpu": k.multi_gpu} for k in KERNELS.values()]}, indent=2) + "\n", None)
+        else:
+            _write("\n".join(describe()), None)
         return EXIT_OK
     only, ignore = _split_globs(args.only), _split_globs(args.ignore, "--ignore")
-    bench = _bench_options(args, names=args.names)
+    names = args.names
+    if args.no_torch:  # torch is not imported, so only what runs in envdoctor's own process: the disk reads
+        from .bench.suite import KERNELS, expand_names
+
+        asked = expand_names(names) if names else [k for k, v in KERNELS.items() if v.kind == "disk"]
+        torch_ones = [n for n in asked if KERNELS[n].kind != "disk"]
+        if torch_ones and names:
+            raise UsageError(f"--no-torch: {', '.join(torch_ones)} run torch kernels in the target interpreter "
+                             "(the disk benchmarks run without it)")
+        names = [n for n in asked if KERNELS[n].kind == "disk"]
+    bench = _bench_options(args, names=names)
     from .app import collect, judge
 
     expect = _expect_gpu(args)

@@ -65,3 +65,17 @@ def test_no_config_ignores_the_project_file(tmp_path) -> None:
     assert bad.returncode == 2 and "bogus-key" in bad.stderr
     ok = _envdoctor("check", "--no-config", "--no-torch", "--only", "host.shm", cwd=str(tmp_path))
     assert ok.returncode == 0, ok.stderr
+
+
+def test_bench_list_as_json_and_bench_no_torch(tmp_path) -> None:
+    listed = _envdoctor("bench", "--list", "--format", "json", cwd=str(tmp_path))
+    assert listed.returncode == 0, listed.stderr
+    names = {b["name"]: b for b in json.loads(listed.stdout)["benchmarks"]}
+    assert names["disk_seq_read"]["kind"] == "disk" and names["matmul_bf16"]["kind"] == "torch"
+    refused = _envdoctor("bench", "--no-torch", "matmul_bf16", cwd=str(tmp_path))
+    assert refused.returncode == 2 and "--no-torch" in refused.stderr
+    disks = _envdoctor("bench", "--no-torch", "--no-write", "--format", "json", "--data", str(tmp_path),
+                       cwd=str(tmp_path))
+    assert disks.returncode in (0, 1), disks.stderr
+    results = json.loads(disks.stdout)["facts"]["bench"]["results"]
+    assert results and {r["name"] for r in results} <= {"disk_seq_read", "disk_rand_read"}
