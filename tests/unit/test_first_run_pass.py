@@ -79,3 +79,20 @@ def test_bench_list_as_json_and_bench_no_torch(tmp_path) -> None:
     assert disks.returncode in (0, 1), disks.stderr
     results = json.loads(disks.stdout)["facts"]["bench"]["results"]
     assert results and {r["name"] for r in results} <= {"disk_seq_read", "disk_rand_read"}
+
+
+def test_the_disk_skip_reason_names_the_free_space_margin(tmp_path, monkeypatch) -> None:
+    import collections
+
+    from envdoctor.bench import disk
+
+    usage = collections.namedtuple("usage", "total used free")
+    monkeypatch.setattr(disk.shutil, "disk_usage", lambda _p: usage(10 << 30, 0, 2500 << 20))
+    target, why = disk.choose_target(str(tmp_path), True, lambda _p: None, temp_bytes=1 << 30)
+    assert target is None and "2500 MiB free" in why and f"{disk.FREE_MARGIN_BYTES >> 20} MiB" in why
+
+
+def test_the_suggested_fio_command_removes_its_file() -> None:
+    from envdoctor.remedies.system import random_read_test
+
+    assert "--unlink=1" in random_read_test("/data")  # fio deletes its job file when done
