@@ -175,6 +175,11 @@ def _host_line(facts: Facts) -> str:
     return " · ".join(parts)
 
 
+def _at(what: str, where: str | None) -> str:
+    """"3.11.7 at /usr/bin/python3"; with no path, "3.11.7 (path unknown)", never "at unknown"."""
+    return f"{what} at {where}" if where else f"{what} (path unknown)"
+
+
 def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     """(label, value) rows of the key facts, shared by the console and Markdown renderers."""
     paste = facts.paste
@@ -214,9 +219,9 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     elif toolkits.on_path is not None:
         tk = toolkits.on_path
         version = fmt(tk.version_full or tk.version)
-        rows.append(("nvcc", f"{version} at {fmt(tk.nvcc_path or tk.path)}"))
+        rows.append(("nvcc", _at(version, tk.nvcc_path or tk.path)))
     else:
-        installed = ", ".join(f"{fmt(t.version)} at {fmt(t.path)}" for t in toolkits.installed)
+        installed = ", ".join(_at(fmt(t.version), t.path) for t in toolkits.installed)
         rows.append(("nvcc", "not on PATH" + (f" (installed: {installed})" if installed else "")))
 
     if not facts.pythons:
@@ -232,7 +237,7 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
         else:
             whose = " (envdoctor's own environment)" if env.own_environment else \
                 " (system Python, PEP 668)" if env.externally_managed else ""
-            rows.append((label, f"{fmt(env.python_version)} at {fmt(where)}{whose}"))
+            rows.append((label, _at(fmt(env.python_version), where) + whose))
         rows.append(("  torch", _torch_line(env)))
         if env.torch is not None and env.torch.arch_list:
             from_files = " (read from libtorch_cuda.so)" if env.torch.arch_list_source == "fatbin" else ""

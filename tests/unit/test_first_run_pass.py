@@ -96,3 +96,13 @@ def test_the_suggested_fio_command_removes_its_file() -> None:
     from envdoctor.remedies.system import random_read_test
 
     assert "--unlink=1" in random_read_test("/data")  # fio deletes its job file when done
+
+
+def test_key_facts_never_say_at_unknown() -> None:
+    from envdoctor.facts import CudaToolkit, Facts, ProbeStatus, PythonEnv, Toolkits
+    from envdoctor.report.console import key_fact_rows
+
+    facts = Facts(pythons=[PythonEnv(status=ProbeStatus.OK, python_version="3.12.1")],
+                  toolkits=Toolkits(status=ProbeStatus.OK, on_path=CudaToolkit(version="12.4")))
+    text = "\n".join(v for _k, v in key_fact_rows(facts))
+    assert "at unknown" not in text and "3.12.1 (path unknown)" in text
