@@ -106,3 +106,24 @@ def test_key_facts_never_say_at_unknown() -> None:
                   toolkits=Toolkits(status=ProbeStatus.OK, on_path=CudaToolkit(version="12.4")))
     text = "\n".join(v for _k, v in key_fact_rows(facts))
     assert "at unknown" not in text and "3.12.1 (path unknown)" in text
+
+
+def test_a_missing_command_behind_an_unsearchable_path_entry_is_not_found(tmp_path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root searches every directory: no EACCES to meet")
+    from envdoctor.probes.runner import Runner
+
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o000)
+    try:
+        rr = Runner({"PATH": f"{locked}{os.pathsep}/usr/bin"}).run(["nvidia-smi-does-not-exist"], timeout=5)
+    finally:
+        locked.chmod(0o755)
+    assert rr.error == "not found"
+
+
+def test_nowhere_on_path() -> None:
+    from envdoctor.probes.runner import _nowhere_on_path
+
+    assert _nowhere_on_path("nvidia-smi-does-not-exist", "/usr/bin:/bin")
+    assert not _nowhere_on_path("sh", "/usr/bin:/bin") and not _nowhere_on_path("/usr/bin/x", "/bin")
