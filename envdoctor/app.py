@@ -47,6 +47,10 @@ class Interrupted(BaseException):
             return f"signal {self.signum}"
 
 
+# The signal the CLI's handler is unwinding for (cli._on_signal sets it, a new collect() clears it).
+PENDING_SIGNAL: List[Optional[int]] = [None]
+
+
 class OptionsError(ValueError):
     """An option that cannot work (a missing interpreter, a string where a list belongs): the CLI's exit 2."""
 
@@ -154,7 +158,12 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
         threads["(warm-up)"] = warm
     try:
         for t in threads.values():
-            t.join(max(0.0, end - time.monotonic()))
+            while t.is_alive() and time.monotonic() < end:
+                t.join(min(0.2, max(0.0, end - time.monotonic())))
+                if PENDING_SIGNAL[0] is not None:
+                    # the handler's Interrupted was raised where Python drops exceptions (a weakref callback of
+                    # importlib's module locks run by this thread): raise it here instead
+                    raise Interrupted(PENDING_SIGNAL[0])
     except Interrupted as e:  # the signal handler killed the children: keep what finished, say what did not
         interrupted = e
     except KeyboardInterrupt:  # the Python API, no handler of ours: the children run in their own sessions
@@ -211,6 +220,7 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
 
     options = options or CollectOptions()
     allow_children()  # a collect() after an interrupted one may start commands again
+    PENDING_SIGNAL[0] = None
     env = dict(os.environ if options.env is None else options.env)
     runner = runner or Runner()
     ctx = ProbeContext(runner=runner, fs=SysRoot(options.root), env=env, options=options)

@@ -807,6 +807,9 @@ def _on_signal(signum, _frame) -> None:
         return
 
     stop_all_children()
+    from . import app
+
+    app.PENDING_SIGNAL[0] = signum  # should the raise below land where Python drops it, the wait raises it
     # a second signal while the partial report is printed: stop at once
     signal.signal(signal.SIGINT, _exit_now)
     signal.signal(signal.SIGTERM, _exit_now)
