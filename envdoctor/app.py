@@ -233,7 +233,11 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
     try:
         done = _run_with_deadline(jobs, deadline_s, meanwhile)
     except Interrupted as e:
-        interrupted, done = e, e.partial or {}
+        interrupted, done = e, dict(e.partial or {})
+        for p in probes:  # a signal before the wait began (while the threads were starting): none of them is read
+            if p.name not in done:
+                reason = f"interrupted by {e.signal_name} before it finished"
+                done[p.name] = (p.failed(reason), ProbeRun(p.name, ProbeStatus.FAILED, reason, None))
     sections: Dict[str, Any] = {}
     runs: List[ProbeRun] = []
     for p in probes:  # the sections first, then the parts other probes fill in them

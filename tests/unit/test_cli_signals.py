@@ -71,3 +71,17 @@ def test_partial_bench_facts_are_marked_interrupted() -> None:
     assert [r.name for r in facts.bench.results] == ["h2d"]
     assert facts.probes[-1].reason.startswith("interrupted by SIGINT")
     assert dataclasses.is_dataclass(facts)
+
+
+def test_a_signal_before_the_probes_wait_still_gives_a_partial_report(monkeypatch) -> None:
+    from envdoctor import app
+
+    def interrupted_at_start(jobs, deadline_s, meanwhile=None):
+        raise Interrupted(signal.SIGTERM)  # no partial results at all: the threads were still starting
+
+    monkeypatch.setattr(app, "_run_with_deadline", interrupted_at_start)
+    with pytest.raises(Interrupted) as e:
+        app.collect(app.CollectOptions(inspect_torch=False))
+    facts = e.value.facts
+    assert facts is not None and facts.driver.status == "failed"
+    assert all((p.reason or "").startswith("interrupted by SIGTERM") for p in facts.probes)
