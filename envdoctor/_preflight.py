@@ -67,8 +67,8 @@ def preflight(
     else:
         try:
             cfg = load_config(None if config in (None, True) else config)
-        except ConfigError as e:
-            raise ValueError(str(e)) from None
+        except ConfigError as e:  # a broken project file: the checklist cannot be read, so it is not met
+            raise PreflightError(f"envdoctor preflight: {e}", None) from None
     reqs = cfg.require + _list(require)
     gpus = _list(target_gpus) or cfg.target_gpus
     driver = target_driver or cfg.target_driver

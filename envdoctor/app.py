@@ -47,6 +47,10 @@ class Interrupted(BaseException):
             return f"signal {self.signum}"
 
 
+# The signal the CLI's handler is unwinding for (cli._on_signal sets it, a new collect() clears it).
+PENDING_SIGNAL: List[Optional[int]] = [None]
+
+
 class OptionsError(ValueError):
     """An option that cannot work (a missing interpreter, a string where a list belongs): the CLI's exit 2."""
 
@@ -129,7 +133,8 @@ PROBE_DEADLINE_MARGIN_S = 20.0
 
 
 def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], Any]]],
-                       deadline_s: float) -> Dict[str, Tuple[Any, ProbeRun]]:
+                       deadline_s: float, meanwhile: Optional[Callable[[], Any]] = None
+                       ) -> Dict[str, Tuple[Any, ProbeRun]]:
     """Run each guarded probe in a daemon thread; one still running at the deadline becomes 'failed'.
 
     Daemon threads, not a ThreadPoolExecutor: the executor's workers are joined at interpreter exit, so a
@@ -145,9 +150,20 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
         threads[name] = t
     end = time.monotonic() + deadline_s
     interrupted: Optional[Interrupted] = None
+    if meanwhile is not None:
+        # a thread too: the main thread only waits, so that a signal's Interrupted lands in a join, never
+        # inside an import (where importlib would swallow it)
+        warm = threading.Thread(target=_while_probing, args=(meanwhile,), name="envdoctor-warm-up", daemon=True)
+        warm.start()
+        threads["(warm-up)"] = warm
     try:
         for t in threads.values():
-            t.join(max(0.0, end - time.monotonic()))
+            while t.is_alive() and time.monotonic() < end:
+                t.join(min(0.2, max(0.0, end - time.monotonic())))
+                if PENDING_SIGNAL[0] is not None:
+                    # the handler's Interrupted was raised where Python drops exceptions (a weakref callback of
+                    # importlib's module locks run by this thread): raise it here instead
+                    raise Interrupted(PENDING_SIGNAL[0])
     except Interrupted as e:  # the signal handler killed the children: keep what finished, say what did not
         interrupted = e
     except KeyboardInterrupt:  # the Python API, no handler of ours: the children run in their own sessions
@@ -172,10 +188,31 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
     return results
 
 
-def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Facts:
+def _while_probing(work: Callable[[], Any]) -> None:
+    """What the caller does while the probes wait on their commands (import the checks, load the compat data,
+    import a renderer): off the critical path, which is the target's `import torch`. Its failure is not the
+    probes': the same work runs again, unguarded, where it is needed."""
+    try:
+        work()
+    except Exception:  # noqa: BLE001 - a warm-up only; judge() and the renderer raise it in their own place
+        pass
+
+
+def warm_up() -> None:
+    """Import the checks and load the compat data (what judge() needs), e.g. while the probes run."""
+    from .checks import all_checks
+    from .compat import load_compat
+
+    all_checks()
+    load_compat()
+
+
+def collect(options: Optional[CollectOptions] = None, runner: Any = None,
+            meanwhile: Optional[Callable[[], Any]] = None) -> Facts:
     """Probe this machine: every registered probe (probes/registry.py) at once, each under the one guard.
 
-    Never raises for a probe's failure: it is recorded in the facts.
+    Never raises for a probe's failure: it is recorded in the facts. ``meanwhile`` runs in this thread while the
+    probes run (e.g. warm_up: the checks' imports and the compat data, off the critical path).
     """
     from .probes.registry import ProbeContext, all_probes
     from .probes.runner import Runner, allow_children
@@ -183,6 +220,7 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
 
     options = options or CollectOptions()
     allow_children()  # a collect() after an interrupted one may start commands again
+    PENDING_SIGNAL[0] = None
     env = dict(os.environ if options.env is None else options.env)
     runner = runner or Runner()
     ctx = ProbeContext(runner=runner, fs=SysRoot(options.root), env=env, options=options)
@@ -191,13 +229,19 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None) -> Fac
         from .probes.nvml import hold_process_lists
 
         hold_process_lists()  # the inspect payload starts once NVML has listed the GPUs' processes
-    jobs = {p.name: (functools.partial(p.run, ctx), p.failed) for p in probes}
+    # the interpreter first: its `import torch` is the longest wait, every other probe fits inside it
+    started = sorted(probes, key=lambda p: p.section != "pythons")
+    jobs = {p.name: (functools.partial(p.run, ctx), p.failed) for p in started}
     deadline_s = max(options.python_timeout_s, 10.0) + PROBE_DEADLINE_MARGIN_S
     interrupted: Optional[Interrupted] = None
     try:
-        done = _run_with_deadline(jobs, deadline_s)
+        done = _run_with_deadline(jobs, deadline_s, meanwhile)
     except Interrupted as e:
-        interrupted, done = e, e.partial or {}
+        interrupted, done = e, dict(e.partial or {})
+        for p in probes:  # a signal before the wait began (while the threads were starting): none of them is read
+            if p.name not in done:
+                reason = f"interrupted by {e.signal_name} before it finished"
+                done[p.name] = (p.failed(reason), ProbeRun(p.name, ProbeStatus.FAILED, reason, None))
     finally:
         from .probes.nvml import release_process_lists
 

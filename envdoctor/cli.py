@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import functools
 import json
 import os
 import sys
@@ -90,6 +91,8 @@ def _add_collect_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--expect-gpu", action="store_true",
                    help="this machine should have NVIDIA GPUs: no NVIDIA hardware is then an error (also "
                         "`expect-gpu = true` under [tool.envdoctor] in pyproject.toml)")
+    p.add_argument("--no-config", action="store_true",
+                   help="do not read [tool.envdoctor] from pyproject.toml or envdoctor.toml")
     p.add_argument("--load-pcie", action="store_true",
                    help="copy host->GPU for ~2 s in the target interpreter to read PCIe links under load "
                         "(idle links sit at Gen1; off by default because it uses the GPUs)")
@@ -101,7 +104,8 @@ def _add_bench_options(p: argparse.ArgumentParser, names: bool) -> None:
                        help="benchmarks to run (default: the quick suite; 'all': every one; --list names them)")
         p.add_argument("--list", action="store_true", help="list the benchmarks with their budgets and exit")
     p.add_argument("--device", choices=("cpu", "cuda", "all"), default="cuda",
-                   help="where torch kernels run (default: cuda; cpu runs every torch code path on the CPU)")
+                   help="where torch kernels run (default: cuda; cpu runs every torch code path on the CPU; "
+                        "all: the GPU kernels on every GPU, then the host-side ones on the CPU)")
     p.add_argument("--sustain", type=float, metavar="SECONDS",
                    help="pressure probe: large matmuls on every GPU at once for SECONDS, NVML sampled every 0.5 s")
     p.add_argument("--budget", type=float, metavar="SECONDS",
@@ -351,19 +355,31 @@ def cmd_check(args) -> int:
         options = _collect_options(args)
         bench = _bench_options(args, names=[]) if args.bench else None
         try:
-            facts = collect(options)
+            facts = collect(options, meanwhile=functools.partial(_warm_up, args))
+            if bench is not None:
+                facts = _run_bench(facts, options, bench, args)
         except Interrupted as e:
             _partial_report(e, args, only, ignore, expect)
             raise
-        if bench is not None:
-            facts = _run_bench(facts, options, bench, args)
-    report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
-    text = _render(report, args)
-    if args.format != "console" or (args.output and args.output != "-"):
-        _write(text, args.output, utf8=args.format != "console")
-    if facts.bench.results:
-        _write_bench_table(report, args)
-    return _exit_code(report, args.fail_on)
+    with _signals_deferred() as deferred:  # everything is read: a signal now waits for the report
+        report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
+        text = _render(report, args)
+        if args.format != "console" or (args.output and args.output != "-"):
+            _write(text, args.output, utf8=args.format != "console")
+        if facts.bench.results:
+            _write_bench_table(report, args)
+    return deferred.exit_code(_exit_code(report, args.fail_on))
+
+
+def _warm_up(args) -> None:
+    """While the probes wait on the target's `import torch`: the checks, the compat data and the renderer."""
+    from .app import warm_up
+
+    warm_up()
+    if args.format == "console":
+        from .report import console  # noqa: F401  (rich)
+    elif args.format == "json":
+        from .report import redact  # noqa: F401
 
 
 def _bench_options(args, names):
@@ -390,34 +406,69 @@ def _bench_options(args, names):
 def _run_bench(facts, options, bench, args):
     import dataclasses
 
-    from .app import bench_python, run_benchmarks
+    from .app import Interrupted, bench_python, run_benchmarks
     from .report.bench_view import LiveProgress
 
     bench = dataclasses.replace(bench, python=bench_python(facts, options))
     live = args.format == "console" and sys.stderr.isatty()
+    measured: list = []  # every result as it comes: what a Ctrl-C or SIGTERM still prints
+
+    def record(event) -> None:
+        if event.get("event") == "result" and isinstance(event.get("result"), dict):
+            measured.append(event["result"])
+        progress(event)
+
     with LiveProgress(live) as progress:
-        return run_benchmarks(facts, bench, progress)
+        try:
+            return run_benchmarks(facts, bench, record)
+        except (Interrupted, KeyboardInterrupt) as e:
+            signum = e.signum if isinstance(e, Interrupted) else 2
+            raise Interrupted(signum, facts=_with_partial_bench(facts, measured, signum)) from None
+
+
+def _with_partial_bench(facts, measured, signum: int):
+    """The facts with the benchmarks measured before a signal, the run marked partial (never "all well")."""
+    import dataclasses
+    import signal
+
+    from .facts import Bench, BenchResult, FactsError, ProbeRun, ProbeStatus, from_dict
+
+    results = list(facts.bench.results)
+    for data in measured:
+        try:
+            results.append(from_dict(BenchResult, data, "bench.result"))
+        except FactsError:
+            continue
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    ran = sum(1 for r in results if r.status == ProbeStatus.OK)
+    bench = Bench(status=ProbeStatus.OK if ran else ProbeStatus.FAILED, results=results,
+                  reason=f"interrupted by {name}: {ran} of the planned measurements ran (partial)")
+    probes = list(facts.probes) + [ProbeRun("bench", ProbeStatus.FAILED, f"interrupted by {name} before it "
+                                            "finished", None)]
+    return dataclasses.replace(facts, bench=bench, probes=probes)
 
 
 def _write_bench_table(report, args) -> None:
     """The results table beside the findings: console and Markdown (JSON has them in facts.bench)."""
     from .compat import load_compat
-    from .report.bench_view import render_console_table, render_markdown_table
+    from .report.bench_view import render_markdown_table
 
     compat = load_compat()
     to_file = bool(args.output and args.output != "-")
     if args.format == "markdown":
-        text = render_markdown_table(report.facts, compat)
+        from .report.inert import inert
+
+        text = render_markdown_table(inert(report.facts), compat)
         if not args.no_redact:  # pasted into issues: home paths and host names go, as in the rest of the report
             from .report.redact import redact_text
 
             host = report.facts.host.hostname
             text = redact_text(text, [host] if host else [])
     elif args.format == "console":
-        if not to_file:
-            render_console_table(report.facts, compat, file=sys.stdout)
-            return
-        text = render_console_table(report.facts, compat, color=False)
+        return  # the console report holds the table, before its verdict
     else:
         return
     if to_file:
@@ -436,29 +487,54 @@ def _append(text: str, output: str) -> None:
 
 def cmd_bench(args) -> int:
     if args.list:
-        from .bench.suite import describe
+        from .bench.suite import KERNELS, describe
 
-        _write("\n".join(describe()), None)
+        if args.format == "json":
+            _write(json.dumps({"benchmarks": [
+                {"name": k.name, "kind": k.kind, "devices": list(k.devices), "quick": k.quick,
+                 "gpu_budget_s": k.gpu_budget_s, "cpu_budget_s": k.cpu_budget_s, "what": k.what,
+                 "multi_gpu": k.multi_gpu} for k in KERNELS.values()]}, indent=2) + "\n", None)
+        else:
+            _write("\n".join(describe()), None)
         return EXIT_OK
     only, ignore = _split_globs(args.only), _split_globs(args.ignore, "--ignore")
-    bench = _bench_options(args, names=args.names)
+    names = args.names
+    if args.no_torch:  # torch is not imported, so only what runs in envdoctor's own process: the disk reads
+        from .bench.suite import KERNELS, expand_names
+
+        asked = expand_names(names) if names else [k for k, v in KERNELS.items() if v.kind == "disk"]
+        torch_ones = [n for n in asked if KERNELS[n].kind != "disk"]
+        if torch_ones and names:
+            raise UsageError(f"--no-torch: {', '.join(torch_ones)} run torch kernels in the target interpreter "
+                             "(the disk benchmarks run without it)")
+        names = [n for n in asked if KERNELS[n].kind == "disk"]
+    bench = _bench_options(args, names=names)
     from .app import collect, judge
 
     expect = _expect_gpu(args)
     options = _collect_options(args)
-    facts = _run_bench(collect(options), options, bench, args)
-    report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
-    text = _render(report, args)
-    if args.format != "console" or (args.output and args.output != "-"):
-        _write(text, args.output, utf8=args.format != "console")
-    _write_bench_table(report, args)
-    return _exit_code(report, args.fail_on)
+    from .app import Interrupted
+
+    try:
+        facts = _run_bench(collect(options), options, bench, args)
+    except Interrupted as e:
+        _partial_report(e, args, only, ignore, expect)
+        raise
+    with _signals_deferred() as deferred:
+        report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
+        text = _render(report, args)
+        if args.format != "console" or (args.output and args.output != "-"):
+            _write(text, args.output, utf8=args.format != "console")
+        _write_bench_table(report, args)
+    return deferred.exit_code(_exit_code(report, args.fail_on))
 
 
 def _expect_gpu(args) -> bool:
     """--expect-gpu, else `expect-gpu` under [tool.envdoctor] in the nearest project file (envdoctor.config)."""
     if getattr(args, "expect_gpu", False):
         return True
+    if getattr(args, "no_config", False):
+        return False
     from .config import ConfigError, load_config
 
     try:
@@ -726,14 +802,51 @@ COMMANDS = {"check": cmd_check, "collect": cmd_collect, "diagnose": cmd_diagnose
             "list-checks": cmd_list_checks, "explain": cmd_explain, "bench": cmd_bench}
 
 
+class _Deferred:
+    """A signal that arrived while the report was being judged and printed: exit with its code afterwards."""
+
+    active = False
+    signum: Optional[int] = None
+
+    def exit_code(self, code: int) -> int:
+        if self.signum is None:
+            return code
+        import signal
+
+        sys.stderr.write(f"envdoctor: {signal.Signals(self.signum).name} arrived while the report was printed\n")
+        return 128 + self.signum
+
+
+_DEFERRED = _Deferred()
+
+
+class _signals_deferred:  # noqa: N801 - used as a context manager
+    def __enter__(self) -> _Deferred:
+        _DEFERRED.active, _DEFERRED.signum = True, None
+        return _DEFERRED
+
+    def __exit__(self, *exc) -> None:
+        _DEFERRED.active = False
+
+
 def _on_signal(signum, _frame) -> None:
-    """SIGINT/SIGTERM: kill every child's process group now, then unwind (the partial report is printed)."""
+    """SIGINT/SIGTERM: kill every child's process group now, then unwind (the partial report is printed).
+    While the report of facts already read is being judged and printed, the signal waits for it instead."""
     import signal
 
     from .app import Interrupted
     from .probes.runner import stop_all_children
 
+    if _DEFERRED.active:
+        if _DEFERRED.signum is not None:  # a second one: stop at once
+            _exit_now(signum, _frame)
+        _DEFERRED.signum = signum
+        return
+
     stop_all_children()
+    from . import app
+
+    app.PENDING_SIGNAL[0] = signum  # should the raise below land where Python drops it, the wait raises it
     # a second signal while the partial report is printed: stop at once
     signal.signal(signal.SIGINT, _exit_now)
     signal.signal(signal.SIGTERM, _exit_now)
@@ -799,15 +912,15 @@ _extra_commands()
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from .app import Interrupted
 
-    parser = build_parser()
+    previous = _install_signal_handlers()  # first: a signal at any moment ends in a report or a clear line
     try:
-        argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
-    except UsageError as e:
-        sys.stderr.write(f"envdoctor: {e}\n")
-        return EXIT_USAGE
-    args = parser.parse_args(argv)
-    previous = _install_signal_handlers()
-    try:
+        parser = build_parser()
+        try:
+            argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
+        except UsageError as e:
+            sys.stderr.write(f"envdoctor: {e}\n")
+            return EXIT_USAGE
+        args = parser.parse_args(argv)
         return _main(args)
     except Interrupted as e:
         sys.stderr.write(f"envdoctor: interrupted by {e.signal_name}"
@@ -818,6 +931,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _main(args) -> int:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        sys.stderr.write("envdoctor: the current directory no longer exists (deleted while this shell was in "
+                         "it): cd to an existing directory\n")
+        return EXIT_USAGE
     try:
         return COMMANDS[args.command](args)
     except UsageError as e:

@@ -78,6 +78,13 @@ def read_file(path: Union[str, Path]) -> Optional[Dict[str, Any]]:
     return table
 
 
+def _mentions_our_table(path: Path) -> bool:
+    try:
+        return b"tool.envdoctor" in path.read_bytes()
+    except OSError:
+        return True  # unreadable: the ConfigError says why
+
+
 def find_config(start: Optional[Union[str, Path]] = None) -> Optional[Path]:
     """The nearest envdoctor.toml, or pyproject.toml with a [tool.envdoctor] table, from ``start`` upward."""
     here = Path(start or os.getcwd()).resolve()
@@ -87,7 +94,16 @@ def find_config(start: Optional[Union[str, Path]] = None) -> Optional[Path]:
             if not candidate.is_file():
                 continue
             if name == "pyproject.toml":
-                if read_file(candidate) is None:
+                try:
+                    table = read_file(candidate)
+                except ConfigError as e:
+                    if _mentions_our_table(candidate):
+                        raise
+                    # another tool's broken file is not ours to refuse: say so, keep looking upward
+                    sys.stderr.write(f"envdoctor: warning: {e}; it has no [tool.envdoctor] table, so it is "
+                                     "ignored\n")
+                    continue
+                if table is None:
                     continue  # a pyproject.toml without our table says nothing: keep looking upward
             return candidate
     return None

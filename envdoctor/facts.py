@@ -406,6 +406,12 @@ class PythonEnv:
     # non-fatal errors met while inspecting ("torch.backends.cudnn.version(): RuntimeError: ...")
     notes: Optional[List[str]] = None
     duration_s: Optional[float] = None
+    # who is being judged: envdoctor's own environment (its sys.prefix), a Python that PEP 668 marks
+    # EXTERNALLY-MANAGED (a distribution's system Python), and, when this one has no torch, the interpreters
+    # with torch that envdoctor saw elsewhere (conda envs, venvs under the cwd and home, python3 on PATH)
+    own_environment: Optional[bool] = None
+    externally_managed: Optional[bool] = None
+    torch_elsewhere: Optional[List[str]] = None
 
     def package(self, name: str) -> Optional[Package]:
         key = normalize_name(name)

@@ -70,7 +70,44 @@ def build_manifest(source_dir: Path, out_dir: Path, version: str, as_of: Optiona
     return manifest
 
 
-def _get(session: Any, url: str, timeout_s: float, what: str, keep: str) -> bytes:
+def _get(session: Any, url: str, timeout_s: float, what: str, keep: str, deadline: Optional[float] = None) -> bytes:
+    """``url``'s body, within ``timeout_s`` for each wait and by ``deadline`` (time.monotonic()) in all: requests'
+    timeout bounds each read, so a server trickling a byte a second would otherwise never time out."""
+    import threading
+    import time
+
+    if deadline is None:
+        deadline = time.monotonic() + timeout_s
+    box: Dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["data"] = _get_unbounded(session, url, timeout_s, what, keep, box)
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=work, name="envdoctor-update-get", daemon=True)
+    t.start()
+    t.join(max(0.0, deadline - time.monotonic()))
+    if t.is_alive():
+        # end the read: shut the socket down (closing the response would wait for the reading thread's lock);
+        # the abandoned daemon thread then fails its read and ends
+        sock = getattr(getattr(getattr(box.get("resp"), "raw", None), "_connection", None), "sock", None)
+        if sock is not None:
+            import socket
+
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        raise UpdateError(f"{what}: the download from {url} did not finish within the --timeout of "
+                          f"{timeout_s:g} s (the whole update is bounded by it); {keep}")
+    if "error" in box:
+        raise box["error"]
+    return box["data"]
+
+
+def _get_unbounded(session: Any, url: str, timeout_s: float, what: str, keep: str, box: Dict[str, Any]) -> bytes:
     import requests
 
     try:
@@ -80,6 +117,7 @@ def _get(session: Any, url: str, timeout_s: float, what: str, keep: str) -> byte
     except requests.RequestException as e:
         raise UpdateError(f"{what}: cannot fetch {url}: {type(e).__name__}: {str(e).splitlines()[0][:200]}; "
                           f"{keep}") from None
+    box["resp"] = resp
     with resp:
         if resp.status_code != 200:
             raise UpdateError(f"{what}: HTTP {resp.status_code} from {url}; {keep}")
@@ -111,8 +149,11 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
     compat, label = _in_use()
     keep = f"still using the {label}"
     status = {"in_use": compat.label, "as_of": compat.as_of}
+    import time
+
+    deadline = time.monotonic() + timeout_s  # --timeout bounds the whole update, every file together
     with requests.Session() as session:
-        raw = _get(session, url, timeout_s, "manifest", keep)
+        raw = _get(session, url, timeout_s, "manifest", keep, deadline)
         try:
             manifest = json.loads(raw.decode("utf-8"))
             check_manifest(manifest)
@@ -138,7 +179,7 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
                               f"ENVDOCTOR_CACHE_DIR to a writable one); {keep}", status) from None
         try:
             for name, meta in sorted(manifest["files"].items()):
-                data = _get(session, urljoin(url, name), timeout_s, name, keep)
+                data = _get(session, urljoin(url, name), timeout_s, name, keep, deadline)
                 digest = hashlib.sha256(data).hexdigest()
                 if digest != meta["sha256"].lower():
                     raise UpdateError(f"{name}: sha256 {digest[:16]}... does not match the manifest's "

@@ -208,7 +208,8 @@ def choose_target(data_path: str, allow_write: bool, register: Callable[[str], N
         return None, f"cannot read free space of {directory}: {e.strerror}"
     if free < temp_bytes + FREE_MARGIN_BYTES:
         return None, (f"no file of {MIN_FILE_BYTES >> 20} MiB or more under {data_path}, and only "
-                      f"{free >> 20} MiB free: not writing a {temp_bytes >> 20} MiB temporary file")
+                      f"{free >> 20} MiB free: a {temp_bytes >> 20} MiB temporary file would leave less than "
+                      f"the {FREE_MARGIN_BYTES >> 20} MiB envdoctor keeps free, so none is written")
     if not os.access(directory, os.W_OK):
         return None, f"no file of {MIN_FILE_BYTES >> 20} MiB or more under {data_path} and {directory} is not writable"
     path = make_temp_file(directory, temp_bytes, register)

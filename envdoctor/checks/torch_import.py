@@ -188,6 +188,9 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
             continue
         if py.package("torch") is not None:
             continue  # a distribution without a torch package directory: torch.import / packages judge it
+        if py.own_environment or py.externally_managed:
+            findings.append(_not_a_torch_environment(i, py, name))
+            continue
         chosen = py.requested_as or ""
         explicit = chosen == "--python" or chosen.startswith("$")
         findings.append(Finding(
@@ -201,6 +204,43 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
                                                 " It was picked by default: your torch may live elsewhere.")),
             evidence=[Evidence(f"pythons[{i}].torch", None, expected="an installed torch"),
                       Evidence(f"pythons[{i}].requested_as", py.requested_as)],
-            fix=_no_torch_fix(ctx, py),
+            fix=_elsewhere_fix(py) or _no_torch_fix(ctx, py),
         ))
     return findings
+
+
+def _elsewhere_fix(py: PythonEnv) -> Optional[Fix]:
+    """envdoctor pointed at the interpreters with torch it saw, when it saw any."""
+    found = list(py.torch_elsewhere or [])
+    if not found:
+        return None
+    return Fix("Judge the interpreter your jobs run: " + ("this one has torch" if len(found) == 1 else
+                                                         "these have torch"),
+               [command("envdoctor", "--python", exe) for exe in found[:3]])
+
+
+def _not_a_torch_environment(i: int, py: PythonEnv, name: str) -> Finding:
+    """envdoctor's own environment, or a system Python that pip may not install into (PEP 668), without torch:
+    the wrong interpreter was judged, not a broken one. One severity however it was chosen, and the fix points
+    --python at the interpreters with torch envdoctor saw rather than at installing torch here."""
+    what = "envdoctor's own environment" if py.own_environment else \
+        "a system Python that the distribution manages, PEP 668"
+    chosen = py.requested_as or ""
+    how = f", chosen as {chosen}" if chosen and chosen != "--python" else ""
+    found = list(py.torch_elsewhere or [])
+    fix = _elsewhere_fix(py)
+    if fix is None:
+        fix = Fix("Judge the interpreter your jobs run; none with torch was seen (active conda envs, venvs "
+                  "under the cwd and home, python3 on PATH)", ["envdoctor --python /path/to/venv/bin/python"])
+    return Finding(
+        code="torch.interpreter/not-a-torch-environment",
+        category="TORCH_NOT_INSTALLED",
+        severity=Severity.WARNING,
+        summary=f"Judged {name} ({what}{how}): it has no torch, so torch was not judged",
+        detail="Not where torch lives; the driver, toolkit and host facts above still hold.",
+        evidence=[Evidence(f"pythons[{i}].own_environment" if py.own_environment else
+                           f"pythons[{i}].externally_managed", True),
+                  Evidence(f"pythons[{i}].torch", None, expected="an installed torch"),
+                  Evidence(f"pythons[{i}].torch_elsewhere", found or None)],
+        fix=fix,
+    )

@@ -224,7 +224,7 @@ def _section(cls: Any, data: Any, path: str, notes: List[str]) -> Any:
 def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     """Build PythonEnv from the inspect task's result (status/reason are set by the caller)."""
     scalar_keys = ("executable", "python_version", "implementation", "platform", "prefix", "is_venv",
-                   "is_conda", "env", "import_errors", "torch_inspected")
+                   "is_conda", "env", "import_errors", "torch_inspected", "externally_managed")
     base = _section(PythonEnv, {k: result[k] for k in scalar_keys if k in result}, "python", notes) or PythonEnv()
     packages = []
     for i, p in enumerate(result.get("packages") or []):
@@ -390,8 +390,41 @@ def _targets(ctx: ProbeContext) -> List[Tuple[str, str]]:
 @probe("pythons", failed=lambda reason: [PythonEnv(status=ProbeStatus.FAILED, reason=reason)])
 def collect_pythons(ctx: ProbeContext) -> List[PythonEnv]:
     options = ctx.options
-    return probe_pythons(_targets(ctx), ctx.runner, getattr(options, "python_timeout_s", DEFAULT_TIMEOUT_S),
+    envs = probe_pythons(_targets(ctx), ctx.runner, getattr(options, "python_timeout_s", DEFAULT_TIMEOUT_S),
                          getattr(options, "inspect_torch", True))
+    return [who_is_judged(e, envs, ctx.env, ctx.runner) for e in envs]
+
+
+def _same_path(a: Optional[str], b: Optional[str]) -> bool:
+    if not a or not b:
+        return False
+    try:
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, ValueError):
+        return a == b
+
+
+def _cwd() -> Optional[str]:
+    try:
+        return os.getcwd()
+    except OSError:  # the current directory was deleted
+        return None
+
+
+def who_is_judged(penv: PythonEnv, judged: Sequence[PythonEnv], env: Mapping[str, str], runner: Any,
+                  own_prefix: Optional[str] = None, cwd: Optional[str] = None) -> PythonEnv:
+    """Mark envdoctor's own environment and, for an interpreter without torch, list those with torch elsewhere."""
+    if penv.status != ProbeStatus.OK:
+        return penv
+    own = _same_path(penv.prefix, own_prefix or sys.prefix)
+    penv = replace(penv, own_environment=own)
+    if penv.torch is not None or penv.package("torch") is not None:
+        return penv
+    from envdoctor.probes.torch_interpreters import find_torch_interpreters
+
+    exclude = [p for e in judged for p in (e.prefix, e.executable) if p]
+    found = find_torch_interpreters(env, runner, cwd if cwd is not None else _cwd(), exclude)
+    return replace(penv, torch_elsewhere=found)
 
 
 _FAILURE = {"not_found": "not_found", "could_not_run": "not_executable", "no_json": "not_python",
@@ -406,6 +439,12 @@ def _probe_python(executable: str, runner: Any, timeout_s: float, inspect_torch:
     hint = "starting up or reading installed packages (before importing torch)" if inspect_torch \
         else "reading installed packages"
     pr = execute_payload(executable, runner, "inspect", args, timeout_s, stage_hint=hint)
+    if pr.kind == "partial_timeout" and pr.error:
+        # the payload's own watchdog fires a little early (payload_deadline_s) so that it can still answer: the
+        # limit the user set (--python-timeout 8) is the one to report, not the watchdog's 6.4 s
+        import re
+
+        pr = replace(pr, error=re.sub(r"timed out after [0-9.]+ s", f"timed out after {timeout_s:g} s", pr.error))
     common = {"requested_as": requested_as, "duration_s": round(pr.run.duration_s, 3)}
     failure = {"failure": _FAILURE.get(pr.kind, "payload_error"), "failure_stage": pr.stage} if pr.kind != "ok" else {}
     if pr.kind == "not_found":

@@ -47,6 +47,14 @@ def allow_children() -> None:
     _STOPPING.clear()
 
 
+def _nowhere_on_path(name: str, path: Optional[str]) -> bool:
+    """A bare command name that no PATH directory holds (as far as this user can see)."""
+    if os.sep in name or (os.altsep and os.altsep in name):
+        return False
+    dirs = (path if path is not None else os.defpath).split(os.pathsep)
+    return not any(os.path.lexists(os.path.join(d or ".", name)) for d in dirs)
+
+
 @dataclass(frozen=True)
 class RunResult:
     argv: tuple
@@ -122,6 +130,10 @@ class Runner:
             except FileNotFoundError:
                 return RunResult(argv, None, error="not found", duration_s=time.monotonic() - start)
             except PermissionError as e:
+                if _nowhere_on_path(argv[0], full_env.get("PATH")):
+                    # exec tried each PATH entry and one was an unsearchable directory: the command is missing,
+                    # not forbidden (a missing nvidia-smi is "not found")
+                    return RunResult(argv, None, error="not found", duration_s=time.monotonic() - start)
                 return RunResult(argv, None, error=f"permission denied: {e}", duration_s=time.monotonic() - start)
             except OSError as e:
                 return RunResult(argv, None, error=f"could not start: {e}", duration_s=time.monotonic() - start)

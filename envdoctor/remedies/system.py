@@ -20,7 +20,7 @@ def copy_to_local(path: str) -> str:
 def random_read_test(path: str) -> str:
     """fio random reads in ``path``: an HDD manages a few hundred IOPS, an SSD tens of thousands."""
     return command("fio", "--name=probe", f"--directory={path}", "--rw=randread", "--bs=128k", "--size=1G",
-                   "--direct=1", "--runtime=20", "--time_based", "--group_reporting", what="the data path")
+                   "--direct=1", "--runtime=20", "--time_based", "--group_reporting", "--unlink=1", what="the data path")
 
 
 def largest_dirs(path: str) -> str:

@@ -83,6 +83,50 @@ def render_console_table(facts: Facts, compat: Any, file: Any = None, color: Opt
     return console.export_text() if file is None else ""
 
 
+def _with_unit(v: Optional[float], unit: str) -> str:
+    return "-" if v is None else f"{_fmt(v)} {unit}".strip()
+
+
+def bench_console_renderables(facts: Facts, compat: Any, width: int) -> List[Any]:
+    """The results as the console report shows them, before its verdict: a table in ``width`` columns (the
+    notes column folds, no word is cut), each value and expectation with its unit, then the sustained
+    sparklines."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"Benchmarks ({summary_line(facts.bench)})", title_justify="left", box=box.SIMPLE,
+                  show_edge=False, pad_edge=False, width=width)
+    table.add_column("device", no_wrap=True)
+    table.add_column("benchmark", overflow="fold")
+    table.add_column("measured", justify="right", no_wrap=True)
+    table.add_column("expected", justify="right", no_wrap=True)
+    table.add_column("ratio", justify="right", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("took", justify="right", no_wrap=True)
+    table.add_column("notes", overflow="fold", ratio=1, min_width=8)
+    style = {"ok": "green", "warning": "yellow", "error": "red", "failed": "red", "skipped": "dim"}
+    for row in sorted(rows(facts, compat), key=lambda x: (x["device"], x["name"])):
+        table.add_row(row["device"], row["name"], _with_unit(row["value"], row["unit"]),
+                      _with_unit(row["expected"], row["unit"]),
+                      f"{row['ratio']:.0%}" if row["ratio"] is not None else "-",
+                      Text(str(row["verdict"]), style=style.get(row["verdict"], "")),
+                      f"{_fmt(row['duration_s'])} s" if row["duration_s"] is not None else "-",
+                      row["note"][:160])
+    out: List[Any] = [table]
+    spark_width = max(10, min(40, width - 40))
+    for r in facts.bench.results:
+        if r.name == "sustained" and r.samples:
+            tf = sparkline([s.get("tflops") for s in r.samples], spark_width)
+            clk = sparkline([s.get("sm_clock_mhz") for s in r.samples], spark_width)
+            out.append(Text(f"sustained {r.device}: TFLOP/s {tf} ({r.params.get('tflops_first')} -> "
+                            f"{r.params.get('tflops_last')})"))
+            if clk:
+                out.append(Text(f"sustained {r.device}: SM MHz  {clk} ({r.params.get('sm_clock_min_mhz')}-"
+                                f"{r.params.get('sm_clock_max_mhz')})"))
+    return out
+
+
 def render_markdown_table(facts: Facts, compat: Any) -> str:
     def md_escape(text: str) -> str:  # one line, pipes escaped: safe inside a table cell
         return " ".join(text.split()).replace("|", "\\|")

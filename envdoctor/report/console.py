@@ -54,6 +54,7 @@ def to_ascii_marks(text: str) -> str:
 
 
 COMMAND_INDENT = 6  # columns before a fix command
+MAX_EVIDENCE = 2  # evidence lines of a problem shown without -v
 MIN_WIDTH = 60  # narrower than this, the checklist and commands are unreadable anyway
 DEFAULT_WIDTH = 100  # not a terminal and no $COLUMNS: a width that pastes well into an issue
 
@@ -175,6 +176,11 @@ def _host_line(facts: Facts) -> str:
     return " · ".join(parts)
 
 
+def _at(what: str, where: str | None) -> str:
+    """"3.11.7 at /usr/bin/python3"; with no path, "3.11.7 (path unknown)", never "at unknown"."""
+    return f"{what} at {where}" if where else f"{what} (path unknown)"
+
+
 def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     """(label, value) rows of the key facts, shared by the console and Markdown renderers."""
     paste = facts.paste
@@ -214,9 +220,9 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     elif toolkits.on_path is not None:
         tk = toolkits.on_path
         version = fmt(tk.version_full or tk.version)
-        rows.append(("nvcc", f"{version} at {fmt(tk.nvcc_path or tk.path)}"))
+        rows.append(("nvcc", _at(version, tk.nvcc_path or tk.path)))
     else:
-        installed = ", ".join(f"{fmt(t.version)} at {fmt(t.path)}" for t in toolkits.installed)
+        installed = ", ".join(_at(fmt(t.version), t.path) for t in toolkits.installed)
         rows.append(("nvcc", "not on PATH" + (f" (installed: {installed})" if installed else "")))
 
     if not facts.pythons:
@@ -230,7 +236,9 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
             if env.torch is None:
                 continue  # (a crash inside `import torch` still has the build read from torch's files)
         else:
-            rows.append((label, f"{fmt(env.python_version)} at {fmt(where)}"))
+            whose = " (envdoctor's own environment)" if env.own_environment else \
+                " (system Python, PEP 668)" if env.externally_managed else ""
+            rows.append((label, _at(fmt(env.python_version), where) + whose))
         rows.append(("  torch", _torch_line(env)))
         if env.torch is not None and env.torch.arch_list:
             from_files = " (read from libtorch_cuda.so)" if env.torch.arch_list_source == "fatbin" else ""
@@ -459,6 +467,120 @@ def _checklist(report: Report) -> List[RenderableType]:
     return out
 
 
+# Why a check was skipped, as the few words of the "did not apply here" line: (words in its reason, label).
+# A reason that names none of them is a fact that could not be read, listed by check id instead.
+_NOT_APPLICABLE = (
+    (("pasted", "a paste"), "judged in pastes only"),
+    (("no requirements declared", "no target gpus declared"), "no requirements declared"),
+    (("no benchmark ran",), "no benchmark ran"),
+    (("not wsl",), "not WSL"),
+    (("infiniband",), "no InfiniBand"),
+    (("--no-torch", "torch was not imported"), "torch not imported (--no-torch)"),
+    (("no cuda build of torch",), "no CUDA build of torch"),
+    (("no torchvision",), "no torchvision/torchaudio"),
+    (("torch is not installed", "torch absent"), "torch not installed"),
+    (("no compiled extension",), "no torch extensions"),
+    (("nothing to judge",), "nothing of the kind here"),
+)
+_NO_GPU_WORDS = ("nvidia", "nvml", "gpu", "driver")
+
+
+def skip_label(check: CheckResult, facts: Facts) -> str | None:
+    """The short "did not apply" label of a skipped check, or None when it is a fact that could not be read."""
+    reason = (check.reason or "").lower()
+    for words, label in _NOT_APPLICABLE:
+        if any(w in reason for w in words):
+            return label
+    if not facts.driver.gpus and any(w in reason for w in _NO_GPU_WORDS):
+        return "no NVIDIA GPU"  # nothing to judge on a machine (or paste) without one
+    return None
+
+
+def _area_lines(report: Report) -> List[RenderableType]:
+    """flutter doctor's shape: one line per area with what was judged (✓ / ! / ✗ with counts), then one line
+    for the checks that did not apply and one for those whose facts could not be read."""
+    areas: Dict[str, List[CheckResult]] = {}
+    for check in report.checks:
+        areas.setdefault(check.area, []).append(check)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    rank = {"✓": 0, "-": 0, "!": 2, "E": 2, "✗": 3}
+    not_applied: Dict[str, int] = {}
+    unread: List[str] = []
+    for area, checks in areas.items():
+        counts = {"error": 0, "warning": 0, "errored": 0, "noted": 0, "passed": 0}
+        worst = ("✓", "green")
+        for check in checks:
+            if check.status == CheckStatus.SKIPPED:
+                label = skip_label(check, report.facts)
+                if label is None:
+                    unread.append(check.id)
+                else:
+                    not_applied[label] = not_applied.get(label, 0) + 1
+                continue
+            symbol = check_symbol(check)
+            if rank.get(symbol[0], 1) > rank.get(worst[0], 1):
+                worst = symbol
+            if check.status == CheckStatus.ERRORED:
+                counts["errored"] += 1
+            elif symbol[0] == "✗":
+                counts["error"] += 1
+            elif symbol[0] == "!":
+                counts["warning"] += 1
+            elif check.status == CheckStatus.NOTED:  # judged, with a note a ✓ would contradict
+                counts["noted"] += 1
+            else:
+                counts["passed"] += 1
+        if not any(counts.values()):
+            continue  # nothing judged here: counted in the lines below
+        parts = [_plural(counts["error"], "error")] if counts["error"] else []
+        parts += [_plural(counts["warning"], "warning")] if counts["warning"] else []
+        errored = [c for c in checks if c.status == CheckStatus.ERRORED]
+        parts += [f"{len(errored)} could not run ({'; '.join(f'{c.id}: {c.reason}' for c in errored)})"] \
+            if errored else []
+        parts += [f"{counts['noted']} noted"] if counts["noted"] else []
+        parts += [f"{counts['passed']} passed"] if counts["passed"] else []
+        grid.add_row(Text(worst[0], style=worst[1]), Text(area, style="bold"), Text(", ".join(parts)))
+    out: List[RenderableType] = [Padding(grid, (0, 0, 0, 2))]
+    if not_applied:
+        n = sum(not_applied.values())
+        why = ", ".join(label for label, _ in sorted(not_applied.items(), key=lambda kv: -kv[1]))
+        out.append(Padding(Text(f"{_plural(n, 'check')} did not apply here ({why}); -v shows all", style="dim"),
+                           (0, 0, 0, 2)))
+    if unread:
+        out.append(Padding(Text(f"{_plural(len(unread), 'check')} could not be judged (facts unknown): "
+                                f"{', '.join(unread)}; -v says why"), (0, 0, 0, 2)))
+    return out
+
+
+def console_header(report: Report) -> str:
+    """header_line, shorter: "envdoctor 0.1.0 · facts: live 2026-12-01 20:24 UTC · compat matrix as of ..."."""
+    facts = report.facts
+    when = facts.collected_at or ""
+    if len(when) >= 16 and when[10:11] == "T" and when.endswith(("+00:00", "Z")):
+        when = f"{when[:10]} {when[11:16]} UTC"
+    origin = ", ".join(x for x in (facts.origin, when) if x)
+    targets = getattr(facts, "targets", None)
+    if targets is not None:
+        origin += f" + declared targets ({targets.source or 'given'})"
+    data = getattr(report, "compat_source", None)
+    return (f"envdoctor {report.envdoctor_version} · facts: {origin} · compat matrix as of "
+            f"{fmt(report.compat_as_of)}" + (f" ({data})" if data else ""))
+
+
+def _header_lines(report: Report, width: int) -> List[str]:
+    """The header, broken between its " · " parts (not inside a date or a phrase) to fit ``width``."""
+    lines: List[str] = []
+    for part in console_header(report).split(" · "):
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return lines
+
+
 def _evidence_lines(finding: Finding) -> List[Text]:
     lines = []
     for ev in finding.evidence:
@@ -488,8 +610,8 @@ def _consequence(finding: Finding, verbose: bool) -> List[Tuple[RenderableType, 
     return out
 
 
-def _finding(finding: Finding, verbose: bool, width: int,
-             show_subject: bool = False) -> List[Tuple[RenderableType, bool]]:
+def _finding(finding: Finding, verbose: bool, width: int, show_subject: bool = False,
+             evidence: bool | None = None) -> List[Tuple[RenderableType, bool]]:
     """Renderables for one finding; the flag marks pre-laid-out command lines (never re-wrapped)."""
     out: List[Tuple[RenderableType, bool]] = []
     symbol, style = _SEVERITY_SYMBOLS.get(finding.severity, ("?", ""))
@@ -506,7 +628,10 @@ def _finding(finding: Finding, verbose: bool, width: int,
     if show_subject and finding.subject:
         # several interpreters were judged: say which one this finding (and its fix) is about
         meta += f" · in {finding.subject}"
+    brief = not verbose and finding.severity == Severity.INFO  # a note: its detail and fix under -v
     out.append((Padding(Text(meta, style="dim"), (0, 0, 0, 2)), False))
+    if brief:
+        return out
     if finding.detail:
         out.append((Padding(Text(finding.detail), (0, 0, 0, 2)), False))
     if finding.fix is not None:
@@ -518,9 +643,11 @@ def _finding(finding: Finding, verbose: bool, width: int,
                 out.append((Text(line, style="cyan"), True))
         if finding.fix.url:
             out.append((Padding(Text(f"More: {finding.fix.url}"), (0, 0, 0, 2)), False))
-    if verbose and finding.evidence:
+    if (verbose if evidence is None else evidence) and finding.evidence:
+        lines = _evidence_lines(finding)
+        shown = lines if verbose else lines[:MAX_EVIDENCE]
         out.append((Padding(Text("Evidence:", style="bold"), (0, 0, 0, 2)), False))
-        for line in _evidence_lines(finding):
+        for line in shown:
             out.append((Padding(line, (0, 0, 0, 4)), False))
     return out
 
@@ -543,6 +670,7 @@ def render_console(
     color: bool | None = None,
     width: int | None = None,
     file: IO[str] | None = None,
+    bench_table: bool = True,
 ) -> str:
     """Render ``report`` for a terminal and return the text; also write it to ``file`` if given.
 
@@ -550,6 +678,9 @@ def render_console(
     columns, except a single shell word longer than that (never cut, so commands paste whole).
     ``width=None`` is the terminal's width ($COLUMNS, else the terminal's size, else 100), at least 60.
     """
+    from .inert import inert_report
+
+    report = inert_report(report)  # no escape sequence from a snapshot, a target or a paste reaches the terminal
     if width is None:
         width = terminal_width()
     if color is None:
@@ -578,7 +709,8 @@ def render_console(
         # Commands are laid out by wrap_command: print each line as one line, never re-wrapped.
         console.print(line, no_wrap=True, overflow="ignore", crop=False, soft_wrap=True)
 
-    pr(Text(header_line(report), style="bold"))
+    for head in _header_lines(report, width):
+        pr(Text(head, style="bold"))
     pr()
     pr(_heading("Key facts"))
     pr(_key_facts(report.facts))
@@ -586,7 +718,7 @@ def render_console(
     pr(_heading("Checks"))
     if not report.checks:
         pr(Text("  no checks ran"))
-    for item in _checklist(report):
+    for item in (_checklist(report) if verbose else _area_lines(report) if report.checks else []):
         pr(item)
     findings = report.findings
     if findings:
@@ -600,7 +732,8 @@ def render_console(
                 continue
             if i:
                 pr()
-            for renderable, is_command in _finding(finding, verbose, width, len(report.facts.pythons) > 1):
+            for renderable, is_command in _finding(finding, verbose, width, len(report.facts.pythons) > 1,
+                                                   evidence=verbose or finding.severity != Severity.INFO):
                 if is_command:
                     raw(renderable)  # type: ignore[arg-type]
                 else:
@@ -609,6 +742,13 @@ def render_console(
         pr()
         pr(_heading("Probes"))
         pr(Padding(_probe_table(report.facts), (0, 0, 0, 2)))
+    if report.facts.bench.results and bench_table:
+        from ..compat import load_compat
+        from .bench_view import bench_console_renderables
+
+        pr()
+        for renderable in bench_console_renderables(report.facts, load_compat(), width):
+            pr(renderable)
     pr()
     worst = report.worst()
     if worst in (Severity.ERROR, Severity.WARNING):

@@ -63,6 +63,9 @@ def _fence_language(report: Report) -> str:
 
 def render_markdown(report: Report, redact: bool = True) -> str:
     """Render ``report`` as Markdown: verdict, findings table, fixes, key facts, folded facts JSON."""
+    from .inert import inert_report
+
+    report = inert_report(report)  # no terminal escape from a snapshot, a target or a paste in the page
     if redact:
         report = redact_report(report)
     findings = report.findings

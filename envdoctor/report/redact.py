@@ -69,9 +69,52 @@ def _redact_dir(text: str, directory: str, replacement: str) -> str:
                   lambda _m: replacement, text)
 
 
+def csv_serials(text: str) -> List[str]:
+    """GPU serials in a `nvidia-smi --query-gpu=...,serial,... --format=csv` table: the values under its
+    "serial" column (the rows repeat them bare, with no "Serial Number :" label to find them by)."""
+    if "serial" not in text.lower():
+        return []
+    out: List[str] = []
+    column, width = None, 0
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        names = [c.lower().split(" [", 1)[0] for c in cells]
+        if "serial" in names and len(cells) > 1:
+            column, width = names.index("serial"), len(cells)
+            continue
+        if column is not None and (len(cells) == width or len(cells) > column + 1):  # (a cut excerpt)
+            value = cells[column]
+            if len(value) >= 6 and not value.startswith(("[", "N/A")):
+                out.append(value)
+        elif column is not None and line.strip():
+            column = None  # the table ended
+    return out
+
+
+# a --query-gpu CSV row quoted without its header (a paste reader's evidence): a row that names a GPU UUID, and
+# a cell of 12 to 14 digits in it, is the board serial nvidia-smi prints (13 digits)
+_CSV_ROW_SERIAL_RE = re.compile(r"(?:(?<=^)|(?<=,))(\s*)\d{12,14}(\s*)(?=,|$)", re.M)
+
+
+def _csv_row_serials(text: str) -> str:
+    if "," not in text or not _GPU_UUID_RE.search(text):
+        return text
+    return "\n".join(_CSV_ROW_SERIAL_RE.sub(lambda m: f"{m.group(1)}{REDACTED}{m.group(2)}", line)
+                     if _GPU_UUID_RE.search(line) else line for line in text.split("\n"))
+
+
+def prompt_hosts(text: str) -> List[str]:
+    """The host names shell prompts in ``text`` name ("alice@gpu-node-17:~$" -> "gpu-node-17"): redacted
+    wherever else they appear too (a log line quoting the host)."""
+    return [m.group(0).split("@", 1)[1] for m in _PROMPT_RE.finditer(text)]
+
+
 def redact_text(text: str, hostnames: Iterable[str] = ()) -> str:
-    """Redact home paths, GPU UUIDs and serials, secrets, shell prompts' user@host and the given host names."""
-    out = _GPU_UUID_RE.sub(lambda m: f"{m.group(1)}-<redacted>", text)
+    """Redact home paths, GPU UUIDs and serials, secrets, shell prompts' user@host and the given host names
+    (and those the prompts name), wherever they appear."""
+    hostnames = list(hostnames) + prompt_hosts(text) + csv_serials(text)
+    out = _csv_row_serials(text)
+    out = _GPU_UUID_RE.sub(lambda m: f"{m.group(1)}-<redacted>", out)
     out = _URL_CREDENTIALS_RE.sub(lambda m: f"{m.group(1)}{REDACTED}@", out)
     out = _SECRET_ASSIGN_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", out)
     out = _TOKEN_SHAPES_RE.sub(REDACTED, out)
@@ -90,9 +133,15 @@ def redact_text(text: str, hostnames: Iterable[str] = ()) -> str:
 
 
 def _find_hostnames(obj: Any, found: List[str]) -> None:
-    if isinstance(obj, dict):
+    """Values that identify the machine wherever they are repeated: host names (and the short name of a dotted
+    one, and those shell prompts name) and GPU serials (a --query-gpu CSV in a paste repeats them bare)."""
+    if isinstance(obj, str):
+        found.extend(prompt_hosts(obj) + csv_serials(obj))
+    elif isinstance(obj, dict):
         for key, value in obj.items():
-            if key in _HOSTNAME_KEYS and isinstance(value, str) and value and value != REDACTED:
+            if key == "serial" and isinstance(value, str) and len(value) >= 6 and value != GPU_REDACTED:
+                found.append(value)
+            elif key in _HOSTNAME_KEYS and isinstance(value, str) and value and value != REDACTED:
                 found.append(value)
                 # "node7.cluster.example.org" also leaks as "node7" in prompts and logs.
                 short = value.split(".", 1)[0]

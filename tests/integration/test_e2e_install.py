@@ -168,3 +168,22 @@ def test_stale_build_output_in_a_checkout_never_ships(built_wheel, tmp_path):
         assert proc.returncode == 0, proc.stderr[-2000:]
         (wheel,) = dist.glob("envdoctor-*.whl")
         assert _wheel_names(wheel) == clean, attempt
+
+
+def test_the_readme_first_run_in_envdoctors_own_venv_is_a_short_useful_answer(installed_wheel, tmp_path):
+    # `pip install . && envdoctor` with that venv active and no torch anywhere: envdoctor says it judged its
+    # own environment and how to point it elsewhere, as a warning (exit 0), never "install torch there"
+    home = tmp_path / "home"
+    home.mkdir()
+    venv = str(Path(installed_wheel.python).parent.parent)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CONDA_PREFIX", "COLUMNS")}
+    env.update(VIRTUAL_ENV=venv, HOME=str(home), PATH=str(Path(installed_wheel.python).parent) + os.pathsep
+               + "/usr/bin:/bin", COLUMNS="80")
+    proc = subprocess.run([str(installed_wheel.exe)], capture_output=True, text=True, timeout=300, cwd=str(tmp_path),
+                          env=env, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout
+    assert "envdoctor's own environment" in out and "envdoctor --python" in out, out
+    assert "pip install torch" not in out and "✗" not in out, out
+    lines = out.splitlines()
+    assert len(lines) <= 50 and max(len(line) for line in lines) <= 80, out  # (was 197 lines, 15 wider)

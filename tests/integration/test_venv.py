@@ -84,3 +84,18 @@ def test_cuda_venv_without_driver(cuda_venv) -> None:
     assert cudart.origin in ("wheel", "torch", "conda", "system")
     assert cudart.version and cudart.version.startswith("13")
     assert env.package("torch").variant == "cu130"
+
+
+def test_cpu_venv_default_console_is_short_and_fits_80_columns(cpu_venv, tmp_path) -> None:
+    # issue 19's bar: at most 40 lines, none wider than 80 columns, no "skipped" checklist lines
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, COLUMNS="80")
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "--python", cpu_venv.python], capture_output=True,
+                          text=True, timeout=300, env=env, cwd=str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) <= 40 and max(len(line) for line in lines) <= 80, proc.stdout
+    assert "skipped" not in proc.stdout and "did not apply here" in proc.stdout, proc.stdout

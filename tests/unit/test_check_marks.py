@@ -93,7 +93,7 @@ def test_a_signature_finding_in_a_checks_category_is_against_it() -> None:
     assert by["gpu.persistence"].status == CheckStatus.NOTED and by["gpu.persistence"].headline.startswith(
         "Persistence mode off")
     assert by["gpu.busy"].status == CheckStatus.PASSED  # no finding about its subject: a real pass
-    text = render_console(report, color=False)
+    text = render_console(report, color=False, verbose=True)  # -v: every check on its own line
     assert "✓ Persistence mode on" not in text and "✓ Container has GPU access" not in text
     assert "✓ No other process is using the GPUs" in text
     assert report.to_dict()["summary"]["checks_noted"] == 2

@@ -31,7 +31,7 @@ def test_bad_arguments_are_value_errors(tmp_path: Path, monkeypatch) -> None:
     with pytest.raises(ValueError, match="not in the matrix"):
         envdoctor.preflight(target_gpus=["Voodoo 5"], config=False)
     (tmp_path / "envdoctor.toml").write_text("require = [\n")
-    with pytest.raises(ValueError, match="invalid TOML"):
+    with pytest.raises(envdoctor.PreflightError, match="invalid TOML"):  # a broken project file: not met
         envdoctor.preflight()
 
 

@@ -35,6 +35,13 @@ class _QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+class _Trickle:
+    """A body sent one byte every ``every_s`` seconds (a stalled mirror, a broken proxy), until ``stop``."""
+
+    def __init__(self, data: bytes, every_s: float) -> None:
+        self.data, self.every_s, self.stop = data, every_s, threading.Event()
+
+
 class _Server:
     def __init__(self) -> None:
         self.files: Dict[str, Body] = {}
@@ -53,6 +60,16 @@ class _Server:
                 if body is None:
                     self.send_response(404)
                     self.end_headers()
+                    return
+                if isinstance(body, _Trickle):
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body.data)))
+                    self.end_headers()
+                    for i in range(len(body.data)):  # bounded: the body's length, and stops when told
+                        if body.stop.wait(body.every_s):
+                            return
+                        self.wfile.write(body.data[i:i + 1])
+                        self.wfile.flush()
                     return
                 data = body() if callable(body) else body
                 self.send_response(200)
@@ -195,10 +212,27 @@ def test_timeout_is_refused(tmp_path, server, installed) -> None:
 
     server.files["manifest.json"] = slow
     try:
-        with pytest.raises(UpdateError, match=r"no answer from .* within 0.5 s; still using"):
+        with pytest.raises(UpdateError, match=r"(no answer from .* within|did not finish within the --timeout of) 0.5 s"):
             update_from_url(server.url("manifest.json"), timeout_s=0.5)
     finally:
         stall.set()
+    _assert_unchanged(*installed)
+
+
+def test_timeout_bounds_the_whole_download_of_a_trickling_server(tmp_path, server, installed) -> None:
+    import time
+
+    pub = _published(tmp_path, "2030.02.01", as_of="2030-02-01")
+    server.publish(pub)
+    trickle = _Trickle((pub / "manifest.json").read_bytes(), every_s=0.25)  # each read within the timeout
+    server.files["manifest.json"] = trickle
+    start = time.monotonic()
+    try:
+        with pytest.raises(UpdateError, match=r"did not finish within the --timeout of 1 s"):
+            update_from_url(server.url("manifest.json"), timeout_s=1)
+    finally:
+        trickle.stop.set()
+    assert time.monotonic() - start < 5  # not len(manifest) x 0.25 s
     _assert_unchanged(*installed)
 
 

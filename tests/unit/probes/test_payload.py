@@ -30,13 +30,14 @@ def run(args: Sequence[str] = (), python: str = sys.executable, pythonpath: Opti
 
 
 def envelope(proc: subprocess.CompletedProcess) -> Dict[str, Any]:
-    """The payload's stdout is one final JSON object, optionally preceded by one checkpoint object written
-    just before `import torch` (so a crash there still reports what was read); nothing else."""
+    """The payload's stdout is one final JSON object, optionally preceded by checkpoint objects (one just before
+    `import torch`, one when the files read while it runs are in), so a crash there still reports what was
+    read; nothing else."""
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
     objs = [json.loads(ln) for ln in lines]
     checkpoints = [o for o in objs[:-1] if o.get("checkpoint") is True]
-    assert len(lines) >= 1 and len(checkpoints) == len(objs) - 1 <= 1, \
-        f"stdout is not [checkpoint] + one final JSON line: {proc.stdout!r}\nstderr: {proc.stderr}"
+    assert len(lines) >= 1 and len(checkpoints) == len(objs) - 1 <= 2, \
+        f"stdout is not [checkpoints] + one final JSON line: {proc.stdout!r}\nstderr: {proc.stderr}"
     data = objs[-1]
     assert "checkpoint" not in data
     assert data["envdoctor_payload"] == payload.PAYLOAD_VERSION

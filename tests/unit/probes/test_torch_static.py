@@ -210,8 +210,19 @@ def probe_with_pythonpath(root: Path, timeout_s: float = 60.0) -> PythonEnv:
 VERSION_PY = "__version__ = '2.14.1+cu130'\ncuda = '13.0'\nhip = None\ngit_version = 'abc123'\n"
 
 
-def test_segfault_inside_import_torch_keeps_the_build(tmp_path: Path, compat) -> None:
+def test_segfault_at_the_start_of_import_torch_keeps_version_py(tmp_path: Path) -> None:
+    # the files are read while torch imports: a crash in its first moments still has version.py (read before)
     root = fake_torch(tmp_path, "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n", VERSION_PY)
+    env = probe_with_pythonpath(root)
+    assert env.failure == "crashed" and env.failure_stage == "importing torch"
+    assert (env.torch.version, env.torch.cuda, env.torch.git_version) == ("2.14.1+cu130", "13.0", "abc123")
+    assert env.python_version and env.executable
+
+
+def test_segfault_inside_import_torch_keeps_the_build(tmp_path: Path, compat) -> None:
+    # (a real libtorch crashes after seconds of mapping libraries: the files read meanwhile come back)
+    root = fake_torch(tmp_path, "import os, signal, time\ntime.sleep(2)\nos.kill(os.getpid(), signal.SIGSEGV)\n",
+                      VERSION_PY)
     env = probe_with_pythonpath(root)
     assert env.status == ProbeStatus.FAILED and env.failure == "crashed"
     assert env.failure_stage == "importing torch"
@@ -463,12 +474,17 @@ def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, 
     else:
         target, category = _no_torch_interpreter(tmp_path), "TORCH_NOT_INSTALLED"
     base = [sys.executable, "-m", "envdoctor", "check", "--python", str(target), *extra, "--data", str(tmp_path)]
+    # the no-torch target runs envdoctor's own interpreter (`python -S`): judging envdoctor's own environment
+    # without torch is the plain warning "torch was not judged here" (issue 19), not an error, never a clean bill
+    severity, rc = ("warning", 0) if kind == "no-torch" else ("error", 1)
     proc = subprocess.run(base, capture_output=True, text=True, timeout=120)
-    assert "No problems found" not in proc.stdout and proc.returncode == 1, proc.stdout[-3000:] + proc.stderr
+    assert "No problems found" not in proc.stdout and proc.returncode == rc, proc.stdout[-3000:] + proc.stderr
     js = subprocess.run(base + ["--format", "json"], capture_output=True, text=True, timeout=120)
     report = json.loads(js.stdout)
     got = [f for f in report["findings"] if f["category"] == category]
-    assert got and got[0]["severity"] == "error", [f["code"] for f in report["findings"]]
+    assert got and got[0]["severity"] == severity, [f["code"] for f in report["findings"]]
+    if kind == "no-torch":
+        assert got[0]["code"] == "torch.interpreter/not-a-torch-environment"
     if kind in ("segfault", "hang", "gil-hang"):
         assert report["facts"]["pythons"][0]["torch"]["version"] == "2.14.1+cu130"  # the build survives
         assert "2.14.1+cu130" in proc.stdout
@@ -508,3 +524,21 @@ def test_missing_pinned_wheel_falls_back_to_the_system_copy(compat) -> None:
     report = judge(Facts(pythons=[installed], system_libraries=system), compat)
     assert findings_of(report, "SYSTEM_LIB_SHADOWING") == []
     assert "reinstall" in findings_of(report, "TORCH_IMPORT_FAILED")[0].fix.commands[0]
+
+
+def test_overlap_mode_reads_the_files_while_torch_imports(tmp_path: Path) -> None:
+    # --overlap: `import torch` first, the files in a second thread; the answer holds both
+    import os
+    import subprocess
+
+    root = fake_torch(tmp_path, "import time\ntime.sleep(0.5)\n__version__ = '2.14.1+cu130'\n", VERSION_PY)
+    out = subprocess.run([sys.executable, str(pe.payload_path()), "--task", "inspect", "--overlap"],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1"))
+    lines = [json.loads(ln) for ln in out.stdout.splitlines() if ln.strip()]
+    final = lines[-1]
+    assert final["ok"] is True, out.stderr
+    result = final["result"]
+    assert result["packages"] and result["torch_build"]["version"] == "2.14.1+cu130"
+    assert result["torch"]["import_seconds"] >= 0.5
+    assert any(o.get("checkpoint") and o["result"].get("packages") for o in lines[:-1])  # the reader's checkpoint

@@ -390,7 +390,7 @@ def _rejoin(lines: List[str]) -> str:
 
 def test_narrow_console_keeps_every_command_whole_or_continued():
     report = _hostile_report()
-    text = render_console(report, width=60, color=False)
+    text = render_console(report, width=60, color=False, verbose=True)  # (a note's fix shows under -v)
     out_lines = text.splitlines()
     cmds = [c for _, c in _fix_commands(report)]
     long_cmds = [c for c in cmds if len(c) + COMMAND_INDENT > 60]

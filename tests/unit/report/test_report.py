@@ -157,7 +157,7 @@ def make_report(facts: Facts = None) -> Report:  # type: ignore[assignment]
 
 
 GOLDEN_CONSOLE = """\
-envdoctor 0.1.0 · facts: live, collected 2025-01-20T10:00:00Z · compat matrix as of 2025-01-15
+envdoctor 0.1.0 · facts: live, 2025-01-20 10:00 UTC · compat matrix as of 2025-01-15
 
 Key facts
   GPU 0    NVIDIA H100 80GB HBM3 · compute 9.0 · 79.6 GiB · PCIe Gen5 x8 (max Gen5 x16)
@@ -170,18 +170,11 @@ Key facts
            docker
 
 Checks
-  driver
-    ✗ Driver supports torch's CUDA (driver.cuda-compat) — 1 finding
-    ✓ NVIDIA driver loaded (driver.present)
-  pcie
-    ! PCIe links at full speed (pcie.link) — 1 finding
-  toolkit
-    i nvcc 12.4 on PATH matches torch's CUDA 12.4 (toolkit.nvcc)
-  storage
-    - Data on fast storage (storage.data) — skipped: data path unknown: probe skipped: no --data
-      path given
-  gpu
-    E GPU memory healthy (gpu.memory) — check errored: KeyError: 'ecc_volatile_uncorrected'
+  ✗ driver  1 error, 1 passed
+  ! pcie    1 warning
+  i toolkit 1 noted
+  E gpu     1 could not run (gpu.memory: KeyError: 'ecc_volatile_uncorrected')
+  1 check could not be judged (facts unknown): storage.data; -v says why
 
 Findings
 ✗ Driver 525.60.13 is too old for torch 2.5.1+cu124 (CUDA 12.4 needs >= 550.54.14)
@@ -192,11 +185,16 @@ Findings
           torchaudio==2.5.1+cu121 --index-url https://download.pytorch.org/whl/cu121 \\
           --extra-index-url https://pypi.org/simple
   More: https://pytorch.org/get-started/locally/
+  Evidence:
+    driver.version = "525.60.13"; expected >= 550.54.14; source: compat_data/driver_cuda.json
+    pythons[0].torch.cuda = "12.4"
 
 ! GPU 0 runs at PCIe Gen5 x8, below its Gen5 x16
   warning · PCIE_LINK_DEGRADED · pcie.link/degraded
   Host-device copies run at half the expected bandwidth.
   Fix: Reseat the card in a CPU-attached x16 slot
+  Evidence:
+    driver.gpus[0].pcie_width_current = 8; expected 16
 
 i nvcc 12.4 on PATH matches torch's CUDA 12.4
   info · NOTE · toolkit.nvcc/info · about NVCC_TORCH_CUDA_MISMATCH
@@ -258,7 +256,10 @@ def test_wrap_command_keeps_short_commands_and_quotes() -> None:
 def test_console_verbose_shows_evidence_and_probe_timings() -> None:
     plain = render_console(make_report(), color=False)
     text = render_console(make_report(), verbose=True, color=False)
-    assert "Evidence" not in plain and "Probes" not in plain
+    assert "Probes" not in plain and "(driver.cuda-compat)" not in plain  # the checklist by area, no timings
+    # a problem's evidence shows by default (two lines at most); a note's only under -v
+    assert 'driver.version = "525.60.13"; expected >= 550.54.14' in plain
+    assert plain.count("Evidence:") == text.count("Evidence:") == 2  # (the note has none)
     assert 'driver.version = "525.60.13"; expected >= 550.54.14; source: compat_data/driver_cuda.json' in text
     assert "driver.gpus[0].pcie_width_current = 8; expected 16" in text
     assert re.search(r"nvml\s+ok\s+0\.04 s", text)

@@ -125,8 +125,10 @@ def test_a_skipped_checks_notes_are_in_the_report_and_console_shows_no_check_mar
         m.healthy_a100().driver, kernel_log_readable=False, kernel_log_reason="dmesg: Operation not permitted"))
     report = judge(facts, only=["gpu.xid"])
     assert [f.code for f in report.findings] == ["gpu.xid/log-unreadable"]
-    text = render_console(report, color=False, width=100)
+    text = render_console(report, color=False, width=100, verbose=True)
     assert "✓ No GPU Xid errors" not in text and "- No GPU Xid errors in the kernel log (gpu.xid) — skipped" in text
+    plain = render_console(report, color=False, width=100)
+    assert "✓ gpu" not in plain and "1 check could not be judged (facts unknown): gpu.xid" in plain
 
 
 # A general guard: run every check on every snapshot and paste with facts that record what is read. A check

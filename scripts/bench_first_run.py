@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""envdoctor's first run against its floor: `import torch` in the same interpreter, in paired, interleaved runs.
+
+Each pair runs `python -c "import torch"` and `envdoctor --python PY --format json` back to back, the order
+alternating from pair to pair, so that load from other processes hits both sides alike; then
+`envdoctor --no-torch` against `python -c pass` (the interpreter's own start) the same way. It prints the
+medians, the median of the paired differences and the targets (issue 19: envdoctor <= import torch + 0.3 s;
+--no-torch <= 0.5 s). Usage:
+
+    python scripts/bench_first_run.py --python /path/to/venv/bin/python [--pairs 9] [--envdoctor envdoctor]
+
+Use an installed envdoctor (`pip install .`, whose files are byte-compiled) rather than an editable one run
+with PYTHONDONTWRITEBYTECODE set, which compiles every module on every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from typing import Dict, List
+
+TARGET_OVER_IMPORT_S = 0.3
+TARGET_NO_TORCH_S = 0.5
+
+
+def timed(argv: List[str], env: Dict[str, str], timeout: float = 600) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout)
+    took = time.perf_counter() - start
+    if proc.returncode not in (0, 1) or (argv[-1:] == ["json"] and not proc.stdout.strip()):
+        raise SystemExit(f"{' '.join(argv)} failed (exit {proc.returncode}): {proc.stderr.decode()[-500:]}")
+    if "--format" in argv:
+        json.loads(proc.stdout)  # a whole report, not an early exit
+    return took
+
+
+def paired(a: List[str], b: List[str], pairs: int, env: Dict[str, str]) -> Dict[str, List[float]]:
+    out: Dict[str, List[float]] = {"a": [], "b": [], "diff": []}
+    timed(a, env)  # warm the page cache once: the first cold-disk run is an outlier for whichever goes first
+    timed(b, env)
+    for i in range(pairs):
+        if i % 2 == 0:
+            ta, tb = timed(a, env), timed(b, env)
+        else:
+            tb, ta = timed(b, env), timed(a, env)
+        out["a"].append(ta)
+        out["b"].append(tb)
+        out["diff"].append(tb - ta)
+    return out
+
+
+def report(title: str, name_a: str, name_b: str, res: Dict[str, List[float]]) -> float:
+    ma, mb, md = (statistics.median(res[k]) for k in ("a", "b", "diff"))
+    print(title)
+    print(f"  {name_a:<44} median {ma:6.3f} s  (min {min(res['a']):.3f}, max {max(res['a']):.3f})")
+    print(f"  {name_b:<44} median {mb:6.3f} s  (min {min(res['b']):.3f}, max {max(res['b']):.3f})")
+    print(f"  {'paired difference (second - first)':<44} median {md:+6.3f} s  ratio of medians {mb / ma:.2f}")
+    return md
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--python", required=True, help="target interpreter (with torch installed)")
+    ap.add_argument("--pairs", type=int, default=9)
+    ap.add_argument("--envdoctor", default=shutil.which("envdoctor") or "envdoctor",
+                    help="envdoctor command (default: envdoctor on PATH)")
+    ap.add_argument("--skip-no-torch", action="store_true", help="only the import torch pairs")
+    args = ap.parse_args()
+    envdoctor = args.envdoctor.split()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    print(f"target {args.python}; envdoctor {' '.join(envdoctor)}; {args.pairs} pairs; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    res = paired([args.python, "-c", "import torch"], envdoctor + ["--python", args.python, "--format", "json"],
+                 args.pairs, env)
+    diff = report("full run", "python -c 'import torch'", "envdoctor --format json", res)
+    ok = diff <= TARGET_OVER_IMPORT_S
+    print(f"  target: envdoctor <= import torch + {TARGET_OVER_IMPORT_S} s: {'met' if ok else 'NOT met'}")
+    if not args.skip_no_torch:
+        res = paired([args.python, "-c", "pass"],
+                     envdoctor + ["--python", args.python, "--format", "json", "--no-torch"], args.pairs, env)
+        report("--no-torch", "python -c pass", "envdoctor --format json --no-torch", res)
+        med = statistics.median(res["b"])
+        ok_nt = med <= TARGET_NO_TORCH_S
+        print(f"  target: --no-torch <= {TARGET_NO_TORCH_S} s: {'met' if ok_nt else 'NOT met'} ({med:.3f} s)")
+        ok = ok and ok_nt
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Partial results survive a signal: bench prints what it measured; a signal while the report prints waits."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+
+import pytest
+
+from envdoctor import cli
+from envdoctor.app import Interrupted
+from envdoctor.facts import Facts
+from tests import machines as m
+
+
+def test_a_signal_during_bench_keeps_what_was_measured(monkeypatch, capsys) -> None:
+    facts = m.healthy_a100()
+    measured = {"name": "matmul", "status": "ok", "reason": "ran", "device": "cuda:0", "value": 123.4,
+                "unit": "TFLOP/s", "duration_s": 2.0}
+
+    def run_benchmarks(facts, bench, progress):
+        progress({"event": "result", "result": measured})
+        raise Interrupted(signal.SIGTERM)  # 16 s into a 17 s run
+
+    monkeypatch.setattr("envdoctor.app.run_benchmarks", run_benchmarks)
+    monkeypatch.setattr("envdoctor.app.collect", lambda options, **_kw: facts)
+    monkeypatch.setattr(cli, "_install_signal_handlers", lambda: {})
+    code = cli.main(["bench", "matmul_bf16", "--format", "json"])
+    out = capsys.readouterr()
+    assert code == 128 + signal.SIGTERM
+    import json
+
+    report = json.loads(out.out)
+    results = report["facts"]["bench"]["results"]
+    assert [(r["name"], r["value"]) for r in results] == [("matmul", 123.4)]
+    assert "partial" in report["facts"]["bench"]["reason"] and "partial" in out.err
+
+
+def test_console_partial_bench_report_shows_the_table_before_a_partial_verdict(monkeypatch, capsys) -> None:
+    facts = m.healthy_a100()
+
+    def run_benchmarks(facts, bench, progress):
+        progress({"event": "result", "result": {"name": "matmul", "status": "ok", "reason": "ran",
+                                                "device": "cuda:0", "value": 123.4, "unit": "TFLOP/s"}})
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("envdoctor.app.run_benchmarks", run_benchmarks)
+    monkeypatch.setattr("envdoctor.app.collect", lambda options, **_kw: facts)
+    monkeypatch.setattr(cli, "_install_signal_handlers", lambda: {})
+    monkeypatch.setenv("COLUMNS", "80")
+    assert cli.main(["bench", "matmul_bf16"]) == 130
+    out = capsys.readouterr().out
+    assert "123.4 TFLOP/s" in out and out.index("Benchmarks") < out.index("partial report")
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+
+def test_a_signal_while_the_report_prints_waits_for_it() -> None:
+    with cli._signals_deferred() as deferred:
+        cli._on_signal(signal.SIGTERM, None)  # does not raise: the report of what was read is printed first
+        assert deferred.signum == signal.SIGTERM
+    assert deferred.exit_code(0) == 128 + signal.SIGTERM
+    with pytest.raises(Interrupted):  # outside, a signal unwinds as before (the partial report path)
+        cli._on_signal(signal.SIGTERM, None)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def test_partial_bench_facts_are_marked_interrupted() -> None:
+    facts = cli._with_partial_bench(Facts(), [{"name": "h2d", "status": "ok", "reason": "ran", "value": 20.0,
+                                               "unit": "GB/s"}, {"bad": 1}], signal.SIGINT)
+    assert [r.name for r in facts.bench.results] == ["h2d"]
+    assert facts.probes[-1].reason.startswith("interrupted by SIGINT")
+    assert dataclasses.is_dataclass(facts)
+
+
+def test_a_signal_before_the_probes_wait_still_gives_a_partial_report(monkeypatch) -> None:
+    from envdoctor import app
+
+    def interrupted_at_start(jobs, deadline_s, meanwhile=None):
+        raise Interrupted(signal.SIGTERM)  # no partial results at all: the threads were still starting
+
+    monkeypatch.setattr(app, "_run_with_deadline", interrupted_at_start)
+    with pytest.raises(Interrupted) as e:
+        app.collect(app.CollectOptions(inspect_torch=False))
+    facts = e.value.facts
+    assert facts is not None and facts.driver.status == "failed"
+    assert all((p.reason or "").startswith("interrupted by SIGTERM") for p in facts.probes)
