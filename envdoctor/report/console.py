@@ -481,6 +481,8 @@ _NOT_APPLICABLE = (
     (("torch is not installed", "torch absent"), "torch not installed"),
     (("no compiled extension",), "no torch extensions"),
     (("nothing to judge",), "nothing of the kind here"),
+    (("no watch recording",), "no watch recording"),
+    (("pins a cuda library wheel",), "no CUDA library pins"),
 )
 _NO_GPU_WORDS = ("nvidia", "nvml", "gpu", "driver")
 
