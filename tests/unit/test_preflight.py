@@ -64,9 +64,11 @@ def test_preflight_on_this_gpu_less_machine(cpu_venv, tmp_path: Path, monkeypatc
 
 def _driverless(nvidia_pci_devices, descriptions=()):
     from envdoctor.facts import Driver, Facts, Host, PcieLink, Topology
+    from tests.machines import torch_env
 
+    # the judged interpreter, with a CPU torch: a box with no facts at all would be "nothing could be judged"
     return Facts(driver=Driver(status="absent", reason="NVML library (libnvidia-ml.so.1) not found"),
-                 host=Host(status="ok", os="Linux"),
+                 host=Host(status="ok", os="Linux"), pythons=[torch_env("2.13.0+cpu", None, None, python="3.11.7")],
                  topology=Topology(status="ok", nvidia_pci_devices=nvidia_pci_devices,
                                    pcie_links=[PcieLink(bdf="0000:17:00.0", description=d) for d in descriptions]),
                  collected_at="2026-12-01T00:00:00Z")
