@@ -690,9 +690,11 @@ def cmd_explain(args) -> int:
     return EXIT_OK
 
 
+@functools.lru_cache(maxsize=1)
 def _finding_codes() -> tuple:
     """(codes, dynamic prefixes) the checks can emit, read from their source: a code is a string literal
-    "area.check/kind"; an f-string "area.check/{...}" makes every kind under that prefix possible."""
+    "area.check/kind"; an f-string "area.check/{...}" makes every kind under that prefix possible. Read once per
+    process (the package's own source does not change under it; every `explain` used to parse ~40 files)."""
     import ast
     import pathlib
     import re
@@ -744,7 +746,7 @@ def _finding_codes() -> tuple:
                 if re.fullmatch(r"[a-z_]+\.[a-z0-9-]+/", head):
                     prefixes.add(head)
     prefixes |= {f"{c}/" for c in dynamic if not any(code.startswith(f"{c}/") for code in codes)}
-    return codes, prefixes
+    return frozenset(codes), frozenset(prefixes)
 
 
 def _builder_param_kinds(fn) -> set:
