@@ -1355,27 +1355,16 @@ def read_files(state: State, errors: List[str], owners: Dict[str, Tuple[str, str
     stage[0] = "reading installed distributions"
     out["packages"] = collect_packages(errors, owners)
     stage[0] = "reading library files that two wheels claim"
-    try:
-        out["shared_library_files"] = shared_library_files()
-    except Exception as e:
-        errors.append(f"library files two wheels claim: {_exc_text(e)}")
+    out["shared_library_files"] = _guard(errors, "library files two wheels claim", shared_library_files)
     stage[0] = "reading torch's build from its files"
-    out["torch_build"] = None
-    if location:
-        try:
-            out["torch_build"] = torch_build_files(location, out["packages"])
-        except Exception as e:  # a damaged install: the import says more
-            errors.append(f"reading torch's build files: {_exc_text(e)}")
+    # a damaged install: the import says more
+    out["torch_build"] = _guard(errors, "reading torch's build files",
+                                lambda: torch_build_files(location, out["packages"])) if location else None
     stage[0] = "reading the GPU architectures of torch's CUDA extensions"
-    try:
-        out["extensions"] = extension_archs()
-    except Exception as e:
-        errors.append(f"extension architectures: {_exc_text(e)}")
+    out["extensions"] = _guard(errors, "extension architectures", extension_archs)
     stage[0] = "looking for CUDA libraries outside torch's wheels"
-    try:
-        out["library_candidates"] = library_candidates(env, prefixes, owners)
-    except Exception as e:
-        errors.append(f"library candidates: {_exc_text(e)}")
+    out["library_candidates"] = _guard(errors, "library candidates",
+                                       lambda: library_candidates(env, prefixes, owners))
     stage[0] = None
     return out
 
@@ -1418,10 +1407,7 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
     owners: Dict[str, Tuple[str, str]] = {}
     location = torch_dir(errors)
-    try:
-        result["torch_origin"] = module_origin("torch", location)
-    except Exception as e:
-        errors.append(f"where torch is imported from: {_exc_text(e)}")
+    result["torch_origin"] = _guard(errors, "where torch is imported from", lambda: module_origin("torch", location))
     stage: List[Optional[str]] = [None]
     if opts.no_torch or location is None or opts.sequential:
         result.update(read_files(state, errors, owners, result["env"], prefixes, location, stage))
