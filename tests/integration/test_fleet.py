@@ -98,19 +98,17 @@ def _four_ranks_one_leaves(python: str, tmp: Path, code, rank: int = 3, timeout:
     env = _env(tmp, ENVDOCTOR_FLEET_TEST_EXIT=f"{rank}:before-gather:{code}")
     argv = ["timeout", "120"] + _torchrun(python, "--nproc-per-node", "4", "--master-port", str(_port())) + \
         ["--timeout", str(timeout)]
-    start = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp,
                             start_new_session=True)
     out, err = proc.communicate(timeout=150)
-    took = time.monotonic() - start
     time.sleep(1.0)
-    return proc, out, err, took, _left_behind(proc.pid)
+    return proc, out, err, _left_behind(proc.pid)
 
 
 def test_a_rank_that_exits_before_the_gather_is_named_within_the_timeout(cpu_venv, tmp_path):
-    proc, out, err, took, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, 0)
-    assert proc.returncode not in (0, 124), err[-2000:]  # non-zero, and not the outer `timeout 120`
-    assert took < 120
+    proc, out, err, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, 0)
+    # non-zero, and not 124: the outer `timeout 120` never fired, so the report came within it (no timer here)
+    assert proc.returncode not in (0, 124), err[-2000:]
     assert "rank 3 (node 0, host" in out and "did not send its report: its process exited or crashed" in out
     assert "3 of 4 ranks reported" in out
     assert left == [], f"processes left behind: {left}"
@@ -118,7 +116,7 @@ def test_a_rank_that_exits_before_the_gather_is_named_within_the_timeout(cpu_ven
 
 def test_a_rank_that_crashes_gets_the_report_written_when_torchrun_stops_rank_0(cpu_venv, tmp_path):
     """Exit code 1: torchrun sends SIGTERM to every other worker; rank 0 writes what it has before it goes."""
-    proc, out, err, took, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, 1)
+    proc, out, err, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, 1)
     assert proc.returncode not in (0, 124), err[-2000:]
     assert "PARTIAL: rank 0 was stopped (SIGTERM" in out
     assert "rank 3 (node 0, host" in out
@@ -130,7 +128,7 @@ def test_a_rank_that_crashes_gets_the_report_written_when_torchrun_stops_rank_0(
 def test_a_rank_that_hangs_is_named_at_the_deadline_and_the_others_still_count(cpu_venv, tmp_path):
     """Rank 1 hangs: gloo's timeout on it closes the group's pairs, so rank 0 waits for every rank at once and
     ranks 2 and 3, which answered in time, are in the report."""
-    proc, out, err, took, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, "hang", rank=1, timeout=15)
+    proc, out, err, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, "hang", rank=1, timeout=15)
     assert proc.returncode not in (0, 124), err[-2000:]
     assert "rank 1 (node 0, host" in out and "no answer within the deadline" in out
     assert "3 of 4 ranks reported" in out
