@@ -220,19 +220,15 @@ def test_timeout_is_refused(tmp_path, server, installed) -> None:
 
 
 def test_timeout_bounds_the_whole_download_of_a_trickling_server(tmp_path, server, installed) -> None:
-    import time
-
     pub = _published(tmp_path, "2030.02.01", as_of="2030-02-01")
     server.publish(pub)
     trickle = _Trickle((pub / "manifest.json").read_bytes(), every_s=0.25)  # each read within the timeout
     server.files["manifest.json"] = trickle
-    start = time.monotonic()
-    try:
+    try:  # without the whole-download bound the trickle completes (len(manifest) x 0.25 s) and nothing is raised
         with pytest.raises(UpdateError, match=r"did not finish within the --timeout of 1 s"):
             update_from_url(server.url("manifest.json"), timeout_s=1)
     finally:
         trickle.stop.set()
-    assert time.monotonic() - start < 5  # not len(manifest) x 0.25 s
     _assert_unchanged(*installed)
 
 
