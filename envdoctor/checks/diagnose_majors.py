@@ -13,8 +13,9 @@ from ..domain.variants import (
     nvidia_wheel,
     variant_tag,
 )
-from ..domain.versions import release
+from ..domain.versions import base_version, release
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import command
 from ._paste import nvidia_two_majors, paste_or_skip
 from .base import Check, CheckContext, SkipCheck, registrar
 
@@ -162,7 +163,12 @@ def check_conda_cuda_majors(ctx: CheckContext) -> List[Finding]:
         if want:
             ev.insert(0, Evidence(f"pythons[{i}].packages.pytorch-cuda", why))
         ev += [Evidence("paste.messages", m[:300]) for m in named[:2]]
-        target = f"pytorch-cuda={major}" if major is not None else "pytorch-cuda=<one CUDA version>"
+        pc = py.package("pytorch-cuda")
+        target = (f"pytorch-cuda={pc.version}" if pc is not None and pc.version else
+                  f"pytorch-cuda={major}" if major is not None else "pytorch-cuda=<one CUDA version>")
+        t = py.package("pytorch") or py.package("torch")
+        version = base_version(t.version) if t is not None and t.version else None
+        torch_spec = f"pytorch={version}" if version else "pytorch"  # keep the release: only the CUDA solve changes
         out.append(Finding(
             code="diagnose.conda-cuda-majors/mixed", category="CUDA_VARIANT_MIXED",
             severity=Severity.ERROR if (want or named) else Severity.WARNING,
@@ -172,7 +178,8 @@ def check_conda_cuda_majors(ctx: CheckContext) -> List[Finding]:
             evidence=ev,
             fix=Fix("Recreate the environment from one CUDA major, pinning it and taking pytorch and the CUDA "
                     "libraries from the same channels (strict channel priority)",
-                    [f"conda install {target} pytorch -c pytorch -c nvidia --strict-channel-priority",
+                    [command("conda", "install", torch_spec, target, "-c", "pytorch", "-c", "nvidia",
+                             "--strict-channel-priority"),
                      "conda list | grep -e cuda -e cublas -e cusparse   # one major only"],
                     "https://pytorch.org/get-started/previous-versions/")))
     if not judged:

@@ -10,6 +10,7 @@ from ..domain.variants import local_tag, variant_kind
 from ..domain.versions import base_version
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ..remedies import pip_install
 from ._paste import paste_or_skip, signature_hits, wsl_kernel_too_old
 from .base import Check, CheckContext, SkipCheck, registrar
 
@@ -183,7 +184,8 @@ def check_extension_build(ctx: CheckContext) -> List[Finding]:
                   Evidence(f"pythons[{i}].torch.version", t.version)]
             fix = Fix(f"Install the {pkg.name} wheel built for torch {t_mm} with {t_tag} (or rebuild it against "
                       "the installed torch), so torch and the extension share one CUDA variant",
-                      [f"pip install --force-reinstall --no-deps --no-build-isolation {pkg.name}"])
+                      [pip_install(ctx.facts, py, [pkg.name], None, force=True, no_deps=True,
+                                   no_build_isolation=True)])
             what = f"{pkg.name} {pkg.version} was built for torch {t_mm} +cu{m.group('cu')}, torch is {t.version}"
             out.append(Finding(code="diagnose.extension-build/wheel-other-variant", category="CUDA_VARIANT_MIXED",
                                severity=Severity.ERROR, confidence="high",
