@@ -83,3 +83,10 @@ def platform_of(facts: Facts, py: Optional[PythonEnv] = None) -> Platform:
     runtime = host.container.runtime if host.container and host.container.runtime else None
     return Platform(os=os_name, family=family, distro_version=version, wsl=bool(host.wsl),
                     container=runtime, shell=POWERSHELL if os_name == "windows" else POSIX)
+
+
+def fix_shell(facts: Facts, subject: Optional[str] = None) -> str:
+    """The shell a finding's fix commands were quoted for: the rule the remedies use (``platform_of``, with
+    the interpreter the finding is about, named by ``subject``, when the facts hold it)."""
+    py = next((p for p in facts.pythons if subject and subject in (p.executable, p.requested_as)), None)
+    return platform_of(facts, py).shell

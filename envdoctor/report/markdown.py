@@ -6,10 +6,11 @@ import json
 import re
 from typing import List
 
-from ..findings import CheckStatus, Report, Severity
-from ..remedies import POWERSHELL, platform_of
-from .console import check_symbol, header_line, key_fact_rows, verdict
+from ..findings import Report, Severity
+from ..remedies import POWERSHELL
+from .facts_view import key_fact_rows
 from .redact import redact_report
+from .summary import check_note, check_symbol, finding_views, header_line, several_pythons, verdict
 
 # Characters GitHub would render: emphasis (`__version__` -> bold "version"), raw HTML (`<installed>` vanishes),
 # links, strikethrough, entities, headings. CommonMark lets a backslash escape any ASCII punctuation.
@@ -56,9 +57,9 @@ def _code_span(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def _fence_language(report: Report) -> str:
-    """The fence language of fix commands: they are quoted for PowerShell on Windows (envdoctor.remedies)."""
-    return "powershell" if platform_of(report.facts).shell == POWERSHELL else "bash"
+def _fence_language(shell: str) -> str:
+    """The fence language of fix commands: the shell they are quoted for (PowerShell on Windows)."""
+    return "powershell" if shell == POWERSHELL else "bash"
 
 
 def render_markdown(report: Report, redact: bool = True) -> str:
@@ -68,7 +69,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
     report = inert_report(report)  # no terminal escape from a snapshot, a target or a paste in the page
     if redact:
         report = redact_report(report)
-    findings = report.findings
+    views = finding_views(report)
     out: List[str] = []
     worst = report.worst()
     title = "envdoctor report"
@@ -81,41 +82,41 @@ def render_markdown(report: Report, redact: bool = True) -> str:
     out.append(f"**Verdict:** {md_text(verdict(report, where='below'))}")
     out.append("")
 
-    if findings:
+    if views:
         out.append("## Findings")
         out.append("")
         out.append("| Severity | Category | Summary |")
         out.append("| --- | --- | --- |")
-        codes = {f.code for f in findings}
-        for f in findings:
-            follows = f.caused_by is not None and f.caused_by in codes
-            summary = ("↳ follows from the above: " if follows else "") + f.summary
+        for v in views:
+            f = v.finding
+            summary = ("↳ follows from the above: " if v.follows else "") + f.summary
             out.append(f"| {f.severity} | `{f.category}` | {_cell(summary)} |")
         out.append("")
-        for f in findings:
-            if f.caused_by is not None and f.caused_by in codes:
+        for v in views:
+            f = v.finding
+            if v.follows:
                 continue  # listed under its root cause
             if f.severity == Severity.INFO and f.fix is None:
                 continue
             out.append(f"### {f.severity}: {_cell(f.summary)}")
             out.append("")
             out.append(f"`{f.category}` · `{f.code}`" + (f" · about `{f.about}`" if f.about else "")
-                       + (f" · in {_cell(_code_span(f.subject))}" if f.subject and len(report.facts.pythons) > 1 else ""))
+                       + (f" · in {_cell(_code_span(f.subject))}" if f.subject and several_pythons(report.facts)
+                          else ""))
             out.append("")
             if f.detail:
                 out.append(md_text(f.detail))
                 out.append("")
-            consequences = [c for c in findings if c.caused_by == f.code and c is not f]
-            if consequences:
+            if v.consequences:
                 out.append("Follows from it (fixed with it):")
                 out.append("")
-                out.extend(f"- {c.severity}: {md_text(c.summary)} (`{c.code}`)" for c in consequences)
+                out.extend(f"- {c.severity}: {md_text(c.summary)} (`{c.code}`)" for c in v.consequences)
                 out.append("")
             if f.fix is not None:
                 out.append(f"**Fix:** {md_text(f.fix.summary)}")
                 out.append("")
                 if f.fix.commands:
-                    out.append(_fence("\n".join(f.fix.commands), _fence_language(report)))
+                    out.append(_fence("\n".join(f.fix.commands), _fence_language(v.shell)))
                     out.append("")
                 if f.fix.url:
                     out.append(f"More: {_url(f.fix.url)}")
@@ -135,10 +136,9 @@ def render_markdown(report: Report, redact: bool = True) -> str:
         for c in report.checks:
             symbol, _ = check_symbol(c)
             line = f"- `{symbol}` {c.headline} (`{c.id}`)"
-            if c.status == CheckStatus.SKIPPED:
-                line += f": skipped: {c.reason or 'no reason given'}"
-            elif c.status == CheckStatus.ERRORED:
-                line += f": check errored: {c.reason or 'no reason given'}"
+            note = check_note(c)
+            if note is not None:
+                line += f": {note}"
             out.append(_cell(line))
         out.append("")
 

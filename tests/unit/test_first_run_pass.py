@@ -100,7 +100,7 @@ def test_the_suggested_fio_command_removes_its_file() -> None:
 
 def test_key_facts_never_say_at_unknown() -> None:
     from envdoctor.facts import CudaToolkit, Facts, ProbeStatus, PythonEnv, Toolkits
-    from envdoctor.report.console import key_fact_rows
+    from envdoctor.report.facts_view import key_fact_rows
 
     facts = Facts(pythons=[PythonEnv(status=ProbeStatus.OK, python_version="3.12.1")],
                   toolkits=Toolkits(status=ProbeStatus.OK, on_path=CudaToolkit(version="12.4")))

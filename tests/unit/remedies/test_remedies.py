@@ -27,7 +27,8 @@ from envdoctor.remedies import (
     pip_install,
     quote,
 )
-from envdoctor.report.console import COMMAND_INDENT, render_console, split_comment, wrap_command
+from envdoctor.remedies.shell_wrap import split_comment, wrap_command
+from envdoctor.report.console import COMMAND_INDENT, render_console
 from tests import machines as m
 from tests.paths import TESTS
 

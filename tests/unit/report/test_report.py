@@ -22,13 +22,13 @@ from envdoctor.facts import (
     TorchInfo,
 )
 from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
+from envdoctor.remedies.shell_wrap import wrap_command
 from envdoctor.report import (
     redact_facts_dict,
     render_console,
     render_json,
     render_markdown,
 )
-from envdoctor.report.console import wrap_command
 from envdoctor.report.redact import redact_report, redact_text
 from tests.paths import REPO
 

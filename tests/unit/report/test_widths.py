@@ -51,7 +51,7 @@ def test_console_fits_100_columns(name, verbose):
 def test_checks_with_nothing_to_judge_are_not_called_unread(name):
     """A check skipped because its subject is absent (no watch recording, no CUDA library pins ...) did not
     apply; "could not be judged (facts unknown)" is for facts that were there to read and were not."""
-    from envdoctor.report.console import skip_label
+    from envdoctor.report.summary import skip_label
 
     report = judge(SNAPSHOTS[name])
     unread = [c.id for c in report.checks if c.status == "skipped" and skip_label(c, report.facts) is None]

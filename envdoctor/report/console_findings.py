@@ -1,0 +1,90 @@
+"""One finding for the terminal: its mark and summary, the meta line, detail, fix (commands wrapped for the
+shell they were quoted for) and evidence; a consequence as a short line under its root cause."""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+from rich.console import RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from ..findings import Severity
+from ..remedies.shell_wrap import wrap_command
+from .summary import SEVERITY_SYMBOLS, FindingView
+
+COMMAND_INDENT = 6  # columns before a fix command
+MAX_EVIDENCE = 2  # evidence lines of a problem shown without -v
+
+
+def _evidence_lines(view: FindingView) -> List[Text]:
+    lines = []
+    for ev in view.evidence:
+        text = Text(ev.text)
+        if ev.expected:
+            text.append(f"; expected {ev.expected}")
+        if ev.source:
+            text.append(f"; source: {ev.source}", style="dim")
+        lines.append(text)
+    return lines
+
+
+def consequence_renderables(view: FindingView, verbose: bool) -> List[RenderableType]:
+    """A consequence under its root cause: what it is, not a fix of its own (fixing the root fixes it)."""
+    finding = view.finding
+    symbol, style = SEVERITY_SYMBOLS.get(finding.severity, ("?", ""))
+    head = Table.grid(padding=(0, 1))
+    head.add_column(no_wrap=True)
+    head.add_column(overflow="fold")
+    head.add_row(Text("↳", style="dim"), Text(f"{symbol} {finding.summary}", style=style))
+    out: List[RenderableType] = [Padding(head, (0, 0, 0, 2))]
+    meta = f"follows from the above · {finding.severity} · {finding.category} · {finding.code}"
+    out.append(Padding(Text(meta, style="dim"), (0, 0, 0, 6)))
+    if verbose and finding.evidence:
+        for line in _evidence_lines(view):
+            out.append(Padding(line, (0, 0, 0, 6)))
+    return out
+
+
+def finding_renderables(view: FindingView, verbose: bool, width: int, show_subject: bool = False,
+                        evidence: bool | None = None) -> List[Tuple[RenderableType, bool]]:
+    """Renderables for one finding; the flag marks pre-laid-out command lines (never re-wrapped)."""
+    finding = view.finding
+    out: List[Tuple[RenderableType, bool]] = []
+    symbol, style = SEVERITY_SYMBOLS.get(finding.severity, ("?", ""))
+    head = Table.grid(padding=(0, 1))
+    head.add_column(no_wrap=True)
+    head.add_column(overflow="fold")
+    head.add_row(Text(symbol, style=style), Text(finding.summary, style="bold"))
+    out.append((head, False))
+    meta = f"{finding.severity} · {finding.category} · {finding.code}"
+    if finding.about:
+        meta += f" · about {finding.about}"
+    if finding.confidence:
+        meta += f" · confidence {finding.confidence}"
+    if show_subject and finding.subject:
+        # several interpreters were judged: say which one this finding (and its fix) is about
+        meta += f" · in {finding.subject}"
+    brief = not verbose and finding.severity == Severity.INFO  # a note: its detail and fix under -v
+    out.append((Padding(Text(meta, style="dim"), (0, 0, 0, 2)), False))
+    if brief:
+        return out
+    if finding.detail:
+        out.append((Padding(Text(finding.detail), (0, 0, 0, 2)), False))
+    if finding.fix is not None:
+        fix_text = Text("Fix: ", style="bold green")
+        fix_text.append(finding.fix.summary)
+        out.append((Padding(fix_text, (0, 0, 0, 2)), False))
+        for command in finding.fix.commands:
+            for line in wrap_command(command, width, COMMAND_INDENT, view.shell):
+                out.append((Text(line, style="cyan"), True))
+        if finding.fix.url:
+            out.append((Padding(Text(f"More: {finding.fix.url}"), (0, 0, 0, 2)), False))
+    if (verbose if evidence is None else evidence) and finding.evidence:
+        lines = _evidence_lines(view)
+        shown = lines if verbose else lines[:MAX_EVIDENCE]
+        out.append((Padding(Text("Evidence:", style="bold"), (0, 0, 0, 2)), False))
+        for line in shown:
+            out.append((Padding(line, (0, 0, 0, 4)), False))
+    return out
