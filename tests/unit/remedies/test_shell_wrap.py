@@ -81,6 +81,10 @@ def test_a_windows_interpreter_in_a_paste_without_a_host_os_is_powershell_too() 
     assert fix_shell(f, WIN_PYTHON) == POWERSHELL
     assert fix_shell(m.rtx5090_cu124(), "/opt/venv/bin/python") == POSIX
     assert fix_shell(_windows(m.rtx5090_cu124())) == POWERSHELL  # the host alone says so
+    # Markdown fences each fix in the language it was quoted for (main fenced them all as bash here)
+    md = render_markdown(report)
+    torch_fix = md.index("pip install --force-reinstall")
+    assert md.rfind("```powershell", 0, torch_fix) > md.rfind("```bash", 0, torch_fix)
 
 
 @pytest.mark.parametrize("builder", [m.rtx5090_cu124, m.gpus_with_cpu_torch, m.h100_old_driver])
