@@ -24,13 +24,13 @@ from .console_findings import COMMAND_INDENT, consequence_renderables, finding_r
 from .facts_view import UNKNOWN, fmt, key_fact_rows
 from .summary import (
     SEVERITY_SYMBOLS,
-    _plural,
     check_note,
     check_summary,
     check_symbol,
     console_header,
     finding_views,
     interrupted_probes,
+    plural,
     several_pythons,
     verdict,
 )
@@ -91,7 +91,7 @@ def _checklist(report: Report) -> List[RenderableType]:
             else:
                 counted = [f for f in check.findings if f.severity != Severity.INFO]
                 if counted:
-                    text.append(f" — {_plural(len(counted), 'finding')}", style=style)
+                    text.append(f" — {plural(len(counted), 'finding')}", style=style)
             grid.add_row(Text(symbol, style=style), text)
         out.append(Padding(grid, (0, 0, 0, 4)))
     return out

@@ -43,7 +43,7 @@ def check_symbol(check: CheckResult) -> Tuple[str, str]:
     return _CHECK_SYMBOLS["passed"]
 
 
-def _plural(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
@@ -62,9 +62,9 @@ def verdict(report: Report, where: str = "above") -> str:
     errors = sum(1 for f in problems if f.severity == Severity.ERROR)
     warnings = sum(1 for f in problems if f.severity == Severity.WARNING)
     errored = sum(1 for c in report.checks if c.status == CheckStatus.ERRORED)
-    tail = f"; {_plural(errored, 'check')} could not run (errored)" if errored else ""
+    tail = f"; {plural(errored, 'check')} could not run (errored)" if errored else ""
     if consequences:
-        tail = f" ({_plural(consequences, 'consequence')} listed under {'it' if len(problems) == 1 else 'them'})" \
+        tail = f" ({plural(consequences, 'consequence')} listed under {'it' if len(problems) == 1 else 'them'})" \
             + tail
     cut = interrupted_probes(report)
     if cut:  # a partial report: what was not read cannot be called fine
@@ -80,9 +80,9 @@ def verdict(report: Report, where: str = "above") -> str:
     if errors or warnings:
         parts = []
         if errors:
-            parts.append(_plural(errors, "error"))
+            parts.append(plural(errors, "error"))
         if warnings:
-            parts.append(_plural(warnings, "warning"))
+            parts.append(plural(warnings, "warning"))
         return f"{', '.join(parts)} — see fixes {where}{tail}"
     return f"No problems found{tail}"
 
@@ -205,8 +205,8 @@ def check_summary(report: Report) -> CheckSummary:
                 counts["passed"] += 1
         if not any(counts.values()):
             continue  # nothing judged here: counted in the lines below
-        parts = [_plural(counts["error"], "error")] if counts["error"] else []
-        parts += [_plural(counts["warning"], "warning")] if counts["warning"] else []
+        parts = [plural(counts["error"], "error")] if counts["error"] else []
+        parts += [plural(counts["warning"], "warning")] if counts["warning"] else []
         errored = [c for c in checks if c.status == CheckStatus.ERRORED]
         parts += [f"{len(errored)} could not run ({'; '.join(f'{c.id}: {c.reason}' for c in errored)})"] \
             if errored else []
@@ -217,8 +217,8 @@ def check_summary(report: Report) -> CheckSummary:
     if not_applied:
         n = sum(not_applied.values())
         why = ", ".join(label for label, _ in sorted(not_applied.items(), key=lambda kv: -kv[1]))
-        na_line = f"{_plural(n, 'check')} did not apply here ({why})"
-    unread_line = f"{_plural(len(unread), 'check')} could not be judged (facts unknown): {', '.join(unread)}" \
+        na_line = f"{plural(n, 'check')} did not apply here ({why})"
+    unread_line = f"{plural(len(unread), 'check')} could not be judged (facts unknown): {', '.join(unread)}" \
         if unread else None
     return CheckSummary(lines, na_line, unread_line, areas)
 
