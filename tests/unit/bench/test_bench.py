@@ -485,15 +485,26 @@ def test_bench_checks_do_no_io():
 
 
 
-def test_sampler_decodes_throttle_bits_through_the_probes_decoder():
-    # the sampler had its own copy of the bit table and dropped bits the probe keeps (0x200, 0x400)
-    from envdoctor.bench.sampler import read_sample
-    from envdoctor.probes.nvml import decode_reasons
+def test_sampler_keeps_every_clock_event_bit_the_probe_keeps():
+    # the sampler had its own copy of the bit table and dropped bits the probe keeps (0x200, 0x400); now both
+    # read through probes/nvml.py: the same stand-in GPU gives the same names to the probe and to the sampler
+    import time
+
+    from envdoctor.bench.sampler import GpuSampler
+    from envdoctor.probes.nvml import decode_reasons, probe_nvml
     from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
 
-    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=0x4 | 0x200)])
-    with installed(lib) as nv:
-        nv.nvmlInit()
-        sample = read_sample(nv, nv.nvmlDeviceGetHandleByIndex(0))
-        nv.nvmlShutdown()
-    assert sample["throttle_reasons"] == decode_reasons(0x204) == ["sw_power_cap", "unknown_0x200"]
+    for mask in (0x4 | 0x200, 0x1FF | 0x400 | 0x8000, 0x0):
+        lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=mask)])
+        with installed(lib) as nv:
+            probed = probe_nvml(nv).gpus[0].throttle_reasons
+            sampler = GpuSampler(nv, interval_s=0.01)
+            sampler.start()
+            for _ in range(500):
+                if sampler.samples.get("0000:18:00"):
+                    break
+                time.sleep(0.01)
+            sampler.stop()
+        sampled = sampler.samples["0000:18:00"][0]["throttle_reasons"]
+        assert sampled == probed == decode_reasons(mask), (hex(mask), sampled, probed)
+    assert "unknown_0x400" in decode_reasons(0x400) and len(decode_reasons(0x1FF | 0x400 | 0x8000)) == 11
