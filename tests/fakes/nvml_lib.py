@@ -440,6 +440,11 @@ def _pci(bus: str, device_id: int) -> Dict[str, Any]:
             "bus": int(bus.split(":")[1], 16), "device": 0}
 
 
+def pci_info(bus: str, device_id: int) -> Dict[str, Any]:
+    """nvmlDeviceGetPciInfo_v3's answer for a GPU at ``bus`` ("00000000:19:00.0")."""
+    return _pci(bus, device_id)
+
+
 def base_gpu(name: str, bus: str, device_id: int, arch: int, cc: tuple, **extra: Any) -> Dict[str, Any]:
     """A healthy data-center GPU; ``extra`` adds or replaces C functions' answers."""
     data: Dict[str, Any] = {
