@@ -13,7 +13,15 @@ from typing import Any, Dict, List, Optional
 
 from ..domain.pci import bus_key
 from ..facts import LIMITING_THROTTLE_REASONS
-from ..probes.nvml import HealthWatch, error_text, gpu_handles, read_sample, read_watch_fields
+from ..probes.nvml import (
+    HealthWatch,
+    error_text,
+    gpu_handles,
+    nvml_init,
+    nvml_shutdown,
+    read_sample,
+    read_watch_fields,
+)
 
 INTERVAL_S = 0.5
 
@@ -48,10 +56,9 @@ class GpuSampler:
 
     def _run(self) -> None:
         nvml = self.nvml
-        try:
-            nvml.nvmlInit()
-        except Exception as e:  # noqa: BLE001 - NVMLError or a broken binding: sampling is best effort
-            self.error = f"NVML init failed: {error_text(nvml, e)}"
+        why = nvml_init(nvml)
+        if why is not None:  # sampling is best effort
+            self.error = f"NVML init failed: {why}"
             return
         health = HealthWatch(nvml) if self.watch_health else None
         try:
@@ -70,10 +77,7 @@ class GpuSampler:
                 self.health = {bus_key(b) or b: v for b, v in health.stop().items()}
                 if health.error and not self.error:
                     self.error = health.error
-            try:
-                nvml.nvmlShutdown()
-            except Exception:  # noqa: BLE001
-                pass
+            nvml_shutdown(nvml)
 
 
 LIMITING_REASONS = LIMITING_THROTTLE_REASONS

@@ -985,6 +985,19 @@ def _quiet(nvml: Any, fn: str, *args: Any) -> Any:
         return None
 
 
+def nvml_init(nvml: Any) -> Optional[str]:
+    """nvmlInit (counted: each call wants its nvml_shutdown); None when it worked, else why it did not."""
+    try:
+        nvml.nvmlInit()
+    except Exception as e:  # noqa: BLE001 - NVMLError or a broken binding
+        return error_text(nvml, e)
+    return None
+
+
+def nvml_shutdown(nvml: Any) -> None:
+    _quiet(nvml, "nvmlShutdown")
+
+
 def gpu_handles(nvml: Any) -> List[Tuple[str, Any]]:
     """(PCI bus id as NVML gives it, or "index:N", handle) of every GPU; NVML must be initialised. Raises the
     binding's error when the count or a handle cannot be read (the caller's guard reports it)."""
@@ -1082,9 +1095,12 @@ class HealthWatch:
 
     def start(self) -> None:
         nvml = self.nvml
+        why = nvml_init(nvml)
+        if why is not None:
+            self.error = f"NVML: {why}"
+            return
+        self._inited = True
         try:
-            nvml.nvmlInit()
-            self._inited = True
             self._handles = gpu_handles(nvml)
         except Exception as e:  # noqa: BLE001 - the probe guard
             self.error = f"NVML: {error_text(nvml, e)}"
@@ -1143,7 +1159,7 @@ class HealthWatch:
             if self._events is not None:
                 _quiet(nvml, "nvmlEventSetFree", self._events)
                 self._events = None
-            _quiet(nvml, "nvmlShutdown")
+            nvml_shutdown(nvml)
             self._inited = False
         return out
 

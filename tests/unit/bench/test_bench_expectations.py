@@ -21,7 +21,9 @@ TABLE = COMPAT.bench
 DOC = json.loads((REPO / "compat_data/bench.json").read_text())
 # the GPUs issue 22 names, as a user types them, and the kernels each must have (fp8: compute capability >= 8.9)
 NAMED = ["H100 SXM", "H100 PCIe", "H100 NVL", "H200", "H200 NVL", "A100-SXM4-80GB", "A100 PCIe 40GB", "L40S",
-         "L4", "A10G", "RTX 4090", "RTX 5090", "V100", "T4", "GH200", "B200", "GB200"]
+         "L4", "A10G", "RTX 4090", "RTX 5090", "V100", "T4", "GH200", "B200", "GB200",
+         # filled in the second round: current consumer cards and the Blackwell Ultra parts
+         "RTX 4080", "RTX 4070", "RTX 4060 Ti", "RTX 4090 D", "RTX 5080", "RTX 5070", "B300", "GB300"]
 
 
 def h100() -> Facts:
