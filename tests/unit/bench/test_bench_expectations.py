@@ -264,6 +264,62 @@ def test_the_sustained_run_watches_ecc_xid_replay_and_violation_counters():
     assert _sustained_codes(calm) == []
 
 
+SUSTAIN_FAKE = r'''
+import json, sys, time
+plan = json.loads(sys.argv[sys.argv.index("--plan") + 1])
+def emit(**o):
+    o["envdoctor_bench"] = 1
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit(event="info", torch="fake", devices=[{"device": "cuda:0", "pci_bus_id": "0000:18:00"}])
+for item in plan:
+    t0 = time.monotonic()
+    emit(event="start", name=item["name"], device="cuda:0", budget_s=item["budget_s"], t=t0)
+    samples = []
+    for i in range(8):
+        time.sleep(0.1)
+        samples.append({"t": time.monotonic(), "tflops": 790.0})
+    emit(event="result", result={"name": item["name"], "device": "cuda:0", "status": "ok", "value": 790.0,
+                                 "unit": "TFLOP/s", "samples": samples,
+                                 "params": {"pci_bus_id": "0000:18:00", "dtype": "bfloat16"}})
+emit(event="done")
+'''
+
+
+def test_bench_sustain_reports_counters_that_grew_during_the_run(tmp_path):
+    # the whole path: run_bench -> the sampler's health watch -> the result's params -> the check's finding
+    import ctypes
+
+    from envdoctor.bench.run import BenchOptions, run_bench
+    from envdoctor.facts import Driver, Gpu
+    from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
+
+    reads = {"n": 0}
+
+    def ecc(gpu, args):  # every read of the volatile uncorrected count finds one more error
+        err_type, counter = (getattr(a, "value", a) for a in args[1:3])
+        n = 0
+        if (err_type, counter) == (1, 0):
+            reads["n"] += 1
+            n = reads["n"]
+        ctypes.cast(args[3], ctypes.POINTER(ctypes.c_ulonglong)).contents.value = n
+        return 0
+
+    script = tmp_path / "sustain_fake.py"
+    script.write_text(SUSTAIN_FAKE)
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetTotalEccErrors=ecc)])
+    driver = Driver(status=ProbeStatus.OK, gpus=[Gpu(index=0, name="NVIDIA H100 80GB HBM3",
+                                                     pci_bus_id="00000000:18:00.0")])
+    with installed(lib) as nvml:
+        bench = run_bench(BenchOptions(python=sys.executable, names=["sustained"], device="cuda", sustain_s=1.0),
+                          driver, nvml=nvml, payload=script)
+    (r,) = [r for r in bench.results if r.name == "sustained"]
+    assert r.params["health_counters"]["ecc_dbe_volatile"] >= 1, r.params
+    assert r.params["health_counters"]["ecc_sbe_volatile"] == 0 and r.params["xid_seen"] == []
+    facts = dataclasses.replace(FACTS, bench=Bench(status=ProbeStatus.OK, results=[r]))
+    (res,) = run_checks(facts, COMPAT, select(all_checks(), ["bench.sustained"]))
+    assert [f.code for f in res.findings] == ["bench.sustained/hardware-errors"]
+
+
 def test_the_health_watch_without_nvml_gives_nothing_and_never_raises():
     from envdoctor.probes.nvml import HealthWatch
     from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
