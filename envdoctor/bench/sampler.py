@@ -56,8 +56,11 @@ class GpuSampler:
 
     def _run(self) -> None:
         nvml = self.nvml
-        why = nvml_init(nvml)
-        if why is not None:  # sampling is best effort
+        try:
+            why = nvml_init(nvml)
+        except Exception as e:  # noqa: BLE001 - a binding that is not pynvml: sampling is best effort
+            why = error_text(nvml, e)
+        if why is not None:
             self.error = f"NVML init failed: {why}"
             return
         health = HealthWatch(nvml) if self.watch_health else None

@@ -975,22 +975,18 @@ def import_pynvml() -> Any:
 
 
 def _quiet(nvml: Any, fn: str, *args: Any) -> Any:
-    """One NVML call whose failure (NotSupported and friends) is an unknown field of one sample: None."""
-    f = getattr(nvml, fn, None)
-    if f is None:
-        return None
-    try:
-        return f(*args)
-    except Exception:  # noqa: BLE001 - the per-field guard of a sample
-        return None
+    """One NVML call whose failure (NotSupported and friends) is an unknown field of one sample: None (the
+    probe's per-field guard, _Reader.call)."""
+    return _Reader(nvml).call(fn, fn, *args)
 
 
 def nvml_init(nvml: Any) -> Optional[str]:
-    """nvmlInit (counted: each call wants its nvml_shutdown); None when it worked, else why it did not."""
+    """nvmlInit (counted: each call wants its nvml_shutdown); None when it worked, else NVML's name for why not.
+    A binding that is not pynvml raises (the caller's guard reports it)."""
     try:
         nvml.nvmlInit()
-    except Exception as e:  # noqa: BLE001 - NVMLError or a broken binding
-        return error_text(nvml, e)
+    except nvml.NVMLError as e:
+        return error_name(nvml, e)
     return None
 
 
@@ -1082,7 +1078,8 @@ def read_health_counters(nvml: Any, h: Any) -> Dict[str, int]:
 class HealthWatch:
     """The counters of read_health_counters() and Xid events of every GPU over a load, as DCGM diag watches
     them: start() before the load, stop() after it. Holds its own NVML reference (nvmlInit is counted) so that
-    the event set lives through the load; never raises."""
+    the event set lives through the load. NVML errors never raise (a counter or a GPU's Xid watch is lost); a
+    binding that is not pynvml is the caller's guard's to report."""
 
     def __init__(self, nvml: Any):
         self.nvml = nvml
@@ -1102,15 +1099,12 @@ class HealthWatch:
         self._inited = True
         try:
             self._handles = gpu_handles(nvml)
-        except Exception as e:  # noqa: BLE001 - the probe guard
-            self.error = f"NVML: {error_text(nvml, e)}"
+        except nvml.NVMLError as e:
+            self.error = f"NVML: {error_name(nvml, e)}"
             return
         for bus, h in self._handles:
             self._before[bus] = read_health_counters(nvml, h)
-        try:
-            self._events = nvml.nvmlEventSetCreate()
-        except Exception:  # noqa: BLE001 - no event sets in this driver or binding: Xids go unwatched
-            self._events = None
+        self._events = _quiet(nvml, "nvmlEventSetCreate")  # None: no event sets here, Xids go unwatched
         for bus, h in self._handles:
             watched = False
             if self._events is not None:
@@ -1118,7 +1112,7 @@ class HealthWatch:
                     nvml.nvmlDeviceRegisterEvents(h, getattr(nvml, "nvmlEventTypeXidCriticalError", _XID_EVENT),
                                                   self._events)
                     watched = True
-                except Exception:  # noqa: BLE001 - NOT_SUPPORTED on this GPU
+                except nvml.NVMLError:  # NOT_SUPPORTED on this GPU: its Xids go unwatched
                     pass
             self._xid_watched[bus] = watched
 
@@ -1131,7 +1125,7 @@ class HealthWatch:
         for _ in range(_MAX_EVENTS):
             try:
                 data = nvml.nvmlEventSetWait_v2(self._events, 0)
-            except Exception:  # noqa: BLE001 - TIMEOUT: nothing queued
+            except nvml.NVMLError:  # TIMEOUT: nothing queued
                 break
             address = _address(getattr(data, "device", None))
             bus = by_address.get(address) if address is not None else None
@@ -1153,8 +1147,6 @@ class HealthWatch:
                 before, after = self._before.get(bus, {}), read_health_counters(nvml, h)
                 out[bus] = {"deltas": {k: after[k] - before[k] for k in sorted(before) if k in after},
                             "xids": xids.get(bus, []), "xid_watched": self._xid_watched.get(bus, False)}
-        except Exception as e:  # noqa: BLE001 - the probe guard
-            self.error = f"NVML: {error_text(nvml, e)}"
         finally:
             if self._events is not None:
                 _quiet(nvml, "nvmlEventSetFree", self._events)
@@ -1167,7 +1159,7 @@ class HealthWatch:
 def _address(handle: Any) -> Optional[int]:
     try:
         return ctypes.addressof(handle.contents)
-    except Exception:  # noqa: BLE001 - not a ctypes pointer (a test double): matched by PCI info instead
+    except (AttributeError, TypeError, ValueError):  # not a ctypes pointer, or NULL: matched by PCI info
         return None
 
 

@@ -320,7 +320,7 @@ def test_bench_sustain_reports_counters_that_grew_during_the_run(tmp_path):
     assert [f.code for f in res.findings] == ["bench.sustained/hardware-errors"]
 
 
-def test_the_health_watch_without_nvml_gives_nothing_and_never_raises():
+def test_the_health_watch_without_nvml_gives_nothing_and_says_why():
     from envdoctor.probes.nvml import HealthWatch
     from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
 
@@ -328,9 +328,6 @@ def test_the_health_watch_without_nvml_gives_nothing_and_never_raises():
         w = HealthWatch(nv)
         w.start()
         assert w.stop() == {} and "DRIVER_NOT_LOADED" in w.error
-    w = HealthWatch(object())
-    w.start()
-    assert w.stop() == {} and w.error
 
 
 @pytest.mark.slow
