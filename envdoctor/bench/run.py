@@ -374,8 +374,7 @@ class _NvmlHooks:
         self.kernel_samples: Dict[Tuple[str, str], Dict[str, List[Dict[str, Any]]]] = {}
         self.sampler_errors: List[str] = []
         self.sustain_t0: Optional[float] = None
-        self.ecc_before: Dict[str, int] = {}  # bus -> volatile uncorrected ECC count when --sustain started
-        self.ecc_after: Dict[str, int] = {}
+        self.health: Dict[str, Dict[str, Any]] = {}  # bus -> counter deltas and Xids over --sustain
 
     def on_event(self, obj: Dict[str, Any]) -> None:
         kind = obj.get("event")
@@ -390,19 +389,20 @@ class _NvmlHooks:
         if device.startswith("cuda"):
             from .sampler import GpuSampler
 
-            self.sampler = GpuSampler(self.nvml, interval_s=0.5 if name == "sustained" else 0.2)
+            # --sustain: ECC, PCIe replay and violation counters and Xid events over the load (DCGM diag)
+            self.sampler = GpuSampler(self.nvml, interval_s=0.5 if name == "sustained" else 0.2,
+                                      watch_health=name == "sustained")
             self._current = (name, device)
             if name == "sustained":
                 self.sustain_t0 = float(obj.get("t") or time.monotonic())
-                self.ecc_before = ecc_uncorrected(self.nvml)
             self.sampler.start()
 
     def _stop_sampler(self) -> None:
-        if self._current is not None and self._current[0] == "sustained" and self.ecc_before:
-            self.ecc_after = ecc_uncorrected(self.nvml)
         if self.sampler is not None and self._current is not None:
             self.sampler.stop()
             self.kernel_samples[self._current] = self.sampler.samples
+            if self._current[0] == "sustained":
+                self.health = self.sampler.health
             if self.sampler.error:
                 self.sampler_errors.append(self.sampler.error)
         self.sampler = None
@@ -433,7 +433,7 @@ class _NvmlHooks:
         self._stop_sampler()
 
     def apply(self, results: List[BenchResult]) -> List[BenchResult]:
-        from .sampler import LIMITING_REASONS, merge_sustained, sustained_summary
+        from .sampler import LIMITING_REASONS, health_params, merge_sustained, sustained_summary
 
         out = []
         for r in results:
@@ -447,8 +447,7 @@ class _NvmlHooks:
                 t0 = self.sustain_t0 or min(s["t"] for s in r.samples)
                 series = merge_sustained(r.samples, nv, t0)
                 params.update(sustained_summary(series))
-                if key in self.ecc_before and key in self.ecc_after:  # DCGM diag watches these during its load
-                    params["ecc_uncorrected_delta"] = self.ecc_after[key] - self.ecc_before[key]
+                params.update(health_params(self.health.get(key or "")))
                 if self.sampler_errors:
                     params["nvml"] = self.sampler_errors[0]
                 r = dataclasses.replace(r, samples=series)
@@ -461,25 +460,3 @@ class _NvmlHooks:
                 params["nvml_samples"] = len(nv)
             out.append(dataclasses.replace(r, params=params))
         return out
-
-
-def ecc_uncorrected(nvml: Any) -> Dict[str, int]:
-    """PCI bus key -> volatile uncorrected ECC error count of each GPU ({} where NVML cannot say: ECC off,
-    a GeForce card, an old driver)."""
-    out: Dict[str, int] = {}
-    try:
-        count = nvml.nvmlDeviceGetCount()
-    except Exception:
-        return out
-    for i in range(count):
-        try:
-            h = nvml.nvmlDeviceGetHandleByIndex(i)
-            bus = nvml.nvmlDeviceGetPciInfo(h).busId
-            bus = bus.decode() if isinstance(bus, bytes) else str(bus)
-            n = nvml.nvmlDeviceGetTotalEccErrors(h, nvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, nvml.NVML_VOLATILE_ECC)
-        except Exception:
-            continue
-        key = bus_key(bus)
-        if key:
-            out[key] = int(n)
-    return out

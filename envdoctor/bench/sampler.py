@@ -13,19 +13,34 @@ from typing import Any, Dict, List, Optional
 
 from ..domain.pci import bus_key
 from ..facts import LIMITING_THROTTLE_REASONS
-from ..probes.nvml import decode_reasons, error_name
+from ..probes.nvml import (
+    HealthWatch,
+    error_text,
+    gpu_handles,
+    nvml_init,
+    nvml_shutdown,
+    read_sample,
+    read_watch_fields,
+)
 
 INTERVAL_S = 0.5
 
 
 class GpuSampler:
-    """Samples every GPU every ``interval_s`` in a daemon thread between start() and stop(); never raises."""
+    """Samples every GPU every ``interval_s`` in a daemon thread between start() and stop(); never raises.
 
-    def __init__(self, nvml: Any, interval_s: float = INTERVAL_S, max_s: float = 3600.0):
+    Every NVML read goes through probes/nvml.py (read_sample: the probe's one clock-event decoder). With
+    ``watch_health`` the error and violation counters and Xid events are watched over the same window
+    (probes.nvml.HealthWatch, as DCGM diag watches them under its load): ``health`` maps bus key -> deltas."""
+
+    def __init__(self, nvml: Any, interval_s: float = INTERVAL_S, max_s: float = 3600.0,
+                 watch_health: bool = False):
         self.nvml = nvml
         self.interval_s = interval_s
         self.max_s = max_s
+        self.watch_health = watch_health
         self.samples: Dict[str, List[Dict[str, Any]]] = {}  # bus key -> samples
+        self.health: Dict[str, Dict[str, Any]] = {}  # bus key -> HealthWatch.stop() of that GPU
         self.error: Optional[str] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
@@ -42,69 +57,30 @@ class GpuSampler:
     def _run(self) -> None:
         nvml = self.nvml
         try:
-            nvml.nvmlInit()
-        except Exception as e:  # noqa: BLE001 - NVMLError or a broken binding: sampling is best effort
-            self.error = f"NVML init failed: {_err(nvml, e)}"
+            why = nvml_init(nvml)
+        except Exception as e:  # noqa: BLE001 - a binding that is not pynvml: sampling is best effort
+            why = error_text(nvml, e)
+        if why is not None:
+            self.error = f"NVML init failed: {why}"
             return
+        health = HealthWatch(nvml) if self.watch_health else None
         try:
-            handles = []
-            for i in range(int(nvml.nvmlDeviceGetCount())):
-                h = nvml.nvmlDeviceGetHandleByIndex(i)
-                bus = bus_key(_text(getattr(nvml.nvmlDeviceGetPciInfo(h), "busId", None))) or f"index:{i}"
-                handles.append((bus, h))
+            handles = [(bus_key(bus) or bus, h) for bus, h in gpu_handles(nvml)]
+            if health is not None:
+                health.start()
             end = time.monotonic() + self.max_s
             while not self._stop.is_set() and time.monotonic() < end:
                 for bus, h in handles:
                     self.samples.setdefault(bus, []).append(read_sample(nvml, h))
                 self._stop.wait(self.interval_s)
         except Exception as e:  # noqa: BLE001 - the probe guard
-            self.error = f"NVML sampling stopped: {_err(nvml, e)}"
+            self.error = f"NVML sampling stopped: {error_text(nvml, e)}"
         finally:
-            try:
-                nvml.nvmlShutdown()
-            except Exception:  # noqa: BLE001
-                pass
-
-
-def _err(nvml: Any, e: BaseException) -> str:
-    nvml_error = getattr(nvml, "NVMLError", None)
-    if isinstance(nvml_error, type) and isinstance(e, nvml_error):
-        return error_name(nvml, e)
-    return f"{type(e).__name__}: {e}"
-
-
-def _text(v: Any) -> Optional[str]:
-    if isinstance(v, bytes):
-        return v.decode("ascii", "replace")
-    return str(v) if v is not None else None
-
-
-def _call(nvml: Any, fn: str, *args: Any) -> Any:
-    f = getattr(nvml, fn, None)
-    if f is None:
-        return None
-    try:
-        return f(*args)
-    except Exception:  # noqa: BLE001 - NotSupported and friends: that field is unknown in this sample
-        return None
-
-
-def read_sample(nvml: Any, h: Any) -> Dict[str, Any]:
-    """One sample of one GPU; fields NVML does not answer are None."""
-    reasons = _call(nvml, "nvmlDeviceGetCurrentClocksEventReasons", h)
-    if reasons is None:
-        reasons = _call(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", h)
-    util = _call(nvml, "nvmlDeviceGetUtilizationRates", h)
-    power = _call(nvml, "nvmlDeviceGetPowerUsage", h)
-    return {
-        "t": round(time.monotonic(), 4),
-        "sm_clock_mhz": _call(nvml, "nvmlDeviceGetClockInfo", h, getattr(nvml, "NVML_CLOCK_SM", 1)),
-        "mem_clock_mhz": _call(nvml, "nvmlDeviceGetClockInfo", h, getattr(nvml, "NVML_CLOCK_MEM", 2)),
-        "power_w": round(power / 1000.0, 1) if isinstance(power, (int, float)) else None,
-        "temperature_c": _call(nvml, "nvmlDeviceGetTemperature", h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0)),
-        "utilization_pct": getattr(util, "gpu", None),
-        "throttle_reasons": decode_reasons(reasons),  # the probe's one decoder: unknown bits kept
-    }
+            if health is not None:
+                self.health = {bus_key(b) or b: v for b, v in health.stop().items()}
+                if health.error and not self.error:
+                    self.error = health.error
+            nvml_shutdown(nvml)
 
 
 LIMITING_REASONS = LIMITING_THROTTLE_REASONS
@@ -163,22 +139,18 @@ def sustained_summary(series: List[Dict[str, Any]]) -> Dict[str, Any]:
     return out
 
 
-def read_watch_fields(nvml: Any, h: Any, pcie: bool = True) -> Dict[str, Any]:
-    """What `envdoctor watch` samples besides read_sample(): memory, memory-controller utilisation, PCIe
-    throughput (each NVML PCIe read blocks ~20 ms, so the caller asks for it only every few ticks) and the pids
-    of the compute processes; fields NVML does not answer are None."""
-    mem = _call(nvml, "nvmlDeviceGetMemoryInfo", h)
-    util = _call(nvml, "nvmlDeviceGetUtilizationRates", h)
-    out: Dict[str, Any] = {
-        "mem_used_mib": round(mem.used / 2**20) if isinstance(getattr(mem, "used", None), int) else None,
-        "mem_total_mib": round(mem.total / 2**20) if isinstance(getattr(mem, "total", None), int) else None,
-        "mem_util_pct": getattr(util, "memory", None),
-    }
-    if pcie:
-        for key, counter in (("pcie_rx_mbps", "NVML_PCIE_UTIL_RX_BYTES"), ("pcie_tx_mbps", "NVML_PCIE_UTIL_TX_BYTES")):
-            kbps = _call(nvml, "nvmlDeviceGetPcieThroughput", h, getattr(nvml, counter, 1 if "RX" in counter else 0))
-            out[key] = round(kbps / 1000.0, 1) if isinstance(kbps, (int, float)) else None
-    procs = _call(nvml, "nvmlDeviceGetComputeRunningProcesses", h)
-    out["pids"] = sorted({int(p.pid) for p in procs if isinstance(getattr(p, "pid", None), int)}) \
-        if isinstance(procs, list) else None
+
+def health_params(health: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """A sustained result's params from one GPU's HealthWatch.stop() entry: ``health_counters`` (counter ->
+    growth over the run, zeros included: they say the counter was watched), ``xid_seen`` (Xid numbers, when
+    Xid events could be watched on that GPU)."""
+    if not health:
+        return {}
+    out: Dict[str, Any] = {"health_counters": dict(health.get("deltas") or {})}
+    if health.get("xid_watched") or health.get("xids"):
+        out["xid_seen"] = list(health.get("xids") or [])
     return out
+
+
+__all__ = ["GpuSampler", "LIMITING_REASONS", "health_params", "merge_sustained", "read_sample", "read_watch_fields",
+           "sustained_summary"]

@@ -4,7 +4,7 @@ the slowest GPU, the absolute level) and vGPU slices."""
 from __future__ import annotations
 
 import dataclasses
-from typing import List
+from typing import Any, Dict, List, Tuple
 
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix
@@ -19,7 +19,9 @@ check = registrar(CHECKS)
 SUSTAINED = Findings("bench.sustained", "PERF_BELOW_EXPECTED")
 
 
-@check(SUSTAINED, "Under sustained load every GPU holds its clocks and keeps up with the others")
+@check(SUSTAINED, "Under sustained load every GPU holds its clocks and keeps up with the others",
+       categories=("PERF_BELOW_EXPECTED", "GPU_MEMORY_ERRORS", "GPU_XID_ERRORS", "GPU_THROTTLED",
+                   "PCIE_LINK_DEGRADED"))
 def sustained(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     items = [(i, r) for i, r in bench_results(facts, ("sustained",)) if r.status == ProbeStatus.OK and r.value]
@@ -60,13 +62,7 @@ def sustained(ctx: CheckContext) -> List[Finding]:
                 fix=Fix("Drain the node and report the GPU to the provider with this output",
                         ["nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER"]),
             ))
-        for key, label in (("ecc_uncorrected_delta", "uncorrected ECC errors"), ("xid_seen", "Xid events")):
-            v = r.params.get(key)
-            if v:
-                out.append(SUSTAINED.error(
-                    "hardware-errors", f"{r.device}: {label} during the sustained run ({v})",
-                    evidence=[Evidence(f"bench.results[{i}].params.{key}", v, expected="none")],
-                    fix=Fix("Drain the node and report the GPU", ["nvidia-smi -q -d ECC"])))
+        out += _counter_findings(i, r)
         if (r.device or "").startswith("cuda") and r.params.get("dtype") == "bfloat16":
             e = expect(facts, ctx.compat, dataclasses.replace(r, name="matmul_bf16"))
             if e.expected is not None and e.verdict != "ok":
@@ -93,6 +89,59 @@ def sustained(ctx: CheckContext) -> List[Finding]:
                 fix=Fix("Check that GPU's cooling, power and throttle reasons; ask the provider to swap it",
                         ["nvidia-smi -q -d PERFORMANCE"]),
             ))
+    return out
+
+
+# Counters watched over the run (probes.nvml.HealthWatch; DCGM diag watches the same under its load): one that
+# grows is a finding. counter -> (kind, severity, category, what it means). The power and sync-boost violation
+# times grow on every healthy H100/H200 at its default power limit (SW Power Cap), so they are evidence only.
+COUNTERS = {
+    "ecc_dbe_volatile": ("hardware-errors", "error", "GPU_MEMORY_ERRORS", "uncorrectable (double-bit) ECC errors"),
+    "ecc_sbe_volatile": ("corrected-errors", "warning", "GPU_MEMORY_ERRORS", "corrected (single-bit) ECC errors"),
+    "pcie_replays": ("pcie-replays", "warning", "PCIE_LINK_DEGRADED", "PCIe replays (link-level retransmissions)"),
+    "violation_thermal_ns": ("clock-violations", "warning", "GPU_THROTTLED", "time clocked down for temperature"),
+    "violation_reliability_ns": ("clock-violations", "warning", "GPU_THROTTLED", "time clocked down for reliability"),
+    "violation_board_limit_ns": ("clock-violations", "warning", "GPU_THROTTLED", "time clocked down at the board limit"),
+}
+_FIXES = {"hardware-errors": Fix("Drain the node and report the GPU to the provider with this output",
+                                 ["nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER"]),
+          "corrected-errors": Fix("Watch the count; if it keeps growing, have the GPU replaced",
+                                  ["nvidia-smi -q -d ECC"]),
+          "pcie-replays": Fix("Reseat the GPU or its riser; ask the provider to check the slot",
+                              ["nvidia-smi -q -d PCIE"]),
+          "clock-violations": Fix("Check cooling, airflow and the board's power delivery",
+                                  ["nvidia-smi -q -d PERFORMANCE,TEMPERATURE"])}
+
+
+def _counter_findings(i: int, r: Any) -> List[Finding]:
+    """A counter that grew during the run, with the counter and its growth as evidence; Xid events seen."""
+    out: List[Finding] = []
+    grew = r.params.get("health_counters") or {}
+    if "ecc_dbe_volatile" not in grew and r.params.get("ecc_uncorrected_delta"):  # results of the first round
+        grew = {**grew, "ecc_dbe_volatile": r.params["ecc_uncorrected_delta"]}
+    by_kind: Dict[Tuple[str, str, str], List[Tuple[str, float, str]]] = {}
+    for counter, (kind, sev, category, text) in COUNTERS.items():
+        delta = grew.get(counter)
+        if isinstance(delta, (int, float)) and delta > 0:
+            by_kind.setdefault((kind, sev, category), []).append((counter, delta, text))
+    for (kind, sev, category), items in by_kind.items():
+        what = "; ".join(f"{text} +{d / 1e6:g} ms" if c.endswith("_ns") else f"{text} +{d:g}" for c, d, text in items)
+        out.append(SUSTAINED(
+            kind, sev, f"{r.device}: counters grew during the sustained run: {what}", category=category,
+            detail="DCGM diag fails a GPU whose error counters grow under its load; a run that starts clean and "
+                   "ends with errors points at the hardware, not at the software.",
+            evidence=[Evidence(f"bench.results[{i}].params.health_counters.{c}", d, expected="0 (no growth)")
+                      for c, d, _t in items],
+            fix=_FIXES[kind]))
+    xids = r.params.get("xid_seen")
+    if xids:
+        out.append(SUSTAINED.error(
+            "hardware-errors", f"{r.device}: Xid events during the sustained run ({', '.join(map(str, xids))})",
+            category="GPU_XID_ERRORS",
+            detail="The driver reported GPU faults while the load ran (NVML Xid critical-error events).",
+            evidence=[Evidence(f"bench.results[{i}].params.xid_seen", xids, expected="none")],
+            fix=Fix("Look the Xid numbers up in NVIDIA's Xid catalogue; drain the node and report the GPU",
+                    ["nvidia-smi -q -d ECC", "dmesg | grep -i xid"])))
     return out
 
 

@@ -968,3 +968,204 @@ def sample_pcie_links(nvml: Any, keep_going: Callable[[], bool], interval_s: flo
 def import_pynvml() -> Any:
     """pynvml for callers outside this module (which must not import it themselves); ImportError if absent."""
     return _import_pynvml()
+
+
+# --------------------------------------------------------------------------- sampling under load
+# bench/sampler.py and watch read the GPUs through these (this module stays the one that calls NVML).
+
+
+def _quiet(nvml: Any, fn: str, *args: Any) -> Any:
+    """One NVML call whose failure (NotSupported and friends) is an unknown field of one sample: None (the
+    probe's per-field guard, _Reader.call)."""
+    return _Reader(nvml).call(fn, fn, *args)
+
+
+def nvml_init(nvml: Any) -> Optional[str]:
+    """nvmlInit (counted: each call wants its nvml_shutdown); None when it worked, else NVML's name for why not.
+    A binding that is not pynvml raises (the caller's guard reports it)."""
+    try:
+        nvml.nvmlInit()
+    except nvml.NVMLError as e:
+        return error_name(nvml, e)
+    return None
+
+
+def nvml_shutdown(nvml: Any) -> None:
+    _quiet(nvml, "nvmlShutdown")
+
+
+def gpu_handles(nvml: Any) -> List[Tuple[str, Any]]:
+    """(PCI bus id as NVML gives it, or "index:N", handle) of every GPU; NVML must be initialised. Raises the
+    binding's error when the count or a handle cannot be read (the caller's guard reports it)."""
+    out = []
+    for i in range(int(nvml.nvmlDeviceGetCount())):
+        h = nvml.nvmlDeviceGetHandleByIndex(i)
+        out.append((_s(getattr(nvml.nvmlDeviceGetPciInfo(h), "busId", None)) or f"index:{i}", h))
+    return out
+
+
+def read_sample(nvml: Any, h: Any) -> Dict[str, Any]:
+    """One sample of one GPU under load (clocks, power, temperature, utilisation, clock-event reasons through
+    decode_reasons: every bit the probe keeps); fields NVML does not answer are None."""
+    reasons = _quiet(nvml, "nvmlDeviceGetCurrentClocksEventReasons", h)
+    if reasons is None:
+        reasons = _quiet(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", h)
+    util = _quiet(nvml, "nvmlDeviceGetUtilizationRates", h)
+    power = _quiet(nvml, "nvmlDeviceGetPowerUsage", h)
+    return {
+        "t": round(time.monotonic(), 4),
+        "sm_clock_mhz": _quiet(nvml, "nvmlDeviceGetClockInfo", h, getattr(nvml, "NVML_CLOCK_SM", 1)),
+        "mem_clock_mhz": _quiet(nvml, "nvmlDeviceGetClockInfo", h, getattr(nvml, "NVML_CLOCK_MEM", 2)),
+        "power_w": round(power / 1000.0, 1) if isinstance(power, (int, float)) else None,
+        "temperature_c": _quiet(nvml, "nvmlDeviceGetTemperature", h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0)),
+        "utilization_pct": getattr(util, "gpu", None),
+        "throttle_reasons": decode_reasons(reasons),
+    }
+
+
+def read_watch_fields(nvml: Any, h: Any, pcie: bool = True) -> Dict[str, Any]:
+    """What `envdoctor watch` samples besides read_sample(): memory, memory-controller utilisation, PCIe
+    throughput (each NVML PCIe read blocks ~20 ms, so the caller asks for it only every few ticks) and the pids
+    of the compute processes; fields NVML does not answer are None."""
+    mem = _quiet(nvml, "nvmlDeviceGetMemoryInfo", h)
+    util = _quiet(nvml, "nvmlDeviceGetUtilizationRates", h)
+    out: Dict[str, Any] = {
+        "mem_used_mib": round(mem.used / 2**20) if isinstance(getattr(mem, "used", None), int) else None,
+        "mem_total_mib": round(mem.total / 2**20) if isinstance(getattr(mem, "total", None), int) else None,
+        "mem_util_pct": getattr(util, "memory", None),
+    }
+    if pcie:
+        for key, counter in (("pcie_rx_mbps", "NVML_PCIE_UTIL_RX_BYTES"), ("pcie_tx_mbps", "NVML_PCIE_UTIL_TX_BYTES")):
+            kbps = _quiet(nvml, "nvmlDeviceGetPcieThroughput", h, getattr(nvml, counter, 1 if "RX" in counter else 0))
+            out[key] = round(kbps / 1000.0, 1) if isinstance(kbps, (int, float)) else None
+    procs = _quiet(nvml, "nvmlDeviceGetComputeRunningProcesses", h)
+    out["pids"] = sorted({int(p.pid) for p in procs if isinstance(getattr(p, "pid", None), int)}) \
+        if isinstance(procs, list) else None
+    return out
+
+
+# The counters DCGM diag watches while its load runs (targeted_stress "reports memory, thermal, PCIe, and other
+# GPU errors observed under that load", docs.nvidia.com/datacenter/dcgm/latest/reference/diagnostics/plugins/
+# targeted-stress.html): volatile ECC counts (nvml.h NVML_MEMORY_ERROR_TYPE_CORRECTED 0 / UNCORRECTED 1,
+# NVML_VOLATILE_ECC 0), PCIe replays, and the clock-event violation times per policy (nvmlDeviceGetViolationStatus:
+# violationTime in ns; NVML_PERF_POLICY_POWER 0, THERMAL 1, SYNC_BOOST 2, BOARD_LIMIT 3, LOW_UTILIZATION 4,
+# RELIABILITY 5). Xid events come through an NVML event set (nvmlEventTypeXidCriticalError 0x8).
+_VIOLATION_POLICIES = (("violation_power_ns", 0), ("violation_thermal_ns", 1), ("violation_sync_boost_ns", 2),
+                       ("violation_board_limit_ns", 3), ("violation_low_utilization_ns", 4),
+                       ("violation_reliability_ns", 5))
+_XID_EVENT = 0x8
+_MAX_EVENTS = 1000  # drained per stop(): a GPU that floods Xids still ends the watch
+
+
+def read_health_counters(nvml: Any, h: Any) -> Dict[str, int]:
+    """The error and violation counters of one GPU that NVML answers (ECC off, a GeForce card or an old driver
+    leave some out): ``ecc_sbe_volatile``, ``ecc_dbe_volatile``, ``pcie_replays``, ``violation_*_ns``."""
+    out: Dict[str, int] = {}
+    for key, err_type in (("ecc_sbe_volatile", 0), ("ecc_dbe_volatile", 1)):
+        v = _quiet(nvml, "nvmlDeviceGetTotalEccErrors", h, err_type, 0)
+        if isinstance(v, int):
+            out[key] = v
+    v = _quiet(nvml, "nvmlDeviceGetPcieReplayCounter", h)
+    if isinstance(v, int):
+        out["pcie_replays"] = v
+    for key, policy in _VIOLATION_POLICIES:
+        v = getattr(_quiet(nvml, "nvmlDeviceGetViolationStatus", h, policy), "violationTime", None)
+        if isinstance(v, int):
+            out[key] = v
+    return out
+
+
+class HealthWatch:
+    """The counters of read_health_counters() and Xid events of every GPU over a load, as DCGM diag watches
+    them: start() before the load, stop() after it. Holds its own NVML reference (nvmlInit is counted) so that
+    the event set lives through the load. NVML errors never raise (a counter or a GPU's Xid watch is lost); a
+    binding that is not pynvml is the caller's guard's to report."""
+
+    def __init__(self, nvml: Any):
+        self.nvml = nvml
+        self.error: Optional[str] = None
+        self._handles: List[Tuple[str, Any]] = []
+        self._before: Dict[str, Dict[str, int]] = {}
+        self._events: Any = None
+        self._xid_watched: Dict[str, bool] = {}
+        self._inited = False
+
+    def start(self) -> None:
+        nvml = self.nvml
+        why = nvml_init(nvml)
+        if why is not None:
+            self.error = f"NVML: {why}"
+            return
+        self._inited = True
+        try:
+            self._handles = gpu_handles(nvml)
+        except nvml.NVMLError as e:
+            self.error = f"NVML: {error_name(nvml, e)}"
+            return
+        for bus, h in self._handles:
+            self._before[bus] = read_health_counters(nvml, h)
+        self._events = _quiet(nvml, "nvmlEventSetCreate")  # None: no event sets here, Xids go unwatched
+        for bus, h in self._handles:
+            watched = False
+            if self._events is not None:
+                try:
+                    nvml.nvmlDeviceRegisterEvents(h, getattr(nvml, "nvmlEventTypeXidCriticalError", _XID_EVENT),
+                                                  self._events)
+                    watched = True
+                except nvml.NVMLError:  # NOT_SUPPORTED on this GPU: its Xids go unwatched
+                    pass
+            self._xid_watched[bus] = watched
+
+    def _drain(self) -> Dict[str, List[int]]:
+        nvml = self.nvml
+        xids: Dict[str, List[int]] = {}
+        if self._events is None:
+            return xids
+        by_address = {a: bus for bus, h in self._handles for a in [_address(h)] if a is not None}
+        for _ in range(_MAX_EVENTS):
+            try:
+                data = nvml.nvmlEventSetWait_v2(self._events, 0)
+            except nvml.NVMLError:  # TIMEOUT: nothing queued
+                break
+            address = _address(getattr(data, "device", None))
+            bus = by_address.get(address) if address is not None else None
+            if bus is None:
+                bus = _s(getattr(_quiet(nvml, "nvmlDeviceGetPciInfo", data.device), "busId", None)) or "unknown"
+            xids.setdefault(bus, []).append(int(getattr(data, "eventData", 0)))
+        return xids
+
+    def stop(self) -> Dict[str, Dict[str, Any]]:
+        """Per GPU bus id: ``deltas`` (counter -> growth over the load, for the counters read at both ends),
+        ``xids`` (the Xid numbers seen) and ``xid_watched``."""
+        nvml = self.nvml
+        out: Dict[str, Dict[str, Any]] = {}
+        if not self._inited:
+            return out
+        try:
+            xids = self._drain()
+            for bus, h in self._handles:
+                before, after = self._before.get(bus, {}), read_health_counters(nvml, h)
+                out[bus] = {"deltas": {k: after[k] - before[k] for k in sorted(before) if k in after},
+                            "xids": xids.get(bus, []), "xid_watched": self._xid_watched.get(bus, False)}
+        finally:
+            if self._events is not None:
+                _quiet(nvml, "nvmlEventSetFree", self._events)
+                self._events = None
+            nvml_shutdown(nvml)
+            self._inited = False
+        return out
+
+
+def _address(handle: Any) -> Optional[int]:
+    try:
+        return ctypes.addressof(handle.contents)
+    except (AttributeError, TypeError, ValueError):  # not a ctypes pointer, or NULL: matched by PCI info
+        return None
+
+
+def error_text(nvml: Any, e: BaseException) -> str:
+    """An NVMLError by NVML's name, anything else as "Type: message"."""
+    nvml_error = getattr(nvml, "NVMLError", None)
+    if isinstance(nvml_error, type) and isinstance(e, nvml_error):
+        return error_name(nvml, e)
+    return f"{type(e).__name__}: {e}"

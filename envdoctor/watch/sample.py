@@ -1,4 +1,4 @@
-"""Live sampling for `envdoctor watch`: the GPUs (NVML, through bench/sampler.py), the watched process tree and
+"""Live sampling for `envdoctor watch`: the GPUs (NVML, through probes/nvml.py), the watched process tree and
 the host (psutil, /sys/fs/cgroup). Every reader is best effort: a field it cannot read is None, and the reason
 goes into ``unseen`` once. Nothing here signals, ptraces or otherwise touches the watched processes: it reads
 /proc (through psutil) and NVML, both of which only observe.
@@ -95,7 +95,7 @@ class GpuReader:
             self.unseen.add("no GPU samples: NVML sees no GPU")
 
     def read(self) -> List[Dict[str, Any]]:
-        from ..bench.sampler import read_sample, read_watch_fields
+        from ..probes.nvml import read_sample, read_watch_fields
 
         if self.nvml is None:
             return []

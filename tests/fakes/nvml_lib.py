@@ -139,6 +139,9 @@ class FakeNvmlLib:
         self._structs: Dict[int, FakeGpu] = {}
         self._keep: List[Any] = []
         self._lock = threading.Lock()
+        self.event_sets = 0  # event sets created and not yet freed
+        self._registered: Dict[int, Any] = {}  # id(gpu) -> (its handle struct, event types)
+        self._queued: List[Any] = []  # (gpu, xid) waiting for nvmlEventSetWait
 
     # ------------------------------------------------------------------ symbol lookup, like dlsym
     def __getattr__(self, name: str) -> Callable[..., int]:
@@ -326,6 +329,48 @@ class FakeNvmlLib:
         out._obj.contents = self._handle_for(gpu.mig[i])
         return SUCCESS
 
+    # ------------------------------------------------------------------ event sets (Xid events)
+    # nvml.h: nvmlEventSetCreate(nvmlEventSet_t*), nvmlDeviceRegisterEvents(device, unsigned long long types,
+    # set), nvmlEventSetWait_v2(set, nvmlEventData_t*, unsigned int timeoutms) -> NVML_ERROR_TIMEOUT when
+    # nothing is queued. A test queues an event with xid_event(gpu_index, xid) while the set exists.
+    def _c_nvmlEventSetCreate(self, out: Any) -> int:
+        s = self._pynvml.struct_c_nvmlEventSet_t()
+        self._keep.append(s)
+        out._obj.contents = s
+        self.event_sets += 1
+        return SUCCESS
+
+    def _c_nvmlDeviceRegisterEvents(self, handle: Any, types: Any, event_set: Any) -> int:
+        gpu = self._gpu(handle)
+        code = self._enter(gpu)
+        if code is not None:
+            return code
+        answer = gpu.data.get("nvmlDeviceRegisterEvents")
+        if isinstance(answer, ERR):
+            return answer.code
+        self._registered[id(gpu)] = (handle.contents, _value_of(types))
+        return SUCCESS
+
+    def xid_event(self, index: int, xid: int) -> None:
+        self._queued.append((self.gpus[index], xid))
+
+    def _c_nvmlEventSetWait_v2(self, event_set: Any, data: Any, timeout_ms: Any) -> int:
+        queued = [(g, x) for g, x in self._queued if id(g) in self._registered]
+        if not queued:
+            return ERROR_CODES["TIMEOUT"]
+        gpu, xid = queued[0]
+        self._queued.remove((gpu, xid))
+        struct_, _types = self._registered[id(gpu)]
+        target = data._obj
+        target.device = ctypes.pointer(struct_)
+        target.eventType = 0x8  # nvmlEventTypeXidCriticalError
+        target.eventData = xid
+        return SUCCESS
+
+    def _c_nvmlEventSetFree(self, event_set: Any) -> int:
+        self.event_sets -= 1
+        return SUCCESS
+
     # ------------------------------------------------------------------ every other device function
     def _device_call(self, name: str, args: Any) -> int:
         gpu = self._gpu(args[0])
@@ -393,6 +438,11 @@ NVML_FEATURE_ENABLED = 1
 def _pci(bus: str, device_id: int) -> Dict[str, Any]:
     return {"busId": bus, "busIdLegacy": bus[4:], "pciDeviceId": device_id, "domain": 0,
             "bus": int(bus.split(":")[1], 16), "device": 0}
+
+
+def pci_info(bus: str, device_id: int) -> Dict[str, Any]:
+    """nvmlDeviceGetPciInfo_v3's answer for a GPU at ``bus`` ("00000000:19:00.0")."""
+    return _pci(bus, device_id)
 
 
 def base_gpu(name: str, bus: str, device_id: int, arch: int, cc: tuple, **extra: Any) -> Dict[str, Any]:

@@ -353,29 +353,30 @@ plan = json.loads(sys.argv[sys.argv.index("--plan") + 1])
 def emit(**o):
     o["envdoctor_bench"] = 1
     sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
-emit(event="info", torch="fake", devices=[{"device": "cuda:0", "pci_bus_id": "0000:19:00"}])
+emit(event="info", torch="fake", devices=[{"device": "cuda:0", "pci_bus_id": "0000:18:00"}])
 for item in plan:
     emit(event="start", name=item["name"], device="cuda:0", budget_s=item["budget_s"], t=time.monotonic())
     time.sleep(0.6)
     emit(event="result", result={"name": item["name"], "device": "cuda:0", "status": "ok", "value": 10.0,
-                                 "unit": "GB/s", "params": {"pci_bus_id": "0000:19:00"}})
+                                 "unit": "GB/s", "params": {"pci_bus_id": "0000:18:00"}})
 emit(event="done")
 '''
 
 
 def test_nvml_is_read_during_gpu_kernels_links_and_throttles(tmp_path):
+    # the stand-in libnvidia-ml under the real pynvml: links sampled during copies, clock events during kernels
     from envdoctor.bench.run import BenchOptions, run_bench
     from envdoctor.facts import Driver, Gpu
-    from tests.fakes.nvml import FakeNvml
-    from tests.fakes.nvml import h100 as nvml_h100
+    from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
 
     script = tmp_path / "gpu_fake.py"
     script.write_text(GPU_FAKE)
-    nvml = FakeNvml(gpus=[nvml_h100(CurrPcieLinkWidth=8, CurrentClocksEventReasons=0x20)])
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrPcieLinkWidth=8, nvmlDeviceGetCurrentClocksEventReasons=0x20)])
     driver = Driver(status=ProbeStatus.OK, gpus=[Gpu(index=0, name="NVIDIA H100 80GB HBM3",
-                                                     pci_bus_id="00000000:19:00.0")])
-    bench = run_bench(BenchOptions(python=sys.executable, names=["matmul_bf16", "h2d_pinned"], device="cuda"),
-                      driver, nvml=nvml, payload=script)
+                                                     pci_bus_id="00000000:18:00.0")])
+    with installed(lib) as nvml:
+        bench = run_bench(BenchOptions(python=sys.executable, names=["matmul_bf16", "h2d_pinned"], device="cuda"),
+                          driver, nvml=nvml, payload=script)
     by = {r.name: r for r in bench.results}
     assert by["h2d_pinned"].params["pcie_gen_under_load"] == 5
     assert by["h2d_pinned"].params["pcie_width_under_load"] == 8
@@ -485,15 +486,26 @@ def test_bench_checks_do_no_io():
 
 
 
-def test_sampler_decodes_throttle_bits_through_the_probes_decoder():
-    # the sampler had its own copy of the bit table and dropped bits the probe keeps (0x200, 0x400)
-    from envdoctor.bench.sampler import read_sample
-    from envdoctor.probes.nvml import decode_reasons
+def test_sampler_keeps_every_clock_event_bit_the_probe_keeps():
+    # the sampler had its own copy of the bit table and dropped bits the probe keeps (0x200, 0x400); now both
+    # read through probes/nvml.py: the same stand-in GPU gives the same names to the probe and to the sampler
+    import time
+
+    from envdoctor.bench.sampler import GpuSampler
+    from envdoctor.probes.nvml import decode_reasons, probe_nvml
     from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
 
-    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=0x4 | 0x200)])
-    with installed(lib) as nv:
-        nv.nvmlInit()
-        sample = read_sample(nv, nv.nvmlDeviceGetHandleByIndex(0))
-        nv.nvmlShutdown()
-    assert sample["throttle_reasons"] == decode_reasons(0x204) == ["sw_power_cap", "unknown_0x200"]
+    for mask in (0x4 | 0x200, 0x1FF | 0x400 | 0x8000, 0x0):
+        lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=mask)])
+        with installed(lib) as nv:
+            probed = probe_nvml(nv).gpus[0].throttle_reasons
+            sampler = GpuSampler(nv, interval_s=0.01)
+            sampler.start()
+            for _ in range(500):
+                if sampler.samples.get("0000:18:00"):
+                    break
+                time.sleep(0.01)
+            sampler.stop()
+        sampled = sampler.samples["0000:18:00"][0]["throttle_reasons"]
+        assert sampled == probed == decode_reasons(mask), (hex(mask), sampled, probed)
+    assert "unknown_0x400" in decode_reasons(0x400) and len(decode_reasons(0x1FF | 0x400 | 0x8000)) == 11

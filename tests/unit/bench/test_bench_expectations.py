@@ -21,7 +21,9 @@ TABLE = COMPAT.bench
 DOC = json.loads((REPO / "compat_data/bench.json").read_text())
 # the GPUs issue 22 names, as a user types them, and the kernels each must have (fp8: compute capability >= 8.9)
 NAMED = ["H100 SXM", "H100 PCIe", "H100 NVL", "H200", "H200 NVL", "A100-SXM4-80GB", "A100 PCIe 40GB", "L40S",
-         "L4", "A10G", "RTX 4090", "RTX 5090", "V100", "T4", "GH200", "B200", "GB200"]
+         "L4", "A10G", "RTX 4090", "RTX 5090", "V100", "T4", "GH200", "B200", "GB200",
+         # filled in the second round: current consumer cards and the Blackwell Ultra parts
+         "RTX 4080", "RTX 4070", "RTX 4060 Ti", "RTX 4090 D", "RTX 5080", "RTX 5070", "B300", "GB300"]
 
 
 def h100() -> Facts:
@@ -200,28 +202,132 @@ def test_an_overridden_fp32_result_is_not_judged_as_fp32():
     assert [f.code for f in res.findings] == ["bench.matmul/tf32-override"]
 
 
-def test_ecc_counts_are_read_per_bus_and_nvml_failures_give_nothing():
-    from envdoctor.bench.run import ecc_uncorrected
+def _violations(**ns) -> dict:
+    names = ("power", "thermal", "sync_boost", "board_limit", "low_utilization", "reliability")
+    return {p: {"referenceTime": 1, "violationTime": ns.get(n, 0)} for p, n in enumerate(names)}
 
-    class Nvml:
-        NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC = 1, 0
 
-        def nvmlDeviceGetCount(self):
-            return 2
+def test_the_sustained_run_watches_ecc_xid_replay_and_violation_counters():
+    # the stand-in libnvidia-ml under the real pynvml: GPU 0 gets errors during the run, GPU 1 cannot register
+    # Xid events (NOT_SUPPORTED) and has no ECC (a GeForce-like answer)
+    import time
 
-        def nvmlDeviceGetHandleByIndex(self, i):
-            return i
+    from envdoctor.bench.sampler import GpuSampler, health_params
+    from tests.fakes.nvml_lib import ERR, FakeNvmlLib, h100_sxm, installed
 
-        def nvmlDeviceGetPciInfo(self, h):
-            return type("P", (), {"busId": b"00000000:18:00.0" if h == 0 else b"00000000:2A:00.0"})
+    g0 = h100_sxm(0, nvmlDeviceGetViolationStatus=_violations(power=5_000_000_000))
+    g1 = h100_sxm(1, nvmlDeviceGetViolationStatus=_violations(), nvmlDeviceRegisterEvents=ERR("NOT_SUPPORTED"),
+                  nvmlDeviceGetTotalEccErrors=ERR("NOT_SUPPORTED"))
+    lib = FakeNvmlLib([g0, g1])
+    with installed(lib) as nv:
+        sampler = GpuSampler(nv, interval_s=0.01, watch_health=True)
+        sampler.start()
+        for _ in range(500):
+            if len(sampler.samples.get("0000:28:00", [])) >= 1:
+                break
+            time.sleep(0.01)
+        # during the load: a DBE, two SBEs, three replays, 40 ms of thermal and 9 s more of power violation
+        g0.data["nvmlDeviceGetTotalEccErrors"] = {(0, 0): 2, (1, 0): 1, (0, 1): 5, (1, 1): 1}
+        g0.data["nvmlDeviceGetPcieReplayCounter"] = 3
+        g0.data["nvmlDeviceGetViolationStatus"] = _violations(power=14_000_000_000, thermal=40_000_000)
+        lib.xid_event(0, 79)
+        lib.xid_event(1, 13)  # not registered: never delivered
+        sampler.stop()
+    assert sampler.error is None and lib.event_sets == 0
+    h0, h1 = sampler.health["0000:18:00"], sampler.health["0000:28:00"]
+    assert h0["deltas"] == {"ecc_dbe_volatile": 1, "ecc_sbe_volatile": 2, "pcie_replays": 3,
+                            "violation_board_limit_ns": 0, "violation_low_utilization_ns": 0,
+                            "violation_power_ns": 9_000_000_000, "violation_reliability_ns": 0,
+                            "violation_sync_boost_ns": 0, "violation_thermal_ns": 40_000_000}
+    assert h0["xids"] == [79] and h0["xid_watched"]
+    assert "ecc_dbe_volatile" not in h1["deltas"] and h1["xids"] == [] and not h1["xid_watched"]
+    assert "xid_seen" not in health_params(h1)  # unwatched is not "none seen"
 
-        def nvmlDeviceGetTotalEccErrors(self, h, kind, counter):
-            if h == 1:
-                raise RuntimeError("NVML_ERROR_NOT_SUPPORTED")
-            return 3
+    flat = [{"t_s": i * 0.5, "tflops": 790.0, "sm_clock_mhz": 1755, "throttle_reasons": ["sw_power_cap"]}
+            for i in range(40)]
+    r = _sustained(flat, **health_params(h0))
+    facts = dataclasses.replace(FACTS, bench=Bench(status=ProbeStatus.OK, results=[r]))
+    (res,) = run_checks(facts, COMPAT, select(all_checks(), ["bench.sustained"]))
+    got = {(f.code, f.severity, f.category): [e.path.rsplit(".", 1)[-1] for e in f.evidence] for f in res.findings}
+    assert got == {
+        ("bench.sustained/hardware-errors", "error", "GPU_MEMORY_ERRORS"): ["ecc_dbe_volatile"],
+        ("bench.sustained/corrected-errors", "warning", "GPU_MEMORY_ERRORS"): ["ecc_sbe_volatile"],
+        ("bench.sustained/pcie-replays", "warning", "PCIE_LINK_DEGRADED"): ["pcie_replays"],
+        ("bench.sustained/clock-violations", "warning", "GPU_THROTTLED"): ["violation_thermal_ns"],
+        ("bench.sustained/hardware-errors", "error", "GPU_XID_ERRORS"): ["xid_seen"],
+    }
+    thermal = next(f for f in res.findings if f.code.endswith("clock-violations"))
+    assert "+40 ms" in thermal.summary and thermal.evidence[0].value == 40_000_000
+    # the power-cap violation time alone (a healthy H100 at its default limit) is no finding
+    calm = _sustained(flat, health_counters={"violation_power_ns": 9_000_000_000, "ecc_dbe_volatile": 0},
+                      xid_seen=[])
+    assert _sustained_codes(calm) == []
 
-    assert ecc_uncorrected(Nvml()) == {"0000:18:00": 3}
-    assert ecc_uncorrected(object()) == {}
+
+SUSTAIN_FAKE = r'''
+import json, sys, time
+plan = json.loads(sys.argv[sys.argv.index("--plan") + 1])
+def emit(**o):
+    o["envdoctor_bench"] = 1
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+emit(event="info", torch="fake", devices=[{"device": "cuda:0", "pci_bus_id": "0000:18:00"}])
+for item in plan:
+    t0 = time.monotonic()
+    emit(event="start", name=item["name"], device="cuda:0", budget_s=item["budget_s"], t=t0)
+    samples = []
+    for i in range(8):
+        time.sleep(0.1)
+        samples.append({"t": time.monotonic(), "tflops": 790.0})
+    emit(event="result", result={"name": item["name"], "device": "cuda:0", "status": "ok", "value": 790.0,
+                                 "unit": "TFLOP/s", "samples": samples,
+                                 "params": {"pci_bus_id": "0000:18:00", "dtype": "bfloat16"}})
+emit(event="done")
+'''
+
+
+def test_bench_sustain_reports_counters_that_grew_during_the_run(tmp_path):
+    # the whole path: run_bench -> the sampler's health watch -> the result's params -> the check's finding
+    import ctypes
+
+    from envdoctor.bench.run import BenchOptions, run_bench
+    from envdoctor.facts import Driver, Gpu
+    from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
+
+    reads = {"n": 0}
+
+    def ecc(gpu, args):  # every read of the volatile uncorrected count finds one more error
+        err_type, counter = (getattr(a, "value", a) for a in args[1:3])
+        n = 0
+        if (err_type, counter) == (1, 0):
+            reads["n"] += 1
+            n = reads["n"]
+        ctypes.cast(args[3], ctypes.POINTER(ctypes.c_ulonglong)).contents.value = n
+        return 0
+
+    script = tmp_path / "sustain_fake.py"
+    script.write_text(SUSTAIN_FAKE)
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetTotalEccErrors=ecc)])
+    driver = Driver(status=ProbeStatus.OK, gpus=[Gpu(index=0, name="NVIDIA H100 80GB HBM3",
+                                                     pci_bus_id="00000000:18:00.0")])
+    with installed(lib) as nvml:
+        bench = run_bench(BenchOptions(python=sys.executable, names=["sustained"], device="cuda", sustain_s=1.0),
+                          driver, nvml=nvml, payload=script)
+    (r,) = [r for r in bench.results if r.name == "sustained"]
+    assert r.params["health_counters"]["ecc_dbe_volatile"] >= 1, r.params
+    assert r.params["health_counters"]["ecc_sbe_volatile"] == 0 and r.params["xid_seen"] == []
+    facts = dataclasses.replace(FACTS, bench=Bench(status=ProbeStatus.OK, results=[r]))
+    (res,) = run_checks(facts, COMPAT, select(all_checks(), ["bench.sustained"]))
+    assert [f.code for f in res.findings] == ["bench.sustained/hardware-errors"]
+
+
+def test_the_health_watch_without_nvml_gives_nothing_and_says_why():
+    from envdoctor.probes.nvml import HealthWatch
+    from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
+
+    with installed(FakeNvmlLib([h100_sxm(0)], init_error="DRIVER_NOT_LOADED")) as nv:
+        w = HealthWatch(nv)
+        w.start()
+        assert w.stop() == {} and "DRIVER_NOT_LOADED" in w.error
 
 
 @pytest.mark.slow

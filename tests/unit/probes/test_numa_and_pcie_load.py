@@ -19,7 +19,7 @@ from envdoctor.probes.host import probe_host
 from envdoctor.probes.numa import format_cpulist, probe_gpu_locality
 from envdoctor.probes.pcie_load import probe_pcie_load
 from envdoctor.probes.python_env import payload_argv
-from tests.fakes.nvml import FakeNvml, h100
+from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed, pci_info
 from tests.fakes.runner import FakeRunner
 from tests.paths import FIXTURES
 
@@ -172,23 +172,26 @@ def _runner(result: dict, timeout_s: float = 30.0) -> FakeRunner:
 
 
 def test_load_probe_reads_links_while_the_copies_run():
-    nvml = FakeNvml(gpus=[h100(CurrPcieLinkGeneration=5, CurrPcieLinkWidth=16)])
-    res = probe_pcie_load("/venv/bin/python", _runner(LOADED), _driver(), nvml=nvml, timeout_s=30.0)
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetPciInfo_v3=pci_info("00000000:19:00.0", 0x233010DE))])
+    with installed(lib) as nvml:
+        res = probe_pcie_load("/venv/bin/python", _runner(LOADED), _driver(), nvml=nvml, timeout_s=30.0)
     assert res.status == ProbeStatus.OK, res.reason
     assert res.readings == {"0000:19:00": (5, 16)}
     assert "0000:19:00 52.1 GB/s" in res.reason
-    assert nvml.shutdown_called
+    inits = lib.called.count("nvmlInit_v2") + lib.called.count("nvmlInitWithFlags")
+    assert inits >= 1 and inits == lib.called.count("nvmlShutdown")  # every init is shut down
 
 
 def test_load_probe_skips_without_gpu_without_nvml_or_without_cuda_torch():
     res = probe_pcie_load("/venv/bin/python", FakeRunner(), Driver(status="absent", reason="no NVIDIA driver"))
     assert (res.status, res.reason) == (ProbeStatus.SKIPPED, "no GPU (driver probe absent: no NVIDIA driver)")
-    nvml = FakeNvml(gpus=[h100()])
-    res = probe_pcie_load("/venv/bin/python", _runner({"ran": False, "reason": "torch.cuda.is_available() is False"}),
-                          _driver(), nvml=nvml, timeout_s=30.0)
+    with installed(FakeNvmlLib([h100_sxm(0)])) as nvml:
+        res = probe_pcie_load("/venv/bin/python",
+                              _runner({"ran": False, "reason": "torch.cuda.is_available() is False"}),
+                              _driver(), nvml=nvml, timeout_s=30.0)
     assert res.status == ProbeStatus.SKIPPED and "torch.cuda.is_available() is False" in res.reason
-    res = probe_pcie_load("/venv/bin/python", _runner(LOADED), _driver(), nvml=FakeNvml(init_error="NO_PERMISSION"),
-                          timeout_s=30.0)
+    with installed(FakeNvmlLib([h100_sxm(0)], init_error="NO_PERMISSION")) as nvml:
+        res = probe_pcie_load("/venv/bin/python", _runner(LOADED), _driver(), nvml=nvml, timeout_s=30.0)
     assert res.status == ProbeStatus.FAILED and "NO_PERMISSION" in res.reason
 
 

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from envdoctor.facts import Driver, Gpu, ProbeStatus
 from envdoctor.probes.pcie_load import probe_pcie_load
 from envdoctor.probes.python_env import payload_argv
-from tests.fakes.nvml import FakeNvml, h100
+from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed, pci_info
 from tests.fakes.runner import FakeRunner
 
 
@@ -24,10 +24,11 @@ def _run(result: dict):
                       "timed_out": False, "result": result}) + "\n"
     runner = FakeRunner({tuple(payload_argv("/venv/bin/python", "pcie-load", ["--seconds", "1.5"], 30.0)): env})
     # NVML sees both GPUs: the hidden one idles at Gen1
-    nvml = FakeNvml(gpus=[h100(CurrPcieLinkGeneration=5),
-                          h100(PciInfo=SimpleNamespace(busId=b"00000000:3B:00.0", pciDeviceId=0x233010DE),
-                               CurrPcieLinkGeneration=1)])
-    return probe_pcie_load("/venv/bin/python", runner, _driver(), nvml=nvml, timeout_s=30.0)
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetPciInfo_v3=pci_info("00000000:19:00.0", 0x233010DE)),
+                       h100_sxm(1, nvmlDeviceGetPciInfo_v3=pci_info("00000000:3B:00.0", 0x233010DE),
+                                nvmlDeviceGetCurrPcieLinkGeneration=1)])
+    with installed(lib) as nvml:
+        return probe_pcie_load("/venv/bin/python", runner, _driver(), nvml=nvml, timeout_s=30.0)
 
 
 def test_gpu_hidden_by_cuda_visible_devices_gets_no_reading():

@@ -8,13 +8,12 @@ import os
 import subprocess
 import sys
 import time
-from types import SimpleNamespace
 
 from envdoctor.watch import timer
 from envdoctor.watch.analysis import analyze, pct, summarize
 from envdoctor.watch.record import Recorder
 from envdoctor.watch.sample import GpuReader, HostReader, ProcessTree, Unseen
-from tests.fakes.nvml import FakeNvml, h100
+from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
 
 
 def test_timed_measures_the_wait_and_writes_for_a_running_watch(tmp_path, monkeypatch):
@@ -72,21 +71,25 @@ def test_percentiles_and_phases():
 
 
 def test_gpu_reader_on_a_fake_nvml():
-    nvml = FakeNvml(gpus=[h100(UtilizationRates=SimpleNamespace(gpu=87, memory=40), PcieThroughput={0: 1000, 1: 250000})])
+    # the stand-in libnvidia-ml under the real pynvml
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetUtilizationRates={"gpu": 87, "memory": 40},
+                                nvmlDeviceGetPcieThroughput={0: 1000, 1: 250000}, processes=[(4242, 1 << 30)])])
     unseen = Unseen()
-    r = GpuReader(unseen, nvml)
-    g = r.read()[0]
+    with installed(lib) as nvml:
+        r = GpuReader(unseen, nvml)
+        g = r.read()[0]
+        r.close()
     assert (g["util_pct"], g["mem_util_pct"], g["power_w"], g["sm_clock_mhz"]) == (87, 40, 72.0, 1980)
     assert g["mem_total_mib"] == 81559 and g["pids"] == [4242] and g["pcie_rx_mbps"] == 250.0
     assert g["throttle_reasons"] == ["gpu_idle"] and unseen.lines == []
-    r.close()
-    assert nvml.shutdown_called
+    assert "nvmlShutdown" in lib.called
 
 
 def test_gpu_reader_without_nvml_says_why():
     unseen = Unseen()
-    r = GpuReader(unseen, FakeNvml(init_error="DRIVER_NOT_LOADED"))
-    assert r.read() == [] and "NVML init failed (DRIVER_NOT_LOADED)" in unseen.lines[0]
+    with installed(FakeNvmlLib([], init_error="DRIVER_NOT_LOADED")) as nvml:
+        r = GpuReader(unseen, nvml)
+        assert r.read() == [] and "NVML init failed (DRIVER_NOT_LOADED)" in unseen.lines[0]
 
 
 def test_process_tree_counts_fork_workers_not_the_resource_tracker():
