@@ -454,10 +454,10 @@ class Host:
     reason: Optional[str] = None
     hostname: Optional[str] = None
     os: Optional[str] = pasted("host.os", "host.os_hint", label="operating system")  # platform.system(): "Linux", "Windows"
-    distro_id: Optional[str] = None  # "ubuntu"
-    distro_version: Optional[str] = None  # "22.04"
-    distro_name: Optional[str] = pasted("host.distro_name", label="OS release")  # "Ubuntu 22.04.4 LTS"
-    distro_like: Optional[str] = None  # os-release ID_LIKE: "rhel centos fedora" (picks the package tool)
+    distro_id: Optional[str] = pasted("host.distro_id")  # "ubuntu"
+    distro_version: Optional[str] = pasted("host.distro_version")  # "22.04"
+    distro_name: Optional[str] = pasted("host.distro_name", "host.distro_hint", label="OS release")  # "Ubuntu 22.04.4 LTS"
+    distro_like: Optional[str] = pasted("host.distro_like")  # os-release ID_LIKE: "rhel centos fedora" (picks the package tool)
     kernel: Optional[str] = pasted("host.kernel")
     machine: Optional[str] = pasted("host.machine")  # "x86_64"
     glibc_version: Optional[str] = pasted("host.glibc_version")
