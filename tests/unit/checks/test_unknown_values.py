@@ -80,3 +80,15 @@ def test_unknown_gpu_future_cuda_and_unknown_pcie_leave_no_placeholder() -> None
     bad = [t for t in _texts(judge(facts)) if _PLACEHOLDER.search(t) or "at unknown" in t
            or "install the torch build for CUDA 99.9" in t or "None" in t]
     assert not bad, bad
+
+
+def test_a_pasted_interpreter_is_not_placed_at_paste() -> None:
+    """The paste's Python row names its version, or says the paste lacks it ("unknown at paste" said nothing)."""
+    from envdoctor.facts import Facts, ProbeStatus, PythonEnv
+    from envdoctor.report.console import key_fact_rows
+
+    for version, want in ((None, "version not in the paste"), ("3.10.12", "3.10.12")):
+        facts = Facts(origin="paste", pythons=[PythonEnv(status=ProbeStatus.OK, requested_as="paste",
+                                                         python_version=version)])
+        rows = dict(key_fact_rows(facts))
+        assert rows["Python"] == want and "at paste" not in rows["Python"]
