@@ -19,6 +19,22 @@ from typing import Any, Dict, List, Optional
 
 SCHEMA_VERSION = 1
 
+# the metadata key of a field a paste can carry (see ``pasted``)
+PASTED = "envdoctor.pasted"
+
+
+def pasted(*keys: str, label: Optional[str] = None, cite: str = "field") -> Any:
+    """Default ``None``, and the declaration that ``envdoctor diagnose`` can read this fact from a paste.
+
+    ``keys``: the reader keys that fill it (``acc.put("host.kernel", ...)`` in envdoctor/diagnose/readers/); the
+    first key holding a value wins, each key keeping the value of the most trusted source that showed it.
+    ``label``: how the fact is named when two reports in one paste disagree on it (single-valued facts compared
+    across reports have one). ``cite``: where ``paste.provenance`` records the first key: ``"field"``, under the
+    fact's path ("pythons[0].torch.cuda"), or ``"key"``, under the reader key (kept for facts whose provenance
+    already used it); further keys are always recorded under their own name. envdoctor/diagnose/fields.py
+    derives the paste's Facts and its provenance from these declarations."""
+    return field(default=None, metadata={PASTED: (tuple(keys), label, cite)})
+
 
 class ProbeStatus:
     """String constants for the ``status`` of a probed section."""
@@ -60,13 +76,13 @@ class NvlinkLink:
 @dataclass(frozen=True)
 class Gpu:
     index: int
-    name: Optional[str] = None
+    name: Optional[str] = pasted("gpu.loose_name")
     uuid: Optional[str] = None
     serial: Optional[str] = None
     pci_bus_id: Optional[str] = None  # "00000000:01:00.0"
     pci_device_id: Optional[str] = None  # "0x233010DE"
     architecture: Optional[str] = None
-    compute_capability: Optional[str] = None  # "9.0"
+    compute_capability: Optional[str] = pasted("gpu.capability")  # "9.0"
     vbios_version: Optional[str] = None
     memory_total_bytes: Optional[int] = None
     memory_used_bytes: Optional[int] = None
@@ -160,14 +176,14 @@ class Driver:
     status: str = ProbeStatus.SKIPPED
     reason: Optional[str] = None
     source: Optional[str] = None  # "nvml", "nvidia-smi-xml", "nvidia-smi-csv", "proc", "paste"
-    version: Optional[str] = None  # "550.54.14"
-    cuda_driver_version: Optional[str] = None  # the CUDA version the driver supports at most: "12.4"
+    version: Optional[str] = pasted("driver.version", label="driver version")  # "550.54.14"
+    cuda_driver_version: Optional[str] = pasted("driver.cuda")  # the CUDA version the driver supports at most: "12.4"
     kernel_module_version: Optional[str] = None  # /proc/driver/nvidia/version
-    nvml_version: Optional[str] = None
+    nvml_version: Optional[str] = pasted("driver.nvml_library_version", cite="key")
     # NVML init error, by NVML's name: LIBRARY_NOT_FOUND, DRIVER_NOT_LOADED, LIB_RM_VERSION_MISMATCH,
     # NO_PERMISSION, GPU_IS_LOST, UNKNOWN ... (None when init worked)
-    nvml_error: Optional[str] = None
-    nvidia_smi_error: Optional[str] = None  # the text nvidia-smi printed when it failed
+    nvml_error: Optional[str] = pasted("driver.nvml_error")
+    nvidia_smi_error: Optional[str] = pasted("driver.smi_error", cite="key")  # the text nvidia-smi printed when it failed
     device_nodes: Optional[List[str]] = None  # /dev/nvidia* present
     gpus: List[Gpu] = field(default_factory=list)
     fabric_manager_running: Optional[bool] = None
@@ -186,8 +202,8 @@ class Driver:
 class CudaToolkit:
     path: Optional[str] = None  # the toolkit root (/usr/local/cuda-13.0)
     nvcc_path: Optional[str] = None
-    version: Optional[str] = None  # "13.0"
-    version_full: Optional[str] = None  # "13.0.88" (from "V13.0.88")
+    version: Optional[str] = pasted("toolkit.version", label="nvcc version")  # "13.0"
+    version_full: Optional[str] = pasted("toolkit.version_full", cite="key")  # "13.0.88" (from "V13.0.88")
     found_via: Optional[str] = None  # "PATH", "CUDA_HOME", "CUDA_PATH", "/usr/local", "paste"
 
 
@@ -303,16 +319,16 @@ class ExtensionScan:
 
 @dataclass(frozen=True)
 class TorchInfo:
-    version: Optional[str] = None  # torch.__version__: "2.5.1+cu124"
-    cuda: Optional[str] = None  # torch.version.cuda: "12.4" or None for CPU builds
-    hip: Optional[str] = None
+    version: Optional[str] = pasted("torch.version", label="torch version")  # torch.__version__: "2.5.1+cu124"
+    cuda: Optional[str] = pasted("torch.cuda", label="torch CUDA version (torch.version.cuda)")  # torch.version.cuda: "12.4" or None for CPU builds
+    hip: Optional[str] = pasted("torch.hip", cite="key")
     git_version: Optional[str] = None
-    debug: Optional[bool] = None
-    cudnn_version: Optional[int] = None  # torch.backends.cudnn.version(): 90100
+    debug: Optional[bool] = pasted("torch.debug", cite="key")
+    cudnn_version: Optional[int] = pasted("torch.cudnn")  # torch.backends.cudnn.version(): 90100
     nccl_version: Optional[str] = None  # "2.21.5"
-    arch_list: Optional[List[str]] = None  # torch.cuda.get_arch_list(): ["sm_80", "sm_90", "compute_90"]
-    cuda_available: Optional[bool] = None
-    device_count: Optional[int] = None
+    arch_list: Optional[List[str]] = pasted("torch.arch_list")  # torch.cuda.get_arch_list(): ["sm_80", "sm_90", "compute_90"]
+    cuda_available: Optional[bool] = pasted("torch.cuda_available")
+    device_count: Optional[int] = pasted("torch.device_count")
     cuda_init_error: Optional[str] = None  # exact text of the error or warning behind is_available() False
     warnings: List[str] = field(default_factory=list)  # warnings torch raised on import / CUDA init
     devices: List[TorchDevice] = field(default_factory=list)
@@ -380,9 +396,9 @@ class PythonEnv:
     reason: Optional[str] = None
     executable: Optional[str] = None
     requested_as: Optional[str] = None  # what the user passed (or how the default was chosen)
-    python_version: Optional[str] = None  # "3.11.7"
+    python_version: Optional[str] = pasted("python.version", label="Python version")  # "3.11.7"
     implementation: Optional[str] = None
-    platform: Optional[str] = None  # sysconfig platform tag: "linux-x86_64"
+    platform: Optional[str] = pasted("python.platform", cite="key")  # sysconfig platform tag: "linux-x86_64"
     prefix: Optional[str] = None
     is_venv: Optional[bool] = None
     is_conda: Optional[bool] = None
@@ -426,7 +442,7 @@ class PythonEnv:
 
 @dataclass(frozen=True)
 class Container:
-    runtime: Optional[str] = None  # "docker", "podman", "kubernetes", "lxc", "containerd", None (none)
+    runtime: Optional[str] = pasted("container.runtime", cite="key")  # "docker", "podman", "kubernetes", "lxc", "containerd", None (none)
     evidence: Optional[str] = None
     gpu_device_nodes: Optional[List[str]] = None  # /dev/nvidia* visible inside
     nvidia_visible_devices: Optional[str] = None  # NVIDIA_VISIBLE_DEVICES as the runtime set it
@@ -437,33 +453,33 @@ class Host:
     status: str = ProbeStatus.SKIPPED
     reason: Optional[str] = None
     hostname: Optional[str] = None
-    os: Optional[str] = None  # platform.system(): "Linux", "Windows"
-    distro_id: Optional[str] = None  # "ubuntu"
-    distro_version: Optional[str] = None  # "22.04"
-    distro_name: Optional[str] = None  # "Ubuntu 22.04.4 LTS"
-    distro_like: Optional[str] = None  # os-release ID_LIKE: "rhel centos fedora" (picks the package tool)
-    kernel: Optional[str] = None
-    machine: Optional[str] = None  # "x86_64"
-    glibc_version: Optional[str] = None
+    os: Optional[str] = pasted("host.os", "host.os_hint", label="operating system")  # platform.system(): "Linux", "Windows"
+    distro_id: Optional[str] = pasted("host.distro_id")  # "ubuntu"
+    distro_version: Optional[str] = pasted("host.distro_version")  # "22.04"
+    distro_name: Optional[str] = pasted("host.distro_name", "host.distro_hint", label="OS release")  # "Ubuntu 22.04.4 LTS"
+    distro_like: Optional[str] = pasted("host.distro_like")  # os-release ID_LIKE: "rhel centos fedora" (picks the package tool)
+    kernel: Optional[str] = pasted("host.kernel")
+    machine: Optional[str] = pasted("host.machine")  # "x86_64"
+    glibc_version: Optional[str] = pasted("host.glibc_version")
     cpu_model: Optional[str] = None
     cpu_logical_count: Optional[int] = None  # os.cpu_count(): what DataLoader code sees
     cpu_physical_count: Optional[int] = None
-    cpu_affinity_count: Optional[int] = None  # len(os.sched_getaffinity(0))
+    cpu_affinity_count: Optional[int] = pasted("host.cpu_affinity_count")  # len(os.sched_getaffinity(0))
     cpu_affinity_list: Optional[str] = None  # the same CPUs in kernel cpulist form: "0-27,56-83"
     cgroup_version: Optional[int] = None
     cgroup_cpu_quota: Optional[float] = None  # CPUs the cgroup allows (quota / period); None = unlimited
     cgroup_memory_limit_bytes: Optional[int] = None  # None = unlimited
-    memory_total_bytes: Optional[int] = None
+    memory_total_bytes: Optional[int] = pasted("host.memory_total", cite="key")
     memory_available_bytes: Optional[int] = None
-    shm_total_bytes: Optional[int] = None
+    shm_total_bytes: Optional[int] = pasted("host.shm_total", cite="key")
     shm_free_bytes: Optional[int] = None
     numa_node_count: Optional[int] = None
     container: Optional[Container] = None
-    wsl: Optional[bool] = None
-    wsl_version: Optional[int] = None
+    wsl: Optional[bool] = pasted("host.wsl")
+    wsl_version: Optional[int] = pasted("host.wsl_version")
     virtualization: Optional[str] = None  # "kvm", "xen", "microsoft", None when bare metal or unknown
-    gcc_version: Optional[str] = None  # "12.2.0"
-    clang_version: Optional[str] = None
+    gcc_version: Optional[str] = pasted("host.gcc_version")  # "12.2.0"
+    clang_version: Optional[str] = pasted("host.clang_version")
     env: Dict[str, Optional[str]] = field(default_factory=dict)  # NCCL_*, CUDA_VISIBLE_DEVICES, ...
     kernel_modules: Optional[List[str]] = None  # loaded modules of interest (nvidia, nvidia_peermem ...)
     kernel_modules_source: Optional[str] = None  # "/proc/modules" or "/sys/module" (containers lack the first)

@@ -44,7 +44,8 @@ def _driver_rule(compat: Any, driver: Optional[str], cuda: str, os: str,
     if req is None:
         return None, f"CUDA {cuda} is not in the matrix", []
     if driver is None:
-        return None, f"driver unknown: CUDA {cuda} needs >= {req.min_driver or '?'}" + (
+        need = f">= {req.min_driver}" if req.min_driver else "a driver whose minimum is not confirmed in the matrix"
+        return None, f"driver unknown: CUDA {cuda} needs {need}" + (
             f" (or >= {req.minor_compat_min_driver} under minor-version compatibility)"
             if req.minor_compat_min_driver and _rel(cuda)[0] >= 11 else ""), []
     if req.min_driver and _rel(driver) >= _rel(req.min_driver):
@@ -109,7 +110,8 @@ def _branch_rule(compat: Any, driver: Optional[str], gpus: List[GpuTarget], os: 
     for g, lo, why, _hi, _name in spans:
         row = table.for_cc(g.cc)
         if row is not None and row.supports(branch) is False:
-            span = f"R{row.first_branch or '?'}" + (f"..R{row.last_branch}" if row.last_branch else "+")
+            span = (f"R{row.first_branch}" if row.first_branch else "first branch unknown") + (
+                f"..R{row.last_branch}" if row.last_branch else ("+" if row.first_branch else ""))
             return (f"driver branch R{branch} does not drive {g.label} ({row.architecture}: {span}; "
                     f"{row.source})")
         if lo is not None and branch < lo:
@@ -132,7 +134,7 @@ def _kernels_by_rule(compat: Any, variant: str, cuda: str, g: GpuTarget) -> Tupl
     if last and _rel(cuda)[:2] > _rel(last)[:2]:
         return False, (f"{variant} has no {sm} kernels ({g.label}): CUDA {last} is the last toolkit that compiles "
                        f"{sm} [{a.source}]")
-    span = f"CUDA {first or '?'}..{last or 'now'}"
+    span = f"CUDA {first}..{last or 'now'}" if first else f"first CUDA unknown, last {last or 'now'}"
     return None, (f"{variant}'s arch list is not in the matrix: whether it has {sm} kernels ({g.label}) is "
                   f"unknown (CUDA {cuda} is within {sm}'s toolkits, {span})")
 

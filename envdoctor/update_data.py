@@ -51,15 +51,30 @@ def build_manifest(source_dir: Path, out_dir: Path, version: str, as_of: Optiona
     """Copy ``source_dir``/*.json into ``out_dir`` and write its manifest.json (scripts/build_manifest.py).
 
     The files are validated first with the same loader envdoctor uses, so a broken matrix is never published.
+    ``as_of`` (the date the matrix was checked) must not be earlier than the newest ``as_of`` of the files; a
+    later one is written into the copies whose ``as_of`` is older, because `update-data` dates a matrix by its
+    files (the newest file's ``as_of``) and refuses files that are not newer than the matrix in use.
     """
     from .compat import _load_dir
 
     compat = _load_dir(Path(source_dir))
+    if as_of is not None:
+        try:
+            datetime.date.fromisoformat(as_of)
+        except ValueError:
+            raise ValueError(f"--as-of {as_of!r} is not a YYYY-MM-DD date") from None
+        if as_of < compat.as_of:
+            raise ValueError(f"--as-of {as_of} is earlier than the files' newest as_of ({compat.as_of})")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files: Dict[str, Dict[str, Any]] = {}
     for p in sorted(q for q in Path(source_dir).glob("*.json") if q.name != PUBLISHED_MANIFEST):
         data = p.read_bytes()
+        if as_of is not None:
+            doc = json.loads(data.decode("utf-8"))
+            if isinstance(doc, dict) and str(doc.get("as_of", "")) < as_of:
+                doc["as_of"] = as_of
+                data = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
         (out_dir / p.name).write_bytes(data)
         files[p.name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
     manifest = {"format": 1, "version": version, "as_of": as_of or compat.as_of,

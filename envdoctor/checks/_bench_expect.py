@@ -212,6 +212,17 @@ def _gpu_kernel(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expect
 C2C_GPU = re.compile(r"^(?:NVIDIA\s+)?(GH|GB)\d{3}", re.IGNORECASE)
 
 
+def pcie_link_words(gen: Optional[int], width: Optional[int]) -> str:
+    """"a Gen4 x16 link", and what is not known said so: "a x16 link of unknown generation"."""
+    if gen and width:
+        return f"a Gen{gen} x{width} link"
+    if gen:
+        return f"a Gen{gen} link of unknown width"
+    if width:
+        return f"a x{width} link of unknown generation"
+    return "a PCIe link of unknown generation and width"
+
+
 def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
     _i, g = gpu_for(facts, r)
     name, spec = spec_for(facts, compat, r)
@@ -229,7 +240,7 @@ def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
     got = table.host_copy("pcie", gen, width)
     if got is None:
         return Expectation(None, r.unit, None, "no reference",
-                           f"no reference for a Gen{gen or '?'} x{width or '?'} link")
+                           f"no reference for {pcie_link_words(gen, width)}")
     expected, row = got
     basis = f"Gen{gen} x{width} (the link's maximum): {expected:.1f} GB/s one way"
     if width != row.width:
@@ -246,7 +257,7 @@ def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
     if kind == "pcie":
         gen, width = min_link([facts.driver.gpus[a], facts.driver.gpus[b]])  # type: ignore[index]
         got = table.p2p("pcie", gen, width)
-        why += f" Gen{gen or '?'} x{width or '?'}"
+        why += f" ({pcie_link_words(gen, width)})"
     else:
         got = table.p2p(kind)
     if got is None:
@@ -299,7 +310,7 @@ def _disk(facts: Facts, table: Any, r: BenchResult) -> Expectation:
     expected = float(row.seq_read_floor_mbs)
     ratio = r.value / expected
     if kind == "network_block":
-        basis = (f"a network block volume ({p.device_model if p else '?'}): judged against its documented "
+        basis = (f"a network block volume{f' ({p.device_model})' if p and p.device_model else ''}: judged against its documented "
                  f"baseline, {expected:g} MB/s at queue depth 1")
     else:
         basis = f"a healthy {kind.replace('_', ' ')} reads over {expected:g} MB/s even at queue depth 1"

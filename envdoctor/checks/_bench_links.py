@@ -44,7 +44,7 @@ def link_kind(facts: Facts, compat: Any, a: Optional[int], b: Optional[int]) -> 
         if not switch and cc == "8.6":
             return "nvlink_bridge_ga102", f"NVLink bridge ({cell})"
         gen = nvlink_gen(compat, ga)
-        return (f"nvlink{gen}" if gen else None), f"NVLink{gen or '?'} ({cell}{', NVSwitch' if switch else ''})"
+        return (f"nvlink{gen}" if gen else None), f"NVLink{gen or ' (generation unknown)'} ({cell}{', NVSwitch' if switch else ''})"
     if cell is None:
         return None, "the GPU topology matrix was not read"
     return "pcie", f"PCIe ({cell})"

@@ -43,7 +43,7 @@ def _named(t: ArchTarget) -> str:
 
 
 def _lib_name(lib: ExtensionLibrary) -> str:
-    return (lib.path or "?").rsplit("/", 1)[-1]
+    return lib.path.rsplit("/", 1)[-1] if lib.path else "a library of unknown path"
 
 
 def _judge_lib(lib: ExtensionLibrary, cc: str) -> str:

@@ -251,7 +251,7 @@ def disk(ctx: CheckContext) -> List[Finding]:
             cause = f"the data is on a network block volume ({p.device_model}): it reads at its provisioned rate"
             ev = Evidence(f"{base}.device_model", p.device_model, expected="local NVMe for training data")
         elif kind == "network":
-            cause = f"the data is on a network filesystem ({p.fstype}, {p.mount_source or '?'})"
+            cause = f"the data is on a network filesystem ({', '.join(x for x in (p.fstype, p.mount_source) if x)})"
             ev = Evidence(f"{base}.fstype", p.fstype, expected="a local filesystem on NVMe")
         else:
             cause = f"this {kind.replace('_', ' ') if kind else 'disk'} reads far below its kind"

@@ -40,7 +40,7 @@ def sustained(ctx: CheckContext) -> List[Finding]:
             names = ", ".join(THROTTLE_TEXT.get(t, t) for t in (hard or seen)) or "no throttle reason reported"
             out.append(SUSTAINED.warning(
                 "throttled",
-                f"{r.device} under sustained load: throughput fell {drop if drop is not None else '?'}% "
+                f"{r.device} under sustained load: throughput fell" + (f" {drop}%" if drop is not None else "") + " "
                 f"({r.params.get('tflops_first')} -> {r.params.get('tflops_last')} TFLOP/s)"
                 + (f"; {names}" + (f" from {onset:g} s" if onset is not None else "") if hard or fell else ""),
                 detail="Long jobs run at the throttled speed, not at the first minute's.",

@@ -10,7 +10,7 @@ from ..domain.variants import local_tag, variant_kind
 from ..domain.versions import base_version
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import pip_install
+from ..remedies import hold_driver_packages, pip_install
 from ._paste import paste_or_skip, signature_hits, wsl_kernel_too_old
 from .base import Check, CheckContext, SkipCheck, registrar
 
@@ -128,11 +128,9 @@ def check_driver_packages(ctx: CheckContext) -> List[Finding]:
         evidence=[Evidence("paste.provenance.driver.packages_changed", changed.get("value"),
                            source=str(changed.get("reader"))),
                   Evidence("driver.status", d.status)],
-        fix=Fix("Reboot (or unload and reload the nvidia kernel modules); keep unattended-upgrades off the NVIDIA "
+        fix=Fix("Reboot (or unload and reload the nvidia kernel modules); keep automatic upgrades off the NVIDIA "
                 "packages so it cannot happen during a job",
-                ["sudo reboot",
-                 "echo 'Unattended-Upgrade::Package-Blacklist { \"nvidia-\"; \"libnvidia-\"; };' | "
-                 "sudo tee /etc/apt/apt.conf.d/51nvidia-blacklist"]),
+                ["sudo reboot"] + hold_driver_packages(ctx.facts)),
     )]
 
 

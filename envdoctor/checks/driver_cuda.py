@@ -10,7 +10,7 @@ from ..domain.variants import local_tag
 from ..domain.versions import major_minor, mm_str, version_ge
 from ..facts import Package, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import COMPAT_DOC
+from ..remedies import COMPAT_DOC, datacenter_gpus
 from ..remedies.torch_plan import upgrade_driver_fix
 from ._util import torch_builds, torch_label
 from .base import CheckContext, Findings, SkipCheck, registrar
@@ -45,9 +45,7 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck(f"driver version unknown (probe {d.status}: {d.reason or 'not in the facts'})")
     findings: List[Finding] = []
     # a family name ("NVIDIA A100", a declared fleet's "H100") counts when every model it can mean is one
-    datacenter = any(
-        (specs := ctx.compat.gpu_candidates(g.name)) and all(sp.datacenter for sp in specs) for g in d.gpus if g.name
-    )
+    datacenter = datacenter_gpus(ctx.facts, ctx.compat)
     for i, py in envs:
         t = py.torch
         assert t is not None and t.cuda is not None
@@ -209,14 +207,17 @@ def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
 def _too_old_finding(ctx: CheckContext, i: int, label: str, cuda: str, min_driver: Optional[str],
                      floor: Optional[str], driver: Optional[str], ceiling: Optional[str], datacenter: bool,
                      source: Optional[str] = None) -> Finding:
-    need = f">= {min_driver}" if min_driver else f"a driver supporting CUDA {cuda}"
+    # beyond the matrix (CUDA 99.9) the minimum is unknown: what is known is the newer CUDA major
+    need = f">= {min_driver}" if min_driver else (f"a newer driver branch; its minimum driver is not in this "
+                                                   f"matrix, as of {ctx.compat.as_of}")
     cmajor = major_minor(cuda)[0] if major_minor(cuda) else 0
     if floor and cmajor >= 11:
         need += f"; minor-version compatibility needs >= {floor}"
     seen = f"Driver {driver}" if driver else f"The driver (supports CUDA {ceiling} at most)"
     ev = [Evidence(f"pythons[{i}].torch.cuda", cuda, source=source)]
     if driver:
-        ev.append(Evidence("driver.version", driver, expected=f">= {min_driver or floor}", source=source))
+        ev.append(Evidence("driver.version", driver, expected=f">= {min_driver or floor}" if min_driver or floor
+                           else f"a driver for CUDA {cuda}", source=source))
     if ceiling:
         ev.append(Evidence("driver.cuda_driver_version", ceiling))
     torch_version = ctx.facts.pythons[i].torch.version if ctx.facts.pythons[i].torch else ""

@@ -9,7 +9,7 @@ from ..compat.health import HealthTable, health_table
 from ..domain.versions import driver_branch
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import DriverPlan, driver_install
+from ..remedies import DriverPlan, datacenter_gpus, driver_install
 from ..remedies.driver_branch import GpuBranchLimits, gpu_branch_limits
 from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
 
@@ -103,7 +103,7 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
     if lts is None:
         lts = min((b.branch for b in supported), default=None)
     if supported:
-        plan = driver_install(ctx.facts, lts, server=True) if lts else DriverPlan()
+        plan = driver_install(ctx.facts, lts, server=datacenter_gpus(ctx.facts, ctx.compat)) if lts else DriverPlan()
         fix = Fix(f"Upgrade to a supported branch: {targets}" + (f" ({plan.note})" if plan.note else ""),
                   commands=plan.commands, url=_MATRIX_URL)
     elif limits.hi is not None and limits.hi_gpu is not None:
@@ -111,7 +111,7 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
         fix = Fix(f"No supported branch drives {limits.hi_gpu.label}: R{hi} is the last branch for it. Stay on "
                   f"the newest R{hi} release, or move to a newer GPU (or cloud instance) to get a supported "
                   "driver",
-                  commands=[] if branch == hi else driver_install(ctx.facts, hi, server=True).commands,
+                  commands=[] if branch == hi else driver_install(ctx.facts, hi, server=datacenter_gpus(ctx.facts, ctx.compat)).commands,
                   url=_MATRIX_URL)
     else:
         fix = Fix("Upgrade to a supported branch", url=_MATRIX_URL)

@@ -225,7 +225,8 @@ def xid(ctx: CheckContext) -> List[Finding]:
             f"{len(idx)} x Xid {code} on {where}{when}: {meaning}",
             detail=f"First logged: {first.message}" if first.message else None,
             evidence=[Evidence("driver.xid_events", len(idx), expected="no Xid " + str(code),
-                               source=f"{src}: NVRM: Xid (PCI:{bus or '?'}): {code}, {first.message or ''}".rstrip())],
+                               source=((f"{src}: NVRM: Xid (PCI:{bus}): {code}, " if bus else f"{src}: NVRM: Xid {code}, ")
+                                       + (first.message or "")).rstrip(", "))],
             fix=fix,
         ))
     return out

@@ -69,7 +69,7 @@ def data_path(ctx: CheckContext) -> List[Finding]:
             continue
         fstype = (p.fstype or "").lower()
         kind = (p.kind or "").lower()
-        on = f"{p.path} is on {p.mount_point or '?'} ({p.fstype or 'unknown fs'}"
+        on = f"{p.path} is on {p.mount_point or 'an unknown mount point'} ({p.fstype or 'unknown fs'}"
         on += f", {p.mount_source})" if p.mount_source else ")"
         if kind == "network" or fstype.startswith(("nfs", "cifs", "smb")) or fstype in _PARALLEL:
             parallel = fstype in _PARALLEL
@@ -113,7 +113,7 @@ def data_path(ctx: CheckContext) -> List[Finding]:
         if volume:
             out.append(DATA_PATH.info(
                 "network-volume",
-                f"{p.path} is on a network block volume ({volume}, {p.block_device or '?'})",
+                f"{p.path} is on a network block volume ({volume}" + (f", {p.block_device})" if p.block_device else ")"),
                 detail="An NVMe- or SCSI-attached cloud volume (EBS, Persistent Disk, Azure managed disk) reads at "
                        "the throughput provisioned for it (an EBS gp3 volume: 125 MiB/s unless raised), not at "
                        "local NVMe speed; `envdoctor bench` judges it against that baseline.",
@@ -136,8 +136,9 @@ def data_path(ctx: CheckContext) -> List[Finding]:
             else:
                 out.append(DATA_PATH.warning(
                     "rotational",
-                    f"{p.path} is on a rotational disk ({p.block_device or '?'}"
-                    + (f", {p.device_model}" if p.device_model else "") + ")",
+                    f"{p.path} is on a rotational disk"
+                    + (f" ({', '.join(x for x in (p.block_device, p.device_model) if x)})"
+                       if p.block_device or p.device_model else ""),
                     detail="A hard disk reads about 100-250 MB/s sequentially and far less for random small "
                            "files: a modern GPU waits for it.",
                     evidence=[Evidence(f"{base}.rotational", True, expected="false (SSD/NVMe)"),

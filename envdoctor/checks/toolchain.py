@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
+from ..domain.variants import variant_of_cuda
 from ..domain.versions import major_minor, mm_str
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import cuda_toolkit_first, host_compiler_install
@@ -67,12 +68,24 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
                                f"toolkits.installed.{tk.found_via}.version", tk.version,
                                expected=f"CUDA {mm_str(t.cuda)}"),
                       Evidence(f"pythons[{i}].torch.cuda", t.cuda)],
-            fix=Fix(f"Before building extensions, put a CUDA {mm_str(t.cuda)} toolkit first on PATH, or install "
-                    f"the torch build for CUDA {mm_str(tk.version)}",
+            fix=Fix(f"Before building extensions, put a CUDA {mm_str(t.cuda)} toolkit first on PATH"
+                    + _torch_for_toolkit(ctx, mm_str(tk.version)),
                     [cuda_toolkit_first(mm_str(t.cuda))],
                     CPP_EXT_DOC),
         ))
     return findings
+
+
+def _torch_for_toolkit(ctx: CheckContext, cuda: str) -> str:
+    """The other way out, when torch is built for this toolkit's CUDA at all: a toolkit newer than every torch
+    build the matrix knows (CUDA 99.9) has no torch build to install."""
+    try:
+        variant = variant_of_cuda(cuda)
+    except ValueError:
+        return ""
+    if any(variant in r.cuda_variants for r in ctx.compat.torch_releases()):
+        return f", or install the torch build for CUDA {cuda} ({variant})"
+    return f" (no torch build for CUDA {cuda} is in this matrix, as of {ctx.compat.as_of})"
 
 
 HOST_COMPILER = Findings("toolchain.host-compiler", "HOST_COMPILER_TOO_NEW")

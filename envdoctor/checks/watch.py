@@ -239,7 +239,8 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
         head = (f"No worker process for {torch_s:g} s after torch loaded: if this run iterates a DataLoader, it "
                 "loads every batch in the training process (num_workers=0)")
     return [LOADER.warning(
-        "main-process", f"{head}; the training process used {main if main is not None else '?'}% of a core (p50); "
+        "main-process", f"{head}" + (f"; the training process used {main}% of a core (p50)" if main is not None
+                                     else "") + "; "
         + "; ".join(ctxt),
         evidence=ev, confidence="high" if steps else "medium",
         detail="With num_workers=0 the training loop stops to read, decode and augment each batch; workers do it "

@@ -26,6 +26,7 @@ from ..facts import (
     TorchInfo,
     normalize_name,
 )
+from . import fields
 from .readers import (
     blocks,
     collect_env,
@@ -46,16 +47,6 @@ from .readers.base import BARE, LOOSE, REPL, STRUCTURED, Acc, Paste, clean_lines
 
 NOT_IN_PASTE = "not in the pasted text"
 MAX_LINE = 20000  # longer lines are cut: no reader needs more, and it bounds regex work
-
-# signature "facts" paths -> accumulator keys
-_FACT_KEYS = {
-    "driver.cuda_driver_version": "driver.cuda",
-    "pythons[0].torch.arch_list": "torch.arch_list",
-    "pythons[0].torch.cuda": "torch.cuda",
-    "pythons[0].torch.version": "torch.version",
-    "toolkits.on_path.version": "toolkit.version",
-}
-
 
 def _transform(value: str, how: Optional[str]) -> Any:
     if how == "cuda_api":  # cuDriverGetVersion(): 1000 * major + 10 * minor (11040 -> "11.4")
@@ -158,8 +149,8 @@ def _facts_from_messages(acc: Acc, compat: Any) -> None:
                     gpu_name = val
                 elif path == "gpu.compute_capability":
                     gpu_cc = val
-                elif path in _FACT_KEYS:
-                    acc.put(_FACT_KEYS[path], val, REPL, f"message: {sig.id}")
+                elif fields.key_of_path(path):
+                    acc.put(fields.key_of_path(path), val, REPL, f"message: {sig.id}")
             if gpu_name or gpu_cc:
                 _gpu_from_message(acc, gpu_name, gpu_cc)
 
@@ -223,15 +214,14 @@ def build_facts(acc: Acc, text: str) -> Facts:
         status, reason = ProbeStatus.ABSENT, smi_missing[:200]
     else:
         status, reason = ProbeStatus.SKIPPED, NOT_IN_PASTE
-    driver = Driver(
-        status=status, reason=reason, source="paste" if status != ProbeStatus.SKIPPED else None,
-        version=g("driver.version"), cuda_driver_version=g("driver.cuda"),
-        nvml_error=g("driver.nvml_error"), nvidia_smi_error=smi_error or (smi_missing if status == "absent" else None),
-        gpus=gpus if status == ProbeStatus.OK else ([] if status != ProbeStatus.SKIPPED else gpus),
-        nvml_version=g("driver.nvml_library_version"),
-        xid_events=acc.xid_events, kernel_log_readable=True if acc.xid_events else None,
-        kernel_log_source="the pasted kernel log" if acc.xid_events else None,
-    )
+    driver = Driver(**{
+        **fields.values(Driver, acc),
+        "status": status, "reason": reason, "source": "paste" if status != ProbeStatus.SKIPPED else None,
+        "nvidia_smi_error": smi_error or (smi_missing if status == "absent" else None),
+        "gpus": gpus if status == ProbeStatus.OK else ([] if status != ProbeStatus.SKIPPED else gpus),
+        "xid_events": acc.xid_events, "kernel_log_readable": True if acc.xid_events else None,
+        "kernel_log_source": "the pasted kernel log" if acc.xid_events else None,
+    })
     if status == ProbeStatus.ABSENT and gpus:
         # GPUs named in the paste (a collect_env list, a message) exist even though the driver is not usable
         driver = Driver(**{**driver.__dict__, "gpus": gpus})
@@ -254,12 +244,10 @@ def build_facts(acc: Acc, text: str) -> Facts:
             arch = []  # a CPU build's torch.cuda.get_arch_list() is empty
         init_err = next((m for m in acc.messages if "CUDA initialization" in m or "cudaGetDeviceCount" in m
                          or "is too old (found version" in m), None)
-        torch = TorchInfo(
-            version=torch_version, cuda=torch_cuda, hip=g("torch.hip"), debug=g("torch.debug"),
-            cudnn_version=g("torch.cudnn"), arch_list=arch, cuda_available=g("torch.cuda_available"),
-            device_count=g("torch.device_count"), cuda_init_error=init_err,
-            warnings=[m for m in acc.messages if "Warning" in m][:20],
-        )
+        torch = TorchInfo(**{
+            **fields.values(TorchInfo, acc), "version": torch_version, "cuda": torch_cuda, "arch_list": arch,
+            "cuda_init_error": init_err, "warnings": [m for m in acc.messages if "Warning" in m][:20],
+        })
         if torch_version and torch_pkg is None:
             pkgs.append(Package(name="torch", version=torch_version,
                                 variant="cpu" if cpu_build and not local_tag(torch_version) else None,
@@ -267,17 +255,16 @@ def build_facts(acc: Acc, text: str) -> Facts:
     python_seen = bool(torch or pkgs or acc.has("python.version") or acc.env)
     pythons: List[PythonEnv] = []
     if python_seen:
-        pythons.append(PythonEnv(
-            **_section_status(True), requested_as="paste", python_version=g("python.version"),
-            platform=g("python.platform"), packages=sorted(pkgs, key=lambda p: normalize_name(p.name)),
-            torch=torch, env=dict(acc.env),
-        ))
+        pythons.append(PythonEnv(**{
+            **fields.values(PythonEnv, acc), **_section_status(True), "requested_as": "paste",
+            "packages": sorted(pkgs, key=lambda p: normalize_name(p.name)), "torch": torch, "env": dict(acc.env),
+        }))
 
     # ---- toolkit, libraries
     tk_version = g("toolkit.version")
     toolkits = Toolkits(**_section_status(bool(tk_version)))
     if tk_version:
-        tk = CudaToolkit(version=tk_version, version_full=g("toolkit.version_full"), found_via="paste")
+        tk = CudaToolkit(**fields.values(CudaToolkit, acc), found_via="paste")
         toolkits = Toolkits(status=ProbeStatus.OK, reason=f"from the pasted text ({acc.how('toolkit.version')})",
                             on_path=tk, installed=[tk], cuda_home_env=acc.env.get("CUDA_HOME"))
     libs = SystemLibraries(**_section_status(bool(acc.libraries)))
@@ -290,21 +277,15 @@ def build_facts(acc: Acc, text: str) -> Facts:
     container = None
     if g("container.runtime"):
         requested = g("container.gpus_requested")
-        container = Container(runtime=g("container.runtime"), evidence=acc.how("container.runtime"),
-                              gpu_device_nodes=[] if requested is False else None)
+        container = Container(**{**fields.values(Container, acc), "evidence": acc.how("container.runtime"),
+                                 "gpu_device_nodes": [] if requested is False else None})
     host_keys = [k for k in acc.values if k.startswith("host.")]
     host = Host(**_section_status(bool(host_keys or container)))
     if host_keys or container:
-        host = Host(
-            status=ProbeStatus.OK, reason="from the pasted text",
-            os=g("host.os") or g("host.os_hint"), distro_name=g("host.distro_name"), kernel=g("host.kernel"),
-            machine=g("host.machine"), glibc_version=g("host.glibc_version"), container=container,
-            wsl=g("host.wsl"), wsl_version=g("host.wsl_version"), gcc_version=g("host.gcc_version"),
-            clang_version=g("host.clang_version"),
-            virtualization="microsoft" if g("host.wsl") else None,
-            shm_total_bytes=g("host.shm_total"), memory_total_bytes=g("host.memory_total"),
-            cpu_affinity_count=g("host.cpu_affinity_count"),
-        )
+        host = Host(**{
+            **fields.values(Host, acc), "status": ProbeStatus.OK, "reason": "from the pasted text",
+            "container": container, "virtualization": "microsoft" if g("host.wsl") else None,
+        })
     topology = Topology(**_section_status(bool(acc.topology_matrix or acc.pcie_links)))
     if acc.topology_matrix or acc.pcie_links:
         topology = Topology(status=ProbeStatus.OK, reason="from the pasted text", gpu_matrix=acc.topology_matrix,
@@ -336,15 +317,6 @@ def build_facts(acc: Acc, text: str) -> Facts:
                  host=host, topology=topology, paste=paste, watch=getattr(acc, "watch", None))
 
 
-# reader keys -> the fact path checks see (others keep their reader key, e.g. "host.kernel" is the same)
-_PATHS = {
-    "torch.version": "pythons[0].torch.version", "torch.cuda": "pythons[0].torch.cuda",
-    "torch.cuda_available": "pythons[0].torch.cuda_available", "torch.arch_list": "pythons[0].torch.arch_list",
-    "torch.cpu_build": "pythons[0].torch.cpu_build", "torch.cudnn": "pythons[0].torch.cudnn_version",
-    "torch.device_count": "pythons[0].torch.device_count", "python.version": "pythons[0].python_version",
-    "driver.cuda": "driver.cuda_driver_version", "toolkit.version": "toolkits.on_path.version",
-    "gpu.capability": "driver.gpus[0].compute_capability", "gpu.loose_name": "driver.gpus[0].name",
-}
 _CONFIDENCE = {STRUCTURED + 1: "high", STRUCTURED: "high", REPL: "high", LOOSE: "medium", BARE: "low"}
 
 
@@ -358,7 +330,7 @@ def provenance(acc: Acc, where: Any) -> Dict[str, Dict[str, Any]]:
     out: Dict[str, Dict[str, str]] = {}
     for key, (prio, value, how) in acc.values.items():
         conf = "medium" if str(how).startswith("message:") else _CONFIDENCE.get(prio, "low")
-        out[_PATHS.get(key, key)] = {"where": where(value), "reader": str(how), "confidence": conf,
+        out[fields.provenance_path(key)] = {"where": where(value), "reader": str(how), "confidence": conf,
                                      "value": value if isinstance(value, (str, int, float, bool)) else str(value)}
     if acc.gpus:
         out["driver.gpus"] = {"where": where(acc.gpus[0].name or ""), "reader": "GPU list",

@@ -42,18 +42,11 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..facts import normalize_name
+from . import fields
 from .readers.base import BARE, LOOSE, REPL, Acc
 
-# single-valued facts compared across units: Acc key -> how a conflict is named
-FACT_NAMES = {
-    "torch.version": "torch version",
-    "torch.cuda": "torch CUDA version (torch.version.cuda)",
-    "driver.version": "driver version",
-    "python.version": "Python version",
-    "toolkit.version": "nvcc version",
-    "host.os": "operating system",
-    "host.distro_name": "OS release",
-}
+# single-valued facts compared across units: Acc key -> how a conflict is named (their ``label`` in facts.py)
+FACT_NAMES = fields.compared()
 # packages whose versions are single-valued facts of one environment (the ones the checks pair)
 _PAIRED = re.compile(r"^(?:torch|torchvision|torchaudio|torchtext|torchdata|triton|xformers|flash-attn|"
                      r"torch-scatter|torch-sparse|torch-geometric|mmcv|mmcv-full|deepspeed|vllm|bitsandbytes)$")

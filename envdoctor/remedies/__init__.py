@@ -7,7 +7,16 @@ pacman; Windows and WSL, where the driver is the Windows one), the package tool 
 judged interpreter, named by its path.
 """
 
-from .driver import COMPAT_DOC, GUIDE, WINDOWS_DRIVER, DriverPlan, driver_install, remove_linux_driver
+from .driver import (
+    COMPAT_DOC,
+    GUIDE,
+    WINDOWS_DRIVER,
+    DriverPlan,
+    datacenter_gpus,
+    driver_install,
+    hold_driver_packages,
+    remove_linux_driver,
+)
 from .platform import Platform, family_of, platform_of
 from .python import (
     GET_STARTED,
@@ -49,7 +58,7 @@ from .system import (
 from .toolchain import cuda_toolkit_first, host_compiler_install
 
 __all__ = [
-    "COMPAT_DOC", "GUIDE", "WINDOWS_DRIVER", "DriverPlan", "driver_install", "remove_linux_driver", "cuda_toolkit_first",
+    "COMPAT_DOC", "GUIDE", "WINDOWS_DRIVER", "DriverPlan", "datacenter_gpus", "driver_install", "hold_driver_packages", "remove_linux_driver", "cuda_toolkit_first",
     "host_compiler_install", "Platform", "family_of", "platform_of",
     "GET_STARTED", "LEGACY_FIND_LINKS", "TORCH_FAMILY", "Installer", "conda_cuda_note", "index_url_for", "installer_for",
     "new_venv", "pip_check", "pip_command", "pip_install", "POSIX", "POWERSHELL", "Placeholder", "Raw",

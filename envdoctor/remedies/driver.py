@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from ..domain.arch import parse_cc
 from ..domain.versions import release
 from ..facts import Facts
 from .platform import Platform, platform_of
-from .shell import Raw, command
+from .shell import Raw, command, comment_line
 
 GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
 COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
@@ -85,6 +85,13 @@ def _linux_commands(plat: Platform, branch: Optional[int], server: bool, pre_tur
     return out
 
 
+def datacenter_gpus(facts: Facts, compat: Any) -> bool:
+    """Are the GPUs here data-center ones (compat gpus.json)? Ubuntu's fixes then take the -server driver builds;
+    a family name ("NVIDIA A100", a declared fleet's "H100") counts when every model it can mean is one."""
+    return any((specs := compat.gpu_candidates(g.name)) and all(sp.datacenter for sp in specs)
+               for g in facts.driver.gpus if g.name)
+
+
 def driver_install(facts: Facts, branch: Optional[int], server: bool = False) -> DriverPlan:
     """Commands that install driver ``branch`` (None: the recommended one) where the driver lives.
 
@@ -108,6 +115,23 @@ def driver_install(facts: Facts, branch: Optional[int], server: bool = False) ->
         return DriverPlan(_linux_commands(host, branch, server, pre),
                           "in a container the driver is the host's: upgrade it on the host")
     return DriverPlan(_linux_commands(plat, branch, server, pre))
+
+
+def hold_driver_packages(facts: Facts) -> List[str]:
+    """Keep automatic upgrades off the NVIDIA driver packages (an upgrade under a loaded kernel module breaks NVML
+    until a reboot), with the package tool of the facts' distribution (apt when it is unknown)."""
+    fam = platform_of(facts).family
+    if fam in ("rhel", "fedora"):
+        return [command("sudo", "dnf", "versionlock", "add", "*nvidia*",
+                        comment="dnf's versionlock plugin; `dnf versionlock delete` before a planned upgrade")]
+    if fam == "suse":
+        return [command("sudo", "zypper", "addlock", "*nvidia*",
+                        comment="`zypper removelock` before a planned upgrade")]
+    if fam == "arch":
+        return [comment_line("add IgnorePkg = nvidia* lib32-nvidia* to /etc/pacman.conf; remove it before a planned "
+                             "upgrade")]
+    return ["echo 'Unattended-Upgrade::Package-Blacklist { \"nvidia-\"; \"libnvidia-\"; };' | "
+            "sudo tee /etc/apt/apt.conf.d/51nvidia-blacklist"]
 
 
 def remove_linux_driver(facts: Facts, comment: Optional[str] = None) -> List[str]:

@@ -15,7 +15,7 @@ from ..domain.variants import cuda_of_variant, torch_variant, variant_kind
 from ..domain.versions import base_version, driver_branch, mm_str, parse_version
 from ..facts import PythonEnv
 from ..findings import Fix
-from .driver import COMPAT_DOC, driver_install
+from .driver import COMPAT_DOC, datacenter_gpus, driver_install
 from .driver_branch import branch_plan, gpu_branch_limits, newest_patch, newest_torch_for
 from .python import pip_install
 
@@ -70,7 +70,7 @@ def legacy_gpu_alternative(ctx: CheckContext, py, torch_version: str,
     note = ""
     if driver_branch(driver) != hi:
         # R{hi} is the last branch for this GPU
-        plan = driver_install(ctx.facts, hi)
+        plan = driver_install(ctx.facts, hi, server=datacenter_gpus(ctx.facts, ctx.compat))
         commands[:0] = plan.commands
         note = f" ({plan.note})" if plan.note else ""
     return (f"; install a torch build that R{hi} runs and that has kernels for it - the newest is torch "
@@ -84,7 +84,7 @@ def upgrade_driver_fix(ctx: CheckContext, min_driver: Optional[str], torch_versi
         text, commands = legacy_gpu_alternative(ctx, py, torch_version, driver)
         # no cuda-compat note: forward compatibility needs a branch that supports the GPU too
         return Fix(f"No driver upgrade helps: {impossible}{text}", commands, COMPAT_DOC)
-    plan = driver_install(ctx.facts, branch) if branch is not None else None
+    plan = driver_install(ctx.facts, branch, server=datacenter) if branch is not None else None
     commands = list(plan.commands) if plan else []
     summary = (f"Upgrade the NVIDIA driver to {min_driver} or newer (e.g. the supported R{branch} branch)"
                if min_driver else "Upgrade the NVIDIA driver")

@@ -186,7 +186,11 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
         else:
             whose = " (envdoctor's own environment)" if env.own_environment else \
                 " (system Python, PEP 668)" if env.externally_managed else ""
-            rows.append((label, _at(fmt(env.python_version), where) + whose))
+            if env.requested_as == "paste" and not env.executable:
+                # a paste names no interpreter path: "unknown at paste" said nothing
+                rows.append((label, env.python_version or "version not in the paste"))
+            else:
+                rows.append((label, _at(fmt(env.python_version), where) + whose))
         rows.append(("  torch", _torch_line(env)))
         if env.torch is not None and env.torch.arch_list:
             from_files = " (read from libtorch_cuda.so)" if env.torch.arch_list_source == "fatbin" else ""

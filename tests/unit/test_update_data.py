@@ -329,3 +329,27 @@ def test_an_installed_update_with_a_bad_row_falls_back_to_the_bundled_matrix(ins
     compat, why_not = _in_use()
     assert compat.label == "bundled"
     assert why_not and "fails validation: xid.json: rows[1]" in why_not and "severity" in why_not, why_not
+
+
+def test_build_manifest_script_as_of_builds_a_manifest_update_data_installs(tmp_path, server, cache) -> None:
+    """`scripts/build_manifest.py --as-of DATE` over the bundled files (all dated earlier): update-data dates a
+    matrix by its files, so the copies carry DATE too, and the update installs as DATE."""
+    out = tmp_path / "pub-as-of"
+    script = Path(__file__).resolve().parents[2] / "scripts" / "build_manifest.py"
+    proc = subprocess.run([sys.executable, str(script), str(out), "--version", "2030.02.01", "--source",
+                           str(_default_dir()), "--as-of", "2030-02-01"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["as_of"] == "2030-02-01"
+    for name, meta in manifest["files"].items():
+        data = (out / name).read_bytes()
+        assert hashlib.sha256(data).hexdigest() == meta["sha256"] and json.loads(data)["as_of"] == "2030-02-01"
+    server.publish(out)
+    payload, text = update_from_url(server.url("manifest.json"), timeout_s=10)
+    assert payload["updated"] is True and payload["as_of"] == "2030-02-01", text
+    assert _in_use()[0].as_of == "2030-02-01"
+    # an --as-of earlier than the files is refused with a message (exit 2), not a traceback
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path / "early"), "--version", "1", "--source",
+                           str(_default_dir()), "--as-of", "2001-01-01"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "earlier than the files' newest as_of" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,4 +1,4 @@
-"""Reader for host hints in a paste: the kernel, Windows/WSL builds, `docker run` lines."""
+"""Reader for host hints in a paste: the kernel, the distribution, Windows/WSL builds, `docker run` lines."""
 
 from __future__ import annotations
 
@@ -11,6 +11,16 @@ _WIN_VER = re.compile(r"Microsoft Windows \[Version (\d+\.\d+\.\d+(?:\.\d+)?)\]"
 # the Windows build in prose or `winver`: "OS build 18363.1556", "Windows build 22000.51", "Version 10.0.19045"
 _WIN_BUILD = re.compile(r"\b(?:OS|Windows(?: \d+)?(?: \w+)?|Insider)[ ,]*(?:build|Build|版本)\s*[:#]?\s*(\d{5}(?:\.\d+)?)"
                         r"|\bWindows[^\n]{0,40}?\b10\.0\.(\d{5})|\bwindows\s*[:：]\s*(\d{5}\.\d+)", re.I)
+# `cat /etc/os-release` (os-release(5)): the ID picks the package tool of the fixes, VERSION_ID its release
+_OS_RELEASE = re.compile(r"^\s*(ID|ID_LIKE|VERSION_ID|PRETTY_NAME)=([\"']?)([^\"'\n]*)\2\s*$", re.M)
+_HOSTNAMECTL = re.compile(r"^\s*Operating System:\s*(\S.*?)\s*$", re.M)  # `hostnamectl`
+# a distribution named with its release in prose: "I'm on Fedora 30", "CentOS 7.9", "RHEL 8", "Rocky Linux 9.3"
+_DISTRO_PROSE = re.compile(
+    r"\b(Ubuntu|Debian(?: GNU/Linux)?|Fedora(?: Linux)?|CentOS(?: Stream| Linux)?|Red Hat Enterprise Linux|RHEL|"
+    r"Rocky Linux|AlmaLinux|Oracle Linux|Amazon Linux|openSUSE(?: Leap)?|SLES|Linux Mint|Pop!_OS)[ -]"
+    r"(\d{1,4}(?:\.\d{1,2})*)(?![\w.-])")
+_DISTRO_WORDS = ["ubuntu", "debian", "fedora", "centos", "red hat", "rhel", "rocky", "almalinux", "oracle linux",
+                 "amazon linux", "opensuse", "sles", "mint", "pop!_os", "id=", "operating system:"]
 _DOCKER_RUN = re.compile(r"\b(?:docker|podman|nvidia-docker)\s+(?:container\s+)?run\b[^\n]*")
 # Docker Compose's own progress lines (v1 "Creating proj_svc_run ... done", v2 "Container proj-svc-1  Started") and
 # its commands: the program ran inside a container Compose started
@@ -24,8 +34,9 @@ def read_host(paste: Paste, acc: Acc) -> None:
     # the regexes below run on the few lines holding their literal words, never on the whole paste
     text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(
         ["linux", "wsl", "microsoft", "\\users\\", "\\program files\\", "\\python", "\\programdata\\",
-         "docker", "podman", "inside", "windows", "os build", "insider", "compose", " ... done", "container "]),
-        head=2000, tail=200))
+         "docker", "podman", "inside", "windows", "os build", "insider", "compose", " ... done", "container "]
+        + _DISTRO_WORDS), head=2000, tail=200))
+    _distro(text, acc)
     m = _KERNEL.search(text)
     if m:
         acc.put("host.kernel", m.group(1), STRUCTURED, "kernel version line")
@@ -105,3 +116,24 @@ def _platform_from_host(acc: Acc) -> None:
     elif (os_name == "Linux" or kernel) and machine in ("x86_64", "amd64", "aarch64", "arm64"):
         arch = "x86_64" if machine in ("x86_64", "amd64") else "aarch64"
         acc.put("python.platform", f"linux-{arch}", BARE, how)
+
+
+def _distro(text: str, acc: Acc) -> None:
+    """The distribution: a pasted /etc/os-release (ID and VERSION_ID, or PRETTY_NAME, with another of its keys),
+    `hostnamectl`'s "Operating System:", else a distribution named with its release in prose ("Fedora 30"), kept
+    under its own key below every tool output (a collect_env "OS:" line wins)."""
+    found = {k: v.strip() for k, _q, v in _OS_RELEASE.findall(text) if v.strip()}
+    if len(found) >= 2 and ("ID" in found or "PRETTY_NAME" in found):
+        for key, fact in (("ID", "host.distro_id"), ("VERSION_ID", "host.distro_version"),
+                          ("ID_LIKE", "host.distro_like"), ("PRETTY_NAME", "host.distro_name")):
+            if key in found:
+                acc.put(fact, found[key].lower() if key in ("ID", "ID_LIKE") else found[key], STRUCTURED,
+                        "/etc/os-release")
+        acc.put("host.os", "Linux", STRUCTURED, "/etc/os-release")
+        acc.add_found("/etc/os-release")
+    m = _HOSTNAMECTL.search(text)
+    if m and not m.group(1).lower().startswith(("windows", "macos", "mac os")):
+        acc.put("host.distro_name", m.group(1), STRUCTURED - 1, "hostnamectl")
+    m = _DISTRO_PROSE.search(text)
+    if m:
+        acc.put("host.distro_hint", f"{m.group(1)} {m.group(2)}", LOOSE, f"named in the text: {m.group(0)}")

@@ -287,8 +287,21 @@ def _driver_fix(**host_kw) -> Tuple[str, List[str]]:
 
 
 def test_ubuntu_gets_apt():
+    # an H100 is a data-center GPU: Ubuntu's -server build of the branch
     _, cmds = _driver_fix(distro_id="ubuntu", distro_version="22.04")
-    assert cmds == ["sudo apt-get install -y nvidia-driver-580   # Ubuntu; then reboot"]
+    assert cmds == ["sudo apt-get install -y nvidia-driver-580-server   # Ubuntu; then reboot"]
+
+
+def test_one_driver_upgrade_is_one_command_in_every_finding():
+    """The CUDA-compat fix and the branch-lifecycle fix of one old driver name the same package (they differed
+    in -server: the lifecycle check always took it, the CUDA check never); a GeForce takes the desktop build."""
+    for gpu, want in ((m.gpu(0, "NVIDIA H100 80GB HBM3", "9.0"), "nvidia-driver-580-server"),
+                      (m.gpu(0, "NVIDIA GeForce RTX 3090", "8.6", 24), "nvidia-driver-580")):
+        base = m.h100_old_driver()
+        facts = replace(base, driver=replace(base.driver, gpus=[gpu]))
+        report = judge(facts, only=["driver.cuda-compat", "driver.lifecycle"])
+        installs = {c for f in report.findings if f.fix for c in f.fix.commands if "apt-get install" in c}
+        assert installs == {f"sudo apt-get install -y {want}   # Ubuntu; then reboot"}, installs
 
 
 def test_debian_gets_apt_from_nvidia_repo():
@@ -323,7 +336,7 @@ def test_suse_gets_zypper_and_arch_pacman():
 def test_an_unknown_distribution_gets_both_common_forms():
     _, cmds = _driver_fix(distro_id=None, distro_version=None)
     assert [c.split("   #")[0] for c in cmds] == [
-        "sudo apt-get install -y nvidia-driver-580",
+        "sudo apt-get install -y nvidia-driver-580-server",  # the H100's data-center build
         "sudo dnf module enable -y nvidia-driver:580-open && sudo dnf install -y nvidia-open"]
     assert "# Ubuntu/Debian; then reboot" in cmds[0]
 
@@ -463,6 +476,6 @@ def test_a_paste_that_names_the_distribution_gets_its_package_tool():
     _, cmds = _driver_fix(distro_id=None, distro_version=None, distro_name="Red Hat Enterprise Linux 10.0")
     assert cmds[0].startswith("sudo dnf versionlock add")
     _, cmds = _driver_fix(distro_id=None, distro_version=None, distro_name="Ubuntu 22.04.4 LTS")
-    assert cmds == ["sudo apt-get install -y nvidia-driver-580   # Ubuntu; then reboot"]
+    assert cmds == ["sudo apt-get install -y nvidia-driver-580-server   # Ubuntu; then reboot"]
     assert family_of(None, None, "Debian GNU/Linux 12 (bookworm)") == "debian"
     assert family_of(None, None, "openSUSE Leap 15.5") == "suse"

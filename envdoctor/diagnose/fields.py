@@ -1,0 +1,109 @@
+"""Which facts a paste can carry, read from their declarations in envdoctor/facts.py (``pasted(...)``).
+
+A field declared ``pasted("host.kernel")`` is filled by ``build_facts`` from the reader key ``host.kernel`` and
+recorded in ``paste.provenance`` under its fact path; nothing here names a fact. A new fact readable from pastes
+is its field (declared ``pasted``), its probe, the reader that puts its key and its test (docs/adding-a-fact.md).
+
+Reader keys that fill no field are *signals*: what a paste shows that no probe measures (an nvidia-smi table was
+there at all, a Windows build number, a CUDA wheel the user asked for). Checks read them from ``paste.provenance``
+under their key; ``SIGNALS`` lists them, so a test can hold every key a reader puts to a declaration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..facts import PASTED, Container, CudaToolkit, Driver, Gpu, Host, PythonEnv, TorchInfo
+
+# the sections a paste fills, with the path their fields have in Facts (a paste is one interpreter, and the GPU a
+# loose line names is the first). Order: how conflicting facts are listed (diagnose/machines.py)
+SECTIONS: Tuple[Tuple[type, str], ...] = (
+    (TorchInfo, "pythons[0].torch"), (Driver, "driver"), (PythonEnv, "pythons[0]"),
+    (CudaToolkit, "toolkits.on_path"), (Host, "host"), (Container, "host.container"), (Gpu, "driver.gpus[0]"),
+)
+
+# reader keys no field holds -> where provenance records them (their key unless said); checks read them there
+SIGNALS: Dict[str, str] = {
+    "driver.seen": "driver.seen",  # a GPU table or driver line was pasted (the driver is there)
+    "driver.no_devices": "driver.no_devices",  # nvidia-smi: "No devices were found"
+    "driver.packages_changed": "driver.packages_changed",  # a package log that replaced driver packages
+    "torch.cpu_build": "pythons[0].torch.cpu_build",  # torch.version.cuda printed None
+    "torch.conda_cpuonly": "torch.conda_cpuonly",  # conda's cpuonly package
+    "container.gpus_requested": "container.gpus_requested",  # `docker run` with or without --gpus
+    "host.windows_build": "host.windows_build",  # the Windows build under WSL
+    "intent.cuda": "intent.cuda",  # the CUDA build the user asked for (an index URL, a +cuXYZ pin)
+    "pip.index_variant": "pip.index_variant",
+    "paste.date": "paste.date",
+    "paste.torch_import": "paste.torch_import",
+    "paste.collective_hang": "paste.collective_hang",
+}
+SIGNAL_PREFIXES = ("paste.collective_hang.",)  # its parts: "paste.collective_hang.hang_pairs" ...
+
+
+@dataclass(frozen=True)
+class PasteFact:
+    section: type  # the dataclass holding the field (Host)
+    field: str  # "shm_total_bytes"
+    path: str  # its fact path: "host.shm_total_bytes"
+    keys: Tuple[str, ...]  # reader keys that fill it, first with a value wins: ("host.shm_total",)
+    label: Optional[str]  # how a conflict between two reports names it
+    cite: str  # "field" or "key": where provenance records keys[0]
+
+
+@functools.cache
+def declared() -> Tuple[PasteFact, ...]:
+    out: List[PasteFact] = []
+    for cls, base in SECTIONS:
+        for f in dataclasses.fields(cls):
+            decl = f.metadata.get(PASTED)
+            if decl:
+                keys, label, cite = decl
+                out.append(PasteFact(cls, f.name, f"{base}.{f.name}", tuple(keys), label, cite))
+    return tuple(out)
+
+
+def values(section: type, acc: Any) -> Dict[str, Any]:
+    """The declared fields of ``section`` that the paste gave, as keyword arguments: field -> value."""
+    out: Dict[str, Any] = {}
+    for fact in declared():
+        if fact.section is section:
+            for key in fact.keys:
+                if acc.has(key):
+                    out[fact.field] = acc.get(key)
+                    break
+    return out
+
+
+@functools.cache
+def provenance_paths() -> Dict[str, str]:
+    """Reader key -> the path ``paste.provenance`` records it under (a key not listed: its own name)."""
+    out = dict(SIGNALS)
+    for fact in declared():
+        for i, key in enumerate(fact.keys):
+            out.setdefault(key, fact.path if i == 0 and fact.cite == "field" else key)
+    return out
+
+
+def provenance_path(key: str) -> str:
+    return provenance_paths().get(key, key)
+
+
+@functools.cache
+def key_of_path(path: str) -> Optional[str]:
+    """The reader key that fills fact ``path`` ("driver.cuda_driver_version" -> "driver.cuda"): signature rows
+    (compat_data/signatures.json) name the facts their messages quote by path."""
+    return next((f.keys[0] for f in declared() if f.path == path), None)
+
+
+@functools.cache
+def compared() -> Dict[str, str]:
+    """Reader key -> label of the single-valued facts compared between reports in one paste."""
+    return {f.keys[0]: f.label for f in declared() if f.label}
+
+
+def known(key: str) -> bool:
+    """Is ``key`` declared, as a field's reader key or a signal?"""
+    return key in provenance_paths() or key.startswith(SIGNAL_PREFIXES)
