@@ -185,15 +185,11 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     """(label, value) rows of the key facts, shared by the console and Markdown renderers."""
     paste = facts.paste
     if paste is not None and paste.machines:
-        # a paste holding several machines' reports: each machine's facts under its label, then what differed
-        rows: List[Tuple[str, str]] = []
-        for m in paste.machines:
-            label = (m.paste.reports or ["report"])[0] if m.paste is not None else "report"
-            head, _, where = label.partition(" (")
-            rows.append((head.capitalize(), where.rstrip(")") or label))
-            rows.extend((f"  {k}", v) for k, v in key_fact_rows(m))
-        rows.extend(("Conflict", c) for c in paste.conflicts or [])
-        return rows
+        # a paste holding several machines' reports: their labels and what differed (each machine's facts are
+        # in its section, report/machines.py)
+        from .machines import summary_rows
+
+        return summary_rows(facts)
     rows = []
     driver = facts.driver
     state = section_state(driver)
@@ -689,6 +685,10 @@ def render_console(
         # https://no-color.org: NO_COLOR set to anything non-empty turns colour off
         isatty = getattr(file, "isatty", None)
         color = bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+    if report.machines:  # several machines in one paste: a section each (report/machines.py)
+        from .machines import console_text
+
+        return _emit(console_text(report, verbose, color, width), file)
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -765,6 +765,11 @@ def render_console(
 
     # Padded cells fill the width with spaces: drop them so pasted output stays clean.
     text = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+    return _emit(text, file)
+
+
+def _emit(text: str, file: IO[str] | None) -> str:
+    """Write the rendered ``text`` to ``file`` (when given) and return it."""
     if file is not None:
         try:
             file.write(text)
