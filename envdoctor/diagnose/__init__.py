@@ -8,12 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..facts import Facts
-from ..findings import CheckResult, Finding, Report, Severity
+from ..findings import CheckResult, Report
 
 __all__ = ["Candidate", "DiagnoseInfo", "NothingRecognised", "decode_text", "diagnose_report", "diagnose_text"]
-
-_RANK = {"high": 3, "medium": 2, "low": 1}
-
 
 class NothingRecognised(ValueError):
     """The input held nothing envdoctor can read (binary, garbage, empty): the CLI exits 2."""
@@ -197,12 +194,11 @@ def _facts_and_info(sp: _Split, compat: Any, judge: bool = True) -> Tuple[Facts,
     return facts, info
 
 
-def _serious(f: Finding) -> bool:
-    return Severity.at_least(f.severity, Severity.WARNING)
-
-
 def _candidates(results: Sequence[CheckResult]) -> List[Candidate]:
     """The causes the registered checks found, best first (the checks are the only judge)."""
+    from ..judging.policy import CONFIDENCE_RANK as _RANK
+    from ..judging.policy import serious as _serious
+
     out: Dict[str, Candidate] = {}
     for r in results:
         for f in r.findings:

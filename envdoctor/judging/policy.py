@@ -18,7 +18,7 @@ from ..findings import CheckResult, CheckStatus, Finding, MachineReport, Severit
 Run = Callable[[Facts, Any, Any], List[CheckResult]]
 Judged = Tuple[Facts, List[CheckResult], List[MachineReport]]
 
-_RANK = {"high": 3, "medium": 2, "low": 1}
+CONFIDENCE_RANK = _RANK = {"high": 3, "medium": 2, "low": 1}
 _RANK_SEV = {Severity.ERROR: 3, Severity.WARNING: 2, Severity.INFO: 1}
 _CONF_ORDER = ("low", "medium", "high")
 TORCH_CMD = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
