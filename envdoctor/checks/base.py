@@ -44,14 +44,21 @@ EVERYWHERE = frozenset(SETTINGS)  # judges the interpreter's packages or declare
 PASTE_ONLY = frozenset({PASTE})  # judges what only pasted text carries (messages, a paste's thin facts)
 PROBED = frozenset({LIVE, SNAPSHOT})  # a machine as a probe reads it (an interpreter that was run), not a paste
 
-# Why a check that does not apply was not run, by the setting it was not run in (a report on a machine lists it as
-# skipped with this reason; `assert` leaves it out).
-NOT_HERE = {
-    LIVE: "judges pasted reports only (`envdoctor diagnose`); a live probe reads these facts itself",
-    SNAPSHOT: "judges pasted reports only (`envdoctor diagnose`); a live probe reads these facts itself",
-    PASTE: "a paste is judged without running an interpreter",
-    STATIC: "judges a machine, not a build against declared targets",
-}
+# Why a check that does not apply was not run (``Check.not_here``): a report on a machine lists it as skipped with
+# this reason (the console counts it under "did not apply here"); `assert` leaves it out.
+_PASTES_ONLY = "judges pasted reports only (`envdoctor diagnose`); a live probe reads these facts itself"
+_NO_INTERPRETER = "a paste is judged without running an interpreter"
+_NOT_A_BUILD = "judges a machine, not a build against declared targets"
+
+
+def setting_of(facts: Facts) -> str:
+    """Where ``facts`` are judged, from the facts alone: PASTE for a paste; STATIC for a build with a declared fleet
+    (`assert`: the driver section is the declared targets); SNAPSHOT for recorded facts; LIVE otherwise."""
+    if facts.origin == "paste":
+        return PASTE
+    if facts.driver.source == "declared" and facts.targets is not None:
+        return STATIC
+    return SNAPSHOT if facts.origin == "snapshot" else LIVE
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,16 @@ class Check:
 
     def applies_to(self, setting: str) -> bool:
         return setting in self.applies
+
+    def not_here(self, setting: str) -> str:
+        """The skip reason where it does not apply."""
+        if self.applies == PASTE_ONLY:
+            return _PASTES_ONLY
+        if setting == PASTE:
+            return _NO_INTERPRETER
+        if setting == STATIC:
+            return _NOT_A_BUILD
+        return f"applies to {', '.join(s for s in SETTINGS if s in self.applies)} facts only, not {setting}"
 
 
 def registrar(registry: List[Check], applies: frozenset = MACHINE):

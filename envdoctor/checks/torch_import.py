@@ -156,8 +156,6 @@ def _no_torch_fix(ctx: CheckContext, py: PythonEnv) -> Fix:
        categories=("TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"), applies=PROBED)
 def check_interpreter(ctx: CheckContext) -> List[Finding]:
     """A target that cannot be inspected, or has no torch, is a finding: never an empty, clean report."""
-    if ctx.facts.origin == "paste":
-        raise SkipCheck("a paste is judged without running an interpreter")
     if not ctx.facts.pythons:
         raise SkipCheck("no interpreter was inspected")
     findings = []

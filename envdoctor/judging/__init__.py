@@ -30,9 +30,9 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
-from ..checks.base import LIVE, NOT_HERE, PASTE, SNAPSHOT, STATIC, Check
+from ..checks.base import LIVE, STATIC, Check, setting_of
 from ..facts import Facts
-from ..findings import CheckResult, CheckStatus, Report
+from ..findings import CheckResult, Report
 from .policy import PLAIN, PastePolicy, PlainPolicy, Policy, settle_lines
 
 __all__ = ["PLAIN", "PastePolicy", "PlainPolicy", "Policy", "Selection", "checks_for", "judge", "machine_setting", "policy_for",
@@ -53,16 +53,6 @@ class Selection:
 
 
 ALL = Selection()
-
-
-def setting_of(facts: Facts) -> str:
-    """Where ``facts`` are judged, from the facts alone: PASTE for a paste; STATIC for a build with a declared fleet
-    (`assert`: the driver section is the declared targets); SNAPSHOT for recorded facts; LIVE otherwise."""
-    if facts.origin == "paste":
-        return PASTE
-    if facts.driver.source == "declared" and facts.targets is not None:
-        return STATIC
-    return SNAPSHOT if facts.origin == "snapshot" else LIVE
 
 
 def machine_setting(facts: Facts) -> str:
@@ -90,27 +80,24 @@ def checks_for(setting: str) -> List[Check]:
     return [c for c in all_checks() if c.applies_to(setting)]
 
 
-def _selected(selection: Selection, setting: str) -> List[Any]:
-    """(check, runs) in registry order: the selected checks, each with whether it applies in ``setting``;
-    STATIC leaves the others out."""
+def _selected(selection: Selection, setting: str) -> List[Check]:
+    """The selected checks in registry order; STATIC leaves out those that do not apply there."""
     from ..checks import all_checks, select
 
     base = list(selection.checks) if selection.checks is not None else all_checks()
     chosen = select(base, list(selection.only) if selection.only else None,
                     list(selection.ignore) if selection.ignore else None)
-    return [(c, c.applies_to(setting)) for c in chosen if c.applies_to(setting) or setting != STATIC]
+    return [c for c in chosen if c.applies_to(setting) or setting != STATIC]
 
 
 def run_selected(facts: Facts, compat: Any, selection: Selection = ALL) -> List[CheckResult]:
-    """The selected checks over ``facts`` (the per-check guard of ``checks.run_checks``); one that does not apply
-    in the setting is a skipped result saying so."""
+    """The selected checks over ``facts`` (``checks.run_checks``: the per-check guard, and a check that does not
+    apply in the setting skipped saying so)."""
     from ..checks import run_checks
 
     setting = selection.setting or setting_of(facts)
-    pairs = _selected(selection, setting)
-    ran = iter(run_checks(facts, compat, [c for c, runs in pairs if runs], expect_gpu=selection.expect_gpu))
-    return [next(ran) if runs else CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, reason=NOT_HERE[setting])
-            for c, runs in pairs]
+    return run_checks(facts, compat, _selected(selection, setting), expect_gpu=selection.expect_gpu,
+                      setting=setting)
 
 
 def judge(facts: Facts, compat: Any = None, selection: Optional[Selection] = None,

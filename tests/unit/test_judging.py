@@ -10,7 +10,7 @@ import pytest
 
 from envdoctor import app
 from envdoctor.checks import all_checks
-from envdoctor.checks.base import EVERYWHERE, MACHINE, NOT_HERE, PASTE, STATIC, Check, registrar
+from envdoctor.checks.base import EVERYWHERE, MACHINE, PASTE, STATIC, Check, registrar
 from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report
 from envdoctor.facts import Facts, PasteSource
@@ -156,7 +156,7 @@ def test_a_check_that_does_not_apply_is_skipped_on_a_machine_and_left_out_of_a_b
               next(c for c in all_checks() if c.id == "torch.cuda-build")]
     live = judge(healthy_a100(), compat, Selection(checks=checks))
     assert [(c.id, c.status) for c in live.checks][0] == ("demo.paste-only", CheckStatus.SKIPPED)
-    assert live.checks[0].reason == NOT_HERE["snapshot"] and not ran
+    assert "pasted reports only" in live.checks[0].reason and not ran
     build = judge(healthy_a100(), compat, Selection(checks=checks, setting=STATIC))
     assert [c.id for c in build.checks] == ["torch.cuda-build"]
     pasted = judge(dataclasses.replace(healthy_a100(), origin="paste", paste=PasteSource()), compat,
@@ -188,3 +188,14 @@ def test_multi_machine_renderers_show_a_section_per_machine(compat) -> None:
     assert "Conflict" in md
     data = json.loads(render_json(report))
     assert [len(m["findings"]) for m in data["machines"]] == [len(m.findings) for m in report.machines]
+
+
+def test_the_runner_itself_never_runs_a_check_where_it_does_not_apply(compat) -> None:
+    """torch.interpreter has no `origin == "paste"` branch of its own: its declaration keeps it off pastes, for
+    every caller of checks.run_checks."""
+    from envdoctor.checks import run_checks
+    from tests.machines import torch_env
+
+    pasted = Facts(origin="paste", paste=PasteSource(), pythons=[torch_env("2.4.0", None, None)])
+    (res,) = run_checks(pasted, compat, [c for c in all_checks() if c.id == "torch.interpreter"])
+    assert res.status == CheckStatus.SKIPPED and res.reason == "a paste is judged without running an interpreter"
