@@ -34,10 +34,10 @@ def summary_rows(facts: Facts) -> List[Tuple[str, str]]:
     return rows
 
 
-def _machine_verdicts(report: Report) -> List[str]:
+def _machine_verdicts(report: Report, where: str) -> List[str]:
     from .console import verdict
 
-    return [f"{m.label}: {verdict(machine_report(report, m))}" for m in report.machines]
+    return [f"{m.label}: {verdict(machine_report(report, m), where=where)}" for m in report.machines]
 
 
 def console_text(report: Report, verbose: bool, color: bool, width: int) -> str:
@@ -88,7 +88,7 @@ def markdown_text(report: Report, redact: bool) -> str:
                                    if report.worst() in ("error", "warning") else ""), ""]
     out += [md_text(header_line(report)) + ("  (redacted)" if redact else ""), ""]
     out += [f"**Verdict:** {md_text(verdict(report, where='below'))}", ""]
-    out += [f"- {md_text(line)}" for line in _machine_verdicts(report)] + [""]
+    out += [f"- {md_text(line)}" for line in _machine_verdicts(report, "in its section below")] + [""]
     rows = summary_rows(report.facts)
     if rows:
         out += ["## Machines", "", "| | |", "| --- | --- |"]
