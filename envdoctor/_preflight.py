@@ -55,8 +55,7 @@ def preflight(
     PreflightError otherwise, and ValueError for bad arguments (an invalid requirement, an unknown GPU).
     """
     from .app import CollectOptions, collect
-    from .assertions import AssertOptions, assert_report, static_checks, validate_targets
-    from .checks import all_checks, run_checks, select
+    from .assertions import AssertOptions, assert_report, validate_targets
     from .compat import load_compat
     from .config import ConfigError, ProjectConfig, load_config
     from .facts import Targets
@@ -92,37 +91,16 @@ def preflight(
     else:
         import dataclasses
 
-        from . import __version__
+        from .judging import Selection, judge, machine_setting
 
         facts = collect(CollectOptions(pythons=[exe], python_timeout_s=python_timeout_s))
         facts = dataclasses.replace(facts, targets=Targets(requirements=reqs, target_driver=driver,
                                                            target_gpus=[g.given for g in resolved],
                                                            source=source))
-        checks = all_checks() if _gpu_machine(facts) else static_checks()
-        results = run_checks(facts, compat, select(checks, only, ignore))
-        report = Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=compat.as_of)
-    report = dataclasses_replace_label(report, compat)
+        # a CPU box (no sign of an NVIDIA GPU) is judged as a build: only the checks that apply there run
+        report = judge(facts, compat, Selection(only=only, ignore=ignore, setting=machine_setting(facts)))
     if report.fails(fail_on):  # a finding at or above fail_on, or nothing judged at all
         from .report import render_console
 
         raise PreflightError(render_console(report, color=False), report)
     return report
-
-
-def _gpu_machine(facts) -> bool:
-    """Is there any sign of an NVIDIA GPU here? Without one (a CPU box: no driver, no NVIDIA PCI device),
-    the GPU and driver checks describe nothing the caller asked for and only the static checks run;
-    a driver that is installed but broken still counts as a GPU machine, and so does a GPU without a driver:
-    a PCI device of vendor 0x10de, decided by the same function as `check`'s driver.hardware."""
-    from .checks._gpus import nvidia_hardware
-
-    d = facts.driver
-    if d.gpus or d.status not in ("absent",):
-        return True
-    return nvidia_hardware(facts) is True
-
-
-def dataclasses_replace_label(report: Report, compat) -> Report:
-    import dataclasses
-
-    return dataclasses.replace(report, compat_source=getattr(compat, "label", None))

@@ -315,17 +315,15 @@ def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, r
 
 def judge(facts: Facts, compat: Any = None, only: Optional[List[str]] = None,
           ignore: Optional[List[str]] = None, expect_gpu: bool = False) -> Report:
-    """Run the registered checks over ``facts`` and build the report (pure: no I/O beyond loading compat).
+    """`check` and `check --facts`: the one judge (``judging.judge``) with the CLI's selection; the policy follows
+    the facts (a paste's facts are judged as `diagnose` judges them).
 
     ``expect_gpu``: the user says this machine should have NVIDIA GPUs (--expect-gpu), so having none is an error.
     """
-    from .checks import all_checks, run_checks, select
-    from .compat import load_compat
+    from .judging import Selection
+    from .judging import judge as one_judge
 
-    compat = compat or load_compat()
-    results = run_checks(facts, compat, select(all_checks(), only, ignore), expect_gpu=expect_gpu)
-    return Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=compat.as_of,
-                  compat_source=getattr(compat, "label", None))
+    return one_judge(facts, compat, Selection(only=only, ignore=ignore, expect_gpu=expect_gpu))
 
 
 def _string_list(value: Any, name: str) -> List[str]:

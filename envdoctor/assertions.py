@@ -26,23 +26,6 @@ from .targets import (
     split_list,
 )
 
-# The registered checks that need no live GPU or driver: they judge the interpreter's packages and the
-# declared driver/GPUs. Everything else (gpu.*, pcie.*, host.*, storage.*, driver.present ...) describes
-# the build machine, not the fleet, and is left out.
-STATIC_CHECK_IDS = (
-    "driver.cuda-compat",
-    "driver.lifecycle",
-    "torch.gpu-arch",
-    "torch.cuda-build",
-    "torch.python-version",
-    "torch.import",
-    "packages.cuda-variant",
-    "packages.companions",
-    "packages.extensions",
-    "libraries.shadowing",
-    "requirements.*",
-)
-
 
 @dataclass
 class AssertOptions:
@@ -56,12 +39,13 @@ class AssertOptions:
 
 
 def static_checks() -> list:
-    """The registered checks `assert` runs (in registry order)."""
-    import fnmatch
+    """The registered checks `assert` runs (in registry order): those that declare they apply to a build
+    (``@check(..., applies=EVERYWHERE)``: the interpreter's packages and the declared driver/GPUs). Everything
+    else (gpu.*, pcie.*, host.*, storage.*, driver.present ...) describes the build machine, not the fleet."""
+    from .checks.base import STATIC
+    from .judging import checks_for
 
-    from .checks import all_checks
-
-    return [c for c in all_checks() if any(fnmatch.fnmatchcase(c.id, p) for p in STATIC_CHECK_IDS)]
+    return checks_for(STATIC)
 
 
 def validate_targets(compat: Any, requirements: Sequence[str], target_driver: Optional[str],
@@ -130,8 +114,8 @@ def assert_report(options: AssertOptions, compat: Any = None, only: Optional[Lis
 
 def judge_declared(facts: Facts, compat: Any, only: Optional[List[str]] = None,
                    ignore: Optional[List[str]] = None) -> Report:
-    from .checks import run_checks, select
+    """The one judge in the STATIC setting: only the checks that apply to a build run."""
+    from .checks.base import STATIC
+    from .judging import Selection, judge
 
-    results = run_checks(facts, compat, select(static_checks(), only, ignore))
-    return Report(facts=facts, checks=results, envdoctor_version=__version__,
-                  compat_as_of=getattr(compat, "as_of", None), compat_source=getattr(compat, "label", None))
+    return judge(facts, compat, Selection(only=only, ignore=ignore, setting=STATIC))

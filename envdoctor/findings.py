@@ -97,6 +97,40 @@ class CheckResult:
         return self.reason if self.status == CheckStatus.NOTED and self.reason else self.title
 
 
+def _judged(checks: List[CheckResult]) -> bool:
+    return any(c.status in (CheckStatus.PASSED, CheckStatus.NOTED, CheckStatus.FAILED) for c in checks)
+
+
+@dataclass(frozen=True)
+class MachineReport:
+    """One machine of a paste that holds several machines' reports: its label ("report 1 of 2 (001.txt)"), its
+    own facts and its own check results, settled among themselves (a finding on one machine never links to, or
+    notes a check of, another). ``Report.machines`` holds them; the renderers show each as a section."""
+
+    label: str
+    facts: Facts
+    checks: List[CheckResult] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "checks", settle_statuses(link_causes(self.checks)))
+
+    @property
+    def findings(self) -> List[Finding]:
+        return order_findings(self.checks)
+
+    @property
+    def problems(self) -> List[Finding]:
+        return [f for f in self.findings if f.caused_by is None and f.severity != Severity.INFO]
+
+    @property
+    def judged(self) -> bool:
+        return _judged(self.checks)
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"label": self.label, "facts": self.facts.to_dict(), "checks": [to_dict(c) for c in self.checks],
+                "findings": [f.to_dict() for f in self.findings]}
+
+
 @dataclass(frozen=True)
 class Report:
     facts: Facts
@@ -105,6 +139,9 @@ class Report:
     compat_as_of: Optional[str] = None
     schema_version: int = REPORT_SCHEMA_VERSION
     compat_source: Optional[str] = None  # which matrix: "bundled" or "update 2026.12.05 (~/.cache/envdoctor)"
+    # a paste of several machines' reports: each machine judged on its own (``checks`` then holds what is judged
+    # of the paste as a whole, nothing today); the verdict and the exit code count every machine
+    machines: List[MachineReport] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         # one place links consequences to their root cause and settles which checks passed, whoever built the
@@ -114,8 +151,13 @@ class Report:
     @property
     def judged(self) -> bool:
         """Whether any check judged anything: False when every check was skipped (a one-line paste, an empty
-        snapshot), which is not a clean bill of health."""
-        return any(c.status in (CheckStatus.PASSED, CheckStatus.NOTED, CheckStatus.FAILED) for c in self.checks)
+        snapshot), which is not a clean bill of health. Any machine of a several-machine paste counts."""
+        return _judged(self.checks) or any(m.judged for m in self.machines)
+
+    @property
+    def all_findings(self) -> List[Finding]:
+        """The report's own findings, then each machine's (``Report.machines``), in machine order."""
+        return self.findings + [f for m in self.machines for f in m.findings]
 
     def fails(self, threshold: str) -> bool:
         """The exit-code rule: a finding at or above ``threshold``, or nothing judged at all."""
@@ -131,21 +173,75 @@ class Report:
 
     @property
     def problems(self) -> List[Finding]:
-        """Warnings and errors that are not the consequence of another finding: what the verdict counts."""
-        return [f for f in self.findings if f.caused_by is None and f.severity != Severity.INFO]
+        """Warnings and errors that are not the consequence of another finding: what the verdict counts (every
+        machine's too)."""
+        return [f for f in self.findings if f.caused_by is None and f.severity != Severity.INFO] + \
+            [f for m in self.machines for f in m.problems]
 
     def worst(self) -> Optional[str]:
         worst = None
-        for f in self.findings:
+        for f in self.all_findings:
             if worst is None or Severity.ORDER[f.severity] > Severity.ORDER[worst]:
                 worst = f.severity
         return worst
 
     def has_at_least(self, threshold: str) -> bool:
-        return any(Severity.at_least(f.severity, threshold) for f in self.findings)
+        return any(Severity.at_least(f.severity, threshold) for f in self.all_findings)
 
     def to_dict(self) -> Dict[str, Any]:
-        """The JSON contract (docs/json-schema.md)."""
+        """The JSON contract (docs/json-schema.md). ``machines`` only when the paste held several machines."""
+        out = self._to_dict()
+        if self.machines:
+            out["machines"] = [m.to_dict() for m in self.machines]
+        return out
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        import json
+
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Report:
+        """A report back from its JSON (``to_dict``): facts, check results and machines; the findings lists and
+        the summary are derived, so they are not read. A report written before ``machines`` existed loads
+        with none. FactsError on anything malformed."""
+        from .facts import FactsError, from_dict
+
+        if not isinstance(data, dict) or not isinstance(data.get("facts"), dict):
+            raise FactsError("not an envdoctor report: no 'facts' object")
+
+        def checks(items: Any, path: str) -> List[CheckResult]:
+            if not isinstance(items, list):
+                raise FactsError(f"{path}: expected a list")
+            return [from_dict(CheckResult, c, f"{path}[{i}]") for i, c in enumerate(items)]
+
+        machines = []
+        for i, m in enumerate(data.get("machines") or []):
+            if not isinstance(m, dict) or not isinstance(m.get("label"), str):
+                raise FactsError(f"machines[{i}]: expected an object with a 'label'")
+            machines.append(MachineReport(m["label"], Facts.from_dict(m.get("facts")),
+                                          checks(m.get("checks") or [], f"machines[{i}].checks")))
+        version = data.get("schema_version")
+        return cls(facts=Facts.from_dict(data["facts"]), checks=checks(data.get("checks") or [], "checks"),
+                   envdoctor_version=str(data.get("envdoctor_version") or ""),
+                   compat_as_of=data.get("compat_as_of"),
+                   schema_version=version if isinstance(version, int) else REPORT_SCHEMA_VERSION,
+                   compat_source=data.get("compat_source"), machines=machines)
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        import json
+
+        from .facts import FactsError
+
+        try:
+            return cls.from_dict(json.loads(text))
+        except json.JSONDecodeError as e:
+            raise FactsError(f"not valid JSON: {e.msg.rstrip()} (line {e.lineno}, column {e.colno})") from None
+
+    def _to_dict(self) -> Dict[str, Any]:
+        findings = self.all_findings
+        checks = list(self.checks) + [c for m in self.machines for c in m.checks]
         return {
             "schema_version": self.schema_version,
             "envdoctor_version": self.envdoctor_version,
@@ -154,17 +250,17 @@ class Report:
             "facts": self.facts.to_dict(),
             "checks": [to_dict(c) for c in self.checks],
             "findings": [f.to_dict() for f in self.findings],
-            "summary": {
-                "errors": sum(1 for f in self.findings if f.severity == Severity.ERROR),
-                "warnings": sum(1 for f in self.findings if f.severity == Severity.WARNING),
-                "infos": sum(1 for f in self.findings if f.severity == Severity.INFO),
+            "summary": {  # every machine's findings and checks counted
+                "errors": sum(1 for f in findings if f.severity == Severity.ERROR),
+                "warnings": sum(1 for f in findings if f.severity == Severity.WARNING),
+                "infos": sum(1 for f in findings if f.severity == Severity.INFO),
                 "root_causes": len(self.problems),
-                "consequences": sum(1 for f in self.findings if f.caused_by is not None),
-                "checks_passed": sum(1 for c in self.checks if c.status == CheckStatus.PASSED),
-                "checks_noted": sum(1 for c in self.checks if c.status == CheckStatus.NOTED),
-                "checks_failed": sum(1 for c in self.checks if c.status == CheckStatus.FAILED),
-                "checks_skipped": sum(1 for c in self.checks if c.status == CheckStatus.SKIPPED),
-                "checks_errored": sum(1 for c in self.checks if c.status == CheckStatus.ERRORED),
+                "consequences": sum(1 for f in findings if f.caused_by is not None),
+                "checks_passed": sum(1 for c in checks if c.status == CheckStatus.PASSED),
+                "checks_noted": sum(1 for c in checks if c.status == CheckStatus.NOTED),
+                "checks_failed": sum(1 for c in checks if c.status == CheckStatus.FAILED),
+                "checks_skipped": sum(1 for c in checks if c.status == CheckStatus.SKIPPED),
+                "checks_errored": sum(1 for c in checks if c.status == CheckStatus.ERRORED),
                 "judged": self.judged,
             },
         }

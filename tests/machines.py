@@ -13,9 +13,11 @@ from envdoctor.facts import (
     Gpu,
     Host,
     Package,
+    PcieLink,
     ProbeStatus,
     PythonEnv,
     Toolkits,
+    Topology,
     TorchDevice,
     TorchInfo,
 )
@@ -118,3 +120,14 @@ SCENARIOS = {
     "healthy-a100": (healthy_a100, None),
     "h100-minor-compat": (h100_minor_compat, None),
 }
+
+
+def driverless_a100() -> Facts:
+    """An A100 SXM4 80GB on the PCI bus and no NVIDIA driver: sysfs lists a function of vendor 0x10de, class 0x0302
+    (3D controller), described from sysfs as "3D controller: [10de:20b2]" (no word "NVIDIA"; the ids of
+    tests/fixtures/lspci/a100-x8_lspci-nn.txt); NVML absent; torch 2.5.1+cu121 cannot initialise CUDA."""
+    return facts(Driver(status=ProbeStatus.ABSENT, reason="NVML library (libnvidia-ml.so.1) not found"),
+                 [torch_env("2.5.1+cu121", "12.1", ARCH_2_1_TO_2_7, available=False,
+                            cuda_init_error="Found no NVIDIA driver on your system.")],
+                 topology=Topology(status=ProbeStatus.OK, nvidia_pci_devices=["0000:17:00.0 0x0302"],
+                                   pcie_links=[PcieLink(bdf="0000:17:00.0", description="3D controller: [10de:20b2]")]))

@@ -10,7 +10,7 @@ from typing import Iterable, List, Optional
 
 from ..facts import Facts
 from ..findings import CheckResult, CheckStatus, Finding, Severity
-from .base import Check, CheckContext, SkipCheck
+from .base import Check, CheckContext, SkipCheck, setting_of
 
 
 def all_checks() -> List[Check]:
@@ -52,10 +52,16 @@ def with_subject(finding: Finding, facts: Facts) -> Finding:
 
 
 def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None,
-               expect_gpu: bool = False) -> List[CheckResult]:
+               expect_gpu: bool = False, setting: Optional[str] = None) -> List[CheckResult]:
+    """Each check over ``facts`` under the per-check guard. A check that does not apply in ``setting`` (default:
+    ``setting_of(facts)``; ``Check.applies``) is not run: it is skipped with the reason ``Check.not_here`` gives."""
     ctx = CheckContext(facts=facts, compat=compat, expect_gpu=expect_gpu)
+    setting = setting or setting_of(facts)
     results = []
     for c in checks if checks is not None else all_checks():
+        if not c.applies_to(setting):
+            results.append(CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, reason=c.not_here(setting)))
+            continue
         start = time.perf_counter()
         try:
             findings = [with_subject(f, facts) for f in (c.func(ctx) or [])]

@@ -32,6 +32,34 @@ class CheckContext:
 
 CheckFunc = Callable[[CheckContext], List[Finding]]
 
+# Where a check applies: the facts it is judged on.
+LIVE = "live"  # this machine, probed now (`check`, `preflight()`)
+SNAPSHOT = "snapshot"  # a machine's facts recorded earlier (`check --facts`)
+PASTE = "paste"  # facts read from pasted text (`diagnose`, `check --facts` on a paste's facts)
+STATIC = "static"  # an environment judged at build time against a declared fleet (`assert`, preflight on a CPU box):
+#                    the interpreters are probed, the driver and GPUs are declared; no check about the machine runs
+SETTINGS = (LIVE, SNAPSHOT, PASTE, STATIC)
+MACHINE = frozenset({LIVE, SNAPSHOT, PASTE})  # the default: a check about a machine, wherever its facts come from
+EVERYWHERE = frozenset(SETTINGS)  # judges the interpreter's packages or declared targets: a build too
+PASTE_ONLY = frozenset({PASTE})  # judges what only pasted text carries (messages, a paste's thin facts)
+PROBED = frozenset({LIVE, SNAPSHOT})  # a machine as a probe reads it (an interpreter that was run), not a paste
+
+# Why a check that does not apply was not run (``Check.not_here``): a report on a machine lists it as skipped with
+# this reason (the console counts it under "did not apply here"); `assert` leaves it out.
+_PASTES_ONLY = "judges pasted reports only (`envdoctor diagnose`); a live probe reads these facts itself"
+_NO_INTERPRETER = "a paste is judged without running an interpreter"
+_NOT_A_BUILD = "judges a machine, not a build against declared targets"
+
+
+def setting_of(facts: Facts) -> str:
+    """Where ``facts`` are judged, from the facts alone: PASTE for a paste; STATIC for a build with a declared fleet
+    (`assert`: the driver section is the declared targets); SNAPSHOT for recorded facts; LIVE otherwise."""
+    if facts.origin == "paste":
+        return PASTE
+    if facts.driver.source == "declared" and facts.targets is not None:
+        return STATIC
+    return SNAPSHOT if facts.origin == "snapshot" else LIVE
+
 
 @dataclass(frozen=True)
 class Check:
@@ -39,23 +67,43 @@ class Check:
     title: str  # "Driver supports torch's CUDA"
     func: CheckFunc
     categories: tuple = ()  # the categories it can emit (list-checks, explain)
+    applies: frozenset = MACHINE  # where it is judged (LIVE, SNAPSHOT, PASTE, STATIC): the judge runs it only there
 
     @property
     def area(self) -> str:
         return self.id.split(".", 1)[0]
 
+    def applies_to(self, setting: str) -> bool:
+        return setting in self.applies
 
-def registrar(registry: List[Check]):
+    def not_here(self, setting: str) -> str:
+        """The skip reason where it does not apply."""
+        if self.applies == PASTE_ONLY:
+            return _PASTES_ONLY
+        if setting == PASTE:
+            return _NO_INTERPRETER
+        if setting == STATIC:
+            return _NOT_A_BUILD
+        return f"applies to {', '.join(s for s in SETTINGS if s in self.applies)} facts only, not {setting}"
+
+
+def registrar(registry: List[Check], applies: frozenset = MACHINE):
     """``check = registrar(CHECKS)`` then ``@check("area.name", "Title", categories=(...))``, or
-    ``@check(FOUND, "Title")`` with the check's ``Findings`` builder (its id and category)."""
+    ``@check(FOUND, "Title")`` with the check's ``Findings`` builder (its id and category). ``applies=`` says
+    where it is judged (default ``MACHINE``: live, a snapshot or a paste; ``EVERYWHERE`` adds `assert`'s build);
+    ``registrar(CHECKS, applies=...)`` sets it for a whole module."""
+    default = applies
 
-    def check(check_id: str | Findings, title: str, categories: tuple = ()):
+    def check(check_id: str | Findings, title: str, categories: tuple = (), applies: frozenset = default):
         if isinstance(check_id, Findings):  # @check(FOUND, "Title"): the id and category come from the builder
             categories = tuple(categories) or (check_id.category,)
             check_id = check_id.check_id
+        unknown = set(applies) - set(SETTINGS)
+        if unknown or not applies:
+            raise ValueError(f"{check_id}: applies={sorted(applies)!r}: give some of {', '.join(SETTINGS)}")
 
         def deco(func: CheckFunc) -> CheckFunc:
-            registry.append(Check(check_id, title, func, tuple(categories)))
+            registry.append(Check(check_id, title, func, tuple(categories), frozenset(applies)))
             return func
 
         return deco

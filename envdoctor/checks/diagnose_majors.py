@@ -17,7 +17,7 @@ from ..domain.versions import base_version, release
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command
 from ._paste import nvidia_two_majors, paste_or_skip
-from .base import Check, CheckContext, SkipCheck, registrar
+from .base import PASTE_ONLY, Check, CheckContext, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -129,7 +129,7 @@ def _conda_torch_cuda(py: Any) -> Optional[tuple]:
 
 
 @check("diagnose.conda-cuda-majors", "A conda solve keeps NVIDIA's CUDA libraries on torch's CUDA major",
-       categories=("CUDA_VARIANT_MIXED",))
+       categories=("CUDA_VARIANT_MIXED",), applies=PASTE_ONLY)
 def check_conda_cuda_majors(ctx: CheckContext) -> List[Finding]:
     """A conda plan or list whose nvidia-channel CUDA libraries (cuda-*, libcublas, libcusparse ...) belong to
     another CUDA major than the pytorch-cuda (or torch build) they sit under: the solve mixed two CUDA majors,

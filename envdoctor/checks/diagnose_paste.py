@@ -17,7 +17,7 @@ from ..domain.versions import base_version, driver_branch, release
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._paste import paste_or_skip
-from .base import Check, CheckContext, SkipCheck, registrar
+from .base import PASTE_ONLY, Check, CheckContext, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -40,7 +40,7 @@ def _torch_cuda_known(facts: Facts) -> Optional[bool]:
 
 
 @check("diagnose.cuda-unavailable", "CUDA unavailable with the cause not in the paste",
-       categories=("TORCH_CPU_ONLY_BUILD", "NO_NVIDIA_DRIVER"))
+       categories=("TORCH_CPU_ONLY_BUILD", "NO_NVIDIA_DRIVER"), applies=PASTE_ONLY)
 def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
     """torch.cuda.is_available() is False and the paste shows neither torch's build nor a working driver: the
     two common causes, at low confidence (a warning at most), with the output that would settle it."""
@@ -102,7 +102,7 @@ def _oldest_floor(compat: Any) -> Optional[tuple]:
 
 
 @check("diagnose.driver-floor", "Driver runs some CUDA build of torch (torch's CUDA not in the paste)",
-       categories=("DRIVER_TOO_OLD_FOR_TORCH_CUDA",))
+       categories=("DRIVER_TOO_OLD_FOR_TORCH_CUDA",), applies=PASTE_ONLY)
 def check_driver_floor(ctx: CheckContext) -> List[Finding]:
     """When the paste shows torch but not its CUDA, a driver older than what the oldest CUDA build of torch in
     the matrix needs runs none of them (driver.cuda-compat judges the case where torch's CUDA is known)."""
@@ -152,7 +152,7 @@ def _reinstall_one_torch(ctx: CheckContext, kept: str) -> List[str]:
 
 
 @check("diagnose.sources", "One torch per interpreter (module and package metadata agree)",
-       categories=("CUDA_VARIANT_MIXED", "COMPANION_VERSION_MISMATCH"))
+       categories=("CUDA_VARIANT_MIXED", "COMPANION_VERSION_MISMATCH"), applies=PASTE_ONLY)
 def check_sources(ctx: CheckContext) -> List[Finding]:
     """A fact the paste shows twice from sources of different authority (the torch that imports vs pip or conda
     metadata): the authoritative value was kept for the other checks; the disagreement is judged here."""
@@ -182,7 +182,7 @@ def check_sources(ctx: CheckContext) -> List[Finding]:
 
 
 @check("diagnose.cpu-build-intent", "A CPU build of torch where the paste asks for CUDA",
-       categories=("TORCH_CPU_ONLY_BUILD",))
+       categories=("TORCH_CPU_ONLY_BUILD",), applies=PASTE_ONLY)
 def check_cpu_build_intent(ctx: CheckContext) -> List[Finding]:
     """The paste shows a CPU build resolved (+cpu, a conda `_cpu_` build, the `cpuonly` package) next to a clear
     intent to use CUDA (a `pytorch-cuda=`/`cudatoolkit=` spec, a /whl/cuXXX index): the install went wrong even

@@ -12,7 +12,7 @@ from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import hold_driver_packages, pip_install
 from ._paste import paste_or_skip, signature_hits, wsl_kernel_too_old
-from .base import Check, CheckContext, SkipCheck, registrar
+from .base import PASTE_ONLY, Check, CheckContext, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -31,7 +31,7 @@ WSL_DOC = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
 
 
 @check("diagnose.wsl-gpu", "The Windows build and WSL version expose the GPU to Linux",
-       categories=("WSL_SPECIFIC", "NO_GPU_VISIBLE"))
+       categories=("WSL_SPECIFIC", "NO_GPU_VISIBLE"), applies=PASTE_ONLY)
 def check_wsl_gpu(ctx: CheckContext) -> List[Finding]:
     """A WSL paste on a Windows build without GPU paravirtualisation, or under WSL 1: the GPU is not exposed to
     Linux at all (and no Linux driver install can change that)."""
@@ -75,7 +75,7 @@ def check_wsl_gpu(ctx: CheckContext) -> List[Finding]:
 
 
 @check("diagnose.wsl-kernel", "The WSL kernel is new enough for GPU compute",
-       categories=("WSL_SPECIFIC",))
+       categories=("WSL_SPECIFIC",), applies=PASTE_ONLY)
 def check_wsl_kernel(ctx: CheckContext) -> List[Finding]:
     """The WSL 2 kernel printed in the paste (uname -r, /proc/version, "Linux version ...-microsoft-standard-WSL2")
     against the minimum GPU compute needs: an older kernel cannot reach the Windows driver, so CUDA finds none."""
@@ -102,7 +102,7 @@ def check_wsl_kernel(ctx: CheckContext) -> List[Finding]:
 
 
 @check("diagnose.driver-packages", "Driver packages did not change under the loaded kernel module",
-       categories=("DRIVER_LIBRARY_MISMATCH",))
+       categories=("DRIVER_LIBRARY_MISMATCH",), applies=PASTE_ONLY)
 def check_driver_packages(ctx: CheckContext) -> List[Finding]:
     """A package-manager log in the paste shows NVIDIA driver packages upgraded, installed or removed, and the
     driver no longer answers (nvidia-smi or NVML fails): the userspace libraries are a new version while the
@@ -135,7 +135,7 @@ def check_driver_packages(ctx: CheckContext) -> List[Finding]:
 
 
 @check("diagnose.extension-build", "What an extension says it was built for, against the torch it found",
-       categories=("CUDA_VARIANT_MIXED", "TORCH_CPU_ONLY_BUILD", "THIRD_PARTY_EXTENSION_MISMATCH"))
+       categories=("CUDA_VARIANT_MIXED", "TORCH_CPU_ONLY_BUILD", "THIRD_PARTY_EXTENSION_MISMATCH"), applies=PASTE_ONLY)
 def check_extension_build(ctx: CheckContext) -> List[Finding]:
     """A message "built for PyTorch X ... (you have Y)" proves more than the extension mismatch its signature
     names: the same torch release with another CUDA variant is also mixed variants, and a CUDA-built extension
@@ -209,7 +209,7 @@ NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/doc
 
 
 @check("diagnose.p2p-hang", "Collectives do not hang between GPUs behind one PCIe switch",
-       categories=("INTERCONNECT",))
+       categories=("INTERCONNECT",), applies=PASTE_ONLY)
 def check_p2p_hang(ctx: CheckContext) -> List[Finding]:
     """A topology matrix together with the report that collectives hang between some GPU pairs and not others:
     when the hanging pairs are the ones behind a PCIe switch (PIX/PXB/PHB) and the pairs across the CPU work, PCIe

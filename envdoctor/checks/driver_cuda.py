@@ -13,7 +13,7 @@ from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import COMPAT_DOC, datacenter_gpus
 from ..remedies.torch_plan import upgrade_driver_fix
 from ._util import torch_builds, torch_label
-from .base import CheckContext, Findings, SkipCheck, registrar
+from .base import EVERYWHERE, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -22,7 +22,7 @@ check = registrar(CHECKS)
 CUDA_COMPAT = Findings("driver.cuda-compat", "DRIVER_TOO_OLD_FOR_TORCH_CUDA")
 
 
-@check(CUDA_COMPAT, "Driver supports torch's CUDA version")
+@check(CUDA_COMPAT, "Driver supports torch's CUDA version", applies=EVERYWHERE)
 def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
     facts = ctx.facts
     d = facts.driver

@@ -11,7 +11,7 @@ from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import DriverPlan, datacenter_gpus, driver_install
 from ..remedies.driver_branch import GpuBranchLimits, gpu_branch_limits
-from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
+from .base import EVERYWHERE, Check, CheckContext, Findings, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -75,7 +75,7 @@ def _gpu_needs_newer_branch(version: str, branch: int, limits: GpuBranchLimits, 
 LIFECYCLE = Findings("driver.lifecycle", "DRIVER_OUTDATED")
 
 
-@check(LIFECYCLE, "Driver branch is still supported")
+@check(LIFECYCLE, "Driver branch is still supported", applies=EVERYWHERE)
 def lifecycle(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status != ProbeStatus.OK and not d.version:

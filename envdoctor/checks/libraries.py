@@ -7,14 +7,14 @@ from typing import List
 from ..findings import Finding
 from ._shadowing import shadow_finding, shadows
 from ._util import torch_envs
-from .base import CheckContext, SkipCheck, registrar
+from .base import EVERYWHERE, CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
 
 
 
-@check("libraries.shadowing", "torch loads its own CUDA libraries", categories=("SYSTEM_LIB_SHADOWING",))
+@check("libraries.shadowing", "torch loads its own CUDA libraries", categories=("SYSTEM_LIB_SHADOWING",), applies=EVERYWHERE)
 def check_shadowing(ctx: CheckContext) -> List[Finding]:
     envs = [(i, py) for i, py in torch_envs(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:

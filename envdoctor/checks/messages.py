@@ -7,7 +7,7 @@ from typing import Dict, List
 from ..catalogue import CATEGORIES
 from ..findings import Evidence, Finding, Fix, Severity
 from ._paste import Hit, signature_hits
-from .base import Check, CheckContext, SkipCheck, registrar
+from .base import PASTE_ONLY, Check, CheckContext, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -49,7 +49,7 @@ def _finding(hits: List[Hit]) -> Finding:
 
 
 @check("messages.signatures", "Known error messages in the paste",
-       categories=tuple(sorted(c for c in CATEGORIES)))
+       categories=tuple(sorted(c for c in CATEGORIES)), applies=PASTE_ONLY)
 def check_signatures(ctx: CheckContext) -> List[Finding]:
     paste = ctx.facts.paste
     if paste is None:

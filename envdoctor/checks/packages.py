@@ -21,7 +21,7 @@ from ..remedies.torch_plan import COMPANIONS, pair_pins, target_variant
 from ._extension_arch import ArchTarget, judge_extensions
 from ._shadowing import or_origin_fix
 from ._util import package_variant, torch_envs_or_skip
-from .base import CheckContext, SkipCheck, registrar
+from .base import EVERYWHERE, CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -42,7 +42,7 @@ def _same_variant(a: str, b: str) -> bool:
     return a == b
 
 
-@check("packages.cuda-variant", "torch-family packages share one CUDA variant", categories=("CUDA_VARIANT_MIXED",))
+@check("packages.cuda-variant", "torch-family packages share one CUDA variant", categories=("CUDA_VARIANT_MIXED",), applies=EVERYWHERE)
 def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     findings = []
@@ -114,7 +114,7 @@ def _required_by_torch(py: PythonEnv, name: str) -> bool:
     return any(r.lower().replace("_", "-").startswith(name) for r in torch_pkg.requires)
 
 
-@check("packages.companions", "torchvision/torchaudio/triton pair with torch", categories=("COMPANION_VERSION_MISMATCH",))
+@check("packages.companions", "torchvision/torchaudio/triton pair with torch", categories=("COMPANION_VERSION_MISMATCH",), applies=EVERYWHERE)
 def check_companions(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     findings = []
@@ -203,7 +203,7 @@ def _pypi_cxx11_abi(py: PythonEnv) -> Tuple[Optional[bool], str]:
 
 
 @check("packages.extensions", "Compiled extensions match torch and CUDA",
-       categories=("THIRD_PARTY_EXTENSION_MISMATCH",))
+       categories=("THIRD_PARTY_EXTENSION_MISMATCH",), applies=EVERYWHERE)
 def check_extensions(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     findings = []

@@ -21,10 +21,10 @@ from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, pip_install
 from ..targets import PSEUDO_NAMES, TargetError, parse_requirement, resolve_gpu
 from ._extension_arch import ArchTarget, judge_extensions
-from .base import CheckContext, CheckFunc, SkipCheck, registrar
+from .base import EVERYWHERE, CheckContext, CheckFunc, SkipCheck, registrar
 
 CHECKS: list = []
-check = registrar(CHECKS)
+check = registrar(CHECKS, applies=EVERYWHERE)  # declared requirements: a build too
 
 CATEGORY = "REQUIREMENT_UNMET"
 

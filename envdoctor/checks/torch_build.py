@@ -28,7 +28,7 @@ from ._util import (
     torch_label,
     torch_releases,
 )
-from .base import CheckContext, Findings, SkipCheck, registrar
+from .base import EVERYWHERE, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -54,7 +54,7 @@ def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], s
 GPU_ARCH = Findings("torch.gpu-arch", "GPU_ARCH_NOT_IN_TORCH_BUILD")
 
 
-@check(GPU_ARCH, "torch has kernels for every GPU")
+@check(GPU_ARCH, "torch has kernels for every GPU", applies=EVERYWHERE)
 def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
     from ..domain.arch import arch_runs
 
@@ -153,7 +153,7 @@ def _has_gpus(facts: Facts) -> Tuple[bool, List[Evidence]]:
 CUDA_BUILD = Findings("torch.cuda-build", "TORCH_CPU_ONLY_BUILD")
 
 
-@check(CUDA_BUILD, "torch is a CUDA build on a GPU machine")
+@check(CUDA_BUILD, "torch is a CUDA build on a GPU machine", applies=EVERYWHERE)
 def check_cpu_build(ctx: CheckContext) -> List[Finding]:
     envs = torch_envs_or_skip(ctx.facts)
     has, gpu_ev = _has_gpus(ctx.facts)
@@ -208,7 +208,7 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
 PYTHON_VERSION = Findings("torch.python-version", "PYTHON_VERSION_UNSUPPORTED")
 
 
-@check(PYTHON_VERSION, "A torch wheel exists for this Python")
+@check(PYTHON_VERSION, "A torch wheel exists for this Python", applies=EVERYWHERE)
 def check_python_version(ctx: CheckContext) -> List[Finding]:
     pys = [(i, py) for i, py in enumerate(ctx.facts.pythons) if py.python_version]
     if not pys:

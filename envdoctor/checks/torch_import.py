@@ -11,7 +11,7 @@ from ..facts import ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import GET_STARTED, command, pip_check, pip_install
 from ._util import torch_envs_or_skip
-from .base import CheckContext, SkipCheck, registrar
+from .base import EVERYWHERE, PROBED, CheckContext, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -80,7 +80,7 @@ def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContex
                                  [pip_install(ctx.facts, py, [f"torch=={version}"], variant, force=True)])), None
 
 
-@check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",))
+@check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",), applies=EVERYWHERE)
 def check_torch_import(ctx: CheckContext) -> List[Finding]:
     # a torch whose version is unknown (no version.py, no metadata) but whose import failed is still judged:
     # a crash while importing it must never end in "No problems found"
@@ -153,11 +153,9 @@ def _no_torch_fix(ctx: CheckContext, py: PythonEnv) -> Fix:
 
 
 @check("torch.interpreter", "The interpreter to diagnose answers and has torch",
-       categories=("TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"))
+       categories=("TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"), applies=PROBED)
 def check_interpreter(ctx: CheckContext) -> List[Finding]:
     """A target that cannot be inspected, or has no torch, is a finding: never an empty, clean report."""
-    if ctx.facts.origin == "paste":
-        raise SkipCheck("a paste is judged without running an interpreter")
     if not ctx.facts.pythons:
         raise SkipCheck("no interpreter was inspected")
     findings = []

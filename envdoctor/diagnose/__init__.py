@@ -8,12 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..facts import Facts
-from ..findings import CheckResult, CheckStatus, Evidence, Finding, Report, Severity
+from ..findings import CheckResult, Report
 
 __all__ = ["Candidate", "DiagnoseInfo", "NothingRecognised", "decode_text", "diagnose_report", "diagnose_text"]
-
-_RANK = {"high": 3, "medium": 2, "low": 1}
-
 
 class NothingRecognised(ValueError):
     """The input held nothing envdoctor can read (binary, garbage, empty): the CLI exits 2."""
@@ -187,77 +184,21 @@ def _facts_and_info(sp: _Split, compat: Any, judge: bool = True) -> Tuple[Facts,
     if not judge:
         return facts, DiagnoseInfo(found=list(facts.paste.found), not_found=list(facts.paste.not_found),
                                    reports=list(facts.paste.reports or []))
-    results = _judge(facts, compat, None)
+    from ..judging import PastePolicy, Selection, run_selected, settle_lines
+
+    results = PastePolicy().weigh(facts, run_selected(facts, compat, Selection()))
     findings = [f for r in results for f in r.findings]
     info = DiagnoseInfo(found=list(facts.paste.found), not_found=list(facts.paste.not_found),
-                        candidates=_candidates(results), suggestions=_settle_lines(facts, findings),
+                        candidates=_candidates(results), suggestions=settle_lines(facts, findings),
                         reports=list(facts.paste.reports or []))
     return facts, info
 
 
-_TORCH_CMD = 'python -c "import torch; print(torch.__version__, torch.version.cuda, torch.cuda.is_available())"'
-_SMI_CMD = "nvidia-smi"
-_RANK_SEV = {Severity.ERROR: 3, Severity.WARNING: 2, Severity.INFO: 1}
-
-
-def _serious(f: Finding) -> bool:
-    return Severity.at_least(f.severity, Severity.WARNING)
-
-
-_CONF_ORDER = ("low", "medium", "high")
-
-
-def _confidence(f: Finding, prov: Dict[str, Any]) -> Finding:
-    """A finding with no confidence of its own takes the least sure of the paste facts its evidence names
-    (a driver version read from a bare number on its own line is low confidence, from an nvidia-smi table high);
-    medium when its evidence names no fact the paste gave."""
-    if f.confidence is not None:
-        return f
-    seen: List[str] = []
-    for e in f.evidence:
-        path = e.path
-        while path:
-            hit = prov.get(path)
-            if hit is not None:
-                seen.append(str(hit.get("confidence") or "medium"))
-                break
-            cut = max(path.rfind("."), path.rfind("["))
-            path = path[:cut] if cut > 0 else ""
-    conf = min(seen, key=_CONF_ORDER.index) if seen else "medium"
-    return dataclasses.replace(f, confidence=conf)
-
-
-def _capped(f: Finding) -> Finding:
-    """Confidence bounds severity: a low-confidence finding is at most a warning."""
-    if f.confidence == "low" and f.severity == Severity.ERROR:
-        return dataclasses.replace(f, severity=Severity.WARNING)
-    return f
-
-
-def _settle_lines(facts: Facts, findings: Sequence[Finding]) -> List[str]:
-    """The one or two outputs that would settle what the paste leaves open (report-level, never a verdict)."""
-    out: List[str] = []
-    sure = any(_serious(f) and f.confidence in (None, "high") for f in findings)
-    for f in findings:
-        if not _serious(f) or f.confidence in (None, "high"):
-            continue
-        for e in f.evidence:
-            if e.path == "paste.settle" and isinstance(e.value, str):
-                line = f"paste the output of `{e.value}`"
-                if line not in out:
-                    out.append(line)
-    prov = (facts.paste.provenance if facts.paste else None) or {}
-    if not sure:
-        if "driver.version" not in prov and not any(_SMI_CMD in s for s in out):
-            out.append(f"paste the output of `{_SMI_CMD}`")
-        if "pythons[0].torch.version" not in prov and "pythons[0].torch.cuda" not in prov \
-                and not any(_TORCH_CMD in s for s in out):
-            out.append(f"paste the output of `{_TORCH_CMD}`")
-    return out[:3]
-
-
 def _candidates(results: Sequence[CheckResult]) -> List[Candidate]:
     """The causes the registered checks found, best first (the checks are the only judge)."""
+    from ..judging.policy import CONFIDENCE_RANK as _RANK
+    from ..judging.policy import serious as _serious
+
     out: Dict[str, Candidate] = {}
     for r in results:
         for f in r.findings:
@@ -291,103 +232,23 @@ def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None
 
 def _diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None,
                      names: Optional[Sequence[str]] = None) -> Report:
-    from .. import __version__
+    """The paste's facts (each machine's too, in ``facts.paste.machines``, when it holds several), judged by the one
+    judge under the paste policy: what `check --facts` on ``report.facts`` gives too."""
+    from ..judging import PastePolicy, Selection, judge, with_reports
     from .machines import merged
 
     sp = _split(texts, compat, names)
-    as_of = getattr(compat, "as_of", None)
-    if len(sp.machines) <= 1:
-        facts, _info = _facts_and_info(sp, compat, judge=False)
-        results = _judge(facts, compat, checks)
-        settle = _settle_lines(facts, [f for r in results for f in r.findings])
-        if settle and facts.paste is not None:
-            facts = dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, settle=settle))
-        return Report(facts=facts, checks=results, envdoctor_version=__version__, compat_as_of=as_of)
-    facts, _ = _facts_and_info(sp, compat, judge=False)  # what the machines agree on; the conflicts named
-    out: List[CheckResult] = []
-    each: List[Facts] = []
-    for m in sp.machines:
-        msp = _Split("\n".join(m.texts()), m.texts(), [u.name for u in m.units], [m], [],
-                     [u.start for u in m.units], acc=merged(m.units, compat))
-        try:
-            mfacts, _minfo = _facts_and_info(msp, compat, judge=False)
-        except NothingRecognised:
-            continue
-        assert mfacts.paste is not None
-        each.append(dataclasses.replace(mfacts, paste=dataclasses.replace(mfacts.paste, reports=[m.label])))
-        for r in _judge(mfacts, compat, checks):
-            out.append(dataclasses.replace(
-                r, title=f"{m.label}: {r.title}",
-                findings=[dataclasses.replace(f, summary=f"{m.label}: {f.summary}",
-                                              evidence=list(f.evidence) + [Evidence("paste.report", m.label)])
-                          for f in r.findings]))
-    assert facts.paste is not None
-    facts = dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, machines=each))
-    return Report(facts=facts, checks=out, envdoctor_version=__version__, compat_as_of=as_of)
-
-
-def _judge(facts: Facts, compat: Any, checks: Optional[list]) -> List[CheckResult]:
-    """The registered checks over one machine's paste facts, then report-level merging (no verdict of its own).
-
-    Merging: a message finding (messages.signatures) whose category a facts-based finding also reports
-    becomes that finding's evidence, and the kept finding takes the more severe of the two (a pasted build
-    failure stays an error); a low-confidence finding is at most a warning; a low-confidence fallback finding
-    (a ``diagnose.*`` check guessing from thin facts) is dropped when a surer finding explains the paste.
-    """
-    from ..checks import all_checks, run_checks
-
-    # the registry includes the paste checks; an explicit selection (--only/--ignore) is kept as given
-    selected = list(checks) if checks is not None else all_checks()
-    results = run_checks(facts, compat, selected)
-    prov = (facts.paste.provenance if facts.paste else None) or {}
-    merged = [[_capped(_confidence(f, prov)) for f in r.findings] for r in results]
-
-    fact_cats: Dict[str, Tuple[int, int]] = {}
-    for ri, r in enumerate(results):
-        if r.id.startswith("messages."):
-            continue
-        for fi, f in enumerate(merged[ri]):
-            if _serious(f) and f.category not in fact_cats:
-                fact_cats[f.category] = (ri, fi)
-    for ri, r in enumerate(results):
-        if not r.id.startswith("messages."):
-            continue
-        keep = []
-        for f in merged[ri]:
-            if f.category in fact_cats:
-                tri, tfi = fact_cats[f.category]
-                target = merged[tri][tfi]
-                severity = f.severity if _RANK_SEV.get(f.severity, 0) > _RANK_SEV.get(target.severity, 0) \
-                    else target.severity
-                conf = target.confidence
-                if f.confidence and conf and _RANK[f.confidence] > _RANK[conf]:
-                    conf = f.confidence
-                merged[tri][tfi] = dataclasses.replace(
-                    target, severity=severity, confidence=conf,
-                    evidence=list(target.evidence) + [e for e in f.evidence if e.path.startswith("paste.")])
-            else:
-                keep.append(f)
-        merged[ri] = keep
-    # a low-confidence lead from a message is dropped when a surer facts-based finding cites that same message
-    # as its evidence: the surer finding explains it (a conda CUDA-major mix explains "libcusparse.so.11: cannot
-    # open"; the lead "a system library shadows it" would only mislead)
-    explained = {str(e.value)[:300] for ri, r in enumerate(results) if not r.id.startswith("messages.")
-                 for f in merged[ri] if _serious(f) and f.confidence != "low"
-                 for e in f.evidence if e.path.startswith("paste.messages")}
-    if explained:
-        for ri, r in enumerate(results):
-            if r.id.startswith("messages."):
-                merged[ri] = [f for f in merged[ri] if f.confidence != "low" or not any(
-                    e.path.startswith("paste.messages[") and str(e.value)[:300] in explained for e in f.evidence)]
-    sure = any(_serious(f) and f.confidence != "low" for fs in merged for f in fs)
-    if sure:
-        for ri, r in enumerate(results):
-            if r.id.startswith("diagnose."):
-                merged[ri] = [f for f in merged[ri] if f.confidence != "low"]
-    out: List[CheckResult] = []
-    for r, fs in zip(results, merged):
-        status = r.status
-        if r.status in (CheckStatus.PASSED, CheckStatus.FAILED):
-            status = CheckStatus.FAILED if any(_serious(f) for f in fs) else CheckStatus.PASSED
-        out.append(dataclasses.replace(r, findings=fs, status=status))
-    return out
+    facts, _ = _facts_and_info(sp, compat, judge=False)  # with several machines: what they agree on
+    if len(sp.machines) > 1:
+        each: List[Facts] = []
+        for m in sp.machines:
+            msp = _Split("\n".join(m.texts()), m.texts(), [u.name for u in m.units], [m], [],
+                         [u.start for u in m.units], acc=merged(m.units, compat))
+            try:
+                mfacts, _minfo = _facts_and_info(msp, compat, judge=False)
+            except NothingRecognised:
+                continue
+            each.append(with_reports(mfacts, m.label))
+        assert facts.paste is not None
+        facts = dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, machines=each))
+    return judge(facts, compat, Selection(checks=checks), PastePolicy())

@@ -160,6 +160,10 @@ def render_console(
         # https://no-color.org: NO_COLOR set to anything non-empty turns colour off
         isatty = getattr(file, "isatty", None)
         color = bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+    if report.machines:  # several machines in one paste: a section each (report/machines.py)
+        from .machines import console_text
+
+        return _emit(console_text(report, verbose, color, width), file)
     buf = io.StringIO()
     console = Console(
         file=buf,
@@ -235,6 +239,11 @@ def render_console(
 
     # Padded cells fill the width with spaces: drop them so pasted output stays clean.
     text = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"
+    return _emit(text, file)
+
+
+def _emit(text: str, file: IO[str] | None) -> str:
+    """Write the rendered ``text`` to ``file`` (when given) and return it."""
     if file is not None:
         try:
             file.write(text)

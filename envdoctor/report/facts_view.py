@@ -133,16 +133,12 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     """(label, value) rows of the key facts, shared by the console and Markdown renderers."""
     paste = facts.paste
     if paste is not None and paste.machines:
-        # a paste holding several machines' reports: each machine's facts under its label, then what differed
-        rows: List[Tuple[str, str]] = []
-        for m in paste.machines:
-            label = (m.paste.reports or ["report"])[0] if m.paste is not None else "report"
-            head, _, where = label.partition(" (")
-            rows.append((head.capitalize(), where.rstrip(")") or label))
-            rows.extend((f"  {k}", v) for k, v in key_fact_rows(m))
-        rows.extend(("Conflict", c) for c in paste.conflicts or [])
-        return rows
-    rows = []
+        # a paste holding several machines' reports: their labels and what differed (each machine's facts are
+        # in its section, report/machines.py)
+        from .machines import summary_rows
+
+        return summary_rows(facts)
+    rows: List[Tuple[str, str]] = []
     driver = facts.driver
     state = section_state(driver)
     for gpu in driver.gpus:

@@ -67,6 +67,10 @@ def render_markdown(report: Report, redact: bool = True) -> str:
     from .inert import inert_report
 
     report = inert_report(report)  # no terminal escape from a snapshot, a target or a paste in the page
+    if report.machines:  # several machines in one paste: a section each (report/machines.py)
+        from .machines import markdown_text
+
+        return markdown_text(report, redact)
     if redact:
         report = redact_report(report)
     views = finding_views(report)

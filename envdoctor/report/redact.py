@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Dict, Iterable, List
 
 from ..facts import Facts, from_dict, to_dict
-from ..findings import CheckResult, Report
+from ..findings import CheckResult, MachineReport, Report
 
 REDACTED = "<redacted>"
 GPU_REDACTED = "GPU-<redacted>"
@@ -190,6 +191,8 @@ def redact_report(report: Report) -> Report:
     _find_hostnames(facts_dict, hostnames)
     facts = Facts.from_dict(redact_facts_dict(facts_dict, hostnames))
     checks = [from_dict(CheckResult, redact_facts_dict(to_dict(c), hostnames), "checks") for c in report.checks]
+    machines = [redact_report(dataclasses.replace(report, facts=m.facts, checks=m.checks, machines=[]))
+                for m in report.machines]
     return Report(
         facts=facts,
         checks=checks,
@@ -197,4 +200,5 @@ def redact_report(report: Report) -> Report:
         compat_as_of=report.compat_as_of,
         schema_version=report.schema_version,
         compat_source=report.compat_source,
+        machines=[MachineReport(m.label, r.facts, r.checks) for m, r in zip(report.machines, machines)],
     )

@@ -97,3 +97,21 @@ def test_a_cpu_box_passes_preflight(monkeypatch, tmp_path):
     monkeypatch.setattr(app, "collect", lambda *a, **k: _driverless([]))
     report = envdoctor.preflight(config=False)
     assert not report.has_at_least("error")
+
+
+def test_the_driverless_a100_test_machine_fails_preflight(monkeypatch, tmp_path):
+    """tests.machines.driverless_a100: vendor 0x10de in sysfs, "[10de:20b2]" with no word "NVIDIA", no driver. It is
+    judged as a GPU machine (the GPU and driver checks run), not as a CPU box judged as a build."""
+    import envdoctor
+    import envdoctor.app as app
+    from tests.machines import driverless_a100
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(app, "collect", lambda *a, **k: driverless_a100())
+    with pytest.raises(envdoctor.PreflightError) as e:
+        envdoctor.preflight(config=False)
+    report = e.value.report
+    ids = {c.id for c in report.checks}
+    assert {"driver.hardware", "driver.present", "gpu.throttle", "torch.cuda-build"} <= ids
+    assert any(f.code == "driver.present/absent" and f.severity == "error" for f in report.findings)
+    assert "driver.present/absent" in str(e.value)

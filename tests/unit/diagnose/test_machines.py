@@ -26,7 +26,7 @@ def compat():
 
 
 def _serious(report):
-    return {f.category for f in report.findings if f.severity in ("warning", "error")}
+    return {f.category for f in report.all_findings if f.severity in ("warning", "error")}
 
 
 def _collect_env(torch: str, cuda: str, python: str, driver: str, gpu: str, extra: str = "") -> str:
@@ -54,17 +54,20 @@ def test_two_reporters_are_judged_separately(order, compat) -> None:
     # no finding pairs torchvision 0.4.1 (010) with torch 2.6.0 (001)
     assert not serious & MIXING, [(f.category, f.summary) for f in report.findings]
     for rid in order:
+        machine = next(m for m in report.machines if f"({rid}.txt)" in m.label)
         for label in labels[rid]:
-            assert any(f.category == label and f"{rid}.txt" in f.summary for f in report.findings), label
-    for f in report.findings:
-        assert f.summary.startswith("report ") and any(e.path == "paste.report" for e in f.evidence)
+            assert any(f.category == label for f in machine.findings), label
+    assert not report.findings  # each machine's findings are its own (Report.machines), no "report N: " prose
+    for m in report.machines:
+        assert not any(f.summary.startswith("report ") for f in m.findings)
     paste = report.facts.paste
     assert paste.reports and len(paste.reports) == 2 and len(paste.machines) == 2
     assert any("001.txt line" in c and "010.txt line" in c for c in paste.conflicts)
     # the merged facts keep only what the machines agree on
     assert report.facts.driver.version is None and report.facts.pythons[0].python_version is None
     data = json.loads(render_json(report))
-    assert all(f["summary"].startswith("report ") for f in data["findings"])
+    assert data["findings"] == [] and [len(m["findings"]) for m in data["machines"]] == \
+        [len(m.findings) for m in report.machines]
     assert len(data["facts"]["paste"]["machines"]) == 2
     md = render_markdown(report)
     assert "report 1 of 2" in md and "report 2 of 2" in md and "Conflict" in md
