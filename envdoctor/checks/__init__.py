@@ -10,7 +10,7 @@ from typing import Iterable, List, Optional
 
 from ..facts import Facts
 from ..findings import CheckResult, CheckStatus, Finding, Severity
-from .base import Check, CheckContext, SkipCheck
+from .base import Check, CheckContext, SkipCheck, UndeclaredFinding
 
 
 def all_checks() -> List[Check]:
@@ -65,6 +65,8 @@ def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None,
             results.append(CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, findings=notes, reason=str(e),
                                        duration_s=time.perf_counter() - start))
             continue
+        except UndeclaredFinding:  # raised only under the test suite (base.STRICT_ENV): a test must fail on it
+            raise
         except Exception as e:  # noqa: BLE001 - the per-check guard: one broken check never hides the rest
             results.append(CheckResult(c.id, c.area, c.title, CheckStatus.ERRORED,
                                        reason=f"{type(e).__name__}: {e}",

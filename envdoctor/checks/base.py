@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -63,21 +66,71 @@ def registrar(registry: List[Check]):
     return check
 
 
+# A test run (tests/conftest.py sets this) refuses a finding whose kind or category its builder does not declare;
+# a live run emits it unchanged: a user's diagnosis matters more than the catalogue `explain` reads.
+STRICT_ENV = "ENVDOCTOR_STRICT_FINDINGS"
+
+# every builder made, in order: the registry's catalogue of finding codes (checks/registry.py finding_codes)
+DECLARED: List[Findings] = []
+
+_PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+
+
+class UndeclaredFinding(Exception):
+    """A check made a finding its ``Findings`` does not declare (its kind, or another category). Raised only
+    where STRICT_ENV is set (the test suite), and never turned into an errored check there: the test fails."""
+
+
+def strict_findings() -> bool:
+    return os.environ.get(STRICT_ENV, "") not in ("", "0")
+
+
 @dataclass(frozen=True)
 class Findings:
-    """One check's finding builder, so a check reads as its rule.
+    """One check's finding builder, so a check reads as its rule, and the declaration of what it can report.
 
-    ``found = Findings("gpu.throttle", "GPU_THROTTLED")`` then ``found.warning("thermal", summary, evidence=[...],
-    fix=...)`` is ``Finding("gpu.throttle/thermal", "GPU_THROTTLED", Severity.WARNING, summary, ...)``; a check
-    that emits a second category passes ``category=``.
+    ``found = Findings("gpu.throttle", "GPU_THROTTLED", kinds=("thermal", "power"))`` then ``found.warning(
+    "thermal", summary, evidence=[...], fix=...)`` is ``Finding("gpu.throttle/thermal", "GPU_THROTTLED",
+    Severity.WARNING, summary, ...)``. ``kinds`` are every kind the check can make (the part after "/" in the
+    code); a kind the check computes from data is a template with one ``{placeholder}`` per computed part
+    (``"{package}"``, ``"{xid}"``, ``"{name}-below-expected"``) standing for a word without "/". A check that
+    emits another category (``category=``) lists it in ``categories``. ``explain`` reads these declarations
+    (checks/registry.py ``finding_codes``); making anything else is an ``UndeclaredFinding`` under the test
+    suite.
     """
 
-    check_id: str
-    category: str
+    check_id: str  # the code's part before "/"
+    category: str  # the default category ("" where every finding names its own, from ``categories``)
+    kinds: Tuple[str, ...] = ()
+    categories: Tuple[str, ...] = ()  # the other categories it emits, besides ``category``
+    check: str = ""  # the registered check that makes these findings, where its id is not ``check_id``
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", tuple(self.kinds))
+        object.__setattr__(self, "categories", tuple(self.categories))
+        DECLARED.append(self)
+
+    @property
+    def all_categories(self) -> Tuple[str, ...]:
+        return tuple(dict.fromkeys(c for c in (self.category,) + self.categories if c))
+
+    @property
+    def owner(self) -> str:
+        """The id of the check that makes these findings."""
+        return self.check or self.check_id
+
+    def declares(self, kind: str) -> bool:
+        """Whether ``kind`` is one of the declared kinds or matches one of their templates."""
+        return any(k == kind or (_PLACEHOLDER.search(k) and _template(k).fullmatch(kind)) for k in self.kinds)
 
     def __call__(self, kind: str, severity: str, summary: str, *, category: Optional[str] = None,
                  evidence: Optional[List[Evidence]] = None, **rest: Any) -> Finding:
-        return Finding(f"{self.check_id}/{kind}", category or self.category, severity, summary,
+        category = category or self.category
+        if strict_findings() and (not self.declares(kind) or category not in self.all_categories):
+            raise UndeclaredFinding(
+                f"{self.check_id}/{kind} ({category}) is not declared by its builder Findings({self.check_id!r}, "
+                f"{self.category!r}, kinds={self.kinds!r}, categories={self.categories!r}): add it there")
+        return Finding(f"{self.check_id}/{kind}", category, severity, summary,
                        evidence=evidence if evidence is not None else [], **rest)
 
     def error(self, kind: str, summary: str, **rest: Any) -> Finding:
@@ -88,6 +141,13 @@ class Findings:
 
     def info(self, kind: str, summary: str, **rest: Any) -> Finding:
         return self(kind, Severity.INFO, summary, **rest)
+
+
+@functools.cache
+def _template(kind: str) -> re.Pattern[str]:
+    """A kind template as a pattern: each ``{placeholder}`` one word without "/" (a package, an Xid, an id)."""
+    parts = _PLACEHOLDER.split(kind)
+    return re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*".join(re.escape(p) for p in parts))
 
 
 class Cases:

@@ -64,7 +64,7 @@ def run_fleet_checks(ctx: FleetContext) -> List[CheckResult]:
 
 # ------------------------------------------------------------------ missing ranks
 
-MISSING = Findings("fleet.ranks", "FLEET_RANK_UNREACHABLE")
+MISSING = Findings("fleet.ranks", "FLEET_RANK_UNREACHABLE", kinds=("interrupted", "missing"))
 
 
 @fleet_check("fleet.ranks", "Every rank reported to rank 0 within the timeout", ["FLEET_RANK_UNREACHABLE"])
@@ -94,7 +94,7 @@ def missing_ranks(ctx: FleetContext) -> List[Finding]:
 
 # ------------------------------------------------------------------ consistency
 
-INCONSISTENT = Findings("fleet.consistency", "FLEET_INCONSISTENT")
+INCONSISTENT = Findings("fleet.consistency", "FLEET_INCONSISTENT", kinds=("node-facts", "rank-runtime"))
 
 
 def _python(f: Facts):
@@ -255,7 +255,7 @@ def node_findings(ctx: FleetContext) -> List[Finding]:
 
 # ------------------------------------------------------------------ stragglers
 
-STRAGGLER = Findings("fleet.stragglers", "FLEET_STRAGGLER")
+STRAGGLER = Findings("fleet.stragglers", "FLEET_STRAGGLER", kinds=("{measurement}",))
 
 
 @fleet_check("fleet.stragglers", "No rank's matmul or host-to-device copy is far below the others'",
@@ -307,9 +307,9 @@ def stragglers(ctx: FleetContext) -> List[Finding]:
 
 # ------------------------------------------------------------------ collectives and the transport
 
-COLLECTIVE = Findings("fleet.collectives", "FLEET_RANK_UNREACHABLE")
-BANDWIDTH = Findings("fleet.collectives", "INTERCONNECT")
-TRANSPORT = Findings("fleet.transport", "INTERCONNECT")
+COLLECTIVE = Findings("fleet.collectives", "FLEET_RANK_UNREACHABLE", kinds=("failed",))
+BANDWIDTH = Findings("fleet.collectives", "INTERCONNECT", kinds=("busbw",))
+TRANSPORT = Findings("fleet.transport", "INTERCONNECT", kinds=("socket-fallback",))
 
 
 @fleet_check("fleet.collectives", "All-reduce completes across the ranks (algbw, busbw)", ["FLEET_RANK_UNREACHABLE"])
