@@ -52,8 +52,8 @@ def with_subject(finding: Finding, facts: Facts) -> Finding:
 
 
 def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None,
-               expect_gpu: bool = False) -> List[CheckResult]:
-    ctx = CheckContext(facts=facts, compat=compat, expect_gpu=expect_gpu)
+               expect_gpu: bool = False, fleet=None) -> List[CheckResult]:
+    ctx = CheckContext(facts=facts, compat=compat, expect_gpu=expect_gpu, fleet=fleet)
     results = []
     for c in checks if checks is not None else all_checks():
         start = time.perf_counter()

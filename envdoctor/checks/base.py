@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -31,6 +32,7 @@ class CheckContext:
     facts: Facts
     compat: Any  # envdoctor.compat.Compat (typed loosely so checks stay importable without data)
     expect_gpu: bool = False  # the user says NVIDIA GPUs belong here (--expect-gpu, [tool.envdoctor] expect-gpu)
+    fleet: Any = None  # checks/fleet.py FleetContext when `envdoctor fleet` judges several machines, else None
 
 
 CheckFunc = Callable[[CheckContext], List[Finding]]
@@ -54,7 +56,7 @@ def registrar(registry: List[Check]):
 
     def check(check_id: str | Findings, title: str, categories: tuple = ()):
         if isinstance(check_id, Findings):  # @check(FOUND, "Title"): the id and category come from the builder
-            categories = tuple(categories) or (check_id.category,)
+            categories = tuple(categories) or check_id.all_categories
             check_id = check_id.check_id
 
         def deco(func: CheckFunc) -> CheckFunc:
@@ -73,7 +75,7 @@ STRICT_ENV = "ENVDOCTOR_STRICT_FINDINGS"
 # every builder made, in order: the registry's catalogue of finding codes (checks/registry.py finding_codes)
 DECLARED: List[Findings] = []
 
-_PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+PLACEHOLDER = re.compile(r"\{[a-z_]+\}")  # a computed part of a kind template: "{package}"
 
 
 class UndeclaredFinding(Exception):
@@ -108,6 +110,8 @@ class Findings:
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", tuple(self.kinds))
         object.__setattr__(self, "categories", tuple(self.categories))
+        # the module that made it (the registry test: every builder in envdoctor belongs to a registered check)
+        object.__setattr__(self, "made_in", sys._getframe(2).f_globals.get("__name__", ""))
         DECLARED.append(self)
 
     @property
@@ -121,7 +125,7 @@ class Findings:
 
     def declares(self, kind: str) -> bool:
         """Whether ``kind`` is one of the declared kinds or matches one of their templates."""
-        return any(k == kind or (_PLACEHOLDER.search(k) and _template(k).fullmatch(kind)) for k in self.kinds)
+        return any(kind_matches(k, kind) for k in self.kinds)
 
     def __call__(self, kind: str, severity: str, summary: str, *, category: Optional[str] = None,
                  evidence: Optional[List[Evidence]] = None, **rest: Any) -> Finding:
@@ -143,10 +147,15 @@ class Findings:
         return self(kind, Severity.INFO, summary, **rest)
 
 
+def kind_matches(declared: str, kind: str) -> bool:
+    """Whether ``kind`` is the declared kind, or one its template stands for."""
+    return declared == kind or bool(PLACEHOLDER.search(declared) and _template(declared).fullmatch(kind))
+
+
 @functools.cache
 def _template(kind: str) -> re.Pattern[str]:
     """A kind template as a pattern: each ``{placeholder}`` one word without "/" (a package, an Xid, an id)."""
-    parts = _PLACEHOLDER.split(kind)
+    parts = PLACEHOLDER.split(kind)
     return re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*".join(re.escape(p) for p in parts))
 
 

@@ -132,9 +132,11 @@ def _unjudged(ctx: CheckContext, names: Any, found: Findings) -> List[Finding]:
 
 
 # the GPU kernels' builders: below what is expected, nothing to judge against, or not the dtype it is named
-MATMUL = Findings("bench.matmul", "PERF_BELOW_EXPECTED", kinds=("below-expected", "no-reference", "tf32-override"),
+MATMUL = Findings("bench.matmul", "PERF_BELOW_EXPECTED",
+                  kinds=("below-expected", "no-reference", "tf32-override"),
                   categories=("NOTE",))
-MEMBW = Findings("bench.membw", "PERF_BELOW_EXPECTED", kinds=("below-expected", "no-reference", "tf32-override"),
+MEMBW = Findings("bench.membw", "PERF_BELOW_EXPECTED",
+                 kinds=("below-expected", "no-reference", "tf32-override"),
                  categories=("NOTE",))
 
 

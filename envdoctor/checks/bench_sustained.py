@@ -17,7 +17,7 @@ check = registrar(CHECKS)
 
 
 SUSTAINED = Findings("bench.sustained", "PERF_BELOW_EXPECTED",
-                kinds=("below-expected", "hardware-errors", "straggler", "throttled", "wrong-results"))
+                     kinds=("below-expected", "hardware-errors", "straggler", "throttled", "wrong-results"))
 
 
 @check(SUSTAINED, "Under sustained load every GPU holds its clocks and keeps up with the others")

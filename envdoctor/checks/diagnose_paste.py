@@ -40,7 +40,8 @@ def _torch_cuda_known(facts: Facts) -> Optional[bool]:
 
 
 CUDA_UNAVAILABLE = Findings("diagnose.cuda-unavailable", "TORCH_CPU_ONLY_BUILD",
-                            kinds=("cpu-build", "build-unknown", "driver-unknown"), categories=("NO_NVIDIA_DRIVER",))
+                            kinds=("cpu-build", "build-unknown", "driver-unknown"),
+                            categories=("NO_NVIDIA_DRIVER",))
 
 
 @check("diagnose.cuda-unavailable", "CUDA unavailable with the cause not in the paste",
@@ -103,7 +104,8 @@ def _oldest_floor(compat: Any) -> Optional[tuple]:
     return (cudas[0], floor) if floor else None
 
 
-DRIVER_FLOOR = Findings("diagnose.driver-floor", "DRIVER_TOO_OLD_FOR_TORCH_CUDA", kinds=("below-every-build",))
+DRIVER_FLOOR = Findings("diagnose.driver-floor", "DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+                        kinds=("below-every-build",))
 
 
 @check("diagnose.driver-floor", "Driver runs some CUDA build of torch (torch's CUDA not in the paste)",

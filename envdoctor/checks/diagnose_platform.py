@@ -108,7 +108,8 @@ def check_wsl_kernel(ctx: CheckContext) -> List[Finding]:
                                "uname -r   # inside WSL: the new kernel"], WSL_DOC))]
 
 
-DRIVER_PACKAGES = Findings("diagnose.driver-packages", "DRIVER_LIBRARY_MISMATCH", kinds=("changed-under-module",))
+DRIVER_PACKAGES = Findings("diagnose.driver-packages", "DRIVER_LIBRARY_MISMATCH",
+                           kinds=("changed-under-module",))
 
 
 @check("diagnose.driver-packages", "Driver packages did not change under the loaded kernel module",
@@ -276,7 +277,8 @@ def check_p2p_hang(ctx: CheckContext) -> List[Finding]:
     sure = behind and (across_ok or not ok_links)
     pairs_txt = ", ".join(f"GPU{a}-GPU{b} {link(a, b)}" for a, b in (hang_pairs or switch_pairs)[:6])
     return [P2P_HANG(
-        "pcie-p2p-broken", Severity.ERROR if sure else Severity.WARNING, confidence="high" if sure and across_ok else "medium",
+        "pcie-p2p-broken", Severity.ERROR if sure else Severity.WARNING,
+        confidence="high" if sure and across_ok else "medium",
         summary=(f"Collectives hang between GPUs behind one PCIe switch ({pairs_txt})"
                  + (" while pairs across the CPU work" if across_ok else "")
                  + ": PCIe peer-to-peer is broken, typically by IOMMU/ACS redirection"),

@@ -66,7 +66,9 @@ def _no_hardware(ctx: CheckContext) -> List[Finding]:
 _NO_HARDWARE_SKIP = "no NVIDIA hardware on the PCI bus (driver.hardware): there is no GPU for a driver to serve"
 
 
-HARDWARE = Findings("driver.hardware", "NO_GPU_VISIBLE", kinds=("none", "none-expected"), categories=("HEALTHY",))
+HARDWARE = Findings("driver.hardware", "NO_GPU_VISIBLE",
+                    kinds=("none", "none-expected"),
+                    categories=("HEALTHY",))
 
 
 @check(HARDWARE, "NVIDIA hardware is here, or not needed", categories=("NO_GPU_VISIBLE", "HEALTHY"))

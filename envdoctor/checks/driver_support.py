@@ -72,7 +72,7 @@ def _gpu_needs_newer_branch(version: str, branch: int, limits: GpuBranchLimits, 
 
 
 LIFECYCLE = Findings("driver.lifecycle", "DRIVER_OUTDATED",
-                kinds=("feature-branch", "gpu-newer-than-driver", "known-defect", "past-eol"))
+                     kinds=("feature-branch", "gpu-newer-than-driver", "known-defect", "past-eol"))
 
 
 @check(LIFECYCLE, "Driver branch is still supported")

@@ -68,7 +68,9 @@ def reasons_field(ctx: CheckContext, reason: str) -> str:
 
 
 THROTTLE = Findings("gpu.throttle", "GPU_THROTTLED",
-                kinds=("app-clocks-lowered", "clocks-locked", "hw-slowdown", "hw-slowdown-seen", "power-cap", "power-cap-idle", "power-limit-lowered", "thermal", "unknown-reason"))
+                    kinds=("app-clocks-lowered", "clocks-locked", "hw-slowdown", "hw-slowdown-seen",
+                           "power-cap", "power-cap-idle", "power-limit-lowered", "thermal",
+                           "unknown-reason"))
 
 
 @check(THROTTLE, "GPU clocks are not throttled")

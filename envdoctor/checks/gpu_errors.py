@@ -32,7 +32,9 @@ def _counted(g: Gpu, code: str, field: str, what: str, fix: Fix, detail: Optiona
 
 
 MEMORY_ERRORS = Findings("gpu.memory-errors", "GPU_MEMORY_ERRORS",
-                kinds=("ecc-aggregate", "ecc-volatile", "inforom", "remap-failed", "remap-pending", "remap-unread-mig", "remapped-uncorrectable", "retired-pages", "retirement-pending", "xid-not-read"))
+                         kinds=("ecc-aggregate", "ecc-volatile", "inforom", "remap-failed", "remap-pending",
+                                "remap-unread-mig", "remapped-uncorrectable", "retired-pages", "retirement-pending",
+                                "xid-not-read"))
 
 
 @check(MEMORY_ERRORS, "GPU memory has no uncorrectable errors")

@@ -30,7 +30,7 @@ check = registrar(CHECKS)
 # - MIG mode: NVLink is not used by MIG instances (NVIDIA MIG User Guide, "GPU to GPU P2P (PCIe or NVLink)
 #   is not supported"), so the links' state is not judged.
 NVLINK = Findings("interconnect.nvlink", "INTERCONNECT",
-                kinds=("fewer-links", "inactive", "mig", "no-bridge", "not-configured"))
+                  kinds=("fewer-links", "inactive", "mig", "no-bridge", "not-configured"))
 
 
 @check(NVLINK, "NVLink links are all up")
@@ -210,7 +210,8 @@ def _fabric_gpus(d) -> List[Gpu]:
     return [g for g in d.gpus if g.fabric_state and g.fabric_state != "not_supported"]
 
 
-FABRIC_MANAGER = Findings("interconnect.fabric-manager", "INTERCONNECT", kinds=("not-ready", "not-running", "unknown"))
+FABRIC_MANAGER = Findings("interconnect.fabric-manager", "INTERCONNECT",
+                          kinds=("not-ready", "not-running", "unknown"))
 
 
 @check(FABRIC_MANAGER, "Fabric manager runs on NVSwitch systems")

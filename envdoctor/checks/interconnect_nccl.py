@@ -16,7 +16,7 @@ _TRUE = {"1", "true", "yes", "on"}
 
 
 NCCL_ENV = Findings("interconnect.nccl-env", "INTERCONNECT",
-                kinds=("ib-disabled", "p2p-disabled", "shm-disabled", "socket-loopback"))
+                    kinds=("ib-disabled", "p2p-disabled", "shm-disabled", "socket-loopback"))
 
 
 @check(NCCL_ENV, "NCCL environment does not force slow paths")

@@ -41,7 +41,8 @@ def _virtual_disk(p: DataPath, virtualization: Optional[str]) -> bool:
 
 
 DATA_PATH = Findings("storage.data-path", "SLOW_STORAGE",
-                kinds=("fuse", "low-free-space", "missing", "network", "network-volume", "overlay", "rotational", "virtual-rotational"))
+                     kinds=("fuse", "low-free-space", "missing", "network", "network-volume", "overlay",
+                            "rotational", "virtual-rotational"))
 
 
 @check(DATA_PATH, "Training data sits on fast local storage")

@@ -206,7 +206,7 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
 
 
 PYTHON_VERSION = Findings("torch.python-version", "PYTHON_VERSION_UNSUPPORTED",
-                kinds=("outside-release", "too-new", "too-old"))
+                          kinds=("outside-release", "too-new", "too-old"))
 
 
 @check(PYTHON_VERSION, "A torch wheel exists for this Python")

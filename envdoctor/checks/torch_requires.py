@@ -218,7 +218,8 @@ def _missing(ctx: CheckContext, i: int, py: PythonEnv, missing: List[Tuple[str, 
     libs = ", ".join(dict.fromkeys(_lib(name) for name, _, _ in missing))
     first = missing[0][2]
     return TORCH_REQUIRES.error(
-        "missing", summary=(f"{len(missing)} CUDA library wheel(s) that {first.via[0]} requires are not installed in {where}: "
+        "missing",
+        summary=(f"{len(missing)} CUDA library wheel(s) that {first.via[0]} requires are not installed in {where}: "
                  + ", ".join(pins)),
         detail=(f"torch loads {libs} from those wheels' directories (RPATH); without them `import torch` fails "
                 "with 'cannot open shared object file', or the loader takes whatever copy LD_LIBRARY_PATH or the "
@@ -269,7 +270,8 @@ def _mismatch(ctx: CheckContext, i: int, py: PythonEnv, pin: Pin, installed: Pac
         direction = "older than" if older else "not"
     where = py.executable or "the interpreter"
     return TORCH_REQUIRES(
-        name, severity, summary=(f"{name} {installed.version} is {direction} the version {by} pins ({name}{spec}): {built}"
+        name, severity,
+        summary=(f"{name} {installed.version} is {direction} the version {by} pins ({name}{spec}): {built}"
                  + ("; `torch.backends.cudnn.version()` already fails on it" if err else "")),
         detail=(f"{breaks}. pip installs the pinned version with torch; a `--no-deps` "
                 "install, another package's requirement or a manual upgrade replaces it without a word."),
@@ -292,7 +294,8 @@ def _overwritten(ctx: CheckContext, i: int, py: PythonEnv, shared, pinned: Dict[
     lib = _lib(ours.name)
     where = py.executable or "the interpreter"
     return TORCH_REQUIRES.error(
-        f"{ours.name}-overwritten", summary=(f"{shared.path} on disk is the CUDA {major} build from {owner.name} {owner.version}, not the CUDA "
+        f"{ours.name}-overwritten",
+        summary=(f"{shared.path} on disk is the CUDA {major} build from {owner.name} {owner.version}, not the CUDA "
                  f"{want} {lib} of {ours.name} {ours.version} that torch pins ({pin.line.split(';')[0].strip()}): "
                  f"the {owner.name} install overwrote it"),
         detail=(f"Wheels of one NVIDIA library for two CUDA majors unpack into the same site-packages/nvidia "

@@ -49,8 +49,10 @@ check = registrar(CHECKS)
 # --------------------------------------------------------------------------- the verdict
 
 BOTTLENECK = Findings("watch.bottleneck", "GPU_BOUND",
-                kinds=("communication", "cpu", "gpu-bound", "input", "input-keeps-up", "input-pattern", "storage", "underfed"),
-                categories=("INPUT_BOUND", "COMMUNICATION_BOUND", "GPU_UNDERFED", "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND"))
+                      kinds=("communication", "cpu", "gpu-bound", "input", "input-keeps-up",
+                             "input-pattern", "storage", "underfed"),
+                      categories=("INPUT_BOUND", "COMMUNICATION_BOUND", "GPU_UNDERFED",
+                                  "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND"))
 
 
 @check("watch.bottleneck", "What limits the watched run",
