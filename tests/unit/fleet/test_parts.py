@@ -13,7 +13,7 @@ from envdoctor.fleet.launch import NotLaunched, place_from_env
 from envdoctor.fleet.measure import parse_nccl_log
 from envdoctor.fleet.model import FleetReportError, fleet_from_report
 from envdoctor.fleet.report import judge_fleet, render_console, render_markdown, to_dict
-from tests.unit.fleet.test_checks import _fleet, _node_facts
+from tests.unit.checks.test_fleet import _fleet, _node_facts
 
 # a test of `envdoctor explain` that passes once cmd_explain reads the registry
 EXPLAIN_WIRING = ("wired at merge: cli.cmd_explain still scans the checks' source (ast) and misses codes now "
