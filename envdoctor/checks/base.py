@@ -69,8 +69,10 @@ def registrar(registry: List[Check]):
 
 
 # A test run (tests/conftest.py sets this) refuses a finding whose kind or category its builder does not declare;
-# a live run emits it unchanged: a user's diagnosis matters more than the catalogue `explain` reads.
+# a live run emits it unchanged: a user's diagnosis matters more than the catalogue `explain` reads. Read once,
+# when envdoctor.checks is imported (a check itself reads no environment).
 STRICT_ENV = "ENVDOCTOR_STRICT_FINDINGS"
+STRICT_FINDINGS = os.environ.get(STRICT_ENV, "") not in ("", "0")
 
 # every builder made, in order: the registry's catalogue of finding codes (checks/registry.py finding_codes)
 DECLARED: List[Findings] = []
@@ -84,7 +86,7 @@ class UndeclaredFinding(Exception):
 
 
 def strict_findings() -> bool:
-    return os.environ.get(STRICT_ENV, "") not in ("", "0")
+    return STRICT_FINDINGS
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ declare (checks/registry.py ``finding_codes``), the categories (catalogue.py) an
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from ..catalogue import CATEGORIES
 from .base import Check
@@ -31,10 +31,10 @@ def known_finding_code(code: str) -> bool:
     return finding_code(code) is not None
 
 
-def explain_lines(code: str, compat=None) -> List[str]:
+def explain_lines(code: str, compat: Any) -> List[str]:
     """The lines `envdoctor explain CODE` prints: a category, a check id or a finding code ("area.check/kind"),
-    or a matched error message's code (messages.signature/<id>). ``compat`` is read for signatures only
-    (default: the active compatibility data)."""
+    or a matched error message's code (messages.signature/<id>). ``compat`` is the compatibility data, or a
+    function returning it (``compat.active_compat``), called only for an error signature's code."""
     code = code.strip()
     category = CATEGORIES.get(code.upper())
     if category is None and code.startswith(SIGNATURE_PREFIX):
@@ -76,14 +76,13 @@ def explain_lines(code: str, compat=None) -> List[str]:
     return out
 
 
-def signature_lines(code: str, compat=None) -> List[str]:
+def signature_lines(code: str, compat: Any) -> List[str]:
     """A matched error message's code: "messages.signature/<id>", or ".../<id>/<category>" for a further cause
     the same message proves."""
-    from ..compat import active_compat
     from ..compat.signatures import signatures_from
 
     sig_id = code[len(SIGNATURE_PREFIX):].split("/", 1)[0]
-    sig = next((s for s in signatures_from(compat or active_compat()) if s.id == sig_id), None)
+    sig = next((s for s in signatures_from(compat() if callable(compat) else compat) if s.id == sig_id), None)
     if sig is None:
         raise UnknownCode(f"unknown error signature {sig_id!r} in {code!r} (compat_data/error_signatures.json)")
     cat = CATEGORIES.get(sig.category)

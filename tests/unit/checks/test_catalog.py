@@ -14,6 +14,10 @@ from envdoctor.compat import load_compat
 from tests import machines as m
 
 
+def _unread():
+    raise AssertionError("the compatibility data is read only for an error signature's code")
+
+
 def _instance(code: str) -> str:
     """A code a template stands for: each {placeholder} a plausible computed word."""
     return re.sub(r"\{[a-z_]+\}", "x1", code)
@@ -31,7 +35,7 @@ def test_every_declared_code_is_explained():
                 explained += 1
             continue
         real = _instance(code) if fc.template else code
-        out = explain_lines(real)
+        out = explain_lines(real, _unread)
         assert out[0] == f"{fc.check.id}: {fc.check.title}", code
         assert f"finding code: {real}" in out, code
         assert ("declared as: " + code in "\n".join(out)) == fc.template, code
@@ -42,16 +46,16 @@ def test_every_declared_code_is_explained():
 
 
 def test_checks_and_categories_are_explained_and_unknown_codes_are_refused():
-    out = explain_lines("DRIVER_TOO_OLD_FOR_TORCH_CUDA")
+    out = explain_lines("DRIVER_TOO_OLD_FOR_TORCH_CUDA", _unread)
     assert out[0].startswith("DRIVER_TOO_OLD_FOR_TORCH_CUDA: ") and any("driver.cuda-compat" in x for x in out)
-    assert explain_lines("gpu.xid")[0].startswith("gpu.xid: ")
-    assert "finding code: fleet.stragglers/h2d-pinned" in explain_lines("fleet.stragglers/h2d-pinned")
+    assert explain_lines("gpu.xid", _unread)[0].startswith("gpu.xid: ")
+    assert "finding code: fleet.stragglers/h2d-pinned" in explain_lines("fleet.stragglers/h2d-pinned", _unread)
     for code, words in (("NOPE", "unknown code 'NOPE'"), ("no.such-check", "unknown code"),
                         ("driver.present/bogus", "driver.present reports no such kind"),
                         ("pcie.link/inactive", "pcie.link reports no such kind"),
                         ("messages.signature/no-such-signature", "unknown error signature")):
         with pytest.raises(UnknownCode, match=re.escape(words)):
-            explain_lines(code)
+            explain_lines(code, load_compat)
 
 
 def test_codes_the_old_source_scanner_refused_are_known():
@@ -89,7 +93,7 @@ def test_a_check_whose_severity_and_kind_are_chosen_at_run_time_is_explained(scr
     [r] = run_checks(m.healthy_a100(), load_compat(), scratch_check)
     [f] = r.findings
     assert (f.code, f.severity) == ("driver.scratch/too-few", "error")
-    out = explain_lines(f.code)
+    out = explain_lines(f.code, _unread)
     assert out[:2] == ["driver.scratch: A scratch rule", "finding code: driver.scratch/too-few"]
     assert "NO_NVIDIA_DRIVER: " in "\n".join(out)
     assert known_finding_code("driver.scratch/too-many") and not known_finding_code("driver.scratch/other")
