@@ -19,6 +19,9 @@ PIP_TIMEOUT_S = 600
 # No test may see (or write) a user's ~/.cache/envdoctor: an update installed there would change every
 # verdict judged from the bundled matrix. Set before any test imports envdoctor; subprocesses inherit it.
 os.environ["ENVDOCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="envdoctor-test-cache-")
+# A finding whose kind or category its check's Findings builder does not declare fails the test that made it
+# (checks/base.py STRICT_ENV; a live run emits it unchanged). Subprocesses inherit it.
+os.environ["ENVDOCTOR_STRICT_FINDINGS"] = "1"
 
 
 # --------------------------------------------------------------------------- markers

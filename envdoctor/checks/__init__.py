@@ -10,7 +10,7 @@ from typing import Iterable, List, Optional
 
 from ..facts import Facts
 from ..findings import CheckResult, CheckStatus, Finding, Severity
-from .base import Check, CheckContext, SkipCheck, setting_of
+from .base import Check, CheckContext, SkipCheck, UndeclaredFinding, setting_of
 
 
 def all_checks() -> List[Check]:
@@ -52,10 +52,10 @@ def with_subject(finding: Finding, facts: Facts) -> Finding:
 
 
 def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None,
-               expect_gpu: bool = False, setting: Optional[str] = None) -> List[CheckResult]:
+               expect_gpu: bool = False, setting: Optional[str] = None, fleet=None) -> List[CheckResult]:
     """Each check over ``facts`` under the per-check guard. A check that does not apply in ``setting`` (default:
     ``setting_of(facts)``; ``Check.applies``) is not run: it is skipped with the reason ``Check.not_here`` gives."""
-    ctx = CheckContext(facts=facts, compat=compat, expect_gpu=expect_gpu)
+    ctx = CheckContext(facts=facts, compat=compat, expect_gpu=expect_gpu, fleet=fleet)
     setting = setting or setting_of(facts)
     results = []
     for c in checks if checks is not None else all_checks():
@@ -71,6 +71,8 @@ def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None,
             results.append(CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, findings=notes, reason=str(e),
                                        duration_s=time.perf_counter() - start))
             continue
+        except UndeclaredFinding:  # raised only under the test suite (base.STRICT_ENV): a test must fail on it
+            raise
         except Exception as e:  # noqa: BLE001 - the per-check guard: one broken check never hides the rest
             results.append(CheckResult(c.id, c.area, c.title, CheckStatus.ERRORED,
                                        reason=f"{type(e).__name__}: {e}",

@@ -14,7 +14,7 @@ from ..domain.arch import arch_runs, sm_name
 from ..facts import ExtensionLibrary, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import export, pip_install
-from .base import CheckContext
+from .base import CheckContext, Findings
 
 # PTX JIT-compiles on first use: minutes of start-up on each new machine, and the result lives in the JIT
 # cache (~/.nv/ComputeCache, CUDA_CACHE_MAXSIZE, CUDA_CACHE_PATH); a cache too small re-compiles every run.
@@ -79,12 +79,11 @@ def _fix(ctx: CheckContext, py: PythonEnv, dist: str, cc: str, ptx_only: bool) -
                                      no_build_isolation=True)])
 
 
-def judge_extensions(ctx: CheckContext, targets: List[ArchTarget], codes: Dict[str, str],
-                     category: str) -> Tuple[List[Finding], int, List[str]]:
+def judge_extensions(ctx: CheckContext, targets: List[ArchTarget],
+                     found: Findings) -> Tuple[List[Finding], int, List[str]]:
     """(findings, distributions judged, reasons some could not be) for every interpreter's extensions.
 
-    ``codes`` maps "missing", "ptx-only" and "partial" to the caller's finding codes (written out as literals
-    there, so that `envdoctor explain` knows them).
+    ``found`` is the caller's builder, which declares the kinds "missing", "ptx-only" and "partial".
 
     Per distribution and GPU: an error when no library it ships can run there (no SASS of the same major
     with a lower or equal minor, no PTX the driver can JIT to it: compat.arch_runs); a warning when only PTX
@@ -122,8 +121,8 @@ def judge_extensions(ctx: CheckContext, targets: List[ArchTarget], codes: Dict[s
                     sev = Severity.WARNING if unread else Severity.ERROR
                     more = (f"; {len(unread)} of its libraries were not read ({unread[0].skipped}), so this is "
                             "not certain") if unread else ""
-                    findings.append(Finding(
-                        code=codes["missing"], category=category, severity=sev, subject=py.executable,
+                    findings.append(found(
+                        "missing", sev, subject=py.executable,
                         summary=(f"{dist} {version} has no kernels for {_named(t)}: neither "
                                  f"SASS nor PTX that JITs to it in {names}{more}"),
                         detail=("Every CUDA call of this extension on that GPU fails with 'no kernel image is "
@@ -133,15 +132,14 @@ def judge_extensions(ctx: CheckContext, targets: List[ArchTarget], codes: Dict[s
                                 "#binary-compatibility"),
                         evidence=ev, fix=_fix(ctx, py, dist, t.cc, False)))
                 elif not sass:
-                    findings.append(Finding(
-                        code=codes["ptx-only"], category=category, severity=Severity.WARNING,
-                        subject=py.executable,
+                    findings.append(found.warning(
+                        "ptx-only", subject=py.executable,
                         summary=(f"{dist} {version} has no SASS for {_named(t)}: {names} "
                                  "runs through PTX JIT-compiled by the driver on first use"),
                         detail=JIT_DETAIL, evidence=ev, fix=_fix(ctx, py, dist, t.cc, True)))
                 elif none or ptx:
-                    findings.append(Finding(
-                        code=codes["partial"], category=category, severity=Severity.INFO, subject=py.executable,
+                    findings.append(found.info(
+                        "partial", subject=py.executable,
                         summary=(f"{dist} {version}: {len(sass)} of its libraries have SASS for {_named(t)}; "
                                  f"{names}: " + ("no kernels (nor PTX) for it" if none else "only PTX")),
                         detail=("Packages that ship kernels for one GPU generation in their own library (vllm, "

@@ -12,6 +12,7 @@ from ..domain.versions import parse_version
 from ..facts import LibraryCopy, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import drop_path_entry, export, pip_install, unset
+from .base import Findings
 
 # library family -> the nvidia-* wheel that ships it next to a pip-installed torch (the wheel may carry a
 # -cu12 / -cu13 suffix); family names are those the payload gives (lib_family in _payload.py)
@@ -31,6 +32,10 @@ _SYMBOL_FAMILY = [("ncclx", "nccl"), ("nccl", "nccl"), ("cudnn", "cudnn"), ("cub
                   ("nvrtc", "nvrtc"), ("nvshmem", "nvshmem"), ("cuda", "cudart")]
 _UNDEFINED = re.compile(r"undefined symbol: ([A-Za-z_][A-Za-z0-9_]*)")
 PRELOAD_VIAS = ("LD_PRELOAD", "/etc/ld.so.preload")
+
+# libraries.shadowing's finding (torch.import reports the same when it explains an import error): a kind per
+# library family, as the payload names it (lib_family in _payload.py)
+SHADOWING = Findings("libraries.shadowing", "SYSTEM_LIB_SHADOWING", kinds=("{library}",))
 
 
 def label(family: str) -> str:
@@ -229,10 +234,8 @@ def shadow_finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
     if s.explains_import_error:
         summary += ": `import torch` fails on it"
     severity = Severity.ERROR if (s.explains_import_error or differs) else Severity.WARNING
-    return Finding(
-        code=f"libraries.shadowing/{s.family}",
-        category="SYSTEM_LIB_SHADOWING",
-        severity=severity,
+    return SHADOWING(
+        s.family, severity,
         summary=summary,
         detail=detail,
         evidence=ev,

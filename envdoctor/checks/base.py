@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
@@ -28,6 +32,7 @@ class CheckContext:
     facts: Facts
     compat: Any  # envdoctor.compat.Compat (typed loosely so checks stay importable without data)
     expect_gpu: bool = False  # the user says NVIDIA GPUs belong here (--expect-gpu, [tool.envdoctor] expect-gpu)
+    fleet: Any = None  # checks/fleet.py FleetContext when `envdoctor fleet` judges several machines, else None
 
 
 CheckFunc = Callable[[CheckContext], List[Finding]]
@@ -96,7 +101,7 @@ def registrar(registry: List[Check], applies: frozenset = MACHINE):
 
     def check(check_id: str | Findings, title: str, categories: tuple = (), applies: frozenset = default):
         if isinstance(check_id, Findings):  # @check(FOUND, "Title"): the id and category come from the builder
-            categories = tuple(categories) or (check_id.category,)
+            categories = tuple(categories) or check_id.all_categories
             check_id = check_id.check_id
         unknown = set(applies) - set(SETTINGS)
         if unknown or not applies:
@@ -111,21 +116,75 @@ def registrar(registry: List[Check], applies: frozenset = MACHINE):
     return check
 
 
+# A test run (tests/conftest.py sets this) refuses a finding whose kind or category its builder does not declare;
+# a live run emits it unchanged: a user's diagnosis matters more than the catalogue `explain` reads. Read once,
+# when envdoctor.checks is imported (a check itself reads no environment).
+STRICT_ENV = "ENVDOCTOR_STRICT_FINDINGS"
+STRICT_FINDINGS = os.environ.get(STRICT_ENV, "") not in ("", "0")
+
+# every builder made, in order: the registry's catalogue of finding codes (checks/registry.py finding_codes)
+DECLARED: List[Findings] = []
+
+PLACEHOLDER = re.compile(r"\{[a-z_]+\}")  # a computed part of a kind template: "{package}"
+
+
+class UndeclaredFinding(Exception):
+    """A check made a finding its ``Findings`` does not declare (its kind, or another category). Raised only
+    where STRICT_ENV is set (the test suite), and never turned into an errored check there: the test fails."""
+
+
+def strict_findings() -> bool:
+    return STRICT_FINDINGS
+
+
 @dataclass(frozen=True)
 class Findings:
-    """One check's finding builder, so a check reads as its rule.
+    """One check's finding builder, so a check reads as its rule, and the declaration of what it can report.
 
-    ``found = Findings("gpu.throttle", "GPU_THROTTLED")`` then ``found.warning("thermal", summary, evidence=[...],
-    fix=...)`` is ``Finding("gpu.throttle/thermal", "GPU_THROTTLED", Severity.WARNING, summary, ...)``; a check
-    that emits a second category passes ``category=``.
+    ``found = Findings("gpu.throttle", "GPU_THROTTLED", kinds=("thermal", "power"))`` then ``found.warning(
+    "thermal", summary, evidence=[...], fix=...)`` is ``Finding("gpu.throttle/thermal", "GPU_THROTTLED",
+    Severity.WARNING, summary, ...)``. ``kinds`` are every kind the check can make (the part after "/" in the
+    code); a kind the check computes from data is a template with one ``{placeholder}`` per computed part
+    (``"{package}"``, ``"{xid}"``, ``"{name}-below-expected"``) standing for a word without "/". A check that
+    emits another category (``category=``) lists it in ``categories``. ``explain`` reads these declarations
+    (checks/registry.py ``finding_codes``); making anything else is an ``UndeclaredFinding`` under the test
+    suite.
     """
 
-    check_id: str
-    category: str
+    check_id: str  # the code's part before "/"
+    category: str  # the default category ("" where every finding names its own, from ``categories``)
+    kinds: Tuple[str, ...] = ()
+    categories: Tuple[str, ...] = ()  # the other categories it emits, besides ``category``
+    check: str = ""  # the registered check that makes these findings, where its id is not ``check_id``
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kinds", tuple(self.kinds))
+        object.__setattr__(self, "categories", tuple(self.categories))
+        # the module that made it (the registry test: every builder in envdoctor belongs to a registered check)
+        object.__setattr__(self, "made_in", sys._getframe(2).f_globals.get("__name__", ""))
+        DECLARED.append(self)
+
+    @property
+    def all_categories(self) -> Tuple[str, ...]:
+        return tuple(dict.fromkeys(c for c in (self.category,) + self.categories if c))
+
+    @property
+    def owner(self) -> str:
+        """The id of the check that makes these findings."""
+        return self.check or self.check_id
+
+    def declares(self, kind: str) -> bool:
+        """Whether ``kind`` is one of the declared kinds or matches one of their templates."""
+        return any(kind_matches(k, kind) for k in self.kinds)
 
     def __call__(self, kind: str, severity: str, summary: str, *, category: Optional[str] = None,
                  evidence: Optional[List[Evidence]] = None, **rest: Any) -> Finding:
-        return Finding(f"{self.check_id}/{kind}", category or self.category, severity, summary,
+        category = category or self.category
+        if strict_findings() and (not self.declares(kind) or category not in self.all_categories):
+            raise UndeclaredFinding(
+                f"{self.check_id}/{kind} ({category}) is not declared by its builder Findings({self.check_id!r}, "
+                f"{self.category!r}, kinds={self.kinds!r}, categories={self.categories!r}): add it there")
+        return Finding(f"{self.check_id}/{kind}", category, severity, summary,
                        evidence=evidence if evidence is not None else [], **rest)
 
     def error(self, kind: str, summary: str, **rest: Any) -> Finding:
@@ -136,6 +195,18 @@ class Findings:
 
     def info(self, kind: str, summary: str, **rest: Any) -> Finding:
         return self(kind, Severity.INFO, summary, **rest)
+
+
+def kind_matches(declared: str, kind: str) -> bool:
+    """Whether ``kind`` is the declared kind, or one its template stands for."""
+    return declared == kind or bool(PLACEHOLDER.search(declared) and _template(declared).fullmatch(kind))
+
+
+@functools.cache
+def _template(kind: str) -> re.Pattern[str]:
+    """A kind template as a pattern: each ``{placeholder}`` one word without "/" (a package, an Xid, an id)."""
+    parts = PLACEHOLDER.split(kind)
+    return re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*".join(re.escape(p) for p in parts))
 
 
 class Cases:

@@ -17,7 +17,7 @@ from ._bench_expect import (
     limiting_throttles,
     storage_for,
 )
-from .base import Check, CheckContext, SkipCheck, registrar
+from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -80,7 +80,7 @@ def _numa_note(facts: Facts) -> Optional[str]:
     return None
 
 
-def _gpu_below(ctx: CheckContext, names: Any, code: str, what: str) -> List[Finding]:
+def _gpu_below(ctx: CheckContext, names: Any, found: Findings, what: str) -> List[Finding]:
     facts = ctx.facts
     items = [(i, r) for i, r in bench_results(facts, names) if (r.device or "").startswith("cuda")]
     out: List[Finding] = []
@@ -88,8 +88,8 @@ def _gpu_below(ctx: CheckContext, names: Any, code: str, what: str) -> List[Find
         gi, g = gpu_for(facts, r)
         causes = gpu_causes(facts, g, gi, r, i)
         cause = causes[0][0] if causes else "no cause found in this run's facts"
-        out.append(Finding(
-            code, "PERF_BELOW_EXPECTED", severity(e.verdict),
+        out.append(found(
+            "below-expected", severity(e.verdict),
             f"{r.name} on {r.device} ({g.name if g else r.params.get('gpu_name')}): {r.value:g} {r.unit}, "
             f"{e.ratio:.0%} of the {e.expected:g} expected; likely cause: {cause}",
             detail=(f"Expected {e.basis}. " + (f"Shape {r.params.get('shape')}. " if r.params.get("shape") else "")
@@ -103,7 +103,7 @@ def _gpu_below(ctx: CheckContext, names: Any, code: str, what: str) -> List[Find
     return out
 
 
-def _unjudged(ctx: CheckContext, names: Any, code: str) -> List[Finding]:
+def _unjudged(ctx: CheckContext, names: Any, found: Findings) -> List[Finding]:
     """GPU results that ran but have nothing to be judged against: said, never passed quietly."""
     out = []
     for i, r in bench_results(ctx.facts, names):
@@ -114,8 +114,8 @@ def _unjudged(ctx: CheckContext, names: Any, code: str) -> List[Finding]:
             continue
         relabel = effective_dtype(r)
         if relabel:
-            out.append(Finding(
-                code.replace("no-reference", "tf32-override"), "PERF_BELOW_EXPECTED", Severity.WARNING,
+            out.append(found.warning(
+                "tf32-override",
                 f"{r.name} on {r.device} measured {relabel}: not reported as {r.name}",
                 detail="An environment override changed what cuBLAS computes for this dtype, so the figure is not "
                        f"the one its name says. {r.value:g} {r.unit} is left unjudged.",
@@ -124,20 +124,28 @@ def _unjudged(ctx: CheckContext, names: Any, code: str) -> List[Finding]:
                 fix=Fix("Unset the override and re-run", ["env -u TORCH_ALLOW_TF32_CUBLAS_OVERRIDE -u "
                                                           "NVIDIA_TF32_OVERRIDE envdoctor bench"])))
             continue
-        out.append(Finding(
-            code, "NOTE", Severity.INFO,
-            f"{r.name} on {r.device}: {r.value:g} {r.unit}, {e.basis}",
+        out.append(found.info(
+            "no-reference", f"{r.name} on {r.device}: {r.value:g} {r.unit}, {e.basis}", category="NOTE",
             detail="Nothing in compat_data/bench.json to judge this figure against, so it neither passes nor fails.",
             evidence=[Evidence(f"bench.results[{i}].value", r.value)]))
     return out
 
 
+# the GPU kernels' builders: below what is expected, nothing to judge against, or not the dtype it is named
+MATMUL = Findings("bench.matmul", "PERF_BELOW_EXPECTED",
+                  kinds=("below-expected", "no-reference", "tf32-override"),
+                  categories=("NOTE",))
+MEMBW = Findings("bench.membw", "PERF_BELOW_EXPECTED",
+                 kinds=("below-expected", "no-reference", "tf32-override"),
+                 categories=("NOTE",))
+
+
 @check("bench.matmul", "Matmul throughput reaches what this GPU achieves in public measurements",
        categories=("PERF_BELOW_EXPECTED", "NOTE"))
 def matmul(ctx: CheckContext) -> List[Finding]:
-    out = _unjudged(ctx, MATMUL_DTYPE, "bench.matmul/no-reference")
+    out = _unjudged(ctx, MATMUL_DTYPE, MATMUL)
     try:
-        out += _gpu_below(ctx, MATMUL_DTYPE, "bench.matmul/below-expected", "matmul")
+        out += _gpu_below(ctx, MATMUL_DTYPE, MATMUL, "matmul")
     except SkipCheck:
         if not out:
             raise
@@ -147,13 +155,17 @@ def matmul(ctx: CheckContext) -> List[Finding]:
 @check("bench.membw", "Device memory bandwidth reaches what this GPU achieves in public measurements",
        categories=("PERF_BELOW_EXPECTED", "NOTE"))
 def membw(ctx: CheckContext) -> List[Finding]:
-    out = _unjudged(ctx, ("membw_device",), "bench.membw/no-reference")
+    out = _unjudged(ctx, ("membw_device",), MEMBW)
     try:
-        out += _gpu_below(ctx, ("membw_device",), "bench.membw/below-expected", "device memory")
+        out += _gpu_below(ctx, ("membw_device",), MEMBW, "device memory")
     except SkipCheck:
         if not out:
             raise
     return out
+
+
+GPU_TO_GPU = Findings("bench.gpu-to-gpu", "PERF_BELOW_EXPECTED",
+                      kinds=("p2p-below-expected", "allreduce-below-expected"))
 
 
 @check("bench.gpu-to-gpu", "GPU-to-GPU copies and all-reduce reach what their links carry",
@@ -164,8 +176,8 @@ def gpu_to_gpu(ctx: CheckContext) -> List[Finding]:
     out: List[Finding] = []
     for i, r, e in _below_expected(ctx, items, "no GPU-to-GPU result (one GPU?)"):
         what = "bus bandwidth" if r.name == "allreduce" else "one way"
-        out.append(Finding(
-            f"bench.gpu-to-gpu/{r.name}-below-expected", "PERF_BELOW_EXPECTED", severity(e.verdict),
+        out.append(GPU_TO_GPU(
+            f"{r.name}-below-expected", severity(e.verdict),
             f"{r.name} {r.device}: {r.value:g} GB/s {what}, {e.ratio:.0%} of the {e.expected:g} GB/s expected",
             detail=f"Expected {e.basis}. Data-parallel jobs wait on the slowest link every step.",
             evidence=[Evidence(f"bench.results[{i}].value", r.value, expected=f">= {e.expected:g} GB/s",
@@ -188,6 +200,9 @@ def _gpu_fix(causes: List[tuple]) -> Fix:
         return Fix("Stop the other work on this GPU and re-run the benchmark", ["nvidia-smi"])
     return Fix("Re-run with `envdoctor bench --sustain 60` to watch clocks and throttling over time",
                ["envdoctor bench --sustain 60"])
+
+
+HOST_COPY = Findings("bench.host-copy", "PERF_BELOW_EXPECTED", kinds=("below-expected",))
 
 
 @check("bench.host-copy", "Host<->GPU copies reach what the PCIe link carries",
@@ -218,8 +233,8 @@ def host_copy(ctx: CheckContext) -> List[Finding]:
             detail += f"Pageable copies reached {pg.value:g} GB/s (pinned {r.value:g}). "
         if numa:
             detail += numa.capitalize() + "."
-        out.append(Finding(
-            "bench.host-copy/below-expected", "PERF_BELOW_EXPECTED", severity(e.verdict),
+        out.append(HOST_COPY(
+            "below-expected", severity(e.verdict),
             f"{r.name} on {r.device}: {r.value:g} GB/s, {e.ratio:.0%} of the {e.expected:g} GB/s expected; "
             f"likely cause: {cause}",
             detail=detail.strip(),
@@ -232,6 +247,9 @@ def host_copy(ctx: CheckContext) -> List[Finding]:
                           ["nvidia-smi -q -d PCIE", "nvidia-smi topo -m"])),
         ))
     return out
+
+
+DISK = Findings("bench.disk", "PERF_BELOW_EXPECTED", kinds=("below-expected",))
 
 
 @check("bench.disk", "Sequential reads of the data path reach fast local storage",
@@ -257,9 +275,8 @@ def disk(ctx: CheckContext) -> List[Finding]:
             cause = f"this {kind.replace('_', ' ') if kind else 'disk'} reads far below its kind"
             ev = Evidence(f"{base}.transport", p.transport if p else None)
         cached = r.params.get("direct") is False
-        out.append(Finding(
-            "bench.disk/below-expected", "PERF_BELOW_EXPECTED",
-            Severity.WARNING if cached else severity(e.verdict),
+        out.append(DISK(
+            "below-expected", Severity.WARNING if cached else severity(e.verdict),
             f"Sequential read under {r.device}: {r.value:g} MB/s, below the {e.expected:g} MB/s expected; "
             f"likely cause: {cause}",
             detail=f"Expected: {e.basis}. The data loader reads no faster than this."

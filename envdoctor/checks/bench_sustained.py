@@ -16,7 +16,10 @@ CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
 
-SUSTAINED = Findings("bench.sustained", "PERF_BELOW_EXPECTED")
+SUSTAINED = Findings("bench.sustained", "PERF_BELOW_EXPECTED",
+                     kinds=("below-expected", "clock-violations", "corrected-errors", "hardware-errors", "pcie-replays",
+                            "straggler", "throttled", "wrong-results"),
+                     categories=("GPU_MEMORY_ERRORS", "GPU_XID_ERRORS", "GPU_THROTTLED", "PCIE_LINK_DEGRADED"))
 
 
 @check(SUSTAINED, "Under sustained load every GPU holds its clocks and keeps up with the others",
@@ -66,8 +69,8 @@ def sustained(ctx: CheckContext) -> List[Finding]:
         if (r.device or "").startswith("cuda") and r.params.get("dtype") == "bfloat16":
             e = expect(facts, ctx.compat, dataclasses.replace(r, name="matmul_bf16"))
             if e.expected is not None and e.verdict != "ok":
-                out.append(Finding(
-                    "bench.sustained/below-expected", "PERF_BELOW_EXPECTED", severity(e.verdict),
+                out.append(SUSTAINED(
+                    "below-expected", severity(e.verdict),
                     f"{r.device} sustains {r.value:g} TFLOP/s bf16, {e.ratio:.0%} of the {e.expected:g} this GPU "
                     "achieves: a node whose GPUs all run this slow is neither a straggler nor visibly throttled",
                     detail=f"Expected {e.basis}.",
@@ -145,7 +148,7 @@ def _counter_findings(i: int, r: Any) -> List[Finding]:
     return out
 
 
-GPU_VIRTUALIZED = Findings("bench.gpu-virtualized", "GPU_VIRTUALIZED")
+GPU_VIRTUALIZED = Findings("bench.gpu-virtualized", "GPU_VIRTUALIZED", kinds=("vgpu",))
 
 
 @check(GPU_VIRTUALIZED, "GPUs are whole devices, not vGPU slices")

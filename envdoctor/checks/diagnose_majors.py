@@ -17,7 +17,7 @@ from ..domain.versions import base_version, release
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command
 from ._paste import nvidia_two_majors, paste_or_skip
-from .base import PASTE_ONLY, Check, CheckContext, SkipCheck, registrar
+from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -75,6 +75,9 @@ def _torch_major_wheels(ctx: CheckContext, py: Any, names: List[str]) -> List[st
     return out
 
 
+NVIDIA_MAJORS = Findings("packages.nvidia-majors", "CUDA_VARIANT_MIXED", kinds=("two-majors",))
+
+
 @check("packages.nvidia-majors", "Each NVIDIA library wheel installed for one CUDA major",
        categories=("CUDA_VARIANT_MIXED",))
 def check_nvidia_majors(ctx: CheckContext) -> List[Finding]:
@@ -96,9 +99,8 @@ def check_nvidia_majors(ctx: CheckContext) -> List[Finding]:
     for lib in libs:
         names = sorted(p.name for py in ctx.facts.pythons for p in py.packages
                        if p.name.lower().replace("_", "-").startswith(f"nvidia-{lib}-cu"))
-        out.append(Finding(
-            code="packages.nvidia-majors/two-majors", category="CUDA_VARIANT_MIXED",
-            severity=Severity.ERROR if lib in named else Severity.WARNING, confidence="high",
+        out.append(NVIDIA_MAJORS(
+            "two-majors", Severity.ERROR if lib in named else Severity.WARNING, confidence="high",
             summary=f"NVIDIA library {lib} is installed for two CUDA majors ({', '.join(names)}): one overwrites the "
                     "other in site-packages/nvidia/" + lib.split("-")[0] + "/lib",
             evidence=[Evidence("pythons[0].packages", names, expected="one CUDA major per NVIDIA library")],
@@ -126,6 +128,9 @@ def _conda_torch_cuda(py: Any) -> Optional[tuple]:
     if cuda:
         return int(cuda.split(".")[0]), f"torch {t.version} ({t.variant_evidence or t.variant})"
     return None
+
+
+CONDA_MAJORS = Findings("diagnose.conda-cuda-majors", "CUDA_VARIANT_MIXED", kinds=("mixed",))
 
 
 @check("diagnose.conda-cuda-majors", "A conda solve keeps NVIDIA's CUDA libraries on torch's CUDA major",
@@ -169,9 +174,8 @@ def check_conda_cuda_majors(ctx: CheckContext) -> List[Finding]:
         t = py.package("pytorch") or py.package("torch")
         version = base_version(t.version) if t is not None and t.version else None
         torch_spec = f"pytorch={version}" if version else "pytorch"  # keep the release: only the CUDA solve changes
-        out.append(Finding(
-            code="diagnose.conda-cuda-majors/mixed", category="CUDA_VARIANT_MIXED",
-            severity=Severity.ERROR if (want or named) else Severity.WARNING,
+        out.append(CONDA_MAJORS(
+            "mixed", Severity.ERROR if (want or named) else Severity.WARNING,
             confidence="high" if want else "medium", summary=summary,
             detail="conda resolved NVIDIA-channel libraries for another CUDA major than torch's; torch then loads "
                    "a library of the wrong major (or none), and `import torch` fails naming it.",

@@ -17,7 +17,7 @@ from ..domain.versions import base_version, driver_branch, release
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._paste import paste_or_skip
-from .base import PASTE_ONLY, Check, CheckContext, SkipCheck, registrar
+from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -39,6 +39,11 @@ def _torch_cuda_known(facts: Facts) -> Optional[bool]:
     return None if cpu is None else not cpu
 
 
+CUDA_UNAVAILABLE = Findings("diagnose.cuda-unavailable", "TORCH_CPU_ONLY_BUILD",
+                            kinds=("cpu-build", "build-unknown", "driver-unknown"),
+                            categories=("NO_NVIDIA_DRIVER",))
+
+
 @check("diagnose.cuda-unavailable", "CUDA unavailable with the cause not in the paste",
        categories=("TORCH_CPU_ONLY_BUILD", "NO_NVIDIA_DRIVER"), applies=PASTE_ONLY)
 def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
@@ -57,9 +62,8 @@ def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
             return []  # torch.cuda-build judges a CPU build on a machine with GPUs
         # a CPU build, and the paste asks why CUDA is unavailable: that is why, even with no GPU list
         t_ver = t.version or "(version not shown)"
-        return [Finding(
-            code="diagnose.cuda-unavailable/cpu-build", category="TORCH_CPU_ONLY_BUILD",
-            severity=Severity.WARNING, confidence="medium",
+        return [CUDA_UNAVAILABLE.warning(
+            "cpu-build", confidence="medium",
             summary=f"torch {t_ver} is a CPU build, so torch.cuda.is_available() is False (the paste shows no GPU list)",
             detail=CATEGORIES["TORCH_CPU_ONLY_BUILD"].meaning,
             evidence=[Evidence("pythons[0].torch.cuda_available", False),
@@ -76,9 +80,8 @@ def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
         category, settle = "NO_NVIDIA_DRIVER", "nvidia-smi"
         why = f"torch is a CUDA {t.cuda or ''} build and the paste shows no driver".replace("  ", " ")
     cat = CATEGORIES[category]
-    return [Finding(
-        code=f"diagnose.cuda-unavailable/{'build-unknown' if build is None else 'driver-unknown'}",
-        category=category, severity=Severity.WARNING, confidence="low",
+    return [CUDA_UNAVAILABLE.warning(
+        "build-unknown" if build is None else "driver-unknown", category=category, confidence="low",
         summary=f"torch.cuda.is_available() is False; {why}: possibly {cat.title.lower()}",
         detail=f"{cat.meaning} To settle it, paste the output of `{settle}`.",
         evidence=[Evidence("pythons[0].torch.cuda_available", False), Evidence("paste.settle", settle)],
@@ -99,6 +102,10 @@ def _oldest_floor(compat: Any) -> Optional[tuple]:
     # (https://docs.nvidia.com/deploy/cuda-compatibility/)
     floor = req.minor_compat_min_driver or req.min_driver
     return (cudas[0], floor) if floor else None
+
+
+DRIVER_FLOOR = Findings("diagnose.driver-floor", "DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+                        kinds=("below-every-build",))
 
 
 @check("diagnose.driver-floor", "Driver runs some CUDA build of torch (torch's CUDA not in the paste)",
@@ -126,9 +133,8 @@ def check_driver_floor(ctx: CheckContext) -> List[Finding]:
     if floor is None or version_ge(d.version, floor[1]) is not False:
         return []
     settle = 'python -c "import torch; print(torch.version.cuda)"'
-    return [Finding(
-        code="diagnose.driver-floor/below-every-build", category="DRIVER_TOO_OLD_FOR_TORCH_CUDA",
-        severity=Severity.WARNING, confidence="medium",
+    return [DRIVER_FLOOR.warning(
+        "below-every-build", confidence="medium",
         summary=(f"Driver {d.version} is older than {floor[1]}, the least any CUDA build of torch in the matrix "
                  f"needs (CUDA {floor[0]}); torch {t.version or ''}'s CUDA is not in the paste").replace("  ", " "),
         detail=CATEGORIES["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].meaning,
@@ -151,6 +157,10 @@ def _reinstall_one_torch(ctx: CheckContext, kept: str) -> List[str]:
             pip_command(installer_for(ctx.facts, py), "check")]
 
 
+SOURCES = Findings("diagnose.sources", "CUDA_VARIANT_MIXED", kinds=("two-torch-installs",),
+                   categories=("COMPANION_VERSION_MISMATCH",))
+
+
 @check("diagnose.sources", "One torch per interpreter (module and package metadata agree)",
        categories=("CUDA_VARIANT_MIXED", "COMPANION_VERSION_MISMATCH"), applies=PASTE_ONLY)
 def check_sources(ctx: CheckContext) -> List[Finding]:
@@ -164,10 +174,9 @@ def check_sources(ctx: CheckContext) -> List[Finding]:
         kept, other = str(d.get("kept")), str(d.get("other"))
         kt, ot = local_tag(kept) or "", local_tag(other) or ""
         variant = bool(kt and ot and kt != ot) or (kt == "cpu") != (ot == "cpu") and bool(kt or ot)
-        out.append(Finding(
-            code="diagnose.sources/two-torch-installs",
-            category="CUDA_VARIANT_MIXED" if variant else "COMPANION_VERSION_MISMATCH",
-            severity=Severity.WARNING, confidence="medium",
+        out.append(SOURCES.warning(
+            "two-torch-installs", category="CUDA_VARIANT_MIXED" if variant else "COMPANION_VERSION_MISMATCH",
+            confidence="medium",
             summary=(f"Package metadata lists torch {other} but the interpreter imports torch {kept}: two installs "
                      "of torch, or stale metadata"),
             detail=("The imported module's version is what runs; pip/conda records describe an install, which may "
@@ -179,6 +188,9 @@ def check_sources(ctx: CheckContext) -> List[Finding]:
                     _reinstall_one_torch(ctx, kept)),
         ))
     return out
+
+
+CPU_BUILD_INTENT = Findings("diagnose.cpu-build-intent", "TORCH_CPU_ONLY_BUILD", kinds=("cpu-resolved",))
 
 
 @check("diagnose.cpu-build-intent", "A CPU build of torch where the paste asks for CUDA",
@@ -202,9 +214,8 @@ def check_cpu_build_intent(ctx: CheckContext) -> List[Finding]:
     if cpu_why is None:
         return []
     explicit = str(intent.get("reader", "")).startswith(("conda spec", "conda plan", "a CUDA index"))
-    return [Finding(
-        code="diagnose.cpu-build-intent/cpu-resolved", category="TORCH_CPU_ONLY_BUILD",
-        severity=Severity.ERROR if explicit else Severity.WARNING, confidence="high" if explicit else "medium",
+    return [CPU_BUILD_INTENT(
+        "cpu-resolved", Severity.ERROR if explicit else Severity.WARNING, confidence="high" if explicit else "medium",
         summary=(f"A CPU build of torch was installed ({cpu_why}) although the paste asks for CUDA "
                  f"({intent.get('value')}, {intent.get('where')})"),
         detail=("pip or conda resolved the CPU variant: a `cpuonly` package left in the environment, the CPU "

@@ -12,7 +12,7 @@ from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import hold_driver_packages, pip_install
 from ._paste import paste_or_skip, signature_hits, wsl_kernel_too_old
-from .base import PASTE_ONLY, Check, CheckContext, SkipCheck, registrar
+from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -28,6 +28,10 @@ WSL_GPU_INSIDER_BUILD = 20145
 
 
 WSL_DOC = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+
+
+WSL_GPU = Findings("diagnose.wsl-gpu", "WSL_SPECIFIC", kinds=("unsupported-build", "no-gpu"),
+                   categories=("NO_GPU_VISIBLE",))
 
 
 @check("diagnose.wsl-gpu", "The Windows build and WSL version expose the GPU to Linux",
@@ -64,14 +68,17 @@ def check_wsl_gpu(ctx: CheckContext) -> List[Finding]:
               ["wsl --update   # in Windows PowerShell", "wsl --list --verbose   # in Windows PowerShell",
                "winver   # in Windows: the build number"], WSL_DOC)
     return [
-        Finding(code="diagnose.wsl-gpu/unsupported-build", category="WSL_SPECIFIC", severity=Severity.ERROR,
-                confidence="high" if build is not None or host.wsl_version == 1 else "medium",
-                summary=f"WSL: {why}", evidence=ev, fix=fix),
-        Finding(code="diagnose.wsl-gpu/no-gpu", category="NO_GPU_VISIBLE", severity=Severity.ERROR,
-                confidence="high" if build is not None or host.wsl_version == 1 else "medium",
-                summary="This Windows build does not expose the GPU to Linux: CUDA sees no device inside WSL",
-                evidence=ev, fix=fix),
+        WSL_GPU.error("unsupported-build",
+                      confidence="high" if build is not None or host.wsl_version == 1 else "medium",
+                      summary=f"WSL: {why}", evidence=ev, fix=fix),
+        WSL_GPU.error("no-gpu", category="NO_GPU_VISIBLE",
+                      confidence="high" if build is not None or host.wsl_version == 1 else "medium",
+                      summary="This Windows build does not expose the GPU to Linux: CUDA sees no device inside WSL",
+                      evidence=ev, fix=fix),
     ]
+
+
+WSL_KERNEL = Findings("diagnose.wsl-kernel", "WSL_SPECIFIC", kinds=("too-old",))
 
 
 @check("diagnose.wsl-kernel", "The WSL kernel is new enough for GPU compute",
@@ -90,8 +97,8 @@ def check_wsl_kernel(ctx: CheckContext) -> List[Finding]:
     if old is None:
         return []
     have, want, source = old
-    return [Finding(
-        code="diagnose.wsl-kernel/too-old", category="WSL_SPECIFIC", severity=Severity.ERROR, confidence="high",
+    return [WSL_KERNEL.error(
+        "too-old", confidence="high",
         summary=f"WSL kernel {have} is older than {want}, the minimum for GPU compute in WSL 2",
         detail="Inside WSL the NVIDIA driver is the Windows one, reached through the WSL kernel's GPU "
                "paravirtualisation (/dev/dxg); an older kernel cannot reach it, so CUDA reports no driver.",
@@ -99,6 +106,10 @@ def check_wsl_kernel(ctx: CheckContext) -> List[Finding]:
         fix=Fix("Update the WSL kernel from Windows, then restart WSL; do not install a Linux NVIDIA driver "
                 "inside WSL", ["wsl --update   # in Windows PowerShell", "wsl --shutdown   # then reopen",
                                "uname -r   # inside WSL: the new kernel"], WSL_DOC))]
+
+
+DRIVER_PACKAGES = Findings("diagnose.driver-packages", "DRIVER_LIBRARY_MISMATCH",
+                           kinds=("changed-under-module",))
 
 
 @check("diagnose.driver-packages", "Driver packages did not change under the loaded kernel module",
@@ -117,9 +128,8 @@ def check_driver_packages(ctx: CheckContext) -> List[Finding]:
                   r"Failed to initialize NVML", m) for m in paste.messages)
     if not failing:
         return []
-    return [Finding(
-        code="diagnose.driver-packages/changed-under-module", category="DRIVER_LIBRARY_MISMATCH",
-        severity=Severity.ERROR, confidence="high",
+    return [DRIVER_PACKAGES.error(
+        "changed-under-module", confidence="high",
         summary=f"NVIDIA driver packages changed ({str(changed.get('value'))[:160]}) and the driver no longer "
                 "answers: the loaded kernel module is still the previous version",
         detail=("A package manager (often unattended-upgrades) replaced the driver's userspace libraries; the "
@@ -132,6 +142,12 @@ def check_driver_packages(ctx: CheckContext) -> List[Finding]:
                 "packages so it cannot happen during a job",
                 ["sudo reboot"] + hold_driver_packages(ctx.facts)),
     )]
+
+
+EXTENSION_BUILD = Findings(
+    "diagnose.extension-build", "CUDA_VARIANT_MIXED",
+    kinds=("cpu-torch", "other-variant", "wheel-other-variant", "wheel-built-for-other-build"),
+    categories=("TORCH_CPU_ONLY_BUILD", "THIRD_PARTY_EXTENSION_MISMATCH"))
 
 
 @check("diagnose.extension-build", "What an extension says it was built for, against the torch it found",
@@ -152,15 +168,13 @@ def check_extension_build(ctx: CheckContext) -> List[Finding]:
         h_rel, h_tag = base_version(have) or have, local_tag(have) or ""
         ev = [Evidence(f"paste.messages[{h.index}]", h.message[:300], source=h.signature.source)]
         if h_tag == "cpu" and (variant_kind(b_tag) == "cuda" or h.groups.get("built_cuda")):
-            out.append(Finding(
-                code="diagnose.extension-build/cpu-torch", category="TORCH_CPU_ONLY_BUILD",
-                severity=Severity.ERROR, confidence="high",
+            out.append(EXTENSION_BUILD.error(
+                "cpu-torch", category="TORCH_CPU_ONLY_BUILD", confidence="high",
                 summary=f"The extension was built for CUDA torch {built}, but the torch found is a CPU build ({have})",
                 evidence=ev, fix=Fix("Install the CUDA build of torch the extension was built for")))
         elif b_rel == h_rel and b_tag and h_tag and b_tag != h_tag:
-            out.append(Finding(
-                code="diagnose.extension-build/other-variant", category="CUDA_VARIANT_MIXED",
-                severity=Severity.ERROR, confidence="high",
+            out.append(EXTENSION_BUILD.error(
+                "other-variant", confidence="high",
                 summary=f"The extension was built for torch {built}, the same release as torch {have} but another "
                         "CUDA variant",
                 evidence=ev, fix=Fix("Install the extension and torch from one CUDA variant (one index)")))
@@ -185,13 +199,13 @@ def check_extension_build(ctx: CheckContext) -> List[Finding]:
                       [pip_install(ctx.facts, py, [pkg.name], None, force=True, no_deps=True,
                                    no_build_isolation=True)])
             what = f"{pkg.name} {pkg.version} was built for torch {t_mm} +cu{m.group('cu')}, torch is {t.version}"
-            out.append(Finding(code="diagnose.extension-build/wheel-other-variant", category="CUDA_VARIANT_MIXED",
-                               severity=Severity.ERROR, confidence="high",
-                               summary=f"{what}: the same torch release, another CUDA variant", evidence=ev, fix=fix))
-            out.append(Finding(code="diagnose.extension-build/wheel-built-for-other-build",
-                               category="THIRD_PARTY_EXTENSION_MISMATCH", severity=Severity.ERROR,
-                               confidence="high", summary=f"{what}: an extension built for another build of torch",
-                               evidence=ev, fix=fix))
+            out.append(EXTENSION_BUILD.error("wheel-other-variant", confidence="high",
+                                             summary=f"{what}: the same torch release, another CUDA variant",
+                                             evidence=ev, fix=fix))
+            out.append(EXTENSION_BUILD.error("wheel-built-for-other-build", category="THIRD_PARTY_EXTENSION_MISMATCH",
+                                             confidence="high",
+                                             summary=f"{what}: an extension built for another build of torch",
+                                             evidence=ev, fix=fix))
     if not judged:  # evidence or no check mark
         raise SkipCheck("no \"built for torch X (you have Y)\" message or tagged extension wheel in the paste")
     return out
@@ -206,6 +220,9 @@ _EXT_TAG = re.compile(r"^cu(?P<cu>\d{3})torch(?P<torch>\d+\.\d+)", re.I)
 # https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs
 _P2P_BEHIND_SWITCH = ("PIX", "PXB", "PHB")
 NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+
+
+P2P_HANG = Findings("diagnose.p2p-hang", "INTERCONNECT", kinds=("topology-unknown", "pcie-p2p-broken"))
 
 
 @check("diagnose.p2p-hang", "Collectives do not hang between GPUs behind one PCIe switch",
@@ -231,9 +248,8 @@ def check_p2p_hang(ctx: CheckContext) -> List[Finding]:
     settle = ["nvidia-smi topo -m", "sudo lspci -vvv | grep -i acsctl",
               "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 <the same run>   # finishes when P2P is the problem"]
     if not matrix:
-        return [Finding(
-            code="diagnose.p2p-hang/topology-unknown", category="INTERCONNECT", severity=Severity.INFO,
-            confidence="low", about="INTERCONNECT",
+        return [P2P_HANG.info(
+            "topology-unknown", confidence="low", about="INTERCONNECT",
             summary="A collective hangs between GPUs, but the paste has no GPU topology: it cannot tell whether "
                     "broken PCIe peer-to-peer (IOMMU/ACS) is the cause; paste `nvidia-smi topo -m`",
             evidence=[Evidence("paste.collective_hang", said)],
@@ -258,9 +274,9 @@ def check_p2p_hang(ctx: CheckContext) -> List[Finding]:
         return []  # pairs across the CPU hang too: not the P2P/ACS pattern
     sure = behind and (across_ok or not ok_links)
     pairs_txt = ", ".join(f"GPU{a}-GPU{b} {link(a, b)}" for a, b in (hang_pairs or switch_pairs)[:6])
-    return [Finding(
-        code="diagnose.p2p-hang/pcie-p2p-broken", category="INTERCONNECT",
-        severity=Severity.ERROR if sure else Severity.WARNING, confidence="high" if sure and across_ok else "medium",
+    return [P2P_HANG(
+        "pcie-p2p-broken", Severity.ERROR if sure else Severity.WARNING,
+        confidence="high" if sure and across_ok else "medium",
         summary=(f"Collectives hang between GPUs behind one PCIe switch ({pairs_txt})"
                  + (" while pairs across the CPU work" if across_ok else "")
                  + ": PCIe peer-to-peer is broken, typically by IOMMU/ACS redirection"),

@@ -66,7 +66,9 @@ def _no_hardware(ctx: CheckContext) -> List[Finding]:
 _NO_HARDWARE_SKIP = "no NVIDIA hardware on the PCI bus (driver.hardware): there is no GPU for a driver to serve"
 
 
-HARDWARE = Findings("driver.hardware", "NO_GPU_VISIBLE")
+HARDWARE = Findings("driver.hardware", "NO_GPU_VISIBLE",
+                    kinds=("none", "none-expected"),
+                    categories=("HEALTHY",))
 
 
 @check(HARDWARE, "NVIDIA hardware is here, or not needed", categories=("NO_GPU_VISIBLE", "HEALTHY"))
@@ -80,7 +82,7 @@ def check_hardware(ctx: CheckContext) -> List[Finding]:
     return _no_hardware(ctx)
 
 
-PRESENT = Findings("driver.present", "NO_NVIDIA_DRIVER")
+PRESENT = Findings("driver.present", "NO_NVIDIA_DRIVER", kinds=("absent",))
 
 
 @check(PRESENT, "NVIDIA driver installed")
@@ -151,7 +153,7 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
 _MISMATCH_TEXTS = ("driver/library version mismatch", "forward compatibility was attempted on non supported hw")
 
 
-LIBRARY_MATCH = Findings("driver.library-match", "DRIVER_LIBRARY_MISMATCH")
+LIBRARY_MATCH = Findings("driver.library-match", "DRIVER_LIBRARY_MISMATCH", kinds=("mismatch",))
 
 
 @check(LIBRARY_MATCH, "Driver kernel module matches its libraries")
@@ -225,7 +227,7 @@ def _visible_devices_problem(value: Optional[str], gpu_count: int) -> Optional[s
     return None
 
 
-GPUS_VISIBLE = Findings("driver.gpus-visible", "NO_GPU_VISIBLE")
+GPUS_VISIBLE = Findings("driver.gpus-visible", "NO_GPU_VISIBLE", kinds=("cuda-visible-devices", "none"))
 
 
 @check(GPUS_VISIBLE, "GPUs visible to CUDA")

@@ -19,7 +19,9 @@ CHECKS: list = []
 check = registrar(CHECKS)
 
 
-CUDA_COMPAT = Findings("driver.cuda-compat", "DRIVER_TOO_OLD_FOR_TORCH_CUDA")
+CUDA_COMPAT = Findings("driver.cuda-compat", "DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+                       kinds=("minor-compat", "ptx-needs-newer-driver", "too-old", "unknown-cuda",
+                              "unknown-minimum"))
 
 
 @check(CUDA_COMPAT, "Driver supports torch's CUDA version", applies=EVERYWHERE)

@@ -55,9 +55,8 @@ def _gpu_needs_newer_branch(version: str, branch: int, limits: GpuBranchLimits, 
         if first is None or branch >= first:
             continue
         sure = g.row.confidence == "high"
-        out.append(Finding(
-            "driver.lifecycle/gpu-newer-than-driver", "DRIVER_OUTDATED",
-            Severity.ERROR if sure else Severity.WARNING,
+        out.append(LIFECYCLE(
+            "gpu-newer-than-driver", Severity.ERROR if sure else Severity.WARNING,
             f"Driver {version} (R{branch}) predates GPU {g.index} {g.label}: {g.row.architecture} GPUs need "
             f"R{first} or newer",
             detail="A driver branch released before a GPU architecture does not know its devices: the kernel "
@@ -72,7 +71,8 @@ def _gpu_needs_newer_branch(version: str, branch: int, limits: GpuBranchLimits, 
     return out
 
 
-LIFECYCLE = Findings("driver.lifecycle", "DRIVER_OUTDATED")
+LIFECYCLE = Findings("driver.lifecycle", "DRIVER_OUTDATED",
+                     kinds=("feature-branch", "gpu-newer-than-driver", "known-defect", "past-eol"))
 
 
 @check(LIFECYCLE, "Driver branch is still supported", applies=EVERYWHERE)
@@ -167,9 +167,8 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
                 evidence=[ev], fix=fix,
             ))
     for defect in table.defects(d.version or ""):
-        out.append(Finding(
-            "driver.lifecycle/known-defect", "DRIVER_OUTDATED",
-            Severity.WARNING if defect.severity == "warning" else Severity.INFO,
+        out.append(LIFECYCLE(
+            "known-defect", Severity.WARNING if defect.severity == "warning" else Severity.INFO,
             f"Driver {d.version} has a known defect fixed in {defect.fixed_in}: {defect.summary}",
             evidence=[Evidence("driver.version", d.version, expected=f">= {defect.fixed_in}", source=defect.source)],
             fix=Fix(f"Update within the branch to {defect.fixed_in} or later", url=_MATRIX_URL),

@@ -67,7 +67,10 @@ def reasons_field(ctx: CheckContext, reason: str) -> str:
     return f"clocks_throttle_reasons.{reason}" if old else f"clocks_event_reasons.{reason}"
 
 
-THROTTLE = Findings("gpu.throttle", "GPU_THROTTLED")
+THROTTLE = Findings("gpu.throttle", "GPU_THROTTLED",
+                    kinds=("app-clocks-lowered", "clocks-locked", "hw-slowdown", "hw-slowdown-seen",
+                           "power-cap", "power-cap-idle", "power-limit-lowered", "thermal",
+                           "unknown-reason"))
 
 
 @check(THROTTLE, "GPU clocks are not throttled")
@@ -201,7 +204,7 @@ def _power_text(g: Gpu) -> str:
     return f"GPU {g.index}"
 
 
-VGPU_LICENSE = Findings("gpu.vgpu-license", "GPU_THROTTLED")
+VGPU_LICENSE = Findings("gpu.vgpu-license", "GPU_THROTTLED", kinds=("unlicensed",))
 _VGPU_LICENSING_URL = "https://docs.nvidia.com/ai-enterprise/release-8/latest/infra-software/vgpu/licensing.html"
 
 

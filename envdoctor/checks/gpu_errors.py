@@ -31,7 +31,10 @@ def _counted(g: Gpu, code: str, field: str, what: str, fix: Fix, detail: Optiona
                                  evidence=_should_be_zero(g, field), fix=fix)
 
 
-MEMORY_ERRORS = Findings("gpu.memory-errors", "GPU_MEMORY_ERRORS")
+MEMORY_ERRORS = Findings("gpu.memory-errors", "GPU_MEMORY_ERRORS",
+                         kinds=("ecc-aggregate", "ecc-volatile", "inforom", "remap-failed", "remap-pending",
+                                "remap-unread-mig", "remapped-uncorrectable", "retired-pages", "retirement-pending",
+                                "xid-not-read"))
 
 
 @check(MEMORY_ERRORS, "GPU memory has no uncorrectable errors")
@@ -162,7 +165,9 @@ def _xid_catalog(compat) -> Tuple[Dict[int, Tuple[str, str, str]], Dict[int, str
 _XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
 
-XID = Findings("gpu.xid", "GPU_XID_ERRORS")
+# a kind per Xid code logged, in the category compat_data/xid.json gives it
+XID = Findings("gpu.xid", "GPU_XID_ERRORS", kinds=("log-unreadable", "{xid}"),
+               categories=("GPU_MEMORY_ERRORS", "INTERCONNECT"))
 
 
 @check(XID, "No GPU Xid errors in the kernel log", categories=("GPU_MEMORY_ERRORS", "INTERCONNECT", "GPU_XID_ERRORS"))
@@ -220,9 +225,8 @@ def xid(ctx: CheckContext) -> List[Finding]:
             fix = Fix("Drain the GPU and reset it (or reboot); repeated Xid 79/119/120 mean failing hardware "
                       "or power/cooling: report it to the provider", commands=reset + ["nvidia-smi -q"],
                       url=_XID_URL)
-        out.append(Finding(
-            f"gpu.xid/{code}", category, severity,
-            f"{len(idx)} x Xid {code} on {where}{when}: {meaning}",
+        out.append(XID(
+            str(code), severity, f"{len(idx)} x Xid {code} on {where}{when}: {meaning}", category=category,
             detail=f"First logged: {first.message}" if first.message else None,
             evidence=[Evidence("driver.xid_events", len(idx), expected="no Xid " + str(code),
                                source=((f"{src}: NVRM: Xid (PCI:{bus}): {code}, " if bus else f"{src}: NVRM: Xid {code}, ")

@@ -46,7 +46,7 @@ _LOST_TEXT = {"GPU_IS_LOST": "fell off the bus or became inaccessible (NVML GPU_
               "TIMEOUT": "did not answer NVML before the deadline (hung)"}
 
 
-REACHABLE = Findings("gpu.reachable", "NO_GPU_VISIBLE")
+REACHABLE = Findings("gpu.reachable", "NO_GPU_VISIBLE", kinds=("lost", "not-accessible"))
 
 
 @check(REACHABLE, "Every GPU answers the driver")
@@ -87,7 +87,8 @@ def reachable(ctx: CheckContext) -> List[Finding]:
 # --------------------------------------------------------------------------- GPU_BUSY
 
 
-BUSY = Findings("gpu.busy", "GPU_BUSY")
+BUSY = Findings("gpu.busy", "GPU_BUSY",
+                kinds=("memory-held", "mig-processes", "processes", "utilization", "windows-memory"))
 
 
 def _process_parts(by_gpu: Dict[int, List]) -> Tuple[List[str], List[Evidence]]:
@@ -197,7 +198,7 @@ def busy(ctx: CheckContext) -> List[Finding]:
 # --------------------------------------------------------------------------- MIG, persistence, compute mode
 
 
-MIG = Findings("gpu.mig", "MIG_ENABLED")
+MIG = Findings("gpu.mig", "MIG_ENABLED", kinds=("change-pending", "enabled", "no-instances"))
 
 
 @check(MIG, "GPUs are whole (MIG off)")
@@ -237,7 +238,7 @@ def mig(ctx: CheckContext) -> List[Finding]:
     return out
 
 
-PERSISTENCE = Findings("gpu.persistence", "PERSISTENCE_MODE_OFF")
+PERSISTENCE = Findings("gpu.persistence", "PERSISTENCE_MODE_OFF", kinds=("off",))
 
 
 @check(PERSISTENCE, "Persistence mode on")
@@ -276,7 +277,7 @@ def _compute_mode(value: Optional[str]) -> Optional[str]:
     return value
 
 
-COMPUTE_MODE = Findings("gpu.compute-mode", "COMPUTE_MODE_RESTRICTED")
+COMPUTE_MODE = Findings("gpu.compute-mode", "COMPUTE_MODE_RESTRICTED", kinds=("exclusive", "prohibited"))
 
 
 @check(COMPUTE_MODE, "Compute mode allows shared use")

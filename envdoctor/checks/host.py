@@ -68,7 +68,7 @@ def _needs(table: HealthTable, compat: Any, gpus: List[Gpu]) -> Tuple[float, flo
 # --------------------------------------------------------------------------- SHM_TOO_SMALL
 
 
-SHM = Findings("host.shm", "SHM_TOO_SMALL")
+SHM = Findings("host.shm", "SHM_TOO_SMALL", kinds=("too-small",))
 
 
 @check(SHM, "/dev/shm is large enough for DataLoader workers")
@@ -112,7 +112,7 @@ def fmt_opt(value: Optional[int]) -> str:
 # --------------------------------------------------------------------------- CPU_STARVED
 
 
-CPU = Findings("host.cpu", "CPU_STARVED")
+CPU = Findings("host.cpu", "CPU_STARVED", kinds=("cgroup-quota", "per-gpu", "per-gpu-below-recommended"))
 
 
 @check(CPU, "Enough CPU cores per GPU for data loading")
@@ -183,7 +183,7 @@ def _per_gpu(rule: Findings, usable: float, n: int, need: Tuple[float, float], p
 # --------------------------------------------------------------------------- HOST_MEMORY_LOW
 
 
-MEMORY = Findings("host.memory", "HOST_MEMORY_LOW")
+MEMORY = Findings("host.memory", "HOST_MEMORY_LOW", kinds=("per-gpu", "per-gpu-below-recommended"))
 
 
 @check(MEMORY, "Enough host RAM per GPU")
@@ -240,7 +240,7 @@ def parse_cpulist(text: Optional[str]) -> Optional[set]:
     return cpus
 
 
-NUMA = Findings("host.numa", "CPU_STARVED")
+NUMA = Findings("host.numa", "CPU_STARVED", kinds=("remote-gpu",))
 
 
 @check(NUMA, "The process may run on CPUs local to each GPU")

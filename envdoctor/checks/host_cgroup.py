@@ -13,7 +13,7 @@ from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_s
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
-CGROUP_MEMORY = Findings("host.cgroup-memory", "HOST_MEMORY_LOW")
+CGROUP_MEMORY = Findings("host.cgroup-memory", "HOST_MEMORY_LOW", kinds=("below-gpu-memory",))
 
 
 def _gpu_memory(ctx: CheckContext, g: Gpu) -> Optional[int]:

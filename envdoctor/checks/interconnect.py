@@ -29,7 +29,8 @@ check = registrar(CHECKS)
 #   bridge of a set missing: A100 PCIe pairs use three bridges, NVIDIA A100 PCIe product brief PB-10137);
 # - MIG mode: NVLink is not used by MIG instances (NVIDIA MIG User Guide, "GPU to GPU P2P (PCIe or NVLink)
 #   is not supported"), so the links' state is not judged.
-NVLINK = Findings("interconnect.nvlink", "INTERCONNECT")
+NVLINK = Findings("interconnect.nvlink", "INTERCONNECT",
+                  kinds=("fewer-links", "inactive", "mig", "no-bridge", "not-configured"))
 
 
 @check(NVLINK, "NVLink links are all up")
@@ -146,7 +147,7 @@ _PCIE_PATHS = {"SYS": "across CPU sockets (SYS)", "NODE": "between PCIe host bri
                "PHB": "through a PCIe host bridge (PHB)"}
 
 
-TOPOLOGY = Findings("interconnect.topology", "INTERCONNECT")
+TOPOLOGY = Findings("interconnect.topology", "INTERCONNECT", kinds=("p2p-disabled", "pcie-path"))
 
 
 @check(TOPOLOGY, "GPU pairs use NVLink and P2P where the model has them")
@@ -188,9 +189,8 @@ def topology(ctx: CheckContext) -> List[Finding]:
                 off.append((i, j))
     if off:
         dc = [g for g in gpus if getattr(gpu_spec(ctx.compat, g.name), "datacenter", None)]
-        out.append(Finding(
-            "interconnect.topology/p2p-disabled", "INTERCONNECT",
-            Severity.WARNING if dc else Severity.INFO,
+        out.append(TOPOLOGY(
+            "p2p-disabled", Severity.WARNING if dc else Severity.INFO,
             "Peer-to-peer access unavailable between " + ", ".join(f"GPU{i}-GPU{j}" for i, j in off),
             detail="Without P2P, GPU-to-GPU copies bounce through host memory. GeForce cards do not support "
                    "P2P over PCIe; on data-center GPUs it points at IOMMU/ACS settings or a virtualised host.",
@@ -210,7 +210,8 @@ def _fabric_gpus(d) -> List[Gpu]:
     return [g for g in d.gpus if g.fabric_state and g.fabric_state != "not_supported"]
 
 
-FABRIC_MANAGER = Findings("interconnect.fabric-manager", "INTERCONNECT")
+FABRIC_MANAGER = Findings("interconnect.fabric-manager", "INTERCONNECT",
+                          kinds=("not-ready", "not-running", "unknown"))
 
 
 @check(FABRIC_MANAGER, "Fabric manager runs on NVSwitch systems")

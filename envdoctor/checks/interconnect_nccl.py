@@ -15,7 +15,8 @@ check = registrar(CHECKS)
 _TRUE = {"1", "true", "yes", "on"}
 
 
-NCCL_ENV = Findings("interconnect.nccl-env", "INTERCONNECT")
+NCCL_ENV = Findings("interconnect.nccl-env", "INTERCONNECT",
+                    kinds=("ib-disabled", "p2p-disabled", "shm-disabled", "socket-loopback"))
 
 
 @check(NCCL_ENV, "NCCL environment does not force slow paths")
@@ -40,8 +41,8 @@ def nccl_env(ctx: CheckContext) -> List[Finding]:
         ))
     ibd = env.get("NCCL_IB_DISABLE")
     if ibd is not None and ibd.strip().lower() in _TRUE:
-        out.append(Finding(
-            "interconnect.nccl-env/ib-disabled", "INTERCONNECT", Severity.WARNING if ib else Severity.INFO,
+        out.append(NCCL_ENV(
+            "ib-disabled", Severity.WARNING if ib else Severity.INFO,
             f"NCCL_IB_DISABLE={ibd}" + (f" although {len(ib)} InfiniBand/RoCE device(s) are present: multi-node "
                                         "traffic falls back to TCP sockets" if ib else
                                         ": NCCL will not use InfiniBand (none seen here)"),
@@ -70,7 +71,7 @@ def nccl_env(ctx: CheckContext) -> List[Finding]:
     return out
 
 
-PEERMEM = Findings("interconnect.peermem", "INTERCONNECT")
+PEERMEM = Findings("interconnect.peermem", "INTERCONNECT", kinds=("not-loaded",))
 
 
 @check(PEERMEM, "GPUDirect RDMA module loaded where InfiniBand is present")

@@ -7,10 +7,15 @@ from typing import Dict, List
 from ..catalogue import CATEGORIES
 from ..findings import Evidence, Finding, Fix, Severity
 from ._paste import Hit, signature_hits
-from .base import PASTE_ONLY, Check, CheckContext, SkipCheck, registrar
+from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
+
+# a finding per matched signature (compat_data/error_signatures.json), a kind per signature id; a further cause
+# the same message proves is "<id>/<category in lower case>"; the category is the signature's
+SIGNATURE = Findings("messages.signature", "", kinds=("{signature}", "{signature}/{category}"),
+                     categories=tuple(sorted(CATEGORIES)), check="messages.signatures")
 
 _RANK = {"high": 3, "medium": 2, "low": 1}
 
@@ -40,9 +45,9 @@ def _finding(hits: List[Hit]) -> Finding:
         evidence.append(Evidence("paste.settle", sig.settle))
     # a further cause the same message proves is a finding of its own, with its own code (the JSON keeps both,
     # and caused_by links a consequence such as TORCH_IMPORT_FAILED to its root)
-    code = f"messages.signature/{sig.id}" + (f"/{best.category.lower().replace('_', '-')}" if best.also else "")
-    return Finding(
-        code=code, category=best.category, severity=severity,
+    kind = sig.id + (f"/{best.category.lower().replace('_', '-')}" if best.also else "")
+    return SIGNATURE(
+        kind, severity, category=best.category,
         summary=summary, detail=detail, evidence=evidence, fix=Fix(sig.fix, [], sig.source),
         confidence=best.confidence,
     )

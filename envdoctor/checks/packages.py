@@ -21,7 +21,7 @@ from ..remedies.torch_plan import COMPANIONS, pair_pins, target_variant
 from ._extension_arch import ArchTarget, judge_extensions
 from ._shadowing import or_origin_fix
 from ._util import package_variant, torch_envs_or_skip
-from .base import EVERYWHERE, CheckContext, SkipCheck, registrar
+from .base import EVERYWHERE, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -40,6 +40,9 @@ def _same_variant(a: str, b: str) -> bool:
             return ma == mb
         return a == b
     return a == b
+
+
+CUDA_VARIANT = Findings("packages.cuda-variant", "CUDA_VARIANT_MIXED", kinds=("mixed",))
 
 
 @check("packages.cuda-variant", "torch-family packages share one CUDA variant", categories=("CUDA_VARIANT_MIXED",), applies=EVERYWHERE)
@@ -85,10 +88,8 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
                                      expected=f"the {tv} build", source=ev))
         for p in wheels:
             evidence.append(Evidence(f"pythons[{i}].packages.{p.name}", p.version, expected=f"cu{tmajor} wheels"))
-        findings.append(Finding(
-            code="packages.cuda-variant/mixed",
-            category="CUDA_VARIANT_MIXED",
-            severity=Severity.ERROR if certain else Severity.WARNING,
+        findings.append(CUDA_VARIANT(
+            "mixed", Severity.ERROR if certain else Severity.WARNING,
             summary=f"torch {py.torch.version} is {tv} but " + "; ".join(parts),
             detail=("torchvision and torchaudio contain compiled operators linked against one specific torch "
                     "build; a CUDA build next to a CPU torch (or another CUDA version) fails at import, e.g. "
@@ -112,6 +113,10 @@ def _required_by_torch(py: PythonEnv, name: str) -> bool:
     if torch_pkg is None or not torch_pkg.requires:
         return True
     return any(r.lower().replace("_", "-").startswith(name) for r in torch_pkg.requires)
+
+
+# a kind per companion: the package it is about
+COMPANION = Findings("packages.companions", "COMPANION_VERSION_MISMATCH", kinds=COMPANIONS + ("triton",))
 
 
 @check("packages.companions", "torchvision/torchaudio/triton pair with torch", categories=("COMPANION_VERSION_MISMATCH",), applies=EVERYWHERE)
@@ -160,10 +165,8 @@ def _companion_finding(ctx: CheckContext, i: int, py: PythonEnv, pkg: Package, t
     pin = f"{pkg.name}=={want}" if want else pkg.name
     expected = f"{want} (pairs with torch {tver})" if want else f"the {name} release for torch {mm_str(tver)}"
     tail = f", which pairs with torch {built_for}" if built_for else ""
-    return Finding(
-        code=f"packages.companions/{name}",
-        category="COMPANION_VERSION_MISMATCH",
-        severity=Severity.ERROR,
+    return COMPANION.error(
+        name,
         summary=f"{pkg.name} {pkg.version} does not pair with torch {py.torch.version}: expected {expected}"
                 + (f"; {pkg.version}{tail}" if tail else ""),
         detail=("torchvision and torchaudio are released in lockstep with torch and pin an exact torch "
@@ -200,6 +203,11 @@ def _pypi_cxx11_abi(py: PythonEnv) -> Tuple[Optional[bool], str]:
     if mm >= (2, 7):
         return True, f"torch {pkg.version} (a PyPI wheel)"
     return None, ""
+
+
+# what a distribution was built for (a kind per package), and its kernels against the GPUs (_extension_arch)
+EXTENSIONS = Findings("packages.extensions", "THIRD_PARTY_EXTENSION_MISMATCH",
+                      kinds=("{package}", "missing", "ptx-only", "partial"))
 
 
 @check("packages.extensions", "Compiled extensions match torch and CUDA",
@@ -249,10 +257,8 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
                 evidence.append(Evidence(f"pythons[{i}].import_errors.{pkg.name}", err))
             if not problems:
                 continue
-            findings.append(Finding(
-                code=f"packages.extensions/{pkg.name}",
-                category="THIRD_PARTY_EXTENSION_MISMATCH",
-                severity=Severity.ERROR,
+            findings.append(EXTENSIONS.error(
+                pkg.name,
                 summary=f"{pkg.name} {pkg.version} does not match torch {t.version}: " + "; ".join(problems),
                 detail=("Compiled extensions link against torch's C++ symbols and one CUDA runtime; built for "
                         "another torch they fail to import with 'undefined symbol' errors (or fall back to "
@@ -267,8 +273,7 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
     # declared target GPUs in requirements.extensions-gpus instead)
     live = _live_gpus(ctx)
     if live:
-        arch_findings, arch_judged, _unread = judge_extensions(ctx, live, EXTENSION_CODES,
-                                                               "THIRD_PARTY_EXTENSION_MISMATCH")
+        arch_findings, arch_judged, _unread = judge_extensions(ctx, live, EXTENSIONS)
         findings += arch_findings
         judged = judged or arch_judged > 0
     if not findings and not judged:
@@ -282,10 +287,6 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("no compiled extension that depends on torch (flash-attn, xformers, ...) installed: "
                         "nothing to judge")
     return findings
-
-
-EXTENSION_CODES = {"missing": "packages.extensions/missing", "ptx-only": "packages.extensions/ptx-only",
-                   "partial": "packages.extensions/partial"}
 
 
 def _live_gpus(ctx: CheckContext) -> List[ArchTarget]:

@@ -41,7 +41,8 @@ def _link_text(link: PcieLink) -> str:
     return name
 
 
-LINK = Findings("pcie.link", "PCIE_LINK_DEGRADED")
+LINK = Findings("pcie.link", "PCIE_LINK_DEGRADED",
+                kinds=("gen", "gen-idle", "other-device", "slot-gen", "width"))
 
 
 @check(LINK, "GPU PCIe links run at full width and speed")

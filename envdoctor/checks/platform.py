@@ -18,7 +18,7 @@ TOOLKIT_DOC = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit
 WSL_DOC = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
 
 
-CONTAINER_GPU = Findings("platform.container-gpu", "CONTAINER_NO_GPU_RUNTIME")
+CONTAINER_GPU = Findings("platform.container-gpu", "CONTAINER_NO_GPU_RUNTIME", kinds=("no-runtime",))
 
 
 @check(CONTAINER_GPU, "Container has GPU access")
@@ -70,7 +70,7 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     )]
 
 
-WSL = Findings("platform.wsl", "WSL_SPECIFIC")
+WSL = Findings("platform.wsl", "WSL_SPECIFIC", kinds=("gpu",))
 
 
 @check(WSL, "WSL GPU setup")

@@ -17,16 +17,20 @@ from ..domain.arch import arch_runs, sm_name
 from ..domain.variants import cuda_of_variant, nvidia_wheel
 from ..domain.versions import base_version, parse_version
 from ..facts import ProbeStatus, PythonEnv
-from ..findings import Evidence, Finding, Fix, Severity
+from ..findings import Evidence, Finding, Fix
 from ..remedies import command, pip_install
 from ..targets import PSEUDO_NAMES, TargetError, parse_requirement, resolve_gpu
 from ._extension_arch import ArchTarget, judge_extensions
-from .base import EVERYWHERE, CheckContext, CheckFunc, SkipCheck, registrar
+from .base import EVERYWHERE, CheckContext, CheckFunc, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS, applies=EVERYWHERE)  # declared requirements: a build too
 
 CATEGORY = "REQUIREMENT_UNMET"
+
+# the declared-version checks, one per declared kind (requirements.python ... requirements.packages)
+UNMET = {kind: Findings(f"requirements.{kind}", CATEGORY, kinds=("unmet",))
+         for kind in ("python", "torch", "cuda", "cudnn", "packages")}
 
 
 def _declared(ctx: CheckContext, kind: str) -> List[Tuple[int, Requirement]]:
@@ -74,10 +78,8 @@ def _spec_text(req: Requirement) -> str:
 def _unmet(k: int, req: Requirement, i: int, path: str, seen: Optional[str], summary: str,
            fix: Fix, detail: Optional[str] = None) -> Finding:
     name = canonicalize_name(req.name)
-    return Finding(
-        code=f"requirements.{name if name in PSEUDO_NAMES or name == 'torch' else 'packages'}/unmet",
-        category=CATEGORY,
-        severity=Severity.ERROR,
+    return UNMET[name if name in PSEUDO_NAMES or name == "torch" else "packages"].error(
+        "unmet",
         summary=f"Requirement {str(req)!r} not met: {summary}",
         detail=detail,
         evidence=[Evidence(f"targets.requirements[{k}]", str(req)),
@@ -232,6 +234,10 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
 
 
+TARGET_GPUS = Findings("requirements.target-gpus", CATEGORY, kinds=("unknown", "absent", "ptx-only"),
+                       categories=("GPU_ARCH_NOT_IN_TORCH_BUILD",))
+
+
 @check("requirements.target-gpus", "Declared target GPUs: present, and served by SASS rather than PTX",
        categories=(CATEGORY, "GPU_ARCH_NOT_IN_TORCH_BUILD"))
 def check_target_gpus(ctx: CheckContext) -> List[Finding]:
@@ -244,9 +250,8 @@ def check_target_gpus(ctx: CheckContext) -> List[Finding]:
         try:
             targets.append((k, resolve_gpu(ctx.compat, given)))
         except TargetError as e:
-            findings.append(Finding(
-                code="requirements.target-gpus/unknown", category=CATEGORY, severity=Severity.ERROR,
-                summary=str(e), evidence=[Evidence(f"targets.target_gpus[{k}]", given)],
+            findings.append(TARGET_GPUS.error(
+                "unknown", summary=str(e), evidence=[Evidence(f"targets.target_gpus[{k}]", given)],
                 fix=Fix("Name the GPU as the matrix does, or give its architecture (sm_90)",
                         [command("envdoctor", "matrix", "gpu", given)])))
     if not declared:
@@ -260,9 +265,8 @@ def check_target_gpus(ctx: CheckContext) -> List[Finding]:
             if hit:
                 continue
             seen = [g.name for g in d.gpus]
-            findings.append(Finding(
-                code="requirements.target-gpus/absent", category=CATEGORY, severity=Severity.ERROR,
-                summary=(f"Target GPU {gt.label} was declared but this machine has "
+            findings.append(TARGET_GPUS.error(
+                "absent", summary=(f"Target GPU {gt.label} was declared but this machine has "
                          + (f"{', '.join(str(s) for s in seen)}" if seen else
                             f"no NVIDIA GPU visible (driver probe {d.status}"
                             + (f": {d.reason}" if d.reason else "") + ")")),
@@ -283,9 +287,8 @@ def check_target_gpus(ctx: CheckContext) -> List[Finding]:
         for k, gt in targets:
             runs, _ = arch_runs(arch, gt.cc)
             if runs and not arch_runs(sass, gt.cc)[0]:
-                findings.append(Finding(
-                    code="requirements.target-gpus/ptx-only", category="GPU_ARCH_NOT_IN_TORCH_BUILD",
-                    severity=Severity.WARNING,
+                findings.append(TARGET_GPUS.warning(
+                    "ptx-only", category="GPU_ARCH_NOT_IN_TORCH_BUILD",
                     summary=(f"torch {py.torch.version} has no SASS for target {gt.label}: it runs through PTX "
                              "JIT-compiled by the driver on first use"),
                     detail=("JIT compilation of every kernel can take minutes at start-up on each new machine "
@@ -306,9 +309,7 @@ def check_target_gpus(ctx: CheckContext) -> List[Finding]:
     return findings
 
 
-EXTENSION_CODES = {"missing": "requirements.extensions-gpus/missing",
-                   "ptx-only": "requirements.extensions-gpus/ptx-only",
-                   "partial": "requirements.extensions-gpus/partial"}
+EXTENSIONS_GPUS = Findings("requirements.extensions-gpus", CATEGORY, kinds=("missing", "ptx-only", "partial"))
 
 
 @check("requirements.extensions-gpus", "Declared target GPUs are served by the installed CUDA extensions",
@@ -328,7 +329,7 @@ def check_extensions_gpus(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("no declared target GPU is known to the matrix (see requirements.target-gpus)")
     if all(py.extensions is None for py in ctx.facts.pythons):
         raise SkipCheck("the extensions' libraries were not read (facts from an older envdoctor)")
-    findings, judged, unjudged = judge_extensions(ctx, targets, EXTENSION_CODES, CATEGORY)
+    findings, judged, unjudged = judge_extensions(ctx, targets, EXTENSIONS_GPUS)
     if not judged and not findings:
         raise SkipCheck("; ".join(unjudged) or "no installed distribution that depends on torch ships CUDA kernels")
     return findings

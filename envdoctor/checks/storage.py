@@ -40,7 +40,9 @@ def _virtual_disk(p: DataPath, virtualization: Optional[str]) -> bool:
     return bool(virtualization) and (p.transport or "").lower() not in ("nvme", "usb")
 
 
-DATA_PATH = Findings("storage.data-path", "SLOW_STORAGE")
+DATA_PATH = Findings("storage.data-path", "SLOW_STORAGE",
+                     kinds=("fuse", "low-free-space", "missing", "network", "network-volume", "overlay",
+                            "rotational", "virtual-rotational"))
 
 
 @check(DATA_PATH, "Training data sits on fast local storage")
@@ -73,8 +75,8 @@ def data_path(ctx: CheckContext) -> List[Finding]:
         on += f", {p.mount_source})" if p.mount_source else ")"
         if kind == "network" or fstype.startswith(("nfs", "cifs", "smb")) or fstype in _PARALLEL:
             parallel = fstype in _PARALLEL
-            out.append(Finding(
-                "storage.data-path/network", "SLOW_STORAGE", Severity.INFO if parallel else Severity.WARNING,
+            out.append(DATA_PATH(
+                "network", Severity.INFO if parallel else Severity.WARNING,
                 f"{on}: a {'parallel' if parallel else 'network'} filesystem ({p.fstype})",
                 detail=("Parallel filesystems are fine when the cluster's storage is fast; small-file reads "
                         "still cost a metadata round trip each." if parallel else
@@ -98,9 +100,8 @@ def data_path(ctx: CheckContext) -> List[Finding]:
                         commands=[copy_to_local(p.path)]),
             ))
         elif kind == "overlay" or fstype == "overlay":
-            out.append(Finding(
-                "storage.data-path/overlay", "SLOW_STORAGE",
-                Severity.WARNING if in_container else Severity.INFO,
+            out.append(DATA_PATH(
+                "overlay", Severity.WARNING if in_container else Severity.INFO,
                 f"{on}: the container's overlay filesystem" if in_container else f"{on}: an overlay filesystem",
                 detail="Reads and writes go through the copy-on-write image layers; data written there is lost "
                        "with the container. Bind-mount a host directory or volume for data and checkpoints.",

@@ -22,6 +22,10 @@ SOURCE_BUILT = ("flash-attn", "apex", "deepspeed", "xformers", "torch-scatter", 
 CPP_EXT_DOC = "https://pytorch.org/docs/stable/cpp_extension.html"
 
 
+NVCC_TORCH = Findings("toolchain.nvcc-torch", "NVCC_TORCH_CUDA_MISMATCH",
+                      kinds=("major", "minor", "cuda-home-missing", "cuda-path-missing"))
+
+
 @check("toolchain.nvcc-torch", "nvcc matches torch's CUDA (for building extensions)",
        categories=("NVCC_TORCH_CUDA_MISMATCH",))
 def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
@@ -55,10 +59,8 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
         which = f"nvcc in {tk.found_via} ({tk.path})" if tk.found_via in ("CUDA_HOME", "CUDA_PATH") else "nvcc on PATH"
         who = (f"installed packages that compile with it: {', '.join(affected)}" if affected
                else "any extension built from source (flash-attn, apex, deepspeed ops, custom ops)")
-        findings.append(Finding(
-            code="toolchain.nvcc-torch/" + ("major" if major else "minor"),
-            category="NVCC_TORCH_CUDA_MISMATCH",
-            severity=Severity.WARNING if major else Severity.INFO,
+        findings.append(NVCC_TORCH(
+            "major" if major else "minor", Severity.WARNING if major else Severity.INFO,
             summary=(f"{which} is CUDA {tk.version}{where} but {torch_label(t)} was "
                      f"built with CUDA {t.cuda}: affects {who}"),
             detail=("torch.utils.cpp_extension refuses a different CUDA major ('The detected CUDA version (X) "
@@ -88,7 +90,7 @@ def _torch_for_toolkit(ctx: CheckContext, cuda: str) -> str:
     return f" (no torch build for CUDA {cuda} is in this matrix, as of {ctx.compat.as_of})"
 
 
-HOST_COMPILER = Findings("toolchain.host-compiler", "HOST_COMPILER_TOO_NEW")
+HOST_COMPILER = Findings("toolchain.host-compiler", "HOST_COMPILER_TOO_NEW", kinds=("gcc-too-new",))
 
 
 @check(HOST_COMPILER, "Host compiler accepted by nvcc")
@@ -163,10 +165,8 @@ def _cuda_home_broken(ctx: CheckContext, envs, var: str, value: str, problem: st
                 Evidence(f"pythons[{i}].torch.cuda", t.cuda)]
     if best is not None:
         evidence.append(Evidence("toolkits.installed", best.path, source=f"CUDA {best.version_full or best.version}"))
-    return Finding(
-        code="toolchain.nvcc-torch/cuda-home-missing" if var == "CUDA_HOME" else "toolchain.nvcc-torch/cuda-path-missing",
-        category="NVCC_TORCH_CUDA_MISMATCH",
-        severity=Severity.ERROR,
+    return NVCC_TORCH.error(
+        "cuda-home-missing" if var == "CUDA_HOME" else "cuda-path-missing",
         summary=(f"{var}={value} is not a CUDA toolkit ({problem}), and torch.utils.cpp_extension builds every CUDA "
                  f"extension with {var}'s bin/nvcc: flash-attn, apex, deepspeed ops and custom ops fail to build"
                  + (f" (a CUDA {best.version} toolkit is installed at {best.path})" if best is not None else "")),

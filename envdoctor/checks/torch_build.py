@@ -51,7 +51,7 @@ def _arch_list(ctx: CheckContext, py: PythonEnv) -> Tuple[Optional[List[str]], s
     return None, ""
 
 
-GPU_ARCH = Findings("torch.gpu-arch", "GPU_ARCH_NOT_IN_TORCH_BUILD")
+GPU_ARCH = Findings("torch.gpu-arch", "GPU_ARCH_NOT_IN_TORCH_BUILD", kinds=("missing",))
 
 
 @check(GPU_ARCH, "torch has kernels for every GPU", applies=EVERYWHERE)
@@ -150,7 +150,7 @@ def _has_gpus(facts: Facts) -> Tuple[bool, List[Evidence]]:
     return False, []
 
 
-CUDA_BUILD = Findings("torch.cuda-build", "TORCH_CPU_ONLY_BUILD")
+CUDA_BUILD = Findings("torch.cuda-build", "TORCH_CPU_ONLY_BUILD", kinds=("cpu-only",))
 
 
 @check(CUDA_BUILD, "torch is a CUDA build on a GPU machine", applies=EVERYWHERE)
@@ -205,7 +205,8 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
     return findings
 
 
-PYTHON_VERSION = Findings("torch.python-version", "PYTHON_VERSION_UNSUPPORTED")
+PYTHON_VERSION = Findings("torch.python-version", "PYTHON_VERSION_UNSUPPORTED",
+                          kinds=("outside-release", "too-new", "too-old"))
 
 
 @check(PYTHON_VERSION, "A torch wheel exists for this Python", applies=EVERYWHERE)

@@ -11,7 +11,7 @@ from ..facts import ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import GET_STARTED, command, pip_check, pip_install
 from ._util import torch_envs_or_skip
-from .base import EVERYWHERE, PROBED, CheckContext, SkipCheck, registrar
+from .base import EVERYWHERE, PROBED, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -80,6 +80,9 @@ def _import_fix(i: int, py: PythonEnv, last: str, version: str, ctx: CheckContex
                                  [pip_install(ctx.facts, py, [f"torch=={version}"], variant, force=True)])), None
 
 
+IMPORT = Findings("torch.import", "TORCH_IMPORT_FAILED", kinds=("failed", "crashed", "hung"))
+
+
 @check("torch.import", "torch imports", categories=("TORCH_IMPORT_FAILED",), applies=EVERYWHERE)
 def check_torch_import(ctx: CheckContext) -> List[Finding]:
     # a torch whose version is unknown (no version.py, no metadata) but whose import failed is still judged:
@@ -108,11 +111,8 @@ def check_torch_import(ctx: CheckContext) -> List[Finding]:
         detail = "Nothing else about this torch can be checked until it imports; the build checks use its files."
         if cause:
             detail = f"A consequence of {cause} (the root cause): fix that and this import works. " + detail
-        findings.append(Finding(
-            code=f"torch.import/{kind}",
-            category="TORCH_IMPORT_FAILED",
-            severity=Severity.ERROR,
-            summary=(f"`import torch` fails in {py.executable or 'the interpreter'} "
+        findings.append(IMPORT.error(
+            kind, summary=(f"`import torch` fails in {py.executable or 'the interpreter'} "
                      f"(torch {t.version or 'of unknown version'}): {last[:200]}"),
             detail=detail,
             evidence=[Evidence(f"pythons[{i}].torch.import_error", t.import_error),
@@ -152,6 +152,12 @@ def _no_torch_fix(ctx: CheckContext, py: PythonEnv) -> Fix:
                [pip_install(ctx.facts, py, [f"torch=={patch}"])], GET_STARTED)
 
 
+# an interpreter that could not be inspected (a kind per failure, as PythonEnv.failure names it) or has no torch
+INTERPRETER = Findings("torch.interpreter", "TARGET_PYTHON_UNUSABLE",
+                       kinds=tuple(f.replace("_", "-") for f in _UNUSABLE) + ("no-torch", "not-a-torch-environment"),
+                       categories=("TORCH_NOT_INSTALLED",))
+
+
 @check("torch.interpreter", "The interpreter to diagnose answers and has torch",
        categories=("TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED"), applies=PROBED)
 def check_interpreter(ctx: CheckContext) -> List[Finding]:
@@ -168,11 +174,8 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
             # (a crash or hang inside `import torch` with torch's files read is torch.import's finding)
             what = _UNUSABLE.get(py.failure, "could not be inspected")
             stage = f" while {py.failure_stage}" if py.failure_stage else ""
-            findings.append(Finding(
-                code=f"torch.interpreter/{py.failure.replace('_', '-')}",
-                category="TARGET_PYTHON_UNUSABLE",
-                severity=Severity.ERROR,
-                summary=f"{name} {what}{stage}: {py.reason or 'no reason given'}",
+            findings.append(INTERPRETER.error(
+                py.failure.replace("_", "-"), summary=f"{name} {what}{stage}: {py.reason or 'no reason given'}",
                 detail=("envdoctor learns about torch, its CUDA build and libraries by running this interpreter; "
                         "it did not answer, so none of that is judged and no clean verdict is possible."),
                 evidence=[Evidence(f"pythons[{i}].status", py.status),
@@ -191,10 +194,8 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
             continue
         chosen = py.requested_as or ""
         explicit = chosen == "--python" or chosen.startswith("$")
-        findings.append(Finding(
-            code="torch.interpreter/no-torch",
-            category="TORCH_NOT_INSTALLED",
-            severity=Severity.ERROR if explicit else Severity.WARNING,
+        findings.append(INTERPRETER(
+            "no-torch", Severity.ERROR if explicit else Severity.WARNING, category="TORCH_NOT_INSTALLED",
             summary=(f"torch is not installed in {name}"
                      + (f" (chosen as {chosen})" if chosen and chosen != "--python" else "")),
             detail=("No torch package is importable there, so the torch build, CUDA variant and library checks "
@@ -230,10 +231,8 @@ def _not_a_torch_environment(i: int, py: PythonEnv, name: str) -> Finding:
     if fix is None:
         fix = Fix("Judge the interpreter your jobs run; none with torch was seen (active conda envs, venvs "
                   "under the cwd and home, python3 on PATH)", ["envdoctor --python /path/to/venv/bin/python"])
-    return Finding(
-        code="torch.interpreter/not-a-torch-environment",
-        category="TORCH_NOT_INSTALLED",
-        severity=Severity.WARNING,
+    return INTERPRETER.warning(
+        "not-a-torch-environment", category="TORCH_NOT_INSTALLED",
         summary=f"Judged {name} ({what}{how}): it has no torch, so torch was not judged",
         detail="Not where torch lives; the driver, toolkit and host facts above still hold.",
         evidence=[Evidence(f"pythons[{i}].own_environment" if py.own_environment else

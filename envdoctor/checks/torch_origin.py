@@ -7,12 +7,14 @@ from typing import List
 
 from ..findings import Evidence, Finding, Fix, Severity
 from ._shadowing import ORIGIN_VIA, foreign_torch, origin_fix, own_torch
-from .base import CheckContext, SkipCheck, registrar
+from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
 
 CATEGORY = "PYTHON_PACKAGE_SHADOWED"
+# a kind per way torch got first on sys.path (ModuleOrigin.via)
+ORIGIN = Findings("torch.origin", CATEGORY, kinds=tuple(ORIGIN_VIA))
 
 
 @check("torch.origin", "torch is imported from the interpreter's own site-packages", categories=(CATEGORY,))
@@ -55,9 +57,8 @@ def check_origin(ctx: CheckContext) -> List[Finding]:
         # of torch writes on purpose
         severity = Severity.ERROR if own is not None else (
             Severity.WARNING if o.via in ("PYTHONPATH", "user-site", "current-directory") else Severity.INFO)
-        findings.append(Finding(
-            code=f"torch.origin/{o.via or 'other'}", category=CATEGORY,  # an info becomes a NOTE about it
-            severity=severity,
+        findings.append(ORIGIN(
+            o.via or "other", severity,  # an info becomes a NOTE about it
             summary=summary,
             detail=("Every torch fact in this report (its version, CUDA build, companions, libraries) is about the "
                     "copy imported from there, not the environment's. Reinstalling torch into the environment "

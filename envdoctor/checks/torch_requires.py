@@ -22,7 +22,7 @@ from ..facts import Package, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
 from ._shadowing import WHEELS, label
-from .base import CheckContext, SkipCheck, registrar
+from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -152,6 +152,10 @@ def _explain(family: Optional[str], name: str, have: str, spec: str, older: Opti
                               "compatible, so this usually works, but `pip check` reports it")
 
 
+# wheels missing, a wheel at another version than torch pins (a kind per wheel), or one overwritten by another
+TORCH_REQUIRES = Findings("packages.torch-requires", CATEGORY, kinds=("missing", "{package}", "{package}-overwritten"))
+
+
 @check("packages.torch-requires", "Installed CUDA libraries are the versions torch pins",
        categories=(CATEGORY,))
 def check_torch_requires(ctx: CheckContext) -> List[Finding]:
@@ -213,8 +217,8 @@ def _missing(ctx: CheckContext, i: int, py: PythonEnv, missing: List[Tuple[str, 
     pins = [f"{name}{spec}" for name, spec, _ in missing]
     libs = ", ".join(dict.fromkeys(_lib(name) for name, _, _ in missing))
     first = missing[0][2]
-    return Finding(
-        code="packages.torch-requires/missing", category=CATEGORY, severity=Severity.ERROR,
+    return TORCH_REQUIRES.error(
+        "missing",
         summary=(f"{len(missing)} CUDA library wheel(s) that {first.via[0]} requires are not installed in {where}: "
                  + ", ".join(pins)),
         detail=(f"torch loads {libs} from those wheels' directories (RPATH); without them `import torch` fails "
@@ -265,8 +269,8 @@ def _mismatch(ctx: CheckContext, i: int, py: PythonEnv, pin: Pin, installed: Pac
     else:
         direction = "older than" if older else "not"
     where = py.executable or "the interpreter"
-    return Finding(
-        code=f"packages.torch-requires/{name}", category=CATEGORY, severity=severity,
+    return TORCH_REQUIRES(
+        name, severity,
         summary=(f"{name} {installed.version} is {direction} the version {by} pins ({name}{spec}): {built}"
                  + ("; `torch.backends.cudnn.version()` already fails on it" if err else "")),
         detail=(f"{breaks}. pip installs the pinned version with torch; a `--no-deps` "
@@ -289,8 +293,8 @@ def _overwritten(ctx: CheckContext, i: int, py: PythonEnv, shared, pinned: Dict[
     pin = pinned[ours.name]
     lib = _lib(ours.name)
     where = py.executable or "the interpreter"
-    return Finding(
-        code=f"packages.torch-requires/{ours.name}-overwritten", category=CATEGORY, severity=Severity.ERROR,
+    return TORCH_REQUIRES.error(
+        f"{ours.name}-overwritten",
         summary=(f"{shared.path} on disk is the CUDA {major} build from {owner.name} {owner.version}, not the CUDA "
                  f"{want} {lib} of {ours.name} {ours.version} that torch pins ({pin.line.split(';')[0].strip()}): "
                  f"the {owner.name} install overwrote it"),

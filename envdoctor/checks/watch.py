@@ -48,7 +48,11 @@ check = registrar(CHECKS)
 
 # --------------------------------------------------------------------------- the verdict
 
-BOTTLENECK = Findings("watch.bottleneck", "GPU_BOUND")
+BOTTLENECK = Findings("watch.bottleneck", "GPU_BOUND",
+                      kinds=("communication", "cpu", "gpu-bound", "input", "input-keeps-up",
+                             "input-pattern", "storage", "underfed"),
+                      categories=("INPUT_BOUND", "COMMUNICATION_BOUND", "GPU_UNDERFED",
+                                  "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND"))
 
 
 @check("watch.bottleneck", "What limits the watched run",
@@ -199,7 +203,7 @@ def _comm_wait(w: Watch, gs: List[GpuStats]) -> Optional[float]:
 
 # --------------------------------------------------------------------------- the loader's processes
 
-LOADER = Findings("watch.dataloader", "DATALOADER_IN_MAIN_PROCESS")
+LOADER = Findings("watch.dataloader", "DATALOADER_IN_MAIN_PROCESS", kinds=("main-process",))
 
 
 @check(LOADER, "The DataLoader loads in worker processes")
@@ -252,7 +256,7 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
 
 
 
-SHM = Findings("watch.shm", "SHM_TOO_SMALL")
+SHM = Findings("watch.shm", "SHM_TOO_SMALL", kinds=("nearly-full",))
 
 
 @check(SHM, "/dev/shm has room for the loader's batches during the run")

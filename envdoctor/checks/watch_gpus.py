@@ -26,7 +26,7 @@ check = registrar(CHECKS)
 
 # --------------------------------------------------------------------------- GPUs one by one
 
-IDLE = Findings("watch.idle-gpu", "GPU_IDLE_UNUSED")
+IDLE = Findings("watch.idle-gpu", "GPU_IDLE_UNUSED", kinds=("all-idle", "unused"))
 
 
 @check(IDLE, "Every GPU of the run does work")
@@ -64,7 +64,7 @@ def idle_gpu(ctx: CheckContext) -> List[Finding]:
                 "hide the unused GPU (CUDA_VISIBLE_DEVICES) so it can serve another job"))]
 
 
-STRAGGLER = Findings("watch.straggler", "GPU_STRAGGLER")
+STRAGGLER = Findings("watch.straggler", "GPU_STRAGGLER", kinds=("lagging", "slower"))
 
 
 @check(STRAGGLER, "No GPU lags behind the others")
@@ -119,7 +119,7 @@ def straggler(ctx: CheckContext) -> List[Finding]:
 
 # --------------------------------------------------------------------------- stalls, memory, clocks
 
-STALLS = Findings("watch.stalls", "CHECKPOINT_STALL")
+STALLS = Findings("watch.stalls", "CHECKPOINT_STALL", kinds=("checkpoint", "stall"), categories=("GPU_UNDERFED",))
 
 
 @check(STALLS, "The GPUs do not stop together mid-run", categories=("CHECKPOINT_STALL", "GPU_UNDERFED"))
@@ -151,7 +151,7 @@ def stalls(ctx: CheckContext) -> List[Finding]:
         fix=Fix("Find what runs at those times (checkpoint, eval, logging): save asynchronously, evaluate less often"))]
 
 
-MEMORY = Findings("watch.gpu-memory", "GPU_MEMORY_PRESSURE")
+MEMORY = Findings("watch.gpu-memory", "GPU_MEMORY_PRESSURE", kinds=("nearly-full",))
 
 
 @check(MEMORY, "GPU memory has headroom")
@@ -177,7 +177,7 @@ def gpu_memory(ctx: CheckContext) -> List[Finding]:
                 "gradient accumulation; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation"))]
 
 
-THROTTLE = Findings("watch.throttle", "GPU_THROTTLED")
+THROTTLE = Findings("watch.throttle", "GPU_THROTTLED", kinds=("during-run",))
 
 
 @check(THROTTLE, "GPU clocks are not held back during the run")

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from .. import __version__
+from ..checks.fleet import FleetContext
 from ..findings import CheckResult, Finding, Report, Severity, order_findings
-from .checks import FleetContext, run_fleet_checks
 from .model import FLEET_KIND, FLEET_SCHEMA_VERSION, FleetData, fleet_to_dict
 
 
@@ -38,13 +38,21 @@ def judge_fleet(fleet: FleetData, compat: Any = None) -> FleetReport:
 
     compat = compat or load_compat()
     node_reports = {n.key: judge(n.facts, compat) for n in fleet.nodes if n.facts is not None}
-    checks = run_fleet_checks(FleetContext(fleet, node_reports))
+    checks = run_fleet_checks(FleetContext(fleet, node_reports), compat)
     return FleetReport(fleet, node_reports, checks, compat_as_of=compat.as_of)
+
+
+def run_fleet_checks(ctx: FleetContext, compat: Any) -> List[CheckResult]:
+    """The registered fleet checks (area "fleet") over the fleet: the same runner as every check's."""
+    from ..checks import all_checks, run_checks
+    from ..facts import Facts
+
+    return run_checks(Facts(), compat, [c for c in all_checks() if c.area == "fleet"], fleet=ctx)
 
 
 def node_summary(node: Any) -> Dict[str, Any]:
     """The node's key facts: what the consistency check compares, as one flat record."""
-    from .checks import NODE_FACTS
+    from ..checks.fleet import NODE_FACTS
 
     if node.facts is None:
         return {}

@@ -133,6 +133,7 @@ _NOT_APPLICABLE = (
     (("nothing to judge",), "nothing of the kind here"),
     (("no watch recording",), "no watch recording"),
     (("pins a cuda library wheel",), "no CUDA library pins"),
+    (("no fleet run",), "not a fleet run"),
 )
 _NO_GPU_WORDS = ("nvidia", "nvml", "gpu", "driver")
 

@@ -316,7 +316,7 @@ def test_cases_report_one_finding_with_every_line_and_its_evidence():
     from envdoctor.checks.base import Cases, Findings
     from envdoctor.findings import Evidence, Severity
 
-    rule = Findings("area.rule", "INTERCONNECT")
+    rule = Findings("area.rule", "INTERCONNECT", kinds=("k", "narrow"))
     cases = Cases()
     assert cases.report(rule.warning, "k", "nothing: {}") == []  # the rule caught nothing: no finding
     cases.add("GPU 0: x8 of x16", [Evidence("driver.gpus[0].pcie_width_current", 8)], "0000:17:00.0")

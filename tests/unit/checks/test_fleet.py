@@ -6,10 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from envdoctor.fleet.checks import FLEET_CHECKS, STRAGGLER_FRACTION, outliers
+from envdoctor.checks import all_checks
+from envdoctor.checks.fleet import STRAGGLER_FRACTION, outliers
 from envdoctor.fleet.model import FleetData, group_nodes
 from envdoctor.fleet.report import judge_fleet
 from tests import machines as m
+
+FLEET_CHECKS = [c for c in all_checks() if c.area == "fleet"]
 
 
 def _node_facts(torch="2.5.1+cu124", nccl="2.21.5", shm=16 * m.GiB, ib=None, driver="550.54.14", gpus=8):

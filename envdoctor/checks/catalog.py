@@ -1,0 +1,98 @@
+"""What ``envdoctor explain`` prints, read from the registry: the checks, the finding codes their ``Findings``
+declare (checks/registry.py ``finding_codes``), the categories (catalogue.py) and the error signatures
+(compat_data/error_signatures.json). No source is parsed: a code is known because a check declared it.
+
+``explain_lines(code)`` is the whole command: the lines to print, or ``UnknownCode`` with the message to show.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from ..catalogue import CATEGORIES
+from .base import Check
+from .registry import ALL_CHECKS, builders, finding_code
+
+# `diagnose` names a matched error message by its signature (compat_data/error_signatures.json): the kinds of
+# messages.signatures' builder are the signatures' ids, explained from the signature's row
+SIGNATURE_PREFIX = "messages.signature/"
+
+
+class UnknownCode(ValueError):
+    """Not a category, check id, declared finding code or known error signature; the message says what is."""
+
+
+def check_by_id(check_id: str) -> Optional[Check]:
+    return next((c for c in ALL_CHECKS if c.id == check_id), None)
+
+
+def known_finding_code(code: str) -> bool:
+    """Whether a check declares ``code`` (a kind it names, or one its kind template stands for)."""
+    return finding_code(code) is not None
+
+
+def explain_lines(code: str, compat: Any) -> List[str]:
+    """The lines `envdoctor explain CODE` prints: a category, a check id or a finding code ("area.check/kind"),
+    or a matched error message's code (messages.signature/<id>). ``compat`` is the compatibility data, or a
+    function returning it (``compat.active_compat``), called only for an error signature's code."""
+    code = code.strip()
+    category = CATEGORIES.get(code.upper())
+    if category is None and code.startswith(SIGNATURE_PREFIX):
+        return signature_lines(code, compat)
+    check = declared = None
+    if category is None:
+        declared = finding_code(code) if "/" in code else None
+        check = declared.check if declared is not None else check_by_id(code.split("/", 1)[0])
+        if check is None:
+            raise UnknownCode(f"unknown code {code!r}: give a category (e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA), a check "
+                              "id or a finding code; `envdoctor list-checks` lists them")
+        if "/" in code and declared is None:
+            raise UnknownCode(f"unknown finding code {code!r}: {check.id} reports no such kind "
+                              f"(`envdoctor explain {check.id}` explains the check)")
+    out: List[str] = []
+    if category is not None:
+        cats = [category]
+    else:
+        names = declared.categories if declared is not None else check.categories
+        cats = [CATEGORIES[c] for c in names if c in CATEGORIES]
+    if check is not None:
+        out += [f"{check.id}: {check.title}"]
+        if declared is not None:
+            out += [f"finding code: {code}"]
+            if declared.template:
+                out += [f"declared as: {declared.code} (the part in braces is computed from the facts)"]
+        out += [""]
+    # the checks whose builders declare the category (a relay such as fleet.node-findings declares none)
+    for cat in cats:
+        owners = {b.owner for b in builders() if cat.name in b.all_categories}
+        emitted_by = [c.id for c in ALL_CHECKS if c.id in owners]
+        out += [f"{cat.name}: {cat.title}", "", f"What it means: {cat.meaning}", f"Why it matters: {cat.why}",
+                f"How to fix: {cat.fix}"]
+        if emitted_by:
+            out += [f"Reported by: {', '.join(emitted_by)}"]
+        out += [""]
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def signature_lines(code: str, compat: Any) -> List[str]:
+    """A matched error message's code: "messages.signature/<id>", or ".../<id>/<category>" for a further cause
+    the same message proves."""
+    from ..compat.signatures import signatures_from
+
+    sig_id = code[len(SIGNATURE_PREFIX):].split("/", 1)[0]
+    sig = next((s for s in signatures_from(compat() if callable(compat) else compat) if s.id == sig_id), None)
+    if sig is None:
+        raise UnknownCode(f"unknown error signature {sig_id!r} in {code!r} (compat_data/error_signatures.json)")
+    cat = CATEGORIES.get(sig.category)
+    out = [f"{code}: a known error message (messages.signatures)", "", f"Message pattern: {sig.pattern}",
+           f"Category: {sig.category}" + (f" ({cat.title})" if cat else ""), f"Severity: {sig.severity}",
+           "", f"What it means: {sig.explanation}", f"How to fix: {sig.fix}", f"Source: {sig.source}"]
+    if sig.alternatives:
+        out += ["", "Other possible causes, depending on the rest of the paste: "
+                + ", ".join(sorted({a.category for a in sig.alternatives}))]
+    if getattr(sig, "also", ()):
+        out += ["", "The same message also proves, when the paste shows its context: "
+                + ", ".join(f"{a.category} ({a.when})" for a in sig.also)]
+    return out

@@ -1,0 +1,350 @@
+"""The fleet checks: pure functions of the fleet's data (the nodes' facts, the ranks' records and
+measurements) and of each node's report from the one judge (``app.judge``). No process, file or socket: they
+run the same live and on a saved report (``envdoctor fleet --report``). Registered like every other check; they
+read ``ctx.fleet`` (a ``FleetContext``, set by fleet/report.py) and skip elsewhere ("no fleet run"): one
+machine's report counts them among the checks that did not apply, as it does the watch checks.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from ..catalogue import CATEGORIES
+from ..facts import Facts, ProbeStatus
+from ..findings import Evidence, Finding, Fix, Report, Severity
+from ..fleet.model import FleetData, Node
+from .base import Check, CheckContext, Findings, SkipCheck, registrar
+
+# a rank whose kernel runs below this fraction of the median of its peers' is a straggler: envdoctor's line,
+# a policy (the quick kernels' run-to-run spread on one healthy GPU is a few percent: bench's 5-run medians)
+STRAGGLER_FRACTION = 0.8
+
+
+@dataclass(frozen=True)
+class FleetContext:
+    fleet: FleetData
+    node_reports: Dict[str, Report]  # node key -> that node's report from app.judge
+
+
+CHECKS: List[Check] = []
+check = registrar(CHECKS)
+
+
+def fleet_of(ctx: CheckContext) -> FleetContext:
+    if ctx.fleet is None:  # one machine's facts (check, diagnose, watch)
+        raise SkipCheck("no fleet run to judge (`envdoctor fleet` judges the ranks of several machines)")
+    return ctx.fleet
+
+
+# ------------------------------------------------------------------ missing ranks
+
+MISSING = Findings("fleet.ranks", "FLEET_RANK_UNREACHABLE", kinds=("interrupted", "missing"))
+
+
+@check(MISSING, "Every rank reported to rank 0 within the timeout")
+def missing_ranks(ctx: CheckContext) -> List[Finding]:
+    fleet = fleet_of(ctx).fleet
+    out = []
+    for m in fleet.missing:
+        r = m.get("rank")
+        heard = m.get("last_heard")
+        what = "never said hello" if m.get("stage") == "hello" else "did not send its report"
+        summary = (f"{fleet.who(r)} {what}: {m.get('reason')}"
+                   + (f"; last heard from at {heard}" if heard else "; never heard from"))
+        out.append(MISSING.error(
+            "missing", summary,
+            detail="A rank that dies or cannot reach rank 0 makes every collective of a training job hang or "
+                   "fail on this node set; the report below covers only the ranks that answered.",
+            evidence=[Evidence("fleet.missing", {k: v for k, v in m.items() if v is not None})],
+            fix=Fix("Read that rank's own output (torchrun prints each worker's exit code and error file) and "
+                    "the node's kernel log; then run `envdoctor check` on that node")))
+    if fleet.interrupted:
+        out.append(MISSING.error(
+            "interrupted", f"rank 0 was stopped before the end of the run: {fleet.interrupted}",
+            detail="torchrun stops every worker when one exits with an error; the ranks still missing then "
+                   "are listed above.", evidence=[Evidence("fleet.interrupted", fleet.interrupted)]))
+    return out
+
+
+# ------------------------------------------------------------------ consistency
+
+INCONSISTENT = Findings("fleet.consistency", "FLEET_INCONSISTENT", kinds=("node-facts", "rank-runtime"))
+
+
+def _python(f: Facts):
+    return f.pythons[0] if f.pythons else None
+
+
+def _torch_version(f: Facts) -> Optional[str]:
+    p = _python(f)
+    if p is None:
+        return None
+    if p.torch is not None and p.torch.version:
+        return p.torch.version
+    pkg = p.package("torch")
+    return pkg.version if pkg else None
+
+
+def _torch_variant(f: Facts) -> Optional[str]:
+    p = _python(f)
+    pkg = p.package("torch") if p else None
+    if pkg is not None and pkg.variant:
+        return pkg.variant
+    if p is not None and p.torch is not None and p.torch.version is not None:
+        return f"cu{p.torch.cuda}" if p.torch.cuda else None
+    return None
+
+
+def _gpu_models(f: Facts) -> Optional[str]:
+    if f.driver.status != ProbeStatus.OK:
+        return None
+    names = Counter(g.name or "unknown model" for g in f.driver.gpus)
+    return ", ".join(f"{n} x {name}" for name, n in sorted(names.items())) or "no GPU"
+
+
+def _problems(report: Optional[Report]) -> Optional[str]:
+    if report is None:
+        return None
+    cats = sorted({f.category for f in report.problems})
+    return ", ".join(cats) if cats else "none"
+
+
+# (what, value of a node, severity when nodes differ, why it matters)
+NODE_FACTS: List[Tuple[str, str, Callable[[Facts, Optional[Report]], Any], str]] = [
+    ("torch version", Severity.ERROR, lambda f, r: _torch_version(f),
+     "ranks running different torch builds can disagree on collective protocols and hang or crash"),
+    ("torch CUDA variant", Severity.ERROR, lambda f, r: _torch_variant(f),
+     "a CPU or other-CUDA build on one node changes what runs there"),
+    ("NCCL version", Severity.ERROR, lambda f, r: (_python(f).torch.nccl_version
+                                                   if _python(f) and _python(f).torch else None),
+     "NCCL requires the same version on every rank of a communicator"),
+    ("Python version", Severity.ERROR, lambda f, r: _python(f).python_version if _python(f) else None,
+     "pickled objects and compiled extensions differ between Python versions"),
+    ("NVIDIA driver", Severity.WARNING, lambda f, r: f.driver.version,
+     "different driver branches give different CUDA and NCCL behaviour and speed"),
+    ("driver's CUDA", Severity.WARNING, lambda f, r: f.driver.cuda_driver_version,
+     "the highest CUDA the driver runs differs"),
+    ("cuDNN", Severity.WARNING, lambda f, r: (_python(f).torch.cudnn_version if _python(f) and _python(f).torch
+                                              else None),
+     "convolution kernels and their speed differ"),
+    ("GPU models", Severity.WARNING, lambda f, r: _gpu_models(f),
+     "a job runs at the speed of its slowest GPU"),
+    ("envdoctor version", Severity.WARNING, lambda f, r: f.envdoctor_version,
+     "another envdoctor may read different facts"),
+    ("problems found", Severity.WARNING, lambda f, r: _problems(r),
+     "the nodes are not set up alike"),
+]
+
+# the rank's own runtime, as each rank's process sees it (ranks of one node may run different interpreters)
+RANK_FACTS = [("torch version", "torch_version", Severity.ERROR), ("NCCL version", "nccl_version", Severity.ERROR),
+              ("Python version", "python_version", Severity.ERROR), ("torch CUDA", "torch_cuda", Severity.ERROR),
+              ("envdoctor version", "envdoctor_version", Severity.WARNING)]
+
+
+def outliers(values: Dict[Any, Any]) -> Optional[Tuple[Any, List[Any], bool]]:
+    """(majority value, the keys holding another value, whether the majority is strict) over the known values;
+    None when they all agree or fewer than two are known. With no strict majority, the first key's value is the
+    reference (rank 0's node comes first)."""
+    known = {k: v for k, v in values.items() if v is not None}
+    if len(known) < 2 or len(set(known.values())) < 2:
+        return None
+    counts = Counter(known.values()).most_common()
+    strict = counts[0][1] > counts[1][1]
+    ref = counts[0][0] if strict else next(iter(known.values()))
+    return ref, [k for k, v in known.items() if v != ref], strict
+
+
+@check(INCONSISTENT, "What must match across nodes and ranks matches")
+def consistency(cctx: CheckContext) -> List[Finding]:
+    ctx = fleet_of(cctx)
+    fleet = ctx.fleet
+    nodes = [n for n in fleet.nodes if n.facts is not None]
+    out: List[Finding] = []
+    if len(nodes) >= 2:
+        for what, severity, get, why in NODE_FACTS:
+            values = {n.key: get(n.facts, ctx.node_reports.get(n.key)) for n in nodes}
+            found = outliers(values)
+            if found is None:
+                continue
+            ref, odd, strict = found
+            by = {n.key: n for n in nodes}
+            same = [k for k, v in values.items() if v == ref]
+            lines = [f"{by[k].label}, rank{'s' if len(by[k].ranks) > 1 else ''} "
+                     f"{', '.join(map(str, by[k].ranks))}: {values[k]}" for k in odd]
+            ref_text = (f"{len(same)} of {len(nodes)} nodes have {ref}" if strict else
+                        f"no majority; rank 0's node, {by[same[0]].label}, has {ref}")
+            out.append(INCONSISTENT(
+                "node-facts", severity, f"{what} differs: {'; '.join(lines)} ({ref_text})", detail=why,
+                evidence=[Evidence(f"nodes[{k}].{what}", values[k], expected=str(ref)) for k in odd],
+                fix=Fix("Fix each node's own findings (listed per node)" if what == "problems found" else
+                        f"Make the {what} the same on every node: the nodes named differ from the others")))
+    ranks = [r for r in fleet.ranks if r.get("payload")]
+    if len(ranks) >= 2:
+        for what, key, severity in RANK_FACTS:
+            values = {r["rank"]: r.get(key) for r in ranks}
+            found = outliers(values)
+            if found is None:
+                continue
+            ref, odd, strict = found
+            same = [k for k, v in values.items() if v == ref]
+            lines = [f"{fleet.who(k)}: {values[k]}" for k in odd]
+            ref_text = f"{len(same)} of {len(ranks)} ranks have {ref}" if strict else \
+                f"no majority; rank {same[0]} has {ref}"
+            out.append(INCONSISTENT(
+                "rank-runtime", severity, f"{what} of the running ranks differs: {'; '.join(lines)} ({ref_text})",
+                detail="What each rank's own process imported: ranks of one job must run the same stack.",
+                evidence=[Evidence(f"ranks[{k}].{key}", values[k], expected=str(ref)) for k in odd],
+                fix=Fix("Start every rank from the same environment (the same image or venv on every node)")))
+    if len(nodes) < 2 and not out:
+        raise SkipCheck(f"{len(nodes)} node{'s' if len(nodes) != 1 else ''} with facts and every rank's runtime "
+                        "alike: nothing to compare across nodes")
+    return out
+
+
+# ------------------------------------------------------------------ the nodes' own findings, merged
+
+
+@check("fleet.node-findings", "Each node's own findings (the checks of `check`), merged and counted",
+       categories=tuple(sorted(CATEGORIES)))
+def node_findings(cctx: CheckContext) -> List[Finding]:
+    ctx = fleet_of(cctx)
+    fleet = ctx.fleet
+    judged = [n for n in fleet.nodes if n.key in ctx.node_reports]
+    if not judged:
+        raise SkipCheck("no node's facts arrived")
+    by_code: Dict[str, List[Tuple[Node, Finding]]] = {}
+    for n in judged:
+        for f in ctx.node_reports[n.key].problems:
+            by_code.setdefault(f.code, []).append((n, f))
+    out = []
+    for code, items in by_code.items():
+        first = items[0][1]
+        labels = [n.label for n, _ in items]
+        worst = max((f.severity for _, f in items), key=lambda s: Severity.ORDER[s])
+        out.append(Finding(code, first.category, worst,
+                           f"{len(items)} of {len(judged)} nodes: {first.category}: {first.summary}"
+                           + (f" ({', '.join(labels)})" if len(judged) > 1 else ""),
+                           detail=first.detail,
+                           evidence=[Evidence("fleet.nodes", labels)] + list(first.evidence),
+                           fix=first.fix, subject=first.subject))
+    return out
+
+
+# ------------------------------------------------------------------ stragglers
+
+STRAGGLER = Findings("fleet.stragglers", "FLEET_STRAGGLER", kinds=("matmul-bf16", "matmul-fp32", "h2d-pinned"))
+
+
+@check(STRAGGLER, "No rank's matmul or host-to-device copy is far below the others'")
+def stragglers(ctx: CheckContext) -> List[Finding]:
+    fleet = fleet_of(ctx).fleet
+    by_name: Dict[str, List[Tuple[int, float, Dict[str, Any]]]] = {}
+    cpu_hosts: Dict[str, List[Any]] = {}
+    for rec in fleet.ranks:
+        for res in rec.get("bench") or []:
+            if res.get("status") != "ok" or not isinstance(res.get("value"), (int, float)):
+                continue
+            by_name.setdefault(res["name"], []).append((rec["rank"], float(res["value"]), res))
+            if str(res.get("device", "")).startswith("cpu"):
+                cpu_hosts.setdefault(res["name"], []).append(rec.get("hostname"))
+    if not by_name:
+        raise SkipCheck("no per-rank measurement (run with --bench)")
+    out: List[Finding] = []
+    judged = 0
+    for name, items in sorted(by_name.items()):
+        hosts = cpu_hosts.get(name, [])
+        if hosts and len(set(hosts)) < len(hosts):
+            continue  # CPU ranks on one host measure the same cores at once: not independent
+        if len(items) < 2:
+            continue
+        judged += 1
+        values = [v for _, v, _ in items]
+        median = statistics.median(values)
+        r, slowest, res = min(items, key=lambda x: x[1])
+        if median > 0 and slowest < median * STRAGGLER_FRACTION:
+            rec = fleet.rank(r) or {}
+            gpu = rec.get("gpu") or {}
+            where = ", ".join(filter(None, [gpu.get("name"), gpu.get("pci_bus_id"), gpu.get("uuid")]))
+            out.append(STRAGGLER.warning(
+                name.replace("_", "-"),
+                f"{fleet.who(r)} is a straggler: {name} {slowest:g} {res.get('unit') or ''} against a median of "
+                f"{median:g} over {len(items)} ranks ({slowest / median:.0%})" + (f"; its GPU: {where}" if where else ""),
+                detail="Synchronous training waits for the slowest rank at every step: the whole job runs at its "
+                       f"speed. Below {STRAGGLER_FRACTION:.0%} of the median is envdoctor's straggler line.",
+                evidence=[Evidence(f"ranks[{r}].bench.{name}", slowest, expected=f">= {median * STRAGGLER_FRACTION:g}")]
+                + [Evidence(f"ranks[{x}].bench.{name}", v) for x, v, _ in items if x != r],
+                fix=Fix("Run `envdoctor bench` on that node: its clocks, power limit, PCIe link and the processes "
+                        "sharing its GPU are the usual causes")))
+    if not judged:
+        raise SkipCheck("no two independent measurements of one kernel (ranks on one host share its CPUs; "
+                        "a GPU per rank, or one rank per host, is compared)")
+    return out
+
+
+# ------------------------------------------------------------------ collectives and the transport
+
+COLLECTIVE = Findings("fleet.collectives", "FLEET_RANK_UNREACHABLE", kinds=("failed", "busbw"),
+                      categories=("INTERCONNECT",))
+TRANSPORT = Findings("fleet.transport", "INTERCONNECT", kinds=("socket-fallback",))
+
+
+@check(COLLECTIVE, "All-reduce completes across the ranks (algbw, busbw)", categories=("FLEET_RANK_UNREACHABLE",))
+def collectives(cctx: CheckContext) -> List[Finding]:
+    ctx = fleet_of(cctx)
+    if not ctx.fleet.collectives:
+        raise SkipCheck("no all-reduce sweep ran (run with --bench)")
+    ran = [c for c in ctx.fleet.collectives if not c.get("skipped")]
+    if not ran:
+        raise SkipCheck(f"all-reduce sweep {ctx.fleet.collectives[0]['skipped']}")
+    out = []
+    for c in ran:
+        if c.get("error"):
+            out.append(COLLECTIVE.error(
+                "failed", f"all-reduce over {c.get('scope')} (ranks {c.get('ranks')}) failed: {c['error']}",
+                detail="Training's gradient all-reduce goes the same way: it would fail or hang here.",
+                evidence=[Evidence("fleet.collectives", c.get("scope"))]))
+        elif c.get("sweep"):
+            best = max(c["sweep"], key=lambda s: s.get("busbw_gbs") or 0)
+            out.append(COLLECTIVE.info(
+                "busbw", f"all-reduce over {c.get('scope')} ({len(c.get('ranks') or [])} ranks, "
+                f"{ctx.fleet.backend}): best busbw {best['busbw_gbs']:g} GB/s (algbw {best['algbw_gbs']:g} GB/s) "
+                f"at {_size(best['bytes'])}", category="INTERCONNECT",
+                evidence=[Evidence("fleet.collectives", c.get("scope"))]))
+    return out
+
+
+@check(TRANSPORT, "A multi-node NCCL job uses InfiniBand where the nodes have it")
+def transport(ctx: CheckContext) -> List[Finding]:
+    fleet = fleet_of(ctx).fleet
+    logs = {r["rank"]: r.get("nccl_transport") for r in fleet.ranks if r.get("nccl_transport")}
+    if fleet.backend != "nccl" or not logs:
+        raise SkipCheck("no NCCL_DEBUG=INFO log of this run to read (NCCL backend only; not when NCCL_DEBUG "
+                        "was set by the user)")
+    if len([n for n in fleet.nodes]) < 2:
+        raise SkipCheck("one node: NCCL's network transport is only used between nodes")
+    ib_nodes = [n.label for n in fleet.nodes if n.facts is not None and n.facts.host.infiniband_devices]
+    out = []
+    for r, t in sorted(logs.items()):
+        channels = t.get("channels") or {}
+        socket = t.get("network") == "Socket" or ("NET/Socket" in channels and "NET/IB" not in channels)
+        if socket and ib_nodes:
+            out.append(TRANSPORT.error(
+                "socket-fallback", f"NCCL on {fleet.who(r)} talks to other nodes over TCP sockets although "
+                f"InfiniBand devices are present ({', '.join(ib_nodes)})",
+                detail="Sockets run at a fraction of InfiniBand's bandwidth: inter-node all-reduce and the whole "
+                       "job slow down many times.",
+                evidence=[Evidence(f"ranks[{r}].nccl_transport", t)],
+                fix=Fix("Let NCCL use the IB devices: unset NCCL_IB_DISABLE and NCCL_NET=Socket, check "
+                        "NCCL_IB_HCA names live ports (ibstat), and that the container sees /dev/infiniband",
+                        commands=["ibstat", "env | grep ^NCCL_"])))
+    return out
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:g} {unit}"
+    return f"{n} B"
