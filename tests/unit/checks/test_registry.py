@@ -121,7 +121,8 @@ def test_every_kind_the_checks_make_on_the_test_machines_is_declared():
 
 
 def test_the_fleet_checks_are_registered_and_do_not_apply_to_one_machine():
-    from envdoctor.report.console import render_console, skip_label
+    from envdoctor.report.console import render_console
+    from envdoctor.report.summary import skip_label
 
     fleet = [c for c in all_checks() if c.area == "fleet"]
     assert [c.id for c in fleet] == ["fleet.ranks", "fleet.consistency", "fleet.node-findings", "fleet.stragglers",
