@@ -1,4 +1,4 @@
-"""Probe of the Python interpreter being diagnosed: runs envdoctor/_payload.py inside it and reads its JSON."""
+"""Probe of the Python interpreter being diagnosed: runs the payload (envdoctor/_payload/) inside it and reads its JSON."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from envdoctor.probes.package_variants import with_variant
 from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.runner import OUTPUT_CAP_BYTES, RunResult
 
-PAYLOAD_VERSION = 1  # must match _payload.PAYLOAD_VERSION (the envelope's "envdoctor_payload")
+PAYLOAD_VERSION = 1  # must match _payload/tasks.PAYLOAD_VERSION (the envelope's "envdoctor_payload")
 DEFAULT_TIMEOUT_S = 60.0
 
 # Keep the user's environment as it is (that is what is being diagnosed), but do not write
@@ -36,8 +36,9 @@ PAYLOAD_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def payload_path() -> Path:
-    """Where _payload.py lives: shipped inside the package (pyproject package-data)."""
-    return Path(__file__).resolve().parent.parent / "_payload.py"
+    """The payload folder, run as a script by the target (``python <folder> --task ...``; its __main__.py is the
+    launcher): shipped inside the package as the subpackage envdoctor._payload."""
+    return Path(__file__).resolve().parent.parent / "_payload"
 
 
 def payload_deadline_s(timeout_s: float) -> float:
@@ -92,7 +93,7 @@ def execute_payload(executable: str, runner: Any, task: str = "inspect", args: S
     ``stage_hint`` names what most likely hung when our own timeout (not the payload's) fires.
     """
     argv = payload_argv(executable, task, args, timeout_s)
-    if not payload_path().is_file():
+    if not (payload_path() / "__main__.py").is_file():
         rr = RunResult(tuple(argv), None, error="payload missing")
         return PayloadRun(None, f"envdoctor's payload script is missing ({payload_path()}): reinstall envdoctor",
                           "could_not_run", rr)

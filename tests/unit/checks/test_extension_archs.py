@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from envdoctor import _payload as payload
+from envdoctor._payload import tasks as payload
 from envdoctor.app import judge
 from envdoctor.assertions import declared_driver, judge_declared
 from envdoctor.compat import load_compat
@@ -25,7 +25,7 @@ from envdoctor.targets import resolve_gpus
 from tests import machines
 from tests.unit.probes.test_torch_static import _fatbin, build_so, needs_gcc
 
-PAYLOAD = Path(payload.__file__)
+PAYLOAD = Path(payload.__file__).parent  # the payload folder, run as a script
 NVCC = shutil.which("nvcc")
 
 
@@ -98,7 +98,7 @@ def fake_dist(site: Path, name: str, libs: Dict[str, Path], requires: Optional[L
 
 def scan_in_subprocess(site: Path, **kw) -> dict:
     code = (f"import json, sys; sys.path.insert(0, {str(site)!r}); sys.path.insert(0, {str(PAYLOAD.parent)!r}); "
-            f"import _payload; print(json.dumps(_payload.extension_archs(**{kw!r})))")
+            f"import _payload.tasks as t; print(json.dumps(t.extension_archs(**{kw!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)
 

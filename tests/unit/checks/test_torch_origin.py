@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from envdoctor import _payload
+from envdoctor._payload import tasks as _payload
 from envdoctor.app import judge
 from envdoctor.facts import Facts, ModuleCopy, ModuleOrigin, Package
 from envdoctor.findings import CheckStatus, Severity

@@ -13,10 +13,10 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
-from envdoctor import _payload as payload
+from envdoctor._payload import tasks as payload
 from envdoctor.probes import package_variants as pv
 
-PAYLOAD = Path(payload.__file__).resolve()
+PAYLOAD = Path(payload.__file__).resolve().parent  # the payload folder, run as a script
 
 
 def run(args: Sequence[str] = (), python: str = sys.executable, pythonpath: Optional[Path] = None,

@@ -90,7 +90,7 @@ def _fake_torch(bad: int) -> types.ModuleType:
 
 
 def test_payload_guards_each_device_and_names_it_by_bus_id(monkeypatch):
-    from envdoctor import _payload
+    from envdoctor._payload import tasks as _payload
 
     monkeypatch.setitem(sys.modules, "torch", _fake_torch(bad=1))
     state = _payload.State(out_fd=1)

@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from envdoctor import _payload as payload
+from envdoctor._payload import tasks as payload
 from envdoctor.app import judge
 from envdoctor.compat import load_compat
 from envdoctor.facts import (
