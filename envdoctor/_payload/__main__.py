@@ -37,7 +37,7 @@ def load_package() -> str:
 def main(argv: list) -> int:
     package = load_package()
     if len(argv) >= 2 and argv[0] == "--task" and argv[1] == "bench":
-        return int(importlib.import_module(package + ".bench").main(argv[2:]))
+        return int(importlib.import_module(package + ".bench_run").main(argv[2:]))
     return int(importlib.import_module(package + ".tasks").main(argv))
 
 
