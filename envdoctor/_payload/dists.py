@@ -114,7 +114,12 @@ def _metadata_headers(text: str) -> Dict[str, List[str]]:
 
 
 def _dist_files(dist: Any) -> List[str]:
-    """A distribution's files, relative to its location: RECORD's first column read directly (dist.files
+    """A distribution's files, relative to its location (see _dist_files_sized)."""
+    return [rel for rel, _size in _dist_files_sized(dist)]
+
+
+def _dist_files_sized(dist: Any) -> List[Tuple[str, Optional[int]]]:
+    """(file relative to its location, recorded size or None) of a distribution: RECORD read directly (dist.files
     builds a PackagePath per line: 0.7 s for a CUDA torch environment), dist.files for other layouts."""
     import csv
 
@@ -123,9 +128,14 @@ def _dist_files(dist: Any) -> List[str]:
     except Exception:
         record = None
     if record:
-        return [row[0] for row in csv.reader(record.splitlines()) if row and row[0]]
+        out: List[Tuple[str, Optional[int]]] = []
+        for row in csv.reader(record.splitlines()):
+            if row and row[0]:
+                size = row[2].strip() if len(row) > 2 else ""
+                out.append((row[0], int(size) if size.isdigit() else None))  # as PackagePath.size reads it
+        return out
     try:
-        return [str(p) for p in (dist.files or [])]
+        return [(str(p), getattr(p, "size", None)) for p in (dist.files or [])]
     except Exception:
         return []
 
@@ -278,24 +288,22 @@ def shared_library_files(prefixes: Tuple[str, ...] = ("nvidia-", "cuda-")) -> Li
     """Library files that two or more NVIDIA wheels claim in their RECORD (nvidia-cudnn-cu12 and -cu13 both
     unpack nvidia/cudnn/lib/libcudnn.so.9), with the wheel whose recorded size the file on disk has: the one
     installed last, whose build torch actually loads. pip warns about none of this."""
-    try:
-        from importlib import metadata  # Python 3.8+
-    except ImportError:
+    records = _distribution_records()  # names and versions read by hand once (the email parser: 0.4 s here)
+    if records is None:
         return []
     claims: Dict[str, List[Dict[str, Any]]] = {}
     seen = set()
-    for dist in metadata.distributions():
+    for r in records:
         try:
-            name = normalize_name(dist.metadata["Name"] or "")
-            if not name.startswith(prefixes) or name in seen:
+            name = normalize_name(r["name"])
+            if not name.startswith(prefixes) or name in seen or not r["location"]:
                 continue
             seen.add(name)
-            for f in dist.files or []:
-                if not _is_compiled(str(f)):
+            for rel, size in _dist_files_sized(r["dist"]):
+                if not _is_compiled(rel):
                     continue
-                path = os.path.realpath(str(dist.locate_file(f)))
-                claims.setdefault(path, []).append({"name": name, "version": dist.version or "",
-                                                    "size": getattr(f, "size", None)})
+                path = os.path.realpath(os.path.join(r["location"], rel))
+                claims.setdefault(path, []).append({"name": name, "version": r["version"] or "", "size": size})
         except Exception:
             continue
     out = []

@@ -101,6 +101,8 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     parser.add_argument("--no-torch", action="store_true", help="do not import torch")
     parser.add_argument("--sequential", action="store_true",
                         help="read the files, then import torch (the default; kept for scripts)")
+    parser.add_argument("--cuda-gate", action="store_true",
+                        help="before initialising CUDA, wait until stdin is closed (envdoctor's NVML gate)")
     parser.add_argument("--overlap", action="store_true",
                         help="import torch while a second thread reads the files")
     opts = parser.parse_args(argv)
@@ -132,7 +134,7 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
         reader = _start_reader(state, errors, owners, result, prefixes, location, stage)
     state.stage = "importing torch"
     state.checkpoint()  # a segfault or a hang inside `import torch` still leaves what was read by then
-    result["torch"] = inspect_torch(state, errors)
+    result["torch"] = inspect_torch(state, errors, cuda_gate=opts.cuda_gate)
     if reader is not None:
         state.stage = (stage[0] or "reading files") + " (after importing torch)"
         reader.join()

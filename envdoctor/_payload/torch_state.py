@@ -1,6 +1,7 @@
 """`import torch` and what torch then says about its build and its CUDA state (the only module that imports torch
 for the inspect task)."""
 
+import os
 import time
 import warnings
 from typing import Any, Dict, List, Optional
@@ -19,8 +20,9 @@ def _record_warnings(caught: List[Any], into: List[str]) -> None:
             into.append(text)
 
 
-def inspect_torch(state: State, errors: List[str]) -> Optional[Dict[str, Any]]:
-    """Import torch and read its build and CUDA state; None when torch is not installed."""
+def inspect_torch(state: State, errors: List[str], cuda_gate: bool = False) -> Optional[Dict[str, Any]]:
+    """Import torch and read its build and CUDA state; None when torch is not installed. With ``cuda_gate``, wait
+    until stdin is closed before initialising CUDA (wait_for_stdin_eof)."""
     import importlib.util
 
     try:
@@ -46,11 +48,29 @@ def inspect_torch(state: State, errors: List[str]) -> Optional[Dict[str, Any]]:
         info["import_seconds"] = round(time.monotonic() - t0, 3)
         state.stage = "reading torch build information"
         _torch_build(torch, info, errors)
+        if cuda_gate:
+            state.stage = "waiting for envdoctor to read the GPUs' process lists"
+            wait_for_stdin_eof()
         state.stage = "initialising CUDA in torch"
         _torch_cuda(torch, info, errors)
         _record_warnings(caught, info["warnings"])
     state.stage = "reading loaded libraries"
     return info
+
+
+def wait_for_stdin_eof() -> None:
+    """Block until stdin reaches its end. envdoctor may start this payload before NVML has listed the GPUs'
+    processes (to import torch meanwhile); it closes our stdin once they are listed, so that the CUDA context
+    created next is never among them (in a container NVML's host PIDs cannot be matched to ours). Run by hand or
+    by Runner.run, stdin is /dev/null or closed: no wait."""
+    while True:
+        try:
+            if not os.read(0, 65536):
+                return
+        except InterruptedError:
+            continue
+        except OSError:  # no stdin at all
+            return
 
 
 def _torch_build(torch: Any, info: Dict[str, Any], errors: List[str]) -> None:

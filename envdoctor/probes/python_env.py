@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.facts import (
@@ -24,35 +22,19 @@ from envdoctor.facts import (
     from_dict,
 )
 from envdoctor.probes.package_variants import with_variant
+from envdoctor.probes.payload_launch import (  # noqa: F401  (DEFAULT_TIMEOUT_S, payload_argv...: this module's API)
+    DEFAULT_TIMEOUT_S,
+    PAYLOAD_ENV,
+    adopt_early,
+    default_interpreter,
+    payload_argv,
+    payload_deadline_s,
+    payload_path,
+)
 from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.runner import OUTPUT_CAP_BYTES, RunResult
 
 PAYLOAD_VERSION = 1  # must match _payload/tasks.PAYLOAD_VERSION (the envelope's "envdoctor_payload")
-DEFAULT_TIMEOUT_S = 60.0
-
-# Keep the user's environment as it is (that is what is being diagnosed), but do not write
-# __pycache__ files into it just because we looked.
-PAYLOAD_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
-
-
-def payload_path() -> Path:
-    """The payload folder, run as a script by the target (``python <folder> --task ...``; its __main__.py is the
-    launcher): shipped inside the package as the subpackage envdoctor._payload."""
-    return Path(__file__).resolve().parent.parent / "_payload"
-
-
-def payload_deadline_s(timeout_s: float) -> float:
-    """The payload's own watchdog fires a little before our subprocess timeout, so that a hung
-    ``import torch`` still reports what was collected and where it hung."""
-    return round(max(timeout_s - 5.0, timeout_s * 0.8), 1)
-
-
-def payload_argv(executable: str, task: str = "inspect", args: Sequence[str] = (),
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> List[str]:
-    """The exact command line run_payload uses (tests key FakeRunner answers on it)."""
-    return [str(executable), str(payload_path()), "--task", task,
-            "--deadline-s", f"{payload_deadline_s(timeout_s):g}", *args]
-
 
 @dataclass(frozen=True)
 class PayloadRun:
@@ -97,11 +79,13 @@ def execute_payload(executable: str, runner: Any, task: str = "inspect", args: S
         rr = RunResult(tuple(argv), None, error="payload missing")
         return PayloadRun(None, f"envdoctor's payload script is missing ({payload_path()}): reinstall envdoctor",
                           "could_not_run", rr)
+    early = adopt_early(argv, runner, PAYLOAD_ENV)  # started by cli.main before envdoctor's own imports
     if task == "inspect":
         from envdoctor.probes.nvml import wait_for_process_lists
 
         wait_for_process_lists()  # not while NVML lists the GPUs' processes: the payload's CUDA context is not another tenant
-    rr = runner.run(argv, timeout=timeout_s, env=PAYLOAD_ENV)
+    # an early payload has been importing torch meanwhile; closing its stdin lets it initialise CUDA (--cuda-gate)
+    rr = early.result(timeout_s) if early is not None else runner.run(argv, timeout=timeout_s, env=PAYLOAD_ENV)
     if rr.not_found:
         return PayloadRun(None, f"Python interpreter {executable} not found", "not_found", rr)
     envelope = parse_envelope(rr.stdout) if rr.stdout else None
@@ -182,33 +166,6 @@ def run_payload(executable: str, runner: Any, task: str = "inspect", args: Seque
 
 
 # --------------------------------------------------------------------------- choosing the interpreter
-
-
-def _bin_python(prefix: str) -> str:
-    if os.name == "nt":
-        return os.path.join(prefix, "python.exe") if os.path.isfile(
-            os.path.join(prefix, "python.exe")) else os.path.join(prefix, "Scripts", "python.exe")
-    return os.path.join(prefix, "bin", "python")
-
-
-def default_interpreter(env: Optional[Mapping[str, str]] = None, runner: Any = None) -> Tuple[str, str]:
-    """The interpreter to diagnose when the user named none, and how it was chosen.
-
-    An active venv or conda env first (that is where the user's torch lives), then ``python3`` on
-    PATH, then envdoctor's own interpreter (which may be a pipx venv without torch: last resort).
-    """
-    env = os.environ if env is None else env
-    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        prefix = env.get(var)
-        if prefix:
-            candidate = _bin_python(prefix)
-            if os.path.isfile(candidate):
-                return candidate, f"${var}"
-    name = "python" if os.name == "nt" else "python3"
-    found = runner.which(name) if runner is not None else shutil.which(name, path=env.get("PATH"))
-    if found:
-        return found, f"{name} on PATH"
-    return sys.executable, "envdoctor's own interpreter (no active environment, no python3 on PATH)"
 
 
 # --------------------------------------------------------------------------- result -> facts

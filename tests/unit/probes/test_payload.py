@@ -498,3 +498,31 @@ def test_loaded_libraries_from_maps(tmp_path: Path) -> None:
     ]
     assert libs[4]["path"] == "/usr/local/cuda/lib64/libcublasLt.so.12.4.5.8"
     assert libraries.loaded_libraries([], maps_path=str(tmp_path / "nope"))[1].startswith("cannot read")
+
+
+def test_shared_library_files_names_the_wheel_whose_copy_is_on_disk(tmp_path: Path) -> None:
+    """Two NVIDIA wheels unpack the same library (nvidia-cudnn-cu12 and -cu13 both ship nvidia/cudnn/lib/
+    libcudnn.so.9): the payload lists the file with both claims, read from RECORD, and names the one whose recorded
+    size the file on disk has. The same answer importlib.metadata's dist.files gives (the reader it replaced)."""
+    site = tmp_path / "site"
+    lib = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"\x7fELF" + b"\0" * 116)  # 120 bytes: the cu12 wheel's copy, installed last
+    for name, version, size in (("nvidia-cudnn-cu13", "9.24.0.43", 100), ("nvidia-cudnn-cu12", "9.3.0.75", 120)):
+        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
+        (info / "RECORD").write_text(f"nvidia/cudnn/lib/libcudnn.so.9,sha256=x,{size}\n"
+                                     f"nvidia/cudnn/__init__.py,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+    data = envelope(run(["--no-torch"], pythonpath=site))
+    (shared,) = data["result"]["shared_library_files"]
+    assert shared["path"] == os.path.realpath(lib) and shared["size"] == 120
+    assert shared["owner"] == "nvidia-cudnn-cu12"
+    assert sorted((c["name"], c["version"], c["size"]) for c in shared["claimants"]) == [
+        ("nvidia-cudnn-cu12", "9.3.0.75", 120), ("nvidia-cudnn-cu13", "9.24.0.43", 100)]
+    from importlib import metadata
+
+    dists = [d for d in metadata.distributions(path=[str(site)])]
+    by_dist = sorted((d.metadata["Name"], d.version, f.size) for d in dists for f in d.files or []
+                     if str(f).endswith(".so.9"))
+    assert by_dist == sorted((c["name"], c["version"], c["size"]) for c in shared["claimants"])
