@@ -310,7 +310,6 @@ def probe_pythons(targets: Sequence[Tuple[str, str]], runner: Any, timeout_s: fl
                   inspect_torch: bool = True) -> List[PythonEnv]:
     """Every (interpreter, how it was chosen) inspected at once, each under the probe guard: a bug met while
     reading one interpreter fails that one, never the others."""
-    from concurrent.futures import ThreadPoolExecutor
     from functools import partial
 
     from envdoctor.probes.registry import guard
@@ -318,6 +317,10 @@ def probe_pythons(targets: Sequence[Tuple[str, str]], runner: Any, timeout_s: fl
     def one(exe: str, how: str) -> PythonEnv:
         return guard("pythons", partial(probe_python, exe, runner, timeout_s, inspect_torch, how),
                      partial(_failed_env, exe, how))[0]
+
+    if len(targets) == 1:  # the usual run: no pool (concurrent.futures imports logging: 20 ms of start-up)
+        return [one(*targets[0])]
+    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
         futures = [pool.submit(one, exe, how) for exe, how in targets]
