@@ -163,7 +163,7 @@ def start_early(argv: Sequence[str], default_timeout_s: float = DEFAULT_TIMEOUT_
             for plan in plans:
                 _EARLY[tuple(plan)] = runner.start(plan, env=PAYLOAD_ENV)
         return len(plans)
-    except Exception:  # noqa: BLE001 - an optimisation: the probe starts the payload itself
+    except (OSError, ValueError):  # an optimisation only: the probe starts the payload itself
         return 0
 
 
