@@ -244,8 +244,10 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
                 done[p.name] = (p.failed(reason), ProbeRun(p.name, ProbeStatus.FAILED, reason, None))
     finally:
         from .probes.nvml import release_process_lists
+        from .probes.payload_launch import discard_early
 
         release_process_lists()
+        discard_early()  # an early-started payload no probe adopted (cli.main guessed another target): end it
     sections: Dict[str, Any] = {}
     runs: List[ProbeRun] = []
     for p in probes:  # the sections first, then the parts other probes fill in them

@@ -20,7 +20,7 @@ PAYLOAD_DIR = Path(__file__).resolve().parents[1] / "envdoctor"
 STATIC = """
 import json, os, sys, time
 sys.path.insert(0, {payload_dir!r})
-import _payload as p
+import _payload.torch_files as p
 if {cold!r}:
     # evict the library's pages from the page cache (a hint, no root needed) to time a cold read
     d = p.torch_dir([])

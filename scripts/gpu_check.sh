@@ -171,7 +171,7 @@ step_pytest_gpu() {
 step_payload_pid() {
     # Does envdoctor's real inspect payload (it holds a CUDA context) show among NVML's compute processes, and
     # under which PID (a container's PID namespace translates it)? NVML polled every 50 ms while it runs.
-    run_py payload_pid "$PYTHON" "$TORCH_PY" "$REPO/envdoctor/_payload.py" <<'EOF'
+    run_py payload_pid "$PYTHON" "$TORCH_PY" "$REPO/envdoctor/_payload" <<'EOF'
 import json, os, subprocess, sys, time
 import pynvml
 pynvml.nvmlInit()

@@ -45,7 +45,7 @@ def preload() -> None:
     import envdoctor
 
     for mod in pkgutil.walk_packages(envdoctor.__path__, "envdoctor."):
-        if mod.name.split(".")[-1] in ("__main__", "_payload", "_bench_payload", "_preflight"):
+        if mod.name.split(".")[-1] in ("__main__", "_preflight") or mod.name.startswith("envdoctor._payload"):
             continue
         importlib.import_module(mod.name)
 

@@ -1,6 +1,6 @@
 """Run the benchmark plan: torch kernels in the target interpreter (streamed, each with a deadline), disks here.
 
-The payload (envdoctor/_bench_payload.py) prints one JSON line per event. We read them as they come so that
+The payload (envdoctor/_payload/bench.py, run as `--task bench` of the payload folder) prints one JSON line per event. We read them as they come so that
 the progress display is live and so that a kernel that overruns its budget (a hung kernel or driver call)
 is killed with its process group at the deadline; the kernels still to run get a fresh process. This is
 why the bench does not go through python_env.execute_payload, which returns only when the child exits.
@@ -32,8 +32,8 @@ Progress = Callable[[Dict[str, Any]], None]
 
 
 def bench_payload_path() -> Path:
-    """Shipped inside the package beside _payload.py (pyproject package-data)."""
-    return Path(__file__).resolve().parent.parent / "_bench_payload.py"
+    """The payload folder (envdoctor/_payload, shipped as a subpackage); the bench is its task ``bench``."""
+    return Path(__file__).resolve().parent.parent / "_payload"
 
 
 @dataclass
@@ -206,7 +206,7 @@ def run_torch_kernels(python: str, items: List[PlanItem], mem_fraction: float, b
         progress(obj)
 
     for _attempt in range(len(items) + 1):
-        argv = [python, str(payload), "--plan", plan_json, "--mem-fraction", f"{mem_fraction:g}",
+        argv = [python, str(payload), "--task", "bench", "--plan", plan_json, "--mem-fraction", f"{mem_fraction:g}",
                 "--busy", ",".join(busy)]
         for key in done:
             argv += ["--skip", key]

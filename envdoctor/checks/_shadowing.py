@@ -15,7 +15,7 @@ from ..remedies import drop_path_entry, export, pip_install, unset
 from .base import Findings
 
 # library family -> the nvidia-* wheel that ships it next to a pip-installed torch (the wheel may carry a
-# -cu12 / -cu13 suffix); family names are those the payload gives (lib_family in _payload.py)
+# -cu12 / -cu13 suffix); family names are those the payload gives (lib_family in _payload/libraries.py)
 WHEELS = {
     "cudnn": "nvidia-cudnn", "cublas": "nvidia-cublas", "nccl": "nvidia-nccl",
     "nvjitlink": "nvidia-nvjitlink", "cudart": "nvidia-cuda-runtime", "cufft": "nvidia-cufft",

@@ -1,5 +1,6 @@
 """Pure domain knowledge, one implementation per concept: versions, torch variants, GPU arches, PCI keys, GPU labels.
 
-Nothing here imports probes, checks, report or facts; every other layer may import it. `_payload.py` and
-`_bench_payload.py` run in another interpreter and keep stdlib copies that point back here.
+Nothing here imports probes, checks, report or facts; every other layer may import it. The payload
+folder (`_payload/`) runs in another interpreter and keeps stdlib copies (the PCI key, PEP 503 names), held to these
+by tests/unit/probes/test_payload_pins.py.
 """

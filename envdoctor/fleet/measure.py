@@ -23,8 +23,8 @@ WARM_ITERS = 5  # timed warm-up calls that set the iteration count
 
 def rank_kernels(torch: Any, device: Any, budget_s: float) -> List[Dict[str, Any]]:
     """This rank's matmul (bf16 on a GPU, fp32 on a CPU) and, on a GPU, its pinned host-to-device copy, by the
-    kernels of ``envdoctor bench`` (``_bench_payload``), each within ``budget_s``; BenchResult dicts."""
-    from .. import _bench_payload as bp
+    kernels of ``envdoctor bench`` (``_payload/bench.py``), each within ``budget_s``; BenchResult dicts."""
+    from .._payload import bench as bp
 
     ctx = bp.Ctx(torch, None, 0.5)
     cuda = device.type == "cuda"

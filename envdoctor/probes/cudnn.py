@@ -114,8 +114,8 @@ def _ldconfig(runner, fs: SysRoot) -> Tuple[Optional[List[LibraryCopy]], Optiona
 
 
 # NCCL carries its version as text ("NCCL version 2.27.7+cuda12.9", printed under NCCL_DEBUG=INFO); the
-# payload reads wheel and preloaded copies by the same rule (_payload.library_version, which envdoctor's own
-# process cannot import)
+# payload reads wheel and preloaded copies by the same rule in the target (_payload/libraries.library_version;
+# tests/unit/probes/test_payload_pins.py holds the two to the same answers)
 _NCCL_TEXT = re.compile(rb"NCCL version (\d+\.\d+\.\d+)")
 
 

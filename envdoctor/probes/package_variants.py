@@ -1,6 +1,6 @@
 """The CUDA variant of an installed distribution, judged from the raw evidence the payload reads in the target.
 
-The payload (envdoctor/_payload.py) reports what the files say: the version, torch's version.py, Requires-Dist and
+The payload (envdoctor/_payload/) reports what the files say: the version, torch's version.py, Requires-Dist and
 the libraries the compiled files link (DT_NEEDED). The rule that turns them into "cu124", "cuda13", "cpu" or
 "rocm" lives here, in envdoctor's own process, where it is tested like any other code.
 """

@@ -1,13 +1,11 @@
-"""Probe of the Python interpreter being diagnosed: runs envdoctor/_payload.py inside it and reads its JSON."""
+"""Probe of the Python interpreter being diagnosed: runs the payload (envdoctor/_payload/) inside it and reads its JSON."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.facts import (
@@ -24,34 +22,19 @@ from envdoctor.facts import (
     from_dict,
 )
 from envdoctor.probes.package_variants import with_variant
+from envdoctor.probes.payload_launch import (  # noqa: F401  (DEFAULT_TIMEOUT_S, payload_argv...: this module's API)
+    DEFAULT_TIMEOUT_S,
+    PAYLOAD_ENV,
+    adopt_early,
+    default_interpreter,
+    payload_argv,
+    payload_deadline_s,
+    payload_path,
+)
 from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.runner import OUTPUT_CAP_BYTES, RunResult
 
-PAYLOAD_VERSION = 1  # must match _payload.PAYLOAD_VERSION (the envelope's "envdoctor_payload")
-DEFAULT_TIMEOUT_S = 60.0
-
-# Keep the user's environment as it is (that is what is being diagnosed), but do not write
-# __pycache__ files into it just because we looked.
-PAYLOAD_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
-
-
-def payload_path() -> Path:
-    """Where _payload.py lives: shipped inside the package (pyproject package-data)."""
-    return Path(__file__).resolve().parent.parent / "_payload.py"
-
-
-def payload_deadline_s(timeout_s: float) -> float:
-    """The payload's own watchdog fires a little before our subprocess timeout, so that a hung
-    ``import torch`` still reports what was collected and where it hung."""
-    return round(max(timeout_s - 5.0, timeout_s * 0.8), 1)
-
-
-def payload_argv(executable: str, task: str = "inspect", args: Sequence[str] = (),
-                 timeout_s: float = DEFAULT_TIMEOUT_S) -> List[str]:
-    """The exact command line run_payload uses (tests key FakeRunner answers on it)."""
-    return [str(executable), str(payload_path()), "--task", task,
-            "--deadline-s", f"{payload_deadline_s(timeout_s):g}", *args]
-
+PAYLOAD_VERSION = 1  # must match _payload/tasks.PAYLOAD_VERSION (the envelope's "envdoctor_payload")
 
 @dataclass(frozen=True)
 class PayloadRun:
@@ -92,15 +75,17 @@ def execute_payload(executable: str, runner: Any, task: str = "inspect", args: S
     ``stage_hint`` names what most likely hung when our own timeout (not the payload's) fires.
     """
     argv = payload_argv(executable, task, args, timeout_s)
-    if not payload_path().is_file():
+    if not (payload_path() / "__main__.py").is_file():
         rr = RunResult(tuple(argv), None, error="payload missing")
         return PayloadRun(None, f"envdoctor's payload script is missing ({payload_path()}): reinstall envdoctor",
                           "could_not_run", rr)
+    early = adopt_early(argv, runner, PAYLOAD_ENV)  # started by cli.main before envdoctor's own imports
     if task == "inspect":
         from envdoctor.probes.nvml import wait_for_process_lists
 
         wait_for_process_lists()  # not while NVML lists the GPUs' processes: the payload's CUDA context is not another tenant
-    rr = runner.run(argv, timeout=timeout_s, env=PAYLOAD_ENV)
+    # an early payload has been importing torch meanwhile; closing its stdin lets it initialise CUDA (--cuda-gate)
+    rr = early.result(timeout_s) if early is not None else runner.run(argv, timeout=timeout_s, env=PAYLOAD_ENV)
     if rr.not_found:
         return PayloadRun(None, f"Python interpreter {executable} not found", "not_found", rr)
     envelope = parse_envelope(rr.stdout) if rr.stdout else None
@@ -181,33 +166,6 @@ def run_payload(executable: str, runner: Any, task: str = "inspect", args: Seque
 
 
 # --------------------------------------------------------------------------- choosing the interpreter
-
-
-def _bin_python(prefix: str) -> str:
-    if os.name == "nt":
-        return os.path.join(prefix, "python.exe") if os.path.isfile(
-            os.path.join(prefix, "python.exe")) else os.path.join(prefix, "Scripts", "python.exe")
-    return os.path.join(prefix, "bin", "python")
-
-
-def default_interpreter(env: Optional[Mapping[str, str]] = None, runner: Any = None) -> Tuple[str, str]:
-    """The interpreter to diagnose when the user named none, and how it was chosen.
-
-    An active venv or conda env first (that is where the user's torch lives), then ``python3`` on
-    PATH, then envdoctor's own interpreter (which may be a pipx venv without torch: last resort).
-    """
-    env = os.environ if env is None else env
-    for var in ("VIRTUAL_ENV", "CONDA_PREFIX"):
-        prefix = env.get(var)
-        if prefix:
-            candidate = _bin_python(prefix)
-            if os.path.isfile(candidate):
-                return candidate, f"${var}"
-    name = "python" if os.name == "nt" else "python3"
-    found = runner.which(name) if runner is not None else shutil.which(name, path=env.get("PATH"))
-    if found:
-        return found, f"{name} on PATH"
-    return sys.executable, "envdoctor's own interpreter (no active environment, no python3 on PATH)"
 
 
 # --------------------------------------------------------------------------- result -> facts
@@ -352,7 +310,6 @@ def probe_pythons(targets: Sequence[Tuple[str, str]], runner: Any, timeout_s: fl
                   inspect_torch: bool = True) -> List[PythonEnv]:
     """Every (interpreter, how it was chosen) inspected at once, each under the probe guard: a bug met while
     reading one interpreter fails that one, never the others."""
-    from concurrent.futures import ThreadPoolExecutor
     from functools import partial
 
     from envdoctor.probes.registry import guard
@@ -360,6 +317,10 @@ def probe_pythons(targets: Sequence[Tuple[str, str]], runner: Any, timeout_s: fl
     def one(exe: str, how: str) -> PythonEnv:
         return guard("pythons", partial(probe_python, exe, runner, timeout_s, inspect_torch, how),
                      partial(_failed_env, exe, how))[0]
+
+    if len(targets) == 1:  # the usual run: no pool (concurrent.futures imports logging: 20 ms of start-up)
+        return [one(*targets[0])]
+    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=max(1, len(targets))) as pool:
         futures = [pool.submit(one, exe, how) for exe, how in targets]

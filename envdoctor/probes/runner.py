@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -99,6 +100,38 @@ class Runner:
         path = self._env.get("PATH") if self._env is not None else None
         return shutil.which(name, path=path)
 
+    def environment(self, env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+        """The environment a command run with ``env`` gets: ours (or the one given), ``env`` on top, LC_ALL=C."""
+        full_env: Dict[str, str] = dict(self._env if self._env is not None else os.environ)
+        if env:
+            full_env.update(env)
+        full_env["LC_ALL"] = "C"
+        full_env.setdefault("LANG", "C")
+        return full_env
+
+    def start(self, argv: Sequence[str], env: Optional[Mapping[str, str]] = None) -> Started:
+        """Start a command now and read its output as it comes; ``Started.result(timeout)`` waits for it later.
+
+        Its stdin is a pipe, open until ``Started.close_stdin()`` (a child may wait on it as a gate). Never
+        raises: a command that could not start is a Started whose result() says why."""
+        argv = tuple(str(a) for a in argv)
+        full_env = self.environment(env)
+        start = time.monotonic()
+        with _LIVE_LOCK:
+            if _STOPPING.is_set():
+                return Started(argv, full_env, None, RunResult(argv, None, error="interrupted"), start)
+            try:
+                proc = subprocess.Popen(  # noqa: S603 - argv list, no shell; its own session, as in run()
+                    argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE, env=full_env,
+                    start_new_session=os.name == "posix",
+                )
+            except FileNotFoundError:
+                return Started(argv, full_env, None, RunResult(argv, None, error="not found"), start)
+            except OSError as e:
+                return Started(argv, full_env, None, RunResult(argv, None, error=f"could not start: {e}"), start)
+            _LIVE.add(proc)
+        return Started(argv, full_env, proc, None, start)
+
     def run(
         self,
         argv: Sequence[str],
@@ -107,11 +140,7 @@ class Runner:
         input_text: Optional[str] = None,
     ) -> RunResult:
         argv = tuple(str(a) for a in argv)
-        full_env: Dict[str, str] = dict(self._env if self._env is not None else os.environ)
-        if env:
-            full_env.update(env)
-        full_env["LC_ALL"] = "C"
-        full_env.setdefault("LANG", "C")
+        full_env = self.environment(env)
         start = time.monotonic()
         with _LIVE_LOCK:  # started and registered as one step: a signal's stop_all_children never misses it
             if _STOPPING.is_set():
@@ -170,32 +199,102 @@ class Runner:
         )
 
 
-def _communicate(proc: subprocess.Popen, input_text: Optional[str], timeout: float):
-    """proc.communicate() with each stream read to at most OUTPUT_CAP_BYTES (the rest is read and dropped).
+class Started:
+    """A command started by Runner.start: its output is read from the start (a full pipe would stall it)."""
 
-    Raises subprocess.TimeoutExpired (``output`` holds what stdout gave so far) like communicate does.
-    """
-    bufs = {"out": bytearray(), "err": bytearray()}
-    capped = {"out": False, "err": False}
+    def __init__(self, argv: tuple, env: Dict[str, str], proc: Optional[subprocess.Popen],
+                 failed: Optional[RunResult], start: float) -> None:
+        self.argv, self.env, self.proc, self._failed, self.start = argv, env, proc, failed, start
+        self._pumps = _Pumps(proc) if proc is not None else None
 
-    def pump(name: str, stream) -> None:
+    def close_stdin(self) -> None:
+        if self.proc is not None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+
+    def kill(self) -> None:
+        """End it (and its process group) unread."""
+        if self.proc is not None:
+            _kill_tree(self.proc)
+            with _LIVE_LOCK:
+                _LIVE.discard(self.proc)
+
+    def result(self, timeout: float) -> RunResult:
+        """Wait until it ends, at most ``timeout`` seconds counted from its start, like Runner.run."""
+        if self.proc is None or self._pumps is None:
+            failed = self._failed or RunResult(self.argv, None, error="could not start")
+            return dataclasses.replace(failed, duration_s=time.monotonic() - self.start)
+        proc, argv = self.proc, self.argv
+        self.close_stdin()
+        try:
+            try:
+                out_b, err_b, capped = self._pumps.wait(max(0.0, timeout - (time.monotonic() - self.start)))
+            except subprocess.TimeoutExpired as e:
+                return RunResult(argv, None, stdout=(e.output or b"").decode("utf-8", "replace"),
+                                 error=f"timed out after {timeout:g} s", duration_s=time.monotonic() - self.start)
+            except BaseException:
+                _kill_tree(proc)
+                raise
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+        if _STOPPING.is_set() and proc.returncode is not None and proc.returncode < 0:
+            return RunResult(argv, None, error="interrupted", duration_s=time.monotonic() - self.start)
+        return RunResult(argv, proc.returncode, stdout=out_b.decode("utf-8", "replace"),
+                         stderr=err_b.decode("utf-8", "replace"), truncated=capped,
+                         duration_s=time.monotonic() - self.start)
+
+
+class _Pumps:
+    """Both output streams of a child read to at most OUTPUT_CAP_BYTES each (the rest is read and dropped)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.proc = proc
+        self.bufs = {"out": bytearray(), "err": bytearray()}
+        self.capped = {"out": False, "err": False}
+        self.threads = [threading.Thread(target=self._pump, args=("out", proc.stdout), daemon=True),
+                        threading.Thread(target=self._pump, args=("err", proc.stderr), daemon=True)]
+        for t in self.threads:
+            t.start()
+
+    def _pump(self, name: str, stream) -> None:
         try:
             while True:
                 chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
                 if not chunk:
                     break
-                room = OUTPUT_CAP_BYTES - len(bufs[name])
+                room = OUTPUT_CAP_BYTES - len(self.bufs[name])
                 if room > 0:
-                    bufs[name] += chunk[:room]
+                    self.bufs[name] += chunk[:room]
                 if len(chunk) > room:
-                    capped[name] = True
+                    self.capped[name] = True
         except (OSError, ValueError):
             pass
 
-    threads = [threading.Thread(target=pump, args=("out", proc.stdout), daemon=True),
-               threading.Thread(target=pump, args=("err", proc.stderr), daemon=True)]
-    for t in threads:
-        t.start()
+    def wait(self, timeout: float):
+        """(stdout, stderr, capped) once the child exits; raises subprocess.TimeoutExpired (``output``: what stdout
+        gave so far) after killing its process group, as communicate does."""
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            _kill_tree(self.proc)
+            for t in self.threads:  # the killed group closes the pipes; never wait long for a grandchild that kept them
+                t.join(2.0)
+            e.output = bytes(self.bufs["out"])
+            raise
+        for t in self.threads:
+            t.join(2.0)  # a daemonised grandchild may hold the pipe open: what we have is what it printed
+        return bytes(self.bufs["out"]), bytes(self.bufs["err"]), self.capped["out"] or self.capped["err"]
+
+
+def _communicate(proc: subprocess.Popen, input_text: Optional[str], timeout: float):
+    """proc.communicate() with each stream read to at most OUTPUT_CAP_BYTES (the rest is read and dropped).
+
+    Raises subprocess.TimeoutExpired (``output`` holds what stdout gave so far) like communicate does.
+    """
+    pumps = _Pumps(proc)
     if proc.stdin is not None:
         try:
             if input_text is not None:
@@ -203,17 +302,7 @@ def _communicate(proc: subprocess.Popen, input_text: Optional[str], timeout: flo
             proc.stdin.close()
         except (BrokenPipeError, OSError):
             pass
-    try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        _kill_tree(proc)
-        for t in threads:  # the killed group closes the pipes; never wait long for a grandchild that kept them
-            t.join(2.0)
-        e.output = bytes(bufs["out"])
-        raise
-    for t in threads:
-        t.join(2.0)  # a daemonised grandchild may hold the pipe open: what we have is what it printed
-    return bytes(bufs["out"]), bytes(bufs["err"]), capped["out"] or capped["err"]
+    return pumps.wait(timeout)
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:

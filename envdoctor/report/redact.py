@@ -110,9 +110,24 @@ def prompt_hosts(text: str) -> List[str]:
     return [m.group(0).split("@", 1)[1] for m in _PROMPT_RE.finditer(text)]
 
 
+# Every pattern above needs one of these characters, or 15 characters at least (the shortest token shape,
+# xoxa- and 10 more); a shorter string without them (a version, a package name: most strings of a report) can
+# only hold a given host name. tests/unit/report/test_redact_fast_path.py compares both paths.
+_PATTERN_CHARS = frozenset("@/\\:=,")
+_SHORTEST_PATTERN = 15
+
+
 def redact_text(text: str, hostnames: Iterable[str] = ()) -> str:
     """Redact home paths, GPU UUIDs and serials, secrets, shell prompts' user@host and the given host names
     (and those the prompts name), wherever they appear."""
+    if len(text) < _SHORTEST_PATTERN and _PATTERN_CHARS.isdisjoint(text):
+        hostnames = list(hostnames)
+        if not any(h and h in text for h in hostnames):
+            return text
+    return _redact_text(text, hostnames)
+
+
+def _redact_text(text: str, hostnames: Iterable[str] = ()) -> str:
     hostnames = list(hostnames) + prompt_hosts(text) + csv_serials(text)
     out = _csv_row_serials(text)
     out = _GPU_UUID_RE.sub(lambda m: f"{m.group(1)}-<redacted>", out)

@@ -334,7 +334,7 @@ def test_the_health_watch_without_nvml_gives_nothing_and_says_why():
 def test_payload_counts_corrupted_elements_of_a_product(cpu_venv):
     code = (
         f"import sys; sys.path.insert(0, {str(REPO / 'envdoctor')!r})\n"
-        "import torch, _bench_payload as p\n"
+        "import torch, _payload.bench as p\n"
         "a = torch.randn(64, 64); ref = a @ a; c = ref.clone()\n"
         "assert p.count_faulty(torch, c, ref) == 0\n"
         "c[3, 4] += 1.0; c[10, 10] = float('nan')\n"

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from envdoctor import _payload as payload
+from envdoctor._payload import tasks, torch_files
 from envdoctor.app import judge
 from envdoctor.assertions import declared_driver, judge_declared
 from envdoctor.compat import load_compat
@@ -30,7 +30,7 @@ EXPLAIN_WIRING = ("wired at merge: cli.cmd_explain still scans the checks' sourc
                   "declared through builders; replace it with envdoctor.checks.catalog.explain_lines (h-kinds "
                   "report), then drop this marker")
 
-PAYLOAD = Path(payload.__file__)
+PAYLOAD = Path(tasks.__file__).parent  # the payload folder, run as a script
 NVCC = shutil.which("nvcc")
 
 
@@ -60,23 +60,23 @@ def test_library_archs_keep_sass_and_ptx_apart(tmp_path: Path) -> None:
     # three .cu files: sm_80 + sm_90 SASS and compute_90 PTX; one adds sm_90a for a Hopper-only kernel
     so = fatbin_so(tmp_path, "libext.so", [[(2, 80), (2, 90), (1, 90)], [(2, 80), (2, 90), (1, 90)],
                                            [(2, 80), (2, 90), (1, 90), (2, 86)]])
-    got = payload.extension_library_archs(str(so))
+    got = torch_files.extension_library_archs(str(so))
     assert got == {"fatbins": 3, "sass": ["sm_80", "sm_86", "sm_90"], "ptx": ["compute_90"], "partial": ["sm_86"]}
     plain = build_so(tmp_path, "libplain.so", "libplain.so", "int g(void) { return 2; }")
-    assert payload.extension_library_archs(str(plain)) == {"fatbins": 0, "sass": [], "ptx": []}
+    assert torch_files.extension_library_archs(str(plain)) == {"fatbins": 0, "sass": [], "ptx": []}
     (tmp_path / "fake.so").write_bytes(b"not an ELF")
-    assert payload.extension_library_archs(str(tmp_path / "fake.so")) == {"skipped": "not a readable ELF file"}
+    assert torch_files.extension_library_archs(str(tmp_path / "fake.so")) == {"skipped": "not a readable ELF file"}
 
 
 def test_requires_torch_ignores_extras_and_lookalikes() -> None:
-    assert payload._requires_torch(["torch>=2.0", "numpy"])
-    assert payload._requires_torch(["torch (>=1.13) ; platform_system == 'Linux'"])
-    assert payload._requires_torch(["torch"])
-    assert not payload._requires_torch(["torch>=2 ; extra == 'gpu'", "torchmetrics>=1"])
-    assert not payload._requires_torch(None)
+    assert torch_files._requires_torch(["torch>=2.0", "numpy"])
+    assert torch_files._requires_torch(["torch (>=1.13) ; platform_system == 'Linux'"])
+    assert torch_files._requires_torch(["torch"])
+    assert not torch_files._requires_torch(["torch>=2 ; extra == 'gpu'", "torchmetrics>=1"])
+    assert not torch_files._requires_torch(None)
     files = ["pkg/_C.so", "pkg.libs/libgomp-a34b3233.so.1", "pkg/lib/libcudart.so.12", "pkg/__init__.py",
              "pkg/ops/x.cpython-311-x86_64-linux-gnu.so"]
-    assert payload._extension_files(files) == ["pkg/_C.so", "pkg/ops/x.cpython-311-x86_64-linux-gnu.so"]
+    assert torch_files._extension_files(files) == ["pkg/_C.so", "pkg/ops/x.cpython-311-x86_64-linux-gnu.so"]
 
 
 # --------------------------------------------------------------------------- the distributions, in the payload
@@ -103,7 +103,7 @@ def fake_dist(site: Path, name: str, libs: Dict[str, Path], requires: Optional[L
 
 def scan_in_subprocess(site: Path, **kw) -> dict:
     code = (f"import json, sys; sys.path.insert(0, {str(site)!r}); sys.path.insert(0, {str(PAYLOAD.parent)!r}); "
-            f"import _payload; print(json.dumps(_payload.extension_archs(**{kw!r})))")
+            f"import _payload.torch_files as t; print(json.dumps(t.extension_archs(**{kw!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)
 

@@ -7,7 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from envdoctor import _payload
+from envdoctor._payload import torch_files
 from envdoctor.app import judge
 from envdoctor.facts import Facts, ModuleCopy, ModuleOrigin, Package
 from envdoctor.findings import CheckStatus, Severity
@@ -34,7 +34,7 @@ def origin(monkeypatch, tmp_path, entries, own, user=None, pythonpath=""):
     monkeypatch.setattr(site, "ENABLE_USER_SITE", user is not None)
     monkeypatch.setenv("PYTHONPATH", pythonpath)
     first = next(Path(e) / "torch" for e in entries if (Path(e) / "torch" / "__init__.py").is_file())
-    return _payload.module_origin("torch", str(first))
+    return torch_files.module_origin("torch", str(first))
 
 
 def test_payload_names_pythonpath_and_the_hidden_copy(monkeypatch, tmp_path):

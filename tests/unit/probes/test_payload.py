@@ -1,9 +1,11 @@
-"""Tests of envdoctor/_payload.py: run as a script in real interpreters, with a fake torch, and its pure helpers."""
+"""Tests of the payload folder envdoctor/_payload/: run as a script in real interpreters, with a fake torch, and its pure helpers."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import platform
 import shutil
 import struct
 import subprocess
@@ -13,10 +15,10 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import pytest
 
-from envdoctor import _payload as payload
+from envdoctor._payload import common, dists, elf, libraries, tasks
 from envdoctor.probes import package_variants as pv
 
-PAYLOAD = Path(payload.__file__).resolve()
+PAYLOAD = Path(tasks.__file__).resolve().parent  # the payload folder, run as a script
 
 
 def run(args: Sequence[str] = (), python: str = sys.executable, pythonpath: Optional[Path] = None,
@@ -40,7 +42,7 @@ def envelope(proc: subprocess.CompletedProcess) -> Dict[str, Any]:
         f"stdout is not [checkpoints] + one final JSON line: {proc.stdout!r}\nstderr: {proc.stderr}"
     data = objs[-1]
     assert "checkpoint" not in data
-    assert data["envdoctor_payload"] == payload.PAYLOAD_VERSION
+    assert data["envdoctor_payload"] == common.PAYLOAD_VERSION
     return data
 
 
@@ -54,19 +56,20 @@ def test_inspect_current_interpreter_without_torch() -> None:
     assert data["ok"] is True and data["error"] is None and data["task"] == "inspect"
     r = data["result"]
     assert r["python_version"] == ".".join(str(x) for x in sys.version_info[:3])
-    assert r["implementation"] == "CPython" or r["implementation"]
+    assert r["implementation"] == platform.python_implementation()
     assert os.path.realpath(r["executable"]) == os.path.realpath(sys.executable)
     assert r["prefix"] == sys.prefix
     assert isinstance(r["is_venv"], bool) and isinstance(r["is_conda"], bool)
-    assert set(payload.ENV_VARS) <= set(r["env"])
+    assert set(tasks.ENV_VARS) <= set(r["env"])
     # torch is not installed here: an absent fact, not an error
     assert r["torch"] is None and r["torch_inspected"] is True
     names = {p["name"] for p in r["packages"]}
     assert "pytest" in names
     pytest_rec = next(p for p in r["packages"] if p["name"] == "pytest")
     assert set(pytest_rec) == {"name", "version"}  # not a stack package: name + version only
-    # the script's own directory (envdoctor/) must not shadow top-level modules
-    assert str(PAYLOAD.parent) not in [os.path.abspath(p) for p in r["sys_path"] if p]
+    # neither the payload folder (tasks, bench, elf...) nor envdoctor/ may shadow top-level modules
+    on_path = [os.path.abspath(p) for p in r["sys_path"] if p]
+    assert str(PAYLOAD) not in on_path and str(PAYLOAD.parent) not in on_path
 
 
 def test_no_torch_flag() -> None:
@@ -105,6 +108,78 @@ def test_runs_on_python_38() -> None:
     data = envelope(run(python=pythons[0]))
     assert data["ok"] is True, data
     assert data["result"]["python_version"].startswith("3.8")
+
+
+def test_the_payload_runs_without_envdoctor_importable(tmp_path: Path) -> None:
+    """The target has no envdoctor: a copy of the folder alone, run with -I (no site, no PYTHONPATH, no cwd),
+    still answers, and under a name that shadows nothing (its modules are never top-level)."""
+    copy = tmp_path / "somewhere" / "payload"
+    shutil.copytree(PAYLOAD, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    proc = subprocess.run([sys.executable, "-I", str(copy), "--task", "inspect", "--no-torch"], capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)
+    data = envelope(proc)
+    assert data["ok"] is True, proc.stderr
+    assert str(copy) not in data["result"]["sys_path"]
+    probe = ("import runpy, sys; sys.argv = ['x', '--task', 'nope']; "
+             f"runpy.run_path({str(copy)!r}, run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-I", "-c", probe], capture_output=True, text=True, timeout=60)
+    assert envelope(proc)["error"].startswith("unknown task 'nope'")
+
+
+PAYLOAD_MODULES = sorted(PAYLOAD.glob("*.py"))
+BUILTIN_GENERICS = {"list", "dict", "tuple", "set", "frozenset", "type"}
+
+
+def _annotations(tree: ast.AST) -> List[ast.AST]:
+    out: List[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = node.args.posonlyargs + node.args.args + node.args.kwonlyargs + [node.args.vararg, node.args.kwarg]
+            out += [a.annotation for a in args if a is not None and a.annotation is not None]
+            out += [node.returns] if node.returns is not None else []
+        elif isinstance(node, ast.AnnAssign):
+            out.append(node.annotation)
+    return out
+
+
+@pytest.mark.parametrize("path", PAYLOAD_MODULES, ids=lambda p: p.name)
+def test_every_payload_module_is_python38_and_stdlib_only(path: Path) -> None:
+    """Each module runs in the target (3.8+): 3.8 grammar, annotations that 3.8 evaluates (no list[str], no X | Y,
+    no postponed evaluation), imports of the stdlib or of sibling modules only, torch only inside functions."""
+    src = path.read_text()
+    tree = ast.parse(src, feature_version=(3, 8))
+    siblings = {p.stem for p in PAYLOAD_MODULES}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            assert node.level == 1 and (node.module or "").split(".")[0] in siblings, ast.dump(node)
+            continue
+        if isinstance(node, ast.ImportFrom):
+            assert node.module != "__future__", f"{path.name}: postponed annotations are evaluated late only on 3.8+"
+            roots = [(node.module or "").split(".")[0]]
+        elif isinstance(node, ast.Import):
+            roots = [a.name.split(".")[0] for a in node.names]
+        else:
+            continue
+        for root in roots:
+            top = node in tree.body
+            allowed = set(sys.stdlib_module_names) | (set() if top else {"torch"})
+            assert root in allowed, f"{path.name} line {node.lineno}: import {root}"
+    for ann in _annotations(tree):
+        for sub in ast.walk(ann):
+            assert not (isinstance(sub, ast.Subscript) and isinstance(sub.value, ast.Name)
+                        and sub.value.id in BUILTIN_GENERICS), f"{path.name} line {sub.lineno}: {ast.unparse(ann)}"
+            assert not (isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.BitOr)), \
+                f"{path.name} line {sub.lineno}: {ast.unparse(ann)}"
+
+
+def test_the_grammar_check_catches_what_38_cannot_run(tmp_path: Path) -> None:
+    """The check above fails on the things it is there for (a walrus is 3.8; a match statement is not)."""
+    with pytest.raises(SyntaxError):
+        ast.parse("match x:\n    case 1:\n        pass\n", feature_version=(3, 8))
+    bad = ast.parse("def f(x: list[str]) -> int | None:\n    import numpy\n")
+    anns = _annotations(bad)
+    assert any(isinstance(s, ast.Subscript) for a in anns for s in ast.walk(a))
+    assert any(isinstance(s, ast.BinOp) for a in anns for s in ast.walk(a))
 
 
 # --------------------------------------------------------------------------- a fake torch
@@ -189,7 +264,7 @@ def test_fake_torch_without_driver(fake_torch: Path) -> None:
     assert any("cuDNN version incompatibility" in e for e in data["result"]["errors"])
     assert "Failed to initialize NumPy: _ARRAY_API not found" in t["warnings"]
     assert not any("old api" in w for w in t["warnings"])  # DeprecationWarnings are noise
-    assert t["import_error"] is None if "import_error" in t else True
+    assert "import_error" not in t  # set only when `import torch` raised
     assert t["import_seconds"] >= 0
 
 
@@ -268,15 +343,15 @@ def make_elf(path: Path, needed: Sequence[str], is64: bool = True) -> Path:
 @pytest.mark.parametrize("is64", [True, False])
 def test_elf_needed_reads_dt_needed(tmp_path: Path, is64: bool) -> None:
     so = make_elf(tmp_path / "x.so", ["libc10.so", "libcudart.so.12", "libc.so.6"], is64=is64)
-    assert payload.elf_needed(str(so)) == ["libc10.so", "libcudart.so.12", "libc.so.6"]
+    assert elf.elf_needed(str(so)) == ["libc10.so", "libcudart.so.12", "libc.so.6"]
 
 
 def test_elf_needed_not_elf_and_truncated(tmp_path: Path) -> None:
     (tmp_path / "a.so").write_bytes(b"not an elf at all")
     (tmp_path / "b.so").write_bytes(b"\x7fELF\x02\x01\x01")
-    assert payload.elf_needed(str(tmp_path / "a.so")) is None
-    assert payload.elf_needed(str(tmp_path / "b.so")) is None
-    assert payload.elf_needed(str(tmp_path / "missing.so")) is None
+    assert elf.elf_needed(str(tmp_path / "a.so")) is None
+    assert elf.elf_needed(str(tmp_path / "b.so")) is None
+    assert elf.elf_needed(str(tmp_path / "missing.so")) is None
 
 
 def test_elf_needed_matches_readelf_on_a_real_library() -> None:
@@ -286,7 +361,7 @@ def test_elf_needed_matches_readelf_on_a_real_library() -> None:
         pytest.skip("readelf not installed")
     out = subprocess.run([readelf, "-d", str(lib)], capture_output=True, text=True).stdout
     expected = [ln.split("[", 1)[1].rstrip("]") for ln in out.splitlines() if "(NEEDED)" in ln]
-    assert payload.elf_needed(str(lib)) == expected
+    assert elf.elf_needed(str(lib)) == expected
 
 
 @pytest.mark.parametrize(
@@ -379,7 +454,7 @@ def test_version_py_local_tag_wins_over_linkage(tmp_path: Path) -> None:
         "torchvision/_C.so": so.read_bytes(),
     })
     def package_variant(key: str, version: str, location: Optional[str], requires: List[str], files: List[str]):
-        return pv.package_variant(key, version, requires, payload.package_evidence(key, location, files))
+        return pv.package_variant(key, version, requires, dists.package_evidence(key, location, files))
 
     variant, evidence = package_variant(
         "torchvision", "0.20.1", str(site), [], ["torchvision/version.py", "torchvision/_C.so"])
@@ -411,7 +486,7 @@ def test_loaded_libraries_from_maps(tmp_path: Path) -> None:
     ]
     maps.write_text("\n".join(lines) + "\n")
     owners = {f"{sp}/nvidia/cudnn/lib/libcudnn.so.9": ("nvidia-cudnn-cu12", "9.1.0.70")}
-    libs, err = payload.loaded_libraries(["/opt/conda"], owners, maps_path=str(maps))
+    libs, err = libraries.loaded_libraries(["/opt/conda"], owners, maps_path=str(maps))
     assert err is None
     got = [(x["name"], x["version"], x["origin"]) for x in libs]
     assert got == [
@@ -422,4 +497,32 @@ def test_loaded_libraries_from_maps(tmp_path: Path) -> None:
         ("cublas", "12.4.5.8", "system"),
     ]
     assert libs[4]["path"] == "/usr/local/cuda/lib64/libcublasLt.so.12.4.5.8"
-    assert payload.loaded_libraries([], maps_path=str(tmp_path / "nope"))[1].startswith("cannot read")
+    assert libraries.loaded_libraries([], maps_path=str(tmp_path / "nope"))[1].startswith("cannot read")
+
+
+def test_shared_library_files_names_the_wheel_whose_copy_is_on_disk(tmp_path: Path) -> None:
+    """Two NVIDIA wheels unpack the same library (nvidia-cudnn-cu12 and -cu13 both ship nvidia/cudnn/lib/
+    libcudnn.so.9): the payload lists the file with both claims, read from RECORD, and names the one whose recorded
+    size the file on disk has. The same answer importlib.metadata's dist.files gives (the reader it replaced)."""
+    site = tmp_path / "site"
+    lib = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    lib.parent.mkdir(parents=True)
+    lib.write_bytes(b"\x7fELF" + b"\0" * 116)  # 120 bytes: the cu12 wheel's copy, installed last
+    for name, version, size in (("nvidia-cudnn-cu13", "9.24.0.43", 100), ("nvidia-cudnn-cu12", "9.3.0.75", 120)):
+        info = site / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n")
+        (info / "RECORD").write_text(f"nvidia/cudnn/lib/libcudnn.so.9,sha256=x,{size}\n"
+                                     f"nvidia/cudnn/__init__.py,,\n{info.name}/METADATA,,\n{info.name}/RECORD,,\n")
+    data = envelope(run(["--no-torch"], pythonpath=site))
+    (shared,) = data["result"]["shared_library_files"]
+    assert shared["path"] == os.path.realpath(lib) and shared["size"] == 120
+    assert shared["owner"] == "nvidia-cudnn-cu12"
+    assert sorted((c["name"], c["version"], c["size"]) for c in shared["claimants"]) == [
+        ("nvidia-cudnn-cu12", "9.3.0.75", 120), ("nvidia-cudnn-cu13", "9.24.0.43", 100)]
+    from importlib import metadata
+
+    dists = [d for d in metadata.distributions(path=[str(site)])]
+    by_dist = sorted((d.metadata["Name"], d.version, f.size) for d in dists for f in d.files or []
+                     if str(f).endswith(".so.9"))
+    assert by_dist == sorted((c["name"], c["version"], c["size"]) for c in shared["claimants"])

@@ -91,12 +91,12 @@ def _fake_torch(bad: int) -> types.ModuleType:
 
 
 def test_payload_guards_each_device_and_names_it_by_bus_id(monkeypatch):
-    from envdoctor import _payload
+    from envdoctor._payload import common, tasks
 
     monkeypatch.setitem(sys.modules, "torch", _fake_torch(bad=1))
-    state = _payload.State(out_fd=1)
+    state = common.State(out_fd=1)
     state.envelope["result"] = {}
-    result = _payload.task_pcie_load(["--seconds", "0.05", "--mib", "1"], state)
+    result = tasks.task_pcie_load(["--seconds", "0.05", "--mib", "1"], state)
     assert result["ran"] is True
     d0, d1 = result["devices"]
     assert d0["pci_bus_id"] == "0000:3b:00" and d0["bytes"] > 0 and "error" not in d0

@@ -65,8 +65,8 @@ def probe(answer: Any, **kw: Any):
 
 
 def test_argv_shape() -> None:
-    assert ARGV[0] == PY and ARGV[1].endswith("_payload.py") and Path(ARGV[1]).is_file()
-    assert ARGV[2:] == ("--task", "inspect", "--deadline-s", "55")
+    assert ARGV[0] == PY and Path(ARGV[1]).name == "_payload" and (Path(ARGV[1]) / "__main__.py").is_file()
+    assert ARGV[2:] == ("--task", "inspect", "--deadline-s", "55", "--cuda-gate")
     assert pe.payload_deadline_s(10) == 8.0
 
 

@@ -14,7 +14,7 @@ from typing import Any, Dict, List
 
 import pytest
 
-from envdoctor import _payload as payload
+from envdoctor._payload import elf, libraries
 from envdoctor.app import judge
 from envdoctor.compat import load_compat
 from envdoctor.facts import (
@@ -64,7 +64,7 @@ int ncclCommInitRank(void) { return 0; }
 def test_elf_read_soname_rpath_needed_sections(tmp_path: Path) -> None:
     so = build_so(tmp_path, "libx.so.1", "libx.so.1", "int x(void) { return 1; }",
                   ["-Wl,--disable-new-dtags", "-Wl,-rpath,$ORIGIN/../lib", "-Wl,--no-as-needed", "-lm"])
-    info = payload.elf_read(str(so), sections=True)
+    info = elf.elf_read(str(so), sections=True)
     assert info is not None
     assert info["soname"] == "libx.so.1" and info["rpath"] == "$ORIGIN/../lib" and info["runpath"] is None
     assert "libm.so.6" in info["needed"] and "libc.so.6" in info["needed"]
@@ -72,17 +72,17 @@ def test_elf_read_soname_rpath_needed_sections(tmp_path: Path) -> None:
     # the new-dtags form is DT_RUNPATH, which LD_LIBRARY_PATH overrides (ld.so(8))
     so2 = build_so(tmp_path, "liby.so", "liby.so", "int y(void) { return 1; }",
                    ["-Wl,--enable-new-dtags", "-Wl,-rpath,/opt/y"])
-    info2 = payload.elf_read(str(so2))
+    info2 = elf.elf_read(str(so2))
     assert (info2["rpath"], info2["runpath"]) == (None, "/opt/y")
-    assert payload.elf_needed(str(so2)) == info2["needed"]
+    assert elf.elf_needed(str(so2)) == info2["needed"]
 
 
 def test_elf_read_rejects_non_elf(tmp_path: Path) -> None:
     (tmp_path / "a").write_bytes(b"not an elf at all")
     (tmp_path / "b").write_bytes(b"\x7fELF\x02\x01\x01" + b"\0" * 9 + b"\0" * 10)
-    assert payload.elf_read(str(tmp_path / "a")) is None
-    assert payload.elf_read(str(tmp_path / "b")) is None
-    assert payload.elf_read(str(tmp_path / "missing")) is None
+    assert elf.elf_read(str(tmp_path / "a")) is None
+    assert elf.elf_read(str(tmp_path / "b")) is None
+    assert elf.elf_read(str(tmp_path / "missing")) is None
 
 
 def _fatbin(entries: List[tuple]) -> bytes:
@@ -93,7 +93,7 @@ def _fatbin(entries: List[tuple]) -> bytes:
         head = struct.pack("<HHIQII", kind, 0x101, 64, len(data), len(data), 0) + struct.pack("<HHI", 8, 1, arch)
         head += b"\0" * (64 - len(head))
         body += head + data
-    return struct.pack("<IHHQ", payload.FATBIN_MAGIC, 1, 16, len(body)) + body
+    return struct.pack("<IHHQ", elf.FATBIN_MAGIC, 1, 16, len(body)) + body
 
 
 def test_fatbin_archs_walks_headers_and_padding(tmp_path: Path) -> None:
@@ -107,12 +107,12 @@ def test_fatbin_archs_walks_headers_and_padding(tmp_path: Path) -> None:
     blob += section + b"trailing bytes outside the section"
     path = tmp_path / "lib.so"
     path.write_bytes(blob)
-    scan = payload.fatbin_archs(str(path), start, len(section))
+    scan = elf.fatbin_archs(str(path), start, len(section))
     assert scan["fatbins"] == 4 and scan["entries"] == 17
     assert scan["sass"] == {75: 4, 80: 4, 90: 4, 89: 1} and scan["ptx"] == {90: 4}
-    assert payload.arch_list_from_fatbin(scan) == (["sm_75", "sm_80", "sm_90", "compute_90"], ["sm_89"])
-    assert payload.arch_list_from_fatbin({"fatbins": 0}) == (None, [])
-    assert "error" in payload.fatbin_archs(str(tmp_path / "missing.so"), 0, 100)
+    assert elf.arch_list_from_fatbin(scan) == (["sm_75", "sm_80", "sm_90", "compute_90"], ["sm_89"])
+    assert elf.arch_list_from_fatbin({"fatbins": 0}) == (None, [])
+    assert "error" in elf.fatbin_archs(str(tmp_path / "missing.so"), 0, 100)
 
 
 NVCC = shutil.which("nvcc")
@@ -130,9 +130,9 @@ def test_fatbin_of_a_real_nvcc_library(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         pytest.skip(f"nvcc could not build the test library: {proc.stderr.strip()[-300:]}")
-    info = payload.elf_read(str(so), sections=True)
+    info = elf.elf_read(str(so), sections=True)
     off, size = info["sections"][".nv_fatbin"]
-    arch, partial = payload.arch_list_from_fatbin(payload.fatbin_archs(str(so), off, size))
+    arch, partial = elf.arch_list_from_fatbin(elf.fatbin_archs(str(so), off, size))
     assert (arch, partial) == (["sm_75", "sm_80", "compute_80"], [])
 
 
@@ -142,15 +142,15 @@ def test_fatbin_of_a_real_nvcc_library(tmp_path: Path) -> None:
 @needs_gcc
 def test_library_version_from_contents_not_file_name(tmp_path: Path) -> None:
     so = build_so(tmp_path, "libnccl.so.2", "libnccl.so.2", FOREIGN_NCCL)
-    assert payload.library_version(str(so), "nccl") == ("2.18.1", "text inside the file")
+    assert libraries.library_version(str(so), "nccl") == ("2.18.1", "text inside the file")
     owners = {os.path.realpath(str(so)): ("nvidia-nccl-cu13", "2.30.7")}
-    assert payload.library_version(str(so), "nccl", owners) == ("2.30.7", "metadata of the nvidia-nccl-cu13 wheel")
+    assert libraries.library_version(str(so), "nccl", owners) == ("2.30.7", "metadata of the nvidia-nccl-cu13 wheel")
     real = build_so(tmp_path, "libcublas.so.12.4.5.8", "libcublas.so.12", "int cublasCreate_v2(void){return 0;}")
     link = tmp_path / "libcublas.so.12"
     link.symlink_to(real.name)
-    assert payload.library_version(str(link), "cublas") == ("12.4.5.8", "full file name of libcublas.so.12.4.5.8")
+    assert libraries.library_version(str(link), "cublas") == ("12.4.5.8", "full file name of libcublas.so.12.4.5.8")
     plain = build_so(tmp_path, "libcudnn.so.9", "libcudnn.so.9", "int cudnnCreate(void){return 0;}")
-    assert payload.library_version(str(plain), "cudnn") == (None, None)  # "9" alone is not a version
+    assert libraries.library_version(str(plain), "cudnn") == (None, None)  # "9" alone is not a version
 
 
 @needs_gcc
@@ -166,7 +166,7 @@ def test_library_candidates_preload_file_and_search_path(tmp_path: Path) -> None
     preload = tmp_path / "ld.so.preload"
     preload.write_text(f"# site policy\n{nccl}\n")
     env = {"LD_PRELOAD": f"{other} {nccl}:/gone/libnccl.so.2", "LD_LIBRARY_PATH": f"{libdir}:/nonexistent"}
-    got = payload.library_candidates(env, [], preload_file=str(preload))
+    got = libraries.library_candidates(env, [], preload_file=str(preload))
     rows = [(c["via"], c["name"], c["path"], c["version"], c["soname"]) for c in got]
     assert rows == [
         ("LD_PRELOAD", "libjemalloc.so.2", str(other), None, None),
@@ -175,16 +175,16 @@ def test_library_candidates_preload_file_and_search_path(tmp_path: Path) -> None
         (str(preload), "nccl", str(nccl), "2.18.1", "libnccl.so.2"),
         ("LD_LIBRARY_PATH", "cudnn", str(libdir / "libcudnn.so.8"), "8.9.7", "libcudnn.so.8"),
     ]
-    assert payload.library_candidates({}, [], preload_file=str(tmp_path / "none")) == []
+    assert libraries.library_candidates({}, [], preload_file=str(tmp_path / "none")) == []
 
 
 def test_lib_family_names() -> None:
-    assert payload.lib_family("libcudnn_ops.so.9") == "cudnn"
-    assert payload.lib_family("libcublasLt.so.13") == "cublas"
-    assert payload.lib_family("libcusparseLt.so.0") == "cusparselt"
-    assert payload.lib_family("libcusparse.so.12") == "cusparse"
-    assert payload.lib_family("libnccl.so.2") == "nccl"
-    assert payload.lib_family("libfoo.so") is None
+    assert libraries.lib_family("libcudnn_ops.so.9") == "cudnn"
+    assert libraries.lib_family("libcublasLt.so.13") == "cublas"
+    assert libraries.lib_family("libcusparseLt.so.0") == "cusparselt"
+    assert libraries.lib_family("libcusparse.so.12") == "cusparse"
+    assert libraries.lib_family("libnccl.so.2") == "nccl"
+    assert libraries.lib_family("libfoo.so") is None
 
 
 # --------------------------------------------------------------------------- the payload's checkpoint, for real

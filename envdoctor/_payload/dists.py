@@ -1,0 +1,319 @@
+"""Installed distributions read from their metadata files (faster than importlib.metadata's parsers), and what a
+package's compiled files say about the CUDA variant it was built for."""
+
+import os
+import re
+import sys
+import threading
+from typing import Any, Dict, List, Optional, Tuple
+
+from .common import _exc_text, normalize_name
+from .elf import elf_needed
+
+# Distributions reported in full (location, requirements, installer, CUDA variant); the rest are
+# name + version only.  Names are PEP 503-normalised.
+FULL_DETAIL_NAMES = frozenset(
+    [
+        "torch", "torchvision", "torchaudio", "triton", "pytorch-triton", "pytorch-triton-rocm",
+        "xformers", "flash-attn", "flash-attn-3", "bitsandbytes", "deepspeed", "apex", "jax", "jaxlib",
+        "tensorflow", "tensorflow-gpu", "onnxruntime-gpu", "tensorrt", "vllm", "numpy",
+        "cuda-toolkit", "cuda-bindings", "cuda-python", "cuda-pathfinder", "torch-tensorrt",
+        "transformer-engine", "mamba-ssm", "causal-conv1d",
+    ]
+)
+FULL_DETAIL_PREFIXES = ("nvidia-", "cupy", "jax-cuda", "tensorrt-", "transformer-engine-")
+# Packages whose compiled files are scanned for the CUDA variant they were built against
+# (nvidia-* wheels are named after their CUDA version, and scanning them is slow and useless).
+VARIANT_SCAN_EXCLUDE_PREFIXES = ("nvidia-", "cuda-", "jax-cuda", "tensorrt")
+# Packages that ship a plain-text version.py holding the full version with its local tag
+# (torchvision: __version__ = '0.20.1+cu124'; torch also: cuda = '12.4').
+VERSION_PY_PACKAGES = {"torch": "torch", "torchvision": "torchvision", "torchaudio": "torchaudio"}
+MAX_SCAN_FILES = 400
+MAX_BYTES_SCAN = 64 * 1024 * 1024  # bytes-search fallback (non-ELF files) only reads this much
+_LIB_TOKEN = re.compile(
+    rb"lib(?:cudart|torch_cuda|c10_cuda|torch_hip|c10_hip|amdhip64)"
+    rb"(?:\.[0-9a-f]{8})?(?:-[0-9a-f]{8})?\.so(?:\.[0-9]+)*"
+)
+
+
+def _bytes_libs(path: str) -> List[str]:
+    """Library names mentioned in a non-ELF (or unreadable-ELF) file, by plain byte search."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES_SCAN)
+    except OSError:
+        return []
+    return sorted(set(m.group(0).decode("ascii", "replace") for m in _LIB_TOKEN.finditer(data)))
+
+
+_CUDART = re.compile(r"^libcudart(?:\.[0-9a-f]{8}|-[0-9a-f]{8})?\.so\.(\d+)(?:\.(\d+))?")
+
+
+def _read_version_py(location: str, package: str) -> Dict[str, Optional[str]]:
+    """`__version__`, `cuda`, `hip` and `git_version` from <package>/version.py, read as text (never imported)."""
+    out: Dict[str, Optional[str]] = {}
+    try:
+        with open(os.path.join(location, package, "version.py"), encoding="utf-8") as f:
+            text = f.read(65536)
+    except (OSError, UnicodeDecodeError):
+        return out
+    for key in ("__version__", "cuda", "hip", "git_version"):
+        m = re.search(rf"^{re.escape(key)}\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        if m:
+            out[key] = m.group(1)
+    return out
+
+
+_COMPILED_FILE = re.compile(r"\.(?:so|pyd|dylib)$|\.so\.[^/\\]*$")
+
+
+def _is_compiled(rel: str) -> bool:
+    """A shared library or extension module by its name (x.so, x.pyd, x.dylib, libx.so.12)."""
+    return _COMPILED_FILE.search(rel) is not None
+
+
+def scan_compiled(location: str, files: List[str]) -> Dict[str, str]:
+    """The libraries a package's compiled files link (DT_NEEDED, else a byte search) or are: library name -> the
+    first file (relative to location) that links or is it. Which CUDA variant that makes is judged by envdoctor
+    (probes/package_variants.py), not here."""
+    compiled = [rel for rel in files if _is_compiled(rel)]
+    # skip vendored copies of the CUDA runtime itself: their presence says nothing about linkage
+    compiled = [rel for rel in compiled if not _CUDART.match(os.path.basename(rel))][:MAX_SCAN_FILES]
+    where: Dict[str, str] = {}
+    for rel in compiled:
+        path = os.path.join(location, rel)
+        needed = elf_needed(path)
+        if needed is None:
+            needed = _bytes_libs(path)
+        for lib in needed:
+            where.setdefault(os.path.basename(lib), rel)
+        # a package that *contains* libtorch_cuda.so is itself a CUDA build of torch
+        base = os.path.basename(rel)
+        if base.startswith(("libtorch_cuda", "libc10_cuda", "libtorch_hip", "libc10_hip")):
+            where.setdefault(base, rel)
+    return where
+
+
+def _metadata_headers(text: str) -> Dict[str, List[str]]:
+    """The header fields of a METADATA/PKG-INFO file (RFC 822 style, up to the first blank line), read by hand:
+    the email parser importlib.metadata uses costs about a millisecond a distribution, three times over."""
+    fields: Dict[str, List[str]] = {}
+    last: Optional[str] = None
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if line[:1] in (" ", "\t") and last is not None:  # a folded continuation line
+            fields[last][-1] += " " + line.strip()
+            continue
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        last = key.strip().lower()
+        fields.setdefault(last, []).append(value.strip())
+    return fields
+
+
+def _dist_files(dist: Any) -> List[str]:
+    """A distribution's files, relative to its location (see _dist_files_sized)."""
+    return [rel for rel, _size in _dist_files_sized(dist)]
+
+
+def _dist_files_sized(dist: Any) -> List[Tuple[str, Optional[int]]]:
+    """(file relative to its location, recorded size or None) of a distribution: RECORD read directly (dist.files
+    builds a PackagePath per line: 0.7 s for a CUDA torch environment), dist.files for other layouts."""
+    import csv
+
+    try:
+        record = dist.read_text("RECORD")
+    except Exception:
+        record = None
+    if record:
+        out: List[Tuple[str, Optional[int]]] = []
+        for row in csv.reader(record.splitlines()):
+            if row and row[0]:
+                size = row[2].strip() if len(row) > 2 else ""
+                out.append((row[0], int(size) if size.isdigit() else None))  # as PackagePath.size reads it
+        return out
+    try:
+        return [(str(p), getattr(p, "size", None)) for p in (dist.files or [])]
+    except Exception:
+        return []
+
+
+_DISTRIBUTIONS: Optional[List[Dict[str, Any]]] = None  # read once per run: packages and extensions share it
+_DISTRIBUTIONS_LOCK = threading.Lock()
+
+
+def _distribution_records() -> Optional[List[Dict[str, Any]]]:
+    """Every installed distribution in sys.path order, read once: name, version, Requires-Dist, installer,
+    location, and the distribution object (for _dist_files); None without importlib.metadata."""
+    global _DISTRIBUTIONS
+    with _DISTRIBUTIONS_LOCK:
+        if _DISTRIBUTIONS is not None:
+            return _DISTRIBUTIONS
+        try:
+            from importlib import metadata  # Python 3.8+
+        except ImportError:
+            return None
+        out = []
+        for dist in metadata.distributions():
+            try:
+                wheel_metadata = dist.read_text("METADATA")
+                headers = _metadata_headers(wheel_metadata or dist.read_text("PKG-INFO") or "")
+                name = (headers.get("name") or [None])[0]
+                if not name:
+                    continue
+                version = (headers.get("version") or [""])[0]
+                if wheel_metadata:  # (None without Requires-Dist lines, as dist.requires says)
+                    requires: Optional[List[str]] = headers.get("requires-dist")
+                else:  # an egg-info layout: requires.txt, as importlib.metadata translates it
+                    requires = list(dist.requires) if dist.requires is not None else None
+                try:
+                    location: Optional[str] = str(dist.locate_file(""))
+                except Exception:
+                    location = None
+                try:
+                    installer = (dist.read_text("INSTALLER") or "").strip() or None
+                except Exception:
+                    installer = None
+                out.append({"name": name, "version": version, "location": location, "requires": requires,
+                            "installer": installer, "dist": dist})
+            except Exception:
+                continue
+        _DISTRIBUTIONS = out
+        return out
+
+
+def _iter_distributions(with_files: Any = None) -> Tuple[List[Dict[str, Any]], Optional[str]]:
+    """Every installed distribution in sys.path order (the first of a name is the one imported).
+
+    ``with_files(normalized_name, requires)`` says which distributions' file lists to read (None: all).
+    """
+    records = _distribution_records()
+    if records is None:
+        return _iter_distributions_fallback(), "importlib.metadata unavailable; read dist-info directories"
+    out = []
+    for r in records:
+        want = with_files is None or with_files(normalize_name(r["name"]), r["requires"])
+        rec = {k: v for k, v in r.items() if k != "dist"}
+        rec["files"] = _dist_files(r["dist"]) if want else []
+        out.append(rec)
+    return out, None
+
+
+def _iter_distributions_fallback() -> List[Dict[str, Any]]:
+    out = []
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for d in sorted(names):
+            if not d.endswith(".dist-info"):
+                continue
+            fields: Dict[str, Any] = {}
+            requires = []
+            try:
+                with open(os.path.join(entry, d, "METADATA"), encoding="utf-8", errors="replace") as f:
+                    for line in f:
+                        if not line.strip():
+                            break
+                        key, _, value = line.partition(":")
+                        if key == "Requires-Dist":
+                            requires.append(value.strip())
+                        elif key in ("Name", "Version"):
+                            fields[key] = value.strip()
+            except OSError:
+                continue
+            if "Name" in fields:
+                out.append({"name": fields["Name"], "version": fields.get("Version", ""), "location": entry,
+                            "requires": requires, "installer": None, "files": []})
+    return out
+
+
+def _full_detail(key: str) -> bool:
+    return key in FULL_DETAIL_NAMES or key.startswith(FULL_DETAIL_PREFIXES)
+
+
+def package_evidence(
+    key: str, location: Optional[str], files: List[str]
+) -> Dict[str, Any]:
+    """What one distribution's files say about the CUDA variant it was built for, read without importing it:
+    its version.py (torch, torchvision, torchaudio) and the libraries its compiled files link. The version and
+    Requires-Dist are in the package record already."""
+    evidence: Dict[str, Any] = {}
+    if location and key in VERSION_PY_PACKAGES:
+        vp = _read_version_py(location, VERSION_PY_PACKAGES[key])
+        if vp:
+            evidence["version_py"] = vp
+            evidence["version_py_file"] = VERSION_PY_PACKAGES[key] + "/version.py"
+    if location and files and not key.startswith(VARIANT_SCAN_EXCLUDE_PREFIXES):
+        evidence["linked"] = scan_compiled(location, files)
+    return evidence
+
+
+def collect_packages(
+    errors: List[str], owners: Optional[Dict[str, Tuple[str, str]]] = None
+) -> List[Dict[str, Any]]:
+    """Installed distributions; fills ``owners`` (real path of a CUDA wheel's library -> (name, version))."""
+    dists, note = _iter_distributions(lambda key, _requires: _full_detail(key))
+    if note:
+        errors.append(note)
+    seen = set()
+    out = []
+    for d in dists:
+        key = normalize_name(d["name"])
+        if key in seen:  # shadowed by an earlier sys.path entry: not what `import` sees
+            continue
+        seen.add(key)
+        if not _full_detail(key):
+            out.append({"name": key, "version": d["version"]})
+            continue
+        if owners is not None and d["location"] and key.startswith(("nvidia-", "cuda-")):
+            for rel in d["files"]:
+                if _is_compiled(rel):
+                    owners[os.path.realpath(os.path.join(d["location"], rel))] = (key, d["version"])
+        rec = {"name": key, "version": d["version"], "location": d["location"], "requires": d["requires"],
+               "installer": d["installer"]}
+        try:
+            rec["variant_inputs"] = package_evidence(key, d["location"], d["files"])
+        except Exception as e:
+            errors.append(f"variant of {key}: {_exc_text(e)}")
+        out.append(rec)
+    out.sort(key=lambda r: r["name"])
+    return out
+
+
+def shared_library_files(prefixes: Tuple[str, ...] = ("nvidia-", "cuda-")) -> List[Dict[str, Any]]:
+    """Library files that two or more NVIDIA wheels claim in their RECORD (nvidia-cudnn-cu12 and -cu13 both
+    unpack nvidia/cudnn/lib/libcudnn.so.9), with the wheel whose recorded size the file on disk has: the one
+    installed last, whose build torch actually loads. pip warns about none of this."""
+    records = _distribution_records()  # names and versions read by hand once (the email parser: 0.4 s here)
+    if records is None:
+        return []
+    claims: Dict[str, List[Dict[str, Any]]] = {}
+    seen = set()
+    for r in records:
+        try:
+            name = normalize_name(r["name"])
+            if not name.startswith(prefixes) or name in seen or not r["location"]:
+                continue
+            seen.add(name)
+            for rel, size in _dist_files_sized(r["dist"]):
+                if not _is_compiled(rel):
+                    continue
+                path = os.path.realpath(os.path.join(r["location"], rel))
+                claims.setdefault(path, []).append({"name": name, "version": r["version"] or "", "size": size})
+        except Exception:
+            continue
+    out = []
+    for path, who in sorted(claims.items()):
+        if len(who) < 2:
+            continue
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = None
+        owners = [w["name"] for w in who if size is not None and w["size"] == size]
+        out.append({"path": path, "size": size, "claimants": who, "owner": owners[0] if len(owners) == 1 else None})
+    return out

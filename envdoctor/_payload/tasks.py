@@ -1,0 +1,301 @@
+"""The tasks (inspect, pcie-load) and their entry point main(); prints exactly one JSON object on stdout.
+
+Usage:  python <envdoctor/_payload> [--task NAME] [task options...]   (the folder: __main__.py is the launcher)
+  --task inspect (default):  [--no-torch] [--deadline-s S]
+  --task pcie-load:          [--seconds S] [--mib M]  host->device pinned copies on every visible GPU
+  --task bench:              bench.py's own options (it streams JSON lines instead)
+Adding a task: write `def task_NAME(argv, state) -> dict` and register it in TASKS.
+
+Output envelope (one line of JSON on the original stdout):
+  {"envdoctor_payload": 1, "task": "inspect", "ok": true, "error": null,
+   "stage": null, "timed_out": false, "result": {...}, "duration_s": 1.2}
+"""
+
+import os
+import sys
+import threading
+import time
+import traceback
+from typing import Any, Dict, List, Optional, Tuple
+
+from .common import State, _exc_text, _guard, _start_watchdog, pci_key
+from .dists import _read_version_py, collect_packages, shared_library_files
+from .libraries import library_candidates, loaded_libraries
+from .torch_files import extension_archs, module_origin, torch_build_files, torch_dir
+from .torch_state import inspect_torch
+
+ENV_VARS = (
+    "LD_LIBRARY_PATH", "LD_PRELOAD", "CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH",
+    "PYTORCH_CUDA_ALLOC_CONF", "NVIDIA_VISIBLE_DEVICES", "CONDA_PREFIX", "VIRTUAL_ENV", "PYTHONPATH",
+    "PYTHONNOUSERSITE", "PYTORCH_NVML_BASED_CUDA_CHECK", "CUDA_MODULE_LOADING", "TORCH_CUDA_ARCH_LIST",
+)
+
+
+def _interpreter_facts() -> Dict[str, Any]:
+    import platform
+    import sysconfig
+
+    base_prefix = getattr(sys, "base_prefix", getattr(sys, "real_prefix", sys.prefix))
+    conda_prefix = os.environ.get("CONDA_PREFIX")
+    is_conda = os.path.isdir(os.path.join(sys.prefix, "conda-meta")) or os.path.isdir(
+        os.path.join(base_prefix, "conda-meta"))
+    return {
+        "python_version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+        "platform": sysconfig.get_platform(),
+        "prefix": sys.prefix,
+        "base_prefix": base_prefix,
+        "is_venv": sys.prefix != base_prefix or hasattr(sys, "real_prefix"),
+        # PEP 668: the distribution manages this Python's packages (pip refuses to install into it); a venv
+        # made from it is not managed
+        "externally_managed": sys.prefix == base_prefix and os.path.isfile(
+            os.path.join(sysconfig.get_path("stdlib") or "", "EXTERNALLY-MANAGED")),
+        "is_conda": is_conda,
+        "conda_prefix": conda_prefix,
+        "sys_path": list(sys.path),
+        "env": dict((k, os.environ.get(k)) for k in ENV_VARS),
+    }
+
+
+def read_files(state: State, errors: List[str], owners: Dict[str, Tuple[str, str]], env: Dict[str, Optional[str]],
+               prefixes: List[str], location: Optional[str], stage: List[Optional[str]]) -> Dict[str, Any]:
+    """What the files say, without importing anything: installed distributions, torch's build files, the GPU
+    architectures of its extensions, CUDA libraries outside its wheels. ``stage[0]`` says what is being read."""
+    out: Dict[str, Any] = {}
+    stage[0] = "reading installed distributions"
+    out["packages"] = collect_packages(errors, owners)
+    stage[0] = "reading library files that two wheels claim"
+    out["shared_library_files"] = _guard(errors, "library files two wheels claim", shared_library_files)
+    stage[0] = "reading torch's build from its files"
+    # a damaged install: the import says more
+    out["torch_build"] = _guard(errors, "reading torch's build files",
+                                lambda: torch_build_files(location, out["packages"])) if location else None
+    stage[0] = "reading the GPU architectures of torch's CUDA extensions"
+    out["extensions"] = _guard(errors, "extension architectures", extension_archs)
+    stage[0] = "looking for CUDA libraries outside torch's wheels"
+    out["library_candidates"] = _guard(errors, "library candidates",
+                                       lambda: library_candidates(env, prefixes, owners))
+    stage[0] = None
+    return out
+
+
+def _version_py_build(location: str) -> Dict[str, Any]:
+    """torch's version.py alone (microseconds): what a crash in the first moments of `import torch` keeps,
+    before read_files has read the rest of its build."""
+    vp = _read_version_py(os.path.dirname(location), os.path.basename(location))
+    return {"location": location, "version": vp.get("__version__"), "cuda": vp.get("cuda"), "hip": vp.get("hip"),
+            "git_version": vp.get("git_version")}
+
+
+def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
+    """Interpreter, installed distributions and, unless --no-torch, torch and its CUDA state.
+
+    The files are read first (0.2 s in a CUDA venv since they are read once, by hand) and checkpointed, then
+    torch is imported. With --overlap, `import torch` starts first in the main thread and the files are read
+    in a second thread while it runs; their facts join the envelope, and a checkpoint, as soon as they are read.
+    """
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="_payload.py --task inspect")
+    parser.add_argument("--no-torch", action="store_true", help="do not import torch")
+    parser.add_argument("--sequential", action="store_true",
+                        help="read the files, then import torch (the default; kept for scripts)")
+    parser.add_argument("--cuda-gate", action="store_true",
+                        help="before initialising CUDA, wait until stdin is closed (envdoctor's NVML gate)")
+    parser.add_argument("--overlap", action="store_true",
+                        help="import torch while a second thread reads the files")
+    opts = parser.parse_args(argv)
+    # Measured (docs/measurements.md, 6 paired runs on the CUDA venv, 2 loaded cores): the reader thread made
+    # the payload 0.66 s slower (median of paired differences), not faster: `import torch` is mostly Python
+    # module execution that holds the GIL, and the thread's reads (0.2 s now) contend for it. Sequential stays
+    # the default; --overlap keeps the concurrent path for machines where it pays.
+    opts.sequential = opts.sequential or not opts.overlap
+    result = state.envelope["result"]
+    errors: List[str] = []
+    result["errors"] = errors
+    state.stage = "reading interpreter facts"
+    result.update(_interpreter_facts())
+    result["torch_inspected"] = not opts.no_torch
+    prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
+    owners: Dict[str, Tuple[str, str]] = {}
+    location = torch_dir(errors)
+    result["torch_origin"] = _guard(errors, "where torch is imported from", lambda: module_origin("torch", location))
+    stage: List[Optional[str]] = [None]
+    if opts.no_torch or location is None or opts.sequential:
+        result.update(read_files(state, errors, owners, result["env"], prefixes, location, stage))
+        if opts.no_torch or location is None:
+            result["torch"] = None
+            result["loaded_libraries"] = []
+            return result
+        reader = None
+    else:
+        result["torch_build"] = _version_py_build(location)
+        reader = _start_reader(state, errors, owners, result, prefixes, location, stage)
+    state.stage = "importing torch"
+    state.checkpoint()  # a segfault or a hang inside `import torch` still leaves what was read by then
+    result["torch"] = inspect_torch(state, errors, cuda_gate=opts.cuda_gate)
+    if reader is not None:
+        state.stage = (stage[0] or "reading files") + " (after importing torch)"
+        reader.join()
+    if result["torch"] is not None:
+        state.stage = "reading loaded libraries"
+        libs, err = loaded_libraries(prefixes, owners)
+        result["loaded_libraries"] = libs or []
+        if err:
+            errors.append(err)
+    else:
+        result["loaded_libraries"] = []
+    return result
+
+
+def _start_reader(state: State, errors: List[str], owners: Dict[str, Tuple[str, str]], result: Dict[str, Any],
+                  prefixes: List[str], location: str, stage: List[Optional[str]]) -> threading.Thread:
+    """read_files in a daemon thread; its facts join ``result`` (and a checkpoint) when they are all read."""
+    # what the reader imports, imported here first: two threads importing the same modules at once (the
+    # reader and `import torch`) can meet in importlib's module locks
+    import csv  # noqa: F401
+    import importlib.util  # noqa: F401
+    from importlib import metadata  # noqa: F401
+
+    def work() -> None:
+        mine: List[str] = []
+        try:
+            files = read_files(state, mine, owners, result["env"], prefixes, location, stage)
+        except Exception as e:  # read_files guards each part; this is a bug in it: say so, keep the rest
+            files = {}
+            mine.append(f"reading files: {_exc_text(e)}")
+        with state.lock:
+            result.update(files)
+            errors.extend(mine)
+        for _ in range(3):  # the main thread may be filling torch's facts: a dump that raced it is retried
+            if state.checkpoint():
+                break
+
+    reader = threading.Thread(target=work, name="envdoctor-payload-files", daemon=True)
+    reader.start()
+    return reader
+
+
+def task_pcie_load(argv: List[str], state: State) -> Dict[str, Any]:
+    """Copy pinned host memory to every visible GPU for --seconds, so that the links train up to
+    their top PCIe generation while envdoctor samples them through NVML (links idle at Gen1)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="_payload.py --task pcie-load")
+    parser.add_argument("--seconds", type=float, default=1.5, help="how long to keep the copies going")
+    parser.add_argument("--mib", type=int, default=64, help="size of each copy")
+    opts = parser.parse_args(argv)
+    result = state.envelope["result"]
+    result["ran"] = False
+    state.stage = "importing torch"
+    try:
+        import torch  # only here: the payload stays stdlib-only at import
+    except Exception as e:
+        result["reason"] = "import torch failed: " + _exc_text(e)
+        return result
+    state.stage = "initialising CUDA"
+    if not torch.cuda.is_available():
+        result["reason"] = "torch.cuda.is_available() is False (torch {}, CUDA {})".format(
+            torch.__version__, getattr(torch.version, "cuda", None))
+        return result
+    count = torch.cuda.device_count()
+    state.stage = "allocating pinned buffers"
+    nbytes = max(1, opts.mib) * 1024 * 1024
+    bufs = []
+    devices = []
+    for i in range(count):
+        # CUDA numbers devices FASTEST_FIRST by default, not in NVML's PCI order (CUDA C Programming Guide,
+        # CUDA_DEVICE_ORDER): each device is named by its PCI bus id, never by cuda:i alone
+        entry = {"index": i, "name": None, "pci_bus_id": None, "bytes": 0}
+        devices.append(entry)
+        try:  # per device: one GPU that cannot be used (busy, no memory, lost) must not stop the others
+            props = torch.cuda.get_device_properties(i)
+            entry["name"] = props.name
+            entry["pci_bus_id"] = pci_key(props)
+            host = torch.empty(nbytes, dtype=torch.uint8).pin_memory()
+            dev = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{i}")
+            bufs.append((i, host, dev, torch.cuda.Stream(device=i)))
+        except Exception as e:
+            entry["error"] = _exc_text(e)
+    state.stage = "copying host to device"
+    start = time.monotonic()
+    result["load_started_s"] = round(start - state.start, 3)
+    while bufs and time.monotonic() - start < opts.seconds:
+        issued = []
+        for item in list(bufs):  # all devices' copies in flight together, so every link carries traffic
+            try:
+                with torch.cuda.stream(item[3]):
+                    item[2].copy_(item[1], non_blocking=True)
+                issued.append(item)
+            except Exception as e:
+                devices[item[0]]["error"] = _exc_text(e)
+                bufs.remove(item)
+        for item in issued:
+            try:
+                item[3].synchronize()
+                devices[item[0]]["bytes"] += nbytes
+            except Exception as e:
+                devices[item[0]]["error"] = _exc_text(e)
+                bufs.remove(item)
+    elapsed = time.monotonic() - start
+    for d in devices:
+        d["gb_per_s"] = round(d["bytes"] / elapsed / 1e9, 2) if elapsed > 0 and d["bytes"] else None
+    result["ran"] = True
+    result["seconds"] = round(elapsed, 3)
+    result["devices"] = devices
+    return result
+
+
+TASKS = {"inspect": task_inspect, "pcie-load": task_pcie_load}
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Keep stdout for our one JSON line: everything else anyone prints (torch, .pth files, C code
+    # writing to fd 1) goes to stderr for the rest of this process.
+    sys.stdout.flush()
+    out_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    state = State(out_fd)
+    rc = 0
+    try:
+        task = "inspect"
+        deadline: Optional[float] = None
+        rest: List[str] = []
+        i = 0
+        while i < len(argv):
+            if argv[i] == "--task" and i + 1 < len(argv):
+                task = argv[i + 1]
+                i += 2
+            elif argv[i] == "--deadline-s" and i + 1 < len(argv):
+                deadline = float(argv[i + 1])
+                i += 2
+            else:
+                rest.append(argv[i])
+                i += 1
+        state.envelope["task"] = task
+        if deadline is not None and deadline > 0:
+            _start_watchdog(state, deadline)
+        fn = TASKS.get(task)
+        if fn is None:
+            state.envelope["error"] = "unknown task {!r} (known: {})".format(task, ", ".join(sorted(TASKS)))
+            rc = 2
+        else:
+            result = fn(rest, state)
+            state.envelope["result"] = result
+            state.envelope["ok"] = True
+            state.stage = None
+    except SystemExit as e:  # argparse errors
+        state.envelope["error"] = f"bad arguments (exit {e.code}); see stderr"
+        rc = 2
+    except BaseException as e:
+        state.envelope["error"] = _exc_text(e)
+        state.envelope["stage"] = state.stage
+        traceback.print_exc()
+        rc = 1
+    state.emit()
+    if state.timer is not None:
+        state.timer.cancel()  # torch's atexit handlers must not trip the watchdog after we answered
+    return rc

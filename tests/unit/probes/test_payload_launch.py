@@ -1,0 +1,144 @@
+"""The inspect payload started before envdoctor's own imports (probes/payload_launch.py): which command lines are
+guessed from the CLI's argv, that the probe adopts that process instead of starting a second one, that a wrong
+guess is killed, and that an early payload initialises CUDA only once its stdin is closed (the NVML gate)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from envdoctor.probes import payload_launch as pl
+from envdoctor.probes import python_env as pe
+from envdoctor.probes.runner import Runner
+
+ENV = {"PATH": os.environ.get("PATH", ""), "HOME": "/nonexistent"}
+
+
+def _fake_python(tmp_path: Path, name: str = "python") -> Path:
+    """An interpreter that notes each start (one line per process) and is this Python otherwise."""
+    log = tmp_path / f"{name}.starts"
+    script = tmp_path / name
+    script.write_text(f'#!/bin/sh\necho $$ >> {log}\nexec {sys.executable} "$@"\n')
+    script.chmod(0o755)
+    return script
+
+
+@pytest.mark.parametrize("argv, expect", [
+    ([], "default"),
+    (["check"], "default"),
+    (["--format", "json", "-v"], "default"),
+    (["check", "--no-torch"], "default --no-torch"),
+    (["--python-timeout", "8"], "default 8"),
+    (["--python-timeout=8", "--no-torch"], "default 8 --no-torch"),
+    (["bench"], None), (["diagnose", "x.txt"], None), (["check", "--facts", "s.json"], None),
+    (["--bench"], None), (["--help"], None), (["--version"], None), (["--python"], None),
+    (["--python-timeout", "soon"], None), (["--python-timeout", "0"], None), (["--", "x"], None),
+])
+def test_what_the_command_line_starts(argv, expect, monkeypatch) -> None:
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    got = pl.early_argvs(argv, 60.0)
+    if expect is None:
+        assert got == []
+        return
+    exe = pl.default_interpreter()[0]
+    timeout = 8.0 if " 8" in expect else 60.0
+    args = ["--no-torch"] if "--no-torch" in expect else []
+    assert got == [pl.payload_argv(exe, "inspect", args, timeout)]
+
+
+def test_named_interpreters_once_each(tmp_path: Path) -> None:
+    py = _fake_python(tmp_path)
+    got = pl.early_argvs(["--python", str(py), f"--python={py}", "--python", "sh"], 60.0, ENV)
+    assert [a[0] for a in got] == [str(py), "sh"]
+    assert pl.early_argvs(["--python", str(tmp_path)], 60.0, ENV) == []  # a venv folder: the usual path
+    assert pl.early_argvs(["--python", "no-such-python-here"], 60.0, ENV) == []
+
+
+def test_the_probe_adopts_the_early_payload(tmp_path: Path) -> None:
+    py = _fake_python(tmp_path)
+    assert pl.start_early(["check", "--python", str(py), "--no-torch"], 30.0) == 1
+    env = pe.probe_python(str(py), Runner(), timeout_s=30.0, inspect_torch=False)
+    assert env.status == "ok" and env.executable
+    assert len((tmp_path / "python.starts").read_text().split()) == 1  # one payload process, not two
+    assert pl.discard_early() == 0
+
+
+def test_a_wrong_guess_is_not_adopted_and_is_killed(tmp_path: Path) -> None:
+    py = _fake_python(tmp_path)
+    assert pl.start_early(["--python", str(py)], 30.0) == 1  # torch inspected; the probe below asks --no-torch
+    env = pe.probe_python(str(py), Runner(), timeout_s=30.0, inspect_torch=False)
+    assert env.status == "ok"
+    assert len((tmp_path / "python.starts").read_text().split()) == 2
+    assert pl.discard_early() == 1
+    assert pl.discard_early() == 0
+
+
+def test_no_early_start_when_turned_off(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ENVDOCTOR_EARLY_PAYLOAD", "0")
+    assert pl.start_early(["--python", str(_fake_python(tmp_path))], 30.0) == 0
+
+
+FAKE_TORCH = '''
+import os
+__version__ = "9.9.9+cpu"
+class cuda:
+    @staticmethod
+    def is_available():
+        open(os.environ["CUDA_MARKER"], "w").close()
+        return False
+    @staticmethod
+    def _lazy_init():
+        raise RuntimeError("Torch not compiled with CUDA enabled")
+    @staticmethod
+    def device_count():
+        return 0
+'''
+
+
+def _gated(tmp_path: Path, deadline: str = "30") -> subprocess.Popen:
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text(FAKE_TORCH)
+    env = dict(os.environ, PYTHONPATH=str(site), CUDA_MARKER=str(tmp_path / "cuda-touched"))
+    return subprocess.Popen([sys.executable, str(pl.payload_path()), "--task", "inspect", "--deadline-s", deadline,
+                             "--cuda-gate"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env)
+
+
+def test_an_early_payload_initialises_cuda_only_after_its_stdin_closes(tmp_path: Path) -> None:
+    proc = _gated(tmp_path)
+    try:
+        line = b"\n"
+        while not line.strip():
+            line = proc.stdout.readline()
+        first = json.loads(line)  # the checkpoint written just before import torch
+        assert first.get("checkpoint") is True
+        time.sleep(0.5)  # the fake torch imports at once: the payload is now at the gate, or CUDA was touched
+        assert not (tmp_path / "cuda-touched").exists()
+        proc.stdin.close()
+        proc.wait(timeout=60)
+        out = proc.stdout.read()
+    finally:
+        proc.kill()
+    final = json.loads(out.strip().splitlines()[-1])
+    assert final["ok"] is True and final["result"]["torch"]["cuda_available"] is False
+    assert (tmp_path / "cuda-touched").exists()
+
+
+def test_a_gate_never_opened_is_a_named_timeout(tmp_path: Path) -> None:
+    proc = _gated(tmp_path, deadline="1.5")
+    try:
+        proc.wait(timeout=60)  # stdin stays open (communicate() would close it)
+        out = proc.stdout.read()
+    finally:
+        proc.kill()
+    final = json.loads(out.strip().splitlines()[-1])
+    assert final["timed_out"] is True and final["stage"] == "waiting for envdoctor to read the GPUs' process lists"
+    assert not (tmp_path / "cuda-touched").exists()
