@@ -36,7 +36,7 @@ def test_every_finding_code_the_fixtures_produce_can_be_explained(capsys):
 
 def test_codes_a_helper_emits_through_a_builder_parameter_are_known():
     # checks/host.py's _per_gpu(rule, ...) calls rule.warning("per-gpu", ...) for both CPU and MEMORY
-    from envdoctor.cli import _known_finding_code
+    from envdoctor.cli.explain import _known_finding_code
 
     for code in ("host.cpu/per-gpu", "host.cpu/per-gpu-below-recommended", "host.memory/per-gpu",
                  "host.memory/per-gpu-below-recommended"):
@@ -69,7 +69,7 @@ def _machines():
 def test_every_code_the_checks_emit_on_the_snapshots_and_test_machines_can_be_explained():
     # explain learns the codes from the checks' source: a code built in a way it does not read would be refused
     from envdoctor.checks import run_checks
-    from envdoctor.cli import _known_finding_code
+    from envdoctor.cli.explain import _known_finding_code
     from envdoctor.compat import load_compat
 
     compat = load_compat()

@@ -182,9 +182,9 @@ def test_permission_denied_is_said_as_such(monkeypatch, tmp_path):
 
     monkeypatch.setattr(os, "stat", stat)
     with pytest.raises(cli.UsageError, match="permission denied"):
-        cli._data_target(locked + "/data")
+        cli.common.data_target(locked + "/data")
     with pytest.raises(cli.UsageError, match="permission denied"):
-        cli._python_target(locked + "/bin/python")
+        cli.common.python_target(locked + "/bin/python")
     dp = _probe_path(locked + "/data", None, "/", [], _Disks("/", None))
     assert dp.status == "failed" and "permission denied" in dp.reason and dp.exists is None
 
