@@ -14,8 +14,8 @@ from .common import (
     EXIT_OK,
     UsageError,
     positive_seconds,
+    print_report,
     python_target,
-    render,
     with_data_label,
     write,
 )
@@ -116,9 +116,7 @@ def cmd_assert(args) -> int:
 
         write(render_junit(report, fail_on=inputs["fail_on"], redact=not args.no_redact), args.output)
     else:
-        text = render(report, args)
-        if args.format != "console" or (args.output and args.output != "-"):
-            write(text, args.output)
+        print_report(report, args, utf8=False)
     return EXIT_FINDINGS if report.fails(inputs["fail_on"]) else EXIT_OK
 
 

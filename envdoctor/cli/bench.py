@@ -13,13 +13,10 @@ from .common import (
     add_collect_options,
     add_output_options,
     collect_options,
-    render,
-    report_exit_code,
-    signals_deferred,
     split_globs,
     write,
 )
-from .live import bench_options, expect_gpu, partial_report, run_bench, write_bench_table
+from .live import bench_options, expect_gpu, judge_and_print, partial_report, run_bench
 
 
 def add_parsers(sub) -> None:
@@ -54,7 +51,7 @@ def cmd_bench(args) -> int:
                              "(the disk benchmarks run without it)")
         names = [n for n in asked if KERNELS[n].kind == "disk"]
     bench = bench_options(args, names=names)
-    from ..app import collect, judge
+    from ..app import collect
 
     expect = expect_gpu(args)
     options = collect_options(args)
@@ -65,13 +62,7 @@ def cmd_bench(args) -> int:
     except Interrupted as e:
         partial_report(e, args, only, ignore, expect)
         raise
-    with signals_deferred() as deferred:
-        report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
-        text = render(report, args)
-        if args.format != "console" or (args.output and args.output != "-"):
-            write(text, args.output, utf8=args.format != "console")
-        write_bench_table(report, args)
-    return deferred.exit_code(report_exit_code(report, args.fail_on))
+    return judge_and_print(facts, args, only, ignore, expect, table=True)
 
 
 COMMANDS = {"bench": cmd_bench}

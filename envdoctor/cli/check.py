@@ -16,13 +16,10 @@ from .common import (
     check_writable,
     collect_options,
     read_text,
-    render,
-    report_exit_code,
-    signals_deferred,
     split_globs,
     write,
 )
-from .live import bench_options, expect_gpu, partial_report, run_bench, write_bench_table
+from .live import bench_options, expect_gpu, judge_and_print, partial_report, run_bench
 
 
 def add_parsers(sub) -> None:
@@ -44,7 +41,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_check(args) -> int:
-    from ..app import Interrupted, collect, judge
+    from ..app import Interrupted, collect
     from ..facts import Facts, FactsError
 
     only, ignore = split_globs(args.only), split_globs(args.ignore, "--ignore")  # before minutes of probing
@@ -72,14 +69,7 @@ def cmd_check(args) -> int:
         except Interrupted as e:
             partial_report(e, args, only, ignore, expect)
             raise
-    with signals_deferred() as deferred:  # everything is read: a signal now waits for the report
-        report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
-        text = render(report, args)
-        if args.format != "console" or (args.output and args.output != "-"):
-            write(text, args.output, utf8=args.format != "console")
-        if facts.bench.results:
-            write_bench_table(report, args)
-    return deferred.exit_code(report_exit_code(report, args.fail_on))
+    return judge_and_print(facts, args, only, ignore, expect, table=bool(facts.bench.results))
 
 
 def _warm_up(args) -> None:

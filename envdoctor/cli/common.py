@@ -166,6 +166,14 @@ def render(report, args) -> str:
         render_console(report, verbose=args.verbose, color=False)
 
 
+def print_report(report, args, utf8: Optional[bool] = None) -> None:
+    """The report, rendered for --format and written to -o FILE or stdout (the console renderer has printed a
+    terminal's report itself). ``utf8``: documents go to stdout as UTF-8 (default: every format but console)."""
+    text = render(report, args)
+    if args.format != "console" or (args.output and args.output != "-"):
+        write(text, args.output, utf8=args.format != "console" if utf8 is None else utf8)
+
+
 def report_exit_code(report, fail_on: str) -> int:
     return EXIT_FINDINGS if report.fails(fail_on) else EXIT_OK  # a report that judged nothing fails too
 

@@ -11,10 +11,9 @@ from .common import (
     UsageError,
     add_output_options,
     check_writable,
-    render,
+    print_report,
     report_exit_code,
     split_globs,
-    write,
 )
 
 
@@ -65,9 +64,7 @@ def cmd_diagnose(args) -> int:
                                  read_notes=[n for _, n in read if n])
     except NothingRecognised as e:
         raise UsageError(str(e)) from None
-    text = render(report, args)
-    if args.format != "console" or (args.output and args.output != "-"):
-        write(text, args.output, utf8=args.format != "console")
+    print_report(report, args)
     return report_exit_code(report, args.fail_on)
 
 

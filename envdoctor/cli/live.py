@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import UsageError, data_target, render, write
+from .common import UsageError, data_target, print_report, report_exit_code, signals_deferred, write
 
 
 def bench_options(args, names):
@@ -128,6 +128,19 @@ def expect_gpu(args) -> bool:
         raise UsageError(str(e)) from None
 
 
+def judge_and_print(facts, args, only, ignore, expect: bool, table: bool) -> int:
+    """Everything is read: judge it and print the report (with the benchmark table when ``table``); a signal
+    meanwhile waits for the report to be printed. Returns the exit code."""
+    from ..app import judge
+
+    with signals_deferred() as deferred:
+        report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
+        print_report(report, args)
+        if table:
+            write_bench_table(report, args)
+    return deferred.exit_code(report_exit_code(report, args.fail_on))
+
+
 def partial_report(e, args, only, ignore, expect_gpu: bool = False) -> None:
     """After SIGINT/SIGTERM: the report on what was read before the signal, marked partial (never "all well")."""
     from ..app import judge
@@ -136,8 +149,6 @@ def partial_report(e, args, only, ignore, expect_gpu: bool = False) -> None:
         return
     try:
         report = judge(e.facts, only=only, ignore=ignore, expect_gpu=expect_gpu)
-        text = render(report, args)
-        if args.format != "console" or (args.output and args.output != "-"):
-            write(text, args.output, utf8=args.format != "console")
+        print_report(report, args)
     except (OSError, UsageError):
         pass  # a closed pipe or an unwritable file: the exit code still says what happened
