@@ -1,5 +1,6 @@
 """What `check` and `bench` share when they judge this machine: the benchmark options and run (with the
-results measured before a signal), the benchmark table, --expect-gpu, and the partial report after a signal.
+results measured before a signal), the benchmark table, --expect-gpu, judging and printing what was read while a
+signal waits (judge_and_print), and the partial report after a signal.
 
 Like common, a shared module: the two commands import it, it imports no command module.
 """
