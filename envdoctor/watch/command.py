@@ -1,4 +1,4 @@
-"""`envdoctor watch`: its options, the sampling loop, the launched command, the report.
+"""`envdoctor watch`: the sampling loop, the launched command, the report (its options: envdoctor/cli/watch.py).
 
     envdoctor watch -- python train.py ...   launch and watch (exit code passes through unless --fail-on)
     envdoctor watch --pid PID                a run already going: its process tree
@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import signal
@@ -16,9 +15,8 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
-FORMATS = ("console", "json", "markdown")
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 STOP_GRACE_S = 5.0
 
@@ -27,42 +25,12 @@ class WatchUsageError(Exception):
     pass
 
 
-def add_parser(sub: Any, epilog: str) -> None:
-    from ..cli import _positive_seconds as _positive  # one rule for a number of seconds
-
-    p = sub.add_parser(
-        "watch", help="watch a training run (or judge a recording): what limits it",
-        description="Sample the GPUs (NVML), the watched process tree (DataLoader workers) and the host (CPU, "
-                    "disk under --data, memory) while a run goes, then say what limits it: the GPU, the disk, the "
-                    "CPU, the DataLoader, one GPU lagging, stalls. `--replay FILE` judges nvidia-smi dmon / "
-                    "--query-gpu CSV, dcgmi dmon, gpustat, iostat -x and vmstat output instead. In the training "
-                    "script, `from envdoctor.watch import timed; for batch in timed(loader): ...` adds how long "
-                    "each step waits for its batch.",
-        epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND",
-                   help="the command to launch and watch (after --)")
-    p.add_argument("--pid", type=int, help="watch a running process and its children (never signalled)")
-    p.add_argument("--replay", action="append", metavar="FILE",
-                   help="judge a recording instead of watching ('-': stdin; repeatable: two tools' outputs)")
-    p.add_argument("--duration", type=_positive, metavar="SECONDS",
-                   help="stop watching after SECONDS (a launched command is then stopped as Ctrl-C would)")
-    p.add_argument("--interval", type=_positive, metavar="SECONDS",
-                   help="seconds between samples (default 0.5; for --replay: the spacing of a recording "
-                        "without timestamps, default 1)")
-    p.add_argument("--data", action="append", metavar="PATH", help="the training data (repeatable): its disk is watched")
-    p.add_argument("--format", choices=FORMATS, default="console", help="output format (default: console)")
-    p.add_argument("-o", "--output", metavar="FILE",
-                   help="also write the recording (a facts snapshot: `envdoctor check --facts FILE` judges it)")
-    p.add_argument("--fail-on", choices=("error", "warning"), default=None,
-                   help="exit 1 when a verdict is at least this severe (default: the command's own exit code)")
-    p.add_argument("-v", "--verbose", action="store_true", help="show evidence")
-    p.add_argument("--no-redact", action="store_true", help="keep host names and home paths in the output")
-
-
 # --------------------------------------------------------------------------- the command
 
 
-def cmd_watch(args: Any) -> int:
+def cmd_watch(args: Any, write: Callable[..., None]) -> int:
+    """Run `envdoctor watch` with the parsed ``args``; ``write(text, output, utf8=False)`` prints the report
+    (envdoctor.cli.common.write: the command line owns stdout). Bad options raise WatchUsageError."""
     cmd = list(args.cmd or [])
     if cmd and cmd[0] == "--":
         cmd = cmd[1:]
@@ -79,7 +47,7 @@ def cmd_watch(args: Any) -> int:
         facts, exit_code = _live(args, cmd)
     if args.output:
         _save(facts, args.output, redact=not args.no_redact)
-    return _report(facts, args, exit_code)
+    return _report(facts, args, exit_code, write)
 
 
 def _replay(args: Any):
@@ -129,9 +97,8 @@ def _save(facts, path: str, redact: bool = True) -> None:
         raise WatchUsageError(f"cannot write {path}: {e.strerror}") from None
 
 
-def _report(facts, args, exit_code: Optional[int]) -> int:
+def _report(facts, args, exit_code: Optional[int], write: Callable[..., None]) -> int:
     from ..app import judge
-    from ..cli import _write
     from ..report import render_json, render_markdown
     from .display import timeline
 
@@ -139,18 +106,18 @@ def _report(facts, args, exit_code: Optional[int]) -> int:
     w = facts.watch
     lines = timeline(w.samples)
     if args.format == "json":
-        _write(render_json(report, redact=not args.no_redact), None, utf8=True)
+        write(render_json(report, redact=not args.no_redact), None, utf8=True)
     elif args.format == "markdown":
         md = render_markdown(report, redact=not args.no_redact)
         block = ["", "### Timeline", "", "```", *lines, "```", ""] if lines else []
-        _write(_header(w) + "\n" + "\n".join(block) + "\n" + md, None, utf8=True)
+        write(_header(w) + "\n" + "\n".join(block) + "\n" + md, None, utf8=True)
     else:
         from ..report.console import terminal_width
         from ..report.redact import redact_text
         from .display import verdict_lines
 
         text = "\n".join([_header(w), *lines, "", *verdict_lines(report, args.verbose, terminal_width())])
-        _write(text if args.no_redact else redact_text(text), None)
+        write(text if args.no_redact else redact_text(text), None)
     if args.fail_on and report.has_at_least(args.fail_on):
         return EXIT_FINDINGS
     return exit_code if exit_code is not None else EXIT_OK

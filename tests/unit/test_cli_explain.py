@@ -2,16 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-
 from tests.paths import FIXTURES
 
 PASTES = FIXTURES / "pastes"
 
-# a test of `envdoctor explain` that passes once cmd_explain reads the registry
-EXPLAIN_WIRING = ("wired at merge: cli.cmd_explain still scans the checks' source (ast) and misses codes now "
-                  "declared through builders; replace it with envdoctor.checks.catalog.explain_lines (h-kinds "
-                  "report), then drop this marker")
 
 
 def _cli(*argv: str) -> int:
@@ -20,7 +14,6 @@ def _cli(*argv: str) -> int:
     return main(list(argv))
 
 
-@pytest.mark.xfail(strict=True, reason=EXPLAIN_WIRING)
 def test_every_finding_code_the_fixtures_produce_can_be_explained(capsys):
     # `envdoctor explain messages.signature/...`, copied from diagnose's own output, used to be "unknown code"
     from envdoctor.compat import load_compat

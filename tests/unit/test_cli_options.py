@@ -26,12 +26,12 @@ def test_python_venv_prefix_and_duplicates_are_inspected_once(tmp_path, monkeypa
     import sys
 
     from envdoctor import app
-    from envdoctor.cli import _python_target  # the CLI wraps app.python_target
+    from envdoctor.cli.common import python_target  # the CLI wraps app.python_target
 
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     (venv / "bin/python").symlink_to(sys.executable)
-    assert _python_target(str(venv)) == str(venv / "bin/python")
+    assert python_target(str(venv)) == str(venv / "bin/python")
     seen = []
 
     def fake_probe(exe, runner, timeout, inspect_torch, how):

@@ -9,6 +9,7 @@ import pytest
 
 from envdoctor import cli
 from envdoctor.app import Interrupted
+from envdoctor.cli import common, live
 from envdoctor.facts import Facts
 from tests import machines as m
 
@@ -24,7 +25,7 @@ def test_a_signal_during_bench_keeps_what_was_measured(monkeypatch, capsys) -> N
 
     monkeypatch.setattr("envdoctor.app.run_benchmarks", run_benchmarks)
     monkeypatch.setattr("envdoctor.app.collect", lambda options, **_kw: facts)
-    monkeypatch.setattr(cli, "_install_signal_handlers", lambda: {})
+    monkeypatch.setattr(common, "install_signal_handlers", lambda: {})
     code = cli.main(["bench", "matmul_bf16", "--format", "json"])
     out = capsys.readouterr()
     assert code == 128 + signal.SIGTERM
@@ -46,7 +47,7 @@ def test_console_partial_bench_report_shows_the_table_before_a_partial_verdict(m
 
     monkeypatch.setattr("envdoctor.app.run_benchmarks", run_benchmarks)
     monkeypatch.setattr("envdoctor.app.collect", lambda options, **_kw: facts)
-    monkeypatch.setattr(cli, "_install_signal_handlers", lambda: {})
+    monkeypatch.setattr(common, "install_signal_handlers", lambda: {})
     monkeypatch.setenv("COLUMNS", "80")
     assert cli.main(["bench", "matmul_bf16"]) == 130
     out = capsys.readouterr().out
@@ -55,18 +56,18 @@ def test_console_partial_bench_report_shows_the_table_before_a_partial_verdict(m
 
 
 def test_a_signal_while_the_report_prints_waits_for_it() -> None:
-    with cli._signals_deferred() as deferred:
-        cli._on_signal(signal.SIGTERM, None)  # does not raise: the report of what was read is printed first
+    with common.signals_deferred() as deferred:
+        common.on_signal(signal.SIGTERM, None)  # does not raise: the report of what was read is printed first
         assert deferred.signum == signal.SIGTERM
     assert deferred.exit_code(0) == 128 + signal.SIGTERM
     with pytest.raises(Interrupted):  # outside, a signal unwinds as before (the partial report path)
-        cli._on_signal(signal.SIGTERM, None)
+        common.on_signal(signal.SIGTERM, None)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def test_partial_bench_facts_are_marked_interrupted() -> None:
-    facts = cli._with_partial_bench(Facts(), [{"name": "h2d", "status": "ok", "reason": "ran", "value": 20.0,
+    facts = live.with_partial_bench(Facts(), [{"name": "h2d", "status": "ok", "reason": "ran", "value": 20.0,
                                                "unit": "GB/s"}, {"bad": 1}], signal.SIGINT)
     assert [r.name for r in facts.bench.results] == ["h2d"]
     assert facts.probes[-1].reason.startswith("interrupted by SIGINT")

@@ -21,11 +21,6 @@ from envdoctor.report import redact_text, render_console, render_markdown
 from tests import machines as m
 from tests.paths import REPO
 
-# a test of `envdoctor explain` that passes once cmd_explain reads the registry
-EXPLAIN_WIRING = ("wired at merge: cli.cmd_explain still scans the checks' source (ast) and misses codes now "
-                  "declared through builders; replace it with envdoctor.checks.catalog.explain_lines (h-kinds "
-                  "report), then drop this marker")
-
 ROOT = REPO
 SNAP = ROOT / "tests" / "fixtures" / "snapshots" / "h100-sxm-x8-healthy.json"
 
@@ -187,9 +182,9 @@ def test_permission_denied_is_said_as_such(monkeypatch, tmp_path):
 
     monkeypatch.setattr(os, "stat", stat)
     with pytest.raises(cli.UsageError, match="permission denied"):
-        cli._data_target(locked + "/data")
+        cli.common.data_target(locked + "/data")
     with pytest.raises(cli.UsageError, match="permission denied"):
-        cli._python_target(locked + "/bin/python")
+        cli.common.python_target(locked + "/bin/python")
     dp = _probe_path(locked + "/data", None, "/", [], _Disks("/", None))
     assert dp.status == "failed" and "permission denied" in dp.reason and dp.exists is None
 
@@ -291,8 +286,7 @@ def test_explain_rejects_codes_that_do_not_exist(code, capsys):
 
 
 @pytest.mark.parametrize("code", ["driver.present/absent",
-                                  pytest.param("gpu.xid/79",
-                                               marks=pytest.mark.xfail(strict=True, reason=EXPLAIN_WIRING)),
+                                  "gpu.xid/79",
                                   "toolchain.nvcc-torch/major", "NOTE",
                                   "driver.cuda-compat"])
 def test_explain_accepts_real_codes(code, capsys):

@@ -25,11 +25,6 @@ from envdoctor.targets import resolve_gpus
 from tests import machines
 from tests.unit.probes.test_torch_static import _fatbin, build_so, needs_gcc
 
-# a test of `envdoctor explain` that passes once cmd_explain reads the registry
-EXPLAIN_WIRING = ("wired at merge: cli.cmd_explain still scans the checks' source (ast) and misses codes now "
-                  "declared through builders; replace it with envdoctor.checks.catalog.explain_lines (h-kinds "
-                  "report), then drop this marker")
-
 PAYLOAD = Path(tasks.__file__).parent  # the payload folder, run as a script
 NVCC = shutil.which("nvcc")
 
@@ -259,7 +254,6 @@ def test_live_machine_judges_extensions_against_its_gpus(compat) -> None:
     assert st.status == CheckStatus.SKIPPED and "requirements.extensions-gpus" in st.reason
 
 
-@pytest.mark.xfail(strict=True, reason=EXPLAIN_WIRING)
 def test_explain_names_the_new_check() -> None:
     out = subprocess.run([sys.executable, "-m", "envdoctor", "explain", "requirements.extensions-gpus/ptx-only"],
                          capture_output=True, text=True, timeout=60)

@@ -13,11 +13,6 @@ from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report, diagnose_text
 from tests.paths import TESTS
 
-# a test of `envdoctor explain` that passes once cmd_explain reads the registry
-EXPLAIN_WIRING = ("wired at merge: cli.cmd_explain still scans the checks' source (ast) and misses codes now "
-                  "declared through builders; replace it with envdoctor.checks.catalog.explain_lines (h-kinds "
-                  "report), then drop this marker")
-
 HERE = TESTS
 PASTES = HERE / "fixtures" / "pastes"
 SHARED = HERE.parents[1] / "shared" / "examples"
@@ -70,7 +65,6 @@ def test_only_runs_exactly_that_check(tmp_path) -> None:
         assert [c["id"] for c in doc["checks"]] == [check_id]
 
 
-@pytest.mark.xfail(strict=True, reason=EXPLAIN_WIRING)
 def test_explain_knows_every_code_diagnose_prints(compat) -> None:
     codes = set()
     for path in all_pastes():

@@ -15,11 +15,6 @@ from envdoctor.fleet.model import FleetReportError, fleet_from_report
 from envdoctor.fleet.report import judge_fleet, render_console, render_markdown, to_dict
 from tests.unit.checks.test_fleet import _fleet, _node_facts
 
-# a test of `envdoctor explain` that passes once cmd_explain reads the registry
-EXPLAIN_WIRING = ("wired at merge: cli.cmd_explain still scans the checks' source (ast) and misses codes now "
-                  "declared through builders; replace it with envdoctor.checks.catalog.explain_lines (h-kinds "
-                  "report), then drop this marker")
-
 TORCHRUN_ENV = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "1",
                 "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}
 
@@ -166,8 +161,7 @@ def test_a_redacted_report_still_tells_its_nodes_apart(tmp_path):
 
 
 @pytest.mark.parametrize("code", ["fleet.consistency/node-facts", "fleet.ranks/missing",
-                                  pytest.param("fleet.stragglers/h2d-pinned",
-                                               marks=pytest.mark.xfail(strict=True, reason=EXPLAIN_WIRING)),
+                                  pytest.param("fleet.stragglers/h2d-pinned"),
                                   "fleet.transport/socket-fallback", "FLEET_INCONSISTENT", "fleet.collectives"])
 def test_every_fleet_code_can_be_explained(code, capsys):
     assert main(["explain", code]) == 0

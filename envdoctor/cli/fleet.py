@@ -1,4 +1,4 @@
-"""`envdoctor fleet`: its options and its handler (cli.py only registers them)."""
+"""`envdoctor fleet`: its options and its handler; the work is in envdoctor.fleet."""
 
 from __future__ import annotations
 
@@ -7,6 +7,18 @@ import json
 import os
 import sys
 from typing import Any, List
+
+from .common import (
+    EXIT_CODES_HELP,
+    EXIT_FINDINGS,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    check_writable,
+    positive_seconds,
+    read_text,
+    write,
+)
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -31,9 +43,7 @@ def _sizes(text: str) -> List[int]:
     return out
 
 
-def add_parser(sub: Any, epilog: str) -> None:
-    from ..cli import _positive_seconds
-
+def add_parsers(sub: Any) -> None:
     p = sub.add_parser(
         "fleet", help="one report for every node of a job (run under torchrun)",
         description="Run under the job's launcher, like training: torchrun --nnodes N --nproc-per-node G -m "
@@ -41,20 +51,20 @@ def add_parser(sub: Any, epilog: str) -> None:
                     "every rank names its device, rank 0 gathers over torch.distributed and prints one report: "
                     "what differs between nodes, each node's findings counted, stragglers, all-reduce bandwidth. "
                     "Needs torch (and envdoctor) in the training interpreter.",
-        epilog=epilog + "\nUnder torchrun, torchrun's own exit status is 1 whenever rank 0 exits non-zero.\n",
+        epilog=EXIT_CODES_HELP + "\nUnder torchrun, torchrun's own exit status is 1 whenever rank 0 exits non-zero.\n",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--backend", choices=("nccl", "gloo"), default=None,
                    help="torch.distributed backend (default: nccl when CUDA is available, else gloo)")
-    p.add_argument("--timeout", type=_positive_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
+    p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",
                    help=f"how long rank 0 waits for the others at each round, and every collective's timeout "
                         f"(default: {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--bench", action="store_true",
                    help="also measure: each rank's matmul and host-to-device copy, and an all-reduce sweep")
-    p.add_argument("--bench-budget", type=_positive_seconds, default=4.0, metavar="SECONDS",
+    p.add_argument("--bench-budget", type=positive_seconds, default=4.0, metavar="SECONDS",
                    help="seconds for each per-rank kernel and for each all-reduce scope's sweep (default: 4)")
     p.add_argument("--sizes", type=_sizes, default=None, metavar="LIST",
                    help="all-reduce message sizes, e.g. 1M,16M,256M (default: 1M..1G on GPUs, 64K..4M on CPUs)")
-    p.add_argument("--python-timeout", type=_positive_seconds, default=60.0, metavar="SECONDS",
+    p.add_argument("--python-timeout", type=positive_seconds, default=60.0, metavar="SECONDS",
                    help="time allowed to import torch when probing each node (default: 60)")
     p.add_argument("--report", metavar="FILE",
                    help="judge a saved fleet report (--format json -o FILE) again, offline: nothing is launched")
@@ -67,7 +77,7 @@ def add_parser(sub: Any, epilog: str) -> None:
 
 
 def _render(rep: Any, args: Any) -> str:
-    from .report import render_console, render_json, render_markdown
+    from ..fleet.report import render_console, render_json, render_markdown
 
     if args.format == "json":
         return render_json(rep, redact=not args.no_redact)
@@ -77,23 +87,22 @@ def _render(rep: Any, args: Any) -> str:
 
 
 def cmd_fleet(args: Any) -> int:
-    from ..cli import EXIT_FINDINGS, EXIT_OK, EXIT_USAGE, UsageError, _check_output, _read_text, _write
-    from .report import judge_fleet
+    from ..fleet.report import judge_fleet
 
-    _check_output(args.output)
+    check_writable(args.output)
     if args.report:
-        from .model import FleetReportError, fleet_from_report
+        from ..fleet.model import FleetReportError, fleet_from_report
 
-        text = _read_text(args.report)
+        text = read_text(args.report)
         try:
             fleet = fleet_from_report(json.loads(text))
         except (ValueError, FleetReportError) as e:
             raise UsageError(f"{args.report}: {e}") from None
         rep = judge_fleet(fleet)
-        _write(_render(rep, args), args.output, utf8=args.format != "console")
+        write(_render(rep, args), args.output, utf8=args.format != "console")
         return EXIT_FINDINGS if rep.has_at_least(args.fail_on) else EXIT_OK
-    from . import testing
-    from .launch import NotLaunched, place_from_env
+    from ..fleet import testing
+    from ..fleet.launch import NotLaunched, place_from_env
 
     try:
         place = place_from_env()
@@ -113,7 +122,7 @@ def cmd_fleet(args: Any) -> int:
     if args.backend == "nccl" and not torch.cuda.is_available():
         raise UsageError("--backend nccl needs CUDA GPUs, and torch sees none here (use --backend gloo)")
     from ..app import CollectOptions
-    from .rank import Options, run_rank
+    from ..fleet.rank import Options, run_rank
 
     options = Options(backend=args.backend, timeout_s=args.timeout, bench=args.bench, sizes=args.sizes,
                       bench_budget_s=args.bench_budget,
@@ -121,7 +130,7 @@ def cmd_fleet(args: Any) -> int:
     try:
         fleet = run_rank(place, options, dict(os.environ))
     except Exception as e:  # noqa: BLE001 - a rank that cannot take part says why on stderr, never a traceback
-        from .comm import short_error
+        from ..fleet.comm import short_error
 
         sys.stderr.write(f"envdoctor fleet: rank {place.rank}: {type(e).__name__}: {short_error(e)}\n")
         # rank 0 could not take part: the job is unusable (2). Another rank leaves with 0: rank 0 names it as
@@ -133,7 +142,7 @@ def cmd_fleet(args: Any) -> int:
         return EXIT_OK
     _hold_signals()
     rep = judge_fleet(fleet)
-    _write(_render(rep, args), args.output, utf8=args.format != "console")
+    write(_render(rep, args), args.output, utf8=args.format != "console")
     code = EXIT_FINDINGS if rep.has_at_least(args.fail_on) else EXIT_OK
     _leave(code)
     return code

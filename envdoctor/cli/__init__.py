@@ -1,0 +1,166 @@
+"""Command line: argument parsing and exit codes only (the work is in app, checks, report and the services).
+
+One module per command, each with ``add_parsers(sub)`` (its parser) and ``COMMANDS`` (name -> handler):
+check (check, collect), diagnose, bench, list_checks, explain, assert_, matrix, recommend, update_data, watch,
+fleet. What several share is in ``common`` (exit codes, UsageError, option groups, input, output, signals) and
+``live`` (check's and bench's run on this machine). A command module imports those two and never another
+command module nor this one; this module only registers them and runs ``main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import os
+import sys
+from typing import List, Optional, Sequence
+
+from .. import __version__
+from . import (
+    assert_,
+    bench,
+    check,
+    common,
+    diagnose,
+    explain,
+    fleet,
+    list_checks,
+    matrix,
+    recommend,
+    update_data,
+    watch,
+)
+from .common import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageError
+
+# in the order `envdoctor --help` lists them
+_COMMAND_MODULES = (check, diagnose, bench, list_checks, explain, assert_, matrix, recommend, update_data, watch,
+                    fleet)
+COMMANDS = {name: handler for module in _COMMAND_MODULES for name, handler in module.COMMANDS.items()}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="envdoctor",
+        description="Will this machine's GPU deep-learning stack work, and at the speed you pay for? "
+                    "`envdoctor` alone is `envdoctor check`.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=_CommandListFormatter,
+    )
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and the matrix in use")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in _COMMAND_MODULES:
+        module.add_parsers(sub)
+    return parser
+
+
+class _CommandListFormatter(argparse.RawDescriptionHelpFormatter):
+    """Each command and its one-line help on one line at 80 columns (scripts and people read that list):
+    argparse measures subcommand names without their extra indent, so `list-checks` and `update-data`
+    would otherwise push their help onto a line of its own."""
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            longest = max((len(name) for name in action.choices), default=0)
+            self._action_max_length = max(self._action_max_length, longest + self._current_indent + 4)
+
+
+class _VersionAction(argparse.Action):
+    """--version names the matrix in use too (bundled, or an update-data install), read only when asked."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from ..compat import CompatDataError, active_choice
+
+        try:
+            compat, why_not = active_choice()
+            data = f"compat matrix as of {compat.as_of} ({compat.label})"
+            if why_not:
+                data += f"; not using the installed update: {why_not}"
+        except CompatDataError as e:
+            data = f"compat matrix unreadable: {e}"
+        sys.stdout.write(f"envdoctor {__version__}\n{data}\n")
+        parser.exit()
+
+
+def _command_names(parser: argparse.ArgumentParser) -> List[str]:
+    """The subcommands, read from the parser itself: a command is registered once, in build_parser()."""
+    # argparse has no public getter for the subparsers; _SubParsersAction has been its name since Python 2.7
+    return [name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for name in action.choices]
+
+
+def _normalise_argv(argv: Sequence[str], commands: Sequence[str]) -> List[str]:
+    """Options alone (or nothing) mean `check`; a first word that is no command is a usage error, not
+    arguments for `check` (which would print check's help for `envdoctor bench --help`)."""
+    argv = list(argv)
+    if not argv:
+        return ["check"]
+    if argv[0] in commands or argv[0] in ("-h", "--help", "--version"):
+        return argv
+    if not argv[0].startswith("-") or argv[0] == "-":
+        raise UsageError(f"unknown command {argv[0]!r}; the commands are: {', '.join(commands)} "
+                         "(`envdoctor --help`; options alone mean `check`)")
+    return ["check"] + argv
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from ..app import Interrupted
+
+    previous = common.install_signal_handlers()  # first: a signal at any moment ends in a report or a clear line
+    try:
+        parser = build_parser()
+        try:
+            argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
+        except UsageError as e:
+            sys.stderr.write(f"envdoctor: {e}\n")
+            return EXIT_USAGE
+        args = parser.parse_args(argv)
+        return _main(args)
+    except Interrupted as e:
+        sys.stderr.write(f"envdoctor: interrupted by {e.signal_name}"
+                         + ("; the report above is partial\n" if e.facts is not None else "\n"))
+        return 128 + e.signum
+    finally:
+        common.restore_signal_handlers(previous)
+
+
+def _main(args) -> int:
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        sys.stderr.write("envdoctor: the current directory no longer exists (deleted while this shell was in "
+                         "it): cd to an existing directory\n")
+        return EXIT_USAGE
+    try:
+        return COMMANDS[args.command](args)
+    except UsageError as e:
+        sys.stderr.write(f"envdoctor: {e}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:  # a SIGINT that arrived while our handler was not installed (not the main thread)
+        from ..probes.runner import stop_all_children
+
+        stop_all_children()
+        sys.stderr.write("envdoctor: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except OSError as e:
+        if e.errno not in _OUTPUT_ERRNOS or os.environ.get("ENVDOCTOR_DEBUG"):
+            return _internal_error(e)
+        # `envdoctor > /dev/full`, a full disk or quota under the redirect: not a bug in envdoctor
+        sys.stderr.write(f"envdoctor: cannot write the output: {e.strerror}\n")
+        return EXIT_USAGE
+    except Exception as e:  # noqa: BLE001 - last resort: a bug is reported as exit 3, with a one-line reason
+        return _internal_error(e)
+
+
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
+
+
+def _internal_error(e: BaseException) -> int:
+    if os.environ.get("ENVDOCTOR_DEBUG"):
+        raise e
+    sys.stderr.write(f"envdoctor: internal error: {type(e).__name__}: {e} "
+                     "(set ENVDOCTOR_DEBUG=1 for the traceback)\n")
+    return EXIT_INTERNAL
+

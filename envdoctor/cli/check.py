@@ -1,0 +1,122 @@
+"""`envdoctor check` (the default command: collect, judge, print) and `envdoctor collect` (the snapshot)."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+
+from .common import (
+    EXIT_CODES_HELP,
+    EXIT_OK,
+    UsageError,
+    add_bench_options,
+    add_collect_options,
+    add_output_options,
+    check_writable,
+    collect_options,
+    read_text,
+    split_globs,
+    write,
+)
+from .live import bench_options, expect_gpu, judge_and_print, partial_report, run_bench
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("check", help="collect, judge and print findings (default)",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_collect_options(p)
+    add_output_options(p)
+    p.add_argument("--facts", metavar="FILE",
+                   help="judge a snapshot written by `envdoctor collect` instead of this machine ('-': stdin)")
+    p.add_argument("--bench", action="store_true",
+                   help="also run the quick benchmark suite (`envdoctor bench`) and judge it in the same report")
+    add_bench_options(p, names=False)
+
+    p = sub.add_parser("collect", help="write the facts snapshot as JSON",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_collect_options(p)
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
+    p.add_argument("--no-redact", action="store_true", help="keep host names, home paths and GPU UUIDs")
+
+
+def cmd_check(args) -> int:
+    from ..app import Interrupted, collect
+    from ..facts import Facts, FactsError
+
+    only, ignore = split_globs(args.only), split_globs(args.ignore, "--ignore")  # before minutes of probing
+    expect = expect_gpu(args)
+    if args.facts and args.bench:
+        raise UsageError("--bench measures this machine; it cannot judge a --facts snapshot (run `envdoctor bench` "
+                         "where the snapshot was taken)")
+    _check_selection(only, ignore)
+    check_writable(args.output)
+    if args.facts:
+        _check_no_collect_options(args)
+        text = read_text(args.facts)
+        try:
+            facts = Facts.from_json(text)
+        except FactsError as e:
+            raise UsageError(f"{args.facts}: {e}") from None
+        facts = facts if facts.origin != "live" else _as_snapshot(facts)
+    else:
+        options = collect_options(args)
+        bench = bench_options(args, names=[]) if args.bench else None
+        try:
+            facts = collect(options, meanwhile=functools.partial(_warm_up, args))
+            if bench is not None:
+                facts = run_bench(facts, options, bench, args)
+        except Interrupted as e:
+            partial_report(e, args, only, ignore, expect)
+            raise
+    return judge_and_print(facts, args, only, ignore, expect, table=bool(facts.bench.results))
+
+
+def _warm_up(args) -> None:
+    """While the probes wait on the target's `import torch`: the checks, the compat data and the renderer."""
+    from ..app import warm_up
+
+    warm_up()
+    if args.format == "console":
+        from ..report import console  # noqa: F401  (rich)
+    elif args.format == "json":
+        from ..report import redact  # noqa: F401
+
+
+def _check_selection(only, ignore) -> None:
+    """--only/--ignore that leave no check: a usage error, not "No problems found" on nothing judged."""
+    from ..checks import all_checks, select
+
+    if (only or ignore) and not select(all_checks(), only, ignore):
+        raise UsageError("--only/--ignore leave no check to run (`envdoctor list-checks` lists them)")
+
+
+def _check_no_collect_options(args) -> None:
+    """With --facts nothing is probed: options that only steer probing cannot apply (usage error)."""
+    given = [name for name, on in (("--python", bool(args.pythons)), ("--data", bool(args.data_paths)),
+                                   ("--no-torch", args.no_torch), ("--python-timeout", args.python_timeout is not None),
+                                   ("--load-pcie", args.load_pcie)) if on]
+    if given:
+        raise UsageError(f"{', '.join(given)} cannot apply with --facts: a snapshot is judged as it was collected")
+
+
+def _as_snapshot(facts):
+    import dataclasses
+
+    return dataclasses.replace(facts, origin="snapshot")
+
+
+def cmd_collect(args) -> int:
+    from ..app import collect
+    from ..report.redact import redact_facts_dict
+
+    check_writable(args.output)
+    facts = collect(collect_options(args))
+    data = facts.to_dict()
+    if not args.no_redact:
+        data = redact_facts_dict(data, [facts.host.hostname] if facts.host.hostname else [])
+    write(json.dumps(data, indent=2, sort_keys=True), args.output, utf8=True)
+    return EXIT_OK
+
+
+COMMANDS = {"check": cmd_check, "collect": cmd_collect}

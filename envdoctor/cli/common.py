@@ -1,0 +1,364 @@
+"""What several commands share: exit codes, usage errors, option groups, reading input, writing and
+rendering the output, the interpreter and data targets, and the signal handling.
+
+Command modules import this module and never one another; nothing here imports a command module.
+Heavy modules (app, checks, report, compat) are imported inside the functions that use them, so that
+`envdoctor --help` and every command's start-up import only what they run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Callable, Dict, List, Optional, Tuple, Type
+
+EXIT_OK = 0  # no finding at or above --fail-on
+EXIT_FINDINGS = 1  # at least one finding at or above --fail-on, or no check judged anything
+EXIT_USAGE = 2  # usage error or unreadable input (bad --facts file, nothing recognisable in a paste)
+EXIT_INTERNAL = 3  # envdoctor itself failed
+
+EXIT_CODES_HELP = """exit codes:
+  0  no finding at or above --fail-on (default: error)
+  1  at least one finding at or above --fail-on, or nothing could be judged
+  2  usage error or unreadable input (bad --facts file, nothing recognisable in a paste)
+  3  envdoctor itself failed (a bug: please report it)
+"""
+
+
+class UsageError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def split_globs(values: Optional[List[str]], option: str = "--only") -> Optional[List[str]]:
+    """The check-id globs of --only/--ignore; one that matches no check is a usage error: a typo in
+    `--only` would otherwise run nothing and print "No problems found" with exit code 0."""
+    if not values:
+        return None
+    out = [part.strip() for v in values for part in v.split(",") if part.strip()]
+    if out:
+        import fnmatch
+
+        from ..checks import all_checks
+
+        ids = [c.id for c in all_checks()]
+        for pat in out:
+            if not any(fnmatch.fnmatchcase(i, pat) for i in ids):
+                raise UsageError(f"{option} {pat}: matches no check id (`envdoctor list-checks` lists them)")
+    return out or None
+
+
+DEFAULT_PYTHON_TIMEOUT_S = 60.0
+
+
+def positive_seconds(text: str) -> float:
+    """--python-timeout: a positive, finite number of seconds (nan, inf, 0 and -1 would never or always fire)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number of seconds")
+    return value
+
+
+def add_output_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--format", choices=("console", "json", "markdown"), default="console",
+                   help="output format (default: console)")
+    p.add_argument("--fail-on", choices=("error", "warning"), default="error",
+                   help="lowest severity that makes the exit code 1 (default: error)")
+    p.add_argument("--only", action="append", metavar="GLOBS",
+                   help="run only these checks (ids or globs, comma-separated, repeatable): driver.*")
+    p.add_argument("--ignore", action="append", metavar="GLOBS", help="skip these checks (ids or globs)")
+    p.add_argument("-v", "--verbose", action="store_true", help="show evidence and probe timings")
+    p.add_argument("--no-redact", action="store_true",
+                   help="keep host names, home paths and GPU UUIDs in JSON/Markdown output")
+    p.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE instead of stdout")
+
+
+def add_collect_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--python", action="append", metavar="PATH", dest="pythons",
+                   help="interpreter to diagnose, or a venv/conda prefix (repeatable; default: $VIRTUAL_ENV or $CONDA_PREFIX python, "
+                        "else python3 on PATH)")
+    p.add_argument("--data", action="append", metavar="PATH", dest="data_paths",
+                   help="where the training data lives (repeatable; default: the current directory)")
+    p.add_argument("--no-torch", action="store_true",
+                   help="do not import torch in the target interpreter (its build is still read from its files)")
+    p.add_argument("--python-timeout", type=positive_seconds, default=None, metavar="SECONDS",
+                   help=f"time allowed to import torch in each interpreter (default: {DEFAULT_PYTHON_TIMEOUT_S:g})")
+    p.add_argument("--expect-gpu", action="store_true",
+                   help="this machine should have NVIDIA GPUs: no NVIDIA hardware is then an error (also "
+                        "`expect-gpu = true` under [tool.envdoctor] in pyproject.toml)")
+    p.add_argument("--no-config", action="store_true",
+                   help="do not read [tool.envdoctor] from pyproject.toml or envdoctor.toml")
+    p.add_argument("--load-pcie", action="store_true",
+                   help="copy host->GPU for ~2 s in the target interpreter to read PCIe links under load "
+                        "(idle links sit at Gen1; off by default because it uses the GPUs)")
+
+
+def add_bench_options(p: argparse.ArgumentParser, names: bool) -> None:
+    if names:
+        p.add_argument("names", nargs="*", metavar="NAME",
+                       help="benchmarks to run (default: the quick suite; 'all': every one; --list names them)")
+        p.add_argument("--list", action="store_true", help="list the benchmarks with their budgets and exit")
+    p.add_argument("--device", choices=("cpu", "cuda", "all"), default="cuda",
+                   help="where torch kernels run (default: cuda; cpu runs every torch code path on the CPU; "
+                        "all: the GPU kernels on every GPU, then the host-side ones on the CPU)")
+    p.add_argument("--sustain", type=float, metavar="SECONDS",
+                   help="pressure probe: large matmuls on every GPU at once for SECONDS, NVML sampled every 0.5 s")
+    p.add_argument("--budget", type=float, metavar="SECONDS",
+                   help="rescale the benchmarks' budgets to this total (not counting --sustain)")
+    p.add_argument("--force", action="store_true", help="also measure GPUs that another process is using")
+    p.add_argument("--thorough", action="store_true",
+                   help="mamf-finder's matmul procedure (50 + 100 iterations per shape, its shape range; minutes)")
+    p.add_argument("--no-write", action="store_true",
+                   help="never write a temporary file for the disk benchmarks (read an existing large file or skip)")
+
+
+def query_command(sub: Any, name: str, help: str, epilog: Optional[str] = None,
+                   description: Optional[str] = None) -> argparse.ArgumentParser:
+    """A command that answers a question from the matrix or this machine: it prints console text or JSON."""
+    p = sub.add_parser(name, help=help, description=description, epilog=epilog,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--format", choices=("console", "json"), default="console",
+                   help="output format (default: console)")
+    return p
+
+
+def write(text: str, output: Optional[str], utf8: bool = False) -> None:
+    """Write to FILE (always UTF-8) or stdout. ``utf8``: a document (Markdown, JSON) goes to stdout as UTF-8
+    bytes whatever the terminal's encoding (a redirect on a C-locale box or a Windows code page), so the file
+    the user pastes is the one GitHub reads; other text is written in the terminal's encoding, "?" for the rest."""
+    text = text if text.endswith("\n") else text + "\n"
+    if output and output != "-":
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text)
+        except OSError as e:
+            raise UsageError(f"cannot write {output}: {e.strerror}") from None
+        return
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:  # a StringIO (tests, notebooks): it takes str
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    sys.stdout.flush()
+    encoding = "utf-8" if utf8 else (getattr(sys.stdout, "encoding", None) or "utf-8")
+    buffer.write(text.encode(encoding, "replace"))
+    buffer.flush()
+
+
+def render(report, args) -> str:
+    from ..report import render_console, render_json, render_markdown
+
+    report = with_data_label(report)
+
+    if args.format == "json":
+        return render_json(report, redact=not args.no_redact)
+    if args.format == "markdown":
+        return render_markdown(report, redact=not args.no_redact)
+    to_file = bool(args.output and args.output != "-")
+    return render_console(report, verbose=args.verbose, color=False if to_file else None,
+                          file=None if to_file else sys.stdout) if not to_file else \
+        render_console(report, verbose=args.verbose, color=False)
+
+
+def print_report(report, args, utf8: Optional[bool] = None) -> None:
+    """The report, rendered for --format and written to -o FILE or stdout (the console renderer has printed a
+    terminal's report itself). ``utf8``: documents go to stdout as UTF-8 (default: every format but console)."""
+    text = render(report, args)
+    if args.format != "console" or (args.output and args.output != "-"):
+        write(text, args.output, utf8=args.format != "console" if utf8 is None else utf8)
+
+
+def report_exit_code(report, fail_on: str) -> int:
+    return EXIT_FINDINGS if report.fails(fail_on) else EXIT_OK  # a report that judged nothing fails too
+
+
+def python_target(value: str) -> str:
+    from ..app import OptionsError
+    from ..app import python_target as resolve
+
+    try:
+        return resolve(value)
+    except OptionsError as e:
+        raise UsageError(str(e)) from None
+
+
+def data_target(value: str) -> str:
+    from ..app import OptionsError
+    from ..app import data_target as resolve
+
+    try:
+        return resolve(value)
+    except OptionsError as e:
+        raise UsageError(str(e)) from None
+
+
+def collect_options(args):
+    from ..app import CollectOptions
+
+    return CollectOptions(
+        pythons=[python_target(p) for p in (args.pythons or [])],
+        data_paths=[data_target(p) for p in (args.data_paths or [])],
+        inspect_torch=not args.no_torch,
+        python_timeout_s=args.python_timeout if args.python_timeout is not None else DEFAULT_PYTHON_TIMEOUT_S,
+        load_pcie=args.load_pcie,
+    )
+
+
+def read_text(path: str, limit: Optional[int] = None) -> str:
+    """The bytes of ``path`` ('-': stdin) as text; with ``limit``, at most that many (stderr says what was cut)."""
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(limit + 1) if limit else sys.stdin.buffer.read()
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read(limit + 1) if limit else fh.read()
+    except IsADirectoryError:
+        raise UsageError(f"cannot read {path}: is a directory") from None
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from None
+    if limit and len(data) > limit:
+        data = data[:limit]
+        sys.stderr.write(f"envdoctor: {'stdin' if path == '-' else path} is larger than {limit // 2**20} MiB: "
+                         f"read only its first {limit // 2**20} MiB\n")
+    from ..diagnose import decode_text  # UTF-8, or the UTF-16 a Windows shell redirect writes
+
+    return decode_text(data)
+
+
+def check_writable(output: Optional[str]) -> None:
+    """-o FILE must be writable before minutes of probing, not after."""
+    if not output or output == "-":
+        return
+    path = os.path.abspath(os.path.expanduser(output))
+    if os.path.isdir(path):
+        raise UsageError(f"cannot write {output}: is a directory")
+    if os.path.exists(path):
+        if not os.access(path, os.W_OK):
+            raise UsageError(f"cannot write {output}: permission denied")
+        return
+    parent = os.path.dirname(path)
+    if not os.path.isdir(parent):
+        raise UsageError(f"cannot write {output}: no such directory {os.path.dirname(output) or parent}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot write {output}: permission denied in {os.path.dirname(output) or parent}")
+
+
+def with_data_label(report, compat=None):
+    """The report with the matrix in use named (report headers say which data judged)."""
+    import dataclasses
+
+    if report.compat_source:
+        return report
+    from ..compat import load_compat
+
+    compat = compat or load_compat()
+    return dataclasses.replace(report, compat_source=getattr(compat, "label", None))
+
+
+def emit(payload: Dict[str, Any], text: str, fmt: str) -> None:
+    """A query command's answer: its JSON payload, or its console text."""
+    write(json.dumps(payload, indent=2, sort_keys=False) if fmt == "json" else text, None)
+
+
+def answer(args, fn: Callable[[Any], Tuple[Dict[str, Any], str]], error: Type[Exception]) -> Dict[str, Any]:
+    """Run ``fn(args)`` and print its (payload, text); ``error`` becomes a usage error. Returns the payload."""
+    try:
+        payload, text = fn(args)
+    except error as e:
+        raise UsageError(str(e)) from None
+    emit(payload, text, args.format)
+    return payload
+
+
+# --------------------------------------------------------------------------- signals
+
+
+class _Deferred:
+    """A signal that arrived while the report was being judged and printed: exit with its code afterwards."""
+
+    active = False
+    signum: Optional[int] = None
+
+    def exit_code(self, code: int) -> int:
+        if self.signum is None:
+            return code
+        import signal
+
+        sys.stderr.write(f"envdoctor: {signal.Signals(self.signum).name} arrived while the report was printed\n")
+        return 128 + self.signum
+
+
+_DEFERRED = _Deferred()
+
+
+class signals_deferred:  # noqa: N801 - used as a context manager
+    def __enter__(self) -> _Deferred:
+        _DEFERRED.active, _DEFERRED.signum = True, None
+        return _DEFERRED
+
+    def __exit__(self, *exc) -> None:
+        _DEFERRED.active = False
+
+
+def on_signal(signum, _frame) -> None:
+    """SIGINT/SIGTERM: kill every child's process group now, then unwind (the partial report is printed).
+    While the report of facts already read is being judged and printed, the signal waits for it instead."""
+    import signal
+
+    from ..app import Interrupted
+    from ..probes.runner import stop_all_children
+
+    if _DEFERRED.active:
+        if _DEFERRED.signum is not None:  # a second one: stop at once
+            _exit_now(signum, _frame)
+        _DEFERRED.signum = signum
+        return
+
+    stop_all_children()
+    from .. import app
+
+    app.PENDING_SIGNAL[0] = signum  # should the raise below land where Python drops it, the wait raises it
+    # a second signal while the partial report is printed: stop at once
+    signal.signal(signal.SIGINT, _exit_now)
+    signal.signal(signal.SIGTERM, _exit_now)
+    raise Interrupted(signum)
+
+
+def _exit_now(signum, _frame) -> None:
+    from ..probes.runner import stop_all_children
+
+    stop_all_children()
+    os._exit(128 + signum)
+
+
+def install_signal_handlers() -> dict:
+    """Our handlers for SIGINT and SIGTERM (main thread only); returns the previous ones to restore."""
+    import signal
+    import threading
+
+    previous: dict = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        old = signal.getsignal(sig)
+        if old == signal.SIG_IGN:  # started with it ignored (nohup, a background job): keep it so
+            continue
+        previous[sig] = old
+        signal.signal(sig, on_signal)
+    return previous
+
+
+def restore_signal_handlers(previous: dict) -> None:
+    import signal
+
+    from ..probes.runner import allow_children
+
+    for sig, old in previous.items():
+        signal.signal(sig, old if old is not None else signal.SIG_DFL)
+    allow_children()

@@ -1,0 +1,26 @@
+"""`envdoctor explain`: what a category, a check id or a finding code means, and how to fix it.
+
+Everything it knows comes from the check registry's declarations (``envdoctor.checks.catalog``): each
+``Findings`` builder declares its kinds and categories, so a code a check can raise is a code `explain` knows.
+"""
+
+from __future__ import annotations
+
+from .common import EXIT_OK, UsageError, write
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("explain", help="explain a category, check id or finding code")
+    p.add_argument("code", help="e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA, driver.cuda-compat or driver.cuda-compat/too-old")
+
+
+def cmd_explain(args) -> int:
+    from ..checks.catalog import UnknownCode, explain_lines
+    from ..compat import active_compat
+
+    try:
+        lines = explain_lines(args.code, active_compat)  # compat is loaded only for a signature code
+    except UnknownCode as e:
+        raise UsageError(str(e)) from None
+    write("\n".join(lines), None)
+    return EXIT_OK
