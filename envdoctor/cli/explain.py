@@ -24,3 +24,6 @@ def cmd_explain(args) -> int:
         raise UsageError(str(e)) from None
     write("\n".join(lines), None)
     return EXIT_OK
+
+
+COMMANDS = {"explain": cmd_explain}
