@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
-from ..facts import BenchResult, Facts, Gpu, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
-from ._bench_common import THROTTLE_TEXT, bench_results, severity
-from ._bench_expect import (
+from ..bench.expect import (
     MATMUL_DTYPE,
     VGPU_NAME,
     disk_kind,
@@ -17,6 +14,9 @@ from ._bench_expect import (
     limiting_throttles,
     storage_for,
 )
+from ..facts import BenchResult, Facts, Gpu, ProbeStatus
+from ..findings import Evidence, Finding, Fix, Severity
+from ._bench_common import THROTTLE_TEXT, bench_results, severity
 from .base import Check, CheckContext, SkipCheck, registrar
 
 CHECKS: List[Check] = []

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import List
 
+from ..bench.expect import VGPU_NAME, expect
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix
 from ._bench_common import HARD_THROTTLES, THROTTLE_TEXT, bench_results, severity
-from ._bench_expect import VGPU_NAME, expect
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []

@@ -12,7 +12,7 @@ from typing import Any, List, Optional, Tuple
 from ..compat.bench import bench_table
 from ..domain.pci import bus_key
 from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, ProbeStatus
-from ._bench_links import gpu_index, link_kind, min_link, topology_kind
+from .links import gpu_index, link_kind, min_link, topology_kind
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
                 "matmul_fp8": "fp8"}
