@@ -10,8 +10,8 @@ import sys
 import time
 from types import SimpleNamespace
 
+from envdoctor.domain.recording import analyze, pct, summarize
 from envdoctor.watch import timer
-from envdoctor.watch.analysis import analyze, pct, summarize
 from envdoctor.watch.record import Recorder
 from envdoctor.watch.sample import GpuReader, HostReader, ProcessTree, Unseen
 from tests.fakes.nvml import FakeNvml, h100
