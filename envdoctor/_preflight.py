@@ -114,7 +114,7 @@ def _gpu_machine(facts) -> bool:
     the GPU and driver checks describe nothing the caller asked for and only the static checks run;
     a driver that is installed but broken still counts as a GPU machine, and so does a GPU without a driver:
     a PCI device of vendor 0x10de, decided by the same function as `check`'s driver.hardware."""
-    from .checks._gpus import nvidia_hardware
+    from .queries import nvidia_hardware
 
     d = facts.driver
     if d.gpus or d.status not in ("absent",):

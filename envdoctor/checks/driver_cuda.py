@@ -121,7 +121,7 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
                     evidence=[Evidence("driver.version", d.version, expected=f">= {req.min_driver or floor}",
                                        source=req.source),
                               Evidence(f"pythons[{i}].torch.arch_list", t.arch_list)],
-                    fix=upgrade_driver_fix(ctx, req.min_driver, t.version, d.version, datacenter, py),
+                    fix=upgrade_driver_fix(ctx.facts, ctx.compat, req.min_driver, t.version, d.version, datacenter, py),
                 ))
                 continue
             own = (f"below CUDA {cuda}'s own minimum ({req.min_driver})" if req.min_driver else
@@ -227,6 +227,6 @@ def _too_old_finding(ctx: CheckContext, i: int, label: str, cuda: str, min_drive
                 "NVIDIA lists for it; with an older driver torch.cuda.is_available() is False ('The NVIDIA "
                 "driver on your system is too old')."),
         evidence=ev,
-        fix=upgrade_driver_fix(ctx, min_driver or floor, torch_version or "", driver, datacenter,
+        fix=upgrade_driver_fix(ctx.facts, ctx.compat, min_driver or floor, torch_version or "", driver, datacenter,
                                 ctx.facts.pythons[i]),
     )
