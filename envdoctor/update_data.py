@@ -52,9 +52,9 @@ def build_manifest(source_dir: Path, out_dir: Path, version: str, as_of: Optiona
 
     The files are validated first with the same loader envdoctor uses, so a broken matrix is never published.
     """
-    from .compat import _load_dir
+    from .compat import load_compat
 
-    compat = _load_dir(Path(source_dir))
+    compat = load_compat(Path(source_dir))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     files: Dict[str, Dict[str, Any]] = {}
@@ -143,7 +143,7 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
         import requests
     except ImportError:
         raise UpdateError("update-data needs the 'requests' package (pip install requests)") from None
-    from .compat import CompatDataError, _default_dir, _load_dir, clear_cache
+    from .compat import CompatDataError, bundled_dir, clear_cache, load_compat
 
     cache = cache or cache_dir()
     compat, label = _in_use()
@@ -166,7 +166,7 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
                        "manifest_as_of": manifest["as_of"], **status}
             return payload, (f"Nothing installed: the manifest's matrix {manifest['version']} (as of "
                              f"{manifest['as_of']}) is not newer than the {label}.")
-        bundled = {p.name for p in _default_dir().glob("*.json")}
+        bundled = {p.name for p in bundled_dir().glob("*.json")}
         missing = sorted(bundled - set(manifest["files"]))
         if missing:
             raise UpdateError(f"the manifest lacks {', '.join(missing)}, which the bundled matrix has; {keep}",
@@ -190,7 +190,7 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
                     raise UpdateError(f"cannot write {tmp / name}: {e.strerror or e}; {keep}", status) from None
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             try:
-                candidate = _load_dir(tmp)  # the same validation the bundled matrix passes
+                candidate = load_compat(tmp)  # the same validation the bundled matrix passes
             except CompatDataError as e:
                 raise UpdateError(f"the downloaded matrix fails validation: {e}; {keep}", status) from None
             if not newer(candidate.as_of, compat.as_of):

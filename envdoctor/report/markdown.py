@@ -28,7 +28,7 @@ def md_text(text: str) -> str:
     return "".join(out)
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
     """Text safe inside a Markdown table cell: one line, Markdown escaped, pipes escaped even in code."""
     text = md_text(" ".join(text.split()))
     # GFM splits cells at an unescaped pipe even inside a code span: escape those too
@@ -90,17 +90,17 @@ def render_markdown(report: Report, redact: bool = True) -> str:
         for f in findings:
             follows = f.caused_by is not None and f.caused_by in codes
             summary = ("↳ follows from the above: " if follows else "") + f.summary
-            out.append(f"| {f.severity} | `{f.category}` | {_cell(summary)} |")
+            out.append(f"| {f.severity} | `{f.category}` | {cell(summary)} |")
         out.append("")
         for f in findings:
             if f.caused_by is not None and f.caused_by in codes:
                 continue  # listed under its root cause
             if f.severity == Severity.INFO and f.fix is None:
                 continue
-            out.append(f"### {f.severity}: {_cell(f.summary)}")
+            out.append(f"### {f.severity}: {cell(f.summary)}")
             out.append("")
             out.append(f"`{f.category}` · `{f.code}`" + (f" · about `{f.about}`" if f.about else "")
-                       + (f" · in {_cell(_code_span(f.subject))}" if f.subject and len(report.facts.pythons) > 1 else ""))
+                       + (f" · in {cell(_code_span(f.subject))}" if f.subject and len(report.facts.pythons) > 1 else ""))
             out.append("")
             if f.detail:
                 out.append(md_text(f.detail))
@@ -126,7 +126,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
     out.append("| | |")
     out.append("| --- | --- |")
     for label, value in key_fact_rows(report.facts):
-        out.append(f"| {_cell(label)} | {_cell(value)} |")
+        out.append(f"| {cell(label)} | {cell(value)} |")
     out.append("")
 
     if report.checks:
@@ -139,7 +139,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
                 line += f": skipped: {c.reason or 'no reason given'}"
             elif c.status == CheckStatus.ERRORED:
                 line += f": check errored: {c.reason or 'no reason given'}"
-            out.append(_cell(line))
+            out.append(cell(line))
         out.append("")
 
     facts_json = json.dumps(report.facts.to_dict(), sort_keys=True, indent=2)

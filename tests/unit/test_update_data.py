@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("requests")
 
-from envdoctor.compat import _default_dir, active_choice, clear_cache  # noqa: E402
+from envdoctor.compat import active_choice, bundled_dir, clear_cache  # noqa: E402
 from envdoctor.compat.datadir import installed_update  # noqa: E402
 from envdoctor.update_data import UpdateError, build_manifest, update_from_url  # noqa: E402
 
@@ -113,7 +113,7 @@ def cache(tmp_path: Path, monkeypatch) -> Path:
 def _matrix(tmp_path: Path, as_of: str = NEWER, name: str = "src", edit=None) -> Path:
     """A copy of the bundled matrix with cuda_driver.json dated ``as_of`` (and an optional edit)."""
     src = tmp_path / name
-    shutil.copytree(_default_dir(), src, ignore=shutil.ignore_patterns("*.md"))
+    shutil.copytree(bundled_dir(), src, ignore=shutil.ignore_patterns("*.md"))
     doc = json.loads((src / "cuda_driver.json").read_text(encoding="utf-8"))
     doc["as_of"] = as_of
     if edit:
