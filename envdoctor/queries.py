@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
+from .domain.gpus import gpu_label
 from .domain.pci import is_nvidia_gpu_description
 from .domain.versions import major_minor, version_ge
 from .facts import Driver, Facts
@@ -37,13 +38,12 @@ def gpu_capabilities(facts: Facts, compat: Compat) -> List[Tuple[str, Optional[s
             cc = compat.gpu_compute_capability(g.name)
             if cc:
                 path = f"compat gpus: compute capability of {g.name!r}"
-        out.append((f"GPU {g.index} ({g.name or 'unknown model'})", cc, path))
+        out.append((gpu_label(g), cc, path))
     if not out:
         for i, py in enumerate(facts.pythons):
             if py.torch:
                 for dev in py.torch.devices:
-                    out.append((f"GPU {dev.index} ({dev.name or 'unknown model'})", dev.capability,
-                                f"pythons[{i}].torch.devices[{dev.index}].capability"))
+                    out.append((gpu_label(dev), dev.capability, f"pythons[{i}].torch.devices[{dev.index}].capability"))
                 if out:
                     break
     return out

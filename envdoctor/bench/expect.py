@@ -16,8 +16,6 @@ from .links import gpu_index, link_kind, min_link, topology_kind
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
                 "matmul_fp8": "fp8"}
-# a vGPU profile name: "GRID A100-4C", "NVIDIA A100-3-20C", "GRID P4-1Q" (NVIDIA vGPU user guide, profile names)
-VGPU_NAME = re.compile(r"^(?:grid|nvidia)\s+\S.*?-(?:\d+-)?\d+[abcq]$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,9 @@
-"""Shared check helpers about the GPUs in the facts: labels, fact paths, "skip unless GPUs", hardware presence."""
+"""Shared check helpers about the GPUs in the facts: fact paths, "skip unless GPUs", lists of GPUs (labels: domain.gpus)."""
 
 from __future__ import annotations
 
 from typing import List, Tuple
 
-from ..domain.gpus import gpu_label  # noqa: F401 - re-exported for the check modules
 from ..facts import Driver, Facts, Gpu, ProbeStatus
 from ..queries import nvidia_hardware
 from .base import SkipCheck, section_reason

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Dict, List, Optional, Tuple
 
 from ..domain.arch import sm_name
+from ..domain.gpus import gpu_label
 from ..domain.variants import local_tag
 from ..domain.versions import major_minor, mm_str, version_ge
 from ..facts import Package, ProbeStatus
@@ -202,7 +203,7 @@ def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
         ok_all, _ = arch_runs(arch, cc)
         ok_sass, _ = arch_runs(sass_only, cc)
         if ok_all and not ok_sass:
-            out.append(f"GPU {g.index} ({g.name}, {sm_name(cc)})")
+            out.append(gpu_label(g, sm_name(cc)))
     return out
 
 
