@@ -588,7 +588,7 @@ class Watch:
     "mem_used_pct", "swap_used_pct", "shm_used_bytes", "disks": {dev: {"read_mbps", "write_mbps", "iops",
     "await_ms", "util_pct"}}, "net_rx_mbps"}, "procs": {"count", "trainers", "workers", "cpu_pct",
     "main_cpu_pct", "rss_bytes", "states"}}``; a field nobody measured is absent or null. ``summary`` is
-    what envdoctor.watch.analysis computes from them plus what the step timer reported (``data_wait_fraction``,
+    what envdoctor.domain.recording computes from them plus what the step timer reported (``data_wait_fraction``,
     ``step_count``). Long runs are downsampled (``downsampled_by``), never cut.
     """
 

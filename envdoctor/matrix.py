@@ -6,13 +6,11 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .compat import load_compat
 from .domain.arch import arch_runs
+from .domain.gpus import TYPED_NAME_PREFIXES
 from .domain.variants import cuda_of_variant
 from .domain.versions import mm_str, release
+from .matrix_bench import MatrixError, query_bench  # the bench half is below: it imports nothing from here
 from .targets import TargetError, check_driver_version, resolve_gpu
-
-
-class MatrixError(ValueError):
-    """A query that cannot be answered as asked (bad version, unknown name); one line."""
 
 
 def _release(text: str) -> Tuple[int, ...]:
@@ -117,7 +115,7 @@ def gpu_info(compat: Any, name: str) -> Dict[str, Any]:
     except TargetError as e:
         raise MatrixError(str(e)) from None
     models = []
-    for prefix in ("", "GeForce ", "Tesla ", "NVIDIA ", "NVIDIA GeForce ", "Quadro "):
+    for prefix in TYPED_NAME_PREFIXES:
         for suffix in ("", "..."):
             models = compat.gpu_candidates(f"{prefix}{name}{suffix}") if target.how != "sm_XX" else []
             if models:
@@ -257,8 +255,6 @@ def query(args: Any) -> Tuple[Dict[str, Any], str]:
     elif q == "gpu":
         payload = gpu_info(compat, args.name)
     elif q == "bench":
-        from .matrix_bench import query_bench
-
         return query_bench(args)
     else:
         payload = arch_info(compat, args.arch)

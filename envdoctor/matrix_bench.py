@@ -6,6 +6,12 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .compat.bench import GPU_KERNELS, bench_table, kernel_unit
 
+
+class MatrixError(ValueError):
+    """A query that cannot be answered as asked (bad version, unknown name); one line. Every `matrix` query
+    raises it (envdoctor.matrix imports it from here: the bench half imports nothing from matrix.py)."""
+
+
 LINK_CHOICES = ("pcie3", "pcie4", "pcie5", "pcie6", "c2c", "nvlink2", "nvlink3", "nvlink4", "nvlink5",
                 "nvlink_bridge_hopper", "nvlink_bridge_ga102", "nvswitch_hopper", "nvls_hopper", "nvswitch_ampere",
                 "nvswitch_blackwell")
@@ -24,7 +30,6 @@ def _row(name: str, row: Any, table: Any, expected: Optional[float] = None) -> D
 
 
 def _models(compat: Any, name: str) -> List[Any]:
-    from .matrix import MatrixError
     from .targets import TargetError, resolve_gpu
 
     try:
@@ -77,7 +82,6 @@ def default_links(spec: Any) -> List[str]:
 
 
 def bench_expectations(compat: Any, name: str, links: Optional[List[str]] = None) -> Dict[str, Any]:
-    from .matrix import MatrixError
 
     models = _models(compat, name)
     if not models:
@@ -125,7 +129,6 @@ def query_bench(args: Any) -> Tuple[Dict[str, Any], str]:
     links = []
     for v in getattr(args, "link", None) or []:
         links += [x.strip() for x in v.split(",") if x.strip()]
-    from .matrix import MatrixError
 
     for link in links:
         base = link.partition("x")[0]

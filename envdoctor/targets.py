@@ -9,6 +9,7 @@ from typing import Any, List, Optional, Sequence
 from packaging.requirements import InvalidRequirement, Requirement
 
 from .domain.arch import arch_cc
+from .domain.gpus import TYPED_NAME_PREFIXES
 from .domain.versions import bare_driver_branch, driver_branch, parse_version
 
 # Requirement names that are not distributions: the interpreter, the torch build's CUDA and cuDNN
@@ -103,9 +104,6 @@ class GpuTarget:
     source: Optional[str] = None
 
 
-_PREFIXES = ("", "GeForce ", "Tesla ", "NVIDIA ", "NVIDIA GeForce ", "Quadro ")
-
-
 def resolve_gpu(compat: Any, text: str) -> GpuTarget:
     """A target GPU by model name ("H100", "RTX 5090", "Tesla K80") or architecture ("sm_90", "9.0").
 
@@ -124,7 +122,7 @@ def resolve_gpu(compat: Any, text: str) -> GpuTarget:
         return GpuTarget(raw, f"{raw} (compute capability {cc})", cc, None, "sm_XX", arch.source)
     tried = []
     for suffix in ("", "..."):
-        for prefix in _PREFIXES:
+        for prefix in TYPED_NAME_PREFIXES:
             name = f"{prefix}{raw}{suffix}"
             candidates = compat.gpu_candidates(name)
             if not candidates:

@@ -55,9 +55,9 @@ def build_manifest(source_dir: Path, out_dir: Path, version: str, as_of: Optiona
     later one is written into the copies whose ``as_of`` is older, because `update-data` dates a matrix by its
     files (the newest file's ``as_of``) and refuses files that are not newer than the matrix in use.
     """
-    from .compat import _load_dir
+    from .compat import load_compat
 
-    compat = _load_dir(Path(source_dir))
+    compat = load_compat(Path(source_dir))
     if as_of is not None:
         try:
             datetime.date.fromisoformat(as_of)
@@ -158,7 +158,7 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
         import requests
     except ImportError:
         raise UpdateError("update-data needs the 'requests' package (pip install requests)") from None
-    from .compat import CompatDataError, _default_dir, _load_dir, clear_cache
+    from .compat import CompatDataError, bundled_dir, clear_cache, load_compat
 
     cache = cache or cache_dir()
     compat, label = _in_use()
@@ -181,7 +181,7 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
                        "manifest_as_of": manifest["as_of"], **status}
             return payload, (f"Nothing installed: the manifest's matrix {manifest['version']} (as of "
                              f"{manifest['as_of']}) is not newer than the {label}.")
-        bundled = {p.name for p in _default_dir().glob("*.json")}
+        bundled = {p.name for p in bundled_dir().glob("*.json")}
         missing = sorted(bundled - set(manifest["files"]))
         if missing:
             raise UpdateError(f"the manifest lacks {', '.join(missing)}, which the bundled matrix has; {keep}",
@@ -205,7 +205,7 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
                     raise UpdateError(f"cannot write {tmp / name}: {e.strerror or e}; {keep}", status) from None
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             try:
-                candidate = _load_dir(tmp)  # the same validation the bundled matrix passes
+                candidate = load_compat(tmp)  # the same validation the bundled matrix passes
             except CompatDataError as e:
                 raise UpdateError(f"the downloaded matrix fails validation: {e}; {keep}", status) from None
             if not newer(candidate.as_of, compat.as_of):

@@ -11,9 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import queue
-import subprocess
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -22,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..domain.pci import bus_key
 from ..facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, PythonEnv, Storage, from_dict
-from ..probes.runner import _kill_tree
+from ..probes.runner import Runner
 from .suite import KERNELS, PlanItem, plan
 
 STARTUP_TIMEOUT_S = 90.0  # import torch + CUDA initialisation, before the first kernel
@@ -71,79 +68,46 @@ def stream_payload(argv: Sequence[str], on_event: Callable[[Dict[str, Any]], Non
     """Run ``argv``, hand each bench event to ``on_event`` as it arrives; kill at a kernel's deadline. Never
     raises, except KeyboardInterrupt (after killing the child)."""
     grace = grace or kill_grace_s
-    full_env = dict(os.environ if env is None else env)
-    full_env.update({"LC_ALL": "C", "PYTHONDONTWRITEBYTECODE": "1"})
     events: List[Dict[str, Any]] = []
-    with tempfile.TemporaryFile() as err_file:
-        try:
-            proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
-                list(argv), stdout=subprocess.PIPE, stderr=err_file, stdin=subprocess.DEVNULL, env=full_env,
-                start_new_session=os.name == "posix")
-        except OSError as e:
-            return StreamOutcome(events, error=f"could not run {argv[0]}: {e.strerror or e}")
-        lines: queue.Queue[Optional[bytes]] = queue.Queue()
+    outcome = StreamOutcome(events)
+    state: Dict[str, Any] = {"current": None, "started_at": time.monotonic()}
 
-        def reader() -> None:
-            assert proc.stdout is not None
-            for raw in proc.stdout:
-                lines.put(raw)
-            lines.put(None)
+    def on_line(line: str) -> Optional[float]:
+        obj = _parse(line)
+        if obj is None:
+            return None
+        kind = obj.get("event")
+        more = None
+        if kind == "start":
+            state["current"], state["started_at"] = obj, time.monotonic()
+            budget = float(obj.get("budget_s") or 0.0)
+            more = budget + grace(budget)
+        elif kind in ("result", "info"):
+            more = BETWEEN_KERNELS_S
+        elif kind == "done":
+            outcome.finished = True
+        elif kind == "error":
+            outcome.error = str(obj.get("error"))
+        events.append(obj)
+        on_event(obj)
+        return more
 
-        threading.Thread(target=reader, name="envdoctor-bench-reader", daemon=True).start()
-        deadline = time.monotonic() + startup_timeout_s
-        current: Optional[Dict[str, Any]] = None
-        started_at = time.monotonic()
-        outcome = StreamOutcome(events)
-        try:
-            while True:
-                wait = deadline - time.monotonic()
-                if wait <= 0:
-                    _kill_tree(proc)
-                    outcome.killed = current or {"name": None, "device": None, "budget_s": startup_timeout_s}
-                    outcome.killed_after_s = round(time.monotonic() - started_at, 1)
-                    break
-                try:
-                    raw = lines.get(timeout=min(wait, 0.25))
-                except queue.Empty:
-                    continue
-                if raw is None:
-                    break
-                obj = _parse(raw)
-                if obj is None:
-                    continue
-                kind = obj.get("event")
-                if kind == "start":
-                    current = obj
-                    started_at = time.monotonic()
-                    budget = float(obj.get("budget_s") or 0.0)
-                    deadline = started_at + budget + grace(budget)
-                elif kind in ("result", "info"):
-                    deadline = time.monotonic() + BETWEEN_KERNELS_S
-                elif kind == "done":
-                    outcome.finished = True
-                elif kind == "error":
-                    outcome.error = str(obj.get("error"))
-                events.append(obj)
-                on_event(obj)
-        except BaseException:  # Ctrl-C: the child is in its own session and did not get the SIGINT
-            _kill_tree(proc)
-            raise
-        try:
-            proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            _kill_tree(proc)
-            proc.wait(timeout=5.0)
-        if not outcome.finished and outcome.killed is None and outcome.error is None:
-            err_file.seek(0)
-            tail = [ln for ln in err_file.read().decode("utf-8", "replace").splitlines() if ln.strip()]
-            rc = proc.returncode
-            how = f"was killed by signal {-rc}" if rc is not None and rc < 0 else f"exited {rc}"
-            outcome.error = f"the bench payload {how} before finishing" + (f": {tail[-1][:300]}" if tail else "")
+    res = Runner(env).stream(argv, on_line, startup_timeout_s, env={"PYTHONDONTWRITEBYTECODE": "1"})
+    if res.error:
+        outcome.error = f"could not run {argv[0]}: {res.error}"
+    elif res.killed:
+        outcome.killed = state["current"] or {"name": None, "device": None, "budget_s": startup_timeout_s}
+        outcome.killed_after_s = round(time.monotonic() - state["started_at"], 1)
+    elif not outcome.finished and outcome.error is None:
+        tail = [ln for ln in res.stderr.splitlines() if ln.strip()]
+        rc = res.returncode
+        how = f"was killed by signal {-rc}" if rc is not None and rc < 0 else f"exited {rc}"
+        outcome.error = f"the bench payload {how} before finishing" + (f": {tail[-1][:300]}" if tail else "")
     return outcome
 
 
-def _parse(raw: bytes) -> Optional[Dict[str, Any]]:
-    line = raw.decode("utf-8", "replace").strip()
+def _parse(raw: str) -> Optional[Dict[str, Any]]:
+    line = raw.strip()
     if not line.startswith("{"):
         return None
     try:

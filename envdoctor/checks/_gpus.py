@@ -1,13 +1,12 @@
-"""Shared check helpers about the GPUs in the facts: labels, fact paths, "skip unless GPUs", hardware presence."""
+"""Shared check helpers about the GPUs in the facts: fact paths, "skip unless GPUs", lists of GPUs (labels: domain.gpus)."""
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import List, Tuple
 
-from ..domain.gpus import gpu_label  # noqa: F401 - re-exported for the check modules
 from ..facts import Driver, Facts, Gpu, ProbeStatus
-from ._util import is_nvidia_gpu_description
-from .base import CheckContext, SkipCheck, section_reason
+from ..queries import nvidia_hardware
+from .base import SkipCheck, section_reason
 
 MIB = 2**20
 GIB = 2**30
@@ -52,16 +51,6 @@ def looks_loaded(g: Gpu) -> bool:
     return g.utilization_gpu_pct is not None and g.utilization_gpu_pct >= 50
 
 
-def nvidia_hardware(facts: Facts) -> Optional[bool]:
-    """Is there NVIDIA hardware on this machine's PCI bus? None when nothing says (a snapshot without sysfs)."""
-    devices = facts.topology.nvidia_pci_devices
-    if devices or facts.driver.gpus:
-        return True
-    if any(is_nvidia_gpu_description(link.description) for link in facts.topology.pcie_links):
-        return True
-    return False if devices == [] else None
-
-
 def given_gpus_only(facts: Facts) -> bool:
     """A container (a Kubernetes pod, docker --gpus device=N) sees the host's whole PCI bus in sysfs but was
     given some GPUs only (NVIDIA_VISIBLE_DEVICES, the /dev/nvidiaN nodes passed in): judge those, the ones
@@ -80,27 +69,3 @@ def container_without_gpus(facts: Facts) -> bool:
     c = facts.host.container
     return bool(c and c.runtime and not c.gpu_device_nodes and facts.driver.status != ProbeStatus.OK
                 and nvidia_hardware(facts))
-
-
-def gpu_capabilities(ctx: CheckContext) -> List[Tuple[str, Optional[str], str]]:
-    """(label, compute capability or None, fact path) per GPU, from the driver, torch or the GPU table."""
-    out = []
-    facts = ctx.facts
-    for g in facts.driver.gpus:
-        cc = g.compute_capability
-        path = f"driver.gpus[{g.index}].compute_capability"
-        if not cc and g.name:
-            # one compute capability even when the name fits several cards (a cut-short "RTX 2080 ...")
-            cc = ctx.compat.gpu_compute_capability(g.name)
-            if cc:
-                path = f"compat gpus: compute capability of {g.name!r}"
-        out.append((f"GPU {g.index} ({g.name or 'unknown model'})", cc, path))
-    if not out:
-        for i, py in enumerate(facts.pythons):
-            if py.torch:
-                for dev in py.torch.devices:
-                    out.append((f"GPU {dev.index} ({dev.name or 'unknown model'})", dev.capability,
-                                f"pythons[{i}].torch.devices[{dev.index}].capability"))
-                if out:
-                    break
-    return out

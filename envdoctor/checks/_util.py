@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator, List, Optional, Tuple
 
 from ..domain.variants import is_linux_x86, local_tag, variant_tag
-from ..domain.versions import base_version, major_minor, version_ge
+from ..domain.versions import base_version
 from ..facts import Facts, Package, PythonEnv
 
 
@@ -40,27 +40,6 @@ def py_path(i: int, attr: str) -> str:
     return f"pythons[{i}].{attr}"
 
 
-def driver_runs_cuda(driver, compat, cuda: Optional[str]) -> Optional[bool]:
-    """Does this driver run prebuilt wheels of CUDA ``cuda``? None when it cannot be told.
-
-    Yes at the toolkit's GA minimum driver or, for CUDA 11+, at the major's minor-version-compatibility
-    floor (https://docs.nvidia.com/deploy/cuda-compatibility/). With only the driver's ceiling known (a
-    pasted nvidia-smi header), compare against that.
-    """
-    if not cuda:
-        return None
-    if not driver.version:
-        if driver.cuda_driver_version:
-            return version_ge(driver.cuda_driver_version, cuda)
-        return None
-    req = compat.cuda_requirement(cuda)
-    if req is None:
-        return None
-    mm = major_minor(cuda)
-    floor = req.minor_compat_min_driver if mm and mm[0] >= 11 else None
-    return bool(version_ge(driver.version, req.min_driver) or version_ge(driver.version, floor))
-
-
 def no_torch_reason(facts: Facts) -> str:
     """Why there is no torch to judge: not installed, or the interpreter could not be inspected."""
     failed = [py for py in facts.pythons if py.status not in ("ok",)]
@@ -80,21 +59,6 @@ def torch_envs_or_skip(facts: Facts) -> List[Tuple[int, PythonEnv]]:
     if not envs:
         raise SkipCheck(no_torch_reason(facts))
     return envs
-
-
-# PCI vendor 0x10de is NVIDIA (PCI-SIG vendor list). sysfs-built descriptions carry only the ids
-# ("3D controller: [10de:2330]"); lspci's carry the name ("3D controller: NVIDIA Corporation GH100 ...")
-# and, with -nn, the ids too.
-def is_nvidia_gpu_description(description: Optional[str]) -> bool:
-    """Does a PCI device description name an NVIDIA GPU (VGA or 3D controller, vendor NVIDIA / 0x10de)?"""
-    d = (description or "").lower()
-    return ("3d controller" in d or "vga" in d) and ("nvidia" in d or "[10de:" in d)
-
-
-def torch_releases(ctx) -> list:
-    """The compat torch release rows (none when the compat object has no torch table)."""
-    getter = getattr(ctx.compat, "torch_releases", None)
-    return list(getter()) if getter else []
 
 
 def package_variant(ctx, py: PythonEnv, pkg: Package) -> Tuple[Optional[str], str, bool]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
+from ..domain.recording import Analysis, GpuStats, analyze, pct
 from ..facts import Watch
 from ..findings import Evidence
 from ..remedies.shell import command
-from ..watch.analysis import Analysis, GpuStats, analyze, pct
 from .base import CheckContext, SkipCheck
 
 BOUND_P50 = 85.0  # steady utilisation at or above: the GPU is the limit

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
-from ..facts import BenchResult, Facts, Gpu, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
-from ._bench_common import THROTTLE_TEXT, bench_results, severity
-from ._bench_expect import (
+from ..bench.expect import (
     MATMUL_DTYPE,
-    VGPU_NAME,
     disk_kind,
     effective_dtype,
     expect,
@@ -17,6 +13,10 @@ from ._bench_expect import (
     limiting_throttles,
     storage_for,
 )
+from ..domain.gpus import is_vgpu_name
+from ..facts import BenchResult, Facts, Gpu, ProbeStatus
+from ..findings import Evidence, Finding, Fix, Severity
+from ._bench_common import THROTTLE_TEXT, bench_results, severity
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -48,7 +48,7 @@ def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult
                     Evidence(f"{base}.processes", [p.pid for p in procs], expected="none")))
     if g.mig_mode_current:
         out.append(("MIG is enabled: the benchmark ran on a slice", Evidence(f"{base}.mig_mode_current", True)))
-    if g.virtualization_mode == "vgpu" or VGPU_NAME.match(g.name or ""):
+    if g.virtualization_mode == "vgpu" or is_vgpu_name(g.name):
         out.append(("the GPU is a vGPU slice behind a hypervisor",
                     Evidence(f"{base}.virtualization_mode", g.virtualization_mode or g.name)))
     return out

@@ -6,10 +6,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Tuple
 
+from ..bench.expect import expect
+from ..domain.gpus import gpu_label, is_vgpu_name
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix
 from ._bench_common import HARD_THROTTLES, THROTTLE_TEXT, bench_results, severity
-from ._bench_expect import VGPU_NAME, expect
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -162,11 +163,11 @@ def gpu_virtualized(ctx: CheckContext) -> List[Finding]:
     out = []
     for i, g in enumerate(drv.gpus):
         by_mode = g.virtualization_mode == "vgpu"
-        by_name = bool(VGPU_NAME.match(g.name or ""))
+        by_name = is_vgpu_name(g.name)
         if by_mode or by_name:
             out.append(GPU_VIRTUALIZED.info(
                 "vgpu",
-                f"GPU {i} ({g.name}) is a vGPU: a slice of a physical GPU behind a hypervisor",
+                f"{gpu_label(g)} is a vGPU: a slice of a physical GPU behind a hypervisor",
                 detail="Its memory and time are shared with other virtual machines; benchmark figures below the "
                        "whole board's are expected and this is the likely reason when they are low.",
                 evidence=[Evidence(f"driver.gpus[{i}].virtualization_mode", g.virtualization_mode),

@@ -113,7 +113,7 @@ DRIVER_FLOOR = Findings("diagnose.driver-floor", "DRIVER_TOO_OLD_FOR_TORCH_CUDA"
 def check_driver_floor(ctx: CheckContext) -> List[Finding]:
     """When the paste shows torch but not its CUDA, a driver older than what the oldest CUDA build of torch in
     the matrix needs runs none of them (driver.cuda-compat judges the case where torch's CUDA is known)."""
-    from ._util import version_ge
+    from ..domain.versions import version_ge
 
     paste_or_skip(ctx)
     facts = ctx.facts

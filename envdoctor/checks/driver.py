@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from ..domain.pci import is_nvidia_gpu_description
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ..queries import nvidia_hardware
 from ..remedies import COMPAT_DOC, command, driver_install, set_env, unset_env
-from ._gpus import container_without_gpus, nvidia_hardware
-from ._util import is_nvidia_gpu_description, torch_envs
+from ._gpus import container_without_gpus
+from ._util import torch_envs
 from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []

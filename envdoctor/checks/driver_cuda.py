@@ -6,6 +6,7 @@ import dataclasses
 from typing import Dict, List, Optional, Tuple
 
 from ..domain.arch import sm_name
+from ..domain.gpus import gpu_label
 from ..domain.variants import local_tag
 from ..domain.versions import major_minor, mm_str, version_ge
 from ..facts import Package, ProbeStatus
@@ -121,7 +122,7 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
                     evidence=[Evidence("driver.version", d.version, expected=f">= {req.min_driver or floor}",
                                        source=req.source),
                               Evidence(f"pythons[{i}].torch.arch_list", t.arch_list)],
-                    fix=upgrade_driver_fix(ctx, req.min_driver, t.version, d.version, datacenter, py),
+                    fix=upgrade_driver_fix(ctx.facts, ctx.compat, req.min_driver, t.version, d.version, datacenter, py),
                 ))
                 continue
             own = (f"below CUDA {cuda}'s own minimum ({req.min_driver})" if req.min_driver else
@@ -202,7 +203,7 @@ def _ptx_only_gpus(ctx: CheckContext, py) -> List[str]:
         ok_all, _ = arch_runs(arch, cc)
         ok_sass, _ = arch_runs(sass_only, cc)
         if ok_all and not ok_sass:
-            out.append(f"GPU {g.index} ({g.name}, {sm_name(cc)})")
+            out.append(gpu_label(g, sm_name(cc)))
     return out
 
 
@@ -230,6 +231,6 @@ def _too_old_finding(ctx: CheckContext, i: int, label: str, cuda: str, min_drive
                 "NVIDIA lists for it; with an older driver torch.cuda.is_available() is False ('The NVIDIA "
                 "driver on your system is too old')."),
         evidence=ev,
-        fix=upgrade_driver_fix(ctx, min_driver or floor, torch_version or "", driver, datacenter,
+        fix=upgrade_driver_fix(ctx.facts, ctx.compat, min_driver or floor, torch_version or "", driver, datacenter,
                                 ctx.facts.pythons[i]),
     )

@@ -94,7 +94,7 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
     on = _judged_on(ctx.facts.collected_at or "", table)
     # only branches that drive every GPU here (compat driver_gpu_support.json): R580 is no answer for a
     # Tesla K80 (Kepler ends at R470), R550 none for an RTX 5090 (Blackwell starts at R570)
-    limits = gpu_branch_limits(ctx)
+    limits = gpu_branch_limits(ctx.facts, ctx.compat)
     supported = [b for b in table.supported_branches(on) if limits.allows(b.branch)]
     targets = ", ".join(f"R{b.branch} {b.designation} (until {b.end_of_life})" for b in supported)
     # the oldest LTSB still supported: the longest hardware coverage (R580 is the last branch for

@@ -77,7 +77,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
         if not mixed and not wheels:
             continue
         version = base_version(py.torch.version) or ""
-        target = target_variant(ctx, py, version)
+        target = target_variant(ctx.facts, ctx.compat, py, version)
         # the summary keeps the first piece of evidence; the whole text is in the evidence list
         parts = [f"{p.name} {p.version} is {v} ({ev.split(';')[0]})" for p, v, ev, _ in mixed]
         parts += [f"{p.name} {p.version} is for CUDA {p.name.rsplit('-cu', 1)[1]}" for p in wheels]
@@ -98,7 +98,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
             evidence=evidence,
             fix=or_origin_fix(py, Fix(f"Reinstall the set together from the {target} index" if target else
                                       "Reinstall torch and its companions together from one index",
-                                      [pip_install(ctx.facts, py, pair_pins(ctx, py, version), target, force=True)],
+                                      [pip_install(ctx.facts, py, pair_pins(ctx.facts, ctx.compat, py, version), target, force=True)],
                                       VISION_README)),
             confidence=None if certain else "medium",
         ))
@@ -161,7 +161,7 @@ def check_companions(ctx: CheckContext) -> List[Finding]:
 def _companion_finding(ctx: CheckContext, i: int, py: PythonEnv, pkg: Package, tver: str,
                        want: Optional[str], name: str, pairs_with: Optional[str] = None) -> Finding:
     built_for = pairs_with or ctx.compat.torch_for_companion(name, base_version(pkg.version) or "")
-    target = target_variant(ctx, py, tver)
+    target = target_variant(ctx.facts, ctx.compat, py, tver)
     pin = f"{pkg.name}=={want}" if want else pkg.name
     expected = f"{want} (pairs with torch {tver})" if want else f"the {name} release for torch {mm_str(tver)}"
     tail = f", which pairs with torch {built_for}" if built_for else ""
@@ -290,9 +290,9 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
 
 
 def _live_gpus(ctx: CheckContext) -> List[ArchTarget]:
-    from ._gpus import gpu_capabilities
+    from ..queries import gpu_capabilities
 
     t = ctx.facts.targets
     if ctx.facts.driver.source == "declared" or (t is not None and t.target_gpus):
         return []
-    return [ArchTarget(label, cc, Evidence(path, cc)) for label, cc, path in gpu_capabilities(ctx) if cc]
+    return [ArchTarget(label, cc, Evidence(path, cc)) for label, cc, path in gpu_capabilities(ctx.facts, ctx.compat) if cc]

@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ..domain.gpus import gpu_label
-from ..domain.pci import bdf_key, bus_key
+from ..domain.pci import bdf_key, bus_key, is_nvidia_gpu_description
 from ..facts import Gpu, PcieLink, ProbeStatus
 from ..findings import Evidence, Finding, Fix
 from ..remedies import pcie_link_status
 from ._gpus import given_gpus_only
-from ._util import is_nvidia_gpu_description
 from .base import Cases, Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []

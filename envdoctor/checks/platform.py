@@ -6,8 +6,8 @@ from typing import List
 
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix
+from ..queries import nvidia_hardware
 from ..remedies import Raw, command, placeholder, remove_linux_driver
-from ._gpus import nvidia_hardware
 from .base import CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []

@@ -131,13 +131,13 @@ def _fix_for(ctx: CheckContext, kind: str, py: PythonEnv, req: Requirement) -> F
 def _torch_fix(ctx: CheckContext, py: PythonEnv, req: Requirement) -> Fix:
     """One pinned torch: the newest release the requirement allows that has a wheel for this Python, with the
     companions that pair with it, from the index of torch's current variant when that release has it."""
-    from ..checks._util import torch_releases
     from ..domain.variants import torch_variant
+    from ..queries import torch_releases
     from ..remedies.torch_plan import latest_patch, pair_pins, python_supported
 
     best = None
-    for rel in torch_releases(ctx):
-        patch = latest_patch(ctx, rel.minor)
+    for rel in torch_releases(ctx.compat):
+        patch = latest_patch(ctx.facts, ctx.compat, rel.minor)
         v = parse_version(patch)
         if v is None or not req.specifier.contains(v, prereleases=True) or \
                 python_supported(rel, py.python_version) is False:
@@ -154,7 +154,7 @@ def _torch_fix(ctx: CheckContext, py: PythonEnv, req: Requirement) -> Fix:
         variant = None  # PyPI's default build of that release
     return Fix(f"Install torch {patch}, the newest release {str(req)!r} allows with a wheel for Python "
                f"{py.python_version}" + (f", from the {variant} index" if variant else ""),
-               [pip_install(ctx.facts, py, pair_pins(ctx, py, patch), variant, force=bool(py.torch))])
+               [pip_install(ctx.facts, py, pair_pins(ctx.facts, ctx.compat, py, patch), variant, force=bool(py.torch))])
 
 
 def _package(py: PythonEnv, req: Requirement) -> Tuple[Optional[str], str, str]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from ..domain.arch import sm_name
+from ..domain.pci import is_nvidia_gpu_description
 from ..domain.variants import is_cpu_build, torch_variant
 from ..domain.versions import base_version, mm_str, parse_version, version_ge
 from ..facts import Facts, ProbeStatus, PythonEnv
 from ..findings import Evidence, Finding, Fix
+from ..queries import gpu_capabilities, torch_releases
 from ..remedies import GET_STARTED, conda_cuda_note, new_venv, pip_install
 from ..remedies.torch_plan import (
     companion_pins,
@@ -19,14 +21,11 @@ from ..remedies.torch_plan import (
     pair_pins,
     python_supported,
 )
-from ._gpus import gpu_capabilities
 from ._shadowing import or_origin_fix
 from ._util import (
-    is_nvidia_gpu_description,
     torch_builds,
     torch_envs_or_skip,
     torch_label,
-    torch_releases,
 )
 from .base import EVERYWHERE, CheckContext, Findings, SkipCheck, registrar
 
@@ -61,7 +60,7 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
     envs = [(i, py) for i, py in torch_builds(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
         raise SkipCheck("no CUDA build of torch to judge")
-    gpus = gpu_capabilities(ctx)
+    gpus = gpu_capabilities(ctx.facts, ctx.compat)
     if not gpus:
         raise SkipCheck("no GPU seen (driver probe: "
                         f"{ctx.facts.driver.status}{': ' + ctx.facts.driver.reason if ctx.facts.driver.reason else ''})")
@@ -101,10 +100,10 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
                            source=gsource)]
             if incompatible_warning:
                 ev.append(Evidence(f"pythons[{i}].torch.warnings", incompatible_warning))
-            best = find_build_for(ctx, cc, prefer_minor=mm_str(t.version))
+            best = find_build_for(ctx.facts, ctx.compat, cc, prefer_minor=mm_str(t.version))
             if best:
                 version, variant, driver_ok = best
-                pins = companion_pins(ctx, version)
+                pins = companion_pins(ctx.facts, ctx.compat, version)
                 fix_summary = f"Install torch {version} built for {variant}, which has kernels for {sm}"
                 cmds = [pip_install(ctx.facts, py, pins, variant, force=True)]
                 if not driver_ok:
@@ -181,9 +180,9 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
             continue
         version = base_version(t.version) or ""
         rel = ctx.compat.torch_release(version) if version else None
-        target = cuda_build_for(ctx, rel)
+        target = cuda_build_for(ctx.facts, ctx.compat, rel)
         # every installed companion moves with torch: a +cpu torchaudio left behind is CUDA_VARIANT_MIXED
-        pins = pair_pins(ctx, py, version)
+        pins = pair_pins(ctx.facts, ctx.compat, py, version)
         cmds = [pip_install(ctx.facts, py, pins, target, force=True)] if target else []
         if py.is_conda:
             cmds.append(conda_cuda_note())
@@ -261,7 +260,7 @@ def _asked_releases(ctx: CheckContext) -> Tuple[list, str]:
 
     from ..targets import TargetError, parse_requirement
 
-    known = [r for r in torch_releases(ctx) if r.python_min and r.python_max]
+    known = [r for r in torch_releases(ctx.compat) if r.python_min and r.python_max]
     if not known:
         return [], ""
     for text in (ctx.facts.targets.requirements if ctx.facts.targets else []):
@@ -271,7 +270,7 @@ def _asked_releases(ctx: CheckContext) -> Tuple[list, str]:
             continue
         if canonicalize_name(req.name) == "torch" and str(req.specifier):
             allowed = [r for r in known if any(req.specifier.contains(parse_version(p), prereleases=True)
-                                               for p in (latest_patch(ctx, r.minor), r.minor + ".0")
+                                               for p in (latest_patch(ctx.facts, ctx.compat, r.minor), r.minor + ".0")
                                                if parse_version(p) is not None)]
             return allowed, f"the declared requirement {text!r}"
     newest = max(known, key=lambda r: parse_version(r.minor))
@@ -283,7 +282,7 @@ def _no_wheel(ctx: CheckContext, i: int, py: PythonEnv, asked: list, how: str):
     newest = max(asked, key=lambda r: parse_version(r.minor))
     ranges = "; ".join(f"torch {r.minor}: Python {r.python_min} to {r.python_max}" for r in asked[-3:])
     too_new = parse_version(pyv) > parse_version(newest.python_max)
-    fits = newest_torch_for_python(ctx, py.python_version)
+    fits = newest_torch_for_python(ctx.facts, ctx.compat, py.python_version)
     evidence = [Evidence(f"pythons[{i}].python_version", py.python_version,
                          expected=f"{newest.python_min} .. {newest.python_max}", source=newest.source)]
     if fits is not None:

@@ -142,7 +142,7 @@ def _no_torch_fix(ctx: CheckContext, py: PythonEnv) -> Fix:
     which Pythons the newest torch supports)."""
     from ..remedies.torch_plan import newest_torch_for_python
 
-    fits = newest_torch_for_python(ctx, py.python_version)
+    fits = newest_torch_for_python(ctx.facts, ctx.compat, py.python_version)
     head = "Diagnose the interpreter that has torch (envdoctor --python /path/to/venv/bin/python), or install torch there"
     if fits is None:
         return Fix(head + f": no torch release in the matrix has a wheel for Python {py.python_version or '(unknown)'}",

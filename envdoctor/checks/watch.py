@@ -1,7 +1,7 @@
 """Verdicts on a watched run (`envdoctor watch`) or a replayed recording: what limits the training.
 
 The checklist people follow by eye with `nvidia-smi dmon` and `iostat -x` side by side, as rules over the
-samples' steady state (envdoctor/watch/analysis.py: warm-up, stalls and cool-down apart, percentiles not single
+samples' steady state (envdoctor/domain/recording.py: warm-up, stalls and cool-down apart, percentiles not single
 samples):
 - GPUs busy nearly all the time (p50 >= 85 %, few dips): the GPU is the limit (GPU_BOUND);
 - GPUs underused while the disk is busy or slow (%util, await, iowait): INPUT_STORAGE_BOUND;
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import List, Optional
 
+from ..domain.recording import Analysis, GpuStats, pct
 from ..facts import Watch
 from ..findings import Evidence, Finding, Fix
-from ..watch.analysis import Analysis, GpuStats, pct
 from ._watch import (
     BOUND_P50,
     CPU_SATURATED,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import List
 
+from ..domain.recording import pct
 from ..findings import Evidence, Finding, Fix
-from ..watch.analysis import pct
 from ._watch import (
     IDLE_P90,
     MEM_PRESSURE_PCT,

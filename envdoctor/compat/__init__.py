@@ -11,7 +11,7 @@ stay importable from ``envdoctor.compat`` for its callers.
 from ..domain.arch import arch_runs
 from ..domain.variants import cuda_of_variant, index_url, variant_of_cuda
 from ._parse import CompatDataError
-from .loader import _default_dir, _load_dir, active_choice, active_compat, clear_cache, load_compat
+from .loader import _load_dir, active_choice, active_compat, bundled_dir, clear_cache, load_compat
 from .queries import Compat
 from .records import (
     ArchSupport,
@@ -44,7 +44,7 @@ __all__ = [
     "DriverRequirement",
     "GpuSpec",
     "TorchRelease",
-    "_default_dir",
+    "bundled_dir",
     "_load_dir",
     "active_choice",
     "active_compat",

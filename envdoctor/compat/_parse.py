@@ -137,11 +137,6 @@ def source_ids(doc: Dict[str, Any]) -> Dict[str, str]:
     return {s["id"]: s["url"] for s in doc.get("sources", []) if isinstance(s, dict) and s.get("id")}
 
 
-def norm_name(name: str) -> str:
-    """A GPU name for matching: lower case, runs of punctuation and spaces one space ("NVIDIA H100-SXM" ~ "h100 sxm")."""
-    return re.sub(r"[^a-z0-9]+", " ", name.lower()).strip()
-
-
 def loaded(compat: Any, stem: str) -> Any:
     """The typed table of compat_data/<stem>.json from a loaded Compat; LookupError when it has none."""
     optional = getattr(compat, "optional", None)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..domain.gpus import name_key
 from . import _parse as P
 from ._parse import CompatDataError, loaded
-from ._parse import norm_name as _norm_name
 
 # the per-GPU kernels of the payload that a row can carry, with the gpus.json peak field each is checked against
 GPU_KERNELS: Dict[str, Optional[str]] = {
@@ -90,7 +90,7 @@ class BenchTable:
         self.gaps: Dict[Tuple[str, str], str] = {}
         for g in doc.get("gaps") or []:
             for k in g.get("kernels") or []:
-                self.gaps[(_norm_name(str(g.get("gpu"))), k)] = str(g.get("why"))
+                self.gaps[(name_key(str(g.get("gpu"))), k)] = str(g.get("why"))
         self.disks = {d.kind: d for d in P.rows(f, "disk_kinds", doc.get("disk_kinds"), lambda r: DiskKind(
             P.text(r, "kind"), tuple(r["seq_read_mbs"]) if r.get("seq_read_mbs") else None,
             P.opt_number(r, "seq_read_floor_mbs"), self.cite(r["source"]), tuple(r.get("models") or ()),
@@ -134,16 +134,16 @@ class BenchTable:
     # ------------------------------------------------------------------ per GPU
 
     def gpu_row(self, gpu_row_name: str, kernel: str) -> Optional[Expectation]:
-        key = _norm_name(gpu_row_name)
-        return next((r for r in self.gpu_rows if _norm_name(r.key) == key and r.kernel == kernel), None)
+        key = name_key(gpu_row_name)
+        return next((r for r in self.gpu_rows if name_key(r.key) == key and r.kernel == kernel), None)
 
     def rows_for(self, gpu_row_name: str) -> List[Expectation]:
-        key = _norm_name(gpu_row_name)
+        key = name_key(gpu_row_name)
         order = list(GPU_KERNELS)
-        return sorted((r for r in self.gpu_rows if _norm_name(r.key) == key), key=lambda r: order.index(r.kernel))
+        return sorted((r for r in self.gpu_rows if name_key(r.key) == key), key=lambda r: order.index(r.kernel))
 
     def gap(self, gpu_row_name: str, kernel: str) -> Optional[str]:
-        return self.gaps.get((_norm_name(gpu_row_name), kernel))
+        return self.gaps.get((name_key(gpu_row_name), kernel))
 
     # ------------------------------------------------------------------ links and topologies
 
@@ -209,12 +209,12 @@ def validate_bench(doc: Dict[str, Any], gpus_doc: Dict[str, Any]) -> None:
     """The rules beyond the generic ones: known GPUs and kernels, a method, sources and a confidence on every
     expectation, peaks that match gpus.json, sane bands, link and disk rows. Raises CompatDataError naming the
     row."""
-    names = {_norm_name(r["name"]): r for r in gpus_doc.get("rows", [])}
+    names = {name_key(r["name"]): r for r in gpus_doc.get("rows", [])}
     ids = P.source_ids(doc)
     seen = set()
     for i, r in enumerate(doc.get("rows", [])):
         where = f"bench.json: rows[{i}]"
-        gpu = names.get(_norm_name(str(r.get("gpu", ""))))
+        gpu = names.get(name_key(str(r.get("gpu", ""))))
         if gpu is None:
             raise CompatDataError(f"{where}.gpu {r.get('gpu')!r} is not a gpus.json row name")
         kernel = r.get("kernel")
@@ -255,7 +255,7 @@ def validate_bench(doc: Dict[str, Any], gpus_doc: Dict[str, Any]) -> None:
             raise CompatDataError(f"{where}.topology {r.get('topology')!r} is not one of {', '.join(TOPOLOGIES)}")
         _check_common(where, r, ids, "busbw_gbs")
     for i, g in enumerate(doc.get("gaps", [])):
-        if _norm_name(str(g.get("gpu", ""))) not in names or not all(k in GPU_KERNELS for k in g.get("kernels", [])):
+        if name_key(str(g.get("gpu", ""))) not in names or not all(k in GPU_KERNELS for k in g.get("kernels", [])):
             raise CompatDataError(f"bench.json: gaps[{i}] must name a gpus.json row and known kernels")
     for i, r in enumerate(doc.get("disk_kinds", [])):
         if r.get("kind") not in DISK_KINDS:

@@ -16,7 +16,7 @@ _CACHE: Dict[str, Compat] = {}
 _LOCK = threading.Lock()
 
 
-def _default_dir() -> Path:
+def bundled_dir() -> Path:
     """The installed package envdoctor.compat_data, else <repo>/compat_data in a source tree.
 
     Plain paths rather than importlib.resources: compat_data has no __init__.py, and for such a namespace
@@ -56,7 +56,7 @@ def active_choice() -> Tuple[Compat, Optional[str]]:
     key = str(cache)
     if key in _ACTIVE:
         return _ACTIVE[key]
-    bundled = _load_dir(_default_dir())
+    bundled = _load_dir(bundled_dir())
     choice: Tuple[Compat, Optional[str]] = (bundled, None)
     update = installed_update(cache)
     if update is not None:

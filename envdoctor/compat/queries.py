@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 from packaging.version import Version
 
 from ..domain.arch import parse_cc
+from ..domain.gpus import cut_short, key_variants, mig_board, name_key, vgpu_board
 from ..domain.versions import base_version, mm_str, parse_version, release
 from . import _parse as P
 from ._parse import CompatDataError
-from ._parse import norm_name as _norm_name
 from .records import (
     ArchSupport,
     Companions,
@@ -84,13 +84,6 @@ def _release_rank(release: str) -> int:
         return _RELEASE_ORDER[release]
     m = re.match(r"Update (\d+)$", release)
     return 1 + int(m.group(1)) if m else 99
-
-
-# vGPU profile names: "GRID P4-1Q", "GRID P40-24Q", "NVIDIA A10-4Q", "NVIDIA A100-4C", "NVIDIA A100-3-20C"
-# (board, "-", [MIG slices "-"], framebuffer GB, series letter A/B/C/Q). "NVIDIA A100-SXM4-40GB" does not fit.
-_VGPU_RE = re.compile(r"^(?:grid|nvidia)\s+(?P<board>[a-z0-9][a-z0-9 ]*?)-(?:\d+-)?\d+[abcq]$", re.IGNORECASE)
-# MIG device names: "NVIDIA A100-SXM4-40GB MIG 1g.5gb", "MIG 3g.40gb Device 0" has no board and does not match
-_MIG_RE = re.compile(r"^(?P<board>.+?)\s+MIG\s+\d+g\.\d+gb$", re.IGNORECASE)
 
 
 def _unique(rows: Any) -> List[Any]:
@@ -317,11 +310,8 @@ class Compat:
         out = []
         for r in self._gpu_list:
             for n in r.ambiguous_names:
-                key = _norm_name(n)
-                out.append((key, r))
-                for prefix in ("nvidia ", "tesla "):  # "A100" and "V100" mean the family too
-                    if key.startswith(prefix):
-                        out.append((key[len(prefix):], r))
+                # "A100" and "V100" mean the family too
+                out += [(k, r) for k in key_variants(name_key(n))]
         return out
 
     def _gpu_lookup(self, name: str) -> Tuple[List[GpuRow], str]:
@@ -334,14 +324,11 @@ class Compat:
         if not name or not name.strip():
             return [], ""
         raw = name.strip()
-        truncated = raw.endswith("...") or raw.endswith("\u2026")
-        key = _norm_name(raw.rstrip(".\u2026"))
+        cut, truncated = cut_short(raw)
+        key = name_key(cut)
         if not key:
             return [], ""
-        variants = [key]
-        for prefix in ("nvidia ", "tesla "):
-            if key.startswith(prefix):
-                variants.append(key[len(prefix):])
+        variants = key_variants(key)
         index = self._gpu_index
         family = self._gpu_family
         if truncated:
@@ -356,10 +343,8 @@ class Compat:
             hits = _unique(r for n, r in family if n == k)
             if hits:
                 return hits, "family"
-        for pattern, how in ((_MIG_RE, "mig"), (_VGPU_RE, "vgpu")):
-            m = pattern.match(raw)
-            if m:
-                board = m.group("board").strip()
+        for board, how in ((mig_board(raw), "mig"), (vgpu_board(raw), "vgpu")):
+            if board:
                 for candidate in (board, f"Tesla {board}", f"NVIDIA {board}"):
                     rows, _ = self._gpu_lookup(candidate)
                     if rows:

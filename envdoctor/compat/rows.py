@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from ..domain.arch import parse_cc
+from ..domain.gpus import name_key
 from . import _parse as P
 from ._parse import CompatDataError
-from ._parse import norm_name as _norm_name
 from ._parse import source_text as _src
 from .records import (
     ArchSupport,
@@ -116,7 +116,7 @@ def _gpu(r: Dict[str, Any]) -> GpuRow:
         architecture=P.opt_text(r, "architecture"),
         aliases=P.strings(r, "aliases"),
     )
-    names = tuple(_norm_name(n) for n in [spec.name] + spec.aliases)
+    names = tuple(name_key(n) for n in [spec.name] + spec.aliases)
     return GpuRow(spec, names, tuple(P.strings(r, "ambiguous_names")))
 
 

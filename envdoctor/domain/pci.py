@@ -46,3 +46,12 @@ def bdf_key(bdf: Optional[str]) -> Optional[str]:
         return None
     key = f"{p[0]:04x}:{p[1]:02x}:{p[2]:02x}"
     return key if p[3] is None else f"{key}.{p[3]:x}"
+
+
+# PCI vendor 0x10de is NVIDIA (PCI-SIG vendor list). sysfs-built descriptions carry only the ids
+# ("3D controller: [10de:2330]"); lspci's carry the name ("3D controller: NVIDIA Corporation GH100 ...")
+# and, with -nn, the ids too.
+def is_nvidia_gpu_description(description: Optional[str]) -> bool:
+    """Does a PCI device description name an NVIDIA GPU (VGA or 3D controller, vendor NVIDIA / 0x10de)?"""
+    d = (description or "").lower()
+    return ("3d controller" in d or "vga" in d) and ("nvidia" in d or "[10de:" in d)

@@ -202,29 +202,29 @@ def render_console(rep: FleetReport, verbose: bool = False) -> str:
 
 
 def render_markdown(rep: FleetReport, redact: bool = True) -> str:
-    from ..report.markdown import _cell
+    from ..report.markdown import cell
 
     fleet = rep.fleet
     s = _sections(rep, redact)
 
     def table(rows: List[List[Any]], header: List[str]) -> List[str]:
         return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + \
-            ["| " + " | ".join(_cell(str(x)) for x in r) + " |" for r in rows]
+            ["| " + " | ".join(cell(str(x)) for x in r) + " |" for r in rows]
 
     out = ["## envdoctor fleet report", "",
            f"envdoctor {__version__}: {fleet.world_size} ranks, backend `{fleet.backend}`, started "
            f"{fleet.started_at or '?'}", ""]
     if fleet.interrupted:
-        out += [f"**Partial**: rank 0 was stopped ({_cell(fleet.interrupted)}).", ""]
+        out += [f"**Partial**: rank 0 was stopped ({cell(fleet.interrupted)}).", ""]
     out += ["### Ranks", ""] + table(s["ranks"], RANK_HEADER) + ["", "### Nodes", ""] + table(s["nodes"], NODE_HEADER)
     if s["collectives"]:
         out += ["", "### All-reduce", "", "busbw = algbw × 2(n−1)/n (nccl-tests).", ""]
         out += table(s["collectives"], COLL_HEADER)
     out += ["", "### Findings", ""]
     for f in rep.findings:
-        out.append(f"- **{f.severity}** `{f.code}` ({f.category}): {_cell(f.summary)}")
+        out.append(f"- **{f.severity}** `{f.code}` ({f.category}): {cell(f.summary)}")
         if f.fix is not None and f.severity != Severity.INFO:
-            out.append(f"  - fix: {_cell(f.fix.summary)}")
+            out.append(f"  - fix: {cell(f.fix.summary)}")
     if not rep.findings:
         out.append("None.")
     out += ["", _verdict(rep)]

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import queue
 import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Dict, Mapping, Optional, Sequence, Set
+from typing import Callable, Dict, Mapping, Optional, Sequence, Set
 
 DEFAULT_TIMEOUT_S = 10.0
 # What one command may print (per stream) before the rest is dropped: nvidia-smi -q on 8 GPUs is ~200 KB,
@@ -90,6 +92,18 @@ class RunResult:
         return f"`{cmd}` ok"
 
 
+@dataclass(frozen=True)
+class StreamResult:
+    """How a streamed command ended (its stdout went line by line to the caller)."""
+
+    argv: tuple
+    returncode: Optional[int]  # None when it did not run, or was killed at its deadline
+    stderr: str = ""  # its last OUTPUT_CAP_BYTES
+    error: Optional[str] = None  # "not found", "could not start: ...", "interrupted"
+    killed: bool = False  # a deadline passed before its next line: killed with its process group
+    duration_s: float = 0.0
+
+
 class Runner:
     """Runs commands for probes. Tests substitute ``tests.fakes.FakeRunner`` (same interface)."""
 
@@ -140,9 +154,23 @@ class Runner:
         input_text: Optional[str] = None,
     ) -> RunResult:
         argv = tuple(str(a) for a in argv)
+        start = time.monotonic()
+        proc = self._start(argv, env, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                           stderr=subprocess.PIPE)
+        if isinstance(proc, RunResult):
+            return proc
+        try:
+            return self._wait(proc, argv, input_text, timeout, start)
+        finally:
+            with _LIVE_LOCK:
+                _LIVE.discard(proc)
+
+    def _start(self, argv: tuple, env: Optional[Mapping[str, str]], stdin, stderr):
+        """The child, started and registered in _LIVE as one step (a signal's stop_all_children never misses
+        it), or the RunResult saying why it did not start."""
         full_env = self.environment(env)
         start = time.monotonic()
-        with _LIVE_LOCK:  # started and registered as one step: a signal's stop_all_children never misses it
+        with _LIVE_LOCK:
             if _STOPPING.is_set():
                 return RunResult(argv, None, error="interrupted", duration_s=0.0)
             try:
@@ -151,8 +179,8 @@ class Runner:
                 proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
                     argv,
                     stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                    stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
+                    stderr=stderr,
+                    stdin=stdin,
                     env=full_env,
                     start_new_session=os.name == "posix",
                 )
@@ -167,11 +195,34 @@ class Runner:
             except OSError as e:
                 return RunResult(argv, None, error=f"could not start: {e}", duration_s=time.monotonic() - start)
             _LIVE.add(proc)
-        try:
-            return self._wait(proc, argv, input_text, timeout, start)
-        finally:
-            with _LIVE_LOCK:
-                _LIVE.discard(proc)
+        return proc
+
+    def stream(self, argv: Sequence[str], on_line: Callable[[str], Optional[float]], first_line_s: float,
+               env: Optional[Mapping[str, str]] = None) -> StreamResult:
+        """Run ``argv`` and hand each line of its stdout to ``on_line`` as it arrives (for a child that reports
+        progress: the bench payload). The first line must come within ``first_line_s`` seconds; ``on_line``
+        returns how many seconds the next line may take from now (None: the deadline stands). At a deadline the
+        child is killed with its process group. Same environment, session and stop_all_children rules as
+        ``run``; never raises, except what ``on_line`` raises (KeyboardInterrupt), after killing the child."""
+        argv = tuple(str(a) for a in argv)
+        start = time.monotonic()
+        with tempfile.TemporaryFile() as err_file:
+            proc = self._start(argv, env, stdin=subprocess.DEVNULL, stderr=err_file)
+            if isinstance(proc, RunResult):
+                return StreamResult(argv, None, error=proc.error, duration_s=proc.duration_s)
+            try:
+                killed = _pump_lines(proc, on_line, first_line_s)
+            finally:
+                with _LIVE_LOCK:
+                    _LIVE.discard(proc)
+            err_file.seek(0, os.SEEK_END)
+            err_file.seek(max(0, err_file.tell() - OUTPUT_CAP_BYTES))
+            stderr = err_file.read().decode("utf-8", "replace")
+        if killed:
+            return StreamResult(argv, None, stderr, killed=True, duration_s=time.monotonic() - start)
+        if _STOPPING.is_set() and proc.returncode is not None and proc.returncode < 0:
+            return StreamResult(argv, None, stderr, error="interrupted", duration_s=time.monotonic() - start)
+        return StreamResult(argv, proc.returncode, stderr, duration_s=time.monotonic() - start)
 
     def _wait(self, proc: subprocess.Popen, argv: tuple, input_text: Optional[str], timeout: float,
               start: float) -> RunResult:
@@ -303,6 +354,50 @@ def _communicate(proc: subprocess.Popen, input_text: Optional[str], timeout: flo
         except (BrokenPipeError, OSError):
             pass
     return pumps.wait(timeout)
+
+
+def _pump_lines(proc: subprocess.Popen, on_line: Callable[[str], Optional[float]], first_line_s: float) -> bool:
+    """Feed ``proc``'s stdout lines to ``on_line`` until EOF or a deadline; True when killed at a deadline."""
+    lines: queue.Queue[Optional[bytes]] = queue.Queue()
+
+    def reader() -> None:
+        try:
+            for raw in proc.stdout:  # type: ignore[union-attr]
+                lines.put(raw)
+        except (OSError, ValueError):
+            pass
+        lines.put(None)
+
+    threading.Thread(target=reader, name="envdoctor-stream-reader", daemon=True).start()
+    deadline = time.monotonic() + first_line_s
+    try:
+        while True:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                _kill_tree(proc)
+                try:
+                    proc.wait(timeout=5.0)
+                except subprocess.TimeoutExpired:
+                    pass
+                return True
+            try:
+                raw = lines.get(timeout=min(wait, 0.25))
+            except queue.Empty:
+                continue
+            if raw is None:
+                break
+            more = on_line(raw.decode("utf-8", "replace"))
+            if more is not None:
+                deadline = time.monotonic() + more
+    except BaseException:  # Ctrl-C: the child is in its own session and did not get the SIGINT
+        _kill_tree(proc)
+        raise
+    try:
+        proc.wait(timeout=5.0)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        proc.wait(timeout=5.0)
+    return False
 
 
 def _kill_tree(proc: subprocess.Popen) -> None:

@@ -6,7 +6,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
-from ..checks._bench_expect import expect
+from ..bench.expect import expect
 from ..facts import Bench, Facts, ProbeStatus
 
 SPARK = "▁▂▃▄▅▆▇█"

@@ -82,7 +82,7 @@ def console_text(report: Report, verbose: bool, color: bool, width: int) -> str:
 def markdown_text(report: Report, redact: bool) -> str:
     """The Markdown report of a several-machine paste (``render_markdown`` hands it over): a section per machine,
     each the machine's own Markdown report with its headings one level down."""
-    from .markdown import _cell, md_text, render_markdown
+    from .markdown import cell, md_text, render_markdown
     from .summary import header_line, verdict
 
     out = ["# envdoctor report" + (f": {md_text(verdict(report).split(' — ')[0])}"
@@ -93,7 +93,7 @@ def markdown_text(report: Report, redact: bool) -> str:
     rows = summary_rows(report.facts)
     if rows:
         out += ["## Machines", "", "| | |", "| --- | --- |"]
-        out += [f"| {_cell(label)} | {_cell(value)} |" for label, value in rows] + [""]
+        out += [f"| {cell(label)} | {cell(value)} |" for label, value in rows] + [""]
     for m in report.machines:
         out += [f"## {md_text(m.label)}", ""]
         body = render_markdown(machine_report(report, m), redact=redact).split("\n")

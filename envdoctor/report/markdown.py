@@ -29,7 +29,7 @@ def md_text(text: str) -> str:
     return "".join(out)
 
 
-def _cell(text: str) -> str:
+def cell(text: str) -> str:
     """Text safe inside a Markdown table cell: one line, Markdown escaped, pipes escaped even in code."""
     text = md_text(" ".join(text.split()))
     # GFM splits cells at an unescaped pipe even inside a code span: escape those too
@@ -94,7 +94,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
         for v in views:
             f = v.finding
             summary = ("↳ follows from the above: " if v.follows else "") + f.summary
-            out.append(f"| {f.severity} | `{f.category}` | {_cell(summary)} |")
+            out.append(f"| {f.severity} | `{f.category}` | {cell(summary)} |")
         out.append("")
         for v in views:
             f = v.finding
@@ -102,10 +102,10 @@ def render_markdown(report: Report, redact: bool = True) -> str:
                 continue  # listed under its root cause
             if f.severity == Severity.INFO and f.fix is None:
                 continue
-            out.append(f"### {f.severity}: {_cell(f.summary)}")
+            out.append(f"### {f.severity}: {cell(f.summary)}")
             out.append("")
             out.append(f"`{f.category}` · `{f.code}`" + (f" · about `{f.about}`" if f.about else "")
-                       + (f" · in {_cell(_code_span(f.subject))}" if f.subject and several_pythons(report.facts)
+                       + (f" · in {cell(_code_span(f.subject))}" if f.subject and several_pythons(report.facts)
                           else ""))
             out.append("")
             if f.detail:
@@ -131,7 +131,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
     out.append("| | |")
     out.append("| --- | --- |")
     for label, value in key_fact_rows(report.facts):
-        out.append(f"| {_cell(label)} | {_cell(value)} |")
+        out.append(f"| {cell(label)} | {cell(value)} |")
     out.append("")
 
     if report.checks:
@@ -143,7 +143,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
             note = check_note(c)
             if note is not None:
                 line += f": {note}"
-            out.append(_cell(line))
+            out.append(cell(line))
         out.append("")
 
     facts_json = json.dumps(report.facts.to_dict(), sort_keys=True, indent=2)

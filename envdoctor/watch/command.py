@@ -209,8 +209,8 @@ def local_nvme(exclude: List[str]) -> Optional[Dict[str, Any]]:
 
 
 def _live(args: Any, cmd: List[str]):
+    from ..domain.recording import summarize
     from ..facts import Facts, ProbeStatus, Watch
-    from .analysis import summarize
     from .display import Live
     from .record import Recorder
     from .sample import GpuReader, HostReader, ProcessTree, Unseen, cpus_available

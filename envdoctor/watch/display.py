@@ -59,7 +59,7 @@ def _fmt(v: Optional[float]) -> str:
 
 def timeline(samples: Sequence[Dict[str, Any]], width: int = WIDTH) -> List[str]:
     """One line per series: its name, a sparkline over the whole recording, min / p50 / max."""
-    from .analysis import pct
+    from ..domain.recording import pct
 
     series = _series(samples)
     if not series:

@@ -450,7 +450,7 @@ def replay(text: str, interval_s: Optional[float] = None, name: Optional[str] = 
         unseen.append("no host samples (CPU, disk) in the recording: whether the input pipeline is disk- or "
                       "CPU-bound cannot be told")
     unseen.append("no process tree in a recording: DataLoader worker count unknown")
-    from .analysis import summarize
+    from ..domain.recording import summarize
 
     summary = summarize(samples, interval)
     summary["notes"] = notes

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.assertions import declared_driver, judge_declared, static_checks
-from envdoctor.compat import _default_dir, _load_dir
+from envdoctor.compat import bundled_dir, load_compat
 from envdoctor.config import ConfigError, find_config, load_config
 from envdoctor.facts import Facts, Package, ProbeStatus, PythonEnv, Targets, TorchInfo
 from envdoctor.findings import CheckStatus
@@ -23,7 +23,7 @@ from envdoctor.targets import TargetError, parse_requirement, resolve_gpu, resol
 
 @pytest.fixture(scope="module")
 def compat():
-    return _load_dir(_default_dir())
+    return load_compat(bundled_dir())
 
 
 # --------------------------------------------------------------------------- config

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from envdoctor.compat import _default_dir, _load_dir, arch_runs
+from envdoctor.compat import arch_runs, bundled_dir, load_compat
 from envdoctor.matrix import MatrixError, arch_info, gpu_info, max_cuda, min_driver, torch_info
 from envdoctor.recommend import recommend
 from envdoctor.targets import resolve_gpu
@@ -16,7 +16,7 @@ from envdoctor.targets import resolve_gpu
 
 @pytest.fixture(scope="module")
 def compat():
-    return _load_dir(_default_dir())
+    return load_compat(bundled_dir())
 
 
 def _cli(*args):

@@ -18,7 +18,7 @@ import pytest
 
 pytest.importorskip("requests")
 
-from envdoctor.compat import _default_dir, active_choice, clear_cache  # noqa: E402
+from envdoctor.compat import active_choice, bundled_dir, clear_cache  # noqa: E402
 from envdoctor.compat.datadir import installed_update  # noqa: E402
 from envdoctor.update_data import UpdateError, build_manifest, update_from_url  # noqa: E402
 
@@ -113,7 +113,7 @@ def cache(tmp_path: Path, monkeypatch) -> Path:
 def _matrix(tmp_path: Path, as_of: str = NEWER, name: str = "src", edit=None) -> Path:
     """A copy of the bundled matrix with cuda_driver.json dated ``as_of`` (and an optional edit)."""
     src = tmp_path / name
-    shutil.copytree(_default_dir(), src, ignore=shutil.ignore_patterns("*.md"))
+    shutil.copytree(bundled_dir(), src, ignore=shutil.ignore_patterns("*.md"))
     doc = json.loads((src / "cuda_driver.json").read_text(encoding="utf-8"))
     doc["as_of"] = as_of
     if edit:
@@ -337,7 +337,7 @@ def test_build_manifest_script_as_of_builds_a_manifest_update_data_installs(tmp_
     out = tmp_path / "pub-as-of"
     script = Path(__file__).resolve().parents[2] / "scripts" / "build_manifest.py"
     proc = subprocess.run([sys.executable, str(script), str(out), "--version", "2030.02.01", "--source",
-                           str(_default_dir()), "--as-of", "2030-02-01"], capture_output=True, text=True, timeout=120)
+                           str(bundled_dir()), "--as-of", "2030-02-01"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["as_of"] == "2030-02-01"
@@ -350,6 +350,6 @@ def test_build_manifest_script_as_of_builds_a_manifest_update_data_installs(tmp_
     assert _in_use()[0].as_of == "2030-02-01"
     # an --as-of earlier than the files is refused with a message (exit 2), not a traceback
     proc = subprocess.run([sys.executable, str(script), str(tmp_path / "early"), "--version", "1", "--source",
-                           str(_default_dir()), "--as-of", "2001-01-01"], capture_output=True, text=True, timeout=120)
+                           str(bundled_dir()), "--as-of", "2001-01-01"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "earlier than the files' newest as_of" in proc.stderr
     assert "Traceback" not in proc.stderr

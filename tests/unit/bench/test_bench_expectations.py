@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
+from envdoctor.bench.expect import disk_kind, expect
 from envdoctor.checks import all_checks, run_checks, select
-from envdoctor.checks._bench_expect import disk_kind, expect
 from envdoctor.compat import load_compat
 from envdoctor.compat.bench import GPU_KERNELS
 from envdoctor.facts import Bench, BenchResult, DataPath, Facts, ProbeStatus, Storage

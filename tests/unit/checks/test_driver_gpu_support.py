@@ -12,7 +12,6 @@ from typing import List, Optional
 import pytest
 
 from envdoctor.app import judge
-from envdoctor.checks.base import CheckContext
 from envdoctor.compat import CompatDataError, load_compat, validate_file
 from envdoctor.compat.driver_gpu import driver_gpu_table, parse_driver_gpu_support
 from envdoctor.findings import CheckStatus, Severity
@@ -121,13 +120,12 @@ def test_v100_on_an_old_driver_is_told_r580_at_most(compat):
     f = _facts("450.51.06", "11.0", [("Tesla V100-SXM2-16GB", "7.0")], "2.1.2+cu121", "12.1", ARCH_2_1_CU121)
     (x,) = _findings(f, "driver.cuda-compat")
     assert "R580" in x.fix.summary and any("nvidia-driver-580" in c for c in x.fix.commands)
-    ctx = CheckContext(f, compat)
-    assert driver_branch.target_branch(ctx, "530.30.02") == 580
+    assert driver_branch.target_branch(f, compat, "530.30.02") == 580
     # R595 and R620 are still supported but dropped Volta; after R580's end of life its legacy branch remains
     late = m.facts(f.driver, f.pythons, collected_at="2029-01-01T00:00:00Z")
-    assert driver_branch.target_branch(CheckContext(late, compat), "530.30.02") == 580
+    assert driver_branch.target_branch(late, compat, "530.30.02") == 580
     # a CUDA 13.1 build needs more than R580 gives: no branch runs it on a V100
-    assert driver_branch.branch_plan(ctx, "590.44.01")[0] is None
+    assert driver_branch.branch_plan(f, compat, "590.44.01")[0] is None
     # the lifecycle check's upgrade list leaves out branches that dropped Volta
     (lc,) = [y for y in _findings(m.facts(m.driver("535.54.03", "12.2", f.driver.gpus), f.pythons),
                                   "driver.lifecycle") if y.code == "driver.lifecycle/past-eol"]
@@ -138,7 +136,7 @@ def test_h100_gets_r580(compat):
     f = _facts("450.51.06", "11.0", [("NVIDIA H100 80GB HBM3", "9.0")], "2.1.2+cu121", "12.1", ARCH_2_1_CU121)
     (x,) = _findings(f, "driver.cuda-compat")
     assert "R580" in x.fix.summary and "cuda-compat" in x.fix.summary
-    assert driver_branch.target_branch(CheckContext(f, compat), "530.30.02") == 580
+    assert driver_branch.target_branch(f, compat, "530.30.02") == 580
     assert not [y for y in _findings(f, "driver.lifecycle") if y.code == "driver.lifecycle/gpu-newer-than-driver"]
 
 
@@ -146,7 +144,7 @@ def test_a_mixed_machine_needs_a_branch_for_both(compat):
     # a K80 next to an RTX 5090: R470 drops nothing the K80 needs but predates the 5090 - no branch fits both
     f = _facts("470.256.02", "11.4", [("Tesla K80", "3.7"), ("NVIDIA GeForce RTX 5090", "12.0")],
                "2.1.2+cu121", "12.1", ARCH_2_1_CU121)
-    branch, why = driver_branch.branch_plan(CheckContext(f, compat), "530.30.02")
+    branch, why = driver_branch.branch_plan(f, compat, "530.30.02")
     assert branch is None and "Kepler" in why
 
 

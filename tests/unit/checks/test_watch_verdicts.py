@@ -9,8 +9,8 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from envdoctor.app import judge
+from envdoctor.domain.recording import summarize
 from envdoctor.facts import Facts, ProbeStatus, Watch
-from envdoctor.watch.analysis import summarize
 from envdoctor.watch.replay import replay
 from tests.paths import FIXTURES, SHARED
 

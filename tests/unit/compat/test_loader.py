@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List
 
 import pytest
 
-from envdoctor.compat import CompatDataError, _default_dir, load_compat
+from envdoctor.compat import CompatDataError, bundled_dir, load_compat
 from tests.paths import FIXTURES
 
 _DELETE = object()
@@ -82,7 +82,7 @@ CASES: List[tuple] = [
 
 def _copy(tmp_path: Path) -> Path:
     target = tmp_path / "compat_data"
-    shutil.copytree(_default_dir(), target)
+    shutil.copytree(bundled_dir(), target)
     return target
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from envdoctor.compat import _default_dir, _load_dir, arch_runs, cuda_of_variant
+from envdoctor.compat import arch_runs, bundled_dir, cuda_of_variant, load_compat
 from tests.paths import SHARED
 
 REFERENCE = SHARED / "reference"
@@ -15,7 +15,7 @@ REFERENCE = SHARED / "reference"
 
 @pytest.fixture(scope="module")
 def bundled():
-    return _load_dir(_default_dir())  # the bundled matrix, whatever update a cache might hold
+    return load_compat(bundled_dir())  # the bundled matrix, whatever update a cache might hold
 
 
 def _ref(name: str) -> dict:

@@ -78,7 +78,9 @@ def test_probe_permission_denied_falls_back_to_journalctl():
                    which={"dmesg": "/usr/bin/dmesg", "journalctl": "/usr/bin/journalctl"})
     log = read_kernel_log(r)
     assert (log.readable, log.source, [e.code for e in log.events]) == (True, "journalctl -k -b", [79])
-    assert ("dmesg",) not in r.calls  # plain dmesg would be refused the same way
+    # --ctime was understood (the refusal is a permission error), so plain dmesg, refused the same way, is not
+    # tried: journalctl comes next (the strict fake would raise on plain dmesg; this pins the order too)
+    assert r.calls == [("dmesg", "--ctime"), ("journalctl", "-k", "-b", "--no-pager", "-q")]
 
 
 def test_probe_busybox_dmesg_without_ctime():

@@ -140,7 +140,7 @@ def test_real_iostat_and_vmstat_captured_side_by_side():
     assert w.summary["host"]["cpu_busy_pct"]["p50"] >= 90 and w.summary["host"]["run_queue"]["p50"] >= 9
 
     from envdoctor.checks._watch import cpu_saturated, storage_busy
-    from envdoctor.watch.analysis import analyze
+    from envdoctor.domain.recording import analyze
 
     a = analyze(w.samples, w.interval_s)
     assert storage_busy(a) is None and cpu_saturated(a, w) is not None

@@ -9,8 +9,8 @@ import subprocess
 import sys
 import time
 
+from envdoctor.domain.recording import analyze, pct, summarize
 from envdoctor.watch import timer
-from envdoctor.watch.analysis import analyze, pct, summarize
 from envdoctor.watch.record import Recorder
 from envdoctor.watch.sample import GpuReader, HostReader, ProcessTree, Unseen
 from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed

@@ -12,12 +12,10 @@ from typing import Any, List, Optional, Tuple
 from ..compat.bench import bench_table
 from ..domain.pci import bus_key
 from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, ProbeStatus
-from ._bench_links import gpu_index, link_kind, min_link, topology_kind
+from .links import gpu_index, link_kind, min_link, topology_kind
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
                 "matmul_fp8": "fp8"}
-# a vGPU profile name: "GRID A100-4C", "NVIDIA A100-3-20C", "GRID P4-1Q" (NVIDIA vGPU user guide, profile names)
-VGPU_NAME = re.compile(r"^(?:grid|nvidia)\s+\S.*?-(?:\d+-)?\d+[abcq]$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,320 @@
+"""The package's layers (docs/architecture.md "Layers"): no import runs upward, no private name crosses packages,
+no import cycle between top-level packages. Imports are read with ``ast`` (lazy and TYPE_CHECKING imports count:
+they are dependencies too), so nothing is imported to check it."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+from pathlib import Path
+from typing import Dict, FrozenSet, Iterator, List, Optional, Sequence, Set, Tuple
+
+from tests.paths import REPO
+
+PACKAGE = REPO / "envdoctor"
+ROOT = "__init__"  # the unit of the package root, envdoctor/__init__.py
+
+# Lowest first: a module may import its own layer and the layers below it, never one above. A unit is a top-level
+# package (envdoctor/<name>/) or module (envdoctor/<name>.py). A new unit fails the test until it is placed here;
+# a new layer is one more row (the "One judge" module goes between checks and report).
+LAYERS: Sequence[Tuple[str, FrozenSet[str]]] = (
+    ("domain", frozenset({"domain"})),  # pure rules, no envdoctor import at all (tests/unit/domain/test_layering.py)
+    # the model: facts, findings and their vocabulary; top-level modules this round
+    ("model", frozenset({"facts", "findings", "catalogue", "targets", "config"})),
+    ("compat", frozenset({"compat"})),
+    ("queries", frozenset({"queries"})),  # fact queries shared by checks, remedies and services (facts + compat)
+    ("parsers", frozenset({"parsers"})),
+    ("probes", frozenset({"probes"})),
+    ("bench", frozenset({"bench"})),  # measures like a probe (subprocesses, samples) and says what to expect
+    ("remedies", frozenset({"remedies"})),  # what to change: facts + compat in, commands out; never checks
+    ("checks", frozenset({"checks"})),
+    ("report", frozenset({"report"})),
+    # the services the commands call; the lead moves them into a services/ package
+    ("services", frozenset({"app", "assertions", "_preflight", "recommend", "matrix", "matrix_bench",
+                            "update_data"})),
+    ("features", frozenset({"diagnose", "watch", "fleet"})),  # whole pipelines built on the services
+    # the entry points: the command line, `python -m envdoctor`, and the package facade (`envdoctor.preflight`)
+    ("cli", frozenset({"cli", "cli_extra", "__main__", ROOT})),
+)
+# run in the judged interpreter: they import nothing from envdoctor, and anyone may import them (to ship them)
+PAYLOAD: FrozenSet[str] = frozenset({"_payload", "_bench_payload"})
+# names that may be imported from the package root by any layer (a constant, no code)
+ROOT_CONSTANTS = frozenset({"__version__"})
+
+# Edges other helpers are removing right now; (importing module, imported unit) -> why it is tolerated. An entry
+# that matches nothing any more fails the test, so the list only shrinks.
+ALLOWED: Dict[Tuple[str, str], str] = {
+    # The Report settles check statuses (findings.settle_statuses) with the categories each registered check
+    # claims, read lazily from the registry. The one judge ("judge" helper: judge(facts, compat, selection,
+    # policy) -> Report, in the layer above checks) is where the registry meets the report.
+    ("envdoctor.findings", "checks"): "Report.__post_init__ reads checks.registry.ALL_CHECKS (lazy)",
+    # The "cli" helper turns cli.py + cli_extra.py into a cli/ package with a common module (one module per
+    # command); the watch and fleet command modules then import its public helpers, or move into it.
+    ("envdoctor.cli", "cli_extra"): "cli.py dispatches to the second half of the CLI (cycle)",
+    ("envdoctor.cli_extra", "cli"): "cli_extra.py uses cli.py's private helpers (_write, _render, ...)",
+    ("envdoctor.watch.command", "cli"): "the watch command borrows cli._write, cli._positive_seconds",
+    ("envdoctor.fleet.cli", "cli"): "the fleet commands borrow cli._write, _read_text, _check_output, exit codes",
+}
+
+
+class Edge:
+    def __init__(self, source: str, source_unit: str, target: str, target_unit: str, names: Tuple[str, ...],
+                 where: str):
+        self.source, self.source_unit, self.target, self.target_unit = source, source_unit, target, target_unit
+        self.names, self.where = names, where
+
+
+def _module_name(root: Path, path: Path) -> Tuple[str, bool]:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    is_pkg = parts[-1] == "__init__"
+    return ".".join(parts[:-1] if is_pkg else parts), is_pkg
+
+
+def _unit(root: Path, module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ROOT
+
+
+def _units(root: Path) -> Set[str]:
+    return {p.stem for p in root.glob("*.py")} | {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+
+
+def _import_nodes(body: List[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every import statement, at any depth of statements (in functions, classes, if/try blocks): imports are
+    statements, so expressions need no visit (ast.walk over every node is several times slower)."""
+    for node in body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+            continue
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, name, None)
+            if isinstance(inner, list):
+                yield from _import_nodes([n for n in inner if isinstance(n, (ast.stmt, ast.excepthandler))]
+                                         if name != "cases" else [s for c in inner for s in c.body])
+
+
+def edges(root: Path) -> Iterator[Edge]:
+    """Every import of the package by itself: (importing module, imported module, the names)."""
+    top = root.name
+    units = _units(root)
+    for path in sorted(root.rglob("*.py")):
+        module, is_pkg = _module_name(root, path)
+        source_unit = _unit(root, module)
+        for node in _import_nodes(ast.parse(path.read_text(encoding="utf-8")).body):
+            where = f"{path.relative_to(root.parent)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == top:
+                        yield Edge(module, source_unit, alias.name, _unit(root, alias.name), (), where)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = module.split(".") if is_pkg else module.split(".")[:-1]
+                    base = base[:len(base) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.split(".")[0] != top:
+                    continue
+                names = tuple(a.name for a in node.names)
+                if target == top:  # from envdoctor import app, __version__
+                    for name in names:
+                        unit = name if name in units else ROOT
+                        yield Edge(module, source_unit, f"{top}.{name}" if unit != ROOT else top, unit,
+                                   () if unit != ROOT else (name,), where)
+                else:
+                    yield Edge(module, source_unit, target, _unit(root, target), names, where)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def violations(root: Path, layers: Sequence[Tuple[str, FrozenSet[str]]] = LAYERS,
+               payload: FrozenSet[str] = PAYLOAD,
+               allowed: Optional[Dict[Tuple[str, str], str]] = None) -> List[str]:
+    """What breaks the layering of the package at ``root``; empty when nothing does."""
+    allowed = ALLOWED if allowed is None else allowed
+    rank = {u: i for i, (_, members) in enumerate(layers) for u in members}
+    layer_of = {u: name for name, members in layers for u in members}
+    out: List[str] = []
+    for unit in sorted(_units(root) - set(rank) - set(payload)):
+        out.append(f"{unit}: in no layer (place it in LAYERS of tests/unit/test_layers.py and docs/architecture.md)")
+    graph: Dict[str, Set[str]] = {}
+    used_allowances: Set[Tuple[str, str]] = set()
+    for e in edges(root):
+        if e.source_unit == e.target_unit:
+            continue
+        key = (e.source, e.target_unit)
+        if key in allowed:
+            used_allowances.add(key)
+            continue
+        if e.target_unit == ROOT and set(e.names) <= ROOT_CONSTANTS:
+            continue
+        if e.source_unit in payload:
+            out.append(f"{e.where}: the payload module {e.source_unit} imports {e.target} (it runs alone, "
+                       "in the judged interpreter)")
+            continue
+        graph.setdefault(e.source_unit, set()).add(e.target_unit)
+        if e.target_unit not in payload and e.source_unit in rank and e.target_unit in rank \
+                and rank[e.target_unit] > rank[e.source_unit]:
+            out.append(f"{e.where}: {e.source} ({layer_of[e.source_unit]}) imports {e.target} "
+                       f"({layer_of[e.target_unit]}), a layer above it")
+        inner = e.target.split(".")[2:]  # the path below the imported unit: checks._gpus -> ["_gpus"]
+        private = [p for p in inner if _private(p)] + [n for n in e.names if _private(n)]
+        if private:
+            out.append(f"{e.where}: {e.source} imports the private {', '.join(private)} of {e.target} "
+                       "(make it public where it is a shared API, or move it)")
+    for key in sorted(set(allowed) - used_allowances):
+        out.append(f"allowed edge {key[0]} -> {key[1]} no longer exists: delete it from ALLOWED")
+    out += [f"import cycle among {', '.join(c)}" for c in _cycles(graph)]
+    return out
+
+
+def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """The strongly connected components with more than one unit (Tarjan), each as a sorted list."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on: Set[str] = set()
+    found: List[List[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_package_keeps_its_layers():
+    bad = violations(PACKAGE)
+    assert not bad, "\n".join(bad)
+
+
+def test_every_layer_unit_exists():
+    # a stale row (a module moved away) would hide nothing but mislead the reader
+    placed = {u for _, members in LAYERS for u in members} | set(PAYLOAD)
+    assert placed <= _units(PACKAGE), sorted(placed - _units(PACKAGE))
+
+
+# --------------------------------------------------------------------------- the checker can fail
+
+
+def _tree(tmp_path: Path, files: Dict[str, str]) -> Path:
+    root = tmp_path / "envdoctor"
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+SYNTHETIC = (("low", frozenset({"low"})), ("mid", frozenset({"mid", "side"})), ("top", frozenset({"top"})),
+             ("cli", frozenset({ROOT})))
+
+
+def test_an_upward_import_fails_also_lazy_and_type_only(tmp_path):
+    root = _tree(tmp_path, {
+        "__init__.py": "__version__ = '1'\n",
+        "low/__init__.py": "",
+        "low/a.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..top import T\n",
+        "low/b.py": "def f():\n    import envdoctor.mid.x\n",
+        "mid/__init__.py": "from .. import __version__\nfrom ..low import a\n",
+        "mid/x.py": "",
+        "side.py": "from .mid import x\n",
+        "top.py": "from envdoctor import mid, side\nfrom .low.a import f\n",
+    })
+    assert violations(root, SYNTHETIC, frozenset(), {}) == [
+        "envdoctor/low/a.py:3: envdoctor.low.a (low) imports envdoctor.top (top), a layer above it",
+        "envdoctor/low/b.py:2: envdoctor.low.b (low) imports envdoctor.mid.x (mid), a layer above it",
+        "import cycle among low, mid, side, top",
+    ]
+
+
+def test_imports_are_found_at_any_depth_of_statements(tmp_path):
+    root = _tree(tmp_path, {"low.py": (
+        "class C:\n    def m(self):\n        with open('x'):\n            for _ in ():\n                while True:\n"
+        "                    try:\n                        pass\n                    except ImportError:\n"
+        "                        from . import top\n                    finally:\n"
+        "                        import envdoctor.mid\n"
+        "if False:\n    pass\nelse:\n    async def f():\n        from .side import g\n"), "top.py": "", "mid.py": "",
+        "side.py": ""})
+    assert {(e.where, e.target) for e in edges(root)} == {
+        ("envdoctor/low.py:9", "envdoctor.top"), ("envdoctor/low.py:11", "envdoctor.mid"),
+        ("envdoctor/low.py:16", "envdoctor.side")}
+
+
+def test_a_private_name_across_packages_fails_inside_one_it_does_not(tmp_path):
+    root = _tree(tmp_path, {
+        "low/__init__.py": "",
+        "low/_util.py": "def helper(): pass\n",
+        "low/a.py": "from ._util import helper\n_x = 1\n",
+        "mid.py": "from .low._util import helper\nfrom .low.a import _x\nfrom .low import a\n",
+    })
+    assert violations(root, SYNTHETIC[:2], frozenset(), {}) == [
+        "envdoctor/mid.py:1: envdoctor.mid imports the private _util of envdoctor.low._util "
+        "(make it public where it is a shared API, or move it)",
+        "envdoctor/mid.py:2: envdoctor.mid imports the private _x of envdoctor.low.a "
+        "(make it public where it is a shared API, or move it)",
+    ]
+
+
+def test_a_sideways_cycle_an_unplaced_unit_and_a_payload_import_fail(tmp_path):
+    root = _tree(tmp_path, {
+        "mid.py": "from . import side\n",
+        "side.py": "def f():\n    from .mid import g\n",
+        "new.py": "",
+        "_pay.py": "from .mid import g\n",
+        "low.py": "from . import _pay\n",  # shipping the payload's file is no dependency on its layer
+    })
+    assert violations(root, SYNTHETIC, frozenset({"_pay"}), {}) == [
+        "new: in no layer (place it in LAYERS of tests/unit/test_layers.py and docs/architecture.md)",
+        "envdoctor/_pay.py:1: the payload module _pay imports envdoctor.mid (it runs alone, in the judged "
+        "interpreter)",
+        "import cycle among mid, side",
+    ]
+
+
+def test_the_allow_list_tolerates_only_its_edges_and_goes_stale(tmp_path):
+    root = _tree(tmp_path, {"low.py": "from . import top\n", "top.py": "", "mid.py": "from . import top\n"})
+    allowed = {("envdoctor.low", "top"): "planted", ("envdoctor.gone", "top"): "removed"}
+    assert violations(root, SYNTHETIC, frozenset(), allowed) == [
+        "envdoctor/mid.py:1: envdoctor.mid (mid) imports envdoctor.top (top), a layer above it",
+        "allowed edge envdoctor.gone -> top no longer exists: delete it from ALLOWED",
+    ]
+
+
+def test_a_planted_upward_import_in_a_copy_of_the_package_fails(tmp_path):
+    copy = tmp_path / "envdoctor"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "*.json"))
+    gpus = copy / "domain" / "gpus.py"
+    gpus.write_text(gpus.read_text(encoding="utf-8") + "\n\ndef planted():\n    from ..checks import base\n",
+                    encoding="utf-8")
+    (copy / "probes" / "planted.py").write_text("from ..checks._util import torch_envs\n", encoding="utf-8")
+    bad = violations(copy)
+    assert any(b.startswith("envdoctor/domain/gpus.py:") and "imports envdoctor.checks (checks)" in b
+               for b in bad), bad
+    assert any(b.startswith("envdoctor/probes/planted.py:1:") and "a layer above it" in b for b in bad), bad
+    assert any(b.startswith("envdoctor/probes/planted.py:1:") and "the private _util" in b for b in bad), bad
+    assert any(b.startswith("import cycle among") and "checks" in b and "domain" in b for b in bad), bad
+    # and nothing else: the copy is the package, which keeps its layers (test_the_package_keeps_its_layers)
+    assert all("planted.py" in b or "domain/gpus.py" in b or b.startswith("import cycle") for b in bad), bad
