@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from ..catalogue import CATEGORIES
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Report, Severity
-from ..fleet.model import FleetData, Node
+from ..fleet_model import FleetData, Node
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 # a rank whose kernel runs below this fraction of the median of its peers' is a straggler: envdoctor's line,

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional
 from .. import __version__
 from . import comm, testing
 from .launch import Place
-from .model import FleetData, group_nodes
+from ..fleet_model import FleetData, group_nodes
 
 
 def _utc(t: Optional[float]) -> Optional[str]:

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional
 from .. import __version__
 from ..checks.fleet import FleetContext
 from ..findings import CheckResult, Finding, Report, Severity, order_findings
-from .model import FLEET_KIND, FLEET_SCHEMA_VERSION, FleetData, fleet_to_dict
+from ..fleet_model import FLEET_KIND, FLEET_SCHEMA_VERSION, FleetData, fleet_to_dict
 
 
 @dataclass

@@ -60,7 +60,7 @@ def machine_setting(facts: Facts) -> str:
     installed even if broken, a PCI device of vendor 0x10de without a driver, decided by the same function as
     `check`'s driver.hardware); STATIC on a CPU box, where the GPU and driver checks describe nothing the caller
     asked for and only what applies to a build is judged."""
-    from ..checks._gpus import nvidia_hardware
+    from ..queries import nvidia_hardware
 
     d = facts.driver
     if d.gpus or d.status != "absent" or nvidia_hardware(facts) is True:

@@ -20,7 +20,7 @@ ROOT = "__init__"  # the unit of the package root, envdoctor/__init__.py
 LAYERS: Sequence[Tuple[str, FrozenSet[str]]] = (
     ("domain", frozenset({"domain"})),  # pure rules, no envdoctor import at all (tests/unit/domain/test_layering.py)
     # the model: facts, findings and their vocabulary; top-level modules this round
-    ("model", frozenset({"facts", "findings", "catalogue", "targets", "config"})),
+    ("model", frozenset({"facts", "findings", "catalogue", "targets", "config", "fleet_model"})),
     ("compat", frozenset({"compat"})),
     ("queries", frozenset({"queries"})),  # fact queries shared by checks, remedies and services (facts + compat)
     ("parsers", frozenset({"parsers"})),
@@ -28,16 +28,17 @@ LAYERS: Sequence[Tuple[str, FrozenSet[str]]] = (
     ("bench", frozenset({"bench"})),  # measures like a probe (subprocesses, samples) and says what to expect
     ("remedies", frozenset({"remedies"})),  # what to change: facts + compat in, commands out; never checks
     ("checks", frozenset({"checks"})),
+    ("judging", frozenset({"judging"})),  # the one judge: judge(facts, compat, selection, policy) -> Report
     ("report", frozenset({"report"})),
     # the services the commands call; the lead moves them into a services/ package
     ("services", frozenset({"app", "assertions", "_preflight", "recommend", "matrix", "matrix_bench",
                             "update_data"})),
     ("features", frozenset({"diagnose", "watch", "fleet"})),  # whole pipelines built on the services
     # the entry points: the command line, `python -m envdoctor`, and the package facade (`envdoctor.preflight`)
-    ("cli", frozenset({"cli", "cli_extra", "__main__", ROOT})),
+    ("cli", frozenset({"cli", "__main__", ROOT})),
 )
 # run in the judged interpreter: they import nothing from envdoctor, and anyone may import them (to ship them)
-PAYLOAD: FrozenSet[str] = frozenset({"_payload", "_bench_payload"})
+PAYLOAD: FrozenSet[str] = frozenset({"_payload"})  # the payload folder, run in the target interpreter
 # names that may be imported from the package root by any layer (a constant, no code)
 ROOT_CONSTANTS = frozenset({"__version__"})
 
@@ -48,12 +49,6 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     # claims, read lazily from the registry. The one judge ("judge" helper: judge(facts, compat, selection,
     # policy) -> Report, in the layer above checks) is where the registry meets the report.
     ("envdoctor.findings", "checks"): "Report.__post_init__ reads checks.registry.ALL_CHECKS (lazy)",
-    # The "cli" helper turns cli.py + cli_extra.py into a cli/ package with a common module (one module per
-    # command); the watch and fleet command modules then import its public helpers, or move into it.
-    ("envdoctor.cli", "cli_extra"): "cli.py dispatches to the second half of the CLI (cycle)",
-    ("envdoctor.cli_extra", "cli"): "cli_extra.py uses cli.py's private helpers (_write, _render, ...)",
-    ("envdoctor.watch.command", "cli"): "the watch command borrows cli._write, cli._positive_seconds",
-    ("envdoctor.fleet.cli", "cli"): "the fleet commands borrow cli._write, _read_text, _check_output, exit codes",
 }
 
 

@@ -1,5 +1,8 @@
 """The fleet's data as rank 0 holds it: every rank's record, the nodes with their facts, the collectives, who
-is missing. JSON in and out, so a saved fleet report is judged again offline (``envdoctor fleet --report``)."""
+is missing. JSON in and out, so a saved fleet report is judged again offline (``envdoctor fleet --report``).
+
+Model layer (docs/architecture.md): the fleet checks (checks/fleet.py) and the fleet pipeline (fleet/) both read
+it, so it sits below both."""
 
 from __future__ import annotations
 
