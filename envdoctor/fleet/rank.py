@@ -25,9 +25,9 @@ import time
 from typing import Any, Dict, List, Optional
 
 from .. import __version__
+from ..fleet_model import FleetData, group_nodes
 from . import comm, testing
 from .launch import Place
-from ..fleet_model import FleetData, group_nodes
 
 
 def _utc(t: Optional[float]) -> Optional[str]:

@@ -8,8 +8,8 @@ import pytest
 
 from envdoctor.checks import all_checks
 from envdoctor.checks.fleet import STRAGGLER_FRACTION, outliers
-from envdoctor.fleet_model import FleetData, group_nodes
 from envdoctor.fleet.report import judge_fleet
+from envdoctor.fleet_model import FleetData, group_nodes
 from tests import machines as m
 
 FLEET_CHECKS = [c for c in all_checks() if c.area == "fleet"]
