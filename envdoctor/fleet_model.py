@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from ..facts import Facts, FactsError
+from .facts import Facts, FactsError
 
 FLEET_KIND = "envdoctor-fleet-report"
 FLEET_SCHEMA_VERSION = 1

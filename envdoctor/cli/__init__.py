@@ -104,10 +104,13 @@ def _normalise_argv(argv: Sequence[str], commands: Sequence[str]) -> List[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from ..app import Interrupted
-
     previous = common.install_signal_handlers()  # first: a signal at any moment ends in a report or a clear line
     try:
+        # then the target's `import torch`, the floor of a plain run, before envdoctor's own imports: the probe
+        # adopts the process when its command line matches (probes/payload_launch.py; ENVDOCTOR_EARLY_PAYLOAD=0)
+        from ..probes.payload_launch import start_early
+
+        start_early(sys.argv[1:] if argv is None else argv, common.DEFAULT_PYTHON_TIMEOUT_S)
         parser = build_parser()
         try:
             argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
@@ -116,7 +119,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_USAGE
         args = parser.parse_args(argv)
         return _main(args)
-    except Interrupted as e:
+    except BaseException as e:
+        # app.Interrupted, matched by name: a signal that lands while envdoctor.app is still being imported
+        # unwinds that import, and a fresh `from ..app import Interrupted` here would be another class
+        if type(e).__name__ != "Interrupted" or not isinstance(getattr(e, "signum", None), int):
+            raise
         sys.stderr.write(f"envdoctor: interrupted by {e.signal_name}"
                          + ("; the report above is partial\n" if e.facts is not None else "\n"))
         return 128 + e.signum

@@ -152,14 +152,19 @@ def write(text: str, output: Optional[str], utf8: bool = False) -> None:
 
 
 def render(report, args) -> str:
-    from ..report import render_console, render_json, render_markdown
-
     report = with_data_label(report)
 
+    # only the renderer asked for is imported: a JSON run never loads rich
     if args.format == "json":
+        from ..report import render_json
+
         return render_json(report, redact=not args.no_redact)
     if args.format == "markdown":
+        from ..report import render_markdown
+
         return render_markdown(report, redact=not args.no_redact)
+    from ..report import render_console
+
     to_file = bool(args.output and args.output != "-")
     return render_console(report, verbose=args.verbose, color=False if to_file else None,
                           file=None if to_file else sys.stdout) if not to_file else \
