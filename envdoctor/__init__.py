@@ -4,13 +4,16 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-__all__ = ["PreflightError", "__version__", "preflight"]
+__all__ = ["CollectOptions", "PreflightError", "__version__", "doctor", "preflight"]
+
+# name -> the services module that holds it (envdoctor/services/)
+_LAZY = {"preflight": "preflight", "PreflightError": "preflight", "doctor": "collect", "CollectOptions": "collect"}
 
 
 def __getattr__(name: str) -> Any:
-    # `import envdoctor` stays free of side effects and cheap: the preflight API loads on first use
-    if name in ("preflight", "PreflightError"):
-        from . import _preflight
+    # `import envdoctor` stays free of side effects and cheap: the public API loads on first use
+    if name in _LAZY:
+        import importlib
 
-        return getattr(_preflight, name)
+        return getattr(importlib.import_module(f"{__name__}.services.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'envdoctor' has no attribute {name!r}")

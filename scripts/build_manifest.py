@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from envdoctor.compat import CompatDataError  # noqa: E402
-from envdoctor.update_data import build_manifest  # noqa: E402
+from envdoctor.services.update_data import build_manifest  # noqa: E402
 
 
 def main() -> int:

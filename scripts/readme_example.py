@@ -28,9 +28,9 @@ WIDTH = 100
 
 
 def render(facts_json: str) -> str:
-    from envdoctor.app import judge
     from envdoctor.facts import Facts
     from envdoctor.report.console import render_console
+    from envdoctor.services.collect import judge
 
     return render_console(judge(Facts.from_json(facts_json)), color=False, width=WIDTH)
 
@@ -53,8 +53,8 @@ def main() -> int:
     args = ap.parse_args()
     readme = README.read_text(encoding="utf-8")
     if args.python:
-        from envdoctor.app import CollectOptions, collect
         from envdoctor.report.redact import redact_facts_dict
+        from envdoctor.services.collect import CollectOptions, collect
 
         facts = collect(CollectOptions(pythons=[args.python]))
         SNAPSHOT.write_text(json.dumps(redact_facts_dict(facts.to_dict()), indent=2, sort_keys=True) + "\n",

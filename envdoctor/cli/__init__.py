@@ -121,7 +121,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return _main(args)
     except BaseException as e:
         # app.Interrupted, matched by name: a signal that lands while envdoctor.app is still being imported
-        # unwinds that import, and a fresh `from ..app import Interrupted` here would be another class
+        # unwinds that import, and a fresh `from ..services.collect import Interrupted` here would be another class
         if type(e).__name__ != "Interrupted" or not isinstance(getattr(e, "signum", None), int):
             raise
         sys.stderr.write(f"envdoctor: interrupted by {e.signal_name}"

@@ -93,8 +93,8 @@ def _globs(values: List[str], option: str, checks: list) -> Optional[List[str]]:
 
 
 def cmd_assert(args) -> int:
-    from ..assertions import AssertOptions, assert_report, static_checks
     from ..compat import load_compat
+    from ..services.assertions import AssertOptions, assert_report, static_checks
     from ..targets import TargetError
 
     inputs = _assert_inputs(args)

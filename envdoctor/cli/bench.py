@@ -51,11 +51,11 @@ def cmd_bench(args) -> int:
                              "(the disk benchmarks run without it)")
         names = [n for n in asked if KERNELS[n].kind == "disk"]
     bench = bench_options(args, names=names)
-    from ..app import collect
+    from ..services.collect import collect
 
     expect = expect_gpu(args)
     options = collect_options(args)
-    from ..app import Interrupted
+    from ..services.collect import Interrupted
 
     try:
         facts = run_bench(collect(options), options, bench, args)

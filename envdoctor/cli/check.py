@@ -41,8 +41,8 @@ def add_parsers(sub) -> None:
 
 
 def cmd_check(args) -> int:
-    from ..app import Interrupted, collect
     from ..facts import Facts, FactsError
+    from ..services.collect import Interrupted, collect
 
     only, ignore = split_globs(args.only), split_globs(args.ignore, "--ignore")  # before minutes of probing
     expect = expect_gpu(args)
@@ -74,7 +74,7 @@ def cmd_check(args) -> int:
 
 def _warm_up(args) -> None:
     """While the probes wait on the target's `import torch`: the checks, the compat data and the renderer."""
-    from ..app import warm_up
+    from ..services.collect import warm_up
 
     warm_up()
     if args.format == "console":
@@ -107,8 +107,8 @@ def _as_snapshot(facts):
 
 
 def cmd_collect(args) -> int:
-    from ..app import collect
     from ..report.redact import redact_facts_dict
+    from ..services.collect import collect
 
     check_writable(args.output)
     facts = collect(collect_options(args))

@@ -184,8 +184,8 @@ def report_exit_code(report, fail_on: str) -> int:
 
 
 def python_target(value: str) -> str:
-    from ..app import OptionsError
-    from ..app import python_target as resolve
+    from ..services.collect import OptionsError
+    from ..services.collect import python_target as resolve
 
     try:
         return resolve(value)
@@ -194,8 +194,8 @@ def python_target(value: str) -> str:
 
 
 def data_target(value: str) -> str:
-    from ..app import OptionsError
-    from ..app import data_target as resolve
+    from ..services.collect import OptionsError
+    from ..services.collect import data_target as resolve
 
     try:
         return resolve(value)
@@ -204,7 +204,7 @@ def data_target(value: str) -> str:
 
 
 def collect_options(args):
-    from ..app import CollectOptions
+    from ..services.collect import CollectOptions
 
     return CollectOptions(
         pythons=[python_target(p) for p in (args.pythons or [])],
@@ -316,8 +316,8 @@ def on_signal(signum, _frame) -> None:
     While the report of facts already read is being judged and printed, the signal waits for it instead."""
     import signal
 
-    from ..app import Interrupted
     from ..probes.runner import stop_all_children
+    from ..services.collect import Interrupted
 
     if _DEFERRED.active:
         if _DEFERRED.signum is not None:  # a second one: stop at once
@@ -326,7 +326,7 @@ def on_signal(signum, _frame) -> None:
         return
 
     stop_all_children()
-    from .. import app
+    from ..services import collect as app
 
     app.PENDING_SIGNAL[0] = signum  # should the raise below land where Python drops it, the wait raises it
     # a second signal while the partial report is printed: stop at once

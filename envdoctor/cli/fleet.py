@@ -121,8 +121,8 @@ def cmd_fleet(args: Any) -> int:
 
     if args.backend == "nccl" and not torch.cuda.is_available():
         raise UsageError("--backend nccl needs CUDA GPUs, and torch sees none here (use --backend gloo)")
-    from ..app import CollectOptions
     from ..fleet.rank import Options, run_rank
+    from ..services.collect import CollectOptions
 
     options = Options(backend=args.backend, timeout_s=args.timeout, bench=args.bench, sizes=args.sizes,
                       bench_budget_s=args.bench_budget,

@@ -36,8 +36,8 @@ def bench_options(args, names):
 def run_bench(facts, options, bench, args):
     import dataclasses
 
-    from ..app import Interrupted, bench_python, run_benchmarks
     from ..report.bench_view import LiveProgress
+    from ..services.collect import Interrupted, bench_python, run_benchmarks
 
     bench = dataclasses.replace(bench, python=bench_python(facts, options))
     live = args.format == "console" and sys.stderr.isatty()
@@ -132,7 +132,7 @@ def expect_gpu(args) -> bool:
 def judge_and_print(facts, args, only, ignore, expect: bool, table: bool) -> int:
     """Everything is read: judge it and print the report (with the benchmark table when ``table``); a signal
     meanwhile waits for the report to be printed. Returns the exit code."""
-    from ..app import judge
+    from ..services.collect import judge
 
     with signals_deferred() as deferred:
         report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
@@ -144,7 +144,7 @@ def judge_and_print(facts, args, only, ignore, expect: bool, table: bool) -> int
 
 def partial_report(e, args, only, ignore, expect_gpu: bool = False) -> None:
     """After SIGINT/SIGTERM: the report on what was read before the signal, marked partial (never "all well")."""
-    from ..app import judge
+    from ..services.collect import judge
 
     if e.facts is None:
         return

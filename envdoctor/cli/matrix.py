@@ -34,7 +34,7 @@ def add_parsers(sub: Any) -> None:
                     help="links to include: pcie4, pcie5x8, c2c, nvlink4, nvswitch_hopper ... (default: the GPU's)")
 
 def cmd_matrix(args) -> int:
-    from ..matrix import MatrixError, query
+    from ..services.matrix import MatrixError, query
 
     payload = answer(args, query, MatrixError)
     return EXIT_OK if payload.get("found", True) else EXIT_USAGE

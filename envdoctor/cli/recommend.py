@@ -22,7 +22,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_recommend(args) -> int:
-    from ..recommend import RecommendError, recommend_from_args
+    from ..services.recommend import RecommendError, recommend_from_args
 
     payload = answer(args, recommend_from_args, RecommendError)
     return EXIT_OK if payload.get("recommendation") else EXIT_FINDINGS  # nothing fits: exit 1, and why_none says why

@@ -24,7 +24,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_update_data(args) -> int:
-    from ..update_data import UpdateError, offline_status, update_from_url
+    from ..services.update_data import UpdateError, offline_status, update_from_url
 
     if args.offline:
         payload, text = offline_status()

@@ -3,7 +3,7 @@
 The cache is ``$ENVDOCTOR_CACHE_DIR``, else ``$XDG_CACHE_HOME/envdoctor``, else ``~/.cache/envdoctor`` (the XDG
 base-directory spec). An update is a directory ``data-<version>-<suffix>/`` holding the matrix files and their
 manifest (as ``MANIFEST``); ``current.json`` names the one in use and is replaced atomically (os.replace), so a reader
-sees the old update or the new one, never half of either. No network here: that is envdoctor/update_data.py.
+sees the old update or the new one, never half of either. No network here: that is envdoctor/services/update_data.py.
 """
 
 from __future__ import annotations

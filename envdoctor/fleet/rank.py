@@ -89,7 +89,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
     import torch
     import torch.distributed as dist
 
-    from ..app import Interrupted
+    from ..services.collect import Interrupted
 
     started = time.time()
     cuda = bool(torch.cuda.is_available())
@@ -131,7 +131,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
             comm.send(torch, dist, me, 0, ctrl, comm.TAG_HELLO, 2 * options.timeout_s)
         stage = "its own part"
         if place.local_rank == 0:
-            from ..app import collect
+            from ..services.collect import collect
 
             record["facts"] = collect(options.collect).to_dict()
         if options.bench:

@@ -33,8 +33,8 @@ class FleetReport:
 
 
 def judge_fleet(fleet: FleetData, compat: Any = None) -> FleetReport:
-    from ..app import judge
     from ..compat import load_compat
+    from ..services.collect import judge
 
     compat = compat or load_compat()
     node_reports = {n.key: judge(n.facts, compat) for n in fleet.nodes if n.facts is not None}

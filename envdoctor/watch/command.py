@@ -98,8 +98,8 @@ def _save(facts, path: str, redact: bool = True) -> None:
 
 
 def _report(facts, args, exit_code: Optional[int], write: Callable[..., None]) -> int:
-    from ..app import judge
     from ..report import render_json, render_markdown
+    from ..services.collect import judge
     from .display import timeline
 
     report = judge(facts, only=["watch.*"])

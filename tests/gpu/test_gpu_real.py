@@ -39,8 +39,8 @@ def test_real_nvml_probe_reads_every_gpu():
 
 @pytest.mark.gpu
 def test_real_report_has_no_crashed_check():
-    from envdoctor.app import collect, judge
     from envdoctor.findings import CheckStatus
+    from envdoctor.services.collect import collect, judge
 
     _nvml_or_skip()
     report = judge(collect())

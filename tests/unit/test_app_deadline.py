@@ -7,8 +7,8 @@ import sys
 import textwrap
 import threading
 
-from envdoctor.app import _run_with_deadline
 from envdoctor.facts import ProbeStatus, Storage
+from envdoctor.services.collect import _run_with_deadline
 
 
 def test_stuck_probe_fails_at_the_deadline_and_others_keep_their_results():
@@ -27,7 +27,7 @@ def test_stuck_probe_fails_at_the_deadline_and_others_keep_their_results():
 def test_process_exits_even_with_a_stuck_probe_thread():
     code = textwrap.dedent("""
         import threading
-        from envdoctor.app import _run_with_deadline
+        from envdoctor.services.collect import _run_with_deadline
         from envdoctor.facts import ProbeStatus, Storage
         never = threading.Event()
         out = _run_with_deadline({"s": (never.wait, lambda r: Storage(status=ProbeStatus.FAILED, reason=r))}, 0.3)

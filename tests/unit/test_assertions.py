@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.assertions import declared_driver, judge_declared, static_checks
 from envdoctor.compat import bundled_dir, load_compat
 from envdoctor.config import ConfigError, find_config, load_config
 from envdoctor.facts import Facts, Package, ProbeStatus, PythonEnv, Targets, TorchInfo
 from envdoctor.findings import CheckStatus
 from envdoctor.report.junit import render_junit
+from envdoctor.services.assertions import declared_driver, judge_declared, static_checks
 from envdoctor.targets import TargetError, parse_requirement, resolve_gpu, resolve_gpus
 
 
@@ -292,7 +292,7 @@ def test_assert_cu130_build_for_a_535_fleet(cuda_venv, tmp_path: Path) -> None:
     ("R535", [], "is a driver branch (R535)"),
 ])
 def test_empty_or_impossible_targets_are_refused(compat, driver, gpus, message) -> None:
-    from envdoctor.assertions import validate_targets
+    from envdoctor.services.assertions import validate_targets
 
     with pytest.raises(TargetError) as e:
         validate_targets(compat, [], driver, gpus)

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 import tests.machines as machines
-from envdoctor.app import judge
 from envdoctor.checks import all_checks
 from envdoctor.compat import load_compat
 from envdoctor.facts import Facts
 from envdoctor.findings import CheckResult, CheckStatus, Finding, Report, Severity
 from envdoctor.report import render_console
+from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 
 COMPAT = load_compat()

@@ -25,8 +25,8 @@ def test_python_typo_is_a_usage_error_not_a_clean_report(tmp_path, capsys):
 def test_python_venv_prefix_and_duplicates_are_inspected_once(tmp_path, monkeypatch):
     import sys
 
-    from envdoctor import app
     from envdoctor.cli.common import python_target  # the CLI wraps app.python_target
+    from envdoctor.services import collect as app
 
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)

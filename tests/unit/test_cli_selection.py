@@ -14,7 +14,7 @@ def _cli(*argv: str) -> int:
 
 
 def test_only_or_ignore_glob_matching_no_check_is_a_usage_error(capsys, monkeypatch):
-    import envdoctor.app as app
+    import envdoctor.services.collect as app
 
     def no_collect(*a, **k):  # the typo is reported before any probing
         raise AssertionError("collected facts for a command line that is a usage error")

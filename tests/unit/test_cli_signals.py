@@ -8,9 +8,9 @@ import signal
 import pytest
 
 from envdoctor import cli
-from envdoctor.app import Interrupted
 from envdoctor.cli import common, live
 from envdoctor.facts import Facts
+from envdoctor.services.collect import Interrupted
 from tests import machines as m
 
 
@@ -23,8 +23,8 @@ def test_a_signal_during_bench_keeps_what_was_measured(monkeypatch, capsys) -> N
         progress({"event": "result", "result": measured})
         raise Interrupted(signal.SIGTERM)  # 16 s into a 17 s run
 
-    monkeypatch.setattr("envdoctor.app.run_benchmarks", run_benchmarks)
-    monkeypatch.setattr("envdoctor.app.collect", lambda options, **_kw: facts)
+    monkeypatch.setattr("envdoctor.services.collect.run_benchmarks", run_benchmarks)
+    monkeypatch.setattr("envdoctor.services.collect.collect", lambda options, **_kw: facts)
     monkeypatch.setattr(common, "install_signal_handlers", lambda: {})
     code = cli.main(["bench", "matmul_bf16", "--format", "json"])
     out = capsys.readouterr()
@@ -45,8 +45,8 @@ def test_console_partial_bench_report_shows_the_table_before_a_partial_verdict(m
                                                 "device": "cuda:0", "value": 123.4, "unit": "TFLOP/s"}})
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("envdoctor.app.run_benchmarks", run_benchmarks)
-    monkeypatch.setattr("envdoctor.app.collect", lambda options, **_kw: facts)
+    monkeypatch.setattr("envdoctor.services.collect.run_benchmarks", run_benchmarks)
+    monkeypatch.setattr("envdoctor.services.collect.collect", lambda options, **_kw: facts)
     monkeypatch.setattr(common, "install_signal_handlers", lambda: {})
     monkeypatch.setenv("COLUMNS", "80")
     assert cli.main(["bench", "matmul_bf16"]) == 130
@@ -75,7 +75,7 @@ def test_partial_bench_facts_are_marked_interrupted() -> None:
 
 
 def test_a_signal_before_the_probes_wait_still_gives_a_partial_report(monkeypatch) -> None:
-    from envdoctor import app
+    from envdoctor.services import collect as app
 
     def interrupted_at_start(jobs, deadline_s, meanwhile=None):
         raise Interrupted(signal.SIGTERM)  # no partial results at all: the threads were still starting

@@ -6,8 +6,8 @@ import json
 import subprocess
 import sys
 
-from envdoctor.app import judge
 from envdoctor.facts import Facts, ProbeStatus
+from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 
 SNAPSHOT = FIXTURES / "snapshots" / "dev-container-no-driver.json"

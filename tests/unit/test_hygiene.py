@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from envdoctor import cli
-from envdoctor.app import CollectOptions, OptionsError, doctor, validate_options
 from envdoctor.facts import Facts, FactsError, PythonEnv, TorchInfo
 from envdoctor.findings import CheckResult, CheckStatus, Finding, Fix, Report, Severity
 from envdoctor.probes import runner as runner_mod
 from envdoctor.report import redact_text, render_console, render_markdown
+from envdoctor.services.collect import CollectOptions, OptionsError, doctor, validate_options
 from tests import machines as m
 from tests.paths import REPO
 

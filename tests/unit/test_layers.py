@@ -31,8 +31,7 @@ LAYERS: Sequence[Tuple[str, FrozenSet[str]]] = (
     ("judging", frozenset({"judging"})),  # the one judge: judge(facts, compat, selection, policy) -> Report
     ("report", frozenset({"report"})),
     # the services the commands call; the lead moves them into a services/ package
-    ("services", frozenset({"app", "assertions", "_preflight", "recommend", "matrix", "matrix_bench",
-                            "update_data"})),
+    ("services", frozenset({"services"})),  # what each command does, as a Python call (envdoctor/services/)
     ("features", frozenset({"diagnose", "watch", "fleet"})),  # whole pipelines built on the services
     # the entry points: the command line, `python -m envdoctor`, and the package facade (`envdoctor.preflight`)
     ("cli", frozenset({"cli", "__main__", ROOT})),
@@ -111,7 +110,7 @@ def edges(root: Path) -> Iterator[Edge]:
                 if target.split(".")[0] != top:
                     continue
                 names = tuple(a.name for a in node.names)
-                if target == top:  # from envdoctor import app, __version__
+                if target == top:  # from envdoctor.services import collect as app, __version__
                     for name in names:
                         unit = name if name in units else ROOT
                         yield Edge(module, source_unit, f"{top}.{name}" if unit != ROOT else top, unit,

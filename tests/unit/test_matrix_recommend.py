@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from envdoctor.compat import arch_runs, bundled_dir, load_compat
-from envdoctor.matrix import MatrixError, arch_info, gpu_info, max_cuda, min_driver, torch_info
-from envdoctor.recommend import recommend
+from envdoctor.services.matrix import MatrixError, arch_info, gpu_info, max_cuda, min_driver, torch_info
+from envdoctor.services.recommend import recommend
 from envdoctor.targets import resolve_gpu
 
 

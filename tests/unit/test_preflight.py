@@ -80,7 +80,7 @@ def _driverless(nvidia_pci_devices, descriptions=()):
 ])
 def test_a_driverless_gpu_box_fails_preflight(monkeypatch, tmp_path, devices, descriptions):
     import envdoctor
-    import envdoctor.app as app
+    import envdoctor.services.collect as app
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(app, "collect", lambda *a, **k: _driverless(devices, descriptions))
@@ -91,7 +91,7 @@ def test_a_driverless_gpu_box_fails_preflight(monkeypatch, tmp_path, devices, de
 
 def test_a_cpu_box_passes_preflight(monkeypatch, tmp_path):
     import envdoctor
-    import envdoctor.app as app
+    import envdoctor.services.collect as app
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(app, "collect", lambda *a, **k: _driverless([]))
@@ -103,7 +103,7 @@ def test_the_driverless_a100_test_machine_fails_preflight(monkeypatch, tmp_path)
     """tests.machines.driverless_a100: vendor 0x10de in sysfs, "[10de:20b2]" with no word "NVIDIA", no driver. It is
     judged as a GPU machine (the GPU and driver checks run), not as a CPU box judged as a build."""
     import envdoctor
-    import envdoctor.app as app
+    import envdoctor.services.collect as app
     from tests.machines import driverless_a100
 
     monkeypatch.chdir(tmp_path)

@@ -20,7 +20,7 @@ pytest.importorskip("requests")
 
 from envdoctor.compat import active_choice, bundled_dir, clear_cache  # noqa: E402
 from envdoctor.compat.datadir import installed_update  # noqa: E402
-from envdoctor.update_data import UpdateError, build_manifest, update_from_url  # noqa: E402
+from envdoctor.services.update_data import UpdateError, build_manifest, update_from_url  # noqa: E402
 
 NEWER = "2030-01-01"
 

@@ -416,8 +416,8 @@ def test_ctrl_c_kills_the_payload(tmp_path):
 
 def test_load_pcie_gbs_becomes_a_bench_result(monkeypatch):
     import envdoctor.probes.pcie_load as pl
-    from envdoctor import app
     from envdoctor.facts import Driver, Gpu
+    from envdoctor.services import collect as app
 
     copies = [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "0000:19:00", "gb_per_s": 52.1,
                "bytes": 1 << 30}]

@@ -78,7 +78,7 @@ def test_a_healthy_result_at_the_achievable_figure_passes_and_60_percent_fails(r
 
 @pytest.mark.parametrize("asked", NAMED)
 def test_matrix_bench_names_every_kernel_of_the_named_gpus(asked):
-    from envdoctor.matrix_bench import bench_expectations
+    from envdoctor.services.matrix_bench import bench_expectations
 
     out = bench_expectations(COMPAT, asked)
     spec = COMPAT.gpu(out["gpu"])

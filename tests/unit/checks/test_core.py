@@ -6,11 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.checks import all_checks, run_checks, select
 from envdoctor.compat import load_compat
 from envdoctor.facts import Container, Driver, Facts, LibraryCopy, Package, ProbeStatus
 from envdoctor.findings import CheckStatus, Severity
+from envdoctor.services.collect import judge
 from tests import machines as m
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from envdoctor.app import judge
 from envdoctor.facts import Package
 from envdoctor.findings import CheckStatus, Severity
+from envdoctor.services.collect import judge
 from tests import machines as m
 
 ARCH_1_12_CU102 = ["sm_37", "sm_50", "sm_60", "sm_70"]

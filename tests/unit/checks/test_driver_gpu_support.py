@@ -11,11 +11,11 @@ from typing import List, Optional
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.compat import CompatDataError, load_compat, validate_file
 from envdoctor.compat.driver_gpu import driver_gpu_table, parse_driver_gpu_support
 from envdoctor.findings import CheckStatus, Severity
 from envdoctor.remedies import driver_branch
+from envdoctor.services.collect import judge
 from tests import machines as m
 from tests.paths import REPO
 

@@ -15,12 +15,12 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from envdoctor._payload import tasks, torch_files
-from envdoctor.app import judge
-from envdoctor.assertions import declared_driver, judge_declared
 from envdoctor.compat import load_compat
 from envdoctor.facts import ExtensionLibrary, ExtensionScan, Facts, Targets, from_dict
 from envdoctor.findings import CheckStatus
 from envdoctor.probes import python_env as pe
+from envdoctor.services.assertions import declared_driver, judge_declared
+from envdoctor.services.collect import judge
 from envdoctor.targets import resolve_gpus
 from tests import machines
 from tests.unit.probes.test_torch_static import _fatbin, build_so, needs_gcc

@@ -131,7 +131,7 @@ def test_the_fleet_checks_are_registered_and_do_not_apply_to_one_machine():
     results = [r for r in run_checks(facts, load_compat(), fleet)]
     assert {r.status for r in results} == {"skipped"}
     assert {skip_label(r, facts) for r in results} == {"not a fleet run"}
-    from envdoctor.app import judge
+    from envdoctor.services.collect import judge
 
     text = render_console(judge(facts, load_compat()), color=False)
     assert "not a fleet run" in text and "fleet.ranks" not in text

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from envdoctor.app import judge
 from envdoctor.checks import all_checks, run_checks, select
 from envdoctor.compat import load_compat
 from envdoctor.facts import DataPath, ProbeStatus, PythonEnv, Storage
 from envdoctor.findings import CheckStatus
+from envdoctor.services.collect import judge
 from tests import machines as m
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from envdoctor.app import judge
 from envdoctor.facts import CudaToolkit, Facts
 from envdoctor.findings import CheckStatus, Severity
+from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 
 SNAPSHOT = FIXTURES / "snapshots" / "dev-container-no-driver.json"  # real: nvcc 13.0 at /usr/local/cuda-13.0

@@ -8,9 +8,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from envdoctor._payload import torch_files
-from envdoctor.app import judge
 from envdoctor.facts import Facts, ModuleCopy, ModuleOrigin, Package
 from envdoctor.findings import CheckStatus, Severity
+from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 
 SNAPSHOT = FIXTURES / "snapshots" / "dev-container-no-driver.json"

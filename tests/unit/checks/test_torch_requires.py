@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from envdoctor.app import judge
 from envdoctor.facts import Facts, Package
 from envdoctor.findings import CheckStatus, Severity
+from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 
 SNAPSHOT = FIXTURES / "snapshots" / "dev-container-no-driver.json"

@@ -7,10 +7,11 @@ import re
 from dataclasses import replace
 from typing import Iterator
 
-from envdoctor.app import judge
-from envdoctor.checks._bench_expect import pcie_link_words
+from envdoctor.bench.expect import pcie_link_words
+
 from envdoctor.facts import GpuProcess
 from envdoctor.findings import Report
+from envdoctor.services.collect import judge
 from tests import machines as m
 
 _PLACEHOLDER = re.compile(r"(?<![\w'\"])\?(?![\w'\"])|\?%| \? ")

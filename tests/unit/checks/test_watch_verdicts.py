@@ -8,9 +8,9 @@ from typing import Any, Dict, List, Optional
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.domain.recording import summarize
 from envdoctor.facts import Facts, ProbeStatus, Watch
+from envdoctor.services.collect import judge
 from envdoctor.watch.replay import replay
 from tests.paths import FIXTURES, SHARED
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from envdoctor.app import judge
 from envdoctor.facts import Facts
 from envdoctor.findings import Severity
 from envdoctor.parsers.nvidia_smi_fields import to_fabric_state, to_fabric_status
 from envdoctor.parsers.nvidia_smi_q import parse_nvidia_smi_q
 from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
+from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 
 FIX = FIXTURES

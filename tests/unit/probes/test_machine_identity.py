@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.config import ConfigError, load_config
 from envdoctor.facts import Container, Driver, Facts, Host, PcieLink, PythonEnv, Topology, TorchInfo
 from envdoctor.findings import Severity
 from envdoctor.probes.pcie import _from_sysfs, nvidia_pci_devices
+from envdoctor.services.collect import judge
 
 ABSENT = Driver(status="absent", reason="NVML library (libnvidia-ml.so.1) not found: no NVIDIA driver installed",
                 nvml_error="LIBRARY_NOT_FOUND")

@@ -12,11 +12,11 @@ from typing import List
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.facts import Facts, Host, ProbeStatus
 from envdoctor.findings import Severity
 from envdoctor.probes.driver import probe_driver
 from envdoctor.probes.nvml import binding_problem, probe_nvml, sample_pcie_links
+from envdoctor.services.collect import judge
 from tests.fakes.nvml_lib import (
     ERR,
     MISSING_BY_DRIVER,

@@ -13,12 +13,12 @@ import time
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.facts import Container, Facts, Host
 from envdoctor.findings import Severity
 from envdoctor.probes import nvml as nvml_probe
 from envdoctor.probes.driver import probe_driver
 from envdoctor.probes.nvml import probe_nvml
+from envdoctor.services.collect import judge
 from tests.fakes.nvml_lib import MISSING_BY_DRIVER, FakeNvmlLib, fabric, h100_sxm, installed, rtx4090
 from tests.fakes.runner import FakeRunner
 

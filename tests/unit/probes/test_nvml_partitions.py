@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.facts import Facts, Host
 from envdoctor.findings import Severity
 from envdoctor.probes.driver import probe_driver
+from envdoctor.services.collect import judge
 from tests.fakes.nvml_lib import FakeNvmlLib, fabric, installed, sxm_alone
 from tests.fakes.runner import FakeRunner
 

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from envdoctor import app
 from envdoctor.facts import Facts, ProbeStatus
 from envdoctor.probes import registry
 from envdoctor.probes.registry import ProbeContext, all_probes, guard
 from envdoctor.probes.sysroot import SysRoot
+from envdoctor.services import collect as app
 from tests.fakes import FakeRunner
 from tests.paths import REPO
 

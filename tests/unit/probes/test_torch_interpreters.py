@@ -74,7 +74,7 @@ def test_who_is_judged_marks_envdoctors_own_environment(tmp_path: Path) -> None:
 
 
 def _finding(penv: PythonEnv, compat):
-    from envdoctor.app import judge
+    from envdoctor.services.collect import judge
 
     report = judge(Facts(pythons=[penv]), compat, only=["torch.interpreter"])
     return [f for f in report.findings if f.code.startswith("torch.interpreter/")]

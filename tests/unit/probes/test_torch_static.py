@@ -15,7 +15,6 @@ from typing import Any, Dict, List
 import pytest
 
 from envdoctor._payload import elf, libraries
-from envdoctor.app import judge
 from envdoctor.compat import load_compat
 from envdoctor.facts import (
     Driver,
@@ -30,6 +29,7 @@ from envdoctor.facts import (
 )
 from envdoctor.probes import python_env as pe
 from envdoctor.probes.runner import Runner, RunResult
+from envdoctor.services.collect import judge
 from tests.fakes.runner import FakeRunner
 
 GCC = shutil.which("gcc")

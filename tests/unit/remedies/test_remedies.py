@@ -13,7 +13,6 @@ from typing import Iterator, List, Tuple
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.compat import load_compat
 from envdoctor.facts import Facts, ProbeStatus
 from envdoctor.findings import Report
@@ -29,6 +28,7 @@ from envdoctor.remedies import (
 )
 from envdoctor.remedies.shell_wrap import split_comment, wrap_command
 from envdoctor.report.console import COMMAND_INDENT, render_console
+from envdoctor.services.collect import judge
 from tests import machines as m
 from tests.paths import TESTS
 

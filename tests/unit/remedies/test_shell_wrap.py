@@ -11,13 +11,13 @@ from typing import List
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.compat import load_compat
 from envdoctor.facts import Facts
 from envdoctor.remedies import POSIX, POWERSHELL, quote
 from envdoctor.remedies.platform import fix_shell
 from envdoctor.remedies.shell_wrap import join_continued, split_comment, split_words, wrap_command
 from envdoctor.report import render_console, render_markdown
+from envdoctor.services.collect import judge
 from tests import machines as m
 
 BASH = shutil.which("bash")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 
-from envdoctor.app import judge
 from envdoctor.checks import all_checks, run_checks, select
 from envdoctor.compat import load_compat
 from envdoctor.report.console import render_console
+from envdoctor.services.collect import judge
 from tests import machines as m
 
 

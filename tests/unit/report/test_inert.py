@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from envdoctor.app import judge
 from envdoctor.facts import Facts, TorchInfo
 from envdoctor.report.console import render_console
 from envdoctor.report.inert import inert_text
 from envdoctor.report.markdown import render_markdown
 from envdoctor.report.redact import redact_text
+from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 
 OSC_TITLE = "\x1b]0;pwned title\x07"

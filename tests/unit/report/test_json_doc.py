@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from envdoctor.app import judge
 from envdoctor.report.json_report import render_json
+from envdoctor.services.collect import judge
 from tests import machines as m
 from tests.paths import REPO
 

@@ -13,7 +13,6 @@ from typing import List
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.catalogue import CATEGORIES, CAUSES, NEUTRAL_CATEGORIES
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
@@ -33,6 +32,7 @@ from envdoctor.facts import (
 )
 from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
 from envdoctor.report import render_console, render_json, render_markdown
+from envdoctor.services.collect import judge
 from tests import machines as m
 from tests.paths import FIXTURES, REPO
 
@@ -431,7 +431,7 @@ def test_keyboard_interrupt_in_the_python_api_kills_the_children(tmp_path):
     fake.write_text(f"#!/bin/sh\nexec {sys.executable} -c 'import time; time.sleep(60)' {marker}\n")
     fake.chmod(0o755)
     code = ("import os, signal, threading, time, sys\n"
-            "from envdoctor.app import doctor, CollectOptions\n"
+            "from envdoctor.services.collect import doctor, CollectOptions\n"
             "def later():\n"
             "    time.sleep(1.0); os.kill(os.getpid(), signal.SIGINT)\n"
             "threading.Thread(target=later, daemon=True).start()\n"

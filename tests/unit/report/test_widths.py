@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from envdoctor.app import judge
 from envdoctor.report.console import render_console
+from envdoctor.services.collect import judge
 from tests import machines as m
 from tests.unit.checks import test_health as health
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
-from .compat.bench import GPU_KERNELS, bench_table, kernel_unit
+from ..compat.bench import GPU_KERNELS, bench_table, kernel_unit
 
 
 class MatrixError(ValueError):
@@ -30,7 +30,7 @@ def _row(name: str, row: Any, table: Any, expected: Optional[float] = None) -> D
 
 
 def _models(compat: Any, name: str) -> List[Any]:
-    from .targets import TargetError, resolve_gpu
+    from ..targets import TargetError, resolve_gpu
 
     try:
         target = resolve_gpu(compat, name)
@@ -123,7 +123,7 @@ def render(payload: Dict[str, Any]) -> str:
 
 
 def query_bench(args: Any) -> Tuple[Dict[str, Any], str]:
-    from .compat import load_compat
+    from ..compat import load_compat
 
     compat = load_compat()
     links = []

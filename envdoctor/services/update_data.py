@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 from urllib.parse import urljoin
 
-from .compat.datadir import MANIFEST, POINTER, cache_dir, check_manifest, installed_update, newer
+from ..compat.datadir import MANIFEST, POINTER, cache_dir, check_manifest, installed_update, newer
 
 PUBLISHED_MANIFEST = "manifest.json"  # the name beside the published files
 MAX_FILE_BYTES = 32 * 2**20  # the bundled files are well under 1 MiB each; a bigger one is not a matrix
@@ -35,7 +35,7 @@ class UpdateError(Exception):
 
 
 def _in_use() -> Tuple[Any, str]:
-    from .compat import active_choice
+    from ..compat import active_choice
 
     compat, _ = active_choice()
     return compat, describe(compat)
@@ -55,7 +55,7 @@ def build_manifest(source_dir: Path, out_dir: Path, version: str, as_of: Optiona
     later one is written into the copies whose ``as_of`` is older, because `update-data` dates a matrix by its
     files (the newest file's ``as_of``) and refuses files that are not newer than the matrix in use.
     """
-    from .compat import load_compat
+    from ..compat import load_compat
 
     compat = load_compat(Path(source_dir))
     if as_of is not None:
@@ -158,7 +158,7 @@ def update_from_url(url: str, timeout_s: float = 30.0, cache: Optional[Path] = N
         import requests
     except ImportError:
         raise UpdateError("update-data needs the 'requests' package (pip install requests)") from None
-    from .compat import CompatDataError, bundled_dir, clear_cache, load_compat
+    from ..compat import CompatDataError, bundled_dir, clear_cache, load_compat
 
     cache = cache or cache_dir()
     compat, label = _in_use()
@@ -249,7 +249,7 @@ def _point_to(cache: Path, final: Path, url: str) -> None:
 
 def offline_status(cache: Optional[Path] = None) -> Tuple[Dict[str, Any], str]:
     """Which matrix is in use and why (no network)."""
-    from .compat import active_choice
+    from ..compat import active_choice
 
     cache = cache or cache_dir()
     compat, why_not = active_choice()

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from .compat import load_compat
-from .domain.arch import arch_runs, sm_name
-from .domain.variants import cuda_of_variant, variant_of_cuda
-from .domain.versions import mm_str, release
-from .targets import GpuTarget, TargetError, check_driver_version, resolve_gpu
+from ..compat import load_compat
+from ..domain.arch import arch_runs, sm_name
+from ..domain.variants import cuda_of_variant, variant_of_cuda
+from ..domain.versions import mm_str, release
+from ..targets import GpuTarget, TargetError, check_driver_version, resolve_gpu
 
 
 class RecommendError(ValueError):
@@ -89,7 +89,7 @@ def _branch_span(compat: Any, table: Any, g: GpuTarget, os: str) -> Tuple[Option
 def _branch_rule(compat: Any, driver: Optional[str], gpus: List[GpuTarget], os: str = "linux") -> Optional[str]:
     """Why this driver cannot drive one of the GPUs (its architecture's branches), or why no one driver can
     drive all of them when no driver is given; else None."""
-    from .compat.driver_gpu import driver_gpu_table
+    from ..compat.driver_gpu import driver_gpu_table
 
     try:
         table = driver_gpu_table(compat)
@@ -180,8 +180,8 @@ def _latest_patch(compat: Any, minor: str) -> Optional[Any]:
 
 
 def commands(compat: Any, minor: str, variant: str, python: Optional[str], os: str = "linux") -> Dict[str, Any]:
-    from .remedies import POSIX, POWERSHELL, Installer, pip_command
-    from .remedies.python import LEGACY_FIND_LINKS, TORCH_FAMILY, index_url_for
+    from ..remedies import POSIX, POWERSHELL, Installer, pip_command
+    from ..remedies.python import LEGACY_FIND_LINKS, TORCH_FAMILY, index_url_for
 
     comp = _latest_patch(compat, minor)
     version = comp.torch if comp else f"{minor}.*"
@@ -407,10 +407,10 @@ def _from_machine(compat: Any, driver: Optional[str], gpus: List[GpuTarget], pyt
                   need_driver: bool, need_gpus: bool, need_python: bool, notes: List[str]):
     """Fill what was not given from this machine (driver probe; the active interpreter's version)."""
     if need_driver or need_gpus:
-        from .facts import Driver, ProbeStatus
-        from .probes.driver import probe_driver
-        from .probes.registry import guarded
-        from .probes.runner import Runner
+        from ..facts import Driver, ProbeStatus
+        from ..probes.driver import probe_driver
+        from ..probes.registry import guarded
+        from ..probes.runner import Runner
 
         d = guarded(lambda: probe_driver(Runner()), lambda r: Driver(status=ProbeStatus.FAILED, reason=r), "driver")
         if need_driver and d.version:
@@ -426,8 +426,8 @@ def _from_machine(compat: Any, driver: Optional[str], gpus: List[GpuTarget], pyt
                     gpus.append(GpuTarget(gpu.name or f"GPU {gpu.index}",
                                           f"{gpu.name or 'GPU'} (compute capability {cc})", cc, gpu.name, "model"))
     if need_python:
-        from .probes.python_env import default_interpreter
-        from .probes.runner import Runner
+        from ..probes.python_env import default_interpreter
+        from ..probes.runner import Runner
 
         exe, how = default_interpreter()
         try:

@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import __version__
-from .facts import (
+from .. import __version__
+from ..facts import (
     Bench,
     BenchResult,
     Driver,
@@ -22,7 +22,7 @@ from .facts import (
     ProbeStatus,
     PythonEnv,
 )
-from .findings import Report
+from ..findings import Report
 
 
 class Interrupted(BaseException):
@@ -122,7 +122,7 @@ class CollectOptions:
 
 def _guard(name: str, func: Callable[[], Any], failed: Callable[[str], Any]) -> Tuple[Any, ProbeRun]:
     """The probe guard (probes/registry.py): a crash becomes a 'failed' section with the exception as its reason."""
-    from .probes.registry import guard
+    from ..probes.registry import guard
 
     return guard(name, func, failed)
 
@@ -167,7 +167,7 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
     except Interrupted as e:  # the signal handler killed the children: keep what finished, say what did not
         interrupted = e
     except KeyboardInterrupt:  # the Python API, no handler of ours: the children run in their own sessions
-        from .probes.runner import stop_all_children
+        from ..probes.runner import stop_all_children
 
         stop_all_children()
         raise
@@ -200,8 +200,8 @@ def _while_probing(work: Callable[[], Any]) -> None:
 
 def warm_up() -> None:
     """Import the checks and load the compat data (what judge() needs), e.g. while the probes run."""
-    from .checks import all_checks
-    from .compat import load_compat
+    from ..checks import all_checks
+    from ..compat import load_compat
 
     all_checks()
     load_compat()
@@ -214,9 +214,9 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
     Never raises for a probe's failure: it is recorded in the facts. ``meanwhile`` runs in this thread while the
     probes run (e.g. warm_up: the checks' imports and the compat data, off the critical path).
     """
-    from .probes.registry import ProbeContext, all_probes
-    from .probes.runner import Runner, allow_children
-    from .probes.sysroot import SysRoot
+    from ..probes.registry import ProbeContext, all_probes
+    from ..probes.runner import Runner, allow_children
+    from ..probes.sysroot import SysRoot
 
     options = options or CollectOptions()
     allow_children()  # a collect() after an interrupted one may start commands again
@@ -226,7 +226,7 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
     ctx = ProbeContext(runner=runner, fs=SysRoot(options.root), env=env, options=options)
     probes = [p for p in all_probes() if p.enabled(ctx)]
     if any(p.section == "driver" and p.merge is None for p in probes):
-        from .probes.nvml import hold_process_lists
+        from ..probes.nvml import hold_process_lists
 
         hold_process_lists()  # the inspect payload starts once NVML has listed the GPUs' processes
     # the interpreter first: its `import torch` is the longest wait, every other probe fits inside it
@@ -243,8 +243,8 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
                 reason = f"interrupted by {e.signal_name} before it finished"
                 done[p.name] = (p.failed(reason), ProbeRun(p.name, ProbeStatus.FAILED, reason, None))
     finally:
-        from .probes.nvml import release_process_lists
-        from .probes.payload_launch import discard_early
+        from ..probes.nvml import release_process_lists
+        from ..probes.payload_launch import discard_early
 
         release_process_lists()
         discard_early()  # an early-started payload no probe adopted (cli.main guessed another target): end it
@@ -289,9 +289,9 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
 def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, runner: Any,
                env: Dict[str, str]) -> Tuple[Driver, ProbeRun, List[BenchResult]]:
     """Run the PCIe load in the first target interpreter and put the readings on the GPUs it loaded."""
-    from .domain.pci import bus_key
-    from .probes.pcie_load import PcieLoad, probe_pcie_load
-    from .probes.python_env import default_interpreter
+    from ..domain.pci import bus_key
+    from ..probes.pcie_load import PcieLoad, probe_pcie_load
+    from ..probes.python_env import default_interpreter
 
     exe = next((p.executable for p in pythons if p.executable), None) or default_interpreter(env, runner)[0]
     res, run = _guard("pcie_load", functools.partial(
@@ -322,8 +322,8 @@ def judge(facts: Facts, compat: Any = None, only: Optional[List[str]] = None,
 
     ``expect_gpu``: the user says this machine should have NVIDIA GPUs (--expect-gpu), so having none is an error.
     """
-    from .judging import Selection
-    from .judging import judge as one_judge
+    from ..judging import Selection
+    from ..judging import judge as one_judge
 
     return one_judge(facts, compat, Selection(only=only, ignore=ignore, expect_gpu=expect_gpu))
 
@@ -345,7 +345,7 @@ def validate_options(options: CollectOptions, only: Any = None, ignore: Any = No
     import fnmatch
     import math
 
-    from .checks import all_checks, select
+    from ..checks import all_checks, select
 
     if not isinstance(options, CollectOptions):
         raise OptionsError(f"options must be a CollectOptions, got {type(options).__name__}")
@@ -380,7 +380,7 @@ def doctor(options: Optional[CollectOptions] = None, only: Optional[List[str]] =
 
 def bench_python(facts: Facts, options: Optional[CollectOptions] = None) -> str:
     """The interpreter the kernels run in: the first --python, else the one `collect` inspected."""
-    from .probes.python_env import default_interpreter
+    from ..probes.python_env import default_interpreter
 
     if options is not None and options.pythons:
         return options.pythons[0]
@@ -392,8 +392,8 @@ def run_benchmarks(facts: Facts, bench_options: Any, progress: Optional[Callable
                    ) -> Facts:
     """Run ``envdoctor bench`` on top of collected facts: Facts.bench filled, PCIe links seen under load put
     on the GPUs (the PCIE_LINK_DEGRADED check reads them there)."""
-    from .bench.run import run_bench
-    from .domain.pci import bus_key
+    from ..bench.run import run_bench
+    from ..domain.pci import bus_key
 
     # bench_python runs the first --python (or the interpreter collect inspected): facts.pythons[0]
     inspected = next((p for p in facts.pythons if p.executable == bench_options.python),

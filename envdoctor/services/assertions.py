@@ -14,10 +14,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, List, Optional, Sequence, Tuple
 
-from . import __version__
-from .facts import Driver, Facts, Gpu, ProbeRun, ProbeStatus, PythonEnv, Targets
-from .findings import Report
-from .targets import (
+from .. import __version__
+from ..facts import Driver, Facts, Gpu, ProbeRun, ProbeStatus, PythonEnv, Targets
+from ..findings import Report
+from ..targets import (
     GpuTarget,
     TargetError,
     check_driver_version,
@@ -42,8 +42,8 @@ def static_checks() -> list:
     """The registered checks `assert` runs (in registry order): those that declare they apply to a build
     (``@check(..., applies=EVERYWHERE)``: the interpreter's packages and the declared driver/GPUs). Everything
     else (gpu.*, pcie.*, host.*, storage.*, driver.present ...) describes the build machine, not the fleet."""
-    from .checks.base import STATIC
-    from .judging import checks_for
+    from ..checks.base import STATIC
+    from ..judging import checks_for
 
     return checks_for(STATIC)
 
@@ -77,8 +77,8 @@ def declared_driver(target_driver: Optional[str], gpus: List[GpuTarget]) -> Driv
 def collect_static(pythons: Sequence[str], timeout_s: float = 60.0, env: Optional[dict] = None,
                    runner: Any = None) -> Tuple[List[PythonEnv], List[ProbeRun]]:
     """Probe only the target interpreters (torch imported there, in a subprocess, as for `check`)."""
-    from .probes.python_env import default_interpreter, probe_pythons
-    from .probes.runner import Runner
+    from ..probes.python_env import default_interpreter, probe_pythons
+    from ..probes.runner import Runner
 
     runner = runner or Runner()
     env = dict(os.environ if env is None else env)
@@ -94,7 +94,7 @@ def collect_static(pythons: Sequence[str], timeout_s: float = 60.0, env: Optiona
 def assert_report(options: AssertOptions, compat: Any = None, only: Optional[List[str]] = None,
                   ignore: Optional[List[str]] = None, runner: Any = None) -> Report:
     """Collect the interpreters, add the declared targets, judge with the static checks."""
-    from .compat import load_compat
+    from ..compat import load_compat
 
     compat = compat or load_compat()
     reqs, driver, gpus = validate_targets(compat, options.requirements, options.target_driver, options.target_gpus)
@@ -115,7 +115,7 @@ def assert_report(options: AssertOptions, compat: Any = None, only: Optional[Lis
 def judge_declared(facts: Facts, compat: Any, only: Optional[List[str]] = None,
                    ignore: Optional[List[str]] = None) -> Report:
     """The one judge in the STATIC setting: only the checks that apply to a build run."""
-    from .checks.base import STATIC
-    from .judging import Selection, judge
+    from ..checks.base import STATIC
+    from ..judging import Selection, judge
 
     return judge(facts, compat, Selection(only=only, ignore=ignore, setting=STATIC))

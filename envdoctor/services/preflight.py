@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, List, Optional, Union
 
-from .findings import Report, Severity
+from ..findings import Report, Severity
 
 
 class PreflightError(RuntimeError):
@@ -54,12 +54,12 @@ def preflight(
     Returns the report when nothing at or above ``fail_on`` (default "error") was found; raises
     PreflightError otherwise, and ValueError for bad arguments (an invalid requirement, an unknown GPU).
     """
-    from .app import CollectOptions, collect
+    from ..compat import load_compat
+    from ..config import ConfigError, ProjectConfig, load_config
+    from ..facts import Targets
+    from ..targets import TargetError
     from .assertions import AssertOptions, assert_report, validate_targets
-    from .compat import load_compat
-    from .config import ConfigError, ProjectConfig, load_config
-    from .facts import Targets
-    from .targets import TargetError
+    from .collect import CollectOptions, collect
 
     if config is False:
         cfg = ProjectConfig()
@@ -91,7 +91,7 @@ def preflight(
     else:
         import dataclasses
 
-        from .judging import Selection, judge, machine_setting
+        from ..judging import Selection, judge, machine_setting
 
         facts = collect(CollectOptions(pythons=[exe], python_timeout_s=python_timeout_s))
         facts = dataclasses.replace(facts, targets=Targets(requirements=reqs, target_driver=driver,
@@ -100,7 +100,7 @@ def preflight(
         # a CPU box (no sign of an NVIDIA GPU) is judged as a build: only the checks that apply there run
         report = judge(facts, compat, Selection(only=only, ignore=ignore, setting=machine_setting(facts)))
     if report.fails(fail_on):  # a finding at or above fail_on, or nothing judged at all
-        from .report import render_console
+        from ..report import render_console
 
         raise PreflightError(render_console(report, color=False), report)
     return report
