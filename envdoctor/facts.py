@@ -152,6 +152,10 @@ class Gpu:
     virtualization_mode: Optional[str] = None
     # vGPU software license of a vGPU guest: "licensed", "unlicensed"; None when not a vGPU or not reported
     vgpu_license: Optional[str] = None
+    # Windows only: the driver model the GPU runs under now and after the next reboot, "WDDM" (a display device),
+    # "TCC" (NVML's WDM: a compute device, deprecated) or "MCDM" (Microsoft's compute model); None on Linux
+    driver_model_current: Optional[str] = None
+    driver_model_pending: Optional[str] = None
 
 
 # throttle reasons that mean heat or power held the clocks back (not idling, not a clock setting)

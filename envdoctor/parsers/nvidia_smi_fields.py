@@ -290,6 +290,10 @@ GPU_FIELDS: Tuple[SmiField, ...] = (
        q="GPU Virtualization Mode/Virtualization Mode"),
     _F("vgpu_license", lambda v: license_state(v), xml="vgpu_software_licensed_product/license_status",
        q="vGPU Software Licensed Product/License Status"),
+    _F("driver_model_current", lambda v: driver_model(v), xml="driver_model/current_dm", q="Driver Model/Current",
+       csv="driver_model.current"),
+    _F("driver_model_pending", lambda v: driver_model(v), xml="driver_model/pending_dm", q="Driver Model/Pending",
+       csv="driver_model.pending"),
 )
 
 # nvidia-smi's words for nvmlGpuVirtualizationMode_t
@@ -301,6 +305,12 @@ def virtualization_mode(value: Optional[str]) -> Optional[str]:
     """ "Pass-Through" -> "passthrough", "VGPU" -> "vgpu", "None" -> "none"; None for N/A or unknown words."""
     text = (value or "").strip().lower()  # not clean(): "None" is the mode's name here, not a missing value
     return _VIRT_WORDS.get(text)
+
+
+def driver_model(value: Optional[str]) -> Optional[str]:
+    """ "WDDM", "TCC" (nvidia-smi's word for NVML's WDM) or "MCDM"; None for N/A (every Linux GPU)."""
+    text = (clean(value) or "").upper()
+    return {"WDDM": "WDDM", "TCC": "TCC", "WDM": "TCC", "MCDM": "MCDM"}.get(text)
 
 
 def license_state(value: Optional[str]) -> Optional[str]:

@@ -159,6 +159,11 @@ def _pair(value: Any) -> Tuple[Any, Any]:
     return None, None
 
 
+# nvmlDriverModel_t (nvml.h): NVML_DRIVER_WDDM 0, NVML_DRIVER_WDM 1 (the TCC model; nvidia-smi says "TCC"),
+# NVML_DRIVER_MCDM 2; the same words as the nvidia-smi readers (parsers/nvidia_smi_fields.driver_model)
+_DRIVER_MODELS = {0: "WDDM", 1: "TCC", 2: "MCDM"}
+
+
 def _flag(value: Any) -> Optional[bool]:
     return bool(value) if isinstance(value, int) else None
 
@@ -571,6 +576,8 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
     cc_major, cc_minor = _pair(c("compute_capability", "nvmlDeviceGetCudaComputeCapability", handle))
     mig_cur, mig_pend = _pair(c("mig_mode", "nvmlDeviceGetMigMode", handle))
     ecc_cur, ecc_pend = _pair(c("ecc_mode", "nvmlDeviceGetEccMode", handle))
+    # Windows only (NotSupported, so no note, on Linux): nvmlDriverModel_t, current and pending
+    dm_cur, dm_pend = _pair(c("driver_model", "nvmlDeviceGetDriverModel", handle))
     corrected = getattr(k, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
     uncorrected = getattr(k, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
     volatile = getattr(k, "NVML_VOLATILE_ECC", 0)
@@ -676,6 +683,8 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         fabric_status=fabric_status,
         virtualization_mode=virt_mode,
         vgpu_license=_vgpu_license(r, handle) if virt_mode == "vgpu" else None,
+        driver_model_current=_DRIVER_MODELS.get(dm_cur),
+        driver_model_pending=_DRIVER_MODELS.get(dm_pend),
     )
     return _finish(gpu, r)
 
