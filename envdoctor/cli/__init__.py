@@ -128,6 +128,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          + ("; the report above is partial\n" if e.facts is not None else "\n"))
         return 128 + e.signum
     finally:
+        from ..probes.payload_launch import discard_early
+        from ..probes.runner import PENDING_SIGNAL
+
+        discard_early()  # an early payload no probe adopted (a usage error, a command that never collected)
+        PENDING_SIGNAL[0] = None  # handled (or never came): the next main() in this process starts clean
         common.restore_signal_handlers(previous)
 
 

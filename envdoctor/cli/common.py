@@ -316,8 +316,8 @@ def on_signal(signum, _frame) -> None:
     While the report of facts already read is being judged and printed, the signal waits for it instead."""
     import signal
 
-    from ..probes.runner import stop_all_children
-    from ..services.collect import Interrupted
+    # loaded by install_signal_handlers: the handler imports nothing while the main thread may be importing
+    from ..probes.runner import PENDING_SIGNAL, Interrupted, stop_all_children
 
     if _DEFERRED.active:
         if _DEFERRED.signum is not None:  # a second one: stop at once
@@ -326,9 +326,7 @@ def on_signal(signum, _frame) -> None:
         return
 
     stop_all_children()
-    from ..services import collect as app
-
-    app.PENDING_SIGNAL[0] = signum  # should the raise below land where Python drops it, the wait raises it
+    PENDING_SIGNAL[0] = signum  # should the raise below land where Python drops it, the wait raises it
     # a second signal while the partial report is printed: stop at once
     signal.signal(signal.SIGINT, _exit_now)
     signal.signal(signal.SIGTERM, _exit_now)
@@ -346,6 +344,8 @@ def install_signal_handlers() -> dict:
     """Our handlers for SIGINT and SIGTERM (main thread only); returns the previous ones to restore."""
     import signal
     import threading
+
+    from ..probes import runner  # noqa: F401 - loaded now, so that the handler imports nothing when it runs
 
     previous: dict = {}
     if threading.current_thread() is not threading.main_thread():

@@ -95,6 +95,13 @@ def _early_python(value: str, environ: Mapping[str, str]) -> Optional[str]:
     return path if os.path.isfile(path) else None
 
 
+def _writable_file(path: str) -> bool:
+    """Could the report be written to ``path``: not a directory, in a directory this user can write to."""
+    path = os.path.expanduser(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    return not os.path.isdir(path) and os.path.isdir(parent) and os.access(parent, os.W_OK)
+
+
 def early_argvs(argv: Sequence[str], default_timeout_s: float = DEFAULT_TIMEOUT_S,
                 environ: Optional[Mapping[str, str]] = None) -> List[List[str]]:
     """The inspect payload command lines `envdoctor ARGV` will run, read from the raw command line; [] when it
@@ -127,6 +134,17 @@ def early_argvs(argv: Sequence[str], default_timeout_s: float = DEFAULT_TIMEOUT_
                     return []
                 if not timeout_s > 0:
                     return []
+        elif name in ("-o", "--output") or (args[i].startswith("-o") and not args[i].startswith("--")):
+            # an output the CLI will refuse (exit 2 before probing) must not have started the target first
+            if name in ("-o", "--output") and not eq:
+                if i + 1 >= len(args):
+                    return []
+                i += 1
+                value = args[i]
+            elif not eq:
+                value = args[i][2:]
+            if value != "-" and not _writable_file(value):
+                return []
         elif args[i] == "--no-torch":
             no_torch = True
         i += 1

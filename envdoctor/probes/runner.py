@@ -12,7 +12,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Dict, Mapping, Optional, Sequence, Set
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 DEFAULT_TIMEOUT_S = 10.0
 # What one command may print (per stream) before the rest is dropped: nvidia-smi -q on 8 GPUs is ~200 KB,
@@ -57,6 +57,32 @@ def _nowhere_on_path(name: str, path: Optional[str]) -> bool:
     dirs = (path if path is not None else os.defpath).split(os.pathsep)
     return not any(os.path.lexists(os.path.join(d or ".", name)) for d in dirs)
 
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: the children are already killed; ``facts`` holds what was read by then.
+
+    A BaseException, like KeyboardInterrupt, so that no probe or check guard (``except Exception``) eats it. It lives
+    here, with ``stop_all_children``, because the CLI's signal handler raises it: this module imports the standard
+    library only, so the handler can use it whatever the main thread was importing when the signal came.
+    """
+
+    def __init__(self, signum: int, facts: Any = None):
+        super().__init__(signum)
+        self.signum = signum
+        self.facts = facts  # envdoctor.facts.Facts, when collection had begun
+        self.partial: Optional[Dict[str, Tuple[Any, Any]]] = None  # probe results, while collecting
+
+    @property
+    def signal_name(self) -> str:
+        try:
+            return signal.Signals(self.signum).name
+        except ValueError:
+            return f"signal {self.signum}"
+
+
+# The signal the CLI's handler is unwinding for (cli.common.on_signal sets it, a new collect() clears it).
+PENDING_SIGNAL: List[Optional[int]] = [None]
 
 @dataclass(frozen=True)
 class RunResult:

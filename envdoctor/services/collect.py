@@ -24,31 +24,9 @@ from ..facts import (
 )
 from ..findings import Report
 
-
-class Interrupted(BaseException):
-    """SIGINT or SIGTERM arrived: the children are already killed; ``facts`` holds what was read by then.
-
-    A BaseException, like KeyboardInterrupt, so that no probe or check guard (``except Exception``) eats it.
-    """
-
-    def __init__(self, signum: int, facts: Optional[Facts] = None):
-        super().__init__(signum)
-        self.signum = signum
-        self.facts = facts
-        self.partial: Optional[Dict[str, Tuple[Any, ProbeRun]]] = None  # probe results, while collecting
-
-    @property
-    def signal_name(self) -> str:
-        import signal
-
-        try:
-            return signal.Signals(self.signum).name
-        except ValueError:
-            return f"signal {self.signum}"
-
-
-# The signal the CLI's handler is unwinding for (cli._on_signal sets it, a new collect() clears it).
-PENDING_SIGNAL: List[Optional[int]] = [None]
+# Interrupted and PENDING_SIGNAL live in probes/runner.py (stdlib only), so that the CLI's signal handler never
+# imports anything while the main thread may be half-way through importing envdoctor; re-exported here.
+from ..probes.runner import PENDING_SIGNAL, Interrupted  # noqa: E402
 
 
 class OptionsError(ValueError):
@@ -219,8 +197,11 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
     from ..probes.sysroot import SysRoot
 
     options = options or CollectOptions()
+    if PENDING_SIGNAL[0] is not None:
+        # a signal came before collecting began (the CLI starts the target's payload first) and its raise was
+        # dropped where Python drops exceptions: it still ends the run; whoever handles it clears it (cli.main)
+        raise Interrupted(PENDING_SIGNAL[0])
     allow_children()  # a collect() after an interrupted one may start commands again
-    PENDING_SIGNAL[0] = None
     env = dict(os.environ if options.env is None else options.env)
     runner = runner or Runner()
     ctx = ProbeContext(runner=runner, fs=SysRoot(options.root), env=env, options=options)
