@@ -64,6 +64,12 @@ def test_a_signal_while_the_report_prints_waits_for_it() -> None:
         common.on_signal(signal.SIGTERM, None)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # what cli.main does once it handled the signal: the next collect() in this process starts clean
+    from envdoctor.probes.runner import PENDING_SIGNAL, allow_children
+
+    assert PENDING_SIGNAL[0] == signal.SIGTERM
+    PENDING_SIGNAL[0] = None
+    allow_children()
 
 
 def test_partial_bench_facts_are_marked_interrupted() -> None:
@@ -86,3 +92,19 @@ def test_a_signal_before_the_probes_wait_still_gives_a_partial_report(monkeypatc
     facts = e.value.facts
     assert facts is not None and facts.driver.status == "failed"
     assert all((p.reason or "").startswith("interrupted by SIGTERM") for p in facts.probes)
+
+
+def test_a_signal_whose_raise_was_dropped_before_collect_still_ends_it() -> None:
+    # the CLI starts the target's payload before envdoctor's own imports; a signal then may land where Python
+    # drops the handler's exception (importlib's module-lock callbacks): the handler's PENDING_SIGNAL still ends
+    # the run when collect() begins, instead of a whole report for a run the user stopped
+    from envdoctor.probes.runner import PENDING_SIGNAL
+    from envdoctor.services import collect as app
+
+    PENDING_SIGNAL[0] = signal.SIGINT
+    try:
+        with pytest.raises(Interrupted) as e:
+            app.collect(app.CollectOptions(inspect_torch=False))
+        assert e.value.signum == signal.SIGINT
+    finally:
+        PENDING_SIGNAL[0] = None
