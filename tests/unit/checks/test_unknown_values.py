@@ -8,7 +8,6 @@ from dataclasses import replace
 from typing import Iterator
 
 from envdoctor.bench.expect import pcie_link_words
-
 from envdoctor.facts import GpuProcess
 from envdoctor.findings import Report
 from envdoctor.services.collect import judge
