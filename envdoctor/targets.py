@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
-from packaging.requirements import InvalidRequirement, Requirement
+if TYPE_CHECKING:  # packaging.requirements costs ~0.1 s to import: loaded when a requirement is parsed
+    from packaging.requirements import Requirement
 
 from .domain.arch import arch_cc
 from .domain.gpus import TYPED_NAME_PREFIXES
@@ -26,6 +27,8 @@ def parse_requirement(text: str) -> Requirement:
     if not raw:
         raise TargetError("empty requirement")
     try:
+        from packaging.requirements import InvalidRequirement, Requirement
+
         req = Requirement(raw)
     except InvalidRequirement as e:
         first = str(e).splitlines()[0] if str(e) else "invalid"

@@ -8,9 +8,8 @@ torch.gpu-arch, torch.cuda-build, driver.lifecycle) over the declared driver sec
 from __future__ import annotations
 
 import re
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
-from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from ..domain.arch import arch_runs, sm_name
@@ -22,6 +21,9 @@ from ..remedies import command, pip_install
 from ..targets import PSEUDO_NAMES, TargetError, parse_requirement, resolve_gpu
 from ._extension_arch import ArchTarget, judge_extensions
 from .base import EVERYWHERE, CheckContext, CheckFunc, Findings, SkipCheck, registrar
+
+if TYPE_CHECKING:  # packaging.requirements costs ~0.1 s to import: loaded when a requirement is parsed
+    from packaging.requirements import Requirement
 
 CHECKS: list = []
 check = registrar(CHECKS, applies=EVERYWHERE)  # declared requirements: a build too

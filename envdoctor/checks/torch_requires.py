@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from ..domain.versions import parse_version
@@ -23,6 +22,9 @@ from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
 from ._shadowing import WHEELS, label
 from .base import CheckContext, Findings, SkipCheck, registrar
+
+if TYPE_CHECKING:  # packaging.requirements costs ~0.1 s to import: loaded when a requirement is parsed
+    from packaging.requirements import Requirement
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -96,6 +98,8 @@ def _applies(req: Requirement, env: Dict[str, str], extras: Set[str]) -> bool:
 
 def torch_pins(py: PythonEnv, machine: Optional[str] = None) -> Tuple[List[Pin], List[str]]:
     """(the CUDA-library pins of torch and its companions, the roots read)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     env = marker_environment(py, machine)
     pins: List[Pin] = []
     roots = [p for p in (py.package(n) for n in ROOTS) if p is not None and p.requires is not None]
