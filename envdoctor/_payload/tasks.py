@@ -105,6 +105,8 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
                         help="before initialising CUDA, wait until stdin is closed (envdoctor's NVML gate)")
     parser.add_argument("--overlap", action="store_true",
                         help="import torch while a second thread reads the files")
+    parser.add_argument("--no-fork", action="store_true",
+                        help="read the files in this process, not in a forked child while torch imports")
     opts = parser.parse_args(argv)
     # Measured (docs/measurements.md, 6 paired runs on the CUDA venv, 2 loaded cores): the reader thread made
     # the payload 0.66 s slower (median of paired differences), not faster: `import torch` is mostly Python
@@ -122,7 +124,20 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     location = torch_dir(errors)
     result["torch_origin"] = _guard(errors, "where torch is imported from", lambda: module_origin("torch", location))
     stage: List[Optional[str]] = [None]
-    if opts.no_torch or location is None or opts.sequential:
+    child = None
+    if not (opts.no_torch or location is None or opts.overlap or opts.no_fork):
+        # the files are read by a forked child while this process imports torch: two processes, two cores, no
+        # GIL between them (a thread was measured slower); the child writes the checkpoint a crash in
+        # `import torch` leaves behind. None where there is no fork (Windows) or it failed: read them here.
+        child = _fork_reader(state, result, prefixes, location)
+    collector = None
+    if child is not None:
+        result["torch_build"] = _version_py_build(location)
+        reader = None
+        # the child's answer joins the result as soon as it comes (a pipe read: no GIL held while waiting), so
+        # that the envelope the deadline watchdog writes during a hung `import torch` still holds the files
+        collector = _start_collector(state, child, result, errors, owners)
+    elif opts.no_torch or location is None or opts.sequential:
         result.update(read_files(state, errors, owners, result["env"], prefixes, location, stage))
         if opts.no_torch or location is None:
             result["torch"] = None
@@ -133,8 +148,15 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
         result["torch_build"] = _version_py_build(location)
         reader = _start_reader(state, errors, owners, result, prefixes, location, stage)
     state.stage = "importing torch"
-    state.checkpoint()  # a segfault or a hang inside `import torch` still leaves what was read by then
+    if child is None:  # (a forked child writes it once it has read the files)
+        state.checkpoint()  # a segfault or a hang inside `import torch` still leaves what was read by then
     result["torch"] = inspect_torch(state, errors, cuda_gate=opts.cuda_gate)
+    if collector is not None:
+        state.stage = "reading files (after importing torch)"
+        collector.join()
+        if not getattr(collector, "answered", False):  # the child died or said nothing: read them here after all
+            errors.append("the forked file reader gave no answer: the files were read after importing torch")
+            result.update(read_files(state, errors, owners, result["env"], prefixes, location, stage))
     if reader is not None:
         state.stage = (stage[0] or "reading files") + " (after importing torch)"
         reader.join()
@@ -147,6 +169,96 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     else:
         result["loaded_libraries"] = []
     return result
+
+
+def _fork_reader(state: State, result: Dict[str, Any], prefixes: List[str], location: str) -> Optional[Tuple[int, int]]:
+    """Fork a child that reads the files (read_files), writes the checkpoint with them and sends them back
+    through a pipe; (pid, read end), or None when this platform cannot fork or the fork failed."""
+    import json
+
+    if not hasattr(os, "fork"):
+        return None
+    try:
+        r, w = os.pipe()
+    except OSError:
+        return None
+    sys.stderr.flush()
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(r)
+        os.close(w)
+        return None
+    if pid == 0:  # the child: read, checkpoint, answer, and leave without running the parent's exit handlers
+        code = 0
+        try:
+            os.close(r)
+            state.lock = threading.Lock()  # a copy of a lock another thread held at the fork would never open
+            state.timer = None
+            errors: List[str] = []
+            owners: Dict[str, Tuple[str, str]] = {}
+            files = read_files(state, errors, owners, result["env"], prefixes, location, [None])
+            result.update(files)
+            result["errors"] = list(result.get("errors") or []) + errors
+            state.stage = "importing torch"  # what the parent is doing: a checkpoint says so when it dies there
+            state.checkpoint()
+            data = json.dumps({"files": files, "errors": errors, "owners": owners}, default=str).encode("utf-8")
+            while data:
+                n = os.write(w, data)
+                data = data[n:]
+        except BaseException:  # noqa: BLE001 - the parent reads the files itself when the child says nothing
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def _collect_reader(child: Tuple[int, int]) -> Optional[Dict[str, Any]]:
+    """The forked reader's answer ({"files", "errors", "owners"}), or None when it died without one."""
+    import json
+
+    pid, r = child
+    chunks: List[bytes] = []
+    try:
+        while True:
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        chunks = []
+    finally:
+        os.close(r)
+    try:
+        os.waitpid(pid, 0)
+    except OSError:
+        pass
+    try:
+        got = json.loads(b"".join(chunks).decode("utf-8"))
+    except ValueError:
+        return None
+    return got if isinstance(got, dict) and {"files", "errors", "owners"} <= set(got) else None
+
+
+def _start_collector(state: State, child: Tuple[int, int], result: Dict[str, Any], errors: List[str],
+                     owners: Dict[str, Tuple[str, str]]) -> threading.Thread:
+    """A daemon thread that waits for the forked reader and merges its answer; ``.answered`` says it came."""
+
+    def work() -> None:
+        got = _collect_reader(child)
+        if got is None:
+            return
+        with state.lock:
+            result.update(got["files"])
+            errors.extend(got["errors"])
+            owners.update({k: tuple(v) for k, v in got["owners"].items()})
+        collector.answered = True  # type: ignore[attr-defined]
+
+    collector = threading.Thread(target=work, name="envdoctor-payload-fork-reader", daemon=True)
+    collector.answered = False  # type: ignore[attr-defined]
+    collector.start()
+    return collector
 
 
 def _start_reader(state: State, errors: List[str], owners: Dict[str, Tuple[str, str]], result: Dict[str, Any],
