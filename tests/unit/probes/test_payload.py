@@ -526,3 +526,28 @@ def test_shared_library_files_names_the_wheel_whose_copy_is_on_disk(tmp_path: Pa
     by_dist = sorted((d.metadata["Name"], d.version, f.size) for d in dists for f in d.files or []
                      if str(f).endswith(".so.9"))
     assert by_dist == sorted((c["name"], c["version"], c["size"]) for c in shared["claimants"])
+
+
+# --------------------------------------------------------------------------- the forked file reader
+
+
+def _timeless(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if not k.endswith(("seconds", "_s"))}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the forked reader needs os.fork (POSIX)")
+def test_the_forked_reader_gives_what_the_in_process_reading_gives(fake_torch: Path) -> None:
+    # the default reads the files in a forked child while torch imports; --no-fork reads them first, here
+    forked = run(pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "available"})
+    alone = run(["--no-fork"], pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "available"})
+    a, b = envelope(forked), envelope(alone)
+    assert a["ok"] and b["ok"] and a["result"]["packages"]
+    assert _timeless(a["result"]) == _timeless(b["result"])
+    # the child wrote the checkpoint, before the parent's final line
+    first = json.loads([ln for ln in forked.stdout.splitlines() if ln.strip()][0])
+    assert first.get("checkpoint") is True and first["stage"] == "importing torch"
+    assert isinstance(first["result"]["packages"], list)
