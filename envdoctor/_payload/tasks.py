@@ -125,7 +125,7 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     result["torch_origin"] = _guard(errors, "where torch is imported from", lambda: module_origin("torch", location))
     stage: List[Optional[str]] = [None]
     child = None
-    if not (opts.no_torch or location is None or opts.overlap or opts.no_fork):
+    if not (opts.no_torch or location is None or opts.overlap or opts.no_fork or not _fork_pays()):
         # the files are read by a forked child while this process imports torch: two processes, two cores, no
         # GIL between them (a thread was measured slower); the child writes the checkpoint a crash in
         # `import torch` leaves behind. None where there is no fork (Windows) or it failed: read them here.
@@ -169,6 +169,23 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     else:
         result["loaded_libraries"] = []
     return result
+
+
+def _fork_reader_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _fork_pays() -> bool:
+    """Is a forked reader worth it here? ENVDOCTOR_PAYLOAD_FORK=0/1 decides; else only with 4 usable CPUs or more:
+    on 2 CPUs (measured, docs/measurements.md) the child, this import and envdoctor's own start-up are three busy
+    processes on two cores, and the run got slower, not faster."""
+    choice = os.environ.get("ENVDOCTOR_PAYLOAD_FORK")
+    if choice in ("0", "1"):
+        return choice == "1"
+    return _fork_reader_cpus() >= 4
 
 
 def _fork_reader(state: State, result: Dict[str, Any], prefixes: List[str], location: str) -> Optional[Tuple[int, int]]:

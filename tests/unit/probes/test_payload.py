@@ -542,7 +542,7 @@ def _timeless(value: Any) -> Any:
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the forked reader needs os.fork (POSIX)")
 def test_the_forked_reader_gives_what_the_in_process_reading_gives(fake_torch: Path) -> None:
     # the default reads the files in a forked child while torch imports; --no-fork reads them first, here
-    forked = run(pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "available"})
+    forked = run(pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "available", "ENVDOCTOR_PAYLOAD_FORK": "1"})
     alone = run(["--no-fork"], pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "available"})
     a, b = envelope(forked), envelope(alone)
     assert a["ok"] and b["ok"] and a["result"]["packages"]
