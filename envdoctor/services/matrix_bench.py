@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..compat.bench import GPU_KERNELS, bench_table, kernel_unit
+from ..domain.arch import parse_cc
 
 
 class MatrixError(ValueError):
@@ -81,6 +82,25 @@ def default_links(spec: Any) -> List[str]:
     return [f"pcie{spec.pcie_gen}"] if getattr(spec, "pcie_gen", None) else []
 
 
+# kernels a GPU cannot run, by compute capability: the payload skips fp8 matmul below 8.9 by the same rule
+# (envdoctor/_payload/bench.py), since fp8 tensor cores arrived with Ada (8.9) and Hopper (9.0)
+_NEEDS_CC = {"matmul_fp8": (8, 9)}
+
+
+def _not_applicable(spec: Any, kernel: str) -> Optional[str]:
+    need = _NEEDS_CC.get(kernel)
+    if need is None or not spec.compute_capability:
+        return None
+    try:
+        cc = parse_cc(spec.compute_capability)
+    except ValueError:
+        return None
+    if cc >= need:
+        return None
+    return (f"not applicable: {kernel} needs compute capability {need[0]}.{need[1]} or newer "
+            f"({spec.name} is {spec.compute_capability}); envdoctor bench skips it there")
+
+
 def bench_expectations(compat: Any, name: str, links: Optional[List[str]] = None) -> Dict[str, Any]:
 
     models = _models(compat, name)
@@ -95,9 +115,9 @@ def bench_expectations(compat: Any, name: str, links: Optional[List[str]] = None
         if row is not None:
             kernels.append(_row(kernel, row, table))
         else:
-            why = table.gap(spec.name, kernel)
+            why = table.gap(spec.name, kernel) or _not_applicable(spec, kernel)
             missing.append({"name": kernel, "unit": kernel_unit(kernel), "why": why or "no public figure in "
-                            "compat_data/bench.json (not applicable to this GPU, or not measured publicly)"})
+                            "compat_data/bench.json (not measured publicly, or not yet gathered)"})
     kernels += _link_rows(table, spec.name, list(links or default_links(spec)))
     return {"query": "bench", "gpu": spec.name, "asked": name,
             "other_models": [m.name for m in models[1:]], "kernels": kernels, "no_reference": missing,

@@ -385,3 +385,14 @@ def test_the_storage_check_names_a_network_volume_and_no_hdd_for_virtio():
         assert "storage.data-path/rotational" not in codes
         if want:
             assert want in codes
+
+
+def test_a_kernel_the_gpu_cannot_run_is_not_applicable_not_unmeasured():
+    # an A10G (8.6) has no fp8 tensor cores: the bench skips fp8 there, and matrix bench says so (it said "not
+    # applicable to this GPU, or not measured publicly"); an H100 (9.0) has a figure
+    from envdoctor.services.matrix_bench import bench_expectations
+
+    a10g = {k["name"]: k["why"] for k in bench_expectations(COMPAT, "A10G")["no_reference"]}
+    assert a10g["matmul_fp8"].startswith("not applicable") and "8.9" in a10g["matmul_fp8"]
+    h100 = bench_expectations(COMPAT, "H100 SXM")
+    assert "matmul_fp8" in {k["name"] for k in h100["kernels"]}
