@@ -105,6 +105,9 @@ def _normalise_argv(argv: Sequence[str], commands: Sequence[str]) -> List[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     previous = common.install_signal_handlers()  # first: a signal at any moment ends in a report or a clear line
+    # stdlib only, and loaded by install_signal_handlers: the class the handler raises, whatever was being imported
+    from ..probes.runner import Interrupted
+
     try:
         # then the target's `import torch`, the floor of a plain run, before envdoctor's own imports: the probe
         # adopts the process when its command line matches (probes/payload_launch.py; ENVDOCTOR_EARLY_PAYLOAD=0)
@@ -119,11 +122,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             return EXIT_USAGE
         args = parser.parse_args(argv)
         return _main(args)
-    except BaseException as e:
-        # app.Interrupted, matched by name: a signal that lands while envdoctor.app is still being imported
-        # unwinds that import, and a fresh `from ..services.collect import Interrupted` here would be another class
-        if type(e).__name__ != "Interrupted" or not isinstance(getattr(e, "signum", None), int):
-            raise
+    except Interrupted as e:
         sys.stderr.write(f"envdoctor: interrupted by {e.signal_name}"
                          + ("; the report above is partial\n" if e.facts is not None else "\n"))
         return 128 + e.signum

@@ -26,7 +26,7 @@ from ..findings import Report
 
 # Interrupted and PENDING_SIGNAL live in probes/runner.py (stdlib only), so that the CLI's signal handler never
 # imports anything while the main thread may be half-way through importing envdoctor; re-exported here.
-from ..probes.runner import PENDING_SIGNAL, Interrupted  # noqa: E402
+from ..probes.runner import PENDING_SIGNAL, Interrupted
 
 
 class OptionsError(ValueError):
