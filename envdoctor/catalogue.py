@@ -5,8 +5,9 @@ A category is never renamed or reused. ``envdoctor explain CATEGORY`` prints its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict
+
+from envdoctor.domain.fastclass import dataclass
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Union
+
+from envdoctor.domain.fastclass import dataclass
 
 CONFIG_NAMES = ("envdoctor.toml", "pyproject.toml")  # envdoctor.toml wins when a directory has both
 

@@ -14,8 +14,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional
+
+from envdoctor.domain.fastclass import dataclass
 
 SCHEMA_VERSION = 1
 

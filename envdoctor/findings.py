@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional
 
+from .domain.fastclass import dataclass
 from .facts import Facts, to_dict
 
 REPORT_SCHEMA_VERSION = 1

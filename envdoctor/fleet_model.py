@@ -6,9 +6,10 @@ it, so it sits below both."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional
 
+from .domain.fastclass import dataclass
 from .facts import Facts, FactsError
 
 FLEET_KIND = "envdoctor-fleet-report"

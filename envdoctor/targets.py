@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+
+from .domain.fastclass import dataclass
 
 if TYPE_CHECKING:  # packaging.requirements costs ~0.1 s to import: loaded when a requirement is parsed
     from packaging.requirements import Requirement

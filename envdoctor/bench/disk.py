@@ -20,9 +20,9 @@ import random
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
+from ..domain.fastclass import dataclass
 from ..facts import BenchResult, ProbeStatus
 
 ALIGN = 4096

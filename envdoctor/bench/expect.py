@@ -6,10 +6,10 @@ One place computes the expectation; the bench checks turn it into verdicts and t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, List, Optional, Tuple
 
 from ..compat.bench import bench_table
+from ..domain.fastclass import dataclass
 from ..domain.pci import bus_key
 from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, ProbeStatus
 from .links import gpu_index, link_kind, min_link, topology_kind

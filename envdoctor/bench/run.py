@@ -13,10 +13,11 @@ import json
 import os
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..domain.fastclass import dataclass
 from ..domain.pci import bus_key
 from ..facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, PythonEnv, Storage, from_dict
 from ..probes.runner import Runner

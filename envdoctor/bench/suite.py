@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
+
+from envdoctor.domain.fastclass import dataclass
 
 
 @dataclass(frozen=True)

@@ -7,10 +7,10 @@ machine). The facts are ``PythonEnv.extensions``: the sm_XX cubins and compute_X
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Dict, List, Tuple
 
 from ..domain.arch import arch_runs, sm_name
+from ..domain.fastclass import dataclass
 from ..facts import ExtensionLibrary, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import export, pip_install

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..compat.signatures import Signature, normalise, signature_context, signatures_from
+from ..domain.fastclass import dataclass
 from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, variant_kind
 from ..domain.versions import base_version, major_minor
 from ..facts import Facts

@@ -4,9 +4,9 @@ torch loads instead of its own wheel's, and the finding and fix that say so."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import List, Optional, Tuple
 
+from ..domain.fastclass import dataclass
 from ..domain.variants import nvidia_wheel
 from ..domain.versions import parse_version
 from ..facts import LibraryCopy, PythonEnv

@@ -6,9 +6,9 @@ import functools
 import os
 import re
 import sys
-from dataclasses import dataclass
 from typing import Any, Callable, List, Optional, Tuple
 
+from ..domain.fastclass import dataclass
 from ..facts import Facts
 from ..findings import Evidence, Finding, Severity
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..catalogue import CATEGORIES
+from ..domain.fastclass import dataclass
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Report, Severity
 from ..fleet_model import FleetData, Node

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Dict, List, Optional, Tuple
 
+from ..domain.fastclass import dataclass
 from .base import DECLARED, PLACEHOLDER, Check, Findings, kind_matches
 
 AREAS = ("driver", "torch", "packages", "libraries", "toolchain", "platform", "gpu", "pcie", "interconnect",

@@ -11,11 +11,11 @@ interpreter's markers, and followed through the CUDA packages' own requirements 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Dict, List, Optional, Set, Tuple
 
 from packaging.utils import canonicalize_name
 
+from ..domain.fastclass import dataclass
 from ..domain.versions import parse_version
 from ..facts import Package, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..domain.fastclass import dataclass
 from ..domain.gpus import name_key
 from . import _parse as P
 from ._parse import CompatDataError, loaded

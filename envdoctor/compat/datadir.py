@@ -11,9 +11,10 @@ from __future__ import annotations
 import datetime
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Optional
+
+from envdoctor.domain.fastclass import dataclass
 
 CACHE_ENV = "ENVDOCTOR_CACHE_DIR"
 POINTER = "current.json"

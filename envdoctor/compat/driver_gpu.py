@@ -6,10 +6,10 @@ Each row covers a compute-capability range (inclusive) with the first branch tha
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..domain.arch import parse_cc
+from ..domain.fastclass import dataclass
 from . import _parse as P
 from ._parse import loaded
 from ._parse import source_text as _src

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import datetime
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional
 
+from ..domain.fastclass import dataclass
 from ..domain.versions import release
 from . import _parse as P
 from ._parse import loaded

@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional, Tuple
+
+from envdoctor.domain.fastclass import dataclass
 
 
 @dataclass(frozen=True)

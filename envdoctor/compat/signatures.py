@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..catalogue import CATEGORIES
+from ..domain.fastclass import dataclass
 from ._parse import loaded
 
 STEM = "error_signatures"

@@ -4,9 +4,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
+from ..domain.fastclass import dataclass
 from . import _parse as P
 from ._parse import loaded
 from ._parse import source_text as _src

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..domain.fastclass import dataclass
 from ..facts import Facts
 from ..findings import CheckResult, Report
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..domain.fastclass import dataclass
 from ..facts import PASTED, Container, CudaToolkit, Driver, Gpu, Host, PythonEnv, TorchInfo
 
 # the sections a paste fills, with the path their fields have in Facts (a paste is one interpreter, and the GPU a

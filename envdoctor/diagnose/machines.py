@@ -38,9 +38,10 @@ shows the value (readers do not carry line numbers; the value's text locates it)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ..domain.fastclass import dataclass
 from ..facts import normalize_name
 from . import fields
 from .readers.base import BARE, LOOSE, REPL, Acc

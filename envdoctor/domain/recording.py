@@ -8,8 +8,10 @@ long series by at most one rank.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from .fastclass import dataclass
 
 ACTIVE_PCT = 20.0  # a GPU at or above this is doing work (ends the warm-up)
 IDLE_PCT = 10.0  # every GPU at or below this at once: a stall

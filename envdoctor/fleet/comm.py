@@ -19,8 +19,9 @@ import datetime as _dt
 import json
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
+
+from envdoctor.domain.fastclass import dataclass
 
 TAG_HELLO, TAG_PAYLOAD, TAG_GO = 11, 12, 13
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import socket
-from dataclasses import dataclass
 from typing import Mapping, Optional
+
+from envdoctor.domain.fastclass import dataclass
 
 
 class NotLaunched(ValueError):

@@ -4,11 +4,11 @@ the renderers (console, JSON, Markdown), written by rank 0 alone."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any, Dict, List, Optional
 
 from .. import __version__
 from ..checks.fleet import FleetContext
+from ..domain.fastclass import dataclass
 from ..findings import CheckResult, Finding, Report, Severity, order_findings
 from ..fleet_model import FLEET_KIND, FLEET_SCHEMA_VERSION, FleetData, fleet_to_dict
 

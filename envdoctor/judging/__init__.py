@@ -27,10 +27,10 @@ module and the function it exports by the same name shadow each other on import.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
 from ..checks.base import LIVE, STATIC, Check, setting_of
+from ..domain.fastclass import dataclass
 from ..facts import Facts
 from ..findings import CheckResult, Report
 from .policy import PLAIN, PastePolicy, PlainPolicy, Policy, settle_lines

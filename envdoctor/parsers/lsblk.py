@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, Iterator, List, Optional
+
+from envdoctor.domain.fastclass import dataclass
 
 
 @dataclass

@@ -5,9 +5,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Tuple
 
+from envdoctor.domain.fastclass import dataclass
 from envdoctor.domain.pci import bdf_key
 from envdoctor.facts import PcieLink
 

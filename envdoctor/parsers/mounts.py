@@ -5,8 +5,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import List, Optional
+
+from envdoctor.domain.fastclass import dataclass
 
 
 @dataclass(frozen=True)

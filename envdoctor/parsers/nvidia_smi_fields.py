@@ -5,8 +5,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+
+from envdoctor.domain.fastclass import dataclass
 
 # --------------------------------------------------------------------------- values
 

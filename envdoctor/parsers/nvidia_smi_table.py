@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import List, Optional
 
+from ..domain.fastclass import dataclass
 from ..facts import Gpu, GpuProcess
 
 _MIB = 1024 * 1024

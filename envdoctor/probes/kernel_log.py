@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, List, Optional
 
+from envdoctor.domain.fastclass import dataclass
 from envdoctor.facts import Driver, ProbeStatus, XidEvent
 from envdoctor.parsers.kernel_log import parse_xid_events
 from envdoctor.probes.registry import ProbeContext, probe

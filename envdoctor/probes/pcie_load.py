@@ -5,9 +5,10 @@
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional, Tuple
 
+from envdoctor.domain.fastclass import dataclass
 from envdoctor.domain.pci import bus_key
 from envdoctor.facts import Driver, ProbeStatus
 from envdoctor.probes.nvml import import_pynvml, run_with_timeout, sample_pcie_links

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from envdoctor.domain.fastclass import dataclass
 from envdoctor.facts import (
     ExtensionScan,
     FactsError,

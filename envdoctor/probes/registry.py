@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import importlib
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
+from envdoctor.domain.fastclass import dataclass
 from envdoctor.facts import ProbeRun, ProbeStatus
 from envdoctor.probes.sysroot import SysRoot
 

@@ -11,8 +11,9 @@ import subprocess
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+
+from envdoctor.domain.fastclass import dataclass
 
 DEFAULT_TIMEOUT_S = 10.0
 # What one command may print (per stream) before the rest is dropped: nvidia-smi -q on 8 GPUs is ~200 KB,

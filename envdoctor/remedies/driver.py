@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, List, Optional
 
 from ..domain.arch import parse_cc
+from ..domain.fastclass import dataclass
 from ..domain.versions import release
 from ..facts import Facts
 from .platform import Platform, platform_of

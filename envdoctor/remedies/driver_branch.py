@@ -8,11 +8,12 @@ branch for Maxwell, Pascal and Volta; new architectures need a first branch (Bla
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, List, Optional, Tuple
 
 from ..compat.driver_gpu import BranchSupport, driver_gpu_table
 from ..domain.arch import sm_name
+from ..domain.fastclass import dataclass
 from ..domain.versions import driver_branch, major_minor, parse_version, version_ge
 from ..facts import Facts
 

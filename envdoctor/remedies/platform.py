@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Optional
 
+from ..domain.fastclass import dataclass
 from ..facts import Facts, PythonEnv
 from .shell import POSIX, POWERSHELL
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import List, Optional, Sequence
 
+from ..domain.fastclass import dataclass
 from ..domain.versions import major_minor
 from ..facts import Facts, PythonEnv
 from .platform import platform_of

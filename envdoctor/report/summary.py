@@ -8,9 +8,10 @@ Renderers lay this out; none of them decides what a count, a mark or a verdict i
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Dict, List, Optional, Tuple
 
+from ..domain.fastclass import dataclass
 from ..facts import Facts
 from ..findings import CheckResult, CheckStatus, Finding, Report, Severity
 from ..remedies.platform import fix_shell

@@ -11,10 +11,11 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import __version__
+from ..domain.fastclass import dataclass
 from ..facts import Driver, Facts, Gpu, ProbeRun, ProbeStatus, PythonEnv, Targets
 from ..findings import Report
 from ..targets import (

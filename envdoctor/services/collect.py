@@ -9,10 +9,11 @@ import os
 import shutil
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .. import __version__
+from ..domain.fastclass import dataclass
 from ..facts import (
     Bench,
     BenchResult,

@@ -8,11 +8,12 @@ architecture's driver branches (driver_gpu_support.json) and ``arch_runs`` over 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..compat import load_compat
 from ..domain.arch import arch_runs, sm_name
+from ..domain.fastclass import dataclass
 from ..domain.variants import cuda_of_variant, variant_of_cuda
 from ..domain.versions import mm_str, release
 from ..targets import GpuTarget, TargetError, check_driver_version, resolve_gpu

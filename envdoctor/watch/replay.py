@@ -12,10 +12,11 @@ averages since boot and is dropped when later ones follow.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..domain.fastclass import dataclass
 from ..facts import ProbeStatus, Watch
 
 

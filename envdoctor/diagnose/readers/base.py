@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from ...domain.fastclass import dataclass
 from ...facts import Gpu, LibraryCopy, NvlinkLink, Package, PcieLink, XidEvent, normalize_name
 
 # How much a source is trusted, highest wins (ties: first seen). A structured tool output (collect_env,
