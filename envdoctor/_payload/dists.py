@@ -114,30 +114,44 @@ def _metadata_headers(text: str) -> Dict[str, List[str]]:
 
 
 def _dist_files(dist: Any) -> List[str]:
-    """A distribution's files, relative to its location (see _dist_files_sized)."""
+    """A distribution's compiled files, relative to its location (see _dist_files_sized)."""
     return [rel for rel, _size in _dist_files_sized(dist)]
 
 
+# the compiled files of each distribution object, read once per run: packages, extensions and the library files
+# two wheels claim all read the same RECORDs
+_COMPILED_FILES: Dict[int, List[Tuple[str, Optional[int]]]] = {}
+_COMPILED_LINE = re.compile(r"^.*\.(?:so|pyd|dylib).*$", re.M)  # a RECORD line that can name a library
+
+
 def _dist_files_sized(dist: Any) -> List[Tuple[str, Optional[int]]]:
-    """(file relative to its location, recorded size or None) of a distribution: RECORD read directly (dist.files
-    builds a PackagePath per line: 0.7 s for a CUDA torch environment), dist.files for other layouts."""
+    """(file relative to its location, recorded size or None) of each compiled file (_is_compiled) of a
+    distribution: the only files any reader here looks at. RECORD is read directly (dist.files builds a
+    PackagePath per line: 0.7 s for a CUDA torch environment), and only its lines that can name a library are
+    parsed: torch's RECORD has some 17,000 lines of which about 60 do (a hash or a size never holds a dot)."""
+    key = id(dist)
+    cached = _COMPILED_FILES.get(key)
+    if cached is not None:
+        return cached
     import csv
 
     try:
         record = dist.read_text("RECORD")
     except Exception:
         record = None
+    out: List[Tuple[str, Optional[int]]] = []
     if record:
-        out: List[Tuple[str, Optional[int]]] = []
-        for row in csv.reader(record.splitlines()):
-            if row and row[0]:
+        for row in csv.reader(_COMPILED_LINE.findall(record)):
+            if row and row[0] and _is_compiled(row[0]):
                 size = row[2].strip() if len(row) > 2 else ""
                 out.append((row[0], int(size) if size.isdigit() else None))  # as PackagePath.size reads it
-        return out
-    try:
-        return [(str(p), getattr(p, "size", None)) for p in (dist.files or [])]
-    except Exception:
-        return []
+    else:
+        try:
+            out = [(str(p), getattr(p, "size", None)) for p in (dist.files or []) if _is_compiled(str(p))]
+        except Exception:
+            out = []
+    _COMPILED_FILES[key] = out
+    return out
 
 
 _DISTRIBUTIONS: Optional[List[Dict[str, Any]]] = None  # read once per run: packages and extensions share it
@@ -187,7 +201,8 @@ def _distribution_records() -> Optional[List[Dict[str, Any]]]:
 def _iter_distributions(with_files: Any = None) -> Tuple[List[Dict[str, Any]], Optional[str]]:
     """Every installed distribution in sys.path order (the first of a name is the one imported).
 
-    ``with_files(normalized_name, requires)`` says which distributions' file lists to read (None: all).
+    ``with_files(normalized_name, requires)`` says which distributions' file lists to read (None: all); a
+    record's ``files`` are its compiled files only (_dist_files_sized).
     """
     records = _distribution_records()
     if records is None:
