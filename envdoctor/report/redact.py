@@ -107,6 +107,8 @@ def _csv_row_serials(text: str) -> str:
 def prompt_hosts(text: str) -> List[str]:
     """The host names shell prompts in ``text`` name ("alice@gpu-node-17:~$" -> "gpu-node-17"): redacted
     wherever else they appear too (a log line quoting the host)."""
+    if "@" not in text:
+        return []
     return [m.group(0).split("@", 1)[1] for m in _PROMPT_RE.finditer(text)]
 
 
@@ -117,35 +119,60 @@ _PATTERN_CHARS = frozenset("@/\\:=,")
 _SHORTEST_PATTERN = 15
 
 
-def redact_text(text: str, hostnames: Iterable[str] = ()) -> str:
+def redact_text(text: str, hostnames: Iterable[str] = (), homes: Any = None) -> str:
     """Redact home paths, GPU UUIDs and serials, secrets, shell prompts' user@host and the given host names
-    (and those the prompts name), wherever they appear."""
+    (and those the prompts name), wherever they appear. ``homes``: _sorted_homes(), when the caller redacts
+    many strings at once."""
     if len(text) < _SHORTEST_PATTERN and _PATTERN_CHARS.isdisjoint(text):
         hostnames = list(hostnames)
         if not any(h and h in text for h in hostnames):
             return text
-    return _redact_text(text, hostnames)
+    return _redact_text(text, hostnames, homes)
 
 
-def _redact_text(text: str, hostnames: Iterable[str] = ()) -> str:
+_SECRET_WORDS = ("token", "pass", "secret", "key", "credential")  # every _SECRET_NAME holds one (lower case)
+_TOKEN_PREFIXES = ("hf_", "gh", "sk-", "AKIA", "xox")  # every _TOKEN_SHAPES_RE match starts with one
+_HOME_PARTS = ("/home/", "/Users/", "/u/", "/homes/")  # every _POSIX_HOME_RE match holds one
+
+
+def _redact_text(text: str, hostnames: Iterable[str] = (), homes: Any = None) -> str:
+    # each pattern runs only where a substring it cannot match without is present: a report holds thousands
+    # of strings and most hold none (the results are the same; tests/unit/report/test_redact_fast_path.py)
     hostnames = list(hostnames) + prompt_hosts(text) + csv_serials(text)
     out = _csv_row_serials(text)
-    out = _GPU_UUID_RE.sub(lambda m: f"{m.group(1)}-<redacted>", out)
-    out = _URL_CREDENTIALS_RE.sub(lambda m: f"{m.group(1)}{REDACTED}@", out)
-    out = _SECRET_ASSIGN_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", out)
-    out = _TOKEN_SHAPES_RE.sub(REDACTED, out)
-    out = _SERIAL_RE.sub(lambda m: f"{m.group(1)}{REDACTED}", out)
-    out = _PROMPT_RE.sub(f"{REDACTED}@{REDACTED}", out)
-    for directory, replacement in sorted(_local_homes(), key=lambda d: len(d[0]), reverse=True):
-        out = _redact_dir(out, directory, replacement)
-    out = _POSIX_HOME_RE.sub(_home_sub, out)
-    out = _ROOT_HOME_RE.sub(_home_sub, out)
-    out = _WINDOWS_HOME_RE.sub(_home_sub, out)
+    lower = out.lower()
+    if "GPU-" in out or "MIG-" in out:
+        out = _GPU_UUID_RE.sub(lambda m: f"{m.group(1)}-<redacted>", out)
+    if "://" in out and "@" in out:
+        out = _URL_CREDENTIALS_RE.sub(lambda m: f"{m.group(1)}{REDACTED}@", out)
+    if ("=" in out or ":" in out) and any(w in lower for w in _SECRET_WORDS):
+        out = _SECRET_ASSIGN_RE.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", out)
+    if any(t in out for t in _TOKEN_PREFIXES):
+        out = _TOKEN_SHAPES_RE.sub(REDACTED, out)
+    if "serial" in lower:
+        out = _SERIAL_RE.sub(lambda m: f"{m.group(1)}{REDACTED}", out)
+    if "@" in out:
+        out = _PROMPT_RE.sub(f"{REDACTED}@{REDACTED}", out)
+    for directory, replacement in (_sorted_homes() if homes is None else homes):
+        if directory in out:
+            out = _redact_dir(out, directory, replacement)
+    if any(h in out for h in _HOME_PARTS):
+        out = _POSIX_HOME_RE.sub(_home_sub, out)
+    if "/root" in out:
+        out = _ROOT_HOME_RE.sub(_home_sub, out)
+    if ":\\Users\\" in out:
+        out = _WINDOWS_HOME_RE.sub(_home_sub, out)
     for name in sorted({h for h in hostnames if h}, key=len, reverse=True):
-        # Whole-name matches only: "gpu1" must not eat "gpu10" or "mygpu1.example".
-        pattern = r"(?<![\w-])" + re.escape(name) + r"(?![\w-])"
-        out = re.sub(pattern, REDACTED, out)
+        if name in out:
+            # Whole-name matches only: "gpu1" must not eat "gpu10" or "mygpu1.example".
+            pattern = r"(?<![\w-])" + re.escape(name) + r"(?![\w-])"
+            out = re.sub(pattern, REDACTED, out)
     return out
+
+
+def _sorted_homes() -> List[tuple]:
+    """_local_homes(), longest first (a nested directory before the one holding it)."""
+    return sorted(_local_homes(), key=lambda d: len(d[0]), reverse=True)
 
 
 def _find_hostnames(obj: Any, found: List[str]) -> None:
@@ -170,19 +197,19 @@ def _find_hostnames(obj: Any, found: List[str]) -> None:
             _find_hostnames(value, found)
 
 
-def _redact(obj: Any, hostnames: List[str], key: str | None = None) -> Any:
+def _redact(obj: Any, hostnames: List[str], key: str | None = None, homes: Any = None) -> Any:
     if isinstance(obj, dict):
         # an environment variable holding a secret (HF_TOKEN, WANDB_API_KEY): its whole value goes
         return {k: (REDACTED if isinstance(v, str) and isinstance(k, str) and _SECRET_KEY_RE.match(k)
-                    else _redact(v, hostnames, k)) for k, v in obj.items()}
+                    else _redact(v, hostnames, k, homes)) for k, v in obj.items()}
     if isinstance(obj, list):
-        return [_redact(v, hostnames, key) for v in obj]
+        return [_redact(v, hostnames, key, homes) for v in obj]
     if isinstance(obj, str):
         if key in _HOSTNAME_KEYS:
             return REDACTED
         if key in _GPU_ID_KEYS:
             return GPU_REDACTED
-        return redact_text(obj, hostnames)
+        return redact_text(obj, hostnames, homes)
     return obj
 
 
@@ -196,7 +223,7 @@ def redact_facts_dict(d: Dict[str, Any], hostnames: Iterable[str] = ()) -> Dict[
     """
     found: List[str] = list(hostnames)
     _find_hostnames(d, found)
-    return _redact(d, found)
+    return _redact(d, list(dict.fromkeys(found)), homes=_sorted_homes())
 
 
 def redact_report(report: Report) -> Report:
