@@ -122,3 +122,30 @@ def test_a_library_file_from_another_cuda_major_is_named():
     # the file is torch's wheel's (its recorded size): nothing to say
     ok = replace(shared, size=100, owner="nvidia-cudnn-cu13")
     assert findings(replace(f, pythons=[replace(f.pythons[0], shared_library_files=[ok])]))[1] == []
+
+
+def test_trying_one_unnamed_extra_answers_as_trying_them_all():
+    """_applies evaluates a marker once for all the extras it does not name: the same answer as evaluating it
+    for each extra, on cuda-toolkit-like markers and on markers the shortcut must leave alone."""
+    from packaging.requirements import Requirement
+
+    from envdoctor.checks import torch_requires as tr
+
+    env = {"python_version": "3.11", "python_full_version": "3.11.7", "platform_system": "Linux",
+           "sys_platform": "linux", "os_name": "posix", "platform_machine": "x86_64", "implementation_name": "cpython",
+           "platform_python_implementation": "CPython", "platform_release": "", "platform_version": "",
+           "implementation_version": "3.11.7", "extra": ""}
+    markers = [
+        "extra == 'all'", "extra == 'cublas'", "extra != 'cublas'", "'cublas' == extra", "extra == 'Cu_Blas'",
+        "(sys_platform == 'linux' and platform_machine == 'x86_64') and extra == 'cudart'",
+        "sys_platform == 'win32' and extra == 'cudart' or extra == 'all'", "extra == 'nvjitlink' or extra == 'x.y'",
+        "platform_system == 'Linux'", "extra in 'cublas cudart'", "'cu' in extra", "extra > 'm'",
+        "python_version >= '3.9' and extra == 'cufft'", "extra not in 'a b'",
+    ]
+    extra_sets = [set(), {"cublas"}, {"cublas", "cudart", "cufft", "nvjitlink", "nvrtc"}, {"cu-blas", "all"},
+                  {"x_y", "z"}, {"m", "z", "a"}, {"cudart", "nvtx"}]
+    for marker in markers:
+        req = Requirement(f"nvidia-cublas==13.1; {marker}")
+        for extras in extra_sets:
+            plain = any(req.marker.evaluate(dict(env, extra=e)) for e in (extras or {""}))
+            assert tr._applies(req, env, set(extras)) == plain, (marker, extras)
