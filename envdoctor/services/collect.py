@@ -184,6 +184,11 @@ def warm_up() -> None:
 
     all_checks()
     load_compat()
+    # what the first judge() would otherwise import on the critical path, after the probes: the judge itself,
+    # and packaging's requirement and marker parsers (the torch-requires check)
+    from packaging import requirements  # noqa: F401
+
+    from .. import judging  # noqa: F401
 
 
 def collect(options: Optional[CollectOptions] = None, runner: Any = None,
