@@ -86,9 +86,17 @@ def _load_dir(directory: Path) -> Compat:
         for needed in ("cuda_driver", "torch", "gpus", "arch_support", "host_compilers"):
             if needed not in docs:
                 raise CompatDataError(f"{needed}.json: missing from {directory}")
-        compat = Compat(directory, docs)  # parses every table: bad data raises CompatDataError here
+        # parses every table (bad data raises CompatDataError here), the bundled one's signatures at first use
+        compat = Compat(directory, docs, lazy_signatures=_same_dir(directory, bundled_dir()))
         _CACHE[cache_key] = compat
         return compat
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
 
 
 def clear_cache() -> None:

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
@@ -102,7 +103,12 @@ class Compat:
     None when its file is absent; ``optional()`` says why); ``table()`` is the raw document, for tooling.
     """
 
-    def __init__(self, data_dir: Path, docs: Dict[str, Dict[str, Any]]):
+    def __init__(self, data_dir: Path, docs: Dict[str, Dict[str, Any]], lazy_signatures: bool = False):
+        """Parse every table now (bad data raises CompatDataError here); with ``lazy_signatures``, the message
+        signatures wait for their first use: compiling their 68 patterns was 40% of loading the bundled matrix
+        (0.03 s of every run), and most `check` runs match no message. Only the bundled matrix is loaded so,
+        whose signatures the test suite parses before it ships (tests/unit/compat/test_loader.py); an installed
+        update is parsed whole at load, so that bad data still falls back to the bundled matrix."""
         self.data_dir = data_dir
         self._docs = docs
         self.as_of: str = max((str(d["as_of"]) for d in docs.values()), default="")
@@ -127,14 +133,27 @@ class Compat:
         self._gpu_list = P.rows("gpus.json", "rows", docs.get("gpus", {}).get("rows"), _gpu)
         self._host_compilers = P.rows("host_compilers.json", "rows", docs.get("host_compilers", {}).get("rows"),
                                       _host_compiler)
-        optional = _optional_tables(docs)
+        self._lazy_signatures = lazy_signatures and "error_signatures" in docs
+        self._signatures_lock = threading.Lock()
+        optional = _optional_tables(docs, skip=("error_signatures",) if self._lazy_signatures else ())
         self.health: Optional[HealthTable] = optional.get("health")
         self.driver_gpu_support: Optional[DriverGpuTable] = optional.get("driver_gpu_support")
         self.bench: Optional[BenchTable] = optional.get("bench")
         self.xid: Optional[XidTable] = optional.get("xid")
-        self.signatures: Optional[List[Signature]] = optional.get("error_signatures")
+        self._signatures: Optional[List[Signature]] = optional.get("error_signatures")
         self._gpu_index = [(n, r) for r in self._gpu_list for n in r.names]
         self._gpu_family = self._family_index()
+
+    @property
+    def signatures(self) -> Optional[List[Signature]]:
+        """The message signatures (None when the matrix has none), parsed at their first use when lazy."""
+        if self._lazy_signatures:
+            with self._signatures_lock:
+                if self._lazy_signatures:
+                    self._signatures = _optional_tables({"error_signatures": self._docs["error_signatures"]},
+                                                        only=("error_signatures",)).get("error_signatures")
+                    self._lazy_signatures = False
+        return self._signatures
 
     # -- raw access (tooling and tests; checks use the typed tables and queries)
     def _doc(self, stem: str) -> Dict[str, Any]:

@@ -151,3 +151,27 @@ def test_an_absent_optional_table_is_a_skip_reason_not_a_crash(tmp_path):
     for cid, stem in (("host.shm", "health"), ("gpu.xid", "xid"), ("driver.lifecycle", "health")):
         assert results[cid].status == CheckStatus.SKIPPED and f"compat_data/{stem}.json" in results[cid].reason, \
             (cid, results[cid].status, results[cid].reason)
+
+
+def test_the_bundled_signatures_parse_at_first_use_as_an_eager_load_parses_them(tmp_path):
+    """The bundled matrix leaves its message signatures for their first use (load time); parsed then, they are
+    the ones a full load of the same files gives, and an update with a bad pattern still fails at load."""
+    from envdoctor.compat.loader import clear_cache
+
+    clear_cache()
+    bundled = load_compat(bundled_dir())
+    assert bundled._lazy_signatures  # not parsed yet
+    copy = tmp_path / "copy"
+    shutil.copytree(bundled_dir(), copy)
+    eager = load_compat(copy)
+    assert not eager._lazy_signatures
+    lazy_ids = [(s.id, s.pattern, s.category) for s in bundled.signatures]
+    assert lazy_ids == [(s.id, s.pattern, s.category) for s in eager.signatures] and len(lazy_ids) > 50
+    assert not bundled._lazy_signatures and bundled.optional("error_signatures") is bundled.signatures
+    doc = json.loads((copy / "error_signatures.json").read_text())
+    doc["rows"][0]["pattern"] = "(unclosed"
+    bad = tmp_path / "bad"
+    shutil.copytree(copy, bad)
+    (bad / "error_signatures.json").write_text(json.dumps(doc))
+    with pytest.raises(CompatDataError, match="bad pattern"):
+        load_compat(bad)
