@@ -8,6 +8,7 @@ import ctypes
 import dataclasses
 import functools
 import os
+import sys
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -876,7 +877,35 @@ def probe_nvml(nvml: Any = None, timeout_s: float = DEFAULT_TIMEOUT_S,
         release_process_lists()
 
 
+def _pynvml_findable() -> bool:
+    """pynvml can be imported (found on sys.path; not executed): its absence keeps its own answer below."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("pynvml") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _no_library() -> bool:
+    """libnvidia-ml.so.1 cannot be loaded (not Windows): what pynvml's nvmlInit would find, asked without importing
+    pynvml (a 5,000-line module: 20-40 ms of every run on a machine without the driver, a CPU box or a
+    docker build, where NVML can only answer LIBRARY_NOT_FOUND). pynvml loads the library by the same name."""
+    if sys.platform.startswith("win"):
+        return False
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return True
+    return False
+
+
 def _probe_nvml(nvml: Any, timeout_s: float, own: Callable[[Any], bool], host_pids: Optional[bool]) -> Driver:
+    if nvml is None and _pynvml_findable() and _no_library():
+        status, reason = _INIT_ERRORS["LIBRARY_NOT_FOUND"]
+        return Driver(status=status, reason=reason, source="nvml", nvml_error="LIBRARY_NOT_FOUND")
     if nvml is None:
         try:
             nvml = _import_pynvml()

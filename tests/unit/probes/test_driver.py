@@ -241,6 +241,7 @@ def test_without_pynvml_and_nothing_else_is_absent(tmp_path, monkeypatch):
         raise ImportError("No module named 'pynvml'")
 
     monkeypatch.setattr(nvml_mod, "_import_pynvml", no_pynvml)
+    monkeypatch.setattr(nvml_mod, "_pynvml_findable", lambda: False)
     d = probe_driver(no_smi(), root=str(tmp_path))
     assert d.status == ProbeStatus.ABSENT and "pynvml" in d.reason and "no /proc/driver/nvidia" in d.reason
     # with the kernel module loaded, "we could not ask" is not "absent"
@@ -271,3 +272,21 @@ def test_failed_csv_fallback_keeps_the_xml_failure(tmp_path):
     d = probe_driver(runner, nvml=FakeNvml(init_error="UNKNOWN"), root=str(tmp_path))
     assert d.status == ProbeStatus.FAILED and d.source == "nvml"  # NVML failed first; both reasons kept
     assert "nvidia-smi XML does not parse" in d.reason and "CSV fallback:" in d.reason and "exited 6" in d.reason
+
+
+def test_without_the_nvml_library_pynvml_is_not_imported(monkeypatch):
+    """No libnvidia-ml.so.1 (no driver): the answer NVML would give (LIBRARY_NOT_FOUND, absent), without
+    importing pynvml; with the library there, pynvml is imported and asked as before."""
+    import envdoctor.probes.nvml as nvml_mod
+
+    imported = []
+    monkeypatch.setattr(nvml_mod, "_import_pynvml", lambda: imported.append(1) or FakeNvml([]))
+    monkeypatch.setattr(nvml_mod, "_pynvml_findable", lambda: True)
+    monkeypatch.setattr(nvml_mod, "_no_library", lambda: True)
+    d = nvml_mod.probe_nvml()
+    assert (d.status, d.nvml_error, imported) == (ProbeStatus.ABSENT, "LIBRARY_NOT_FOUND", [])
+    assert d.reason == nvml_mod._INIT_ERRORS["LIBRARY_NOT_FOUND"][1]
+    monkeypatch.setattr(nvml_mod, "_no_library", lambda: False)
+    monkeypatch.setattr(nvml_mod, "binding_problem", lambda _m: None)
+    nvml_mod.probe_nvml()
+    assert imported == [1]
