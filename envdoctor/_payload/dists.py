@@ -158,6 +158,72 @@ _DISTRIBUTIONS: Optional[List[Dict[str, Any]]] = None  # read once per run: pack
 _DISTRIBUTIONS_LOCK = threading.Lock()
 
 
+class _DistInfo:
+    """A ``*.dist-info`` directory read as importlib.metadata's PathDistribution reads it (the three methods used
+    here): importing importlib.metadata costs 50 ms here (email, pathlib, zipfile...), a third of what this
+    payload does without torch."""
+
+    def __init__(self, entry: str, name: str) -> None:
+        self._entry = entry
+        self._dir = os.path.join(entry, name)
+
+    def read_text(self, filename: str) -> Optional[str]:
+        try:
+            with open(os.path.join(self._dir, filename), encoding="utf-8") as f:
+                return f.read()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+            return None
+
+    def locate_file(self, path: str) -> str:
+        return _pure_path(os.path.join(self._entry, path) if path else self._entry)
+
+    requires = None  # a dist-info's Requires-Dist is read from METADATA (see _distribution_records)
+    files = None  # only read where RECORD is missing: then importlib.metadata is used (see _light_distributions)
+
+
+def _pure_path(path: str) -> str:
+    """str(pathlib.PurePosixPath(path)): repeated and trailing slashes and "." parts dropped, ".." kept."""
+    lead = "//" if path.startswith("//") and not path.startswith("///") else ("/" if path.startswith("/") else "")
+    parts = [p for p in path.split("/") if p and p != "."]
+    return (lead + "/".join(parts)) or "."
+
+
+def _light_distributions() -> Optional[List[Any]]:
+    """importlib.metadata.distributions() without importing it, where that is plain: every sys.path entry a
+    directory (or absent), every distribution there a ``*.dist-info`` directory with a RECORD, and no import
+    hook on sys.meta_path that finds distributions of its own. The same objects in the same order
+    (sys.path order, then each directory's listing order, as importlib.metadata's FastPath lists it); None
+    where anything is not plain (an .egg-info, a zip on sys.path, a custom finder): then importlib.metadata
+    itself answers."""
+    if os.name == "nt":  # pathlib's Windows spellings: left to importlib.metadata
+        return None
+    for finder in sys.meta_path:
+        if hasattr(finder, "find_distributions") and getattr(finder, "__module__", "") not in (
+                "_frozen_importlib_external", "importlib._bootstrap_external", "_frozen_importlib"):
+            return None
+    out: List[Any] = []
+    for entry in sys.path:
+        root = entry or "."
+        if root.lower().endswith(".egg"):  # an unpacked egg: its EGG-INFO is a distribution too
+            return None
+        try:
+            names = os.listdir(root)
+        except NotADirectoryError:
+            return None  # a zip or an egg file on sys.path
+        except OSError:
+            continue  # absent or unreadable: importlib.metadata finds nothing there either
+        for name in names:
+            low = name.lower()
+            if low.endswith(".egg-info"):
+                return None
+            if low.endswith(".dist-info"):
+                if not os.path.isdir(os.path.join(root, name)) or not os.path.isfile(
+                        os.path.join(root, name, "RECORD")):
+                    return None
+                out.append(_DistInfo(root, name))
+    return out
+
+
 def _distribution_records() -> Optional[List[Dict[str, Any]]]:
     """Every installed distribution in sys.path order, read once: name, version, Requires-Dist, installer,
     location, and the distribution object (for _dist_files); None without importlib.metadata."""
@@ -165,12 +231,15 @@ def _distribution_records() -> Optional[List[Dict[str, Any]]]:
     with _DISTRIBUTIONS_LOCK:
         if _DISTRIBUTIONS is not None:
             return _DISTRIBUTIONS
-        try:
-            from importlib import metadata  # Python 3.8+
-        except ImportError:
-            return None
+        dists = _light_distributions()
+        if dists is None:
+            try:
+                from importlib import metadata  # Python 3.8+
+            except ImportError:
+                return None
+            dists = list(metadata.distributions())
         out = []
-        for dist in metadata.distributions():
+        for dist in dists:
             try:
                 wheel_metadata = dist.read_text("METADATA")
                 headers = _metadata_headers(wheel_metadata or dist.read_text("PKG-INFO") or "")

@@ -551,3 +551,53 @@ def test_the_forked_reader_gives_what_the_in_process_reading_gives(fake_torch: P
     first = json.loads([ln for ln in forked.stdout.splitlines() if ln.strip()][0])
     assert first.get("checkpoint") is True and first["stage"] == "importing torch"
     assert isinstance(first["result"]["packages"], list)
+
+
+def _dist_info(root, name, version, record=True):
+    d = root / f"{name}-{version}.dist-info"
+    d.mkdir(parents=True)
+    (d / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8")
+    (d / "INSTALLER").write_text("pip\n", encoding="utf-8")
+    if record:
+        (d / "RECORD").write_text(f"{name}/__init__.py,,\n{name}/_c.so,sha256=x,12\n", encoding="utf-8")
+
+
+def test_distributions_are_found_without_importlib_metadata_as_it_finds_them(tmp_path, monkeypatch):
+    """The payload lists dist-info directories itself (importing importlib.metadata was a third of a --no-torch
+    payload): the same distributions, in the same order, with the same texts and locations; anything not plain
+    (an egg-info, a zip or an egg on sys.path, a dist-info without RECORD) is left to importlib.metadata."""
+    import zipfile
+    from importlib import metadata
+
+    from envdoctor._payload import dists as D
+
+    first, second = tmp_path / "a", tmp_path / "b"
+    _dist_info(first, "alpha", "1.0")
+    _dist_info(first, "beta", "2.0")
+    _dist_info(second, "alpha", "0.9")  # shadowed by the first entry's
+    monkeypatch.setattr(sys, "path", [str(first) + "/", str(tmp_path / "absent"), str(second) + "//"])
+    light = D._light_distributions()
+    heavy = list(metadata.distributions())
+    assert light is not None and len(light) == len(heavy) == 3
+
+    def view(d):
+        return (d.read_text("METADATA"), d.read_text("INSTALLER"), d.read_text("RECORD"), d.read_text("nope"),
+                str(d.locate_file("")))
+
+    assert [view(d) for d in light] == [view(d) for d in heavy]
+    assert sorted(view(d)[4] for d in light) == [str(first), str(first), str(second)]
+    for plain_no in ("egg", "zip", "no-record"):
+        other = tmp_path / plain_no
+        if plain_no == "egg":
+            (other / "gamma.egg-info").mkdir(parents=True)
+            entry = str(other)
+        elif plain_no == "zip":
+            other.mkdir()
+            entry = str(other / "x.zip")
+            with zipfile.ZipFile(entry, "w") as z:
+                z.writestr("delta-1.dist-info/METADATA", "Name: delta\nVersion: 1\n")
+        else:
+            _dist_info(other, "epsilon", "3", record=False)
+            entry = str(other)
+        monkeypatch.setattr(sys, "path", [str(first), entry])
+        assert D._light_distributions() is None, plain_no
