@@ -369,8 +369,9 @@ def _copy_bench(ctx: Ctx, name: str, label: str, dst: Any, src: Any, timer: Time
 
 
 def k_membw(ctx: Ctx, name: str, dev: Any, deadline: float) -> Dict[str, Any]:
-    """Copy one buffer into another: bytes read plus bytes written per second (as nvbandwidth's
-    device_local_copy and STREAM's Copy count them)."""
+    """Copy one buffer into another: bytes read plus bytes written per second (as STREAM's Copy and the
+    diagonal of cuda-samples' p2pBandwidthLatencyTest count them; nvbandwidth's device_local_copy counts the
+    bytes once, so its figure is half of this one for the same copy)."""
     torch = ctx.torch
     cap = GPU_COPY_BYTES if dev.type == "cuda" else CPU_COPY_BYTES
     limit = ctx.budget_bytes(dev)
