@@ -87,33 +87,53 @@ def _with_unit(v: Optional[float], unit: str) -> str:
     return "-" if v is None else f"{_fmt(v)} {unit}".strip()
 
 
+# the notes column needs this much room beside the seven others (their widest values: 'cuda:0', 'disk_rand_read',
+# '1,126 TFLOP/s' twice, '100%', 'no reference', '12.3 s', and the gaps), more for a longer device name (a disk's
+# data path); narrower, each note goes under the table
+NOTES_COLUMN_MIN_WIDTH = 104
+
+
 def bench_console_renderables(facts: Facts, compat: Any, width: int) -> List[Any]:
-    """The results as the console report shows them, before its verdict: a table in ``width`` columns (the
-    notes column folds, no word is cut), each value and expectation with its unit, then the sustained
-    sparklines."""
+    """The results as the console report shows them, before its verdict: a table in ``width`` columns, each
+    value and expectation with its unit, then the sustained sparklines. Names and figures are never cut; the
+    notes fold in their own column where the width allows it (NOTES_COLUMN_MIN_WIDTH), else each follows the
+    table on its own lines ("matmul_fp32 on cpu: ...")."""
     from rich import box
+    from rich.padding import Padding
     from rich.table import Table
     from rich.text import Text
 
+    listed = sorted(rows(facts, compat), key=lambda x: (x["device"], x["name"]))
+    # a data path as a disk's device takes room from the notes: wide enough means for the longest one too
+    longest_device = max((len(str(r["device"])) for r in listed), default=6)
+    wide = width >= NOTES_COLUMN_MIN_WIDTH + max(0, longest_device - 6)
+    # narrow: one space between columns (the box's own), so that the seven fit 80 (their widest values take 71)
     table = Table(title=f"Benchmarks ({summary_line(facts.bench)})", title_justify="left", box=box.SIMPLE,
-                  show_edge=False, pad_edge=False, width=width)
-    table.add_column("device", no_wrap=True)
-    table.add_column("benchmark", overflow="fold")
+                  show_edge=False, pad_edge=False, width=width if wide else None,
+                  padding=(0, 1) if wide else (0, 0))
+    table.add_column("device", overflow="fold", min_width=6)  # 'cuda:0'; a disk's is its data path: it folds
+    table.add_column("benchmark", no_wrap=True)
     table.add_column("measured", justify="right", no_wrap=True)
     table.add_column("expected", justify="right", no_wrap=True)
     table.add_column("ratio", justify="right", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
     table.add_column("took", justify="right", no_wrap=True)
-    table.add_column("notes", overflow="fold", ratio=1, min_width=8)
+    if wide:
+        table.add_column("notes", overflow="fold", ratio=1, min_width=8)
     style = {"ok": "green", "warning": "yellow", "error": "red", "failed": "red", "skipped": "dim"}
-    for row in sorted(rows(facts, compat), key=lambda x: (x["device"], x["name"])):
-        table.add_row(row["device"], row["name"], _with_unit(row["value"], row["unit"]),
-                      _with_unit(row["expected"], row["unit"]),
-                      f"{row['ratio']:.0%}" if row["ratio"] is not None else "-",
-                      Text(str(row["verdict"]), style=style.get(row["verdict"], "")),
-                      f"{_fmt(row['duration_s'])} s" if row["duration_s"] is not None else "-",
-                      row["note"][:160])
-    out: List[Any] = [table]
+    notes: List[Any] = []
+    for row in listed:
+        cells = [row["device"], row["name"], _with_unit(row["value"], row["unit"]),
+                 _with_unit(row["expected"], row["unit"]),
+                 f"{row['ratio']:.0%}" if row["ratio"] is not None else "-",
+                 Text(str(row["verdict"]), style=style.get(row["verdict"], "")),
+                 f"{_fmt(row['duration_s'])} s" if row["duration_s"] is not None else "-"]
+        if wide:
+            cells.append(row["note"][:160])
+        elif row["note"]:
+            notes.append(Padding(Text(f"{row['name']} on {row['device']}: {row['note'][:160]}"), (0, 0, 0, 2)))
+        table.add_row(*cells)
+    out: List[Any] = [table] + notes
     spark_width = max(10, min(40, width - 40))
     for r in facts.bench.results:
         if r.name == "sustained" and r.samples:

@@ -56,3 +56,38 @@ def test_checks_with_nothing_to_judge_are_not_called_unread(name):
     report = judge(SNAPSHOTS[name])
     unread = [c.id for c in report.checks if c.status == "skipped" and skip_label(c, report.facts) is None]
     assert not [i for i in unread if i.startswith("watch.") or i == "packages.torch-requires"], unread
+
+
+def _bench_snapshot():
+    from envdoctor.facts import Bench, BenchResult, ProbeStatus
+    from tests.unit.bench.test_bench import _mm, _with_results, h100
+
+    facts = h100()
+    results = [
+        dataclasses.replace(_mm(1125.5, facts), name="matmul_fp8"),
+        dataclasses.replace(_mm(300.0, facts), name="matmul_fp16"),
+        BenchResult("disk_rand_read", ProbeStatus.OK, device="/mnt/datasets/imagenet-21k/train", value=18633.0,
+                    unit="IOPS", duration_s=12.3, params={"path": "/mnt/datasets/imagenet-21k/train"}),
+        BenchResult("membw_host", ProbeStatus.SKIPPED, device="cpu",
+                    reason="host memory bandwidth depends on the DIMMs and channels populated: " + "x" * 90),
+    ]
+    facts = _with_results(facts, results)
+    return dataclasses.replace(facts, bench=Bench(status=ProbeStatus.OK, results=results))
+
+
+@pytest.mark.parametrize("width", [80, 100, 120, 160])
+def test_the_bench_table_fits_the_width_and_cuts_no_name_or_figure(width):
+    """At any width from 80 on, the table fits; a benchmark name, a figure with its unit and a verdict are never
+    cut; below NOTES_COLUMN_MIN_WIDTH the notes follow the table, whole."""
+    from envdoctor.report.bench_view import NOTES_COLUMN_MIN_WIDTH
+
+    text = render_console(judge(_bench_snapshot()), color=False, width=width)
+    table = text[text.index("Benchmarks ("):]
+    wide = [line for line in table.splitlines() if len(line) > width]
+    assert not wide, wide
+    for word in ("matmul_fp8", "matmul_fp16", "disk_rand_read", "membw_host", "TFLOP/s", "IOPS", "12.3 s",
+                 "no reference"):
+        assert any(word in line for line in table.splitlines()), (word, table)
+    assert ("notes" in table.splitlines()[1]) == (width >= NOTES_COLUMN_MIN_WIDTH + 32 - 6)  # the 32-char data path
+    flat = " ".join(table.split())
+    assert "depends on the DIMMs and channels populated" in flat
