@@ -13,6 +13,7 @@ from .common import (
     add_collect_options,
     add_output_options,
     collect_options,
+    fit_text,
     split_globs,
     write,
 )
@@ -37,7 +38,7 @@ def cmd_bench(args) -> int:
                  "gpu_budget_s": k.gpu_budget_s, "cpu_budget_s": k.cpu_budget_s, "what": k.what,
                  "multi_gpu": k.multi_gpu} for k in KERNELS.values()]}, indent=2) + "\n", None)
         else:
-            write("\n".join(describe()), None)
+            write(fit_text("\n".join(describe())), None)
         return EXIT_OK
     only, ignore = split_globs(args.only), split_globs(args.ignore, "--ignore")
     names = args.names

@@ -266,9 +266,41 @@ def with_data_label(report, compat=None):
     return dataclasses.replace(report, compat_source=getattr(compat, "label", None))
 
 
+# a line whose first word is one of these is a command to copy: never wrapped (a newline inside it would run half)
+_COMMAND_WORDS = ("python", "pip", "pip3", "uv", "conda", "mamba", "micromamba", "envdoctor", "sudo", "apt",
+                  "apt-get", "dnf", "yum", "zypper", "export", "set", "$env:", "nvidia-smi", "docker", "podman",
+                  "wsl", "winget", "choco", "brew", "curl", "wget", "sh", "bash", "cd", "source", ".")
+
+
+def _is_command(stripped: str) -> bool:
+    first = stripped.split(" ", 1)[0]
+    return first in _COMMAND_WORDS or first.startswith(("python3", "py -", "./", "/")) and " " in stripped
+
+
+def fit_text(text: str, width: Optional[int] = None) -> str:
+    """Plain console text fitted to the terminal (COLUMNS, else the terminal, else 80): a longer line wraps at
+    spaces with a hanging indent under its own text. Never cut: a word (a URL, a path), nor a command line,
+    which is printed whole so that it can be copied (the check report wraps its commands with the shell's own
+    continuation instead, remedies/shell_wrap.py)."""
+    import shutil
+    import textwrap
+
+    width = width or shutil.get_terminal_size((80, 24)).columns
+    out: List[str] = []
+    for line in text.split("\n"):
+        stripped = line.lstrip(" ")
+        if len(line) <= width or not stripped or _is_command(stripped):
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(stripped))
+        out.extend(textwrap.wrap(stripped, width=width, initial_indent=indent, subsequent_indent=indent + "  ",
+                                 break_long_words=False, break_on_hyphens=False) or [line])
+    return "\n".join(out)
+
+
 def emit(payload: Dict[str, Any], text: str, fmt: str) -> None:
-    """A query command's answer: its JSON payload, or its console text."""
-    write(json.dumps(payload, indent=2, sort_keys=False) if fmt == "json" else text, None)
+    """A query command's answer: its JSON payload, or its console text (fitted to the terminal)."""
+    write(json.dumps(payload, indent=2, sort_keys=False) if fmt == "json" else fit_text(text), None)
 
 
 def answer(args, fn: Callable[[Any], Tuple[Dict[str, Any], str]], error: Type[Exception]) -> Dict[str, Any]:

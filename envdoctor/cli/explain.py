@@ -6,7 +6,7 @@ Everything it knows comes from the check registry's declarations (``envdoctor.ch
 
 from __future__ import annotations
 
-from .common import EXIT_OK, UsageError, write
+from .common import EXIT_OK, UsageError, fit_text, write
 
 
 def add_parsers(sub) -> None:
@@ -22,7 +22,7 @@ def cmd_explain(args) -> int:
         lines = explain_lines(args.code, active_compat)  # compat is loaded only for a signature code
     except UnknownCode as e:
         raise UsageError(str(e)) from None
-    write("\n".join(lines), None)
+    write(fit_text("\n".join(lines)), None)
     return EXIT_OK
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import EXIT_OK, write
+from .common import EXIT_OK, fit_text, write
 
 
 def add_parsers(sub) -> None:
@@ -17,7 +17,7 @@ def cmd_list_checks(args) -> int:
         lines.append(f"{c.id:<28} {c.title}")
         if c.categories:
             lines.append(f"{'':<28}   categories: {', '.join(c.categories)}")
-    write("\n".join(lines), None)
+    write(fit_text("\n".join(lines)), None)
     return EXIT_OK
 
 

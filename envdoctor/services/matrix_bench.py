@@ -130,15 +130,17 @@ def render(payload: Dict[str, Any]) -> str:
     lines = [f"What {payload['gpu']} should measure (envdoctor bench, compat_data/bench.json as of {payload['as_of']})"]
     if payload.get("other_models"):
         lines.append(f"  ('{payload['asked']}' also names: {', '.join(payload['other_models'])}; ask for one of them)")
-    w = max([len(k["name"]) for k in payload["kernels"]] + [10])
+    # one block per kernel: the figure and its lines on the first line, how it was measured and the sources on
+    # their own indented lines (a terminal of 80 columns wraps them under themselves: cli.common.fit_text)
     for k in payload["kernels"]:
         tag = "derived" if k["derived"] else "measured"
-        lines.append(f"  {k['name']:<{w}}  {k['expected']:>9g} {k['unit']:<8} warning < {k['warning_below']:g}, "
-                     f"error < {k['error_below']:g}  [{tag}, {k['confidence']}]")
-        lines.append(f"  {'':<{w}}  {k['method']}" + (f"; peak {k['peak']:g}" if k.get("peak") else ""))
-        lines.append(f"  {'':<{w}}  " + "; ".join(k["sources"]))
+        lines.append(f"  {k['name']}: {k['expected']:g} {k['unit']}  (warning < {k['warning_below']:g}, "
+                     f"error < {k['error_below']:g})  [{tag}, {k['confidence']}]")
+        lines.append("      " + k["method"] + (f"; peak {k['peak']:g}" if k.get("peak") else ""))
+        for source in k["sources"]:
+            lines.append("      " + source)
     for m in payload.get("no_reference") or []:
-        lines.append(f"  {m['name']:<{w}}  no reference: {m['why']}")
+        lines.append(f"  {m['name']}: no reference: {m['why']}")
     return "\n".join(lines)
 
 

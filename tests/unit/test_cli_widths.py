@@ -1,0 +1,40 @@
+"""Plain console output of the query commands fits the terminal (80 columns included): prose wraps under
+itself, a word (URL, path) is never cut and a command line is printed whole so that it can be copied."""
+
+from __future__ import annotations
+
+import pytest
+
+from envdoctor.cli import main
+from envdoctor.cli.common import _is_command, fit_text
+
+
+def test_prose_wraps_under_itself_and_commands_and_urls_stay_whole():
+    url = "https://github.com/stas00/ml-engineering/blob/master/compute/accelerator/README.md#a-long-anchor"
+    cmd = "  python3.11 -m pip install torch==2.14.1 torchvision==0.29.1 --index-url https://download.pytorch.org/x"
+    text = "\n".join(["  " + "word " * 30, "      " + url, cmd, "short line", ""])
+    out = fit_text(text, width=40).split("\n")
+    prose = [line for line in out if line.strip().startswith("word")]
+    assert len(prose) > 3 and all(len(line) <= 40 for line in prose)
+    assert prose[0].startswith("  word") and all(line.startswith("    word") for line in prose[1:])
+    assert "      " + url in out and cmd in out and "short line" in out and out[-1] == ""
+    assert " ".join(" ".join(prose).split()) == " ".join(["word"] * 30)
+
+
+def test_width_comes_from_columns(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "50")
+    assert all(len(line) <= 50 for line in fit_text("x " * 100).split("\n"))
+
+
+@pytest.mark.parametrize("argv", [["matrix", "bench", "--gpu", "H100"], ["matrix", "gpu", "H100"],
+                                  ["matrix", "bench", "--gpu", "RTX 4090"], ["list-checks"], ["bench", "--list"],
+                                  ["explain", "DRIVER_TOO_OLD_FOR_TORCH_CUDA"],
+                                  ["recommend", "--driver", "535.104.05", "--gpu", "A100", "--python", "3.11",
+                                   "--os", "linux"]])
+def test_query_commands_fit_80_columns(argv, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines
+    wide = [line for line in lines if len(line) > 80 and " " in line.strip() and not _is_command(line.strip())]
+    assert not wide, wide
