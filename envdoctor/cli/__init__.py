@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _CommandListFormatter(argparse.RawDescriptionHelpFormatter):
+class _CommandListFormatter(common.HelpFormatter):
     """Each command and its one-line help on one line at 80 columns (scripts and people read that list):
     argparse measures subcommand names without their extra indent, so `list-checks` and `update-data`
     would otherwise push their help onto a line of its own."""

@@ -5,13 +5,13 @@ The work is in envdoctor.assertions; here are its options and where they come fr
 
 from __future__ import annotations
 
-import argparse
 from typing import Any, Dict, List, Optional
 
 from .common import (
     EXIT_CODES_HELP,
     EXIT_FINDINGS,
     EXIT_OK,
+    HelpFormatter,
     UsageError,
     positive_seconds,
     print_report,
@@ -24,7 +24,7 @@ ASSERT_FORMATS = ("console", "json", "markdown", "junit")
 
 
 def add_parsers(sub: Any) -> None:
-    fmt = argparse.RawDescriptionHelpFormatter
+    fmt = HelpFormatter
     p = sub.add_parser(
         "assert", help="static checks for a declared fleet (no GPU)",
         description="Judge the target interpreter against declared requirements and a target fleet (driver, "

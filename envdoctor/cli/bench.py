@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from .common import (
     EXIT_CODES_HELP,
     EXIT_OK,
+    HelpFormatter,
     UsageError,
     add_bench_options,
     add_collect_options,
@@ -22,7 +22,7 @@ from .live import bench_options, expect_gpu, judge_and_print, partial_report, ru
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("bench", help="measure matmul, memory, copies, disks; judge",
-                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EXIT_CODES_HELP, formatter_class=HelpFormatter)
     add_collect_options(p)
     add_output_options(p)
     add_bench_options(p, names=True)

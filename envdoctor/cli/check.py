@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 
 from .common import (
     EXIT_CODES_HELP,
     EXIT_OK,
+    HelpFormatter,
     UsageError,
     add_bench_options,
     add_collect_options,
@@ -24,7 +24,7 @@ from .live import bench_options, expect_gpu, judge_and_print, partial_report, ru
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("check", help="collect, judge and print findings (default)",
-                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EXIT_CODES_HELP, formatter_class=HelpFormatter)
     add_collect_options(p)
     add_output_options(p)
     p.add_argument("--facts", metavar="FILE",
@@ -34,7 +34,7 @@ def add_parsers(sub) -> None:
     add_bench_options(p, names=False)
 
     p = sub.add_parser("collect", help="write the facts snapshot as JSON",
-                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EXIT_CODES_HELP, formatter_class=HelpFormatter)
     add_collect_options(p)
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE (default: stdout)")
     p.add_argument("--no-redact", action="store_true", help="keep host names, home paths and GPU UUIDs")

@@ -27,6 +27,15 @@ EXIT_CODES_HELP = """exit codes:
 """
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Descriptions and epilogs keep their line breaks (the exit-code table, examples) as RawDescription does,
+    but a line longer than the terminal wraps under itself (fit_text), so that --help fits 80 columns too."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return fit_text("\n".join(indent + line for line in text.splitlines()), width + len(indent)) + (
+            "\n" if text.endswith("\n") else "")
+
+
 class UsageError(Exception):
     """Bad input: printed as one line, exit code 2."""
 
@@ -121,8 +130,7 @@ def add_bench_options(p: argparse.ArgumentParser, names: bool) -> None:
 def query_command(sub: Any, name: str, help: str, epilog: Optional[str] = None,
                    description: Optional[str] = None) -> argparse.ArgumentParser:
     """A command that answers a question from the matrix or this machine: it prints console text or JSON."""
-    p = sub.add_parser(name, help=help, description=description, epilog=epilog,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(name, help=help, description=description, epilog=epilog, formatter_class=HelpFormatter)
     p.add_argument("--format", choices=("console", "json"), default="console",
                    help="output format (default: console)")
     return p
@@ -279,7 +287,7 @@ def _is_command(stripped: str) -> bool:
 
 def fit_text(text: str, width: Optional[int] = None) -> str:
     """Plain console text fitted to the terminal (COLUMNS, else the terminal, else 80): a longer line wraps at
-    spaces with a hanging indent under its own text. Never cut: a word (a URL, a path), nor a command line,
+    spaces, an indented one with a hanging indent under its own text. Never cut: a word (a URL, a path), nor a command line,
     which is printed whole so that it can be copied (the check report wraps its commands with the shell's own
     continuation instead, remedies/shell_wrap.py)."""
     import shutil
@@ -293,7 +301,8 @@ def fit_text(text: str, width: Optional[int] = None) -> str:
             out.append(line)
             continue
         indent = " " * (len(line) - len(stripped))
-        out.extend(textwrap.wrap(stripped, width=width, initial_indent=indent, subsequent_indent=indent + "  ",
+        hang = indent + "  " if indent else ""  # an indented line (a table's, a list's) hangs under its text
+        out.extend(textwrap.wrap(stripped, width=width, initial_indent=indent, subsequent_indent=hang,
                                  break_long_words=False, break_on_hyphens=False) or [line])
     return "\n".join(out)
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 from .common import (
     EXIT_CODES_HELP,
+    HelpFormatter,
     UsageError,
     add_output_options,
     check_writable,
@@ -19,7 +19,7 @@ from .common import (
 
 def add_parsers(sub) -> None:
     p = sub.add_parser("diagnose", help="judge pasted reports, tables, logs, tracebacks",
-                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EXIT_CODES_HELP, formatter_class=HelpFormatter)
     p.add_argument("files", nargs="*", metavar="FILE", help="files to read ('-' or nothing: stdin)")
     add_output_options(p)
 

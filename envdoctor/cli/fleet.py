@@ -13,6 +13,7 @@ from .common import (
     EXIT_FINDINGS,
     EXIT_OK,
     EXIT_USAGE,
+    HelpFormatter,
     UsageError,
     check_writable,
     positive_seconds,
@@ -52,7 +53,7 @@ def add_parsers(sub: Any) -> None:
                     "what differs between nodes, each node's findings counted, stragglers, all-reduce bandwidth. "
                     "Needs torch (and envdoctor) in the training interpreter.",
         epilog=EXIT_CODES_HELP + "\nUnder torchrun, torchrun's own exit status is 1 whenever rank 0 exits non-zero.\n",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=HelpFormatter)
     p.add_argument("--backend", choices=("nccl", "gloo"), default=None,
                    help="torch.distributed backend (default: nccl when CUDA is available, else gloo)")
     p.add_argument("--timeout", type=positive_seconds, default=DEFAULT_TIMEOUT_S, metavar="SECONDS",

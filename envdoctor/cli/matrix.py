@@ -3,15 +3,14 @@ envdoctor.matrix)."""
 
 from __future__ import annotations
 
-import argparse
 from typing import Any, Optional, Tuple
 
-from .common import EXIT_CODES_HELP, EXIT_OK, EXIT_USAGE, answer, query_command
+from .common import EXIT_CODES_HELP, EXIT_OK, EXIT_USAGE, HelpFormatter, answer, query_command
 
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("matrix", help="query the bundled matrix (cited rows)",
-                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EXIT_CODES_HELP, formatter_class=HelpFormatter)
     msub = p.add_subparsers(dest="query", metavar="QUERY")
     msub.required = True
     # each query: its name, help, and its one positional argument (name, help, nargs)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .common import EXIT_CODES_HELP, UsageError, positive_seconds, write
+from .common import EXIT_CODES_HELP, HelpFormatter, UsageError, positive_seconds, write
 
 FORMATS = ("console", "json", "markdown")
 
@@ -20,7 +20,7 @@ def add_parsers(sub: Any) -> None:
                     "--query-gpu CSV, dcgmi dmon, gpustat, iostat -x and vmstat output instead. In the training "
                     "script, `from envdoctor.watch import timed; for batch in timed(loader): ...` adds how long "
                     "each step waits for its batch.",
-        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EXIT_CODES_HELP, formatter_class=HelpFormatter)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                    help="the command to launch and watch (after --)")
     p.add_argument("--pid", type=int, help="watch a running process and its children (never signalled)")

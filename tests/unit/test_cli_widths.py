@@ -38,3 +38,21 @@ def test_query_commands_fit_80_columns(argv, capsys, monkeypatch):
     assert lines
     wide = [line for line in lines if len(line) > 80 and " " in line.strip() and not _is_command(line.strip())]
     assert not wide, wide
+
+
+def _commands():
+    from envdoctor.cli import _command_names, build_parser
+
+    return [[]] + [[name] for name in _command_names(build_parser())]
+
+
+@pytest.mark.parametrize("argv", _commands(), ids=lambda a: a[0] if a else "envdoctor")
+def test_every_help_fits_80_columns(argv, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as e:
+        main(argv + ["--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "exit codes" in out or argv == ["list-checks"] or argv == ["explain"]
+    wide = [line for line in out.splitlines() if len(line) > 80]
+    assert not wide, wide
