@@ -87,7 +87,6 @@ class Pin:
     via: Tuple[str, ...]  # the chain from the root: ("torch", "cuda-toolkit")
 
 
-_SEPARATORS = re.compile(r"[-_.]+")
 _NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*[A-Za-z0-9]|[A-Za-z0-9])")  # PEP 508 names
 
 
@@ -97,7 +96,7 @@ def _extras_to_try(marker_text: str, extras: Set[str]) -> List[str]:
     59 lines, each tried with torch's 11 extras, were 86% of a judge's time (packaging evaluates slowly)."""
     if len(extras) < 2 or any(op in marker_text for op in ("<", ">", "~", " in ", "===")):
         return sorted(extras)
-    text = _SEPARATORS.sub("-", marker_text).lower()  # extras compare normalised (packaging >= 22)
+    text = canonicalize_name(marker_text)  # extras compare normalised (packaging >= 22), as names do
     named = sorted(e for e in extras if canonicalize_name(e) in text)
     rest = sorted(e for e in extras if e not in named)
     return named + rest[:1]

@@ -277,19 +277,20 @@ def with_data_label(report, compat=None):
 # a line whose first word is one of these is a command to copy: never wrapped (a newline inside it would run half)
 _COMMAND_WORDS = ("python", "pip", "pip3", "uv", "conda", "mamba", "micromamba", "envdoctor", "sudo", "apt",
                   "apt-get", "dnf", "yum", "zypper", "export", "set", "$env:", "nvidia-smi", "docker", "podman",
-                  "wsl", "winget", "choco", "brew", "curl", "wget", "sh", "bash", "cd", "source", ".")
+                  "wsl", "winget", "choco", "brew", "curl", "wget", "sh", "bash", "cd", "source", ".", "py")
 
 
 def _is_command(stripped: str) -> bool:
     first = stripped.split(" ", 1)[0]
-    return first in _COMMAND_WORDS or first.startswith(("python3", "py -", "./", "/")) and " " in stripped
+    # python3.11, ./run.sh, /usr/bin/python3: a command when arguments follow
+    return first in _COMMAND_WORDS or (first.startswith(("python3", "./", "/")) and " " in stripped)
 
 
 def fit_text(text: str, width: Optional[int] = None) -> str:
     """Plain console text fitted to the terminal (COLUMNS, else the terminal, else 80): a longer line wraps at
-    spaces, an indented one with a hanging indent under its own text. Never cut: a word (a URL, a path), nor a command line,
-    which is printed whole so that it can be copied (the check report wraps its commands with the shell's own
-    continuation instead, remedies/shell_wrap.py)."""
+    spaces, an indented one with a hanging indent under its own text. Never cut: a word (a URL, a path), nor a
+    command line, which is printed whole so that it can be copied (the check report wraps its commands with the
+    shell's own continuation instead, remedies/shell_wrap.py)."""
     import shutil
     import textwrap
 

@@ -150,8 +150,8 @@ class Compat:
         if self._lazy_signatures:
             with self._signatures_lock:
                 if self._lazy_signatures:
-                    self._signatures = _optional_tables({"error_signatures": self._docs["error_signatures"]},
-                                                        only=("error_signatures",)).get("error_signatures")
+                    self._signatures = _optional_tables(
+                        {"error_signatures": self._docs["error_signatures"]}).get("error_signatures")
                     self._lazy_signatures = False
         return self._signatures
 

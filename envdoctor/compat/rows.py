@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Tuple
 
 from ..domain.arch import parse_cc
 from ..domain.gpus import name_key
@@ -125,10 +125,9 @@ def _host_compiler(r: Dict[str, Any]) -> HostCompiler:
                         _src(r["source"]))
 
 
-def _optional_tables(docs: Dict[str, Dict[str, Any]], skip: Tuple[str, ...] = (),
-                     only: Optional[Tuple[str, ...]] = None) -> Dict[str, Any]:
+def _optional_tables(docs: Dict[str, Dict[str, Any]], skip: Tuple[str, ...] = ()) -> Dict[str, Any]:
     """The tables other modules define, parsed now so that bad data fails at load (CompatDataError); those in
-    ``skip`` are left for later, and ``only`` parses just those named."""
+    ``skip`` are left for later."""
     from .bench import parse_bench, validate_bench
     from .driver_gpu import parse_driver_gpu_support
     from .health import parse_health
@@ -136,11 +135,11 @@ def _optional_tables(docs: Dict[str, Dict[str, Any]], skip: Tuple[str, ...] = ()
     from .xid import parse_xid
 
     out: Dict[str, Any] = {}
-    if "bench" in docs and only is None:  # rules beyond the generic ones (its rows name gpus.json rows)
+    if "bench" in docs:  # rules beyond the generic ones (its rows name gpus.json rows)
         validate_bench(docs["bench"], docs["gpus"])
     for stem, parse in (("health", parse_health), ("driver_gpu_support", parse_driver_gpu_support),
                         ("bench", parse_bench), ("error_signatures", parse_signatures), ("xid", parse_xid)):
-        if stem not in docs or stem in skip or (only is not None and stem not in only):
+        if stem not in docs or stem in skip:
             continue
         try:
             out[stem] = parse(docs[stem])
