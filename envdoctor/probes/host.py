@@ -48,12 +48,8 @@ def _distro(fs: SysRoot) -> Tuple[Optional[str], Optional[str], Optional[str], O
             # an os-release with ID, VERSION_ID and PRETTY_NAME answers all four first (distro's own order), so
             # lsb_release (a shell script and four children: 50 ms of two cores) adds nothing there
             plain = all(rel.get(k) for k in ("ID", "VERSION_ID", "PRETTY_NAME"))
-            d: Any = distro
-            if plain:
-                try:
-                    d = distro.LinuxDistribution(include_lsb=False, include_uname=False)
-                except TypeError:  # a distro before 1.6 (no include_uname): its module functions, as before
-                    d = distro
+            # (include_uname is there from distro 1.6 on, the version pyproject.toml requires)
+            d: Any = distro.LinuxDistribution(include_lsb=False, include_uname=False) if plain else distro
             return (d.id() or None, d.version() or None, d.name(pretty=True) or None, d.like() or None)
         except ImportError:
             pass
