@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Score `diagnose` on labelled real pastes, per tracker: how many get their established cause right.
+
+A labelled folder holds ``labels.json`` (a list of rows: ``id``, ``source`` such as ``vllm-project/vllm#1710``,
+``labels`` (catalogue categories, or ``HEALTHY``), ``root_cause``, ``fix``, ``confidence``, optionally
+``tracker``) and one ``<id>.txt`` per row with the pasted text. A row is right when every label is found at
+warning or error severity; a ``HEALTHY`` row is right when no finding is an error. The same rule as
+tests/unit/diagnose/test_reports.py, so that the figure printed here and the test's floor mean the same.
+
+Run it on the commit before a change to record the *first-sight* score (the honest measure of how the engine
+generalises to reports nobody described), and after it for the final score. Usage:
+
+    python scripts/score_corpus.py                       # every labelled folder found (see DEFAULT_GLOBS)
+    python scripts/score_corpus.py tests/fixtures/corpus/vllm --misses
+    python scripts/score_corpus.py --json scores.json    # per-row results, for comparing two commits
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import OrderedDict
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from envdoctor.compat import load_compat  # noqa: E402
+from envdoctor.diagnose import diagnose_report  # noqa: E402
+
+DEFAULT_GLOBS = ("../shared/examples/*/labels.json", "tests/fixtures/pastes/labels.json",
+                 "tests/fixtures/corpus/*/labels.json")
+
+
+def label_folders(args: List[str]) -> List[Path]:
+    if args:
+        return [Path(a) if Path(a).is_dir() else Path(a).parent for a in args]
+    found: List[Path] = []
+    for pattern in DEFAULT_GLOBS:
+        found.extend(sorted(p.parent for p in ROOT.glob(pattern)))
+    return found
+
+
+def tracker_of(row: dict) -> str:
+    """The tracker a row came from: its ``tracker`` field, else the repository in ``source`` (owner/name#N)."""
+    if row.get("tracker"):
+        return str(row["tracker"])
+    source = str(row.get("source", ""))
+    repo = source.split("#", 1)[0].strip()
+    return repo if "/" in repo and " " not in repo else "other"
+
+
+def judge_row(row: dict, text: str, compat) -> Tuple[bool, List[Tuple[str, str, str]]]:
+    report = diagnose_report([text], compat)
+    got = [(f.category, f.severity, f.code) for f in report.findings]
+    serious = {c for c, s, _ in got if s in ("warning", "error")}
+    errors = [c for c, s, _ in got if s == "error"]
+    right = all((not errors) if label == "HEALTHY" else label in serious for label in row["labels"])
+    return right, got
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folders", nargs="*", help="labelled folders (default: every one found)")
+    ap.add_argument("--misses", action="store_true", help="print each wrong row with what was found")
+    ap.add_argument("--json", metavar="FILE", help="write per-row results to FILE")
+    opts = ap.parse_args(argv)
+    compat = load_compat()
+    per: OrderedDict[str, List[int]] = OrderedDict()
+    rows_out: List[Dict] = []
+    for folder in label_folders(opts.folders):
+        try:
+            rows = json.loads((folder / "labels.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            print(f"{folder}: cannot read labels.json ({exc})", file=sys.stderr)
+            return 2
+        for row in rows:
+            text_path = folder / f"{row['id']}.txt"
+            try:
+                text = text_path.read_text(encoding="utf-8", errors="replace")
+            except OSError as exc:
+                print(f"{text_path}: {exc}", file=sys.stderr)
+                return 2
+            right, got = judge_row(row, text, compat)
+            tracker = tracker_of(row)
+            tally = per.setdefault(tracker, [0, 0])
+            tally[0] += int(right)
+            tally[1] += 1
+            rows_out.append({"folder": str(folder), "id": row["id"], "tracker": tracker, "labels": row["labels"],
+                             "right": right, "found": [list(g) for g in got]})
+            if opts.misses and not right:
+                serious = sorted({f"{c}({s[0]})" for c, s, _ in got if s in ("warning", "error")})
+                print(f"MISS {folder.name}/{row['id']} [{tracker}] want {row['labels']} got {serious or 'nothing'}")
+    width = max([len(t) for t in per] + [7])
+    print(f"{'tracker':<{width}}  right  total   share")
+    for tracker, (ok, n) in sorted(per.items(), key=lambda kv: (-kv[1][1], kv[0])):
+        print(f"{tracker:<{width}}  {ok:>5}  {n:>5}  {ok / n:>6.0%}")
+    ok = sum(v[0] for v in per.values())
+    n = sum(v[1] for v in per.values())
+    print(f"{'all':<{width}}  {ok:>5}  {n:>5}  {(ok / n if n else 0):>6.0%}")
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(rows_out, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
