@@ -2,7 +2,7 @@
 
 One module per command, each with ``add_parsers(sub)`` (its parser) and ``COMMANDS`` (name -> handler):
 check (check, collect), diagnose, bench, list_checks, explain, assert_, matrix, recommend, update_data, watch,
-fleet. What several share is in ``common`` (exit codes, UsageError, option groups, input, output, signals) and
+fleet, node_health. What several share is in ``common`` (exit codes, UsageError, option groups, input, output, signals) and
 ``live`` (check's and bench's run on this machine). A command module imports those two and never another
 command module nor this one; this module only registers them and runs ``main``.
 """
@@ -26,6 +26,7 @@ from . import (
     fleet,
     list_checks,
     matrix,
+    node_health,
     recommend,
     update_data,
     watch,
@@ -34,7 +35,7 @@ from .common import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageEr
 
 # in the order `envdoctor --help` lists them
 _COMMAND_MODULES = (check, diagnose, bench, list_checks, explain, assert_, matrix, recommend, update_data, watch,
-                    fleet)
+                    fleet, node_health)
 COMMANDS = {name: handler for module in _COMMAND_MODULES for name, handler in module.COMMANDS.items()}
 
 

@@ -13,6 +13,7 @@ from .common import (
     add_bench_options,
     add_collect_options,
     add_output_options,
+    add_textfile_option,
     check_writable,
     collect_options,
     read_text,
@@ -27,6 +28,7 @@ def add_parsers(sub) -> None:
                        epilog=EXIT_CODES_HELP, formatter_class=HelpFormatter)
     add_collect_options(p)
     add_output_options(p)
+    add_textfile_option(p)
     p.add_argument("--facts", metavar="FILE",
                    help="judge a snapshot written by `envdoctor collect` instead of this machine ('-': stdin)")
     p.add_argument("--bench", action="store_true",
@@ -51,6 +53,7 @@ def cmd_check(args) -> int:
                          "where the snapshot was taken)")
     _check_selection(only, ignore)
     check_writable(args.output)
+    _check_textfile_dir(args.textfile)
     if args.facts:
         _check_no_collect_options(args)
         text = read_text(args.facts)
@@ -70,6 +73,14 @@ def cmd_check(args) -> int:
             partial_report(e, args, only, ignore, expect)
             raise
     return judge_and_print(facts, args, only, ignore, expect, table=bool(facts.bench.results))
+
+
+def _check_textfile_dir(directory) -> None:
+    """--textfile: a directory that exists, checked before minutes of probing."""
+    import os
+
+    if directory is not None and not os.path.isdir(directory):
+        raise UsageError(f"--textfile {directory}: not a directory")
 
 
 def _warm_up(args) -> None:

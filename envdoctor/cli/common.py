@@ -75,8 +75,8 @@ def positive_seconds(text: str) -> float:
 
 
 def add_output_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("console", "json", "markdown"), default="console",
-                   help="output format (default: console)")
+    p.add_argument("--format", choices=("console", "json", "markdown", "openmetrics"), default="console",
+                   help="output format (default: console; openmetrics: Prometheus metrics, README \"Metrics\")")
     p.add_argument("--fail-on", choices=("error", "warning"), default="error",
                    help="lowest severity that makes the exit code 1 (default: error)")
     p.add_argument("--only", action="append", metavar="GLOBS",
@@ -167,6 +167,10 @@ def render(report, args) -> str:
         from ..report import render_json
 
         return render_json(report, redact=not args.no_redact)
+    if args.format == "openmetrics":
+        from ..report.openmetrics import render_openmetrics
+
+        return render_openmetrics(report, redact=not args.no_redact)
     if args.format == "markdown":
         from ..report import render_markdown
 
@@ -185,6 +189,25 @@ def print_report(report, args, utf8: Optional[bool] = None) -> None:
     text = render(report, args)
     if args.format != "console" or (args.output and args.output != "-"):
         write(text, args.output, utf8=args.format != "console" if utf8 is None else utf8)
+
+
+def add_textfile_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--textfile", metavar="DIR",
+                   help="also write the report as Prometheus metrics to DIR/envdoctor.prom, atomically, for "
+                        "node_exporter's textfile collector (--collector.textfile.directory)")
+
+
+def write_textfile(report, directory: Optional[str]) -> None:
+    """--textfile DIR: the metrics file beside the ordinary output; a directory that cannot take it is a usage
+    error (exit 2), said in one line."""
+    if not directory:
+        return
+    from ..report.openmetrics import write_textfile as write_metrics
+
+    try:
+        write_metrics(report, directory)
+    except OSError as e:
+        raise UsageError(f"--textfile {directory}: {e.strerror or e}") from None
 
 
 def report_exit_code(report, fail_on: str) -> int:

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import sys
 
-from .common import UsageError, data_target, print_report, report_exit_code, signals_deferred, write
+from .common import (
+    UsageError,
+    data_target,
+    print_report,
+    report_exit_code,
+    signals_deferred,
+    write,
+    write_textfile,
+)
 
 
 def bench_options(args, names):
@@ -137,6 +145,7 @@ def judge_and_print(facts, args, only, ignore, expect: bool, table: bool) -> int
     with signals_deferred() as deferred:
         report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
         print_report(report, args)
+        write_textfile(report, getattr(args, "textfile", None))
         if table:
             write_bench_table(report, args)
     return deferred.exit_code(report_exit_code(report, args.fail_on))

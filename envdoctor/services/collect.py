@@ -10,7 +10,7 @@ import shutil
 import threading
 import time
 from dataclasses import field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from .. import __version__
 from ..domain.fastclass import dataclass
@@ -97,6 +97,9 @@ class CollectOptions:
     load_pcie: bool = False
     load_pcie_seconds: float = 1.5
     kernel_log: bool = True  # read Xid events from dmesg / journalctl -k
+    # which facts sections to probe (None: all). A section left out is recorded as skipped with the reason,
+    # never probed: `node-health` reads only what its fast checks judge (services/node_health.py)
+    sections: Optional[FrozenSet[str]] = None
 
 
 def _guard(name: str, func: Callable[[], Any], failed: Callable[[str], Any]) -> Tuple[Any, ProbeRun]:
@@ -211,7 +214,8 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
     env = dict(os.environ if options.env is None else options.env)
     runner = runner or Runner()
     ctx = ProbeContext(runner=runner, fs=SysRoot(options.root), env=env, options=options)
-    probes = [p for p in all_probes() if p.enabled(ctx)]
+    probes = [p for p in all_probes() if p.enabled(ctx)
+              and (options.sections is None or p.section in options.sections)]
     if any(p.section == "driver" and p.merge is None for p in probes):
         from ..probes.nvml import hold_process_lists
 
@@ -247,6 +251,10 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
             runs.append(run)
             if p.section in sections:
                 sections[p.section] = p.merge(sections[p.section], value)
+    for p in all_probes():  # the sections this run was asked not to probe: skipped, with why
+        if p.merge is None and p.section not in sections:
+            sections[p.section] = _not_probed(p)
+            runs.append(ProbeRun(p.name, ProbeStatus.SKIPPED, NOT_PROBED, None))
     bench = Bench()
     if options.load_pcie and interrupted is None:
         drv, run, copies = _load_pcie(sections["driver"], sections["pythons"], options, runner, env)
@@ -271,6 +279,16 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
     if interrupted is not None:
         raise Interrupted(interrupted.signum, facts=facts)
     return facts
+
+
+NOT_PROBED = "not probed in this run (not one of the sections it asked for)"
+
+
+def _not_probed(p: Any) -> Any:
+    """A section this run did not probe: its probe's empty form, marked skipped (pythons: none judged)."""
+    if p.section == "pythons":
+        return []
+    return dataclasses.replace(p.failed(NOT_PROBED), status=ProbeStatus.SKIPPED)
 
 
 def _load_pcie(drv: Driver, pythons: List[PythonEnv], options: CollectOptions, runner: Any,
