@@ -5,7 +5,9 @@ A labelled folder holds ``labels.json`` (a list of rows: ``id``, ``source`` such
 ``labels`` (catalogue categories, or ``HEALTHY``), ``root_cause``, ``fix``, ``confidence``, optionally
 ``tracker``) and one ``<id>.txt`` per row with the pasted text. A row is right when every label is found at
 warning or error severity; a ``HEALTHY`` row is right when no finding is an error. The same rule as
-tests/unit/diagnose/test_reports.py, so that the figure printed here and the test's floor mean the same.
+tests/unit/diagnose/test_reports.py, so that the figure printed here and the test's floor mean the same. A paste
+in which `diagnose` recognises nothing (exit 2 on the command line) has no findings: wrong for a labelled
+cause, right for ``HEALTHY`` (nothing false was said).
 
 Run it on the commit before a change to record the *first-sight* score (the honest measure of how the engine
 generalises to reports nobody described), and after it for the final score. Usage:
@@ -28,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from envdoctor.compat import load_compat  # noqa: E402
-from envdoctor.diagnose import diagnose_report  # noqa: E402
+from envdoctor.diagnose import NothingRecognised, diagnose_report  # noqa: E402
 
 DEFAULT_GLOBS = ("../shared/examples/*/labels.json", "tests/fixtures/pastes/labels.json",
                  "tests/fixtures/corpus/*/labels.json")
@@ -36,7 +38,13 @@ DEFAULT_GLOBS = ("../shared/examples/*/labels.json", "tests/fixtures/pastes/labe
 
 def label_folders(args: List[str]) -> List[Path]:
     if args:
-        return [Path(a) if Path(a).is_dir() else Path(a).parent for a in args]
+        out: List[Path] = []
+        for a in map(Path, args):
+            if a.is_dir() and not (a / "labels.json").exists():
+                out.extend(sorted(p.parent for p in a.glob("*/labels.json")))  # a folder of labelled folders
+            elif a.is_dir() or a.name == "labels.json":
+                out.append(a if a.is_dir() else a.parent)
+        return out
     found: List[Path] = []
     for pattern in DEFAULT_GLOBS:
         found.extend(sorted(p.parent for p in ROOT.glob(pattern)))
@@ -53,8 +61,12 @@ def tracker_of(row: dict) -> str:
 
 
 def judge_row(row: dict, text: str, compat) -> Tuple[bool, List[Tuple[str, str, str]]]:
-    report = diagnose_report([text], compat)
-    got = [(f.category, f.severity, f.code) for f in report.findings]
+    try:
+        report = diagnose_report([text], compat)
+    except NothingRecognised:
+        got: List[Tuple[str, str, str]] = []
+    else:
+        got = [(f.category, f.severity, f.code) for f in report.findings]
     serious = {c for c, s, _ in got if s in ("warning", "error")}
     errors = [c for c, s, _ in got if s == "error"]
     right = all((not errors) if label == "HEALTHY" else label in serious for label in row["labels"])
