@@ -29,7 +29,6 @@ EXTENSION_BUILD = Findings("packages.extension-build", CATEGORY,
                                   "built-for"))
 _CUDART = re.compile(r"^libcudart\.so\.(\d+)")
 _TORCH_LIB = re.compile(r"^lib(?:c10|torch|shm)[A-Za-z0-9_]*\.so$")
-MAX_LISTED = 6
 DETAIL = ("A compiled extension links torch's C++ symbols (c10::, at::, torch::) and one CUDA runtime; built for "
           "another torch, the loader refuses it ('undefined symbol: _ZN3c10...') and the package either fails "
           "to import or, as xformers and torchvision do, imports with its ops missing and falls back or fails at "
@@ -41,33 +40,65 @@ def _name(lib: ExtensionLibrary) -> str:
     return (lib.path or "?").rsplit("/", 1)[-1]
 
 
-def _last_line(text: str) -> str:
-    return text.strip().splitlines()[-1][:240] if text.strip() else text
+def _loader_says(lib: ExtensionLibrary) -> str:
+    """The loader's reason without the file it names first ("/x/_C.so: undefined symbol: ..." -> "undefined ...")."""
+    text = (lib.load_error or "no error text").strip().splitlines()[-1]
+    if lib.path and text.startswith(lib.path + ": "):
+        text = text[len(lib.path) + 2:]
+    return text[:240]
 
 
-def _judge_library(lib: ExtensionLibrary, torch_cuda_major: Optional[int],
-                   torch_cpu: bool) -> List[Tuple[str, str, str]]:
-    """(kind, what it says, evidence field) for every rule one library breaks."""
-    out: List[Tuple[str, str, str]] = []
-    if lib.loaded is False:
-        out.append(("does-not-load", f"{_name(lib)} does not load: {_last_line(lib.load_error or 'no error text')}",
-                    "load_error"))
+# the pre-C++11 std::string mangles as the substitution "Ss" (const std::string&: RKSs); the C++11 one as
+# std::__cxx11::basic_string (https://gcc.gnu.org/onlinedocs/libstdc++/manual/using_dual_abi.html)
+_OLD_ABI_STRING = re.compile(r"(?:RK|PK|R|P|E|I|_)Ss")
+
+
+def _abi_hint(symbols: List[str], cxx11: Optional[bool]) -> str:
+    if cxx11 is True and any(_OLD_ABI_STRING.search(x) and "__cxx11" not in x for x in symbols):
+        return ("; a pre-C++11-ABI build (std::string mangled Ss) next to a torch built with the C++11 ABI "
+                "(_GLIBCXX_USE_CXX11_ABI=1)")
+    if cxx11 is False and any("__cxx11" in x for x in symbols):
+        return "; a C++11-ABI build next to a torch built with the pre-C++11 ABI (_GLIBCXX_USE_CXX11_ABI=0)"
+    return ""
+
+
+def _judge_library(lib: ExtensionLibrary, torch_cuda_major: Optional[int], torch_cpu: bool,
+                   cxx11: Optional[bool]) -> List[Tuple[str, str, List[str]]]:
+    """(kind, what it says, evidence fields) for every rule one library breaks; the text names no file (libraries
+    that say the same are listed together)."""
+    out: List[Tuple[str, str, List[str]]] = []
+    symbols = list(lib.unresolved_symbols or []) + re.findall(r"undefined symbol: (\S+)", lib.load_error or "")
+    hint = _abi_hint(symbols, cxx11)
     works = lib.loaded is True  # the loader's verdict beats what the files predict
-    if not works and lib.unresolved_count:
+    if lib.loaded is False:
+        out.append(("does-not-load", f"do(es) not load: {_loader_says(lib)}" + hint,
+                    ["load_error"] + (["unresolved_symbols"] if lib.unresolved_count else [])))
+        hint = ""
+    elif not works and lib.unresolved_count:
         first = (lib.unresolved_symbols or ["?"])[0]
-        out.append(("unresolved-symbols", f"{_name(lib)} needs {lib.unresolved_count} torch symbol(s) the installed "
-                    f"torch does not define (first: {first})", "unresolved_symbols"))
+        out.append(("unresolved-symbols", f"need(s) {lib.unresolved_count} torch symbol(s) the installed torch does "
+                    f"not define (first: {first})" + hint, ["unresolved_symbols"]))
     shipped = set(lib.symbols_checked_against or [])
     for needed in lib.needed or []:
         if not works and shipped and _TORCH_LIB.match(needed) and needed not in shipped:
             what = " (a CUDA build's library; this torch is a CPU build)" if torch_cpu and "cuda" in needed else ""
-            out.append(("torch-library", f"{_name(lib)} links {needed}, which the installed torch does not ship"
-                        + what, "needed"))
+            out.append(("torch-library", f"link(s) {needed}, which the installed torch does not ship" + what,
+                        ["needed"]))
         m = _CUDART.match(needed)
         if m and torch_cuda_major is not None and int(m.group(1)) != torch_cuda_major:
-            out.append(("cuda-runtime", f"{_name(lib)} links the CUDA {m.group(1)} runtime ({needed}); torch is built "
-                        f"with CUDA {torch_cuda_major}", "needed"))
+            out.append(("cuda-runtime", f"link(s) the CUDA {m.group(1)} runtime ({needed}); torch is built with "
+                        f"CUDA {torch_cuda_major}", ["needed"]))
     return out
+
+
+def _names(libs: List[ExtensionLibrary]) -> str:
+    names = [_name(lib) for lib in libs]
+    return ", ".join(names) if len(names) <= 3 else f"{len(names)} libraries ({names[0]} ... {names[-1]})"
+
+
+def _verb(text: str, n: int) -> str:
+    """ "do(es) not load" for one library or several."""
+    return re.sub(r"\b(\w+)\((\w+)\)", lambda m: m.group(1) + (m.group(2) if n == 1 else ""), text, count=1)
 
 
 def _build_mismatch(build: Optional[ExtensionBuild], tver: str) -> Optional[str]:
@@ -123,7 +154,7 @@ def _judge_env(ctx: CheckContext, i: int, py: PythonEnv) -> List[Finding]:
     out: List[Finding] = []
     for dist in sorted(set(by_dist) | set(builds)):
         libs = by_dist.get(dist, [])
-        broken = [(lib, rule) for lib in libs for rule in _judge_library(lib, cuda_major, torch_cpu)]
+        broken = [(lib, rule) for lib in libs for rule in _judge_library(lib, cuda_major, torch_cpu, t.cxx11_abi)]
         meta = _build_mismatch(builds.get(dist), tver)
         if meta and libs and all(lib.loaded is True for lib in libs) and not broken:
             meta = None  # built for another torch, and still loads: a stable-ABI build (xformers >= 0.0.34)
@@ -134,22 +165,30 @@ def _judge_env(ctx: CheckContext, i: int, py: PythonEnv) -> List[Finding]:
         severity = Severity.WARNING if kind == "built-for" or (
             kind == "cuda-runtime" and all(lib.loaded is True for lib in libs)) else Severity.ERROR
         pkg = py.package(dist) or Package(name=dist, version=(libs[0].version if libs else None) or "")
-        said = list(dict.fromkeys(text for _lib, (_k, text, _f) in broken)) + ([meta] if meta else [])
-        shown = said[:MAX_LISTED] + ([f"and {len(said) - MAX_LISTED} more"] if len(said) > MAX_LISTED else [])
+        # libraries that say the same are one line ("10 libraries (_op0.so ... _op9.so) do not load: ...")
+        same: Dict[str, List[ExtensionLibrary]] = {}
+        for lib, (_k, text, _f) in broken:
+            same.setdefault(text, []).append(lib)
+        said = [f"{_names(group)} " + _verb(text, len(group)) for text, group in same.items()] + (
+            [meta] if meta else [])
+        head = "; ".join(said) if len(said) <= 2 else f"{said[0]} (and {len(said) - 1} more, listed)"
+        # every file named: the lines when there are several, else the libraries a line counted
+        many = list(dict.fromkeys(_name(lib) for group in same.values() for lib in group))
+        items = said if len(said) > 2 else many if len(many) > 3 else []
         evidence = [Evidence(f"pythons[{i}].torch.version", t.version, source="the imported torch" if t.imported
                              else "torch's files")]
-        for lib, (_k, _text, fld) in broken:
-            value = getattr(lib, fld)
-            evidence.append(Evidence(f"pythons[{i}].extensions.libraries[{idx[id(lib)]}].{fld}", value,
-                                     expected="loads next to torch" if fld == "load_error" else None,
-                                     source=lib.path))
+        for lib, (_k, _text, fields) in broken:
+            for fld in fields:
+                evidence.append(Evidence(f"pythons[{i}].extensions.libraries[{idx[id(lib)]}].{fld}",
+                                         getattr(lib, fld), expected="loads next to torch" if fld == "load_error"
+                                         else None, source=lib.path))
         b = builds.get(dist)
         if meta and b is not None:
             evidence.append(Evidence(f"pythons[{i}].extensions.builds.{dist}.torch", b.torch,
                                      expected=f"torch {base_version(tver)}", source=b.file))
         out.append(EXTENSION_BUILD(
             kind, severity, subject=py.executable,
-            summary=f"{dist} {pkg.version} is not built for torch {t.version}: " + "; ".join(shown),
-            detail=DETAIL, evidence=evidence,
+            summary=f"{dist} {pkg.version} is not built for torch {t.version}: {head}",
+            detail=DETAIL, evidence=evidence, items=items,
             fix=extension_fix(ctx.facts, py, pkg, b.torch if b is not None else None)))
     return out

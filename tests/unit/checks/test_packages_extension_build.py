@@ -151,9 +151,9 @@ def test_extension_built_for_another_torch_is_the_whole_finding(tmp_path: Path, 
     (f,) = res.findings
     assert f.code == "packages.extension-build/does-not-load"
     assert f.category == "THIRD_PARTY_EXTENSION_MISMATCH" and f.severity == Severity.ERROR
-    assert f.summary.startswith("xformers 0.0.28.post3 is not built for torch 2.5.1+cu124: _C.so does not load: ")
-    assert f"needs 1 torch symbol(s) the installed torch does not define (first: {OLD})" in f.summary
-    assert "its build metadata (cpp_lib.json) says torch 2.4.1+cu124" in f.summary
+    # the loader's words without the file it names first, and what the build metadata says
+    assert f.summary == (f"xformers 0.0.28.post3 is not built for torch 2.5.1+cu124: _C.so does not load: undefined "
+                         f"symbol: {OLD}; its build metadata (cpp_lib.json) says torch 2.4.1+cu124")
     paths = {e.path: e.value for e in f.evidence}
     assert paths["pythons[0].extensions.libraries[0].unresolved_symbols"] == [OLD]
     assert OLD in paths["pythons[0].extensions.libraries[0].load_error"]
@@ -230,6 +230,22 @@ def test_a_cpu_torch_without_the_cuda_library_and_metadata_alone(compat) -> None
     (w,) = judge_env(_scan_env([ok], meta), compat).findings
     assert (w.code, w.severity) == ("packages.extension-build/built-for", Severity.WARNING)
     assert judge_env(_scan_env([replace(ok, loaded=True)], meta), compat).status == CheckStatus.PASSED
+
+
+def test_libraries_that_say_the_same_are_one_line_naming_every_file(compat) -> None:
+    old_abi = "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs"  # const std::string& of the pre-C++11 ABI
+    libs = [ExtensionLibrary("xformers", "0.0.28.post3", f"/v/xformers/_op{k}.so", needed=["libc10.so"],
+                             torch_symbols=1, unresolved_count=1, unresolved_symbols=[old_abi],
+                             symbols_checked_against=["libc10.so"], loaded=False,
+                             load_error=f"/v/xformers/_op{k}.so: undefined symbol: {old_abi}") for k in range(10)]
+    env = _scan_env(libs)
+    env = replace(env, torch=replace(env.torch, cxx11_abi=True))
+    (f,) = judge_env(env, compat).findings
+    assert f.summary == (f"xformers 0.0.28.post3 is not built for torch 2.5.1+cu124: 10 libraries (_op0.so ... "
+                         f"_op9.so) do not load: undefined symbol: {old_abi}; a pre-C++11-ABI build (std::string "
+                         "mangled Ss) next to a torch built with the C++11 ABI (_GLIBCXX_USE_CXX11_ABI=1)")
+    assert f.items == [f"_op{k}.so" for k in range(10)]
+    assert len([e for e in f.evidence if e.path.endswith(".load_error")]) == 10
 
 
 def test_skipped_without_link_facts(compat) -> None:
