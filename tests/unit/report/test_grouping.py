@@ -10,7 +10,15 @@ from dataclasses import replace
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.facts import LibraryCopy, Package, TorchBuildFiles
+from envdoctor.facts import (
+    Driver,
+    ExtensionLibrary,
+    ExtensionScan,
+    LibraryCopy,
+    Package,
+    ProbeStatus,
+    TorchBuildFiles,
+)
 from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
 from envdoctor.report.console import render_console
 from envdoctor.report.json_report import render_json
@@ -127,3 +135,26 @@ def test_one_check_findings_with_one_fix_are_one_finding_and_different_fixes_sta
     (g,) = grouped
     assert g.items == ["file 0", "file 1", "file 2"] and g.summary == "file 0 (and 2 more with the same fix, listed)"
     assert len(report.findings) == 2
+
+
+def test_ten_extension_libraries_built_for_another_torch_are_one_finding_under_60_lines(compat) -> None:
+    old_abi = "_ZN3c106detail14torchCheckFailEPKcS2_jRKSs"
+    site = "/opt/venv/lib/python3.11/site-packages"
+    libs = [ExtensionLibrary("fused-ops", "1.2.0", f"{site}/fused_ops/_op{k}.so", fatbins=0, sass=[], ptx=[],
+                             needed=["libc10.so", "libstdc++.so.6"], torch_symbols=1, unresolved_count=1,
+                             unresolved_symbols=[old_abi], symbols_checked_against=["libc10.so", "libtorch_cpu.so"],
+                             loaded=False, load_error=f"{site}/fused_ops/_op{k}.so: undefined symbol: {old_abi}")
+            for k in range(10)]
+    env = machines.torch_env("2.13.0+cpu", None, [], packages=[Package("fused-ops", "1.2.0", requires=["torch"])],
+                             available=False, cxx11_abi=True, imported=True)
+    cpu_box = Driver(status=ProbeStatus.ABSENT, reason="NVML library (libnvidia-ml.so.1) not found")
+    f = machines.facts(cpu_box, [replace(env, extensions=ExtensionScan(libraries=libs))])
+    report = judge(f, compat)
+    (one,) = [x for x in report.findings if x.category == "THIRD_PARTY_EXTENSION_MISMATCH"]
+    assert one.items == [f"_op{k}.so" for k in range(10)]
+    text = render_console(report, color=False, width=80)
+    assert len(text.splitlines()) < 60, text
+    assert text.count("packages.extension-build/") == 1 and all(f"_op{k}.so" in text for k in range(10))
+    data = json.loads(render_json(report))
+    (jf,) = [x for x in data["findings"] if x["code"] == one.code]
+    assert {e["source"] for e in jf["evidence"] if e["path"].endswith(".load_error")} == {lib.path for lib in libs}
