@@ -140,33 +140,127 @@ def links_torch(rec: Dict[str, Any]) -> bool:
                                                  for n in rec.get("needed") or [])
 
 
-def load_extensions(scan: Optional[Dict[str, Any]], budget_s: float = LOAD_BUDGET_S,
-                    max_loads: int = MAX_LOADS, on_load: Optional[Callable[[str], None]] = None) -> None:
-    """Load each extension library that links torch, in this process where torch is imported, as
-    torch.ops.load_library does (ctypes.CDLL: dlopen with RTLD_NOW, so every symbol must resolve now), and record
-    ``loaded`` and the exact ``load_error``. Python's module initialisation is not run: only the loader's verdict.
-    Libraries beyond the budget are marked with ``load_skipped``."""
-    if not scan:
-        return
+def _load_one(path: str) -> Dict[str, Any]:
     import ctypes
 
-    t0 = time.monotonic()
-    done = 0
-    for rec in scan.get("libraries") or []:
-        if rec.get("skipped") or not rec.get("path") or not links_torch(rec):
-            continue
-        if done >= max_loads or time.monotonic() - t0 > budget_s:
-            rec["load_skipped"] = f"load budget spent ({done} libraries loaded in {time.monotonic() - t0:.1f} s)"
-            continue
-        done += 1
-        if on_load is not None:
-            on_load(rec["path"])
+    try:
+        ctypes.CDLL(path)
+        return {"loaded": True}
+    except OSError as e:
+        return {"loaded": False, "load_error": _short(str(e))}
+    except Exception as e:  # a static initialiser that throws through dlopen: the same verdict
+        return {"loaded": False, "load_error": _exc_text(e)}
+
+
+def _signal_name(status: int) -> Optional[str]:
+    if not os.WIFSIGNALED(status):
+        return None
+    import signal
+
+    try:
+        return signal.Signals(os.WTERMSIG(status)).name
+    except ValueError:
+        return f"signal {os.WTERMSIG(status)}"
+
+
+def load_extensions(scan: Optional[Dict[str, Any]], budget_s: float = LOAD_BUDGET_S,
+                    max_loads: int = MAX_LOADS, on_load: Optional[Callable[[str], None]] = None) -> None:
+    """Load each extension library that links torch next to the imported torch, as torch.ops.load_library does
+    (ctypes.CDLL: dlopen with RTLD_NOW, so every symbol must resolve now), and record ``loaded`` and the exact
+    ``load_error``. Python's module initialisation is not run: only the loader's verdict.
+
+    The loads run in a forked child of this process (torch already imported there): a static initialiser that
+    aborts (a C++ exception through dlopen) or hangs costs the child, not the payload, and is itself the verdict
+    on that library. Where there is no fork (Windows) they run here. Libraries beyond ``max_loads`` or the
+    ``budget_s`` are marked with ``load_skipped``."""
+    if not scan:
+        return
+    todo = [rec for rec in scan.get("libraries") or []
+            if not rec.get("skipped") and rec.get("path") and links_torch(rec)]
+    for rec in todo[max_loads:]:
+        rec["load_skipped"] = f"load budget spent ({max_loads} libraries loaded)"
+    todo = todo[:max_loads]
+    if not todo:
+        return
+    if not hasattr(os, "fork"):
+        t0 = time.monotonic()
+        for rec in todo:
+            if time.monotonic() - t0 > budget_s:
+                rec["load_skipped"] = f"load budget spent ({budget_s:g} s)"
+                continue
+            if on_load is not None:
+                on_load(rec["path"])
+            rec.update(_load_one(rec["path"]))
+        return
+    _load_forked(todo, budget_s, on_load)
+
+
+def _load_forked(todo: List[Dict[str, Any]], budget_s: float, on_load: Optional[Callable[[str], None]]) -> None:
+    import select
+    import signal
+
+    r, w = os.pipe()
+    try:
+        pid = os.fork()
+    except OSError as e:
+        os.close(r)
+        os.close(w)
+        for rec in todo:
+            rec["load_skipped"] = "could not fork a process to load it in: " + _exc_text(e)
+        return
+    if pid == 0:  # the child: one line when a load starts, one with its verdict; never the parent's exit handlers
         try:
-            ctypes.CDLL(rec["path"])
-            rec["loaded"] = True
-        except OSError as e:
+            os.close(r)
+            for k, rec in enumerate(todo):
+                os.write(w, (json.dumps({"k": k}) + "\n").encode("utf-8"))
+                os.write(w, (json.dumps(dict(_load_one(rec["path"]), k=k)) + "\n").encode("utf-8"))
+        finally:
+            os._exit(0)
+    os.close(w)
+    deadline = time.monotonic() + budget_s
+    started: Optional[int] = None
+    buf = b""
+    timed_out = False
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([r], [], [], left)[0]:
+                timed_out = True
+                break
+            chunk = os.read(r, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                msg = json.loads(line.decode("utf-8"))
+                k = msg.pop("k")
+                if msg:
+                    todo[k].update(msg)
+                    started = None
+                else:
+                    started = k
+                    if on_load is not None:
+                        on_load(todo[k]["path"])
+    finally:
+        os.close(r)
+    if timed_out:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    try:
+        _pid, status = os.waitpid(pid, 0)
+    except OSError:
+        status = 0
+    died = _signal_name(status) if not timed_out else None
+    for k, rec in enumerate(todo):
+        if "loaded" in rec:
+            continue
+        if k == started and died:
             rec["loaded"] = False
-            rec["load_error"] = _short(str(e))
-        except Exception as e:  # a static initialiser that throws through dlopen: the same verdict
-            rec["loaded"] = False
-            rec["load_error"] = _exc_text(e)
+            rec["load_error"] = f"loading it killed the process ({died})"
+        elif k == started and timed_out:
+            rec["load_skipped"] = f"still loading after {budget_s:g} s (stopped)"
+        else:
+            rec["load_skipped"] = f"load budget spent ({budget_s:g} s)" if timed_out else "not loaded (the loader stopped)"

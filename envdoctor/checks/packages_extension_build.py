@@ -79,6 +79,10 @@ def _judge_library(lib: ExtensionLibrary, torch_cuda_major: Optional[int], torch
         out.append(("unresolved-symbols", f"need(s) {lib.unresolved_count} torch symbol(s) the installed torch does "
                     f"not define (first: {first})" + hint, ["unresolved_symbols"]))
     shipped = set(lib.symbols_checked_against or [])
+    # a library that links nothing of torch is loaded by its package's own choice (bitsandbytes ships one per CUDA
+    # major, libbitsandbytes_cuda118.so ... _cuda124.so, and picks the one of torch's CUDA at run time)
+    if not lib.torch_symbols and not any(_TORCH_LIB.match(n) for n in lib.needed or []):
+        return out
     for needed in lib.needed or []:
         if not works and shipped and _TORCH_LIB.match(needed) and needed not in shipped:
             what = " (a CUDA build's library; this torch is a CPU build)" if torch_cpu and "cuda" in needed else ""

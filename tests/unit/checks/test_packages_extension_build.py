@@ -140,6 +140,34 @@ def test_payload_reports_links_symbols_build_metadata_and_the_load_error(tmp_pat
     assert lib2.loaded is None and lib2.unresolved_count == 1
 
 
+@needs_gcc
+def test_a_library_that_aborts_or_hangs_when_loaded_costs_the_forked_loader_not_the_payload(tmp_path: Path) -> None:
+    if not hasattr(os, "fork"):
+        pytest.skip("no fork here: the loads run in the payload's own process")
+    ok = _cc(tmp_path / "ok.so", "int ok(void) { return 1; }\n")
+    aborts = _cc(tmp_path / "aborts.so", "#include <stdlib.h>\n__attribute__((constructor)) static void boom(void) "
+                 "{ abort(); }\n")
+    hangs = _cc(tmp_path / "hangs.so", "#include <unistd.h>\n__attribute__((constructor)) static void wait(void) "
+                "{ sleep(60); }\n")
+    def load(paths, budget_s):  # in a plain interpreter, as the payload runs (not under pytest's faulthandler)
+        recs = [{"path": str(p), "torch_symbols": 1} for p in paths]
+        code = (f"import json, sys; sys.path.insert(0, {str(PAYLOAD.parent)!r}); from _payload import extension_build "
+                f"as e; recs = {recs!r}; e.load_extensions({{'libraries': recs}}, budget_s={budget_s}); "
+                "print(json.dumps(recs))")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+        return json.loads(out.stdout)
+
+    recs = load((ok, aborts, ok, hangs, ok), 3.0)
+    assert recs[0]["loaded"] is True
+    assert recs[1] == dict(recs[1], loaded=False, load_error="loading it killed the process (SIGABRT)")
+    assert "loaded" not in recs[2] and recs[2]["load_skipped"] == "not loaded (the loader stopped)"
+    # what follows the library that killed the loader is not tried again (the payload's deadline is the budget)
+    more = load((ok, hangs, ok), 2.0)
+    assert more[0]["loaded"] is True and more[1]["load_skipped"] == "still loading after 2 s (stopped)"
+    assert more[2]["load_skipped"] == "load budget spent (2 s)"
+    assert "loaded" not in recs[3] and "loaded" not in more[1]
+
+
 # --------------------------------------------------------------------------- the check on those boxes
 
 
@@ -209,6 +237,10 @@ def test_cuda_runtime_of_another_major(tmp_path: Path, compat) -> None:
     # it loads (a libcudart.so.11.0 is there), so a warning: two CUDA runtimes in one process
     assert (f.code, f.severity) == ("packages.extension-build/cuda-runtime", Severity.WARNING)
     assert "links the CUDA 11 runtime (libcudart.so.11.0); torch is built with CUDA 12" in f.summary
+    # a library that links nothing of torch is its package's choice at run time (bitsandbytes: one per CUDA major)
+    bnb = ExtensionLibrary("bitsandbytes", "0.45.0", "/v/bitsandbytes/libbitsandbytes_cuda118.so",
+                           needed=["libcudart.so.11.0", "libc.so.6"], torch_symbols=0)
+    assert judge_env(_scan_env([bnb]), compat).status == CheckStatus.PASSED
 
 
 def _scan_env(libs: List[ExtensionLibrary], builds: Optional[List[ExtensionBuild]] = None, torch_cuda="12.4"):
