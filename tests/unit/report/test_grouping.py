@@ -22,6 +22,7 @@ from envdoctor.facts import (
 from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
 from envdoctor.report.console import render_console
 from envdoctor.report.json_report import render_json
+from envdoctor.report.markdown import render_markdown
 from envdoctor.services.collect import judge
 from tests import machines
 
@@ -97,6 +98,8 @@ def test_the_console_of_ten_broken_files_stays_under_60_lines(compat) -> None:
     listed = text[text.index("Affects (10): "):text.index("A library directory")]
     assert all(listed.count(file) == 1 for _, file, *_ in FAMILIES)  # every file listed, once
     assert text.count("libraries.shadowing/") == 1
+    md = render_markdown(judge(ten_shadowed(), compat))
+    assert all(f"- {file}" in md for _, file, *_ in FAMILIES)  # Markdown: one list item per file
 
 
 def _check(cid: str, *findings: Finding) -> CheckResult:
