@@ -310,6 +310,28 @@ class ExtensionLibrary:
     partial: Optional[List[str]] = None  # of those, the ones fewer than half of its fat binaries carry
     fatbins: Optional[int] = None  # 0: no .nv_fatbin section, no CUDA kernels
     skipped: Optional[str] = None  # why it was not read (a budget, not an ELF file, a read error)
+    # what the binary says it was built for (None: not read, an older payload or snapshot)
+    needed: Optional[List[str]] = None  # DT_NEEDED: ["libc10.so", "libtorch_cpu.so", "libcudart.so.12"]
+    torch_symbols: Optional[int] = None  # undefined dynamic symbols in torch's C++ namespaces (c10::, at::, torch::)
+    unresolved_count: Optional[int] = None  # of those, how many the installed torch's libraries do not define
+    unresolved_symbols: Optional[List[str]] = None  # the first of them, mangled: ["_ZN3c106detail14torchCheckFailE..."]
+    symbols_checked_against: Optional[List[str]] = None  # the torch libraries read: ["libc10.so", "libtorch_cpu.so"]
+    loaded: Optional[bool] = None  # loaded next to the imported torch (ctypes.CDLL, as torch.ops.load_library); None: not tried
+    load_error: Optional[str] = None  # the loader's exact error when it did not load
+    load_skipped: Optional[str] = None  # why it was not loaded (the load budget)
+
+
+@dataclass(frozen=True)
+class ExtensionBuild:
+    """The build metadata an extension ships (xformers/cpp_lib.json, deepspeed's git_version_info_installed.py)."""
+
+    distribution: str
+    file: Optional[str] = None
+    torch: Optional[str] = None  # the torch it was built against: "2.10.0+cu128"
+    cuda: Optional[str] = None  # as the file writes it: "1208" (xformers) or "12.1" (deepspeed)
+    hip: Optional[str] = None
+    python: Optional[str] = None
+    error: Optional[str] = None  # the file could not be read
 
 
 @dataclass(frozen=True)
@@ -317,6 +339,8 @@ class ExtensionScan:
     """What the inspect payload read of the extensions' libraries, within its budgets."""
 
     libraries: List[ExtensionLibrary] = field(default_factory=list)
+    builds: Optional[List[ExtensionBuild]] = None  # None: not read (older facts)
+    symbols_unresolved_reason: Optional[str] = None  # why torch's symbols could not be resolved, when they were not
     truncated: Optional[str] = None  # the budget that stopped the reading, when one did
     read_libraries: Optional[int] = None
     read_mb: Optional[float] = None

@@ -67,8 +67,15 @@ class Finding:
     # the note relates to (a script filtering on CPU_STARVED must not see "no GPU to judge the ratio")
     about: Optional[str] = None
     # the code of the root-cause finding this one follows from (set by the Report from
-    # catalogue.CAUSES); a consequence is listed under its root and not counted as a problem of its own
+    # catalogue.CAUSES, or because its fix is part of the other's); a consequence is listed under its root and
+    # not counted as a problem of its own
     caused_by: Optional[str] = None
+    # findings of one cause are one finding (group_by_cause): ``cause`` is what a check says they share (the
+    # headline of the group: "LD_LIBRARY_PATH entry /opt/cuda/lib64 shadows torch's CUDA libraries"), ``item``
+    # what this one adds to it (a file); a grouped finding lists its members' items in ``items``
+    cause: Optional[str] = None
+    item: Optional[str] = None
+    items: List[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         from .catalogue import NEUTRAL_CATEGORIES, NOTE
@@ -113,7 +120,7 @@ class MachineReport:
     checks: List[CheckResult] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "checks", settle_statuses(link_causes(self.checks)))
+        object.__setattr__(self, "checks", settle_statuses(link_causes(group_by_cause(self.checks))))
 
     @property
     def findings(self) -> List[Finding]:
@@ -145,9 +152,9 @@ class Report:
     machines: List[MachineReport] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        # one place links consequences to their root cause and settles which checks passed, whoever built the
-        # report (live, --facts, diagnose)
-        object.__setattr__(self, "checks", settle_statuses(link_causes(self.checks)))
+        # one place groups the findings of one cause, links consequences to their root cause and settles which
+        # checks passed, whoever built the report (live, --facts, diagnose)
+        object.__setattr__(self, "checks", settle_statuses(link_causes(group_by_cause(self.checks))))
 
     @property
     def judged(self) -> bool:
@@ -287,6 +294,82 @@ def _same_subject(root: Finding, consequence: Finding) -> bool:
     return all(a[k] & b[k] for k in a.keys() & b.keys())
 
 
+def _cause_key(check_id: str, f: Finding) -> Optional[tuple]:
+    """What makes findings one cause: the same check, category and interpreters, and either the cause the check
+    names or the same fix (its commands, else its summary). None: not grouped (a note, or nothing to key on)."""
+    if f.severity == Severity.INFO or f.caused_by is not None:
+        return None
+    subjects = tuple(sorted((k, tuple(sorted(v))) for k, v in _subjects(f).items()))
+    if f.cause:
+        return (check_id, f.category, subjects, "cause", f.cause)
+    if f.fix is None or not (f.fix.commands or f.fix.summary):
+        return None
+    return (check_id, f.category, subjects, "fix", tuple(f.fix.commands) or f.fix.summary)
+
+
+def merge_findings(members: List[Finding]) -> Finding:
+    """One finding for several of one cause: the worst member's code, detail and fix (with any command another
+    member adds), its summary the cause the check named (else the first summary and how many more), every
+    member's item listed and every member's evidence kept (the JSON names every file)."""
+    members = sorted(members, key=lambda f: _RANK.get(f.severity, 3))  # stable: check order within a severity
+    head = members[0]
+    items = [i for f in members for i in (f.items or [f.item or f.summary])]
+    summary = (f"{head.cause} ({len(items)})" if head.cause else
+               f"{head.summary} (and {len(items) - 1} more with the same fix, listed)")
+    commands = list(dict.fromkeys(c for f in members if f.fix for c in f.fix.commands))
+    fix = dataclasses.replace(head.fix, commands=commands) if head.fix is not None else None
+    evidence = list(dict.fromkeys(e for f in members for e in f.evidence))
+    return dataclasses.replace(head, summary=summary, evidence=evidence, fix=fix, items=items, item=None)
+
+
+def group_by_cause(checks: List[CheckResult]) -> List[CheckResult]:
+    """Each check's findings of one cause (``_cause_key``) as one finding listing them (``merge_findings``): ten
+    CUDA libraries shadowed through one LD_LIBRARY_PATH entry are one problem with one fix, not ten copies.
+    Idempotent: a grouped finding is alone with its key (a report read back from JSON groups to itself)."""
+    out = []
+    for c in checks:
+        groups: Dict[Any, List[Finding]] = {}
+        order: List[Any] = []
+        for n, f in enumerate(c.findings):
+            key = _cause_key(c.id, f)
+            key = key if key is not None else ("alone", n)
+            if key not in groups:
+                groups[key] = []
+                order.append(key)
+            groups[key].append(f)
+        if len(order) == len(c.findings):
+            out.append(c)
+            continue
+        out.append(dataclasses.replace(c, findings=[groups[k][0] if len(groups[k]) == 1 else merge_findings(groups[k])
+                                                    for k in order]))
+    return out
+
+
+def _fix_covers(root: Finding, f: Finding, root_first: bool) -> bool:
+    """Does running ``root``'s fix run all of ``f``'s (its commands a subset of the root's): then ``f`` does not
+    survive the root's fix and is its consequence. Equal fixes: the first in check order is the root."""
+    if root.fix is None or f.fix is None or not f.fix.commands:
+        return False
+    mine, theirs = set(f.fix.commands), set(root.fix.commands)
+    if not mine <= theirs or _RANK.get(f.severity, 3) < _RANK.get(root.severity, 3):
+        return False
+    return mine != theirs or root_first
+
+
+def _pointing_fix(root: Finding, f: Finding) -> Optional[Fix]:
+    """A consequence's fix points at its cause: fixing the root first is what to do. Its own commands are kept
+    (the console shows none under the root; a script reading the JSON sees them after the pointer), so that a
+    report read back links the same way."""
+    if f.fix is None or f.fix.summary.startswith(POINTER):
+        return f.fix
+    what = root.fix.summary if root.fix is not None else root.summary
+    return Fix(f"{POINTER}{root.code}: fix that first ({what[0].lower() + what[1:]}); if this remains, then: "
+               f"{f.fix.summary}", list(f.fix.commands), f.fix.url)
+
+
+POINTER = "Follows from "
+
+
 def link_causes(checks: List[CheckResult]) -> List[CheckResult]:
     """Set ``caused_by`` on every finding that follows from another one (catalogue.CAUSES).
 
@@ -301,11 +384,35 @@ def link_causes(checks: List[CheckResult]) -> List[CheckResult]:
             for ci, c in enumerate(checks) for fi, f in enumerate(c.findings)]
     serious = [f for _, _, f in flat if f.severity != Severity.INFO]
 
+    rank = {id(f): n for n, f in enumerate(serious)}
+    up: Dict[int, Finding] = {}  # a finding's parent: CAUSES first, then a fix that runs its fix
+    for f in serious:
+        r = next((r for r in serious if r is not f and f.category in CAUSES.get(r.category, ())
+                  and _same_subject(r, f)), None)
+        if r is not None:
+            up[id(f)] = r
+
+    def reaches(node: Optional[Finding], target: Finding) -> bool:
+        seen = set()
+        while node is not None and id(node) not in seen:
+            if node is target:
+                return True
+            seen.add(id(node))
+            node = up.get(id(node))
+        return False
+
+    for f in serious:
+        if id(f) in up:
+            continue
+        # a finding whose fix another's fix runs (a warning its own fix would not outlive), unless that one
+        # already follows from it (no cycle: the root of a CAUSES link stays the root)
+        r = next((r for r in serious if r is not f and _same_subject(r, f)
+                  and _fix_covers(r, f, rank[id(r)] < rank[id(f)]) and not reaches(r, f)), None)
+        if r is not None:
+            up[id(f)] = r
+
     def parent(f: Finding) -> Optional[Finding]:
-        for r in serious:
-            if r is not f and f.category in CAUSES.get(r.category, ()) and _same_subject(r, f):
-                return r
-        return None
+        return up.get(id(f))
 
     def top_of(node: Optional[Finding], seen: set) -> Optional[Finding]:
         top = None
@@ -315,7 +422,7 @@ def link_causes(checks: List[CheckResult]) -> List[CheckResult]:
             node = parent(node)
         return top
 
-    roots: Dict[int, Optional[str]] = {}
+    roots: Dict[int, Optional[Finding]] = {}
     for _, _, f in flat:
         if f.severity != Severity.INFO:
             top = top_of(parent(f), {id(f)})
@@ -326,10 +433,12 @@ def link_causes(checks: List[CheckResult]) -> List[CheckResult]:
             near = next((r for r in serious if f.about and _same_subject(r, f) and
                          f.about in CAUSES.get(r.category, ())), None)
             top = top_of(parent(near), {id(near)}) or near if near is not None else None
-        roots[id(f)] = top.code if top is not None else None
+        roots[id(f)] = top
     out_findings: Dict[int, List[Finding]] = {}
     for ci, _fi, f in flat:
-        out_findings.setdefault(ci, []).append(dataclasses.replace(f, caused_by=roots.get(id(f))))
+        root = roots.get(id(f))
+        linked = f if root is None else dataclasses.replace(f, caused_by=root.code, fix=_pointing_fix(root, f))
+        out_findings.setdefault(ci, []).append(linked)
     return [dataclasses.replace(c, findings=out_findings.get(ci, [])) for ci, c in enumerate(checks)]
 
 

@@ -1,5 +1,5 @@
-"""ELF and CUDA fat binaries read by hand (no ldd, no cuobjdump): DT_NEEDED, SONAME, RPATH, the section table, and
-the GPU architectures compiled into a .nv_fatbin section."""
+"""ELF and CUDA fat binaries read by hand (no ldd, no cuobjdump): DT_NEEDED, SONAME, RPATH, the section table, the
+dynamic symbols an object needs or defines, and the GPU architectures compiled into a .nv_fatbin section."""
 
 import struct
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
@@ -238,3 +238,82 @@ def arch_list_from_fatbin(scan: Dict[str, Any]) -> Tuple[Optional[List[str]], Li
     # sm_ entries before compute_ entries of the same arch, as torch orders them
     return [name for _a, name in sorted(main, key=lambda x: (x[0], x[1].startswith("compute")))], \
         [name for _a, name in sorted(partial)]
+
+
+SHN_UNDEF = 0
+STB_GLOBAL, STB_WEAK = 1, 2
+MAX_SYMBOL_BYTES = 256 << 20  # libtorch_cpu.so's .dynstr is tens of MB; nothing real is near this
+
+
+def _dynsym(path: str) -> Optional[Tuple[bytes, List[Tuple[int, int, int]]]]:
+    """(the .dynstr bytes, (name offset, binding, section index) per .dynsym entry) of an ELF file; None when it is
+    not a readable ELF file or has no dynamic symbol table. Reference: System V gABI, "Symbol Table" (Elf32_Sym:
+    name, value, size, info, other, shndx; Elf64_Sym: name, info, other, shndx, value, size)."""
+    info = elf_read(path, sections=True)
+    if info is None:
+        return None
+    sections = info.get("sections") or {}
+    sym, strs = sections.get(".dynsym"), sections.get(".dynstr")
+    if sym is None or strs is None or sym[1] > MAX_SYMBOL_BYTES or strs[1] > MAX_SYMBOL_BYTES:
+        return None
+    try:
+        with open(path, "rb") as f:
+            ident = f.read(16)
+            is64, end = ident[4] == 2, "<" if ident[5] == 1 else ">"
+            f.seek(strs[0])
+            strings = f.read(strs[1])
+            f.seek(sym[0])
+            table = f.read(sym[1])
+    except OSError:
+        return None
+    fmt = end + ("IBBHQQ" if is64 else "IIIBBH")
+    size = struct.calcsize(fmt)
+    table = table[: len(table) - len(table) % size]
+    entries = []
+    for fields in struct.iter_unpack(fmt, table):
+        if is64:
+            name, st_info, _other, shndx = fields[:4]
+        else:
+            name, st_info, shndx = fields[0], fields[3], fields[5]
+        entries.append((name, st_info >> 4, shndx))
+    return strings, entries
+
+
+def _name_at(strings: bytes, off: int) -> Optional[bytes]:
+    stop = strings.find(b"\0", off)
+    return strings[off:stop] if 0 < off < len(strings) and stop > off else None
+
+
+def elf_undefined_symbols(path: str, pattern: Any) -> Optional[List[str]]:
+    """The undefined (global, not weak) dynamic symbols of an ELF file whose names match ``pattern`` (a bytes regex), sorted; None
+    when the file has no readable dynamic symbol table."""
+    got = _dynsym(path)
+    if got is None:
+        return None
+    strings, entries = got
+    out = set()
+    for off, bind, shndx in entries:
+        if shndx != SHN_UNDEF or bind != STB_GLOBAL:  # a weak undefined symbol may stay unresolved (it reads 0)
+            continue
+        name = _name_at(strings, off)
+        if name is not None and pattern.match(name):
+            out.add(name.decode("ascii", "replace"))
+    return sorted(out)
+
+
+def elf_defined_symbols(path: str, pattern: Any) -> Optional[List[str]]:
+    """The global or weak dynamic symbols an ELF file defines (what the loader resolves another object's undefined
+    symbol to) whose names match ``pattern``; None when the file has no readable dynamic symbol table.
+    libtorch_cpu.so defines some hundred thousand: one pass over its table, each name read where it starts."""
+    got = _dynsym(path)
+    if got is None:
+        return None
+    strings, entries = got
+    out = []
+    for off, bind, shndx in entries:
+        if shndx == SHN_UNDEF or bind not in (STB_GLOBAL, STB_WEAK):
+            continue
+        name = _name_at(strings, off)
+        if name is not None and pattern.match(name):
+            out.append(name.decode("ascii", "replace"))
+    return out

@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .common import State, _exc_text, _guard, _start_watchdog, pci_key
 from .dists import _read_version_py, collect_packages, shared_library_files
+from .extension_build import load_extensions
 from .libraries import library_candidates, loaded_libraries
 from .torch_files import extension_archs, module_origin, torch_build_files, torch_dir
 from .torch_state import inspect_torch
@@ -72,7 +73,7 @@ def read_files(state: State, errors: List[str], owners: Dict[str, Tuple[str, str
     out["torch_build"] = _guard(errors, "reading torch's build files",
                                 lambda: torch_build_files(location, out["packages"])) if location else None
     stage[0] = "reading the GPU architectures of torch's CUDA extensions"
-    out["extensions"] = _guard(errors, "extension architectures", extension_archs)
+    out["extensions"] = _guard(errors, "extension architectures", lambda: extension_archs(torch_location=location))
     stage[0] = "looking for CUDA libraries outside torch's wheels"
     out["library_candidates"] = _guard(errors, "library candidates",
                                        lambda: library_candidates(env, prefixes, owners))
@@ -105,6 +106,8 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
                         help="before initialising CUDA, wait until stdin is closed (envdoctor's NVML gate)")
     parser.add_argument("--overlap", action="store_true",
                         help="import torch while a second thread reads the files")
+    parser.add_argument("--no-extension-load", action="store_true",
+                        help="do not load torch extensions' libraries after importing torch")
     parser.add_argument("--no-fork", action="store_true",
                         help="read the files in this process, not in a forked child while torch imports")
     opts = parser.parse_args(argv)
@@ -166,6 +169,18 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
         result["loaded_libraries"] = libs or []
         if err:
             errors.append(err)
+        if not result["torch"].get("import_error") and not opts.no_extension_load:
+            # after the libraries torch loaded are read (an extension may map another CUDA runtime): each
+            # extension's library loaded next to this torch; a hang here is the deadline's, named by the stage
+            state.stage = "loading torch extensions' libraries"
+            state.checkpoint()
+
+            def loading(path: str) -> None:
+                state.stage = "loading the torch extension " + path
+
+            _guard(errors, "loading extension libraries",
+                   lambda: load_extensions(result.get("extensions"), on_load=loading))
+            state.stage = None
     else:
         result["loaded_libraries"] = []
     return result

@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .common import _exc_text, normalize_name
 from .dists import _CUDART, _is_compiled, _iter_distributions, _read_version_py
 from .elf import arch_list_from_fatbin, elf_read, fatbin_archs
+from .extension_build import library_links, read_build_info, resolve_torch_symbols
 from .libraries import lib_family
 
 TORCH_NATIVE_LIBS = ("libtorch_cuda.so", "libtorch_hip.so")
@@ -254,9 +255,11 @@ def extension_library_archs(path: str) -> Dict[str, Any]:
 
 def extension_archs(
     max_libraries: int = EXTENSION_MAX_LIBRARIES, max_mb: int = EXTENSION_MAX_MB,
-    budget_s: float = EXTENSION_TIME_BUDGET_S,
+    budget_s: float = EXTENSION_TIME_BUDGET_S, torch_location: Optional[str] = None,
 ) -> Dict[str, Any]:
-    """The GPU architectures compiled into the CUDA extensions of torch that are installed here.
+    """The GPU architectures compiled into the CUDA extensions of torch that are installed here, and what each
+    was built for (extension_build: its build metadata, DT_NEEDED, the torch symbols it needs that the torch at
+    ``torch_location`` does not define).
 
     Every distribution that requires torch (or is a known extension: EXTENSION_NAMES) has its compiled files
     read, headers and section tables only, within ``max_libraries`` files, ``max_mb`` MB of them and
@@ -265,6 +268,7 @@ def extension_archs(
     t0 = time.monotonic()
     dists = _torch_dependents()
     libraries: List[Dict[str, Any]] = []
+    builds: List[Dict[str, Any]] = []
     seen = set()
     done = 0
     total = 0
@@ -280,6 +284,9 @@ def extension_archs(
             continue
         if not d["location"]:
             continue
+        build = read_build_info(key, d["location"])
+        if build is not None:
+            builds.append(build)
         for rel in _extension_files(d["files"]):
             path = os.path.normpath(os.path.join(d["location"], rel))
             rec: Dict[str, Any] = {"distribution": key, "version": d["version"], "path": path}
@@ -303,7 +310,11 @@ def extension_archs(
             total += size
             try:
                 rec.update(extension_library_archs(path))
+                if "skipped" not in rec:
+                    rec.update(library_links(path))
             except Exception as e:  # a damaged file: say so, read the next
                 rec["skipped"] = f"reading it: {_exc_text(e)}"
-    return {"libraries": libraries, "truncated": truncated, "read_libraries": done,
+    unresolved_why = resolve_torch_symbols(libraries, torch_location)
+    return {"libraries": libraries, "truncated": truncated, "read_libraries": done, "builds": builds,
+            "symbols_unresolved_reason": unresolved_why,
             "read_mb": round(total / (1024 * 1024), 1), "read_seconds": round(time.monotonic() - t0, 3)}

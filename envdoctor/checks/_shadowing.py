@@ -220,6 +220,12 @@ def shadow_finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
     else:
         hit = _ld_hit(py, lib.path)
         where = f"LD_LIBRARY_PATH entry {hit}" if hit else f"the {lib.origin or 'system'} library path"
+        folder = hit or (lib.path or "").rsplit("/", 1)[0] or "?"
+        # one cause for every library found there: one finding listing them (findings.group_by_cause)
+        cause = (f"torch {'loaded' if s.how == 'loaded' else 'would load'} CUDA libraries from {where}"
+                 + ("" if hit else f" ({folder})") + " instead of its own wheels' copies")
+        base = (lib.path or lib.name).rsplit("/", 1)[-1]  # the folder is the cause's; the wheel's copy: -v
+        item = base if lib.version and lib.version in base else f"{base} ({lib.version or 'version unknown'})"
         summary = (f"torch {'loaded' if s.how == 'loaded' else 'would load'} {name} from {lib.path} ({version}), "
                    f"found through {where}, instead of {wheel}")
         detail = ("A library directory earlier on LD_LIBRARY_PATH (or in the system linker path) wins over "
@@ -228,18 +234,21 @@ def shadow_finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
         if hit:
             ev.insert(0, Evidence(f"pythons[{i}].env.LD_LIBRARY_PATH", (py.env or {}).get("LD_LIBRARY_PATH")))
             cmds.append(drop_path_entry(None, "LD_LIBRARY_PATH", (py.env or {}).get("LD_LIBRARY_PATH") or "", hit))
-            fix_summary = f"Remove {hit} from LD_LIBRARY_PATH so torch loads its own {name}"
+            fix_summary = f"Remove {hit} from LD_LIBRARY_PATH so torch loads the CUDA libraries its wheels ship"
         else:
-            fix_summary = f"Take {lib.path} out of the library path (or match its version to the wheel's)"
+            fix_summary = (f"Take the CUDA libraries in {folder} out of the loader's path (the ld.so.conf entry "
+                           "that names it, then `sudo ldconfig`), or match their versions to the wheels'")
     if s.explains_import_error:
         summary += ": `import torch` fails on it"
     severity = Severity.ERROR if (s.explains_import_error or differs) else Severity.WARNING
+    grouped = {"cause": cause, "item": item} if s.how in ("loaded", "search-path") else {}
     return SHADOWING(
         s.family, severity,
         summary=summary,
         detail=detail,
         evidence=ev,
         fix=Fix(fix_summary, cmds),
+        **grouped,
     )
 
 

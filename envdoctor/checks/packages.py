@@ -17,6 +17,7 @@ from ..domain.versions import base_version, major_minor, mm_str, parse_version
 from ..facts import Package, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
+from ..remedies.extensions import extension_fix
 from ..remedies.torch_plan import COMPANIONS, pair_pins, target_variant
 from ._extension_arch import ArchTarget, judge_extensions
 from ._shadowing import or_origin_fix
@@ -264,10 +265,8 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
                         "another torch they fail to import with 'undefined symbol' errors (or fall back to "
                         "slow paths)."),
                 evidence=evidence,
-                fix=Fix(f"Reinstall {pkg.name} for torch {tver}: a wheel built for it, or a source build "
-                        "against the installed torch",
-                        [pip_install(ctx.facts, py, [pkg.name], force=True, no_deps=True,
-                                     no_build_isolation=True)]),
+                # never a plain reinstall: the newest wheel may be built for yet another torch
+                fix=extension_fix(ctx.facts, py, pkg),
             ))
     # on a live machine, the extensions' kernels against the GPUs present (assert and preflight judge the
     # declared target GPUs in requirements.extensions-gpus instead)

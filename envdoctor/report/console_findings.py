@@ -16,6 +16,15 @@ from .summary import SEVERITY_SYMBOLS, FindingView
 
 COMMAND_INDENT = 6  # columns before a fix command
 MAX_EVIDENCE = 2  # evidence lines of a problem shown without -v
+MAX_ITEMS = 12  # members of a grouped finding listed without -v
+
+
+def item_text(items: List[str], verbose: bool) -> str:
+    """The members of a grouped finding as one paragraph ("Affects (10): libcudnn.so.9 (9.0.0); ..."); without -v
+    at most MAX_ITEMS, the rest counted (the JSON lists them all)."""
+    shown = items if verbose or len(items) <= MAX_ITEMS else items[:MAX_ITEMS - 1]
+    more = f"; and {len(items) - len(shown)} more (-v lists them)" if len(shown) < len(items) else ""
+    return f"Affects ({len(items)}): " + "; ".join(shown) + more
 
 
 def _evidence_lines(view: FindingView) -> List[Text]:
@@ -68,6 +77,8 @@ def finding_renderables(view: FindingView, verbose: bool, width: int, show_subje
         meta += f" · in {finding.subject}"
     brief = not verbose and finding.severity == Severity.INFO  # a note: its detail and fix under -v
     out.append((Padding(Text(meta, style="dim"), (0, 0, 0, 2)), False))
+    if finding.items:  # one finding of one cause: what it covers (files), wrapped as one paragraph
+        out.append((Padding(Text(item_text(finding.items, verbose)), (0, 0, 0, 2)), False))
     if brief:
         return out
     if finding.detail:
@@ -81,7 +92,8 @@ def finding_renderables(view: FindingView, verbose: bool, width: int, show_subje
                 out.append((Text(line, style="cyan"), True))
         if finding.fix.url:
             out.append((Padding(Text(f"More: {finding.fix.url}"), (0, 0, 0, 2)), False))
-    if (verbose if evidence is None else evidence) and finding.evidence:
+    # a grouped finding's items say what its evidence says, once per member: the evidence under -v
+    if (verbose if evidence is None else evidence and not finding.items) and finding.evidence:
         lines = _evidence_lines(view)
         shown = lines if verbose else lines[:MAX_EVIDENCE]
         out.append((Padding(Text("Evidence:", style="bold"), (0, 0, 0, 2)), False))

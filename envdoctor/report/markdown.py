@@ -108,6 +108,9 @@ def render_markdown(report: Report, redact: bool = True) -> str:
                        + (f" · in {cell(_code_span(f.subject))}" if f.subject and several_pythons(report.facts)
                           else ""))
             out.append("")
+            if f.items:  # one finding of one cause: every member (file) it covers
+                out.extend(f"- {md_text(i)}" for i in f.items)
+                out.append("")
             if f.detail:
                 out.append(md_text(f.detail))
                 out.append("")

@@ -84,3 +84,17 @@ def test_library_versions_as_envdoctors_own_reader_reads_them(tmp_path: Path, na
     path = tmp_path / name
     path.write_bytes(b"\x7fELF" + text)
     assert libraries.library_version(str(path), family)[0] == cudnn.library_file_version(str(path), family)[0]
+
+
+TORCH_LIBRARY_NAMES = ["libc10.so", "libc10_cuda.so", "libtorch.so", "libtorch_cpu.so", "libtorch_cuda.so",
+                       "libtorch_python.so", "libshm.so", "libtorch_global_deps.so", "libc10.so.1", "libcudart.so.12",
+                       "libtorchvision.so", "libc.so.6", "libstdc++.so.6", "libtorch-x.so"]
+
+
+@pytest.mark.parametrize("name", TORCH_LIBRARY_NAMES)
+def test_torch_library_names_as_the_extension_check_reads_them(name: str) -> None:
+    # the payload loads (and resolves against) the libraries the check calls torch's own in an extension's DT_NEEDED
+    from envdoctor._payload import extension_build
+    from envdoctor.checks import packages_extension_build
+
+    assert bool(extension_build.TORCH_LIBRARY.match(name)) == bool(packages_extension_build._TORCH_LIB.match(name))
