@@ -228,21 +228,15 @@ def _live(args: Any, cmd: List[str]):
 
         if not psutil.pid_exists(args.pid):
             raise WatchUsageError(f"--pid {args.pid}: no such process")
-    steps_dir = watch_dir()
-    made_dir = False
-    try:
-        os.makedirs(steps_dir, mode=0o700)
-        made_dir = True
-    except FileExistsError:
-        pass
-    except OSError:
-        steps_dir = ""
+    steps_dir, made_dir, steps_why = steps_directory(watch_dir(), launching=bool(cmd))
     env = dict(os.environ)
     if steps_dir:
         env["ENVDOCTOR_WATCH_DIR"] = steps_dir
     child = _launch(cmd, env) if cmd else None
     root = child.pid if child else args.pid
     unseen = Unseen()
+    if steps_why:
+        unseen.add(steps_why)
     stop = {"why": None}
     previous = {}
 
@@ -308,11 +302,10 @@ def _live(args: Any, cmd: List[str]):
     steps = read_reports(steps_dir, tree.pids_seen) if steps_dir else []
     if steps_dir:
         for pid in tree.pids_seen:
-            for suffix in ("", ".tmp"):
-                try:
-                    os.remove(os.path.join(steps_dir, f"steps-{pid}.json{suffix}"))
-                except OSError:
-                    pass
+            try:
+                os.remove(os.path.join(steps_dir, f"steps-{pid}.json"))
+            except OSError:
+                pass
         if made_dir:
             try:
                 os.rmdir(steps_dir)
@@ -344,6 +337,37 @@ def _live(args: Any, cmd: List[str]):
     if stopped_by_duration and child is not None:
         exit_code = EXIT_OK  # we stopped it: its exit code says nothing about the run
     return facts, exit_code
+
+
+def steps_directory(path: str, launching: bool) -> tuple[str, bool, str]:
+    """Where the step timer's reports meet the watch: (directory, whether this watch made it, why not).
+
+    The default path lies in a world-writable /tmp, so another user could make it first, or plant a link there.
+    It is used only when this watch makes it (mode 0700) or finds it safe (envdoctor.watch.timer.safe_dir: a real
+    directory of this user's that nobody else may write). Otherwise a launched command gets a fresh private
+    directory through ENVDOCTOR_WATCH_DIR; a --pid process, started before the watch, can only be told the default
+    path, so its timer is not read and the recording says why."""
+    import tempfile
+
+    from .timer import safe_dir
+
+    try:
+        os.mkdir(path, 0o700)
+        return path, True, ""
+    except FileExistsError:
+        if safe_dir(path):
+            return path, False, ""
+    except OSError as e:
+        if not launching:
+            return "", False, f"the step timer's directory {path} cannot be made ({e.strerror}): its reports unread"
+    if launching:
+        try:
+            return tempfile.mkdtemp(prefix="envdoctor-watch-"), True, ""
+        except OSError as e:
+            return "", False, f"no private directory for the step timer ({e.strerror}): its reports unread"
+    return "", False, (f"the step timer's directory {path} is not this user's private directory (a link, another "
+                       "owner, or writable by others): its reports are not read; remove it, or set "
+                       "ENVDOCTOR_WATCH_DIR to a private directory for both the training process and the watch")
 
 
 def _alive(pid: int) -> bool:
