@@ -266,6 +266,7 @@ def _live(args: Any, cmd: List[str]):
     deadline = t0 + args.duration if args.duration else None
     stopped_by_duration = False
     cpu_available, cpu_how = cpus_available(root)
+    last_verdict = t0
     try:
         while True:
             tick = time.monotonic()
@@ -276,6 +277,10 @@ def _live(args: Any, cmd: List[str]):
             if procs is not None:
                 sample["procs"] = procs
             rec.add(sample)
+            if live.enabled and tick - last_verdict >= VERDICT_EVERY_S and tick - t0 >= VERDICT_AFTER_S:
+                last_verdict = tick
+                live.set_verdict(_verdict_so_far(rec.samples, interval, steps_dir, tree.pids_seen, t0_epoch,
+                                                 cpu_available))
             live.update(sample)
             if child is not None and child.poll() is not None:
                 break
@@ -337,6 +342,28 @@ def _live(args: Any, cmd: List[str]):
     if stopped_by_duration and child is not None:
         exit_code = EXIT_OK  # we stopped it: its exit code says nothing about the run
     return facts, exit_code
+
+
+VERDICT_AFTER_S = 5.0  # the live view states a verdict once this much was seen
+VERDICT_EVERY_S = 5.0  # and renews it this often (the judge over the samples so far: milliseconds)
+
+
+def _verdict_so_far(samples, interval, steps_dir, pids, t0_epoch, cpu_available) -> str | None:
+    """The watch checks' verdict on what was recorded so far, in one phrase, for the live view; None on any
+    failure (the live view never stops the recording)."""
+    try:
+        from ..domain.recording import summarize
+        from ..facts import Facts, ProbeStatus, Watch
+        from ..services.collect import judge
+        from .display import headline
+        from .timer import read_reports
+
+        steps = read_reports(steps_dir, pids) if steps_dir else []
+        w = Watch(status=ProbeStatus.OK, source="live", interval_s=interval, samples=list(samples),
+                  summary=summarize(list(samples), interval, steps, t0_epoch), cpu_available=cpu_available)
+        return headline(judge(Facts(watch=w), only=["watch.*"]))
+    except Exception:  # noqa: BLE001 - a live hint only: the final verdict is judged after the run
+        return None
 
 
 def steps_directory(path: str, launching: bool) -> tuple[str, bool, str]:
