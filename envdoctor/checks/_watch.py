@@ -84,6 +84,23 @@ def storage_busy(a: Analysis) -> Optional[Tuple[str, List[Evidence]]]:
     return None
 
 
+WORKERS_BLOCKED = 0.5  # the loader workers' observed time in uninterruptible I/O (state D) at or above: storage
+
+
+def workers_blocked(a: Analysis) -> Optional[Tuple[str, List[Evidence]]]:
+    """The loader workers spend most of their time blocked in reads (state D), whatever the disk's own counters
+    say (a virtual disk's %util and await are unreliable, and an NFS or FUSE mount has no block device)."""
+    p = a.procs
+    share = p.get("worker_disk_sleep_share") if p else None
+    if not p or not p.get("workers_max") or share is None or share < WORKERS_BLOCKED:
+        return None
+    reads = "; ".join(f"disk {n} reads {d['read_mbps_p90']:g} MB/s (p90)" for n, d in a.disks.items()
+                      if d.get("read_mbps_p90"))
+    return (f"the {p['workers_max']} loader workers are blocked in reads {100 * share:.0f}% of the time"
+            + (f" ({reads})" if reads else ""),
+            [Evidence("watch.summary.processes.worker_disk_sleep_share", share, f"< {WORKERS_BLOCKED:g}")])
+
+
 def tree_input_verdict(a: Analysis, w: Watch) -> Optional[Tuple[str, str, List[Evidence]]]:
     """Without a step timer or GPU samples: what the process tree says about the input, as (kind, text,
     evidence), kind "storage", "cpu" or "compute"; None when it says nothing. Workers blocked in reads (state D)
@@ -94,6 +111,9 @@ def tree_input_verdict(a: Analysis, w: Watch) -> Optional[Tuple[str, str, List[E
         return None
     dsleep = p.get("worker_disk_sleep_share")
     wcpu, main = p.get("worker_cpu_pct_p50"), p.get("main_cpu_pct_p50")
+    blocked = workers_blocked(a)
+    if blocked:
+        return "storage", blocked[0], blocked[1]
     disk = storage_busy(a)
     if disk and ((dsleep is not None and dsleep >= 0.3) or (wcpu is not None and wcpu < 50)):
         text, ev = disk

@@ -40,6 +40,7 @@ from ._watch import (
     tree_cpus,
     tree_input_verdict,
     unseen_text,
+    workers_blocked,
     working,
 )
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
@@ -66,7 +67,7 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
     wait = step_wait(w)
     gs = working(a)
     notseen = unseen_text(w)
-    storage = storage_busy(a)
+    storage = storage_busy(a) or workers_blocked(a)
     cpu = cpu_saturated(a, w)
     wait_ev = [Evidence("watch.summary.data_wait_fraction", wait, f"< {WAIT_INPUT:g}")] if wait is not None else []
     if not gs:

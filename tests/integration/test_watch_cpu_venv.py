@@ -20,7 +20,8 @@ warnings.simplefilter("ignore")
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-READ = os.environ.get("READ")  # a file read with O_DIRECT, 256 KiB at random offsets: the page cache never helps
+READ = os.environ.get("READ")  # a file read with O_DIRECT, 8 MiB at random offsets: the page cache never helps
+CHUNK = 8 << 20
 
 class DS(Dataset):
     def __len__(self):
@@ -32,9 +33,9 @@ class DS(Dataset):
             import mmap, random
             if not hasattr(self, "fd"):
                 self.fd = os.open(READ, os.O_RDONLY | os.O_DIRECT)
-                self.buf = mmap.mmap(-1, 256 * 1024)
-                self.blocks = os.fstat(self.fd).st_size // (256 * 1024)
-            os.preadv(self.fd, [self.buf], random.randrange(self.blocks) * 256 * 1024)
+                self.buf = mmap.mmap(-1, CHUNK)
+                self.blocks = os.fstat(self.fd).st_size // CHUNK
+            os.preadv(self.fd, [self.buf], random.randrange(self.blocks) * CHUNK)
         return torch.randn(32), torch.randint(0, 4, ())
 
 WORKERS, SLEEP, TIMED = int(os.environ["WORKERS"]), float(os.environ["SLEEP"]), os.environ["TIMED"] == "1"
