@@ -369,15 +369,21 @@ def _verdict_so_far(samples, interval, steps_dir, pids, t0_epoch, cpu_available)
 def steps_directory(path: str, launching: bool) -> tuple[str, bool, str]:
     """Where the step timer's reports meet the watch: (directory, whether this watch made it, why not).
 
-    The default path lies in a world-writable /tmp, so another user could make it first, or plant a link there.
-    It is used only when this watch makes it (mode 0700) or finds it safe (envdoctor.watch.timer.safe_dir: a real
-    directory of this user's that nobody else may write). Otherwise a launched command gets a fresh private
-    directory through ENVDOCTOR_WATCH_DIR; a --pid process, started before the watch, can only be told the default
-    path, so its timer is not read and the recording says why."""
+    A launched command always gets a fresh private directory of its own (tempfile.mkdtemp, mode 0700) through
+    ENVDOCTOR_WATCH_DIR: two watches at once never share one, so one finishing cannot remove the other's. A --pid
+    process was started before the watch and can only know the default path, which lies in a world-writable
+    /tmp: it is used only when this watch makes it or finds it safe (envdoctor.watch.timer.safe_dir: a real
+    directory of this user's that nobody else may write); otherwise its timer is not read and the recording
+    says why."""
     import tempfile
 
     from .timer import safe_dir
 
+    if launching:
+        try:
+            return tempfile.mkdtemp(prefix="envdoctor-watch-"), True, ""
+        except OSError as e:
+            return "", False, f"no private directory for the step timer ({e.strerror}): its reports unread"
     try:
         os.mkdir(path, 0o700)
         return path, True, ""
@@ -385,13 +391,7 @@ def steps_directory(path: str, launching: bool) -> tuple[str, bool, str]:
         if safe_dir(path):
             return path, False, ""
     except OSError as e:
-        if not launching:
-            return "", False, f"the step timer's directory {path} cannot be made ({e.strerror}): its reports unread"
-    if launching:
-        try:
-            return tempfile.mkdtemp(prefix="envdoctor-watch-"), True, ""
-        except OSError as e:
-            return "", False, f"no private directory for the step timer ({e.strerror}): its reports unread"
+        return "", False, f"the step timer's directory {path} cannot be made ({e.strerror}): its reports unread"
     return "", False, (f"the step timer's directory {path} is not this user's private directory (a link, another "
                        "owner, or writable by others): its reports are not read; remove it, or set "
                        "ENVDOCTOR_WATCH_DIR to a private directory for both the training process and the watch")

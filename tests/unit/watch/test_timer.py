@@ -111,14 +111,18 @@ def test_a_planted_link_at_the_report_name_is_replaced_not_followed(tmp_path: Pa
     assert sorted(p.name for p in d.iterdir()) == ["steps-1.json"]
 
 
-def test_watch_makes_a_private_directory_when_the_default_is_not_safe(tmp_path: Path) -> None:
-    planted = tmp_path / "envdoctor-watch-0"
-    planted.mkdir()
-    planted.chmod(0o777)
-    path, made, why = steps_directory(str(planted), launching=True)
-    assert path != str(planted) and made and not why and timer.safe_dir(path)
-    os.rmdir(path)
-    path, made, why = steps_directory(str(planted), launching=False)  # --pid: only the default path is known
+def test_a_launched_command_gets_its_own_directory_and_pid_mode_only_a_safe_default(tmp_path: Path) -> None:
+    default = tmp_path / "envdoctor-watch-0"
+    default.mkdir(mode=0o700)
+    first, made1, _ = steps_directory(str(default), launching=True)
+    second, made2, _ = steps_directory(str(default), launching=True)
+    assert made1 and made2 and len({first, second, str(default)}) == 3  # two watches never share one
+    assert timer.safe_dir(first) and timer.safe_dir(second)
+    os.rmdir(first)
+    os.rmdir(second)
+    assert steps_directory(str(default), launching=False) == (str(default), False, "")  # --pid: the safe default
+    default.chmod(0o777)
+    path, made, why = steps_directory(str(default), launching=False)
     assert path == "" and not made and "not this user's private directory" in why
     fresh = tmp_path / "fresh"
     path, made, why = steps_directory(str(fresh), launching=False)
