@@ -115,14 +115,60 @@ def timer_cost(n: int, rounds: int = 5) -> None:
           f"{1e6 * (w - b) / n:.2f} us added per step (ratio {w / b:.1f}x of an empty loop body)")
 
 
+def epochs_cost(steps: int, epoch_counts: list, watch: bool) -> None:
+    """The timer's cost per step when the same total of steps is split into more and more epochs, each one
+    re-wrapping the loader in timed() (as `for epoch ...: for batch in timed(loader)` does), against the bare
+    loop over the same epochs, in this run. Flat across the epoch counts is the goal: a cost that grows with
+    the number of epochs is a cost that grows with the run."""
+    import shutil
+    import tempfile
+
+    from envdoctor.watch import timer
+
+    d = tempfile.mkdtemp(prefix="envdoctor-bench-") if watch else "/nonexistent-envdoctor-bench"
+    os.environ["ENVDOCTOR_WATCH_DIR"] = d
+    timer._REPORTER = None
+    print(f"step timer over {steps} steps split into epochs ({'a watch directory present' if watch else 'no watch'}):")
+    base = None
+    for epochs in epoch_counts:
+        loader = list(range(max(1, steps // epochs)))
+        bare, timed = [], []
+        for _ in range(3):
+            t = time.perf_counter()
+            for _e in range(epochs):
+                for _x in loader:
+                    pass
+            bare.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            for _e in range(epochs):
+                for _x in timer.timed(loader, name="bench"):
+                    pass
+            timed.append(time.perf_counter() - t)
+        n = epochs * len(loader)
+        added = 1e6 * (min(timed) - min(bare)) / n
+        base = base if base is not None else added
+        print(f"  {epochs:>6} epochs of {len(loader):>6} steps: {added:6.2f} us added per step "
+              f"({added / base if base else float('nan'):.2f}x the 1-epoch figure)")
+        timer._reporter().loops.clear()
+        getattr(timer._reporter(), "by_key", {}).clear()  # (older timers kept no such map)
+    if watch:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--interval", type=float, default=0.5)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--steps", type=int, default=200000)
+    ap.add_argument("--epochs", type=lambda t: [int(x) for x in t.split(",")], default=None, metavar="N,N,...",
+                    help="only the timer across epoch counts (e.g. 1,100,3125), with and without a watch directory")
     a = ap.parse_args()
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    if a.epochs:
+        epochs_cost(a.steps, a.epochs, watch=False)
+        epochs_cost(a.steps, a.epochs, watch=True)
+        return 0
     sampler_cost(a.seconds, a.interval, a.workers)
     timer_cost(a.steps)
     return 0

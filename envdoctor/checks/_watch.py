@@ -84,6 +84,76 @@ def storage_busy(a: Analysis) -> Optional[Tuple[str, List[Evidence]]]:
     return None
 
 
+WORKERS_BLOCKED = 0.5  # the loader workers' observed time in uninterruptible I/O (state D) at or above: storage
+
+
+def workers_blocked(a: Analysis) -> Optional[Tuple[str, List[Evidence]]]:
+    """The loader workers spend most of their time blocked in reads (state D), whatever the disk's own counters
+    say (a virtual disk's %util and await are unreliable, and an NFS or FUSE mount has no block device)."""
+    p = a.procs
+    share = p.get("worker_disk_sleep_share") if p else None
+    if not p or not p.get("workers_max") or share is None or share < WORKERS_BLOCKED:
+        return None
+    reads = "; ".join(f"disk {n} reads {d['read_mbps_p90']:g} MB/s (p90)" for n, d in a.disks.items()
+                      if d.get("read_mbps_p90"))
+    return (f"the {p['workers_max']} loader workers are blocked in reads {100 * share:.0f}% of the time"
+            + (f" ({reads})" if reads else ""),
+            [Evidence("watch.summary.processes.worker_disk_sleep_share", share, f"< {WORKERS_BLOCKED:g}")])
+
+
+def tree_input_verdict(a: Analysis, w: Watch) -> Optional[Tuple[str, str, List[Evidence]]]:
+    """Without a step timer or GPU samples: what the process tree says about the input, as (kind, text,
+    evidence), kind "storage", "cpu" or "compute"; None when it says nothing. Workers blocked in reads (state D)
+    beside a busy disk are storage-bound; workers pegged at a core each are CPU-bound; a training process pegged
+    while its workers idle is its own step's limit (the input keeps up)."""
+    p = a.procs
+    if not p or not p.get("workers_max"):
+        return None
+    dsleep = p.get("worker_disk_sleep_share")
+    wcpu, main = p.get("worker_cpu_pct_p50"), p.get("main_cpu_pct_p50")
+    blocked = workers_blocked(a)
+    if blocked:
+        return "storage", blocked[0], blocked[1]
+    disk = storage_busy(a)
+    if disk and ((dsleep is not None and dsleep >= 0.3) or (wcpu is not None and wcpu < 50)):
+        text, ev = disk
+        why = (f"the {p['workers_max']} loader workers are blocked in reads {100 * dsleep:.0f}% of the time"
+               if dsleep is not None and dsleep >= 0.3 else
+               f"the {p['workers_max']} loader workers use only {wcpu:g}% of a core each (p50)")
+        return "storage", f"{why}; {text}", ev + [Evidence("watch.summary.processes.worker_disk_sleep_share",
+                                                          dsleep, "< 0.3")]
+    if wcpu is not None and wcpu >= CORE_SATURATED:
+        return "cpu", (f"the {p['workers_max']} loader workers each use {wcpu:g}% of a core (p50)"), \
+            [Evidence("watch.summary.processes.worker_cpu_pct_p50", wcpu, f"< {CORE_SATURATED:g}")]
+    if main is not None and main >= CORE_SATURATED and (wcpu is None or wcpu < 30) and not disk:
+        return "compute", (f"the training process uses {main:g}% of a core (p50) while its "
+                           f"{p['workers_max']} workers idle ({wcpu or 0:g}% each)"), \
+            [Evidence("watch.summary.processes.main_cpu_pct_p50", main),
+             Evidence("watch.summary.processes.worker_cpu_pct_p50", wcpu, "< 30")]
+    return None
+
+
+def oversubscription(a: Analysis, w: Watch) -> Optional[Tuple[float, float, List[Evidence]]]:
+    """(runnable threads p50, CPUs, evidence) when threads queue for the cores the run may use while the CPUs are
+    saturated and the watched processes are what fills them; None otherwise or without the run queue."""
+    rq = (a.host.get("run_queue") or {}).get("p50")
+    busy = (a.host.get("cpu_busy_pct") or {}).get("p50")
+    cpus = w.cpu_available
+    if rq is None or not cpus or busy is None or busy < CPU_SATURATED:
+        return None
+    tree = tree_cpus(a, w)
+    if tree is not None and tree < 0.8 * cpus:
+        return None  # another tenant's threads, not this run's
+    if rq < 1.5 * cpus:
+        return None
+    ev = [Evidence("watch.summary.host.run_queue.p50", rq, f"<= {1.5 * cpus:g} (1.5 x the {cpus:g} CPUs)"),
+          Evidence("watch.summary.host.cpu_busy_pct.p50", busy)]
+    th = a.procs.get("threads_p50") if a.procs else None
+    if th is not None:
+        ev.append(Evidence("watch.summary.processes.threads_p50", th))
+    return rq, cpus, ev
+
+
 def tree_cpus(a: Analysis, w: Watch) -> Optional[float]:
     """CPUs the watched processes used (p50 of their summed CPU %, in CPUs), when the tree was read."""
     vals = [float(s["procs"]["cpu_pct"]) for s in w.samples[1:]
@@ -125,8 +195,10 @@ def loader_line(w: Watch, a: Analysis, gpu: bool, latency: bool = False) -> str:
     cpus = w.cpu_available
     procs = f"{ranks} training process{'es' if ranks > 1 else ''}"
     if cpus and latency:
-        n = max(2, min(16, int(2 * cpus // ranks)))
-        size = f"   # {cpus:g} CPUs / {procs}: the loads wait rather than compute, so two workers per core"
+        # the loads wait rather than compute, so every core may run a worker (the training process waits too);
+        # never more workers than cores: on a small box that only adds switching
+        n = max(1, min(16, int(cpus // ranks)))
+        size = f"   # {cpus:g} CPUs / {procs}: the loads wait rather than compute, one worker per core"
     elif cpus:
         n = max(1, min(16, int(cpus // ranks) - 1))
         size = f"   # {cpus:g} CPUs available / {procs}, one core each kept"

@@ -22,6 +22,7 @@ from ..facts import Watch
 from ..findings import Evidence, Finding, Fix
 from ._watch import (
     BOUND_P50,
+    CORE_SATURATED,
     CPU_SATURATED,
     DIPS_MAX,
     WAIT_INPUT,
@@ -37,7 +38,9 @@ from ._watch import (
     step_wait,
     storage_busy,
     tree_cpus,
+    tree_input_verdict,
     unseen_text,
+    workers_blocked,
     working,
 )
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
@@ -64,11 +67,14 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
     wait = step_wait(w)
     gs = working(a)
     notseen = unseen_text(w)
-    storage = storage_busy(a)
+    storage = storage_busy(a) or workers_blocked(a)
     cpu = cpu_saturated(a, w)
     wait_ev = [Evidence("watch.summary.data_wait_fraction", wait, f"< {WAIT_INPUT:g}")] if wait is not None else []
     if not gs:
         if wait is None:
+            tree = tree_input_verdict(a, w)
+            if tree is not None:
+                return [_tree_verdict(w, a, tree, notseen)]
             raise SkipCheck(f"{no_gpu_reason(w)}, and no step timer (timed(loader)) reported: whether the run "
                             "waits for its input cannot be told")
         if wait >= WAIT_INPUT:
@@ -184,6 +190,30 @@ def _input(w: Watch, a: Analysis, wait: Optional[float], storage, cpu, ev: List[
                 commands=[loader_line(w, a, gpu=gpu, latency=True)]))
 
 
+def _tree_verdict(w: Watch, a: Analysis, tree, notseen: Optional[str]) -> Finding:
+    """The verdict read from the process tree alone (no step timer, no GPU samples): medium confidence at best."""
+    kind, text, ev = tree
+    detail = ("Read from the watched process tree (the workers' states and CPU use) and the host's disk counters; "
+              "wrap the loader in timed() for the share of each step spent waiting. " + (notseen or ""))
+    conf = "low" if a.steady_count < 5 else "medium"
+    if kind == "storage":
+        return BOTTLENECK.warning(
+            "storage", f"Input-bound on storage: {text}", category="INPUT_STORAGE_BOUND", evidence=ev,
+            confidence=conf, detail=detail,
+            fix=Fix("Copy the data set to local NVMe (or pack it into large shards read sequentially: WebDataset, "
+                    "TFRecord) so reads stop waiting on the disk", commands=local_copy(w)))
+    if kind == "cpu":
+        return BOTTLENECK.warning(
+            "cpu", f"Input-bound on the CPU: {text}", category="INPUT_CPU_BOUND", evidence=ev, confidence=conf,
+            detail="Decoding and augmentation run on the CPU; when the workers are saturated the step waits. "
+                   + detail,
+            fix=Fix("Use every core you have for loading (and lighter or GPU-side augmentation if that is not "
+                    "enough)", commands=[loader_line(w, a, gpu=False)]))
+    return BOTTLENECK.info(
+        "input-keeps-up", f"The input keeps up: {text}; the step itself is the limit", evidence=ev,
+        confidence=conf, detail=detail, category="INPUT_BOUND")
+
+
 def _comm_wait(w: Watch, gs: List[GpuStats]) -> Optional[float]:
     """Share of steady samples where a working GPU shows >= 80 % utilisation at under half its p90 power
     (median over GPUs); None without power readings or with one GPU."""
@@ -226,6 +256,17 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
                         "too short to say whether a DataLoader runs without workers")
     gs = working(a)
     main = p.get("main_cpu_pct_p50")
+    # a warning only where loading in the main process costs this run something: its steps wait for their batch
+    # (the step timer), or, without one, the GPUs are underused while the training process is pegged
+    if wait is not None and wait < WAIT_INPUT:
+        return []  # the input keeps up: num_workers=0 is not what limits this run
+    if wait is None:
+        if not gs:
+            raise SkipCheck(f"no worker process, but whether the steps wait for their batch cannot be told: "
+                            f"{no_gpu_reason(w)} and no step timer (wrap the loader in timed())")
+        gpu_p50 = pct([g.util_p50 for g in gs if g.util_p50 is not None], 0.5) or 0.0
+        if gpu_p50 >= BOUND_P50 or main is None or main < CORE_SATURATED:
+            return []  # the GPUs are kept busy, or the training process is not the one loading flat out
     ev = [Evidence("watch.summary.dataloader_workers", 0, ">= 1"),
           Evidence("watch.summary.processes.main_cpu_pct_p50", main)]
     ctxt = []
@@ -252,29 +293,3 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
                + (unseen_text(w) or ""),
         fix=Fix("Load in worker processes", commands=[loader_line(
             w, a, gpu=bool(gs), latency=wait is not None and wait >= WAIT_INPUT and not cpu_saturated(a, w))]))]
-
-
-
-
-SHM = Findings("watch.shm", "SHM_TOO_SMALL", kinds=("nearly-full",))
-
-
-@check(SHM, "/dev/shm has room for the loader's batches during the run")
-def shm(ctx: CheckContext) -> List[Finding]:
-    w = recording(ctx)
-    a = analysis_of(w)
-    total = w.summary.get("shm_total_bytes") if isinstance(w.summary, dict) else None
-    used = (a.host.get("shm_used_bytes") or {}).get("max")
-    if not isinstance(total, (int, float)) or not total or used is None:
-        raise SkipCheck("/dev/shm use during the run unknown (a replay, or /dev/shm not readable)")
-    share = used / total
-    if share < 0.9:
-        return []
-    gib = 2**30
-    return [SHM.warning(
-        "nearly-full", f"/dev/shm reached {used / gib:.2f} of {total / gib:.2f} GiB ({100 * share:.0f}%) during the run",
-        evidence=[Evidence("watch.summary.host.shm_used_bytes.max", used, f"< {0.9 * total:.0f}")],
-        confidence="high",
-        detail="DataLoader workers hand batches to the training process through shared memory; when it fills they "
-               "die with 'bus error' or 'unable to write to file </torch_...>'. Docker's default is 64 MB.",
-        fix=Fix("Give the container more shared memory", commands=["docker run --shm-size=16g ...   # or --ipc=host"]))]

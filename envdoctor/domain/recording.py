@@ -312,6 +312,14 @@ def _proc_stats(samples: List[Dict[str, Any]]) -> Dict[str, Any]:
     wk = [float(x) for p in ps[1:] for x in (p.get("worker_cpu_pct") or []) if _num(x) is not None]
     if wk:
         out["worker_cpu_pct_p50"] = pct(wk, 0.5)
+    ws = [p.get("worker_states") for p in ps[1:] if isinstance(p.get("worker_states"), dict)]
+    seen = sum(int(n) for w in ws for n in w.values() if isinstance(n, int))
+    if seen:
+        # the share of worker observations blocked in the kernel on I/O (state D, psutil's "disk-sleep")
+        out["worker_disk_sleep_share"] = round(sum(int(w.get("disk-sleep") or 0) for w in ws) / seen, 3)
+    th = [int(p["threads"]) for p in ps[1:] if isinstance(p.get("threads"), int)]
+    if th:
+        out["threads_p50"] = pct([float(t) for t in th], 0.5)
     rss = [int(p["rss_bytes"]) for p in ps if isinstance(p.get("rss_bytes"), int)]
     if rss:
         out["rss_bytes_max"] = max(rss)

@@ -228,21 +228,15 @@ def _live(args: Any, cmd: List[str]):
 
         if not psutil.pid_exists(args.pid):
             raise WatchUsageError(f"--pid {args.pid}: no such process")
-    steps_dir = watch_dir()
-    made_dir = False
-    try:
-        os.makedirs(steps_dir, mode=0o700)
-        made_dir = True
-    except FileExistsError:
-        pass
-    except OSError:
-        steps_dir = ""
+    steps_dir, made_dir, steps_why = steps_directory(watch_dir(), launching=bool(cmd))
     env = dict(os.environ)
     if steps_dir:
         env["ENVDOCTOR_WATCH_DIR"] = steps_dir
     child = _launch(cmd, env) if cmd else None
     root = child.pid if child else args.pid
     unseen = Unseen()
+    if steps_why:
+        unseen.add(steps_why)
     stop = {"why": None}
     previous = {}
 
@@ -272,6 +266,7 @@ def _live(args: Any, cmd: List[str]):
     deadline = t0 + args.duration if args.duration else None
     stopped_by_duration = False
     cpu_available, cpu_how = cpus_available(root)
+    last_verdict = t0
     try:
         while True:
             tick = time.monotonic()
@@ -282,6 +277,10 @@ def _live(args: Any, cmd: List[str]):
             if procs is not None:
                 sample["procs"] = procs
             rec.add(sample)
+            if live.enabled and tick - last_verdict >= VERDICT_EVERY_S and tick - t0 >= VERDICT_AFTER_S:
+                last_verdict = tick
+                live.set_verdict(_verdict_so_far(rec.samples, interval, steps_dir, tree.pids_seen, t0_epoch,
+                                                 cpu_available))
             live.update(sample)
             if child is not None and child.poll() is not None:
                 break
@@ -308,11 +307,10 @@ def _live(args: Any, cmd: List[str]):
     steps = read_reports(steps_dir, tree.pids_seen) if steps_dir else []
     if steps_dir:
         for pid in tree.pids_seen:
-            for suffix in ("", ".tmp"):
-                try:
-                    os.remove(os.path.join(steps_dir, f"steps-{pid}.json{suffix}"))
-                except OSError:
-                    pass
+            try:
+                os.remove(os.path.join(steps_dir, f"steps-{pid}.json"))
+            except OSError:
+                pass
         if made_dir:
             try:
                 os.rmdir(steps_dir)
@@ -344,6 +342,59 @@ def _live(args: Any, cmd: List[str]):
     if stopped_by_duration and child is not None:
         exit_code = EXIT_OK  # we stopped it: its exit code says nothing about the run
     return facts, exit_code
+
+
+VERDICT_AFTER_S = 5.0  # the live view states a verdict once this much was seen
+VERDICT_EVERY_S = 5.0  # and renews it this often (the judge over the samples so far: milliseconds)
+
+
+def _verdict_so_far(samples, interval, steps_dir, pids, t0_epoch, cpu_available) -> str | None:
+    """The watch checks' verdict on what was recorded so far, in one phrase, for the live view; None on any
+    failure (the live view never stops the recording)."""
+    try:
+        from ..domain.recording import summarize
+        from ..facts import Facts, ProbeStatus, Watch
+        from ..services.collect import judge
+        from .display import headline
+        from .timer import read_reports
+
+        steps = read_reports(steps_dir, pids) if steps_dir else []
+        w = Watch(status=ProbeStatus.OK, source="live", interval_s=interval, samples=list(samples),
+                  summary=summarize(list(samples), interval, steps, t0_epoch), cpu_available=cpu_available)
+        return headline(judge(Facts(watch=w), only=["watch.*"]))
+    except Exception:  # noqa: BLE001 - a live hint only: the final verdict is judged after the run
+        return None
+
+
+def steps_directory(path: str, launching: bool) -> tuple[str, bool, str]:
+    """Where the step timer's reports meet the watch: (directory, whether this watch made it, why not).
+
+    A launched command always gets a fresh private directory of its own (tempfile.mkdtemp, mode 0700) through
+    ENVDOCTOR_WATCH_DIR: two watches at once never share one, so one finishing cannot remove the other's. A --pid
+    process was started before the watch and can only know the default path, which lies in a world-writable
+    /tmp: it is used only when this watch makes it or finds it safe (envdoctor.watch.timer.safe_dir: a real
+    directory of this user's that nobody else may write); otherwise its timer is not read and the recording
+    says why."""
+    import tempfile
+
+    from .timer import safe_dir
+
+    if launching:
+        try:
+            return tempfile.mkdtemp(prefix="envdoctor-watch-"), True, ""
+        except OSError as e:
+            return "", False, f"no private directory for the step timer ({e.strerror}): its reports unread"
+    try:
+        os.mkdir(path, 0o700)
+        return path, True, ""
+    except FileExistsError:
+        if safe_dir(path):
+            return path, False, ""
+    except OSError as e:
+        return "", False, f"the step timer's directory {path} cannot be made ({e.strerror}): its reports unread"
+    return "", False, (f"the step timer's directory {path} is not this user's private directory (a link, another "
+                       "owner, or writable by others): its reports are not read; remove it, or set "
+                       "ENVDOCTOR_WATCH_DIR to a private directory for both the training process and the watch")
 
 
 def _alive(pid: int) -> bool:

@@ -79,13 +79,33 @@ class Live:
     """The live view on stderr when it is a terminal: redrawn in place each second when nothing else writes
     there (--pid, bare watch); a new block every 10 s when a launched command shares the terminal."""
 
-    def __init__(self, stream: TextIO = sys.stderr, in_place: bool = True, interval_s: float = 0.5) -> None:
+    def __init__(self, stream: TextIO = sys.stderr, in_place: bool = True, interval_s: float = 0.5,
+                 columns: Optional[int] = None) -> None:
         self.stream = stream
         self.enabled = bool(getattr(stream, "isatty", lambda: False)())
         self.in_place = in_place
         self.recent: Deque[Dict[str, Any]] = deque(maxlen=max(2, int(LIVE_S / max(interval_s, 0.05))))
         self._drawn = 0
         self._last = 0.0
+        self.verdict: Optional[str] = None  # the verdict so far (set_verdict), shown on the view's first line
+        self.columns = columns
+
+    def set_verdict(self, text: Optional[str]) -> None:
+        self.verdict = text
+
+    def _width(self) -> int:
+        if self.columns:
+            return self.columns
+        import shutil
+
+        return max(40, shutil.get_terminal_size((80, 24)).columns)
+
+    def _row(self, head: str, hist: Sequence[Any], tail: str) -> str:
+        """One series row within the terminal: the sparkline takes what the head and the numbers leave."""
+        cols = self._width()
+        spark_w = max(8, min(WIDTH, cols - len(head) - len(tail) - 2))
+        line = f"{head} {sparkline(list(hist), spark_w):<{spark_w}} {tail}"
+        return line if len(line) <= cols else line[:cols - 1] + "…"
 
     def update(self, sample: Dict[str, Any]) -> None:
         self.recent.append(sample)
@@ -106,29 +126,47 @@ class Live:
     def lines(self) -> List[str]:
         recent = list(self.recent)
         last = recent[-1] if recent else {}
-        out = [f"envdoctor watch  t={float(last.get('t_s') or 0):.0f} s"]
+        cols = self._width()
+        head = f"envdoctor watch  t={float(last.get('t_s') or 0):.0f} s"
+        out = [head]
+        if self.verdict:
+            text = f"  now: {self.verdict}"
+            out.append(text if len(text) <= cols else text[:cols - 1] + "…")
         for g in last.get("gpus") or []:
             idx = g.get("index")
             hist = [x.get("util_pct") for s in recent for x in (s.get("gpus") or []) if x.get("index") == idx]
             mem = f" mem {_fmt(g.get('mem_used_mib'))}/{_fmt(g.get('mem_total_mib'))} MiB" \
                 if g.get("mem_total_mib") else ""
-            out.append(f"  GPU {idx}  {sparkline(hist, WIDTH):<{WIDTH}} util {_fmt(g.get('util_pct'))}%{mem}"
-                       f" {_fmt(g.get('power_w'))} W {_fmt(g.get('temperature_c'))} C")
+            out.append(self._row(f"  GPU {idx}", hist, f"util {_fmt(g.get('util_pct'))}%{mem} "
+                                                       f"{_fmt(g.get('power_w'))} W {_fmt(g.get('temperature_c'))} C"))
         h = last.get("host") or {}
         cpu = [(s.get("host") or {}).get("cpu_busy_pct") for s in recent]
         p = last.get("procs") or {}
-        out.append(f"  CPU    {sparkline(cpu, WIDTH):<{WIDTH}} busy {_fmt(h.get('cpu_busy_pct'))}% iowait "
-                   f"{_fmt(h.get('cpu_iowait_pct'))}%" + (f"  workers {p.get('workers')}" if p else ""))
+        out.append(self._row("  CPU   ", cpu, f"busy {_fmt(h.get('cpu_busy_pct'))}% iowait "
+                                            f"{_fmt(h.get('cpu_iowait_pct'))}%"
+                             + (f" workers {p.get('workers')}" if p else "")))
         for name, d in (h.get("disks") or {}).items():
             hist = [((s.get("host") or {}).get("disks") or {}).get(name, {}).get("read_mbps") for s in recent]
-            out.append(f"  {name:<6} {sparkline(hist, WIDTH):<{WIDTH}} read {_fmt(d.get('read_mbps'))} MB/s "
-                       f"await {_fmt(d.get('await_ms'))} ms busy {_fmt(d.get('util_pct'))}%")
+            out.append(self._row(f"  {name:<6}", hist, f"read {_fmt(d.get('read_mbps'))} MB/s await "
+                                                      f"{_fmt(d.get('await_ms'))} ms busy {_fmt(d.get('util_pct'))}%"))
         return out
 
     def close(self) -> None:
         if self.enabled and self.in_place and self._drawn:
             self.stream.write(f"\x1b[{self._drawn}F\x1b[J")
             self.stream.flush()
+
+
+def headline(report: Any) -> Optional[str]:
+    """The verdict so far in one phrase: the worst finding's summary up to its first ';' or ':' clause, its
+    category and how sure it is; None when nothing was judged yet."""
+    rank = {"error": 0, "warning": 1, "info": 2}
+    findings = sorted(report.findings, key=lambda f: rank.get(f.severity, 3))
+    if not findings:
+        return None
+    f = findings[0]
+    short = f.summary.split(";")[0].split(": ")[0].strip()
+    return f"{short} ({f.category}, {f.confidence or 'unknown'} confidence)"
 
 
 def verdict_lines(report: Any, verbose: bool = False, width: int = 100) -> List[str]:

@@ -160,6 +160,11 @@ def read_query_csv(lines: List[str]) -> Optional[Series]:
             continue
         values = [v.strip() for v in line.split(",")]
         cols = header
+        if cols is not None and len(cols) != len(values) and (_TS.match(line) or _num(values[0]) is not None):
+            # a data row with a column missing (or one too many): its values would slide into the neighbouring
+            # columns (memory.total read as memory.used), so the recording is refused rather than misread
+            raise ReplayError(f"nvidia-smi CSV: a row has {len(values)} values for the header's {len(cols)} columns "
+                              f"(a column is missing or extra): {line.strip()[:80]}")
         if cols is None or len(cols) != len(values):
             if not _TS.match(line) and not (cols and len(cols) == len(values)):
                 continue
@@ -395,6 +400,48 @@ def _gpu_samples(series: Series, interval: float) -> List[Tuple[float, List[Dict
     return out
 
 
+# What a sample's field can be at all, whatever the GPU or host: outside these, the text is not what its header
+# says (a shifted column, a unit misread, a corrupted paste), and a verdict built on it would be wrong.
+# Percentages may exceed 100 by rounding only; 3000 W is above any single GPU board (GB200's superchip is 2700 W).
+_BOUNDS = {"util_pct": (0.0, 100.5), "mem_util_pct": (0.0, 100.5), "sm_active_pct": (0.0, 100.5),
+           "power_w": (0.0, 3000.0), "temperature_c": (-40.0, 150.0), "sm_clock_mhz": (0.0, 10000.0),
+           "mem_used_mib": (0.0, 4.0e6), "mem_total_mib": (0.0, 4.0e6),
+           "cpu_busy_pct": (0.0, 100.5), "cpu_iowait_pct": (0.0, 100.5), "util_pct_disk": (0.0, 100.5),
+           "await_ms": (0.0, 1.0e7)}
+
+
+def check_plausible(samples: List[Dict[str, Any]], tool: str) -> None:
+    """ReplayError, in one line, on the first value no real recording can hold: utilisation of 99999 %, memory
+    used above the memory total, a negative await."""
+    def bad(name: str, value: Any, where: str, rule: str) -> ReplayError:
+        return ReplayError(f"{tool}: {name} {value:g} at {where} is impossible ({rule}): the columns do not hold "
+                           "what their header says, or the text was damaged; nothing was judged")
+
+    for smp in samples:
+        t = smp.get("t_s")
+        for g in smp.get("gpus") or []:
+            where = f"t={t:g} s, GPU {g.get('index')}"
+            for key, (lo, hi) in _BOUNDS.items():
+                v = g.get(key)
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and not lo <= v <= hi:
+                    raise bad(key, v, where, f"{lo:g} to {hi:g}")
+            used, total = g.get("mem_used_mib"), g.get("mem_total_mib")
+            if isinstance(used, (int, float)) and isinstance(total, (int, float)) and total > 0 and used > total * 1.01:
+                raise bad("mem_used_mib", used, where, f"above the memory total {total:g} MiB")
+        host = smp.get("host") or {}
+        for key in ("cpu_busy_pct", "cpu_iowait_pct"):
+            v = host.get(key)
+            lo, hi = _BOUNDS[key]
+            if isinstance(v, (int, float)) and not lo <= v <= hi:
+                raise bad(key, v, f"t={t:g} s", f"{lo:g} to {hi:g}")
+        for dev, d in (host.get("disks") or {}).items():
+            for name, key in (("util_pct", "util_pct_disk"), ("await_ms", "await_ms")):
+                v = d.get(name)
+                lo, hi = _BOUNDS[key]
+                if isinstance(v, (int, float)) and not lo <= v <= hi:
+                    raise bad(f"{dev} {name}", v, f"t={t:g} s", f"{lo:g} to {hi:g}")
+
+
 def replay(text: str, interval_s: Optional[float] = None, name: Optional[str] = None) -> Watch:
     """The recording(s) in ``text`` as a Watch section; ReplayError when none is there."""
     lines = text.splitlines()
@@ -442,6 +489,7 @@ def replay(text: str, interval_s: Optional[float] = None, name: Optional[str] = 
                 samples[i].setdefault("host", {}).update(h)
             else:
                 samples.append({"t_s": t, "host": dict(h)})
+    check_plausible(samples, ", ".join(s.tool for s in found))
     for s in found:
         notes.extend(s.notes)
     unseen = []

@@ -211,7 +211,7 @@ class ProcessTree:
                 with p.oneshot():
                     t = p.cpu_times()
                     info[p.pid] = {"ppid": p.ppid(), "state": p.status(), "rss": p.memory_info().rss,
-                                   "cpu_s": t.user + t.system, "name": p.name()}
+                                   "cpu_s": t.user + t.system, "name": p.name(), "threads": p.num_threads()}
             except (psutil.Error, OSError):
                 continue
         for pid, d in info.items():
@@ -240,6 +240,9 @@ class ProcessTree:
         for d in info.values():
             states[d["state"]] = states.get(d["state"], 0) + 1
         known = [d["cpu_pct"] for d in info.values() if d["cpu_pct"] is not None]
+        worker_states: Dict[str, int] = {}
+        for w in workers:
+            worker_states[info[w]["state"]] = worker_states.get(info[w]["state"], 0) + 1
         return {
             "count": len(info), "trainers": len(trainers), "torch_trainers": len(torch_trainers),
             "workers": len(workers),
@@ -249,6 +252,10 @@ class ProcessTree:
                                      reverse=True)[:64],
             "rss_bytes": sum(d["rss"] for d in info.values()),
             "states": states,
+            # what the workers are doing: "disk-sleep" (D) is a worker blocked in a read
+            "worker_states": worker_states,
+            # threads of the training processes and their workers (intra-op pools, loader threads)
+            "threads": sum(int(info[pid].get("threads") or 0) for pid in trainers + workers),
         }
 
     def _cmd_of(self, pid: int) -> Tuple[str, ...]:
@@ -284,6 +291,19 @@ def _descendants(root: int) -> Optional[List[int]]:
 
 
 # --------------------------------------------------------------------------- the host
+
+
+def _procs_running() -> Optional[int]:
+    """Threads running or ready to run right now, machine-wide (/proc/stat procs_running, less this reader),
+    vmstat's "r" column: above the CPUs available, threads queue for a core."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("procs_running "):
+                    return max(0, int(line.split()[1]) - 1)
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def _cgroup_usage_s() -> Optional[float]:
@@ -375,6 +395,9 @@ class HostReader:
             "cpu_busy_pct": round(100.0 * (total - idle) / total, 1) if total > 0 else None,
             "cpu_iowait_pct": round(100.0 * iowait / total, 1) if total > 0 else None,
         }
+        rq = _procs_running()
+        if rq is not None:
+            out["run_queue"] = rq
         cg = _cgroup_usage_s()
         out["cgroup_cpu_used"] = round((cg - self._cg) / dt, 2) if cg is not None and self._cg is not None else None
         self._cg = cg

@@ -8,6 +8,16 @@ at exit instead.
 
 A step runs from the moment the loop asks for batch *i* to the moment it asks for batch *i+1*; its wait is the
 time ``next()`` took. The first step is left out of the fraction: it includes starting the loader's workers.
+
+Its cost per step does not grow with the run: wrapping the same loader again every epoch (``for epoch ...: for
+batch in timed(loader)``) continues that loader's totals instead of adding a loop, and an epoch's end does not
+write the report (the next ``FLUSH_S`` tick, or the exit, does). Thousands of short epochs cost what one long
+epoch costs (``scripts/bench_watch_overhead.py --epochs``).
+
+The report directory is shared between the watch and the training process, in a world-writable ``/tmp``: it is
+used only when it is a real directory (not a link), owned by this user and writable by nobody else, and each
+report is written through a new file opened with ``O_EXCL``/``O_NOFOLLOW`` and then renamed, so that nobody can
+plant a link that makes the timer write elsewhere.
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import stat
 import sys
 import tempfile
 import time
@@ -32,6 +43,37 @@ def watch_dir() -> str:
         return given
     uid = os.getuid() if hasattr(os, "getuid") else "user"
     return os.path.join(tempfile.gettempdir(), f"envdoctor-watch-{uid}")
+
+
+def safe_dir(path: str) -> bool:
+    """Whether ``path`` may hold the step reports: a directory itself (not a symbolic link), owned by this user,
+    with no write or search permission for group and others."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        return False
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        return False
+    return not (st.st_mode & 0o077)
+
+
+def _write_private(path: str, data: str) -> None:
+    """Write ``data`` to ``path`` through a fresh private file in the same directory, then rename it over."""
+    tmp = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _pct(values: List[float], q: float) -> Optional[float]:
@@ -75,48 +117,69 @@ def _ms(v: Optional[float]) -> Optional[float]:
 
 
 class _Reporter:
-    """Writes the loops' summaries for a running watch; prints them at exit when none was seen."""
+    """Writes the loops' summaries for a running watch; prints them at exit when no watch is there to read them."""
 
     def __init__(self) -> None:
         self.loops: List[StepStats] = []
+        self.by_key: Dict[Any, StepStats] = {}
         self.dir = watch_dir()
         self.seen_watch = False
         self._dir_checked = 0.0
         self._dir_ok = False
+        self._last_flush = 0.0
         atexit.register(self.at_exit)
+
+    def stats_for(self, iterable: Any, name: str) -> StepStats:
+        """The totals of this loader: the same object wrapped again (the next epoch) continues its totals."""
+        key = (name, id(iterable))
+        stats = self.by_key.get(key)
+        if stats is None:
+            stats = StepStats(name)
+            self.by_key[key] = stats
+            self.loops.append(stats)
+        return stats
 
     def flush(self) -> None:
         now = time.monotonic()
+        self._last_flush = now
         if now - self._dir_checked >= 1.0:
             self._dir_checked = now
-            self._dir_ok = os.path.isdir(self.dir)
+            self._dir_ok = safe_dir(self.dir)
         if not self._dir_ok:
             return
         self.seen_watch = True
         path = os.path.join(self.dir, f"steps-{os.getpid()}.json")
         try:
-            tmp = f"{path}.tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                json.dump({"loops": [s.summary() for s in self.loops]}, fh)
-            os.replace(tmp, path)
+            _write_private(path, json.dumps({"loops": [s.summary() for s in self.loops]}))
         except OSError:
             self._dir_ok = False  # the watch went away (or the disk is full): never fail the training loop
+
+    def flush_due(self) -> None:
+        """An epoch ended: write only if a flush interval has passed (thousands of short epochs, one write each
+        ``FLUSH_S`` at most)."""
+        if time.monotonic() - self._last_flush >= FLUSH_S:
+            self.flush()
 
     def at_exit(self) -> None:
         if not self.loops:
             return
-        self._dir_checked = 0.0
-        self.flush()
-        if self.seen_watch:
-            return
-        for s in self.loops:
-            d = s.summary()
-            frac = d["data_wait_fraction"]
-            sys.stderr.write(
-                f"envdoctor timed({s.name}): {d['steps']} steps, waiting for data "
-                + (f"{100 * frac:.1f}% of the step time" if frac is not None else "unknown (fewer than 2 steps)")
-                + (f" (wait p50 {d['wait_p50_ms']} ms, step p50 {d['step_p50_ms']} ms)" if d["steps"] > 1 else "")
-                + "\n")
+        try:
+            self._dir_checked = 0.0
+            self.flush()
+            if self._dir_ok:
+                return  # a watch is there and has the report
+            # no watch now (none ever ran, or a `watch --pid` came and went): the summary goes to stderr
+            for s in self.loops:
+                d = s.summary()
+                frac = d["data_wait_fraction"]
+                sys.stderr.write(
+                    f"envdoctor timed({s.name}): {d['steps']} steps, waiting for data "
+                    + (f"{100 * frac:.1f}% of the step time" if frac is not None else "unknown (fewer than 2 steps)")
+                    + (f" (wait p50 {d['wait_p50_ms']} ms, step p50 {d['step_p50_ms']} ms)" if d["steps"] > 1
+                       else "")
+                    + "\n")
+        except Exception:  # noqa: BLE001 - at interpreter exit: a report is never worth a traceback
+            pass
 
 
 _REPORTER: Optional[_Reporter] = None
@@ -132,8 +195,7 @@ def _reporter() -> _Reporter:
 def timed(iterable: Iterable[Any], name: Optional[str] = None) -> Iterator[Any]:
     """Yield what ``iterable`` yields, timing how long each ``next()`` blocks against the whole step."""
     reporter = _reporter()
-    stats = StepStats(name or type(iterable).__name__)
-    reporter.loops.append(stats)
+    stats = reporter.stats_for(iterable, name or type(iterable).__name__)
     return _timed(iter(iterable), stats, reporter)
 
 
@@ -162,12 +224,18 @@ def _timed(it: Iterator[Any], stats: StepStats, reporter: _Reporter) -> Iterator
             stats.steps += 1
             if stats.first_wait_s is None:
                 stats.first_wait_s = prev_wait
-            if got >= next_flush - 0.0 and time.monotonic() >= next_flush:
+            if got >= next_flush:
                 next_flush = clock() + FLUSH_S
                 reporter.flush()
             yield item
     finally:
-        reporter.flush()
+        # an epoch's end (or the generator closed at interpreter exit, when builtins may be gone: the exit
+        # handler writes the last report)
+        if not sys.is_finalizing():
+            try:
+                reporter.flush_due()
+            except Exception:  # noqa: BLE001 - never fail the training loop for its report
+                pass
 
 
 def read_reports(directory: str, pids: Optional[Iterable[int]] = None) -> List[Dict[str, Any]]:

@@ -20,12 +20,22 @@ warnings.simplefilter("ignore")
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+READ = os.environ.get("READ")  # a file read with O_DIRECT, 8 MiB at random offsets: the page cache never helps
+CHUNK = 8 << 20
+
 class DS(Dataset):
     def __len__(self):
         return 100000
     def __getitem__(self, i):
         if SLEEP:
             time.sleep(SLEEP)
+        if READ:
+            import mmap, random
+            if not hasattr(self, "fd"):
+                self.fd = os.open(READ, os.O_RDONLY | os.O_DIRECT)
+                self.buf = mmap.mmap(-1, CHUNK)
+                self.blocks = os.fstat(self.fd).st_size // CHUNK
+            os.preadv(self.fd, [self.buf], random.randrange(self.blocks) * CHUNK)
         return torch.randn(32), torch.randint(0, 4, ())
 
 WORKERS, SLEEP, TIMED = int(os.environ["WORKERS"]), float(os.environ["SLEEP"]), os.environ["TIMED"] == "1"
@@ -34,7 +44,7 @@ loader = DataLoader(DS(), batch_size=16, num_workers=WORKERS)
 if TIMED:
     from envdoctor.watch import timed
     loader = timed(loader)
-end = time.monotonic() + 3.0  # a few seconds of training after the import, then exit: watch ends with it
+end = time.monotonic() + float(os.environ.get("SECONDS_", "3"))  # then exit: watch ends with it
 for x, y in loader:
     loss = torch.nn.functional.cross_entropy(model(x), y)
     model.zero_grad()
@@ -47,27 +57,62 @@ for x, y in loader:
 """
 
 
-def _watch(venv, tmp_path, workers: int, sleep: float = 0.0, timed: bool = False):
+def _watch(venv, tmp_path, workers: int, sleep: float = 0.0, timed: bool = False, read=None, seconds: float = 3.0):
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
     # the training process imports envdoctor.watch (timed) from this checkout
     env = dict(os.environ, WORKERS=str(workers), SLEEP=str(sleep), TIMED="1" if timed else "0",
-               PYTHONPATH=str(REPO), NO_COLOR="1")
-    p = subprocess.run([sys.executable, "-m", "envdoctor", "watch", "--duration", "90", "--format", "json", "--",
-                        venv.python, str(script)], capture_output=True, text=True, env=env, timeout=180)
+               PYTHONPATH=str(REPO), NO_COLOR="1", SECONDS_=str(seconds))
+    data = []
+    if read is not None:
+        env["READ"] = str(read)
+        data = ["--data", str(read.parent)]
+    p = subprocess.run([sys.executable, "-m", "envdoctor", "watch", "--duration", "90", "--format", "json", *data,
+                        "--", venv.python, str(script)], capture_output=True, text=True, env=env, timeout=180)
     assert p.returncode == 0, p.stderr[-2000:]
     out = json.loads(p.stdout)
     return out["facts"]["watch"], {(f.get("about") or f["category"]): f for f in out["findings"]}, \
         {c["id"]: c for c in out["checks"]}
 
 
-def test_num_workers_0_is_dataloader_in_main_process(cpu_venv, tmp_path):
-    w, findings, checks = _watch(cpu_venv, tmp_path, workers=0)
+def test_num_workers_0_whose_steps_wait_is_dataloader_in_main_process(cpu_venv, tmp_path):
+    w, findings, checks = _watch(cpu_venv, tmp_path, workers=0, sleep=0.01, timed=True)
     assert w["summary"]["dataloader_workers"] == 0 and w["summary"]["processes"]["torch_seen"]
     f = findings["DATALOADER_IN_MAIN_PROCESS"]
-    assert "num_workers=" in f["fix"]["commands"][0]
+    assert f["severity"] == "warning" and "num_workers=" in f["fix"]["commands"][0]
     # no GPU here: the GPU-side verdicts say why they cannot judge rather than guess
     assert checks["watch.idle-gpu"]["status"] == "skipped" and "NVML" in checks["watch.idle-gpu"]["reason"]
+
+
+def test_num_workers_0_without_timer_or_gpu_is_not_guessed(cpu_venv, tmp_path):
+    """Loading in the main process, but nothing shows whether the steps wait for it: no warning either way."""
+    w, findings, checks = _watch(cpu_venv, tmp_path, workers=0)
+    assert w["summary"]["dataloader_workers"] == 0
+    assert "DATALOADER_IN_MAIN_PROCESS" not in findings
+    assert checks["watch.dataloader"]["status"] == "skipped"
+    assert "whether the steps wait" in checks["watch.dataloader"]["reason"]
+
+
+def test_num_workers_0_whose_input_keeps_up_is_no_warning(cpu_venv, tmp_path):
+    w, findings, checks = _watch(cpu_venv, tmp_path, workers=0, timed=True)
+    assert w["summary"]["data_wait_fraction"] < 0.2
+    assert "DATALOADER_IN_MAIN_PROCESS" not in findings and checks["watch.dataloader"]["status"] == "passed"
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["no-timer", "timer"])
+def test_workers_on_o_direct_reads_are_storage_bound(cpu_venv, tmp_path, timed):
+    big = tmp_path / "data" / "shard.bin"
+    big.parent.mkdir()
+    with open(big, "wb") as fh:  # 256 MiB, real blocks on the disk (not a sparse file)
+        chunk = os.urandom(1 << 20)
+        for _ in range(256):
+            fh.write(chunk)
+        fh.flush()
+        os.fsync(fh.fileno())
+    w, findings, _ = _watch(cpu_venv, tmp_path, workers=2, timed=timed, read=big, seconds=6.0)
+    verdict = [f for f in findings.values() if f["code"].startswith("watch.bottleneck/")]
+    assert [f["category"] for f in verdict] == ["INPUT_STORAGE_BOUND"], (verdict, w["summary"].get("disks"),
+                                                                          w["summary"].get("processes"))
 
 
 def test_num_workers_2_has_two_workers_and_no_such_finding(cpu_venv, tmp_path):

@@ -315,3 +315,69 @@ def test_dev_shm_filling_during_the_run():
     assert "--shm-size" in f.fix.commands[0] and "of 0.06 GiB" in f.summary
     ok = verdicts(series([], host=[{"shm_used_bytes": 2**20}] * 12), summary_extra={"shm_total_bytes": 2**34})
     assert ok["checks"]["watch.shm"].status == "passed"
+
+
+# --------------------------------------------------------------------------- round 2: no false alarms, no timer
+
+
+def test_main_process_loading_whose_input_keeps_up_is_no_warning():
+    """Healthy, checkpointing and idle runs with num_workers=0: the step timer says the input keeps up."""
+    v = verdicts(series([], procs=_procs(0)), steps=[{"steps": 300, "wait_s": 0.3, "step_s": 30.0}])
+    assert "DATALOADER_IN_MAIN_PROCESS" not in cats(v)
+    assert v_status(v) == "passed"
+
+
+def test_main_process_loading_without_timer_or_gpu_cannot_be_told():
+    c = verdicts(series([], procs=_procs(0, n=20)))["checks"]["watch.dataloader"]
+    assert c.status == "skipped" and "whether the steps wait" in c.reason
+
+
+def test_main_process_loading_with_busy_gpus_is_no_warning_but_with_idle_gpus_it_is():
+    busy = verdicts(series([steady(95.0, 12)], procs=_procs(0)))
+    assert "DATALOADER_IN_MAIN_PROCESS" not in cats(busy)
+    starved = verdicts(series([steady(30.0, 12)], procs=_procs(0)))
+    f = starved["findings"]["DATALOADER_IN_MAIN_PROCESS"]
+    assert f.severity == "warning" and f.code == "watch.dataloader/main-process"
+
+
+def _worker_procs(n: int, workers: int, wcpu: float, main: float, states: Dict[str, int]) -> List[Dict[str, Any]]:
+    return [{"count": 1 + workers, "trainers": 1, "torch_trainers": 1, "workers": workers, "cpu_pct": main + wcpu,
+             "main_cpu_pct": main, "worker_cpu_pct": [wcpu] * workers, "worker_states": states,
+             "threads": 4 + workers}] * n
+
+
+def test_storage_bound_workers_are_named_without_the_timer():
+    """Workers blocked in reads (state D) beside a disk busy at 1 ms await: storage, not CPU."""
+    host = [{"cpu_busy_pct": 35.0, "cpu_iowait_pct": 40.0,
+             "disks": {"vdb": {"read_mbps": 180.0, "iops": 1400.0, "await_ms": 1.0, "util_pct": 100.0}}}] * 20
+    v = verdicts(series([], host=host, procs=_worker_procs(20, 2, 12.0, 20.0, {"disk-sleep": 2})), cpu_available=2)
+    f = v["findings"]["INPUT_STORAGE_BOUND"]
+    assert f.code == "watch.bottleneck/storage" and f.confidence == "medium"
+    assert "blocked in reads 100%" in f.summary and "vdb" in f.summary
+
+
+def test_cpu_bound_workers_are_named_without_the_timer():
+    host = [{"cpu_busy_pct": 99.0, "cpu_iowait_pct": 0.0,
+             "disks": {"vdb": {"read_mbps": 5.0, "iops": 40.0, "await_ms": 0.3, "util_pct": 4.0}}}] * 20
+    v = verdicts(series([], host=host, procs=_worker_procs(20, 2, 97.0, 30.0, {"running": 2})), cpu_available=4)
+    f = v["findings"]["INPUT_CPU_BOUND"]
+    assert f.code == "watch.bottleneck/cpu" and "num_workers=" in f.fix.commands[0]
+
+
+def test_a_pegged_training_process_with_idle_workers_is_its_own_limit():
+    v = verdicts(series([], procs=_worker_procs(20, 2, 3.0, 99.0, {"sleeping": 2})), cpu_available=4)
+    f = v["findings"]["INPUT_BOUND"]
+    assert f.code == "watch.bottleneck/input-keeps-up" and f.severity == "info"
+
+
+def test_loader_advice_never_gives_more_workers_than_cores():
+    from envdoctor.checks._watch import loader_line
+    from envdoctor.domain.recording import analyze
+
+    samples = series([], procs=_worker_procs(12, 0, 0.0, 99.0, {}))
+    w = Watch(status=ProbeStatus.OK, samples=samples, summary=summarize(samples), cpu_available=2.0)
+    a = analyze(samples, 0.5)
+    for latency in (False, True):
+        line = loader_line(w, a, gpu=False, latency=latency)
+        n = int(line.split("num_workers=")[1].split(",")[0])
+        assert 1 <= n <= 2, line

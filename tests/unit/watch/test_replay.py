@@ -144,3 +144,66 @@ def test_real_iostat_and_vmstat_captured_side_by_side():
 
     a = analyze(w.samples, w.interval_s)
     assert storage_busy(a) is None and cpu_saturated(a, w) is not None
+
+
+# --------------------------------------------------------------------------- impossible values are refused
+
+def _real_csv() -> str:
+    return (FIXTURES / "timeseries" / "015-v100-32gb-aau-aicloud-job-query-gpu-l5.txt").read_text()
+
+
+def _replace_first_data_row(text: str, edit) -> str:
+    lines = text.splitlines()
+    i = next(k for k, ln in enumerate(lines) if ln[:1].isdigit() and "," in ln)
+    lines[i] = edit(lines[i])
+    return "\n".join(lines) + "\n"
+
+
+def test_utilisation_above_100_is_refused_in_one_line():
+    bad = _replace_first_data_row(_real_csv(), lambda ln: ln.replace(" 99 %", " 99999 %", 1))
+    assert bad != _real_csv()
+    with pytest.raises(ReplayError) as e:
+        replay(bad)
+    msg = str(e.value)
+    assert "util_pct 99999" in msg and "impossible" in msg and "\n" not in msg
+
+
+def test_a_missing_column_is_refused_not_shifted():
+    def drop_second_value(line: str) -> str:
+        parts = line.split(",")
+        return ",".join(parts[:2] + parts[3:])
+    with pytest.raises(ReplayError) as e:
+        replay(_replace_first_data_row(_real_csv(), drop_second_value))
+    assert "values for the header's" in str(e.value)
+
+
+def test_memory_used_above_total_is_refused():
+    text = ("index, utilization.gpu [%], memory.used [MiB], memory.total [MiB]\n"
+            "0, 50 %, 32480 MiB, 30994 MiB\n")
+    with pytest.raises(ReplayError) as e:
+        replay(text)
+    assert "above the memory total" in str(e.value)
+
+
+def test_impossible_host_values_are_refused():
+    from envdoctor.watch.replay import check_plausible
+
+    check_plausible([{"t_s": 0.0, "host": {"cpu_busy_pct": 99.0, "disks": {"sda": {"util_pct": 100.0,
+                                                                                  "await_ms": 1.0}}}}], "iostat -x")
+    for host in ({"cpu_iowait_pct": 250.0}, {"disks": {"sda": {"await_ms": -3.0}}},
+                 {"disks": {"nvme0n1": {"util_pct": 340.0}}}):
+        with pytest.raises(ReplayError) as e:
+            check_plausible([{"t_s": 1.0, "host": host}], "iostat -x")
+        assert "impossible" in str(e.value)
+
+
+def test_the_cli_gives_one_line_and_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    f = tmp_path / "rec.txt"
+    f.write_text(_replace_first_data_row(_real_csv(), lambda ln: ln.replace(" 99 %", " 99999 %", 1)))
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "watch", "--replay", str(f)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "impossible" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1

@@ -154,3 +154,53 @@ def test_live_view_draws_one_line_per_gpu_cpu_and_disk_only_on_a_terminal():
     quiet.update(samples[0])
     assert piped.text == ""
     assert any(ln.lstrip().startswith("GPU 0 util %") for ln in timeline(samples))
+
+
+# --------------------------------------------------------------------------- the live view: a verdict, 80 columns
+
+
+class _Terminal:
+    def __init__(self) -> None:
+        self.parts = []
+
+    def isatty(self) -> bool:
+        return True
+
+    def write(self, s: str) -> None:
+        self.parts.append(s)
+
+    def flush(self) -> None:
+        pass
+
+
+def test_live_view_states_the_verdict_so_far_within_80_columns():
+    from envdoctor.watch.command import _verdict_so_far
+    from envdoctor.watch.display import Live
+
+    samples = []
+    for i in range(30):
+        samples.append({"t_s": i * 0.5,
+                        "gpus": [{"index": 0, "util_pct": 30.0 + (i % 2), "mem_used_mib": 80000.0,
+                                  "mem_total_mib": 81559.0, "power_w": 700.0, "temperature_c": 80.0}],
+                        "host": {"cpu_busy_pct": 20.0, "cpu_iowait_pct": 45.0,
+                                 "disks": {"nvme10n1": {"read_mbps": 2500.0, "iops": 9000.0, "await_ms": 12.0,
+                                                        "util_pct": 100.0}}},
+                        "procs": {"count": 5, "trainers": 1, "torch_trainers": 1, "workers": 4, "cpu_pct": 120.0,
+                                  "main_cpu_pct": 40.0, "worker_cpu_pct": [20.0] * 4}})
+    text = _verdict_so_far(samples, 0.5, "", set(), None, 8.0)
+    assert text and "INPUT_STORAGE_BOUND" in text and len(text) < 120
+    tty = _Terminal()
+    live = Live(stream=tty, in_place=True, interval_s=0.5, columns=80)
+    live.set_verdict(text)
+    for s in samples:
+        live.update(s)
+    lines = live.lines()
+    assert lines[1].startswith("  now: ") and "INPUT_STORAGE_BOUND" in lines[1] or lines[1].endswith("…")
+    assert all(len(line) <= 80 for line in lines), [len(x) for x in lines]
+    assert any("GPU 0" in line for line in lines) and any("nvme10n1" in line for line in lines)
+
+
+def test_no_verdict_yet_is_no_line():
+    from envdoctor.watch.command import _verdict_so_far
+
+    assert _verdict_so_far([], 0.5, "", set(), None, None) is None

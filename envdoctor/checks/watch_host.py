@@ -1,0 +1,75 @@
+"""Watch verdicts on the host side of a run: /dev/shm filling up, threads queueing for the CPUs."""
+
+from __future__ import annotations
+
+from typing import List
+
+from ..findings import Evidence, Finding, Fix
+from ..remedies.shell import command as shell_command
+from ._watch import analysis_of, confidence, oversubscription, recording, unseen_text
+from .base import Check, CheckContext, Findings, SkipCheck, registrar
+
+CHECKS: List[Check] = []
+check = registrar(CHECKS)
+
+
+SHM = Findings("watch.shm", "SHM_TOO_SMALL", kinds=("nearly-full",))
+
+
+@check(SHM, "/dev/shm has room for the loader's batches during the run")
+def shm(ctx: CheckContext) -> List[Finding]:
+    w = recording(ctx)
+    a = analysis_of(w)
+    total = w.summary.get("shm_total_bytes") if isinstance(w.summary, dict) else None
+    used = (a.host.get("shm_used_bytes") or {}).get("max")
+    if not isinstance(total, (int, float)) or not total or used is None:
+        raise SkipCheck("/dev/shm use during the run unknown (a replay, or /dev/shm not readable)")
+    share = used / total
+    if share < 0.9:
+        return []
+    gib = 2**30
+    return [SHM.warning(
+        "nearly-full", f"/dev/shm reached {used / gib:.2f} of {total / gib:.2f} GiB ({100 * share:.0f}%) during the run",
+        evidence=[Evidence("watch.summary.host.shm_used_bytes.max", used, f"< {0.9 * total:.0f}")],
+        confidence="high",
+        detail="DataLoader workers hand batches to the training process through shared memory; when it fills they "
+               "die with 'bus error' or 'unable to write to file </torch_...>'. Docker's default is 64 MB.",
+        fix=Fix("Give the container more shared memory", commands=["docker run --shm-size=16g ...   # or --ipc=host"]))]
+
+
+OVERSUB = Findings("watch.oversubscribed", "CPU_STARVED", kinds=("oversubscribed",))
+
+
+@check(OVERSUB, "The run's threads do not queue for the CPUs")
+def oversubscribed(ctx: CheckContext) -> List[Finding]:
+    w = recording(ctx)
+    a = analysis_of(w)
+    if "run_queue" not in a.host:
+        raise SkipCheck("no run-queue samples (a live watch reads /proc/stat; a replay needs vmstat's 'r' column)")
+    if not w.cpu_available:
+        raise SkipCheck("the CPUs the run may use are unknown")
+    if "cpu_busy_pct" not in a.host:
+        raise SkipCheck("no CPU samples in the recording")
+    found = oversubscription(a, w)
+    if found is None:
+        return []
+    rq, cpus, ev = found
+    ranks = max(1, a.procs.get("trainers_max") or 0) if a.procs else 1
+    workers = (a.procs.get("workers_max") or 0) if a.procs else 0
+    per_rank = max(1, int(cpus // ranks))
+    threads = f"{per_rank}"
+    return [OVERSUB.warning(
+        "oversubscribed", f"{rq:g} threads are ready to run (p50) for the {cpus:g} CPUs this run may use: they "
+        f"queue for the cores ({ranks} training process{'es' if ranks > 1 else ''}"
+        + (f", {workers} loader workers" if workers else "") + ")",
+        evidence=ev, confidence=confidence(a, direct=True),
+        detail="Each training process starts an intra-op thread pool as large as the machine (torch, OpenMP, MKL, "
+               "OpenCV), and loader workers add their own; more runnable threads than cores means every step "
+               "waits for a core and the caches are shared thin. Runs right-sized to the cores are measurably "
+               "faster. " + (unseen_text(w) or ""),
+        fix=Fix(f"Give each training process {threads} thread(s) and keep the loader workers to the cores left "
+                "(OpenCV: cv2.setNumThreads(0) in the workers)",
+                commands=[shell_command("export", f"OMP_NUM_THREADS={threads}",
+                                        comment="before launching; or torch.set_num_threads() in the script"),
+                          f"DataLoader(..., num_workers={max(0, int(cpus) - ranks * per_rank) or 1})"
+                          "   # the cores the training processes do not use"]))]

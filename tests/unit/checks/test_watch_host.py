@@ -1,0 +1,43 @@
+"""watch_host checks: /dev/shm during the run (in test_watch_verdicts.py too) and threads queueing for the CPUs."""
+
+from __future__ import annotations
+
+from tests.unit.checks.test_watch_verdicts import series, verdicts
+
+
+def _run(rq: float, busy: float, tree_cpu: float, cpus: float = 2.0, n: int = 20):
+    host = [{"cpu_busy_pct": busy, "run_queue": rq}] * n
+    procs = [{"count": 3, "trainers": 1, "torch_trainers": 1, "workers": 2, "cpu_pct": tree_cpu,
+              "main_cpu_pct": tree_cpu / 2, "worker_cpu_pct": [tree_cpu / 4] * 2, "threads": 9}] * n
+    return verdicts(series([], host=host, procs=procs), cpu_available=cpus)
+
+
+def test_threads_queueing_for_the_cores_is_oversubscription():
+    v = _run(rq=6.0, busy=99.0, tree_cpu=198.0)
+    f = v["findings"]["CPU_STARVED"]
+    assert f.code == "watch.oversubscribed/oversubscribed" and f.severity == "warning"
+    assert "6 threads are ready to run" in f.summary and "2 CPUs" in f.summary
+    assert any("OMP_NUM_THREADS=2" in c for c in f.fix.commands)
+    assert {e.path for e in f.evidence} >= {"watch.summary.host.run_queue.p50", "watch.summary.processes.threads_p50"}
+
+
+def test_a_right_sized_run_passes():
+    v = _run(rq=2.0, busy=99.0, tree_cpu=198.0)
+    assert v["checks"]["watch.oversubscribed"].status == "passed"
+
+
+def test_another_tenants_threads_are_not_this_runs():
+    v = _run(rq=8.0, busy=99.0, tree_cpu=40.0)
+    assert v["checks"]["watch.oversubscribed"].status == "passed"
+
+
+def test_no_run_queue_is_skipped_with_the_reason():
+    host = [{"cpu_busy_pct": 99.0}] * 20
+    c = verdicts(series([], host=host), cpu_available=2.0)["checks"]["watch.oversubscribed"]
+    assert c.status == "skipped" and "run-queue" in c.reason
+
+
+def test_dev_shm_nearly_full_is_still_judged_here():
+    host = [{"shm_used_bytes": 60 * 2**20 + i * 2**18} for i in range(12)]
+    v = verdicts(series([], host=host), summary_extra={"shm_total_bytes": 64 * 2**20})
+    assert v["findings"]["SHM_TOO_SMALL"].code == "watch.shm/nearly-full"

@@ -1,0 +1,141 @@
+"""The step timer (envdoctor.watch.timer): constant work per step however many epochs re-wrap the loader, no
+traceback at interpreter exit, a report directory nobody else can plant, and a summary after a watch went away.
+Costs are counted (writes, loops kept), never timed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from envdoctor.watch import timer
+from envdoctor.watch.command import steps_directory
+from tests.paths import REPO
+
+
+@pytest.fixture()
+def reporter(tmp_path: Path, monkeypatch):
+    d = tmp_path / "watch"
+    d.mkdir(mode=0o700)
+    monkeypatch.setenv("ENVDOCTOR_WATCH_DIR", str(d))
+    monkeypatch.setattr(timer, "_REPORTER", None)
+    monkeypatch.setattr(timer.atexit, "register", lambda f: None)
+    r = timer._reporter()
+    writes = []
+    real = timer._write_private
+    monkeypatch.setattr(timer, "_write_private", lambda p, data: (writes.append(p), real(p, data)))
+    r.writes = writes
+    return r
+
+
+def test_re_wrapping_the_same_loader_every_epoch_keeps_one_loop_and_bounded_writes(reporter, monkeypatch) -> None:
+    monkeypatch.setattr(timer, "FLUSH_S", 3600.0)  # no flush interval passes during the test
+    loader = [1, 2, 3, 4]
+    for _epoch in range(3125):
+        for _ in timer.timed(loader):
+            pass
+    assert len(reporter.loops) == 1
+    stats = reporter.loops[0]
+    assert stats.steps == 3125 * 4
+    # the epochs' ends wrote nothing (before: one write of every loop at each epoch's end, 3,125 loops by then)
+    assert len(reporter.writes) <= 1
+    reporter.flush()
+    data = json.loads(Path(reporter.writes[-1]).read_text())
+    assert [loop["steps"] for loop in data["loops"]] == [12500]
+
+
+def test_two_loaders_stay_two_loops(reporter) -> None:
+    train, val = [1, 2, 3], [4, 5]
+    for _ in range(3):
+        for _ in timer.timed(train):
+            pass
+        for _ in timer.timed(val):
+            pass
+    assert sorted(s.steps for s in reporter.loops) == [6, 9]
+
+
+def test_no_traceback_at_interpreter_exit_when_the_loop_breaks(tmp_path: Path) -> None:
+    script = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, REPO_PATH)
+        from envdoctor.watch.timer import timed
+        class Holder:  # a reference cycle: collected only at the interpreter's last GC, builtins half gone
+            pass
+        h = Holder()
+        h.self = h
+        h.it = timed(iter(range(100)))
+        for i in h.it:
+            if i == 3:
+                break
+    """).replace("REPO_PATH", repr(str(REPO)))
+    for watch_dir in (None, tmp_path / "w"):
+        env = dict(os.environ)
+        if watch_dir is not None:
+            watch_dir.mkdir(mode=0o700)
+            env["ENVDOCTOR_WATCH_DIR"] = str(watch_dir)
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env)
+        assert proc.returncode == 0
+        assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
+
+
+def test_safe_dir_refuses_links_other_owners_modes(tmp_path: Path) -> None:
+    good = tmp_path / "good"
+    good.mkdir(mode=0o700)
+    assert timer.safe_dir(str(good))
+    loose = tmp_path / "loose"
+    loose.mkdir()
+    loose.chmod(0o777)
+    assert not timer.safe_dir(str(loose))
+    link = tmp_path / "link"
+    link.symlink_to(good)
+    assert not timer.safe_dir(str(link))
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert not timer.safe_dir(str(f))
+
+
+def test_a_planted_link_at_the_report_name_is_replaced_not_followed(tmp_path: Path) -> None:
+    d = tmp_path / "w"
+    d.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (d / "steps-1.json").symlink_to(victim)
+    timer._write_private(str(d / "steps-1.json"), '{"loops": []}')
+    assert victim.read_text() == "precious"
+    assert not (d / "steps-1.json").is_symlink() and json.loads((d / "steps-1.json").read_text()) == {"loops": []}
+    assert sorted(p.name for p in d.iterdir()) == ["steps-1.json"]
+
+
+def test_a_launched_command_gets_its_own_directory_and_pid_mode_only_a_safe_default(tmp_path: Path) -> None:
+    default = tmp_path / "envdoctor-watch-0"
+    default.mkdir(mode=0o700)
+    first, made1, _ = steps_directory(str(default), launching=True)
+    second, made2, _ = steps_directory(str(default), launching=True)
+    assert made1 and made2 and len({first, second, str(default)}) == 3  # two watches never share one
+    assert timer.safe_dir(first) and timer.safe_dir(second)
+    os.rmdir(first)
+    os.rmdir(second)
+    assert steps_directory(str(default), launching=False) == (str(default), False, "")  # --pid: the safe default
+    default.chmod(0o777)
+    path, made, why = steps_directory(str(default), launching=False)
+    assert path == "" and not made and "not this user's private directory" in why
+    fresh = tmp_path / "fresh"
+    path, made, why = steps_directory(str(fresh), launching=False)
+    assert path == str(fresh) and made and timer.safe_dir(path)
+
+
+def test_summary_goes_to_stderr_when_the_watch_went_away(reporter, capsys) -> None:
+    for _ in timer.timed([1, 2, 3]):
+        pass
+    reporter.flush()
+    assert reporter.seen_watch
+    for p in Path(reporter.dir).iterdir():
+        p.unlink()
+    Path(reporter.dir).rmdir()  # `watch --pid` ended and removed what it made
+    reporter.at_exit()
+    assert "envdoctor timed(list): 3 steps" in capsys.readouterr().err
