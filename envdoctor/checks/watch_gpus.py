@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import List
 
-from ..domain.recording import pct
+from ..domain.recording import Analysis, pct
+from ..facts import Watch
 from ..findings import Evidence, Finding, Fix
 from ._watch import (
     IDLE_P90,
@@ -119,7 +120,8 @@ def straggler(ctx: CheckContext) -> List[Finding]:
 
 # --------------------------------------------------------------------------- stalls, memory, clocks
 
-STALLS = Findings("watch.stalls", "CHECKPOINT_STALL", kinds=("checkpoint", "stall"), categories=("GPU_UNDERFED",))
+STALLS = Findings("watch.stalls", "CHECKPOINT_STALL", kinds=("checkpoint", "stall"),
+                  categories=("GPU_UNDERFED", "CHECKPOINT_STALL"))
 
 
 @check(STALLS, "The GPUs do not stop together mid-run", categories=("CHECKPOINT_STALL", "GPU_UNDERFED"))
@@ -127,7 +129,7 @@ def stalls(ctx: CheckContext) -> List[Finding]:
     w = recording(ctx)
     a = analysis_of(w)
     if not working(a):
-        raise SkipCheck(no_gpu_reason(w) if not a.gpus else "no GPU worked in the recording: no stall to tell")
+        return _timer_stalls(w, a)
     if not a.stalls:
         return []
     total = round(sum(e.duration_s for e in a.stalls), 1)
@@ -149,6 +151,39 @@ def stalls(ctx: CheckContext) -> List[Finding]:
         category="GPU_UNDERFED", evidence=ev, confidence="low" if not writes else "medium",
         detail=unseen_text(w),
         fix=Fix("Find what runs at those times (checkpoint, eval, logging): save asynchronously, evaluate less often"))]
+
+
+STALL_SHARE = 0.1  # the step loop stopped this share of its time or more: worth a verdict
+
+
+def _timer_stalls(w: Watch, a: Analysis) -> List[Finding]:
+    """Without GPU samples: the step timer's stalls (steps that took ten typical steps and at least 0.5 s of their
+    own work), and the disk's writes at the same time to tell a checkpoint save."""
+    summ = w.summary if isinstance(w.summary, dict) else {}
+    share = summ.get("step_stall_fraction")
+    if not isinstance(share, (int, float)):
+        raise SkipCheck(f"{no_gpu_reason(w)}, and no step timer that counts stalls (timed(loader)): whether "
+                        "the loop stopped mid-run cannot be told")
+    if share < STALL_SHARE:
+        return []
+    count, total = summ.get("step_stall_count") or 0, summ.get("step_stall_s") or 0.0
+    writes = [d.get("write_mbps_p90") for d in a.disks.values() if d.get("write_mbps_p90")]
+    text = (f"The step loop stopped {count} time{'s' if count != 1 else ''} for {total:g} s in all "
+            f"({100 * share:.0f}% of its time): steps that took ten typical steps and more")
+    ev = [Evidence("watch.summary.step_stall_fraction", share, f"< {STALL_SHARE:g}"),
+          Evidence("watch.summary.step_stall_count", count)]
+    if writes and max(writes) >= 50:
+        return [STALLS.warning(
+            "checkpoint", f"{text}, while the disk wrote up to {max(writes):g} MB/s (p90): checkpoint saves",
+            evidence=ev, confidence=confidence(a, direct=True), detail=unseen_text(w),
+            fix=Fix("Save asynchronously (torch.distributed.checkpoint.async_save, or a background thread after "
+                    "copying the state to CPU), less often, or to a faster local disk"))]
+    return [STALLS.warning(
+        "stall", f"{text}: the pattern of a checkpoint save, an evaluation pass or a synchronisation"
+        + ("" if a.disks else "; no disk samples to tell a checkpoint write"),
+        category="CHECKPOINT_STALL", evidence=ev, confidence="medium", detail=unseen_text(w),
+        fix=Fix("Find what runs at those steps (checkpoint, eval, logging): save asynchronously, evaluate less "
+                "often"))]
 
 
 MEMORY = Findings("watch.gpu-memory", "GPU_MEMORY_PRESSURE", kinds=("nearly-full",))

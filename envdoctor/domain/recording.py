@@ -373,4 +373,8 @@ def step_summary(loops: List[Dict[str, Any]]) -> Dict[str, Any]:
         vals = [float(x[k]) for x in loops if _num(x.get(k)) is not None]
         if vals:
             out[k] = max(vals)
+    if any("stall_count" in x for x in loops):  # a timer that counts stalls (steps that stopped the loop)
+        out["step_stall_count"] = sum(int(_num(x.get("stall_count")) or 0) for x in loops)
+        out["step_stall_s"] = round(sum(_num(x.get("stall_s")) or 0.0 for x in loops), 3)
+        out["step_stall_fraction"] = round(out["step_stall_s"] / step, 4) if step > 0 else None
     return out

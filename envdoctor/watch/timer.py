@@ -34,6 +34,9 @@ from typing import Any, Deque, Dict, Iterable, Iterator, List, Optional
 
 FLUSH_S = 0.5
 RECENT = 512  # steps kept for percentiles (bounded memory)
+STALL_X = 10.0  # a step whose own work (not its wait for data) takes this many typical steps ...
+STALL_MIN_S = 0.5  # ... and at least this long stopped the loop
+STALLS_KEPT = 64
 
 
 def watch_dir() -> str:
@@ -98,6 +101,13 @@ class StepStats:
         self.recent_wait: Deque[float] = deque(maxlen=RECENT)
         self.recent_step: Deque[float] = deque(maxlen=RECENT)
         self.started = time.time()
+        # stalls: steps that took STALL_X times the typical step (an exponential average of the others) and at
+        # least STALL_MIN_S, the loop stopped for a checkpoint save, an evaluation or a synchronisation; what a
+        # step waited for its batch is not a stall (it is counted as the wait)
+        self.typical_s: Optional[float] = None
+        self.stall_count = 0
+        self.stall_s = 0.0
+        self.stall_at: List[float] = []  # time.time() of the first stalls' ends
 
     def summary(self) -> Dict[str, Any]:
         waits, steps = list(self.recent_wait), list(self.recent_step)
@@ -109,7 +119,25 @@ class StepStats:
             "wait_p50_ms": _ms(_pct(waits, 0.5)), "wait_p90_ms": _ms(_pct(waits, 0.9)),
             "step_p50_ms": _ms(_pct(steps, 0.5)), "step_p90_ms": _ms(_pct(steps, 0.9)),
             "updated": round(time.time(), 3), "started": round(self.started, 3),
+            "stall_count": self.stall_count, "stall_s": round(self.stall_s, 3),
+            "stall_at": [round(t, 3) for t in self.stall_at],
         }
+
+    def step_done(self, step: float, wait: float) -> None:
+        """One finished step (after the first two): totals, the recent window, stalls."""
+        self.wait_s += wait
+        self.step_s += step
+        self.recent_wait.append(wait)
+        self.recent_step.append(step)
+        work = step - wait
+        typical = self.typical_s
+        if typical is not None and work >= STALL_MIN_S and work >= STALL_X * typical:
+            self.stall_count += 1
+            self.stall_s += work
+            if len(self.stall_at) < STALLS_KEPT:
+                self.stall_at.append(time.time())
+            return  # a stall does not move the typical step
+        self.typical_s = work if typical is None else typical + 0.05 * (work - typical)
 
 
 def _ms(v: Optional[float]) -> Optional[float]:
@@ -210,10 +238,7 @@ def _timed(it: Iterator[Any], stats: StepStats, reporter: _Reporter) -> Iterator
             if prev_start is not None:  # the previous step ends as this one asks for its batch
                 step = start - prev_start
                 if stats.steps > 1:
-                    stats.wait_s += prev_wait
-                    stats.step_s += step
-                    stats.recent_wait.append(prev_wait)
-                    stats.recent_step.append(step)
+                    stats.step_done(step, prev_wait)
             try:
                 item = next(it)
             except StopIteration:

@@ -44,6 +44,9 @@ loader = DataLoader(DS(), batch_size=16, num_workers=WORKERS)
 if TIMED:
     from envdoctor.watch import timed
     loader = timed(loader)
+CKPT = os.environ.get("CKPT")
+BLOB = torch.zeros(96 << 20, dtype=torch.uint8) if CKPT else None  # 96 MiB saved with each checkpoint
+step = 0
 end = time.monotonic() + float(os.environ.get("SECONDS_", "3"))  # then exit: watch ends with it
 for x, y in loader:
     loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -52,18 +55,28 @@ for x, y in loader:
     with torch.no_grad():
         for p in model.parameters():
             p -= 0.01 * p.grad
+    if CKPT and step % 50 == 49:  # a checkpoint save in the loop, written through to the disk
+        with open(CKPT, "wb") as fh:
+            torch.save({"model": model.state_dict(), "blob": BLOB}, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+    step += 1
     if time.monotonic() > end:
         break
 """
 
 
-def _watch(venv, tmp_path, workers: int, sleep: float = 0.0, timed: bool = False, read=None, seconds: float = 3.0):
+def _watch(venv, tmp_path, workers: int, sleep: float = 0.0, timed: bool = False, read=None, seconds: float = 3.0,
+           ckpt=None):
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
     # the training process imports envdoctor.watch (timed) from this checkout
     env = dict(os.environ, WORKERS=str(workers), SLEEP=str(sleep), TIMED="1" if timed else "0",
                PYTHONPATH=str(REPO), NO_COLOR="1", SECONDS_=str(seconds))
     data = []
+    if ckpt is not None:
+        env["CKPT"] = str(ckpt)
+        data = ["--data", str(ckpt.parent)]
     if read is not None:
         env["READ"] = str(read)
         data = ["--data", str(read.parent)]
@@ -128,3 +141,14 @@ def test_timed_loader_on_a_sleeping_dataset_is_input_bound(cpu_venv, tmp_path):
     verdict = [f for f in findings.values() if f["code"].startswith("watch.bottleneck/")]
     assert len(verdict) == 1 and verdict[0]["category"].startswith("INPUT_"), verdict
     assert "wait for their batch" in verdict[0]["summary"]
+
+
+def test_checkpoint_saves_in_the_loop_are_checkpoint_stalls(cpu_venv, tmp_path):
+    ckpt = tmp_path / "ckpt" / "last.pt"
+    ckpt.parent.mkdir()
+    w, findings, checks = _watch(cpu_venv, tmp_path, workers=2, timed=True, ckpt=ckpt, seconds=8.0)
+    s = w["summary"]
+    assert s.get("step_stall_count", 0) >= 1, s
+    f = findings["CHECKPOINT_STALL"]
+    assert f["code"] in ("watch.stalls/checkpoint", "watch.stalls/stall"), f
+    assert "stopped" in f["summary"]

@@ -381,3 +381,19 @@ def test_loader_advice_never_gives_more_workers_than_cores():
         line = loader_line(w, a, gpu=False, latency=latency)
         n = int(line.split("num_workers=")[1].split(",")[0])
         assert 1 <= n <= 2, line
+
+
+def test_checkpoint_stalls_without_gpus_come_from_the_step_timer():
+    host = [{"cpu_busy_pct": 50.0, "disks": {"vda": {"read_mbps": 0.0, "write_mbps": 400.0 if i % 5 == 0 else 0.0,
+                                                     "iops": 100.0, "await_ms": 2.0, "util_pct": 30.0}}}
+            for i in range(40)]
+    steps = [{"steps": 500, "wait_s": 0.5, "step_s": 20.0, "stall_count": 4, "stall_s": 9.0}]
+    v = verdicts(series([], host=host), steps=steps)
+    f = v["findings"]["CHECKPOINT_STALL"]
+    assert f.code == "watch.stalls/checkpoint" and "4 times for 9 s" in f.summary and "45%" in f.summary
+    no_disk = verdicts(series([], host=[{"cpu_busy_pct": 50.0}] * 40), steps=steps)
+    assert no_disk["findings"]["CHECKPOINT_STALL"].code == "watch.stalls/stall"
+    few = [{"steps": 500, "wait_s": 0.5, "step_s": 20.0, "stall_count": 1, "stall_s": 0.6}]
+    assert verdicts(series([], host=host), steps=few)["checks"]["watch.stalls"].status == "passed"
+    c = verdicts(series([], host=host))["checks"]["watch.stalls"]
+    assert c.status == "skipped" and "stalls" in c.reason

@@ -139,3 +139,24 @@ def test_summary_goes_to_stderr_when_the_watch_went_away(reporter, capsys) -> No
     Path(reporter.dir).rmdir()  # `watch --pid` ended and removed what it made
     reporter.at_exit()
     assert "envdoctor timed(list): 3 steps" in capsys.readouterr().err
+
+
+def test_steps_that_stop_the_loop_are_counted_as_stalls_waits_are_not() -> None:
+    s = timer.StepStats("loader")
+    for _ in range(100):
+        s.step_done(0.010, 0.001)
+    for _ in range(3):
+        s.step_done(2.0, 0.001)  # a checkpoint save inside the step
+    s.step_done(2.0, 1.95)  # a long wait for the batch: input, not a stall
+    for _ in range(50):
+        s.step_done(0.010, 0.001)
+    d = s.summary()
+    assert d["stall_count"] == 3 and abs(d["stall_s"] - 3 * 1.999) < 1e-6 and len(d["stall_at"]) == 3
+    assert s.typical_s is not None and s.typical_s < 0.1  # the stalls did not move the typical step
+
+
+def test_short_steps_are_never_stalls_however_uneven() -> None:
+    s = timer.StepStats("loader")
+    for i in range(1000):
+        s.step_done(0.001 if i % 2 else 0.2, 0.0)
+    assert s.summary()["stall_count"] == 0
