@@ -20,6 +20,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from .common import State, _exc_text, _guard, _start_watchdog, pci_key
 from .dists import _read_version_py, collect_packages, shared_library_files
+from .interp import has_module, pth_exec, site_packages
 from .libraries import library_candidates, loaded_libraries
 from .torch_files import extension_archs, module_origin, torch_build_files, torch_dir
 from .torch_state import inspect_torch
@@ -119,6 +120,11 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     state.stage = "reading interpreter facts"
     result.update(_interpreter_facts())
     result["torch_inspected"] = not opts.no_torch
+    state.stage = "reading the interpreter's pip and .pth files"
+    result["site_packages"] = site_packages()
+    result["has_pip"] = has_module("pip")
+    result["has_ensurepip"] = has_module("ensurepip")
+    result["pth_exec"] = _guard(errors, "executable .pth lines", lambda: pth_exec(errors))
     prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
     owners: Dict[str, Tuple[str, str]] = {}
     location = torch_dir(errors)

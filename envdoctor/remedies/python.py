@@ -6,7 +6,7 @@ from typing import List, Optional, Sequence
 
 from ..domain.fastclass import dataclass
 from ..domain.versions import major_minor
-from ..facts import Facts, PythonEnv
+from ..facts import Facts, PythonEnv, VenvConfig
 from .platform import platform_of
 from .shell import POSIX, POWERSHELL, Arg, Raw, command
 
@@ -109,3 +109,27 @@ def conda_cuda_note() -> str:
     # the pytorch conda channel stopped at 2.5 (https://github.com/pytorch/pytorch/issues/138506)
     return ("# conda env: run the pip line above with this env's python (the pytorch channel stopped at "
             "torch 2.5), or install conda-forge's pytorch with a CUDA build")
+
+
+def venv_python_word(venv: VenvConfig) -> str:
+    """The interpreter to rebuild ``venv`` with: python3.X found on PATH, else the name ``python3.X`` (its
+    site-packages is lib/python3.X: only the same minor version can use it), else ``python3``."""
+    if venv.same_minor_python:
+        return venv.same_minor_python
+    mm = major_minor(venv.version, strict=False) if venv.version else None
+    return f"python{mm[0]}.{mm[1]}" if mm else "python3"
+
+
+def repair_venv(venv: VenvConfig, shell: str = POSIX) -> List[str]:
+    """Remove the venv's dangling interpreter links, then let venv re-create them for a live base of the same
+    minor version: ``venv --upgrade`` keeps an existing link (venv's symlink_or_copy skips a path that is already
+    a link, even a dangling one), so the dead ones go first. site-packages and the installed packages stay."""
+    dead = [link.path for link in venv.links if link.resolves is False]
+    cmds = []
+    if dead:
+        cmds.append(command("rm", "-f", "--", *dead, shell=shell, what="a link path"))
+    # venv rewrites pyvenv.cfg: without the flag an include-system-site-packages venv would lose the base's packages
+    system = ["--system-site-packages"] if venv.include_system_site_packages else []
+    cmds.append(command(venv_python_word(venv), "-m", "venv", "--upgrade", *system, venv.root, shell=shell,
+                        what="the venv path"))
+    return cmds
