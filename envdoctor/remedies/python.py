@@ -30,6 +30,9 @@ class Installer:
     python: Optional[str]  # the judged interpreter's path; None when the facts do not name it (a paste)
     shell: str
     conda: bool = False
+    # False: `python -m pip` fails there (a venv made --without-pip, Debian's python without python3-pip):
+    # every pip command is preceded by `python -m ensurepip --upgrade` (pip_command); None: unknown (a paste)
+    has_pip: Optional[bool] = None
 
     @property
     def python_word(self) -> str:
@@ -49,16 +52,25 @@ def installer_for(facts: Optional[Facts], py: Optional[PythonEnv]) -> Installer:
     if not installers:
         installers = [p.installer for p in py.packages if p.installer]
     uv = bool(installers) and installers[0].strip().lower() == "uv"
-    return Installer("uv" if uv else "pip", py.executable or None, shell, bool(py.is_conda))
+    return Installer("uv" if uv else "pip", py.executable or None, shell, bool(py.is_conda), py.has_pip)
 
 
 def pip_command(inst: Installer, subcommand: str, *args: Arg, comment: Optional[str] = None) -> str:
     """``<python> -m pip <subcommand> ...`` or ``uv pip <subcommand> --python <python> ...``."""
-    if inst.tool == "uv":
+    if inst.tool == "uv":  # uv installs into the interpreter from outside: it needs no pip there
         head: List[Arg] = ["uv", "pip", subcommand] + (["--python", inst.python] if inst.python else [])
     else:
         head = [inst.python_word, "-m", "pip", subcommand]
+        if inst.has_pip is False:
+            # ensurepip installs the pip bundled with the interpreter, offline (https://docs.python.org/3/library/ensurepip.html)
+            sep = Raw(";") if inst.shell == POWERSHELL else Raw("&&")
+            head = [ensurepip_command(inst), sep] + head
     return command(head, list(args), comment=comment, shell=inst.shell, what="the interpreter path")
+
+
+def ensurepip_command(inst: Installer) -> Raw:
+    """``<python> -m ensurepip --upgrade``: pip into an interpreter that has none."""
+    return Raw(command(inst.python_word, "-m", "ensurepip", "--upgrade", shell=inst.shell, what="the interpreter path"))
 
 
 def pip_install(facts: Optional[Facts], py: Optional[PythonEnv], packages: Sequence[str],
