@@ -33,6 +33,7 @@ class Installer:
     # False: `python -m pip` fails there (a venv made --without-pip, Debian's python without python3-pip):
     # every pip command is preceded by `python -m ensurepip --upgrade` (pip_command); None: unknown (a paste)
     has_pip: Optional[bool] = None
+    venv: bool = False  # a venv: ensurepip also writes its `pip` script (--default-pip), as `python -m venv` does
 
     @property
     def python_word(self) -> str:
@@ -52,7 +53,8 @@ def installer_for(facts: Optional[Facts], py: Optional[PythonEnv]) -> Installer:
     if not installers:
         installers = [p.installer for p in py.packages if p.installer]
     uv = bool(installers) and installers[0].strip().lower() == "uv"
-    return Installer("uv" if uv else "pip", py.executable or None, shell, bool(py.is_conda), py.has_pip)
+    return Installer("uv" if uv else "pip", py.executable or None, shell, bool(py.is_conda), py.has_pip,
+                     bool(py.is_venv))
 
 
 def pip_command(inst: Installer, subcommand: str, *args: Arg, comment: Optional[str] = None) -> str:
@@ -69,8 +71,12 @@ def pip_command(inst: Installer, subcommand: str, *args: Arg, comment: Optional[
 
 
 def ensurepip_command(inst: Installer) -> Raw:
-    """``<python> -m ensurepip --upgrade``: pip into an interpreter that has none."""
-    return Raw(command(inst.python_word, "-m", "ensurepip", "--upgrade", shell=inst.shell, what="the interpreter path"))
+    """``<python> -m ensurepip --upgrade``: pip into an interpreter that has none. In a venv also ``--default-pip``,
+    as `python -m venv` runs it: without it only pip3 and pip3.X are written, and an activated venv's `pip` stays
+    another interpreter's."""
+    default = ["--default-pip"] if inst.venv else []
+    return Raw(command(inst.python_word, "-m", "ensurepip", "--upgrade", *default, shell=inst.shell,
+                       what="the interpreter path"))
 
 
 def pip_install(facts: Optional[Facts], py: Optional[PythonEnv], packages: Sequence[str],
