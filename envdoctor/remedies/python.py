@@ -63,11 +63,12 @@ def pip_command(inst: Installer, subcommand: str, *args: Arg, comment: Optional[
         head: List[Arg] = ["uv", "pip", subcommand] + (["--python", inst.python] if inst.python else [])
     else:
         head = [inst.python_word, "-m", "pip", subcommand]
-        if inst.has_pip is False:
-            # ensurepip installs the pip bundled with the interpreter, offline (https://docs.python.org/3/library/ensurepip.html)
-            sep = Raw(";") if inst.shell == POWERSHELL else Raw("&&")
-            head = [ensurepip_command(inst), sep] + head
-    return command(head, list(args), comment=comment, shell=inst.shell, what="the interpreter path")
+    line = command(head, list(args), comment=comment, shell=inst.shell, what="the interpreter path")
+    if inst.tool != "uv" and inst.has_pip is False and not line.startswith("#"):
+        # ensurepip installs the pip bundled with the interpreter, offline (https://docs.python.org/3/library/ensurepip.html);
+        # each half is its own command line (PowerShell needs its call operator before each quoted program)
+        line = f"{ensurepip_command(inst)} {';' if inst.shell == POWERSHELL else '&&'} {line}"
+    return line
 
 
 def ensurepip_command(inst: Installer) -> Raw:
