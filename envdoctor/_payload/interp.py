@@ -114,10 +114,21 @@ def _is_site_dir(path: str) -> bool:
         return False
 
 
-def pth_exec(errors: List[str]) -> Optional[List[Dict[str, Any]]]:
-    """Each executable .pth line of this interpreter's site directories with the sys.path entries it added and
-    where they ended up: [] when there is none, None when the replay failed (said in ``errors``)."""
+class Replay:
+    """The replay child, started early (start_pth_replay) and read late (finish_pth_replay): it runs while the
+    payload reads files and imports torch, so that its interpreter start-up (a tenth of a second or more) is not
+    waited for on its own."""
+
+    def __init__(self, proc: Any, started: float) -> None:
+        self.proc = proc
+        self.started = started
+
+
+def start_pth_replay(errors: List[str]) -> Any:
+    """[] when no .pth file of this interpreter has an executable line (nothing to replay), a Replay when the
+    child was started, None when it could not be (said in ``errors``)."""
     import site
+    import time
 
     own = site_packages() or []
     user = None
@@ -129,21 +140,39 @@ def pth_exec(errors: List[str]) -> Optional[List[Dict[str, Any]]]:
     if not _has_exec_line(own + ([user] if user else [])):
         return []
     try:
-        proc = subprocess.run([sys.executable, "-S", "-c", _REPLAY], capture_output=True, text=True,
-                              timeout=REPLAY_TIMEOUT_S, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError) as e:
+        proc = subprocess.Popen([sys.executable, "-S", "-c", _REPLAY], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    except (OSError, ValueError) as e:
         errors.append(f".pth replay: {_exc_text(e)}")
         return None
+    return Replay(proc, time.monotonic())
+
+
+def finish_pth_replay(replay: Any, errors: List[str]) -> Optional[List[Dict[str, Any]]]:
+    """Each executable .pth line of this interpreter's site directories with the sys.path entries it added and
+    where they ended up: [] when there is none, None when the replay failed (said in ``errors``)."""
+    import time
+
+    if not isinstance(replay, Replay):
+        return replay
+    left = max(0.5, REPLAY_TIMEOUT_S - (time.monotonic() - replay.started))
     try:
-        data = json.loads(proc.stdout.strip().splitlines()[-1])
+        stdout, stderr = replay.proc.communicate(timeout=left)
+    except subprocess.TimeoutExpired:
+        replay.proc.kill()
+        replay.proc.communicate()
+        errors.append(f".pth replay: timed out after {REPLAY_TIMEOUT_S:g} s")
+        return None
+    try:
+        data = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        errors.append(f".pth replay printed no JSON (exit {proc.returncode}): {tail}")
+        tail = (stderr.strip().splitlines() or ["no output"])[-1][:200]
+        errors.append(f".pth replay printed no JSON (exit {replay.proc.returncode}): {tail}")
         return None
     if data.get("error"):
         errors.append(f".pth replay: {data['error']}")
     final = [_norm(p) for p in sys.path]  # this process's: the replay runs the same steps
-    own_n = [_norm(p) for p in (data.get("site_packages") or own)]
+    own_n = [_norm(p) for p in (data.get("site_packages") or site_packages() or [])]
     own_index = min((final.index(p) for p in own_n if p in final), default=None)
     out: List[Dict[str, Any]] = []
     by_line: Dict[Any, Dict[str, Any]] = {}
@@ -168,3 +197,8 @@ def pth_exec(errors: List[str]) -> Optional[List[Dict[str, Any]]]:
                             "file_lines": ln.get("file_lines"), "added": added, "error": ln.get("error")}
             out.append(by_line[key])
     return out
+
+
+def pth_exec(errors: List[str]) -> Optional[List[Dict[str, Any]]]:
+    """start_pth_replay and finish_pth_replay at once."""
+    return finish_pth_replay(start_pth_replay(errors), errors)

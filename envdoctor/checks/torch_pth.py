@@ -7,7 +7,7 @@ from typing import List
 
 from ..facts import PthExecLine
 from ..findings import Evidence, Finding, Fix
-from ..remedies import command
+from ..remedies import pth_line_removal
 from .base import PROBED, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
@@ -26,10 +26,7 @@ def _offending(line: PthExecLine):
 
 
 def removal(line: PthExecLine) -> List[str]:
-    """``rm FILE`` when the line is all the file holds, else the sed line that deletes exactly that line."""
-    if line.file_lines == 1:
-        return [command("rm", "--", line.file, what="the .pth path")]
-    return [command("sed", "-i", f"{line.line_no}d", "--", line.file, what="the .pth path")]
+    return [pth_line_removal(line.file, line.line_no, line.file_lines)]
 
 
 @check(PTH, "No .pth file's code puts another site-packages before the interpreter's own",

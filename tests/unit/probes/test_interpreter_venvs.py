@@ -303,6 +303,7 @@ def test_an_executable_pth_line_that_puts_another_site_packages_first_is_removed
     assert f.fix.commands == ([f"rm -- {pth}"] if alone else [f"sed -i 3d -- {pth}"])
     origin = next(g for g in report.findings if g.category == "PYTHON_PACKAGE_SHADOWED")
     assert origin.caused_by == f.code  # the torch from elsewhere follows from the line
+    assert origin.fix.commands == f.fix.commands  # and its fix is the cause's
     # the standard hooks are judged by what they do: nothing of theirs is a finding
     assert len([g for g in report.findings if g.category == "PTH_EXEC_SYS_PATH"]) == 1
     run_fix(f.fix.commands)
