@@ -75,13 +75,23 @@ def venv_config(executable: str, runner: Any = None) -> Optional[VenvConfig]:
     mm = re.match(r"(\d+)\.(\d+)", version or "")
     if mm and runner is not None and any(link.resolves is False for link in links):
         # a base to rebuild the venv with: the same minor version (its site-packages is lib/python3.X)
-        found = runner.which(f"python{mm.group(1)}.{mm.group(2)}")
+        name = f"python{mm.group(1)}.{mm.group(2)}"
+        found = runner.which(name)
         if found and not any(os.path.abspath(found) == os.path.abspath(link.path) for link in links):
-            same_minor = found
+            same_minor = _base_of(found, name)
     return VenvConfig(root=root, cfg=cfg, home=home, home_exists=os.path.isdir(home) if home else None,
                       version=version,
                       include_system_site_packages=None if system is None else system.lower() == "true",
                       links=links, same_minor_python=same_minor)
+
+
+def _base_of(python: str, name: str) -> str:
+    """``python`` itself, or, when it is another venv's (an activated one first on PATH), that venv's base
+    interpreter of the same name: the venv to repair should not depend on a second venv."""
+    root = venv_root(python)
+    home = read_pyvenv_cfg(root).get("home") if root else None
+    base = os.path.join(home, name) if home else None
+    return base if base and os.path.isfile(base) else python
 
 
 def shebang_interpreter(path: str) -> Optional[str]:

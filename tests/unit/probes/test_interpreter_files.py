@@ -31,6 +31,16 @@ def test_a_venv_with_a_dangling_link_is_read_from_its_files(tmp_path: Path) -> N
         ("python", "python3.12", False), ("python3.12", "/gone/bin/python3.12", False)]
     assert v.same_minor_python == "/usr/bin/python3.12"
     assert venv_config("/usr/bin/env") is None  # not in a venv
+    # the python3.12 on PATH is an activated venv's: the repair names that venv's base instead
+    other = tmp_path / "other"
+    (other / "bin").mkdir(parents=True)
+    base = tmp_path / "base" / "bin"
+    base.mkdir(parents=True)
+    (base / "python3.12").write_text("#!/bin/sh\n")
+    (other / "pyvenv.cfg").write_text(f"home = {base}\n")
+    os.symlink(base / "python3.12", other / "bin" / "python3.12")
+    via_venv = venv_config(str(exe), FakeRunner(which={"python3.12": str(other / "bin" / "python3.12")}))
+    assert via_venv.same_minor_python == str(base / "python3.12")
 
 
 def test_shebang_forms(tmp_path: Path) -> None:

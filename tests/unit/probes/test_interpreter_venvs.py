@@ -138,7 +138,12 @@ def test_a_venv_whose_base_was_removed_is_judged_and_its_fix_repairs_it(tmp_path
     assert v.home == str(tmp_path / "base" / "bin") and v.home_exists is False
     assert v.include_system_site_packages is False and v.cfg["version"] == v.version
     assert {Path(link.path).name for link in v.links if link.resolves is False} >= {"python", f"python{MM}"}
-    assert v.same_minor_python == shutil.which(f"python{MM}", path=_runner().environment()["PATH"])
+    on_path = shutil.which(f"python{MM}", path=_runner().environment()["PATH"])
+    if sys.prefix != sys.base_prefix:  # this test runs in a venv: its base is named, not a second venv
+        home = next(ln.split("=", 1)[1].strip() for ln in (Path(sys.prefix) / "pyvenv.cfg").read_text().splitlines()
+                    if ln.split("=", 1)[0].strip() == "home")
+        on_path = os.path.join(home, f"python{MM}") if os.path.isfile(os.path.join(home, f"python{MM}")) else on_path
+    assert v.same_minor_python == on_path
     report = judge(Facts(pythons=[env]), compat)
     f = finding(report, "torch.interpreter/venv-base-missing")
     assert (f.category, f.severity) == ("TARGET_PYTHON_UNUSABLE", "error")
