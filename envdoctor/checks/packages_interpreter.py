@@ -67,7 +67,7 @@ def check_pip(ctx: CheckContext) -> List[Finding]:
     return findings
 
 
-SYSTEM_SITE = Findings("packages.system-site", "VENV_SYSTEM_SITE_MIXED", kinds=("{package}",))
+SYSTEM_SITE = Findings("packages.system-site", "VENV_SYSTEM_SITE_MIXED", kinds=("{package}", "two-torches"))
 
 
 @check(SYSTEM_SITE, "A venv that sees the base's packages imports one consistent torch set",
@@ -81,7 +81,11 @@ def check_system_site(ctx: CheckContext) -> List[Finding]:
             continue
         judged = True
         name = py.executable or "the interpreter"
-        for s in split_companions(ctx.compat, py):
+        split = split_companions(ctx.compat, py)
+        hidden = [c for c in torch_pkg.shadowed or [] if in_own_site(py, c.location) is False]
+        if hidden and not split and in_own_site(py, torch_pkg.location):
+            findings.append(_two_torches(i, py, name, torch_pkg, hidden))
+        for s in split:
             pkg, t = s.package, s.torch
             other_torch = next((c for c in t.shadowed or [] if c.location == pkg.location), None)
             torches = [f"torch {t.version} at {t.location} (imported)"] + [
@@ -126,3 +130,23 @@ def check_system_site(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("no torch distribution with a known location and site-packages (or older facts)")
     return findings
 
+
+
+def _two_torches(i: int, py, name: str, torch_pkg, hidden) -> Finding:
+    """The venv's own torch hides the base's and every companion pairs with it: one consistent set is imported,
+    so this is a note; it names both because the venv's copy is often one that pip pulled in as a dependency over
+    the base's build (a container's tuned torch reused through --system-site-packages)."""
+    inst = installer_for(None, py)
+    other = hidden[0]
+    return SYSTEM_SITE.info(
+        "two-torches",
+        summary=(f"{name} sees two torches: its own {torch_pkg.version} at {torch_pkg.location} (imported) and the "
+                 f"base's {other.version} at {other.location} (hidden)"),
+        detail=("The set imported is consistent. If the base's torch is the one meant (a container's build reused "
+                "with --system-site-packages), uninstalling the venv's copy brings it back; the venv's companions, "
+                "if any, must then pair with it."),
+        evidence=[Evidence(f"pythons[{i}].packages.torch", f"{torch_pkg.version} at {torch_pkg.location}"),
+                  Evidence(f"pythons[{i}].packages.torch.shadowed", [f"{c.version} at {c.location}" for c in hidden])],
+        fix=Fix("Only if the base's torch is the one meant: uninstall the venv's copy",
+                [pip_command(inst, "uninstall", "-y", "torch")]),
+    )

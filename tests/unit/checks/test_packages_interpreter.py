@@ -121,13 +121,22 @@ def test_a_venv_companion_hiding_a_matching_base_one_is_uninstalled(compat) -> N
 
 
 def test_one_consistent_set_passes_and_unknown_layout_is_skipped(compat) -> None:
-    same = env(packages=[Package("torch", "2.5.1+cpu", location=OWN, shadowed=[PackageCopy(BASE, "2.4.1+cpu")]),
+    same = env(packages=[Package("torch", "2.5.1+cpu", location=OWN),
                          Package("torchvision", "0.20.1+cpu", location=OWN, requires=["torch==2.5.1"])])
     assert result(judge(Facts(pythons=[same]), compat), "packages.system-site").status == "passed"
+    # two torches, one consistent set imported: a note naming both, with the way back to the base's
+    two = replace(same, packages=[replace(same.packages[0], shadowed=[PackageCopy(BASE, "2.4.1+cpu")]),
+                                  same.packages[1]])
+    (f,) = [f for f in judge(Facts(pythons=[two]), compat).findings if f.code.startswith("packages.system-site/")]
+    assert (f.code, f.severity) == ("packages.system-site/two-torches", "info")
+    assert f.summary == (f"{PY} sees two torches: its own 2.5.1+cpu at {OWN} (imported) and the base's 2.4.1+cpu "
+                         f"at {BASE} (hidden)")
+    assert f.fix.commands == [f"{PY} -m pip uninstall -y torch"]
     # the base's torchvision that pairs with the venv's torch is one set too
     paired = replace(split_env(), packages=[split_env().packages[0],
                                             Package("torchvision", "0.20.1", location=BASE, requires=["torch==2.5.1"])])
-    assert result(judge(Facts(pythons=[paired]), compat), "packages.system-site").status == "passed"
+    res = result(judge(Facts(pythons=[paired]), compat), "packages.system-site")
+    assert res.status == "noted" and [f.code for f in res.findings] == ["packages.system-site/two-torches"]
     old = result(judge(Facts(pythons=[split_env(site_packages=None)]), compat), "packages.system-site")
     assert old.status == "skipped" and "site-packages" in old.reason
 
