@@ -106,6 +106,26 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "and CUDA libraries.",
        "Unset PYTHONPATH (or remove the .pth file, or set PYTHONNOUSERSITE=1) where it is set, so the "
        "environment's own torch is imported."),
+    # --- the interpreter itself (issue 30)
+    _c("VENV_SYSTEM_SITE_MIXED", "A venv imports torch from itself and a companion from its base",
+       "A venv made with --system-site-packages imports torch from one site-packages and torchvision, torchaudio "
+       "or triton from another (the base interpreter's), built for another torch.",
+       "The companion's compiled operators are built for the other torch: import errors, missing operators "
+       "('operator torchvision::nms does not exist'), or broken torch.compile.",
+       "Install the companion that pairs with the imported torch into the venv itself, or uninstall the venv's "
+       "copy that hides a matching one, so that one consistent set is imported."),
+    _c("PTH_EXEC_SYS_PATH", "A .pth file's code puts another site-packages first",
+       "An executable line (`import ...`) of a .pth file in the interpreter's site-packages inserts another "
+       "site-packages, or a directory holding torch, ahead of the interpreter's own on sys.path.",
+       "That line runs at every start-up: every import prefers the other directory's packages, whatever is "
+       "installed into the environment.",
+       "Remove the line (or the .pth file when it is all it holds)."),
+    _c("PIP_UNAVAILABLE", "pip cannot install into the judged interpreter",
+       "The judged interpreter has no pip (`python -m pip` fails: a venv made --without-pip, a distribution's "
+       "Python without its pip package), or the `pip` on PATH runs another interpreter.",
+       "pip fixes fail, or install into another environment than the one judged.",
+       "Run `python -m ensurepip --upgrade` with the judged interpreter (or use uv), and install with "
+       "`python -m pip`, never the bare `pip`."),
     _c("NVCC_TORCH_CUDA_MISMATCH", "nvcc differs from torch's CUDA",
        "The CUDA toolkit on PATH is a different major (or minor) version than torch was built with.",
        "Building CUDA extensions (flash-attn, apex, custom ops) fails: 'The detected CUDA version (X) "
@@ -338,6 +358,10 @@ CAUSES: Dict[str, tuple] = {
     # another torch imported first: its variant, companions and libraries are not the environment's
     "PYTHON_PACKAGE_SHADOWED": ("CUDA_VARIANT_MIXED", "COMPANION_VERSION_MISMATCH", "TORCH_CPU_ONLY_BUILD",
                                 "TORCH_IMPORT_FAILED", "CUDA_LIBRARY_VERSION_MISMATCH", "PYTHON_VERSION_UNSUPPORTED"),
+    # a base companion next to the venv's torch, or a .pth line putting another site-packages first: the mixed
+    # set and the torch from elsewhere follow from it (issue 30)
+    "VENV_SYSTEM_SITE_MIXED": ("COMPANION_VERSION_MISMATCH", "CUDA_VARIANT_MIXED"),
+    "PTH_EXEC_SYS_PATH": ("PYTHON_PACKAGE_SHADOWED",),
     # an extension's import runs `import torch` first: it fails for the same reason
     "TORCH_IMPORT_FAILED": ("THIRD_PARTY_EXTENSION_MISMATCH",),
     # torch loading a CUDA library of another major (a conda solve or pip wheels mixing majors) fails to import

@@ -264,6 +264,78 @@ class Package:
     # "cpu", "rocm6.2"; read from the local tag, else from linked libraries / nvidia-* requirements
     variant: Optional[str] = None
     variant_evidence: Optional[str] = None
+    # later copies of the same distribution on sys.path, which the first (``location``) shadows: a venv with
+    # include-system-site-packages sees the base's copies after its own; None: none, or not read (older facts)
+    shadowed: Optional[List[PackageCopy]] = None
+
+
+@dataclass(frozen=True)
+class PackageCopy:
+    """Another installed copy of a distribution, later on sys.path than the one imported."""
+
+    location: Optional[str] = None  # the sys.path entry holding its dist-info
+    version: Optional[str] = None
+    requires: Optional[List[str]] = None  # its Requires-Dist lines (which torch a companion pairs with)
+
+
+@dataclass(frozen=True)
+class InterpreterLink:
+    """A venv's bin/python* entry that is a symbolic link, read without running it."""
+
+    path: str
+    target: Optional[str] = None  # os.readlink: what the link names
+    resolves: Optional[bool] = None  # whether it leads to an existing file (False: a dangling link)
+
+
+@dataclass(frozen=True)
+class VenvConfig:
+    """A venv's pyvenv.cfg and interpreter links (PEP 405), read by the probe from the files: what is left to
+    judge when the venv's python no longer starts."""
+
+    root: str  # the venv directory (holding pyvenv.cfg)
+    cfg: Dict[str, str] = field(default_factory=dict)  # every ``key = value`` line of pyvenv.cfg
+    home: Optional[str] = None  # the base interpreter's directory
+    home_exists: Optional[bool] = None
+    version: Optional[str] = None  # ``version`` (venv) or ``version_info`` (uv, virtualenv): "3.12.3"
+    include_system_site_packages: Optional[bool] = None
+    links: List[InterpreterLink] = field(default_factory=list)  # bin/python* symlinks
+    # python3.X (the venv's minor version) on PATH: a base to rebuild the venv with; None: none found
+    same_minor_python: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class PathPip:
+    """The ``pip`` command on PATH and the interpreter its script runs, read from its first lines (not run)."""
+
+    path: str
+    interpreter: Optional[str] = None  # the shebang's interpreter (or distlib's /bin/sh exec line)
+    # whether that is the judged interpreter: the same directory and the same file once links are resolved
+    same_interpreter: Optional[bool] = None
+    error: Optional[str] = None  # why the script could not be read
+
+
+@dataclass(frozen=True)
+class PthPathEntry:
+    """A sys.path entry an executable .pth line added."""
+
+    path: str
+    index: Optional[int] = None  # its position in sys.path after start-up
+    before_own_site: Optional[bool] = None  # ahead of this interpreter's own site-packages
+    site_packages: Optional[bool] = None  # a site-packages/dist-packages directory, or one holding *.dist-info
+    holds_torch: Optional[bool] = None  # holds torch/__init__.py
+
+
+@dataclass(frozen=True)
+class PthExecLine:
+    """One executable line (``import ...``) of a .pth file, re-run as site.py runs it at start-up, with what it
+    did to sys.path."""
+
+    file: str
+    line_no: int
+    line: str
+    file_lines: Optional[int] = None  # the file's non-blank, non-comment lines (1: the file is only this line)
+    added: List[PthPathEntry] = field(default_factory=list)
+    error: Optional[str] = None  # what the line raised, if it did
 
 
 @dataclass(frozen=True)
@@ -458,6 +530,15 @@ class PythonEnv:
     own_environment: Optional[bool] = None
     externally_managed: Optional[bool] = None
     torch_elsewhere: Optional[List[str]] = None
+    # the interpreter itself (issue 30): its pyvenv.cfg and links (read by the probe, also when it does not
+    # start), its own site-packages, whether pip and ensurepip are importable, the `pip` on PATH, and the
+    # executable lines of its .pth files with what each did to sys.path; None: not read (older facts)
+    venv: Optional[VenvConfig] = None
+    site_packages: Optional[List[str]] = None  # site.getsitepackages()
+    has_pip: Optional[bool] = None  # importlib.util.find_spec("pip")
+    has_ensurepip: Optional[bool] = None
+    path_pip: Optional[PathPip] = None
+    pth_exec: Optional[List[PthExecLine]] = None
 
     def package(self, name: str) -> Optional[Package]:
         key = normalize_name(name)

@@ -343,15 +343,18 @@ def collect_packages(
     dists, note = _iter_distributions(lambda key, _requires: _full_detail(key))
     if note:
         errors.append(note)
-    seen = set()
+    seen: Dict[str, Dict[str, Any]] = {}
     out = []
     for d in dists:
         key = normalize_name(d["name"])
-        if key in seen:  # shadowed by an earlier sys.path entry: not what `import` sees
+        if key in seen:  # shadowed by an earlier sys.path entry: not what `import` sees, but still there (a venv
+            # with include-system-site-packages sees the base's copy after its own): every copy is reported
+            seen[key].setdefault("shadowed", []).append(
+                {"location": d["location"], "version": d["version"], "requires": d["requires"]})
             continue
-        seen.add(key)
         if not _full_detail(key):
-            out.append({"name": key, "version": d["version"]})
+            seen[key] = {"name": key, "version": d["version"]}
+            out.append(seen[key])
             continue
         if owners is not None and d["location"] and key.startswith(("nvidia-", "cuda-")):
             for rel in d["files"]:
@@ -359,6 +362,7 @@ def collect_packages(
                     owners[os.path.realpath(os.path.join(d["location"], rel))] = (key, d["version"])
         rec = {"name": key, "version": d["version"], "location": d["location"], "requires": d["requires"],
                "installer": d["installer"]}
+        seen[key] = rec
         try:
             rec["variant_inputs"] = package_evidence(key, d["location"], d["files"])
         except Exception as e:

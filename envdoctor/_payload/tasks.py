@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from .common import State, _exc_text, _guard, _start_watchdog, pci_key
 from .dists import _read_version_py, collect_packages, shared_library_files
 from .extension_build import load_extensions
+from .interp import finish_pth_replay, has_module, site_packages, start_pth_replay
 from .libraries import library_candidates, loaded_libraries
 from .torch_files import extension_archs, module_origin, torch_build_files, torch_dir
 from .torch_state import inspect_torch
@@ -122,6 +123,19 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     state.stage = "reading interpreter facts"
     result.update(_interpreter_facts())
     result["torch_inspected"] = not opts.no_torch
+    state.stage = "reading the interpreter's pip and .pth files"
+    result["site_packages"] = site_packages()
+    result["has_pip"] = has_module("pip")
+    result["has_ensurepip"] = has_module("ensurepip")
+    # the .pth replay runs in a child while the files are read and torch imports; its answer joins at the end
+    replay = _guard(errors, "executable .pth lines", lambda: start_pth_replay(errors))
+    try:
+        return _inspect(opts, state, result, errors)
+    finally:
+        result["pth_exec"] = _guard(errors, "executable .pth lines", lambda: finish_pth_replay(replay, errors))
+
+
+def _inspect(opts: Any, state: State, result: Dict[str, Any], errors: List[str]) -> Dict[str, Any]:
     prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
     owners: Dict[str, Tuple[str, str]] = {}
     location = torch_dir(errors)

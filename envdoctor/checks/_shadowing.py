@@ -11,7 +11,7 @@ from ..domain.variants import nvidia_wheel
 from ..domain.versions import parse_version
 from ..facts import LibraryCopy, PythonEnv
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import drop_path_entry, export, pip_install, unset
+from ..remedies import drop_path_entry, export, pip_install, pth_line_removal, unset
 from .base import Findings
 
 # library family -> the nvidia-* wheel that ships it next to a pip-installed torch (the wheel may carry a
@@ -311,6 +311,10 @@ def origin_fix(py: PythonEnv) -> Tuple[str, List[str]]:
             summary = f"Remove {o.pth_file}, the .pth file that adds {o.entry} to sys.path"
         else:
             summary = f"Remove the line for {o.entry} from {o.pth_file} (the .pth file that adds it to sys.path)"
+    elif _pth_exec_line(py, o.entry) is not None:
+        line = _pth_exec_line(py, o.entry)
+        cmds.append(pth_line_removal(line.file, line.line_no, line.file_lines))
+        summary = f"Remove line {line.line_no} of {line.file}, the .pth code that inserts {o.entry} into sys.path"
     else:
         summary = (f"Find what puts {o.entry} first on sys.path ({ORIGIN_VIA.get(o.via or 'other', o.via)}) and "
                    "remove it")
@@ -329,6 +333,14 @@ def origin_fix(py: PythonEnv) -> Tuple[str, List[str]]:
         install = "PYTHONNOUSERSITE=1 " + install
     return (f"Install torch {version} into {where} itself (its site-packages has none), then: "
             + summary[0].lower() + summary[1:]), [install] + cmds
+
+
+def _pth_exec_line(py: PythonEnv, entry: Optional[str]):
+    """The executable .pth line (PythonEnv.pth_exec) that added ``entry`` to sys.path, if one did."""
+    for line in py.pth_exec or []:
+        if line.line_no >= 1 and any(_same_dir(a.path, entry) for a in line.added):
+            return line
+    return None
 
 
 def or_origin_fix(py: PythonEnv, fix: Fix) -> Fix:

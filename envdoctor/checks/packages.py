@@ -20,6 +20,7 @@ from ..remedies import pip_install
 from ..remedies.extensions import extension_fix
 from ..remedies.torch_plan import COMPANIONS, pair_pins, target_variant
 from ._extension_arch import ArchTarget, judge_extensions
+from ._interpreter import split_companions
 from ._shadowing import or_origin_fix
 from ._util import package_variant, torch_envs_or_skip
 from .base import EVERYWHERE, CheckContext, Findings, SkipCheck, registrar
@@ -128,11 +129,15 @@ def check_companions(ctx: CheckContext) -> List[Finding]:
     for i, py in envs:
         tver = base_version(py.torch.version) or ""
         comp = ctx.compat.companions(tver)
+        # a companion a venv takes from its base, built for the base's torch: packages.system-site names both sets
+        split = {s.package.name for s in split_companions(ctx.compat, py)}
         for name in COMPANIONS + TRITON_NAMES:
             pkg = py.package(name)
             if pkg is None:
                 continue
             present.append(pkg.name)
+            if pkg.name in split:
+                continue
             have = base_version(pkg.version)
             want = None
             if comp is not None:

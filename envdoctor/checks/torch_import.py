@@ -154,7 +154,8 @@ def _no_torch_fix(ctx: CheckContext, py: PythonEnv) -> Fix:
 
 # an interpreter that could not be inspected (a kind per failure, as PythonEnv.failure names it) or has no torch
 INTERPRETER = Findings("torch.interpreter", "TARGET_PYTHON_UNUSABLE",
-                       kinds=tuple(f.replace("_", "-") for f in _UNUSABLE) + ("no-torch", "not-a-torch-environment"),
+                       kinds=tuple(f.replace("_", "-") for f in _UNUSABLE) + ("no-torch", "not-a-torch-environment",
+                                                                             "venv-base-missing"),
                        categories=("TORCH_NOT_INSTALLED",))
 
 
@@ -172,6 +173,10 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
             continue
         if py.failure and not (t is not None and t.import_error and py.failure_stage == "importing torch"):
             # (a crash or hang inside `import torch` with torch's files read is torch.import's finding)
+            broken = _broken_venv(i, py, name, ctx)
+            if broken is not None:
+                findings.append(broken)
+                continue
             what = _UNUSABLE.get(py.failure, "could not be inspected")
             stage = f" while {py.failure_stage}" if py.failure_stage else ""
             findings.append(INTERPRETER.error(
@@ -206,6 +211,44 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
             fix=_elsewhere_fix(py) or _no_torch_fix(ctx, py),
         ))
     return findings
+
+
+def _broken_venv(i: int, py: PythonEnv, name: str, ctx: CheckContext) -> Optional[Finding]:
+    """A venv whose interpreter link leads nowhere (its base Python was removed or moved): the venv, its
+    site-packages and torch are still there, so the fix repairs the links rather than judging another Python."""
+    from ..remedies import repair_venv, venv_python_word
+    from ..remedies.platform import platform_of
+
+    venv = py.venv
+    if venv is None or py.failure not in ("not_found", "not_executable"):
+        return None
+    dead = [link for link in venv.links if link.resolves is False]
+    if not dead:
+        return None
+    last = dead[-1]  # bin/python -> python3.12 -> /base/bin/python3.12: the one naming the base comes last
+    base = next((link.target for link in dead if link.target and "/" in link.target), last.target)
+    home = f" (pyvenv.cfg home = {venv.home}, " + ("which is gone)" if venv.home_exists is False else "still there)") \
+        if venv.home else ""
+    word = venv_python_word(venv)
+    found = venv.same_minor_python is not None
+    version = venv.version or "its version (pyvenv.cfg names none)"
+    return INTERPRETER.error(
+        "venv-base-missing",
+        summary=(f"{name} is a link to {base}, which no longer exists: the base Python of the venv {venv.root} was "
+                 f"removed or moved{home}"),
+        detail=(f"The venv's packages are still in {venv.root}, built for Python {version}; only its interpreter "
+                "links are dead. Re-pointing them at a live Python of the same minor version repairs it without "
+                "reinstalling anything" + ("." if found else
+                                            f"; no {word} was found on PATH: install Python {version} first.")),
+        evidence=[Evidence(f"pythons[{i}].venv.links", [f"{link.path} -> {link.target}" for link in dead],
+                           expected="links to an existing interpreter"),
+                  Evidence(f"pythons[{i}].venv.home", venv.home, source=f"{venv.root}/pyvenv.cfg"),
+                  Evidence(f"pythons[{i}].venv.version", venv.version, source=f"{venv.root}/pyvenv.cfg"),
+                  Evidence(f"pythons[{i}].venv.same_minor_python", venv.same_minor_python)],
+        fix=Fix(f"Remove the dead links and rebuild them with {word}: `venv --upgrade` keeps the installed packages",
+                repair_venv(venv, platform_of(ctx.facts, py).shell),
+                "https://docs.python.org/3/library/venv.html"),
+    )
 
 
 def _elsewhere_fix(py: PythonEnv) -> Optional[Fix]:

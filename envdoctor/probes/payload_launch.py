@@ -69,7 +69,10 @@ def default_interpreter(env: Optional[Mapping[str, str]] = None, runner: Any = N
         prefix = env.get(var)
         if prefix:
             candidate = _bin_python(prefix)
-            if os.path.isfile(candidate):
+            # a venv whose python is a dangling link (its base Python removed) is still the one to judge: judging
+            # python3 on PATH instead would report on another interpreter (and tell the user to install torch there)
+            if os.path.isfile(candidate) or (os.path.islink(candidate)
+                                             and os.path.isfile(os.path.join(prefix, "pyvenv.cfg"))):
                 return candidate, f"${var}"
     name = "python" if os.name == "nt" else "python3"
     found = runner.which(name) if runner is not None else shutil.which(name, path=env.get("PATH"))

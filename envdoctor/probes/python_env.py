@@ -16,6 +16,7 @@ from envdoctor.facts import (
     ModuleOrigin,
     Package,
     ProbeStatus,
+    PthExecLine,
     PythonEnv,
     SharedLibraryFile,
     TorchBuildFiles,
@@ -183,7 +184,8 @@ def _section(cls: Any, data: Any, path: str, notes: List[str]) -> Any:
 def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     """Build PythonEnv from the inspect task's result (status/reason are set by the caller)."""
     scalar_keys = ("executable", "python_version", "implementation", "platform", "prefix", "is_venv",
-                   "is_conda", "env", "import_errors", "torch_inspected", "externally_managed")
+                   "is_conda", "env", "import_errors", "torch_inspected", "externally_managed", "site_packages",
+                   "has_pip", "has_ensurepip")
     base = _section(PythonEnv, {k: result[k] for k in scalar_keys if k in result}, "python", notes) or PythonEnv()
     packages = []
     for i, p in enumerate(result.get("packages") or []):
@@ -215,8 +217,12 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
         dist = next((p for p in packages if p.name == "torch"), None)
         if dist is not None:
             torch = replace(torch, version=dist.version)
+    pth = None
+    if isinstance(result.get("pth_exec"), list):
+        pth = [x for x in (_section(PthExecLine, ln, f"python.pth_exec[{k}]", notes)
+                           for k, ln in enumerate(result["pth_exec"])) if x is not None]
     payload_errors = [str(e) for e in (result.get("errors") or [])]
-    return replace(base, packages=packages, loaded_libraries=libs, library_candidates=candidates, torch=torch, extensions=extensions,
+    return replace(base, pth_exec=pth, packages=packages, loaded_libraries=libs, library_candidates=candidates, torch=torch, extensions=extensions,
                    torch_origin=origin, shared_library_files=shared, notes=(payload_errors + notes) or None)
 
 
@@ -396,6 +402,28 @@ _FAILURE = {"not_found": "not_found", "could_not_run": "not_executable", "no_jso
 
 def _probe_python(executable: str, runner: Any, timeout_s: float, inspect_torch: bool,
                   requested_as: Optional[str]) -> PythonEnv:
+    penv = _run_inspect(executable, runner, timeout_s, inspect_torch, requested_as)
+    return with_interpreter_files(penv, executable, runner)
+
+
+def with_interpreter_files(penv: PythonEnv, executable: str, runner: Any) -> PythonEnv:
+    """The interpreter's venv (pyvenv.cfg and links) and the `pip` on PATH, read from files: also for an
+    interpreter that did not start, whose dangling link is then the fact to judge."""
+    from envdoctor.probes.interpreter_files import path_pip, venv_config
+
+    venv = venv_config(executable, runner)
+    pip = path_pip(penv.executable or executable, runner) if penv.status == ProbeStatus.OK else None
+    penv = replace(penv, venv=venv, path_pip=pip)
+    dead = [link for link in (venv.links if venv is not None else []) if link.resolves is False]
+    if penv.failure in ("not_found", "not_executable") and dead:
+        # not "no such file": the file is a venv's link whose base Python is gone
+        penv = replace(penv, reason=f"the venv's interpreter link is dangling ({dead[-1].path} -> {dead[-1].target}): "
+                                    "its base Python was removed or moved")
+    return penv
+
+
+def _run_inspect(executable: str, runner: Any, timeout_s: float, inspect_torch: bool,
+                 requested_as: Optional[str]) -> PythonEnv:
     args = [] if inspect_torch else ["--no-torch"]
     # the payload writes a checkpoint line just before `import torch`: with none on stdout, it had not got there
     hint = "starting up or reading installed packages (before importing torch)" if inspect_torch \

@@ -6,7 +6,7 @@ from typing import List, Optional, Sequence
 
 from ..domain.fastclass import dataclass
 from ..domain.versions import major_minor
-from ..facts import Facts, PythonEnv
+from ..facts import Facts, PythonEnv, VenvConfig
 from .platform import platform_of
 from .shell import POSIX, POWERSHELL, Arg, Raw, command
 
@@ -30,6 +30,10 @@ class Installer:
     python: Optional[str]  # the judged interpreter's path; None when the facts do not name it (a paste)
     shell: str
     conda: bool = False
+    # False: `python -m pip` fails there (a venv made --without-pip, Debian's python without python3-pip):
+    # every pip command is preceded by `python -m ensurepip --upgrade` (pip_command); None: unknown (a paste)
+    has_pip: Optional[bool] = None
+    venv: bool = False  # a venv: ensurepip also writes its `pip` script (--default-pip), as `python -m venv` does
 
     @property
     def python_word(self) -> str:
@@ -49,16 +53,31 @@ def installer_for(facts: Optional[Facts], py: Optional[PythonEnv]) -> Installer:
     if not installers:
         installers = [p.installer for p in py.packages if p.installer]
     uv = bool(installers) and installers[0].strip().lower() == "uv"
-    return Installer("uv" if uv else "pip", py.executable or None, shell, bool(py.is_conda))
+    return Installer("uv" if uv else "pip", py.executable or None, shell, bool(py.is_conda), py.has_pip,
+                     bool(py.is_venv))
 
 
 def pip_command(inst: Installer, subcommand: str, *args: Arg, comment: Optional[str] = None) -> str:
     """``<python> -m pip <subcommand> ...`` or ``uv pip <subcommand> --python <python> ...``."""
-    if inst.tool == "uv":
+    if inst.tool == "uv":  # uv installs into the interpreter from outside: it needs no pip there
         head: List[Arg] = ["uv", "pip", subcommand] + (["--python", inst.python] if inst.python else [])
     else:
         head = [inst.python_word, "-m", "pip", subcommand]
-    return command(head, list(args), comment=comment, shell=inst.shell, what="the interpreter path")
+    line = command(head, list(args), comment=comment, shell=inst.shell, what="the interpreter path")
+    if inst.tool != "uv" and inst.has_pip is False and not line.startswith("#"):
+        # ensurepip installs the pip bundled with the interpreter, offline (https://docs.python.org/3/library/ensurepip.html);
+        # each half is its own command line (PowerShell needs its call operator before each quoted program)
+        line = f"{ensurepip_command(inst)} {';' if inst.shell == POWERSHELL else '&&'} {line}"
+    return line
+
+
+def ensurepip_command(inst: Installer) -> Raw:
+    """``<python> -m ensurepip --upgrade``: pip into an interpreter that has none. In a venv also ``--default-pip``,
+    as `python -m venv` runs it: without it only pip3 and pip3.X are written, and an activated venv's `pip` stays
+    another interpreter's."""
+    default = ["--default-pip"] if inst.venv else []
+    return Raw(command(inst.python_word, "-m", "ensurepip", "--upgrade", *default, shell=inst.shell,
+                       what="the interpreter path"))
 
 
 def pip_install(facts: Optional[Facts], py: Optional[PythonEnv], packages: Sequence[str],
@@ -109,3 +128,27 @@ def conda_cuda_note() -> str:
     # the pytorch conda channel stopped at 2.5 (https://github.com/pytorch/pytorch/issues/138506)
     return ("# conda env: run the pip line above with this env's python (the pytorch channel stopped at "
             "torch 2.5), or install conda-forge's pytorch with a CUDA build")
+
+
+def venv_python_word(venv: VenvConfig) -> str:
+    """The interpreter to rebuild ``venv`` with: python3.X found on PATH, else the name ``python3.X`` (its
+    site-packages is lib/python3.X: only the same minor version can use it), else ``python3``."""
+    if venv.same_minor_python:
+        return venv.same_minor_python
+    mm = major_minor(venv.version, strict=False) if venv.version else None
+    return f"python{mm[0]}.{mm[1]}" if mm else "python3"
+
+
+def repair_venv(venv: VenvConfig, shell: str = POSIX) -> List[str]:
+    """Remove the venv's dangling interpreter links, then let venv re-create them for a live base of the same
+    minor version: ``venv --upgrade`` keeps an existing link (venv's symlink_or_copy skips a path that is already
+    a link, even a dangling one), so the dead ones go first. site-packages and the installed packages stay."""
+    dead = [link.path for link in venv.links if link.resolves is False]
+    cmds = []
+    if dead:
+        cmds.append(command("rm", "-f", "--", *dead, shell=shell, what="a link path"))
+    # venv rewrites pyvenv.cfg: without the flag an include-system-site-packages venv would lose the base's packages
+    system = ["--system-site-packages"] if venv.include_system_site_packages else []
+    cmds.append(command(venv_python_word(venv), "-m", "venv", "--upgrade", *system, venv.root, shell=shell,
+                        what="the venv path"))
+    return cmds

@@ -54,6 +54,13 @@ def drop_path_entry(facts: Optional[Facts], name: str, value: str, entry: str, s
     return set_env(facts, name, keep) if keep else unset_env(facts, name)
 
 
+def pth_line_removal(file: str, line_no: int, file_lines: Optional[int]) -> str:
+    """``rm FILE`` when the .pth line is all the file holds, else the sed line that deletes exactly that line."""
+    if file_lines == 1:
+        return command("rm", "--", file, what="the .pth path")
+    return command("sed", "-i", f"{line_no}d", "--", file, what="the .pth path")
+
+
 def placeholder(text: str) -> Placeholder:
     """A value for the user to fill in, e.g. placeholder("<n>")."""
     return Placeholder(text)
@@ -65,4 +72,4 @@ def placeholder_flag(flag: str, text: str) -> Placeholder:
 
 
 __all__: List[str] = ["copy_to_local", "random_read_test", "largest_dirs", "pcie_link_status", "kernel_log_xid",
-                      "set_env", "unset_env", "drop_path_entry", "placeholder", "placeholder_flag"]
+                      "set_env", "unset_env", "drop_path_entry", "pth_line_removal", "placeholder", "placeholder_flag"]

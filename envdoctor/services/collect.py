@@ -46,9 +46,11 @@ def python_target(value: str) -> str:
     if os.path.isdir(path):
         for candidate in (os.path.join(path, "bin", "python"), os.path.join(path, "python.exe"),
                           os.path.join(path, "Scripts", "python.exe")):
-            if os.path.isfile(candidate):
+            if os.path.isfile(candidate) or _dangling_venv_link(candidate):
                 return candidate
         raise OptionsError(f"--python {value}: is a directory with no bin/python (give the interpreter itself)")
+    if _dangling_venv_link(path):
+        return path  # a venv whose base Python is gone: the probe reads what is left and the check says how to repair it
     problem = _stat_problem(path)
     if problem == "no such file or directory":
         raise OptionsError(f"--python {value}: no such file")
@@ -57,6 +59,14 @@ def python_target(value: str) -> str:
     if not os.access(path, os.X_OK):
         raise OptionsError(f"--python {value}: not executable")
     return path
+
+
+def _dangling_venv_link(path: str) -> bool:
+    """A venv's interpreter link that leads nowhere (pyvenv.cfg beside its bin/): not a typo, a broken venv."""
+    if not os.path.islink(path) or os.path.exists(path):
+        return False
+    here = os.path.dirname(os.path.abspath(path))
+    return any(os.path.isfile(os.path.join(d, "pyvenv.cfg")) for d in (here, os.path.dirname(here)))
 
 
 def _stat_problem(path: str) -> Optional[str]:

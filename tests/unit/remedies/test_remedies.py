@@ -277,6 +277,38 @@ def test_windows_interpreter_gets_powershell_quoting():
     assert export("X", "a$b", shell=POWERSHELL) == "$env:X = 'a$b'"
 
 
+def test_a_target_without_pip_gets_ensurepip_before_every_pip_command():
+    # issue 30: the planner knows whether the target has pip; uv needs none inside the interpreter
+    facts = m.h100_old_driver()
+    py = replace(facts.pythons[0], has_pip=False, is_venv=True)
+    line = pip_install(facts, py, ["torch==2.5.1"], "cu124")
+    assert line == ("/opt/venv/bin/python -m ensurepip --upgrade --default-pip && /opt/venv/bin/python -m pip install "
+                    "torch==2.5.1 --index-url https://download.pytorch.org/whl/cu124")
+    assert subprocess.run(["bash", "-n", "-c", line], timeout=30).returncode == 0
+    system = replace(py, is_venv=False)  # a system Python: no `pip` script written over the distribution's
+    assert pip_install(facts, system, ["torch==2.5.1"]).startswith("/opt/venv/bin/python -m ensurepip --upgrade && ")
+    assert pip_install(facts, replace(py, has_pip=None), ["torch==2.5.1"]).startswith("/opt/venv/bin/python -m pip ")
+    uv = replace(py, packages=[replace(p, installer="uv") if p.name == "torch" else p for p in py.packages])
+    assert pip_install(facts, uv, ["torch==2.5.1"]).startswith("uv pip install --python /opt/venv/bin/python ")
+    win = replace(py, executable=r"C:\envs\a b\Scripts\python.exe", platform="win-amd64")
+    assert pip_install(replace(facts, host=m.host(os="Windows", distro_id=None)), win, ["torch==2.5.1"]) == (
+        r"& 'C:\envs\a b\Scripts\python.exe' -m ensurepip --upgrade --default-pip ; "
+        r"& 'C:\envs\a b\Scripts\python.exe' -m pip install torch==2.5.1")
+
+
+def test_repair_venv_removes_the_dead_links_then_upgrades_with_the_same_minor():
+    from envdoctor.facts import InterpreterLink, VenvConfig
+    from envdoctor.remedies import repair_venv
+
+    venv = VenvConfig(root="/srv/my venv", version="3.12.3", include_system_site_packages=True,
+                      links=[InterpreterLink("/srv/my venv/bin/python", "python3.12", False),
+                             InterpreterLink("/srv/my venv/bin/python3", "/usr/bin/python3.11", True)])
+    cmds = repair_venv(venv)
+    assert cmds == ["rm -f -- '/srv/my venv/bin/python'",
+                    "python3.12 -m venv --upgrade --system-site-packages '/srv/my venv'"]
+    assert all(subprocess.run(["bash", "-n", "-c", c], timeout=30).returncode == 0 for c in cmds)
+
+
 # --------------------------------------------------------------------------- the platform
 
 
