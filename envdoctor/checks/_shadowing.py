@@ -222,8 +222,8 @@ def shadow_finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
         where = f"LD_LIBRARY_PATH entry {hit}" if hit else f"the {lib.origin or 'system'} library path"
         folder = hit or (lib.path or "").rsplit("/", 1)[0] or "?"
         # one cause for every library found there: one finding listing them (findings.group_by_cause)
-        cause = (f"torch {'loaded' if s.how == 'loaded' else 'would load'} CUDA libraries from {where}"
-                 + ("" if hit else f" ({folder})") + " instead of its own wheels' copies")
+        cause = f"torch {'loaded' if s.how == 'loaded' else 'would load'} CUDA libraries from {where}" + (
+            "" if hit else f" ({folder})") + " instead of its own wheels' copies"
         base = (lib.path or lib.name).rsplit("/", 1)[-1]  # the folder is the cause's; the wheel's copy: -v
         item = base if lib.version and lib.version in base else f"{base} ({lib.version or 'version unknown'})"
         summary = (f"torch {'loaded' if s.how == 'loaded' else 'would load'} {name} from {lib.path} ({version}), "
@@ -311,8 +311,7 @@ def origin_fix(py: PythonEnv) -> Tuple[str, List[str]]:
             summary = f"Remove {o.pth_file}, the .pth file that adds {o.entry} to sys.path"
         else:
             summary = f"Remove the line for {o.entry} from {o.pth_file} (the .pth file that adds it to sys.path)"
-    elif _pth_exec_line(py, o.entry) is not None:
-        line = _pth_exec_line(py, o.entry)
+    elif (line := _pth_exec_line(py, o.entry)) is not None:
         cmds.append(pth_line_removal(line.file, line.line_no, line.file_lines))
         summary = f"Remove line {line.line_no} of {line.file}, the .pth code that inserts {o.entry} into sys.path"
     else:
@@ -337,10 +336,8 @@ def origin_fix(py: PythonEnv) -> Tuple[str, List[str]]:
 
 def _pth_exec_line(py: PythonEnv, entry: Optional[str]):
     """The executable .pth line (PythonEnv.pth_exec) that added ``entry`` to sys.path, if one did."""
-    for line in py.pth_exec or []:
-        if line.line_no >= 1 and any(_same_dir(a.path, entry) for a in line.added):
-            return line
-    return None
+    return next((ln for ln in py.pth_exec or [] if ln.line_no >= 1 and any(_same_dir(a.path, entry)
+                                                                          for a in ln.added)), None)
 
 
 def or_origin_fix(py: PythonEnv, fix: Fix) -> Fix:
