@@ -220,8 +220,7 @@ def shadow_finding(i: int, py: PythonEnv, s: Shadow) -> Finding:
     else:
         hit = _ld_hit(py, lib.path)
         where = f"LD_LIBRARY_PATH entry {hit}" if hit else f"the {lib.origin or 'system'} library path"
-        folder = hit or (lib.path or "").rsplit("/", 1)[0] or "?"
-        # one cause for every library found there: one finding listing them (findings.group_by_cause)
+        folder = hit or (lib.path or "").rsplit("/", 1)[0] or "?"  # one cause per folder: findings.group_by_cause
         cause = f"torch {'loaded' if s.how == 'loaded' else 'would load'} CUDA libraries from {where}" + (
             "" if hit else f" ({folder})") + " instead of its own wheels' copies"
         base = (lib.path or lib.name).rsplit("/", 1)[-1]  # the folder is the cause's; the wheel's copy: -v
