@@ -189,6 +189,14 @@ def test_the_condition_reads_the_machine(env, opts, code, severity, tmp_path, co
     assert got[f"host.environment/{code}"].severity == severity
 
 
+def test_hiding_gpus_on_a_machine_without_one_is_a_note(tmp_path, compat):
+    f = machine(tmp_path, {"CUDA_VISIBLE_DEVICES": ""}, gpus=[])
+    f = dataclasses.replace(f, driver=dataclasses.replace(f.driver, status=ProbeStatus.ABSENT))
+    (x,) = judge(f, compat).findings
+    assert (x.code, x.severity, x.about) == ("host.environment/cuda-visible-devices-hides-all", "info",
+                                             "NO_GPU_VISIBLE")
+
+
 def test_cores_come_from_the_cgroup_quota(tmp_path, compat):
     res = judge(machine(tmp_path, {"OMP_NUM_THREADS": "4"}, quota=2.0), compat)
     (f,) = res.findings
