@@ -146,7 +146,9 @@ def _evaluate(rule: EnvVarRule, value: Optional[str], ctx: CheckContext) -> Opti
                 [Evidence("host.network_interfaces", list(names))])
     if op == "bad_alloc_conf":
         problems = alloc_conf_problems(v)
-        return (("; ".join(problems) + ".").capitalize(), []) if problems else None
+        if not problems:
+            return None
+        return "Not accepted: " + "; ".join(problems) + ".", []
     if op in ("hides_all_gpus", "names_missing_gpu"):
         gpus = _gpus(facts)
         seen, stop = visible_devices(value, len(gpus) if gpus else None, [g.uuid for g in gpus or []])

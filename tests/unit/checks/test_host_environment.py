@@ -197,6 +197,14 @@ def test_hiding_gpus_on_a_machine_without_one_is_a_note(tmp_path, compat):
                                              "NO_GPU_VISIBLE")
 
 
+def test_the_allocator_configuration_says_what_is_wrong(tmp_path, compat):
+    env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:true,max_split_size_mb=128,garbage_collection_threshold:2"}
+    (f,) = judge(machine(tmp_path, env), compat).findings
+    assert ("Not accepted: expandable_segments takes True or False (exactly), not 'true'; 'max_split_size_mb=128' has no ':' (the "
+            "format is option:value); garbage_collection_threshold takes a number between 0.0 and 1.0 (exclusive), "
+            "not '2'.") in f.detail
+
+
 def test_cores_come_from_the_cgroup_quota(tmp_path, compat):
     res = judge(machine(tmp_path, {"OMP_NUM_THREADS": "4"}, quota=2.0), compat)
     (f,) = res.findings
