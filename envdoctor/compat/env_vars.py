@@ -20,7 +20,7 @@ from ._parse import loaded
 from ._parse import source_text as _src
 
 __all__ = ["OPERATORS", "CONTEXTS", "FIX_TOKENS", "EnvVarRule", "EnvVarTable", "parse_env_vars",
-           "env_vars_table"]
+           "env_vars_table", "recorded_names"]
 
 # operator -> what its "value" must be: None (no value), "str", "strs" (a non-empty list of strings)
 OPERATORS: Dict[str, Optional[str]] = {
@@ -185,3 +185,32 @@ def env_vars_table(compat: Any) -> EnvVarTable:
     if isinstance(compat, EnvVarTable):
         return compat
     return loaded(compat, "env_vars")
+
+
+def recorded_names() -> Tuple[List[str], Optional[str]]:
+    """The variables a probe records: those of the bundled table and of an installed update's (whichever of the two
+    the matrix in use is, its variables are among them), read from these two files alone, so that `collect` does not
+    load the whole matrix for a list of names; and what could not be read, when something could not."""
+    from .datadir import installed_update
+    from .loader import bundled_dir
+    from .validate import validate_file
+
+    dirs = [bundled_dir()]
+    try:
+        update = installed_update()
+    except (OSError, ValueError):
+        update = None
+    if update is not None:
+        dirs.append(update.directory)
+    names: List[str] = []
+    problems: List[str] = []
+    for d in dirs:
+        path = d / "env_vars.json"
+        if not path.exists():
+            problems.append(f"no {path}")
+            continue
+        try:
+            names.extend(parse_env_vars(validate_file(path)).names())
+        except (P.CompatDataError, ValueError) as e:
+            problems.append(str(e))
+    return list(dict.fromkeys(names)), "; ".join(problems) or None

@@ -275,17 +275,16 @@ def _affinity_list(fs: SysRoot, live: bool) -> Optional[str]:
 
 def env_names() -> Tuple[List[str], Optional[str]]:
     """The variables the host section records: ENV_OF_INTEREST and every variable the environment-variable table
-    (compat_data/env_vars.json, the matrix in use) names, so that a row added there is recorded without a second
-    list here; and why the table's names are missing, when they are."""
-    from envdoctor.compat import CompatDataError, active_compat
+    (compat_data/env_vars.json, bundled or an installed update) names, so that a row added there is recorded without
+    a second list here; and why the table's names are missing, when they are."""
+    from envdoctor.compat.env_vars import recorded_names
 
-    try:
-        table = active_compat().env_vars
-    except CompatDataError as e:
-        return list(ENV_OF_INTEREST), f"environment-variable table unreadable ({e}): only the built-in list recorded"
-    if table is None:
-        return list(ENV_OF_INTEREST), "no compat_data/env_vars.json: only the built-in list of variables recorded"
-    return list(dict.fromkeys([*ENV_OF_INTEREST, *table.names()])), None
+    names, problem = recorded_names()
+    note = None
+    if problem:
+        note = f"environment-variable table not read ({problem})" + ("" if names else
+                                                                    ": only the built-in list of variables recorded")
+    return list(dict.fromkeys([*ENV_OF_INTEREST, *names])), note
 
 
 def _network_interfaces(fs: SysRoot) -> Optional[List[str]]:

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 from pathlib import Path
 
-import envdoctor.compat as compat_pkg
-from envdoctor.compat import bundled_dir, load_compat
+from envdoctor.compat import bundled_dir, datadir, load_compat, loader
 from envdoctor.facts import Facts
 from envdoctor.probes.host import ENV_OF_INTEREST, probe_host
 from tests.fakes.runner import FakeRunner
@@ -42,28 +40,27 @@ def test_no_sys_class_net_is_unknown(tmp_path):
     assert probe_host(FakeRunner(strict=False), root=str(root), env={}).network_interfaces is None
 
 
-def test_a_row_added_to_the_table_is_recorded_without_a_code_change(tmp_path, monkeypatch):
-    data = tmp_path / "compat_data"
-    shutil.copytree(bundled_dir(), data)
-    doc = json.loads((data / "env_vars.json").read_text(encoding="utf-8"))
+def test_a_row_of_an_installed_update_is_recorded_without_a_code_change(tmp_path, monkeypatch):
+    data = tmp_path / "data-2027.1"
+    data.mkdir()
+    doc = json.loads((bundled_dir() / "env_vars.json").read_text(encoding="utf-8"))
     row = copy.deepcopy(doc["rows"][0])
     row.update(id="new-variable", variable="SOME_NEW_CUDA_SWITCH")
     doc["rows"].append(row)
     (data / "env_vars.json").write_text(json.dumps(doc), encoding="utf-8")
-    updated = load_compat(data)
-    monkeypatch.setattr(compat_pkg, "active_compat", lambda: updated)
+    monkeypatch.setattr(datadir, "installed_update", lambda: datadir.InstalledUpdate(
+        data, "2027.1", "2027-01-01", None, None))
     h = probe_host(FakeRunner(strict=False), root=str(_root(tmp_path)), env={"SOME_NEW_CUDA_SWITCH": "1"})
-    assert h.env["SOME_NEW_CUDA_SWITCH"] == "1"
+    assert h.env["SOME_NEW_CUDA_SWITCH"] == "1" and h.env["CUDA_LAUNCH_BLOCKING"] is None
 
 
 def test_a_missing_table_leaves_the_built_in_list_and_says_so(tmp_path, monkeypatch):
-    class NoTable:
-        env_vars = None
-
-    monkeypatch.setattr(compat_pkg, "active_compat", lambda: NoTable())
+    empty = tmp_path / "no-data"
+    empty.mkdir()
+    monkeypatch.setattr(loader, "bundled_dir", lambda: empty)
     h = probe_host(FakeRunner(strict=False), root=str(_root(tmp_path)), env={"CUDA_LAUNCH_BLOCKING": "1"})
     assert set(h.env) == set(ENV_OF_INTEREST) and "CUDA_LAUNCH_BLOCKING" not in h.env
-    assert "no compat_data/env_vars.json" in h.reason
+    assert "environment-variable table not read (no " in h.reason and "only the built-in list" in h.reason
 
 
 def test_the_environment_round_trips_through_json(tmp_path):
