@@ -20,7 +20,7 @@ from ._parse import loaded
 from ._parse import source_text as _src
 
 __all__ = ["OPERATORS", "CONTEXTS", "FIX_TOKENS", "EnvVarRule", "EnvVarTable", "parse_env_vars",
-           "env_vars_table", "recorded_names"]
+           "env_vars_table", "recorded_names", "describe_condition", "FIX_TOKEN_WORDS"]
 
 # operator -> what its "value" must be: None (no value), "str", "strs" (a non-empty list of strings)
 OPERATORS: Dict[str, Optional[str]] = {
@@ -40,8 +40,10 @@ OPERATORS: Dict[str, Optional[str]] = {
 }
 # facts a row may require ("only_if") before it counts at its severity
 CONTEXTS = ("infiniband_present", "multi_gpu", "mixed_gpus", "gpu_present")
-# what an "export" fix may compute from the facts
-FIX_TOKENS = ("{cores}", "{gpu_indices}", "{gpu_archs}")
+# what an "export" fix may compute from the facts, and what each stands for in words (explain)
+FIX_TOKEN_WORDS = {"{cores}": "<the usable CPUs>", "{gpu_indices}": "<this machine's GPU indices>",
+                   "{gpu_archs}": "<this machine's GPUs' compute capabilities>"}
+FIX_TOKENS = tuple(FIX_TOKEN_WORDS)
 HARMS = ("break", "slow", "noise")
 _SEVERITIES = ("error", "warning", "info")
 _NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
@@ -67,6 +69,30 @@ class EnvVarRule:
     list_ok: bool = False  # not_positive_integer: a comma list of positive integers is valid
     only_if: Tuple[str, ...] = ()
     otherwise: Optional[str] = None  # the severity when an only_if context does not hold; None: no finding
+
+
+_CONTEXT_WORDS = {"infiniband_present": "InfiniBand/RoCE devices are present", "multi_gpu": "there is more than one GPU",
+                  "mixed_gpus": "the GPUs are of different models", "gpu_present": "an NVIDIA GPU is seen"}
+
+
+def describe_condition(rule: EnvVarRule) -> str:
+    """The row's condition in words: "CUDA_LAUNCH_BLOCKING is 1", "CUDA_DEVICE_ORDER is unset or not PCI_BUS_ID"."""
+    values = " or ".join(rule.values)
+    words = {
+        "set": "is set", "equals": f"is {values}", "in": f"is {values}", "empty": "is empty",
+        "not_in": ("is unset or not " if rule.unset_matches else "is set and not ") + values,
+        "not_positive_integer": "is not a positive whole number" + (" (or a comma list of them)" if rule.list_ok else ""),
+        "above_cores": "is more than the CPUs this process may use", "no_interface": "selects no network interface here",
+        "bad_alloc_conf": "is not the allocator syntax PyTorch documents",
+        "hides_all_gpus": "leaves CUDA no GPU of this machine", "names_missing_gpu": "names a GPU this machine lacks",
+        "arch_unbuildable": "names a capability the nvcc on PATH cannot build",
+        "arch_misses_gpus": "builds for none of this machine's GPUs",
+    }[rule.op]
+    text = f"{rule.variable} {words}" + (" (any case)" if rule.ignore_case else "")
+    if rule.only_if:
+        text += f", when {' and '.join(_CONTEXT_WORDS[c] for c in rule.only_if)}"
+        text += f" (otherwise: {rule.otherwise})" if rule.otherwise else " (otherwise: no finding)"
+    return text
 
 
 @dataclass(frozen=True)

@@ -253,6 +253,21 @@ def test_a_paste_is_judged_from_the_interpreter_section(compat):
     assert (f.evidence[0].path, f.evidence[0].value) == ("pythons[0].env.CUDA_LAUNCH_BLOCKING", "1")
 
 
+def test_explain_reads_the_row():
+    from envdoctor.checks.catalog import UnknownCode, explain_lines
+
+    lines = explain_lines("host.environment/nccl-ib-disable", load_compat)
+    assert lines[0] == "host.environment/nccl-ib-disable: NCCL_IB_DISABLE (host.environment, a row of " \
+                       "compat_data/env_vars.json)"
+    assert "When: NCCL_IB_DISABLE is 1, when InfiniBand/RoCE devices are present (otherwise: info)" in lines
+    assert "How to fix: unset it" in lines
+    assert any(x.startswith("Source: https://docs.nvidia.com/deeplearning/nccl/") for x in lines)
+    more = explain_lines("host.environment/omp-num-threads-above-cores", load_compat)
+    assert "How to fix: export OMP_NUM_THREADS=<the usable CPUs>" in more
+    with pytest.raises(UnknownCode, match="has no row 'bogus'"):
+        explain_lines("host.environment/bogus", load_compat)
+
+
 def test_powershell_fix_on_windows(tmp_path, compat):
     f = machine(tmp_path, {"CUDA_LAUNCH_BLOCKING": "1"})
     f = dataclasses.replace(f, host=dataclasses.replace(f.host, os="Windows"))
