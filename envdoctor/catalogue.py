@@ -330,6 +330,15 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "Every GPU went idle together for seconds mid-run while the disk wrote.",
        "Training time is lost to synchronous saves, each as long as the write.",
        "Save asynchronously (torch.distributed.checkpoint.async_save), less often, or to a faster local disk."),
+    # --- environment variables as cited data (compat_data/env_vars.json)
+    _c("ENV_VAR_HARMFUL", "An environment variable breaks or slows the run",
+       "A variable that CUDA, NCCL, cuDNN, PyTorch or OpenMP document is set to a value that makes the run fail or "
+       "run slower here: debugging switches left on (CUDA_LAUNCH_BLOCKING=1), more threads than usable CPUs, an "
+       "allocator configuration torch rejects, a build arch list for no GPU of this machine.",
+       "The variable is inherited by every process started from this shell, job script or image, so the harm "
+       "repeats on every run while the code and the installation look fine.",
+       "Unset the variable (or set the value the finding gives) where it is set: the job script, ~/.bashrc, the "
+       "container image's ENV, the scheduler's environment."),
 ]}
 
 NOTE = "NOTE"

@@ -591,10 +591,14 @@ class Host:
     virtualization: Optional[str] = None  # "kvm", "xen", "microsoft", None when bare metal or unknown
     gcc_version: Optional[str] = pasted("host.gcc_version")  # "12.2.0"
     clang_version: Optional[str] = pasted("host.clang_version")
-    env: Dict[str, Optional[str]] = field(default_factory=dict)  # NCCL_*, CUDA_VISIBLE_DEVICES, ...
+    # the environment envdoctor runs in, which the judged interpreter inherits: every variable of
+    # compat_data/env_vars.json and a few more (probes/host.py env_names); a recorded variable that is unset is
+    # None, a variable not recorded (an older snapshot) is absent
+    env: Dict[str, Optional[str]] = field(default_factory=dict)
     kernel_modules: Optional[List[str]] = None  # loaded modules of interest (nvidia, nvidia_peermem ...)
     kernel_modules_source: Optional[str] = None  # "/proc/modules" or "/sys/module" (containers lack the first)
     infiniband_devices: Optional[List[str]] = None
+    network_interfaces: Optional[List[str]] = None  # /sys/class/net names ("eth0", "ib0", "lo"); None: not read
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from .registry import ALL_CHECKS, builders, finding_code
 # `diagnose` names a matched error message by its signature (compat_data/error_signatures.json): the kinds of
 # messages.signatures' builder are the signatures' ids, explained from the signature's row
 SIGNATURE_PREFIX = "messages.signature/"
+# host.environment's kinds are the ids of compat_data/env_vars.json's rows, explained from the row
+ENV_ROW_PREFIX = "host.environment/"
 
 
 class UnknownCode(ValueError):
@@ -39,6 +41,8 @@ def explain_lines(code: str, compat: Any) -> List[str]:
     category = CATEGORIES.get(code.upper())
     if category is None and code.startswith(SIGNATURE_PREFIX):
         return signature_lines(code, compat)
+    if category is None and code.startswith(ENV_ROW_PREFIX):
+        return env_row_lines(code, compat)
     check = declared = None
     if category is None:
         declared = finding_code(code) if "/" in code else None
@@ -96,3 +100,30 @@ def signature_lines(code: str, compat: Any) -> List[str]:
         out += ["", "The same message also proves, when the paste shows its context: "
                 + ", ".join(f"{a.category} ({a.when})" for a in sig.also)]
     return out
+
+
+def env_row_lines(code: str, compat: Any) -> List[str]:
+    """A host.environment finding's code: "host.environment/<row id>", explained from its row of
+    compat_data/env_vars.json (the condition, what the variable does, why it hurts, the fix and the source)."""
+    from ..compat.env_vars import FIX_TOKEN_WORDS, describe_condition, env_vars_table
+
+    rid = code[len(ENV_ROW_PREFIX):]
+    try:
+        table = env_vars_table(compat() if callable(compat) else compat)
+    except LookupError as e:
+        raise UnknownCode(f"{code!r}: {e}") from None
+    row = next((r for r in table.rows if r.id == rid), None)
+    if row is None:
+        raise UnknownCode(f"unknown finding code {code!r}: compat_data/env_vars.json has no row {rid!r} "
+                          "(`envdoctor explain host.environment` explains the check)")
+    cat = CATEGORIES.get(row.category or "ENV_VAR_HARMFUL")
+    def words(value: str) -> str:
+        for token, said in FIX_TOKEN_WORDS.items():
+            value = value.replace(token, said)
+        return value
+
+    fixes = " or ".join("unset it" if a == "unset" else f"export {row.variable}={words(v or '')}" for a, v in row.fix)
+    return [f"{code}: {row.variable} (host.environment, a row of compat_data/env_vars.json)", "",
+            f"When: {describe_condition(row)}", f"What it does: {row.does}", f"Why it hurts: {row.why}",
+            f"Harm: {row.harm}; severity {row.severity}" + (f"; category {cat.name} ({cat.title})" if cat else ""),
+            f"How to fix: {fixes}", f"Source: {row.source} (as of {row.as_of})"]

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List
 
 from ..domain.pci import is_nvidia_gpu_description
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..queries import nvidia_hardware
-from ..remedies import COMPAT_DOC, command, driver_install, set_env, unset_env
+from ..remedies import COMPAT_DOC, command, driver_install
 from ._gpus import container_without_gpus
 from ._util import torch_envs
 from .base import CheckContext, Findings, SkipCheck, registrar
@@ -214,22 +214,8 @@ def check_library_mismatch(ctx: CheckContext) -> List[Finding]:
     )]
 
 
-def _visible_devices_problem(value: Optional[str], gpu_count: int) -> Optional[str]:
-    if value is None:
-        return None
-    v = value.strip()
-    if v == "" or v in ("-1", "none", "void", "NoDevFiles"):
-        return f"CUDA_VISIBLE_DEVICES={value!r} hides every GPU"
-    items = [x.strip() for x in v.split(",") if x.strip()]
-    if items and all(x.isdigit() for x in items) and gpu_count > 0:
-        bad = [x for x in items if int(x) >= gpu_count]
-        if bad and bad[0] == items[0]:
-            return (f"CUDA_VISIBLE_DEVICES={value!r} starts with index {bad[0]}, but only {gpu_count} GPU(s) "
-                    f"exist (0..{gpu_count - 1}); CUDA stops at the first invalid index")
-    return None
-
-
-GPUS_VISIBLE = Findings("driver.gpus-visible", "NO_GPU_VISIBLE", kinds=("cuda-visible-devices", "none"))
+# a CUDA_VISIBLE_DEVICES that hides the GPUs is a row of compat_data/env_vars.json, judged by host.environment
+GPUS_VISIBLE = Findings("driver.gpus-visible", "NO_GPU_VISIBLE", kinds=("none",))
 
 
 @check(GPUS_VISIBLE, "GPUs visible to CUDA")
@@ -237,7 +223,6 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status != ProbeStatus.OK:
         raise SkipCheck(f"driver not usable (probe {d.status}: {d.reason or 'no reason given'})")
-    findings: List[Finding] = []
     paste = ctx.facts.paste
     if not d.gpus and paste is not None and "driver.gpus" not in (paste.provenance or {}):
         # a paste that names the driver but shows no GPU list says nothing about how many GPUs there are
@@ -261,26 +246,7 @@ def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
             fix=Fix("Start the container with GPUs, or check the kernel log for a GPU that fell off the bus",
                     ["docker run --gpus all ...", "sudo dmesg | grep -i -E 'NVRM|Xid'"]),
         )]
-    for i, py in enumerate(ctx.facts.pythons):
-        t = py.torch
-        cvd = py.env.get("CUDA_VISIBLE_DEVICES") if py.env else None
-        if cvd is None and ctx.facts.host.env:
-            cvd = ctx.facts.host.env.get("CUDA_VISIBLE_DEVICES")
-        problem = _visible_devices_problem(cvd, len(d.gpus))
-        cuda_build = bool(t and t.cuda)
-        sees_none = bool(t and t.device_count == 0) or (t is not None and t.cuda_available is False)
-        if problem and (not t or not cuda_build or sees_none):
-            findings.append(GPUS_VISIBLE.error(
-                "cuda-visible-devices",
-                f"{problem}; the driver sees {len(d.gpus)} GPU(s)",
-                detail="CUDA applications only see the GPUs CUDA_VISIBLE_DEVICES lists, by index or UUID.",
-                evidence=[Evidence(f"pythons[{i}].env.CUDA_VISIBLE_DEVICES", cvd),
-                          Evidence("driver.gpus", len(d.gpus))],
-                fix=Fix("Unset CUDA_VISIBLE_DEVICES or list valid indices",
-                        [unset_env(ctx.facts, "CUDA_VISIBLE_DEVICES"),
-                         set_env(ctx.facts, "CUDA_VISIBLE_DEVICES", ",".join(str(g.index) for g in d.gpus))]),
-            ))
-    return findings
+    return []
 
 
 # --------------------------------------------------------------------------- driver vs torch's CUDA

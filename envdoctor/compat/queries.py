@@ -47,6 +47,7 @@ from .rows import (
 if TYPE_CHECKING:  # the optional tables' modules import this one
     from .bench import BenchTable
     from .driver_gpu import DriverGpuTable
+    from .env_vars import EnvVarTable
     from .health import HealthTable
     from .signatures import Signature
     from .xid import XidTable
@@ -99,7 +100,8 @@ class Compat:
     """The loaded matrix, every table parsed into typed rows at load (bad data fails there, not in a check).
 
     Queries return None for "not in the matrix" and never raise on unknown input. Checks use only these
-    queries and the typed tables (``health``, ``driver_gpu_support``, ``bench``, ``xid``, ``signatures``, each
+    queries and the typed tables (``health``, ``driver_gpu_support``, ``bench``, ``xid``, ``signatures``,
+    ``env_vars``, each
     None when its file is absent; ``optional()`` says why); ``table()`` is the raw document, for tooling.
     """
 
@@ -140,6 +142,7 @@ class Compat:
         self.driver_gpu_support: Optional[DriverGpuTable] = optional.get("driver_gpu_support")
         self.bench: Optional[BenchTable] = optional.get("bench")
         self.xid: Optional[XidTable] = optional.get("xid")
+        self.env_vars: Optional[EnvVarTable] = optional.get("env_vars")
         self._signatures: Optional[List[Signature]] = optional.get("error_signatures")
         self._gpu_index = [(n, r) for r in self._gpu_list for n in r.names]
         self._gpu_family = self._family_index()
@@ -170,7 +173,7 @@ class Compat:
         return sorted(self._docs)
 
     _OPTIONAL = {"health": "health", "driver_gpu_support": "driver_gpu_support", "bench": "bench", "xid": "xid",
-                 "error_signatures": "signatures"}
+                 "error_signatures": "signatures", "env_vars": "env_vars"}
 
     def optional(self, stem: str) -> Any:
         """The typed table of an optional file; LookupError (which checks turn into a skip) when it is absent."""

@@ -130,6 +130,7 @@ def _optional_tables(docs: Dict[str, Dict[str, Any]], skip: Tuple[str, ...] = ()
     ``skip`` are left for later."""
     from .bench import parse_bench, validate_bench
     from .driver_gpu import parse_driver_gpu_support
+    from .env_vars import parse_env_vars
     from .health import parse_health
     from .signatures import parse_signatures
     from .xid import parse_xid
@@ -138,7 +139,8 @@ def _optional_tables(docs: Dict[str, Dict[str, Any]], skip: Tuple[str, ...] = ()
     if "bench" in docs:  # rules beyond the generic ones (its rows name gpus.json rows)
         validate_bench(docs["bench"], docs["gpus"])
     for stem, parse in (("health", parse_health), ("driver_gpu_support", parse_driver_gpu_support),
-                        ("bench", parse_bench), ("error_signatures", parse_signatures), ("xid", parse_xid)):
+                        ("bench", parse_bench), ("error_signatures", parse_signatures), ("xid", parse_xid),
+                        ("env_vars", parse_env_vars)):
         if stem not in docs or stem in skip:
             continue
         try:

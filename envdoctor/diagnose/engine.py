@@ -109,7 +109,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     packages.read(paste, acc)
     repl.read_repl(paste, acc)
     toolchain.read_toolchain(paste, acc)
-    env_vars.read_env(paste, acc)
+    env_vars.read_env(paste, acc, env_vars.table_names(compat))
     loose_lines.read_loose(paste, acc)
     prose.read_prose(paste, acc)
     prose.read_hangs(paste, acc)
@@ -339,6 +339,9 @@ def provenance(acc: Acc, where: Any) -> Dict[str, Dict[str, Any]]:
         out["driver.gpus"] = dict(out["driver.gpus[0].name"])
     if acc.get("driver.no_devices"):
         out["driver.gpus"] = {"where": where("No devices were found"), "reader": "nvidia-smi", "confidence": "high"}
+    for name, (prio, how, line) in acc.env_how.items():
+        out[f"pythons[0].env.{name}"] = {"where": where(line or name), "reader": how,
+                                         "confidence": _CONFIDENCE.get(prio, "low"), "value": acc.env.get(name)}
     for name, (prio, pkg) in acc.packages.items():
         # a name with its version is never a bare number: a pip install line or a typed "name: version" is medium
         out[f"pythons[0].packages.{name}"] = {"where": where(pkg.version), "reader": "package list",

@@ -14,6 +14,7 @@ from envdoctor.probes.container import probe_container
 from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.sysroot import SysRoot, root_and_env
 
+# recorded besides every variable of compat_data/env_vars.json (env_names): what other checks read
 ENV_OF_INTEREST = (
     "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NCCL_P2P_DISABLE", "NCCL_IB_DISABLE",
     "NCCL_SOCKET_IFNAME", "NCCL_DEBUG", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
@@ -272,6 +273,30 @@ def _affinity_list(fs: SysRoot, live: bool) -> Optional[str]:
     return None
 
 
+def env_names() -> Tuple[List[str], Optional[str]]:
+    """The variables the host section records: ENV_OF_INTEREST and every variable the environment-variable table
+    (compat_data/env_vars.json, bundled or an installed update) names, so that a row added there is recorded without
+    a second list here; and why the table's names are missing, when they are."""
+    from envdoctor.compat.env_vars import recorded_names
+
+    names, problem = recorded_names()
+    note = None
+    if problem:
+        note = f"environment-variable table not read ({problem})" + ("" if names else
+                                                                    ": only the built-in list of variables recorded")
+    return list(dict.fromkeys([*ENV_OF_INTEREST, *names])), note
+
+
+def _network_interfaces(fs: SysRoot) -> Optional[List[str]]:
+    """The network interfaces' names (/sys/class/net), what NCCL_SOCKET_IFNAME selects among; None when unknown."""
+    if fs.isdir("/sys/class/net"):
+        try:
+            return sorted(fs.listdir("/sys/class/net"))
+        except OSError:
+            return None
+    return None
+
+
 def _infiniband(fs: SysRoot) -> Optional[List[str]]:
     if fs.isdir("/sys/class/infiniband"):
         try:
@@ -302,6 +327,9 @@ def probe_host(runner, root: Union[str, SysRoot] = "/", env: Optional[Mapping[st
     if modules_note:
         missing.append(modules_note)
     hostname = platform.node() if live else ((fs.read_text("/etc/hostname") or "").strip() or None)
+    names, names_note = env_names()
+    if names_note:
+        missing.append(names_note)
     return Host(
         status=ProbeStatus.OK,
         hostname=hostname or None,
@@ -312,10 +340,11 @@ def probe_host(runner, root: Union[str, SysRoot] = "/", env: Optional[Mapping[st
         virtualization=_virtualization(runner, fs, hyper_flag),
         gcc_version=_gcc_version(runner),
         clang_version=_clang_version(runner),
-        env={k: env.get(k) for k in ENV_OF_INTEREST},
+        env={k: env.get(k) for k in names},
         kernel_modules=modules,
         kernel_modules_source=modules_source,
         infiniband_devices=_infiniband(fs),
+        network_interfaces=_network_interfaces(fs),
         reason="; ".join(missing) if missing else None,
     )
 

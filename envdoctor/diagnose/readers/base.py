@@ -35,6 +35,8 @@ class Acc:
     packages: Dict[str, Tuple[int, Package]] = field(default_factory=dict)
     libraries: List[LibraryCopy] = field(default_factory=list)
     env: Dict[str, str] = field(default_factory=dict)
+    # variable -> (priority, how it was read, the line that showed it)
+    env_how: Dict[str, Tuple[int, str, str]] = field(default_factory=dict)
     messages: List[str] = field(default_factory=list)
     found: List[str] = field(default_factory=list)
     requested: Dict[str, str] = field(default_factory=dict)  # pip install pins that did not install
@@ -61,6 +63,12 @@ class Acc:
         old = self.values.get(key)
         if old is None or priority > old[0]:
             self.values[key] = (priority, value, how)
+
+    def put_env(self, name: str, value: str, priority: int, how: str, line: str = "") -> None:
+        """An environment variable the paste shows set (the first wins, as for ``env``), with its provenance."""
+        if name not in self.env:
+            self.env[name] = value
+            self.env_how[name] = (priority, how, line.strip())
 
     def get(self, key: str, default: Any = None) -> Any:
         v = self.values.get(key)
@@ -138,6 +146,8 @@ class Acc:
                 self.libraries.append(lib)
         for name, val in other.env.items():
             self.env.setdefault(name, val)
+        for name, how in other.env_how.items():
+            self.env_how.setdefault(name, how)
         for message in other.messages:
             self.add_message(message)
         for what in other.found:

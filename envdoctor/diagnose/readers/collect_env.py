@@ -162,7 +162,7 @@ def read(paste: Paste, acc: Acc) -> None:
                 acc.put("toolkit.version_full", first_version(val), STRUCTURED, "collect_env")
         elif k == "cuda_module_loading set to":
             if val:
-                acc.env["CUDA_MODULE_LOADING"] = val
+                acc.put_env("CUDA_MODULE_LOADING", val, STRUCTURED, "collect_env", f"CUDA_MODULE_LOADING set to: {val}")
         elif k == "nvidia driver version":
             if val:
                 acc.put("driver.version", first_version(val), STRUCTURED, "collect_env")

@@ -494,19 +494,6 @@ def test_fabric_manager_not_running(compat):
     assert one(unknown, compat, "interconnect.fabric-manager").status == CheckStatus.SKIPPED
 
 
-def test_nccl_env_forcing_slow_paths(compat):
-    f = _host(healthy(), env={"NCCL_P2P_DISABLE": "1", "NCCL_IB_DISABLE": "1", "NCCL_SOCKET_IFNAME": "lo"})
-    res = one(f, compat, "interconnect.nccl-env")
-    assert sorted(codes(res, Severity.WARNING)) == ["interconnect.nccl-env/ib-disabled",
-                                                    "interconnect.nccl-env/p2p-disabled",
-                                                    "interconnect.nccl-env/socket-loopback"]
-    p = finding(res, "interconnect.nccl-env/p2p-disabled")
-    assert p.category == "INTERCONNECT" and p.fix.commands == ["unset NCCL_P2P_DISABLE"]
-    assert p.evidence[0].path == "host.env.NCCL_P2P_DISABLE"
-    assert one(healthy(), compat, "interconnect.nccl-env").findings == []
-    assert one(Facts(), compat, "interconnect.nccl-env").status == CheckStatus.SKIPPED
-
-
 def test_peermem_missing_with_infiniband(compat):
     f = _host(healthy(), kernel_modules=["nvidia", "nvidia_uvm", "mlx5_core"])
     x = finding(one(f, compat, "interconnect.peermem"), "interconnect.peermem/not-loaded")

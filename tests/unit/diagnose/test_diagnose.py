@@ -247,6 +247,7 @@ def test_required_signatures(message: str, category: str, compat) -> None:
 CATEGORY_PASTES = {
     "NO_NVIDIA_DRIVER": ("no-driver.txt", ("warning", "error")),
     "NO_GPU_VISIBLE": ("no-devices.txt", ("warning", "error")),
+    "ENV_VAR_HARMFUL": ("cuda-launch-blocking-train-py.txt", ("warning",)),  # a real question quoting train.py
     "DRIVER_LIBRARY_MISMATCH": ("lib-mismatch.txt", ("warning", "error")),
     "DRIVER_TOO_OLD_FOR_TORCH_CUDA": ("driver-too-old.txt", ("warning", "error")),
     "GPU_ARCH_NOT_IN_TORCH_BUILD": ("gpu-arch.txt", ("warning", "error")),

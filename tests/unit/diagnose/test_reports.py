@@ -34,7 +34,7 @@ needs_shared = pytest.mark.skipif(not LABELS, reason="../shared/examples/reports
 # examples before round 3, + 15 in reports-batch3, + the repository's own labelled pastes. Raise these when the
 # score rises; never lower them.
 SCORE_FLOOR_SHARED = 48
-SCORE_FLOOR_OWN = 9
+SCORE_FLOOR_OWN = 10
 
 
 def _text(rid: str, folder: str = "reports") -> str:

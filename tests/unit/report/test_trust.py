@@ -64,7 +64,6 @@ def nothing_there() -> Facts:
 # What may pass on a machine with nothing on it, and the fact each of them judged there.
 PASS_ON_NOTHING = {
     "torch.python-version": "the interpreter's version was read",
-    "interconnect.nccl-env": "the environment was read: no NCCL variable forces a slow path",
     "host.shm": "/dev/shm's size was read",
 }
 
@@ -98,8 +97,9 @@ OFFENDERS = [
         m.healthy_a100().driver, kernel_log_readable=False, kernel_log_reason="dmesg: Operation not permitted")),
      "not readable"),
     ("driver.present", m.cpu_torch_cuda_vision(), "nothing here needs one"),
-    ("interconnect.nccl-env", dataclasses.replace(nothing_there(), origin="paste", paste=PasteSource()),
+    ("host.environment", dataclasses.replace(nothing_there(), origin="paste", paste=PasteSource()),
      "the pasted text shows none"),
+    ("host.environment", nothing_there(), "not recorded"),
 ]
 
 
