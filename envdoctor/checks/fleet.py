@@ -16,6 +16,7 @@ from ..domain.fastclass import dataclass
 from ..facts import Facts, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Report, Severity
 from ..fleet_model import FleetData, Node
+from ._fleet import outliers, rank_env_findings
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 # a rank whose kernel runs below this fraction of the median of its peers' is a straggler: envdoctor's line,
@@ -71,7 +72,7 @@ def missing_ranks(ctx: CheckContext) -> List[Finding]:
 
 # ------------------------------------------------------------------ consistency
 
-INCONSISTENT = Findings("fleet.consistency", "FLEET_INCONSISTENT", kinds=("node-facts", "rank-runtime"))
+INCONSISTENT = Findings("fleet.consistency", "FLEET_INCONSISTENT", kinds=("node-facts", "rank-runtime", "rank-env"))
 
 
 def _python(f: Facts):
@@ -144,19 +145,6 @@ RANK_FACTS = [("torch version", "torch_version", Severity.ERROR), ("NCCL version
               ("envdoctor version", "envdoctor_version", Severity.WARNING)]
 
 
-def outliers(values: Dict[Any, Any]) -> Optional[Tuple[Any, List[Any], bool]]:
-    """(majority value, the keys holding another value, whether the majority is strict) over the known values;
-    None when they all agree or fewer than two are known. With no strict majority, the first key's value is the
-    reference (rank 0's node comes first)."""
-    known = {k: v for k, v in values.items() if v is not None}
-    if len(known) < 2 or len(set(known.values())) < 2:
-        return None
-    counts = Counter(known.values()).most_common()
-    strict = counts[0][1] > counts[1][1]
-    ref = counts[0][0] if strict else next(iter(known.values()))
-    return ref, [k for k, v in known.items() if v != ref], strict
-
-
 @check(INCONSISTENT, "What must match across nodes and ranks matches")
 def consistency(cctx: CheckContext) -> List[Finding]:
     ctx = fleet_of(cctx)
@@ -198,6 +186,8 @@ def consistency(cctx: CheckContext) -> List[Finding]:
                 detail="What each rank's own process imported: ranks of one job must run the same stack.",
                 evidence=[Evidence(f"ranks[{k}].{key}", values[k], expected=str(ref)) for k in odd],
                 fix=Fix("Start every rank from the same environment (the same image or venv on every node)")))
+    if len(ranks) >= 2:
+        out += rank_env_findings(INCONSISTENT, fleet, ranks)
     if len(nodes) < 2 and not out:
         raise SkipCheck(f"{len(nodes)} node{'s' if len(nodes) != 1 else ''} with facts and every rank's runtime "
                         "alike: nothing to compare across nodes")

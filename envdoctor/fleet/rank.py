@@ -47,6 +47,19 @@ def _gpu(torch: Any, index: int) -> Dict[str, Any]:
             "capability": f"{p.major}.{p.minor}", "memory_total_bytes": int(p.total_memory)}
 
 
+# what each rank's own environment must agree on (checks/fleet.py compares them): thread counts, how many GPUs
+# each rank may see, and NCCL's settings; secrets never travel (only these names, whatever else is set)
+RANK_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER",
+            "CUDA_LAUNCH_BLOCKING", "PYTORCH_CUDA_ALLOC_CONF", "TORCH_NCCL_ASYNC_ERROR_HANDLING")
+
+
+def rank_env(env: Dict[str, str]) -> Dict[str, Optional[str]]:
+    """The variables of RANK_ENV and every NCCL_* one, as this rank's process sees them (None: unset)."""
+    out: Dict[str, Optional[str]] = {k: env.get(k) for k in RANK_ENV}
+    out.update({k: v for k, v in env.items() if k.startswith("NCCL_")})
+    return out
+
+
 def identity(torch: Any, place: Place, device: Any) -> Dict[str, Any]:
     rec: Dict[str, Any] = {
         "rank": place.rank, "local_rank": place.local_rank, "node_rank": place.node_rank,
@@ -54,6 +67,7 @@ def identity(torch: Any, place: Place, device: Any) -> Dict[str, Any]:
         "pid": os.getpid(), "envdoctor_version": __version__, "python_version": platform.python_version(),
         "python": sys.executable, "torch_version": str(torch.__version__), "torch_cuda": torch.version.cuda,
         "nccl_version": None, "cudnn_version": None, "device": str(device), "gpu": None,
+        "env": rank_env(os.environ),
     }
     if device.type == "cuda":
         try:

@@ -175,3 +175,28 @@ def test_a_sweep_not_run_because_a_rank_is_missing_says_so():
                                                   "skipped": "not run: a collective with a rank missing would only time out"}])
     (res,) = [c for c in judge_fleet(fleet).checks if c.id == "fleet.collectives"]
     assert res.status == "skipped" and "a rank missing" in res.reason
+
+
+def test_per_rank_environment_that_matters_is_compared():
+    fleet = _fleet([_node_facts(), _node_facts()], per_node=2)
+    for r in fleet.ranks:
+        r["env"] = {"OMP_NUM_THREADS": "8", "CUDA_VISIBLE_DEVICES": str(r["local_rank"]), "NCCL_IB_DISABLE": None,
+                    "NCCL_DEBUG": "WARN"}
+    fleet.ranks[3]["env"] = dict(fleet.ranks[3]["env"], OMP_NUM_THREADS="64", NCCL_IB_DISABLE="1")
+    found = _found(judge_fleet(fleet), "fleet.consistency/rank-env")
+    texts = sorted(f.summary.split(" differs")[0] for f in found)
+    # each rank names its own GPU (CUDA_VISIBLE_DEVICES differs by design): only how many GPUs is compared
+    assert texts == ["NCCL_IB_DISABLE", "OMP_NUM_THREADS"], [f.summary for f in found]
+    omp = next(f for f in found if f.summary.startswith("OMP_NUM_THREADS"))
+    assert omp.severity == "warning" and "64" in omp.summary and omp.evidence[0].path == "ranks[3].env.OMP_NUM_THREADS"
+    fleet.ranks[1]["env"]["CUDA_VISIBLE_DEVICES"] = "0,1"
+    found = _found(judge_fleet(fleet), "fleet.consistency/rank-env")
+    assert any(f.summary.startswith("CUDA_VISIBLE_DEVICES") and "2 GPU(s)" in f.summary for f in found)
+
+
+def test_rank_env_reads_only_the_variables_that_matter():
+    from envdoctor.fleet.rank import rank_env
+
+    env = rank_env({"OMP_NUM_THREADS": "4", "NCCL_P2P_DISABLE": "1", "HF_TOKEN": "secret", "HOME": "/root"})
+    assert env["OMP_NUM_THREADS"] == "4" and env["NCCL_P2P_DISABLE"] == "1" and env["CUDA_VISIBLE_DEVICES"] is None
+    assert "HF_TOKEN" not in env and "HOME" not in env
