@@ -25,7 +25,8 @@ _TRIGGER = re.compile(
     r"No matching distribution|cannot import name|incompatib|no CUDA-capable|returned \d+|"
     r"no kernel image|not recognized|device-side assert|couldn'?t communicate|could not select|"
     r"insufficient|supports CUDA capabilities|PyTorch no longer supports|system not yet initialized|forward compatibility|No devices were found|"
-    r"\bXid\b|fallen off the bus|out of memory|unable to write to file|busy or unavailable|No CUDA GPUs",
+    r"\bXid\b|fallen off the bus|out of memory|unable to write to file|busy or unavailable|No CUDA GPUs|"
+    r"\bfatal\b|Segmentation fault|core dumped|exit (?:status|code)",
     re.IGNORECASE,
 )
 # literal, lower-case pieces covering every trigger alternative ("not " covers "not found", "cannot open",
@@ -33,7 +34,8 @@ _TRIGGER = re.compile(
 _KEYWORDS = ["error", "exception", "warn", "not ", "fail", "too old", "undefined symbol", "mismatch",
              "no matching", "incompatib", "cuda-capable", "returned ", "kernel image", "device-side",
              "communicate", "insufficient", "capabilities", "no longer", "forward compat", "no devices", "xid",
-             "fallen off", "out of memory", "unable to write", "unavailable", "no cuda gpus"]
+             "fallen off", "out of memory", "unable to write", "unavailable", "no cuda gpus", "fatal",
+             "segmentation fault", "core dumped", "exit status", "exit code"]
 _END = re.compile(r"[.!?)\]]\s*$")
 _COLON = re.compile(r":\s*$")
 _SKIP = re.compile(r"^\s*(?:File \"|Traceback \(most recent call last\)|\^+\s*$|~+\s*$|During handling of)")
