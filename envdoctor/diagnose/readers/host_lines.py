@@ -81,12 +81,15 @@ def read_host(paste: Paste, acc: Acc) -> None:
     elif re.search(r":\\(?:Users|Program Files|Python|ProgramData)\\", text):
         acc.put("host.os", "Windows", LOOSE, "Windows paths")
     for dm in _DOCKER_RUN.finditer(text):
-        cmd = dm.group(0)
+        cmd = _whole_command(text, dm)
         gpus = bool(re.search(r"--gpus\b|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu|^nvidia-docker", cmd)
                     or cmd.startswith("nvidia-docker"))
         acc.put("container.runtime", "podman" if cmd.startswith("podman") else "docker", LOOSE, cmd.strip())
         acc.put("container.gpus_requested", gpus, LOOSE, cmd.strip())
         acc.add_found("a docker run command")
+        # Docker gives a container 64 MB of /dev/shm unless the command says otherwise: NCCL's and Ray's shared
+        # segments need more (a qualifier of the NCCL system-error signature)
+        acc.put("container.shm_given", bool(_SHM_FLAG.search(cmd)), LOOSE, cmd.strip()[:200])
     _platform_from_host(acc)
     cm = _COMPOSE.search(text)
     if cm and not acc.get("container.runtime"):
@@ -96,6 +99,25 @@ def read_host(paste: Paste, acc: Acc) -> None:
     if ("dockerenv" in low or "container" in low) and re.search(
             r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
         acc.put("container.runtime", "docker", BARE, "container mentioned")
+
+
+_SHM_FLAG = re.compile(r"--shm-size\b|--ipc[= ]+host\b|/dev/shm\b")
+
+
+def _whole_command(text: str, m: re.Match) -> str:
+    """A `docker run` command with its backslash-continued lines (a shell's "> " prompts already stripped)."""
+    cmd = m.group(0)
+    end = m.end()
+    for _ in range(40):  # a long command: a few dozen lines at most
+        if not cmd.rstrip().endswith("\\"):
+            break
+        nl = text.find("\n", end + 1)
+        line = text[end + 1:nl if nl != -1 else len(text)]
+        cmd = cmd.rstrip()[:-1] + " " + line.strip()
+        if nl == -1:
+            break
+        end = nl
+    return cmd
 
 
 def _platform_from_host(acc: Acc) -> None:
