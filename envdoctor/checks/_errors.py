@@ -11,6 +11,13 @@ from typing import Iterable, List, Sequence, Tuple
 _PREFIX = re.compile(r"^\s*(?:\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}\] |[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \S+ [\w./-]+(?:\[\d+\])?: |"
                      r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d\S* (?:\S+ [\w./-]+(?:\[\d+\])?: )?|\[\s*\d+\.\d+\] )")
 
+# a logger's record prefix with its level: vLLM's "ERROR 05-06 08:55:19 worker_base.py:145] " (and "[core.py:340]",
+# a Ray actor's "(RayWorkerWrapper pid=5486) " before it), Python logging's "ERROR worker.py:99 -- " after a time
+_RECORD = re.compile(r"^\s*(?:\([\w.-]+(?: rank=\d+)?(?: pid=\d+)?\)\s+)?(?P<level>ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|"
+                     r"DEBUG)\s+(?:\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+)?(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+(?:\]| --))\s?")
+# what a traceback prints between its first and last line: frames, source lines, carets
+_FRAME = re.compile(r"^(?:\s|File \"|Traceback \(most recent call last\)|During handling of|The above exception|\^|~)")
+
 # the shapes of a failure a program printed; each alternative is anchored on a word a program writes
 _ERROR = re.compile(
     r"^\s*(?:[A-Za-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Fault|Interrupt)\b\s*(?::|$)"  # exception line
@@ -57,12 +64,31 @@ _GENERIC = re.compile(r"exit(?:ed with)? (?:status|code)|non-zero exit|Command e
                       r"^\s*(?:\w+\.)*\w*(?:Error|Exception):?\s*$", re.I)  # a bare "RuntimeError:" (its text follows)
 
 
+def record_key(line: str) -> str:
+    """The logger record a line belongs to (its time, emitter and source line: "(RayWorkerWrapper pid=5486) ERROR
+    05-06 08:55:19 worker_base.py:145]"), or "" when it has none: one logging call prints a message and its
+    traceback as lines of one record."""
+    m = _RECORD.match(_PREFIX.sub("", line, count=1))
+    return " ".join(line[:len(line) - len(_PREFIX.sub("", line, count=1)) + m.end()].split()) if m else ""
+
+
 def unprefixed(line: str) -> str:
-    return _PREFIX.sub("", line, count=1).strip()
+    text = _PREFIX.sub("", line, count=1)
+    m = _RECORD.match(text)
+    return (text[m.end():] if m else text).strip()
 
 
 def is_error_line(line: str) -> bool:
     """Whether ``line`` has the shape of a failure a program printed (module docstring)."""
+    record = _RECORD.match(_PREFIX.sub("", line, count=1))
+    if record is not None:
+        # a logger's record: its level says what it is; an ERROR record's traceback frames and source lines are not
+        # error lines of their own (its last line, the exception, is)
+        body = _PREFIX.sub("", line, count=1)[record.end():]
+        if record.group("level") not in ("ERROR", "CRITICAL", "FATAL") or not body.strip() or _FRAME.match(body):
+            return False
+        if not _ERROR.search(body) and not _PERSON.match(body.strip()):
+            return True
     text = unprefixed(line)
     if not text or _PIP_RESOLVER.search(text) or _WARNING.match(text) or _PERSON.match(text):
         return False
@@ -119,6 +145,10 @@ def covered(message: str, explained: Iterable[str], values: Iterable[str] = (), 
     that matched one line of an assembled message, or the assembled one around the line; also through the
     assembled messages ``holders`` that hold it), or it quotes a distinctive fact a finding cites (the version,
     the PCI address, the library the finding is about)."""
+    explained = list(explained)
+    key = record_key(message)
+    if key and any(record_key(e) == key for e in explained):
+        return True  # a line of the same logger record as an explained one (its message, its traceback)
     explained = [en for en in (_norm(e) for e in explained) if en]
     for text in [message, *holders]:
         n = _norm(text)

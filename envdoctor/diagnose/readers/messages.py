@@ -50,6 +50,11 @@ _LOG_PREFIX = re.compile(r"^\s*(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \S+ [\w.
                          r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S* \S+ [\w.-]+(?:\[\d+\])?: |\[\s*\d+\.\d+\] )")
 _TAG = re.compile(r"^\s*(NVRM: |[\w.-]+:\d+:\d+ \[\d+\] NCCL (?:WARN|INFO) )")
 MAX_SPAN = 8  # lines one message may span: bounds the work and never glues far-apart messages
+# a logger record's prefix (vLLM's "(RayWorkerWrapper pid=5486) ERROR 05-06 08:55:19 worker_base.py:145] "): a line
+# whose record starts a new exception ("ValueError: ...") starts a new message, whatever the line before it
+_RECORD = re.compile(r"^\s*(?:\([\w.-]+(?: rank=\d+)?(?: pid=\d+)?\)\s+)?(?:ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\s+"
+                     r"(?:\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+)?(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+(?:\]| --))\s?")
+_NEW_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b:")
 
 
 _COMMON = {"version", "installed", "current", "pytorch", "install", "available", "running", "compiled"}
@@ -108,6 +113,9 @@ def _assemble(lines: Sequence[str], i: int) -> Tuple[Optional[str], int]:
             break
         if _STOP.match(cur) or _STOP.match(prev) and start - 1 < i - 1:
             break
+        rec = _RECORD.match(cur)
+        if rec and _NEW_EXCEPTION.match(cur, rec.end()):
+            break  # this record's exception starts a message of its own
         if _CONTINUATION.match(cur) and not _CONTINUATION.match(prev):
             start -= 1  # an indented detail under its subject line ("Found GPU1 ... 3.5." / "    PyTorch no ...")
             break
@@ -123,6 +131,9 @@ def _assemble(lines: Sequence[str], i: int) -> Tuple[Optional[str], int]:
         if not nxt.strip() or _SKIP.match(nxt) or len(nxt) > 4000:
             break
         indented = bool(_CONTINUATION.match(nxt))
+        rec = _RECORD.match(nxt)
+        if rec and _NEW_EXCEPTION.match(nxt, rec.end()):
+            break  # another record's exception: a message of its own
         if tag and _tag_of(nxt) and not (_finished(parts[-1]) and "NVRM" in tag):
             parts.append(_unprefix(nxt, tag))  # the same emitter's next line: one logical message
         elif block and indented:

@@ -31,6 +31,8 @@ ERROR_LINES = [
     "subprocess.CalledProcessError: Command '['ninja', '-v']' returned non-zero exit status 1.",
     "Segmentation fault (core dumped)",
     "2024-05-01 10:00:00,123 ERROR worker.py:99 -- Worker died",
+    "(RayWorkerWrapper pid=5486) ERROR 05-06 08:55:19 worker_base.py:145] Error executing method init_device.",
+    "ERROR 03-20 23:26:06 [core.py:340] EngineCore hit an exception: Traceback (most recent call last):",
 ]
 NOT_ERROR_LINES = [
     "error: 0",
@@ -49,6 +51,12 @@ NOT_ERROR_LINES = [
     "# ERROR",
     "[    1.234567] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023",
     "Successfully installed torch-2.3.0",
+    # a logger record's traceback frames and source lines, its warnings and infos
+    "(RayWorkerWrapper pid=5486) ERROR 05-06 08:55:19 worker_base.py:145]   File \"/x/worker.py\", line 137, in run",
+    "(RayWorkerWrapper pid=5486) ERROR 05-06 08:55:19 worker_base.py:145]     return executor(*args, **kwargs)",
+    "ERROR 03-20 23:26:06 [core.py:340] Traceback (most recent call last):",
+    "WARNING 11-18 03:39:14 config.py:128] None quantization is not fully optimized yet.",
+    "INFO 05-06 08:55:20 api_server.py:12] the previous request failed: retrying",
 ]
 
 
@@ -174,3 +182,22 @@ def test_fail_on_warning_counts_it(tmp_path, capsys) -> None:
     assert main(["diagnose", "--fail-on", "warning", str(paste)]) == 1
     out = capsys.readouterr().out
     assert "Not judged" in out and "No problems found" not in out
+
+
+_RECORD = "(RayWorkerWrapper pid=5486) ERROR 05-06 08:55:19 worker_base.py:145] "
+
+
+def test_the_lines_of_an_explained_logger_record_are_explained() -> None:
+    """vLLM logs a failure and its traceback as lines of one record (the format of vllm-project/vllm#4618): once a
+    signature explains the exception, the record's first line ("Error executing method") is explained too."""
+    lines = ["Error executing method init_device. This might cause deadlock in distributed execution.",
+             "Traceback (most recent call last):", '  File "/x/distributed_c10d.py", line 2050, in all_reduce',
+             "    work = group.allreduce([tensor], opts)",
+             "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error "
+             "(run with NCCL_DEBUG=INFO for details), NCCL version 2.20.5"]
+    report = _diagnose("\n".join(_RECORD + x for x in lines) + "\n")
+    assert [f.category for f in report.problems] == ["INTERCONNECT"]
+    other = "(RayWorkerWrapper pid=77) ERROR 05-06 08:55:21 engine.py:9] ValueError: the shard map is empty\n"
+    report = _diagnose("\n".join(_RECORD + x for x in lines) + "\n" + other)
+    (u,) = [f for f in report.problems if f.category == "UNRECOGNISED_ERROR"]
+    assert [e.value for e in u.evidence if e.path.startswith("paste.messages")] == [other.strip()]
