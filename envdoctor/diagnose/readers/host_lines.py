@@ -90,6 +90,7 @@ def read_host(paste: Paste, acc: Acc) -> None:
         # Docker gives a container 64 MB of /dev/shm unless the command says otherwise: NCCL's and Ray's shared
         # segments need more (a qualifier of the NCCL system-error signature)
         acc.put("container.shm_given", bool(_SHM_FLAG.search(cmd)), LOOSE, cmd.strip()[:200])
+    _distro_from_kernel(acc)
     _platform_from_host(acc)
     cm = _COMPOSE.search(text)
     if cm and not acc.get("container.runtime"):
@@ -138,6 +139,19 @@ def _platform_from_host(acc: Acc) -> None:
     elif (os_name == "Linux" or kernel) and machine in ("x86_64", "amd64", "aarch64", "arm64"):
         arch = "x86_64" if machine in ("x86_64", "amd64") else "aarch64"
         acc.put("python.platform", f"linux-{arch}", BARE, how)
+
+
+_KERNEL_DISTRO = re.compile(r"^\d+\.\d+[\w.-]*?\.(fc|el)(\d+)(?:_\d+)?(?:\.|$)")
+
+
+def _distro_from_kernel(acc: Acc) -> None:
+    """A distribution kernel's release names its distribution: Fedora's "6.19.14-300.fc44.x86_64", Red Hat's (and
+    its rebuilds') "5.14.0-427.el9.x86_64"; below every tool output that names the distribution."""
+    kernel = acc.get("host.kernel") or ""
+    k = _KERNEL_DISTRO.search(kernel)
+    if k:
+        acc.put("host.distro_id", "fedora" if k.group(1) == "fc" else "rhel", BARE, f"the kernel release {kernel}")
+        acc.put("host.distro_version", k.group(2), BARE, f"the kernel release {kernel}")
 
 
 def _distro(text: str, acc: Acc) -> None:

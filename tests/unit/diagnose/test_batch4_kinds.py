@@ -172,3 +172,19 @@ def test_cpu_machine_collect_env_names_no_gpu() -> None:
     (f,) = [f for f in report.problems if f.category == "TORCH_CPU_ONLY_BUILD"]
     assert f.code == "diagnose.cuda-unavailable/cpu-build"
     assert "GPUs are present" not in f.detail and "machine with" not in f.summary
+
+
+@needs_batch4
+def test_real_fedora_kernel_names_the_distribution_for_the_fix() -> None:
+    report = _report(_real("309"))
+    assert (report.facts.host.distro_id, report.facts.host.distro_version) == ("fedora", "44")
+    f = _problems(report)["HOST_COMPILER_TOO_NEW"]
+    assert not any("apt-get" in c for c in f.fix.commands)  # not Ubuntu's package tool on Fedora
+
+
+def test_invented_rhel_kernel_release() -> None:
+    facts = _facts("Linux gpu7 5.14.0-427.13.1.el9_4.x86_64 #1 SMP PREEMPT_DYNAMIC Wed Apr 10 2024 x86_64 GNU/Linux\n"
+                   "gcc (GCC) 11.4.1 20231218 (Red Hat 11.4.1-3)\n")
+    assert (facts.host.distro_id, facts.host.distro_version) == ("rhel", "9")
+    ubuntu = _facts("Linux box 6.8.0-45-generic #45-Ubuntu SMP x86_64 GNU/Linux\ngcc (Ubuntu 13.2.0) 13.2.0\n")
+    assert ubuntu.host.distro_id is None
