@@ -81,9 +81,8 @@ def verdict(report: Report, where: str = "above") -> str:
                 f"{'it needs' if n == 1 else 'they need'} missing (reasons {where}){tail}")
     if problems and all(f.category == UNRECOGNISED for f in problems):
         # an error nothing explains: not judged, never "no problems" (checks/diagnose_unexplained.py)
-        n = len(problems)
-        return (f"Not judged: {'an error' if n == 1 else f'errors in {n} reports'} in the paste "
-                f"not recognised — paste what is asked {where}{tail}")
+        what = "an error in the paste is" if len(problems) == 1 else f"errors in {len(problems)} of its reports are"
+        return f"Not judged: {what} not recognised — paste what the finding asks for {where}{tail}"
     if errors or warnings:
         parts = []
         if errors:
