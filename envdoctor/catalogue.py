@@ -339,9 +339,19 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "repeats on every run while the code and the installation look fine.",
        "Unset the variable (or set the value the finding gives) where it is set: the job script, ~/.bashrc, the "
        "container image's ENV, the scheduler's environment."),
+    # --- what envdoctor was not told about (issue 29)
+    _c("UNRECOGNISED_ERROR", "An error envdoctor does not recognise",
+       "The pasted text holds an error line (a traceback's last line, an `error:`/`fatal` line, a failure, a "
+       "version mismatch, an NVRM or Xid kernel line, a non-zero exit status) that no finding explains.",
+       "Something failed and envdoctor cannot say why from what was pasted, so the paste is not judged: it is "
+       "not a clean bill of health.",
+       "Paste what the finding asks for (the full traceback, `nvidia-smi`, `python -m torch.utils.collect_env`, "
+       "the kernel's NVRM lines) together with the error, and diagnose again."),
 ]}
 
 NOTE = "NOTE"
+# an error line no finding explains (checks/diagnose_unexplained.py): the verdict is "not judged", never "no problems"
+UNRECOGNISED = "UNRECOGNISED_ERROR"
 # categories that name no problem: what an info finding may carry (GPU_VIRTUALIZED describes the machine, a
 # vGPU slice, and is a problem only if a whole GPU was bought: its finding is always an info)
 NEUTRAL_CATEGORIES = frozenset({NOTE, "HEALTHY", "GPU_VIRTUALIZED"})

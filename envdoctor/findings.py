@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import field
 from typing import Any, Dict, List, Optional
 
+from .catalogue import UNRECOGNISED
 from .domain.fastclass import dataclass
 from .facts import Facts, to_dict
 
@@ -270,6 +271,8 @@ class Report:
                 "checks_skipped": sum(1 for c in checks if c.status == CheckStatus.SKIPPED),
                 "checks_errored": sum(1 for c in checks if c.status == CheckStatus.ERRORED),
                 "judged": self.judged,
+                # error lines of a paste no finding explains (UNRECOGNISED_ERROR root causes): "not judged"
+                "not_recognised": sum(1 for f in self.problems if f.category == UNRECOGNISED),
             },
         }
 

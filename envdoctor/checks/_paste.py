@@ -75,6 +75,39 @@ def nvidia_two_majors(facts: Facts) -> List[str]:
     return sorted(lib for lib, majors in seen.items() if len(majors) > 1)
 
 
+def older_major_build(facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
+    """A program other than torch failed to load a CUDA runtime library of another CUDA major than the
+    environment's: its build is for that major (onnxruntime-gpu 1.17's default build wants libcublasLt.so.11).
+    The environment's major is what the paste shows (torch's CUDA, nvidia-*-cuXX wheels, nvcc); where it shows
+    none, the CUDA major of the newest torch release's default build in the matrix stands for a current
+    environment, so only a library of an older major counts then."""
+    major = _soname_cuda_major(groups.get("lib") or "")
+    if major is None or not holds("not_torch_import", facts, compat, groups):
+        return False
+    env: set = set()
+    for py in facts.pythons:
+        if py.torch is not None and py.torch.cuda:
+            env.add(py.torch.cuda.split(".")[0])
+        for p in py.packages:
+            w = nvidia_wheel(p.name)
+            if w:
+                env.add(str(w[1]))
+    tk = facts.toolkits.on_path
+    if tk is not None and tk.version:
+        env.add(tk.version.split(".")[0])
+    if env:
+        return str(major) not in env
+    try:
+        releases = sorted((r for r in compat.torch_releases() if r.default_variant),
+                          key=lambda r: tuple(int(x) for x in r.minor.split(".")))
+    except Exception:  # noqa: BLE001 - no matrix: no current major to compare with
+        return False
+    from ..domain.variants import cuda_of_variant
+
+    newest = cuda_of_variant(releases[-1].default_variant) if releases else None
+    return bool(newest) and major < int(str(newest).split(".")[0])
+
+
 def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
     """The named conditions a catalogue row's alternatives may use."""
     host = facts.host
@@ -117,6 +150,11 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
         return bool(system_lib_path(groups.get("path") or ""))
     if when == "lib_cuda_major_differs":
         return lib_cuda_major_differs(facts, groups)
+    if when == "older_major_build":
+        return older_major_build(facts, compat, groups)
+    if when == "docker_run_without_shm":  # a pasted `docker run` gave neither --shm-size nor --ipc=host
+        hit = _prov(facts).get("container.shm_given")
+        return hit is not None and hit.get("value") is False
     if when == "container_started_without_gpus":
         return bool(host.container and host.container.runtime and host.container.gpu_device_nodes == [])
     if when.startswith("capture:") and "~" in when:

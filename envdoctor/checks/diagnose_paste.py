@@ -65,7 +65,10 @@ def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
         return [CUDA_UNAVAILABLE.warning(
             "cpu-build", confidence="medium",
             summary=f"torch {t_ver} is a CPU build, so torch.cuda.is_available() is False (the paste shows no GPU list)",
-            detail=CATEGORIES["TORCH_CPU_ONLY_BUILD"].meaning,
+            # not the catalogue's "while NVIDIA GPUs are present": the paste shows none (issue 29)
+            detail=("torch is a CPU build (+cpu, torch.version.cuda is None): it has no CUDA code, so it never uses "
+                    "a GPU. The paste shows no GPU list, so whether this machine has an NVIDIA GPU is not known: "
+                    "paste `nvidia-smi` to settle it."),
             evidence=[Evidence("pythons[0].torch.cuda_available", False),
                       Evidence("pythons[0].torch.version", t.version, expected="a CUDA build (+cuXXX)"),
                       Evidence("paste.settle", "nvidia-smi")],
@@ -83,10 +86,19 @@ def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
     return [CUDA_UNAVAILABLE.warning(
         "build-unknown" if build is None else "driver-unknown", category=category, confidence="low",
         summary=f"torch.cuda.is_available() is False; {why}: possibly {cat.title.lower()}",
-        detail=f"{cat.meaning} To settle it, paste the output of `{settle}`.",
+        detail=f"{_meaning_without_gpus(category)} To settle it, paste the output of `{settle}`.",
         evidence=[Evidence("pythons[0].torch.cuda_available", False), Evidence("paste.settle", settle)],
         fix=Fix(f"Paste the output of `{settle}`", [settle]),
     )]
+
+
+def _meaning_without_gpus(category: str) -> str:
+    """The catalogue's meaning, without a claim the paste does not support: these findings are made where the
+    paste shows no GPU list, so a CPU build is not "on a machine with NVIDIA GPUs" here."""
+    if category == "TORCH_CPU_ONLY_BUILD":
+        return ("torch may be a CPU build (+cpu, torch.version.cuda is None), which never uses a GPU; the paste "
+                "shows neither its build nor a GPU list.")
+    return CATEGORIES[category].meaning
 
 
 def _oldest_floor(compat: Any) -> Optional[tuple]:

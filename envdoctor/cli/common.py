@@ -208,6 +208,93 @@ def write_textfile(report, directory: Optional[str]) -> None:
         write_metrics(report, directory)
     except OSError as e:
         raise UsageError(f"--textfile {directory}: {e.strerror or e}") from None
+class Progress:
+    """A progress line on stderr for a command that may take a while (diagnose of a long log): nothing for the
+    first ``after_s`` seconds (a short job prints nothing), then one line, rewritten in place at most every
+    ``every_s``, and cleared by ``done()`` before the report is printed. Only on a terminal (a person is waiting;
+    a log or a pipe gets no carriage returns), and never on stdout, so `--format json` stays a document.
+    ``clock`` and ``enabled`` are for tests."""
+
+    def __init__(self, stream: Any = None, clock: Optional[Callable[[], float]] = None, after_s: float = 2.0,
+                 every_s: float = 0.5, enabled: Optional[bool] = None, label: str = "envdoctor") -> None:
+        import time
+
+        self.stream = stream if stream is not None else sys.stderr
+        self.clock = clock or time.monotonic
+        if enabled is None:
+            try:
+                enabled = bool(self.stream.isatty())
+            except (AttributeError, ValueError, OSError):
+                enabled = False
+        self.enabled = enabled
+        self.after_s, self.every_s, self.label = after_s, every_s, label
+        self.start = self.clock()
+        self.last: Optional[float] = None
+        self.width = 0
+        self.shown = 0  # lines written (rewrites counted)
+        self.text = "working"
+        import threading
+
+        self._lock = threading.Lock()
+        self._thread: Any = None
+
+    def update(self, text: str) -> None:
+        if not self.enabled:
+            return
+        with self._lock:  # the ticker thread and the caller both write
+            self._update(text)
+
+    def _update(self, text: str) -> None:
+        now = self.clock()
+        elapsed = now - self.start
+        if elapsed < self.after_s or (self.last is not None and now - self.last < self.every_s):
+            return
+        line = f"{self.label}: {text} ({elapsed:.0f} s)"
+        pad = max(0, self.width - len(line))
+        try:
+            self.stream.write("\r" + line + " " * pad)
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.enabled = False
+            return
+        self.width, self.last = len(line), now
+        self.shown += 1
+
+    def phase(self, text: str) -> None:
+        """What is being done now: shown by the next ``update`` (the background ticker's, or a caller's)."""
+        self.text = text
+        self.update(text)
+
+    def tick_in_background(self) -> None:
+        """Rewrite the line from a daemon thread while a step that reports nothing runs (judging)."""
+        import threading
+
+        if not self.enabled or getattr(self, "_thread", None) is not None:
+            return
+        self._stop = threading.Event()
+
+        def loop() -> None:
+            while not self._stop.wait(self.every_s):
+                self.update(self.text)
+
+        self._thread = threading.Thread(target=loop, name="envdoctor-progress", daemon=True)
+        self._thread.start()
+
+    def done(self) -> None:
+        """Stop the ticker and clear the line (the report follows on the same terminal)."""
+        thread = getattr(self, "_thread", None)
+        if thread is not None:
+            self._stop.set()
+            thread.join(timeout=2)
+            self._thread = None
+        if self.enabled and self.shown:
+            try:
+                with self._lock:
+                    self.stream.write("\r" + " " * self.width + "\r")
+                self.stream.flush()
+            except (OSError, ValueError):
+                pass
+        self.shown = 0
 
 
 def report_exit_code(report, fail_on: str) -> int:

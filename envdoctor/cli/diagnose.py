@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Callable, Optional
 
 from .common import (
     EXIT_CODES_HELP,
     HelpFormatter,
+    Progress,
     UsageError,
     add_output_options,
     check_writable,
@@ -24,18 +26,28 @@ def add_parsers(sub) -> None:
     add_output_options(p)
 
 
-def _read_paste(path: str, compat) -> tuple:
+def _read_paste(path: str, compat, progress: Optional[Progress] = None) -> tuple:
     """(text, what was skipped or None): a paste of any size, read in bounded memory (diagnose.bounded_read)."""
     from ..diagnose import decode_text
-    from ..diagnose.bounded_read import read_bounded, trigger_keywords
+    from ..diagnose.bounded_read import MiB, read_bounded, trigger_keywords
 
     name = "stdin" if path == "-" else os.path.basename(path) or path
+
+    def reading(fh) -> Optional[Callable[[int], None]]:
+        if progress is None:
+            return None
+        try:
+            size = f" of {os.fstat(fh.fileno()).st_size / MiB:.0f}"
+        except (OSError, ValueError, AttributeError):
+            size = ""
+        return lambda done: progress.phase(f"reading {name}: {done / MiB:.0f}{size} MiB")
+
     try:
         if path == "-":
-            data, note = read_bounded(sys.stdin.buffer, name, trigger_keywords(compat))
+            data, note = read_bounded(sys.stdin.buffer, name, trigger_keywords(compat), reading(sys.stdin.buffer))
         else:
             with open(path, "rb") as fh:
-                data, note = read_bounded(fh, name, trigger_keywords(compat))
+                data, note = read_bounded(fh, name, trigger_keywords(compat), reading(fh))
     except IsADirectoryError:
         raise UsageError(f"cannot read {path}: is a directory") from None
     except OSError as e:
@@ -53,17 +65,25 @@ def cmd_diagnose(args) -> int:
                          "envdoctor diagnose report.txt, or: pbpaste | envdoctor diagnose -")
     check_writable(args.output)
     compat = load_compat()
-    read = [_read_paste(f, compat) for f in files]  # any size: head, tail and the middle's error lines
-    texts = [t for t, _ in read]
-    from ..checks import all_checks, select
-
+    # a long log takes seconds: past 2 s a progress line on stderr (a terminal only; stdout stays the report)
+    progress = Progress(label="envdoctor diagnose")
+    progress.tick_in_background()
     try:
-        names = ["stdin" if f == "-" else os.path.basename(f) or f for f in files]
-        report = diagnose_report(texts, compat, select(all_checks(), split_globs(args.only),
-                                                       split_globs(args.ignore, "--ignore")), names=names,
-                                 read_notes=[n for _, n in read if n])
-    except NothingRecognised as e:
-        raise UsageError(str(e)) from None
+        read = [_read_paste(f, compat, progress) for f in files]  # any size: head, tail and the middle's errors
+        texts = [t for t, _ in read]
+        from ..checks import all_checks, select
+
+        size = sum(len(t) for t in texts) / (1 << 20)
+        progress.phase(f"judging what was read ({size:.1f} MiB of text)")
+        try:
+            names = ["stdin" if f == "-" else os.path.basename(f) or f for f in files]
+            report = diagnose_report(texts, compat, select(all_checks(), split_globs(args.only),
+                                                           split_globs(args.ignore, "--ignore")), names=names,
+                                     read_notes=[n for _, n in read if n])
+        except NothingRecognised as e:
+            raise UsageError(str(e)) from None
+    finally:
+        progress.done()
     print_report(report, args)
     return report_exit_code(report, args.fail_on)
 

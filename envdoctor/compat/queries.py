@@ -410,6 +410,18 @@ class Compat:
         return [r.spec for r in self._gpu_list]
 
     # -- host compilers
+    def least_cuda_for_host_compiler(self, major: int, compiler: str = "gcc") -> Optional[Tuple[str, str]]:
+        """(the oldest CUDA major.minor whose nvcc accepts this host compiler major, source); None when no row
+        of the matrix accepts it."""
+        fieldname = {"gcc": "max_gcc_major", "clang": "max_clang_major"}.get((compiler or "").strip().lower())
+        if fieldname is None:
+            return None
+        fits = [r for r in self._host_compilers if (getattr(r, fieldname) or -1) >= major]
+        if not fits:
+            return None
+        best = min(fits, key=lambda r: tuple(int(x) for x in r.cuda.split(".")))
+        return best.cuda, best.source
+
     def max_host_compiler(self, cuda_version: str, compiler: str = "gcc") -> Optional[Tuple[int, str]]:
         """(newest major accepted by nvcc's host_config.h, source); None when unknown."""
         fieldname = {"gcc": "max_gcc_major", "clang": "max_clang_major"}.get((compiler or "").strip().lower())

@@ -26,7 +26,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "driver_packages_changed",
               # context qualifiers added in round 3 (checks/_paste.py holds() says what each reads)
               "always", "torch_import", "windows_build_named", "wsl_kernel_too_old", "lib_in_pip_wheel",
-              "lib_in_system_path", "lib_cuda_major_differs", "container_started_without_gpus")
+              "lib_in_system_path", "lib_cuda_major_differs", "container_started_without_gpus",
+              # issue 29: a third-party runtime's library of an older CUDA major; a `docker run` without shm
+              "older_major_build", "docker_run_without_shm")
 
 
 class SignatureError(ValueError):

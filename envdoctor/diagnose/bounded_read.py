@@ -14,7 +14,7 @@ it is bounded too: at most HEAD + TAIL + MIDDLE_MAX bytes of text.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, BinaryIO, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, BinaryIO, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 MiB = 1 << 20
 WHOLE_MAX = 8 * MiB  # read whole up to this size (what diagnose always read)
@@ -113,10 +113,15 @@ class _Middle:
                 self.dropped += 1
 
 
-def read_bounded(fh: BinaryIO, name: str, keywords: Sequence[bytes]) -> Tuple[bytes, Optional[str]]:
+def read_bounded(fh: BinaryIO, name: str, keywords: Sequence[bytes],
+                 progress: Optional[Callable[[int], None]] = None) -> Tuple[bytes, Optional[str]]:
     """(the bytes to judge, None) for an input up to WHOLE_MAX; else (head + kept middle lines + tail, a note
-    saying what was skipped). Memory stays within about WHOLE_MAX + CHUNK + TAIL whatever the input's size."""
+    saying what was skipped). Memory stays within about WHOLE_MAX + CHUNK + TAIL whatever the input's size.
+    ``progress`` is called with the bytes read so far after each chunk (the CLI's progress line)."""
     data = fh.read(WHOLE_MAX + 1)
+    read_so_far = len(data)
+    if progress is not None:
+        progress(read_so_far)
     if len(data) <= WHOLE_MAX:
         return data, None
     wide = _is_wide_text(data)
@@ -130,6 +135,9 @@ def read_bounded(fh: BinaryIO, name: str, keywords: Sequence[bytes]) -> Tuple[by
         chunk = fh.read(CHUNK)
         if chunk:
             pending += chunk
+            read_so_far += len(chunk)
+            if progress is not None:
+                progress(read_so_far)
         if len(pending) > TAIL + CHUNK or (not chunk and len(pending) > TAIL):
             split = len(pending) - TAIL
             if not wide:

@@ -28,6 +28,7 @@ from ..facts import (
 )
 from . import fields
 from .readers import (
+    banners,
     blocks,
     collect_env,
     env_vars,
@@ -113,6 +114,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     loose_lines.read_loose(paste, acc)
     prose.read_prose(paste, acc)
     prose.read_hangs(paste, acc)
+    banners.read_banners(paste, acc)
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)

@@ -33,6 +33,7 @@ SIGNALS: Dict[str, str] = {
     "torch.cpu_build": "pythons[0].torch.cpu_build",  # torch.version.cuda printed None
     "torch.conda_cpuonly": "torch.conda_cpuonly",  # conda's cpuonly package
     "container.gpus_requested": "container.gpus_requested",  # `docker run` with or without --gpus
+    "container.shm_given": "container.shm_given",  # `docker run` with or without --shm-size / --ipc=host
     "host.windows_build": "host.windows_build",  # the Windows build under WSL
     "intent.cuda": "intent.cuda",  # the CUDA build the user asked for (an index URL, a +cuXYZ pin)
     "pip.index_variant": "pip.index_variant",

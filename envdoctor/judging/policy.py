@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
+from ..catalogue import UNRECOGNISED
 from ..facts import Facts
 from ..findings import CheckResult, CheckStatus, Finding, MachineReport, Severity
 
@@ -57,6 +58,9 @@ class PastePolicy(Policy):
        surer confidence.
     4. A low-confidence message lead is dropped when a surer facts-based finding cites the same message; a
        low-confidence ``diagnose.*`` guess is dropped when anything surer explains the paste.
+   4b. An error line no finding explains stays a finding (UNRECOGNISED_ERROR, ``diagnose.unexplained-error``):
+       the lines a warning or error finding's evidence covers (the message a signature matched, folded or not)
+       are taken out of it, and it goes when none is left.
     5. The outputs that would settle what is left open go into ``facts.paste.settle`` (``settle_lines``).
     6. A paste holding several machines' reports (``facts.paste.machines``) is judged machine by machine: each is a
        ``Report.machines`` entry with its label, facts and results; nothing is judged on the facts they share.
@@ -85,6 +89,7 @@ class PastePolicy(Policy):
         merged = [[capped(with_confidence(f, prov)) for f in r.findings] for r in results]
         _fold_messages(results, merged)
         _drop_explained(results, merged)
+        _narrow_unexplained(facts, results, merged)
         out: List[CheckResult] = []
         for r, fs in zip(results, merged):
             status = r.status
@@ -126,7 +131,7 @@ def _fold_messages(results: Sequence[CheckResult], merged: List[List[Finding]]) 
         if r.id.startswith("messages."):
             continue
         for fi, f in enumerate(merged[ri]):
-            if serious(f) and f.category not in fact_cats:
+            if serious(f) and f.category not in fact_cats and f.category != UNRECOGNISED:
                 fact_cats[f.category] = (ri, fi)
     for ri, r in enumerate(results):
         if not r.id.startswith("messages."):
@@ -153,17 +158,94 @@ def _drop_explained(results: Sequence[CheckResult], merged: List[List[Finding]])
     """Step 4, in place. A conda CUDA-major mix explains "libcusparse.so.11: cannot open"; the low-confidence lead
     "a system library shadows it" would only mislead."""
     explained = {str(e.value)[:300] for ri, r in enumerate(results) if not r.id.startswith("messages.")
-                 for f in merged[ri] if serious(f) and f.confidence != "low"
+                 for f in merged[ri] if serious(f) and f.confidence != "low" and f.category != UNRECOGNISED
                  for e in f.evidence if e.path.startswith("paste.messages")}
     if explained:
         for ri, r in enumerate(results):
             if r.id.startswith("messages."):
                 merged[ri] = [f for f in merged[ri] if f.confidence != "low" or not any(
                     e.path.startswith("paste.messages[") and str(e.value)[:300] in explained for e in f.evidence)]
-    if any(serious(f) and f.confidence != "low" for fs in merged for f in fs):
+    if any(serious(f) and f.confidence != "low" and f.category != UNRECOGNISED for fs in merged for f in fs):
         for ri, r in enumerate(results):
             if r.id.startswith("diagnose."):
                 merged[ri] = [f for f in merged[ri] if f.confidence != "low"]
+
+
+def _narrow_unexplained(facts: Facts, results: Sequence[CheckResult], merged: List[List[Finding]]) -> None:
+    """Step 4b, in place: the unexplained-error finding keeps only the lines no other finding covers: a message
+    a signature recognised (whatever its severity: "CUDA out of memory" is the program's, said as an info), a
+    message or a distinctive fact (a version, a PCI address, a path) a warning or error finding cites."""
+    from ..checks.diagnose_unexplained import narrow
+
+    CATEGORY = UNRECOGNISED
+
+    if not any(f.category == CATEGORY for fs in merged for f in fs):
+        return
+    paste = facts.paste
+    messages = paste.messages if paste is not None else []
+    prov = (paste.provenance if paste is not None else None) or {}
+    data: Any = None
+    explained: List[str] = []
+    values: List[str] = []
+    cause = False
+    for r, fs in zip(results, merged):
+        for f in fs:
+            if f.category == CATEGORY or not (serious(f) or r.id.startswith("messages.")):
+                continue
+            cause = cause or serious(f)
+            for e in f.evidence:
+                if e.path.startswith("paste.messages[") and e.path.endswith("]"):
+                    idx = e.path[len("paste.messages["):-1]
+                    if idx.isdigit() and int(idx) < len(messages):
+                        explained.append(messages[int(idx)])  # the whole message, not the evidence's excerpt
+                        continue
+                if isinstance(e.value, str):
+                    # a whole message quoted, or a value read from one (a capture: "paste.messages[1].version")
+                    (explained if e.path.startswith("paste.messages") and e.path.endswith("]") else values).append(
+                        e.value)
+                if not e.path.startswith("paste."):
+                    if data is None:
+                        data = facts.to_dict()
+                    values.extend(_strings(_at(data, e.path)))
+                    hit = prov.get(e.path)
+                    if hit is not None and isinstance(hit.get("value"), str):
+                        values.append(hit["value"])
+    for ri, fs in enumerate(merged):
+        if any(f.category == CATEGORY for f in fs):
+            kept = []
+            for f in fs:
+                if f.category == CATEGORY:
+                    f = narrow(facts, f, explained, values, cause)
+                if f is not None:
+                    kept.append(f)
+            merged[ri] = kept
+
+
+def _at(data: Any, path: str) -> Any:
+    """The value at an evidence path ("driver.xid_events", "pythons[0].torch.version") of facts as a dict."""
+    for part in path.replace("[", ".[").split("."):
+        if not part:
+            continue
+        if part.startswith("["):
+            i = part[1:].rstrip("]")
+            data = data[int(i)] if i.isdigit() and isinstance(data, list) and int(i) < len(data) else None
+        else:
+            data = data.get(part) if isinstance(data, dict) else None
+        if data is None:
+            return None
+    return data
+
+
+def _strings(value: Any, depth: int = 0) -> List[str]:
+    if isinstance(value, str):
+        return [value]
+    if depth > 3:
+        return []
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v, depth + 1)]
+    if isinstance(value, list):
+        return [s for v in value[:50] for s in _strings(v, depth + 1)]
+    return []
 
 
 def settle_lines(facts: Facts, findings: Sequence[Finding]) -> List[str]:

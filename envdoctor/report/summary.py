@@ -11,6 +11,7 @@ import json
 from dataclasses import field
 from typing import Dict, List, Optional, Tuple
 
+from ..catalogue import UNRECOGNISED
 from ..domain.fastclass import dataclass
 from ..facts import Facts
 from ..findings import CheckResult, CheckStatus, Finding, Report, Severity
@@ -78,6 +79,10 @@ def verdict(report: Report, where: str = "above") -> str:
             return f"Nothing could be judged: no check ran{tail}"
         return (f"Nothing could be judged: {'the check' if n == 1 else f'all {n} checks'} skipped, the facts "
                 f"{'it needs' if n == 1 else 'they need'} missing (reasons {where}){tail}")
+    if problems and all(f.category == UNRECOGNISED for f in problems):
+        # an error nothing explains: not judged, never "no problems" (checks/diagnose_unexplained.py)
+        what = "an error in the paste is" if len(problems) == 1 else f"errors in {len(problems)} of its reports are"
+        return f"Not judged: {what} not recognised — paste what the finding asks for {where}{tail}"
     if errors or warnings:
         parts = []
         if errors:
@@ -85,6 +90,10 @@ def verdict(report: Report, where: str = "above") -> str:
         if warnings:
             parts.append(plural(warnings, "warning"))
         return f"{', '.join(parts)} — see fixes {where}{tail}"
+    if any(f.category == "HEALTHY" and f.code.startswith("messages.") for f in report.all_findings):
+        # the paste shows an error, recognised as the program's (out of memory, a device-side assert): the machine
+        # is fine, but "no problems" would deny the error the user pasted
+        return f"No environment problem found: the error the paste shows is the program's, not the machine's{tail}"
     return f"No problems found{tail}"
 
 

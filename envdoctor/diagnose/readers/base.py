@@ -293,12 +293,36 @@ def _markdown(line: str) -> str:
     return line
 
 
+# rsyslog writes a control character inside a message as "#" and three octal digits: a kernel message of several
+# lines reaches /var/log/syslog (and journal exports, Ansible's captured output) as one line holding "#012" (a line
+# feed) and "#011" (a tab). The record's prefix ("Jun 30 11:07:05 gpu-0 kernel: ", an ISO time and host) says it
+# is such a log line; each piece is given the same prefix, as the kernel printed it.
+_SYSLOG_PREFIX = re.compile(r"^\s*(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \S+ [\w./-]+(?:\[\d+\])?: |"
+                            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S* \S+ [\w./-]+(?:\[\d+\])?: )")
+_SYSLOG_LF = re.compile(r"#012(?!\d)")
+
+
+def syslog_lines(line: str) -> List[str]:
+    """One syslog record with escaped line breaks as the lines it held (the line itself otherwise)."""
+    m = _SYSLOG_PREFIX.match(line)
+    if m is None:
+        return [line]
+    prefix = m.group(0)
+    pieces = _SYSLOG_LF.split(line[m.end():].replace("#011", "\t"))
+    return [prefix + p.rstrip() for p in pieces if p.strip()] or [line]
+
+
 def clean_lines(text: str) -> List[str]:
     """Lines without Markdown quoting or emphasis, distributed-rank prefixes ("[rank7]: ") or pytest's "E   "
-    margin."""
+    margin; a syslog record's escaped line breaks ("#012") split into its lines."""
     out = []
     for raw in text.splitlines():
         line = raw.rstrip()
+        if "#01" in line and _SYSLOG_LF.search(line):
+            split = syslog_lines(line)
+            if len(split) > 1:
+                out.extend(clean_lines("\n".join(split)))
+                continue
         if ("**" in line and ":" in line) or "`" in line or "：" in line:
             line = _markdown(line)
         c = line[:1]

@@ -11,7 +11,10 @@ from .base import STRUCTURED, Acc, Paste, first_version, last_version
 
 # collect_env prints "Key: value" lines; None values print as "Could not collect" (replace_nones), some
 # eras print "N/A" or "None". https://github.com/pytorch/pytorch/blob/main/torch/utils/collect_env.py
-UNKNOWN = {"could not collect", "n/a", "none", "", "unknown"}
+# "No CUDA" is what it prints for the runtime, GPU, driver and cuDNN fields when torch.cuda.is_available() is False
+# and nvidia-smi gave none of them (collect_env.py pretty_str: all_dynamic_cuda_fields_missing): a GPU list it could
+# not read, never a GPU named "No CUDA" (and not proof that the machine has none)
+UNKNOWN = {"could not collect", "n/a", "none", "", "unknown", "no cuda"}
 _KEY = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 _/().-]{1,40}?)\s*:\s?(.*)$")
 _MARKERS = ("PyTorch version:", "Is debug build:", "CUDA used to build PyTorch:", "Is CUDA available:",
             "GPU models and configuration:", "Nvidia driver version:", "cuDNN version:")

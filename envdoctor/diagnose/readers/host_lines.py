@@ -81,12 +81,16 @@ def read_host(paste: Paste, acc: Acc) -> None:
     elif re.search(r":\\(?:Users|Program Files|Python|ProgramData)\\", text):
         acc.put("host.os", "Windows", LOOSE, "Windows paths")
     for dm in _DOCKER_RUN.finditer(text):
-        cmd = dm.group(0)
+        cmd = _whole_command(text, dm)
         gpus = bool(re.search(r"--gpus\b|--runtime[= ]nvidia|--device[= ]nvidia\.com/gpu|^nvidia-docker", cmd)
                     or cmd.startswith("nvidia-docker"))
         acc.put("container.runtime", "podman" if cmd.startswith("podman") else "docker", LOOSE, cmd.strip())
         acc.put("container.gpus_requested", gpus, LOOSE, cmd.strip())
         acc.add_found("a docker run command")
+        # Docker gives a container 64 MB of /dev/shm unless the command says otherwise: NCCL's and Ray's shared
+        # segments need more (a qualifier of the NCCL system-error signature)
+        acc.put("container.shm_given", bool(_SHM_FLAG.search(cmd)), LOOSE, cmd.strip()[:200])
+    _distro_from_kernel(acc)
     _platform_from_host(acc)
     cm = _COMPOSE.search(text)
     if cm and not acc.get("container.runtime"):
@@ -96,6 +100,25 @@ def read_host(paste: Paste, acc: Acc) -> None:
     if ("dockerenv" in low or "container" in low) and re.search(
             r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
         acc.put("container.runtime", "docker", BARE, "container mentioned")
+
+
+_SHM_FLAG = re.compile(r"--shm-size\b|--ipc[= ]+host\b|/dev/shm\b")
+
+
+def _whole_command(text: str, m: re.Match) -> str:
+    """A `docker run` command with its backslash-continued lines (a shell's "> " prompts already stripped)."""
+    cmd = m.group(0)
+    end = m.end()
+    for _ in range(40):  # a long command: a few dozen lines at most
+        if not cmd.rstrip().endswith("\\"):
+            break
+        nl = text.find("\n", end + 1)
+        line = text[end + 1:nl if nl != -1 else len(text)]
+        cmd = cmd.rstrip()[:-1] + " " + line.strip()
+        if nl == -1:
+            break
+        end = nl
+    return cmd
 
 
 def _platform_from_host(acc: Acc) -> None:
@@ -116,6 +139,19 @@ def _platform_from_host(acc: Acc) -> None:
     elif (os_name == "Linux" or kernel) and machine in ("x86_64", "amd64", "aarch64", "arm64"):
         arch = "x86_64" if machine in ("x86_64", "amd64") else "aarch64"
         acc.put("python.platform", f"linux-{arch}", BARE, how)
+
+
+_KERNEL_DISTRO = re.compile(r"^\d+\.\d+[\w.-]*?\.(fc|el)(\d+)(?:_\d+)?(?:\.|$)")
+
+
+def _distro_from_kernel(acc: Acc) -> None:
+    """A distribution kernel's release names its distribution: Fedora's "6.19.14-300.fc44.x86_64", Red Hat's (and
+    its rebuilds') "5.14.0-427.el9.x86_64"; below every tool output that names the distribution."""
+    kernel = acc.get("host.kernel") or ""
+    k = _KERNEL_DISTRO.search(kernel)
+    if k:
+        acc.put("host.distro_id", "fedora" if k.group(1) == "fc" else "rhel", BARE, f"the kernel release {kernel}")
+        acc.put("host.distro_version", k.group(2), BARE, f"the kernel release {kernel}")
 
 
 def _distro(text: str, acc: Acc) -> None:

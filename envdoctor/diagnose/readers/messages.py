@@ -25,7 +25,8 @@ _TRIGGER = re.compile(
     r"No matching distribution|cannot import name|incompatib|no CUDA-capable|returned \d+|"
     r"no kernel image|not recognized|device-side assert|couldn'?t communicate|could not select|"
     r"insufficient|supports CUDA capabilities|PyTorch no longer supports|system not yet initialized|forward compatibility|No devices were found|"
-    r"\bXid\b|fallen off the bus|out of memory|unable to write to file|busy or unavailable|No CUDA GPUs",
+    r"\bXid\b|fallen off the bus|out of memory|unable to write to file|busy or unavailable|No CUDA GPUs|"
+    r"\bfatal\b|Segmentation fault|core dumped|exit (?:status|code)",
     re.IGNORECASE,
 )
 # literal, lower-case pieces covering every trigger alternative ("not " covers "not found", "cannot open",
@@ -33,7 +34,8 @@ _TRIGGER = re.compile(
 _KEYWORDS = ["error", "exception", "warn", "not ", "fail", "too old", "undefined symbol", "mismatch",
              "no matching", "incompatib", "cuda-capable", "returned ", "kernel image", "device-side",
              "communicate", "insufficient", "capabilities", "no longer", "forward compat", "no devices", "xid",
-             "fallen off", "out of memory", "unable to write", "unavailable", "no cuda gpus"]
+             "fallen off", "out of memory", "unable to write", "unavailable", "no cuda gpus", "fatal",
+             "segmentation fault", "core dumped", "exit status", "exit code"]
 _END = re.compile(r"[.!?)\]]\s*$")
 _COLON = re.compile(r":\s*$")
 _SKIP = re.compile(r"^\s*(?:File \"|Traceback \(most recent call last\)|\^+\s*$|~+\s*$|During handling of)")
@@ -48,6 +50,11 @@ _LOG_PREFIX = re.compile(r"^\s*(?:[A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \S+ [\w.
                          r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\S* \S+ [\w.-]+(?:\[\d+\])?: |\[\s*\d+\.\d+\] )")
 _TAG = re.compile(r"^\s*(NVRM: |[\w.-]+:\d+:\d+ \[\d+\] NCCL (?:WARN|INFO) )")
 MAX_SPAN = 8  # lines one message may span: bounds the work and never glues far-apart messages
+# a logger record's prefix (vLLM's "(RayWorkerWrapper pid=5486) ERROR 05-06 08:55:19 worker_base.py:145] "): a line
+# whose record starts a new exception ("ValueError: ...") starts a new message, whatever the line before it
+_RECORD = re.compile(r"^\s*(?:\([\w.-]+(?: rank=\d+)?(?: pid=\d+)?\)\s+)?(?:ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|DEBUG)\s+"
+                     r"(?:\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+)?(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+(?:\]| --))\s?")
+_NEW_EXCEPTION = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception)\b:")
 
 
 _COMMON = {"version", "installed", "current", "pytorch", "install", "available", "running", "compiled"}
@@ -106,6 +113,9 @@ def _assemble(lines: Sequence[str], i: int) -> Tuple[Optional[str], int]:
             break
         if _STOP.match(cur) or _STOP.match(prev) and start - 1 < i - 1:
             break
+        rec = _RECORD.match(cur)
+        if rec and _NEW_EXCEPTION.match(cur, rec.end()):
+            break  # this record's exception starts a message of its own
         if _CONTINUATION.match(cur) and not _CONTINUATION.match(prev):
             start -= 1  # an indented detail under its subject line ("Found GPU1 ... 3.5." / "    PyTorch no ...")
             break
@@ -121,6 +131,9 @@ def _assemble(lines: Sequence[str], i: int) -> Tuple[Optional[str], int]:
         if not nxt.strip() or _SKIP.match(nxt) or len(nxt) > 4000:
             break
         indented = bool(_CONTINUATION.match(nxt))
+        rec = _RECORD.match(nxt)
+        if rec and _NEW_EXCEPTION.match(nxt, rec.end()):
+            break  # another record's exception: a message of its own
         if tag and _tag_of(nxt) and not (_finished(parts[-1]) and "NVRM" in tag):
             parts.append(_unprefix(nxt, tag))  # the same emitter's next line: one logical message
         elif block and indented:

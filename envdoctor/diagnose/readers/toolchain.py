@@ -9,6 +9,9 @@ from .base import LOOSE, STRUCTURED, Acc, Paste
 
 _GCC = re.compile(r"^\s*(?:gcc|cc|g\+\+|c\+\+)(?:-\d+)?(?:\.exe)?\s+\([^)]*\)\s+(\d+\.\d+(?:\.\d+)?)")
 _GCC_LOOSE = re.compile(r"\bgcc(?: version)?\s*[:=]?\s*(?:gcc\s*)?(?:\([^)]*\)\s*)?(\d+\.\d+(?:\.\d+)?)", re.I)
+# CMake's configure log names the compilers it found: "-- The CXX compiler identification is GNU 13.2.0", "-- The
+# CUDA compiler identification is NVIDIA 12.1.105" (printed by cmake after running each compiler)
+_CMAKE_ID = re.compile(r"The (C|CXX|CUDA) compiler identification is (GNU|NVIDIA|Clang) (\d+\.\d+(?:\.\d+)?)")
 _CUDA_LOOSE = re.compile(r"\bCUDA(?:\s+toolkit)?\s*[:=]?\s*v?(\d+\.\d+\.\d+)\b", re.I)
 
 
@@ -20,10 +23,20 @@ def read_toolchain(paste: Paste, acc: Acc) -> None:
         acc.put("toolkit.version", nv[0], STRUCTURED, "nvcc --version")
         acc.put("toolkit.version_full", nv[1], STRUCTURED, "nvcc --version")
         acc.add_found("nvcc --version")
-    for i in paste.distinct(paste.with_any(["gcc", "cuda", "cc ", "c++"])):
+    for i in paste.distinct(paste.with_any(["gcc", "cuda", "cc ", "c++", "compiler identification"])):
         line = lines[i]
         if "Linux version" in line or "[GCC" in line:
             continue  # the compiler that built the kernel or Python, not the host's
+        m = _CMAKE_ID.search(line)
+        if m:
+            lang, vendor, version = m.groups()
+            if vendor == "GNU" and lang in ("C", "CXX"):
+                acc.put("host.gcc_version", version, STRUCTURED - 1, f"CMake: {m.group(0)}")
+            elif vendor == "NVIDIA" and lang == "CUDA":
+                acc.put("toolkit.version", ".".join(version.split(".")[:2]), STRUCTURED - 1, f"CMake: {m.group(0)}")
+                acc.put("toolkit.version_full", version, STRUCTURED - 1, f"CMake: {m.group(0)}")
+            acc.add_found("CMake's compiler identification")
+            continue
         m = _GCC.match(line)
         if m:
             acc.put("host.gcc_version", m.group(1), STRUCTURED, "gcc --version")

@@ -276,6 +276,7 @@ CATEGORY_PASTES = {
     "HOST_MEMORY_LOW": ("cpu-memory.txt", ("warning", "error")),  # free -g next to an 8-GPU table
     "DRIVER_OUTDATED": ("outdated.txt", ("warning", "error")),  # -q of driver 460.32.03
     "HEALTHY": ("healthy-device-assert.txt", ("info",)),  # a device-side assert: the program, not the machine
+    "UNRECOGNISED_ERROR": ("unrecognised-error.txt", ("warning",)),  # an error line nothing explains
 }
 # Categories a paste cannot show:
 # - SLOW_STORAGE: it judges the disk under the training data (storage.data-path); a paste does not say which

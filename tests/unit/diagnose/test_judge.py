@@ -30,7 +30,7 @@ def _cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
 
 def all_pastes() -> list:
     out = sorted(p for p in PASTES.rglob("*.txt"))
-    for d in ("reports", "reports-batch2", "reports-batch3"):
+    for d in ("reports", "reports-batch2", "reports-batch3", "reports-batch4"):
         out += sorted((SHARED / d).glob("*.txt")) if (SHARED / d).is_dir() else []
     return out
 

@@ -25,15 +25,17 @@ def _labels(folder: Path) -> list:
 
 OWN = FIXTURES / "pastes"  # real pastes from public threads whose cause the thread established (same format)
 LABELS = _labels(REPORTS)
-SHARED_LABELS = LABELS + _labels(EXAMPLES / "reports-batch2") + _labels(EXAMPLES / "reports-batch3")
+SHARED_LABELS = LABELS + _labels(EXAMPLES / "reports-batch2") + _labels(EXAMPLES / "reports-batch3") + \
+    _labels(EXAMPLES / "reports-batch4")
 OWN_LABELS = _labels(OWN)
 ALL_LABELS = SHARED_LABELS + OWN_LABELS
 needs_shared = pytest.mark.skipif(not LABELS, reason="../shared/examples/reports not present (a bare clone)")
 
 # The labelled-paste score (rows whose every label is found, healthy ones error-free) may not go down: 33 shared
-# examples before round 3, + 15 in reports-batch3, + the repository's own labelled pastes. Raise these when the
-# score rises; never lower them.
-SCORE_FLOOR_SHARED = 48
+# examples before round 3, + 15 in reports-batch3, + the repository's own labelled pastes; issue 29 adds
+# reports-batch4 (7 of 15 right on first sight, 13 after: 301 and 314 are left, see the issue's report). Raise these
+# when the score rises; never lower them.
+SCORE_FLOOR_SHARED = 61
 SCORE_FLOOR_OWN = 10
 
 
@@ -48,7 +50,22 @@ def _right(row, report) -> bool:
     return all((not errors) if label == "HEALTHY" else label in serious for label in row["labels"])
 
 
-@pytest.mark.parametrize("row", ALL_LABELS, ids=[f"{r['folder']}/{r['id']}" for r in ALL_LABELS])
+# labelled pastes the text does not let envdoctor judge yet, each with why (strict: one that starts passing must
+# leave this list)
+OPEN = {
+    ("reports-batch4", "301"): "ACS on the root-complex bridges: the paste shows a NODE topology and an all-reduce "
+                               "that spins, no ACS/IOMMU state (lspci ACSCtl) to judge it from",
+    ("reports-batch4", "314"): "Python 3.14 without vLLM wheels: the paste holds no installer error, and the "
+                               "compat data has no per-release Python range for vLLM",
+}
+
+
+def _param(row):
+    why = OPEN.get((row["folder"], row["id"]))
+    return pytest.param(row, marks=pytest.mark.xfail(reason=why, strict=True)) if why else row
+
+
+@pytest.mark.parametrize("row", [_param(r) for r in ALL_LABELS], ids=[f"{r['folder']}/{r['id']}" for r in ALL_LABELS])
 def test_labelled_categories(row) -> None:
     if row["folder"] != OWN.name and not LABELS:
         pytest.skip("../shared/examples/reports not present (a bare clone)")
