@@ -10,8 +10,9 @@ from typing import Any, List, Optional, Tuple
 
 from ..compat.bench import bench_table
 from ..domain.fastclass import dataclass
+from ..domain.gpus import mig_board, mig_profile
 from ..domain.pci import bus_key
-from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, ProbeStatus
+from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, MigDevice, ProbeStatus
 from .links import gpu_index, link_kind, min_link, topology_kind
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
@@ -168,9 +169,10 @@ def _no_reference_why(r: BenchResult) -> str:
     }.get(r.name, "no reference")
 
 
-def _judge(table: Any, r: BenchResult, row: Any, expected: float, basis: str) -> Expectation:
+def _judge(table: Any, r: BenchResult, row: Any, expected: float, basis: str, band_table: Optional[str] = None
+           ) -> Expectation:
     ratio = r.value / expected
-    band = table.band(row.band_table)
+    band = table.band(band_table or row.band_table)
     basis += (f" ({'derived' if row.derived else 'measured'}: {row.method}; confidence {row.confidence}; "
               f"warning below {band.warning_below:.0%}, error below {band.error_below:.0%})")
     return Expectation(round(expected, 2), r.unit, round(ratio, 3), _verdict(ratio, band), basis, row.source)
@@ -203,7 +205,80 @@ def _gpu_kernel(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expect
         return Expectation(None, r.unit, None, "no reference",
                            f"no reference for this GPU: no {r.name} figure for {spec.name}"
                            + (f" ({why})" if why else ""))
+    share = mig_share(facts, compat, r, spec)
+    if share is not None:
+        fraction, words = share
+        if fraction is None:
+            return Expectation(None, r.unit, None, "no reference", words)
+        expected = row.expected * fraction
+        # the slice's share is an estimate on top of the board's figure: judged in the derived band
+        return _judge(table, r, row, expected, f"{expected:g} {row.unit} for {words} of {spec.name}'s "
+                      f"{row.expected:g}", band_table="gpu_derived")
     return _judge(table, r, row, row.expected, f"{row.expected:g} {row.unit} for {spec.name}")
+
+
+def _on_mig(facts: Facts, r: BenchResult) -> Tuple[bool, Optional[Gpu]]:
+    """(the result ran on a MIG slice, the parent GPU's facts): by the device name CUDA gives a MIG device
+    ("... MIG 1g.10gb"), by the slice's own SM count, or by its GPU being in MIG mode (CUDA sees only slices)."""
+    _i, g = gpu_for(facts, r)
+    name = r.params.get("gpu_name") if isinstance(r.params, dict) else None
+    return bool(mig_profile(name) or (g is not None and g.mig_mode_current)), g
+
+
+def _slice_of(g: Optional[Gpu], r: BenchResult) -> Optional[MigDevice]:
+    """The parent's MIG device this result ran on: by UUID, else by profile or SM count when only one fits."""
+    devs = list((g.mig_devices or []) if g is not None else [])
+    p = r.params if isinstance(r.params, dict) else {}
+    uuid = str(p.get("uuid") or "").lower()
+    for d in devs:
+        if uuid and d.uuid and d.uuid.lower().endswith(uuid.replace("mig-", "")):
+            return d
+    profile = mig_profile(p.get("gpu_name"))
+    sms = p.get("sm_count")
+    fits = [d for d in devs if (profile is None or d.profile in (None, profile))
+            and (not isinstance(sms, int) or d.sm_count in (None, sms))]
+    shapes = {(d.sm_count, d.memory_total_bytes) for d in fits}
+    return fits[0] if fits and len(shapes) == 1 else None
+
+
+def mig_share(facts: Facts, compat: Any, r: BenchResult, spec: Any) -> Optional[Tuple[Optional[float], str]]:
+    """None when the result ran on a whole GPU; else (the slice's fraction of the board, its words), or
+    (None, why) when the slice's size is unknown: a slice is never judged against the whole board.
+
+    A MIG slice has its own SMs and its own share of the memory controllers (NVIDIA MIG User Guide, "Supported
+    MIG Profiles": fraction of SMs and of memory per profile; a 1g.10gb of an H100 has 16 of its 132 SMs):
+    matmul throughput scales with the slice's SMs, device memory bandwidth with its memory share.
+    """
+    on, g = _on_mig(facts, r)
+    if not on:
+        return None
+    p = r.params if isinstance(r.params, dict) else {}
+    d = _slice_of(g, r)
+    profile = mig_profile(p.get("gpu_name")) or (d.profile if d is not None else None)
+    what = f"a MIG {profile} slice" if profile else "a MIG slice"
+    if r.name == "membw_device":
+        mem = p.get("memory_total_bytes") if isinstance(p.get("memory_total_bytes"), int) else (
+            d.memory_total_bytes if d is not None else None)
+        board = None
+        if g is not None and g.memory_total_bytes and (mem is None or g.memory_total_bytes > mem):
+            board = g.memory_total_bytes
+        else:
+            whole = compat.gpu(mig_board(p.get("gpu_name")) or spec.name) if spec is not None else None
+            board = whole.memory_bytes if whole is not None else None
+        if not mem or not board or mem >= board:
+            return None, (f"ran on {what} whose share of the board's memory is unknown: not judged against the "
+                          "whole board")
+        f = mem / board
+        return f, f"{what} ({mem >> 20} of {board >> 20} MiB: {f:.1%} of the memory bandwidth)"
+    sms = p.get("sm_count") if isinstance(p.get("sm_count"), int) else (d.sm_count if d is not None else None)
+    board_sms = getattr(spec, "sm_count", None)
+    if not sms or not board_sms or sms >= board_sms:
+        why = ("the slice's SM count is unknown" if not sms else
+               f"{spec.name}'s SM count is not in gpus.json" if not board_sms else
+               f"the slice reports {sms} SMs, not fewer than the board's {board_sms}")
+        return None, f"ran on {what}: {why}, so it is not judged against the whole board"
+    f = sms / board_sms
+    return f, f"{what} ({sms} of {board_sms} SMs: {f:.1%})"
 
 
 # GPUs whose host memory is reached over NVLink-C2C, not PCIe (Grace Hopper / Grace Blackwell superchips)
@@ -222,6 +297,11 @@ def pcie_link_words(gen: Optional[int], width: Optional[int]) -> str:
 
 
 def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
+    if _on_mig(facts, r)[0]:
+        # a slice has its share of the copy engines (MIG User Guide: 1 of them on a 1g profile): the link's
+        # figure is not what one slice's engines reach, and no per-profile measurement was found
+        return Expectation(None, r.unit, None, "no reference",
+                           "ran on a MIG slice (its share of the copy engines): no per-slice host-copy reference")
     _i, g = gpu_for(facts, r)
     name, spec = spec_for(facts, compat, r)
     model = spec.name if spec is not None else (name or "")

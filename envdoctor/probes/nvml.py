@@ -13,8 +13,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from envdoctor.domain.gpus import mig_profile
 from envdoctor.domain.versions import release
-from envdoctor.facts import Driver, Gpu, GpuProcess, NvlinkLink, ProbeStatus
+from envdoctor.facts import Driver, Gpu, GpuProcess, MigDevice, NvlinkLink, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import cuda_version_from_int
 from envdoctor.probes.registry import guard
 
@@ -398,18 +399,32 @@ def _vgpu_license(r: _Reader, handle: Any) -> Optional[str]:
     return "licensed" if any(states) else "unlicensed"
 
 
-def _mig_devices(r: _Reader, handle: Any) -> Optional[int]:
+def _mig_device(r: _Reader, index: int, mh: Any) -> MigDevice:
+    """One MIG device through its own handle: its SMs and memory are the slice's, not the board's."""
+    c = r.call
+    name = _s(c("mig.name", "nvmlDeviceGetName", mh))
+    attrs = r.first("mig.attributes", ("nvmlDeviceGetAttributes_v2", "nvmlDeviceGetAttributes"), mh)
+    mem = c("mig.memory", "nvmlDeviceGetMemoryInfo", mh)
+    sms = getattr(attrs, "multiprocessorCount", None)
+    gi, ci = c("mig.gi", "nvmlDeviceGetGpuInstanceId", mh), c("mig.ci", "nvmlDeviceGetComputeInstanceId", mh)
+    return MigDevice(index=index, gpu_instance_id=gi if isinstance(gi, int) else None,
+                     compute_instance_id=ci if isinstance(ci, int) else None, profile=mig_profile(name),
+                     uuid=_s(c("mig.uuid", "nvmlDeviceGetUUID", mh)),
+                     sm_count=sms if isinstance(sms, int) and sms > 0 else None,
+                     memory_total_bytes=getattr(mem, "total", None), memory_used_bytes=getattr(mem, "used", None))
+
+
+def _mig_devices(r: _Reader, handle: Any) -> Optional[List[MigDevice]]:
     """MIG devices (instances CUDA can use) on a GPU in MIG mode; None when NVML cannot say."""
     nvml = r.nvml
     top = r.call("mig_devices", "nvmlDeviceGetMaxMigDeviceCount", handle)
     fn = getattr(nvml, "nvmlDeviceGetMigDeviceHandleByIndex", None)
     if not isinstance(top, int) or fn is None:
         return None
-    count = 0
+    out: List[MigDevice] = []
     for i in range(top):
         try:
-            fn(handle, i)
-            count += 1
+            mh = fn(handle, i)
         except nvml.NVMLError as e:
             name = r.error_name(e)
             if name in ("NOT_FOUND", "INVALID_ARGUMENT"):
@@ -419,7 +434,8 @@ def _mig_devices(r: _Reader, handle: Any) -> Optional[int]:
         except Exception as e:  # the per-field guard
             r.notes.append(f"mig_devices: {type(e).__name__}: {e}")
             return None
-    return count
+        out.append(_mig_device(r, i, mh))
+    return out
 
 
 def _parent_pid(pid: int) -> Optional[int]:
@@ -594,7 +610,7 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
     if mig_cur == 1 and remap[0] is None and not r.lost:
         # NVML does not report row remapping through a GPU in MIG mode here: say so rather than drop it
         r.notes.append("remapped_rows: not reported while MIG is on"
-                       + (f" ({mig_devices} MIG instance(s))" if mig_devices else "")
+                       + (f" ({len(mig_devices)} MIG instance(s))" if mig_devices else "")
                        + "; read it with `nvidia-smi -q -d ROW_REMAPPER` on the host")
     sm, memclk, gr = getattr(k, "NVML_CLOCK_SM", 1), getattr(k, "NVML_CLOCK_MEM", 2), getattr(k, "NVML_CLOCK_GRAPHICS", 0)
     # the Event name is the one drivers >= R535 export; older drivers only have the Throttle name
@@ -630,7 +646,8 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         persistence_mode=_flag(persistence),
         mig_mode_current=_flag(mig_cur),
         mig_mode_pending=_flag(mig_pend),
-        mig_device_count=mig_devices,
+        mig_device_count=len(mig_devices) if mig_devices is not None else None,
+        mig_devices=mig_devices,
         compute_mode=_COMPUTE_MODES.get(compute_mode) if isinstance(compute_mode, int) else None,
         ecc_mode_current=_flag(ecc_cur),
         ecc_mode_pending=_flag(ecc_pend),

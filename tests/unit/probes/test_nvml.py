@@ -264,6 +264,30 @@ def test_mig_on_without_instances_fires_on_the_nvml_path():
     assert got["gpu.memory-errors/remap-unread-mig"].severity == Severity.INFO
 
 
+def test_mig_devices_are_read_through_their_own_handles():
+    # the slices of the real H100 MIG capture (tests/fixtures/pastes/nvidia-smi-table/h100-mig_590.48.01_load.txt):
+    # a 3g.40gb with 60 SMs and two 1g.10gb with 16 SMs each; NVML names a MIG device "<board> MIG <profile>"
+    from tests.fakes.nvml_lib import FakeGpu
+
+    def slice_(profile: str, sms: int, mib: int, gi: int) -> FakeGpu:
+        return FakeGpu({"nvmlDeviceGetName": f"NVIDIA H100 80GB HBM3 MIG {profile}",
+                        "nvmlDeviceGetUUID": f"MIG-{gi:08d}-0000-0000-0000-000000000000",
+                        "nvmlDeviceGetAttributes_v2": {"multiprocessorCount": sms, "memorySizeMB": mib},
+                        "nvmlDeviceGetMemoryInfo": {"total": mib << 20, "used": 9 << 20, "free": (mib - 9) << 20},
+                        "nvmlDeviceGetGpuInstanceId": gi, "nvmlDeviceGetComputeInstanceId": 0})
+
+    g = h100_sxm(0, nvmlDeviceGetMigMode=(1, 1), nvmlDeviceGetMaxMigDeviceCount=7,
+                 nvmlDeviceGetRemappedRows=ERR("NOT_SUPPORTED"))
+    g.mig = [slice_("3g.40gb", 60, 40448, 2), slice_("1g.10gb", 16, 9984, 9), slice_("1g.10gb", 16, 9984, 10)]
+    d = probe(FakeNvmlLib([g]))
+    got = d.gpus[0]
+    assert got.mig_device_count == 3
+    assert [(m.index, m.profile, m.sm_count, m.gpu_instance_id, m.compute_instance_id) for m in got.mig_devices] == [
+        (0, "3g.40gb", 60, 2, 0), (1, "1g.10gb", 16, 9, 0), (2, "1g.10gb", 16, 10, 0)]
+    assert got.mig_devices[1].memory_total_bytes == 9984 << 20
+    assert got.mig_devices[1].uuid == "MIG-00000009-0000-0000-0000-000000000000"
+
+
 def test_hw_slowdown_in_one_reading_is_a_warning_and_unknown_bits_are_kept():
     d = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=0x8 | 0x200 | 0x400)]))
     assert d.gpus[0].throttle_reasons == ["hw_slowdown", "unknown_0x200", "unknown_0x400"]
