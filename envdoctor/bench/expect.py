@@ -416,7 +416,34 @@ def _disk(facts: Facts, table: Any, r: BenchResult) -> Expectation:
     return Expectation(expected, r.unit, round(ratio, 3), _verdict(ratio, band), basis, row.source)
 
 
+# A clock-event reason read during a kernel is the cause of a slow result only when it held (NVML reference,
+# nvmlClocksEventReasons): SW Power Cap "is active when the GPU power draw is at the power limit" -- how an
+# H100/H200 at its default limit runs a matmul, so it is no cause by itself (a lowered limit is its own cause);
+# HW Slowdown "may be also reported during PState or clock change", so a single sample of it is not throttling.
+HELD_MIN_SAMPLES = 2
+HELD_MIN_FRACTION = 0.1
+
+
+def held_throttles(g: Optional[Gpu], r: Optional[BenchResult] = None) -> List[str]:
+    """The limiting clock-event reasons that held while ``r`` ran (or in the snapshot's one reading): a reason
+    sampled during the kernel counts when seen in >= 2 samples and >= 10% of them (``throttle_reason_samples``);
+    HW Slowdown from one reading alone (no sample counts) does not; SW Power Cap never does on its own."""
+    counts = r.params.get("throttle_reason_samples") if r is not None and isinstance(r.params, dict) else None
+    n = r.params.get("nvml_samples") if r is not None and isinstance(r.params, dict) else None
+    held = set()
+    if isinstance(counts, dict) and isinstance(n, int) and n > 0:
+        held = {x for x, c in counts.items()
+                if isinstance(c, int) and c >= HELD_MIN_SAMPLES and c >= HELD_MIN_FRACTION * n}
+    else:
+        seen = set(r.params.get("throttle_reasons_seen") or []) if r is not None and isinstance(r.params, dict) else set()
+        held = {x for x in seen if x != "hw_slowdown"}  # no counts: a HW Slowdown may have been one sample
+    if g is not None:
+        held.update(x for x in (g.throttle_reasons or []) if x != "hw_slowdown")
+    return [x for x in LIMITING_THROTTLE_REASONS if x in held and x != "sw_power_cap"]
+
+
 def limiting_throttles(g: Optional[Gpu], r: Optional[BenchResult] = None) -> List[str]:
+    """Every limiting reason seen in the snapshot or while ``r`` ran, held or not (what the evidence lists)."""
     seen = set((g.throttle_reasons or []) if g is not None else [])
     if r is not None and isinstance(r.params, dict):
         seen.update(r.params.get("throttle_reasons_seen") or [])
