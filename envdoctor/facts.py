@@ -170,6 +170,12 @@ class Gpu:
     # "SUCCESS" when registration worked); None when NVML does not report it
     fabric_state: Optional[str] = None
     fabric_status: Optional[str] = None
+    # the fabric's health (nvmlGpuFabricInfo_v2/v3 healthMask, healthSummary; NVML 12.550+): the conditions its
+    # mask reports true ("degraded_bandwidth", "route_recovery", "route_unhealthy", "access_timeout_recovery",
+    # "incorrect_configuration:<why>"; [] when none) and the summary ("healthy", "unhealthy", "limited_capacity");
+    # None when the driver does not report them. Also read from `nvidia-smi -q -x` (<fabric><health>)
+    fabric_health: Optional[List[str]] = None
+    fabric_health_summary: Optional[str] = None
     # NVML nvmlDeviceGetVirtualizationMode: "none", "passthrough", "vgpu", "host_vgpu", "host_vsga"
     virtualization_mode: Optional[str] = None
     # vGPU software license of a vGPU guest: "licensed", "unlicensed"; None when not a vGPU or not reported

@@ -89,6 +89,8 @@ class _Reader:
         self.nvml = nvml
         self.notes: List[str] = []
         self.lost: Optional[str] = None
+        self.fabric_health: Optional[List[str]] = None  # what _fabric read beside the state (V2/V3 structs)
+        self.fabric_summary: Optional[str] = None
 
     def error_name(self, err: BaseException) -> str:
         return error_name(self.nvml, err)
@@ -333,6 +335,29 @@ _FABRIC_CALLS = (("nvmlDeviceGetGpuFabricInfoV", _FabricInfoV3, 3),
                  ("nvmlDeviceGetGpuFabricInfo", _FabricInfoV1, None))
 
 
+# nvml.h NVML_GPU_FABRIC_HEALTH_MASK_*: 2-bit fields at shifts 0, 2, 4, 6 (NOT_SUPPORTED 0, TRUE 1, FALSE 2) and a
+# 4-bit incorrect-configuration code at shift 8 (NONE 1, INCORRECT_SYSGUID 2, INCORRECT_CHASSIS_SN 3,
+# NO_PARTITION 4, INSUFFICIENT_NVLINKS 5); NVML_GPU_FABRIC_HEALTH_SUMMARY_* NOT_SUPPORTED 0, HEALTHY 1,
+# UNHEALTHY 2, LIMITED_CAPACITY 3 (nvml.h of R570+, as the nvml-sys bindings copy it)
+_FABRIC_HEALTH_FLAGS = ((0, "degraded_bandwidth"), (2, "route_recovery"), (4, "route_unhealthy"),
+                        (6, "access_timeout_recovery"))
+_FABRIC_CONFIG = {2: "incorrect_sysguid", 3: "incorrect_chassis_serial", 4: "no_partition", 5: "insufficient_nvlinks"}
+_FABRIC_SUMMARY = {1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
+
+
+def decode_fabric_health(mask: Any) -> Optional[List[str]]:
+    """The conditions an NVML fabric health mask reports true; None for no mask."""
+    if not isinstance(mask, int):
+        return None
+    out = [name for shift, name in _FABRIC_HEALTH_FLAGS if (mask >> shift) & 0x3 == 1]
+    config = (mask >> 8) & 0xF
+    if config in _FABRIC_CONFIG:
+        out.append(f"incorrect_configuration:{_FABRIC_CONFIG[config]}")
+    elif config > 5:
+        out.append(f"incorrect_configuration:unknown_{config}")
+    return out
+
+
 def _fabric(r: _Reader, handle: Any) -> Tuple[Optional[str], Optional[str]]:
     """(state, status) of the GPU's NVSwitch fabric registration, from NVML GPU fabric info (Hopper+).
 
@@ -363,6 +388,10 @@ def _fabric(r: _Reader, handle: Any) -> Tuple[Optional[str], Optional[str]]:
         if code != 0:
             r.nvml_failure("fabric", return_name(nvml, code))
             return None, None
+        if version is not None:
+            r.fabric_health = decode_fabric_health(info.healthMask)
+            if version >= 3:
+                r.fabric_summary = _FABRIC_SUMMARY.get(info.healthSummary)
         return (_FABRIC_STATES.get(info.state, f"unknown_{info.state}"), return_name(nvml, info.status))
     return None, None
 
@@ -699,6 +728,9 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         nvlinks=_nvlinks(r, handle) if not r.lost else None,
         fabric_state=fabric_state,
         fabric_status=fabric_status,
+        # a mask means something only once the GPU is on a fabric (NOT_SUPPORTED fields read 0 elsewhere)
+        fabric_health=r.fabric_health if fabric_state not in (None, "not_supported") else None,
+        fabric_health_summary=r.fabric_summary if fabric_state not in (None, "not_supported") else None,
         virtualization_mode=virt_mode,
         vgpu_license=_vgpu_license(r, handle) if virt_mode == "vgpu" else None,
         driver_model_current=_DRIVER_MODELS.get(dm_cur),

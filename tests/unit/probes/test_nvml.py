@@ -232,6 +232,36 @@ def test_fabric_state_from_nvml_decides_inside_a_container(tmp_path):
     assert "not_started" in got[0].summary
 
 
+def test_fabric_health_is_judged_not_discarded(tmp_path):
+    # nvml.h: healthMask DEGRADED_BW at shift 0 (TRUE 1, FALSE 2), ROUTE_UNHEALTHY at shift 4; healthSummary
+    # LIMITED_CAPACITY 3, UNHEALTHY 2 (v3 struct): a registered fabric that reports them is judged
+    root = nvswitch_root(tmp_path)
+    R570 = "570.86.15"  # the v3 struct, with the health summary
+    healthy_mask = 2 | 2 << 2 | 2 << 4 | 2 << 6 | 1 << 8  # every condition FALSE, configuration NONE
+    with installed(FakeNvmlLib([h100_sxm(i, **fabric(3, health_mask=healthy_mask, health_summary=1))
+                                for i in range(8)], driver=R570)) as nv:
+        fine = probe_driver(NO_SMI, nvml=nv, root=root)
+    assert {(tuple(g.fabric_health), g.fabric_health_summary) for g in fine.gpus} == {((), "healthy")}
+    assert [x.code for x in findings(facts_of(fine)) if x.code.startswith("interconnect.fabric")] == []
+    degraded = [h100_sxm(i, **fabric(3, health_mask=(1 if i == 5 else 2) | 2 << 4, health_summary=3 if i == 5 else 1))
+                for i in range(8)]
+    with installed(FakeNvmlLib(degraded, driver=R570)) as nv:
+        d = probe_driver(NO_SMI, nvml=nv, root=root)
+    assert d.gpus[5].fabric_health == ["degraded_bandwidth"] and d.gpus[5].fabric_health_summary == "limited_capacity"
+    (f,) = [x for x in findings(facts_of(d)) if x.code.startswith("interconnect.fabric")]
+    assert (f.code, f.category, f.severity) == ("interconnect.fabric-manager/degraded", "INTERCONNECT", Severity.WARNING)
+    assert f.summary.endswith("GPU 5: degraded bandwidth")
+    assert [(e.path, e.value) for e in f.evidence] == [("driver.gpus[5].fabric_health", ["degraded_bandwidth"]),
+                                                      ("driver.gpus[5].fabric_health_summary", "limited_capacity")]
+    lost = [h100_sxm(i, **fabric(3, health_mask=2 | (1 if i == 2 else 2) << 4, health_summary=2 if i == 2 else 1))
+            for i in range(8)]
+    with installed(FakeNvmlLib(lost, driver=R570)) as nv:
+        d = probe_driver(NO_SMI, nvml=nv, root=root)
+    (f,) = [x for x in findings(facts_of(d)) if x.code.startswith("interconnect.fabric")]
+    assert (f.code, f.severity) == ("interconnect.fabric-manager/unhealthy", Severity.ERROR)
+    assert "GPU 2: route unhealthy" in f.summary
+
+
 def test_pre_hopper_nvswitch_box_in_a_container_is_unknown_not_an_error(tmp_path):
     from envdoctor.facts import Container
 
