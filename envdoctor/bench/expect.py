@@ -347,9 +347,28 @@ def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
     return _judge(table, r, row, expected, basis)
 
 
+def peer_access(facts: Facts, r: BenchResult, a: Optional[int], b: Optional[int]) -> Optional[bool]:
+    """Whether the two GPUs of a p2p result can reach each other's memory: CUDA's answer in the run
+    (torch.cuda.can_device_access_peer, params["p2p_access"]), else the topology's P2P matrix; None: unknown."""
+    can = r.params.get("p2p_access") if isinstance(r.params, dict) else None
+    if isinstance(can, bool):
+        return can
+    m = facts.topology.p2p_supported
+    if m and a is not None and b is not None and a < len(m) and b < len(m[a]):
+        return m[a][b]
+    return None
+
+
 def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
     a = gpu_index(facts, r.params.get("src_pci_bus_id"))
     b = gpu_index(facts, r.params.get("dst_pci_bus_id"))
+    if peer_access(facts, r, a, b) is False:
+        # no peer access: the copy is staged through host memory, so a link's peer figure does not apply. GeForce
+        # cards have no P2P over PCIe by design; on data-center GPUs interconnect.topology says why it matters
+        # (NVML nvmlDeviceGetP2PStatus NOT_SUPPORTED / CUDA cudaDeviceCanAccessPeer 0)
+        return Expectation(None, r.unit, None, "no reference",
+                           "no peer access between these GPUs (CUDA can_device_access_peer is False): the copy goes "
+                           "through host memory, so it is measured, not judged against the link's peer figure")
     kind, why = link_kind(facts, compat, a, b)
     if kind is None:
         return Expectation(None, r.unit, None, "no reference", f"link unknown: {why}")
