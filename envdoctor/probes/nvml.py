@@ -119,6 +119,38 @@ class _Reader:
                 self.notes.append(f"{field}: {type(e).__name__}: {e}")
             return None
 
+    def successor(self, field: str, calls: Tuple[Tuple[str, Tuple[Any, ...]], ...]) -> Any:
+        """The first of ``calls`` ((function, args), the NVML 13 successor first, then the call it deprecates)
+        that answers. NOT_SUPPORTED from one tries the next; when none exists in this binding or driver
+        (absent, FUNCTION_NOT_FOUND), a note says so instead of a silent None."""
+        missing = 0
+        for name, args in calls:
+            if self.lost:
+                return None
+            fn = getattr(self.nvml, name, None)
+            if fn is None:
+                missing += 1
+                continue
+            try:
+                return fn(*args)
+            except self.nvml.NVMLError as e:
+                err = self.error_name(e)
+                if err == "FUNCTION_NOT_FOUND":
+                    missing += 1
+                elif err in _LOST or err not in _QUIET:
+                    self.nvml_failure(field, err)
+                    if self.lost:
+                        return None
+            except Exception as e:  # the per-field guard
+                if _missing_symbol(e):
+                    missing += 1
+                else:
+                    self.notes.append(f"{field}: {type(e).__name__}: {e}")
+        if missing == len(calls):
+            self.notes.append(f"{field}: neither " + " nor ".join(n for n, _ in calls)
+                              + " exists in this driver or binding")
+        return None
+
     def first(self, field: str, fn_names: Tuple[str, ...], *args: Any) -> Any:
         """The first of ``fn_names`` that answers: versioned functions first, then older ones."""
         for name in fn_names:
@@ -643,8 +675,13 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
                        + "; read it with `nvidia-smi -q -d ROW_REMAPPER` on the host")
     sm, memclk, gr = getattr(k, "NVML_CLOCK_SM", 1), getattr(k, "NVML_CLOCK_MEM", 2), getattr(k, "NVML_CLOCK_GRAPHICS", 0)
     # the Event name is the one drivers >= R535 export; older drivers only have the Throttle name
-    reasons = r.first("throttle_reasons", ("nvmlDeviceGetCurrentClocksEventReasons",
-                                           "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
+    reasons = r.successor("throttle_reasons", (("nvmlDeviceGetCurrentClocksEventReasons", (handle,)),
+                                               ("nvmlDeviceGetCurrentClocksThrottleReasons", (handle,))))
+    # NVML 13 deprecates the application-clock getters and nvmlDeviceGetTemperature: their successors first
+    # (nvmlDeviceGetClock with NVML_CLOCK_ID_APP_CLOCK_TARGET / _DEFAULT, nvmlDeviceGetTemperatureV)
+    app_target = getattr(k, "NVML_CLOCK_ID_APP_CLOCK_TARGET", 1)
+    app_default = getattr(k, "NVML_CLOCK_ID_APP_CLOCK_DEFAULT", 2)
+    temp_sensor = getattr(k, "NVML_TEMPERATURE_GPU", 0)
     pmin, pmax = _pair(c("power_limits", "nvmlDeviceGetPowerManagementLimitConstraints", handle))
     util = c("utilization", "nvmlDeviceGetUtilizationRates", handle)
     pstate = c("performance_state", "nvmlDeviceGetPerformanceState", handle)
@@ -703,8 +740,11 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         clocks_mem_mhz=c("clocks", "nvmlDeviceGetClockInfo", handle, memclk),
         clocks_sm_max_mhz=c("clocks_max", "nvmlDeviceGetMaxClockInfo", handle, sm),
         clocks_mem_max_mhz=c("clocks_max", "nvmlDeviceGetMaxClockInfo", handle, memclk),
-        clocks_sm_app_mhz=c("clocks_app", "nvmlDeviceGetApplicationsClock", handle, gr),
-        clocks_sm_app_default_mhz=c("clocks_app_default", "nvmlDeviceGetDefaultApplicationsClock", handle, gr),
+        clocks_sm_app_mhz=r.successor("clocks_app", (("nvmlDeviceGetClock", (handle, gr, app_target)),
+                                                     ("nvmlDeviceGetApplicationsClock", (handle, gr)))),
+        clocks_sm_app_default_mhz=r.successor("clocks_app_default", (
+            ("nvmlDeviceGetClock", (handle, gr, app_default)),
+            ("nvmlDeviceGetDefaultApplicationsClock", (handle, gr)))),
         throttle_reasons=decode_reasons(reasons),
         power_draw_w=_w(c("power_draw", "nvmlDeviceGetPowerUsage", handle)),
         # the limit the driver enforces (the lowest of the requested and any system-imposed limit), not only
@@ -714,7 +754,8 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         power_default_limit_w=_w(c("power_default_limit", "nvmlDeviceGetPowerManagementDefaultLimit", handle)),
         power_min_limit_w=_w(pmin),
         power_max_limit_w=_w(pmax),
-        temperature_c=c("temperature", "nvmlDeviceGetTemperature", handle, getattr(k, "NVML_TEMPERATURE_GPU", 0)),
+        temperature_c=r.successor("temperature", (("nvmlDeviceGetTemperatureV", (handle, temp_sensor)),
+                                                  ("nvmlDeviceGetTemperature", (handle, temp_sensor)))),
         temperature_slowdown_c=c("temperature_slowdown", "nvmlDeviceGetTemperatureThreshold", handle,
                                  getattr(k, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", 1)),
         temperature_shutdown_c=c("temperature_shutdown", "nvmlDeviceGetTemperatureThreshold", handle,

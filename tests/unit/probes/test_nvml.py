@@ -318,6 +318,23 @@ def test_mig_devices_are_read_through_their_own_handles():
     assert got.mig_devices[1].uuid == "MIG-00000009-0000-0000-0000-000000000000"
 
 
+def test_nvml_13_successors_are_used_where_the_driver_has_them_and_a_missing_pair_is_said():
+    # nvmlDeviceGetTemperatureV and nvmlDeviceGetClock(APP_CLOCK_TARGET / APP_CLOCK_DEFAULT) answer first; the calls
+    # they deprecate stay the fallback; with neither in the driver a note says so (not a silent unknown)
+    new = h100_sxm(0, nvmlDeviceGetTemperatureV={"temperature": 45},
+                   nvmlDeviceGetClock={(0, 1): 1980, (0, 2): 1755}, nvmlDeviceGetTemperature={0: 31})
+    lib = FakeNvmlLib([new])
+    g = probe(lib).gpus[0]
+    assert (g.temperature_c, g.clocks_sm_app_mhz, g.clocks_sm_app_default_mhz) == (45, 1980, 1755)
+    assert "nvmlDeviceGetTemperature" not in lib.called and "nvmlDeviceGetApplicationsClock" not in lib.called
+    old = probe(FakeNvmlLib([h100_sxm(0)])).gpus[0]  # a driver that answers only the deprecated calls
+    assert (old.temperature_c, old.clocks_sm_app_mhz, old.clocks_sm_app_default_mhz) == (31, 1755, 1755)
+    gone = probe(FakeNvmlLib([h100_sxm(0)], missing={"nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature"})).gpus[0]
+    assert gone.temperature_c is None
+    assert "temperature: neither nvmlDeviceGetTemperatureV nor nvmlDeviceGetTemperature exists in this driver or " \
+           "binding" in gone.notes
+
+
 def test_hw_slowdown_in_one_reading_is_a_warning_and_unknown_bits_are_kept():
     d = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=0x8 | 0x200 | 0x400)]))
     assert d.gpus[0].throttle_reasons == ["hw_slowdown", "unknown_0x200", "unknown_0x400"]
