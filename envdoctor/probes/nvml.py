@@ -1181,6 +1181,12 @@ def read_watch_fields(nvml: Any, h: Any, pcie: bool = True) -> Dict[str, Any]:
 _VIOLATION_POLICIES = (("violation_power_ns", 0), ("violation_thermal_ns", 1), ("violation_sync_boost_ns", 2),
                        ("violation_board_limit_ns", 3), ("violation_low_utilization_ns", 4),
                        ("violation_reliability_ns", 5))
+# the same times as NVML 13 field values (nvml.h NVML_FI_DEV_PERF_POLICY_POWER 74 .. _RELIABILITY 79, "violation
+# time in ns"), read first where the driver answers them; nvmlDeviceGetViolationStatus, which NVML 13 deprecates,
+# stays the fallback
+_VIOLATION_FIELDS = {"violation_power_ns": 74, "violation_thermal_ns": 75, "violation_sync_boost_ns": 76,
+                     "violation_board_limit_ns": 77, "violation_low_utilization_ns": 78, "violation_reliability_ns": 79}
+_VALUE_TYPES = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 _XID_EVENT = 0x8
 _MAX_EVENTS = 1000  # drained per stop(): a GPU that floods Xids still ends the watch
 
@@ -1196,10 +1202,33 @@ def read_health_counters(nvml: Any, h: Any) -> Dict[str, int]:
     v = _quiet(nvml, "nvmlDeviceGetPcieReplayCounter", h)
     if isinstance(v, int):
         out["pcie_replays"] = v
+    out.update(_violation_fields(nvml, h))
     for key, policy in _VIOLATION_POLICIES:
+        if key in out:
+            continue
         v = getattr(_quiet(nvml, "nvmlDeviceGetViolationStatus", h, policy), "violationTime", None)
         if isinstance(v, int):
             out[key] = v
+    return out
+
+
+def _violation_fields(nvml: Any, h: Any) -> Dict[str, int]:
+    """The violation times NVML answers as field values (nvmlDeviceGetFieldValues), each field on its own."""
+    values = _quiet(nvml, "nvmlDeviceGetFieldValues", h, list(_VIOLATION_FIELDS.values()))
+    out: Dict[str, int] = {}
+    if values is None:
+        return out
+    names = {v: k for k, v in _VIOLATION_FIELDS.items()}
+    try:
+        for fv in values:
+            key = names.get(getattr(fv, "fieldId", None))
+            if key is None or getattr(fv, "nvmlReturn", 1) != 0:
+                continue
+            raw = getattr(getattr(fv, "value", None), _VALUE_TYPES.get(getattr(fv, "valueType", 3), "ullVal"), None)
+            if isinstance(raw, int):
+                out[key] = raw
+    except TypeError:  # a binding whose answer is not the array of nvmlFieldValue_t
+        return {}
     return out
 
 

@@ -335,6 +335,27 @@ def test_nvml_13_successors_are_used_where_the_driver_has_them_and_a_missing_pai
            "binding" in gone.notes
 
 
+def test_violation_times_come_from_nvml_13_field_values_where_the_driver_answers_them():
+    from envdoctor.probes.nvml import read_health_counters
+
+    def field_values(gpu, args):  # nvmlDeviceGetFieldValues(device, count, nvmlFieldValue_t *values)
+        for fv in args[2]._obj:
+            fv.nvmlReturn, fv.valueType = (0, 3) if fv.fieldId != 79 else (3, 3)  # reliability: NOT_SUPPORTED
+            fv.value.ullVal = {74: 7_000, 75: 40}.get(fv.fieldId, 0)
+        return 0
+
+    g = h100_sxm(0, nvmlDeviceGetFieldValues=field_values,
+                 nvmlDeviceGetViolationStatus={p: {"referenceTime": 1, "violationTime": 99} for p in range(6)})
+    lib = FakeNvmlLib([g])
+    with installed(lib) as nv:
+        nv.nvmlInit()
+        got = read_health_counters(nv, nv.nvmlDeviceGetHandleByIndex(0))
+        nv.nvmlShutdown()
+    assert got["violation_power_ns"] == 7_000 and got["violation_thermal_ns"] == 40
+    assert got["violation_reliability_ns"] == 99  # not a field here: the deprecated call answers it
+    assert lib.called.count("nvmlDeviceGetViolationStatus") == 1
+
+
 def test_hw_slowdown_in_one_reading_is_a_warning_and_unknown_bits_are_kept():
     d = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrentClocksEventReasons=0x8 | 0x200 | 0x400)]))
     assert d.gpus[0].throttle_reasons == ["hw_slowdown", "unknown_0x200", "unknown_0x400"]
