@@ -76,6 +76,25 @@ class NvlinkLink:
 
 
 @dataclass(frozen=True)
+class MigDevice:
+    """One MIG device (a GPU instance's compute instance) of a GPU in MIG mode: what CUDA sees as a device.
+
+    NVML nvmlDeviceGetMigDeviceHandleByIndex + the handle's attributes; `nvidia-smi` "MIG devices" table and
+    `nvidia-smi -L` ("MIG 1g.10gb Device 0: (UUID: MIG-...)"). A slice has its own SMs and its own share of
+    the memory (NVIDIA MIG User Guide, "Supported MIG Profiles": fraction of SMs, fraction of memory).
+    """
+
+    index: int  # the MIG device index under its parent (nvidia-smi "MIG Dev", -L "Device N")
+    gpu_instance_id: Optional[int] = None
+    compute_instance_id: Optional[int] = None
+    profile: Optional[str] = None  # "1g.10gb", "3g.40gb", "1g.10gb+me"
+    uuid: Optional[str] = None  # "MIG-..."
+    sm_count: Optional[int] = None  # streaming multiprocessors of this slice (nvidia-smi "SM", NVML attributes)
+    memory_total_bytes: Optional[int] = None
+    memory_used_bytes: Optional[int] = None
+
+
+@dataclass(frozen=True)
 class Gpu:
     index: int
     name: Optional[str] = pasted("gpu.loose_name")
@@ -99,6 +118,7 @@ class Gpu:
     mig_mode_current: Optional[bool] = None
     mig_mode_pending: Optional[bool] = None
     mig_device_count: Optional[int] = None
+    mig_devices: Optional[List[MigDevice]] = None  # None: not read (or MIG off); the slices CUDA can use
     compute_mode: Optional[str] = None  # "Default", "Exclusive_Process", "Prohibited"
     ecc_mode_current: Optional[bool] = None
     ecc_mode_pending: Optional[bool] = None
@@ -150,6 +170,12 @@ class Gpu:
     # "SUCCESS" when registration worked); None when NVML does not report it
     fabric_state: Optional[str] = None
     fabric_status: Optional[str] = None
+    # the fabric's health (nvmlGpuFabricInfo_v2/v3 healthMask, healthSummary; NVML 12.550+): the conditions its
+    # mask reports true ("degraded_bandwidth", "route_recovery", "route_unhealthy", "access_timeout_recovery",
+    # "incorrect_configuration:<why>"; [] when none) and the summary ("healthy", "unhealthy", "limited_capacity");
+    # None when the driver does not report them. Also read from `nvidia-smi -q -x` (<fabric><health>)
+    fabric_health: Optional[List[str]] = None
+    fabric_health_summary: Optional[str] = None
     # NVML nvmlDeviceGetVirtualizationMode: "none", "passthrough", "vgpu", "host_vgpu", "host_vsga"
     virtualization_mode: Optional[str] = None
     # vGPU software license of a vGPU guest: "licensed", "unlicensed"; None when not a vGPU or not reported

@@ -1,40 +1,53 @@
 #!/usr/bin/env bash
-# One short run (under 6 minutes on one GPU) on the first machine with NVIDIA GPUs we get, often a rental
-# billed by the minute: collect once with --load-pcie and judge that snapshot, run the gpu-marked tests, and
-# answer the questions only hardware can settle. Everything lands in one archive, $OUT/gpu-check.tgz, plus a
-# one-screen summary ($OUT/summary.txt, also printed). With no NVIDIA GPU it says so, prints the plan, exits 0.
+# One short run (at most 6 minutes on one GPU) on the first machine with NVIDIA GPUs we get, often a rental
+# billed by the minute (or a lent machine whose $OUT comes back only when it holds few files): collect once with
+# --load-pcie and judge that snapshot, run envdoctor's own bench and the gpu-marked tests, and answer the
+# questions only hardware can settle. Raw output is written to a work folder outside $OUT; $OUT receives at most
+# the OUT_FILES: one archive of everything ($OUT/gpu-check.tgz), the summary ($OUT/summary.txt, also printed)
+# and the few files read first (table, facts, reports). With no NVIDIA GPU it says so, prints the plan, exits 0.
+# It works from any directory; the exit status is 1 when a step failed.
 #
-#   PYTHON=.venv/bin/python TORCH_PY=/opt/venv/bin/python scripts/gpu_check.sh [--dry-run]
+#   scripts/gpu_check.sh [--dry-run]
+#   PYTHON=.venv/bin/python TORCH_PY=/opt/venv/bin/python scripts/gpu_check.sh
 #   SKIP_STEPS="bench bench_peers" scripts/gpu_check.sh      # leave steps out (names as in --dry-run)
 #
-# PYTHON runs envdoctor and pytest (default: python3); TORCH_PY is the interpreter with a CUDA torch that
-# envdoctor judges and that makes the loads (default: $PYTHON). Each step runs under its own time budget
-# (STEP_TABLE; --dry-run prints it with the total). The script only reads: it never changes MIG,
-# persistence, clocks or power settings.
+# PYTHON runs envdoctor and pytest (default: the first of $PYTHON, $VIRTUAL_ENV's python, the repository's
+# .venv, python3 that imports envdoctor; the setup step installs envdoctor's test extra, pytest, when missing).
+# TORCH_PY is the interpreter with a CUDA torch that envdoctor judges and that makes the loads (default: the
+# first interpreter found whose torch is a CUDA build, else the setup step installs PyPI's torch, the CUDA
+# wheel on Linux, into a venv in the work folder when the network allows it). Each step runs under its own time
+# budget (STEP_TABLE; --dry-run prints it with the total and the files $OUT will hold). The script only reads:
+# it never changes MIG, persistence, clocks or power settings.
 #
 # Adding a step: write `step_NAME() { ...; row "NAME" "result" "detail"; }` and add one line
 # `NAME BUDGET_S description` to STEP_TABLE (or call `add_step NAME BUDGET_S "description"` from a file in
-# scripts/gpu_check.d/); raw output goes to "$OUT/NAME.*"; $BUDGET is the step's budget in seconds.
+# scripts/gpu_check.d/); raw output goes to "$WORK/NAME.*"; $BUDGET is the step's budget in seconds.
 
 set -u
 
-PYTHON="${PYTHON:-python3}"
-TORCH_PY="${TORCH_PY:-$PYTHON}"
 SKIP_STEPS="${SKIP_STEPS:-}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
 TOTAL_BUDGET_S=360  # the whole run, on one GPU
+# everything $OUT will hold (a lent machine returns at most 8 files): the archive, the summary, what is read first
+OUT_FILES="gpu-check.tgz summary.txt table.psv facts.json envdoctor.json bench.json"
+FAILED=0
+WORK=""
+PYTHON="${PYTHON:-}"
+TORCH_PY="${TORCH_PY:-}"
 
 # name              budget_s  what it answers
 STEP_TABLE="
+setup               40  PYTHON with envdoctor and pytest, TORCH_PY with a CUDA torch (found, else installed)
 machine             10  versions: driver, nvidia-ml-py, torch, the GPUs
-smi_timings         30  how long nvidia-smi -q -x and nvidia-smi topo -m take
-collect             75  envdoctor collect --load-pcie: the one snapshot (facts.json)
-judge               15  envdoctor check --facts facts.json: the report on that snapshot (text and JSON)
-payload_pid         40  does the inspect payload's own PID show among NVML compute processes (polled every 50 ms)
-nvml_facts          30  NVLink/fabric/virtualization facts, ValidateInforom cost per GPU, deprecated NVML symbols
+smi_timings         15  how long nvidia-smi -q -x and nvidia-smi topo -m take
+collect             55  envdoctor collect --load-pcie: the one snapshot (facts.json)
+judge               10  envdoctor check --facts facts.json: the report on that snapshot (text and JSON)
+payload_pid         20  does the inspect payload's own PID show among NVML compute processes (polled every 50 ms)
+nvml_facts          20  NVLink/fabric/virtualization facts, ValidateInforom cost per GPU, deprecated NVML symbols
 pcie_under_load      5  PCIe gen/width under load against the maximum (from the snapshot)
-pytest_gpu          45  pytest -m gpu
+bench               90  envdoctor bench (the quick suite) in TORCH_PY: its own figures against compat_data
+pytest_gpu          40  pytest -m gpu, its payloads in TORCH_PY (ENVDOCTOR_TEST_CUDA_VENV)
 "
 STEPS=()
 BUDGETS=()
@@ -54,20 +67,21 @@ done <<<"$STEP_TABLE"
 
 skipped() { case " $SKIP_STEPS " in *" $1 "*) return 0;; esac; return 1; }
 
-row() {  # row NAME RESULT DETAIL: one line of the final table
+row() {  # row NAME RESULT DETAIL: one line of the final table; a result but ok / exit 0 / skipped fails the run
     ROWS+=("$1|$2|$3")
-    printf '%s|%s|%s\n' "$1" "$2" "$3" >>"$OUT/table.psv"
+    printf '%s|%s|%s\n' "$1" "$2" "$3" >>"$WORK/table.psv"
+    case "$2" in ok|"exit 0"|skipped*) ;; *) FAILED=1;; esac
 }
 
 run_py() {  # run_py NAME PYTHON [ARGS...] <<'EOF': a Python step; records its row from the last line it printed
     local name="$1" py="$2"
     shift 2
-    timeout "$BUDGET" "$py" - "$@" >"$OUT/$name.out" 2>"$OUT/$name.err"
+    (cd "$REPO" && timeout "$BUDGET" "$py" - "$@" >"$WORK/$name.out" 2>"$WORK/$name.err")
     local rc=$?
     if [ "$rc" = 0 ]; then
-        row "$name" "ok" "$(tail -n 1 "$OUT/$name.out" | cut -c1-160)"
+        row "$name" "ok" "$(tail -n 1 "$WORK/$name.out" | cut -c1-160)"
     else
-        row "$name" "exit $rc" "$(tail -n 1 "$OUT/$name.err" | cut -c1-160)"
+        row "$name" "exit $rc" "$(tail -n 1 "$WORK/$name.err" | cut -c1-160)"
     fi
 }
 
@@ -81,7 +95,7 @@ has_gpu() {
     [ -n "$(nvidia-smi -L 2>/dev/null | grep -E '^GPU [0-9]+:')" ]
 }
 
-print_plan() {  # the steps with their budgets; fails when the total is not under TOTAL_BUDGET_S
+print_plan() {  # the steps, their budgets and what $OUT will hold; fails when the total is over TOTAL_BUDGET_S
     local i total=0
     printf '%-18s %8s  %s\n' "step" "budget" "what it answers"
     for i in "${!STEPS[@]}"; do
@@ -93,7 +107,66 @@ print_plan() {  # the steps with their budgets; fails when the total is not unde
         printf '%-18s %7ss  %s\n' "${STEPS[$i]}" "${BUDGETS[$i]}" "${DESCS[$i]}"
     done
     printf 'total budget: %ss (%dm%02ds), limit %ss\n' "$total" $((total / 60)) $((total % 60)) "$TOTAL_BUDGET_S"
-    [ "$total" -lt "$TOTAL_BUDGET_S" ]
+    printf 'output files: %s\n' "$OUT_FILES"
+    [ "$total" -le "$TOTAL_BUDGET_S" ]
+}
+
+# --------------------------------------------------------------------------- interpreters
+
+imports() {  # imports PY MODULE...: PY runs and imports every MODULE
+    [ -n "$1" ] && "$1" -c "import sys; [__import__(m) for m in sys.argv[1:]]" "${@:2}" >/dev/null 2>&1
+}
+
+has_cuda_torch() {  # has_cuda_torch PY: PY imports a CUDA build of torch
+    [ -n "$1" ] && "$1" -c "import sys, torch; sys.exit(0 if torch.version.cuda else 1)" >/dev/null 2>&1
+}
+
+find_python() {  # the interpreter that runs envdoctor: the first candidate that imports it
+    local c
+    for c in "${PYTHON:-}" "${VIRTUAL_ENV:+$VIRTUAL_ENV/bin/python}" "$REPO/.venv/bin/python" python3; do
+        [ -n "$c" ] && imports "$c" envdoctor && { echo "$c"; return 0; }
+    done
+    echo "${PYTHON:-python3}"
+}
+
+find_torch_py() {  # TORCH_PY given, else the first interpreter with a CUDA build of torch
+    local c
+    [ -n "${TORCH_PY:-}" ] && { echo "$TORCH_PY"; return 0; }
+    for c in "$PYTHON" "${VIRTUAL_ENV:+$VIRTUAL_ENV/bin/python}" "${CONDA_PREFIX:+$CONDA_PREFIX/bin/python}" \
+             "$REPO"/.venv*/bin/python /opt/conda/bin/python /usr/local/bin/python3 /usr/bin/python3 python3; do
+        has_cuda_torch "$c" && { echo "$c"; return 0; }
+    done
+    return 1
+}
+
+# --------------------------------------------------------------------------- setup
+
+step_setup() {
+    local notes="" found
+    if ! imports "$PYTHON" envdoctor pytest; then  # envdoctor's test extra: pytest and what the tests import
+        timeout "$((BUDGET / 2))" "$PYTHON" -m pip install -q --disable-pip-version-check -e "$REPO[test]" \
+            >"$WORK/setup.pip.out" 2>&1 || notes="pip install -e .[test] failed (setup.pip.out); "
+    fi
+    if ! imports "$PYTHON" envdoctor pytest; then
+        row setup "failed" "${notes}$PYTHON cannot import envdoctor and pytest"
+        return
+    fi
+    if found="$(find_torch_py)"; then
+        TORCH_PY="$(command -v "$found" || echo "$found")"  # a path: the GPU tests take ENVDOCTOR_TEST_CUDA_VENV
+        row setup "ok" "PYTHON=$PYTHON TORCH_PY=$TORCH_PY"
+        return
+    fi
+    # none found: PyPI's torch (the CUDA build on Linux) into a venv in the work folder
+    "$PYTHON" -m venv "$WORK/torch-venv" >>"$WORK/setup.pip.out" 2>&1 \
+        && timeout "$((BUDGET - 5))" "$WORK/torch-venv/bin/python" -m pip install -q \
+            --disable-pip-version-check torch >>"$WORK/setup.pip.out" 2>&1
+    if has_cuda_torch "$WORK/torch-venv/bin/python"; then
+        TORCH_PY="$WORK/torch-venv/bin/python"
+        row setup "ok" "PYTHON=$PYTHON TORCH_PY=$TORCH_PY (torch installed)"
+    else
+        TORCH_PY="$PYTHON"
+        row setup "failed" "no interpreter with a CUDA torch, and installing one failed in $BUDGET s (setup.pip.out): set TORCH_PY"
+    fi
 }
 
 # --------------------------------------------------------------------------- the snapshot and its report
@@ -105,37 +178,37 @@ step_machine() {
         nvidia-smi --query-gpu=driver_version,name,pci.bus_id --format=csv,noheader
         "$PYTHON" -c "import pynvml, importlib.metadata as m; print('nvidia-ml-py', m.version('nvidia-ml-py'))"
         "$TORCH_PY" -c "import torch; print('torch', torch.__version__, torch.version.cuda)"
-    } >"$OUT/machine.txt" 2>&1
-    row machine "ok" "$(grep -E '^nvidia-ml-py|^torch' "$OUT/machine.txt" | tr '\n' ' ' | cut -c1-160)"
+    } >"$WORK/machine.txt" 2>&1
+    row machine "ok" "$(grep -E '^nvidia-ml-py|^torch' "$WORK/machine.txt" | tr '\n' ' ' | cut -c1-160)"
 }
 
 step_smi_timings() {
     local t0 t1 t2 rc1 rc2
     t0=$(date +%s.%N)
-    timeout "$BUDGET" nvidia-smi -q -x >"$OUT/nvidia-smi-q.xml" 2>"$OUT/smi_timings.err"
+    timeout "$BUDGET" nvidia-smi -q -x >"$WORK/nvidia-smi-q.xml" 2>"$WORK/smi_timings.err"
     rc1=$?
     t1=$(date +%s.%N)
-    timeout "$BUDGET" nvidia-smi topo -m >"$OUT/nvidia-smi-topo.txt" 2>>"$OUT/smi_timings.err"
+    timeout "$BUDGET" nvidia-smi topo -m >"$WORK/nvidia-smi-topo.txt" 2>>"$WORK/smi_timings.err"
     rc2=$?
     t2=$(date +%s.%N)
-    timeout 20 nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+    timeout 20 nvidia-smi >"$WORK/nvidia-smi.txt" 2>&1
     row smi_timings "ok" "$(awk -v a="$t0" -v b="$t1" -v c="$t2" -v r1="$rc1" -v r2="$rc2" \
         'BEGIN { printf "-q -x %.2f s (exit %s), topo -m %.2f s (exit %s)", b - a, r1, c - b, r2 }')"
 }
 
 step_collect() {
     (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor collect --python "$TORCH_PY" --no-redact \
-        --load-pcie -o "$OUT/facts.json" 2>"$OUT/collect.err")
-    row collect "exit $?" "$(tail -n 1 "$OUT/collect.err" | cut -c1-160)"
+        --load-pcie -o "$WORK/facts.json" 2>"$WORK/collect.err")
+    row collect "exit $?" "$(tail -n 1 "$WORK/collect.err" | cut -c1-160)"
 }
 
 step_judge() {
-    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor check --facts "$OUT/facts.json" --no-redact \
-        --format json -o "$OUT/envdoctor.json" 2>"$OUT/judge.err")
+    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor check --facts "$WORK/facts.json" --no-redact \
+        --format json -o "$WORK/envdoctor.json" 2>"$WORK/judge.err")
     local rc=$?
-    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor check --facts "$OUT/facts.json" -v \
-        >"$OUT/envdoctor.txt" 2>&1)
-    row judge "exit $rc" "$("$PYTHON" - "$OUT/envdoctor.json" <<'EOF' 2>/dev/null || echo 'no JSON report'
+    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor check --facts "$WORK/facts.json" -v \
+        >"$WORK/envdoctor.txt" 2>&1)
+    row judge "exit $rc" "$("$PYTHON" - "$WORK/envdoctor.json" <<'EOF' 2>/dev/null || echo 'no JSON report'
 import json, sys
 r = json.load(open(sys.argv[1]))
 f = r.get("findings", [])
@@ -146,7 +219,7 @@ EOF
 }
 
 step_pcie_under_load() {
-    "$PYTHON" - "$OUT/facts.json" >"$OUT/pcie_under_load.out" 2>&1 <<'EOF'
+    "$PYTHON" - "$WORK/facts.json" >"$WORK/pcie_under_load.out" 2>&1 <<'EOF'
 import json, sys
 f = json.load(open(sys.argv[1]))
 parts = []
@@ -156,14 +229,33 @@ for g in f["driver"]["gpus"]:
                  f"max Gen{g.get('pcie_gen_max')}x{g.get('pcie_width_max')}")
 print("; ".join(parts) or "no GPU in the facts")
 EOF
-    row pcie_under_load "exit $?" "$(tail -n 1 "$OUT/pcie_under_load.out" | cut -c1-160)"
+    row pcie_under_load "exit $?" "$(tail -n 1 "$WORK/pcie_under_load.out" | cut -c1-160)"
 }
 
 step_pytest_gpu() {
-    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m pytest -q -m gpu -p no:cacheprovider \
-        >"$OUT/pytest_gpu.out" 2>&1)
+    # the GPU tests run their payloads in the torch interpreter (tests/conftest.py: cuda_venv)
+    (cd "$REPO" && ENVDOCTOR_TEST_CUDA_VENV="$TORCH_PY" timeout "$BUDGET" "$PYTHON" -m pytest -q -m gpu \
+        -p no:cacheprovider >"$WORK/pytest_gpu.out" 2>&1)
     local rc=$?
-    row pytest_gpu "exit $rc" "$(tail -n 1 "$OUT/pytest_gpu.out")"
+    row pytest_gpu "exit $rc" "$(tail -n 1 "$WORK/pytest_gpu.out")"
+}
+
+step_bench() {
+    # envdoctor's own quick suite judged against compat_data/bench.json: exit 1 is a finding, not a failed step
+    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor bench --python "$TORCH_PY" --no-redact \
+        --budget "$((BUDGET - 15))" --format json -o "$WORK/bench.json" >"$WORK/bench.out" 2>&1)
+    local rc=$?
+    case "$rc" in
+        0|1) row bench "ok" "exit $rc: $("$PYTHON" - "$WORK/bench.json" <<'PY' 2>/dev/null || echo 'no JSON report'
+import json, sys
+r = json.load(open(sys.argv[1]))
+f = [x for x in r.get("findings", []) if x["code"].startswith("bench.")]
+print(f"{sum(x['severity'] == 'error' for x in f)} bench error(s), {sum(x['severity'] == 'warning' for x in f)} "
+      "warning(s): " + ", ".join(x["code"] for x in f if x["severity"] != "info")[:140])
+PY
+)";;
+        *) row bench "exit $rc" "$(tail -n 1 "$WORK/bench.out" | cut -c1-160)";;
+    esac
 }
 
 # --------------------------------------------------------------------------- questions only hardware settles
@@ -273,26 +365,37 @@ main() {
         print_plan
         exit 0
     fi
-    OUT="${OUT:-./gpu-check-$(date -u +%Y%m%d-%H%M%S)-$(gpu_name)}"
-    mkdir -p "$OUT" || { echo "gpu_check: cannot create $OUT" >&2; exit 2; }
-    : >"$OUT/table.psv"
-    print_plan >"$OUT/plan.txt"
-    local i t start=$SECONDS
+    OUT="${OUT:-$PWD/gpu-check-$(date -u +%Y%m%d-%H%M%S)-$(gpu_name)}"
+    mkdir -p "$OUT" && OUT="$(cd "$OUT" && pwd)" || { echo "gpu_check: cannot create $OUT" >&2; exit 2; }
+    WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")" || { echo "gpu_check: no work folder" >&2; exit 2; }
+    PYTHON="$(find_python)"
+    PYTHON="$(command -v "$PYTHON" || echo "$PYTHON")"
+    skipped setup && TORCH_PY="${TORCH_PY:-$PYTHON}"  # no setup step: nothing searched, nothing installed
+    : >"$WORK/table.psv"
+    print_plan >"$WORK/plan.txt"
+    local i t f start=$SECONDS
     for i in "${!STEPS[@]}"; do
         skipped "${STEPS[$i]}" && continue
         BUDGET="${BUDGETS[$i]}"
         echo "gpu_check: ${STEPS[$i]} (budget ${BUDGET} s) ..." >&2
         t=$SECONDS
         "step_${STEPS[$i]}"
-        printf '%s %s\n' "${STEPS[$i]}" $((SECONDS - t)) >>"$OUT/step_seconds.txt"
+        printf '%s %s\n' "${STEPS[$i]}" $((SECONDS - t)) >>"$WORK/step_seconds.txt"
     done
     {
         print_table
         echo
-        echo "gpu_check: $((SECONDS - start)) s in all; everything in $OUT/gpu-check.tgz"
-    } >"$OUT/summary.txt"
-    tar -czf "$OUT.tgz.part" -C "$OUT" . 2>/dev/null && mv "$OUT.tgz.part" "$OUT/gpu-check.tgz"
+        echo "gpu_check: $((SECONDS - start)) s in all; $([ "$FAILED" = 0 ] && echo "every step passed" \
+            || echo "a step FAILED"); everything in $OUT/gpu-check.tgz"
+    } >"$WORK/summary.txt"
+    rm -rf "$WORK/torch-venv"  # an installed torch is no output
+    tar -czf "$OUT/gpu-check.tgz" -C "$WORK" . 2>/dev/null || FAILED=1
+    for f in $OUT_FILES; do
+        [ "$f" != gpu-check.tgz ] && [ -f "$WORK/$f" ] && cp "$WORK/$f" "$OUT/$f"
+    done
+    rm -rf "$WORK"
     cat "$OUT/summary.txt"
+    [ "$FAILED" = 0 ]
 }
 
 main "$@"

@@ -87,6 +87,7 @@ def run(plan: List[Dict[str, Any]], out: Out, mem_fraction: float, busy: List[st
             key = _pci_key(torch, i)
             info = {"device": f"cuda:{i}", "name": torch.cuda.get_device_name(i), "pci_bus_id": key,
                     "busy": key in busy}
+            info.update(_device_size(torch, i))
             infos.append(info)
             gpus.append((torch.device("cuda", i), info))
     out.emit("info", torch=torch.__version__, cuda=getattr(torch.version, "cuda", None), threads=torch.get_num_threads(),
@@ -123,10 +124,31 @@ def run(plan: List[Dict[str, Any]], out: Out, mem_fraction: float, busy: List[st
                  torch=torch, dev=dev, warm=warm)
 
 
+def _device_size(torch: Any, i: int) -> Dict[str, Any]:
+    """The SMs, memory and UUID CUDA gives this device: on a MIG slice they are the slice's (a 1g.10gb of an H100
+    has 16 SMs), which is how envdoctor tells a slice from the board it shares a PCI bus with."""
+    out: Dict[str, Any] = {}
+    try:
+        props = torch.cuda.get_device_properties(i)
+    except Exception:
+        return out
+    sms, mem, uuid = (getattr(props, a, None) for a in ("multi_processor_count", "total_memory", "uuid"))
+    if isinstance(sms, int):
+        out["sm_count"] = sms
+    if isinstance(mem, int):
+        out["memory_total_bytes"] = mem
+    if uuid is not None:
+        out["uuid"] = str(uuid)
+    return out
+
+
 def _tag(res: Dict[str, Any], info: Optional[Dict[str, Any]]) -> Dict[str, Any]:
     if info is not None:
         res["params"].setdefault("pci_bus_id", info["pci_bus_id"])
         res["params"].setdefault("gpu_name", info["name"])
+        for k in ("sm_count", "memory_total_bytes", "uuid"):
+            if k in info:
+                res["params"].setdefault(k, info[k])
     return res
 
 

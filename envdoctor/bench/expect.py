@@ -10,8 +10,9 @@ from typing import Any, List, Optional, Tuple
 
 from ..compat.bench import bench_table
 from ..domain.fastclass import dataclass
+from ..domain.gpus import mig_board, mig_profile
 from ..domain.pci import bus_key
-from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, ProbeStatus
+from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, MigDevice, ProbeStatus
 from .links import gpu_index, link_kind, min_link, topology_kind
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
@@ -168,9 +169,10 @@ def _no_reference_why(r: BenchResult) -> str:
     }.get(r.name, "no reference")
 
 
-def _judge(table: Any, r: BenchResult, row: Any, expected: float, basis: str) -> Expectation:
+def _judge(table: Any, r: BenchResult, row: Any, expected: float, basis: str, band_table: Optional[str] = None
+           ) -> Expectation:
     ratio = r.value / expected
-    band = table.band(row.band_table)
+    band = table.band(band_table or row.band_table)
     basis += (f" ({'derived' if row.derived else 'measured'}: {row.method}; confidence {row.confidence}; "
               f"warning below {band.warning_below:.0%}, error below {band.error_below:.0%})")
     return Expectation(round(expected, 2), r.unit, round(ratio, 3), _verdict(ratio, band), basis, row.source)
@@ -203,11 +205,102 @@ def _gpu_kernel(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expect
         return Expectation(None, r.unit, None, "no reference",
                            f"no reference for this GPU: no {r.name} figure for {spec.name}"
                            + (f" ({why})" if why else ""))
-    return _judge(table, r, row, row.expected, f"{row.expected:g} {row.unit} for {spec.name}")
+    share = mig_share(facts, compat, r, spec)
+    if share is not None:
+        fraction, words = share
+        if fraction is None:
+            return Expectation(None, r.unit, None, "no reference", words)
+        expected = row.expected * fraction
+        # the slice's share is an estimate on top of the board's figure: judged in the derived band
+        return _judge(table, r, row, expected, f"{expected:g} {row.unit} for {words} of {spec.name}'s "
+                      f"{row.expected:g}", band_table="gpu_derived")
+    if row.best_shape and _shape_of(r) == row.best_shape:
+        # the sweep picked the shape the source's best figure was measured at: judged against that figure
+        return _judge(table, r, row, row.best_shape_expected,
+                      f"{row.best_shape_expected:g} {row.unit} for {spec.name} at {row.best_shape}")
+    return _judge(table, r, row, row.expected, f"{row.expected:g} {row.unit} for {spec.name}"
+                  + (f" at {row.shape}" if row.shape and "x" in row.shape else ""))
+
+
+def _shape_of(r: BenchResult) -> Optional[str]:
+    shape = r.params.get("shape") if isinstance(r.params, dict) else None
+    if isinstance(shape, (list, tuple)) and len(shape) == 3 and all(isinstance(x, int) for x in shape):
+        return "x".join(str(x) for x in shape)
+    return None
+
+
+def _on_mig(facts: Facts, r: BenchResult) -> Tuple[bool, Optional[Gpu]]:
+    """(the result ran on a MIG slice, the parent GPU's facts): by the device name CUDA gives a MIG device
+    ("... MIG 1g.10gb"), by the slice's own SM count, or by its GPU being in MIG mode (CUDA sees only slices)."""
+    _i, g = gpu_for(facts, r)
+    name = r.params.get("gpu_name") if isinstance(r.params, dict) else None
+    return bool(mig_profile(name) or (g is not None and g.mig_mode_current)), g
+
+
+def _slice_of(g: Optional[Gpu], r: BenchResult) -> Optional[MigDevice]:
+    """The parent's MIG device this result ran on: by UUID, else by profile or SM count when only one fits."""
+    devs = list((g.mig_devices or []) if g is not None else [])
+    p = r.params if isinstance(r.params, dict) else {}
+    uuid = str(p.get("uuid") or "").lower()
+    for d in devs:
+        if uuid and d.uuid and d.uuid.lower().endswith(uuid.replace("mig-", "")):
+            return d
+    profile = mig_profile(p.get("gpu_name"))
+    sms = p.get("sm_count")
+    fits = [d for d in devs if (profile is None or d.profile in (None, profile))
+            and (not isinstance(sms, int) or d.sm_count in (None, sms))]
+    shapes = {(d.sm_count, d.memory_total_bytes) for d in fits}
+    return fits[0] if fits and len(shapes) == 1 else None
+
+
+def mig_share(facts: Facts, compat: Any, r: BenchResult, spec: Any) -> Optional[Tuple[Optional[float], str]]:
+    """None when the result ran on a whole GPU; else (the slice's fraction of the board, its words), or
+    (None, why) when the slice's size is unknown: a slice is never judged against the whole board.
+
+    A MIG slice has its own SMs and its own share of the memory controllers (NVIDIA MIG User Guide, "Supported
+    MIG Profiles": fraction of SMs and of memory per profile; a 1g.10gb of an H100 has 16 of its 132 SMs):
+    matmul throughput scales with the slice's SMs, device memory bandwidth with its memory share.
+    """
+    on, g = _on_mig(facts, r)
+    if not on:
+        return None
+    p = r.params if isinstance(r.params, dict) else {}
+    d = _slice_of(g, r)
+    profile = mig_profile(p.get("gpu_name")) or (d.profile if d is not None else None)
+    what = f"a MIG {profile} slice" if profile else "a MIG slice"
+    if r.name == "membw_device":
+        mem = p.get("memory_total_bytes") if isinstance(p.get("memory_total_bytes"), int) else (
+            d.memory_total_bytes if d is not None else None)
+        board = None
+        if g is not None and g.memory_total_bytes and (mem is None or g.memory_total_bytes > mem):
+            board = g.memory_total_bytes
+        else:
+            whole = compat.gpu(mig_board(p.get("gpu_name")) or spec.name) if spec is not None else None
+            board = whole.memory_bytes if whole is not None else None
+        if not mem or not board or mem >= board:
+            return None, (f"ran on {what} whose share of the board's memory is unknown: not judged against the "
+                          "whole board")
+        f = mem / board
+        return f, f"{what} ({mem >> 20} of {board >> 20} MiB: {f:.1%} of the memory bandwidth)"
+    sms = p.get("sm_count") if isinstance(p.get("sm_count"), int) else (d.sm_count if d is not None else None)
+    board_sms = getattr(spec, "sm_count", None)
+    if not sms or not board_sms or sms >= board_sms:
+        why = ("the slice's SM count is unknown" if not sms else
+               f"{spec.name}'s SM count is not in gpus.json" if not board_sms else
+               f"the slice reports {sms} SMs, not fewer than the board's {board_sms}")
+        return None, f"ran on {what}: {why}, so it is not judged against the whole board"
+    f = sms / board_sms
+    return f, f"{what} ({sms} of {board_sms} SMs: {f:.1%})"
 
 
 # GPUs whose host memory is reached over NVLink-C2C, not PCIe (Grace Hopper / Grace Blackwell superchips)
 C2C_GPU = re.compile(r"^(?:NVIDIA\s+)?(GH|GB)\d{3}", re.IGNORECASE)
+
+
+def c2c_link(family: str) -> str:
+    """The host_copy link row of a superchip family: "GH" (Grace Hopper: one GPU per C2C) -> "c2c", "GB"
+    (Grace Blackwell: one Grace's C2C serves two GPUs) -> "c2c_gb200"."""
+    return "c2c_gb200" if family.upper() == "GB" else "c2c"
 
 
 def pcie_link_words(gen: Optional[int], width: Optional[int]) -> str:
@@ -222,14 +315,22 @@ def pcie_link_words(gen: Optional[int], width: Optional[int]) -> str:
 
 
 def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
+    if _on_mig(facts, r)[0]:
+        # a slice has its share of the copy engines (MIG User Guide: 1 of them on a 1g profile): the link's
+        # figure is not what one slice's engines reach, and no per-profile measurement was found
+        return Expectation(None, r.unit, None, "no reference",
+                           "ran on a MIG slice (its share of the copy engines): no per-slice host-copy reference")
     _i, g = gpu_for(facts, r)
     name, spec = spec_for(facts, compat, r)
     model = spec.name if spec is not None else (name or "")
     direction = "d2h" if r.name.startswith("d2h") else "h2d"
-    if C2C_GPU.match(model) or C2C_GPU.match(name or ""):
-        got = table.host_copy("c2c", direction=direction)
+    c2c = C2C_GPU.match(model) or C2C_GPU.match(name or "")
+    if c2c:
+        # Grace Blackwell shares one Grace's NVLink-C2C between two GPUs: its own figures, never GH200's
+        link = c2c_link(c2c.group(1))
+        got = table.host_copy(link, direction=direction)
         if got is None:
-            return Expectation(None, r.unit, None, "no reference", "no NVLink-C2C reference")
+            return Expectation(None, r.unit, None, "no reference", f"no NVLink-C2C reference for {model}")
         expected, row = got
         return _judge(table, r, row, expected, f"NVLink-C2C ({model}): {expected:g} GB/s one way")
     if g is None:
@@ -246,9 +347,28 @@ def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
     return _judge(table, r, row, expected, basis)
 
 
+def peer_access(facts: Facts, r: BenchResult, a: Optional[int], b: Optional[int]) -> Optional[bool]:
+    """Whether the two GPUs of a p2p result can reach each other's memory: CUDA's answer in the run
+    (torch.cuda.can_device_access_peer, params["p2p_access"]), else the topology's P2P matrix; None: unknown."""
+    can = r.params.get("p2p_access") if isinstance(r.params, dict) else None
+    if isinstance(can, bool):
+        return can
+    m = facts.topology.p2p_supported
+    if m and a is not None and b is not None and a < len(m) and b < len(m[a]):
+        return m[a][b]
+    return None
+
+
 def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
     a = gpu_index(facts, r.params.get("src_pci_bus_id"))
     b = gpu_index(facts, r.params.get("dst_pci_bus_id"))
+    if peer_access(facts, r, a, b) is False:
+        # no peer access: the copy is staged through host memory, so a link's peer figure does not apply. GeForce
+        # cards have no P2P over PCIe by design; on data-center GPUs interconnect.topology says why it matters
+        # (NVML nvmlDeviceGetP2PStatus NOT_SUPPORTED / CUDA cudaDeviceCanAccessPeer 0)
+        return Expectation(None, r.unit, None, "no reference",
+                           "no peer access between these GPUs (CUDA can_device_access_peer is False): the copy goes "
+                           "through host memory, so it is measured, not judged against the link's peer figure")
     kind, why = link_kind(facts, compat, a, b)
     if kind is None:
         return Expectation(None, r.unit, None, "no reference", f"link unknown: {why}")
@@ -315,7 +435,34 @@ def _disk(facts: Facts, table: Any, r: BenchResult) -> Expectation:
     return Expectation(expected, r.unit, round(ratio, 3), _verdict(ratio, band), basis, row.source)
 
 
+# A clock-event reason read during a kernel is the cause of a slow result only when it held (NVML reference,
+# nvmlClocksEventReasons): SW Power Cap "is active when the GPU power draw is at the power limit" -- how an
+# H100/H200 at its default limit runs a matmul, so it is no cause by itself (a lowered limit is its own cause);
+# HW Slowdown "may be also reported during PState or clock change", so a single sample of it is not throttling.
+HELD_MIN_SAMPLES = 2
+HELD_MIN_FRACTION = 0.1
+
+
+def held_throttles(g: Optional[Gpu], r: Optional[BenchResult] = None) -> List[str]:
+    """The limiting clock-event reasons that held while ``r`` ran (or in the snapshot's one reading): a reason
+    sampled during the kernel counts when seen in >= 2 samples and >= 10% of them (``throttle_reason_samples``);
+    HW Slowdown from one reading alone (no sample counts) does not; SW Power Cap never does on its own."""
+    counts = r.params.get("throttle_reason_samples") if r is not None and isinstance(r.params, dict) else None
+    n = r.params.get("nvml_samples") if r is not None and isinstance(r.params, dict) else None
+    held = set()
+    if isinstance(counts, dict) and isinstance(n, int) and n > 0:
+        held = {x for x, c in counts.items()
+                if isinstance(c, int) and c >= HELD_MIN_SAMPLES and c >= HELD_MIN_FRACTION * n}
+    else:
+        seen = set(r.params.get("throttle_reasons_seen") or []) if r is not None and isinstance(r.params, dict) else set()
+        held = {x for x in seen if x != "hw_slowdown"}  # no counts: a HW Slowdown may have been one sample
+    if g is not None:
+        held.update(x for x in (g.throttle_reasons or []) if x != "hw_slowdown")
+    return [x for x in LIMITING_THROTTLE_REASONS if x in held and x != "sw_power_cap"]
+
+
 def limiting_throttles(g: Optional[Gpu], r: Optional[BenchResult] = None) -> List[str]:
+    """Every limiting reason seen in the snapshot or while ``r`` ran, held or not (what the evidence lists)."""
     seen = set((g.throttle_reasons or []) if g is not None else [])
     if r is not None and isinstance(r.params, dict):
         seen.update(r.params.get("throttle_reasons_seen") or [])

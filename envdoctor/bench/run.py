@@ -398,7 +398,13 @@ class _NvmlHooks:
         self._stop_sampler()
 
     def apply(self, results: List[BenchResult]) -> List[BenchResult]:
-        from .sampler import LIMITING_REASONS, health_params, merge_sustained, sustained_summary
+        from .sampler import (
+            LIMITING_REASONS,
+            health_params,
+            merge_sustained,
+            reason_counts,
+            sustained_summary,
+        )
 
         out = []
         for r in results:
@@ -420,6 +426,8 @@ class _NvmlHooks:
                 clocks = sorted(s["sm_clock_mhz"] for s in nv if isinstance(s.get("sm_clock_mhz"), int))
                 params["throttle_reasons_seen"] = sorted({x for s in nv for x in (s.get("throttle_reasons") or [])
                                                           if x in LIMITING_REASONS})
+                # how many samples each reason was in: one HW Slowdown sample may be a P-state change
+                params["throttle_reason_samples"] = reason_counts(nv)
                 if clocks:
                     params["sm_clock_mhz_during"] = clocks[len(clocks) // 2]
                 params["nvml_samples"] = len(nv)

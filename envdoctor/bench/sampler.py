@@ -109,6 +109,16 @@ def merge_sustained(result_samples: List[Dict[str, Any]], nvml_samples: List[Dic
     return out
 
 
+def reason_counts(samples: List[Dict[str, Any]]) -> Dict[str, int]:
+    """Limiting clock-event reason -> the number of samples it was active in."""
+    out: Dict[str, int] = {}
+    for s in samples:
+        for r in set(s.get("throttle_reasons") or []):
+            if r in LIMITING_REASONS:
+                out[r] = out.get(r, 0) + 1
+    return out
+
+
 def sustained_summary(series: List[Dict[str, Any]]) -> Dict[str, Any]:
     """Throttle onset, clock range and stability, throughput drop from the first to the last fifth."""
     out: Dict[str, Any] = {}
@@ -130,6 +140,8 @@ def sustained_summary(series: List[Dict[str, Any]]) -> Dict[str, Any]:
     out["throttle_onset_s"] = onset["t_s"] if onset else None
     out["throttle_reasons_seen"] = sorted({r for s in series for r in (s.get("throttle_reasons") or [])
                                            if r in LIMITING_REASONS})
+    out["throttle_reason_samples"] = reason_counts(series)
+    out["nvml_samples"] = len(series)
     temps = [s["temperature_c"] for s in series if isinstance(s.get("temperature_c"), (int, float))]
     if temps:
         out["temperature_max_c"] = max(temps)
@@ -153,4 +165,4 @@ def health_params(health: Optional[Dict[str, Any]]) -> Dict[str, Any]:
 
 
 __all__ = ["GpuSampler", "LIMITING_REASONS", "health_params", "merge_sustained", "read_sample", "read_watch_fields",
-           "sustained_summary"]
+           "reason_counts", "sustained_summary"]

@@ -10,6 +10,7 @@ from ..bench.expect import (
     effective_dtype,
     expect,
     gpu_for,
+    held_throttles,
     limiting_throttles,
     storage_for,
 )
@@ -30,14 +31,14 @@ def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult
     if g is None:
         return out
     base = f"driver.gpus[{gi}]"
-    throttles = limiting_throttles(g, r)
+    throttles = held_throttles(g, r)
+    during = r.params.get("throttle_reasons_seen") if isinstance(r.params, dict) else None
     if throttles:
         names = ", ".join(THROTTLE_TEXT.get(t, t) for t in throttles)
-        during = r.params.get("throttle_reasons_seen") if isinstance(r.params, dict) else None
         ev = (Evidence(f"bench.results[{ri}].params.throttle_reasons_seen", during,
-                       expected="no thermal or power throttle while it ran")
+                       expected="no thermal or hardware slowdown while it ran")
               if during and ri is not None else
-              Evidence(f"{base}.throttle_reasons", g.throttle_reasons, expected="no thermal or power throttle"))
+              Evidence(f"{base}.throttle_reasons", g.throttle_reasons, expected="no thermal or hardware slowdown"))
         out.append((f"clocks held back: {names} active", ev))
     if g.power_limit_w and g.power_default_limit_w and g.power_limit_w < 0.95 * g.power_default_limit_w:
         out.append((f"power limit {g.power_limit_w:g} W is below the default {g.power_default_limit_w:g} W",
@@ -51,7 +52,24 @@ def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult
     if g.virtualization_mode == "vgpu" or is_vgpu_name(g.name):
         out.append(("the GPU is a vGPU slice behind a hypervisor",
                     Evidence(f"{base}.virtualization_mode", g.virtualization_mode or g.name)))
+    rest = [t for t in limiting_throttles(g, r) if t not in throttles]
+    if rest:
+        # what was seen but is no cause by itself: SW Power Cap at full load is how a GPU at its power limit runs;
+        # a HW Slowdown in one sample may be a P-state change (NVML nvmlClocksEventReasons)
+        words = {"sw_power_cap": "SW Power Cap (normal at full load at the power limit)",
+                 "hw_slowdown": "HW Slowdown in a single reading (NVML: also reported during a P-state change)"}
+        out.append((NOT_A_CAUSE + ", ".join(words.get(t, THROTTLE_TEXT.get(t, t)) for t in rest),
+                    Evidence(f"bench.results[{ri}].params.throttle_reasons_seen" if during and ri is not None
+                             else f"{base}.throttle_reasons", during if during and ri is not None else g.throttle_reasons)))
     return out
+
+
+NOT_A_CAUSE = "also seen, not a cause by itself: "
+
+
+def likely(causes: List[tuple]) -> List[tuple]:
+    """The causes that explain a slow result (the notes of what was seen but explains nothing left out)."""
+    return [c for c in causes if not c[0].startswith(NOT_A_CAUSE)]
 
 
 def _below_expected(ctx: CheckContext, items: List[Any], nothing: str) -> List[Tuple[int, BenchResult, Any]]:
@@ -87,18 +105,19 @@ def _gpu_below(ctx: CheckContext, names: Any, found: Findings, what: str) -> Lis
     for i, r, e in _below_expected(ctx, items, f"no GPU {what} result"):
         gi, g = gpu_for(facts, r)
         causes = gpu_causes(facts, g, gi, r, i)
-        cause = causes[0][0] if causes else "no cause found in this run's facts"
+        real = likely(causes)
+        cause = real[0][0] if real else "no cause found in this run's facts"
         out.append(found(
             "below-expected", severity(e.verdict),
             f"{r.name} on {r.device} ({g.name if g else r.params.get('gpu_name')}): {r.value:g} {r.unit}, "
             f"{e.ratio:.0%} of the {e.expected:g} expected; likely cause: {cause}",
             detail=(f"Expected {e.basis}. " + (f"Shape {r.params.get('shape')}. " if r.params.get("shape") else "")
-                    + ("Other facts of this run: " + "; ".join(c[0] for c in causes[1:]) + ". " if len(causes) > 1
-                       else "")
+                    + ("Other facts of this run: " + "; ".join(c[0] for c in causes if c[0] != cause) + ". "
+                       if [c for c in causes if c[0] != cause] else "")
                     + "A job on this GPU runs this much slower than the same GPU elsewhere."),
             evidence=[Evidence(f"bench.results[{i}].value", r.value, expected=f">= {e.expected:g} {r.unit}",
                                source=e.source)] + [c[1] for c in causes],
-            fix=_gpu_fix(causes),
+            fix=_gpu_fix(real),
         ))
     return out
 

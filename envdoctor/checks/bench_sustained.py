@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Tuple
 
-from ..bench.expect import expect
+from ..bench.expect import expect, held_throttles
 from ..domain.gpus import gpu_label, is_vgpu_name
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix
@@ -38,7 +38,8 @@ def sustained(ctx: CheckContext) -> List[Finding]:
         seen = r.params.get("throttle_reasons_seen") or []
         # SW Power Cap at the default limit is how a healthy H100/H200 runs a matmul: only a fall in throughput,
         # or a thermal / hardware slowdown, is throttling (DCGM diag and gpu-burn judge throughput and errors)
-        hard = [x for x in seen if x in HARD_THROTTLES]
+        held = held_throttles(None, r)
+        hard = [x for x in seen if x in HARD_THROTTLES and x in held]
         fell = isinstance(drop, (int, float)) and drop > 10
         if fell or hard:
             names = ", ".join(THROTTLE_TEXT.get(t, t) for t in (hard or seen)) or "no throttle reason reported"

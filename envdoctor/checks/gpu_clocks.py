@@ -68,8 +68,8 @@ def reasons_field(ctx: CheckContext, reason: str) -> str:
 
 
 THROTTLE = Findings("gpu.throttle", "GPU_THROTTLED",
-                    kinds=("app-clocks-lowered", "clocks-locked", "hw-slowdown", "hw-slowdown-seen",
-                           "power-cap", "power-cap-idle", "power-limit-lowered", "thermal",
+                    kinds=("app-clocks-lowered", "clock-setting", "clocks-locked", "hw-slowdown", "hw-slowdown-seen",
+                           "power-cap", "power-cap-at-limit", "power-cap-idle", "power-limit-lowered", "thermal",
                            "unknown-reason"))
 
 
@@ -153,8 +153,25 @@ def throttle(ctx: CheckContext) -> List[Finding]:
         ))
 
     capped = [g for g in gpus if "sw_power_cap" in _reasons(g)]
-    loaded = [g for g in capped if looks_loaded(g)]
+    # NVML nvmlClocksEventReasonSwPowerCap: "the GPU power draw is at the power limit and clocks are lowered to stay
+    # under it" -- how an H100/H200 (or a 4090) at its default limit runs a matmul: normal at full load. Only a
+    # limit below the default makes it a cost worth a warning (power-limit-lowered says the same on its own).
+    at_default = [g for g in capped if looks_loaded(g) and g.power_limit_w and g.power_default_limit_w
+                  and g.power_limit_w >= 0.97 * g.power_default_limit_w]
+    loaded = [g for g in capped if looks_loaded(g) and g not in at_default]
     idle = [g for g in capped if not looks_loaded(g)]
+    if at_default:
+        out.append(THROTTLE.info(
+            "power-cap-at-limit",
+            f"SW power cap under load at the default power limit on {gpu_list(at_default)} ("
+            + "; ".join(_power_text(g) for g in at_default) + "): normal at full load, not a fault",
+            detail="The GPU draws its whole (default) power limit and the driver holds the clocks there, as NVML "
+                   "documents SW Power Cap; benchmarks judge the throughput that results.",
+            evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or [])) for g in at_default]
+                     + [Evidence(gpu_path(g, "power_limit_w"), g.power_limit_w,
+                                 expected=f">= {g.power_default_limit_w:g} W (default)") for g in at_default],
+            fix=Fix("Nothing to change; compare the benchmark figures with what this GPU reaches",
+                    commands=["envdoctor bench"])))
     if loaded:
         out.append(THROTTLE.warning(
             "power-cap",
@@ -183,6 +200,28 @@ def throttle(ctx: CheckContext) -> List[Finding]:
                     commands=[f"nvidia-smi --query-gpu=index,power.draw,power.limit,{reasons_field(ctx, 'active')} "
                               "--format=csv -l 5"]),
         ))
+
+    # "clocks-locked" below needs the lock itself (clocks_sm_locked_max_mhz), which no NVML getter or nvidia-smi
+    # output gives envdoctor; what NVML does report is the reason nvmlClocksEventReasonApplicationsClocksSetting
+    # ("GPU clocks are limited by current setting of applications clocks"): active under load with the SM clock
+    # below 90% of its maximum, the clocks are held by a setting (application clocks, or locked clocks)
+    held = [g for g in gpus if "applications_clocks_setting" in _reasons(g) and looks_loaded(g)
+            and g.clocks_sm_mhz and g.clocks_sm_max_mhz and g.clocks_sm_mhz < 0.9 * g.clocks_sm_max_mhz]
+    if held:
+        out.append(THROTTLE.warning(
+            "clock-setting",
+            "GPU clocks held below the maximum by a clock setting under load on "
+            + "; ".join(f"GPU {g.index}: {g.clocks_sm_mhz} MHz of {g.clocks_sm_max_mhz} MHz" for g in held),
+            detail="The Applications Clocks Setting reason is active while the GPU works: application clocks "
+                   "(nvidia-smi -ac) or locked clocks (nvidia-smi -lgc) hold the SM clock down.",
+            evidence=[Evidence(gpu_path(g, "throttle_reasons"), list(g.throttle_reasons or []),
+                               expected="applications_clocks_setting not active under load") for g in held]
+                     + [Evidence(gpu_path(g, "clocks_sm_mhz"), g.clocks_sm_mhz,
+                                 expected=f">= {0.9 * g.clocks_sm_max_mhz:g} MHz (90% of max)") for g in held],
+            fix=Fix("Reset the locked GPU clocks and the application clocks",
+                    commands=[c for g in held for c in (f"sudo nvidia-smi -i {g.index} -rgc",
+                                                        f"sudo nvidia-smi -i {g.index} -rac")],
+                    url="https://docs.nvidia.com/deploy/nvml-api/group__nvmlClocksEventReasons.html")))
 
     for code, what, field, ref_field, fraction, zero_unset, text, expected, detail, fix, reset in _LOWERED:
         low = [g for g in gpus if getattr(g, field) is not None and (getattr(g, field) or not zero_unset)

@@ -56,6 +56,10 @@ class Expectation:
     pcie_gen: Optional[int] = None
     width: Optional[int] = None
     direction: Optional[str] = None  # host_copy: "h2d", "d2h"; None: either
+    # a matmul row may also give the figure at the best (non-square) shape its source found, for a result whose
+    # sweep picked exactly that shape ("1024x9216x14336", MxNxK): the payload runs those shapes as well
+    best_shape: Optional[str] = None
+    best_shape_expected: Optional[float] = None
 
     @property
     def source(self) -> str:
@@ -105,7 +109,7 @@ class BenchTable:
             key, kernel, expected, P.text(r, "unit"), P.opt_number(r, "peak"), P.text(r, "method"),
             P.opt_text(r, "shape"), tuple(self._sources.get(s, s) for s in items), P.text(r, "confidence"),
             bool(r.get("derived")), P.opt_text(r, "basis"), P.opt_integer(r, "pcie_gen"), P.opt_integer(r, "width"),
-            P.opt_text(r, "direction"))
+            P.opt_text(r, "direction"), P.opt_text(r, "best_shape"), P.opt_number(r, "best_shape_expected"))
 
     def _gpu_row(self, r: Dict[str, Any]) -> Expectation:
         return self._common(r, P.text(r, "gpu"), P.text(r, "kernel"), float(P.number(r, "expected")))
@@ -203,6 +207,15 @@ def _check_common(where: str, r: Dict[str, Any], ids: Dict[str, str], expected_f
         raise CompatDataError(f"{where}.peak {peak!r} is not a positive number")
     if isinstance(exp, (int, float)) and isinstance(peak, (int, float)) and exp > 1.1 * peak:
         raise CompatDataError(f"{where}: expected {exp} is over 110% of the peak {peak}")
+    best, shape = r.get("best_shape_expected"), r.get("best_shape")
+    if (best is None) != (shape is None):
+        raise CompatDataError(f"{where}: best_shape and best_shape_expected come together")
+    if best is not None:
+        if not (isinstance(best, (int, float)) and best > 0 and isinstance(shape, str)
+                and len(shape.split("x")) == 3 and all(x.isdigit() for x in shape.split("x"))):
+            raise CompatDataError(f"{where}: best_shape must be MxNxK and best_shape_expected a positive number")
+        if isinstance(peak, (int, float)) and best > 1.1 * peak:
+            raise CompatDataError(f"{where}: best_shape_expected {best} is over 110% of the peak {peak}")
 
 
 def validate_bench(doc: Dict[str, Any], gpus_doc: Dict[str, Any]) -> None:

@@ -81,6 +81,7 @@ class GpuSpec:
     tdp_w: Optional[float] = None
     architecture: Optional[str] = None
     aliases: List[str] = field(default_factory=list)
+    sm_count: Optional[int] = None  # SMs of the whole board (what a MIG slice's SMs are a fraction of)
 
 
 @dataclass(frozen=True)

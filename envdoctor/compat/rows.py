@@ -115,6 +115,7 @@ def _gpu(r: Dict[str, Any]) -> GpuRow:
         tdp_w=P.opt_number(r, "tdp_w"),
         architecture=P.opt_text(r, "architecture"),
         aliases=P.strings(r, "aliases"),
+        sm_count=P.opt_integer(r, "sm_count"),
     )
     names = tuple(name_key(n) for n in [spec.name] + spec.aliases)
     return GpuRow(spec, names, tuple(P.strings(r, "ambiguous_names")))

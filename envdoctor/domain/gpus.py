@@ -50,7 +50,7 @@ def cut_short(name: str) -> Tuple[str, bool]:
 _VGPU_PROFILE = re.compile(r"^(?:grid|nvidia)\s+(?P<board>\S.*?)-(?:\d+-)?\d+(?:[abcq]|b4)$", re.IGNORECASE)
 # A MIG device's name: "NVIDIA A100-SXM4-40GB MIG 1g.5gb" (board, "MIG", slices g . memory gb); the bare
 # "MIG 3g.40gb Device 0" names no board and does not fit
-_MIG_DEVICE = re.compile(r"^(?P<board>.+?)\s+MIG\s+\d+g\.\d+gb$", re.IGNORECASE)
+_MIG_DEVICE = re.compile(r"^(?P<board>.+?)\s+MIG\s+(?P<profile>(?:\d+c\.)?\d+g\.\d+gb(?:\+\w+)?)$", re.IGNORECASE)
 
 
 def vgpu_board(name: Optional[str]) -> Optional[str]:
@@ -68,6 +68,13 @@ def mig_board(name: Optional[str]) -> Optional[str]:
     """The board a MIG device name sits on ("NVIDIA A100-SXM4-40GB MIG 1g.5gb" -> "NVIDIA A100-SXM4-40GB")."""
     m = _MIG_DEVICE.match((name or "").strip())
     return m.group("board").strip() if m else None
+
+
+def mig_profile(name: Optional[str]) -> Optional[str]:
+    """The MIG profile a MIG device name ends with ("NVIDIA H100 80GB HBM3 MIG 1g.10gb" -> "1g.10gb"; compute
+    instance profiles "1c.3g.40gb" and media extensions "1g.10gb+me" too); None for a whole board's name."""
+    m = _MIG_DEVICE.match((name or "").strip())
+    return m.group("profile") if m else None
 
 
 # ---------------------------------------------------------------------------------------------------- labels

@@ -324,6 +324,40 @@ def license_state(value: Optional[str]) -> Optional[str]:
     return None
 
 
+# nvidia-smi's fabric health (`-q -x` <fabric><health>, `-q` Fabric/Health, R550+): the words of NVML's
+# healthMask fields and healthSummary (nvml.h NVML_GPU_FABRIC_HEALTH_*), in the names probes/nvml.py gives them
+_HEALTH_KEYS = (("bandwidth", "Bandwidth", "degraded_bandwidth"),
+                ("route_recovery_in_progress", "Route Recovery in progress", "route_recovery"),
+                ("route_unhealthy", "Route Unhealthy", "route_unhealthy"),
+                ("access_timeout_recovery", "Access Timeout Recovery", "access_timeout_recovery"))
+
+
+def fabric_health_fields(fmt: str, text_at: Callable[[str], Optional[str]]) -> Dict[str, Any]:
+    """``fabric_health`` and ``fabric_health_summary`` from nvidia-smi's Fabric/Health section ("N/A": None).
+
+    A flag counts when nvidia-smi says True (Bandwidth: "Degraded"); Incorrect Configuration anything but None.
+    """
+    base = "fabric/health/" if fmt == "xml" else "Fabric/Health/"
+    out: List[str] = []
+    seen = False
+    for xml_key, q_key, name in _HEALTH_KEYS:
+        v = clean(text_at(base + (xml_key if fmt == "xml" else q_key)))
+        if not v:
+            continue
+        seen = True
+        if v.lower() in ("true", "yes", "degraded"):
+            out.append(name)
+    config = clean(text_at(base + ("incorrect_configuration" if fmt == "xml" else "Incorrect Configuration")))
+    if config:
+        seen = True
+        if config.lower() not in ("none", "false", "no"):
+            out.append("incorrect_configuration:" + re.sub(r"[^a-z0-9]+", "_", config.lower()).strip("_"))
+    summary = clean(text_at(base + ("summary" if fmt == "xml" else "Summary")))
+    summary = summary.lower().replace(" ", "_") if summary else None
+    return {"fabric_health": out if seen else None,
+            "fabric_health_summary": summary if summary in ("healthy", "unhealthy", "limited_capacity") else None}
+
+
 def gpu_fields(fmt: str, text_at: Callable[[str], Optional[str]]) -> Dict[str, Any]:
     """``Gpu`` keyword arguments for every field that format ``fmt`` ("xml", "q" or "csv") has a key for.
 
@@ -341,4 +375,6 @@ def gpu_fields(fmt: str, text_at: Callable[[str], Optional[str]]) -> Dict[str, A
             if value is not None:
                 break
         out[f.gpu] = value
+    if fmt in ("xml", "q"):
+        out.update(fabric_health_fields(fmt, text_at))
     return out

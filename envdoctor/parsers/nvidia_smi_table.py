@@ -7,7 +7,7 @@ from dataclasses import field
 from typing import List, Optional
 
 from ..domain.fastclass import dataclass
-from ..facts import Gpu, GpuProcess
+from ..facts import Gpu, GpuProcess, MigDevice
 
 _MIB = 1024 * 1024
 
@@ -33,6 +33,11 @@ _GPU3 = re.compile(r"^\|\s*\|\s*\|\s*(\S+)\s*\|$")
 # older tables have no GI/CI columns: "|    0     12345      C   python    1234MiB |".
 _PROC = re.compile(
     r"^\|\s*(\d+)\s+(?:(\S+)\s+(\S+)\s+)?(\d+)\s+(C\+G|C|G|M\+C|M)\s+(.+?)\s+(\d+MiB|N/A)\s*\|"
+)
+# "MIG devices" table (driver 450+): "|  0    9   0   2  |   9MiB /  9984MiB    | 16      0 |  1   0    1    0    1 |":
+# GPU, GPU instance, compute instance, MIG device | memory used / total | SMs, volatile uncorrected ECC | engines
+_MIG = re.compile(
+    r"^\|\s*(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*\|\s*(\d+)MiB\s*/\s*(\d+)MiB\s*\|\s*(\d+|N/A)\b"
 )
 _NUM = re.compile(r"^(\d+(?:\.\d+)?)")
 # "WARNING: infoROM is corrupted at gpu 0008:00:00.0" (printed after the table)
@@ -108,7 +113,7 @@ def parse_nvidia_smi_table(text: str) -> Optional[NvidiaSmiTable]:
 
     current: Optional[dict] = None
     gpus: List[dict] = []
-    in_processes = False
+    in_processes = in_mig = False
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
@@ -127,7 +132,21 @@ def parse_nvidia_smi_table(text: str) -> Optional[NvidiaSmiTable]:
                     out.cuda_version = c.group(1)
                 continue
         if line.startswith("| Processes"):
-            in_processes = True
+            in_processes, in_mig = True, False
+            continue
+        if line.startswith("| MIG devices"):
+            in_mig = True
+            continue
+        if in_mig:
+            m = _MIG.match(line)
+            if m:
+                for g in gpus:
+                    if g["index"] == int(m.group(1)):
+                        g.setdefault("mig_devices", []).append(MigDevice(
+                            index=int(m.group(4)), gpu_instance_id=int(m.group(2)),
+                            compute_instance_id=int(m.group(3)),
+                            sm_count=int(m.group(7)) if m.group(7).isdigit() else None,
+                            memory_used_bytes=int(m.group(5)) * _MIB, memory_total_bytes=int(m.group(6)) * _MIB))
             continue
         if in_processes:
             p = _PROC.match(line)
@@ -196,5 +215,7 @@ def parse_nvidia_smi_table(text: str) -> Optional[NvidiaSmiTable]:
                 g["inforom_valid"] = False
     for g in gpus:
         g.setdefault("processes", [] if in_processes else None)
+        if g.get("mig_devices"):
+            g["mig_device_count"] = len(g["mig_devices"])
         out.gpus.append(Gpu(**g))
     return out

@@ -13,8 +13,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from envdoctor.domain.gpus import mig_profile
 from envdoctor.domain.versions import release
-from envdoctor.facts import Driver, Gpu, GpuProcess, NvlinkLink, ProbeStatus
+from envdoctor.facts import Driver, Gpu, GpuProcess, MigDevice, NvlinkLink, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import cuda_version_from_int
 from envdoctor.probes.registry import guard
 
@@ -88,6 +89,8 @@ class _Reader:
         self.nvml = nvml
         self.notes: List[str] = []
         self.lost: Optional[str] = None
+        self.fabric_health: Optional[List[str]] = None  # what _fabric read beside the state (V2/V3 structs)
+        self.fabric_summary: Optional[str] = None
 
     def error_name(self, err: BaseException) -> str:
         return error_name(self.nvml, err)
@@ -115,6 +118,38 @@ class _Reader:
                 # a binding whose signature, struct or return differs from the one this code was written for
                 self.notes.append(f"{field}: {type(e).__name__}: {e}")
             return None
+
+    def successor(self, field: str, calls: Tuple[Tuple[str, Tuple[Any, ...]], ...]) -> Any:
+        """The first of ``calls`` ((function, args), the NVML 13 successor first, then the call it deprecates)
+        that answers. NOT_SUPPORTED from one tries the next; when none exists in this binding or driver
+        (absent, FUNCTION_NOT_FOUND), a note says so instead of a silent None."""
+        missing = 0
+        for name, args in calls:
+            if self.lost:
+                return None
+            fn = getattr(self.nvml, name, None)
+            if fn is None:
+                missing += 1
+                continue
+            try:
+                return fn(*args)
+            except self.nvml.NVMLError as e:
+                err = self.error_name(e)
+                if err == "FUNCTION_NOT_FOUND":
+                    missing += 1
+                elif err in _LOST or err not in _QUIET:
+                    self.nvml_failure(field, err)
+                    if self.lost:
+                        return None
+            except Exception as e:  # the per-field guard
+                if _missing_symbol(e):
+                    missing += 1
+                else:
+                    self.notes.append(f"{field}: {type(e).__name__}: {e}")
+        if missing == len(calls):
+            self.notes.append(f"{field}: neither " + " nor ".join(n for n, _ in calls)
+                              + " exists in this driver or binding")
+        return None
 
     def first(self, field: str, fn_names: Tuple[str, ...], *args: Any) -> Any:
         """The first of ``fn_names`` that answers: versioned functions first, then older ones."""
@@ -332,6 +367,29 @@ _FABRIC_CALLS = (("nvmlDeviceGetGpuFabricInfoV", _FabricInfoV3, 3),
                  ("nvmlDeviceGetGpuFabricInfo", _FabricInfoV1, None))
 
 
+# nvml.h NVML_GPU_FABRIC_HEALTH_MASK_*: 2-bit fields at shifts 0, 2, 4, 6 (NOT_SUPPORTED 0, TRUE 1, FALSE 2) and a
+# 4-bit incorrect-configuration code at shift 8 (NONE 1, INCORRECT_SYSGUID 2, INCORRECT_CHASSIS_SN 3,
+# NO_PARTITION 4, INSUFFICIENT_NVLINKS 5); NVML_GPU_FABRIC_HEALTH_SUMMARY_* NOT_SUPPORTED 0, HEALTHY 1,
+# UNHEALTHY 2, LIMITED_CAPACITY 3 (nvml.h of R570+, as the nvml-sys bindings copy it)
+_FABRIC_HEALTH_FLAGS = ((0, "degraded_bandwidth"), (2, "route_recovery"), (4, "route_unhealthy"),
+                        (6, "access_timeout_recovery"))
+_FABRIC_CONFIG = {2: "incorrect_sysguid", 3: "incorrect_chassis_serial", 4: "no_partition", 5: "insufficient_nvlinks"}
+_FABRIC_SUMMARY = {1: "healthy", 2: "unhealthy", 3: "limited_capacity"}
+
+
+def decode_fabric_health(mask: Any) -> Optional[List[str]]:
+    """The conditions an NVML fabric health mask reports true; None for no mask."""
+    if not isinstance(mask, int):
+        return None
+    out = [name for shift, name in _FABRIC_HEALTH_FLAGS if (mask >> shift) & 0x3 == 1]
+    config = (mask >> 8) & 0xF
+    if config in _FABRIC_CONFIG:
+        out.append(f"incorrect_configuration:{_FABRIC_CONFIG[config]}")
+    elif config > 5:
+        out.append(f"incorrect_configuration:unknown_{config}")
+    return out
+
+
 def _fabric(r: _Reader, handle: Any) -> Tuple[Optional[str], Optional[str]]:
     """(state, status) of the GPU's NVSwitch fabric registration, from NVML GPU fabric info (Hopper+).
 
@@ -362,6 +420,10 @@ def _fabric(r: _Reader, handle: Any) -> Tuple[Optional[str], Optional[str]]:
         if code != 0:
             r.nvml_failure("fabric", return_name(nvml, code))
             return None, None
+        if version is not None:
+            r.fabric_health = decode_fabric_health(info.healthMask)
+            if version >= 3:
+                r.fabric_summary = _FABRIC_SUMMARY.get(info.healthSummary)
         return (_FABRIC_STATES.get(info.state, f"unknown_{info.state}"), return_name(nvml, info.status))
     return None, None
 
@@ -398,18 +460,32 @@ def _vgpu_license(r: _Reader, handle: Any) -> Optional[str]:
     return "licensed" if any(states) else "unlicensed"
 
 
-def _mig_devices(r: _Reader, handle: Any) -> Optional[int]:
+def _mig_device(r: _Reader, index: int, mh: Any) -> MigDevice:
+    """One MIG device through its own handle: its SMs and memory are the slice's, not the board's."""
+    c = r.call
+    name = _s(c("mig.name", "nvmlDeviceGetName", mh))
+    attrs = r.first("mig.attributes", ("nvmlDeviceGetAttributes_v2", "nvmlDeviceGetAttributes"), mh)
+    mem = c("mig.memory", "nvmlDeviceGetMemoryInfo", mh)
+    sms = getattr(attrs, "multiprocessorCount", None)
+    gi, ci = c("mig.gi", "nvmlDeviceGetGpuInstanceId", mh), c("mig.ci", "nvmlDeviceGetComputeInstanceId", mh)
+    return MigDevice(index=index, gpu_instance_id=gi if isinstance(gi, int) else None,
+                     compute_instance_id=ci if isinstance(ci, int) else None, profile=mig_profile(name),
+                     uuid=_s(c("mig.uuid", "nvmlDeviceGetUUID", mh)),
+                     sm_count=sms if isinstance(sms, int) and sms > 0 else None,
+                     memory_total_bytes=getattr(mem, "total", None), memory_used_bytes=getattr(mem, "used", None))
+
+
+def _mig_devices(r: _Reader, handle: Any) -> Optional[List[MigDevice]]:
     """MIG devices (instances CUDA can use) on a GPU in MIG mode; None when NVML cannot say."""
     nvml = r.nvml
     top = r.call("mig_devices", "nvmlDeviceGetMaxMigDeviceCount", handle)
     fn = getattr(nvml, "nvmlDeviceGetMigDeviceHandleByIndex", None)
     if not isinstance(top, int) or fn is None:
         return None
-    count = 0
+    out: List[MigDevice] = []
     for i in range(top):
         try:
-            fn(handle, i)
-            count += 1
+            mh = fn(handle, i)
         except nvml.NVMLError as e:
             name = r.error_name(e)
             if name in ("NOT_FOUND", "INVALID_ARGUMENT"):
@@ -419,7 +495,8 @@ def _mig_devices(r: _Reader, handle: Any) -> Optional[int]:
         except Exception as e:  # the per-field guard
             r.notes.append(f"mig_devices: {type(e).__name__}: {e}")
             return None
-    return count
+        out.append(_mig_device(r, i, mh))
+    return out
 
 
 def _parent_pid(pid: int) -> Optional[int]:
@@ -594,12 +671,17 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
     if mig_cur == 1 and remap[0] is None and not r.lost:
         # NVML does not report row remapping through a GPU in MIG mode here: say so rather than drop it
         r.notes.append("remapped_rows: not reported while MIG is on"
-                       + (f" ({mig_devices} MIG instance(s))" if mig_devices else "")
+                       + (f" ({len(mig_devices)} MIG instance(s))" if mig_devices else "")
                        + "; read it with `nvidia-smi -q -d ROW_REMAPPER` on the host")
     sm, memclk, gr = getattr(k, "NVML_CLOCK_SM", 1), getattr(k, "NVML_CLOCK_MEM", 2), getattr(k, "NVML_CLOCK_GRAPHICS", 0)
     # the Event name is the one drivers >= R535 export; older drivers only have the Throttle name
-    reasons = r.first("throttle_reasons", ("nvmlDeviceGetCurrentClocksEventReasons",
-                                           "nvmlDeviceGetCurrentClocksThrottleReasons"), handle)
+    reasons = r.successor("throttle_reasons", (("nvmlDeviceGetCurrentClocksEventReasons", (handle,)),
+                                               ("nvmlDeviceGetCurrentClocksThrottleReasons", (handle,))))
+    # NVML 13 deprecates the application-clock getters and nvmlDeviceGetTemperature: their successors first
+    # (nvmlDeviceGetClock with NVML_CLOCK_ID_APP_CLOCK_TARGET / _DEFAULT, nvmlDeviceGetTemperatureV)
+    app_target = getattr(k, "NVML_CLOCK_ID_APP_CLOCK_TARGET", 1)
+    app_default = getattr(k, "NVML_CLOCK_ID_APP_CLOCK_DEFAULT", 2)
+    temp_sensor = getattr(k, "NVML_TEMPERATURE_GPU", 0)
     pmin, pmax = _pair(c("power_limits", "nvmlDeviceGetPowerManagementLimitConstraints", handle))
     util = c("utilization", "nvmlDeviceGetUtilizationRates", handle)
     pstate = c("performance_state", "nvmlDeviceGetPerformanceState", handle)
@@ -630,7 +712,8 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         persistence_mode=_flag(persistence),
         mig_mode_current=_flag(mig_cur),
         mig_mode_pending=_flag(mig_pend),
-        mig_device_count=mig_devices,
+        mig_device_count=len(mig_devices) if mig_devices is not None else None,
+        mig_devices=mig_devices,
         compute_mode=_COMPUTE_MODES.get(compute_mode) if isinstance(compute_mode, int) else None,
         ecc_mode_current=_flag(ecc_cur),
         ecc_mode_pending=_flag(ecc_pend),
@@ -657,8 +740,11 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         clocks_mem_mhz=c("clocks", "nvmlDeviceGetClockInfo", handle, memclk),
         clocks_sm_max_mhz=c("clocks_max", "nvmlDeviceGetMaxClockInfo", handle, sm),
         clocks_mem_max_mhz=c("clocks_max", "nvmlDeviceGetMaxClockInfo", handle, memclk),
-        clocks_sm_app_mhz=c("clocks_app", "nvmlDeviceGetApplicationsClock", handle, gr),
-        clocks_sm_app_default_mhz=c("clocks_app_default", "nvmlDeviceGetDefaultApplicationsClock", handle, gr),
+        clocks_sm_app_mhz=r.successor("clocks_app", (("nvmlDeviceGetClock", (handle, gr, app_target)),
+                                                     ("nvmlDeviceGetApplicationsClock", (handle, gr)))),
+        clocks_sm_app_default_mhz=r.successor("clocks_app_default", (
+            ("nvmlDeviceGetClock", (handle, gr, app_default)),
+            ("nvmlDeviceGetDefaultApplicationsClock", (handle, gr)))),
         throttle_reasons=decode_reasons(reasons),
         power_draw_w=_w(c("power_draw", "nvmlDeviceGetPowerUsage", handle)),
         # the limit the driver enforces (the lowest of the requested and any system-imposed limit), not only
@@ -668,7 +754,8 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         power_default_limit_w=_w(c("power_default_limit", "nvmlDeviceGetPowerManagementDefaultLimit", handle)),
         power_min_limit_w=_w(pmin),
         power_max_limit_w=_w(pmax),
-        temperature_c=c("temperature", "nvmlDeviceGetTemperature", handle, getattr(k, "NVML_TEMPERATURE_GPU", 0)),
+        temperature_c=r.successor("temperature", (("nvmlDeviceGetTemperatureV", (handle, temp_sensor)),
+                                                  ("nvmlDeviceGetTemperature", (handle, temp_sensor)))),
         temperature_slowdown_c=c("temperature_slowdown", "nvmlDeviceGetTemperatureThreshold", handle,
                                  getattr(k, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", 1)),
         temperature_shutdown_c=c("temperature_shutdown", "nvmlDeviceGetTemperatureThreshold", handle,
@@ -682,6 +769,9 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         nvlinks=_nvlinks(r, handle) if not r.lost else None,
         fabric_state=fabric_state,
         fabric_status=fabric_status,
+        # a mask means something only once the GPU is on a fabric (NOT_SUPPORTED fields read 0 elsewhere)
+        fabric_health=r.fabric_health if fabric_state not in (None, "not_supported") else None,
+        fabric_health_summary=r.fabric_summary if fabric_state not in (None, "not_supported") else None,
         virtualization_mode=virt_mode,
         vgpu_license=_vgpu_license(r, handle) if virt_mode == "vgpu" else None,
         driver_model_current=_DRIVER_MODELS.get(dm_cur),
@@ -1091,6 +1181,12 @@ def read_watch_fields(nvml: Any, h: Any, pcie: bool = True) -> Dict[str, Any]:
 _VIOLATION_POLICIES = (("violation_power_ns", 0), ("violation_thermal_ns", 1), ("violation_sync_boost_ns", 2),
                        ("violation_board_limit_ns", 3), ("violation_low_utilization_ns", 4),
                        ("violation_reliability_ns", 5))
+# the same times as NVML 13 field values (nvml.h NVML_FI_DEV_PERF_POLICY_POWER 74 .. _RELIABILITY 79, "violation
+# time in ns"), read first where the driver answers them; nvmlDeviceGetViolationStatus, which NVML 13 deprecates,
+# stays the fallback
+_VIOLATION_FIELDS = {"violation_power_ns": 74, "violation_thermal_ns": 75, "violation_sync_boost_ns": 76,
+                     "violation_board_limit_ns": 77, "violation_low_utilization_ns": 78, "violation_reliability_ns": 79}
+_VALUE_TYPES = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 _XID_EVENT = 0x8
 _MAX_EVENTS = 1000  # drained per stop(): a GPU that floods Xids still ends the watch
 
@@ -1106,10 +1202,33 @@ def read_health_counters(nvml: Any, h: Any) -> Dict[str, int]:
     v = _quiet(nvml, "nvmlDeviceGetPcieReplayCounter", h)
     if isinstance(v, int):
         out["pcie_replays"] = v
+    out.update(_violation_fields(nvml, h))
     for key, policy in _VIOLATION_POLICIES:
+        if key in out:
+            continue
         v = getattr(_quiet(nvml, "nvmlDeviceGetViolationStatus", h, policy), "violationTime", None)
         if isinstance(v, int):
             out[key] = v
+    return out
+
+
+def _violation_fields(nvml: Any, h: Any) -> Dict[str, int]:
+    """The violation times NVML answers as field values (nvmlDeviceGetFieldValues), each field on its own."""
+    values = _quiet(nvml, "nvmlDeviceGetFieldValues", h, list(_VIOLATION_FIELDS.values()))
+    out: Dict[str, int] = {}
+    if values is None:
+        return out
+    names = {v: k for k, v in _VIOLATION_FIELDS.items()}
+    try:
+        for fv in values:
+            key = names.get(getattr(fv, "fieldId", None))
+            if key is None or getattr(fv, "nvmlReturn", 1) != 0:
+                continue
+            raw = getattr(getattr(fv, "value", None), _VALUE_TYPES.get(getattr(fv, "valueType", 3), "ullVal"), None)
+            if isinstance(raw, int):
+                out[key] = raw
+    except TypeError:  # a binding whose answer is not the array of nvmlFieldValue_t
+        return {}
     return out
 
 

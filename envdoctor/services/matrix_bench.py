@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..bench.expect import c2c_link
 from ..compat.bench import GPU_KERNELS, bench_table, kernel_unit
 from ..domain.arch import parse_cc
 
@@ -13,7 +14,7 @@ class MatrixError(ValueError):
     raises it (envdoctor.matrix imports it from here: the bench half imports nothing from matrix.py)."""
 
 
-LINK_CHOICES = ("pcie3", "pcie4", "pcie5", "pcie6", "c2c", "nvlink2", "nvlink3", "nvlink4", "nvlink5",
+LINK_CHOICES = ("pcie3", "pcie4", "pcie5", "pcie6", "c2c", "c2c_gb200", "nvlink2", "nvlink3", "nvlink4", "nvlink5",
                 "nvlink_bridge_hopper", "nvlink_bridge_ga102", "nvswitch_hopper", "nvls_hopper", "nvswitch_ampere",
                 "nvswitch_blackwell")
 
@@ -27,7 +28,8 @@ def _row(name: str, row: Any, table: Any, expected: Optional[float] = None) -> D
             "error_below": round(expected * b.error_below, 2) if expected is not None else None,
             "peak": round(row.peak * expected / row.expected, 2) if row.peak and scaled and row.expected else row.peak,
             "method": row.method + (" (scaled by lanes)" if scaled else ""), "shape": row.shape,
-            "derived": row.derived, "sources": list(row.sources), "confidence": row.confidence}
+            "derived": row.derived, "sources": list(row.sources), "confidence": row.confidence,
+            **({"best_shape": row.best_shape, "best_shape_expected": row.best_shape_expected} if row.best_shape else {})}
 
 
 def _models(compat: Any, name: str) -> List[Any]:
@@ -58,11 +60,12 @@ def _link_rows(table: Any, gpu_name: str, links: List[str]) -> List[Dict[str, An
             got = table.p2p("pcie", int(gen), int(width))
             if got:
                 out.append(_row(f"p2p over PCIe Gen{gen} x{width}", got[1], table, got[0]))
-        elif link == "c2c":
+        elif link in ("c2c", "c2c_gb200"):
             for d, kernel in (("h2d", "h2d_pinned"), ("d2h", "d2h_pinned")):
-                got = table.host_copy("c2c", direction=d)
-                if got:
-                    out.append(_row(f"{kernel} over NVLink-C2C", got[1], table, got[0]))
+                got = table.host_copy(link, direction=d)
+                if got and got[1].direction in (None, d):
+                    out.append(_row(f"{kernel} over NVLink-C2C" + (" (Grace Blackwell)" if link == "c2c_gb200" else ""),
+                                    got[1], table, got[0]))
         elif link.startswith(("nvswitch", "nvls")):
             row = table.topology(link)
             if row is not None and row.expected is not None:
@@ -78,7 +81,7 @@ def default_links(spec: Any) -> List[str]:
     """The links a GPU of this model usually has: its PCIe generation (x16), C2C on Grace superchips."""
     name = spec.name
     if name.startswith(("GH", "GB")):
-        return ["c2c"]
+        return [c2c_link(name[:2])]
     return [f"pcie{spec.pcie_gen}"] if getattr(spec, "pcie_gen", None) else []
 
 
@@ -137,6 +140,9 @@ def render(payload: Dict[str, Any]) -> str:
         lines.append(f"  {k['name']}: {k['expected']:g} {k['unit']}  (warning < {k['warning_below']:g}, "
                      f"error < {k['error_below']:g})  [{tag}, {k['confidence']}]")
         lines.append("      " + k["method"] + (f"; peak {k['peak']:g}" if k.get("peak") else ""))
+        if k.get("best_shape"):
+            lines.append(f"      at {k['best_shape']} (when the sweep picks that shape): {k['best_shape_expected']:g} "
+                         f"{k['unit']}")
         for source in k["sources"]:
             lines.append("      " + source)
     for m in payload.get("no_reference") or []:

@@ -271,7 +271,7 @@ def _live(args: Any, cmd: List[str]):
         while True:
             tick = time.monotonic()
             gpus = gpu.read()
-            gpu_pids = {p for g in gpus for p in (g.get("pids") or [])}
+            gpu_pids = gpu.local_pids(gpus)
             sample: Dict[str, Any] = {"t_s": round(tick - t0, 3), "gpus": gpus, "host": host.read()}
             procs = tree.read(gpu_pids)
             if procs is not None:

@@ -41,9 +41,12 @@ class GpuReader:
     # read blocks that long, per direction and GPU, so it is read every 2 s, not every tick
     PCIE_EVERY_S = 2.0
 
-    def __init__(self, unseen: Unseen, nvml: Any = None) -> None:
+    def __init__(self, unseen: Unseen, nvml: Any = None, host_pids: Optional[bool] = None) -> None:
         self.unseen = unseen
         self.nvml = nvml
+        # in a container's PID namespace NVML reports the host's PIDs, which name no process here (or the wrong
+        # one): the same rule as `check` (probes/nvml.py in_child_pid_namespace); None: told from /proc/self/ns/pid
+        self.host_pids = host_pids
         self.handles: List[Tuple[int, str, Any]] = []
         self.names: Dict[int, Optional[str]] = {}
         self._last_pcie = 0.0
@@ -93,6 +96,8 @@ class GpuReader:
             self.unseen.add(f"GPU list incomplete: {_err(self.nvml, e)}")
         if not self.handles:
             self.unseen.add("no GPU samples: NVML sees no GPU")
+        if self.host_pids is None:
+            self.host_pids = nvml_probe.in_child_pid_namespace()
 
     def read(self) -> List[Dict[str, Any]]:
         from ..probes.nvml import read_sample, read_watch_fields
@@ -120,8 +125,18 @@ class GpuReader:
                 "sm_clock_mhz": s.get("sm_clock_mhz"), "power_w": s.get("power_w"),
                 "temperature_c": s.get("temperature_c"), "throttle_reasons": s.get("throttle_reasons"),
                 "pcie_rx_mbps": rx, "pcie_tx_mbps": tx, "pids": w.get("pids"),
+                **({"pids_are_host": True} if self.host_pids else {}),
             })
+            if self.host_pids and w.get("pids"):
+                self.unseen.add("GPU process IDs are the host's (this runs in a container's PID namespace): they "
+                                "are counted, not matched to processes here; name the command or --pid to watch it")
         return out
+
+    def local_pids(self, samples: List[Dict[str, Any]]) -> Set[int]:
+        """The GPUs' process IDs as this PID namespace numbers them: none when NVML's are the host's."""
+        if self.host_pids:
+            return set()
+        return {p for g in samples for p in (g.get("pids") or [])}
 
     def close(self) -> None:
         if self.nvml is not None:

@@ -87,6 +87,7 @@ class FABRIC:
     clique: int = 0
     health_mask: int = 0
     cluster_uuid: bytes = bytes(range(1, 17))
+    health_summary: int = 0  # NVML_GPU_FABRIC_HEALTH_SUMMARY_* (v3 only)
 
 
 def _memmove_into(out: Any, data: bytes, offset: int = 0) -> int:
@@ -289,7 +290,7 @@ class FakeNvmlLib:
         if version is not None:
             fields = (_FABRIC_IMAGES[version][1] | version << 24,) + fields + (value.health_mask,)
             if version == 3:
-                fields += (0,)
+                fields += (value.health_summary,)
         image = struct.pack(fmt, *fields)
         assert len(image) == size
         self.fabric_writes.append((symbol, version, ctypes.sizeof(getattr(out, "_obj", out)), size))

@@ -107,10 +107,10 @@ def test_cli_matrix_bench_json_and_unknown_gpu():
 
 
 def test_a_healthy_h200_at_the_square_shape_fp8_figure_passes():
-    # public square-shape figures sit ~20% under the best-shape sweeps (K 12k-14k) the old row used
-    r = _result("matmul_fp8", 1170.0, "NVIDIA H200")
+    # Azure ND H200 v5 measured 1300.6 at 8192^3 (a square the payload runs); the row is its 16384^3 figure
+    r = _result("matmul_fp8", 1300.6, "NVIDIA H200")
     e = expect(_on("NVIDIA H200", r), COMPAT, r)
-    assert e.verdict == "ok" and e.expected < 1453.4 * 0.9
+    assert e.verdict == "ok" and e.expected == 1366.3
 
 
 def test_a_gh200_host_copy_at_pcie_speed_fails():

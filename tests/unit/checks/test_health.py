@@ -176,12 +176,31 @@ def test_throttle_sw_thermal_and_power_brake_on_one_h100(compat):
 
 
 def test_throttle_power_cap_under_load_on_4090(compat):
+    # two GPUs drawing ~445 W of their default 450 W: SW Power Cap is how a GPU at its limit runs (NVML), a note
     res = one(q("perf-throttle/rtx-4090-x8_535.154.05_sw-power-cap.txt"), compat, "gpu.throttle")
-    f = finding(res, "gpu.throttle/power-cap")
-    assert (f.category, f.severity) == ("GPU_THROTTLED", Severity.WARNING)
-    # two GPUs drawing ~445 W of 450 W
-    assert sum(1 for e in f.evidence if e.path.endswith("power_draw_w")) == 2
-    assert res.status == CheckStatus.FAILED
+    f = finding(res, "gpu.throttle/power-cap-at-limit")
+    assert (f.category, f.about, f.severity) == ("NOTE", "GPU_THROTTLED", Severity.INFO)
+    assert sum(1 for e in f.evidence if e.path.endswith("power_limit_w")) == 2
+    assert res.status == CheckStatus.PASSED
+    # the same under a lowered limit is a warning
+    low = replace_gpu(q("perf-throttle/rtx-4090-x8_535.154.05_sw-power-cap.txt"), 1, power_limit_w=300.0,
+                      power_draw_w=298.0)
+    got = {x.code: x.severity for x in one(low, compat, "gpu.throttle").findings}
+    assert got["gpu.throttle/power-cap"] == Severity.WARNING
+    assert got["gpu.throttle/power-limit-lowered"] == Severity.WARNING
+
+
+def test_throttle_clock_setting_under_load_fires_without_a_lock_reading(compat):
+    # no source gives the locked-clock value itself; the Applications Clocks Setting reason under load does
+    f = replace_gpu(healthy(), 2, throttle_reasons=["applications_clocks_setting"], under_load=True,
+                    clocks_sm_mhz=1200, clocks_sm_max_mhz=1980)
+    res = one(f, compat, "gpu.throttle")
+    c = finding(res, "gpu.throttle/clock-setting")
+    assert (c.category, c.severity) == ("GPU_THROTTLED", Severity.WARNING)
+    assert c.evidence[0].path == "driver.gpus[2].throttle_reasons" and c.evidence[1].value == 1200
+    assert c.fix.commands == ["sudo nvidia-smi -i 2 -rgc", "sudo nvidia-smi -i 2 -rac"]
+    at_max = replace_gpu(f, 2, clocks_sm_mhz=1980)
+    assert "gpu.throttle/clock-setting" not in codes(one(at_max, compat, "gpu.throttle"))
 
 
 @pytest.mark.parametrize("rel", [
@@ -203,7 +222,9 @@ def test_throttle_idle_reason_passes_and_under_load_power_cap_fails(compat):
     a10 = q("other/a10_535.129.03_row-remap-pending_nvidia-smi-q.txt")  # gpu_idle active
     assert one(a10, compat, "gpu.throttle").findings == []
     capped = replace_gpu(a10, 0, throttle_reasons=["sw_power_cap"], under_load=True)
-    assert codes(one(capped, compat, "gpu.throttle")) == ["gpu.throttle/power-cap"]
+    assert codes(one(capped, compat, "gpu.throttle")) == ["gpu.throttle/power-cap-at-limit"]
+    lowered = replace_gpu(capped, 0, power_limit_w=0.8 * capped.driver.gpus[0].power_default_limit_w)
+    assert "gpu.throttle/power-cap" in codes(one(lowered, compat, "gpu.throttle"))
 
 
 def test_throttle_lowered_power_limit_and_locked_clocks(compat):

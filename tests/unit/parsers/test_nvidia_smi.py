@@ -275,3 +275,34 @@ def test_proc_driver_version():
         "(dvs-builder@U16-I3-B03-4-3)  Wed Feb 26 01:53:46 UTC 2025\n"
     ) == "570.124.06"
     assert parse_proc_driver_version("") is None
+
+
+def test_fabric_health_and_virtualization_from_the_xml():
+    # the real v13 capture (fabric health all N/A there) and the same capture with the health fields as nvidia-smi
+    # prints them on a registered GPU whose fabric lost a route
+    text = fixture("nvidia-smi-xml/rtx-pro-6000-blackwell-maxq_590.44.01.xml")
+    (g,) = parse_nvidia_smi_xml(text).gpus
+    assert g.fabric_health is None and g.fabric_health_summary is None and g.virtualization_mode == "none"
+    health = ("<health>\n\t\t\t\t<summary>N/A</summary>\n\t\t\t\t<bandwidth>N/A</bandwidth>\n"
+              "\t\t\t\t<route_recovery_in_progress>N/A</route_recovery_in_progress>\n"
+              "\t\t\t\t<route_unhealthy>N/A</route_unhealthy>\n")
+    assert health in text
+    sick = text.replace(health, health.replace("<summary>N/A", "<summary>Unhealthy")
+                        .replace("<bandwidth>N/A", "<bandwidth>Degraded")
+                        .replace("<route_unhealthy>N/A", "<route_unhealthy>True")
+                        .replace("<route_recovery_in_progress>N/A", "<route_recovery_in_progress>False"))
+    (g,) = parse_nvidia_smi_xml(sick).gpus
+    assert g.fabric_health == ["degraded_bandwidth", "route_unhealthy"] and g.fabric_health_summary == "unhealthy"
+
+
+def test_fabric_health_from_nvidia_smi_q_is_unknown_when_na():
+    text = fixture("other/h100-sxm-80gb_590.48.01_load_nvidia-smi-q.txt")
+    d = parse_nvidia_smi_q(text)
+    assert {(g.fabric_state, g.fabric_health_summary) for g in d.gpus} == {("completed", None)}
+    assert all(g.fabric_health is None for g in d.gpus)
+    line = "            Route Unhealthy                            : N/A"
+    summary = "            Summary                                    : N/A"
+    assert line in text and summary in text
+    (g,) = parse_nvidia_smi_q(text.replace(line, line.replace("N/A", "True"))
+                              .replace(summary, summary.replace("N/A", "Limited Capacity"))).gpus
+    assert g.fabric_health == ["route_unhealthy"] and g.fabric_health_summary == "limited_capacity"

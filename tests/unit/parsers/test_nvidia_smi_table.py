@@ -42,6 +42,19 @@ def test_counts_and_details() -> None:
     assert [g.inforom_valid for g in bad].count(False) == 1 and bad[7].inforom_valid is False
 
 
+def test_mig_devices_table_of_a_real_h100_capture() -> None:
+    # the H100 in MIG mode (utkuozdemir/nvidia_gpu_exporter capture): a 3g, a 2g and two 1g slices, each with its
+    # own SMs and memory; the processes below the MIG table still belong to the GPU
+    g = parse_nvidia_smi_table((FIXTURES / "pastes" / "nvidia-smi-table" / "h100-mig_590.48.01_load.txt")
+                               .read_text()).gpus[0]
+    assert g.mig_device_count == 4
+    assert [(m.index, m.gpu_instance_id, m.compute_instance_id, m.sm_count) for m in g.mig_devices] == [
+        (0, 2, 0, 60), (1, 3, 0, 32), (2, 9, 0, 16), (3, 10, 0, 16)]
+    assert g.mig_devices[2].memory_total_bytes == 9984 * 1024 * 1024
+    assert g.mig_devices[0].memory_used_bytes == 11091 * 1024 * 1024
+    assert len(g.processes) == 3 and g.processes[0].pid == 21180
+
+
 def test_old_header_without_cuda_version() -> None:
     text = ("+-----------------------------------------------------------------------------+\n"
             "| NVIDIA-SMI 384.111                Driver Version: 384.111                   |\n")

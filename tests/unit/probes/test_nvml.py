@@ -232,6 +232,36 @@ def test_fabric_state_from_nvml_decides_inside_a_container(tmp_path):
     assert "not_started" in got[0].summary
 
 
+def test_fabric_health_is_judged_not_discarded(tmp_path):
+    # nvml.h: healthMask DEGRADED_BW at shift 0 (TRUE 1, FALSE 2), ROUTE_UNHEALTHY at shift 4; healthSummary
+    # LIMITED_CAPACITY 3, UNHEALTHY 2 (v3 struct): a registered fabric that reports them is judged
+    root = nvswitch_root(tmp_path)
+    R570 = "570.86.15"  # the v3 struct, with the health summary
+    healthy_mask = 2 | 2 << 2 | 2 << 4 | 2 << 6 | 1 << 8  # every condition FALSE, configuration NONE
+    with installed(FakeNvmlLib([h100_sxm(i, **fabric(3, health_mask=healthy_mask, health_summary=1))
+                                for i in range(8)], driver=R570)) as nv:
+        fine = probe_driver(NO_SMI, nvml=nv, root=root)
+    assert {(tuple(g.fabric_health), g.fabric_health_summary) for g in fine.gpus} == {((), "healthy")}
+    assert [x.code for x in findings(facts_of(fine)) if x.code.startswith("interconnect.fabric")] == []
+    degraded = [h100_sxm(i, **fabric(3, health_mask=(1 if i == 5 else 2) | 2 << 4, health_summary=3 if i == 5 else 1))
+                for i in range(8)]
+    with installed(FakeNvmlLib(degraded, driver=R570)) as nv:
+        d = probe_driver(NO_SMI, nvml=nv, root=root)
+    assert d.gpus[5].fabric_health == ["degraded_bandwidth"] and d.gpus[5].fabric_health_summary == "limited_capacity"
+    (f,) = [x for x in findings(facts_of(d)) if x.code.startswith("interconnect.fabric")]
+    assert (f.code, f.category, f.severity) == ("interconnect.fabric-manager/degraded", "INTERCONNECT", Severity.WARNING)
+    assert f.summary.endswith("GPU 5: degraded bandwidth")
+    assert [(e.path, e.value) for e in f.evidence] == [("driver.gpus[5].fabric_health", ["degraded_bandwidth"]),
+                                                      ("driver.gpus[5].fabric_health_summary", "limited_capacity")]
+    lost = [h100_sxm(i, **fabric(3, health_mask=2 | (1 if i == 2 else 2) << 4, health_summary=2 if i == 2 else 1))
+            for i in range(8)]
+    with installed(FakeNvmlLib(lost, driver=R570)) as nv:
+        d = probe_driver(NO_SMI, nvml=nv, root=root)
+    (f,) = [x for x in findings(facts_of(d)) if x.code.startswith("interconnect.fabric")]
+    assert (f.code, f.severity) == ("interconnect.fabric-manager/unhealthy", Severity.ERROR)
+    assert "GPU 2: route unhealthy" in f.summary
+
+
 def test_pre_hopper_nvswitch_box_in_a_container_is_unknown_not_an_error(tmp_path):
     from envdoctor.facts import Container
 
@@ -262,6 +292,68 @@ def test_mig_on_without_instances_fires_on_the_nvml_path():
     got = {f.code: f for f in findings(facts_of(d))}
     assert "GPU 0" in got["gpu.mig/no-instances"].summary
     assert got["gpu.memory-errors/remap-unread-mig"].severity == Severity.INFO
+
+
+def test_mig_devices_are_read_through_their_own_handles():
+    # the slices of the real H100 MIG capture (tests/fixtures/pastes/nvidia-smi-table/h100-mig_590.48.01_load.txt):
+    # a 3g.40gb with 60 SMs and two 1g.10gb with 16 SMs each; NVML names a MIG device "<board> MIG <profile>"
+    from tests.fakes.nvml_lib import FakeGpu
+
+    def slice_(profile: str, sms: int, mib: int, gi: int) -> FakeGpu:
+        return FakeGpu({"nvmlDeviceGetName": f"NVIDIA H100 80GB HBM3 MIG {profile}",
+                        "nvmlDeviceGetUUID": f"MIG-{gi:08d}-0000-0000-0000-000000000000",
+                        "nvmlDeviceGetAttributes_v2": {"multiprocessorCount": sms, "memorySizeMB": mib},
+                        "nvmlDeviceGetMemoryInfo": {"total": mib << 20, "used": 9 << 20, "free": (mib - 9) << 20},
+                        "nvmlDeviceGetGpuInstanceId": gi, "nvmlDeviceGetComputeInstanceId": 0})
+
+    g = h100_sxm(0, nvmlDeviceGetMigMode=(1, 1), nvmlDeviceGetMaxMigDeviceCount=7,
+                 nvmlDeviceGetRemappedRows=ERR("NOT_SUPPORTED"))
+    g.mig = [slice_("3g.40gb", 60, 40448, 2), slice_("1g.10gb", 16, 9984, 9), slice_("1g.10gb", 16, 9984, 10)]
+    d = probe(FakeNvmlLib([g]))
+    got = d.gpus[0]
+    assert got.mig_device_count == 3
+    assert [(m.index, m.profile, m.sm_count, m.gpu_instance_id, m.compute_instance_id) for m in got.mig_devices] == [
+        (0, "3g.40gb", 60, 2, 0), (1, "1g.10gb", 16, 9, 0), (2, "1g.10gb", 16, 10, 0)]
+    assert got.mig_devices[1].memory_total_bytes == 9984 << 20
+    assert got.mig_devices[1].uuid == "MIG-00000009-0000-0000-0000-000000000000"
+
+
+def test_nvml_13_successors_are_used_where_the_driver_has_them_and_a_missing_pair_is_said():
+    # nvmlDeviceGetTemperatureV and nvmlDeviceGetClock(APP_CLOCK_TARGET / APP_CLOCK_DEFAULT) answer first; the calls
+    # they deprecate stay the fallback; with neither in the driver a note says so (not a silent unknown)
+    new = h100_sxm(0, nvmlDeviceGetTemperatureV={"temperature": 45},
+                   nvmlDeviceGetClock={(0, 1): 1980, (0, 2): 1755}, nvmlDeviceGetTemperature={0: 31})
+    lib = FakeNvmlLib([new])
+    g = probe(lib).gpus[0]
+    assert (g.temperature_c, g.clocks_sm_app_mhz, g.clocks_sm_app_default_mhz) == (45, 1980, 1755)
+    assert "nvmlDeviceGetTemperature" not in lib.called and "nvmlDeviceGetApplicationsClock" not in lib.called
+    old = probe(FakeNvmlLib([h100_sxm(0)])).gpus[0]  # a driver that answers only the deprecated calls
+    assert (old.temperature_c, old.clocks_sm_app_mhz, old.clocks_sm_app_default_mhz) == (31, 1755, 1755)
+    gone = probe(FakeNvmlLib([h100_sxm(0)], missing={"nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature"})).gpus[0]
+    assert gone.temperature_c is None
+    assert "temperature: neither nvmlDeviceGetTemperatureV nor nvmlDeviceGetTemperature exists in this driver or " \
+           "binding" in gone.notes
+
+
+def test_violation_times_come_from_nvml_13_field_values_where_the_driver_answers_them():
+    from envdoctor.probes.nvml import read_health_counters
+
+    def field_values(gpu, args):  # nvmlDeviceGetFieldValues(device, count, nvmlFieldValue_t *values)
+        for fv in args[2]._obj:
+            fv.nvmlReturn, fv.valueType = (0, 3) if fv.fieldId != 79 else (3, 3)  # reliability: NOT_SUPPORTED
+            fv.value.ullVal = {74: 7_000, 75: 40}.get(fv.fieldId, 0)
+        return 0
+
+    g = h100_sxm(0, nvmlDeviceGetFieldValues=field_values,
+                 nvmlDeviceGetViolationStatus={p: {"referenceTime": 1, "violationTime": 99} for p in range(6)})
+    lib = FakeNvmlLib([g])
+    with installed(lib) as nv:
+        nv.nvmlInit()
+        got = read_health_counters(nv, nv.nvmlDeviceGetHandleByIndex(0))
+        nv.nvmlShutdown()
+    assert got["violation_power_ns"] == 7_000 and got["violation_thermal_ns"] == 40
+    assert got["violation_reliability_ns"] == 99  # not a field here: the deprecated call answers it
+    assert lib.called.count("nvmlDeviceGetViolationStatus") == 1
 
 
 def test_hw_slowdown_in_one_reading_is_a_warning_and_unknown_bits_are_kept():

@@ -76,13 +76,29 @@ def test_gpu_reader_on_a_fake_nvml():
                                 nvmlDeviceGetPcieThroughput={0: 1000, 1: 250000}, processes=[(4242, 1 << 30)])])
     unseen = Unseen()
     with installed(lib) as nvml:
-        r = GpuReader(unseen, nvml)
+        r = GpuReader(unseen, nvml, host_pids=False)  # the host's PID namespace
         g = r.read()[0]
         r.close()
     assert (g["util_pct"], g["mem_util_pct"], g["power_w"], g["sm_clock_mhz"]) == (87, 40, 72.0, 1980)
     assert g["mem_total_mib"] == 81559 and g["pids"] == [4242] and g["pcie_rx_mbps"] == 250.0
     assert g["throttle_reasons"] == ["gpu_idle"] and unseen.lines == []
+    assert r.local_pids([g]) == {4242} and "pids_are_host" not in g
     assert "nvmlShutdown" in lib.called
+
+
+def test_gpu_reader_in_a_container_keeps_host_pids_out_of_the_process_tree():
+    # in a container's PID namespace NVML lists the host's PIDs (as `check` reads them: probes/nvml.py): 4242 names
+    # no process here, or another one, so the sampler counts it but never matches it to /proc
+    lib = FakeNvmlLib([h100_sxm(0, processes=[(4242, 1 << 30)])])
+    unseen = Unseen()
+    with installed(lib) as nvml:
+        r = GpuReader(unseen, nvml, host_pids=True)
+        g = r.read()[0]
+        r.close()
+    assert g["pids"] == [4242] and g["pids_are_host"] is True
+    assert r.local_pids([g]) == set()
+    assert unseen.lines == ["GPU process IDs are the host's (this runs in a container's PID namespace): they are "
+                            "counted, not matched to processes here; name the command or --pid to watch it"]
 
 
 def test_gpu_reader_without_nvml_says_why():
