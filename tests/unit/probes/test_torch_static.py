@@ -448,16 +448,28 @@ def _fake_interpreter(tmp: Path, name: str, torch_init: str, version_py: str = V
 
 
 def _no_torch_interpreter(tmp: Path) -> Path:
-    script = tmp / "bare-python"
-    # -S: no site-packages, so no torch, whatever is installed next to this Python
-    script.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
-    script.chmod(0o755)
-    return script
+    """A fresh venv without pip and without torch: the same interpreter whether the tests run inside a venv or not.
+
+    Not ``sys.executable -S``: outside a venv that is envdoctor's own environment (the warning below), but inside one
+    ``-S`` skips the site module that reads pyvenv.cfg, so the child's sys.prefix is the base interpreter's, none of
+    the venv's packages are importable and it is rightly judged as another interpreter (an error)."""
+    import venv
+
+    venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(tmp / "bare-venv")
+    return tmp / "bare-venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-@pytest.mark.parametrize("kind", ["true", "segfault", "hang", "gil-hang", "no-torch"])
+def _torch_importable_here() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+@pytest.mark.parametrize("kind", ["true", "segfault", "hang", "gil-hang", "no-torch", "own-no-torch"])
 def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, kind: str) -> None:
     extra: List[str] = []
+    if kind == "own-no-torch" and _torch_importable_here():
+        pytest.skip("torch is installed in envdoctor's own environment here: it cannot be judged as one without")
     if kind == "true":
         target, category = Path("/bin/true"), "TARGET_PYTHON_UNUSABLE"
     elif kind == "segfault":
@@ -471,12 +483,14 @@ def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, 
         # process, and the checkpoint written before `import torch` still carries the build
         target = _fake_interpreter(tmp_path, "gil", "import ctypes\nctypes.PyDLL(None).sleep(600)\n")
         category, extra = "TORCH_IMPORT_FAILED", ["--python-timeout", "3"]
-    else:
+    elif kind == "no-torch":
         target, category = _no_torch_interpreter(tmp_path), "TORCH_NOT_INSTALLED"
+    else:
+        target, category = Path(sys.executable), "TORCH_NOT_INSTALLED"
     base = [sys.executable, "-m", "envdoctor", "check", "--python", str(target), *extra, "--data", str(tmp_path)]
-    # the no-torch target runs envdoctor's own interpreter (`python -S`): judging envdoctor's own environment
-    # without torch is the plain warning "torch was not judged here" (issue 19), not an error, never a clean bill
-    severity, rc = ("warning", 0) if kind == "no-torch" else ("error", 1)
+    # another interpreter named with --python and without torch is an error; envdoctor's own environment without
+    # torch is the plain warning "torch was not judged here" (issue 19), not an error; never a clean bill
+    severity, rc = ("warning", 0) if kind == "own-no-torch" else ("error", 1)
     proc = subprocess.run(base, capture_output=True, text=True, timeout=120)
     assert "No problems found" not in proc.stdout and proc.returncode == rc, proc.stdout[-3000:] + proc.stderr
     js = subprocess.run(base + ["--format", "json"], capture_output=True, text=True, timeout=120)
@@ -484,6 +498,8 @@ def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, 
     got = [f for f in report["findings"] if f["category"] == category]
     assert got and got[0]["severity"] == severity, [f["code"] for f in report["findings"]]
     if kind == "no-torch":
+        assert got[0]["code"] == "torch.interpreter/no-torch"
+    if kind == "own-no-torch":
         assert got[0]["code"] == "torch.interpreter/not-a-torch-environment"
     if kind in ("segfault", "hang", "gil-hang"):
         assert report["facts"]["pythons"][0]["torch"]["version"] == "2.14.1+cu130"  # the build survives

@@ -30,12 +30,12 @@ from envdoctor.remedies.shell_wrap import split_comment, wrap_command
 from envdoctor.report.console import COMMAND_INDENT, render_console
 from envdoctor.services.collect import judge
 from tests import machines as m
-from tests.paths import TESTS
+from tests.paths import SHARED, TESTS
 
 ROOT = TESTS
 SNAPSHOTS = sorted((ROOT / "fixtures" / "snapshots").glob("*.json"))
 PASTES = sorted((ROOT / "fixtures" / "pastes").glob("*.txt"))
-SHARED_PASTES = sorted(ROOT.parent.parent.glob("shared/examples/reports*/*.txt"))
+SHARED_PASTES = sorted(SHARED.glob("examples/reports*/*.txt"))
 HOSTILE = ROOT / "fixtures" / "snapshots" / "hostile-values.json"
 BASH = shutil.which("bash")
 needs_bash = pytest.mark.skipif(BASH is None, reason="bash is not installed")
