@@ -387,7 +387,7 @@ def install_signal_handlers() -> dict:
     import signal
     import threading
 
-    from ..probes import runner  # noqa: F401 - loaded now, so that the handler imports nothing when it runs
+    from ..probes import runner  # loaded now, so that the handler imports nothing when it runs
 
     previous: dict = {}
     if threading.current_thread() is not threading.main_thread():
@@ -398,6 +398,10 @@ def install_signal_handlers() -> dict:
             continue
         previous[sig] = old
         signal.signal(sig, on_signal)
+    for old in previous.values():
+        held = getattr(old, "held", None)  # envdoctor.__main__'s _Hold: a signal that came during the imports
+        if held and runner.PENDING_SIGNAL[0] is None:
+            runner.PENDING_SIGNAL[0] = held.pop(0)
     return previous
 
 
