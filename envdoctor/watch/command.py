@@ -343,7 +343,16 @@ def _live(args: Any, cmd: List[str]):
     facts = Facts(watch=w, origin="live", envdoctor_version=_version(), collected_at=_now())
     if stopped_by_duration and child is not None:
         exit_code = EXIT_OK  # we stopped it: its exit code says nothing about the run
-    return facts, exit_code
+    return facts, exit_status(exit_code)
+
+
+def exit_status(returncode: Optional[int]) -> Optional[int]:
+    """The command's return code as watch's own exit status, as a shell reports it: killed by signal N
+    (``returncode`` -N) is 128 + N (130 for SIGINT, 143 for SIGTERM), not -N taken modulo 256 (254, 241).
+    The facts keep the return code itself (``watch.exit_code``: -2)."""
+    if returncode is not None and returncode < 0:
+        return 128 - returncode
+    return returncode
 
 
 def _alive(pid: int) -> bool:

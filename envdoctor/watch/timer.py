@@ -83,9 +83,14 @@ class _Reporter:
         self.seen_watch = False
         self._dir_checked = 0.0
         self._dir_ok = False
+        self.closed = False  # at_exit has written the last summary
         atexit.register(self.at_exit)
 
     def flush(self) -> None:
+        # a loop left with `break` keeps its generator alive until the interpreter tears the modules down; its
+        # `finally` then runs with the builtins gone (`open` undefined): at_exit has already written everything
+        if self.closed or sys.is_finalizing():
+            return
         now = time.monotonic()
         if now - self._dir_checked >= 1.0:
             self._dir_checked = now
@@ -104,9 +109,11 @@ class _Reporter:
 
     def at_exit(self) -> None:
         if not self.loops:
+            self.closed = True
             return
         self._dir_checked = 0.0
         self.flush()
+        self.closed = True
         if self.seen_watch:
             return
         for s in self.loops:

@@ -31,6 +31,15 @@ def test_the_commands_exit_code_passes_through():
     assert w["exit_code"] == 3 and w["summary"]["sample_count"] >= 2 and os.path.basename(w["command"][0]).startswith("python")
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_command_killed_by_a_signal_exits_as_a_shell_says(sig):
+    # watch's status is 128 + N as the shell's `$?` after a command killed by signal N (was 254 / 241: -N mod 256)
+    kill = f"import os, signal; signal.signal({int(sig)}, signal.SIG_DFL); os.kill(os.getpid(), {int(sig)})"
+    p = run("--interval", "0.2", "--format", "json", "--", sys.executable, "-c", kill)
+    assert p.returncode == 128 + sig, p.stderr
+    assert json.loads(p.stdout)["facts"]["watch"]["exit_code"] == -sig  # the facts keep the return code itself
+
+
 def test_a_command_that_exits_at_once_still_gets_its_report():
     p = run("--", sys.executable, "-c", "pass")
     assert p.returncode == 0 and "envdoctor watch:" in p.stdout and "samples over" in p.stdout

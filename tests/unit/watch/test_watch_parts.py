@@ -14,26 +14,59 @@ from envdoctor.watch import timer
 from envdoctor.watch.record import Recorder
 from envdoctor.watch.sample import GpuReader, HostReader, ProcessTree, Unseen
 from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
+from tests.paths import REPO
+
+
+class _FakeClock:
+    """timer's `time`: a clock the test advances, so that the fraction does not depend on the machine's load."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    monotonic = perf_counter
+    time = perf_counter
 
 
 def test_timed_measures_the_wait_and_writes_for_a_running_watch(tmp_path, monkeypatch):
     monkeypatch.setattr(timer, "_REPORTER", None)
     monkeypatch.setenv("ENVDOCTOR_WATCH_DIR", str(tmp_path))
+    clock = _FakeClock()
+    monkeypatch.setattr(timer, "time", clock)
 
     def slow():
         for i in range(12):
-            time.sleep(0.02)  # the batch takes 20 ms to come
+            clock.now += 0.02  # the batch takes 20 ms to come
             yield i
 
     got = []
     for b in timer.timed(slow(), name="slow"):
         got.append(b)
-        time.sleep(0.005)  # the step's compute
+        clock.now += 0.005  # the step's compute
     assert got == list(range(12))
     loops = timer.read_reports(str(tmp_path), [os.getpid()])
     assert len(loops) == 1 and loops[0]["steps"] == 12 and loops[0]["name"] == "slow"
-    assert 0.6 < loops[0]["data_wait_fraction"] < 0.95
+    assert abs(loops[0]["data_wait_fraction"] - 0.8) < 1e-3  # 20 ms of each 25 ms step
+    assert loops[0]["wait_p50_ms"] == 20.0 and loops[0]["step_p50_ms"] == 25.0
     assert timer.read_reports(str(tmp_path), [os.getpid() + 1]) == []
+
+
+def test_a_loop_left_with_break_prints_no_traceback_at_exit(tmp_path):
+    # the generator outlives the loop (a global set in a function) and is closed while the interpreter tears the
+    # modules down: its `finally` used to write the summary again then, "NameError: name 'open' is not defined"
+    script = tmp_path / "train.py"
+    script.write_text("from envdoctor.watch import timed\n\n\n"
+                      "def main():\n    global it\n    it = timed(range(10), name='loader')\n"
+                      "    for b in it:\n        break\n\n\nmain()\n")
+    watching = tmp_path / "watch"
+    watching.mkdir()  # a watch is running: the summary goes to its folder
+    env = dict(os.environ, ENVDOCTOR_WATCH_DIR=str(watching), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    loops = timer.read_reports(str(watching))
+    assert [(x["name"], x["steps"]) for x in loops] == [("loader", 1)]
 
 
 def test_timed_prints_a_summary_at_exit_when_no_watch_runs(tmp_path):
