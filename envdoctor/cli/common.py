@@ -323,6 +323,49 @@ def answer(args, fn: Callable[[Any], Tuple[Dict[str, Any], str]], error: Type[Ex
     return payload
 
 
+# --------------------------------------------------------------------------- progress while waiting
+
+PROGRESS_AFTER_S = 2.0  # a wait shorter than this says nothing
+PROGRESS_EVERY_S = 5.0
+
+
+class WaitProgress:
+    """``collect(progress=...)``: one line on stderr once the probes have taken PROGRESS_AFTER_S, then one every
+    PROGRESS_EVERY_S, naming what is still running (a hung interpreter's `import torch` is a silent minute
+    otherwise). Written only where stderr is a terminal, or always with ENVDOCTOR_PROGRESS=1 (never with 0):
+    stdout (the report, --format json) is never touched, and a log or a pipe is not filled with it."""
+
+    def __init__(self, python_timeout_s: Optional[float], stream: Any = None) -> None:
+        self.python_timeout_s = python_timeout_s
+        self.stream = stream if stream is not None else sys.stderr
+        self.next_s = PROGRESS_AFTER_S
+
+    def __call__(self, elapsed_s: float, waiting: List[str]) -> None:
+        if elapsed_s < self.next_s or not waiting:
+            return
+        self.next_s = elapsed_s + PROGRESS_EVERY_S
+        what = [("the target interpreter (its `import torch`"
+                 + (f"; --python-timeout {self.python_timeout_s:g} s)" if self.python_timeout_s else ")"))
+                if name == "pythons" else name for name in waiting]
+        self.stream.write(f"envdoctor: still waiting after {elapsed_s:.0f} s for {', '.join(what)}\n")
+        self.stream.flush()
+
+
+def wait_progress(args: Any) -> Optional[WaitProgress]:
+    """The progress printer for a command that collects, or None where it stays quiet (see WaitProgress)."""
+    wanted = os.environ.get("ENVDOCTOR_PROGRESS")
+    if wanted == "0":
+        return None
+    if wanted != "1":
+        try:
+            if not sys.stderr.isatty():
+                return None
+        except (AttributeError, ValueError):  # a closed or replaced stderr
+            return None
+    timeout = getattr(args, "python_timeout", None)
+    return WaitProgress(timeout if timeout is not None else DEFAULT_PYTHON_TIMEOUT_S)
+
+
 # --------------------------------------------------------------------------- signals
 
 

@@ -558,3 +558,39 @@ def test_overlap_mode_reads_the_files_while_torch_imports(tmp_path: Path) -> Non
     assert result["packages"] and result["torch_build"]["version"] == "2.14.1+cu130"
     assert result["torch"]["import_seconds"] >= 0.5
     assert any(o.get("checkpoint") and o["result"].get("packages") for o in lines[:-1])  # the reader's checkpoint
+
+
+@pytest.mark.parametrize("progress, shown", [("1", True), ("0", False), (None, False)])
+def test_check_on_a_hung_interpreter_says_what_it_waits_for(tmp_path: Path, progress, shown) -> None:
+    # progress goes to stderr after ~2 s, where stderr is a terminal (here: a pipe, so only with
+    # ENVDOCTOR_PROGRESS=1); stdout, the JSON report, never has it
+    target = _fake_interpreter(tmp_path, "hang", "import time\ntime.sleep(600)\n")
+    env = {k: v for k, v in os.environ.items() if k != "ENVDOCTOR_PROGRESS"}
+    if progress is not None:
+        env["ENVDOCTOR_PROGRESS"] = progress
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "check", "--python", str(target), "--python-timeout",
+                           "6", "--data", str(tmp_path), "--format", "json"], capture_output=True, text=True,
+                          timeout=180, env=env)
+    json.loads(proc.stdout)  # the report alone
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("envdoctor: still waiting after")]
+    if shown:
+        assert lines and "the target interpreter (its `import torch`; --python-timeout 6 s)" in lines[0], proc.stderr
+    else:
+        assert not lines, proc.stderr
+
+
+def test_wait_progress_speaks_after_two_seconds_then_every_five() -> None:
+    import io
+
+    from envdoctor.cli.common import WaitProgress
+
+    out = io.StringIO()
+    tell = WaitProgress(8.0, out)
+    for t in (0.2, 1.9, 2.0, 3.0, 6.9, 7.0, 7.1):
+        tell(t, ["pythons", "storage"])
+    tell(20.0, [])  # nothing left to wait for: silent
+    assert out.getvalue().splitlines() == [
+        "envdoctor: still waiting after 2 s for the target interpreter (its `import torch`; --python-timeout 8 s), "
+        "storage",
+        "envdoctor: still waiting after 7 s for the target interpreter (its `import torch`; --python-timeout 8 s), "
+        "storage"]
