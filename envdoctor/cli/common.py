@@ -281,7 +281,10 @@ _COMMAND_WORDS = ("python", "pip", "pip3", "uv", "conda", "mamba", "micromamba",
 
 
 def _is_command(stripped: str) -> bool:
-    first = stripped.split(" ", 1)[0]
+    words = stripped.split(" ", 2)
+    first = words[0]
+    if len(words) > 1 and words[1].endswith(":"):
+        return False  # prose that names a command ("envdoctor watch: 17 samples ..."), not one to copy
     # python3.11, ./run.sh, /usr/bin/python3: a command when arguments follow
     return first in _COMMAND_WORDS or (first.startswith(("python3", "./", "/")) and " " in stripped)
 
