@@ -90,6 +90,9 @@ class CheckResult:
     findings: List[Finding] = field(default_factory=list)
     reason: Optional[str] = None  # why skipped / the exception text when errored / what was noted instead
     duration_s: Optional[float] = None
+    # skipped because it does not apply here, in a few words ("not WSL", "judged in pastes only"), as the check
+    # (or the judge, for a check not run in this setting) said; None: skipped because its facts are unknown
+    not_applicable: Optional[str] = None
 
     @property
     def headline(self) -> str:

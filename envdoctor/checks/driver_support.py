@@ -74,7 +74,7 @@ def _gpu_needs_newer_branch(version: str, branch: int, limits: GpuBranchLimits, 
 LIFECYCLE = Findings("driver.lifecycle", "DRIVER_OUTDATED",
                      kinds=("feature-branch", "gpu-newer-than-driver", "gpu-older-than-driver", "known-defect",
                             "past-eol"),
-                     categories=("DRIVER_DROPPED_GPU",))
+                     kind_categories={"gpu-older-than-driver": "DRIVER_DROPPED_GPU"})
 
 
 def _gpu_dropped_by_branch(version: str, branch: int, limits: GpuBranchLimits, fix: Fix) -> List[Finding]:
@@ -89,7 +89,6 @@ def _gpu_dropped_by_branch(version: str, branch: int, limits: GpuBranchLimits, f
             "gpu-older-than-driver",
             f"Driver {version} (R{branch}) does not drive GPU {g.index} {g.label}: R{last} is the last branch "
             f"for {g.row.architecture} GPUs",
-            category="DRIVER_DROPPED_GPU",
             detail="NVIDIA ended the architecture's support with that branch: a newer driver's kernel module does "
                    "not bind the GPU, so nvidia-smi lists no such device and CUDA finds none.",
             evidence=[Evidence("driver.version", version, expected=f"<= R{last} for {g.row.architecture}",

@@ -35,7 +35,7 @@ check = registrar(CHECKS)
 
 def fleet_of(ctx: CheckContext) -> FleetContext:
     if ctx.fleet is None:  # one machine's facts (check, diagnose, watch)
-        raise SkipCheck("no fleet run to judge (`envdoctor fleet` judges the ranks of several machines)")
+        raise SkipCheck("no fleet run to judge (`envdoctor fleet` judges the ranks of several machines)", not_applicable="not a fleet run")
     return ctx.fleet
 
 
