@@ -78,7 +78,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
     if report.machines:  # several machines in one paste: a section each (report/machines.py)
         from .machines import markdown_text
 
-        return markdown_text(report, redact)
+        return markdown_text(report, redact, render_markdown, md_text, cell)
     if redact:
         report = redact_report(report)
     views = finding_views(report)
