@@ -1,4 +1,4 @@
-"""The fleet report: each node judged by the one judge (``app.judge``), the fleet checks over all of them, and
+"""The fleet report: each node judged by the one judge (``services.collect.judge``), the fleet checks over all of them, and
 the renderers (console, JSON, Markdown), written by rank 0 alone."""
 
 from __future__ import annotations

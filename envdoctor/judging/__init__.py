@@ -19,8 +19,8 @@ through this function, so the same facts give the same findings whichever comman
   the paste agree.
 
 Why a package of its own, named for the act: it sits above ``checks`` (it runs them) and below every command that
-judges (``app``, ``assertions``, ``_preflight``, ``diagnose``, ``watch``, ``fleet``), which may all import it
-without importing each other; ``app.judge`` is kept as the CLI's thin wrapper. It is not ``judge.py`` because a
+judges (``services.collect``, ``services.assertions``, ``services.preflight``, ``diagnose``, ``watch``, ``fleet``), which
+may all import it without importing each other; ``services.collect.judge`` is kept as the CLI's thin wrapper. It is not ``judge.py`` because a
 module and the function it exports by the same name shadow each other on import.
 """
 
