@@ -542,24 +542,6 @@ def test_missing_pinned_wheel_falls_back_to_the_system_copy(compat) -> None:
     assert "reinstall" in findings_of(report, "TORCH_IMPORT_FAILED")[0].fix.commands[0]
 
 
-def test_overlap_mode_reads_the_files_while_torch_imports(tmp_path: Path) -> None:
-    # --overlap: `import torch` first, the files in a second thread; the answer holds both
-    import os
-    import subprocess
-
-    root = fake_torch(tmp_path, "import time\ntime.sleep(0.5)\n__version__ = '2.14.1+cu130'\n", VERSION_PY)
-    out = subprocess.run([sys.executable, str(pe.payload_path()), "--task", "inspect", "--overlap"],
-                         capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1"))
-    lines = [json.loads(ln) for ln in out.stdout.splitlines() if ln.strip()]
-    final = lines[-1]
-    assert final["ok"] is True, out.stderr
-    result = final["result"]
-    assert result["packages"] and result["torch_build"]["version"] == "2.14.1+cu130"
-    assert result["torch"]["import_seconds"] >= 0.5
-    assert any(o.get("checkpoint") and o["result"].get("packages") for o in lines[:-1])  # the reader's checkpoint
-
-
 @pytest.mark.parametrize("progress, shown", [("1", True), ("0", False), (None, False)])
 def test_check_on_a_hung_interpreter_says_what_it_waits_for(tmp_path: Path, progress, shown) -> None:
     # progress goes to stderr after ~2 s, where stderr is a terminal (here: a pipe, so only with
