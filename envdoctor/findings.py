@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import field
 from typing import Any, Dict, List, Optional
 
@@ -108,15 +107,13 @@ def _judged(checks: List[CheckResult]) -> bool:
 @dataclass(frozen=True)
 class MachineReport:
     """One machine of a paste that holds several machines' reports: its label ("report 1 of 2 (001.txt)"), its
-    own facts and its own check results, settled among themselves (a finding on one machine never links to, or
-    notes a check of, another). ``Report.machines`` holds them; the renderers show each as a section."""
+    own facts and its own check results, settled among themselves by the judge (a finding on one machine never
+    links to, or notes a check of, another). ``Report.machines`` holds them; the renderers show each as a
+    section."""
 
     label: str
     facts: Facts
     checks: List[CheckResult] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "checks", settle_statuses(link_causes(self.checks)))
 
     @property
     def findings(self) -> List[Finding]:
@@ -146,11 +143,6 @@ class Report:
     # a paste of several machines' reports: each machine judged on its own (``checks`` then holds what is judged
     # of the paste as a whole, nothing today); the verdict and the exit code count every machine
     machines: List[MachineReport] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        # one place links consequences to their root cause and settles which checks passed, whoever built the
-        # report (live, --facts, diagnose)
-        object.__setattr__(self, "checks", settle_statuses(link_causes(self.checks)))
 
     @property
     def judged(self) -> bool:
@@ -274,123 +266,19 @@ _RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 def _subjects(f: Finding) -> Dict[str, set]:
-    """What a finding is about: the interpreters (``pythons[i]`` in its evidence) and, in a paste of several
-    machines, the machine (``paste.report``); a kind that is missing means the whole machine."""
+    """What a finding is about: the interpreters (``pythons[i]`` in its evidence); none named means the whole
+    machine. (A machine of a several-machine paste is its own ``MachineReport``: nothing to match here.)"""
     out: Dict[str, set] = {}
     for e in f.evidence:
         if e.path.startswith("pythons["):
             out.setdefault("python", set()).add(e.path[len("pythons["):].split("]", 1)[0])
-        elif e.path == "paste.report":
-            out.setdefault("machine", set()).add(str(e.value))
     return out
 
 
-def _same_subject(root: Finding, consequence: Finding) -> bool:
+def same_subject(root: Finding, consequence: Finding) -> bool:
+    """Whether two findings may be about the same thing (never two different interpreters)."""
     a, b = _subjects(root), _subjects(consequence)
     return all(a[k] & b[k] for k in a.keys() & b.keys())
-
-
-def link_causes(checks: List[CheckResult]) -> List[CheckResult]:
-    """Set ``caused_by`` on every finding that follows from another one (catalogue.CAUSES).
-
-    A consequence points at its topmost root: no driver because the container has no GPU runtime, and
-    no GPU visible because there is no driver, both point at the container. The root is the first such
-    finding in check order; findings about different interpreters (``pythons[i]``) are never linked. A note
-    (info) goes under a problem that causes the category its ``about`` names.
-    """
-    from .catalogue import CAUSES
-
-    flat = [(ci, fi, dataclasses.replace(f, caused_by=None))
-            for ci, c in enumerate(checks) for fi, f in enumerate(c.findings)]
-    serious = [f for _, _, f in flat if f.severity != Severity.INFO]
-
-    def parent(f: Finding) -> Optional[Finding]:
-        for r in serious:
-            if r is not f and f.category in CAUSES.get(r.category, ()) and _same_subject(r, f):
-                return r
-        return None
-
-    def top_of(node: Optional[Finding], seen: set) -> Optional[Finding]:
-        top = None
-        while node is not None and id(node) not in seen:  # CAUSES is acyclic (tested); the guard is cheap
-            seen.add(id(node))
-            top = node
-            node = parent(node)
-        return top
-
-    roots: Dict[int, Optional[str]] = {}
-    for _, _, f in flat:
-        if f.severity != Severity.INFO:
-            top = top_of(parent(f), {id(f)})
-        else:
-            # a note about what follows from a problem goes under it: "no NVIDIA driver" as a note next to
-            # the container started without the GPU runtime (not one of the same category: two data paths'
-            # storage notes are about different paths)
-            near = next((r for r in serious if f.about and _same_subject(r, f) and
-                         f.about in CAUSES.get(r.category, ())), None)
-            top = top_of(parent(near), {id(near)}) or near if near is not None else None
-        roots[id(f)] = top.code if top is not None else None
-    out_findings: Dict[int, List[Finding]] = {}
-    for ci, _fi, f in flat:
-        out_findings.setdefault(ci, []).append(dataclasses.replace(f, caused_by=roots.get(id(f))))
-    return [dataclasses.replace(c, findings=out_findings.get(ci, [])) for ci, c in enumerate(checks)]
-
-
-AFFIRMATIONS = frozenset({"HEALTHY"})  # an info of this category is a check's evidence that it passed
-
-
-def _check_subjects() -> Dict[str, frozenset]:
-    """check id -> the problem categories its title makes a claim about (its declared categories). A check
-    that may emit every category (the message-signature matcher) claims none: it reports other checks' subjects."""
-    from .catalogue import CATEGORIES, NEUTRAL_CATEGORIES
-
-    try:
-        from .checks.registry import ALL_CHECKS
-    except Exception:  # noqa: BLE001 - a report without the checks importable: own findings still decide
-        return {}
-    every = set(CATEGORIES)
-    return {c.id: frozenset() if every <= set(c.categories) else frozenset(c.categories) - NEUTRAL_CATEGORIES
-            for c in ALL_CHECKS}
-
-
-def _more(n: int) -> str:
-    return f" (+{n} more)" if n else ""
-
-
-def settle_statuses(checks: List[CheckResult]) -> List[CheckResult]:
-    """No check mark without evidence, none against a finding: a check that ran and emitted nothing at warning
-    or error is PASSED only when it emitted nothing but HEALTHY affirmations and no other check found a problem
-    in its category (a signature quoting "nvidia-smi not found" against "Container has GPU access"); otherwise
-    it is NOTED, its reason saying what was noted (renderers show that in place of the title's claim). A
-    problem counts against another check only when its own check does not claim that category (a check
-    emitting a category it shares with its peers, INTERCONNECT, speaks of its own subject) and, in a paste of
-    several machines, only on the same machine."""
-    subjects = _check_subjects()
-    problems = [(c.id, f) for c in checks for f in c.findings if f.severity != Severity.INFO]
-    out = []
-    for c in checks:
-        if c.status != CheckStatus.PASSED:
-            out.append(c)
-            continue
-        own = [f for f in c.findings if f.category not in AFFIRMATIONS]
-        if own:
-            out.append(dataclasses.replace(c, status=CheckStatus.NOTED,
-                                           reason=own[0].summary + _more(len(own) - 1)))
-            continue
-        mine = subjects.get(c.id, frozenset())
-        against = [f for cid, f in problems if cid != c.id and f.category in mine
-                   and f.category not in subjects.get(cid, frozenset()) and _same_machine(c, f)]
-        if against:
-            out.append(dataclasses.replace(c, status=CheckStatus.NOTED, reason=(
-                f"{against[0].summary} ({against[0].code})" + _more(len(against) - 1))))
-            continue
-        out.append(c)
-    return out
-
-
-def _same_machine(check: CheckResult, f: Finding) -> bool:
-    machines = _subjects(f).get("machine")
-    return not machines or any(check.title.startswith(f"{m}: ") for m in machines)
 
 
 def order_findings(checks: List[CheckResult]) -> List[Finding]:
@@ -403,8 +291,8 @@ def order_findings(checks: List[CheckResult]) -> List[Finding]:
         if any(f is r for _, r in roots):
             continue
         # codes repeat across interpreters: the first root with that code about the same interpreter
-        root = next(r for _, r in roots if r.code == f.caused_by and _same_subject(r, f)) \
-            if any(r.code == f.caused_by and _same_subject(r, f) for _, r in roots) else \
+        root = next(r for _, r in roots if r.code == f.caused_by and same_subject(r, f)) \
+            if any(r.code == f.caused_by and same_subject(r, f) for _, r in roots) else \
             next(r for _, r in roots if r.code == f.caused_by)
         members[id(root)].append(f)
     groups = []

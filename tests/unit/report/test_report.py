@@ -22,6 +22,7 @@ from envdoctor.facts import (
     TorchInfo,
 )
 from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
+from envdoctor.judging.settle import settle
 from envdoctor.remedies.shell_wrap import wrap_command
 from envdoctor.report import (
     redact_facts_dict,
@@ -152,7 +153,8 @@ def make_report(facts: Facts = None) -> Report:  # type: ignore[assignment]
         CheckResult("gpu.memory", "gpu", "GPU memory healthy", CheckStatus.ERRORED,
                     reason="KeyError: 'ecc_volatile_uncorrected'"),
     ]
-    return Report(facts=facts or make_facts(), checks=checks, envdoctor_version="0.1.0",
+    # as the judge makes it: consequences linked and statuses settled (judging/settle.py)
+    return Report(facts=facts or make_facts(), checks=settle(checks), envdoctor_version="0.1.0",
                   compat_as_of="2025-01-15")
 
 

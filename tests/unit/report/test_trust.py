@@ -31,6 +31,7 @@ from envdoctor.facts import (
     Topology,
 )
 from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
+from envdoctor.judging.settle import settle
 from envdoctor.report import render_console, render_json, render_markdown
 from envdoctor.services.collect import judge
 from tests import machines as m
@@ -311,7 +312,7 @@ def test_root_cause_is_listed_first_even_when_its_check_comes_later():
                           [_finding("torch.import/failed", "TORCH_IMPORT_FAILED")]),
               CheckResult("libraries.shadowing", "libraries", "l", CheckStatus.FAILED,
                           [_finding("libraries.shadowing/preload", "SYSTEM_LIB_SHADOWING", Severity.WARNING)])]
-    report = Report(Facts(), checks, "0")
+    report = Report(Facts(), settle(checks), "0")
     assert [(f.code, f.caused_by) for f in report.findings] == [
         ("libraries.shadowing/preload", None), ("torch.import/failed", "libraries.shadowing/preload")]
 
@@ -321,22 +322,7 @@ def test_findings_about_different_interpreters_are_not_linked():
                           [_finding("torch.import/failed", "TORCH_IMPORT_FAILED", py=1)]),
               CheckResult("libraries.shadowing", "libraries", "l", CheckStatus.FAILED,
                           [_finding("libraries.shadowing/preload", "SYSTEM_LIB_SHADOWING", py=0)])]
-    assert all(f.caused_by is None for f in Report(Facts(), checks, "0").findings)
-
-
-def test_findings_about_different_machines_of_a_paste_are_not_linked():
-    def on(machine: str, code: str, category: str) -> Finding:
-        return Finding(code, category, Severity.ERROR, code, evidence=[Evidence("paste.report", machine)],
-                       fix=Fix("fix it"))
-    checks = [CheckResult("platform.container-gpu", "platform", "c", CheckStatus.FAILED,
-                          [on("report 1 of 2", "platform.container-gpu/no-runtime", "CONTAINER_NO_GPU_RUNTIME")]),
-              CheckResult("driver.present", "driver", "d", CheckStatus.FAILED,
-                          [on("report 2 of 2", "driver.present/absent", "NO_NVIDIA_DRIVER"),
-                           on("report 1 of 2", "driver.present/absent", "NO_NVIDIA_DRIVER")])]
-    got = [(f.evidence[0].value, f.category, f.caused_by) for f in Report(Facts(), checks, "0").findings]
-    assert got == [("report 1 of 2", "CONTAINER_NO_GPU_RUNTIME", None),
-                   ("report 1 of 2", "NO_NVIDIA_DRIVER", "platform.container-gpu/no-runtime"),
-                   ("report 2 of 2", "NO_NVIDIA_DRIVER", None)]
+    assert all(f.caused_by is None for f in Report(Facts(), settle(checks), "0").findings)
 
 
 def test_a_note_about_the_problem_an_error_reports_goes_under_it():
@@ -347,7 +333,7 @@ def test_a_note_about_the_problem_an_error_reports_goes_under_it():
                                    "container without GPUs", fix=Fix("--gpus all"))]),
               CheckResult("host.cpu", "host", "h", CheckStatus.PASSED,
                           [Finding("host.cpu/x", "CPU_STARVED", Severity.INFO, "a note about CPUs")])]
-    report = Report(Facts(), checks, "0")
+    report = Report(Facts(), settle(checks), "0")
     assert [(f.code, f.caused_by) for f in report.findings] == [
         ("platform.container-gpu/no-runtime", None), ("driver.present/absent", "platform.container-gpu/no-runtime"),
         ("host.cpu/x", None)]
@@ -358,7 +344,7 @@ def test_a_torch_import_failure_comes_before_what_follows_from_it():
                           [_finding("packages.extensions/import-failed", "THIRD_PARTY_EXTENSION_MISMATCH")]),
               CheckResult("torch.import", "torch", "t", CheckStatus.FAILED,
                           [_finding("torch.import/failed", "TORCH_IMPORT_FAILED")])]
-    assert [f.code for f in Report(Facts(), checks, "0").findings] == [
+    assert [f.code for f in Report(Facts(), settle(checks), "0").findings] == [
         "torch.import/failed", "packages.extensions/import-failed"]
 
 
