@@ -127,14 +127,16 @@ def test_gpu_reader_without_nvml_says_why():
 
 def test_process_tree_counts_fork_workers_not_the_resource_tracker():
     code = ("import multiprocessing as mp, time\n"
-            "def f(_):\n    time.sleep(4)\n"
+            "def f(_):\n    time.sleep(300)\n"
             "if __name__ == '__main__':\n"
             "    ctx = mp.get_context('fork')\n    ps = [ctx.Process(target=f, args=(i,)) for i in range(3)]\n"
             "    [p.start() for p in ps]\n    [p.join() for p in ps]\n")
-    child = subprocess.Popen([sys.executable, "-c", code])
+    # the workers live far longer than the wait for them (a loaded machine may take seconds to fork three), and
+    # the whole group goes at the end
+    child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     try:
         tree = ProcessTree(Unseen(), child.pid)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120
         info = tree.read()
         while info["workers"] < 3 and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -142,7 +144,12 @@ def test_process_tree_counts_fork_workers_not_the_resource_tracker():
         assert info["workers"] == 3 and info["trainers"] == 1 and info["count"] == 4
         assert info["torch_trainers"] == 0
     finally:
-        child.kill()
+        import signal
+
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         child.wait()
 
 
