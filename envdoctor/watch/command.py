@@ -240,26 +240,33 @@ def _live(args: Any, cmd: List[str]):
     env = dict(os.environ)
     if steps_dir:
         env["ENVDOCTOR_WATCH_DIR"] = steps_dir
-    child = _launch(cmd, env) if cmd else None
-    root = child.pid if child else args.pid
-    unseen = Unseen()
-    stop = {"why": None}
+    stop: Dict[str, Any] = {"why": None, "signum": None}
     previous = {}
+    launched: List[Optional[subprocess.Popen]] = [None]
 
     def on_signal(signum, _frame):
+        child = launched[0]
         if stop["why"] is None:
-            stop["why"] = signal.Signals(signum).name
+            stop["why"], stop["signum"] = signal.Signals(signum).name, signum
             if child is not None:
                 _signal_child(child, signum)  # forwarded once; we keep sampling until it exits
         else:
             if child is not None:
                 _signal_child(child, signal.SIGKILL if signum == signal.SIGTERM else signum)
 
+    # the handler before the command starts: a Ctrl-C the moment it has started is forwarded to it, not lost
+    # to the command line's own handler (which would end watch before the command)
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             previous[sig] = signal.signal(sig, on_signal)
         except ValueError:  # not the main thread
             pass
+    child = _launch(cmd, env) if cmd else None
+    launched[0] = child
+    if child is not None and stop["signum"] is not None:
+        _signal_child(child, stop["signum"])  # it came while the command was being started
+    root = child.pid if child else args.pid
+    unseen = Unseen()
     gpu = GpuReader(unseen)
     host = HostReader(unseen, data)
     tree = ProcessTree(unseen, root)
