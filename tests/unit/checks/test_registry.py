@@ -150,7 +150,7 @@ def test_finding_codes_cover_every_builder_kind():
 # to tests/unit/checks/test_<module>.py
 NOT_YET_MIRRORED = {"bench", "bench_sustained", "diagnose_majors", "diagnose_paste", "diagnose_platform", "driver",
                     "gpu_clocks", "gpu_errors", "gpu_state", "host", "interconnect", "interconnect_nccl", "messages",
-                    "packages", "pcie", "requirements", "torch_build", "watch", "watch_gpus"}
+                    "packages", "requirements", "torch_build", "watch", "watch_gpus"}
 
 
 def test_check_tests_mirror_check_modules():
