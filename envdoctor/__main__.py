@@ -1,7 +1,54 @@
-"""`python -m envdoctor`."""
+"""`python -m envdoctor`, and the `envdoctor` console script (``run``): a signal during start-up is held, not raised.
 
+SIGINT or SIGTERM while envdoctor's modules are still being imported must end as 130/143 with one line, never a
+traceback: a KeyboardInterrupt (or the CLI's ``Interrupted``) raised inside an import can be turned into another
+error on its way out (class creation wraps what ``__set_name__`` raises in a RuntimeError on Python < 3.12, and
+importlib drops what its module-lock callbacks raise). So until ``cli.main`` has its own handlers, ``_Hold``
+only notes the signal; ``cli.main`` ends at once with its exit code when it finds one noted, and the handler is
+back after ``main`` returns, so that a signal while the interpreter shuts down prints nothing either. Only the
+interpreter's own start-up (``site``, the ``envdoctor`` package's one import) comes before this module.
+"""
+
+import signal
 import sys
+from typing import Any, List
 
-from .cli import main
 
-sys.exit(main())
+class _Hold:
+    """A signal handler that notes the signal (``held``) and returns; cli.common.install_signal_handlers reads it."""
+
+    def __init__(self) -> None:
+        self.held: List[int] = []
+
+    def __call__(self, signum: int, _frame: Any) -> None:
+        self.held.append(signum)
+
+
+HOLD = _Hold()
+
+
+def hold_signals() -> None:
+    """SIGINT and SIGTERM only noted from now on (main thread; a signal started ignored stays ignored)."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                signal.signal(sig, HOLD)
+        except ValueError:  # not the main thread: nothing to hold there
+            return
+
+
+def run() -> int:
+    """The console script: hold signals, import the command line, run it; a signal held after it returned
+    (while its last lines were written) still gives its exit code."""
+    hold_signals()
+    from .cli import main
+
+    code = main()
+    if HOLD.held:
+        sys.stderr.write(f"envdoctor: interrupted by {signal.Signals(HOLD.held[0]).name}\n")
+        return 128 + HOLD.held[0]
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(run())

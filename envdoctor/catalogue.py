@@ -217,6 +217,11 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "The driver branch is past its support end or has a known defect.",
        "Missing fixes; newer CUDA builds need newer drivers.",
        "Upgrade to a supported production branch."),
+    _c("DRIVER_DROPPED_GPU", "Driver branch too new for the GPU",
+       "The driver branch is newer than the last branch that supports the GPU's architecture (Kepler ends at "
+       "R470; Maxwell, Pascal and Volta at R580).",
+       "That driver does not bind the GPU: nvidia-smi lists no such device and CUDA finds none.",
+       "Install the last branch that supports the architecture (its newest release), or move to a newer GPU."),
     _c("REQUIREMENT_UNMET", "Declared requirement not met",
        "A requirement declared for this environment (`envdoctor assert --require`, [tool.envdoctor] require, "
        "preflight(require=...), target GPUs) does not hold: the version installed is outside the specifier, "

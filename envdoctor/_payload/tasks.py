@@ -13,13 +13,12 @@ Output envelope (one line of JSON on the original stdout):
 
 import os
 import sys
-import threading
 import time
 import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
 from .common import State, _exc_text, _guard, _start_watchdog, pci_key
-from .dists import _read_version_py, collect_packages, shared_library_files
+from .dists import collect_packages, shared_library_files
 from .extension_build import load_extensions
 from .interp import finish_pth_replay, has_module, site_packages, start_pth_replay
 from .libraries import library_candidates, loaded_libraries
@@ -82,41 +81,25 @@ def read_files(state: State, errors: List[str], owners: Dict[str, Tuple[str, str
     return out
 
 
-def _version_py_build(location: str) -> Dict[str, Any]:
-    """torch's version.py alone (microseconds): what a crash in the first moments of `import torch` keeps,
-    before read_files has read the rest of its build."""
-    vp = _read_version_py(os.path.dirname(location), os.path.basename(location))
-    return {"location": location, "version": vp.get("__version__"), "cuda": vp.get("cuda"), "hip": vp.get("hip"),
-            "git_version": vp.get("git_version")}
-
-
 def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     """Interpreter, installed distributions and, unless --no-torch, torch and its CUDA state.
 
-    The files are read first (0.2 s in a CUDA venv since they are read once, by hand) and checkpointed, then
-    torch is imported. With --overlap, `import torch` starts first in the main thread and the files are read
-    in a second thread while it runs; their facts join the envelope, and a checkpoint, as soon as they are read.
+    One path: the files are read first (0.2 s in a CUDA venv since they are read once, by hand) and
+    checkpointed, then torch is imported. Reading them while torch imports was measured slower on 2 CPUs, in a
+    thread (0.66 s: the GIL) and in a forked child (+0.43 s against +0.37 s over `import torch`; docs/
+    measurements.md), and is not measured on more CPUs: both went (issue 31), until a measurement says otherwise.
     """
     import argparse
 
     parser = argparse.ArgumentParser(prog="_payload.py --task inspect")
     parser.add_argument("--no-torch", action="store_true", help="do not import torch")
     parser.add_argument("--sequential", action="store_true",
-                        help="read the files, then import torch (the default; kept for scripts)")
+                        help="read the files, then import torch (what it always does; kept for scripts)")
     parser.add_argument("--cuda-gate", action="store_true",
                         help="before initialising CUDA, wait until stdin is closed (envdoctor's NVML gate)")
-    parser.add_argument("--overlap", action="store_true",
-                        help="import torch while a second thread reads the files")
     parser.add_argument("--no-extension-load", action="store_true",
                         help="do not load torch extensions' libraries after importing torch")
-    parser.add_argument("--no-fork", action="store_true",
-                        help="read the files in this process, not in a forked child while torch imports")
     opts = parser.parse_args(argv)
-    # Measured (docs/measurements.md, 6 paired runs on the CUDA venv, 2 loaded cores): the reader thread made
-    # the payload 0.66 s slower (median of paired differences), not faster: `import torch` is mostly Python
-    # module execution that holds the GIL, and the thread's reads (0.2 s now) contend for it. Sequential stays
-    # the default; --overlap keeps the concurrent path for machines where it pays.
-    opts.sequential = opts.sequential or not opts.overlap
     result = state.envelope["result"]
     errors: List[str] = []
     result["errors"] = errors
@@ -140,43 +123,15 @@ def _inspect(opts: Any, state: State, result: Dict[str, Any], errors: List[str])
     owners: Dict[str, Tuple[str, str]] = {}
     location = torch_dir(errors)
     result["torch_origin"] = _guard(errors, "where torch is imported from", lambda: module_origin("torch", location))
-    stage: List[Optional[str]] = [None]
-    child = None
-    if not (opts.no_torch or location is None or opts.overlap or opts.no_fork or not _fork_pays()):
-        # the files are read by a forked child while this process imports torch: two processes, two cores, no
-        # GIL between them (a thread was measured slower); the child writes the checkpoint a crash in
-        # `import torch` leaves behind. None where there is no fork (Windows) or it failed: read them here.
-        child = _fork_reader(state, result, prefixes, location)
-    collector = None
-    if child is not None:
-        result["torch_build"] = _version_py_build(location)
-        reader = None
-        # the child's answer joins the result as soon as it comes (a pipe read: no GIL held while waiting), so
-        # that the envelope the deadline watchdog writes during a hung `import torch` still holds the files
-        collector = _start_collector(state, child, result, errors, owners)
-    elif opts.no_torch or location is None or opts.sequential:
-        result.update(read_files(state, errors, owners, result["env"], prefixes, location, stage))
-        if opts.no_torch or location is None:
-            result["torch"] = None
-            result["loaded_libraries"] = []
-            return result
-        reader = None
-    else:
-        result["torch_build"] = _version_py_build(location)
-        reader = _start_reader(state, errors, owners, result, prefixes, location, stage)
+    state.stage = "reading installed distributions and torch's files"
+    result.update(read_files(state, errors, owners, result["env"], prefixes, location, [None]))
+    if opts.no_torch or location is None:
+        result["torch"] = None
+        result["loaded_libraries"] = []
+        return result
     state.stage = "importing torch"
-    if child is None:  # (a forked child writes it once it has read the files)
-        state.checkpoint()  # a segfault or a hang inside `import torch` still leaves what was read by then
+    state.checkpoint()  # a segfault or a hang inside `import torch` still leaves what was read by then
     result["torch"] = inspect_torch(state, errors, cuda_gate=opts.cuda_gate)
-    if collector is not None:
-        state.stage = "reading files (after importing torch)"
-        collector.join()
-        if not getattr(collector, "answered", False):  # the child died or said nothing: read them here after all
-            errors.append("the forked file reader gave no answer: the files were read after importing torch")
-            result.update(read_files(state, errors, owners, result["env"], prefixes, location, stage))
-    if reader is not None:
-        state.stage = (stage[0] or "reading files") + " (after importing torch)"
-        reader.join()
     if result["torch"] is not None:
         state.stage = "reading loaded libraries"
         libs, err = loaded_libraries(prefixes, owners)
@@ -198,141 +153,6 @@ def _inspect(opts: Any, state: State, result: Dict[str, Any], errors: List[str])
     else:
         result["loaded_libraries"] = []
     return result
-
-
-def _fork_reader_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
-def _fork_pays() -> bool:
-    """Is a forked reader worth it here? ENVDOCTOR_PAYLOAD_FORK=0/1 decides; else only with 4 usable CPUs or more:
-    on 2 CPUs (measured, docs/measurements.md) the child, this import and envdoctor's own start-up are three busy
-    processes on two cores, and the run got slower, not faster."""
-    choice = os.environ.get("ENVDOCTOR_PAYLOAD_FORK")
-    if choice in ("0", "1"):
-        return choice == "1"
-    return _fork_reader_cpus() >= 4
-
-
-def _fork_reader(state: State, result: Dict[str, Any], prefixes: List[str], location: str) -> Optional[Tuple[int, int]]:
-    """Fork a child that reads the files (read_files), writes the checkpoint with them and sends them back
-    through a pipe; (pid, read end), or None when this platform cannot fork or the fork failed."""
-    import json
-
-    if not hasattr(os, "fork"):
-        return None
-    try:
-        r, w = os.pipe()
-    except OSError:
-        return None
-    sys.stderr.flush()
-    try:
-        pid = os.fork()
-    except OSError:
-        os.close(r)
-        os.close(w)
-        return None
-    if pid == 0:  # the child: read, checkpoint, answer, and leave without running the parent's exit handlers
-        code = 0
-        try:
-            os.close(r)
-            state.lock = threading.Lock()  # a copy of a lock another thread held at the fork would never open
-            state.timer = None
-            errors: List[str] = []
-            owners: Dict[str, Tuple[str, str]] = {}
-            files = read_files(state, errors, owners, result["env"], prefixes, location, [None])
-            result.update(files)
-            result["errors"] = list(result.get("errors") or []) + errors
-            state.stage = "importing torch"  # what the parent is doing: a checkpoint says so when it dies there
-            state.checkpoint()
-            data = json.dumps({"files": files, "errors": errors, "owners": owners}, default=str).encode("utf-8")
-            while data:
-                n = os.write(w, data)
-                data = data[n:]
-        except BaseException:  # noqa: BLE001 - the parent reads the files itself when the child says nothing
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(w)
-    return pid, r
-
-
-def _collect_reader(child: Tuple[int, int]) -> Optional[Dict[str, Any]]:
-    """The forked reader's answer ({"files", "errors", "owners"}), or None when it died without one."""
-    import json
-
-    pid, r = child
-    chunks: List[bytes] = []
-    try:
-        while True:
-            chunk = os.read(r, 1 << 16)
-            if not chunk:
-                break
-            chunks.append(chunk)
-    except OSError:
-        chunks = []
-    finally:
-        os.close(r)
-    try:
-        os.waitpid(pid, 0)
-    except OSError:
-        pass
-    try:
-        got = json.loads(b"".join(chunks).decode("utf-8"))
-    except ValueError:
-        return None
-    return got if isinstance(got, dict) and {"files", "errors", "owners"} <= set(got) else None
-
-
-def _start_collector(state: State, child: Tuple[int, int], result: Dict[str, Any], errors: List[str],
-                     owners: Dict[str, Tuple[str, str]]) -> threading.Thread:
-    """A daemon thread that waits for the forked reader and merges its answer; ``.answered`` says it came."""
-
-    def work() -> None:
-        got = _collect_reader(child)
-        if got is None:
-            return
-        with state.lock:
-            result.update(got["files"])
-            errors.extend(got["errors"])
-            owners.update({k: tuple(v) for k, v in got["owners"].items()})
-        collector.answered = True  # type: ignore[attr-defined]
-
-    collector = threading.Thread(target=work, name="envdoctor-payload-fork-reader", daemon=True)
-    collector.answered = False  # type: ignore[attr-defined]
-    collector.start()
-    return collector
-
-
-def _start_reader(state: State, errors: List[str], owners: Dict[str, Tuple[str, str]], result: Dict[str, Any],
-                  prefixes: List[str], location: str, stage: List[Optional[str]]) -> threading.Thread:
-    """read_files in a daemon thread; its facts join ``result`` (and a checkpoint) when they are all read."""
-    # what the reader imports, imported here first: two threads importing the same modules at once (the
-    # reader and `import torch`) can meet in importlib's module locks
-    import csv  # noqa: F401
-    import importlib.util  # noqa: F401
-    from importlib import metadata  # noqa: F401
-
-    def work() -> None:
-        mine: List[str] = []
-        try:
-            files = read_files(state, mine, owners, result["env"], prefixes, location, stage)
-        except Exception as e:  # read_files guards each part; this is a bug in it: say so, keep the rest
-            files = {}
-            mine.append(f"reading files: {_exc_text(e)}")
-        with state.lock:
-            result.update(files)
-            errors.extend(mine)
-        for _ in range(3):  # the main thread may be filling torch's facts: a dump that raced it is retried
-            if state.checkpoint():
-                break
-
-    reader = threading.Thread(target=work, name="envdoctor-payload-files", daemon=True)
-    reader.start()
-    return reader
 
 
 def task_pcie_load(argv: List[str], state: State) -> Dict[str, Any]:

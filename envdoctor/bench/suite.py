@@ -116,16 +116,25 @@ def plan(names: Sequence[str], device: str, budget_s: Optional[float] = None,
     return items
 
 
-def describe() -> List[str]:
-    """`envdoctor bench --list`: one line per benchmark with its budgets."""
+def describe(width: Optional[int] = None) -> List[str]:
+    """`envdoctor bench --list`: one line per benchmark with its budgets; with ``width``, a longer "what" wraps
+    at spaces under its own column."""
+    import textwrap
+
     lines = [f"{'name':<15} {'quick':<6} {'GPU s':>6} {'CPU s':>6}  what"]
+    what_at = len(lines[0]) - len("what")
     for k in KERNELS.values():
         host_side = k.kind == "disk" or k.name == "membw_host"  # run with either --device, on the host
         gpu = "--" if "cuda" not in k.devices and not host_side else (
             "N" if k.name == "sustained" else f"{k.gpu_budget_s:g}")
         cpu = "N" if k.name == "sustained" else f"{k.cpu_budget_s:g}"
-        lines.append(f"{k.name:<15} {'yes' if k.quick else '':<6} {gpu:>6} {cpu:>6}  {k.what}"
-                     + (" (2+ GPUs)" if k.multi_gpu and k.name != "sustained" else "")
-                     + (" (host side)" if host_side else ""))
+        row = (f"{k.name:<15} {'yes' if k.quick else '':<6} {gpu:>6} {cpu:>6}  {k.what}"
+               + (" (2+ GPUs)" if k.multi_gpu and k.name != "sustained" else "")
+               + (" (host side)" if host_side else ""))
+        if width is None or len(row) <= width or width - what_at < 20:
+            lines.append(row)
+        else:
+            lines += textwrap.wrap(row, width=width, subsequent_indent=" " * what_at, break_long_words=False,
+                                   break_on_hyphens=False)
     lines.append("budgets are per GPU (p2p and allreduce: per run); --budget S rescales them to a total of S")
     return lines

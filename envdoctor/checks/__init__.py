@@ -60,7 +60,8 @@ def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None,
     results = []
     for c in checks if checks is not None else all_checks():
         if not c.applies_to(setting):
-            results.append(CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, reason=c.not_here(setting)))
+            results.append(CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, reason=c.not_here(setting),
+                                       not_applicable=c.not_here_label(setting)))
             continue
         start = time.perf_counter()
         try:
@@ -69,7 +70,7 @@ def run_checks(facts: Facts, compat, checks: Optional[List[Check]] = None,
             # a skipped check may say more in notes, never in problems: it judged nothing
             notes = [f for f in e.notes if f.severity == Severity.INFO]
             results.append(CheckResult(c.id, c.area, c.title, CheckStatus.SKIPPED, findings=notes, reason=str(e),
-                                       duration_s=time.perf_counter() - start))
+                                       duration_s=time.perf_counter() - start, not_applicable=e.not_applicable))
             continue
         except UndeclaredFinding:  # raised only under the test suite (base.STRICT_ENV): a test must fail on it
             raise

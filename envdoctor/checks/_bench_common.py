@@ -16,7 +16,7 @@ THROTTLE_TEXT = {"sw_thermal_slowdown": "SW Thermal Slowdown", "hw_thermal_slowd
 
 def bench_results(facts: Facts, names: Any) -> List[Any]:
     if facts.bench.status == ProbeStatus.SKIPPED and not facts.bench.results:
-        raise SkipCheck("no benchmark ran (`envdoctor bench` or `envdoctor check --bench` runs them)")
+        raise SkipCheck("no benchmark ran (`envdoctor bench` or `envdoctor check --bench` runs them)", not_applicable="no benchmark ran")
     return [(i, r) for i, r in enumerate(facts.bench.results) if r.name in names]
 
 

@@ -6,7 +6,7 @@ from typing import List, Tuple
 
 from ..facts import Driver, Facts, Gpu, ProbeStatus
 from ..queries import nvidia_hardware
-from .base import SkipCheck, section_reason
+from .base import NO_GPU, SkipCheck, section_reason
 
 MIB = 2**20
 GIB = 2**30
@@ -23,7 +23,7 @@ def require_gpus(facts: Facts, what: str, fields: Tuple[str, ...] = ()) -> List[
     if driver.status != ProbeStatus.OK:
         raise SkipCheck(section_reason(driver, what))
     if not driver.gpus:
-        raise SkipCheck(f"{what} unknown: the driver reports no GPU")
+        raise SkipCheck(f"{what} unknown: the driver reports no GPU", not_applicable=NO_GPU)
     if fields:
         require_any(driver.gpus, fields, what)
     return list(driver.gpus)

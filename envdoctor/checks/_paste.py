@@ -257,5 +257,5 @@ def signature_hits(facts: Facts, compat: Any) -> List[Hit]:
 def paste_or_skip(ctx: CheckContext) -> Any:
     paste = ctx.facts.paste
     if paste is None:
-        raise SkipCheck("judges pasted reports only (`envdoctor diagnose`); a live probe reads these facts itself")
+        raise SkipCheck("judges pasted reports only (`envdoctor diagnose`); a live probe reads these facts itself", not_applicable="judged in pastes only")
     return paste

@@ -48,7 +48,9 @@ def no_torch_reason(facts: Facts) -> str:
     if failed and len(failed) == len(facts.pythons):
         py = failed[0]
         return f"the interpreter could not be inspected ({py.status}: {py.reason or 'no reason given'})"
-    return "torch is not installed in the inspected interpreter(s)"
+    from .base import Reason
+
+    return Reason("torch is not installed in the inspected interpreter(s)", "torch not installed")
 
 
 def torch_envs_or_skip(facts: Facts) -> List[Tuple[int, PythonEnv]]:

@@ -27,7 +27,7 @@ THROTTLED_SHARE = 0.1
 def recording(ctx: CheckContext) -> Watch:
     w = ctx.facts.watch
     if w is None:
-        raise SkipCheck("no watch recording in the facts (envdoctor watch, or watch --replay FILE)")
+        raise SkipCheck("no watch recording in the facts (envdoctor watch, or watch --replay FILE)", not_applicable="no watch recording")
     if w.status != "ok":
         raise SkipCheck(f"the watch recording is unusable ({w.status}: {w.reason or 'no reason given'})")
     if not w.samples:

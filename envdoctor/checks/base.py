@@ -6,11 +6,25 @@ import functools
 import os
 import re
 import sys
-from typing import Any, Callable, List, Optional, Tuple
+from dataclasses import field
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..domain.fastclass import dataclass
 from ..facts import Facts
 from ..findings import Evidence, Finding, Severity
+
+
+class Reason(str):
+    """A skip reason that carries its "did not apply" label (``not_applicable``): what a helper that words the
+    reason for many checks returns (``section_reason`` for an absent driver, ``_util.no_torch_reason``), so that
+    each check raising ``SkipCheck(reason)`` with it is counted right without saying so itself."""
+
+    not_applicable: Optional[str] = None
+
+    def __new__(cls, text: str, not_applicable: Optional[str] = None) -> Reason:
+        out = super().__new__(cls, text)
+        out.not_applicable = not_applicable
+        return out
 
 
 class SkipCheck(Exception):
@@ -22,9 +36,12 @@ class SkipCheck(Exception):
     returning ``[]``. ``notes`` are info findings that say more (what to run to get the fact).
     """
 
-    def __init__(self, reason: str, notes: Optional[List[Finding]] = None):
+    def __init__(self, reason: str, notes: Optional[List[Finding]] = None, not_applicable: Optional[str] = None):
         super().__init__(reason)
         self.notes = list(notes or [])
+        # a check that does not apply here (not WSL, no benchmark ran) says so in a few words: the report counts it
+        # under "did not apply"; without it the skip is a fact that could not be read ("facts unknown")
+        self.not_applicable = not_applicable or getattr(reason, "not_applicable", None)
 
 
 @dataclass
@@ -80,6 +97,16 @@ class Check:
 
     def applies_to(self, setting: str) -> bool:
         return setting in self.applies
+
+    def not_here_label(self, setting: str) -> str:
+        """The few words of "did not apply here" where it is not run (CheckResult.not_applicable)."""
+        if self.applies == PASTE_ONLY:
+            return "judged in pastes only"
+        if setting == PASTE:
+            return "judged on a probed interpreter only"
+        if setting == STATIC:
+            return "judges a machine, not a build"
+        return f"not judged on {setting} facts"
 
     def not_here(self, setting: str) -> str:
         """The skip reason where it does not apply."""
@@ -156,10 +183,14 @@ class Findings:
     kinds: Tuple[str, ...] = ()
     categories: Tuple[str, ...] = ()  # the other categories it emits, besides ``category``
     check: str = ""  # the registered check that makes these findings, where its id is not ``check_id``
+    # kind -> its category, for a kind whose category is not ``category`` (one of ``categories``): the finding
+    # gets it without ``category=``, and `explain CODE` shows it first
+    kind_categories: Dict[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kinds", tuple(self.kinds))
-        object.__setattr__(self, "categories", tuple(self.categories))
+        object.__setattr__(self, "categories", tuple(dict.fromkeys(tuple(self.categories)
+                                                                  + tuple(self.kind_categories.values()))))
         # the module that made it (the registry test: every builder in envdoctor belongs to a registered check)
         object.__setattr__(self, "made_in", sys._getframe(2).f_globals.get("__name__", ""))
         DECLARED.append(self)
@@ -173,13 +204,17 @@ class Findings:
         """The id of the check that makes these findings."""
         return self.check or self.check_id
 
+    def category_of(self, kind: str) -> str:
+        """The category a finding of ``kind`` carries when its maker names none."""
+        return self.kind_categories.get(kind) or self.category
+
     def declares(self, kind: str) -> bool:
         """Whether ``kind`` is one of the declared kinds or matches one of their templates."""
         return any(kind_matches(k, kind) for k in self.kinds)
 
     def __call__(self, kind: str, severity: str, summary: str, *, category: Optional[str] = None,
                  evidence: Optional[List[Evidence]] = None, **rest: Any) -> Finding:
-        category = category or self.category
+        category = category or self.category_of(kind)
         if strict_findings() and (not self.declares(kind) or category not in self.all_categories):
             raise UndeclaredFinding(
                 f"{self.check_id}/{kind} ({category}) is not declared by its builder Findings({self.check_id!r}, "
@@ -249,7 +284,7 @@ def skip_unless(condition: Any, reason: str) -> None:
         raise SkipCheck(reason)
 
 
-def section_reason(section: Any, what: str) -> str:
+def section_reason(section: Any, what: str) -> Reason:
     """'<what> unknown: probe <status>: <reason>' for a skipped check's reason."""
     status = getattr(section, "status", None)
     reason = getattr(section, "reason", None)
@@ -257,14 +292,33 @@ def section_reason(section: Any, what: str) -> str:
     if status:
         text += f" (probe {status}"
         text += f": {reason})" if reason else ")"
-    return text
+    return Reason(text, _absent_driver(section))
 
 
 def require_section(section: Any, what: str) -> Any:
-    """The facts section when its probe succeeded; else SkipCheck saying why ``what`` is unknown."""
+    """The facts section when its probe succeeded; else SkipCheck saying why ``what`` is unknown (no NVIDIA
+    driver at all: the check did not apply)."""
     if getattr(section, "status", None) != "ok":
         raise SkipCheck(section_reason(section, what))
     return section
+
+
+def _absent_driver(section: Any) -> Optional[str]:
+    from ..facts import Driver, ProbeStatus
+
+    return NO_DRIVER if isinstance(section, Driver) and section.status == ProbeStatus.ABSENT else None
+
+
+NO_DRIVER = "no NVIDIA driver"
+NO_GPU = "no NVIDIA GPU"
+
+
+def no_gpu_here(facts: Facts) -> Optional[str]:
+    """NO_GPU where the facts show no NVIDIA hardware at all (no GPU from the driver, no PCI device of vendor
+    0x10de: queries.nvidia_hardware), for a check about GPUs that skips; None otherwise (unknown is unknown)."""
+    from ..queries import nvidia_hardware
+
+    return NO_GPU if not facts.driver.gpus and nvidia_hardware(facts) is False else None
 
 
 def first(items: List[Any]) -> Optional[Any]:

@@ -11,7 +11,7 @@ from ..domain.gpus import gpu_label, is_vgpu_name
 from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix
 from ._bench_common import HARD_THROTTLES, THROTTLE_TEXT, bench_results, severity
-from .base import Check, CheckContext, Findings, SkipCheck, registrar
+from .base import Check, CheckContext, Findings, SkipCheck, no_gpu_here, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -157,7 +157,7 @@ GPU_VIRTUALIZED = Findings("bench.gpu-virtualized", "GPU_VIRTUALIZED", kinds=("v
 def gpu_virtualized(ctx: CheckContext) -> List[Finding]:
     drv = ctx.facts.driver
     if drv.status != ProbeStatus.OK or not drv.gpus:
-        raise SkipCheck("no GPU facts")
+        raise SkipCheck("no GPU facts", not_applicable=no_gpu_here(ctx.facts))
     known = [g for g in drv.gpus if g.virtualization_mode is not None or g.name]
     if not known:
         raise SkipCheck("virtualization mode unknown")

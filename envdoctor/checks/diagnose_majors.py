@@ -87,7 +87,8 @@ def check_nvidia_majors(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("no package list")
     if not any(nvidia_wheel(p.name) for py in ctx.facts.pythons for p in py.packages):
         # nothing to judge (a CPU torch, or a paste naming torch alone): no pass without evidence
-        raise SkipCheck("no NVIDIA library wheel (nvidia-*-cuNN) in the package list")
+        raise SkipCheck("no NVIDIA library wheel (nvidia-*-cuNN) in the package list",
+                        not_applicable="no NVIDIA library wheels")
     libs = nvidia_two_majors(ctx.facts)
     if not libs:
         return []

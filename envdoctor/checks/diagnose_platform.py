@@ -42,7 +42,7 @@ def check_wsl_gpu(ctx: CheckContext) -> List[Finding]:
     paste = paste_or_skip(ctx)
     host = ctx.facts.host
     if not host.wsl:
-        raise SkipCheck("not WSL (or not known to be)")
+        raise SkipCheck("not WSL (or not known to be)", not_applicable="not WSL")
     prov = paste.provenance or {}
     build_raw = str((prov.get("host.windows_build") or {}).get("value") or "")
     m = re.search(r"(?:^|\.)(\d{5})(?:\.|$)", build_raw) or re.search(r"(\d{5})", build_raw)

@@ -11,7 +11,7 @@ from ..queries import nvidia_hardware
 from ..remedies import COMPAT_DOC, command, driver_install
 from ._gpus import container_without_gpus
 from ._util import torch_envs
-from .base import CheckContext, Findings, SkipCheck, registrar
+from .base import NO_DRIVER, NO_GPU, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -96,7 +96,7 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck(f"driver state unknown (probe {d.status}: {d.reason or 'no reason given'})")
     hardware = nvidia_hardware(ctx.facts)
     if hardware is False:
-        raise SkipCheck(_NO_HARDWARE_SKIP)
+        raise SkipCheck(_NO_HARDWARE_SKIP, not_applicable=NO_GPU)
     if container_without_gpus(ctx.facts):
         # one root cause, one error: platform.container-gpu reports the container started without its GPUs
         raise SkipCheck("the container was started without the host's GPUs (platform.container-gpu): the "
@@ -148,7 +148,7 @@ def check_driver_present(ctx: CheckContext) -> List[Finding]:
         fix=Fix(summary_fix, commands, DRIVER_DOWNLOAD),
     )
     if severity == Severity.INFO:  # no driver and nothing that needs one: no check mark for "driver installed"
-        raise SkipCheck("no NVIDIA driver, and nothing here needs one", notes=[finding])
+        raise SkipCheck("no NVIDIA driver, and nothing here needs one", notes=[finding], not_applicable=NO_DRIVER)
     return [finding]
 
 
@@ -184,7 +184,7 @@ def check_library_mismatch(ctx: CheckContext) -> List[Finding]:
         if not compared:
             raise SkipCheck(f"nothing to compare: driver {d.status}" + (f" ({d.reason})" if d.reason else "")
                             + "; neither the kernel module's and the libraries' versions nor a working "
-                              "NVML/CUDA were seen")
+                              "NVML/CUDA were seen", not_applicable=NO_DRIVER if d.status == ProbeStatus.ABSENT else None)
         return []
     versions = ""
     if d.kernel_module_version and d.version and d.kernel_module_version != d.version:
@@ -222,14 +222,15 @@ GPUS_VISIBLE = Findings("driver.gpus-visible", "NO_GPU_VISIBLE", kinds=("none",)
 def check_gpus_visible(ctx: CheckContext) -> List[Finding]:
     d = ctx.facts.driver
     if d.status != ProbeStatus.OK:
-        raise SkipCheck(f"driver not usable (probe {d.status}: {d.reason or 'no reason given'})")
+        raise SkipCheck(f"driver not usable (probe {d.status}: {d.reason or 'no reason given'})",
+                        not_applicable=NO_DRIVER if d.status == ProbeStatus.ABSENT else None)
     paste = ctx.facts.paste
     if not d.gpus and paste is not None and "driver.gpus" not in (paste.provenance or {}):
         # a paste that names the driver but shows no GPU list says nothing about how many GPUs there are
         raise SkipCheck("the pasted text has no GPU list")
     if not d.gpus and nvidia_hardware(ctx.facts) is False:
         # a driver installed on a machine with no NVIDIA PCI device: driver.hardware says what that means
-        raise SkipCheck(_NO_HARDWARE_SKIP)
+        raise SkipCheck(_NO_HARDWARE_SKIP, not_applicable=NO_GPU)
     if not d.gpus:
         host = ctx.facts.host
         cvd = host.env.get("NVIDIA_VISIBLE_DEVICES") if host.env else None

@@ -14,7 +14,7 @@ from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import COMPAT_DOC, datacenter_gpus
 from ..remedies.torch_plan import upgrade_driver_fix
 from ._util import torch_builds, torch_label
-from .base import EVERYWHERE, CheckContext, Findings, SkipCheck, registrar
+from .base import EVERYWHERE, NO_DRIVER, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -41,9 +41,9 @@ def check_driver_cuda(ctx: CheckContext) -> List[Finding]:
             inferred[i] = note
             envs.append((i, dataclasses.replace(py, torch=dataclasses.replace(py.torch, cuda=cuda))))
     if not envs:
-        raise SkipCheck("no CUDA build of torch to judge (torch absent, CPU or ROCm build)")
+        raise SkipCheck("no CUDA build of torch to judge (torch absent, CPU or ROCm build)", not_applicable="no CUDA build of torch")
     if d.status == ProbeStatus.ABSENT:
-        raise SkipCheck("no NVIDIA driver (see driver.present)")
+        raise SkipCheck("no NVIDIA driver (see driver.present)", not_applicable=NO_DRIVER)
     if not d.version and not d.cuda_driver_version:
         raise SkipCheck(f"driver version unknown (probe {d.status}: {d.reason or 'not in the facts'})")
     findings: List[Finding] = []

@@ -72,7 +72,31 @@ def _gpu_needs_newer_branch(version: str, branch: int, limits: GpuBranchLimits, 
 
 
 LIFECYCLE = Findings("driver.lifecycle", "DRIVER_OUTDATED",
-                     kinds=("feature-branch", "gpu-newer-than-driver", "known-defect", "past-eol"))
+                     kinds=("feature-branch", "gpu-newer-than-driver", "gpu-older-than-driver", "known-defect",
+                            "past-eol"),
+                     kind_categories={"gpu-older-than-driver": "DRIVER_DROPPED_GPU"})
+
+
+def _gpu_dropped_by_branch(version: str, branch: int, limits: GpuBranchLimits, fix: Fix) -> List[Finding]:
+    """A driver branch newer than the last one that supports a GPU here (a Tesla K80 on R580): the question
+    recommend asks too, through the same table and query (compat driver_gpu_support.json, BranchSupport)."""
+    out: List[Finding] = []
+    for g in limits.gpus:
+        last = g.row.last_branch
+        if last is None or g.row.supports(branch) is not False or branch <= last:
+            continue
+        out.append(LIFECYCLE.error(
+            "gpu-older-than-driver",
+            f"Driver {version} (R{branch}) does not drive GPU {g.index} {g.label}: R{last} is the last branch "
+            f"for {g.row.architecture} GPUs",
+            detail="NVIDIA ended the architecture's support with that branch: a newer driver's kernel module does "
+                   "not bind the GPU, so nvidia-smi lists no such device and CUDA finds none.",
+            evidence=[Evidence("driver.version", version, expected=f"<= R{last} for {g.row.architecture}",
+                               source=g.row.source),
+                      Evidence(g.cc_path, g.cc)],
+            fix=fix,
+        ))
+    return out
 
 
 @check(LIFECYCLE, "Driver branch is still supported", applies=EVERYWHERE)
@@ -108,14 +132,15 @@ def lifecycle(ctx: CheckContext) -> List[Finding]:
                   commands=plan.commands, url=_MATRIX_URL)
     elif limits.hi is not None and limits.hi_gpu is not None:
         hi = limits.hi
-        fix = Fix(f"No supported branch drives {limits.hi_gpu.label}: R{hi} is the last branch for it. Stay on "
-                  f"the newest R{hi} release, or move to a newer GPU (or cloud instance) to get a supported "
+        fix = Fix(f"No supported branch drives {limits.hi_gpu.label}: R{hi} is the last branch for it. "
+                  f"{'Stay on' if branch <= hi else 'Install'} the newest R{hi} release, or move to a newer GPU (or cloud instance) to get a supported "
                   "driver",
                   commands=[] if branch == hi else driver_install(ctx.facts, hi, server=datacenter_gpus(ctx.facts, ctx.compat)).commands,
                   url=_MATRIX_URL)
     else:
         fix = Fix("Upgrade to a supported branch", url=_MATRIX_URL)
     out: List[Finding] = _gpu_needs_newer_branch(d.version or "", branch, limits, fix)
+    out += _gpu_dropped_by_branch(d.version or "", branch, limits, fix)
     row = table.branch(branch)
     ev = Evidence("driver.version", d.version)
     if row is not None:

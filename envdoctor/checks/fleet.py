@@ -1,5 +1,5 @@
 """The fleet checks: pure functions of the fleet's data (the nodes' facts, the ranks' records and
-measurements) and of each node's report from the one judge (``app.judge``). No process, file or socket: they
+measurements) and of each node's report from the one judge (``services.collect.judge``). No process, file or socket: they
 run the same live and on a saved report (``envdoctor fleet --report``). Registered like every other check; they
 read ``ctx.fleet`` (a ``FleetContext``, set by fleet/report.py) and skip elsewhere ("no fleet run"): one
 machine's report counts them among the checks that did not apply, as it does the watch checks.
@@ -27,7 +27,7 @@ STRAGGLER_FRACTION = 0.8
 @dataclass(frozen=True)
 class FleetContext:
     fleet: FleetData
-    node_reports: Dict[str, Report]  # node key -> that node's report from app.judge
+    node_reports: Dict[str, Report]  # node key -> that node's report from services.collect.judge
 
 
 CHECKS: List[Check] = []
@@ -36,7 +36,7 @@ check = registrar(CHECKS)
 
 def fleet_of(ctx: CheckContext) -> FleetContext:
     if ctx.fleet is None:  # one machine's facts (check, diagnose, watch)
-        raise SkipCheck("no fleet run to judge (`envdoctor fleet` judges the ranks of several machines)")
+        raise SkipCheck("no fleet run to judge (`envdoctor fleet` judges the ranks of several machines)", not_applicable="not a fleet run")
     return ctx.fleet
 
 

@@ -34,7 +34,7 @@ def ecc_mode(ctx: CheckContext) -> List[Finding]:
     known = [g for g in gpus if g.ecc_mode_current is not None and g.ecc_mode_pending is not None]
     if not known:
         raise SkipCheck("nothing to judge: no GPU here reports a current and pending ECC mode (a GPU without "
-                        "ECC, such as a GeForce, has neither; or the driver did not say)")
+                        "ECC, such as a GeForce, has neither; or the driver did not say)", not_applicable="nothing of the kind here")
     out: List[Finding] = []
     turning_on = [g for g in known if g.ecc_mode_current is False and g.ecc_mode_pending is True]
     turning_off = [g for g in known if g.ecc_mode_current is True and g.ecc_mode_pending is False]

@@ -10,7 +10,7 @@ from ..facts import Driver, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, kernel_log_xid, placeholder
 from ._gpus import gpu_list, gpu_path, require_gpus
-from .base import Check, CheckContext, Findings, SkipCheck, registrar
+from .base import NO_DRIVER, Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -189,7 +189,7 @@ def xid(ctx: CheckContext) -> List[Finding]:
     events = list(drv.xid_events or [])
     if not events:
         if drv.status == ProbeStatus.ABSENT:
-            raise SkipCheck("no NVIDIA driver: the kernel log can hold no Xid error to judge")
+            raise SkipCheck("no NVIDIA driver: the kernel log can hold no Xid error to judge", not_applicable=NO_DRIVER)
         return []
     gpus = {bus_key(g.pci_bus_id): g for g in drv.gpus if bus_key(g.pci_bus_id)}
     # one finding per (code, GPU): the count, the GPU and what the code means

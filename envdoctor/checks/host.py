@@ -11,7 +11,7 @@ from ..facts import Facts, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, export, placeholder_flag
 from ._gpus import given_gpus_only
-from .base import Check, CheckContext, Findings, SkipCheck, registrar, section_reason
+from .base import NO_GPU, Check, CheckContext, Findings, SkipCheck, registrar, section_reason
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -150,7 +150,7 @@ def cpu(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck(
             f"no GPU to judge the per-GPU ratio against ({usable:g} CPUs usable: os.cpu_count() "
             f"{fmt_opt(host.cpu_logical_count)}, affinity {fmt_opt(host.cpu_affinity_count)}"
-            + (f", cgroup quota {quota:g}" if quota is not None else ", no cgroup quota") + ")")
+            + (f", cgroup quota {quota:g}" if quota is not None else ", no cgroup quota") + ")", not_applicable=NO_GPU)
     cmin, crec, _, _, src = _needs(table, ctx.compat, gpus)
     n = len(gpus)
     # the evidence names the fact the usable count came from (the quota, the affinity mask or os.cpu_count())
@@ -202,7 +202,8 @@ def memory(ctx: CheckContext) -> List[Finding]:
     if not gpus:
         raise SkipCheck(
             f"no GPU to judge the per-GPU ratio against ({usable / GIB:.1f} GiB of RAM usable"
-            + (f": cgroup limit of {total / GIB:.1f} GiB physical" if limited and total else "") + ")")
+            + (f": cgroup limit of {total / GIB:.1f} GiB physical" if limited and total else "") + ")",
+            not_applicable=NO_GPU)
     _, _, rmin, rrec, src = _needs(table, ctx.compat, gpus)
     n = len(gpus)
     gib = usable / GIB
@@ -250,7 +251,8 @@ def numa(ctx: CheckContext) -> List[Finding]:
     locality = facts.topology.gpu_locality
     if not locality:
         raise SkipCheck("GPU NUMA locality unknown: " + ("no NVIDIA GPU in sysfs" if locality == []
-                                                         else "sysfs local_cpulist was not read"))
+                                                         else "sysfs local_cpulist was not read"),
+                        not_applicable=NO_GPU if locality == [] else None)
     allowed = parse_cpulist(host.cpu_affinity_list)
     if not allowed:
         raise SkipCheck("the CPUs this process may use are unknown (no sched_getaffinity / Cpus_allowed_list)")

@@ -8,7 +8,7 @@ from ..facts import Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix
 from ..remedies import command, placeholder_flag
 from ._gpus import GIB, gpu_list
-from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section
+from .base import NO_GPU, Check, CheckContext, Findings, SkipCheck, registrar, require_section
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -34,7 +34,7 @@ def cgroup_memory(ctx: CheckContext) -> List[Finding]:
     driver = ctx.facts.driver
     gpus = list(driver.gpus) if driver.status == ProbeStatus.OK else []
     if not gpus:
-        raise SkipCheck("no GPU whose memory the cgroup limit could be compared with")
+        raise SkipCheck("no GPU whose memory the cgroup limit could be compared with", not_applicable=NO_GPU)
     sizes = [(g, _gpu_memory(ctx, g)) for g in gpus]
     unknown = [g for g, size in sizes if size is None]
     if unknown:

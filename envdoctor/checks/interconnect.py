@@ -9,7 +9,17 @@ from ..facts import Driver, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
 from ._gpus import gpu_path, require_gpus
 from ._nvlink import expected_links, fabric_member, gpu_spec, nvlink_peer, pcie_board, rack_scale, sxm_name
-from .base import Cases, Check, CheckContext, Findings, SkipCheck, registrar, require_section, section_reason
+from .base import (
+    Cases,
+    Check,
+    CheckContext,
+    Findings,
+    SkipCheck,
+    no_gpu_here,
+    registrar,
+    require_section,
+    section_reason,
+)
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -155,7 +165,7 @@ def topology(ctx: CheckContext) -> List[Finding]:
     topo = ctx.facts.topology
     matrix = topo.gpu_matrix
     if not matrix and not topo.p2p_supported:
-        raise SkipCheck(section_reason(topo, "GPU topology matrix"))
+        raise SkipCheck(section_reason(topo, "GPU topology matrix"), not_applicable=no_gpu_here(ctx.facts))
     gpus = list(ctx.facts.driver.gpus) if ctx.facts.driver.status == ProbeStatus.OK else []
     by_index = {g.index: g for g in gpus}
     out: List[Finding] = []

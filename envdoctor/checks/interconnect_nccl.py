@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import List
 
 from ..findings import Evidence, Finding, Fix
-from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section
+from .base import NO_GPU, Check, CheckContext, Findings, SkipCheck, registrar, require_section
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -21,11 +21,11 @@ def peermem(ctx: CheckContext) -> List[Finding]:
     if host.infiniband_devices is None:
         raise SkipCheck("InfiniBand devices unknown: the host probe did not look")
     if not host.infiniband_devices:
-        raise SkipCheck("no InfiniBand/RoCE device: nothing to judge")
+        raise SkipCheck("no InfiniBand/RoCE device: nothing to judge", not_applicable="no InfiniBand")
     if host.kernel_modules is None:
         raise SkipCheck("loaded kernel modules unknown: the host probe could not read them")
     if not ctx.facts.driver.gpus:
-        raise SkipCheck("no GPU: GPUDirect RDMA has nothing to connect")
+        raise SkipCheck("no GPU: GPUDirect RDMA has nothing to connect", not_applicable=NO_GPU)
     mods = {m.strip().lower() for m in host.kernel_modules}
     # nvidia_peermem ships with the driver since R470; nv_peer_mem was the older Mellanox module
     if mods & {"nvidia_peermem", "nv_peer_mem"}:

@@ -18,7 +18,7 @@ check = registrar(CHECKS)
 def check_shadowing(ctx: CheckContext) -> List[Finding]:
     envs = [(i, py) for i, py in torch_envs(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
-        raise SkipCheck("no CUDA build of torch to judge")
+        raise SkipCheck("no CUDA build of torch to judge", not_applicable="no CUDA build of torch")
     findings = []
     judged = False
     for i, py in envs:

@@ -58,7 +58,7 @@ def _finding(hits: List[Hit]) -> Finding:
 def check_signatures(ctx: CheckContext) -> List[Finding]:
     paste = ctx.facts.paste
     if paste is None:
-        raise SkipCheck("no pasted text (messages are read only by `envdoctor diagnose`)")
+        raise SkipCheck("no pasted text (messages are read only by `envdoctor diagnose`)", not_applicable="judged in pastes only")
     if not paste.messages:
         raise SkipCheck("the paste holds no error or warning message to match")
     try:

@@ -106,7 +106,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
         ))
     if not findings and not judged:
         raise SkipCheck("no torchvision/torchaudio or nvidia-* wheel of known variant next to torch: "
-                        "nothing to compare torch's variant with")
+                        "nothing to compare torch's variant with", not_applicable="no torchvision/torchaudio")
     return findings
 
 
@@ -160,7 +160,7 @@ def check_companions(ctx: CheckContext) -> List[Finding]:
             if pairs_with and mm_str(pairs_with) != mm_str(tver):
                 findings.append(_companion_finding(ctx, i, py, pkg, tver, None, name, pairs_with))
     if not present:
-        raise SkipCheck("no torchvision, torchaudio or triton installed: nothing to pair with torch")
+        raise SkipCheck("no torchvision, torchaudio or triton installed: nothing to pair with torch", not_applicable="no torchvision/torchaudio")
     return findings
 
 
@@ -289,7 +289,7 @@ def check_extensions(ctx: CheckContext) -> List[Finding]:
                                 "requirements.extensions-gpus" if t is not None and t.target_gpus else
                                 ", and no GPU is seen to judge their kernels against"))
         raise SkipCheck("no compiled extension that depends on torch (flash-attn, xformers, ...) installed: "
-                        "nothing to judge")
+                        "nothing to judge", not_applicable="no torch extensions")
     return findings
 
 

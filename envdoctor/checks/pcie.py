@@ -10,7 +10,7 @@ from ..facts import Gpu, PcieLink, ProbeStatus
 from ..findings import Evidence, Finding, Fix
 from ..remedies import pcie_link_status
 from ._gpus import given_gpus_only
-from .base import Cases, Check, CheckContext, Findings, SkipCheck, registrar
+from .base import Cases, Check, CheckContext, Findings, SkipCheck, no_gpu_here, registrar
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -53,7 +53,7 @@ def link(ctx: CheckContext) -> List[Finding]:
     if not have_nvml and not links:
         raise SkipCheck("PCIe link state unknown: neither the driver nor lspci/sysfs reported GPU links"
                         + (f" (topology probe {facts.topology.status}: {facts.topology.reason})"
-                           if facts.topology.reason else ""))
+                           if facts.topology.reason else ""), not_applicable=no_gpu_here(facts))
     # bridges by their full address (two root ports of one device differ only by function); GPUs by their bus
     # key, which NVML, lspci and a torch/Xid id without the function all reduce to (envdoctor.domain.pci)
     by_bdf: Dict[str, PcieLink] = {bdf_key(lk.bdf) or lk.bdf: lk for lk in links}

@@ -8,7 +8,7 @@ from ..facts import ProbeStatus
 from ..findings import Evidence, Finding, Fix
 from ..queries import nvidia_hardware
 from ..remedies import Raw, command, placeholder, remove_linux_driver
-from .base import CheckContext, Findings, SkipCheck, registrar
+from .base import NO_GPU, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -32,11 +32,11 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     if c is None:
         raise SkipCheck("whether this is a container is unknown" + (f" ({host.reason})" if host.reason else ""))
     if not c.runtime:
-        raise SkipCheck("not a container: nothing to judge")
+        raise SkipCheck("not a container: nothing to judge", not_applicable="not a container")
     if nvidia_hardware(ctx.facts) is False:
         # sysfs in a container lists the host's PCI devices: none of vendor 0x10de means the host has no
         # NVIDIA GPU to pass in (driver.present says so)
-        raise SkipCheck("no NVIDIA hardware on the PCI bus: no GPU to pass into this container")
+        raise SkipCheck("no NVIDIA hardware on the PCI bus: no GPU to pass into this container", not_applicable=NO_GPU)
     d = ctx.facts.driver
     nodes = c.gpu_device_nodes
     if d.status == ProbeStatus.OK and d.gpus:
@@ -79,7 +79,7 @@ def check_wsl(ctx: CheckContext) -> List[Finding]:
     if host.wsl is None:
         raise SkipCheck("whether this is WSL is unknown")
     if not host.wsl:
-        raise SkipCheck("not WSL: nothing to judge")
+        raise SkipCheck("not WSL: nothing to judge", not_applicable="not WSL")
     d = ctx.facts.driver
     problems, ev = [], [Evidence("host.wsl", True), Evidence("host.kernel", host.kernel)]
     if d.kernel_module_version:

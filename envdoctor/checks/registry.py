@@ -75,7 +75,9 @@ class FindingCode:
 
     @property
     def categories(self) -> Tuple[str, ...]:
-        return self.builder.all_categories
+        """Every category the builder declares, this kind's own first (``Findings.kind_categories``)."""
+        own = self.builder.category_of(self.kind)
+        return tuple(dict.fromkeys(((own,) if own else ()) + self.builder.all_categories))
 
     @property
     def template(self) -> bool:

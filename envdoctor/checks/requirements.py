@@ -40,7 +40,7 @@ def _declared(ctx: CheckContext, kind: str) -> List[Tuple[int, Requirement]]:
     t = ctx.facts.targets
     if t is None:
         raise SkipCheck("no requirements declared (envdoctor assert --require, [tool.envdoctor] require, "
-                        "or preflight(require=...))")
+                        "or preflight(require=...))", not_applicable="no requirements declared")
     out = []
     for k, text in enumerate(t.requirements):
         try:
@@ -52,7 +52,7 @@ def _declared(ctx: CheckContext, kind: str) -> List[Tuple[int, Requirement]]:
         if rkind == kind:
             out.append((k, req))
     if not out:
-        raise SkipCheck(f"no {kind} requirement declared")
+        raise SkipCheck(f"no {kind} requirement declared", not_applicable="no requirements declared")
     return out
 
 
@@ -228,7 +228,7 @@ def _declared_gpus_or_skip(ctx: CheckContext):
     t = ctx.facts.targets
     if t is None or not t.target_gpus:
         raise SkipCheck("no target GPUs declared (--target-gpus, [tool.envdoctor] target-gpus, "
-                        "preflight(target_gpus=...))")
+                        "preflight(target_gpus=...))", not_applicable="no requirements declared")
     return t
 
 

@@ -7,10 +7,11 @@ from typing import List
 from ..domain.variants import variant_of_cuda
 from ..domain.versions import major_minor, mm_str
 from ..findings import Evidence, Finding, Fix, Severity
-from ..remedies import cuda_toolkit_first, host_compiler_install
+from ..remedies import command, cuda_toolkit_first, host_compiler_install
 from ._util import torch_builds, torch_label
 from .base import CheckContext, Findings, SkipCheck, registrar
 
+CUDA_ARCHIVE = "https://developer.nvidia.com/cuda-toolkit-archive"
 CHECKS: list = []
 check = registrar(CHECKS)
 
@@ -32,7 +33,7 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
     tk = ctx.facts.toolkits.on_path
     envs = [(i, py) for i, py in torch_builds(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
-        raise SkipCheck("no CUDA build of torch to compare nvcc with")
+        raise SkipCheck("no CUDA build of torch to compare nvcc with", not_applicable="no CUDA build of torch")
     var, value = _cuda_home(ctx)
     if var is not None:
         # torch.utils.cpp_extension (_find_cuda_home) takes CUDA_HOME, else CUDA_PATH, before the nvcc on PATH,
@@ -70,10 +71,7 @@ def check_nvcc_torch(ctx: CheckContext) -> List[Finding]:
                                f"toolkits.installed.{tk.found_via}.version", tk.version,
                                expected=f"CUDA {mm_str(t.cuda)}"),
                       Evidence(f"pythons[{i}].torch.cuda", t.cuda)],
-            fix=Fix(f"Before building extensions, put a CUDA {mm_str(t.cuda)} toolkit first on PATH"
-                    + _torch_for_toolkit(ctx, mm_str(tk.version)),
-                    [cuda_toolkit_first(mm_str(t.cuda))],
-                    CPP_EXT_DOC),
+            fix=_toolkit_first_fix(ctx, t.cuda, tk),
         ))
     return findings
 
@@ -149,6 +147,20 @@ def _best_toolkit(ctx: CheckContext, cuda: str):
     return None
 
 
+def _toolkit_first_fix(ctx: CheckContext, cuda: str, tk) -> Fix:
+    """Put a toolkit of torch's CUDA first: the one installed here (its own path), else install one first; never
+    an export of a directory that does not exist (the default /usr/local/cuda-X.Y is only where it would go)."""
+    want = mm_str(cuda)
+    best = _best_toolkit(ctx, cuda)
+    also = _torch_for_toolkit(ctx, mm_str(tk.version))
+    if best is not None and best.path and major_minor(best.version) == major_minor(cuda):
+        return Fix(f"Before building extensions, put the CUDA {want} toolkit installed at {best.path} first on PATH"
+                   + also, [cuda_toolkit_first(want or "", best.path)], CPP_EXT_DOC)
+    return Fix(f"Before building extensions, install a CUDA {want} toolkit (none is installed here: "
+               f"{CUDA_ARCHIVE}) and put it first on PATH (CUDA_HOME and PATH to its directory)" + also,
+               [], CPP_EXT_DOC)
+
+
 def _cuda_home_broken(ctx: CheckContext, envs, var: str, value: str, problem: str) -> Finding:
     i, py = envs[0]
     t = py.torch
@@ -158,8 +170,10 @@ def _cuda_home_broken(ctx: CheckContext, envs, var: str, value: str, problem: st
                   "(the shell profile, the job script, the container's ENV)",
                   [cuda_toolkit_first(mm_str(best.version) or "", best.path, var)], CPP_EXT_DOC)
     else:
-        fix = Fix(f"Install a CUDA {mm_str(t.cuda)} toolkit and point {var} at it, or unset {var} if no extension "
-                  "is built here", [cuda_toolkit_first(mm_str(t.cuda) or "", None, var)], CPP_EXT_DOC)
+        # no toolkit here to point it at: unset it (an export of a directory that does not exist fixes nothing)
+        fix = Fix(f"Unset {var} where it is set (no CUDA toolkit is installed here), or install a CUDA "
+                  f"{mm_str(t.cuda)} toolkit ({CUDA_ARCHIVE}) and point {var} at it", [command("unset", var)],
+                  CPP_EXT_DOC)
     evidence = [Evidence(f"toolkits.{var.lower()}_env", value, expected="a CUDA toolkit directory with bin/nvcc",
                          source=problem),
                 Evidence(f"pythons[{i}].torch.cuda", t.cuda)]

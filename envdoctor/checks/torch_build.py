@@ -27,7 +27,7 @@ from ._util import (
     torch_envs_or_skip,
     torch_label,
 )
-from .base import EVERYWHERE, CheckContext, Findings, SkipCheck, registrar
+from .base import EVERYWHERE, NO_GPU, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
@@ -59,11 +59,11 @@ def check_gpu_arch(ctx: CheckContext) -> List[Finding]:
 
     envs = [(i, py) for i, py in torch_builds(ctx.facts) if py.torch and py.torch.cuda]
     if not envs:
-        raise SkipCheck("no CUDA build of torch to judge")
+        raise SkipCheck("no CUDA build of torch to judge", not_applicable="no CUDA build of torch")
     gpus = gpu_capabilities(ctx.facts, ctx.compat)
     if not gpus:
         raise SkipCheck("no GPU seen (driver probe: "
-                        f"{ctx.facts.driver.status}{': ' + ctx.facts.driver.reason if ctx.facts.driver.reason else ''})")
+                        f"{ctx.facts.driver.status}{': ' + ctx.facts.driver.reason if ctx.facts.driver.reason else ''})", not_applicable=NO_GPU if ctx.facts.driver.status in ("ok", "absent") else None)
     findings: List[Finding] = []
     unjudged: List[str] = []
     judged = 0
@@ -159,7 +159,7 @@ def check_cpu_build(ctx: CheckContext) -> List[Finding]:
     if not has:
         # nothing to judge: a CPU build is right on a machine without GPUs (evidence or no check mark)
         if ctx.facts.driver.status in (ProbeStatus.OK, ProbeStatus.ABSENT):
-            raise SkipCheck("no NVIDIA GPU seen on this machine: a CPU or CUDA build of torch is equally fine here")
+            raise SkipCheck("no NVIDIA GPU seen on this machine: a CPU or CUDA build of torch is equally fine here", not_applicable=NO_GPU)
         raise SkipCheck("whether this machine has NVIDIA GPUs is unknown")
     findings = []
     judged = False

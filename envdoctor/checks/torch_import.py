@@ -121,7 +121,7 @@ def check_torch_import(ctx: CheckContext) -> List[Finding]:
             fix=fix,
         ))
     if not judged:
-        raise SkipCheck("torch was not imported (--no-torch)")
+        raise SkipCheck("torch was not imported (--no-torch)", not_applicable="torch not imported (--no-torch)")
     return findings
 
 
@@ -156,7 +156,8 @@ def _no_torch_fix(ctx: CheckContext, py: PythonEnv) -> Fix:
 INTERPRETER = Findings("torch.interpreter", "TARGET_PYTHON_UNUSABLE",
                        kinds=tuple(f.replace("_", "-") for f in _UNUSABLE) + ("no-torch", "not-a-torch-environment",
                                                                              "venv-base-missing"),
-                       categories=("TORCH_NOT_INSTALLED",))
+                       kind_categories={"no-torch": "TORCH_NOT_INSTALLED",
+                                        "not-a-torch-environment": "TORCH_NOT_INSTALLED"})
 
 
 @check("torch.interpreter", "The interpreter to diagnose answers and has torch",

@@ -220,7 +220,7 @@ def check_torch_requires(ctx: CheckContext) -> List[Finding]:
                 findings.append(found)
     if not judged and not findings:
         raise SkipCheck("no installed torch (or companion) pins a CUDA library wheel in its metadata (a CPU, "
-                        "conda or source build, or facts without Requires-Dist)")
+                        "conda or source build, or facts without Requires-Dist)", not_applicable="no CUDA library pins")
     return findings
 
 

@@ -107,9 +107,11 @@ def _normalise_argv(argv: Sequence[str], commands: Sequence[str]) -> List[str]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     previous = common.install_signal_handlers()  # first: a signal at any moment ends in a report or a clear line
     # stdlib only, and loaded by install_signal_handlers: the class the handler raises, whatever was being imported
-    from ..probes.runner import Interrupted
+    from ..probes.runner import PENDING_SIGNAL, Interrupted
 
     try:
+        if PENDING_SIGNAL[0] is not None:  # it came during the imports (envdoctor.__main__ held it): stop now
+            raise Interrupted(PENDING_SIGNAL[0])
         # then the target's `import torch`, the floor of a plain run, before envdoctor's own imports: the probe
         # adopts the process when its command line matches (probes/payload_launch.py; ENVDOCTOR_EARLY_PAYLOAD=0)
         from ..probes.payload_launch import start_early
@@ -122,18 +124,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             sys.stderr.write(f"envdoctor: {e}\n")
             return EXIT_USAGE
         args = parser.parse_args(argv)
-        return _main(args)
+        code = _main(args)
+        if PENDING_SIGNAL[0] is not None:
+            # the handler's raise was dropped where Python drops exceptions (importlib's module-lock callbacks)
+            # and the command finished anyway: the signal still gives the exit code
+            raise Interrupted(PENDING_SIGNAL[0])
+        return code
     except Interrupted as e:
-        sys.stderr.write(f"envdoctor: interrupted by {e.signal_name}"
-                         + ("; the report above is partial\n" if e.facts is not None else "\n"))
-        return 128 + e.signum
+        return _interrupted(e.signum, partial=e.facts is not None)
+    except BaseException:
+        if PENDING_SIGNAL[0] is None:
+            raise
+        # what the handler's Interrupted became on its way out: an import's class creation wraps what
+        # `__set_name__` raises in a RuntimeError (Python < 3.12). The signal is the cause, not a bug
+        return _interrupted(PENDING_SIGNAL[0], partial=False)
     finally:
         from ..probes.payload_launch import discard_early
-        from ..probes.runner import PENDING_SIGNAL
 
         discard_early()  # an early payload no probe adopted (a usage error, a command that never collected)
         PENDING_SIGNAL[0] = None  # handled (or never came): the next main() in this process starts clean
         common.restore_signal_handlers(previous)
+
+
+def _interrupted(signum: int, partial: bool) -> int:
+    import signal
+
+    from ..probes.runner import stop_all_children
+
+    stop_all_children()
+    try:
+        name = signal.Signals(signum).name
+    except ValueError:
+        name = f"signal {signum}"
+    sys.stderr.write(f"envdoctor: interrupted by {name}" + ("; the report above is partial\n" if partial else "\n"))
+    return 128 + signum
 
 
 def _main(args) -> int:
@@ -170,8 +194,10 @@ _OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
 
 
 def _internal_error(e: BaseException) -> int:
-    if os.environ.get("ENVDOCTOR_DEBUG"):
-        raise e
+    from ..probes.runner import PENDING_SIGNAL
+
+    if os.environ.get("ENVDOCTOR_DEBUG") or PENDING_SIGNAL[0] is not None:
+        raise e  # with a signal pending: its Interrupted, wrapped on the way out, which main reports as the signal
     sys.stderr.write(f"envdoctor: internal error: {type(e).__name__}: {e} "
                      "(set ENVDOCTOR_DEBUG=1 for the traceback)\n")
     return EXIT_INTERNAL

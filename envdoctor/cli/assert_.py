@@ -1,6 +1,6 @@
 """`envdoctor assert`: the static checks against declared requirements and a target fleet (no GPU needed).
 
-The work is in envdoctor.assertions; here are its options and where they come from (flags, project file).
+The work is in envdoctor.services.assertions; here are its options and where they come from (flags, project file).
 """
 
 from __future__ import annotations

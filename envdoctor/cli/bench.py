@@ -38,7 +38,10 @@ def cmd_bench(args) -> int:
                  "gpu_budget_s": k.gpu_budget_s, "cpu_budget_s": k.cpu_budget_s, "what": k.what,
                  "multi_gpu": k.multi_gpu} for k in KERNELS.values()]}, indent=2) + "\n", None)
         else:
-            write(fit_text("\n".join(describe())), None)
+            import shutil
+
+            width = shutil.get_terminal_size((80, 24)).columns
+            write(fit_text("\n".join(describe(width)), width), None)
         return EXIT_OK
     only, ignore = split_globs(args.only), split_globs(args.ignore, "--ignore")
     names = args.names

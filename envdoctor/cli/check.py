@@ -18,6 +18,7 @@ from .common import (
     collect_options,
     read_text,
     split_globs,
+    wait_progress,
     write,
 )
 from .live import bench_options, expect_gpu, judge_and_print, partial_report, run_bench
@@ -66,7 +67,7 @@ def cmd_check(args) -> int:
         options = collect_options(args)
         bench = bench_options(args, names=[]) if args.bench else None
         try:
-            facts = collect(options, meanwhile=functools.partial(_warm_up, args))
+            facts = collect(options, meanwhile=functools.partial(_warm_up, args), progress=wait_progress(args))
             if bench is not None:
                 facts = run_bench(facts, options, bench, args)
         except Interrupted as e:

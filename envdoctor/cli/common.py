@@ -391,7 +391,10 @@ _COMMAND_WORDS = ("python", "pip", "pip3", "uv", "conda", "mamba", "micromamba",
 
 
 def _is_command(stripped: str) -> bool:
-    first = stripped.split(" ", 1)[0]
+    words = stripped.split(" ", 2)
+    first = words[0]
+    if len(words) > 1 and words[1].endswith(":"):
+        return False  # prose that names a command ("envdoctor watch: 17 samples ..."), not one to copy
     # python3.11, ./run.sh, /usr/bin/python3: a command when arguments follow
     return first in _COMMAND_WORDS or (first.startswith(("python3", "./", "/")) and " " in stripped)
 
@@ -431,6 +434,49 @@ def answer(args, fn: Callable[[Any], Tuple[Dict[str, Any], str]], error: Type[Ex
         raise UsageError(str(e)) from None
     emit(payload, text, args.format)
     return payload
+
+
+# --------------------------------------------------------------------------- progress while waiting
+
+PROGRESS_AFTER_S = 2.0  # a wait shorter than this says nothing
+PROGRESS_EVERY_S = 5.0
+
+
+class WaitProgress:
+    """``collect(progress=...)``: one line on stderr once the probes have taken PROGRESS_AFTER_S, then one every
+    PROGRESS_EVERY_S, naming what is still running (a hung interpreter's `import torch` is a silent minute
+    otherwise). Written only where stderr is a terminal, or always with ENVDOCTOR_PROGRESS=1 (never with 0):
+    stdout (the report, --format json) is never touched, and a log or a pipe is not filled with it."""
+
+    def __init__(self, python_timeout_s: Optional[float], stream: Any = None) -> None:
+        self.python_timeout_s = python_timeout_s
+        self.stream = stream if stream is not None else sys.stderr
+        self.next_s = PROGRESS_AFTER_S
+
+    def __call__(self, elapsed_s: float, waiting: List[str]) -> None:
+        if elapsed_s < self.next_s or not waiting:
+            return
+        self.next_s = elapsed_s + PROGRESS_EVERY_S
+        what = [("the target interpreter (its `import torch`"
+                 + (f"; --python-timeout {self.python_timeout_s:g} s)" if self.python_timeout_s else ")"))
+                if name == "pythons" else name for name in waiting]
+        self.stream.write(f"envdoctor: still waiting after {elapsed_s:.0f} s for {', '.join(what)}\n")
+        self.stream.flush()
+
+
+def wait_progress(args: Any) -> Optional[WaitProgress]:
+    """The progress printer for a command that collects, or None where it stays quiet (see WaitProgress)."""
+    wanted = os.environ.get("ENVDOCTOR_PROGRESS")
+    if wanted == "0":
+        return None
+    if wanted != "1":
+        try:
+            if not sys.stderr.isatty():
+                return None
+        except (AttributeError, ValueError):  # a closed or replaced stderr
+            return None
+    timeout = getattr(args, "python_timeout", None)
+    return WaitProgress(timeout if timeout is not None else DEFAULT_PYTHON_TIMEOUT_S)
 
 
 # --------------------------------------------------------------------------- signals
@@ -497,7 +543,7 @@ def install_signal_handlers() -> dict:
     import signal
     import threading
 
-    from ..probes import runner  # noqa: F401 - loaded now, so that the handler imports nothing when it runs
+    from ..probes import runner  # loaded now, so that the handler imports nothing when it runs
 
     previous: dict = {}
     if threading.current_thread() is not threading.main_thread():
@@ -508,6 +554,10 @@ def install_signal_handlers() -> dict:
             continue
         previous[sig] = old
         signal.signal(sig, on_signal)
+    for old in previous.values():
+        held = getattr(old, "held", None)  # envdoctor.__main__'s _Hold: a signal that came during the imports
+        if held and runner.PENDING_SIGNAL[0] is None:
+            runner.PENDING_SIGNAL[0] = held.pop(0)
     return previous
 
 

@@ -16,6 +16,7 @@ from .common import (
     HelpFormatter,
     UsageError,
     check_writable,
+    fit_text,
     positive_seconds,
     read_text,
     write,
@@ -84,7 +85,10 @@ def _render(rep: Any, args: Any) -> str:
         return render_json(rep, redact=not args.no_redact)
     if args.format == "markdown":
         return render_markdown(rep, redact=not args.no_redact)
-    return render_console(rep, verbose=args.verbose)
+    import shutil
+
+    width = shutil.get_terminal_size((80, 24)).columns
+    return fit_text(render_console(rep, verbose=args.verbose, width=width), width)
 
 
 def cmd_fleet(args: Any) -> int:

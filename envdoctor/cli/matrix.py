@@ -1,5 +1,5 @@
 """`envdoctor matrix`: query the bundled compatibility matrix (the answers, with their citations, come from
-envdoctor.matrix)."""
+envdoctor.services.matrix)."""
 
 from __future__ import annotations
 

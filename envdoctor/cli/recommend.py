@@ -1,4 +1,4 @@
-"""`envdoctor recommend`: the newest torch for a driver, GPUs and a Python (the work is in envdoctor.recommend)."""
+"""`envdoctor recommend`: the newest torch for a driver, GPUs and a Python (the work is in envdoctor.services.recommend)."""
 
 from __future__ import annotations
 

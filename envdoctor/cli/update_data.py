@@ -1,5 +1,5 @@
 """`envdoctor update-data`: fetch, verify and install a newer matrix (the only network use; the work is in
-envdoctor.update_data)."""
+envdoctor.services.update_data)."""
 
 from __future__ import annotations
 

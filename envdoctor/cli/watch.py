@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Optional
 
-from .common import EXIT_CODES_HELP, HelpFormatter, UsageError, positive_seconds, write
+from .common import EXIT_CODES_HELP, HelpFormatter, UsageError, fit_text, positive_seconds, write
 
 FORMATS = ("console", "json", "markdown")
 
@@ -45,8 +45,13 @@ def cmd_watch(args) -> int:
     from ..watch.command import WatchUsageError
     from ..watch.command import cmd_watch as run
 
+    def fitted(text: str, output: Optional[str], utf8: bool = False) -> None:
+        # the console report fits the terminal (a header or a "not seen" line was 120 columns); JSON, Markdown
+        # and a file keep their lines
+        write(fit_text(text) if args.format == "console" and output is None else text, output, utf8=utf8)
+
     try:
-        return run(args, write)
+        return run(args, fitted)
     except WatchUsageError as e:
         raise UsageError(str(e)) from None
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any, Callable, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Optional, Tuple
 
 _MISSING = dataclasses.MISSING
 _set = object.__setattr__
@@ -154,8 +154,13 @@ def _process(cls: type, frozen: bool) -> type:
     return cls
 
 
-def dataclass(cls: Optional[type] = None, *, frozen: bool = False) -> Any:
-    """``@dataclass`` or ``@dataclass(frozen=True)``: see the module docstring."""
-    if cls is None:
-        return lambda c: _process(c, frozen)
-    return _process(cls, frozen)
+if TYPE_CHECKING:
+    # for type checkers (the package ships py.typed): the records are the dataclasses they are, so that mypy and
+    # pyright see their fields and their constructors' arguments; at run time, the decorator below
+    from dataclasses import dataclass as dataclass
+else:
+    def dataclass(cls: Optional[type] = None, *, frozen: bool = False) -> Any:
+        """``@dataclass`` or ``@dataclass(frozen=True)``: see the module docstring."""
+        if cls is None:
+            return lambda c: _process(c, frozen)
+        return _process(cls, frozen)

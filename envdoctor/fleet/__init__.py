@@ -5,7 +5,7 @@ Kubernetes PyTorchJob): the launcher sets RANK, WORLD_SIZE, LOCAL_RANK ... and t
 no transport, rendezvous or scheduler of its own. The one local rank 0 of each node collects that node's facts
 with the probes of `check` (``app.collect``); every rank names its own device; rank 0 gathers everything with
 point-to-point messages of torch.distributed (each with a deadline, so a dead rank is named, not waited on),
-judges each node's facts with the one judge (``app.judge``), adds the fleet checks (``checks/fleet.py``: pure
+judges each node's facts with the one judge (``services.collect.judge``), adds the fleet checks (``checks/fleet.py``: pure
 functions over the nodes' facts and the ranks' measurements, registered with every other check) and alone
 prints the report.
 

@@ -1,4 +1,4 @@
-"""The fleet report: each node judged by the one judge (``app.judge``), the fleet checks over all of them, and
+"""The fleet report: each node judged by the one judge (``services.collect.judge``), the fleet checks over all of them, and
 the renderers (console, JSON, Markdown), written by rank 0 alone."""
 
 from __future__ import annotations
@@ -98,8 +98,19 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def _table(rows: List[List[str]], header: List[str]) -> List[str]:
+def _table(rows: List[List[str]], header: List[str], width: Optional[int] = None) -> List[str]:
+    """Aligned columns; where they are wider than ``width`` (the indent of 2 included), one block per row instead:
+    its cells as "column value", wrapped at spaces under the row's first cell, no cell cut."""
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    if width is not None and 2 + sum(widths) + 2 * (len(widths) - 1) > width:
+        import textwrap
+
+        out: List[str] = []
+        for r in rows:
+            cells = [f"{h} {v}" for h, v in zip(header, r)]
+            out += textwrap.wrap(" · ".join(cells), width=width - 2, subsequent_indent="    ",
+                                 break_long_words=False, break_on_hyphens=False)
+        return out
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     return [fmt.format(*header).rstrip(), fmt.format(*["-" * w for w in widths]).rstrip()] + \
         [fmt.format(*[str(x) for x in r]).rstrip() for r in rows]
@@ -166,7 +177,11 @@ def _verdict(rep: FleetReport) -> str:
     return f"{head}: {errors} error(s), {warnings} warning(s)."
 
 
-def render_console(rep: FleetReport, verbose: bool = False) -> str:
+def render_console(rep: FleetReport, verbose: bool = False, width: Optional[int] = None) -> str:
+    """The console report; ``width``: a table wider than that prints one block per row (the command line
+    wraps the prose to the terminal, cli.common.fit_text). The marks are `check`'s (report/summary.py)."""
+    from ..report.summary import SEVERITY_SYMBOLS
+
     fleet = rep.fleet
     s = _sections(rep)
     out = [f"envdoctor {__version__} fleet: {fleet.world_size} ranks, backend {fleet.backend}, "
@@ -174,13 +189,13 @@ def render_console(rep: FleetReport, verbose: bool = False) -> str:
            + (f", took {fleet.duration_s:g} s" if fleet.duration_s is not None else "")]
     if fleet.interrupted:
         out.append(f"PARTIAL: rank 0 was stopped ({fleet.interrupted}); the report covers what had arrived")
-    out += ["", "Ranks"] + ["  " + x for x in _table(s["ranks"], RANK_HEADER)]
-    out += ["", "Nodes"] + ["  " + x for x in _table(s["nodes"], NODE_HEADER)]
+    out += ["", "Ranks"] + ["  " + x for x in _table(s["ranks"], RANK_HEADER, width)]
+    out += ["", "Nodes"] + ["  " + x for x in _table(s["nodes"], NODE_HEADER, width)]
     if s["collectives"]:
         out += ["", "All-reduce (busbw = algbw x 2(n-1)/n, as nccl-tests define it)"]
-        out += ["  " + x for x in _table(s["collectives"], COLL_HEADER)]
+        out += ["  " + x for x in _table(s["collectives"], COLL_HEADER, width)]
     out += ["", "Findings"]
-    marks = {Severity.ERROR: "x", Severity.WARNING: "!", Severity.INFO: "i"}
+    marks = {sev: symbol for sev, (symbol, _style) in SEVERITY_SYMBOLS.items()}
     found = rep.findings
     for f in found:
         out.append(f"  {marks[f.severity]} [{f.category}] "

@@ -19,8 +19,8 @@ through this function, so the same facts give the same findings whichever comman
   the paste agree.
 
 Why a package of its own, named for the act: it sits above ``checks`` (it runs them) and below every command that
-judges (``app``, ``assertions``, ``_preflight``, ``diagnose``, ``watch``, ``fleet``), which may all import it
-without importing each other; ``app.judge`` is kept as the CLI's thin wrapper. It is not ``judge.py`` because a
+judges (``services.collect``, ``services.assertions``, ``services.preflight``, ``diagnose``, ``watch``, ``fleet``), which
+may all import it without importing each other; ``services.collect.judge`` is kept as the CLI's thin wrapper. It is not ``judge.py`` because a
 module and the function it exports by the same name shadow each other on import.
 """
 
@@ -34,6 +34,7 @@ from ..domain.fastclass import dataclass
 from ..facts import Facts
 from ..findings import CheckResult, Report
 from .policy import PLAIN, PastePolicy, PlainPolicy, Policy, settle_lines
+from .settle import settle
 
 __all__ = ["PLAIN", "PastePolicy", "PlainPolicy", "Policy", "Selection", "checks_for", "judge", "machine_setting", "policy_for",
            "setting_of", "settle_lines"]
@@ -113,6 +114,10 @@ def judge(facts: Facts, compat: Any = None, selection: Optional[Selection] = Non
     selection = selection or ALL
     policy = policy if policy is not None else policy_for(facts)
     facts, checks, machines = policy.judge(facts, compat, selection, run_selected)
+    # the last step of every judgement: consequences under their cause, statuses settled; each machine of a
+    # several-machine paste among its own checks only (judging/settle.py)
+    checks = settle(checks)
+    machines = [dataclasses.replace(m, checks=settle(m.checks)) for m in machines]
     return Report(facts=facts, checks=checks, envdoctor_version=__version__,
                   compat_as_of=getattr(compat, "as_of", None), compat_source=getattr(compat, "label", None),
                   machines=machines)

@@ -90,7 +90,7 @@ _NO_EARLY = ("-h", "--help", "--version", "--facts", "--bench")
 
 
 def _early_python(value: str, environ: Mapping[str, str]) -> Optional[str]:
-    """The interpreter app.python_target would make of a --python value, for the simple spellings (a file, a
+    """The interpreter cli.common.python_target would make of a --python value, for the simple spellings (a file, a
     bare command on PATH); None for the others (a venv folder...), which then start the usual way."""
     path = os.path.expanduser(value)
     if os.sep not in path and not os.path.exists(path):

@@ -26,6 +26,15 @@ def sparkline(values: List[float], width: int = 40) -> str:
     return "".join(SPARK[min(7, int((v - lo) / (hi - lo) * 7.999))] for v in vals)
 
 
+def short_note(note: str, limit: int) -> str:
+    """``note`` within ``limit`` characters, shortened at a word with " …" (never cut inside a word or a path)."""
+    if len(note) <= limit:
+        return note
+    cut = note[:limit - 2]
+    head = cut.rsplit(" ", 1)[0] if " " in cut and note[limit - 2] != " " else cut
+    return head.rstrip() + " …"
+
+
 def _fmt(v: Optional[float]) -> str:
     if v is None:
         return "-"
@@ -69,7 +78,7 @@ def render_console_table(facts: Facts, compat: Any, file: Any = None, color: Opt
         table.add_row(row["device"], row["name"], f"{_fmt(row['value'])} {row['unit']}".strip(),
                       _fmt(row["expected"]), f"{row['ratio']:.0%}" if row["ratio"] is not None else "-",
                       f"[{style.get(row['verdict'], '')}]{row['verdict']}[/]" if style.get(row["verdict"])
-                      else row["verdict"], _fmt(row["duration_s"]), row["note"][:160])
+                      else row["verdict"], _fmt(row["duration_s"]), short_note(row["note"], 160))
     console.print(table)
     for r in facts.bench.results:
         if r.name == "sustained" and r.samples:
@@ -129,9 +138,10 @@ def bench_console_renderables(facts: Facts, compat: Any, width: int) -> List[Any
                  Text(str(row["verdict"]), style=style.get(row["verdict"], "")),
                  f"{_fmt(row['duration_s'])} s" if row["duration_s"] is not None else "-"]
         if wide:
-            cells.append(row["note"][:160])
+            cells.append(short_note(row["note"], 160))
         elif row["note"]:
-            notes.append(Padding(Text(f"{row['name']} on {row['device']}: {row['note'][:160]}"), (0, 0, 0, 2)))
+            notes.append(Padding(Text(f"{row['name']} on {row['device']}: {short_note(row['note'], 160)}"),
+                                 (0, 0, 0, 2)))
         table.add_row(*cells)
     out: List[Any] = [table] + notes
     spark_width = max(10, min(40, width - 40))
@@ -157,7 +167,7 @@ def render_markdown_table(facts: Facts, compat: Any) -> str:
         lines.append("| " + " | ".join(md_escape(str(c)) for c in (
             row["device"], row["name"], f"{_fmt(row['value'])} {row['unit']}".strip(), _fmt(row["expected"]),
             f"{row['ratio']:.0%}" if row["ratio"] is not None else "-", row["verdict"], _fmt(row["duration_s"]),
-            row["note"][:200])) + " |")
+            short_note(row["note"], 200))) + " |")
     for r in facts.bench.results:
         if r.name == "sustained" and r.samples:
             lines += ["", f"sustained {md_escape(r.device or '')}: `{sparkline([s.get('tflops') for s in r.samples])}`"]

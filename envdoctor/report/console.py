@@ -163,7 +163,7 @@ def render_console(
     if report.machines:  # several machines in one paste: a section each (report/machines.py)
         from .machines import console_text
 
-        return _emit(console_text(report, verbose, color, width), file)
+        return _emit(console_text(report, verbose, color, width, render_console, _header_lines), file)
     buf = io.StringIO()
     console = Console(
         file=buf,

@@ -129,14 +129,25 @@ def _at(what: str, where: str | None) -> str:
     return f"{what} at {where}" if where else f"{what} (path unknown)"
 
 
+def summary_rows(facts: Facts) -> List[Tuple[str, str]]:
+    """The key-fact rows of a several-machine paste: each machine's label, then what differed (each machine's own
+    facts are in its section)."""
+    paste = facts.paste
+    rows: List[Tuple[str, str]] = []
+    for m in (paste.machines or []) if paste is not None else []:
+        label = (m.paste.reports or ["report"])[0] if m.paste is not None else "report"
+        head, _, where = label.partition(" (")
+        rows.append((head.capitalize(), where.rstrip(")") or label))
+    rows.extend(("Conflict", c) for c in (paste.conflicts or []) if paste is not None)
+    return rows
+
+
 def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
     """(label, value) rows of the key facts, shared by the console and Markdown renderers."""
     paste = facts.paste
     if paste is not None and paste.machines:
         # a paste holding several machines' reports: their labels and what differed (each machine's facts are
         # in its section, report/machines.py)
-        from .machines import summary_rows
-
         return summary_rows(facts)
     rows: List[Tuple[str, str]] = []
     driver = facts.driver

@@ -8,10 +8,11 @@ its verdict), then the verdict over every machine. A machine's section is the or
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import Callable, List
 
-from ..facts import Facts
 from ..findings import MachineReport, Report
+from .facts_view import summary_rows
+from .summary import SEVERITY_SYMBOLS, header_line, verdict
 
 
 def machine_report(report: Report, machine: MachineReport) -> Report:
@@ -21,39 +22,24 @@ def machine_report(report: Report, machine: MachineReport) -> Report:
                   compat_source=report.compat_source)
 
 
-def summary_rows(facts: Facts) -> List[Tuple[str, str]]:
-    """The key-fact rows of a several-machine paste: each machine's label, then what differed (each machine's own
-    facts are in its section)."""
-    paste = facts.paste
-    rows: List[Tuple[str, str]] = []
-    for m in (paste.machines or []) if paste is not None else []:
-        label = (m.paste.reports or ["report"])[0] if m.paste is not None else "report"
-        head, _, where = label.partition(" (")
-        rows.append((head.capitalize(), where.rstrip(")") or label))
-    rows.extend(("Conflict", c) for c in (paste.conflicts or []) if paste is not None)
-    return rows
-
-
 def _machine_verdicts(report: Report, where: str) -> List[str]:
-    from .summary import verdict
-
     return [f"{m.label}: {verdict(machine_report(report, m), where=where)}" for m in report.machines]
 
 
-def console_text(report: Report, verbose: bool, color: bool, width: int) -> str:
-    """The console report of a several-machine paste (``render_console`` hands it over, then writes it)."""
+def console_text(report: Report, verbose: bool, color: bool, width: int, render_one: Callable[..., str],
+                 header_lines: Callable[[Report, int], List[str]]) -> str:
+    """The console report of a several-machine paste (``render_console`` hands it over, then writes it):
+    ``render_one`` renders one machine's report (``render_console`` itself), ``header_lines`` the paste's header.
+    Handed in, so that this module imports no renderer (no import cycle: tests/unit/test_layers.py)."""
     import textwrap
 
     from rich.color import ColorSystem
     from rich.style import Style
 
-    from .console import _header_lines, render_console
-    from .summary import SEVERITY_SYMBOLS, verdict
-
     def styled(text: str, style: str) -> str:
         return Style.parse(style).render(text, color_system=ColorSystem.STANDARD) if color else text
 
-    out = [styled(head, "bold") for head in _header_lines(report, width)]
+    out = [styled(head, "bold") for head in header_lines(report, width)]
     out += ["", styled("Key facts", "bold underline")]
     rows = summary_rows(report.facts)
     pad = max((len(label) for label, _ in rows), default=0)
@@ -64,8 +50,7 @@ def console_text(report: Report, verbose: bool, color: bool, width: int) -> str:
     for m in report.machines:
         rule = f"━━ {m.label} "
         out += ["", styled(rule + "━" * max(0, width - len(rule)), "bold")]
-        body = render_console(machine_report(report, m), verbose=verbose, color=color, width=width,
-                              bench_table=False)
+        body = render_one(machine_report(report, m), verbose=verbose, color=color, width=width, bench_table=False)
         # its own header (envdoctor, facts, matrix) is the paste's, printed once above: from its key facts on
         out.extend(body.split("\n\n", 1)[-1].rstrip("\n").splitlines())
     worst = report.worst()
@@ -79,12 +64,11 @@ def console_text(report: Report, verbose: bool, color: bool, width: int) -> str:
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
-def markdown_text(report: Report, redact: bool) -> str:
-    """The Markdown report of a several-machine paste (``render_markdown`` hands it over): a section per machine,
-    each the machine's own Markdown report with its headings one level down."""
-    from .markdown import cell, md_text, render_markdown
-    from .summary import header_line, verdict
-
+def markdown_text(report: Report, redact: bool, render_one: Callable[..., str], md_text: Callable[[str], str],
+                  cell: Callable[[str], str]) -> str:
+    """The Markdown report of a several-machine paste (``render_markdown`` hands it over, with itself as
+    ``render_one`` and its escaping): a section per machine, each the machine's own Markdown report with its
+    headings one level down."""
     out = ["# envdoctor report" + (f": {md_text(verdict(report).split(' — ')[0])}"
                                    if report.worst() in ("error", "warning") else ""), ""]
     out += [md_text(header_line(report)) + ("  (redacted)" if redact else ""), ""]
@@ -96,7 +80,7 @@ def markdown_text(report: Report, redact: bool) -> str:
         out += [f"| {cell(label)} | {cell(value)} |" for label, value in rows] + [""]
     for m in report.machines:
         out += [f"## {md_text(m.label)}", ""]
-        body = render_markdown(machine_report(report, m), redact=redact).split("\n")
+        body = render_one(machine_report(report, m), redact=redact).split("\n")
         # its title, header line and verdict are the paste's (above) or in the list of verdicts: from its first
         # section on, each heading one level down
         start = next((i for i, line in enumerate(body) if line.startswith("## ")), len(body))

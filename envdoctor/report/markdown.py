@@ -10,7 +10,15 @@ from ..findings import Report, Severity
 from ..remedies import POWERSHELL
 from .facts_view import key_fact_rows
 from .redact import redact_report
-from .summary import check_note, check_symbol, finding_views, header_line, several_pythons, verdict
+from .summary import (
+    check_note,
+    check_summary,
+    check_symbol,
+    finding_views,
+    header_line,
+    several_pythons,
+    verdict,
+)
 
 # Characters GitHub would render: emphasis (`__version__` -> bold "version"), raw HTML (`<installed>` vanishes),
 # links, strikethrough, entities, headings. CommonMark lets a backslash escape any ASCII punctuation.
@@ -70,7 +78,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
     if report.machines:  # several machines in one paste: a section each (report/machines.py)
         from .machines import markdown_text
 
-        return markdown_text(report, redact)
+        return markdown_text(report, redact, render_markdown, md_text, cell)
     if redact:
         report = redact_report(report)
     views = finding_views(report)
@@ -138,7 +146,18 @@ def render_markdown(report: Report, redact: bool = True) -> str:
     out.append("")
 
     if report.checks:
+        # the per-area lines, as the console prints them; every check's line folded below them, so that a
+        # healthy box's report stays a screen long (the findings above already say what failed)
         out.append("## Checks")
+        out.append("")
+        summary = check_summary(report)
+        for a in summary.areas:
+            out.append(cell(f"- `{a.mark[0]}` {a.area}: {a.counts}"))
+        for line in (summary.not_applied, summary.unread):
+            if line:
+                out.append(cell(f"- {line}"))
+        out.append("")
+        out.append(f"<details><summary>Every check ({len(report.checks)})</summary>")
         out.append("")
         for c in report.checks:
             symbol, _ = check_symbol(c)
@@ -147,6 +166,8 @@ def render_markdown(report: Report, redact: bool = True) -> str:
             if note is not None:
                 line += f": {note}"
             out.append(cell(line))
+        out.append("")
+        out.append("</details>")
         out.append("")
 
     facts_json = json.dumps(report.facts.to_dict(), sort_keys=True, indent=2)

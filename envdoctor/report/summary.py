@@ -127,36 +127,10 @@ def console_header(report: Report) -> str:
 
 
 
-# Why a check was skipped, as the few words of the "did not apply here" line: (words in its reason, label).
-# A reason that names none of them is a fact that could not be read, listed by check id instead.
-_NOT_APPLICABLE = (
-    (("pasted", "a paste"), "judged in pastes only"),
-    (("no requirements declared", "no target gpus declared"), "no requirements declared"),
-    (("no benchmark ran",), "no benchmark ran"),
-    (("not wsl",), "not WSL"),
-    (("infiniband",), "no InfiniBand"),
-    (("--no-torch", "torch was not imported"), "torch not imported (--no-torch)"),
-    (("no cuda build of torch",), "no CUDA build of torch"),
-    (("no torchvision",), "no torchvision/torchaudio"),
-    (("torch is not installed", "torch absent"), "torch not installed"),
-    (("no compiled extension",), "no torch extensions"),
-    (("nothing to judge",), "nothing of the kind here"),
-    (("no watch recording",), "no watch recording"),
-    (("pins a cuda library wheel",), "no CUDA library pins"),
-    (("no fleet run",), "not a fleet run"),
-)
-_NO_GPU_WORDS = ("nvidia", "nvml", "gpu", "driver")
-
-
 def skip_label(check: CheckResult, facts: Facts) -> str | None:
-    """The short "did not apply" label of a skipped check, or None when it is a fact that could not be read."""
-    reason = (check.reason or "").lower()
-    for words, label in _NOT_APPLICABLE:
-        if any(w in reason for w in words):
-            return label
-    if not facts.driver.gpus and any(w in reason for w in _NO_GPU_WORDS):
-        return "no NVIDIA GPU"  # nothing to judge on a machine (or paste) without one
-    return None
+    """The short "did not apply" label of a skipped check (``CheckResult.not_applicable``, as the check or the
+    judge said), or None when it is a fact that could not be read."""
+    return check.not_applicable if check.status == CheckStatus.SKIPPED else None
 
 
 

@@ -125,12 +125,14 @@ PROBE_DEADLINE_MARGIN_S = 20.0
 
 
 def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], Any]]],
-                       deadline_s: float, meanwhile: Optional[Callable[[], Any]] = None
+                       deadline_s: float, meanwhile: Optional[Callable[[], Any]] = None,
+                       progress: Optional[Callable[[float, List[str]], None]] = None,
                        ) -> Dict[str, Tuple[Any, ProbeRun]]:
     """Run each guarded probe in a daemon thread; one still running at the deadline becomes 'failed'.
 
     Daemon threads, not a ThreadPoolExecutor: the executor's workers are joined at interpreter exit, so a
-    probe stuck in the kernel would keep envdoctor from exiting after it has printed its report.
+    probe stuck in the kernel would keep envdoctor from exiting after it has printed its report. ``progress``
+    (elapsed seconds, the probes still running) is called about every 0.2 s while the main thread waits.
     """
     out: Dict[str, Tuple[Any, ProbeRun]] = {}
     threads = {}
@@ -140,7 +142,8 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
         t = threading.Thread(target=work, name=f"envdoctor-probe-{name}", daemon=True)
         t.start()
         threads[name] = t
-    end = time.monotonic() + deadline_s
+    began = time.monotonic()
+    end = began + deadline_s
     interrupted: Optional[Interrupted] = None
     if meanwhile is not None:
         # a thread too: the main thread only waits, so that a signal's Interrupted lands in a join, never
@@ -152,6 +155,8 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
         for t in threads.values():
             while t.is_alive() and time.monotonic() < end:
                 t.join(min(0.2, max(0.0, end - time.monotonic())))
+                if progress is not None:
+                    _tell(progress, time.monotonic() - began, [n for n, th in threads.items() if th.is_alive()])
                 if PENDING_SIGNAL[0] is not None:
                     # the handler's Interrupted was raised where Python drops exceptions (a weakref callback of
                     # importlib's module locks run by this thread): raise it here instead
@@ -180,6 +185,13 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
     return results
 
 
+def _tell(progress: Callable[[float, List[str]], None], elapsed_s: float, waiting: List[str]) -> None:
+    try:
+        progress(elapsed_s, [n for n in waiting if not n.startswith("(")])
+    except Exception:  # noqa: BLE001 - a progress line that cannot be written never stops the collection
+        pass
+
+
 def _while_probing(work: Callable[[], Any]) -> None:
     """What the caller does while the probes wait on their commands (import the checks, load the compat data,
     import a renderer): off the critical path, which is the target's `import torch`. Its failure is not the
@@ -205,7 +217,8 @@ def warm_up() -> None:
 
 
 def collect(options: Optional[CollectOptions] = None, runner: Any = None,
-            meanwhile: Optional[Callable[[], Any]] = None) -> Facts:
+            meanwhile: Optional[Callable[[], Any]] = None,
+            progress: Optional[Callable[[float, List[str]], None]] = None) -> Facts:
     """Probe this machine: every registered probe (probes/registry.py) at once, each under the one guard.
 
     Never raises for a probe's failure: it is recorded in the facts. ``meanwhile`` runs in this thread while the
@@ -236,7 +249,7 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
     deadline_s = max(options.python_timeout_s, 10.0) + PROBE_DEADLINE_MARGIN_S
     interrupted: Optional[Interrupted] = None
     try:
-        done = _run_with_deadline(jobs, deadline_s, meanwhile)
+        done = _run_with_deadline(jobs, deadline_s, meanwhile, progress)
     except Interrupted as e:
         interrupted, done = e, dict(e.partial or {})
         for p in probes:  # a signal before the wait began (while the threads were starting): none of them is read

@@ -11,7 +11,7 @@ from ..domain.arch import parse_cc
 
 class MatrixError(ValueError):
     """A query that cannot be answered as asked (bad version, unknown name); one line. Every `matrix` query
-    raises it (envdoctor.matrix imports it from here: the bench half imports nothing from matrix.py)."""
+    raises it (envdoctor.services.matrix imports it from here: the bench half imports nothing from matrix.py)."""
 
 
 LINK_CHOICES = ("pcie3", "pcie4", "pcie5", "pcie6", "c2c", "c2c_gb200", "nvlink2", "nvlink3", "nvlink4", "nvlink5",

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..compat import load_compat
 from ..domain.arch import arch_runs, sm_name
 from ..domain.fastclass import dataclass
-from ..domain.variants import cuda_of_variant, variant_of_cuda
+from ..domain.variants import CPU, cuda_of_variant, variant_of_cuda
 from ..domain.versions import mm_str, release
 from ..targets import GpuTarget, TargetError, check_driver_version, resolve_gpu
 
@@ -204,13 +204,16 @@ def commands(compat: Any, minor: str, variant: str, python: Optional[str], os: s
     uv = pip_command(Installer("uv", python, shell), "install", *args)
     return {"torch": version, "torchvision": comp.torchvision if comp else None,
             "torchaudio": comp.torchaudio if comp else None,
-            # the triton pin is read from the Linux wheel's Requires-Dist; Windows wheels do not require it
-            "triton": comp.triton if comp and os != "windows" else None,
+            # the triton pin is read from the Linux CUDA wheel's Requires-Dist; Windows and CPU wheels do not
+            # require it
+            "triton": comp.triton if comp and os != "windows" and variant != CPU else None,
             "companions_source": comp.source if comp else None, "pip": pip, "uv": uv}
 
 
 def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python: Optional[str],
-              os: str = "linux") -> Dict[str, Any]:
+              os: str = "linux", cpu_box: Optional[str] = None) -> Dict[str, Any]:
+    """``cpu_box``: why the machine planned for has no NVIDIA hardware (read from it, no --driver or --gpu
+    given); the CPU build is then the recommendation, and the CUDA builds are listed for a GPU machine."""
     releases = [r for r in compat.torch_releases() if r.cuda_variants]
     skipped: List[str] = []
     candidates: List[Tuple[Any, Verdict]] = []
@@ -250,13 +253,20 @@ def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python:
                 "rule": v.rule, "not_covered": v.not_covered, "unknown": v.unknown,
                 "torch_source": rel.source, **commands(compat, rel.minor, v.variant, python, os)}
 
+    cpu = _cpu_entry(compat, python, os, cpu_box) if cpu_box and not gpus and driver is None else None
+    if cpu is not None:
+        why_none = None
+    elif cpu_box and not gpus and driver is None:
+        why_none = f"no torch release in the matrix (as of {compat.as_of}) is made for Python {python}"
     out: Dict[str, Any] = {
         "query": "recommend", "driver": driver, "gpus": [g.label for g in gpus], "python": python, "os": os,
-        "recommendation": entry(*best) if best else None,
+        "recommendation": cpu if cpu_box and not gpus and driver is None else (entry(*best) if best else None),
         "why_none": why_none,
+        "cpu_box": cpu_box,
         "per_cuda_variant": [entry(*per_cuda[k]) for k in sorted(per_cuda, key=lambda k: _rel(cuda_of_variant(k)),
                                                                   reverse=True)
-                             if best is None or k != best[1].variant or per_cuda[k][0].minor != best[0].minor],
+                             if best is None or k != best[1].variant or per_cuda[k][0].minor != best[0].minor
+                             or cpu is not None],
         "newer_not_fitting": [r for r in rejected if best is None or _rel(r["torch"]) >= _rel(best[0].minor)],
         "driver_cannot_drive_gpu": branch_problem,
         "skipped": skipped,
@@ -264,6 +274,20 @@ def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python:
         "as_of": compat.as_of,
     }
     return out
+
+
+def _cpu_entry(compat: Any, python: Optional[str], os: str, why: str) -> Optional[Dict[str, Any]]:
+    """The newest torch for ``python`` as its CPU build (download.pytorch.org/whl/cpu): what a machine without
+    NVIDIA hardware runs, without the CUDA libraries a CUDA build downloads (GBs) that nothing there can load."""
+    fitting = [r for r in compat.torch_releases()
+               if python is None or (r.python_min and r.python_max
+                                     and _rel(r.python_min) <= _rel(python)[:2] <= _rel(r.python_max))]
+    if not fitting:
+        return None
+    rel = max(fitting, key=lambda r: _rel(r.minor))
+    return {"torch_minor": rel.minor, "variant": CPU, "cuda": None,
+            "rule": f"{why}: the CPU build (no CUDA libraries to download, none could be used here)",
+            "not_covered": [], "unknown": [], "torch_source": rel.source, **commands(compat, rel.minor, CPU, python, os)}
 
 
 def _why_none(compat: Any, python: Optional[str], gpus: List[GpuTarget], skipped: List[str],
@@ -346,7 +370,8 @@ def render(out: Dict[str, Any]) -> str:
     if rec is None:
         lines.append("No torch build in the matrix fits" + (f": {out['why_none']}" if out.get("why_none") else "."))
     else:
-        lines += ["", f"Newest that fits: torch {rec['torch']} ({rec['variant']}, CUDA {rec['cuda']})"
+        lines += ["", f"Newest that fits: torch {rec['torch']} ({rec['variant']}"
+                  + (f", CUDA {rec['cuda']})" if rec["cuda"] else ")")
                   + (f", torchvision {rec['torchvision']}" if rec["torchvision"] else "")
                   + (f", torchaudio {rec['torchaudio']}" if rec["torchaudio"] else "")
                   + (f", triton {rec['triton']}" if rec["triton"] else "")]
@@ -358,7 +383,9 @@ def render(out: Dict[str, Any]) -> str:
             lines.append(f"  not judged: {n}")
         lines += ["  " + rec["pip"], "  " + rec["uv"]]
     if out["per_cuda_variant"]:
-        lines += ["", "Newest for each other CUDA variant that fits:"]
+        lines += ["", "For a machine with NVIDIA GPUs (driver unknown), the newest for each CUDA variant:"
+                  if out.get("cpu_box") and rec is not None and rec["cuda"] is None else
+                  "Newest for each other CUDA variant that fits:"]
         for e in out["per_cuda_variant"]:
             rule = (e["rule"] or "").split(" [", 1)[0]
             lines.append(f"  {e['variant']}: torch {e['torch']}" + (f" ({rule})" if rule else ""))
@@ -393,27 +420,47 @@ def recommend_from_args(args: Any) -> Tuple[Dict[str, Any], str]:
         raise RecommendError(f"--python {python!r}: give a Python version such as 3.11")
     os_name = args.os or ("windows" if platform.system() == "Windows" else "linux")
     notes: List[str] = []
+    cpu_box: List[str] = []
     if args.driver is None or not args.gpu or python is None:
         driver, gpus, python = _from_machine(compat, driver, gpus, python, need_driver=args.driver is None,
-                                             need_gpus=not args.gpu, need_python=python is None, notes=notes)
+                                             need_gpus=not args.gpu, need_python=python is None, notes=notes,
+                                             cpu_box=cpu_box)
     if python:
         python = ".".join(str(p) for p in _rel(python)[:2])
-    out = recommend(compat, driver, gpus, python, os_name)
+    out = recommend(compat, driver, gpus, python, os_name, cpu_box=cpu_box[0] if cpu_box else None)
     out["from_this_machine"] = notes
     out["compat_data"] = getattr(compat, "label", None)
     return out, render(out)
 
 
-def _from_machine(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python: Optional[str],
-                  need_driver: bool, need_gpus: bool, need_python: bool, notes: List[str]):
-    """Fill what was not given from this machine (driver probe; the active interpreter's version)."""
-    if need_driver or need_gpus:
-        from ..facts import Driver, ProbeStatus
-        from ..probes.driver import probe_driver
-        from ..probes.registry import guarded
-        from ..probes.runner import Runner
+def this_machine() -> Any:
+    """The facts recommend reads here: the driver probe, and the PCI devices of vendor 0x10de (sysfs)."""
+    from ..facts import Driver, Facts, ProbeStatus, Topology
+    from ..probes.driver import probe_driver
+    from ..probes.pcie import nvidia_pci_devices
+    from ..probes.registry import guarded
+    from ..probes.runner import Runner
 
-        d = guarded(lambda: probe_driver(Runner()), lambda r: Driver(status=ProbeStatus.FAILED, reason=r), "driver")
+    d = guarded(lambda: probe_driver(Runner()), lambda r: Driver(status=ProbeStatus.FAILED, reason=r), "driver")
+    devices = guarded(nvidia_pci_devices, lambda r: None, "topology")
+    return Facts(driver=d, topology=Topology(nvidia_pci_devices=devices))
+
+
+def _from_machine(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python: Optional[str],
+                  need_driver: bool, need_gpus: bool, need_python: bool, notes: List[str],
+                  cpu_box: Optional[List[str]] = None):
+    """Fill what was not given from this machine (driver probe; the active interpreter's version); with
+    neither --driver nor --gpu, a machine without NVIDIA hardware (the same rule as preflight's CPU box,
+    judging.machine_setting) appends why to ``cpu_box``."""
+    if need_driver or need_gpus:
+        from ..judging import STATIC, machine_setting
+
+        facts = this_machine()
+        d = facts.driver
+        if need_driver and need_gpus and cpu_box is not None and machine_setting(facts) == STATIC:
+            pci = "no PCI device of vendor 0x10de" if facts.topology.nvidia_pci_devices == [] else \
+                "its PCI devices unreadable"
+            cpu_box.append(f"no NVIDIA hardware on this machine (no NVIDIA driver, {pci})")
         if need_driver and d.version:
             driver = d.version
             notes.append(f"driver {d.version} read from this machine")

@@ -232,28 +232,35 @@ def _live(args: Any, cmd: List[str]):
     env = dict(os.environ)
     if steps_dir:
         env["ENVDOCTOR_WATCH_DIR"] = steps_dir
-    child = _launch(cmd, env) if cmd else None
-    root = child.pid if child else args.pid
-    unseen = Unseen()
-    if steps_why:
-        unseen.add(steps_why)
-    stop = {"why": None}
+    stop: Dict[str, Any] = {"why": None, "signum": None}
     previous = {}
+    launched: List[Optional[subprocess.Popen]] = [None]
 
     def on_signal(signum, _frame):
+        child = launched[0]
         if stop["why"] is None:
-            stop["why"] = signal.Signals(signum).name
+            stop["why"], stop["signum"] = signal.Signals(signum).name, signum
             if child is not None:
                 _signal_child(child, signum)  # forwarded once; we keep sampling until it exits
         else:
             if child is not None:
                 _signal_child(child, signal.SIGKILL if signum == signal.SIGTERM else signum)
 
+    # the handler before the command starts: a Ctrl-C the moment it has started is forwarded to it, not lost
+    # to the command line's own handler (which would end watch before the command)
     for sig in (signal.SIGINT, signal.SIGTERM):
         try:
             previous[sig] = signal.signal(sig, on_signal)
         except ValueError:  # not the main thread
             pass
+    child = _launch(cmd, env) if cmd else None
+    launched[0] = child
+    if child is not None and stop["signum"] is not None:
+        _signal_child(child, stop["signum"])  # it came while the command was being started
+    root = child.pid if child else args.pid
+    unseen = Unseen()
+    if steps_why:
+        unseen.add(steps_why)
     gpu = GpuReader(unseen)
     host = HostReader(unseen, data)
     tree = ProcessTree(unseen, root)
@@ -341,7 +348,16 @@ def _live(args: Any, cmd: List[str]):
     facts = Facts(watch=w, origin="live", envdoctor_version=_version(), collected_at=_now())
     if stopped_by_duration and child is not None:
         exit_code = EXIT_OK  # we stopped it: its exit code says nothing about the run
-    return facts, exit_code
+    return facts, exit_status(exit_code)
+
+
+def exit_status(returncode: Optional[int]) -> Optional[int]:
+    """The command's return code as watch's own exit status, as a shell reports it: killed by signal N
+    (``returncode`` -N) is 128 + N (130 for SIGINT, 143 for SIGTERM), not -N taken modulo 256 (254, 241).
+    The facts keep the return code itself (``watch.exit_code``: -2)."""
+    if returncode is not None and returncode < 0:
+        return 128 - returncode
+    return returncode
 
 
 VERDICT_AFTER_S = 5.0  # the live view states a verdict once this much was seen

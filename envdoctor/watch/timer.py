@@ -155,6 +155,7 @@ class _Reporter:
         self._dir_checked = 0.0
         self._dir_ok = False
         self._last_flush = 0.0
+        self.closed = False  # at_exit has written the last summary
         atexit.register(self.at_exit)
 
     def stats_for(self, iterable: Any, name: str) -> StepStats:
@@ -168,6 +169,10 @@ class _Reporter:
         return stats
 
     def flush(self) -> None:
+        # a loop left with `break` keeps its generator alive until the interpreter tears the modules down; its
+        # `finally` then runs with the builtins gone (`open` undefined): at_exit has already written everything
+        if self.closed or sys.is_finalizing():
+            return
         now = time.monotonic()
         self._last_flush = now
         if now - self._dir_checked >= 1.0:
@@ -190,10 +195,12 @@ class _Reporter:
 
     def at_exit(self) -> None:
         if not self.loops:
+            self.closed = True
             return
         try:
             self._dir_checked = 0.0
             self.flush()
+            self.closed = True  # nothing is written after this summary
             if self._dir_ok:
                 return  # a watch is there and has the report
             # no watch now (none ever ran, or a `watch --pid` came and went): the summary goes to stderr

@@ -21,7 +21,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Iterator, List, Optional, Set
 
-from tests.fakes.nvml import ERROR_CODES
+# NVML return codes (nvml.h); the same numbers pynvml exposes as NVML_ERROR_*
+ERROR_CODES = {
+    "UNINITIALIZED": 1,
+    "INVALID_ARGUMENT": 2,
+    "NOT_SUPPORTED": 3,
+    "NO_PERMISSION": 4,
+    "ALREADY_INITIALIZED": 5,
+    "NOT_FOUND": 6,
+    "INSUFFICIENT_SIZE": 7,
+    "DRIVER_NOT_LOADED": 9,
+    "TIMEOUT": 10,
+    "LIBRARY_NOT_FOUND": 12,
+    "FUNCTION_NOT_FOUND": 13,
+    "CORRUPTED_INFOROM": 14,
+    "GPU_IS_LOST": 15,
+    "RESET_REQUIRED": 16,
+    "LIB_RM_VERSION_MISMATCH": 18,
+    "ARGUMENT_VERSION_MISMATCH": 25,
+    "GPU_NOT_FOUND": 28,
+    "UNKNOWN": 999,
+}
 
 SUCCESS = 0
 

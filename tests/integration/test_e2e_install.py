@@ -19,11 +19,12 @@ import pytest
 
 from envdoctor.cli import _command_names, build_parser
 from tests.conftest import REPO, InstalledWheel, export_source, source_files
+from tests.paths import SHARED
 
 pytestmark = pytest.mark.slow  # builds a wheel and a venv
 
 PASTES = REPO / "tests" / "fixtures" / "pastes"
-SHARED_REPORTS = REPO.parent / "shared" / "examples" / "reports"  # ../shared beside the checkout, when present
+SHARED_REPORTS = SHARED / "examples" / "reports"  # ../shared beside the checkout, when present
 
 
 def _run(wheel: InstalledWheel, *args: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""No check mark without evidence, none against a finding (findings.settle_statuses): a check is shown passed
+"""No check mark without evidence, none against a finding (judging.settle.settle_statuses): a check is shown passed
 only when it judged its subject fine; a report where nothing could be judged says so and fails the exit code."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from envdoctor.checks import all_checks
 from envdoctor.compat import load_compat
 from envdoctor.facts import Facts
 from envdoctor.findings import CheckResult, CheckStatus, Finding, Report, Severity
+from envdoctor.judging.settle import settle
 from envdoctor.report import render_console
 from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
@@ -83,10 +84,10 @@ def test_a_signature_finding_in_a_checks_category_is_against_it() -> None:
     sig = Finding("messages.signature/nvidia-smi-not-found", "CONTAINER_NO_GPU_RUNTIME", Severity.ERROR,
                   "Container started without GPU access: the paste shows “nvidia-smi not found”")
     persistence = Finding("gpu.persistence/off", "PERSISTENCE_MODE_OFF", Severity.INFO, "Persistence mode off on GPU 0")
-    report = Report(facts=Facts(envdoctor_version="t", origin="paste"), envdoctor_version="t", checks=[
+    report = Report(facts=Facts(envdoctor_version="t", origin="paste"), envdoctor_version="t", checks=settle([
         _result("platform.container-gpu", CheckStatus.PASSED), _result("gpu.persistence", CheckStatus.PASSED,
                                                                        [persistence]),
-        _result("gpu.busy", CheckStatus.PASSED), _result("messages.signatures", CheckStatus.FAILED, [sig])])
+        _result("gpu.busy", CheckStatus.PASSED), _result("messages.signatures", CheckStatus.FAILED, [sig])]))
     by = {c.id: c for c in report.checks}
     assert by["platform.container-gpu"].status == CheckStatus.NOTED
     assert "nvidia-smi not found" in by["platform.container-gpu"].headline
@@ -119,3 +120,17 @@ def test_nothing_judged_is_said_and_fails(tmp_path: Path) -> None:
     # one judged check is enough to be a verdict
     healthy = judge(machines.healthy_a100(), COMPAT)
     assert healthy.judged and not healthy.fails("error")
+
+
+def test_a_report_read_back_from_json_is_shown_as_it_was_judged() -> None:
+    """The judge settles (judging/settle.py); a Report loaded from JSON is not judged again: a status and a
+    caused_by written there come back as written, whatever settling would make of them now."""
+    sig = Finding("messages.signature/nvidia-smi-not-found", "CONTAINER_NO_GPU_RUNTIME", Severity.ERROR, "s")
+    raw = [_result("platform.container-gpu", CheckStatus.PASSED),
+           _result("messages.signatures", CheckStatus.FAILED, [sig])]
+    as_written = Report(facts=Facts(envdoctor_version="t", origin="paste"), envdoctor_version="t", checks=raw)
+    back = Report.from_json(as_written.to_json())
+    assert [c.status for c in back.checks] == [CheckStatus.PASSED, CheckStatus.FAILED]  # not re-settled
+    assert [c.status for c in settle(raw)] == [CheckStatus.NOTED, CheckStatus.FAILED]  # what judging does
+    judged = judge(Facts(envdoctor_version="t"))
+    assert Report.from_json(judged.to_json()).checks == judged.checks

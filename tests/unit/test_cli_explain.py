@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.paths import FIXTURES
 
 PASTES = FIXTURES / "pastes"
@@ -77,3 +79,17 @@ def test_every_code_the_checks_emit_on_the_snapshots_and_test_machines_can_be_ex
     codes = {f.code for facts in _machines() for r in run_checks(facts, compat) for f in r.findings}
     assert len(codes) >= 20
     assert [c for c in sorted(codes) if not _known_finding_code(c)] == []
+
+
+@pytest.mark.parametrize("code, own", [("driver.lifecycle/gpu-older-than-driver", "DRIVER_DROPPED_GPU"),
+                                       ("driver.lifecycle/past-eol", "DRIVER_OUTDATED"),
+                                       ("torch.interpreter/no-torch", "TORCH_NOT_INSTALLED"),
+                                       ("torch.interpreter/timeout", "TARGET_PYTHON_UNUSABLE")])
+def test_explain_shows_the_findings_own_category_first(code, own):
+    from envdoctor.catalogue import CATEGORIES
+    from envdoctor.checks.catalog import explain_lines
+    from envdoctor.compat import load_compat
+
+    lines = explain_lines(code, load_compat())
+    first = next(line for line in lines if line.split(":", 1)[0] in CATEGORIES)
+    assert first.startswith(f"{own}: "), lines

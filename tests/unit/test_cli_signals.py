@@ -83,7 +83,7 @@ def test_partial_bench_facts_are_marked_interrupted() -> None:
 def test_a_signal_before_the_probes_wait_still_gives_a_partial_report(monkeypatch) -> None:
     from envdoctor.services import collect as app
 
-    def interrupted_at_start(jobs, deadline_s, meanwhile=None):
+    def interrupted_at_start(jobs, deadline_s, meanwhile=None, progress=None):
         raise Interrupted(signal.SIGTERM)  # no partial results at all: the threads were still starting
 
     monkeypatch.setattr(app, "_run_with_deadline", interrupted_at_start)

@@ -56,3 +56,61 @@ def test_every_help_fits_80_columns(argv, capsys, monkeypatch):
     assert "exit codes" in out or argv == ["list-checks"] or argv == ["explain"]
     wide = [line for line in out.splitlines() if len(line) > 80]
     assert not wide, wide
+
+
+def _too_wide(text: str, width: int = 80):
+    return [line for line in text.splitlines() if len(line) > width and " " in line.strip()
+            and not _is_command(line.strip())]
+
+
+def test_watch_replay_fits_80_columns(capsys, monkeypatch):
+    from tests.paths import FIXTURES
+
+    monkeypatch.setenv("COLUMNS", "80")
+    replay = FIXTURES / "timeseries" / "015-v100-32gb-aau-aicloud-job-query-gpu-l5.txt"
+    assert main(["watch", "--replay", str(replay)]) == 0
+    out = capsys.readouterr().out
+    assert "17 samples over 85.04 s" in out and not _too_wide(out), _too_wide(out)
+
+
+def test_fleet_fits_80_columns_and_uses_checks_marks(tmp_path, capsys, monkeypatch):
+    import json
+
+    from envdoctor.fleet.report import judge_fleet, to_dict
+    from envdoctor.report.summary import SEVERITY_SYMBOLS
+    from tests.unit.checks.test_fleet import _fleet, _node_facts
+
+    rep = judge_fleet(_fleet([_node_facts(), _node_facts(torch="2.4.0+cu121")]))
+    path = tmp_path / "fleet.json"
+    path.write_text(json.dumps(to_dict(rep)))
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["fleet", "--report", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert not _too_wide(out), _too_wide(out)
+    error = SEVERITY_SYMBOLS["error"][0]
+    assert any(line.startswith(f"  {error} [FLEET_INCONSISTENT] torch version differs") for line in out.splitlines())
+    # each rank is one block with every cell, none cut
+    assert "  rank 1 · node node 1 · host " in out and "matmul - · h2d - · reported yes" in out
+    monkeypatch.setenv("COLUMNS", "200")  # wide enough: the aligned table
+    assert main(["fleet", "--report", str(path)]) == 1
+    assert "  rank  node    host" in capsys.readouterr().out
+
+
+def test_bench_list_wraps_under_its_column(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["bench", "--list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines[0].index("what")
+    i = next(i for i, line in enumerate(lines) if line.startswith("membw_host"))
+    assert lines[i + 1].startswith(" " * at) and lines[i + 1].strip()  # the rest of its "what", under it
+    assert not _too_wide("\n".join(lines))
+
+
+def test_bench_notes_are_shortened_at_a_word():
+    from envdoctor.report.bench_view import short_note
+
+    note = "the GPU was shared with another process during the run, " * 6
+    out = short_note(note, 160)
+    assert len(out) <= 160 and out.endswith(" …") and note.startswith(out[:-2].rstrip())
+    assert out[:-2].rstrip().split(" ")[-1] in note.split(" ")  # a whole word before the mark
+    assert short_note("short", 160) == "short"

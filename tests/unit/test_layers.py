@@ -1,5 +1,5 @@
 """The package's layers (docs/architecture.md "Layers"): no import runs upward, no private name crosses packages,
-no import cycle between top-level packages. Imports are read with ``ast`` (lazy and TYPE_CHECKING imports count:
+no import cycle between top-level packages, nor between the modules of one package. Imports are read with ``ast`` (lazy and TYPE_CHECKING imports count:
 they are dependencies too), so nothing is imported to check it."""
 
 from __future__ import annotations
@@ -43,12 +43,7 @@ ROOT_CONSTANTS = frozenset({"__version__"})
 
 # Edges other helpers are removing right now; (importing module, imported unit) -> why it is tolerated. An entry
 # that matches nothing any more fails the test, so the list only shrinks.
-ALLOWED: Dict[Tuple[str, str], str] = {
-    # The Report settles check statuses (findings.settle_statuses) with the categories each registered check
-    # claims, read lazily from the registry. The one judge ("judge" helper: judge(facts, compat, selection,
-    # policy) -> Report, in the layer above checks) is where the registry meets the report.
-    ("envdoctor.findings", "checks"): "Report.__post_init__ reads checks.registry.ALL_CHECKS (lazy)",
-}
+ALLOWED: Dict[Tuple[str, str], str] = {}
 
 
 class Edge:
@@ -134,9 +129,14 @@ def violations(root: Path, layers: Sequence[Tuple[str, FrozenSet[str]]] = LAYERS
     for unit in sorted(_units(root) - set(rank) - set(payload)):
         out.append(f"{unit}: in no layer (place it in LAYERS of tests/unit/test_layers.py and docs/architecture.md)")
     graph: Dict[str, Set[str]] = {}
+    inside: Dict[str, Set[str]] = {}  # module -> modules of its own unit it imports
+    modules = _modules(root)
     used_allowances: Set[Tuple[str, str]] = set()
     for e in edges(root):
         if e.source_unit == e.target_unit:
+            for target in _imported_modules(e, modules):
+                if target != e.source:
+                    inside.setdefault(e.source, set()).add(target)
             continue
         key = (e.source, e.target_unit)
         if key in allowed:
@@ -161,7 +161,28 @@ def violations(root: Path, layers: Sequence[Tuple[str, FrozenSet[str]]] = LAYERS
     for key in sorted(set(allowed) - used_allowances):
         out.append(f"allowed edge {key[0]} -> {key[1]} no longer exists: delete it from ALLOWED")
     out += [f"import cycle among {', '.join(c)}" for c in _cycles(graph)]
+    # lazy imports count here too: a module that needs another one's function at run time depends on it
+    out += [f"import cycle inside {c[0].split('.')[1] if '.' in c[0] else ROOT}: {', '.join(c)}"
+            for c in _cycles(inside)]
     return out
+
+
+def _modules(root: Path) -> Set[str]:
+    """Every module of the package by its dotted name (a package by its own name, not ``.__init__``)."""
+    out = set()
+    for path in root.rglob("*.py"):
+        module, _ = _module_name(root, path)
+        out.add(module)
+    return out
+
+
+def _imported_modules(e: Edge, modules: Set[str]) -> List[str]:
+    """The modules an import statement loads: ``from . import a, b`` the submodules a and b (else the package
+    itself, for a name defined there), ``from .x import f`` the module x."""
+    subs = [f"{e.target}.{n}" for n in e.names if f"{e.target}.{n}" in modules]
+    if len(subs) < len(e.names) or not e.names:
+        subs.append(e.target)
+    return [m for m in subs if m in modules]
 
 
 def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
@@ -286,6 +307,19 @@ def test_a_sideways_cycle_an_unplaced_unit_and_a_payload_import_fail(tmp_path):
         "interpreter)",
         "import cycle among mid, side",
     ]
+
+
+def test_a_cycle_between_modules_of_one_package_fails_also_lazy(tmp_path):
+    root = _tree(tmp_path, {
+        "low/__init__.py": "",
+        "low/a.py": "from .b import f\n",
+        "low/b.py": "def f():\n    from . import c\n",
+        "low/c.py": "def g():\n    from .a import h\n",
+        "low/d.py": "from .a import h\nfrom . import c\n",  # imports into the loop, is not part of it
+        "mid.py": "from .low import a\n",
+    })
+    assert violations(root, SYNTHETIC[:2], frozenset(), {}) == [
+        "import cycle inside low: envdoctor.low.a, envdoctor.low.b, envdoctor.low.c"]
 
 
 def test_the_allow_list_tolerates_only_its_edges_and_goes_stale(tmp_path):

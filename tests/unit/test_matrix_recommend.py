@@ -185,3 +185,39 @@ def test_recommend_cli_exit_codes() -> None:
     assert ok.returncode == 0, ok.stderr
     doc = json.loads(ok.stdout)
     assert doc["recommendation"]["variant"].startswith("cu12") and doc["why_none"] is None
+
+
+def _machine(monkeypatch, driver_status: str, devices):
+    from envdoctor.facts import Driver, Facts, Topology
+    from envdoctor.services import recommend as rec
+
+    facts = Facts(driver=Driver(status=driver_status, reason="NVML library not found"),
+                  topology=Topology(nvidia_pci_devices=devices))
+    monkeypatch.setattr(rec, "this_machine", lambda: facts)
+
+
+def test_recommend_on_a_box_without_nvidia_hardware_is_the_cpu_build(monkeypatch, capsys) -> None:
+    from envdoctor.cli import main
+
+    _machine(monkeypatch, "absent", [])
+    assert main(["recommend", "--python", "3.11", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    rec = doc["recommendation"]
+    assert (rec["variant"], rec["cuda"], rec["triton"]) == ("cpu", None, None)
+    assert rec["pip"].endswith("--index-url https://download.pytorch.org/whl/cpu") and "no NVIDIA hardware" in rec["rule"]
+    assert doc["cpu_box"] and doc["per_cuda_variant"]  # the CUDA builds stay listed, for a machine with GPUs
+    assert main(["recommend", "--python", "3.11"]) == 0
+    text = capsys.readouterr().out
+    assert "Newest that fits: torch " in text and "(cpu)" in text and "For a machine with NVIDIA GPUs" in text
+
+
+def test_recommend_with_nvidia_hardware_or_a_target_is_a_cuda_build(monkeypatch, capsys) -> None:
+    from envdoctor.cli import main
+
+    _machine(monkeypatch, "absent", ["0000:3b:00.0 030200"])  # a GPU without its driver: CUDA is the plan
+    assert main(["recommend", "--python", "3.11", "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["recommendation"]["variant"].startswith("cu") and doc["cpu_box"] is None
+    _machine(monkeypatch, "absent", [])  # planning a GPU machine from a CPU box: the target decides
+    assert main(["recommend", "--python", "3.11", "--gpu", "H100", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["recommendation"]["variant"].startswith("cu")

@@ -172,3 +172,39 @@ def test_k80_lifecycle_does_not_suggest_a_branch_that_dropped_it():
     (x,) = [y for y in _findings(f, "driver.lifecycle") if y.code == "driver.lifecycle/past-eol"]
     # the summary may say which branches are supported; the fix must not send a K80 there
     assert "580" not in x.fix.summary + " ".join(x.fix.commands) and "R470 is the last branch" in x.fix.summary
+
+
+def test_a_branch_past_the_gpus_last_is_a_driver_dropped_gpu_finding(compat):
+    # R580 on a Tesla K80: Kepler ends at R470 (the same table and query recommend uses)
+    f = _facts("580.65.06", "13.0", [("Tesla K80", "3.7")], "2.1.2+cu121", "12.1", ARCH_2_1_CU121)
+    (x,) = [y for y in _findings(f, "driver.lifecycle") if y.code == "driver.lifecycle/gpu-older-than-driver"]
+    assert (x.category, x.severity) == ("DRIVER_DROPPED_GPU", Severity.ERROR)
+    assert "R580" in x.summary and "Tesla K80" in x.summary and "R470 is the last branch for Kepler" in x.summary
+    assert (x.evidence[0].path, x.evidence[0].value, x.evidence[0].expected) == \
+        ("driver.version", "580.65.06", "<= R470 for Kepler")
+    assert x.evidence[0].source and x.evidence[1].value == "3.7"
+    assert x.fix.summary.startswith("No supported branch drives Tesla K80") and "Install the newest R470" in x.fix.summary
+    assert any("470" in c for c in x.fix.commands) and "580" not in " ".join(x.fix.commands)
+    from envdoctor.services.recommend import recommend
+    from envdoctor.targets import resolve_gpu
+
+    said = recommend(compat, "580.65.06", [resolve_gpu(compat, "K80")], "3.10")["driver_cannot_drive_gpu"]
+    assert said and "R580 does not drive" in said  # the same verdict in both commands
+
+
+def test_a_branch_within_the_gpus_range_is_not_dropped():
+    for driver, ceiling, gpu in [("470.256.02", "11.4", ("Tesla K80", "3.7")),  # Kepler's last branch itself
+                                 ("580.65.06", "13.0", ("Tesla V100-SXM2-16GB", "7.0")),  # Volta's last
+                                 ("580.65.06", "13.0", ("NVIDIA H100 80GB HBM3", "9.0"))]:  # still supported
+        f = _facts(driver, ceiling, [gpu], "2.1.2+cu121", "12.1", ARCH_2_1_CU121)
+        assert not [y for y in _findings(f, "driver.lifecycle")
+                    if y.code == "driver.lifecycle/gpu-older-than-driver"], (driver, gpu)
+
+
+def test_assert_says_r580_cannot_drive_a_k80(capsys):
+    from envdoctor.cli import main
+
+    code = main(["assert", "--target-driver", "580.65.06", "--target-gpus", "K80", "--format", "json"])
+    out = json.loads(capsys.readouterr().out)
+    codes = [(f["code"], f["category"]) for f in out["findings"]]
+    assert ("driver.lifecycle/gpu-older-than-driver", "DRIVER_DROPPED_GPU") in codes and code == 1, codes

@@ -50,3 +50,30 @@ def test_cuda_home_toolkit_is_the_one_judged_not_path():
     f = replace(f, toolkits=replace(f.toolkits, installed=[old] + list(f.toolkits.installed)))
     (x,) = nvcc_check(f).findings
     assert x.code == "toolchain.nvcc-torch/major" and "nvcc in CUDA_HOME (/usr/local/cuda-12.1) is CUDA 12.1" in x.summary
+
+
+def _with_torch_cuda(f: Facts, cuda: str) -> Facts:
+    py = f.pythons[0]
+    return replace(f, pythons=[replace(py, torch=replace(py.torch, cuda=cuda))] + list(f.pythons[1:]))
+
+
+def test_a_mismatch_never_exports_a_toolkit_that_is_not_installed():
+    # torch built with CUDA 12.4, only the 13.0 toolkit here: no /usr/local/cuda-12.4 to export
+    (x,) = nvcc_check(_with_torch_cuda(facts(), "12.4")).findings
+    assert x.code == "toolchain.nvcc-torch/major" and x.fix.commands == []
+    assert "install a CUDA 12.4 toolkit (none is installed here" in x.fix.summary
+    # with a 12.4 toolkit installed: its own path, which exists
+    tk = CudaToolkit(path="/opt/cuda-12.4", nvcc_path="/opt/cuda-12.4/bin/nvcc", version="12.4",
+                     version_full="12.4.131", found_via="/opt")
+    f = _with_torch_cuda(facts(), "12.4")
+    f = replace(f, toolkits=replace(f.toolkits, installed=list(f.toolkits.installed) + [tk]))
+    (x,) = nvcc_check(f).findings
+    assert x.fix.commands == ["export CUDA_HOME=/opt/cuda-12.4 PATH=/opt/cuda-12.4/bin:$PATH"]
+    assert "installed at /opt/cuda-12.4" in x.fix.summary
+
+
+def test_a_broken_cuda_home_without_any_toolkit_is_unset_not_pointed_elsewhere():
+    f = facts(cuda_home_env="/usr/local/cuda-12.1", env_problems={"CUDA_HOME": "no such directory"}, installed=[],
+              on_path=None)
+    (x,) = nvcc_check(f).findings
+    assert x.code == "toolchain.nvcc-torch/cuda-home-missing" and x.fix.commands == ["unset CUDA_HOME"]

@@ -11,11 +11,12 @@ import pytest
 from envdoctor.checks import all_checks
 from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report, diagnose_text
+from tests.paths import SHARED as SHARED_DIR
 from tests.paths import TESTS
 
 HERE = TESTS
 PASTES = HERE / "fixtures" / "pastes"
-SHARED = HERE.parents[1] / "shared" / "examples"
+SHARED = SHARED_DIR / "examples"
 
 
 @pytest.fixture(scope="module")

@@ -11,10 +11,10 @@ from envdoctor.diagnose import diagnose_report, diagnose_text
 from envdoctor.diagnose.machines import compatible
 from envdoctor.report.json_report import render_json
 from envdoctor.report.markdown import render_markdown
-from tests.paths import TESTS
+from tests.paths import SHARED, TESTS
 
 HERE = TESTS
-REPORTS = HERE.parents[1] / "shared" / "examples" / "reports"
+REPORTS = SHARED / "examples" / "reports"
 LABELS = json.loads((REPORTS / "labels.json").read_text()) if (REPORTS / "labels.json").exists() else []
 TABLE = (HERE / "fixtures" / "nvidia-smi-table" / "geforce-24gb_525.125.06_fan-err.txt").read_text()
 MIXING = {"COMPANION_VERSION_MISMATCH", "CUDA_VARIANT_MIXED"}

@@ -153,3 +153,30 @@ def test_envdoctor_declares_no_record_with_the_standard_decorator():
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
                  if "_payload" not in p.parts and p.name != "fastclass.py" and standard.search(p.read_text("utf-8"))]
     assert offenders == []
+
+
+def test_type_checkers_see_the_records_fields(tmp_path):
+    # the package ships py.typed: mypy must see a record's constructor with its fields (it saw none: every call
+    # with arguments was "Too many arguments") and still catch a wrong one
+    pytest.importorskip("mypy", reason="mypy is not installed (pip install mypy)")
+    import subprocess
+    import sys
+
+    from tests.paths import REPO
+
+    good = tmp_path / "good.py"
+    good.write_text("from envdoctor.facts import Gpu, PythonEnv\n"
+                    "from envdoctor.findings import Evidence\n"
+                    "g = Gpu(index=0, name='NVIDIA H100 80GB HBM3')\n"
+                    "e = Evidence('driver.version', '550.54.14', expected='>= 550')\n"
+                    "p = PythonEnv(executable='/usr/bin/python3')\n"
+                    "n: int = g.index\n")
+    bad = tmp_path / "bad.py"
+    bad.write_text("from envdoctor.facts import Gpu\ng = Gpu(index=0, no_such_field=1)\n")
+    base = [sys.executable, "-m", "mypy", "--follow-imports=silent", "--ignore-missing-imports", "--no-incremental",
+            "--python-version", f"{sys.version_info[0]}.{sys.version_info[1]}"]
+    env = {**__import__("os").environ, "MYPYPATH": str(REPO)}
+    ok = subprocess.run(base + [str(good)], capture_output=True, text=True, timeout=600, cwd=str(tmp_path), env=env)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    no = subprocess.run(base + [str(bad)], capture_output=True, text=True, timeout=600, cwd=str(tmp_path), env=env)
+    assert no.returncode == 1 and 'Unexpected keyword argument "no_such_field"' in no.stdout, no.stdout

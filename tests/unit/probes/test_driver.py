@@ -1,15 +1,14 @@
-"""Driver probe: NVML through FakeNvml, nvidia-smi fallback through FakeRunner, procfs under a temp root."""
+"""Driver probe: NVML through the real bindings over FakeNvmlLib, nvidia-smi fallback through FakeRunner, procfs under a temp root."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 from envdoctor.facts import Facts, ProbeStatus
 from envdoctor.probes.driver import probe_driver, probe_topology
 from envdoctor.probes.nvml import probe_nvml
 from envdoctor.probes.runner import Runner
-from tests.fakes.nvml import NOT_SUPPORTED, FakeNvml, err, h100
+from tests.fakes.nvml_lib import ERR, MISSING_BY_DRIVER, FakeNvmlLib, h100_sxm, installed, nvlinks
 from tests.fakes.runner import FakeRunner, RecordingRunner
 from tests.paths import FIXTURES
 
@@ -69,31 +68,39 @@ def test_real_topology_without_nvidia_smi_is_absent():
         assert t.status == ProbeStatus.ABSENT and "nvidia-smi" in t.reason
 
 
-# --------------------------------------------------------------------------- NVML through the fake
+# --------------------------------------------------------------------------- NVML through the fake library
+
+
+def _probe_driver(runner, lib: FakeNvmlLib, root: str):
+    """probe_driver with the real pynvml bindings calling ``lib`` (tests/fakes/nvml_lib.py, the one NVML fake)."""
+    with installed(lib) as nv:
+        return probe_driver(runner, nvml=nv, root=root)
+
+
+def _probe(lib: FakeNvmlLib):
+    with installed(lib) as nv:
+        return probe_nvml(nv)
 
 
 def test_nvml_two_gpus(tmp_path):
-    second = h100(PciInfo=SimpleNamespace(busId=b"00000000:2A:00.0", pciDeviceId=0x233010DE))
-    nvml = FakeNvml(gpus=[h100(), second])
-    d = probe_driver(no_smi(), nvml=nvml, root=make_root(tmp_path, fabric=True, switches=4))
+    lib = FakeNvmlLib([h100_sxm(0), h100_sxm(1)], driver="550.54.14")
+    d = _probe_driver(no_smi(), lib, make_root(tmp_path, fabric=True, switches=4))
     assert (d.status, d.source, d.version, d.cuda_driver_version) == ("ok", "nvml", "550.54.14", "12.4")
-    assert d.nvml_error is None and nvml.shutdown_called
-    assert [g.pci_bus_id for g in d.gpus] == ["00000000:19:00.0", "00000000:2A:00.0"]
+    assert d.nvml_error is None and "nvmlShutdown" in lib.called
+    assert [g.pci_bus_id for g in d.gpus] == ["00000000:18:00.0", "00000000:28:00.0"]
     g = d.gpus[0]
     assert g.name == "NVIDIA H100 80GB HBM3" and g.architecture == "Hopper" and g.compute_capability == "9.0"
     assert g.pci_device_id == "0x233010DE"
     assert (g.pcie_gen_current, g.pcie_gen_max, g.pcie_gen_device_max, g.pcie_width_current) == (5, 5, 5, 16)
-    assert g.persistence_mode is True and g.mig_mode_current is False and g.compute_mode == "Default"
+    assert g.persistence_mode is True and g.mig_mode_current is None and g.compute_mode == "Default"
     assert g.ecc_mode_current is True and g.ecc_aggregate_corrected == 3 and g.ecc_volatile_uncorrected == 0
     assert (g.retired_pages_single_bit, g.retired_pages_double_bit, g.retired_pages_pending) == (0, 0, False)
     assert g.remapped_rows_pending is False and g.inforom_valid is True
     assert (g.power_draw_w, g.power_limit_w, g.power_min_limit_w, g.power_max_limit_w) == (71.97, 700.0, 200.0, 700.0)
-    assert (g.temperature_c, g.temperature_slowdown_c, g.temperature_shutdown_c) == (36, 89, 92)
+    assert (g.temperature_c, g.temperature_slowdown_c, g.temperature_shutdown_c) == (31, 89, 92)
     assert g.throttle_reasons == ["gpu_idle"] and g.performance_state == "P0"
-    assert g.clocks_sm_max_mhz == 1980 and g.clocks_sm_app_mhz == 1980
-    assert [(p.pid, p.name) for p in g.processes] == [(4242, "/usr/bin/python3")]
+    assert g.clocks_sm_max_mhz == 1980 and g.clocks_sm_app_mhz == 1755
     assert len(g.nvlinks) == 18 and all(ln.active for ln in g.nvlinks)
-    assert g.nvlinks[0].remote_pci_bus_id == "00000000:05:00.0"
     assert g.fan_speed_pct is None and g.notes is None  # NotSupported is silent
     # procfs / devfs facts
     assert d.kernel_module_version == "550.54.14"
@@ -105,16 +112,12 @@ def test_nvml_two_gpus(tmp_path):
 
 
 def test_nvml_not_supported_fields_become_none():
-    gpu = h100(
-        PowerUsage=NOT_SUPPORTED,
-        EccMode=err("NOT_SUPPORTED"),
-        RemappedRows=NOT_SUPPORTED,
-        CurrentClocksEventReasons=NOT_SUPPORTED,
-        NvLinkState={},  # a PCIe card: NotSupported on link 0
-        GpuMaxPcieLinkGeneration=NOT_SUPPORTED,
-    )
-    del gpu["ValidateInforom"]
-    d = probe_nvml(FakeNvml(gpus=[gpu]))
+    nope = ERR("NOT_SUPPORTED")
+    gpu = h100_sxm(0, nvmlDeviceGetPowerUsage=nope, nvmlDeviceGetEccMode=nope, nvmlDeviceGetRemappedRows=nope,
+                   nvmlDeviceGetCurrentClocksEventReasons=nope, nvmlDeviceGetCurrentClocksThrottleReasons=nope,
+                   nvmlDeviceGetGpuMaxPcieLinkGeneration=nope, nvmlDeviceValidateInforom=nope,
+                   **nvlinks(0))  # a PCIe card: NotSupported on link 0
+    d = _probe(FakeNvmlLib([gpu]))
     (g,) = d.gpus
     assert d.status == ProbeStatus.OK
     assert g.power_draw_w is None and g.power_limit_w == 700.0
@@ -126,24 +129,18 @@ def test_nvml_not_supported_fields_become_none():
     assert g.name == "NVIDIA H100 80GB HBM3" and g.notes is None
 
 
-def test_nvml_pcie_card_has_no_nvlinks():
-    gpu = h100()
-    gpu["NvLinkState"] = err("NOT_SUPPORTED")
-    (g,) = probe_nvml(FakeNvml(gpus=[gpu])).gpus
-    assert g.nvlinks == []
-
-
 def test_nvml_inactive_link_and_corrupted_inforom():
-    states = {i: 1 for i in range(12)}
-    states[3] = 0
-    (g,) = probe_nvml(FakeNvml(gpus=[h100(NvLinkState=states, ValidateInforom=err("CORRUPTED_INFOROM"))])).gpus
+    links = nvlinks(12)
+    links["nvmlDeviceGetNvLinkState"][3] = 0
+    (g,) = _probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceValidateInforom=ERR("CORRUPTED_INFOROM"), **links)])).gpus
     assert len(g.nvlinks) == 12 and [ln.link for ln in g.nvlinks if not ln.active] == [3]
     assert g.inforom_valid is False
 
 
-def test_nvml_gpu_is_lost_on_one_gpu_keeps_the_others():
-    nvml = FakeNvml(gpus=[h100(), h100(), h100()], handle_errors={1: "GPU_IS_LOST"})
-    d = probe_nvml(nvml)
+def test_nvml_gpu_lost_at_once_keeps_the_others():
+    gpus = [h100_sxm(0), h100_sxm(1), h100_sxm(2)]
+    gpus[1].lost_after = 0  # not one answer
+    d = _probe(FakeNvmlLib(gpus))
     assert d.status == ProbeStatus.OK and len(d.gpus) == 3
     assert d.gpus[1].nvml_error == "GPU_IS_LOST" and d.gpus[1].name is None
     assert d.gpus[0].nvml_error is None and d.gpus[2].name == "NVIDIA H100 80GB HBM3"
@@ -151,41 +148,40 @@ def test_nvml_gpu_is_lost_on_one_gpu_keeps_the_others():
 
 
 def test_nvml_gpu_lost_mid_read_stops_asking_that_gpu():
-    nvml = FakeNvml(gpus=[h100(MemoryInfo=err("GPU_IS_LOST"))])
-    (g,) = probe_nvml(nvml).gpus
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetMemoryInfo=ERR("GPU_IS_LOST"))])
+    (g,) = _probe(lib).gpus
     assert g.nvml_error == "GPU_IS_LOST" and g.memory_total_bytes is None
     assert g.notes == ["memory: NVML GPU_IS_LOST"]
     assert g.name is None  # asked after memory: not asked at all
-    assert "PowerUsage" not in nvml.calls
+    assert "nvmlDeviceGetPowerUsage" not in lib.called
 
 
 def test_nvml_zero_devices_is_ok_and_empty():
-    d = probe_nvml(FakeNvml(gpus=[]))
+    d = _probe(FakeNvmlLib([], driver="550.54.14"))
     assert d.status == ProbeStatus.OK and d.gpus == [] and d.version == "550.54.14"
 
 
-def test_nvml_old_bindings_throttle_reasons():
-    gpu = h100()
-    del gpu["CurrentClocksEventReasons"]
-    gpu["CurrentClocksThrottleReasons"] = 0x4 | 0x80
-    (g,) = probe_nvml(FakeNvml(gpus=[gpu])).gpus
+def test_nvml_old_driver_throttle_reasons():
+    # before R535 the library has no ...ClocksEventReasons symbol: the ...ThrottleReasons call answers
+    gpu = h100_sxm(0, nvmlDeviceGetCurrentClocksThrottleReasons=0x4 | 0x80)
+    (g,) = _probe(FakeNvmlLib([gpu], driver="470.256.02", missing=MISSING_BY_DRIVER["470"])).gpus
     assert g.throttle_reasons == ["sw_power_cap", "hw_power_brake_slowdown"]
 
 
 def test_nvml_init_errors_mapped():
-    lib = probe_nvml(FakeNvml(init_error="LIBRARY_NOT_FOUND"))
+    lib = _probe(FakeNvmlLib([], init_error="LIBRARY_NOT_FOUND"))
     assert lib.status == ProbeStatus.ABSENT and lib.nvml_error == "LIBRARY_NOT_FOUND"
     assert lib.reason == "NVML library (libnvidia-ml.so.1) not found: no NVIDIA driver installed"
-    assert probe_nvml(FakeNvml(init_error="DRIVER_NOT_LOADED")).status == ProbeStatus.ABSENT
-    perm = probe_nvml(FakeNvml(init_error="NO_PERMISSION"))
+    assert _probe(FakeNvmlLib([], init_error="DRIVER_NOT_LOADED")).status == ProbeStatus.ABSENT
+    perm = _probe(FakeNvmlLib([], init_error="NO_PERMISSION"))
     assert (perm.status, perm.nvml_error) == (ProbeStatus.FAILED, "NO_PERMISSION")
-    unk = probe_nvml(FakeNvml(init_error="UNKNOWN"))
+    unk = _probe(FakeNvmlLib([], init_error="UNKNOWN"))
     assert unk.status == ProbeStatus.FAILED and "UNKNOWN" in unk.reason
 
 
 def test_lib_rm_version_mismatch_with_failing_nvidia_smi(tmp_path):
     runner = FakeRunner({XML: (18, "Failed to initialize NVML: Driver/library version mismatch\n", "")})
-    d = probe_driver(runner, nvml=FakeNvml(init_error="LIB_RM_VERSION_MISMATCH"), root=make_root(tmp_path, module="550.54.14"))
+    d = _probe_driver(runner, FakeNvmlLib([], init_error="LIB_RM_VERSION_MISMATCH"), make_root(tmp_path, module="550.54.14"))
     assert d.status == ProbeStatus.FAILED and d.nvml_error == "LIB_RM_VERSION_MISMATCH"
     assert d.nvidia_smi_error == "Failed to initialize NVML: Driver/library version mismatch"
     assert "exited 18" in d.reason and d.kernel_module_version == "550.54.14"
@@ -194,7 +190,7 @@ def test_lib_rm_version_mismatch_with_failing_nvidia_smi(tmp_path):
 def test_nvml_unusable_falls_back_to_nvidia_smi_xml(tmp_path):
     xml = (FIX / "nvidia-smi-xml/a100-sxm4-80gb_535.54.03.xml").read_text()
     runner = FakeRunner({XML: xml})
-    d = probe_driver(runner, nvml=FakeNvml(init_error="NO_PERMISSION"), root=make_root(tmp_path, module="535.54.03"))
+    d = _probe_driver(runner, FakeNvmlLib([], init_error="NO_PERMISSION"), make_root(tmp_path, module="535.54.03"))
     assert d.status == ProbeStatus.OK and d.source == "nvidia-smi-xml"
     assert d.nvml_error == "NO_PERMISSION" and "NVML unusable: NO_PERMISSION" in d.reason
     assert d.version == "535.54.03" == d.kernel_module_version
@@ -203,25 +199,25 @@ def test_nvml_unusable_falls_back_to_nvidia_smi_xml(tmp_path):
 
 
 def test_nvidia_smi_timeout_is_failed_with_reason():
-    d = probe_driver(FakeRunner({XML: FakeRunner.TIMEOUT}), nvml=FakeNvml(init_error="UNKNOWN"), root="/nonexistent")
+    d = _probe_driver(FakeRunner({XML: FakeRunner.TIMEOUT}), FakeNvmlLib([], init_error="UNKNOWN"), "/nonexistent")
     assert d.status == ProbeStatus.FAILED
     assert "timed out after 10 s" in d.reason and "nvidia-smi -q -x" in d.reason
     assert d.kernel_module_version is None and d.device_nodes is None and d.fabric_manager_running is None
 
 
 def test_no_driver_anywhere_stays_absent(tmp_path):
-    d = probe_driver(no_smi(), nvml=FakeNvml(init_error="LIBRARY_NOT_FOUND"), root=str(tmp_path))
+    d = _probe_driver(no_smi(), FakeNvmlLib([], init_error="LIBRARY_NOT_FOUND"), str(tmp_path))
     assert d.status == ProbeStatus.ABSENT and d.nvml_error == "LIBRARY_NOT_FOUND"
     assert d.device_nodes is None and d.fabric_manager_running is None and d.nvswitch_count is None
     assert d.reason == "NVML library (libnvidia-ml.so.1) not found: no NVIDIA driver installed"
 
 
 def test_probe_never_raises_on_a_broken_binding():
-    class Broken(FakeNvml):
-        def nvmlDeviceGetCount(self):
+    class Broken(FakeNvmlLib):
+        def _c_nvmlDeviceGetCount_v2(self, out):
             raise RuntimeError("binding bug")
 
-    d = probe_driver(no_smi(), nvml=Broken(gpus=[h100()]), root="/nonexistent")
+    d = _probe_driver(no_smi(), Broken([h100_sxm(0)]), "/nonexistent")
     assert d.status == ProbeStatus.FAILED and "RuntimeError: binding bug" in d.reason
 
 
@@ -256,7 +252,7 @@ def test_unparseable_xml_falls_back_to_the_query_csv(tmp_path):
 
     csv = (FIX / "nvidia-smi-query/h200_590.48.01_idle_query-gpu.csv").read_text()
     runner = FakeRunner({XML: "<nvidia_smi_log><gpu>", CSV_ARGV: csv})
-    d = probe_driver(runner, nvml=FakeNvml(init_error="NO_PERMISSION"), root=make_root(tmp_path, module="590.48.01"))
+    d = _probe_driver(runner, FakeNvmlLib([], init_error="NO_PERMISSION"), make_root(tmp_path, module="590.48.01"))
     assert d.status == ProbeStatus.OK and d.source == "nvidia-smi-csv"
     assert d.version == "590.48.01" == d.kernel_module_version
     assert "nvidia-smi XML does not parse" in d.reason and "NVML unusable: NO_PERMISSION" in d.reason
@@ -269,7 +265,7 @@ def test_failed_csv_fallback_keeps_the_xml_failure(tmp_path):
     from envdoctor.probes.nvidia_smi import CSV_ARGV
 
     runner = FakeRunner({XML: "not xml", CSV_ARGV: (6, "", "Field \"x\" is not a valid field to query.\n")})
-    d = probe_driver(runner, nvml=FakeNvml(init_error="UNKNOWN"), root=str(tmp_path))
+    d = _probe_driver(runner, FakeNvmlLib([], init_error="UNKNOWN"), str(tmp_path))
     assert d.status == ProbeStatus.FAILED and d.source == "nvml"  # NVML failed first; both reasons kept
     assert "nvidia-smi XML does not parse" in d.reason and "CSV fallback:" in d.reason and "exited 6" in d.reason
 
@@ -280,13 +276,14 @@ def test_without_the_nvml_library_pynvml_is_not_imported(monkeypatch):
     import envdoctor.probes.nvml as nvml_mod
 
     imported = []
-    monkeypatch.setattr(nvml_mod, "_import_pynvml", lambda: imported.append(1) or FakeNvml([]))
-    monkeypatch.setattr(nvml_mod, "_pynvml_findable", lambda: True)
-    monkeypatch.setattr(nvml_mod, "_no_library", lambda: True)
-    d = nvml_mod.probe_nvml()
-    assert (d.status, d.nvml_error, imported) == (ProbeStatus.ABSENT, "LIBRARY_NOT_FOUND", [])
-    assert d.reason == nvml_mod._INIT_ERRORS["LIBRARY_NOT_FOUND"][1]
-    monkeypatch.setattr(nvml_mod, "_no_library", lambda: False)
-    monkeypatch.setattr(nvml_mod, "binding_problem", lambda _m: None)
-    nvml_mod.probe_nvml()
+    with installed(FakeNvmlLib([])) as nv:
+        monkeypatch.setattr(nvml_mod, "_import_pynvml", lambda: imported.append(1) or nv)
+        monkeypatch.setattr(nvml_mod, "_pynvml_findable", lambda: True)
+        monkeypatch.setattr(nvml_mod, "_no_library", lambda: True)
+        d = nvml_mod.probe_nvml()
+        assert (d.status, d.nvml_error, imported) == (ProbeStatus.ABSENT, "LIBRARY_NOT_FOUND", [])
+        assert d.reason == nvml_mod._INIT_ERRORS["LIBRARY_NOT_FOUND"][1]
+        monkeypatch.setattr(nvml_mod, "_no_library", lambda: False)
+        monkeypatch.setattr(nvml_mod, "binding_problem", lambda _m: None)
+        nvml_mod.probe_nvml()
     assert imported == [1]

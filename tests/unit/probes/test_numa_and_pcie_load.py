@@ -1,4 +1,4 @@
-"""NUMA locality (sysfs under a temp root, host.numa), kernel modules from /sys/module, and --load-pcie (FakeNvml)."""
+"""NUMA locality (sysfs under a temp root, host.numa), kernel modules from /sys/module, and --load-pcie (FakeNvmlLib)."""
 
 from __future__ import annotations
 

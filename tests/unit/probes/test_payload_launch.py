@@ -142,3 +142,39 @@ def test_a_gate_never_opened_is_a_named_timeout(tmp_path: Path) -> None:
     final = json.loads(out.strip().splitlines()[-1])
     assert final["timed_out"] is True and final["stage"] == "waiting for envdoctor to read the GPUs' process lists"
     assert not (tmp_path / "cuda-touched").exists()
+
+
+@pytest.mark.parametrize("early", ["1", "0"])
+def test_cli_main_starts_the_payload_early_and_the_probe_adopts_it(tmp_path: Path, monkeypatch, capsys,
+                                                                   early) -> None:
+    # the whole command (cli.main), not its parts: main starts the payload before its own imports, the pythons
+    # probe adopts that very process (the same Started object, one start of the interpreter); turned off, the
+    # probe starts the one process itself
+    from envdoctor.cli import main
+
+    started, adopted = [], []
+    real_start, real_adopt = pl.start_early, pl.adopt_early
+
+    def start_spy(argv, default_timeout_s=pl.DEFAULT_TIMEOUT_S):
+        n = real_start(argv, default_timeout_s)
+        started.extend(pl._EARLY.values())
+        return n
+
+    def adopt_spy(argv, runner, env):
+        got = real_adopt(argv, runner, env)
+        adopted.append(got)
+        return got
+
+    monkeypatch.setattr(pl, "start_early", start_spy)
+    monkeypatch.setattr(pe, "adopt_early", adopt_spy)
+    monkeypatch.setenv("ENVDOCTOR_EARLY_PAYLOAD", early)
+    py = _fake_python(tmp_path)
+    code = main(["check", "--python", str(py), "--no-torch", "--data", str(tmp_path), "--format", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code in (0, 1) and report["facts"]["pythons"][0]["status"] == "ok"
+    assert len((tmp_path / "python.starts").read_text().split()) == 1  # one payload process
+    if early == "1":
+        assert len(started) == 1 and adopted == started  # the early process is the one the probe used
+    else:
+        assert started == [] and adopted == [None]
+    assert pl._EARLY == {}  # nothing left running

@@ -448,16 +448,28 @@ def _fake_interpreter(tmp: Path, name: str, torch_init: str, version_py: str = V
 
 
 def _no_torch_interpreter(tmp: Path) -> Path:
-    script = tmp / "bare-python"
-    # -S: no site-packages, so no torch, whatever is installed next to this Python
-    script.write_text(f'#!/bin/sh\nexec {sys.executable} -S "$@"\n')
-    script.chmod(0o755)
-    return script
+    """A fresh venv without pip and without torch: the same interpreter whether the tests run inside a venv or not.
+
+    Not ``sys.executable -S``: outside a venv that is envdoctor's own environment (the warning below), but inside one
+    ``-S`` skips the site module that reads pyvenv.cfg, so the child's sys.prefix is the base interpreter's, none of
+    the venv's packages are importable and it is rightly judged as another interpreter (an error)."""
+    import venv
+
+    venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(tmp / "bare-venv")
+    return tmp / "bare-venv" / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
 
 
-@pytest.mark.parametrize("kind", ["true", "segfault", "hang", "gil-hang", "no-torch"])
+def _torch_importable_here() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+@pytest.mark.parametrize("kind", ["true", "segfault", "hang", "gil-hang", "no-torch", "own-no-torch"])
 def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, kind: str) -> None:
     extra: List[str] = []
+    if kind == "own-no-torch" and _torch_importable_here():
+        pytest.skip("torch is installed in envdoctor's own environment here: it cannot be judged as one without")
     if kind == "true":
         target, category = Path("/bin/true"), "TARGET_PYTHON_UNUSABLE"
     elif kind == "segfault":
@@ -471,12 +483,14 @@ def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, 
         # process, and the checkpoint written before `import torch` still carries the build
         target = _fake_interpreter(tmp_path, "gil", "import ctypes\nctypes.PyDLL(None).sleep(600)\n")
         category, extra = "TORCH_IMPORT_FAILED", ["--python-timeout", "3"]
-    else:
+    elif kind == "no-torch":
         target, category = _no_torch_interpreter(tmp_path), "TORCH_NOT_INSTALLED"
+    else:
+        target, category = Path(sys.executable), "TORCH_NOT_INSTALLED"
     base = [sys.executable, "-m", "envdoctor", "check", "--python", str(target), *extra, "--data", str(tmp_path)]
-    # the no-torch target runs envdoctor's own interpreter (`python -S`): judging envdoctor's own environment
-    # without torch is the plain warning "torch was not judged here" (issue 19), not an error, never a clean bill
-    severity, rc = ("warning", 0) if kind == "no-torch" else ("error", 1)
+    # another interpreter named with --python and without torch is an error; envdoctor's own environment without
+    # torch is the plain warning "torch was not judged here" (issue 19), not an error; never a clean bill
+    severity, rc = ("warning", 0) if kind == "own-no-torch" else ("error", 1)
     proc = subprocess.run(base, capture_output=True, text=True, timeout=120)
     assert "No problems found" not in proc.stdout and proc.returncode == rc, proc.stdout[-3000:] + proc.stderr
     js = subprocess.run(base + ["--format", "json"], capture_output=True, text=True, timeout=120)
@@ -484,6 +498,8 @@ def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, 
     got = [f for f in report["findings"] if f["category"] == category]
     assert got and got[0]["severity"] == severity, [f["code"] for f in report["findings"]]
     if kind == "no-torch":
+        assert got[0]["code"] == "torch.interpreter/no-torch"
+    if kind == "own-no-torch":
         assert got[0]["code"] == "torch.interpreter/not-a-torch-environment"
     if kind in ("segfault", "hang", "gil-hang"):
         assert report["facts"]["pythons"][0]["torch"]["version"] == "2.14.1+cu130"  # the build survives
@@ -526,19 +542,37 @@ def test_missing_pinned_wheel_falls_back_to_the_system_copy(compat) -> None:
     assert "reinstall" in findings_of(report, "TORCH_IMPORT_FAILED")[0].fix.commands[0]
 
 
-def test_overlap_mode_reads_the_files_while_torch_imports(tmp_path: Path) -> None:
-    # --overlap: `import torch` first, the files in a second thread; the answer holds both
-    import os
-    import subprocess
+@pytest.mark.parametrize("progress, shown", [("1", True), ("0", False), (None, False)])
+def test_check_on_a_hung_interpreter_says_what_it_waits_for(tmp_path: Path, progress, shown) -> None:
+    # progress goes to stderr after ~2 s, where stderr is a terminal (here: a pipe, so only with
+    # ENVDOCTOR_PROGRESS=1); stdout, the JSON report, never has it
+    target = _fake_interpreter(tmp_path, "hang", "import time\ntime.sleep(600)\n")
+    env = {k: v for k, v in os.environ.items() if k != "ENVDOCTOR_PROGRESS"}
+    if progress is not None:
+        env["ENVDOCTOR_PROGRESS"] = progress
+    proc = subprocess.run([sys.executable, "-m", "envdoctor", "check", "--python", str(target), "--python-timeout",
+                           "6", "--data", str(tmp_path), "--format", "json"], capture_output=True, text=True,
+                          timeout=180, env=env)
+    json.loads(proc.stdout)  # the report alone
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("envdoctor: still waiting after")]
+    if shown:
+        assert lines and "the target interpreter (its `import torch`; --python-timeout 6 s)" in lines[0], proc.stderr
+    else:
+        assert not lines, proc.stderr
 
-    root = fake_torch(tmp_path, "import time\ntime.sleep(0.5)\n__version__ = '2.14.1+cu130'\n", VERSION_PY)
-    out = subprocess.run([sys.executable, str(pe.payload_path()), "--task", "inspect", "--overlap"],
-                         capture_output=True, text=True, timeout=120,
-                         env=dict(os.environ, PYTHONPATH=str(root), PYTHONDONTWRITEBYTECODE="1"))
-    lines = [json.loads(ln) for ln in out.stdout.splitlines() if ln.strip()]
-    final = lines[-1]
-    assert final["ok"] is True, out.stderr
-    result = final["result"]
-    assert result["packages"] and result["torch_build"]["version"] == "2.14.1+cu130"
-    assert result["torch"]["import_seconds"] >= 0.5
-    assert any(o.get("checkpoint") and o["result"].get("packages") for o in lines[:-1])  # the reader's checkpoint
+
+def test_wait_progress_speaks_after_two_seconds_then_every_five() -> None:
+    import io
+
+    from envdoctor.cli.common import WaitProgress
+
+    out = io.StringIO()
+    tell = WaitProgress(8.0, out)
+    for t in (0.2, 1.9, 2.0, 3.0, 6.9, 7.0, 7.1):
+        tell(t, ["pythons", "storage"])
+    tell(20.0, [])  # nothing left to wait for: silent
+    assert out.getvalue().splitlines() == [
+        "envdoctor: still waiting after 2 s for the target interpreter (its `import torch`; --python-timeout 8 s), "
+        "storage",
+        "envdoctor: still waiting after 7 s for the target interpreter (its `import torch`; --python-timeout 8 s), "
+        "storage"]

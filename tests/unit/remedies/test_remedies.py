@@ -30,12 +30,12 @@ from envdoctor.remedies.shell_wrap import split_comment, wrap_command
 from envdoctor.report.console import COMMAND_INDENT, render_console
 from envdoctor.services.collect import judge
 from tests import machines as m
-from tests.paths import TESTS
+from tests.paths import SHARED, TESTS
 
 ROOT = TESTS
 SNAPSHOTS = sorted((ROOT / "fixtures" / "snapshots").glob("*.json"))
 PASTES = sorted((ROOT / "fixtures" / "pastes").glob("*.txt"))
-SHARED_PASTES = sorted(ROOT.parent.parent.glob("shared/examples/reports*/*.txt"))
+SHARED_PASTES = sorted(SHARED.glob("examples/reports*/*.txt"))
 HOSTILE = ROOT / "fixtures" / "snapshots" / "hostile-values.json"
 BASH = shutil.which("bash")
 needs_bash = pytest.mark.skipif(BASH is None, reason="bash is not installed")
@@ -132,7 +132,7 @@ def test_every_fix_of_every_fixture_parses_in_bash(every_command):
     for source, code, cmd in every_command:
         if cmd.startswith("powershell:"):
             continue
-        r = subprocess.run([BASH, "-n", "-c", cmd], capture_output=True, text=True, timeout=10)
+        r = subprocess.run([BASH, "-n", "-c", cmd], capture_output=True, text=True, timeout=120)
         if r.returncode != 0:
             bad.append((source, code, cmd, r.stderr.strip()))
     assert not bad, bad
@@ -155,7 +155,7 @@ def test_the_checker_catches_an_unquoted_value():
     assert _unquoted_expansions("export LD_LIBRARY_PATH=/a;curl x|sh") == []  # parses: bash -n is not enough
     if BASH:
         r = subprocess.run([BASH, "-n", "-c", "export CUDA_VISIBLE_DEVICES=<idle GPU indices>"],
-                           capture_output=True, timeout=10)
+                           capture_output=True, timeout=120)
         assert r.returncode != 0
 
 
@@ -198,7 +198,7 @@ def test_hostile_snapshot_fixes_run_nothing_when_pasted(tmp_path):
     assert len(cmds) >= 8
     for c in cmds:
         subprocess.run([BASH, "--noprofile", "--norc", "-c", c], cwd=tmp_path, env={"PATH": str(empty)},
-                       capture_output=True, timeout=10)
+                       capture_output=True, timeout=120)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bin"]
 
 
@@ -206,7 +206,7 @@ def test_hostile_snapshot_fixes_run_nothing_when_pasted(tmp_path):
 def test_the_canary_works(tmp_path):
     # the same command written the old, unquoted way does leave the file: the test above can fail
     subprocess.run([BASH, "-c", "rsync -a /data/$(echo pwned >pwned-dollar)/ x"], cwd=tmp_path,
-                   env={"PATH": ""}, capture_output=True, timeout=10)
+                   env={"PATH": ""}, capture_output=True, timeout=120)
     assert (tmp_path / "pwned-dollar").exists()
 
 
@@ -447,7 +447,7 @@ def test_narrow_console_keeps_every_command_whole_or_continued():
         assert any(out_lines[i:i + len(lines)] == lines for i in range(len(out_lines))), c
         assert shlex.split(_rejoin(lines), comments=True) == shlex.split(c, comments=True), c
         if BASH:
-            r = subprocess.run([BASH, "-n", "-c", "\n".join(lines)], capture_output=True, timeout=10)
+            r = subprocess.run([BASH, "-n", "-c", "\n".join(lines)], capture_output=True, timeout=120)
             assert r.returncode == 0, lines
         for ln in lines:
             code, comment = split_comment(ln)
@@ -498,7 +498,7 @@ def test_the_collection_tests_fail_when_a_check_writes_a_value_unquoted(monkeypa
     cmds = [c for _, c in _fix_commands(_hostile_report()) if c.startswith("rsync")]
     assert cmds and all(_unquoted_expansions(c) for c in cmds)
     if BASH:
-        assert any(subprocess.run([BASH, "-n", "-c", c], capture_output=True, timeout=10).returncode != 0
+        assert any(subprocess.run([BASH, "-n", "-c", c], capture_output=True, timeout=120).returncode != 0
                    for c in cmds)
 
 

@@ -103,7 +103,7 @@ def test_a_linux_machines_long_fix_wraps_with_bash_backslashes(builder) -> None:
         assert joined == split_comment(cmd)[0]
         assert shlex.split(joined) == shlex.split(cmd, comments=True)
         if BASH:
-            r = subprocess.run([BASH, "-n", "-c", "\n".join(lines)], capture_output=True, timeout=10)
+            r = subprocess.run([BASH, "-n", "-c", "\n".join(lines)], capture_output=True, timeout=120)
             assert r.returncode == 0, lines
 
 

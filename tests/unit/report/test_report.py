@@ -22,6 +22,7 @@ from envdoctor.facts import (
     TorchInfo,
 )
 from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
+from envdoctor.judging.settle import settle
 from envdoctor.remedies.shell_wrap import wrap_command
 from envdoctor.report import (
     redact_facts_dict,
@@ -152,7 +153,8 @@ def make_report(facts: Facts = None) -> Report:  # type: ignore[assignment]
         CheckResult("gpu.memory", "gpu", "GPU memory healthy", CheckStatus.ERRORED,
                     reason="KeyError: 'ecc_volatile_uncorrected'"),
     ]
-    return Report(facts=facts or make_facts(), checks=checks, envdoctor_version="0.1.0",
+    # as the judge makes it: consequences linked and statuses settled (judging/settle.py)
+    return Report(facts=facts or make_facts(), checks=settle(checks), envdoctor_version="0.1.0",
                   compat_as_of="2025-01-15")
 
 
@@ -410,3 +412,20 @@ def test_key_facts_several_interpreters_lost_gpu_and_paste() -> None:
     md = render_markdown(Report(facts=facts, checks=[], envdoctor_version="0.1.0"))
     # no check ran: nothing was judged, which is not "No problems found"
     assert md.startswith("# envdoctor report\n") and "**Verdict:** Nothing could be judged: no check ran" in md
+
+
+def test_the_markdown_of_a_healthy_box_stays_short() -> None:
+    import re
+
+    from envdoctor.compat import load_compat
+    from envdoctor.services.collect import judge
+    from tests.paths import FIXTURES
+
+    facts = Facts.from_json((FIXTURES / "snapshots" / "h100-sxm-x8-healthy.json").read_text())
+    report = judge(facts, compat=load_compat())
+    text = render_markdown(report)
+    shown = re.sub(r"<details>.*?</details>", "", text, flags=re.S)  # what GitHub shows unfolded
+    assert "No problems found" in shown and "## Key facts" in shown and "- `✓` gpu: " in shown
+    assert len(shown.splitlines()) <= 45, len(shown.splitlines())
+    folded = text.split("<details><summary>Every check (", 1)[1]
+    assert all(f"(`{c.id}`)" in folded for c in report.checks)  # every check still there, folded

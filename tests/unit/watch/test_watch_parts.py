@@ -14,26 +14,59 @@ from envdoctor.watch import timer
 from envdoctor.watch.record import Recorder
 from envdoctor.watch.sample import GpuReader, HostReader, ProcessTree, Unseen
 from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
+from tests.paths import REPO
+
+
+class _FakeClock:
+    """timer's `time`: a clock the test advances, so that the fraction does not depend on the machine's load."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    monotonic = perf_counter
+    time = perf_counter
 
 
 def test_timed_measures_the_wait_and_writes_for_a_running_watch(tmp_path, monkeypatch):
     monkeypatch.setattr(timer, "_REPORTER", None)
     monkeypatch.setenv("ENVDOCTOR_WATCH_DIR", str(tmp_path))
+    clock = _FakeClock()
+    monkeypatch.setattr(timer, "time", clock)
 
     def slow():
         for i in range(12):
-            time.sleep(0.02)  # the batch takes 20 ms to come
+            clock.now += 0.02  # the batch takes 20 ms to come
             yield i
 
     got = []
     for b in timer.timed(slow(), name="slow"):
         got.append(b)
-        time.sleep(0.005)  # the step's compute
+        clock.now += 0.005  # the step's compute
     assert got == list(range(12))
     loops = timer.read_reports(str(tmp_path), [os.getpid()])
     assert len(loops) == 1 and loops[0]["steps"] == 12 and loops[0]["name"] == "slow"
-    assert 0.6 < loops[0]["data_wait_fraction"] < 0.95
+    assert abs(loops[0]["data_wait_fraction"] - 0.8) < 1e-3  # 20 ms of each 25 ms step
+    assert loops[0]["wait_p50_ms"] == 20.0 and loops[0]["step_p50_ms"] == 25.0
     assert timer.read_reports(str(tmp_path), [os.getpid() + 1]) == []
+
+
+def test_a_loop_left_with_break_prints_no_traceback_at_exit(tmp_path):
+    # the generator outlives the loop (a global set in a function) and is closed while the interpreter tears the
+    # modules down: its `finally` used to write the summary again then, "NameError: name 'open' is not defined"
+    script = tmp_path / "train.py"
+    script.write_text("from envdoctor.watch import timed\n\n\n"
+                      "def main():\n    global it\n    it = timed(range(10), name='loader')\n"
+                      "    for b in it:\n        break\n\n\nmain()\n")
+    watching = tmp_path / "watch"
+    watching.mkdir()  # a watch is running: the summary goes to its folder
+    env = dict(os.environ, ENVDOCTOR_WATCH_DIR=str(watching), PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    loops = timer.read_reports(str(watching))
+    assert [(x["name"], x["steps"]) for x in loops] == [("loader", 1)]
 
 
 def test_timed_prints_a_summary_at_exit_when_no_watch_runs(tmp_path):
@@ -110,14 +143,16 @@ def test_gpu_reader_without_nvml_says_why():
 
 def test_process_tree_counts_fork_workers_not_the_resource_tracker():
     code = ("import multiprocessing as mp, time\n"
-            "def f(_):\n    time.sleep(4)\n"
+            "def f(_):\n    time.sleep(300)\n"
             "if __name__ == '__main__':\n"
             "    ctx = mp.get_context('fork')\n    ps = [ctx.Process(target=f, args=(i,)) for i in range(3)]\n"
             "    [p.start() for p in ps]\n    [p.join() for p in ps]\n")
-    child = subprocess.Popen([sys.executable, "-c", code])
+    # the workers live far longer than the wait for them (a loaded machine may take seconds to fork three), and
+    # the whole group goes at the end
+    child = subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
     try:
         tree = ProcessTree(Unseen(), child.pid)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120
         info = tree.read()
         while info["workers"] < 3 and time.monotonic() < deadline:
             time.sleep(0.2)
@@ -125,7 +160,12 @@ def test_process_tree_counts_fork_workers_not_the_resource_tracker():
         assert info["workers"] == 3 and info["trainers"] == 1 and info["count"] == 4
         assert info["torch_trainers"] == 0
     finally:
-        child.kill()
+        import signal
+
+        try:
+            os.killpg(child.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         child.wait()
 
 
