@@ -7,6 +7,7 @@ from typing import List, Tuple
 from ..domain.gpus import gpu_label
 from ..facts import Driver, Gpu, ProbeStatus
 from ..findings import Evidence, Finding, Fix, Severity
+from ._fabric import fabric_health
 from ._gpus import gpu_path, require_gpus
 from ._nvlink import expected_links, fabric_member, gpu_spec, nvlink_peer, pcie_board, rack_scale, sxm_name
 from .base import (
@@ -223,48 +224,6 @@ def _fabric_gpus(d) -> List[Gpu]:
 FABRIC_MANAGER = Findings("interconnect.fabric-manager", "INTERCONNECT",
                           kinds=("degraded", "not-ready", "not-running", "unhealthy", "unknown"))
 
-# NVML fabric health (nvmlGpuFabricInfo_v2/v3 healthMask and healthSummary): what a registered GPU's fabric reports
-# about itself. A route that is unhealthy or a wrong configuration loses NVLink paths (an error); degraded bandwidth,
-# a route or access-timeout recovery, or a LIMITED_CAPACITY summary leave the fabric up at less than full speed.
-_HEALTH_ERRORS = ("route_unhealthy", "incorrect_configuration")
-_HEALTH_WORDS = {"degraded_bandwidth": "degraded bandwidth", "route_recovery": "route recovery in progress",
-                 "route_unhealthy": "route unhealthy", "access_timeout_recovery": "access-timeout recovery"}
-
-
-def _health_words(g: Gpu) -> List[str]:
-    words = [_HEALTH_WORDS.get(h, h.replace("incorrect_configuration:", "incorrect configuration: ").replace("_", " "))
-             for h in (g.fabric_health or [])]
-    if g.fabric_health_summary in ("unhealthy", "limited_capacity") and not words:
-        words.append(f"summary {g.fabric_health_summary.replace('_', ' ')}")
-    return words
-
-
-def _fabric_health(on_fabric: List[Gpu]) -> List[Finding]:
-    sick = [g for g in on_fabric if _health_words(g)]
-    if not sick:
-        return []
-    errors = [g for g in sick if g.fabric_health_summary == "unhealthy"
-              or any(h.startswith(_HEALTH_ERRORS) for h in (g.fabric_health or []))]
-    severe = bool(errors)
-    make = FABRIC_MANAGER.error if severe else FABRIC_MANAGER.warning
-    return [make(
-        "unhealthy" if severe else "degraded",
-        f"NVLink fabric {'unhealthy' if severe else 'degraded'} on {len(sick)} GPU(s): "
-        + "; ".join(f"GPU {g.index}: {', '.join(_health_words(g))}" for g in sick),
-        detail="The GPU is registered on the fabric, but its fabric health reports "
-               + ("lost routes or a wrong configuration: some NVLink paths are missing"
-                  if severe else "reduced capacity: NVLink traffic runs below full bandwidth"),
-        evidence=[Evidence(gpu_path(g, "fabric_health"), list(g.fabric_health or []), expected="[] (no condition)",
-                           source="NVML nvmlDeviceGetGpuFabricInfoV healthMask") for g in sick]
-                 + [Evidence(gpu_path(g, "fabric_health_summary"), g.fabric_health_summary, expected="healthy")
-                    for g in sick if g.fabric_health_summary],
-        fix=Fix("Report the fabric health to the provider or cluster operator (NVLink switch trays, fabric manager "
-                "log); reset the GPUs once the fabric is repaired",
-                commands=["nvidia-smi -q | grep -A 12 -i fabric", "nvidia-smi nvlink --status"],
-                url=_FM_URL),
-    )]
-
-
 @check(FABRIC_MANAGER, "Fabric manager runs on NVSwitch systems")
 def fabric_manager(ctx: CheckContext) -> List[Finding]:
     d = require_section(ctx.facts.driver, "NVSwitch count")
@@ -275,7 +234,7 @@ def fabric_manager(ctx: CheckContext) -> List[Finding]:
         # fabric manager configured it (NVML reference, nvmlGpuFabricInfo_t; Fabric Manager User Guide)
         bad = [g for g in on_fabric if g.fabric_state != "completed" or (g.fabric_status or "SUCCESS") != "SUCCESS"]
         if not bad:
-            return _fabric_health(on_fabric)
+            return fabric_health(FABRIC_MANAGER, _FM_URL, on_fabric)
         pending = [g for g in bad if g.fabric_state in ("not_started", "in_progress")]
         what = ("the fabric manager has not registered them" if pending
                 else "their fabric registration failed")
