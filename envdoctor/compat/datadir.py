@@ -89,3 +89,16 @@ def installed_update(cache: Optional[Path] = None) -> Optional[InstalledUpdate]:
 def newer(as_of: str, than: str) -> bool:
     """Is the matrix dated ``as_of`` newer than the one dated ``than`` (both YYYY-MM-DD)?"""
     return as_of > than  # ISO dates order as strings
+
+
+def bundled_dir() -> Path:
+    """The installed package envdoctor.compat_data, else <repo>/compat_data in a source tree.
+
+    Plain paths rather than importlib.resources: compat_data has no __init__.py, and for such a namespace
+    package resources.files() returns a MultiplexedPath whose str() is not a directory.
+    """
+    package_dir = Path(__file__).resolve().parent.parent  # .../envdoctor
+    for candidate in (package_dir / "compat_data", package_dir.parent / "compat_data"):
+        if candidate.is_dir() and any(candidate.glob("*.json")):
+            return candidate
+    return package_dir.parent / "compat_data"

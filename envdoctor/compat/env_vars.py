@@ -217,8 +217,7 @@ def recorded_names() -> Tuple[List[str], Optional[str]]:
     """The variables a probe records: those of the bundled table and of an installed update's (whichever of the two
     the matrix in use is, its variables are among them), read from these two files alone, so that `collect` does not
     load the whole matrix for a list of names; and what could not be read, when something could not."""
-    from .datadir import installed_update
-    from .loader import bundled_dir
+    from .datadir import bundled_dir, installed_update
     from .validate import validate_file
 
     dirs = [bundled_dir()]

@@ -9,24 +9,12 @@ from pathlib import Path
 from typing import Dict, Optional, Tuple, Union
 
 from ._parse import CompatDataError
+from .datadir import bundled_dir
 from .queries import Compat
 from .validate import validate_file
 
 _CACHE: Dict[str, Compat] = {}
 _LOCK = threading.Lock()
-
-
-def bundled_dir() -> Path:
-    """The installed package envdoctor.compat_data, else <repo>/compat_data in a source tree.
-
-    Plain paths rather than importlib.resources: compat_data has no __init__.py, and for such a namespace
-    package resources.files() returns a MultiplexedPath whose str() is not a directory.
-    """
-    package_dir = Path(__file__).resolve().parent.parent  # .../envdoctor
-    for candidate in (package_dir / "compat_data", package_dir.parent / "compat_data"):
-        if candidate.is_dir() and any(candidate.glob("*.json")):
-            return candidate
-    return package_dir.parent / "compat_data"
 
 
 def load_compat(data_dir: Optional[Union[Path, str]] = None) -> Compat:

@@ -225,7 +225,7 @@ def render_openmetrics(report: Report, redact: bool = True, compat: Any = None) 
 
 
 def write_textfile(report: Report, directory: str, name: str = "envdoctor.prom", compat: Any = None) -> str:
-    """Write the metrics for node_exporter's textfile collector: ``DIR/envdoctor.prom`` in the Prometheus text
+    """Write the metrics for node_exporter's textfile collector: the file ``name`` in DIR, in the Prometheus text
     format, atomically (the client library writes a temporary file beside it and renames it, so the collector
     never reads half a file; the temporary name does not end in .prom, so it is never collected).
     Returns the path written. OSError when DIR is not a writable directory."""

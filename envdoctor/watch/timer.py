@@ -23,6 +23,7 @@ plant a link that makes the timer write elsewhere.
 from __future__ import annotations
 
 import atexit
+import itertools
 import json
 import os
 import stat
@@ -50,7 +51,7 @@ def watch_dir() -> str:
 
 def safe_dir(path: str) -> bool:
     """Whether ``path`` may hold the step reports: a directory itself (not a symbolic link), owned by this user,
-    with no write or search permission for group and others."""
+    that group and others may not write to."""
     try:
         st = os.lstat(path)
     except OSError:
@@ -59,12 +60,15 @@ def safe_dir(path: str) -> bool:
         return False
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return False
-    return not (st.st_mode & 0o077)
+    return not (st.st_mode & 0o022)  # nobody else may write there (reading is harmless)
+
+
+_WRITES = itertools.count()
 
 
 def _write_private(path: str, data: str) -> None:
     """Write ``data`` to ``path`` through a fresh private file in the same directory, then rename it over."""
-    tmp = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    tmp = f"{path}.{os.getpid()}.{next(_WRITES)}.tmp"  # O_EXCL: a name already there fails, never followed
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(tmp, flags, 0o600)
     try:
@@ -190,8 +194,8 @@ class _Reporter:
     def flush_due(self) -> None:
         """An epoch ended: write only if a flush interval has passed (thousands of short epochs, one write each
         ``FLUSH_S`` at most)."""
-        if time.monotonic() - self._last_flush >= FLUSH_S:
-            self.flush()
+        if not self._last_flush or time.monotonic() - self._last_flush >= FLUSH_S:
+            self.flush()  # the first loop's end is always written: a watch sees a loop that has ended
 
     def at_exit(self) -> None:
         if not self.loops:

@@ -301,6 +301,9 @@ NOT_FROM_PASTES |= {"CUDA_LIBRARY_VERSION_MISMATCH", "PYTHON_PACKAGE_SHADOWED"}
 # a driver past a GPU's last branch does not bind it, so no nvidia-smi output of that driver lists the GPU: a paste
 # cannot show both; judged for declared targets (`envdoctor assert --target-driver ... --target-gpus ...`)
 NOT_FROM_PASTES |= {"DRIVER_DROPPED_GPU"}
+# the interpreter's own files (pyvenv.cfg, .pth lines, where pip and each copy of a distribution live) are read from
+# the live target; a paste shows none of them (issue 30)
+NOT_FROM_PASTES |= {"PIP_UNAVAILABLE", "VENV_SYSTEM_SITE_MIXED", "PTH_EXEC_SYS_PATH"}
 
 
 def test_every_category_is_covered_or_explained() -> None:

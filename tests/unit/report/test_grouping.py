@@ -20,6 +20,7 @@ from envdoctor.facts import (
     TorchBuildFiles,
 )
 from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
+from envdoctor.judging.settle import settle
 from envdoctor.report.console import render_console
 from envdoctor.report.json_report import render_json
 from envdoctor.report.markdown import render_markdown
@@ -116,16 +117,16 @@ def test_a_warning_whose_fix_another_fix_runs_is_its_consequence() -> None:
                  ["pip install --force-reinstall --no-deps --no-build-isolation --no-binary x x==1", "export A=1"])
     b = _finding("torch.build/x", "TORCH_BUILD_DEBUG", Severity.WARNING, ["export A=1"])
     other = _finding("host.y/z", "HOST_MEMORY_LOW", Severity.WARNING, ["export B=2"])
-    report = Report(machines.healthy_a100(), [_check("packages.extension-build", a), _check("torch.build", b),
-                                              _check("host.y", other)], "test")
+    report = Report(machines.healthy_a100(), settle([_check("packages.extension-build", a), _check("torch.build", b),
+                                                     _check("host.y", other)]), "test")
     got = {f.code: f for f in report.findings}
     assert got[b.code].caused_by == a.code and got[other.code].caused_by is None
     assert got[b.code].fix.summary.startswith(f"Follows from {a.code}: fix that first (fix {a.code})")
     assert [p.code for p in report.problems] == [a.code, other.code]
     # equal fixes: the first in check order is the root; an error is never folded under a warning
     c = replace(a, code="x.y/c")
-    r2 = Report(machines.healthy_a100(), [_check("x.y", replace(c, severity=Severity.WARNING)),
-                                          _check("packages.extension-build", a)], "test")
+    r2 = Report(machines.healthy_a100(), settle([_check("x.y", replace(c, severity=Severity.WARNING)),
+                                                 _check("packages.extension-build", a)]), "test")
     assert {f.code: f.caused_by for f in r2.findings} == {"x.y/c": None, a.code: None}
 
 
@@ -133,7 +134,7 @@ def test_one_check_findings_with_one_fix_are_one_finding_and_different_fixes_sta
     same = [_finding(f"libraries.shadowing/f{i}", "SYSTEM_LIB_SHADOWING", Severity.WARNING, ["unset LD_PRELOAD"],
                      summary=f"file {i}") for i in range(3)]
     apart = _finding("libraries.shadowing/g", "SYSTEM_LIB_SHADOWING", Severity.WARNING, ["export X=1"])
-    report = Report(machines.healthy_a100(), [_check("libraries.shadowing", *same, apart)], "test")
+    report = Report(machines.healthy_a100(), settle([_check("libraries.shadowing", *same, apart)]), "test")
     grouped = [f for f in report.findings if f.items]
     (g,) = grouped
     assert g.items == ["file 0", "file 1", "file 2"] and g.summary == "file 0 (and 2 more with the same fix, listed)"
