@@ -7,7 +7,7 @@ import copy
 import json
 from pathlib import Path
 
-from envdoctor.compat import bundled_dir, datadir, load_compat, loader
+from envdoctor.compat import bundled_dir, datadir, load_compat
 from envdoctor.facts import Facts
 from envdoctor.probes.host import ENV_OF_INTEREST, probe_host
 from tests.fakes.runner import FakeRunner
@@ -57,7 +57,7 @@ def test_a_row_of_an_installed_update_is_recorded_without_a_code_change(tmp_path
 def test_a_missing_table_leaves_the_built_in_list_and_says_so(tmp_path, monkeypatch):
     empty = tmp_path / "no-data"
     empty.mkdir()
-    monkeypatch.setattr(loader, "bundled_dir", lambda: empty)
+    monkeypatch.setattr(datadir, "bundled_dir", lambda: empty)  # where env_vars reads it from
     h = probe_host(FakeRunner(strict=False), root=str(_root(tmp_path)), env={"CUDA_LAUNCH_BLOCKING": "1"})
     assert set(h.env) == set(ENV_OF_INTEREST) and "CUDA_LAUNCH_BLOCKING" not in h.env
     assert "environment-variable table not read (no " in h.reason and "only the built-in list" in h.reason
