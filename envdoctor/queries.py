@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 from .domain.gpus import gpu_label
 from .domain.pci import is_nvidia_gpu_description
 from .domain.versions import major_minor, version_ge
-from .facts import Driver, Facts
+from .model.facts import Driver, Facts
 
 if TYPE_CHECKING:
     from .compat import Compat, TorchRelease

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from envdoctor.checks import all_checks, run_checks  # noqa: E402
 from envdoctor.compat import load_compat  # noqa: E402
-from envdoctor.facts import Targets  # noqa: E402
-from envdoctor.findings import Report  # noqa: E402
+from envdoctor.model.facts import Targets  # noqa: E402
+from envdoctor.model.findings import Report  # noqa: E402
 from envdoctor.report import render_console  # noqa: E402
 from envdoctor.services.collect import CollectOptions, collect  # noqa: E402
 

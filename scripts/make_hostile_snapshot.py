@@ -6,7 +6,7 @@ leave a pwned-* file in the working directory if a pasted command ran it (tests/
 import json
 from dataclasses import replace
 
-from envdoctor.facts import DataPath, LibraryCopy, Package, ProbeStatus, Storage, Toolkits, XidEvent
+from envdoctor.model.facts import DataPath, LibraryCopy, Package, ProbeStatus, Storage, Toolkits, XidEvent
 from tests import machines as m
 
 DOLLAR = "$(echo pwned >pwned-dollar)"

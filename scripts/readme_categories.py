@@ -1,4 +1,4 @@
-"""The README's category table, generated from the catalogue (envdoctor/catalogue.py).
+"""The README's category table, generated from the catalogue (envdoctor/model/catalogue.py).
 
     python scripts/readme_categories.py          # rewrite the table in README.md
     python scripts/readme_categories.py --check  # exit 1 if README.md's table is not the generated one
@@ -22,7 +22,7 @@ HEADER = "| category | what it means | usual fix |"
 def table() -> str:
     """The Markdown table, one row per catalogue category in catalogue order."""
     sys.path.insert(0, str(REPO))
-    from envdoctor.catalogue import CATEGORIES
+    from envdoctor.model.catalogue import CATEGORIES
 
     lines = [HEADER, "|---|---|---|"]
     for name, cat in CATEGORIES.items():

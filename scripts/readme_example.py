@@ -28,7 +28,7 @@ WIDTH = 100
 
 
 def render(facts_json: str) -> str:
-    from envdoctor.facts import Facts
+    from envdoctor.model.facts import Facts
     from envdoctor.report.console import render_console
     from envdoctor.services.collect import judge
 

@@ -92,7 +92,7 @@ def guarded(fn: Callable[..., Any], counter: Dict[str, int]) -> Callable[..., An
 def snapshots() -> List[Tuple[str, Any]]:
     """Every snapshot in the repository: tests/fixtures/snapshots/*.json, every zero-argument builder in
     tests/machines.py (what scripts/json_golden.py runs too), and an empty one (nothing probed)."""
-    from envdoctor.facts import Facts
+    from envdoctor.model.facts import Facts
     from tests import machines
 
     out: List[Tuple[str, Any]] = [("empty", Facts())]

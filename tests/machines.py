@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import List, Optional
 
-from envdoctor.facts import (
+from envdoctor.model.facts import (
     Container,
     CudaToolkit,
     Driver,

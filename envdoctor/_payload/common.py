@@ -24,7 +24,7 @@ def pci_key(props: Any) -> Optional[str]:
 
 
 def normalize_name(name: str) -> str:
-    """PEP 503 normalisation (a copy of envdoctor.facts.normalize_name, pinned to it by test_payload_pins.py)."""
+    """PEP 503 normalisation (a copy of envdoctor.model.facts.normalize_name, pinned to it by test_payload_pins.py)."""
     return re.sub(r"[-_.]+", "-", name.strip()).lower()
 
 

@@ -23,7 +23,7 @@ import time
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from ..domain.fastclass import dataclass
-from ..facts import BenchResult, ProbeStatus
+from ..model.facts import BenchResult, ProbeStatus
 
 ALIGN = 4096
 SEQ_BLOCK = 1 << 20  # fio's --bs=1M

@@ -12,7 +12,7 @@ from ..compat.bench import bench_table
 from ..domain.fastclass import dataclass
 from ..domain.gpus import mig_board, mig_profile
 from ..domain.pci import bus_key
-from ..facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, MigDevice, ProbeStatus
+from ..model.facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, MigDevice, ProbeStatus
 from .links import gpu_index, link_kind, min_link, topology_kind
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",

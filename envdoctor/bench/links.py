@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from ..domain.pci import bus_key
-from ..facts import Facts, Gpu
+from ..model.facts import Facts, Gpu
 
 
 def gpu_index(facts: Facts, bus: Any) -> Optional[int]:

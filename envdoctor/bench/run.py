@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..domain.fastclass import dataclass
 from ..domain.pci import bus_key
-from ..facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, PythonEnv, Storage, from_dict
+from ..model.facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, PythonEnv, Storage, from_dict
 from ..probes.runner import Runner
 from .suite import KERNELS, PlanItem, plan
 

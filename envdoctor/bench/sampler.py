@@ -12,7 +12,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from ..domain.pci import bus_key
-from ..facts import LIMITING_THROTTLE_REASONS
+from ..model.facts import LIMITING_THROTTLE_REASONS
 from ..probes.nvml import (
     HealthWatch,
     error_text,

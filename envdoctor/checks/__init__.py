@@ -8,8 +8,8 @@ import re
 import time
 from typing import Iterable, List, Optional
 
-from ..facts import Facts
-from ..findings import CheckResult, CheckStatus, Finding, Severity
+from ..model.facts import Facts
+from ..model.findings import CheckResult, CheckStatus, Finding, Severity
 from .base import Check, CheckContext, SkipCheck, UndeclaredFinding, setting_of
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, List
 
-from ..facts import Facts, ProbeStatus
-from ..findings import Severity
+from ..model.facts import Facts, ProbeStatus
+from ..model.findings import Severity
 from .base import SkipCheck
 
 HARD_THROTTLES = ("sw_thermal_slowdown", "hw_thermal_slowdown", "hw_slowdown", "hw_power_brake_slowdown")

@@ -11,8 +11,8 @@ from typing import Dict, List, Tuple
 
 from ..domain.arch import arch_runs, sm_name
 from ..domain.fastclass import dataclass
-from ..facts import ExtensionLibrary, PythonEnv
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import ExtensionLibrary, PythonEnv
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import export, pip_install
 from .base import CheckContext, Findings
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import List
 
-from ..facts import Gpu
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import Gpu
+from ..model.findings import Evidence, Finding, Fix
 from ._gpus import gpu_path
 from .base import Findings
 

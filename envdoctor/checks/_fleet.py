@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.findings import Evidence, Finding, Fix, Severity
 from .base import Findings
 
 

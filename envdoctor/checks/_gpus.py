@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
-from ..facts import Driver, Facts, Gpu, ProbeStatus
+from ..model.facts import Driver, Facts, Gpu, ProbeStatus
 from ..queries import nvidia_hardware
 from .base import NO_GPU, SkipCheck, section_reason
 

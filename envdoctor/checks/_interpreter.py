@@ -8,7 +8,7 @@ from typing import List, Optional, Sequence
 
 from ..domain.fastclass import dataclass
 from ..domain.versions import base_version, mm_str, parse_version
-from ..facts import Package, PackageCopy, PythonEnv
+from ..model.facts import Package, PackageCopy, PythonEnv
 
 SPLIT_COMPANIONS = ("torchvision", "torchaudio", "triton", "pytorch-triton")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
-from ..facts import Gpu
+from ..model.facts import Gpu
 
 # Bidirectional bandwidth of one NVLink, by generation (NVIDIA NVLink page,
 # https://www.nvidia.com/en-us/data-center/nvlink/): P100 4 links = 160 GB/s, V100 6 = 300 GB/s,

@@ -9,7 +9,7 @@ from ..compat.signatures import Signature, normalise, signature_context, signatu
 from ..domain.fastclass import dataclass
 from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, variant_kind
 from ..domain.versions import base_version, major_minor
-from ..facts import Facts
+from ..model.facts import Facts
 from .base import CheckContext, SkipCheck
 
 

@@ -9,8 +9,8 @@ from typing import List, Optional, Tuple
 from ..domain.fastclass import dataclass
 from ..domain.variants import nvidia_wheel
 from ..domain.versions import parse_version
-from ..facts import LibraryCopy, PythonEnv
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import LibraryCopy, PythonEnv
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import drop_path_entry, export, pip_install, pth_line_removal, unset
 from .base import Findings
 

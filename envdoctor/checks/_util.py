@@ -6,7 +6,7 @@ from typing import Iterator, List, Optional, Tuple
 
 from ..domain.variants import is_linux_x86, local_tag, variant_tag
 from ..domain.versions import base_version
-from ..facts import Facts, Package, PythonEnv
+from ..model.facts import Facts, Package, PythonEnv
 
 
 def torch_envs(facts: Facts) -> Iterator[Tuple[int, PythonEnv]]:

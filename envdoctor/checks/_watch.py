@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import List, Optional, Tuple
 
 from ..domain.recording import Analysis, GpuStats, analyze, pct
-from ..facts import Watch
-from ..findings import Evidence
+from ..model.facts import Watch
+from ..model.findings import Evidence
 from ..remedies.shell import command
 from .base import CheckContext, SkipCheck
 

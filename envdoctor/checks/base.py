@@ -10,8 +10,8 @@ from dataclasses import field
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ..domain.fastclass import dataclass
-from ..facts import Facts
-from ..findings import Evidence, Finding, Severity
+from ..model.facts import Facts
+from ..model.findings import Evidence, Finding, Severity
 
 
 class Reason(str):
@@ -304,7 +304,7 @@ def require_section(section: Any, what: str) -> Any:
 
 
 def _absent_driver(section: Any) -> Optional[str]:
-    from ..facts import Driver, ProbeStatus
+    from ..model.facts import Driver, ProbeStatus
 
     return NO_DRIVER if isinstance(section, Driver) and section.status == ProbeStatus.ABSENT else None
 

@@ -15,8 +15,8 @@ from ..bench.expect import (
     storage_for,
 )
 from ..domain.gpus import is_vgpu_name
-from ..facts import BenchResult, Facts, Gpu, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import BenchResult, Facts, Gpu, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ._bench_common import THROTTLE_TEXT, bench_results, severity
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 

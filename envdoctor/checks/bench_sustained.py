@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Tuple
 
 from ..bench.expect import expect, held_throttles
 from ..domain.gpus import gpu_label, is_vgpu_name
-from ..facts import ProbeStatus
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import ProbeStatus
+from ..model.findings import Evidence, Finding, Fix
 from ._bench_common import HARD_THROTTLES, THROTTLE_TEXT, bench_results, severity
 from .base import Check, CheckContext, Findings, SkipCheck, no_gpu_here, registrar
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from ..catalogue import CATEGORIES
+from ..model.catalogue import CATEGORIES
 from .base import Check
 from .registry import ALL_CHECKS, builders, finding_code
 

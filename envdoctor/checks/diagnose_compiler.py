@@ -15,7 +15,7 @@ from typing import List, Optional
 
 from ..domain.variants import cuda_of_variant
 from ..domain.versions import major_minor
-from ..findings import Evidence, Finding, Fix
+from ..model.findings import Evidence, Finding, Fix
 from ._errors import is_error_line
 from ._paste import paste_or_skip
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar

@@ -14,7 +14,7 @@ from ..domain.variants import (
     variant_tag,
 )
 from ..domain.versions import base_version, release
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import command
 from ._paste import nvidia_two_majors, paste_or_skip
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar

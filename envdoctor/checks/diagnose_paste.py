@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from ..catalogue import CATEGORIES
 from ..domain.variants import (
     CPU,
     cuda_of_variant,
@@ -14,8 +13,9 @@ from ..domain.variants import (
     variant_tag,
 )
 from ..domain.versions import base_version, driver_branch, release
-from ..facts import Facts, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.catalogue import CATEGORIES
+from ..model.facts import Facts, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ._paste import paste_or_skip
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
 

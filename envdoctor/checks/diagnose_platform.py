@@ -8,8 +8,8 @@ from typing import List, Optional
 from ..compat.signatures import signature_context
 from ..domain.variants import local_tag, variant_kind
 from ..domain.versions import base_version
-from ..facts import ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import hold_driver_packages, pip_install
 from ._paste import paste_or_skip, signature_hits, wsl_kernel_too_old
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Iterable, List, Optional, Sequence, Tuple
 
-from ..catalogue import UNRECOGNISED
-from ..facts import Facts
-from ..findings import Evidence, Finding, Fix
+from ..model.catalogue import UNRECOGNISED
+from ..model.facts import Facts
+from ..model.findings import Evidence, Finding, Fix
 from ._errors import (  # noqa: F401 - is_error_line: the rule this check applies, for its callers
     NVRM,
     covered,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import List
 
 from ..domain.pci import is_nvidia_gpu_description
-from ..facts import Facts, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import Facts, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..queries import nvidia_hardware
 from ..remedies import COMPAT_DOC, command, driver_install
 from ._gpus import container_without_gpus

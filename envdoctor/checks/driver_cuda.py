@@ -9,8 +9,8 @@ from ..domain.arch import sm_name
 from ..domain.gpus import gpu_label
 from ..domain.variants import local_tag
 from ..domain.versions import major_minor, mm_str, version_ge
-from ..facts import Package, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import Package, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import COMPAT_DOC, datacenter_gpus
 from ..remedies.torch_plan import upgrade_driver_fix
 from ._util import torch_builds, torch_label

@@ -7,8 +7,8 @@ from typing import List, Optional
 
 from ..compat.health import HealthTable, health_table
 from ..domain.versions import driver_branch
-from ..facts import ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import DriverPlan, datacenter_gpus, driver_install
 from ..remedies.driver_branch import GpuBranchLimits, gpu_branch_limits
 from .base import EVERYWHERE, Check, CheckContext, Findings, SkipCheck, registrar, section_reason

@@ -11,11 +11,11 @@ import statistics
 from collections import Counter
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from ..catalogue import CATEGORIES
 from ..domain.fastclass import dataclass
-from ..facts import Facts, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Report, Severity
-from ..fleet_model import FleetData, Node
+from ..model.catalogue import CATEGORIES
+from ..model.facts import Facts, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Report, Severity
+from ..model.fleet import FleetData, Node
 from ._fleet import outliers, rank_env_findings
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import List
 
-from ..facts import Gpu
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import Gpu
+from ..model.findings import Evidence, Finding, Fix
 from ..remedies import command, placeholder
 from ._gpus import gpu_list, gpu_path, looks_loaded, require_gpus
 from .base import Check, CheckContext, Findings, registrar

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..findings import Evidence, Finding, Fix
+from ..model.findings import Evidence, Finding, Fix
 from ._gpus import gpu_list, gpu_path, require_gpus
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 

@@ -6,8 +6,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ..domain.gpus import gpu_label
 from ..domain.pci import bus_key
-from ..facts import Driver, Gpu, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import Driver, Gpu, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, kernel_log_xid, placeholder
 from ._gpus import gpu_list, gpu_path, require_gpus
 from .base import NO_DRIVER, Check, CheckContext, Findings, SkipCheck, registrar

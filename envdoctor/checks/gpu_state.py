@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Tuple
 
 from ..domain.gpus import gpu_label
-from ..findings import Evidence, Finding, Fix
+from ..model.findings import Evidence, Finding, Fix
 from ..remedies import command, placeholder, set_env
 from ._gpus import (
     GIB,

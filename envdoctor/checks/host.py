@@ -7,8 +7,8 @@ from typing import Any, Callable, List, Optional, Tuple
 
 from ..compat.health import GIB, HealthTable, health_table
 from ..domain.pci import bus_key
-from ..facts import Facts, Gpu, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import Facts, Gpu, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, export, placeholder_flag
 from ._gpus import given_gpus_only
 from .base import NO_GPU, Check, CheckContext, Findings, SkipCheck, registrar, section_reason

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ..facts import Gpu, ProbeStatus
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import Gpu, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix
 from ..remedies import command, placeholder_flag
 from ._gpus import GIB, gpu_list
 from .base import NO_GPU, Check, CheckContext, Findings, SkipCheck, registrar, require_section

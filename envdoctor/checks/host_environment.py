@@ -23,8 +23,8 @@ from ..domain.envvars import (
     visible_devices,
 )
 from ..domain.versions import parse_version
-from ..facts import Facts, ProbeStatus
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import Facts, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix
 from ..queries import gpu_capabilities
 from ..remedies import placeholder, set_env, unset_env
 from .base import Check, CheckContext, Findings, SkipCheck, registrar

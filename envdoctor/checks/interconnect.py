@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import List, Tuple
 
 from ..domain.gpus import gpu_label
-from ..facts import Driver, Gpu, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import Driver, Gpu, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ._fabric import fabric_health
 from ._gpus import gpu_path, require_gpus
 from ._nvlink import expected_links, fabric_member, gpu_spec, nvlink_peer, pcie_board, rack_scale, sxm_name

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..findings import Evidence, Finding, Fix
+from ..model.findings import Evidence, Finding, Fix
 from .base import NO_GPU, Check, CheckContext, Findings, SkipCheck, registrar, require_section
 
 CHECKS: List[Check] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..findings import Finding
+from ..model.findings import Finding
 from ._shadowing import shadow_finding, shadows
 from ._util import torch_envs
 from .base import EVERYWHERE, CheckContext, SkipCheck, registrar

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Dict, List
 
-from ..catalogue import CATEGORIES
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.catalogue import CATEGORIES
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ._paste import Hit, signature_hits
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import installer_for, pip_command, pip_install
 from ..remedies.python import ensurepip_command
 from ..remedies.torch_plan import target_variant

@@ -6,8 +6,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ..domain.gpus import gpu_label
 from ..domain.pci import bdf_key, bus_key, is_nvidia_gpu_description
-from ..facts import Gpu, PcieLink, ProbeStatus
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import Gpu, PcieLink, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix
 from ..remedies import pcie_link_status
 from ._gpus import given_gpus_only
 from .base import Cases, Check, CheckContext, Findings, SkipCheck, no_gpu_here, registrar

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import List
 
-from ..facts import ProbeStatus
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import ProbeStatus
+from ..model.findings import Evidence, Finding, Fix
 from ..queries import nvidia_hardware
 from ..remedies import Raw, command, placeholder, remove_linux_driver
 from .base import NO_GPU, CheckContext, Findings, SkipCheck, registrar

@@ -15,10 +15,10 @@ from packaging.utils import canonicalize_name
 from ..domain.arch import arch_runs, sm_name
 from ..domain.variants import cuda_of_variant, nvidia_wheel
 from ..domain.versions import base_version, parse_version
-from ..facts import ProbeStatus, PythonEnv
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import ProbeStatus, PythonEnv
+from ..model.findings import Evidence, Finding, Fix
+from ..model.targets import PSEUDO_NAMES, TargetError, parse_requirement, resolve_gpu
 from ..remedies import command, pip_install
-from ..targets import PSEUDO_NAMES, TargetError, parse_requirement, resolve_gpu
 from ._extension_arch import ArchTarget, judge_extensions
 from .base import EVERYWHERE, CheckContext, CheckFunc, Findings, SkipCheck, registrar
 

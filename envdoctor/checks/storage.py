@@ -6,8 +6,8 @@ from typing import Any, List, Optional
 
 from ..bench.expect import network_volume_model
 from ..compat.health import health_table
-from ..facts import DataPath, ProbeStatus
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import DataPath, ProbeStatus
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, copy_to_local, largest_dirs, random_read_test
 from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section
 

@@ -6,7 +6,7 @@ from typing import List
 
 from ..domain.variants import variant_of_cuda
 from ..domain.versions import major_minor, mm_str
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, cuda_toolkit_first, host_compiler_install
 from ._util import torch_builds, torch_label
 from .base import CheckContext, Findings, SkipCheck, registrar

@@ -8,8 +8,8 @@ from ..domain.arch import sm_name
 from ..domain.pci import is_nvidia_gpu_description
 from ..domain.variants import is_cpu_build, torch_variant
 from ..domain.versions import base_version, mm_str, parse_version, version_ge
-from ..facts import Facts, ProbeStatus, PythonEnv
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import Facts, ProbeStatus, PythonEnv
+from ..model.findings import Evidence, Finding, Fix
 from ..queries import gpu_capabilities, torch_releases
 from ..remedies import GET_STARTED, conda_cuda_note, new_venv, pip_install
 from ..remedies.torch_plan import (
@@ -258,7 +258,7 @@ def _asked_releases(ctx: CheckContext) -> Tuple[list, str]:
     whose Python range is known (what a plain `pip install torch` wants)."""
     from packaging.utils import canonicalize_name
 
-    from ..targets import TargetError, parse_requirement
+    from ..model.targets import TargetError, parse_requirement
 
     known = [r for r in torch_releases(ctx.compat) if r.python_min and r.python_max]
     if not known:

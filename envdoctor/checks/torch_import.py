@@ -7,8 +7,8 @@ from typing import List, Optional, Tuple
 
 from ..domain.variants import torch_variant
 from ..domain.versions import base_version
-from ..facts import ProbeStatus, PythonEnv
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import ProbeStatus, PythonEnv
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import GET_STARTED, command, pip_check, pip_install
 from ._util import torch_envs_or_skip
 from .base import EVERYWHERE, PROBED, CheckContext, Findings, SkipCheck, registrar

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ._shadowing import ORIGIN_VIA, foreign_torch, origin_fix, own_torch
 from .base import CheckContext, Findings, SkipCheck, registrar
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import List
 
-from ..facts import PthExecLine
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import PthExecLine
+from ..model.findings import Evidence, Finding, Fix
 from ..remedies import pth_line_removal
 from .base import PROBED, CheckContext, Findings, SkipCheck, registrar
 

@@ -17,8 +17,8 @@ from packaging.utils import canonicalize_name
 
 from ..domain.fastclass import dataclass
 from ..domain.versions import parse_version
-from ..facts import Package, PythonEnv
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import Package, PythonEnv
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
 from ._shadowing import WHEELS, label
 from .base import CheckContext, Findings, SkipCheck, registrar

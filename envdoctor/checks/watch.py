@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import List, Optional
 
 from ..domain.recording import Analysis, GpuStats, pct
-from ..facts import Watch
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import Watch
+from ..model.findings import Evidence, Finding, Fix
 from ._watch import (
     BOUND_P50,
     CORE_SATURATED,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import List
 
 from ..domain.recording import Analysis, pct
-from ..facts import Watch
-from ..findings import Evidence, Finding, Fix
+from ..model.facts import Watch
+from ..model.findings import Evidence, Finding, Fix
 from ._watch import (
     IDLE_P90,
     MEM_PRESSURE_PCT,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List
 
-from ..findings import Evidence, Finding, Fix
+from ..model.findings import Evidence, Finding, Fix
 from ..remedies.shell import command as shell_command
 from ._watch import analysis_of, confidence, oversubscription, recording, unseen_text
 from .base import Check, CheckContext, Findings, SkipCheck, registrar

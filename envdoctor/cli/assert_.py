@@ -57,7 +57,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def _assert_inputs(args) -> Dict[str, Any]:
-    from ..config import ConfigError, ProjectConfig, load_config
+    from ..model.config import ConfigError, ProjectConfig, load_config
 
     cfg = ProjectConfig()
     if not args.no_config:
@@ -94,8 +94,8 @@ def _globs(values: List[str], option: str, checks: list) -> Optional[List[str]]:
 
 def cmd_assert(args) -> int:
     from ..compat import load_compat
+    from ..model.targets import TargetError
     from ..services.assertions import AssertOptions, assert_report, static_checks
-    from ..targets import TargetError
 
     inputs = _assert_inputs(args)
     checks = static_checks()

@@ -44,7 +44,7 @@ def add_parsers(sub) -> None:
 
 
 def cmd_check(args) -> int:
-    from ..facts import Facts, FactsError
+    from ..model.facts import Facts, FactsError
     from ..services.collect import Interrupted, collect
 
     only, ignore = split_globs(args.only), split_globs(args.ignore, "--ignore")  # before minutes of probing

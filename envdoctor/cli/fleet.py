@@ -96,7 +96,7 @@ def cmd_fleet(args: Any) -> int:
 
     check_writable(args.output)
     if args.report:
-        from ..fleet_model import FleetReportError, fleet_from_report
+        from ..model.fleet import FleetReportError, fleet_from_report
 
         text = read_text(args.report)
         try:

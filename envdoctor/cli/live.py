@@ -69,7 +69,7 @@ def with_partial_bench(facts, measured, signum: int):
     import dataclasses
     import signal
 
-    from ..facts import Bench, BenchResult, FactsError, ProbeRun, ProbeStatus, from_dict
+    from ..model.facts import Bench, BenchResult, FactsError, ProbeRun, ProbeStatus, from_dict
 
     results = list(facts.bench.results)
     for data in measured:
@@ -124,12 +124,12 @@ def _append(text: str, output: str) -> None:
 
 
 def expect_gpu(args) -> bool:
-    """--expect-gpu, else `expect-gpu` under [tool.envdoctor] in the nearest project file (envdoctor.config)."""
+    """--expect-gpu, else `expect-gpu` under [tool.envdoctor] in the nearest project file (envdoctor.model.config)."""
     if getattr(args, "expect_gpu", False):
         return True
     if getattr(args, "no_config", False):
         return False
-    from ..config import ConfigError, load_config
+    from ..model.config import ConfigError, load_config
 
     try:
         return bool(load_config().expect_gpu)

@@ -159,7 +159,7 @@ def _when(r: Dict[str, Any]) -> Tuple[str, Tuple[str, ...], Dict[str, bool]]:
 
 
 def _rule(r: Dict[str, Any]) -> EnvVarRule:
-    from ..catalogue import CATEGORIES
+    from ..model.catalogue import CATEGORIES
 
     rid = P.text(r, "id")
     if not _ID.match(rid):

@@ -6,8 +6,8 @@ import re
 from dataclasses import field
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..catalogue import CATEGORIES
 from ..domain.fastclass import dataclass
+from ..model.catalogue import CATEGORIES
 from ._parse import loaded
 
 STEM = "error_signatures"

@@ -40,7 +40,7 @@ class XidTable:
 
 
 def _code(r: Dict[str, Any]) -> XidCode:
-    from ..catalogue import CATEGORIES
+    from ..model.catalogue import CATEGORIES
 
     app = bool(P.opt_bool(r, "application_error"))
     category, severity = P.opt_text(r, "category"), P.opt_text(r, "severity")

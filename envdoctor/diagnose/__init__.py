@@ -8,8 +8,8 @@ from dataclasses import field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..domain.fastclass import dataclass
-from ..facts import Facts
-from ..findings import CheckResult, Report
+from ..model.facts import Facts
+from ..model.findings import CheckResult, Report
 
 __all__ = ["Candidate", "DiagnoseInfo", "NothingRecognised", "decode_text", "diagnose_report", "diagnose_text"]
 

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ..compat.signatures import signatures_from
 from ..domain.arch import cc_str
 from ..domain.variants import cuda_of_variant, local_tag
-from ..facts import (
+from ..model.facts import (
     Container,
     CudaToolkit,
     Driver,

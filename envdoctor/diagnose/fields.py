@@ -1,4 +1,4 @@
-"""Which facts a paste can carry, read from their declarations in envdoctor/facts.py (``pasted(...)``).
+"""Which facts a paste can carry, read from their declarations in envdoctor/model/facts.py (``pasted(...)``).
 
 A field declared ``pasted("host.kernel")`` is filled by ``build_facts`` from the reader key ``host.kernel`` and
 recorded in ``paste.provenance`` under its fact path; nothing here names a fact. A new fact readable from pastes
@@ -16,7 +16,7 @@ import functools
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..domain.fastclass import dataclass
-from ..facts import PASTED, Container, CudaToolkit, Driver, Gpu, Host, PythonEnv, TorchInfo
+from ..model.facts import PASTED, Container, CudaToolkit, Driver, Gpu, Host, PythonEnv, TorchInfo
 
 # the sections a paste fills, with the path their fields have in Facts (a paste is one interpreter, and the GPU a
 # loose line names is the first). Order: how conflicting facts are listed (diagnose/machines.py)

@@ -42,7 +42,7 @@ from dataclasses import field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..domain.fastclass import dataclass
-from ..facts import normalize_name
+from ..model.facts import normalize_name
 from . import fields
 from .readers.base import BARE, LOOSE, REPL, Acc
 
@@ -412,7 +412,7 @@ def resolve(acc: Acc, where: Any) -> List[Dict[str, Any]]:
     acc.seen_packages["torch"] = [(p, v) for p, v in acc.seen_packages.get("torch", []) if v not in others]
     old = acc.packages.get("torch")
     if old is not None:
-        from ..facts import Package
+        from ..model.facts import Package
 
         prio, pkg = old
         acc.packages["torch"] = (prio, Package(**{**pkg.__dict__, "version": kept}))

@@ -2,7 +2,7 @@
 
 One home for every rule about the names NVML, nvidia-smi, collect_env and people give a GPU ("NVIDIA H100 80GB
 HBM3", "Tesla V100-SXM2...", "GRID P4-1Q", "NVIDIA A100-SXM4-40GB MIG 1g.5gb", "h100"): the compat lookup
-(envdoctor/compat), the targets a user names (envdoctor/targets.py, `envdoctor matrix gpu`), the bench checks'
+(envdoctor/compat), the targets a user names (envdoctor/model/targets.py, `envdoctor matrix gpu`), the bench checks'
 vGPU test, and the label every finding uses ("GPU 0 (NVIDIA A100-SXM4-80GB)").
 """
 

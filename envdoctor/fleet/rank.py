@@ -25,7 +25,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from .. import __version__
-from ..fleet_model import FleetData, group_nodes
+from ..model.fleet import FleetData, group_nodes
 from . import comm, testing
 from .launch import Place
 

@@ -31,8 +31,8 @@ from typing import Any, List, Optional, Sequence
 
 from ..checks.base import LIVE, STATIC, Check, setting_of
 from ..domain.fastclass import dataclass
-from ..facts import Facts
-from ..findings import CheckResult, Report
+from ..model.facts import Facts
+from ..model.findings import CheckResult, Report
 from .policy import PLAIN, PastePolicy, PlainPolicy, Policy, settle_lines
 from .settle import settle
 

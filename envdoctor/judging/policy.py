@@ -12,9 +12,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, List, Sequence, Tuple
 
-from ..catalogue import UNRECOGNISED
-from ..facts import Facts
-from ..findings import CheckResult, CheckStatus, Finding, MachineReport, Severity
+from ..model.catalogue import UNRECOGNISED
+from ..model.facts import Facts
+from ..model.findings import CheckResult, CheckStatus, Finding, MachineReport, Severity
 
 Run = Callable[[Facts, Any, Any], List[CheckResult]]
 Judged = Tuple[Facts, List[CheckResult], List[MachineReport]]

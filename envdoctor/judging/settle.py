@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Optional
 
-from ..catalogue import CATEGORIES, CAUSES, NEUTRAL_CATEGORIES
-from ..findings import SEVERITY_RANK as _RANK
-from ..findings import CheckResult, CheckStatus, Finding, Fix, Severity, same_subject, subjects_of
+from ..model.catalogue import CATEGORIES, CAUSES, NEUTRAL_CATEGORIES
+from ..model.findings import SEVERITY_RANK as _RANK
+from ..model.findings import CheckResult, CheckStatus, Finding, Fix, Severity, same_subject, subjects_of
 
 
 def settle(checks: List[CheckResult]) -> List[CheckResult]:

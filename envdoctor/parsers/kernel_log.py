@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-from envdoctor.facts import XidEvent
+from envdoctor.model.facts import XidEvent
 
 # "NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s ..." (r470+),
 # "NVRM: Xid (0000:01:00): 13, 0005 00000000 ..." (older drivers print no "PCI:");

@@ -9,7 +9,7 @@ from typing import Dict, List, Optional, Tuple
 
 from envdoctor.domain.fastclass import dataclass
 from envdoctor.domain.pci import bdf_key
-from envdoctor.facts import PcieLink
+from envdoctor.model.facts import PcieLink
 
 # A device block starts at column 0 with its address: "19:00.0 ..." or, with -D, "0000:19:00.0 ...".
 _HEADER = re.compile(

@@ -9,7 +9,7 @@ import io
 import re
 from typing import Dict, List, Optional, Sequence
 
-from envdoctor.facts import Driver, Gpu, ProbeStatus
+from envdoctor.model.facts import Driver, Gpu, ProbeStatus
 from envdoctor.parsers.nvidia_smi_fields import THROTTLE_REASONS, clean, gpu_fields, to_bool, to_int
 
 # What the probe asks for: fields every driver since ~450 knows. A field the driver does not know

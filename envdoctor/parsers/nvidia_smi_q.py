@@ -8,7 +8,7 @@ import re
 from typing import Dict, List, Optional
 
 from envdoctor.domain.pci import bdf_key
-from envdoctor.facts import Driver, Gpu, GpuProcess, ProbeStatus
+from envdoctor.model.facts import Driver, Gpu, GpuProcess, ProbeStatus
 from envdoctor.parsers.nvidia_smi_fields import (
     clean,
     ecc_count_fields,

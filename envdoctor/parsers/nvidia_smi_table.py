@@ -7,7 +7,7 @@ from dataclasses import field
 from typing import List, Optional
 
 from ..domain.fastclass import dataclass
-from ..facts import Gpu, GpuProcess, MigDevice
+from ..model.facts import Gpu, GpuProcess, MigDevice
 
 _MIB = 1024 * 1024
 

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from functools import partial
 from typing import Dict, List, Optional
 
-from envdoctor.facts import Driver, Gpu, GpuProcess, ProbeStatus
+from envdoctor.model.facts import Driver, Gpu, GpuProcess, ProbeStatus
 from envdoctor.parsers.nvidia_smi_fields import (
     clean,
     ecc_count_fields,

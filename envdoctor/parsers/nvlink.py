@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Dict, List
 
-from envdoctor.facts import NvlinkLink
+from envdoctor.model.facts import NvlinkLink
 
 _GPU = re.compile(r"^GPU\s+(\d+):")
 _LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from typing import List, Mapping, Optional, Union
 
-from envdoctor.facts import Container
+from envdoctor.model.facts import Container
 from envdoctor.probes.sysroot import SysRoot, root_and_env
 
 _LIMIT = 1 << 20  # /proc/1/cgroup and environ are a few lines; a limit keeps an odd /proc from costing memory

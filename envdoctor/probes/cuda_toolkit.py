@@ -10,7 +10,7 @@ import re
 from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 from envdoctor.domain.versions import mm_str
-from envdoctor.facts import CudaToolkit, ProbeStatus, Toolkits
+from envdoctor.model.facts import CudaToolkit, ProbeStatus, Toolkits
 from envdoctor.parsers.nvcc import parse_nvcc_version
 from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.sysroot import SysRoot, root_and_env

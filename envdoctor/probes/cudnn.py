@@ -9,7 +9,7 @@ import platform
 import re
 from typing import List, Optional, Tuple, Union
 
-from envdoctor.facts import LibraryCopy, ProbeStatus, SystemLibraries
+from envdoctor.model.facts import LibraryCopy, ProbeStatus, SystemLibraries
 from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.sysroot import SysRoot
 

@@ -8,7 +8,7 @@ import dataclasses
 import os
 from typing import Any, List, Optional, Union
 
-from envdoctor.facts import Driver, ProbeStatus, Topology
+from envdoctor.model.facts import Driver, ProbeStatus, Topology
 from envdoctor.parsers.proc_driver import parse_proc_driver_version
 from envdoctor.probes.nvidia_smi import NVIDIA_SMI_TIMEOUT_S, probe_nvidia_smi_xml, probe_topology_smi
 from envdoctor.probes.nvml import INIT_PID_NS, probe_nvml

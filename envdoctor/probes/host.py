@@ -9,7 +9,7 @@ import platform
 import re
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
-from envdoctor.facts import Host, ProbeStatus
+from envdoctor.model.facts import Host, ProbeStatus
 from envdoctor.probes.container import probe_container
 from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.sysroot import SysRoot, root_and_env

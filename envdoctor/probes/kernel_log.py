@@ -9,7 +9,7 @@ from dataclasses import field
 from typing import Any, List, Optional
 
 from envdoctor.domain.fastclass import dataclass
-from envdoctor.facts import Driver, ProbeStatus, XidEvent
+from envdoctor.model.facts import Driver, ProbeStatus, XidEvent
 from envdoctor.parsers.kernel_log import parse_xid_events
 from envdoctor.probes.registry import ProbeContext, probe
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Iterable, List, Optional, Tuple, Union
 
-from envdoctor.facts import GpuLocality, ProbeStatus
+from envdoctor.model.facts import GpuLocality, ProbeStatus
 from envdoctor.parsers.lspci import NVIDIA_VENDOR_ID
 from envdoctor.probes.sysroot import SysRoot
 

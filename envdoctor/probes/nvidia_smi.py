@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Optional, Tuple
 
-from envdoctor.facts import Driver, NvlinkLink, ProbeStatus, Topology
+from envdoctor.model.facts import Driver, NvlinkLink, ProbeStatus, Topology
 from envdoctor.parsers.nvidia_smi_csv import QUERY_GPU_FIELDS, driver_from_query_csv
 from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from envdoctor.parsers.nvlink import parse_nvlink_status

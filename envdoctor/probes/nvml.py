@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor.domain.gpus import mig_profile
 from envdoctor.domain.versions import release
-from envdoctor.facts import Driver, Gpu, GpuProcess, MigDevice, NvlinkLink, ProbeStatus
+from envdoctor.model.facts import Driver, Gpu, GpuProcess, MigDevice, NvlinkLink, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import cuda_version_from_int
 from envdoctor.probes.registry import guard
 

@@ -8,7 +8,7 @@ import os
 import re
 from typing import Dict, List, Optional, Tuple, Union
 
-from envdoctor.facts import PcieLink, ProbeStatus
+from envdoctor.model.facts import PcieLink, ProbeStatus
 from envdoctor.parsers.lspci import NVIDIA_VENDOR_ID, nvidia_gpu_links
 from envdoctor.probes.sysroot import SysRoot
 

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from envdoctor.domain.fastclass import dataclass
 from envdoctor.domain.pci import bus_key
-from envdoctor.facts import Driver, ProbeStatus
+from envdoctor.model.facts import Driver, ProbeStatus
 from envdoctor.probes.nvml import import_pynvml, run_with_timeout, sample_pcie_links
 from envdoctor.probes.python_env import PayloadRun, execute_payload
 

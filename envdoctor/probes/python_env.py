@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.domain.fastclass import dataclass
-from envdoctor.facts import (
+from envdoctor.model.facts import (
     ExtensionScan,
     FactsError,
     LibraryCopy,

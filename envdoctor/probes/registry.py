@@ -9,7 +9,7 @@ import time
 from typing import Any, Callable, List, Mapping, Optional, Tuple
 
 from envdoctor.domain.fastclass import dataclass
-from envdoctor.facts import ProbeRun, ProbeStatus
+from envdoctor.model.facts import ProbeRun, ProbeStatus
 from envdoctor.probes.sysroot import SysRoot
 
 

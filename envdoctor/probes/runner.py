@@ -71,7 +71,7 @@ class Interrupted(BaseException):
     def __init__(self, signum: int, facts: Any = None):
         super().__init__(signum)
         self.signum = signum
-        self.facts = facts  # envdoctor.facts.Facts, when collection had begun
+        self.facts = facts  # envdoctor.model.facts.Facts, when collection had begun
         self.partial: Optional[Dict[str, Tuple[Any, Any]]] = None  # probe results, while collecting
 
     @property

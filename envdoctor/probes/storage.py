@@ -9,7 +9,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple, Union
 
-from envdoctor.facts import DataPath, ProbeStatus, Storage
+from envdoctor.model.facts import DataPath, ProbeStatus, Storage
 from envdoctor.parsers.lsblk import BlockDevice, flatten, parse_lsblk_json
 from envdoctor.parsers.mounts import MountEntry, classify_fstype, find_mount, parse_mounts
 from envdoctor.probes.registry import ProbeContext, guard, probe

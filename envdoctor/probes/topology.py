@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from envdoctor.facts import ProbeStatus, Topology
+from envdoctor.model.facts import ProbeStatus, Topology
 from envdoctor.probes.driver import probe_topology
 from envdoctor.probes.numa import probe_gpu_locality
 from envdoctor.probes.pcie import nvidia_pci_devices, probe_pcie_links

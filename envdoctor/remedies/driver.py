@@ -8,7 +8,7 @@ from typing import Any, List, Optional
 from ..domain.arch import parse_cc
 from ..domain.fastclass import dataclass
 from ..domain.versions import release
-from ..facts import Facts
+from ..model.facts import Facts
 from .platform import Platform, platform_of
 from .shell import Raw, command, comment_line
 

@@ -15,7 +15,7 @@ from ..compat.driver_gpu import BranchSupport, driver_gpu_table
 from ..domain.arch import sm_name
 from ..domain.fastclass import dataclass
 from ..domain.versions import driver_branch, major_minor, parse_version, version_ge
-from ..facts import Facts
+from ..model.facts import Facts
 
 if TYPE_CHECKING:
     from ..compat import Compat

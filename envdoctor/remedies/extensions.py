@@ -22,8 +22,8 @@ from typing import Optional
 
 from ..domain.variants import local_tag, variant_kind
 from ..domain.versions import base_version, parse_version
-from ..facts import Facts, Package, PythonEnv
-from ..findings import Fix
+from ..model.facts import Facts, Package, PythonEnv
+from ..model.findings import Fix
 from .python import pip_install
 
 # Extensions that publish a build per CUDA variant on PyTorch's index (the same index torch's own variant comes

@@ -6,7 +6,7 @@ import re
 from typing import Optional
 
 from ..domain.fastclass import dataclass
-from ..facts import Facts, PythonEnv
+from ..model.facts import Facts, PythonEnv
 from .shell import POSIX, POWERSHELL
 
 # os-release ID (and ID_LIKE words) -> the family whose package tool and driver packages apply.

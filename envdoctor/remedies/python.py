@@ -6,7 +6,7 @@ from typing import List, Optional, Sequence
 
 from ..domain.fastclass import dataclass
 from ..domain.versions import major_minor
-from ..facts import Facts, PythonEnv, VenvConfig
+from ..model.facts import Facts, PythonEnv, VenvConfig
 from .platform import platform_of
 from .shell import POSIX, POWERSHELL, Arg, Raw, command
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ..facts import Facts
+from ..model.facts import Facts
 from .platform import platform_of
 from .shell import Placeholder, Raw, command, export, unset
 

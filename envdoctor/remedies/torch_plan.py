@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, List, Optional, Tuple
 from ..domain.arch import arch_runs
 from ..domain.variants import cuda_of_variant, torch_variant, variant_kind
 from ..domain.versions import base_version, driver_branch, mm_str, parse_version
-from ..facts import Facts, PythonEnv
-from ..findings import Fix
+from ..model.facts import Facts, PythonEnv
+from ..model.findings import Fix
 from ..queries import driver_runs_cuda, gpu_capabilities, torch_releases
 from .driver import COMPAT_DOC, datacenter_gpus, driver_install
 from .driver_branch import branch_plan, gpu_branch_limits, newest_patch, newest_torch_for

@@ -7,7 +7,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from ..bench.expect import expect
-from ..facts import Bench, Facts, ProbeStatus
+from ..model.facts import Bench, Facts, ProbeStatus
 
 SPARK = "▁▂▃▄▅▆▇█"
 

@@ -18,8 +18,8 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..facts import Facts
-from ..findings import CheckStatus, Report, Severity
+from ..model.facts import Facts
+from ..model.findings import CheckStatus, Report, Severity
 from .console_findings import COMMAND_INDENT, consequence_renderables, finding_renderables
 from .facts_view import UNKNOWN, fmt, key_fact_rows
 from .summary import (

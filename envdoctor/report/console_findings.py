@@ -10,7 +10,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..findings import Severity
+from ..model.findings import Severity
 from ..remedies.shell_wrap import wrap_command
 from .summary import SEVERITY_SYMBOLS, FindingView
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, List, Tuple
 
 from ..domain.variants import is_cpu_build
-from ..facts import Facts, Gpu, ProbeStatus, PythonEnv
+from ..model.facts import Facts, Gpu, ProbeStatus, PythonEnv
 
 UNKNOWN = "unknown"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ..findings import Report
+from ..model.findings import Report
 from .redact import redact_facts_dict
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import List
 
-from ..findings import CheckStatus, Finding, Report, Severity
+from ..model.findings import CheckStatus, Finding, Report, Severity
 from .redact import redact_report
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, List
 
-from ..findings import MachineReport, Report
+from ..model.findings import MachineReport, Report
 from .facts_view import summary_rows
 from .summary import SEVERITY_SYMBOLS, header_line, verdict
 

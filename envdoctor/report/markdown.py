@@ -6,7 +6,7 @@ import json
 import re
 from typing import List
 
-from ..findings import Report, Severity
+from ..model.findings import Report, Severity
 from ..remedies import POWERSHELL
 from .facts_view import key_fact_rows
 from .redact import redact_report

@@ -33,7 +33,7 @@ import calendar
 import datetime as _dt
 from typing import Any, Dict, Iterator, List, Optional
 
-from ..findings import CheckResult, CheckStatus, Report, Severity
+from ..model.findings import CheckResult, CheckStatus, Report, Severity
 
 PREFIX = "envdoctor"
 STATUS_VALUE = {Severity.ERROR: 2, Severity.WARNING: 1}

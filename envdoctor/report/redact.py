@@ -6,8 +6,8 @@ import dataclasses
 import re
 from typing import Any, Dict, Iterable, List
 
-from ..facts import Facts, from_dict, to_dict
-from ..findings import CheckResult, MachineReport, Report
+from ..model.facts import Facts, from_dict, to_dict
+from ..model.findings import CheckResult, MachineReport, Report
 
 REDACTED = "<redacted>"
 GPU_REDACTED = "GPU-<redacted>"

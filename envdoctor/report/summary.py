@@ -11,10 +11,10 @@ import json
 from dataclasses import field
 from typing import Dict, List, Optional, Tuple
 
-from ..catalogue import UNRECOGNISED
 from ..domain.fastclass import dataclass
-from ..facts import Facts
-from ..findings import CheckResult, CheckStatus, Finding, Report, Severity
+from ..model.catalogue import UNRECOGNISED
+from ..model.facts import Facts
+from ..model.findings import CheckResult, CheckStatus, Finding, Report, Severity
 from ..remedies.platform import fix_shell
 from .facts_view import fmt
 

@@ -16,9 +16,9 @@ from typing import Any, List, Optional, Sequence, Tuple
 
 from .. import __version__
 from ..domain.fastclass import dataclass
-from ..facts import Driver, Facts, Gpu, ProbeRun, ProbeStatus, PythonEnv, Targets
-from ..findings import Report
-from ..targets import (
+from ..model.facts import Driver, Facts, Gpu, ProbeRun, ProbeStatus, PythonEnv, Targets
+from ..model.findings import Report
+from ..model.targets import (
     GpuTarget,
     TargetError,
     check_driver_version,

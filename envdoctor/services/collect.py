@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
 
 from .. import __version__
 from ..domain.fastclass import dataclass
-from ..facts import (
+from ..model.facts import (
     Bench,
     BenchResult,
     Driver,
@@ -23,7 +23,7 @@ from ..facts import (
     ProbeStatus,
     PythonEnv,
 )
-from ..findings import Report
+from ..model.findings import Report
 
 # Interrupted and PENDING_SIGNAL live in probes/runner.py (stdlib only), so that the CLI's signal handler never
 # imports anything while the main thread may be half-way through importing envdoctor; re-exported here.

@@ -9,7 +9,7 @@ from ..domain.arch import arch_runs
 from ..domain.gpus import TYPED_NAME_PREFIXES
 from ..domain.variants import cuda_of_variant
 from ..domain.versions import mm_str, release
-from ..targets import TargetError, check_driver_version, resolve_gpu
+from ..model.targets import TargetError, check_driver_version, resolve_gpu
 from .matrix_bench import MatrixError, query_bench  # the bench half is below: it imports nothing from here
 
 

@@ -33,7 +33,7 @@ def _row(name: str, row: Any, table: Any, expected: Optional[float] = None) -> D
 
 
 def _models(compat: Any, name: str) -> List[Any]:
-    from ..targets import TargetError, resolve_gpu
+    from ..model.targets import TargetError, resolve_gpu
 
     try:
         target = resolve_gpu(compat, name)

@@ -30,7 +30,7 @@ from dataclasses import field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..domain.fastclass import dataclass
-from ..findings import Finding, Report, Severity
+from ..model.findings import Finding, Report, Severity
 
 # The checks of the preset: the node's own state, what an operator drains for. Environment-shaped checks
 # (the interpreter, packages, NCCL variables, CPUs per GPU, the data path) are the job's, not the node's.

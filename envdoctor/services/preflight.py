@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Iterable, List, Optional, Union
 
-from ..findings import Report, Severity
+from ..model.findings import Report, Severity
 
 
 class PreflightError(RuntimeError):
@@ -55,9 +55,9 @@ def preflight(
     PreflightError otherwise, and ValueError for bad arguments (an invalid requirement, an unknown GPU).
     """
     from ..compat import load_compat
-    from ..config import ConfigError, ProjectConfig, load_config
-    from ..facts import Targets
-    from ..targets import TargetError
+    from ..model.config import ConfigError, ProjectConfig, load_config
+    from ..model.facts import Targets
+    from ..model.targets import TargetError
     from .assertions import AssertOptions, assert_report, validate_targets
     from .collect import CollectOptions, collect
 

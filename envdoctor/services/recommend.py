@@ -16,7 +16,7 @@ from ..domain.arch import arch_runs, sm_name
 from ..domain.fastclass import dataclass
 from ..domain.variants import CPU, cuda_of_variant, variant_of_cuda
 from ..domain.versions import mm_str, release
-from ..targets import GpuTarget, TargetError, check_driver_version, resolve_gpu
+from ..model.targets import GpuTarget, TargetError, check_driver_version, resolve_gpu
 
 
 class RecommendError(ValueError):
@@ -435,7 +435,7 @@ def recommend_from_args(args: Any) -> Tuple[Dict[str, Any], str]:
 
 def this_machine() -> Any:
     """The facts recommend reads here: the driver probe, and the PCI devices of vendor 0x10de (sysfs)."""
-    from ..facts import Driver, Facts, ProbeStatus, Topology
+    from ..model.facts import Driver, Facts, ProbeStatus, Topology
     from ..probes.driver import probe_driver
     from ..probes.pcie import nvidia_pci_devices
     from ..probes.registry import guarded

@@ -51,7 +51,7 @@ def cmd_watch(args: Any, write: Callable[..., None]) -> int:
 
 
 def _replay(args: Any):
-    from ..facts import Facts
+    from ..model.facts import Facts
     from .replay import ReplayError, replay
 
     texts = []
@@ -210,7 +210,7 @@ def local_nvme(exclude: List[str]) -> Optional[Dict[str, Any]]:
 
 def _live(args: Any, cmd: List[str]):
     from ..domain.recording import summarize
-    from ..facts import Facts, ProbeStatus, Watch
+    from ..model.facts import Facts, ProbeStatus, Watch
     from .display import Live
     from .record import Recorder
     from .sample import GpuReader, HostReader, ProcessTree, Unseen, cpus_available
@@ -369,7 +369,7 @@ def _verdict_so_far(samples, interval, steps_dir, pids, t0_epoch, cpu_available)
     failure (the live view never stops the recording)."""
     try:
         from ..domain.recording import summarize
-        from ..facts import Facts, ProbeStatus, Watch
+        from ..model.facts import Facts, ProbeStatus, Watch
         from ..services.collect import judge
         from .display import headline
         from .timer import read_reports

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..domain.fastclass import dataclass
-from ..facts import ProbeStatus, Watch
+from ..model.facts import ProbeStatus, Watch
 
 
 class ReplayError(ValueError):

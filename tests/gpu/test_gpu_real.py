@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.facts import ProbeStatus
+from envdoctor.model.facts import ProbeStatus
 
 
 def _nvml_or_skip():
@@ -39,7 +39,7 @@ def test_real_nvml_probe_reads_every_gpu():
 
 @pytest.mark.gpu
 def test_real_report_has_no_crashed_check():
-    from envdoctor.findings import CheckStatus
+    from envdoctor.model.findings import CheckStatus
     from envdoctor.services.collect import collect, judge
 
     _nvml_or_skip()

@@ -7,7 +7,7 @@ import sys
 import textwrap
 import threading
 
-from envdoctor.facts import ProbeStatus, Storage
+from envdoctor.model.facts import ProbeStatus, Storage
 from envdoctor.services.collect import _run_with_deadline
 
 
@@ -28,7 +28,7 @@ def test_process_exits_even_with_a_stuck_probe_thread():
     code = textwrap.dedent("""
         import threading
         from envdoctor.services.collect import _run_with_deadline
-        from envdoctor.facts import ProbeStatus, Storage
+        from envdoctor.model.facts import ProbeStatus, Storage
         never = threading.Event()
         out = _run_with_deadline({"s": (never.wait, lambda r: Storage(status=ProbeStatus.FAILED, reason=r))}, 0.3)
         print(out["s"][0].status)

@@ -14,9 +14,9 @@ import pytest
 import tests.machines as machines
 from envdoctor.checks import all_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts
-from envdoctor.findings import CheckResult, CheckStatus, Finding, Report, Severity
 from envdoctor.judging.settle import settle
+from envdoctor.model.facts import Facts
+from envdoctor.model.findings import CheckResult, CheckStatus, Finding, Report, Severity
 from envdoctor.report import render_console
 from envdoctor.services.collect import judge
 from tests.paths import FIXTURES

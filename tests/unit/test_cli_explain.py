@@ -57,7 +57,7 @@ def _machines():
     import inspect
 
     import tests.machines as machines
-    from envdoctor.facts import Facts
+    from envdoctor.model.facts import Facts
 
     for snap in sorted((FIXTURES / "snapshots").glob("*.json")):
         yield Facts.from_json(snap.read_text(encoding="utf-8"))
@@ -86,9 +86,9 @@ def test_every_code_the_checks_emit_on_the_snapshots_and_test_machines_can_be_ex
                                        ("torch.interpreter/no-torch", "TORCH_NOT_INSTALLED"),
                                        ("torch.interpreter/timeout", "TARGET_PYTHON_UNUSABLE")])
 def test_explain_shows_the_findings_own_category_first(code, own):
-    from envdoctor.catalogue import CATEGORIES
     from envdoctor.checks.catalog import explain_lines
     from envdoctor.compat import load_compat
+    from envdoctor.model.catalogue import CATEGORIES
 
     lines = explain_lines(code, load_compat())
     first = next(line for line in lines if line.split(":", 1)[0] in CATEGORIES)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envdoctor.facts import ProbeStatus
+from envdoctor.model.facts import ProbeStatus
 
 
 def _cli(*argv: str) -> int:
@@ -35,7 +35,7 @@ def test_python_venv_prefix_and_duplicates_are_inspected_once(tmp_path, monkeypa
     seen = []
 
     def fake_probe(exe, runner, timeout, inspect_torch, how):
-        from envdoctor.facts import PythonEnv
+        from envdoctor.model.facts import PythonEnv
 
         seen.append(exe)
         return PythonEnv(status=ProbeStatus.OK, executable=exe)

@@ -9,7 +9,7 @@ import pytest
 
 from envdoctor import cli
 from envdoctor.cli import common, live
-from envdoctor.facts import Facts
+from envdoctor.model.facts import Facts
 from envdoctor.services.collect import Interrupted
 from tests import machines as m
 

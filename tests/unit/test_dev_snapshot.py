@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from envdoctor.facts import Facts, ProbeStatus
+from envdoctor.model.facts import Facts, ProbeStatus
 from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 

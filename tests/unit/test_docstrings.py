@@ -58,7 +58,7 @@ def unresolved(docstrings: Dict[str, str], modules: Dict[str, Path]) -> List[str
             if head in modules and name in _defined(modules[head]):
                 continue  # envdoctor.cli.common.fit_text: a name the module defines
             if head.rpartition(".")[0] in modules and head.rpartition(".")[2] in _defined(modules[head.rpartition(".")[0]]):
-                continue  # envdoctor.findings.Report.from_dict: an attribute of a name it defines
+                continue  # envdoctor.model.findings.Report.from_dict: an attribute of a name it defines
             bad.append(f"{where}: {ref}")
         for ref in PATH.findall(doc):
             bases = [b for b in (REPO, PACKAGE, REPO / "tests") if (b / ref.split("/")[0]).is_dir()]
@@ -90,6 +90,6 @@ def test_every_docstring_reference_resolves():
 def test_a_moved_module_and_a_missing_file_are_caught():
     modules = _modules()
     docs = {"a.py:1": "The work is in envdoctor.assertions (moved to envdoctor.services.assertions).",
-            "b.py:1": "See envdoctor.cli.common.fit_text, envdoctor.findings.Report.from_dict and envdoctor.toml.",
+            "b.py:1": "See envdoctor.cli.common.fit_text, envdoctor.model.findings.Report.from_dict and envdoctor.toml.",
             "c.py:1": "Pinned by tests/unit/probes/test_payload_pins.py; read from checks/no_such_module.py."}
     assert unresolved(docs, modules) == ["a.py:1: envdoctor.assertions", "c.py:1: checks/no_such_module.py"]

@@ -6,7 +6,7 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks, select
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts, FactsError
+from envdoctor.model.facts import Facts, FactsError
 
 
 def _result(facts, check_id):

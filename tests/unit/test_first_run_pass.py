@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor import config
+from envdoctor.model import config
 from envdoctor.probes import python_env as pe
 from envdoctor.probes.runner import RunResult
 from tests.fakes.runner import FakeRunner
@@ -99,7 +99,7 @@ def test_the_suggested_fio_command_removes_its_file() -> None:
 
 
 def test_key_facts_never_say_at_unknown() -> None:
-    from envdoctor.facts import CudaToolkit, Facts, ProbeStatus, PythonEnv, Toolkits
+    from envdoctor.model.facts import CudaToolkit, Facts, ProbeStatus, PythonEnv, Toolkits
     from envdoctor.report.facts_view import key_fact_rows
 
     facts = Facts(pythons=[PythonEnv(status=ProbeStatus.OK, python_version="3.12.1")],

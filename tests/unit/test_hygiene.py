@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from envdoctor import cli
-from envdoctor.facts import Facts, FactsError, PythonEnv, TorchInfo
-from envdoctor.findings import CheckResult, CheckStatus, Finding, Fix, Report, Severity
+from envdoctor.model.facts import Facts, FactsError, PythonEnv, TorchInfo
+from envdoctor.model.findings import CheckResult, CheckStatus, Finding, Fix, Report, Severity
 from envdoctor.probes import runner as runner_mod
 from envdoctor.report import redact_text, render_console, render_markdown
 from envdoctor.services.collect import CollectOptions, OptionsError, doctor, validate_options

@@ -12,9 +12,17 @@ from envdoctor.checks import all_checks
 from envdoctor.checks.base import EVERYWHERE, MACHINE, PASTE, STATIC, Check, registrar
 from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report
-from envdoctor.facts import Facts, PasteSource
-from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, MachineReport, Report, Severity
 from envdoctor.judging import PLAIN, PastePolicy, Selection, checks_for, judge, policy_for, setting_of
+from envdoctor.model.facts import Facts, PasteSource
+from envdoctor.model.findings import (
+    CheckResult,
+    CheckStatus,
+    Evidence,
+    Finding,
+    MachineReport,
+    Report,
+    Severity,
+)
 from envdoctor.services import collect as app
 from tests.paths import SHARED
 from tests.unit.diagnose.test_judge import all_pastes

@@ -19,8 +19,8 @@ ROOT = "__init__"  # the unit of the package root, envdoctor/__init__.py
 # a new layer is one more row (the "One judge" module goes between checks and report).
 LAYERS: Sequence[Tuple[str, FrozenSet[str]]] = (
     ("domain", frozenset({"domain"})),  # pure rules, no envdoctor import at all (tests/unit/domain/test_layering.py)
-    # the model: facts, findings and their vocabulary; top-level modules this round
-    ("model", frozenset({"facts", "findings", "catalogue", "targets", "config", "fleet_model"})),
+    # the model: facts, findings and their vocabulary, targets, config, the fleet's data (envdoctor/model/)
+    ("model", frozenset({"model"})),
     ("compat", frozenset({"compat"})),
     ("queries", frozenset({"queries"})),  # fact queries shared by checks, remedies and services (facts + compat)
     ("parsers", frozenset({"parsers"})),

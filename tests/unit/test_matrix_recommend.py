@@ -9,9 +9,9 @@ import sys
 import pytest
 
 from envdoctor.compat import arch_runs, bundled_dir, load_compat
+from envdoctor.model.targets import resolve_gpu
 from envdoctor.services.matrix import MatrixError, arch_info, gpu_info, max_cuda, min_driver, torch_info
 from envdoctor.services.recommend import recommend
-from envdoctor.targets import resolve_gpu
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ def test_recommend_cli_exit_codes() -> None:
 
 
 def _machine(monkeypatch, driver_status: str, devices):
-    from envdoctor.facts import Driver, Facts, Topology
+    from envdoctor.model.facts import Driver, Facts, Topology
     from envdoctor.services import recommend as rec
 
     facts = Facts(driver=Driver(status=driver_status, reason="NVML library not found"),

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts
-from envdoctor.findings import CheckResult, CheckStatus
 from envdoctor.judging import Selection, judge
+from envdoctor.model.facts import Facts
+from envdoctor.model.findings import CheckResult, CheckStatus
 from envdoctor.services import node_health as nh
 from tests import machines
 from tests.paths import REPO

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import re
 
-from envdoctor.catalogue import CATEGORIES
+from envdoctor.model.catalogue import CATEGORIES
 from tests.paths import REPO
 
 REPO = REPO

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-from ...facts import Package
+from ...model.facts import Package
 from .base import REPL, Acc, Paste
 
 _TV = r"\d+\.\d+(?:\.\d+)?(?:(?:a|b|rc|\.dev|\.post)\d*)*(?:\+[\w.]+)?"

@@ -8,7 +8,7 @@ from dataclasses import field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ...domain.fastclass import dataclass
-from ...facts import Gpu, LibraryCopy, NvlinkLink, Package, PcieLink, XidEvent, normalize_name
+from ...model.facts import Gpu, LibraryCopy, NvlinkLink, Package, PcieLink, XidEvent, normalize_name
 
 # How much a source is trusted, highest wins (ties: first seen). A structured tool output (collect_env,
 # an nvidia-smi table, pip list) beats REPL output, which beats a "Key: value" line typed by a person,

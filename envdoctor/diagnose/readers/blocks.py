@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Optional, Tuple
 
-from ...facts import ProbeStatus
+from ...model.facts import ProbeStatus
 from ...parsers.kernel_log import parse_xid_events
 from ...parsers.lspci import nvidia_gpu_links
 from ...parsers.nvidia_smi_q import parse_nvidia_smi_q

@@ -6,7 +6,7 @@ import re
 from typing import List, Optional
 
 from ...domain.variants import variant_of_cuda
-from ...facts import Gpu, LibraryCopy, Package
+from ...model.facts import Gpu, LibraryCopy, Package
 from .base import STRUCTURED, Acc, Paste, first_version, last_version
 
 # collect_env prints "Key: value" lines; None values print as "Could not collect" (replace_nones), some

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
-from ...facts import Package
+from ...model.facts import Package
 from .base import LOOSE, STRUCTURED, Acc, Paste
 from .collect_env import conda_variant, package_from_line
 

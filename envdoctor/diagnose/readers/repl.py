@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import List
 
-from ...facts import Gpu
+from ...model.facts import Gpu
 from .base import REPL, Acc, Paste
 
 # The torch queries people print, in the order they appear in one statement

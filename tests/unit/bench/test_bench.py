@@ -17,8 +17,8 @@ from envdoctor.bench.suite import KERNELS, PlanError, expand_names, plan
 from envdoctor.checks import all_checks, run_checks, select
 from envdoctor.compat import CompatDataError, load_compat
 from envdoctor.compat.bench import bench_table, validate_bench
-from envdoctor.facts import Bench, BenchResult, Facts, GpuProcess, ProbeStatus
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Bench, BenchResult, Facts, GpuProcess, ProbeStatus
+from envdoctor.model.findings import CheckStatus, Severity
 from tests import audit
 from tests.paths import FIXTURES, REPO
 
@@ -366,7 +366,7 @@ emit(event="done")
 def test_nvml_is_read_during_gpu_kernels_links_and_throttles(tmp_path):
     # the stand-in libnvidia-ml under the real pynvml: links sampled during copies, clock events during kernels
     from envdoctor.bench.run import BenchOptions, run_bench
-    from envdoctor.facts import Driver, Gpu
+    from envdoctor.model.facts import Driver, Gpu
     from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
 
     script = tmp_path / "gpu_fake.py"
@@ -416,7 +416,7 @@ def test_ctrl_c_kills_the_payload(tmp_path):
 
 def test_load_pcie_gbs_becomes_a_bench_result(monkeypatch):
     import envdoctor.probes.pcie_load as pl
-    from envdoctor.facts import Driver, Gpu
+    from envdoctor.model.facts import Driver, Gpu
     from envdoctor.services import collect as app
 
     copies = [{"index": 0, "name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "0000:19:00", "gb_per_s": 52.1,

@@ -7,8 +7,8 @@ import dataclasses
 
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import Bench, BenchResult, Facts, ProbeStatus
-from envdoctor.findings import Severity
+from envdoctor.model.facts import Bench, BenchResult, Facts, ProbeStatus
+from envdoctor.model.findings import Severity
 from tests.paths import FIXTURES
 
 COMPAT = load_compat()

@@ -13,7 +13,7 @@ from envdoctor.bench.expect import disk_kind, expect
 from envdoctor.checks import all_checks, run_checks, select
 from envdoctor.compat import load_compat
 from envdoctor.compat.bench import GPU_KERNELS
-from envdoctor.facts import Bench, BenchResult, DataPath, Facts, ProbeStatus, Storage
+from envdoctor.model.facts import Bench, BenchResult, DataPath, Facts, ProbeStatus, Storage
 from tests.paths import FIXTURES, REPO
 
 COMPAT = load_compat()
@@ -290,7 +290,7 @@ def test_bench_sustain_reports_counters_that_grew_during_the_run(tmp_path):
     import ctypes
 
     from envdoctor.bench.run import BenchOptions, run_bench
-    from envdoctor.facts import Driver, Gpu
+    from envdoctor.model.facts import Driver, Gpu
     from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed
 
     reads = {"n": 0}

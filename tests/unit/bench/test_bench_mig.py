@@ -12,8 +12,8 @@ import dataclasses
 from envdoctor.bench.expect import expect
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import Bench, BenchResult, Driver, Facts, ProbeStatus
-from envdoctor.findings import Severity
+from envdoctor.model.facts import Bench, BenchResult, Driver, Facts, ProbeStatus
+from envdoctor.model.findings import Severity
 from envdoctor.parsers.nvidia_smi_table import parse_nvidia_smi_table
 from tests.paths import FIXTURES
 

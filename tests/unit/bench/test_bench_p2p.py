@@ -9,8 +9,8 @@ from __future__ import annotations
 from envdoctor.bench.expect import expect
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import Bench, BenchResult, Facts, ProbeStatus, Topology
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Bench, BenchResult, Facts, ProbeStatus, Topology
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from tests.paths import FIXTURES
 

@@ -14,7 +14,7 @@ import pytest
 
 from envdoctor.bench.expect import expect
 from envdoctor.compat import load_compat
-from envdoctor.facts import Bench, BenchResult, Facts, ProbeStatus
+from envdoctor.model.facts import Bench, BenchResult, Facts, ProbeStatus
 from tests.paths import FIXTURES
 
 COMPAT = load_compat()

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from envdoctor.bench.run import BenchOptions, run_bench, torch_unusable
-from envdoctor.facts import Driver, ProbeStatus, PythonEnv, TorchInfo
+from envdoctor.model.facts import Driver, ProbeStatus, PythonEnv, TorchInfo
 from tests.paths import REPO
 
 

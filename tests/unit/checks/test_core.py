@@ -8,8 +8,8 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks, select
 from envdoctor.compat import load_compat
-from envdoctor.facts import Container, Driver, Facts, LibraryCopy, Package, ProbeStatus
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Container, Driver, Facts, LibraryCopy, Package, ProbeStatus
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.services.collect import judge
 from tests import machines as m
 
@@ -280,7 +280,7 @@ def test_snapshot_roundtrip_gives_same_findings():
 
 def test_pasted_old_torch_without_cuda_fact_is_judged_from_its_pypi_default():
     """A paste with torch 1.3.0 (no local tag) and driver 410.48: the PyPI wheel was cu101 (needs 418.39)."""
-    from envdoctor.facts import PasteSource, TorchInfo
+    from envdoctor.model.facts import PasteSource, TorchInfo
 
     base = m.healthy_a100()
     py = replace(base.pythons[0], platform=None, packages=[Package("torch", "1.3.0")],
@@ -301,7 +301,7 @@ def test_torch_that_fails_to_import_is_reported_not_called_a_cpu_build():
     base = m.healthy_a100()
     py = base.pythons[0]
     err = "Traceback (most recent call last):\n  ...\nModuleNotFoundError: No module named 'typing_extensions'"
-    from envdoctor.facts import TorchInfo
+    from envdoctor.model.facts import TorchInfo
 
     broken = replace(py, packages=[Package("torch", "2.14.1")], torch=TorchInfo(version="2.14.1", import_error=err))
     found = problems(replace(base, pythons=[broken]))
@@ -314,7 +314,7 @@ def test_torch_that_fails_to_import_is_reported_not_called_a_cpu_build():
 
 def test_cases_report_one_finding_with_every_line_and_its_evidence():
     from envdoctor.checks.base import Cases, Findings
-    from envdoctor.findings import Evidence, Severity
+    from envdoctor.model.findings import Evidence, Severity
 
     rule = Findings("area.rule", "INTERCONNECT", kinds=("k", "narrow"))
     cases = Cases()

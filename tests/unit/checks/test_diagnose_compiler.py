@@ -8,7 +8,7 @@ import pytest
 from envdoctor.checks.base import CheckContext, SkipCheck
 from envdoctor.checks.diagnose_compiler import check_host_compiler_lead
 from envdoctor.compat import load_compat
-from envdoctor.facts import CudaToolkit, Facts, Host, PasteSource, Toolkits
+from envdoctor.model.facts import CudaToolkit, Facts, Host, PasteSource, Toolkits
 
 FAILED = '"CMakeCUDACompilerId.cu" failed.'
 

@@ -11,7 +11,7 @@ from envdoctor.checks.base import CheckContext, SkipCheck
 from envdoctor.checks.diagnose_unexplained import check_unexplained, error_lines, is_error_line
 from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report
-from envdoctor.facts import Facts, PasteSource
+from envdoctor.model.facts import Facts, PasteSource
 from envdoctor.report import render_console
 from envdoctor.report.summary import verdict
 from tests.paths import FIXTURES

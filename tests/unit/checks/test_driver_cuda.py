@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from envdoctor.facts import Package
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Package
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.services.collect import judge
 from tests import machines as m
 

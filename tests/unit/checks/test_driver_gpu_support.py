@@ -13,7 +13,7 @@ import pytest
 
 from envdoctor.compat import CompatDataError, load_compat, validate_file
 from envdoctor.compat.driver_gpu import driver_gpu_table, parse_driver_gpu_support
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.remedies import driver_branch
 from envdoctor.services.collect import judge
 from tests import machines as m
@@ -185,8 +185,8 @@ def test_a_branch_past_the_gpus_last_is_a_driver_dropped_gpu_finding(compat):
     assert x.evidence[0].source and x.evidence[1].value == "3.7"
     assert x.fix.summary.startswith("No supported branch drives Tesla K80") and "Install the newest R470" in x.fix.summary
     assert any("470" in c for c in x.fix.commands) and "580" not in " ".join(x.fix.commands)
+    from envdoctor.model.targets import resolve_gpu
     from envdoctor.services.recommend import recommend
-    from envdoctor.targets import resolve_gpu
 
     said = recommend(compat, "580.65.06", [resolve_gpu(compat, "K80")], "3.10")["driver_cannot_drive_gpu"]
     assert said and "R580 does not drive" in said  # the same verdict in both commands

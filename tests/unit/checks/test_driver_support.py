@@ -11,8 +11,8 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import Driver, Facts, ProbeStatus
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Driver, Facts, ProbeStatus
+from envdoctor.model.findings import CheckStatus, Severity
 from tests import machines as m
 
 H100 = [m.gpu(0, "NVIDIA H100 80GB HBM3", "9.0")]

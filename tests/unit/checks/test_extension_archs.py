@@ -16,12 +16,12 @@ import pytest
 
 from envdoctor._payload import tasks, torch_files
 from envdoctor.compat import load_compat
-from envdoctor.facts import ExtensionLibrary, ExtensionScan, Facts, Targets, from_dict
-from envdoctor.findings import CheckStatus
+from envdoctor.model.facts import ExtensionLibrary, ExtensionScan, Facts, Targets, from_dict
+from envdoctor.model.findings import CheckStatus
+from envdoctor.model.targets import resolve_gpus
 from envdoctor.probes import python_env as pe
 from envdoctor.services.assertions import declared_driver, judge_declared
 from envdoctor.services.collect import judge
-from envdoctor.targets import resolve_gpus
 from tests import machines
 from tests.unit.probes.test_torch_static import _fatbin, build_so, needs_gcc
 

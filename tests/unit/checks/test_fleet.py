@@ -9,7 +9,7 @@ import pytest
 from envdoctor.checks import all_checks
 from envdoctor.checks.fleet import STRAGGLER_FRACTION, outliers
 from envdoctor.fleet.report import judge_fleet
-from envdoctor.fleet_model import FleetData, group_nodes
+from envdoctor.model.fleet import FleetData, group_nodes
 from tests import machines as m
 
 FLEET_CHECKS = [c for c in all_checks() if c.area == "fleet"]
@@ -52,7 +52,7 @@ def _found(rep, prefix):
 def test_the_checks_are_declared_with_their_categories():
     ids = [c.id for c in FLEET_CHECKS]
     assert len(ids) == len(set(ids))
-    from envdoctor.catalogue import CATEGORIES
+    from envdoctor.model.catalogue import CATEGORIES
 
     for c in FLEET_CHECKS:
         assert all(cat in CATEGORIES for cat in c.categories), c.id

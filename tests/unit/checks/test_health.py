@@ -22,7 +22,7 @@ from envdoctor.checks import (
 )
 from envdoctor.compat import CompatDataError, load_compat, validate_file
 from envdoctor.compat.health import health_table, parse_health
-from envdoctor.facts import (
+from envdoctor.model.facts import (
     Container,
     DataPath,
     Driver,
@@ -34,7 +34,7 @@ from envdoctor.facts import (
     Storage,
     Topology,
 )
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.parsers.lsblk import flatten, parse_lsblk
 from envdoctor.parsers.lspci import nvidia_gpu_links, parse_lspci_vv
 from envdoctor.parsers.nvidia_smi_q import parse_nvidia_smi_q
@@ -413,7 +413,7 @@ def test_pcie_names_narrower_upstream_bridge(compat):
 
 def test_pcie_in_a_pod_judges_only_the_gpus_it_was_given(compat):
     # a Kubernetes pod given GPU 0 sees all eight of the host's GPUs in sysfs; one it was not given runs at x8
-    from envdoctor.facts import Container
+    from envdoctor.model.facts import Container
 
     mine = PcieLink(bdf="0000:17:00.0", description="3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB]",
                     cap_speed_gts=32.0, cap_width=16, sta_speed_gts=32.0, sta_width=16)

@@ -12,8 +12,8 @@ import pytest
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
 from envdoctor.compat.health import health_table
-from envdoctor.facts import Container, Facts, Host, ProbeStatus
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Container, Facts, Host, ProbeStatus
+from envdoctor.model.findings import CheckStatus, Severity
 from tests import machines as m
 
 MIB = 2**20

@@ -11,8 +11,8 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts, Host, PasteSource, ProbeStatus, PythonEnv
-from envdoctor.findings import CheckStatus
+from envdoctor.model.facts import Facts, Host, PasteSource, ProbeStatus, PythonEnv
+from envdoctor.model.findings import CheckStatus
 from envdoctor.probes.host import probe_host
 from tests import machines as m
 from tests.fakes.runner import FakeRunner

@@ -11,7 +11,7 @@ import pytest
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report, diagnose_text
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.findings import CheckStatus, Severity
 from tests import machines as m
 from tests.paths import FIXTURES
 

@@ -22,8 +22,8 @@ from envdoctor._payload import elf, tasks
 from envdoctor._payload.extension_build import TORCH_ABI_SYMBOL
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import ExtensionBuild, ExtensionLibrary, ExtensionScan, Facts, Package, ProbeStatus
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import ExtensionBuild, ExtensionLibrary, ExtensionScan, Facts, Package, ProbeStatus
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.probes import python_env as pe
 from tests import machines
 from tests.unit.probes.test_torch_static import GCC, needs_gcc

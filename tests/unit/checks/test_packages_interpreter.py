@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.facts import (
+from envdoctor.model.facts import (
     Facts,
     InterpreterLink,
     Package,

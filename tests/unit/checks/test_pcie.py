@@ -10,8 +10,8 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts, Topology
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Facts, Topology
+from envdoctor.model.findings import CheckStatus, Severity
 from tests import machines as m
 
 

@@ -6,8 +6,8 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts
-from envdoctor.findings import CheckStatus
+from envdoctor.model.facts import Facts
+from envdoctor.model.findings import CheckStatus
 from tests import audit
 from tests import machines as m
 
@@ -39,7 +39,7 @@ def test_checks_do_no_io():
 
 @pytest.mark.parametrize("check", all_checks(), ids=lambda c: c.id)
 def test_every_check_has_categories_from_the_catalogue(check):
-    from envdoctor.catalogue import CATEGORIES
+    from envdoctor.model.catalogue import CATEGORIES
 
     assert check.categories, check.id
     assert set(check.categories) <= set(CATEGORIES)

@@ -3,8 +3,8 @@ new, with the newest torch that has a wheel for it, from compat_data/torch.json'
 
 from __future__ import annotations
 
-from envdoctor.facts import Facts, ProbeStatus, PythonEnv, Targets
-from envdoctor.findings import Severity
+from envdoctor.model.facts import Facts, ProbeStatus, PythonEnv, Targets
+from envdoctor.model.findings import Severity
 from envdoctor.services.collect import judge
 
 PY = "/root/.pyenv/versions/3.9.18/bin/python3.9"

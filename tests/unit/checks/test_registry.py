@@ -7,7 +7,6 @@ import importlib
 
 import pytest
 
-from envdoctor.catalogue import CATEGORIES
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.checks.base import (
     DECLARED,
@@ -20,6 +19,7 @@ from envdoctor.checks.base import (
 )
 from envdoctor.checks.registry import AREAS, builders, check_modules, finding_code, finding_codes
 from envdoctor.compat import load_compat
+from envdoctor.model.catalogue import CATEGORIES
 from tests import machines as m
 from tests.paths import REPO
 

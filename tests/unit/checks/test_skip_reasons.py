@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from envdoctor.checks import all_checks, run_checks, select
 from envdoctor.compat import load_compat
-from envdoctor.facts import DataPath, ProbeStatus, PythonEnv, Storage
-from envdoctor.findings import CheckStatus
+from envdoctor.model.facts import DataPath, ProbeStatus, PythonEnv, Storage
+from envdoctor.model.findings import CheckStatus
 from envdoctor.services.collect import judge
 from tests import machines as m
 

@@ -9,8 +9,8 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import DataPath, Facts, ProbeStatus, Storage
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import DataPath, Facts, ProbeStatus, Storage
+from envdoctor.model.findings import CheckStatus, Severity
 from tests import machines as m
 
 GiB = 2**30

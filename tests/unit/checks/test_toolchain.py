@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from envdoctor.facts import CudaToolkit, Facts
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import CudaToolkit, Facts
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from envdoctor._payload import torch_files
-from envdoctor.facts import Facts, ModuleCopy, ModuleOrigin, Package
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Facts, ModuleCopy, ModuleOrigin, Package
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 

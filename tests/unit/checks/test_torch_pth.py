@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts, ProbeStatus, PthExecLine, PthPathEntry, PythonEnv, TorchInfo
+from envdoctor.model.facts import Facts, ProbeStatus, PthExecLine, PthPathEntry, PythonEnv, TorchInfo
 from envdoctor.services.collect import judge
 
 PY = "/srv/venv/bin/python"

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from envdoctor.facts import Facts, Package
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Facts, Package
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.services.collect import judge
 from tests.paths import FIXTURES
 
@@ -108,7 +108,7 @@ def test_a_cpu_torch_without_pins_is_skipped_with_the_reason():
 
 
 def test_a_library_file_from_another_cuda_major_is_named():
-    from envdoctor.facts import FileClaim, SharedLibraryFile
+    from envdoctor.model.facts import FileClaim, SharedLibraryFile
 
     path = "/work/venvs/cuda/lib/python3.11/site-packages/nvidia/cudnn/lib/libcudnn.so.9"
     shared = SharedLibraryFile(path, 120, [FileClaim("nvidia-cudnn-cu13", "9.24.0.43", 100),

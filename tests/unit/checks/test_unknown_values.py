@@ -8,8 +8,8 @@ from dataclasses import replace
 from typing import Iterator
 
 from envdoctor.bench.expect import pcie_link_words
-from envdoctor.facts import GpuProcess
-from envdoctor.findings import Report
+from envdoctor.model.facts import GpuProcess
+from envdoctor.model.findings import Report
 from envdoctor.services.collect import judge
 from tests import machines as m
 
@@ -84,7 +84,7 @@ def test_unknown_gpu_future_cuda_and_unknown_pcie_leave_no_placeholder() -> None
 
 def test_a_pasted_interpreter_is_not_placed_at_paste() -> None:
     """The paste's Python row names its version, or says the paste lacks it ("unknown at paste" said nothing)."""
-    from envdoctor.facts import Facts, ProbeStatus, PythonEnv
+    from envdoctor.model.facts import Facts, ProbeStatus, PythonEnv
     from envdoctor.report.console import key_fact_rows
 
     for version, want in ((None, "version not in the paste"), ("3.10.12", "3.10.12")):

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from envdoctor.domain.recording import summarize
-from envdoctor.facts import Facts, ProbeStatus, Watch
+from envdoctor.model.facts import Facts, ProbeStatus, Watch
 from envdoctor.services.collect import judge
 from envdoctor.watch.replay import replay
 from tests.paths import FIXTURES, SHARED
@@ -216,8 +216,8 @@ def test_throttling_during_the_run_is_gpu_throttled_and_idle_reasons_are_not():
 
 
 def test_every_verdict_category_is_explainable():
-    from envdoctor.catalogue import CATEGORIES
     from envdoctor.checks import all_checks
+    from envdoctor.model.catalogue import CATEGORIES
 
     declared = {c for chk in all_checks() if chk.id.startswith("watch.") for c in chk.categories}
     assert declared <= set(CATEGORIES)

@@ -11,10 +11,10 @@ from typing import Any, Dict
 
 import pytest
 
-from envdoctor.catalogue import CATEGORIES
 from envdoctor.checks.host_environment import ENVIRONMENT
 from envdoctor.compat import CompatDataError, bundled_dir, load_compat
 from envdoctor.compat.env_vars import OPERATORS, parse_env_vars
+from envdoctor.model.catalogue import CATEGORIES
 
 RAW: Dict[str, Any] = json.loads((bundled_dir() / "env_vars.json").read_text(encoding="utf-8"))
 

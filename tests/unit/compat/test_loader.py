@@ -132,8 +132,8 @@ def test_an_absent_optional_table_is_a_skip_reason_not_a_crash(tmp_path):
     with pytest.raises(LookupError, match=r"compat_data/health\.json unavailable"):
         compat.optional("health")
     from envdoctor.checks import all_checks, run_checks
-    from envdoctor.facts import Facts, XidEvent
-    from envdoctor.findings import CheckStatus
+    from envdoctor.model.facts import Facts, XidEvent
+    from envdoctor.model.findings import CheckStatus
 
     facts = Facts.from_json((FIXTURES / "snapshots/h100-sxm-x8-healthy.json").read_text())
     events = [XidEvent(code=79, pci_bus_id="0000:18:00", message="GPU has fallen off the bus.")]

@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from envdoctor.catalogue import CATEGORIES
 from envdoctor.compat import load_compat
 from envdoctor.compat.signatures import parse_signatures
 from envdoctor.diagnose import NothingRecognised, diagnose_report, diagnose_text
-from envdoctor.facts import Facts
+from envdoctor.model.catalogue import CATEGORIES
+from envdoctor.model.facts import Facts
 from tests.paths import FIXTURES, REPO
 
 PASTES = FIXTURES / "pastes"

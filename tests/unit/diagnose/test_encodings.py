@@ -37,7 +37,7 @@ def test_diagnose_reads_the_utf16_a_windows_shell_redirect_writes(tmp_path, caps
 
 
 def test_facts_snapshot_saved_as_utf16_loads(tmp_path, capsys):
-    from envdoctor.facts import Facts
+    from envdoctor.model.facts import Facts
 
     snap = tmp_path / "snap.json"
     snap.write_text(Facts().to_json(), encoding="utf-16")

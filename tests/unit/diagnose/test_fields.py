@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from envdoctor import facts as facts_mod
 from envdoctor.diagnose import engine, fields, machines
 from envdoctor.diagnose.readers.base import BARE, STRUCTURED, Acc
+from envdoctor.model import facts as facts_mod
 
 PASTES = sorted((Path(__file__).resolve().parents[2] / "fixtures" / "pastes").rglob("*.txt"))
 # the keys that open their section in a paste (a Python platform alone is no interpreter: the readers derive it

@@ -19,7 +19,7 @@ from envdoctor.checks import all_checks, run_checks
 from envdoctor.checks.base import Check
 from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report
-from envdoctor.findings import CheckStatus
+from envdoctor.model.findings import CheckStatus
 from tests import audit
 from tests.paths import REPO
 

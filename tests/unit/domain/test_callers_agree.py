@@ -6,7 +6,17 @@ import pytest
 
 from envdoctor.checks import packages, pcie, run_checks, torch_build
 from envdoctor.compat import load_compat
-from envdoctor.facts import Driver, Facts, Gpu, Package, PcieLink, ProbeStatus, PythonEnv, Topology, TorchInfo
+from envdoctor.model.facts import (
+    Driver,
+    Facts,
+    Gpu,
+    Package,
+    PcieLink,
+    ProbeStatus,
+    PythonEnv,
+    Topology,
+    TorchInfo,
+)
 from envdoctor.report.facts_view import _torch_line
 
 

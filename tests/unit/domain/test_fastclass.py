@@ -165,14 +165,14 @@ def test_type_checkers_see_the_records_fields(tmp_path):
     from tests.paths import REPO
 
     good = tmp_path / "good.py"
-    good.write_text("from envdoctor.facts import Gpu, PythonEnv\n"
-                    "from envdoctor.findings import Evidence\n"
+    good.write_text("from envdoctor.model.facts import Gpu, PythonEnv\n"
+                    "from envdoctor.model.findings import Evidence\n"
                     "g = Gpu(index=0, name='NVIDIA H100 80GB HBM3')\n"
                     "e = Evidence('driver.version', '550.54.14', expected='>= 550')\n"
                     "p = PythonEnv(executable='/usr/bin/python3')\n"
                     "n: int = g.index\n")
     bad = tmp_path / "bad.py"
-    bad.write_text("from envdoctor.facts import Gpu\ng = Gpu(index=0, no_such_field=1)\n")
+    bad.write_text("from envdoctor.model.facts import Gpu\ng = Gpu(index=0, no_such_field=1)\n")
     base = [sys.executable, "-m", "mypy", "--follow-imports=silent", "--ignore-missing-imports", "--no-incremental",
             "--python-version", f"{sys.version_info[0]}.{sys.version_info[1]}"]
     env = {**__import__("os").environ, "MYPYPATH": str(REPO)}

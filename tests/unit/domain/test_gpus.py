@@ -17,7 +17,7 @@ from envdoctor.domain.gpus import (
     name_key,
     vgpu_board,
 )
-from envdoctor.facts import Gpu, TorchDevice
+from envdoctor.model.facts import Gpu, TorchDevice
 from envdoctor.parsers.nvidia_smi_q import parse_nvidia_smi_q
 from envdoctor.parsers.nvidia_smi_table import parse_nvidia_smi_table
 from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml

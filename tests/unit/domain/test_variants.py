@@ -18,7 +18,7 @@ from envdoctor.domain.variants import (
     variant_kind,
     variant_of_cuda,
 )
-from envdoctor.facts import TorchBuildFiles, TorchInfo
+from envdoctor.model.facts import TorchBuildFiles, TorchInfo
 
 
 @pytest.mark.parametrize("version, tag", [

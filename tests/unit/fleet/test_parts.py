@@ -12,7 +12,7 @@ from envdoctor.fleet import testing
 from envdoctor.fleet.launch import NotLaunched, place_from_env
 from envdoctor.fleet.measure import parse_nccl_log
 from envdoctor.fleet.report import judge_fleet, render_console, render_markdown, to_dict
-from envdoctor.fleet_model import FleetReportError, fleet_from_report
+from envdoctor.model.fleet import FleetReportError, fleet_from_report
 from tests.unit.checks.test_fleet import _fleet, _node_facts
 
 TORCHRUN_ENV = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "1",
@@ -148,7 +148,7 @@ def test_a_redacted_report_still_tells_its_nodes_apart(tmp_path):
     for rec in fleet.ranks:
         rec["node_rank"] = None
         rec.pop("node", None)
-    from envdoctor.fleet_model import group_nodes
+    from envdoctor.model.fleet import group_nodes
 
     fleet.nodes = group_nodes(fleet.ranks, {0: _node_facts().to_dict(), 1: _node_facts(torch="2.4.0+cu121").to_dict()})
     assert [n.key for n in fleet.nodes] == ["host 0", "host 1"]

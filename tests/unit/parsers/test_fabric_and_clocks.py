@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from envdoctor.facts import Facts
-from envdoctor.findings import Severity
+from envdoctor.model.facts import Facts
+from envdoctor.model.findings import Severity
 from envdoctor.parsers.nvidia_smi_fields import to_fabric_state, to_fabric_status
 from envdoctor.parsers.nvidia_smi_q import parse_nvidia_smi_q
 from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.facts import NvlinkLink, ProbeStatus
+from envdoctor.model.facts import NvlinkLink, ProbeStatus
 from envdoctor.parsers.nvidia_smi_csv import gpus_from_query_csv, parse_query_csv
 from envdoctor.parsers.nvidia_smi_fields import clean, to_bytes
 from envdoctor.parsers.nvidia_smi_q import parse_nvidia_smi_q

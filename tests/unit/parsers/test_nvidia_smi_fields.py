@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from envdoctor.facts import Gpu
+from envdoctor.model.facts import Gpu
 from envdoctor.parsers.nvidia_smi_csv import QUERY_GPU_FIELDS, gpus_from_query_csv
 from envdoctor.parsers.nvidia_smi_fields import DERIVED, GPU_FIELDS
 from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.facts import ProbeStatus
+from envdoctor.model.facts import ProbeStatus
 from envdoctor.probes.cuda_toolkit import parse_version_json, parse_version_txt, probe_toolkits
 from envdoctor.probes.cudnn import parse_cudnn_header, parse_ldconfig_p, probe_system_libraries
 from envdoctor.probes.runner import Runner

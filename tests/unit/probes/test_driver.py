@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from envdoctor.facts import Facts, ProbeStatus
+from envdoctor.model.facts import Facts, ProbeStatus
 from envdoctor.probes.driver import probe_driver, probe_topology
 from envdoctor.probes.nvml import probe_nvml
 from envdoctor.probes.runner import Runner

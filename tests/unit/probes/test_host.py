@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from envdoctor.facts import ProbeStatus
+from envdoctor.model.facts import ProbeStatus
 from envdoctor.probes.container import probe_container
 from envdoctor.probes.host import parse_clang_version, probe_host
 from envdoctor.probes.pcie import parse_sysfs_speed, probe_pcie, probe_pcie_links

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from envdoctor.compat import bundled_dir, datadir, load_compat
-from envdoctor.facts import Facts
+from envdoctor.model.facts import Facts
 from envdoctor.probes.host import ENV_OF_INTEREST, probe_host
 from tests.fakes.runner import FakeRunner
 

@@ -17,7 +17,7 @@ from typing import Dict, List, Optional
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts, ProbeStatus, PythonEnv
+from envdoctor.model.facts import Facts, ProbeStatus, PythonEnv
 from envdoctor.probes import python_env as pe
 from envdoctor.probes.runner import Runner
 from envdoctor.services.collect import judge

@@ -8,8 +8,8 @@ import pytest
 
 from envdoctor.checks import gpu_errors, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.facts import Driver, Facts, Gpu, XidEvent
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Driver, Facts, Gpu, XidEvent
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.parsers.kernel_log import parse_xid_events
 from envdoctor.probes.kernel_log import DMESG_TIMEOUT_S, JOURNALCTL_TIMEOUT_S, read_kernel_log
 from tests.fakes.runner import FakeRunner, RecordingRunner

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.config import ConfigError, load_config
-from envdoctor.facts import Container, Driver, Facts, Host, PcieLink, PythonEnv, Topology, TorchInfo
-from envdoctor.findings import Severity
+from envdoctor.model.config import ConfigError, load_config
+from envdoctor.model.facts import Container, Driver, Facts, Host, PcieLink, PythonEnv, Topology, TorchInfo
+from envdoctor.model.findings import Severity
 from envdoctor.probes.pcie import _from_sysfs, nvidia_pci_devices
 from envdoctor.services.collect import judge
 

@@ -13,8 +13,8 @@ import pytest
 from envdoctor.checks import host, pcie, run_checks
 from envdoctor.compat import load_compat
 from envdoctor.domain.pci import bus_key
-from envdoctor.facts import Driver, Facts, Gpu, GpuLocality, ProbeStatus
-from envdoctor.findings import CheckStatus, Severity
+from envdoctor.model.facts import Driver, Facts, Gpu, GpuLocality, ProbeStatus
+from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.probes.host import probe_host
 from envdoctor.probes.numa import format_cpulist, probe_gpu_locality
 from envdoctor.probes.pcie_load import probe_pcie_load
@@ -122,7 +122,7 @@ def test_numa_process_pinned_to_the_other_socket_warns(compat):
 
 def test_numa_in_a_pod_judges_only_the_gpus_it_was_given(compat):
     # a pod on socket 0 given GPU 0: sysfs still lists the host's GPUs on socket 1, which are not the pod's
-    from envdoctor.facts import Container
+    from envdoctor.model.facts import Container
 
     f = healthy()
     pod = dataclasses.replace(f, driver=dataclasses.replace(f.driver, gpus=f.driver.gpus[:1]),

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from envdoctor.facts import Container, Facts, Host
-from envdoctor.findings import Severity
+from envdoctor.model.facts import Container, Facts, Host
+from envdoctor.model.findings import Severity
 from envdoctor.probes import nvml as nvml_probe
 from envdoctor.probes.driver import probe_driver
 from envdoctor.probes.nvml import probe_nvml

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.facts import Facts, Host
-from envdoctor.findings import Severity
+from envdoctor.model.facts import Facts, Host
+from envdoctor.model.findings import Severity
 from envdoctor.probes.driver import probe_driver
 from envdoctor.services.collect import judge
 from tests.fakes.nvml_lib import FakeNvmlLib, fabric, installed, sxm_alone

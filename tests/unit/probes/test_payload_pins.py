@@ -11,7 +11,7 @@ import pytest
 from envdoctor._payload import common, elf, libraries
 from envdoctor.checks import _shadowing
 from envdoctor.domain import arch, pci
-from envdoctor.facts import normalize_name
+from envdoctor.model.facts import normalize_name
 from envdoctor.probes import cudnn
 
 NAMES = ["torch", "Flash_Attn", "flash-attn", "nvidia.cudnn--cu12", "  Torch  ", "a-_.b", "zope.interface",

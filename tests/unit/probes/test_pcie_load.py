@@ -8,7 +8,7 @@ import sys
 import types
 from types import SimpleNamespace
 
-from envdoctor.facts import Driver, Gpu, ProbeStatus
+from envdoctor.model.facts import Driver, Gpu, ProbeStatus
 from envdoctor.probes.pcie_load import probe_pcie_load
 from envdoctor.probes.python_env import payload_argv
 from tests.fakes.nvml_lib import FakeNvmlLib, h100_sxm, installed, pci_info

@@ -10,7 +10,7 @@ from typing import Any, Dict
 
 import pytest
 
-from envdoctor.facts import Facts, ProbeStatus
+from envdoctor.model.facts import Facts, ProbeStatus
 from envdoctor.probes import python_env as pe
 from envdoctor.probes.runner import RunResult
 from tests.fakes.runner import FakeRunner

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envdoctor.facts import ProbeStatus
+from envdoctor.model.facts import ProbeStatus
 from tests.fakes.runner import FakeRunner
 
 
@@ -23,7 +23,7 @@ def test_interpreter_crashing_in_import_torch_names_the_signal():
 
 
 def test_torch_module_without_version_is_not_called_torch_none():
-    from envdoctor.facts import PythonEnv, TorchInfo
+    from envdoctor.model.facts import PythonEnv, TorchInfo
     from envdoctor.probes.python_env import _ok_reason
 
     reason = _ok_reason(PythonEnv(torch=TorchInfo(import_seconds=0.01)), True)

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from envdoctor.facts import Facts, ProbeStatus
+from envdoctor.model.facts import Facts, ProbeStatus
 from envdoctor.probes import registry
 from envdoctor.probes.registry import ProbeContext, all_probes, guard
 from envdoctor.probes.sysroot import SysRoot

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from envdoctor.facts import ProbeStatus
+from envdoctor.model.facts import ProbeStatus
 from envdoctor.probes.driver import probe_driver, probe_topology
 from envdoctor.probes.host import probe_host
 from tests.fakes.nvml_lib import FakeNvmlLib, installed

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts, Package, ProbeStatus, PythonEnv, TorchInfo
+from envdoctor.model.facts import Facts, Package, ProbeStatus, PythonEnv, TorchInfo
 from envdoctor.probes.python_env import who_is_judged
 from envdoctor.probes.runner import RunResult
 from envdoctor.probes.torch_interpreters import find_torch_interpreters, prefix_has_torch

@@ -16,7 +16,7 @@ import pytest
 
 from envdoctor._payload import elf, libraries
 from envdoctor.compat import load_compat
-from envdoctor.facts import (
+from envdoctor.model.facts import (
     Driver,
     Facts,
     Gpu,
@@ -522,7 +522,7 @@ def test_console_shows_the_build_of_a_crashed_or_skipped_import(compat) -> None:
 
 
 def test_missing_pinned_wheel_falls_back_to_the_system_copy(compat) -> None:
-    from envdoctor.facts import SystemLibraries
+    from envdoctor.model.facts import SystemLibraries
 
     env = failed_import_env(library_candidates=[], env={},
                             packages=[Package("torch", "2.14.1")])  # nvidia-nccl-cu13 uninstalled

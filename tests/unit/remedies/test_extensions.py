@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from envdoctor.facts import Package
+from envdoctor.model.facts import Package
 from envdoctor.remedies.extensions import extension_fix, torch_pin_accepts
 from tests import machines
 

@@ -14,8 +14,8 @@ from typing import Iterator, List, Tuple
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts, ProbeStatus
-from envdoctor.findings import Report
+from envdoctor.model.facts import Facts, ProbeStatus
+from envdoctor.model.findings import Report
 from envdoctor.remedies import (
     POWERSHELL,
     Placeholder,
@@ -299,7 +299,7 @@ def test_a_target_without_pip_gets_ensurepip_before_every_pip_command():
 
 
 def test_repair_venv_removes_the_dead_links_then_upgrades_with_the_same_minor():
-    from envdoctor.facts import InterpreterLink, VenvConfig
+    from envdoctor.model.facts import InterpreterLink, VenvConfig
     from envdoctor.remedies import repair_venv
 
     venv = VenvConfig(root="/srv/my venv", version="3.12.3", include_system_site_packages=True,
@@ -383,14 +383,14 @@ def test_wsl_gets_the_windows_driver_not_a_linux_one():
 
 
 def test_a_container_is_told_to_upgrade_the_host():
-    from envdoctor.facts import Container
+    from envdoctor.model.facts import Container
 
     summary, cmds = _driver_fix(container=Container(runtime="docker"))
     assert "upgrade it on the host" in summary and len(cmds) == 2
 
 
 def test_driver_present_fix_follows_the_platform():
-    from envdoctor.facts import Driver
+    from envdoctor.model.facts import Driver
 
     facts = replace(m.h100_old_driver(), driver=Driver(status=ProbeStatus.ABSENT, reason="no NVML"),
                     host=m.host(distro_id="fedora", distro_version="41"))

@@ -12,7 +12,7 @@ from typing import List
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.facts import Facts
+from envdoctor.model.facts import Facts
 from envdoctor.remedies import POSIX, POWERSHELL, quote
 from envdoctor.remedies.platform import fix_shell
 from envdoctor.remedies.shell_wrap import join_continued, split_comment, split_words, wrap_command

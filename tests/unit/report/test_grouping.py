@@ -10,7 +10,8 @@ from dataclasses import replace
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.facts import (
+from envdoctor.judging.settle import settle
+from envdoctor.model.facts import (
     Driver,
     ExtensionLibrary,
     ExtensionScan,
@@ -19,8 +20,7 @@ from envdoctor.facts import (
     ProbeStatus,
     TorchBuildFiles,
 )
-from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
-from envdoctor.judging.settle import settle
+from envdoctor.model.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
 from envdoctor.report.console import render_console
 from envdoctor.report.json_report import render_json
 from envdoctor.report.markdown import render_markdown

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from envdoctor.facts import Facts, TorchInfo
+from envdoctor.model.facts import Facts, TorchInfo
 from envdoctor.report.console import render_console
 from envdoctor.report.inert import inert_text
 from envdoctor.report.markdown import render_markdown

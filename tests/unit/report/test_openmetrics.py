@@ -15,9 +15,9 @@ from prometheus_client.openmetrics.parser import text_string_to_metric_families 
 from prometheus_client.parser import text_string_to_metric_families as parse_text  # noqa: E402
 
 from envdoctor.compat import load_compat  # noqa: E402
-from envdoctor.facts import BenchResult, Facts, ProbeStatus  # noqa: E402
-from envdoctor.findings import CheckResult, CheckStatus  # noqa: E402
 from envdoctor.judging import judge  # noqa: E402
+from envdoctor.model.facts import BenchResult, Facts, ProbeStatus  # noqa: E402
+from envdoctor.model.findings import CheckResult, CheckStatus  # noqa: E402
 from envdoctor.report.openmetrics import render_openmetrics, write_textfile  # noqa: E402
 from tests import machines  # noqa: E402
 from tests.paths import FIXTURES  # noqa: E402

@@ -8,7 +8,8 @@ import re
 
 from rich.cells import cell_len
 
-from envdoctor.facts import (
+from envdoctor.judging.settle import settle
+from envdoctor.model.facts import (
     Container,
     CudaToolkit,
     Driver,
@@ -21,8 +22,7 @@ from envdoctor.facts import (
     Toolkits,
     TorchInfo,
 )
-from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
-from envdoctor.judging.settle import settle
+from envdoctor.model.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
 from envdoctor.remedies.shell_wrap import wrap_command
 from envdoctor.report import (
     redact_facts_dict,
@@ -374,7 +374,7 @@ def test_redact_report_covers_findings() -> None:
 
 def test_json_schema_doc_lists_every_category_and_key() -> None:
 
-    from envdoctor.catalogue import CATEGORIES
+    from envdoctor.model.catalogue import CATEGORIES
 
     doc = (REPO / "docs" / "json-schema.md").read_text(encoding="utf-8")
     for name in CATEGORIES:
@@ -386,7 +386,7 @@ def test_json_schema_doc_lists_every_category_and_key() -> None:
 
 
 def test_key_facts_several_interpreters_lost_gpu_and_paste() -> None:
-    from envdoctor.facts import PasteSource
+    from envdoctor.model.facts import PasteSource
 
     facts = Facts(
         origin="paste",

@@ -13,11 +13,12 @@ from typing import List
 
 import pytest
 
-from envdoctor.catalogue import CATEGORIES, CAUSES, NEUTRAL_CATEGORIES
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report
-from envdoctor.facts import (
+from envdoctor.judging.settle import settle
+from envdoctor.model.catalogue import CATEGORIES, CAUSES, NEUTRAL_CATEGORIES
+from envdoctor.model.facts import (
     Container,
     Driver,
     Facts,
@@ -30,8 +31,7 @@ from envdoctor.facts import (
     Toolkits,
     Topology,
 )
-from envdoctor.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
-from envdoctor.judging.settle import settle
+from envdoctor.model.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
 from envdoctor.report import render_console, render_json, render_markdown
 from envdoctor.services.collect import judge
 from tests import machines as m

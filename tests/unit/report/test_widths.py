@@ -59,7 +59,7 @@ def test_checks_with_nothing_to_judge_are_not_called_unread(name):
 
 
 def _bench_snapshot():
-    from envdoctor.facts import Bench, BenchResult, ProbeStatus
+    from envdoctor.model.facts import Bench, BenchResult, ProbeStatus
     from tests.unit.bench.test_bench import _mm, _with_results, h100
 
     facts = h100()

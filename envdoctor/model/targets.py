@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, List, Optional, Sequence
 
-from .domain.fastclass import dataclass
+from ..domain.fastclass import dataclass
 
 if TYPE_CHECKING:  # packaging.requirements costs ~0.1 s to import: loaded when a requirement is parsed
     from packaging.requirements import Requirement
 
-from .domain.arch import arch_cc
-from .domain.gpus import TYPED_NAME_PREFIXES
-from .domain.versions import bare_driver_branch, driver_branch, parse_version
+from ..domain.arch import arch_cc
+from ..domain.gpus import TYPED_NAME_PREFIXES
+from ..domain.versions import bare_driver_branch, driver_branch, parse_version
 
 # Requirement names that are not distributions: the interpreter, the torch build's CUDA and cuDNN
 PSEUDO_NAMES = ("python", "cuda", "cudnn")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Dict, List, Optional
 
+from ..domain.fastclass import dataclass
 from .catalogue import UNRECOGNISED
-from .domain.fastclass import dataclass
 from .facts import Facts, to_dict
 
 REPORT_SCHEMA_VERSION = 1
@@ -55,7 +55,7 @@ class Fix:
 @dataclass(frozen=True)
 class Finding:
     code: str  # stable, area.check/kind: "driver.cuda-compat/too-old"
-    category: str  # UPPER_SNAKE from envdoctor.catalogue.CATEGORIES
+    category: str  # UPPER_SNAKE from envdoctor.model.catalogue.CATEGORIES
     severity: str
     summary: str  # one line, with the numbers
     detail: Optional[str] = None  # why it matters

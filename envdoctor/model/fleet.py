@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import field
 from typing import Any, Dict, List, Optional
 
-from .domain.fastclass import dataclass
+from ..domain.fastclass import dataclass
 from .facts import Facts, FactsError
 
 FLEET_KIND = "envdoctor-fleet-report"
