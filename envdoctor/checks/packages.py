@@ -14,11 +14,12 @@ from ..domain.variants import (
     variant_kind,
 )
 from ..domain.versions import base_version, major_minor, mm_str, parse_version
-from ..facts import Package, PythonEnv
-from ..findings import Evidence, Finding, Fix, Severity
+from ..model.facts import Package, PythonEnv
+from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import pip_install
 from ..remedies.extensions import extension_fix
-from ..remedies.torch_plan import COMPANIONS, pair_pins, target_variant
+from ..remedies.torch_plan import COMPANIONS, target_variant
+from ._companions import VISION_README, companion_set_fix
 from ._extension_arch import ArchTarget, judge_extensions
 from ._interpreter import split_companions
 from ._shadowing import or_origin_fix
@@ -29,7 +30,6 @@ CHECKS: list = []
 check = registrar(CHECKS)
 
 TRITON_NAMES = ("triton", "pytorch-triton")
-VISION_README = "https://github.com/pytorch/vision#installation"
 
 
 def _same_variant(a: str, b: str) -> bool:
@@ -78,8 +78,6 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
                 wheels.append(pkg)
         if not mixed and not wheels:
             continue
-        version = base_version(py.torch.version) or ""
-        target = target_variant(ctx.facts, ctx.compat, py, version)
         # the summary keeps the first piece of evidence; the whole text is in the evidence list
         parts = [f"{p.name} {p.version} is {v} ({ev.split(';')[0]})" for p, v, ev, _ in mixed]
         parts += [f"{p.name} {p.version} is for CUDA {p.name.rsplit('-cu', 1)[1]}" for p in wheels]
@@ -98,10 +96,7 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
                     "'operator torchvision::nms does not exist'. This happens when torch comes from the "
                     "PyTorch index and a companion from PyPI (or the reverse)."),
             evidence=evidence,
-            fix=or_origin_fix(py, Fix(f"Reinstall the set together from the {target} index" if target else
-                                      "Reinstall torch and its companions together from one index",
-                                      [pip_install(ctx.facts, py, pair_pins(ctx.facts, ctx.compat, py, version), target, force=True)],
-                                      VISION_README)),
+            fix=companion_set_fix(ctx, py),
             confidence=None if certain else "medium",
         ))
     if not findings and not judged:

@@ -13,9 +13,11 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 from ..domain.versions import base_version, major_minor
-from ..facts import ExtensionBuild, ExtensionLibrary, Package, PythonEnv
-from ..findings import Evidence, Finding, Severity
+from ..model.facts import ExtensionBuild, ExtensionLibrary, Package, PythonEnv
+from ..model.findings import Evidence, Finding, Severity
 from ..remedies.extensions import extension_fix
+from ..remedies.torch_plan import COMPANIONS
+from ._companions import companion_set_fix
 from ._util import torch_envs_or_skip
 from .base import EVERYWHERE, CheckContext, Findings, SkipCheck, registrar
 
@@ -194,5 +196,8 @@ def _judge_env(ctx: CheckContext, i: int, py: PythonEnv) -> List[Finding]:
             kind, severity, subject=py.executable,
             summary=f"{dist} {pkg.version} is not built for torch {t.version}: {head}",
             detail=DETAIL, evidence=evidence, items=items,
-            fix=extension_fix(ctx.facts, py, pkg, b.torch if b is not None else None)))
+            # a companion has a build for every torch on PyTorch's index: the paired set from torch's own index,
+            # the command packages.cuda-variant gives when the variants differ (then this is its consequence)
+            fix=companion_set_fix(ctx, py) if dist in COMPANIONS else
+            extension_fix(ctx.facts, py, pkg, b.torch if b is not None else None)))
     return out

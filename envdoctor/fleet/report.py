@@ -9,8 +9,8 @@ from typing import Any, Dict, List, Optional
 from .. import __version__
 from ..checks.fleet import FleetContext
 from ..domain.fastclass import dataclass
-from ..findings import CheckResult, Finding, Report, Severity, order_findings
-from ..fleet_model import FLEET_KIND, FLEET_SCHEMA_VERSION, FleetData, fleet_to_dict
+from ..model.findings import CheckResult, Finding, Report, Severity, order_findings
+from ..model.fleet import FLEET_KIND, FLEET_SCHEMA_VERSION, FleetData, fleet_to_dict
 
 
 @dataclass
@@ -45,7 +45,7 @@ def judge_fleet(fleet: FleetData, compat: Any = None) -> FleetReport:
 def run_fleet_checks(ctx: FleetContext, compat: Any) -> List[CheckResult]:
     """The registered fleet checks (area "fleet") over the fleet: the same runner as every check's."""
     from ..checks import all_checks, run_checks
-    from ..facts import Facts
+    from ..model.facts import Facts
 
     return run_checks(Facts(), compat, [c for c in all_checks() if c.area == "fleet"], fleet=ctx)
 
@@ -107,7 +107,8 @@ def _table(rows: List[List[str]], header: List[str], width: Optional[int] = None
 
         out: List[str] = []
         for r in rows:
-            cells = [f"{h} {v}" for h, v in zip(header, r)]
+            # "node 0", not "node node 0": a value that already starts with its column's name stands alone
+            cells = [str(v) if str(v).startswith(f"{h} ") else f"{h} {v}" for h, v in zip(header, r)]
             out += textwrap.wrap(" · ".join(cells), width=width - 2, subsequent_indent="    ",
                                  break_long_words=False, break_on_hyphens=False)
         return out
@@ -180,13 +181,16 @@ def _verdict(rep: FleetReport) -> str:
 def render_console(rep: FleetReport, verbose: bool = False, width: Optional[int] = None) -> str:
     """The console report; ``width``: a table wider than that prints one block per row (the command line
     wraps the prose to the terminal, cli.common.fit_text). The marks are `check`'s (report/summary.py)."""
+    from ..remedies.shell_wrap import wrap_command
     from ..report.summary import SEVERITY_SYMBOLS
 
     fleet = rep.fleet
     s = _sections(rep)
+    # two lines: the first starts with "envdoctor", which the console fitter takes for a command and never wraps
     out = [f"envdoctor {__version__} fleet: {fleet.world_size} ranks, backend {fleet.backend}, "
-           f"timeout {fleet.timeout_s:g} s, started {fleet.started_at or '?'}"
-           + (f", took {fleet.duration_s:g} s" if fleet.duration_s is not None else "")]
+           f"timeout {fleet.timeout_s:g} s",
+           f"started {fleet.started_at or '?'}" + (f", took {fleet.duration_s:g} s" if fleet.duration_s is not None
+                                                   else "")]
     if fleet.interrupted:
         out.append(f"PARTIAL: rank 0 was stopped ({fleet.interrupted}); the report covers what had arrived")
     out += ["", "Ranks"] + ["  " + x for x in _table(s["ranks"], RANK_HEADER, width)]
@@ -203,7 +207,9 @@ def render_console(rep: FleetReport, verbose: bool = False, width: Optional[int]
         out.append(f"      code: {f.code}")
         if f.fix is not None and f.severity != Severity.INFO:
             out.append(f"      fix: {f.fix.summary}")
-            out += [f"        {c}" for c in f.fix.commands]
+            # commands laid out in the width with the shell's continuation, never cut (as `check` does)
+            out += [ln for c in f.fix.commands
+                    for ln in (wrap_command(c, width, indent=8) if width else [f"        {c}"])]
         if verbose:
             out += [f"      evidence: {e.path} = {e.value!r}" + (f" (expected {e.expected})" if e.expected else "")
                     for e in f.evidence]

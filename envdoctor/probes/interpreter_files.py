@@ -8,7 +8,7 @@ import re
 import shlex
 from typing import Any, Dict, List, Optional
 
-from envdoctor.facts import InterpreterLink, PathPip, VenvConfig
+from envdoctor.model.facts import InterpreterLink, PathPip, VenvConfig
 
 MAX_CFG_BYTES = 65536
 _PYTHON_NAME = re.compile(r"^python(?:\d+(?:\.\d+)?)?(?:\.exe)?$")
@@ -122,6 +122,9 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish"})
+
+
 def path_pip(executable: Optional[str], runner: Any) -> Optional[PathPip]:
     """The `pip` on PATH (None: there is none) and whether the interpreter it runs is ``executable``: the same
     directory (a venv's python and its base resolve to the same file, yet are different environments) and the
@@ -135,6 +138,11 @@ def path_pip(executable: Optional[str], runner: Any) -> Optional[PathPip]:
         return PathPip(path=found, error=f"{type(e).__name__}: {e}")
     if interp is None:
         return PathPip(path=found, error="its first line names no interpreter (not a pip script?)")
+    if os.path.basename(interp) in SHELLS:
+        # a pyenv/asdf shim or a wrapper script: the Python it runs is chosen when it runs (`pyenv which pip`),
+        # not written in the file, so which environment it installs into is unknown here, not "another one"
+        return PathPip(path=found, error=f"a {os.path.basename(interp)} wrapper (a pyenv/asdf shim?): the "
+                       "interpreter it runs is chosen at run time")
     if os.sep not in interp and runner is not None:  # `#!/usr/bin/env python3`: the one PATH gives
         interp = runner.which(interp) or interp
     same = None

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import MIXED_VARIANT_CHECKS
+
 
 def test_import_is_cheap_and_side_effect_free() -> None:
     code = ("import sys; import envdoctor; before = set(sys.modules); "
@@ -42,7 +44,7 @@ def test_preflight_on_this_gpu_less_machine(cpu_venv, tmp_path: Path, monkeypatc
     monkeypatch.chdir(tmp_path)
     # ignore: the conftest venv may pair the +cpu torch with a CUDA torchvision (CUDA_VARIANT_MIXED, real)
     report = envdoctor.preflight(require=["torch>=2.4"], python=cpu_venv.python, config=False,
-                                 ignore=["packages.cuda-variant"])
+                                 ignore=list(MIXED_VARIANT_CHECKS))
     assert not report.has_at_least("error")
     assert any(c.id == "requirements.torch" and c.status == "passed" for c in report.checks)
     with pytest.raises(envdoctor.PreflightError) as e:
@@ -63,7 +65,7 @@ def test_preflight_on_this_gpu_less_machine(cpu_venv, tmp_path: Path, monkeypatc
 
 
 def _driverless(nvidia_pci_devices, descriptions=()):
-    from envdoctor.facts import Driver, Facts, Host, PcieLink, Topology
+    from envdoctor.model.facts import Driver, Facts, Host, PcieLink, Topology
     from tests.machines import torch_env
 
     # the judged interpreter, with a CPU torch: a box with no facts at all would be "nothing could be judged"

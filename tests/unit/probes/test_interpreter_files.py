@@ -70,6 +70,12 @@ def test_path_pip_is_compared_with_the_judged_interpreter(tmp_path: Path) -> Non
     assert (theirs.interpreter, theirs.same_interpreter) == (sys.executable, False)
     assert path_pip(str(venv / "python"), FakeRunner(which={})) is None
     assert path_pip(str(venv / "python"), FakeRunner(which={"pip": str(tmp_path / "gone")})).error
+    # a pyenv shim is a bash script that picks the Python when it runs: unknown, never "runs /usr/bin/bash"
+    shim = tmp_path / "shims" / "pip"
+    shim.parent.mkdir()
+    shim.write_text('#!/usr/bin/env bash\nset -e\nexec "$(pyenv root)/libexec/pyenv" exec "$program" "$@"\n')
+    got = path_pip(str(venv / "python"), FakeRunner(which={"pip": str(shim), "bash": "/usr/bin/bash"}))
+    assert got.interpreter is None and got.same_interpreter is None and "bash wrapper" in got.error
 
 
 def _dist_info(root: Path, name: str, version: str, requires=()) -> None:
