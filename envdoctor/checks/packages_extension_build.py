@@ -140,7 +140,7 @@ def check_extension_build(ctx: CheckContext) -> List[Finding]:
             raise SkipCheck("the extensions' libraries were read for their GPU kernels only, not for what they link "
                             "or load (facts from an older envdoctor)")
         raise SkipCheck("no compiled extension that depends on torch (flash-attn, xformers, ...) installed: "
-                        "nothing to judge")
+                        "nothing to judge", not_applicable="no torch extensions")
     return findings
 
 

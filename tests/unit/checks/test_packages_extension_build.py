@@ -286,3 +286,5 @@ def test_skipped_without_link_facts(compat) -> None:
     assert res.status == CheckStatus.SKIPPED and "older envdoctor" in res.reason
     none = judge_env(replace(_scan_env([]), extensions=None), compat)
     assert none.status == CheckStatus.SKIPPED and "no compiled extension" in none.reason
+    # nothing installed to judge is "did not apply", not "facts unknown" (the older-facts case above is unknown)
+    assert none.not_applicable == "no torch extensions" and res.not_applicable is None
