@@ -39,8 +39,9 @@ _KEYWORDS = ["error", "exception", "warn", "not ", "fail", "too old", "undefined
 _END = re.compile(r"[.!?)\]]\s*$")
 _COLON = re.compile(r":\s*$")
 _SKIP = re.compile(r"^\s*(?:File \"|Traceback \(most recent call last\)|\^+\s*$|~+\s*$|During handling of)")
-# a line that starts something else: a prompt, a fence, a frame, a log record with its own timestamp
-_STOP = re.compile(r"^\s*(?:```|~~~|\$ |>>> |In \[\d+\]:|Out\[\d+\]:|# |[A-Z][\w.]*(?:Error|Exception|Warning)\b:|"
+# a line that starts something else: a prompt, a fence, a frame, a log record with its own timestamp (also
+# inside the quotes a person put around the line they copied: `"2024-11-12 10:07:56 [W:...] Failed ..."`)
+_STOP = re.compile(r"^\s*[\"'\u201c\u2018]?(?:```|~~~|\$ |>>> |In \[\d+\]:|Out\[\d+\]:|# |[A-Z][\w.]*(?:Error|Exception|Warning)\b:|"
                    r"\d{4}-\d\d-\d\d[ T]\d|\d\d:\d\d:\d\d|\+-{3}|\|)")
 _CONTINUATION = re.compile(r"^\s+\S")
 _LOWER_START = re.compile(r"^\s*[a-z(]")
@@ -175,8 +176,14 @@ def read(paste: Paste, acc: Acc, sigs: Sequence[Any] = ()) -> None:
     done = -1
     for i, needs_row in hit_lines:
         line = lines[i]
-        if i <= done or len(line) > 4000 or _SKIP.match(line):
-            continue  # inside the previous message: a later trigger there starts no second one
+        if len(line) > 4000 or _SKIP.match(line):
+            continue
+        if i <= done:
+            # inside the previous message: a later trigger there starts no second one, but is kept as a line of
+            # its own, as every trigger line is (a record a person's sentence ran into is still an error line)
+            if not needs_row:
+                acc.add_message(line.strip())
+            continue
         whole, end = _assemble(lines, i)
         if needs_row:
             text = whole or line.strip()

@@ -65,6 +65,19 @@ def test_wrapping_never_glues_two_messages(compat) -> None:
     assert not any("first problem" in m and "No devices" in m for m in facts.paste.messages)
 
 
+
+def test_a_quoted_log_record_after_a_sentence_is_a_message_of_its_own(compat) -> None:
+    # a person's sentence ("... the error still shows") then the record they copied, in quotes: the record is a
+    # new message (its timestamp starts it, quotes or not), and an error line even if the sentence ran into it
+    text = ("When I run the model the error still shows\n"
+            '"2025-01-02 03:04:05.123 [E:tool:Default, runner.cc:12 Start] Failed to start the worker. Require '
+            'libfoo 3.*."\n')
+    facts, _ = diagnose_text([text], compat)
+    assert any(m.startswith('"2025-01-02 03:04:05.123 [E:tool') for m in facts.paste.messages), facts.paste.messages
+    report = diagnose_report([text], compat)
+    assert any(f.category == "UNRECOGNISED_ERROR" and "Failed to start the worker" in f.summary
+               for f in report.all_findings)
+
 # ---- gap 2: one cause, several wordings (releases, tools) and message families
 
 @pytest.mark.parametrize("text, category", [
