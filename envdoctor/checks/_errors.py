@@ -29,6 +29,10 @@ _ERROR = re.compile(
     r"|\bexit(?:ed with)? (?:status|code)[ :=]*[1-9]\d*\b|\bnon-zero exit\b|\breturned [1-9]\d* exit status\b"
     r"|\bSegmentation fault\b|\bcore dumped\b|\bIllegal instruction\b|\bBus error\b"
     r"|\bCUDA error\b|\bcudaError\w+|\bNCCL error\b"
+    # a line a program starts with "Error" and what it was doing ("Error while creating shared memory segment"),
+    # and a Rust program's panic ("thread 'main' panicked at src/x.rs:61:9:")
+    r"|^\s*(?:Error|ERROR)\s+(?:while|when|during|in|loading|creating|opening|initiali[sz]ing|occurred|running)\b"
+    r"|\bpanicked at\b"
 )
 # an NVRM line is the kernel module speaking: an error only when it says something went wrong (its load banner
 # "NVRM: loading NVIDIA UNIX x86_64 Kernel Module 535.54.03" is not)

@@ -26,7 +26,10 @@ _TRIGGER = re.compile(
     r"no kernel image|not recognized|device-side assert|couldn'?t communicate|could not select|"
     r"insufficient|supports CUDA capabilities|PyTorch no longer supports|system not yet initialized|forward compatibility|No devices were found|"
     r"\bXid\b|fallen off the bus|out of memory|unable to write to file|busy or unavailable|No CUDA GPUs|"
-    r"\bfatal\b|Segmentation fault|core dumped|exit (?:status|code)",
+    r"\bfatal\b|Segmentation fault|core dumped|exit (?:status|code)|"
+    # the rest of an error line's shapes (checks/_errors.py _ERROR), so that no line the unexplained-error check
+    # would count is lost before it: NCCL's "Cuda failure 1 'invalid argument'", cudaErrorInvalidValue, "[E:"
+    r"\bfailures?\b|cudaError\w*|Illegal instruction|\[E[:\]]|\bFault\b|\bpanicked at\b",
     re.IGNORECASE,
 )
 # literal, lower-case pieces covering every trigger alternative ("not " covers "not found", "cannot open",
@@ -35,7 +38,8 @@ _KEYWORDS = ["error", "exception", "warn", "not ", "fail", "too old", "undefined
              "no matching", "incompatib", "cuda-capable", "returned ", "kernel image", "device-side",
              "communicate", "insufficient", "capabilities", "no longer", "forward compat", "no devices", "xid",
              "fallen off", "out of memory", "unable to write", "unavailable", "no cuda gpus", "fatal",
-             "segmentation fault", "core dumped", "exit status", "exit code"]
+             "segmentation fault", "core dumped", "exit status", "exit code", "illegal instruction", "[e:",
+             "fault", "panicked at"]
 _END = re.compile(r"[.!?)\]]\s*$")
 _COLON = re.compile(r":\s*$")
 _SKIP = re.compile(r"^\s*(?:File \"|Traceback \(most recent call last\)|\^+\s*$|~+\s*$|During handling of)")

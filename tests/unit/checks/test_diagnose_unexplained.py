@@ -33,6 +33,10 @@ ERROR_LINES = [
     "2024-05-01 10:00:00,123 ERROR worker.py:99 -- Worker died",
     "(RayWorkerWrapper pid=5486) ERROR 05-06 08:55:19 worker_base.py:145] Error executing method init_device.",
     "ERROR 03-20 23:26:06 [core.py:340] EngineCore hit an exception: Traceback (most recent call last):",
+    "node23:12098:12141 [2] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'",
+    "Error while creating shared memory segment /dev/shm/nccl-AbCdEf (size 9637888)",
+    "thread 'main' panicked at /src/driver/sys/mod.rs:61:9:",
+    "2024-11-12 10:07:56.895 [E:onnxruntime:Default, session.cc:12 Init] Could not load the provider",
 ]
 NOT_ERROR_LINES = [
     "error: 0",
@@ -51,6 +55,7 @@ NOT_ERROR_LINES = [
     "# ERROR",
     "[    1.234567] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 22:20:39 UTC 2023",
     "Successfully installed torch-2.3.0",
+    "Error handling is described in the documentation.",
     # a logger record's traceback frames and source lines, its warnings and infos
     "(RayWorkerWrapper pid=5486) ERROR 05-06 08:55:19 worker_base.py:145]   File \"/x/worker.py\", line 137, in run",
     "(RayWorkerWrapper pid=5486) ERROR 05-06 08:55:19 worker_base.py:145]     return executor(*args, **kwargs)",
@@ -201,3 +206,14 @@ def test_the_lines_of_an_explained_logger_record_are_explained() -> None:
     report = _diagnose("\n".join(_RECORD + x for x in lines) + "\n" + other)
     (u,) = [f for f in report.problems if f.category == "UNRECOGNISED_ERROR"]
     assert [e.value for e in u.evidence if e.path.startswith("paste.messages")] == [other.strip()]
+
+
+@pytest.mark.parametrize("line", ERROR_LINES)
+def test_every_error_line_reaches_the_check_as_a_message(line) -> None:
+    """The message reader keeps every line this check would count (its trigger words cover the error-line shapes):
+    a line lost before the check is an error nobody is told about ("No problems found", or "nothing recognised")."""
+    from envdoctor.compat import load_compat
+    from envdoctor.diagnose import diagnose_text
+
+    facts, _ = diagnose_text([line + "\n"], load_compat())
+    assert any(line.strip() in m or m in line for m in facts.paste.messages), facts.paste.messages
