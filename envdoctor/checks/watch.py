@@ -41,6 +41,7 @@ from ._watch import (
     tree_input_verdict,
     unseen_text,
     workers_blocked,
+    workers_computing,
     working,
 )
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
@@ -67,7 +68,8 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
     wait = step_wait(w)
     gs = working(a)
     notseen = unseen_text(w)
-    storage = storage_busy(a) or workers_blocked(a)
+    # a busy disk is not this run's input limit while its workers compute (state R) rather than wait on reads
+    storage = workers_blocked(a) or (None if workers_computing(a, w) else storage_busy(a))
     cpu = cpu_saturated(a, w)
     wait_ev = [Evidence("watch.summary.data_wait_fraction", wait, f"< {WAIT_INPUT:g}")] if wait is not None else []
     if not gs:
