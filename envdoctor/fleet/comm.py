@@ -5,9 +5,10 @@ crashed on), it needs numpy to decode (torch's CPU wheels run without it: "Runti
 available"), and a collective with a dead rank names no one. Here every rank sends rank 0 its message as two
 tensors (its length, then its UTF-8 bytes); rank 0 waits for all of them at once until one shared deadline, so
 a rank that never sends is named with what happened: gloo raises "Connection closed by peer" at once when a
-rank's process is gone, and the deadline covers a rank that hangs. A gloo wait that times out closes the group's
-pairs for good (measured: every later wait says "Application timeout caused pair closure"), so each wait is one
-shot, and nothing is sent on that group after a timeout is expected to arrive.
+rank's process is gone, and the deadline covers a rank that hangs or comes late. A gloo wait that times out
+closes the group's pairs for good (measured: every later wait says "Application timeout caused pair closure"),
+so rank 0 never lets one time out: it stops waiting at the deadline in Python and leaves the late rank's
+receive posted (Gatherer.GRACE_S), and the next rounds still reach the ranks that came.
 
 The waits run in a thread: the main thread stays in Python and takes SIGTERM (torchrun sends it to every worker
 when one fails) at once, and the report is written from what arrived by then.
@@ -105,18 +106,30 @@ class Gatherer:
     that hangs must not be waited for before the others; at the deadline everyone else has already arrived.
     """
 
+    # the gloo waits themselves outlast the deadline by this much: rank 0 stops waiting at the deadline (in
+    # Python) and leaves a late rank's receive posted, so no gloo timeout closes the pairs the next rounds use
+    # (measured: a receive never waited for leaves the group usable; one whose wait times out does not)
+    GRACE_S = 3600.0
+
     def __init__(self, torch: Any, dist: Any, group: Any, tag: int, sources: List[int], deadline: float):
         self.arrivals: Dict[int, Arrival] = {}
         self.started = time.time()
+        self.deadline = deadline
+        self._lock = threading.Lock()
+        self._closed = False
         self._threads = [threading.Thread(target=self._one, args=(torch, dist, group, tag, src, deadline),
                                           name=f"envdoctor-fleet-recv-{src}", daemon=True) for src in sources]
+        self._sources = list(sources)
 
     def _one(self, torch: Any, dist: Any, group: Any, tag: int, src: int, deadline: float) -> None:
         try:
-            value = recv(torch, dist, src, group, tag, deadline - time.monotonic())
-            self.arrivals[src] = Arrival(value=value, at=time.time())
+            value = recv(torch, dist, src, group, tag, deadline - time.monotonic() + self.GRACE_S)
+            got = Arrival(value=value, at=time.time())
         except Exception as e:  # noqa: BLE001 - any failure is the fact to report
-            self.arrivals[src] = Arrival(error=why_not(e), at=time.time())
+            got = Arrival(error=why_not(e), at=time.time())
+        with self._lock:
+            if not self._closed:  # what comes after the deadline is not in this round
+                self.arrivals[src] = got
 
     def start(self) -> Gatherer:
         for t in self._threads:
@@ -126,9 +139,15 @@ class Gatherer:
     def wait(self) -> Dict[int, Arrival]:
         """Block until every source answered or failed; SIGTERM's handler can interrupt (Python-level joins)."""
         for t in self._threads:
-            while t.is_alive():
-                t.join(0.2)
-        return dict(self.arrivals)
+            while t.is_alive() and time.monotonic() < self.deadline:
+                t.join(max(0.0, min(0.2, self.deadline - time.monotonic())))
+        with self._lock:
+            self._closed = True
+            for src in self._sources:
+                self.arrivals.setdefault(src, Arrival(
+                    error=f"no answer within the deadline ({max(0.0, time.time() - self.started):.0f} s)",
+                    at=time.time()))
+            return dict(self.arrivals)
 
     def so_far(self) -> Dict[int, Arrival]:
         return dict(self.arrivals)

@@ -127,6 +127,9 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
     code = testing.exit_at(env, place.rank, "after-init")
     if code is not None:
         testing.leave(code)
+    late = testing.late_at(env, place.rank, "after-init")
+    if late:
+        time.sleep(late)
     me = identity(torch, place, device)
     others = list(range(1, place.world_size))
     fleet = FleetData(backend=backend, world_size=place.world_size, timeout_s=options.timeout_s, ranks=[],
@@ -156,6 +159,9 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
         code = testing.exit_at(env, place.rank, "before-gather")
         if code is not None:
             testing.leave(code)
+        late = testing.late_at(env, place.rank, "before-gather")
+        if late:
+            time.sleep(late)
         stage = "report"
         if place.rank != 0:
             # rank 0 may still be collecting its own node's facts: a send waits as long as a go does

@@ -94,8 +94,9 @@ def test_two_nodes_one_with_another_torch_and_a_small_shm(cpu_venv, tmp_path):
     assert [f["code"] for f in again["fleet_findings"]] == [f["code"] for f in report["fleet_findings"]]
 
 
-def _four_ranks_one_leaves(python: str, tmp: Path, code, rank: int = 3, timeout: int = 20):
-    env = _env(tmp, ENVDOCTOR_FLEET_TEST_EXIT=f"{rank}:before-gather:{code}")
+def _four_ranks_one_leaves(python: str, tmp: Path, code, rank: int = 3, timeout: int = 20,
+                           stage: str = "before-gather"):
+    env = _env(tmp, ENVDOCTOR_FLEET_TEST_EXIT=f"{rank}:{stage}:{code}")
     argv = ["timeout", "120"] + _torchrun(python, "--nproc-per-node", "4", "--master-port", str(_port())) + \
         ["--timeout", str(timeout)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp,
@@ -134,4 +135,17 @@ def test_a_rank_that_hangs_is_named_at_the_deadline_and_the_others_still_count(c
     text = " ".join(out.split())
     assert "rank 1 (node 0, host" in text and "no answer within the deadline" in text
     assert "3 of 4 ranks reported" in text
+    assert left == [], f"processes left behind: {left}"
+
+
+@pytest.mark.parametrize("stage", ["after-init", "before-gather"])
+def test_a_rank_that_comes_after_the_deadline_is_named_and_the_others_still_count(cpu_venv, tmp_path, stage):
+    """Rank 3 waits 25 s (then carries on) where the deadline is 12 s: before its hello, or before its report.
+    Rank 0's report has the three ranks that came and names rank 3 as missing at that stage."""
+    proc, out, err, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, "late=25", rank=3, timeout=12,
+                                                  stage=stage)
+    assert proc.returncode not in (0, 124), err[-2000:]
+    text = " ".join(out.split())
+    assert "3 of 4 ranks reported" in text, (text[-3000:], err[-2000:])
+    assert "rank 3" in text and "no answer within the deadline" in text, text[-3000:]
     assert left == [], f"processes left behind: {left}"
