@@ -12,6 +12,22 @@ receive posted (Gatherer.GRACE_S), and the next rounds still reach the ranks tha
 
 The waits run in a thread: the main thread stays in Python and takes SIGTERM (torchrun sends it to every worker
 when one fails) at once, and the report is written from what arrived by then.
+
+What the gather holds, for a world of N ranks (measured with 12 gloo ranks on torch 2.13.0, sockets counted in
+/proc/self/fd; tests/integration/test_fleet.py checks it with 16):
+- sockets: gloo's default "full mesh" connects every rank to every other at init_process_group, N-1 pairs each
+  (the PyTorch docs, distributed.html "Improving initialization time": TORCH_GLOO_LAZY_INIT "establishes
+  connections on demand rather than using a full mesh"); measured N+1 sockets on every rank (the pairs, the
+  rendezvous store, one more). envdoctor's ranks set TORCH_GLOO_LAZY_INIT=1 unless the user set it, so a pair
+  opens only where messages go: rank 0 ends with N+1 sockets (one pair per rank it heard from), every other
+  rank with 3 (rank 0, the store, one more), and 2 more on each for the all-reduce ring of --bench. At 1,024
+  ranks: rank 0 about 1,025 sockets, the others 3-5, where the full mesh gives every rank 1,025. With NCCL the
+  control group is gloo too (the same counts) and NCCL's own connections are NCCL's, made for the sweep only.
+- file descriptors: the sockets plus a constant (the interpreter, torch's libraries, stdio, the report file).
+  Rank 0 needs more than the usual soft limit of 1,024 at 1,024 ranks: ensure_fds raises the soft limit up to
+  the hard one before init_process_group, and says so where the hard limit is too low.
+- threads: rank 0 waits with one thread per rank of the round (N-1, each with a STACK_BYTES stack, so 1,023
+  threads at 1,024 ranks hold 1,023 x 256 KiB of address space); the other ranks use none.
 """
 
 from __future__ import annotations
@@ -25,6 +41,56 @@ from typing import Any, Dict, List, Optional
 from envdoctor.domain.fastclass import dataclass
 
 TAG_HELLO, TAG_PAYLOAD, TAG_GO = 11, 12, 13
+STACK_BYTES = 256 << 10  # a receiving thread's stack: it runs recv() and decode(), nothing deep
+FD_MARGIN = 256  # descriptors a rank holds besides its peers' sockets (libraries, stdio, the store, logs)
+
+
+def fds_needed(rank: int, world_size: int) -> int:
+    """Descriptors a rank needs during the gather: rank 0 a socket per other rank on top of FD_MARGIN; the
+    others FD_MARGIN (their socket to rank 0 and the all-reduce ring's two are in it)."""
+    return FD_MARGIN + (max(0, world_size - 1) if rank == 0 else 0)
+
+
+def ensure_fds(needed: int, resource: Any = None) -> Optional[str]:
+    """Raise this process's soft RLIMIT_NOFILE to ``needed`` (at most the hard limit); None when it fits, else
+    a line saying what the limit is and what to type."""
+    if resource is None:
+        try:
+            import resource  # noqa: PLC0415 - POSIX only
+        except ImportError:
+            return None
+    try:
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (OSError, ValueError):
+        return None
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return None
+    target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (OSError, ValueError) as e:
+        return f"open-file limit {soft} is below the {needed} this rank needs and could not be raised ({e})"
+    if target < needed:
+        return (f"open-file limit raised to its hard limit {hard}, below the {needed} this rank needs: "
+                f"'ulimit -Hn {needed}' (or LimitNOFILE= in the job's unit) before launching")
+    return None
+
+
+def open_sockets() -> Optional[int]:
+    """Sockets this process holds (/proc/self/fd entries that are sockets); None where /proc is not there."""
+    import os
+
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    n = 0
+    for fd in fds:
+        try:
+            n += os.readlink(f"/proc/self/fd/{fd}").startswith("socket:")
+        except OSError:
+            continue
+    return n
 
 
 @dataclass
@@ -132,8 +198,12 @@ class Gatherer:
                 self.arrivals[src] = got
 
     def start(self) -> Gatherer:
-        for t in self._threads:
-            t.start()
+        old = threading.stack_size(STACK_BYTES)
+        try:
+            for t in self._threads:
+                t.start()
+        finally:
+            threading.stack_size(old)
         return self
 
     def wait(self) -> Dict[int, Arrival]:
