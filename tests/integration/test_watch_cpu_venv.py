@@ -200,14 +200,17 @@ def test_workers_that_burn_cpu_are_cpu_bound(cpu_venv, tmp_path, timed):
 
 @pytest.mark.parametrize("timed", [False, True], ids=["no-timer", "timer"])
 def test_workers_with_torch_thread_pools_are_oversubscribed(cpu_venv, tmp_path, timed):
-    """Two workers each with an 8-thread torch pool computing matmuls, on the cores this run may use (2 here):
-    CPU_STARVED exactly when the run's own runnable threads (state R, p50) reach 1.5 x the CPUs; a right-sized
-    run (one thread per worker) is not named."""
-    w, findings, checks = _watch(cpu_venv, tmp_path, workers=2, timed=timed, seconds=6.0, worker_threads=8,
+    """Two workers, each with a torch pool of 4 threads per CPU this run may use, computing matmuls for every
+    sample: the workers are the loop's limit, so they compute nearly all the time and their pools want 8 x the
+    cores. CPU_STARVED exactly when the run's own runnable threads (state R, p50 while the workers live) reach
+    1.5 x the CPUs, and this run shows it (another tenant's threads are not counted)."""
+    pool = min(64, 4 * len(os.sched_getaffinity(0)))
+    w, findings, checks = _watch(cpu_venv, tmp_path, workers=2, timed=timed, seconds=6.0, worker_threads=pool,
                                  wmatmul=384)
     p = w["summary"].get("processes") or {}
     own, cpus = p.get("threads_running_p50"), w["cpu_available"]
     assert own is not None and cpus, p
+    assert own >= 1.5 * cpus, (own, cpus, p)  # the pools' threads were seen queueing
     assert ("CPU_STARVED" in findings) == (own >= 1.5 * cpus), (own, cpus, findings.get("CPU_STARVED"))
     assert checks["watch.oversubscribed"]["status"] == ("failed" if own >= 1.5 * cpus else "passed")
     if "CPU_STARVED" in findings:
