@@ -5,7 +5,8 @@ samples' steady state (envdoctor/domain/recording.py: warm-up, stalls and cool-d
 samples):
 - GPUs busy nearly all the time (p50 >= 85 %, few dips): the GPU is the limit (GPU_BOUND);
 - GPUs underused while the disk is busy or slow (%util, await, iowait): INPUT_STORAGE_BOUND;
-- underused while the CPUs (or the loader's processes) are saturated: INPUT_CPU_BOUND;
+- underused while the CPUs (or the loader's processes) are saturated, or the loader workers are runnable (state
+  R) most of the time, pegged or waiting for a core another tenant holds: INPUT_CPU_BOUND;
 - steps that wait for their batch (the step timer) with neither explained: INPUT_BOUND;
 - underused with neither disk nor CPU busy and no wait for data: GPU_UNDERFED (small batches, syncs, launches);
 - a DataLoader that loads in the main process (no worker processes in the tree): DATALOADER_IN_MAIN_PROCESS;

@@ -1,4 +1,5 @@
-"""Watch verdicts on the host side of a run: /dev/shm filling up, threads queueing for the CPUs."""
+"""Watch verdicts on the host side of a run: /dev/shm filling up, threads queueing for the CPUs (the watched
+processes' own runnable threads while the run trains; the host's run queue where a replay has only that)."""
 
 from __future__ import annotations
 

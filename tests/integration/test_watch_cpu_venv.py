@@ -184,16 +184,16 @@ def test_checkpoint_saves_in_the_loop_are_checkpoint_stalls(cpu_venv, tmp_path):
 @pytest.mark.parametrize("timed", [False, True], ids=["no-timer", "timer"])
 def test_workers_that_burn_cpu_are_cpu_bound(cpu_venv, tmp_path, timed):
     """__getitem__ computes (a pure-Python loop per sample): the workers are runnable (state R) whether they get
-    a core or another tenant of this shared box holds it, and the verdict is INPUT_CPU_BOUND exactly then."""
+    a core or another tenant of this shared box holds it, and that, not their share of a core, makes the verdict
+    INPUT_CPU_BOUND (it was INPUT_BOUND, 'other processes hold them', when the workers got 24% of a core each)."""
     w, findings, _ = _watch(cpu_venv, tmp_path, workers=2, timed=timed, seconds=6.0, burn=200000)
     p = w["summary"].get("processes") or {}
     verdict = [f["category"] for f in findings.values() if f["code"].startswith("watch.bottleneck/")]
     running = p.get("worker_running_share")
     assert running is not None and p.get("workers_max") == 2, p  # the workers' states were read
-    if running >= 0.5 and (p.get("worker_disk_sleep_share") or 0) < 0.5:
-        assert verdict == ["INPUT_CPU_BOUND"], (verdict, p, w["summary"].get("data_wait_fraction"))
-    else:
-        assert "INPUT_CPU_BOUND" not in verdict or (p.get("worker_cpu_pct_p50") or 0) >= 85, (verdict, p)
+    # computing workers are runnable however few cycles they get; none of them waits on a read
+    assert running >= 0.5 and (p.get("worker_disk_sleep_share") or 0) < 0.5, p
+    assert verdict == ["INPUT_CPU_BOUND"], (verdict, p, w["summary"].get("data_wait_fraction"))
     if timed:
         assert w["summary"]["step_count"] >= 1
 
