@@ -20,9 +20,10 @@ What the gather holds, for a world of N ranks (measured with 12 gloo ranks on to
   connections on demand rather than using a full mesh"); measured N+1 sockets on every rank (the pairs, the
   rendezvous store, one more). envdoctor's ranks set TORCH_GLOO_LAZY_INIT=1 unless the user set it, so a pair
   opens only where messages go: rank 0 ends with N+1 sockets (one pair per rank it heard from), every other
-  rank with 3 (rank 0, the store, one more), and 2 more on each for the all-reduce ring of --bench. At 1,024
-  ranks: rank 0 about 1,025 sockets, the others 3-5, where the full mesh gives every rank 1,025. With NCCL the
-  control group is gloo too (the same counts) and NCCL's own connections are NCCL's, made for the sweep only.
+  rank with 3 (rank 0, the store, one more); measured at 12 and 16 ranks, so at 1,024 (not run) rank 0 holds
+  1,025 and the others 3, where the full mesh gives every rank 1,025. --bench's all-reduce adds the pairs its
+  algorithm uses (not counted here). With NCCL the control group is gloo too (the same counts); NCCL's own
+  sockets (its bootstrap, its proxy) are not counted here.
 - file descriptors: the sockets plus a constant (the interpreter, torch's libraries, stdio, the report file).
   Rank 0 needs more than the usual soft limit of 1,024 at 1,024 ranks: ensure_fds raises the soft limit up to
   the hard one before init_process_group, and says so where the hard limit is too low.
@@ -47,7 +48,7 @@ FD_MARGIN = 256  # descriptors a rank holds besides its peers' sockets (librarie
 
 def fds_needed(rank: int, world_size: int) -> int:
     """Descriptors a rank needs during the gather: rank 0 a socket per other rank on top of FD_MARGIN; the
-    others FD_MARGIN (their socket to rank 0 and the all-reduce ring's two are in it)."""
+    others FD_MARGIN (their socket to rank 0 and the store's are in it)."""
     return FD_MARGIN + (max(0, world_size - 1) if rank == 0 else 0)
 
 
