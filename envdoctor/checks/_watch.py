@@ -101,6 +101,34 @@ def workers_blocked(a: Analysis) -> Optional[Tuple[str, List[Evidence]]]:
             [Evidence("watch.summary.processes.worker_disk_sleep_share", share, f"< {WORKERS_BLOCKED:g}")])
 
 
+WORKERS_COMPUTING = 0.5  # the loader workers' observed time running or waiting for a core (state R) at or above
+
+
+def workers_computing(a: Analysis, w: Watch) -> Optional[Tuple[str, List[Evidence]]]:
+    """The loader workers are running, or ready to run and waiting for a core (state R), most of the time: their
+    work is computation, whether they get the cores (each pegged) or other processes hold them (each at a fraction
+    of a core, still runnable). A worker with its batches ready sleeps on its index queue (S); one reading waits
+    in D."""
+    p = a.procs
+    share = p.get("worker_running_share") if p else None
+    if not p or not p.get("workers_max") or share is None or share < WORKERS_COMPUTING:
+        return None
+    wcpu = p.get("worker_cpu_pct_p50")
+    text = (f"the {p['workers_max']} loader workers are running or waiting for a core {100 * share:.0f}% of the "
+            "time (state R)")
+    ev = [Evidence("watch.summary.processes.worker_running_share", share, f"< {WORKERS_COMPUTING:g}")]
+    if wcpu is not None:
+        text += f", each using {wcpu:g}% of a core (p50)"
+        ev.append(Evidence("watch.summary.processes.worker_cpu_pct_p50", wcpu))
+        busy = (a.host.get("cpu_busy_pct") or {}).get("p50")
+        tree = tree_cpus(a, w)
+        if wcpu < CORE_SATURATED and busy is not None and busy >= CPU_SATURATED and tree is not None and \
+                w.cpu_available and tree < 0.8 * w.cpu_available:
+            text += (f": the CPUs are {busy:g}% busy and the watched processes get only {tree:g} of them, "
+                     "other processes hold the rest")
+    return text, ev
+
+
 def tree_input_verdict(a: Analysis, w: Watch) -> Optional[Tuple[str, str, List[Evidence]]]:
     """Without a step timer or GPU samples: what the process tree says about the input, as (kind, text,
     evidence), kind "storage", "cpu" or "compute"; None when it says nothing. Workers blocked in reads (state D)
@@ -114,7 +142,8 @@ def tree_input_verdict(a: Analysis, w: Watch) -> Optional[Tuple[str, str, List[E
     blocked = workers_blocked(a)
     if blocked:
         return "storage", blocked[0], blocked[1]
-    disk = storage_busy(a)
+    # workers that compute (state R) are not waiting on a disk, however busy another tenant keeps it
+    disk = None if workers_computing(a, w) else storage_busy(a)
     if disk and ((dsleep is not None and dsleep >= 0.3) or (wcpu is not None and wcpu < 50)):
         text, ev = disk
         why = (f"the {p['workers_max']} loader workers are blocked in reads {100 * dsleep:.0f}% of the time"
@@ -125,6 +154,9 @@ def tree_input_verdict(a: Analysis, w: Watch) -> Optional[Tuple[str, str, List[E
     if wcpu is not None and wcpu >= CORE_SATURATED:
         return "cpu", (f"the {p['workers_max']} loader workers each use {wcpu:g}% of a core (p50)"), \
             [Evidence("watch.summary.processes.worker_cpu_pct_p50", wcpu, f"< {CORE_SATURATED:g}")]
+    computing = workers_computing(a, w)
+    if computing:
+        return "cpu", computing[0], computing[1]
     if main is not None and main >= CORE_SATURATED and (wcpu is None or wcpu < 30) and not disk:
         return "compute", (f"the training process uses {main:g}% of a core (p50) while its "
                            f"{p['workers_max']} workers idle ({wcpu or 0:g}% each)"), \
@@ -134,11 +166,24 @@ def tree_input_verdict(a: Analysis, w: Watch) -> Optional[Tuple[str, str, List[E
 
 
 def oversubscription(a: Analysis, w: Watch) -> Optional[Tuple[float, float, List[Evidence]]]:
-    """(runnable threads p50, CPUs, evidence) when threads queue for the cores the run may use while the CPUs are
-    saturated and the watched processes are what fills them; None otherwise or without the run queue."""
+    """(runnable threads p50, CPUs, evidence) when the run's threads queue for the cores it may use; None otherwise.
+
+    The watched tree's own threads in state R (running or ready to run) when the sampler read them: what this run
+    asks of the cores, whatever other tenants add. Otherwise (a replay's vmstat 'r') the host's run queue while
+    the CPUs are saturated and the watched processes are what fills them."""
+    cpus = w.cpu_available
+    own = a.procs.get("threads_running_p50") if a.procs else None
+    if own is not None and cpus:
+        if own < 1.5 * cpus:
+            return None
+        ev = [Evidence("watch.summary.processes.threads_running_p50", own,
+                       f"< {1.5 * cpus:g} (1.5 x the {cpus:g} CPUs)")]
+        th = a.procs.get("threads_p50")
+        if th is not None:
+            ev.append(Evidence("watch.summary.processes.threads_p50", th))
+        return own, cpus, ev
     rq = (a.host.get("run_queue") or {}).get("p50")
     busy = (a.host.get("cpu_busy_pct") or {}).get("p50")
-    cpus = w.cpu_available
     if rq is None or not cpus or busy is None or busy < CPU_SATURATED:
         return None
     tree = tree_cpus(a, w)
@@ -181,6 +226,9 @@ def cpu_saturated(a: Analysis, w: Watch) -> Optional[Tuple[str, List[Evidence]]]
         return (f"the {p['workers_max']} loader workers each use {p['worker_cpu_pct_p50']:g}% of a core (p50)",
                 [Evidence("watch.summary.processes.worker_cpu_pct_p50", p["worker_cpu_pct_p50"],
                           f"< {CORE_SATURATED:g}")])
+    computing = workers_computing(a, w)
+    if computing:
+        return computing
     if p and not p.get("workers_max") and (p.get("main_cpu_pct_p50") or 0) >= CORE_SATURATED:
         return (f"the training process, with no worker processes, uses {p['main_cpu_pct_p50']:g}% of a core (p50)",
                 [Evidence("watch.summary.processes.main_cpu_pct_p50", p["main_cpu_pct_p50"],

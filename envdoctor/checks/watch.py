@@ -5,7 +5,8 @@ samples' steady state (envdoctor/domain/recording.py: warm-up, stalls and cool-d
 samples):
 - GPUs busy nearly all the time (p50 >= 85 %, few dips): the GPU is the limit (GPU_BOUND);
 - GPUs underused while the disk is busy or slow (%util, await, iowait): INPUT_STORAGE_BOUND;
-- underused while the CPUs (or the loader's processes) are saturated: INPUT_CPU_BOUND;
+- underused while the CPUs (or the loader's processes) are saturated, or the loader workers are runnable (state
+  R) most of the time, pegged or waiting for a core another tenant holds: INPUT_CPU_BOUND;
 - steps that wait for their batch (the step timer) with neither explained: INPUT_BOUND;
 - underused with neither disk nor CPU busy and no wait for data: GPU_UNDERFED (small batches, syncs, launches);
 - a DataLoader that loads in the main process (no worker processes in the tree): DATALOADER_IN_MAIN_PROCESS;
@@ -41,6 +42,7 @@ from ._watch import (
     tree_input_verdict,
     unseen_text,
     workers_blocked,
+    workers_computing,
     working,
 )
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
@@ -67,7 +69,8 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
     wait = step_wait(w)
     gs = working(a)
     notseen = unseen_text(w)
-    storage = storage_busy(a) or workers_blocked(a)
+    # a busy disk is not this run's input limit while its workers compute (state R) rather than wait on reads
+    storage = workers_blocked(a) or (None if workers_computing(a, w) else storage_busy(a))
     cpu = cpu_saturated(a, w)
     wait_ev = [Evidence("watch.summary.data_wait_fraction", wait, f"< {WAIT_INPUT:g}")] if wait is not None else []
     if not gs:

@@ -1,4 +1,5 @@
-"""Watch verdicts on the host side of a run: /dev/shm filling up, threads queueing for the CPUs."""
+"""Watch verdicts on the host side of a run: /dev/shm filling up, threads queueing for the CPUs (the watched
+processes' own runnable threads while the run trains; the host's run queue where a replay has only that)."""
 
 from __future__ import annotations
 
@@ -44,22 +45,24 @@ OVERSUB = Findings("watch.oversubscribed", "CPU_STARVED", kinds=("oversubscribed
 def oversubscribed(ctx: CheckContext) -> List[Finding]:
     w = recording(ctx)
     a = analysis_of(w)
-    if "run_queue" not in a.host:
+    own = a.procs.get("threads_running_p50") if a.procs else None
+    if own is None and "run_queue" not in a.host:
         raise SkipCheck("no run-queue samples (a live watch reads /proc/stat; a replay needs vmstat's 'r' column)")
     if not w.cpu_available:
         raise SkipCheck("the CPUs the run may use are unknown")
-    if "cpu_busy_pct" not in a.host:
+    if own is None and "cpu_busy_pct" not in a.host:
         raise SkipCheck("no CPU samples in the recording")
     found = oversubscription(a, w)
     if found is None:
         return []
     rq, cpus, ev = found
+    whose = "of the watched processes' threads" if own is not None else "threads"
     ranks = max(1, a.procs.get("trainers_max") or 0) if a.procs else 1
     workers = (a.procs.get("workers_max") or 0) if a.procs else 0
     per_rank = max(1, int(cpus // ranks))
     threads = f"{per_rank}"
     return [OVERSUB.warning(
-        "oversubscribed", f"{rq:g} threads are ready to run (p50) for the {cpus:g} CPUs this run may use: they "
+        "oversubscribed", f"{rq:g} {whose} are ready to run (p50) for the {cpus:g} CPUs this run may use: they "
         f"queue for the cores ({ranks} training process{'es' if ranks > 1 else ''}"
         + (f", {workers} loader workers" if workers else "") + ")",
         evidence=ev, confidence=confidence(a, direct=True),

@@ -317,9 +317,22 @@ def _proc_stats(samples: List[Dict[str, Any]]) -> Dict[str, Any]:
     if seen:
         # the share of worker observations blocked in the kernel on I/O (state D, psutil's "disk-sleep")
         out["worker_disk_sleep_share"] = round(sum(int(w.get("disk-sleep") or 0) for w in ws) / seen, 3)
+        # ... and running or waiting for a core (state R, psutil's "running"): workers with work to compute
+        out["worker_running_share"] = round(sum(int(w.get("running") or 0) for w in ws) / seen, 3)
     th = [int(p["threads"]) for p in ps[1:] if isinstance(p.get("threads"), int)]
     if th:
         out["threads_p50"] = pct([float(t) for t in th], 0.5)
+    # the samples while the run trains, not its start-up (the interpreter and `import torch`, seconds on a busy
+    # box, are one thread): with loader workers, while they exist; without, once torch's thread pool is up
+    # (the tree holds at least half the threads it ever held)
+    live = [p for p in ps[1:] if isinstance(p.get("threads_running"), int) and (p.get("torch_trainers") or 0) > 0]
+    if out["workers_max"]:
+        live = [p for p in live if (p.get("workers") or 0) > 0]
+    elif th:
+        live = [p for p in live if isinstance(p.get("threads"), int) and p["threads"] >= max(th) / 2]
+    tr = [int(p["threads_running"]) for p in live]
+    if tr:
+        out["threads_running_p50"] = pct([float(t) for t in tr], 0.5)
     rss = [int(p["rss_bytes"]) for p in ps if isinstance(p.get("rss_bytes"), int)]
     if rss:
         out["rss_bytes_max"] = max(rss)

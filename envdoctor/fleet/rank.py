@@ -122,11 +122,19 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
     else:
         device = torch.device("cpu")
     timeout = _dt.timedelta(seconds=options.timeout_s)
+    # gloo pairs only where messages go (rank 0 and each rank), not gloo's default full mesh: see comm.py
+    os.environ.setdefault("TORCH_GLOO_LAZY_INIT", "1")
+    fd_note = comm.ensure_fds(comm.fds_needed(place.rank, place.world_size))
+    if fd_note:
+        sys.stderr.write(f"envdoctor fleet: rank {place.rank}: {fd_note}\n")
     dist.init_process_group(backend, timeout=timeout)
     ctrl = None if backend == "gloo" else dist.new_group(backend="gloo", timeout=timeout)
     code = testing.exit_at(env, place.rank, "after-init")
     if code is not None:
         testing.leave(code)
+    late = testing.late_at(env, place.rank, "after-init")
+    if late:
+        time.sleep(late)
     me = identity(torch, place, device)
     others = list(range(1, place.world_size))
     fleet = FleetData(backend=backend, world_size=place.world_size, timeout_s=options.timeout_s, ranks=[],
@@ -153,9 +161,13 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
 
             record["bench"] = rank_kernels(torch, device, options.bench_budget_s)
         testing.apply(env, place.rank, record)
+        record["sockets"] = comm.open_sockets()  # what this rank holds as it reports (see comm.py)
         code = testing.exit_at(env, place.rank, "before-gather")
         if code is not None:
             testing.leave(code)
+        late = testing.late_at(env, place.rank, "before-gather")
+        if late:
+            time.sleep(late)
         stage = "report"
         if place.rank != 0:
             # rank 0 may still be collecting its own node's facts: a send waits as long as a go does
@@ -174,6 +186,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
                                time.monotonic() + options.timeout_s).start()
         payloads = gather.wait()
         gather = None
+        record["sockets"] = comm.open_sockets()  # rank 0 after hearing from every rank
         payloads[0] = comm.Arrival(value=record, at=time.time())
         _assemble(fleet, hellos, payloads, me)
         answered = [r for r in said_hello if payloads.get(r) and payloads[r].value is not None]

@@ -8,7 +8,8 @@ They are read only when ENVDOCTOR_FLEET_TESTING=1 (the tests set it for the rank
   the rank's own record ("rank.torch_version"). Example: "1:pythons[0].torch.version=2.12.0+cpu".
 - ENVDOCTOR_FLEET_TEST_EXIT="RANK:STAGE:CODE": rank RANK exits with CODE (os._exit, no clean-up, as a crash)
   at STAGE: "after-init" (before saying hello) or "before-gather" (after its own part, before sending it);
-  CODE "hang" makes it hang there instead (a rank stuck in a driver call), until the launcher ends it.
+  CODE "hang" makes it hang there instead (a rank stuck in a driver call), until the launcher ends it;
+  CODE "late=SECONDS" makes it wait that long there and then carry on (a rank that comes after the deadline).
 """
 
 from __future__ import annotations
@@ -57,12 +58,28 @@ def exit_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[int]:
     if not enabled(env) or not env.get(EXIT):
         return None
     for item in filter(None, (s.strip() for s in env[EXIT].split(";"))):
-        m = re.fullmatch(r"(\d+):([a-z-]+):(\d+|hang)", item)
-        if not m or m.group(2) not in STAGES:
-            raise HookError(f"{EXIT}: {item!r} is not RANK:STAGE:CODE (STAGE: {', '.join(STAGES)})")
-        if int(m.group(1)) == rank and m.group(2) == stage:
+        m = _item(item)
+        if int(m.group(1)) == rank and m.group(2) == stage and not m.group(3).startswith("late="):
             return HANG if m.group(3) == "hang" else int(m.group(3))
     return None
+
+
+def late_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[float]:
+    """The seconds rank ``rank`` must wait at ``stage`` before it carries on ("late=SECONDS"), or None."""
+    if not enabled(env) or not env.get(EXIT):
+        return None
+    for item in filter(None, (s.strip() for s in env[EXIT].split(";"))):
+        m = _item(item)
+        if int(m.group(1)) == rank and m.group(2) == stage and m.group(3).startswith("late="):
+            return float(m.group(3)[len("late="):])
+    return None
+
+
+def _item(item: str) -> re.Match[str]:
+    m = re.fullmatch(r"(\d+):([a-z-]+):(\d+|hang|late=\d+(?:\.\d+)?)", item)
+    if not m or m.group(2) not in STAGES:
+        raise HookError(f"{EXIT}: {item!r} is not RANK:STAGE:CODE (STAGE: {', '.join(STAGES)})")
+    return m
 
 
 def set_path(data: Dict[str, Any], path: str, value: Any) -> None:

@@ -271,6 +271,9 @@ class ProcessTree:
             "worker_states": worker_states,
             # threads of the training processes and their workers (intra-op pools, loader threads)
             "threads": sum(int(info[pid].get("threads") or 0) for pid in trainers + workers),
+            # of them, those running or ready to run (state R): this run's own demand for cores, whatever other
+            # tenants of the machine add to the host's run queue
+            "threads_running": _running_threads(trainers + workers),
         }
 
     def _cmd_of(self, pid: int) -> Tuple[str, ...]:
@@ -280,6 +283,27 @@ class ProcessTree:
             except (psutil.Error, OSError):
                 self._cmd[pid] = ()
         return self._cmd[pid]
+
+
+def _running_threads(pids: List[int], cap: int = 4096) -> Optional[int]:
+    """Threads of ``pids`` in state R (running or runnable) from /proc/PID/task/TID/stat; None where unreadable."""
+    n, read = 0, 0
+    for pid in pids:
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids[:cap]:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            # "pid (comm) S ...": the state follows the last ')' (a comm may hold spaces and parentheses)
+            state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3]
+            read += 1
+            n += state == b"R"
+    return n if read else None
 
 
 def _descendants(root: int) -> Optional[List[int]]:

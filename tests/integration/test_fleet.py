@@ -94,8 +94,9 @@ def test_two_nodes_one_with_another_torch_and_a_small_shm(cpu_venv, tmp_path):
     assert [f["code"] for f in again["fleet_findings"]] == [f["code"] for f in report["fleet_findings"]]
 
 
-def _four_ranks_one_leaves(python: str, tmp: Path, code, rank: int = 3, timeout: int = 20):
-    env = _env(tmp, ENVDOCTOR_FLEET_TEST_EXIT=f"{rank}:before-gather:{code}")
+def _four_ranks_one_leaves(python: str, tmp: Path, code, rank: int = 3, timeout: int = 20,
+                           stage: str = "before-gather"):
+    env = _env(tmp, ENVDOCTOR_FLEET_TEST_EXIT=f"{rank}:{stage}:{code}")
     argv = ["timeout", "120"] + _torchrun(python, "--nproc-per-node", "4", "--master-port", str(_port())) + \
         ["--timeout", str(timeout)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp,
@@ -135,3 +136,38 @@ def test_a_rank_that_hangs_is_named_at_the_deadline_and_the_others_still_count(c
     assert "rank 1 (node 0, host" in text and "no answer within the deadline" in text
     assert "3 of 4 ranks reported" in text
     assert left == [], f"processes left behind: {left}"
+
+
+@pytest.mark.parametrize("stage", ["after-init", "before-gather"])
+def test_a_rank_that_comes_after_the_deadline_is_named_and_the_others_still_count(cpu_venv, tmp_path, stage):
+    """Rank 3 waits 25 s (then carries on) where the deadline is 12 s: before its hello, or before its report.
+    Rank 0's report has the three ranks that came and names rank 3 as missing at that stage."""
+    proc, out, err, left = _four_ranks_one_leaves(cpu_venv.python, tmp_path, "late=25", rank=3, timeout=12,
+                                                  stage=stage)
+    assert proc.returncode not in (0, 124), err[-2000:]
+    text = " ".join(out.split())
+    assert "3 of 4 ranks reported" in text, (text[-3000:], err[-2000:])
+    assert "rank 3" in text and "no answer within the deadline" in text, text[-3000:]
+    assert left == [], f"processes left behind: {left}"
+
+
+def test_sixteen_ranks_hold_sockets_to_rank_0_only(cpu_venv, tmp_path):
+    """16 real gloo ranks, small payloads: each rank counts its sockets (/proc/self/fd) as it reports, rank 0
+    after hearing from all. gloo's full mesh would give every rank 15 pairs; with pairs only where messages go,
+    rank 0 holds one per other rank and the rest a constant (envdoctor/fleet/comm.py states the bound)."""
+    n = 16
+    env = _env(tmp_path)
+    argv = ["timeout", "400"] + _torchrun(cpu_venv.python, "--nproc-per-node", str(n), "--master-port",
+                                          str(_port())) + ["--timeout", "120", "--format", "json"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path,
+                            start_new_session=True)
+    out, err = proc.communicate(timeout=450)
+    assert proc.returncode != 124, err[-2000:]
+    report = json.loads(out)
+    ranks = {r["rank"]: r for r in report["fleet"]["ranks"]}
+    assert sorted(ranks) == list(range(n)) and report["fleet"]["missing"] == [], err[-2000:]
+    others = [ranks[r]["sockets"] for r in range(1, n)]
+    assert all(isinstance(s, int) for s in others + [ranks[0]["sockets"]]), ranks[1]
+    assert max(others) <= 4, others  # rank 0's pair, the rendezvous store, one more: not n - 1 pairs
+    assert n - 1 <= ranks[0]["sockets"] <= n + 3, ranks[0]["sockets"]  # one pair per rank it heard from
+    assert ranks[1]["env"].get("OMP_NUM_THREADS") == "1"

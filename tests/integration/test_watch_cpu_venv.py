@@ -29,6 +29,12 @@ class DS(Dataset):
     def __getitem__(self, i):
         if SLEEP:
             time.sleep(SLEEP)
+        if WMATMUL:  # numerical work on torch's intra-op threads (the worker's own pool: WORKER_THREADS)
+            torch.mm(torch.ones(WMATMUL, WMATMUL), torch.ones(WMATMUL, WMATMUL))
+        if BURN:  # decoding and augmentation stand-in: pure-Python work on the worker's own core
+            acc = 0
+            for k in range(BURN):
+                acc += k * k % 7
         if READ:
             import mmap, random
             if not hasattr(self, "fd"):
@@ -39,8 +45,17 @@ class DS(Dataset):
         return torch.randn(32), torch.randint(0, 4, ())
 
 WORKERS, SLEEP, TIMED = int(os.environ["WORKERS"]), float(os.environ["SLEEP"]), os.environ["TIMED"] == "1"
-model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 4))
-loader = DataLoader(DS(), batch_size=16, num_workers=WORKERS)
+BURN = int(os.environ.get("BURN", "0"))  # loop iterations per sample
+THREADS = int(os.environ.get("THREADS", "0"))  # torch.set_num_threads in the training process
+WIDTH = int(os.environ.get("WIDTH", "64"))  # the hidden layer
+MATMUL = int(os.environ.get("MATMUL", "0"))  # an N x N matmul in each step: torch runs it on its intra-op threads
+WMATMUL = int(os.environ.get("WMATMUL", "0"))  # an N x N matmul for each sample, in the loader workers
+WORKER_THREADS = int(os.environ.get("WORKER_THREADS", "0"))  # torch.set_num_threads in each worker (torch sets 1)
+if THREADS:
+    torch.set_num_threads(THREADS)
+model = torch.nn.Sequential(torch.nn.Linear(32, WIDTH), torch.nn.ReLU(), torch.nn.Linear(WIDTH, 4))
+loader = DataLoader(DS(), batch_size=16, num_workers=WORKERS,
+                    worker_init_fn=(lambda _: torch.set_num_threads(WORKER_THREADS)) if WORKER_THREADS else None)
 if TIMED:
     from envdoctor.watch import timed
     loader = timed(loader)
@@ -49,6 +64,8 @@ BLOB = torch.zeros(96 << 20, dtype=torch.uint8) if CKPT else None  # 96 MiB save
 step = 0
 end = time.monotonic() + float(os.environ.get("SECONDS_", "3"))  # then exit: watch ends with it
 for x, y in loader:
+    if MATMUL:
+        torch.mm(torch.ones(MATMUL, MATMUL), torch.ones(MATMUL, MATMUL))
     loss = torch.nn.functional.cross_entropy(model(x), y)
     model.zero_grad()
     loss.backward()
@@ -67,12 +84,12 @@ for x, y in loader:
 
 
 def _watch(venv, tmp_path, workers: int, sleep: float = 0.0, timed: bool = False, read=None, seconds: float = 3.0,
-           ckpt=None):
+           ckpt=None, **extra: int):
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
     # the training process imports envdoctor.watch (timed) from this checkout
     env = dict(os.environ, WORKERS=str(workers), SLEEP=str(sleep), TIMED="1" if timed else "0",
-               PYTHONPATH=str(REPO), NO_COLOR="1", SECONDS_=str(seconds))
+               PYTHONPATH=str(REPO), NO_COLOR="1", SECONDS_=str(seconds), **{k.upper(): str(v) for k, v in extra.items()})
     data = []
     if ckpt is not None:
         env["CKPT"] = str(ckpt)
@@ -162,3 +179,39 @@ def test_checkpoint_saves_in_the_loop_are_checkpoint_stalls(cpu_venv, tmp_path):
         assert "stopped" in f["summary"]
     else:
         assert "CHECKPOINT_STALL" not in findings and checks["watch.stalls"]["status"] == "passed", s
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["no-timer", "timer"])
+def test_workers_that_burn_cpu_are_cpu_bound(cpu_venv, tmp_path, timed):
+    """__getitem__ computes (a pure-Python loop per sample): the workers are runnable (state R) whether they get
+    a core or another tenant of this shared box holds it, and that, not their share of a core, makes the verdict
+    INPUT_CPU_BOUND (it was INPUT_BOUND, 'other processes hold them', when the workers got 24% of a core each)."""
+    w, findings, _ = _watch(cpu_venv, tmp_path, workers=2, timed=timed, seconds=6.0, burn=200000)
+    p = w["summary"].get("processes") or {}
+    verdict = [f["category"] for f in findings.values() if f["code"].startswith("watch.bottleneck/")]
+    running = p.get("worker_running_share")
+    assert running is not None and p.get("workers_max") == 2, p  # the workers' states were read
+    # computing workers are runnable however few cycles they get; none of them waits on a read
+    assert running >= 0.5 and (p.get("worker_disk_sleep_share") or 0) < 0.5, p
+    assert verdict == ["INPUT_CPU_BOUND"], (verdict, p, w["summary"].get("data_wait_fraction"))
+    if timed:
+        assert w["summary"]["step_count"] >= 1
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["no-timer", "timer"])
+def test_workers_with_torch_thread_pools_are_oversubscribed(cpu_venv, tmp_path, timed):
+    """Two workers, each with a torch pool of 4 threads per CPU this run may use, computing matmuls for every
+    sample: the workers are the loop's limit, so they compute nearly all the time and their pools want 8 x the
+    cores. CPU_STARVED exactly when the run's own runnable threads (state R, p50 while the workers live) reach
+    1.5 x the CPUs, and this run shows it (another tenant's threads are not counted)."""
+    pool = min(64, 4 * len(os.sched_getaffinity(0)))
+    w, findings, checks = _watch(cpu_venv, tmp_path, workers=2, timed=timed, seconds=6.0, worker_threads=pool,
+                                 wmatmul=384)
+    p = w["summary"].get("processes") or {}
+    own, cpus = p.get("threads_running_p50"), w["cpu_available"]
+    assert own is not None and cpus, p
+    assert own >= 1.5 * cpus, (own, cpus, p)  # the pools' threads were seen queueing
+    assert ("CPU_STARVED" in findings) == (own >= 1.5 * cpus), (own, cpus, findings.get("CPU_STARVED"))
+    assert checks["watch.oversubscribed"]["status"] == ("failed" if own >= 1.5 * cpus else "passed")
+    if "CPU_STARVED" in findings:
+        assert findings["CPU_STARVED"]["evidence"][0]["path"] == "watch.summary.processes.threads_running_p50"

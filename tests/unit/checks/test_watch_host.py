@@ -31,6 +31,40 @@ def test_another_tenants_threads_are_not_this_runs():
     assert v["checks"]["watch.oversubscribed"].status == "passed"
 
 
+def _own(running: int, rq: float = 9.0, n: int = 20):
+    """The watched tree's own runnable threads (state R) on a box whose run queue other tenants fill."""
+    host = [{"cpu_busy_pct": 100.0, "run_queue": rq}] * n
+    procs = [{"count": 3, "trainers": 1, "torch_trainers": 1, "workers": 2, "cpu_pct": 60.0, "main_cpu_pct": 20.0,
+              "worker_cpu_pct": [20.0, 20.0], "threads": 24, "threads_running": running}] * n
+    return verdicts(series([], host=host, procs=procs), cpu_available=2.0)
+
+
+def test_the_runs_own_runnable_threads_are_judged_not_the_hosts_queue():
+    f = _own(running=16)["findings"]["CPU_STARVED"]
+    assert f.code == "watch.oversubscribed/oversubscribed" and f.severity == "warning"
+    assert "16 of the watched processes' threads are ready to run (p50) for the 2 CPUs" in f.summary
+    assert f.evidence[0].path == "watch.summary.processes.threads_running_p50" and f.evidence[0].value == 16
+    # other tenants fill the host's run queue (9) while this run asks for two cores: not this run's doing
+    assert _own(running=2)["checks"]["watch.oversubscribed"].status == "passed"
+    # without a host run queue at all, the tree's own threads still judge
+    procs = [{"count": 1, "trainers": 1, "torch_trainers": 1, "workers": 0, "threads": 16, "threads_running": 12}] * 20
+    v = verdicts(series([], procs=procs), cpu_available=4.0)
+    assert v["findings"]["CPU_STARVED"].evidence[0].value == 12
+
+
+def test_the_start_up_is_not_the_run():
+    """As recorded on the loaded 2-core box (two workers with 8-thread torch pools, tests/integration): 12 s of
+    `import torch` on one thread, then 6 s with the workers up and 3-11 threads ready to run. The start-up is
+    no part of the run's demand: judged while the workers exist, 6 threads (p50) queue for 2 CPUs."""
+    start = [{"count": 1, "trainers": 1, "torch_trainers": 1, "workers": 0, "threads": 1, "threads_running": 1}] * 24
+    loop = [{"count": 3, "trainers": 1, "torch_trainers": 1, "workers": 2, "threads": 24, "threads_running": r,
+             "worker_states": {"running": 1, "sleeping": 1}} for r in (8, 6, 3, 10, 5, 6, 11, 3, 6, 6, 6, 3)]
+    v = verdicts(series([], host=[{"cpu_busy_pct": 100.0, "run_queue": 8}] * 36, procs=start + loop),
+                 cpu_available=2.0)
+    f = v["findings"]["CPU_STARVED"]
+    assert f.evidence[0].path == "watch.summary.processes.threads_running_p50" and f.evidence[0].value == 6
+
+
 def test_no_run_queue_is_skipped_with_the_reason():
     host = [{"cpu_busy_pct": 99.0}] * 20
     c = verdicts(series([], host=host), cpu_available=2.0)["checks"]["watch.oversubscribed"]

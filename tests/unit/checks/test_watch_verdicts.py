@@ -364,6 +364,27 @@ def test_cpu_bound_workers_are_named_without_the_timer():
     assert f.code == "watch.bottleneck/cpu" and "num_workers=" in f.fix.commands[0]
 
 
+def test_cpu_bound_workers_on_a_shared_box_are_cpu_bound_not_latency():
+    """As recorded on a loaded 2-core box (tests/integration, BURN): the two workers are runnable every sample
+    (state R) but get 24% of a core each while other tenants hold the CPUs. They compute: INPUT_CPU_BOUND, with
+    the timer (steps wait 64%) and without it, never the latency verdict INPUT_BOUND."""
+    # another tenant keeps the disk busy: the workers compute, so it is not their limit
+    host = [{"cpu_busy_pct": 100.0, "cpu_iowait_pct": 0.0, "run_queue": 7,
+             "disks": {"vda": {"read_mbps": 90.0, "iops": 700.0, "await_ms": 3.0, "util_pct": 95.0}}}] * 20
+    procs = _worker_procs(20, 2, 24.0, 10.0, {"running": 2})
+    for steps in (None, [{"steps": 9, "wait_s": 3.2, "step_s": 5.0}]):
+        v = verdicts(series([], host=host, procs=procs), steps=steps, cpu_available=2.0)
+        f = v["findings"]["INPUT_CPU_BOUND"]
+        assert f.code == "watch.bottleneck/cpu" and f.severity == "warning", f
+        assert "running or waiting for a core 100% of the time" in f.summary and "other processes hold" in f.summary
+        assert {e.path for e in f.evidence} >= {"watch.summary.processes.worker_running_share"}
+        assert "INPUT_BOUND" not in cats(v)
+    # the same workers asleep on their queues (batches ready) are not what limits the run
+    idle = verdicts(series([], host=host, procs=_worker_procs(20, 2, 24.0, 10.0, {"sleeping": 2})),
+                    steps=[{"steps": 9, "wait_s": 3.2, "step_s": 5.0}], cpu_available=2.0)
+    assert "INPUT_CPU_BOUND" not in cats(idle) and "INPUT_STORAGE_BOUND" in cats(idle)
+
+
 def test_a_pegged_training_process_with_idle_workers_is_its_own_limit():
     v = verdicts(series([], procs=_worker_procs(20, 2, 3.0, 99.0, {"sleeping": 2})), cpu_available=4)
     f = v["findings"]["INPUT_BOUND"]
