@@ -149,7 +149,7 @@ def test_finding_codes_cover_every_builder_kind():
 # test_watch_verdicts.py, tests/unit/bench, tests/unit/diagnose, ...): each leaves this list when its tests move
 # to tests/unit/checks/test_<module>.py
 NOT_YET_MIRRORED = {"bench", "bench_sustained", "diagnose_majors", "diagnose_paste", "diagnose_platform", "driver",
-                    "packages", "requirements", "torch_build", "watch", "watch_gpus"}
+                    "packages", "requirements", "torch_build"}
 
 
 def test_check_tests_mirror_check_modules():
