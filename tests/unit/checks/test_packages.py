@@ -5,11 +5,21 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
+from envdoctor.compat import load_compat
 from envdoctor.model.facts import Package
 from envdoctor.model.findings import CheckStatus, Severity
+from envdoctor.services.assertions import judge_declared
 from envdoctor.services.collect import judge
 from tests import machines as m
+from tests.unit.checks.extension_facts import assert_facts, lib, of, status, with_extensions
 from tests.unit.checks.judged import problems, result
+
+
+@pytest.fixture(scope="module")
+def compat():
+    return load_compat()
 
 
 def test_cpu_torch_with_pypi_torchvision_is_mixed_and_fix_pairs_them():
@@ -101,3 +111,28 @@ def test_extension_pinned_elsewhere_whole_finding():
                                                             "THIRD_PARTY_EXTENSION_MISMATCH", Severity.ERROR)
     assert x.summary == "xformers 0.0.27 does not match torch 2.5.1+cu121: requires torch==2.3.1"
     assert [(e.path, e.value) for e in x.evidence] == [("pythons[0].packages.xformers.requires", "torch==2.3.1")]
+
+
+def test_live_machine_judges_extensions_against_its_gpus(compat) -> None:
+    # healthy_a100: a live A100 (driver probe). flash-attn built for sm_90 only has nothing for it
+    f = with_extensions(m.healthy_a100(), [lib("flash-attn", ["sm_90"]), lib("xformers", ["sm_80"])])
+    r = judge(f, compat)
+    (err,) = of(r, "packages.extensions")
+    assert err.code == "packages.extensions/missing" and err.severity == "error"
+    assert err.category == "THIRD_PARTY_EXTENSION_MISMATCH" and "GPU 0 (NVIDIA A100-SXM4-80GB)" in err.summary
+    assert err.evidence[0].path == "driver.gpus[0].compute_capability"
+    # served: the check passes instead of skipping for want of a known extension
+    ok = judge(with_extensions(m.healthy_a100(), [lib("xformers", ["sm_80"])]), compat)
+    assert of(ok, "packages.extensions") == [] and status(ok, "packages.extensions").status == CheckStatus.PASSED
+    # without extension facts the check behaves as before (skipped: nothing to judge)
+    st = status(judge(m.healthy_a100(), compat), "packages.extensions")
+    assert st.status == CheckStatus.SKIPPED and "no compiled extension" in st.reason
+    # extensions with kernels but no GPU to judge them against: the skip says so, not "none installed"
+    gpuless = replace(f, driver=replace(f.driver, gpus=[]), pythons=[replace(f.pythons[0], torch=replace(
+        f.pythons[0].torch, devices=[]))])
+    st = status(judge(gpuless, compat), "packages.extensions")
+    assert st.status == CheckStatus.SKIPPED and "no GPU is seen" in st.reason
+    # under assert the declared GPUs are judged by requirements.extensions-gpus, not twice here
+    st = status(judge_declared(assert_facts(compat, [lib("flash-attn", ["sm_80"])], ["H100"]), compat),
+                "packages.extensions")
+    assert st.status == CheckStatus.SKIPPED and "requirements.extensions-gpus" in st.reason
