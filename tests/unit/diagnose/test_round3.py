@@ -95,33 +95,6 @@ def test_companion_library_symbol(compat, line) -> None:
 
 # ---- gap 5: a conda solve that mixes CUDA majors
 
-CONDA_MIX = """$ conda install pytorch torchvision pytorch-cuda=11.8 -c pytorch -c nvidia
-The following NEW packages will be INSTALLED:
-
-  cuda-cudart        nvidia/linux-64::cuda-cudart-11.8.89-0
-  cuda-runtime       nvidia/linux-64::cuda-runtime-12.1.0-0
-  libcublas          nvidia/linux-64::libcublas-12.1.0.26-0
-  libcusparse        nvidia/linux-64::libcusparse-12.0.2.55-0
-  pytorch            pytorch/linux-64::pytorch-2.1.0-py3.10_cuda11.8_cudnn8.7.0_0
-  pytorch-cuda       pytorch/linux-64::pytorch-cuda-11.8-h7e8668a_5
-
-$ python -c "import torch"
-ImportError: libcusparse.so.11: cannot open shared object file: No such file or directory
-"""
-
-
-def test_conda_solve_mixing_cuda_majors(compat) -> None:
-    report = diagnose_report([CONDA_MIX], compat)
-    mixed = [f for f in report.findings if f.code == "diagnose.conda-cuda-majors/mixed"]
-    assert mixed and mixed[0].severity == "error" and "libcusparse 12.0.2.55" in mixed[0].summary
-    # the import error follows from it: its own finding, caused_by the mix (gap 9), and no shadowing lead
-    follows = [f for f in report.findings if f.category == "TORCH_IMPORT_FAILED"]
-    assert follows and follows[0].caused_by == "diagnose.conda-cuda-majors/mixed"
-    assert "SYSTEM_LIB_SHADOWING" not in _serious(report)
-    one_major = CONDA_MIX.replace("cuda-runtime-12.1.0", "cuda-runtime-11.8.0").replace(
-        "libcublas-12.1.0.26", "libcublas-11.11.3.6").replace("libcusparse-12.0.2.55", "libcusparse-11.7.5.86")
-    assert "diagnose.conda-cuda-majors/mixed" not in _codes(diagnose_report([one_major], compat))
-
 
 # ---- gap 6: a topology matrix and a hang between some pairs
 
