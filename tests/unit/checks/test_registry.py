@@ -148,7 +148,7 @@ def test_finding_codes_cover_every_builder_kind():
 # check modules whose tests still live in files that hold several modules' tests (test_core.py, test_health.py,
 # test_watch_verdicts.py, tests/unit/bench, tests/unit/diagnose, ...): each leaves this list when its tests move
 # to tests/unit/checks/test_<module>.py
-NOT_YET_MIRRORED = {"bench", "bench_sustained", "diagnose_paste"}
+NOT_YET_MIRRORED = {"bench", "bench_sustained"}
 
 
 def test_check_tests_mirror_check_modules():
