@@ -16,6 +16,7 @@ from envdoctor.model.facts import (
     PcieLink,
     ProbeStatus,
     PythonEnv,
+    Targets,
     Toolkits,
     Topology,
     TorchDevice,
@@ -131,3 +132,14 @@ def driverless_a100() -> Facts:
                             cuda_init_error="Found no NVIDIA driver on your system.")],
                  topology=Topology(status=ProbeStatus.OK, nvidia_pci_devices=["0000:17:00.0 0x0302"],
                                    pcie_links=[PcieLink(bdf="0000:17:00.0", description="3D controller: [10de:20b2]")]))
+
+
+NO_TORCH_PY = "/root/.pyenv/versions/3.9.18/bin/python3.9"
+
+
+def python_without_torch(version: str, targets: Optional[Targets] = None) -> Facts:
+    """A snapshot of one interpreter of Python ``version`` with no torch (and no packages) installed."""
+    py = PythonEnv(status=ProbeStatus.OK, executable=NO_TORCH_PY, python_version=version, platform="linux-x86_64",
+                   requested_as="--python", packages=[])
+    return Facts(envdoctor_version="test", origin="snapshot", pythons=[py], targets=targets)
+

@@ -208,33 +208,46 @@ def write_textfile(report, directory: Optional[str]) -> None:
         write_metrics(report, directory)
     except OSError as e:
         raise UsageError(f"--textfile {directory}: {e.strerror or e}") from None
-class Progress:
-    """A progress line on stderr for a command that may take a while (diagnose of a long log): nothing for the
-    first ``after_s`` seconds (a short job prints nothing), then one line, rewritten in place at most every
-    ``every_s``, and cleared by ``done()`` before the report is printed. Only on a terminal (a person is waiting;
-    a log or a pipe gets no carriage returns), and never on stdout, so `--format json` stays a document.
-    ``clock`` and ``enabled`` are for tests."""
 
-    def __init__(self, stream: Any = None, clock: Optional[Callable[[], float]] = None, after_s: float = 2.0,
-                 every_s: float = 0.5, enabled: Optional[bool] = None, label: str = "envdoctor") -> None:
+
+PROGRESS_AFTER_S = 2.0  # a wait shorter than this says nothing
+
+
+def progress_wanted(stream: Any) -> bool:
+    """Whether a progress line goes to ``stream``: where it is a terminal (a person is waiting; a log or a pipe
+    is not filled with it), or always with ENVDOCTOR_PROGRESS=1, never with 0."""
+    wanted = os.environ.get("ENVDOCTOR_PROGRESS")
+    if wanted in ("0", "1"):
+        return wanted == "1"
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a closed or replaced stderr
+        return False
+
+
+class Progress:
+    """A progress line on stderr for a command that may take a while: nothing for the first ``after_s`` seconds
+    (a short job prints nothing), then a line at most every ``every_s``. With ``rewrite`` (diagnose of a long log)
+    the line is rewritten in place and cleared by ``done()`` before the report is printed; without it (check
+    waiting on a slow interpreter, see ``wait_progress``) each line stands on its own. Only where
+    ``progress_wanted``, and never on stdout, so `--format json` stays a document. ``clock`` and ``enabled`` are
+    for tests."""
+
+    def __init__(self, stream: Any = None, clock: Optional[Callable[[], float]] = None,
+                 after_s: float = PROGRESS_AFTER_S, every_s: float = 0.5, enabled: Optional[bool] = None,
+                 label: str = "envdoctor", rewrite: bool = True) -> None:
+        import threading
         import time
 
         self.stream = stream if stream is not None else sys.stderr
         self.clock = clock or time.monotonic
-        if enabled is None:
-            try:
-                enabled = bool(self.stream.isatty())
-            except (AttributeError, ValueError, OSError):
-                enabled = False
-        self.enabled = enabled
-        self.after_s, self.every_s, self.label = after_s, every_s, label
+        self.enabled = progress_wanted(self.stream) if enabled is None else enabled
+        self.after_s, self.every_s, self.label, self.rewrite = after_s, every_s, label, rewrite
         self.start = self.clock()
         self.last: Optional[float] = None
         self.width = 0
         self.shown = 0  # lines written (rewrites counted)
         self.text = "working"
-        import threading
-
         self._lock = threading.Lock()
         self._thread: Any = None
 
@@ -250,9 +263,11 @@ class Progress:
         if elapsed < self.after_s or (self.last is not None and now - self.last < self.every_s):
             return
         line = f"{self.label}: {text} ({elapsed:.0f} s)"
-        pad = max(0, self.width - len(line))
         try:
-            self.stream.write("\r" + line + " " * pad)
+            if self.rewrite:
+                self.stream.write("\r" + line + " " * max(0, self.width - len(line)))
+            else:
+                self.stream.write(line + "\n")
             self.stream.flush()
         except (OSError, ValueError):
             self.enabled = False
@@ -287,7 +302,7 @@ class Progress:
             self._stop.set()
             thread.join(timeout=2)
             self._thread = None
-        if self.enabled and self.shown:
+        if self.enabled and self.shown and self.rewrite:
             try:
                 with self._lock:
                     self.stream.write("\r" + " " * self.width + "\r")
@@ -438,45 +453,27 @@ def answer(args, fn: Callable[[Any], Tuple[Dict[str, Any], str]], error: Type[Ex
 
 # --------------------------------------------------------------------------- progress while waiting
 
-PROGRESS_AFTER_S = 2.0  # a wait shorter than this says nothing
-PROGRESS_EVERY_S = 5.0
+PROGRESS_EVERY_S = 5.0  # while check waits: a line every 5 s, each on its own line
 
 
-class WaitProgress:
-    """``collect(progress=...)``: one line on stderr once the probes have taken PROGRESS_AFTER_S, then one every
-    PROGRESS_EVERY_S, naming what is still running (a hung interpreter's `import torch` is a silent minute
-    otherwise). Written only where stderr is a terminal, or always with ENVDOCTOR_PROGRESS=1 (never with 0):
-    stdout (the report, --format json) is never touched, and a log or a pipe is not filled with it."""
-
-    def __init__(self, python_timeout_s: Optional[float], stream: Any = None) -> None:
-        self.python_timeout_s = python_timeout_s
-        self.stream = stream if stream is not None else sys.stderr
-        self.next_s = PROGRESS_AFTER_S
-
-    def __call__(self, elapsed_s: float, waiting: List[str]) -> None:
-        if elapsed_s < self.next_s or not waiting:
-            return
-        self.next_s = elapsed_s + PROGRESS_EVERY_S
-        what = [("the target interpreter (its `import torch`"
-                 + (f"; --python-timeout {self.python_timeout_s:g} s)" if self.python_timeout_s else ")"))
-                if name == "pythons" else name for name in waiting]
-        self.stream.write(f"envdoctor: still waiting after {elapsed_s:.0f} s for {', '.join(what)}\n")
-        self.stream.flush()
-
-
-def wait_progress(args: Any) -> Optional[WaitProgress]:
-    """The progress printer for a command that collects, or None where it stays quiet (see WaitProgress)."""
-    wanted = os.environ.get("ENVDOCTOR_PROGRESS")
-    if wanted == "0":
+def wait_progress(args: Any, progress: Optional[Progress] = None) -> Optional[Callable[[float, List[str]], None]]:
+    """``collect(progress=...)`` for a command that collects: a ``Progress`` line (after PROGRESS_AFTER_S, then
+    every PROGRESS_EVERY_S) naming the probes still running (a hung interpreter's `import torch` is a silent minute
+    otherwise); None where no line is wanted (``progress_wanted``). ``progress`` is for tests."""
+    progress = progress or Progress(every_s=PROGRESS_EVERY_S, rewrite=False)
+    if not progress.enabled:
         return None
-    if wanted != "1":
-        try:
-            if not sys.stderr.isatty():
-                return None
-        except (AttributeError, ValueError):  # a closed or replaced stderr
-            return None
     timeout = getattr(args, "python_timeout", None)
-    return WaitProgress(timeout if timeout is not None else DEFAULT_PYTHON_TIMEOUT_S)
+    timeout = timeout if timeout is not None else DEFAULT_PYTHON_TIMEOUT_S
+
+    def tell(_elapsed_s: float, waiting: List[str]) -> None:
+        if waiting:  # the elapsed seconds are the progress's own clock's, started as the collection starts
+            what = [("the target interpreter (its `import torch`"
+                     + (f"; --python-timeout {timeout:g} s)" if timeout else ")"))
+                    if name == "pythons" else name for name in waiting]
+            progress.update(f"still waiting for {', '.join(what)}")
+
+    return tell
 
 
 # --------------------------------------------------------------------------- signals

@@ -159,23 +159,6 @@ def test_declared_fleet_is_judged_by_the_ordinary_checks(compat) -> None:
     assert ("torch.cuda-build/cpu-only", "error") in _codes(r)
 
 
-def test_ptx_only_target_warns_about_jit(compat) -> None:
-    r = _judge(compat, _env(arch=["sm_80", "compute_80"]), driver="550.54.14", gpus=["H100"])
-    f = next(f for f in r.findings if f.code == "requirements.target-gpus/ptx-only")
-    assert f.severity == "warning" and "JIT" in f.summary
-
-
-def test_cpu_torch_gets_no_sass_tick_for_target_gpus(compat) -> None:
-    # a CPU build serves no target GPU: requirements.target-gpus must not pass ("served by SASS") on it
-    r = _judge(compat, _env("2.13.0+cpu", cuda=None, arch=[], cudnn=None), gpus=["H100"])
-    res = next(c for c in r.checks if c.id == "requirements.target-gpus")
-    assert res.status == "skipped" and "SASS coverage not judged" in (res.reason or ""), res
-    assert ("torch.cuda-build/cpu-only", "error") in _codes(r)
-    # a CUDA build with SASS for the target does pass it
-    r = _judge(compat, _env(arch=["sm_80", "sm_90"]), driver="550.54.14", gpus=["H100"])
-    assert next(c for c in r.checks if c.id == "requirements.target-gpus").status == "passed"
-
-
 def test_assert_runs_only_static_checks() -> None:
     ids = [c.id for c in static_checks()]
     assert "torch.gpu-arch" in ids and "requirements.torch" in ids

@@ -347,23 +347,39 @@ def test_gpu_bench_quick_suite_structure():
     assert all("pci_bus_id" in r["params"] for r in h2d)
 
 
+# each kernel lasts until the parent's NVML sampler for it has read the GPU (a marker the fake NVML touches),
+# not a fixed time: a loaded machine may take any time to start the sampler's thread. The links sampler alone reads
+# the link width (during h2d_/d2h_ kernels); the GPU sampler reads the clock-event reasons (every CUDA kernel).
 GPU_FAKE = r'''
-import json, sys, time
+import json, os, sys, time
 plan = json.loads(sys.argv[sys.argv.index("--plan") + 1])
+MARKS = os.environ["FAKE_NVML_MARKS"]
 def emit(**o):
     o["envdoctor_bench"] = 1
     sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
 emit(event="info", torch="fake", devices=[{"device": "cuda:0", "pci_bus_id": "0000:18:00"}])
 for item in plan:
+    mark = os.path.join(MARKS, "width" if item["name"].startswith(("h2d_", "d2h_")) else "reasons")
     emit(event="start", name=item["name"], device="cuda:0", budget_s=item["budget_s"], t=time.monotonic())
-    time.sleep(0.6)
+    end = time.monotonic() + 120
+    while not os.path.exists(mark) and time.monotonic() < end:
+        time.sleep(0.02)
     emit(event="result", result={"name": item["name"], "device": "cuda:0", "status": "ok", "value": 10.0,
                                  "unit": "GB/s", "params": {"pci_bus_id": "0000:18:00"}})
 emit(event="done")
 '''
 
 
-def test_nvml_is_read_during_gpu_kernels_links_and_throttles(tmp_path):
+def _marking(marks, name, value):
+    """A fake NVML getter that answers ``value`` and leaves the marker ``name`` (it has been read)."""
+    def read(gpu, args):
+        args[1]._obj.value = value
+        (marks / name).touch()
+        return 0
+    return read
+
+
+def test_nvml_is_read_during_gpu_kernels_links_and_throttles(tmp_path, monkeypatch):
     # the stand-in libnvidia-ml under the real pynvml: links sampled during copies, clock events during kernels
     from envdoctor.bench.run import BenchOptions, run_bench
     from envdoctor.model.facts import Driver, Gpu
@@ -371,12 +387,18 @@ def test_nvml_is_read_during_gpu_kernels_links_and_throttles(tmp_path):
 
     script = tmp_path / "gpu_fake.py"
     script.write_text(GPU_FAKE)
-    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrPcieLinkWidth=8, nvmlDeviceGetCurrentClocksEventReasons=0x20)])
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    monkeypatch.setenv("FAKE_NVML_MARKS", str(marks))
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetCurrPcieLinkWidth=_marking(marks, "width", 8),
+                                nvmlDeviceGetCurrentClocksEventReasons=_marking(marks, "reasons", 0x20))])
     driver = Driver(status=ProbeStatus.OK, gpus=[Gpu(index=0, name="NVIDIA H100 80GB HBM3",
                                                      pci_bus_id="00000000:18:00.0")])
     with installed(lib) as nvml:
         bench = run_bench(BenchOptions(python=sys.executable, names=["matmul_bf16", "h2d_pinned"], device="cuda"),
                           driver, nvml=nvml, payload=script)
+    # matmul first: no earlier kernel's sampler has left the reasons marker before matmul's own sampler reads
+    assert [r.name for r in bench.results] == ["matmul_bf16", "h2d_pinned"]
     by = {r.name: r for r in bench.results}
     assert by["h2d_pinned"].params["pcie_gen_under_load"] == 5
     assert by["h2d_pinned"].params["pcie_width_under_load"] == 8

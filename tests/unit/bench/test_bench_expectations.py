@@ -15,6 +15,7 @@ from envdoctor.compat import load_compat
 from envdoctor.compat.bench import GPU_KERNELS
 from envdoctor.model.facts import Bench, BenchResult, DataPath, Facts, ProbeStatus, Storage
 from tests.paths import FIXTURES, REPO
+from tests.unit.checks.test_bench_sustained import _sustained, _sustained_codes
 
 COMPAT = load_compat()
 TABLE = COMPAT.bench
@@ -154,42 +155,6 @@ def test_an_ebs_volume_is_judged_as_one_not_as_failing_local_nvme():
     local = dataclasses.replace(p, device_model="Samsung SSD 990 PRO 2TB")
     assert _disk(local, 130.0)[1].verdict == "warning"  # local NVMe that slow is below its kind
     assert _disk(p, 20.0)[1].verdict == "error"
-
-
-def _sustained(series, **params):
-    from envdoctor.bench.sampler import sustained_summary
-
-    summary = sustained_summary(series)
-    return BenchResult("sustained", ProbeStatus.OK, device="cuda:0", value=series[-1]["tflops"], unit="TFLOP/s",
-                       params={"pci_bus_id": "0000:18:00", "dtype": "bfloat16", **summary, **params},
-                       samples=series)
-
-
-def _sustained_codes(r):
-    facts = dataclasses.replace(FACTS, bench=Bench(status=ProbeStatus.OK, results=[r]))
-    (res,) = run_checks(facts, COMPAT, select(all_checks(), ["bench.sustained"]))
-    return [f.code for f in res.findings]
-
-
-def test_a_flat_power_capped_series_is_not_throttled_a_thermal_one_is():
-    flat = [{"t_s": i * 0.5, "tflops": 790.0, "sm_clock_mhz": 1755, "throttle_reasons": ["sw_power_cap"]}
-            for i in range(40)]
-    assert _sustained_codes(_sustained(flat)) == []
-    hot = [{"t_s": i * 0.5, "tflops": 790.0 if i < 20 else 600.0, "sm_clock_mhz": 1980 if i < 20 else 1500,
-            "throttle_reasons": [] if i < 20 else ["hw_thermal_slowdown"]} for i in range(40)]
-    assert "bench.sustained/throttled" in _sustained_codes(_sustained(hot))
-
-
-def test_a_uniformly_slow_gpu_is_caught_against_the_absolute_figure():
-    slow = [{"t_s": i * 0.5, "tflops": 400.0, "sm_clock_mhz": 1200, "throttle_reasons": ["sw_power_cap"]}
-            for i in range(40)]
-    assert _sustained_codes(_sustained(slow)) == ["bench.sustained/below-expected"]
-
-
-def test_a_result_matrix_with_corrupted_elements_fails():
-    flat = [{"t_s": i * 0.5, "tflops": 790.0, "sm_clock_mhz": 1980, "throttle_reasons": []} for i in range(10)]
-    codes = _sustained_codes(_sustained(flat, faulty_elements=12, checked_elements=67108864))
-    assert codes == ["bench.sustained/wrong-results"]
 
 
 def test_an_overridden_fp32_result_is_not_judged_as_fp32():

@@ -1,4 +1,5 @@
-"""Core checks judged on machine snapshots: one passing, one failing and one skipped case per check."""
+"""Checks judged on the machine snapshots (tests/machines.py) across modules: each scenario gets exactly its category,
+and the cases that span checks (driver, torch_build and packages have their own files)."""
 
 from __future__ import annotations
 
@@ -6,25 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from envdoctor.checks import all_checks, run_checks, select
-from envdoctor.compat import load_compat
 from envdoctor.model.facts import Container, Driver, Facts, LibraryCopy, Package, ProbeStatus
 from envdoctor.model.findings import CheckStatus, Severity
 from envdoctor.services.collect import judge
 from tests import machines as m
-
-
-def problems(facts):
-    """{category: finding} of warnings and errors."""
-    report = judge(facts)
-    errored = [c for c in report.checks if c.status == CheckStatus.ERRORED]
-    assert not errored, [(c.id, c.reason) for c in errored]
-    return {f.category: f for f in report.findings if Severity.at_least(f.severity, Severity.WARNING)}
-
-
-def result(facts, check_id):
-    (res,) = run_checks(facts, load_compat(), select(all_checks(), [check_id]))
-    return res
+from tests.unit.checks.judged import problems, result
 
 
 @pytest.mark.parametrize("name", sorted(m.SCENARIOS))
@@ -85,95 +72,6 @@ def test_cuda_newer_than_matrix_is_unknown_not_error():
     newer_major = replace(f, driver=replace(f.driver, version="550.54.15", kernel_module_version="550.54.15",
                                             cuda_driver_version="12.4"))
     assert problems(newer_major)["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].code == "driver.cuda-compat/too-old"
-
-
-def test_rtx5090_with_cu124_names_sm120_and_a_cu128_plus_build():
-    f = problems(m.rtx5090_cu124())["GPU_ARCH_NOT_IN_TORCH_BUILD"]
-    assert "sm_120" in f.summary and "2.6.0+cu124" in f.summary
-    cmd = f.fix.commands[0]
-    assert "--index-url https://download.pytorch.org/whl/cu12" in cmd and "torch==" in cmd
-    assert any("not compatible with the current PyTorch" in str(e.value) for e in f.evidence)
-
-
-def test_arch_check_passes_for_hopper_and_skips_without_gpus():
-    assert result(m.healthy_a100(), "torch.gpu-arch").status == CheckStatus.PASSED
-    assert result(m.cpu_torch_cuda_vision(), "torch.gpu-arch").status == CheckStatus.SKIPPED
-
-
-def test_arch_from_matrix_when_the_paste_has_no_arch_list():
-    f = m.rtx5090_cu124()
-    py = f.pythons[0]
-    f = replace(f, pythons=[replace(py, torch=replace(py.torch, arch_list=None, warnings=[]))])
-    assert "GPU_ARCH_NOT_IN_TORCH_BUILD" in problems(f)
-
-
-def test_cpu_build_on_gpu_box_fix_uses_cuda_index():
-    f = problems(m.gpus_with_cpu_torch())["TORCH_CPU_ONLY_BUILD"]
-    assert f.severity == Severity.ERROR
-    assert "2.4.0+cpu" in f.summary
-    assert f.fix.commands == [
-        "/opt/venv/bin/python -m pip install --force-reinstall torch==2.4.0 --index-url https://download.pytorch.org/whl/cu121"]
-    assert result(m.healthy_a100(), "torch.cuda-build").status == CheckStatus.PASSED
-    no_torch = replace(m.healthy_a100(), pythons=[replace(m.healthy_a100().pythons[0], torch=None)])
-    assert result(no_torch, "torch.cuda-build").status == CheckStatus.SKIPPED
-
-
-def test_cpu_torch_with_pypi_torchvision_is_mixed_and_fix_pairs_them():
-    f = problems(m.cpu_torch_cuda_vision())["CUDA_VARIANT_MIXED"]
-    assert f.severity == Severity.ERROR
-    assert "2.2.1+cpu" in f.summary and "torchvision 0.17.1" in f.summary and "cu121" in f.summary
-    assert f.fix.commands == ["/opt/venv/bin/python -m pip install --force-reinstall torch==2.2.1 torchvision==0.17.1 "
-                              "--index-url https://download.pytorch.org/whl/cpu"]
-
-
-def test_variant_from_compiled_files_beats_guessing():
-    f = m.cpu_torch_cuda_vision()
-    py = f.pythons[0]
-    tv = Package("torchvision", "0.17.1", variant="cpu", variant_evidence="no CUDA libraries linked")
-    f = replace(f, pythons=[replace(py, packages=[py.packages[0], tv])])
-    assert "CUDA_VARIANT_MIXED" not in problems(f)
-
-
-def test_no_driver_on_a_cpu_box_is_info_only():
-    report = judge(m.cpu_torch_cuda_vision())
-    (f,) = [x for x in report.findings if x.about == "NO_NVIDIA_DRIVER"]
-    assert (f.severity, f.category) == (Severity.INFO, "NOTE")
-
-
-def test_no_driver_with_nvcc_is_an_error():
-    f = m.with_nvcc(replace(m.cpu_torch_cuda_vision(), pythons=[]), "13.0", "13.0.88")
-    found = problems(f)
-    assert found["NO_NVIDIA_DRIVER"].severity == Severity.ERROR
-    assert any(e.path == "toolkits.on_path.version" for e in found["NO_NVIDIA_DRIVER"].evidence)
-
-
-def test_companion_mismatch_triton_and_torchvision():
-    f = m.healthy_a100()
-    py = f.pythons[0]
-    pkgs = [Package("torch", "2.5.1+cu121"), Package("torchvision", "0.19.1+cu121"), Package("triton", "3.0.0")]
-    assert set(problems(replace(f, pythons=[replace(py, packages=pkgs)]))) == {"COMPANION_VERSION_MISMATCH"}
-    codes = {x.code: x for x in judge(replace(f, pythons=[replace(py, packages=pkgs)])).findings}
-    tv = codes["packages.companions/torchvision"]
-    assert "0.19.1" in tv.summary and "0.20.1" in tv.summary and "2.4.1" in tv.summary
-    assert tv.fix.commands == ["/opt/venv/bin/python -m pip install torch==2.5.1 torchvision==0.20.1 "
-                               "--index-url https://download.pytorch.org/whl/cu121"]
-    assert "expected 3.1.0" in codes["packages.companions/triton"].summary
-
-
-def test_extension_pinned_to_another_torch():
-    f = m.healthy_a100()
-    py = f.pythons[0]
-    xf = Package("xformers", "0.0.27", requires=["numpy", "torch==2.3.1"])
-    fa = Package("flash-attn", "2.5.7+cu122torch2.2cxx11abiFALSE")
-    found = judge(replace(f, pythons=[replace(py, packages=py.packages + [xf, fa])])).findings
-    codes = {x.code: x for x in found}
-    assert "torch==2.3.1" in codes["packages.extensions/xformers"].summary
-    assert "built for torch 2.2" in codes["packages.extensions/flash-attn"].summary
-    # no extension installed: nothing judged, no check mark; a matching one passes
-    assert result(m.healthy_a100(), "packages.extensions").status == CheckStatus.SKIPPED
-    ok = Package("xformers", "0.0.28", requires=["numpy", f"torch=={py.torch.version.split('+')[0]}"])
-    assert result(replace(f, pythons=[replace(py, packages=py.packages + [ok])]),
-                  "packages.extensions").status == CheckStatus.PASSED
 
 
 def test_shadowed_cudnn_from_ld_library_path():
@@ -243,33 +141,6 @@ def test_wsl_without_driver_and_with_linux_module():
     assert result(replace(base, host=replace(base.host, wsl=None)), "platform.wsl").status == CheckStatus.SKIPPED
 
 
-def test_library_mismatch_from_nvml_and_from_proc():
-    base = m.healthy_a100()
-    f = replace(base, driver=Driver(status=ProbeStatus.FAILED, reason="Driver/library version mismatch",
-                                    nvml_error="LIB_RM_VERSION_MISMATCH", kernel_module_version="550.54.15",
-                                    version="550.90.07"))
-    x = problems(f)["DRIVER_LIBRARY_MISMATCH"]
-    assert "550.54.15" in x.summary and "550.90.07" in x.summary
-    assert result(base, "driver.library-match").status == CheckStatus.PASSED
-
-
-def test_cuda_visible_devices_hiding_every_gpu():
-    base = m.healthy_a100()
-    py = base.pythons[0]
-    py = replace(py, env={"CUDA_VISIBLE_DEVICES": ""}, torch=replace(py.torch, device_count=0, cuda_available=False))
-    x = problems(replace(base, pythons=[py]))["NO_GPU_VISIBLE"]
-    assert x.fix.commands[0] == "unset CUDA_VISIBLE_DEVICES"
-    no_gpus = replace(base, driver=replace(base.driver, gpus=[]))
-    assert "NO_GPU_VISIBLE" in problems(no_gpus)
-
-
-def test_python_newer_than_any_torch_release():
-    base = m.healthy_a100()
-    py = replace(base.pythons[0], python_version="3.99.0", torch=None, packages=[])
-    x = problems(replace(base, pythons=[py]))["PYTHON_VERSION_UNSUPPORTED"]
-    assert "3.99.0" in x.summary
-
-
 def test_snapshot_roundtrip_gives_same_findings():
     for name, (build, _cat) in m.SCENARIOS.items():
         f = build()
@@ -328,3 +199,13 @@ def test_cases_report_one_finding_with_every_line_and_its_evidence():
     assert [e.path for e in f.evidence] == ["driver.gpus[0].pcie_width_current", "driver.gpus[1].pcie_width_current",
                                             "topology.pcie_links[3].sta_width"]
     assert cases.keys == ["0000:17:00.0"]
+
+
+def test_cuda_visible_devices_hiding_every_gpu():
+    base = m.healthy_a100()
+    py = base.pythons[0]
+    py = replace(py, env={"CUDA_VISIBLE_DEVICES": ""}, torch=replace(py.torch, device_count=0, cuda_available=False))
+    x = problems(replace(base, pythons=[py]))["NO_GPU_VISIBLE"]
+    assert x.fix.commands[0] == "unset CUDA_VISIBLE_DEVICES"
+    no_gpus = replace(base, driver=replace(base.driver, gpus=[]))
+    assert "NO_GPU_VISIBLE" in problems(no_gpus)

@@ -1,5 +1,6 @@
-"""The GPU architectures of torch's CUDA extensions (issue 11, target-gpus): read from their .nv_fatbin, judged
-against the declared target GPUs (requirements.extensions-gpus) and a live machine's GPUs (packages.extensions)."""
+"""The GPU architectures of torch's CUDA extensions (issue 11, target-gpus): read from their .nv_fatbin, and judged
+end to end with nvcc-built ones; the checks' own tests are in test_requirements.py (requirements.extensions-gpus) and
+test_packages.py (packages.extensions)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
@@ -16,13 +16,10 @@ import pytest
 
 from envdoctor._payload import tasks, torch_files
 from envdoctor.compat import load_compat
-from envdoctor.model.facts import ExtensionLibrary, ExtensionScan, Facts, Targets, from_dict
-from envdoctor.model.findings import CheckStatus
-from envdoctor.model.targets import resolve_gpus
+from envdoctor.model.facts import Facts, from_dict
 from envdoctor.probes import python_env as pe
-from envdoctor.services.assertions import declared_driver, judge_declared
-from envdoctor.services.collect import judge
 from tests import machines
+from tests.unit.checks.extension_facts import lib, with_extensions
 from tests.unit.probes.test_torch_static import _fatbin, build_so, needs_gcc
 
 PAYLOAD = Path(tasks.__file__).parent  # the payload folder, run as a script
@@ -149,109 +146,6 @@ def test_old_snapshots_load_and_new_fields_round_trip() -> None:
 
 
 # --------------------------------------------------------------------------- judging
-
-
-def lib(dist: str, sass: List[str], ptx: List[str] = (), name: str = "_C.so", **kw) -> ExtensionLibrary:
-    base = dict(distribution=dist, version="2.7.0", path=f"/venv/lib/{dist}/{name}", sass=list(sass), ptx=list(ptx),
-                fatbins=4)
-    base.update(kw)
-    return ExtensionLibrary(**base)
-
-
-def with_extensions(f: Facts, libs: List[ExtensionLibrary], truncated: Optional[str] = None) -> Facts:
-    py = replace(f.pythons[0], extensions=ExtensionScan(libraries=libs, truncated=truncated, read_libraries=len(libs)))
-    return replace(f, pythons=[py] + list(f.pythons[1:]))
-
-
-def assert_facts(compat, libs: List[ExtensionLibrary], gpus: List[str]) -> Facts:
-    targets = resolve_gpus(compat, gpus)
-    base = machines.torch_env("2.5.1+cu124", "12.4", ["sm_80", "sm_86", "sm_90"])
-    f = Facts(driver=declared_driver(None, targets), pythons=[base],
-              targets=Targets(target_gpus=[g.given for g in targets], source="test"))
-    return with_extensions(f, libs)
-
-
-def of(report, check_id: str):
-    return [x for x in report.findings if x.code.startswith(check_id + "/")]
-
-
-def status(report, check_id: str):
-    return next(c for c in report.checks if c.id == check_id)
-
-
-def test_target_gpus_error_warning_and_pass(compat) -> None:
-    libs = [lib("flash-attn", ["sm_80"]),  # A100 only: nothing for an H100
-            lib("xformers", ["sm_80"], ["compute_80"]),  # PTX that JITs to sm_90
-            lib("apex", ["sm_80", "sm_90"]),  # SASS for both
-            lib("torchvision", [], [], fatbins=0)]  # no CUDA kernels at all: nothing to judge
-    r = judge_declared(assert_facts(compat, libs, ["H100", "A100"]), compat)
-    got = sorted((x.code, x.severity, x.summary.split(" ")[0]) for x in of(r, "requirements.extensions-gpus"))
-    assert got == [("requirements.extensions-gpus/missing", "error", "flash-attn"),
-                   ("requirements.extensions-gpus/ptx-only", "warning", "xformers")]
-    err = next(x for x in r.findings if x.code == "requirements.extensions-gpus/missing")
-    assert "target GPU H100" in err.summary and "sm_90" in err.summary and err.category == "REQUIREMENT_UNMET"
-    assert err.evidence[0].path == "targets.target_gpus[0]" and err.evidence[0].value == "H100"
-    assert err.evidence[1].path == "pythons[0].extensions.libraries[0]" and err.evidence[1].source.endswith("_C.so")
-    assert any("TORCH_CUDA_ARCH_LIST=9.0" in c for c in err.fix.commands)
-    warn = next(x for x in r.findings if x.code == "requirements.extensions-gpus/ptx-only")
-    assert "ComputeCache" in warn.detail and "CUDA_CACHE_MAXSIZE" in warn.detail
-    assert r.has_at_least("error")
-    # sm_XX targets are judged the same way; a newer minor of the same major runs older SASS (8.6 runs sm_80)
-    ok = judge_declared(assert_facts(compat, libs[1:], ["sm_86"]), compat)
-    assert of(ok, "requirements.extensions-gpus") == []
-    assert status(ok, "requirements.extensions-gpus").status == CheckStatus.PASSED
-
-
-def test_libraries_for_another_generation_are_an_info_and_unread_ones_soften(compat) -> None:
-    # vllm ships Hopper-only kernels in their own library: an A100 is still served by _C.so
-    libs = [lib("vllm", ["sm_80", "sm_90"]), lib("vllm", ["sm_90a"], name="_flashmla_C.so")]
-    r = judge_declared(assert_facts(compat, libs, ["A100"]), compat)
-    (note,) = of(r, "requirements.extensions-gpus")
-    assert note.code.endswith("/partial") and note.severity == "info" and "_flashmla_C.so" in note.summary
-    # what was read lacks the GPU, but a library was left unread: not certain, so a warning
-    libs = [lib("big", ["sm_80"]), ExtensionLibrary(
-        "big", "1.0", "/venv/lib/big/_D.so", skipped="not read: library budget spent (64 libraries read)")]
-    r = judge_declared(assert_facts(compat, libs, ["H100"]), compat)
-    (warn,) = of(r, "requirements.extensions-gpus")
-    assert warn.severity == "warning" and "not read" in warn.summary
-    # nothing read at all: skipped with the reason
-    only_unread = [libs[1]]
-    r = judge_declared(assert_facts(compat, only_unread, ["H100"]), compat)
-    st = status(r, "requirements.extensions-gpus")
-    assert st.status == CheckStatus.SKIPPED and "library budget" in st.reason
-
-
-def test_skips_without_targets_or_without_extension_facts(compat) -> None:
-    r = judge(with_extensions(machines.healthy_a100(), [lib("flash-attn", ["sm_90"])]), compat)
-    assert status(r, "requirements.extensions-gpus").status == CheckStatus.SKIPPED
-    old = replace(assert_facts(compat, [], ["H100"]), pythons=[machines.torch_env("2.5.1+cu124", "12.4", ["sm_90"])])
-    st = status(judge_declared(old, compat), "requirements.extensions-gpus")
-    assert st.status == CheckStatus.SKIPPED and "not read" in st.reason
-
-
-def test_live_machine_judges_extensions_against_its_gpus(compat) -> None:
-    # healthy_a100: a live A100 (driver probe). flash-attn built for sm_90 only has nothing for it
-    f = with_extensions(machines.healthy_a100(), [lib("flash-attn", ["sm_90"]), lib("xformers", ["sm_80"])])
-    r = judge(f, compat)
-    (err,) = of(r, "packages.extensions")
-    assert err.code == "packages.extensions/missing" and err.severity == "error"
-    assert err.category == "THIRD_PARTY_EXTENSION_MISMATCH" and "GPU 0 (NVIDIA A100-SXM4-80GB)" in err.summary
-    assert err.evidence[0].path == "driver.gpus[0].compute_capability"
-    # served: the check passes instead of skipping for want of a known extension
-    ok = judge(with_extensions(machines.healthy_a100(), [lib("xformers", ["sm_80"])]), compat)
-    assert of(ok, "packages.extensions") == [] and status(ok, "packages.extensions").status == CheckStatus.PASSED
-    # without extension facts the check behaves as before (skipped: nothing to judge)
-    st = status(judge(machines.healthy_a100(), compat), "packages.extensions")
-    assert st.status == CheckStatus.SKIPPED and "no compiled extension" in st.reason
-    # extensions with kernels but no GPU to judge them against: the skip says so, not "none installed"
-    gpuless = replace(f, driver=replace(f.driver, gpus=[]), pythons=[replace(f.pythons[0], torch=replace(
-        f.pythons[0].torch, devices=[]))])
-    st = status(judge(gpuless, compat), "packages.extensions")
-    assert st.status == CheckStatus.SKIPPED and "no GPU is seen" in st.reason
-    # under assert the declared GPUs are judged by requirements.extensions-gpus, not twice here
-    st = status(judge_declared(assert_facts(compat, [lib("flash-attn", ["sm_80"])], ["H100"]), compat),
-                "packages.extensions")
-    assert st.status == CheckStatus.SKIPPED and "requirements.extensions-gpus" in st.reason
 
 
 def test_explain_names_the_new_check() -> None:

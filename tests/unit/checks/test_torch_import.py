@@ -13,6 +13,7 @@ from envdoctor.compat import load_compat
 from envdoctor.model.facts import Facts, ProbeStatus, PythonEnv
 from envdoctor.model.findings import CheckStatus, Severity
 from tests import machines as m
+from tests.unit.checks.judged import found
 
 CUDNN_MISSING = ("Traceback (most recent call last):\n  File \"<string>\", line 1\n"
                  "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory")
@@ -84,3 +85,13 @@ def test_an_interpreter_with_torch_passes_and_none_inspected_is_unknown(compat):
     assert _run(m.healthy_a100(), "torch.interpreter", compat).status == CheckStatus.PASSED
     res = _run(replace(m.healthy_a100(), pythons=[]), "torch.interpreter", compat)
     assert res.status == CheckStatus.SKIPPED and res.not_applicable is None
+
+
+# on a Python with no torch (issue 17): the newest torch that has a wheel for it
+
+
+def test_no_torch_fix_pins_the_newest_torch_with_a_wheel():
+    (x,) = found(m.python_without_torch("3.9.18"), "torch.interpreter/no-torch")
+    assert x.fix.commands == [f"{m.NO_TORCH_PY} -m pip install torch==2.8.0"]
+    (y,) = found(m.python_without_torch("3.11.7"), "torch.interpreter/no-torch")
+    assert y.fix.commands[0].startswith(f"{m.NO_TORCH_PY} -m pip install torch==2.14.") and "==" in y.fix.commands[0]

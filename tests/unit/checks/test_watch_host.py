@@ -1,8 +1,8 @@
-"""watch_host checks: /dev/shm during the run (in test_watch_verdicts.py too) and threads queueing for the CPUs."""
+"""watch_host checks: /dev/shm during the run (in test_watch.py too) and threads queueing for the CPUs."""
 
 from __future__ import annotations
 
-from tests.unit.checks.test_watch_verdicts import series, verdicts
+from tests.unit.checks.watch_series import series, verdicts
 
 
 def _run(rq: float, busy: float, tree_cpu: float, cpus: float = 2.0, n: int = 20):

@@ -289,7 +289,7 @@ CATEGORY_PASTES = {
 NOT_FROM_PASTES = {"SLOW_STORAGE", "NOTE", "TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED", "PERF_BELOW_EXPECTED",
                    "GPU_VIRTUALIZED", "REQUIREMENT_UNMET"}
 # the watch verdicts: a pasted recording gives them (GPU_BOUND below); each is tested on synthetic series and the
-# real recordings in tests/unit/checks/test_watch_verdicts.py
+# real recordings in tests/unit/checks/test_watch.py
 CATEGORY_PASTES["GPU_BOUND"] = ("../timeseries/015-v100-32gb-aau-aicloud-job-query-gpu-l5.txt", ("info",))
 NOT_FROM_PASTES |= {"GPU_MEMORY_PRESSURE", "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND", "INPUT_BOUND",
                     "DATALOADER_IN_MAIN_PROCESS", "GPU_UNDERFED", "GPU_STRAGGLER", "GPU_IDLE_UNUSED",

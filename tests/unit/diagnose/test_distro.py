@@ -65,16 +65,3 @@ def test_a_docker_image_tag_is_no_distribution(compat) -> None:
     text = NO_DRIVER.format(distro="a container") + "\nFROM nvidia/cuda:12.4.1-devel-ubuntu22.04\n"
     host, cmds = _driver_fix(text, compat)
     assert host.distro_name is None
-
-
-def test_driver_packages_hold_uses_the_distributions_tool(compat) -> None:
-    log = ("Fedora 39 here, after dnf upgrade:\n"
-           "Upgraded: kmod-nvidia-6.5.6-300.fc39.x86_64-545.29.02-1.fc39.x86_64\n"
-           "Upgraded: nvidia-driver-3:545.29.02-1.fc39.x86_64\n"
-           "$ nvidia-smi\nFailed to initialize NVML: Driver/library version mismatch\n")
-    report = diagnose_report([log], compat)
-    fixes = [f.fix.commands for f in report.findings if f.code == "diagnose.driver-packages/changed-under-module"]
-    assert fixes, [f.code for f in report.findings]
-    (cmds,) = fixes
-    assert cmds[0] == "sudo reboot" and cmds[1].startswith("sudo dnf versionlock add '*nvidia*'")
-    assert not any("apt" in c for c in cmds)

@@ -98,20 +98,6 @@ def test_thin_paste_warns_low_and_names_what_settles_it(compat) -> None:
     assert {f.severity for f in report.findings} <= {"warning", "info"}
 
 
-def test_pip_metadata_loses_to_the_imported_torch(compat) -> None:
-    text = ("Collecting environment information...\nPyTorch version: 2.4.1+cu121\nIs debug build: False\n"
-            "CUDA used to build PyTorch: 12.1\nROCM used to build PyTorch: N/A\n"
-            "Nvidia driver version: 515.65.01\n\nVersions of relevant libraries:\n[pip3] torch==2.3.0\n"
-            "[conda] pytorch 2.4.1 py3.11_cuda12.1_cudnn9.1.0_0 pytorch\n")
-    facts, _ = diagnose_text([text], compat)
-    assert facts.pythons[0].torch.version == "2.4.1+cu121"
-    assert facts.paste.disagreements and facts.paste.disagreements[0]["other"] == "2.3.0"
-    report = diagnose_report([text], compat)
-    codes = {f.code: f.severity for f in report.findings}
-    assert codes.get("diagnose.sources/two-torch-installs") == "warning"
-    assert any(f.category == "DRIVER_TOO_OLD_FOR_TORCH_CUDA" and f.severity == "error" for f in report.findings)
-
-
 def test_checks_read_provenance_not_prose(compat) -> None:
     """Rewording what diagnose says it did not find changes no verdict."""
     import dataclasses

@@ -212,17 +212,6 @@ def test_unknown_build_is_not_called_cpu_only(compat) -> None:
 
 # ---- gap 7, 9, 11 and the dates
 
-def test_one_nvidia_library_for_two_cuda_majors(compat) -> None:
-    report = diagnose_report(["[pip3] nvidia-cudnn-cu11==8.9.2.26\n[pip3] nvidia-cudnn-cu12==9.1.0.70\n"], compat)
-    assert _serious(report).get("CUDA_VARIANT_MIXED") == {"warning"}
-    report = diagnose_report([(PASTES / "nvidia-two-majors.txt").read_text()], compat)
-    assert "error" in _serious(report).get("CUDA_VARIANT_MIXED", set())
-    # the fix keeps torch importable: one pinned reinstall of the wheel for torch's own CUDA major (torch 2.4.1
-    # from PyPI is cu121), never an uninstall first nor an unpinned torch (issue 17)
-    (f,) = [f for f in report.findings if f.code == "packages.nvidia-majors/two-majors"]
-    assert f.fix.commands[0] == "python -m pip install --force-reinstall --no-deps nvidia-cublas-cu12==12.4.5.8"
-    assert not any("uninstall" in c or c.endswith(" torch") for c in f.fix.commands)
-
 
 def test_wsl_in_prose_and_an_old_windows_build(compat) -> None:
     report = diagnose_report([(PASTES / "wsl-old-build.txt").read_text()], compat)

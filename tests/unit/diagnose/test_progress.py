@@ -1,5 +1,6 @@
-"""diagnose's progress line (issue 29): nothing for the first 2 s, then one line on stderr rewritten in place, and
-cleared before the report; never on stdout, so --format json stays a document. An injected clock: no seconds."""
+"""The one progress line (issue 29, 31): diagnose's, nothing for the first 2 s, then one line on stderr rewritten
+in place and cleared before the report; check's while it waits on its probes, whole lines every 5 s. Never on stdout,
+so --format json stays a document. An injected clock: no seconds."""
 
 from __future__ import annotations
 
@@ -79,3 +80,39 @@ def test_the_cli_writes_progress_to_stderr_only(tmp_path, monkeypatch, capsys) -
     assert json.loads(out)["findings"][0]["category"] == "DRIVER_LIBRARY_MISMATCH"
     assert "envdoctor diagnose: reading p.txt" in err and "judging what was read" in err
     assert made and made[0].shown == 0  # done(): cleared
+
+
+def test_check_waiting_speaks_after_two_seconds_then_every_five_on_lines_of_its_own() -> None:
+    """The same Progress, for check waiting on its probes (collect's callback): whole lines, nothing to clear."""
+    from argparse import Namespace
+
+    from envdoctor.cli.common import PROGRESS_EVERY_S, wait_progress
+
+    clock, out = Clock(), io.StringIO()
+    start = clock.t
+    tell = wait_progress(Namespace(python_timeout=8.0),
+                         Progress(out, clock=clock, every_s=PROGRESS_EVERY_S, enabled=True, rewrite=False))
+    assert tell is not None
+    for t in (0.2, 1.9, 2.0, 3.0, 6.9, 7.0, 7.1):
+        clock.t = start + t
+        tell(t, ["pythons", "storage"])
+    clock.t = start + 20.0
+    tell(20.0, [])  # nothing left to wait for: silent
+    assert out.getvalue().splitlines() == [
+        "envdoctor: still waiting for the target interpreter (its `import torch`; --python-timeout 8 s), "
+        "storage (2 s)",
+        "envdoctor: still waiting for the target interpreter (its `import torch`; --python-timeout 8 s), "
+        "storage (7 s)"]
+
+
+def test_check_waiting_is_silent_where_no_line_is_wanted(monkeypatch) -> None:
+    from argparse import Namespace
+
+    from envdoctor.cli.common import wait_progress
+
+    monkeypatch.delenv("ENVDOCTOR_PROGRESS", raising=False)
+    assert wait_progress(Namespace(python_timeout=None), Progress(io.StringIO(), rewrite=False)) is None  # no tty
+    monkeypatch.setenv("ENVDOCTOR_PROGRESS", "1")
+    assert wait_progress(Namespace(python_timeout=None), Progress(io.StringIO(), rewrite=False)) is not None
+    monkeypatch.setenv("ENVDOCTOR_PROGRESS", "0")
+    assert wait_progress(Namespace(python_timeout=None), Progress(io.StringIO(), rewrite=False)) is None

@@ -1,15 +1,12 @@
-"""Xid events: the kernel-log parser on a real dmesg capture, the probe through FakeRunner and here, the gpu.xid check."""
+"""Xid events: the kernel-log parser on a real dmesg capture, the probe through FakeRunner and here (the gpu.xid
+check's tests are in tests/unit/checks/test_gpu_errors.py)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from envdoctor.checks import gpu_errors, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.model.facts import Driver, Facts, Gpu, XidEvent
-from envdoctor.model.findings import CheckStatus, Severity
+from envdoctor.model.facts import Driver, Facts
 from envdoctor.parsers.kernel_log import parse_xid_events
 from envdoctor.probes.kernel_log import DMESG_TIMEOUT_S, JOURNALCTL_TIMEOUT_S, read_kernel_log
 from tests.fakes.runner import FakeRunner, RecordingRunner
@@ -112,86 +109,10 @@ def test_probe_on_this_machine_is_bounded():
     assert sum(t for _, t, _ in runner.calls) <= 2 * DMESG_TIMEOUT_S + JOURNALCTL_TIMEOUT_S
 
 
-# --------------------------------------------------------------------------- gpu.xid check
-
-
-def _facts(events=None, readable=True, reason=None, gpus=None) -> Facts:
-    gpus = gpus if gpus is not None else [Gpu(index=4, name="NVIDIA H100 80GB HBM3", pci_bus_id="00000000:9B:00.0")]
-    return Facts(driver=Driver(status="ok", gpus=gpus, kernel_log_readable=readable, kernel_log_source="dmesg --ctime",
-                               kernel_log_reason=reason, xid_events=events))
-
-
-def _xid(facts, compat):
-    (res,) = run_checks(facts, compat, [c for c in gpu_errors.CHECKS if c.id == "gpu.xid"])
-    return res
-
-
-def test_xid_clean_log_passes(compat):
-    res = _xid(_facts(events=[]), compat)
-    assert (res.status, res.findings) == (CheckStatus.PASSED, [])
-
-
-def test_xid_119_gsp_timeouts_on_real_capture(compat):
-    res = _xid(_facts(events=parse_xid_events(XID_119)), compat)
-    assert res.status == CheckStatus.FAILED
-    (f,) = res.findings
-    assert (f.code, f.category, f.severity) == ("gpu.xid/119", "GPU_XID_ERRORS", Severity.ERROR)
-    assert f.summary.startswith("5 x Xid 119 on GPU 4 (NVIDIA H100 80GB HBM3) at 0000:9b:00 "
-                                "(last at Sun Feb 23 16:30:13 2025): GSP RPC timeout")
-    assert f.evidence[0].path == "driver.xid_events" and f.evidence[0].value == 5
-    assert "NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380" in f.evidence[0].source
-    assert f.fix.commands[0] == "sudo nvidia-smi -i 4 -r"
-
-
-def test_xid_ecc_79_nvlink_and_app_codes_get_their_categories(compat):
-    events = [XidEvent(48, "0000:9b:00", "An uncorrectable double bit error"), XidEvent(95, "0000:9b:00"),
-              XidEvent(63, "0000:9b:00"), XidEvent(79, "0000:44:00", "GPU has fallen off the bus"),
-              XidEvent(74, "0000:9b:00"), XidEvent(13, "0000:9b:00")]
-    res = _xid(_facts(events=events), compat)
-    got = {f.code: (f.category, f.severity) for f in res.findings}
-    assert got == {
-        "gpu.xid/13": ("NOTE", Severity.INFO),  # an application fault: a note about GPU_XID_ERRORS
-        "gpu.xid/48": ("GPU_MEMORY_ERRORS", Severity.ERROR),
-        "gpu.xid/63": ("GPU_MEMORY_ERRORS", Severity.WARNING),
-        "gpu.xid/74": ("INTERCONNECT", Severity.ERROR),
-        "gpu.xid/79": ("GPU_XID_ERRORS", Severity.ERROR),
-        "gpu.xid/95": ("GPU_MEMORY_ERRORS", Severity.ERROR),
-    }
-    f79 = next(f for f in res.findings if f.code == "gpu.xid/79")
-    assert f79.summary == "1 x Xid 79 on the GPU at 0000:44:00: GPU has fallen off the bus"
-
-
-def test_xid_unreadable_log_is_info_with_the_reason(compat):
-    why = "`dmesg --ctime` exited 1: dmesg: read kernel buffer failed: Operation not permitted"
-    res = _xid(_facts(readable=False, reason=why), compat)
-    # nothing was judged: no check mark, the reason, and a note saying how to read the log
-    assert (res.status, res.reason) == (CheckStatus.SKIPPED, f"kernel log not readable: {why}")
-    (f,) = res.findings
-    assert (f.code, f.category, f.about, f.severity) == ("gpu.xid/log-unreadable", "NOTE", "GPU_XID_ERRORS",
-                                                         Severity.INFO)
-    assert f.summary == f"kernel log not readable: {why}; Xid errors not checked"
-    assert f.evidence[0].path == "driver.kernel_log_reason"
-
-
-def test_xid_skipped_when_the_log_was_not_read(compat):
-    res = _xid(_facts(readable=None), compat)
-    assert res.status == CheckStatus.SKIPPED and "kernel log was not read" in res.reason
-
-
-def test_xid_judged_even_when_nvml_lost_the_gpu(compat):
-    # Xid 79 is exactly when NVML stops answering: the check must not need the driver probe "ok"
-    f = _facts(events=parse_xid_events(XID_79_JOURNAL), gpus=[])
-    f = dataclasses.replace(f, driver=dataclasses.replace(f.driver, status="failed"))
-    assert [x.code for x in _xid(f, compat).findings] == ["gpu.xid/79"]
-
-
-def test_memory_errors_no_longer_says_xid_not_read_when_the_log_was_read(compat):
-    g = Gpu(index=0, pci_bus_id="00000000:9B:00.0", ecc_volatile_uncorrected=0, remapped_rows_pending=False)
-    (res,) = run_checks(_facts(events=[], gpus=[g]), compat,
-                        [c for c in gpu_errors.CHECKS if c.id == "gpu.memory-errors"])
-    assert (res.status, res.findings) == (CheckStatus.PASSED, [])
+# --------------------------------------------------------------------------- the facts (gpu.xid's tests: tests/unit/checks/test_gpu_errors.py)
 
 
 def test_xid_facts_round_trip():
-    f = _facts(events=parse_xid_events(XID_119))
-    assert Facts.from_json(f.to_json()) == f
+    f = Facts(driver=Driver(status="ok", kernel_log_readable=True, kernel_log_source="dmesg --ctime",
+                            xid_events=parse_xid_events(XID_119)))
+    assert f.driver.xid_events and Facts.from_json(f.to_json()) == f

@@ -554,25 +554,8 @@ def test_check_on_a_hung_interpreter_says_what_it_waits_for(tmp_path: Path, prog
                            "6", "--data", str(tmp_path), "--format", "json"], capture_output=True, text=True,
                           timeout=180, env=env)
     json.loads(proc.stdout)  # the report alone
-    lines = [x for x in proc.stderr.splitlines() if x.startswith("envdoctor: still waiting after")]
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("envdoctor: still waiting for")]
     if shown:
         assert lines and "the target interpreter (its `import torch`; --python-timeout 6 s)" in lines[0], proc.stderr
     else:
         assert not lines, proc.stderr
-
-
-def test_wait_progress_speaks_after_two_seconds_then_every_five() -> None:
-    import io
-
-    from envdoctor.cli.common import WaitProgress
-
-    out = io.StringIO()
-    tell = WaitProgress(8.0, out)
-    for t in (0.2, 1.9, 2.0, 3.0, 6.9, 7.0, 7.1):
-        tell(t, ["pythons", "storage"])
-    tell(20.0, [])  # nothing left to wait for: silent
-    assert out.getvalue().splitlines() == [
-        "envdoctor: still waiting after 2 s for the target interpreter (its `import torch`; --python-timeout 8 s), "
-        "storage",
-        "envdoctor: still waiting after 7 s for the target interpreter (its `import torch`; --python-timeout 8 s), "
-        "storage"]

@@ -27,7 +27,9 @@ def test_the_commands_exit_code_passes_through():
     assert p.returncode == 3, p.stderr
     out = json.loads(p.stdout)
     w = out["facts"]["watch"]
-    assert w["exit_code"] == 3 and w["summary"]["sample_count"] >= 2 and os.path.basename(w["command"][0]).startswith("python")
+    # one sample at least, by construction (the loop samples before it looks at the command); how many more fit
+    # in the command's 0.5 s depends on the machine's load, which no test asserts on
+    assert w["exit_code"] == 3 and w["summary"]["sample_count"] >= 1 and os.path.basename(w["command"][0]).startswith("python")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -1,10 +1,11 @@
-"""The watch verdicts: each on synthetic series built to sit on either side of its rule, and on the real
-recordings with the bottleneck their sources established (shared/fixtures/real/timeseries/SOURCES.md)."""
+"""watch's checks (watch.bottleneck, watch.dataloader): each on synthetic series built to sit on either side of its
+rule, and on the real recordings with the bottleneck their sources established
+(shared/fixtures/real/timeseries/SOURCES.md). The GPU-by-GPU checks are in test_watch_gpus.py."""
 
 from __future__ import annotations
 
 import json
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 import pytest
 
@@ -13,44 +14,9 @@ from envdoctor.model.facts import Facts, ProbeStatus, Watch
 from envdoctor.services.collect import judge
 from envdoctor.watch.replay import replay
 from tests.paths import FIXTURES, SHARED
+from tests.unit.checks.watch_series import cats, series, steady, verdicts
 
 REAL = SHARED / "fixtures" / "real" / "timeseries"
-
-
-def series(utils: List[List[Optional[float]]], interval: float = 0.5, host: Optional[List[Dict[str, Any]]] = None,
-           procs: Optional[List[Dict[str, Any]]] = None, **gpu_fields: List[List[Any]]) -> List[Dict[str, Any]]:
-    """Samples from per-GPU utilisation columns (utils[gpu][tick]) and optional per-tick host/process dicts."""
-    n = len(utils[0]) if utils else len(host or procs or [])
-    out = []
-    for t in range(n):
-        s: Dict[str, Any] = {"t_s": round(t * interval, 3)}
-        if utils:
-            s["gpus"] = [dict({"index": g, "util_pct": utils[g][t]},
-                              **{k: v[g][t] for k, v in gpu_fields.items()}) for g in range(len(utils))]
-        if host:
-            s["host"] = host[t]
-        if procs:
-            s["procs"] = procs[t]
-        out.append(s)
-    return out
-
-
-def verdicts(samples, steps=None, cpu_available=None, unseen=(), summary_extra=None) -> Dict[str, Any]:
-    summary = summarize(samples, None, steps)
-    summary.update(summary_extra or {})
-    w = Watch(status=ProbeStatus.OK, source="test", samples=samples, summary=summary, cpu_available=cpu_available,
-              unseen=list(unseen))
-    report = judge(Facts(watch=w), only=["watch.*"])
-    return {"findings": {(f.about or f.category): f for f in report.findings},
-            "checks": {c.id: c for c in report.checks}}
-
-
-def cats(v) -> set:
-    return set(v["findings"])
-
-
-def steady(level: float, n: int = 40, jitter: float = 3.0) -> List[float]:
-    return [level + (jitter if i % 2 else -jitter) for i in range(n)]
 
 
 # --------------------------------------------------------------------------- GPU_BOUND and its neighbours
@@ -168,51 +134,6 @@ def v_status(v) -> str:
 
 
 # --------------------------------------------------------------------------- GPUs one by one
-
-
-def test_one_gpu_never_working_is_idle_unused_not_a_straggler():
-    v = verdicts(series([steady(92.0), [0.0] * 40], mem_used_mib=[[30000] * 40, [3000] * 40]))
-    assert v["findings"]["GPU_IDLE_UNUSED"].code == "watch.idle-gpu/unused"
-    assert "GPU_STRAGGLER" not in cats(v) and "GPU_BOUND" in cats(v)
-
-
-def test_one_gpu_lagging_while_others_wait():
-    n = 60
-    lag = [90.0] * 10 + [2.0] * 30 + [90.0] * 20
-    others = [[90.0] * 10 + [100.0] * 30 + [90.0] * 20 for _ in range(3)]
-    power = [[500.0] * n] + [[500.0] * 10 + [150.0] * 30 + [500.0] * 20 for _ in range(3)]
-    v = verdicts(series([lag] + others, power_w=power))
-    f = v["findings"]["GPU_STRAGGLER"]
-    assert f.code == "watch.straggler/lagging" and "GPU 0 stood idle for 15" in f.summary
-    assert "power fell" in f.summary
-
-
-def test_all_gpus_stopping_together_with_disk_writes_is_a_checkpoint_stall():
-    u = steady(95.0, 20) + [1.0] * 8 + steady(95.0, 20)
-    host = [{"disks": {"nvme0n1": {"write_mbps": 1500.0 if 20 <= i < 28 else 1.0}}} for i in range(48)]
-    v = verdicts(series([u, list(u)], host=host))
-    f = v["findings"]["CHECKPOINT_STALL"]
-    assert "1500 MB/s" in f.summary and "4 s" in f.summary
-    assert "GPU_BOUND" in cats(v)  # the stall is told apart from the steady state
-
-
-def test_a_stall_without_disk_samples_is_not_called_a_checkpoint():
-    u = steady(95.0, 20) + [1.0] * 8 + steady(95.0, 20)
-    f = verdicts(series([u]))["findings"]["GPU_UNDERFED"]
-    assert f.code == "watch.stalls/stall" and "no disk samples" in f.summary
-
-
-def test_memory_nearly_full():
-    v = verdicts(series([steady(95.0)], mem_used_mib=[[79800] * 40], mem_total_mib=[[81559] * 40]))
-    assert "97.84% of 81559 MiB" in v["findings"]["GPU_MEMORY_PRESSURE"].summary
-
-
-def test_throttling_during_the_run_is_gpu_throttled_and_idle_reasons_are_not():
-    reasons = [["sw_thermal_slowdown", "hw_slowdown"] if i > 20 else [] for i in range(40)]
-    f = verdicts(series([steady(95.0)], throttle_reasons=[reasons], temperature_c=[[88] * 40]))["findings"]
-    assert f["GPU_THROTTLED"].code == "watch.throttle/during-run" and "88 °C" in f["GPU_THROTTLED"].summary
-    idle = verdicts(series([steady(95.0)], throttle_reasons=[[["gpu_idle"]] * 40]))
-    assert "GPU_THROTTLED" not in cats(idle)
 
 
 def test_every_verdict_category_is_explainable():
@@ -404,17 +325,31 @@ def test_loader_advice_never_gives_more_workers_than_cores():
         assert 1 <= n <= 2, line
 
 
-def test_checkpoint_stalls_without_gpus_come_from_the_step_timer():
-    host = [{"cpu_busy_pct": 50.0, "disks": {"vda": {"read_mbps": 0.0, "write_mbps": 400.0 if i % 5 == 0 else 0.0,
-                                                     "iops": 100.0, "await_ms": 2.0, "util_pct": 30.0}}}
-            for i in range(40)]
-    steps = [{"steps": 500, "wait_s": 0.5, "step_s": 20.0, "stall_count": 4, "stall_s": 9.0}]
-    v = verdicts(series([], host=host), steps=steps)
-    f = v["findings"]["CHECKPOINT_STALL"]
-    assert f.code == "watch.stalls/checkpoint" and "4 times for 9 s" in f.summary and "45%" in f.summary
-    no_disk = verdicts(series([], host=[{"cpu_busy_pct": 50.0}] * 40), steps=steps)
-    assert no_disk["findings"]["CHECKPOINT_STALL"].code == "watch.stalls/stall"
-    few = [{"steps": 500, "wait_s": 0.5, "step_s": 20.0, "stall_count": 1, "stall_s": 0.6}]
-    assert verdicts(series([], host=host), steps=few)["checks"]["watch.stalls"].status == "passed"
-    c = verdicts(series([], host=host))["checks"]["watch.stalls"]
-    assert c.status == "skipped" and "stalls" in c.reason
+# --------------------------------------------------------------------------- the whole findings
+
+def test_storage_bound_whole_finding_and_a_gpu_bound_run_is_only_a_note():
+    host = [{"cpu_busy_pct": 30.0, "cpu_iowait_pct": 25.0,
+             "disks": {"sda": {"read_mbps": 180.0, "iops": 1400.0, "await_ms": 24.0, "util_pct": 99.0}}}] * 40
+    c = verdicts(series([[90.0 if i % 3 == 0 else 10.0 for i in range(40)]], host=host))["checks"]["watch.bottleneck"]
+    (f,) = c.findings
+    assert (c.status, f.code, f.category, f.severity) == ("failed", "watch.bottleneck/storage", "INPUT_STORAGE_BOUND",
+                                                          "warning")
+    assert f.summary == ("Input-bound on storage: the GPUs are underused (GPU 0 p10/p50/p90 10/10/90%); disk sda "
+                         "busy 99% of the time (p50), reading 180 MB/s")
+    assert [(e.path, e.value) for e in f.evidence] == [("watch.summary.gpus[0].util_p50", 10.0),
+                                                       ("watch.summary.disks.sda.util_pct_p50", 99.0)]
+    ok = verdicts(series([steady(95.0, 40)]))["checks"]["watch.bottleneck"]  # the passing case: a note, no fault
+    assert ok.status == "noted" and [(f.code, f.severity) for f in ok.findings] == [("watch.bottleneck/gpu-bound",
+                                                                                     "info")]
+
+
+def test_dataloader_in_the_main_process_whole_finding():
+    c = verdicts(series([], procs=_procs(0)), steps=[{"steps": 30, "wait_s": 6.0, "step_s": 10.0}])["checks"][
+        "watch.dataloader"]
+    (f,) = c.findings
+    assert (c.status, f.code, f.category, f.severity) == ("failed", "watch.dataloader/main-process",
+                                                          "DATALOADER_IN_MAIN_PROCESS", "warning")
+    assert f.summary.startswith("No DataLoader worker process while the loop ran 30 steps")
+    assert [(e.path, e.value) for e in f.evidence] == [("watch.summary.dataloader_workers", 0),
+                                                       ("watch.summary.processes.main_cpu_pct_p50", 99.0),
+                                                       ("watch.summary.data_wait_fraction", 0.6)]

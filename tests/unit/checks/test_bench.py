@@ -1,0 +1,141 @@
+"""bench's checks: each measured figure against what its GPU, link or disk achieves in public measurements
+(compat_data/bench.json), passing, failing (the whole finding) and skipped without a result; on the healthy 8x H100
+SXM snapshot.
+
+bench.gpu-to-gpu knows whether peer access exists: a GeForce pair without P2P (by design over PCIe) copies through
+host memory and is measured, never called slow against the link's peer figure. Stand-in: the real dual RTX 2080
+capture (tests/fixtures/nvidia-smi-xml/dual-rtx-2080_590.44.01.xml: two GeForce cards on PCIe Gen3 x16) with the PCIe
+path between them as `nvidia-smi topo -m` prints it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from envdoctor.bench.expect import expect
+from envdoctor.checks import all_checks, run_checks, select
+from envdoctor.compat import load_compat
+from envdoctor.model.facts import Bench, BenchResult, Facts, ProbeStatus, Topology
+from envdoctor.model.findings import CheckStatus, Severity
+from envdoctor.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
+from tests.paths import FIXTURES
+
+COMPAT = load_compat()
+DRIVER = parse_nvidia_smi_xml((FIXTURES / "nvidia-smi-xml/dual-rtx-2080_590.44.01.xml").read_text())
+GPU_TO_GPU = [c for c in all_checks() if c.id == "bench.gpu-to-gpu"]
+
+
+def _facts(access, gbs: float = 6.1, p2p_matrix=None) -> Facts:
+    params = {"src": "cuda:0", "dst": "cuda:1", "src_pci_bus_id": DRIVER.gpus[0].pci_bus_id,
+              "dst_pci_bus_id": DRIVER.gpus[1].pci_bus_id}
+    if access is not None:
+        params["p2p_access"] = access
+    r = BenchResult("p2p", ProbeStatus.OK, device="cuda:0->cuda:1", value=gbs, unit="GB/s", params=params)
+    return Facts(driver=DRIVER, topology=Topology(status=ProbeStatus.OK, gpu_matrix=[["X", "PHB"], ["PHB", "X"]],
+                                                  p2p_supported=p2p_matrix),
+                 bench=Bench(status=ProbeStatus.OK, results=[r]))
+
+
+def test_a_geforce_pair_without_peer_access_is_measured_not_flagged():
+    f = _facts(False)
+    e = expect(f, COMPAT, f.bench.results[0])
+    assert e.expected is None and e.verdict == "no reference" and "no peer access" in e.basis
+    (res,) = run_checks(f, COMPAT, GPU_TO_GPU)
+    assert res.status == CheckStatus.SKIPPED and res.findings == [] and "no peer access" in res.reason
+
+
+def test_the_topology_matrix_says_so_when_the_run_did_not():
+    f = _facts(None, p2p_matrix=[[None, False], [False, None]])
+    assert expect(f, COMPAT, f.bench.results[0]).verdict == "no reference"
+
+
+def test_with_peer_access_the_same_figure_is_judged_against_the_gen3_link():
+    f = _facts(True)
+    e = expect(f, COMPAT, f.bench.results[0])
+    assert e.expected == 12.0 and e.verdict == "warning"  # 51% of the Gen3 x16 figure
+    (res,) = run_checks(f, COMPAT, GPU_TO_GPU)
+    (finding,) = res.findings
+    assert (finding.code, finding.category, finding.severity) == (
+        "bench.gpu-to-gpu/p2p-below-expected", "PERF_BELOW_EXPECTED", Severity.WARNING)
+    assert [(e.path, e.value) for e in finding.evidence][0] == ("bench.results[0].value", 6.1)
+    assert run_checks(_facts(True, gbs=12.0), COMPAT, GPU_TO_GPU)[0].status == CheckStatus.PASSED
+    no_result = Facts(driver=DRIVER, bench=Bench(status=ProbeStatus.OK, results=[]))
+    assert run_checks(no_result, COMPAT, GPU_TO_GPU)[0].status == CheckStatus.SKIPPED
+
+
+# --------------------------------------------------------------------------- one GPU, the host link, the disk
+
+H100 = Facts.from_json((FIXTURES / "snapshots/h100-sxm-x8-healthy.json").read_text())
+BUS = H100.driver.gpus[0].pci_bus_id
+
+
+def _judged(check_id: str, *results: BenchResult):
+    facts = dataclasses.replace(H100, bench=Bench(status=ProbeStatus.OK, results=list(results)))
+    (res,) = run_checks(facts, COMPAT, select(all_checks(), [check_id]))
+    assert res.status != CheckStatus.ERRORED, res.reason
+    return res
+
+
+def _matmul(value: float) -> BenchResult:
+    return BenchResult("matmul_bf16", ProbeStatus.OK, device="cuda:0", value=value, unit="TFLOP/s",
+                       params={"pci_bus_id": BUS, "dtype": "bfloat16", "shape": [8192, 8192, 8192]})
+
+
+def _gbs(kernel: str, value: float) -> BenchResult:
+    return BenchResult(kernel, ProbeStatus.OK, device="cuda:0", value=value, unit="GB/s", params={"pci_bus_id": BUS})
+
+
+def _disk(value: float) -> BenchResult:
+    return BenchResult("disk_seq_read", ProbeStatus.OK, device="/data", value=value, unit="MB/s",
+                       params={"path": "/data", "direct": True})
+
+
+def test_matmul_below_the_h100_figure_fails_whole_at_it_passes_and_without_it_skips():
+    res = _judged("bench.matmul", _matmul(300.0))
+    (f,) = res.findings
+    assert (res.status, f.code, f.category, f.severity) == (CheckStatus.FAILED, "bench.matmul/below-expected",
+                                                            "PERF_BELOW_EXPECTED", Severity.ERROR)
+    assert f.summary.startswith("matmul_bf16 on cuda:0 (NVIDIA H100 80GB HBM3): 300 TFLOP/s, 38% of the 783.7 "
+                                "expected")
+    assert [(e.path, e.value, e.expected) for e in f.evidence] == [("bench.results[0].value", 300.0,
+                                                                    ">= 783.7 TFLOP/s")]
+    assert _judged("bench.matmul", _matmul(790.0)).status == CheckStatus.PASSED
+    skipped = _judged("bench.matmul", _gbs("membw_device", 3000.0))
+    assert (skipped.status, skipped.reason) == (CheckStatus.SKIPPED, "no GPU matmul result")
+
+
+def test_device_memory_bandwidth_below_the_figure_fails_whole_at_it_passes_and_without_it_skips():
+    res = _judged("bench.membw", _gbs("membw_device", 1200.0))
+    (f,) = res.findings
+    assert (res.status, f.code, f.category, f.severity) == (CheckStatus.FAILED, "bench.membw/below-expected",
+                                                            "PERF_BELOW_EXPECTED", Severity.ERROR)
+    assert f.summary.startswith("membw_device on cuda:0 (NVIDIA H100 80GB HBM3): 1200 GB/s, 41% of the 2900")
+    assert [(e.path, e.value, e.expected) for e in f.evidence] == [("bench.results[0].value", 1200.0, ">= 2900 GB/s")]
+    assert _judged("bench.membw", _gbs("membw_device", 3000.0)).status == CheckStatus.PASSED
+    skipped = _judged("bench.membw", _matmul(790.0))
+    assert (skipped.status, skipped.reason) == (CheckStatus.SKIPPED, "no GPU device memory result")
+
+
+def test_host_copy_below_the_gen5_link_fails_whole_at_it_passes_and_without_it_skips():
+    res = _judged("bench.host-copy", _gbs("h2d_pinned", 12.0))
+    (f,) = res.findings
+    assert (res.status, f.code, f.category, f.severity) == (CheckStatus.FAILED, "bench.host-copy/below-expected",
+                                                            "PERF_BELOW_EXPECTED", Severity.ERROR)
+    assert f.summary.startswith("h2d_pinned on cuda:0: 12 GB/s, 24% of the 51 GB/s expected")
+    assert [(e.path, e.value) for e in f.evidence] == [("bench.results[0].value", 12.0),
+                                                       ("driver.gpus[0].pcie_width_max", 16)]
+    assert _judged("bench.host-copy", _gbs("h2d_pinned", 50.0)).status == CheckStatus.PASSED
+    skipped = _judged("bench.host-copy", _matmul(790.0))
+    assert (skipped.status, skipped.reason) == (CheckStatus.SKIPPED, "no host<->device copy result")
+
+
+def test_a_slow_local_nvme_fails_whole_a_fast_one_passes_and_without_a_disk_result_skips():
+    res = _judged("bench.disk", _disk(300.0))
+    (f,) = res.findings
+    assert (res.status, f.code, f.category, f.severity) == (CheckStatus.FAILED, "bench.disk/below-expected",
+                                                            "PERF_BELOW_EXPECTED", Severity.WARNING)
+    assert f.summary.startswith("Sequential read under /data: 300 MB/s, below the 450 MB/s expected")
+    assert [(e.path, e.value) for e in f.evidence] == [("bench.results[0].value", 300.0),
+                                                       ("storage.paths[0].transport", "nvme")]
+    assert _judged("bench.disk", _disk(6000.0)).status == CheckStatus.PASSED
+    skipped = _judged("bench.disk", _matmul(790.0))
+    assert (skipped.status, skipped.reason) == (CheckStatus.SKIPPED, "no disk result")
