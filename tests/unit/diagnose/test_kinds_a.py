@@ -186,3 +186,31 @@ def test_corpus_row(rid: str) -> None:
     report = _report((CORPUS / tracker / f"{rid}.txt").read_text(encoding="utf-8"))
     found = {f.category for f in report.problems if f.severity in (Severity.WARNING, Severity.ERROR)}
     assert set(row["labels"]) <= found, (rid, row["labels"], found)
+
+
+# ---- the Python version an issue template or a path gives (readers/python_lines.py)
+
+
+def _python(text: str):
+    from envdoctor.diagnose import diagnose_text
+
+    facts = diagnose_text([text], load_compat())[0]
+    return facts.pythons[0].python_version if facts.pythons else None
+
+
+def test_python_version_from_a_template_field_with_its_value_below() -> None:
+    assert _python("### Python version\n\n3.11\n\n### Bazel version\n\n6.5.0\n") == "3.11"
+    assert _python("**Python version:**\n- 3.10.12\n- 3.10.13\n") == "3.10.12"
+    # the field's first line is its value: a field left empty says nothing
+    assert _python("### Python version\n\n_No response_\n\n3.12 is what I tried\n"
+                   "ERROR: No matching distribution found for jaxlib\n") is None
+
+
+def test_python_version_from_the_interpreter_directory() -> None:
+    assert _python('  File "D:\\Python311\\Lib\\site-packages\\pip\\_internal\\cli\\base_command.py", line 180\n'
+                   "ModuleNotFoundError: No module named 'x'\n") == "3.11"
+    assert _python('  File "/usr/lib/python3.12/site-packages/foo/__init__.py", line 3, in <module>\n'
+                   "ImportError: cannot import name 'y'\n") == "3.12"
+    # a banner or a field outranks a path
+    assert _python("Python version: 3.10.4\n  File \"/opt/py/lib/python3.8/site-packages/a.py\", line 1\n"
+                   "ImportError: z\n") == "3.10.4"
