@@ -76,3 +76,10 @@ def test_skipped_without_the_python_or_the_message(compat):
     assert res.status == CheckStatus.SKIPPED and "No matching distribution" in res.reason
     (live,) = run_checks(m.healthy_a100(), compat, [c for c in all_checks() if c.id == CHECK])
     assert live.status == CheckStatus.SKIPPED and live.not_applicable == "judged in pastes only"
+
+
+def test_a_post_release_matches_its_release_row(compat):
+    (f,) = _result("Python version: 3.13.1\n" + _pip_failure("vllm==0.6.1.post1", "0.11.0, 0.14.0"), compat).findings
+    assert (f.code, f.severity) == ("diagnose.no-wheel-for-python/outside-range", Severity.ERROR)
+    assert f.summary == "No wheel of vllm==0.6.1.post1 for Python 3.13: vllm 0.6.1 publishes wheels for Python 3.8 to 3.12"
+    assert f.evidence[0].source.startswith("https://docs.vllm.ai/en/v0.6.1.post2/")
