@@ -40,6 +40,7 @@ from .readers import (
     packages,
     paste_date,
     prose,
+    python_lines,
     recording,
     repl,
     toolchain,
@@ -115,6 +116,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     prose.read_prose(paste, acc)
     prose.read_hangs(paste, acc)
     banners.read_banners(paste, acc)
+    python_lines.read_python_lines(paste, acc)
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)

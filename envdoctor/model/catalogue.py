@@ -147,10 +147,11 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "some Windows builds broke GPU compute.",
        "Install only the Windows NVIDIA driver; do not install a Linux driver inside WSL; keep "
        "/usr/lib/wsl/lib on the library path."),
-    _c("PYTHON_VERSION_UNSUPPORTED", "No torch wheel for this Python",
-       "The installed or requested torch release publishes no wheels for this Python version.",
+    _c("PYTHON_VERSION_UNSUPPORTED", "No wheel for this Python",
+       "The installed or requested release of torch (or of another package) publishes no wheels for this "
+       "Python version.",
        "pip finds no matching distribution or falls back to an old release.",
-       "Use a Python version the torch release supports, or a torch release that supports your Python."),
+       "Use a Python version the release supports, or a release that supports your Python."),
     _c("THIRD_PARTY_EXTENSION_MISMATCH", "Extension built against another torch/CUDA",
        "flash-attn, xformers, bitsandbytes, apex or deepspeed ops were built for a different torch or CUDA, or "
        "without kernels (SASS or PTX) for this machine's GPUs.",
