@@ -40,6 +40,7 @@ SIGNALS: Dict[str, str] = {
     "paste.date": "paste.date",
     "paste.torch_import": "paste.torch_import",
     "paste.collective_hang": "paste.collective_hang",
+    "paste.imports": "paste.imports",  # the packages the paste imports or runs in (readers/imports.py)
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",)  # its parts: "paste.collective_hang.hang_pairs" ...
 
