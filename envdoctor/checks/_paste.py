@@ -126,7 +126,7 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     if when == "not_torch_import":
         msgs = facts.paste.messages if facts.paste else []
         return not any("torch/__init__" in m or "torch._C" in m for m in msgs) and \
-            "paste.torch_import" not in _prov(facts)
+            ("paste.torch_import" not in _prov(facts) or _failed_elsewhere(facts))
     if when == "driver_packages_changed":
         return bool(facts.paste and "driver.packages_changed" in (facts.paste.provenance or {}))
     if when == "mig_enabled":
@@ -139,7 +139,8 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
         return True
     if when == "torch_import":  # the failure is torch's own import (a traceback through torch/__init__)
         msgs = facts.paste.messages if facts.paste else []
-        return "paste.torch_import" in _prov(facts) or any("torch/__init__" in m for m in msgs)
+        return any("torch/__init__" in m for m in msgs) or \
+            ("paste.torch_import" in _prov(facts) and not _failed_elsewhere(facts))
     if when == "windows_build_named":  # a Windows (Insider) build number in the paste: the WSL reading wins
         return bool(host.wsl) and "host.windows_build" in _prov(facts)
     if when == "wsl_kernel_too_old":
@@ -203,7 +204,8 @@ def extension_import(facts: Facts, compat: Any) -> Optional[str]:
     seen = _prov(facts).get("paste.imports")
     if table is None or not seen or holds("torch_import", facts, compat, {}):
         return None
-    for name in str(seen.get("value") or "").split(","):
+    failed = (_prov(facts).get("paste.failed_import") or {}).get("value")
+    for name in [failed] if failed else str(seen.get("value") or "").split(","):
         row = table.role_of_module(name)
         if row is not None and row.role == EXTENSION:
             return row.distribution
@@ -232,6 +234,13 @@ def loaded_pip_wheel(facts: Facts, groups: Dict[str, Optional[str]]) -> Optional
 def release_tuple(version: Optional[str]) -> Tuple[int, ...]:
     m = re.match(r"\d+(?:\.\d+)*", version or "")
     return tuple(int(x) for x in m.group(0).split(".")) if m else ()
+
+
+def _failed_elsewhere(facts: Facts) -> bool:
+    """The paste's first load error ended the import of a module other than torch (``import torch`` worked,
+    the next line's ``import flash_attn_2_cuda`` failed): readers/imports.py's ``paste.failed_import``."""
+    failed = (_prov(facts).get("paste.failed_import") or {}).get("value")
+    return bool(failed) and str(failed).split(".")[0] != "torch"
 
 
 def _prov(facts: Facts) -> Dict[str, Any]:

@@ -126,6 +126,16 @@ def test_torch_import_failure_is_not_blamed_on_an_extension() -> None:
     assert "THIRD_PARTY_EXTENSION_MISMATCH" not in cats and "TORCH_IMPORT_FAILED" in cats
 
 
+def test_the_import_after_a_working_torch_import_is_the_one_that_failed() -> None:
+    # torch imported fine; the next statement, an extension's compiled module, is the one the error ended
+    text = ("import torch\nimport torch_scatter\n\n"
+            "OSError: libcusparse.so.11: cannot open shared object file: No such file or directory\n")
+    facts = diagnose_text([text], load_compat())[0]
+    assert facts.paste.provenance["paste.failed_import"]["value"] == "torch_scatter"
+    cats = _problems(text)
+    assert "THIRD_PARTY_EXTENSION_MISMATCH" in cats and "TORCH_IMPORT_FAILED" not in cats, sorted(cats)
+
+
 def test_healthy_extension_import_says_no_error() -> None:
     text = (">>> import vllm\n>>> from vllm import LLM\n>>> import torchvision\n"
             ">>> print(torchvision.__version__)\n0.19.1+cu121\n")
@@ -133,10 +143,11 @@ def test_healthy_extension_import_says_no_error() -> None:
     assert not [f for f in report.findings if f.severity == "error"]
 
 
-@pytest.mark.parametrize("rid", ["vllm-003", "vllm-005", "vllm-006", "vllm-011"])
-def test_corpus_vllm_extension_rows(rid: str) -> None:
-    assert _labels("vllm", rid) == ["THIRD_PARTY_EXTENSION_MISMATCH"]
-    cats = _problems(_corpus("vllm", rid))
+@pytest.mark.parametrize("tracker,rid", [("vllm", "vllm-003"), ("vllm", "vllm-005"), ("vllm", "vllm-006"),
+                                         ("vllm", "vllm-011"), ("flash-attention", "flash-attention-004")])
+def test_corpus_extension_rows(tracker: str, rid: str) -> None:
+    assert _labels(tracker, rid) == ["THIRD_PARTY_EXTENSION_MISMATCH"]
+    cats = _problems(_corpus(tracker, rid))
     assert "THIRD_PARTY_EXTENSION_MISMATCH" in cats
     assert "COMPANION_VERSION_MISMATCH" not in cats and "CUDA_VARIANT_MIXED" not in cats
 
