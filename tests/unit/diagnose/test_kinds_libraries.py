@@ -204,6 +204,15 @@ def test_xla_cudnn_loaded_older_than_built_is_shadowing() -> None:
     assert (values["loaded"], values["compiled"]) == ("9.1.0", "9.3.0")
 
 
+def test_older_tensorflow_cudnn_line_with_compatibility_versions() -> None:
+    text = ("2019-06-01 10:00:00.000000: E tensorflow/stream_executor/cuda/cuda_dnn.cc:343] Loaded runtime CuDNN "
+            "library: 7102 (compatibility version 7100) but source was compiled with 7301 (compatibility version "
+            "7300).  If using a binary install, upgrade your CuDNN library to match.\n")
+    f = _signature(text, "dnn-loaded-older-than-built")
+    values = {e.path.rsplit(".", 1)[-1]: e.value for e in f.evidence if e.path.startswith("paste.messages[")}
+    assert (f.category, values["loaded"], values["compiled"]) == ("SYSTEM_LIB_SHADOWING", "7102", "7301")
+
+
 def test_xla_cudnn_loaded_is_the_environments_own_pip_wheel() -> None:
     # the loaded cuDNN is the pip wheel the paste lists: the wheel is at the wrong version, nothing shadows it
     text = ("nvidia-cudnn-cu12         9.1.0.70\njax                       0.4.35\n"
@@ -218,6 +227,17 @@ def test_jaxlib_found_older_library_is_shadowing() -> None:
     f = _signature(text, "jax-found-older-cuda-library")
     assert f.category == "SYSTEM_LIB_SHADOWING"
     assert any(e.value == "cuSPARSE" for e in f.evidence)
+
+
+@pytest.mark.parametrize("text", [
+    "Found cuDNN version 8902, but JAX was built against version 90100, which is newer.\n",
+    "Could not run 'torchvision::deform_conv2d' with arguments from the 'CUDA' backend.\n",
+    "jaxlib 0.4.30 requires nvidia-cublas-cu12==12.3.4.1, but you have nvidia-cublas-cu12 12.1.3.1 which is "
+    "incompatible.\n",
+])
+def test_each_new_line_is_read_alone(text: str) -> None:
+    # a message of its own on one line, with no "Error" or traceback around it: the reader still keeps it
+    assert _problems(text)
 
 
 def test_pip_resolver_nvidia_pin_conflict() -> None:
