@@ -35,12 +35,15 @@ class TorchFamily:
 
     def role_of_module(self, name: Optional[str]) -> Optional[FamilyRow]:
         """The row whose import name is ``name`` ("vllm", "torchvision"; a dotted "vllm._C" counts by its
-        top-level package); None when the table does not know it."""
-        top = (name or "").strip().split(".")[0]
+        top-level package; a name a paste cut short, "...audio", by the end it keeps); None when the table
+        does not know it."""
+        text = (name or "").strip()
+        cut = text.startswith("...")
+        top = text.lstrip(".").split(".")[0]
         if not top:
             return None
         for r in self.rows:
-            if top in r.modules:
+            if top in r.modules or cut and any(m.endswith(top) for m in r.modules):
                 return r
         return None
 

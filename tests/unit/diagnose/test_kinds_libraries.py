@@ -56,6 +56,8 @@ def test_torch_family_table_roles() -> None:
     assert table.role_of_module("torchvision").role == COMPANION
     assert table.role_of_library("libtorchaudio.so").distribution == "torchaudio"
     assert table.role_of_library("_C.so").distribution == "torchvision"  # a bare _C: the companion's
+    assert table.role_of_module("...vision").distribution == "torchvision"  # a path the paste cut short
+    assert table.role_of_module("vision") is None
     assert table.role_of_module("numpy") is None and table.role_of_library("libfoo.so") is None
     assert set(table.names(COMPANION)) == {"torchvision", "torchaudio"}
 
@@ -88,7 +90,7 @@ def test_extension_module_undefined_torch_symbol_is_an_extension_mismatch() -> N
 def test_companion_module_undefined_torch_symbol_stays_a_companion_problem() -> None:
     for lib in ("/env/lib/python3.12/site-packages/torchvision/_C.so",
                 "/env/lib/python3.12/site-packages/torchaudio/lib/libtorchaudio.so",
-                "_C.so"):
+                "_C.so", "...audio/_torch_sox.cpython-36m-x86_64-linux-gnu.so"):
         text = f"OSError: {lib}: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev\n"
         cats = _problems(text)
         assert "COMPANION_VERSION_MISMATCH" in cats and "THIRD_PARTY_EXTENSION_MISMATCH" not in cats, (lib, cats)
