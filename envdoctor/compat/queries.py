@@ -50,6 +50,7 @@ if TYPE_CHECKING:  # the optional tables' modules import this one
     from .env_vars import EnvVarTable
     from .health import HealthTable
     from .signatures import Signature
+    from .torch_family import TorchFamily
     from .xid import XidTable
 
 
@@ -143,6 +144,7 @@ class Compat:
         self.bench: Optional[BenchTable] = optional.get("bench")
         self.xid: Optional[XidTable] = optional.get("xid")
         self.env_vars: Optional[EnvVarTable] = optional.get("env_vars")
+        self.torch_family: Optional[TorchFamily] = optional.get("torch_family")
         self._signatures: Optional[List[Signature]] = optional.get("error_signatures")
         self._gpu_index = [(n, r) for r in self._gpu_list for n in r.names]
         self._gpu_family = self._family_index()
@@ -173,7 +175,7 @@ class Compat:
         return sorted(self._docs)
 
     _OPTIONAL = {"health": "health", "driver_gpu_support": "driver_gpu_support", "bench": "bench", "xid": "xid",
-                 "error_signatures": "signatures", "env_vars": "env_vars"}
+                 "error_signatures": "signatures", "env_vars": "env_vars", "torch_family": "torch_family"}
 
     def optional(self, stem: str) -> Any:
         """The typed table of an optional file; LookupError (which checks turn into a skip) when it is absent."""

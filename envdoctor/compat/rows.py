@@ -134,6 +134,7 @@ def _optional_tables(docs: Dict[str, Dict[str, Any]], skip: Tuple[str, ...] = ()
     from .env_vars import parse_env_vars
     from .health import parse_health
     from .signatures import parse_signatures
+    from .torch_family import parse_torch_family
     from .xid import parse_xid
 
     out: Dict[str, Any] = {}
@@ -141,7 +142,7 @@ def _optional_tables(docs: Dict[str, Dict[str, Any]], skip: Tuple[str, ...] = ()
         validate_bench(docs["bench"], docs["gpus"])
     for stem, parse in (("health", parse_health), ("driver_gpu_support", parse_driver_gpu_support),
                         ("bench", parse_bench), ("error_signatures", parse_signatures), ("xid", parse_xid),
-                        ("env_vars", parse_env_vars)):
+                        ("env_vars", parse_env_vars), ("torch_family", parse_torch_family)):
         if stem not in docs or stem in skip:
             continue
         try:

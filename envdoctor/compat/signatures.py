@@ -28,7 +28,12 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "always", "torch_import", "windows_build_named", "wsl_kernel_too_old", "lib_in_pip_wheel",
               "lib_in_system_path", "lib_cuda_major_differs", "container_started_without_gpus",
               # issue 29: a third-party runtime's library of an older CUDA major; a `docker run` without shm
-              "older_major_build", "docker_run_without_shm")
+              "older_major_build", "docker_run_without_shm",
+              # issue 29: the failing compiled file belongs to a torch companion (torchvision, torchaudio), or
+              # the paste's failing import is a third-party torch extension (compat_data/torch_family.json)
+              "lib_of_companion", "extension_import",
+              # issue 29: the library version a message says was loaded is a pip nvidia-* wheel's in the paste
+              "loaded_lib_is_pip_wheel")
 
 
 class SignatureError(ValueError):

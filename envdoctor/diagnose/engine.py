@@ -33,6 +33,7 @@ from .readers import (
     collect_env,
     env_vars,
     host_lines,
+    imports,
     loose_lines,
     messages,
     nvidia_smi,
@@ -121,6 +122,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)
     recording.read(paste, acc)
+    imports.read_imports(paste, acc)
     messages.read(paste, acc, signatures_from(compat))
     acc.repeated_blocks = dropped
     return acc

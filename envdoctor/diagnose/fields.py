@@ -40,6 +40,8 @@ SIGNALS: Dict[str, str] = {
     "paste.date": "paste.date",
     "paste.torch_import": "paste.torch_import",
     "paste.collective_hang": "paste.collective_hang",
+    "paste.imports": "paste.imports",  # the packages the paste imports or runs in (readers/imports.py)
+    "paste.failed_import": "paste.failed_import",  # the import its first load error ended
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",)  # its parts: "paste.collective_hang.hang_pairs" ...
 
