@@ -28,7 +28,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "always", "torch_import", "windows_build_named", "wsl_kernel_too_old", "lib_in_pip_wheel",
               "lib_in_system_path", "lib_cuda_major_differs", "container_started_without_gpus",
               # issue 29: a third-party runtime's library of an older CUDA major; a `docker run` without shm
-              "older_major_build", "docker_run_without_shm")
+              "older_major_build", "docker_run_without_shm",
+              # issue 29 (kinds C): NCCL's last error is a /dev/shm segment; nvidia-smi's CUDA above its own branch
+              "nccl_shm_segment_failed", "driver_cuda_above_branch")
 
 
 class SignatureError(ValueError):

@@ -31,6 +31,7 @@ from .readers import (
     banners,
     blocks,
     collect_env,
+    ds_report,
     env_vars,
     host_lines,
     loose_lines,
@@ -115,6 +116,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     prose.read_prose(paste, acc)
     prose.read_hangs(paste, acc)
     banners.read_banners(paste, acc)
+    ds_report.read_ds_report(paste, acc)
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)
