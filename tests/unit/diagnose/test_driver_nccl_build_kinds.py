@@ -180,3 +180,21 @@ def test_corpus_rows(row: str, compat) -> None:
     labels = next(r["labels"] for r in json.loads((CORPUS / folder / "labels.json").read_text()) if r["id"] == rid)
     got = _serious((CORPUS / folder / f"{rid}.txt").read_text(encoding="utf-8"), compat)
     assert set(labels) <= set(got), sorted(got)
+
+
+# ---- two framework banners are two runs: each judged on its own, never one value dropped for the other
+
+def test_two_banners_before_and_after_an_update(compat) -> None:
+    text = ("Ultralytics YOLOv8.1.0 Python-3.11.4 torch-2.1.2+cu121 CUDA:0 (NVIDIA GeForce RTX 4070, 12282MiB)\n"
+            "Ultralytics YOLOv8.2.5 Python-3.11.4 torch-2.3.0+cpu CPU\n")
+    report = diagnose_report([text], compat)
+    assert len(report.machines) == 2
+    first, second = ({f.category for f in m.findings if f.severity in ("warning", "error")} for m in report.machines)
+    assert not first and "TORCH_CPU_ONLY_BUILD" in second
+
+
+def test_one_banner_repeated_is_one_run(compat) -> None:
+    line = "Ultralytics YOLOv8.1.0 Python-3.11.4 torch-2.1.2+cu121 CUDA:0 (NVIDIA GeForce RTX 4070, 12282MiB)\n"
+    report = diagnose_report([line + "epoch 1/10\n" + line], compat)
+    assert not report.machines
+    assert not [f for f in report.all_findings if f.severity in ("warning", "error")]
