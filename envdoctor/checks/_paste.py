@@ -158,6 +158,9 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     if when == "nccl_shm_segment_failed":  # NCCL's "Last error" (in any message) is a /dev/shm segment it could not make
         msgs = facts.paste.messages if facts.paste else []
         return any(_NCCL_SHM.search(m) for m in msgs)
+    if when == "job_without_gpus":  # a pasted srun/salloc/sbatch (or #SBATCH lines) that asked for no GPU
+        hit = _prov(facts).get("paste.job.gpus_requested")
+        return hit is not None and hit.get("value") is False
     if when == "driver_cuda_above_branch":
         return driver_cuda_above_branch(facts, compat)
     if when == "container_started_without_gpus":

@@ -30,7 +30,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # issue 29: a third-party runtime's library of an older CUDA major; a `docker run` without shm
               "older_major_build", "docker_run_without_shm",
               # issue 29 (kinds C): NCCL's last error is a /dev/shm segment; nvidia-smi's CUDA above its own branch
-              "nccl_shm_segment_failed", "driver_cuda_above_branch")
+              "nccl_shm_segment_failed", "driver_cuda_above_branch",
+              # a pasted scheduler launch (srun/salloc/sbatch) that asked for no GPU
+              "job_without_gpus")
 
 
 class SignatureError(ValueError):

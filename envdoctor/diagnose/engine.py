@@ -43,6 +43,7 @@ from .readers import (
     prose,
     recording,
     repl,
+    scheduler,
     toolchain,
 )
 from .readers.base import BARE, LOOSE, REPL, STRUCTURED, Acc, Paste, clean_lines
@@ -117,6 +118,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     prose.read_hangs(paste, acc)
     banners.read_banners(paste, acc)
     ds_report.read_ds_report(paste, acc)
+    scheduler.read_jobs(paste, acc)
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)

@@ -41,7 +41,8 @@ SIGNALS: Dict[str, str] = {
     "paste.torch_import": "paste.torch_import",
     "paste.collective_hang": "paste.collective_hang",
 }
-SIGNAL_PREFIXES = ("paste.collective_hang.",)  # its parts: "paste.collective_hang.hang_pairs" ...
+SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
+                   "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)
 
 
 @dataclass(frozen=True)
