@@ -198,3 +198,24 @@ def test_one_banner_repeated_is_one_run(compat) -> None:
     report = diagnose_report([line + "epoch 1/10\n" + line], compat)
     assert not report.machines
     assert not [f for f in report.all_findings if f.severity in ("warning", "error")]
+
+
+# ---- which import failed: the statement after `import torch` ran, so torch's import went through
+
+def test_listing_whose_next_import_failed_is_not_torchs_import(compat) -> None:
+    from envdoctor.diagnose import diagnose_text
+
+    text = ("import torch\nimport fused_norm_cuda\n\n"
+            "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory\n")
+    facts, _ = diagnose_text([text], compat)
+    assert "paste.torch_import" not in facts.paste.provenance
+    assert "TORCH_IMPORT_FAILED" not in _serious(text, compat)
+
+
+def test_torch_import_that_raised_stays_torchs(compat) -> None:
+    from envdoctor.diagnose import diagnose_text
+
+    text = ("import torch\nTraceback (most recent call last):\n  File \"<stdin>\", line 1, in <module>\n"
+            "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory\nimport numpy\n")
+    facts, _ = diagnose_text([text], compat)
+    assert facts.paste.provenance["paste.torch_import"]["value"] is True
