@@ -36,6 +36,7 @@ from .readers import (
     host_lines,
     loose_lines,
     messages,
+    nccl_log,
     nvidia_smi,
     package_logs,
     packages,
@@ -116,6 +117,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     loose_lines.read_loose(paste, acc)
     prose.read_prose(paste, acc)
     prose.read_hangs(paste, acc)
+    nccl_log.read_nccl_log(paste, acc)
     banners.read_banners(paste, acc)
     ds_report.read_ds_report(paste, acc)
     scheduler.read_jobs(paste, acc)

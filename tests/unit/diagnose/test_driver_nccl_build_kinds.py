@@ -219,3 +219,36 @@ def test_torch_import_that_raised_stays_torchs(compat) -> None:
             "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory\nimport numpy\n")
     facts, _ = diagnose_text([text], compat)
     assert facts.paste.provenance["paste.torch_import"]["value"] is True
+
+
+# ---- an NCCL INFO log: the communicator completes, then the run makes no progress
+
+_NCCL_LOG = ("ws1:4021:4100 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
+             "ws1:4022:4101 [1] NCCL INFO Channel 00/0 : 1[1] -> 0[0] via P2P/CUMEM\n"
+             "ws1:4021:4100 [0] NCCL INFO comm 0x5a rank 0 nranks 2 cudaDev 0 nvmlDev 0 busId 1000 - Init COMPLETE\n"
+             "INFO 03-02 10:11:12 model_runner.py:1000] Graph capturing finished in 4 secs.\n")
+_TOPO = ("        GPU0    GPU1    CPU Affinity    NUMA Affinity\nGPU0     X      PXB     0-31            0\n"
+         "GPU1    PXB      X      0-31            0\n\n")
+
+
+def test_nccl_log_stalled_at_zero_asks_for_the_topology(compat) -> None:
+    text = _NCCL_LOG + "Processed prompts:   0%|          | 0/64 [00:00<?, ?it/s]\n"
+    report = diagnose_report([text], compat)
+    f = next(f for f in report.findings if f.code == "diagnose.p2p-hang/topology-unknown")
+    assert f.severity == "info" and "topo -m" in f.summary
+
+
+def test_nccl_log_stalled_with_gpus_behind_one_switch_is_interconnect(compat) -> None:
+    text = _TOPO + _NCCL_LOG + "Processed prompts:   0%|          | 0/64 [00:00<?, ?it/s]\n"
+    f = _serious(text, compat)["INTERCONNECT"]
+    assert f.code == "diagnose.p2p-hang/pcie-p2p-broken" and f.severity == "warning"
+
+
+def test_nccl_log_that_progresses_is_no_hang(compat) -> None:
+    from envdoctor.diagnose import diagnose_text
+
+    text = (_TOPO + _NCCL_LOG + "Processed prompts:   0%|          | 0/64 [00:00<?, ?it/s]\n"
+            "Processed prompts: 100%|##########| 64/64 [00:09<00:00,  6.91it/s]\n")
+    facts, _ = diagnose_text([text], compat)
+    assert "paste.collective_hang" not in (facts.paste.provenance or {})
+    assert "INTERCONNECT" not in _serious(text, compat)
