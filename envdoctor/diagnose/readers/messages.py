@@ -21,7 +21,7 @@ from .base import Acc, Paste
 # scanned once, so a multi-MB paste stays linear.
 _TRIGGER = re.compile(
     r"Error\b|error:|Exception\b|Warning\b|warning:|\bnot found\b|\bfailed\b|\bFAIL\b|cannot open|"
-    r"undefined symbol|mismatch|does not match|not compatible|too old|not compiled|does not exist|not supported|"
+    r"undefined symbol|mismatch|does not match|is not defined|not compatible|too old|not compiled|does not exist|not supported|"
     r"No matching distribution|cannot import name|incompatib|no CUDA-capable|returned \d+|"
     r"no kernel image|not recognized|device-side assert|couldn'?t communicate|could not select|"
     r"insufficient|supports CUDA capabilities|PyTorch no longer supports|system not yet initialized|forward compatibility|No devices were found|"
@@ -65,9 +65,9 @@ def _literal_keywords(sigs: Sequence[Any]) -> List[str]:
     a message wrapped or double-spaced inside a phrase still has it whole on one line."""
     out: List[str] = []
     for sig in sigs:
+        if any(k in sig.pattern.lower().replace("\\", "") for k in _KEYWORDS):
+            continue  # the row's message already holds one of the reader's own keywords
         plain = re.sub(r"\\[a-zA-Z]|\(\?P<\w+>|\(\?<!.*?\)|\[[^\]]*\]|[{][^}]*[}]", " ", sig.pattern)
-        if all(_TRIGGER.search(alt) for alt in plain.split("|")):
-            continue  # every alternative of the row's message already triggers the reader on its own
         words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]{6,}", plain) if w.lower() not in _COMMON]
         if words:
             best = max(words, key=len).lower()
