@@ -66,7 +66,7 @@ def judge_row(row: dict, text: str, compat) -> Tuple[bool, List[Tuple[str, str, 
     except NothingRecognised:
         got: List[Tuple[str, str, str]] = []
     else:
-        got = [(f.category, f.severity, f.code) for f in report.findings]
+        got = [(f.category, f.severity, f.code) for f in report.all_findings]  # every machine's, as the verdict counts
     serious = {c for c, s, _ in got if s in ("warning", "error")}
     errors = [c for c, s, _ in got if s == "error"]
     right = all((not errors) if label == "HEALTHY" else label in serious for label in row["labels"])

@@ -9,7 +9,7 @@ from ..compat.signatures import Signature, normalise, signature_context, signatu
 from ..compat.torch_family import COMPANION, EXTENSION, torch_family
 from ..domain.fastclass import dataclass
 from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, variant_kind
-from ..domain.versions import base_version, major_minor
+from ..domain.versions import base_version, major_minor, version_ge
 from ..model.facts import Facts
 from .base import CheckContext, SkipCheck
 
@@ -157,6 +157,14 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     if when == "docker_run_without_shm":  # a pasted `docker run` gave neither --shm-size nor --ipc=host
         hit = _prov(facts).get("container.shm_given")
         return hit is not None and hit.get("value") is False
+    if when == "nccl_shm_segment_failed":  # NCCL's "Last error" (in any message) is a /dev/shm segment it could not make
+        msgs = facts.paste.messages if facts.paste else []
+        return any(_NCCL_SHM.search(m) for m in msgs)
+    if when == "job_without_gpus":  # a pasted srun/salloc/sbatch (or #SBATCH lines) that asked for no GPU
+        hit = _prov(facts).get("paste.job.gpus_requested")
+        return hit is not None and hit.get("value") is False
+    if when == "driver_cuda_above_branch":
+        return driver_cuda_above_branch(facts, compat)
     if when == "container_started_without_gpus":
         return bool(host.container and host.container.runtime and host.container.gpu_device_nodes == [])
     if when == "lib_of_companion":
@@ -241,6 +249,22 @@ def _failed_elsewhere(facts: Facts) -> bool:
     the next line's ``import flash_attn_2_cuda`` failed): readers/imports.py's ``paste.failed_import``."""
     failed = (_prov(facts).get("paste.failed_import") or {}).get("value")
     return bool(failed) and str(failed).split(".")[0] != "torch"
+_NCCL_SHM = re.compile(r"(?:creating|allocate|open) shared memory segment[^\n]{0,20}/dev/shm/nccl|/dev/shm/nccl-\S+ "
+                       r"(?:failed|[^\n]{0,40}No space left)|Unable to allocate shared memory[^\n]{0,40}/dev/shm", re.I)
+
+
+def driver_cuda_above_branch(facts: Facts, compat: Any) -> bool:
+    """The paste's driver reports a CUDA ceiling its own branch does not reach (driver 460.80 saying CUDA 11.3,
+    which needs 465.19): nvidia-smi's ceiling comes from the loaded libcuda, so a newer user-space libcuda (a
+    forward-compatibility copy) sits on an older kernel driver."""
+    d = facts.driver
+    if not d.version or not d.cuda_driver_version or compat is None:
+        return False
+    try:
+        req = compat.cuda_requirement(d.cuda_driver_version)
+    except Exception:  # noqa: BLE001 - no CUDA table: nothing to compare with
+        return False
+    return bool(req and req.min_driver and version_ge(d.version, req.min_driver) is False)
 
 
 def _prov(facts: Facts) -> Dict[str, Any]:

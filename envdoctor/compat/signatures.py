@@ -33,7 +33,11 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # the paste's failing import is a third-party torch extension (compat_data/torch_family.json)
               "lib_of_companion", "extension_import",
               # issue 29: the library version a message says was loaded is a pip nvidia-* wheel's in the paste
-              "loaded_lib_is_pip_wheel")
+              "loaded_lib_is_pip_wheel",
+              # issue 29 (kinds C): NCCL's last error is a /dev/shm segment; nvidia-smi's CUDA above its own branch
+              "nccl_shm_segment_failed", "driver_cuda_above_branch",
+              # a pasted scheduler launch (srun/salloc/sbatch) that asked for no GPU
+              "job_without_gpus")
 
 
 class SignatureError(ValueError):

@@ -31,11 +31,13 @@ from .readers import (
     banners,
     blocks,
     collect_env,
+    ds_report,
     env_vars,
     host_lines,
     imports,
     loose_lines,
     messages,
+    nccl_log,
     nvidia_smi,
     package_logs,
     packages,
@@ -44,6 +46,7 @@ from .readers import (
     python_lines,
     recording,
     repl,
+    scheduler,
     toolchain,
 )
 from .readers.base import BARE, LOOSE, REPL, STRUCTURED, Acc, Paste, clean_lines
@@ -116,8 +119,11 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     loose_lines.read_loose(paste, acc)
     prose.read_prose(paste, acc)
     prose.read_hangs(paste, acc)
+    nccl_log.read_nccl_log(paste, acc)
     banners.read_banners(paste, acc)
     python_lines.read_python_lines(paste, acc)
+    ds_report.read_ds_report(paste, acc)
+    scheduler.read_jobs(paste, acc)
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)

@@ -43,7 +43,8 @@ SIGNALS: Dict[str, str] = {
     "paste.imports": "paste.imports",  # the packages the paste imports or runs in (readers/imports.py)
     "paste.failed_import": "paste.failed_import",  # the import its first load error ended
 }
-SIGNAL_PREFIXES = ("paste.collective_hang.",)  # its parts: "paste.collective_hang.hang_pairs" ...
+SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
+                   "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,9 @@ _CE_TORCH = re.compile(r"^\s*(?:>\s*)*PyTorch version\s*:")
 _SMI_HEAD = re.compile(r"^\s*(?:>\s*)*\|\s*NVIDIA-SMI\s+\d")
 _PIP_HEAD = re.compile(r"^\s*(?:>\s*)*Package\s+Version\b")
 _CONDA_HEAD = re.compile(r"^\s*(?:>\s*)*#\s*packages in environment at", re.I)
+# a framework's start-up banner describes the run it starts (Ultralytics' "Ultralytics YOLOv8.0.54 Python-3.10.6
+# torch-2.0.0+cpu CPU"): two banners are two runs, possibly of two environments (before and after an update)
+_BANNER_HEAD = re.compile(r"^\s*(?:>\s*)*Ultralytics (?:YOLO\w*\s*)?v?\d+\.\d+\.\d+\b[^\n]{0,80}?\btorch-\d")
 
 
 @dataclass
@@ -96,7 +99,8 @@ class Machine:
 # the literal each boundary line holds: only lines holding one are matched against the patterns (a line-by-line
 # regex over a multi-MB paste costs more than all the readers; str.find runs in C)
 _BOUNDARY_WORDS = (("Collecting environment information", False), ("PyTorch version", False),
-                   ("NVIDIA-SMI", False), ("Package", False), ("packages in environment at", True))
+                   ("NVIDIA-SMI", False), ("Package", False), ("packages in environment at", True),
+                   ("Ultralytics ", False))
 
 
 def _candidates(lines: Sequence[str]) -> List[int]:
@@ -141,6 +145,8 @@ def _starts(lines: Sequence[str]) -> List[int]:
         elif _PIP_HEAD.match(line) and i + 1 < len(lines) and lines[i + 1].strip().startswith("---"):
             start = i
         elif _CONDA_HEAD.match(line):
+            start = i
+        elif _BANNER_HEAD.match(line):
             start = i
         if start is not None and start > out[-1]:
             out.append(start)

@@ -21,7 +21,7 @@ from .base import Acc, Paste
 # scanned once, so a multi-MB paste stays linear.
 _TRIGGER = re.compile(
     r"Error\b|error:|Exception\b|Warning\b|warning:|\bnot found\b|\bfailed\b|\bFAIL\b|cannot open|"
-    r"undefined symbol|mismatch|not compatible|too old|not compiled|does not exist|not supported|"
+    r"undefined symbol|mismatch|does not match|is not defined|not compatible|too old|not compiled|does not exist|not supported|"
     r"No matching distribution|cannot import name|incompatib|no CUDA-capable|returned \d+|"
     r"no kernel image|not recognized|device-side assert|couldn'?t communicate|could not select|"
     r"insufficient|supports CUDA capabilities|PyTorch no longer supports|system not yet initialized|forward compatibility|No devices were found|"
@@ -156,12 +156,30 @@ def _assemble(lines: Sequence[str], i: int) -> Tuple[Optional[str], int]:
 
 
 _TORCH_IMPORT = re.compile(r"(?:^|>>> |In \[\d+\]: |[\"';]\s*|-c\s+[\"']?)import torch\b|[\\/]torch[\\/]__init__\.py")
+# an import statement of a listing or a session, and the module it imports
+_IMPORT_STMT = re.compile(r"^\s*(?:>>>\s*|In \[\d+\]:\s*)?(?:import|from)\s+([A-Za-z_][\w.]*)")
+_RAISED = re.compile(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b:|^Traceback \(most recent call last\)")
+
+
+def _import_went_through(lines: Sequence[str], i: int) -> bool:
+    """A listing's ``import torch`` on line ``i`` followed, before anything was raised, by the import of another
+    module: the next statement ran, so that import is the one that failed (``import torch`` / ``import
+    flash_attn_2_cuda`` / ``ImportError: libcudart.so.11.0 ...``)."""
+    for line in lines[i + 1:i + 40]:
+        if _RAISED.match(line):
+            return False
+        m = _IMPORT_STMT.match(line)
+        if m and m.group(1).split(".")[0] != "torch":
+            return True
+    return False
 
 
 def read(paste: Paste, acc: Acc, sigs: Sequence[Any] = ()) -> None:
     lines = paste.lines
     for i in paste.with_any(["import torch", "__init__.py"])[:200]:
         if _TORCH_IMPORT.search(lines[i]):
+            if "__init__" not in lines[i] and _IMPORT_STMT.match(lines[i]) and _import_went_through(lines, i):
+                continue
             # the failure the paste shows happened while importing torch itself (a qualifier for signatures)
             acc.put("paste.torch_import", True, 1, lines[i].strip()[:160])
             break

@@ -230,7 +230,9 @@ REQUIRED = [
      "NVCC_TORCH_CUDA_MISMATCH"),
     ('docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].',
      "CONTAINER_NO_GPU_RUNTIME"),
-    ("Error 804: forward compatibility was attempted on non supported HW", "DRIVER_LIBRARY_MISMATCH"),
+    # 804 alone: the compat libcuda was loaded because the host driver is older than the CUDA wanted (issue 29);
+    # with the driver's branch below its reported CUDA it is the library mismatch (test_driver_error_kinds.py)
+    ("Error 804: forward compatibility was attempted on non supported HW", "DRIVER_TOO_OLD_FOR_TORCH_CUDA"),
 ]
 
 
@@ -281,15 +283,18 @@ CATEGORY_PASTES = {
 # Categories a paste cannot show:
 # - SLOW_STORAGE: it judges the disk under the training data (storage.data-path); a paste does not say which
 #   path holds the data, so no paste fact can stand for it (a `df`/`mount` line alone names no data set).
-# - TARGET_PYTHON_UNUSABLE, TORCH_NOT_INSTALLED: about the interpreter envdoctor itself ran (not executable, not a
-#   Python, crashed, no torch package); a paste is judged without running any interpreter, so it has none to judge.
+# - TARGET_PYTHON_UNUSABLE: about the interpreter envdoctor itself ran (not executable, not a Python, crashed); a
+#   paste is judged without running any interpreter, so it has none to judge.
 # - PERF_BELOW_EXPECTED, GPU_VIRTUALIZED: judged from `envdoctor bench` results, which no paste carries.
 # - NOTE: every info carries it, whatever the paste (tests/unit/report/test_trust.py).
 # - REQUIREMENT_UNMET: it judges requirements declared to `envdoctor assert` / preflight(), never pasted.
-NOT_FROM_PASTES = {"SLOW_STORAGE", "NOTE", "TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED", "PERF_BELOW_EXPECTED",
+NOT_FROM_PASTES = {"SLOW_STORAGE", "NOTE", "TARGET_PYTHON_UNUSABLE", "PERF_BELOW_EXPECTED",
                    "GPU_VIRTUALIZED", "REQUIREMENT_UNMET"}
 # the watch verdicts: a pasted recording gives them (GPU_BOUND below); each is tested on synthetic series and the
 # real recordings in tests/unit/checks/test_watch.py
+# an install whose build needs torch in the environment and found none (DeepSpeed's setup.py, a real paste of the
+# corpus): what the paste shows of the environment it built in (issue 29)
+CATEGORY_PASTES["TORCH_NOT_INSTALLED"] = ("../corpus/deepspeed/deepspeed-006.txt", ("error",))
 CATEGORY_PASTES["GPU_BOUND"] = ("../timeseries/015-v100-32gb-aau-aicloud-job-query-gpu-l5.txt", ("info",))
 NOT_FROM_PASTES |= {"GPU_MEMORY_PRESSURE", "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND", "INPUT_BOUND",
                     "DATALOADER_IN_MAIN_PROCESS", "GPU_UNDERFED", "GPU_STRAGGLER", "GPU_IDLE_UNUSED",
