@@ -46,12 +46,13 @@ def check_pip(ctx: CheckContext) -> List[Finding]:
                         ENSUREPIP_DOC),
             ))
         pp = py.path_pip
-        if pp is not None and pp.same_interpreter is False and pp.interpreter:
-            # the active environment's own `pip` going elsewhere is the trap (a conda env without pip, a venv
-            # without pip under an activated base); with --python the PATH was never this interpreter's
-            active = (py.requested_as or "").startswith("$")
+        # the active environment's own `pip` going elsewhere is the trap (a conda env without pip, a venv without
+        # pip under an activated base); with --python the PATH was never this interpreter's, and every fix here
+        # already runs `<that python> -m pip`: nothing to say (the fact stays in the JSON, pythons[i].path_pip)
+        active = (py.requested_as or "").startswith("$")
+        if pp is not None and pp.same_interpreter is False and pp.interpreter and active:
             findings.append(PIP(
-                "path-pip-elsewhere", Severity.WARNING if active else Severity.INFO,
+                "path-pip-elsewhere", Severity.WARNING,
                 summary=(f"`pip` on PATH ({pp.path}) runs {pp.interpreter}, not {name}: `pip install` there "
                          "installs into another environment"),
                 detail=("A pip script runs the interpreter its first line names. Use the judged interpreter's "

@@ -70,10 +70,10 @@ def test_a_pip_on_path_that_runs_another_interpreter(compat) -> None:
     assert (f.code, f.category, f.severity) == ("packages.pip/path-pip-elsewhere", "PIP_UNAVAILABLE", "warning")
     assert f.summary.startswith("`pip` on PATH (/usr/bin/pip) runs /usr/bin/python3, not /srv/venv/bin/python")
     assert f.fix.commands == [f"{PY} -m pip --version"]
-    # judged with --python, the PATH was never this interpreter's: a note
-    (g,) = [g for g in judge(Facts(pythons=[env(path_pip=other)]), compat).findings
-            if g.code == "packages.pip/path-pip-elsewhere"]
-    assert g.severity == "info"
+    # judged with --python, the PATH was never this interpreter's and the fixes use its own `-m pip`: no finding
+    named = judge(Facts(pythons=[env(path_pip=other)]), compat)
+    assert not [g for g in named.findings if g.code == "packages.pip/path-pip-elsewhere"]
+    assert result(named, "packages.pip").status == "passed"
     own = PathPip(path="/srv/venv/bin/pip", interpreter="/srv/venv/bin/python3", same_interpreter=True)
     assert result(judge(Facts(pythons=[env(path_pip=own)]), compat), "packages.pip").status == "passed"
 
