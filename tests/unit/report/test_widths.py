@@ -9,6 +9,7 @@ import pytest
 from envdoctor.report.console import render_console
 from envdoctor.services.collect import judge
 from tests import machines as m
+from tests.unit.checks import health_facts
 from tests.unit.checks import test_health as health
 
 MIB = 2**20
@@ -22,10 +23,10 @@ def _snapshots():
     out["h100x8-x8"] = health.replace_gpu(h, 2, pcie_width_current=8)
     out["h100x8-gen1-under-load"] = health.replace_gpu(h, 0, pcie_gen_current=1)
     out["h100x8-sw-thermal"] = health.replace_gpu(h, 1, throttle_reasons=["sw_thermal_slowdown"], temperature_c=87.0)
-    out["h100x8-shm"] = health._host(h, shm_total_bytes=64 * MIB, shm_free_bytes=64 * MIB,
+    out["h100x8-shm"] = health_facts.with_host(h, shm_total_bytes=64 * MIB, shm_free_bytes=64 * MIB,
                                      container=m.Container(runtime="docker"))
     out["h100x8-hdd"] = health._hdd(h)
-    out["h100x8-quota"] = health._host(h, cgroup_cpu_quota=4.0)
+    out["h100x8-quota"] = health_facts.with_host(h, cgroup_cpu_quota=4.0)
     out["h100x8-idle-gen1"] = health.replace_gpu(
         h, 0, pcie_gen_current=1, utilization_gpu_pct=0.0, under_load=False, pcie_gen_under_load=None)
     out["old-driver-with-companions"] = dataclasses.replace(
