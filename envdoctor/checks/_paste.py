@@ -6,11 +6,21 @@ import re
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..compat.signatures import Signature, normalise, signature_context, signatures_from
-from ..compat.torch_family import COMPANION, EXTENSION, torch_family
+from ..compat.torch_family import COMPANION
 from ..domain.fastclass import dataclass
 from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, variant_kind
-from ..domain.versions import base_version, major_minor, version_ge
+from ..domain.versions import base_version, major_minor
 from ..model.facts import Facts
+from ._paste_roles import (
+    NCCL_SHM,
+    driver_cuda_above_branch,
+    extension_import,
+    failed_elsewhere,
+    family_role_of_lib,
+    loaded_pip_wheel,
+    prov,
+    torch_import_failed,
+)
 from .base import CheckContext, SkipCheck
 
 
@@ -126,7 +136,7 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     if when == "not_torch_import":
         msgs = facts.paste.messages if facts.paste else []
         return not any("torch/__init__" in m or "torch._C" in m for m in msgs) and \
-            ("paste.torch_import" not in _prov(facts) or _failed_elsewhere(facts))
+            ("paste.torch_import" not in prov(facts) or failed_elsewhere(facts))
     if when == "driver_packages_changed":
         return bool(facts.paste and "driver.packages_changed" in (facts.paste.provenance or {}))
     if when == "mig_enabled":
@@ -138,11 +148,9 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     if when == "always":
         return True
     if when == "torch_import":  # the failure is torch's own import (a traceback through torch/__init__)
-        msgs = facts.paste.messages if facts.paste else []
-        return any("torch/__init__" in m for m in msgs) or \
-            ("paste.torch_import" in _prov(facts) and not _failed_elsewhere(facts))
+        return torch_import_failed(facts)
     if when == "windows_build_named":  # a Windows (Insider) build number in the paste: the WSL reading wins
-        return bool(host.wsl) and "host.windows_build" in _prov(facts)
+        return bool(host.wsl) and "host.windows_build" in prov(facts)
     if when == "wsl_kernel_too_old":
         return wsl_kernel_too_old(facts, compat) is not None
     if when == "lib_in_pip_wheel":  # the failing NVIDIA library is a pip nvidia-* wheel's copy
@@ -155,13 +163,13 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
     if when == "older_major_build":
         return older_major_build(facts, compat, groups)
     if when == "docker_run_without_shm":  # a pasted `docker run` gave neither --shm-size nor --ipc=host
-        hit = _prov(facts).get("container.shm_given")
+        hit = prov(facts).get("container.shm_given")
         return hit is not None and hit.get("value") is False
     if when == "nccl_shm_segment_failed":  # NCCL's "Last error" (in any message) is a /dev/shm segment it could not make
         msgs = facts.paste.messages if facts.paste else []
-        return any(_NCCL_SHM.search(m) for m in msgs)
+        return any(NCCL_SHM.search(m) for m in msgs)
     if when == "job_without_gpus":  # a pasted srun/salloc/sbatch (or #SBATCH lines) that asked for no GPU
-        hit = _prov(facts).get("paste.job.gpus_requested")
+        hit = prov(facts).get("paste.job.gpus_requested")
         return hit is not None and hit.get("value") is False
     if when == "driver_cuda_above_branch":
         return driver_cuda_above_branch(facts, compat)
@@ -178,97 +186,6 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
         value = groups.get(name) or ""
         return bool(re.search(pattern, value))
     return False
-
-
-def _family(compat: Any) -> Any:
-    try:
-        return torch_family(compat)
-    except LookupError:
-        return None
-
-
-def family_role_of_lib(compat: Any, groups: Dict[str, Optional[str]]) -> Optional[str]:
-    """The role (companion or extension, compat_data/torch_family.json) of the package a failing compiled file
-    belongs to: the directory the message names it in (``vllm/_C.abi3.so`` is vLLM's, ``torchvision/_C.so``
-    torchvision's), else the file's own name (``libtorchaudio.so``, a bare ``_C.so`` is torchvision's, the
-    companion's, as the table says); None when neither is known."""
-    table = _family(compat)
-    if table is None:
-        return None
-    owner = groups.get("owner")
-    if owner:
-        row = table.role_of_module(owner)
-        if row is not None or owner not in ("lib", "lib64", "site-packages", "dist-packages"):
-            return row.role if row is not None else None
-    row = table.role_of_library(groups.get("lib"))
-    return row.role if row is not None else None
-
-
-def extension_import(facts: Facts, compat: Any) -> Optional[str]:
-    """The third-party torch extension (vllm, xformers, flash-attn ...) whose import the paste shows failing
-    (``paste.imports``: the modules its import statements, frames and import messages name), when torch's own
-    import is not the one that failed; None otherwise."""
-    table = _family(compat)
-    seen = _prov(facts).get("paste.imports")
-    if table is None or not seen or holds("torch_import", facts, compat, {}):
-        return None
-    failed = (_prov(facts).get("paste.failed_import") or {}).get("value")
-    for name in [failed] if failed else str(seen.get("value") or "").split(","):
-        row = table.role_of_module(name)
-        if row is not None and row.role == EXTENSION:
-            return row.distribution
-    return None
-
-
-def loaded_pip_wheel(facts: Facts, groups: Dict[str, Optional[str]]) -> Optional[str]:
-    """The pip NVIDIA wheel (nvidia-cudnn-cu12 9.5.1.17) whose version is the one a message says was loaded
-    ("Loaded runtime CuDNN library: 9.5.1", "Found cuDNN version 90501"): the environment's own wheel is at
-    the wrong version, not a foreign copy shadowing it. None when the paste lists no such wheel."""
-    lib, loaded = (groups.get("lib") or "").lower().replace(" ", ""), groups.get("loaded") or ""
-    if not lib or not loaded:
-        return None
-    if "." not in loaded and len(loaded) >= 4:  # cuDNN's integer form: 8700 = 8.7.0, 90501 = 9.5.1
-        n = int(loaded)
-        loaded = f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n >= 10000 else f"{n // 1000}.{n // 100 % 10}.{n % 100}"
-    want = release_tuple(loaded)
-    for py in facts.pythons:
-        for p in py.packages:
-            w = nvidia_wheel(p.name)
-            if w and w[0].replace("-", "").startswith(lib) and release_tuple(p.version)[:len(want)] == want:
-                return f"{p.name} {p.version}"
-    return None
-
-
-def release_tuple(version: Optional[str]) -> Tuple[int, ...]:
-    m = re.match(r"\d+(?:\.\d+)*", version or "")
-    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
-
-
-def _failed_elsewhere(facts: Facts) -> bool:
-    """The paste's first load error ended the import of a module other than torch (``import torch`` worked,
-    the next line's ``import flash_attn_2_cuda`` failed): readers/imports.py's ``paste.failed_import``."""
-    failed = (_prov(facts).get("paste.failed_import") or {}).get("value")
-    return bool(failed) and str(failed).split(".")[0] != "torch"
-_NCCL_SHM = re.compile(r"(?:creating|allocate|open) shared memory segment[^\n]{0,20}/dev/shm/nccl|/dev/shm/nccl-\S+ "
-                       r"(?:failed|[^\n]{0,40}No space left)|Unable to allocate shared memory[^\n]{0,40}/dev/shm", re.I)
-
-
-def driver_cuda_above_branch(facts: Facts, compat: Any) -> bool:
-    """The paste's driver reports a CUDA ceiling its own branch does not reach (driver 460.80 saying CUDA 11.3,
-    which needs 465.19): nvidia-smi's ceiling comes from the loaded libcuda, so a newer user-space libcuda (a
-    forward-compatibility copy) sits on an older kernel driver."""
-    d = facts.driver
-    if not d.version or not d.cuda_driver_version or compat is None:
-        return False
-    try:
-        req = compat.cuda_requirement(d.cuda_driver_version)
-    except Exception:  # noqa: BLE001 - no CUDA table: nothing to compare with
-        return False
-    return bool(req and req.min_driver and version_ge(d.version, req.min_driver) is False)
-
-
-def _prov(facts: Facts) -> Dict[str, Any]:
-    return (facts.paste.provenance if facts.paste else None) or {}
 
 
 _SYSTEM_LIB = re.compile(r"^(?:/usr/local/cuda[\w.-]*/|/usr/lib(?:64)?/|/usr/local/lib/|/opt/conda/lib/|"

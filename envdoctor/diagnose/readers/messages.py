@@ -47,6 +47,7 @@ _SKIP = re.compile(r"^\s*(?:File \"|Traceback \(most recent call last\)|\^+\s*$|
 # inside the quotes a person put around the line they copied: `"2024-11-12 10:07:56 [W:...] Failed ..."`)
 _STOP = re.compile(r"^\s*[\"'\u201c\u2018]?(?:```|~~~|\$ |>>> |In \[\d+\]:|Out\[\d+\]:|# |[A-Z][\w.]*(?:Error|Exception|Warning)\b:|"
                    r"\d{4}-\d\d-\d\d[ T]\d|\d\d:\d\d:\d\d|\+-{3}|\|)")
+_PROMPT = re.compile(r"^\s*(?:\$ |>>> |In \[\d+\]:|PS [A-Z]:\\[^>]*> )")
 _CONTINUATION = re.compile(r"^\s+\S")
 _LOWER_START = re.compile(r"^\s*[a-z(]")
 # a repeated log prefix on every line of one logical message: journalctl's "Aug 26 14:08:07 host kernel: ",
@@ -130,8 +131,10 @@ def _assemble(lines: Sequence[str], i: int) -> Tuple[Optional[str], int]:
     tag = _tag_of(lines[start])
     parts = [_LOG_PREFIX.sub("", lines[start], count=1).strip()] + [_unprefix(ln, tag) for ln in lines[start + 1:i + 1]]
     j = i + 1
+    # a command typed at a prompt ends there: what follows is its output, messages of their own
+    typed = bool(_PROMPT.match(lines[i]))
     block = bool(_COLON.search(lines[i]))
-    while j < n and j - start < MAX_SPAN:
+    while not typed and j < n and j - start < MAX_SPAN:
         nxt = lines[j]
         if not nxt.strip() or _SKIP.match(nxt) or len(nxt) > 4000:
             break

@@ -4,8 +4,16 @@ real corpus row."""
 
 from __future__ import annotations
 
+import pytest
+
+from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report, diagnose_text
 from tests.paths import FIXTURES
+
+
+@pytest.fixture(scope="module")
+def compat():
+    return load_compat()
 
 _CHECK = 'python -c "import torch; print(torch.cuda.is_available())"'
 
@@ -69,3 +77,8 @@ def test_prose_about_srun_is_no_launch(compat) -> None:
 def test_corpus_row(compat) -> None:
     text = (FIXTURES / "corpus" / "slurm" / "slurm-002.txt").read_text(encoding="utf-8")
     assert "NO_GPU_VISIBLE" in _serious(text, compat)
+
+
+def test_a_paste_without_a_scheduler_launch_is_not_judged_here(compat) -> None:
+    res = next(c for c in diagnose_report([f"$ {_CHECK}\nFalse\n"], compat).checks if c.id == "diagnose.job-gpus")
+    assert res.status == "skipped" and res.findings == []

@@ -1,0 +1,113 @@
+"""What a paste's failing file or import belongs to, and the facts-based conditions the paste qualifiers of
+checks/_paste.py read (split from it by size): the torch family's roles (compat_data/torch_family.json), which
+import failed, a loaded library that is a pip wheel's, NCCL's /dev/shm segment, a driver reporting a CUDA above
+its own branch."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, Optional, Tuple
+
+from ..compat.torch_family import EXTENSION, torch_family
+from ..domain.variants import nvidia_wheel
+from ..domain.versions import version_ge
+from ..model.facts import Facts
+
+
+def prov(facts: Facts) -> Dict[str, Any]:
+    return (facts.paste.provenance if facts.paste else None) or {}
+
+
+def torch_import_failed(facts: Facts) -> bool:
+    """The failure is torch's own import (a traceback through torch/__init__, or the reader's torch import that
+    no other module's failing import ended)."""
+    msgs = facts.paste.messages if facts.paste else []
+    return any("torch/__init__" in m for m in msgs) or \
+        ("paste.torch_import" in prov(facts) and not failed_elsewhere(facts))
+
+
+def _family(compat: Any) -> Any:
+    try:
+        return torch_family(compat)
+    except LookupError:
+        return None
+
+
+def family_role_of_lib(compat: Any, groups: Dict[str, Optional[str]]) -> Optional[str]:
+    """The role (companion or extension, compat_data/torch_family.json) of the package a failing compiled file
+    belongs to: the directory the message names it in (``vllm/_C.abi3.so`` is vLLM's, ``torchvision/_C.so``
+    torchvision's), else the file's own name (``libtorchaudio.so``, a bare ``_C.so`` is torchvision's, the
+    companion's, as the table says); None when neither is known."""
+    table = _family(compat)
+    if table is None:
+        return None
+    owner = groups.get("owner")
+    if owner:
+        row = table.role_of_module(owner)
+        if row is not None or owner not in ("lib", "lib64", "site-packages", "dist-packages"):
+            return row.role if row is not None else None
+    row = table.role_of_library(groups.get("lib"))
+    return row.role if row is not None else None
+
+
+def extension_import(facts: Facts, compat: Any) -> Optional[str]:
+    """The third-party torch extension (vllm, xformers, flash-attn ...) whose import the paste shows failing
+    (``paste.imports``: the modules its import statements, frames and import messages name), when torch's own
+    import is not the one that failed; None otherwise."""
+    table = _family(compat)
+    seen = prov(facts).get("paste.imports")
+    if table is None or not seen or torch_import_failed(facts):
+        return None
+    failed = (prov(facts).get("paste.failed_import") or {}).get("value")
+    for name in [failed] if failed else str(seen.get("value") or "").split(","):
+        row = table.role_of_module(name)
+        if row is not None and row.role == EXTENSION:
+            return row.distribution
+    return None
+
+
+def loaded_pip_wheel(facts: Facts, groups: Dict[str, Optional[str]]) -> Optional[str]:
+    """The pip NVIDIA wheel (nvidia-cudnn-cu12 9.5.1.17) whose version is the one a message says was loaded
+    ("Loaded runtime CuDNN library: 9.5.1", "Found cuDNN version 90501"): the environment's own wheel is at
+    the wrong version, not a foreign copy shadowing it. None when the paste lists no such wheel."""
+    lib, loaded = (groups.get("lib") or "").lower().replace(" ", ""), groups.get("loaded") or ""
+    if not lib or not loaded:
+        return None
+    if "." not in loaded and len(loaded) >= 4:  # cuDNN's integer form: 8700 = 8.7.0, 90501 = 9.5.1
+        n = int(loaded)
+        loaded = f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n >= 10000 else f"{n // 1000}.{n // 100 % 10}.{n % 100}"
+    want = release_tuple(loaded)
+    for py in facts.pythons:
+        for p in py.packages:
+            w = nvidia_wheel(p.name)
+            if w and w[0].replace("-", "").startswith(lib) and release_tuple(p.version)[:len(want)] == want:
+                return f"{p.name} {p.version}"
+    return None
+
+
+def release_tuple(version: Optional[str]) -> Tuple[int, ...]:
+    m = re.match(r"\d+(?:\.\d+)*", version or "")
+    return tuple(int(x) for x in m.group(0).split(".")) if m else ()
+
+
+def failed_elsewhere(facts: Facts) -> bool:
+    """The paste's first load error ended the import of a module other than torch (``import torch`` worked,
+    the next line's ``import flash_attn_2_cuda`` failed): readers/imports.py's ``paste.failed_import``."""
+    failed = (prov(facts).get("paste.failed_import") or {}).get("value")
+    return bool(failed) and str(failed).split(".")[0] != "torch"
+NCCL_SHM = re.compile(r"(?:creating|allocate|open) shared memory segment[^\n]{0,20}/dev/shm/nccl|/dev/shm/nccl-\S+ "
+                       r"(?:failed|[^\n]{0,40}No space left)|Unable to allocate shared memory[^\n]{0,40}/dev/shm", re.I)
+
+
+def driver_cuda_above_branch(facts: Facts, compat: Any) -> bool:
+    """The paste's driver reports a CUDA ceiling its own branch does not reach (driver 460.80 saying CUDA 11.3,
+    which needs 465.19): nvidia-smi's ceiling comes from the loaded libcuda, so a newer user-space libcuda (a
+    forward-compatibility copy) sits on an older kernel driver."""
+    d = facts.driver
+    if not d.version or not d.cuda_driver_version or compat is None:
+        return False
+    try:
+        req = compat.cuda_requirement(d.cuda_driver_version)
+    except Exception:  # noqa: BLE001 - no CUDA table: nothing to compare with
+        return False
+    return bool(req and req.min_driver and version_ge(d.version, req.min_driver) is False)
