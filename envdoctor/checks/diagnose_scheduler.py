@@ -55,22 +55,17 @@ def check_job_gpus(ctx: CheckContext) -> List[Finding]:
                                  source=prov["paste.job.outside_cuda_available"].get("reader")))
     summary = ("The job step asked Slurm for no GPU, and no GPU is visible under it"
                + (" (outside the job the same command sees one)" if sure else ""))
-    return [JOB_GPUS.error(
-        "not-requested", summary, confidence="high" if sure else "medium",
-        detail=("Slurm exposes to a job step only the GPUs it requested; without --gres=gpu:N, --gpus or -G (on srun, "
-                "salloc or an #SBATCH line) the step's cgroup holds no GPU device, so torch.cuda.is_available() is "
-                "False and nvidia-smi finds none on a node that has GPUs."),
-        evidence=evidence,
-        fix=Fix("Request GPUs for the job (and its steps)",
-                [command("srun", placeholder_flag("--gpus", "<N>"), "...",
-                         comment="or #SBATCH --gres=gpu:<N> in the batch script")], GRES_DOC),
-    )] if sure else [JOB_GPUS.warning(
-        "not-requested", summary, confidence="medium",
+    fix = Fix("Request GPUs for the job (and its steps)",
+              [command("srun", placeholder_flag("--gpus", "<N>"), "...",
+                       comment="or #SBATCH --gres=gpu:<N> in the batch script")], GRES_DOC)
+    if sure:
+        return [JOB_GPUS.error(
+            "not-requested", summary, confidence="high", evidence=evidence, fix=fix,
+            detail=("Slurm exposes to a job step only the GPUs it requested; without --gres=gpu:N, --gpus or -G (on "
+                    "srun, salloc or an #SBATCH line) the step's cgroup holds no GPU device, so "
+                    "torch.cuda.is_available() is False and nvidia-smi finds none on a node that has GPUs."))]
+    return [JOB_GPUS.warning(
+        "not-requested", summary, confidence="medium", evidence=evidence, fix=fix,
         detail=("Slurm exposes to a job step only the GPUs it requested; without --gres=gpu:N, --gpus or -G the "
                 "step sees no GPU. The paste does not show the command working outside the job, so a driver "
-                "problem on the compute node is not ruled out."),
-        evidence=evidence,
-        fix=Fix("Request GPUs for the job (and its steps)",
-                [command("srun", placeholder_flag("--gpus", "<N>"), "...",
-                         comment="or #SBATCH --gres=gpu:<N> in the batch script")], GRES_DOC),
-    )]
+                "problem on the compute node is not ruled out."))]
