@@ -27,6 +27,30 @@ _LIVE: Set[subprocess.Popen] = set()
 _STOPPING = threading.Event()
 
 
+class _Popen(subprocess.Popen):
+    """Popen whose child never outlives a signal that lands while it starts. Ctrl-C (KeyboardInterrupt) or
+    envdoctor's own stop can be raised inside ``Popen()`` after the fork, while the parent waits for the exec:
+    the object is then never returned, so nothing could register or kill the child. Here the half-started child
+    is killed with its process group and reaped before the exception goes on. An OSError (the exec itself
+    failed) is left alone: CPython has already reaped that child, and its pid may be reused."""
+
+    def _execute_child(self, *args: Any, **kwargs: Any) -> None:  # type: ignore[override]
+        try:
+            super()._execute_child(*args, **kwargs)  # type: ignore[misc]
+        except OSError:
+            raise
+        except BaseException:
+            pid = getattr(self, "pid", None)
+            if pid and os.name == "posix":
+                for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL),
+                             lambda: os.waitpid(pid, 0)):
+                    try:
+                        kill()
+                    except OSError:
+                        pass
+            raise
+
+
 def stop_all_children() -> int:
     """Kill every running child's process group and refuse new ones; returns how many were running.
 
@@ -162,7 +186,7 @@ class Runner:
             if _STOPPING.is_set():
                 return Started(argv, full_env, None, RunResult(argv, None, error="interrupted"), start)
             try:
-                proc = subprocess.Popen(  # noqa: S603 - argv list, no shell; its own session, as in run()
+                proc = _Popen(  # noqa: S603 - argv list, no shell; its own session, as in run()
                     argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.PIPE, env=full_env,
                     start_new_session=os.name == "posix",
                 )
@@ -203,7 +227,7 @@ class Runner:
             try:
                 # Its own session, so that a timeout kills the whole tree: a wrapper script (conda's
                 # python shim, a vendor's nvidia-smi wrapper) would otherwise leave its hung child behind.
-                proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
+                proc = _Popen(  # noqa: S603 - argv list, no shell
                     argv,
                     stdout=subprocess.PIPE,
                     stderr=stderr,

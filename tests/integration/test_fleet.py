@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import socket
 import subprocess
 import time
@@ -127,7 +128,9 @@ def test_a_rank_that_crashes_gets_the_report_written_when_torchrun_stops_rank_0(
     assert proc.returncode not in (0, 124), err[-2000:]
     text = " ".join(out.split())
     assert "PARTIAL: rank 0 was stopped (SIGTERM" in text
-    assert "rank 3 (node 0, host" in text
+    # rank 3 is named missing: with its host when its hello came before torchrun stopped rank 0, else by rank
+    # alone (on a loaded box the stop can come before any hello: "1 of 4 ranks reported")
+    assert re.search(r"rank 3\b[^;]*?(?:never said hello|did not send its report)", text), out
     assert left == [], f"processes left behind: {left}"
 
 

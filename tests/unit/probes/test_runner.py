@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+
+import pytest
+
 
 def test_runner_timeout_kills_the_whole_process_tree(tmp_path):
     import os
@@ -76,3 +80,32 @@ def test_stream_reports_exit_code_and_a_command_that_does_not_start():
     assert (lines, res.returncode, res.killed, res.error) == (["a\n"], 3, False, None)
     missing = Runner().stream(["envdoctor-no-such-command-xyz"], lines.append, 30.0)
     assert (missing.error, missing.returncode, missing.killed) == ("not found", None, False)
+
+
+def test_a_signal_that_lands_while_the_child_starts_kills_the_child(monkeypatch, tmp_path):
+    """Ctrl-C raised inside Popen() after the fork (the parent waiting for the exec) leaves no orphan: the
+    half-started child is killed and reaped before KeyboardInterrupt goes on (probes/runner.py _Popen)."""
+    import subprocess as sp
+    import sys
+    import time
+
+    from envdoctor.probes import runner as runner_mod
+
+    original = sp.Popen._execute_child
+    pids = []
+
+    def started_then_interrupted(self, *args, **kwargs):
+        original(self, *args, **kwargs)  # the child runs
+        pids.append(self.pid)
+        raise KeyboardInterrupt  # the signal, before Popen() returns the object
+
+    monkeypatch.setattr(sp.Popen, "_execute_child", started_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        runner_mod.Runner().run([sys.executable, "-c", "import time; time.sleep(600)"], timeout=600)
+    monkeypatch.undo()
+    (pid,) = pids
+    deadline = time.monotonic() + 30
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{pid}"), "the half-started child outlived the interrupt"
+    assert runner_mod.live_children() == 0
