@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import queue
@@ -11,7 +12,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
 
 from envdoctor.domain.fastclass import dataclass
 
@@ -63,6 +64,19 @@ def stop_all_children() -> int:
         for proc in live:
             _kill_tree(proc)
         return len(live)
+
+
+@contextlib.contextmanager
+def children_end_with_interrupt() -> Iterator[None]:
+    """For the Python API, where no signal handler of ours runs: a KeyboardInterrupt anywhere inside (while
+    the probe threads start, while they are joined, between two probes) ends every child before it goes on.
+    Each child runs in its own session, so the terminal's SIGINT never reaches it; a window left outside this
+    (a Thread.start() interrupted before the join loop began) left the interpreter's payload running."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        stop_all_children()
+        raise
 
 
 def live_children() -> int:

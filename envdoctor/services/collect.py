@@ -163,11 +163,6 @@ def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], 
                     raise Interrupted(PENDING_SIGNAL[0])
     except Interrupted as e:  # the signal handler killed the children: keep what finished, say what did not
         interrupted = e
-    except KeyboardInterrupt:  # the Python API, no handler of ours: the children run in their own sessions
-        from ..probes.runner import stop_all_children
-
-        stop_all_children()
-        raise
     finished = dict(out)  # a snapshot: threads that lose their killed child finish after this
     results = {}
     for name, (_func, failed) in jobs.items():
@@ -224,6 +219,14 @@ def collect(options: Optional[CollectOptions] = None, runner: Any = None,
     Never raises for a probe's failure: it is recorded in the facts. ``meanwhile`` runs in this thread while the
     probes run (e.g. warm_up: the checks' imports and the compat data, off the critical path).
     """
+    from ..probes.runner import children_end_with_interrupt
+
+    with children_end_with_interrupt():
+        return _collect(options, runner, meanwhile, progress)
+
+
+def _collect(options: Optional[CollectOptions], runner: Any, meanwhile: Optional[Callable[[], Any]],
+             progress: Optional[Callable[[float, List[str]], None]]) -> Facts:
     from ..probes.registry import ProbeContext, all_probes
     from ..probes.runner import Runner, allow_children
     from ..probes.sysroot import SysRoot
@@ -426,7 +429,10 @@ def run_benchmarks(facts: Facts, bench_options: Any, progress: Optional[Callable
     # bench_python runs the first --python (or the interpreter collect inspected): facts.pythons[0]
     inspected = next((p for p in facts.pythons if p.executable == bench_options.python),
                      facts.pythons[0] if facts.pythons else None)
-    bench = run_bench(bench_options, facts.driver, facts.storage, progress, inspected=inspected)
+    from ..probes.runner import children_end_with_interrupt
+
+    with children_end_with_interrupt():  # the Python API: Ctrl-C inside the kernels ends their interpreter
+        bench = run_bench(bench_options, facts.driver, facts.storage, progress, inspected=inspected)
     bench = dataclasses.replace(bench, results=list(facts.bench.results) + list(bench.results))
     best: Dict[str, Tuple[int, int]] = {}
     for r in bench.results:

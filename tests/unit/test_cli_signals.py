@@ -108,3 +108,46 @@ def test_a_signal_whose_raise_was_dropped_before_collect_still_ends_it() -> None
         assert e.value.signum == signal.SIGINT
     finally:
         PENDING_SIGNAL[0] = None
+
+
+def test_a_keyboard_interrupt_while_the_probe_threads_start_ends_their_children(monkeypatch, tmp_path) -> None:
+    # the Python API (no handler of ours): Ctrl-C can land in Thread.start() of a later probe, before the join
+    # loop began, while the first probe's child (the interpreter's payload) already runs in its own session;
+    # found by .ci/run under load as a payload that outlived an interrupted doctor()
+    import sys
+    import threading
+    import time
+
+    from envdoctor.probes.runner import Runner, allow_children, live_children, stop_all_children
+    from envdoctor.services import collect as app
+
+    marker = tmp_path / "marker"
+    started = threading.Event()
+    result = {}
+
+    def first_probe_then_interrupt(jobs, deadline_s, meanwhile=None, progress=None):
+        code = "import pathlib, sys, time; pathlib.Path(sys.argv[1]).touch(); time.sleep(900)"
+
+        def probe():
+            started.set()
+            result["run"] = Runner().run([sys.executable, "-c", code, str(marker)], timeout=900)
+
+        threading.Thread(target=probe, daemon=True).start()
+        end = time.monotonic() + 120
+        while not (marker.exists() and live_children()) and time.monotonic() < end:
+            time.sleep(0.02)
+        raise KeyboardInterrupt  # where the next Thread.start() would have been interrupted
+
+    monkeypatch.setattr(app, "_run_with_deadline", first_probe_then_interrupt)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            app.collect(app.CollectOptions(inspect_torch=False))
+        assert started.is_set() and marker.exists()  # the child ran when the interrupt came
+        end = time.monotonic() + 60
+        while "run" not in result and time.monotonic() < end:  # its run() returns once the child is killed
+            time.sleep(0.02)
+        assert result.get("run") is not None and result["run"].error == "interrupted", result
+        assert live_children() == 0
+    finally:
+        stop_all_children()  # a failing run leaves no 900 s sleeper behind, and later tests may start commands
+        allow_children()
