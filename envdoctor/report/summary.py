@@ -227,8 +227,18 @@ class EvidenceLine:
     source: Optional[str]
 
 
+def _quoted(value: str) -> str:
+    """A quoted evidence string as the reader sees it: a dash or an accent stays itself (not "\\u2014"), while a
+    control or format character (C1 controls, bidi overrides) a paste carried in is still shown escaped, never
+    sent to the terminal."""
+    import unicodedata
+
+    return "".join(c if unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co", "Zl", "Zp")
+                   else json.dumps(c)[1:-1] for c in json.dumps(value, ensure_ascii=False))
+
+
 def evidence_lines(finding: Finding) -> List[EvidenceLine]:
-    return [EvidenceLine(f"{ev.path} = {json.dumps(ev.value) if isinstance(ev.value, str) else fmt(ev.value)}",
+    return [EvidenceLine(f"{ev.path} = {_quoted(ev.value) if isinstance(ev.value, str) else fmt(ev.value)}",
                          ev.expected or None, ev.source or None) for ev in finding.evidence]
 
 

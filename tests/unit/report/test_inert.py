@@ -74,3 +74,14 @@ def test_gpu_serials_in_a_query_gpu_csv_are_redacted() -> None:
     # a row quoted alone (a reader's evidence), without the header
     assert "1654123456789" not in redact_text("0, NVIDIA H200, 1654123456789, GPU-12345678-1234-1234-1234-1234567")
     assert redact_text("0, NVIDIA H200, 81559, 12") == "0, NVIDIA H200, 81559, 12"  # no UUID: a number stays
+
+
+def test_evidence_strings_keep_their_letters_and_escape_only_controls() -> None:
+    from envdoctor.model.findings import Evidence, Finding, Severity
+    from envdoctor.report.summary import evidence_lines
+
+    finding = Finding(code="x.y", category="INTERCONNECT", severity=Severity.WARNING, summary="s",
+                      evidence=[Evidence("paste.collective_hang", "spins indefinitely\u2014no error; caf\u00e9 \u202e\x9b")])
+    line = evidence_lines(finding)[0].text
+    assert "indefinitely\u2014no error; caf\u00e9" in line  # a paste's dash and accent, not "\\u2014"
+    assert "\\u202e" in line and "\\u009b" in line and "\u202e" not in line and "\x9b" not in line
