@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from ..compat.signatures import signature_context
 from ..domain.variants import local_tag, variant_kind
@@ -220,6 +220,7 @@ _EXT_TAG = re.compile(r"^cu(?P<cu>\d{3})torch(?P<torch>\d+\.\d+)", re.I)
 # https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html#pci-access-control-services-acs
 _P2P_BEHIND_SWITCH = ("PIX", "PXB", "PHB")
 NCCL_TROUBLESHOOTING = "https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/troubleshooting.html"
+NCCL_P2P_LEVEL_SOURCE = "https://github.com/NVIDIA/nccl/blob/master/src/graph/paths.cc (ncclTopoCheckP2p)"
 
 
 P2P_HANG = Findings("diagnose.p2p-hang", "INTERCONNECT", kinds=("topology-unknown", "pcie-p2p-broken"))
@@ -246,7 +247,7 @@ def check_p2p_hang(ctx: CheckContext) -> List[Finding]:
     matrix = ctx.facts.topology.gpu_matrix if ctx.facts.topology else None
     said = str(raw.get("value") or "")[:300]
     settle = ["nvidia-smi topo -m", "sudo lspci -vvv | grep -i acsctl",
-              "NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1 <the same run>   # finishes when P2P is the problem"]
+              "# rerun the same job with NCCL_DEBUG=INFO NCCL_P2P_DISABLE=1: it finishes when P2P is the problem"]
     if not matrix:
         return [P2P_HANG.info(
             "topology-unknown", confidence="low", about="INTERCONNECT",
@@ -264,7 +265,7 @@ def check_p2p_hang(ctx: CheckContext) -> List[Finding]:
     n = len(matrix)
     switch_pairs = [(a, b) for a in range(n) for b in range(a + 1, n) if link(a, b) in _P2P_BEHIND_SWITCH]
     if not switch_pairs:
-        return []  # no pair shares a PCIe switch or host bridge: ACS is not the story
+        return _two_gpus_across_the_cpu(ctx, matrix, said, settle, words("hang_links"))
     hang_pairs, ok_pairs = pairs("hang_pairs"), pairs("ok_pairs")
     hang_links = set(words("hang_links")) | {link(*p) for p in hang_pairs if link(*p)}
     ok_links = set(words("ok_links")) | {link(*p) for p in ok_pairs if link(*p)}
@@ -288,4 +289,51 @@ def check_p2p_hang(ctx: CheckContext) -> List[Finding]:
                 "(iommu=pt, or VT-d/AMD-Vi off); NCCL_P2P_DISABLE=1 is the slower stop-gap",
                 ["sudo lspci -vvv | grep -i acsctl   # SrcValid+ means ACS is on",
                  "# kernel command line: iommu=pt (intel_iommu=on iommu=pt / amd_iommu=on iommu=pt), then reboot",
+                 "export NCCL_P2P_DISABLE=1   # stop-gap"], NCCL_TROUBLESHOOTING))]
+
+
+def _cpu_vendor(facts: Any) -> Optional[str]:
+    model = (getattr(facts.host, "cpu_model", None) if facts.host else None) or ""
+    if re.search(r"\bAMD\b|EPYC|Ryzen|Threadripper", model, re.I):
+        return "AMD"
+    if re.search(r"\bIntel\b|Xeon", model, re.I):
+        return "Intel"
+    return "Arm" if re.search(r"\b(?:Neoverse|Grace|Ampere|ARM)\b", model, re.I) else None
+
+
+def _two_gpus_across_the_cpu(ctx: CheckContext, matrix: Any, said: str, settle: List[str],
+                             hang_links: List[str]) -> List[Finding]:
+    """NCCL's default P2P level is PXB (a PCIe switch), except on AMD x86 hosts with at most two GPUs, where it is
+    SYS: every pair uses PCIe peer-to-peer, through the CPU's root complex too (NVIDIA/nccl src/graph/paths.cc,
+    ncclTopoCheckP2p: "Allow P2P between pairs of GPU devices on AMD systems"). So a collective that hangs between
+    two GPUs linked NODE/SYS is the ACS/IOMMU story on AMD, and not on Intel or Arm, where NCCL keeps P2P off there.
+    A CPU the paste does not name leaves it a hedged warning, with the test that settles it."""
+    if len(matrix) != 2:
+        return []
+    try:
+        pair = matrix[0][1]
+    except (IndexError, TypeError):
+        return []
+    if pair not in ("NODE", "SYS") or (hang_links and set(hang_links) - {"NODE", "SYS"}):
+        return []
+    vendor = _cpu_vendor(ctx.facts)
+    if vendor not in (None, "AMD"):
+        return []  # NCCL does not use P2P across the CPU on this host: ACS is not the story
+    cpu = "this AMD host" if vendor else "an AMD host (the paste does not name the CPU)"
+    return [P2P_HANG.warning(
+        "pcie-p2p-broken", confidence="medium" if vendor else "low",
+        summary=(f"A collective hangs between the two GPUs (GPU0-GPU1 {pair}): on {cpu} NCCL uses PCIe "
+                 "peer-to-peer between two GPUs even across the CPU, and IOMMU/ACS redirection breaks it"),
+        detail="NCCL's default keeps PCIe peer-to-peer to GPUs behind one PCIe switch, but on AMD x86 hosts with "
+               "at most two GPUs it allows it for every pair. With ACS enabled on the root-complex bridges (or the "
+               "IOMMU translating) those transfers are redirected and never complete: the kernels spin at full SM "
+               "utilisation with no memory traffic. If NCCL_P2P_DISABLE=1 makes the run finish, this is the cause.",
+        evidence=[Evidence("topology.gpu_matrix", f"GPU0-GPU1 {pair}", source=NCCL_P2P_LEVEL_SOURCE),
+                  Evidence("paste.collective_hang", said)],
+        fix=Fix("Disable PCIe ACS on the bridges above the GPUs (BIOS, setpci at runtime, or pci=noacs on the "
+                "kernel command line) or put the IOMMU in passthrough (amd_iommu=on iommu=pt); NCCL_P2P_DISABLE=1 "
+                "is the slower stop-gap",
+                ["lscpu | grep -i 'vendor id'   # AuthenticAMD: NCCL uses P2P between these two GPUs",
+                 *settle[1:],
+                 "# kernel command line: amd_iommu=on iommu=pt (or pci=noacs), then reboot",
                  "export NCCL_P2P_DISABLE=1   # stop-gap"], NCCL_TROUBLESHOOTING))]

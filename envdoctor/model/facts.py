@@ -598,7 +598,7 @@ class Host:
     kernel: Optional[str] = pasted("host.kernel")
     machine: Optional[str] = pasted("host.machine")  # "x86_64"
     glibc_version: Optional[str] = pasted("host.glibc_version")
-    cpu_model: Optional[str] = None
+    cpu_model: Optional[str] = pasted("host.cpu_model")  # lscpu's "Model name", or the vendor alone
     cpu_logical_count: Optional[int] = None  # os.cpu_count(): what DataLoader code sees
     cpu_physical_count: Optional[int] = None
     cpu_affinity_count: Optional[int] = pasted("host.cpu_affinity_count")  # len(os.sched_getaffinity(0))

@@ -29,8 +29,29 @@ _COMPOSE = re.compile(r"^\s*(?:(?:Creating|Starting|Recreating|Attaching to) [\w
                       r"\bdocker[- ]compose\s+(?:\S+\s+)*?(?:run|up|exec)\b", re.M)
 
 
+# the CPU: lscpu's (collect_env's "CPU:" section) "Model name: AMD EPYC 7763 64-Core Processor" or "Vendor ID:
+# AuthenticAMD", or a report's "CPU: Intel Xeon ..." line; only a line that names a vendor or family
+_CPU_MODEL = re.compile(r"^[ \t*•-]*(?:Model name|CPU(?: model)?|Processor)\**[ \t]*[:=]\**[ \t]*(\S[^\n]*?(?:AMD|Intel|EPYC|Xeon|"
+                        r"Ryzen|Threadripper|Core\(TM\)|Neoverse|Grace|Ampere\(R\)|Altra)[^\n]*?)[ \t]*$", re.M | re.I)
+_CPU_VENDOR = re.compile(r"^[ \t]*Vendor ID:[ \t]*(AuthenticAMD|GenuineIntel)[ \t]*$", re.M)
+
+
+def _cpu(paste: Paste, acc: Acc) -> None:
+    text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(
+        ["model name", "cpu", "processor", "vendor id"]), head=400, tail=50))
+    m = _CPU_MODEL.search(text)
+    if m:
+        acc.put("host.cpu_model", m.group(1), STRUCTURED if m.group(0).lstrip().startswith("Model name") else LOOSE,
+                m.group(0).strip()[:160])
+        return
+    v = _CPU_VENDOR.search(text)
+    if v:
+        acc.put("host.cpu_model", "AMD" if v.group(1) == "AuthenticAMD" else "Intel", LOOSE, v.group(0).strip())
+
+
 def read_host(paste: Paste, acc: Acc) -> None:
     low = paste.low
+    _cpu(paste, acc)
     # the regexes below run on the few lines holding their literal words, never on the whole paste
     text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(
         ["linux", "wsl", "microsoft", "\\users\\", "\\program files\\", "\\python", "\\programdata\\",

@@ -70,7 +70,9 @@ def read_prose(paste: Paste, acc: Acc) -> None:
 
 # collectives that hang between some GPUs: "NCCL hangs between GPU0 and GPU1", "all_reduce_perf works fine only with
 # those linked through SYS. The rest will result in hanging", "GPU 2 and 3 deadlock, 0 and 2 work"
-_HANG = re.compile(r"\b(?:hang|hangs|hanging|hung|stuck|freez\w*|deadlock\w*|never (?:finish|return)s?)\b", re.I)
+# a hang in other words: "spin at 100% SM utilization ... indefinitely, no forward progress" (NVIDIA/nccl#2079)
+_HANG = re.compile(r"\b(?:hang|hangs|hanging|hung|stuck|freez\w*|deadlock\w*|never (?:finish|return|complete)s?|"
+                   r"indefinitely|forever|no (?:forward )?progress)\b", re.I)
 _PAIR = re.compile(r"\bGPUs? ?(\d{1,2}) ?(?:and|&|,|-|/|<->|<-->|to|with) ?(?:GPU ?)?(\d{1,2})\b", re.I)
 _WORKS = re.compile(r"\b(?:works?|working|fine|ok|okay|succeeds?|passes)\b", re.I)
 _LINK = re.compile(r"\b(SYS|NODE|PHB|PXB|PIX|NV\d+)\b")
@@ -80,7 +82,8 @@ def read_hangs(paste: Paste, acc: Acc) -> None:
     """Which GPU pairs (or link types) a collective hangs on and which work, as the user reports them."""
     hang_pairs, ok_pairs, hang_links, ok_links, said = set(), set(), set(), set(), []
     for i in paste.distinct(paste.with_any(["hang", "hung", "stuck", "freez", "deadlock", "never finish",
-                                            "never return"]), head=300, tail=100):
+                                            "never return", "never complete", "indefinitely", "forever",
+                                            "no progress", "no forward progress"]), head=300, tail=100):
         # the sentence with the hang word, and the one next to it (works / the rest hang)
         text = " ".join(paste.lines[j].strip() for j in range(max(0, i - 1), min(len(paste.lines), i + 2)))
         for sentence in re.split(r"(?<=[.;!?])\s+", text):

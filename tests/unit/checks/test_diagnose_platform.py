@@ -157,3 +157,39 @@ def test_p2p_hang_whole_finding_across_the_cpu_passes_and_no_hang_skips(compat) 
     skipped = _check(_paste("wsl.txt"), compat, "diagnose.p2p-hang")
     assert (skipped.status, skipped.reason) == ("skipped", "no report of a collective hanging between GPUs in the "
                                                            "paste")
+
+
+TWO_GPUS_NODE = """\
+        GPU0    GPU1    CPU Affinity    NUMA Affinity
+GPU0     X      NODE    0-63            0
+GPU1    NODE     X      0-63            0
+
+ncclCommInitRank completes, but the first ncclAllReduce spins at 100% SM utilization indefinitely, no forward
+progress.
+"""
+
+
+@pytest.mark.parametrize("cpu, severity, confidence", [
+    ("", "warning", "low"),  # the paste does not name the CPU: hedged, with lscpu to settle it
+    ("Model name: AMD EPYC 9354 32-Core Processor\n", "warning", "medium"),
+    ("Vendor ID: GenuineIntel\n", None, None),  # NCCL keeps P2P off across the CPU on Intel: not the story
+])
+def test_two_gpus_across_the_cpu_hang_is_p2p_only_where_nccl_uses_p2p_there(compat, cpu, severity,
+                                                                             confidence) -> None:
+    # NCCL's ncclTopoCheckP2p: P2P level PXB by default, SYS on AMD x86 hosts with at most two GPUs
+    check = _check(cpu + TWO_GPUS_NODE, compat, "diagnose.p2p-hang")
+    if severity is None:
+        assert check.status == "passed" and not check.findings
+        return
+    (f,) = check.findings
+    assert (f.code, f.category, f.severity, f.confidence) == ("diagnose.p2p-hang/pcie-p2p-broken", "INTERCONNECT",
+                                                              severity, confidence)
+    assert "GPU0-GPU1 NODE" in f.summary and "NCCL_P2P_DISABLE=1" in " ".join(f.fix.commands)
+    assert ("the paste does not name the CPU" in f.summary) == (not cpu)
+
+
+def test_a_hang_across_the_cpu_between_more_than_two_gpus_is_not_p2p(compat) -> None:
+    # four GPUs: NCCL's AMD exception is for two GPUs only, so SYS/NODE pairs do not use P2P
+    text = "Model name: AMD EPYC 7763 64-Core Processor\n" + TOPO_SYS_NODE.replace("PIX", "SYS") + \
+        "\nall_reduce spins forever between GPU0 and GPU2\n"
+    assert _check(text, compat, "diagnose.p2p-hang").findings == []
