@@ -53,12 +53,16 @@ def _outside(py: str, row: Dict[str, str]) -> Optional[bool]:
 def check_no_wheel_for_python(ctx: CheckContext) -> List[Finding]:
     paste_or_skip(ctx)
     hits = [h for h in signature_hits(ctx.facts, ctx.compat) if h.signature.id == ROW and h.groups.get("pkg")]
-    if not hits:
-        raise SkipCheck("no pip 'No matching distribution' for a package outside torch's family in the paste")
+    asked = str(((ctx.facts.paste.provenance or {}).get("paste.install_requests") or {}).get("value") or "").split()
+    if not hits and not asked:
+        raise SkipCheck("no pip 'No matching distribution' and no install of a package outside torch's family in "
+                        "the paste")
     py_env = ctx.facts.pythons[0] if ctx.facts.pythons else None
     pyv = py_env.python_version if py_env else None
     if not pyv or not major_minor(pyv):
         raise SkipCheck("the paste does not say which Python pip ran under")
+    if not hits:
+        return _installs_outside_the_table(ctx, asked, pyv, py_env)
     seen: Dict[str, Tuple[str, Optional[str], Any]] = {}
     for h in hits:  # pip prints two lines per failure; one finding per package
         key = _canonical(h.groups["pkg"] or "")
@@ -106,5 +110,47 @@ def check_no_wheel_for_python(ctx: CheckContext) -> List[Finding]:
             fix=Fix(f"Use a Python version that {pkg} publishes wheels for (see https://pypi.org/project/{pkg}/#files), "
                     "in a new environment",
                     [pip_command(inst, "index", "versions", pkg), pip_command(inst, "debug", "--verbose")]),
+        ))
+    return findings
+
+
+def _newest(compat: Any, pkg: str) -> Optional[Dict[str, str]]:
+    rows = [r for r in ((signature_context(compat, "package_python_wheels") or {}).get("value") or [])
+            if isinstance(r, dict) and _canonical(str(r.get("package", ""))) == _canonical(pkg)
+            and parse_version(str(r.get("release", ""))) is not None]
+    return max(rows, key=lambda r: parse_version(str(r["release"]))) if rows else None
+
+
+def _installs_outside_the_table(ctx: CheckContext, asked: List[str], pyv: str, py_env: Any) -> List[Finding]:
+    """An install line (no pip error in the paste) asking for a package under a Python its releases do not
+    publish wheels for, by the cited table: a pinned release whose range leaves this Python out, or an unpinned
+    one where this Python is newer than the newest release's range (pip would fall back to an older release
+    for an older Python, so only "newer" fails). Packages the table does not hold are not judged."""
+    said = (ctx.facts.paste.provenance or {}).get("paste.install_requests") or {}
+    source = ": ".join(str(said[k]) for k in ("where", "reader") if said.get(k))  # "line 4: uv pip install ..."
+    mm = mm_str(pyv) or pyv
+    inst = installer_for(ctx.facts, py_env)
+    findings: List[Finding] = []
+    for want in asked:
+        pkg, _, version = want.partition("==")
+        row = _range(ctx.compat, pkg, version) if version else _newest(ctx.compat, pkg)
+        if row is None or not _outside(pyv, row):
+            continue
+        lo, hi = row["python_min"], row["python_max"]
+        if not version and not parse_version(mm) > parse_version(hi):
+            continue  # older than the newest range: pip picks an older release that has wheels for it
+        what = f"{pkg} {version}" if version else f"{pkg}'s newest release envdoctor knows ({row['release']})"
+        findings.append(NO_WHEEL.warning(
+            "outside-range", confidence="medium",
+            summary=f"Installing {want} under Python {mm}: {what} publishes wheels for Python {lo} to {hi}",
+            detail=("The paste installs it under a Python outside the range the release documents, so pip (or uv) "
+                    "finds no wheel for it, or for one of its dependencies, and the install fails or builds from "
+                    "source. " + ("" if version else f"A release newer than {row['release']} may have added "
+                                  f"Python {mm}: `pip index versions {pkg}` under this Python lists what it can "
+                                  "install.")),
+            evidence=[Evidence("pythons[0].python_version", pyv, expected=f"{lo} .. {hi}", source=row.get("source")),
+                      Evidence("paste.install_requests", want, source=source or None)],
+            fix=Fix(f"Create the environment with Python {hi} (or another of {lo} to {hi}) and install {pkg} there",
+                    [new_venv(ctx.facts, py_env, hi), pip_command(inst, "install", want)]),
         ))
     return findings

@@ -42,6 +42,7 @@ SIGNALS: Dict[str, str] = {
     "paste.collective_hang": "paste.collective_hang",
     "paste.imports": "paste.imports",  # the packages the paste imports or runs in (readers/imports.py)
     "paste.failed_import": "paste.failed_import",  # the import its first load error ended
+    "paste.install_requests": "paste.install_requests",  # "vllm flash-attn==2.7.4": what pip install lines ask for
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

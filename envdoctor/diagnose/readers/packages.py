@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from ...model.facts import Package
 from .base import LOOSE, STRUCTURED, Acc, Paste
@@ -175,6 +175,7 @@ def _read_installs(paste: Paste, acc: Acc) -> None:
     """`pip install torch==1.3.0 -f ...`: the pins were installed unless pip said it could not find them."""
     failed = set(m.lower() for m in re.findall(
         r"No matching distribution found for ([A-Za-z0-9][\w.-]*)", paste.text))
+    wanted: Dict[str, str] = {}
     for i in paste.distinct(paste.with_any(["install"])):
         line = paste.lines[i]
         m = _PIP_INSTALL.search(line)
@@ -196,11 +197,49 @@ def _read_installs(paste: Paste, acc: Acc) -> None:
                 variant = version.split("+", 1)[1]
             acc.add_package(Package(name=name, version=version, installer="pip", variant=variant,
                                     variant_evidence="local version tag" if variant else None), LOOSE - 1)
+        # every package the line asks for, pinned or not ("vllm", "flash-attn==2.7.4"): what pip was to find for
+        # this Python (checks/diagnose_wheels.py judges them against the cited wheel table)
+        for w in _requested(args):
+            wanted.setdefault(w, line.strip()[:160])
         if vm:
             acc.put("pip.index_variant", vm.group(1), LOOSE, f"pip install index URL: {vm.group(0)}")
             if vm.group(1).startswith("cu"):
                 acc.put("intent.cuda", vm.group(1), LOOSE, f"a CUDA index in a pip install line: {vm.group(0)}")
         acc.add_found("pip install command")
+    if wanted:
+        acc.put("paste.install_requests", " ".join(wanted), LOOSE, next(iter(wanted.values())))
+
+
+# pip/uv install options that take a value: the token after them is not a package
+_VALUE_OPTIONS = {"-i", "--index-url", "--extra-index-url", "-f", "--find-links", "-r", "--requirement", "-c",
+                  "--constraint", "-t", "--target", "--prefix", "--root", "--python", "-p", "--index-strategy",
+                  "--platform", "--python-version", "--implementation", "--abi", "--only-binary", "--no-binary",
+                  "--trusted-host", "--cache-dir", "--src", "--upgrade-strategy", "--progress-bar", "--index",
+                  "--default-index", "--torch-backend", "--config-settings", "-C", "--log", "--proxy", "-e",
+                  "--editable", "--resolution", "--prerelease", "--exclude-newer"}
+_REQ = re.compile(rf"^({_NAME})(?:\[[^\]]*\])?(?:(==|>=|<=|~=|!=|<|>)\s*([\w.*+!-]+))?$")
+
+
+def _requested(args: List[str]) -> List[str]:
+    """The packages an install line asks for, as "name" or "name==version" (other specifiers keep the name)."""
+    out, skip = [], False
+    for raw in args:
+        a = raw.strip("'\"")
+        if skip:
+            skip = False
+            continue
+        if a.startswith("-"):
+            skip = a in _VALUE_OPTIONS  # "--index-url=URL" carries its value itself
+            continue
+        if a in ("&&", "||", "|", ";", ">", "2>&1") or a.startswith(("#", ">")):
+            break  # the next command, a pipe or a redirection
+        if "/" in a or "\\" in a or a.endswith((".whl", ".tar.gz", ".zip")) or a in (".", ".."):
+            continue  # a URL, a path or a file: not a name pip looks up
+        m = _REQ.match(a)
+        if m and not m.group(1).startswith("."):
+            name = _name(m.group(1))
+            out.append(f"{name}=={m.group(3)}" if m.group(2) == "==" else name)
+    return out
 
 
 _INSTALLED = re.compile(r"\bSuccessfully installed\s+(.+)$")

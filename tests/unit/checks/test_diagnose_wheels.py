@@ -83,3 +83,35 @@ def test_a_post_release_matches_its_release_row(compat):
     assert (f.code, f.severity) == ("diagnose.no-wheel-for-python/outside-range", Severity.ERROR)
     assert f.summary == "No wheel of vllm==0.6.1.post1 for Python 3.13: vllm 0.6.1 publishes wheels for Python 3.8 to 3.12"
     assert f.evidence[0].source.startswith("https://docs.vllm.ai/en/v0.6.1.post2/")
+
+
+@pytest.mark.parametrize("text, expect", [
+    # unpinned, under a Python newer than the newest release's range: the install cannot find a wheel
+    ("Latest Fedora with python 3.14\n$ uv pip install -U vllm --pre --extra-index-url https://wheels.vllm.ai/nightly\n",
+     "vllm's newest release envdoctor knows (0.14.0) publishes wheels for Python 3.10 to 3.13"),
+    # a pinned release whose range leaves this Python out
+    ("Python version: 3.12.3\n$ pip install vllm==0.4.0\n", "vllm 0.4.0 publishes wheels for Python 3.8 to 3.11"),
+    # unpinned under an older Python than the newest range: pip falls back to an older release; no finding
+    ("Python version: 3.9.18\n$ pip install vllm\n", None),
+    # inside the range, a package the table lacks, an option's value and a wheel path: nothing to judge
+    ("Python version: 3.12.3\n$ pip install vllm==0.6.1 -i https://x/simple --index-strategy vllm "
+     "./vllm-0.3.3-cp38-abi3-linux_x86_64.whl somepkg\n", None),
+])
+def test_an_install_line_outside_the_table_without_pip_error(compat, text, expect):
+    res = _result(text, compat)
+    if expect is None:
+        assert res.findings == [] and res.status == CheckStatus.PASSED, res
+        return
+    (f,) = res.findings
+    assert (f.code, f.severity, f.confidence) == ("diagnose.no-wheel-for-python/outside-range", Severity.WARNING,
+                                                  "medium")
+    assert expect in f.summary and f.evidence[1].path == "paste.install_requests"
+    assert f.evidence[1].source.startswith("line 2: ")
+
+
+def test_install_requests_read_names_not_options_urls_or_the_next_command():
+    from envdoctor.diagnose.readers.packages import _requested
+
+    args = ("-U vllm[audio]>=0.6 'flash-attn==2.7.4.post1' --extra-index-url https://x/cu130 -r reqs.txt "
+            "--index-strategy unsafe-best-match ./local.whl . && python -c x").split()
+    assert _requested(args) == ["vllm", "flash-attn==2.7.4.post1"]
