@@ -65,6 +65,9 @@ _COUNTER = re.compile(r"\b(?:errors?|failed|failures?)\s*[:=]\s*\d+\b", re.I)
 _GENERIC = re.compile(r"exit(?:ed with)? (?:status|code)|non-zero exit|Command errored out|subprocess-exited-with-error|"
                       r"CalledProcessError|Failed building wheel|Failed to build\b|build stopped|"
                       r"^\s*(?:ERROR: )?(?:Could not build wheels|failed-wheel-build)|"
+                      # NCCL's result code as torch wraps it; the cause is in the NCCL WARN lines before it
+                      r"\bNCCL error\b[^\n]{0,200}?\bunhandled (?:cuda|system) error\b|"
+                      r"^\s*nccl(?:UnhandledCuda|System)Error: (?:Call to CUDA function failed|System call)|"
                       r"^\s*(?:\w+\.)*\w*(?:Error|Exception):?\s*$", re.I)  # a bare "RuntimeError:" (its text follows)
 
 

@@ -171,6 +171,7 @@ def test_an_ordinary_name_not_defined_is_not_an_extension(compat) -> None:
 # ---- the real corpus rows these kinds fix
 
 _ROWS = ["vllm/vllm-001", "vllm/vllm-016", "tensorrt/tensorrt-001", "sglang/sglang-003", "deepspeed/deepspeed-003",
+         "nccl/nccl-003", "nccl/nccl-004", "nccl/nccl-005", "nccl/nccl-006",
          "deepspeed/deepspeed-005", "deepspeed/deepspeed-006", "comfyui/comfyui-012"]
 
 
@@ -252,3 +253,32 @@ def test_nccl_log_that_progresses_is_no_hang(compat) -> None:
     facts, _ = diagnose_text([text], compat)
     assert "paste.collective_hang" not in (facts.paste.provenance or {})
     assert "INTERCONNECT" not in _serious(text, compat)
+
+
+# ---- NVLink SHARP (NVLS): NCCL's multicast setup over the NVSwitches failed (the Fabric Manager)
+
+@pytest.mark.parametrize("text", [
+    "gpu12:4962:5097 [1] transport/nvls.cc:223 NCCL WARN Cuda failure 999 'unknown error'\n",
+    "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error (run with "
+    "NCCL_DEBUG=INFO for details), NCCL version 2.21.5\nncclUnhandledCudaError: Call to CUDA function failed.\n"
+    "Last error:\nFailed to bind NVLink SHARP (NVLS) Multicast memory of size 4194304 : CUDA error 1 'invalid "
+    "argument'.\n",
+])
+def test_nvls_setup_failure_is_the_fabric(text: str, compat) -> None:
+    report = diagnose_report([text], compat)
+    (f,) = [f for f in report.findings if f.severity in ("warning", "error")]  # NCCL's wrappers are explained too
+    assert (f.category, f.severity, f.code) == ("INTERCONNECT", "error", "messages.signature/nccl-nvls-setup-failed")
+    assert "NCCL_NVLS_ENABLE=0" in f.fix.summary and "fabricmanager" in f.fix.summary
+
+
+def test_nccl_nvls_info_lines_are_not_an_error(compat) -> None:
+    text = ("Driver Version: 550.54.15\nnode1:311:402 [0] NCCL INFO NVLS multicast support is available on dev 0\n"
+            "node1:311:402 [0] NCCL INFO transport/nvls.cc:410 NVLS comm 0x55 headRank 0 nHeads 4\n")
+    assert "INTERCONNECT" not in _serious(text, compat)
+
+
+def test_nccl_wrapper_without_a_cause_stays_unexplained(compat) -> None:
+    # the wrapper is generic only where a finding names the cause: alone it is still an error line not judged
+    text = ("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error (run "
+            "with NCCL_DEBUG=INFO for details), NCCL version 2.21.5\n")
+    assert "UNRECOGNISED_ERROR" in _serious(text, compat)
