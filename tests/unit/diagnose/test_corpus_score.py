@@ -1,0 +1,58 @@
+"""The corpus of real reports (tests/fixtures/corpus/, issue 29) as a ratchet: every row judged right stays
+right, and the rows still wrong are listed here, so that one that starts passing must leave the list (the score
+can only go up; docs/measurements.md has the per-tracker figures, scripts/score_corpus.py prints them).
+
+Right, as the scorer counts it: every labelled category found at warning or error; HEALTHY, no error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from envdoctor.compat import load_compat
+from envdoctor.diagnose import NothingRecognised, diagnose_report
+from tests.paths import FIXTURES
+
+CORPUS = FIXTURES / "corpus"
+ROWS = [(d.name, r["id"], r["labels"]) for d in sorted(CORPUS.glob("*/")) if (d / "labels.json").exists()
+        for r in json.loads((d / "labels.json").read_text(encoding="utf-8"))]
+
+# still wrong on 2026-12-04 (the kinds are in tests/fixtures/corpus/FIRST_SIGHT_*.md); remove a row once it passes
+STILL_WRONG = set("""
+comfyui-009 comfyui-015 container-toolkit-005 flash-attention-003 flash-attention-010 jax-002 jax-008
+k8s-device-plugin-002 mmcv-003 nccl-001 nccl-009 nccl-011 ollama-002 ollama-004 optimum-001 ray-003 sd-webui-002
+sglang-004 sglang-006 sglang-007 slurm-001 slurm-003 tensorrt-002 tensorrt-003 tensorrt-004 torchaudio-003
+torchvision-001 ultralytics-003 ultralytics-005 unsloth-002 vllm-007 vllm-017 wsl-002 wsl-003 wsl-004
+xformers-007
+""".split())
+
+
+@pytest.fixture(scope="module")
+def compat():
+    return load_compat()
+
+
+def _right(text: str, labels, compat) -> bool:
+    try:
+        findings = diagnose_report([text], compat).all_findings
+    except NothingRecognised:
+        findings = []
+    serious = {f.category for f in findings if f.severity in ("warning", "error")}
+    errors = [f for f in findings if f.severity == "error"]
+    return all((not errors) if label == "HEALTHY" else label in serious for label in labels)
+
+
+def test_the_corpus_is_large_and_the_list_names_real_rows() -> None:
+    ids = {rid for _, rid, _ in ROWS}
+    assert len(ROWS) >= 150 and STILL_WRONG <= ids, sorted(STILL_WRONG - ids)
+
+
+@pytest.mark.parametrize("folder,rid,labels", ROWS, ids=[f"{f}/{r}" for f, r, _ in ROWS])
+def test_corpus_row(folder, rid, labels, compat) -> None:
+    text = (CORPUS / folder / f"{rid}.txt").read_text(encoding="utf-8", errors="replace")
+    right = _right(text, labels, compat)
+    if rid in STILL_WRONG:
+        assert not right, f"{rid} is right now: take it off STILL_WRONG"
+    else:
+        assert right, f"{rid} ({labels}) was right and is not any more"
