@@ -146,3 +146,15 @@ def test_checks_and_readers_reach_compat_only_through_the_loaded_object() -> Non
                 if called == "open" or called in _LOADERS and (isinstance(f, ast.Attribute) or called != "table"):
                     offences.append(f"{rel}:{node.lineno} calls {called}()")
     assert not offences, offences
+
+
+def test_a_first_import_inside_the_block_is_loading_code_not_io(monkeypatch) -> None:
+    # datetime.strptime imports _strptime on first use: the import system's open is allowed, a check's is not
+    import sys
+    from datetime import datetime
+
+    monkeypatch.delitem(sys.modules, "_strptime", raising=False)
+    with audit.forbidden():
+        assert datetime.strptime("2026/12/04", "%Y/%m/%d").year == 2026
+        with pytest.raises(PermissionError):
+            open(REPO / "README.md", encoding="utf-8")
