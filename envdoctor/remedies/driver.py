@@ -41,7 +41,10 @@ def _reboot(extra: str = "") -> str:
 
 def _linux_commands(plat: Platform, branch: Optional[int], server: bool, pre_turing: bool) -> List[str]:
     b = str(branch) if branch is not None else None
-    open_note = "; GPUs older than Turing need the proprietary flavour (see the guide)" if pre_turing else ""
+    # Open kernel modules (nvidia-open, the *-open streams, which start at R515) drive Turing and newer only; older
+    # GPUs get the proprietary flavour: the *-dkms streams and cuda-drivers on RHEL-likes, nvidia on Arch (NVIDIA
+    # Driver Installation Guide, "Kernel Modules" and "Switching between Driver Module Flavors"; NVIDIA
+    # yum-packaging-dkms-nvidia: streams latest-dkms and XXX-dkms)
     fam = plat.family
     if fam == "ubuntu":
         if b is None:
@@ -64,18 +67,25 @@ def _linux_commands(plat: Platform, branch: Optional[int], server: bool, pre_tur
         streams = fam == "rhel" and (major is None or major < 10 or major == 2023)
         where = "Fedora" if fam == "fedora" else ("RHEL/Rocky 8/9 (CUDA repo)" if streams else "RHEL/Rocky 10 "
                                                                                            "(CUDA repo)")
+        package = "cuda-drivers" if pre_turing else "nvidia-open"
+        note = where + ("; the proprietary modules: the GPU is older than Turing" if pre_turing else "")
         if streams:
-            stream = f"nvidia-driver:{b}-open" if b else "nvidia-driver:open-dkms"
+            if pre_turing:
+                stream = f"nvidia-driver:{b}-dkms" if b else "nvidia-driver:latest-dkms"
+            else:
+                stream = f"nvidia-driver:{b}-open" if b else "nvidia-driver:open-dkms"
             return [command("sudo", "dnf", "module", "enable", "-y", stream, Raw("&&"),
-                            "sudo", "dnf", "install", "-y", "nvidia-open", comment=_reboot(where + open_note))]
+                            "sudo", "dnf", "install", "-y", package, comment=_reboot(note))]
         if b is None:
-            return [command("sudo", "dnf", "install", "-y", "nvidia-open", comment=_reboot(where + open_note))]
+            return [command("sudo", "dnf", "install", "-y", package, comment=_reboot(note))]
         return [command("sudo", "dnf", "versionlock", "add", f"*nvidia*{b}*", Raw("&&"),
-                        "sudo", "dnf", "install", "-y", "nvidia-open", comment=_reboot(where + open_note))]
+                        "sudo", "dnf", "install", "-y", package, comment=_reboot(note))]
     if fam == "arch":
         older = f"; an older branch (R{b}) is in the AUR as nvidia-{b}xx-dkms" if b else ""
-        return [command("sudo", "pacman", "-S", "--needed", "nvidia-open",
-                        comment=_reboot("Arch: the newest branch" + older + open_note))]
+        return [command("sudo", "pacman", "-S", "--needed", "nvidia" if pre_turing else "nvidia-open",
+                        comment=_reboot("Arch: the newest branch" + older
+                                        + ("; the proprietary modules: the GPU is older than Turing"
+                                           if pre_turing else "")))]
     # the distribution is not in the facts (a paste, a snapshot without os-release): the two common forms
     ubuntu = Platform("linux", "ubuntu", None, False, None, plat.shell)
     rhel = Platform("linux", "rhel", None, False, None, plat.shell)

@@ -398,11 +398,24 @@ def test_driver_present_fix_follows_the_platform():
     assert f.fix.commands[0] == "sudo dnf install -y nvidia-open   # Fedora; then reboot"
 
 
-def test_pre_turing_gpus_are_warned_off_the_open_modules():
-    facts = replace(m.h100_old_driver(), host=m.host(distro_id="fedora", distro_version="41"))
-    facts = replace(facts, driver=replace(facts.driver, gpus=[m.gpu(0, "Tesla V100-SXM2-16GB", "7.0", 16)]))
-    plan = driver_install(facts, 580)
-    assert "older than Turing need the proprietary flavour" in plan.commands[0]
+@pytest.mark.parametrize("distro, version, branch, proprietary, open_", [
+    ("fedora", "41", 580, "sudo dnf versionlock add '*nvidia*580*' && sudo dnf install -y cuda-drivers",
+     "sudo dnf versionlock add '*nvidia*580*' && sudo dnf install -y nvidia-open"),
+    ("rocky", "9.4", 470, "sudo dnf module enable -y nvidia-driver:470-dkms && sudo dnf install -y cuda-drivers",
+     "sudo dnf module enable -y nvidia-driver:470-open && sudo dnf install -y nvidia-open"),
+    ("rocky", "8.10", None, "sudo dnf module enable -y nvidia-driver:latest-dkms && sudo dnf install -y cuda-drivers",
+     "sudo dnf module enable -y nvidia-driver:open-dkms && sudo dnf install -y nvidia-open"),
+    ("arch", None, None, "sudo pacman -S --needed nvidia", "sudo pacman -S --needed nvidia-open"),
+])
+def test_pre_turing_gpus_get_the_proprietary_modules(distro, version, branch, proprietary, open_):
+    # open kernel modules drive Turing and newer only (NVIDIA Driver Installation Guide, "Kernel Modules"): a V100
+    # or a K80 gets the *-dkms stream and cuda-drivers, never nvidia-open; an H100 keeps the open flavour
+    base = replace(m.h100_old_driver(), host=m.host(distro_id=distro, distro_version=version))
+    old = replace(base, driver=replace(base.driver, gpus=[m.gpu(0, "Tesla V100-SXM2-16GB", "7.0", 16)]))
+    (cmd,) = driver_install(old, branch).commands
+    assert cmd.startswith(proprietary + "   #") and "nvidia-open" not in cmd and "older than Turing" in cmd
+    (cmd,) = driver_install(base, branch).commands
+    assert cmd.startswith(open_ + "   #") and "older than Turing" not in cmd
 
 
 def test_family_of_reads_id_like():
