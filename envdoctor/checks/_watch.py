@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ..domain.recording import Analysis, GpuStats, analyze, pct
 from ..model.facts import Watch
@@ -35,9 +35,19 @@ def recording(ctx: CheckContext) -> Watch:
     return w
 
 
+_LAST: List[Any] = [None, None]  # (the Watch judged last, its Analysis)
+
+
 def analysis_of(w: Watch) -> Analysis:
+    """The recording's analysis, made once per recording: every watch check asks for it, and a long replay's
+    analysis is the largest part of judging it (ten checks made it ten times). Kept for the last Watch object
+    only, compared by identity (facts are frozen, so the same object is the same recording)."""
+    if _LAST[0] is w:
+        return _LAST[1]
     started = w.summary.get("steps_started_s") if isinstance(w.summary, dict) else None
-    return analyze(w.samples, w.interval_s, started if isinstance(started, (int, float)) else None)
+    a = analyze(w.samples, w.interval_s, started if isinstance(started, (int, float)) else None)
+    _LAST[0], _LAST[1] = w, a
+    return a
 
 
 def working(a: Analysis) -> List[GpuStats]:

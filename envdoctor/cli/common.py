@@ -415,14 +415,18 @@ def _is_command(stripped: str) -> bool:
 
 
 def fit_text(text: str, width: Optional[int] = None) -> str:
-    """Plain console text fitted to the terminal (COLUMNS, else the terminal, else 80): a longer line wraps at
+    """Plain console text fitted to the terminal (COLUMNS, else the terminal, else the console's default width,
+    report.console.DEFAULT_WIDTH: the width watch's verdict was laid out for, so a pipe does not wrap it twice at
+    80 after 100): a longer line wraps at
     spaces, an indented one with a hanging indent under its own text. Never cut: a word (a URL, a path), nor a
     command line, which is printed whole so that it can be copied (the check report wraps its commands with the
     shell's own continuation instead, remedies/shell_wrap.py)."""
     import shutil
     import textwrap
 
-    width = width or shutil.get_terminal_size((80, 24)).columns
+    from ..report.console import DEFAULT_WIDTH
+
+    width = width or shutil.get_terminal_size((DEFAULT_WIDTH, 24)).columns
     out: List[str] = []
     for line in text.split("\n"):
         stripped = line.lstrip(" ")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..bench.expect import expect
 from ..model.facts import Bench, Facts, ProbeStatus
@@ -12,7 +12,10 @@ from ..model.facts import Bench, Facts, ProbeStatus
 SPARK = "▁▂▃▄▅▆▇█"
 
 
-def sparkline(values: List[float], width: int = 40) -> str:
+def sparkline(values: List[float], width: int = 40, scale: Optional[Tuple[float, float]] = None) -> str:
+    """Bars for ``values`` (averaged into ``width`` buckets when there are more). With ``scale`` (a percentage's
+    0-100) a bar's height is its value on that scale; without it, the series' own range, and a flat series is
+    drawn at the height it has: at the bottom when it is 0 throughout (nothing happened), mid-height otherwise."""
     vals = [v for v in values if isinstance(v, (int, float))]
     if not vals:
         return ""
@@ -20,9 +23,12 @@ def sparkline(values: List[float], width: int = 40) -> str:
         step = len(vals) / width
         vals = [sum(vals[int(i * step):int((i + 1) * step)] or [vals[int(i * step)]])
                 / max(1, len(vals[int(i * step):int((i + 1) * step)])) for i in range(width)]
+    if scale is not None and scale[1] > scale[0]:
+        lo, hi = scale
+        return "".join(SPARK[max(0, min(7, int((v - lo) / (hi - lo) * 7.999)))] for v in vals)
     lo, hi = min(vals), max(vals)
     if hi - lo < 1e-12:
-        return SPARK[3] * len(vals)
+        return (SPARK[0] if abs(hi) < 1e-12 else SPARK[3]) * len(vals)
     return "".join(SPARK[min(7, int((v - lo) / (hi - lo) * 7.999))] for v in vals)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections import deque
-from typing import Any, Deque, Dict, List, Optional, Sequence, TextIO
+from typing import Any, Deque, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from ..report.bench_view import sparkline
 
@@ -19,8 +19,10 @@ def _series(samples: Sequence[Dict[str, Any]]) -> Dict[str, List[Optional[float]
     n = len(samples)
 
     def put(name: str, i: int, v: Any) -> None:
-        out.setdefault(name, [None] * n)[i] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) \
-            else None
+        col = out.get(name)
+        if col is None:  # made once per series (setdefault's default was a new n-long list per call: n x n)
+            col = out[name] = [None] * n
+        col[i] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
     many = max((len(s.get("gpus") or []) for s in samples), default=0) > 4  # then utilisation alone per GPU
     for i, s in enumerate(samples):
@@ -51,6 +53,13 @@ def _series(samples: Sequence[Dict[str, Any]]) -> Dict[str, List[Optional[float]
     return {k: v for k, v in out.items() if any(x is not None for x in v)}
 
 
+def percent_scale(name: str) -> Optional[Tuple[float, float]]:
+    """0-100 for a series that is a share (utilisation, busy, iowait): its bars then read as levels, so a GPU at
+    100 % throughout is a full bar and one at 0 % an empty one. The watched processes' CPU % counts cores (400 on
+    four) and keeps its own range."""
+    return (0.0, 100.0) if name.endswith(" %") and not name.startswith("process ") else None
+
+
 def _fmt(v: Optional[float]) -> str:
     if v is None:
         return "-"
@@ -70,7 +79,7 @@ def timeline(samples: Sequence[Dict[str, Any]], width: int = WIDTH) -> List[str]
              + "; min / median / max)"]
     for name, vals in series.items():
         nums = [v for v in vals if v is not None]
-        lines.append(f"  {name:<{name_w}}  {sparkline(nums, width):<{width}}  "
+        lines.append(f"  {name:<{name_w}}  {sparkline(nums, width, percent_scale(name)):<{width}}  "
                      f"{_fmt(min(nums))} / {_fmt(pct(nums, 0.5))} / {_fmt(max(nums))}")
     return lines
 
@@ -100,11 +109,12 @@ class Live:
 
         return max(40, shutil.get_terminal_size((80, 24)).columns)
 
-    def _row(self, head: str, hist: Sequence[Any], tail: str) -> str:
+    def _row(self, head: str, hist: Sequence[Any], tail: str,
+             scale: Optional[Tuple[float, float]] = None) -> str:
         """One series row within the terminal: the sparkline takes what the head and the numbers leave."""
         cols = self._width()
         spark_w = max(8, min(WIDTH, cols - len(head) - len(tail) - 2))
-        line = f"{head} {sparkline(list(hist), spark_w):<{spark_w}} {tail}"
+        line = f"{head} {sparkline(list(hist), spark_w, scale):<{spark_w}} {tail}"
         return line if len(line) <= cols else line[:cols - 1] + "…"
 
     def update(self, sample: Dict[str, Any]) -> None:
@@ -138,13 +148,14 @@ class Live:
             mem = f" mem {_fmt(g.get('mem_used_mib'))}/{_fmt(g.get('mem_total_mib'))} MiB" \
                 if g.get("mem_total_mib") else ""
             out.append(self._row(f"  GPU {idx}", hist, f"util {_fmt(g.get('util_pct'))}%{mem} "
-                                                       f"{_fmt(g.get('power_w'))} W {_fmt(g.get('temperature_c'))} C"))
+                                                       f"{_fmt(g.get('power_w'))} W {_fmt(g.get('temperature_c'))} C",
+                                 percent_scale("GPU util %")))
         h = last.get("host") or {}
         cpu = [(s.get("host") or {}).get("cpu_busy_pct") for s in recent]
         p = last.get("procs") or {}
         out.append(self._row("  CPU   ", cpu, f"busy {_fmt(h.get('cpu_busy_pct'))}% iowait "
                                             f"{_fmt(h.get('cpu_iowait_pct'))}%"
-                             + (f" workers {p.get('workers')}" if p else "")))
+                             + (f" workers {p.get('workers')}" if p else ""), percent_scale("CPU busy %")))
         for name, d in (h.get("disks") or {}).items():
             hist = [((s.get("host") or {}).get("disks") or {}).get(name, {}).get("read_mbps") for s in recent]
             out.append(self._row(f"  {name:<6}", hist, f"read {_fmt(d.get('read_mbps'))} MB/s await "

@@ -353,3 +353,22 @@ def test_dataloader_in_the_main_process_whole_finding():
     assert [(e.path, e.value) for e in f.evidence] == [("watch.summary.dataloader_workers", 0),
                                                        ("watch.summary.processes.main_cpu_pct_p50", 99.0),
                                                        ("watch.summary.data_wait_fraction", 0.6)]
+
+
+def test_a_host_only_recording_of_saturated_cpus_gets_a_verdict():
+    """A replayed `vmstat 1` of a busy box (no GPU, no timer, no process tree): the host held everything back,
+    said as a warning that names what it cannot tell (the CPU count, the GPU)."""
+    v = _judge_text((FIXTURES / "timeseries" / "devbox-2cpu-busy-vmstat-1.txt").read_text(encoding="utf-8"))
+    f = v["findings"]["CPU_STARVED"]
+    assert f.code == "watch.bottleneck/host-cpu" and f.severity == "warning" and f.confidence == "medium"
+    assert "100% busy (p50)" in f.summary and "the disk was not the limit" in f.summary
+    assert {e.path for e in f.evidence} == {"watch.summary.host.cpu_busy_pct.p50", "watch.summary.host.run_queue.p50"}
+    assert "nproc" in f.detail and f.fix is not None
+
+
+def test_a_host_only_recording_of_an_idle_box_stays_unjudged():
+    text = (" r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st\n"
+            + "".join(" 0  0 0 1 1 1 0 0 0 0 1 1 3 1 96 0 0\n" for _ in range(12)))
+    v = _judge_text(text)
+    assert not v["findings"]
+    assert v["checks"]["watch.bottleneck"].status == "skipped"

@@ -207,3 +207,62 @@ def test_the_cli_gives_one_line_and_exit_2(tmp_path):
                           text=True, timeout=120)
     assert proc.returncode == 2 and "impossible" in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- a busy box's own rounding
+
+BUSY = FIXTURES / "timeseries" / "devbox-2cpu-busy-vmstat-1.txt"
+
+
+def test_a_real_busy_vmstat_capture_whose_rows_sum_to_101_is_a_recording():
+    """`vmstat 1 64` on the 2-core development VM with eight jobs on it (tests/fixtures/SOURCES.md): vmstat rounds
+    each CPU column on its own, so rows print "86 15 0 0 0" (101) and "89 9 0 0 3"; such a row is a row."""
+    text = BUSY.read_text(encoding="utf-8")
+    sums = [sum(int(x) for x in line.split()[12:17]) for line in text.splitlines() if line.split()[:1] != ["r"]
+            and line.split() and line.split()[0].isdigit()]
+    assert max(sums) >= 101 and min(sums) <= 99  # the capture holds both roundings
+    w = replay(text)
+    assert w.source.startswith("vmstat") and len(w.samples) == 63  # 64 reports, the since-boot one dropped
+    busy = [s["host"]["cpu_busy_pct"] for s in w.samples]
+    assert max(busy) <= 100.0 and min(busy) >= 90.0
+    assert w.summary["host"]["run_queue"]["p50"] >= 4
+
+
+def test_a_vmstat_row_off_by_more_than_its_rounding_is_still_refused():
+    text = (" r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st\n"
+            " 2  0      0 978456 1641496 18436400    0    0   298     0 8715 33153 11  3 86  1  0\n"
+            " 2  0      0 978456 1641496 18436400    0    0   298     0 8715 33153 90 60  0  0  0\n")
+    with pytest.raises(ReplayError, match="cpu_busy_pct 150"):
+        replay(text)
+
+
+def test_rounded_rows_are_scaled_back_to_one_hundred():
+    from envdoctor.watch.replay import _vmstat_cpu
+
+    assert _vmstat_cpu({"us": 86, "sy": 15, "id": 0, "wa": 0, "st": 0}) == (100.0, 0.0)
+    assert _vmstat_cpu({"us": 10, "sy": 3, "id": 86, "wa": 0, "st": 0}) == pytest.approx((13.13, 0.0), abs=0.01)
+    assert _vmstat_cpu({"us": 11, "sy": 3, "id": 85, "wa": 1, "st": 0}) == (14.0, 1.0)  # 100: as printed
+
+
+def test_host_reports_go_to_the_nearest_gpu_tick_in_any_order():
+    """The bisection that made replay n log n gives the brute-force answer, ties to the earlier tick, and on
+    ticks that go back in time (two captures pasted one after the other)."""
+    import random
+
+    from envdoctor.watch.replay import _nearest
+
+    rnd = random.Random(7)
+    for _ in range(200):
+        times = sorted(round(rnd.uniform(0, 50), 1) for _ in range(rnd.randint(1, 30)))
+        t = round(rnd.uniform(-5, 55), 1)
+        k = _nearest(times, t)
+        best = min(abs(x - t) for x in times)
+        assert abs(times[k] - t) == best and all(x >= times[k] for x in times if abs(x - t) == best)
+
+
+def test_a_replay_with_host_rows_between_unordered_gpu_ticks_matches_them_by_time():
+    dmon = ("# gpu    sm   mem\n# Idx     %     %\n" + "".join(f"    0    {u}   10\n" for u in (10, 20, 30, 40)))
+    vm = (" r  b   swpd   free   buff  cache   si   so    bi    bo   in   cs us sy id wa st\n"
+          + "".join(f" 1  0 0 1 1 1 0 0 0 0 1 1 {u} 0 {100 - u} 0 0\n" for u in (50, 1, 2, 3, 4)))
+    w = replay(dmon + vm)
+    assert [s["host"]["cpu_busy_pct"] for s in w.samples] == [1.0, 2.0, 3.0, 4.0]
