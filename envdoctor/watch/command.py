@@ -229,6 +229,9 @@ def _live(args: Any, cmd: List[str]):
         if not psutil.pid_exists(args.pid):
             raise WatchUsageError(f"--pid {args.pid}: no such process")
     steps_dir, made_dir, steps_why = steps_directory(watch_dir(), launching=bool(cmd))
+    if steps_dir and not mark_steps_directory(steps_dir):
+        steps_dir, made_dir, steps_why = "", False, f"the step timer's directory {watch_dir()} cannot be marked " \
+            "as read by this watch: its reports unread"
     env = dict(os.environ)
     if steps_dir:
         env["ENVDOCTOR_WATCH_DIR"] = steps_dir
@@ -313,16 +316,7 @@ def _live(args: Any, cmd: List[str]):
     exit_code = child.returncode if child is not None else None
     steps = read_reports(steps_dir, tree.pids_seen) if steps_dir else []
     if steps_dir:
-        for pid in tree.pids_seen:
-            try:
-                os.remove(os.path.join(steps_dir, f"steps-{pid}.json"))
-            except OSError:
-                pass
-        if made_dir:
-            try:
-                os.rmdir(steps_dir)
-            except OSError:
-                pass
+        release_steps_directory(steps_dir, made_dir, tree.pids_seen)
     if not steps:
         unseen.add("no step timer reported (wrap the loader: `for batch in timed(loader)`, "
                    "from envdoctor.watch import timed): the time steps wait for data is unknown")
@@ -411,6 +405,61 @@ def steps_directory(path: str, launching: bool) -> tuple[str, bool, str]:
     return "", False, (f"the step timer's directory {path} is not this user's private directory (a link, another "
                        "owner, or writable by others): its reports are not read; remove it, or set "
                        "ENVDOCTOR_WATCH_DIR to a private directory for both the training process and the watch")
+
+
+def mark_steps_directory(path: str) -> bool:
+    """Mark ``path`` as read by this watch (envdoctor.watch.timer.watch_mark): timers write there only while a
+    marked watch lives. Marks and reports that dead processes left (a watch killed before its clean-up) go."""
+    from .timer import WATCH_MARK_PREFIX, WATCH_MARK_SUFFIX, pid_alive, watch_mark
+
+    try:
+        for n in os.listdir(path):
+            head, tail = ((WATCH_MARK_PREFIX, WATCH_MARK_SUFFIX) if n.startswith(WATCH_MARK_PREFIX)
+                          else ("steps-", ".json"))
+            if n.startswith(head) and n.endswith(tail) and n[len(head):-len(tail)].isdigit() \
+                    and not pid_alive(int(n[len(head):-len(tail)])):
+                os.remove(os.path.join(path, n))
+        fd = os.open(os.path.join(path, watch_mark(os.getpid())),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        os.close(fd)
+        return True
+    except OSError:
+        return False
+
+
+RELEASE_TRIES, RELEASE_PAUSE_S = 8, 0.25  # a timer re-checks the mark every second: 2 s outlasts its last write
+
+
+def release_steps_directory(path: str, made: bool, pids) -> bool:
+    """Take this watch's mark away, remove the watched processes' reports and, when this watch made the directory,
+    the directory too (True when it is gone or was not ours). A timer that still runs (a `--pid` process that goes
+    on training) may write once more within a second of the mark going: the removal is tried again until that
+    has passed, so the directory does not outlive the watch."""
+    import time as _time
+
+    from .timer import watch_mark
+
+    try:
+        os.remove(os.path.join(path, watch_mark(os.getpid())))
+    except OSError:
+        pass
+    for attempt in range(RELEASE_TRIES if made else 1):
+        for pid in pids:
+            try:
+                os.remove(os.path.join(path, f"steps-{pid}.json"))
+            except OSError:
+                pass
+        if not made:
+            return True
+        try:
+            os.rmdir(path)
+            return True
+        except FileNotFoundError:
+            return True
+        except OSError:
+            if attempt + 1 < RELEASE_TRIES:
+                _time.sleep(RELEASE_PAUSE_S)
+    return False
 
 
 def _alive(pid: int) -> bool:

@@ -3,8 +3,8 @@
 Stdlib only and importable on its own (a training process may have envdoctor on PYTHONPATH only). Per step it
 costs two ``time.perf_counter()`` calls, a few additions and a comparison; every ``FLUSH_S`` it writes a small
 JSON summary into the directory a running ``envdoctor watch`` created (``ENVDOCTOR_WATCH_DIR``, else
-``<tmp>/envdoctor-watch-<uid>``) as ``steps-<pid>.json``. When no watch ever ran, it prints the summary to stderr
-at exit instead.
+``<tmp>/envdoctor-watch-<uid>``) as ``steps-<pid>.json``, while that watch is alive (its mark, ``watch-<pid>.alive``).
+When no watch is running, it prints the summary to stderr at exit instead.
 
 A step runs from the moment the loop asks for batch *i* to the moment it asks for batch *i+1*; its wait is the
 time ``next()`` took. The first step is left out of the fraction: it includes starting the loader's workers.
@@ -61,6 +61,50 @@ def safe_dir(path: str) -> bool:
     if hasattr(os, "getuid") and st.st_uid != os.getuid():
         return False
     return not (st.st_mode & 0o022)  # nobody else may write there (reading is harmless)
+
+
+# A running watch marks the directory it reads with "watch-<its pid>.alive" and removes the mark when it ends. The
+# timer writes only while a marked watch is alive: a directory that outlived its watch (a `watch --pid` that ended
+# while the process kept training, and a last write landing between its clean-up steps) is then left alone, and
+# the run's summary goes to stderr as with no watch, instead of into a directory nobody reads (issue 41).
+WATCH_MARK_PREFIX, WATCH_MARK_SUFFIX = "watch-", ".alive"
+
+
+def watch_mark(pid: int) -> str:
+    return f"{WATCH_MARK_PREFIX}{pid}{WATCH_MARK_SUFFIX}"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (signal 0 checks without sending anything). On Windows os.kill would end
+    the process, so there a mark is taken as alive (the directory's existence, as before the marks)."""
+    if os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: it exists
+    except OSError:
+        return False
+    return True
+
+
+def watch_running(path: str) -> bool:
+    """Whether a watch that is still alive marked ``path`` as the directory it reads."""
+    try:
+        names = os.listdir(path)
+    except OSError:
+        return False
+    for n in names:
+        if n.startswith(WATCH_MARK_PREFIX) and n.endswith(WATCH_MARK_SUFFIX):
+            try:
+                pid = int(n[len(WATCH_MARK_PREFIX):-len(WATCH_MARK_SUFFIX)])
+            except ValueError:
+                continue
+            if pid_alive(pid):
+                return True
+    return False
 
 
 _WRITES = itertools.count()
@@ -181,7 +225,7 @@ class _Reporter:
         self._last_flush = now
         if now - self._dir_checked >= 1.0:
             self._dir_checked = now
-            self._dir_ok = safe_dir(self.dir)
+            self._dir_ok = safe_dir(self.dir) and watch_running(self.dir)
         if not self._dir_ok:
             return
         self.seen_watch = True

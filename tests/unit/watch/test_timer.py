@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.watch import timer
-from envdoctor.watch.command import steps_directory
+from envdoctor.watch.command import mark_steps_directory, release_steps_directory, steps_directory
 from tests.paths import REPO
 
 
@@ -22,6 +22,7 @@ from tests.paths import REPO
 def reporter(tmp_path: Path, monkeypatch):
     d = tmp_path / "watch"
     d.mkdir(mode=0o700)
+    (d / timer.watch_mark(os.getpid())).touch()  # a live watch reads it (this process stands in for it)
     monkeypatch.setenv("ENVDOCTOR_WATCH_DIR", str(d))
     monkeypatch.setattr(timer, "_REPORTER", None)
     monkeypatch.setattr(timer.atexit, "register", lambda f: None)
@@ -160,3 +161,63 @@ def test_short_steps_are_never_stalls_however_uneven() -> None:
     for i in range(1000):
         s.step_done(0.001 if i % 2 else 0.2, 0.0)
     assert s.summary()["stall_count"] == 0
+
+
+def _dead_pid() -> int:
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          timeout=60)
+    return int(proc.stdout)
+
+
+TIMED_SCRIPT = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, REPO_PATH)
+    from envdoctor.watch.timer import timed
+    for _ in timed([1, 2, 3, 4]):
+        pass
+""")
+
+
+@pytest.mark.parametrize("mark", ["none", "dead", "alive"])
+def test_a_directory_whose_watch_is_gone_does_not_swallow_the_summary(tmp_path: Path, mark) -> None:
+    """Issue 41: a `watch --pid` directory that outlived its watch took every later run's summary (written there,
+    never printed). A timer now writes only while a watch that marked the directory lives."""
+    d = tmp_path / "w"
+    d.mkdir(mode=0o700)
+    if mark == "dead":
+        (d / timer.watch_mark(_dead_pid())).touch()
+    elif mark == "alive":
+        (d / timer.watch_mark(os.getpid())).touch()
+    env = dict(os.environ, ENVDOCTOR_WATCH_DIR=str(d))
+    proc = subprocess.run([sys.executable, "-c", TIMED_SCRIPT.replace("REPO_PATH", repr(str(REPO)))],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    reports = sorted(p.name for p in d.iterdir() if p.name.startswith("steps-"))
+    if mark == "alive":
+        assert len(reports) == 1 and "envdoctor timed(" not in proc.stderr
+    else:
+        assert reports == [] and "envdoctor timed(list): 4 steps" in proc.stderr
+
+
+def test_a_watch_marks_its_directory_and_leaves_nothing_behind(tmp_path: Path, monkeypatch) -> None:
+    d = tmp_path / "envdoctor-watch-0"
+    path, made, _ = steps_directory(str(d), launching=False)
+    dead = _dead_pid()
+    (d / f"steps-{dead}.json").write_text("{}")  # what a watch killed before its clean-up left
+    (d / timer.watch_mark(dead)).touch()
+    assert mark_steps_directory(path) and timer.watch_running(path)
+    assert sorted(p.name for p in d.iterdir()) == [timer.watch_mark(os.getpid())]  # the dead's leftovers gone
+    # the watched process goes on and writes once more after the watch took its mark away: still removed
+    writes = iter([str(d / "steps-4242.json")])
+    real_rmdir = os.rmdir
+
+    def rmdir_racing(p):
+        late = next(writes, None)
+        if late:
+            Path(late).write_text("{}")
+        return real_rmdir(p)
+
+    monkeypatch.setattr(os, "rmdir", rmdir_racing)
+    monkeypatch.setattr("envdoctor.watch.command.RELEASE_PAUSE_S", 0.0)
+    assert release_steps_directory(path, made, {4242})
+    assert not d.exists()

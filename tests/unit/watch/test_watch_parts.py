@@ -33,6 +33,7 @@ class _FakeClock:
 def test_timed_measures_the_wait_and_writes_for_a_running_watch(tmp_path, monkeypatch):
     monkeypatch.setattr(timer, "_REPORTER", None)
     monkeypatch.setenv("ENVDOCTOR_WATCH_DIR", str(tmp_path))
+    (tmp_path / timer.watch_mark(os.getpid())).touch()  # a running watch's mark (this process stands in for it)
     clock = _FakeClock()
     monkeypatch.setattr(timer, "time", clock)
 
@@ -62,6 +63,7 @@ def test_a_loop_left_with_break_prints_no_traceback_at_exit(tmp_path):
                       "    for b in it:\n        break\n\n\nmain()\n")
     watching = tmp_path / "watch"
     watching.mkdir()  # a watch is running: the summary goes to its folder
+    (watching / timer.watch_mark(os.getpid())).touch()  # its mark (this test process stands in for it)
     env = dict(os.environ, ENVDOCTOR_WATCH_DIR=str(watching), PYTHONPATH=str(REPO))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
