@@ -230,6 +230,7 @@ def _live(args: Any, cmd: List[str]):
             raise WatchUsageError(f"--pid {args.pid}: no such process")
     steps_dir, made_dir, steps_why = steps_directory(watch_dir(), launching=bool(cmd))
     if steps_dir and not mark_steps_directory(steps_dir):
+        release_steps_directory(steps_dir, made_dir, ())
         steps_dir, made_dir, steps_why = "", False, f"the step timer's directory {watch_dir()} cannot be marked " \
             "as read by this watch: its reports unread"
     env = dict(os.environ)
