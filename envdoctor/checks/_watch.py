@@ -246,23 +246,54 @@ def cpu_saturated(a: Analysis, w: Watch) -> Optional[Tuple[str, List[Evidence]]]
     return None
 
 
-def loader_line(w: Watch, a: Analysis, gpu: bool, latency: bool = False) -> str:
-    """A DataLoader(...) line sized to the CPUs this run may use: one core per training process kept free; a
-    latency-bound load (waits with idle CPUs) overlaps more waits than there are cores."""
+def _workers_advice(w: Watch, a: Analysis, latency: bool) -> Tuple[Optional[int], Optional[int], str, int]:
+    """(the worker count to propose or None, the run's own count per training process or None, the sizing comment,
+    training processes)."""
     ranks = max(1, a.procs.get("trainers_max") or 0, len(working(a)))
     cpus = w.cpu_available
     procs = f"{ranks} training process{'es' if ranks > 1 else ''}"
+    have = a.procs.get("workers_max") if a.procs else None
+    per_rank = int(have // ranks) if isinstance(have, (int, float)) and have else (0 if a.procs else None)
     if cpus and latency:
         # the loads wait rather than compute, so every core may run a worker (the training process waits too);
         # never more workers than cores: on a small box that only adds switching
-        n = max(1, min(16, int(cpus // ranks)))
+        n: Optional[int] = max(1, min(16, int(cpus // ranks)))
         size = f"   # {cpus:g} CPUs / {procs}: the loads wait rather than compute, one worker per core"
     elif cpus:
         n = max(1, min(16, int(cpus // ranks) - 1))
         size = f"   # {cpus:g} CPUs available / {procs}, one core each kept"
     else:
-        n, size = 4, "   # size num_workers to the CPUs per training process minus one"
+        n, size = None, ""
+    return n, per_rank, size, ranks
+
+
+def more_workers_help(w: Watch, a: Analysis, latency: bool = False) -> bool:
+    """Whether proposing more loader workers can speed this run up: False when the run already has as many per
+    training process as the CPUs it may use allow (more would queue for the same cores: issue 41 measured
+    such advice making a run 0.59-0.64x as fast). Unknown CPUs or an unknown count: True (the advice then
+    says how to size it, not a number)."""
+    n, have, _, _ = _workers_advice(w, a, latency)
+    return n is None or have is None or n > have
+
+
+def loader_line(w: Watch, a: Analysis, gpu: bool, latency: bool = False) -> str:
+    """A DataLoader(...) line sized to the CPUs this run may use: one core per training process kept free; a
+    latency-bound load (waits with idle CPUs) overlaps more waits than there are cores. Never the run's own
+    worker count or fewer as the fix: when the run already has what the cores allow, the line keeps its count
+    and says so (persistent workers and prefetching still apply)."""
+    n, have, size, ranks = _workers_advice(w, a, latency)
     pin = ", pin_memory=True" if gpu else ""
+    if n is None:
+        if have:
+            return (f"DataLoader(dataset, batch_size=..., num_workers={have}{pin}, persistent_workers=True, "
+                    f"prefetch_factor=4)   # it has {have}: add workers only while the CPUs per training process "
+                    "minus one allow")
+        return (f"DataLoader(dataset, batch_size=..., num_workers=4{pin}, persistent_workers=True, prefetch_factor=4)"
+                "   # size num_workers to the CPUs per training process minus one")
+    if have is not None and n <= have:
+        return (f"DataLoader(dataset, batch_size=..., num_workers={have}{pin}, persistent_workers=True, "
+                f"prefetch_factor=4)   # keep {have}: {size.strip(' #')}; more workers would queue for the same "
+                "cores")
     return f"DataLoader(dataset, batch_size=..., num_workers={n}{pin}, persistent_workers=True, prefetch_factor=4)" + size
 
 

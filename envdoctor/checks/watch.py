@@ -34,6 +34,7 @@ from ._watch import (
     gpu_line,
     loader_line,
     local_copy,
+    more_workers_help,
     no_gpu_reason,
     recording,
     step_wait,
@@ -219,9 +220,7 @@ def _input(w: Watch, a: Analysis, wait: Optional[float], storage, cpu, ev: List[
             evidence=ev + sev, confidence=confidence(a, direct=direct),
             detail="Decoding and augmentation run on the CPU; when the cores are saturated the GPU waits. "
                    + (notseen or ""),
-            fix=Fix("Use every core you have for loading (and move augmentation to the GPU, e.g. DALI or "
-                    "torchvision.transforms.v2 on tensors, if that is not enough)",
-                    commands=[loader_line(w, a, gpu=gpu)]))
+            fix=_cpu_fix(w, a, gpu))
     busy = (a.host.get("cpu_busy_pct") or {}).get("p50")
     tree = tree_cpus(a, w)
     others = (f" (the CPUs are {busy:g}% busy, but the watched processes use only {tree:g} CPUs: other "
@@ -235,6 +234,17 @@ def _input(w: Watch, a: Analysis, wait: Optional[float], storage, cpu, ev: List[
                "them). " + (notseen or ""),
         fix=Fix("Overlap the waits: more workers and prefetching, or a local copy of the data",
                 commands=[loader_line(w, a, gpu=gpu, latency=True)]))
+
+
+def _cpu_fix(w: Watch, a: Analysis, gpu: bool) -> Fix:
+    """Input-bound on the CPU: more workers while the cores allow them; when the run already has that many,
+    cheaper samples or more CPUs (more workers would only queue for the same cores)."""
+    if more_workers_help(w, a):
+        return Fix("Use every core you have for loading (and move augmentation to the GPU, e.g. DALI or "
+                   "torchvision.transforms.v2 on tensors, if that is not enough)", commands=[loader_line(w, a, gpu=gpu)])
+    return Fix("The workers already have the cores this run may use: make each sample cheaper (lighter augmentation, "
+               "or on the GPU: DALI, torchvision.transforms.v2 on GPU tensors; data stored pre-decoded or at the "
+               "training resolution) or run on a machine with more CPUs per GPU", commands=[loader_line(w, a, gpu=gpu)])
 
 
 def _tree_verdict(w: Watch, a: Analysis, tree, notseen: Optional[str]) -> Finding:
@@ -254,8 +264,7 @@ def _tree_verdict(w: Watch, a: Analysis, tree, notseen: Optional[str]) -> Findin
             "cpu", f"Input-bound on the CPU: {text}", category="INPUT_CPU_BOUND", evidence=ev, confidence=conf,
             detail="Decoding and augmentation run on the CPU; when the workers are saturated the step waits. "
                    + detail,
-            fix=Fix("Use every core you have for loading (and lighter or GPU-side augmentation if that is not "
-                    "enough)", commands=[loader_line(w, a, gpu=False)]))
+            fix=_cpu_fix(w, a, False))
     return BOTTLENECK.info(
         "input-keeps-up", f"The input keeps up: {text}; the step itself is the limit", evidence=ev,
         confidence=conf, detail=detail, category="INPUT_BOUND")

@@ -64,8 +64,32 @@ def test_saturated_cpus_make_it_cpu_bound_with_a_sized_dataloader_line():
               "main_cpu_pct": 60.0, "worker_cpu_pct": [95.0] * 8}] * 40
     v = verdicts(series([steady(50.0, jitter=20.0)], host=host, procs=procs), cpu_available=8.0)
     f = v["findings"]["INPUT_CPU_BOUND"]
-    assert "num_workers=7" in f.fix.commands[0] and "8 CPUs" in f.fix.commands[0]
+    # 8 workers on 8 CPUs: "num_workers=7" (what this said before, issue 41) is fewer, not more; the fix keeps
+    # the count and says what helps instead
+    assert "num_workers=8" in f.fix.commands[0] and "keep 8" in f.fix.commands[0] and "8 CPUs" in f.fix.commands[0]
+    assert "num_workers=7" not in f.fix.commands[0] and "more CPUs per GPU" in f.fix.summary
     assert "DATALOADER_IN_MAIN_PROCESS" not in cats(v)
+    few = [dict(p, count=3, workers=2, cpu_pct=250.0, worker_cpu_pct=[95.0] * 2) for p in procs]
+    v = verdicts(series([steady(50.0, jitter=20.0)], host=host, procs=few), cpu_available=8.0)
+    f = v["findings"]["INPUT_CPU_BOUND"]
+    assert "num_workers=7" in f.fix.commands[0] and f.fix.summary.startswith("Use every core")
+
+
+@pytest.mark.parametrize("have,cpus,latency", [(w, c, lat) for w in (0, 1, 2, 4, 7, 8, 15, 31) for c in (1, 2, 4, 8, 32)
+                                               for lat in (False, True)])
+def test_the_worker_advice_never_proposes_the_current_count_or_fewer_as_more(have, cpus, latency):
+    from envdoctor.checks._watch import loader_line, more_workers_help
+    from envdoctor.domain.recording import analyze
+
+    procs = [{"count": have + 1, "trainers": 1, "torch_trainers": 1, "workers": have, "cpu_pct": 100.0,
+              "main_cpu_pct": 60.0, "worker_cpu_pct": [50.0] * have}] * 20
+    smp = series([steady(50.0, n=20)], procs=procs)
+    w = Watch(status=ProbeStatus.OK, interval_s=0.5, samples=smp, summary=summarize(smp, 0.5), cpu_available=float(cpus))
+    a = analyze(w.samples, w.interval_s)
+    line = loader_line(w, a, gpu=True, latency=latency)
+    proposed = int(line.split("num_workers=")[1].split(",")[0])
+    assert proposed >= have, line
+    assert (proposed > have) == more_workers_help(w, a, latency), line
 
 
 def test_a_busy_machine_the_run_does_not_fill_is_not_cpu_bound():
