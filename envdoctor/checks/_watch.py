@@ -229,7 +229,7 @@ def cpu_saturated(a: Analysis, w: Watch) -> Optional[Tuple[str, List[Evidence]]]
     used = (a.host.get("cgroup_cpu_used") or {}).get("p50")
     if used is not None and w.cpu_available and used >= 0.9 * w.cpu_available and (
             tree is None or tree >= 0.8 * w.cpu_available):
-        return (f"the container uses {used:g} of its {w.cpu_available:g} CPUs (p50)",
+        return (f"the container uses {used:g} CPUs (p50) of {cpus_text(w)}",
                 [Evidence("watch.summary.host.cgroup_cpu_used.p50", used, f"< {0.9 * w.cpu_available:g}")])
     p = a.procs
     if p.get("workers_max") and (p.get("worker_cpu_pct_p50") or 0) >= CORE_SATURATED:
@@ -258,10 +258,10 @@ def _workers_advice(w: Watch, a: Analysis, latency: bool) -> Tuple[Optional[int]
         # the loads wait rather than compute, so every core may run a worker (the training process waits too);
         # never more workers than cores: on a small box that only adds switching
         n: Optional[int] = max(1, min(16, int(cpus // ranks)))
-        size = f"   # {cpus:g} CPUs / {procs}: the loads wait rather than compute, one worker per core"
+        size = f"   # {cpus_text(w)} / {procs}: the loads wait rather than compute, one worker per core"
     elif cpus:
         n = max(1, min(16, int(cpus // ranks) - 1))
-        size = f"   # {cpus:g} CPUs available / {procs}, one core each kept"
+        size = f"   # {cpus_text(w)} available / {procs}, one core each kept"
     else:
         n, size = None, ""
     return n, per_rank, size, ranks
@@ -274,6 +274,18 @@ def more_workers_help(w: Watch, a: Analysis, latency: bool = False) -> bool:
     says how to size it, not a number)."""
     n, have, _, _ = _workers_advice(w, a, latency)
     return n is None or have is None or n > have
+
+
+def cpus_text(w: Watch) -> str:
+    """The CPUs the run may use, said with where the number comes from when it is a quota: a container's CPU
+    quota (cgroup cpu.max) caps a run below the cores it sees, and the fix differs (raise the quota)."""
+    cpus = w.cpu_available
+    if cpus is None:
+        return "an unknown number of CPUs"
+    src = w.summary.get("cpu_available_from") if isinstance(w.summary, dict) else None
+    if src == "cgroup CPU quota":
+        return f"a CPU quota of {cpus:g} CPUs (the cgroup's cpu.max)"
+    return f"{cpus:g} CPUs"
 
 
 def loader_line(w: Watch, a: Analysis, gpu: bool, latency: bool = False) -> str:

@@ -7,7 +7,7 @@ from typing import List
 
 from ..model.findings import Evidence, Finding, Fix
 from ..remedies.shell import command as shell_command
-from ._watch import analysis_of, confidence, oversubscription, recording, unseen_text
+from ._watch import analysis_of, confidence, cpus_text, oversubscription, recording, unseen_text
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -64,7 +64,7 @@ def oversubscribed(ctx: CheckContext) -> List[Finding]:
     per_rank = max(1, int((cpus - workers) // ranks)) if workers else max(1, int(cpus // ranks))
     threads = f"{per_rank}"
     return [OVERSUB.warning(
-        "oversubscribed", f"{rq:g} {whose} are ready to run (p50) for the {cpus:g} CPUs this run may use: they "
+        "oversubscribed", f"{rq:g} {whose} are ready to run (p50) for the {cpus_text(w)} this run may use: they "
         f"queue for the cores ({ranks} training process{'es' if ranks > 1 else ''}"
         + (f", {workers} loader workers" if workers else "") + ")",
         evidence=ev, confidence=confidence(a, direct=True),

@@ -78,3 +78,17 @@ def test_dev_shm_nearly_full_is_still_judged_here():
     host = [{"shm_used_bytes": 60 * 2**20 + i * 2**18} for i in range(12)]
     v = verdicts(series([], host=host), summary_extra={"shm_total_bytes": 64 * 2**20})
     assert v["findings"]["SHM_TOO_SMALL"].code == "watch.shm/nearly-full"
+
+
+def test_a_cgroup_cpu_quota_is_called_a_quota():
+    """Issue 41: a container's CPU quota was never named; the run's CPUs came from cpu.max, and the finding says so."""
+    host = [{"cpu_busy_pct": 99.0, "run_queue": 6.0}] * 20
+    procs = [{"count": 3, "trainers": 1, "torch_trainers": 1, "workers": 2, "cpu_pct": 150.0,
+              "main_cpu_pct": 75.0, "worker_cpu_pct": [37.5] * 2, "threads": 9}] * 20
+    v = verdicts(series([], host=host, procs=procs), cpu_available=1.5,
+                 summary_extra={"cpu_available_from": "cgroup CPU quota"})
+    f = v["findings"]["CPU_STARVED"]
+    assert "a CPU quota of 1.5 CPUs (the cgroup's cpu.max)" in f.summary
+    v = verdicts(series([], host=host, procs=procs), cpu_available=1.5,
+                 summary_extra={"cpu_available_from": "CPU affinity"})
+    assert "quota" not in v["findings"]["CPU_STARVED"].summary
