@@ -225,8 +225,19 @@ def _input(w: Watch, a: Analysis, wait: Optional[float], storage, cpu, ev: List[
     tree = tree_cpus(a, w)
     others = (f" (the CPUs are {busy:g}% busy, but the watched processes use only {tree:g} CPUs: other "
               "processes hold them)") if busy is not None and busy >= CPU_SATURATED and tree is not None else ""
+    if others:
+        # the host is busy, but not with this run: other processes hold the CPUs (never "nothing is busy" here)
+        return BOTTLENECK.warning(
+            "input", f"Input-bound: {what}; neither the disk nor the watched processes saturate the machine{others}",
+            category="INPUT_BOUND",
+            evidence=ev + [Evidence("watch.summary.host.cpu_busy_pct.p50", busy)],
+            confidence=confidence(a, direct=direct),
+            detail="The loop blocks on its next batch while processes outside the run keep the CPUs busy: the "
+                   "loader's workers wait for a core they share with them. " + (notseen or ""),
+            fix=Fix("Find what holds the CPUs and stop it or move the run (`top -o %CPU`, or `ps -eo "
+                    "pid,pcpu,comm --sort=-pcpu | head`); more workers would queue for the same cores"))
     return BOTTLENECK.warning(
-        "input", f"Input-bound: {what}; neither the disk nor the watched processes saturate the machine{others}",
+        "input", f"Input-bound: {what}; neither the disk nor the watched processes saturate the machine",
         category="INPUT_BOUND",
         evidence=ev, confidence=confidence(a, direct=direct),
         detail="The loop blocks on its next batch while nothing on the host is busy: latency, not throughput "

@@ -101,6 +101,9 @@ def test_a_busy_machine_the_run_does_not_fill_is_not_cpu_bound():
                  cpu_available=2.0)
     f = v["findings"]["INPUT_BOUND"]
     assert "other processes hold them" in f.summary and f.confidence == "high"
+    # one finding, one story (issue 41): not "nothing on the host is busy" beside "the CPUs are 100% busy"
+    assert "nothing on the host is busy" not in f.detail and "outside the run" in f.detail
+    assert "top -o %CPU" in f.fix.summary and not f.fix.commands
 
 
 def test_step_timer_wait_without_gpu_is_input_bound():
