@@ -157,7 +157,8 @@ STALL_SHARE = 0.1  # the step loop stopped this share of its time or more: worth
 
 
 def _timer_stalls(w: Watch, a: Analysis) -> List[Finding]:
-    """Without GPU samples: the step timer's stalls (steps that took ten typical steps and at least 0.5 s of their
+    """Without GPU samples: the step timer's stalls (steps that stood out from the run's own steps: 2.5 typical
+    steps, eight typical deviations above it and 0.1 s, envdoctor.watch.timer.STALL_X, of their
     own work), and the disk's writes at the same time to tell a checkpoint save."""
     summ = w.summary if isinstance(w.summary, dict) else {}
     share = summ.get("step_stall_fraction")
@@ -169,7 +170,7 @@ def _timer_stalls(w: Watch, a: Analysis) -> List[Finding]:
     count, total = summ.get("step_stall_count") or 0, summ.get("step_stall_s") or 0.0
     writes = [d.get("write_mbps_p90") for d in a.disks.values() if d.get("write_mbps_p90")]
     text = (f"The step loop stopped {count} time{'s' if count != 1 else ''} for {total:g} s in all "
-            f"({100 * share:.0f}% of its time): steps that took ten typical steps and more")
+            f"({100 * share:.0f}% of its time): steps far longer than the run's typical step")
     ev = [Evidence("watch.summary.step_stall_fraction", share, f"< {STALL_SHARE:g}"),
           Evidence("watch.summary.step_stall_count", count)]
     if writes and max(writes) >= 50:

@@ -221,3 +221,26 @@ def test_a_watch_marks_its_directory_and_leaves_nothing_behind(tmp_path: Path, m
     monkeypatch.setattr("envdoctor.watch.command.RELEASE_PAUSE_S", 0.0)
     assert release_steps_directory(path, made, {4242})
     assert not d.exists()
+
+
+def test_a_checkpoint_of_three_steps_is_a_stall_and_jitter_is_not() -> None:
+    """Issue 41: stalls were seen only at ten typical steps and 0.5 s, and checkpoint saves of 3-7 steps each
+    (20-35% of a run) went unseen. Now a step stands out against the run's own steps (mean and deviation)."""
+    import random
+
+    rnd = random.Random(3)
+    s = timer.StepStats("loader")
+    stalls = 0
+    for i in range(2000):
+        work = 0.2 * rnd.uniform(0.9, 1.1)
+        if i % 100 == 99:
+            work = 0.2 * rnd.choice([3, 4, 5, 7])  # a checkpoint save inside this step
+            stalls += 1
+        s.step_done(work + 0.001, 0.001)
+    d = s.summary()
+    assert d["stall_count"] == stalls == 20
+    # a noisy loop without stops: steps spread like a real run's (log-normal, sigma 0.3), no stall
+    s = timer.StepStats("loader")
+    for _ in range(5000):
+        s.step_done(0.05 * rnd.lognormvariate(0, 0.3), 0.0)
+    assert s.summary()["stall_count"] <= 3
