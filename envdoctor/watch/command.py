@@ -278,6 +278,9 @@ def _live(args: Any, cmd: List[str]):
     stopped_by_duration = False
     cpu_available, cpu_how = cpus_available(root)
     last_verdict = t0
+    from .display import StableVerdict
+
+    stable = StableVerdict()
     try:
         while True:
             tick = time.monotonic()
@@ -290,8 +293,8 @@ def _live(args: Any, cmd: List[str]):
             rec.add(sample)
             if live.enabled and tick - last_verdict >= VERDICT_EVERY_S and tick - t0 >= VERDICT_AFTER_S:
                 last_verdict = tick
-                live.set_verdict(_verdict_so_far(rec.samples, interval, steps_dir, tree.pids_seen, t0_epoch,
-                                                 cpu_available))
+                live.set_verdict(stable.offer(_verdict_so_far(rec.samples, interval, steps_dir, tree.pids_seen,
+                                                              t0_epoch, cpu_available)))
             live.update(sample)
             if child is not None and child.poll() is not None:
                 break
@@ -359,20 +362,20 @@ VERDICT_AFTER_S = 5.0  # the live view states a verdict once this much was seen
 VERDICT_EVERY_S = 5.0  # and renews it this often (the judge over the samples so far: milliseconds)
 
 
-def _verdict_so_far(samples, interval, steps_dir, pids, t0_epoch, cpu_available) -> str | None:
-    """The watch checks' verdict on what was recorded so far, in one phrase, for the live view; None on any
-    failure (the live view never stops the recording)."""
+def _verdict_so_far(samples, interval, steps_dir, pids, t0_epoch, cpu_available) -> tuple[str, str] | None:
+    """The watch checks' verdict on what was recorded so far, (its finding code, one phrase), for the live view;
+    None on any failure (the live view never stops the recording)."""
     try:
         from ..domain.recording import summarize
         from ..model.facts import Facts, ProbeStatus, Watch
         from ..services.collect import judge
-        from .display import headline
+        from .display import headline_of
         from .timer import read_reports
 
         steps = read_reports(steps_dir, pids) if steps_dir else []
         w = Watch(status=ProbeStatus.OK, source="live", interval_s=interval, samples=list(samples),
                   summary=summarize(list(samples), interval, steps, t0_epoch), cpu_available=cpu_available)
-        return headline(judge(Facts(watch=w), only=["watch.*"]))
+        return headline_of(judge(Facts(watch=w), only=["watch.*"]))
     except Exception:  # noqa: BLE001 - a live hint only: the final verdict is judged after the run
         return None
 

@@ -171,13 +171,46 @@ class Live:
 def headline(report: Any) -> Optional[str]:
     """The verdict so far in one phrase: the worst finding's summary up to its first ';' or ':' clause, its
     category and how sure it is; None when nothing was judged yet."""
+    found = headline_of(report)
+    return found[1] if found else None
+
+
+def headline_of(report: Any) -> Optional[Tuple[str, str]]:
+    """(the worst finding's code, its headline), or None when nothing was judged yet."""
     rank = {"error": 0, "warning": 1, "info": 2}
     findings = sorted(report.findings, key=lambda f: rank.get(f.severity, 3))
     if not findings:
         return None
     f = findings[0]
     short = f.summary.split(";")[0].split(": ")[0].strip()
-    return f"{short} ({f.category}, {f.confidence or 'unknown'} confidence)"
+    return f.code, f"{short} ({f.category}, {f.confidence or 'unknown'} confidence)"
+
+
+class StableVerdict:
+    """The live view's verdict with hysteresis: a new verdict (another finding code) replaces the one shown only
+    once ``need`` updates in a row agree on it, so the line does not flip on every update while the evidence
+    hovers at a threshold (issue 41); the same verdict with new numbers refreshes at once, and an update that
+    judged nothing keeps what is shown."""
+
+    def __init__(self, need: int = 2) -> None:
+        self.need = need
+        self.key: Optional[str] = None
+        self.text: Optional[str] = None
+        self._pending: Optional[str] = None
+        self._count = 0
+
+    def offer(self, found: Optional[Tuple[str, str]]) -> Optional[str]:
+        if found is None:
+            return self.text
+        key, text = found
+        if key == self.key or self.key is None:
+            self.key, self.text, self._pending, self._count = key, text, None, 0
+            return self.text
+        self._count = self._count + 1 if key == self._pending else 1
+        self._pending = key
+        if self._count >= self.need:
+            self.key, self.text, self._pending, self._count = key, text, None, 0
+        return self.text
 
 
 def verdict_lines(report: Any, verbose: bool = False, width: int = 100) -> List[str]:

@@ -245,8 +245,8 @@ def test_live_view_states_the_verdict_so_far_within_80_columns():
                                                         "util_pct": 100.0}}},
                         "procs": {"count": 5, "trainers": 1, "torch_trainers": 1, "workers": 4, "cpu_pct": 120.0,
                                   "main_cpu_pct": 40.0, "worker_cpu_pct": [20.0] * 4}})
-    text = _verdict_so_far(samples, 0.5, "", set(), None, 8.0)
-    assert text and "INPUT_STORAGE_BOUND" in text and len(text) < 120
+    code, text = _verdict_so_far(samples, 0.5, "", set(), None, 8.0)
+    assert code == "watch.bottleneck/storage" and "INPUT_STORAGE_BOUND" in text and len(text) < 120
     tty = _Terminal()
     live = Live(stream=tty, in_place=True, interval_s=0.5, columns=80)
     live.set_verdict(text)
@@ -262,3 +262,23 @@ def test_no_verdict_yet_is_no_line():
     from envdoctor.watch.command import _verdict_so_far
 
     assert _verdict_so_far([], 0.5, "", set(), None, None) is None
+
+
+def test_the_live_verdict_changes_only_when_two_updates_agree():
+    """Issue 41: the live view's verdict flipped on every update while the evidence hovered at a threshold."""
+    from envdoctor.watch.display import StableVerdict
+
+    st = StableVerdict()
+    assert st.offer(None) is None
+    assert st.offer(("watch.bottleneck/cpu", "CPU 90%")) == "CPU 90%"  # the first verdict shows at once
+    assert st.offer(("watch.bottleneck/cpu", "CPU 95%")) == "CPU 95%"  # same verdict, new numbers: at once
+    assert st.offer(("watch.bottleneck/gpu-bound", "GPU")) == "CPU 95%"  # one update is not enough
+    assert st.offer(("watch.bottleneck/cpu", "CPU 91%")) == "CPU 91%"
+    assert st.offer(("watch.bottleneck/gpu-bound", "GPU")) == "CPU 91%"
+    assert st.offer(None) == "CPU 91%"  # nothing judged: what is shown stays
+    flips = [st.offer(("watch.bottleneck/gpu-bound" if i % 2 else "watch.bottleneck/cpu", str(i)))
+             for i in range(10)]
+    assert all(not f.startswith("GPU") for f in flips)  # alternating evidence never flips it
+    assert st.offer(("watch.bottleneck/cpu", "CPU 80%")) == "CPU 80%"
+    assert st.offer(("watch.bottleneck/gpu-bound", "GPU a")) == "CPU 80%"
+    assert st.offer(("watch.bottleneck/gpu-bound", "GPU b")) == "GPU b"  # two in a row: it changes
