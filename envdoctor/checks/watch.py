@@ -46,6 +46,7 @@ from ._watch import (
     workers_computing,
     working,
 )
+from ._watch_host import host_verdict
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -79,7 +80,7 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
             tree = tree_input_verdict(a, w)
             if tree is not None:
                 return [_tree_verdict(w, a, tree, notseen)]
-            host = _host_verdict(w, a, storage, notseen)
+            host = host_verdict(BOTTLENECK, w, a, storage, notseen)
             if host is not None:
                 return [host]
             raise SkipCheck(f"{no_gpu_reason(w)}, and no step timer (timed(loader)) reported: whether the run "
@@ -157,47 +158,6 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
                "input pipeline can look the same, and this recording has no host samples to rule it out. "
                + (notseen or ""),
         fix=Fix("Raise the batch size, remove per-step .item()/.cpu() syncs; record iostat -x and vmstat too"))]
-
-
-def _host_verdict(w: Watch, a: Analysis, storage, notseen: Optional[str]) -> Optional[Finding]:
-    """A host-only recording (a replayed `vmstat 1`, with or without `iostat -x 1`): no GPU, no step timer, no
-    process tree. What it can still say is whether the host itself held every process back for the steady part of
-    the recording: CPUs saturated (with the run queue that shows threads waiting for one), or storage busy. A host
-    with room to spare says nothing about the run, so that stays unjudged (None)."""
-    busy = (a.host.get("cpu_busy_pct") or {}).get("p50")
-    if a.steady_count < 5 or busy is None:
-        return None
-    rq = (a.host.get("run_queue") or {}).get("p50")
-    gpu = no_gpu_reason(w)
-    if busy >= CPU_SATURATED:
-        ev = [Evidence("watch.summary.host.cpu_busy_pct.p50", busy, f"< {CPU_SATURATED:g}")]
-        queue = ""
-        if rq is not None:
-            ev.append(Evidence("watch.summary.host.run_queue.p50", rq))
-            queue = f", {rq:g} threads runnable (run queue p50)"
-        cpus = w.cpu_available
-        return BOTTLENECK.warning(
-            "host-cpu", f"The host's CPUs were saturated through the recording: {busy:g}% busy (p50){queue}"
-            + ("" if storage else "; the disk was not the limit"),
-            category="CPU_STARVED", evidence=ev, confidence="medium",
-            detail=(f"{a.steady_count} steady samples over {a.duration_s:g} s. Every process on this host waited for "
-                    "a CPU, a DataLoader's workers and the training loop's own Python included. "
-                    + ("The recording does not say how many CPUs the host has, so whether the threads queue "
-                       "(oversubscription) cannot be told; `nproc` settles it. " if not cpus else "")
-                    + f"{gpu}: whether the GPU waited cannot be told. " + (notseen or "")).strip(),
-            fix=Fix("See what takes the CPUs and give the run its share: `top -o %CPU` (or `ps -eo pid,pcpu,comm "
-                    "--sort=-pcpu | head`); fewer DataLoader workers or torch threads when they outnumber the cores, "
-                    "or stop the other jobs; `envdoctor watch -- <your command>` names the processes"))
-    if storage:
-        what, ev = storage
-        return BOTTLENECK.warning(
-            "host-storage", f"Storage held the host back through the recording: {what}",
-            category="INPUT_STORAGE_BOUND", evidence=ev, confidence="medium",
-            detail=(f"{a.steady_count} steady samples over {a.duration_s:g} s. {gpu}: whether the GPU waited "
-                    "for it cannot be told. " + (notseen or "")).strip(),
-            fix=Fix("Put the data on local NVMe, or cache it in RAM (/dev/shm) before the run; "
-                    "`envdoctor watch -- <your command>` tells the run's own reads from others'"))
-    return None
 
 
 def _input(w: Watch, a: Analysis, wait: Optional[float], storage, cpu, ev: List[Evidence],

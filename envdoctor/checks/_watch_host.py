@@ -1,0 +1,53 @@
+"""watch.bottleneck's verdict on a recording of the host alone (a replayed `vmstat 1`, with or without
+`iostat -x 1`): no GPU, no step timer, no process tree."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..domain.recording import Analysis
+from ..model.facts import Watch
+from ..model.findings import Evidence, Finding, Fix
+from ._watch import CPU_SATURATED, no_gpu_reason
+from .base import Findings
+
+
+def host_verdict(bottleneck: Findings, w: Watch, a: Analysis, storage, notseen: Optional[str]) -> Optional[Finding]:
+    """A host-only recording (a replayed `vmstat 1`, with or without `iostat -x 1`): no GPU, no step timer, no
+    process tree. What it can still say is whether the host itself held every process back for the steady part of
+    the recording: CPUs saturated (with the run queue that shows threads waiting for one), or storage busy. A host
+    with room to spare says nothing about the run, so that stays unjudged (None)."""
+    busy = (a.host.get("cpu_busy_pct") or {}).get("p50")
+    if a.steady_count < 5 or busy is None:
+        return None
+    rq = (a.host.get("run_queue") or {}).get("p50")
+    gpu = no_gpu_reason(w)
+    if busy >= CPU_SATURATED:
+        ev = [Evidence("watch.summary.host.cpu_busy_pct.p50", busy, f"< {CPU_SATURATED:g}")]
+        queue = ""
+        if rq is not None:
+            ev.append(Evidence("watch.summary.host.run_queue.p50", rq))
+            queue = f", {rq:g} threads runnable (run queue p50)"
+        cpus = w.cpu_available
+        return bottleneck.warning(
+            "host-cpu", f"The host's CPUs were saturated through the recording: {busy:g}% busy (p50){queue}"
+            + ("" if storage else "; the disk was not the limit"),
+            category="CPU_STARVED", evidence=ev, confidence="medium",
+            detail=(f"{a.steady_count} steady samples over {a.duration_s:g} s. Every process on this host waited for "
+                    "a CPU, a DataLoader's workers and the training loop's own Python included. "
+                    + ("The recording does not say how many CPUs the host has, so whether the threads queue "
+                       "(oversubscription) cannot be told; `nproc` settles it. " if not cpus else "")
+                    + f"{gpu}: whether the GPU waited cannot be told. " + (notseen or "")).strip(),
+            fix=Fix("See what takes the CPUs and give the run its share: `top -o %CPU` (or `ps -eo pid,pcpu,comm "
+                    "--sort=-pcpu | head`); fewer DataLoader workers or torch threads when they outnumber the cores, "
+                    "or stop the other jobs; `envdoctor watch -- <your command>` names the processes"))
+    if storage:
+        what, ev = storage
+        return bottleneck.warning(
+            "host-storage", f"Storage held the host back through the recording: {what}",
+            category="INPUT_STORAGE_BOUND", evidence=ev, confidence="medium",
+            detail=(f"{a.steady_count} steady samples over {a.duration_s:g} s. {gpu}: whether the GPU waited "
+                    "for it cannot be told. " + (notseen or "")).strip(),
+            fix=Fix("Put the data on local NVMe, or cache it in RAM (/dev/shm) before the run; "
+                    "`envdoctor watch -- <your command>` tells the run's own reads from others'"))
+    return None
