@@ -760,6 +760,7 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         remapped_rows_pending=_flag(remap[2]),
         remapped_rows_failure=_flag(remap[3]),
         inforom_valid=_inforom_valid(r, handle),
+        recovery_action=_recovery_action(r, handle),
         clocks_sm_mhz=c("clocks", "nvmlDeviceGetClockInfo", handle, sm),
         clocks_mem_mhz=c("clocks", "nvmlDeviceGetClockInfo", handle, memclk),
         clocks_sm_max_mhz=c("clocks_max", "nvmlDeviceGetMaxClockInfo", handle, sm),
@@ -802,6 +803,24 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         driver_model_pending=_DRIVER_MODELS.get(dm_pend),
     )
     return _finish(gpu, r)
+
+
+def _recovery_action(r: _Reader, handle: Any) -> Optional[str]:
+    """The GPU recovery action the driver reports (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, field 230, nvml.h API 13;
+    R565 and later): a name of compat.xid.RECOVERY_ACTIONS, "unknown_<n>" for a value newer than those, None
+    where the field is not answered. The deprecated fields it replaces (NVML_FI_DEV_RESET_STATUS 226,
+    _DRAIN_AND_RESET_STATUS 227) are not read."""
+    from ..compat.xid import RECOVERY_ACTIONS
+
+    if r.lost:
+        return None
+    value = read_fields(r.nvml, handle, (_RECOVERY_ACTION_FIELD,)).get(_RECOVERY_ACTION_FIELD)
+    if value is None:
+        return None
+    return RECOVERY_ACTIONS.get(value, f"unknown_{value}")
+
+
+_RECOVERY_ACTION_FIELD = 230
 
 
 def _finish(gpu: Gpu, r: _Reader) -> Gpu:

@@ -507,3 +507,21 @@ def test_healthy_hgx_h100_on_550_through_the_real_bindings_has_no_warning(tmp_pa
     assert "nvmlDeviceGetGpuFabricInfoV" in lib.called and "nvmlDeviceGetEnforcedPowerLimit" in lib.called
     assert all(g.notes is None and len(g.nvlinks) == 18 for g in d.gpus)
     assert at_least_warning(facts_of(d)) == []
+
+
+def test_the_gpu_recovery_action_comes_from_its_nvml_field_where_the_driver_answers_it():
+    # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (230, nvml.h API 13): 0 none .. 5 recover IMEX domain
+    def field(value):
+        def field_values(gpu, args):
+            for fv in args[2]._obj:
+                fv.nvmlReturn, fv.valueType = (0, 1) if fv.fieldId == 230 and value is not None else (3, 1)
+                fv.value.uiVal = value or 0
+            return 0
+        return field_values
+
+    got = [probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetFieldValues=field(v))])).gpus[0].recovery_action
+           for v in (0, 2, 4, 9, None)]
+    assert got == ["none", "node_reboot", "drain_and_reset", "unknown_9", None]
+    assert probe(FakeNvmlLib([h100_sxm(0)])).gpus[0].recovery_action is None  # a driver without the field
+    rebooting = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetFieldValues=field(2))]))
+    assert "gpu.xid/recovery-action" in {f.code for f in findings(facts_of(rebooting))}
