@@ -1185,12 +1185,17 @@ def read_sample(nvml: Any, h: Any) -> Dict[str, Any]:
         reasons = _quiet(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", h)
     util = _quiet(nvml, "nvmlDeviceGetUtilizationRates", h)
     power = _quiet(nvml, "nvmlDeviceGetPowerUsage", h)
+    # nvml.h API 13 deprecates nvmlDeviceGetTemperature for nvmlDeviceGetTemperatureV: the successor first
+    sensor = getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
+    temperature = _quiet(nvml, "nvmlDeviceGetTemperatureV", h, sensor)
+    if not isinstance(temperature, (int, float)):
+        temperature = _quiet(nvml, "nvmlDeviceGetTemperature", h, sensor)
     return {
         "t": round(time.monotonic(), 4),
         "sm_clock_mhz": _quiet(nvml, "nvmlDeviceGetClockInfo", h, getattr(nvml, "NVML_CLOCK_SM", 1)),
         "mem_clock_mhz": _quiet(nvml, "nvmlDeviceGetClockInfo", h, getattr(nvml, "NVML_CLOCK_MEM", 2)),
         "power_w": round(power / 1000.0, 1) if isinstance(power, (int, float)) else None,
-        "temperature_c": _quiet(nvml, "nvmlDeviceGetTemperature", h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0)),
+        "temperature_c": temperature,
         "utilization_pct": getattr(util, "gpu", None),
         "throttle_reasons": decode_reasons(reasons),
     }

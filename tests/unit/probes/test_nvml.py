@@ -525,3 +525,24 @@ def test_the_gpu_recovery_action_comes_from_its_nvml_field_where_the_driver_answ
     assert probe(FakeNvmlLib([h100_sxm(0)])).gpus[0].recovery_action is None  # a driver without the field
     rebooting = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetFieldValues=field(2))]))
     assert "gpu.xid/recovery-action" in {f.code for f in findings(facts_of(rebooting))}
+
+
+def test_a_load_sample_reads_the_nvml_13_temperature_successor_first():
+    import pynvml
+
+    from envdoctor.probes.nvml import read_sample
+
+    def sample(gpu):
+        with installed(FakeNvmlLib([gpu])) as nv:
+            nv.nvmlInit()
+            got = read_sample(nv, nv.nvmlDeviceGetHandleByIndex(0))
+            nv.nvmlShutdown()
+        return got
+
+    binding_has_v = hasattr(pynvml, "nvmlDeviceGetTemperatureV")
+    # R590: the deprecated call answers DEPRECATED, the successor the temperature
+    r590 = sample(h100_sxm(0, nvmlDeviceGetTemperatureV={"temperature": 45},
+                           nvmlDeviceGetTemperature={0: ERR("DEPRECATED")}))
+    assert r590["temperature_c"] == (45 if binding_has_v else None)
+    assert r590["throttle_reasons"] == ["gpu_idle"] and r590["sm_clock_mhz"] == 1980
+    assert sample(h100_sxm(0))["temperature_c"] == 31  # an older driver: only the deprecated call answers
