@@ -2,10 +2,13 @@
 """On one NVIDIA GPU: `envdoctor bench` beside its peers measured in the same run, in under 5 minutes; one archive.
 
     python scripts/gpu_bench_peers.py --python /path/to/cuda-venv/bin/python [--out DIR] [--gpu 0] [--budget S]
+        [--envdoctor-json BENCH.json]
 
 --budget (default 290 s) bounds the whole run. Under THOROUGH_MIN_S the `--thorough` run is left out (and said
 so in peers.md): that is how scripts/gpu_check.sh fits this stage into its 6-minute run; the quick suite, the
-mamf-finder procedure and the copies still run, each within what is left.
+mamf-finder procedure and the copies still run, each within what is left. --envdoctor-json takes envdoctor's side
+from a bench report already made (scripts/gpu_check.sh passes its bench step's JSON): neither envdoctor run is
+repeated, and the peers are compared with the figures of GPU --gpu in that report.
 
 What runs, on GPU --gpu (CUDA_VISIBLE_DEVICES), in this order, each with a timeout:
 1. `envdoctor bench --thorough matmul_bf16 matmul_fp8 membw_device h2d_pinned d2h_pinned` (JSON), then the
@@ -133,6 +136,8 @@ def main() -> int:
     ap.add_argument("--gpu", default="0", help="the GPU to measure (CUDA_VISIBLE_DEVICES)")
     ap.add_argument("--budget", type=float, default=BUDGET_S,
                     help=f"seconds for the whole run (default {BUDGET_S}; under {THOROUGH_MIN_S} no --thorough run)")
+    ap.add_argument("--envdoctor-json", default="",
+                    help="envdoctor's side from this `envdoctor bench --format json` report (no envdoctor run here)")
     args = ap.parse_args()
     if not 30 <= args.budget <= 3600:
         ap.error(f"--budget {args.budget:g}: give 30 to 3600 seconds")
@@ -149,7 +154,18 @@ def main() -> int:
     one = dict(os.environ, CUDA_VISIBLE_DEVICES=args.gpu)
     ed = [sys.executable, "-m", "envdoctor", "bench", "--python", args.python, "--format", "json", "--no-write"]
     notes = {}
-    if args.budget >= THOROUGH_MIN_S:
+    given = None
+    if args.envdoctor_json:
+        try:
+            with open(args.envdoctor_json) as f:
+                given = f.read()
+            json.loads(given)["facts"]["bench"]["results"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            notes["--envdoctor-json"] = f"{args.envdoctor_json} unusable ({type(e).__name__}: {e}); ran the quick suite"
+            given = None
+    if given is not None:
+        thorough, err = None, "not run: envdoctor's side is the given report"
+    elif args.budget >= THOROUGH_MIN_S:
         thorough, err = run(ed + ["--thorough", "matmul_bf16", "matmul_fp8", "membw_device", "h2d_pinned",
                                   "d2h_pinned"], min(200, left()), env=one)
     else:
@@ -158,16 +174,23 @@ def main() -> int:
         open(os.path.join(args.out, "envdoctor-thorough.json"), "w").write(thorough)
     else:
         notes["envdoctor --thorough"] = err
-    quick, err = run(ed, min(60, left() * 0.45), env=one)
+    if given is not None:
+        quick = given
+        notes["envdoctor side"] = f"{args.envdoctor_json} (made before this run, on every GPU; GPU {args.gpu} compared)"
+    else:
+        quick, err = run(ed, min(60, left() * 0.45), env=one)
     if quick:
         open(os.path.join(args.out, "envdoctor-quick.json"), "w").write(quick)
     results = {}
     report = {}
+    # a report of every GPU (the given one) names them cuda:N in CUDA's order, the order CUDA_VISIBLE_DEVICES uses:
+    # the peers' GPU is cuda:<gpu> there; a run here saw that one GPU only, as cuda:0
+    want = f"cuda:{args.gpu}" if given is not None else "cuda:0"
     for text in (quick, thorough):  # thorough figures win where both ran
         if text:
             report = json.loads(text)
             for r in report["facts"]["bench"]["results"]:
-                if r["status"] == "ok" and str(r["device"]).startswith("cuda"):
+                if r["status"] == "ok" and str(r["device"]) in (want, "cuda"):
                     results[r["name"]] = r
     rows = []
     shapes = []

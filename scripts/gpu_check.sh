@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One short run (at most 6 minutes on one GPU) on the first machine with NVIDIA GPUs we get, often a rental
+# One short run (at most 5 minutes, whatever the GPU count) on the first machine with NVIDIA GPUs we get, often a rental
 # billed by the minute (or a lent machine whose $OUT comes back only when it holds few files): collect once with
 # --load-pcie and judge that snapshot, run envdoctor's own bench and the gpu-marked tests, and answer the
 # questions only hardware can settle. Raw output is written to a work folder outside $OUT; $OUT receives at most
@@ -16,54 +16,87 @@
 # TORCH_PY is the interpreter with a CUDA torch that envdoctor judges and that makes the loads (default: the
 # first interpreter found whose torch is a CUDA build, else the setup step installs PyPI's torch, the CUDA
 # wheel on Linux, into a venv in the work folder when the network allows it). Each step runs under its own time
-# budget (STEP_TABLE; --dry-run prints it with the total and the files $OUT will hold). The script only reads:
-# it never changes MIG, persistence, clocks or power settings.
+# budget (STEP_TABLE; --dry-run prints it with the total, what a lent run brings back and the files $OUT will
+# hold). A step's budget is its expected time with a margin (BUDGET_MARGIN, at least): the expected times are
+# estimates from what each step runs (the quick suite's own budgets, the gpu tests it selects), not yet a
+# measurement; the summary prints each step's seconds beside its expectation, so the first lent run checks them.
+# A finding is a result, not a failure: `envdoctor check` / `envdoctor bench` exit 1 when they report an error
+# finding, and the step is ok. The script only reads: it never changes MIG, persistence, clocks or power settings.
 #
 # Adding a step: write `step_NAME() { ...; row "NAME" "result" "detail"; }` and add one line
-# `NAME BUDGET_S description` to STEP_TABLE (or call `add_step NAME BUDGET_S "description"` from a file in
-# scripts/gpu_check.d/); raw output goes to "$WORK/NAME.*"; $BUDGET is the step's budget in seconds.
+# `NAME EXPECTED_S BUDGET_S description` to STEP_TABLE (or call `add_step NAME BUDGET_S "description" EXPECTED_S`
+# from a file in scripts/gpu_check.d/); raw output goes to "$WORK/NAME.*"; $BUDGET is the step's budget in seconds
+# and `left` the seconds it has left (give each command of a step `timeout "$(left)"`).
 
 set -u
 
 SKIP_STEPS="${SKIP_STEPS:-}"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(dirname "$HERE")"
-TOTAL_BUDGET_S=360  # the whole run, on one GPU
+TOTAL_BUDGET_S=300  # the whole run, on any number of GPUs (the bench step splits its budget across them)
+BUDGET_MARGIN=1.3   # every step's budget is at least its expected time x this
 # everything $OUT will hold (a lent machine returns at most 8 files): the archive, the summary, what is read first
-OUT_FILES="gpu-check.tgz summary.txt table.psv facts.json envdoctor.json bench.json"
+OUT_FILES="gpu-check.tgz summary.txt table.psv facts.json envdoctor.json bench.json peers.md nvml.json"
+# the gpu-marked test that runs the whole quick suite again: the bench step runs it once, and checks the same
+PYTEST_DESELECT="tests/unit/bench/test_bench.py::test_gpu_bench_quick_suite_structure"
+BENCH_STARTUP_S=20  # the bench step's share that does not grow with the GPUs: torch import, CUDA, the disk kernels
+BENCH_MIN_PER_GPU_S=6  # below this a GPU's kernels are too short to judge: fewer GPUs are benched instead
 FAILED=0
 WORK=""
 PYTHON="${PYTHON:-}"
 TORCH_PY="${TORCH_PY:-}"
 
-# name              budget_s  what it answers
+# Expected seconds, from what each step runs (estimates until a lent run's summary measures them):
+#   setup 8: two imports and a torch probe (a torch install does not fit any budget here: set TORCH_PY);
+#   collect 22: torch import and CUDA start in the payload plus a 2 s PCIe load; payload_pid 8: the inspect
+#   payload's own run; bench 40: the quick suite's budgets (envdoctor bench --list: about 24 s per GPU, split
+#   across the GPUs by --budget) plus BENCH_STARTUP_S; pytest_gpu 55: the gpu tests without the quick-suite
+#   rerun (a full collect, a 5 s sustained run, a collect without torch), which took the step to 70-110 s
+#   with it; bench_peers (gpu_check.d) 25: mamf-finder's procedure on six shapes and the copies, two torch
+#   start-ups, on the bench step's own JSON.
+# name            expected_s  budget_s  what it answers
 STEP_TABLE="
-setup               40  PYTHON with envdoctor and pytest, TORCH_PY with a CUDA torch (found, else installed)
-machine             10  versions: driver, nvidia-ml-py, torch, the GPUs
-smi_timings         15  how long nvidia-smi -q -x and nvidia-smi topo -m take
-collect             55  envdoctor collect --load-pcie: the one snapshot (facts.json)
-judge               10  envdoctor check --facts facts.json: the report on that snapshot (text and JSON)
-payload_pid         20  does the inspect payload's own PID show among NVML compute processes (polled every 50 ms)
-nvml_facts          20  NVLink/fabric/virtualization facts, ValidateInforom cost per GPU, deprecated NVML symbols
-pcie_under_load      5  PCIe gen/width under load against the maximum (from the snapshot)
-bench               90  envdoctor bench (the quick suite) in TORCH_PY: its own figures against compat_data
-pytest_gpu          40  pytest -m gpu, its payloads in TORCH_PY (ENVDOCTOR_TEST_CUDA_VENV)
+setup                8   15  PYTHON with envdoctor and pytest, TORCH_PY with a CUDA torch (found, else installed)
+machine              4    8  versions: driver, nvidia-ml-py, torch, the GPUs
+smi_timings          4   10  how long nvidia-smi -q -x and nvidia-smi topo -m take
+collect             22   35  envdoctor collect --load-pcie: the one snapshot (facts.json)
+judge                3    8  envdoctor check --facts facts.json: the report on that snapshot (an error finding is a result)
+payload_pid          8   15  does the inspect payload's own PID show among NVML compute processes (polled every 50 ms)
+nvml_facts           4   10  NVLink/fabric/virtualization facts, ValidateInforom cost per GPU, deprecated NVML symbols
+nvml_successors      2    6  which NVML 13 successors and deprecated calls answer on this driver (nvml.json)
+pcie_under_load      1    3  PCIe gen/width under load against the maximum (from the snapshot)
+bench               40   60  envdoctor bench (the quick suite, its budget split across the GPUs) in TORCH_PY
+pytest_gpu          55   80  pytest -m gpu (less the quick-suite rerun), its payloads in TORCH_PY
 "
 STEPS=()
 BUDGETS=()
+EXPECTED=()
 DESCS=()
 ROWS=()
 BUDGET=60
+STEP_END=0
 
-add_step() {  # add_step NAME [BUDGET_S] [DESCRIPTION]
+add_step() {  # add_step NAME [BUDGET_S] [DESCRIPTION] [EXPECTED_S]: no expectation given: the budget / the margin
     STEPS+=("$1")
     BUDGETS+=("${2:-40}")
     DESCS+=("${3:-step from scripts/gpu_check.d}")
+    EXPECTED+=("${4:-$(awk -v b="${2:-40}" -v m="$BUDGET_MARGIN" 'BEGIN { printf "%d", b / m }')}")
 }
 
-while read -r name budget desc; do
-    [ -n "$name" ] && add_step "$name" "$budget" "$desc"
+while read -r name expected budget desc; do
+    [ -n "$name" ] && add_step "$name" "$budget" "$desc" "$expected"
 done <<<"$STEP_TABLE"
+
+left() {  # the seconds the running step has left (at least 1): each command of a step gets `timeout "$(left)"`
+    local s=$((STEP_END - SECONDS))
+    if [ "$s" -ge 1 ]; then echo "$s"; else echo 1; fi
+}
+
+gpu_count() {  # the GPUs nvidia-smi lists (1 when it lists none or is absent)
+    local n
+    n=$(nvidia-smi -L 2>/dev/null | grep -cE '^GPU [0-9]+:')
+    if [ "${n:-0}" -ge 1 ] 2>/dev/null; then echo "$n"; else echo 1; fi
+}
 
 skipped() { case " $SKIP_STEPS " in *" $1 "*) return 0;; esac; return 1; }
 
@@ -76,7 +109,7 @@ row() {  # row NAME RESULT DETAIL: one line of the final table; a result but ok 
 run_py() {  # run_py NAME PYTHON [ARGS...] <<'EOF': a Python step; records its row from the last line it printed
     local name="$1" py="$2"
     shift 2
-    (cd "$REPO" && timeout "$BUDGET" "$py" - "$@" >"$WORK/$name.out" 2>"$WORK/$name.err")
+    (cd "$REPO" && timeout "$(left)" "$py" - "$@" >"$WORK/$name.out" 2>"$WORK/$name.err")
     local rc=$?
     if [ "$rc" = 0 ]; then
         row "$name" "ok" "$(tail -n 1 "$WORK/$name.out" | cut -c1-160)"
@@ -95,20 +128,42 @@ has_gpu() {
     [ -n "$(nvidia-smi -L 2>/dev/null | grep -E '^GPU [0-9]+:')" ]
 }
 
-print_plan() {  # the steps, their budgets and what $OUT will hold; fails when the total is over TOTAL_BUDGET_S
-    local i total=0
-    printf '%-18s %8s  %s\n' "step" "budget" "what it answers"
+print_plan() {  # the steps, their expected times and budgets, what a lent run brings back and what $OUT will
+    # hold; fails when the total is over TOTAL_BUDGET_S or a budget is under its expected time x BUDGET_MARGIN
+    local i total=0 expected=0 short=""
+    printf '%-18s %8s %8s  %s\n' "step" "expected" "budget" "what it answers"
     for i in "${!STEPS[@]}"; do
         if skipped "${STEPS[$i]}"; then
-            printf '%-18s %8s  %s\n' "${STEPS[$i]}" "skipped" "${DESCS[$i]}"
+            printf '%-18s %8s %8s  %s\n' "${STEPS[$i]}" "-" "skipped" "${DESCS[$i]}"
             continue
         fi
         total=$((total + BUDGETS[i]))
-        printf '%-18s %7ss  %s\n' "${STEPS[$i]}" "${BUDGETS[$i]}" "${DESCS[$i]}"
+        expected=$((expected + EXPECTED[i]))
+        awk -v b="${BUDGETS[$i]}" -v e="${EXPECTED[$i]}" -v m="$BUDGET_MARGIN" 'BEGIN { exit !(b >= e * m) }' \
+            || short="$short ${STEPS[$i]}"
+        printf '%-18s %7ss %7ss  %s\n' "${STEPS[$i]}" "${EXPECTED[$i]}" "${BUDGETS[$i]}" "${DESCS[$i]}"
     done
-    printf 'total budget: %ss (%dm%02ds), limit %ss\n' "$total" $((total / 60)) $((total % 60)) "$TOTAL_BUDGET_S"
+    printf 'total budget: %ss (%dm%02ds), limit %ss; expected %ss\n' "$total" $((total / 60)) $((total % 60)) \
+        "$TOTAL_BUDGET_S" "$expected"
+    [ -n "$short" ] && printf 'budget under expected x %s:%s\n' "$BUDGET_MARGIN" "$short"
+    if ! skipped bench; then
+        local b
+        b=$(for i in "${!STEPS[@]}"; do [ "${STEPS[$i]}" = bench ] && echo "${BUDGETS[$i]}"; done)
+        local one eight
+        one=$(bench_split_s "$b" 1)
+        eight=$(bench_split_s "$b" 8)
+        printf 'bench split (its --budget applies per GPU): 1 GPU at --budget %s; 8 GPUs: %s of them at --budget %s\n' \
+            "${one% *}" "${eight#* }" "${eight% *}"
+    fi
+    printf 'a lent run brings back (summary.txt, and the files below):\n'
+    skipped pytest_gpu || printf '  GPU tests: the pytest -m gpu summary line (passed/failed/skipped), less %s\n' \
+        "${PYTEST_DESELECT##*::}"
+    skipped bench || printf '  envdoctor bench: its quick-suite figures and findings on every GPU (bench.json)\n'
+    skipped bench_peers || printf '  %s\n' "envdoctor against its peers: the bench step's own figures beside mamf-finder's procedure and nvbandwidth-style copies run in the same interpreter, with ratios (peers.md)"
+    skipped nvml_successors || printf '  %s\n' "NVML successor answers: per GPU, which NVML 13 successor and deprecated call or field answers, and with what (nvml.json)"
+    printf '  %s\n' "each step's seconds beside its expected time (summary.txt)"
     printf 'output files: %s\n' "$OUT_FILES"
-    [ "$total" -le "$TOTAL_BUDGET_S" ]
+    [ "$total" -le "$TOTAL_BUDGET_S" ] && [ -z "$short" ]
 }
 
 # --------------------------------------------------------------------------- interpreters
@@ -144,7 +199,7 @@ find_torch_py() {  # TORCH_PY given, else the first interpreter with a CUDA buil
 step_setup() {
     local notes="" found
     if ! imports "$PYTHON" envdoctor pytest; then  # envdoctor's test extra: pytest and what the tests import
-        timeout "$((BUDGET / 2))" "$PYTHON" -m pip install -q --disable-pip-version-check -e "$REPO[test]" \
+        timeout "$(left)" "$PYTHON" -m pip install -q --disable-pip-version-check -e "$REPO[test]" \
             >"$WORK/setup.pip.out" 2>&1 || notes="pip install -e .[test] failed (setup.pip.out); "
     fi
     if ! imports "$PYTHON" envdoctor pytest; then
@@ -158,7 +213,7 @@ step_setup() {
     fi
     # none found: PyPI's torch (the CUDA build on Linux) into a venv in the work folder
     "$PYTHON" -m venv "$WORK/torch-venv" >>"$WORK/setup.pip.out" 2>&1 \
-        && timeout "$((BUDGET - 5))" "$WORK/torch-venv/bin/python" -m pip install -q \
+        && timeout "$(left)" "$WORK/torch-venv/bin/python" -m pip install -q \
             --disable-pip-version-check torch >>"$WORK/setup.pip.out" 2>&1
     if has_cuda_torch "$WORK/torch-venv/bin/python"; then
         TORCH_PY="$WORK/torch-venv/bin/python"
@@ -174,10 +229,11 @@ step_setup() {
 step_machine() {
     {
         date -u +%Y-%m-%dT%H:%M:%SZ
-        nvidia-smi -L
-        nvidia-smi --query-gpu=driver_version,name,pci.bus_id --format=csv,noheader
-        "$PYTHON" -c "import pynvml, importlib.metadata as m; print('nvidia-ml-py', m.version('nvidia-ml-py'))"
-        "$TORCH_PY" -c "import torch; print('torch', torch.__version__, torch.version.cuda)"
+        timeout "$(left)" nvidia-smi -L
+        timeout "$(left)" nvidia-smi --query-gpu=driver_version,name,pci.bus_id --format=csv,noheader
+        timeout "$(left)" "$PYTHON" -c \
+            "import pynvml, importlib.metadata as m; print('nvidia-ml-py', m.version('nvidia-ml-py'))"
+        timeout "$(left)" "$TORCH_PY" -c "import torch; print('torch', torch.__version__, torch.version.cuda)"
     } >"$WORK/machine.txt" 2>&1
     row machine "ok" "$(grep -E '^nvidia-ml-py|^torch' "$WORK/machine.txt" | tr '\n' ' ' | cut -c1-160)"
 }
@@ -185,30 +241,32 @@ step_machine() {
 step_smi_timings() {
     local t0 t1 t2 rc1 rc2
     t0=$(date +%s.%N)
-    timeout "$BUDGET" nvidia-smi -q -x >"$WORK/nvidia-smi-q.xml" 2>"$WORK/smi_timings.err"
+    timeout "$(($(left) * 2 / 3 + 1))" nvidia-smi -q -x >"$WORK/nvidia-smi-q.xml" 2>"$WORK/smi_timings.err"
     rc1=$?
     t1=$(date +%s.%N)
-    timeout "$BUDGET" nvidia-smi topo -m >"$WORK/nvidia-smi-topo.txt" 2>>"$WORK/smi_timings.err"
+    timeout "$(left)" nvidia-smi topo -m >"$WORK/nvidia-smi-topo.txt" 2>>"$WORK/smi_timings.err"
     rc2=$?
     t2=$(date +%s.%N)
-    timeout 20 nvidia-smi >"$WORK/nvidia-smi.txt" 2>&1
+    timeout "$(left)" nvidia-smi >"$WORK/nvidia-smi.txt" 2>&1
     row smi_timings "ok" "$(awk -v a="$t0" -v b="$t1" -v c="$t2" -v r1="$rc1" -v r2="$rc2" \
         'BEGIN { printf "-q -x %.2f s (exit %s), topo -m %.2f s (exit %s)", b - a, r1, c - b, r2 }')"
 }
 
 step_collect() {
-    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor collect --python "$TORCH_PY" --no-redact \
+    (cd "$REPO" && timeout "$(left)" "$PYTHON" -m envdoctor collect --python "$TORCH_PY" --no-redact \
         --load-pcie -o "$WORK/facts.json" 2>"$WORK/collect.err")
     row collect "exit $?" "$(tail -n 1 "$WORK/collect.err" | cut -c1-160)"
 }
 
 step_judge() {
-    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor check --facts "$WORK/facts.json" --no-redact \
-        --format json -o "$WORK/envdoctor.json" 2>"$WORK/judge.err")
+    # exit 1 is envdoctor reporting an error finding: the step did its job (the findings are the result)
+    (cd "$REPO" && timeout "$(($(left) / 2 + 1))" "$PYTHON" -m envdoctor check --facts "$WORK/facts.json" \
+        --no-redact --format json -o "$WORK/envdoctor.json" 2>"$WORK/judge.err")
     local rc=$?
-    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor check --facts "$WORK/facts.json" -v \
+    (cd "$REPO" && timeout "$(left)" "$PYTHON" -m envdoctor check --facts "$WORK/facts.json" -v \
         >"$WORK/envdoctor.txt" 2>&1)
-    row judge "exit $rc" "$("$PYTHON" - "$WORK/envdoctor.json" <<'EOF' 2>/dev/null || echo 'no JSON report'
+    local detail
+    detail="$("$PYTHON" - "$WORK/envdoctor.json" <<'EOF' 2>/dev/null || echo 'no JSON report'
 import json, sys
 r = json.load(open(sys.argv[1]))
 f = r.get("findings", [])
@@ -216,10 +274,14 @@ print(f"{sum(x['severity'] == 'error' for x in f)} error(s), {sum(x['severity'] 
       f"warning(s): " + ", ".join(x["code"] for x in f if x["severity"] != "info")[:160])
 EOF
 )"
+    case "$rc" in
+        0|1) row judge "ok" "exit $rc: $detail";;
+        *) row judge "exit $rc" "$detail";;
+    esac
 }
 
 step_pcie_under_load() {
-    "$PYTHON" - "$WORK/facts.json" >"$WORK/pcie_under_load.out" 2>&1 <<'EOF'
+    timeout "$(left)" "$PYTHON" - "$WORK/facts.json" >"$WORK/pcie_under_load.out" 2>&1 <<'EOF'
 import json, sys
 f = json.load(open(sys.argv[1]))
 parts = []
@@ -233,25 +295,54 @@ EOF
 }
 
 step_pytest_gpu() {
-    # the GPU tests run their payloads in the torch interpreter (tests/conftest.py: cuda_venv)
-    (cd "$REPO" && ENVDOCTOR_TEST_CUDA_VENV="$TORCH_PY" timeout "$BUDGET" "$PYTHON" -m pytest -q -m gpu \
-        -p no:cacheprovider >"$WORK/pytest_gpu.out" 2>&1)
+    # the GPU tests run their payloads in the torch interpreter (tests/conftest.py: cuda_venv); the one that runs
+    # the whole quick suite again is left out: the bench step ran it, and checks the same structure in its JSON
+    (cd "$REPO" && ENVDOCTOR_TEST_CUDA_VENV="$TORCH_PY" timeout "$(left)" "$PYTHON" -m pytest -q -m gpu \
+        -p no:cacheprovider --deselect "$PYTEST_DESELECT" >"$WORK/pytest_gpu.out" 2>&1)
     local rc=$?
-    row pytest_gpu "exit $rc" "$(tail -n 1 "$WORK/pytest_gpu.out")"
+    row pytest_gpu "exit $rc" "$(grep -E '(passed|failed|skipped|error|deselected|no tests ran)' \
+        "$WORK/pytest_gpu.out" | tail -n 1 | cut -c1-160)"
+}
+
+bench_split_s() {  # bench_split_s BUDGET GPUS -> "PER_GPU_S BENCHED_GPUS": envdoctor bench --budget applies per
+    # GPU, so the step's budget less the start-up and a 2 s warm-up per GPU is split across the GPUs, never more than
+    # the quick suite's own sum; where that leaves a GPU under BENCH_MIN_PER_GPU_S, the first GPUs that fit are benched
+    local quick
+    quick=$(cd "$REPO" && "${PYTHON:-python3}" -c "from envdoctor.bench.suite import plan
+print(round(sum(i.budget_s for i in plan([], 'cuda')), 1))" 2>/dev/null || echo 24)
+    awk -v b="$1" -v n="$2" -v s="$BENCH_STARTUP_S" -v q="$quick" -v lo="$BENCH_MIN_PER_GPU_S" 'BEGIN {
+        k = n; x = (b - s - 2 * k) / k
+        while (x < lo && k > 1) { k--; x = (b - s - 2 * k) / k }
+        if (x > q) x = q; if (x < 1) x = 1
+        printf "%.1f %d", x, k }'
 }
 
 step_bench() {
     # envdoctor's own quick suite judged against compat_data/bench.json: exit 1 is a finding, not a failed step
-    (cd "$REPO" && timeout "$BUDGET" "$PYTHON" -m envdoctor bench --python "$TORCH_PY" --no-redact \
-        --budget "$((BUDGET - 15))" --format json -o "$WORK/bench.json" >"$WORK/bench.out" 2>&1)
+    local n split per k visible=""
+    n=$(gpu_count)
+    split=$(bench_split_s "$BUDGET" "$n")
+    per="${split% *}"
+    k="${split#* }"
+    # fewer GPUs than the machine has: the first k in CUDA's order (CUDA_VISIBLE_DEVICES), said in the row
+    [ "$k" -lt "$n" ] && visible="$(seq -s, 0 $((k - 1)))"
+    echo "$n GPU(s), $k benched: envdoctor bench --budget $per (per GPU)" >"$WORK/bench.plan"
+    # shellcheck disable=SC2086  # one word, or none: an empty CUDA_VISIBLE_DEVICES would hide every GPU
+    (cd "$REPO" && env ${visible:+CUDA_VISIBLE_DEVICES=$visible} timeout "$(left)" "$PYTHON" -m envdoctor \
+        bench --python "$TORCH_PY" --no-redact --budget "$per" --format json -o "$WORK/bench.json" \
+        >"$WORK/bench.out" 2>&1)
     local rc=$?
     case "$rc" in
-        0|1) row bench "ok" "exit $rc: $("$PYTHON" - "$WORK/bench.json" <<'PY' 2>/dev/null || echo 'no JSON report'
+        0|1) row bench "ok" "exit $rc, $k of $n GPU(s) at --budget $per: $("$PYTHON" - "$WORK/bench.json" <<'PY' 2>/dev/null || echo 'no JSON report'
 import json, sys
 r = json.load(open(sys.argv[1]))
+res = r["facts"]["bench"]["results"]
+mm = [x for x in res if x["name"] == "matmul_bf16" and str(x.get("device")).startswith("cuda")]
+ok = bool(mm) and all(x["status"] == "ok" and (x.get("params") or {}).get("timer") == "cuda events" for x in mm)
 f = [x for x in r.get("findings", []) if x["code"].startswith("bench.")]
-print(f"{sum(x['severity'] == 'error' for x in f)} bench error(s), {sum(x['severity'] == 'warning' for x in f)} "
-      "warning(s): " + ", ".join(x["code"] for x in f if x["severity"] != "info")[:140])
+print(f"{sum(x['status'] == 'ok' for x in res)}/{len(res)} ran, bf16 on every GPU by CUDA events: {ok}; "
+      f"{sum(x['severity'] == 'error' for x in f)} bench error(s), {sum(x['severity'] == 'warning' for x in f)} "
+      "warning(s): " + ", ".join(x["code"] for x in f if x["severity"] != "info")[:110])
 PY
 )";;
         *) row bench "exit $rc" "$(tail -n 1 "$WORK/bench.out" | cut -c1-160)";;
@@ -263,15 +354,16 @@ PY
 step_payload_pid() {
     # Does envdoctor's real inspect payload (it holds a CUDA context) show among NVML's compute processes, and
     # under which PID (a container's PID namespace translates it)? NVML polled every 50 ms while it runs.
-    run_py payload_pid "$PYTHON" "$TORCH_PY" "$REPO/envdoctor/_payload" <<'EOF'
+    run_py payload_pid "$PYTHON" "$TORCH_PY" "$REPO/envdoctor/_payload" "$((BUDGET - 3))" <<'EOF'
 import json, os, subprocess, sys, time
 import pynvml
 pynvml.nvmlInit()
 handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
-child = subprocess.Popen([sys.argv[1], sys.argv[2], "--task", "inspect", "--deadline-s", "30"],
+limit = max(2.0, float(sys.argv[3]))
+child = subprocess.Popen([sys.argv[1], sys.argv[2], "--task", "inspect", "--deadline-s", str(int(limit))],
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 seen, polls, t0 = {}, 0, time.monotonic()
-while child.poll() is None and time.monotonic() - t0 < 35:
+while child.poll() is None and time.monotonic() - t0 < limit:
     for i, h in enumerate(handles):
         try:
             for p in pynvml.nvmlDeviceGetComputeRunningProcesses(h):
@@ -338,15 +430,75 @@ print(f"nvidia-ml-py {md.version('nvidia-ml-py')}; " + "; ".join(
 EOF
 }
 
+step_nvml_successors() {
+    # Which NVML 13 successors and the calls they deprecate answer on this driver, per GPU (nvml.h API 13:
+    # DEPRECATED(13.0) on the application-clock getters, nvmlDeviceGetTemperature, the ClocksThrottleReasons
+    # getters, nvmlDeviceGetViolationStatus, nvmlDeviceGetPowerState; field successors: SW_THERM_SLOWDOWN 269 for
+    # PERF_POLICY_THERMAL 75, GET_GPU_RECOVERY_ACTION 230 for RESET_STATUS 226 / DRAIN_AND_RESET_STATUS 227)
+    run_py nvml_successors "$PYTHON" "$WORK/nvml.json" <<'EOF'
+import json, sys
+import pynvml as n
+n.nvmlInit()
+def answer(fn, *args):
+    f = getattr(n, fn, None)
+    if f is None:
+        return "not in this binding"
+    try:
+        v = f(*args)
+    except n.NVMLError as e:
+        return "error: " + str(e)
+    except Exception as e:  # a binding whose signature differs
+        return f"{type(e).__name__}: {e}"[:120]
+    return "ok: " + str(getattr(v, "temperature", v))[:60]
+FIELDS = {"CLOCKS_EVENT_REASON_SW_POWER_CAP/PERF_POLICY_POWER": 74, "PERF_POLICY_THERMAL": 75,
+          "CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN": 269, "CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN": 270,
+          "CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN": 271, "GET_GPU_RECOVERY_ACTION": 230, "RESET_STATUS": 226,
+          "DRAIN_AND_RESET_STATUS": 227}
+gpus = []
+for i in range(n.nvmlDeviceGetCount()):
+    h = n.nvmlDeviceGetHandleByIndex(i)
+    calls = {
+        "nvmlDeviceGetCurrentClocksEventReasons": answer("nvmlDeviceGetCurrentClocksEventReasons", h),
+        "nvmlDeviceGetCurrentClocksThrottleReasons (deprecated)": answer("nvmlDeviceGetCurrentClocksThrottleReasons", h),
+        "nvmlDeviceGetSupportedClocksEventReasons": answer("nvmlDeviceGetSupportedClocksEventReasons", h),
+        "nvmlDeviceGetTemperatureV": answer("nvmlDeviceGetTemperatureV", h, 0),
+        "nvmlDeviceGetTemperature (deprecated)": answer("nvmlDeviceGetTemperature", h, 0),
+        "nvmlDeviceGetClock(GRAPHICS, APP_CLOCK_TARGET)": answer("nvmlDeviceGetClock", h, 0, 1),
+        "nvmlDeviceGetClock(GRAPHICS, APP_CLOCK_DEFAULT)": answer("nvmlDeviceGetClock", h, 0, 2),
+        "nvmlDeviceGetApplicationsClock (deprecated)": answer("nvmlDeviceGetApplicationsClock", h, 0),
+        "nvmlDeviceGetDefaultApplicationsClock (deprecated)": answer("nvmlDeviceGetDefaultApplicationsClock", h, 0),
+        "nvmlDeviceGetViolationStatus(THERMAL) (deprecated)": answer("nvmlDeviceGetViolationStatus", h, 1),
+        "nvmlDeviceGetPerformanceState": answer("nvmlDeviceGetPerformanceState", h),
+        "nvmlDeviceGetPowerState (deprecated)": answer("nvmlDeviceGetPowerState", h),
+    }
+    fields = {}
+    try:
+        for name, fv in zip(FIELDS, n.nvmlDeviceGetFieldValues(h, list(FIELDS.values()))):
+            fields[f"{name} ({FIELDS[name]})"] = (f"ok: {fv.value.ullVal if fv.valueType == 3 else fv.value.uiVal}"
+                                                  if fv.nvmlReturn == 0 else f"error: nvmlReturn {fv.nvmlReturn}")
+    except Exception as e:
+        fields["nvmlDeviceGetFieldValues"] = f"{type(e).__name__}: {e}"[:120]
+    gpus.append({"index": i, "name": str(n.nvmlDeviceGetName(h)), "calls": calls, "fields": fields})
+doc = {"driver": str(n.nvmlSystemGetDriverVersion()), "gpus": gpus}
+json.dump(doc, open(sys.argv[1], "w"), indent=1)
+g = gpus[0] if gpus else {"calls": {}, "fields": {}}
+everything = {**g["calls"], **g["fields"]}
+print(json.dumps(doc))
+print(f"driver {doc['driver']}, GPU 0: " + "; ".join(
+    f"{k.split(' ')[0].replace('nvmlDeviceGet', '')} {v.split(':')[0]}" for k, v in everything.items())[:150])
+EOF
+}
+
 # --------------------------------------------------------------------------- main
 
-print_table() {
-    printf '\n%-18s %-10s %s\n' "step" "result" "detail"
-    printf '%-18s %-10s %s\n' "----" "------" "------"
-    local r
+print_table() {  # each step's row, with its seconds against the expected time and the budget
+    printf '\n%-18s %-10s %-12s %s\n' "step" "result" "s/exp/budget" "detail"
+    printf '%-18s %-10s %-12s %s\n' "----" "------" "------------" "------"
+    local r took
     for r in "${ROWS[@]}"; do
         IFS='|' read -r name result detail <<<"$r"
-        printf '%-18s %-10s %s\n' "$name" "$result" "$detail"
+        took=$(awk -v n="$name" '$1 == n { print $2 "/" $3 "/" $4 }' "$WORK/step_seconds.txt" 2>/dev/null)
+        printf '%-18s %-10s %-12s %s\n' "$name" "$result" "${took:--}" "$detail"
     done
 }
 
@@ -377,10 +529,12 @@ main() {
     for i in "${!STEPS[@]}"; do
         skipped "${STEPS[$i]}" && continue
         BUDGET="${BUDGETS[$i]}"
-        echo "gpu_check: ${STEPS[$i]} (budget ${BUDGET} s) ..." >&2
+        echo "gpu_check: ${STEPS[$i]} (expected ${EXPECTED[$i]} s, budget ${BUDGET} s) ..." >&2
         t=$SECONDS
+        STEP_END=$((SECONDS + BUDGET))
         "step_${STEPS[$i]}"
-        printf '%s %s\n' "${STEPS[$i]}" $((SECONDS - t)) >>"$WORK/step_seconds.txt"
+        printf '%s %s %s %s\n' "${STEPS[$i]}" $((SECONDS - t)) "${EXPECTED[$i]}" "$BUDGET" \
+            >>"$WORK/step_seconds.txt"
     done
     {
         print_table
@@ -398,4 +552,7 @@ main() {
     [ "$FAILED" = 0 ]
 }
 
-main "$@"
+# sourced (tests call the steps one by one): define everything, run nothing
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    main "$@"
+fi

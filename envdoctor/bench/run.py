@@ -17,6 +17,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from ..domain.arch import parse_cc
 from ..domain.fastclass import dataclass
 from ..domain.pci import bus_key
 from ..model.facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, PythonEnv, Storage, from_dict
@@ -240,6 +241,17 @@ def torch_unusable(env: Optional[PythonEnv]) -> Tuple[Optional[str], bool]:
     return None, False
 
 
+def gpu_capabilities(driver: Optional[Driver]) -> List[Tuple[int, int]]:
+    """The compute capabilities NVML gave for the GPUs (unparseable or missing ones left out)."""
+    out: List[Tuple[int, int]] = []
+    for g in (driver.gpus if driver is not None else None) or []:
+        try:
+            out.append(parse_cc(g.compute_capability))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
 def run_bench(options: BenchOptions, driver: Driver, storage: Optional[Storage] = None,
               progress: Optional[Progress] = None, nvml: Any = None, payload: Optional[Path] = None,
               inspected: Optional[PythonEnv] = None) -> Bench:
@@ -248,7 +260,8 @@ def run_bench(options: BenchOptions, driver: Driver, storage: Optional[Storage] 
     the torch kernels are skipped saying so, not started to hang again."""
     progress = progress or (lambda _e: None)
     start = time.monotonic()
-    items = plan(options.names, options.device, options.budget_s, options.sustain_s, thorough=options.thorough)
+    items = plan(options.names, options.device, options.budget_s, options.sustain_s, thorough=options.thorough,
+                 gpu_ccs=gpu_capabilities(driver))
     torch_items = [i for i in items if KERNELS[i.name].kind == "torch"]
     disk_items = [i for i in items if KERNELS[i.name].kind == "disk"]
     results: List[BenchResult] = []

@@ -17,9 +17,13 @@ class Kernel:
     quick: bool  # part of `envdoctor bench` with no names
     what: str
     multi_gpu: bool = False
+    # quick only where a GPU of the run has at least this compute capability (fp8 tensor cores: 8.9, Ada and
+    # Hopper on); with no GPU's capability known it stays in (the payload skips it, saying why, below 8.9)
+    quick_min_cc: Optional[Tuple[int, int]] = None
 
 
-# The quick suite on one GPU: a 2 s warm-up + 4 + 3 + 3 + 2 + 3 * 1.5 = 18.5 s per GPU, then p2p and all-reduce
+# The quick suite on one GPU: a 2 s warm-up + 4 + 3 + 3 + 2 + 3 * 1.5 = 18.5 s per GPU (+ 2 s of fp8 where the GPU
+# has fp8, compute capability >= 8.9), then p2p and all-reduce
 # (3 + 5 s per run, 2+ GPUs), plus torch import and CUDA initialisation (a few seconds): under 30 s per GPU.
 # On CPU (`--device cpu`) every torch code path runs, fp16 and the skipped fp8/tf32 included, in about 15 s.
 # --thorough gives each matmul THOROUGH_MATMUL_S per GPU for mamf-finder's procedure (50 + 100 iterations
@@ -29,7 +33,8 @@ KERNELS: Dict[str, Kernel] = {k.name: k for k in [
     Kernel("matmul_fp16", "torch", ("cuda", "cpu"), 3.0, 1.5, False, "fp16 matmul TFLOP/s (shape sweep)"),
     Kernel("matmul_tf32", "torch", ("cuda", "cpu"), 3.0, 0.5, True, "fp32 inputs on TF32 tensor cores"),
     Kernel("matmul_fp32", "torch", ("cuda", "cpu"), 3.0, 3.0, True, "true fp32 matmul TFLOP/s"),
-    Kernel("matmul_fp8", "torch", ("cuda", "cpu"), 3.0, 0.5, False, "fp8 e4m3 torch._scaled_mm (cc >= 8.9)"),
+    Kernel("matmul_fp8", "torch", ("cuda", "cpu"), 2.0, 0.5, True,
+           "fp8 e4m3 torch._scaled_mm, fast accumulation (cc >= 8.9)", quick_min_cc=(8, 9)),
     Kernel("membw_device", "torch", ("cuda", "cpu"), 2.0, 1.0, True, "device memory copy GB/s (read + write)"),
     Kernel("membw_host", "torch", ("cpu",), 2.0, 2.0, True, "host memory copy GB/s (read + write)"),
     Kernel("h2d_pinned", "torch", ("cuda",), 1.5, 0.5, True, "host->device, pinned memory, GB/s"),
@@ -60,10 +65,20 @@ class PlanError(ValueError):
     """A benchmark name that does not exist, or one that cannot run on the chosen device."""
 
 
-def expand_names(names: Sequence[str]) -> List[str]:
-    """The names asked for ("all": every benchmark; nothing: the quick suite), validated, in catalogue order."""
+def _quick(k: Kernel, gpu_ccs: Sequence[Tuple[int, int]]) -> bool:
+    if not k.quick:
+        return False
+    if k.quick_min_cc is None or not gpu_ccs:
+        return True
+    return any(cc >= k.quick_min_cc for cc in gpu_ccs)
+
+
+def expand_names(names: Sequence[str], gpu_ccs: Sequence[Tuple[int, int]] = ()) -> List[str]:
+    """The names asked for ("all": every benchmark; nothing: the quick suite), validated, in catalogue order.
+    ``gpu_ccs``: the compute capabilities of the run's GPUs where known (a kernel with ``quick_min_cc`` is in the
+    quick suite only where one of them reaches it)."""
     if not names:
-        return [k.name for k in KERNELS.values() if k.quick]
+        return [k.name for k in KERNELS.values() if _quick(k, gpu_ccs)]
     wanted = set()
     for n in names:
         for part in (p.strip() for p in n.split(",")):
@@ -72,7 +87,7 @@ def expand_names(names: Sequence[str]) -> List[str]:
             if part == "all":
                 wanted.update(k for k in KERNELS if k != "sustained")
             elif part == "quick":
-                wanted.update(k.name for k in KERNELS.values() if k.quick)
+                wanted.update(k.name for k in KERNELS.values() if _quick(k, gpu_ccs))
             elif part in KERNELS:
                 wanted.add(part)
             else:
@@ -81,12 +96,14 @@ def expand_names(names: Sequence[str]) -> List[str]:
 
 
 def plan(names: Sequence[str], device: str, budget_s: Optional[float] = None,
-         sustain_s: Optional[float] = None, thorough: bool = False) -> List[PlanItem]:
-    """What to run where, with each item's budget; ``budget_s`` rescales the defaults to that total."""
+         sustain_s: Optional[float] = None, thorough: bool = False,
+         gpu_ccs: Sequence[Tuple[int, int]] = ()) -> List[PlanItem]:
+    """What to run where, with each item's budget; ``budget_s`` rescales the defaults to that total;
+    ``gpu_ccs`` the compute capabilities of the GPUs (fp8 joins the quick suite where one has fp8)."""
     devices = {"cpu": ("cpu",), "cuda": ("cuda",), "all": ("cuda", "cpu")}[device]
     items: List[PlanItem] = []
     # --device cpu with no names: every torch code path, so that CI exercises what runs on GPUs
-    chosen = expand_names(["all"] if device == "cpu" and not names else names)
+    chosen = expand_names(["all"] if device == "cpu" and not names else names, gpu_ccs)
     for name in chosen:
         k = KERNELS[name]
         if name == "sustained":
@@ -128,7 +145,8 @@ def describe(width: Optional[int] = None) -> List[str]:
         gpu = "--" if "cuda" not in k.devices and not host_side else (
             "N" if k.name == "sustained" else f"{k.gpu_budget_s:g}")
         cpu = "N" if k.name == "sustained" else f"{k.cpu_budget_s:g}"
-        row = (f"{k.name:<15} {'yes' if k.quick else '':<6} {gpu:>6} {cpu:>6}  {k.what}"
+        quick = ("yes" if k.quick_min_cc is None else f"{k.quick_min_cc[0]}.{k.quick_min_cc[1]}+") if k.quick else ""
+        row = (f"{k.name:<15} {quick:<6} {gpu:>6} {cpu:>6}  {k.what}"
                + (" (2+ GPUs)" if k.multi_gpu and k.name != "sustained" else "")
                + (" (host side)" if host_side else ""))
         if width is None or len(row) <= width or width - what_at < 20:

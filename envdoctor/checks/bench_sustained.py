@@ -107,6 +107,13 @@ COUNTERS = {
     "violation_thermal_ns": ("clock-violations", "warning", "GPU_THROTTLED", "time clocked down for temperature"),
     "violation_reliability_ns": ("clock-violations", "warning", "GPU_THROTTLED", "time clocked down for reliability"),
     "violation_board_limit_ns": ("clock-violations", "warning", "GPU_THROTTLED", "time clocked down at the board limit"),
+    # HW Thermal Slowdown and HW Power Brake "reduce core clocks by a factor of 2 or more" (nvml.h API 13,
+    # NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN / _HW_POWER_BRAKE_SLOWDOWN): raised by the board or the
+    # chassis, never by the job, so time spent in them under load is a fault, as gpu.throttle/hw-slowdown says
+    "violation_hw_thermal_ns": ("clock-violations", "error", "GPU_THROTTLED",
+                                "time in HW thermal slowdown (clocks halved or worse)"),
+    "violation_hw_power_brake_ns": ("clock-violations", "error", "GPU_THROTTLED",
+                                    "time in HW power brake slowdown (clocks halved or worse)"),
 }
 _FIXES = {"hardware-errors": Fix("Drain the node and report the GPU to the provider with this output",
                                  ["nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER"]),

@@ -34,7 +34,13 @@ _THERMAL = {"sw_thermal_slowdown": "SW Thermal Slowdown"}
 # Settings lowered by hand (nvidia-smi -pl / -lgc / -ac): the setting against its default or maximum. NVML:
 # nvmlDeviceGetPowerManagementLimit vs ...DefaultLimit; locked SM clocks vs the maximum SM clock;
 # nvmlDeviceGetApplicationsClock vs nvmlDeviceGetDefaultApplicationsClock. A locked or application clock of 0 is
-# "not set". (code, summary head, setting, reference, fraction, 0 = unset, per-GPU text, expected, detail, fix,
+# "not set". Where these settings cannot be read the rows judge nothing, and "clock-setting" (the Applications
+# Clocks Setting reason under load) is what catches a held clock: NVML has no getter for locked clocks on any
+# driver (nvml.h API 13 has nvmlDeviceSetGpuLockedClocks / nvmlDeviceResetGpuLockedClocks only), so
+# clocks-locked judges facts from elsewhere (a snapshot, a test); and R590 answers NVML_ERROR_DEPRECATED to every
+# application-clock getter (application clocks are deprecated in NVML 13 and removed in CUDA 14.0), which the
+# probe records once per GPU as "application clocks: not available on this driver", so app-clocks-lowered judges
+# drivers before R590 only. (code, summary head, setting, reference, fraction, 0 = unset, per-GPU text, expected, detail, fix,
 # the command that resets one GPU)
 _LOWERED = (
     ("gpu.throttle/power-limit-lowered", "Power limit set below the default", "power_limit_w", "power_default_limit_w", 0.97,

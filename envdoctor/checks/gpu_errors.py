@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+import re
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..domain.gpus import gpu_label
 from ..domain.pci import bus_key
@@ -150,8 +151,9 @@ def _inforom_note(g: Gpu) -> Optional[str]:
     return None
 
 
-def _xid_catalog(compat) -> Tuple[Dict[int, Tuple[str, str, str]], Dict[int, str]]:
-    """({code: (meaning, category, severity)} for hardware codes, {code: meaning} for application-raised ones)."""
+def _xid_catalog(compat) -> Tuple[Dict[int, Tuple[str, str, str]], Dict[int, str], Dict[int, Any]]:
+    """({code: (meaning, category, severity)} for the hardware codes envdoctor judges, {code: meaning} for
+    application-raised ones, {code: XidCode} for every code of NVIDIA's catalog)."""
     from ..compat.xid import xid_table
 
     try:
@@ -159,24 +161,80 @@ def _xid_catalog(compat) -> Tuple[Dict[int, Tuple[str, str, str]], Dict[int, str
     except LookupError as e:
         raise SkipCheck(f"Xid meanings unknown: {e}") from None
     hardware = {c: (r.meaning, r.category or "", r.severity or "") for c, r in table.hardware().items()}
-    return hardware, {c: r.meaning for c, r in table.application().items()}
+    return hardware, {c: r.meaning for c, r in table.application().items()}, table.catalogued()
+
+
+def _nvidia_buckets(row: Any) -> Optional[str]:
+    """NVIDIA's resolution buckets for a catalogued code, as the catalog words them."""
+    if row is None or not (row.resolution or row.investigation):
+        return None
+    parts = [f"immediate action {row.resolution}" if row.resolution else None,
+             f"investigation {row.investigation}" if row.investigation else None]
+    return "NVIDIA's Xid catalog: " + ", ".join(p for p in parts if p)
+
+
+# Xid 154's message names the recovery action the driver now requires ("GPU recovery action changed from 0x0
+# (None) to 0x1 (GPU Reset Required)": NVIDIA's Xid catalog, Xid 154; nvml.h nvmlDeviceGpuRecoveryAction_t)
+_XID154_TO = re.compile(r"to\s+0x([0-9a-fA-F]+)\s*\(([^)]*)\)")
+
+
+def _xid154_action(message: Optional[str]) -> Optional[Tuple[str, str]]:
+    """(the NVML name, the words of the log) of the recovery action an Xid 154 line changed to; None unread."""
+    from ..compat.xid import RECOVERY_ACTIONS
+
+    m = _XID154_TO.search(message or "")
+    if not m:
+        return None
+    value = int(m.group(1), 16)
+    return RECOVERY_ACTIONS.get(value, f"unknown_{value}"), m.group(2).strip()
+
+
+_RECOVERY_TEXT = {"gpu_reset": "a GPU reset", "node_reboot": "a node reboot", "drain_p2p": "its peer-to-peer traffic "
+                  "drained", "drain_and_reset": "its work drained, then a GPU reset",
+                  "recover_imex_domain": "its IMEX domain recovered"}
+
+
+def _recovery_findings(drv: Driver) -> List[Finding]:
+    """The GPUs whose driver reports a recovery action other than none (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION)."""
+    pending = [(i, g) for i, g in enumerate(drv.gpus or []) if g.recovery_action not in (None, "none")]
+    if not pending:
+        return []
+    return [XID.error(
+        "recovery-action",
+        "The driver requires a recovery action before new work: " + "; ".join(
+            f"{gpu_label(g)}: {_RECOVERY_TEXT.get(g.recovery_action or '', g.recovery_action)}" for _i, g in pending),
+        category="GPU_XID_ERRORS",
+        detail="NVML reports the GPU recovery action the driver derived from the errors it handled (the action Xid "
+               "154 announces in the kernel log); jobs on the GPU fail or hang until it is done.",
+        evidence=[Evidence(f"driver.gpus[{i}].recovery_action", g.recovery_action, expected="none",
+                           source="NVML_FI_DEV_GET_GPU_RECOVERY_ACTION") for i, g in pending],
+        fix=Fix("Drain the GPU's work, then do what the driver asks (reset the GPU, or reboot the node)",
+                commands=[f"sudo nvidia-smi -i {g.index} -r" for _i, g in pending
+                          if g.recovery_action in ("gpu_reset", "drain_and_reset")] + [kernel_log_xid(None)],
+                url=_XID_URL))]
 
 
 _XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
 
 
 # a kind per Xid code logged, in the category compat_data/xid.json gives it
-XID = Findings("gpu.xid", "GPU_XID_ERRORS", kinds=("log-unreadable", "{xid}"),
+XID = Findings("gpu.xid", "GPU_XID_ERRORS", kinds=("log-unreadable", "recovery-action", "{xid}"),
                categories=("GPU_MEMORY_ERRORS", "INTERCONNECT"))
 
 
 @check(XID, "No GPU Xid errors in the kernel log", categories=("GPU_MEMORY_ERRORS", "INTERCONNECT", "GPU_XID_ERRORS"))
 def xid(ctx: CheckContext) -> List[Finding]:
     drv: Driver = ctx.facts.driver
+    # what NVML says the driver requires is judged whether or not the kernel log could be read
+    recovery = _recovery_findings(drv)
     if drv.kernel_log_readable is None:
+        if recovery:
+            return recovery
         raise SkipCheck("Xid errors unknown: the kernel log was not read (a snapshot, a paste, or --facts from "
                         "an older envdoctor)")
     if drv.kernel_log_readable is False:
+        if recovery:
+            return recovery
         raise SkipCheck(f"kernel log not readable: {drv.kernel_log_reason or 'no reason given'}", notes=[XID.info(
             "log-unreadable",
             f"kernel log not readable: {drv.kernel_log_reason or 'no reason given'}; Xid errors not checked",
@@ -190,7 +248,7 @@ def xid(ctx: CheckContext) -> List[Finding]:
     if not events:
         if drv.status == ProbeStatus.ABSENT:
             raise SkipCheck("no NVIDIA driver: the kernel log can hold no Xid error to judge", not_applicable=NO_DRIVER)
-        return []
+        return recovery
     gpus = {bus_key(g.pci_bus_id): g for g in drv.gpus if bus_key(g.pci_bus_id)}
     # one finding per (code, GPU): the count, the GPU and what the code means
     groups: Dict[Tuple[int, Optional[str]], List[int]] = {}
@@ -199,16 +257,23 @@ def xid(ctx: CheckContext) -> List[Finding]:
         groups.setdefault((ev.code, bus_key(ev.pci_bus_id) or (ev.pci_bus_id or "").strip().lower() or None),
                           []).append(i)
     src = drv.kernel_log_source or "the kernel log"
-    catalog, app_xids = _xid_catalog(ctx.compat)
+    catalog, app_xids, nvidia = _xid_catalog(ctx.compat)
     out: List[Finding] = []
     for (code, bus), idx in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         g = gpus.get(bus)
         where = f"{gpu_label(g)} at {bus}" if g is not None else f"the GPU at {bus}" if bus else "a GPU"
         first, last = events[idx[0]], events[idx[-1]]
+        row = nvidia.get(code)
         meaning, category, severity = catalog.get(
-            code, (app_xids.get(code, "see NVIDIA's Xid catalog"), "GPU_XID_ERRORS", Severity.INFO))
+            code, (app_xids.get(code, row.meaning if row is not None else "see NVIDIA's Xid catalog"),
+                   "GPU_XID_ERRORS", Severity.INFO))
         if code in app_xids:
             meaning += "; usually raised by the application, not the hardware"
+        if code == 154:  # the recovery action it announces: none is a note, anything else an error
+            action = _xid154_action(last.message)
+            if action is not None:
+                meaning = f"the driver now requires: {action[1] or action[0]}"
+                severity = Severity.INFO if action[0] == "none" else Severity.ERROR
         when = f" (last at {last.timestamp})" if last.timestamp else ""
         reset = [f"sudo nvidia-smi -i {g.index} -r" if g is not None else command("sudo", "nvidia-smi", "-i", placeholder("<gpu>"), "-r")]
         if severity == Severity.INFO:
@@ -227,7 +292,8 @@ def xid(ctx: CheckContext) -> List[Finding]:
                       url=_XID_URL)
         out.append(XID(
             str(code), severity, f"{len(idx)} x Xid {code} on {where}{when}: {meaning}", category=category,
-            detail=f"First logged: {first.message}" if first.message else None,
+            detail="; ".join(x for x in (f"First logged: {first.message}" if first.message else None,
+                                         _nvidia_buckets(row)) if x) or None,
             evidence=[Evidence("driver.xid_events", len(idx), expected="no Xid " + str(code),
                                source=((f"{src}: NVRM: Xid (PCI:{bus}): {code}, " if bus else f"{src}: NVRM: Xid {code}, ")
                                        + (first.message or "")).rstrip(", "))],

@@ -134,6 +134,10 @@ class Gpu:
     remapped_rows_pending: Optional[bool] = None
     remapped_rows_failure: Optional[bool] = None
     inforom_valid: Optional[bool] = None  # False when nvidia-smi says "infoROM is corrupted"
+    # what the driver says the GPU needs before new work (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, nvml.h API 13):
+    # "none", "gpu_reset", "node_reboot", "drain_p2p", "drain_and_reset", "recover_imex_domain"; None where the
+    # driver does not answer the field (before R565)
+    recovery_action: Optional[str] = None
     clocks_sm_mhz: Optional[int] = None
     clocks_mem_mhz: Optional[int] = None
     clocks_sm_max_mhz: Optional[int] = None

@@ -133,6 +133,25 @@ def to_fabric_state(value: Optional[str]) -> Optional[str]:
     return v.lower().replace(" ", "_") if v else None
 
 
+# nvidia-smi's "GPU Recovery Action" (-q), <gpu_recovery_action> (-x), gpu_recovery_action (--query-gpu): NVML's
+# NVML_FI_DEV_GET_GPU_RECOVERY_ACTION in words ("None" in the real captures; the other words as Xid 154 prints
+# them, NVIDIA's Xid catalog: "GPU Reset Required", "Node Reboot Required", "Drain P2P", "Drain and Reset")
+_RECOVERY_WORDS = {"none": "none", "gpu reset required": "gpu_reset", "gpu reset": "gpu_reset",
+                   "node reboot required": "node_reboot", "node reboot": "node_reboot", "drain p2p": "drain_p2p",
+                   "drain and reset": "drain_and_reset", "recover imex domain": "recover_imex_domain"}
+
+
+def to_recovery_action(value: Optional[str]) -> Optional[str]:
+    """nvidia-smi's GPU Recovery Action as the fact names it: "None" -> "none", "GPU Reset Required" ->
+    "gpu_reset"; words not known here are kept ("unknown: <words>"): the driver asks for something."""
+    if value is not None and value.strip().strip("[]").strip().lower() == "none":
+        return "none"  # a value here, not clean()'s "no value"
+    v = clean(value)
+    if v is None:
+        return None
+    return _RECOVERY_WORDS.get(v.lower().strip(), f"unknown: {v}")
+
+
 def to_fabric_status(value: Optional[str]) -> Optional[str]:
     """nvidia-smi's Fabric Status as an NVML return name: "Success" -> "SUCCESS" (see ``to_fabric_state``)."""
     v = clean(value)
@@ -247,6 +266,8 @@ GPU_FIELDS: Tuple[SmiField, ...] = (
       q="Remapped Rows/Remapping Failure Occurred", csv="remapped_rows.failure"),
     # -q: False when an "infoROM is corrupted" warning names the GPU (the text has no checksum line)
     _F("inforom_valid", to_checksum_valid, q=DERIVED, csv="inforom.checksum_validation"),
+    _F("recovery_action", to_recovery_action, xml="gpu_recovery_action", q="GPU Recovery Action",
+      csv="gpu_recovery_action"),
     _F("clocks_sm_mhz", to_int, xml="clocks/sm_clock", q="Clocks/SM", csv="clocks.current.sm|clocks.sm"),
     _F("clocks_mem_mhz", to_int, xml="clocks/mem_clock", q="Clocks/Memory",
       csv="clocks.current.memory|clocks.mem"),

@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.domain.gpus import mig_profile
 from envdoctor.domain.versions import release
@@ -50,6 +50,13 @@ _MIN_NVLINK_INDICES = 18
 _LOST = ("GPU_IS_LOST", "GPU_NOT_FOUND", "RESET_REQUIRED")
 # answers that mean "this GPU or driver does not have it": not worth a note
 _QUIET = ("NOT_SUPPORTED", "FUNCTION_NOT_FOUND", "NOT_FOUND", "NO_DATA", "INVALID_ARGUMENT")
+# the fields whose NVML calls a driver may answer NVML_ERROR_DEPRECATED (26, nvml.h API 13), by the feature a note
+# names: nvml.h 13 marks nvmlDeviceGetApplicationsClock / nvmlDeviceGetDefaultApplicationsClock DEPRECATED(13.0)
+# ("Applications clocks are deprecated and will be removed in CUDA 14.0"), and R590's nvidia-smi -q prints
+# "Requested functionality has been deprecated" for both application clock sections
+# (tests/fixtures/other/h100-sxm-80gb_590.48.01_load_nvidia-smi-q.txt): the successor nvmlDeviceGetClock with
+# NVML_CLOCK_ID_APP_CLOCK_TARGET / _DEFAULT answers the same there
+_DEPRECATED_FEATURES = {"clocks_app": "application clocks", "clocks_app_default": "application clocks"}
 # nvml.h nvmlGpuVirtualizationMode_t: NONE 0, PASSTHROUGH 1, VGPU 2 (a vGPU guest), HOST_VGPU 3, HOST_VSGA 4
 _VIRT_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 
@@ -91,11 +98,17 @@ class _Reader:
         self.lost: Optional[str] = None
         self.fabric_health: Optional[List[str]] = None  # what _fabric read beside the state (V2/V3 structs)
         self.fabric_summary: Optional[str] = None
+        # field -> the calls that answered NVML_ERROR_DEPRECATED (nvml.h API 13: "The requested functionality has
+        # been deprecated"): said once per GPU by deprecated_note(), not once per call
+        self.deprecated: Dict[str, List[str]] = {}
 
     def error_name(self, err: BaseException) -> str:
         return error_name(self.nvml, err)
 
-    def nvml_failure(self, field: str, name: str) -> None:
+    def nvml_failure(self, field: str, name: str, fn_name: str = "") -> None:
+        if name == "DEPRECATED":
+            self.deprecated.setdefault(field, []).append(fn_name or field)
+            return
         if name in _LOST:
             self.lost = self.lost or name
             self.notes.append(f"{field}: NVML {name}")
@@ -111,7 +124,7 @@ class _Reader:
         try:
             return fn(*args)
         except self.nvml.NVMLError as e:
-            self.nvml_failure(field, self.error_name(e))
+            self.nvml_failure(field, self.error_name(e), fn_name)
             return None
         except Exception as e:  # the per-field guard: one field lost, never the whole probe
             if not _missing_symbol(e):
@@ -138,7 +151,7 @@ class _Reader:
                 if err == "FUNCTION_NOT_FOUND":
                     missing += 1
                 elif err in _LOST or err not in _QUIET:
-                    self.nvml_failure(field, err)
+                    self.nvml_failure(field, err, name)
                     if self.lost:
                         return None
             except Exception as e:  # the per-field guard
@@ -150,6 +163,17 @@ class _Reader:
             self.notes.append(f"{field}: neither " + " nor ".join(n for n, _ in calls)
                               + " exists in this driver or binding")
         return None
+
+    def deprecated_note(self) -> Optional[str]:
+        """One note for every call this GPU's driver answered DEPRECATED, by feature: "application clocks: not
+        available on this driver (...)". None when nothing was."""
+        if not self.deprecated:
+            return None
+        features: Dict[str, List[str]] = {}
+        for field, calls in self.deprecated.items():
+            features.setdefault(_DEPRECATED_FEATURES.get(field, field), []).extend(calls)
+        return "; ".join(f"{feature}: not available on this driver (NVML answers DEPRECATED to "
+                         + ", ".join(dict.fromkeys(calls)) + ")" for feature, calls in features.items())
 
     def first(self, field: str, fn_names: Tuple[str, ...], *args: Any) -> Any:
         """The first of ``fn_names`` that answers: versioned functions first, then older ones."""
@@ -736,6 +760,7 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
         remapped_rows_pending=_flag(remap[2]),
         remapped_rows_failure=_flag(remap[3]),
         inforom_valid=_inforom_valid(r, handle),
+        recovery_action=_recovery_action(r, handle),
         clocks_sm_mhz=c("clocks", "nvmlDeviceGetClockInfo", handle, sm),
         clocks_mem_mhz=c("clocks", "nvmlDeviceGetClockInfo", handle, memclk),
         clocks_sm_max_mhz=c("clocks_max", "nvmlDeviceGetMaxClockInfo", handle, sm),
@@ -780,8 +805,28 @@ def read_gpu(nvml: Any, index: int, own: Callable[[Any], bool] = is_own_pid, hos
     return _finish(gpu, r)
 
 
+def _recovery_action(r: _Reader, handle: Any) -> Optional[str]:
+    """The GPU recovery action the driver reports (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, field 230, nvml.h API 13;
+    R565 and later): a name of compat.xid.RECOVERY_ACTIONS, "unknown_<n>" for a value newer than those, None
+    where the field is not answered. The deprecated fields it replaces (NVML_FI_DEV_RESET_STATUS 226,
+    _DRAIN_AND_RESET_STATUS 227) are not read."""
+    from ..compat.xid import RECOVERY_ACTIONS
+
+    if r.lost:
+        return None
+    value = read_fields(r.nvml, handle, (_RECOVERY_ACTION_FIELD,)).get(_RECOVERY_ACTION_FIELD)
+    if value is None:
+        return None
+    return RECOVERY_ACTIONS.get(value, f"unknown_{value}")
+
+
+_RECOVERY_ACTION_FIELD = 230
+
+
 def _finish(gpu: Gpu, r: _Reader) -> Gpu:
-    return dataclasses.replace(gpu, notes=r.notes or None, nvml_error=r.lost)
+    note = r.deprecated_note()
+    notes = r.notes + ([note] if note else [])
+    return dataclasses.replace(gpu, notes=notes or None, nvml_error=r.lost)
 
 
 # Open while no NVML probe is reading GPU process lists: the inspect payload waits on it (wait_for_process_lists)
@@ -1140,12 +1185,17 @@ def read_sample(nvml: Any, h: Any) -> Dict[str, Any]:
         reasons = _quiet(nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", h)
     util = _quiet(nvml, "nvmlDeviceGetUtilizationRates", h)
     power = _quiet(nvml, "nvmlDeviceGetPowerUsage", h)
+    # nvml.h API 13 deprecates nvmlDeviceGetTemperature for nvmlDeviceGetTemperatureV: the successor first
+    sensor = getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
+    temperature = _quiet(nvml, "nvmlDeviceGetTemperatureV", h, sensor)
+    if not isinstance(temperature, (int, float)):
+        temperature = _quiet(nvml, "nvmlDeviceGetTemperature", h, sensor)
     return {
         "t": round(time.monotonic(), 4),
         "sm_clock_mhz": _quiet(nvml, "nvmlDeviceGetClockInfo", h, getattr(nvml, "NVML_CLOCK_SM", 1)),
         "mem_clock_mhz": _quiet(nvml, "nvmlDeviceGetClockInfo", h, getattr(nvml, "NVML_CLOCK_MEM", 2)),
         "power_w": round(power / 1000.0, 1) if isinstance(power, (int, float)) else None,
-        "temperature_c": _quiet(nvml, "nvmlDeviceGetTemperature", h, getattr(nvml, "NVML_TEMPERATURE_GPU", 0)),
+        "temperature_c": temperature,
         "utilization_pct": getattr(util, "gpu", None),
         "throttle_reasons": decode_reasons(reasons),
     }
@@ -1181,11 +1231,19 @@ def read_watch_fields(nvml: Any, h: Any, pcie: bool = True) -> Dict[str, Any]:
 _VIOLATION_POLICIES = (("violation_power_ns", 0), ("violation_thermal_ns", 1), ("violation_sync_boost_ns", 2),
                        ("violation_board_limit_ns", 3), ("violation_low_utilization_ns", 4),
                        ("violation_reliability_ns", 5))
-# the same times as NVML 13 field values (nvml.h NVML_FI_DEV_PERF_POLICY_POWER 74 .. _RELIABILITY 79, "violation
-# time in ns"), read first where the driver answers them; nvmlDeviceGetViolationStatus, which NVML 13 deprecates,
-# stays the fallback
-_VIOLATION_FIELDS = {"violation_power_ns": 74, "violation_thermal_ns": 75, "violation_sync_boost_ns": 76,
-                     "violation_board_limit_ns": 77, "violation_low_utilization_ns": 78, "violation_reliability_ns": 79}
+# the same times as NVML 13 field values, read first where the driver answers them, in the order of nvml.h API 13:
+# nvmlDeviceGetViolationStatus is DEPRECATED(13.0) ("Use nvmlDeviceGetFieldValues ... removed in CUDA 14.0") with
+# the translations NVML_PERF_POLICY_POWER -> NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_POWER_CAP (= 74),
+# NVML_PERF_POLICY_THERMAL -> NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN (269), SYNC_BOOST -> 76,
+# BOARD_LIMIT -> NVML_FI_DEV_PERF_POLICY_BOARD_LIMIT (77), LOW_UTILIZATION 78, RELIABILITY 79; the thermal time
+# falls back to NVML_FI_DEV_PERF_POLICY_THERMAL (75) on a driver without 269. Two counters have no policy of their
+# own: NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN (270) and _HW_POWER_BRAKE_SLOWDOWN (271), "reducing core
+# clocks by a factor of 2 or more", in ns (nvidia-smi -q "Clocks Event Reasons Counters": HW Thermal Slowdown,
+# HW Power Braking). The deprecated call stays the last fallback of the six policies.
+_VIOLATION_FIELDS: Dict[str, Tuple[int, ...]] = {
+    "violation_power_ns": (74,), "violation_thermal_ns": (269, 75), "violation_sync_boost_ns": (76,),
+    "violation_board_limit_ns": (77,), "violation_low_utilization_ns": (78,), "violation_reliability_ns": (79,),
+    "violation_hw_thermal_ns": (270,), "violation_hw_power_brake_ns": (271,)}
 _VALUE_TYPES = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
 _XID_EVENT = 0x8
 _MAX_EVENTS = 1000  # drained per stop(): a GPU that floods Xids still ends the watch
@@ -1212,23 +1270,35 @@ def read_health_counters(nvml: Any, h: Any) -> Dict[str, int]:
     return out
 
 
-def _violation_fields(nvml: Any, h: Any) -> Dict[str, int]:
-    """The violation times NVML answers as field values (nvmlDeviceGetFieldValues), each field on its own."""
-    values = _quiet(nvml, "nvmlDeviceGetFieldValues", h, list(_VIOLATION_FIELDS.values()))
-    out: Dict[str, int] = {}
+def read_fields(nvml: Any, h: Any, ids: Sequence[int]) -> Dict[int, int]:
+    """The integer field values NVML answers (nvmlDeviceGetFieldValues), by field id; a field the driver does not
+    answer (its own nvmlReturn not SUCCESS) is left out, and so is every field where the call fails."""
+    values = _quiet(nvml, "nvmlDeviceGetFieldValues", h, list(ids))
+    out: Dict[int, int] = {}
     if values is None:
         return out
-    names = {v: k for k, v in _VIOLATION_FIELDS.items()}
     try:
         for fv in values:
-            key = names.get(getattr(fv, "fieldId", None))
-            if key is None or getattr(fv, "nvmlReturn", 1) != 0:
+            fid = getattr(fv, "fieldId", None)
+            if fid not in ids or getattr(fv, "nvmlReturn", 1) != 0:
                 continue
             raw = getattr(getattr(fv, "value", None), _VALUE_TYPES.get(getattr(fv, "valueType", 3), "ullVal"), None)
             if isinstance(raw, int):
-                out[key] = raw
+                out[fid] = raw
     except TypeError:  # a binding whose answer is not the array of nvmlFieldValue_t
         return {}
+    return out
+
+
+def _violation_fields(nvml: Any, h: Any) -> Dict[str, int]:
+    """The violation times NVML answers as field values, each from the first of its fields that answers."""
+    ids = sorted({i for group in _VIOLATION_FIELDS.values() for i in group})
+    got = read_fields(nvml, h, ids)
+    out: Dict[str, int] = {}
+    for key, group in _VIOLATION_FIELDS.items():
+        value = next((got[i] for i in group if i in got), None)
+        if value is not None:
+            out[key] = value
     return out
 
 

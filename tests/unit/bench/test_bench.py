@@ -167,7 +167,12 @@ def test_bench_data_is_cited_and_validated():
 
 def test_plan_quick_cpu_and_budget():
     quick = expand_names([])
-    assert "matmul_bf16" in quick and "sustained" not in quick and "matmul_fp8" not in quick
+    assert "matmul_bf16" in quick and "sustained" not in quick
+    # fp8 is quick where a GPU has fp8 (8.9+), or where no capability is known (the payload skips it, saying why)
+    assert "matmul_fp8" in quick and "matmul_fp8" in expand_names([], [(9, 0)])
+    assert "matmul_fp8" in expand_names([], [(8, 0), (8, 9)]) and "matmul_fp8" not in expand_names([], [(8, 0)])
+    assert "matmul_fp8" not in [i.name for i in plan([], "cuda", gpu_ccs=[(7, 5)])]
+    assert "matmul_fp8" in [i.name for i in plan([], "cuda", gpu_ccs=[(12, 0)])]
     cpu = plan([], "cpu")
     names = {i.name for i in cpu}
     # --device cpu: every torch code path, fp16/fp8 included

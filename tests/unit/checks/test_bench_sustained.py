@@ -90,3 +90,19 @@ def test_a_vgpu_is_a_whole_note_whole_gpus_pass_and_no_gpu_facts_skip():
     assert (whole.status, whole.findings) == (CheckStatus.PASSED, [])
     skipped = _result("bench.gpu-virtualized", dataclasses.replace(FACTS, driver=Driver(status=ProbeStatus.ABSENT)))
     assert (skipped.status, skipped.reason) == (CheckStatus.SKIPPED, "no GPU facts")
+
+
+def test_time_in_hw_thermal_or_power_brake_slowdown_under_load_is_an_error_and_none_passes():
+    flat = [{"t_s": i * 0.5, "tflops": 790.0, "sm_clock_mhz": 1755, "throttle_reasons": ["sw_power_cap"]}
+            for i in range(40)]
+    r = _sustained(flat, health_counters={"violation_hw_thermal_ns": 2_000_000, "violation_hw_power_brake_ns": 0,
+                                          "violation_power_ns": 9_000_000_000}, xid_seen=[])
+    res = _result("bench.sustained", FACTS, r)
+    (f,) = res.findings
+    assert (f.code, f.severity, f.category) == ("bench.sustained/clock-violations", Severity.ERROR, "GPU_THROTTLED")
+    assert [(e.path, e.value) for e in f.evidence] == [
+        ("bench.results[0].params.health_counters.violation_hw_thermal_ns", 2_000_000)]
+    assert "HW thermal slowdown" in f.summary and "+2 ms" in f.summary
+    calm = _sustained(flat, health_counters={"violation_hw_thermal_ns": 0, "violation_hw_power_brake_ns": 0},
+                      xid_seen=[])
+    assert _result("bench.sustained", FACTS, calm).findings == []

@@ -165,3 +165,47 @@ def test_memory_errors_no_longer_says_xid_not_read_when_the_log_was_read(compat)
     (res,) = run_checks(_facts(events=[], gpus=[g]), compat,
                         [c for c in gpu_errors.CHECKS if c.id == "gpu.memory-errors"])
     assert (res.status, res.findings) == (CheckStatus.PASSED, [])
+
+
+# Xid 154 lines as the driver logs them (a public report, forums.developer.nvidia.com/t/364958, driver 595.58.03)
+XID_154_RESET = ("Mar 29 15:38:59 kernel: NVRM: Xid (PCI:0000:9b:00): 154, GPU recovery action changed from 0x0 "
+                 "(None) to 0x1 (GPU Reset Required)")
+
+
+def test_xid_154_names_the_recovery_action_it_announces_an_error_unless_it_is_none(compat):
+    res = _xid(_facts(events=parse_xid_events(XID_154_RESET)), compat)
+    (f,) = res.findings
+    assert (f.code, f.category, f.severity) == ("gpu.xid/154", "GPU_XID_ERRORS", Severity.ERROR)
+    assert f.summary == ("1 x Xid 154 on GPU 4 (NVIDIA H100 80GB HBM3) at 0000:9b:00: "
+                         "the driver now requires: GPU Reset Required")
+    assert "NVIDIA's Xid catalog: immediate action XID_154" in f.detail
+    back = XID_154_RESET.replace("from 0x0 (None) to 0x1 (GPU Reset Required)",
+                                 "from 0x1 (GPU Reset Required) to 0x0 (None)")
+    (f,) = _xid(_facts(events=parse_xid_events(back)), compat).findings
+    assert f.severity == Severity.INFO and f.summary.endswith("the driver now requires: None")
+
+
+def test_an_xid_envdoctor_does_not_judge_is_info_with_nvidias_meaning_and_buckets(compat):
+    (f,) = _xid(_facts(events=[XidEvent(109, "0000:9b:00", "Ch 00000008, errorString CTX SWITCH TIMEOUT")]),
+                compat).findings
+    assert (f.code, f.category, f.about, f.severity) == ("gpu.xid/109", "NOTE", "GPU_XID_ERRORS", Severity.INFO)
+    assert f.summary == "1 x Xid 109 on GPU 4 (NVIDIA H100 80GB HBM3) at 0000:9b:00: Context Switch Timeout Error"
+    assert f.detail == ("First logged: Ch 00000008, errorString CTX SWITCH TIMEOUT; NVIDIA's Xid catalog: immediate "
+                        "action RESET_GPU, investigation CONTACT_SUPPORT")
+
+
+def test_the_recovery_action_nvml_reports_is_an_error_with_or_without_the_kernel_log(compat):
+    g = Gpu(index=4, name="NVIDIA H100 80GB HBM3", pci_bus_id="00000000:9B:00.0", recovery_action="gpu_reset")
+    for readable in (True, False, None):
+        res = _xid(_facts(events=[], readable=readable, reason="no CAP_SYSLOG", gpus=[g]), compat)
+        (f,) = res.findings
+        assert (res.status, f.code, f.severity, f.category) == (CheckStatus.FAILED, "gpu.xid/recovery-action",
+                                                                Severity.ERROR, "GPU_XID_ERRORS")
+        assert f.summary == ("The driver requires a recovery action before new work: GPU 4 (NVIDIA H100 80GB HBM3): "
+                             "a GPU reset")
+        assert [(e.path, e.value, e.expected) for e in f.evidence] == [
+            ("driver.gpus[0].recovery_action", "gpu_reset", "none")]
+        assert f.fix.commands[0] == "sudo nvidia-smi -i 4 -r"
+    calm = dataclasses.replace(g, recovery_action="none")
+    assert _xid(_facts(events=[], gpus=[calm]), compat).findings == []
+    assert _xid(_facts(events=[], readable=None, gpus=[calm]), compat).status == CheckStatus.SKIPPED

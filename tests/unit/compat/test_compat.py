@@ -390,3 +390,43 @@ def test_max_host_compiler(compat):
     assert compat.max_host_compiler("11.0", "clang") is None  # not confirmed
     assert compat.max_host_compiler("12.4", "msvc") is None
     assert compat.max_host_compiler("9.0") is None
+
+
+def test_the_xid_catalogue_holds_every_code_of_nvidias_catalog_with_its_resolution_buckets_verbatim():
+    from envdoctor.compat.xid import RESOLUTION_BUCKETS, xid_table
+
+    doc = json.loads((REPO / "compat_data" / "xid.json").read_text(encoding="utf-8"))
+    table = xid_table(load_compat())
+    rows = table.catalogued()
+    assert sorted(rows) == list(range(1, 173))  # NVIDIA's 'Xids' table for Ampere and newer: 1-172
+    # NVIDIA's words, verbatim: immediate action, investigatory action, the Xid 154 linkage
+    samples = {79: ("ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", "RESTART_BM", "CONTACT_SUPPORT"),
+               48: ("ROBUST_CHANNEL_GPU_ECC_DBE", "WORKFLOW_XID_48", "WORKFLOW_XID_48"),
+               13: ("ROBUST_CHANNEL_GR_EXCEPTION / ROBUST_CHANNEL_GR_ERROR_SW_NOTIFY", "RESTART_APP", "WORKFLOW_XID_13"),
+               95: ("ROBUST_CHANNEL_UNCONTAINED_ERROR", "RESET_GPU", "IGNORE (sympathetic)"),
+               54: ("SILENT_RUNNING_PWR_REDUCED_CLOCKING", "CHECK_MECHANICALS", "CONTACT_SUPPORT"),
+               78: ("VGPU_START_ERROR", "UPDATE_SWFW", "UPDATE_SWFW"),
+               151: ("ROBUST_CHANNEL_KEY_ROTATION_ERROR", "RESTART_VM", "CONTACT_SUPPORT"),
+               154: ("GPU_RECOVERY_ACTION_CHANGED", "XID_154", "N/A Informational only regarding another Xid"),
+               63: ("INFOROM_DRAM_RETIREMENT_EVENT", "IGNORE", "IGNORE"),
+               1: ("ROBUST_CHANNEL_FIFO_ERROR_FIFO_METHOD", "CONTACT_SUPPORT", "N/A; Unused")}
+    for code, want in samples.items():
+        r = rows[code]
+        assert (r.mnemonic, r.resolution, r.investigation) == want, code
+    assert rows[79].xid154 == "CUDA 12.7; GPU driver R565" and rows[8].xid154 is None
+    assert rows[79].applies_to == ("A100", "H100", "B100", "GB200") and rows[74].applies_to == ("A100", "H100")
+    assert all(rows[c].resolution is None for c in range(162, 173))  # the catalog gives none there
+    assert {r.resolution for r in rows.values()} - {None} <= set(RESOLUTION_BUCKETS)
+    # every bucket a row uses is explained once in the file (for mapping buckets to actions)
+    explained = {b["bucket"] for b in doc["resolution_buckets"]}
+    assert {r.resolution for r in rows.values()} - {None} == explained
+    # envdoctor's own judgement stays on the codes it judged before, and only there
+    judged = {c: (r.category, r.severity) for c, r in table.hardware().items()}
+    assert judged == {48: ("GPU_MEMORY_ERRORS", "error"), 63: ("GPU_MEMORY_ERRORS", "warning"),
+                      64: ("GPU_MEMORY_ERRORS", "error"), 92: ("GPU_MEMORY_ERRORS", "warning"),
+                      94: ("GPU_MEMORY_ERRORS", "warning"), 95: ("GPU_MEMORY_ERRORS", "error"),
+                      74: ("INTERCONNECT", "error"), 79: ("GPU_XID_ERRORS", "error"),
+                      119: ("GPU_XID_ERRORS", "error"), 120: ("GPU_XID_ERRORS", "error")}
+    assert sorted(table.application()) == [13, 31, 43, 45]
+    assert all(r.source.startswith("https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html")
+               for r in rows.values())

@@ -72,8 +72,10 @@ CASES: List[tuple] = [
     ("error_signatures.json", "rows", 3, "category", "NOT_A_CATEGORY", "category"),
     ("error_signatures.json", "rows", 5, "fix", _DELETE, "fix"),
     ("xid.json", "rows", 0, "code", "48", "code"),
-    ("xid.json", "rows", 1, "severity", "fatal", "severity"),
+    ("xid.json", "rows", 47, "severity", "fatal", "severity"),  # Xid 48, one envdoctor judges
     ("xid.json", "rows", 2, "meaning", _DELETE, "meaning"),
+    ("xid.json", "rows", 78, "resolution", "REBOOT_IT", "resolution"),  # Xid 79: NVIDIA's buckets only
+    ("xid.json", "rows", 8, "applies_to", ["V100"], "applies_to"),
     # the generic rules every file follows (compat_data/README.md): a row without its source, a duplicate key
     ("gpus.json", "rows", 6, "source", _DELETE, "source"),
     ("xid.json", "rows", 4, "source", "", "source"),

@@ -306,3 +306,21 @@ def test_fabric_health_from_nvidia_smi_q_is_unknown_when_na():
     (g,) = parse_nvidia_smi_q(text.replace(line, line.replace("N/A", "True"))
                               .replace(summary, summary.replace("N/A", "Limited Capacity"))).gpus
     assert g.fabric_health == ["route_unhealthy"] and g.fabric_health_summary == "limited_capacity"
+
+
+def test_the_gpu_recovery_action_is_read_from_every_nvidia_smi_form():
+    # real captures: -q (R590 H100) and -x (R590 RTX 3090) say "None"
+    (g,) = parse_nvidia_smi_q(fixture("other/h100-sxm-80gb_590.48.01_load_nvidia-smi-q.txt")).gpus
+    assert g.recovery_action == "none"
+    assert {g.recovery_action for g in parse_nvidia_smi_xml(
+        fixture("nvidia-smi-xml/rtx-3090_590.44.01_sw-power-cap.xml")).gpus} == {"none"}
+    # the --query-gpu reader drops every "no value" spelling, "None" included, before a field sees it: unknown
+    # there (never a false finding), as before
+    (g,) = gpus_from_query_csv(fixture("nvidia-smi-query/h200_590.48.01_idle_query-gpu.csv"))
+    assert g.recovery_action is None
+    # the words Xid 154 uses for the other states (NVIDIA's Xid catalog); words not known here are kept
+    from envdoctor.parsers.nvidia_smi_fields import to_recovery_action
+
+    assert [to_recovery_action(v) for v in ("GPU Reset Required", "Node Reboot Required", "Drain P2P", "N/A",
+                                            "Drain and Reset", "Something New")] == [
+        "gpu_reset", "node_reboot", "drain_p2p", None, "drain_and_reset", "unknown: Something New"]

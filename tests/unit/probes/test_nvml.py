@@ -349,7 +349,8 @@ def test_violation_times_come_from_nvml_13_field_values_where_the_driver_answers
 
     def field_values(gpu, args):  # nvmlDeviceGetFieldValues(device, count, nvmlFieldValue_t *values)
         for fv in args[2]._obj:
-            fv.nvmlReturn, fv.valueType = (0, 3) if fv.fieldId != 79 else (3, 3)  # reliability: NOT_SUPPORTED
+            # a driver that knows the policy fields 74-78 only (reliability 79 and the successors: NOT_SUPPORTED)
+            fv.nvmlReturn, fv.valueType = (0, 3) if 74 <= fv.fieldId <= 78 else (3, 3)
             fv.value.ullVal = {74: 7_000, 75: 40}.get(fv.fieldId, 0)
         return 0
 
@@ -363,6 +364,68 @@ def test_violation_times_come_from_nvml_13_field_values_where_the_driver_answers
     assert got["violation_power_ns"] == 7_000 and got["violation_thermal_ns"] == 40
     assert got["violation_reliability_ns"] == 99  # not a field here: the deprecated call answers it
     assert lib.called.count("nvmlDeviceGetViolationStatus") == 1
+
+
+def test_r590_deprecated_application_clocks_are_one_note_per_gpu_not_four():
+    # R590 (nvml.h API 13) answers NVML_ERROR_DEPRECATED (26) to the application-clock getters and to their
+    # successor nvmlDeviceGetClock(APP_CLOCK_TARGET / _DEFAULT); its nvidia-smi -q prints "Requested functionality
+    # has been deprecated" for both sections (tests/fixtures/other/h100-sxm-80gb_590.48.01_load_nvidia-smi-q.txt)
+    gone = ERR("DEPRECATED")
+    g = h100_sxm(0, nvmlDeviceGetClock={(0, 1): gone, (0, 2): gone},
+                 nvmlDeviceGetApplicationsClock={0: gone, 1: gone}, nvmlDeviceGetDefaultApplicationsClock={0: gone})
+    got = probe(FakeNvmlLib([g, h100_sxm(1, nvmlDeviceGetClock={(0, 1): gone, (0, 2): gone},
+                                         nvmlDeviceGetApplicationsClock={0: gone},
+                                         nvmlDeviceGetDefaultApplicationsClock={0: gone})])).gpus
+    for gpu in got:
+        assert (gpu.clocks_sm_app_mhz, gpu.clocks_sm_app_default_mhz) == (None, None)
+        deprecated = [n for n in gpu.notes or [] if "DEPRECATED" in n]
+        assert len(deprecated) == 1, gpu.notes
+        assert deprecated[0].startswith("application clocks: not available on this driver (NVML answers DEPRECATED")
+        assert "nvmlDeviceGetApplicationsClock" in deprecated[0] and "nvmlDeviceGetDefaultApplicationsClock" in \
+            deprecated[0]
+        assert not [n for n in gpu.notes if n.startswith(("clocks_app", "clocks_app_default"))], gpu.notes
+    # nothing lowered can be judged from clocks the driver no longer reports
+    assert "gpu.throttle/app-clocks-lowered" not in {f.code for f in findings(facts_of(probe(FakeNvmlLib([g]))))}
+
+
+def test_violation_counters_read_the_successor_fields_nvml_h_names_and_the_hw_slowdown_counters():
+    from envdoctor.probes.nvml import read_health_counters
+
+    answers = {74: 7_000, 269: 55, 75: 40, 270: 3_000_000, 271: 0}
+
+    def field_values(gpu, args):
+        for fv in args[2]._obj:
+            ok = fv.fieldId in answers
+            fv.nvmlReturn, fv.valueType = (0, 3) if ok else (3, 3)
+            fv.value.ullVal = answers.get(fv.fieldId, 0)
+        return 0
+
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetFieldValues=field_values,
+                                nvmlDeviceGetViolationStatus={p: {"referenceTime": 1, "violationTime": 99}
+                                                              for p in range(6)})])
+    with installed(lib) as nv:
+        nv.nvmlInit()
+        got = read_health_counters(nv, nv.nvmlDeviceGetHandleByIndex(0))
+        nv.nvmlShutdown()
+    # SW thermal from its successor (269) before NVML_FI_DEV_PERF_POLICY_THERMAL (75); HW thermal and power brake
+    assert got["violation_thermal_ns"] == 55 and got["violation_power_ns"] == 7_000
+    assert got["violation_hw_thermal_ns"] == 3_000_000 and got["violation_hw_power_brake_ns"] == 0
+    # a driver without 269 (R535-R570): the older field answers
+    del answers[269]
+    with installed(lib) as nv:
+        nv.nvmlInit()
+        older = read_health_counters(nv, nv.nvmlDeviceGetHandleByIndex(0))
+        nv.nvmlShutdown()
+    assert older["violation_thermal_ns"] == 40
+    # no field answers at all (an old driver): the deprecated nvmlDeviceGetViolationStatus still does, for the six
+    # policies it has; the two HW counters have no policy and stay unknown
+    lib = FakeNvmlLib([h100_sxm(0, nvmlDeviceGetViolationStatus={p: {"referenceTime": 1, "violationTime": 99}
+                                                                 for p in range(6)})])
+    with installed(lib) as nv:
+        nv.nvmlInit()
+        old = read_health_counters(nv, nv.nvmlDeviceGetHandleByIndex(0))
+        nv.nvmlShutdown()
+    assert old["violation_thermal_ns"] == 99 and "violation_hw_thermal_ns" not in old
 
 
 def test_hw_slowdown_in_one_reading_is_a_warning_and_unknown_bits_are_kept():
@@ -444,3 +507,42 @@ def test_healthy_hgx_h100_on_550_through_the_real_bindings_has_no_warning(tmp_pa
     assert "nvmlDeviceGetGpuFabricInfoV" in lib.called and "nvmlDeviceGetEnforcedPowerLimit" in lib.called
     assert all(g.notes is None and len(g.nvlinks) == 18 for g in d.gpus)
     assert at_least_warning(facts_of(d)) == []
+
+
+def test_the_gpu_recovery_action_comes_from_its_nvml_field_where_the_driver_answers_it():
+    # NVML_FI_DEV_GET_GPU_RECOVERY_ACTION (230, nvml.h API 13): 0 none .. 5 recover IMEX domain
+    def field(value):
+        def field_values(gpu, args):
+            for fv in args[2]._obj:
+                fv.nvmlReturn, fv.valueType = (0, 1) if fv.fieldId == 230 and value is not None else (3, 1)
+                fv.value.uiVal = value or 0
+            return 0
+        return field_values
+
+    got = [probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetFieldValues=field(v))])).gpus[0].recovery_action
+           for v in (0, 2, 4, 9, None)]
+    assert got == ["none", "node_reboot", "drain_and_reset", "unknown_9", None]
+    assert probe(FakeNvmlLib([h100_sxm(0)])).gpus[0].recovery_action is None  # a driver without the field
+    rebooting = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetFieldValues=field(2))]))
+    assert "gpu.xid/recovery-action" in {f.code for f in findings(facts_of(rebooting))}
+
+
+def test_a_load_sample_reads_the_nvml_13_temperature_successor_first():
+    import pynvml
+
+    from envdoctor.probes.nvml import read_sample
+
+    def sample(gpu):
+        with installed(FakeNvmlLib([gpu])) as nv:
+            nv.nvmlInit()
+            got = read_sample(nv, nv.nvmlDeviceGetHandleByIndex(0))
+            nv.nvmlShutdown()
+        return got
+
+    binding_has_v = hasattr(pynvml, "nvmlDeviceGetTemperatureV")
+    # R590: the deprecated call answers DEPRECATED, the successor the temperature
+    r590 = sample(h100_sxm(0, nvmlDeviceGetTemperatureV={"temperature": 45},
+                           nvmlDeviceGetTemperature={0: ERR("DEPRECATED")}))
+    assert r590["temperature_c"] == (45 if binding_has_v else None)
+    assert r590["throttle_reasons"] == ["gpu_idle"] and r590["sm_clock_mhz"] == 1980
+    assert sample(h100_sxm(0))["temperature_c"] == 31  # an older driver: only the deprecated call answers
