@@ -253,6 +253,11 @@ def _slice_of(g: Optional[Gpu], r: BenchResult) -> Optional[MigDevice]:
     return fits[0] if fits and len(shapes) == 1 else None
 
 
+def slice_of(g: Optional[Gpu], r: BenchResult) -> Optional[MigDevice]:
+    """The MIG device of ``g`` that result ``r`` ran on, when it can be told (``_slice_of``)."""
+    return _slice_of(g, r)
+
+
 def mig_share(facts: Facts, compat: Any, r: BenchResult, spec: Any) -> Optional[Tuple[Optional[float], str]]:
     """None when the result ran on a whole GPU; else (the slice's fraction of the board, its words), or
     (None, why) when the slice's size is unknown: a slice is never judged against the whole board.

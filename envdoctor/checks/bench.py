@@ -12,11 +12,13 @@ from ..bench.expect import (
     gpu_for,
     held_throttles,
     limiting_throttles,
+    slice_of,
     storage_for,
 )
 from ..domain.gpus import is_vgpu_name
 from ..model.facts import BenchResult, Facts, Gpu, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Severity
+from ..queries import compute_processes, slice_processes
 from ._bench_common import THROTTLE_TEXT, bench_results, severity
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
@@ -43,12 +45,22 @@ def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult
     if g.power_limit_w and g.power_default_limit_w and g.power_limit_w < 0.95 * g.power_default_limit_w:
         out.append((f"power limit {g.power_limit_w:g} W is below the default {g.power_default_limit_w:g} W",
                     Evidence(f"{base}.power_limit_w", g.power_limit_w, expected=f"{g.power_default_limit_w:g} W")))
-    procs = [p for p in (g.processes or []) if (p.type or "C") in ("C", "C+G")]
-    if procs:
+    procs = compute_processes(g)
+    on_slice = slice_processes(g, slice_of(g, r)) if g.mig_mode_current and procs else None
+    if on_slice is not None:
+        # on MIG only a process on the same slice shares its SMs and memory (NVIDIA MIG User Guide): the other
+        # slices' processes are no cause of a slow result on this one
+        if on_slice:
+            out.append((f"{len(on_slice)} other process(es) were using this MIG slice",
+                        Evidence(f"{base}.processes", [p.pid for p in on_slice], expected="none on this slice")))
+    elif procs:
         out.append((f"{len(procs)} other process(es) were using this GPU",
                     Evidence(f"{base}.processes", [p.pid for p in procs], expected="none")))
     if g.mig_mode_current:
-        out.append(("MIG is enabled: the benchmark ran on a slice", Evidence(f"{base}.mig_mode_current", True)))
+        # a result on a slice is judged against the slice's share of the board (bench.expect.mig_share), never the
+        # whole board, so MIG explains nothing of a slow one: said as what was seen
+        out.append((NOT_A_CAUSE + "MIG is on: the benchmark ran on a slice, judged against its share",
+                    Evidence(f"{base}.mig_mode_current", True)))
     if g.virtualization_mode == "vgpu" or is_vgpu_name(g.name):
         out.append(("the GPU is a vGPU slice behind a hypervisor",
                     Evidence(f"{base}.virtualization_mode", g.virtualization_mode or g.name)))

@@ -63,6 +63,10 @@ class GpuProcess:
     name: Optional[str] = None
     used_memory_bytes: Optional[int] = None
     type: Optional[str] = None  # "C" compute, "G" graphics, "C+G"
+    # the MIG slice the process runs on (nvmlProcessInfo_t gpuInstanceId / computeInstanceId, nvidia-smi's
+    # "GI ID" / "CI ID" columns); None off MIG (NVML reports 0xFFFFFFFF there) or when not read
+    gpu_instance_id: Optional[int] = None
+    compute_instance_id: Optional[int] = None
 
 
 @dataclass(frozen=True)

@@ -546,8 +546,15 @@ def in_child_pid_namespace() -> Optional[bool]:
         return None
 
 
-def _c_process_list(r: _Reader, handle: Any, symbols: Tuple[str, ...]) -> Optional[List[Tuple[int, Any]]]:
-    """(pid, used bytes or None) of one process query through the C functions; None when none answered."""
+def _instance_id(value: Any) -> Optional[int]:
+    """A process's MIG GPU or compute instance id; None off MIG, where NVML sets it to 0xFFFFFFFF (nvml.h,
+    nvmlProcessInfo_t: "If MIG is enabled, stores a valid GPU instance ID ... set to 0xFFFFFFFF otherwise")."""
+    return value if isinstance(value, int) and 0 <= value < 0xFFFFFFFF else None
+
+
+def _c_process_list(r: _Reader, handle: Any, symbols: Tuple[str, ...]) -> Optional[List[Tuple[Any, ...]]]:
+    """(pid, used bytes or None, GPU instance id, compute instance id) of one process query through the C
+    functions; None when none answered."""
     nvml = r.nvml
     for symbol in symbols:
         if r.lost:
@@ -564,7 +571,8 @@ def _c_process_list(r: _Reader, handle: Any, symbols: Tuple[str, ...]) -> Option
             count.value = n
             code = _c_call(nvml, symbol, handle, ctypes.byref(count), array)
             if code == 0:
-                return [(p.pid, None if p.usedGpuMemory == _VALUE_NOT_AVAILABLE_ULL else p.usedGpuMemory)
+                return [(p.pid, None if p.usedGpuMemory == _VALUE_NOT_AVAILABLE_ULL else p.usedGpuMemory,
+                         _instance_id(p.gpuInstanceId), _instance_id(p.computeInstanceId))
                         for p in array[: min(count.value, n)]]
         if code == 0:
             return []  # the size query answered: no processes
@@ -573,17 +581,20 @@ def _c_process_list(r: _Reader, handle: Any, symbols: Tuple[str, ...]) -> Option
     return None
 
 
-def _process_lists(r: _Reader, handle: Any) -> Optional[List[Tuple[str, int, Any]]]:
-    """(type "C"/"G", pid, used bytes) of every compute and graphics process; None when unknown."""
+def _process_lists(r: _Reader, handle: Any) -> Optional[List[Tuple[Any, ...]]]:
+    """(type "C"/"G", pid, used bytes, GPU instance id, compute instance id) of every compute and graphics
+    process; None when unknown."""
     if getattr(r.nvml, "_nvmlGetFunctionPointer", None) is None:
         procs = r.first("processes", _PROCESS_FUNCTIONS, handle)
         if procs is None:
             return None
-        return [("C", getattr(p, "pid", None), getattr(p, "usedGpuMemory", None)) for p in procs]
+        return [("C", getattr(p, "pid", None), getattr(p, "usedGpuMemory", None),
+                 _instance_id(getattr(p, "gpuInstanceId", None)), _instance_id(getattr(p, "computeInstanceId", None)))
+                for p in procs]
     if ctypes.sizeof(_ProcessInfo) != HEADER_SIZES[_ProcessInfo]:
         r.notes.append(f"processes: nvmlProcessInfo_t is {ctypes.sizeof(_ProcessInfo)} bytes here, nvml.h says 24")
         return None
-    out: List[Tuple[str, int, Any]] = []
+    out: List[Tuple[Any, ...]] = []
     answered = False
     for kind, symbols in _PROCESS_SYMBOLS:
         procs = _c_process_list(r, handle, symbols)
@@ -592,7 +603,7 @@ def _process_lists(r: _Reader, handle: Any) -> Optional[List[Tuple[str, int, Any
                 return None  # no compute list: the processes are unknown
             continue
         answered = True
-        out += [(kind, pid, mem) for pid, mem in procs]
+        out += [(kind,) + tuple(p) for p in procs]
     return out if answered else None
 
 
@@ -606,15 +617,16 @@ def _processes(r: _Reader, handle: Any, own: Callable[[Any], bool],
     listed = _process_lists(r, handle)
     if listed is None:
         return None
-    merged: Dict[Any, List[Any]] = {}  # pid -> [types, memory]: one process can be both C and G
-    for kind, pid, mem in listed:
-        entry = merged.setdefault(pid, ["", None])
+    # pid and slice -> [types, memory]: one process can be both C and G (and, on MIG, on two slices: each its own)
+    merged: Dict[Any, List[Any]] = {}
+    for kind, pid, mem, gi, ci in listed:
+        entry = merged.setdefault((pid, gi, ci), ["", None])
         entry[0] = "C+G" if entry[0] and entry[0] != kind else kind
         if isinstance(mem, int):
             entry[1] = max(entry[1] or 0, mem)
     out = []
     mine = 0
-    for pid, (kind, mem) in merged.items():
+    for (pid, gi, ci), (kind, mem) in merged.items():
         if not host_pids and own(pid):
             mine += 1
             continue
@@ -622,7 +634,7 @@ def _processes(r: _Reader, handle: Any, own: Callable[[Any], bool],
         if pid is not None and not host_pids:
             name = r.call("process_name", "nvmlSystemGetProcessName", pid)
         out.append(GpuProcess(pid=pid, name=_s(name), used_memory_bytes=mem if isinstance(mem, int) else None,
-                              type=kind))
+                              type=kind, gpu_instance_id=gi, compute_instance_id=ci))
     if mine:
         r.notes.append(f"processes: {mine} of envdoctor's own process(es) left out")
     if host_pids and out:

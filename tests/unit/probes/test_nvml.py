@@ -320,6 +320,14 @@ def test_mig_devices_are_read_through_their_own_handles():
     assert got.mig_devices[1].uuid == "MIG-00000009-0000-0000-0000-000000000000"
 
 
+def test_a_process_keeps_the_mig_slice_nvml_reports_it_on():
+    # nvmlProcessInfo_t's gpuInstanceId / computeInstanceId: the slice's ids on MIG, 0xFFFFFFFF off MIG (nvml.h)
+    procs = [(4242, 2 << 30, 2, 0), (4243, 1 << 30)]
+    d = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetComputeRunningProcesses=procs)], processes={4242: "python"}))
+    assert [(p.pid, p.gpu_instance_id, p.compute_instance_id) for p in d.gpus[0].processes] == [
+        (4242, 2, 0), (4243, None, None)]
+
+
 def test_nvml_13_successors_are_used_where_the_driver_has_them_and_a_missing_pair_is_said():
     # nvmlDeviceGetTemperatureV and nvmlDeviceGetClock(APP_CLOCK_TARGET / APP_CLOCK_DEFAULT) answer first; the calls
     # they deprecate stay the fallback; with neither in the driver a note says so (not a silent unknown)
