@@ -13,7 +13,8 @@ from ..domain.fastclass import dataclass
 from ..domain.gpus import mig_board, mig_profile
 from ..domain.pci import bus_key
 from ..model.facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, MigDevice, ProbeStatus
-from .links import gpu_index, link_kind, min_link, topology_kind
+from .links import gpu_index, link_kind, min_link, pcie_path_off, topology_kind
+from .links import peer_access as links_peer_access
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
                 "matmul_fp8": "fp8"}
@@ -354,14 +355,12 @@ def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
 
 def peer_access(facts: Facts, r: BenchResult, a: Optional[int], b: Optional[int]) -> Optional[bool]:
     """Whether the two GPUs of a p2p result can reach each other's memory: CUDA's answer in the run
-    (torch.cuda.can_device_access_peer, params["p2p_access"]), else the topology's P2P matrix; None: unknown."""
+    (torch.cuda.can_device_access_peer, params["p2p_access"]), else the facts' (bench.links.peer_access: CUDA in
+    the inspected interpreter, NVML's P2P status, the topology's P2P matrix); None: unknown."""
     can = r.params.get("p2p_access") if isinstance(r.params, dict) else None
     if isinstance(can, bool):
         return can
-    m = facts.topology.p2p_supported
-    if m and a is not None and b is not None and a < len(m) and b < len(m[a]):
-        return m[a][b]
-    return None
+    return links_peer_access(facts, a, b).access
 
 
 def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
@@ -398,6 +397,10 @@ def _allreduce(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
     kind, why = topology_kind(facts, compat, idx)
     if kind is None:
         return Expectation(None, r.unit, None, "no reference", why)
+    if kind == "pcie":
+        off = pcie_path_off(facts, idx)
+        if off is not None:
+            return Expectation(None, r.unit, None, "no reference", off)
     row = table.topology(kind)
     if row is None:
         return Expectation(None, r.unit, None, "no reference", f"no reference for {why}")

@@ -206,6 +206,18 @@ class XidEvent:
 
 
 @dataclass(frozen=True)
+class P2pStatus:
+    """Whether GPU ``a`` can read GPU ``b``'s memory peer-to-peer, as NVML says (nvmlDeviceGetP2PStatus with
+    NVML_P2P_CAPS_INDEX_READ, what CUDA peer access needs); ``a`` and ``b`` are driver (NVML) GPU indices."""
+
+    a: int
+    b: int
+    # nvmlGpuP2PStatus_t in words: "ok", "chipset_not_supported", "gpu_not_supported", "topology_not_supported",
+    # "disabled_by_regkey", "not_supported", "unknown"; None when NVML did not answer
+    read: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class Driver:
     """The NVIDIA driver and the GPUs it sees."""
 
@@ -229,6 +241,8 @@ class Driver:
     kernel_log_readable: Optional[bool] = None
     kernel_log_source: Optional[str] = None  # "dmesg --ctime", "dmesg", "journalctl -k -b"
     kernel_log_reason: Optional[str] = None  # why it could not be read ("dmesg: Operation not permitted")
+    # NVML's P2P read status of every ordered pair of GPUs (None: not read; [] with fewer than two GPUs)
+    p2p: Optional[List[P2pStatus]] = None
 
 
 # --------------------------------------------------------------------------- CUDA toolkit, cuDNN
@@ -374,6 +388,10 @@ class TorchDevice:
     name: Optional[str] = None
     capability: Optional[str] = None  # "9.0"
     total_memory_bytes: Optional[int] = None
+    pci_bus_id: Optional[str] = None  # "0000:3b:00" (the device properties' PCI domain, bus and device)
+    # the CUDA devices (their indices) this one can access peer-to-peer: torch.cuda.can_device_access_peer, i.e.
+    # cudaDeviceCanAccessPeer; None when not asked
+    peer_access: Optional[List[int]] = None
 
 
 @dataclass(frozen=True)

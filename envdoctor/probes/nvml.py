@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from envdoctor.domain.gpus import mig_profile
 from envdoctor.domain.versions import release
-from envdoctor.model.facts import Driver, Gpu, GpuProcess, MigDevice, NvlinkLink, ProbeStatus
+from envdoctor.model.facts import Driver, Gpu, GpuProcess, MigDevice, NvlinkLink, P2pStatus, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import cuda_version_from_int
 from envdoctor.probes.registry import guard
 
@@ -898,6 +898,11 @@ def _probe(nvml: Any, deadline: Optional[float] = None, own: Callable[[Any], boo
                 nvml_error=name,
             )
         gpus, hung = _read_gpus(nvml, int(count), deadline, own, host_pids)
+        p2p = None
+        if not hung:
+            p2p, finished = read_p2p(nvml, gpus, deadline)
+            if not finished:
+                hung = [-1]  # a pair's call is still inside the driver: no shutdown under it
     finally:
         if not hung:  # a thread still inside the driver: leave the library as it is
             try:
@@ -916,7 +921,51 @@ def _probe(nvml: Any, deadline: Optional[float] = None, own: Callable[[Any], boo
         cuda_driver_version=cuda_version_from_int(cuda_int) if isinstance(cuda_int, int) else None,
         nvml_version=nvml_version,
         gpus=gpus,
+        p2p=p2p,
     )
+
+
+# nvmlGpuP2PStatus_t (nvml.h): 0 OK, 1 CHIPSET_NOT_SUPPORED (sic), 2 GPU_NOT_SUPPORTED, 3 IOH_TOPOLOGY_NOT_SUPPORTED,
+# 4 DISABLED_BY_REGKEY, 5 NOT_SUPPORTED, 6 UNKNOWN
+P2P_STATUS = {0: "ok", 1: "chipset_not_supported", 2: "gpu_not_supported", 3: "topology_not_supported",
+              4: "disabled_by_regkey", 5: "not_supported", 6: "unknown"}
+P2P_CAPS_INDEX_READ = 0  # nvmlGpuP2PCapsIndex_t NVML_P2P_CAPS_INDEX_READ (pynvml spells it as a tuple, (0,))
+
+
+def read_p2p(nvml: Any, gpus: List[Gpu], deadline: float) -> Tuple[Optional[List[P2pStatus]], bool]:
+    """(NVML's P2P read status of every ordered pair of answering GPUs (nvmlDeviceGetP2PStatus), whether the
+    reading finished). In a thread of its own so that a hung call costs these facts only: None when the binding
+    has no such call or the reading did not finish by ``deadline``."""
+    fn = getattr(nvml, "nvmlDeviceGetP2PStatus", None)
+    if fn is None:
+        return None, True
+    live = [g.index for g in gpus if not g.nvml_error]
+    out: List[P2pStatus] = []
+
+    def work() -> None:
+        handles = {}
+        for i in live:
+            try:
+                handles[i] = nvml.nvmlDeviceGetHandleByIndex(i)
+            except Exception:  # noqa: BLE001 - a GPU without a handle has no pairs to read
+                continue
+        for a in handles:
+            for b in handles:
+                if a == b:
+                    continue
+                try:
+                    code = fn(handles[a], handles[b], P2P_CAPS_INDEX_READ)
+                    word = P2P_STATUS.get(code) if isinstance(code, int) else None
+                except Exception:  # noqa: BLE001 - the per-pair guard: an unanswered pair is unknown
+                    word = None
+                out.append(P2pStatus(a, b, word))
+
+    if len(live) < 2:
+        return [], True
+    if not run_with_timeout(work, max(0.5, deadline - time.monotonic())):
+        return None, False
+    # no pair answered (a driver or binding without the call: FUNCTION_NOT_FOUND each time): not read
+    return (list(out) if any(p.read is not None for p in out) else None), True
 
 
 def _import_pynvml() -> Any:
