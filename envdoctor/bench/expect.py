@@ -13,7 +13,7 @@ from ..domain.fastclass import dataclass
 from ..domain.gpus import mig_board, mig_profile
 from ..domain.pci import bus_key
 from ..model.facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, MigDevice, ProbeStatus
-from .links import gpu_index, link_kind, min_link, pcie_path_off, topology_kind
+from .links import gpu_index, link_kind, min_link, pcie_path_off, platform_link, topology_kind
 from .links import peer_access as links_peer_access
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
@@ -342,12 +342,17 @@ def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
     if g is None:
         return Expectation(None, r.unit, None, "no reference", "the GPU's PCIe link is unknown")
     gen, width = g.pcie_gen_max, g.pcie_width_max
+    # fewer lanes than the card where the platform gives fewer (an x8 slot, a VM's wiring): judged at those
+    plat = platform_link(facts, _i)
+    what = "the link's maximum"
+    if plat is not None and (width is None or plat.width < width):
+        width, what = plat.width, f"what the platform gives: {plat.why}"
     got = table.host_copy("pcie", gen, width)
     if got is None:
         return Expectation(None, r.unit, None, "no reference",
                            f"no reference for {pcie_link_words(gen, width)}")
     expected, row = got
-    basis = f"Gen{gen} x{width} (the link's maximum): {expected:.1f} GB/s one way"
+    basis = f"Gen{gen} x{width} ({what}): {expected:.1f} GB/s one way"
     if width != row.width:
         basis += f" (x{row.width} figure scaled by lanes)"
     return _judge(table, r, row, expected, basis)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any, List, Optional, Tuple
 
 from ..domain.fastclass import dataclass
-from ..domain.pci import bus_key
-from ..model.facts import Facts, Gpu
+from ..domain.pci import bdf_key, bus_key
+from ..model.facts import Facts, Gpu, PcieLink
 
 
 def gpu_index(facts: Facts, bus: Any) -> Optional[int]:
@@ -184,4 +184,83 @@ def pcie_path_off(facts: Facts, idx: List[int]) -> Optional[str]:
     if far:
         return ("GPUs that meet " + ", ".join(f"{ACROSS_CPU[k]} ({k})" for k in far) + ": NCCL uses PCIe "
                 "peer-to-peer only up to a PCIe switch by default (" + NCCL_P2P_LEVEL + "), " + through_host)
+    return None
+
+
+@dataclass(frozen=True)
+class PlatformLink:
+    """The PCIe width the platform gives a GPU when it is fewer lanes than the card has, and what says so."""
+
+    width: int
+    why: str  # "its slot's port 0000:00:01.1 supports x8", "a VM (amazon): ..."
+    path: str  # the fact: "topology.pcie_links[3].cap_width", "host.virtualization"
+    value: Any
+    card_width: Optional[int] = None  # the card's own (LnkCap, else NVML's) maximum
+
+
+def gpu_pcie_link(facts: Facts, g: Optional[Gpu]) -> Tuple[Optional[int], Optional[PcieLink]]:
+    """(index in topology.pcie_links, link) of GPU ``g``'s own function (sysfs / lspci), by its bus key."""
+    key = bus_key(g.pci_bus_id) if g is not None else None
+    found: Tuple[Optional[int], Optional[PcieLink]] = (None, None)
+    for i, lk in enumerate(facts.topology.pcie_links or []):
+        if key and bus_key(lk.bdf) == key:
+            if found[1] is None or (lk.bdf or "").endswith(".0"):
+                found = (i, lk)
+    return found
+
+
+def in_vm(facts: Facts, g: Optional[Gpu]) -> Optional[str]:
+    """What says this GPU is passed into a virtual machine, or None: the host's hypervisor (systemd-detect-virt,
+    DMI sys_vendor, the CPUID hypervisor bit: probes/host.py), NVML's passthrough virtualization mode, or the GPU on
+    the guest's root bus 00 with no port above it (a discrete GPU on bare metal sits below a root port, on a bus
+    it numbers; i440fx-style and cloud VMs put passed-through devices on bus 00)."""
+    v = facts.host.virtualization if facts.host is not None else None
+    if v:
+        return f"host.virtualization={v}"
+    if g is not None and g.virtualization_mode == "passthrough":
+        return "virtualization_mode=passthrough"
+    key = bus_key(g.pci_bus_id) if g is not None else None
+    _i, lk = gpu_pcie_link(facts, g)
+    if key and key.split(":")[1:2] == ["00"] and (lk is None or not lk.upstream_bdf):
+        return f"on the root bus ({g.pci_bus_id}) with no PCIe port above it"  # type: ignore[union-attr]
+    return None
+
+
+def platform_link(facts: Facts, gi: Optional[int]) -> Optional[PlatformLink]:
+    """The width the platform gives GPU ``gi`` (driver index) when below the card's own maximum, else None.
+
+    - Bare metal: the slot's port (the device above the GPU in sysfs) has a LnkCap narrower than the GPU's
+      (an x8 slot, a board's lane split): Linux's max_link_width of a device is its LnkCap's Maximum Link
+      Width (drivers/pci/pci-sysfs.c, pcie_get_width_cap). NVML's max width already is min(card, system bus)
+      ("for a device with a 16x PCIe bus width attached to a 8x PCIe system bus this function will report a max
+      link width of 8": nvmlDeviceGetMaxPcieLinkWidth), so it is read when no port is visible.
+    - A VM: the guest sees a virtual bus, never the physical slot, so the width the link runs at is what the
+      provider's wiring gives (a T4 on AWS g4dn runs x8 of its x16: tests/fixtures/nvidia-smi-xml/tesla-t4).
+    A link below what its slot supports stays a fault (pcie.link/width); nothing here excuses it."""
+    gpus = facts.driver.gpus
+    if gi is None or gi >= len(gpus):
+        return None
+    g = gpus[gi]
+    li, lk = gpu_pcie_link(facts, g)
+    card = (lk.cap_width if lk is not None else None) or g.pcie_width_max
+    if not card:
+        return None
+    links = facts.topology.pcie_links or []
+    by_bdf = {bdf_key(x.bdf) or x.bdf: (n, x) for n, x in enumerate(links)}
+    up = by_bdf.get(bdf_key(lk.upstream_bdf) or "") if lk is not None and lk.upstream_bdf else None
+    if up is not None and up[1].cap_width and up[1].cap_width < card:
+        n, port = up
+        return PlatformLink(port.cap_width, f"its slot's port {port.bdf} supports x{port.cap_width} (LnkCap)",
+                            f"topology.pcie_links[{n}].cap_width", port.cap_width, card)
+    vm = in_vm(facts, g)
+    if vm:
+        seen = g.pcie_width_under_load or g.pcie_width_current or (lk.sta_width if lk is not None else None)
+        if seen and seen < card:
+            path = ("host.virtualization" if vm.startswith("host.") else
+                    f"driver.gpus[{gi}].virtualization_mode" if vm.startswith("virtualization_mode")
+                    else f"driver.gpus[{gi}].pci_bus_id")
+            value = (facts.host.virtualization if vm.startswith("host.") else
+                     g.virtualization_mode if vm.startswith("virtualization_mode") else g.pci_bus_id)
+            return PlatformLink(seen, f"a virtual machine ({vm}): the guest sees the provider's wiring, not the "
+                                      "physical slot", path, value, card)
     return None

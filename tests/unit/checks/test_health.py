@@ -243,8 +243,30 @@ def test_compute_mode_exclusive_process(compat):
 
 
 @pytest.mark.parametrize("rel", ["nvidia-smi-xml/a10g_515.105.01.xml", "nvidia-smi-xml/tesla-t4_515.105.01.xml"])
-def test_pcie_x8_of_x16_xml(compat, rel):
-    res = one(from_driver(parse_nvidia_smi_xml(text(rel))), compat, "pcie.link")
+def test_pcie_x8_of_x16_on_a_cloud_vm_is_the_platform_not_a_fault(compat, rel):
+    # both AWS captures are of a VM: NVML says Pass-Through, and the GPU sits on the guest's root bus
+    # (00000000:00:1E.0) with no port above it; its wiring gives x8 (issue 39: "move the GPU to an x16 slot" was
+    # no advice for a rented VM)
+    drv = parse_nvidia_smi_xml(text(rel))
+    res = one(from_driver(drv), compat, "pcie.link")
+    assert "pcie.link/width" not in [f.code for f in res.findings]
+    f = finding(res, "pcie.link/platform-width")
+    assert f.severity == Severity.INFO and "x8 of the card's x16, a virtual machine (" in f.summary
+    assert f.evidence[0].path == "driver.gpus[0].pcie_width_current" and f.evidence[0].value == 8
+    # without the passthrough mode (an older reader), the root bus alone says it
+    g = dataclasses.replace(drv.gpus[0], virtualization_mode=None)
+    res = one(from_driver(dataclasses.replace(drv, gpus=[g])), compat, "pcie.link")
+    f = finding(res, "pcie.link/platform-width")
+    assert "(on the root bus (00000000:00:1E.0) with no PCIe port above it)" in f.summary
+    assert f.evidence[-1].path == "driver.gpus[0].pci_bus_id"
+
+
+@pytest.mark.parametrize("rel", ["nvidia-smi-xml/a10g_515.105.01.xml", "nvidia-smi-xml/tesla-t4_515.105.01.xml"])
+def test_pcie_x8_of_x16_on_bare_metal_stays_a_warning(compat, rel):
+    # the same reading on a bus a root port numbers (bare metal, no hypervisor): below what the slot supports
+    drv = parse_nvidia_smi_xml(text(rel))
+    g = dataclasses.replace(drv.gpus[0], pci_bus_id="00000000:3B:00.0", virtualization_mode=None)
+    res = one(from_driver(dataclasses.replace(drv, gpus=[g])), compat, "pcie.link")
     f = finding(res, "pcie.link/width")
     assert (f.category, f.severity) == ("PCIE_LINK_DEGRADED", Severity.WARNING)
     assert "x8 of x16" in f.summary
