@@ -227,6 +227,8 @@ class Driver:
     version: Optional[str] = pasted("driver.version", label="driver version")  # "550.54.14"
     cuda_driver_version: Optional[str] = pasted("driver.cuda")  # the CUDA version the driver supports at most: "12.4"
     kernel_module_version: Optional[str] = None  # /proc/driver/nvidia/version
+    # the open kernel module ("NVIDIA UNIX Open Kernel Module" in /proc/driver/nvidia/version) or the proprietary one
+    kernel_module_open: Optional[bool] = None
     nvml_version: Optional[str] = pasted("driver.nvml_library_version", cite="key")
     # NVML init error, by NVML's name: LIBRARY_NOT_FOUND, DRIVER_NOT_LOADED, LIB_RM_VERSION_MISMATCH,
     # NO_PERMISSION, GPU_IS_LOST, UNKNOWN ... (None when init worked)
