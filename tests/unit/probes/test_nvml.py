@@ -338,6 +338,11 @@ def test_p2p_status_is_read_for_every_ordered_pair():
     assert [(p.a, p.b, p.read) for p in d.p2p] == [
         (0, 1, "ok"), (0, 2, "topology_not_supported"), (1, 0, "ok"), (1, 2, "topology_not_supported"),
         (2, 0, "topology_not_supported"), (2, 1, None)]
+    # the probe's answer is what interconnect.topology judges on a live run: H100s refusing P2P to GPU 2 (a
+    # data-center board, so a warning naming the pairs)
+    got = {f.code: f for f in findings(facts_of(d))}
+    x = got["interconnect.topology/p2p-disabled"]
+    assert x.severity == Severity.WARNING and x.summary.endswith("GPU0-GPU2, GPU1-GPU2")
     # one GPU: no pair to read; a driver without the call: unknown
     assert probe(FakeNvmlLib([h100_sxm(0)])).p2p == []
     assert probe(FakeNvmlLib([a, b], missing={"nvmlDeviceGetP2PStatus"})).p2p is None
