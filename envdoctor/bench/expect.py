@@ -381,6 +381,11 @@ def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
     kind, why = link_kind(facts, compat, a, b)
     if kind is None:
         return Expectation(None, r.unit, None, "no reference", f"link unknown: {why}")
+    if kind == "pcie" and why.endswith("(SYS)"):
+        # across CPU sockets the copy crosses the socket interconnect (UPI, xGMI), which sets its rate; the PCIe
+        # peer figures are of GPUs under one switch or across one CPU's root ports (nvbandwidth-50)
+        return Expectation(None, r.unit, None, "no reference",
+                           f"{why}: across CPU sockets the socket interconnect sets the rate; no measured reference")
     if kind == "pcie":
         gen, width = min_link([facts.driver.gpus[a], facts.driver.gpus[b]])  # type: ignore[index]
         got = table.p2p("pcie", gen, width)

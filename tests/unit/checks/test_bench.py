@@ -207,3 +207,10 @@ def test_a_slow_host_copy_in_a_vm_at_x8_does_not_blame_the_x8_the_platform_gives
     (res,) = run_checks(f, COMPAT, [c for c in all_checks() if c.id == "bench.host-copy"])
     (x,) = res.findings
     assert "link trained" not in x.summary and "x8" not in x.summary.split("likely cause")[1]
+
+
+def test_a_peer_copy_across_cpu_sockets_is_measured_not_judged_against_a_pcie_figure():
+    f = _facts(True)
+    f = dataclasses.replace(f, topology=dataclasses.replace(f.topology, gpu_matrix=[["X", "SYS"], ["SYS", "X"]]))
+    e = expect(f, COMPAT, f.bench.results[0])
+    assert e.verdict == "no reference" and "across CPU sockets" in e.basis
