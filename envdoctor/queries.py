@@ -6,12 +6,12 @@ the check that found the problem used, without importing the checks. Pure: no fi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from .domain.gpus import gpu_label
 from .domain.pci import is_nvidia_gpu_description
 from .domain.versions import major_minor, version_ge
-from .model.facts import Driver, Facts
+from .model.facts import Driver, Facts, Gpu, GpuProcess, MigDevice
 
 if TYPE_CHECKING:
     from .compat import Compat, TorchRelease
@@ -74,3 +74,56 @@ def torch_releases(compat: Compat) -> List[TorchRelease]:
     """The compat torch release rows (none when the compat object has no torch table)."""
     getter = getattr(compat, "torch_releases", None)
     return list(getter()) if getter else []
+
+
+def compute_processes(g: Gpu) -> List[GpuProcess]:
+    """The GPU's compute processes (a graphics-only process shares no compute)."""
+    return [p for p in (g.processes or []) if (p.type or "C") in ("C", "C+G")]
+
+
+def on_slice(p: GpuProcess, d: MigDevice) -> Optional[bool]:
+    """Does process ``p`` run on MIG device ``d``: by its GPU and compute instance ids (nvmlProcessInfo_t,
+    nvidia-smi's GI/CI columns); None when either side's ids are unknown."""
+    if p.gpu_instance_id is None or d.gpu_instance_id is None:
+        return None
+    if p.gpu_instance_id != d.gpu_instance_id:
+        return False
+    if p.compute_instance_id is None or d.compute_instance_id is None:
+        return None
+    return p.compute_instance_id == d.compute_instance_id
+
+
+def slice_processes(g: Gpu, d: Optional[MigDevice]) -> Optional[List[GpuProcess]]:
+    """The compute processes on MIG device ``d`` of GPU ``g``; None when a process's slice cannot be told (its
+    ids unknown, or ``d`` unknown). NVML lists every slice's processes under the parent GPU; a slice has its own
+    SMs, memory and copy engines (NVIDIA MIG User Guide), so only those on the same slice share them."""
+    procs = compute_processes(g)
+    if d is None:
+        return None if procs else []
+    out = []
+    for p in procs:
+        here = on_slice(p, d)
+        if here is None:
+            return None
+        if here:
+            out.append(p)
+    return out
+
+
+def busy_slices(g: Gpu) -> Optional[Dict[str, List[GpuProcess]]]:
+    """On a GPU in MIG mode: MIG device UUID -> the compute processes on it, for every slice that has one; None
+    when it cannot be told which slice a process is on (ids or UUIDs unknown): the caller keeps the whole GPU
+    busy then, as before any id was read."""
+    procs = compute_processes(g)
+    if not procs:
+        return {}
+    devs = [d for d in (g.mig_devices or []) if d.uuid]
+    if not devs:
+        return None
+    out: Dict[str, List[GpuProcess]] = {}
+    for p in procs:
+        where = [d for d in devs if on_slice(p, d)]
+        if len(where) != 1 or any(on_slice(p, d) is None for d in devs):
+            return None
+        out.setdefault(where[0].uuid or "", []).append(p)
+    return out

@@ -5,7 +5,8 @@
 #
 # Usage:  python <envdoctor/_payload> --task bench --plan JSON [--mem-fraction F] [--busy PCI,...]
 #   JSON: [{"name": "matmul_bf16", "device": "cuda", "budget_s": 4.0}, ...]  (device: "cpu" or "cuda")
-#   --busy: PCI bus keys ("0000:3b:00") of GPUs another process uses: reported skipped, not measured
+#   --busy: PCI bus keys ("0000:3b:00") of GPUs, or bare MIG device UUIDs of slices, another process uses:
+#           reported skipped, not measured
 #   --skip NAME@DEVICE: already measured (a restart after a kernel was killed at its deadline)
 #
 # Every line it prints on the original stdout is one JSON object carrying "envdoctor_bench": 1:
@@ -85,9 +86,11 @@ def run(plan: List[Dict[str, Any]], out: Out, mem_fraction: float, busy: List[st
     if cuda_ok:
         for i in range(torch.cuda.device_count()):
             key = _pci_key(torch, i)
-            info = {"device": f"cuda:{i}", "name": torch.cuda.get_device_name(i), "pci_bus_id": key,
-                    "busy": key in busy}
+            info = {"device": f"cuda:{i}", "name": torch.cuda.get_device_name(i), "pci_bus_id": key}
             info.update(_device_size(torch, i))
+            # busy: the whole GPU (its PCI key), or on MIG the slice CUDA gives this device (its UUID, bare)
+            uuid = str(info.get("uuid") or "").lower()
+            info["busy"] = key in busy or (uuid[4:] if uuid.startswith(("mig-", "gpu-")) else uuid) in busy
             infos.append(info)
             gpus.append((torch.device("cuda", i), info))
     out.emit("info", torch=torch.__version__, cuda=getattr(torch.version, "cuda", None), threads=torch.get_num_threads(),
@@ -113,8 +116,11 @@ def run(plan: List[Dict[str, Any]], out: Out, mem_fraction: float, busy: List[st
             if f"{name}@{label}" in skip:
                 continue
             if info is not None and info["busy"]:
+                busy_params = {"pci_bus_id": info["pci_bus_id"]}
+                if info.get("uuid"):
+                    busy_params["uuid"] = info["uuid"]
                 out.emit("result", result=_result(name, label, "skipped", "another process is using this GPU "
-                                                  "(--force measures it anyway)", params={"pci_bus_id": info["pci_bus_id"]}))
+                                                  "(--force measures it anyway)", params=busy_params))
                 continue
             warm: Optional[Callable[[], float]] = None
             if dev.type == "cuda" and label not in ctx.warmed and item.get("warmup_s", GPU_WARMUP_S):

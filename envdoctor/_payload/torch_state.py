@@ -6,7 +6,7 @@ import time
 import warnings
 from typing import Any, Dict, List, Optional
 
-from .common import State, _exc_text, _guard, _short, _str_or_none
+from .common import State, _exc_text, _guard, _short, _str_or_none, pci_key
 
 MAX_WARNINGS = 50
 
@@ -113,6 +113,27 @@ def _torch_build(torch: Any, info: Dict[str, Any], errors: List[str]) -> None:
     info["arch_list"] = arch
 
 
+def _peer_access(torch: Any, devices: List[Dict[str, Any]], errors: List[str]) -> None:
+    """Each device's peers as CUDA answers (torch.cuda.can_device_access_peer: cudaDeviceCanAccessPeer): GeForce
+    boards have none over PCIe, an IOMMU/ACS or a hypervisor can take it away from data-center ones."""
+    fn = getattr(torch.cuda, "can_device_access_peer", None)
+    if fn is None or len(devices) < 2:
+        return
+    for dev in devices:
+        i = dev["index"]
+        peers: Optional[List[int]] = []
+        for other in devices:
+            j = other["index"]
+            if j == i or peers is None:
+                continue
+            can = _guard(errors, f"torch.cuda.can_device_access_peer({i}, {j})", lambda i=i, j=j: bool(fn(i, j)))
+            if can is None:
+                peers = None  # one unanswered pair: the device's peers are unknown, never "none"
+            elif can:
+                peers.append(j)
+        dev["peer_access"] = peers
+
+
 def _torch_cuda(torch: Any, info: Dict[str, Any], errors: List[str]) -> None:
     with warnings.catch_warnings(record=True) as init_warnings:
         warnings.simplefilter("always")
@@ -142,7 +163,9 @@ def _torch_cuda(torch: Any, info: Dict[str, Any], errors: List[str]) -> None:
                     dev["capability"] = f"{major}.{minor}" if major is not None else None
                     mem = getattr(props, "total_memory", None)
                     dev["total_memory_bytes"] = int(mem) if mem is not None else None
+                    dev["pci_bus_id"] = pci_key(props)
                 info["devices"].append(dev)
+            _peer_access(torch, info["devices"], errors)
     for w in init_warnings:
         text = str(w.message)
         # torch turns the C++ "CUDA initialization: ..." TORCH_WARN into this UserWarning

@@ -13,7 +13,8 @@ from ..domain.fastclass import dataclass
 from ..domain.gpus import mig_board, mig_profile
 from ..domain.pci import bus_key
 from ..model.facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, MigDevice, ProbeStatus
-from .links import gpu_index, link_kind, min_link, topology_kind
+from .links import gpu_index, link_kind, min_link, pcie_path_off, platform_link, topology_kind
+from .links import peer_access as links_peer_access
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
                 "matmul_fp8": "fp8"}
@@ -253,6 +254,11 @@ def _slice_of(g: Optional[Gpu], r: BenchResult) -> Optional[MigDevice]:
     return fits[0] if fits and len(shapes) == 1 else None
 
 
+def slice_of(g: Optional[Gpu], r: BenchResult) -> Optional[MigDevice]:
+    """The MIG device of ``g`` that result ``r`` ran on, when it can be told (``_slice_of``)."""
+    return _slice_of(g, r)
+
+
 def mig_share(facts: Facts, compat: Any, r: BenchResult, spec: Any) -> Optional[Tuple[Optional[float], str]]:
     """None when the result ran on a whole GPU; else (the slice's fraction of the board, its words), or
     (None, why) when the slice's size is unknown: a slice is never judged against the whole board.
@@ -336,12 +342,17 @@ def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
     if g is None:
         return Expectation(None, r.unit, None, "no reference", "the GPU's PCIe link is unknown")
     gen, width = g.pcie_gen_max, g.pcie_width_max
+    # fewer lanes than the card where the platform gives fewer (an x8 slot, a VM's wiring): judged at those
+    plat = platform_link(facts, _i)
+    what = "the link's maximum"
+    if plat is not None and (width is None or plat.width < width):
+        width, what = plat.width, f"what the platform gives: {plat.why}"
     got = table.host_copy("pcie", gen, width)
     if got is None:
         return Expectation(None, r.unit, None, "no reference",
                            f"no reference for {pcie_link_words(gen, width)}")
     expected, row = got
-    basis = f"Gen{gen} x{width} (the link's maximum): {expected:.1f} GB/s one way"
+    basis = f"Gen{gen} x{width} ({what}): {expected:.1f} GB/s one way"
     if width != row.width:
         basis += f" (x{row.width} figure scaled by lanes)"
     return _judge(table, r, row, expected, basis)
@@ -349,14 +360,12 @@ def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
 
 def peer_access(facts: Facts, r: BenchResult, a: Optional[int], b: Optional[int]) -> Optional[bool]:
     """Whether the two GPUs of a p2p result can reach each other's memory: CUDA's answer in the run
-    (torch.cuda.can_device_access_peer, params["p2p_access"]), else the topology's P2P matrix; None: unknown."""
+    (torch.cuda.can_device_access_peer, params["p2p_access"]), else the facts' (bench.links.peer_access: CUDA in
+    the inspected interpreter, NVML's P2P status, the topology's P2P matrix); None: unknown."""
     can = r.params.get("p2p_access") if isinstance(r.params, dict) else None
     if isinstance(can, bool):
         return can
-    m = facts.topology.p2p_supported
-    if m and a is not None and b is not None and a < len(m) and b < len(m[a]):
-        return m[a][b]
-    return None
+    return links_peer_access(facts, a, b).access
 
 
 def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
@@ -372,6 +381,11 @@ def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
     kind, why = link_kind(facts, compat, a, b)
     if kind is None:
         return Expectation(None, r.unit, None, "no reference", f"link unknown: {why}")
+    if kind == "pcie" and why.endswith("(SYS)"):
+        # across CPU sockets the copy crosses the socket interconnect (UPI, xGMI), which sets its rate; the PCIe
+        # peer figures are of GPUs under one switch or across one CPU's root ports (nvbandwidth-50)
+        return Expectation(None, r.unit, None, "no reference",
+                           f"{why}: across CPU sockets the socket interconnect sets the rate; no measured reference")
     if kind == "pcie":
         gen, width = min_link([facts.driver.gpus[a], facts.driver.gpus[b]])  # type: ignore[index]
         got = table.p2p("pcie", gen, width)
@@ -393,6 +407,10 @@ def _allreduce(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expecta
     kind, why = topology_kind(facts, compat, idx)
     if kind is None:
         return Expectation(None, r.unit, None, "no reference", why)
+    if kind == "pcie":
+        off = pcie_path_off(facts, idx)
+        if off is not None:
+            return Expectation(None, r.unit, None, "no reference", off)
     row = table.topology(kind)
     if row is None:
         return Expectation(None, r.unit, None, "no reference", f"no reference for {why}")

@@ -20,8 +20,19 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from ..domain.arch import parse_cc
 from ..domain.fastclass import dataclass
 from ..domain.pci import bus_key
-from ..model.facts import Bench, BenchResult, Driver, FactsError, ProbeStatus, PythonEnv, Storage, from_dict
+from ..model.facts import (
+    Bench,
+    BenchResult,
+    Driver,
+    FactsError,
+    GpuProcess,
+    ProbeStatus,
+    PythonEnv,
+    Storage,
+    from_dict,
+)
 from ..probes.runner import Runner
+from ..queries import busy_slices, compute_processes
 from .suite import KERNELS, PlanItem, plan
 
 STARTUP_TIMEOUT_S = 90.0  # import torch + CUDA initialisation, before the first kernel
@@ -119,14 +130,34 @@ def _parse(raw: str) -> Optional[Dict[str, Any]]:
     return obj if isinstance(obj, dict) and obj.get("envdoctor_bench") == 1 else None
 
 
+def _pids(procs: List[GpuProcess]) -> str:
+    return ", ".join(f"pid {p.pid}" + (f" ({p.name})" if p.name else "") for p in procs[:3])
+
+
+def mig_uuid_key(uuid: Optional[str]) -> str:
+    """A MIG device's UUID as the payload compares it with CUDA's (torch device properties' ``uuid``: the bare
+    UUID, no "MIG-"/"GPU-" prefix), lowercased."""
+    u = (uuid or "").strip().lower()
+    return u[4:] if u.startswith(("mig-", "gpu-")) else u
+
+
 def busy_gpus(driver: Driver) -> Dict[str, str]:
-    """PCI bus key -> "pid 1234 (python)" for GPUs with a compute process running on them."""
+    """PCI bus key (a whole GPU) or MIG device UUID (one slice) -> "pid 1234 (python)" for each GPU or slice with
+    a compute process running on it. On a GPU in MIG mode only the slices that have a process are busy (each
+    slice has its own SMs and memory: NVIDIA MIG User Guide); when a process's slice cannot be told (no
+    instance ids), the whole GPU is."""
     out = {}
     for g in driver.gpus:
-        procs = [p for p in (g.processes or []) if (p.type or "C") in ("C", "C+G")]
+        procs = compute_processes(g)
         key = bus_key(g.pci_bus_id)
-        if procs and key:
-            out[key] = ", ".join(f"pid {p.pid}" + (f" ({p.name})" if p.name else "") for p in procs[:3])
+        if not procs or not key:
+            continue
+        slices = busy_slices(g) if g.mig_mode_current else None
+        if slices is None:
+            out[key] = _pids(procs)
+            continue
+        for uuid, on in slices.items():
+            out[mig_uuid_key(uuid)] = _pids(on)
     return out
 
 
@@ -200,10 +231,13 @@ def run_torch_kernels(python: str, items: List[PlanItem], mem_fraction: float, b
         done.append(f"{k.get('name')}@{k.get('device')}")
     for r in results:
         key = bus_key(r.params.get("pci_bus_id")) if isinstance(r.params, dict) else None
-        if r.status == ProbeStatus.SKIPPED and key in busy:
+        uuid = mig_uuid_key(r.params.get("uuid")) if isinstance(r.params, dict) else ""
+        if r.status == ProbeStatus.SKIPPED and (key in busy or uuid in busy):
             idx = results.index(r)
+            what = "this GPU" if key in busy else "this MIG slice"
             results[idx] = dataclasses.replace(
-                r, reason=f"another process is using this GPU ({busy[key]}); --force measures it anyway")
+                r, reason=f"another process is using {what} ({busy.get(key) or busy[uuid]}); --force measures it "
+                          "anyway")
     return results, info, notes
 
 

@@ -12,11 +12,14 @@ from ..bench.expect import (
     gpu_for,
     held_throttles,
     limiting_throttles,
+    slice_of,
     storage_for,
 )
+from ..bench.links import platform_link
 from ..domain.gpus import is_vgpu_name
 from ..model.facts import BenchResult, Facts, Gpu, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Severity
+from ..queries import compute_processes, slice_processes
 from ._bench_common import THROTTLE_TEXT, bench_results, severity
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
@@ -43,12 +46,22 @@ def gpu_causes(facts: Facts, g: Optional[Gpu], gi: Optional[int], r: BenchResult
     if g.power_limit_w and g.power_default_limit_w and g.power_limit_w < 0.95 * g.power_default_limit_w:
         out.append((f"power limit {g.power_limit_w:g} W is below the default {g.power_default_limit_w:g} W",
                     Evidence(f"{base}.power_limit_w", g.power_limit_w, expected=f"{g.power_default_limit_w:g} W")))
-    procs = [p for p in (g.processes or []) if (p.type or "C") in ("C", "C+G")]
-    if procs:
+    procs = compute_processes(g)
+    on_slice = slice_processes(g, slice_of(g, r)) if g.mig_mode_current and procs else None
+    if on_slice is not None:
+        # on MIG only a process on the same slice shares its SMs and memory (NVIDIA MIG User Guide): the other
+        # slices' processes are no cause of a slow result on this one
+        if on_slice:
+            out.append((f"{len(on_slice)} other process(es) were using this MIG slice",
+                        Evidence(f"{base}.processes", [p.pid for p in on_slice], expected="none on this slice")))
+    elif procs:
         out.append((f"{len(procs)} other process(es) were using this GPU",
                     Evidence(f"{base}.processes", [p.pid for p in procs], expected="none")))
     if g.mig_mode_current:
-        out.append(("MIG is enabled: the benchmark ran on a slice", Evidence(f"{base}.mig_mode_current", True)))
+        # a result on a slice is judged against the slice's share of the board (bench.expect.mig_share), never the
+        # whole board, so MIG explains nothing of a slow one: said as what was seen
+        out.append((NOT_A_CAUSE + "MIG is on: the benchmark ran on a slice, judged against its share",
+                    Evidence(f"{base}.mig_mode_current", True)))
     if g.virtualization_mode == "vgpu" or is_vgpu_name(g.name):
         out.append(("the GPU is a vGPU slice behind a hypervisor",
                     Evidence(f"{base}.virtualization_mode", g.virtualization_mode or g.name)))
@@ -237,11 +250,15 @@ def host_copy(ctx: CheckContext) -> List[Finding]:
         causes = []
         gen = r.params.get("pcie_gen_under_load") or (g.pcie_gen_under_load if g else None)
         width = r.params.get("pcie_width_under_load") or (g.pcie_width_under_load if g else None)
-        if g is not None and gen and width and (gen < (g.pcie_gen_max or 0) or width < (g.pcie_width_max or 0)):
+        # the width the platform gives (an x8 slot, a VM's wiring) is what the expectation was set at: no cause
+        plat = platform_link(facts, gi)
+        max_w = min(w for w in (g.pcie_width_max if g else None, plat.width if plat else None) if w) \
+            if g is not None and (g.pcie_width_max or plat) else None
+        if g is not None and gen and width and (gen < (g.pcie_gen_max or 0) or width < (max_w or 0)):
             causes.append((f"the link trained at Gen{gen} x{width} under load, below its maximum "
-                           f"Gen{g.pcie_gen_max} x{g.pcie_width_max}",
+                           f"Gen{g.pcie_gen_max} x{max_w}",
                            Evidence(f"bench.results[{i}].params.pcie_width_under_load", f"Gen{gen} x{width}",
-                                    expected=f"Gen{g.pcie_gen_max} x{g.pcie_width_max}")))
+                                    expected=f"Gen{g.pcie_gen_max} x{max_w}")))
         # another process copying, or a vGPU slice, shares the link too
         causes += [c for c in gpu_causes(facts, g, gi, r) if "process" in c[0] or "vGPU" in c[0]]
         numa = _numa_note(facts)

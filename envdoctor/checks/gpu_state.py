@@ -98,7 +98,8 @@ def _process_parts(by_gpu: Dict[int, List]) -> Tuple[List[str], List[Evidence]]:
         mem = sum(p.used_memory_bytes or 0 for p in procs)
         parts.append(f"GPU {idx}: " + ", ".join(
             (f"{p.name} (pid {p.pid}" if p.name else f"pid {p.pid} (name unknown") +
-            (f", {p.used_memory_bytes // MIB} MiB)" if p.used_memory_bytes else ")")
+            (f", {p.used_memory_bytes // MIB} MiB" if p.used_memory_bytes else "") +
+            (f", MIG GI {p.gpu_instance_id} CI {p.compute_instance_id})" if p.gpu_instance_id is not None else ")")
             for p in procs))
         ev.append(Evidence(f"driver.gpus[{idx}].processes", [p.pid for p in procs], expected="none",
                            source=f"{mem // MIB} MiB held"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import List, Tuple
 
+from ..bench.links import peer_pairs
 from ..domain.gpus import gpu_label
 from ..model.facts import Driver, Gpu, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Severity
@@ -165,7 +166,8 @@ TOPOLOGY = Findings("interconnect.topology", "INTERCONNECT", kinds=("p2p-disable
 def topology(ctx: CheckContext) -> List[Finding]:
     topo = ctx.facts.topology
     matrix = topo.gpu_matrix
-    if not matrix and not topo.p2p_supported:
+    pairs = peer_pairs(ctx.facts)
+    if not matrix and not any(p.access is not None for p in pairs):
         raise SkipCheck(section_reason(topo, "GPU topology matrix"), not_applicable=no_gpu_here(ctx.facts))
     gpus = list(ctx.facts.driver.gpus) if ctx.facts.driver.status == ProbeStatus.OK else []
     by_index = {g.index: g for g in gpus}
@@ -193,19 +195,17 @@ def topology(ctx: CheckContext) -> List[Finding]:
             fix=Fix("Check NVLink state and the fabric manager; report missing NVLink paths to the provider",
                     commands=["nvidia-smi topo -m", "nvidia-smi nvlink --status"]),
         ))
-    off = []
-    for i, row in enumerate(topo.p2p_supported or []):
-        for j, ok in enumerate(row):
-            if j > i and ok is False:
-                off.append((i, j))
+    # peer access as CUDA, NVML (nvmlDeviceGetP2PStatus) or the topology's P2P matrix says it (bench.links)
+    off = [p for p in pairs if p.access is False]
     if off:
         dc = [g for g in gpus if getattr(gpu_spec(ctx.compat, g.name), "datacenter", None)]
         out.append(TOPOLOGY(
             "p2p-disabled", Severity.WARNING if dc else Severity.INFO,
-            "Peer-to-peer access unavailable between " + ", ".join(f"GPU{i}-GPU{j}" for i, j in off),
+            "Peer-to-peer access unavailable between " + ", ".join(f"GPU{p.a}-GPU{p.b}" for p in off),
             detail="Without P2P, GPU-to-GPU copies bounce through host memory. GeForce cards do not support "
                    "P2P over PCIe; on data-center GPUs it points at IOMMU/ACS settings or a virtualised host.",
-            evidence=[Evidence(f"topology.p2p_supported[{i}][{j}]", False, expected="true") for i, j in off],
+            evidence=list(dict.fromkeys(Evidence(p.path or "", p.value, expected="peer access", source=p.source)
+                                        for p in off)),
             fix=Fix("On data-center GPUs, disable PCIe ACS / IOMMU translation for the GPUs (BIOS or "
                     "iommu=pt) and verify with the CUDA p2pBandwidthLatencyTest sample",
                     commands=["nvidia-smi topo -p2p r"]),

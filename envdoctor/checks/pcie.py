@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple
 
+from ..bench.links import platform_link
 from ..domain.gpus import gpu_label
 from ..domain.pci import bdf_key, bus_key, is_nvidia_gpu_description
 from ..model.facts import Gpu, PcieLink, ProbeStatus
@@ -41,7 +42,7 @@ def _link_text(link: PcieLink) -> str:
 
 
 LINK = Findings("pcie.link", "PCIE_LINK_DEGRADED",
-                kinds=("gen", "gen-idle", "other-device", "slot-gen", "width"))
+                kinds=("gen", "gen-idle", "other-device", "platform-width", "slot-gen", "width"))
 
 
 @check(LINK, "GPU PCIe links run at full width and speed")
@@ -78,6 +79,7 @@ def link(ctx: CheckContext) -> List[Finding]:
             subjects.append((f"GPU at {lk.bdf}", None, lk))
 
     width_bad, gen_load, gen_idle, slot_gen = Cases(), Cases(), Cases(), Cases()  # keys: upstream bus ids
+    platform = Cases()
     for label, g, lk in subjects:
         gi = g.index if g is not None else None
         path = f"driver.gpus[{gi}]" if g is not None else f"topology.pcie_links[{links.index(lk) if lk else '?'}]"
@@ -99,13 +101,27 @@ def link(ctx: CheckContext) -> List[Finding]:
                                source="lspci LnkSta" + (" (downgraded)" if lk.downgraded else "")))
             text = text or f"x{lk.sta_width} of x{lk.cap_width}"
         bridge = _narrower_upstream(lk, by_bdf, (lk.cap_width if lk else None) or max_w)
+        own = bool(text)
         if bridge is not None:
             bl, bpath = bridge, f"topology.pcie_links[{links.index(bridge)}]"
             ev.append(Evidence(f"{bpath}.sta_width", bl.sta_width,
                                expected=f"x{(lk.cap_width if lk else None) or max_w} like the GPU",
                                source=f"upstream bridge/switch {_link_text(bl)}"))
             text = text or f"behind a x{bl.sta_width} upstream link"
-        if text:
+        # what the platform gives (a narrower slot, a VM's virtual bus): a link that runs at it is wired so,
+        # not degraded (bench.links.platform_link); below it, it is a fault as before
+        plat = platform_link(facts, gpus.index(g)) if g is not None else None
+        seen_w = load_w or cur_w or (lk.sta_width if lk is not None else None)
+        as_built = bridge is not None and not own and bridge.cap_width and bridge.sta_width >= bridge.cap_width
+        if text and ((plat is not None and seen_w and seen_w >= plat.width) or as_built):
+            if plat is not None:
+                platform.add(f"{label}: x{seen_w} of the card's x{plat.card_width}, {plat.why}",
+                             ev + [Evidence(plat.path, plat.value, expected=f"x{plat.card_width} for the card's "
+                                            "full bandwidth", source="what the platform gives this GPU")])
+            else:
+                platform.add(f"{label}: behind {_link_text(bridge)}, whose own link is x{bridge.cap_width} at most "
+                             "(LnkCap)", ev)
+        elif text:
             where = f"; the narrower link is the upstream bridge/switch {_link_text(bridge)} at x{bridge.sta_width}" \
                 if bridge is not None else ""
             width_bad.add(f"{label}: {text}{where}", ev, bridge.bdf if bridge else None)
@@ -144,6 +160,13 @@ def link(ctx: CheckContext) -> List[Finding]:
         fix=Fix("Move the GPU to a CPU-attached x16 slot or reseat it (check risers and BIOS bifurcation); "
                 "on a rented machine, report it to the provider",
                 commands=[_QUERY_WIDTH] + [pcie_link_status(b) for b in sorted(set(width_bad.keys))]),
+    )
+    out += platform.report(
+        LINK.info, "platform-width",
+        "The platform gives GPU links fewer lanes than the cards have: {}",
+        detail="The link runs at what its slot (or the VM's wiring) gives, so it is not degraded; host<->GPU "
+               "copies get that width's bandwidth (x8: half of x16), and the bench judges them against it. If the "
+               "offer promised x16, ask the provider.",
     )
     out += gen_load.report(
         LINK.warning, "gen",

@@ -63,6 +63,10 @@ class GpuProcess:
     name: Optional[str] = None
     used_memory_bytes: Optional[int] = None
     type: Optional[str] = None  # "C" compute, "G" graphics, "C+G"
+    # the MIG slice the process runs on (nvmlProcessInfo_t gpuInstanceId / computeInstanceId, nvidia-smi's
+    # "GI ID" / "CI ID" columns); None off MIG (NVML reports 0xFFFFFFFF there) or when not read
+    gpu_instance_id: Optional[int] = None
+    compute_instance_id: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -206,6 +210,18 @@ class XidEvent:
 
 
 @dataclass(frozen=True)
+class P2pStatus:
+    """Whether GPU ``a`` can read GPU ``b``'s memory peer-to-peer, as NVML says (nvmlDeviceGetP2PStatus with
+    NVML_P2P_CAPS_INDEX_READ, what CUDA peer access needs); ``a`` and ``b`` are driver (NVML) GPU indices."""
+
+    a: int
+    b: int
+    # nvmlGpuP2PStatus_t in words: "ok", "chipset_not_supported", "gpu_not_supported", "topology_not_supported",
+    # "disabled_by_regkey", "not_supported", "unknown"; None when NVML did not answer
+    read: Optional[str] = None
+
+
+@dataclass(frozen=True)
 class Driver:
     """The NVIDIA driver and the GPUs it sees."""
 
@@ -215,6 +231,8 @@ class Driver:
     version: Optional[str] = pasted("driver.version", label="driver version")  # "550.54.14"
     cuda_driver_version: Optional[str] = pasted("driver.cuda")  # the CUDA version the driver supports at most: "12.4"
     kernel_module_version: Optional[str] = None  # /proc/driver/nvidia/version
+    # the open kernel module ("NVIDIA UNIX Open Kernel Module" in /proc/driver/nvidia/version) or the proprietary one
+    kernel_module_open: Optional[bool] = None
     nvml_version: Optional[str] = pasted("driver.nvml_library_version", cite="key")
     # NVML init error, by NVML's name: LIBRARY_NOT_FOUND, DRIVER_NOT_LOADED, LIB_RM_VERSION_MISMATCH,
     # NO_PERMISSION, GPU_IS_LOST, UNKNOWN ... (None when init worked)
@@ -229,6 +247,8 @@ class Driver:
     kernel_log_readable: Optional[bool] = None
     kernel_log_source: Optional[str] = None  # "dmesg --ctime", "dmesg", "journalctl -k -b"
     kernel_log_reason: Optional[str] = None  # why it could not be read ("dmesg: Operation not permitted")
+    # NVML's P2P read status of every ordered pair of GPUs (None: not read; [] with fewer than two GPUs)
+    p2p: Optional[List[P2pStatus]] = None
 
 
 # --------------------------------------------------------------------------- CUDA toolkit, cuDNN
@@ -374,6 +394,10 @@ class TorchDevice:
     name: Optional[str] = None
     capability: Optional[str] = None  # "9.0"
     total_memory_bytes: Optional[int] = None
+    pci_bus_id: Optional[str] = None  # "0000:3b:00" (the device properties' PCI domain, bus and device)
+    # the CUDA devices (their indices) this one can access peer-to-peer: torch.cuda.can_device_access_peer, i.e.
+    # cudaDeviceCanAccessPeer; None when not asked
+    peer_access: Optional[List[int]] = None
 
 
 @dataclass(frozen=True)

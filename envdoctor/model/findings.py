@@ -44,6 +44,29 @@ class Evidence:
     expected: Optional[str] = None  # what would be fine: ">= 525.60.13"
     source: Optional[str] = None  # the compat row / document that says so
 
+    def __hash__(self) -> int:
+        # the value is whatever was seen (a list of throttle reasons, a topology matrix, a dict of params): hashed
+        # through a frozen copy, so evidence can be de-duplicated and kept in sets whatever its value (issue 39:
+        # merging two findings whose evidence held a list ended the run with exit 3)
+        return hash((self.path, frozen(self.value), self.expected, self.source))
+
+
+def frozen(value: Any) -> Any:
+    """A hashable stand-in for ``value`` that is equal where the values are equal: lists and tuples as tuples,
+    dicts as the frozenset of their items (dict equality ignores order), sets as frozensets, anything else
+    unhashable by its type and repr."""
+    if isinstance(value, (list, tuple)):
+        return (type(value) is list, tuple(frozen(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", frozenset((frozen(k), frozen(v)) for k, v in value.items()))
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(frozen(v) for v in value))
+    try:
+        hash(value)
+    except TypeError:
+        return (type(value).__qualname__, repr(value))
+    return value
+
 
 @dataclass(frozen=True)
 class Fix:

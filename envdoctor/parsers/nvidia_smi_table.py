@@ -157,7 +157,10 @@ def parse_nvidia_smi_table(text: str) -> Optional[NvidiaSmiTable]:
                         mem = p.group(7)
                         g.setdefault("processes", []).append(GpuProcess(
                             pid=int(p.group(4)), name=p.group(6).strip(), type=p.group(5),
-                            used_memory_bytes=int(mem[:-3]) * _MIB if mem.endswith("MiB") else None))
+                            used_memory_bytes=int(mem[:-3]) * _MIB if mem.endswith("MiB") else None,
+                            # the "GI ID" / "CI ID" columns: the MIG slice it runs on ("N/A" off MIG)
+                            gpu_instance_id=int(p.group(2)) if (p.group(2) or "").isdigit() else None,
+                            compute_instance_id=int(p.group(3)) if (p.group(3) or "").isdigit() else None))
             continue
         g1 = _GPU1.match(line)
         if g1:

@@ -105,6 +105,8 @@ def _processes(gpu_el: ET.Element) -> Optional[List[GpuProcess]]:
                 name=clean(_text(p, "process_name")),
                 used_memory_bytes=to_bytes(_text(p, "used_memory")),
                 type=clean(_text(p, "type")),
+                gpu_instance_id=to_int(_text(p, "gpu_instance_id")),
+                compute_instance_id=to_int(_text(p, "compute_instance_id")),
             )
         )
     return procs

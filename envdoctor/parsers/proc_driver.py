@@ -18,3 +18,12 @@ def parse_proc_driver_version(text: str) -> Optional[str]:
     """The kernel module version ("550.54.14"), or ``None`` if the text does not name one."""
     m = _NVRM.search(text) or _FALLBACK.search(text)
     return m.group(1) if m else None
+
+
+def parse_proc_driver_open(text: str) -> Optional[bool]:
+    """Whether the loaded module is NVIDIA's open kernel module ("NVIDIA UNIX Open Kernel Module for x86_64"), the
+    proprietary one (an NVRM line without "Open"), or ``None`` when the text has no NVRM line."""
+    for line in text.splitlines():
+        if line.startswith("NVRM version:") and "Kernel Module" in line:
+            return "Open Kernel Module" in line
+    return None

@@ -9,7 +9,7 @@ import os
 from typing import Any, List, Optional, Union
 
 from envdoctor.model.facts import Driver, ProbeStatus, Topology
-from envdoctor.parsers.proc_driver import parse_proc_driver_version
+from envdoctor.parsers.proc_driver import parse_proc_driver_open, parse_proc_driver_version
 from envdoctor.probes.nvidia_smi import NVIDIA_SMI_TIMEOUT_S, probe_nvidia_smi_xml, probe_topology_smi
 from envdoctor.probes.nvml import INIT_PID_NS, probe_nvml
 from envdoctor.probes.registry import ProbeContext, probe
@@ -26,6 +26,12 @@ def read_kernel_module_version(root: Root = "/") -> Optional[str]:
     """Version of the loaded kernel module from /proc/driver/nvidia/version (None if absent)."""
     text = SysRoot.of(root).read_text("/proc/driver/nvidia/version")
     return None if text is None else parse_proc_driver_version(text)
+
+
+def read_kernel_module_open(root: Root = "/") -> Optional[bool]:
+    """Whether the loaded kernel module is NVIDIA's open one, from /proc/driver/nvidia/version (None if absent)."""
+    text = SysRoot.of(root).read_text("/proc/driver/nvidia/version")
+    return None if text is None else parse_proc_driver_open(text)
 
 
 def list_device_nodes(root: Root = "/") -> Optional[List[str]]:
@@ -140,6 +146,7 @@ def probe_driver(runner: Any, nvml: Any = None, root: Root = "/") -> Driver:
     return dataclasses.replace(
         d,
         kernel_module_version=read_kernel_module_version(fs),
+        kernel_module_open=read_kernel_module_open(fs),
         device_nodes=list_device_nodes(fs),
         fabric_manager_running=fabric_manager_running(fs),
         nvswitch_count=nvswitch_count(fs),

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from envdoctor.domain.gpus import mig_profile
 from envdoctor.domain.versions import release
-from envdoctor.model.facts import Driver, Gpu, GpuProcess, MigDevice, NvlinkLink, ProbeStatus
+from envdoctor.model.facts import Driver, Gpu, GpuProcess, MigDevice, NvlinkLink, P2pStatus, ProbeStatus
 from envdoctor.parsers.nvidia_smi_xml import cuda_version_from_int
 from envdoctor.probes.registry import guard
 
@@ -570,8 +570,15 @@ def in_child_pid_namespace() -> Optional[bool]:
         return None
 
 
-def _c_process_list(r: _Reader, handle: Any, symbols: Tuple[str, ...]) -> Optional[List[Tuple[int, Any]]]:
-    """(pid, used bytes or None) of one process query through the C functions; None when none answered."""
+def _instance_id(value: Any) -> Optional[int]:
+    """A process's MIG GPU or compute instance id; None off MIG, where NVML sets it to 0xFFFFFFFF (nvml.h,
+    nvmlProcessInfo_t: "If MIG is enabled, stores a valid GPU instance ID ... set to 0xFFFFFFFF otherwise")."""
+    return value if isinstance(value, int) and 0 <= value < 0xFFFFFFFF else None
+
+
+def _c_process_list(r: _Reader, handle: Any, symbols: Tuple[str, ...]) -> Optional[List[Tuple[Any, ...]]]:
+    """(pid, used bytes or None, GPU instance id, compute instance id) of one process query through the C
+    functions; None when none answered."""
     nvml = r.nvml
     for symbol in symbols:
         if r.lost:
@@ -588,7 +595,8 @@ def _c_process_list(r: _Reader, handle: Any, symbols: Tuple[str, ...]) -> Option
             count.value = n
             code = _c_call(nvml, symbol, handle, ctypes.byref(count), array)
             if code == 0:
-                return [(p.pid, None if p.usedGpuMemory == _VALUE_NOT_AVAILABLE_ULL else p.usedGpuMemory)
+                return [(p.pid, None if p.usedGpuMemory == _VALUE_NOT_AVAILABLE_ULL else p.usedGpuMemory,
+                         _instance_id(p.gpuInstanceId), _instance_id(p.computeInstanceId))
                         for p in array[: min(count.value, n)]]
         if code == 0:
             return []  # the size query answered: no processes
@@ -597,17 +605,20 @@ def _c_process_list(r: _Reader, handle: Any, symbols: Tuple[str, ...]) -> Option
     return None
 
 
-def _process_lists(r: _Reader, handle: Any) -> Optional[List[Tuple[str, int, Any]]]:
-    """(type "C"/"G", pid, used bytes) of every compute and graphics process; None when unknown."""
+def _process_lists(r: _Reader, handle: Any) -> Optional[List[Tuple[Any, ...]]]:
+    """(type "C"/"G", pid, used bytes, GPU instance id, compute instance id) of every compute and graphics
+    process; None when unknown."""
     if getattr(r.nvml, "_nvmlGetFunctionPointer", None) is None:
         procs = r.first("processes", _PROCESS_FUNCTIONS, handle)
         if procs is None:
             return None
-        return [("C", getattr(p, "pid", None), getattr(p, "usedGpuMemory", None)) for p in procs]
+        return [("C", getattr(p, "pid", None), getattr(p, "usedGpuMemory", None),
+                 _instance_id(getattr(p, "gpuInstanceId", None)), _instance_id(getattr(p, "computeInstanceId", None)))
+                for p in procs]
     if ctypes.sizeof(_ProcessInfo) != HEADER_SIZES[_ProcessInfo]:
         r.notes.append(f"processes: nvmlProcessInfo_t is {ctypes.sizeof(_ProcessInfo)} bytes here, nvml.h says 24")
         return None
-    out: List[Tuple[str, int, Any]] = []
+    out: List[Tuple[Any, ...]] = []
     answered = False
     for kind, symbols in _PROCESS_SYMBOLS:
         procs = _c_process_list(r, handle, symbols)
@@ -616,7 +627,7 @@ def _process_lists(r: _Reader, handle: Any) -> Optional[List[Tuple[str, int, Any
                 return None  # no compute list: the processes are unknown
             continue
         answered = True
-        out += [(kind, pid, mem) for pid, mem in procs]
+        out += [(kind,) + tuple(p) for p in procs]
     return out if answered else None
 
 
@@ -630,15 +641,16 @@ def _processes(r: _Reader, handle: Any, own: Callable[[Any], bool],
     listed = _process_lists(r, handle)
     if listed is None:
         return None
-    merged: Dict[Any, List[Any]] = {}  # pid -> [types, memory]: one process can be both C and G
-    for kind, pid, mem in listed:
-        entry = merged.setdefault(pid, ["", None])
+    # pid and slice -> [types, memory]: one process can be both C and G (and, on MIG, on two slices: each its own)
+    merged: Dict[Any, List[Any]] = {}
+    for kind, pid, mem, gi, ci in listed:
+        entry = merged.setdefault((pid, gi, ci), ["", None])
         entry[0] = "C+G" if entry[0] and entry[0] != kind else kind
         if isinstance(mem, int):
             entry[1] = max(entry[1] or 0, mem)
     out = []
     mine = 0
-    for pid, (kind, mem) in merged.items():
+    for (pid, gi, ci), (kind, mem) in merged.items():
         if not host_pids and own(pid):
             mine += 1
             continue
@@ -646,7 +658,7 @@ def _processes(r: _Reader, handle: Any, own: Callable[[Any], bool],
         if pid is not None and not host_pids:
             name = r.call("process_name", "nvmlSystemGetProcessName", pid)
         out.append(GpuProcess(pid=pid, name=_s(name), used_memory_bytes=mem if isinstance(mem, int) else None,
-                              type=kind))
+                              type=kind, gpu_instance_id=gi, compute_instance_id=ci))
     if mine:
         r.notes.append(f"processes: {mine} of envdoctor's own process(es) left out")
     if host_pids and out:
@@ -931,6 +943,11 @@ def _probe(nvml: Any, deadline: Optional[float] = None, own: Callable[[Any], boo
                 nvml_error=name,
             )
         gpus, hung = _read_gpus(nvml, int(count), deadline, own, host_pids)
+        p2p = None
+        if not hung:
+            p2p, finished = read_p2p(nvml, gpus, deadline)
+            if not finished:
+                hung = [-1]  # a pair's call is still inside the driver: no shutdown under it
     finally:
         if not hung:  # a thread still inside the driver: leave the library as it is
             try:
@@ -949,7 +966,51 @@ def _probe(nvml: Any, deadline: Optional[float] = None, own: Callable[[Any], boo
         cuda_driver_version=cuda_version_from_int(cuda_int) if isinstance(cuda_int, int) else None,
         nvml_version=nvml_version,
         gpus=gpus,
+        p2p=p2p,
     )
+
+
+# nvmlGpuP2PStatus_t (nvml.h): 0 OK, 1 CHIPSET_NOT_SUPPORED (sic), 2 GPU_NOT_SUPPORTED, 3 IOH_TOPOLOGY_NOT_SUPPORTED,
+# 4 DISABLED_BY_REGKEY, 5 NOT_SUPPORTED, 6 UNKNOWN
+P2P_STATUS = {0: "ok", 1: "chipset_not_supported", 2: "gpu_not_supported", 3: "topology_not_supported",
+              4: "disabled_by_regkey", 5: "not_supported", 6: "unknown"}
+P2P_CAPS_INDEX_READ = 0  # nvmlGpuP2PCapsIndex_t NVML_P2P_CAPS_INDEX_READ (pynvml spells it as a tuple, (0,))
+
+
+def read_p2p(nvml: Any, gpus: List[Gpu], deadline: float) -> Tuple[Optional[List[P2pStatus]], bool]:
+    """(NVML's P2P read status of every ordered pair of answering GPUs (nvmlDeviceGetP2PStatus), whether the
+    reading finished). In a thread of its own so that a hung call costs these facts only: None when the binding
+    has no such call or the reading did not finish by ``deadline``."""
+    fn = getattr(nvml, "nvmlDeviceGetP2PStatus", None)
+    if fn is None:
+        return None, True
+    live = [g.index for g in gpus if not g.nvml_error]
+    out: List[P2pStatus] = []
+
+    def work() -> None:
+        handles = {}
+        for i in live:
+            try:
+                handles[i] = nvml.nvmlDeviceGetHandleByIndex(i)
+            except Exception:  # noqa: BLE001 - a GPU without a handle has no pairs to read
+                continue
+        for a in handles:
+            for b in handles:
+                if a == b:
+                    continue
+                try:
+                    code = fn(handles[a], handles[b], P2P_CAPS_INDEX_READ)
+                    word = P2P_STATUS.get(code) if isinstance(code, int) else None
+                except Exception:  # noqa: BLE001 - the per-pair guard: an unanswered pair is unknown
+                    word = None
+                out.append(P2pStatus(a, b, word))
+
+    if len(live) < 2:
+        return [], True
+    if not run_with_timeout(work, max(0.5, deadline - time.monotonic())):
+        return None, False
+    # no pair answered (a driver or binding without the call: FUNCTION_NOT_FOUND each time): not read
+    return (list(out) if any(p.read is not None for p in out) else None), True
 
 
 def _import_pynvml() -> Any:

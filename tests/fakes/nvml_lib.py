@@ -340,6 +340,23 @@ class FakeNvmlLib:
         _write(count, len(pages))
         return SUCCESS
 
+    def _c_nvmlDeviceGetP2PStatus(self, handle: Any, peer: Any, caps_index: Any, out: Any) -> int:
+        """nvmlGpuP2PStatus_t of the pair: the first GPU's ``nvmlDeviceGetP2PStatus`` data, keyed by the peer's
+        position in the GPU list (an int status or an ERR); a peer not listed answers NOT_SUPPORTED."""
+        gpu = self._gpu(handle)
+        code = self._enter(gpu)
+        if code is not None:
+            return code
+        other = self._gpu(peer)
+        table = gpu.data.get("nvmlDeviceGetP2PStatus", {})
+        value = table.get(self.gpus.index(other)) if isinstance(table, dict) else table
+        if value is None:
+            return ERROR_CODES["NOT_SUPPORTED"]
+        if isinstance(value, ERR):
+            return value.code
+        _write(out, value)
+        return SUCCESS
+
     def _c_nvmlDeviceGetMigDeviceHandleByIndex(self, handle: Any, index: Any, out: Any) -> int:
         gpu = self._gpu(handle)
         code = self._enter(gpu)

@@ -84,3 +84,40 @@ def test_host_copies_on_a_slice_have_no_board_reference():
     r = dataclasses.replace(r, name="h2d_pinned", unit="GB/s")
     e = expect(_facts(r), COMPAT, r)
     assert e.verdict == "no reference" and "copy engines" in e.basis
+
+
+def _with_uuids(gpus):
+    """The capture's slices with the MIG UUIDs NVML would give them (the table prints none)."""
+    g = gpus[0]
+    devs = [dataclasses.replace(d, uuid=f"MIG-{d.gpu_instance_id:08d}-0000-0000-0000-000000000000")
+            for d in g.mig_devices]
+    return [dataclasses.replace(g, mig_devices=devs)]
+
+
+def test_only_the_slice_a_process_runs_on_is_busy():
+    # issue 39: the processes on the 3g.40gb slice (GI 2) marked the whole H100 busy, so a bench on the user's
+    # own 2g.20gb slice (GI 3) was skipped; now only GI 2's slice is busy, by its UUID as CUDA gives it
+    from envdoctor.bench.run import busy_gpus
+
+    drv = Driver(status="ok", gpus=_with_uuids(TABLE.gpus))
+    busy = busy_gpus(drv)
+    assert list(busy) == ["00000002-0000-0000-0000-000000000000"]
+    assert busy["00000002-0000-0000-0000-000000000000"].startswith("pid 21180 (/root/tools/memhog)")
+    # a process whose slice is unknown (no GI/CI ids: an older reader) keeps the whole GPU busy, as before
+    g = drv.gpus[0]
+    unknown = [dataclasses.replace(p, gpu_instance_id=None, compute_instance_id=None) for p in g.processes]
+    assert list(busy_gpus(Driver(status="ok", gpus=[dataclasses.replace(g, processes=unknown)]))) == ["0000:00:09"]
+
+
+def test_a_slow_slice_blames_processes_only_on_its_own_slice():
+    gpus = _with_uuids(TABLE.gpus)
+    facts = Facts(driver=Driver(status="ok", source="paste", gpus=gpus),
+                  bench=Bench(status=ProbeStatus.OK, results=[
+                      _slice_result("matmul_bf16", round(BOARD * 32 / 132 * 0.5, 1), "2g.20gb", 32, 20096,
+                                    uuid="00000003-0000-0000-0000-000000000000"),
+                      _slice_result("membw_device", round(BOARD_BW * 40448 / 81559 * 0.5, 1), "3g.40gb", 60,
+                                    40448, uuid="00000002-0000-0000-0000-000000000000")]))
+    got = {f.code.split("/")[0]: f for r in run_checks(facts, COMPAT, all_checks()) for f in r.findings
+           if f.code.endswith("below-expected")}
+    assert "process" not in got["bench.matmul"].summary and "no cause found" in got["bench.matmul"].summary
+    assert "3 other process(es) were using this MIG slice" in got["bench.membw"].summary

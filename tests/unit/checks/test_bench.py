@@ -62,6 +62,59 @@ def test_with_peer_access_the_same_figure_is_judged_against_the_gen3_link():
     assert run_checks(no_result, COMPAT, GPU_TO_GPU)[0].status == CheckStatus.SKIPPED
 
 
+# --------------------------------------------------------------------------- all-reduce against the path it takes
+
+A5000 = parse_nvidia_smi_xml((FIXTURES / "nvidia-smi-xml/dual-rtx-a5000_590.44.01.xml").read_text())
+
+
+def _allreduce(driver, cell: str, busbw: float, **facts_kw) -> Facts:
+    r = BenchResult("allreduce", ProbeStatus.OK, device="cuda", value=busbw, unit="GB/s",
+                    params={"pci_bus_ids": [g.pci_bus_id for g in driver.gpus]})
+    return Facts(driver=facts_kw.pop("drv", driver),
+                 topology=Topology(status=ProbeStatus.OK, gpu_matrix=[["X", cell], [cell, "X"]]),
+                 bench=Bench(status=ProbeStatus.OK, results=[r]), **facts_kw)
+
+
+def test_an_allreduce_without_peer_access_goes_through_host_memory_and_is_not_judged_against_a_link():
+    # issue 39: a healthy GeForce box's all-reduce (no P2P: NCCL's SHM transport) was judged against the PCIe peer
+    # figure and called an ERROR. NVML's P2P status says it; so does CUDA in the inspected interpreter.
+    from envdoctor.domain.pci import bus_key
+    from envdoctor.model.facts import P2pStatus, ProbeStatus, PythonEnv, TorchDevice, TorchInfo
+
+    nvml = dataclasses.replace(DRIVER, p2p=[P2pStatus(0, 1, "chipset_not_supported"),
+                                            P2pStatus(1, 0, "chipset_not_supported")])
+    f = _allreduce(DRIVER, "PIX", 3.0, drv=nvml)
+    e = expect(f, COMPAT, f.bench.results[0])
+    assert e.verdict == "no reference" and "no peer access between GPU0-GPU1 (NVML" in e.basis
+    assert "host memory" in e.basis
+    (res,) = run_checks(f, COMPAT, GPU_TO_GPU)
+    assert res.status == CheckStatus.SKIPPED and res.findings == []
+    devs = [TorchDevice(i, g.name, "7.5", pci_bus_id=bus_key(g.pci_bus_id), peer_access=[])
+            for i, g in enumerate(DRIVER.gpus)]
+    cuda = _allreduce(DRIVER, "PIX", 3.0, pythons=[PythonEnv(status=ProbeStatus.OK, torch=TorchInfo(
+        version="2.5.1", devices=devs))])
+    assert "(CUDA (torch.cuda.can_device_access_peer))" in expect(cuda, COMPAT, cuda.bench.results[0]).basis
+    # GeForce boards with peer access unknown (an older snapshot): not judged either, and said why
+    unknown = _allreduce(DRIVER, "PIX", 3.0)
+    assert "peer access unknown (not probed) between GeForce" in expect(unknown, COMPAT, unknown.bench.results[0]).basis
+
+
+def test_an_allreduce_under_a_pcie_switch_with_peer_access_is_judged_and_across_the_cpu_it_is_not():
+    from envdoctor.model.facts import P2pStatus
+
+    ok = dataclasses.replace(A5000, p2p=[P2pStatus(0, 1, "ok"), P2pStatus(1, 0, "ok")])
+    slow = _allreduce(A5000, "PXB", 10.0, drv=ok)
+    e = expect(slow, COMPAT, slow.bench.results[0])
+    assert (e.expected, e.verdict) == (21.8, "error")  # the Gen4 x16 peer figure (nvbandwidth-50); 46%
+    (res,) = run_checks(slow, COMPAT, GPU_TO_GPU)
+    (f,) = res.findings
+    assert (f.code, f.severity) == ("bench.gpu-to-gpu/allreduce-below-expected", Severity.ERROR)
+    # across the CPU NCCL does not use P2P by default (paths.cc ncclTopoCheckP2p: PXB): through host memory
+    far = _allreduce(A5000, "SYS", 10.0, drv=ok)
+    e = expect(far, COMPAT, far.bench.results[0])
+    assert e.verdict == "no reference" and "across CPU sockets (SYS)" in e.basis
+
+
 # --------------------------------------------------------------------------- one GPU, the host link, the disk
 
 H100 = Facts.from_json((FIXTURES / "snapshots/h100-sxm-x8-healthy.json").read_text())
@@ -139,3 +192,25 @@ def test_a_slow_local_nvme_fails_whole_a_fast_one_passes_and_without_a_disk_resu
     assert _judged("bench.disk", _disk(6000.0)).status == CheckStatus.PASSED
     skipped = _judged("bench.disk", _matmul(790.0))
     assert (skipped.status, skipped.reason) == (CheckStatus.SKIPPED, "no disk result")
+
+
+def test_a_slow_host_copy_in_a_vm_at_x8_does_not_blame_the_x8_the_platform_gives():
+    # the T4 of an AWS VM (tests/fixtures/nvidia-smi-xml/tesla-t4: Pass-Through on the guest's bus 00, Gen3 x8 of
+    # x16): x8 is what the platform gives, so the expectation is set at x8 and x8 under load is no cause
+    t4 = parse_nvidia_smi_xml((FIXTURES / "nvidia-smi-xml/tesla-t4_515.105.01.xml").read_text())
+    g = t4.gpus[0]
+    r = BenchResult("h2d_pinned", ProbeStatus.OK, device="cuda:0", value=2.0, unit="GB/s",
+                    params={"pci_bus_id": g.pci_bus_id, "pcie_gen_under_load": 3, "pcie_width_under_load": 8})
+    f = Facts(driver=dataclasses.replace(t4, status=ProbeStatus.OK), bench=Bench(status=ProbeStatus.OK, results=[r]))
+    e = expect(f, COMPAT, r)
+    assert e.expected == 6.0 and "x8 (what the platform gives: a virtual machine" in e.basis
+    (res,) = run_checks(f, COMPAT, [c for c in all_checks() if c.id == "bench.host-copy"])
+    (x,) = res.findings
+    assert "link trained" not in x.summary and "x8" not in x.summary.split("likely cause")[1]
+
+
+def test_a_peer_copy_across_cpu_sockets_is_measured_not_judged_against_a_pcie_figure():
+    f = _facts(True)
+    f = dataclasses.replace(f, topology=dataclasses.replace(f.topology, gpu_matrix=[["X", "SYS"], ["SYS", "X"]]))
+    e = expect(f, COMPAT, f.bench.results[0])
+    assert e.verdict == "no reference" and "across CPU sockets" in e.basis

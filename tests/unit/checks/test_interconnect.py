@@ -108,6 +108,35 @@ def test_p2p_disabled(compat):
     assert x.severity == Severity.WARNING and x.evidence[0].path == "topology.p2p_supported[0][1]"
 
 
+def test_p2p_disabled_from_nvml_and_from_cuda_on_a_live_run(compat):
+    # issue 39: nothing probed P2P, so p2p-disabled never fired on a live run; NVML's P2P status
+    # (nvmlDeviceGetP2PStatus) and CUDA's answer in the inspected interpreter (can_device_access_peer) now say it
+    from envdoctor.domain.pci import bus_key
+    from envdoctor.model.facts import P2pStatus, ProbeStatus, PythonEnv, TorchDevice, TorchInfo
+
+    f = healthy()
+    f = dataclasses.replace(f, topology=dataclasses.replace(f.topology, p2p_supported=None))
+    n = len(f.driver.gpus)
+    pairs = [P2pStatus(a, b, "ok" if {a, b} != {0, 1} else "topology_not_supported")
+             for a in range(n) for b in range(n) if a != b]
+    nvml = dataclasses.replace(f, driver=dataclasses.replace(f.driver, p2p=pairs))
+    x = finding(one(nvml, compat, "interconnect.topology"), "interconnect.topology/p2p-disabled")
+    assert x.severity == Severity.WARNING and "GPU0-GPU1" in x.summary and "GPU0-GPU2" not in x.summary
+    assert [(e.path, e.value, e.source) for e in x.evidence] == [
+        ("driver.p2p[0].read", "topology_not_supported", "NVML nvmlDeviceGetP2PStatus (read)")]
+    devs = [TorchDevice(i, g.name, "9.0", pci_bus_id=bus_key(g.pci_bus_id),
+                        peer_access=[j for j in range(n) if j != i and {i, j} != {2, 3}])
+            for i, g in enumerate(f.driver.gpus)]
+    cuda = dataclasses.replace(f, pythons=[PythonEnv(status=ProbeStatus.OK, torch=TorchInfo(version="2.5.1",
+                                                                                          devices=devs))])
+    x = finding(one(cuda, compat, "interconnect.topology"), "interconnect.topology/p2p-disabled")
+    assert "GPU2-GPU3" in x.summary and x.evidence[0].path == "pythons[0].torch.devices[2].peer_access"
+    # every pair with peer access: no finding
+    assert not [r for r in one(dataclasses.replace(f, driver=dataclasses.replace(
+        f.driver, p2p=[P2pStatus(a, b, "ok") for a in range(n) for b in range(n) if a != b])), compat,
+        "interconnect.topology").findings if r.code.endswith("p2p-disabled")]
+
+
 def test_fabric_manager_not_running(compat):
     f = dataclasses.replace(healthy(), driver=dataclasses.replace(healthy().driver, fabric_manager_running=False))
     x = finding(one(f, compat, "interconnect.fabric-manager"), "interconnect.fabric-manager/not-running")

@@ -53,6 +53,8 @@ def test_mig_devices_table_of_a_real_h100_capture() -> None:
     assert g.mig_devices[2].memory_total_bytes == 9984 * 1024 * 1024
     assert g.mig_devices[0].memory_used_bytes == 11091 * 1024 * 1024
     assert len(g.processes) == 3 and g.processes[0].pid == 21180
+    # the process table's GI / CI columns: all three run on the 3g.40gb slice (GI 2), none on the others
+    assert {(p.gpu_instance_id, p.compute_instance_id) for p in g.processes} == {(2, 0)}
 
 
 def test_old_header_without_cuda_version() -> None:

@@ -320,6 +320,34 @@ def test_mig_devices_are_read_through_their_own_handles():
     assert got.mig_devices[1].uuid == "MIG-00000009-0000-0000-0000-000000000000"
 
 
+def test_a_process_keeps_the_mig_slice_nvml_reports_it_on():
+    # nvmlProcessInfo_t's gpuInstanceId / computeInstanceId: the slice's ids on MIG, 0xFFFFFFFF off MIG (nvml.h)
+    procs = [(4242, 2 << 30, 2, 0), (4243, 1 << 30)]
+    d = probe(FakeNvmlLib([h100_sxm(0, nvmlDeviceGetComputeRunningProcesses=procs)], processes={4242: "python"}))
+    assert [(p.pid, p.gpu_instance_id, p.compute_instance_id) for p in d.gpus[0].processes] == [
+        (4242, 2, 0), (4243, None, None)]
+
+
+def test_p2p_status_is_read_for_every_ordered_pair():
+    # nvmlDeviceGetP2PStatus(READ): OK between the first two, IOH_TOPOLOGY_NOT_SUPPORTED (3) to the third, one pair
+    # unanswered (NOT_SUPPORTED as an error: unknown, never "no P2P")
+    a = h100_sxm(0, nvmlDeviceGetP2PStatus={1: 0, 2: 3})
+    b = h100_sxm(1, nvmlDeviceGetP2PStatus={0: 0, 2: 3})
+    c = h100_sxm(2, nvmlDeviceGetP2PStatus={0: 3})
+    d = probe(FakeNvmlLib([a, b, c]))
+    assert [(p.a, p.b, p.read) for p in d.p2p] == [
+        (0, 1, "ok"), (0, 2, "topology_not_supported"), (1, 0, "ok"), (1, 2, "topology_not_supported"),
+        (2, 0, "topology_not_supported"), (2, 1, None)]
+    # the probe's answer is what interconnect.topology judges on a live run: H100s refusing P2P to GPU 2 (a
+    # data-center board, so a warning naming the pairs)
+    got = {f.code: f for f in findings(facts_of(d))}
+    x = got["interconnect.topology/p2p-disabled"]
+    assert x.severity == Severity.WARNING and x.summary.endswith("GPU0-GPU2, GPU1-GPU2")
+    # one GPU: no pair to read; a driver without the call: unknown
+    assert probe(FakeNvmlLib([h100_sxm(0)])).p2p == []
+    assert probe(FakeNvmlLib([a, b], missing={"nvmlDeviceGetP2PStatus"})).p2p is None
+
+
 def test_nvml_13_successors_are_used_where_the_driver_has_them_and_a_missing_pair_is_said():
     # nvmlDeviceGetTemperatureV and nvmlDeviceGetClock(APP_CLOCK_TARGET / APP_CLOCK_DEFAULT) answer first; the calls
     # they deprecate stay the fallback; with neither in the driver a note says so (not a silent unknown)

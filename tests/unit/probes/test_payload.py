@@ -209,8 +209,12 @@ class _Props:
     name = "NVIDIA Fake GPU"
     major, minor = 12, 0
     total_memory = 34359738368
+    pci_domain_id, pci_bus_id, pci_device_id = 0, 0x41, 0
 class cuda:
     nccl = types.SimpleNamespace(version=lambda: (2, 21, 5))
+    @staticmethod
+    def can_device_access_peer(i, j):
+        return False  # a GeForce pair: no peer access over PCIe
     @staticmethod
     def is_available():
         if MODE == "available":
@@ -279,7 +283,8 @@ def test_fake_torch_available_with_devices_and_arch_warning(fake_torch: Path) ->
     t = data["result"]["torch"]
     assert t["cuda_available"] is True and t["device_count"] == 2
     assert t["devices"][1] == {"index": 1, "name": "NVIDIA Fake GPU", "capability": "12.0",
-                               "total_memory_bytes": 34359738368}
+                               "total_memory_bytes": 34359738368, "pci_bus_id": "0000:41:00",
+                               "peer_access": []}  # torch.cuda.can_device_access_peer(1, 0) is False
     assert t.get("cuda_init_error") is None
     assert any("sm_120 is not compatible" in w for w in t["warnings"])
 

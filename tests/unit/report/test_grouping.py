@@ -162,3 +162,30 @@ def test_ten_extension_libraries_built_for_another_torch_are_one_finding_under_6
     data = json.loads(render_json(report))
     (jf,) = [x for x in data["findings"] if x["code"] == one.code]
     assert {e["source"] for e in jf["evidence"] if e["path"].endswith(".load_error")} == {lib.path for lib in libs}
+
+
+def test_merge_findings_keeps_list_and_dict_evidence_once_each() -> None:
+    """Evidence values are what was seen: lists (throttle reasons, a topology matrix) and dicts (a result's params)
+    too. Merging findings of one cause de-duplicates them whatever the value (issue 39: it hashed them and a list
+    ended the run with exit 3)."""
+    from envdoctor.judging.settle import merge_findings
+
+    matrix = Evidence("topology.gpu_matrix", [["X", "SYS"], ["SYS", "X"]])
+    reasons = Evidence("driver.gpus[0].throttle_reasons", ["hw_thermal_slowdown"], expected="none")
+    params = Evidence("bench.results[0].params", {"shape": [8192, 8192, 8192], "env": {"A": "1"}})
+    same_params = Evidence("bench.results[0].params", {"env": {"A": "1"}, "shape": [8192, 8192, 8192]})
+    other = Evidence("driver.gpus[1].throttle_reasons", ["hw_thermal_slowdown", "sw_thermal_slowdown"])
+    fix = Fix("cool it", ["nvidia-smi -q -d PERFORMANCE"])
+    a = Finding("bench.membw/below-expected", "PERF_BELOW_EXPECTED", Severity.ERROR, "GPU 0 slow",
+                evidence=[matrix, reasons, params], fix=fix)
+    b = Finding("bench.membw/below-expected", "PERF_BELOW_EXPECTED", Severity.ERROR, "GPU 1 slow",
+                evidence=[matrix, same_params, other], fix=fix)
+    merged = merge_findings([a, b])
+    assert merged.evidence == [matrix, reasons, params, other]
+    assert merged.items == ["GPU 0 slow", "GPU 1 slow"]
+    # equal evidence hashes equal (a dict's order does not count), so a set keeps one of each
+    assert len({matrix, reasons, params, same_params, other}) == 4
+    # through the whole settling: two findings of one cause whose evidence holds lists are one finding
+    settled = settle([_check("bench.membw", a, b)])
+    (one,) = settled[0].findings
+    assert one.evidence == merged.evidence
