@@ -39,6 +39,8 @@ def explain_lines(code: str, compat: Any) -> List[str]:
     or a matched error message's code (messages.signature/<id>). ``compat`` is the compatibility data, or a
     function returning it (``compat.active_compat``), called only for an error signature's code."""
     code = code.strip()
+    if code.lower() in ACTIONS:
+        return action_lines(code.lower())
     category = CATEGORIES.get(code.upper())
     if category is None and code.startswith(SIGNATURE_PREFIX):
         return signature_lines(code, compat)
@@ -90,6 +92,23 @@ def explain_lines(code: str, compat: Any) -> List[str]:
     while out and not out[-1]:
         out.pop()
     return out
+
+
+def action_lines(action: str) -> List[str]:
+    """An action of the vocabulary (model/actions.py): what it asks, NVIDIA's names for it, the categories whose
+    default it is and the codes that carry it instead of their category's."""
+    from ..model.actions import NVML_RECOVERY, XID_BUCKETS
+    from ..model.catalogue import CODE_ACTIONS
+
+    buckets = [b for b, a in XID_BUCKETS.items() if a == action]
+    nvml = [name for name, a in NVML_RECOVERY.values() if a == action]
+    cats = [c for c, a in CATEGORY_ACTIONS.items() if a == action]
+    codes = [c for c, a in CODE_ACTIONS.items() if a == action]
+    return [f"{action}: an action for a scheduler (one of {', '.join(ACTIONS)})", "", f"What it asks: {ACTIONS[action]}",
+            "NVIDIA's Xid resolution buckets: " + (", ".join(buckets) or "none"),
+            "NVML's GPU recovery actions: " + (", ".join(nvml) or "none"),
+            "The default of: " + (", ".join(cats) or "no category"),
+            "Also: " + (", ".join(codes) or "no code of another category's default")]
 
 
 def _codes_of(check_id: str) -> List[Any]:

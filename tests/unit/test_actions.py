@@ -99,6 +99,10 @@ def test_explain_shows_the_action() -> None:
     assert "Action (for a scheduler, as a warning or error): drain-node" in text
     assert "Action (for a scheduler, the category's default; an info note's is none): restart-process" in \
         "\n".join(explain_lines("GPU_BUSY", load_compat))
+    lines = explain_lines("drain-node", load_compat)
+    assert lines[0].startswith("drain-node: an action for a scheduler")
+    assert "NVIDIA's Xid resolution buckets: CONTACT_SUPPORT, CHECK_MECHANICALS" in lines
+    assert any(line.startswith("Also: ") and "gpu.memory-errors/remap-failed" in line for line in lines)
 
 
 def _failed_remap():
