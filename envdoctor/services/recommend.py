@@ -301,10 +301,15 @@ def _driver_change(compat: Any, driver: Optional[str], gpus: List[GpuTarget], py
     if not lasts:
         return None
     last, g_last, row = min(lasts, key=lambda x: x[0])
-    if branch <= last or any(r is not None and r.supports(last) is False for _g, r in rows):
-        return None  # not a driver past the GPU's last branch, or that branch does not drive another GPU given
-    why = (f"R{last} is the last driver branch for {row.architecture} ({g_last.label}); this driver is "
-           f"R{branch} [{row.source}]")
+    if branch <= last:
+        return None  # not a driver past the GPU's last branch
+    why = f"R{last} is the last driver branch for {row.architecture} ({g_last.label}); this driver is R{branch}"
+    others = [g for g, r in rows if r is not None and r.supports(last) is False]
+    if others:  # that branch does not drive another GPU given: no driver drives them all
+        return {"install_branch": None, "why": f"{why}, and R{last} does not drive "
+                f"{', '.join(g.label for g in others)}: no one driver drives these GPUs [{row.source}]",
+                "judged_with_driver": None, "recommendation": None, "why_none": None, "cpu_build": None}
+    why += f" [{row.source}]"
     newest = compat.newest_observed_driver(last)
     sub = recommend(compat, newest, gpus, python, os) if newest else None
     rec = sub["recommendation"] if sub else None
@@ -323,7 +328,7 @@ def install_plan(out: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     when nothing fits (``why_none`` says why)."""
     rec, branch, why = out["recommendation"], None, None
     change = out.get("driver_change")
-    if rec is None and change:
+    if rec is None and change and change["install_branch"] is not None:
         rec = change["recommendation"] or change["cpu_build"]
         branch, why = change["install_branch"], change["why"]
     if rec is None:
@@ -439,7 +444,9 @@ def render(out: Dict[str, Any]) -> str:
     change = out.get("driver_change")
     if out["driver_cannot_drive_gpu"]:
         lines.append(f"  ! {out['driver_cannot_drive_gpu']}: "
-                     + (f"install the R{change['install_branch']} driver (a downgrade)" if change else
+                     + (f"install the R{change['install_branch']} driver (a downgrade)"
+                        if change and change["install_branch"] else
+                        f"{change['why'].split(' [', 1)[0]}: plan these GPUs on separate machines" if change else
                         "upgrade the driver first" if out["driver"] else "plan these GPUs on separate machines"))
     rec = out["recommendation"]
     if rec is None:
@@ -457,7 +464,7 @@ def render(out: Dict[str, Any]) -> str:
         for n in rec["unknown"]:
             lines.append(f"  not judged: {n}")
         lines += ["  " + rec["pip"], "  " + rec["uv"]]
-    if change:
+    if change and change["install_branch"]:
         after = change["recommendation"] or change["cpu_build"]
         lines += ["", f"With the R{change['install_branch']} driver"
                   + (f" (judged as {change['judged_with_driver']}, its newest in the matrix)"

@@ -101,3 +101,16 @@ def test_a_driver_too_old_for_the_gpu_still_says_upgrade(capsys) -> None:
     assert code == 1 and out["install"] is None and out["driver_change"] is None
     assert main(["recommend", "--python", "3.11", "--gpu", "RTX 5090", "--driver", "550.54.14"]) == 1
     assert "upgrade the driver first" in " ".join(capsys.readouterr().out.split())
+
+
+def test_k80_with_an_rtx_5090_gets_no_driver_change_and_no_install(capsys) -> None:
+    # R470 is Kepler's last branch and Blackwell's first is R570: no one driver, so neither a downgrade nor a
+    # CPU build dressed up as the answer for a GPU machine
+    code, out = _json(capsys, "--gpu", "K80", "--gpu", "RTX 5090", "--driver", "580.65.06")
+    assert code == 1 and out["install"] is None
+    assert out["driver_change"]["install_branch"] is None
+    assert "no one driver drives these GPUs" in out["driver_change"]["why"]
+    assert main(["recommend", "--python", "3.11", "--gpu", "K80", "--gpu", "RTX 5090", "--driver", "580.65.06"]) == 1
+    text = " ".join(capsys.readouterr().out.split())
+    assert "plan these GPUs on separate machines" in text and "upgrade the driver first" not in text
+    assert "install the R470 driver" not in text
