@@ -96,7 +96,7 @@ def newer(as_of: str, than: str) -> bool:
 class ZipPath:
     """A file or folder inside a zip archive, with the few Path methods the matrix loader uses (``/``, ``name``,
     ``stem``, ``exists``, ``is_dir``, ``glob`` of one folder, ``read_text``, ``resolve``): the bundled matrix of
-    envdoctor.pyz (scripts/build_pyz.py), read in place, never extracted. zipfile.Path has no ``stem`` or
+    the one-file zip (scripts/build_pyz.py), read in place, never extracted. zipfile.Path has no ``stem`` or
     ``glob`` before Python 3.11/3.12."""
 
     def __init__(self, archive: str, inner: str):
@@ -187,7 +187,7 @@ def _zipped_package_dir() -> Optional[ZipPath]:
 
 def bundled_dir() -> Path:
     """The installed package envdoctor.compat_data, else <repo>/compat_data in a source tree, else (envdoctor
-    imported from a zip: envdoctor.pyz) the folder envdoctor/compat_data inside the zip, as a ZipPath.
+    imported from a zip: scripts/build_pyz.py) the folder envdoctor/compat_data inside the zip, as a ZipPath.
 
     Plain paths rather than importlib.resources: compat_data has no __init__.py, and for such a namespace
     package resources.files() returns a MultiplexedPath whose str() is not a directory.

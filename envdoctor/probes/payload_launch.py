@@ -32,8 +32,8 @@ PAYLOAD_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
 def payload_path() -> Path:
     """The payload folder, run as a script by the target (``python <folder> --task ...``; its __main__.py is the
     launcher): shipped inside the package as the subpackage envdoctor._payload; when envdoctor runs from a zip
-    (envdoctor.pyz, scripts/build_pyz.py) the target cannot run a folder inside it, so its files are copied once
-    per process into a temporary directory (removed at exit)."""
+    (the one-file zip scripts/build_pyz.py builds) the target cannot run a folder inside it, so its files are
+    copied once per process into a temporary directory (removed at exit)."""
     here = Path(__file__).resolve().parent.parent / "_payload"
     if here.is_dir():
         return here
