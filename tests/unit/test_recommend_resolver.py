@@ -114,3 +114,25 @@ def test_k80_with_an_rtx_5090_gets_no_driver_change_and_no_install(capsys) -> No
     text = " ".join(capsys.readouterr().out.split())
     assert "plan these GPUs on separate machines" in text and "upgrade the driver first" not in text
     assert "install the R470 driver" not in text
+
+
+def _this_machine(monkeypatch, driver, gpus, devices):
+    from envdoctor.model.facts import Driver, Facts, Gpu, Topology
+    from envdoctor.services import recommend as rec
+
+    facts = Facts(driver=Driver(status="ok" if driver else "absent", version=driver,
+                                gpus=[Gpu(index=i, name=n, compute_capability=cc) for i, (n, cc) in enumerate(gpus)]),
+                  topology=Topology(nvidia_pci_devices=devices))
+    monkeypatch.setattr(rec, "this_machine", lambda: facts)
+
+
+def test_this_machines_driver_and_gpus_decide_without_options(monkeypatch, capsys) -> None:
+    # a GTX 1080 on R580 read from the machine: cu126 (sm_61 kernels), never the cu130 its driver alone would pick
+    _this_machine(monkeypatch, "580.65.06", [("NVIDIA GeForce GTX 1080", "6.1")], ["0000:01:00.0 030000"])
+    code, out = _json(capsys)
+    assert code == 0 and out["install"]["variant"] == "cu126" and arch_runs(out["install"]["arch_list"], "6.1")[0]
+    assert "driver 580.65.06 read from this machine" in out["from_this_machine"]
+    # a box without NVIDIA hardware: the CPU build, as pip's arguments
+    _this_machine(monkeypatch, None, [], [])
+    assert main(["recommend", "--format", "pip-args", "--python", "3.11"]) == 0
+    assert capsys.readouterr().out.strip().endswith("--index-url https://download.pytorch.org/whl/cpu")
