@@ -82,9 +82,9 @@ NVML_RECOVERY: Dict[int, tuple] = {
 
 
 def nvidia_action(bucket: Optional[str] = None, nvml_recovery: Union[int, str, None] = None) -> Optional[str]:
-    """The action for NVIDIA's own answer: an Xid catalog resolution bucket (``"RESET_GPU"``; case, spaces and
-    a ``NVML_``-less spelling do not matter) and/or an NVML recovery action (its value ``1`` or its name
-    ``"NVML_GPU_RECOVERY_ACTION_GPU_RESET"`` / ``"GPU_RESET"``). When both are given, the stronger action wins
+    """The action for NVIDIA's own answer: an Xid catalog resolution bucket (``"RESET_GPU"``; case and spaces do
+    not matter) and/or an NVML recovery action (its value ``1``, its name ``"NVML_GPU_RECOVERY_ACTION_GPU_RESET"``
+    or ``"gpu_reset"``, nvidia-smi's ``"GPU Reset Required"``, or ``"unknown_6"``). When both are given, the stronger action wins
     (NVML's is read from the GPU now, the bucket is the catalog's advice for the Xid). None when neither names
     an action in the vocabulary (an unknown name, a WORKFLOW_* or XID_154 bucket): the caller keeps the
     catalogue's action then; an unknown name never becomes a guess."""
@@ -100,9 +100,16 @@ def nvidia_action(bucket: Optional[str] = None, nvml_recovery: Union[int, str, N
         elif isinstance(nvml_recovery, int):
             value = nvml_recovery
         else:
-            key = str(nvml_recovery).strip().upper()
-            key = key if key.startswith("NVML_") else f"NVML_GPU_RECOVERY_ACTION_{key}"
-            value = next((v for v, (name, _a) in NVML_RECOVERY.items() if name == key), None)
+            # NVML's name, the name without its prefix in any case ("gpu_reset", as the Gpu.recovery_action fact
+            # spells it), nvidia-smi's words ("GPU Reset Required"), or "unknown_<value>" for a value the
+            # reader did not name
+            key = str(nvml_recovery).strip().upper().replace(" ", "_").replace("-", "_")
+            key = key[:-len("_REQUIRED")] if key.endswith("_REQUIRED") else key
+            if key.startswith("UNKNOWN_") and key[len("UNKNOWN_"):].isdigit():
+                value = int(key[len("UNKNOWN_"):])
+            else:
+                key = key if key.startswith("NVML_") else f"NVML_GPU_RECOVERY_ACTION_{key}"
+                value = next((v for v, (name, _a) in NVML_RECOVERY.items() if name == key), None)
         if value in NVML_RECOVERY:
             found.append(NVML_RECOVERY[value][1])
     return strongest(found) if found else None

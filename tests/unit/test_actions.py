@@ -74,6 +74,13 @@ def test_nvml_recovery_actions_by_value_and_name() -> None:
         "none", "reset-gpu", "reboot-node", "restart-process", "reset-gpu", "drain-node", "reset-gpu", "reboot-node"]
     assert A.nvidia_action(nvml_recovery="NVML_GPU_RECOVERY_ACTION_NODE_REBOOT") == "reboot-node"
     assert A.nvidia_action(nvml_recovery="drain_and_reset") == "reset-gpu"
+    # as the Gpu.recovery_action fact and nvidia-smi spell them
+    assert [A.nvidia_action(nvml_recovery=w) for w in ("none", "gpu_reset", "node_reboot", "drain_p2p",
+                                                       "recover_imex_domain", "unknown_6", "unknown_42")] == [
+        "none", "reset-gpu", "reboot-node", "restart-process", "drain-node", "reset-gpu", None]
+    assert A.nvidia_action(nvml_recovery="GPU Reset Required") == "reset-gpu"
+    assert A.nvidia_action(nvml_recovery="Node Reboot Required") == "reboot-node"
+    assert A.nvidia_action(nvml_recovery="unknown: Flash the moon") is None
     assert A.nvidia_action(nvml_recovery=99) is None and A.nvidia_action(nvml_recovery=True) is None
     assert A.nvidia_action() is None
     # both: the stronger wins (NVML read now says reboot, the Xid's bucket said restart the application)
@@ -131,3 +138,21 @@ def test_node_health_line_json_and_metrics_carry_the_action() -> None:
     counts = {s.labels["action"]: s.value for s in families["envdoctor_actions"].samples}
     assert set(counts) == set(A.ACTIONS) and counts["drain-node"] >= 1
     assert sum(counts.values()) == sum(1 for f in report.all_findings if f.severity in ("error", "warning"))
+
+
+def test_every_bucket_and_recovery_action_the_xid_table_knows_is_mapped_or_named_unmappable() -> None:
+    # compat/xid.py's lists (issue 39's Xid catalog), where this tree has them: a bucket either maps to an action
+    # or is one of those that name a procedure rather than an action (nvidia_action then answers None)
+    from envdoctor.compat import xid
+
+    buckets = getattr(xid, "RESOLUTION_BUCKETS", None)
+    recovery = getattr(xid, "RECOVERY_ACTIONS", None)
+    if buckets is None and recovery is None:
+        pytest.skip("compat/xid.py has no RESOLUTION_BUCKETS or RECOVERY_ACTIONS in this tree")
+    for bucket in buckets or ():
+        if bucket.startswith("WORKFLOW_") or bucket in ("XID_154", "CHECK_UVM"):
+            assert A.nvidia_action(bucket=bucket) is None, bucket
+        else:
+            assert A.nvidia_action(bucket=bucket) in A.ACTIONS, bucket
+    for value, name in (recovery or {}).items():
+        assert A.nvidia_action(nvml_recovery=value) == A.nvidia_action(nvml_recovery=name) is not None, name
