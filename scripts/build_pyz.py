@@ -89,6 +89,7 @@ def _from_wheel(wheel: Path, dest: Path) -> Tuple[str, str, Optional[str]]:
 def _from_installed(dist: metadata.Distribution, dest: Path) -> Tuple[str, str, Optional[str]]:
     """Copy an installed distribution's importable files (and its .dist-info) into ``dest``."""
     files = dist.files or []
+    copied = 0
     for f in files:
         parts = Path(str(f)).parts
         if not parts or parts[0] == ".." or "__pycache__" in parts or str(f).endswith(".pyc"):
@@ -101,6 +102,10 @@ def _from_installed(dist: metadata.Distribution, dest: Path) -> Tuple[str, str, 
         target = dest / Path(*parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, target)
+        copied += str(f).endswith(".py")
+    if not copied:  # no RECORD (a distribution package's install), or its files are gone
+        raise SystemExit(f"{dist.metadata['Name']}: its installed files are not listed (no RECORD) or not there: "
+                         "give its wheel with --wheels")
     return dist.metadata["Name"], dist.version, dist.metadata.get("Requires-Python")
 
 
