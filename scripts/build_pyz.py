@@ -115,6 +115,9 @@ import sys
 MIN_PYTHON = {min_python!r}  # the newest Requires-Python lower bound of what this zip vendors
 VENDORED = {vendored!r}
 
+if sys.version_info[:2] < (3, 9):
+    sys.stderr.write("envdoctor.pyz: envdoctor needs Python >= 3.9 (this is %d.%d)\\n" % tuple(sys.version_info[:2]))
+    sys.exit(2)
 if sys.version_info[:2] < MIN_PYTHON:
     sys.stderr.write("envdoctor.pyz: needs Python >= %d.%d (this is %d.%d): it was built with %s; build one for "
                      "this Python with scripts/build_pyz.py --wheels (see its help)\\n"
