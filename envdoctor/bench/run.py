@@ -42,8 +42,11 @@ Progress = Callable[[Dict[str, Any]], None]
 
 
 def bench_payload_path() -> Path:
-    """The payload folder (envdoctor/_payload, shipped as a subpackage); the bench is its task ``bench``."""
-    return Path(__file__).resolve().parent.parent / "_payload"
+    """The payload folder (envdoctor/_payload, shipped as a subpackage; copied out of the one-file zip when envdoctor
+    runs from the zip: probes/payload_launch.payload_path); the bench is its task ``bench``."""
+    from ..probes.payload_launch import payload_path
+
+    return payload_path()
 
 
 @dataclass

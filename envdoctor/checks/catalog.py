@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from ..model.catalogue import CATEGORIES
+from ..model.actions import ACTIONS
+from ..model.catalogue import CATEGORIES, CATEGORY_ACTIONS, action_for
 from .base import Check
 from .registry import ALL_CHECKS, builders, finding_code
 
@@ -38,6 +39,8 @@ def explain_lines(code: str, compat: Any) -> List[str]:
     or a matched error message's code (messages.signature/<id>). ``compat`` is the compatibility data, or a
     function returning it (``compat.active_compat``), called only for an error signature's code."""
     code = code.strip()
+    if code.lower() in ACTIONS:
+        return action_lines(code.lower())
     category = CATEGORIES.get(code.upper())
     if category is None and code.startswith(SIGNATURE_PREFIX):
         return signature_lines(code, compat)
@@ -65,19 +68,55 @@ def explain_lines(code: str, compat: Any) -> List[str]:
             out += [f"finding code: {code}"]
             if declared.template:
                 out += [f"declared as: {declared.code} (the part in braces is computed from the facts)"]
+            action = action_for(code, declared.builder.category_of(declared.kind))
+            out += [f"Action (for a scheduler, as a warning or error): {action}: {ACTIONS[action]}"]
+        else:
+            kinds = sorted(fc for fc in _codes_of(check.id))
+            if kinds:
+                out += ["Actions (for a scheduler, as a warning or error): "
+                        + ", ".join(f"{k.split('/', 1)[1]} {a}" for k, a in kinds)]
         out += [""]
     # the checks whose builders declare the category (a relay such as fleet.node-findings declares none)
     for cat in cats:
         owners = {b.owner for b in builders() if cat.name in b.all_categories}
         emitted_by = [c.id for c in ALL_CHECKS if c.id in owners]
+        action = CATEGORY_ACTIONS.get(cat.name)
         out += [f"{cat.name}: {cat.title}", "", f"What it means: {cat.meaning}", f"Why it matters: {cat.why}",
                 f"How to fix: {cat.fix}"]
+        if action is not None:
+            out += [f"Action (for a scheduler, the category's default; an info note's is none): {action}: "
+                    f"{ACTIONS[action]}"]
         if emitted_by:
             out += [f"Reported by: {', '.join(emitted_by)}"]
         out += [""]
     while out and not out[-1]:
         out.pop()
     return out
+
+
+def action_lines(action: str) -> List[str]:
+    """An action of the vocabulary (model/actions.py): what it asks, NVIDIA's names for it, the categories whose
+    default it is and the codes that carry it instead of their category's."""
+    from ..model.actions import NVML_RECOVERY, XID_BUCKETS
+    from ..model.catalogue import CODE_ACTIONS
+
+    buckets = [b for b, a in XID_BUCKETS.items() if a == action]
+    nvml = [name for name, a in NVML_RECOVERY.values() if a == action]
+    cats = [c for c, a in CATEGORY_ACTIONS.items() if a == action]
+    codes = [c for c, a in CODE_ACTIONS.items() if a == action]
+    return [f"{action}: an action for a scheduler (one of {', '.join(ACTIONS)})", "", f"What it asks: {ACTIONS[action]}",
+            "NVIDIA's Xid resolution buckets: " + (", ".join(buckets) or "none"),
+            "NVML's GPU recovery actions: " + (", ".join(nvml) or "none"),
+            "The default of: " + (", ".join(cats) or "no category"),
+            "Also: " + (", ".join(codes) or "no code of another category's default")]
+
+
+def _codes_of(check_id: str) -> List[Any]:
+    """(code, action) for every finding code ``check_id``'s builders declare."""
+    from .registry import finding_codes
+
+    return [(c, action_for(c, fc.builder.category_of(fc.kind))) for c, fc in finding_codes().items()
+            if fc.check.id == check_id]
 
 
 def signature_lines(code: str, compat: Any) -> List[str]:
@@ -90,8 +129,10 @@ def signature_lines(code: str, compat: Any) -> List[str]:
     if sig is None:
         raise UnknownCode(f"unknown error signature {sig_id!r} in {code!r} (compat_data/error_signatures.json)")
     cat = CATEGORIES.get(sig.category)
+    action = action_for(code, sig.category, sig.severity)
     out = [f"{code}: a known error message (messages.signatures)", "", f"Message pattern: {sig.pattern}",
            f"Category: {sig.category}" + (f" ({cat.title})" if cat else ""), f"Severity: {sig.severity}",
+           f"Action (for a scheduler): {action}: {ACTIONS[action]}",
            "", f"What it means: {sig.explanation}", f"How to fix: {sig.fix}", f"Source: {sig.source}"]
     if sig.alternatives:
         out += ["", "Other possible causes, depending on the rest of the paste: "
@@ -126,4 +167,5 @@ def env_row_lines(code: str, compat: Any) -> List[str]:
     return [f"{code}: {row.variable} (host.environment, a row of compat_data/env_vars.json)", "",
             f"When: {describe_condition(row)}", f"What it does: {row.does}", f"Why it hurts: {row.why}",
             f"Harm: {row.harm}; severity {row.severity}" + (f"; category {cat.name} ({cat.title})" if cat else ""),
+            f"Action (for a scheduler): {action_for(code, cat.name if cat else 'ENV_VAR_HARMFUL', row.severity)}",
             f"How to fix: {fixes}", f"Source: {row.source} (as of {row.as_of})"]

@@ -12,7 +12,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 EXIT_OK = 0  # no finding at or above --fail-on
 EXIT_FINDINGS = 1  # at least one finding at or above --fail-on, or no check judged anything
@@ -128,10 +128,11 @@ def add_bench_options(p: argparse.ArgumentParser, names: bool) -> None:
 
 
 def query_command(sub: Any, name: str, help: str, epilog: Optional[str] = None,
-                   description: Optional[str] = None) -> argparse.ArgumentParser:
-    """A command that answers a question from the matrix or this machine: it prints console text or JSON."""
+                   description: Optional[str] = None, formats: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """A command that answers a question from the matrix or this machine: it prints console text or JSON (or one
+    of ``formats`` more, which its handler prints)."""
     p = sub.add_parser(name, help=help, description=description, epilog=epilog, formatter_class=HelpFormatter)
-    p.add_argument("--format", choices=("console", "json"), default="console",
+    p.add_argument("--format", choices=("console", "json", *formats), default="console",
                    help="output format (default: console)")
     return p
 

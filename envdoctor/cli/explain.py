@@ -10,8 +10,9 @@ from .common import EXIT_OK, UsageError, fit_text, write
 
 
 def add_parsers(sub) -> None:
-    p = sub.add_parser("explain", help="explain a category, check id or finding code")
-    p.add_argument("code", help="e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA, driver.cuda-compat or driver.cuda-compat/too-old")
+    p = sub.add_parser("explain", help="explain a category, check id, finding code or action")
+    p.add_argument("code", help="e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA, driver.cuda-compat, driver.cuda-compat/too-old "
+                                "or an action a finding carries (drain-node)")
 
 
 def cmd_explain(args) -> int:

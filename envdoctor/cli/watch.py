@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any, Optional
 
 from .common import EXIT_CODES_HELP, HelpFormatter, UsageError, fit_text, positive_seconds, write
@@ -42,6 +43,13 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_watch(args) -> int:
+    import importlib.util
+
+    if importlib.util.find_spec("psutil") is None:
+        # psutil is compiled, so envdoctor.pyz (scripts/build_pyz.py) cannot carry it; only watch samples with it
+        raise UsageError("watch needs psutil (process and disk counters), which is not importable by "
+                         f"{sys.executable} (envdoctor.pyz cannot carry it: it is compiled): install envdoctor with pip, which "
+                         "brings psutil; check, diagnose, node-health, assert, recommend and matrix run without it")
     from ..watch.command import WatchUsageError
     from ..watch.command import cmd_watch as run
 

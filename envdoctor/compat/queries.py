@@ -258,6 +258,14 @@ class Compat:
                 return r.max_cuda, r.source
         return None
 
+    def newest_observed_driver(self, branch: int) -> Optional[str]:
+        """The newest driver of ``branch`` the matrix has seen (cuda_driver.json driver_branches' observed_drivers:
+        "470.161.03" for 470); None when it has none."""
+        for r in self._branches:
+            if r.branch == branch and r.observed:
+                return max(r.observed, key=_release)
+        return None
+
     def newest_cuda(self) -> str:
         return max((r.cuda for r in self._cuda_rows), key=_release)
 

@@ -134,6 +134,7 @@ class BranchCuda:
     branch: int
     max_cuda: str
     source: str
+    observed: Tuple[str, ...] = ()  # driver versions of the branch seen with that header (observed_drivers)
 
 
 @dataclass(frozen=True)

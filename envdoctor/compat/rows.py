@@ -8,6 +8,7 @@ from typing import Any, Dict, Tuple
 
 from ..domain.arch import parse_cc
 from ..domain.gpus import name_key
+from ..domain.versions import parse_version
 from . import _parse as P
 from ._parse import CompatDataError
 from ._parse import source_text as _src
@@ -50,7 +51,9 @@ def _forward(r: Dict[str, Any]) -> ForwardCompat:
 
 
 def _branch_cuda(r: Dict[str, Any]) -> BranchCuda:
-    return BranchCuda(P.integer(r, "branch"), P.version(r, "max_cuda"), _src(r["source"]))
+    # the versions among observed_drivers (an entry may be a note: "610.57.04 / 610.43.02 appear only in ...")
+    observed = [v for v in P.strings(r, "observed_drivers") if parse_version(v, strict=True) is not None]
+    return BranchCuda(P.integer(r, "branch"), P.version(r, "max_cuda"), _src(r["source"]), tuple(observed))
 
 
 def _torch_release(r: Dict[str, Any]) -> TorchRelease:

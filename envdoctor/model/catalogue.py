@@ -396,3 +396,105 @@ CAUSES: Dict[str, tuple] = {
 
 def get(name: str) -> Category:
     return CATEGORIES[name]
+
+
+# --------------------------------------------------------------------------- the action per finding (issue 43)
+# What a scheduler can do about a finding (model/actions.py: the vocabulary and NVIDIA's names for it): a default
+# per category, and the codes whose action differs from their category's. An info finding's action is always
+# none (a note is never a problem). tests/unit/test_actions.py fails on a category without a default, an
+# override for a code no check declares, and any finding code whose action is not in the vocabulary.
+from .actions import DRAIN_NODE, NONE, REBOOT_NODE, RECONFIGURE, RESET_GPU, RESTART_PROCESS  # noqa: E402
+
+CATEGORY_ACTIONS: Dict[str, str] = {
+    # the software stack: packages, interpreters, drivers, toolkits, configuration
+    **{name: RECONFIGURE for name in (
+        "NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE", "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "GPU_ARCH_NOT_IN_TORCH_BUILD",
+        "TORCH_IMPORT_FAILED", "TARGET_PYTHON_UNUSABLE", "TORCH_NOT_INSTALLED", "TORCH_CPU_ONLY_BUILD",
+        "COMPANION_VERSION_MISMATCH", "CUDA_VARIANT_MIXED", "SYSTEM_LIB_SHADOWING", "CUDA_LIBRARY_VERSION_MISMATCH",
+        "PYTHON_PACKAGE_SHADOWED", "VENV_SYSTEM_SITE_MIXED", "PTH_EXEC_SYS_PATH", "PIP_UNAVAILABLE",
+        "NVCC_TORCH_CUDA_MISMATCH", "HOST_COMPILER_TOO_NEW", "CONTAINER_NO_GPU_RUNTIME", "WSL_SPECIFIC",
+        "PYTHON_VERSION_UNSUPPORTED", "THIRD_PARTY_EXTENSION_MISMATCH", "GPU_THROTTLED", "MIG_ENABLED",
+        "PERSISTENCE_MODE_OFF", "COMPUTE_MODE_RESTRICTED", "INTERCONNECT", "SLOW_STORAGE", "SHM_TOO_SMALL",
+        "CPU_STARVED", "HOST_MEMORY_LOW", "DRIVER_OUTDATED", "DRIVER_DROPPED_GPU", "REQUIREMENT_UNMET",
+        "FLEET_INCONSISTENT", "GPU_BOUND", "GPU_MEMORY_PRESSURE", "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND",
+        "INPUT_BOUND", "DATALOADER_IN_MAIN_PROCESS", "GPU_UNDERFED", "GPU_IDLE_UNUSED", "COMMUNICATION_BOUND",
+        "CHECKPOINT_STALL", "ENV_VAR_HARMFUL")},
+    # the loaded module and the user-space libraries differ: reload the module, i.e. reboot
+    "DRIVER_LIBRARY_MISMATCH": REBOOT_NODE,
+    # other processes hold the GPU: end them (or wait for them)
+    "GPU_BUSY": RESTART_PROCESS,
+    # an uncorrectable memory error applies its remap/retirement at the next reset (NVIDIA's memory error
+    # management); the codes that mean a failing GPU are drain-node below
+    "GPU_MEMORY_ERRORS": RESET_GPU,
+    # a hardware Xid the catalog marks warning/error: the check's fix drains and resets the GPU; the Xid
+    # catalog's own resolution bucket (actions.nvidia_action) is finer where the finding carries it
+    "GPU_XID_ERRORS": RESET_GPU,
+    # hardware the provider must look at: a link below its width/generation, a node that measures slow
+    "PCIE_LINK_DEGRADED": DRAIN_NODE,
+    "PERF_BELOW_EXPECTED": DRAIN_NODE,
+    "FLEET_STRAGGLER": DRAIN_NODE,
+    "FLEET_RANK_UNREACHABLE": DRAIN_NODE,
+    "GPU_STRAGGLER": DRAIN_NODE,
+    # no problem named, or none envdoctor can name an action for (a person reads the finding)
+    "HEALTHY": NONE, NOTE: NONE, "GPU_VIRTUALIZED": NONE, UNRECOGNISED: NONE,
+}
+
+# finding code (a declared code; "{name}" in a kind template stands for any value of it) -> its action, where
+# it differs from the category's
+CODE_ACTIONS: Dict[str, str] = {
+    "driver.hardware/none-expected": DRAIN_NODE,  # the node should have GPUs and shows none on its PCI bus
+    "gpu.reachable/lost": REBOOT_NODE,  # NVML: GPU is lost (fallen off the bus): no reset reaches it
+    "gpu.memory-errors/remap-failed": DRAIN_NODE,  # cannot repair its memory any more: replace the GPU
+    "gpu.memory-errors/inforom": DRAIN_NODE,  # the provider reflashes the infoROM or replaces the GPU
+    "gpu.memory-errors/ecc-aggregate": NONE,  # a lifetime count: watch it, report it if it grows
+    "gpu.memory-errors/retired-pages": NONE,
+    "gpu.memory-errors/remapped-uncorrectable": NONE,
+    "gpu.memory-errors/xid-not-read": NONE,
+    "gpu.ecc-mode/off-until-reboot": REBOOT_NODE,  # a pending ECC mode change applies at the reboot
+    "gpu.ecc-mode/off-after-reboot": RECONFIGURE,  # turn ECC on (then the reboot above)
+    "gpu.mig/change-pending": RESET_GPU,  # a pending MIG mode change applies at the GPU's reset
+    "gpu.xid/log-unreadable": RECONFIGURE,
+    # a hardware Xid at warning or error, whatever category its row gives (GPU_MEMORY_ERRORS, INTERCONNECT for
+    # NVLink's 74): the check's fix resets the GPU; NVIDIA's bucket for the code is finer (actions.nvidia_action)
+    "gpu.xid/{xid}": RESET_GPU,
+    "gpu.throttle/thermal": DRAIN_NODE,  # cooling is the provider's
+    "gpu.throttle/hw-slowdown": DRAIN_NODE,  # HW slowdown: power brake or thermal, the hardware's
+    "gpu.throttle/hw-slowdown-seen": DRAIN_NODE,
+    "interconnect.nvlink/inactive": DRAIN_NODE,  # links down on a board that has them: hardware
+    "interconnect.nvlink/fewer-links": DRAIN_NODE,
+    "interconnect.nvlink/no-bridge": DRAIN_NODE,
+    "interconnect.fabric-manager/degraded": DRAIN_NODE,
+    "interconnect.fabric-manager/unhealthy": DRAIN_NODE,
+    "bench.matmul/tf32-override": RECONFIGURE,  # a setting, not the hardware
+    "bench.membw/tf32-override": RECONFIGURE,
+    "bench.matmul/no-reference": NONE,  # nothing to compare with
+    "bench.membw/no-reference": NONE,
+    "fleet.ranks/interrupted": RESTART_PROCESS,  # the run was stopped, not a node
+    "watch.bottleneck/gpu-bound": NONE,  # the GPU is the bottleneck: the state to be in
+    "watch.bottleneck/input-keeps-up": NONE,
+}
+
+
+def _code_matches(declared: str, code: str) -> bool:
+    """Whether ``code`` is ``declared`` or one of the codes its "{name}" placeholders stand for (a placeholder is
+    one or more characters, "/" included: messages.signature/{signature}/{category})."""
+    import re
+
+    if "{" not in declared:
+        return declared == code
+    pattern = "".join(".+" if part.startswith("{") else re.escape(part)
+                      for part in re.split(r"(\{[^}]*\})", declared) if part)
+    return re.fullmatch(pattern, code) is not None
+
+
+def action_for(code: str, category: str, severity: str = "error") -> str:
+    """The action of a finding: none for an info, else the code's own (CODE_ACTIONS), else its category's
+    (CATEGORY_ACTIONS); none for a category without one (tests/unit/test_actions.py fails on such a category)."""
+    if severity == "info":
+        return NONE
+    if code in CODE_ACTIONS:
+        return CODE_ACTIONS[code]
+    for declared, action in CODE_ACTIONS.items():
+        if "{" in declared and _code_matches(declared, code):
+            return action
+    return CATEGORY_ACTIONS.get(category, NONE)

@@ -99,13 +99,19 @@ class Finding:
     cause: Optional[str] = None
     item: Optional[str] = None
     items: List[str] = field(default_factory=list)
+    # what a scheduler can do about it (model/actions.py's vocabulary: none, reconfigure, restart-process,
+    # reset-gpu, reboot-node, drain-node); left None, the catalogue's (catalogue.action_for) is filled in
+    action: Optional[str] = None
 
     def __post_init__(self) -> None:
-        from .catalogue import NEUTRAL_CATEGORIES, NOTE
+        from .actions import check_action
+        from .catalogue import NEUTRAL_CATEGORIES, NOTE, action_for
 
         if self.severity == Severity.INFO and self.category not in NEUTRAL_CATEGORIES:
             object.__setattr__(self, "about", self.about or self.category)
             object.__setattr__(self, "category", NOTE)
+        object.__setattr__(self, "action", check_action(self.action) if self.action is not None
+                           else action_for(self.code, self.category, self.severity))
 
     def to_dict(self) -> Dict[str, Any]:
         return to_dict(self)

@@ -31,8 +31,50 @@ PAYLOAD_ENV = {"PYTHONDONTWRITEBYTECODE": "1"}
 
 def payload_path() -> Path:
     """The payload folder, run as a script by the target (``python <folder> --task ...``; its __main__.py is the
-    launcher): shipped inside the package as the subpackage envdoctor._payload."""
-    return Path(__file__).resolve().parent.parent / "_payload"
+    launcher): shipped inside the package as the subpackage envdoctor._payload; when envdoctor runs from a zip
+    (the one-file zip scripts/build_pyz.py builds) the target cannot run a folder inside it, so its files are
+    copied once per process into a temporary directory (removed at exit)."""
+    here = Path(__file__).resolve().parent.parent / "_payload"
+    if here.is_dir():
+        return here
+    return _extracted_payload() or here
+
+
+_EXTRACTED: List[Path] = []
+_EXTRACT_LOCK = threading.Lock()
+
+
+def _extracted_payload() -> Optional[Path]:
+    """The payload's files copied out of the zip envdoctor is imported from (zipimport: this module's loader
+    names the archive and its folder inside it), into a new directory under the temporary directory; None when
+    envdoctor is not imported from a zip or the copy failed (the target's run then fails with its reason)."""
+    import tempfile
+    import zipfile
+
+    with _EXTRACT_LOCK:
+        if _EXTRACTED:
+            return _EXTRACTED[0]
+        loader = globals().get("__loader__")
+        archive, prefix = getattr(loader, "archive", None), getattr(loader, "prefix", None)
+        if not isinstance(archive, str) or not isinstance(prefix, str):
+            return None
+        inner = prefix.replace("\\", "/").rstrip("/").rsplit("/", 1)[0] + "/_payload/"  # envdoctor/probes/ -> envdoctor/_payload/
+        try:
+            with zipfile.ZipFile(archive) as zf:
+                names = [n for n in zf.namelist() if n.startswith(inner) and n.endswith(".py")
+                         and "/" not in n[len(inner):]]
+                if not names:
+                    return None
+                top = Path(tempfile.mkdtemp(prefix="envdoctor-"))
+                atexit.register(shutil.rmtree, str(top), True)
+                folder = top / "_payload"
+                folder.mkdir()
+                for name in names:
+                    (folder / name[len(inner):]).write_bytes(zf.read(name))
+        except (OSError, zipfile.BadZipFile):
+            return None
+        _EXTRACTED.append(folder)
+        return folder
 
 
 def payload_deadline_s(timeout_s: float) -> float:

@@ -12,7 +12,12 @@ The metric contract (README "Metrics"; stable across versions, a new metric may 
   -2 errored (the check crashed: envdoctor's bug, not the machine's). ``category`` is the category of the
   check's worst finding, else the first category the check can report (so a passing check carries the
   category an alert would name); ``severity`` is that finding's severity, else ``none``.
+- ``envdoctor_check_action{check, area, action}``: the same series and values as ``envdoctor_check_status``, with
+  ``action`` the worst finding's action for a scheduler (model/actions.py: none, reconfigure, restart-process,
+  reset-gpu, reboot-node, drain-node), else ``none`` (a separate family, so check_status's labels stay as they were).
 - ``envdoctor_findings{severity}``: how many findings at error, warning and info (all three always present).
+- ``envdoctor_actions{action}``: how many warnings and errors ask for each action (every action always present):
+  ``envdoctor_actions{action="drain-node"} > 0`` is the alert that takes a node out.
 - ``envdoctor_verdict``: 2 error, 1 warning, 0 fine, -1 nothing could be judged.
 - ``envdoctor_run_timestamp_seconds``: when the facts were collected (Unix time).
 - info metrics: ``envdoctor_build`` (envdoctor and matrix versions), ``envdoctor_driver`` (driver version, its
@@ -33,6 +38,7 @@ import calendar
 import datetime as _dt
 from typing import Any, Dict, Iterator, List, Optional
 
+from ..model.actions import ACTIONS, NONE
 from ..model.findings import CheckResult, CheckStatus, Report, Severity
 
 PREFIX = "envdoctor"
@@ -129,6 +135,8 @@ class _ReportCollector:
         status = Gauge(f"{PREFIX}_check_status",
                        "Check status: 2 error, 1 warning, 0 passed, -1 skipped, -2 the check crashed",
                        labels=["check", "area", "category", "severity"])
+        acting = Gauge(f"{PREFIX}_check_action", "Check status (as check_status) with its worst finding's action",
+                       labels=["check", "area", "action"])
         checks = list(report.checks) + [c for m in report.machines for c in m.checks]
         seen = set()
         for c in checks:
@@ -136,10 +144,20 @@ class _ReportCollector:
                 continue
             seen.add(c.id)
             same = [x for x in checks if x.id == c.id]
-            best = max((check_status(x, declared) for x in same), key=lambda t: t[0])
-            value, category, severity = best
+            (value, category, severity), best = max(((check_status(x, declared), x) for x in same),
+                                                    key=lambda t: t[0][0])
             status.add_metric([c.id, c.area, category, severity], value)
+            worst = _worst(best) if value > 0 else None
+            acting.add_metric([c.id, c.area, worst.action if worst else NONE], value)
         yield status
+        yield acting
+
+        actions = Gauge(f"{PREFIX}_actions", "Warnings and errors by the action they ask of a scheduler",
+                        labels=["action"])
+        problems = [f for f in report.all_findings if f.severity in STATUS_VALUE]
+        for name in ACTIONS:
+            actions.add_metric([name], sum(1 for f in problems if f.action == name))
+        yield actions
 
         counts = Gauge(f"{PREFIX}_findings", "Findings by severity", labels=["severity"])
         for sev in (Severity.ERROR, Severity.WARNING, Severity.INFO):

@@ -30,6 +30,7 @@ from dataclasses import field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..domain.fastclass import dataclass
+from ..model.actions import strongest
 from ..model.findings import Finding, Report, Severity
 
 # The checks of the preset: the node's own state, what an operator drains for. Environment-shaped checks
@@ -57,11 +58,13 @@ class NodeHealth:
     problems: List[Finding] = field(default_factory=list)
     remedies: List[str] = field(default_factory=list)  # drain/taint commands for the operator (never run)
     report: Optional[Report] = None
+    # the strongest action of the problems (model/actions.py: none ... drain-node): what the scheduler does first
+    action: str = "none"
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"status": self.status, "exit_code": self.exit_code, "line": self.line,
+        return {"status": self.status, "exit_code": self.exit_code, "line": self.line, "action": self.action,
                 "problems": [{"code": f.code, "category": f.category, "severity": f.severity,
-                              "summary": f.summary} for f in self.problems],
+                              "summary": f.summary, "action": f.action} for f in self.problems],
                 "remedies": list(self.remedies)}
 
 
@@ -129,9 +132,11 @@ def verdict(report: Report, fail_on: str = Severity.ERROR, max_length: int = NPD
     judged = sum(1 for c in report.checks if c.status in ("passed", "noted", "failed"))
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
-        text = f"envdoctor FAIL {problems[0].category}{more}: {problems[0].summary}"
+        action = strongest(f.action or "none" for f in problems)
+        # the action before the summary: node-problem-detector keeps the first 80 bytes of the line
+        text = f"envdoctor FAIL {problems[0].category} action={action}{more}: {problems[0].summary}"
         return NodeHealth("unhealthy", EXIT_UNHEALTHY, fit_bytes(text, max_length), problems,
-                          remedies(problems, scheduler, env), report)
+                          remedies(problems, scheduler, env), report, action)
     if not report.judged:
         return NodeHealth("unknown", EXIT_UNKNOWN,
                           fit_bytes("envdoctor UNKNOWN: nothing could be judged (every check skipped)", max_length),

@@ -198,6 +198,7 @@ def commands(compat: Any, minor: str, variant: str, python: Optional[str], os: s
     else:
         args += ["--index-url", index_url_for(variant)]
     # planning a rental: no interpreter path to name, so the Python version stands for it
+    index = None if "-f" in args else index_url_for(variant)
     shell = POWERSHELL if os == "windows" else POSIX
     pip = pip_command(Installer("pip", f"python{python}" if python and shell == POSIX else None, shell),
                       "install", *args)
@@ -207,7 +208,9 @@ def commands(compat: Any, minor: str, variant: str, python: Optional[str], os: s
             # the triton pin is read from the Linux CUDA wheel's Requires-Dist; Windows and CPU wheels do not
             # require it
             "triton": comp.triton if comp and os != "windows" and variant != CPU else None,
-            "companions_source": comp.source if comp else None, "pip": pip, "uv": uv}
+            "companions_source": comp.source if comp else None, "pip": pip, "uv": uv,
+            # the resolver's answer for a script: the packages and pip's arguments as a list (no shell quoting)
+            "packages": pins, "index_url": index, "pip_args": args}
 
 
 def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python: Optional[str],
@@ -250,7 +253,7 @@ def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python:
 
     def entry(rel: Any, v: Verdict) -> Dict[str, Any]:
         return {"torch_minor": rel.minor, "variant": v.variant, "cuda": cuda_of_variant(v.variant),
-                "rule": v.rule, "not_covered": v.not_covered, "unknown": v.unknown,
+                "arch_list": rel.arch_lists.get(v.variant), "rule": v.rule, "not_covered": v.not_covered, "unknown": v.unknown,
                 "torch_source": rel.source, **commands(compat, rel.minor, v.variant, python, os)}
 
     cpu = _cpu_entry(compat, python, os, cpu_box) if cpu_box and not gpus and driver is None else None
@@ -273,7 +276,82 @@ def recommend(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python:
         "gpu_notes": _gpu_notes(compat, gpus, releases),
         "as_of": compat.as_of,
     }
+    out["driver_change"] = _driver_change(compat, driver, gpus, python, os) if branch_problem else None
+    out["install"] = install_plan(out)
     return out
+
+
+def _driver_change(compat: Any, driver: Optional[str], gpus: List[GpuTarget], python: Optional[str],
+                   os: str) -> Optional[Dict[str, Any]]:
+    """When the driver is newer than the last branch that drives a GPU given (R580 for a Tesla K80: Kepler ends
+    at R470, driver_gpu_support.json): that branch, and what to install once it is there, judged with the newest
+    driver of it the matrix has seen (cuda_driver.json observed_drivers); when no CUDA build fits that branch
+    and the GPUs, the CPU build. None for any other driver problem (too old for a GPU: upgrade)."""
+    from ..compat.driver_gpu import driver_gpu_table
+
+    if driver is None or not gpus:
+        return None
+    try:
+        table = driver_gpu_table(compat)
+    except LookupError:
+        return None
+    branch = _rel(driver)[0]
+    rows = [(g, table.for_cc(g.cc)) for g in gpus]
+    lasts = [(row.last_branch, g, row) for g, row in rows if row is not None and row.last_branch is not None]
+    if not lasts:
+        return None
+    last, g_last, row = min(lasts, key=lambda x: x[0])
+    if branch <= last:
+        return None  # not a driver past the GPU's last branch
+    why = f"R{last} is the last driver branch for {row.architecture} ({g_last.label}); this driver is R{branch}"
+    others = [g for g, r in rows if r is not None and r.supports(last) is False]
+    if others:  # that branch does not drive another GPU given: no driver drives them all
+        return {"install_branch": None, "why": f"{why}, and R{last} does not drive "
+                f"{', '.join(g.label for g in others)}: no one driver drives these GPUs [{row.source}]",
+                "judged_with_driver": None, "recommendation": None, "why_none": None, "cpu_build": None}
+    why += f" [{row.source}]"
+    newest = compat.newest_observed_driver(last)
+    sub = recommend(compat, newest, gpus, python, os) if newest else None
+    rec = sub["recommendation"] if sub else None
+    cpu = _cpu_entry(compat, python, os, f"no torch CUDA build in the matrix runs on R{last} with kernels for "
+                                          f"{', '.join(g.label for g in gpus)}")
+    if cpu is not None and rec is not None:  # the alternative to changing the driver: no GPU use at all
+        cpu["rule"] = "without the GPU: the CPU build runs on this machine as it is (no driver change)"
+    return {"install_branch": last, "why": why, "judged_with_driver": newest,
+            "recommendation": rec, "why_none": sub["why_none"] if sub and rec is None else None,
+            "cpu_build": cpu}
+
+
+def install_plan(out: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """What an install script needs, from recommend's answer: the driver branch to install first (None: the
+    driver in place runs it), the torch build (version, variant, index URL, packages) and pip's arguments; None
+    when nothing fits (``why_none`` says why)."""
+    rec, branch, why = out["recommendation"], None, None
+    change = out.get("driver_change")
+    if rec is None and change and change["install_branch"] is not None:
+        rec = change["recommendation"] or change["cpu_build"]
+        branch, why = change["install_branch"], change["why"]
+    if rec is None:
+        return None
+    return {"driver_branch": branch, "driver_why": why, "torch": rec["torch"], "variant": rec["variant"],
+            "cuda": rec["cuda"], "arch_list": rec["arch_list"], "index_url": rec["index_url"], "packages": rec["packages"],
+            "pip_args": rec["pip_args"], "gpus": out["gpus"]}
+
+
+def pip_args_line(out: Dict[str, Any]) -> Tuple[Optional[str], str]:
+    """(pip's arguments as one shell-quoted line, or None; what to say on stderr): the line only when the build
+    installs as the machine is (no driver to change first), so that `pip install $(...)` never installs a build
+    that cannot run yet."""
+    import shlex
+
+    plan = out.get("install")
+    if plan is None:
+        return None, f"no torch build fits: {out.get('why_none') or 'see recommend --format json'}"
+    line = " ".join(shlex.quote(a) for a in plan["pip_args"])
+    if plan["driver_branch"] is not None:
+        return None, (f"install the R{plan['driver_branch']} driver first ({plan['driver_why']}); then: "
+                      f"pip install {line}")
+    return line, ""
 
 
 def _cpu_entry(compat: Any, python: Optional[str], os: str, why: str) -> Optional[Dict[str, Any]]:
@@ -285,7 +363,7 @@ def _cpu_entry(compat: Any, python: Optional[str], os: str, why: str) -> Optiona
     if not fitting:
         return None
     rel = max(fitting, key=lambda r: _rel(r.minor))
-    return {"torch_minor": rel.minor, "variant": CPU, "cuda": None,
+    return {"torch_minor": rel.minor, "variant": CPU, "cuda": None, "arch_list": None,
             "rule": f"{why}: the CPU build (no CUDA libraries to download, none could be used here)",
             "not_covered": [], "unknown": [], "torch_source": rel.source, **commands(compat, rel.minor, CPU, python, os)}
 
@@ -363,9 +441,13 @@ def render(out: Dict[str, Any]) -> str:
         lines.append(f"  ({note})")
     for note in out["gpu_notes"]:
         lines.append(f"  ! {note}")
+    change = out.get("driver_change")
     if out["driver_cannot_drive_gpu"]:
         lines.append(f"  ! {out['driver_cannot_drive_gpu']}: "
-                     + ("upgrade the driver first" if out["driver"] else "plan these GPUs on separate machines"))
+                     + (f"install the R{change['install_branch']} driver (a downgrade)"
+                        if change and change["install_branch"] else
+                        f"{change['why'].split(' [', 1)[0]}: plan these GPUs on separate machines" if change else
+                        "upgrade the driver first" if out["driver"] else "plan these GPUs on separate machines"))
     rec = out["recommendation"]
     if rec is None:
         lines.append("No torch build in the matrix fits" + (f": {out['why_none']}" if out.get("why_none") else "."))
@@ -382,6 +464,23 @@ def render(out: Dict[str, Any]) -> str:
         for n in rec["unknown"]:
             lines.append(f"  not judged: {n}")
         lines += ["  " + rec["pip"], "  " + rec["uv"]]
+    if change and change["install_branch"]:
+        after = change["recommendation"] or change["cpu_build"]
+        lines += ["", f"With the R{change['install_branch']} driver"
+                  + (f" (judged as {change['judged_with_driver']}, its newest in the matrix)"
+                     if change["judged_with_driver"] else "") + ":"]
+        if change["recommendation"] is None and change["why_none"]:
+            lines.append(f"  no CUDA build fits: {change['why_none']}")
+        if after is not None:
+            lines.append(f"  torch {after['torch']} ({after['variant']}"
+                         + (f", CUDA {after['cuda']})" if after["cuda"] else ", the CPU build)"))
+            if after["rule"]:
+                lines.append(f"  fits because: {after['rule']}")
+            lines.append("  " + after["pip"])
+        cpu = change["cpu_build"]
+        if cpu is not None and after is not cpu:
+            lines.append(f"  or the CPU build, {cpu['rule'].split(':', 1)[0]}: torch {cpu['torch']}")
+            lines.append("  " + cpu["pip"])
     if out["per_cuda_variant"]:
         lines += ["", "For a machine with NVIDIA GPUs (driver unknown), the newest for each CUDA variant:"
                   if out.get("cpu_box") and rec is not None and rec["cuda"] is None else
