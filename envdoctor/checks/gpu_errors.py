@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..domain.gpus import gpu_label
 from ..domain.pci import bus_key
+from ..model.actions import RESET_GPU, nvidia_action, strongest
 from ..model.facts import Driver, Gpu, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, kernel_log_xid, placeholder
@@ -199,6 +200,9 @@ def _recovery_findings(drv: Driver) -> List[Finding]:
     pending = [(i, g) for i, g in enumerate(drv.gpus or []) if g.recovery_action not in (None, "none")]
     if not pending:
         return []
+    # what a scheduler does about it: NVML's own recovery action, the strongest over the GPUs (an action the
+    # vocabulary does not know is a GPU reset, the least that clears a pending recovery)
+    act = strongest(nvidia_action(nvml_recovery=g.recovery_action) or RESET_GPU for _i, g in pending)
     return [XID.error(
         "recovery-action",
         "The driver requires a recovery action before new work: " + "; ".join(
@@ -211,7 +215,7 @@ def _recovery_findings(drv: Driver) -> List[Finding]:
         fix=Fix("Drain the GPU's work, then do what the driver asks (reset the GPU, or reboot the node)",
                 commands=[f"sudo nvidia-smi -i {g.index} -r" for _i, g in pending
                           if g.recovery_action in ("gpu_reset", "drain_and_reset")] + [kernel_log_xid(None)],
-                url=_XID_URL))]
+                url=_XID_URL), action=act)]
 
 
 _XID_URL = "https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html"
@@ -269,11 +273,15 @@ def xid(ctx: CheckContext) -> List[Finding]:
                    "GPU_XID_ERRORS", Severity.INFO))
         if code in app_xids:
             meaning += "; usually raised by the application, not the hardware"
+        # what a scheduler does about it: NVIDIA's resolution bucket for the code (the catalog's immediate action),
+        # or for Xid 154 the recovery action its line announces; None keeps the catalogue's default
+        sched = nvidia_action(bucket=row.resolution) if row is not None and row.resolution else None
         if code == 154:  # the recovery action it announces: none is a note, anything else an error
-            action = _xid154_action(last.message)
-            if action is not None:
-                meaning = f"the driver now requires: {action[1] or action[0]}"
-                severity = Severity.INFO if action[0] == "none" else Severity.ERROR
+            announced = _xid154_action(last.message)
+            if announced is not None:
+                meaning = f"the driver now requires: {announced[1] or announced[0]}"
+                severity = Severity.INFO if announced[0] == "none" else Severity.ERROR
+                sched = nvidia_action(nvml_recovery=announced[0])
         when = f" (last at {last.timestamp})" if last.timestamp else ""
         reset = [f"sudo nvidia-smi -i {g.index} -r" if g is not None else command("sudo", "nvidia-smi", "-i", placeholder("<gpu>"), "-r")]
         if severity == Severity.INFO:
@@ -298,6 +306,8 @@ def xid(ctx: CheckContext) -> List[Finding]:
                                source=((f"{src}: NVRM: Xid (PCI:{bus}): {code}, " if bus else f"{src}: NVRM: Xid {code}, ")
                                        + (first.message or "")).rstrip(", "))],
             fix=fix,
+            # an info finding asks nothing of a scheduler (the catalogue's rule); a judged one takes NVIDIA's action
+            **({"action": sched} if sched is not None and severity != Severity.INFO else {}),
         ))
     return out
 

@@ -134,6 +134,12 @@ def test_xid_ecc_79_nvlink_and_app_codes_get_their_categories(compat):
     }
     f79 = next(f for f in res.findings if f.code == "gpu.xid/79")
     assert f79.summary == "1 x Xid 79 on the GPU at 0000:44:00: GPU has fallen off the bus"
+    # what a scheduler does: NVIDIA's immediate action for the code where it names one (79: RESTART_BM, a
+    # reboot; 95: RESET_GPU; 63: IGNORE), the catalogue's otherwise (48's WORKFLOW_XID_48, 74's NVLink workflow);
+    # an application fault (13) asks nothing
+    acts = {f.code: f.action for f in res.findings}
+    assert acts == {"gpu.xid/13": "none", "gpu.xid/48": "reset-gpu", "gpu.xid/63": "none", "gpu.xid/74": "reset-gpu",
+                    "gpu.xid/79": "reboot-node", "gpu.xid/95": "reset-gpu"}
 
 
 def test_xid_unreadable_log_is_info_with_the_reason(compat):
@@ -179,6 +185,7 @@ def test_xid_154_names_the_recovery_action_it_announces_an_error_unless_it_is_no
     assert f.summary == ("1 x Xid 154 on GPU 4 (NVIDIA H100 80GB HBM3) at 0000:9b:00: "
                          "the driver now requires: GPU Reset Required")
     assert "NVIDIA's Xid catalog: immediate action XID_154" in f.detail
+    assert f.action == "reset-gpu"  # the recovery action the line announces
     back = XID_154_RESET.replace("from 0x0 (None) to 0x1 (GPU Reset Required)",
                                  "from 0x1 (GPU Reset Required) to 0x0 (None)")
     (f,) = _xid(_facts(events=parse_xid_events(back)), compat).findings
@@ -205,7 +212,10 @@ def test_the_recovery_action_nvml_reports_is_an_error_with_or_without_the_kernel
                              "a GPU reset")
         assert [(e.path, e.value, e.expected) for e in f.evidence] == [
             ("driver.gpus[0].recovery_action", "gpu_reset", "none")]
-        assert f.fix.commands[0] == "sudo nvidia-smi -i 4 -r"
+        assert f.fix.commands[0] == "sudo nvidia-smi -i 4 -r" and f.action == "reset-gpu"
+    reboot = dataclasses.replace(g, recovery_action="node_reboot")
+    (f,) = _xid(_facts(events=[], gpus=[g, dataclasses.replace(reboot, index=5)]), compat).findings
+    assert f.action == "reboot-node"  # the strongest over the GPUs
     calm = dataclasses.replace(g, recovery_action="none")
     assert _xid(_facts(events=[], gpus=[calm]), compat).findings == []
     assert _xid(_facts(events=[], readable=None, gpus=[calm]), compat).status == CheckStatus.SKIPPED
