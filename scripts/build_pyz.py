@@ -1,6 +1,6 @@
 """Build envdoctor.pyz: envdoctor and its pure-Python dependencies in one zip that any Python on a box runs.
 
-    python scripts/build_pyz.py [-o dist/envdoctor.pyz] [--wheels DIR]
+    python scripts/build_pyz.py [-o dist/envdoctor.pyz] [--for-python 3.9 | --wheels DIR] [--compile]
 
 What goes in (zipapp, PEP 441; https://docs.python.org/3/library/zipapp.html):
 - this tree's ``envdoctor/`` package (no __pycache__), and ``compat_data/`` as ``envdoctor/compat_data/``: the
@@ -14,9 +14,12 @@ What goes in (zipapp, PEP 441; https://docs.python.org/3/library/zipapp.html):
   Requires-Python allows, and runs envdoctor's command line.
 
 The oldest Python the zip runs on is the newest Requires-Python lower bound among what it vendors (printed, and
-written into the zip's ``__main__.py``): packaging 26 needs 3.10, so for a 3.9 box build with older wheels, e.g.
-``pip download --no-deps --only-binary :all: --python-version 3.9 -d wheels 'packaging<26' 'markdown-it-py<4'
-tomli`` then ``--wheels wheels``. tomli is vendored where it is found (TOML configuration on Python 3.9/3.10).
+written into the zip's ``__main__.py``). The building interpreter's own copies may need a newer Python than the
+boxes do (packaging 26.4 needs 3.10): ``--for-python 3.9`` asks the package index (``pip download --no-deps
+--only-binary :all: --python-version 3.9``) for the newest pure wheel of each vendored distribution that Python
+takes, tomli included (TOML configuration on 3.9/3.10), and vendors those; that is how a release zip is built.
+``--wheels DIR`` vendors wheels you downloaded yourself (an offline build). tomli is otherwise vendored where it
+is found.
 """
 
 from __future__ import annotations
@@ -182,18 +185,45 @@ def build(output: Path, wheels: Optional[Path] = None, source: Path = REPO,
             "not_found": missing, "min_python": ".".join(map(str, min_python))}
 
 
+def fetch_wheels(python: str, dest: Path) -> Path:
+    """The newest pure wheel of every vendored distribution that Python ``python`` takes, from the package index
+    (pip resolves each name against its Requires-Python as it would on that Python), into ``dest``."""
+    import subprocess
+
+    if not re.fullmatch(r"3\.\d+", python) or tuple(map(int, python.split("."))) < FLOOR:
+        raise SystemExit(f"--for-python {python}: give a Python version 3.X of at least {FLOOR[0]}.{FLOOR[1]}")
+    argv = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
+            "--python-version", python, "--implementation", "py", "--abi", "none", "--platform", "any",
+            "-d", str(dest), *VENDOR]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise SystemExit(f"--for-python {python}: pip download did not finish ({e})") from None
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise SystemExit(f"--for-python {python}: pip download failed: " + " | ".join(tail))
+    return dest
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("-o", "--output", default=str(REPO / "dist" / "envdoctor.pyz"))
     p.add_argument("--wheels", metavar="DIR", help="pure wheels (*-none-any.whl) to vendor instead of the "
                                                   "installed distributions of the same names")
+    p.add_argument("--for-python", metavar="3.X", help="vendor the newest pure wheels that Python 3.X takes, "
+                                                         "from the package index (a release zip: --for-python 3.9)")
     p.add_argument("--source", default=str(REPO), help="the envdoctor tree to pack (default: this one)")
     p.add_argument("--compile", action="store_true",
                    help="add byte code for the Python running this script (faster start-up on that Python only; "
                         "a larger file)")
     args = p.parse_args(argv)
-    got = build(Path(args.output), Path(args.wheels) if args.wheels else None, Path(args.source), args.compile)
+    if args.for_python and args.wheels:
+        p.error("--for-python and --wheels both say where the dependencies come from: give one")
+    with tempfile.TemporaryDirectory(prefix="envdoctor-wheels-") as tmp:
+        wheels = fetch_wheels(args.for_python, Path(tmp)) if args.for_python else \
+            (Path(args.wheels) if args.wheels else None)
+        got = build(Path(args.output), wheels, Path(args.source), args.compile)
     print(f"{got['output']}: {got['bytes']:,} bytes; runs on Python >= {got['min_python']}")
     print(f"  vendored: {', '.join(got['vendored'])}")  # type: ignore[arg-type]
     if got["not_found"]:
