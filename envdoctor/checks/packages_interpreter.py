@@ -7,9 +7,9 @@ from typing import List
 
 from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import installer_for, pip_command, pip_install
-from ..remedies.python import ensurepip_command
+from ..remedies.python import pip_bootstrap
 from ..remedies.torch_plan import target_variant
-from ._interpreter import in_own_site, split_companions
+from ._interpreter import in_own_site, split_companions, venv_other_minor
 from .base import PROBED, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
@@ -30,7 +30,9 @@ def check_pip(ctx: CheckContext) -> List[Finding]:
         judged = True
         name = py.executable or "the interpreter"
         inst = installer_for(ctx.facts, py)
-        if py.has_pip is False and inst.tool == "pip":
+        if py.has_pip is False and inst.tool == "pip" and not venv_other_minor(py):
+            # (a venv whose python now starts another minor has its pip in the lib/pythonX.Y it no longer reads:
+            # packages.metadata/venv-python says so, and its fix brings pip back with the rest)
             findings.append(PIP.warning(
                 "missing",
                 summary=f"{name} has no pip: `{name} -m pip` fails with 'No module named pip'",
@@ -42,8 +44,9 @@ def check_pip(ctx: CheckContext) -> List[Finding]:
                            "python3-pip package, or use uv (`uv pip install --python ...` needs no pip inside).")),
                 evidence=[Evidence(f"pythons[{i}].has_pip", False, expected="True"),
                           Evidence(f"pythons[{i}].has_ensurepip", py.has_ensurepip)],
-                fix=Fix("Install pip into the interpreter with ensurepip", [str(ensurepip_command(inst))],
-                        ENSUREPIP_DOC),
+                fix=Fix("Install pip into the interpreter with ensurepip" if py.has_ensurepip is not False and
+                        not py.externally_managed else "Install pip from the distribution's package (ensurepip "
+                        "cannot run here)", [str(pip_bootstrap(inst))], ENSUREPIP_DOC),
             ))
         pp = py.path_pip
         # the active environment's own `pip` going elsewhere is the trap (a conda env without pip, a venv without

@@ -4,6 +4,8 @@ tests/integration/test_static38_envs.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from envdoctor.compat import load_compat
@@ -71,6 +73,9 @@ def test_a_venv_whose_python_now_starts_another_minor(compat) -> None:
     # torch looks uninstalled: that follows from it
     no_torch = [g for g in report.findings if g.code == "torch.interpreter/no-torch"]
     assert no_torch and all(g.caused_by for g in no_torch)
+    # its pip sits in lib/python3.11 too: not a pip problem of its own
+    pipless = judge(Facts(pythons=[replace(py, has_pip=False)]), compat)
+    assert not [g for g in pipless.findings if g.code == "packages.pip/missing"]
 
 
 def test_two_dist_infos_in_one_site_packages(compat) -> None:
