@@ -100,7 +100,9 @@ def _venv_python(ctx: CheckContext, i: int, py: PythonEnv, venv: VenvConfig) -> 
 
 
 def _two_dist_infos(ctx: CheckContext, i: int, py: PythonEnv, pkg: Package) -> Optional[Finding]:
-    same = [c for c in pkg.shadowed or [] if c.location and pkg.location and
+    # (two of the same version are one install described twice: Debian's python3-cryptography ships both a
+    # dist-info and an egg-info of 38.0.4 in /usr/lib/python3/dist-packages)
+    same = [c for c in pkg.shadowed or [] if c.location and pkg.location and c.version != pkg.version and
             posixpath.normpath(c.location) == posixpath.normpath(pkg.location)]
     if not same:
         return None

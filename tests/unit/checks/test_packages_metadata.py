@@ -93,6 +93,10 @@ def test_two_dist_infos_in_one_site_packages(compat) -> None:
     other = Package("torch", "2.5.1+cpu", location=OWN, shadowed=[PackageCopy("/usr/lib/python3/dist-packages",
                                                                               "2.4.1")])
     assert findings(judge(Facts(pythons=[env(other)]), compat)) == []
+    # one version described twice (Debian's python3-cryptography ships a dist-info and an egg-info): not this
+    twice = Package("cryptography", "38.0.4", location=OWN, dist_info="cryptography-38.0.4.dist-info",
+                    shadowed=[PackageCopy(OWN, "38.0.4", dist_info="cryptography.egg-info")])
+    assert findings(judge(Facts(pythons=[env(twice)]), compat)) == []
 
 
 def test_files_no_record_claims(compat) -> None:
