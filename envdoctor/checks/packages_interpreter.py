@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import List
 
 from ..model.findings import Evidence, Finding, Fix, Severity
-from ..remedies import installer_for, pip_command, pip_install
+from ..remedies import command, installer_for, pip_command, pip_install
 from ..remedies.python import pip_bootstrap
 from ..remedies.torch_plan import target_variant
 from ._interpreter import in_own_site, split_companions, venv_other_minor
@@ -15,7 +15,9 @@ from .base import PROBED, CheckContext, Findings, SkipCheck, registrar
 CHECKS: list = []
 check = registrar(CHECKS)
 
-PIP = Findings("packages.pip", "PIP_UNAVAILABLE", kinds=("missing", "path-pip-elsewhere"))
+PIP = Findings("packages.pip", "PIP_UNAVAILABLE", kinds=("missing", "path-pip-elsewhere", "externally-managed",
+                                                         "externally-managed-no-override"))
+PEP668_DOC = "https://packaging.python.org/specifications/externally-managed-environments/"
 ENSUREPIP_DOC = "https://docs.python.org/3/library/ensurepip.html"
 
 
@@ -48,6 +50,8 @@ def check_pip(ctx: CheckContext) -> List[Finding]:
                         not py.externally_managed else "Install pip from the distribution's package (ensurepip "
                         "cannot run here)", [str(pip_bootstrap(inst))], ENSUREPIP_DOC),
             ))
+        if py.externally_managed and py.package("torch") is not None and inst.tool == "pip" and py.has_pip:
+            findings.append(_externally_managed(i, py, name, inst))
         pp = py.path_pip
         # the active environment's own `pip` going elsewhere is the trap (a conda env without pip, a venv without
         # pip under an activated base); with --python the PATH was never this interpreter's, and every fix here
@@ -154,3 +158,34 @@ def _two_torches(i: int, py, name: str, torch_pkg, hidden) -> Finding:
         fix=Fix("Only if the base's torch is the one meant: uninstall the venv's copy",
                 [pip_command(inst, "uninstall", "-y", "torch")]),
     )
+
+
+def _externally_managed(i: int, py, name: str, inst) -> Finding:
+    """torch in a Python that PEP 668 marks EXTERNALLY-MANAGED (a distribution's python3, its python3-torch, or a
+    --break-system-packages install): pip >= 23.0 refuses to change it. Every pip fix here carries the override
+    (remedies/python.pip_command); pip 23.0 itself enforces the marker but has no override yet (23.0.1 added it:
+    pip's changelog), so there only a venv works."""
+    pip = py.package("pip")
+    version = pip.version if pip is not None else None
+    stuck = version is not None and version.split("+")[0] in ("23.0", "23.0.0")
+    evidence = [Evidence(f"pythons[{i}].externally_managed", True, source="EXTERNALLY-MANAGED in its stdlib"),
+                Evidence(f"pythons[{i}].packages.pip", version)]
+    if stuck:
+        return PIP.warning(
+            "externally-managed-no-override",
+            summary=(f"{name} is EXTERNALLY-MANAGED (PEP 668) and its pip {version} refuses to install there with no "
+                     "override (pip 23.0.1 added --break-system-packages): no pip fix can run in it"),
+            detail="Install into a venv made from it (its packages stay the distribution's), or upgrade the "
+                   "distribution's pip package.",
+            evidence=evidence,
+            fix=Fix("Make a venv that sees the system's packages and install there",
+                    [command(name, "-m", "venv", "--system-site-packages", ".venv")], PEP668_DOC))
+    return PIP.info(
+        "externally-managed",
+        summary=(f"{name} is EXTERNALLY-MANAGED (PEP 668): pip refuses to install or uninstall there, so every pip "
+                 "fix in this report carries --break-system-packages"),
+        detail=("The distribution owns this Python's packages; changing them with pip can break its own tools. A "
+                "venv made from it with --system-site-packages keeps torch visible and takes pip's changes apart."),
+        evidence=evidence,
+        fix=Fix("To keep the distribution's packages untouched: a venv that sees them, and install there",
+                [command(name, "-m", "venv", "--system-site-packages", ".venv")], PEP668_DOC))

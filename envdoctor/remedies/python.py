@@ -99,7 +99,7 @@ def pip_command(inst: Installer, subcommand: str, *args: Arg, comment: Optional[
     else:
         head = [inst.python_word, "-m", "pip", subcommand]
         # pip 23.0 refuses on the marker but has no override yet (23.0.1 added it); older pips ignore the marker
-        if managed and inst.has_pip is not False and _pip_older(inst, (23, 0)) is not True:
+        if managed and inst.has_pip is not False and _pip_older(inst, (23, 0, 1)) is not True:
             extra.append("--break-system-packages")
     line = command(head, list(args) + extra, comment=comment or (PEP668_NOTE if extra else None), shell=inst.shell,
                    what="the interpreter path")

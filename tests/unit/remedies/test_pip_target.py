@@ -28,6 +28,8 @@ def test_an_externally_managed_python_gets_the_override_and_says_why() -> None:
     assert pip_command(inst, "check") == f"{PY} -m pip check"  # reading is allowed
     # pip before 23.0 does not read the marker (and 23.0.1 added the option): nothing to add
     assert pip_install(DEBIAN, env("22.3.1", externally_managed=True), ["x"]) == f"{PY} -m pip install x"
+    # pip 23.0 reads it but has no override (packages.pip says no pip fix can run there): no unknown option
+    assert pip_install(DEBIAN, env("23.0", externally_managed=True), ["x"]) == f"{PY} -m pip install x"
     assert pip_install(DEBIAN, env(externally_managed=False), ["x"]) == f"{PY} -m pip install x"
 
 
