@@ -41,8 +41,8 @@ def check_metadata(ctx: CheckContext) -> List[Finding]:
     findings: List[Finding] = []
     judged = False
     for i, py in enumerate(ctx.facts.pythons):
-        if py.status != ProbeStatus.OK:
-            continue
+        if py.status != ProbeStatus.OK or not (py.packages or (py.venv is not None and py.venv.version)):
+            continue  # (nothing read to compare: no installed distribution, no pyvenv.cfg version)
         judged = True
         if py.venv is not None:
             found = _venv_python(ctx, i, py, py.venv)
@@ -55,7 +55,8 @@ def check_metadata(ctx: CheckContext) -> List[Finding]:
             if pkg.unrecorded_files:
                 findings.append(_stray_files(ctx, i, py, pkg))
     if not judged:
-        raise SkipCheck("no interpreter answered")
+        raise SkipCheck("no interpreter answered with its installed distributions or a venv's pyvenv.cfg: nothing "
+                        "to compare")
     return findings
 
 
