@@ -279,7 +279,7 @@ def _iter_distributions(with_files: Any = None) -> Tuple[List[Dict[str, Any]], O
     out = []
     for r in records:
         want = with_files is None or with_files(normalize_name(r["name"]), r["requires"])
-        rec = {k: v for k, v in r.items() if k != "dist"}
+        rec = dict(r)
         rec["files"] = _dist_files(r["dist"]) if want else []
         out.append(rec)
     return out, None
@@ -336,6 +336,45 @@ def package_evidence(
     return evidence
 
 
+_TORCH_REQUIREMENT = re.compile(r"^\s*torch(?![A-Za-z0-9._-])", re.I)
+
+
+def depends_on_torch(requires: Optional[List[str]]) -> bool:
+    """Whether a Requires-Dist list names torch itself (not torchvision, not torch-foo), not behind an extra:
+    a companion, an extension or a trainer (accelerate, deepspeed), whose requirements are judged with torch's."""
+    return any(_TORCH_REQUIREMENT.match(line or "") and "extra ==" not in line and "extra==" not in line
+               for line in requires or [])
+
+
+def _dist_info_name(dist: Any) -> Optional[str]:
+    """The metadata directory's name (torch-2.13.0.dist-info), as _DistInfo or importlib's PathDistribution hold
+    it."""
+    where = getattr(dist, "_dir", None) or getattr(dist, "_path", None)
+    return os.path.basename(str(where).rstrip("/\\")) if where else None
+
+
+def unrecorded_files(location: Optional[str], files: List[str], claimed: set) -> List[str]:
+    """Compiled files on disk in the directories where a distribution's RECORD puts its compiled files, that no
+    RECORD read here claims: files of another build left in the package directory (a CUDA build's
+    torch/lib/libtorch_cuda.so after a --ignore-installed or interrupted install of a CPU build over it)."""
+    if not location or not files:
+        return []
+    dirs = sorted(set(os.path.dirname(rel) for rel in files if _is_compiled(rel)))[:64]
+    out = []
+    for rel_dir in dirs:
+        if rel_dir.startswith("..") or rel_dir.split("/")[0].endswith((".dist-info", ".data")):
+            continue  # a file outside site-packages (bin/...), or metadata
+        try:
+            names = os.listdir(os.path.join(location, rel_dir))
+        except OSError:
+            continue
+        for name in names:
+            rel = rel_dir + "/" + name if rel_dir else name
+            if _is_compiled(name) and rel not in claimed and os.path.isfile(os.path.join(location, rel)):
+                out.append(rel)
+    return sorted(out)[:50]
+
+
 def collect_packages(
     errors: List[str], owners: Optional[Dict[str, Tuple[str, str]]] = None
 ) -> List[Dict[str, Any]]:
@@ -345,15 +384,26 @@ def collect_packages(
         errors.append(note)
     seen: Dict[str, Dict[str, Any]] = {}
     out = []
+    claimed: Dict[str, set] = {}  # location -> compiled files the RECORDs read there claim
+    for d in dists:
+        for rel in d["files"]:
+            claimed.setdefault(d["location"] or "", set()).add(rel)
     for d in dists:
         key = normalize_name(d["name"])
         if key in seen:  # shadowed by an earlier sys.path entry: not what `import` sees, but still there (a venv
             # with include-system-site-packages sees the base's copy after its own): every copy is reported
-            seen[key].setdefault("shadowed", []).append(
-                {"location": d["location"], "version": d["version"], "requires": d["requires"]})
+            copy = {"location": d["location"], "version": d["version"], "requires": d["requires"]}
+            if d["location"] and d["location"] == seen[key].get("_location"):
+                # two metadata directories of one distribution in one site-packages: name both
+                copy["dist_info"] = _dist_info_name(d.get("dist"))
+                seen[key].setdefault("dist_info", _dist_info_name(seen[key].get("_dist")))
+            seen[key].setdefault("shadowed", []).append(copy)
             continue
         if not _full_detail(key):
             seen[key] = {"name": key, "version": d["version"]}
+            if depends_on_torch(d["requires"]):  # an extension or trainer: its requirements are judged too
+                seen[key].update(location=d["location"], requires=d["requires"], installer=d["installer"])
+            seen[key].update(_dist=d.get("dist"), _location=d["location"])
             out.append(seen[key])
             continue
         if owners is not None and d["location"] and key.startswith(("nvidia-", "cuda-")):
@@ -361,13 +411,24 @@ def collect_packages(
                 if _is_compiled(rel):
                     owners[os.path.realpath(os.path.join(d["location"], rel))] = (key, d["version"])
         rec = {"name": key, "version": d["version"], "location": d["location"], "requires": d["requires"],
-               "installer": d["installer"]}
+               "installer": d["installer"], "_dist": d.get("dist"), "_location": d["location"]}
         seen[key] = rec
         try:
             rec["variant_inputs"] = package_evidence(key, d["location"], d["files"])
         except Exception as e:
             errors.append(f"variant of {key}: {_exc_text(e)}")
+        try:
+            stray = unrecorded_files(d["location"], d["files"], claimed.get(d["location"] or "", set()))
+            if stray:
+                rec["unrecorded_files"] = stray
+        except Exception as e:
+            errors.append(f"files of {key}: {_exc_text(e)}")
         out.append(rec)
+    for rec in out:
+        rec.pop("_dist", None)
+        where = rec.pop("_location", None)
+        if "dist_info" in rec:  # (a name-and-version record says where, once it has a second copy there)
+            rec.setdefault("location", where)
     out.sort(key=lambda r: r["name"])
     return out
 

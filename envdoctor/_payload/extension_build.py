@@ -25,12 +25,17 @@ MAX_LOADS = 64
 # Build metadata an extension ships next to its code: distribution -> (file relative to its location, format,
 # {fact: key path}). xformers writes cpp_lib.json at build time and its own loader compares it with the running
 # torch ("xFormers was built for: PyTorch 2.x with CUDA 1208 (you have ...)", xformers/_cpp_lib.py); deepspeed
-# writes git_version_info_installed.py with torch_info = {'version': '2.3', 'cuda_version': '12.1'}.
+# writes git_version_info_installed.py with torch_info = {'version': '2.3', 'cuda_version': '12.1'} (torch's
+# major.minor only) and installed_ops = {'cpu_adam': 1, 'fused_adam': False, ...}: its OpBuilder.load() checks
+# torch_info only for an op it installed pre-compiled, and JIT-compiles every other op against the running torch
+# (microsoft/DeepSpeed op_builder/builder.py, load() and validate_torch_version). "compiled" is the fact key whose
+# value is a dict of {name: truthy}: the names compiled into the wheel ([] when none was).
 BUILD_INFO = {
     "xformers": ("xformers/cpp_lib.json", "json", {"torch": ("version", "torch"), "cuda": ("version", "cuda"),
                                                     "hip": ("version", "hip"), "python": ("version", "python")}),
     "deepspeed": ("deepspeed/git_version_info_installed.py", "assign",
-                  {"torch": ("torch_info", "version"), "cuda": ("torch_info", "cuda_version")}),
+                  {"torch": ("torch_info", "version"), "cuda": ("torch_info", "cuda_version"),
+                   "compiled": ("installed_ops",)}),
 }
 
 
@@ -72,7 +77,11 @@ def read_build_info(key: str, location: Optional[str]) -> Optional[Dict[str, Any
         out["error"] = _exc_text(e)
         return out
     for fact, keys in fields.items():
-        out[fact] = _dig(data, keys)
+        if fact == "compiled":
+            ops = data.get(keys[0]) if isinstance(data, dict) else None
+            out[fact] = sorted(str(k) for k, v in ops.items() if v) if isinstance(ops, dict) else None
+        else:
+            out[fact] = _dig(data, keys)
     return out
 
 

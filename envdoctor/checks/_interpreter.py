@@ -106,3 +106,13 @@ def split_companions(compat, py: PythonEnv) -> List[SplitCompanion]:
                      None)
         out.append(SplitCompanion(pkg, torch_pkg, match, wanted_companion(compat, torch_pkg, name)))
     return out
+
+
+def venv_other_minor(py: PythonEnv) -> bool:
+    """Whether the venv's python now starts another minor than its pyvenv.cfg names (packages.metadata/venv-python):
+    then everything installed for it, pip included, sits in a lib/pythonX.Y it does not read."""
+    import re
+
+    made = re.match(r"(\d+\.\d+)", (py.venv.version if py.venv is not None else None) or "")
+    runs = re.match(r"(\d+\.\d+)", py.python_version or "")
+    return bool(made and runs and made.group(1) != runs.group(1))

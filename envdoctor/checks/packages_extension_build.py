@@ -107,12 +107,36 @@ def _verb(text: str, n: int) -> str:
     return re.sub(r"\b(\w+)\((\w+)\)", lambda m: m.group(1) + (m.group(2) if n == 1 else ""), text, count=1)
 
 
+def _release(text: Optional[str]) -> Tuple[int, ...]:
+    """The release numbers of a version as written ("2.13" -> (2, 13), "2.4.1+cu124" -> (2, 4, 1))."""
+    parts = []
+    for part in (base_version(text or "") or "").split("."):
+        if not part.isdigit():
+            break
+        parts.append(int(part))
+    return tuple(parts)
+
+
 def _build_mismatch(build: Optional[ExtensionBuild], tver: str) -> Optional[str]:
+    """What the build metadata says against the installed torch, at the precision it records: deepspeed writes
+    torch's major.minor ("2.13") and compares it with the running torch's major.minor, so "2.13" is torch 2.13.0
+    (op_builder/builder.py, validate_torch_version). A build that compiled nothing (deepspeed's installed_ops all
+    false: every op is JIT-compiled against the running torch at first use) or recorded no torch ("0.0": built
+    without torch) is not judged: its metadata binds nothing."""
     if build is None or not build.torch or not tver:
         return None
-    if base_version(build.torch) == base_version(tver):
+    if build.compiled is not None and not build.compiled:
         return None
-    return f"its build metadata ({build.file.rsplit('/', 1)[-1] if build.file else 'file'}) says torch {build.torch}"
+    built, have = _release(build.torch), _release(tver)
+    if not built or not any(built) or not have:
+        return None
+    if have[:len(built)] == built:
+        return None
+    ops = build.compiled or []
+    compiled = (f" for its pre-compiled {', '.join(ops[:4])}" + (f" (+{len(ops) - 4} more)" if len(ops) > 4 else "")
+                if ops else "")
+    return (f"its build metadata ({build.file.rsplit('/', 1)[-1] if build.file else 'file'}) says torch "
+            f"{build.torch}{compiled}")
 
 
 def _judged(scan) -> bool:

@@ -6,16 +6,18 @@ from __future__ import annotations
 from typing import List
 
 from ..model.findings import Evidence, Finding, Fix, Severity
-from ..remedies import installer_for, pip_command, pip_install
-from ..remedies.python import ensurepip_command
+from ..remedies import command, installer_for, pip_command, pip_install
+from ..remedies.python import pip_bootstrap
 from ..remedies.torch_plan import target_variant
-from ._interpreter import in_own_site, split_companions
+from ._interpreter import in_own_site, split_companions, venv_other_minor
 from .base import PROBED, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
 check = registrar(CHECKS)
 
-PIP = Findings("packages.pip", "PIP_UNAVAILABLE", kinds=("missing", "path-pip-elsewhere"))
+PIP = Findings("packages.pip", "PIP_UNAVAILABLE", kinds=("missing", "path-pip-elsewhere", "externally-managed",
+                                                         "externally-managed-no-override"))
+PEP668_DOC = "https://packaging.python.org/specifications/externally-managed-environments/"
 ENSUREPIP_DOC = "https://docs.python.org/3/library/ensurepip.html"
 
 
@@ -30,7 +32,9 @@ def check_pip(ctx: CheckContext) -> List[Finding]:
         judged = True
         name = py.executable or "the interpreter"
         inst = installer_for(ctx.facts, py)
-        if py.has_pip is False and inst.tool == "pip":
+        if py.has_pip is False and inst.tool == "pip" and not venv_other_minor(py):
+            # (a venv whose python now starts another minor has its pip in the lib/pythonX.Y it no longer reads:
+            # packages.metadata/venv-python says so, and its fix brings pip back with the rest)
             findings.append(PIP.warning(
                 "missing",
                 summary=f"{name} has no pip: `{name} -m pip` fails with 'No module named pip'",
@@ -42,9 +46,12 @@ def check_pip(ctx: CheckContext) -> List[Finding]:
                            "python3-pip package, or use uv (`uv pip install --python ...` needs no pip inside).")),
                 evidence=[Evidence(f"pythons[{i}].has_pip", False, expected="True"),
                           Evidence(f"pythons[{i}].has_ensurepip", py.has_ensurepip)],
-                fix=Fix("Install pip into the interpreter with ensurepip", [str(ensurepip_command(inst))],
-                        ENSUREPIP_DOC),
+                fix=Fix("Install pip into the interpreter with ensurepip" if py.has_ensurepip is not False and
+                        not py.externally_managed else "Install pip from the distribution's package (ensurepip "
+                        "cannot run here)", [str(pip_bootstrap(inst))], ENSUREPIP_DOC),
             ))
+        if py.externally_managed and py.package("torch") is not None and inst.tool == "pip" and py.has_pip:
+            findings.append(_externally_managed(i, py, name, inst))
         pp = py.path_pip
         # the active environment's own `pip` going elsewhere is the trap (a conda env without pip, a venv without
         # pip under an activated base); with --python the PATH was never this interpreter's, and every fix here
@@ -151,3 +158,34 @@ def _two_torches(i: int, py, name: str, torch_pkg, hidden) -> Finding:
         fix=Fix("Only if the base's torch is the one meant: uninstall the venv's copy",
                 [pip_command(inst, "uninstall", "-y", "torch")]),
     )
+
+
+def _externally_managed(i: int, py, name: str, inst) -> Finding:
+    """torch in a Python that PEP 668 marks EXTERNALLY-MANAGED (a distribution's python3, its python3-torch, or a
+    --break-system-packages install): pip >= 23.0 refuses to change it. Every pip fix here carries the override
+    (remedies/python.pip_command); pip 23.0 itself enforces the marker but has no override yet (23.0.1 added it:
+    pip's changelog), so there only a venv works."""
+    pip = py.package("pip")
+    version = pip.version if pip is not None else None
+    stuck = version is not None and version.split("+")[0] in ("23.0", "23.0.0")
+    evidence = [Evidence(f"pythons[{i}].externally_managed", True, source="EXTERNALLY-MANAGED in its stdlib"),
+                Evidence(f"pythons[{i}].packages.pip", version)]
+    if stuck:
+        return PIP.warning(
+            "externally-managed-no-override",
+            summary=(f"{name} is EXTERNALLY-MANAGED (PEP 668) and its pip {version} refuses to install there with no "
+                     "override (pip 23.0.1 added --break-system-packages): no pip fix can run in it"),
+            detail="Install into a venv made from it (its packages stay the distribution's), or upgrade the "
+                   "distribution's pip package.",
+            evidence=evidence,
+            fix=Fix("Make a venv that sees the system's packages and install there",
+                    [command(name, "-m", "venv", "--system-site-packages", ".venv")], PEP668_DOC))
+    return PIP.info(
+        "externally-managed",
+        summary=(f"{name} is EXTERNALLY-MANAGED (PEP 668): pip refuses to install or uninstall there, so every pip "
+                 "fix in this report carries --break-system-packages"),
+        detail=("The distribution owns this Python's packages; changing them with pip can break its own tools. A "
+                "venv made from it with --system-site-packages keeps torch visible and takes pip's changes apart."),
+        evidence=evidence,
+        fix=Fix("To keep the distribution's packages untouched: a venv that sees them, and install there",
+                [command(name, "-m", "venv", "--system-site-packages", ".venv")], PEP668_DOC))

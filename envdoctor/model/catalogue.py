@@ -126,6 +126,21 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "pip fixes fail, or install into another environment than the one judged.",
        "Run `python -m ensurepip --upgrade` with the judged interpreter (or use uv), and install with "
        "`python -m pip`, never the bare `pip`."),
+    _c("DEPENDENCY_UNMET", "A requirement of torch or of a package built on it is not met",
+       "A Requires-Dist of torch, or of an installed package that depends on torch (torchvision, deepspeed, "
+       "accelerate, ...), names a distribution that is missing or installed at a version outside the range.",
+       "Another install that downgraded a shared dependency passes every version check of torch itself, then "
+       "fails at `import torch` ('cannot import name ... from typing_extensions') or inside a run.",
+       "Install the required range (the fix names it), keeping the installed torch pinned; `pip check` lists "
+       "the same."),
+    _c("INTERPRETER_METADATA_MISMATCH", "The interpreter and its installed metadata disagree",
+       "A venv whose pyvenv.cfg names another Python minor than the one its python now starts (its packages sit "
+       "in a lib/pythonX.Y that interpreter never reads), two metadata directories of one distribution in one "
+       "site-packages, or compiled files of another build left in a package's directory.",
+       "pip, importlib.metadata and envdoctor read one version while other files are imported: packages look "
+       "missing, upgrades uninstall the wrong files, and a library of the other build is loaded.",
+       "Rebuild the venv's links with the Python it was made with, or remove the stale metadata and files and "
+       "reinstall the one version (the fix names the commands)."),
     _c("NVCC_TORCH_CUDA_MISMATCH", "nvcc differs from torch's CUDA",
        "The CUDA toolkit on PATH is a different major (or minor) version than torch was built with.",
        "Building CUDA extensions (flash-attn, apex, custom ops) fails: 'The detected CUDA version (X) "
@@ -391,6 +406,9 @@ CAUSES: Dict[str, tuple] = {
     "TORCH_IMPORT_FAILED": ("THIRD_PARTY_EXTENSION_MISMATCH",),
     # torch loading a CUDA library of another major (a conda solve or pip wheels mixing majors) fails to import
     "CUDA_VARIANT_MIXED": ("TORCH_IMPORT_FAILED",),
+    # a venv whose python now starts another minor reads no lib/pythonX.Y of its own: torch looks uninstalled;
+    # two builds' files or metadata in one site-packages break the import (issue 38)
+    "INTERPRETER_METADATA_MISMATCH": ("TORCH_NOT_INSTALLED", "TORCH_IMPORT_FAILED"),
 }
 
 

@@ -317,6 +317,12 @@ class Package:
     # later copies of the same distribution on sys.path, which the first (``location``) shadows: a venv with
     # include-system-site-packages sees the base's copies after its own; None: none, or not read (older facts)
     shadowed: Optional[List[PackageCopy]] = None
+    # its metadata directory ("torch-2.13.0.dist-info"), named when another one of the same distribution sits in
+    # the same site-packages (then that copy is in ``shadowed`` with the same location); None: not named
+    dist_info: Optional[str] = None
+    # compiled files on disk in the folders its RECORD puts its compiled files in, that no RECORD claims: files
+    # of another build left in the package directory; None: none found, or not read
+    unrecorded_files: Optional[List[str]] = None
 
 
 @dataclass(frozen=True)
@@ -326,6 +332,7 @@ class PackageCopy:
     location: Optional[str] = None  # the sys.path entry holding its dist-info
     version: Optional[str] = None
     requires: Optional[List[str]] = None  # its Requires-Dist lines (which torch a companion pairs with)
+    dist_info: Optional[str] = None  # its metadata directory, named when it shares ``location`` with the first
 
 
 @dataclass(frozen=True)
@@ -351,6 +358,9 @@ class VenvConfig:
     links: List[InterpreterLink] = field(default_factory=list)  # bin/python* symlinks
     # python3.X (the venv's minor version) on PATH: a base to rebuild the venv with; None: none found
     same_minor_python: Optional[str] = None
+    # the lib/pythonX.Y/site-packages folders under the venv: ["3.11"]; one that is not the running Python's minor
+    # holds packages that interpreter never reads; None: not read (older facts)
+    site_minors: Optional[List[str]] = None
 
 
 @dataclass(frozen=True)
@@ -457,6 +467,9 @@ class ExtensionBuild:
     cuda: Optional[str] = None  # as the file writes it: "1208" (xformers) or "12.1" (deepspeed)
     hip: Optional[str] = None
     python: Optional[str] = None
+    # what the build compiled ahead of time (deepspeed's installed_ops that are true); []: nothing, every op is
+    # JIT-compiled against the running torch; None: the file does not say
+    compiled: Optional[List[str]] = None
     error: Optional[str] = None  # the file could not be read
 
 

@@ -61,8 +61,24 @@ def _links(root: str) -> List[InterpreterLink]:
     return out
 
 
-def venv_config(executable: str, runner: Any = None) -> Optional[VenvConfig]:
-    """The venv of ``executable`` as its files say; None when it is not in a venv."""
+def site_minors(root: str) -> List[str]:
+    """The X.Y of each lib/pythonX.Y/site-packages folder under a venv (POSIX layout; Windows' Lib/site-packages
+    names no version)."""
+    try:
+        names = sorted(os.listdir(os.path.join(root, "lib")))
+    except OSError:
+        return []
+    out = []
+    for name in names:
+        m = re.match(r"^python(\d+\.\d+)t?$", name)
+        if m and os.path.isdir(os.path.join(root, "lib", name, "site-packages")):
+            out.append(m.group(1))
+    return out
+
+
+def venv_config(executable: str, runner: Any = None, running: Optional[str] = None) -> Optional[VenvConfig]:
+    """The venv of ``executable`` as its files say; None when it is not in a venv. ``running``: the Python
+    version the interpreter answered with, when it did ("3.12.1")."""
     root = venv_root(executable)
     if root is None:
         return None
@@ -73,7 +89,9 @@ def venv_config(executable: str, runner: Any = None) -> Optional[VenvConfig]:
     links = _links(root)
     same_minor = None
     mm = re.match(r"(\d+)\.(\d+)", version or "")
-    if mm and runner is not None and any(link.resolves is False for link in links):
+    run_mm = re.match(r"(\d+)\.(\d+)", running or "")
+    other_minor = bool(mm and run_mm and mm.group(0) != run_mm.group(0))
+    if mm and runner is not None and (other_minor or any(link.resolves is False for link in links)):
         # a base to rebuild the venv with: the same minor version (its site-packages is lib/python3.X)
         name = f"python{mm.group(1)}.{mm.group(2)}"
         found = runner.which(name)
@@ -82,7 +100,7 @@ def venv_config(executable: str, runner: Any = None) -> Optional[VenvConfig]:
     return VenvConfig(root=root, cfg=cfg, home=home, home_exists=os.path.isdir(home) if home else None,
                       version=version,
                       include_system_site_packages=None if system is None else system.lower() == "true",
-                      links=links, same_minor_python=same_minor)
+                      links=links, same_minor_python=same_minor, site_minors=site_minors(root))
 
 
 def _base_of(python: str, name: str) -> str:

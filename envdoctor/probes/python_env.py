@@ -411,7 +411,7 @@ def with_interpreter_files(penv: PythonEnv, executable: str, runner: Any) -> Pyt
     interpreter that did not start, whose dangling link is then the fact to judge."""
     from envdoctor.probes.interpreter_files import path_pip, venv_config
 
-    venv = venv_config(executable, runner)
+    venv = venv_config(executable, runner, penv.python_version)
     pip = path_pip(penv.executable or executable, runner) if penv.status == ProbeStatus.OK else None
     penv = replace(penv, venv=venv, path_pip=pip)
     dead = [link for link in (venv.links if venv is not None else []) if link.resolves is False]

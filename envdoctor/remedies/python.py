@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from ..domain.fastclass import dataclass
-from ..domain.versions import major_minor
+from ..domain.versions import major_minor, parse_version
 from ..model.facts import Facts, PythonEnv, VenvConfig
 from .platform import platform_of
 from .shell import POSIX, POWERSHELL, Arg, Raw, command
@@ -34,6 +34,17 @@ class Installer:
     # every pip command is preceded by `python -m ensurepip --upgrade` (pip_command); None: unknown (a paste)
     has_pip: Optional[bool] = None
     venv: bool = False  # a venv: ensurepip also writes its `pip` script (--default-pip), as `python -m venv` does
+    # issue 38: what else decides whether a printed pip line runs there. PEP 668's EXTERNALLY-MANAGED marker
+    # (pip >= 23.0 refuses to install or uninstall without --break-system-packages, which pip 23.0.1 added:
+    # pip's changelog, 23.0 and 23.0.1; uv since 0.1.16), the installed pip's version (manylinux_x_y wheel tags,
+    # PEP 600, need pip >= 20.3: pip's changelog 20.3), whether ensurepip is there (Debian and Ubuntu split it
+    # into python3-venv / python3.X-venv, and ensurepip has no --break-system-packages: cpython#118384), and the
+    # distribution family whose package gives pip when ensurepip cannot
+    externally_managed: Optional[bool] = None
+    pip_version: Optional[str] = None
+    has_ensurepip: Optional[bool] = None
+    family: Optional[str] = None
+    python_mm: Optional[str] = None  # "3.11": the python3.X-venv package's name
 
     @property
     def python_word(self) -> str:
@@ -46,29 +57,86 @@ def installer_for(facts: Optional[Facts], py: Optional[PythonEnv]) -> Installer:
     https://docs.astral.sh/uv/pip/environments/). A conda env gets its own interpreter's pip, which is how
     PyTorch ships CUDA builds since it stopped publishing conda packages (2.5 was the last,
     https://github.com/pytorch/pytorch/issues/138506)."""
-    shell = platform_of(facts, py).shell if facts is not None else POSIX
+    plat = platform_of(facts, py) if facts is not None else None
+    shell = plat.shell if plat is not None else POSIX
     if py is None:
         return Installer("pip", None, shell)
     installers = [p.installer for p in py.packages if p.name == "torch" and p.installer]
     if not installers:
         installers = [p.installer for p in py.packages if p.installer]
     uv = bool(installers) and installers[0].strip().lower() == "uv"
+    if not installers and py.has_pip is False and py.venv is not None and "uv" in py.venv.cfg:
+        uv = True  # a venv `uv venv` made (pyvenv.cfg names uv's version): no pip in it, nothing installed yet
+    pip = py.package("pip")
+    mm = major_minor(py.python_version, strict=False) if py.python_version else None
     return Installer("uv" if uv else "pip", py.executable or None, shell, bool(py.is_conda), py.has_pip,
-                     bool(py.is_venv))
+                     bool(py.is_venv), py.externally_managed, pip.version if pip is not None else None,
+                     py.has_ensurepip, plat.family if plat is not None else None,
+                     f"{mm[0]}.{mm[1]}" if mm else None)
+
+
+PEP668_NOTE = ("PEP 668: this Python is EXTERNALLY-MANAGED and pip refuses without --break-system-packages; a venv "
+               "(python3 -m venv) keeps the distribution's packages apart")
+CHANGES = ("install", "uninstall")  # the pip subcommands PEP 668 refuses and the tags matter to
+
+
+def _pip_older(inst: Installer, release: tuple) -> Optional[bool]:
+    mm = parse_version(inst.pip_version or "", strict=False)
+    return None if mm is None else mm.release[:len(release)] < release
 
 
 def pip_command(inst: Installer, subcommand: str, *args: Arg, comment: Optional[str] = None) -> str:
-    """``<python> -m pip <subcommand> ...`` or ``uv pip <subcommand> --python <python> ...``."""
+    """``<python> -m pip <subcommand> ...`` or ``uv pip <subcommand> --python <python> ...``, made to run on the
+    target (issue 38): pip first where there is none, pip upgraded first where it is too old for today's wheel
+    tags, and --break-system-packages (said in a comment) where PEP 668 marks the interpreter."""
+    changes = subcommand in CHANGES
+    managed = bool(inst.externally_managed) and changes
+    extra: List[Arg] = []
     if inst.tool == "uv":  # uv installs into the interpreter from outside: it needs no pip there
         head: List[Arg] = ["uv", "pip", subcommand] + (["--python", inst.python] if inst.python else [])
+        if managed:
+            extra.append("--break-system-packages")
     else:
         head = [inst.python_word, "-m", "pip", subcommand]
-    line = command(head, list(args), comment=comment, shell=inst.shell, what="the interpreter path")
-    if inst.tool != "uv" and inst.has_pip is False and not line.startswith("#"):
-        # ensurepip installs the pip bundled with the interpreter, offline (https://docs.python.org/3/library/ensurepip.html);
-        # each half is its own command line (PowerShell needs its call operator before each quoted program)
-        line = f"{ensurepip_command(inst)} {';' if inst.shell == POWERSHELL else '&&'} {line}"
+        # pip 23.0 refuses on the marker but has no override yet (23.0.1 added it); older pips ignore the marker
+        if managed and inst.has_pip is not False and _pip_older(inst, (23, 0, 1)) is not True:
+            extra.append("--break-system-packages")
+    line = command(head, list(args) + extra, comment=comment or (PEP668_NOTE if extra else None), shell=inst.shell,
+                   what="the interpreter path")
+    if line.startswith("#") or inst.tool == "uv":
+        return line
+    sep = ";" if inst.shell == POWERSHELL else "&&"  # each half its own line (PowerShell's call operator)
+    if inst.has_pip is False:
+        # ensurepip installs the pip bundled with the interpreter, offline
+        # (https://docs.python.org/3/library/ensurepip.html); where it cannot, the distribution's package does
+        first = pip_bootstrap(inst)
+        if inst.externally_managed and changes:  # the distribution's pip is >= 23.0.1 wherever it sets the marker
+            line = command(head, list(args) + ["--break-system-packages"], comment=PEP668_NOTE, shell=inst.shell,
+                           what="the interpreter path")
+        return f"{first} {sep} {line}"
+    if changes and subcommand == "install" and _pip_older(inst, (20, 3)):
+        # manylinux_2_28 (torch >= 2.6) and other PEP 600 tags are unknown to pip < 20.3, which then finds no wheel
+        up = command(inst.python_word, "-m", "pip", "install", "--upgrade", "pip", shell=inst.shell,
+                     what="the interpreter path")
+        return f"{up} {sep} {line}"
     return line
+
+
+def pip_bootstrap(inst: Installer) -> Raw:
+    """pip into an interpreter that has none: ensurepip where it is there and may run (not on an
+    EXTERNALLY-MANAGED Python: it has no --break-system-packages), else the distribution's package (python3-pip
+    for the system Python, python3.X-venv for a venv whose base lacks ensurepip, which Debian and Ubuntu split
+    off)."""
+    if inst.has_ensurepip is not False and not inst.externally_managed:
+        return ensurepip_command(inst)
+    tool = {"rhel": ["sudo", "dnf", "install", "-y"], "fedora": ["sudo", "dnf", "install", "-y"],
+            "suse": ["sudo", "zypper", "install", "-y"], "arch": ["sudo", "pacman", "-S", "--needed"]}.get(
+        inst.family or "", ["sudo", "apt-get", "install", "-y"])
+    if inst.venv and inst.family in (None, "ubuntu", "debian"):
+        venv_pkg = f"python{inst.python_mm}-venv" if inst.python_mm else "python3-venv"
+        return Raw(f"{command(*tool, venv_pkg)} && {ensurepip_command(inst)}")
+    pkg = "python-pip" if inst.family == "arch" else "python3-pip"
+    return Raw(command(*tool, pkg))
 
 
 def ensurepip_command(inst: Installer) -> Raw:

@@ -288,3 +288,44 @@ def test_skipped_without_link_facts(compat) -> None:
     assert none.status == CheckStatus.SKIPPED and "no compiled extension" in none.reason
     # nothing installed to judge is "did not apply", not "facts unknown" (the older-facts case above is unknown)
     assert none.not_applicable == "no torch extensions" and res.not_applicable is None
+
+
+def _deepspeed_env(built_for: str, compiled, torch="2.13.0+cpu"):
+    env = machines.torch_env(torch, None, [], packages=[Package("deepspeed", "0.19.8", requires=["torch"])])
+    build = ExtensionBuild("deepspeed", "/v/deepspeed/git_version_info_installed.py", torch=built_for, cuda="0.0",
+                           compiled=compiled)
+    return replace(env, extensions=ExtensionScan(libraries=[], builds=[build]))
+
+
+def test_deepspeed_metadata_is_judged_at_its_precision_and_only_for_what_it_compiled(compat) -> None:
+    # issue 38: deepspeed records torch's major.minor ("2.13"), which is torch 2.13.0; a wheel that compiled no op
+    # JIT-compiles each against the running torch, so its metadata binds nothing
+    assert judge_env(_deepspeed_env("2.13", []), compat).status == CheckStatus.PASSED
+    assert judge_env(_deepspeed_env("2.13", ["cpu_adam"]), compat).status == CheckStatus.PASSED
+    assert judge_env(_deepspeed_env("2.12", []), compat).status == CheckStatus.PASSED
+    assert judge_env(_deepspeed_env("0.0", None), compat).status == CheckStatus.PASSED  # built without torch
+    (f,) = judge_env(_deepspeed_env("2.12", ["cpu_adam", "fused_adam"]), compat).findings
+    assert (f.code, f.severity) == ("packages.extension-build/built-for", Severity.WARNING)
+    assert f.summary == ("deepspeed 0.19.8 is not built for torch 2.13.0+cpu: its build metadata "
+                         "(git_version_info_installed.py) says torch 2.12 for its pre-compiled cpu_adam, fused_adam")
+    # a file that does not say what it compiled is judged on its torch alone (xformers' cpp_lib.json)
+    assert judge_env(_deepspeed_env("2.12", None), compat).findings
+
+
+def test_payload_reads_what_deepspeed_compiled(tmp_path: Path) -> None:
+    from envdoctor._payload.extension_build import read_build_info
+
+    # the file deepspeed's setup.py writes (version, git_hash, git_branch, installed_ops, accelerator_name,
+    # torch_info), here for a pip install that compiled no op
+    pkg = tmp_path / "deepspeed"
+    pkg.mkdir()
+    (pkg / "git_version_info_installed.py").write_text(
+        "version='0.19.8'\ngit_hash='unknown'\ngit_branch='unknown'\n"
+        "installed_ops={'async_io': False, 'fused_adam': False, 'cpu_adam': False}\naccelerator_name='cpu'\n"
+        "torch_info={'version': '2.13', 'bf16_support': False, 'cuda_version': '0.0', 'nccl_version': '0.0', "
+        "'hip_version': '0.0'}\n")
+    info = read_build_info("deepspeed", str(tmp_path))
+    assert (info["torch"], info["cuda"], info["compiled"]) == ("2.13", "0.0", [])
+    (pkg / "git_version_info_installed.py").write_text("installed_ops={'cpu_adam': 1, 'fused_adam': False}\n"
+                                                       "torch_info={'version': '2.3', 'cuda_version': '12.1'}\n")
+    assert read_build_info("deepspeed", str(tmp_path))["compiled"] == ["cpu_adam"]

@@ -175,3 +175,20 @@ def test_a_dangling_venv_link_is_repaired_not_replaced(compat) -> None:
     live = broken_venv(links=[InterpreterLink("/srv/venv/bin/python", "/usr/bin/python3.12", True)])
     (h,) = [f for f in judge(Facts(pythons=[live]), compat).findings if f.category == "TARGET_PYTHON_UNUSABLE"]
     assert h.code == "torch.interpreter/not-found"
+
+
+def test_torch_in_an_externally_managed_python_is_said_once(compat) -> None:
+    # issue 38: pip refuses to change a PEP 668 Python; every pip fix carries the override, and this note says why
+    managed = env(externally_managed=True, is_venv=False, executable="/usr/bin/python3",
+                  packages=[Package("torch", "2.5.1+cpu", location=OWN, installer="pip"), Package("pip", "23.0.1")])
+    (f,) = [f for f in judge(Facts(pythons=[managed]), compat).findings if f.code.startswith("packages.pip/")]
+    assert (f.code, f.severity) == ("packages.pip/externally-managed", "info")
+    assert f.summary == ("/usr/bin/python3 is EXTERNALLY-MANAGED (PEP 668): pip refuses to install or uninstall "
+                         "there, so every pip fix in this report carries --break-system-packages")
+    assert f.fix.commands == ["/usr/bin/python3 -m venv --system-site-packages .venv"]
+    # pip 23.0 enforces the marker without an override: no pip fix can run
+    stuck = replace(managed, packages=[managed.packages[0], Package("pip", "23.0")])
+    (w,) = [f for f in judge(Facts(pythons=[stuck]), compat).findings if f.code.startswith("packages.pip/")]
+    assert (w.code, w.severity) == ("packages.pip/externally-managed-no-override", "warning")
+    # not managed, or no torch there (torch.interpreter says that one): nothing
+    assert not [f for f in judge(Facts(pythons=[env()]), compat).findings if f.code.startswith("packages.pip/")]

@@ -101,3 +101,45 @@ def test_every_copy_of_a_distribution_is_reported(tmp_path: Path, monkeypatch) -
     assert "shadowed" not in pkgs["torchvision"]
     assert pkgs["six"] == {"name": "six", "version": "1.16.0",
                            "shadowed": [{"location": str(base), "version": "1.15.0", "requires": None}]}
+
+
+def test_two_metadata_directories_in_one_folder_stray_files_and_dependents_requirements(tmp_path: Path,
+                                                                                         monkeypatch) -> None:
+    # issue 38: both dist-infos named, compiled files no RECORD claims listed, a torch dependent's Requires-Dist kept
+    site = tmp_path / "site"
+    _dist_info(site, "torch", "2.13.0")
+    (site / "torch-2.13.0.dist-info" / "RECORD").write_text("torch/__init__.py,,\ntorch/lib/libc10.so,,\n")
+    _dist_info(site, "torch", "2.12.0")
+    (site / "torch" / "lib").mkdir(parents=True)
+    (site / "torch" / "lib" / "libc10.so").write_bytes(b"\0")
+    (site / "torch" / "lib" / "libtorch_cuda.so").write_bytes(b"\0")
+    _dist_info(site, "accelerate", "1.0.0", ["torch>=2.0.0", "numpy<3", "pytest; extra == \"dev\""])
+    _dist_info(site, "pillow", "11.0.0", ["olefile; extra == \"fpx\""])
+    monkeypatch.setattr(sys, "path", [str(site)])
+    monkeypatch.setattr(D, "_DISTRIBUTIONS", None)
+    pkgs = {p["name"]: p for p in D.collect_packages([])}
+    torch = pkgs["torch"]
+    copies = {torch["dist_info"]} | {c["dist_info"] for c in torch["shadowed"]}
+    assert copies == {"torch-2.13.0.dist-info", "torch-2.12.0.dist-info"}
+    assert torch["unrecorded_files"] == ["torch/lib/libtorch_cuda.so"]
+    assert pkgs["accelerate"]["requires"] == ["torch>=2.0.0", "numpy<3", "pytest; extra == \"dev\""]
+    assert pkgs["pillow"] == {"name": "pillow", "version": "11.0.0"}  # not a torch dependent: name and version
+
+
+def test_site_minors_and_a_base_of_the_venvs_minor_when_the_link_starts_another(tmp_path: Path) -> None:
+    from envdoctor.probes.interpreter_files import venv_config
+
+    root = tmp_path / "v"
+    (root / "bin").mkdir(parents=True)
+    (root / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    (root / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.7\n")
+    (root / "bin" / "python").symlink_to(sys.executable)
+
+    class Which:
+        def which(self, name):
+            return "/opt/py311/bin/python3.11" if name == "python3.11" else None
+
+    cfg = venv_config(str(root / "bin" / "python"), Which(), running="3.12.1")
+    assert cfg.site_minors == ["3.11"]
+    assert cfg.same_minor_python == "/opt/py311/bin/python3.11"
+    assert venv_config(str(root / "bin" / "python"), Which(), running="3.11.2").same_minor_python is None
