@@ -43,10 +43,11 @@ import argparse
 import json
 import re
 import sys
-import tomllib
 from collections import OrderedDict
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
