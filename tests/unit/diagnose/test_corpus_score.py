@@ -19,7 +19,7 @@ ROWS = [(d.name, r["id"], r["labels"]) for d in sorted(CORPUS.glob("*/")) if (d 
         for r in json.loads((d / "labels.json").read_text(encoding="utf-8"))]
 
 # still wrong on 2026-12-04 (the kinds are in tests/fixtures/corpus/FIRST_SIGHT_*.md); the second set is round 3
-# (issue 42, scripts/mine_corpus.py) at first sight, before any diagnose fix (docs/measurements.md, "Corpus
+# (issue 42, scripts/mine_corpus.py) at first sight, before any diagnose fix (FIRST_SIGHT_G.md; docs/measurements.md, "Corpus
 # round 3"); remove a row once it passes
 STILL_WRONG = set("""
 comfyui-009 comfyui-015 container-toolkit-005 flash-attention-003 flash-attention-010 jax-002 jax-008
