@@ -419,7 +419,7 @@ def step_resolve(targets=(), **_kw):
                 origin = list(spec.submodule_search_locations)[0]
         entry["origin"] = origin
         entry["inside"] = _inside(origin, location)
-        if entry["inside"] is False or (spec is None and "error" not in entry):
+        if entry["inside"] is False:  # found elsewhere (not found at all is the import step's to say)
             bad.append(entry)
         out.append(entry)
     detail = {"cwd": _cwd(), "sys_path0": sys.path[0] if sys.path else None, "modules": out}
