@@ -49,25 +49,26 @@ DIR_VARIABLE = {"temp": "TMPDIR", "inductor-cache": "TORCHINDUCTOR_CACHE_DIR", "
 
 # one command per step that does what the step did (run in the same working directory, with the same python)
 REPRO = {
-    "dataloader": "import torch; from torch.utils.data import DataLoader, TensorDataset; "
-                  "print(sum(float(b[0].sum()) for b in DataLoader(TensorDataset(torch.arange(64.).reshape(32, 2)), "
-                  "batch_size=4, num_workers=2)))",
-    "checkpoint": "import torch; torch.save({'w': torch.ones(4)}, 'envdoctor-try.pt'); "
-                  "print(torch.load('envdoctor-try.pt'))",
-    "distributed": "import torch, torch.distributed as d; s = d.TCPStore('127.0.0.1', 0, 1, True); "
-                   "d.init_process_group('gloo', store=s, rank=0, world_size=1); t = torch.ones(4); "
-                   "d.all_reduce(t); print(t)",
-    "nccl": "import torch, torch.distributed as d; s = d.TCPStore('127.0.0.1', 0, 1, True); "
-            "d.init_process_group('nccl', store=s, rank=0, world_size=1); t = torch.ones(4, device='cuda'); "
-            "d.all_reduce(t); print(t)",
-    "cuda-kernel": "import torch; print((torch.arange(1024., device='cuda') * 2 + 1).sum())",
-    "cublas": "import torch; a = torch.randn(256, 256); print(((a.cuda() @ a.cuda()).cpu() - a @ a).abs().max())",
-    "cudnn": "import torch; x, w = torch.randn(2, 3, 16, 16), torch.randn(4, 3, 3, 3); "
-             "print((torch.nn.functional.conv2d(x.cuda(), w.cuda()).cpu() - torch.nn.functional.conv2d(x, w))"
-             ".abs().max())",
-    "autocast": "import torch; a = torch.randn(128, 128, device='cuda'); "
-                "exec('with torch.autocast(\"cuda\", dtype=torch.float16): print((a @ a).dtype)')",
-    "torch-compile": "import torch; print(torch.compile(lambda x: torch.sin(x) * 2 + x.cos())(torch.linspace(0, 1, 64)))",
+    "dataloader": 'import torch; from torch.utils.data import DataLoader, TensorDataset; '
+                  'print(sum(float(b[0].sum()) for b in DataLoader(TensorDataset(torch.arange(64.).reshape(32, 2)), '
+                  'batch_size=4, num_workers=2)))',
+    "checkpoint": 'import torch; torch.save({"w": torch.ones(4)}, "envdoctor-try.pt"); '
+                  'print(torch.load("envdoctor-try.pt"))',
+    "distributed": 'import torch, torch.distributed as d; s = d.TCPStore("127.0.0.1", 0, 1, True); '
+                   'd.init_process_group("gloo", store=s, rank=0, world_size=1); t = torch.ones(4); '
+                   'd.all_reduce(t); print(t)',
+    "nccl": 'import torch, torch.distributed as d; s = d.TCPStore("127.0.0.1", 0, 1, True); '
+            'd.init_process_group("nccl", store=s, rank=0, world_size=1); t = torch.ones(4, device="cuda"); '
+            'd.all_reduce(t); print(t)',
+    "cuda-kernel": 'import torch; print((torch.arange(1024., device="cuda") * 2 + 1).sum())',
+    "cublas": 'import torch; a = torch.randn(256, 256); print(((a.cuda() @ a.cuda()).cpu() - a @ a).abs().max())',
+    "cudnn": 'import torch; x, w = torch.randn(2, 3, 16, 16), torch.randn(4, 3, 3, 3); '
+             'print((torch.nn.functional.conv2d(x.cuda(), w.cuda()).cpu() - torch.nn.functional.conv2d(x, w))'
+             '.abs().max())',
+    "autocast": 'import torch; a = torch.randn(128, 128, device="cuda"); '
+                'print(torch.autocast("cuda", dtype=torch.float16).__enter__() or (a @ a).dtype)',
+    "torch-compile": 'import torch; print(torch.compile(lambda x: torch.sin(x) * 2 + x.cos())'
+                     '(torch.linspace(0, 1, 64)))',
 }
 
 
@@ -318,9 +319,8 @@ def check_open_files(ctx: CheckContext) -> List[Finding]:
         raise_to = "unlimited" if hard is None else hard
         cmds = [f"ulimit -n {raise_to if hard is None or hard < 65536 else 65536}",
                 "# for every login: '* soft nofile 65536' in /etc/security/limits.conf (not above the hard limit)",
-                command(_python(py), "-c", "import torch.multiprocessing as mp; "
-                        "mp.set_sharing_strategy('file_system')") + "  # or in the training script, before the "
-                "DataLoader"]
+                "# or, where the limit cannot be raised, in the training script before its DataLoaders: "
+                "torch.multiprocessing.set_sharing_strategy('file_system')"]
         fix = Fix("Raise the soft open-files limit in the shell or job script that starts the run (or switch "
                   "torch's sharing strategy to file_system in the script, torch's documented alternative)", cmds,
                   SHARING_DOCS)
