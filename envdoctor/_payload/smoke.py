@@ -39,6 +39,13 @@ _BOOT = ("import importlib.util as u,sys\n"
          "m=u.module_from_spec(s);s.loader.exec_module(m);m.main(sys.argv[1:])")
 
 
+def fresh_command(executable: str, units: List[Any], out_fd: int) -> List[str]:
+    """The command line of the fresh interpreter that runs ``units`` (a list of (steps, {step: timeout_s})) the
+    way the user's run starts (``python -c``: the working directory first on sys.path), answering on ``out_fd``."""
+    boot = _BOOT.format(path=os.path.abspath(smoke_steps.__file__))
+    return [executable, "-c", boot, json.dumps(units), str(out_fd)]
+
+
 def _requires_torch(requires: Optional[List[str]]) -> bool:
     import re
 
@@ -135,8 +142,7 @@ class Smoke:
                                              "an end-to-end torch.compile (--smoke thorough)")
         rfd, wfd = os.pipe()
         try:
-            boot = _BOOT.format(path=os.path.abspath(smoke_steps.__file__))
-            proc = subprocess.Popen([sys.executable, "-c", boot, json.dumps(units), str(wfd)],
+            proc = subprocess.Popen(fresh_command(sys.executable, units, wfd),
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     pass_fds=(wfd,), close_fds=True)
         except Exception as e:

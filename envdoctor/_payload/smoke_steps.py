@@ -472,22 +472,22 @@ def step_import(dist="", version="", location="", module="", **_kw):
 
 def step_dataloader(**_kw):
     """A DataLoader with two workers passing tensors to this process the default way (torch.multiprocessing's
-    default sharing strategy, file_descriptor on Linux), checked for the right sum."""
+    default sharing strategy, file_descriptor on Linux), every batch kept as a training step keeps its inputs for
+    a moment: 8 batches of 8 tensors hold 64 received descriptors at once, so a very low open-files limit fails
+    here as a run with many tensors per sample fails at 1,024. A TensorDataset, which pickles, so that spawn and
+    forkserver workers (the default start method from Python 3.14) get it too."""
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
-    data = torch.arange(64, dtype=torch.float32).reshape(32, 2)
-    loader = DataLoader(TensorDataset(data), batch_size=4, num_workers=2)
-    total = 0.0
-    batches = 0
-    for (batch,) in loader:
-        total += float(batch.sum())
-        batches += 1
-    want = float(data.sum())
-    detail = {"sharing_strategy": torch.multiprocessing.get_sharing_strategy(), "batches": batches,
-              "start_method": _start_method()}
+    columns = [torch.arange(64, dtype=torch.float32).reshape(32, 2) + k for k in range(8)]
+    loader = DataLoader(TensorDataset(*columns), batch_size=4, num_workers=2)
+    kept = [batch for batch in loader]
+    total = sum(float(t.sum()) for batch in kept for t in batch)
+    want = sum(float(c.sum()) for c in columns)
+    detail = {"sharing_strategy": torch.multiprocessing.get_sharing_strategy(), "batches": len(kept),
+              "tensors_held": sum(len(b) for b in kept), "start_method": _start_method()}
     if total != want:
-        raise StepError(f"the DataLoader's batches sum to {total} instead of {want}", detail)
+        raise StepError("the DataLoader's batches sum to {} instead of {}".format(total, want), detail)
     return detail
 
 
