@@ -10,6 +10,11 @@ medians, the median of the paired differences and the targets (issue 19: envdoct
 --no-torch <= 0.5 s). Usage:
 
     python scripts/bench_first_run.py --python /path/to/venv/bin/python [--pairs 9] [--envdoctor envdoctor]
+    python scripts/bench_first_run.py --python PY --smoke [--pairs 5] [--thorough-runs 2]
+
+--smoke measures the smoke tier (issue 38) instead: the default run (the quick tier, beside the import) against a
+bare `import torch` and against the same run with `--smoke off`, in pairs; then `--smoke thorough` alone (every
+step, torch.compile end to end), whose target is a minute on a 2-core box.
 
 Use an installed envdoctor (`pip install .`, whose files are byte-compiled) rather than an editable one run
 with PYTHONDONTWRITEBYTECODE set, which compiles every module on every run.
@@ -29,6 +34,8 @@ from typing import Dict, List
 
 TARGET_OVER_IMPORT_S = 0.3
 TARGET_NO_TORCH_S = 0.5
+TARGET_SMOKE_OVER_IMPORT_S = 0.5  # issue 38: the default run, its quick smoke tier included
+TARGET_THOROUGH_S = 60.0
 
 
 def timed(argv: List[str], env: Dict[str, str], timeout: float = 600) -> float:
@@ -73,7 +80,11 @@ def main() -> int:
     ap.add_argument("--envdoctor", default=shutil.which("envdoctor") or "envdoctor",
                     help="envdoctor command (default: envdoctor on PATH)")
     ap.add_argument("--skip-no-torch", action="store_true", help="only the import torch pairs")
+    ap.add_argument("--smoke", action="store_true", help="measure the smoke tier (see the module docstring)")
+    ap.add_argument("--thorough-runs", type=int, default=2, help="with --smoke: runs of --smoke thorough")
     args = ap.parse_args()
+    if args.smoke:
+        return smoke(args)
     envdoctor = args.envdoctor.split()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     print(f"target {args.python}; envdoctor {' '.join(envdoctor)}; {args.pairs} pairs; "
@@ -99,6 +110,32 @@ def main() -> int:
         ok_nt = med <= TARGET_NO_TORCH_S
         print(f"  target: --no-torch <= {TARGET_NO_TORCH_S} s: {'met' if ok_nt else 'NOT met'} ({med:.3f} s)")
         ok = ok and ok_nt
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    return 0 if ok else 1
+
+
+def smoke(args: argparse.Namespace) -> int:
+    """The smoke tier's cost: quick (the default) against import torch and against --smoke off; thorough alone."""
+    envdoctor = args.envdoctor.split()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    run = envdoctor + ["--python", args.python, "--format", "json"]
+    print(f"target {args.python}; envdoctor {' '.join(envdoctor)}; {args.pairs} pairs; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    res = paired([args.python, "-c", "import torch, os; os._exit(0)"], run, args.pairs, env)
+    over = report("default run (quick smoke tier) against the import", "python -c 'import torch; os._exit(0)'",
+                  "envdoctor --format json", res)
+    ok = over <= TARGET_SMOKE_OVER_IMPORT_S
+    print(f"  target: envdoctor <= import torch + {TARGET_SMOKE_OVER_IMPORT_S} s: {'met' if ok else 'NOT met'}")
+    res = paired(run + ["--smoke", "off"], run, args.pairs, env)
+    report("the quick tier's own cost", "envdoctor --smoke off", "envdoctor (--smoke quick)", res)
+    took = []
+    for _ in range(max(0, args.thorough_runs)):
+        took.append(timed(run + ["--smoke", "thorough"], env, timeout=900))
+    if took:
+        med = statistics.median(took)
+        print(f"--smoke thorough: median {med:.1f} s over {len(took)} runs (min {min(took):.1f}, max {max(took):.1f});"
+              f" target <= {TARGET_THOROUGH_S:g} s: {'met' if med <= TARGET_THOROUGH_S else 'NOT met'}")
+        ok = ok and med <= TARGET_THOROUGH_S
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0 if ok else 1
 

@@ -107,6 +107,7 @@ class Smoke:
         self.section: Dict[str, Any] = {"tier": self.tier, "steps": self.records, "not_tried": [],
                                         "open_files_limit": _nofile(), "errors": []}
         self.fork_ok = hasattr(os, "fork") and sys.platform != "win32"
+        self.forked = False  # after_torch_import ran: torch imported
 
     # ------------------------------------------------------------------ the fresh interpreter
 
@@ -159,6 +160,7 @@ class Smoke:
         """Fork the torch zygote (call from the main thread, after `import torch`, before CUDA is initialised)."""
         if self.tier == "off" or not self.fork_ok:
             return
+        self.forked = True
         units: List[Any] = []
         t = self.timeout_s
         # quick: torch's compiled dependents (their ABI against this torch is what breaks), here where torch is
@@ -208,6 +210,9 @@ class Smoke:
     def finish(self, limit_s: Optional[float] = None) -> Dict[str, Any]:
         """Read every record until the zygotes end or the time left runs out; a zygote still running then is
         killed and its unfinished steps recorded as timed-out."""
+        if self.tier != "off" and self.fork_ok and not self.forked:
+            self.section["not_tried"].append("the steps that need torch (DataLoader, checkpoint, process group, GPU "
+                                             "kernels): torch did not import")
         if not self.readers:
             return self.section
         end = time.monotonic() + (limit_s if limit_s is not None else 120.0)

@@ -487,7 +487,7 @@ def step_dataloader(**_kw):
     detail = {"sharing_strategy": torch.multiprocessing.get_sharing_strategy(), "batches": len(kept),
               "tensors_held": sum(len(b) for b in kept), "start_method": _start_method()}
     if total != want:
-        raise StepError("the DataLoader's batches sum to {} instead of {}".format(total, want), detail)
+        raise StepError(f"the DataLoader's batches sum to {total} instead of {want}", detail)
     return detail
 
 
@@ -509,6 +509,8 @@ def step_checkpoint(dirs=(), **_kw):
     out = []
     failed = []
     for d in dirs:
+        if os.path.exists(d) and not os.path.isdir(d):
+            d = os.path.dirname(os.path.abspath(d))  # --data named a file: its directory
         entry = {"dir": d}
         out.append(entry)
         path = os.path.join(d, f".envdoctor_smoke_{os.getpid()}.pt")

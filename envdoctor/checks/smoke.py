@@ -44,6 +44,7 @@ EMFILE = re.compile(r"Too many open files|\[Errno 24\]|EMFILE", re.I)
 # what loading a library from a noexec mount says: glibc's dlopen "failed to map segment from shared object"
 # (mmap with PROT_EXEC refused), or EPERM ("Operation not permitted")
 NOEXEC = re.compile(r"failed to map segment from shared object|Operation not permitted|\[Errno 1\]", re.I)
+PERMISSION = re.compile(r"Permission denied|Read-only file system|\[Errno (?:13|30)\]")
 DIR_VARIABLE = {"temp": "TMPDIR", "inductor-cache": "TORCHINDUCTOR_CACHE_DIR", "triton-cache": "TRITON_CACHE_DIR",
                 "torch-extensions": "TORCH_EXTENSIONS_DIR"}
 
@@ -264,6 +265,17 @@ def _generic(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, k: int) 
                      fix=Fix(sig.fix, [cmd] if cmd else [], sig.source), subject=py.executable,
                      confidence=sig.confidence)
     kind = f"{step.name.replace(':', '-').replace('_', '-')}-{'timed-out' if timed else 'failed'}"
+    if step.name == "checkpoint" and PERMISSION.search(step.error or ""):
+        # the directory refuses writes (read-only, another owner): where the run writes there it fails, but the
+        # working directory need not be where it writes
+        return STEPS.warning(
+            kind, f"a checkpoint cannot be written where the run may write it, tried in {_python(py)}: "
+            f"{_quote(step)}",
+            detail="envdoctor wrote a small torch.save file, fsynced it and read it back in each --data directory and "
+                   "the working directory. Pass --data for the directory the run saves to.",
+            evidence=_evidence(i, step, k),
+            fix=Fix("Save checkpoints to a directory this user can write, or fix the permissions",
+                    [cmd] if cmd else []), subject=py.executable)
     summary = (f"{what} did not finish in {step.duration_s:g} s when tried in {_python(py)}" if timed and
                step.duration_s is not None else f"{what} failed when tried in {_python(py)}: {_quote(step)}")
     if step.error_type == "Crash":

@@ -175,3 +175,14 @@ def test_a_dataloader_out_of_descriptors_is_an_error_of_the_limit(compat) -> Non
     assert (f.code, f.category, f.severity) == ("smoke.open-files/dataloader-failed", "OPEN_FILES_LIMIT_LOW",
                                                 Severity.ERROR)
     assert f.summary == f"a DataLoader with two workers failed in {PY}: too many open files (soft limit 64)"
+
+
+def test_a_directory_that_refuses_the_checkpoint_is_a_warning(compat) -> None:
+    step = SmokeStep("checkpoint", "failed", 0.1, error_type="StepError",
+                     error="writing a checkpoint in /data failed: PermissionError: [Errno 13] Permission denied: "
+                           "'/data/.envdoctor_smoke_7.pt'")
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step("checkpoint", step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.severity) == ("smoke.steps/checkpoint-failed", Severity.WARNING)
+    assert f.summary.startswith(f"a checkpoint cannot be written where the run may write it, tried in {PY}: "
+                                "StepError: writing a checkpoint in /data failed")
