@@ -38,10 +38,18 @@ TARGET_SMOKE_OVER_IMPORT_S = 0.5  # issue 38: the default run, its quick smoke t
 TARGET_THOROUGH_S = 60.0
 
 
+CPU_S: List[float] = []  # the CPU seconds (user + system, every waited-for descendant) of each timed() run
+
+
 def timed(argv: List[str], env: Dict[str, str], timeout: float = 600) -> float:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_S.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if proc.returncode not in (0, 1) or (argv[-1:] == ["json"] and not proc.stdout.strip()):
         raise SystemExit(f"{' '.join(argv)} failed (exit {proc.returncode}): {proc.stderr.decode()[-500:]}")
     if "--format" in argv:
@@ -126,8 +134,23 @@ def smoke(args: argparse.Namespace) -> int:
                   "envdoctor --format json", res)
     ok = over <= TARGET_SMOKE_OVER_IMPORT_S
     print(f"  target: envdoctor <= import torch + {TARGET_SMOKE_OVER_IMPORT_S} s: {'met' if ok else 'NOT met'}")
+    del CPU_S[:]
     res = paired(run + ["--smoke", "off"], run, args.pairs, env)
     report("the quick tier's own cost", "envdoctor --smoke off", "envdoctor (--smoke quick)", res)
+    # CPU seconds, which a loaded box does not inflate as it inflates wall time: paired() ran (off, quick) and
+    # then each pair in alternating order after its two warm-up runs
+    cpu = CPU_S[2:]
+    off_cpu, quick_cpu = [], []
+    for i in range(args.pairs):
+        a, b = cpu[2 * i], cpu[2 * i + 1]
+        if i % 2:
+            a, b = b, a
+        off_cpu.append(a)
+        quick_cpu.append(b)
+    diffs = [q - o for o, q in zip(off_cpu, quick_cpu)]
+    print(f"  CPU seconds (user + system, all processes): --smoke off median {statistics.median(off_cpu):.2f}, "
+          f"quick median {statistics.median(quick_cpu):.2f}, paired difference median "
+          f"{statistics.median(diffs):+.2f}")
     took = []
     for _ in range(max(0, args.thorough_runs)):
         took.append(timed(run + ["--smoke", "thorough"], env, timeout=900))

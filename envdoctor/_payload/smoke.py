@@ -126,7 +126,8 @@ class Smoke:
             self.section["errors"].append(f"reading torch's dependents: {type(e).__name__}: {e}")
         targets = [[f["name"], f["version"], f["location"], f["module"]] for f in self.family if f["module"]]
         units: List[Any] = [([["resolve", {"targets": targets}]], {"resolve": self.timeout_s}),
-                            ([["compile", {}]], {"compile": max(self.timeout_s, 30.0)})]
+                            ([["compile", {"python_h": self.tier == "thorough"}]],
+                             {"compile": max(self.timeout_s, 30.0)})]
         if self.tier == "thorough" and targets:
             # the run's own process: torch, each dependent, then torch.compile end to end (inductor imports
             # setuptools' distutils: in a fork of the payload, whose find_spec('pip') made setuptools' shim
@@ -139,8 +140,8 @@ class Smoke:
                 timeouts["torch-compile"] = COMPILE_TIMEOUT_S
             units.append((chain, timeouts))
         else:
-            self.section["not_tried"].append("importing torch and its dependents in a fresh interpreter, and "
-                                             "an end-to-end torch.compile (--smoke thorough)")
+            self.section["not_tried"].append("fresh imports of torch and its dependents, torch.compile end to end "
+                                             "(--smoke thorough)")
         rfd, wfd = os.pipe()
         try:
             proc = subprocess.Popen(fresh_command(sys.executable, units, wfd),
@@ -169,8 +170,7 @@ class Smoke:
                  and f["compiled"]]
         left = [f["name"] for f in self.family if f["name"] != "torch" and f not in tried]
         if left and self.tier == "quick":
-            self.section["not_tried"].append("importing the pure-Python dependents of torch ({}) (--smoke "
-                                             "thorough)".format(", ".join(left)))
+            self.section["not_tried"].append("importing {} (pure Python: --smoke thorough)".format(", ".join(left)))
         if tried:
             chain = [["import:" + f["name"], {"dist": f["name"], "version": f["version"], "location": f["location"],
                                               "module": f["module"]}] for f in tried]
@@ -183,8 +183,13 @@ class Smoke:
         if cuda_expected:
             units.append(([[n, {}] for n in gpu], {n: t for n in gpu}))
         else:
-            self.section["not_tried"].append("GPU steps (a kernel, cuBLAS, cuDNN, autocast, NCCL): this torch has "
-                                             "no CUDA build")
+            self.section["not_tried"].append("GPU steps (no CUDA build of torch)")
+        # one zygote per unit, all at once: after the import the payload has little left to do, so the steps'
+        # wall time is the longest one's, not their sum
+        for unit in units:
+            self._fork_zygote([unit], unit[0][0][0])
+
+    def _fork_zygote(self, units: List[Any], which: str) -> None:
         rfd, wfd = os.pipe()
         try:
             pid = os.fork()
@@ -196,14 +201,18 @@ class Smoke:
         if pid == 0:  # the zygote: the steps, then out, without the payload's teardown
             try:
                 os.close(rfd)
-                cwd_first = _cwd()
-                if cwd_first and (not sys.path or sys.path[0] != ""):
+                for fd, _h, _w in self.readers:  # the other zygotes' pipes are not this one's to hold open
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                if _cwd() and (not sys.path or sys.path[0] != ""):
                     sys.path.insert(0, "")  # the run's sys.path: `python train.py` in the working directory
                 smoke_steps.serve([([(n, kw) for n, kw in u], tm) for u, tm in units], smoke_steps.FUNCS, wfd)
             finally:
                 os._exit(0)
         os.close(wfd)
-        self.readers.append((rfd, pid, "torch"))
+        self.readers.append((rfd, pid, which))
 
     # ------------------------------------------------------------------ collecting
 
@@ -211,8 +220,7 @@ class Smoke:
         """Read every record until the zygotes end or the time left runs out; a zygote still running then is
         killed and its unfinished steps recorded as timed-out."""
         if self.tier != "off" and self.fork_ok and not self.forked:
-            self.section["not_tried"].append("the steps that need torch (DataLoader, checkpoint, process group, GPU "
-                                             "kernels): torch did not import")
+            self.section["not_tried"].append("the steps that need torch (torch did not import)")
         if not self.readers:
             return self.section
         end = time.monotonic() + (limit_s if limit_s is not None else 120.0)

@@ -111,8 +111,8 @@ def smoke_line(smoke: Any) -> str:
         counts[step.status] = counts.get(step.status, 0) + 1
     done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda x: x[0] != "ok")) or "no step"
     took = f" in {smoke.duration_s:.1f} s" if smoke.duration_s is not None else ""
-    names = " ".join(s.name for s in smoke.steps)
-    text = f"{smoke.tier} smoke tier: {done}{took} ({names})"
+    names = ", ".join(s.name for s in smoke.steps)
+    text = f"{smoke.tier} tier, {done}{took}: {names}"
     if smoke.not_tried:
         text += "; not tried: " + "; ".join(smoke.not_tried)
     if smoke.errors:
