@@ -94,8 +94,11 @@ def _distributions() -> List[Dict[str, Any]]:
 class Smoke:
     """The smoke tier of one inspect run: start(), then after_torch_import(), then finish() into the result."""
 
-    def __init__(self, tier: str, data_dirs: List[str], result: Dict[str, Any], deadline_at: Optional[float]):
+    def __init__(self, tier: str, data_dirs: List[str], result: Dict[str, Any], deadline_at: Optional[float],
+                 private_fds: Tuple[int, ...] = ()):
         self.tier = tier if tier in TIERS else "quick"
+        self.private_fds = private_fds  # the payload's answer pipe: never held open by a step's process
+        self.planned: Dict[str, List[str]] = {}  # reader -> the steps it runs
         self.data_dirs = [d for d in data_dirs if d]
         self.result = result
         self.deadline_at = deadline_at
@@ -154,6 +157,7 @@ class Smoke:
         finally:
             os.close(wfd)
         self.readers.append((rfd, proc, "fresh"))
+        self.planned["fresh"] = [n for u, _t in units for n, _kw in u]
 
     # ------------------------------------------------------------------ the fork after import torch
 
@@ -206,6 +210,17 @@ class Smoke:
                         os.close(fd)
                     except OSError:
                         pass
+                for fd in self.private_fds:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass
+                try:  # what the steps print goes nowhere: envdoctor's stdout and stderr are not theirs to hold open
+                    null = os.open(os.devnull, os.O_RDWR)
+                    os.dup2(null, 1)
+                    os.dup2(null, 2)
+                except OSError:
+                    pass
                 if _cwd() and (not sys.path or sys.path[0] != ""):
                     sys.path.insert(0, "")  # the run's sys.path: `python train.py` in the working directory
                 smoke_steps.serve([([(n, kw) for n, kw in u], tm) for u, tm in units], smoke_steps.FUNCS, wfd)
@@ -213,6 +228,7 @@ class Smoke:
                 os._exit(0)
         os.close(wfd)
         self.readers.append((rfd, pid, which))
+        self.planned[which] = [n for u, _t in units for n, _kw in u]
 
     # ------------------------------------------------------------------ collecting
 
@@ -249,7 +265,11 @@ class Smoke:
                         self.records.append(rec)
         for fd, handle, which in self.readers:
             if fd in open_fds:
-                self.section["errors"].append(f"the {which} steps did not finish in time")
+                # cut by the payload's own limit (--python-timeout), not by a step's: said, not judged
+                done = {r.get("name") for r in self.records}
+                cut = [n for n in self.planned.get(which, []) if n not in done]
+                self.section["not_tried"].append("{} (cut short by the interpreter's time limit, "
+                                                 "--python-timeout)".format(", ".join(cut) or which))
                 _kill(handle)
             else:
                 _reap(handle)

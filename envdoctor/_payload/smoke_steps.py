@@ -170,8 +170,9 @@ def run_unit(units, timeout_s, funcs, emit):
             rec.update(status="failed", error_type="Crash", error="the process " + how + " during this step")
             if status is not None and os.WIFSIGNALED(status):
                 rec["signal"] = _signal_name(os.WTERMSIG(status))
-        if other:
-            rec["traceback"] = [_short(x, 300) for x in other[-TRACEBACK_LINES:]]
+        if other:  # faulthandler's "Fatal Python error: ..." line, then the innermost frames
+            keep = other if len(other) <= TRACEBACK_LINES else other[:1] + other[-(TRACEBACK_LINES - 1):]
+            rec["traceback"] = [_short(x, 300) for x in keep]
         emit(rec)
         pending = [u for u in pending if u[0] != name]
 
@@ -470,7 +471,23 @@ def step_import(dist="", version="", location="", module="", **_kw):
               "inside": _inside(path, location)}
     if detail["inside"] is False:
         raise StepError(f"`import {module}` loaded {path}, not the installed {dist} {version} in {location}", detail)
+    if _release(detail["module_version"]) and _release(version) and \
+            _release(detail["module_version"]) != _release(version):
+        detail["version_mismatch"] = True
+        raise StepError("`import {}` reports __version__ {} from {}, but the installed {} is {}".format(
+            module, detail["module_version"], path, dist, version), detail)
     return detail
+
+
+def _release(text):
+    """The first three numbers of a version ("2.5.1" of "2.5.1.post0+cu124"); None when it starts with none."""
+    import re
+
+    m = re.match(r"\s*v?(\d+(?:\.\d+){0,2})", str(text or ""))
+    if not m:
+        return None
+    parts = [int(x) for x in m.group(1).split(".")]
+    return tuple(parts + [0] * (3 - len(parts)))
 
 
 # --------------------------------------------------------------------------- steps with torch

@@ -117,7 +117,7 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     result["has_ensurepip"] = has_module("ensurepip")
     # the .pth replay runs in a child while the files are read and torch imports; its answer joins at the end
     replay = _guard(errors, "executable .pth lines", lambda: start_pth_replay(errors))
-    smoke = Smoke(opts.smoke, opts.smoke_dir, result, state.deadline_at)
+    smoke = Smoke(opts.smoke, opts.smoke_dir, result, state.deadline_at, private_fds=(state.out_fd,))
     if not opts.no_torch:  # --no-torch: nothing of torch is run, its smoke steps neither
         state.stage = "starting the smoke steps"
         _guard(errors, "starting the smoke steps", smoke.start)

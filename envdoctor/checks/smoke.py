@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Tuple
 from ..compat.signatures import normalise, signatures_from
 from ..model.facts import PythonEnv, Smoke, SmokeStep
 from ..model.findings import Evidence, Finding, Fix, Severity
-from ..remedies import command
+from ..remedies import command, pip_install
 from ..remedies.platform import platform_of
 from .base import PROBED, CheckContext, Findings, SkipCheck, registrar
 
@@ -219,7 +219,7 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
         subject=py.executable)
 
 
-def _shadow_finding(i: int, py: PythonEnv, step: SmokeStep, k: int) -> Finding:
+def _shadow_finding(facts: Any, i: int, py: PythonEnv, step: SmokeStep, k: int) -> Finding:
     d = step.detail
     mods = [m for m in d.get("modules") or [] if m.get("inside") is False or m.get("origin") is None]
     if step.name.startswith("import:"):
@@ -229,6 +229,21 @@ def _shadow_finding(i: int, py: PythonEnv, step: SmokeStep, k: int) -> Finding:
     origin = m.get("origin") or ""
     cwd = d.get("cwd")
     ev = _evidence(i, step, k)
+    if d.get("version_mismatch") and d.get("inside") is not False:
+        # the installed files hold another build than the metadata says (a copy unpacked over the wheel, a
+        # stale build directory, a failed uninstall): what is imported is not what pip thinks is installed
+        ev.append(Evidence(f"pythons[{i}].smoke.steps[{k}].detail.module_version", d.get("module_version"),
+                           expected=d.get("version"), source=origin or None))
+        dist = d.get("distribution") or m.get("module")
+        return STEPS.error(
+            "shadowed", f"`import {m.get('module')}` gives {dist} {d.get('module_version')} from {origin}, but the "
+            f"installed distribution says {d.get('version')}",
+            detail="The module's own __version__ and the installed metadata disagree: files of another build sit "
+                   "in the package directory (a copy unpacked over the wheel, a half-done uninstall), so pip's view "
+                   "of the environment is not what runs.",
+            evidence=ev, fix=Fix("Reinstall the distribution cleanly", [
+                pip_install(facts, py, [f"{dist}=={d.get('version')}"], force=True, no_deps=True)]),
+            subject=py.executable)
     ev.append(Evidence(f"pythons[{i}].smoke.steps[{k}].detail.modules", origin or None,
                        expected=f"inside {m.get('location')}"))
     cmds = []
@@ -303,8 +318,9 @@ def check_steps(ctx: CheckContext) -> List[Finding]:
                 continue  # smoke.open-files names the cause and its fix
             if step.name == "compile":
                 findings.append(_compile_finding(ctx, i, py, step, k))
-            elif step.name == "resolve" or (step.name.startswith("import:") and step.detail.get("inside") is False):
-                findings.append(_shadow_finding(i, py, step, k))
+            elif step.name == "resolve" or (step.name.startswith("import:") and (
+                    step.detail.get("inside") is False or step.detail.get("version_mismatch"))):
+                findings.append(_shadow_finding(ctx.facts, i, py, step, k))
             else:
                 findings.append(_generic(ctx, i, py, step, k))
     return findings

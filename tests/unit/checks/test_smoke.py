@@ -186,3 +186,17 @@ def test_a_directory_that_refuses_the_checkpoint_is_a_warning(compat) -> None:
     assert (f.code, f.severity) == ("smoke.steps/checkpoint-failed", Severity.WARNING)
     assert f.summary.startswith(f"a checkpoint cannot be written where the run may write it, tried in {PY}: "
                                 "StepError: writing a checkpoint in /data failed")
+
+
+def test_an_import_whose_version_is_not_the_installed_one_is_named(compat) -> None:
+    step = SmokeStep("import:torchvision", "failed", 0.8, error_type="StepError",
+                     error="`import torchvision` reports __version__ 0.27.0 from /s/torchvision/__init__.py, but the "
+                           "installed torchvision is 0.28.0",
+                     detail={"distribution": "torchvision", "version": "0.28.0", "module": "torchvision",
+                             "file": "/s/torchvision/__init__.py", "location": "/s", "module_version": "0.27.0",
+                             "inside": True, "version_mismatch": True})
+    (f,) = [f for f in judge(Facts(pythons=[env(OK + [step])]), compat).findings if f.code.startswith("smoke.")]
+    assert (f.code, f.category) == ("smoke.steps/shadowed", "PYTHON_PACKAGE_SHADOWED")
+    assert f.summary == ("`import torchvision` gives torchvision 0.27.0 from /s/torchvision/__init__.py, but the "
+                         "installed distribution says 0.28.0")
+    assert f.fix.commands == [f"{PY} -m pip install --force-reinstall --no-deps torchvision==0.28.0"]
