@@ -1,6 +1,6 @@
 """The smoke tier: what a training run does, tried for real in bounded children while the inspect task runs.
 
-Two zygotes (smoke_steps.serve) run the steps, each step in its own forked child:
+Zygotes (smoke_steps.serve) run the steps, each step in its own forked child:
 - a fresh interpreter started as the run starts (``python -c``: the working directory first on sys.path, the
   run's environment), at once, beside the payload's own work: where torch and its dependents would be imported
   from, the C++ toolchain torch.compile and cpp_extension use, built and loaded in the directories they use;
@@ -23,8 +23,8 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import smoke_steps
 from .common import normalize_name
+from .smoke_steps import FUNCS, _top_modules, serve
 
 TIERS = ("quick", "thorough", "off")
 # each step's own bound (seconds); a hang is recorded as timed-out and the next step goes on
@@ -42,7 +42,7 @@ _BOOT = ("import importlib.util as u,sys\n"
 def fresh_command(executable: str, units: List[Any], out_fd: int) -> List[str]:
     """The command line of the fresh interpreter that runs ``units`` (a list of (steps, {step: timeout_s})) the
     way the user's run starts (``python -c``: the working directory first on sys.path), answering on ``out_fd``."""
-    boot = _BOOT.format(path=os.path.abspath(smoke_steps.__file__))
+    boot = _BOOT.format(path=os.path.join(os.path.dirname(os.path.abspath(__file__)), "smoke_steps.py"))
     return [executable, "-c", boot, json.dumps(units), str(out_fd)]
 
 
@@ -78,7 +78,7 @@ def torch_family(dists: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
             record = dist.read_text("RECORD") or "" if dist is not None else ""
         except Exception:
             record = ""
-        mods = smoke_steps._top_modules(d.get("location"), record, key)
+        mods = _top_modules(d.get("location"), record, key)
         out.append({"name": key, "version": d.get("version") or "", "location": d.get("location") or "",
                     "module": mods[0] if mods else "", "compiled": _compiled(record)})
     out.sort(key=lambda r: (r["name"] != "torch", r["name"]))
@@ -223,7 +223,7 @@ class Smoke:
                     pass
                 if _cwd() and (not sys.path or sys.path[0] != ""):
                     sys.path.insert(0, "")  # the run's sys.path: `python train.py` in the working directory
-                smoke_steps.serve([([(n, kw) for n, kw in u], tm) for u, tm in units], smoke_steps.FUNCS, wfd)
+                serve([([(n, kw) for n, kw in u], tm) for u, tm in units], FUNCS, wfd)
             finally:
                 os._exit(0)
         os.close(wfd)

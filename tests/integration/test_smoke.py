@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional
 import pytest
 
 from envdoctor._payload import smoke as payload_smoke
+from envdoctor._payload import smoke_steps
 from envdoctor.compat import load_compat
 from envdoctor.model.facts import Facts, ProbeStatus, PythonEnv, Smoke, from_dict
 from envdoctor.model.findings import Severity
@@ -133,7 +134,7 @@ DATALOADER_UNDER_LIMIT = (
 
 
 def test_an_open_files_limit_the_dataloader_runs_out_of_is_an_error(cpu_venv, compat, tmp_path) -> None:
-    code = DATALOADER_UNDER_LIMIT.format(path=payload_smoke.smoke_steps.__file__, soft=64)
+    code = DATALOADER_UNDER_LIMIT.format(path=smoke_steps.__file__, soft=64)
     proc = subprocess.run([cpu_venv.python, "-c", code], cwd=str(tmp_path), capture_output=True, text=True,
                           timeout=180)
     recs = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
