@@ -44,7 +44,8 @@ def failure_record(name, exc, started):
     lines = "".join(tb).rstrip().splitlines()
     return {"name": name, "status": "failed", "duration_s": round(time.monotonic() - started, 3),
             "error_type": type(exc).__module__ + "." + type(exc).__name__
-            if type(exc).__module__ not in ("builtins", "__main__") else type(exc).__name__,
+            if type(exc).__module__ not in ("builtins", "__main__") and not isinstance(exc, StepError)
+            else type(exc).__name__,
             "error": _short(str(exc).strip() or type(exc).__name__),
             "traceback": [_short(x, 300) for x in lines[-TRACEBACK_LINES:]]}
 

@@ -6,7 +6,7 @@ open-files limit), else the step named, its error quoted and one command that re
 from __future__ import annotations
 
 import re
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from ..compat.signatures import normalise, signatures_from
 from ..model.facts import PythonEnv, Smoke, SmokeStep
@@ -106,9 +106,12 @@ def repro(py: PythonEnv, step: SmokeStep) -> Optional[str]:
 
 
 def _quote(step: SmokeStep) -> str:
-    kind = step.error_type or "error"
+    """The error as raised ("OSError: ..."); envdoctor's own wording of a check the step made (StepError) as is."""
     text = (step.error or "").strip().splitlines()
-    return f"{kind}: {text[0] if text else '(no message)'}"[:400]
+    first = text[0] if text else "(no message)"
+    if (step.error_type or "").endswith("StepError"):
+        return first[:400]
+    return f"{step.error_type or 'error'}: {first}"[:400]
 
 
 def _evidence(i: int, step: SmokeStep, k: int) -> List[Evidence]:
@@ -160,6 +163,30 @@ def _compiler_fix(ctx: CheckContext, py: PythonEnv, what: str) -> Fix:
                cmds, "https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html")
 
 
+def _move_commands(bad: List[Dict[str, Any]], dirs: List[Dict[str, Any]]) -> List[str]:
+    """The variables that move each directory that cannot load code, as commands: the mount's options first
+    (findmnt shows noexec), then a directory made and exported per variable. The inductor cache follows TMPDIR when
+    its own variable is unset, so moving TMPDIR moves both; the triton and cpp_extension caches live under HOME by
+    default, so when one of those fails the new place is not under HOME."""
+    roles = {x.get("role"): x for x in bad}
+    home_bad = any(x.get("role") in ("triton-cache", "torch-extensions") and not x.get("variable") for x in bad)
+    base = "/var/tmp/torch-exec-$USER" if home_bad else "$HOME/.cache/torch-exec"
+    out = [command("findmnt", "-no", "TARGET,OPTIONS", "-T", str(bad[0].get("path")))]
+    wanted: List[str] = []
+    for x in bad:
+        role, var = x.get("role") or "", x.get("variable")
+        if role == "inductor-cache" and not var and "temp" in roles:
+            continue  # under the temp directory: moving TMPDIR moves it
+        name = {"temp": "TMPDIR", "inductor-cache": "TORCHINDUCTOR_CACHE_DIR", "triton-cache": "TRITON_CACHE_DIR",
+                "torch-extensions": "TORCH_EXTENSIONS_DIR"}.get(role, var or "TMPDIR")
+        if name not in wanted:
+            wanted.append(name)
+    for name in wanted:
+        target = f"{base}/{name.lower()}"
+        out.append(f"mkdir -p {target} && export {name}={target}")
+    return out
+
+
 def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, k: int) -> Finding:
     d = step.detail
     where = _python(py)
@@ -193,9 +220,7 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
                    + "; torch.compile and JIT extensions load their code from there")
         ev.append(Evidence(f"pythons[{i}].smoke.steps[{k}].detail.loads", first.get("error"),
                            source=f"{first.get('path')} ({first.get('role')}, {var})"))
-        fixes = [f"mkdir -p $HOME/.cache/envdoctor-exec && export {v}=$HOME/.cache/envdoctor-exec/{v.lower()}"
-                 for v in dict.fromkeys((x.get("variable") or DIR_VARIABLE.get(x.get("role") or "", "TMPDIR"))
-                                        .replace("XDG_CACHE_HOME", "TORCH_EXTENSIONS_DIR") for x in bad)]
+        fixes = _move_commands(bad, d.get("dirs") or [])
         return STEPS.error(
             "noexec" if noexec else "compile-failed", summary,
             detail="Inductor builds C++ and triton kernels into its cache (TORCHINDUCTOR_CACHE_DIR, by default under "

@@ -87,11 +87,15 @@ def test_a_noexec_temp_directory_is_named_with_its_move(cpu_venv, compat, tmp_pa
     assert f"{scratch} (temp)" in f.summary and f"{scratch}/torchinductor_" in f.summary
     assert "noexec" in f.summary
     assert any("export TMPDIR=" in c for c in f.fix.commands)
-    # the fix works: with TMPDIR moved off the noexec mount (what the command sets), the same step passes
-    moved = tmp_path / "exec-ok"
-    moved.mkdir()
+    # the fix works: its commands run in a shell (inside the namespace, where the noexec mount is), then the
+    # same step with the environment they leave passes
+    script = " && ".join(f.fix.commands[1:]) + " && env"
+    ran = subprocess.run(wrap + ["sh", "-c", script], env=_env(TMPDIR=str(scratch), HOME=str(tmp_path)),
+                         capture_output=True, text=True, timeout=60, check=True)
+    fixed = dict(line.split("=", 1) for line in ran.stdout.splitlines() if "=" in line)
+    assert fixed["TMPDIR"] != str(scratch)
     again = fresh(cpu_venv.python, [[[["compile", {}]], {"compile": 60}]], tmp_path,
-                  _env(TMPDIR=str(moved), HOME=str(tmp_path)), wrap=wrap)
+                  _env(TMPDIR=fixed["TMPDIR"], HOME=str(tmp_path)), wrap=wrap)
     assert again.step("compile").status == "ok", again.step("compile")
 
 
