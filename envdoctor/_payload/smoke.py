@@ -127,6 +127,10 @@ class Smoke:
             self.family = torch_family(_distributions())
         except Exception as e:
             self.section["errors"].append(f"reading torch's dependents: {type(e).__name__}: {e}")
+        if not any(f["name"] == "torch" for f in self.family):
+            self.section["not_tried"].append("every smoke step: torch is not installed in this interpreter")
+            self.fork_ok = False  # nothing of a run's to try: no fork after an import either
+            return
         targets = [[f["name"], f["version"], f["location"], f["module"]] for f in self.family if f["module"]]
         units: List[Any] = [([["resolve", {"targets": targets}]], {"resolve": self.timeout_s}),
                             ([["compile", {"python_h": self.tier == "thorough"}]],
@@ -235,7 +239,7 @@ class Smoke:
     def finish(self, limit_s: Optional[float] = None) -> Dict[str, Any]:
         """Read every record until the zygotes end or the time left runs out; a zygote still running then is
         killed and its unfinished steps recorded as timed-out."""
-        if self.tier != "off" and self.fork_ok and not self.forked:
+        if self.tier != "off" and self.fork_ok and not self.forked and self.family:
             self.section["not_tried"].append("the steps that need torch (torch did not import)")
         if not self.readers:
             return self.section

@@ -75,11 +75,14 @@ REPRO = {
 
 def _smoked(ctx: CheckContext) -> List[Tuple[int, PythonEnv, Smoke]]:
     out = [(i, py, py.smoke) for i, py in enumerate(ctx.facts.pythons)
-           if py.smoke is not None and py.smoke.tier not in (None, "off")]
+           if py.smoke is not None and py.smoke.tier not in (None, "off") and py.smoke.steps]
     if not out:
         tiers = [py.smoke.tier for py in ctx.facts.pythons if py.smoke is not None]
-        if tiers:
+        if tiers and all(t == "off" for t in tiers):
             raise SkipCheck("the smoke tier was off (--smoke off)", not_applicable="smoke tier off")
+        if tiers:
+            why = "; ".join(n for py in ctx.facts.pythons if py.smoke is not None for n in py.smoke.not_tried)
+            raise SkipCheck(f"no smoke step ran ({why or 'none planned'})", not_applicable="no smoke step ran")
         raise SkipCheck("no smoke tier ran (`envdoctor check` runs it; --no-torch, the Python API and older "
                         "snapshots do not)", not_applicable="smoke tier not run")
     return out

@@ -53,6 +53,10 @@ def test_no_tier_or_tier_off_skips(compat) -> None:
     off = judge(Facts(pythons=[env([], tier="off")]), compat)
     assert result(off, "smoke.steps").status == CheckStatus.SKIPPED
     assert "off" in result(off, "smoke.steps").reason
+    none = Smoke(tier="quick", not_tried=["every smoke step: torch is not installed in this interpreter"])
+    bare = judge(Facts(pythons=[PythonEnv(status=ProbeStatus.OK, executable=PY, smoke=none)]), compat)
+    assert result(bare, "smoke.open-files").status == CheckStatus.SKIPPED
+    assert "torch is not installed" in result(bare, "smoke.steps").reason
 
 
 def test_an_unknown_failure_names_the_step_quotes_the_error_and_reproduces_it(compat) -> None:
