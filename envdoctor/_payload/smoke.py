@@ -147,8 +147,7 @@ class Smoke:
                 timeouts["torch-compile"] = COMPILE_TIMEOUT_S
             units.append((chain, timeouts))
         else:
-            self.section["not_tried"].append("fresh imports of torch and its dependents, torch.compile end to end "
-                                             "(--smoke thorough)")
+            self.section["not_tried"].append("fresh imports and torch.compile (--smoke thorough)")
         rfd, wfd = os.pipe()
         try:
             proc = subprocess.Popen(fresh_command(sys.executable, units, wfd),
@@ -191,7 +190,7 @@ class Smoke:
         if cuda_expected:
             units.append(([[n, {}] for n in gpu], {n: t for n in gpu}))
         else:
-            self.section["not_tried"].append("GPU steps (no CUDA build of torch)")
+            self.section["not_tried"].append("GPU steps (no CUDA build)")
         # one zygote per unit, all at once: after the import the payload has little left to do, so the steps'
         # wall time is the longest one's, not their sum
         for unit in units:

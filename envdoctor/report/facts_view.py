@@ -103,18 +103,21 @@ def _torch_line(env: PythonEnv) -> str:
 
 
 def smoke_line(smoke: Any) -> str:
-    """The smoke tier in one line: which tier, how its steps went, and what it did not try."""
+    """The smoke tier in one line: which tier, how its steps went (the ones that did not pass by name), and what it
+    did not try (the facts' `smoke.steps` list every step; -v shows them with the checks)."""
     if smoke.tier == "off":
         return "smoke tier off (--smoke off): nothing was tried"
     counts: dict = {}
     for step in smoke.steps:
         counts[step.status] = counts.get(step.status, 0) + 1
-    done = ", ".join(f"{n} {status}" for status, n in sorted(counts.items(), key=lambda x: x[0] != "ok")) or "no step"
+    parts = []
+    for status, n in sorted(counts.items(), key=lambda x: x[0] != "ok"):
+        names = [s.name for s in smoke.steps if s.status == status]
+        parts.append(f"{n} {status}" + ("" if status in ("ok", "skipped") else f" ({', '.join(names)})"))
     took = f" in {smoke.duration_s:.1f} s" if smoke.duration_s is not None else ""
-    names = ", ".join(s.name for s in smoke.steps)
-    text = f"{smoke.tier} tier, {done}{took}: {names}"
+    text = f"{smoke.tier} tier: {', '.join(parts) or 'no step'}{took}"
     if smoke.not_tried:
-        text += "; not tried: " + "; ".join(smoke.not_tried)
+        text += "; not tried: " + ", ".join(smoke.not_tried)
     if smoke.errors:
         text += "; " + "; ".join(smoke.errors)
     return text
