@@ -5,14 +5,26 @@ open-files limit), else the step named, its error quoted and one command that re
 
 from __future__ import annotations
 
-import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, List, Tuple
 
-from ..compat.signatures import normalise, signatures_from
 from ..model.facts import PythonEnv, Smoke, SmokeStep
 from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, pip_install
-from ..remedies.platform import platform_of
+from ._smoke import (
+    DIR_VARIABLE,
+    EMFILE,
+    LOW_NOFILE,
+    NOEXEC,
+    PERMISSION,
+    SHARING_DOCS,
+    compiler_fix,
+    matching_signature,
+    move_commands,
+    python_of,
+    quote_error,
+    repro,
+    step_evidence,
+)
 from .base import PROBED, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
@@ -36,43 +48,6 @@ STEPS = Findings("smoke.steps", "SMOKE_STEP_FAILED",
                                   "compile-failed": "TORCH_COMPILE_UNUSABLE", "noexec": "TORCH_COMPILE_UNUSABLE"})
 OPEN_FILES = Findings("smoke.open-files", "OPEN_FILES_LIMIT_LOW", kinds=("low", "dataloader-failed"))
 
-# the soft limit many logins and container runtimes give (a common default: systemd's DefaultLimitNOFILE soft
-# 1024; `ulimit -n`): at or below it DataLoader's file_descriptor strategy runs out with many tensors per sample
-LOW_NOFILE = 1024
-SHARING_DOCS = "https://docs.pytorch.org/docs/stable/multiprocessing.html#sharing-strategies"
-EMFILE = re.compile(r"Too many open files|\[Errno 24\]|EMFILE", re.I)
-# what loading a library from a noexec mount says: glibc's dlopen "failed to map segment from shared object"
-# (mmap with PROT_EXEC refused), or EPERM ("Operation not permitted")
-NOEXEC = re.compile(r"failed to map segment from shared object|Operation not permitted|\[Errno 1\]", re.I)
-PERMISSION = re.compile(r"Permission denied|Read-only file system|\[Errno (?:13|30)\]")
-DIR_VARIABLE = {"temp": "TMPDIR", "inductor-cache": "TORCHINDUCTOR_CACHE_DIR", "triton-cache": "TRITON_CACHE_DIR",
-                "torch-extensions": "TORCH_EXTENSIONS_DIR"}
-
-# one command per step that does what the step did (run in the same working directory, with the same python)
-REPRO = {
-    "dataloader": 'import torch; from torch.utils.data import DataLoader, TensorDataset; '
-                  'print(sum(float(b[0].sum()) for b in DataLoader(TensorDataset(torch.arange(64.).reshape(32, 2)), '
-                  'batch_size=4, num_workers=2)))',
-    "checkpoint": 'import torch; torch.save({"w": torch.ones(4)}, "envdoctor-try.pt"); '
-                  'print(torch.load("envdoctor-try.pt"))',
-    "distributed": 'import torch, torch.distributed as d; s = d.TCPStore("127.0.0.1", 0, 1, True); '
-                   'd.init_process_group("gloo", store=s, rank=0, world_size=1); t = torch.ones(4); '
-                   'd.all_reduce(t); print(t)',
-    "nccl": 'import torch, torch.distributed as d; s = d.TCPStore("127.0.0.1", 0, 1, True); '
-            'd.init_process_group("nccl", store=s, rank=0, world_size=1); t = torch.ones(4, device="cuda"); '
-            'd.all_reduce(t); print(t)',
-    "cuda-kernel": 'import torch; print((torch.arange(1024., device="cuda") * 2 + 1).sum())',
-    "cublas": 'import torch; a = torch.randn(256, 256); print(((a.cuda() @ a.cuda()).cpu() - a @ a).abs().max())',
-    "cudnn": 'import torch; x, w = torch.randn(2, 3, 16, 16), torch.randn(4, 3, 3, 3); '
-             'print((torch.nn.functional.conv2d(x.cuda(), w.cuda()).cpu() - torch.nn.functional.conv2d(x, w))'
-             '.abs().max())',
-    "autocast": 'import torch; a = torch.randn(128, 128, device="cuda"); '
-                'print(torch.autocast("cuda", dtype=torch.float16).__enter__() or (a @ a).dtype)',
-    "torch-compile": 'import torch; print(torch.compile(lambda x: torch.sin(x) * 2 + x.cos())'
-                     '(torch.linspace(0, 1, 64)))',
-}
-
-
 def _smoked(ctx: CheckContext) -> List[Tuple[int, PythonEnv, Smoke]]:
     out = [(i, py, py.smoke) for i, py in enumerate(ctx.facts.pythons)
            if py.smoke is not None and py.smoke.tier not in (None, "off") and py.smoke.steps]
@@ -88,112 +63,10 @@ def _smoked(ctx: CheckContext) -> List[Tuple[int, PythonEnv, Smoke]]:
     return out
 
 
-def _python(py: PythonEnv) -> str:
-    return py.executable or "python"
-
-
-def repro(py: PythonEnv, step: SmokeStep) -> Optional[str]:
-    """One command that does what the step did."""
-    name = step.name
-    if name.startswith("import:"):
-        module = step.detail.get("module") or name.split(":", 1)[1].replace("-", "_")
-        return command(_python(py), "-c", f"import {module}; print({module}.__file__)")
-    if name == "resolve":
-        mods = [m.get("module") for m in step.detail.get("modules") or [] if m.get("inside") is not True]
-        module = (mods or ["torch"])[0]
-        return command(_python(py), "-c", f"import importlib.util; print(importlib.util.find_spec({module!r}))")
-    if name == "compile":
-        return step.detail.get("compile_command") or None
-    code = REPRO.get(name)
-    return command(_python(py), "-c", code) if code else None
-
-
-def _quote(step: SmokeStep) -> str:
-    """The error as raised ("OSError: ..."); envdoctor's own wording of a check the step made (StepError) as is."""
-    text = (step.error or "").strip().splitlines()
-    first = text[0] if text else "(no message)"
-    if (step.error_type or "").endswith("StepError"):
-        return first[:400]
-    return f"{step.error_type or 'error'}: {first}"[:400]
-
-
-def _evidence(i: int, step: SmokeStep, k: int) -> List[Evidence]:
-    ev = [Evidence(f"pythons[{i}].smoke.steps[{k}].status", step.status,
-                   expected="ok", source=f"{step.name} in {step.duration_s} s" if step.duration_s is not None else None),
-          Evidence(f"pythons[{i}].smoke.steps[{k}].error", _quote(step))]
-    if step.traceback:
-        ev.append(Evidence(f"pythons[{i}].smoke.steps[{k}].traceback", " | ".join(step.traceback[-4:])[:600]))
-    return ev
-
-
-def _signature(ctx: CheckContext, step: SmokeStep) -> Any:
-    """The first catalogue signature the step's error or traceback matches, or None."""
-    text = normalise(" ".join([step.error or ""] + list(step.traceback)))
-    if not text:
-        return None
-    try:
-        sigs = signatures_from(ctx.compat)
-    except Exception:  # no catalogue in this compat object: the generic finding says it all
-        return None
-    for sig in sigs:
-        if sig.regex.search(text):
-            return sig
-    return None
-
-
-def _compiler_fix(ctx: CheckContext, py: PythonEnv, what: str) -> Fix:
-    tool = platform_of(ctx.facts, py).package_tool
-    pyver = ".".join((py.python_version or "").split(".")[:2])
-    if what == "headers":
-        package = {"apt": f"python{pyver}-dev" if pyver else "python3-dev", "dnf": "python3-devel",
-                   "zypper": "python3-devel", "pacman": "python"}.get(tool or "", None)
-    else:
-        package = {"apt": "g++", "dnf": "gcc-c++", "zypper": "gcc-c++", "pacman": "gcc"}.get(tool or "", None)
-    cmds = []
-    if tool == "apt" and package:
-        cmds = ["apt-get install -y " + package]
-    elif tool in ("dnf", "zypper") and package:
-        cmds = [f"{tool} install -y {package}"]
-    elif tool == "pacman" and package:
-        cmds = ["pacman -S --needed " + package]
-    if what == "headers":
-        return Fix("Install the Python development headers (Python.h) for this interpreter"
-                   + ("" if cmds else " (the distribution's python3-dev / python3-devel package, or the same "
-                      "Python from a distribution that ships them: conda, uv, python.org)"), cmds,
-                   "https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html")
-    return Fix("Install a C++ compiler on the run's PATH (or set CXX to one): inductor uses $CXX, else g++; "
-               "torch.utils.cpp_extension uses $CXX, else c++" + ("" if cmds else " (the distribution's g++ package)"),
-               cmds, "https://docs.pytorch.org/docs/stable/torch.compiler_troubleshooting.html")
-
-
-def _move_commands(bad: List[Dict[str, Any]], dirs: List[Dict[str, Any]]) -> List[str]:
-    """The variables that move each directory that cannot load code, as commands: the mount's options first
-    (findmnt shows noexec), then a directory made and exported per variable. The inductor cache follows TMPDIR when
-    its own variable is unset, so moving TMPDIR moves both; the triton and cpp_extension caches live under HOME by
-    default, so when one of those fails the new place is not under HOME."""
-    roles = {x.get("role"): x for x in bad}
-    home_bad = any(x.get("role") in ("triton-cache", "torch-extensions") and not x.get("variable") for x in bad)
-    base = "/var/tmp/torch-exec-$USER" if home_bad else "$HOME/.cache/torch-exec"
-    out = [command("findmnt", "-no", "TARGET,OPTIONS", "-T", str(bad[0].get("path")))]
-    wanted: List[str] = []
-    for x in bad:
-        role, var = x.get("role") or "", x.get("variable")
-        if role == "inductor-cache" and not var and "temp" in roles:
-            continue  # under the temp directory: moving TMPDIR moves it
-        name = {"temp": "TMPDIR", "inductor-cache": "TORCHINDUCTOR_CACHE_DIR", "triton-cache": "TRITON_CACHE_DIR",
-                "torch-extensions": "TORCH_EXTENSIONS_DIR"}.get(role, var or "TMPDIR")
-        if name not in wanted:
-            wanted.append(name)
-    for name in wanted:
-        target = f"{base}/{name.lower()}"
-        out.append(f"mkdir -p {target} && export {name}={target}")
-    return out
-
-
 def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, k: int) -> Finding:
     d = step.detail
-    where = _python(py)
-    ev = _evidence(i, step, k)
+    where = python_of(py)
+    ev = step_evidence(i, step, k)
     if step.status == "failed" and d.get("compiler") and not d.get("compiler_path") and "compiler_path" in d:
         ev.append(Evidence(f"pythons[{i}].smoke.steps[{k}].detail.path", d.get("path")))
         return STEPS.error(
@@ -202,14 +75,14 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
             detail="Inductor compiles C++ for every torch.compile on the CPU (and triton builds its launcher with a C "
                    "compiler on a GPU); torch.utils.cpp_extension.load needs one too. `import torch` works, the "
                    "first compiled call fails with InvalidCxxCompiler.",
-            evidence=ev, fix=_compiler_fix(ctx, py, "compiler"), subject=py.executable)
+            evidence=ev, fix=compiler_fix(ctx.facts, py, "compiler"), subject=py.executable)
     if step.status == "failed" and d.get("python_h") is False:
         return STEPS.error(
             "no-python-headers", f"torch.compile cannot build code for {where}: Python.h is missing from "
             f"{d.get('python_include') or 'the include directory'}",
             detail="Inductor's C++ wrapper and every cpp_extension include Python.h; without the development "
                    "headers the first compiled call fails ('Python.h: No such file or directory').",
-            evidence=ev, fix=_compiler_fix(ctx, py, "headers"), subject=py.executable)
+            evidence=ev, fix=compiler_fix(ctx.facts, py, "headers"), subject=py.executable)
     bad = [x for x in d.get("loads") or [] if x.get("ok") is False]
     if bad:
         first = bad[0]
@@ -223,7 +96,7 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
                    + "; torch.compile and JIT extensions load their code from there")
         ev.append(Evidence(f"pythons[{i}].smoke.steps[{k}].detail.loads", first.get("error"),
                            source=f"{first.get('path')} ({first.get('role')}, {var})"))
-        fixes = _move_commands(bad, d.get("dirs") or [])
+        fixes = move_commands(bad, d.get("dirs") or [])
         return STEPS.error(
             "noexec" if noexec else "compile-failed", summary,
             detail="Inductor builds C++ and triton kernels into its cache (TORCHINDUCTOR_CACHE_DIR, by default under "
@@ -240,7 +113,7 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
         ev.append(Evidence(f"pythons[{i}].smoke.steps[{k}].detail.compiler_output", " | ".join(out[-4:])[:600]))
     return STEPS.error(
         "compile-failed", f"building a one-line C++ module with {d.get('compiler_path') or d.get('compiler')} "
-        f"failed for {where}: {_quote(step)}",
+        f"failed for {where}: {quote_error(step)}",
         detail="This is what torch.compile's inductor and torch.utils.cpp_extension do on their first call.",
         evidence=ev, fix=Fix("Run the compile command and fix what the compiler says",
                              [repro(py, step)] if repro(py, step) else []),
@@ -256,7 +129,7 @@ def _shadow_finding(facts: Any, i: int, py: PythonEnv, step: SmokeStep, k: int) 
     m = mods[0] if mods else {}
     origin = m.get("origin") or ""
     cwd = d.get("cwd")
-    ev = _evidence(i, step, k)
+    ev = step_evidence(i, step, k)
     if d.get("version_mismatch") and d.get("inside") is not False:
         # the installed files hold another build than the metadata says (a copy unpacked over the wheel, a
         # stale build directory, a failed uninstall): what is imported is not what pip thinks is installed
@@ -296,14 +169,14 @@ def _shadow_finding(facts: Any, i: int, py: PythonEnv, step: SmokeStep, k: int) 
 def _generic(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, k: int) -> Finding:
     cmd = repro(py, step)
     timed = step.status == "timed-out"
-    sig = None if timed else _signature(ctx, step)
+    sig = None if timed else matching_signature(ctx.compat, step)
     what = step.name.replace("import:", "importing ")
     if sig is not None:
         sev = {"error": Severity.ERROR, "warning": Severity.WARNING}.get(sig.severity, Severity.WARNING)
-        ev = _evidence(i, step, k)
+        ev = step_evidence(i, step, k)
         ev.append(Evidence("signature", sig.id, source=sig.source))
         return STEPS(f"signature-{sig.id}", sev,
-                     f"{what} failed when tried in {_python(py)}: {_quote(step)}",
+                     f"{what} failed when tried in {python_of(py)}: {quote_error(step)}",
                      category=sig.category, detail=sig.explanation, evidence=ev,
                      fix=Fix(sig.fix, [cmd] if cmd else [], sig.source), subject=py.executable,
                      confidence=sig.confidence)
@@ -312,22 +185,22 @@ def _generic(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, k: int) 
         # the directory refuses writes (read-only, another owner): where the run writes there it fails, but the
         # working directory need not be where it writes
         return STEPS.warning(
-            kind, f"a checkpoint cannot be written where the run may write it, tried in {_python(py)}: "
-            f"{_quote(step)}",
+            kind, f"a checkpoint cannot be written where the run may write it, tried in {python_of(py)}: "
+            f"{quote_error(step)}",
             detail="envdoctor wrote a small torch.save file, fsynced it and read it back in each --data directory and "
                    "the working directory. Pass --data for the directory the run saves to.",
-            evidence=_evidence(i, step, k),
+            evidence=step_evidence(i, step, k),
             fix=Fix("Save checkpoints to a directory this user can write, or fix the permissions",
                     [cmd] if cmd else []), subject=py.executable)
-    summary = (f"{what} did not finish in {step.duration_s:g} s when tried in {_python(py)}" if timed and
-               step.duration_s is not None else f"{what} failed when tried in {_python(py)}: {_quote(step)}")
+    summary = (f"{what} did not finish in {step.duration_s:g} s when tried in {python_of(py)}" if timed and
+               step.duration_s is not None else f"{what} failed when tried in {python_of(py)}: {quote_error(step)}")
     if step.error_type == "Crash":
-        summary = f"{what} crashed the process when tried in {_python(py)}: {step.error}"
+        summary = f"{what} crashed the process when tried in {python_of(py)}: {step.error}"
     return STEPS.error(
         kind, summary,
         detail="envdoctor did this step the way a training run does, in a child of this interpreter; the run will "
                "meet the same error at the same step. Run the command to see it whole.",
-        evidence=_evidence(i, step, k),
+        evidence=step_evidence(i, step, k),
         fix=Fix("Reproduce it with one command and fix what the error names" + (
             " (`python -X faulthandler -c ...` prints the native stack of a crash)" if step.error_type == "Crash"
             else ""), [cmd] if cmd else []),
@@ -382,9 +255,9 @@ def check_open_files(ctx: CheckContext) -> List[Finding]:
                   SHARING_DOCS)
         if emfile:
             k = smoke.steps.index(loader)
-            ev += _evidence(i, loader, k)
+            ev += step_evidence(i, loader, k)
             findings.append(OPEN_FILES.error(
-                "dataloader-failed", f"a DataLoader with two workers failed in {_python(py)}: too many open files "
+                "dataloader-failed", f"a DataLoader with two workers failed in {python_of(py)}: too many open files "
                 f"(soft limit {soft})",
                 detail="DataLoader workers pass each tensor as a file descriptor (torch's default file_descriptor "
                        "sharing strategy on Linux); the process ran out of descriptors.",
