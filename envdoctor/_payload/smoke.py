@@ -266,6 +266,9 @@ class Smoke:
                         continue
                     if isinstance(rec, dict) and "name" in rec:
                         self.records.append(rec)
+                    elif isinstance(rec, dict) and rec.get("end") and fd in open_fds:
+                        # the zygote is done: a process a step left behind may still hold this pipe open
+                        open_fds.remove(fd)
         for fd, handle, which in self.readers:
             if fd in open_fds:
                 # cut by the payload's own limit (--python-timeout), not by a step's: said, not judged

@@ -119,13 +119,25 @@ def run_unit(units, timeout_s, funcs, emit):
         started = time.monotonic()
         other = []  # non-JSON lines: faulthandler's report of a crash
         timed_out = False
-        while True:
+        status = None
+        reaped = False
+        names = [u[0] for u in pending]
+        while not all(n in done for n in names):
             left = timeout_s.get(current, 30.0) - (time.monotonic() - started) if current else 30.0
             if left <= 0:
                 timed_out = True
                 break
             ready, _, _ = select.select([rfd], [], [], min(left, 1.0))
             if not ready:
+                # the child gone and a second of silence: a process it started (a pool worker) may hold the pipe
+                # open forever; what the child said is all there is
+                try:
+                    got, st = os.waitpid(pid, os.WNOHANG)
+                except OSError:
+                    got, st = pid, None
+                if got == pid:
+                    status, reaped = st, True
+                    break
                 continue
             chunk = os.read(rfd, 65536)
             if not chunk:
@@ -152,11 +164,11 @@ def run_unit(units, timeout_s, funcs, emit):
             except OSError:
                 pass
         os.close(rfd)
-        status = None
-        try:
-            _pid, status = os.waitpid(pid, 0)
-        except OSError:
-            pass
+        if not reaped:
+            try:
+                _pid, status = os.waitpid(pid, 0)
+            except OSError:
+                pass
         pending = [u for u in pending if u[0] not in done]
         if not pending:
             return

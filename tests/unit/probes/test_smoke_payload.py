@@ -92,3 +92,24 @@ def test_a_failure_a_crash_and_a_hang_each_recorded_and_the_rest_still_run() -> 
     assert (by["hang"]["status"], by["hang"]["error_type"]) == ("timed-out", "Timeout")
     assert by["fine"] == {"name": "fine", "status": "ok", "duration_s": by["fine"]["duration_s"],
                           "detail": {"answer": 42}}
+
+
+def _leave_a_process_holding_the_pipe(**_kw):
+    orphan = os.fork()
+    if orphan == 0:  # a pool worker the step leaves behind, holding the step's pipe open
+        time.sleep(60)
+        os._exit(0)
+    return {"orphan": orphan}
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the step runner forks (POSIX only)")
+def test_a_process_left_holding_the_pipe_does_not_hold_the_step() -> None:
+    got = []
+    smoke_steps.run_unit([("leave", {}), ("fine", {})], {"leave": 20, "fine": 20},
+                         {"leave": _leave_a_process_holding_the_pipe, "fine": _fine}, got.append)
+    assert [(r["name"], r["status"]) for r in got] == [("leave", "ok"), ("fine", "ok")]
+    orphan = got[0]["detail"]["orphan"]
+    try:
+        os.kill(orphan, 0)  # still alive, still holding the pipe: the runner did not wait for it to close
+    finally:
+        os.kill(orphan, signal.SIGKILL)
