@@ -5,7 +5,7 @@ open-files limit), else the step named, its error quoted and one command that re
 
 from __future__ import annotations
 
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ..model.facts import PythonEnv, Smoke, SmokeStep
 from ..model.findings import Evidence, Finding, Fix, Severity
@@ -207,6 +207,28 @@ def _generic(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, k: int) 
         subject=py.executable)
 
 
+def _library_failed(py: PythonEnv, dist: str) -> Optional[str]:
+    """The load error of one of ``dist``'s compiled libraries, as the payload's library load met it next to this
+    torch (packages.extension-build judges it, with its cause): the smoke import failing too is the same fault."""
+    scan = py.extensions
+    for lib in (scan.libraries if scan is not None else []):
+        if lib.distribution == dist and lib.loaded is False and lib.load_error:
+            return lib.load_error
+    return None
+
+
+def _already_said(i: int, py: PythonEnv, step: SmokeStep, k: int) -> Finding:
+    dist = step.name.split(":", 1)[1]
+    ev = step_evidence(i, step, k)
+    ev.append(Evidence(f"pythons[{i}].extensions.libraries", _library_failed(py, dist),
+                       source=f"{dist}'s library loaded next to this torch"))
+    return STEPS.info(
+        f"import-{dist}-failed", f"importing {dist} fails when tried in {python_of(py)}: {quote_error(step)}; its "
+        "compiled library already failed to load next to this torch (packages.extension-build names the cause "
+        "and the fix)",
+        evidence=ev, subject=py.executable)
+
+
 @check(STEPS, "every step a run does works when tried (imports, torch.compile's toolchain, DataLoader, checkpoint, "
               "process group, GPU kernels)")
 def check_steps(ctx: CheckContext) -> List[Finding]:
@@ -222,6 +244,8 @@ def check_steps(ctx: CheckContext) -> List[Finding]:
             elif step.name == "resolve" or (step.name.startswith("import:") and (
                     step.detail.get("inside") is False or step.detail.get("version_mismatch"))):
                 findings.append(_shadow_finding(ctx.facts, i, py, step, k))
+            elif step.name.startswith("import:") and _library_failed(py, step.name.split(":", 1)[1]):
+                findings.append(_already_said(i, py, step, k))
             else:
                 findings.append(_generic(ctx, i, py, step, k))
     return findings

@@ -202,3 +202,18 @@ def test_an_import_whose_version_is_not_the_installed_one_is_named(compat) -> No
     assert f.summary == ("`import torchvision` gives torchvision 0.27.0 from /s/torchvision/__init__.py, but the "
                          "installed distribution says 0.28.0")
     assert f.fix.commands == [f"{PY} -m pip install --force-reinstall --no-deps torchvision==0.28.0"]
+
+
+def test_an_import_whose_library_already_failed_to_load_is_a_note_of_that(compat) -> None:
+    from envdoctor.model.facts import ExtensionLibrary, ExtensionScan
+
+    err = "/s/torchvision/_C.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev"
+    step = SmokeStep("import:torchvision", "failed", 0.9, error_type="OSError", error=err,
+                     detail={"module": "torchvision"})
+    py = dataclasses.replace(env(OK + [step]), extensions=ExtensionScan(libraries=[
+        ExtensionLibrary("torchvision", "0.28.0", "/s/torchvision/_C.so", loaded=False, load_error=err)]))
+    (f,) = [f for f in judge(Facts(pythons=[py]), compat).findings if f.code.startswith("smoke.")]
+    assert (f.code, f.severity, f.about) == ("smoke.steps/import-torchvision-failed", Severity.INFO,
+                                             "SMOKE_STEP_FAILED")
+    assert f.summary.endswith("its compiled library already failed to load next to this torch "
+                              "(packages.extension-build names the cause and the fix)")
