@@ -10,6 +10,11 @@ medians, the median of the paired differences and the targets (issue 19: envdoct
 --no-torch <= 0.5 s). Usage:
 
     python scripts/bench_first_run.py --python /path/to/venv/bin/python [--pairs 9] [--envdoctor envdoctor]
+    python scripts/bench_first_run.py --python PY --smoke [--pairs 5] [--thorough-runs 2]
+
+--smoke measures the smoke tier (issue 38) instead: the default run (the quick tier, beside the import) against a
+bare `import torch` and against the same run with `--smoke off`, in pairs; then `--smoke thorough` alone (every
+step, torch.compile end to end), whose target is a minute on a 2-core box.
 
 Use an installed envdoctor (`pip install .`, whose files are byte-compiled) rather than an editable one run
 with PYTHONDONTWRITEBYTECODE set, which compiles every module on every run.
@@ -29,12 +34,22 @@ from typing import Dict, List
 
 TARGET_OVER_IMPORT_S = 0.3
 TARGET_NO_TORCH_S = 0.5
+TARGET_SMOKE_OVER_IMPORT_S = 0.5  # issue 38: the default run, its quick smoke tier included
+TARGET_THOROUGH_S = 60.0
+
+
+CPU_S: List[float] = []  # the CPU seconds (user + system, every waited-for descendant) of each timed() run
 
 
 def timed(argv: List[str], env: Dict[str, str], timeout: float = 600) -> float:
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout)
     took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU_S.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if proc.returncode not in (0, 1) or (argv[-1:] == ["json"] and not proc.stdout.strip()):
         raise SystemExit(f"{' '.join(argv)} failed (exit {proc.returncode}): {proc.stderr.decode()[-500:]}")
     if "--format" in argv:
@@ -73,7 +88,11 @@ def main() -> int:
     ap.add_argument("--envdoctor", default=shutil.which("envdoctor") or "envdoctor",
                     help="envdoctor command (default: envdoctor on PATH)")
     ap.add_argument("--skip-no-torch", action="store_true", help="only the import torch pairs")
+    ap.add_argument("--smoke", action="store_true", help="measure the smoke tier (see the module docstring)")
+    ap.add_argument("--thorough-runs", type=int, default=2, help="with --smoke: runs of --smoke thorough")
     args = ap.parse_args()
+    if args.smoke:
+        return smoke(args)
     envdoctor = args.envdoctor.split()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     print(f"target {args.python}; envdoctor {' '.join(envdoctor)}; {args.pairs} pairs; "
@@ -99,6 +118,47 @@ def main() -> int:
         ok_nt = med <= TARGET_NO_TORCH_S
         print(f"  target: --no-torch <= {TARGET_NO_TORCH_S} s: {'met' if ok_nt else 'NOT met'} ({med:.3f} s)")
         ok = ok and ok_nt
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+    return 0 if ok else 1
+
+
+def smoke(args: argparse.Namespace) -> int:
+    """The smoke tier's cost: quick (the default) against import torch and against --smoke off; thorough alone."""
+    envdoctor = args.envdoctor.split()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    run = envdoctor + ["--python", args.python, "--format", "json"]
+    print(f"target {args.python}; envdoctor {' '.join(envdoctor)}; {args.pairs} pairs; "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    res = paired([args.python, "-c", "import torch, os; os._exit(0)"], run, args.pairs, env)
+    over = report("default run (quick smoke tier) against the import", "python -c 'import torch; os._exit(0)'",
+                  "envdoctor --format json", res)
+    ok = over <= TARGET_SMOKE_OVER_IMPORT_S
+    print(f"  target: envdoctor <= import torch + {TARGET_SMOKE_OVER_IMPORT_S} s: {'met' if ok else 'NOT met'}")
+    del CPU_S[:]
+    res = paired(run + ["--smoke", "off"], run, args.pairs, env)
+    report("the quick tier's own cost", "envdoctor --smoke off", "envdoctor (--smoke quick)", res)
+    # CPU seconds, which a loaded box does not inflate as it inflates wall time: paired() ran (off, quick) and
+    # then each pair in alternating order after its two warm-up runs
+    cpu = CPU_S[2:]
+    off_cpu, quick_cpu = [], []
+    for i in range(args.pairs):
+        a, b = cpu[2 * i], cpu[2 * i + 1]
+        if i % 2:
+            a, b = b, a
+        off_cpu.append(a)
+        quick_cpu.append(b)
+    diffs = [q - o for o, q in zip(off_cpu, quick_cpu)]
+    print(f"  CPU seconds (user + system, all processes): --smoke off median {statistics.median(off_cpu):.2f}, "
+          f"quick median {statistics.median(quick_cpu):.2f}, paired difference median "
+          f"{statistics.median(diffs):+.2f}")
+    took = []
+    for _ in range(max(0, args.thorough_runs)):
+        took.append(timed(run + ["--smoke", "thorough"], env, timeout=900))
+    if took:
+        med = statistics.median(took)
+        print(f"--smoke thorough: median {med:.1f} s over {len(took)} runs (min {min(took):.1f}, max {max(took):.1f});"
+              f" target <= {TARGET_THOROUGH_S:g} s: {'met' if med <= TARGET_THOROUGH_S else 'NOT met'}")
+        ok = ok and med <= TARGET_THOROUGH_S
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0 if ok else 1
 

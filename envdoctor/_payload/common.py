@@ -57,6 +57,7 @@ class State:
         }
         self.start = time.monotonic()
         self.timer: Optional[threading.Timer] = None
+        self.deadline_at: Optional[float] = None  # time.monotonic() when the watchdog fires (--deadline-s)
 
     def checkpoint(self) -> bool:
         """Write the envelope so far, marked ``checkpoint``, before a step that may kill the process
@@ -116,6 +117,7 @@ def _start_watchdog(state: State, deadline_s: float) -> None:
         finally:
             os._exit(3)
 
+    state.deadline_at = state.start + deadline_s
     timer = threading.Timer(deadline_s, fire)
     timer.daemon = True
     timer.start()

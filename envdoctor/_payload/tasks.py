@@ -1,7 +1,7 @@
 """The tasks (inspect, pcie-load) and their entry point main(); prints exactly one JSON object on stdout.
 
 Usage:  python <envdoctor/_payload> [--task NAME] [task options...]   (the folder: __main__.py is the launcher)
-  --task inspect (default):  [--no-torch] [--deadline-s S]
+  --task inspect (default):  [--no-torch] [--deadline-s S] [--smoke quick|thorough|off] [--smoke-dir DIR]...
   --task pcie-load:          [--seconds S] [--mib M]  host->device pinned copies on every visible GPU
   --task bench:              bench.py's own options (it streams JSON lines instead)
 Adding a task: write `def task_NAME(argv, state) -> dict` and register it in TASKS.
@@ -22,6 +22,7 @@ from .dists import collect_packages, shared_library_files
 from .extension_build import load_extensions
 from .interp import finish_pth_replay, has_module, site_packages, start_pth_replay
 from .libraries import library_candidates, loaded_libraries
+from .smoke import TIERS, Smoke
 from .torch_files import extension_archs, module_origin, torch_build_files, torch_dir
 from .torch_state import inspect_torch
 
@@ -99,6 +100,10 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
                         help="before initialising CUDA, wait until stdin is closed (envdoctor's NVML gate)")
     parser.add_argument("--no-extension-load", action="store_true",
                         help="do not load torch extensions' libraries after importing torch")
+    parser.add_argument("--smoke", choices=TIERS, default="off",
+                        help="the smoke tier: what a training run does, tried in bounded children (smoke.py)")
+    parser.add_argument("--smoke-dir", action="append", default=[],
+                        help="a directory the run writes (--data): the checkpoint step writes there too")
     opts = parser.parse_args(argv)
     result = state.envelope["result"]
     errors: List[str] = []
@@ -112,13 +117,20 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     result["has_ensurepip"] = has_module("ensurepip")
     # the .pth replay runs in a child while the files are read and torch imports; its answer joins at the end
     replay = _guard(errors, "executable .pth lines", lambda: start_pth_replay(errors))
+    smoke = Smoke(opts.smoke, opts.smoke_dir, result, state.deadline_at, private_fds=(state.out_fd,))
+    if not opts.no_torch:  # --no-torch: nothing of torch is run, its smoke steps neither
+        state.stage = "starting the smoke steps"
+        _guard(errors, "starting the smoke steps", smoke.start)
     try:
-        return _inspect(opts, state, result, errors)
+        return _inspect(opts, state, result, errors, smoke)
     finally:
         result["pth_exec"] = _guard(errors, "executable .pth lines", lambda: finish_pth_replay(replay, errors))
+        if opts.smoke != "off" and not opts.no_torch:
+            state.stage = "waiting for the smoke steps"
+            _guard(errors, "the smoke steps", smoke.finish)
 
 
-def _inspect(opts: Any, state: State, result: Dict[str, Any], errors: List[str]) -> Dict[str, Any]:
+def _inspect(opts: Any, state: State, result: Dict[str, Any], errors: List[str], smoke: Any) -> Dict[str, Any]:
     prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
     owners: Dict[str, Tuple[str, str]] = {}
     location = torch_dir(errors)
@@ -131,7 +143,10 @@ def _inspect(opts: Any, state: State, result: Dict[str, Any], errors: List[str])
         return result
     state.stage = "importing torch"
     state.checkpoint()  # a segfault or a hang inside `import torch` still leaves what was read by then
-    result["torch"] = inspect_torch(state, errors, cuda_gate=opts.cuda_gate)
+    result["torch"] = inspect_torch(
+        state, errors, cuda_gate=opts.cuda_gate,
+        before_cuda=lambda torch: smoke.after_torch_import(
+            bool(getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None))))
     if result["torch"] is not None:
         state.stage = "reading loaded libraries"
         libs, err = loaded_libraries(prefixes, owners)

@@ -20,9 +20,11 @@ def _record_warnings(caught: List[Any], into: List[str]) -> None:
             into.append(text)
 
 
-def inspect_torch(state: State, errors: List[str], cuda_gate: bool = False) -> Optional[Dict[str, Any]]:
+def inspect_torch(state: State, errors: List[str], cuda_gate: bool = False,
+                  before_cuda: Any = None) -> Optional[Dict[str, Any]]:
     """Import torch and read its build and CUDA state; None when torch is not installed. With ``cuda_gate``, wait
-    until stdin is closed before initialising CUDA (wait_for_stdin_eof)."""
+    until stdin is closed before initialising CUDA (wait_for_stdin_eof). ``before_cuda(torch)`` is called once
+    torch imported and the gate opened, before this process initialises CUDA (the smoke tier forks there)."""
     import importlib.util
 
     try:
@@ -51,6 +53,9 @@ def inspect_torch(state: State, errors: List[str], cuda_gate: bool = False) -> O
         if cuda_gate:
             state.stage = "waiting for envdoctor to read the GPUs' process lists"
             wait_for_stdin_eof()
+        if before_cuda is not None:
+            state.stage = "starting the smoke steps that need torch"
+            _guard(errors, "starting the smoke steps", lambda: before_cuda(torch))
         state.stage = "initialising CUDA in torch"
         _torch_cuda(torch, info, errors)
         _record_warnings(caught, info["warnings"])

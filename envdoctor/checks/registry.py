@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Tuple
 from ..domain.fastclass import dataclass
 from .base import DECLARED, PLACEHOLDER, Check, Findings, kind_matches
 
-AREAS = ("driver", "torch", "packages", "libraries", "toolchain", "platform", "gpu", "pcie", "interconnect",
+AREAS = ("driver", "torch", "smoke", "packages", "libraries", "toolchain", "platform", "gpu", "pcie", "interconnect",
          "storage", "host", "messages", "diagnose", "requirements", "bench", "watch", "fleet")
 
 _NOT_CHECK_MODULES = ("base", "registry", "catalog")

@@ -107,7 +107,7 @@ def _check_no_collect_options(args) -> None:
     """With --facts nothing is probed: options that only steer probing cannot apply (usage error)."""
     given = [name for name, on in (("--python", bool(args.pythons)), ("--data", bool(args.data_paths)),
                                    ("--no-torch", args.no_torch), ("--python-timeout", args.python_timeout is not None),
-                                   ("--load-pcie", args.load_pcie)) if on]
+                                   ("--load-pcie", args.load_pcie), ("--smoke", args.smoke != "quick")) if on]
     if given:
         raise UsageError(f"{', '.join(given)} cannot apply with --facts: a snapshot is judged as it was collected")
 

@@ -59,6 +59,7 @@ def split_globs(values: Optional[List[str]], option: str = "--only") -> Optional
 
 
 DEFAULT_PYTHON_TIMEOUT_S = 60.0
+THOROUGH_TIMEOUT_S = 240.0  # --smoke thorough: as probes/payload_launch.THOROUGH_TIMEOUT_S (cli imports no probe at start)
 
 
 def positive_seconds(text: str) -> float:
@@ -98,6 +99,12 @@ def add_collect_options(p: argparse.ArgumentParser) -> None:
                    help="do not import torch in the target interpreter (its build is still read from its files)")
     p.add_argument("--python-timeout", type=positive_seconds, default=None, metavar="SECONDS",
                    help=f"time allowed to import torch in each interpreter (default: {DEFAULT_PYTHON_TIMEOUT_S:g})")
+    p.add_argument("--smoke", choices=("quick", "thorough", "off"), default="quick",
+                   help="try what a training run does, each step in its own bounded child of the target interpreter "
+                        "(quick, the default: imports, the C++ toolchain torch.compile uses, a DataLoader with "
+                        "workers, a checkpoint, a one-rank process group, GPU kernels, beside the import; "
+                        "thorough: also every dependent of torch imported fresh and an end-to-end torch.compile, "
+                        "up to a minute; off)")
     p.add_argument("--expect-gpu", action="store_true",
                    help="this machine should have NVIDIA GPUs: no NVIDIA hardware is then an error (also "
                         "`expect-gpu = true` under [tool.envdoctor] in pyproject.toml)")
@@ -344,8 +351,10 @@ def collect_options(args):
         pythons=[python_target(p) for p in (args.pythons or [])],
         data_paths=[data_target(p) for p in (args.data_paths or [])],
         inspect_torch=not args.no_torch,
-        python_timeout_s=args.python_timeout if args.python_timeout is not None else DEFAULT_PYTHON_TIMEOUT_S,
+        python_timeout_s=args.python_timeout if args.python_timeout is not None else (
+            THOROUGH_TIMEOUT_S if getattr(args, "smoke", None) == "thorough" else DEFAULT_PYTHON_TIMEOUT_S),
         load_pcie=args.load_pcie,
+        smoke=getattr(args, "smoke", None) or "off",
     )
 
 

@@ -360,6 +360,28 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "repeats on every run while the code and the installation look fine.",
        "Unset the variable (or set the value the finding gives) where it is set: the job script, ~/.bashrc, the "
        "container image's ENV, the scheduler's environment."),
+    # --- verdicts from trying (issue 38: the smoke tier, envdoctor/_payload/smoke.py)
+    _c("TORCH_COMPILE_UNUSABLE", "torch.compile and JIT extensions cannot build or load code",
+       "A one-line C++ module could not be built with the compiler torch would use (none on PATH, no Python.h) "
+       "or, once built, could not be loaded from the directory torch builds into (a mount that forbids executing "
+       "files: noexec).",
+       "torch.compile (inductor builds C++ on the CPU and triton launchers on a GPU) and "
+       "torch.utils.cpp_extension.load build and load native code at run time: the first compiled call fails "
+       "although `import torch` works.",
+       "Install the compiler and the Python headers, or point TMPDIR / TORCHINDUCTOR_CACHE_DIR / TRITON_CACHE_DIR "
+       "/ TORCH_EXTENSIONS_DIR at a directory on a mount that allows executing files."),
+    _c("OPEN_FILES_LIMIT_LOW", "The open-files limit is low for DataLoader workers",
+       "The soft limit on open file descriptors (RLIMIT_NOFILE, `ulimit -n`) is 1,024 or lower.",
+       "DataLoader workers pass each tensor to the main process as a file descriptor (torch's default "
+       "file_descriptor sharing strategy on Linux); samples that carry many tensors exhaust the limit: "
+       "'Too many open files'.",
+       "Raise the soft limit (`ulimit -n` up to the hard limit, `nofile` in /etc/security/limits.conf), or "
+       "torch.multiprocessing.set_sharing_strategy('file_system')."),
+    _c("SMOKE_STEP_FAILED", "A step a training run does failed when tried",
+       "envdoctor tried, in the judged interpreter, something every run does (an import, a DataLoader with "
+       "workers, a checkpoint, a process group, a GPU kernel, torch.compile) and it failed, crashed or hung.",
+       "The run will fail the same way at that step, whatever the installed versions say.",
+       "Run the reproduction the finding gives, read the error it quotes, and fix what it names."),
     # --- what envdoctor was not told about (issue 29)
     _c("UNRECOGNISED_ERROR", "An error envdoctor does not recognise",
        "The pasted text holds an error line (a traceback's last line, an `error:`/`fatal` line, a failure, a "

@@ -558,6 +558,36 @@ class ModuleOrigin:
 
 
 @dataclass(frozen=True)
+class SmokeStep:
+    """One step of the smoke tier (envdoctor/_payload/smoke.py), tried in its own bounded child."""
+
+    name: str = ""  # "compile", "dataloader", "import:torchvision", "cublas" ...
+    status: str = ""  # "ok", "failed", "timed-out", "skipped"
+    duration_s: Optional[float] = None
+    error_type: Optional[str] = None  # "OSError", "RuntimeError", "Crash" (the child died), "Timeout"
+    error: Optional[str] = None  # the exception's message, as raised
+    traceback: List[str] = field(default_factory=list)  # its last lines (or faulthandler's, for a crash)
+    reason: Optional[str] = None  # why a skipped step did not apply (no CUDA)
+    signal: Optional[str] = None  # the signal that ended a crashed child: "SIGSEGV"
+    detail: Dict[str, Any] = field(default_factory=dict)  # what the step found (compiler, directories, modules)
+
+
+@dataclass(frozen=True)
+class Smoke:
+    """The smoke tier's run in one interpreter: which tier, every step tried, and what was not tried."""
+
+    tier: Optional[str] = None  # "quick", "thorough", "off"
+    steps: List[SmokeStep] = field(default_factory=list)
+    not_tried: List[str] = field(default_factory=list)  # what this tier leaves out, in words
+    open_files_limit: Optional[List[Optional[int]]] = None  # RLIMIT_NOFILE (soft, hard); None: unlimited
+    errors: List[str] = field(default_factory=list)  # the tier's own trouble (a step runner that did not start)
+    duration_s: Optional[float] = None
+
+    def step(self, name: str) -> Optional[SmokeStep]:
+        return next((s for s in self.steps if s.name == name), None)
+
+
+@dataclass(frozen=True)
 class PythonEnv:
     """One interpreter being diagnosed (``--python``), inspected in its own subprocess."""
 
@@ -606,6 +636,8 @@ class PythonEnv:
     has_ensurepip: Optional[bool] = None
     path_pip: Optional[PathPip] = None
     pth_exec: Optional[List[PthExecLine]] = None
+    # the smoke tier (issue 38): steps a run does, tried for real in the interpreter; None: not run (older facts)
+    smoke: Optional[Smoke] = None
 
     def package(self, name: str) -> Optional[Package]:
         key = normalize_name(name)

@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 DEFAULT_TIMEOUT_S = 60.0
+# --smoke thorough imports every dependent of torch and compiles a function end to end: the payload's default
+# limit becomes this (an explicit --python-timeout wins)
+THOROUGH_TIMEOUT_S = 240.0
 
 # Keep the user's environment as it is (that is what is being diagnosed), but do not write
 # __pycache__ files into it just because we looked.
@@ -93,6 +96,16 @@ def payload_argv(executable: str, task: str = "inspect", args: Sequence[str] = (
             "--deadline-s", f"{payload_deadline_s(timeout_s):g}", *gate, *args]
 
 
+def smoke_args(tier: str, data_paths: Sequence[str] = ()) -> List[str]:
+    """The inspect payload's smoke-tier options (--smoke, one --smoke-dir per --data path); none for "off"."""
+    if not tier or tier == "off":
+        return []
+    out = ["--smoke", tier]
+    for path in data_paths:
+        out += ["--smoke-dir", str(path)]
+    return out
+
+
 def _bin_python(prefix: str) -> str:
     if os.name == "nt":
         return os.path.join(prefix, "python.exe") if os.path.isfile(
@@ -159,12 +172,13 @@ def early_argvs(argv: Sequence[str], default_timeout_s: float = DEFAULT_TIMEOUT_
         args = args[1:]
     pythons: List[str] = []
     timeout_s, no_torch = default_timeout_s, False
+    tier, data_paths = "quick", []  # the CLI's default tier (cli/common.py --smoke)
     i = 0
     while i < len(args):
         name, eq, value = args[i].partition("=")
         if name in _NO_EARLY or args[i] == "--":
             return []
-        if name in ("--python", "--python-timeout"):
+        if name in ("--python", "--python-timeout", "--smoke", "--data"):
             if not eq:
                 if i + 1 >= len(args):
                     return []
@@ -172,6 +186,13 @@ def early_argvs(argv: Sequence[str], default_timeout_s: float = DEFAULT_TIMEOUT_
                 value = args[i]
             if name == "--python":
                 pythons.append(value)
+            elif name == "--smoke":
+                tier = value
+            elif name == "--data":
+                path = os.path.expanduser(value)
+                if not os.path.exists(path):
+                    return []  # the CLI refuses it (exit 2) before probing
+                data_paths.append(path)
             else:
                 try:
                     timeout_s = float(value)
@@ -206,7 +227,10 @@ def early_argvs(argv: Sequence[str], default_timeout_s: float = DEFAULT_TIMEOUT_
                 exes.append(exe)
     else:
         exes = [default_interpreter(environ)[0]]
-    return [payload_argv(exe, "inspect", ["--no-torch"] if no_torch else [], timeout_s) for exe in exes]
+    if tier == "thorough" and timeout_s == default_timeout_s:
+        timeout_s = max(timeout_s, THOROUGH_TIMEOUT_S)
+    extra = ["--no-torch"] if no_torch else smoke_args(tier, data_paths)
+    return [payload_argv(exe, "inspect", extra, timeout_s) for exe in exes]
 
 
 def start_early(argv: Sequence[str], default_timeout_s: float = DEFAULT_TIMEOUT_S) -> int:

@@ -19,6 +19,7 @@ from envdoctor.model.facts import (
     PthExecLine,
     PythonEnv,
     SharedLibraryFile,
+    Smoke,
     TorchBuildFiles,
     TorchInfo,
     from_dict,
@@ -32,6 +33,7 @@ from envdoctor.probes.payload_launch import (  # noqa: F401  (DEFAULT_TIMEOUT_S,
     payload_argv,
     payload_deadline_s,
     payload_path,
+    smoke_args,
 )
 from envdoctor.probes.registry import ProbeContext, probe
 from envdoctor.probes.runner import OUTPUT_CAP_BYTES, RunResult
@@ -221,8 +223,11 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     if isinstance(result.get("pth_exec"), list):
         pth = [x for x in (_section(PthExecLine, ln, f"python.pth_exec[{k}]", notes)
                            for k, ln in enumerate(result["pth_exec"])) if x is not None]
+    smoke = None
+    if isinstance(result.get("smoke"), dict):
+        smoke = _section(Smoke, result["smoke"], "python.smoke", notes)
     payload_errors = [str(e) for e in (result.get("errors") or [])]
-    return replace(base, pth_exec=pth, packages=packages, loaded_libraries=libs, library_candidates=candidates, torch=torch, extensions=extensions,
+    return replace(base, smoke=smoke, pth_exec=pth, packages=packages, loaded_libraries=libs, library_candidates=candidates, torch=torch, extensions=extensions,
                    torch_origin=origin, shared_library_files=shared, notes=(payload_errors + notes) or None)
 
 
@@ -304,17 +309,17 @@ def _mark_hang(penv: PythonEnv, stage: Optional[str], error: str) -> PythonEnv:
 
 
 def probe_python(executable: str, runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S, inspect_torch: bool = True,
-                 requested_as: Optional[str] = None) -> PythonEnv:
+                 requested_as: Optional[str] = None, smoke: Sequence[str] = ()) -> PythonEnv:
     """Inspect ``executable`` in its own process.
 
     ok: the payload answered (torch may still have failed to import: that is in ``torch``);
     absent: no such interpreter; failed: it timed out, crashed or printed no JSON.
     """
-    return _probe_python(executable, runner, timeout_s, inspect_torch, requested_as)
+    return _probe_python(executable, runner, timeout_s, inspect_torch, requested_as, smoke)
 
 
 def probe_pythons(targets: Sequence[Tuple[str, str]], runner: Any, timeout_s: float = DEFAULT_TIMEOUT_S,
-                  inspect_torch: bool = True) -> List[PythonEnv]:
+                  inspect_torch: bool = True, smoke: Sequence[str] = ()) -> List[PythonEnv]:
     """Every (interpreter, how it was chosen) inspected at once, each under the probe guard: a bug met while
     reading one interpreter fails that one, never the others."""
     from functools import partial
@@ -322,7 +327,8 @@ def probe_pythons(targets: Sequence[Tuple[str, str]], runner: Any, timeout_s: fl
     from envdoctor.probes.registry import guard
 
     def one(exe: str, how: str) -> PythonEnv:
-        return guard("pythons", partial(probe_python, exe, runner, timeout_s, inspect_torch, how),
+        extra = {"smoke": smoke} if smoke else {}  # (the usual call, without the smoke tier, unchanged)
+        return guard("pythons", partial(probe_python, exe, runner, timeout_s, inspect_torch, how, **extra),
                      partial(_failed_env, exe, how))[0]
 
     if len(targets) == 1:  # the usual run: no pool (concurrent.futures imports logging: 20 ms of start-up)
@@ -359,7 +365,8 @@ def _targets(ctx: ProbeContext) -> List[Tuple[str, str]]:
 def collect_pythons(ctx: ProbeContext) -> List[PythonEnv]:
     options = ctx.options
     envs = probe_pythons(_targets(ctx), ctx.runner, getattr(options, "python_timeout_s", DEFAULT_TIMEOUT_S),
-                         getattr(options, "inspect_torch", True))
+                         getattr(options, "inspect_torch", True),
+                         smoke_args(getattr(options, "smoke", "off"), getattr(options, "data_paths", None) or []))
     return [who_is_judged(e, envs, ctx.env, ctx.runner) for e in envs]
 
 
@@ -401,8 +408,8 @@ _FAILURE = {"not_found": "not_found", "could_not_run": "not_executable", "no_jso
 
 
 def _probe_python(executable: str, runner: Any, timeout_s: float, inspect_torch: bool,
-                  requested_as: Optional[str]) -> PythonEnv:
-    penv = _run_inspect(executable, runner, timeout_s, inspect_torch, requested_as)
+                  requested_as: Optional[str], smoke: Sequence[str] = ()) -> PythonEnv:
+    penv = _run_inspect(executable, runner, timeout_s, inspect_torch, requested_as, smoke)
     return with_interpreter_files(penv, executable, runner)
 
 
@@ -423,8 +430,8 @@ def with_interpreter_files(penv: PythonEnv, executable: str, runner: Any) -> Pyt
 
 
 def _run_inspect(executable: str, runner: Any, timeout_s: float, inspect_torch: bool,
-                 requested_as: Optional[str]) -> PythonEnv:
-    args = [] if inspect_torch else ["--no-torch"]
+                 requested_as: Optional[str], smoke: Sequence[str] = ()) -> PythonEnv:
+    args = list(smoke) if inspect_torch else ["--no-torch"]
     # the payload writes a checkpoint line just before `import torch`: with none on stdout, it had not got there
     hint = "starting up or reading installed packages (before importing torch)" if inspect_torch \
         else "reading installed packages"

@@ -102,6 +102,27 @@ def _torch_line(env: PythonEnv) -> str:
     return " · ".join([fmt(torch.version), build, available])
 
 
+def smoke_line(smoke: Any) -> str:
+    """The smoke tier in one line: which tier, how its steps went (the ones that did not pass by name), and what it
+    did not try (the facts' `smoke.steps` list every step; -v shows them with the checks)."""
+    if smoke.tier == "off":
+        return "smoke tier off (--smoke off): nothing was tried"
+    counts: dict = {}
+    for step in smoke.steps:
+        counts[step.status] = counts.get(step.status, 0) + 1
+    parts = []
+    for status, n in sorted(counts.items(), key=lambda x: x[0] != "ok"):
+        names = [s.name for s in smoke.steps if s.status == status]
+        parts.append(f"{n} {status}" + ("" if status in ("ok", "skipped") else f" ({', '.join(names)})"))
+    took = f" in {smoke.duration_s:.1f} s" if smoke.duration_s is not None else ""
+    text = f"{smoke.tier} tier: {', '.join(parts) or 'no step'}{took}"
+    if smoke.not_tried:
+        text += "; not tried: " + ", ".join(smoke.not_tried)
+    if smoke.errors:
+        text += "; " + "; ".join(smoke.errors)
+    return text
+
+
 def _host_line(facts: Facts) -> str:
     host = facts.host
     os_name = host.distro_name or " ".join(x for x in (host.distro_id, host.distro_version) if x) or None
@@ -199,6 +220,8 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
             else:
                 rows.append((label, _at(fmt(env.python_version), where) + whose))
         rows.append(("  torch", _torch_line(env)))
+        if env.smoke is not None:
+            rows.append(("  tried", smoke_line(env.smoke)))
         if env.torch is not None and env.torch.arch_list:
             from_files = " (read from libtorch_cuda.so)" if env.torch.arch_list_source == "fatbin" else ""
             rows.append(("  arch", " ".join(env.torch.arch_list) + from_files))

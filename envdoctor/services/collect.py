@@ -110,6 +110,9 @@ class CollectOptions:
     # which facts sections to probe (None: all). A section left out is recorded as skipped with the reason,
     # never probed: `node-health` reads only what its fast checks judge (services/node_health.py)
     sections: Optional[FrozenSet[str]] = None
+    # the smoke tier (envdoctor/_payload/smoke.py): "quick" (the command line's default: the cheap steps beside
+    # the import), "thorough" (every step, torch.compile end to end) or "off" (this API's default)
+    smoke: str = "off"
 
 
 def _guard(name: str, func: Callable[[], Any], failed: Callable[[str], Any]) -> Tuple[Any, ProbeRun]:
@@ -385,6 +388,8 @@ def validate_options(options: CollectOptions, only: Any = None, ignore: Any = No
     t = options.python_timeout_s
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
         raise OptionsError(f"python_timeout_s must be a positive number of seconds, got {t!r}")
+    if options.smoke not in ("quick", "thorough", "off"):
+        raise OptionsError(f"smoke must be 'quick', 'thorough' or 'off', got {options.smoke!r}")
     ids = [c.id for c in all_checks()]
     globs = {}
     for name, value in (("only", only), ("ignore", ignore)):

@@ -81,7 +81,7 @@ def test_python_timeout_must_be_positive_and_finite(command, value, capsys):
 
 
 @pytest.mark.parametrize("extra", [["--python", sys.executable], ["--no-torch"], ["--data", "."],
-                                   ["--python-timeout", "5"], ["--load-pcie"]])
+                                   ["--python-timeout", "5"], ["--load-pcie"], ["--smoke", "thorough"]])
 def test_collect_options_with_facts_are_a_usage_error(extra, capsys):
     assert _main("--facts", str(SNAP), *extra) == 2
     assert "cannot apply with --facts" in capsys.readouterr().err

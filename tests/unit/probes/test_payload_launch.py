@@ -36,6 +36,8 @@ def _fake_python(tmp_path: Path, name: str = "python") -> Path:
     (["check", "--no-torch"], "default --no-torch"),
     (["--python-timeout", "8"], "default 8"),
     (["--python-timeout=8", "--no-torch"], "default 8 --no-torch"),
+    (["--smoke", "off"], "default off"), (["--smoke=thorough"], "default thorough"),
+    (["--smoke", "thorough", "--python-timeout", "8"], "default 8 thorough"),
     (["bench"], None), (["diagnose", "x.txt"], None), (["check", "--facts", "s.json"], None),
     (["--bench"], None), (["--help"], None), (["--version"], None), (["--python"], None),
     (["--python-timeout", "soon"], None), (["--python-timeout", "0"], None), (["--", "x"], None),
@@ -48,9 +50,18 @@ def test_what_the_command_line_starts(argv, expect, monkeypatch) -> None:
         assert got == []
         return
     exe = pl.default_interpreter()[0]
-    timeout = 8.0 if " 8" in expect else 60.0
-    args = ["--no-torch"] if "--no-torch" in expect else []
+    timeout = 8.0 if " 8" in expect else (pl.THOROUGH_TIMEOUT_S if "thorough" in expect else 60.0)
+    tier = "thorough" if "thorough" in expect else ("off" if " off" in expect else "quick")
+    args = ["--no-torch"] if "--no-torch" in expect else pl.smoke_args(tier)
     assert got == [pl.payload_argv(exe, "inspect", args, timeout)]
+
+
+def test_data_paths_reach_the_smoke_checkpoint(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.delenv("VIRTUAL_ENV", raising=False)
+    monkeypatch.delenv("CONDA_PREFIX", raising=False)
+    got = pl.early_argvs(["--data", str(tmp_path)], 60.0)
+    assert got[0][-4:] == ["--smoke", "quick", "--smoke-dir", str(tmp_path)]
+    assert pl.early_argvs(["--data", str(tmp_path / "missing")], 60.0) == []  # refused by the CLI before probing
 
 
 def test_named_interpreters_once_each(tmp_path: Path) -> None:

@@ -1,0 +1,219 @@
+"""smoke.steps and smoke.open-files (issue 38) on facts: every failed step is a finding with its cause or its
+reproduction, a passing tier passes, no tier skips; the snapshot round-trips through JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from envdoctor.compat import load_compat
+from envdoctor.model.facts import Facts, ProbeStatus, PythonEnv, Smoke, SmokeStep, TorchInfo
+from envdoctor.model.findings import CheckStatus, Evidence, Fix, Severity
+from envdoctor.services.collect import judge
+
+PY = "/srv/venv/bin/python"
+SITE = "/srv/venv/lib/python3.11/site-packages"
+OK = [SmokeStep("resolve", "ok", 0.01), SmokeStep("compile", "ok", 0.4), SmokeStep("dataloader", "ok", 0.3),
+      SmokeStep("checkpoint", "ok", 0.02), SmokeStep("distributed", "ok", 0.03)]
+
+
+@pytest.fixture(scope="module")
+def compat():
+    return load_compat()
+
+
+def env(steps, limit=(65536, 65536), tier="quick") -> PythonEnv:
+    return PythonEnv(status=ProbeStatus.OK, executable=PY, python_version="3.11.7",
+                     torch=TorchInfo(version="2.13.0+cpu", arch_list=[], imported=True),
+                     smoke=Smoke(tier=tier, steps=list(steps), open_files_limit=list(limit), duration_s=1.0))
+
+
+def result(report, check_id):
+    return next(c for c in report.checks if c.id == check_id)
+
+
+def replace_step(name, step):
+    return [step if s.name == name else s for s in OK]
+
+
+def test_a_passing_tier_passes_and_round_trips(compat) -> None:
+    facts = Facts(pythons=[env(OK)])
+    back = Facts.from_json(facts.to_json())
+    assert back.pythons[0].smoke == facts.pythons[0].smoke
+    report = judge(back, compat)
+    assert result(report, "smoke.steps").status == CheckStatus.PASSED
+    assert result(report, "smoke.open-files").status == CheckStatus.PASSED
+    assert not [f for f in report.findings if f.code.startswith("smoke.")]
+
+
+def test_no_tier_or_tier_off_skips(compat) -> None:
+    report = judge(Facts(pythons=[PythonEnv(status=ProbeStatus.OK, executable=PY)]), compat)
+    assert result(report, "smoke.steps").status == CheckStatus.SKIPPED
+    off = judge(Facts(pythons=[env([], tier="off")]), compat)
+    assert result(off, "smoke.steps").status == CheckStatus.SKIPPED
+    assert "off" in result(off, "smoke.steps").reason
+    none = Smoke(tier="quick", not_tried=["every smoke step: torch is not installed in this interpreter"])
+    bare = judge(Facts(pythons=[PythonEnv(status=ProbeStatus.OK, executable=PY, smoke=none)]), compat)
+    assert result(bare, "smoke.open-files").status == CheckStatus.SKIPPED
+    assert "torch is not installed" in result(bare, "smoke.steps").reason
+
+
+def test_an_unknown_failure_names_the_step_quotes_the_error_and_reproduces_it(compat) -> None:
+    step = SmokeStep("distributed", "failed", 0.5, error_type="RuntimeError",
+                     error="[enforce fail at gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find address",
+                     traceback=["  File \"x.py\", line 3, in step", "RuntimeError: [enforce fail ...]"])
+    report = judge(Facts(pythons=[env(replace_step("distributed", step))]), compat)
+    (f,) = [f for f in report.findings if f.code.startswith("smoke.")]
+    assert f.code == "smoke.steps/distributed-failed" and f.category == "SMOKE_STEP_FAILED"
+    assert f.severity == Severity.ERROR and f.subject == PY
+    assert f.summary == (f"distributed failed when tried in {PY}: RuntimeError: [enforce fail at "
+                         "gloo/transport/tcp/device.cc:83] ifa != nullptr. Unable to find address")
+    assert f.evidence[:2] == [Evidence("pythons[0].smoke.steps[4].status", "failed", expected="ok",
+                                       source="distributed in 0.5 s"),
+                              Evidence("pythons[0].smoke.steps[4].error", "RuntimeError: [enforce fail at gloo/transport/"
+                                       "tcp/device.cc:83] ifa != nullptr. Unable to find address")]
+    assert f.fix.commands[0].startswith(f"{PY} -c ") and "init_process_group(\"gloo\"" in f.fix.commands[0]
+    assert report.problems and result(report, "smoke.steps").status == CheckStatus.FAILED
+
+
+def test_a_crash_and_a_hang_are_findings(compat) -> None:
+    crash = SmokeStep("import:torchvision", "failed", 1.2, error_type="Crash",
+                      error="the process killed by SIGSEGV during this step", signal="SIGSEGV",
+                      detail={"module": "torchvision"})
+    hang = SmokeStep("dataloader", "timed-out", 20.0, error_type="Timeout", error="did not finish in 20 s")
+    report = judge(Facts(pythons=[env(replace_step("dataloader", hang) + [crash])]), compat)
+    got = {f.code: f for f in report.findings if f.code.startswith("smoke.")}
+    assert set(got) == {"smoke.steps/dataloader-timed-out", "smoke.steps/import-torchvision-failed"}
+    assert got["smoke.steps/dataloader-timed-out"].summary == f"dataloader did not finish in 20 s when tried in {PY}"
+    c = got["smoke.steps/import-torchvision-failed"]
+    assert c.summary == f"importing torchvision crashed the process when tried in {PY}: the process killed by " \
+                        "SIGSEGV during this step"
+    assert c.fix.commands == [f"{PY} -c 'import torchvision; print(torchvision.__file__)'"]
+
+
+def test_a_known_error_cites_its_signature(compat) -> None:
+    step = SmokeStep("dataloader", "failed", 2.0, error_type="RuntimeError",
+                     error="DataLoader worker (pid 4242) is killed by signal: Bus error. It is possible that "
+                           "dataloader's workers are out of shared memory. Please try to raise your shared memory "
+                           "limit.")
+    report = judge(Facts(pythons=[env(replace_step("dataloader", step))]), compat)
+    (f,) = [f for f in report.findings if f.code.startswith("smoke.")]
+    assert f.code == "smoke.steps/signature-dataloader-bus-error-shm" and f.category == "SHM_TOO_SMALL"
+    assert Evidence("signature", "dataloader-bus-error-shm", source=f.fix.url) in f.evidence
+
+
+def test_no_compiler_is_a_torch_compile_problem_with_the_install(compat) -> None:
+    step = SmokeStep("compile", "failed", 0.1, error_type="StepError",
+                     error="C++ compiler not found: 'g++' is not on PATH",
+                     detail={"compiler": "g++", "compiler_source": "default (g++)", "compiler_path": None,
+                             "path": "/srv/venv/bin:/usr/bin"})
+    facts = Facts(pythons=[env(replace_step("compile", step))])
+    facts = dataclasses.replace(facts, host=dataclasses.replace(facts.host, distro_id="debian"))
+    report = judge(facts, compat)
+    (f,) = [f for f in report.findings if f.code.startswith("smoke.")]
+    assert (f.code, f.category, f.severity) == ("smoke.steps/no-compiler", "TORCH_COMPILE_UNUSABLE", Severity.ERROR)
+    assert f.summary == (f"torch.compile cannot build code for {PY}: the C++ compiler 'g++' (default (g++)) is not on "
+                         "the run's PATH")
+    assert f.fix.commands == ["apt-get install -y g++"]
+
+
+def test_no_python_h_names_the_dev_package(compat) -> None:
+    step = SmokeStep("compile", "failed", 0.1, error_type="StepError", error="Python.h not found",
+                     detail={"compiler": "g++", "compiler_path": "/usr/bin/g++", "python_h": False,
+                             "python_include": "/usr/include/python3.11"})
+    facts = Facts(pythons=[env(replace_step("compile", step))])
+    facts = dataclasses.replace(facts, host=dataclasses.replace(facts.host, distro_id="ubuntu"))
+    (f,) = [f for f in judge(facts, compat).findings if f.code.startswith("smoke.")]
+    assert f.code == "smoke.steps/no-python-headers" and f.fix.commands == ["apt-get install -y python3.11-dev"]
+
+
+def test_a_noexec_cache_directory_names_the_variable_to_move(compat) -> None:
+    loads = [{"role": "temp", "path": "/tmp", "variable": "TMPDIR", "ok": False,
+              "error": "OSError: /tmp/envdoctor_smoke_1.so: failed to map segment from shared object"},
+             {"role": "inductor-cache", "path": "/tmp/torchinductor_u", "variable": None, "ok": False,
+              "error": "OSError: failed to map segment from shared object"},
+             {"role": "torch-extensions", "path": "/home/u/.cache/torch_extensions", "variable": None, "ok": True}]
+    step = SmokeStep("compile", "failed", 0.5, error_type="StepError", error="cannot be loaded",
+                     detail={"compiler": "g++", "compiler_path": "/usr/bin/g++", "python_h": True, "loads": loads})
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step("compile", step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.category) == ("smoke.steps/noexec", "TORCH_COMPILE_UNUSABLE")
+    assert f.summary == ("a freshly compiled module cannot be loaded from /tmp (temp), /tmp/torchinductor_u "
+                         "(inductor-cache): the mount forbids executing files (noexec); torch.compile and JIT "
+                         "extensions load their code from there")
+    assert f.fix.commands == ["findmnt -no TARGET,OPTIONS -T /tmp",
+                              "mkdir -p $HOME/.cache/torch-exec/tmpdir && export TMPDIR=$HOME/.cache/torch-exec/tmpdir"]
+
+
+def test_a_shadowing_file_in_the_working_directory_is_renamed(compat) -> None:
+    step = SmokeStep("resolve", "failed", 0.01, error_type="StepError", error="would load /work/proj/torch.py",
+                     detail={"cwd": "/work/proj", "modules": [
+                         {"distribution": "torch", "version": "2.13.0+cpu", "module": "torch", "location": SITE,
+                          "origin": "/work/proj/torch.py", "inside": False}]})
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step("resolve", step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.category, f.severity) == ("smoke.steps/shadowed", "PYTHON_PACKAGE_SHADOWED", Severity.ERROR)
+    assert f.summary == "`import torch` in /work/proj loads /work/proj/torch.py, not the installed torch 2.13.0+cpu"
+    assert f.fix == Fix("Rename the local file or folder that carries the package's name (and remove its compiled "
+                        "cache)", ["mv /work/proj/torch.py /work/proj/torch_local.py", "rm -rf /work/proj/__pycache__"],
+                        "https://docs.python.org/3/library/sys_path_init.html")
+
+
+def test_open_files_1024_is_a_note_while_the_dataloader_passes(compat) -> None:
+    report = judge(Facts(pythons=[env(OK, limit=(1024, 4096))]), compat)
+    (f,) = [f for f in report.findings if f.code.startswith("smoke.")]
+    assert (f.code, f.severity, f.about) == ("smoke.open-files/low", Severity.INFO, "OPEN_FILES_LIMIT_LOW")
+    assert f.summary == ("the open-files soft limit is 1024: DataLoader workers with many tensors per sample run out "
+                         "of descriptors ('Too many open files'); the smoke DataLoader passed")
+    assert f.fix.commands[0] == "ulimit -n 4096" and "set_sharing_strategy('file_system')" in f.fix.commands[2]
+    assert f.fix.url == "https://docs.pytorch.org/docs/stable/multiprocessing.html#sharing-strategies"
+
+
+def test_a_dataloader_out_of_descriptors_is_an_error_of_the_limit(compat) -> None:
+    step = SmokeStep("dataloader", "failed", 1.0, error_type="OSError", error="[Errno 24] Too many open files")
+    report = judge(Facts(pythons=[env(replace_step("dataloader", step), limit=(64, 4096))]), compat)
+    (f,) = [f for f in report.findings if f.code.startswith("smoke.")]  # one finding: the limit, not the step too
+    assert (f.code, f.category, f.severity) == ("smoke.open-files/dataloader-failed", "OPEN_FILES_LIMIT_LOW",
+                                                Severity.ERROR)
+    assert f.summary == f"a DataLoader with two workers failed in {PY}: too many open files (soft limit 64)"
+
+
+def test_a_directory_that_refuses_the_checkpoint_is_a_warning(compat) -> None:
+    step = SmokeStep("checkpoint", "failed", 0.1, error_type="StepError",
+                     error="writing a checkpoint in /data failed: PermissionError: [Errno 13] Permission denied: "
+                           "'/data/.envdoctor_smoke_7.pt'")
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step("checkpoint", step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.severity) == ("smoke.steps/checkpoint-failed", Severity.WARNING)
+    assert f.summary.startswith(f"a checkpoint cannot be written where the run may write it, tried in {PY}: "
+                                "writing a checkpoint in /data failed: PermissionError: [Errno 13]")
+
+
+def test_an_import_whose_version_is_not_the_installed_one_is_named(compat) -> None:
+    step = SmokeStep("import:torchvision", "failed", 0.8, error_type="StepError",
+                     error="`import torchvision` reports __version__ 0.27.0 from /s/torchvision/__init__.py, but the "
+                           "installed torchvision is 0.28.0",
+                     detail={"distribution": "torchvision", "version": "0.28.0", "module": "torchvision",
+                             "file": "/s/torchvision/__init__.py", "location": "/s", "module_version": "0.27.0",
+                             "inside": True, "version_mismatch": True})
+    (f,) = [f for f in judge(Facts(pythons=[env(OK + [step])]), compat).findings if f.code.startswith("smoke.")]
+    assert (f.code, f.category) == ("smoke.steps/shadowed", "PYTHON_PACKAGE_SHADOWED")
+    assert f.summary == ("`import torchvision` gives torchvision 0.27.0 from /s/torchvision/__init__.py, but the "
+                         "installed distribution says 0.28.0")
+    assert f.fix.commands == [f"{PY} -m pip install --force-reinstall --no-deps torchvision==0.28.0"]
+
+
+def test_an_import_whose_library_already_failed_to_load_is_a_note_of_that(compat) -> None:
+    from envdoctor.model.facts import ExtensionLibrary, ExtensionScan
+
+    err = "/s/torchvision/_C.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev"
+    step = SmokeStep("import:torchvision", "failed", 0.9, error_type="OSError", error=err,
+                     detail={"module": "torchvision"})
+    py = dataclasses.replace(env(OK + [step]), extensions=ExtensionScan(libraries=[
+        ExtensionLibrary("torchvision", "0.28.0", "/s/torchvision/_C.so", loaded=False, load_error=err)]))
+    (f,) = [f for f in judge(Facts(pythons=[py]), compat).findings if f.code.startswith("smoke.")]
+    assert (f.code, f.severity, f.about) == ("smoke.steps/import-torchvision-failed", Severity.INFO,
+                                             "SMOKE_STEP_FAILED")
+    assert f.summary.endswith("its compiled library already failed to load next to this torch "
+                              "(packages.extension-build names the cause and the fix)")
