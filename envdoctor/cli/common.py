@@ -140,7 +140,10 @@ def write(text: str, output: Optional[str], utf8: bool = False) -> None:
     """Write to FILE (always UTF-8) or stdout. ``utf8``: a document (Markdown, JSON) goes to stdout as UTF-8
     bytes whatever the terminal's encoding (a redirect on a C-locale box or a Windows code page), so the file
     the user pastes is the one GitHub reads; other text is written in the terminal's encoding, "?" for the rest."""
-    text = text if text.endswith("\n") else text + "\n"
+    from ..domain.safe_text import escape_surrogates
+
+    # a lone surrogate (a non-UTF-8 byte of a path the machine gave) is written out as \xe9, never a crash
+    text = escape_surrogates(text if text.endswith("\n") else text + "\n")
     if output and output != "-":
         try:
             with open(output, "w", encoding="utf-8") as fh:
@@ -157,6 +160,14 @@ def write(text: str, output: Optional[str], utf8: bool = False) -> None:
     encoding = "utf-8" if utf8 else (getattr(sys.stdout, "encoding", None) or "utf-8")
     buffer.write(text.encode(encoding, "replace"))
     buffer.flush()
+
+
+def json_document(data: Any, **kw: Any) -> str:
+    """``json.dumps(data, **kw)`` with every lone surrogate in its strings written out as ``\\xe9`` text: the JSON
+    a command prints or writes, parsable by any reader and encodable as UTF-8 (domain/safe_text.py)."""
+    from ..domain.safe_text import escape_json_surrogates
+
+    return escape_json_surrogates(json.dumps(data, **kw))
 
 
 def render(report, args) -> str:
@@ -438,7 +449,7 @@ def fit_text(text: str, width: Optional[int] = None) -> str:
 
 def emit(payload: Dict[str, Any], text: str, fmt: str) -> None:
     """A query command's answer: its JSON payload, or its console text (fitted to the terminal)."""
-    write(json.dumps(payload, indent=2, sort_keys=False) if fmt == "json" else fit_text(text), None)
+    write(json_document(payload, indent=2, sort_keys=False) if fmt == "json" else fit_text(text), None)
 
 
 def answer(args, fn: Callable[[Any], Tuple[Dict[str, Any], str]], error: Type[Exception]) -> Dict[str, Any]:
