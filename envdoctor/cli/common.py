@@ -518,12 +518,12 @@ class signals_deferred:  # noqa: N801 - used as a context manager
 
 
 def on_signal(signum, _frame) -> None:
-    """SIGINT/SIGTERM: kill every child's process group now, then unwind (the partial report is printed).
+    """SIGINT/SIGTERM/SIGHUP: kill every child's process group now, then unwind (the partial report is printed).
     While the report of facts already read is being judged and printed, the signal waits for it instead."""
     import signal
 
     # loaded by install_signal_handlers: the handler imports nothing while the main thread may be importing
-    from ..probes.runner import PENDING_SIGNAL, Interrupted, stop_all_children
+    from ..probes.runner import PENDING_SIGNAL, STOP_SIGNALS, Interrupted, stop_all_children
 
     if _DEFERRED.active:
         if _DEFERRED.signum is not None:  # a second one: stop at once
@@ -534,8 +534,8 @@ def on_signal(signum, _frame) -> None:
     stop_all_children()
     PENDING_SIGNAL[0] = signum  # should the raise below land where Python drops it, the wait raises it
     # a second signal while the partial report is printed: stop at once
-    signal.signal(signal.SIGINT, _exit_now)
-    signal.signal(signal.SIGTERM, _exit_now)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _exit_now)
     raise Interrupted(signum)
 
 
@@ -547,7 +547,7 @@ def _exit_now(signum, _frame) -> None:
 
 
 def install_signal_handlers() -> dict:
-    """Our handlers for SIGINT and SIGTERM (main thread only); returns the previous ones to restore."""
+    """Our handlers for SIGINT, SIGTERM and SIGHUP (main thread only); returns the previous ones to restore."""
     import signal
     import threading
 
@@ -556,7 +556,7 @@ def install_signal_handlers() -> dict:
     previous: dict = {}
     if threading.current_thread() is not threading.main_thread():
         return previous
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in runner.STOP_SIGNALS:
         old = signal.getsignal(sig)
         if old == signal.SIG_IGN:  # started with it ignored (nohup, a background job): keep it so
             continue

@@ -19,7 +19,7 @@ EPILOG = """exit codes (node-problem-detector's custom-plugin contract):
   1  unhealthy: drain or taint the node (the command is printed on stderr)
   2  unknown: nothing could be judged, a check or a probe crashed, or a usage error
   3  envdoctor itself failed (a bug: please report it)
-  130/143  interrupted by SIGINT/SIGTERM (a scheduler's timeout)
+  130/143/129  interrupted by SIGINT/SIGTERM (a scheduler's timeout)/SIGHUP
 
 examples:
   slurm.conf:  HealthCheckProgram=/usr/local/bin/envdoctor-node-health

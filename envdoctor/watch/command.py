@@ -17,8 +17,11 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional
 
+from ..probes.runner import STOP_SIGNALS
+
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 STOP_GRACE_S = 5.0
+HANGUP = getattr(signal, "SIGHUP", None)  # the terminal hung up (absent on Windows)
 
 
 class WatchUsageError(Exception):
@@ -171,6 +174,17 @@ def _signal_child(child: subprocess.Popen, sig: int) -> None:
             pass
 
 
+def _signal_child_group(child: subprocess.Popen, sig: int) -> None:
+    """``sig`` to what is left of an ended command's process group. Its pid names the group while a member
+    lives (the kernel never reuses a pid that is a live process group's id); with none left, nothing is sent."""
+    if os.name != "posix":
+        return
+    try:
+        os.killpg(child.pid, sig)
+    except OSError:
+        pass
+
+
 def _stop_child(child: subprocess.Popen) -> None:
     """Stop a launched command as Ctrl-C would, then harder if it does not exit."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
@@ -232,14 +246,14 @@ def _live(args: Any, cmd: List[str]):
     env = dict(os.environ)
     if steps_dir:
         env["ENVDOCTOR_WATCH_DIR"] = steps_dir
-    stop: Dict[str, Any] = {"why": None, "signum": None}
+    stop: Dict[str, Any] = {"why": None, "signum": None, "at": None}
     previous = {}
     launched: List[Optional[subprocess.Popen]] = [None]
 
     def on_signal(signum, _frame):
         child = launched[0]
         if stop["why"] is None:
-            stop["why"], stop["signum"] = signal.Signals(signum).name, signum
+            stop["why"], stop["signum"], stop["at"] = signal.Signals(signum).name, signum, time.monotonic()
             if child is not None:
                 _signal_child(child, signum)  # forwarded once; we keep sampling until it exits
         else:
@@ -247,9 +261,13 @@ def _live(args: Any, cmd: List[str]):
                 _signal_child(child, signal.SIGKILL if signum == signal.SIGTERM else signum)
 
     # the handler before the command starts: a Ctrl-C the moment it has started is forwarded to it, not lost
-    # to the command line's own handler (which would end watch before the command)
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # to the command line's own handler (which would end watch before the command). SIGHUP too: the command runs
+    # in its own process group, which a terminal's hang-up (an SSH drop) never reaches; one ignored from the
+    # start (`nohup envdoctor watch ...`) stays ignored, and the run goes on
+    for sig in STOP_SIGNALS:
         try:
+            if sig == HANGUP and signal.getsignal(sig) == signal.SIG_IGN:
+                continue
             previous[sig] = signal.signal(sig, on_signal)
         except ValueError:  # not the main thread
             pass
@@ -298,15 +316,26 @@ def _live(args: Any, cmd: List[str]):
                 break
             if stop["why"] is not None and child is None:
                 break
+            if stop["signum"] == HANGUP and child is not None and time.monotonic() - stop["at"] >= STOP_GRACE_S:
+                break  # no one is left to press Ctrl-C again: stopped below, harder each STOP_GRACE_S
             time.sleep(max(0.0, interval - (time.monotonic() - tick)))
     finally:
-        live.close()
+        try:
+            live.close()
+        except (OSError, ValueError):  # the terminal hung up (EIO): the command is stopped all the same
+            pass
         if child is not None and child.poll() is None:
-            sys.stderr.write(f"envdoctor watch: --duration {args.duration:g} s reached: stopping {cmd[0]} (SIGINT, "
-                             f"then SIGTERM and SIGKILL {STOP_GRACE_S:g} s apart if it does not exit)\n"
-                             if stopped_by_duration else f"envdoctor watch: stopping {cmd[0]}\n")
-            sys.stderr.flush()
+            try:
+                sys.stderr.write(f"envdoctor watch: --duration {args.duration:g} s reached: stopping {cmd[0]} "
+                                 f"(SIGINT, then SIGTERM and SIGKILL {STOP_GRACE_S:g} s apart if it does not exit)\n"
+                                 if stopped_by_duration else f"envdoctor watch: stopping {cmd[0]}\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
             _stop_child(child)
+        if child is not None and stop["signum"] == HANGUP:
+            # its DataLoader workers (its process group) that outlived it: nobody is left to see or stop them
+            _signal_child_group(child, signal.SIGKILL)
         gpu.close()
         for sig, old in previous.items():
             signal.signal(sig, old)
