@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import pytest
 
@@ -56,6 +57,42 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     reason = gpu_unavailable_reason() if gpu_items else None
     for item in gpu_items if reason else ():
         item.add_marker(pytest.mark.skip(reason=reason))
+
+
+# what builds a virtual environment or installs into one, in a command line (argv words joined, or a shell line)
+_VENV_BUILD = re.compile(r"(?:^|\s)-m\s+(?:venv|virtualenv|ensurepip)(?:\s|$)|(?:^|\s)-m\s+pip\s+install\b|"
+                         r"(?:^|[\s/])(?:pip3?|uv)\s+(?:pip\s+)?install\b|(?:^|\s)uv\s+venv\b")
+
+
+def builds_a_venv(argv: Any) -> bool:
+    """Whether a command line builds a venv or installs packages (python -m venv, ensurepip, pip install)."""
+    words = [argv] if isinstance(argv, (str, bytes, os.PathLike)) else list(argv)
+    text = " ".join(os.fsdecode(w) if isinstance(w, (bytes, os.PathLike)) else str(w) for w in words)
+    return bool(_VENV_BUILD.search(text))
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_builds_no_venv(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast tier (`-m "not slow"`) builds no venv and installs nothing (README "Test tiers"): a test that is
+    not marked `slow` fails the moment it creates a venv (venv.EnvBuilder, `python -m venv`) or runs ensurepip or
+    pip install, in its own process or as a command it starts (argv, or a `bash -c` line). (Three such tests once made the fast tier 603 s.)"""
+    if request.node.get_closest_marker("slow"):
+        return
+    import venv
+
+    def refuse(what: str) -> None:
+        pytest.fail(f"{request.node.nodeid} builds a venv or installs packages ({what}) but is not marked slow "
+                    "(README \"Test tiers\": the fast tier builds no venv)", pytrace=False)
+
+    real_init = subprocess.Popen.__init__
+
+    def guarded_init(self: Any, args: Any, *a: Any, **kw: Any) -> None:
+        if builds_a_venv(args):
+            refuse(" ".join(map(str, args)) if not isinstance(args, (str, bytes)) else str(args))
+        real_init(self, args, *a, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded_init)
+    monkeypatch.setattr(venv.EnvBuilder, "create", lambda self, env_dir: refuse(f"venv.EnvBuilder.create({env_dir})"))
 
 
 @dataclass(frozen=True)
