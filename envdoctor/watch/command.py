@@ -88,6 +88,7 @@ def _save(facts, path: str, redact: bool = True) -> None:
     """The recording as a facts snapshot; redacted like `collect` (host names, home paths) unless --no-redact."""
     import json
 
+    from ..domain.safe_text import escape_json_surrogates
     from ..report.redact import redact_facts_dict
 
     data = facts.to_dict()
@@ -95,7 +96,7 @@ def _save(facts, path: str, redact: bool = True) -> None:
         data = redact_facts_dict(data)
     try:
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            fh.write(escape_json_surrogates(json.dumps(data, indent=2, sort_keys=True)) + "\n")
     except OSError as e:
         raise WatchUsageError(f"cannot write {path}: {e.strerror}") from None
 
