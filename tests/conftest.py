@@ -59,16 +59,49 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
         item.add_marker(pytest.mark.skip(reason=reason))
 
 
-# what builds a virtual environment or installs into one, in a command line (argv words joined, or a shell line)
-_VENV_BUILD = re.compile(r"(?:^|\s)-m\s+(?:venv|virtualenv|ensurepip)(?:\s|$)|(?:^|\s)-m\s+pip\s+install\b|"
-                         r"(?:^|[\s/])(?:pip3?|uv)\s+(?:pip\s+)?install\b|(?:^|\s)uv\s+venv\b")
+_SHELLS = ("sh", "bash", "dash", "zsh")
+
+
+def _words_build(words: List[str]) -> bool:
+    """A command's words that build a venv or install: python -m venv/virtualenv/ensurepip, -m pip install,
+    pip install, uv venv, uv pip install."""
+    for i, w in enumerate(words[:-1]):
+        if w == "-m" and (words[i + 1] in ("venv", "virtualenv", "ensurepip")
+                          or (words[i + 1] == "pip" and words[i + 2:i + 3] == ["install"])):
+            return True
+    prog = os.path.basename(words[0]) if words else ""
+    if re.fullmatch(r"pip(?:3(?:\.\d+)?)?", prog):
+        return words[1:2] == ["install"]
+    return prog == "uv" and (words[1:2] == ["venv"] or words[1:3] == ["pip", "install"])
+
+
+def _line_builds(line: str) -> bool:
+    """A shell line runs such a command: one of its simple commands does, with a program that exists here (a
+    fix pasted from a hostile snapshot names an interpreter that does not, and runs nothing)."""
+    import shlex
+    import shutil
+
+    for part in re.split(r"&&|\|\||[;|\n]", line):
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            continue
+        if words and _words_build(words) and (os.path.exists(words[0]) or
+                                              (os.sep not in words[0] and shutil.which(words[0]))):
+            return True
+    return False
 
 
 def builds_a_venv(argv: Any) -> bool:
-    """Whether a command line builds a venv or installs packages (python -m venv, ensurepip, pip install)."""
-    words = [argv] if isinstance(argv, (str, bytes, os.PathLike)) else list(argv)
-    text = " ".join(os.fsdecode(w) if isinstance(w, (bytes, os.PathLike)) else str(w) for w in words)
-    return bool(_VENV_BUILD.search(text))
+    """Whether a command line builds a venv or installs packages (python -m venv, ensurepip, pip install):
+    Popen's argv, or a shell line (`bash -c LINE`, a string with shell=True); `bash -n` only parses."""
+    if isinstance(argv, (str, bytes, os.PathLike)):
+        return _line_builds(os.fsdecode(argv))
+    words = [os.fsdecode(w) if isinstance(w, (bytes, os.PathLike)) else str(w) for w in argv]
+    if words and os.path.basename(words[0]) in _SHELLS and "-c" in words:
+        at = words.index("-c")
+        return "-n" not in words[1:at] and at + 1 < len(words) and _line_builds(words[at + 1])
+    return _words_build(words)
 
 
 @pytest.fixture(autouse=True)

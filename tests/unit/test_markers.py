@@ -100,9 +100,12 @@ def test_a_fast_test_that_builds_a_venv_fails(pytester):
 
 @pytest.mark.parametrize("argv, builds", [
     (["/usr/bin/python3", "-m", "venv", "/tmp/v"], True),
-    ("python3.12 -m venv --upgrade /srv/venv", True),
+    (f"{sys.executable} -m venv --upgrade /srv/venv", True),
+    (["bash", "-n", "-c", "python3.12 -m venv --upgrade /srv/venv"], False),  # only parsed
+    (["bash", "-c", "'/opt/no such venv/bin/python' -m pip install torch"], False),  # runs nothing
+    (["pip3.11", "install", "torch"], True),
     (["/opt/v/bin/python", "-m", "pip", "install", "torch"], True),
-    (["bash", "-c", "/opt/v/bin/python -m ensurepip --upgrade --default-pip && x"], True),
+    (["bash", "-c", f"{sys.executable} -m ensurepip --upgrade --default-pip && x"], True),
     (["uv", "pip", "install", "--python", "/p", "torch"], True),
     ([sys.executable, "-m", "envdoctor", "check"], False),
     ([sys.executable, "-c", "print('pip install is a phrase')"], False),
