@@ -13,8 +13,9 @@ The contract is the schedulers', not ours:
   scripts/lbnl_cmd.nhc; its default timeout is 5 s).
 
 So: exit 0 healthy, 1 unhealthy (a finding at or above ``fail_on``), 2 unknown (nothing could be judged, or a
-check or a probe crashed with nothing else wrong: never OK on facts a crash left unread); one line of at most ``max_length`` bytes on stdout; the command that
-drains or taints the node is printed for the operator on stderr, and never run.
+check or a probe crashed with nothing else wrong: never OK on facts a crash left unread); one line of at most
+``max_length`` bytes on stdout; the command that drains or taints the node is printed for the operator on stderr,
+and never run.
 
 The preset reads only what its checks judge (driver and GPUs through NVML, the kernel log's Xid events, the
 host), never imports torch and never starts the target interpreter unless ``with_torch``: a health check runs

@@ -177,7 +177,7 @@ def _signal_child(child: subprocess.Popen, sig: int) -> None:
 
 def _signal_child_group(child: subprocess.Popen, sig: int) -> None:
     """``sig`` to what is left of an ended command's process group. Its pid names the group while a member
-    lives (the kernel never reuses a pid that is a live process group's id); with none left, nothing is sent."""
+    lives (Linux does not reuse a pid still in use as a process group's id); with none left, ESRCH, ignored."""
     if os.name != "posix":
         return
     try:
