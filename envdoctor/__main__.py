@@ -1,6 +1,6 @@
 """`python -m envdoctor`, and the `envdoctor` console script (``run``): a signal during start-up is held, not raised.
 
-SIGINT or SIGTERM while envdoctor's modules are still being imported must end as 130/143 with one line, never a
+SIGINT, SIGTERM or SIGHUP while envdoctor's modules are still being imported must end as 130/143/129 with one line, never a
 traceback: a KeyboardInterrupt (or the CLI's ``Interrupted``) raised inside an import can be turned into another
 error on its way out (class creation wraps what ``__set_name__`` raises in a RuntimeError on Python < 3.12, and
 importlib drops what its module-lock callbacks raise). So until ``cli.main`` has its own handlers, ``_Hold``
@@ -27,9 +27,15 @@ class _Hold:
 HOLD = _Hold()
 
 
+# probes/runner.py's STOP_SIGNALS (not imported here: nothing of envdoctor's is loaded before the hold; a test pins
+# the two equal). SIGHUP: the terminal hung up (an SSH connection dropped); absent on Windows.
+STOP_SIGNALS = tuple(s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
+
+
 def hold_signals() -> None:
-    """SIGINT and SIGTERM only noted from now on (main thread; a signal started ignored stays ignored)."""
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    """SIGINT, SIGTERM and SIGHUP only noted from now on (main thread; a signal started ignored stays ignored:
+    `nohup envdoctor ...` keeps running after a hang-up)."""
+    for sig in STOP_SIGNALS:
         try:
             if signal.getsignal(sig) != signal.SIG_IGN:
                 signal.signal(sig, HOLD)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, List, Optional
 
 import pytest
 
@@ -56,6 +57,75 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     reason = gpu_unavailable_reason() if gpu_items else None
     for item in gpu_items if reason else ():
         item.add_marker(pytest.mark.skip(reason=reason))
+
+
+_SHELLS = ("sh", "bash", "dash", "zsh")
+
+
+def _words_build(words: List[str]) -> bool:
+    """A command's words that build a venv or install: python -m venv/virtualenv/ensurepip, -m pip install,
+    pip install, uv venv, uv pip install."""
+    for i, w in enumerate(words[:-1]):
+        if w == "-m" and (words[i + 1] in ("venv", "virtualenv", "ensurepip")
+                          or (words[i + 1] == "pip" and words[i + 2:i + 3] == ["install"])):
+            return True
+    prog = os.path.basename(words[0]) if words else ""
+    if re.fullmatch(r"pip(?:3(?:\.\d+)?)?", prog):
+        return words[1:2] == ["install"]
+    return prog == "uv" and (words[1:2] == ["venv"] or words[1:3] == ["pip", "install"])
+
+
+def _line_builds(line: str) -> bool:
+    """A shell line runs such a command: one of its simple commands does, with a program that exists here (a
+    fix pasted from a hostile snapshot names an interpreter that does not, and runs nothing)."""
+    import shlex
+    import shutil
+
+    for part in re.split(r"&&|\|\||[;|\n]", line):
+        try:
+            words = shlex.split(part)
+        except ValueError:
+            continue
+        if words and _words_build(words) and (os.path.exists(words[0]) or
+                                              (os.sep not in words[0] and shutil.which(words[0]))):
+            return True
+    return False
+
+
+def builds_a_venv(argv: Any) -> bool:
+    """Whether a command line builds a venv or installs packages (python -m venv, ensurepip, pip install):
+    Popen's argv, or a shell line (`bash -c LINE`, a string with shell=True); `bash -n` only parses."""
+    if isinstance(argv, (str, bytes, os.PathLike)):
+        return _line_builds(os.fsdecode(argv))
+    words = [os.fsdecode(w) if isinstance(w, (bytes, os.PathLike)) else str(w) for w in argv]
+    if words and os.path.basename(words[0]) in _SHELLS and "-c" in words:
+        at = words.index("-c")
+        return "-n" not in words[1:at] and at + 1 < len(words) and _line_builds(words[at + 1])
+    return _words_build(words)
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_builds_no_venv(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast tier (`-m "not slow"`) builds no venv and installs nothing (README "Test tiers"): a test that is
+    not marked `slow` fails the moment it creates a venv (venv.EnvBuilder, `python -m venv`) or runs ensurepip or
+    pip install, in its own process or as a command it starts (argv, or a `bash -c` line). (Three such tests once made the fast tier 603 s.)"""
+    if request.node.get_closest_marker("slow"):
+        return
+    import venv
+
+    def refuse(what: str) -> None:
+        pytest.fail(f"{request.node.nodeid} builds a venv or installs packages ({what}) but is not marked slow "
+                    "(README \"Test tiers\": the fast tier builds no venv)", pytrace=False)
+
+    real_init = subprocess.Popen.__init__
+
+    def guarded_init(self: Any, args: Any, *a: Any, **kw: Any) -> None:
+        if builds_a_venv(args):
+            refuse(" ".join(map(str, args)) if not isinstance(args, (str, bytes)) else str(args))
+        real_init(self, args, *a, **kw)
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", guarded_init)
+    monkeypatch.setattr(venv.EnvBuilder, "create", lambda self, env_dir: refuse(f"venv.EnvBuilder.create({env_dir})"))
 
 
 @dataclass(frozen=True)

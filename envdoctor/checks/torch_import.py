@@ -10,6 +10,7 @@ from ..domain.versions import base_version
 from ..model.facts import ProbeStatus, PythonEnv
 from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import GET_STARTED, command, pip_check, pip_install
+from ._planted import with_refused
 from ._util import torch_envs_or_skip
 from .base import EVERYWHERE, PROBED, CheckContext, Findings, SkipCheck, registrar
 
@@ -209,7 +210,7 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
                                                 " It was picked by default: your torch may live elsewhere.")),
             evidence=[Evidence(f"pythons[{i}].torch", None, expected="an installed torch"),
                       Evidence(f"pythons[{i}].requested_as", py.requested_as)],
-            fix=_elsewhere_fix(py) or _no_torch_fix(ctx, py),
+            fix=with_refused(_elsewhere_fix(py) or _no_torch_fix(ctx, py), py),
         ))
     return findings
 
@@ -275,6 +276,7 @@ def _not_a_torch_environment(i: int, py: PythonEnv, name: str) -> Finding:
     if fix is None:
         fix = Fix("Judge the interpreter your jobs run; none with torch was seen (active conda envs, venvs "
                   "under the cwd and home, python3 on PATH)", ["envdoctor --python /path/to/venv/bin/python"])
+    fix = with_refused(fix, py)
     return INTERPRETER.warning(
         "not-a-torch-environment", category="TORCH_NOT_INSTALLED",
         summary=f"Judged {name} ({what}{how}): it has no torch, so torch was not judged",

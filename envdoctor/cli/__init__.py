@@ -156,7 +156,10 @@ def _interrupted(signum: int, partial: bool) -> int:
         name = signal.Signals(signum).name
     except ValueError:
         name = f"signal {signum}"
-    sys.stderr.write(f"envdoctor: interrupted by {name}" + ("; the report above is partial\n" if partial else "\n"))
+    try:
+        sys.stderr.write(f"envdoctor: interrupted by {name}" + ("; the report above is partial\n" if partial else "\n"))
+    except (OSError, ValueError):  # the terminal hung up (SIGHUP): no one to tell, the exit code still says it
+        pass
     return 128 + signum
 
 

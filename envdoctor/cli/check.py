@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 
 from .common import (
     EXIT_CODES_HELP,
@@ -16,6 +15,7 @@ from .common import (
     add_textfile_option,
     check_writable,
     collect_options,
+    json_document,
     read_text,
     split_globs,
     wait_progress,
@@ -127,7 +127,7 @@ def cmd_collect(args) -> int:
     data = facts.to_dict()
     if not args.no_redact:
         data = redact_facts_dict(data, [facts.host.hostname] if facts.host.hostname else [])
-    write(json.dumps(data, indent=2, sort_keys=True), args.output, utf8=True)
+    write(json_document(data, indent=2, sort_keys=True), args.output, utf8=True)
     return EXIT_OK
 
 

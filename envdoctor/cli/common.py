@@ -148,7 +148,10 @@ def write(text: str, output: Optional[str], utf8: bool = False) -> None:
     """Write to FILE (always UTF-8) or stdout. ``utf8``: a document (Markdown, JSON) goes to stdout as UTF-8
     bytes whatever the terminal's encoding (a redirect on a C-locale box or a Windows code page), so the file
     the user pastes is the one GitHub reads; other text is written in the terminal's encoding, "?" for the rest."""
-    text = text if text.endswith("\n") else text + "\n"
+    from ..domain.safe_text import escape_surrogates
+
+    # a lone surrogate (a non-UTF-8 byte of a path the machine gave) is written out as \xe9, never a crash
+    text = escape_surrogates(text if text.endswith("\n") else text + "\n")
     if output and output != "-":
         try:
             with open(output, "w", encoding="utf-8") as fh:
@@ -165,6 +168,14 @@ def write(text: str, output: Optional[str], utf8: bool = False) -> None:
     encoding = "utf-8" if utf8 else (getattr(sys.stdout, "encoding", None) or "utf-8")
     buffer.write(text.encode(encoding, "replace"))
     buffer.flush()
+
+
+def json_document(data: Any, **kw: Any) -> str:
+    """``json.dumps(data, **kw)`` with every lone surrogate in its strings written out as ``\\xe9`` text: the JSON
+    a command prints or writes, parsable by any reader and encodable as UTF-8 (domain/safe_text.py)."""
+    from ..domain.safe_text import escape_json_surrogates
+
+    return escape_json_surrogates(json.dumps(data, **kw))
 
 
 def render(report, args) -> str:
@@ -452,7 +463,7 @@ def fit_text(text: str, width: Optional[int] = None) -> str:
 
 def emit(payload: Dict[str, Any], text: str, fmt: str) -> None:
     """A query command's answer: its JSON payload, or its console text (fitted to the terminal)."""
-    write(json.dumps(payload, indent=2, sort_keys=False) if fmt == "json" else fit_text(text), None)
+    write(json_document(payload, indent=2, sort_keys=False) if fmt == "json" else fit_text(text), None)
 
 
 def answer(args, fn: Callable[[Any], Tuple[Dict[str, Any], str]], error: Type[Exception]) -> Dict[str, Any]:
@@ -521,12 +532,12 @@ class signals_deferred:  # noqa: N801 - used as a context manager
 
 
 def on_signal(signum, _frame) -> None:
-    """SIGINT/SIGTERM: kill every child's process group now, then unwind (the partial report is printed).
+    """SIGINT/SIGTERM/SIGHUP: kill every child's process group now, then unwind (the partial report is printed).
     While the report of facts already read is being judged and printed, the signal waits for it instead."""
     import signal
 
     # loaded by install_signal_handlers: the handler imports nothing while the main thread may be importing
-    from ..probes.runner import PENDING_SIGNAL, Interrupted, stop_all_children
+    from ..probes.runner import PENDING_SIGNAL, STOP_SIGNALS, Interrupted, stop_all_children
 
     if _DEFERRED.active:
         if _DEFERRED.signum is not None:  # a second one: stop at once
@@ -537,8 +548,8 @@ def on_signal(signum, _frame) -> None:
     stop_all_children()
     PENDING_SIGNAL[0] = signum  # should the raise below land where Python drops it, the wait raises it
     # a second signal while the partial report is printed: stop at once
-    signal.signal(signal.SIGINT, _exit_now)
-    signal.signal(signal.SIGTERM, _exit_now)
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, _exit_now)
     raise Interrupted(signum)
 
 
@@ -550,7 +561,7 @@ def _exit_now(signum, _frame) -> None:
 
 
 def install_signal_handlers() -> dict:
-    """Our handlers for SIGINT and SIGTERM (main thread only); returns the previous ones to restore."""
+    """Our handlers for SIGINT, SIGTERM and SIGHUP (main thread only); returns the previous ones to restore."""
     import signal
     import threading
 
@@ -559,7 +570,7 @@ def install_signal_handlers() -> dict:
     previous: dict = {}
     if threading.current_thread() is not threading.main_thread():
         return previous
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in runner.STOP_SIGNALS:
         old = signal.getsignal(sig)
         if old == signal.SIG_IGN:  # started with it ignored (nohup, a background job): keep it so
             continue

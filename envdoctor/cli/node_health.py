@@ -4,13 +4,12 @@ command on stderr for the operator (printed, never run). The contract is in serv
 
 from __future__ import annotations
 
-import json
-
 from .common import (
     HelpFormatter,
     UsageError,
     add_textfile_option,
     collect_options,
+    json_document,
     write,
     write_textfile,
 )
@@ -18,9 +17,9 @@ from .common import (
 EPILOG = """exit codes (node-problem-detector's custom-plugin contract):
   0  healthy: no finding at or above --fail-on
   1  unhealthy: drain or taint the node (the command is printed on stderr)
-  2  unknown: nothing could be judged, a check crashed, or a usage error
+  2  unknown: nothing could be judged, a check or a probe crashed, or a usage error
   3  envdoctor itself failed (a bug: please report it)
-  130/143  interrupted by SIGINT/SIGTERM (a scheduler's timeout)
+  130/143/129  interrupted by SIGINT/SIGTERM (a scheduler's timeout)/SIGHUP
 
 examples:
   slurm.conf:  HealthCheckProgram=/usr/local/bin/envdoctor-node-health
@@ -84,7 +83,7 @@ def cmd_node_health(args) -> int:
     health = node_health(with_torch=args.with_torch, expect_gpu=args.expect_gpu, fail_on=args.fail_on,
                          max_length=args.max_length, scheduler=args.scheduler, options=options)
     if args.format == "json":
-        write(json.dumps(health.to_dict(), indent=2, sort_keys=True), None, utf8=True)
+        write(json_document(health.to_dict(), indent=2, sort_keys=True), None, utf8=True)
     elif args.format == "openmetrics":
         from ..report.openmetrics import render_openmetrics
 

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional
 from .. import __version__
 from ..checks.fleet import FleetContext
 from ..domain.fastclass import dataclass
+from ..domain.safe_text import escape_json_surrogates
 from ..model.findings import CheckResult, Finding, Report, Severity, order_findings
 from ..model.fleet import FLEET_KIND, FLEET_SCHEMA_VERSION, FleetData, fleet_to_dict
 
@@ -88,7 +89,7 @@ def to_dict(rep: FleetReport, redact: bool = True) -> Dict[str, Any]:
 
 
 def render_json(rep: FleetReport, redact: bool = True) -> str:
-    return json.dumps(to_dict(rep, redact), indent=2, sort_keys=True)
+    return escape_json_surrogates(json.dumps(to_dict(rep, redact), indent=2, sort_keys=True))  # domain/safe_text.py
 
 
 def _size(n: int) -> str:

@@ -627,6 +627,9 @@ class PythonEnv:
     own_environment: Optional[bool] = None
     externally_managed: Optional[bool] = None
     torch_elsewhere: Optional[List[str]] = None
+    # interpreters seen there but never suggested, with why: a path another user owns or can write to (a venv
+    # planted in /tmp, a world-writable PATH entry): running one would run their code (probes/trust.py)
+    torch_elsewhere_refused: Optional[Dict[str, str]] = None
     # the interpreter itself (issue 30): its pyvenv.cfg and links (read by the probe, also when it does not
     # start), its own site-packages, whether pip and ensurepip are importable, the `pip` on PATH, and the
     # executable lines of its .pth files with what each did to sys.path; None: not read (older facts)

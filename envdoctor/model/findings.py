@@ -192,9 +192,17 @@ class Report:
         """The report's own findings, then each machine's (``Report.machines``), in machine order."""
         return self.findings + [f for m in self.machines for f in m.findings]
 
+    @property
+    def measured_nothing(self) -> bool:
+        """Benchmarks were run (``envdoctor bench``) and not one measured anything: every one skipped (no GPU, no
+        torch) or failed. The checks that judged the rest passing is no clean bill of health for what was asked."""
+        results = self.facts.bench.results
+        return bool(results) and not any(r.status == "ok" for r in results)
+
     def fails(self, threshold: str) -> bool:
-        """The exit-code rule: a finding at or above ``threshold``, or nothing judged at all."""
-        return self.has_at_least(threshold) or not self.judged
+        """The exit-code rule: a finding at or above ``threshold``, or nothing judged at all (no check judged
+        anything, or every benchmark asked for was skipped)."""
+        return self.has_at_least(threshold) or not self.judged or self.measured_nothing
 
     @property
     def findings(self) -> List[Finding]:

@@ -38,11 +38,29 @@ def parse_os_release(text: str) -> Dict[str, str]:
     return out
 
 
+_OS_RELEASE = ("/etc/os-release", "/usr/lib/os-release")
+
+
+def _undecodable(fs: SysRoot, paths: Tuple[str, ...]) -> bool:
+    """Whether one of ``paths`` holds bytes that are not UTF-8. distro reads os-release strictly, and one
+    Latin-1 byte in a PRETTY_NAME raised UnicodeDecodeError there, which lost the whole host probe (CPU, memory,
+    /dev/shm, cgroups, container: issue 40); such a file is read here with replacement instead."""
+    for path in paths:
+        try:
+            with open(fs.host(path), "rb") as fh:
+                fh.read(65536).decode("utf-8")
+        except OSError:
+            continue
+        except UnicodeDecodeError:
+            return True
+    return False
+
+
 def _distro(fs: SysRoot) -> Tuple[Optional[str], Optional[str], Optional[str], Optional[str]]:
     """(ID, VERSION_ID, pretty name, ID_LIKE) of the distribution."""
-    text = fs.read_text("/etc/os-release") or fs.read_text("/usr/lib/os-release")
+    path, text = next(((p, t) for p in _OS_RELEASE for t in [fs.read_text(p)] if t), (None, None))
     rel = parse_os_release(text) if text is not None else {}
-    if fs.live:
+    if fs.live and not _undecodable(fs, _OS_RELEASE):
         try:
             import distro  # a declared dependency; imported here so the module import has no cost
 
@@ -50,9 +68,11 @@ def _distro(fs: SysRoot) -> Tuple[Optional[str], Optional[str], Optional[str], O
             # lsb_release (a shell script and four children: 50 ms of two cores) adds nothing there
             plain = all(rel.get(k) for k in ("ID", "VERSION_ID", "PRETTY_NAME"))
             # (include_uname is there from distro 1.6 on, the version pyproject.toml requires)
-            d: Any = distro.LinuxDistribution(include_lsb=False, include_uname=False) if plain else distro
+            # distro reads the file read above (the probed machine's)
+            d: Any = distro.LinuxDistribution(include_lsb=False, include_uname=False, os_release_file=fs.host(path)) \
+                if plain and path else distro
             return (d.id() or None, d.version() or None, d.name(pretty=True) or None, d.like() or None)
-        except ImportError:
+        except (ImportError, UnicodeError):  # UnicodeError: another release file distro reads strictly
             pass
     if text is None:
         return None, None, None, None

@@ -398,8 +398,9 @@ def who_is_judged(penv: PythonEnv, judged: Sequence[PythonEnv], env: Mapping[str
     from envdoctor.probes.torch_interpreters import find_torch_interpreters
 
     exclude = [p for e in judged for p in (e.prefix, e.executable) if p]
-    found = find_torch_interpreters(env, runner, cwd if cwd is not None else _cwd(), exclude)
-    return replace(penv, torch_elsewhere=found)
+    refused: Dict[str, str] = {}
+    found = find_torch_interpreters(env, runner, cwd if cwd is not None else _cwd(), exclude, refused=refused)
+    return replace(penv, torch_elsewhere=found, torch_elsewhere_refused=refused or None)
 
 
 _FAILURE = {"not_found": "not_found", "could_not_run": "not_executable", "no_json": "not_python",

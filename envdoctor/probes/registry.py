@@ -76,6 +76,9 @@ def all_probes() -> List[Probe]:
     return sorted(PROBES, key=lambda p: order.get(p.run.__module__, len(order)))
 
 
+CRASHED = "probe crashed"  # how a probe's failed section says it crashed (node-health answers UNKNOWN then)
+
+
 def guard(name: str, func: Callable[[], Any], failed: Callable[[str], Any]) -> Tuple[Any, ProbeRun]:
     """Run one probe (or one item of a list probe); a crash becomes a 'failed' section with the exception as reason.
 
@@ -85,7 +88,7 @@ def guard(name: str, func: Callable[[], Any], failed: Callable[[str], Any]) -> T
     try:
         value = func()
     except Exception as e:  # noqa: BLE001 - the probe guard: one broken probe never hides the others
-        reason = f"probe crashed: {type(e).__name__}: {e}"
+        reason = f"{CRASHED}: {type(e).__name__}: {e}"
         return failed(reason), ProbeRun(name, ProbeStatus.FAILED, reason, time.monotonic() - start)
     status = getattr(value, "status", ProbeStatus.OK)
     reason = getattr(value, "reason", None)

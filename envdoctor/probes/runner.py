@@ -99,7 +99,7 @@ def _nowhere_on_path(name: str, path: Optional[str]) -> bool:
 
 
 class Interrupted(BaseException):
-    """SIGINT or SIGTERM arrived: the children are already killed; ``facts`` holds what was read by then.
+    """SIGINT, SIGTERM or SIGHUP arrived: the children are already killed; ``facts`` holds what was read by then.
 
     A BaseException, like KeyboardInterrupt, so that no probe or check guard (``except Exception``) eats it. It lives
     here, with ``stop_all_children``, because the CLI's signal handler raises it: this module imports the standard
@@ -119,6 +119,13 @@ class Interrupted(BaseException):
         except ValueError:
             return f"signal {self.signum}"
 
+
+# The signals that stop a command: SIGINT (Ctrl-C), SIGTERM (a scheduler, kill) and SIGHUP (the terminal hung up:
+# an SSH connection dropped; absent on Windows). Each ends every child envdoctor started: the CLI's handler
+# (cli/common.py) and watch's (watch/command.py) take all three (issue 40: a hang-up left the watched run, its
+# DataLoader workers and a hung target interpreter running, each in its own process group or session).
+STOP_SIGNALS: Tuple[int, ...] = tuple(
+    s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
 
 # The signal the CLI's handler is unwinding for (cli.common.on_signal sets it, a new collect() clears it).
 PENDING_SIGNAL: List[Optional[int]] = [None]

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import glob
 import os
-from typing import Any, Iterable, List, Mapping, Optional, Sequence, Set
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set
+
+from envdoctor.probes.trust import untrusted_because
 
 MAX_DIRS = 400  # directory entries looked at, all places together
 MAX_FOUND = 5
@@ -118,8 +120,12 @@ def _same(path: str) -> str:
 
 
 def find_torch_interpreters(env: Mapping[str, str], runner: Any, cwd: Optional[str],
-                            exclude: Sequence[str] = (), limit: int = MAX_FOUND) -> List[str]:
-    """Interpreters with torch installed, besides those in ``exclude`` (their prefixes or executables)."""
+                            exclude: Sequence[str] = (), limit: int = MAX_FOUND,
+                            refused: Optional[Dict[str, str]] = None) -> List[str]:
+    """Interpreters with torch installed, besides those in ``exclude`` (their prefixes or executables). One on a
+    path another user owns or can write to (probes/trust.py) is neither run nor returned: it goes to ``refused``
+    with the reason (a venv planted in the world-writable directory envdoctor runs from)."""
+    refused = {} if refused is None else refused
     seen: Set[str] = {_same(p) for p in exclude if p}
     found: List[str] = []
     budget = _Budget(MAX_DIRS)
@@ -133,7 +139,11 @@ def find_torch_interpreters(env: Mapping[str, str], runner: Any, cwd: Optional[s
         exe = _bin_python(prefix)
         if exe and prefix_has_torch(prefix):
             seen.add(_same(exe))
-            found.append(exe)
+            why = untrusted_because(exe)
+            if why:
+                refused[exe] = why
+            else:
+                found.append(exe)
     for name in ("python3", "python"):
         if len(found) >= limit:
             break
@@ -144,6 +154,10 @@ def find_torch_interpreters(env: Mapping[str, str], runner: Any, cwd: Optional[s
         if real in seen or _same(os.path.dirname(os.path.dirname(exe))) in seen:
             continue
         seen.add(real)
+        why = untrusted_because(exe)
+        if why:  # not even asked: asking runs it
+            refused[exe] = why
+            continue
         rr = runner.run([exe, "-c", _FIND_TORCH], timeout=PATH_CHECK_TIMEOUT_S)
         if rr.ok and rr.stdout.strip() == "yes":
             found.append(exe)

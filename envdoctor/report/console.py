@@ -229,7 +229,7 @@ def render_console(
     worst = report.worst()
     if worst in (Severity.ERROR, Severity.WARNING):
         symbol, style = SEVERITY_SYMBOLS[worst]
-    elif interrupted_probes(report) or not report.judged:
+    elif interrupted_probes(report) or not report.judged or report.measured_nothing:
         symbol, style = SEVERITY_SYMBOLS[Severity.WARNING]
     else:
         symbol, style = "✓", "bold green"

@@ -4,7 +4,8 @@ A snapshot's GPU name or executable, an error message a target printed, a pasted
 terminal control sequences (an OSC title set, a screen clear, a cursor move that overwrites the verdict, a
 hyperlink that hides its target) or lone surrogates (which a UTF-8 terminal cannot even encode). inert_text()
 removes ESC-introduced sequences (CSI, OSC, DCS/SOS/PM/APC strings, two-byte escapes), their 8-bit C1 forms,
-every other C0/C1 control except newline and tab, and replaces a lone surrogate with U+FFFD. inert_report()
+every other C0/C1 control except newline and tab, and writes a lone surrogate out as the byte it stands for
+(``\\xe9``, domain/safe_text.py). inert_report()
 applies it to every string of a report (facts, check reasons, findings) before the console and Markdown
 renderers see it; the JSON output keeps the values as they were read (JSON escapes them itself).
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 import re
 from typing import Any
+
+from ..domain.safe_text import escape_surrogates
 
 # ESC sequences first (so their parameters go with them), then the bytes left
 _SEQUENCE = re.compile(
@@ -25,7 +28,6 @@ _SEQUENCE = re.compile(
     r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x9c)?"  # 8-bit DCS, SOS, OSC, PM, APC
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 _ANY = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
@@ -35,7 +37,7 @@ def inert_text(text: str) -> str:
         return text
     text = _SEQUENCE.sub("", text)
     text = _CONTROL.sub("", text)
-    return _SURROGATE.sub("\ufffd", text)
+    return escape_surrogates(text)
 
 
 def inert(obj: Any) -> Any:

@@ -38,6 +38,7 @@ import calendar
 import datetime as _dt
 from typing import Any, Dict, Iterator, List, Optional
 
+from ..domain.safe_text import escape_surrogates
 from ..model.actions import ACTIONS, NONE
 from ..model.findings import CheckResult, CheckStatus, Report, Severity
 
@@ -110,7 +111,9 @@ def _timestamp(text: Optional[str]) -> Optional[float]:
 
 
 def _s(value: Any) -> str:
-    return "" if value is None else str(value)
+    """A label value: a lone surrogate (a non-UTF-8 byte in a name the machine gave) written out as \\xe9, or
+    the client's UTF-8 encoding of the exposition raises (domain/safe_text.py)."""
+    return "" if value is None else escape_surrogates(str(value))
 
 
 def _container(facts: Any) -> Optional[str]:
@@ -211,7 +214,7 @@ class _ReportCollector:
 
             compat = self.compat if self.compat is not None else load_compat()
             for r in results:
-                key = [r.name, _s(r.device), _s(r.unit)]
+                key = [_s(r.name), _s(r.device), _s(r.unit)]
                 value.add_metric(key, float(r.value))
                 e = expect(facts, compat, r)
                 if e.expected is not None:

@@ -79,6 +79,13 @@ def verdict(report: Report, where: str = "above") -> str:
             return f"Nothing could be judged: no check ran{tail}"
         return (f"Nothing could be judged: {'the check' if n == 1 else f'all {n} checks'} skipped, the facts "
                 f"{'it needs' if n == 1 else 'they need'} missing (reasons {where}){tail}")
+    if report.measured_nothing:  # `bench` with every benchmark skipped: never "No problems found" (issue 40)
+        results = report.facts.bench.results
+        how = "skipped" if all(r.status == "skipped" for r in results) else "skipped or failed"
+        what = f"the one benchmark was {how}" if len(results) == 1 else f"all {len(results)} benchmarks were {how}"
+        if not (errors or warnings):
+            return f"Nothing was measured: {what} (reasons {where}){tail}"
+        tail += f"; nothing was measured: {what}"
     if problems and all(f.category == UNRECOGNISED for f in problems):
         # an error nothing explains: not judged, never "no problems" (checks/diagnose_unexplained.py)
         what = "an error in the paste is" if len(problems) == 1 else f"errors in {len(problems)} of its reports are"

@@ -13,8 +13,9 @@ The contract is the schedulers', not ours:
   scripts/lbnl_cmd.nhc; its default timeout is 5 s).
 
 So: exit 0 healthy, 1 unhealthy (a finding at or above ``fail_on``), 2 unknown (nothing could be judged, or a
-check crashed with nothing else wrong); one line of at most ``max_length`` bytes on stdout; the command that
-drains or taints the node is printed for the operator on stderr, and never run.
+check or a probe crashed with nothing else wrong: never OK on facts a crash left unread); one line of at most
+``max_length`` bytes on stdout; the command that drains or taints the node is printed for the operator on stderr,
+and never run.
 
 The preset reads only what its checks judge (driver and GPUs through NVML, the kernel log's Xid events, the
 host), never imports torch and never starts the target interpreter unless ``with_torch``: a health check runs
@@ -30,8 +31,10 @@ from dataclasses import field
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ..domain.fastclass import dataclass
+from ..domain.safe_text import escape_surrogates
 from ..model.actions import strongest
 from ..model.findings import Finding, Report, Severity
+from ..probes.registry import CRASHED
 
 # The checks of the preset: the node's own state, what an operator drains for. Environment-shaped checks
 # (the interpreter, packages, NCCL variables, CPUs per GPU, the data path) are the job's, not the node's.
@@ -76,8 +79,9 @@ def preset(with_torch: bool = False) -> Dict[str, Any]:
 
 def fit_bytes(text: str, max_length: int) -> str:
     """One line of at most ``max_length`` UTF-8 bytes, cut at a character (node-problem-detector cuts bytes and
-    could split a character), with "..." where something was cut."""
-    line = " ".join(text.split())
+    could split a character), with "..." where something was cut. A lone surrogate (a non-UTF-8 byte of a path
+    in an error message) is written out as ``\\xe9`` first, so the line is measured as it is printed."""
+    line = escape_surrogates(" ".join(text.split()))
     if len(line.encode("utf-8")) <= max_length:
         return line
     room = max(0, max_length - 3)
@@ -122,13 +126,23 @@ def remedies(problems: Sequence[Finding], scheduler: str, env: Mapping[str, str]
     return out
 
 
+def crashed_probes(report: Report) -> List[Any]:
+    """The probes of the run that crashed (registry.guard turned the exception into a failed section): their
+    checks skip, so a run without them could otherwise read as healthy."""
+    return [p for p in report.facts.probes if CRASHED in (p.reason or "")]
+
+
 def verdict(report: Report, fail_on: str = Severity.ERROR, max_length: int = NPD_MAX_OUTPUT,
             scheduler: str = "auto", env: Optional[Mapping[str, str]] = None) -> NodeHealth:
     """The node-health verdict of a judged report (pure: the report in, the line and exit code out)."""
     env = os.environ if env is None else env
     problems = [f for f in report.problems if Severity.at_least(f.severity, fail_on)]
+    if not problems:  # an error that follows from a lesser root cause (torch's import failing under a PYTHONPATH
+        # warning) still fails the node, as it fails `check`'s exit code (Report.fails)
+        problems = [f for f in report.all_findings if Severity.at_least(f.severity, fail_on)]
     problems.sort(key=lambda f: -Severity.ORDER[f.severity])
     errored = [c for c in report.checks if c.status == "errored"]
+    crashed = crashed_probes(report)
     judged = sum(1 for c in report.checks if c.status in ("passed", "noted", "failed"))
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
@@ -137,6 +151,10 @@ def verdict(report: Report, fail_on: str = Severity.ERROR, max_length: int = NPD
         text = f"envdoctor FAIL {problems[0].category} action={action}{more}: {problems[0].summary}"
         return NodeHealth("unhealthy", EXIT_UNHEALTHY, fit_bytes(text, max_length), problems,
                           remedies(problems, scheduler, env), report, action)
+    if crashed:  # the checks that read its facts skipped: what passed says nothing of what it would have read
+        return NodeHealth("unknown", EXIT_UNKNOWN,
+                          fit_bytes(f"envdoctor UNKNOWN: probe {crashed[0].name} crashed: "
+                                    f"{crashed[0].reason.split(CRASHED + ': ', 1)[-1]}", max_length), report=report)
     if not report.judged:
         return NodeHealth("unknown", EXIT_UNKNOWN,
                           fit_bytes("envdoctor UNKNOWN: nothing could be judged (every check skipped)", max_length),

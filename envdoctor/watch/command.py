@@ -17,8 +17,11 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, List, Optional
 
+from ..probes.runner import STOP_SIGNALS
+
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 STOP_GRACE_S = 5.0
+HANGUP = getattr(signal, "SIGHUP", None)  # the terminal hung up (absent on Windows)
 
 
 class WatchUsageError(Exception):
@@ -85,6 +88,7 @@ def _save(facts, path: str, redact: bool = True) -> None:
     """The recording as a facts snapshot; redacted like `collect` (host names, home paths) unless --no-redact."""
     import json
 
+    from ..domain.safe_text import escape_json_surrogates
     from ..report.redact import redact_facts_dict
 
     data = facts.to_dict()
@@ -92,7 +96,7 @@ def _save(facts, path: str, redact: bool = True) -> None:
         data = redact_facts_dict(data)
     try:
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+            fh.write(escape_json_surrogates(json.dumps(data, indent=2, sort_keys=True)) + "\n")
     except OSError as e:
         raise WatchUsageError(f"cannot write {path}: {e.strerror}") from None
 
@@ -171,6 +175,17 @@ def _signal_child(child: subprocess.Popen, sig: int) -> None:
             pass
 
 
+def _signal_child_group(child: subprocess.Popen, sig: int) -> None:
+    """``sig`` to what is left of an ended command's process group. Its pid names the group while a member
+    lives (Linux does not reuse a pid still in use as a process group's id); with none left, ESRCH, ignored."""
+    if os.name != "posix":
+        return
+    try:
+        os.killpg(child.pid, sig)
+    except OSError:
+        pass
+
+
 def _stop_child(child: subprocess.Popen) -> None:
     """Stop a launched command as Ctrl-C would, then harder if it does not exit."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
@@ -236,14 +251,14 @@ def _live(args: Any, cmd: List[str]):
     env = dict(os.environ)
     if steps_dir:
         env["ENVDOCTOR_WATCH_DIR"] = steps_dir
-    stop: Dict[str, Any] = {"why": None, "signum": None}
+    stop: Dict[str, Any] = {"why": None, "signum": None, "at": None}
     previous = {}
     launched: List[Optional[subprocess.Popen]] = [None]
 
     def on_signal(signum, _frame):
         child = launched[0]
         if stop["why"] is None:
-            stop["why"], stop["signum"] = signal.Signals(signum).name, signum
+            stop["why"], stop["signum"], stop["at"] = signal.Signals(signum).name, signum, time.monotonic()
             if child is not None:
                 _signal_child(child, signum)  # forwarded once; we keep sampling until it exits
         else:
@@ -251,9 +266,13 @@ def _live(args: Any, cmd: List[str]):
                 _signal_child(child, signal.SIGKILL if signum == signal.SIGTERM else signum)
 
     # the handler before the command starts: a Ctrl-C the moment it has started is forwarded to it, not lost
-    # to the command line's own handler (which would end watch before the command)
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # to the command line's own handler (which would end watch before the command). SIGHUP too: the command runs
+    # in its own process group, which a terminal's hang-up (an SSH drop) never reaches; one ignored from the
+    # start (`nohup envdoctor watch ...`) stays ignored, and the run goes on
+    for sig in STOP_SIGNALS:
         try:
+            if sig == HANGUP and signal.getsignal(sig) == signal.SIG_IGN:
+                continue
             previous[sig] = signal.signal(sig, on_signal)
         except ValueError:  # not the main thread
             pass
@@ -305,15 +324,26 @@ def _live(args: Any, cmd: List[str]):
                 break
             if stop["why"] is not None and child is None:
                 break
+            if stop["signum"] == HANGUP and child is not None and time.monotonic() - stop["at"] >= STOP_GRACE_S:
+                break  # no one is left to press Ctrl-C again: stopped below, harder each STOP_GRACE_S
             time.sleep(max(0.0, interval - (time.monotonic() - tick)))
     finally:
-        live.close()
+        try:
+            live.close()
+        except (OSError, ValueError):  # the terminal hung up (EIO): the command is stopped all the same
+            pass
         if child is not None and child.poll() is None:
-            sys.stderr.write(f"envdoctor watch: --duration {args.duration:g} s reached: stopping {cmd[0]} (SIGINT, "
-                             f"then SIGTERM and SIGKILL {STOP_GRACE_S:g} s apart if it does not exit)\n"
-                             if stopped_by_duration else f"envdoctor watch: stopping {cmd[0]}\n")
-            sys.stderr.flush()
+            try:
+                sys.stderr.write(f"envdoctor watch: --duration {args.duration:g} s reached: stopping {cmd[0]} "
+                                 f"(SIGINT, then SIGTERM and SIGKILL {STOP_GRACE_S:g} s apart if it does not exit)\n"
+                                 if stopped_by_duration else f"envdoctor watch: stopping {cmd[0]}\n")
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass
             _stop_child(child)
+        if child is not None and stop["signum"] == HANGUP:
+            # its DataLoader workers (its process group) that outlived it: nobody is left to see or stop them
+            _signal_child_group(child, signal.SIGKILL)
         gpu.close()
         for sig, old in previous.items():
             signal.signal(sig, old)

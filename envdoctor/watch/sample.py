@@ -163,7 +163,7 @@ class ProcessTree:
         self.unseen = unseen
         self.root = root
         self._cpu: Dict[int, Tuple[float, float]] = {}  # pid -> (cpu seconds, when)
-        self._cmd: Dict[int, Tuple[str, ...]] = {}
+        self._cmd: Dict[int, Tuple[Optional[str], Tuple[str, ...]]] = {}  # pid -> (its name then, command line)
         self._torch: Dict[int, bool] = {}
         self._torch_checked: Dict[int, float] = {}
         self.pids_seen: Set[int] = set()
@@ -237,16 +237,18 @@ class ProcessTree:
         self.pids_seen.update(info)
         workers, trainers = [], []
         for pid, d in info.items():
-            cmd = self._cmd_of(pid)
+            cmd = self._cmd_of(pid, d["name"])
             if any(h in " ".join(cmd) for h in _HELPERS):
                 continue
             parent = info.get(d["ppid"])
             is_python = "python" in (d["name"] or "").lower() or any("python" in c for c in cmd[:1])
             if parent is not None and is_python and (
-                    cmd == self._cmd_of(d["ppid"]) or any(s in " ".join(cmd) for s in _SPAWNED)):
+                    (cmd and cmd == self._cmd_of(d["ppid"], parent["name"])) or any(s in " ".join(cmd) for s in _SPAWNED)):
                 workers.append(pid)
             elif is_python:
                 trainers.append(pid)
+        for gone in set(self._cmd) - set(info):  # exited: its pid may come back as another program
+            del self._cmd[gone]
         torch_trainers = [pid for pid in trainers if self._uses_torch(pid, now)]
         if torch_trainers:
             self.torch_seen = True
@@ -276,13 +278,20 @@ class ProcessTree:
             "threads_running": _running_threads(trainers + workers),
         }
 
-    def _cmd_of(self, pid: int) -> Tuple[str, ...]:
-        if pid not in self._cmd:
-            try:
-                self._cmd[pid] = tuple(psutil.Process(pid).cmdline())
-            except (psutil.Error, OSError):
-                self._cmd[pid] = ()
-        return self._cmd[pid]
+    def _cmd_of(self, pid: int, name: Optional[str] = None) -> Tuple[str, ...]:
+        """``pid``'s command line, read once per program it runs: read again after a failed or empty read (a
+        process still starting or exiting, a /proc read that failed) and when its name changed (an exec since: a
+        shell that became python). Cached for good, the first failed read made a trainer's command line () for
+        the whole run, so that its fork workers, whose command line is its own, were never counted (issue 40)."""
+        cached = self._cmd.get(pid)
+        if cached is not None and cached[1] and cached[0] == name:
+            return cached[1]
+        try:
+            cmd = tuple(psutil.Process(pid).cmdline())
+        except (psutil.Error, OSError):
+            cmd = ()
+        self._cmd[pid] = (name, cmd)
+        return cmd
 
 
 def _running_threads(pids: List[int], cap: int = 4096) -> Optional[int]:

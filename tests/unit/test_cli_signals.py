@@ -151,3 +151,12 @@ def test_a_keyboard_interrupt_while_the_probe_threads_start_ends_their_children(
     finally:
         stop_all_children()  # a failing run leaves no 900 s sleeper behind, and later tests may start commands
         allow_children()
+
+
+def test_start_up_holds_the_signals_the_cli_handles() -> None:
+    # envdoctor/__main__.py holds signals before anything of envdoctor's is imported, so it keeps its own copy
+    import envdoctor.__main__ as entry
+    from envdoctor.probes.runner import STOP_SIGNALS
+
+    assert entry.STOP_SIGNALS == STOP_SIGNALS
+    assert set(STOP_SIGNALS) >= {signal.SIGINT, signal.SIGTERM} | ({signal.SIGHUP} if hasattr(signal, "SIGHUP") else set())

@@ -30,7 +30,13 @@ def _run(sig: int = 0, at: int = 0, at_code: Optional[str] = None, start: str = 
     if at_code:
         env["AT_CODE"] = at_code
     return subprocess.run([sys.executable, str(HARNESS), *ARGS], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, **env}, cwd=str(TESTS.parent))
+                          env={**os.environ, **env}, cwd=str(TESTS.parent), preexec_fn=_hangup_delivered)
+
+
+def _hangup_delivered() -> None:
+    """SIGHUP at its default in the child: a test run under nohup inherits it ignored (kept so by envdoctor)."""
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +65,8 @@ def test_a_sigint_inside_a_records_class_creation(start: str) -> None:
 
 
 @pytest.mark.parametrize("sig, fraction", [(signal.SIGINT, f) for f in (0.0, 0.01, 0.05, 0.2, 0.5, 0.9)]
-                         + [(signal.SIGTERM, f) for f in (0.0, 0.05, 0.5)])
+                         + [(signal.SIGTERM, f) for f in (0.0, 0.05, 0.5)]
+                         + [(getattr(signal, "SIGHUP", signal.SIGTERM), f) for f in (0.0, 0.5)])
 def test_a_signal_anywhere_in_the_run(calls_in_run: int, sig: int, fraction: float) -> None:
     # calls counted from the moment envdoctor holds signals (envdoctor/__main__.py) to the return of its run()
     _assert_interrupted(_run(sig, at=max(1, int(calls_in_run * fraction))), sig)

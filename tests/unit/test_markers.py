@@ -75,3 +75,43 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert install_and_run.startswith("python3 -m venv .venv && . .venv/bin/activate && pip install . && envdoctor")
     ci = [line for line in (repo / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert ci[-1] == test_command
+
+
+def test_a_fast_test_that_builds_a_venv_fails(pytester):
+    """The fast tier builds no venv (README "Test tiers"): a test not marked slow that starts `python -m venv`
+    (or ensurepip, pip install, venv.EnvBuilder) fails before the build starts; marked slow, the guard stands
+    aside."""
+    pytester.makeconftest(CONFTEST.read_text())
+    pytester.makeini("[pytest]\nmarkers =\n    gpu: g\n    slow: s\n")
+    pytester.makepyfile(test_v="import subprocess, sys, venv\n\n"
+                               "def test_cli(tmp_path):\n"
+                               "    subprocess.run([sys.executable, '-m', 'venv', '--without-pip', str(tmp_path / 'v')])\n\n"
+                               "def test_api(tmp_path):\n"
+                               "    venv.EnvBuilder(with_pip=False).create(str(tmp_path / 'v'))\n\n"
+                               "def test_fix_line():\n"
+                               "    subprocess.run(['bash', '-c', 'python3 -m ensurepip --upgrade && true'])\n\n"
+                               "def test_other_commands():\n"
+                               "    subprocess.run([sys.executable, '-c', 'print(\"pip install is a phrase\")'])\n")
+    result = pytester.runpytest_inprocess()
+    result.assert_outcomes(failed=3, passed=1)
+    result.stdout.fnmatch_lines(["*test_cli builds a venv*not marked slow*"])
+    assert not (pytester.path / "v").exists()
+
+
+@pytest.mark.parametrize("argv, builds", [
+    (["/usr/bin/python3", "-m", "venv", "/tmp/v"], True),
+    (f"{sys.executable} -m venv --upgrade /srv/venv", True),
+    (["bash", "-n", "-c", "python3.12 -m venv --upgrade /srv/venv"], False),  # only parsed
+    (["bash", "-c", "'/opt/no such venv/bin/python' -m pip install torch"], False),  # runs nothing
+    (["pip3.11", "install", "torch"], True),
+    (["/opt/v/bin/python", "-m", "pip", "install", "torch"], True),
+    (["bash", "-c", f"{sys.executable} -m ensurepip --upgrade --default-pip && x"], True),
+    (["uv", "pip", "install", "--python", "/p", "torch"], True),
+    ([sys.executable, "-m", "envdoctor", "check"], False),
+    ([sys.executable, "-c", "print('pip install is a phrase')"], False),
+    (["/opt/venv/bin/python", "-c", "import torch"], False),
+])
+def test_what_counts_as_building_a_venv(argv, builds):
+    from tests.conftest import builds_a_venv
+
+    assert builds_a_venv(argv) is builds

@@ -193,3 +193,79 @@ def test_cli_rejects_bad_options_in_one_line() -> None:
     proc = subprocess.run(ENVDOCTOR + ["node-health", "--python", sys.executable], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2 and "--with-torch" in proc.stderr
+
+
+# --- trust at the edges (issue 40) -------------------------------------------------------------------------------
+
+def _latin1_torch_interpreter(tmp_path: Path) -> str:
+    """A target whose torch import fails naming a path with a Latin-1 byte (a directory `caf\\xe9`, made from
+    bytes): the interpreter runs this Python with that fake torch first on sys.path."""
+    import os
+
+    site = os.path.join(os.fsencode(tmp_path), b"caf\xe9", b"site")
+    os.makedirs(os.path.join(site, b"torch"))
+    with open(os.path.join(site, b"torch", b"__init__.py"), "w") as fh:
+        fh.write("raise ImportError('libcudart.so.12: cannot open shared object file, loading ' + __file__)\n")
+    with open(os.path.join(site, b"torch", b"version.py"), "w") as fh:
+        fh.write("__version__ = '2.4.0+cu121'\ncuda = '12.1'\n")
+    script = tmp_path / "python"
+    script.write_bytes(b"#!/bin/sh\nPYTHONPATH='" + site + b"' exec " + os.fsencode(sys.executable) + b' "$@"\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a shell-script interpreter and a bytes path")
+def test_a_latin1_path_in_torchs_import_error_fails_the_node_in_every_format(tmp_path: Path) -> None:
+    # before: "internal error: UnicodeEncodeError ... surrogates not allowed", exit 3, which node-problem-detector
+    # reads as unknown; the JSON and the metrics crashed the same way
+    from prometheus_client.parser import text_string_to_metric_families
+
+    python = _latin1_torch_interpreter(tmp_path)
+    base = ENVDOCTOR + ["node-health", "--with-torch", "--python", python, "--no-redact"]
+    metrics = tmp_path / "metrics"
+    metrics.mkdir()
+    for fmt in ("line", "json", "openmetrics"):
+        proc = subprocess.run(base + ["--format", fmt, "--textfile", str(metrics)], capture_output=True,
+                              timeout=180)
+        assert proc.returncode == nh.EXIT_UNHEALTHY, proc.stderr.decode("utf-8", "replace")
+        assert b"internal error" not in proc.stderr and b"Traceback" not in proc.stderr
+        out = proc.stdout.decode("utf-8")  # every byte of it UTF-8
+        if fmt == "json":
+            verdict = json.loads(out)
+            assert verdict["status"] == "unhealthy" and verdict["exit_code"] == 1
+            assert any("caf\\xe9" in p["summary"] for p in verdict["problems"]), verdict  # the byte, written out
+        elif fmt == "line":
+            assert out.startswith("envdoctor FAIL TORCH_IMPORT_FAILED") and len(proc.stdout.rstrip(b"\n")) <= 80
+        else:
+            assert {f.name for f in text_string_to_metric_families(out)} >= {"envdoctor_check_status"}
+        text = (metrics / "envdoctor.prom").read_bytes().decode("utf-8")
+        assert {f.name for f in text_string_to_metric_families(text)} >= {"envdoctor_verdict"}
+
+
+def test_an_error_that_follows_from_a_warning_still_fails_the_node() -> None:
+    # the same facts give `check` exit 1 (Report.fails): node-health said OK when the error was a consequence
+    f = machines.healthy_a100()
+    gpus = [dataclasses.replace(g, remapped_rows_failure=True, remapped_rows_uncorrectable=3) for g in f.driver.gpus]
+    report = _report(dataclasses.replace(f, driver=dataclasses.replace(f.driver, gpus=gpus)))
+    root = report.problems[0]
+    demoted = dataclasses.replace(root, severity="warning", code=root.code + "-root")
+    consequence = dataclasses.replace(root, caused_by=demoted.code)
+    checks = [dataclasses.replace(c, findings=[demoted, consequence]) if root in c.findings else c
+              for c in report.checks]
+    report = dataclasses.replace(report, checks=checks)
+    assert [f.severity for f in report.problems] == ["warning"] and report.fails("error")
+    health = nh.verdict(report, env={}, scheduler="none")
+    assert health.exit_code == nh.EXIT_UNHEALTHY and health.problems == [consequence]
+
+
+def test_a_crashed_probe_is_unknown_never_ok() -> None:
+    # one non-UTF-8 byte in /etc/os-release crashed the host probe: every host check skipped, and the node read OK
+    from envdoctor.model.facts import ProbeRun
+
+    facts = machines.healthy_a100()
+    assert nh.verdict(_report(facts), env={}).exit_code == nh.EXIT_HEALTHY
+    crash = ProbeRun("host", "failed", "probe crashed: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xe9")
+    facts = dataclasses.replace(facts, probes=[*facts.probes, crash])
+    health = nh.verdict(_report(facts), env={})
+    assert health.exit_code == nh.EXIT_UNKNOWN and health.status == "unknown"
+    assert health.line.startswith("envdoctor UNKNOWN: probe host crashed: UnicodeDecodeError"), health.line

@@ -85,3 +85,32 @@ def test_cli_bench_on_an_interpreter_whose_torch_import_hangs(tmp_path: Path) ->
     # either the inspect payload saw the hang (the kernel is skipped) or, on a loaded machine, it timed out
     # before reaching torch and the bench payload was killed at --python-timeout, never at 90 s
     assert ("import torch hung" in r["reason"] and r["status"] == "skipped") or "within 4 s" in r["reason"], r
+
+
+def test_every_benchmark_skipped_is_nothing_measured_never_no_problems_found() -> None:
+    # `bench` on a machine without a GPU (or torch): the other checks passing said "✓ No problems found", exit 0
+    import dataclasses
+
+    from envdoctor.model.facts import Bench, BenchResult
+    from envdoctor.report import render_console, render_markdown
+    from envdoctor.report.summary import verdict
+    from envdoctor.services.collect import judge
+    from tests import machines
+
+    base = machines.healthy_a100()
+    assert verdict(judge(base)).startswith("No problems found")
+    skipped = [BenchResult("matmul_fp32", ProbeStatus.SKIPPED, "no CUDA device: torch.cuda.is_available() is False",
+                           device="cuda"),
+               BenchResult("membw_device", ProbeStatus.SKIPPED, "no CUDA device", device="cuda")]
+    report = judge(dataclasses.replace(base, bench=Bench(status=ProbeStatus.OK, results=skipped)))
+    assert report.measured_nothing and report.fails("error")  # exit 1, as "nothing could be judged" is
+    assert verdict(report) == "Nothing was measured: all 2 benchmarks were skipped (reasons above)"
+    text = render_console(report, color=False)
+    assert "No problems found" not in text and "✓ Nothing" not in text and "Nothing was measured" in text
+    assert "No problems found" not in render_markdown(report)
+    one = judge(dataclasses.replace(base, bench=Bench(status=ProbeStatus.OK, results=skipped[:1] + [
+        BenchResult("disk_seq_read", ProbeStatus.FAILED, "read error", device="/data")])))
+    assert verdict(one) == "Nothing was measured: all 2 benchmarks were skipped or failed (reasons above)"
+    measured = dataclasses.replace(skipped[1], status=ProbeStatus.OK, value=1500.0, unit="GB/s", reason=None)
+    fine = judge(dataclasses.replace(base, bench=Bench(status=ProbeStatus.OK, results=[skipped[0], measured])))
+    assert not fine.measured_nothing

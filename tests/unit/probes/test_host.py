@@ -11,6 +11,7 @@ from envdoctor.probes.host import parse_clang_version, probe_host
 from envdoctor.probes.pcie import parse_sysfs_speed, probe_pcie, probe_pcie_links
 from envdoctor.probes.runner import Runner
 from envdoctor.probes.storage import probe_storage
+from envdoctor.probes.sysroot import SysRoot
 from tests.fakes.runner import FakeRunner
 from tests.paths import FIXTURES
 
@@ -100,6 +101,30 @@ def test_host_cgroup_v2_docker(tmp_path):
     assert h.container.runtime == "docker" and "/.dockerenv" in h.container.evidence
     assert h.container.gpu_device_nodes == ["/dev/nvidia0", "/dev/nvidiactl"]
     assert h.container.nvidia_visible_devices == "all"
+
+
+class _LiveUnder(SysRoot):
+    """This machine as the host probe sees it (``live``: distro, os.cpu_count), its files read under ``root``."""
+
+    @property
+    def live(self) -> bool:
+        return True
+
+    def host(self, path: str) -> str:
+        return os.path.join(self.root, path.lstrip("/"))
+
+
+def test_a_non_utf8_byte_in_os_release_keeps_the_host_facts(tmp_path):
+    # one Latin-1 byte in PRETTY_NAME made distro raise UnicodeDecodeError, which lost the whole host section
+    # (CPU, memory, /dev/shm, cgroups, container) on a live run; the file is read with replacement instead
+    _base_host(tmp_path)
+    (tmp_path / "etc/os-release").write_bytes(b'ID=ubuntu\nVERSION_ID="22.04"\nPRETTY_NAME="Ubuntu 22.04 caf\xe9"\n')
+    for root in (str(tmp_path), _LiveUnder(str(tmp_path))):
+        h = probe_host(FakeRunner({}), root=root, env={})
+        assert h.status == ProbeStatus.OK, h.reason
+        assert (h.distro_id, h.distro_version, h.distro_name) == ("ubuntu", "22.04", "Ubuntu 22.04 caf\ufffd")
+        assert h.memory_total_bytes == 16384 * 1024 and h.shm_total_bytes is not None
+        assert h.cpu_model == "Intel(R) Xeon(R) Platinum 8480+"
 
 
 def test_host_cgroup_v2_nested_limit_is_tightest(tmp_path):

@@ -22,6 +22,10 @@ from envdoctor.probes import python_env as pe
 from envdoctor.probes.runner import Runner
 from envdoctor.services.collect import judge
 
+# every test here builds a venv (python -m venv), and three run their fix's ensurepip and pip: the slow tier
+# (tests/conftest.py refuses a venv build in the fast tier)
+pytestmark = pytest.mark.slow
+
 MM = f"{sys.version_info[0]}.{sys.version_info[1]}"
 
 

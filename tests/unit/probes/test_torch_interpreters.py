@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from envdoctor.model.facts import Facts, Package, ProbeStatus, PythonEnv, TorchI
 from envdoctor.probes.python_env import who_is_judged
 from envdoctor.probes.runner import RunResult
 from envdoctor.probes.torch_interpreters import find_torch_interpreters, prefix_has_torch
+from envdoctor.probes.trust import untrusted_because
 from tests.fakes.runner import FakeRunner
 
 
@@ -118,3 +120,76 @@ def test_payload_reports_externally_managed() -> None:
                          timeout=60, env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
     result = json.loads(out.stdout.strip().splitlines()[-1])["result"]
     assert result["externally_managed"] is False  # a venv is never managed, whatever its base says
+
+
+# --- planted interpreters (issue 40) ------------------------------------------------------------------------------
+
+posix_only = pytest.mark.skipif(os.name != "posix", reason="owners and modes as POSIX has them")
+
+
+@posix_only
+def test_a_world_writable_directorys_interpreter_is_never_in_a_fix(tmp_path: Path, compat) -> None:
+    # run from a world-writable directory, envdoctor found a venv another user planted there and printed
+    # `envdoctor --python <it>`: pasted as root, that runs their code
+    shared = tmp_path / "shared"
+    planted = make_venv(shared / ".venv", torch=True)
+    shared.chmod(0o777)
+    exe = str(planted / "bin" / "python")
+    refused: dict = {}
+    assert find_torch_interpreters({"HOME": str(tmp_path / "home")}, FakeRunner({}), str(shared),
+                                   refused=refused) == []
+    assert refused == {exe: f"{shared} is writable by every user"}
+    judged = PythonEnv(status=ProbeStatus.OK, executable="/usr/bin/python3", prefix="/usr", requested_as="python3 on PATH",
+                       own_environment=False, externally_managed=False)
+    penv = who_is_judged(judged, [judged], {"HOME": str(tmp_path / "home")}, FakeRunner({}), own_prefix="/nowhere",
+                         cwd=str(shared))
+    assert penv.torch_elsewhere == [] and penv.torch_elsewhere_refused == refused
+    for f in _finding(penv, compat) + _finding(dataclasses.replace(penv, own_environment=True), compat):
+        assert not any(exe in c for c in f.fix.commands), f.fix
+        assert f"Not suggested: {exe} ({shared} is writable by every user)" in f.fix.summary, f.fix.summary
+    assert Facts.from_json(Facts(pythons=[penv]).to_json()).pythons[0].torch_elsewhere_refused == refused
+
+
+@posix_only
+def test_a_sticky_directory_keeps_our_own_entries_trusted(tmp_path: Path) -> None:
+    # /tmp: anyone may create entries, but only an entry's owner can replace it: ours stays ours
+    sticky = tmp_path / "tmp"
+    ours = make_venv(sticky / "mine", torch=True)
+    sticky.chmod(0o1777)
+    assert untrusted_because(str(ours / "bin" / "python")) is None
+    assert find_torch_interpreters({"HOME": str(tmp_path)}, FakeRunner({}), str(sticky)) == [
+        str(ours / "bin" / "python")]
+
+
+@posix_only
+def test_a_path_another_user_owns_is_untrusted(tmp_path: Path) -> None:
+    exe = make_venv(tmp_path / "env", torch=True) / "bin" / "python"
+    assert untrusted_because(str(exe)) is None  # ours (or root's) all the way down
+    if os.geteuid() == 0:  # root can give the venv away: then it is another user's (uid 4242)
+        os.chown(tmp_path / "env", 4242, -1)
+        why, uid = untrusted_because(str(exe)), 4242
+        assert why is not None and why.startswith(f"{tmp_path / 'env'} is owned by "), why
+    else:  # seen as another user, the test's own directories are someone else's
+        uid = os.geteuid()
+        why = untrusted_because(str(exe), uid=uid + 4242)
+        assert why is not None and " is owned by " in why, why
+    assert f"uid {uid})" in why or why.endswith(f"uid {uid}"), why
+    group = tmp_path / "group"
+    group_exe = make_venv(group / "env", torch=True) / "bin" / "python"
+    group.chmod(0o775)
+    if os.geteuid() == 0:
+        os.chown(group, -1, 4243)  # a group that is not ours
+        assert untrusted_because(str(group_exe)) == f"{group} is writable by its group (gid 4243)"
+
+
+@posix_only
+def test_python3_in_a_world_writable_path_entry_is_not_even_run(tmp_path: Path) -> None:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").write_text("#!/bin/sh\necho yes\n")
+    (bindir / "python3").chmod(0o755)
+    bindir.chmod(0o777)
+    runner = FakeRunner({}, which={"python3": str(bindir / "python3")})
+    refused: dict = {}
+    assert find_torch_interpreters({"HOME": str(tmp_path)}, runner, None, refused=refused) == []
+    assert runner.calls == [] and refused == {str(bindir / "python3"): f"{bindir} is writable by every user"}

@@ -465,7 +465,9 @@ def _torch_importable_here() -> bool:
     return importlib.util.find_spec("torch") is not None
 
 
-@pytest.mark.parametrize("kind", ["true", "segfault", "hang", "gil-hang", "no-torch", "own-no-torch"])
+@pytest.mark.parametrize("kind", ["true", "segfault", "hang", "gil-hang",
+                                  pytest.param("no-torch", marks=pytest.mark.slow),  # builds a (bare) venv
+                                  "own-no-torch"])
 def test_cli_never_says_no_problems_for_an_uninspectable_target(tmp_path: Path, kind: str) -> None:
     extra: List[str] = []
     if kind == "own-no-torch" and _torch_importable_here():

@@ -374,8 +374,10 @@ def _default_signals() -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)  # likewise under nohup
 
-@pytest.mark.parametrize("signame,code", [("SIGINT", 130), ("SIGTERM", 143)])
+# SIGHUP: the terminal hung up (an SSH drop) while the target interpreter hung (issue 40)
+@pytest.mark.parametrize("signame,code", [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)])
 @pytest.mark.parametrize("early", ["0", "1"])
 def test_a_signal_ends_every_child_and_exits_with_its_code(tmp_path, signame, code, early):
     # early "1": the target's payload starts before envdoctor's own imports (probes/payload_launch.py), so the

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -129,3 +130,74 @@ def test_duration_stops_a_launched_command_as_ctrl_c_would():
             "import time; time.sleep(60)")
     w = json.loads(p.stdout)["facts"]["watch"]
     assert p.returncode == 0 and w["summary"]["stopped_by"] == "duration"
+
+
+def _running(marker: str) -> list:
+    """Pids whose command line holds ``marker`` (Linux /proc)."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as fh:
+                    if marker.encode() in fh.read():
+                        out.append(int(d))
+            except OSError:
+                continue
+    return out
+
+
+def _hangup_delivered() -> None:
+    """In watch's process: SIGHUP at its default, as under a terminal (a test run under nohup inherits it ignored,
+    and watch rightly keeps an ignored SIGHUP ignored)."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+# the training run: a DataLoader-like worker in its process group that ignores the hang-up, then "ready"
+HANGUP_RUN = """
+import signal, subprocess, sys, time
+marker, stubborn = sys.argv[1], sys.argv[2] == "1"
+if stubborn:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+worker = subprocess.Popen([sys.executable, "-c", "import signal, sys, time; signal.signal(signal.SIGHUP, "
+                           "signal.SIG_IGN); print('up', flush=True); time.sleep(600)", marker + "-worker"],
+                          stdout=subprocess.PIPE)
+worker.stdout.readline()
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGHUP, and /proc to find what is left")
+@pytest.mark.parametrize("stubborn", [False, True])
+def test_a_hangup_ends_the_watched_run_and_its_workers(stubborn):
+    # an SSH drop: the shell sends SIGHUP to watch's process group; the command runs in its own group, which
+    # the hang-up never reaches, so watch must end it, and what is left of its group, itself (issue 40)
+    marker = f"envdoctor-test-hup-{os.getpid()}-{int(stubborn)}"
+    p = subprocess.Popen([*WATCH, "--interval", "0.2", "--", sys.executable, "-c", HANGUP_RUN, marker,
+                          "1" if stubborn else "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=ENV, preexec_fn=_hangup_delivered)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        assert len(set(_running(marker)) - {p.pid}) == 2  # the run and its worker (watch names the marker too)
+        p.send_signal(signal.SIGHUP)
+        # a run that ignores the hang-up too is stopped harder, STOP_GRACE_S apart: well under this
+        out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        deadline = time.monotonic() + 30  # SIGKILLed: gone at once; allow a loaded kernel a moment to reap
+        while set(_running(marker)) - {p.pid} and time.monotonic() < deadline:
+            time.sleep(0.05)
+        leftover = set(_running(marker)) - {p.pid}
+        for pid in leftover:  # what a failing run left behind must not outlive the test either
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    assert "internal error" not in err, err  # (the stubborn run's own KeyboardInterrupt traceback is its own)
+    if stubborn:
+        assert "envdoctor watch: stopping" in err, err  # after STOP_GRACE_S: SIGINT, SIGTERM, SIGKILL
+    else:
+        assert p.returncode == 128 + signal.SIGHUP, err  # the run's own end: killed by the hang-up
+    assert "envdoctor watch:" in out
+    assert not leftover, "the watched run or its worker outlived a hang-up"

@@ -282,3 +282,28 @@ def test_the_live_verdict_changes_only_when_two_updates_agree():
     assert st.offer(("watch.bottleneck/cpu", "CPU 80%")) == "CPU 80%"
     assert st.offer(("watch.bottleneck/gpu-bound", "GPU a")) == "CPU 80%"
     assert st.offer(("watch.bottleneck/gpu-bound", "GPU b")) == "GPU b"  # two in a row: it changes
+
+
+def test_a_failed_command_line_read_is_read_again(monkeypatch):
+    # cached for good, one failed read made a trainer's command line () for the whole run: its fork workers (whose
+    # command line is its own) were never counted, and a watch test waited out its 120 s for them (issue 40)
+    import psutil
+
+    from envdoctor.watch import sample
+
+    real = psutil.Process.cmdline
+    calls = []
+
+    def flaky(self):
+        calls.append(self.pid)
+        if len(calls) == 1:
+            raise psutil.AccessDenied(self.pid)
+        return real(self)
+
+    monkeypatch.setattr(sample.psutil.Process, "cmdline", flaky)
+    tree = ProcessTree(Unseen(), os.getpid())
+    me = psutil.Process().name()
+    assert tree._cmd_of(os.getpid(), me) == ()
+    assert tree._cmd_of(os.getpid(), me) == tuple(real(psutil.Process())) != ()
+    assert tree._cmd_of(os.getpid(), me) and len(calls) == 2  # read, then kept
+    assert tree._cmd_of(os.getpid(), "python3.12") and len(calls) == 3  # a new name: an exec since, read again
