@@ -35,6 +35,7 @@ corpus format. Running it again writes nothing twice (a URL already in the folde
     python scripts/mine_corpus.py scripts/corpus_mining/round3-*.toml            # check and write
     python scripts/mine_corpus.py --check scripts/corpus_mining/round3-*.toml    # check only
     python scripts/mine_corpus.py --score scripts/corpus_mining/round3-*.toml    # first-sight score of those rows
+    python scripts/mine_corpus.py --round 4a scripts/corpus_mining/round4a-*.toml  # a later round's rows
 """
 
 from __future__ import annotations
@@ -158,7 +159,12 @@ def next_id(tracker: str, rows: List[dict]) -> str:
     return f"{tracker}-{(max(nums) + 1) if nums else 1:03d}"
 
 
-def write(rep: dict) -> str:
+def round_value(rnd: str):
+    """The labels.json ``round`` of a run: 3 (an int, as round 3 wrote it) or a later round's name ("4a")."""
+    return int(rnd) if rnd.isdigit() else rnd
+
+
+def write(rep: dict, rnd: str = "3") -> str:
     folder = CORPUS / rep["tracker"]
     folder.mkdir(exist_ok=True)
     labels_path = folder / "labels.json"
@@ -169,36 +175,41 @@ def write(rep: dict) -> str:
         ("id", rid), ("source", src), ("input_kind", rep["kind"]), ("error_message", rep["error"]),
         ("root_cause", rep["cause"]), ("labels", list(rep["labels"])), ("fix", rep["fix"]),
         ("confidence", rep["confidence"]), ("tracker", rep["tracker"]), ("url", rep["url"]),
-        ("established_by", rep["who"]), ("round", 3)])
+        ("established_by", rep["who"]), ("round", round_value(rnd))])
     rows.append(row)
     paste = rep["paste"].strip("\n") + "\n"
     (folder / f"{rid}.txt").write_text(paste, encoding="utf-8")
     labels_path.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     readme = folder / "README.md"
     if not readme.exists():
-        readme.write_text(README_HEAD.format(tracker=rep["tracker"]), encoding="utf-8")
+        head = README_HEAD.format(tracker=rep["tracker"])
+        if rnd != "3":
+            head = head.replace("(round 3, issue 42)", f"(round {rnd}, issue 42)").replace(
+                ROUND3_MARK, f"<!-- round {rnd} rows -->")
+        readme.write_text(head, encoding="utf-8")
     text = readme.read_text(encoding="utf-8")
     if not text.endswith("\n"):
         text += "\n"
-    if ROUND3_MARK not in text:  # a folder of an earlier round: its own table ends before its notes
-        text += ROUND3_SECTION
+    mark = ROUND3_MARK if rnd == "3" else f"<!-- round {rnd} rows -->"
+    if mark not in text:  # a folder of an earlier round: its own table ends before its notes
+        text += ROUND3_SECTION.replace("Round 3", f"Round {rnd}").replace(ROUND3_MARK, mark)
     line = f"| {rid} | {src} | {', '.join(rep['labels'])} | {rep['confidence']} | {rep['url']} |\n"
     readme.write_text(text + line, encoding="utf-8")
     return rid
 
 
-def mined_rows(paths: List[str]) -> List[Tuple[Path, dict]]:
+def mined_rows(paths: List[str], rnd: str = "3") -> List[Tuple[Path, dict]]:
     """The corpus rows that the given candidate files produced (matched by URL)."""
     urls = {rep["url"].strip() for _, rep in load(paths) if not rep.get("reject")}
     out = []
     for labels in sorted(CORPUS.glob("*/labels.json")):
         for row in json.loads(labels.read_text(encoding="utf-8")):
-            if row.get("round") == 3 and row.get("url", "").strip() in urls:  # not an earlier round's row
+            if row.get("round") == round_value(rnd) and row.get("url", "").strip() in urls:  # not an earlier round's row
                 out.append((labels.parent, row))
     return out
 
 
-def score(paths: List[str], misses: bool) -> int:
+def score(paths: List[str], misses: bool, rnd: str = "3") -> int:
     from envdoctor.compat import load_compat
     sys.path.insert(0, str(ROOT / "scripts"))
     from score_corpus import judge_row  # the scorer's own rule, so the figures mean the same
@@ -206,7 +217,7 @@ def score(paths: List[str], misses: bool) -> int:
     compat = load_compat()
     per: Dict[str, List[int]] = OrderedDict()
     healthy = 0
-    rows = mined_rows(paths)
+    rows = mined_rows(paths, rnd)
     for folder, row in rows:
         text = (folder / f"{row['id']}.txt").read_text(encoding="utf-8", errors="replace")
         right, got = judge_row(row, text, compat)
@@ -230,6 +241,7 @@ def main(argv: List[str]) -> int:
     ap.add_argument("--check", action="store_true", help="check only, write nothing")
     ap.add_argument("--score", action="store_true", help="score the rows these files produced")
     ap.add_argument("--misses", action="store_true", help="with --score: print each wrong row")
+    ap.add_argument("--round", default="3", help="the round the rows belong to (labels.json `round`; default 3)")
     opts = ap.parse_args(argv)
     try:
         cands = load(opts.files)
@@ -237,7 +249,7 @@ def main(argv: List[str]) -> int:
         print(f"cannot read candidates: {exc}", file=sys.stderr)
         return 2
     if opts.score:
-        return score(opts.files, opts.misses)
+        return score(opts.files, opts.misses, opts.round)
     seen = known_sources()
     written = refused = skipped = 0
     in_batch: Dict[str, str] = {}
@@ -257,7 +269,7 @@ def main(argv: List[str]) -> int:
             continue
         in_batch[src] = Path(path).name
         if not opts.check:
-            rid = write(rep)
+            rid = write(rep, opts.round)
             seen[src] = rid
             print(f"wrote {rep['tracker']}/{rid} <- {src}")
         written += 1
