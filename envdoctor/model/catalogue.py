@@ -345,6 +345,32 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "repeats on every run while the code and the installation look fine.",
        "Unset the variable (or set the value the finding gives) where it is set: the job script, ~/.bashrc, the "
        "container image's ENV, the scheduler's environment."),
+    # --- kernel, firmware and other frameworks in pasted reports (issue 42)
+    _c("BIOS_PCIE_BAR_DISABLED", "The firmware gives the GPU no large memory window",
+       "The GPU's 64-bit prefetchable BAR got no address space: Above 4G Decoding (and Resizable BAR) is off in "
+       "the BIOS/UEFI, or the bridge above the GPU has no room, so the driver cannot initialise the GPU.",
+       "nvidia-smi finds no device (or the driver logs RmInitAdapter failed) although the GPU is on the bus.",
+       "Enable Above 4G Decoding and Resizable BAR (CSM off) in the firmware setup and reboot; in a VM, give the "
+       "guest a 64-bit MMIO window large enough for the GPU."),
+    _c("OPEN_KERNEL_MODULE_UNSUPPORTED_GPU", "Open kernel modules on a GPU older than Turing",
+       "NVIDIA's open kernel modules are installed, and they drive only GPUs with a GPU System Processor "
+       "(Turing and newer): they refuse an older GPU.",
+       "The module loads but binds no GPU: nvidia-smi cannot communicate with the driver.",
+       "Install the proprietary kernel modules of the driver (the non-open package or flavour), or the legacy "
+       "branch that drives the GPU."),
+    _c("FRAMEWORK_CPU_ONLY_BUILD", "The framework has no GPU build for this platform",
+       "A framework other than torch (TensorFlow, JAX ...) is installed in a release that publishes no GPU build "
+       "for this platform: TensorFlow 2.11 and newer on native Windows, jax's CUDA plug-in outside Linux.",
+       "The framework lists no GPU whatever CUDA and cuDNN are installed: its build has no CUDA support there.",
+       "Run it where its GPU build exists (WSL2 or Linux), or an older release that had a GPU build for the "
+       "platform (TensorFlow 2.10 on native Windows)."),
+    _c("GPU_SHARING_LAYER_INTERCEPTS_CUDA", "A GPU-sharing layer intercepts CUDA",
+       "A GPU-sharing or virtualisation layer (HAMi's LD_PRELOADed libvgpu.so, a vGPU scheduler's hook) sits "
+       "between the program and libcuda/NVML and breaks or limits what CUDA or NCCL can do.",
+       "Calls the layer does not handle fail (NCCL, CUDA IPC, memory pools), or memory and device counts differ "
+       "from the hardware.",
+       "Run the job without the layer (no LD_PRELOAD of libvgpu, a whole-GPU resource request) or upgrade the "
+       "layer to a release that supports the call."),
     # --- what envdoctor was not told about (issue 29)
     _c("UNRECOGNISED_ERROR", "An error envdoctor does not recognise",
        "The pasted text holds an error line (a traceback's last line, an `error:`/`fatal` line, a failure, a "
@@ -391,6 +417,11 @@ CAUSES: Dict[str, tuple] = {
     "TORCH_IMPORT_FAILED": ("THIRD_PARTY_EXTENSION_MISMATCH",),
     # torch loading a CUDA library of another major (a conda solve or pip wheels mixing majors) fails to import
     "CUDA_VARIANT_MIXED": ("TORCH_IMPORT_FAILED",),
+    # a driver that ignores the GPU (a branch that dropped it, open modules on a pre-Turing GPU), or a GPU the
+    # firmware gave no memory window: nvidia-smi cannot reach a driver and no GPU shows (issue 42)
+    "DRIVER_DROPPED_GPU": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
+    "OPEN_KERNEL_MODULE_UNSUPPORTED_GPU": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
+    "BIOS_PCIE_BAR_DISABLED": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
 }
 
 
