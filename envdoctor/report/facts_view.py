@@ -198,7 +198,10 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
                 rows.append((label, env.python_version or "version not in the paste"))
             else:
                 rows.append((label, _at(fmt(env.python_version), where) + whose))
-        rows.append(("  torch", _torch_line(env)))
+        # a paste that shows no torch does not show that none is installed (issue 42: "not installed" was said
+        # of a paste whose Dockerfile pinned torch)
+        rows.append(("  torch", "not in the paste" if env.torch is None and env.requested_as == "paste"
+                     else _torch_line(env)))
         if env.torch is not None and env.torch.arch_list:
             from_files = " (read from libtorch_cuda.so)" if env.torch.arch_list_source == "fatbin" else ""
             rows.append(("  arch", " ".join(env.torch.arch_list) + from_files))
