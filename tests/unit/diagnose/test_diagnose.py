@@ -285,6 +285,7 @@ CATEGORY_PASTES = {
     "OPEN_KERNEL_MODULE_UNSUPPORTED_GPU": ("open-module.txt", ("error",)),
     "BIOS_PCIE_BAR_DISABLED": ("bar.txt", ("error",)),
     "FRAMEWORK_CPU_ONLY_BUILD": ("tensorflow-windows.txt", ("error",)),  # TensorFlow's template, native Windows
+    "GPU_SHARING_LAYER_INTERCEPTS_CUDA": ("hami.txt", ("error",)),  # HAMi's libvgpu lacking a driver API symbol
 }
 # Categories a paste cannot show:
 # - SLOW_STORAGE: it judges the disk under the training data (storage.data-path); a paste does not say which
@@ -311,8 +312,6 @@ NOT_FROM_PASTES |= {"FLEET_INCONSISTENT", "FLEET_STRAGGLER", "FLEET_RANK_UNREACH
 NOT_FROM_PASTES |= {"CUDA_LIBRARY_VERSION_MISMATCH", "PYTHON_PACKAGE_SHADOWED"}
 # (DRIVER_DROPPED_GPU: a driver past a GPU's last branch does not bind it, so nvidia-smi cannot show both; the
 # kernel says it in NVRM lines, which a paste does show: legacy-branch.txt, issue 42)
-# not judged from pastes yet (issue 42): a GPU-sharing layer (HAMi's libvgpu) in the way of CUDA
-NOT_FROM_PASTES |= {"GPU_SHARING_LAYER_INTERCEPTS_CUDA"}
 # the interpreter's own files (pyvenv.cfg, .pth lines, where pip and each copy of a distribution live) are read from
 # the live target; a paste shows none of them (issue 30)
 NOT_FROM_PASTES |= {"PIP_UNAVAILABLE", "VENV_SYSTEM_SITE_MIXED", "PTH_EXEC_SYS_PATH"}

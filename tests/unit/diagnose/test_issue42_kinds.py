@@ -140,3 +140,31 @@ def test_companion_symbol_missing_on_macos_and_by_bare_name() -> None:
     bare = "OSError: libtorchvision.so: undefined symbol: _ZN3c106detail14torchCheckFail\n"
     assert "COMPANION_VERSION_MISMATCH" in _problems(mac)
     assert "COMPANION_VERSION_MISMATCH" in _problems(bare)
+
+
+# ---- a GPU-sharing layer in the way; a pod's runtime fixed on the pod spec
+
+
+def test_hamis_libvgpu_in_the_way_is_the_sharing_layer() -> None:
+    missing = "bash: symbol lookup error: /usr/local/vgpu/libvgpu.so: undefined symbol: cuMemAllocAsync\n"
+    preload = ("ERROR: ld.so: object '/usr/local/vgpu/libvgpu.so' from /etc/ld.so.preload cannot be preloaded "
+               "(cannot read file data): ignored.\n")
+    for text in (missing, preload):
+        assert "GPU_SHARING_LAYER_INTERCEPTS_CUDA" in _problems(text), text
+    # an extension's undefined symbol stays the extension's
+    other = "ImportError: /opt/venv/lib/python3.11/site-packages/flash_attn_2_cuda.so: undefined symbol: _ZN3c10\n"
+    assert "GPU_SHARING_LAYER_INTERCEPTS_CUDA" not in _serious(other)
+
+
+def test_a_pods_missing_runtime_is_fixed_on_the_pod_spec() -> None:
+    text = "$ kubectl exec -it trainer-0 -- nvidia-smi\nbash: nvidia-smi: command not found\n"
+    f = _problems(text)["CONTAINER_NO_GPU_RUNTIME"]
+    assert "pod" in f.fix.summary and "nvidia.com/gpu" in f.fix.summary
+    assert not any("apt" in c for c in f.fix.commands)  # not a host driver install
+    # the message finding's own fix, where no facts-based finding takes it over
+    found = "Running in a GKE pod.\nRuntimeError: Found no NVIDIA driver on your system.\n"
+    g = _problems(found)["CONTAINER_NO_GPU_RUNTIME"]
+    assert "runtimeClassName" in g.fix.summary or "pod" in g.fix.summary
+    docker = "$ docker run -it --rm pytorch/pytorch nvidia-smi\nbash: nvidia-smi: command not found\n"
+    h = _problems(docker)["CONTAINER_NO_GPU_RUNTIME"]
+    assert "pod spec" not in h.fix.summary
