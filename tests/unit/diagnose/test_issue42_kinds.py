@@ -168,3 +168,19 @@ def test_a_pods_missing_runtime_is_fixed_on_the_pod_spec() -> None:
     docker = "$ docker run -it --rm pytorch/pytorch nvidia-smi\nbash: nvidia-smi: command not found\n"
     h = _problems(docker)["CONTAINER_NO_GPU_RUNTIME"]
     assert "pod spec" not in h.fix.summary
+
+
+# ---- speed symptoms: a framework's own warning that the loader has too few workers
+
+
+def test_lightning_few_workers_warning_is_a_lead_in_both_wordings() -> None:
+    old = ("/opt/conda/lib/python3.8/site-packages/pytorch_lightning/utilities/distributed.py:51: UserWarning: The "
+           "dataloader, train dataloader, does not have many workers which may be a bottleneck. Consider increasing "
+           "the value of the `num_workers` argument` (try 8 which is the number of cpus on this machine) in the "
+           "`DataLoader` init to improve performance.\n")
+    new = ("/venv/lib/python3.11/site-packages/lightning/pytorch/trainer/connectors/data_connector.py:424: The "
+           "'val_dataloader' does not have many workers which may be a bottleneck. Consider increasing the value of "
+           "the `num_workers` argument` to `num_workers=15` in the `DataLoader` to improve performance.\n")
+    for text in (old, new):
+        found = [f for f in _report(text).findings if f.category == "DATALOADER_IN_MAIN_PROCESS"]
+        assert found and found[0].severity == "warning" and found[0].confidence == "low", text
