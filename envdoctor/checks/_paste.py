@@ -139,8 +139,8 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
             ("paste.torch_import" not in prov(facts) or failed_elsewhere(facts))
     if when == "driver_packages_changed":
         return bool(facts.paste and "driver.packages_changed" in (facts.paste.provenance or {}))
-    if when == "mig_enabled":
-        return any(g.mig_mode_current for g in facts.driver.gpus)
+    if when == "mig_enabled":  # a GPU in MIG mode, or a MIG device the paste names (nvidia-smi -L, a MIG UUID)
+        return any(g.mig_mode_current for g in facts.driver.gpus) or "paste.mig_device" in prov(facts)
     if when == "nvidia_wheels_two_majors":
         return bool(nvidia_two_majors(facts))
     if when == "python_outside_requested_torch":

@@ -184,3 +184,20 @@ def test_lightning_few_workers_warning_is_a_lead_in_both_wordings() -> None:
     for text in (old, new):
         found = [f for f in _report(text).findings if f.category == "DATALOADER_IN_MAIN_PROCESS"]
         assert found and found[0].severity == "warning" and found[0].confidence == "low", text
+
+
+# ---- MIG: a CUDA process enumerates one MIG device, so a second ordinal is invalid
+
+
+def test_invalid_device_ordinal_on_mig_is_mig() -> None:
+    text = """$ nvidia-smi -L
+GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77)
+  MIG 3g.20gb     Device  0: (UUID: MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f)
+  MIG 3g.20gb     Device  1: (UUID: MIG-cba663e8-9bed-5b7c-b4c5-f3fd3e9e1a49)
+$ python -c "import torch; torch.cuda.set_device(1)"
+RuntimeError: CUDA error: invalid device ordinal
+"""
+    f = _problems(text)["MIG_ENABLED"]
+    assert f.severity == "error" and "MIG-<UUID>" in f.fix.summary
+    plain = "RuntimeError: CUDA error: invalid device ordinal\n"
+    assert "MIG_ENABLED" not in _serious(plain) and "NO_GPU_VISIBLE" in _serious(plain)
