@@ -69,3 +69,72 @@ def check_framework_platform(ctx: CheckContext) -> List[Finding]:
         fix=Fix("Run TensorFlow in WSL2 (pip install tensorflow[and-cuda] there), or use TensorFlow "
                 f"{row['value']} on native Windows (with CUDA 11.2 and cuDNN 8.1), or tensorflow-cpu with the "
                 "DirectML plug-in", [], WSL_DOC))]
+
+
+# ---- a torch extension's release beside a torch it was not built for (issue 42: an xformers dev build beside torch
+# 2.7.1). The extension's release notes name the one torch its pre-built wheels are for (cited rows of
+# ``context.extension_torch_builds``); a development build of a release (0.0.32.dev1073) comes before the release and
+# is built from the same branch, so it is judged against that release's torch at low confidence.
+
+RELEASE = Findings("diagnose.extension-release", "THIRD_PARTY_EXTENSION_MISMATCH", kinds=("other-torch",))
+
+
+def _release_rows(compat) -> list:
+    row = signature_context(compat, "extension_torch_builds") or {}
+    return [r for r in (row.get("value") or []) if isinstance(r, dict)]
+
+
+@check(RELEASE, "Each torch extension's release is built for the installed torch")
+def check_extension_release(ctx: CheckContext) -> List[Finding]:
+    paste_or_skip(ctx)
+    rows = _release_rows(ctx.compat)
+    if not rows:
+        raise SkipCheck("no extension release is paired with a torch release in the catalogue")
+    out: List[Finding] = []
+    judged = False
+    for py in ctx.facts.pythons:
+        torch = py.torch.version if py.torch is not None else None
+        if not torch:
+            continue
+        try:
+            have = Version(torch).base_version
+        except InvalidVersion:
+            continue
+        for pkg in py.packages:
+            try:
+                v = Version(pkg.version)
+            except (InvalidVersion, TypeError):
+                continue
+            dev = v.is_devrelease or v.is_prerelease
+            release = v.base_version if dev else v.public
+            match = next((r for r in rows if r.get("package") == pkg.name and
+                          (Version(str(r["release"])) == Version(release) if not dev else
+                           str(r["release"]) == v.base_version)), None)
+            if match is None:
+                continue
+            judged = True
+            want = str(match["torch"])
+            if want == have:
+                continue
+            what = f"{pkg.name} {pkg.version}" + (f" (a development build of {release})" if dev else "")
+            evidence = [Evidence(f"pythons[0].packages.{pkg.name}", pkg.version, expected=f"built for torch {want}",
+                                 source=match["source"]),
+                        Evidence("pythons[0].torch.version", torch, expected=want)]
+            summary = f"{what} is built for torch {want}, and the paste's torch is {torch}"
+            fix = Fix(f"Install the {pkg.name} release built for torch {have} (its release notes name the torch), or "
+                      f"the torch it was built for; pip install -U {pkg.name} resolves a pinned release for the "
+                      "installed torch only when the index has one", [], match["source"])
+            detail = (f"{pkg.name}'s pre-built wheels link torch's C++ library of one release: its {release} release "
+                      f"is built for torch {want}, so torch {torch} may fail to load its kernels (or load them and "
+                      "fail on a changed operator).")
+            if dev:
+                out.append(RELEASE.warning("other-torch", summary, confidence="low", evidence=evidence, fix=fix,
+                                           detail=detail + " A development build is judged by the release it "
+                                           "precedes, so this is a lead."))
+            else:
+                out.append(RELEASE.error("other-torch", summary, confidence="high", evidence=evidence, fix=fix,
+                                         detail=detail))
+    if not judged:
+        raise SkipCheck("no torch extension release in the paste is paired with a torch release in the catalogue",
+                        not_applicable="no paired extension release")
+    return out

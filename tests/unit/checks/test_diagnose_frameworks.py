@@ -61,3 +61,34 @@ def test_skipped_without_a_release_or_a_platform(compat) -> None:
     assert linux.status == "skipped" and "native Windows" in linux.reason
     none = _check("RuntimeError: CUDA error: out of memory\n", compat)
     assert none.status == "skipped" and "no TensorFlow release" in none.reason
+
+
+# ---- diagnose.extension-release: a torch extension's release beside another torch
+
+
+def _release(text: str, compat):
+    report = diagnose_report([text], compat)
+    return next(c for c in report.checks if c.id == "diagnose.extension-release")
+
+
+def test_xformers_release_beside_another_torch_is_an_extension_mismatch(compat) -> None:
+    result = _release("torch                2.7.1+cu128\nxformers             0.0.32\n", compat)
+    assert [f.code for f in result.findings] == ["diagnose.extension-release/other-torch"]
+    f = result.findings[0]
+    assert (f.category, f.severity, f.confidence) == ("THIRD_PARTY_EXTENSION_MISMATCH", "error", "high")
+    assert "built for torch 2.8.0" in f.summary and "CHANGELOG" in f.evidence[0].source
+    dev = _release("torch                2.7.1+cu128\nxformers             0.0.32.dev1073\n", compat).findings
+    assert [(g.severity, g.confidence) for g in dev] == [("warning", "low")]
+    assert "development build of 0.0.32" in dev[0].summary
+
+
+def test_xformers_release_for_the_installed_torch_passes(compat) -> None:
+    ok = _release("torch                2.7.1+cu128\nxformers             0.0.31\n", compat)
+    assert ok.status == "passed" and ok.findings == []
+    post = _release("torch                2.9.1+cu128\nxformers             0.0.33.post2\n", compat)
+    assert post.status == "passed" and post.findings == []
+
+
+def test_extension_release_skipped_when_no_paired_release_is_listed(compat) -> None:
+    other = _release("torch                2.7.1+cu128\nxformers             0.0.29.post3\n", compat)
+    assert other.status == "skipped" and "paired" in other.reason
