@@ -68,6 +68,8 @@ _GENERIC = re.compile(r"exit(?:ed with)? (?:status|code)|non-zero exit|Command e
                       # NCCL's result code as torch wraps it; the cause is in the NCCL WARN lines before it
                       r"\bNCCL error\b[^\n]{0,200}?\bunhandled (?:cuda|system) error\b|"
                       r"^\s*nccl(?:UnhandledCuda|System)Error: (?:Call to CUDA function failed|System call)|"
+                      # jax's wrapper: the components' own lines (an outdated cuDNN ...) follow it (issue 42)
+                      r"CUDA backend failed to initialize: Unable to use CUDA because of the following issues|"
                       r"^\s*(?:\w+\.)*\w*(?:Error|Exception):?\s*$", re.I)  # a bare "RuntimeError:" (its text follows)
 
 

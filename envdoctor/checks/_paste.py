@@ -139,8 +139,8 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
             ("paste.torch_import" not in prov(facts) or failed_elsewhere(facts))
     if when == "driver_packages_changed":
         return bool(facts.paste and "driver.packages_changed" in (facts.paste.provenance or {}))
-    if when == "mig_enabled":
-        return any(g.mig_mode_current for g in facts.driver.gpus)
+    if when == "mig_enabled":  # a GPU in MIG mode, or a MIG device the paste names (nvidia-smi -L, a MIG UUID)
+        return any(g.mig_mode_current for g in facts.driver.gpus) or "paste.mig_device" in prov(facts)
     if when == "nvidia_wheels_two_majors":
         return bool(nvidia_two_majors(facts))
     if when == "python_outside_requested_torch":
@@ -173,6 +173,15 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
         return hit is not None and hit.get("value") is False
     if when == "driver_cuda_above_branch":
         return driver_cuda_above_branch(facts, compat)
+    if when == "in_kubernetes":  # a pod, a cluster or a Kubernetes GPU resource named in the paste (issue 42)
+        return bool(host.container and host.container.runtime == "kubernetes")
+    if when == "gpu_memory_mostly_free":  # cuDNN's "Memory usage: F bytes free, T bytes total" with F >= T/2
+        msgs = facts.paste.messages if facts.paste else []
+        for m in msgs:
+            mm = _MEMORY_USAGE.search(m)
+            if mm and int(mm.group(2)) > 0:
+                return int(mm.group(1)) * 2 >= int(mm.group(2))
+        return False
     if when == "container_started_without_gpus":
         return bool(host.container and host.container.runtime and host.container.gpu_device_nodes == [])
     if when == "lib_of_companion":
@@ -187,6 +196,9 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
         return bool(re.search(pattern, value))
     return False
 
+
+# XLA's cuda_dnn.cc prints the GPU's memory after a failed cuDNN handle (jax, TensorFlow)
+_MEMORY_USAGE = re.compile(r"Memory usage: (\d+) bytes free, (\d+) bytes total")
 
 _SYSTEM_LIB = re.compile(r"^(?:/usr/local/cuda[\w.-]*/|/usr/lib(?:64)?/|/usr/local/lib/|/opt/conda/lib/|"
                          r"/opt/nvidia/|[^\s]*/envs/[^/\s]+/lib/(?!python))")

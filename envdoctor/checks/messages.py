@@ -20,7 +20,18 @@ SIGNATURE = Findings("messages.signature", "", kinds=("{signature}", "{signature
 _RANK = {"high": 3, "medium": 2, "low": 1}
 
 
-def _finding(hits: List[Hit]) -> Finding:
+# a container runtime problem inside a Kubernetes pod is fixed on the pod spec, not with `docker run --gpus`
+# (issue 42): the device plugin's README (a GPU pod names runtimeClassName: nvidia where the nvidia runtime is not
+# containerd's default, and asks for nvidia.com/gpu in its limits); a CDI allocation without NVIDIA_VISIBLE_DEVICES
+# leaves libcuda out of images whose library path lacks the injected one (https://github.com/scverse/scvi-tools/pull/3799)
+K8S_FIX = ("Fix it on the pod spec: request the GPU in resources.limits (nvidia.com/gpu: 1), set runtimeClassName: "
+           "nvidia where the nvidia runtime is not the node's default, and check that the device plugin injects the "
+           "driver libraries (NVIDIA_VISIBLE_DEVICES, or CDI with an image whose LD_LIBRARY_PATH holds the injected "
+           "driver directory, e.g. GKE's /usr/local/nvidia/lib64); kubectl describe pod shows what was allocated.")
+K8S_DOC = "https://github.com/NVIDIA/k8s-device-plugin#readme"
+
+
+def _finding(hits: List[Hit], facts=None) -> Finding:
     best = max(hits, key=lambda h: _RANK.get(h.confidence, 0))
     sig = best.signature
     title = CATEGORIES[best.category].title
@@ -48,9 +59,16 @@ def _finding(hits: List[Hit]) -> Finding:
     kind = sig.id + (f"/{best.category.lower().replace('_', '-')}" if best.also else "")
     return SIGNATURE(
         kind, severity, category=best.category,
-        summary=summary, detail=detail, evidence=evidence, fix=Fix(sig.fix, [], sig.source),
+        summary=summary, detail=detail, evidence=evidence, fix=_fix(sig, best.category, facts),
         confidence=best.confidence,
     )
+
+
+def _fix(sig, category: str, facts) -> Fix:
+    container = facts.host.container if facts is not None else None
+    if category == "CONTAINER_NO_GPU_RUNTIME" and container is not None and container.runtime == "kubernetes":
+        return Fix(K8S_FIX, [], K8S_DOC)
+    return Fix(sig.fix, [], sig.source)
 
 
 @check("messages.signatures", "Known error messages in the paste",
@@ -68,7 +86,7 @@ def check_signatures(ctx: CheckContext) -> List[Finding]:
     by_category: Dict[str, List[Hit]] = {}
     for h in signature_hits(ctx.facts, ctx.compat):
         by_category.setdefault(h.category, []).append(h)
-    return [_finding(hits) for hits in by_category.values()]
+    return [_finding(hits, ctx.facts) for hits in by_category.values()]
 
 
 # ---- checks that judge what a paste shows when its facts are thin (diagnose only: a live probe always knows

@@ -37,7 +37,10 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # issue 29 (kinds C): NCCL's last error is a /dev/shm segment; nvidia-smi's CUDA above its own branch
               "nccl_shm_segment_failed", "driver_cuda_above_branch",
               # a pasted scheduler launch (srun/salloc/sbatch) that asked for no GPU
-              "job_without_gpus")
+              "job_without_gpus",
+              # issue 42: a Kubernetes pod or cluster named in the paste; cuDNN's own "Memory usage" line shows
+              # most of the GPU's memory free
+              "in_kubernetes", "gpu_memory_mostly_free")
 
 
 class SignatureError(ValueError):

@@ -33,6 +33,7 @@ from .readers import (
     collect_env,
     ds_report,
     env_vars,
+    frameworks,
     host_lines,
     imports,
     loose_lines,
@@ -122,6 +123,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     nccl_log.read_nccl_log(paste, acc)
     banners.read_banners(paste, acc)
     python_lines.read_python_lines(paste, acc)
+    frameworks.read_frameworks(paste, acc)
     ds_report.read_ds_report(paste, acc)
     scheduler.read_jobs(paste, acc)
     host_lines.read_host(paste, acc)

@@ -382,6 +382,32 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "workers, a checkpoint, a process group, a GPU kernel, torch.compile) and it failed, crashed or hung.",
        "The run will fail the same way at that step, whatever the installed versions say.",
        "Run the reproduction the finding gives, read the error it quotes, and fix what it names."),
+    # --- kernel, firmware and other frameworks in pasted reports (issue 42)
+    _c("BIOS_PCIE_BAR_DISABLED", "The firmware gives the GPU no large memory window",
+       "The GPU's 64-bit prefetchable BAR got no address space: Above 4G Decoding (and Resizable BAR) is off in "
+       "the BIOS/UEFI, or the bridge above the GPU has no room, so the driver cannot initialise the GPU.",
+       "nvidia-smi finds no device (or the driver logs RmInitAdapter failed) although the GPU is on the bus.",
+       "Enable Above 4G Decoding and Resizable BAR (CSM off) in the firmware setup and reboot; in a VM, give the "
+       "guest a 64-bit MMIO window large enough for the GPU."),
+    _c("OPEN_KERNEL_MODULE_UNSUPPORTED_GPU", "Open kernel modules on a GPU older than Turing",
+       "NVIDIA's open kernel modules are installed, and they drive only GPUs with a GPU System Processor "
+       "(Turing and newer): they refuse an older GPU.",
+       "The module loads but binds no GPU: nvidia-smi cannot communicate with the driver.",
+       "Install the proprietary kernel modules of the driver (the non-open package or flavour), or the legacy "
+       "branch that drives the GPU."),
+    _c("FRAMEWORK_CPU_ONLY_BUILD", "The framework has no GPU build for this platform",
+       "A framework other than torch (TensorFlow, JAX ...) is installed in a release that publishes no GPU build "
+       "for this platform: TensorFlow 2.11 and newer on native Windows, jax's CUDA plug-in outside Linux.",
+       "The framework lists no GPU whatever CUDA and cuDNN are installed: its build has no CUDA support there.",
+       "Run it where its GPU build exists (WSL2 or Linux), or an older release that had a GPU build for the "
+       "platform (TensorFlow 2.10 on native Windows)."),
+    _c("GPU_SHARING_LAYER_INTERCEPTS_CUDA", "A GPU-sharing layer intercepts CUDA",
+       "A GPU-sharing or virtualisation layer (HAMi's LD_PRELOADed libvgpu.so, a vGPU scheduler's hook) sits "
+       "between the program and libcuda/NVML and breaks or limits what CUDA or NCCL can do.",
+       "Calls the layer does not handle fail (NCCL, CUDA IPC, memory pools), or memory and device counts differ "
+       "from the hardware.",
+       "Run the job without the layer (no LD_PRELOAD of libvgpu, a whole-GPU resource request) or upgrade the "
+       "layer to a release that supports the call."),
     # --- what envdoctor was not told about (issue 29)
     _c("UNRECOGNISED_ERROR", "An error envdoctor does not recognise",
        "The pasted text holds an error line (a traceback's last line, an `error:`/`fatal` line, a failure, a "
@@ -431,6 +457,11 @@ CAUSES: Dict[str, tuple] = {
     # a venv whose python now starts another minor reads no lib/pythonX.Y of its own: torch looks uninstalled;
     # two builds' files or metadata in one site-packages break the import (issue 38)
     "INTERPRETER_METADATA_MISMATCH": ("TORCH_NOT_INSTALLED", "TORCH_IMPORT_FAILED"),
+    # a driver that ignores the GPU (a branch that dropped it, open modules on a pre-Turing GPU), or a GPU the
+    # firmware gave no memory window: nvidia-smi cannot reach a driver and no GPU shows (issue 42)
+    "DRIVER_DROPPED_GPU": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
+    "OPEN_KERNEL_MODULE_UNSUPPORTED_GPU": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
+    "BIOS_PCIE_BAR_DISABLED": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
 }
 
 
@@ -459,7 +490,8 @@ CATEGORY_ACTIONS: Dict[str, str] = {
         "FLEET_INCONSISTENT", "GPU_BOUND", "GPU_MEMORY_PRESSURE", "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND",
         "INPUT_BOUND", "DATALOADER_IN_MAIN_PROCESS", "GPU_UNDERFED", "GPU_IDLE_UNUSED", "COMMUNICATION_BOUND",
         "CHECKPOINT_STALL", "ENV_VAR_HARMFUL", "DEPENDENCY_UNMET", "INTERPRETER_METADATA_MISMATCH",
-        "TORCH_COMPILE_UNUSABLE", "OPEN_FILES_LIMIT_LOW", "SMOKE_STEP_FAILED")},
+        "TORCH_COMPILE_UNUSABLE", "OPEN_FILES_LIMIT_LOW", "SMOKE_STEP_FAILED", "OPEN_KERNEL_MODULE_UNSUPPORTED_GPU",
+        "FRAMEWORK_CPU_ONLY_BUILD", "GPU_SHARING_LAYER_INTERCEPTS_CUDA")},
     # the loaded module and the user-space libraries differ: reload the module, i.e. reboot
     "DRIVER_LIBRARY_MISMATCH": REBOOT_NODE,
     # other processes hold the GPU: end them (or wait for them)
@@ -476,6 +508,8 @@ CATEGORY_ACTIONS: Dict[str, str] = {
     "FLEET_STRAGGLER": DRAIN_NODE,
     "FLEET_RANK_UNREACHABLE": DRAIN_NODE,
     "GPU_STRAGGLER": DRAIN_NODE,
+    # the firmware gave the GPU no memory window: a BIOS/UEFI setting (or the VM's MMIO window) the provider sets
+    "BIOS_PCIE_BAR_DISABLED": DRAIN_NODE,
     # no problem named, or none envdoctor can name an action for (a person reads the finding)
     "HEALTHY": NONE, NOTE: NONE, "GPU_VIRTUALIZED": NONE, UNRECOGNISED: NONE,
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import os
-from typing import IO, List
+from typing import IO, List, Optional, Tuple
 
 from rich import box
 from rich.console import Console, RenderableType
@@ -20,10 +20,14 @@ from rich.text import Text
 
 from ..model.facts import Facts
 from ..model.findings import CheckStatus, Report, Severity
+from ..remedies.platform import fix_shell
+from ..remedies.shell_wrap import wrap_command
 from .console_findings import COMMAND_INDENT, consequence_renderables, finding_renderables
 from .facts_view import UNKNOWN, fmt, key_fact_rows
+from .reply import Reply, closing, is_paste_reply, reply_view
 from .summary import (
     SEVERITY_SYMBOLS,
+    check_counts,
     check_note,
     check_summary,
     check_symbol,
@@ -65,11 +69,11 @@ def _heading(text: str) -> Text:
     return Text(text, style="bold underline")
 
 
-def _key_facts(facts: Facts) -> Padding:
+def _key_facts(facts: Facts, rows: Optional[List[Tuple[str, str]]] = None) -> Padding:
     table = Table.grid(padding=(0, 2))
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
-    for label, value in key_fact_rows(facts):
+    for label, value in (key_fact_rows(facts) if rows is None else rows):
         table.add_row(label, value)
     return Padding(table, (0, 0, 0, 2))
 
@@ -97,9 +101,23 @@ def _checklist(report: Report) -> List[RenderableType]:
     return out
 
 
-def _area_lines(report: Report) -> List[RenderableType]:
-    """One line per area with what was judged, then what did not apply and what could not be read."""
+def _area_lines(report: Report, reply: bool = False) -> List[RenderableType]:
+    """One line per area with what was judged, then what did not apply and what could not be read (a paste's
+    reply: one count of both, the lists behind -v)."""
     summary = check_summary(report)
+    if reply:  # a reply: the judged areas on one line, then the count of the rest
+        line = Text("  ")
+        for i, a in enumerate(summary.areas):
+            if i:
+                line.append(" · ", style="dim")
+            line.append(f"{a.mark[0]} ", style=a.mark[1])
+            line.append(a.area, style="bold")
+            line.append(f" {a.counts}")
+        out_: List[RenderableType] = [line] if summary.areas else []
+        rest = _unjudged_line(report)
+        if rest:
+            out_.append(Padding(Text(rest, style="dim"), (0, 0, 0, 2)))
+        return out_
     grid = Table.grid(padding=(0, 1))
     grid.add_column(no_wrap=True)
     grid.add_column(no_wrap=True)
@@ -111,6 +129,40 @@ def _area_lines(report: Report) -> List[RenderableType]:
         out.append(Padding(Text(f"{summary.not_applied}; -v shows all", style="dim"), (0, 0, 0, 2)))
     if summary.unread:
         out.append(Padding(Text(f"{summary.unread}; -v says why"), (0, 0, 0, 2)))
+    return out
+
+
+def _unjudged_line(report: Report) -> str:
+    """"41 checks could not be judged from this paste, 44 did not apply; -v lists them" (a paste's reply)."""
+    unread, na = check_counts(report)
+    parts = []
+    if unread:
+        parts.append(f"{plural(unread, 'check')} could not be judged from this paste")
+    if na:
+        parts.append(f"{na} did not apply" if parts else f"{plural(na, 'check')} did not apply")
+    return "; ".join([", ".join(parts), "-v lists them"]) if parts else ""
+
+
+def _asks(reply: Reply, width: int, shell: str) -> List[tuple]:
+    """(renderable, is_command) lines of "Ask the reporter for": each command laid out as a fix command is (broken
+    only between words, with the shell's continuation, so it pastes whole), what it settles under it."""
+    out: List[tuple] = []
+    if not reply.asks:
+        out.append((Text("  " + (closing(reply) or "")), False))
+        return out
+    for i, ask in enumerate(reply.asks, 1):
+        head = f"  {i}. "
+        if ask.command:
+            lines = wrap_command(ask.what, width, len(head), shell)
+            out.append((Text(head + lines[0][len(head):], style="bold"), True))
+            out.extend((Text(line, style="bold"), True) for line in lines[1:])
+        else:
+            grid = Table.grid()
+            grid.add_column(no_wrap=True)
+            grid.add_column(overflow="fold")
+            grid.add_row(Text(head), Text(ask.what, style="bold"))
+            out.append((grid, False))
+        out.append((Padding(Text(ask.why, style="dim"), (0, 0, 0, len(head))), False))
     return out
 
 
@@ -144,12 +196,15 @@ def render_console(
     width: int | None = None,
     file: IO[str] | None = None,
     bench_table: bool = True,
+    as_reply: bool = True,
 ) -> str:
     """Render ``report`` for a terminal and return the text; also write it to ``file`` if given.
 
     ``color=None`` means colour only when ``file`` is a terminal. Every line fits ``width``
     columns, except a single shell word longer than that (never cut, so commands paste whole).
     ``width=None`` is the terminal's width ($COLUMNS, else the terminal's size, else 100), at least 60.
+    ``as_reply``: a paste's report is a maintainer's reply (what the paste shows, the cause, what to ask for;
+    report/reply.py); a machine's section of a several-machine paste is not.
     """
     from .inert import inert_report
 
@@ -186,21 +241,28 @@ def render_console(
         # Commands are laid out by wrap_command: print each line as one line, never re-wrapped.
         console.print(line, no_wrap=True, overflow="ignore", crop=False, soft_wrap=True)
 
+    reply = reply_view(report) if as_reply and is_paste_reply(report) else None
     for head in _header_lines(report, width):
         pr(Text(head, style="bold"))
     pr()
-    pr(_heading("Key facts"))
-    pr(_key_facts(report.facts))
+    pr(_heading("What the paste shows" if reply is not None else "Key facts"))
+    pr(_key_facts(report.facts, reply.shows if reply is not None else None))
     pr()
     pr(_heading("Checks"))
     if not report.checks:
         pr(Text("  no checks ran"))
-    for item in (_checklist(report) if verbose else _area_lines(report) if report.checks else []):
+    for item in (_checklist(report) if verbose else
+                 _area_lines(report, reply is not None) if report.checks else []):
         pr(item)
     views = finding_views(report)
+    said: set = set()  # (detail, fix) already shown in a reply: a second cause of the same message says so
+    if reply is not None and not views:
+        pr()
+        pr(_heading("Cause"))
+        pr(Text("  none: the paste shows no error line, and nothing the checks could fault"))
     if views:
         pr()
-        pr(_heading("Findings"))
+        pr(_heading("Cause" if reply is not None else "Findings"))
         for i, view in enumerate(views):
             if view.follows:
                 for renderable in consequence_renderables(view, verbose):
@@ -208,8 +270,20 @@ def render_console(
                 continue
             if i:
                 pr()
+            # a paste's reply quotes the line in the finding's summary: its evidence is for -v
+            shown = verbose or (view.finding.severity != Severity.INFO and reply is None)
+            key = (view.finding.detail, view.finding.fix.summary if view.finding.fix else None)
+            if reply is not None and not verbose and view.finding.detail and key in said:
+                # one message that proves two causes: its explanation and fix once
+                for renderable, _ in finding_renderables(view, verbose, width, several_pythons(report.facts),
+                                                         evidence=False, reply=True)[:2]:
+                    pr(renderable)
+                pr(Padding(Text("The same message, explanation and fix as the cause above.", style="dim"),
+                           (0, 0, 0, 2)))
+                continue
+            said.add(key)
             for renderable, is_command in finding_renderables(view, verbose, width, several_pythons(report.facts),
-                                                              evidence=verbose or view.finding.severity != Severity.INFO):
+                                                              evidence=shown, reply=reply is not None):
                 if is_command:
                     raw(renderable)  # type: ignore[arg-type]
                 else:
@@ -234,8 +308,18 @@ def render_console(
     else:
         symbol, style = "✓", "bold green"
     line = Text(f"{symbol} ", style=style)
-    line.append(verdict(report), style="bold")
+    # a reply whose only problem is an unrecognised line: what to paste is the asks below, not the findings above
+    asks_below = reply is not None and not reply.causes and bool(reply.unrecognised)
+    line.append(verdict(report, where="below" if asks_below else "above"), style="bold")
     pr(line)
+    if reply is not None:  # a paste's reply ends with what to ask the reporter for
+        pr()
+        pr(_heading("Ask the reporter for"))
+        for renderable, is_command in _asks(reply, width, fix_shell(report.facts)):
+            if is_command:
+                raw(renderable)
+            else:
+                pr(renderable)
 
     # Padded cells fill the width with spaces: drop them so pasted output stays clean.
     text = "\n".join(line.rstrip() for line in buf.getvalue().splitlines()) + "\n"

@@ -3,6 +3,7 @@ shell they were quoted for) and evidence; a consequence as a short line under it
 
 from __future__ import annotations
 
+import re
 from typing import List, Tuple
 
 from rich.console import RenderableType
@@ -10,6 +11,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from ..model.catalogue import UNRECOGNISED
 from ..model.findings import Severity
 from ..remedies.shell_wrap import wrap_command
 from .summary import SEVERITY_SYMBOLS, FindingView
@@ -56,9 +58,16 @@ def consequence_renderables(view: FindingView, verbose: bool) -> List[Renderable
     return out
 
 
+# "To confirm, paste the output of `cmd`." at the end of a signature finding's detail: a paste's reply says it
+# once, in its asks
+_TO_CONFIRM = re.compile(r"\s*To confirm, paste the output of `[^`]*`\.\s*$")
+
+
 def finding_renderables(view: FindingView, verbose: bool, width: int, show_subject: bool = False,
-                        evidence: bool | None = None) -> List[Tuple[RenderableType, bool]]:
-    """Renderables for one finding; the flag marks pre-laid-out command lines (never re-wrapped)."""
+                        evidence: bool | None = None, reply: bool = False) -> List[Tuple[RenderableType, bool]]:
+    """Renderables for one finding; the flag marks pre-laid-out command lines (never re-wrapped). ``reply``: in
+    a paste's reply (issue 42) what to paste is said once, in its asks, so an unrecognised line is its summary
+    alone and a detail's "To confirm, paste ..." and the source URL are for -v."""
     finding = view.finding
     out: List[Tuple[RenderableType, bool]] = []
     symbol, style = SEVERITY_SYMBOLS.get(finding.severity, ("?", ""))
@@ -76,13 +85,16 @@ def finding_renderables(view: FindingView, verbose: bool, width: int, show_subje
         # several interpreters were judged: say which one this finding (and its fix) is about
         meta += f" · in {finding.subject}"
     brief = not verbose and finding.severity == Severity.INFO  # a note: its detail and fix under -v
+    compact = reply and not verbose
+    brief = brief or (compact and finding.category == UNRECOGNISED)
     out.append((Padding(Text(meta, style="dim"), (0, 0, 0, 2)), False))
     if finding.items:  # one finding of one cause: what it covers (files), wrapped as one paragraph
         out.append((Padding(Text(item_text(finding.items, verbose)), (0, 0, 0, 2)), False))
     if brief:
         return out
-    if finding.detail:
-        out.append((Padding(Text(finding.detail), (0, 0, 0, 2)), False))
+    detail = _TO_CONFIRM.sub("", finding.detail) if compact and finding.detail else finding.detail
+    if detail:
+        out.append((Padding(Text(detail), (0, 0, 0, 2)), False))
     if finding.fix is not None:
         fix_text = Text("Fix: ", style="bold green")
         fix_text.append(finding.fix.summary)
@@ -90,7 +102,7 @@ def finding_renderables(view: FindingView, verbose: bool, width: int, show_subje
         for command in finding.fix.commands:
             for line in wrap_command(command, width, COMMAND_INDENT, view.shell):
                 out.append((Text(line, style="cyan"), True))
-        if finding.fix.url:
+        if finding.fix.url and not compact:
             out.append((Padding(Text(f"More: {finding.fix.url}"), (0, 0, 0, 2)), False))
     # a grouped finding's items say what its evidence says, once per member: the evidence under -v
     if (verbose if evidence is None else evidence and not finding.items) and finding.evidence:

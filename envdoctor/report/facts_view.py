@@ -219,7 +219,10 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
                 rows.append((label, env.python_version or "version not in the paste"))
             else:
                 rows.append((label, _at(fmt(env.python_version), where) + whose))
-        rows.append(("  torch", _torch_line(env)))
+        # a paste that shows no torch does not show that none is installed (issue 42: "not installed" was said
+        # of a paste whose Dockerfile pinned torch)
+        rows.append(("  torch", "not in the paste" if env.torch is None and env.requested_as == "paste"
+                     else _torch_line(env)))
         if env.smoke is not None:
             rows.append(("  tried", smoke_line(env.smoke)))
         if env.torch is not None and env.torch.arch_list:

@@ -50,7 +50,8 @@ def console_text(report: Report, verbose: bool, color: bool, width: int, render_
     for m in report.machines:
         rule = f"━━ {m.label} "
         out += ["", styled(rule + "━" * max(0, width - len(rule)), "bold")]
-        body = render_one(machine_report(report, m), verbose=verbose, color=color, width=width, bench_table=False)
+        body = render_one(machine_report(report, m), verbose=verbose, color=color, width=width, bench_table=False,
+                          as_reply=False)  # a machine's section is its report; the paste's asks are not per machine
         # its own header (envdoctor, facts, matrix) is the paste's, printed once above: from its key facts on
         out.extend(body.split("\n\n", 1)[-1].rstrip("\n").splitlines())
     worst = report.worst()
@@ -80,7 +81,7 @@ def markdown_text(report: Report, redact: bool, render_one: Callable[..., str], 
         out += [f"| {cell(label)} | {cell(value)} |" for label, value in rows] + [""]
     for m in report.machines:
         out += [f"## {md_text(m.label)}", ""]
-        body = render_one(machine_report(report, m), redact=redact).split("\n")
+        body = render_one(machine_report(report, m), redact=redact, as_reply=False).split("\n")
         # its title, header line and verdict are the paste's (above) or in the list of verdicts: from its first
         # section on, each heading one level down
         start = next((i for i, line in enumerate(body) if line.startswith("## ")), len(body))

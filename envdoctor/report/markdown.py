@@ -10,7 +10,9 @@ from ..model.findings import Report, Severity
 from ..remedies import POWERSHELL
 from .facts_view import key_fact_rows
 from .redact import redact_report
+from .reply import closing, is_paste_reply, reply_view
 from .summary import (
+    check_counts,
     check_note,
     check_summary,
     check_symbol,
@@ -70,8 +72,107 @@ def _fence_language(shell: str) -> str:
     return "powershell" if shell == POWERSHELL else "bash"
 
 
-def render_markdown(report: Report, redact: bool = True) -> str:
-    """Render ``report`` as Markdown: verdict, findings table, fixes, key facts, folded facts JSON."""
+def _findings_md(report: Report, views) -> List[str]:
+    """The findings table, then each finding's detail and fix (a consequence under its root)."""
+    out: List[str] = []
+    out.append("| Severity | Category | Summary |")
+    out.append("| --- | --- | --- |")
+    for v in views:
+        f = v.finding
+        summary = ("↳ follows from the above: " if v.follows else "") + f.summary
+        out.append(f"| {f.severity} | `{f.category}` | {cell(summary)} |")
+    out.append("")
+    for v in views:
+        f = v.finding
+        if v.follows:
+            continue  # listed under its root cause
+        if f.severity == Severity.INFO and f.fix is None:
+            continue
+        out.append(f"### {f.severity}: {cell(f.summary)}")
+        out.append("")
+        out.append(f"`{f.category}` · `{f.code}`" + (f" · about `{f.about}`" if f.about else "")
+                   + (f" · in {cell(_code_span(f.subject))}" if f.subject and several_pythons(report.facts)
+                      else ""))
+        out.append("")
+        if f.items:  # one finding of one cause: every member (file) it covers
+            out.extend(f"- {md_text(i)}" for i in f.items)
+            out.append("")
+        if f.detail:
+            out.append(md_text(f.detail))
+            out.append("")
+        if v.consequences:
+            out.append("Follows from it (fixed with it):")
+            out.append("")
+            out.extend(f"- {c.severity}: {md_text(c.summary)} (`{c.code}`)" for c in v.consequences)
+            out.append("")
+        if f.fix is not None:
+            out.append(f"**Fix:** {md_text(f.fix.summary)}")
+            out.append("")
+            if f.fix.commands:
+                out.append(_fence("\n".join(f.fix.commands), _fence_language(v.shell)))
+                out.append("")
+            if f.fix.url:
+                out.append(f"More: {_url(f.fix.url)}")
+                out.append("")
+    return out
+
+
+def _paste_reply(report: Report, redact: bool) -> str:
+    """A pasted report's reply (issue 42): what the paste shows, the cause, what to ask the reporter for; the
+    checks and the facts folded below it."""
+    unread, na = check_counts(report)
+    reply = reply_view(report, unread, na)
+    views = finding_views(report)
+    out: List[str] = []
+    title = "envdoctor report"
+    worst = report.worst()
+    if worst in (Severity.ERROR, Severity.WARNING):
+        title += f": {md_text(verdict(report).split(' — ')[0])}"
+    out += [f"# {title}", "", md_text(header_line(report)) + ("  (redacted)" if redact else ""), ""]
+    asks_below = not reply.causes and bool(reply.unrecognised)
+    out += [f"**Verdict:** {md_text(verdict(report, where='below' if asks_below else 'above'))}", ""]
+    out += ["## What the paste shows", "", "| | |", "| --- | --- |"]
+    out += [f"| {cell(label)} | {cell(value)} |" for label, value in reply.shows]
+    out += ["", "## Cause", ""]
+    if views:
+        out.extend(_findings_md(report, views))
+    else:
+        out += ["None: the paste shows no error line, and nothing the checks could fault.", ""]
+    out += ["## Ask the reporter for", ""]
+    if reply.asks:
+        for i, ask in enumerate(reply.asks, 1):
+            what = _code_span(ask.what) if ask.command else md_text(ask.what)
+            out.append(f"{i}. {what}: {md_text(ask.why)}")
+    else:
+        out.append(md_text(closing(reply) or ""))
+    out.append("")
+    if report.checks:
+        summary = check_summary(report)
+        counts = [f"{len(report.checks) - unread - na} judged"]
+        counts += [f"{unread} could not be judged from this paste"] if unread else []
+        counts += [f"{na} did not apply"] if na else []
+        out.append(f"<details><summary>Checks ({', '.join(counts)})</summary>")
+        out.append("")
+        for a in summary.areas:
+            out.append(cell(f"- `{a.mark[0]}` {a.area}: {a.counts}"))
+        for line in (summary.not_applied, summary.unread):
+            if line:
+                out.append(cell(f"- {line}"))
+        out.append("")
+        out.append("</details>")
+        out.append("")
+    out.extend(_facts_json(report))
+    return "\n".join(out)
+
+
+def _facts_json(report: Report) -> List[str]:
+    facts_json = json.dumps(report.facts.to_dict(), sort_keys=True, indent=2)
+    return ["<details><summary>Facts</summary>", "", _fence(facts_json, "json"), "", "</details>", ""]
+
+
+def render_markdown(report: Report, redact: bool = True, as_reply: bool = True) -> str:
+    """Render ``report`` as Markdown: verdict, findings table, fixes, key facts, folded facts JSON; a paste's
+    report (``as_reply``, not a machine's section of a several-machine paste) as a maintainer's reply."""
     from .inert import inert_report
 
     report = inert_report(report)  # no terminal escape from a snapshot, a target or a paste in the page
@@ -81,6 +182,8 @@ def render_markdown(report: Report, redact: bool = True) -> str:
         return markdown_text(report, redact, render_markdown, md_text, cell)
     if redact:
         report = redact_report(report)
+    if as_reply and is_paste_reply(report):
+        return _paste_reply(report, redact)
     views = finding_views(report)
     out: List[str] = []
     worst = report.worst()
@@ -97,46 +200,7 @@ def render_markdown(report: Report, redact: bool = True) -> str:
     if views:
         out.append("## Findings")
         out.append("")
-        out.append("| Severity | Category | Summary |")
-        out.append("| --- | --- | --- |")
-        for v in views:
-            f = v.finding
-            summary = ("↳ follows from the above: " if v.follows else "") + f.summary
-            out.append(f"| {f.severity} | `{f.category}` | {cell(summary)} |")
-        out.append("")
-        for v in views:
-            f = v.finding
-            if v.follows:
-                continue  # listed under its root cause
-            if f.severity == Severity.INFO and f.fix is None:
-                continue
-            out.append(f"### {f.severity}: {cell(f.summary)}")
-            out.append("")
-            out.append(f"`{f.category}` · `{f.code}`" + (f" · about `{f.about}`" if f.about else "")
-                       + (f" · in {cell(_code_span(f.subject))}" if f.subject and several_pythons(report.facts)
-                          else ""))
-            out.append("")
-            if f.items:  # one finding of one cause: every member (file) it covers
-                out.extend(f"- {md_text(i)}" for i in f.items)
-                out.append("")
-            if f.detail:
-                out.append(md_text(f.detail))
-                out.append("")
-            if v.consequences:
-                out.append("Follows from it (fixed with it):")
-                out.append("")
-                out.extend(f"- {c.severity}: {md_text(c.summary)} (`{c.code}`)" for c in v.consequences)
-                out.append("")
-            if f.fix is not None:
-                out.append(f"**Fix:** {md_text(f.fix.summary)}")
-                out.append("")
-                if f.fix.commands:
-                    out.append(_fence("\n".join(f.fix.commands), _fence_language(v.shell)))
-                    out.append("")
-                if f.fix.url:
-                    out.append(f"More: {_url(f.fix.url)}")
-                    out.append("")
-
+        out.extend(_findings_md(report, views))
     out.append("## Key facts")
     out.append("")
     out.append("| | |")

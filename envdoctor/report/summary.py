@@ -215,6 +215,19 @@ def check_summary(report: Report) -> CheckSummary:
     return CheckSummary(lines, na_line, unread_line, areas)
 
 
+def check_counts(report: Report) -> Tuple[int, int]:
+    """(checks that could not be judged for want of facts, checks that did not apply): the counts of the two
+    lists ``check_summary`` says in full."""
+    unread = na = 0
+    for check in report.checks:
+        if check.status == CheckStatus.SKIPPED:
+            if skip_label(check, report.facts) is None:
+                unread += 1
+            else:
+                na += 1
+    return unread, na
+
+
 def check_note(check: CheckResult) -> Optional[str]:
     """Why a check has no verdict of its own: "skipped: <reason>" or "check errored: <reason>"."""
     if check.status == CheckStatus.SKIPPED:

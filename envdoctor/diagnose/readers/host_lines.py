@@ -118,9 +118,30 @@ def read_host(paste: Paste, acc: Acc) -> None:
         # a compose file may reserve GPUs (deploy.resources.reservations.devices): whether it did is unknown
         acc.put("container.runtime", "docker", LOOSE, f"Docker Compose: {cm.group(0).strip()[:120]}")
         acc.add_found("Docker Compose output")
+    _kubernetes(paste, acc)
     if ("dockerenv" in low or "container" in low) and re.search(
             r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
         acc.put("container.runtime", "docker", BARE, "container mentioned")
+
+
+# a Kubernetes pod or cluster named in the paste (issue 42): the program ran in a container the kubelet started,
+# whose GPU comes from the device plugin and the container runtime (runtimeClassName, CDI, NVIDIA_VISIBLE_DEVICES)
+_K8S = re.compile(r"\b(?:GKE|EKS|AKS)\b|(?i:\b(?:kubernetes|k8s|kubectl|openshift|runtimeClassName)\b|"
+                  r"nvidia\.com/gpu\b|\bhelm (?:charts?|install|upgrade|values)\b|"
+                  r"\b(?:in|inside|from|of) (?:a|the|my|this|our) (?:k8s |kubernetes |gpu )?pods?\b)")
+_K8S_WORDS = ["kube", "k8s", "gke", "eks", "aks", "openshift", "nvidia.com/gpu", "helm", "pod", "runtimeclass"]
+
+
+def _kubernetes(paste: Paste, acc: Acc) -> None:
+    """container.runtime = kubernetes when the paste names a cluster, a pod or a Kubernetes GPU resource; a
+    `docker run` or Compose line (read before) says more and keeps its runtime."""
+    if acc.get("container.runtime"):
+        return
+    for i in paste.distinct(paste.with_any(_K8S_WORDS), head=400, tail=100):
+        m = _K8S.search(paste.lines[i])
+        if m:
+            acc.put("container.runtime", "kubernetes", LOOSE, f"Kubernetes named in the paste: {m.group(0)}")
+            return
 
 
 _SHM_FLAG = re.compile(r"--shm-size\b|--ipc[= ]+host\b|/dev/shm\b")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import List
 
 from ...parsers.nvidia_smi_table import parse_nvidia_smi_table
@@ -36,7 +37,22 @@ def smi_slice(paste: Paste) -> str:
     return "\n".join(lines[i] for i in sorted(set(keep)))
 
 
+# a MIG device the paste names (issue 42): `nvidia-smi -L`'s "  MIG 1g.5gb Device 0: (UUID: MIG-...)", a MIG UUID
+# in CUDA_VISIBLE_DEVICES, a device name with its MIG profile ("NVIDIA A100-SXM4-80GB MIG 3g.40gb")
+_MIG = re.compile(r"^\s*MIG \d+g\.\d+gb\s+Device\s+\d+:|\bMIG-(?:GPU-)?[0-9a-f]{8}-|[\s-]MIG[\s-]\d+g\.\d+gb\b")
+
+
+def read_mig(paste: Paste, acc: Acc) -> None:
+    for i in paste.with_any(["mig"]):
+        m = _MIG.search(paste.lines[i])
+        if m:
+            acc.put("paste.mig_device", True, STRUCTURED if m.group(0).lstrip().startswith("MIG") else LOOSE,
+                    paste.lines[i].strip()[:160])
+            return
+
+
 def read_nvidia_smi(paste: Paste, acc: Acc) -> None:
+    read_mig(paste, acc)
     t = parse_nvidia_smi_table(smi_slice(paste))
     if t is None:
         return

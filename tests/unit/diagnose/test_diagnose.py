@@ -279,6 +279,13 @@ CATEGORY_PASTES = {
     "DRIVER_OUTDATED": ("outdated.txt", ("warning", "error")),  # -q of driver 460.32.03
     "HEALTHY": ("healthy-device-assert.txt", ("info",)),  # a device-side assert: the program, not the machine
     "UNRECOGNISED_ERROR": ("unrecognised-error.txt", ("warning",)),  # an error line nothing explains
+    # NVRM's own lines (issue 42): a branch that dropped the GPU, the open modules on a pre-Turing GPU, a BAR with
+    # no address space
+    "DRIVER_DROPPED_GPU": ("legacy-branch.txt", ("error",)),
+    "OPEN_KERNEL_MODULE_UNSUPPORTED_GPU": ("open-module.txt", ("error",)),
+    "BIOS_PCIE_BAR_DISABLED": ("bar.txt", ("error",)),
+    "FRAMEWORK_CPU_ONLY_BUILD": ("tensorflow-windows.txt", ("error",)),  # TensorFlow's template, native Windows
+    "GPU_SHARING_LAYER_INTERCEPTS_CUDA": ("hami.txt", ("error",)),  # HAMi's libvgpu lacking a driver API symbol
 }
 # Categories a paste cannot show:
 # - SLOW_STORAGE: it judges the disk under the training data (storage.data-path); a paste does not say which
@@ -303,9 +310,8 @@ NOT_FROM_PASTES |= {"GPU_MEMORY_PRESSURE", "INPUT_STORAGE_BOUND", "INPUT_CPU_BOU
 NOT_FROM_PASTES |= {"FLEET_INCONSISTENT", "FLEET_STRAGGLER", "FLEET_RANK_UNREACHABLE"}
 # judged from the live interpreter's metadata and sys.path, which a paste does not show
 NOT_FROM_PASTES |= {"CUDA_LIBRARY_VERSION_MISMATCH", "PYTHON_PACKAGE_SHADOWED"}
-# a driver past a GPU's last branch does not bind it, so no nvidia-smi output of that driver lists the GPU: a paste
-# cannot show both; judged for declared targets (`envdoctor assert --target-driver ... --target-gpus ...`)
-NOT_FROM_PASTES |= {"DRIVER_DROPPED_GPU"}
+# (DRIVER_DROPPED_GPU: a driver past a GPU's last branch does not bind it, so nvidia-smi cannot show both; the
+# kernel says it in NVRM lines, which a paste does show: legacy-branch.txt, issue 42)
 # the interpreter's own files (pyvenv.cfg, .pth lines, where pip and each copy of a distribution live) are read from
 # the live target; a paste shows none of them (issue 30)
 NOT_FROM_PASTES |= {"PIP_UNAVAILABLE", "VENV_SYSTEM_SITE_MIXED", "PTH_EXEC_SYS_PATH"}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import NothingRecognised, diagnose_report, diagnose_text
 from tests.paths import FIXTURES, SHARED
 
 EXAMPLES = SHARED / "examples"
@@ -26,16 +26,16 @@ def _labels(folder: Path) -> list:
 OWN = FIXTURES / "pastes"  # real pastes from public threads whose cause the thread established (same format)
 LABELS = _labels(REPORTS)
 SHARED_LABELS = LABELS + _labels(EXAMPLES / "reports-batch2") + _labels(EXAMPLES / "reports-batch3") + \
-    _labels(EXAMPLES / "reports-batch4")
+    _labels(EXAMPLES / "reports-batch4") + _labels(EXAMPLES / "reports-batch5")
 OWN_LABELS = _labels(OWN)
 ALL_LABELS = SHARED_LABELS + OWN_LABELS
 needs_shared = pytest.mark.skipif(not LABELS, reason="../shared/examples/reports not present (a bare clone)")
 
 # The labelled-paste score (rows whose every label is found, healthy ones error-free) may not go down: 33 shared
 # examples before round 3, + 15 in reports-batch3, + the repository's own labelled pastes; issue 29 adds
-# reports-batch4 (7 of 15 right on first sight, 15 after). Raise these
-# when the score rises; never lower them.
-SCORE_FLOOR_SHARED = 63  # every shared labelled paste
+# reports-batch4 (7 of 15 right on first sight, 15 after); issue 42 adds reports-batch5 (9 of 20 right on first
+# sight). Raise these when the score rises; never lower them.
+SCORE_FLOOR_SHARED = 81  # every shared labelled paste
 SCORE_FLOOR_OWN = 10
 
 
@@ -44,16 +44,30 @@ def _text(rid: str, folder: str = "reports") -> str:
     return (base / f"{rid}.txt").read_text(encoding="utf-8")
 
 
-def _right(row, report) -> bool:
-    serious = {f.category for f in report.findings if f.severity in ("warning", "error")}
-    errors = [f for f in report.findings if f.severity == "error"]
+def _findings(text: str, compat) -> list:
+    """The paste's findings; none where nothing in it is recognisable (exit 2 on the command line): nothing false
+    was said, as scripts/score_corpus.py counts it (batch 5's 432 is prose and a list of memory figures)."""
+    try:
+        return diagnose_report([text], compat).findings
+    except NothingRecognised:
+        return []
+
+
+def _right(row, findings) -> bool:
+    serious = {f.category for f in findings if f.severity in ("warning", "error")}
+    errors = [f for f in findings if f.severity == "error"]
     return all((not errors) if label == "HEALTHY" else label in serious for label in row["labels"])
 
 
 # labelled pastes the text does not let envdoctor judge yet, each with why (strict: one that starts passing must
 # leave this list)
-OPEN: dict = {}  # none left: 301 (NCCL's P2P across the CPU between two GPUs on AMD) and 314 (an install line
-# under a Python newer than the release's range) became kinds in diagnose.p2p-hang and diagnose.no-wheel-for-python
+# (301 and 314 of batch 4 became kinds in diagnose.p2p-hang and diagnose.no-wheel-for-python)
+OPEN: dict = {
+    ("reports-batch5", "412"): "cudaMallocAsync's error 801 on a vGPU slice (memoryPoolsSupported=0): one report, "
+                               "not yet a kind",
+    ("reports-batch5", "414"): "a throughput log whose GPU drops to 0% with no storage named: speed symptoms are "
+                               "not read from pastes yet",
+}
 
 
 def _param(row):
@@ -65,21 +79,21 @@ def _param(row):
 def test_labelled_categories(row) -> None:
     if row["folder"] != OWN.name and not LABELS:
         pytest.skip("../shared/examples/reports not present (a bare clone)")
-    report = diagnose_report([_text(row["id"], row["folder"])], load_compat())
-    serious = {f.category for f in report.findings if f.severity in ("warning", "error")}
+    findings = _findings(_text(row["id"], row["folder"]), load_compat())
+    serious = {f.category for f in findings if f.severity in ("warning", "error")}
     for label in row["labels"]:
         if label == "HEALTHY":
-            assert not [f for f in report.findings if f.severity == "error"], report.findings
+            assert not [f for f in findings if f.severity == "error"], findings
         else:
-            assert label in serious, [(f.category, f.severity, f.code) for f in report.findings]
+            assert label in serious, [(f.category, f.severity, f.code) for f in findings]
 
 
 def test_labelled_paste_score_does_not_go_down() -> None:
     compat = load_compat()
-    own = sum(_right(r, diagnose_report([_text(r["id"], r["folder"])], compat)) for r in OWN_LABELS)
+    own = sum(_right(r, _findings(_text(r["id"], r["folder"]), compat)) for r in OWN_LABELS)
     assert len(OWN_LABELS) >= SCORE_FLOOR_OWN and own >= SCORE_FLOOR_OWN, f"own labelled pastes: {own}/{len(OWN_LABELS)}"
     if SHARED_LABELS:
-        shared = sum(_right(r, diagnose_report([_text(r["id"], r["folder"])], compat)) for r in SHARED_LABELS)
+        shared = sum(_right(r, _findings(_text(r["id"], r["folder"]), compat)) for r in SHARED_LABELS)
         assert shared >= SCORE_FLOOR_SHARED, f"shared labelled pastes: {shared}/{len(SHARED_LABELS)}"
 
 
