@@ -74,8 +74,20 @@ def _gpu_line(gpu: Gpu) -> str:
     return line
 
 
+FACT_ERROR_CHARS = 160  # a key-facts row quotes an error's first sentence; the finding's evidence has it whole
+
+
 def _first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
+    """An error's first line, cut after its first sentence when that line runs on (torch's 'driver too old'
+    warning is one 400-character line: six lines of the facts table), and at FACT_ERROR_CHARS with ' …'."""
+    line = text.strip().splitlines()[0] if text.strip() else text
+    if len(line) <= FACT_ERROR_CHARS:
+        return line
+    end = line.find(". ", 40)
+    if 0 < end < FACT_ERROR_CHARS:
+        return line[:end + 1] + " …"
+    cut = line[:FACT_ERROR_CHARS - 2]
+    return (cut.rsplit(" ", 1)[0] if " " in cut else cut) + " …"
 
 
 def _torch_line(env: PythonEnv) -> str:
