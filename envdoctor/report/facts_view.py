@@ -235,7 +235,9 @@ def key_fact_rows(facts: Facts) -> List[Tuple[str, str]]:
         # of a paste whose Dockerfile pinned torch)
         rows.append(("  torch", "not in the paste" if env.torch is None and env.requested_as == "paste"
                      else _torch_line(env)))
-        if env.smoke is not None:
+        # nothing tried because there is no torch: the torch row says so already (the not-applicable list names
+        # the smoke checks), so the row would only repeat it
+        if env.smoke is not None and (env.smoke.steps or env.torch is not None or env.smoke.tier == "off"):
             rows.append(("  tried", smoke_line(env.smoke)))
         if env.torch is not None and env.torch.arch_list:
             from_files = " (read from libtorch_cuda.so)" if env.torch.arch_list_source == "fatbin" else ""
