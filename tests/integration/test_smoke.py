@@ -169,11 +169,17 @@ def test_a_healthy_cpu_venv_passes_every_step_and_notes_1024(cpu_venv, tmp_path)
     report = _check_json(cpu_venv.python, tmp_path, preexec=_limit_1024)
     smoke = report["facts"]["pythons"][0]["smoke"]
     assert smoke["tier"] == "quick"
-    assert {s["name"]: s["status"] for s in smoke["steps"]} == {
-        "resolve": "ok", "compile": "ok", "dataloader": "ok", "checkpoint": "ok", "distributed": "ok"}, smoke
+    expected = {"resolve": "ok", "compile": "ok", "dataloader": "ok", "checkpoint": "ok", "distributed": "ok"}
+    mixed = cpu_venv.torchvision_error is None and any(s["name"] == "import:torchvision" for s in smoke["steps"])
+    if mixed:
+        # the fixture's one real problem (conftest.MIXED_VARIANT_CHECKS): torchvision's CUDA 13.0 build beside
+        # the +cpu torch does not import, which the smoke tier finds by trying, as a note under its cause
+        expected["import:torchvision"] = "failed"
+    assert {s["name"]: s["status"] for s in smoke["steps"]} == expected, smoke
     mine = [f for f in report["findings"] if f["code"].startswith("smoke.")]
-    assert [(f["code"], f["severity"]) for f in mine] == [("smoke.open-files/low", "info")]
-    assert "the smoke DataLoader passed" in mine[0]["summary"]
+    want = [("smoke.open-files/low", "info")] + ([("smoke.steps/import-torchvision-failed", "info")] if mixed else [])
+    assert sorted((f["code"], f["severity"]) for f in mine) == sorted(want)
+    assert "the smoke DataLoader passed" in next(f for f in mine if f["code"] == "smoke.open-files/low")["summary"]
 
 
 @pytest.mark.parametrize("which", ["cuda"])

@@ -62,13 +62,21 @@ def source(cpu_venv) -> str:
     return cpu_venv.python
 
 
-def test_typing_extensions_below_torchs_requirement(source: str, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def baseline(source: str) -> set:
+    """The problems the source venv has before a test breaks its copy: the session cpu_venv's own (conftest:
+    torchvision's CUDA build beside the +cpu torch, installed --no-deps, so its numpy and pillow are missing too)
+    or none (a ready-made ENVDOCTOR_TEST_CPU_VENV with torch alone). A fix must leave no problem beyond these."""
+    return set(problems(envdoctor(source)))
+
+
+def test_typing_extensions_below_torchs_requirement(source: str, baseline: set, tmp_path: Path) -> None:
     python = linked_copy(source, tmp_path / "venv")
     site = purelib(python)
     for d in site.glob("typing_extensions-*.dist-info"):
         shutil.rmtree(d)
     fake_dist_info(site, "typing_extensions", "4.5.0", files=["typing_extensions.py"])
-    (f,) = found(envdoctor(python), "packages.requires-dist/")
+    (f,) = found(envdoctor(python), "packages.requires-dist/typing-extensions")
     assert (f["code"], f["category"], f["severity"]) == ("packages.requires-dist/typing-extensions",
                                                          "DEPENDENCY_UNMET", "warning")
     assert re.match(r"torch 2\.\d+\.\d+\S* require\(s\) typing-extensions>=[\d.]+: typing-extensions 4\.5\.0 in ",
@@ -77,8 +85,8 @@ def test_typing_extensions_below_torchs_requirement(source: str, tmp_path: Path)
     assert f["fix"]["commands"] == [f"{python} -m pip install 'typing-extensions>=4.10.0' {torch_pin}"]
     run_fix(f["fix"]["commands"])
     after = envdoctor(python)
-    assert found(after, "packages.requires-dist/") == []
-    assert not [p for p in problems(after) if p.startswith("packages.")], problems(after)
+    assert found(after, "packages.requires-dist/typing-extensions") == []
+    assert not [p for p in problems(after) if p.startswith("packages.") and p not in baseline], problems(after)
 
 
 def _torch_dist_info(site: Path) -> Path:
@@ -198,7 +206,7 @@ def test_a_pep_668_system_interpreter(source: str, tmp_path: Path) -> None:
     (cmd,) = f["fix"]["commands"]
     assert "--break-system-packages" in cmd and "# PEP 668: this Python is EXTERNALLY-MANAGED" in cmd
     run_fix([cmd])
-    assert found(envdoctor(python), "packages.requires-dist/") == []
+    assert found(envdoctor(python), "packages.requires-dist/typing-extensions") == []
 
 
 # deepspeed 0.19.8's own metadata (its sdist's PKG-INFO, the lines without an extra) and the file its setup.py
@@ -225,8 +233,10 @@ def test_a_healthy_deepspeed_install_is_not_called_built_for_another_torch(sourc
                    ["deepspeed/__init__.py", "deepspeed/git_version_info_installed.py"])
     report = envdoctor(python)
     check = next(c for c in report["checks"] if c["id"] == "packages.extension-build")
-    assert check["status"] in ("passed", "skipped"), check
-    assert not [f for f in report["findings"] if "not built for" in f["summary"]]
+    # the session cpu_venv's torchvision (a CUDA build beside the +cpu torch) fails this check on its own account
+    assert check["status"] in ("passed", "skipped") or all(
+        "deepspeed" not in f["summary"] for f in check["findings"]), check
+    assert not [f for f in report["findings"] if "deepspeed" in f["summary"] and "not built for" in f["summary"]]
     # its own requirements are judged with torch's: those this venv lacks are named, deepspeed as who asks
     missing = {f["code"]: f for f in found(report, "packages.requires-dist/")}
     assert "packages.requires-dist/hjson" in missing

@@ -97,8 +97,11 @@ def test_cpu_venv_default_console_is_short_and_fits_80_columns(cpu_venv, tmp_pat
     # the session venv holds PyPI's torchvision 0.28.0 (a cu130 build) beside the +cpu torch where pip could
     # install it (tests/conftest.py): that CUDA_VARIANT_MIXED error is real and not what this bar is about, so
     # that one check is left out there; a CPU venv without torchvision is judged whole
-    ignore = [a for c in MIXED_VARIANT_CHECKS for a in ("--ignore", c)] if cpu_venv.torchvision_error is None \
-        else []
+    # That torchvision was installed --no-deps, so its numpy and pillow are missing (packages.requires-dist says
+    # so, issue 38), and it does not import (the smoke tier's import step, a note under the cause): both follow
+    # from how the fixture is made, and are left out with it.
+    ignore = [a for c in (*MIXED_VARIANT_CHECKS, "packages.requires-dist", "smoke.steps") for a in ("--ignore", c)] \
+        if cpu_venv.torchvision_error is None else []
     proc = subprocess.run([sys.executable, "-m", "envdoctor", "--python", cpu_venv.python, *ignore],
                           capture_output=True, text=True, timeout=300, env=env, cwd=str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
