@@ -153,11 +153,7 @@ def _paste_reply(report: Report, redact: bool) -> str:
         counts += [f"{na} did not apply"] if na else []
         out.append(f"<details><summary>Checks ({', '.join(counts)})</summary>")
         out.append("")
-        for a in summary.areas:
-            out.append(cell(f"- `{a.mark[0]}` {a.area}: {a.counts}"))
-        for line in (summary.not_applied, summary.unread):
-            if line:
-                out.append(cell(f"- {line}"))
+        out.extend(_area_lines(summary))
         out.append("")
         out.append("</details>")
         out.append("")
@@ -168,6 +164,12 @@ def _paste_reply(report: Report, redact: bool) -> str:
 def _facts_json(report: Report) -> List[str]:
     facts_json = json.dumps(report.facts.to_dict(), sort_keys=True, indent=2)
     return ["<details><summary>Facts</summary>", "", _fence(facts_json, "json"), "", "</details>", ""]
+
+
+def _area_lines(summary) -> List[str]:
+    """The per-area lines and the not-applied / unread counts, as the console prints them (report and reply)."""
+    out = [cell(f"- `{a.mark[0]}` {a.area}: {a.counts}") for a in summary.areas]
+    return out + [cell(f"- {line}") for line in (summary.not_applied, summary.unread) if line]
 
 
 def render_markdown(report: Report, redact: bool = True, as_reply: bool = True) -> str:
@@ -215,11 +217,7 @@ def render_markdown(report: Report, redact: bool = True, as_reply: bool = True) 
         out.append("## Checks")
         out.append("")
         summary = check_summary(report)
-        for a in summary.areas:
-            out.append(cell(f"- `{a.mark[0]}` {a.area}: {a.counts}"))
-        for line in (summary.not_applied, summary.unread):
-            if line:
-                out.append(cell(f"- {line}"))
+        out.extend(_area_lines(summary))
         out.append("")
         out.append(f"<details><summary>Every check ({len(report.checks)})</summary>")
         out.append("")
