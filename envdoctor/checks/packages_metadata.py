@@ -16,7 +16,7 @@ from typing import List, Optional
 from ..domain.versions import base_version, parse_version
 from ..model.facts import Package, ProbeStatus, PythonEnv, VenvConfig
 from ..model.findings import Evidence, Finding, Fix, Severity
-from ..remedies import command, installer_for, pip_command, pip_install
+from ..remedies import command, installer_for, pip_command, pip_install, untrusted_note
 from ..remedies.platform import platform_of
 from ..remedies.torch_plan import target_variant
 from .base import PROBED, CheckContext, Findings, SkipCheck, registrar
@@ -77,8 +77,13 @@ def _venv_python(ctx: CheckContext, i: int, py: PythonEnv, venv: VenvConfig) -> 
     if links:  # `venv --upgrade` keeps an existing link (symlink_or_copy skips it): the stale ones go first
         cmds.append(command("rm", "-f", "--", *links, shell=shell, what="a link path"))
     system = ["--system-site-packages"] if venv.include_system_site_packages else []
-    cmds.append(command(word, "-m", "venv", "--upgrade", *system, venv.root, shell=shell, what="the venv path"))
-    missing = "" if venv.same_minor_python else f"; no {word} was found on PATH: install Python {made} first"
+    if venv.same_minor_untrusted:
+        cmds = []  # the python3.X PATH gives can be changed by another user: no command runs it (untrusted_note)
+    else:
+        cmds.append(command(word, "-m", "venv", "--upgrade", *system, venv.root, shell=shell,
+                            what="the venv path"))
+    missing = "" if venv.same_minor_python or venv.same_minor_untrusted else \
+        f"; no {word} was found on PATH: install Python {made} first"
     return METADATA.error(
         "venv-python", subject=py.executable,
         summary=(f"{name} now starts Python {py.python_version}, but the venv {venv.root} was made with Python "
@@ -88,7 +93,7 @@ def _venv_python(ctx: CheckContext, i: int, py: PythonEnv, venv: VenvConfig) -> 
                 f"packages in lib/python{runs} only. Everything installed there looks missing (torch included), "
                 "and compiled packages for one minor do not load in another. Re-pointing the links at a Python "
                 f"{made} brings them back without reinstalling anything{missing}; or make a new venv on "
-                f"Python {runs} and reinstall its packages there."),
+                f"Python {runs} and reinstall its packages there.{untrusted_note(venv)}"),
         evidence=[Evidence(f"pythons[{i}].python_version", py.python_version, expected=f"{made}.x",
                            source=name),
                   Evidence(f"pythons[{i}].venv.version", venv.version, source=f"{venv.root}/pyvenv.cfg"),

@@ -218,7 +218,7 @@ def check_interpreter(ctx: CheckContext) -> List[Finding]:
 def _broken_venv(i: int, py: PythonEnv, name: str, ctx: CheckContext) -> Optional[Finding]:
     """A venv whose interpreter link leads nowhere (its base Python was removed or moved): the venv, its
     site-packages and torch are still there, so the fix repairs the links rather than judging another Python."""
-    from ..remedies import repair_venv, venv_python_word
+    from ..remedies import repair_venv, untrusted_note, venv_python_word
     from ..remedies.platform import platform_of
 
     venv = py.venv
@@ -240,8 +240,9 @@ def _broken_venv(i: int, py: PythonEnv, name: str, ctx: CheckContext) -> Optiona
                  f"removed or moved{home}"),
         detail=(f"The venv's packages are still in {venv.root}, built for Python {version}; only its interpreter "
                 "links are dead. Re-pointing them at a live Python of the same minor version repairs it without "
-                "reinstalling anything" + ("." if found else
-                                            f"; no {word} was found on PATH: install Python {version} first.")),
+                "reinstalling anything" + ("." if found else "." if venv.same_minor_untrusted else
+                                            f"; no {word} was found on PATH: install Python {version} first.")
+                + untrusted_note(venv)),
         evidence=[Evidence(f"pythons[{i}].venv.links", [f"{link.path} -> {link.target}" for link in dead],
                            expected="links to an existing interpreter"),
                   Evidence(f"pythons[{i}].venv.home", venv.home, source=f"{venv.root}/pyvenv.cfg"),

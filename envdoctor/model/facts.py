@@ -358,6 +358,9 @@ class VenvConfig:
     links: List[InterpreterLink] = field(default_factory=list)  # bin/python* symlinks
     # python3.X (the venv's minor version) on PATH: a base to rebuild the venv with; None: none found
     same_minor_python: Optional[str] = None
+    # the python3.X PATH gave when another user can change it ("PATH: why", probes/trust.py): it is never named in a
+    # fix, and neither is its bare name (the user's shell would find the same file); None: none such, or not read
+    same_minor_untrusted: Optional[str] = None
     # the lib/pythonX.Y/site-packages folders under the venv: ["3.11"]; one that is not the running Python's minor
     # holds packages that interpreter never reads; None: not read (older facts)
     site_minors: Optional[List[str]] = None

@@ -9,6 +9,7 @@ import shlex
 from typing import Any, Dict, List, Optional
 
 from envdoctor.model.facts import InterpreterLink, PathPip, VenvConfig
+from envdoctor.probes.trust import untrusted_because
 
 MAX_CFG_BYTES = 65536
 _PYTHON_NAME = re.compile(r"^python(?:\d+(?:\.\d+)?)?(?:\.exe)?$")
@@ -87,7 +88,7 @@ def venv_config(executable: str, runner: Any = None, running: Optional[str] = No
     version = cfg.get("version") or cfg.get("version_info") or None
     system = cfg.get("include-system-site-packages")
     links = _links(root)
-    same_minor = None
+    same_minor = untrusted = None
     mm = re.match(r"(\d+)\.(\d+)", version or "")
     run_mm = re.match(r"(\d+)\.(\d+)", running or "")
     other_minor = bool(mm and run_mm and mm.group(0) != run_mm.group(0))
@@ -97,10 +98,15 @@ def venv_config(executable: str, runner: Any = None, running: Optional[str] = No
         found = runner.which(name)
         if found and not any(os.path.abspath(found) == os.path.abspath(link.path) for link in links):
             same_minor = _base_of(found, name)
+            # a base another user can change is never named in a fix (the venv-repair command runs it): issue 40
+            why = untrusted_because(found) or untrusted_because(same_minor)
+            if why is not None:
+                untrusted, same_minor = f"{found}: {why}", None
     return VenvConfig(root=root, cfg=cfg, home=home, home_exists=os.path.isdir(home) if home else None,
                       version=version,
                       include_system_site_packages=None if system is None else system.lower() == "true",
-                      links=links, same_minor_python=same_minor, site_minors=site_minors(root))
+                      links=links, same_minor_python=same_minor, same_minor_untrusted=untrusted,
+                      site_minors=site_minors(root))
 
 
 def _base_of(python: str, name: str) -> str:

@@ -132,7 +132,15 @@ def default_interpreter(env: Optional[Mapping[str, str]] = None, runner: Any = N
     name = "python" if os.name == "nt" else "python3"
     found = runner.which(name) if runner is not None else shutil.which(name, path=env.get("PATH"))
     if found:
-        return found, f"{name} on PATH"
+        # a python3 that another user can change (a PATH entry such as "." or /tmp/bin, run from a world-writable
+        # directory) is never run on the user's behalf: envdoctor, often run as root on a fresh box, would run their
+        # code (probes/trust.py). The user named no interpreter, so envdoctor's own is judged instead, and says why.
+        from .trust import untrusted_because
+
+        why = untrusted_because(found)
+        if why is None:
+            return found, f"{name} on PATH"
+        return sys.executable, f"envdoctor's own interpreter ({name} on PATH, {found}, was not run: {why})"
     return sys.executable, "envdoctor's own interpreter (no active environment, no python3 on PATH)"
 
 

@@ -207,10 +207,22 @@ def venv_python_word(venv: VenvConfig) -> str:
     return f"python{mm[0]}.{mm[1]}" if mm else "python3"
 
 
+def untrusted_note(venv: VenvConfig) -> str:
+    """Why no rebuild command is printed, when the only python3.X on PATH can be changed by another user; ""
+    otherwise."""
+    if not venv.same_minor_untrusted:
+        return ""
+    return (f" The {venv_python_word(venv)} on PATH ({venv.same_minor_untrusted}) can be changed by another user, "
+            "so no command here runs it: install that Python from your distribution or python.org and run "
+            f"`<its full path> -m venv --upgrade {venv.root}`.")
+
+
 def repair_venv(venv: VenvConfig, shell: str = POSIX) -> List[str]:
     """Remove the venv's dangling interpreter links, then let venv re-create them for a live base of the same
     minor version: ``venv --upgrade`` keeps an existing link (venv's symlink_or_copy skips a path that is already
     a link, even a dangling one), so the dead ones go first. site-packages and the installed packages stay."""
+    if venv.same_minor_untrusted:
+        return []  # the python3.X PATH gives can be changed by another user: no command names it (untrusted_note)
     dead = [link.path for link in venv.links if link.resolves is False]
     cmds = []
     if dead:

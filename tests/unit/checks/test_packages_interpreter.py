@@ -175,6 +175,13 @@ def test_a_dangling_venv_link_is_repaired_not_replaced(compat) -> None:
     live = broken_venv(links=[InterpreterLink("/srv/venv/bin/python", "/usr/bin/python3.12", True)])
     (h,) = [f for f in judge(Facts(pythons=[live]), compat).findings if f.category == "TARGET_PYTHON_UNUSABLE"]
     assert h.code == "torch.interpreter/not-found"
+    # issue 40: the only python3.12 on PATH can be changed by another user: no command runs it
+    planted = next(f for f in judge(Facts(pythons=[broken_venv(
+        same_minor_python=None, same_minor_untrusted="/srv/shared/python3.12: /srv/shared is writable by every user")]),
+        compat).findings if f.code == "torch.interpreter/venv-base-missing")
+    assert planted.fix.commands == [] and "install Python 3.12.3 first" not in planted.detail
+    assert "(/srv/shared/python3.12: /srv/shared is writable by every user) can be changed by another user" in \
+        planted.detail
 
 
 def test_torch_in_an_externally_managed_python_is_said_once(compat) -> None:

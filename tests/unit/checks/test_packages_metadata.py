@@ -112,3 +112,18 @@ def test_files_no_record_claims(compat) -> None:
 def test_skipped_without_an_answering_interpreter(compat) -> None:
     res = result(judge(Facts(pythons=[PythonEnv(status=ProbeStatus.FAILED, executable=PY)]), compat))
     assert res.status == "skipped"
+
+
+def test_a_base_another_user_can_change_is_not_in_the_fix(compat) -> None:
+    # issue 40: the only python3.11 on PATH sits where another user can write: no command runs it, nor its bare
+    # name (the shell would find the same file); the detail says why and what to do
+    venv = replace(VENV, same_minor_python=None, same_minor_untrusted="/tmp/bin/python3.11: /tmp/bin is writable by "
+                                                                      "every user")
+    py = env(venv=venv, python_version="3.12.1", site_packages=["/srv/venv/lib/python3.12/site-packages"],
+             torch=None, packages=[])
+    (f,) = findings(judge(Facts(pythons=[py]), compat))
+    assert f.code == "packages.metadata/venv-python" and f.fix.commands == []
+    assert "no python3.11 was found on PATH" not in f.detail
+    assert f.detail.endswith("The python3.11 on PATH (/tmp/bin/python3.11: /tmp/bin is writable by every user) can "
+                             "be changed by another user, so no command here runs it: install that Python from your "
+                             "distribution or python.org and run `<its full path> -m venv --upgrade /srv/venv`.")

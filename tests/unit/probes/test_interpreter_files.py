@@ -7,6 +7,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from envdoctor._payload import dists as D
 from envdoctor.probes.interpreter_files import path_pip, shebang_interpreter, venv_config
 from tests.fakes.runner import FakeRunner
@@ -143,3 +145,29 @@ def test_site_minors_and_a_base_of_the_venvs_minor_when_the_link_starts_another(
     assert cfg.site_minors == ["3.11"]
     assert cfg.same_minor_python == "/opt/py311/bin/python3.11"
     assert venv_config(str(root / "bin" / "python"), Which(), running="3.11.2").same_minor_python is None
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="owners and modes are POSIX's; root owns all")
+def test_a_base_on_path_another_user_can_change_is_never_named(tmp_path: Path) -> None:
+    # issue 40: the venv-repair fix runs the python3.X PATH gives; one in a directory every user can write to
+    # (not sticky) is a file another user could have planted: it is recorded as untrusted, never as the base
+    from envdoctor.probes.interpreter_files import venv_config
+
+    root = tmp_path / "v"
+    (root / "bin").mkdir(parents=True)
+    (root / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    (root / "pyvenv.cfg").write_text("home = /usr/bin\nversion = 3.11.7\n")
+    (root / "bin" / "python").symlink_to(sys.executable)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    planted = shared / "python3.11"
+    planted.write_text("#!/bin/sh\n")
+    planted.chmod(0o755)
+    shared.chmod(0o777)
+    try:
+        cfg = venv_config(str(root / "bin" / "python"), FakeRunner(which={"python3.11": str(planted)}),
+                          running="3.12.1")
+    finally:
+        shared.chmod(0o755)
+    assert cfg.same_minor_python is None
+    assert cfg.same_minor_untrusted == f"{planted}: {shared} is writable by every user"

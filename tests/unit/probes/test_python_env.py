@@ -279,3 +279,21 @@ def test_failed_import_keeps_the_installed_torch_version():
               "torch": {"import_error": "ModuleNotFoundError: No module named 'typing_extensions'"}}
     env = env_from_result(result, [])
     assert env.torch.version == "2.14.1" and "typing_extensions" in env.torch.import_error
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="owners and modes are POSIX's; root owns all")
+def test_default_interpreter_never_runs_a_python3_another_user_can_change(tmp_path: Path) -> None:
+    # issue 40: PATH with a world-writable entry (".", run from /tmp; a shared bin): the python3 there could be
+    # anyone's; envdoctor judges its own interpreter instead and says why
+    exe = tmp_path / "bin" / "python3"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    exe.parent.chmod(0o777)
+    try:
+        path, how = pe.default_interpreter({"PATH": str(exe.parent)})
+    finally:
+        exe.parent.chmod(0o755)
+    assert path == sys.executable
+    assert how == (f"envdoctor's own interpreter (python3 on PATH, {exe}, was not run: {exe.parent} is writable by "
+                   "every user)")
