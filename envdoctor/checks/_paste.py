@@ -173,6 +173,9 @@ def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]
         return hit is not None and hit.get("value") is False
     if when == "driver_cuda_above_branch":
         return driver_cuda_above_branch(facts, compat)
+    if when == "vgpu_named":  # a vGPU the paste names (readers/nvidia_smi.py _VGPU), or NVML's vGPU mode
+        return "paste.vgpu" in prov(facts) or any((g.virtualization_mode or "").upper() in ("VGPU", "HOST_VGPU")
+                                                  for g in facts.driver.gpus)
     if when == "in_kubernetes":  # a pod, a cluster or a Kubernetes GPU resource named in the paste (issue 42)
         return bool(host.container and host.container.runtime == "kubernetes")
     if when == "gpu_memory_mostly_free":  # cuDNN's "Memory usage: F bytes free, T bytes total" with F >= T/2

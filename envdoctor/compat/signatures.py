@@ -40,7 +40,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "job_without_gpus",
               # issue 42: a Kubernetes pod or cluster named in the paste; cuDNN's own "Memory usage" line shows
               # most of the GPU's memory free
-              "in_kubernetes", "gpu_memory_mostly_free")
+              "in_kubernetes", "gpu_memory_mostly_free",
+              # issue 42: a vGPU named in the paste (a profile name, a GRID driver, "vGPU") or a GPU in vGPU mode
+              "vgpu_named")
 
 
 class SignatureError(ValueError):

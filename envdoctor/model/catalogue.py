@@ -259,8 +259,10 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "NVML reports the GPU in vGPU mode, or its name is a vGPU profile (GRID A100-4C, NVIDIA A100-3-20C): a "
        "share of a physical GPU behind a hypervisor.",
        "Memory and time are shared with other virtual machines: benchmark figures below the whole board's are "
-       "expected, and this is the likely reason when they are low.",
-       "Nothing to fix if the slice is what was bought; ask for a passthrough or bare-metal GPU otherwise."),
+       "expected, and this is the likely reason when they are low. Some CUDA features are off on a slice: "
+       "stream-ordered memory pools (cudaMallocAsync answers 801, operation not supported) on fractional profiles.",
+       "Nothing to fix if the slice is what was bought and the program avoids what it lacks; ask for a "
+       "passthrough or bare-metal GPU otherwise."),
     # --- fleets (issue 23: envdoctor fleet, over torch.distributed)
     _c("FLEET_INCONSISTENT", "Nodes or ranks of one job differ",
        "A fact that must match across the nodes (or ranks) of one job does not: torch build or variant, NCCL, "

@@ -51,8 +51,26 @@ def read_mig(paste: Paste, acc: Acc) -> None:
             return
 
 
+# a vGPU the paste names (issue 42): the word itself, NVIDIA's GRID/vGPU driver, a vGPU profile name (GRID A100-4C,
+# NVIDIA A40-48C, A100-3-20C, L4-3Q: board, optional GPU-instance size, frame buffer in GB, series letter), or
+# nvidia-smi -q's "Virtualization Mode : VGPU". NVIDIA's profile naming: https://docs.nvidia.com/vgpu/latest/
+# grid-vgpu-user-guide/index.html (virtual GPU types: "-<frame buffer><series>", series A/B/C/Q)
+_VGPU = re.compile(r"\bv-?GPUs?\b|\bGRID (?:driver|vGPU|[A-Z]\d{1,3})|Virtualization Mode\s*:\s*VGPU\b|"
+                   r"\b(?:NVIDIA |GRID )[A-Z]{1,2}\d{1,3}[A-Za-z]*(?:-\d{1,2})?-\d{1,3}[ABCQ]\b")
+
+
+def read_vgpu(paste: Paste, acc: Acc) -> None:
+    for i in paste.distinct(paste.with_any(["vgpu", "v-gpu", "grid ", "virtualization mode", "nvidia "]),
+                            head=400, tail=100):
+        m = _VGPU.search(paste.lines[i])
+        if m:
+            acc.put("paste.vgpu", True, LOOSE, paste.lines[i].strip()[:160])
+            return
+
+
 def read_nvidia_smi(paste: Paste, acc: Acc) -> None:
     read_mig(paste, acc)
+    read_vgpu(paste, acc)
     t = parse_nvidia_smi_table(smi_slice(paste))
     if t is None:
         return

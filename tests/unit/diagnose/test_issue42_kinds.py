@@ -201,3 +201,38 @@ RuntimeError: CUDA error: invalid device ordinal
     assert f.severity == "error" and "MIG-<UUID>" in f.fix.summary
     plain = "RuntimeError: CUDA error: invalid device ordinal\n"
     assert "MIG_ENABLED" not in _serious(plain) and "NO_GPU_VISIBLE" in _serious(plain)
+
+
+# ---- a device without stream-ordered memory pools (cudaMallocAsync -> 801): a vGPU slice when the paste names one
+
+
+def test_memory_pools_unsupported_on_a_named_vgpu_profile() -> None:
+    # xgboost's and Azure's wording (not the openvdb report the batch holds): a GRID profile name in nvidia-smi
+    text = """terminate called after throwing an instance of 'thrust::system::system_error'
+  what():  cudaMallocAsync failed: cudaErrorNotSupported: operation not supported
+|   0  NVIDIA A40-48C                 On  |   00000000:02:00.0 Off |                    0 |
+"""
+    f = _problems(text)["GPU_VIRTUALIZED"]
+    assert (f.code, f.severity, f.confidence) == ("messages.signature/cuda-memory-pools-unsupported", "error", "high")
+    assert "PYTORCH_CUDA_ALLOC_CONF" in f.fix.summary
+
+
+def test_memory_pools_unsupported_without_a_vgpu_named_is_said_with_low_confidence() -> None:
+    # cuvs' wording on a GPU the paste does not name: a slice is the usual cause, Maxwell and TCC the others
+    text = "compute_distance.hpp:244: call='cudaMallocAsync(&ptr, size, stream)', Reason=cudaErrorNotSupported:" \
+           "operation not supported\n"
+    f = _problems(text)["GPU_VIRTUALIZED"]
+    assert f.confidence == "low" and "Maxwell" in f.detail
+
+
+def test_vgpu_names_and_what_is_not_one() -> None:
+    from envdoctor.diagnose.readers.nvidia_smi import _VGPU
+
+    for named in ("NVIDIA GRID driver 19.5", "GRID A100-4C", "|   0  NVIDIA A100-3-20C   On |", "on a vGPU slice",
+                  "    Virtualization Mode                   : VGPU", "NVIDIA L4-3Q"):
+        assert _VGPU.search(named), named
+    for plain in ("grid size (128, 1, 1)", "GRID_SIZE=4", "NVIDIA A100-SXM4-80GB", "NVIDIA GeForce RTX 4090",
+                  "    Virtualization Mode                   : None", "NVIDIA H100 80GB HBM3"):
+        assert not _VGPU.search(plain), plain
+    # a healthy nvidia-smi on a whole GPU with an unrelated 801 in it: no memory-pool finding
+    assert "GPU_VIRTUALIZED" not in _serious("Step 801: loss 0.25\nNVIDIA-SMI 580.65.06  Driver Version: 580.65.06\n")

@@ -63,8 +63,6 @@ def _right(row, findings) -> bool:
 # leave this list)
 # (301 and 314 of batch 4 became kinds in diagnose.p2p-hang and diagnose.no-wheel-for-python)
 OPEN: dict = {
-    ("reports-batch5", "412"): "cudaMallocAsync's error 801 on a vGPU slice (memoryPoolsSupported=0): one report, "
-                               "not yet a kind",
     ("reports-batch5", "414"): "a throughput log whose GPU drops to 0% with no storage named: speed symptoms are "
                                "not read from pastes yet",
 }
