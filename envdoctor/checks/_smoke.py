@@ -69,12 +69,22 @@ def repro(py: PythonEnv, step: SmokeStep) -> Optional[str]:
     return command(python_of(py), "-c", code) if code else None
 
 
+# torch's ExceptionWrapper.reraise (torch/_utils.py): "Caught RuntimeError in DataLoader worker process 0."
+WRAPPED = re.compile(r"Caught \w+ in DataLoader worker process \d+\.?$")
+RAISED = re.compile(r"(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit)\b: \S")
+
+
 def quote_error(step: SmokeStep) -> str:
     """The error as raised ("OSError: ..."); envdoctor's own wording of a check the step made (StepError) as is."""
     text = (step.error or "").strip().splitlines()
     first = text[0] if text else "(no message)"
     if (step.error_type or "").endswith("StepError"):
         return first[:400]
+    last = step.traceback[-1].strip() if step.traceback else ""
+    if WRAPPED.match(first) and RAISED.match(last):
+        # torch re-raises a worker's exception in the parent as "Caught X in DataLoader worker process N." with
+        # the worker's traceback in the message: the worker's own error (the traceback's last line) is the cause
+        return f"{last} (in DataLoader worker: {first})"[:400]
     return f"{step.error_type or 'error'}: {first}"[:400]
 
 

@@ -190,3 +190,28 @@ def test_the_cuda_venv_without_a_driver_has_no_smoke_warning(cuda_venv, tmp_path
     assert all(steps[n] == "ok" for n in ("resolve", "compile", "dataloader", "checkpoint", "distributed")), smoke
     assert all(steps[n] == "skipped" for n in ("cuda-kernel", "cublas", "cudnn", "autocast", "nccl")), smoke
     assert not [f for f in report["findings"] if f["code"].startswith("smoke.") and f["severity"] != "info"]
+
+
+def test_a_dev_shm_too_small_for_the_workers_is_named_by_the_workers_error(cpu_venv, compat, tmp_path) -> None:
+    # a 64 KiB /dev/shm (a private mount namespace): the DataLoader's workers cannot hand their batches over;
+    # torch re-raises it as "Caught RuntimeError in DataLoader worker process 0." and the finding names /dev/shm
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs unshare(1) and root to mount a small /dev/shm in a private mount namespace")
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a private mount namespace here: {probe.stderr.decode(errors='replace').strip()}")
+    # the same step as above, at the limits the test runs with
+    code = "".join(line for line in DATALOADER_UNDER_LIMIT.splitlines(keepends=True)
+                   if "setrlimit" not in line).format(path=smoke_steps.__file__)
+    assert "setrlimit" not in code
+    wrap = ["unshare", "-m", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /dev/shm && exec \"$@\"", "sh"]
+    proc = subprocess.run(wrap + [cpu_venv.python, "-c", code], cwd=str(tmp_path), capture_output=True, text=True,
+                          timeout=180)
+    recs = [json.loads(ln) for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    smoke = from_dict(Smoke, {"tier": "quick", "steps": [r for r in recs if "name" in r],
+                              "open_files_limit": list(resource.getrlimit(resource.RLIMIT_NOFILE))})
+    step = smoke.step("dataloader")
+    assert step is not None and step.status == "failed", (proc.stdout, proc.stderr)
+    (f,) = smoke_findings(cpu_venv.python, smoke, compat)
+    assert (f.category, f.severity) == ("SHM_TOO_SMALL", Severity.ERROR), f
+    assert "shared memory" in f.summary and "DataLoader worker" in f.summary
