@@ -1,7 +1,5 @@
 """envdoctor: will this GPU machine run your deep-learning stack, and at the speed you pay for?"""
 
-from typing import Any
-
 __version__ = "0.1.0"
 
 __all__ = ["CollectOptions", "PreflightError", "__version__", "doctor", "preflight"]
@@ -10,7 +8,9 @@ __all__ = ["CollectOptions", "PreflightError", "__version__", "doctor", "preflig
 _LAZY = {"preflight": "preflight", "PreflightError": "preflight", "doctor": "collect", "CollectOptions": "collect"}
 
 
-def __getattr__(name: str) -> Any:
+# no `typing` import here: a typing.py in the directory of `python -m envdoctor` would break this module before
+# envdoctor/__main__.py takes that directory off sys.path
+def __getattr__(name: str) -> object:
     # `import envdoctor` stays free of side effects and cheap: the public API loads on first use
     if name in _LAZY:
         import importlib

@@ -9,9 +9,21 @@ back after ``main`` returns, so that a signal while the interpreter shuts down p
 interpreter's own start-up (``site``, the ``envdoctor`` package's one import) comes before this module.
 """
 
-import signal
+import os
 import sys
-from typing import Any, List
+
+if __name__ == "__main__" and sys.path:
+    # `python -m envdoctor` puts the working directory first on sys.path: a numbers.py or typing.py there (what
+    # torch.cwd-shadow reports about the user's run) would break envdoctor's own imports. The envdoctor package is
+    # imported already, so nothing of envdoctor's is found through that entry.
+    try:
+        if os.path.abspath(sys.path[0] or os.curdir) == os.getcwd():
+            del sys.path[0]
+    except OSError:  # the working directory was removed: its entry finds nothing anyway
+        pass
+
+import signal  # noqa: E402
+from typing import Any, List  # noqa: E402
 
 
 class _Hold:

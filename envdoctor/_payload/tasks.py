@@ -23,7 +23,7 @@ from .extension_build import load_extensions
 from .interp import finish_pth_replay, has_module, site_packages, start_pth_replay
 from .libraries import library_candidates, loaded_libraries
 from .smoke import TIERS, Smoke
-from .torch_files import extension_archs, module_origin, torch_build_files, torch_dir
+from .torch_files import cwd_shadows, extension_archs, module_origin, torch_build_files, torch_dir
 from .torch_state import inspect_torch
 
 ENV_VARS = (
@@ -147,6 +147,8 @@ def _inspect(opts: Any, state: State, result: Dict[str, Any], errors: List[str],
         state, errors, cuda_gate=opts.cuda_gate,
         before_cuda=lambda torch: smoke.after_torch_import(
             bool(getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None))))
+    # what `import torch` pulled in, against the files a run started from the working directory would load first
+    result["cwd_shadows"] = _guard(errors, "the working directory's module names", cwd_shadows)
     if result["torch"] is not None:
         state.stage = "reading loaded libraries"
         libs, err = loaded_libraries(prefixes, owners)

@@ -318,3 +318,59 @@ def extension_archs(
     return {"libraries": libraries, "truncated": truncated, "read_libraries": done, "builds": builds,
             "symbols_unresolved_reason": unresolved_why,
             "read_mb": round(total / (1024 * 1024), 1), "read_seconds": round(time.monotonic() - t0, 3)}
+
+
+_EXTENSION_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
+CWD_SHADOW_MAX_ENTRIES = 20000  # a data directory with millions of files is not listed whole
+
+
+def cwd_shadows(cwd: Optional[str] = None) -> Optional[Dict[str, Any]]:
+    """Files or packages in the working directory named like a module this process has imported (torch and what
+    it pulled in: the standard library's ``numbers``, ``queue``, ``typing``..., numpy, sympy). A run started here
+    (``python -c``, a notebook, ``python train.py`` from its own directory) has that directory first on sys.path,
+    so ``import torch`` there loads the local file instead and fails or misbehaves. This payload itself runs
+    without the directory on sys.path, so its own import worked; a module found before the path (built-in, frozen)
+    cannot be shadowed and is left out. None when the directory cannot be read."""
+    try:
+        cwd = cwd or os.getcwd()
+        names = []
+        with os.scandir(cwd) as it:
+            for n, entry in enumerate(it):
+                if n >= CWD_SHADOW_MAX_ENTRIES:
+                    break
+                names.append((entry.name, entry.is_dir(follow_symlinks=True)))
+    except (OSError, ValueError):
+        return None
+    found: List[Dict[str, Any]] = []
+    seen = set()
+    for name, is_dir in sorted(names):
+        if is_dir:
+            if not name.isidentifier() or not os.path.isfile(os.path.join(cwd, name, "__init__.py")):
+                continue  # a namespace folder loses to a regular module anywhere on sys.path
+            module = name
+        else:
+            stem, dot, _ext = name.partition(".")
+            if not dot or not name.endswith(_EXTENSION_SUFFIXES) or not stem.isidentifier():
+                continue
+            if name.endswith(".pyc") and name != stem + ".pyc":
+                continue  # a cached cpython-311.pyc in a folder other than __pycache__ is still a module by name
+            module = stem
+        if module in seen:
+            continue
+        mod = sys.modules.get(module)
+        if mod is None:
+            continue
+        spec = getattr(mod, "__spec__", None)
+        origin = getattr(spec, "origin", None)
+        if origin in ("built-in", "frozen"):
+            continue
+        loaded = getattr(mod, "__file__", None) or origin
+        path = os.path.join(cwd, name)
+        try:
+            if loaded and os.path.realpath(loaded).startswith(os.path.realpath(path)):
+                continue  # this process loaded it from there itself: not a stranger
+        except (OSError, ValueError):
+            pass
+        seen.add(module)
+        found.append({"module": module, "path": path, "hides": loaded})
+    return {"cwd": cwd, "shadows": found}

@@ -561,6 +561,22 @@ class ModuleOrigin:
 
 
 @dataclass(frozen=True)
+class ShadowFile:
+    """A file or package in the working directory named like a module the judged interpreter's ``import torch``
+    loaded from elsewhere: a run started there (its directory first on sys.path) loads this one instead."""
+
+    module: str = ""  # "numbers"
+    path: str = ""  # "/home/u/proj/numbers.py"
+    hides: Optional[str] = None  # the file the payload's import loaded: "/usr/lib/python3.11/numbers.py"
+
+
+@dataclass(frozen=True)
+class CwdShadows:
+    cwd: Optional[str] = None
+    shadows: List[ShadowFile] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class SmokeStep:
     """One step of the smoke tier (envdoctor/_payload/smoke.py), tried in its own bounded child."""
 
@@ -613,6 +629,8 @@ class PythonEnv:
     torch_inspected: Optional[bool] = None  # False under --no-torch
     extensions: Optional[ExtensionScan] = None  # None: not read (an older payload or snapshot)
     torch_origin: Optional[ModuleOrigin] = None  # where torch is imported from; None: not read (older facts)
+    # files in the working directory named like modules `import torch` loaded (issue 38); None: not read
+    cwd_shadows: Optional[CwdShadows] = None
     # library files two NVIDIA wheels claim, with the wheel the file on disk belongs to; None: not read
     shared_library_files: Optional[List[SharedLibraryFile]] = None
     # why the interpreter could not be (fully) inspected: "not_found", "not_python", "crashed", "timeout",

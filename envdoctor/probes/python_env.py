@@ -10,6 +10,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from envdoctor.domain.fastclass import dataclass
 from envdoctor.model.facts import (
+    CwdShadows,
     ExtensionScan,
     FactsError,
     LibraryCopy,
@@ -223,12 +224,16 @@ def env_from_result(result: Dict[str, Any], notes: List[str]) -> PythonEnv:
     if isinstance(result.get("pth_exec"), list):
         pth = [x for x in (_section(PthExecLine, ln, f"python.pth_exec[{k}]", notes)
                            for k, ln in enumerate(result["pth_exec"])) if x is not None]
+    cwd_shadows = None
+    if isinstance(result.get("cwd_shadows"), dict):
+        cwd_shadows = _section(CwdShadows, result["cwd_shadows"], "python.cwd_shadows", notes)
     smoke = None
     if isinstance(result.get("smoke"), dict):
         smoke = _section(Smoke, result["smoke"], "python.smoke", notes)
     payload_errors = [str(e) for e in (result.get("errors") or [])]
     return replace(base, smoke=smoke, pth_exec=pth, packages=packages, loaded_libraries=libs, library_candidates=candidates, torch=torch, extensions=extensions,
-                   torch_origin=origin, shared_library_files=shared, notes=(payload_errors + notes) or None)
+                   torch_origin=origin, shared_library_files=shared, cwd_shadows=cwd_shadows,
+                   notes=(payload_errors + notes) or None)
 
 
 def _copies(items: Any, path: str, notes: List[str]) -> List[LibraryCopy]:

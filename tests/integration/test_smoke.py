@@ -215,3 +215,21 @@ def test_a_dev_shm_too_small_for_the_workers_is_named_by_the_workers_error(cpu_v
     (f,) = smoke_findings(cpu_venv.python, smoke, compat)
     assert (f.category, f.severity) == ("SHM_TOO_SMALL", Severity.ERROR), f
     assert "shared memory" in f.summary and "DataLoader worker" in f.summary
+
+
+def test_a_stdlib_named_file_in_the_working_directory_is_found_and_its_fix_works(cpu_venv, tmp_path) -> None:
+    # no list of names: the payload compares the directory with what its own `import torch` loaded
+    (tmp_path / "numbers.py").write_text("ANSWER = 42\n")
+    (tmp_path / "test.py").write_text("print('a test.py nothing imports')\n")
+    broken = subprocess.run([cpu_venv.python, "-c", "import torch"], cwd=str(tmp_path), capture_output=True,
+                            text=True, timeout=300)
+    assert broken.returncode != 0 and "numbers" in broken.stderr  # the breakage is real
+    report = _check_json(cpu_venv.python, tmp_path)
+    (f,) = [f for f in report["findings"] if f["code"].startswith("torch.cwd-shadow/")]
+    assert (f["code"], f["severity"]) == ("torch.cwd-shadow/module", "error")
+    assert f"{tmp_path}/numbers.py" in f["summary"] or "numbers.py" in f["summary"]
+    assert "test.py" not in f["summary"]
+    subprocess.run(["sh", "-c", " && ".join(f["fix"]["commands"])], check=True, timeout=60)
+    fixed = subprocess.run([cpu_venv.python, "-c", "import torch"], cwd=str(tmp_path), capture_output=True,
+                           text=True, timeout=300)
+    assert fixed.returncode == 0, fixed.stderr[-2000:]
