@@ -34,7 +34,7 @@ cuda-build-014 dcgm-exporter-001 fabric-manager-001 gpu-operator-001 hami-001 in
 kaggle-001 langchain-chatchat-001 lightning-001 llama-cpp-002 mig-001 mmcv-005 negativo17-001
 negativo17-002 nvidia-driver-004 olares-001 ollama-007 onnxruntime-007 onnxruntime-008 onnxruntime-009
 onnxruntime-010 onnxruntime-011 paddle-001 podman-001 podman-002 rapids-001 rapids-002 tensorflow-007
-tensorflow-008 tensorflow-009 tensorflow-011 tensorflow-012 tensorrt-005 torch-downstream-010 torch-downstream-015
+tensorflow-008 tensorflow-009 tensorflow-011 tensorflow-012 torch-downstream-010 torch-downstream-015
 torch-downstream-016 torch-downstream-017 torch-downstream-024 triton-001 triton-002 vllm-021 void-linux-001
 wsl-005
 """.split())
