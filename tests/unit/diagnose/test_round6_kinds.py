@@ -8,6 +8,14 @@
   from NVIDIA/nvidia-docker), TensorRT's "Unsupported SM" (tensorrt-016), an NGC-based serving image refusing the
   GPU (fauxpilot-001).
 
+- A run-time loader that finds no cuBLAS/cuDNN of the major it was built for (CTranslate2 under faster-whisper and
+  whisperX, cuDNN loading its sub-libraries): CUDA_LIBRARY_VERSION_MISMATCH, the label of twelve earlier rows from six
+  trackers (SYSTRAN/faster-whisper, Softcatala/whisper-ctranslate2, pavelzbornik/whisperX-FastAPI,
+  reriiasu/speech-to-text, jhj0517/Whisper-WebUI, Purfview/whisper-standalone-win).
+- A serialized TensorRT engine loaded by another TensorRT release (CUDA_LIBRARY_VERSION_MISMATCH) or on a GPU of
+  another compute capability (GPU_ARCH_NOT_IN_TORCH_BUILD): eight earlier rows from five trackers (NVIDIA/TensorRT,
+  NVIDIA/retinanet-examples, GeekAlexis/FastMOT, seanavery/yolov5-tensorrt, mingj2021/segment-anything-tensorrt).
+
 Each kind on invented lines of the same shape (not copies of the corpus pastes), on the corpus rows it fixes, and
 on a healthy paste that uses the same words and must not get an error."""
 
@@ -19,7 +27,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
+from envdoctor.diagnose import NothingRecognised, diagnose_report
 from envdoctor.model.findings import Severity
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
@@ -35,6 +43,22 @@ def _by_category(report) -> dict:
 
 def _errors(report) -> list:
     return [f for f in report.problems if f.severity == Severity.ERROR]
+
+
+def _quiet(text: str) -> list:
+    """The error findings of a healthy paste; a paste with nothing envdoctor reads has none (the CLI exits 2)."""
+    try:
+        report = _report(text)
+    except NothingRecognised:
+        return []
+    return [f for f in report.problems if f.severity == Severity.ERROR or f.category in _KINDS]
+
+
+_KINDS = {"CUDA_LIBRARY_VERSION_MISMATCH", "GPU_ARCH_NOT_IN_TORCH_BUILD", "DRIVER_TOO_OLD_FOR_TORCH_CUDA"}
+
+
+_SMI = ("| NVIDIA-SMI 550.54.14              Driver Version: 550.54.14      CUDA Version: 12.4     |\n"
+        "|   0  NVIDIA GeForce RTX 4090        Off |   00000000:01:00.0 Off |                  Off |\n")
 
 
 def _evidence(finding) -> dict:
@@ -115,7 +139,79 @@ def test_serving_image_refuses_the_gpu() -> None:
     assert _evidence(f)["gpu"] == "Tesla K80"
 
 
-# ---- the corpus rows these kinds fix (they left still_wrong_6.txt and round 3's list)
+# ---- a run-time loader without the CUDA library major it was built for
+
+
+@pytest.mark.parametrize("line,lib", [
+    ("RuntimeError: Library libcublas.so.12 is not found or cannot be loaded", "libcublas.so.12"),
+    ("RuntimeError: Library cublas64_12.dll is not found or cannot be loaded", "cublas64_12.dll"),
+    ("Could not load library libcudnn_cnn_infer.so.8. Error: libcudnn_cnn_infer.so.8: cannot open shared object file: "
+     "No such file or directory", "libcudnn_cnn_infer.so.8"),
+    ("Could not locate cudnn_cnn_infer64_8.dll. Please make sure it is in your library path!", "cudnn_cnn_infer64_8.dll"),
+    ("Unable to load any of {libcudnn_graph.so.9.2.1, libcudnn_graph.so.9.2, libcudnn_graph.so.9, libcudnn_graph.so}",
+     "libcudnn_graph.so"),
+])
+def test_loader_without_the_cuda_library_major(line: str, lib: str) -> None:
+    text = ("$ whisper-ctranslate2 --model small talk.wav\nDetected language 'German' with probability 0.98\n"
+            + line + "\nAborted (core dumped)\n")
+    f = _by_category(_report(text))["CUDA_LIBRARY_VERSION_MISMATCH"]
+    assert (f.severity, f.confidence) == (Severity.ERROR, "medium")
+    assert f.code in {"messages.signature/ct2-cuda-library-not-loaded", "messages.signature/cudnn-sublibrary-not-located",
+                      "messages.signature/cudnn-unable-to-load-any"}
+    assert lib in _evidence(f).values()
+
+
+def test_cuda_libraries_listed_by_the_loader_are_quiet() -> None:
+    # the same library names in a healthy listing: ldconfig's cache and a working transcription
+    text = _SMI + ("$ ldconfig -p | grep -e libcudnn -e libcublas\n"
+            "\tlibcudnn_ops.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn_ops.so.9\n"
+            "\tlibcudnn_cnn.so.9 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcudnn_cnn.so.9\n"
+            "\tlibcublas.so.12 (libc6,x86-64) => /usr/local/cuda/lib64/libcublas.so.12\n"
+            "$ whisper-ctranslate2 --model small --device cuda talk.wav\n"
+            "Detected language 'German' with probability 0.98\n[00:00.000 --> 00:04.000] Guten Tag.\n")
+    _report(text)  # the nvidia-smi lines make it a report (no NothingRecognised)
+    assert _quiet(text) == []
+
+
+# ---- a serialized TensorRT engine from another release or another GPU
+
+
+def test_tensorrt_engine_from_another_release() -> None:
+    text = ("[11/02/2023-09:10:11] [TRT] [E] 1: [stdArchiveReader.cpp::StdArchiveReader::42] Error Code 1: "
+            "Serialization (Serialization assertion stdVersionRead == serializationVersion failed.Version tag does not "
+            "match. Note: Current Version: 228, Serialized Engine Version: 213)\n"
+            "[11/02/2023-09:10:11] [TRT] [E] 4: [runtime.cpp::deserializeCudaEngine::66] Error Code 4: Internal Error "
+            "(Engine deserialization failed.)\n")
+    f = _by_category(_report(text))["CUDA_LIBRARY_VERSION_MISMATCH"]
+    assert (f.code, f.severity, f.confidence) == \
+        ("messages.signature/tensorrt-engine-other-version", Severity.ERROR, "high")
+    assert "Rebuild the engine" in f.fix.summary
+    older = "6: The engine plan file is not compatible with this version of TensorRT, expecting library version 8.2.1 got 8.4.3, please rebuild.\n"
+    g = _by_category(_report(older))["CUDA_LIBRARY_VERSION_MISMATCH"]
+    assert (_evidence(g)["expected"], _evidence(g)["got"]) == ("8.2.1", "8.4.3")
+
+
+def test_tensorrt_engine_from_another_gpu() -> None:
+    text = ("[TensorRT] ERROR: INVALID_CONFIG: The engine plan file is generated on an incompatible device, "
+            "expecting compute 8.9 got compute 8.6, please rebuild.\n")
+    f = _by_category(_report(text))["GPU_ARCH_NOT_IN_TORCH_BUILD"]
+    assert (f.code, f.severity, f.confidence) == \
+        ("messages.signature/tensorrt-engine-other-device", Severity.ERROR, "high")
+    assert (_evidence(f)["expected"], _evidence(f)["got"]) == ("8.9", "8.6")
+
+
+def test_tensorrt_engine_loaded_and_run_is_quiet() -> None:
+    text = _SMI + ("[11/02/2023-09:10:11] [TRT] [I] Loaded engine size: 54 MiB\n"
+            "[11/02/2023-09:10:11] [TRT] [I] [MemUsageChange] TensorRT-managed allocation in engine deserialization: "
+            "CPU +0, GPU +52, now: CPU 0, GPU 52 (MiB)\n"
+            "[11/02/2023-09:10:12] [TRT] [I] [MemUsageChange] TensorRT-managed allocation in IExecutionContext "
+            "creation: CPU +0, GPU +10, now: CPU 0, GPU 62 (MiB)\n"
+            "&&&& PASSED TensorRT.trtexec [TensorRT v8601] # trtexec --loadEngine=model.engine\n")
+    _report(text)
+    assert _quiet(text) == []
+
+
+# ---- the corpus rows these kinds fix (they left still_wrong_6.txt and the earlier rounds' lists)
 
 
 def _row(folder: str, rid: str):
@@ -131,6 +227,13 @@ def _row(folder: str, rid: str):
     ("container-toolkit", "container-toolkit-031", "messages.signature/tf-gpu-below-min-capability"),
     ("tensorrt", "tensorrt-016", "messages.signature/tensorrt-unsupported-sm"),
     ("fauxpilot", "fauxpilot-001", "messages.signature/container-gpu-not-supported"),
+    ("ctranslate2", "ctranslate2-003", "messages.signature/ct2-cuda-library-not-loaded"),
+    ("ctranslate2", "ctranslate2-001", "messages.signature/ct2-cuda-library-not-loaded"),
+    ("whisper", "whisper-004", "messages.signature/cudnn-sublibrary-not-located"),
+    ("ctranslate2", "ctranslate2-008", "messages.signature/cudnn-unable-to-load-any"),
+    ("tensorrt", "tensorrt-012", "messages.signature/tensorrt-engine-other-version"),
+    ("tensorrt", "tensorrt-009", "messages.signature/tensorrt-engine-other-version"),
+    ("tensorrt", "tensorrt-010", "messages.signature/tensorrt-engine-other-device"),
 ])
 def test_corpus_rows_of_these_kinds(folder: str, rid: str, code: str) -> None:
     row, text = _row(folder, rid)
