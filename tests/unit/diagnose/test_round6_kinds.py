@@ -16,6 +16,11 @@
   another compute capability (GPU_ARCH_NOT_IN_TORCH_BUILD): eight earlier rows from five trackers (NVIDIA/TensorRT,
   NVIDIA/retinanet-examples, GeekAlexis/FastMOT, seanavery/yolov5-tensorrt, mingj2021/segment-anything-tensorrt).
 
+- nvidia-docker 1's version check (the driver's CUDA below the image's): DRIVER_TOO_OLD_FOR_TORCH_CUDA, three rows from
+  NVIDIA/nvidia-docker and h2oai/h2o4gpu.
+- Triton's compiler cannot target the GPU (too old for Triton, or newer than the ptxas it bundles):
+  GPU_ARCH_NOT_IN_TORCH_BUILD, four rows from triton-lang/triton, ModelTC/LightLLM and MIC-DKFZ/nnUNet.
+
 Each kind on invented lines of the same shape (not copies of the corpus pastes), on the corpus rows it fixes, and
 on a healthy paste that uses the same words and must not get an error."""
 
@@ -211,6 +216,52 @@ def test_tensorrt_engine_loaded_and_run_is_quiet() -> None:
     assert _quiet(text) == []
 
 
+# ---- nvidia-docker 1's version check; Triton's compiler and the GPU
+
+
+def test_nvidia_docker1_refuses_an_image_newer_than_the_driver() -> None:
+    text = ("$ nvidia-docker run --rm nvidia/cuda nvidia-smi\n"
+            "nvidia-docker | 2017/03/02 10:11:12 Error: unsupported CUDA version: driver 8.0 < image 9.1.85\n")
+    f = _by_category(_report(text))["DRIVER_TOO_OLD_FOR_TORCH_CUDA"]
+    assert (f.code, f.severity, f.confidence) == \
+        ("messages.signature/nvidia-docker1-cuda-version-check", Severity.ERROR, "high")
+    assert _evidence(f)["versions"] == "driver 8.0 < image 9.1.85"
+
+
+def test_nvidia_docker1_driver_not_read_is_not_called_too_old() -> None:
+    # "driver 0.0": nvidia-docker could not read the driver at all, another cause than an old driver
+    text = _SMI + "nvidia-docker | 2017/05/22 10:11:12 Error: unsupported CUDA version: driver 0.0 < image 8.0.61\n"
+    report = _report(text)
+    assert "messages.signature/nvidia-docker1-cuda-version-check" not in {f.code for f in report.problems}
+
+
+def test_triton_compiler_and_an_old_gpu() -> None:
+    text = ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:\n"
+            "RuntimeError: Found Tesla P100-PCIE-16GB which is too old to be supported by the triton GPU compiler, "
+            "which is used as the backend. Triton only supports devices of CUDA Capability >= 7.0, but your device "
+            "is of CUDA capability 6.0\n")
+    f = _by_category(_report(text))["GPU_ARCH_NOT_IN_TORCH_BUILD"]
+    assert (f.code, f.severity, f.confidence) == ("messages.signature/triton-gpu-too-old", Severity.ERROR, "high")
+    assert _evidence(f)["gpu"] == "Tesla P100-PCIE-16GB"
+
+
+def test_triton_ptxas_older_than_the_gpu() -> None:
+    text = ("triton.runtime.errors.PTXASError: PTXAS error: Internal Triton PTX codegen error\n"
+            "`ptxas` stderr:\nptxas fatal   : Value 'sm_120a' is not defined for option 'gpu-name'\n")
+    f = _by_category(_report(text))["GPU_ARCH_NOT_IN_TORCH_BUILD"]
+    assert (f.code, f.severity, f.confidence) == \
+        ("messages.signature/ptxas-unknown-gpu-name", Severity.ERROR, "medium")
+    assert _evidence(f)["sm"] == "sm_120a"
+
+
+def test_triton_compiling_for_its_gpu_is_quiet() -> None:
+    text = _SMI + ("$ TRITON_PTXAS_PATH=/usr/local/cuda/bin/ptxas python train.py --compile\n"
+                   "ptxas info    : Used 40 registers, 384 bytes smem, 400 bytes cmem[0]\n"
+                   "step 10 loss 2.31\n")
+    _report(text)
+    assert _quiet(text) == []
+
+
 # ---- the corpus rows these kinds fix (they left still_wrong_6.txt and the earlier rounds' lists)
 
 
@@ -234,6 +285,11 @@ def _row(folder: str, rid: str):
     ("tensorrt", "tensorrt-012", "messages.signature/tensorrt-engine-other-version"),
     ("tensorrt", "tensorrt-009", "messages.signature/tensorrt-engine-other-version"),
     ("tensorrt", "tensorrt-010", "messages.signature/tensorrt-engine-other-device"),
+    ("container-toolkit", "container-toolkit-021", "messages.signature/nvidia-docker1-cuda-version-check"),
+    ("container-toolkit", "container-toolkit-014", "messages.signature/nvidia-docker1-cuda-version-check"),
+    ("triton", "triton-004", "messages.signature/triton-gpu-too-old"),
+    ("triton", "triton-001", "messages.signature/ptxas-unknown-gpu-name"),
+    ("triton", "triton-002", "messages.signature/ptxas-unknown-gpu-name"),
 ])
 def test_corpus_rows_of_these_kinds(folder: str, rid: str, code: str) -> None:
     row, text = _row(folder, rid)
