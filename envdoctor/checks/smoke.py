@@ -14,12 +14,13 @@ from ._smoke import (
     DIR_VARIABLE,
     EMFILE,
     LOW_NOFILE,
-    NOEXEC,
     PERMISSION,
     SHARING_DOCS,
     compiler_fix,
     matching_signature,
+    mount_evidence,
     move_commands,
+    noexec_of,
     python_of,
     quote_error,
     repro,
@@ -89,24 +90,33 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
         var = first.get("variable") or DIR_VARIABLE.get(first.get("role") or "", "TMPDIR")
         if var == "XDG_CACHE_HOME":
             var = "TORCH_EXTENSIONS_DIR"
-        noexec = bool(NOEXEC.search(first.get("error") or ""))
+        noexec = noexec_of(first)
         places = ", ".join(f"{x.get('path')} ({x.get('role')})" for x in bad)
+        points = list(dict.fromkeys(x["mount_point"] for x in bad if x.get("mount_point") and noexec_of(x)))
         summary = (f"a freshly compiled module cannot be loaded from {places}"
-                   + (": the mount forbids executing files (noexec)" if noexec else "")
+                   + ((f": the mount forbids executing files ({', '.join(points)} mounted noexec)" if points else
+                       ": the mount forbids executing files (noexec)") if noexec else "")
                    + "; torch.compile and JIT extensions load their code from there")
         ev.append(Evidence(f"pythons[{i}].smoke.steps[{k}].detail.loads", first.get("error"),
                            source=f"{first.get('path')} ({first.get('role')}, {var})"))
+        ev += mount_evidence(i, k, d.get("loads") or [])
         fixes = move_commands(bad, d.get("dirs") or [])
+        if noexec:
+            fixes += [f"# or, as root, allow executing files on the mount: mount -o remount,exec {p}" for p in points]
         return STEPS.error(
             "noexec" if noexec else "compile-failed", summary,
             detail="Inductor builds C++ and triton kernels into its cache (TORCHINDUCTOR_CACHE_DIR, by default under "
                    "the temp directory) and cpp_extension into TORCH_EXTENSIONS_DIR, then loads them; a directory on a "
                    "noexec mount (a hardened /tmp, some container and HPC scratch mounts) refuses to map them "
-                   "executable: 'failed to map segment from shared object' or 'Operation not permitted'.",
+                   "executable: 'failed to map segment from shared object' or 'Operation not permitted'."
+                   if noexec else "Inductor and cpp_extension load the code they build from these directories; the "
+                   "loader refused it there (the error is quoted; the mount allows executing files).",
             evidence=ev,
             fix=Fix("Point the variable at a directory on a mount that allows executing files (or remount without "
                     "noexec), in the shell or job script that starts the run", fixes,
-                    "https://man7.org/linux/man-pages/man8/mount.8.html"),
+                    "https://man7.org/linux/man-pages/man8/mount.8.html") if noexec else
+            Fix("Point the variable at another directory, in the shell or job script that starts the run (or fix "
+                "what the loader names there: an address-space limit, `ulimit -v`, or a security policy)", fixes),
             subject=py.executable)
     out = d.get("compiler_output")
     if out:
@@ -239,10 +249,13 @@ def check_steps(ctx: CheckContext) -> List[Finding]:
                 continue
             if step.name == "dataloader" and EMFILE.search((step.error or "") + " ".join(step.traceback)):
                 continue  # smoke.open-files names the cause and its fix
-            if step.name == "compile":
+            # the compile and resolve verdicts read what the step found (its detail); a step that crashed, hung or
+            # raised before it found anything is judged as any other failed step (never "loads nothing")
+            if step.name == "compile" and step.status == "failed" and step.detail.get("compiler"):
                 findings.append(_compile_finding(ctx, i, py, step, k))
-            elif step.name == "resolve" or (step.name.startswith("import:") and (
-                    step.detail.get("inside") is False or step.detail.get("version_mismatch"))):
+            elif (step.name == "resolve" and any(m.get("inside") is False for m in step.detail.get("modules") or [])) \
+                    or (step.name.startswith("import:") and (
+                        step.detail.get("inside") is False or step.detail.get("version_mismatch"))):
                 findings.append(_shadow_finding(ctx.facts, i, py, step, k))
             elif step.name.startswith("import:") and _library_failed(py, step.name.split(":", 1)[1]):
                 findings.append(_already_said(i, py, step, k))
