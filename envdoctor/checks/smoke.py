@@ -101,8 +101,6 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
                            source=f"{first.get('path')} ({first.get('role')}, {var})"))
         ev += mount_evidence(i, k, d.get("loads") or [])
         fixes = move_commands(bad, d.get("dirs") or [])
-        if noexec:
-            fixes += [f"# or, as root, allow executing files on the mount: mount -o remount,exec {p}" for p in points]
         return STEPS.error(
             "noexec" if noexec else "compile-failed", summary,
             detail="Inductor builds C++ and triton kernels into its cache (TORCHINDUCTOR_CACHE_DIR, by default under "
@@ -112,8 +110,10 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
                    if noexec else "Inductor and cpp_extension load the code they build from these directories; the "
                    "loader refused it there (the error is quoted; the mount allows executing files).",
             evidence=ev,
-            fix=Fix("Point the variable at a directory on a mount that allows executing files (or remount without "
-                    "noexec), in the shell or job script that starts the run", fixes,
+            fix=Fix("Point the variable at a directory on a mount that allows executing files, in the shell or job "
+                    "script that starts the run (or, as root, remount without noexec: " + (
+                        "; ".join(f"mount -o remount,exec {p}" for p in points) or "mount -o remount,exec <mount>")
+                    + ")", fixes,
                     "https://man7.org/linux/man-pages/man8/mount.8.html") if noexec else
             Fix("Point the variable at another directory, in the shell or job script that starts the run (or fix "
                 "what the loader names there: an address-space limit, `ulimit -v`, or a security policy)", fixes),
@@ -282,8 +282,9 @@ def check_open_files(ctx: CheckContext) -> List[Finding]:
             continue
         ev = [Evidence(f"pythons[{i}].smoke.open_files_limit", soft, expected=f"> {LOW_NOFILE}",
                        source=f"RLIMIT_NOFILE soft {soft}, hard {'unlimited' if hard is None else hard}")]
-        raise_to = "unlimited" if hard is None else hard
-        cmds = [f"ulimit -n {raise_to if hard is None or hard < 65536 else 65536}",
+        # the hard limit, or 65536 where it is higher or unlimited (Linux refuses an unlimited RLIMIT_NOFILE: its
+        # ceiling is fs.nr_open, getrlimit(2))
+        cmds = [f"ulimit -n {hard if hard is not None and hard < 65536 else 65536}",
                 "# for every login: '* soft nofile 65536' in /etc/security/limits.conf (not above the hard limit)",
                 "# or, where the limit cannot be raised, in the training script before its DataLoaders: "
                 "torch.multiprocessing.set_sharing_strategy('file_system')"]
