@@ -354,3 +354,16 @@ def test_a_step_that_broke_before_it_found_anything_is_quoted_not_guessed(compat
             if f.code.startswith("smoke.")]
     assert (f.code, f.severity) == (f"smoke.steps/{name}-failed", Severity.ERROR)
     assert f.summary == f"{name} failed when tried in {PY}: ValueError: an error nobody has catalogued (zxqv-42)"
+
+
+def test_a_gpu_below_tritons_floor_is_named_when_torch_compile_fails_on_it(compat) -> None:
+    # torch 2.13.0's GPUTooOldForTriton, as the thorough tier's end-to-end torch.compile would meet it on a GTX 1080 Ti
+    step = SmokeStep("torch-compile", "failed", 12.0, error_type="torch._inductor.exc.InductorError",
+                     error="GPUTooOldForTriton: Found NVIDIA GeForce GTX 1080 Ti which is too old to be supported by "
+                           "the triton GPU compiler, which is used as the backend. Triton only supports devices of "
+                           "CUDA Capability >= 7.0, but your device is of CUDA capability 6.1")
+    (f,) = [f for f in judge(Facts(pythons=[env(OK + [step], tier="thorough")]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.category, f.severity) == ("smoke.steps/signature-gpu-too-old-for-triton",
+                                                "GPU_ARCH_NOT_IN_TORCH_BUILD", Severity.ERROR)
+    assert "compute capability 7.0 or newer" in f.fix.summary
