@@ -222,7 +222,7 @@ def _library_failed(py: PythonEnv, dist: str) -> Optional[str]:
     torch (packages.extension-build judges it, with its cause): the smoke import failing too is the same fault."""
     scan = py.extensions
     for lib in (scan.libraries if scan is not None else []):
-        if lib.distribution == dist and lib.loaded is False and lib.load_error:
+        if lib.distribution == dist and lib.loaded is False and lib.load_error and lib.skipped is None:
             return lib.load_error
     return None
 

@@ -47,9 +47,9 @@ def _namespace(scratch: Path) -> List[str]:
         if flags == ["-m"] and os.geteuid() != 0:
             continue
         wrap = ["unshare", *flags, "sh", "-c", f"mount -t tmpfs -o noexec tmpfs {scratch} && exec \"$@\"", "sh"]
-        probe = subprocess.run(wrap + ["findmnt", "-no", "OPTIONS", "-T", str(scratch)], capture_output=True,
-                               text=True, timeout=30)
-        if probe.returncode == 0 and "noexec" in probe.stdout.split(","):
+        probe = subprocess.run(wrap + ["cat", "/proc/self/mountinfo"], capture_output=True, text=True, timeout=30)
+        if probe.returncode == 0 and any(f[4] == str(scratch) and "noexec" in f[5].split(",") for f in (
+                line.split() for line in probe.stdout.splitlines()) if len(f) > 5):
             return wrap
         tried.append(f"unshare {' '.join(flags)}: {(probe.stderr or probe.stdout).strip()[:200]}")
     pytest.skip("cannot mount a noexec tmpfs in a private mount namespace here (" + "; ".join(tried) + ")")

@@ -367,3 +367,27 @@ def test_a_gpu_below_tritons_floor_is_named_when_torch_compile_fails_on_it(compa
     assert (f.code, f.category, f.severity) == ("smoke.steps/signature-gpu-too-old-for-triton",
                                                 "GPU_ARCH_NOT_IN_TORCH_BUILD", Severity.ERROR)
     assert "compute capability 7.0 or newer" in f.fix.summary
+
+
+def test_an_import_said_by_extension_build_still_counts_as_a_problem(compat) -> None:
+    # the smoke note defers to packages.extension-build, whose error is what the verdict counts
+    from envdoctor.model.facts import ExtensionLibrary, ExtensionScan
+    from envdoctor.report.summary import verdict
+
+    err = "/s/torchvision/_C.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev"
+    step = SmokeStep("import:torchvision", "failed", 0.9, error_type="OSError", error=err,
+                     detail={"module": "torchvision"})
+    py = dataclasses.replace(env(OK + [step]), extensions=ExtensionScan(libraries=[
+        ExtensionLibrary("torchvision", "0.28.0", "/s/torchvision/_C.so", loaded=False, load_error=err)]))
+    report = judge(Facts(pythons=[py]), compat)
+    assert [(f.code, f.severity) for f in report.problems] == [("packages.extension-build/does-not-load",
+                                                               Severity.ERROR)]
+    assert not verdict(report).startswith("No problems")
+    # a library the scan skipped (a budget) was not judged there: the smoke step is then the problem itself (here
+    # the catalogue's undefined-torch-symbol row)
+    skipped = dataclasses.replace(py, extensions=ExtensionScan(libraries=[
+        ExtensionLibrary("torchvision", "0.28.0", "/s/torchvision/_C.so", loaded=False, load_error=err,
+                         skipped="the read budget")]))
+    report = judge(Facts(pythons=[skipped]), compat)
+    assert [(f.code, f.severity) for f in report.problems] == [
+        ("smoke.steps/signature-extension-undefined-torch-symbol", Severity.ERROR)]
