@@ -95,7 +95,8 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
         points = list(dict.fromkeys(x["mount_point"] for x in bad if x.get("mount_point") and noexec_of(x)))
         summary = (f"a freshly compiled module cannot be loaded from {places}"
                    + ((f": the mount forbids executing files ({', '.join(points)} mounted noexec)" if points else
-                       ": the mount forbids executing files (noexec)") if noexec else "")
+                       ": the mount forbids executing files (noexec)") if noexec else
+                      f": {str(first.get('error') or 'no error text')[:240]}")
                    + "; torch.compile and JIT extensions load their code from there")
         ev.append(Evidence(f"pythons[{i}].smoke.steps[{k}].detail.loads", first.get("error"),
                            source=f"{first.get('path')} ({first.get('role')}, {var})"))
@@ -107,16 +108,18 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
                    "the temp directory) and cpp_extension into TORCH_EXTENSIONS_DIR, then loads them; a directory on a "
                    "noexec mount (a hardened /tmp, some container and HPC scratch mounts) refuses to map them "
                    "executable: 'failed to map segment from shared object' or 'Operation not permitted'."
-                   if noexec else "Inductor and cpp_extension load the code they build from these directories; the "
-                   "loader refused it there (the error is quoted; the mount allows executing files).",
+                   if noexec else "Inductor and cpp_extension build code into these directories and load it from "
+                   "there; the step could not (the error is quoted; the mount, where it was read, allows executing "
+                   "files).",
             evidence=ev,
             fix=Fix("Point the variable at a directory on a mount that allows executing files, in the shell or job "
                     "script that starts the run (or, as root, remount without noexec: " + (
                         "; ".join(f"mount -o remount,exec {p}" for p in points) or "mount -o remount,exec <mount>")
                     + ")", fixes,
                     "https://man7.org/linux/man-pages/man8/mount.8.html") if noexec else
-            Fix("Point the variable at another directory, in the shell or job script that starts the run (or fix "
-                "what the loader names there: an address-space limit, `ulimit -v`, or a security policy)", fixes),
+            Fix("Point the variable at another directory (one this user can write, on a mount that allows executing "
+                "files), in the shell or job script that starts the run; or fix what the error names there "
+                "(permissions, a read-only mount, an address-space limit `ulimit -v`, a security policy)", fixes),
             subject=py.executable)
     out = d.get("compiler_output")
     if out:

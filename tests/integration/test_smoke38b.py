@@ -4,7 +4,8 @@
   a private mount namespace (``unshare -rm``: a user and mount namespace, so no root is needed where user
   namespaces are allowed; skipped with the reason where neither it nor ``unshare -m`` as root can mount): the
   compile step fails, the finding names the mount point read from /proc/self/mountinfo, and its fix, run in a shell
-  in the same namespace, leaves an environment where the same step passes;
+  in the same namespace, leaves an environment where the same step passes; a read-only cache on a mount that
+  allows executing files is quoted as what it is, never called noexec;
 - the whole ``envdoctor check`` under a soft open-files limit the smoke DataLoader runs out of, both ways it runs
   out (the main process: torch's "Too many open files"; the workers' queue feeders: OSError [Errno 24], after which
   the loader waited for a batch that never came): an error of the limit, never "No problems found", and the fix
@@ -37,22 +38,22 @@ def compat():
     return load_compat()
 
 
-def _namespace(scratch: Path) -> List[str]:
-    """The argv prefix that runs a command in a private mount namespace with a noexec tmpfs over ``scratch``;
-    skips the test, saying why, where no such namespace can be made here."""
+def _namespace(scratch: Path, option: str = "noexec") -> List[str]:
+    """The argv prefix that runs a command in a private mount namespace with a tmpfs mounted ``option`` over
+    ``scratch``; skips the test, saying why, where no such namespace can be made here."""
     if shutil.which("unshare") is None:
         pytest.skip("unshare(1) is not installed: no private mount namespace to mount a noexec tmpfs in")
     tried = []
     for flags in (["-rm"], ["-m"]):
         if flags == ["-m"] and os.geteuid() != 0:
             continue
-        wrap = ["unshare", *flags, "sh", "-c", f"mount -t tmpfs -o noexec tmpfs {scratch} && exec \"$@\"", "sh"]
+        wrap = ["unshare", *flags, "sh", "-c", f"mount -t tmpfs -o {option} tmpfs {scratch} && exec \"$@\"", "sh"]
         probe = subprocess.run(wrap + ["cat", "/proc/self/mountinfo"], capture_output=True, text=True, timeout=30)
-        if probe.returncode == 0 and any(f[4] == str(scratch) and "noexec" in f[5].split(",") for f in (
+        if probe.returncode == 0 and any(f[4] == str(scratch) and option in f[5].split(",") for f in (
                 line.split() for line in probe.stdout.splitlines()) if len(f) > 5):
             return wrap
         tried.append(f"unshare {' '.join(flags)}: {(probe.stderr or probe.stdout).strip()[:200]}")
-    pytest.skip("cannot mount a noexec tmpfs in a private mount namespace here (" + "; ".join(tried) + ")")
+    pytest.skip(f"cannot mount a {option} tmpfs in a private mount namespace here (" + "; ".join(tried) + ")")
 
 
 @pytest.mark.parametrize("variable,role", [("TMPDIR", "temp"), ("TORCHINDUCTOR_CACHE_DIR", "inductor-cache"),
@@ -90,6 +91,29 @@ def test_a_build_directory_on_a_noexec_mount_is_named_with_its_mount_and_the_fix
     again = fresh(cpu_venv.python, COMPILE, tmp_path, _env(HOME=str(home), **{variable: fixed[variable]}), wrap=wrap)
     assert again.step("compile").status == "ok", again.step("compile")
     assert not smoke_findings(cpu_venv.python, again, compat)
+
+
+def test_a_read_only_cache_is_not_called_noexec_and_its_move_works(cpu_venv, compat, tmp_path) -> None:
+    # the other way a cache directory fails, on a mount that allows executing files: quoted, never "noexec"
+    scratch = tmp_path / "ro"
+    scratch.mkdir()
+    wrap = _namespace(scratch, "ro")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = _env(HOME=str(home), TRITON_CACHE_DIR=str(scratch / "cache"))
+    smoke = fresh(cpu_venv.python, COMPILE, tmp_path, env, wrap=wrap)
+    (bad,) = [x for x in smoke.step("compile").detail["loads"] if x["ok"] is False]
+    assert bad["role"] == "triton-cache" and "Read-only file system" in bad["error"] and not bad.get("noexec")
+    (f,) = smoke_findings(cpu_venv.python, smoke, compat)
+    assert (f.code, f.category, f.severity) == ("smoke.steps/compile-failed", "TORCH_COMPILE_UNUSABLE",
+                                                Severity.ERROR)
+    assert "noexec" not in f.summary and "Read-only file system" in f.summary
+    ran = subprocess.run(wrap + ["sh", "-c", " && ".join(f.fix.commands[1:]) + " && env"], env=env,
+                         capture_output=True, text=True, timeout=60, check=True)
+    fixed = dict(line.split("=", 1) for line in ran.stdout.splitlines() if "=" in line)
+    again = fresh(cpu_venv.python, COMPILE, tmp_path, _env(HOME=str(home), TRITON_CACHE_DIR=fixed["TRITON_CACHE_DIR"]),
+                  wrap=wrap)
+    assert again.step("compile").status == "ok", again.step("compile")
 
 
 def _soft_limit(soft: int):

@@ -263,6 +263,9 @@ def test_a_load_refused_on_an_exec_mount_is_not_called_noexec(compat) -> None:
     assert (f.code, f.category, f.severity) == ("smoke.steps/compile-failed", "TORCH_COMPILE_UNUSABLE",
                                                 Severity.ERROR)
     assert "noexec" not in f.summary and "noexec" not in f.detail
+    assert f.summary == ("a freshly compiled module cannot be loaded from /tmp/torchinductor_u (inductor-cache): "
+                         "OSError: /tmp/torchinductor_u/envdoctor_smoke_1/smoke.so: failed to map segment from shared "
+                         "object; torch.compile and JIT extensions load their code from there")
     assert f.fix.summary.startswith("Point the variable at another directory")
 
 
