@@ -379,6 +379,7 @@ def step_compile(python_h=True, **_kw):
                 entry["ok"] = False
                 entry["error"] = _short(f"{type(e).__name__}: {e}", 600)
             if not entry["ok"]:
+                entry.update(mount_of(path))
                 failed.append(entry)
         detail["loads"] = loads
         if failed:
@@ -393,6 +394,42 @@ def step_compile(python_h=True, **_kw):
             except OSError:
                 pass
     return detail
+
+
+def _unescape_mount(field):
+    """A mountinfo field with its octal escapes undone ("/mnt/my\\040disk" -> "/mnt/my disk")."""
+    import re
+
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mount_of(path):
+    """Where a directory that could not load code is mounted, as this process sees it (its mount namespace):
+    statvfs's ST_NOEXEC flag, and the mount point and per-mount options of the last (topmost) mount in
+    /proc/self/mountinfo holding it (proc(5): field 5 the mount point, field 6 the options). Read only after a
+    load failed."""
+    out = {}
+    try:
+        out["noexec"] = bool(os.statvfs(path).f_flag & getattr(os, "ST_NOEXEC", 8))
+    except (OSError, AttributeError, ValueError):
+        pass
+    try:
+        real = os.path.realpath(path)
+        best = None
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) < 6:
+                    continue
+                point = _unescape_mount(parts[4])
+                if (real == point or real.startswith(point.rstrip("/") + "/")) and (
+                        best is None or len(point) >= len(best[0])):
+                    best = (point, parts[5])
+        if best is not None:
+            out["mount_point"], out["mount_options"] = best
+    except (OSError, ValueError):
+        pass
+    return out
 
 
 def _top_modules(location, record_text, name):
@@ -506,7 +543,37 @@ def _release(text):
 # --------------------------------------------------------------------------- steps with torch
 
 
-def step_dataloader(**_kw):
+def _stderr_to_file():
+    """Point this child's fd 2 (and so its DataLoader workers') at an unlinked temporary file, so that what a
+    worker prints before it dies or stalls can be quoted (a worker's feeder thread that runs out of descriptors
+    prints OSError: [Errno 24] and the loader waits for a batch that never comes). False where it cannot."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile() as f:
+            os.dup2(f.fileno(), 2)
+        return True
+    except Exception:
+        return False
+
+
+def _stderr_tail():
+    """What was written to fd 2 since _stderr_to_file (the workers' tracebacks): its last lines, and the
+    exception lines ("OSError: [Errno 24] Too many open files"), each once."""
+    import re
+
+    try:
+        end = os.lseek(2, 0, os.SEEK_END)
+        os.lseek(2, max(0, end - 8000), os.SEEK_SET)
+        text = os.read(2, 8000).decode("utf-8", "replace")
+    except OSError:
+        return [], []
+    lines = [x for x in text.splitlines() if x.strip()]
+    raised = [x for x in lines if re.match(r"[A-Za-z_][\w.]*(?:Error|Exception|Exit)\b", x)]
+    return lines[-TRACEBACK_LINES:], list(dict.fromkeys(raised))
+
+
+def step_dataloader(timeout_s=15.0, **_kw):
     """A DataLoader with two workers passing tensors to this process the default way (torch.multiprocessing's
     default sharing strategy, file_descriptor on Linux), every batch kept as a training step keeps its inputs for
     a moment: 8 batches of 8 tensors hold 64 received descriptors at once, so a very low open-files limit fails
@@ -516,8 +583,19 @@ def step_dataloader(**_kw):
     from torch.utils.data import DataLoader, TensorDataset
 
     columns = [torch.arange(64, dtype=torch.float32).reshape(32, 2) + k for k in range(8)]
-    loader = DataLoader(TensorDataset(*columns), batch_size=4, num_workers=2)
-    kept = [batch for batch in loader]
+    # a batch that does not come within timeout_s (less than the step's own bound) is an error that says so,
+    # with what the workers printed, rather than a hang the runner can only call timed out
+    loader = DataLoader(TensorDataset(*columns), batch_size=4, num_workers=2, timeout=timeout_s)
+    captured = _stderr_to_file()
+    try:
+        kept = [batch for batch in loader]
+    except Exception as e:
+        tail, raised = _stderr_tail() if captured else ([], [])
+        if not tail:
+            raise
+        raise StepError("{}: {} (the workers said: {})".format(
+            type(e).__name__, _short(str(e).strip(), 600), _short(" / ".join(raised[:3] or tail[-1:]), 600)),
+            {"worker_stderr": [_short(x, 300) for x in tail]}) from None
     total = sum(float(t.sum()) for batch in kept for t in batch)
     want = sum(float(c.sum()) for c in columns)
     detail = {"sharing_strategy": torch.multiprocessing.get_sharing_strategy(), "batches": len(kept),

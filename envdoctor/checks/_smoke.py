@@ -16,10 +16,26 @@ from ..remedies.platform import platform_of
 # 1024; `ulimit -n`): at or below it DataLoader's file_descriptor strategy runs out with many tensors per sample
 LOW_NOFILE = 1024
 SHARING_DOCS = "https://docs.pytorch.org/docs/stable/multiprocessing.html#sharing-strategies"
-EMFILE = re.compile(r"Too many open files|\[Errno 24\]|EMFILE", re.I)
+# torch's DataLoader says "Too many open files" (EMFILE) where it sees it; where the descriptor is stripped from a
+# worker's message instead, multiprocessing says "received 0 items of ancdata" (torch/utils/data/dataloader.py,
+# NOTE [ DataLoader on Linux and open files limit ]; pytorch/pytorch#973)
+EMFILE = re.compile(r"Too many open files|\[Errno 24\]|EMFILE|received 0 items of ancdata", re.I)
 # what loading a library from a noexec mount says: glibc's dlopen "failed to map segment from shared object"
 # (mmap with PROT_EXEC refused), or EPERM ("Operation not permitted")
 NOEXEC = re.compile(r"failed to map segment from shared object|Operation not permitted|\[Errno 1\]", re.I)
+
+
+def noexec_of(entry: Dict[str, Any]) -> bool:
+    """Whether a directory's load failed because its mount forbids executing files: the mount's own word where
+    the step read it (statvfs's ST_NOEXEC flag, else the mountinfo options), else the loader's message."""
+    if entry.get("noexec") is not None:
+        return bool(entry.get("noexec"))
+    options = entry.get("mount_options")
+    if options:
+        return "noexec" in str(options).split(",")
+    return bool(NOEXEC.search(entry.get("error") or ""))
+
+
 PERMISSION = re.compile(r"Permission denied|Read-only file system|\[Errno (?:13|30)\]")
 DIR_VARIABLE = {"temp": "TMPDIR", "inductor-cache": "TORCHINDUCTOR_CACHE_DIR", "triton-cache": "TRITON_CACHE_DIR",
                 "torch-extensions": "TORCH_EXTENSIONS_DIR"}
@@ -144,6 +160,9 @@ def move_commands(bad: List[Dict[str, Any]], dirs: List[Dict[str, Any]]) -> List
     default, so when one of those fails the new place is not under HOME."""
     roles = {x.get("role"): x for x in bad}
     home_bad = any(x.get("role") in ("triton-cache", "torch-extensions") and not x.get("variable") for x in bad)
+    home = _home_of(dirs)
+    if home and any(_under(home, x.get("mount_point")) for x in bad if x.get("mount_point") not in (None, "/")):
+        home_bad = True  # HOME is on a mount that failed (set variables pointed there): not under HOME either
     base = "/var/tmp/torch-exec-$USER" if home_bad else "$HOME/.cache/torch-exec"
     out = [command("findmnt", "-no", "TARGET,OPTIONS", "-T", str(bad[0].get("path")))]
     wanted: List[str] = []
@@ -158,4 +177,31 @@ def move_commands(bad: List[Dict[str, Any]], dirs: List[Dict[str, Any]]) -> List
     for name in wanted:
         target = f"{base}/{name.lower()}"
         out.append(f"mkdir -p {target} && export {name}={target}")
+    return out
+
+
+def _home_of(dirs: List[Dict[str, Any]]) -> Optional[str]:
+    """HOME as the step saw it: triton's default cache is HOME/.triton/cache (smoke_steps.cache_dirs)."""
+    for x in dirs:
+        path = str(x.get("path") or "")
+        if x.get("role") == "triton-cache" and not x.get("variable") and path.endswith("/.triton/cache"):
+            return path[: -len("/.triton/cache")] or "/"
+    return None
+
+
+def _under(path: str, mount_point: Optional[str]) -> bool:
+    if not mount_point:
+        return False
+    return path == mount_point or path.startswith(mount_point.rstrip("/") + "/")
+
+
+def mount_evidence(i: int, k: int, loads: List[Dict[str, Any]]) -> List[Evidence]:
+    """The mount of each directory that could not load code, as the step read it (mountinfo, statvfs)."""
+    out = []
+    for j, x in enumerate(loads):
+        if x.get("ok") is False and (x.get("mount_options") or x.get("noexec") is not None):
+            out.append(Evidence(f"pythons[{i}].smoke.steps[{k}].detail.loads[{j}].mount_options",
+                                x.get("mount_options"), expected="exec (no noexec)",
+                                source=f"/proc/self/mountinfo: {x.get('path')} is on {x.get('mount_point') or '?'}"
+                                + ("; statvfs: ST_NOEXEC" if x.get("noexec") else "")))
     return out

@@ -14,12 +14,13 @@ from ._smoke import (
     DIR_VARIABLE,
     EMFILE,
     LOW_NOFILE,
-    NOEXEC,
     PERMISSION,
     SHARING_DOCS,
     compiler_fix,
     matching_signature,
+    mount_evidence,
     move_commands,
+    noexec_of,
     python_of,
     quote_error,
     repro,
@@ -89,24 +90,36 @@ def _compile_finding(ctx: CheckContext, i: int, py: PythonEnv, step: SmokeStep, 
         var = first.get("variable") or DIR_VARIABLE.get(first.get("role") or "", "TMPDIR")
         if var == "XDG_CACHE_HOME":
             var = "TORCH_EXTENSIONS_DIR"
-        noexec = bool(NOEXEC.search(first.get("error") or ""))
+        noexec = noexec_of(first)
         places = ", ".join(f"{x.get('path')} ({x.get('role')})" for x in bad)
+        points = list(dict.fromkeys(x["mount_point"] for x in bad if x.get("mount_point") and noexec_of(x)))
         summary = (f"a freshly compiled module cannot be loaded from {places}"
-                   + (": the mount forbids executing files (noexec)" if noexec else "")
+                   + ((f": the mount forbids executing files ({', '.join(points)} mounted noexec)" if points else
+                       ": the mount forbids executing files (noexec)") if noexec else
+                      f": {str(first.get('error') or 'no error text')[:240]}")
                    + "; torch.compile and JIT extensions load their code from there")
         ev.append(Evidence(f"pythons[{i}].smoke.steps[{k}].detail.loads", first.get("error"),
                            source=f"{first.get('path')} ({first.get('role')}, {var})"))
+        ev += mount_evidence(i, k, d.get("loads") or [])
         fixes = move_commands(bad, d.get("dirs") or [])
         return STEPS.error(
             "noexec" if noexec else "compile-failed", summary,
             detail="Inductor builds C++ and triton kernels into its cache (TORCHINDUCTOR_CACHE_DIR, by default under "
                    "the temp directory) and cpp_extension into TORCH_EXTENSIONS_DIR, then loads them; a directory on a "
                    "noexec mount (a hardened /tmp, some container and HPC scratch mounts) refuses to map them "
-                   "executable: 'failed to map segment from shared object' or 'Operation not permitted'.",
+                   "executable: 'failed to map segment from shared object' or 'Operation not permitted'."
+                   if noexec else "Inductor and cpp_extension build code into these directories and load it from "
+                   "there; the step could not (the error is quoted; the mount, where it was read, allows executing "
+                   "files).",
             evidence=ev,
-            fix=Fix("Point the variable at a directory on a mount that allows executing files (or remount without "
-                    "noexec), in the shell or job script that starts the run", fixes,
-                    "https://man7.org/linux/man-pages/man8/mount.8.html"),
+            fix=Fix("Point the variable at a directory on a mount that allows executing files, in the shell or job "
+                    "script that starts the run (or, as root, remount without noexec: " + (
+                        "; ".join(f"mount -o remount,exec {p}" for p in points) or "mount -o remount,exec <mount>")
+                    + ")", fixes,
+                    "https://man7.org/linux/man-pages/man8/mount.8.html") if noexec else
+            Fix("Point the variable at another directory (one this user can write, on a mount that allows executing "
+                "files), in the shell or job script that starts the run; or fix what the error names there "
+                "(permissions, a read-only mount, an address-space limit `ulimit -v`, a security policy)", fixes),
             subject=py.executable)
     out = d.get("compiler_output")
     if out:
@@ -212,7 +225,7 @@ def _library_failed(py: PythonEnv, dist: str) -> Optional[str]:
     torch (packages.extension-build judges it, with its cause): the smoke import failing too is the same fault."""
     scan = py.extensions
     for lib in (scan.libraries if scan is not None else []):
-        if lib.distribution == dist and lib.loaded is False and lib.load_error:
+        if lib.distribution == dist and lib.loaded is False and lib.load_error and lib.skipped is None:
             return lib.load_error
     return None
 
@@ -239,10 +252,13 @@ def check_steps(ctx: CheckContext) -> List[Finding]:
                 continue
             if step.name == "dataloader" and EMFILE.search((step.error or "") + " ".join(step.traceback)):
                 continue  # smoke.open-files names the cause and its fix
-            if step.name == "compile":
+            # the compile and resolve verdicts read what the step found (its detail); a step that crashed, hung or
+            # raised before it found anything is judged as any other failed step (never "loads nothing")
+            if step.name == "compile" and step.status == "failed" and step.detail.get("compiler"):
                 findings.append(_compile_finding(ctx, i, py, step, k))
-            elif step.name == "resolve" or (step.name.startswith("import:") and (
-                    step.detail.get("inside") is False or step.detail.get("version_mismatch"))):
+            elif (step.name == "resolve" and any(m.get("inside") is False for m in step.detail.get("modules") or [])) \
+                    or (step.name.startswith("import:") and (
+                        step.detail.get("inside") is False or step.detail.get("version_mismatch"))):
                 findings.append(_shadow_finding(ctx.facts, i, py, step, k))
             elif step.name.startswith("import:") and _library_failed(py, step.name.split(":", 1)[1]):
                 findings.append(_already_said(i, py, step, k))
@@ -269,8 +285,9 @@ def check_open_files(ctx: CheckContext) -> List[Finding]:
             continue
         ev = [Evidence(f"pythons[{i}].smoke.open_files_limit", soft, expected=f"> {LOW_NOFILE}",
                        source=f"RLIMIT_NOFILE soft {soft}, hard {'unlimited' if hard is None else hard}")]
-        raise_to = "unlimited" if hard is None else hard
-        cmds = [f"ulimit -n {raise_to if hard is None or hard < 65536 else 65536}",
+        # the hard limit, or 65536 where it is higher or unlimited (Linux refuses an unlimited RLIMIT_NOFILE: its
+        # ceiling is fs.nr_open, getrlimit(2))
+        cmds = [f"ulimit -n {hard if hard is not None and hard < 65536 else 65536}",
                 "# for every login: '* soft nofile 65536' in /etc/security/limits.conf (not above the hard limit)",
                 "# or, where the limit cannot be raised, in the training script before its DataLoaders: "
                 "torch.multiprocessing.set_sharing_strategy('file_system')"]

@@ -217,3 +217,180 @@ def test_an_import_whose_library_already_failed_to_load_is_a_note_of_that(compat
                                              "SMOKE_STEP_FAILED")
     assert f.summary.endswith("its compiled library already failed to load next to this torch "
                               "(packages.extension-build names the cause and the fix)")
+
+
+# --- issue 38, what its "Done when" lacked (smoke38b): the mount read, the workers' EMFILE, the catalogue rows,
+# never "No problems found" after a failed step
+
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parents[2] / "fixtures" / "smoke"
+
+
+def _load_failed(noexec, options, error="OSError: /tmp/torchinductor_u/envdoctor_smoke_1/smoke.so: failed to map "
+                                        "segment from shared object"):
+    loads = [{"role": "temp", "path": "/tmp", "variable": None, "ok": True},
+             {"role": "inductor-cache", "path": "/tmp/torchinductor_u", "variable": None, "ok": False,
+              "error": error, "noexec": noexec, "mount_point": "/tmp", "mount_options": options},
+             {"role": "triton-cache", "path": "/home/u/.triton/cache", "variable": None, "ok": True}]
+    return SmokeStep("compile", "failed", 0.5, error_type="StepError", error="cannot be loaded",
+                     detail={"compiler": "g++", "compiler_path": "/usr/bin/g++", "python_h": True, "loads": loads,
+                             "dirs": [{"role": x["role"], "path": x["path"], "variable": None} for x in loads]})
+
+
+def test_a_noexec_mount_read_by_the_step_is_named_with_its_mount_point(compat) -> None:
+    step = _load_failed(True, "rw,nosuid,nodev,noexec,relatime")
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step("compile", step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.category, f.severity) == ("smoke.steps/noexec", "TORCH_COMPILE_UNUSABLE", Severity.ERROR)
+    assert f.summary == ("a freshly compiled module cannot be loaded from /tmp/torchinductor_u (inductor-cache): the "
+                         "mount forbids executing files (/tmp mounted noexec); torch.compile and JIT extensions load "
+                         "their code from there")
+    assert Evidence("pythons[0].smoke.steps[1].detail.loads[1].mount_options", "rw,nosuid,nodev,noexec,relatime",
+                    expected="exec (no noexec)",
+                    source="/proc/self/mountinfo: /tmp/torchinductor_u is on /tmp; statvfs: ST_NOEXEC") in f.evidence
+    assert f.fix.commands == [
+        "findmnt -no TARGET,OPTIONS -T /tmp/torchinductor_u",
+        "mkdir -p $HOME/.cache/torch-exec/torchinductor_cache_dir && "
+        "export TORCHINDUCTOR_CACHE_DIR=$HOME/.cache/torch-exec/torchinductor_cache_dir"]
+    assert f.fix.summary.endswith("(or, as root, remount without noexec: mount -o remount,exec /tmp)")
+    assert f.fix.url == "https://man7.org/linux/man-pages/man8/mount.8.html"
+
+
+def test_a_load_refused_on_an_exec_mount_is_not_called_noexec(compat) -> None:
+    # the same loader message with the mount allowing exec (an address-space limit gives it too): no noexec verdict
+    step = _load_failed(False, "rw,relatime")
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step("compile", step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.category, f.severity) == ("smoke.steps/compile-failed", "TORCH_COMPILE_UNUSABLE",
+                                                Severity.ERROR)
+    assert "noexec" not in f.summary and "noexec" not in f.detail
+    assert f.summary == ("a freshly compiled module cannot be loaded from /tmp/torchinductor_u (inductor-cache): "
+                         "OSError: /tmp/torchinductor_u/envdoctor_smoke_1/smoke.so: failed to map segment from shared "
+                         "object; torch.compile and JIT extensions load their code from there")
+    assert f.fix.summary.startswith("Point the variable at another directory")
+
+
+def test_a_home_on_the_failing_mount_moves_the_caches_off_it(compat) -> None:
+    # TORCHINDUCTOR_CACHE_DIR set under a noexec /home: the new place is not under HOME either
+    step = _load_failed(True, "rw,noexec")
+    step.detail["loads"][1].update(path="/home/u/ind", variable="TORCHINDUCTOR_CACHE_DIR", mount_point="/home")
+    step.detail["dirs"][1].update(path="/home/u/ind", variable="TORCHINDUCTOR_CACHE_DIR")
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step("compile", step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert f.fix.commands[1] == ("mkdir -p /var/tmp/torch-exec-$USER/torchinductor_cache_dir && "
+                                 "export TORCHINDUCTOR_CACHE_DIR=/var/tmp/torch-exec-$USER/torchinductor_cache_dir")
+
+
+@pytest.mark.parametrize("error", [
+    "RuntimeError: DataLoader timed out after 15 seconds (the workers said: OSError: [Errno 24] Too many open files)",
+    "RuntimeError: received 0 items of ancdata",
+])
+def test_a_dataloader_whose_workers_ran_out_of_descriptors_is_the_limit(compat, error) -> None:
+    step = SmokeStep("dataloader", "failed", 15.2, error_type="StepError", error=error)
+    report = judge(Facts(pythons=[env(replace_step("dataloader", step), limit=(32, 4096))]), compat)
+    (f,) = [f for f in report.findings if f.code.startswith("smoke.")]
+    assert (f.code, f.category, f.severity) == ("smoke.open-files/dataloader-failed", "OPEN_FILES_LIMIT_LOW",
+                                                Severity.ERROR)
+    assert f.summary == f"a DataLoader with two workers failed in {PY}: too many open files (soft limit 32)"
+    assert f.fix.commands[0] == "ulimit -n 4096"
+
+
+def test_torch_compiles_own_noexec_error_cites_the_catalogue(compat) -> None:
+    # the thorough tier's end-to-end torch.compile, failing as torch 2.13.0 fails on a noexec cache (captured here)
+    text = (FIXTURES / "noexec-torch-compile_torch-2.13.0_glibc-2.36.txt").read_text()
+    last = [x for x in text.splitlines() if x.startswith("torch._inductor.exc.InductorError")][0]
+    step = SmokeStep("torch-compile", "failed", 30.0, error_type="torch._inductor.exc.InductorError",
+                     error=last.split(": ", 1)[1], traceback=text.splitlines()[-14:])
+    (f,) = [f for f in judge(Facts(pythons=[env(OK + [step], tier="thorough")]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.category, f.severity) == ("smoke.steps/signature-shared-object-noexec-mount",
+                                                "TORCH_COMPILE_UNUSABLE", Severity.ERROR)
+    assert f.summary.startswith(f"torch-compile failed when tried in {PY}: torch._inductor.exc.InductorError: "
+                                "OSError: /tmp/smoke38b_cap/inductor/")
+    assert f.fix.summary.startswith("Point the build caches at a directory on a mount that allows executing files")
+    assert f.fix.url.startswith("https://github.com/pytorch/pytorch/issues/91005")
+
+
+@pytest.mark.parametrize("name,sig", [("dataloader-main_torch-2.13.0_soft-64", "dataloader-too-many-open-files"),
+                                      ("dataloader-workers_torch-2.13.0_soft-32", "errno-24-too-many-open-files")])
+def test_the_open_files_rows_match_the_captured_errors(compat, name, sig) -> None:
+    from envdoctor.compat.signatures import signatures_from
+
+    text = (FIXTURES / f"emfile-{name}.txt").read_text()
+    assert [s.id for s in signatures_from(compat) if s.search(text)][:1] == [sig]
+
+
+def test_another_step_out_of_descriptors_cites_errno_24(compat) -> None:
+    step = SmokeStep("checkpoint", "failed", 0.1, error_type="StepError",
+                     error="writing a checkpoint in /data failed: OSError: [Errno 24] Too many open files: "
+                           "'/data/.envdoctor_smoke_7.pt'")
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step("checkpoint", step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.category, f.severity) == ("smoke.steps/signature-errno-24-too-many-open-files",
+                                                "OPEN_FILES_LIMIT_LOW", Severity.WARNING)
+
+
+UNKNOWN = SmokeStep("", "failed", 0.3, error_type="ValueError", error="an error nobody has catalogued (zxqv-42)")
+
+
+@pytest.mark.parametrize("name", ["resolve", "compile", "import:somepkg", "dataloader", "checkpoint", "distributed",
+                                  "cuda-kernel", "cublas", "cudnn", "autocast", "nccl", "torch-compile",
+                                  "a-step-added-later"])
+@pytest.mark.parametrize("status", ["failed", "timed-out"])
+def test_a_failed_step_never_ends_in_no_problems_found(compat, name, status) -> None:
+    from envdoctor.report.console import render_console
+    from envdoctor.report.summary import verdict
+
+    step = dataclasses.replace(UNKNOWN, name=name, status=status)
+    report = judge(Facts(pythons=[env(OK + [step] if name not in {s.name for s in OK}
+                                      else replace_step(name, step))]), compat)
+    assert report.problems, [(f.code, f.severity) for f in report.findings]
+    assert not verdict(report).startswith("No problems")
+    text = render_console(report, color=False, width=100)
+    assert "No problems found" not in text and "error" in text.splitlines()[-1]
+
+
+@pytest.mark.parametrize("name", ["resolve", "compile"])
+def test_a_step_that_broke_before_it_found_anything_is_quoted_not_guessed(compat, name) -> None:
+    # no detail (the step raised, crashed or hung first): no "shadowed" or compiler verdict made up from nothing
+    step = dataclasses.replace(UNKNOWN, name=name)
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step(name, step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.severity) == (f"smoke.steps/{name}-failed", Severity.ERROR)
+    assert f.summary == f"{name} failed when tried in {PY}: ValueError: an error nobody has catalogued (zxqv-42)"
+
+
+def test_a_gpu_below_tritons_floor_is_named_when_torch_compile_fails_on_it(compat) -> None:
+    # torch 2.13.0's GPUTooOldForTriton, as the thorough tier's end-to-end torch.compile would meet it on a GTX 1080 Ti
+    step = SmokeStep("torch-compile", "failed", 12.0, error_type="torch._inductor.exc.InductorError",
+                     error="GPUTooOldForTriton: Found NVIDIA GeForce GTX 1080 Ti which is too old to be supported by "
+                           "the triton GPU compiler, which is used as the backend. Triton only supports devices of "
+                           "CUDA Capability >= 7.0, but your device is of CUDA capability 6.1")
+    (f,) = [f for f in judge(Facts(pythons=[env(OK + [step], tier="thorough")]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert (f.code, f.category, f.severity) == ("smoke.steps/signature-gpu-too-old-for-triton",
+                                                "GPU_ARCH_NOT_IN_TORCH_BUILD", Severity.ERROR)
+    assert "compute capability 7.0 or newer" in f.fix.summary
+
+
+def test_an_import_said_by_extension_build_still_counts_as_a_problem(compat) -> None:
+    # the smoke note defers to packages.extension-build, whose error is what the verdict counts
+    from envdoctor.model.facts import ExtensionLibrary, ExtensionScan
+    from envdoctor.report.summary import verdict
+
+    err = "/s/torchvision/_C.so: undefined symbol: _ZN3c1017RegisterOperatorsD1Ev"
+    step = SmokeStep("import:torchvision", "failed", 0.9, error_type="OSError", error=err,
+                     detail={"module": "torchvision"})
+    py = dataclasses.replace(env(OK + [step]), extensions=ExtensionScan(libraries=[
+        ExtensionLibrary("torchvision", "0.28.0", "/s/torchvision/_C.so", loaded=False, load_error=err)]))
+    report = judge(Facts(pythons=[py]), compat)
+    assert [(f.code, f.severity) for f in report.problems] == [("packages.extension-build/does-not-load",
+                                                               Severity.ERROR)]
+    assert not verdict(report).startswith("No problems")
+    # a library the scan skipped (a budget) was not judged there: the smoke step is then the problem itself (here
+    # the catalogue's undefined-torch-symbol row)
+    skipped = dataclasses.replace(py, extensions=ExtensionScan(libraries=[
+        ExtensionLibrary("torchvision", "0.28.0", "/s/torchvision/_C.so", loaded=False, load_error=err,
+                         skipped="the read budget")]))
+    report = judge(Facts(pythons=[skipped]), compat)
+    assert [(f.code, f.severity) for f in report.problems] == [
+        ("smoke.steps/signature-extension-undefined-torch-symbol", Severity.ERROR)]
