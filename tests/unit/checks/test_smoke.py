@@ -367,7 +367,7 @@ def test_a_gpu_below_tritons_floor_is_named_when_torch_compile_fails_on_it(compa
                            "CUDA Capability >= 7.0, but your device is of CUDA capability 6.1")
     (f,) = [f for f in judge(Facts(pythons=[env(OK + [step], tier="thorough")]), compat).findings
             if f.code.startswith("smoke.")]
-    assert (f.code, f.category, f.severity) == ("smoke.steps/signature-gpu-too-old-for-triton",
+    assert (f.code, f.category, f.severity) == ("smoke.steps/signature-triton-gpu-too-old",
                                                 "GPU_ARCH_NOT_IN_TORCH_BUILD", Severity.ERROR)
     assert "compute capability 7.0 or newer" in f.fix.summary
 
