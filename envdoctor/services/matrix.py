@@ -114,7 +114,7 @@ def gpu_info(compat: Any, name: str) -> Dict[str, Any]:
         target = resolve_gpu(compat, name)
     except TargetError as e:
         raise MatrixError(str(e)) from None
-    models = []
+    models: List[Any] = []
     for prefix in TYPED_NAME_PREFIXES:
         for suffix in ("", "..."):
             models = compat.gpu_candidates(f"{prefix}{name}{suffix}") if target.how != "sm_XX" else []
