@@ -100,11 +100,11 @@ def cmd_fleet(args: Any) -> int:
     if args.report:
         text = read_text(args.report)
         try:
-            rep = service.judge_saved(text)
+            saved = service.judge_saved(text)
         except service.FleetError as e:
             raise UsageError(f"{args.report}: {e}") from None
-        write(_render(rep, args), args.output, utf8=args.format != "console")
-        return EXIT_FINDINGS if rep.has_at_least(args.fail_on) else EXIT_OK
+        write(_render(saved, args), args.output, utf8=args.format != "console")
+        return EXIT_FINDINGS if saved.has_at_least(args.fail_on) else EXIT_OK
     options = service.FleetOptions(backend=args.backend, timeout_s=args.timeout, bench=args.bench, sizes=args.sizes,
                                    bench_budget_s=args.bench_budget, python_timeout_s=args.python_timeout)
     try:

@@ -216,6 +216,6 @@ def render_markdown(rep: FleetReport, redact: bool = True) -> str:
     if redact:
         from .redact import redact_text
 
-        hosts = [r.get("hostname") for r in fleet.ranks if r.get("hostname")]
+        hosts = [h for h in (r.get("hostname") for r in fleet.ranks) if isinstance(h, str) and h]
         text = redact_text(text, hosts)
     return text
