@@ -10,11 +10,14 @@ one cause.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..model.catalogue import UNRECOGNISED
 from ..model.facts import Facts
 from ..model.findings import CheckResult, CheckStatus, Finding, MachineReport, Severity
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 Run = Callable[[Facts, Any, Any], List[CheckResult]]
 Judged = Tuple[Facts, List[CheckResult], List[MachineReport]]
@@ -31,7 +34,7 @@ class Policy:
 
     name = "plain"
 
-    def judge(self, facts: Facts, compat: Any, selection: Any, run: Run) -> Judged:
+    def judge(self, facts: Facts, compat: Compat, selection: Any, run: Run) -> Judged:
         return facts, run(facts, compat, selection), []
 
 
@@ -68,7 +71,7 @@ class PastePolicy(Policy):
 
     name = "paste"
 
-    def judge(self, facts: Facts, compat: Any, selection: Any, run: Run) -> Judged:
+    def judge(self, facts: Facts, compat: Compat, selection: Any, run: Run) -> Judged:
         paste = facts.paste
         if paste is not None and paste.machines:
             machines = []
