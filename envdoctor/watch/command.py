@@ -34,8 +34,8 @@ class Stop:
 
     The first is forwarded once to the launched command (its own process group, which a Ctrl-C on the terminal,
     or a hang-up, never reaches), and sampling goes on until it exits; a second is forwarded again, SIGTERM as
-    SIGKILL. A signal that came before the command started is forwarded as it starts (``adopt``). Safe to call
-    from a signal handler: no lock, no allocation beyond the record."""
+    SIGKILL. A signal that came before the command started is forwarded as it starts (``adopt``). It takes no
+    lock, so a handler may call it at any moment."""
 
     def __init__(self) -> None:
         self.why: Optional[str] = None  # the first signal's name ("SIGINT")
