@@ -6,7 +6,7 @@ One place computes the expectation; the bench checks turn it into verdicts and t
 from __future__ import annotations
 
 import re
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from ..compat.bench import bench_table
 from ..domain.fastclass import dataclass
@@ -15,6 +15,9 @@ from ..domain.pci import bus_key
 from ..model.facts import LIMITING_THROTTLE_REASONS, BenchResult, DataPath, Facts, Gpu, MigDevice, ProbeStatus
 from .links import gpu_index, link_kind, min_link, pcie_path_off, platform_link, topology_kind
 from .links import peer_access as links_peer_access
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 MATMUL_DTYPE = {"matmul_fp32": "fp32", "matmul_tf32": "tf32", "matmul_bf16": "bf16", "matmul_fp16": "fp16",
                 "matmul_fp8": "fp8"}
@@ -114,7 +117,7 @@ def _verdict(ratio: float, band: Any) -> str:
     return "ok"
 
 
-def _table(compat: Any) -> Any:
+def _table(compat: Compat) -> Any:
     try:
         return bench_table(compat)
     except LookupError:
@@ -141,7 +144,7 @@ def effective_dtype(r: BenchResult) -> Optional[str]:
     return None
 
 
-def expect(facts: Facts, compat: Any, r: BenchResult) -> Expectation:
+def expect(facts: Facts, compat: Compat, r: BenchResult) -> Expectation:
     """The expectation for one result; never raises for missing facts (says "no reference" and why)."""
     if r.status != ProbeStatus.OK or r.value is None:
         return Expectation(None, r.unit, None, r.status, r.reason or r.status)
@@ -179,7 +182,7 @@ def _judge(table: Any, r: BenchResult, row: Any, expected: float, basis: str, ba
     return Expectation(round(expected, 2), r.unit, round(ratio, 3), _verdict(ratio, band), basis, row.source)
 
 
-def spec_for(facts: Facts, compat: Any, r: BenchResult) -> Tuple[Optional[str], Any]:
+def spec_for(facts: Facts, compat: Compat, r: BenchResult) -> Tuple[Optional[str], Any]:
     """(the GPU's name as reported, its gpus.json row or None)."""
     _i, g = gpu_for(facts, r)
     name = (g.name if g is not None else None) or (r.params.get("gpu_name") if isinstance(r.params, dict) else None)
@@ -190,7 +193,7 @@ def spec_for(facts: Facts, compat: Any, r: BenchResult) -> Tuple[Optional[str], 
     return name, spec
 
 
-def _gpu_kernel(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
+def _gpu_kernel(facts: Facts, compat: Compat, table: Any, r: BenchResult) -> Expectation:
     if not (r.device or "").startswith("cuda"):
         return Expectation(None, r.unit, None, "no reference", "CPU: no reference (depends on the CPU)")
     relabel = effective_dtype(r)
@@ -259,7 +262,7 @@ def slice_of(g: Optional[Gpu], r: BenchResult) -> Optional[MigDevice]:
     return _slice_of(g, r)
 
 
-def mig_share(facts: Facts, compat: Any, r: BenchResult, spec: Any) -> Optional[Tuple[Optional[float], str]]:
+def mig_share(facts: Facts, compat: Compat, r: BenchResult, spec: Any) -> Optional[Tuple[Optional[float], str]]:
     """None when the result ran on a whole GPU; else (the slice's fraction of the board, its words), or
     (None, why) when the slice's size is unknown: a slice is never judged against the whole board.
 
@@ -320,7 +323,7 @@ def pcie_link_words(gen: Optional[int], width: Optional[int]) -> str:
     return "a PCIe link of unknown generation and width"
 
 
-def _host_copy(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
+def _host_copy(facts: Facts, compat: Compat, table: Any, r: BenchResult) -> Expectation:
     if _on_mig(facts, r)[0]:
         # a slice has its share of the copy engines (MIG User Guide: 1 of them on a 1g profile): the link's
         # figure is not what one slice's engines reach, and no per-profile measurement was found
@@ -368,7 +371,7 @@ def peer_access(facts: Facts, r: BenchResult, a: Optional[int], b: Optional[int]
     return links_peer_access(facts, a, b).access
 
 
-def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
+def _p2p(facts: Facts, compat: Compat, table: Any, r: BenchResult) -> Expectation:
     a = gpu_index(facts, r.params.get("src_pci_bus_id"))
     b = gpu_index(facts, r.params.get("dst_pci_bus_id"))
     if peer_access(facts, r, a, b) is False:
@@ -398,7 +401,7 @@ def _p2p(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
     return _judge(table, r, row, expected, f"{why}: {expected:g} GB/s one way")
 
 
-def _allreduce(facts: Facts, compat: Any, table: Any, r: BenchResult) -> Expectation:
+def _allreduce(facts: Facts, compat: Compat, table: Any, r: BenchResult) -> Expectation:
     buses = r.params.get("pci_bus_ids") or []
     idx = [i for i in (gpu_index(facts, b) for b in buses) if i is not None]
     if len(idx) < 2 or len(idx) != len(buses):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from ..domain.fastclass import dataclass
 from ..domain.pci import bdf_key, bus_key
 from ..model.facts import Facts, Gpu, PcieLink
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 
 def gpu_index(facts: Facts, bus: Any) -> Optional[int]:
@@ -17,7 +20,7 @@ def gpu_index(facts: Facts, bus: Any) -> Optional[int]:
     return None
 
 
-def nvlink_gen(compat: Any, g: Optional[Gpu]) -> Optional[int]:
+def nvlink_gen(compat: Compat, g: Optional[Gpu]) -> Optional[int]:
     try:
         spec = compat.gpu(g.name) if g is not None and g.name else None
     except Exception:
@@ -29,7 +32,7 @@ def nvlink_gen(compat: Any, g: Optional[Gpu]) -> Optional[int]:
     return {"7.0": 2, "8.0": 3, "8.6": 3, "9.0": 4, "10.0": 5, "10.3": 5}.get(cc)
 
 
-def link_kind(facts: Facts, compat: Any, a: Optional[int], b: Optional[int]) -> Tuple[Optional[str], str]:
+def link_kind(facts: Facts, compat: Compat, a: Optional[int], b: Optional[int]) -> Tuple[Optional[str], str]:
     """The p2p link row for GPUs a and b (driver indices): ("nvlink4", why), ("pcie", why) or (None, why)."""
     gpus = facts.driver.gpus
     if a is None or b is None or a >= len(gpus) or b >= len(gpus):
@@ -57,7 +60,7 @@ def min_link(gpus: List[Gpu]) -> Tuple[Optional[int], Optional[int]]:
     return (min(gens) if len(gens) == len(gpus) else None), (min(widths) if len(widths) == len(gpus) else None)
 
 
-def topology_kind(facts: Facts, compat: Any, idx: List[int]) -> Tuple[Optional[str], str]:
+def topology_kind(facts: Facts, compat: Compat, idx: List[int]) -> Tuple[Optional[str], str]:
     kinds = {link_kind(facts, compat, x, y)[0] for x in idx for y in idx if x != y}
     if not kinds or None in kinds:
         return None, "the GPU topology is unknown"

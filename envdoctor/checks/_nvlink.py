@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from ..model.facts import Gpu
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 # Bidirectional bandwidth of one NVLink, by generation (NVIDIA NVLink page,
 # https://www.nvidia.com/en-us/data-center/nvlink/): P100 4 links = 160 GB/s, V100 6 = 300 GB/s,
@@ -13,7 +16,7 @@ from ..model.facts import Gpu
 _LINK_GBS = {1: 40.0, 2: 50.0, 3: 50.0, 4: 50.0, 5: 100.0}
 
 
-def gpu_spec(compat: Any, name: Optional[str]) -> Any:
+def gpu_spec(compat: Compat, name: Optional[str]) -> Any:
     getter = getattr(compat, "gpu", None)
     if getter is None or not name:
         return None
@@ -23,7 +26,7 @@ def gpu_spec(compat: Any, name: Optional[str]) -> Any:
         return None
 
 
-def expected_links(compat: Any, g: Gpu) -> Tuple[Optional[int], Optional[str]]:
+def expected_links(compat: Compat, g: Gpu) -> Tuple[Optional[int], Optional[str]]:
     """(NVLink links the model has, where that number comes from); (None, None) when unknown or optional.
 
     PCIe cards take NVLink only through an optional bridge, so only SXM/module parts are expected to
@@ -49,7 +52,7 @@ def sxm_name(g: Gpu) -> bool:
     return "SXM" in name or "HGX" in name
 
 
-def pcie_board(compat: Any, g: Gpu) -> bool:
+def pcie_board(compat: Compat, g: Gpu) -> bool:
     """A PCIe card (its NVLink, if any, only through an optional bridge), by the name NVML or compat gives."""
     if sxm_name(g):
         return False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..compat.signatures import Signature, normalise, signature_context, signatures_from
 from ..compat.torch_family import COMPANION
@@ -23,6 +23,9 @@ from ._paste_roles import (
 )
 from .base import CheckContext, SkipCheck
 
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -36,7 +39,7 @@ class Hit:
     also: bool = False  # a further cause the same message proves (the row's "also"), not its own category
 
 
-def _pkg_variant(facts: Facts, compat: Any, name: str) -> Optional[str]:
+def _pkg_variant(facts: Facts, compat: Compat, name: str) -> Optional[str]:
     """Variant of a torch-family package: local tag, the package's own record, else PyPI's default."""
     if not facts.pythons:
         return None
@@ -60,7 +63,7 @@ def _pkg_variant(facts: Facts, compat: Any, name: str) -> Optional[str]:
     return package_variant(version, None, py.platform, rel.default_variant if rel else None)
 
 
-def _python_outside(facts: Facts, compat: Any, version: Optional[str]) -> bool:
+def _python_outside(facts: Facts, compat: Compat, version: Optional[str]) -> bool:
     if not version or compat is None or not facts.pythons or not facts.pythons[0].python_version:
         return False
     try:
@@ -86,7 +89,7 @@ def nvidia_two_majors(facts: Facts) -> List[str]:
     return sorted(lib for lib, majors in seen.items() if len(majors) > 1)
 
 
-def older_major_build(facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
+def older_major_build(facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
     """A program other than torch failed to load a CUDA runtime library of another CUDA major than the
     environment's: its build is for that major (onnxruntime-gpu 1.17's default build wants libcublasLt.so.11).
     The environment's major is what the paste shows (torch's CUDA, nvidia-*-cuXX wheels, nvcc); where it shows
@@ -119,7 +122,7 @@ def older_major_build(facts: Facts, compat: Any, groups: Dict[str, Optional[str]
     return bool(newest) and major < int(str(newest).split(".")[0])
 
 
-def holds(when: str, facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
+def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
     """The named conditions a catalogue row's alternatives may use."""
     host = facts.host
     if when == "wsl":
@@ -238,7 +241,7 @@ def lib_cuda_major_differs(facts: Facts, groups: Dict[str, Optional[str]]) -> bo
         return False
 
 
-def wsl_kernel_too_old(facts: Facts, compat: Any) -> Optional[Tuple[str, str, str]]:
+def wsl_kernel_too_old(facts: Facts, compat: Compat) -> Optional[Tuple[str, str, str]]:
     """(kernel, minimum, source) when the paste's WSL kernel is older than the minimum GPU compute needs."""
     kernel = facts.host.kernel or ""
     if "microsoft" not in kernel.lower() or compat is None:
@@ -256,7 +259,7 @@ def wsl_kernel_too_old(facts: Facts, compat: Any) -> Optional[Tuple[str, str, st
 _HITS_MEMO: Dict[str, Any] = {}
 
 
-def signature_hits(facts: Facts, compat: Any) -> List[Hit]:
+def signature_hits(facts: Facts, compat: Compat) -> List[Hit]:
     """Every (message, signature) match, with the category the facts make most likely.
 
     Several checks ask for the hits of one paste: the last answer is kept (keyed by the facts object, which

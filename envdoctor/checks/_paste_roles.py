@@ -6,12 +6,15 @@ its own branch."""
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
 from ..compat.torch_family import EXTENSION, torch_family
 from ..domain.variants import nvidia_wheel
 from ..domain.versions import version_ge
 from ..model.facts import Facts
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 
 def prov(facts: Facts) -> Dict[str, Any]:
@@ -26,14 +29,14 @@ def torch_import_failed(facts: Facts) -> bool:
         ("paste.torch_import" in prov(facts) and not failed_elsewhere(facts))
 
 
-def _family(compat: Any) -> Any:
+def _family(compat: Compat) -> Any:
     try:
         return torch_family(compat)
     except LookupError:
         return None
 
 
-def family_role_of_lib(compat: Any, groups: Dict[str, Optional[str]]) -> Optional[str]:
+def family_role_of_lib(compat: Compat, groups: Dict[str, Optional[str]]) -> Optional[str]:
     """The role (companion or extension, compat_data/torch_family.json) of the package a failing compiled file
     belongs to: the directory the message names it in (``vllm/_C.abi3.so`` is vLLM's, ``torchvision/_C.so``
     torchvision's), else the file's own name (``libtorchaudio.so``, a bare ``_C.so`` is torchvision's, the
@@ -50,7 +53,7 @@ def family_role_of_lib(compat: Any, groups: Dict[str, Optional[str]]) -> Optiona
     return row.role if row is not None else None
 
 
-def extension_import(facts: Facts, compat: Any) -> Optional[str]:
+def extension_import(facts: Facts, compat: Compat) -> Optional[str]:
     """The third-party torch extension (vllm, xformers, flash-attn ...) whose import the paste shows failing
     (``paste.imports``: the modules its import statements, frames and import messages name), when torch's own
     import is not the one that failed; None otherwise."""
@@ -99,7 +102,7 @@ NCCL_SHM = re.compile(r"(?:creating|allocate|open) shared memory segment[^\n]{0,
                        r"(?:failed|[^\n]{0,40}No space left)|Unable to allocate shared memory[^\n]{0,40}/dev/shm", re.I)
 
 
-def driver_cuda_above_branch(facts: Facts, compat: Any) -> bool:
+def driver_cuda_above_branch(facts: Facts, compat: Compat) -> bool:
     """The paste's driver reports a CUDA ceiling its own branch does not reach (driver 460.80 saying CUDA 11.3,
     which needs 465.19): nvidia-smi's ceiling comes from the loaded libcuda, so a newer user-space libcuda (a
     forward-compatibility copy) sits on an older kernel driver."""

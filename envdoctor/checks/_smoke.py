@@ -4,13 +4,16 @@ the quoted error and its evidence, the catalogue signature it matches, and the c
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..compat.signatures import normalise, signatures_from
 from ..model.facts import PythonEnv, SmokeStep
 from ..model.findings import Evidence, Fix
 from ..remedies import command
 from ..remedies.platform import platform_of
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 # the soft limit many logins and container runtimes give (a common default: systemd's DefaultLimitNOFILE soft
 # 1024; `ulimit -n`): at or below it DataLoader's file_descriptor strategy runs out with many tensors per sample
@@ -113,7 +116,7 @@ def step_evidence(i: int, step: SmokeStep, k: int) -> List[Evidence]:
     return ev
 
 
-def matching_signature(compat: Any, step: SmokeStep) -> Any:
+def matching_signature(compat: Compat, step: SmokeStep) -> Any:
     """The first catalogue signature the step's error or traceback matches, or None."""
     text = normalise(" ".join([step.error or ""] + list(step.traceback)))
     if not text:

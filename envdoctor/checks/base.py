@@ -7,11 +7,14 @@ import os
 import re
 import sys
 from dataclasses import field
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ..domain.fastclass import dataclass
 from ..model.facts import Facts
 from ..model.findings import Evidence, Finding, Severity
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 
 class Reason(str):
@@ -47,7 +50,7 @@ class SkipCheck(Exception):
 @dataclass
 class CheckContext:
     facts: Facts
-    compat: Any  # envdoctor.compat.Compat (typed loosely so checks stay importable without data)
+    compat: Compat  # the loaded matrix (compat.load_compat); its type is imported for type checkers only
     expect_gpu: bool = False  # the user says NVIDIA GPUs belong here (--expect-gpu, [tool.envdoctor] expect-gpu)
     fleet: Any = None  # checks/fleet.py FleetContext when `envdoctor fleet` judges several machines, else None
 

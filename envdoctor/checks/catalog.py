@@ -7,12 +7,18 @@ declare (checks/registry.py ``finding_codes``), the categories (catalogue.py) an
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Union
 
 from ..model.actions import ACTIONS
 from ..model.catalogue import CATEGORIES, CATEGORY_ACTIONS, action_for
 from .base import Check
 from .registry import ALL_CHECKS, builders, finding_code
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
+
+    # the matrix, or a function that loads it (compat.active_compat) only when a code needs it
+    CompatSource = Union[Compat, Callable[[], Compat]]
 
 # `diagnose` names a matched error message by its signature (compat_data/error_signatures.json): the kinds of
 # messages.signatures' builder are the signatures' ids, explained from the signature's row
@@ -34,7 +40,7 @@ def known_finding_code(code: str) -> bool:
     return finding_code(code) is not None
 
 
-def explain_lines(code: str, compat: Any) -> List[str]:
+def explain_lines(code: str, compat: CompatSource) -> List[str]:
     """The lines `envdoctor explain CODE` prints: a category, a check id or a finding code ("area.check/kind"),
     or a matched error message's code (messages.signature/<id>). ``compat`` is the compatibility data, or a
     function returning it (``compat.active_compat``), called only for an error signature's code."""
@@ -119,7 +125,7 @@ def _codes_of(check_id: str) -> List[Any]:
             if fc.check.id == check_id]
 
 
-def signature_lines(code: str, compat: Any) -> List[str]:
+def signature_lines(code: str, compat: CompatSource) -> List[str]:
     """A matched error message's code: "messages.signature/<id>", or ".../<id>/<category>" for a further cause
     the same message proves."""
     from ..compat.signatures import signatures_from
@@ -143,7 +149,7 @@ def signature_lines(code: str, compat: Any) -> List[str]:
     return out
 
 
-def env_row_lines(code: str, compat: Any) -> List[str]:
+def env_row_lines(code: str, compat: CompatSource) -> List[str]:
     """A host.environment finding's code: "host.environment/<row id>", explained from its row of
     compat_data/env_vars.json (the condition, what the variable does, why it hurts, the fix and the source)."""
     from ..compat.env_vars import FIX_TOKEN_WORDS, describe_condition, env_vars_table

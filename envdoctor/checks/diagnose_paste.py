@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from ..domain.variants import (
     CPU,
@@ -18,6 +18,9 @@ from ..model.facts import Facts, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Severity
 from ._paste import paste_or_skip
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -101,7 +104,7 @@ def _meaning_without_gpus(category: str) -> str:
     return CATEGORIES[category].meaning
 
 
-def _oldest_floor(compat: Any) -> Optional[tuple]:
+def _oldest_floor(compat: Compat) -> Optional[tuple]:
     """(cuda, driver): the oldest CUDA any torch build in the matrix uses, and the least driver it runs on."""
     variants = [v for r in compat.torch_releases() for v in r.cuda_variants]
     cudas = sorted({c for c in map(cuda_of_variant, variants) if c}, key=release)

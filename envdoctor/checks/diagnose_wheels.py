@@ -6,7 +6,7 @@ this Python here, with the fix to use a Python the package publishes wheels for.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..compat.signatures import signature_context
 from ..domain.versions import major_minor, mm_str, parse_version
@@ -14,6 +14,9 @@ from ..model.findings import Evidence, Finding, Fix
 from ..remedies import installer_for, new_venv, pip_command
 from ._paste import paste_or_skip, signature_hits
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -29,7 +32,7 @@ def _canonical(name: str) -> str:
     return name.lower().replace("_", "-").replace(".", "-")
 
 
-def _range(compat: Any, pkg: str, version: Optional[str]) -> Optional[Dict[str, str]]:
+def _range(compat: Compat, pkg: str, version: Optional[str]) -> Optional[Dict[str, str]]:
     """The table's row for ``pkg`` at ``version`` (its release is a prefix of the version). Without a version
     pip wanted the package's newest release, which the table does not name: unknown (None)."""
     rows = [r for r in ((signature_context(compat, "package_python_wheels") or {}).get("value") or [])
@@ -114,7 +117,7 @@ def check_no_wheel_for_python(ctx: CheckContext) -> List[Finding]:
     return findings
 
 
-def _newest(compat: Any, pkg: str) -> Optional[Dict[str, str]]:
+def _newest(compat: Compat, pkg: str) -> Optional[Dict[str, str]]:
     rows = [r for r in ((signature_context(compat, "package_python_wheels") or {}).get("value") or [])
             if isinstance(r, dict) and _canonical(str(r.get("package", ""))) == _canonical(pkg)
             and parse_version(str(r.get("release", ""))) is not None]

@@ -1,7 +1,7 @@
 """The fleet checks: pure functions of the fleet's data (the nodes' facts, the ranks' records and
 measurements) and of each node's report from the one judge (``services.collect.judge``). No process, file or socket: they
 run the same live and on a saved report (``envdoctor fleet --report``). Registered like every other check; they
-read ``ctx.fleet`` (a ``FleetContext``, set by fleet/report.py) and skip elsewhere ("no fleet run"): one
+read ``ctx.fleet`` (a ``FleetContext``, set by judging/fleet.py) and skip elsewhere ("no fleet run"): one
 machine's report counts them among the checks that did not apply, as it does the watch checks.
 """
 

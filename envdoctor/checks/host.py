@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, List, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Tuple
 
 from ..compat.health import GIB, HealthTable, health_table
 from ..domain.pci import bus_key
@@ -13,6 +13,9 @@ from ..remedies import command, export, placeholder_flag
 from ._gpus import given_gpus_only
 from .base import NO_GPU, Check, CheckContext, Findings, SkipCheck, registrar, section_reason
 
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
+
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
@@ -20,7 +23,7 @@ check = registrar(CHECKS)
 MIB = 2**20
 
 
-def _table(compat: Any) -> HealthTable:
+def _table(compat: Compat) -> HealthTable:
     try:
         return health_table(compat)
     except LookupError as e:
@@ -37,7 +40,7 @@ def _gpus(facts: Facts) -> List[Gpu]:
     return list(facts.driver.gpus) if facts.driver.status == ProbeStatus.OK else []
 
 
-def _memory_of(compat: Any, g: Gpu) -> Optional[int]:
+def _memory_of(compat: Compat, g: Gpu) -> Optional[int]:
     if g.memory_total_bytes:
         return g.memory_total_bytes
     spec = compat.gpu(g.name) if g.name else None
@@ -50,7 +53,7 @@ def _ask_for(docker_flag: str, srun_flag: str, value: str) -> List[str]:
             command("srun", placeholder_flag(srun_flag, value), "...")]
 
 
-def _needs(table: HealthTable, compat: Any, gpus: List[Gpu]) -> Tuple[float, float, float, float, str]:
+def _needs(table: HealthTable, compat: Compat, gpus: List[Gpu]) -> Tuple[float, float, float, float, str]:
     """Sum over the GPUs of (cpu min, cpu recommended, ram GiB min, ram GiB recommended), and the rows' source."""
     cmin = crec = rmin = rrec = 0.0
     classes = []

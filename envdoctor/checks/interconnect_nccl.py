@@ -4,11 +4,14 @@ compat_data/env_vars.json, judged by host.environment)."""
 from __future__ import annotations
 
 import re
-from typing import Any, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple
 
 from ..model.findings import Evidence, Finding, Fix
 from ..queries import gpu_capabilities
 from .base import NO_GPU, Check, CheckContext, Findings, SkipCheck, registrar, require_section
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -25,7 +28,7 @@ DMABUF_KERNEL_MIN = (5, 12)
 DMABUF_CC_MIN = (7, 5)
 
 
-def _dmabuf(facts: Any, compat: Any) -> Tuple[Optional[bool], List[str], List[Evidence]]:
+def _dmabuf(facts: Any, compat: Compat) -> Tuple[Optional[bool], List[str], List[Evidence]]:
     """(DMA-BUF usable: True, False, or None when a fact is unknown; what it lacks; the evidence)."""
     d, host = facts.driver, facts.host
     lacks, unknown, ev = [], [], []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from ..bench.expect import network_volume_model
 from ..compat.health import health_table
@@ -10,6 +10,9 @@ from ..model.facts import DataPath, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Severity
 from ..remedies import command, copy_to_local, largest_dirs, random_read_test
 from .base import Check, CheckContext, Findings, SkipCheck, registrar, require_section
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 CHECKS: List[Check] = []
 check = registrar(CHECKS)
@@ -25,7 +28,7 @@ _FUSE_TOOLS = {"s3fs": "s3fs (S3)", "gcsfuse": "gcsfuse (Google Cloud Storage)",
                "blobfuse2": "blobfuse2 (Azure Blob)", "mountpoint-s3": "Mountpoint for S3", "juicefs": "JuiceFS"}
 
 
-def _threshold(compat: Any, name: str, default: float) -> float:
+def _threshold(compat: Compat, name: str, default: float) -> float:
     try:
         return health_table(compat).threshold(name)
     except (LookupError, KeyError):

@@ -1,9 +1,9 @@
-"""`envdoctor fleet`: its options and its handler; the work is in envdoctor.fleet."""
+"""`envdoctor fleet`: its options and its handler; the work is services/fleet.py (the rank's part in envdoctor.fleet,
+the judge in judging/fleet.py), the renderers report/fleet.py."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from typing import Any, List
@@ -79,7 +79,7 @@ def add_parsers(sub: Any) -> None:
 
 
 def _render(rep: Any, args: Any) -> str:
-    from ..fleet.report import render_console, render_json, render_markdown
+    from ..report.fleet import render_console, render_json, render_markdown
 
     if args.format == "json":
         return render_json(rep, redact=not args.no_redact)
@@ -92,61 +92,34 @@ def _render(rep: Any, args: Any) -> str:
 
 
 def cmd_fleet(args: Any) -> int:
-    from ..fleet.report import judge_fleet
+    """cli -> services.fleet (the rank's part, then the judge) -> report.fleet; the exit code and the process's
+    way out (os._exit) are the command line's."""
+    from ..services import fleet as service
 
     check_writable(args.output)
     if args.report:
-        from ..model.fleet import FleetReportError, fleet_from_report
-
         text = read_text(args.report)
         try:
-            fleet = fleet_from_report(json.loads(text))
-        except (ValueError, FleetReportError) as e:
+            saved = service.judge_saved(text)
+        except service.FleetError as e:
             raise UsageError(f"{args.report}: {e}") from None
-        rep = judge_fleet(fleet)
-        write(_render(rep, args), args.output, utf8=args.format != "console")
-        return EXIT_FINDINGS if rep.has_at_least(args.fail_on) else EXIT_OK
-    from ..fleet import testing
-    from ..fleet.launch import NotLaunched, place_from_env
-
+        write(_render(saved, args), args.output, utf8=args.format != "console")
+        return EXIT_FINDINGS if saved.has_at_least(args.fail_on) else EXIT_OK
+    options = service.FleetOptions(backend=args.backend, timeout_s=args.timeout, bench=args.bench, sizes=args.sizes,
+                                   bench_budget_s=args.bench_budget, python_timeout_s=args.python_timeout)
     try:
-        place = place_from_env()
-        testing.overrides(os.environ, -1)  # a malformed hook is a usage error before anything starts
-        testing.exit_at(os.environ, -1, "after-init")
-    except (NotLaunched, testing.HookError) as e:
+        rep = service.run(options, os.environ, before_judging=_hold_signals)
+    except service.FleetError as e:
         raise UsageError(str(e)) from None
-    try:
-        import torch.distributed as dist
-    except Exception as e:  # noqa: BLE001 - no torch, or a torch that does not import
-        raise UsageError(f"`envdoctor fleet` runs inside the training interpreter and needs torch there "
-                         f"({sys.executable}: import torch.distributed failed: {type(e).__name__}: {e})") from None
-    if not dist.is_available():
-        raise UsageError("this torch build has no torch.distributed")
-    import torch
-
-    if args.backend == "nccl" and not torch.cuda.is_available():
-        raise UsageError("--backend nccl needs CUDA GPUs, and torch sees none here (use --backend gloo)")
-    from ..fleet.rank import Options, run_rank
-    from ..services.collect import CollectOptions
-
-    options = Options(backend=args.backend, timeout_s=args.timeout, bench=args.bench, sizes=args.sizes,
-                      bench_budget_s=args.bench_budget,
-                      collect=CollectOptions(pythons=[sys.executable], python_timeout_s=args.python_timeout))
-    try:
-        fleet = run_rank(place, options, dict(os.environ))
-    except Exception as e:  # noqa: BLE001 - a rank that cannot take part says why on stderr, never a traceback
-        from ..fleet.comm import short_error
-
-        sys.stderr.write(f"envdoctor fleet: rank {place.rank}: {type(e).__name__}: {short_error(e)}\n")
+    except service.RankFailed as e:
+        sys.stderr.write(f"envdoctor fleet: {e}\n")
         # rank 0 could not take part: the job is unusable (2). Another rank leaves with 0: rank 0 names it as
         # missing, and a non-zero exit would only make torchrun stop rank 0 before its report is written
-        _leave(EXIT_USAGE if place.rank == 0 else EXIT_OK)
+        _leave(EXIT_USAGE if e.rank == 0 else EXIT_OK)
         return EXIT_USAGE
-    if fleet is None:  # not rank 0: nothing on stdout
+    if rep is None:  # not rank 0: nothing on stdout
         _leave(EXIT_OK)
         return EXIT_OK
-    _hold_signals()
-    rep = judge_fleet(fleet)
     write(_render(rep, args), args.output, utf8=args.format != "console")
     code = EXIT_FINDINGS if rep.has_at_least(args.fail_on) else EXIT_OK
     _leave(code)

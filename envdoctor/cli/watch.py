@@ -1,15 +1,37 @@
-"""`envdoctor watch`: its options; the sampling, the launched command and the report are envdoctor.watch.command
-(imported only when the command runs)."""
+"""`envdoctor watch`: its options, the signals it forwards to the launched command, its output and exit code. The
+work is services/watch.py (the recording: envdoctor.watch.command; the judge), the renderers report/watch.py and
+report/watch_live.py (all imported only when the command runs)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from typing import Any, Optional
+from typing import Any, Iterator
 
-from .common import EXIT_CODES_HELP, HelpFormatter, UsageError, fit_text, positive_seconds, write
+from .common import (
+    EXIT_CODES_HELP,
+    EXIT_FINDINGS,
+    HelpFormatter,
+    UsageError,
+    check_writable,
+    fit_text,
+    json_document,
+    positive_seconds,
+    read_text,
+    report_exit_code,
+    write,
+)
 
 FORMATS = ("console", "json", "markdown")
+
+
+# what watch adds to the exit codes every command shares: a launched command's own status passes through, as
+# `time` or `nohup` would pass it (a job script's `envdoctor watch -- python train.py` still fails when training does)
+WATCH_EXIT_CODES = (
+    "\nA launched command's own exit status passes through (128+N when a signal N killed it, 0 when --duration "
+    "stopped it), unless --fail-on is given and a verdict reaches it (1).\n"
+    "Without a launched command (--pid, --replay, the GPUs alone) the codes above apply.\n")
 
 
 def add_parsers(sub: Any) -> None:
@@ -21,7 +43,7 @@ def add_parsers(sub: Any) -> None:
                     "--query-gpu CSV, dcgmi dmon, gpustat, iostat -x and vmstat output instead. In the training "
                     "script, `from envdoctor.watch import timed; for batch in timed(loader): ...` adds how long "
                     "each step waits for its batch.",
-        epilog=EXIT_CODES_HELP, formatter_class=HelpFormatter)
+        epilog=EXIT_CODES_HELP + WATCH_EXIT_CODES, formatter_class=HelpFormatter)
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                    help="the command to launch and watch (after --)")
     p.add_argument("--pid", type=int, help="watch a running process and its children (never signalled)")
@@ -37,12 +59,15 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("-o", "--output", metavar="FILE",
                    help="also write the recording (a facts snapshot: `envdoctor check --facts FILE` judges it)")
     p.add_argument("--fail-on", choices=("error", "warning"), default=None,
-                   help="exit 1 when a verdict is at least this severe (default: the command's own exit code)")
+                   help="exit 1 when a verdict is at least this severe (default: a launched command's own exit "
+                        "status; without one, error)")
     p.add_argument("-v", "--verbose", action="store_true", help="show evidence")
     p.add_argument("--no-redact", action="store_true", help="keep host names and home paths in the output")
 
 
 def cmd_watch(args) -> int:
+    """cli -> services.watch (the recording below the judge, then the judge) -> report.watch: options in, the
+    report printed, the exit code (WATCH_EXIT_CODES)."""
     import importlib.util
 
     if importlib.util.find_spec("psutil") is None:
@@ -50,18 +75,83 @@ def cmd_watch(args) -> int:
         raise UsageError("watch needs psutil (process and disk counters), which is not importable by "
                          f"{sys.executable} (envdoctor.pyz cannot carry it: it is compiled): install envdoctor with pip, which "
                          "brings psutil; check, diagnose, node-health, assert, recommend and matrix run without it")
-    from ..watch.command import WatchUsageError
-    from ..watch.command import cmd_watch as run
+    from ..services import watch as service
 
-    def fitted(text: str, output: Optional[str], utf8: bool = False) -> None:
-        # the console report fits the terminal (a header or a "not seen" line was 120 columns); JSON, Markdown
-        # and a file keep their lines
-        write(fit_text(text) if args.format == "console" and output is None else text, output, utf8=utf8)
-
+    cmd = list(args.cmd or [])
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    check_writable(args.output)
+    # a recording another tool made is read here, as every command reads its input (64 MiB at most)
+    replay = [(path, read_text(path, REPLAY_LIMIT)) for path in args.replay or []]
+    options = service.WatchOptions(command=cmd, pid=args.pid, replay=replay, duration_s=args.duration,
+                                   interval_s=args.interval, data_paths=list(args.data or []))
     try:
-        return run(args, fitted)
-    except WatchUsageError as e:
+        if replay:
+            result = service.watch(options)
+        else:
+            from ..report.watch_live import LiveView
+
+            stop = service.Stop()
+            with forwarded_signals(stop):
+                result = service.watch(options, stop=stop, view=LiveView(sys.stderr))
+    except service.WatchError as e:
         raise UsageError(str(e)) from None
+    if args.output:
+        from ..report.redact import redact_facts_dict
+
+        data = result.facts.to_dict()
+        write(json_document(redact_facts_dict(data) if not args.no_redact else data, indent=2, sort_keys=True),
+              args.output, utf8=True)
+    write(_render(result.report, args), None, utf8=args.format != "console")
+    if result.exit_status is None:  # nothing launched: the exit codes every command has
+        return report_exit_code(result.report, args.fail_on or "error")
+    if args.fail_on and result.report.has_at_least(args.fail_on):
+        return EXIT_FINDINGS
+    return result.exit_status
+
+
+REPLAY_LIMIT = 64 * 2**20
+
+
+def _render(report: Any, args: Any) -> str:
+    from ..report import watch as view
+
+    if args.format == "json":
+        return view.render_json(report, redact=not args.no_redact)
+    if args.format == "markdown":
+        return view.render_markdown(report, redact=not args.no_redact)
+    from ..report.console import terminal_width
+
+    # the console report fits the terminal (a header or a "not seen" line was 120 columns)
+    return fit_text(view.render_console(report, args.verbose, terminal_width(), redact=not args.no_redact))
+
+
+@contextlib.contextmanager
+def forwarded_signals(stop: Any) -> Iterator[None]:
+    """While a live watch runs, Ctrl-C, SIGTERM and SIGHUP go to ``stop.signal`` (services.watch.Stop: forwarded
+    to the launched command once, harder after) instead of ending envdoctor; the previous handlers come back
+    after. Installed before the command starts: a Ctrl-C the moment it has started is forwarded to it, not lost
+    to the command line's own handler (which would end watch before the command). SIGHUP too: the command runs
+    in its own process group, which a terminal's hang-up (an SSH drop) never reaches; one ignored from the
+    start (`nohup envdoctor watch ...`) stays ignored, and the run goes on."""
+    import signal
+
+    from ..probes.runner import STOP_SIGNALS
+
+    hangup = getattr(signal, "SIGHUP", None)
+    previous = {}
+    for sig in STOP_SIGNALS:
+        try:
+            if sig == hangup and signal.getsignal(sig) == signal.SIG_IGN:
+                continue
+            previous[sig] = signal.signal(sig, lambda signum, _frame: stop.signal(signum))
+        except ValueError:  # not the main thread
+            pass
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 COMMANDS = {"watch": cmd_watch}

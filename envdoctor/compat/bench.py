@@ -104,7 +104,7 @@ class BenchTable:
         self.fast_local_mbs: Optional[Tuple[float, str]] = fast[0] if fast else None
 
     def _common(self, r: Dict[str, Any], key: str, kernel: str, expected: Optional[float]) -> Expectation:
-        items = r["source"] if isinstance(r["source"], list) else [r["source"]]
+        items: List[str] = r["source"] if isinstance(r["source"], list) else [r["source"]]
         return Expectation(
             key, kernel, expected, P.text(r, "unit"), P.opt_number(r, "peak"), P.text(r, "method"),
             P.opt_text(r, "shape"), tuple(self._sources.get(s, s) for s in items), P.text(r, "confidence"),
@@ -122,7 +122,7 @@ class BenchTable:
 
     def cite(self, source: Any) -> str:
         """A row's source with ids ("mamf") resolved to the URL of the file's sources list."""
-        items = source if isinstance(source, list) else [source]
+        items: List[str] = source if isinstance(source, list) else [source]
         return "; ".join(self._sources.get(s, s) for s in items)
 
     def band(self, table: str) -> Band:

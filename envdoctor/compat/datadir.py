@@ -14,7 +14,7 @@ import os
 import threading
 import zipfile
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 from envdoctor.domain.fastclass import dataclass
 
@@ -23,11 +23,11 @@ POINTER = "current.json"
 MANIFEST = "MANIFEST"  # the installed copy: not *.json, so the matrix loader does not take it for a table
 
 
-def cache_dir(env: Optional[Dict[str, str]] = None) -> Path:
-    env = os.environ if env is None else env
-    if env.get(CACHE_ENV):
-        return Path(env[CACHE_ENV]).expanduser()
-    xdg = env.get("XDG_CACHE_HOME")
+def cache_dir(env: Optional[Mapping[str, str]] = None) -> Path:
+    environ: Mapping[str, str] = os.environ if env is None else env
+    if environ.get(CACHE_ENV):
+        return Path(environ[CACHE_ENV]).expanduser()
+    xdg = environ.get("XDG_CACHE_HOME")
     if xdg and os.path.isabs(xdg):  # the spec: a relative XDG_CACHE_HOME is invalid and ignored
         return Path(xdg) / "envdoctor"
     return Path.home() / ".cache" / "envdoctor"

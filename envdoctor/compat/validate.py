@@ -80,10 +80,10 @@ def validate_file(path: Path) -> Dict[str, Any]:
                     raise CompatDataError(f"{where}.{fname} = {val!r} is not a version")
             kfields = keys.get(tname)
             if kfields:
-                key = tuple(json.dumps(row.get(f), sort_keys=True) for f in kfields)
-                if key in seen:
+                row_key = tuple(json.dumps(row.get(f), sort_keys=True) for f in kfields)
+                if row_key in seen:
                     raise CompatDataError(
-                        f"{where} duplicates {tname}[{seen[key]}] on key {dict(zip(kfields, key))}"
+                        f"{where} duplicates {tname}[{seen[row_key]}] on key {dict(zip(kfields, row_key))}"
                     )
-                seen[key] = i
+                seen[row_key] = i
     return doc

@@ -27,7 +27,7 @@ module and the function it exports by the same name shadow each other on import.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, List, Optional, Sequence
+from typing import TYPE_CHECKING, List, Optional, Sequence
 
 from ..checks.base import LIVE, STATIC, Check, setting_of
 from ..domain.fastclass import dataclass
@@ -35,6 +35,9 @@ from ..model.facts import Facts
 from ..model.findings import CheckResult, Report
 from .policy import PLAIN, PastePolicy, PlainPolicy, Policy, settle_lines
 from .settle import settle
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 __all__ = ["PLAIN", "PastePolicy", "PlainPolicy", "Policy", "Selection", "checks_for", "judge", "machine_setting", "policy_for",
            "setting_of", "settle_lines"]
@@ -91,7 +94,7 @@ def _selected(selection: Selection, setting: str) -> List[Check]:
     return [c for c in chosen if c.applies_to(setting) or setting != STATIC]
 
 
-def run_selected(facts: Facts, compat: Any, selection: Selection = ALL) -> List[CheckResult]:
+def run_selected(facts: Facts, compat: Compat, selection: Selection = ALL) -> List[CheckResult]:
     """The selected checks over ``facts`` (``checks.run_checks``: the per-check guard, and a check that does not
     apply in the setting skipped saying so)."""
     from ..checks import run_checks
@@ -101,7 +104,7 @@ def run_selected(facts: Facts, compat: Any, selection: Selection = ALL) -> List[
                       setting=setting)
 
 
-def judge(facts: Facts, compat: Any = None, selection: Optional[Selection] = None,
+def judge(facts: Facts, compat: Optional[Compat] = None, selection: Optional[Selection] = None,
           policy: Optional[Policy] = None) -> Report:
     """Judge ``facts``: the selected checks that apply, then ``policy`` (default ``policy_for(facts)``), as a
     Report. Pure but for loading the bundled compat data when ``compat`` is None."""

@@ -10,11 +10,14 @@ one cause.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from ..model.catalogue import UNRECOGNISED
 from ..model.facts import Facts
 from ..model.findings import CheckResult, CheckStatus, Finding, MachineReport, Severity
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 Run = Callable[[Facts, Any, Any], List[CheckResult]]
 Judged = Tuple[Facts, List[CheckResult], List[MachineReport]]
@@ -31,7 +34,7 @@ class Policy:
 
     name = "plain"
 
-    def judge(self, facts: Facts, compat: Any, selection: Any, run: Run) -> Judged:
+    def judge(self, facts: Facts, compat: Compat, selection: Any, run: Run) -> Judged:
         return facts, run(facts, compat, selection), []
 
 
@@ -68,12 +71,12 @@ class PastePolicy(Policy):
 
     name = "paste"
 
-    def judge(self, facts: Facts, compat: Any, selection: Any, run: Run) -> Judged:
+    def judge(self, facts: Facts, compat: Compat, selection: Any, run: Run) -> Judged:
         paste = facts.paste
         if paste is not None and paste.machines:
             machines = []
             for i, m in enumerate(paste.machines):
-                label = (m.paste.reports or [None])[0] if m.paste is not None else None
+                label = m.paste.reports[0] if m.paste is not None and m.paste.reports else None
                 machines.append(MachineReport(label or f"report {i + 1} of {len(paste.machines)}", m,
                                               self.weigh(m, run(m, compat, selection))))
             return facts, [], machines
@@ -214,10 +217,9 @@ def _narrow_unexplained(facts: Facts, results: Sequence[CheckResult], merged: Li
         if any(f.category == CATEGORY for f in fs):
             kept = []
             for f in fs:
-                if f.category == CATEGORY:
-                    f = narrow(facts, f, explained, values, cause)
-                if f is not None:
-                    kept.append(f)
+                left: Optional[Finding] = narrow(facts, f, explained, values, cause) if f.category == CATEGORY else f
+                if left is not None:
+                    kept.append(left)
             merged[ri] = kept
 
 

@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Optional
 
 from ..domain.fastclass import dataclass
 from .facts import Facts, FactsError
+from .findings import CheckResult, Finding, Report, Severity, order_findings
 
 FLEET_KIND = "envdoctor-fleet-report"
 FLEET_SCHEMA_VERSION = 1
@@ -138,3 +139,25 @@ def fleet_from_report(data: Any) -> FleetData:
                     interrupted=fleet.get("interrupted"))
     out.nodes = group_nodes(ranks, facts_by_rank)
     return out
+
+
+@dataclass
+class FleetReport:
+    """The fleet judged: each node's report from the one judge and the fleet checks' results over all of them
+    (judging/fleet.py makes it; report/fleet.py renders it)."""
+
+    fleet: FleetData
+    node_reports: Dict[str, Report]
+    checks: List[CheckResult]
+    compat_as_of: Optional[str] = None
+
+    @property
+    def findings(self) -> List[Finding]:
+        return order_findings(self.checks)
+
+    @property
+    def problems(self) -> List[Finding]:
+        return [f for f in self.findings if f.severity != Severity.INFO]
+
+    def has_at_least(self, threshold: str) -> bool:
+        return any(Severity.at_least(f.severity, threshold) for f in self.findings)

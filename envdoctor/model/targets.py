@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, List, Optional, Protocol, Sequence
 
 from ..domain.fastclass import dataclass
 
@@ -64,7 +64,20 @@ def split_list(values: Any) -> List[str]:
 IMPLAUSIBLE_BRANCH_GAP = 100
 
 
-def check_driver_version(text: Optional[str], compat: Any = None) -> Optional[str]:
+class GpuMatrix(Protocol):
+    """What the targets read of the compat matrix. ``compat.queries.Compat`` is one; the model sits below compat,
+    so it names the methods it calls rather than the class (the rows come back as compat's records)."""
+
+    as_of: str
+
+    def cuda_releases(self) -> List[Any]: ...
+
+    def arch_support(self, cc: str) -> Any: ...
+
+    def gpu_candidates(self, name: str) -> List[Any]: ...
+
+
+def check_driver_version(text: Optional[str], compat: Optional[GpuMatrix] = None) -> Optional[str]:
     """A driver version as NVIDIA writes it ("535.104.05"); a TargetError otherwise.
 
     A bare branch ("580", "R580") is refused, saying so: judged as 580.0 it would be older than every 580
@@ -90,7 +103,7 @@ def check_driver_version(text: Optional[str], compat: Any = None) -> Optional[st
     return raw
 
 
-def _newest_known_branch(compat: Any) -> Optional[int]:
+def _newest_known_branch(compat: GpuMatrix) -> Optional[int]:
     try:
         branches = [driver_branch(r.linux_min_driver) for r in compat.cuda_releases() if r.linux_min_driver]
     except Exception:  # noqa: BLE001 - a matrix without CUDA rows: the plausibility bound is not applied
@@ -108,7 +121,7 @@ class GpuTarget:
     source: Optional[str] = None
 
 
-def resolve_gpu(compat: Any, text: str) -> GpuTarget:
+def resolve_gpu(compat: GpuMatrix, text: str) -> GpuTarget:
     """A target GPU by model name ("H100", "RTX 5090", "Tesla K80") or architecture ("sm_90", "9.0").
 
     A name fitting several models is fine when they share one compute capability ("H100": SXM, PCIe and
@@ -144,5 +157,5 @@ def resolve_gpu(compat: Any, text: str) -> GpuTarget:
                       "NAME` looks one up) or sm_XX")
 
 
-def resolve_gpus(compat: Any, texts: Sequence[str]) -> List[GpuTarget]:
+def resolve_gpus(compat: GpuMatrix, texts: Sequence[str]) -> List[GpuTarget]:
     return [resolve_gpu(compat, t) for t in split_list(list(texts))]

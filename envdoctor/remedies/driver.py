@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Any, List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 from ..domain.arch import parse_cc
 from ..domain.fastclass import dataclass
@@ -11,6 +11,9 @@ from ..domain.versions import release
 from ..model.facts import Facts
 from .platform import Platform, platform_of
 from .shell import Raw, command, comment_line
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 GUIDE = "https://docs.nvidia.com/datacenter/tesla/driver-installation-guide/"
 COMPAT_DOC = "https://docs.nvidia.com/deploy/cuda-compatibility/"
@@ -96,7 +99,7 @@ def _linux_commands(plat: Platform, branch: Optional[int], server: bool, pre_tur
     return out
 
 
-def datacenter_gpus(facts: Facts, compat: Any) -> bool:
+def datacenter_gpus(facts: Facts, compat: Compat) -> bool:
     """Are the GPUs here data-center ones (compat gpus.json)? Ubuntu's fixes then take the -server driver builds;
     a family name ("NVIDIA A100", a declared fleet's "H100") counts when every model it can mean is one."""
     return any((specs := compat.gpu_candidates(g.name)) and all(sp.datacenter for sp in specs)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..bench.expect import expect
 from ..model.facts import Bench, Facts, ProbeStatus
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 SPARK = "▁▂▃▄▅▆▇█"
 
@@ -47,7 +50,7 @@ def _fmt(v: Optional[float]) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else (f"{v:.1f}" if abs(v) >= 10 else f"{v:.3g}")
 
 
-def rows(facts: Facts, compat: Any) -> List[Dict[str, Any]]:
+def rows(facts: Facts, compat: Compat) -> List[Dict[str, Any]]:
     """One row per result: device, name, value, expected, ratio, verdict, note (what the table shows)."""
     out = []
     for r in facts.bench.results:
@@ -69,7 +72,7 @@ def summary_line(bench: Bench) -> str:
     return f"{len(ran)} ran, {len(skipped)} skipped, {len(failed)} failed{took}"
 
 
-def render_console_table(facts: Facts, compat: Any, file: Any = None, color: Optional[bool] = None) -> str:
+def render_console_table(facts: Facts, compat: Compat, file: Any = None, color: Optional[bool] = None) -> str:
     from rich.console import Console
     from rich.table import Table
 
@@ -108,7 +111,7 @@ def _with_unit(v: Optional[float], unit: str) -> str:
 NOTES_COLUMN_MIN_WIDTH = 104
 
 
-def bench_console_renderables(facts: Facts, compat: Any, width: int) -> List[Any]:
+def bench_console_renderables(facts: Facts, compat: Compat, width: int) -> List[Any]:
     """The results as the console report shows them, before its verdict: a table in ``width`` columns, each
     value and expectation with its unit, then the sustained sparklines. Names and figures are never cut; the
     notes fold in their own column where the width allows it (NOTES_COLUMN_MIN_WIDTH), else each follows the
@@ -163,7 +166,7 @@ def bench_console_renderables(facts: Facts, compat: Any, width: int) -> List[Any
     return out
 
 
-def render_markdown_table(facts: Facts, compat: Any) -> str:
+def render_markdown_table(facts: Facts, compat: Compat) -> str:
     def md_escape(text: str) -> str:  # one line, pipes escaped: safe inside a table cell
         return " ".join(text.split()).replace("|", "\\|")
 

@@ -36,11 +36,14 @@ from __future__ import annotations
 
 import calendar
 import datetime as _dt
-from typing import Any, Dict, Iterator, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional
 
 from ..domain.safe_text import escape_surrogates
 from ..model.actions import ACTIONS, NONE
 from ..model.findings import CheckResult, CheckStatus, Report, Severity
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 PREFIX = "envdoctor"
 STATUS_VALUE = {Severity.ERROR: 2, Severity.WARNING: 1}
@@ -124,7 +127,7 @@ def _container(facts: Any) -> Optional[str]:
 class _ReportCollector:
     """A prometheus_client collector over one finished report (collect() is called by the exposition)."""
 
-    def __init__(self, report: Report, compat: Any = None) -> None:
+    def __init__(self, report: Report, compat: Optional[Compat] = None) -> None:
         self.report = report
         self.compat = compat
 
@@ -226,14 +229,14 @@ class _ReportCollector:
         yield ratio
 
 
-def registry_for(report: Report, compat: Any = None) -> Any:
+def registry_for(report: Report, compat: Optional[Compat] = None) -> Any:
     _, _, CollectorRegistry = _client()
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_ReportCollector(report, compat))
     return registry
 
 
-def render_openmetrics(report: Report, redact: bool = True, compat: Any = None) -> str:
+def render_openmetrics(report: Report, redact: bool = True, compat: Optional[Compat] = None) -> str:
     """The report in the OpenMetrics text format (ends with ``# EOF``). ``redact``: the report's strings are
     redacted as for JSON first (no label holds a host name or path anyway)."""
     from prometheus_client.openmetrics.exposition import generate_latest
@@ -245,7 +248,7 @@ def render_openmetrics(report: Report, redact: bool = True, compat: Any = None) 
     return generate_latest(registry_for(report, compat)).decode("utf-8")
 
 
-def write_textfile(report: Report, directory: str, name: str = "envdoctor.prom", compat: Any = None) -> str:
+def write_textfile(report: Report, directory: str, name: str = "envdoctor.prom", compat: Optional[Compat] = None) -> str:
     """Write the metrics for node_exporter's textfile collector: the file ``name`` in DIR, in the Prometheus text
     format, atomically (the client library writes a temporary file beside it and renames it, so the collector
     never reads half a file; the temporary name does not end in .prom, so it is never collected).

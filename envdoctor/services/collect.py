@@ -10,7 +10,7 @@ import shutil
 import threading
 import time
 from dataclasses import field
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from .. import __version__
 from ..domain.fastclass import dataclass
@@ -127,7 +127,7 @@ def _guard(name: str, func: Callable[[], Any], failed: Callable[[str], Any]) -> 
 PROBE_DEADLINE_MARGIN_S = 20.0
 
 
-def _run_with_deadline(jobs: Dict[str, Tuple[Callable[[], Any], Callable[[str], Any]]],
+def _run_with_deadline(jobs: Mapping[str, Tuple[Callable[[], Any], Callable[[str], Any]]],
                        deadline_s: float, meanwhile: Optional[Callable[[], Any]] = None,
                        progress: Optional[Callable[[float, List[str]], None]] = None,
                        ) -> Dict[str, Tuple[Any, ProbeRun]]:

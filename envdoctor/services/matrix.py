@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..compat import load_compat
 from ..domain.arch import arch_runs
@@ -12,6 +12,9 @@ from ..domain.versions import mm_str, release
 from ..model.targets import TargetError, check_driver_version, resolve_gpu
 from .matrix_bench import MatrixError, query_bench  # the bench half is below: it imports nothing from here
 
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
+
 
 def _release(text: str) -> Tuple[int, ...]:
     rel = release(text, strict=True)
@@ -20,7 +23,7 @@ def _release(text: str) -> Tuple[int, ...]:
     return rel
 
 
-def min_driver(compat: Any, cuda: str, os: str = "linux") -> Dict[str, Any]:
+def min_driver(compat: Compat, cuda: str, os: str = "linux") -> Dict[str, Any]:
     _release(cuda)
     req = compat.cuda_requirement(cuda, os)
     if req is None:
@@ -47,7 +50,7 @@ def min_driver(compat: Any, cuda: str, os: str = "linux") -> Dict[str, Any]:
     return out
 
 
-def max_cuda(compat: Any, driver: str) -> Dict[str, Any]:
+def max_cuda(compat: Compat, driver: str) -> Dict[str, Any]:
     try:
         driver = check_driver_version(driver, compat) or ""
     except TargetError as e:
@@ -75,7 +78,7 @@ def max_cuda(compat: Any, driver: str) -> Dict[str, Any]:
     }
 
 
-def torch_info(compat: Any, version: str) -> Dict[str, Any]:
+def torch_info(compat: Compat, version: str) -> Dict[str, Any]:
     rel = compat.torch_release(version)
     if rel is None:
         known = ", ".join(r.minor for r in compat.torch_releases())
@@ -94,7 +97,7 @@ def torch_info(compat: Any, version: str) -> Dict[str, Any]:
     }
 
 
-def torch_builds_for(compat: Any, cc: str) -> List[Dict[str, Any]]:
+def torch_builds_for(compat: Compat, cc: str) -> List[Dict[str, Any]]:
     """Every torch release/variant whose arch list runs on ``cc``, oldest first, with how (SASS or PTX)."""
     out = []
     for rel in compat.torch_releases():
@@ -109,12 +112,12 @@ def torch_builds_for(compat: Any, cc: str) -> List[Dict[str, Any]]:
     return out
 
 
-def gpu_info(compat: Any, name: str) -> Dict[str, Any]:
+def gpu_info(compat: Compat, name: str) -> Dict[str, Any]:
     try:
         target = resolve_gpu(compat, name)
     except TargetError as e:
         raise MatrixError(str(e)) from None
-    models = []
+    models: List[Any] = []
     for prefix in TYPED_NAME_PREFIXES:
         for suffix in ("", "..."):
             models = compat.gpu_candidates(f"{prefix}{name}{suffix}") if target.how != "sm_XX" else []
@@ -141,7 +144,7 @@ def _arch_dict(a: Any) -> Dict[str, Any]:
             "confidence": a.confidence}
 
 
-def arch_info(compat: Any, arch: Optional[str]) -> Dict[str, Any]:
+def arch_info(compat: Compat, arch: Optional[str]) -> Dict[str, Any]:
     if not arch:
         rows = [_arch_dict(a) for a in compat.arch_supports()]
         return {"query": "arch", "architectures": rows, "as_of": compat.as_of}
@@ -151,6 +154,8 @@ def arch_info(compat: Any, arch: Optional[str]) -> Dict[str, Any]:
     except TargetError as e:
         raise MatrixError(str(e)) from None
     a = compat.arch_support(target.cc)
+    if a is None:  # resolve_gpu names only what the matrix holds; a table without the row is no answer either
+        raise MatrixError(f"compute capability {target.cc} is not in the matrix (`envdoctor matrix arch` lists them)")
     sm = a.sm or f"sm_{target.cc.replace('.', '')}"
     ptxas = compat.ptxas_rows()
     toolkits = [r.cuda for r in ptxas if sm in r.targets]

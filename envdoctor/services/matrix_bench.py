@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..bench.expect import c2c_link
 from ..compat.bench import GPU_KERNELS, bench_table, kernel_unit
 from ..domain.arch import parse_cc
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 
 class MatrixError(ValueError):
@@ -32,7 +35,7 @@ def _row(name: str, row: Any, table: Any, expected: Optional[float] = None) -> D
             **({"best_shape": row.best_shape, "best_shape_expected": row.best_shape_expected} if row.best_shape else {})}
 
 
-def _models(compat: Any, name: str) -> List[Any]:
+def _models(compat: Compat, name: str) -> List[Any]:
     from ..model.targets import TargetError, resolve_gpu
 
     try:
@@ -104,7 +107,7 @@ def _not_applicable(spec: Any, kernel: str) -> Optional[str]:
             f"({spec.name} is {spec.compute_capability}); envdoctor bench skips it there")
 
 
-def bench_expectations(compat: Any, name: str, links: Optional[List[str]] = None) -> Dict[str, Any]:
+def bench_expectations(compat: Compat, name: str, links: Optional[List[str]] = None) -> Dict[str, Any]:
 
     models = _models(compat, name)
     if not models:

@@ -65,7 +65,7 @@ def preflight(
         cfg = ProjectConfig()
     else:
         try:
-            cfg = load_config(None if config in (None, True) else config)
+            cfg = load_config(None if config is None or config is True else config)
         except ConfigError as e:  # a broken project file: the checklist cannot be read, so it is not met
             raise PreflightError(f"envdoctor preflight: {e}", None) from None
     reqs = cfg.require + _list(require)

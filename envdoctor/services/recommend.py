@@ -59,11 +59,11 @@ def _driver_rule(compat: Any, driver: Optional[str], cuda: str, os: str,
         limits = [lim.rule for lim in compat.minor_compat_limits() if lim.rule]
         return True, (f"CUDA minor-version compatibility: driver {driver} >= {floor}, the CUDA "
                       f"{_rel(cuda)[0]}.x floor [{req.minor_compat_source}]"), limits
-    need = req.min_driver or floor
-    if need is None:
+    minimum = req.min_driver or floor
+    if minimum is None:
         # NVIDIA's table gives no minimum here (Windows for CUDA 13.x is "N/A"): unknown, not a verdict
         return None, f"the minimum {os} driver for CUDA {req.cuda} is not in the matrix: driver {driver} not judged", []
-    return False, f"{variant_of_cuda(cuda)} needs driver >= {need}; this driver is {driver}", []
+    return False, f"{variant_of_cuda(cuda)} needs driver >= {minimum}; this driver is {driver}", []
 
 
 def _branch_span(compat: Any, table: Any, g: GpuTarget, os: str) -> Tuple[Optional[int], str, Optional[int], str]:
@@ -101,10 +101,10 @@ def _branch_rule(compat: Any, driver: Optional[str], gpus: List[GpuTarget], os: 
         lows = [(lo, why, g) for g, lo, why, _hi, _n in spans if lo is not None]
         highs = [(hi, g, name) for g, _lo, _why, hi, name in spans if hi is not None]
         if lows and highs:
-            lo, why, g_lo = max(lows, key=lambda x: x[0])
-            hi, g_hi, name = min(highs, key=lambda x: x[0])
-            if lo > hi:
-                return (f"no driver drives both {g_hi.label} and {g_lo.label}: R{hi} is the last branch for "
+            first, why, g_lo = max(lows, key=lambda x: x[0])
+            last, g_hi, name = min(highs, key=lambda x: x[0])
+            if first > last:
+                return (f"no driver drives both {g_hi.label} and {g_lo.label}: R{last} is the last branch for "
                         f"{name}, and {why}")
         return None
     branch = _rel(driver)[0]
@@ -414,7 +414,7 @@ def variant_is_default(rel: Any, variant: str) -> bool:
 
 def _gpu_notes(compat: Any, gpus: List[GpuTarget], releases: List[Any]) -> List[str]:
     """For a GPU no current wheel serves: the last torch with kernels for it, or that none has them."""
-    notes = []
+    notes: List[str] = []
     known = [r for r in releases if r.arch_lists]
     if not known:
         return notes

@@ -17,10 +17,13 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 from urllib.parse import urljoin
 
 from ..compat.datadir import MANIFEST, POINTER, cache_dir, check_manifest, installed_update, newer
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
 
 PUBLISHED_MANIFEST = "manifest.json"  # the name beside the published files
 MAX_FILE_BYTES = 32 * 2**20  # the bundled files are well under 1 MiB each; a bigger one is not a matrix
@@ -41,7 +44,7 @@ def _in_use() -> Tuple[Any, str]:
     return compat, describe(compat)
 
 
-def describe(compat: Any) -> str:
+def describe(compat: Compat) -> str:
     """"bundled matrix (as of 2026-11-30)" or "matrix update 2026.12.05 in ~/.cache/envdoctor (as of ...)"."""
     what = "bundled matrix" if compat.label == "bundled" else f"matrix {compat.label}"
     return f"{what} (as of {compat.as_of})"

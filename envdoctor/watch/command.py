@@ -1,9 +1,11 @@
-"""`envdoctor watch`: the sampling loop, the launched command, the report (its options: envdoctor/cli/watch.py).
+"""A watched run as facts, the source of `envdoctor watch`: the launched command (or the --pid process tree, or the
+GPUs' processes) sampled with the host and the GPUs until it ends, the step timer's reports read, the recording
+summarised into a Facts snapshot; a recording another tool made (replay.py) read into the same facts.
 
-    envdoctor watch -- python train.py ...   launch and watch (exit code passes through unless --fail-on)
-    envdoctor watch --pid PID                a run already going: its process tree
-    envdoctor watch                          the GPUs and whichever processes use them
-    envdoctor watch --replay FILE            judge a recording another tool made (dmon, query-gpu, iostat ...)
+Below the judge (docs/architecture.md): services/watch.py judges what this records, report/watch.py renders it.
+Nothing here installs a signal handler or prints: the command line hands each signal it receives to
+``Stop.signal`` (forwarded to the launched command once, harder after), and what the run shows as it goes
+(samples, the recording so far, a notice that the command is being stopped) goes to the ``Observer`` given.
 """
 
 from __future__ import annotations
@@ -15,62 +17,103 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple
 
-from ..probes.runner import STOP_SIGNALS
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 STOP_GRACE_S = 5.0
 HANGUP = getattr(signal, "SIGHUP", None)  # the terminal hung up (absent on Windows)
+DEFAULT_INTERVAL_S = 0.5  # between samples of a live watch
+MIN_INTERVAL_S = 0.1  # below it, sampling would cost more than it shows
 
 
-class WatchUsageError(Exception):
-    pass
+class RecordingError(ValueError):
+    """A run that cannot be watched or a recording that cannot be read: a one-line reason."""
 
 
-# --------------------------------------------------------------------------- the command
+class Stop:
+    """Why a live watch stops early: a signal the command line received, handed over with ``signal(signum)``.
+
+    The first is forwarded once to the launched command (its own process group, which a Ctrl-C on the terminal,
+    or a hang-up, never reaches), and sampling goes on until it exits; a second is forwarded again, SIGTERM as
+    SIGKILL. A signal that came before the command started is forwarded as it starts (``adopt``). It takes no
+    lock, so a handler may call it at any moment."""
+
+    def __init__(self) -> None:
+        self.why: Optional[str] = None  # the first signal's name ("SIGINT")
+        self.signum: Optional[int] = None
+        self.at: Optional[float] = None  # time.monotonic() when it came
+        self.child: Optional[subprocess.Popen] = None
+
+    def signal(self, signum: int) -> None:
+        child = self.child
+        if self.why is None:
+            self.why, self.signum, self.at = signal.Signals(signum).name, signum, time.monotonic()
+            if child is not None:
+                signal_child(child, signum)  # forwarded once; we keep sampling until it exits
+        elif child is not None:
+            signal_child(child, signal.SIGKILL if signum == signal.SIGTERM else signum)
+
+    def adopt(self, child: subprocess.Popen) -> None:
+        self.child = child
+        if self.signum is not None:
+            signal_child(child, self.signum)  # it came while the command was being started
 
 
-def cmd_watch(args: Any, write: Callable[..., None]) -> int:
-    """Run `envdoctor watch` with the parsed ``args``; ``write(text, output, utf8=False)`` prints the report
-    (envdoctor.cli.common.write: the command line owns stdout). Bad options raise WatchUsageError."""
-    cmd = list(args.cmd or [])
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
-    if args.replay and (cmd or args.pid):
-        raise WatchUsageError("--replay judges a recording: it takes no command and no --pid")
-    if cmd and args.pid:
-        raise WatchUsageError("give either a command to launch or --pid, not both")
-    if args.pid is not None and args.pid <= 0:
-        raise WatchUsageError(f"--pid must be a process id, got {args.pid}")
-    if args.replay:
-        facts = _replay(args)
-        exit_code: Optional[int] = None
-    else:
-        facts, exit_code = _live(args, cmd)
-    if args.output:
-        _save(facts, args.output, redact=not args.no_redact)
-    return _report(facts, args, exit_code, write)
+class Observer(Protocol):
+    """What sees a live watch as it goes (the command line's live view, through services/watch.py)."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether anyone looks as it goes: only then is the recording so far summarised for a verdict."""
+        ...
+
+    def begin(self, launched: bool, interval_s: float) -> None: ...
+
+    def sample(self, sample: Dict[str, Any]) -> None: ...
+
+    def so_far(self, watch: Any) -> None:
+        """The recording so far (a ``Watch``), every VERDICT_EVERY_S once VERDICT_AFTER_S have passed."""
+        ...
+
+    def notice(self, text: str) -> None:
+        """One line to tell whoever watches (the command is being stopped)."""
+        ...
+
+    def close(self) -> None: ...
 
 
-def _replay(args: Any):
+class Quiet:
+    """The observer of a watch nobody sees as it goes (the Python API, tests)."""
+
+    enabled = False
+
+    def begin(self, launched: bool, interval_s: float) -> None:
+        pass
+
+    def sample(self, sample: Dict[str, Any]) -> None:
+        pass
+
+    def so_far(self, watch: Any) -> None:
+        pass
+
+    def notice(self, text: str) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def replay_recordings(recordings: Sequence[Tuple[str, str]], interval_s: Optional[float] = None):
+    """Facts (origin "paste") of recordings another tool made, each (its path as given, its text); several are
+    one recording (two tools' outputs side by side). RecordingError when nothing in them is a recording."""
     from ..model.facts import Facts
     from .replay import ReplayError, replay
 
-    texts = []
-    for path in args.replay:
-        try:
-            if path == "-":
-                texts.append(sys.stdin.read())
-            else:
-                with open(path, encoding="utf-8", errors="replace") as fh:
-                    texts.append(fh.read(64 * 2**20))
-        except OSError as e:
-            raise WatchUsageError(f"cannot read {path}: {e.strerror}") from None
+    paths = [p for p, _ in recordings]
     try:
-        w = replay("\n".join(texts), interval_s=args.interval, name=", ".join(os.path.basename(p) for p in args.replay))
+        w = replay("\n".join(t for _, t in recordings), interval_s=interval_s,
+                   name=", ".join(os.path.basename(p) for p in paths))
     except ReplayError as e:
-        raise WatchUsageError(f"{', '.join(args.replay)}: {e}") from None
+        raise RecordingError(f"{', '.join(paths)}: {e}") from None
     return Facts(watch=w, origin="paste", envdoctor_version=_version(), collected_at=_now())
 
 
@@ -82,70 +125,6 @@ def _version() -> str:
 
 def _now() -> str:
     return datetime.now(timezone.utc).replace(microsecond=0).isoformat()
-
-
-def _save(facts, path: str, redact: bool = True) -> None:
-    """The recording as a facts snapshot; redacted like `collect` (host names, home paths) unless --no-redact."""
-    import json
-
-    from ..domain.safe_text import escape_json_surrogates
-    from ..report.redact import redact_facts_dict
-
-    data = facts.to_dict()
-    if redact:
-        data = redact_facts_dict(data)
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(escape_json_surrogates(json.dumps(data, indent=2, sort_keys=True)) + "\n")
-    except OSError as e:
-        raise WatchUsageError(f"cannot write {path}: {e.strerror}") from None
-
-
-def _report(facts, args, exit_code: Optional[int], write: Callable[..., None]) -> int:
-    from ..report import render_json, render_markdown
-    from ..services.collect import judge
-    from .display import timeline
-
-    report = judge(facts, only=["watch.*"])
-    w = facts.watch
-    lines = timeline(w.samples)
-    if args.format == "json":
-        write(render_json(report, redact=not args.no_redact), None, utf8=True)
-    elif args.format == "markdown":
-        md = render_markdown(report, redact=not args.no_redact)
-        block = ["", "### Timeline", "", "```", *lines, "```", ""] if lines else []
-        write(_header(w) + "\n" + "\n".join(block) + "\n" + md, None, utf8=True)
-    else:
-        from ..report.console import terminal_width
-        from ..report.redact import redact_text
-        from .display import verdict_lines
-
-        text = "\n".join([_header(w), *lines, "", *verdict_lines(report, args.verbose, terminal_width())])
-        write(text if args.no_redact else redact_text(text), None)
-    if args.fail_on and report.has_at_least(args.fail_on):
-        return EXIT_FINDINGS
-    return exit_code if exit_code is not None else EXIT_OK
-
-
-def _header(w) -> str:
-    s = w.summary or {}
-    what = " ".join(w.command) if w.command else (f"pid {w.pid}" if w.pid else w.source or "the GPUs")
-    parts = [f"envdoctor watch: {what}: {s.get('sample_count', len(w.samples))} samples over "
-             f"{s.get('duration_s', '?')} s"]
-    if s.get("warmup_s"):
-        parts.append(f"warm-up {s['warmup_s']:g} s")
-    if s.get("dataloader_workers") is not None:
-        parts.append(f"DataLoader workers {s['dataloader_workers']}")
-    if s.get("data_wait_fraction") is not None:
-        parts.append(f"data wait {100 * s['data_wait_fraction']:.1f}% of {s.get('step_count')} steps")
-    if w.exit_code is not None:
-        parts.append(f"exit code {w.exit_code}")
-    out = ", ".join(parts)
-    for u in w.unseen:
-        out += f"\n  not seen: {u}"
-    for n in s.get("notes") or []:
-        out += f"\n  note: {n}"
-    return out
 
 
 # --------------------------------------------------------------------------- watching
@@ -162,10 +141,11 @@ def _launch(cmd: List[str], env: Dict[str, str]) -> subprocess.Popen:
     try:
         return subprocess.Popen(cmd, env=env, **kw)
     except OSError as e:
-        raise WatchUsageError(f"cannot run {cmd[0]}: {e.strerror}") from None
+        raise RecordingError(f"cannot run {cmd[0]}: {e.strerror}") from None
 
 
-def _signal_child(child: subprocess.Popen, sig: int) -> None:
+def signal_child(child: subprocess.Popen, sig: int) -> None:
+    """``sig`` to the launched command's process group (else to it alone)."""
     try:
         os.killpg(child.pid, sig)
     except (OSError, AttributeError):
@@ -175,7 +155,7 @@ def _signal_child(child: subprocess.Popen, sig: int) -> None:
             pass
 
 
-def _signal_child_group(child: subprocess.Popen, sig: int) -> None:
+def signal_child_group(child: subprocess.Popen, sig: int) -> None:
     """``sig`` to what is left of an ended command's process group. Its pid names the group while a member
     lives (Linux does not reuse a pid still in use as a process group's id); with none left, ESRCH, ignored."""
     if os.name != "posix":
@@ -186,12 +166,12 @@ def _signal_child_group(child: subprocess.Popen, sig: int) -> None:
         pass
 
 
-def _stop_child(child: subprocess.Popen) -> None:
+def stop_child(child: subprocess.Popen) -> None:
     """Stop a launched command as Ctrl-C would, then harder if it does not exit."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         if child.poll() is not None:
             return
-        _signal_child(child, sig)
+        signal_child(child, sig)
         try:
             child.wait(STOP_GRACE_S)
             return
@@ -223,26 +203,23 @@ def local_nvme(exclude: List[str]) -> Optional[Dict[str, Any]]:
     return best
 
 
-def _live(args: Any, cmd: List[str]):
+def record_live(cmd: List[str], pid: Optional[int] = None, interval_s: Optional[float] = None,
+                duration_s: Optional[float] = None, data: Sequence[str] = (), stop: Optional[Stop] = None,
+                observer: Optional[Observer] = None):
+    """Watch ``cmd`` (launched here), the process ``pid`` (never signalled) or, with neither, the GPUs'
+    processes, until it ends, ``duration_s`` passes or ``stop`` says a signal came; (the facts, the command's
+    return code or None). The options are taken as valid (services/watch.py checks them); RecordingError when
+    the command cannot start."""
     from ..domain.recording import summarize
     from ..model.facts import Facts, ProbeStatus, Watch
-    from .display import Live
     from .record import Recorder
     from .sample import GpuReader, HostReader, ProcessTree, Unseen, cpus_available
     from .timer import read_reports, watch_dir
 
-    interval = args.interval or 0.5
-    if interval < 0.1:
-        raise WatchUsageError("--interval below 0.1 s would cost more than it shows")
-    data = [os.path.abspath(p) for p in (args.data or [])]
-    for p in data:
-        if not os.path.exists(p):
-            raise WatchUsageError(f"--data {p}: no such file or directory")
-    if args.pid is not None:
-        import psutil
-
-        if not psutil.pid_exists(args.pid):
-            raise WatchUsageError(f"--pid {args.pid}: no such process")
+    stop = stop if stop is not None else Stop()
+    live: Observer = observer if observer is not None else Quiet()
+    interval = interval_s or DEFAULT_INTERVAL_S
+    data = [os.path.abspath(p) for p in data]
     steps_dir, made_dir, steps_why = steps_directory(watch_dir(), launching=bool(cmd))
     if steps_dir and not mark_steps_directory(steps_dir):
         release_steps_directory(steps_dir, made_dir, ())
@@ -251,36 +228,15 @@ def _live(args: Any, cmd: List[str]):
     env = dict(os.environ)
     if steps_dir:
         env["ENVDOCTOR_WATCH_DIR"] = steps_dir
-    stop: Dict[str, Any] = {"why": None, "signum": None, "at": None}
-    previous = {}
-    launched: List[Optional[subprocess.Popen]] = [None]
-
-    def on_signal(signum, _frame):
-        child = launched[0]
-        if stop["why"] is None:
-            stop["why"], stop["signum"], stop["at"] = signal.Signals(signum).name, signum, time.monotonic()
-            if child is not None:
-                _signal_child(child, signum)  # forwarded once; we keep sampling until it exits
-        else:
-            if child is not None:
-                _signal_child(child, signal.SIGKILL if signum == signal.SIGTERM else signum)
-
-    # the handler before the command starts: a Ctrl-C the moment it has started is forwarded to it, not lost
-    # to the command line's own handler (which would end watch before the command). SIGHUP too: the command runs
-    # in its own process group, which a terminal's hang-up (an SSH drop) never reaches; one ignored from the
-    # start (`nohup envdoctor watch ...`) stays ignored, and the run goes on
-    for sig in STOP_SIGNALS:
-        try:
-            if sig == HANGUP and signal.getsignal(sig) == signal.SIG_IGN:
-                continue
-            previous[sig] = signal.signal(sig, on_signal)
-        except ValueError:  # not the main thread
-            pass
-    child = _launch(cmd, env) if cmd else None
-    launched[0] = child
-    if child is not None and stop["signum"] is not None:
-        _signal_child(child, stop["signum"])  # it came while the command was being started
-    root = child.pid if child else args.pid
+    try:
+        child = _launch(cmd, env) if cmd else None
+    except RecordingError:
+        if steps_dir:
+            release_steps_directory(steps_dir, made_dir, ())
+        raise
+    if child is not None:
+        stop.adopt(child)
+    root = child.pid if child else pid
     unseen = Unseen()
     if steps_why:
         unseen.add(steps_why)
@@ -289,17 +245,14 @@ def _live(args: Any, cmd: List[str]):
     tree = ProcessTree(unseen, root)
     if root is None:
         unseen.add("no command or --pid: the processes on the GPUs are watched (none without NVML)")
-    live = Live(in_place=child is None, interval_s=interval)
+    live.begin(launched=child is not None, interval_s=interval)
     rec = Recorder()
     t0 = time.monotonic()
     t0_epoch = time.time()
-    deadline = t0 + args.duration if args.duration else None
+    deadline = t0 + duration_s if duration_s else None
     stopped_by_duration = False
     cpu_available, cpu_how = cpus_available(root)
     last_verdict = t0
-    from .display import StableVerdict
-
-    stable = StableVerdict()
     try:
         while True:
             tick = time.monotonic()
@@ -312,9 +265,10 @@ def _live(args: Any, cmd: List[str]):
             rec.add(sample)
             if live.enabled and tick - last_verdict >= VERDICT_EVERY_S and tick - t0 >= VERDICT_AFTER_S:
                 last_verdict = tick
-                live.set_verdict(stable.offer(_verdict_so_far(rec.samples, interval, steps_dir, tree.pids_seen,
-                                                              t0_epoch, cpu_available)))
-            live.update(sample)
+                so_far = recording_so_far(rec.samples, interval, steps_dir, tree.pids_seen, t0_epoch, cpu_available)
+                if so_far is not None:
+                    live.so_far(so_far)
+            live.sample(sample)
             if child is not None and child.poll() is not None:
                 break
             if root is not None and child is None and not _alive(root):
@@ -322,9 +276,9 @@ def _live(args: Any, cmd: List[str]):
             if deadline is not None and time.monotonic() >= deadline:
                 stopped_by_duration = True
                 break
-            if stop["why"] is not None and child is None:
+            if stop.why is not None and child is None:
                 break
-            if stop["signum"] == HANGUP and child is not None and time.monotonic() - stop["at"] >= STOP_GRACE_S:
+            if stop.signum == HANGUP and child is not None and time.monotonic() - (stop.at or 0.0) >= STOP_GRACE_S:
                 break  # no one is left to press Ctrl-C again: stopped below, harder each STOP_GRACE_S
             time.sleep(max(0.0, interval - (time.monotonic() - tick)))
     finally:
@@ -334,19 +288,16 @@ def _live(args: Any, cmd: List[str]):
             pass
         if child is not None and child.poll() is None:
             try:
-                sys.stderr.write(f"envdoctor watch: --duration {args.duration:g} s reached: stopping {cmd[0]} "
-                                 f"(SIGINT, then SIGTERM and SIGKILL {STOP_GRACE_S:g} s apart if it does not exit)\n"
-                                 if stopped_by_duration else f"envdoctor watch: stopping {cmd[0]}\n")
-                sys.stderr.flush()
+                live.notice(f"envdoctor watch: --duration {duration_s:g} s reached: stopping {cmd[0]} "
+                            f"(SIGINT, then SIGTERM and SIGKILL {STOP_GRACE_S:g} s apart if it does not exit)"
+                            if stopped_by_duration else f"envdoctor watch: stopping {cmd[0]}")
             except (OSError, ValueError):
                 pass
-            _stop_child(child)
-        if child is not None and stop["signum"] == HANGUP:
+            stop_child(child)
+        if child is not None and stop.signum == HANGUP:
             # its DataLoader workers (its process group) that outlived it: nobody is left to see or stop them
-            _signal_child_group(child, signal.SIGKILL)
+            signal_child_group(child, signal.SIGKILL)
         gpu.close()
-        for sig, old in previous.items():
-            signal.signal(sig, old)
     exit_code = child.returncode if child is not None else None
     steps = read_reports(steps_dir, tree.pids_seen) if steps_dir else []
     if steps_dir:
@@ -365,8 +316,8 @@ def _live(args: Any, cmd: List[str]):
         summary["shm_total_bytes"] = shutil.disk_usage("/dev/shm").total
     except OSError:
         pass
-    if stop["why"]:
-        summary["stopped_by"] = stop["why"]
+    if stop.why:
+        summary["stopped_by"] = stop.why
     elif stopped_by_duration:
         summary["stopped_by"] = "duration"
     w = Watch(status=ProbeStatus.OK, source="live", command=cmd or None, pid=root,
@@ -375,12 +326,12 @@ def _live(args: Any, cmd: List[str]):
               unseen=unseen.lines)
     facts = Facts(watch=w, origin="live", envdoctor_version=_version(), collected_at=_now())
     if stopped_by_duration and child is not None:
-        exit_code = EXIT_OK  # we stopped it: its exit code says nothing about the run
-    return facts, exit_status(exit_code)
+        exit_code = 0  # we stopped it: its exit code says nothing about the run
+    return facts, exit_code
 
 
 def exit_status(returncode: Optional[int]) -> Optional[int]:
-    """The command's return code as watch's own exit status, as a shell reports it: killed by signal N
+    """The command's return code as a shell reports it (what `watch` exits with): killed by signal N
     (``returncode`` -N) is 128 + N (130 for SIGINT, 143 for SIGTERM), not -N taken modulo 256 (254, 241).
     The facts keep the return code itself (``watch.exit_code``: -2)."""
     if returncode is not None and returncode < 0:
@@ -392,20 +343,18 @@ VERDICT_AFTER_S = 5.0  # the live view states a verdict once this much was seen
 VERDICT_EVERY_S = 5.0  # and renews it this often (the judge over the samples so far: milliseconds)
 
 
-def _verdict_so_far(samples, interval, steps_dir, pids, t0_epoch, cpu_available) -> tuple[str, str] | None:
-    """The watch checks' verdict on what was recorded so far, (its finding code, one phrase), for the live view;
-    None on any failure (the live view never stops the recording)."""
+def recording_so_far(samples: Sequence[Dict[str, Any]], interval: float, steps_dir: str, pids: Any,
+                     t0_epoch: Optional[float], cpu_available: Optional[float]):
+    """What was recorded so far as a ``Watch`` (summarised, the step timer's reports read), for the live view's
+    verdict; None on any failure (the live view never stops the recording)."""
     try:
         from ..domain.recording import summarize
-        from ..model.facts import Facts, ProbeStatus, Watch
-        from ..services.collect import judge
-        from .display import headline_of
+        from ..model.facts import ProbeStatus, Watch
         from .timer import read_reports
 
         steps = read_reports(steps_dir, pids) if steps_dir else []
-        w = Watch(status=ProbeStatus.OK, source="live", interval_s=interval, samples=list(samples),
-                  summary=summarize(list(samples), interval, steps, t0_epoch), cpu_available=cpu_available)
-        return headline_of(judge(Facts(watch=w), only=["watch.*"]))
+        return Watch(status=ProbeStatus.OK, source="live", interval_s=interval, samples=list(samples),
+                     summary=summarize(list(samples), interval, steps, t0_epoch), cpu_available=cpu_available)
     except Exception:  # noqa: BLE001 - a live hint only: the final verdict is judged after the run
         return None
 

@@ -76,7 +76,8 @@ def test_watch_replay_fits_80_columns(capsys, monkeypatch):
 def test_fleet_fits_80_columns_and_uses_checks_marks(tmp_path, capsys, monkeypatch):
     import json
 
-    from envdoctor.fleet.report import judge_fleet, to_dict
+    from envdoctor.judging.fleet import judge_fleet
+    from envdoctor.report.fleet import to_dict
     from envdoctor.report.summary import SEVERITY_SYMBOLS
     from tests.unit.checks.test_fleet import _fleet, _node_facts
 

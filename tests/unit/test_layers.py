@@ -26,13 +26,16 @@ LAYERS: Sequence[Tuple[str, FrozenSet[str]]] = (
     ("parsers", frozenset({"parsers"})),
     ("probes", frozenset({"probes"})),
     ("bench", frozenset({"bench"})),  # measures like a probe (subprocesses, samples) and says what to expect
+    # the other sources of facts (issue 40): a watched run (watch/: sampling, the launched command, a recording read
+    # back) and a fleet (fleet/: the ranks' rounds over torch.distributed); below the judge, like the probes
+    ("sources", frozenset({"watch", "fleet"})),
     ("remedies", frozenset({"remedies"})),  # what to change: facts + compat in, commands out; never checks
     ("checks", frozenset({"checks"})),
     ("judging", frozenset({"judging"})),  # the one judge: judge(facts, compat, selection, policy) -> Report
     ("report", frozenset({"report"})),
     # the services the commands call; the lead moves them into a services/ package
     ("services", frozenset({"services"})),  # what each command does, as a Python call (envdoctor/services/)
-    ("features", frozenset({"diagnose", "watch", "fleet"})),  # whole pipelines built on the services
+    ("features", frozenset({"diagnose"})),  # a whole pipeline built on the services: pasted text to a report
     # the entry points: the command line, `python -m envdoctor`, and the package facade (`envdoctor.preflight`)
     ("cli", frozenset({"cli", "__main__", ROOT})),
 )
@@ -43,7 +46,12 @@ ROOT_CONSTANTS = frozenset({"__version__"})
 
 # Edges other helpers are removing right now; (importing module, imported unit) -> why it is tolerated. An entry
 # that matches nothing any more fails the test, so the list only shrinks.
-ALLOWED: Dict[Tuple[str, str], str] = {}
+ALLOWED: Dict[Tuple[str, str], str] = {
+    # a rank collects its node's facts with services.collect.collect (and catches its Interrupted); fleet/rank.py
+    # is being changed by another helper (fleet41, issue 41: rank arrival), so the collect function is to be handed
+    # in by services/fleet.py once that lands
+    ("envdoctor.fleet.rank", "services"): "the rank's collect, to be handed in by services/fleet.py",
+}
 
 
 class Edge:
@@ -218,6 +226,94 @@ def _cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
         if v not in index:
             visit(v)
     return found
+
+
+# --------------------------------------------------------------------------- the shape of a command (issue 40)
+# cli -> services -> judge -> report: a service is the command as a call (options in, a report out); it prints
+# nothing, installs no signal handler and renders nothing, so the command line (or a script) decides what is shown.
+
+# what a service may read of report/: redaction is a rule on the data (a node-health line, a saved recording), not
+# a rendering
+SERVICE_REPORT_MODULES = frozenset({"envdoctor.report.redact"})
+# services that render still, each with why; an entry that matches nothing any more fails the test
+SERVICE_RENDERS: Dict[str, str] = {
+    "envdoctor.services.preflight": "PreflightError carries the console report as its message (preflight() raises "
+                                    "it for a script to print)",
+}
+# what prints or handles signals: a call of print(), sys.stdout / sys.stderr, signal.signal / signal.pthread_sigmask
+_PRINTS = {("sys", "stdout"), ("sys", "stderr"), ("signal", "signal"), ("signal", "pthread_sigmask"),
+           ("signal", "setitimer"), ("signal", "alarm")}
+
+
+def service_violations(root: Path, renders: Optional[Dict[str, str]] = None) -> List[str]:
+    """What breaks the shape of the services at ``root``: an import of the command line or of a renderer, a print,
+    stdout/stderr, or a signal handler."""
+    renders = SERVICE_RENDERS if renders is None else renders
+    out: List[str] = []
+    used: Set[str] = set()
+    for e in edges(root):
+        if e.source_unit != "services":
+            continue
+        if e.target_unit == "cli":
+            out.append(f"{e.where}: {e.source} imports {e.target}: a service never calls the command line")
+        elif e.target_unit == "report" and e.target not in SERVICE_REPORT_MODULES:
+            if e.source in renders:
+                used.add(e.source)
+                continue
+            out.append(f"{e.where}: {e.source} imports the renderer {e.target}: a service returns a report, the "
+                       "command line renders it")
+    for path in sorted((root / "services").rglob("*.py")):
+        where = path.relative_to(root.parent)
+        found: List[Tuple[int, str]] = []
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                found.append((node.lineno, "print(): a service prints nothing"))
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and (node.value.id, node.attr) in _PRINTS:
+                found.append((node.lineno, f"{node.value.id}.{node.attr}: a service neither writes to the terminal "
+                                           "nor handles signals (the command line does)"))
+        out += [f"{where}:{line}: {what}" for line, what in sorted(found)]
+    out += [f"SERVICE_RENDERS names {m}, which renders nothing any more: delete it" for m in sorted(set(renders) - used)]
+    return out
+
+
+def test_services_print_nothing_render_nothing_and_leave_signals_to_the_command_line():
+    bad = service_violations(PACKAGE)
+    assert not bad, "\n".join(bad)
+
+
+def test_the_sources_of_facts_sit_below_the_judge_and_the_renderers_above():
+    # probes, a watched run and a fleet make facts; the judge judges them; report/ renders (watch and fleet too)
+    rank = {u: i for i, (_, members) in enumerate(LAYERS) for u in members}
+    assert max(rank["probes"], rank["watch"], rank["fleet"]) < rank["judging"] < rank["report"] < rank["services"]
+    for unit in ("watch", "fleet"):
+        defined = [f"{path.relative_to(PACKAGE)}: {node.name}" for path in sorted((PACKAGE / unit).rglob("*.py"))
+                   for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                   if isinstance(node, ast.FunctionDef) and node.name.startswith("render")]
+        assert not defined, f"renderers live in report/: {defined}"
+
+
+def test_a_service_that_prints_renders_or_calls_the_cli_fails(tmp_path):
+    root = _tree(tmp_path, {
+        "services/__init__.py": "",
+        "services/ok.py": "from ..report.redact import redact_text\ndef f():\n    return 'print(x)'\n",
+        "services/loud.py": "import sys\nimport signal\ndef f():\n    print('x')\n    sys.stderr.write('y')\n"
+                            "    signal.signal(2, None)\n",
+        "services/draws.py": "from ..report import render_console\nfrom ..cli.common import write\n",
+        "report/__init__.py": "", "report/redact.py": "", "cli/__init__.py": "", "cli/common.py": "",
+    })
+    assert service_violations(root, {"envdoctor.services.gone": "removed"}) == [
+        "envdoctor/services/draws.py:1: envdoctor.services.draws imports the renderer envdoctor.report: a service "
+        "returns a report, the command line renders it",
+        "envdoctor/services/draws.py:2: envdoctor.services.draws imports envdoctor.cli.common: a service never calls "
+        "the command line",
+        "envdoctor/services/loud.py:4: print(): a service prints nothing",
+        "envdoctor/services/loud.py:5: sys.stderr: a service neither writes to the terminal nor handles signals "
+        "(the command line does)",
+        "envdoctor/services/loud.py:6: signal.signal: a service neither writes to the terminal nor handles signals "
+        "(the command line does)",
+        "SERVICE_RENDERS names envdoctor.services.gone, which renders nothing any more: delete it",
+    ]
 
 
 def test_the_package_keeps_its_layers():

@@ -8,7 +8,7 @@ import pytest
 
 from envdoctor.checks import all_checks
 from envdoctor.checks.fleet import STRAGGLER_FRACTION, outliers
-from envdoctor.fleet.report import judge_fleet
+from envdoctor.judging.fleet import judge_fleet
 from envdoctor.model.fleet import FleetData, group_nodes
 from tests import machines as m
 

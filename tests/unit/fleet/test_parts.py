@@ -11,8 +11,9 @@ from envdoctor.cli import main
 from envdoctor.fleet import testing
 from envdoctor.fleet.launch import NotLaunched, place_from_env
 from envdoctor.fleet.measure import parse_nccl_log
-from envdoctor.fleet.report import judge_fleet, render_console, render_markdown, to_dict
+from envdoctor.judging.fleet import judge_fleet
 from envdoctor.model.fleet import FleetReportError, fleet_from_report
+from envdoctor.report.fleet import render_console, render_markdown, to_dict
 from tests.unit.checks.test_fleet import _fleet, _node_facts
 
 TORCHRUN_ENV = {"RANK": "5", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "1",

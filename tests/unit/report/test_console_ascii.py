@@ -29,7 +29,7 @@ def test_sparklines_of_flat_series_say_their_level():
     """A series at 0 throughout is an empty line of bars, not half-height ones; a percentage is drawn on its
     0-100 scale, so 100 % throughout is full bars and a 40-60 % wobble stays mid-height."""
     from envdoctor.report.bench_view import SPARK, sparkline
-    from envdoctor.watch.display import percent_scale, timeline
+    from envdoctor.report.watch import percent_scale, timeline
 
     assert sparkline([0.0] * 5) == SPARK[0] * 5
     assert sparkline([7.0] * 5) == SPARK[3] * 5  # no scale: a flat non-zero level, drawn mid-height

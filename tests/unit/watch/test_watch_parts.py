@@ -193,7 +193,8 @@ class _Tty:
 
 
 def test_live_view_draws_one_line_per_gpu_cpu_and_disk_only_on_a_terminal():
-    from envdoctor.watch.display import Live, timeline
+    from envdoctor.report.watch import timeline
+    from envdoctor.report.watch_live import Live
 
     tty = _Tty()
     live = Live(stream=tty, in_place=True, interval_s=0.5)
@@ -231,9 +232,20 @@ class _Terminal:
         pass
 
 
+def _verdict_so_far(*recorded):
+    """The live view's verdict as a watch makes it: the recording so far (watch/, below the judge), judged by the
+    watch checks (services/watch.py), its headline (report/watch_live.py); None when nothing is judged yet."""
+    from envdoctor.model.facts import Facts
+    from envdoctor.report.watch_live import headline_of
+    from envdoctor.services.watch import judge_recording
+    from envdoctor.watch.command import recording_so_far
+
+    w = recording_so_far(*recorded)
+    return headline_of(judge_recording(Facts(watch=w))) if w is not None else None
+
+
 def test_live_view_states_the_verdict_so_far_within_80_columns():
-    from envdoctor.watch.command import _verdict_so_far
-    from envdoctor.watch.display import Live
+    from envdoctor.report.watch_live import Live
 
     samples = []
     for i in range(30):
@@ -259,14 +271,12 @@ def test_live_view_states_the_verdict_so_far_within_80_columns():
 
 
 def test_no_verdict_yet_is_no_line():
-    from envdoctor.watch.command import _verdict_so_far
-
     assert _verdict_so_far([], 0.5, "", set(), None, None) is None
 
 
 def test_the_live_verdict_changes_only_when_two_updates_agree():
     """Issue 41: the live view's verdict flipped on every update while the evidence hovered at a threshold."""
-    from envdoctor.watch.display import StableVerdict
+    from envdoctor.report.watch_live import StableVerdict
 
     st = StableVerdict()
     assert st.offer(None) is None

@@ -1,5 +1,6 @@
-"""The fleet report: each node judged by the one judge (``services.collect.judge``), the fleet checks over all of them, and
-the renderers (console, JSON, Markdown), written by rank 0 alone."""
+"""The fleet report's renderers (console, JSON, Markdown), written by rank 0 alone or for a saved report judged
+again: a ``model.fleet.FleetReport`` in, text out (issue 40: with the other renderers, out of the fleet package,
+which sits below the judge)."""
 
 from __future__ import annotations
 
@@ -7,48 +8,9 @@ import json
 from typing import Any, Dict, List, Optional
 
 from .. import __version__
-from ..checks.fleet import FleetContext
-from ..domain.fastclass import dataclass
 from ..domain.safe_text import escape_json_surrogates
-from ..model.findings import CheckResult, Finding, Report, Severity, order_findings
-from ..model.fleet import FLEET_KIND, FLEET_SCHEMA_VERSION, FleetData, fleet_to_dict
-
-
-@dataclass
-class FleetReport:
-    fleet: FleetData
-    node_reports: Dict[str, Report]
-    checks: List[CheckResult]
-    compat_as_of: Optional[str] = None
-
-    @property
-    def findings(self) -> List[Finding]:
-        return order_findings(self.checks)
-
-    @property
-    def problems(self) -> List[Finding]:
-        return [f for f in self.findings if f.severity != Severity.INFO]
-
-    def has_at_least(self, threshold: str) -> bool:
-        return any(Severity.at_least(f.severity, threshold) for f in self.findings)
-
-
-def judge_fleet(fleet: FleetData, compat: Any = None) -> FleetReport:
-    from ..compat import load_compat
-    from ..services.collect import judge
-
-    compat = compat or load_compat()
-    node_reports = {n.key: judge(n.facts, compat) for n in fleet.nodes if n.facts is not None}
-    checks = run_fleet_checks(FleetContext(fleet, node_reports), compat)
-    return FleetReport(fleet, node_reports, checks, compat_as_of=compat.as_of)
-
-
-def run_fleet_checks(ctx: FleetContext, compat: Any) -> List[CheckResult]:
-    """The registered fleet checks (area "fleet") over the fleet: the same runner as every check's."""
-    from ..checks import all_checks, run_checks
-    from ..model.facts import Facts
-
-    return run_checks(Facts(), compat, [c for c in all_checks() if c.area == "fleet"], fleet=ctx)
+from ..model.findings import Severity
+from ..model.fleet import FLEET_KIND, FLEET_SCHEMA_VERSION, FleetReport, fleet_to_dict
 
 
 def node_summary(node: Any) -> Dict[str, Any]:
@@ -82,7 +44,7 @@ def to_dict(rep: FleetReport, redact: bool = True) -> Dict[str, Any]:
                     "warnings": sum(1 for f in rep.findings if f.severity == Severity.WARNING)},
     }
     if redact:
-        from ..report.redact import redact_facts_dict
+        from .redact import redact_facts_dict
 
         out = redact_facts_dict(out)
     return out
@@ -183,7 +145,7 @@ def render_console(rep: FleetReport, verbose: bool = False, width: Optional[int]
     """The console report; ``width``: a table wider than that prints one block per row (the command line
     wraps the prose to the terminal, cli.common.fit_text). The marks are `check`'s (report/summary.py)."""
     from ..remedies.shell_wrap import wrap_command
-    from ..report.summary import SEVERITY_SYMBOLS
+    from .summary import SEVERITY_SYMBOLS
 
     fleet = rep.fleet
     s = _sections(rep)
@@ -224,7 +186,7 @@ def render_console(rep: FleetReport, verbose: bool = False, width: Optional[int]
 
 
 def render_markdown(rep: FleetReport, redact: bool = True) -> str:
-    from ..report.markdown import cell
+    from .markdown import cell
 
     fleet = rep.fleet
     s = _sections(rep, redact)
@@ -252,8 +214,8 @@ def render_markdown(rep: FleetReport, redact: bool = True) -> str:
     out += ["", _verdict(rep)]
     text = "\n".join(out)
     if redact:
-        from ..report.redact import redact_text
+        from .redact import redact_text
 
-        hosts = [r.get("hostname") for r in fleet.ranks if r.get("hostname")]
+        hosts = [h for h in (r.get("hostname") for r in fleet.ranks) if isinstance(h, str) and h]
         text = redact_text(text, hosts)
     return text
