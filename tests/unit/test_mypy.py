@@ -33,7 +33,8 @@ def test_the_checked_list_keeps_the_packages_the_issue_named():
 def test_mypy_finds_no_error_in_the_checked_packages(request):
     pytest.importorskip("mypy", reason="mypy is not installed (pip install -e '.[test]' installs it)")
     # the cache lives in pytest's own cache folder (ignored by git), so a second run reads what did not change
-    cache = request.config.cache.mkdir("mypy") if request.config.cache is not None else None
+    pytest_cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    cache = pytest_cache.mkdir("mypy") if pytest_cache is not None else None
     argv = [sys.executable, "-m", "mypy", "--config-file", str(REPO / "pyproject.toml")]
     if cache is not None:
         argv += ["--cache-dir", str(cache)]
