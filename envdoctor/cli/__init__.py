@@ -37,6 +37,8 @@ from .common import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageEr
 _COMMAND_MODULES = (check, diagnose, bench, list_checks, explain, assert_, matrix, recommend, update_data, watch,
                     fleet, node_health)
 COMMANDS = {name: handler for module in _COMMAND_MODULES for name, handler in module.COMMANDS.items()}
+# what a command starts as soon as its options are parsed (check: the target's inspect payload)
+EARLY_STARTS = {name: start for module in _COMMAND_MODULES for name, start in getattr(module, "EARLY", {}).items()}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -112,18 +114,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if PENDING_SIGNAL[0] is not None:  # it came during the imports (envdoctor.__main__ held it): stop now
             raise Interrupted(PENDING_SIGNAL[0])
-        # then the target's `import torch`, the floor of a plain run, before envdoctor's own imports: the probe
-        # adopts the process when its command line matches (probes/payload_launch.py; ENVDOCTOR_EARLY_PAYLOAD=0)
-        from ..probes.payload_launch import start_early
-
-        start_early(sys.argv[1:] if argv is None else argv, common.DEFAULT_PYTHON_TIMEOUT_S)
-        parser = build_parser()
+        parser = build_parser()  # cheap: every command module imports its heavy modules inside its handler
         try:
             argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
         except UsageError as e:
             sys.stderr.write(f"envdoctor: {e}\n")
             return EXIT_USAGE
-        args = parser.parse_args(argv)
+        args = parser.parse_args(argv)  # the command line is read here, once
+        # then the target's `import torch`, the floor of a plain run, started from the parsed options before
+        # envdoctor's own heavy imports: the probe adopts the process (probes/payload_launch.py)
+        start = EARLY_STARTS.get(args.command)
+        if start is not None:
+            start(args)
         code = _main(args)
         if PENDING_SIGNAL[0] is not None:
             # the handler's raise was dropped where Python drops exceptions (importlib's module-lock callbacks)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from .common import (
+    DEFAULT_PYTHON_TIMEOUT_S,
     EXIT_CODES_HELP,
     EXIT_FINDINGS,
     EXIT_OK,
@@ -44,8 +45,8 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--python", action="append", metavar="PATH", dest="pythons",
                    help="interpreter to judge, or a venv prefix (repeatable; default: the active environment's)")
     p.add_argument("--python-timeout", type=positive_seconds,  # one rule: a positive, finite number
-                   default=60.0, metavar="SECONDS",
-                   help="time allowed to import torch in each interpreter (default: 60)")
+                   default=DEFAULT_PYTHON_TIMEOUT_S, metavar="SECONDS",
+                   help=f"time allowed to import torch in each interpreter (default: {DEFAULT_PYTHON_TIMEOUT_S:g})")
     p.add_argument("--format", choices=ASSERT_FORMATS, default="console", help="output format (default: console)")
     p.add_argument("--fail-on", choices=("error", "warning"), default=None,
                    help="lowest severity that makes the exit code 1 (default: error, or fail-on in the config)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any, Dict, Optional
 
 from .common import (
     EXIT_CODES_HELP,
@@ -15,7 +16,10 @@ from .common import (
     add_textfile_option,
     check_writable,
     collect_options,
+    data_target,
     json_document,
+    python_target,
+    python_timeout,
     read_text,
     split_globs,
     wait_progress,
@@ -131,4 +135,32 @@ def cmd_collect(args) -> int:
     return EXIT_OK
 
 
+def early_payloads(args) -> Optional[Dict[str, Any]]:
+    """What start_early starts for these parsed options (payload_launch.start_early's arguments), or None: nothing
+    for a run that probes no interpreter (--facts), measures first (--bench), or whose options cmd_check will
+    refuse (its usage error then comes with no payload left running)."""
+    if args.facts or args.bench:
+        return None
+    try:  # read as collect_options reads them, without its import of the services (hundreds of ms)
+        check_writable(args.output)
+        pythons = [python_target(p) for p in (args.pythons or [])]
+        data_paths = [data_target(p) for p in (args.data_paths or [])]
+    except UsageError:
+        return None
+    return {"pythons": pythons, "timeout_s": python_timeout(args), "inspect_torch": not args.no_torch,
+            "smoke": args.smoke, "data_paths": data_paths}
+
+
+def start_early(args) -> int:
+    """The inspect payload this run's pythons probe will adopt, started as soon as the options are parsed (cli.main),
+    before the heavy imports: the target's `import torch` is the floor of a plain run. How many were started."""
+    plan = early_payloads(args)
+    if plan is None:
+        return 0
+    from ..probes import payload_launch
+
+    return payload_launch.start_early(**plan)
+
+
 COMMANDS = {"check": cmd_check, "collect": cmd_collect}
+EARLY = {"check": start_early}

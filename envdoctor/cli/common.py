@@ -14,6 +14,11 @@ import os
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
+# the one default of every --python-timeout, and --smoke thorough's (probes/payload_launch.py: stdlib only, and
+# loaded before the payload starts anyway)
+from ..probes.payload_launch import DEFAULT_TIMEOUT_S as DEFAULT_PYTHON_TIMEOUT_S
+from ..probes.payload_launch import THOROUGH_TIMEOUT_S
+
 EXIT_OK = 0  # no finding at or above --fail-on
 EXIT_FINDINGS = 1  # at least one finding at or above --fail-on, or no check judged anything
 EXIT_USAGE = 2  # usage error or unreadable input (bad --facts file, nothing recognisable in a paste)
@@ -58,8 +63,6 @@ def split_globs(values: Optional[List[str]], option: str = "--only") -> Optional
     return out or None
 
 
-DEFAULT_PYTHON_TIMEOUT_S = 60.0
-THOROUGH_TIMEOUT_S = 240.0  # --smoke thorough: as probes/payload_launch.THOROUGH_TIMEOUT_S (cli imports no probe at start)
 
 
 def positive_seconds(text: str) -> float:
@@ -336,23 +339,32 @@ def report_exit_code(report, fail_on: str) -> int:
 
 
 def python_target(value: str) -> str:
-    from ..services.collect import OptionsError
-    from ..services.collect import python_target as resolve
+    """--python VALUE as the interpreter to run (probes/payload_launch.python_target: the one reading of it)."""
+    from ..probes.payload_launch import TargetError
+    from ..probes.payload_launch import python_target as resolve
 
     try:
         return resolve(value)
-    except OptionsError as e:
+    except TargetError as e:
         raise UsageError(str(e)) from None
 
 
 def data_target(value: str) -> str:
-    from ..services.collect import OptionsError
-    from ..services.collect import data_target as resolve
+    """--data VALUE as the path to read (probes/payload_launch.data_target)."""
+    from ..probes.payload_launch import TargetError
+    from ..probes.payload_launch import data_target as resolve
 
     try:
         return resolve(value)
-    except OptionsError as e:
+    except TargetError as e:
         raise UsageError(str(e)) from None
+
+
+def python_timeout(args: Any) -> float:
+    """--python-timeout, else the default (--smoke thorough's longer one with that tier)."""
+    if getattr(args, "python_timeout", None) is not None:
+        return float(args.python_timeout)
+    return THOROUGH_TIMEOUT_S if getattr(args, "smoke", None) == "thorough" else DEFAULT_PYTHON_TIMEOUT_S
 
 
 def collect_options(args):
@@ -362,8 +374,7 @@ def collect_options(args):
         pythons=[python_target(p) for p in (args.pythons or [])],
         data_paths=[data_target(p) for p in (args.data_paths or [])],
         inspect_torch=not args.no_torch,
-        python_timeout_s=args.python_timeout if args.python_timeout is not None else (
-            THOROUGH_TIMEOUT_S if getattr(args, "smoke", None) == "thorough" else DEFAULT_PYTHON_TIMEOUT_S),
+        python_timeout_s=python_timeout(args),
         load_pcie=args.load_pcie,
         smoke=getattr(args, "smoke", None) or "off",
     )
@@ -488,8 +499,7 @@ def wait_progress(args: Any, progress: Optional[Progress] = None) -> Optional[Ca
     progress = progress or Progress(every_s=PROGRESS_EVERY_S, rewrite=False)
     if not progress.enabled:
         return None
-    timeout = getattr(args, "python_timeout", None)
-    timeout = timeout if timeout is not None else DEFAULT_PYTHON_TIMEOUT_S
+    timeout = python_timeout(args)
 
     def tell(_elapsed_s: float, waiting: List[str]) -> None:
         if waiting:  # the elapsed seconds are the progress's own clock's, started as the collection starts

@@ -26,6 +26,7 @@ from ..model.targets import (
     resolve_gpus,
     split_list,
 )
+from ..probes.payload_launch import DEFAULT_TIMEOUT_S
 
 
 @dataclass
@@ -35,7 +36,7 @@ class AssertOptions:
     target_gpus: List[str] = field(default_factory=list)
     source: str = "command line"
     pythons: List[str] = field(default_factory=list)
-    python_timeout_s: float = 60.0
+    python_timeout_s: float = DEFAULT_TIMEOUT_S
     env: Optional[dict] = None
 
 
@@ -75,15 +76,15 @@ def declared_driver(target_driver: Optional[str], gpus: List[GpuTarget]) -> Driv
     )
 
 
-def collect_static(pythons: Sequence[str], timeout_s: float = 60.0, env: Optional[dict] = None,
+def collect_static(pythons: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, env: Optional[dict] = None,
                    runner: Any = None) -> Tuple[List[PythonEnv], List[ProbeRun]]:
     """Probe only the target interpreters (torch imported there, in a subprocess, as for `check`)."""
-    from ..probes.python_env import default_interpreter, probe_pythons
+    from ..probes.python_env import inspect_targets, probe_pythons
     from ..probes.runner import Runner
 
     runner = runner or Runner()
     env = dict(os.environ if env is None else env)
-    targets = [(p, "--python") for p in dict.fromkeys(pythons)] or [default_interpreter(env, runner)]
+    targets = inspect_targets(list(pythons), env, runner)
     start = time.monotonic()
     envs = probe_pythons(targets, runner, timeout_s, True)
     statuses = [e.status for e in envs]
