@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from envdoctor.compat import load_compat  # noqa: E402
-from envdoctor.diagnose import decode_text, diagnose_report  # noqa: E402
+from envdoctor.diagnose import decode_text  # noqa: E402
 from envdoctor.diagnose.bounded_read import MiB, read_bounded, trigger_keywords  # noqa: E402
+from envdoctor.services.diagnose import diagnose_report  # noqa: E402
 
 HEADER = ("PyTorch version: 2.5.1+cu124\nIs CUDA available: True\nCUDA runtime version: 12.4.131\n"
           "GPU models and configuration: GPU 0: NVIDIA H100 80GB HBM3\nNvidia driver version: 550.54.15\n")
