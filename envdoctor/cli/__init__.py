@@ -13,7 +13,7 @@ import argparse
 import errno
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from .. import __version__
 from . import (
@@ -41,7 +41,10 @@ COMMANDS = {name: handler for module in _COMMAND_MODULES for name, handler in mo
 EARLY_STARTS = {name: start for module in _COMMAND_MODULES for name, start in getattr(module, "EARLY", {}).items()}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The whole command line's parser; with ``command``, only that command's options are added (every command
+    is still listed, with its help): the parser main builds before the payload starts costs one command's options,
+    not all of them."""
     parser = argparse.ArgumentParser(
         prog="envdoctor",
         description="Will this machine's GPU deep-learning stack work, and at the speed you pay for? "
@@ -52,8 +55,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and the matrix in use")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _COMMAND_MODULES:
-        module.add_parsers(sub)
+        module.add_parsers(sub if command is None else _OnlyOne(sub, command))
     return parser
+
+
+class _OnlyOne:
+    """The subparsers action of build_parser(command): every command is registered (its name and help, for the
+    command list), but the options of another command go to a _Dropped parser."""
+
+    def __init__(self, sub: Any, command: str) -> None:
+        self.sub, self.command = sub, command
+
+    def add_parser(self, name: str, **kw: Any) -> Any:
+        parser = self.sub.add_parser(name, **kw)
+        return parser if name == self.command or self.command in kw.get("aliases", ()) else _Dropped()
+
+
+class _Dropped:
+    """A parser no one will run: whatever is added to it (arguments, groups, subcommands, defaults) is dropped."""
+
+    def __getattr__(self, _name: str) -> Any:
+        return self
+
+    def __call__(self, *_a: Any, **_kw: Any) -> _Dropped:
+        return self
+
+    def __getitem__(self, _key: Any) -> _Dropped:
+        return self
 
 
 class _CommandListFormatter(common.HelpFormatter):
@@ -114,12 +142,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if PENDING_SIGNAL[0] is not None:  # it came during the imports (envdoctor.__main__ held it): stop now
             raise Interrupted(PENDING_SIGNAL[0])
-        parser = build_parser()  # cheap: every command module imports its heavy modules inside its handler
         try:
-            argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
+            argv = _normalise_argv(sys.argv[1:] if argv is None else argv, list(COMMANDS))
         except UsageError as e:
             sys.stderr.write(f"envdoctor: {e}\n")
             return EXIT_USAGE
+        # cheap: only this command's options (every command module imports its heavy modules in its handler)
+        parser = build_parser(argv[0] if argv[0] in COMMANDS else None)
         args = parser.parse_args(argv)  # the command line is read here, once
         # then the target's `import torch`, the floor of a plain run, started from the parsed options before
         # envdoctor's own heavy imports: the probe adopts the process (probes/payload_launch.py)
