@@ -400,7 +400,7 @@ def test_the_shape_test_sees_a_print_in_a_service(tmp_path):
 
 # the commands that are a service call: cli/<module>.py -> services/<module>.py (issue 40)
 SERVICE_COMMANDS = {"diagnose": "diagnose", "explain": "explain", "recommend": "recommend",
-                    "node_health": "node_health", "assert_": "assertions", "check": "collect"}
+                    "node_health": "node_health", "assert_": "assertions", "check": "check"}
 
 
 def test_the_command_line_reaches_the_judge_through_the_services():
