@@ -225,7 +225,7 @@ def _collect(options: Optional[CollectOptions], runner: Any, meanwhile: Optional
         from ..probes.payload_launch import discard_early
 
         release_process_lists()
-        discard_early()  # an early-started payload no probe adopted (cli.main guessed another target): end it
+        discard_early()  # an early-started payload no probe adopted (it ran another command line or environment): end it
     sections: Dict[str, Any] = {}
     runs: List[ProbeRun] = []
     for p in probes:  # the sections first, then the parts other probes fill in them
