@@ -42,9 +42,8 @@ EARLY_STARTS = {name: start for module in _COMMAND_MODULES for name, start in ge
 
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
-    """The whole command line's parser; with ``command``, only that command's options are added (every command
-    is still listed, with its help): the parser main builds before the payload starts costs one command's options,
-    not all of them."""
+    """The whole command line's parser; with ``command``, that command's alone (the parser main builds before the
+    payload starts costs one command's parser, not all thirteen)."""
     parser = argparse.ArgumentParser(
         prog="envdoctor",
         description="Will this machine's GPU deep-learning stack work, and at the speed you pay for? "
@@ -60,15 +59,16 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
 
 
 class _OnlyOne:
-    """The subparsers action of build_parser(command): every command is registered (its name and help, for the
-    command list), but the options of another command go to a _Dropped parser."""
+    """The subparsers action of build_parser(command): only that command is registered; another command's parser
+    and options go to a _Dropped parser (main has already refused a first word that is no command)."""
 
     def __init__(self, sub: Any, command: str) -> None:
         self.sub, self.command = sub, command
 
     def add_parser(self, name: str, **kw: Any) -> Any:
-        parser = self.sub.add_parser(name, **kw)
-        return parser if name == self.command or self.command in kw.get("aliases", ()) else _Dropped()
+        if name == self.command or self.command in kw.get("aliases", ()):
+            return self.sub.add_parser(name, **kw)
+        return _Dropped()
 
 
 class _Dropped:
