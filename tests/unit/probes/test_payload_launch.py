@@ -213,3 +213,31 @@ def test_cli_main_starts_the_payload_early_and_the_probe_adopts_it(tmp_path: Pat
     else:
         assert started == [] and adopted == [None]
     assert pl._EARLY == {}  # nothing left running
+
+
+def test_the_payload_starts_from_the_parsed_options_before_the_heavy_imports(tmp_path: Path) -> None:
+    # what keeps the target's `import torch` the floor of a run (issue 40): cli.main parses the command line once,
+    # then starts the payload, before envdoctor imports its facts, checks, compat data, services or rich
+    import subprocess
+
+    py = _fake_python(tmp_path)
+    probe = (
+        "import os, sys, json\n"
+        "import envdoctor.probes.runner as runner\n"
+        "def stop(self, argv, **kw):\n"
+        "    heavy = [m for m in ('envdoctor.model.facts', 'envdoctor.services.collect', 'envdoctor.checks',\n"
+        "                         'envdoctor.compat', 'envdoctor.judging', 'rich') if m in sys.modules]\n"
+        "    sys.stdout.write(json.dumps({'argv': [str(a) for a in argv], 'heavy': heavy}) + '\\n')\n"
+        "    sys.stdout.flush()\n"
+        "    os._exit(0)\n"
+        "runner.Runner.start = stop\n"
+        "from envdoctor.__main__ import run\n"
+        "sys.argv = ['envdoctor'] + sys.argv[1:]\n"
+        "run()\n")
+    env = {k: v for k, v in os.environ.items() if k != "ENVDOCTOR_EARLY_PAYLOAD"}
+    proc = subprocess.run([sys.executable, "-c", probe, "--python", str(py), "--python-timeout", "9",
+                           "--format", "json"], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=str(Path(__file__).resolve().parents[3]))
+    got = json.loads(proc.stdout.strip().splitlines()[0])
+    assert got["heavy"] == []
+    assert got["argv"] == pl.payload_argv(str(py), "inspect", pl.smoke_args("quick"), 9.0)
