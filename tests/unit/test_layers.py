@@ -399,8 +399,10 @@ def test_the_shape_test_sees_a_print_in_a_service(tmp_path):
 
 
 # the commands that are a service call: cli/<module>.py -> services/<module>.py (issue 40)
-SERVICE_COMMANDS = {"diagnose": "diagnose", "explain": "explain", "recommend": "recommend",
-                    "node_health": "node_health", "assert_": "assertions", "check": "check"}
+# (watch and fleet: issue 40's other half, route40b; list-checks lists the registry, no service to call)
+SERVICE_COMMANDS = {"check": "check", "diagnose": "diagnose", "bench": "collect", "explain": "explain",
+                    "assert_": "assertions", "matrix": "matrix", "recommend": "recommend",
+                    "update_data": "update_data", "node_health": "node_health"}
 
 
 def test_the_command_line_reaches_the_judge_through_the_services():
