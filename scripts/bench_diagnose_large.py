@@ -131,6 +131,9 @@ def main() -> int:
             doc_ok = bool(json.loads(out).get("findings") is not None)
         except ValueError:
             doc_ok = False
+        import re
+
+        err = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", err)  # rich's cursor and erase codes around the live line
         lines = [x.strip() for x in err.replace("\r", "\n").splitlines() if x.strip()]
         shown = [x for x in lines if x.startswith("envdoctor diagnose:")]
         print(f"envdoctor diagnose --format json {a.mb} MB log, stderr on a terminal: {wall:.1f} s wall; "
