@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Time `diagnose_text` on multi-MB pastes: a report pasted many times, and an error-dense training log.
+"""Time `read_paste` (the readers, without judging) on multi-MB pastes: a report pasted many times, and an error-dense training log.
 
 Both are built here, deterministically: a real pasted report (tests/fixtures/pastes/gpu-arch.txt, or
 ../shared/examples/reports/001.txt when present) repeated up to the size, and a log of distinct lines
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from envdoctor.compat import load_compat  # noqa: E402
-from envdoctor.diagnose import diagnose_text  # noqa: E402
+from envdoctor.diagnose import read_paste  # noqa: E402
 
 _LOG_LINES = [
     "2024-06-01 12:{m:02d}:{s:02d},{ms:03d} [rank{r}] WARNING torch.distributed.elastic: step {n} took {f:.3f}s",
@@ -86,12 +86,12 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     compat = load_compat()
-    diagnose_text(["torch: 2.0.1"], compat)  # warm the signature cache
+    read_paste(["torch: 2.0.1"], compat)  # warm the signature cache
     print(f"{'paste':<18} {'MB':>6} {'seconds':>8} {'MB/s':>7} {'scan s':>7} {'x scan':>7}")
     for name, build in (("repeated report", repeated_report), ("error-dense log", error_log)):
         for mb in (float(x) for x in args.sizes.split(",")):
             text = build(int(mb * 1_000_000))
-            secs = best_of(args.runs, lambda t=text: diagnose_text([t], compat))
+            secs = best_of(args.runs, lambda t=text: read_paste([t], compat))
             scan = best_of(args.runs, lambda t=text: plain_scan(t))
             size = len(text.encode("utf-8")) / 1e6
             print(f"{name:<18} {size:6.2f} {secs:8.3f} {size / secs:7.1f} {scan:7.3f} {secs / scan:7.1f}")

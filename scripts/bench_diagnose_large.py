@@ -28,8 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from envdoctor.compat import load_compat  # noqa: E402
-from envdoctor.diagnose import decode_text, diagnose_report  # noqa: E402
+from envdoctor.diagnose import decode_text  # noqa: E402
 from envdoctor.diagnose.bounded_read import MiB, read_bounded, trigger_keywords  # noqa: E402
+from envdoctor.services.diagnose import diagnose_report  # noqa: E402
 
 HEADER = ("PyTorch version: 2.5.1+cu124\nIs CUDA available: True\nCUDA runtime version: 12.4.131\n"
           "GPU models and configuration: GPU 0: NVIDIA H100 80GB HBM3\nNvidia driver version: 550.54.15\n")
@@ -130,6 +131,9 @@ def main() -> int:
             doc_ok = bool(json.loads(out).get("findings") is not None)
         except ValueError:
             doc_ok = False
+        import re
+
+        err = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", err)  # rich's cursor and erase codes around the live line
         lines = [x.strip() for x in err.replace("\r", "\n").splitlines() if x.strip()]
         shown = [x for x in lines if x.startswith("envdoctor diagnose:")]
         print(f"envdoctor diagnose --format json {a.mb} MB log, stderr on a terminal: {wall:.1f} s wall; "

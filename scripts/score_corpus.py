@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from envdoctor.compat import load_compat  # noqa: E402
-from envdoctor.diagnose import NothingRecognised, diagnose_report  # noqa: E402
+from envdoctor.diagnose import NothingRecognised  # noqa: E402
+from envdoctor.services.diagnose import diagnose_report  # noqa: E402
 
 DEFAULT_GLOBS = ("../shared/examples/*/labels.json", "tests/fixtures/pastes/labels.json",
                  "tests/fixtures/corpus/*/labels.json")

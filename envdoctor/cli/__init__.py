@@ -13,7 +13,7 @@ import argparse
 import errno
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 from .. import __version__
 from . import (
@@ -37,9 +37,13 @@ from .common import EXIT_CODES_HELP, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, UsageEr
 _COMMAND_MODULES = (check, diagnose, bench, list_checks, explain, assert_, matrix, recommend, update_data, watch,
                     fleet, node_health)
 COMMANDS = {name: handler for module in _COMMAND_MODULES for name, handler in module.COMMANDS.items()}
+# what a command starts as soon as its options are parsed (check: the target's inspect payload)
+EARLY_STARTS = {name: start for module in _COMMAND_MODULES for name, start in getattr(module, "EARLY", {}).items()}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+    """The whole command line's parser; with ``command``, that command's alone (the parser main builds before the
+    payload starts costs one command's parser, not all thirteen)."""
     parser = argparse.ArgumentParser(
         prog="envdoctor",
         description="Will this machine's GPU deep-learning stack work, and at the speed you pay for? "
@@ -50,8 +54,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=_VersionAction, nargs=0, help="show the version and the matrix in use")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in _COMMAND_MODULES:
-        module.add_parsers(sub)
+        module.add_parsers(sub if command is None else _OnlyOne(sub, command))
     return parser
+
+
+class _OnlyOne:
+    """The subparsers action of build_parser(command): only that command is registered; another command's parser
+    and options go to a _Dropped parser (main has already refused a first word that is no command)."""
+
+    def __init__(self, sub: Any, command: str) -> None:
+        self.sub, self.command = sub, command
+
+    def add_parser(self, name: str, **kw: Any) -> Any:
+        if name == self.command or self.command in kw.get("aliases", ()):
+            return self.sub.add_parser(name, **kw)
+        return _Dropped()
+
+
+class _Dropped:
+    """A parser no one will run: whatever is added to it (arguments, groups, subcommands, defaults) is dropped."""
+
+    def __getattr__(self, _name: str) -> Any:
+        return self
+
+    def __call__(self, *_a: Any, **_kw: Any) -> _Dropped:
+        return self
+
+    def __getitem__(self, _key: Any) -> _Dropped:
+        return self
 
 
 class _CommandListFormatter(common.HelpFormatter):
@@ -112,18 +142,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         if PENDING_SIGNAL[0] is not None:  # it came during the imports (envdoctor.__main__ held it): stop now
             raise Interrupted(PENDING_SIGNAL[0])
-        # then the target's `import torch`, the floor of a plain run, before envdoctor's own imports: the probe
-        # adopts the process when its command line matches (probes/payload_launch.py; ENVDOCTOR_EARLY_PAYLOAD=0)
-        from ..probes.payload_launch import start_early
-
-        start_early(sys.argv[1:] if argv is None else argv, common.DEFAULT_PYTHON_TIMEOUT_S)
-        parser = build_parser()
         try:
-            argv = _normalise_argv(sys.argv[1:] if argv is None else argv, _command_names(parser))
+            argv = _normalise_argv(sys.argv[1:] if argv is None else argv, list(COMMANDS))
         except UsageError as e:
             sys.stderr.write(f"envdoctor: {e}\n")
             return EXIT_USAGE
-        args = parser.parse_args(argv)
+        # cheap: only this command's options (every command module imports its heavy modules in its handler)
+        parser = build_parser(argv[0] if argv[0] in COMMANDS else None)
+        args = parser.parse_args(argv)  # the command line is read here, once
+        # then the target's `import torch`, the floor of a plain run, started from the parsed options before
+        # envdoctor's own heavy imports: the probe adopts the process (probes/payload_launch.py)
+        start = EARLY_STARTS.get(args.command)
+        if start is not None:
+            start(args)
         code = _main(args)
         if PENDING_SIGNAL[0] is not None:
             # the handler's raise was dropped where Python drops exceptions (importlib's module-lock callbacks)

@@ -29,31 +29,24 @@ def add_parsers(sub) -> None:
 
 
 def cmd_bench(args) -> int:
-    if args.list:
-        from ..bench.suite import KERNELS, describe
+    from ..services.bench import BenchError, bench_names, benchmarks
 
+    if args.list:
         if args.format == "json":
-            write(json.dumps({"benchmarks": [
-                {"name": k.name, "kind": k.kind, "devices": list(k.devices), "quick": k.quick,
-                 "gpu_budget_s": k.gpu_budget_s, "cpu_budget_s": k.cpu_budget_s, "what": k.what,
-                 "multi_gpu": k.multi_gpu} for k in KERNELS.values()]}, indent=2) + "\n", None)
+            write(json.dumps({"benchmarks": benchmarks()}, indent=2) + "\n", None)
         else:
             import shutil
+
+            from ..bench.suite import describe
 
             width = shutil.get_terminal_size((80, 24)).columns
             write(fit_text("\n".join(describe(width)), width), None)
         return EXIT_OK
     only, ignore = split_globs(args.only), split_globs(args.ignore, "--ignore")
-    names = args.names
-    if args.no_torch:  # torch is not imported, so only what runs in envdoctor's own process: the disk reads
-        from ..bench.suite import KERNELS, expand_names
-
-        asked = expand_names(names) if names else [k for k, v in KERNELS.items() if v.kind == "disk"]
-        torch_ones = [n for n in asked if KERNELS[n].kind != "disk"]
-        if torch_ones and names:
-            raise UsageError(f"--no-torch: {', '.join(torch_ones)} run torch kernels in the target interpreter "
-                             "(the disk benchmarks run without it)")
-        names = [n for n in asked if KERNELS[n].kind == "disk"]
+    try:
+        names = bench_names(args.names, inspect_torch=not args.no_torch)
+    except BenchError as e:
+        raise UsageError(str(e)) from None
     bench = bench_options(args, names=names)
     from ..services.collect import collect
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any, Dict, Optional
 
 from .common import (
     EXIT_CODES_HELP,
@@ -15,7 +16,10 @@ from .common import (
     add_textfile_option,
     check_writable,
     collect_options,
+    data_target,
     json_document,
+    python_target,
+    python_timeout,
     read_text,
     split_globs,
     wait_progress,
@@ -44,35 +48,32 @@ def add_parsers(sub) -> None:
 
 
 def cmd_check(args) -> int:
-    from ..model.facts import Facts, FactsError
-    from ..services.collect import Interrupted, collect
+    from ..services.check import CheckError, CheckOptions, check_facts
+    from ..services.collect import Interrupted
 
     only, ignore = split_globs(args.only), split_globs(args.ignore, "--ignore")  # before minutes of probing
     expect = expect_gpu(args)
     if args.facts and args.bench:
         raise UsageError("--bench measures this machine; it cannot judge a --facts snapshot (run `envdoctor bench` "
                          "where the snapshot was taken)")
-    _check_selection(only, ignore)
     check_writable(args.output)
     _check_textfile_dir(args.textfile)
     if args.facts:
         _check_no_collect_options(args)
-        text = read_text(args.facts)
-        try:
-            facts = Facts.from_json(text)
-        except FactsError as e:
-            raise UsageError(f"{args.facts}: {e}") from None
-        facts = facts if facts.origin != "live" else _as_snapshot(facts)
+        options = CheckOptions(snapshot=read_text(args.facts), snapshot_name=args.facts, only=only, ignore=ignore,
+                               expect_gpu=expect)
     else:
-        options = collect_options(args)
-        bench = bench_options(args, names=[]) if args.bench else None
-        try:
-            facts = collect(options, meanwhile=functools.partial(_warm_up, args), progress=wait_progress(args))
-            if bench is not None:
-                facts = run_bench(facts, options, bench, args)
-        except Interrupted as e:
-            partial_report(e, args, only, ignore, expect)
-            raise
+        options = CheckOptions(collect=collect_options(args), only=only, ignore=ignore, expect_gpu=expect)
+    bench = bench_options(args, names=[]) if args.bench else None
+    try:
+        facts = check_facts(options, meanwhile=functools.partial(_warm_up, args), progress=wait_progress(args))
+        if bench is not None:
+            facts = run_bench(facts, options.collect, bench, args)
+    except CheckError as e:
+        raise UsageError(str(e)) from None
+    except Interrupted as e:
+        partial_report(e, args, only, ignore, expect)
+        raise
     return judge_and_print(facts, args, only, ignore, expect, table=bool(facts.bench.results))
 
 
@@ -95,14 +96,6 @@ def _warm_up(args) -> None:
         from ..report import redact  # noqa: F401
 
 
-def _check_selection(only, ignore) -> None:
-    """--only/--ignore that leave no check: a usage error, not "No problems found" on nothing judged."""
-    from ..checks import all_checks, select
-
-    if (only or ignore) and not select(all_checks(), only, ignore):
-        raise UsageError("--only/--ignore leave no check to run (`envdoctor list-checks` lists them)")
-
-
 def _check_no_collect_options(args) -> None:
     """With --facts nothing is probed: options that only steer probing cannot apply (usage error)."""
     given = [name for name, on in (("--python", bool(args.pythons)), ("--data", bool(args.data_paths)),
@@ -110,12 +103,6 @@ def _check_no_collect_options(args) -> None:
                                    ("--load-pcie", args.load_pcie), ("--smoke", args.smoke != "quick")) if on]
     if given:
         raise UsageError(f"{', '.join(given)} cannot apply with --facts: a snapshot is judged as it was collected")
-
-
-def _as_snapshot(facts):
-    import dataclasses
-
-    return dataclasses.replace(facts, origin="snapshot")
 
 
 def cmd_collect(args) -> int:
@@ -131,4 +118,32 @@ def cmd_collect(args) -> int:
     return EXIT_OK
 
 
+def early_payloads(args) -> Optional[Dict[str, Any]]:
+    """What start_early starts for these parsed options (payload_launch.start_early's arguments), or None: nothing
+    for a run that probes no interpreter (--facts), measures first (--bench), or whose options cmd_check will
+    refuse (its usage error then comes with no payload left running)."""
+    if args.facts or args.bench:
+        return None
+    try:  # read as collect_options reads them, without its import of the services (hundreds of ms)
+        check_writable(args.output)
+        pythons = [python_target(p) for p in (args.pythons or [])]
+        data_paths = [data_target(p) for p in (args.data_paths or [])]
+    except UsageError:
+        return None
+    return {"pythons": pythons, "timeout_s": python_timeout(args), "inspect_torch": not args.no_torch,
+            "smoke": args.smoke, "data_paths": data_paths}
+
+
+def start_early(args) -> int:
+    """The inspect payload this run's pythons probe will adopt, started as soon as the options are parsed (cli.main),
+    before the heavy imports: the target's `import torch` is the floor of a plain run. How many were started."""
+    plan = early_payloads(args)
+    if plan is None:
+        return 0
+    from ..probes import payload_launch
+
+    return payload_launch.start_early(**plan)
+
+
 COMMANDS = {"check": cmd_check, "collect": cmd_collect}
+EARLY = {"check": start_early}

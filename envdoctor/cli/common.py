@@ -14,6 +14,11 @@ import os
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
+# the one default of every --python-timeout, and --smoke thorough's (probes/payload_launch.py: stdlib only, and
+# loaded before the payload starts anyway)
+from ..probes.payload_launch import DEFAULT_TIMEOUT_S as DEFAULT_PYTHON_TIMEOUT_S
+from ..probes.payload_launch import THOROUGH_TIMEOUT_S
+
 EXIT_OK = 0  # no finding at or above --fail-on
 EXIT_FINDINGS = 1  # at least one finding at or above --fail-on, or no check judged anything
 EXIT_USAGE = 2  # usage error or unreadable input (bad --facts file, nothing recognisable in a paste)
@@ -58,8 +63,6 @@ def split_globs(values: Optional[List[str]], option: str = "--only") -> Optional
     return out or None
 
 
-DEFAULT_PYTHON_TIMEOUT_S = 60.0
-THOROUGH_TIMEOUT_S = 240.0  # --smoke thorough: as probes/payload_launch.THOROUGH_TIMEOUT_S (cli imports no probe at start)
 
 
 def positive_seconds(text: str) -> float:
@@ -246,16 +249,16 @@ def progress_wanted(stream: Any) -> bool:
 
 class Progress:
     """A progress line on stderr for a command that may take a while: nothing for the first ``after_s`` seconds
-    (a short job prints nothing), then a line at most every ``every_s``. With ``rewrite`` (diagnose of a long log)
-    the line is rewritten in place and cleared by ``done()`` before the report is printed; without it (check
-    waiting on a slow interpreter, see ``wait_progress``) each line stands on its own. Only where
+    (a short job prints nothing). With ``rewrite`` (diagnose of a long log) the line is rich's (a transient
+    ``rich.live.Live`` on stderr, redrawn by rich's own thread every ``every_s`` with the elapsed seconds, cleared by
+    ``done()`` before the report is printed); without it (check waiting on a slow interpreter, see
+    ``wait_progress``) a whole line at most every ``every_s``, each on its own (a log keeps them). Only where
     ``progress_wanted``, and never on stdout, so `--format json` stays a document. ``clock`` and ``enabled`` are
     for tests."""
 
     def __init__(self, stream: Any = None, clock: Optional[Callable[[], float]] = None,
                  after_s: float = PROGRESS_AFTER_S, every_s: float = 0.5, enabled: Optional[bool] = None,
                  label: str = "envdoctor", rewrite: bool = True) -> None:
-        import threading
         import time
 
         self.stream = stream if stream is not None else sys.stderr
@@ -264,68 +267,81 @@ class Progress:
         self.after_s, self.every_s, self.label, self.rewrite = after_s, every_s, label, rewrite
         self.start = self.clock()
         self.last: Optional[float] = None
-        self.width = 0
-        self.shown = 0  # lines written (rewrites counted)
+        self.shown = 0  # lines written (a live line counts while it is up)
         self.text = "working"
-        self._lock = threading.Lock()
-        self._thread: Any = None
+        self._live: Any = None
+
+    def line(self) -> Optional[str]:
+        """The line to show now; None before ``after_s``."""
+        elapsed = self.clock() - self.start
+        if elapsed < self.after_s:
+            return None
+        return f"{self.label}: {self.text} ({elapsed:.0f} s)"
+
+    def __rich__(self) -> Any:  # what the live line draws at each refresh
+        from rich.text import Text
+
+        line = self.line()
+        if line is not None and not self.shown:
+            self.shown = 1
+        return Text(line or "", no_wrap=True, overflow="ellipsis")
 
     def update(self, text: str) -> None:
+        self.text = text
         if not self.enabled:
             return
-        with self._lock:  # the ticker thread and the caller both write
-            self._update(text)
-
-    def _update(self, text: str) -> None:
         now = self.clock()
-        elapsed = now - self.start
-        if elapsed < self.after_s or (self.last is not None and now - self.last < self.every_s):
+        if self.rewrite:  # rich redraws the line by itself; a new text is drawn now (at most every every_s)
+            self._start_live()
+            if self._live is not None and self.line() is not None and (
+                    self.last is None or now - self.last >= self.every_s):
+                self.last = now
+                try:
+                    self._live.refresh()
+                except (OSError, ValueError):
+                    self.enabled = False
             return
-        line = f"{self.label}: {text} ({elapsed:.0f} s)"
+        line = self.line()
+        if line is None or (self.last is not None and now - self.last < self.every_s):
+            return
         try:
-            if self.rewrite:
-                self.stream.write("\r" + line + " " * max(0, self.width - len(line)))
-            else:
-                self.stream.write(line + "\n")
+            self.stream.write(line + "\n")
             self.stream.flush()
         except (OSError, ValueError):
             self.enabled = False
             return
-        self.width, self.last = len(line), now
+        self.last = now
         self.shown += 1
 
     def phase(self, text: str) -> None:
-        """What is being done now: shown by the next ``update`` (the background ticker's, or a caller's)."""
-        self.text = text
+        """What is being done now: shown by the next redraw (the live line's) or ``update``."""
         self.update(text)
 
     def tick_in_background(self) -> None:
-        """Rewrite the line from a daemon thread while a step that reports nothing runs (judging)."""
-        import threading
+        """Keep the line redrawn while a step that reports nothing runs (judging): rich's own refresh thread."""
+        if self.enabled and self.rewrite:
+            self._start_live()
 
-        if not self.enabled or getattr(self, "_thread", None) is not None:
+    def _start_live(self) -> None:
+        if self._live is not None:
             return
-        self._stop = threading.Event()
+        from rich.console import Console
+        from rich.live import Live
 
-        def loop() -> None:
-            while not self._stop.wait(self.every_s):
-                self.update(self.text)
-
-        self._thread = threading.Thread(target=loop, name="envdoctor-progress", daemon=True)
-        self._thread.start()
+        try:
+            console = Console(file=self.stream, force_terminal=True, color_system=None, highlight=False)
+            self._live = Live(self, console=console, refresh_per_second=1 / max(self.every_s, 0.05),
+                              transient=True, redirect_stdout=False, redirect_stderr=False)
+            self._live.start()
+        except (OSError, ValueError):  # a closed or replaced stderr
+            self.enabled, self._live = False, None
 
     def done(self) -> None:
-        """Stop the ticker and clear the line (the report follows on the same terminal)."""
-        thread = getattr(self, "_thread", None)
-        if thread is not None:
-            self._stop.set()
-            thread.join(timeout=2)
-            self._thread = None
-        if self.enabled and self.shown and self.rewrite:
+        """Stop the live line and clear it (the report follows on the same terminal)."""
+        live, self._live = self._live, None
+        if live is not None:
             try:
-                with self._lock:
-                    self.stream.write("\r" + " " * self.width + "\r")
-                self.stream.flush()
+                live.stop()
             except (OSError, ValueError):
                 pass
         self.shown = 0
@@ -336,23 +352,32 @@ def report_exit_code(report, fail_on: str) -> int:
 
 
 def python_target(value: str) -> str:
-    from ..services.collect import OptionsError
-    from ..services.collect import python_target as resolve
+    """--python VALUE as the interpreter to run (probes/payload_launch.python_target: the one reading of it)."""
+    from ..probes.payload_launch import TargetError
+    from ..probes.payload_launch import python_target as resolve
 
     try:
         return resolve(value)
-    except OptionsError as e:
+    except TargetError as e:
         raise UsageError(str(e)) from None
 
 
 def data_target(value: str) -> str:
-    from ..services.collect import OptionsError
-    from ..services.collect import data_target as resolve
+    """--data VALUE as the path to read (probes/payload_launch.data_target)."""
+    from ..probes.payload_launch import TargetError
+    from ..probes.payload_launch import data_target as resolve
 
     try:
         return resolve(value)
-    except OptionsError as e:
+    except TargetError as e:
         raise UsageError(str(e)) from None
+
+
+def python_timeout(args: Any) -> float:
+    """--python-timeout, else the default (--smoke thorough's longer one with that tier)."""
+    if getattr(args, "python_timeout", None) is not None:
+        return float(args.python_timeout)
+    return THOROUGH_TIMEOUT_S if getattr(args, "smoke", None) == "thorough" else DEFAULT_PYTHON_TIMEOUT_S
 
 
 def collect_options(args):
@@ -362,8 +387,7 @@ def collect_options(args):
         pythons=[python_target(p) for p in (args.pythons or [])],
         data_paths=[data_target(p) for p in (args.data_paths or [])],
         inspect_torch=not args.no_torch,
-        python_timeout_s=args.python_timeout if args.python_timeout is not None else (
-            THOROUGH_TIMEOUT_S if getattr(args, "smoke", None) == "thorough" else DEFAULT_PYTHON_TIMEOUT_S),
+        python_timeout_s=python_timeout(args),
         load_pcie=args.load_pcie,
         smoke=getattr(args, "smoke", None) or "off",
     )
@@ -488,8 +512,7 @@ def wait_progress(args: Any, progress: Optional[Progress] = None) -> Optional[Ca
     progress = progress or Progress(every_s=PROGRESS_EVERY_S, rewrite=False)
     if not progress.enabled:
         return None
-    timeout = getattr(args, "python_timeout", None)
-    timeout = timeout if timeout is not None else DEFAULT_PYTHON_TIMEOUT_S
+    timeout = python_timeout(args)
 
     def tell(_elapsed_s: float, waiting: List[str]) -> None:
         if waiting:  # the elapsed seconds are the progress's own clock's, started as the collection starts

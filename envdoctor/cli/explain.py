@@ -2,6 +2,7 @@
 
 Everything it knows comes from the check registry's declarations (``envdoctor.checks.catalog``): each
 ``Findings`` builder declares its kinds and categories, so a code a check can raise is a code `explain` knows.
+The answer is services/explain.py's; this module prints it.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ def add_parsers(sub) -> None:
 
 
 def cmd_explain(args) -> int:
-    from ..checks.catalog import UnknownCode, explain_lines
-    from ..compat import active_compat
+    from ..services.explain import ExplainError, explain
 
     try:
-        lines = explain_lines(args.code, active_compat)  # compat is loaded only for a signature code
-    except UnknownCode as e:
+        lines = explain(args.code)
+    except ExplainError as e:
         raise UsageError(str(e)) from None
     write(fit_text("\n".join(lines)), None)
     return EXIT_OK

@@ -9,6 +9,7 @@ import sys
 from typing import Any, List
 
 from .common import (
+    DEFAULT_PYTHON_TIMEOUT_S,
     EXIT_CODES_HELP,
     EXIT_FINDINGS,
     EXIT_OK,
@@ -66,8 +67,8 @@ def add_parsers(sub: Any) -> None:
                    help="seconds for each per-rank kernel and for each all-reduce scope's sweep (default: 4)")
     p.add_argument("--sizes", type=_sizes, default=None, metavar="LIST",
                    help="all-reduce message sizes, e.g. 1M,16M,256M (default: 1M..1G on GPUs, 64K..4M on CPUs)")
-    p.add_argument("--python-timeout", type=positive_seconds, default=60.0, metavar="SECONDS",
-                   help="time allowed to import torch when probing each node (default: 60)")
+    p.add_argument("--python-timeout", type=positive_seconds, default=DEFAULT_PYTHON_TIMEOUT_S, metavar="SECONDS",
+                   help=f"time allowed to import torch when probing each node (default: {DEFAULT_PYTHON_TIMEOUT_S:g})")
     p.add_argument("--report", metavar="FILE",
                    help="judge a saved fleet report (--format json -o FILE) again, offline: nothing is launched")
     p.add_argument("--format", choices=("console", "json", "markdown"), default="console")

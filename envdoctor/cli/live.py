@@ -42,12 +42,10 @@ def bench_options(args, names):
 
 
 def run_bench(facts, options, bench, args):
-    import dataclasses
-
     from ..report.bench_view import LiveProgress
-    from ..services.collect import Interrupted, bench_python, run_benchmarks
+    from ..services.bench import bench_facts
+    from ..services.collect import Interrupted
 
-    bench = dataclasses.replace(bench, python=bench_python(facts, options))
     live = args.format == "console" and sys.stderr.isatty()
     measured: list = []  # every result as it comes: what a Ctrl-C or SIGTERM still prints
 
@@ -58,7 +56,7 @@ def run_bench(facts, options, bench, args):
 
     with LiveProgress(live) as progress:
         try:
-            return run_benchmarks(facts, bench, record)
+            return bench_facts(facts, options, bench, record)
         except (Interrupted, KeyboardInterrupt) as e:
             signum = e.signum if isinstance(e, Interrupted) else 2
             raise Interrupted(signum, facts=with_partial_bench(facts, measured, signum)) from None

@@ -8,8 +8,8 @@ from .common import (
     HelpFormatter,
     UsageError,
     add_textfile_option,
-    collect_options,
     json_document,
+    python_target,
     write,
     write_textfile,
 )
@@ -72,16 +72,15 @@ def cmd_node_health(args) -> int:
     import os
     import sys
 
-    from ..services.node_health import node_health
+    from ..services.node_health import NodeHealthOptions, node_health
 
     if args.pythons and not args.with_torch:
         raise UsageError("--python needs --with-torch (node-health judges no interpreter without it)")
     if args.textfile is not None and not os.path.isdir(args.textfile):
         raise UsageError(f"--textfile {args.textfile}: not a directory")
-    args.data_paths, args.no_torch, args.python_timeout, args.load_pcie = None, False, None, False
-    options = collect_options(args)
-    health = node_health(with_torch=args.with_torch, expect_gpu=args.expect_gpu, fail_on=args.fail_on,
-                         max_length=args.max_length, scheduler=args.scheduler, options=options)
+    health = node_health(NodeHealthOptions(
+        with_torch=args.with_torch, expect_gpu=args.expect_gpu, fail_on=args.fail_on, max_length=args.max_length,
+        scheduler=args.scheduler, pythons=[python_target(p) for p in (args.pythons or [])]))
     if args.format == "json":
         write(json_document(health.to_dict(), indent=2, sort_keys=True), None, utf8=True)
     elif args.format == "openmetrics":

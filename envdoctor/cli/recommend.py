@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .common import EXIT_CODES_HELP, EXIT_FINDINGS, EXIT_OK, UsageError, answer, query_command, write
+from .common import EXIT_CODES_HELP, EXIT_FINDINGS, EXIT_OK, UsageError, emit, query_command, write
 
 EPILOG = EXIT_CODES_HELP + """
 for an install script:
@@ -30,20 +30,23 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_recommend(args) -> int:
-    from ..services.recommend import RecommendError, pip_args_line, recommend_from_args
+    from ..report.recommend_view import render_recommendation
+    from ..services.recommend import RecommendError, RecommendOptions, pip_args_line, recommend_for
 
+    options = RecommendOptions(driver=args.driver, gpus=list(args.gpu), python_version=args.python_version,
+                               os=args.os)
+    try:
+        payload = recommend_for(options)
+    except RecommendError as e:
+        raise UsageError(str(e)) from None
     if args.format == "pip-args":
-        try:
-            payload, _text = recommend_from_args(args)
-        except RecommendError as e:
-            raise UsageError(str(e)) from None
         line, why = pip_args_line(payload)
         if line is None:
             sys.stderr.write(f"envdoctor recommend: {why}\n")
             return EXIT_FINDINGS
         write(line, None)
         return EXIT_OK
-    payload = answer(args, recommend_from_args, RecommendError)
+    emit(payload, render_recommendation(payload), args.format)
     return EXIT_OK if payload.get("recommendation") else EXIT_FINDINGS  # nothing fits: exit 1, and why_none says why
 
 

@@ -1,4 +1,6 @@
-"""`envdoctor diagnose`: recover facts and messages from pasted text, then judge them like a live machine."""
+"""Pasted text as facts: the readers recover what a pasted report, table, log or traceback shows into the same
+``Facts`` a live run collects (origin "paste"), one machine's or several's. A source of facts, below the judge:
+``services/diagnose.py`` judges them (`envdoctor diagnose`)."""
 
 from __future__ import annotations
 
@@ -9,28 +11,19 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ..domain.fastclass import dataclass
 from ..model.facts import Facts
-from ..model.findings import CheckResult, Report
 
-__all__ = ["Candidate", "DiagnoseInfo", "NothingRecognised", "decode_text", "diagnose_report", "diagnose_text"]
+__all__ = ["DiagnoseInfo", "NothingRecognised", "decode_text", "read_paste"]
 
 class NothingRecognised(ValueError):
     """The input held nothing envdoctor can read (binary, garbage, empty): the CLI exits 2."""
 
 
 @dataclass(frozen=True)
-class Candidate:
-    category: str
-    confidence: str  # "high", "medium", "low"
-    reason: str
-    settle: Optional[str] = None  # the one command whose output would settle it
-
-
-@dataclass(frozen=True)
 class DiagnoseInfo:
+    """What the readers found in the paste and what it does not show (before any judging)."""
+
     found: List[str] = field(default_factory=list)
     not_found: List[str] = field(default_factory=list)
-    candidates: List[Candidate] = field(default_factory=list)  # best first
-    suggestions: List[str] = field(default_factory=list)  # "paste the output of `nvidia-smi`"
     reports: List[str] = field(default_factory=list)  # the machines, when the paste holds several
 
 
@@ -144,16 +137,41 @@ def _locator(sp: _Split) -> Any:
     return where
 
 
-def diagnose_text(texts: List[str], compat: Any, names: Optional[Sequence[str]] = None) -> Tuple[Facts, DiagnoseInfo]:
-    """Read pasted texts (several files are one report unless their facts conflict) into paste Facts.
+def read_paste(texts: Sequence[Any], compat: Any, names: Optional[Sequence[str]] = None) -> Tuple[Facts, DiagnoseInfo]:
+    """Pasted texts (str, or bytes in any encoding decode_text reads) as paste Facts, and what was found in them.
 
-    When the texts hold several machines' reports (see ``diagnose.machines``), the Facts are those the machines
-    agree on: each conflicting fact is unknown, and ``not_found`` / ``paste.conflicts`` say what differed where.
+    Several texts are one report unless their facts conflict. When they hold several machines' reports (see
+    ``diagnose.machines``), the Facts are those the machines agree on (each conflicting fact unknown; ``not_found``
+    and ``paste.conflicts`` say what differed where) and ``facts.paste.machines`` holds each machine's own Facts,
+    labelled (``paste.reports``), for the judge to judge one by one. NothingRecognised when nothing could be read.
     """
-    return _facts_and_info(_split(texts, compat, names), compat)
+    from .machines import merged
+
+    sp = _split(texts, compat, names)
+    facts, info = _facts_and_info(sp, compat)
+    if len(sp.machines) > 1:
+        each: List[Facts] = []
+        for m in sp.machines:
+            msp = _Split("\n".join(m.texts()), m.texts(), [u.name for u in m.units], [m], [],
+                         [u.start for u in m.units], acc=merged(m.units, compat))
+            try:
+                mfacts, _minfo = _facts_and_info(msp, compat)
+            except NothingRecognised:
+                continue
+            each.append(_labelled(mfacts, m.label))
+        assert facts.paste is not None
+        facts = dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, machines=each))
+    return facts, info
 
 
-def _facts_and_info(sp: _Split, compat: Any, judge: bool = True) -> Tuple[Facts, DiagnoseInfo]:
+def _labelled(facts: Facts, label: str) -> Facts:
+    """One machine's paste facts labelled as that machine ("report 1 of 2 (001.txt)")."""
+    if facts.paste is None:
+        return facts
+    return dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, reports=[label]))
+
+
+def _facts_and_info(sp: _Split, compat: Any) -> Tuple[Facts, DiagnoseInfo]:
     from . import engine, machines
 
     text = sp.text
@@ -182,74 +200,6 @@ def _facts_and_info(sp: _Split, compat: Any, judge: bool = True) -> Tuple[Facts,
             found.insert(0, f"{len(reports)} different machines' reports, judged separately")
         facts = dataclasses.replace(facts, paste=dataclasses.replace(
             paste, found=found, not_found=list(paste.not_found) + notes, conflicts=notes or None, reports=reports))
-    if not judge:
-        return facts, DiagnoseInfo(found=list(facts.paste.found), not_found=list(facts.paste.not_found),
-                                   reports=list(facts.paste.reports or []))
-    from ..judging import PastePolicy, Selection, run_selected, settle_lines
-
-    results = PastePolicy().weigh(facts, run_selected(facts, compat, Selection()))
-    findings = [f for r in results for f in r.findings]
-    info = DiagnoseInfo(found=list(facts.paste.found), not_found=list(facts.paste.not_found),
-                        candidates=_candidates(results), suggestions=settle_lines(facts, findings),
-                        reports=list(facts.paste.reports or []))
-    return facts, info
-
-
-def _candidates(results: Sequence[CheckResult]) -> List[Candidate]:
-    """The causes the registered checks found, best first (the checks are the only judge)."""
-    from ..judging.policy import CONFIDENCE_RANK as _RANK
-    from ..judging.policy import serious as _serious
-
-    out: Dict[str, Candidate] = {}
-    for r in results:
-        for f in r.findings:
-            if not _serious(f) or f.category == "HEALTHY":
-                continue
-            conf = f.confidence or "high"
-            settle = next((e.value for e in f.evidence if e.path == "paste.settle"), None)
-            old = out.get(f.category)
-            if old is None or _RANK[conf] > _RANK[old.confidence]:
-                out[f.category] = Candidate(f.category, conf, f.summary, settle)
-    return sorted(out.values(), key=lambda c: -_RANK[c.confidence])
-
-
-def diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None,
-                    names: Optional[Sequence[str]] = None, read_notes: Sequence[str] = ()) -> Report:
-    """Diagnose pasted texts: run the registered checks over the paste facts, then merge their findings.
-
-    ``names`` name the texts (file names) in labels. When the texts hold several machines' reports (see
-    ``diagnose.machines``), each machine is judged on its own and each finding says which machine it is about.
-    ``read_notes`` say what of the input was not read (diagnose.bounded_read: the middle of a long log): the
-    report lists them with what the paste does not show.
-    """
-    report = _diagnose_report(texts, compat, checks, names)
-    if read_notes and report.facts.paste is not None:
-        paste = report.facts.paste
-        facts = dataclasses.replace(report.facts, paste=dataclasses.replace(
-            paste, not_found=list(paste.not_found) + [n for n in read_notes if n not in paste.not_found]))
-        report = dataclasses.replace(report, facts=facts)
-    return report
-
-
-def _diagnose_report(texts: List[str], compat: Any, checks: Optional[list] = None,
-                     names: Optional[Sequence[str]] = None) -> Report:
-    """The paste's facts (each machine's too, in ``facts.paste.machines``, when it holds several), judged by the one
-    judge under the paste policy: what `check --facts` on ``report.facts`` gives too."""
-    from ..judging import PastePolicy, Selection, judge, with_reports
-    from .machines import merged
-
-    sp = _split(texts, compat, names)
-    facts, _ = _facts_and_info(sp, compat, judge=False)  # with several machines: what they agree on
-    if len(sp.machines) > 1:
-        each: List[Facts] = []
-        for m in sp.machines:
-            msp = _Split("\n".join(m.texts()), m.texts(), [u.name for u in m.units], [m], [],
-                         [u.start for u in m.units], acc=merged(m.units, compat))
-            try:
-                mfacts, _minfo = _facts_and_info(msp, compat, judge=False)
-            except NothingRecognised:
-                continue
-            each.append(with_reports(mfacts, m.label))
-        assert facts.paste is not None
-        facts = dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, machines=each))
-    return judge(facts, compat, Selection(checks=checks), PastePolicy())
+    assert facts.paste is not None
+    return facts, DiagnoseInfo(found=list(facts.paste.found), not_found=list(facts.paste.not_found),
+                               reports=list(facts.paste.reports or []))

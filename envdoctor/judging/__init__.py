@@ -125,9 +125,3 @@ def judge(facts: Facts, compat: Optional[Compat] = None, selection: Optional[Sel
                   compat_as_of=getattr(compat, "as_of", None), compat_source=getattr(compat, "label", None),
                   machines=machines)
 
-
-def with_reports(facts: Facts, label: str) -> Facts:
-    """One machine's paste facts labelled as that machine ("report 1 of 2 (001.txt)")."""
-    if facts.paste is None:
-        return facts
-    return dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, reports=[label]))

@@ -2,14 +2,17 @@
 
 The target's `import torch` is the longest wait of a run (seconds); everything envdoctor does itself (its imports,
 the compat data, the checks, the other probes) can happen while it runs. So ``envdoctor check`` starts the payload
-first: cli.main calls start_early(argv) before it builds its parser, and the inspect probe later adopts that
+first: cli.main parses its command line (a parser whose building imports nothing heavy) and cli/check.py calls
+start_early with the parsed options, before envdoctor's own heavy imports; the inspect probe later adopts that
 process (adopt_early) instead of starting its own, when it would have run exactly the same command line in
-exactly the same environment. The guess is made from the raw command line and may be wrong (an option spelled in
-a way this module does not read): then nothing is adopted, the probe runs the payload as usual and the early
-process is killed (discard_early). Correctness never depends on the guess, only the speed does.
+exactly the same environment (the same functions make both: inspect_targets, inspect_args, payload_argv).
+Whatever the probe runs differently (a test's FakeRunner, another environment) is not adopted: the probe runs the
+payload as usual and the early process is killed (discard_early). Correctness never depends on it, only the speed.
 
-This module imports nothing but the standard library and probes/runner.py at import, so that calling it first
-costs milliseconds. ``ENVDOCTOR_EARLY_PAYLOAD=0`` turns the early start off (to measure what it saves).
+What a --python or --data value names is read here, once (python_target, data_target): the early start, the
+probes, the services and the CLI all ask these. This module imports nothing but the standard library and
+probes/runner.py at import, so that calling it first costs milliseconds. ``ENVDOCTOR_EARLY_PAYLOAD=0`` turns the
+early start off (to measure what it saves).
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import threading
 from pathlib import Path
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+# the one default of --python-timeout and of every python_timeout_s (check, collect, assert, fleet, node-health, the
+# Python API): the time the target's `import torch` is given
 DEFAULT_TIMEOUT_S = 60.0
 # --smoke thorough imports every dependent of torch and compiles a function end to end: the payload's default
 # limit becomes this (an explicit --python-timeout wins)
@@ -144,111 +149,119 @@ def default_interpreter(env: Optional[Mapping[str, str]] = None, runner: Any = N
     return sys.executable, "envdoctor's own interpreter (no active environment, no python3 on PATH)"
 
 
+# --------------------------------------------------------------------------- what --python and --data name
+
+
+class TargetError(ValueError):
+    """A --python or --data value that names nothing usable (services: OptionsError; the CLI: exit 2)."""
+
+
+def python_target(value: str) -> str:
+    """A --python value as the interpreter to run: a typo is an error (the CLI: exit 2), not a clean report that
+    silently judged no interpreter. A venv or conda prefix stands for its bin/python."""
+    path = os.path.expanduser(value)
+    if os.sep not in path and not os.path.exists(path):  # a bare name: looked up on PATH, like a shell would
+        found = shutil.which(path)
+        if found is None:
+            raise TargetError(f"--python {value}: no such command on PATH")
+        return path
+    if os.path.isdir(path):
+        for candidate in (os.path.join(path, "bin", "python"), os.path.join(path, "python.exe"),
+                          os.path.join(path, "Scripts", "python.exe")):
+            if os.path.isfile(candidate) or _dangling_venv_link(candidate):
+                return candidate
+        raise TargetError(f"--python {value}: is a directory with no bin/python (give the interpreter itself)")
+    if _dangling_venv_link(path):
+        return path  # a venv whose base Python is gone: the probe reads what is left and the check says how to repair it
+    problem = _stat_problem(path)
+    if problem == "no such file or directory":
+        raise TargetError(f"--python {value}: no such file")
+    if problem:
+        raise TargetError(f"--python {value}: {problem}")
+    if not os.access(path, os.X_OK):
+        raise TargetError(f"--python {value}: not executable")
+    return path
+
+
+def _dangling_venv_link(path: str) -> bool:
+    """A venv's interpreter link that leads nowhere (pyvenv.cfg beside its bin/): not a typo, a broken venv."""
+    if not os.path.islink(path) or os.path.exists(path):
+        return False
+    here = os.path.dirname(os.path.abspath(path))
+    return any(os.path.isfile(os.path.join(d, "pyvenv.cfg")) for d in (here, os.path.dirname(here)))
+
+
+def _stat_problem(path: str) -> Optional[str]:
+    """Why ``path`` cannot be looked at: "permission denied" is not "no such file" (os.path.exists says False
+    for both)."""
+    try:
+        os.stat(path)
+    except PermissionError:
+        return "permission denied (a directory on the way is not readable by this user)"
+    except FileNotFoundError:
+        return "no such file or directory"
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+def data_target(value: str) -> str:
+    """A --data value: a path that does not exist (a typo, a volume not mounted) is an error, not a
+    storage check quietly skipped in an otherwise clean report."""
+    path = os.path.expanduser(value)
+    problem = _stat_problem(path)
+    if problem == "no such file or directory":
+        raise TargetError(f"--data {value}: no such file or directory (is the volume mounted?)")
+    if problem:
+        raise TargetError(f"--data {value}: {problem}")
+    return path
+
+
+def inspect_targets(pythons: Sequence[str], env: Optional[Mapping[str, str]] = None,
+                    runner: Any = None) -> List[Tuple[str, str]]:
+    """The interpreters to inspect, with how each was chosen: each --python once (as python_target gave it), else
+    the active environment's (default_interpreter)."""
+    if not pythons:
+        return [default_interpreter(env, runner)]
+    # the same interpreter named twice (or as ./x and x) is inspected and judged once; not
+    # realpath: a venv's python is a symlink to its base interpreter, yet a different environment
+    seen = set()
+    targets: List[Tuple[str, str]] = []
+    for p in pythons:
+        key = os.path.normpath(os.path.abspath(p)) if os.sep in p else p
+        if key not in seen:
+            seen.add(key)
+            targets.append((p, "--python"))
+    return targets
+
+
+def inspect_args(inspect_torch: bool, smoke: str = "off", data_paths: Sequence[str] = ()) -> List[str]:
+    """The inspect task's options: --no-torch, or the smoke tier's (smoke_args)."""
+    return smoke_args(smoke, data_paths) if inspect_torch else ["--no-torch"]
+
+
 # --------------------------------------------------------------------------- the early start
 
 _EARLY: Dict[Tuple[str, ...], Any] = {}  # payload argv -> runner.Started
 _EARLY_LOCK = threading.Lock()
-# what makes `check` not run the inspect payload at all, or not the way a plain run does
-_NO_EARLY = ("-h", "--help", "--version", "--facts", "--bench")
 
 
-def _early_python(value: str, environ: Mapping[str, str]) -> Optional[str]:
-    """The interpreter cli.common.python_target would make of a --python value, for the simple spellings (a file, a
-    bare command on PATH); None for the others (a venv folder...), which then start the usual way."""
-    path = os.path.expanduser(value)
-    if os.sep not in path and not os.path.exists(path):
-        return path if shutil.which(path, path=environ.get("PATH")) else None
-    return path if os.path.isfile(path) else None
+def inspect_argvs(pythons: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, inspect_torch: bool = True,
+                  smoke: str = "off", data_paths: Sequence[str] = (), env: Optional[Mapping[str, str]] = None,
+                  runner: Any = None) -> List[List[str]]:
+    """The inspect payload command lines the pythons probe runs for these options, one per interpreter."""
+    extra = inspect_args(inspect_torch, smoke, data_paths)
+    return [payload_argv(exe, "inspect", extra, timeout_s) for exe, _how in inspect_targets(pythons, env, runner)]
 
 
-def _writable_file(path: str) -> bool:
-    """Could the report be written to ``path``: not a directory, in a directory this user can write to."""
-    path = os.path.expanduser(path)
-    parent = os.path.dirname(os.path.abspath(path))
-    return not os.path.isdir(path) and os.path.isdir(parent) and os.access(parent, os.W_OK)
-
-
-def early_argvs(argv: Sequence[str], default_timeout_s: float = DEFAULT_TIMEOUT_S,
-                environ: Optional[Mapping[str, str]] = None) -> List[List[str]]:
-    """The inspect payload command lines `envdoctor ARGV` will run, read from the raw command line; [] when it
-    runs none, or when this reading is not sure enough to start one early."""
-    environ = os.environ if environ is None else environ
-    args = list(argv)
-    if args and not args[0].startswith("-"):
-        if args[0] != "check":
-            return []
-        args = args[1:]
-    pythons: List[str] = []
-    timeout_s, no_torch = default_timeout_s, False
-    tier, data_paths = "quick", []  # the CLI's default tier (cli/common.py --smoke)
-    i = 0
-    while i < len(args):
-        name, eq, value = args[i].partition("=")
-        if name in _NO_EARLY or args[i] == "--":
-            return []
-        if name in ("--python", "--python-timeout", "--smoke", "--data"):
-            if not eq:
-                if i + 1 >= len(args):
-                    return []
-                i += 1
-                value = args[i]
-            if name == "--python":
-                pythons.append(value)
-            elif name == "--smoke":
-                tier = value
-            elif name == "--data":
-                path = os.path.expanduser(value)
-                if not os.path.exists(path):
-                    return []  # the CLI refuses it (exit 2) before probing
-                data_paths.append(path)
-            else:
-                try:
-                    timeout_s = float(value)
-                except ValueError:
-                    return []
-                if not timeout_s > 0:
-                    return []
-        elif name in ("-o", "--output") or (args[i].startswith("-o") and not args[i].startswith("--")):
-            # an output the CLI will refuse (exit 2 before probing) must not have started the target first
-            if name in ("-o", "--output") and not eq:
-                if i + 1 >= len(args):
-                    return []
-                i += 1
-                value = args[i]
-            elif not eq:
-                value = args[i][2:]
-            if value != "-" and not _writable_file(value):
-                return []
-        elif args[i] == "--no-torch":
-            no_torch = True
-        i += 1
-    if pythons:
-        exes: List[str] = []
-        seen = set()
-        for value in pythons:
-            exe = _early_python(value, environ)
-            if exe is None:
-                return []
-            key = os.path.normpath(os.path.abspath(exe)) if os.sep in exe else exe  # as python_env._targets
-            if key not in seen:
-                seen.add(key)
-                exes.append(exe)
-    else:
-        exes = [default_interpreter(environ)[0]]
-    if tier == "thorough" and timeout_s == default_timeout_s:
-        timeout_s = max(timeout_s, THOROUGH_TIMEOUT_S)
-    extra = ["--no-torch"] if no_torch else smoke_args(tier, data_paths)
-    return [payload_argv(exe, "inspect", extra, timeout_s) for exe in exes]
-
-
-def start_early(argv: Sequence[str], default_timeout_s: float = DEFAULT_TIMEOUT_S) -> int:
-    """Start the inspect payload(s) ``envdoctor ARGV`` will need, now; how many were started. Never raises."""
+def start_early(pythons: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, inspect_torch: bool = True,
+                smoke: str = "off", data_paths: Sequence[str] = ()) -> int:
+    """Start now the inspect payload(s) the pythons probe will run for these options (``pythons`` as python_target
+    gave them, ``data_paths`` as data_target did); how many were started. Never raises."""
     if os.environ.get("ENVDOCTOR_EARLY_PAYLOAD") == "0":
         return 0
     try:
-        plans = early_argvs(argv, default_timeout_s)
-        if not plans:
-            return 0
+        plans = inspect_argvs(pythons, timeout_s, inspect_torch, smoke, data_paths)
         from .runner import Runner
 
         runner = Runner()

@@ -31,6 +31,8 @@ from envdoctor.probes.payload_launch import (  # noqa: F401  (DEFAULT_TIMEOUT_S,
     PAYLOAD_ENV,
     adopt_early,
     default_interpreter,
+    inspect_args,
+    inspect_targets,
     payload_argv,
     payload_deadline_s,
     payload_path,
@@ -351,19 +353,7 @@ def _failed_env(executable: str, requested_as: Optional[str], reason: str) -> Py
 
 def _targets(ctx: ProbeContext) -> List[Tuple[str, str]]:
     """The interpreters to inspect: each --python once, else the active environment's."""
-    pythons = list(getattr(ctx.options, "pythons", None) or [])
-    if not pythons:
-        return [default_interpreter(ctx.env, ctx.runner)]
-    # the same interpreter named twice (or as ./x and x) is inspected and judged once; not
-    # realpath: a venv's python is a symlink to its base interpreter, yet a different environment
-    seen = set()
-    targets: List[Tuple[str, str]] = []
-    for p in pythons:
-        key = os.path.normpath(os.path.abspath(p)) if os.sep in p else p
-        if key not in seen:
-            seen.add(key)
-            targets.append((p, "--python"))
-    return targets
+    return inspect_targets(list(getattr(ctx.options, "pythons", None) or []), ctx.env, ctx.runner)
 
 
 @probe("pythons", failed=lambda reason: [PythonEnv(status=ProbeStatus.FAILED, reason=reason)])
@@ -437,7 +427,7 @@ def with_interpreter_files(penv: PythonEnv, executable: str, runner: Any) -> Pyt
 
 def _run_inspect(executable: str, runner: Any, timeout_s: float, inspect_torch: bool,
                  requested_as: Optional[str], smoke: Sequence[str] = ()) -> PythonEnv:
-    args = list(smoke) if inspect_torch else ["--no-torch"]
+    args = list(smoke) if inspect_torch else inspect_args(False)
     # the payload writes a checkpoint line just before `import torch`: with none on stdout, it had not got there
     hint = "starting up or reading installed packages (before importing torch)" if inspect_torch \
         else "reading installed packages"

@@ -26,6 +26,7 @@ from ..model.targets import (
     resolve_gpus,
     split_list,
 )
+from ..probes.payload_launch import DEFAULT_TIMEOUT_S
 
 
 @dataclass
@@ -35,8 +36,78 @@ class AssertOptions:
     target_gpus: List[str] = field(default_factory=list)
     source: str = "command line"
     pythons: List[str] = field(default_factory=list)
-    python_timeout_s: float = 60.0
+    python_timeout_s: float = DEFAULT_TIMEOUT_S
     env: Optional[dict] = None
+
+
+class AssertError(ValueError):
+    """A project file that cannot be read, or an --only/--ignore glob that matches no check `assert` runs: the
+    CLI's exit 2."""
+
+
+@dataclass(frozen=True)
+class AssertRequest:
+    """What `envdoctor assert` was told: its flags; a project file's [tool.envdoctor] adds to them (plan)."""
+
+    require: List[str] = field(default_factory=list)
+    target_driver: Optional[str] = None
+    target_gpus: List[str] = field(default_factory=list)
+    only: List[str] = field(default_factory=list)
+    ignore: List[str] = field(default_factory=list)
+    fail_on: Optional[str] = None
+    config: Optional[str] = None  # the project file to read (None: the nearest upward)
+    read_config: bool = True  # --no-config: False
+    pythons: List[str] = field(default_factory=list)  # python_target's
+    python_timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class AssertPlan:
+    """The request with the project file's declarations: what assert_report runs and what fails it."""
+
+    options: AssertOptions
+    only: Optional[List[str]]
+    ignore: Optional[List[str]]
+    fail_on: str
+
+
+def plan(request: AssertRequest) -> AssertPlan:
+    """The flags and the project file together (the flags' requirements first, a flag's driver, GPUs and fail-on
+    over the file's); AssertError for an unreadable file or a glob that matches no check `assert` runs."""
+    from ..model.config import ConfigError, ProjectConfig, load_config
+
+    cfg = ProjectConfig()
+    if request.read_config:
+        try:
+            cfg = load_config(request.config)
+        except ConfigError as e:
+            raise AssertError(str(e)) from None
+    sources = []
+    if cfg.path:
+        sources.append(cfg.label)
+    if request.require or request.target_driver is not None or request.target_gpus:
+        sources.insert(0, "command line")
+    checks = static_checks()
+    options = AssertOptions(
+        requirements=list(cfg.require) + list(request.require),
+        target_driver=request.target_driver if request.target_driver is not None else cfg.target_driver,
+        target_gpus=list(request.target_gpus) or list(cfg.target_gpus),
+        source=" + ".join(sources) or "nothing declared",
+        pythons=list(request.pythons), python_timeout_s=request.python_timeout_s)
+    return AssertPlan(options, _globs(list(request.only) + cfg.only, "--only", checks),
+                      _globs(list(request.ignore) + cfg.ignore, "--ignore", checks),
+                      request.fail_on or cfg.fail_on or "error")
+
+
+def _globs(values: List[str], option: str, checks: list) -> Optional[List[str]]:
+    import fnmatch
+
+    out = [part.strip() for v in values for part in v.split(",") if part.strip()]
+    for pat in out:
+        if not any(fnmatch.fnmatchcase(c.id, pat) for c in checks):
+            raise AssertError(f"{option} {pat}: matches no check `assert` runs "
+                              f"({', '.join(c.id for c in checks)})")
+    return out or None
 
 
 def static_checks() -> list:
@@ -75,15 +146,15 @@ def declared_driver(target_driver: Optional[str], gpus: List[GpuTarget]) -> Driv
     )
 
 
-def collect_static(pythons: Sequence[str], timeout_s: float = 60.0, env: Optional[dict] = None,
+def collect_static(pythons: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S, env: Optional[dict] = None,
                    runner: Any = None) -> Tuple[List[PythonEnv], List[ProbeRun]]:
     """Probe only the target interpreters (torch imported there, in a subprocess, as for `check`)."""
-    from ..probes.python_env import default_interpreter, probe_pythons
+    from ..probes.python_env import inspect_targets, probe_pythons
     from ..probes.runner import Runner
 
     runner = runner or Runner()
     env = dict(os.environ if env is None else env)
-    targets = [(p, "--python") for p in dict.fromkeys(pythons)] or [default_interpreter(env, runner)]
+    targets = inspect_targets(list(pythons), env, runner)
     start = time.monotonic()
     envs = probe_pythons(targets, runner, timeout_s, True)
     statuses = [e.status for e in envs]

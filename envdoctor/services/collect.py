@@ -6,7 +6,6 @@ import dataclasses
 import datetime as _dt
 import functools
 import os
-import shutil
 import threading
 import time
 from dataclasses import field
@@ -27,6 +26,9 @@ from ..model.findings import Report
 
 # Interrupted and PENDING_SIGNAL live in probes/runner.py (stdlib only), so that the CLI's signal handler never
 # imports anything while the main thread may be half-way through importing envdoctor; re-exported here.
+from ..probes.payload_launch import DEFAULT_TIMEOUT_S, TargetError
+from ..probes.payload_launch import data_target as _data_target
+from ..probes.payload_launch import python_target as _python_target
 from ..probes.runner import PENDING_SIGNAL, Interrupted
 
 
@@ -35,64 +37,20 @@ class OptionsError(ValueError):
 
 
 def python_target(value: str) -> str:
-    """A --python value as the interpreter to run: a typo is an OptionsError (the CLI: exit 2), not a clean report
-    that silently judged no interpreter. A venv or conda prefix stands for its bin/python."""
-    path = os.path.expanduser(value)
-    if os.sep not in path and not os.path.exists(path):  # a bare name: looked up on PATH, like a shell would
-        found = shutil.which(path)
-        if found is None:
-            raise OptionsError(f"--python {value}: no such command on PATH")
-        return path
-    if os.path.isdir(path):
-        for candidate in (os.path.join(path, "bin", "python"), os.path.join(path, "python.exe"),
-                          os.path.join(path, "Scripts", "python.exe")):
-            if os.path.isfile(candidate) or _dangling_venv_link(candidate):
-                return candidate
-        raise OptionsError(f"--python {value}: is a directory with no bin/python (give the interpreter itself)")
-    if _dangling_venv_link(path):
-        return path  # a venv whose base Python is gone: the probe reads what is left and the check says how to repair it
-    problem = _stat_problem(path)
-    if problem == "no such file or directory":
-        raise OptionsError(f"--python {value}: no such file")
-    if problem:
-        raise OptionsError(f"--python {value}: {problem}")
-    if not os.access(path, os.X_OK):
-        raise OptionsError(f"--python {value}: not executable")
-    return path
-
-
-def _dangling_venv_link(path: str) -> bool:
-    """A venv's interpreter link that leads nowhere (pyvenv.cfg beside its bin/): not a typo, a broken venv."""
-    if not os.path.islink(path) or os.path.exists(path):
-        return False
-    here = os.path.dirname(os.path.abspath(path))
-    return any(os.path.isfile(os.path.join(d, "pyvenv.cfg")) for d in (here, os.path.dirname(here)))
-
-
-def _stat_problem(path: str) -> Optional[str]:
-    """Why ``path`` cannot be looked at: "permission denied" is not "no such file" (os.path.exists says False
-    for both)."""
+    """A --python value as the interpreter to run (probes/payload_launch.python_target, the one reading of it);
+    a typo is an OptionsError."""
     try:
-        os.stat(path)
-    except PermissionError:
-        return "permission denied (a directory on the way is not readable by this user)"
-    except FileNotFoundError:
-        return "no such file or directory"
-    except OSError as e:
-        return e.strerror or str(e)
-    return None
+        return _python_target(value)
+    except TargetError as e:
+        raise OptionsError(str(e)) from None
 
 
 def data_target(value: str) -> str:
-    """A --data value: a path that does not exist (a typo, a volume not mounted) is an error, not a
-    storage check quietly skipped in an otherwise clean report."""
-    path = os.path.expanduser(value)
-    problem = _stat_problem(path)
-    if problem == "no such file or directory":
-        raise OptionsError(f"--data {value}: no such file or directory (is the volume mounted?)")
-    if problem:
-        raise OptionsError(f"--data {value}: {problem}")
-    return path
+    """A --data value as the path to read (probes/payload_launch.data_target); a missing path is an OptionsError."""
+    try:
+        return _data_target(value)
+    except TargetError as e:
+        raise OptionsError(str(e)) from None
 
 
 @dataclass
@@ -100,7 +58,7 @@ class CollectOptions:
     pythons: List[str] = field(default_factory=list)  # --python; empty: the active environment's
     data_paths: List[str] = field(default_factory=list)  # --data; empty: the current directory
     inspect_torch: bool = True
-    python_timeout_s: float = 60.0
+    python_timeout_s: float = DEFAULT_TIMEOUT_S
     root: str = "/"
     env: Optional[Dict[str, str]] = None  # defaults to os.environ
     # --load-pcie: copy host->device for a moment so that PCIe links leave their idle Gen1 and can be judged
@@ -267,7 +225,7 @@ def _collect(options: Optional[CollectOptions], runner: Any, meanwhile: Optional
         from ..probes.payload_launch import discard_early
 
         release_process_lists()
-        discard_early()  # an early-started payload no probe adopted (cli.main guessed another target): end it
+        discard_early()  # an early-started payload no probe adopted (it ran another command line or environment): end it
     sections: Dict[str, Any] = {}
     runs: List[ProbeRun] = []
     for p in probes:  # the sections first, then the parts other probes fill in them

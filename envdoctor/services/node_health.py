@@ -169,21 +169,36 @@ def verdict(report: Report, fail_on: str = Severity.ERROR, max_length: int = NPD
                       fit_bytes(f"envdoctor OK: {judged} checks passed{tail}", max_length), report=report)
 
 
-def node_health(with_torch: bool = False, expect_gpu: bool = False, fail_on: str = Severity.ERROR,
-                max_length: int = NPD_MAX_OUTPUT, scheduler: str = "auto", options: Any = None,
-                compat: Any = None) -> NodeHealth:
-    """Probe the preset's sections, judge the preset's checks, and return the verdict."""
+@dataclass(frozen=True)
+class NodeHealthOptions:
+    """`envdoctor node-health`'s options."""
+
+    with_torch: bool = False  # also judge the interpreter's torch build (imports torch there)
+    expect_gpu: bool = False  # no NVIDIA hardware is then unhealthy
+    fail_on: str = Severity.ERROR  # the lowest severity that makes the node unhealthy
+    max_length: int = NPD_MAX_OUTPUT  # the longest line, in bytes
+    scheduler: str = "auto"  # whose drain/taint commands to give: auto, slurm, kubernetes, none
+    pythons: List[str] = field(default_factory=list)  # with with_torch: the interpreters (python_target's)
+
+
+def node_health(options: Optional[NodeHealthOptions] = None, compat: Any = None,
+                collect_options: Any = None) -> NodeHealth:
+    """Probe the preset's sections, judge the preset's checks, and return the verdict. ``collect_options``: the
+    CollectOptions to start from (tests; default: this machine's, with ``options.pythons``)."""
     import dataclasses
 
     from ..judging import Selection, judge
     from .collect import CollectOptions, collect
 
+    options = options if options is not None else NodeHealthOptions()
+    with_torch, expect_gpu = options.with_torch, options.expect_gpu
     chosen = preset(with_torch)
-    base = options if options is not None else CollectOptions()
-    options = dataclasses.replace(base, sections=chosen["sections"], inspect_torch=with_torch and base.inspect_torch)
-    facts = collect(options)
+    base = collect_options if collect_options is not None else CollectOptions(pythons=list(options.pythons))
+    collecting = dataclasses.replace(base, sections=chosen["sections"],
+                                     inspect_torch=with_torch and base.inspect_torch)
+    facts = collect(collecting)
     report = judge(facts, compat, Selection(only=chosen["only"], expect_gpu=expect_gpu))
     from ..report.redact import redact_report
 
     # the line is shown to everyone who can read the node's conditions: no host name, home path or UUID
-    return verdict(redact_report(report), fail_on, max_length, scheduler, options.env)
+    return verdict(redact_report(report), options.fail_on, options.max_length, options.scheduler, collecting.env)

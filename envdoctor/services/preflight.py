@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterable, List, Optional, Union
 
 from ..model.findings import Report, Severity
+from ..probes.payload_launch import DEFAULT_TIMEOUT_S
 
 
 class PreflightError(RuntimeError):
@@ -40,7 +41,7 @@ def preflight(
     fail_on: Optional[str] = None,
     only: Optional[List[str]] = None,
     ignore: Optional[List[str]] = None,
-    python_timeout_s: float = 60.0,
+    python_timeout_s: float = DEFAULT_TIMEOUT_S,
 ) -> Report:
     """Judge this machine (or, with ``static=True``, only the interpreter, as `envdoctor assert` does).
 

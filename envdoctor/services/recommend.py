@@ -434,102 +434,42 @@ def _gpu_notes(compat: Any, gpus: List[GpuTarget], releases: List[Any]) -> List[
     return notes
 
 
-def render(out: Dict[str, Any]) -> str:
-    lines = [f"For driver {out['driver'] or 'unknown'}, GPUs {', '.join(out['gpus']) or '(none given)'}, "
-             f"Python {out['python'] or 'any'}, {out['os']}:"]
-    for note in out.get("from_this_machine") or []:
-        lines.append(f"  ({note})")
-    for note in out["gpu_notes"]:
-        lines.append(f"  ! {note}")
-    change = out.get("driver_change")
-    if out["driver_cannot_drive_gpu"]:
-        lines.append(f"  ! {out['driver_cannot_drive_gpu']}: "
-                     + (f"install the R{change['install_branch']} driver (a downgrade)"
-                        if change and change["install_branch"] else
-                        f"{change['why'].split(' [', 1)[0]}: plan these GPUs on separate machines" if change else
-                        "upgrade the driver first" if out["driver"] else "plan these GPUs on separate machines"))
-    rec = out["recommendation"]
-    if rec is None:
-        lines.append("No torch build in the matrix fits" + (f": {out['why_none']}" if out.get("why_none") else "."))
-    else:
-        lines += ["", f"Newest that fits: torch {rec['torch']} ({rec['variant']}"
-                  + (f", CUDA {rec['cuda']})" if rec["cuda"] else ")")
-                  + (f", torchvision {rec['torchvision']}" if rec["torchvision"] else "")
-                  + (f", torchaudio {rec['torchaudio']}" if rec["torchaudio"] else "")
-                  + (f", triton {rec['triton']}" if rec["triton"] else "")]
-        if rec["rule"]:
-            lines.append(f"  fits because: {rec['rule']}")
-        for n in rec["not_covered"]:
-            lines.append(f"  not covered by that rule: {n}")
-        for n in rec["unknown"]:
-            lines.append(f"  not judged: {n}")
-        lines += ["  " + rec["pip"], "  " + rec["uv"]]
-    if change and change["install_branch"]:
-        after = change["recommendation"] or change["cpu_build"]
-        lines += ["", f"With the R{change['install_branch']} driver"
-                  + (f" (judged as {change['judged_with_driver']}, its newest in the matrix)"
-                     if change["judged_with_driver"] else "") + ":"]
-        if change["recommendation"] is None and change["why_none"]:
-            lines.append(f"  no CUDA build fits: {change['why_none']}")
-        if after is not None:
-            lines.append(f"  torch {after['torch']} ({after['variant']}"
-                         + (f", CUDA {after['cuda']})" if after["cuda"] else ", the CPU build)"))
-            if after["rule"]:
-                lines.append(f"  fits because: {after['rule']}")
-            lines.append("  " + after["pip"])
-        cpu = change["cpu_build"]
-        if cpu is not None and after is not cpu:
-            lines.append(f"  or the CPU build, {cpu['rule'].split(':', 1)[0]}: torch {cpu['torch']}")
-            lines.append("  " + cpu["pip"])
-    if out["per_cuda_variant"]:
-        lines += ["", "For a machine with NVIDIA GPUs (driver unknown), the newest for each CUDA variant:"
-                  if out.get("cpu_box") and rec is not None and rec["cuda"] is None else
-                  "Newest for each other CUDA variant that fits:"]
-        for e in out["per_cuda_variant"]:
-            rule = (e["rule"] or "").split(" [", 1)[0]
-            lines.append(f"  {e['variant']}: torch {e['torch']}" + (f" ({rule})" if rule else ""))
-            lines.append(f"      {e['pip']}")
-    newer = out["newer_not_fitting"]
-    if newer:
-        lines += ["", "Why newer builds do not fit:"]
-        seen = set()
-        for r in newer:
-            key = (r["variant"], r["why_not"])
-            if key in seen:
-                continue
-            seen.add(key)
-            lines.append(f"  torch {r['torch']} {r['variant']}: {r['why_not']}")
-    for s in out["skipped"]:
-        lines.append(f"(not judged: {s})")
-    lines.append(f"(matrix as of {out['as_of']})")
-    return "\n".join(lines)
+@dataclass(frozen=True)
+class RecommendOptions:
+    """`envdoctor recommend`'s question: what was given by hand; what is None (or empty) is read from this machine."""
+
+    driver: Optional[str] = None  # --driver
+    gpus: List[str] = field(default_factory=list)  # --gpu, each a model name, sm_XX or a comma-separated list
+    python_version: Optional[str] = None  # --python X.Y
+    os: Optional[str] = None  # "linux" or "windows" (default: this machine's)
 
 
-def recommend_from_args(args: Any) -> Tuple[Dict[str, Any], str]:
+def recommend_for(options: RecommendOptions) -> Dict[str, Any]:
+    """The answer (report/recommend_view.render_recommendation prints it); RecommendError for a bad input."""
     import platform
 
     compat = load_compat()
     try:
-        driver = check_driver_version(args.driver, compat) if args.driver is not None else None
-        gpus = [resolve_gpu(compat, g) for given in args.gpu for g in given.split(",") if g.strip()]
+        driver = check_driver_version(options.driver, compat) if options.driver is not None else None
+        gpus = [resolve_gpu(compat, g) for given in options.gpus for g in given.split(",") if g.strip()]
     except TargetError as e:
         raise RecommendError(str(e)) from None
-    python = args.python_version
+    python = options.python_version
     if python and (not _rel(python) or len(_rel(python)) < 2):
         raise RecommendError(f"--python {python!r}: give a Python version such as 3.11")
-    os_name = args.os or ("windows" if platform.system() == "Windows" else "linux")
+    os_name = options.os or ("windows" if platform.system() == "Windows" else "linux")
     notes: List[str] = []
     cpu_box: List[str] = []
-    if args.driver is None or not args.gpu or python is None:
-        driver, gpus, python = _from_machine(compat, driver, gpus, python, need_driver=args.driver is None,
-                                             need_gpus=not args.gpu, need_python=python is None, notes=notes,
+    if options.driver is None or not options.gpus or python is None:
+        driver, gpus, python = _from_machine(compat, driver, gpus, python, need_driver=options.driver is None,
+                                             need_gpus=not options.gpus, need_python=python is None, notes=notes,
                                              cpu_box=cpu_box)
     if python:
         python = ".".join(str(p) for p in _rel(python)[:2])
     out = recommend(compat, driver, gpus, python, os_name, cpu_box=cpu_box[0] if cpu_box else None)
     out["from_this_machine"] = notes
     out["compat_data"] = getattr(compat, "label", None)
-    return out, render(out)
+    return out
 
 
 def this_machine() -> Any:

@@ -19,7 +19,8 @@ def _cli(*argv: str) -> int:
 def test_every_finding_code_the_fixtures_produce_can_be_explained(capsys):
     # `envdoctor explain messages.signature/...`, copied from diagnose's own output, used to be "unknown code"
     from envdoctor.compat import load_compat
-    from envdoctor.diagnose import NothingRecognised, diagnose_report
+    from envdoctor.diagnose import NothingRecognised
+    from envdoctor.services.diagnose import diagnose_report
 
     compat = load_compat()
     codes = {f"messages.signature/{s.id}" for s in load_compat().signatures}

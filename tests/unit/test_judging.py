@@ -11,7 +11,6 @@ import pytest
 from envdoctor.checks import all_checks
 from envdoctor.checks.base import EVERYWHERE, MACHINE, PASTE, STATIC, Check, registrar
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
 from envdoctor.judging import PLAIN, PastePolicy, Selection, checks_for, judge, policy_for, setting_of
 from envdoctor.model.facts import Facts, PasteSource
 from envdoctor.model.findings import (
@@ -24,6 +23,7 @@ from envdoctor.model.findings import (
     Severity,
 )
 from envdoctor.services import collect as app
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import SHARED
 from tests.unit.diagnose.test_judge import all_pastes
 

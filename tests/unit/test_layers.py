@@ -31,11 +31,13 @@ LAYERS: Sequence[Tuple[str, FrozenSet[str]]] = (
     ("sources", frozenset({"watch", "fleet"})),
     ("remedies", frozenset({"remedies"})),  # what to change: facts + compat in, commands out; never checks
     ("checks", frozenset({"checks"})),
+    # pasted text (diagnose/), a source of facts like the probes, below the judge that weighs them; above the
+    # checks (the paste readers use the catalogue's signatures) and the watch recordings it reads with watch/replay.py
+    ("pastes", frozenset({"diagnose"})),
     ("judging", frozenset({"judging"})),  # the one judge: judge(facts, compat, selection, policy) -> Report
     ("report", frozenset({"report"})),
     # the services the commands call; the lead moves them into a services/ package
     ("services", frozenset({"services"})),  # what each command does, as a Python call (envdoctor/services/)
-    ("features", frozenset({"diagnose"})),  # a whole pipeline built on the services: pasted text to a report
     # the entry points: the command line, `python -m envdoctor`, and the package facade (`envdoctor.preflight`)
     ("cli", frozenset({"cli", "__main__", ROOT})),
 )
@@ -442,3 +444,69 @@ def test_a_planted_upward_import_in_a_copy_of_the_package_fails(tmp_path):
     assert any(b.startswith("import cycle among") and "checks" in b and "domain" in b for b in bad), bad
     # and nothing else: the copy is the package, which keeps its layers (test_the_package_keeps_its_layers)
     assert all("planted.py" in b or "domain/gpus.py" in b or b.startswith("import cycle") for b in bad), bad
+
+
+# --------------------------------------------------------------------------- the shape of a command (issue 40)
+# cli/ owns the process (argv, signals, progress, rendering, exit codes); services/<command>.py is the command as a
+# call (options in, a report or an answer out); the judge and the sources of facts sit below the services.
+
+# what only the command line does: write to the terminal, handle signals, draw progress
+_PROCESS_NAMES = ("print", "sys.stdout", "sys.stderr", "signal", "rich", "os._exit", "sys.exit")
+
+
+def _process_uses(path: Path, root: Path = PACKAGE) -> List[str]:
+    """Where ``path`` prints, writes to the terminal, handles signals or exits: calls to print(), sys.stdout/stderr,
+    an import of signal or rich, os._exit/sys.exit."""
+    out = []
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        name = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+            name = "print"
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            dotted = f"{node.value.id}.{node.attr}"
+            name = dotted if dotted in _PROCESS_NAMES else None
+        elif isinstance(node, ast.Import):
+            name = next((a.name for a in node.names if a.name.split(".")[0] in ("signal", "rich")), None)
+        elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in (
+                "signal", "rich"):
+            name = node.module
+        if name:
+            out.append(f"{path.relative_to(root.parent)}:{getattr(node, 'lineno', 0)}: {name}")
+    return out
+
+
+def test_services_print_nothing_and_handle_no_signal():
+    bad = [u for path in sorted((PACKAGE / "services").rglob("*.py")) for u in _process_uses(path)]
+    assert not bad, "services return what they found; the command line prints it and owns the process:\n" + \
+        "\n".join(bad)
+
+
+def test_the_shape_test_sees_a_print_in_a_service(tmp_path):
+    planted = tmp_path / "envdoctor" / "services" / "x.py"
+    planted.parent.mkdir(parents=True)
+    planted.write_text("import sys\nimport signal\n\ndef f():\n    print('x')\n    sys.stderr.write('y')\n"
+                       "    sys.stdin.read()\n")
+    assert sorted(u.split(": ")[1] for u in _process_uses(planted, tmp_path / "envdoctor")) == [
+        "print", "signal", "sys.stderr"]  # reading input is not the terminal's output
+
+
+# the commands that are a service call: cli/<module>.py -> services/<module>.py (issue 40)
+# (watch and fleet: issue 40's other half, route40b; list-checks lists the registry, no service to call)
+SERVICE_COMMANDS = {"check": "check", "diagnose": "diagnose", "bench": "bench", "explain": "explain",
+                    "assert_": "assertions", "matrix": "matrix", "recommend": "recommend",
+                    "update_data": "update_data", "node_health": "node_health"}
+
+
+def test_the_command_line_reaches_the_judge_through_the_services():
+    """No cli module imports the judge or a paste reader itself, and each command listed in SERVICE_COMMANDS
+    imports its service."""
+    bad = []
+    for e in edges(PACKAGE):
+        if e.source_unit == "cli" and e.target_unit in ("judging",):
+            bad.append(f"{e.where}: {e.source} imports {e.target}: call the command's service instead")
+    for cli_module, service in SERVICE_COMMANDS.items():
+        targets = {e.target for e in edges(PACKAGE) if e.source == f"envdoctor.cli.{cli_module}"}
+        if f"envdoctor.services.{service}" not in targets:
+            bad.append(f"envdoctor.cli.{cli_module} does not call envdoctor.services.{service}")
+    assert not bad, "\n".join(bad)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
+from envdoctor.services.diagnose import diagnose_report
 
 TEMPLATE = """### TensorFlow version
 

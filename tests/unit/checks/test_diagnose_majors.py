@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES
 from tests.unit.diagnose.test_mechanisms import _serious
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES
 
 PASTES = FIXTURES / "pastes"
@@ -35,7 +36,7 @@ TWO_TORCHES = ("Collecting environment information...\nPyTorch version: 2.4.1+cu
 
 def test_pip_metadata_loses_to_the_imported_torch(compat) -> None:
     text = TWO_TORCHES
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert facts.pythons[0].torch.version == "2.4.1+cu121"
     assert facts.paste.disagreements and facts.paste.disagreements[0]["other"] == "2.3.0"
     report = diagnose_report([text], compat)

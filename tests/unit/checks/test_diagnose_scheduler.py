@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES
 
 
@@ -52,7 +53,7 @@ def test_requested_gpus_are_not_flagged(compat) -> None:
 
 def test_a_batch_script_directive_is_a_request(compat) -> None:
     text = f"#!/bin/bash\n#SBATCH --job-name=train\n#SBATCH --gres=gpu:a100:1\nsrun {_CHECK}\nFalse\n"
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert facts.paste.provenance["paste.job.gpus_requested"]["value"] is True
     assert not [f for f in diagnose_report([text], compat).findings if f.code.startswith("diagnose.job-gpus")]
 
@@ -69,7 +70,7 @@ def test_a_step_without_request_that_sees_a_gpu_is_not_flagged(compat) -> None:
 
 
 def test_prose_about_srun_is_no_launch(compat) -> None:
-    facts, _ = diagnose_text(["I use srun to start jobs and torch.cuda.is_available() is False.\n"
+    facts, _ = read_paste(["I use srun to start jobs and torch.cuda.is_available() is False.\n"
                               "RuntimeError: No CUDA GPUs are available"], compat)
     assert "paste.job.scheduler" not in (facts.paste.provenance or {})
 

@@ -10,10 +10,10 @@ import pytest
 from envdoctor.checks.base import CheckContext, SkipCheck
 from envdoctor.checks.diagnose_unexplained import check_unexplained, error_lines, is_error_line
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
 from envdoctor.model.facts import Facts, PasteSource
 from envdoctor.report import render_console
 from envdoctor.report.summary import verdict
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES
 
 ERROR_LINES = [
@@ -213,7 +213,7 @@ def test_every_error_line_reaches_the_check_as_a_message(line) -> None:
     """The message reader keeps every line this check would count (its trigger words cover the error-line shapes):
     a line lost before the check is an error nobody is told about ("No problems found", or "nothing recognised")."""
     from envdoctor.compat import load_compat
-    from envdoctor.diagnose import diagnose_text
+    from envdoctor.diagnose import read_paste
 
-    facts, _ = diagnose_text([line + "\n"], load_compat())
+    facts, _ = read_paste([line + "\n"], load_compat())
     assert any(line.strip() in m or m in line for m in facts.paste.messages), facts.paste.messages

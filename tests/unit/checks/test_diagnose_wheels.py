@@ -9,8 +9,9 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
 from envdoctor.model.findings import CheckStatus, Severity
+from envdoctor.services.diagnose import diagnose_report
 from tests import machines as m
 
 CHECK = "diagnose.no-wheel-for-python"
@@ -71,7 +72,7 @@ def test_skipped_without_the_python_or_the_message(compat):
     no_python = _result(_pip_failure("xformers==0.0.22"), compat)
     assert (no_python.status, no_python.reason) == (
         CheckStatus.SKIPPED, "the paste does not say which Python pip ran under")
-    facts, _ = diagnose_text(["Python version: 3.11.2\nSuccessfully installed tensorflow-2.16.1\n"], compat)
+    facts, _ = read_paste(["Python version: 3.11.2\nSuccessfully installed tensorflow-2.16.1\n"], compat)
     (res,) = run_checks(facts, compat, [c for c in all_checks() if c.id == CHECK])
     assert res.status == CheckStatus.SKIPPED and "No matching distribution" in res.reason
     (live,) = run_checks(m.healthy_a100(), compat, [c for c in all_checks() if c.id == CHECK])

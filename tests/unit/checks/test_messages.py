@@ -10,8 +10,9 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
 from envdoctor.model.findings import CheckStatus, Severity
+from envdoctor.services.diagnose import diagnose_report
 from tests import machines as m
 from tests.paths import FIXTURES
 
@@ -48,7 +49,7 @@ def test_nvidia_smi_that_cannot_reach_the_driver_is_no_driver(compat):
 
 
 def test_a_paste_without_messages_is_unknown_and_a_machine_does_not_apply(compat):
-    facts, _ = diagnose_text([NO_DRIVER], compat)
+    facts, _ = read_paste([NO_DRIVER], compat)
     quiet = replace(facts, paste=replace(facts.paste, messages=[]))
     (res,) = run_checks(quiet, compat, [c for c in all_checks() if c.id == "messages.signatures"])
     assert (res.status, res.reason, res.not_applicable) == (

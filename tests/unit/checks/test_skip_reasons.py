@@ -43,8 +43,8 @@ def test_pseudo_filesystem_has_no_low_space_warning():
 def test_a_paste_is_not_said_to_judge_torch_interpreter_in_pastes_only():
     # torch.interpreter applies to probed interpreters: in a paste it is not run. Its label says that, and is not
     # guessed from the words "a paste" in its reason (it read "judged in pastes only": the opposite of the truth)
-    from envdoctor.diagnose import diagnose_report
     from envdoctor.report.summary import check_summary, skip_label
+    from envdoctor.services.diagnose import diagnose_report
     from tests.paths import FIXTURES
 
     report = diagnose_report([(FIXTURES / "pastes" / "companion.txt").read_text()], load_compat())

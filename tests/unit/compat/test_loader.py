@@ -144,7 +144,7 @@ def test_an_absent_optional_table_is_a_skip_reason_not_a_crash(tmp_path):
     results = {r.id: r for r in run_checks(facts, compat, all_checks())}
     errored = [(r.id, r.reason) for r in results.values() if r.status == CheckStatus.ERRORED]
     assert not errored, errored
-    from envdoctor.diagnose import diagnose_report
+    from envdoctor.services.diagnose import diagnose_report
 
     pasted = {r.id: r for r in diagnose_report(["RuntimeError: CUDA error: no kernel image is available for "
                                                 "execution on the device"], compat).checks}

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import SHARED
 
 BATCH4 = SHARED / "examples" / "reports-batch4"
@@ -18,7 +19,7 @@ def _report(text: str):
 
 
 def _facts(text: str):
-    return diagnose_text([text], load_compat())[0]
+    return read_paste([text], load_compat())[0]
 
 
 def _problems(report) -> dict:

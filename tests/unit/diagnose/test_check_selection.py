@@ -13,7 +13,7 @@ def _result(facts, check_id):
 
 def test_diagnose_respects_an_explicit_check_selection():
     from envdoctor.checks import all_checks, select
-    from envdoctor.diagnose import diagnose_report
+    from envdoctor.services.diagnose import diagnose_report
 
     text = "RuntimeError: CUDA error: no kernel image is available for execution on the device"
     report = diagnose_report([text], load_compat(), select(all_checks(), None, ["messages.*"]))

@@ -11,7 +11,8 @@ import json
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import NothingRecognised, diagnose_report
+from envdoctor.diagnose import NothingRecognised
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES
 
 CORPUS = FIXTURES / "corpus"

@@ -9,9 +9,10 @@ import pytest
 
 from envdoctor.compat import load_compat
 from envdoctor.compat.signatures import parse_signatures
-from envdoctor.diagnose import NothingRecognised, diagnose_report, diagnose_text
+from envdoctor.diagnose import NothingRecognised, read_paste
 from envdoctor.model.catalogue import CATEGORIES
 from envdoctor.model.facts import Facts
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES, REPO
 
 PASTES = FIXTURES / "pastes"
@@ -77,12 +78,12 @@ def test_one_category_once_and_message_as_evidence(compat) -> None:
 
 
 def test_numbers_in_messages_become_facts(compat) -> None:
-    facts, _ = diagnose_text([(PASTES / "driver-too-old-message.txt").read_text()], compat)
+    facts, _ = read_paste([(PASTES / "driver-too-old-message.txt").read_text()], compat)
     assert facts.driver.cuda_driver_version == "11.4"  # found version 11040
 
 
 def test_unseen_sections_are_skipped(compat) -> None:
-    facts, info = diagnose_text(["Torch not compiled with CUDA enabled"], compat)
+    facts, info = read_paste(["Torch not compiled with CUDA enabled"], compat)
     assert facts.driver.status == "skipped" and facts.driver.reason == "not in the pasted text"
     assert facts.toolkits.status == "skipped" and facts.host.status == "skipped"
     assert "driver version" in info.not_found
@@ -90,24 +91,25 @@ def test_unseen_sections_are_skipped(compat) -> None:
 
 
 def test_no_devices_is_ok_with_zero_gpus(compat) -> None:
-    facts, _ = diagnose_text(["No devices were found"], compat)
+    facts, _ = read_paste(["No devices were found"], compat)
     assert facts.driver.status == "ok" and facts.driver.gpus == []
 
 
 def test_thin_paste_ranks_and_suggests(compat) -> None:
-    facts, info = diagnose_text([">>> import torch\n>>> torch.cuda.is_available()\nFalse\n"], compat)
-    assert info.candidates and all(c.confidence in ("high", "medium", "low") for c in info.candidates)
-    assert any("nvidia-smi" in s for s in info.suggestions)
+    report = diagnose_report([">>> import torch\n>>> torch.cuda.is_available()\nFalse\n"], compat)
+    serious = [f for f in report.findings if f.severity in ("error", "warning") and f.category != "HEALTHY"]
+    assert serious and all(f.confidence in ("high", "medium", "low") for f in serious)
+    assert any("nvidia-smi" in s for s in report.facts.paste.settle)
 
 
 def test_found_formats(compat) -> None:
     text = (PASTES / "nvcc-mismatch.txt").read_text()
-    _, info = diagnose_text([text], compat)
+    _, info = read_paste([text], compat)
     assert "an nvidia-smi table" in info.found and "nvcc --version" in info.found
 
 
 def test_windows_table_is_found_as_windows(compat) -> None:
-    _, info = diagnose_text([(PASTES / "nvidia-smi-table" / "rtx-2080-super_windows_610.62_load.txt").read_text()],
+    _, info = read_paste([(PASTES / "nvidia-smi-table" / "rtx-2080-super_windows_610.62_load.txt").read_text()],
                             compat)
     assert "an nvidia-smi table (Windows)" in info.found
 
@@ -117,7 +119,7 @@ def test_windows_table_is_found_as_windows(compat) -> None:
                                   "lorem ipsum dolor sit amet\nconsectetur adipiscing elit\n"])
 def test_garbage_is_nothing_recognised(data, compat) -> None:
     with pytest.raises(NothingRecognised, match="nothing recognisable"):
-        diagnose_text([data], compat)
+        read_paste([data], compat)
 
 
 def _cpu_seconds(fn, reps: int = 1) -> float:
@@ -140,8 +142,8 @@ MAX_COST_RATIO = 3 * SIZE_FACTOR
 
 def _cost_ratio(make, compat) -> float:
     small, big = make(500_000), make(500_000 * SIZE_FACTOR)
-    return _cpu_seconds(lambda: diagnose_text([big], compat)) / max(
-        _cpu_seconds(lambda: diagnose_text([small], compat), reps=3), 1e-4)
+    return _cpu_seconds(lambda: read_paste([big], compat)) / max(
+        _cpu_seconds(lambda: read_paste([small], compat), reps=3), 1e-4)
 
 
 def test_five_megabytes_cost_linear_in_size(compat) -> None:
@@ -151,7 +153,7 @@ def test_five_megabytes_cost_linear_in_size(compat) -> None:
     def make(size: int) -> str:
         return real + noise * (size // len(noise)) + "(" * (size // 50) + " " * (size // 50) + "\n"
 
-    facts, _ = diagnose_text([make(5 * 1024 * 1024)], compat)
+    facts, _ = read_paste([make(5 * 1024 * 1024)], compat)
     assert facts.driver.version == "550.90.07"
     assert _cost_ratio(make, compat) < MAX_COST_RATIO
 
@@ -168,7 +170,7 @@ def test_error_dense_log_cost_linear_in_size(compat) -> None:
 
     text = make(5 * 1024 * 1024)
     assert len(text) > 5_000_000
-    facts, info = diagnose_text([text], compat)
+    facts, info = read_paste([text], compat)
     assert facts.driver.version == "550.90.07"
     assert len(facts.paste.messages) <= 300
     assert any("no kernel image" in m for m in facts.paste.messages)  # the last error is kept
@@ -181,15 +183,15 @@ def test_repeated_report_is_read_once(compat) -> None:
     def make(size: int) -> str:
         return one * (size // len(one))
 
-    facts_one, _ = diagnose_text([one], compat)
-    facts_many, info = diagnose_text([make(5_000_000)], compat)
+    facts_one, _ = read_paste([one], compat)
+    facts_many, info = read_paste([make(5_000_000)], compat)
     assert facts_many.driver == facts_one.driver and facts_many.pythons == facts_one.pythons
     assert any("repeated block" in f for f in info.found)
     assert _cost_ratio(make, compat) < MAX_COST_RATIO
 
 
 def test_snapshot_round_trip(compat) -> None:
-    facts, _ = diagnose_text([(PASTES / "gpu-arch.txt").read_text()], compat)
+    facts, _ = read_paste([(PASTES / "gpu-arch.txt").read_text()], compat)
     again = Facts.from_json(facts.to_json())
     assert again == facts
 
@@ -342,14 +344,14 @@ def test_category_from_a_paste(category: str, compat) -> None:
 
 
 def test_blocks_fill_the_live_facts(compat) -> None:
-    facts, info = diagnose_text([(PASTES / "throttle.txt").read_text()], compat)
+    facts, info = read_paste([(PASTES / "throttle.txt").read_text()], compat)
     assert "nvidia-smi -q" in info.found and len(facts.driver.gpus) == 8
     assert any("hw_slowdown" in (g.throttle_reasons or []) for g in facts.driver.gpus)
-    facts, _ = diagnose_text([(PASTES / "cpu-memory.txt").read_text()], compat)
+    facts, _ = read_paste([(PASTES / "cpu-memory.txt").read_text()], compat)
     assert facts.host.cpu_affinity_count == 16 and facts.host.memory_total_bytes == 62 * 1024 ** 3
-    facts, _ = diagnose_text([(PASTES / "shm.txt").read_text()], compat)
+    facts, _ = read_paste([(PASTES / "shm.txt").read_text()], compat)
     assert facts.host.shm_total_bytes == 64 * 1024 ** 2
-    facts, _ = diagnose_text([(PASTES / "xid.txt").read_text()], compat)
+    facts, _ = read_paste([(PASTES / "xid.txt").read_text()], compat)
     assert facts.driver.xid_events and facts.driver.xid_events[0].code == 119
 
 
@@ -360,5 +362,5 @@ def test_blocks_fill_the_live_facts(compat) -> None:
      "torch: 2.3.0", "linux-x86_64"),
 ])
 def test_platform_from_wheels_and_paths(text: str, platform: str, compat) -> None:
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert facts.pythons[0].platform == platform

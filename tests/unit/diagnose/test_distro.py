@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from envdoctor.diagnose import diagnose_report
+from envdoctor.services.diagnose import diagnose_report
 
 NO_DRIVER = """I'm on {distro} and torch can't see my GPU.
 

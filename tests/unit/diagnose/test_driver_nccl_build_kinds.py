@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from envdoctor.diagnose import diagnose_report
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES
 
 CORPUS = FIXTURES / "corpus"
@@ -204,21 +204,21 @@ def test_one_banner_repeated_is_one_run(compat) -> None:
 # ---- which import failed: the statement after `import torch` ran, so torch's import went through
 
 def test_listing_whose_next_import_failed_is_not_torchs_import(compat) -> None:
-    from envdoctor.diagnose import diagnose_text
+    from envdoctor.diagnose import read_paste
 
     text = ("import torch\nimport fused_norm_cuda\n\n"
             "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory\n")
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert "paste.torch_import" not in facts.paste.provenance
     assert "TORCH_IMPORT_FAILED" not in _serious(text, compat)
 
 
 def test_torch_import_that_raised_stays_torchs(compat) -> None:
-    from envdoctor.diagnose import diagnose_text
+    from envdoctor.diagnose import read_paste
 
     text = ("import torch\nTraceback (most recent call last):\n  File \"<stdin>\", line 1, in <module>\n"
             "ImportError: libcudnn.so.9: cannot open shared object file: No such file or directory\nimport numpy\n")
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert facts.paste.provenance["paste.torch_import"]["value"] is True
 
 
@@ -246,11 +246,11 @@ def test_nccl_log_stalled_with_gpus_behind_one_switch_is_interconnect(compat) ->
 
 
 def test_nccl_log_that_progresses_is_no_hang(compat) -> None:
-    from envdoctor.diagnose import diagnose_text
+    from envdoctor.diagnose import read_paste
 
     text = (_TOPO + _NCCL_LOG + "Processed prompts:   0%|          | 0/64 [00:00<?, ?it/s]\n"
             "Processed prompts: 100%|##########| 64/64 [00:09<00:00,  6.91it/s]\n")
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert "paste.collective_hang" not in (facts.paste.provenance or {})
     assert "INTERCONNECT" not in _serious(text, compat)
 

@@ -3,7 +3,8 @@ into pythons[0].env with their provenance, and host.environment judges them as i
 
 from __future__ import annotations
 
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
+from envdoctor.services.diagnose import diagnose_report
 
 # PyTorch's own advice inside a CUDA error (as pasted in shared/examples/reports-batch2/107.txt): a mention, not a
 # setting
@@ -21,7 +22,7 @@ $ NCCL_DEBUG=INFO torchrun --nproc_per_node=8 train.py
 
 
 def test_export_lines_land_in_the_facts_with_provenance(compat):
-    facts, _ = diagnose_text([JOB], compat)
+    facts, _ = read_paste([JOB], compat)
     env = facts.pythons[0].env
     assert env["CUDA_LAUNCH_BLOCKING"] == "1" and env["NCCL_DEBUG"] == "INFO"
     assert env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:true"
@@ -41,7 +42,7 @@ def test_the_same_check_judges_the_paste(compat):
 
 
 def test_advice_inside_an_error_message_sets_nothing(compat):
-    facts, _ = diagnose_text([TORCH_ERROR], compat)
+    facts, _ = read_paste([TORCH_ERROR], compat)
     assert all("CUDA_LAUNCH_BLOCKING" not in py.env for py in facts.pythons)
     report = diagnose_report([TORCH_ERROR], compat)
     assert not [f for f in report.findings if f.code.startswith("host.environment/")]
@@ -52,7 +53,7 @@ def test_advice_inside_an_error_message_sets_nothing(compat):
 def test_collect_env_module_loading(compat):
     text = ("PyTorch version: 2.5.1+cu124\nIs debug build: False\nCUDA used to build PyTorch: 12.4\n"
             "CUDA_MODULE_LOADING set to: EAGER\n")
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert facts.pythons[0].env["CUDA_MODULE_LOADING"] == "EAGER"
     assert facts.paste.provenance["pythons[0].env.CUDA_MODULE_LOADING"]["confidence"] == "high"
     codes = {f.code for f in diagnose_report([text], compat).findings}

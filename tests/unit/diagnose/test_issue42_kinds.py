@@ -4,7 +4,8 @@ than the batch's (the real batch texts are scored by test_reports.py), and quiet
 from __future__ import annotations
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
+from envdoctor.services.diagnose import diagnose_report
 
 
 def _report(text: str):
@@ -112,7 +113,7 @@ def test_found_no_driver_in_a_pod_is_the_container_runtime() -> None:
     text = """Our job runs in a Kubernetes pod (EKS, resources: limits: nvidia.com/gpu: 1):
 RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and installed a driver
 """
-    facts, _ = diagnose_text([text], load_compat())
+    facts, _ = read_paste([text], load_compat())
     assert facts.host.container.runtime == "kubernetes"
     problems = _problems(text)
     assert "CONTAINER_NO_GPU_RUNTIME" in problems and "NO_NVIDIA_DRIVER" not in problems
@@ -120,14 +121,14 @@ RuntimeError: Found no NVIDIA driver on your system. Please check that you have 
 
 def test_the_same_error_on_a_workstation_stays_the_driver() -> None:
     text = "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU\n"
-    facts, _ = diagnose_text([text], load_compat())
+    facts, _ = read_paste([text], load_compat())
     assert facts.host.container is None or not facts.host.container.runtime
     assert "NO_NVIDIA_DRIVER" in _serious(text) and "CONTAINER_NO_GPU_RUNTIME" not in _serious(text)
 
 
 def test_the_word_pod_in_other_senses_is_not_kubernetes() -> None:
     text = "I use a tripod and an iPod; the episode is about podcasts.\nRuntimeError: Found no NVIDIA driver on your system.\n"
-    facts, _ = diagnose_text([text], load_compat())
+    facts, _ = read_paste([text], load_compat())
     assert facts.host.container is None or facts.host.container.runtime != "kubernetes"
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from envdoctor.checks import all_checks
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import SHARED as SHARED_DIR
 from tests.paths import TESTS
 
@@ -91,10 +92,10 @@ def test_low_confidence_is_at_most_a_warning(compat) -> None:
 
 
 def test_thin_paste_warns_low_and_names_what_settles_it(compat) -> None:
-    facts, info = diagnose_text([">>> import torch\n>>> torch.cuda.is_available()\nFalse\n"], compat)
-    assert [c.confidence for c in info.candidates] == ["low"]
-    assert any("nvidia-smi" in s or "torch.version.cuda" in s for s in info.suggestions)
     report = diagnose_report([">>> import torch\n>>> torch.cuda.is_available()\nFalse\n"], compat)
+    serious = [f for f in report.findings if f.severity in ("error", "warning") and f.category != "HEALTHY"]
+    assert serious and {f.confidence for f in serious} == {"low"}
+    assert any("nvidia-smi" in s or "torch.version.cuda" in s for s in report.facts.paste.settle)
     assert {f.severity for f in report.findings} <= {"warning", "info"}
 
 
@@ -104,7 +105,7 @@ def test_checks_read_provenance_not_prose(compat) -> None:
 
     from envdoctor.checks import run_checks
 
-    facts, _ = diagnose_text(["Driver Version: 550.54.15\n"], compat)
+    facts, _ = read_paste(["Driver Version: 550.54.15\n"], compat)
     reworded = dataclasses.replace(facts, paste=dataclasses.replace(facts.paste, not_found=["(reworded)"],
                                                                     found=["(reworded)"]))
     for f in (facts, reworded):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
 from envdoctor.model.findings import Severity
+from envdoctor.services.diagnose import diagnose_report
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
 
@@ -197,9 +197,9 @@ def test_corpus_row(rid: str) -> None:
 
 
 def _python(text: str):
-    from envdoctor.diagnose import diagnose_text
+    from envdoctor.diagnose import read_paste
 
-    facts = diagnose_text([text], load_compat())[0]
+    facts = read_paste([text], load_compat())[0]
     return facts.pythons[0].python_version if facts.pythons else None
 
 

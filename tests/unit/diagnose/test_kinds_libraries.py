@@ -17,7 +17,8 @@ import pytest
 
 from envdoctor.compat import load_compat
 from envdoctor.compat.torch_family import COMPANION, EXTENSION, parse_torch_family, torch_family
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
+from envdoctor.services.diagnose import diagnose_report
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
 
@@ -107,7 +108,7 @@ def test_extension_import_cannot_open_cuda_runtime_is_an_extension_mismatch() ->
             "ImportError: libcudart.so.11.0: cannot open shared object file: No such file or directory\n")
     f = _signature(text, "cuda-library-cannot-open")
     assert f.category == "THIRD_PARTY_EXTENSION_MISMATCH" and f.severity == "error"
-    facts = diagnose_text([text], load_compat())[0]
+    facts = read_paste([text], load_compat())[0]
     assert facts.paste.provenance["paste.imports"]["value"] == "xformers"
 
 
@@ -132,7 +133,7 @@ def test_the_import_after_a_working_torch_import_is_the_one_that_failed() -> Non
     # torch imported fine; the next statement, an extension's compiled module, is the one the error ended
     text = ("import torch\nimport torch_scatter\n\n"
             "OSError: libcusparse.so.11: cannot open shared object file: No such file or directory\n")
-    facts = diagnose_text([text], load_compat())[0]
+    facts = read_paste([text], load_compat())[0]
     assert facts.paste.provenance["paste.failed_import"]["value"] == "torch_scatter"
     cats = _problems(text)
     assert "THIRD_PARTY_EXTENSION_MISMATCH" in cats and "TORCH_IMPORT_FAILED" not in cats, sorted(cats)

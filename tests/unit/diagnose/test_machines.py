@@ -7,10 +7,11 @@ import json
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
 from envdoctor.diagnose.machines import compatible
 from envdoctor.report.json_report import render_json
 from envdoctor.report.markdown import render_markdown
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import SHARED, TESTS
 
 HERE = TESTS
@@ -75,12 +76,12 @@ def test_two_reporters_are_judged_separately(order, compat) -> None:
 
 def test_collect_env_and_nvidia_smi_of_one_machine_merge(compat) -> None:
     ce = _collect_env("2.0.1+cu118", "11.8", "3.10.12", "525.125.06", "NVIDIA GeForce RTX 3090")
-    facts, info = diagnose_text([ce, "$ nvidia-smi\n" + TABLE], compat, names=["env.txt", "smi.txt"])
+    facts, info = read_paste([ce, "$ nvidia-smi\n" + TABLE], compat, names=["env.txt", "smi.txt"])
     assert facts.paste.machines is None and not facts.paste.conflicts and not info.reports
     assert facts.driver.version == "525.125.06" and facts.driver.cuda_driver_version == "12.0"
     assert facts.pythons[0].torch.version == "2.0.1+cu118"
     # the same in one paste
-    facts, _ = diagnose_text([ce + "\n$ nvidia-smi\n" + TABLE], compat)
+    facts, _ = read_paste([ce + "\n$ nvidia-smi\n" + TABLE], compat)
     assert facts.paste.machines is None and facts.driver.cuda_driver_version == "12.0"
 
 
@@ -107,7 +108,7 @@ def test_before_and_after_invent_no_mismatch(compat) -> None:
     notes = " ".join(report.facts.paste.not_found)
     assert "1.13.1" in notes and "2.0.1" in notes
     # two REPL values in one stretch of text with no boundary between them: the fact is dropped, not chosen
-    facts, info = diagnose_text([text.split("$ pip list")[0] + "[pip3] torchvision==0.15.2+cu118\n"], compat)
+    facts, info = read_paste([text.split("$ pip list")[0] + "[pip3] torchvision==0.15.2+cu118\n"], compat)
     t = facts.pythons[0].torch if facts.pythons else None
     assert t is None or t.version is None
     assert any("torch version: 2 different values" in n for n in info.not_found)
@@ -116,7 +117,7 @@ def test_before_and_after_invent_no_mismatch(compat) -> None:
 @pytest.mark.skipif(not LABELS, reason="shared/examples/reports not present")
 @pytest.mark.parametrize("row", LABELS, ids=[r["id"] for r in LABELS])
 def test_single_reports_are_one_machine(row, compat) -> None:
-    facts, _ = diagnose_text([(REPORTS / f"{row['id']}.txt").read_text()], compat)
+    facts, _ = read_paste([(REPORTS / f"{row['id']}.txt").read_text()], compat)
     assert facts.paste.machines is None and facts.paste.reports is None and facts.paste.conflicts is None
 
 
@@ -128,7 +129,7 @@ def test_splitting_is_linear_in_units(compat) -> None:
     one = _collect_env("2.3.1+cu121", "12.1", "3.11.9", "525.125.06", "NVIDIA GeForce RTX 4090") + "\n" + TABLE + "\n"
     work = {}
     for n in (20, 400):
-        facts, _ = diagnose_text([one * n], compat)
+        facts, _ = read_paste([one * n], compat)
         work[n] = dict(machines.LAST_WORK)
         assert facts.pythons[0].torch.version == "2.3.1+cu121"
         assert facts.paste.reports is None  # one machine, pasted many times

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report, diagnose_text
+from envdoctor.diagnose import read_paste
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import TESTS
 
 HERE = TESTS
@@ -61,7 +62,7 @@ def test_wrapped_messages_meet_their_signature(compat, text, category) -> None:
 
 
 def test_wrapping_never_glues_two_messages(compat) -> None:
-    facts, _ = diagnose_text(["RuntimeError: first problem here\n$ nvidia-smi\nNo devices were found\n"], compat)
+    facts, _ = read_paste(["RuntimeError: first problem here\n$ nvidia-smi\nNo devices were found\n"], compat)
     assert not any("first problem" in m and "No devices" in m for m in facts.paste.messages)
 
 
@@ -72,7 +73,7 @@ def test_a_quoted_log_record_after_a_sentence_is_a_message_of_its_own(compat) ->
     text = ("When I run the model the error still shows\n"
             '"2025-01-02 03:04:05.123 [E:tool:Default, runner.cc:12 Start] Failed to start the worker. Require '
             'libfoo 3.*."\n')
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert any(m.startswith('"2025-01-02 03:04:05.123 [E:tool') for m in facts.paste.messages), facts.paste.messages
     report = diagnose_report([text], compat)
     assert any(f.category == "UNRECOGNISED_ERROR" and "Failed to start the worker" in f.summary
@@ -157,7 +158,7 @@ def test_legacy_gpu_judged_from_torch_cuda(compat) -> None:
 # ---- gap 3: conflicting values resolved by authority (tested in test_diagnose_judge), gap 5: layouts
 
 def test_markdown_labels_are_read(compat) -> None:
-    facts, _ = diagnose_text([(PASTES / "markdown-env-h100.txt").read_text()], compat)
+    facts, _ = read_paste([(PASTES / "markdown-env-h100.txt").read_text()], compat)
     assert facts.pythons[0].torch.version == "1.13.1+cu116"
     assert facts.pythons[0].python_version == "3.10.12"
     # a CUDA 11.6 build has no sm_90 kernels
@@ -176,18 +177,18 @@ def test_markdown_labels_are_read(compat) -> None:
      "2.6.3+cu123torch2.4cxx11abiTRUE"),
 ])
 def test_package_layouts(compat, line, name, version) -> None:
-    facts, _ = diagnose_text([line + "\n"], compat)
+    facts, _ = read_paste([line + "\n"], compat)
     pkg = facts.pythons[0].package(name)
     assert pkg is not None and pkg.version == version
 
 
 def test_argument_dumps_are_not_packages(compat) -> None:
-    facts, _ = diagnose_text(["p: 0.0\nlr 0.001\ntorch: 2.1.0\n"], compat)
+    facts, _ = read_paste(["p: 0.0\nlr 0.001\ntorch: 2.1.0\n"], compat)
     assert [p.name for p in facts.pythons[0].packages] == ["torch"]
 
 
 def test_ipython_and_comment_values(compat) -> None:
-    facts, _ = diagnose_text(["In [3]: torch.cuda.is_available()\nOut[3]: False\n\n"
+    facts, _ = read_paste(["In [3]: torch.cuda.is_available()\nOut[3]: False\n\n"
                               "print(f\"version: {torch.__version__}\")  # 2.1.0+cpu\n"], compat)
     t = facts.pythons[0].torch
     assert t.cuda_available is False and t.version == "2.1.0+cpu"
@@ -195,7 +196,7 @@ def test_ipython_and_comment_values(compat) -> None:
 
 def test_code_listing_then_prose_is_no_gpu_name(compat) -> None:
     with pytest.raises(ValueError):  # nothing recognisable: the prose is not the statement's output
-        diagnose_text(["name = torch.cuda.get_device_name(0)\nThen the model loads the weights and runs.\n"], compat)
+        read_paste(["name = torch.cuda.get_device_name(0)\nThen the model loads the weights and runs.\n"], compat)
 
 
 def test_conda_plan_cpu_build_with_cuda_intent(compat) -> None:
@@ -221,7 +222,7 @@ def test_wsl_in_prose_and_an_old_windows_build(compat) -> None:
 
 
 def test_wsl_word_never_overrides_a_linux_kernel(compat) -> None:
-    facts, _ = diagnose_text(["Linux version 5.15.0-91-generic (buildd@lcy02) (gcc 11.4.0)\n"
+    facts, _ = read_paste(["Linux version 5.15.0-91-generic (buildd@lcy02) (gcc 11.4.0)\n"
                               "I read the WSL docs but this is a normal server\ntorch: 2.1.0\n"], compat)
     assert facts.host.wsl is False
 
@@ -243,10 +244,10 @@ def test_apt_history_and_pacman_logs_are_read(compat) -> None:
     text = ("Failed to initialize NVML: Driver/library version mismatch\nStart-Date: 2024-03-11  06:25:03\n"
             "Commandline: /usr/bin/unattended-upgrade\nUpgrade: libnvidia-compute-550:amd64 (550.54.14-0ubuntu1, "
             "550.54.15-0ubuntu1), nvidia-utils-550:amd64 (550.54.14-0ubuntu1, 550.54.15-0ubuntu1)\n")
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     changed = facts.paste.provenance["driver.packages_changed"]["value"]
     assert "nvidia-utils-550" in changed and "550.54.15" in changed
-    facts, _ = diagnose_text(["[2024-07-02T06:12:40+0000] [ALPM] upgraded nvidia-utils (550.78-1 -> 550.90.07-1)\n"
+    facts, _ = read_paste(["[2024-07-02T06:12:40+0000] [ALPM] upgraded nvidia-utils (550.78-1 -> 550.90.07-1)\n"
                               "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"],
                              compat)
     assert "550.90.07" in facts.paste.provenance["driver.packages_changed"]["value"]
@@ -276,7 +277,7 @@ def test_wheel_tag_abi_against_pypi_torch(compat) -> None:
 
 def test_built_for_you_have_proves_two_causes(compat) -> None:
     text = (PASTES / "xformers-variant.txt").read_text()
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert facts.pythons[0].torch.version == "2.4.1+cu124"  # "(you have Y)" is the environment
     assert facts.pythons[0].python_version == "3.11.10"
     serious = _serious(diagnose_report([text], compat))

@@ -18,8 +18,8 @@ import envdoctor.checks as checks_pkg
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.checks.base import Check
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
 from envdoctor.model.findings import CheckStatus
+from envdoctor.services.diagnose import diagnose_report
 from tests import audit
 from tests.paths import REPO
 

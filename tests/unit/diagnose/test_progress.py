@@ -25,18 +25,20 @@ def test_silent_before_the_threshold_then_one_rewritten_line() -> None:
     p.phase("reading big.log: 10 of 60 MiB")
     clock.t += 1.9
     p.update("reading big.log: 20 of 60 MiB")
-    assert out.getvalue() == ""  # a short job prints nothing
+    assert p.line() is None and "MiB" not in out.getvalue()  # a short job shows nothing
     clock.t += 0.2
     p.update("reading big.log: 30 of 60 MiB")
-    assert out.getvalue() == "\renvdoctor diagnose: reading big.log: 30 of 60 MiB (2 s)"
-    clock.t += 0.1
-    p.update("reading big.log: 31 of 60 MiB")  # within every_s: not rewritten
-    assert p.shown == 1
+    assert p.line() == "envdoctor diagnose: reading big.log: 30 of 60 MiB (2 s)"
+    p._live.refresh()  # what rich's refresh thread does every every_s
+    assert out.getvalue().endswith("envdoctor diagnose: reading big.log: 30 of 60 MiB (2 s)") and p.shown == 1
     clock.t += 0.5
     p.phase("judging what was read (5.0 MiB of text)")
-    assert p.shown == 2 and out.getvalue().endswith("judging what was read (5.0 MiB of text) (3 s)")
+    p._live.refresh()
+    assert "\r\x1b[2Kenvdoctor diagnose: judging what was read (5.0 MiB of text) (3 s)" in out.getvalue()  # rewritten
+    assert out.getvalue().count("\n") == 0  # one line, redrawn in place
     p.done()
-    assert out.getvalue().endswith("\r" + " " * p.width + "\r")  # cleared: the report follows on a clean line
+    assert out.getvalue().endswith("\x1b[2K") and p.shown == 0  # cleared: the report follows on a clean line
+    assert p._live is None
 
 
 def test_not_a_terminal_gets_nothing() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import NothingRecognised, diagnose_report, diagnose_text
+from envdoctor.diagnose import NothingRecognised, read_paste
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES, SHARED
 
 EXAMPLES = SHARED / "examples"
@@ -128,7 +129,7 @@ EXPECTED = {
 @needs_shared
 @pytest.mark.parametrize("rid", sorted(EXPECTED))
 def test_extracted_facts(rid: str) -> None:
-    facts, info = diagnose_text([_text(rid)], load_compat())
+    facts, info = read_paste([_text(rid)], load_compat())
     exp = EXPECTED[rid]
     assert facts.origin == "paste" and facts.paste is not None and info.found
     d = facts.driver

@@ -12,7 +12,8 @@ import sys
 import pytest
 
 from envdoctor.compat.signatures import SignatureError, parse_signatures
-from envdoctor.diagnose import NothingRecognised, diagnose_report, diagnose_text
+from envdoctor.diagnose import NothingRecognised, read_paste
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES, REPO
 from tests.unit.diagnose.test_mechanisms import _serious
 
@@ -148,13 +149,13 @@ def test_consequence_kept_with_caused_by_in_json(tmp_path) -> None:
 def test_os_line_sets_the_platform(compat) -> None:
     text = ("PyTorch version: 2.1.0\nIs debug build: False\nCUDA used to build PyTorch: 12.1\n"
             "OS: Microsoft Windows 10 Pro\nGPU models and configuration: GPU 0: NVIDIA GeForce RTX 3060\n")
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert facts.pythons[0].platform == "win-amd64"
     report = diagnose_report([text], compat)
     assert not any("assumed: the platform" in str(e.value) or "assumed: the platform" in f.summary
                    for f in report.findings for e in f.evidence)
     # a real Linux kernel string with its machine word sets Linux x86_64
-    facts, _ = diagnose_text(["Linux gpu1 5.15.0-91-generic #101-Ubuntu SMP x86_64 GNU/Linux\n" + text.replace(
+    facts, _ = read_paste(["Linux gpu1 5.15.0-91-generic #101-Ubuntu SMP x86_64 GNU/Linux\n" + text.replace(
         "OS: Microsoft Windows 10 Pro\n", "OS: Ubuntu 22.04.3 LTS (x86_64)\n")], compat)
     assert facts.pythons[0].platform == "linux-x86_64"
 
@@ -225,7 +226,7 @@ def test_version_in_a_sentence_is_a_fact(compat) -> None:
     # Dao-AILab/flash-attention#825's sentence and nvcc -V output
     text = ('My environment is "torch.__version__  = 2.3.1+cu121"\n\nnvcc: NVIDIA (R) Cuda compiler driver\n'
             "Cuda compilation tools, release 10.1, V10.1.243\n")
-    facts, _ = diagnose_text([text], compat)
+    facts, _ = read_paste([text], compat)
     assert facts.pythons[0].torch.version == "2.3.1+cu121"
     assert "NVCC_TORCH_CUDA_MISMATCH" in _serious(diagnose_report([text], compat))
 
@@ -237,12 +238,12 @@ def test_banner_line_alone_is_judged(compat) -> None:
     assert "TORCH_CPU_ONLY_BUILD" in _serious(report)
     assert report.facts.driver.gpus[0].name == "GeForce GTX 1080"
     cuda = "YOLOv5 v6.1 torch 1.10.0+cu113 CUDA:0 (NVIDIA GeForce RTX 3090, 24268MiB)\n"
-    facts, _ = diagnose_text([cuda], compat)
+    facts, _ = read_paste([cuda], compat)
     t = facts.pythons[0].torch
     assert t.version == "1.10.0+cu113" and t.cuda_available is True
     assert facts.driver.gpus[0].name == "NVIDIA GeForce RTX 3090"
     with pytest.raises(NothingRecognised):
-        diagnose_text(["the torch library is great, version numbers are hard\n"], compat)
+        read_paste(["the torch library is great, version numbers are hard\n"], compat)
 
 
 # ---- the catalogue's data model

@@ -14,9 +14,9 @@ import pytest
 
 from envdoctor.checks.diagnose_unexplained import is_error_line
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
 from envdoctor.diagnose.readers.base import clean_lines
 from envdoctor.report.console import render_console
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES, SHARED
 
 

@@ -1,5 +1,5 @@
 """The inspect payload started before envdoctor's own imports (probes/payload_launch.py): which command lines are
-guessed from the CLI's argv, that the probe adopts that process instead of starting a second one, that a wrong
+started for a parsed command line, that the probe adopts that process instead of starting a second one, that a wrong
 guess is killed, and that an early payload initialises CUDA only once its stdin is closed (the NVML gate)."""
 
 from __future__ import annotations
@@ -29,6 +29,20 @@ def _fake_python(tmp_path: Path, name: str = "python") -> Path:
     return script
 
 
+def _planned(argv, env=None):
+    """The payload command lines `envdoctor ARGV` starts early: the command line parsed once (cli.main's parser),
+    then cli/check.py's plan from the parsed options; [] for a command or options that start none."""
+    from envdoctor.cli import EARLY_STARTS, _command_names, _normalise_argv, build_parser
+    from envdoctor.cli import check as cli_check
+
+    parser = build_parser()
+    args = parser.parse_args(_normalise_argv(argv, _command_names(parser)))
+    if EARLY_STARTS.get(args.command) is not cli_check.start_early:
+        return []
+    plan = cli_check.early_payloads(args)
+    return [] if plan is None else pl.inspect_argvs(**plan, env=env)
+
+
 @pytest.mark.parametrize("argv, expect", [
     ([], "default"),
     (["check"], "default"),
@@ -39,13 +53,12 @@ def _fake_python(tmp_path: Path, name: str = "python") -> Path:
     (["--smoke", "off"], "default off"), (["--smoke=thorough"], "default thorough"),
     (["--smoke", "thorough", "--python-timeout", "8"], "default 8 thorough"),
     (["bench"], None), (["diagnose", "x.txt"], None), (["check", "--facts", "s.json"], None),
-    (["--bench"], None), (["--help"], None), (["--version"], None), (["--python"], None),
-    (["--python-timeout", "soon"], None), (["--python-timeout", "0"], None), (["--", "x"], None),
+    (["--bench"], None),
 ])
 def test_what_the_command_line_starts(argv, expect, monkeypatch) -> None:
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     monkeypatch.delenv("CONDA_PREFIX", raising=False)
-    got = pl.early_argvs(argv, 60.0)
+    got = _planned(argv)
     if expect is None:
         assert got == []
         return
@@ -56,25 +69,36 @@ def test_what_the_command_line_starts(argv, expect, monkeypatch) -> None:
     assert got == [pl.payload_argv(exe, "inspect", args, timeout)]
 
 
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["--python"], ["--python-timeout", "soon"],
+                                  ["--python-timeout", "0"], ["check", "x"]])
+def test_a_command_line_argparse_refuses_starts_nothing(argv) -> None:
+    with pytest.raises(SystemExit):  # the parser exits before anything is started
+        _planned(argv)
+
+
 def test_data_paths_reach_the_smoke_checkpoint(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     monkeypatch.delenv("CONDA_PREFIX", raising=False)
-    got = pl.early_argvs(["--data", str(tmp_path)], 60.0)
+    got = _planned(["--data", str(tmp_path)])
     assert got[0][-4:] == ["--smoke", "quick", "--smoke-dir", str(tmp_path)]
-    assert pl.early_argvs(["--data", str(tmp_path / "missing")], 60.0) == []  # refused by the CLI before probing
+    assert _planned(["--data", str(tmp_path / "missing")]) == []  # refused by the CLI before probing
+    assert _planned(["-o", str(tmp_path / "no-dir" / "r.json")]) == []  # an output the CLI refuses, too
 
 
 def test_named_interpreters_once_each(tmp_path: Path) -> None:
     py = _fake_python(tmp_path)
-    got = pl.early_argvs(["--python", str(py), f"--python={py}", "--python", "sh"], 60.0, ENV)
+    got = _planned(["--python", str(py), f"--python={py}", "--python", "sh"], ENV)
     assert [a[0] for a in got] == [str(py), "sh"]
-    assert pl.early_argvs(["--python", str(tmp_path)], 60.0, ENV) == []  # a venv folder: the usual path
-    assert pl.early_argvs(["--python", "no-such-python-here"], 60.0, ENV) == []
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(py)
+    assert [a[0] for a in _planned(["--python", str(venv)], ENV)] == [str(venv / "bin" / "python")]  # a prefix
+    assert _planned(["--python", "no-such-python-here"], ENV) == []  # the CLI's usage error, nothing started
 
 
 def test_the_probe_adopts_the_early_payload(tmp_path: Path) -> None:
     py = _fake_python(tmp_path)
-    assert pl.start_early(["check", "--python", str(py), "--no-torch"], 30.0) == 1
+    assert pl.start_early([str(py)], 30.0, inspect_torch=False) == 1
     env = pe.probe_python(str(py), Runner(), timeout_s=30.0, inspect_torch=False)
     assert env.status == "ok" and env.executable
     assert len((tmp_path / "python.starts").read_text().split()) == 1  # one payload process, not two
@@ -83,7 +107,7 @@ def test_the_probe_adopts_the_early_payload(tmp_path: Path) -> None:
 
 def test_a_wrong_guess_is_not_adopted_and_is_killed(tmp_path: Path) -> None:
     py = _fake_python(tmp_path)
-    assert pl.start_early(["--python", str(py)], 30.0) == 1  # torch inspected; the probe below asks --no-torch
+    assert pl.start_early([str(py)], 30.0) == 1  # torch inspected; the probe below asks --no-torch
     env = pe.probe_python(str(py), Runner(), timeout_s=30.0, inspect_torch=False)
     assert env.status == "ok"
     assert len((tmp_path / "python.starts").read_text().split()) == 2
@@ -93,7 +117,7 @@ def test_a_wrong_guess_is_not_adopted_and_is_killed(tmp_path: Path) -> None:
 
 def test_no_early_start_when_turned_off(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("ENVDOCTOR_EARLY_PAYLOAD", "0")
-    assert pl.start_early(["--python", str(_fake_python(tmp_path))], 30.0) == 0
+    assert pl.start_early([str(_fake_python(tmp_path))], 30.0) == 0
 
 
 FAKE_TORCH = '''
@@ -166,8 +190,8 @@ def test_cli_main_starts_the_payload_early_and_the_probe_adopts_it(tmp_path: Pat
     started, adopted = [], []
     real_start, real_adopt = pl.start_early, pl.adopt_early
 
-    def start_spy(argv, default_timeout_s=pl.DEFAULT_TIMEOUT_S):
-        n = real_start(argv, default_timeout_s)
+    def start_spy(*a, **kw):
+        n = real_start(*a, **kw)
         started.extend(pl._EARLY.values())
         return n
 
@@ -189,3 +213,31 @@ def test_cli_main_starts_the_payload_early_and_the_probe_adopts_it(tmp_path: Pat
     else:
         assert started == [] and adopted == [None]
     assert pl._EARLY == {}  # nothing left running
+
+
+def test_the_payload_starts_from_the_parsed_options_before_the_heavy_imports(tmp_path: Path) -> None:
+    # what keeps the target's `import torch` the floor of a run (issue 40): cli.main parses the command line once,
+    # then starts the payload, before envdoctor imports its facts, checks, compat data, services or rich
+    import subprocess
+
+    py = _fake_python(tmp_path)
+    probe = (
+        "import os, sys, json\n"
+        "import envdoctor.probes.runner as runner\n"
+        "def stop(self, argv, **kw):\n"
+        "    heavy = [m for m in ('envdoctor.model.facts', 'envdoctor.services.collect', 'envdoctor.checks',\n"
+        "                         'envdoctor.compat', 'envdoctor.judging', 'rich') if m in sys.modules]\n"
+        "    sys.stdout.write(json.dumps({'argv': [str(a) for a in argv], 'heavy': heavy}) + '\\n')\n"
+        "    sys.stdout.flush()\n"
+        "    os._exit(0)\n"
+        "runner.Runner.start = stop\n"
+        "from envdoctor.__main__ import run\n"
+        "sys.argv = ['envdoctor'] + sys.argv[1:]\n"
+        "run()\n")
+    env = {k: v for k, v in os.environ.items() if k != "ENVDOCTOR_EARLY_PAYLOAD"}
+    proc = subprocess.run([sys.executable, "-c", probe, "--python", str(py), "--python-timeout", "9",
+                           "--format", "json"], capture_output=True, text=True, timeout=120, env=env,
+                          cwd=str(Path(__file__).resolve().parents[3]))
+    got = json.loads(proc.stdout.strip().splitlines()[0])
+    assert got["heavy"] == []
+    assert got["argv"] == pl.payload_argv(str(py), "inspect", pl.smoke_args("quick"), 9.0)

@@ -103,7 +103,8 @@ def _reports() -> Iterator[Tuple[str, Report]]:
             yield name, judge(facts, compat)
     for path in SNAPSHOTS:
         yield path.name, judge(Facts.from_dict(json.loads(path.read_text(encoding="utf-8"))), compat)
-    from envdoctor.diagnose import NothingRecognised, diagnose_report
+    from envdoctor.diagnose import NothingRecognised
+    from envdoctor.services.diagnose import diagnose_report
 
     for path in PASTES + SHARED_PASTES:
         try:

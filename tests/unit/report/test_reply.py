@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
 from envdoctor.report import render_console, render_markdown
 from envdoctor.report.reply import reply_view
+from envdoctor.services.diagnose import diagnose_report
 
 THIN_UNKNOWN = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
 THIN_KNOWN = ("Traceback (most recent call last):\n  File \"/app/run.py\", line 3, in <module>\n    import torchaudio\n"

@@ -15,7 +15,6 @@ import pytest
 
 from envdoctor.checks import all_checks, run_checks
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
 from envdoctor.judging.settle import settle
 from envdoctor.model.catalogue import CATEGORIES, CAUSES, NEUTRAL_CATEGORIES
 from envdoctor.model.facts import (
@@ -34,6 +33,7 @@ from envdoctor.model.facts import (
 from envdoctor.model.findings import CheckResult, CheckStatus, Evidence, Finding, Fix, Report, Severity
 from envdoctor.report import render_console, render_json, render_markdown
 from envdoctor.services.collect import judge
+from envdoctor.services.diagnose import diagnose_report
 from tests import machines as m
 from tests.paths import FIXTURES, REPO
 
@@ -187,14 +187,14 @@ def _evidence_read(reads) -> list:
 
 
 def _every_snapshot():
-    from envdoctor.diagnose import diagnose_text
+    from envdoctor.diagnose import read_paste
 
     compat = load_compat()
     snaps = [(n, b()) for n, (b, _) in m.SCENARIOS.items()] + [("nothing-there", nothing_there()), ("empty", Facts())]
     snaps += [(p.name, Facts.from_json(p.read_text(encoding="utf-8"))) for p in sorted((FIX / "snapshots").glob("*.json"))]
     for p in sorted((FIX / "pastes").glob("*.txt")):
         try:
-            snaps.append((p.name, diagnose_text([p.read_text(encoding="utf-8")], compat)[0]))
+            snaps.append((p.name, read_paste([p.read_text(encoding="utf-8")], compat)[0]))
         except Exception:  # noqa: BLE001 - a paste that recognises nothing has no facts to judge
             continue
     return snaps
