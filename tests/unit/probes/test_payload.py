@@ -608,3 +608,19 @@ def test_distributions_are_found_without_importlib_metadata_as_it_finds_them(tmp
             entry = str(other)
         monkeypatch.setattr(sys, "path", [str(first), entry])
         assert D._light_distributions() is None, plain_no
+
+
+def test_compiled_lines_are_the_lines_naming_a_library_each_once() -> None:
+    # the lines a RECORD can name a library on (dists._dist_files_sized parses only these), found by token
+    record = ('torch/__init__.py,sha256=a,10\n'
+              'torch/lib/libc10.so,sha256=b,20\n'
+              'torch/_C.cpython-311-x86_64-linux-gnu.so,sha256=c,30\n'
+              'torch/x.so.sym/y.so,,\n'  # two tokens, one line
+              'torch/solver.py,,\n'  # ".so" inside a name: kept, _is_compiled drops it
+              'a.pyd,,\r\n'
+              '"b,c.dylib",,\n'
+              'last.so.12')  # no newline at the end
+    assert dists._compiled_lines(record) == [
+        'torch/lib/libc10.so,sha256=b,20', 'torch/_C.cpython-311-x86_64-linux-gnu.so,sha256=c,30',
+        'torch/x.so.sym/y.so,,', 'torch/solver.py,,', 'a.pyd,,\r', '"b,c.dylib",,', 'last.so.12']
+    assert dists._compiled_lines("") == [] and dists._compiled_lines("a.py,,\n\n") == []

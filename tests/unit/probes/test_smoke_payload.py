@@ -113,3 +113,25 @@ def test_a_process_left_holding_the_pipe_does_not_hold_the_step() -> None:
         os.kill(orphan, 0)  # still alive, still holding the pipe: the runner did not wait for it to close
     finally:
         os.kill(orphan, signal.SIGKILL)
+
+
+def test_top_modules_from_a_record() -> None:
+    # packages one level down, top-level modules and extensions; metadata, scripts, caches and private modules are
+    # not importable names; the distribution's own name first
+    record = ("functorch/__init__.py,sha256=a,1\n"
+              "torch/__init__.py,sha256=b,2\n"
+              "torch/nn/__init__.py,,\n"  # a subpackage
+              '"torchgen/__init__.py",,\n'
+              "typing_ext.py,,\r\n"
+              "_private.py,,\n"
+              "torch_C.cpython-311-x86_64-linux-gnu.so,,\n"
+              "_torch_ext.so,,\n"
+              "torch-2.13.0.dist-info/__init__.py,,\n"
+              "bin/__init__.py,,\n__pycache__/__init__.py,,\n../x/__init__.py,,\n"
+              "nodot.so,,\n"
+              "no_comma.py")
+    assert smoke_steps._top_modules("/s", record, "torch") == [
+        "torch", "functorch", "no_comma", "nodot", "torch_C", "torchgen", "typing_ext"]
+    assert smoke_steps._top_modules("/s", "", "torch") == []
+    assert smoke_steps._top_modules("/s", "flash_attn/__init__.py,,\nhopper/__init__.py,,\n", "flash-attn") == [
+        "flash_attn", "hopper"]
