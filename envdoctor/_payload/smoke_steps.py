@@ -516,17 +516,21 @@ def _release(text):
 # --------------------------------------------------------------------------- steps with torch
 
 
-def step_dataloader(**_kw):
+def step_dataloader(columns=8, batches=8, **_kw):
     """A DataLoader with two workers passing tensors to this process the default way (torch.multiprocessing's
     default sharing strategy, file_descriptor on Linux), every batch kept as a training step keeps its inputs for
-    a moment: 8 batches of 8 tensors hold 64 received descriptors at once, so a very low open-files limit fails
-    here as a run with many tensors per sample fails at 1,024. A TensorDataset, which pickles, so that spawn and
-    forkserver workers (the default start method from Python 3.14) get it too."""
+    a moment: by default 8 batches of 8 tensors hold 64 received descriptors at once, so a very low open-files
+    limit fails here as a run with many tensors per sample fails at 1,024 (the quick tier asks for 2 batches of 2,
+    one from each worker: each received descriptor costs a connection to the worker and back, most of this step's
+    time). A TensorDataset, which pickles, so that spawn and forkserver workers (the default start method from
+    Python 3.14) get it too."""
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
-    columns = [torch.arange(64, dtype=torch.float32).reshape(32, 2) + k for k in range(8)]
-    loader = DataLoader(TensorDataset(*columns), batch_size=4, num_workers=2)
+    batch_size = 4
+    columns = [torch.arange(batch_size * batches * 2, dtype=torch.float32).reshape(batch_size * batches, 2) + k
+               for k in range(int(columns))]
+    loader = DataLoader(TensorDataset(*columns), batch_size=batch_size, num_workers=2)
     kept = [batch for batch in loader]
     total = sum(float(t.sum()) for batch in kept for t in batch)
     want = sum(float(c.sum()) for c in columns)
