@@ -13,7 +13,8 @@ medians, the median of the paired differences and the targets (issue 19: envdoct
     python scripts/bench_first_run.py --python PY --smoke [--pairs 5] [--thorough-runs 2]
 
 --smoke measures the smoke tier (issue 38) instead: the default run (the quick tier, beside the import) against a
-bare `import torch` and against the same run with `--smoke off`, in pairs; then `--smoke thorough` alone (every
+bare `import torch` and against the same run with `--smoke off`, in pairs; with `--versus OTHER_ENVDOCTOR`, the
+default run of another build (a baseline) against this one's, in pairs; then `--smoke thorough` alone (every
 step, torch.compile end to end), whose target is a minute on a 2-core box.
 
 Use an installed envdoctor (`pip install .`, whose files are byte-compiled) rather than an editable one run
@@ -90,6 +91,9 @@ def main() -> int:
     ap.add_argument("--skip-no-torch", action="store_true", help="only the import torch pairs")
     ap.add_argument("--smoke", action="store_true", help="measure the smoke tier (see the module docstring)")
     ap.add_argument("--thorough-runs", type=int, default=2, help="with --smoke: runs of --smoke thorough")
+    ap.add_argument("--versus", metavar="ENVDOCTOR",
+                    help="with --smoke: also pair the default run of this other envdoctor (a baseline build) "
+                         "against --envdoctor's, the two interleaved, wall and CPU seconds")
     args = ap.parse_args()
     if args.smoke:
         return smoke(args)
@@ -151,6 +155,8 @@ def smoke(args: argparse.Namespace) -> int:
     print(f"  CPU seconds (user + system, all processes): --smoke off median {statistics.median(off_cpu):.2f}, "
           f"quick median {statistics.median(quick_cpu):.2f}, paired difference median "
           f"{statistics.median(diffs):+.2f}")
+    if args.versus:
+        ok = versus(args, run, env) and ok
     took = []
     for _ in range(max(0, args.thorough_runs)):
         took.append(timed(run + ["--smoke", "thorough"], env, timeout=900))
@@ -161,6 +167,27 @@ def smoke(args: argparse.Namespace) -> int:
         ok = ok and med <= TARGET_THOROUGH_S
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0 if ok else 1
+
+
+def versus(args: argparse.Namespace, run: List[str], env: Dict[str, str]) -> bool:
+    """The default run of a baseline envdoctor (--versus) against --envdoctor's, in interleaved pairs: the change
+    between two builds measured under the same load, in wall and in CPU seconds."""
+    base = args.versus.split() + run[len(args.envdoctor.split()):]
+    del CPU_S[:]
+    res = paired(base, run, args.pairs, env)
+    report("default run, baseline against this build", f"{args.versus} (baseline)", f"{args.envdoctor}", res)
+    cpu = CPU_S[2:]
+    base_cpu, new_cpu = [], []
+    for i in range(args.pairs):
+        a, b = cpu[2 * i], cpu[2 * i + 1]
+        if i % 2:
+            a, b = b, a
+        base_cpu.append(a)
+        new_cpu.append(b)
+    print(f"  CPU seconds (user + system, all processes): baseline median {statistics.median(base_cpu):.2f}, "
+          f"this build median {statistics.median(new_cpu):.2f}, paired difference median "
+          f"{statistics.median([n - b for b, n in zip(base_cpu, new_cpu)]):+.2f}")
+    return True
 
 
 if __name__ == "__main__":
