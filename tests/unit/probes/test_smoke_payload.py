@@ -135,3 +135,26 @@ def test_top_modules_from_a_record() -> None:
     assert smoke_steps._top_modules("/s", "", "torch") == []
     assert smoke_steps._top_modules("/s", "flash_attn/__init__.py,,\nhopper/__init__.py,,\n", "flash-attn") == [
         "flash_attn", "hopper"]
+
+
+@pytest.mark.parametrize("tier", ["quick", "thorough"])
+def test_the_quick_tier_passes_four_dataloader_tensors_and_says_what_it_left(tier, monkeypatch) -> None:
+    # the quick DataLoader: one batch of 2 tensors from each of its two workers; holding 64 at once is thorough's,
+    # and the quick tier's not-tried line says so (the console prints it)
+    planned = {}
+    monkeypatch.setattr(smoke.Smoke, "_fork_zygote", lambda self, units, which: planned.update({which: units}))
+    s = smoke.Smoke(tier, [], {}, None)
+    s.family = [{"name": "torch", "version": "2.13.0", "location": "/s", "module": "torch", "compiled": True}]
+    s.after_torch_import(cuda_expected=True)
+    assert list(planned) == ["cuda-kernel", "dataloader", "checkpoint", "distributed"]  # the longest first
+    (((name, kwargs),), _timeouts) = planned["dataloader"][0]
+    left = "a DataLoader holding 64 tensors at once (--smoke thorough)"
+    if tier == "quick":
+        assert kwargs == {"columns": 2, "batches": 2} and left in s.section["not_tried"]
+    else:
+        assert kwargs == {} and left not in s.section["not_tried"]
+
+
+def test_the_dataloader_step_holds_what_it_is_asked_for() -> None:
+    pytest.importorskip("torch")
+    assert smoke_steps.step_dataloader(columns=2, batches=2)["tensors_held"] == 4
