@@ -64,8 +64,39 @@ def run() -> int:
     code = main()
     if HOLD.held:
         sys.stderr.write(f"envdoctor: interrupted by {signal.Signals(HOLD.held[0]).name}\n")
-        return 128 + HOLD.held[0]
+        code = 128 + HOLD.held[0]
+    leave_now(code)
     return code
+
+
+def leave_now(code: int) -> None:
+    """End the process with ``code`` once everything is written, without the interpreter's teardown: freeing every
+    module and object a run loaded (rich, the compat data, the facts) took 0.19-0.29 s on a loaded 2-core box here
+    (`envdoctor --format json` against the same run ending in os._exit, 3 pairs), after the report was out. The
+    atexit handlers still run and stdout and stderr are flushed. Returns (the usual exit follows) when another
+    non-daemon thread is alive, which the interpreter would wait for, or when a stream cannot be flushed, which
+    the interpreter's own exit reports."""
+    import atexit
+    import os
+    import threading
+
+    if any(t is not threading.main_thread() and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        return
+    if not _flushed():
+        return
+    atexit._run_exitfuncs()  # (then cleared: the usual exit, if it follows, does not run them twice)
+    if _flushed():  # what a handler wrote
+        os._exit(code)
+
+
+def _flushed() -> bool:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # a closed or broken stream: the interpreter's exit says so, as before
+            return False
+    return True
 
 
 if __name__ == "__main__":

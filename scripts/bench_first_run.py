@@ -13,7 +13,8 @@ medians, the median of the paired differences and the targets (issue 19: envdoct
     python scripts/bench_first_run.py --python PY --smoke [--pairs 5] [--thorough-runs 2]
 
 --smoke measures the smoke tier (issue 38) instead: the default run (the quick tier, beside the import) against a
-bare `import torch` and against the same run with `--smoke off`, in pairs; then `--smoke thorough` alone (every
+bare `import torch` and against the same run with `--smoke off`, in pairs; with `--versus OTHER_ENVDOCTOR`, the
+default run of another build (a baseline) against this one's, in pairs; then `--smoke thorough` alone (every
 step, torch.compile end to end), whose target is a minute on a 2-core box.
 
 Use an installed envdoctor (`pip install .`, whose files are byte-compiled) rather than an editable one run
@@ -41,6 +42,30 @@ TARGET_THOROUGH_S = 60.0
 CPU_S: List[float] = []  # the CPU seconds (user + system, every waited-for descendant) of each timed() run
 
 
+def adopt_orphans() -> bool:
+    """Linux: become the reaper of this script's orphaned descendants (PR_SET_CHILD_SUBREAPER), so that their CPU
+    seconds are counted: envdoctor's payload answers from a forked worker and its launcher ends without waiting
+    for it (the worker's teardown runs on after the answer), so the worker, which imports torch, is nobody's
+    waited-for child otherwise, and RUSAGE_CHILDREN would miss the run's largest share."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_adopted() -> None:
+    """Wait for every adopted orphan still ending (after the wall time is taken)."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+
+
 def timed(argv: List[str], env: Dict[str, str], timeout: float = 600) -> float:
     import resource
 
@@ -48,6 +73,7 @@ def timed(argv: List[str], env: Dict[str, str], timeout: float = 600) -> float:
     start = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, env=env, timeout=timeout)
     took = time.perf_counter() - start
+    reap_adopted()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     CPU_S.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     if proc.returncode not in (0, 1) or (argv[-1:] == ["json"] and not proc.stdout.strip()):
@@ -90,7 +116,13 @@ def main() -> int:
     ap.add_argument("--skip-no-torch", action="store_true", help="only the import torch pairs")
     ap.add_argument("--smoke", action="store_true", help="measure the smoke tier (see the module docstring)")
     ap.add_argument("--thorough-runs", type=int, default=2, help="with --smoke: runs of --smoke thorough")
+    ap.add_argument("--versus", metavar="ENVDOCTOR",
+                    help="with --smoke: also pair the default run of this other envdoctor (a baseline build) "
+                         "against --envdoctor's, the two interleaved, wall and CPU seconds")
     args = ap.parse_args()
+    if not adopt_orphans():
+        print("note: not a subreaper (not Linux?): CPU seconds miss the payload's worker, which its launcher "
+              "does not wait for")
     if args.smoke:
         return smoke(args)
     envdoctor = args.envdoctor.split()
@@ -151,6 +183,8 @@ def smoke(args: argparse.Namespace) -> int:
     print(f"  CPU seconds (user + system, all processes): --smoke off median {statistics.median(off_cpu):.2f}, "
           f"quick median {statistics.median(quick_cpu):.2f}, paired difference median "
           f"{statistics.median(diffs):+.2f}")
+    if args.versus:
+        ok = versus(args, run, env) and ok
     took = []
     for _ in range(max(0, args.thorough_runs)):
         took.append(timed(run + ["--smoke", "thorough"], env, timeout=900))
@@ -161,6 +195,27 @@ def smoke(args: argparse.Namespace) -> int:
         ok = ok and med <= TARGET_THOROUGH_S
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     return 0 if ok else 1
+
+
+def versus(args: argparse.Namespace, run: List[str], env: Dict[str, str]) -> bool:
+    """The default run of a baseline envdoctor (--versus) against --envdoctor's, in interleaved pairs: the change
+    between two builds measured under the same load, in wall and in CPU seconds."""
+    base = args.versus.split() + run[len(args.envdoctor.split()):]
+    del CPU_S[:]
+    res = paired(base, run, args.pairs, env)
+    report("default run, baseline against this build", f"{args.versus} (baseline)", f"{args.envdoctor}", res)
+    cpu = CPU_S[2:]
+    base_cpu, new_cpu = [], []
+    for i in range(args.pairs):
+        a, b = cpu[2 * i], cpu[2 * i + 1]
+        if i % 2:
+            a, b = b, a
+        base_cpu.append(a)
+        new_cpu.append(b)
+    print(f"  CPU seconds (user + system, all processes): baseline median {statistics.median(base_cpu):.2f}, "
+          f"this build median {statistics.median(new_cpu):.2f}, paired difference median "
+          f"{statistics.median([n - b for b, n in zip(base_cpu, new_cpu)]):+.2f}")
+    return True
 
 
 if __name__ == "__main__":

@@ -121,7 +121,24 @@ def _dist_files(dist: Any) -> List[str]:
 # the compiled files of each distribution object, read once per run: packages, extensions and the library files
 # two wheels claim all read the same RECORDs
 _COMPILED_FILES: Dict[int, List[Tuple[str, Optional[int]]]] = {}
-_COMPILED_LINE = re.compile(r"^.*\.(?:so|pyd|dylib).*$", re.M)  # a RECORD line that can name a library
+_COMPILED_TOKEN = re.compile(r"\.(?:so|pyd|dylib)")  # in a RECORD line that can name a library
+
+
+def _compiled_lines(record: str) -> List[str]:
+    """The lines of ``record`` holding ".so", ".pyd" or ".dylib", each once: found by searching for those few
+    tokens and widening each to its line (a line-anchored pattern, ``^.*\\.(?:so|...).*$``, backtracks over every
+    character of every line: 38 ms on torch's RECORD here, against 1 ms)."""
+    out = []
+    end = -1
+    for m in _COMPILED_TOKEN.finditer(record):
+        if m.start() < end:  # a second token in a line already taken
+            continue
+        start = record.rfind("\n", 0, m.start()) + 1
+        end = record.find("\n", m.end())
+        if end < 0:
+            end = len(record)
+        out.append(record[start:end])
+    return out
 
 
 def _dist_files_sized(dist: Any) -> List[Tuple[str, Optional[int]]]:
@@ -141,7 +158,7 @@ def _dist_files_sized(dist: Any) -> List[Tuple[str, Optional[int]]]:
         record = None
     out: List[Tuple[str, Optional[int]]] = []
     if record:
-        for row in csv.reader(_COMPILED_LINE.findall(record)):
+        for row in csv.reader(_compiled_lines(record)):
             if row and row[0] and _is_compiled(row[0]):
                 size = row[2].strip() if len(row) > 2 else ""
                 out.append((row[0], int(size) if size.isdigit() else None))  # as PackagePath.size reads it

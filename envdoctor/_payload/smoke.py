@@ -33,6 +33,9 @@ THOROUGH_TIMEOUT_S = 45.0
 COMPILE_TIMEOUT_S = 120.0  # inductor's first compile: 24 s of CPU here (2 cores, loaded: 84 s wall)
 # torch's requirements that are imported on their own (the rest are pure helpers: sympy, jinja2, fsspec...)
 TORCH_REQUIREMENTS_TRIED = ("triton", "pytorch-triton", "pytorch-triton-rocm")
+# the quick tier's DataLoader: (tensors per sample, batches): one batch from each of the two workers, 4 tensors
+# received (--smoke thorough: 8 x 8, 64 held at once, as step_dataloader does by default)
+QUICK_LOADER = (2, 2)
 
 _BOOT = ("import importlib.util as u,sys\n"
          "s=u.spec_from_file_location('_envdoctor_smoke_steps',{path!r})\n"
@@ -184,15 +187,21 @@ class Smoke:
             units.append((chain, {c[0]: t for c in chain}))
         cwd = _cwd()
         dirs = list(dict.fromkeys(self.data_dirs + ([cwd] if cwd else [])))
-        for name, kw in (("dataloader", {}), ("checkpoint", {"dirs": dirs}), ("distributed", {})):
+        loader: Dict[str, Any] = {}
+        if self.tier == "quick":
+            # each received descriptor is a connection to a worker and back: 64 were most of the quick tier's
+            # time after the import; the open-files limit itself is read and judged in every tier
+            loader = {"columns": QUICK_LOADER[0], "batches": QUICK_LOADER[1]}
+            self.section["not_tried"].append("a DataLoader holding 64 tensors at once (--smoke thorough)")
+        for name, kw in (("dataloader", loader), ("checkpoint", {"dirs": dirs}), ("distributed", {})):
             units.append(([[name, kw]], {name: t}))
         gpu = ["cuda-kernel", "cublas", "cudnn", "autocast", "nccl"]
-        if cuda_expected:
-            units.append(([[n, {}] for n in gpu], {n: t for n in gpu}))
+        if cuda_expected:  # first: CUDA's initialisation makes it the longest chain
+            units.insert(0, ([[n, {}] for n in gpu], {n: t for n in gpu}))
         else:
             self.section["not_tried"].append("GPU steps (no CUDA build)")
-        # one zygote per unit, all at once: after the import the payload has little left to do, so the steps'
-        # wall time is the longest one's, not their sum
+        # one zygote per unit, all at once, the longest first (the GPU steps, the imports, the DataLoader): after
+        # the import the payload has little left to do, so the steps' wall time is the longest one's, not their sum
         for unit in units:
             self._fork_zygote([unit], unit[0][0][0])
 

@@ -432,26 +432,36 @@ def mount_of(path):
     return out
 
 
+# the RECORD lines _top_modules looks at, found by the regex engine rather than line by line (torch's RECORD has
+# some 15,000 lines, read before `import torch`: 26 ms of Python against 8 here): a package's own __init__.py one
+# level down, and a path with no "/" (a top-level module or extension); each path as far as its first comma
+_RECORD_PACKAGE = None
+_RECORD_TOP_FILE = None
+
+
 def _top_modules(location, record_text, name):
     """The top-level importable module names a distribution installs, from its RECORD."""
-    mods = []
-    for line in (record_text or "").splitlines():
-        path = line.split(",", 1)[0].strip('"')
-        first = path.split("/", 1)[0]
-        if "/" in path:
-            if first.endswith((".dist-info", ".data", ".libs", ".egg-info")) or first in ("..", "__pycache__", "bin"):
-                continue
-            if path == first + "/__init__.py" and first not in mods:
-                mods.append(first)
-        elif path.endswith(".py") and first[:-3] not in mods and not first.startswith("_"):
-            mods.append(first[:-3])
-        elif (path.endswith(".so") or path.endswith(".pyd")) and "." in first:
-            mod = first.split(".", 1)[0]
-            if mod not in mods and not mod.startswith("_"):
-                mods.append(mod)
+    import re
+
+    global _RECORD_PACKAGE, _RECORD_TOP_FILE
+    if _RECORD_PACKAGE is None:
+        _RECORD_PACKAGE = re.compile(r'\n"?([^/\r\n",]+)/__init__\.py"?(?=[,\r\n])')
+        _RECORD_TOP_FILE = re.compile(r'\n"?([^/\r\n",]+)"?(?=[,\r\n])')
+    text = "\n" + (record_text or "") + "\n"
+    mods = set()
+    for first in _RECORD_PACKAGE.findall(text):
+        if not (first.endswith((".dist-info", ".data", ".libs", ".egg-info")) or first in ("..", "__pycache__", "bin")):
+            mods.add(first)
+    for path in _RECORD_TOP_FILE.findall(text):
+        if path.endswith(".py"):
+            if not path.startswith("_"):
+                mods.add(path[:-3])
+        elif (path.endswith(".so") or path.endswith(".pyd")) and "." in path:
+            mod = path.split(".", 1)[0]
+            if not mod.startswith("_"):
+                mods.add(mod)
     want = name.replace("-", "_").lower()
-    mods.sort(key=lambda m: (m.lower() != want, not want.startswith(m.lower()), m))
-    return mods
+    return sorted(mods, key=lambda m: (m.lower() != want, not want.startswith(m.lower()), m))
 
 
 def step_resolve(targets=(), **_kw):
@@ -573,19 +583,23 @@ def _stderr_tail():
     return lines[-TRACEBACK_LINES:], list(dict.fromkeys(raised))
 
 
-def step_dataloader(timeout_s=15.0, **_kw):
+def step_dataloader(columns=8, batches=8, timeout_s=15.0, **_kw):
     """A DataLoader with two workers passing tensors to this process the default way (torch.multiprocessing's
     default sharing strategy, file_descriptor on Linux), every batch kept as a training step keeps its inputs for
-    a moment: 8 batches of 8 tensors hold 64 received descriptors at once, so a very low open-files limit fails
-    here as a run with many tensors per sample fails at 1,024. A TensorDataset, which pickles, so that spawn and
-    forkserver workers (the default start method from Python 3.14) get it too."""
+    a moment: by default 8 batches of 8 tensors hold 64 received descriptors at once, so a very low open-files
+    limit fails here as a run with many tensors per sample fails at 1,024 (the quick tier asks for 2 batches of 2,
+    one from each worker: each received descriptor costs a connection to the worker and back, most of this step's
+    time). A TensorDataset, which pickles, so that spawn and forkserver workers (the default start method from
+    Python 3.14) get it too."""
     import torch
     from torch.utils.data import DataLoader, TensorDataset
 
-    columns = [torch.arange(64, dtype=torch.float32).reshape(32, 2) + k for k in range(8)]
+    batch_size = 4
+    columns = [torch.arange(batch_size * batches * 2, dtype=torch.float32).reshape(batch_size * batches, 2) + k
+               for k in range(int(columns))]
     # a batch that does not come within timeout_s (less than the step's own bound) is an error that says so,
     # with what the workers printed, rather than a hang the runner can only call timed out
-    loader = DataLoader(TensorDataset(*columns), batch_size=4, num_workers=2, timeout=timeout_s)
+    loader = DataLoader(TensorDataset(*columns), batch_size=batch_size, num_workers=2, timeout=timeout_s)
     captured = _stderr_to_file()
     try:
         kept = [batch for batch in loader]

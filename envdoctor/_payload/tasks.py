@@ -17,7 +17,7 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional, Tuple
 
-from .common import State, _exc_text, _guard, _start_watchdog, pci_key
+from .common import ANSWER_FDS, State, _exc_text, _guard, _start_watchdog, pci_key
 from .dists import collect_packages, shared_library_files
 from .extension_build import load_extensions
 from .interp import finish_pth_replay, has_module, site_packages, start_pth_replay
@@ -251,6 +251,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     # writing to fd 1) goes to stderr for the rest of this process.
     sys.stdout.flush()
     out_fd = os.dup(1)
+    ANSWER_FDS.append(out_fd)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     state = State(out_fd)

@@ -396,11 +396,25 @@ class _Pumps:
         except (OSError, ValueError):
             pass
 
+    def _await_output_end(self, timeout: float) -> float:
+        """Until the child closes its stdout (as it ends), or ends, or ``timeout`` passes: Popen.wait with a
+        timeout polls, sleeping up to 50 ms between looks once it has waited a while (CPython's subprocess), so a
+        payload that answered after seconds was seen ended 25 ms late on average; the pipe's end wakes the
+        reader thread at once, and the wait that follows starts polling with short sleeps. Returns the time left."""
+        end = time.monotonic() + timeout
+        reader = self.threads[0]
+        while reader.is_alive():
+            left = end - time.monotonic()
+            if left <= 0 or self.proc.poll() is not None:  # ended: a grandchild may hold the pipe open
+                break
+            reader.join(min(left, 0.05))  # (a pipe held open after the end: seen as late as before)
+        return max(0.0, end - time.monotonic())
+
     def wait(self, timeout: float):
         """(stdout, stderr, capped) once the child exits; raises subprocess.TimeoutExpired (``output``: what stdout
         gave so far) after killing its process group, as communicate does."""
         try:
-            self.proc.wait(timeout=timeout)
+            self.proc.wait(timeout=self._await_output_end(timeout))
         except subprocess.TimeoutExpired as e:
             _kill_tree(self.proc)
             for t in self.threads:  # the killed group closes the pipes; never wait long for a grandchild that kept them

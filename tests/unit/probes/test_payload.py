@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import struct
 import subprocess
 import sys
@@ -608,3 +609,45 @@ def test_distributions_are_found_without_importlib_metadata_as_it_finds_them(tmp
             entry = str(other)
         monkeypatch.setattr(sys, "path", [str(first), entry])
         assert D._light_distributions() is None, plain_no
+
+
+def test_compiled_lines_are_the_lines_naming_a_library_each_once() -> None:
+    # the lines a RECORD can name a library on (dists._dist_files_sized parses only these), found by token
+    record = ('torch/__init__.py,sha256=a,10\n'
+              'torch/lib/libc10.so,sha256=b,20\n'
+              'torch/_C.cpython-311-x86_64-linux-gnu.so,sha256=c,30\n'
+              'torch/x.so.sym/y.so,,\n'  # two tokens, one line
+              'torch/x.socket.py,,\n'  # ".so" inside a name: kept, _is_compiled drops it
+              'a.pyd,,\r\n'
+              '"b,c.dylib",,\n'
+              'last.so.12')  # no newline at the end
+    assert dists._compiled_lines(record) == [
+        'torch/lib/libc10.so,sha256=b,20', 'torch/_C.cpython-311-x86_64-linux-gnu.so,sha256=c,30',
+        'torch/x.so.sym/y.so,,', 'torch/x.socket.py,,', 'a.pyd,,\r', '"b,c.dylib",,', 'last.so.12']
+    assert dists._compiled_lines("") == [] and dists._compiled_lines("a.py,,\n\n") == []
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="the launcher forks its worker (POSIX)")
+def test_the_inspect_task_runs_in_a_worker_the_started_process_relays(tmp_path: Path) -> None:
+    # __main__.hand_off: torch is imported in a forked worker; the process envdoctor started answers with the
+    # worker's exit code once the worker has answered and closed its output, and dies by the worker's signal
+    pkg = tmp_path / "torch"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import os, signal\n"
+        f"open({str(tmp_path / 'pids')!r}, 'w').write('%d %d' % (os.getpid(), os.getppid()))\n"
+        "if os.environ.get('FAKE_TORCH_MODE') == 'crash':\n"
+        "    os.kill(os.getpid(), signal.SIGSEGV)\n"
+        "__version__ = '9.9.9'\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, str(PAYLOAD), "--task", "inspect", "--no-extension-load"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    out, _err = proc.communicate(timeout=60)
+    worker, parent = (int(x) for x in (tmp_path / "pids").read_text().split())
+    assert proc.returncode == 0 and parent == proc.pid and worker != proc.pid
+    assert json.loads(out.decode().splitlines()[-1])["result"]["torch"]["version"] == "9.9.9"
+    crashed = run(["--task", "inspect"], pythonpath=tmp_path, extra_env={"FAKE_TORCH_MODE": "crash"})
+    assert crashed.returncode == -signal.SIGSEGV
+    assert json.loads(crashed.stdout.splitlines()[-1])["checkpoint"] is True  # what was read before the import
+    bad = run(["--task", "inspect", "--no-such-option"])
+    assert bad.returncode == 2 and envelope(bad)["error"].startswith("bad arguments")

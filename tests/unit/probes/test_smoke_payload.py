@@ -113,3 +113,48 @@ def test_a_process_left_holding_the_pipe_does_not_hold_the_step() -> None:
         os.kill(orphan, 0)  # still alive, still holding the pipe: the runner did not wait for it to close
     finally:
         os.kill(orphan, signal.SIGKILL)
+
+
+def test_top_modules_from_a_record() -> None:
+    # packages one level down, top-level modules and extensions; metadata, scripts, caches and private modules are
+    # not importable names; the distribution's own name first
+    record = ("functorch/__init__.py,sha256=a,1\n"
+              "torch/__init__.py,sha256=b,2\n"
+              "torch/nn/__init__.py,,\n"  # a subpackage
+              '"torchgen/__init__.py",,\n'
+              "typing_ext.py,,\r\n"
+              "_private.py,,\n"
+              "torch_C.cpython-311-x86_64-linux-gnu.so,,\n"
+              "_torch_ext.so,,\n"
+              "torch-2.13.0.dist-info/__init__.py,,\n"
+              "bin/__init__.py,,\n__pycache__/__init__.py,,\n../x/__init__.py,,\n"
+              "nodot.so,,\n"
+              "no_comma.py")
+    assert smoke_steps._top_modules("/s", record, "torch") == [
+        "torch", "functorch", "no_comma", "nodot", "torch_C", "torchgen", "typing_ext"]
+    assert smoke_steps._top_modules("/s", "", "torch") == []
+    assert smoke_steps._top_modules("/s", "flash_attn/__init__.py,,\nhopper/__init__.py,,\n", "flash-attn") == [
+        "flash_attn", "hopper"]
+
+
+@pytest.mark.parametrize("tier", ["quick", "thorough"])
+def test_the_quick_tier_passes_four_dataloader_tensors_and_says_what_it_left(tier, monkeypatch) -> None:
+    # the quick DataLoader: one batch of 2 tensors from each of its two workers; holding 64 at once is thorough's,
+    # and the quick tier's not-tried line says so (the console prints it)
+    planned = {}
+    monkeypatch.setattr(smoke.Smoke, "_fork_zygote", lambda self, units, which: planned.update({which: units}))
+    s = smoke.Smoke(tier, [], {}, None)
+    s.family = [{"name": "torch", "version": "2.13.0", "location": "/s", "module": "torch", "compiled": True}]
+    s.after_torch_import(cuda_expected=True)
+    assert list(planned) == ["cuda-kernel", "dataloader", "checkpoint", "distributed"]  # the longest first
+    (((name, kwargs),), _timeouts) = planned["dataloader"][0]
+    left = "a DataLoader holding 64 tensors at once (--smoke thorough)"
+    if tier == "quick":
+        assert kwargs == {"columns": 2, "batches": 2} and left in s.section["not_tried"]
+    else:
+        assert kwargs == {} and left not in s.section["not_tried"]
+
+
+def test_the_dataloader_step_holds_what_it_is_asked_for() -> None:
+    pytest.importorskip("torch")
+    assert smoke_steps.step_dataloader(columns=2, batches=2)["tensors_held"] == 4
