@@ -260,7 +260,9 @@ def _workers_advice(w: Watch, a: Analysis, latency: bool) -> Tuple[Optional[int]
         n: Optional[int] = max(1, min(16, int(cpus // ranks)))
         size = f"   # {cpus_text(w)} / {procs}: the loads wait rather than compute, one worker per core"
     elif cpus:
-        n = max(1, min(16, int(cpus // ranks) - 1))
+        # computing workers need a core beside each training process: with none left over (a quota of 1.5
+        # CPUs, one training process) a worker only takes turns with the step on the same core (issue 41)
+        n = max(0, min(16, int(cpus // ranks) - 1))
         size = f"   # {cpus_text(w)} available / {procs}, one core each kept"
     else:
         n, size = None, ""

@@ -47,6 +47,7 @@ from ._watch import (
     working,
 )
 from ._watch_host import host_verdict
+from ._watch_main import main_busy
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -289,8 +290,12 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
         return []  # the input keeps up: num_workers=0 is not what limits this run
     if wait is None:
         if not gs:
+            busy = main_busy(LOADER, w, a)
+            if busy is not None:
+                return [busy]
             raise SkipCheck(f"no worker process, but whether the steps wait for their batch cannot be told: "
-                            f"{no_gpu_reason(w)} and no step timer (wrap the loader in timed())")
+                            f"{no_gpu_reason(w)} and no step timer (wrap the loader in timed()), and the training "
+                            "process's own state does not show it busy on one core")
         gpu_p50 = pct([g.util_p50 for g in gs if g.util_p50 is not None], 0.5) or 0.0
         if gpu_p50 >= BOUND_P50 or main is None or main < CORE_SATURATED:
             return []  # the GPUs are kept busy, or the training process is not the one loading flat out
@@ -320,3 +325,4 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
                + (unseen_text(w) or ""),
         fix=Fix("Load in worker processes", commands=[loader_line(
             w, a, gpu=bool(gs), latency=wait is not None and wait >= WAIT_INPUT and not cpu_saturated(a, w))]))]
+
