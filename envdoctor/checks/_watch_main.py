@@ -29,8 +29,9 @@ def gap_activity(w: Watch, a: Analysis, start_s: float, duration_s: float) -> Di
     on another process) or "unknown" (no state samples fell inside)."""
     act = activity(w.samples, start_s, start_s + duration_s, a.interval_s)
     m = main_of(a)
-    wrote = act["wchar"] - (m.get("wchar_per_s") or 0.0) * duration_s
-    read = act["rchar"] - (m.get("rchar_per_s") or 0.0) * duration_s
+    # beyond what the run writes (reads) in a typical tick: a log line per step is no checkpoint
+    wrote = act["wchar"] - (m.get("wchar_p50_per_s") or 0.0) * duration_s
+    read = act["rchar"] - (m.get("rchar_p50_per_s") or 0.0) * duration_s
     share = act.get("share") or {}
     if wrote >= GAP_BYTES:
         name = "checkpoint"

@@ -47,7 +47,7 @@ from ._watch import (
     working,
 )
 from ._watch_host import host_verdict
-from ._watch_main import main_busy
+from ._watch_main import MAJORITY, main_busy, majority
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -120,7 +120,7 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
         memtext = f", memory {mem:g}% used (p90)" if mem is not None else ""
         return [BOTTLENECK.info(
             "gpu-bound", f"The GPU is the limit: {line}{memtext}; a faster disk or more loader workers will not help",
-            evidence=ev, confidence=confidence(a, direct=wait is not None),
+            evidence=ev, confidence=_held(w, a, gs, confidence(a, direct=wait is not None)),
             detail=(f"{a.steady_count} steady samples over {a.duration_s:g} s"
                     + (f", {int(dips * 100)}% of them below 70%" if dips else "")
                     + (f"; steps wait for data only {100 * wait:.1f}% of the time" if wait is not None else "")
@@ -326,3 +326,16 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
         fix=Fix("Load in worker processes", commands=[loader_line(
             w, a, gpu=bool(gs), latency=wait is not None and wait >= WAIT_INPUT and not cpu_saturated(a, w))]))]
 
+
+
+def _held(w: Watch, a: Analysis, gs: List[GpuStats], conf: str) -> str:
+    """GPU-bound is sure only where most windows of samples are (issue 41): a run busy for half its windows and
+    waiting for the other half averages to a high p50 without being GPU-bound throughout."""
+    idx = {g.index for g in gs}
+
+    def vote(s):
+        us = [float(g["util_pct"]) for g in s.get("gpus") or [] if isinstance(g, dict) and g.get("index") in idx
+              and isinstance(g.get("util_pct"), (int, float))]
+        return None if not us else pct(us, 0.5) >= BOUND_P50
+    agree = majority(w, a, vote)
+    return "medium" if conf == "high" and agree is not None and agree < MAJORITY else conf

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import List
 
+from ..domain.recording import BURST_BYTES, SYNC_AMPLIFY
 from ..model.findings import Evidence, Finding, Fix
 from ._watch import analysis_of, cpus_text, recording, tree_cpus, unseen_text
 from ._watch_main import MAJORITY, main_letters, main_of, majority, sure
@@ -16,7 +17,6 @@ CHECKS: List[Check] = []
 check = registrar(CHECKS)
 
 SYNC_WRITE_TICKS = 0.5  # the process wrote in at least this share of its samples: every step, not a save
-SYNC_AMPLIFY = 2.0  # bytes reaching the disk per byte written: each small write forced out (fsync, O_SYNC)
 DISK_SHARE = 0.05  # of the main thread's time in uninterruptible I/O: what the writes cost, worth a word
 READ_SHARE = 0.2  # in uninterruptible I/O with reads: the process waits on its own input
 SLEEP_SHARE = 0.2  # asleep (time.sleep, a timed wait)
@@ -43,22 +43,22 @@ def main_process(ctx: CheckContext) -> List[Finding]:
                         "made before envdoctor sampled it, or /proc/PID/stat not readable)")
     notseen = unseen_text(w) or ""
     disk, sleep = share.get("disk", 0.0), share.get("sleep", 0.0)
-    asked, hit = m.get("wchar_per_s") or 0.0, m.get("write_bytes_per_s") or 0.0
-    ticks = m.get("write_tick_share") or 0.0
-    bursts = m.get("write_burst_ticks") or 0
-    evid = [Evidence("watch.summary.processes.main.share.disk", disk),
-            Evidence("watch.summary.processes.main.write_tick_share", ticks, f"< {SYNC_WRITE_TICKS:g}")]
-    if ticks >= SYNC_WRITE_TICKS and disk >= DISK_SHARE and (hit >= SYNC_AMPLIFY * asked or disk >= 2 * DISK_SHARE) \
-            and bursts <= 0.2 * max(1, m.get("samples", 0) / 10):
-        calls = m.get("syscw_per_s") or 0.0
-        agree = majority(w, a, lambda s: _wrote(s))
+    hit = m.get("write_bytes_per_s") or 0.0
+    sw = m.get("synced_writes") or {}
+    sdisk = sw.get("disk_share")
+    if sw.get("tick_share", 0.0) >= SYNC_WRITE_TICKS and sdisk is not None and sdisk >= DISK_SHARE:
+        agree = majority(w, a, _synced)
         return [MAIN.warning(
-            "sync-writes", f"The training process writes to the disk through the run and waits for it: it wrote in "
-            f"{_pct(ticks)} of its samples ({calls:g} write calls/s, {asked / 1e3:.1f} kB/s written, "
-            f"{hit / 1e3:.1f} kB/s reaching the disk) and spent {_pct(disk)} of its time in uninterruptible I/O "
-            "(state D)" + (": every small write is forced out (fsync, O_SYNC)" if hit >= SYNC_AMPLIFY * asked else ""),
-            evidence=evid + [Evidence("watch.summary.processes.main.write_bytes_per_s", hit),
-                             Evidence("watch.summary.processes.main.wchar_per_s", asked)],
+            "sync-writes", f"The training process writes to the disk through its loop and waits for it: in "
+            f"{_pct(sw['tick_share'])} of its samples from its first such write to its last, each small write was "
+            f"forced out ({sw['syscw_per_s']:g} write calls/s, {sw['wchar_per_s'] / 1e3:.1f} kB/s written, "
+            f"{sw['write_bytes_per_s'] / 1e3:.1f} kB/s reaching the disk: fsync or O_SYNC), and it spent "
+            f"{_pct(sdisk)} of that time in uninterruptible I/O (state D)",
+            evidence=[Evidence("watch.summary.processes.main.synced_writes.tick_share", sw["tick_share"],
+                               f"< {SYNC_WRITE_TICKS:g}"),
+                      Evidence("watch.summary.processes.main.synced_writes.disk_share", sdisk, f"< {DISK_SHARE:g}"),
+                      Evidence("watch.summary.processes.main.synced_writes.write_bytes_per_s",
+                               sw["write_bytes_per_s"])],
             confidence=sure(a, agree),
             detail="A log line or a metric written and synced every step makes every step wait for the disk (and, "
                    "on a busy machine, for a core again after each wake-up); the step timer shows it as a longer "
@@ -100,11 +100,16 @@ def _state_share(s, letter: str) -> float:
     return st.count(letter) / len(st) if st else 0.0
 
 
-def _wrote(s):
+def _synced(s):
+    """A sample's vote for synced writes: it wrote and its writes reached the disk a page each; None before the
+    process wrote anything (the start-up)."""
     m = (s.get("procs") or {}).get("main") if isinstance(s.get("procs"), dict) else None
-    if not isinstance(m, dict) or not isinstance(m.get("syscw"), int):
+    if not isinstance(m, dict) or not isinstance(m.get("write_bytes"), int):
         return None
-    return m["syscw"] > 0
+    wb, wc = m["write_bytes"], m.get("wchar") or 0
+    if not wb and not m.get("syscw"):
+        return None
+    return wb > 0 and wb >= SYNC_AMPLIFY * wc and wc < BURST_BYTES
 
 
 CPU = Findings("watch.cpu-share", "CPU_CONTENDED", kinds=("quota-throttled", "other-processes"),

@@ -177,6 +177,8 @@ def analyze(samples: List[Dict[str, Any]], interval_s: Optional[float] = None,
         lo = 1  # host only: the first tick's deltas cover the process start
         if steps_started_s is not None:
             lo = max(1, next((i for i, t in enumerate(ts) if t >= steps_started_s), len(samples) - 1))
+        else:
+            lo = max(1, _grown(samples))
     if last is not None and len(samples) - 1 - last < STALL_MIN_SAMPLES:
         hi = len(samples) - 1  # a short tail is still the run
     warmup_s = round(ts[lo] - ts[0], 2) if samples else 0.0
@@ -227,6 +229,20 @@ def analyze(samples: List[Dict[str, Any]], interval_s: Optional[float] = None,
         procs["reads"] = reads
     return Analysis(duration, len(samples), interval, warmup_s, cooldown_s, gpus, stalls, lags, len(steady),
                     host, disks, procs, has_host=bool(host), has_disks=bool(disks), has_procs=bool(procs))
+
+
+def _grown(samples: List[Dict[str, Any]]) -> int:
+    """Without GPU samples or a step timer: the first sample at which the watched processes' memory (RSS) has
+    reached 95 % of its median over the second half of the recording, the end of the start-up (``import torch``
+    and the set-up grow a training process by hundreds of MB over seconds, then the loop holds it about level);
+    0 without memory samples."""
+    rss = [_num((s.get("procs") or {}).get("rss_bytes")) if isinstance(s.get("procs"), dict) else None
+           for s in samples]
+    later = [r for r in rss[len(rss) // 2:] if r is not None]
+    if len(later) < 2:
+        return 0
+    target = 0.95 * (pct(later, 0.5) or 0.0)
+    return next((i for i, r in enumerate(rss) if r is not None and r >= target), 0)
 
 
 def _power_drop(samples, steady, ia, ib, lagging) -> Optional[float]:
@@ -383,9 +399,27 @@ def main_stats(samples: List[Dict[str, Any]], interval: Optional[float]) -> Dict
         vals = [float(m[k]) for m in ms if _num(m.get(k)) is not None]
         if vals:
             out[f"{k}_per_s"] = round(sum(vals) / (len(vals) * (interval or 0.5)), 1)
+            if k in ("wchar", "rchar"):  # the typical tick's rate, which a few bursts do not move
+                out[f"{k}_p50_per_s"] = round((pct(vals, 0.5) or 0.0) / (interval or 0.5), 1)
     calls = [m for m in ms if _num(m.get("syscw")) is not None]
     if calls:
         out["write_tick_share"] = round(sum(1 for m in calls if m["syscw"] > 0) / len(calls), 3)
+    # writes each forced out to the disk (a page per small write, not the bytes written: fsync, O_SYNC), over the
+    # span from the first such tick to the last (the loop that logs, not the start-up before it)
+    synced = [i for i, m in enumerate(ms) if (_num(m.get("write_bytes")) or 0) > 0
+              and (_num(m.get("write_bytes")) or 0) >= SYNC_AMPLIFY * (_num(m.get("wchar")) or 0)
+              and (_num(m.get("wchar")) or 0) < BURST_BYTES]
+    if len(synced) >= 3:
+        span = ms[synced[0]:synced[-1] + 1]
+        st = "".join(m.get("states") or "" for m in span if isinstance(m.get("states"), str))
+        out["synced_writes"] = {"ticks": len(span), "tick_share": round(len(synced) / len(span), 3),
+                                "disk_share": round(st.count("D") / len(st), 3) if st else None,
+                                "write_bytes_per_s": round(sum(_num(m.get("write_bytes")) or 0 for m in span)
+                                                           / (len(span) * (interval or 0.5)), 1),
+                                "wchar_per_s": round(sum(_num(m.get("wchar")) or 0 for m in span)
+                                                     / (len(span) * (interval or 0.5)), 1),
+                                "syscw_per_s": round(sum(_num(m.get("syscw")) or 0 for m in span)
+                                                     / (len(span) * (interval or 0.5)), 1)}
         # ticks where the writes were a burst (a checkpoint), not a trickle (a log line)
         out["write_burst_ticks"] = sum(1 for m in calls if (_num(m.get("wchar")) or 0) >= BURST_BYTES)
     cpu = [float(m["cpu_pct"]) for m in ms if _num(m.get("cpu_pct")) is not None]
@@ -394,6 +428,7 @@ def main_stats(samples: List[Dict[str, Any]], interval: Optional[float]) -> Dict
     return out
 
 
+SYNC_AMPLIFY = 2.0  # bytes reaching the disk per byte written in a tick: each small write was forced out
 BURST_BYTES = 8 << 20  # a tick in which the training process wrote this much was a burst (a checkpoint), not a log
 
 
