@@ -251,6 +251,11 @@ def _workers_advice(w: Watch, a: Analysis, latency: bool) -> Tuple[Optional[int]
     training processes)."""
     ranks = max(1, a.procs.get("trainers_max") or 0, len(working(a)))
     cpus = w.cpu_available
+    quota = a.procs.get("cgroup_quota_cpus") if a.procs else None
+    cpus_said = cpus_text(w)
+    if isinstance(quota, (int, float)) and quota > 0 and (not cpus or quota < cpus):
+        # the run's own cgroup has a tighter quota than the watch saw for itself (issue 41)
+        cpus, cpus_said = float(quota), f"a CPU quota of {quota:g} CPUs (the run's cgroup)"
     procs = f"{ranks} training process{'es' if ranks > 1 else ''}"
     have = a.procs.get("workers_max") if a.procs else None
     per_rank = int(have // ranks) if isinstance(have, (int, float)) and have else (0 if a.procs else None)
@@ -258,12 +263,12 @@ def _workers_advice(w: Watch, a: Analysis, latency: bool) -> Tuple[Optional[int]
         # the loads wait rather than compute, so every core may run a worker (the training process waits too);
         # never more workers than cores: on a small box that only adds switching
         n: Optional[int] = max(1, min(16, int(cpus // ranks)))
-        size = f"   # {cpus_text(w)} / {procs}: the loads wait rather than compute, one worker per core"
+        size = f"   # {cpus_said} / {procs}: the loads wait rather than compute, one worker per core"
     elif cpus:
         # computing workers need a core beside each training process: with none left over (a quota of 1.5
         # CPUs, one training process) a worker only takes turns with the step on the same core (issue 41)
         n = max(0, min(16, int(cpus // ranks) - 1))
-        size = f"   # {cpus_text(w)} available / {procs}, one core each kept"
+        size = f"   # {cpus_said} available / {procs}, one core each kept"
     else:
         n, size = None, ""
     return n, per_rank, size, ranks
@@ -276,6 +281,22 @@ def more_workers_help(w: Watch, a: Analysis, latency: bool = False) -> bool:
     says how to size it, not a number)."""
     n, have, _, _ = _workers_advice(w, a, latency)
     return n is None or have is None or n > have
+
+
+THROTTLED_PCT = 20.0  # of the run's cgroup quota periods throttled (p50): the quota holds it back
+CPU_WAIT_SHARE = 0.3  # of the training process's time ready to run without a core: held back from the CPU
+
+
+def cpu_held(a: Analysis) -> bool:
+    """Whether the run was held back from the CPU it asked for (issue 41): its cgroup's quota throttled it in a
+    fifth of the periods or more (p50), or its training process waited on the run queue for a core 30% of the time
+    or more. Its loads then wait for a core, not on latency: more workers than cores would not overlap anything."""
+    p = a.procs or {}
+    thr = p.get("cgroup_throttled_pct_p50")
+    main = p.get("main") if isinstance(p.get("main"), dict) else {}
+    waited = main.get("cpu_wait_share")
+    return (isinstance(thr, (int, float)) and thr >= THROTTLED_PCT) or \
+        (isinstance(waited, (int, float)) and waited >= CPU_WAIT_SHARE)
 
 
 def cpus_text(w: Watch) -> str:

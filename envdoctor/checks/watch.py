@@ -29,6 +29,7 @@ from ._watch import (
     WAIT_INPUT,
     analysis_of,
     confidence,
+    cpu_held,
     cpu_saturated,
     gpu_evidence,
     gpu_line,
@@ -205,7 +206,7 @@ def _input(w: Watch, a: Analysis, wait: Optional[float], storage, cpu, ev: List[
                "(a remote or object store, a lock, sleeps or small reads one at a time, too few workers to overlap "
                "them). " + (notseen or ""),
         fix=Fix("Overlap the waits: more workers and prefetching, or a local copy of the data",
-                commands=[loader_line(w, a, gpu=gpu, latency=True)]))
+                commands=[loader_line(w, a, gpu=gpu, latency=not cpu_held(a))]))
 
 
 def _cpu_fix(w: Watch, a: Analysis, gpu: bool) -> Fix:
@@ -324,7 +325,8 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
                "in parallel while the GPU computes. The count is read from the watched process tree. "
                + (unseen_text(w) or ""),
         fix=Fix("Load in worker processes", commands=[loader_line(
-            w, a, gpu=bool(gs), latency=wait is not None and wait >= WAIT_INPUT and not cpu_saturated(a, w))]))]
+            w, a, gpu=bool(gs), latency=wait is not None and wait >= WAIT_INPUT and not cpu_saturated(a, w)
+            and not cpu_held(a))]))]
 
 
 

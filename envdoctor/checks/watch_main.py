@@ -9,7 +9,7 @@ from typing import List
 
 from ..domain.recording import BURST_BYTES, SYNC_AMPLIFY
 from ..model.findings import Evidence, Finding, Fix
-from ._watch import analysis_of, cpus_text, recording, tree_cpus, unseen_text
+from ._watch import CPU_WAIT_SHARE, THROTTLED_PCT, analysis_of, cpus_text, recording, tree_cpus, unseen_text
 from ._watch_main import MAJORITY, main_letters, main_of, majority, sure
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
@@ -20,8 +20,6 @@ SYNC_WRITE_TICKS = 0.5  # the process wrote in at least this share of its sample
 DISK_SHARE = 0.05  # of the main thread's time in uninterruptible I/O: what the writes cost, worth a word
 READ_SHARE = 0.2  # in uninterruptible I/O with reads: the process waits on its own input
 SLEEP_SHARE = 0.2  # asleep (time.sleep, a timed wait)
-THROTTLED_PCT = 20.0  # of the quota's periods throttled (p50)
-CPU_WAIT_SHARE = 0.3  # of the main thread's time ready to run without a core
 
 
 def _pct(x: float) -> str:

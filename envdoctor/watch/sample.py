@@ -489,10 +489,15 @@ class CgroupQuota:
         self.base = base
         self._dirs: Dict[int, List[str]] = {}
         self._prev: Dict[str, Tuple[int, int]] = {}
+        self._read_at = 0.0
+
+    REREAD_S = 2.0
 
     def _paths(self, pid: int) -> List[str]:
-        if pid in self._dirs:
+        now = time.monotonic()
+        if pid in self._dirs and now - self._read_at < self.REREAD_S:
             return self._dirs[pid]
+        self._read_at = now  # read again now and then: a process may be moved into another cgroup
         out: List[str] = []
         try:
             with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as fh:

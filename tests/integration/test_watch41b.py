@@ -35,6 +35,9 @@ EVAL_EVERY = int(E.get("EVAL_EVERY", "0"))
 SLEEP_EVERY = int(E.get("SLEEP_EVERY", "0"))
 LEN = int(E.get("LEN", "1024"))
 torch.set_num_threads(1)
+if E.get("QUOTA_CGROUP"):  # the loop (not the import before it) runs under a CPU quota
+    with open(os.path.join(E["QUOTA_CGROUP"], "cgroup.procs"), "w") as fh:
+        fh.write(str(os.getpid()))
 
 class DS(Dataset):
     def __len__(self):
@@ -107,8 +110,10 @@ def _watch(venv, tmp_path: Path, timed: bool, seconds: float = 4.0, prefix: Opti
     assert p.returncode == 0, p.stderr[-3000:]
     out = json.loads(p.stdout)
     findings: Dict[str, dict] = {}
-    for f in out["findings"]:
-        findings.setdefault(f.get("about") or f["category"], f)
+    for f in out["findings"]:  # one per category; the watch_main and watch.stalls verdicts first where two share one
+        key = f.get("about") or f["category"]
+        if key not in findings or f["code"].startswith(("watch.cpu-share/", "watch.main-process/", "watch.stalls/")):
+            findings[key] = f
     return out["facts"]["watch"], findings, {c["id"]: c for c in out["checks"]}
 
 
@@ -216,24 +221,25 @@ def _quota_cgroup(tmp_path: Path, cpus: float) -> Path:
 
 @TIMER
 def test_a_cpu_quota_on_the_run_is_named(cpu_venv, tmp_path, timed):
-    d = _quota_cgroup(tmp_path, 0.5)
+    # a tenth of a CPU: on a shared box a process may get less than half a CPU anyway, and a quota it never
+    # reaches throttles nothing (measured: 0 of 31 periods throttled at 0.5 CPUs, load 7 on 2 cores)
+    d = _quota_cgroup(tmp_path, 0.1)
     try:
-        # the watch and the run in the cgroup, as in a container started with --cpus=0.5
-        prefix = ["sh", "-c", f'echo $$ > {d}/cgroup.procs && exec "$@"', "sh"]
-        w, findings, _ = _watch(cpu_venv, tmp_path, timed, seconds=4.0, prefix=prefix, workers=0, burn=5000)
+        w, findings, _ = _watch(cpu_venv, tmp_path, timed, seconds=4.0, workers=0, burn=5000, quota_cgroup=str(d))
     finally:
         try:
             d.rmdir()
         except OSError:
             pass
-    f = findings.get("CPU_STARVED")
-    assert f is not None and f["code"] == "watch.cpu-share/quota-throttled", \
+    got = [f for f in findings.values() if f["code"] == "watch.cpu-share/quota-throttled"]
+    assert got and got[0]["category"] == "CPU_STARVED", \
         (_codes(findings), w["summary"]["processes"].get("cgroup_throttled_pct_p50"))
-    assert w["cpu_available"] == 0.5
-    # no loader worker proposed under half a CPU: it would take turns with the step on the same core
+    assert w["summary"]["processes"]["cgroup_quota_cpus"] == 0.1
+    # no loader worker proposed under a tenth of a CPU: it would take turns with the step on the same core
     loader = findings.get("DATALOADER_IN_MAIN_PROCESS")
     if loader is not None:
-        assert not any("num_workers=1" in c or "num_workers=2" in c for c in loader["fix"]["commands"]), loader["fix"]
+        cmds = " ".join(loader["fix"].get("commands") or [])
+        assert "num_workers=0" in cmds or "num_workers=" not in cmds, loader["fix"]
 
 
 @TIMER

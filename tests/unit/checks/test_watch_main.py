@@ -159,3 +159,17 @@ def test_a_verdict_split_across_windows_is_not_sure():
     w2 = _w([_main("NNNNNNNNNN")] * 24)
     assert sure(analyze(w2.samples, 0.5), majority(w2, analyze(w2.samples, 0.5),
                                                    lambda s: s["procs"]["main"]["states"].count("N") >= 6)) == "high"
+
+
+def test_no_worker_is_proposed_where_the_quota_leaves_no_core_beside_the_step():
+    """Issue 41: 'num_workers=1' under a 0.5-CPU quota puts a worker on the same half core as the step; a run that
+    waits for its batch while its cgroup is throttled waits for the CPU, not on latency."""
+    cg = [{"quota_cpus": 0.5, "throttled_pct": 80.0}] * 20
+    steps = [{"name": "DataLoader", "steps": 300, "wait_s": 6.0, "step_s": 10.0}]
+    v = _v([_main(run_ms=100, wait_ms=50)] * 20, steps=steps, cgroup=cg)
+    f = v["findings"]["DATALOADER_IN_MAIN_PROCESS"]
+    assert "num_workers=0" in f.fix.commands[0] and "keep 0" in f.fix.commands[0], f.fix.commands
+    assert "a CPU quota of 0.5 CPUs (the run's cgroup)" in f.fix.commands[0]
+    # the same run with its two CPUs free: one worker beside the step
+    free = _v([_main(run_ms=450, wait_ms=10)] * 20, steps=steps)["findings"]["DATALOADER_IN_MAIN_PROCESS"]
+    assert "num_workers=1," in free.fix.commands[0], free.fix.commands
