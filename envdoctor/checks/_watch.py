@@ -269,6 +269,12 @@ def _workers_advice(w: Watch, a: Analysis, latency: bool) -> Tuple[Optional[int]
         # CPUs, one training process) a worker only takes turns with the step on the same core (issue 41)
         n = max(0, min(16, int(cpus // ranks) - 1))
         size = f"   # {cpus_said} available / {procs}, one core each kept"
+        if cpu_held(a) and per_rank is not None and n > per_rank:
+            # the training process already waits for a core (a throttled quota, other processes): a worker would
+            # queue for the same cores (issue 41 measured num_workers 0 -> 1 at 0.93x on a 2-core box at load 15)
+            n = per_rank
+            size = (f"   # {cpus_said} / {procs}, but the training process already waits for a core (a quota or "
+                    "other processes hold them)")
     else:
         n, size = None, ""
     return n, per_rank, size, ranks

@@ -173,3 +173,11 @@ def test_no_worker_is_proposed_where_the_quota_leaves_no_core_beside_the_step():
     # the same run with its two CPUs free: one worker beside the step
     free = _v([_main(run_ms=450, wait_ms=10)] * 20, steps=steps)["findings"]["DATALOADER_IN_MAIN_PROCESS"]
     assert "num_workers=1," in free.fix.commands[0], free.fix.commands
+
+
+def test_no_worker_is_proposed_while_the_training_process_waits_for_a_core():
+    """Measured on the loaded 2-core box (scripts/watch41b_advice_ratio.py, load 15): num_workers 0 -> 1 ran at
+    0.93x. A training process that waits on the run queue 60% of the time gets no worker proposed."""
+    steps = [{"name": "DataLoader", "steps": 300, "wait_s": 6.0, "step_s": 10.0}]
+    f = _v([_main(run_ms=150, wait_ms=300)] * 20, steps=steps)["findings"]["DATALOADER_IN_MAIN_PROCESS"]
+    assert "num_workers=0" in f.fix.commands[0] and "already waits for a core" in f.fix.commands[0], f.fix.commands
