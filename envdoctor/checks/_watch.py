@@ -8,6 +8,7 @@ from ..domain.recording import Analysis, GpuStats, analyze, pct
 from ..model.facts import Watch
 from ..model.findings import Evidence
 from ..remedies.shell import command
+from ._watch_cpu import cpu_held
 from .base import CheckContext, SkipCheck
 
 BOUND_P50 = 85.0  # steady utilisation at or above: the GPU is the limit
@@ -287,22 +288,6 @@ def more_workers_help(w: Watch, a: Analysis, latency: bool = False) -> bool:
     says how to size it, not a number)."""
     n, have, _, _ = _workers_advice(w, a, latency)
     return n is None or have is None or n > have
-
-
-THROTTLED_PCT = 20.0  # of the run's cgroup quota periods throttled (p50): the quota holds it back
-CPU_WAIT_SHARE = 0.3  # of the training process's time ready to run without a core: held back from the CPU
-
-
-def cpu_held(a: Analysis) -> bool:
-    """Whether the run was held back from the CPU it asked for (issue 41): its cgroup's quota throttled it in a
-    fifth of the periods or more (p50), or its training process waited on the run queue for a core 30% of the time
-    or more. Its loads then wait for a core, not on latency: more workers than cores would not overlap anything."""
-    p = a.procs or {}
-    thr = p.get("cgroup_throttled_pct_p50")
-    main = p.get("main") if isinstance(p.get("main"), dict) else {}
-    waited = main.get("cpu_wait_share")
-    return (isinstance(thr, (int, float)) and thr >= THROTTLED_PCT) or \
-        (isinstance(waited, (int, float)) and waited >= CPU_WAIT_SHARE)
 
 
 def cpus_text(w: Watch) -> str:

@@ -29,7 +29,6 @@ from ._watch import (
     WAIT_INPUT,
     analysis_of,
     confidence,
-    cpu_held,
     cpu_saturated,
     gpu_evidence,
     gpu_line,
@@ -47,6 +46,7 @@ from ._watch import (
     workers_computing,
     working,
 )
+from ._watch_cpu import cpu_held
 from ._watch_host import host_verdict
 from ._watch_main import MAJORITY, main_busy, majority
 from .base import Check, CheckContext, Findings, SkipCheck, registrar

@@ -9,7 +9,8 @@ from typing import List
 
 from ..domain.recording import BURST_BYTES, SYNC_AMPLIFY
 from ..model.findings import Evidence, Finding, Fix
-from ._watch import CPU_WAIT_SHARE, THROTTLED_PCT, analysis_of, cpus_text, recording, tree_cpus, unseen_text
+from ._watch import analysis_of, cpus_text, recording, tree_cpus, unseen_text
+from ._watch_cpu import CPU_WAIT_SHARE, THROTTLED_PCT
 from ._watch_main import MAJORITY, main_letters, main_of, majority, sure
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
