@@ -76,7 +76,7 @@ def sampler_cost(seconds: float, interval: float, workers: int) -> None:
             rec.add(sample)
             tick_cpu.append(time.process_time() - c)
             ticks += 1
-            time.sleep(max(0.0, interval - (time.monotonic() - t)))
+            tree.wait_until(t + interval)  # as the watch waits: the main thread's state sampled meanwhile
         own = time.process_time() - own0
         watched = tree_cpu(child.pid) - watched0
         wall = time.monotonic() - wall0

@@ -8,6 +8,7 @@ from ..domain.recording import Analysis, GpuStats, analyze, pct
 from ..model.facts import Watch
 from ..model.findings import Evidence
 from ..remedies.shell import command
+from ._watch_cpu import cpu_held
 from .base import CheckContext, SkipCheck
 
 BOUND_P50 = 85.0  # steady utilisation at or above: the GPU is the limit
@@ -251,6 +252,11 @@ def _workers_advice(w: Watch, a: Analysis, latency: bool) -> Tuple[Optional[int]
     training processes)."""
     ranks = max(1, a.procs.get("trainers_max") or 0, len(working(a)))
     cpus = w.cpu_available
+    quota = a.procs.get("cgroup_quota_cpus") if a.procs else None
+    cpus_said = cpus_text(w)
+    if isinstance(quota, (int, float)) and quota > 0 and (not cpus or quota < cpus):
+        # the run's own cgroup has a tighter quota than the watch saw for itself (issue 41)
+        cpus, cpus_said = float(quota), f"a CPU quota of {quota:g} CPUs (the run's cgroup)"
     procs = f"{ranks} training process{'es' if ranks > 1 else ''}"
     have = a.procs.get("workers_max") if a.procs else None
     per_rank = int(have // ranks) if isinstance(have, (int, float)) and have else (0 if a.procs else None)
@@ -258,10 +264,18 @@ def _workers_advice(w: Watch, a: Analysis, latency: bool) -> Tuple[Optional[int]
         # the loads wait rather than compute, so every core may run a worker (the training process waits too);
         # never more workers than cores: on a small box that only adds switching
         n: Optional[int] = max(1, min(16, int(cpus // ranks)))
-        size = f"   # {cpus_text(w)} / {procs}: the loads wait rather than compute, one worker per core"
+        size = f"   # {cpus_said} / {procs}: the loads wait rather than compute, one worker per core"
     elif cpus:
-        n = max(1, min(16, int(cpus // ranks) - 1))
-        size = f"   # {cpus_text(w)} available / {procs}, one core each kept"
+        # computing workers need a core beside each training process: with none left over (a quota of 1.5
+        # CPUs, one training process) a worker only takes turns with the step on the same core (issue 41)
+        n = max(0, min(16, int(cpus // ranks) - 1))
+        size = f"   # {cpus_said} available / {procs}, one core each kept"
+        if cpu_held(a) and per_rank is not None and n > per_rank:
+            # the training process already waits for a core (a throttled quota, other processes): a worker would
+            # queue for the same cores (issue 41 measured num_workers 0 -> 1 at 0.93x on a 2-core box at load 15)
+            n = per_rank
+            size = (f"   # {cpus_said} / {procs}, but the training process already waits for a core (a quota or "
+                    "other processes hold them)")
     else:
         n, size = None, ""
     return n, per_rank, size, ranks

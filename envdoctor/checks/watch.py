@@ -46,7 +46,9 @@ from ._watch import (
     workers_computing,
     working,
 )
+from ._watch_cpu import cpu_held
 from ._watch_host import host_verdict
+from ._watch_main import MAJORITY, main_busy, majority
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -119,7 +121,7 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
         memtext = f", memory {mem:g}% used (p90)" if mem is not None else ""
         return [BOTTLENECK.info(
             "gpu-bound", f"The GPU is the limit: {line}{memtext}; a faster disk or more loader workers will not help",
-            evidence=ev, confidence=confidence(a, direct=wait is not None),
+            evidence=ev, confidence=_held(w, a, gs, confidence(a, direct=wait is not None)),
             detail=(f"{a.steady_count} steady samples over {a.duration_s:g} s"
                     + (f", {int(dips * 100)}% of them below 70%" if dips else "")
                     + (f"; steps wait for data only {100 * wait:.1f}% of the time" if wait is not None else "")
@@ -204,7 +206,7 @@ def _input(w: Watch, a: Analysis, wait: Optional[float], storage, cpu, ev: List[
                "(a remote or object store, a lock, sleeps or small reads one at a time, too few workers to overlap "
                "them). " + (notseen or ""),
         fix=Fix("Overlap the waits: more workers and prefetching, or a local copy of the data",
-                commands=[loader_line(w, a, gpu=gpu, latency=True)]))
+                commands=[loader_line(w, a, gpu=gpu, latency=not cpu_held(a))]))
 
 
 def _cpu_fix(w: Watch, a: Analysis, gpu: bool) -> Fix:
@@ -289,8 +291,12 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
         return []  # the input keeps up: num_workers=0 is not what limits this run
     if wait is None:
         if not gs:
+            busy = main_busy(LOADER, w, a)
+            if busy is not None:
+                return [busy]
             raise SkipCheck(f"no worker process, but whether the steps wait for their batch cannot be told: "
-                            f"{no_gpu_reason(w)} and no step timer (wrap the loader in timed())")
+                            f"{no_gpu_reason(w)} and no step timer (wrap the loader in timed()), and the training "
+                            "process's own state does not show it busy on one core")
         gpu_p50 = pct([g.util_p50 for g in gs if g.util_p50 is not None], 0.5) or 0.0
         if gpu_p50 >= BOUND_P50 or main is None or main < CORE_SATURATED:
             return []  # the GPUs are kept busy, or the training process is not the one loading flat out
@@ -319,4 +325,19 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
                "in parallel while the GPU computes. The count is read from the watched process tree. "
                + (unseen_text(w) or ""),
         fix=Fix("Load in worker processes", commands=[loader_line(
-            w, a, gpu=bool(gs), latency=wait is not None and wait >= WAIT_INPUT and not cpu_saturated(a, w))]))]
+            w, a, gpu=bool(gs), latency=wait is not None and wait >= WAIT_INPUT and not cpu_saturated(a, w)
+            and not cpu_held(a))]))]
+
+
+
+def _held(w: Watch, a: Analysis, gs: List[GpuStats], conf: str) -> str:
+    """GPU-bound is sure only where most windows of samples are (issue 41): a run busy for half its windows and
+    waiting for the other half averages to a high p50 without being GPU-bound throughout."""
+    idx = {g.index for g in gs}
+
+    def vote(s):
+        us = [float(g["util_pct"]) for g in s.get("gpus") or [] if isinstance(g, dict) and g.get("index") in idx
+              and isinstance(g.get("util_pct"), (int, float))]
+        return None if not us else pct(us, 0.5) >= BOUND_P50
+    agree = majority(w, a, vote)
+    return "medium" if conf == "high" and agree is not None and agree < MAJORITY else conf

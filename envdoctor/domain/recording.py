@@ -177,6 +177,8 @@ def analyze(samples: List[Dict[str, Any]], interval_s: Optional[float] = None,
         lo = 1  # host only: the first tick's deltas cover the process start
         if steps_started_s is not None:
             lo = max(1, next((i for i, t in enumerate(ts) if t >= steps_started_s), len(samples) - 1))
+        else:
+            lo = max(1, _grown(samples))
     if last is not None and len(samples) - 1 - last < STALL_MIN_SAMPLES:
         hi = len(samples) - 1  # a short tail is still the run
     warmup_s = round(ts[lo] - ts[0], 2) if samples else 0.0
@@ -219,8 +221,28 @@ def analyze(samples: List[Dict[str, Any]], interval_s: Optional[float] = None,
     steady_samples = [samples[i] for i in steady]
     host, disks = _host_stats(steady_samples)
     procs = _proc_stats(samples)
+    main = main_stats(steady_samples, interval)
+    if main and procs:
+        procs["main"] = main
+    reads = front_reads([samples[i] for i in window], interval)
+    if reads and procs:
+        procs["reads"] = reads
     return Analysis(duration, len(samples), interval, warmup_s, cooldown_s, gpus, stalls, lags, len(steady),
                     host, disks, procs, has_host=bool(host), has_disks=bool(disks), has_procs=bool(procs))
+
+
+def _grown(samples: List[Dict[str, Any]]) -> int:
+    """Without GPU samples or a step timer: the first sample at which the watched processes' memory (RSS) has
+    reached 95 % of its median over the second half of the recording, the end of the start-up (``import torch``
+    and the set-up grow a training process by hundreds of MB over seconds, then the loop holds it about level);
+    0 without memory samples."""
+    rss = [_num((s.get("procs") or {}).get("rss_bytes")) if isinstance(s.get("procs"), dict) else None
+           for s in samples]
+    later = [r for r in rss[len(rss) // 2:] if r is not None]
+    if len(later) < 2:
+        return 0
+    target = 0.95 * (pct(later, 0.5) or 0.0)
+    return next((i for i, r in enumerate(rss) if r is not None and r >= target), 0)
 
 
 def _power_drop(samples, steady, ia, ib, lagging) -> Optional[float]:
@@ -336,6 +358,129 @@ def _proc_stats(samples: List[Dict[str, Any]]) -> Dict[str, Any]:
     rss = [int(p["rss_bytes"]) for p in ps if isinstance(p.get("rss_bytes"), int)]
     if rss:
         out["rss_bytes_max"] = max(rss)
+    cg = [p["cgroup"] for p in ps[1:] if isinstance(p.get("cgroup"), dict)]
+    thr = [float(c["throttled_pct"]) for c in cg if _num(c.get("throttled_pct")) is not None]
+    if thr:
+        out["cgroup_throttled_pct_p50"] = pct(thr, 0.5)
+    quota = [float(c["quota_cpus"]) for c in cg if _num(c.get("quota_cpus")) is not None]
+    if quota:
+        out["cgroup_quota_cpus"] = min(quota)
+    return out
+
+
+# the main thread's state letters (envdoctor.watch.sample.main_state): R running or ready, D in uninterruptible
+# I/O, N in a sleep, F on a futex (a lock, a thread's queue), P on a pipe, poll or socket, S other sleeps
+STATE_NAMES = {"R": "running", "D": "disk", "N": "sleep", "F": "lock", "P": "peer", "S": "other"}
+
+
+def _mains(samples: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    return [s["procs"]["main"] for s in samples
+            if isinstance(s.get("procs"), dict) and isinstance(s["procs"].get("main"), dict)]
+
+
+def main_stats(samples: List[Dict[str, Any]], interval: Optional[float]) -> Dict[str, Any]:
+    """The training process's own time over ``samples`` (the steady part): the share of its main thread's
+    sub-samples in each state (``share``), of those running the part on a CPU and the part waiting for one
+    (/proc/PID/schedstat), and its I/O rates. {} for a recording without them (older ones, replays)."""
+    ms = _mains(samples)
+    letters = "".join(m.get("states") or "" for m in ms if isinstance(m.get("states"), str))
+    if not ms or not letters:
+        return {}
+    n = len(letters)
+    out: Dict[str, Any] = {"samples": n,
+                           "share": {name: round(letters.count(k) / n, 3) for k, name in STATE_NAMES.items()}}
+    span_s = len(ms) * (interval or 0.5)
+    run = [float(m["run_ms"]) for m in ms if _num(m.get("run_ms")) is not None]
+    wait = [float(m["cpu_wait_ms"]) for m in ms if _num(m.get("cpu_wait_ms")) is not None]
+    if run and wait and span_s > 0:
+        out["on_cpu_share"] = round(min(1.0, sum(run) / 1000.0 / (len(run) * (interval or 0.5))), 3)
+        out["cpu_wait_share"] = round(min(1.0, sum(wait) / 1000.0 / (len(wait) * (interval or 0.5))), 3)
+    for k in ("wchar", "write_bytes", "rchar", "read_bytes", "syscw", "syscr"):
+        vals = [float(m[k]) for m in ms if _num(m.get(k)) is not None]
+        if vals:
+            out[f"{k}_per_s"] = round(sum(vals) / (len(vals) * (interval or 0.5)), 1)
+            if k in ("wchar", "rchar"):  # the typical tick's rate, which a few bursts do not move
+                out[f"{k}_p50_per_s"] = round((pct(vals, 0.5) or 0.0) / (interval or 0.5), 1)
+    calls = [m for m in ms if _num(m.get("syscw")) is not None]
+    if calls:
+        out["write_tick_share"] = round(sum(1 for m in calls if m["syscw"] > 0) / len(calls), 3)
+    # writes each forced out to the disk (a page per small write, not the bytes written: fsync, O_SYNC), over the
+    # span from the first such tick to the last (the loop that logs, not the start-up before it)
+    synced = [i for i, m in enumerate(ms) if (_num(m.get("write_bytes")) or 0) > 0
+              and (_num(m.get("write_bytes")) or 0) >= SYNC_AMPLIFY * (_num(m.get("wchar")) or 0)
+              and (_num(m.get("wchar")) or 0) < BURST_BYTES]
+    if len(synced) >= 3:
+        span = ms[synced[0]:synced[-1] + 1]
+        st = "".join(m.get("states") or "" for m in span if isinstance(m.get("states"), str))
+        out["synced_writes"] = {"ticks": len(span), "tick_share": round(len(synced) / len(span), 3),
+                                "disk_share": round(st.count("D") / len(st), 3) if st else None,
+                                "write_bytes_per_s": round(sum(_num(m.get("write_bytes")) or 0 for m in span)
+                                                           / (len(span) * (interval or 0.5)), 1),
+                                "wchar_per_s": round(sum(_num(m.get("wchar")) or 0 for m in span)
+                                                     / (len(span) * (interval or 0.5)), 1),
+                                "syscw_per_s": round(sum(_num(m.get("syscw")) or 0 for m in span)
+                                                     / (len(span) * (interval or 0.5)), 1)}
+        # ticks where the writes were a burst (a checkpoint), not a trickle (a log line)
+        out["write_burst_ticks"] = sum(1 for m in calls if (_num(m.get("wchar")) or 0) >= BURST_BYTES)
+    cpu = [float(m["cpu_pct"]) for m in ms if _num(m.get("cpu_pct")) is not None]
+    if cpu:
+        out["cpu_pct_p50"] = pct(cpu, 0.5)
+    return out
+
+
+SYNC_AMPLIFY = 2.0  # bytes reaching the disk per byte written in a tick: each small write was forced out
+BURST_BYTES = 8 << 20  # a tick in which the training process wrote this much was a burst (a checkpoint), not a log
+
+
+def front_reads(samples: List[Dict[str, Any]], interval: Optional[float]) -> Dict[str, Any]:
+    """When the watched processes' reads from the disk (bytes that reached the storage layer, not the page cache)
+    happened: ``front_s``, seconds into the window by which 80 % of them were done, against ``window_s``."""
+    rows = [(float(s.get("t_s") or 0.0), float(s["procs"]["io"]["read_bytes"])) for s in samples
+            if isinstance(s.get("procs"), dict) and isinstance(s["procs"].get("io"), dict)
+            and _num(s["procs"]["io"].get("read_bytes")) is not None]
+    if len(rows) < 4:
+        return {}
+    total = sum(b for _, b in rows)
+    t0 = rows[0][0] - (interval or 0.5)
+    done, front = 0.0, None
+    for t, b in rows:
+        done += b
+        if front is None and total > 0 and done >= 0.8 * total:
+            front = round(t - t0, 2)
+    return {"total_mb": round(total / 1e6, 1), "front_s": front, "window_s": round(rows[-1][0] - t0, 2)}
+
+
+def activity(samples: List[Dict[str, Any]], start_s: float, end_s: float,
+             interval: Optional[float]) -> Dict[str, Any]:
+    """What the training process did between ``start_s`` and ``end_s`` (seconds into the recording): the main
+    thread's state letters that fall inside (a tick's letters spread evenly over the tick before it), and its I/O
+    in the ticks that overlap, weighted by the overlap; with the run's typical per-second rates to compare."""
+    iv = interval or interval_of(samples) or 0.5
+    letters: List[str] = []
+    io: Dict[str, float] = {"wchar": 0.0, "rchar": 0.0, "write_bytes": 0.0, "read_bytes": 0.0}
+    for s in samples:
+        m = (s.get("procs") or {}).get("main") if isinstance(s.get("procs"), dict) else None
+        t = _num(s.get("t_s"))
+        if not isinstance(m, dict) or t is None:
+            continue
+        a, b = t - iv, t
+        overlap = max(0.0, min(b, end_s) - max(a, start_s))
+        if overlap <= 0:
+            continue
+        st = m.get("states") if isinstance(m.get("states"), str) else ""
+        for i, c in enumerate(st):
+            at = a + (i + 0.5) * iv / len(st)
+            if start_s <= at <= end_s:
+                letters.append(c)
+        for k in io:
+            v = _num(m.get(k))
+            if v is not None:
+                io[k] += v * overlap / iv
+    text = "".join(letters)
+    out: Dict[str, Any] = {"letters": len(text), "duration_s": round(end_s - start_s, 3),
+                           **{k: round(v) for k, v in io.items()}}
+    if text:
+        out["share"] = {name: round(text.count(k) / len(text), 3) for k, name in STATE_NAMES.items()}
     return out
 
 
@@ -361,7 +506,28 @@ def summarize(samples: List[Dict[str, Any]], interval_s: Optional[float] = None,
     out.update(step_summary(steps or []))
     if started is not None:
         out["steps_started_s"] = started
+    gaps = step_gaps(steps or [], t0_epoch)
+    if gaps:
+        out["step_gaps"] = gaps
     return out
+
+
+def step_gaps(loops: List[Dict[str, Any]], t0_epoch: Optional[float]) -> List[Dict[str, Any]]:
+    """The step timer's stalls (steps far longer than the run's own) as spans of the recording: start and length
+    in seconds, the loop they stopped, in time order (the first ``STALLS_KEPT`` of each loop)."""
+    if t0_epoch is None:
+        return []
+    out = []
+    for x in loops:
+        if not isinstance(x, dict):
+            continue
+        ends, each = x.get("stall_at") or [], x.get("stall_each_s") or []
+        for end, dur in zip(ends, each):
+            if _num(end) is None or _num(dur) is None:
+                continue
+            out.append({"start_s": round(float(end) - float(dur) - t0_epoch, 3), "duration_s": round(float(dur), 3),
+                        "loop": str(x.get("name") or "")})
+    return sorted(out, key=lambda g: g["start_s"])[:256]
 
 
 def steps_started_at(loops: List[Dict[str, Any]], t0_epoch: Optional[float]) -> Optional[float]:
@@ -386,6 +552,12 @@ def step_summary(loops: List[Dict[str, Any]]) -> Dict[str, Any]:
         vals = [float(x[k]) for x in loops if _num(x.get(k)) is not None]
         if vals:
             out[k] = max(vals)
+    phases = [{"loop": str(x.get("name") or ""), "steps": int(x.get("steps") or 0),
+               "step_p50_ms": x.get("step_p50_ms"), "step_s": _num(x.get("step_s")),
+               **({"epochs": x["epochs"]} if isinstance(x.get("epochs"), list) and len(x["epochs"]) > 1 else {})}
+              for x in loops]
+    if len(phases) > 1 or any("epochs" in p for p in phases):
+        out["step_loops_detail"] = phases
     if any("stall_count" in x for x in loops):  # a timer that counts stalls (steps that stopped the loop)
         out["step_stall_count"] = sum(int(_num(x.get("stall_count")) or 0) for x in loops)
         out["step_stall_s"] = round(sum(_num(x.get("stall_s")) or 0.0 for x in loops), 3)

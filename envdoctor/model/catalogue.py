@@ -353,6 +353,36 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "Every GPU went idle together for seconds mid-run while the disk wrote.",
        "Training time is lost to synchronous saves, each as long as the write.",
        "Save asynchronously (torch.distributed.checkpoint.async_save), less often, or to a faster local disk."),
+    # --- envdoctor watch: the training process's own state (issue 41, envdoctor/checks/watch_main.py)
+    _c("LOOP_WAITS_ON_WRITES", "The training loop waits on its own writes",
+       "The training process wrote to the disk through the run (most samples) with each small write forced out "
+       "(bytes reaching the disk well above the bytes written: fsync, O_SYNC) and spent part of its time in "
+       "uninterruptible I/O.",
+       "Every step waits for the disk: a synced log line per step costs a disk round trip per step.",
+       "Buffer logs and metrics and flush them every N steps or from a background thread; keep fsync for "
+       "checkpoints."),
+    _c("LOOP_PAUSED", "The training loop pauses",
+       "The training process slept (time.sleep, a timed wait) a notable share of the time, or the steps stopped "
+       "while it neither wrote, read nor computed.",
+       "Training time passes with nothing done: a sleep, a lock or a wait on another process in the loop.",
+       "Find the wait (py-spy dump --pid PID during a pause) and take it off the training loop."),
+    _c("EVALUATION_STALL", "Evaluation passes stop training",
+       "The steps stopped while the training process kept computing (no writes, no reads): an evaluation or "
+       "another pass run inside the training loop.",
+       "Training waits for each pass; frequent or large passes take a share of the run.",
+       "Evaluate less often or on a subset, or in another process or GPU; time it apart (timed(val_loader, "
+       "name='eval'))."),
+    _c("CPU_CONTENDED", "Other processes take the run's CPUs",
+       "The training process was ready to run but waited on the run queue for a core a large share of the time, "
+       "while the run's own threads fit the CPUs it may use.",
+       "Every step waits for a core that another process holds; more workers or threads only queue longer.",
+       "Stop or move what holds the CPUs (top -o %CPU), or pin the run to cores of its own (taskset, cpusets)."),
+    _c("COLD_FIRST_EPOCH", "The first epoch is slower than the rest",
+       "The first epoch's steps took markedly longer than the later epochs' (or the run read from the disk at its "
+       "start and hardly after): the data came from the disk the first time and from the page cache after.",
+       "A measurement over the first epoch alone misjudges the run's speed; a data set larger than RAM reads "
+       "from the disk every epoch.",
+       "Judge the speed on the later epochs; warm the cache (or copy the data to local NVMe) before timing."),
     # --- environment variables as cited data (compat_data/env_vars.json)
     _c("ENV_VAR_HARMFUL", "An environment variable breaks or slows the run",
        "A variable that CUDA, NCCL, cuDNN, PyTorch or OpenMP document is set to a value that makes the run fail or "
@@ -493,7 +523,8 @@ CATEGORY_ACTIONS: Dict[str, str] = {
         "INPUT_BOUND", "DATALOADER_IN_MAIN_PROCESS", "GPU_UNDERFED", "GPU_IDLE_UNUSED", "COMMUNICATION_BOUND",
         "CHECKPOINT_STALL", "ENV_VAR_HARMFUL", "DEPENDENCY_UNMET", "INTERPRETER_METADATA_MISMATCH",
         "TORCH_COMPILE_UNUSABLE", "OPEN_FILES_LIMIT_LOW", "SMOKE_STEP_FAILED", "OPEN_KERNEL_MODULE_UNSUPPORTED_GPU",
-        "FRAMEWORK_CPU_ONLY_BUILD", "GPU_SHARING_LAYER_INTERCEPTS_CUDA")},
+        "FRAMEWORK_CPU_ONLY_BUILD", "GPU_SHARING_LAYER_INTERCEPTS_CUDA", "LOOP_WAITS_ON_WRITES", "LOOP_PAUSED",
+        "EVALUATION_STALL", "CPU_CONTENDED")},
     # the loaded module and the user-space libraries differ: reload the module, i.e. reboot
     "DRIVER_LIBRARY_MISMATCH": REBOOT_NODE,
     # other processes hold the GPU: end them (or wait for them)
@@ -514,6 +545,8 @@ CATEGORY_ACTIONS: Dict[str, str] = {
     "BIOS_PCIE_BAR_DISABLED": DRAIN_NODE,
     # no problem named, or none envdoctor can name an action for (a person reads the finding)
     "HEALTHY": NONE, NOTE: NONE, "GPU_VIRTUALIZED": NONE, UNRECOGNISED: NONE,
+    # a phase of the run reported apart (issue 41): nothing to act on
+    "COLD_FIRST_EPOCH": NONE,
 }
 
 # finding code (a declared code; "{name}" in a kind template stands for any value of it) -> its action, where

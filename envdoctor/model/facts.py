@@ -825,7 +825,11 @@ class Watch:
     "pcie_tx_mbps", "processes"}], "host": {"cpu_busy_pct", "cpu_iowait_pct", "cgroup_cpu_used",
     "mem_used_pct", "swap_used_pct", "shm_used_bytes", "disks": {dev: {"read_mbps", "write_mbps", "iops",
     "await_ms", "util_pct"}}, "net_rx_mbps"}, "procs": {"count", "trainers", "workers", "cpu_pct",
-    "main_cpu_pct", "rss_bytes", "states"}}``; a field nobody measured is absent or null. ``summary`` is
+    "main_cpu_pct", "rss_bytes", "states", "io": {"read_bytes", "write_bytes", "rchar", "wchar"}, "main": {"pid",
+    "cpu_pct", "states" (the training process's main thread sampled between ticks, one letter each: R D N F P S),
+    "run_ms", "cpu_wait_ms", "rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes"}, "cgroup":
+    {"quota_cpus", "throttled_pct"}}}`` (main, io and cgroup since issue 41: older recordings lack them and
+    are judged without them); a field nobody measured is absent or null. ``summary`` is
     what envdoctor.domain.recording computes from them plus what the step timer reported (``data_wait_fraction``,
     ``step_count``). Long runs are downsampled (``downsampled_by``), never cut.
     """

@@ -280,7 +280,7 @@ def record_live(cmd: List[str], pid: Optional[int] = None, interval_s: Optional[
                 break
             if stop.signum == HANGUP and child is not None and time.monotonic() - (stop.at or 0.0) >= STOP_GRACE_S:
                 break  # no one is left to press Ctrl-C again: stopped below, harder each STOP_GRACE_S
-            time.sleep(max(0.0, interval - (time.monotonic() - tick)))
+            tree.wait_until(tick + interval)  # the training process's state sampled meanwhile
     finally:
         try:
             live.close()

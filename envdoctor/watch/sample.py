@@ -169,6 +169,13 @@ class ProcessTree:
         self.pids_seen: Set[int] = set()
         self.torch_seen = False
         self._procs: Dict[int, psutil.Process] = {}
+        # the training process's own state (issue 41): its main thread sampled between ticks (``wait_until``)
+        self.main_pid: Optional[int] = None
+        self._states: List[str] = []
+        self._main_io: Dict[int, Dict[str, int]] = {}  # pid -> its /proc/PID/io counters at the last read
+        self._main_sched: Dict[int, Tuple[int, int]] = {}  # pid -> (run ns, run-queue wait ns) at the last read
+        self._tree_io: Dict[int, Tuple[int, int, int, int]] = {}  # pid -> (read_bytes, write_bytes, rchar, wchar)
+        self._quota = CgroupQuota()
 
     def processes(self, gpu_pids: Optional[Set[int]] = None) -> List[psutil.Process]:
         if self.root is None:
@@ -260,7 +267,7 @@ class ProcessTree:
         worker_states: Dict[str, int] = {}
         for w in workers:
             worker_states[info[w]["state"]] = worker_states.get(info[w]["state"], 0) + 1
-        return {
+        out: Dict[str, Any] = {
             "count": len(info), "trainers": len(trainers), "torch_trainers": len(torch_trainers),
             "workers": len(workers),
             "cpu_pct": round(sum(known), 1) if known else None,
@@ -277,6 +284,96 @@ class ProcessTree:
             # tenants of the machine add to the host's run queue
             "threads_running": _running_threads(trainers + workers),
         }
+        io = self._tree_io_delta(list(info))
+        if io is not None:
+            out["io"] = io
+        chosen = self._choose_main(torch_trainers or trainers, info)
+        if chosen is not None:
+            out["main"] = self._main_facts(chosen, info[chosen])
+        self.main_pid = chosen
+        quota = self._quota.read(self.root if self.root in info else chosen)
+        if quota:
+            out["cgroup"] = quota
+        return out
+
+    def _choose_main(self, candidates: List[int], info: Dict[int, Dict[str, Any]]) -> Optional[int]:
+        """The training process whose state is sampled: the one chosen before while it lives (its series stays one
+        process's), else the candidate with the most CPU time so far (a launcher such as torchrun uses little)."""
+        if self.main_pid in info and self.main_pid in candidates:
+            return self.main_pid
+        return max(candidates, key=lambda pid: info[pid].get("cpu_s") or 0.0, default=None)
+
+    def _main_facts(self, pid: int, d: Dict[str, Any]) -> Dict[str, Any]:
+        """The training process's own state since the last tick: its main thread's state at each sub-sample
+        (``states``, one letter each: see ``main_state``), the time that thread ran and waited for a core
+        (/proc/PID/schedstat), and its I/O (/proc/PID/io: bytes asked to read and write, bytes that reached the
+        disk, read and write calls)."""
+        states = "".join(self._states[-MAX_STATES:]) if pid == self.main_pid else ""
+        self._states = []
+        out: Dict[str, Any] = {"pid": pid, "cpu_pct": d.get("cpu_pct")}
+        if states:
+            out["states"] = states
+        sched = _schedstat(pid)
+        prev = self._main_sched.get(pid)
+        if sched is not None:
+            if prev is not None:
+                out["run_ms"] = round(max(0, sched[0] - prev[0]) / 1e6, 1)
+                out["cpu_wait_ms"] = round(max(0, sched[1] - prev[1]) / 1e6, 1)
+            self._main_sched = {pid: sched}
+        io = _proc_io(pid)
+        previo = self._main_io.get(pid)
+        if io is not None:
+            if previo is not None:
+                for k in ("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes"):
+                    if k in io and k in previo:
+                        out[k] = max(0, io[k] - previo[k])
+            self._main_io = {pid: io}
+        elif previo is None:
+            self.unseen.add("the training process's I/O counters (/proc/PID/io) not readable")
+        return out
+
+    def _tree_io_delta(self, pids: List[int]) -> Optional[Dict[str, int]]:
+        """The watched processes' I/O since the last tick, summed (a process seen for the first time counts from
+        then on): bytes that reached the disk (read_bytes, write_bytes) and bytes asked for (rchar, wchar)."""
+        now: Dict[int, Tuple[int, int, int, int]] = {}
+        for pid in pids:
+            io = _proc_io(pid)
+            if io is not None:
+                now[pid] = (io.get("read_bytes", 0), io.get("write_bytes", 0), io.get("rchar", 0), io.get("wchar", 0))
+        if not now:
+            return None
+        tot = [0, 0, 0, 0]
+        for pid, v in now.items():
+            prev = self._tree_io.get(pid)
+            if prev is not None:
+                for i in range(4):
+                    tot[i] += max(0, v[i] - prev[i])
+        first = not self._tree_io
+        self._tree_io = now
+        if first:
+            return None
+        return {"read_bytes": tot[0], "write_bytes": tot[1], "rchar": tot[2], "wchar": tot[3]}
+
+    def sample_main(self) -> None:
+        """One sub-sample of the training process's main thread (between ticks): a letter for its state."""
+        if self.main_pid is not None and len(self._states) < 4 * MAX_STATES:
+            letter = main_state(self.main_pid)
+            if letter:
+                self._states.append(letter)
+
+    def wait_until(self, deadline: float, every: float = 0.0) -> None:
+        """Sleep until ``deadline`` (time.monotonic), sampling the main thread's state ``SUBSAMPLES`` times on the
+        way: a tick's one look would say little about a step of a few milliseconds; ten give its share of time."""
+        step = every or None
+        while True:
+            now = time.monotonic()
+            left = deadline - now
+            if left <= 0:
+                return
+            if step is None:
+                step = max(0.02, left / SUBSAMPLES)
+            self.sample_main()
+            time.sleep(min(step, max(0.0, deadline - time.monotonic())))
 
     def _cmd_of(self, pid: int, name: Optional[str] = None) -> Tuple[str, ...]:
         """``pid``'s command line, read once per program it runs: read again after a failed or empty read (a
@@ -292,6 +389,72 @@ class ProcessTree:
             cmd = ()
         self._cmd[pid] = (name, cmd)
         return cmd
+
+
+SUBSAMPLES = 10  # looks at the main thread's state per tick
+MAX_STATES = 64  # letters kept per tick
+
+# what a sleeping thread waits in (/proc/PID/wchan, the kernel function it sleeps in; "0" when it runs or when the
+# kernel does not say): a sleep, a futex (a lock, a condition, queue.Queue, a thread join), or another process or
+# a socket (a pipe, poll/select/epoll: a DataLoader worker's queue, a remote). Names as Linux 6.x shows them.
+_SLEEP_WCHAN = ("nanosleep", "hrtimer")
+_FUTEX_WCHAN = ("futex",)
+_PEER_WCHAN = ("pipe", "poll", "select", "epoll", "sk_wait", "unix_stream", "wait_woken", "inet_", "tcp_", "sock")
+
+
+def main_state(pid: int) -> Optional[str]:
+    """One letter for what ``pid``'s main thread is doing now: R running or ready to run, D waiting on I/O
+    (uninterruptible: a disk read, fsync, writeback), N in a sleep (time.sleep), F on a futex (a lock, a queue of
+    threads), P on another process or a socket (a pipe, poll), S sleeping otherwise (or where wchan is hidden), T
+    stopped, Z exiting. None when the process cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read()
+    except OSError:
+        return None
+    state = stat[stat.rfind(b")") + 2:stat.rfind(b")") + 3].decode("ascii", "replace")
+    if state in ("R", "D"):
+        return state
+    if state in ("T", "t"):
+        return "T"
+    if state in ("Z", "X"):
+        return "Z"
+    try:
+        with open(f"/proc/{pid}/wchan", encoding="ascii", errors="replace") as fh:
+            wchan = fh.read().strip()
+    except OSError:
+        wchan = ""
+    if any(k in wchan for k in _SLEEP_WCHAN):
+        return "N"
+    if any(k in wchan for k in _FUTEX_WCHAN):
+        return "F"
+    if any(k in wchan for k in _PEER_WCHAN):
+        return "P"
+    return "S"
+
+
+def _schedstat(pid: int) -> Optional[Tuple[int, int]]:
+    """(ns ``pid``'s main thread ran on a CPU, ns it waited on a run queue for one) from /proc/PID/schedstat."""
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as fh:
+            parts = fh.read().split()
+        return int(parts[0]), int(parts[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _proc_io(pid: int) -> Optional[Dict[str, int]]:
+    """/proc/PID/io: rchar/wchar (bytes passed to read and write calls), syscr/syscw (the calls), read_bytes/
+    write_bytes (bytes fetched from or sent to the storage layer)."""
+    try:
+        with open(f"/proc/{pid}/io", encoding="ascii") as fh:
+            out = {}
+            for line in fh:
+                k, _, v = line.partition(":")
+                out[k.strip()] = int(v)
+            return out
+    except (OSError, ValueError):
+        return None
 
 
 def _running_threads(pids: List[int], cap: int = 4096) -> Optional[int]:
@@ -313,6 +476,101 @@ def _running_threads(pids: List[int], cap: int = 4096) -> Optional[int]:
             read += 1
             n += state == b"R"
     return n if read else None
+
+
+class CgroupQuota:
+    """The CPU quota of the watched process's own cgroup (it may differ from the watch's: a job step, a container
+    the watch is outside of) and how often the quota held it back: the share of the quota's periods in which the
+    cgroup was throttled (cpu.stat nr_throttled / nr_periods; v2 cpu.max and cpu.stat, v1 cpu.cfs_quota_us and
+    cpu.stat, the Linux scheduler's CFS bandwidth control, Documentation/scheduler/sched-bwc.rst). The tightest
+    quota up the cgroup's path is reported; throttling is read where that quota is set."""
+
+    def __init__(self, base: str = "/sys/fs/cgroup") -> None:
+        self.base = base
+        self._dirs: Dict[int, List[str]] = {}
+        self._prev: Dict[str, Tuple[int, int]] = {}
+        self._read_at = 0.0
+
+    REREAD_S = 2.0
+
+    def _paths(self, pid: int) -> List[str]:
+        now = time.monotonic()
+        if pid in self._dirs and now - self._read_at < self.REREAD_S:
+            return self._dirs[pid]
+        self._read_at = now  # read again now and then: a process may be moved into another cgroup
+        out: List[str] = []
+        try:
+            with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as fh:
+                lines = fh.read().splitlines()
+        except OSError:
+            lines = []
+        for line in lines:
+            parts = line.split(":", 2)
+            if len(parts) != 3:
+                continue
+            _, ctrls, path = parts
+            if ctrls == "" and os.path.exists(f"{self.base}/cgroup.controllers"):
+                roots = [self.base]
+            elif "cpu" in ctrls.split(","):
+                roots = [d for d in (f"{self.base}/{ctrls}", f"{self.base}/cpu,cpuacct", f"{self.base}/cpu")
+                         if os.path.isdir(d)][:1]
+            else:
+                continue
+            for root in roots:
+                p = path or "/"
+                while True:
+                    out.append((root + p).rstrip("/") or root)
+                    if p in ("/", ""):
+                        break
+                    p = os.path.dirname(p.rstrip("/")) or "/"
+        self._dirs = {pid: out}
+        return out
+
+    @staticmethod
+    def _quota_of(d: str) -> Optional[float]:
+        try:
+            with open(f"{d}/cpu.max", encoding="ascii") as fh:
+                q, per = fh.read().split()[:2]
+            return None if q == "max" else int(q) / int(per)
+        except (OSError, ValueError):
+            pass
+        try:
+            with open(f"{d}/cpu.cfs_quota_us", encoding="ascii") as fh:
+                q = int(fh.read())
+            with open(f"{d}/cpu.cfs_period_us", encoding="ascii") as fh:
+                per = int(fh.read())
+            return q / per if q > 0 and per > 0 else None
+        except (OSError, ValueError):
+            return None
+
+    @staticmethod
+    def _periods(d: str) -> Optional[Tuple[int, int]]:
+        try:
+            with open(f"{d}/cpu.stat", encoding="ascii") as fh:
+                kv = dict(line.split()[:2] for line in fh if len(line.split()) >= 2)
+            return int(kv["nr_periods"]), int(kv["nr_throttled"])
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def read(self, pid: Optional[int]) -> Optional[Dict[str, Any]]:
+        if pid is None:
+            return None
+        best: Optional[Tuple[float, str]] = None
+        for d in self._paths(pid):
+            q = self._quota_of(d)
+            if q is not None and (best is None or q < best[0]):
+                best = (q, d)
+        if best is None:
+            return None
+        q, d = best
+        out: Dict[str, Any] = {"quota_cpus": round(q, 2)}
+        now = self._periods(d)
+        prev = self._prev.get(d)
+        if now is not None:
+            self._prev = {d: now}
+            if prev is not None and now[0] > prev[0]:
+                out["throttled_pct"] = round(100.0 * max(0, now[1] - prev[1]) / (now[0] - prev[0]), 1)
+        return out
 
 
 def _descendants(root: int) -> Optional[List[int]]:

@@ -43,6 +43,7 @@ STALL_X = 2.5
 STALL_DEV = 8.0
 STALL_MIN_S = 0.1  # below this a stop costs little, whatever the ratio
 STALLS_KEPT = 64
+EPOCHS_KEPT = 64  # per-epoch totals kept (the first ones: a cold first epoch is judged against the next)
 
 
 def watch_dir() -> str:
@@ -162,6 +163,10 @@ class StepStats:
         self.stall_count = 0
         self.stall_s = 0.0
         self.stall_at: List[float] = []  # time.time() of the first stalls' ends
+        self.stall_each: List[float] = []  # ... and their lengths (s of the step's own work), in the same order
+        # epochs: the same loader wrapped again continues these totals, one row per wrap (steps, step s, wait s)
+        self.epochs: List[List[float]] = []
+        self.epoch_count = 0
 
     def summary(self) -> Dict[str, Any]:
         waits, steps = list(self.recent_wait), list(self.recent_step)
@@ -175,12 +180,26 @@ class StepStats:
             "updated": round(time.time(), 3), "started": round(self.started, 3),
             "stall_count": self.stall_count, "stall_s": round(self.stall_s, 3),
             "stall_at": [round(t, 3) for t in self.stall_at],
+            "stall_each_s": [round(t, 3) for t in self.stall_each],
+            "epochs": [[int(e[0]), round(e[1], 4), round(e[2], 4)] for e in self.epochs],
+            "epoch_count": self.epoch_count,
         }
+
+    def new_epoch(self) -> None:
+        """The loader was wrapped again (the next epoch): its steps are counted in a row of their own."""
+        self.epoch_count += 1
+        if self.epoch_count <= EPOCHS_KEPT:
+            self.epochs.append([0, 0.0, 0.0])
 
     def step_done(self, step: float, wait: float) -> None:
         """One finished step (after the first two): totals, the recent window, stalls."""
         self.wait_s += wait
         self.step_s += step
+        if self.epochs and self.epoch_count <= EPOCHS_KEPT:
+            row = self.epochs[-1]
+            row[0] += 1
+            row[1] += step
+            row[2] += wait
         self.recent_wait.append(wait)
         self.recent_step.append(step)
         work = step - wait
@@ -191,6 +210,7 @@ class StepStats:
             self.stall_s += work
             if len(self.stall_at) < STALLS_KEPT:
                 self.stall_at.append(time.time())
+                self.stall_each.append(work)
             return  # a stall does not move the typical step
         if typical is None:
             self.typical_s = work
@@ -290,6 +310,7 @@ def timed(iterable: Iterable[Any], name: Optional[str] = None) -> Iterator[Any]:
     """Yield what ``iterable`` yields, timing how long each ``next()`` blocks against the whole step."""
     reporter = _reporter()
     stats = reporter.stats_for(iterable, name or type(iterable).__name__)
+    stats.new_epoch()
     return _timed(iter(iterable), stats, reporter)
 
 

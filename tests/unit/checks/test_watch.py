@@ -399,3 +399,13 @@ def test_a_host_only_recording_of_an_idle_box_stays_unjudged():
     v = _judge_text(text)
     assert not v["findings"]
     assert v["checks"]["watch.bottleneck"].status == "skipped"
+
+
+def test_gpu_bound_is_sure_only_where_most_windows_agree():
+    """Issue 41: busy in some windows and at 75% in others averages to a GPU-bound p50, but the verdict is not
+    sure; the same run busy throughout is."""
+    steps = [{"steps": 400, "wait_s": 0.5, "step_s": 20.0}]
+    split = verdicts(series([[99.0] * 24 + [75.0] * 16]), steps=steps)["findings"]["GPU_BOUND"]
+    assert split.code == "watch.bottleneck/gpu-bound" and split.confidence == "medium"
+    even = verdicts(series([[99.0] * 40]), steps=steps)["findings"]["GPU_BOUND"]
+    assert even.confidence == "high"

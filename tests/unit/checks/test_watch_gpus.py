@@ -117,3 +117,43 @@ def test_throttle_whole_finding_passes_on_idle_reasons_and_skips_without_reading
     assert check(idle, "watch.throttle").status == "passed"
     c = check(verdicts(series([steady(95.0)])), "watch.throttle")
     assert (c.status, c.reason) == ("skipped", "no clock-event (throttle) readings in the recording")
+
+
+def _main(states: str, wchar: int = 0):
+    return {"count": 1, "trainers": 1, "torch_trainers": 1, "workers": 2,
+            "main": {"pid": 7, "states": states, "wchar": wchar, "rchar": 0, "syscw": 1 if wchar else 0}}
+
+
+def test_gpu_idle_gaps_are_named_by_what_the_training_process_did():
+    """Issue 41: all GPUs idle together, and the training process computing (an evaluation pass on the CPU side,
+    no writes), asleep (a pause) or writing (a save) meanwhile: the gap gets that name, not 'a checkpoint, an
+    evaluation or a synchronisation'."""
+    u = steady(95.0, 20) + [1.0] * 8 + steady(95.0, 20)
+    for during, wchar, want in (("RRRRRRRRRR", 0, ("watch.stalls/evaluation", "EVALUATION_STALL")),
+                                ("NNNNNNNNNN", 0, ("watch.stalls/pause", "LOOP_PAUSED")),
+                                ("RRDDDDDDDD", 200_000_000, ("watch.stalls/checkpoint", "CHECKPOINT_STALL"))):
+        procs = [_main(during if 20 <= i < 28 else "RRRRRNNNNN", wchar if 20 <= i < 28 else 0) for i in range(48)]
+        f = the_finding(verdicts(series([u], procs=procs)), "watch.stalls")
+        assert (f.code, f.category) == want, (during, f)
+        assert f.summary.startswith("All GPUs stopped together 1 time for 4 s"), f.summary
+
+
+def test_timer_stalls_are_named_by_the_gap_they_were():
+    """The step timer's stalls as spans of the recording (stall_at, stall_each_s against the recording's start)
+    fall on ticks where the training process wrote 64 MB: checkpoint saves, named from the process itself."""
+    procs = [_main("RRDDDDDDRR" if i in (10, 20, 30) else "RRRRRRRRRR", 64_000_000 if i in (10, 20, 30) else 0)
+             for i in range(40)]
+    samples = series([], procs=procs)
+    t0 = 1000.0
+    steps = [{"name": "train", "steps": 400, "wait_s": 0.2, "step_s": 15.0, "stall_count": 3, "stall_s": 3.0,
+              "stall_at": [t0 + 5.0, t0 + 10.0, t0 + 15.0], "stall_each_s": [1.0, 1.0, 1.0], "started": t0 + 0.5}]
+    from envdoctor.domain.recording import summarize
+    from envdoctor.model.facts import Facts, ProbeStatus, Watch
+    from envdoctor.services.collect import judge
+
+    summary = summarize(samples, 0.5, steps, t0)
+    assert [g["start_s"] for g in summary["step_gaps"]] == [4.0, 9.0, 14.0]
+    w = Watch(status=ProbeStatus.OK, source="test", samples=samples, summary=summary, cpu_available=2.0)
+    (f,) = [f for f in judge(Facts(watch=w), only=["watch.stalls"]).findings]
+    assert (f.code, f.category) == ("watch.stalls/checkpoint", "CHECKPOINT_STALL")
+    assert "The step loop stopped 3 times for 3 s" in f.summary and "wrote 192 MB meanwhile" in f.summary

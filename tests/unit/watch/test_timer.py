@@ -244,3 +244,25 @@ def test_a_checkpoint_of_three_steps_is_a_stall_and_jitter_is_not() -> None:
     for _ in range(5000):
         s.step_done(0.05 * rnd.lognormvariate(0, 0.3), 0.0)
     assert s.summary()["stall_count"] <= 3
+
+
+def test_each_epoch_and_each_stall_is_kept_apart() -> None:
+    """Issue 41: one row per epoch (the loader wrapped again) for a cold first epoch, and each stall's length beside
+    its end for naming the gap; both bounded however long the run."""
+    s = timer.StepStats("loader")
+    s.new_epoch()
+    for _ in range(20):
+        s.step_done(0.030, 0.020)  # the first epoch: reads from the disk
+    s.new_epoch()
+    for _ in range(20):
+        s.step_done(0.010, 0.001)
+    s.step_done(1.0, 0.001)  # a save inside a step
+    d = s.summary()
+    assert [r[0] for r in d["epochs"]] == [20, 21] and d["epoch_count"] == 2
+    assert abs(d["epochs"][0][1] - 0.6) < 1e-6 and abs(d["epochs"][0][2] - 0.4) < 1e-6
+    assert d["stall_count"] == 1 and d["stall_each_s"] == [0.999] and len(d["stall_at"]) == 1
+    for _ in range(timer.EPOCHS_KEPT + 10):
+        s.new_epoch()
+        s.step_done(0.010, 0.001)
+    d = s.summary()
+    assert len(d["epochs"]) == timer.EPOCHS_KEPT and d["epoch_count"] == timer.EPOCHS_KEPT + 12

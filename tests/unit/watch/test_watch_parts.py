@@ -317,3 +317,28 @@ def test_a_failed_command_line_read_is_read_again(monkeypatch):
     assert tree._cmd_of(os.getpid(), me) == tuple(real(psutil.Process())) != ()
     assert tree._cmd_of(os.getpid(), me) and len(calls) == 2  # read, then kept
     assert tree._cmd_of(os.getpid(), "python3.12") and len(calls) == 3  # a new name: an exec since, read again
+
+
+def test_the_training_process_state_is_sampled_between_ticks():
+    """Issue 41: the main thread's state letters (N: in a sleep, F: on a futex) and its I/O since the last tick,
+    from /proc on a real child process."""
+    from envdoctor.watch.sample import main_state
+
+    code = ("import threading, time, sys\n"
+            "if sys.argv[1] == 'sleep':\n    time.sleep(60)\n"
+            "else:\n    l = threading.Lock(); l.acquire(); l.acquire()\n")
+    for mode, letter in (("sleep", "N"), ("lock", "F")):
+        child = subprocess.Popen([sys.executable, "-c", code, mode])
+        try:
+            time.sleep(0.5)
+            if main_state(child.pid) == "S":  # a kernel that hides wchan: the letters cannot be told apart
+                continue
+            tree = ProcessTree(Unseen(), child.pid)
+            tree.read()
+            tree.wait_until(time.monotonic() + 0.3)
+            main = tree.read()["main"]
+            assert main["pid"] == child.pid and main["states"] and set(main["states"]) <= {letter, "R"}, main
+            assert "wchar" in main and "run_ms" in main, main  # /proc/PID/io and schedstat deltas
+        finally:
+            child.kill()
+            child.wait()
