@@ -1,14 +1,14 @@
-"""watch.bottleneck's verdict on a recording of the host alone (a replayed `vmstat 1`, with or without
-`iostat -x 1`): no GPU, no step timer, no process tree."""
+"""watch.bottleneck's verdicts without a step timer or a process tree: on a recording of the host alone (a replayed
+`vmstat 1`, with or without `iostat -x 1`), and on a paste's GPU samples beside a framework's loader warning."""
 
 from __future__ import annotations
 
 from typing import Optional
 
-from ..domain.recording import Analysis
+from ..domain.recording import Analysis, pct
 from ..model.facts import Watch
 from ..model.findings import Evidence, Finding, Fix
-from ._watch import CPU_SATURATED, no_gpu_reason
+from ._watch import BOUND_P50, CPU_SATURATED, gpu_evidence, no_gpu_reason
 from .base import Findings
 
 
@@ -51,3 +51,33 @@ def host_verdict(bottleneck: Findings, w: Watch, a: Analysis, storage, notseen: 
             fix=Fix("Put the data on local NVMe, or cache it in RAM (/dev/shm) before the run; "
                     "`envdoctor watch -- <your command>` tells the run's own reads from others'"))
     return None
+
+
+def few_workers(bottleneck: Findings, w: Watch, a: Analysis, line: Optional[str],
+                notseen: Optional[str]) -> Optional[Finding]:
+    """A framework's own warning that the loader has few workers (PyTorch Lightning: num_workers <= 2 on a machine
+    with more CPUs), beside GPUs the recording shows idle or underused: the input-bound pattern, at low confidence
+    (no step timer says the steps wait). None without the warning or without GPU samples."""
+    warn = w.summary.get("loader_warning") if isinstance(w.summary, dict) else None
+    if not isinstance(warn, dict) or not a.gpus:
+        return None
+    p50 = pct([g.util_p50 for g in a.gpus if g.util_p50 is not None], 0.5)
+    if p50 is None or p50 >= BOUND_P50:
+        return None
+    cpus = warn.get("cpus")
+    gpus = line or ", ".join(f"GPU {g.index} at {g.util_p50:g}%" for g in a.gpus[:4])
+    workers = min(16, max(1, int(cpus) - 1)) if isinstance(cpus, int) and cpus > 2 else 4
+    return bottleneck.warning(
+        "input", f"Input-bound: {warn.get('framework')} warns that the {warn.get('loader')} has few workers (at most 2"
+        + (f", on a machine with {cpus} CPUs" if cpus else "") + f") while the GPU is underused ({gpus})",
+        category="INPUT_BOUND", confidence="low",
+        evidence=[Evidence("watch.summary.loader_warning", warn.get("line"))] + gpu_evidence(a.gpus)
+        + [Evidence("paste.settle", "nvidia-smi dmon -s u   # while the training runs, 30 s or more")],
+        detail="Lightning warns when num_workers <= 2 and the machine has more CPUs; with the GPU waiting, batches "
+               "made one or two at a time on the CPU are the usual limit. A data set held in memory needs no "
+               "workers, and the warning alone says nothing of this run's speed: utilisation sampled through the "
+               "run settles it. " + (notseen or ""),
+        fix=Fix("Give the DataLoader workers and pinned memory",
+                commands=[f"DataLoader(dataset, batch_size=..., num_workers={workers}, pin_memory=True, "
+                          "persistent_workers=True)" + (f"   # {cpus} CPUs, one kept for the training process"
+                                                         if isinstance(cpus, int) else "")]))

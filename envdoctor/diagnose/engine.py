@@ -48,6 +48,7 @@ from .readers import (
     recording,
     repl,
     scheduler,
+    speed,
     toolchain,
 )
 from .readers.base import BARE, LOOSE, REPL, STRUCTURED, Acc, Paste, clean_lines
@@ -129,11 +130,24 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)
-    recording.read(paste, acc)
+    _recordings(paste, acc)
     imports.read_imports(paste, acc)
     messages.read(paste, acc, signatures_from(compat))
     acc.repeated_blocks = dropped
     return acc
+
+
+def _recordings(paste: Paste, acc: Acc) -> None:
+    recording.read(paste, acc)
+    speed.read_speed(paste, acc)
+
+
+def read_recordings(text: str, acc: Acc) -> None:
+    """The recordings and speed symptoms of the whole text into ``acc.watch``: a paste cut into units (each
+    nvidia-smi table is one, diagnose/machines.py) is one recording across them, which no unit's reading sees."""
+    acc.watch = None  # type: ignore[attr-defined]
+    lines, _ = dedupe_paragraphs([ln[:MAX_LINE] for ln in clean_lines(text)])
+    _recordings(Paste(lines), acc)
 
 
 def finish(acc: Acc, compat: Any) -> None:

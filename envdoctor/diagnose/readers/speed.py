@@ -1,0 +1,240 @@
+"""Speed symptoms in a paste (issue 42), read into the watch recording the watch.* checks judge (a paste is one more
+recording), next to what readers/recording.py reads from dmon, --query-gpu CSV, dcgmi, gpustat, iostat and vmstat:
+
+- nvidia-smi tables: each table one sample of every GPU's utilisation and memory (several tables, a series; the
+  date line nvidia-smi prints above its table gives the times). A table shows one moment: utilization.gpu is "the
+  percent of time over the past sample period during which one or more kernels was executing on the GPU", a period
+  "between 1 second and 1/6 second, depending on the product" (NVML API reference, nvmlUtilization_t:
+  https://docs.nvidia.com/deploy/nvml-api/structnvmlUtilization__t.html). So one table is a
+  recording only where it shows the symptom itself, a GPU at <= 5% that a process holds (half its memory or more),
+  and several only where some GPU is held: an idle machine's table says nothing of a run's speed.
+- a training log's own data-wait measurement: MMEngine/MMCV's ``time: ... data_time: ...`` (IterTimerHook: data_time
+  is the time from the end of the last iteration to the start of this one, time the whole iteration including it;
+  open-mmlab/mmengine mmengine/hooks/iter_timer_hook.py) and detectron2's (SimpleTrainer.run_step times
+  ``next(data_loader_iter)`` as data_time inside the iteration IterationTimer times): data_time / time is the share
+  of each step spent waiting for the batch, what envdoctor's step timer measures (summary.data_wait_fraction).
+- PyTorch Lightning's warning that a DataLoader "does not have many workers which may be a bottleneck": Lightning
+  prints it when ``num_workers <= 2 < num_cpus`` and the strategy is not spawn (Lightning-AI/pytorch-lightning,
+  trainer/connectors/data_connector.py, the worker check), with the machine's CPU count in the advice; kept in
+  ``summary.loader_warning`` (the run has at most 2 workers per loader).
+- a person's sentence giving a GPU utilisation figure ("Volatile GPU-Util indicates 0%"): one reported sample,
+  marked as such (``summary.reported``), never a measurement's confidence.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from datetime import datetime
+from typing import Any, Dict, List, Optional, Tuple
+
+from ...parsers.nvidia_smi_table import parse_nvidia_smi_table
+from .base import Acc, Paste
+
+_MIB = 1024 * 1024
+IDLE_PCT = 5.0  # a snapshot's GPU at or below this is not computing at that moment
+HELD_SHARE = 0.5  # memory used at or above this share of the total: a process holds the GPU
+
+_HEADER = re.compile(r"NVIDIA-SMI\s+\d+(?:\.\d+)+")
+# the date line nvidia-smi prints above its table ("Mon Dec  7 08:02:31 2026"), also after `watch`'s header
+_STAMP = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ((?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +\d{1,2} "
+                    r"\d\d:\d\d:\d\d \d{4})\b")
+
+
+def _stamp(lines: List[str], i: int) -> Optional[float]:
+    for line in lines[max(0, i - 3):i]:
+        m = _STAMP.search(line)
+        if m:
+            try:
+                return datetime.strptime(" ".join(m.group(1).split()), "%b %d %H:%M:%S %Y").timestamp()
+            except ValueError:
+                return None
+    return None
+
+
+def smi_snapshots(paste: Paste) -> List[Tuple[Optional[float], List[Dict[str, Any]]]]:
+    """Each nvidia-smi table of the paste as (time or None, one sample row per GPU)."""
+    lines = paste.lines
+    heads = [i for i in paste.with_any(["NVIDIA-SMI "], case=True) if _HEADER.search(lines[i])]
+    out: List[Tuple[Optional[float], List[Dict[str, Any]]]] = []
+    for k, i in enumerate(heads[:500]):
+        end = heads[k + 1] if k + 1 < len(heads) else min(len(lines), i + 400)
+        t = parse_nvidia_smi_table("\n".join(lines[i:end]))
+        if t is None or not t.gpus:
+            continue
+        rows = []
+        for g in t.gpus:
+            if g.utilization_gpu_pct is None:
+                continue
+            row: Dict[str, Any] = {"index": g.index, "name": g.name, "util_pct": g.utilization_gpu_pct}
+            if g.memory_used_bytes is not None and g.memory_total_bytes:
+                row["mem_used_mib"] = float(g.memory_used_bytes // _MIB)
+                row["mem_total_mib"] = float(g.memory_total_bytes // _MIB)
+            if g.power_draw_w is not None:
+                row["power_w"] = g.power_draw_w
+            if g.temperature_c is not None:
+                row["temperature_c"] = g.temperature_c
+            if g.processes is not None:
+                row["processes"] = len(g.processes)
+            rows.append(row)
+        if rows:
+            out.append((_stamp(lines, i), rows))
+    return out
+
+
+def _held(row: Dict[str, Any]) -> bool:
+    used, total = row.get("mem_used_mib"), row.get("mem_total_mib")
+    return bool(total) and used is not None and used >= HELD_SHARE * total
+
+
+def _snapshot_samples(snaps) -> Tuple[List[Dict[str, Any]], float, List[str]]:
+    times = [t for t, _ in snaps]
+    notes: List[str] = []
+    if all(t is not None for t in times) and all(b > a for a, b in zip(times, times[1:])):
+        t0 = times[0]
+        samples = [{"t_s": round(t - t0, 3), "gpus": rows} for t, rows in snaps]  # type: ignore[operator]
+        gaps = sorted(b - a for a, b in zip(times, times[1:]))  # type: ignore[operator]
+        interval = gaps[len(gaps) // 2] if gaps else 1.0
+    else:
+        samples = [{"t_s": float(k), "gpus": rows} for k, (_, rows) in enumerate(snaps)]
+        interval = 1.0
+        if len(snaps) > 1:
+            notes.append("nvidia-smi tables without their date lines: taken as 1 s apart (durations are counts)")
+    return samples, interval, notes
+
+
+# ---------------------------------------------------------------------------- a training log's data wait
+
+_DATA_TIME = re.compile(r"(?:^|[\s,(])data_time:\s*(\d+(?:\.\d+)?)")
+_TIME = re.compile(r"(?:^|[\s,(])time:\s*(\d+(?:\.\d+)?)")
+
+
+def step_log(paste: Paste) -> Optional[Dict[str, Any]]:
+    """The data-wait share of an MMEngine/MMCV or detectron2 log: three lines or more with both figures."""
+    rows: List[Tuple[float, float]] = []
+    for i in paste.with_any(["data_time:"])[:5000]:
+        line = paste.lines[i]
+        d, t = _DATA_TIME.search(line), _TIME.search(line)
+        if not d or not t:
+            continue
+        dv, tv = float(d.group(1)), float(t.group(1))
+        if tv <= 0 or dv > tv * 1.05:
+            continue  # not the format this reads (data_time is part of time)
+        rows.append((dv, tv))
+    if len(rows) < 3:
+        return None
+    if len(rows) >= 4:
+        rows = rows[1:]  # the first logged interval holds the loader's start (workers spawning, first batches)
+    wait, step = sum(d for d, _ in rows), sum(t for _, t in rows)
+    waits = sorted(d for d, _ in rows)
+    steps = sorted(t for _, t in rows)
+    return {"data_wait_fraction": round(min(1.0, wait / step), 4), "step_log_lines": len(rows), "step_loops": 1,
+            "wait_p50_ms": round(1000 * waits[len(waits) // 2], 1), "step_p50_ms": round(1000 * steps[len(steps) // 2], 1),
+            "step_source": "the training log's time / data_time (MMEngine/MMCV IterTimerHook or detectron2)"}
+
+
+# ---------------------------------------------------------------------------- Lightning's worker warning
+
+_FEW_WORKERS = re.compile(r"The (?:dataloader, (?P<old>[\w ]+?),|'(?P<new>\w+)') does not have many workers which may "
+                          r"be a bottleneck")
+_CPUS = re.compile(r"\(try (\d+) which is the number of cpus|to `num_workers=(\d+)`")
+
+
+def loader_warning(paste: Paste) -> Optional[Dict[str, Any]]:
+    for i in paste.with_any(["does not have many workers"])[:50]:
+        m = _FEW_WORKERS.search(paste.lines[i])
+        if not m:
+            continue
+        near = " ".join(paste.lines[i:i + 3])
+        c = _CPUS.search(near)
+        cpus = int(c.group(1) or c.group(2)) if c else None
+        return {"framework": "PyTorch Lightning", "loader": (m.group("old") or m.group("new")).strip(),
+                "cpus": cpus, "line": paste.lines[i].strip()[:300]}
+    return None
+
+
+# ---------------------------------------------------------------------------- a person's figure
+
+_SAID_UTIL = re.compile(r"\b(?:volatile\s+)?gpu[- ]?util(?:i[sz]ation)?\b[^.\n%]{0,40}?(?<![\d.])(\d{1,3})\s?%", re.I)
+
+
+def said_util(paste: Paste) -> Optional[Tuple[float, str]]:
+    """A GPU utilisation figure a person wrote in a sentence ("the Volatile GPU-util indicates 0%"), not a table."""
+    for i in paste.with_any(["gpu-util", "gpu util", "gpu utili"])[:50]:
+        line = paste.lines[i]
+        if line.lstrip().startswith(("|", "+")):
+            continue  # a table's line
+        m = _SAID_UTIL.search(line)
+        if m and float(m.group(1)) <= 100:
+            return float(m.group(1)), line.strip()[:200]
+    return None
+
+
+# ---------------------------------------------------------------------------- into the recording
+
+
+def read_speed(paste: Paste, acc: Acc) -> None:
+    from ...domain.recording import summarize
+    from ...model.facts import ProbeStatus, Watch
+
+    existing = getattr(acc, "watch", None)
+    steps = step_log(paste)
+    warn = loader_warning(paste)
+    samples: List[Dict[str, Any]] = []
+    interval = 1.0
+    notes: List[str] = []
+    unseen: List[str] = []
+    source = ""
+    summary_extra: Dict[str, Any] = {}
+    if existing is None:
+        snaps = smi_snapshots(paste)
+        idle_held = any(_held(r) and r["util_pct"] <= IDLE_PCT for _, rows in snaps for r in rows)
+        held = any(_held(r) for _, rows in snaps for r in rows)
+        if (len(snaps) == 1 and idle_held) or (len(snaps) > 1 and held):
+            samples, interval, notes = _snapshot_samples(snaps)
+            source = f"nvidia-smi table ({len(snaps)} snapshot{'s' if len(snaps) > 1 else ''})"
+            summary_extra["snapshots"] = len(snaps)
+            if len(snaps) == 1:
+                unseen.append("one nvidia-smi snapshot: utilisation over the driver's last sample period (1/6 s to "
+                              "1 s), one moment of the run")
+        else:
+            said = said_util(paste)
+            if said is not None and said[0] <= IDLE_PCT:
+                samples = [{"t_s": 0.0, "gpus": [{"index": 0, "util_pct": said[0]}]}]
+                source = "the reporter's words (no recording)"
+                summary_extra["reported"] = said[1]
+                unseen.append("a figure from the reporter's sentence, not a recording")
+        if not samples and not steps and not warn:
+            return
+        if samples:
+            unseen.append("no host samples (CPU, disk) in the paste: whether the input pipeline is disk- or "
+                          "CPU-bound cannot be told")
+        else:
+            unseen.append("no GPU samples in the paste: GPU-side verdicts cannot be made")
+        unseen.append("no process tree in a paste: DataLoader worker count unknown")
+        summary = summarize(samples, interval) if samples else {}
+        summary["notes"] = notes
+        w = Watch(status=ProbeStatus.OK, source=source or "a training log", interval_s=interval if samples else None,
+                  samples=samples, summary=summary, unseen=unseen)
+    else:
+        if not steps and not warn:
+            return
+        w = existing
+        summary_extra = {}
+    summary = dict(w.summary)
+    summary.update(summary_extra)
+    if steps:
+        summary.update(steps)
+    if warn:
+        summary["loader_warning"] = warn
+    parts = [w.source] if samples or existing is not None else []
+    if steps:
+        parts.append("step log (time / data_time)")
+    if warn:
+        parts.append("PyTorch Lightning's loader warning")
+    acc.watch = dataclasses.replace(w, summary=summary, source=", ".join(p for p in parts if p))  # type: ignore[attr-defined]
+    if existing is None:
+        what = (f"{len(samples)} sample{'s' if len(samples) != 1 else ''} from {source}" if samples else "")
+        acc.add_found("speed symptoms (" + ", ".join(x for x in (what, "a step log's data_time" if steps else "",
+                                                                   "Lightning's loader warning" if warn else "") if x)
+                      + ")")

@@ -1,0 +1,130 @@
+"""Speed symptoms in a paste (issue 42) judged by the watch checks: nvidia-smi tables, a training log's data_time,
+PyTorch Lightning's worker warning, a reporter's utilisation figure. The tables are made from a real capture
+(tests/paths SHARED fixtures/real/nvidia-smi-table, or the one copied into tests/fixtures) with its figures changed."""
+
+from __future__ import annotations
+
+from envdoctor.compat import load_compat
+from envdoctor.diagnose import diagnose_report
+from tests.paths import FIXTURES
+
+TABLE = (FIXTURES / "nvidia-smi-table" / "geforce-24gb_525.125.06_fan-err.txt").read_text()  # 2021 / 23028 MiB, 0%
+
+
+def _table(util: int, used: int, stamp: str = "") -> str:
+    t = TABLE.replace("|   2021MiB / 23028MiB |      0%   E. Process |",
+                      f"|  {used:>5}MiB / 23028MiB |    {util:>3}%   E. Process |")
+    assert t != TABLE or (util, used) == (0, 2021)
+    return (stamp + "\n" if stamp else "") + t + "\n"
+
+
+def _report(text: str):
+    return diagnose_report([text], load_compat())
+
+
+def _codes(report) -> dict:
+    return {f.code: f for f in report.all_findings}
+
+
+def test_one_idle_table_with_the_memory_held_is_weak_evidence_and_asks_for_dmon() -> None:
+    report = _report("Training is very slow, nvidia-smi shows:\n" + _table(0, 21500))
+    w = report.facts.watch
+    assert w is not None and w.summary["snapshots"] == 1 and len(w.samples) == 1
+    f = _codes(report)["watch.idle-gpu/all-idle"]
+    assert (f.severity, f.confidence, f.category) == ("warning", "low", "GPU_IDLE_UNUSED")
+    assert f.summary.startswith("One nvidia-smi table shows GPU 0 at 0% holding 21500 MiB")
+    assert "weak evidence" in f.summary
+    assert any(e.path == "paste.settle" and e.value.startswith("nvidia-smi dmon -s u") for e in f.evidence)
+    # memory taken by an idle GPU is reserved, not pressure: no GPU_MEMORY_PRESSURE from one table
+    assert "watch.gpu-memory/nearly-full" not in _codes(_report(_table(0, 22900)))
+
+
+def test_an_idle_machine_table_or_a_busy_one_is_no_recording() -> None:
+    assert _report(_table(0, 2021)).facts.watch is None  # nothing held: nobody is training
+    assert _report(_table(99, 21500)).facts.watch is None  # one busy moment is no symptom
+    assert not any(f.code.startswith("watch.") for f in _report(_table(0, 2021)).all_findings)
+
+
+def test_several_tables_are_a_series_timed_by_their_date_lines() -> None:
+    figures = [(0, 21500), (100, 21500), (3, 21500), (0, 21500), (97, 21500), (2, 21500), (0, 21500)]
+    text = "".join(_table(u, m, f"Mon Dec  7 08:02:{10 + 2 * k:02d} 2026") for k, (u, m) in enumerate(figures))
+    report = _report(text)
+    w = report.facts.watch
+    assert w is not None and w.summary["snapshots"] == 7 and w.interval_s == 2.0
+    assert [s["t_s"] for s in w.samples] == [0, 2, 4, 6, 8, 10, 12]
+    f = _codes(report)["watch.bottleneck/input-pattern"]
+    assert (f.severity, f.category) == ("warning", "INPUT_BOUND")
+    assert "jumps between high and low" in f.summary
+
+
+def test_tables_without_a_held_gpu_are_no_recording() -> None:
+    assert _report(_table(0, 2021) + _table(1, 2030)).facts.watch is None
+
+
+_MM = ("2023-05-10 10:0{k}:12,345 - mmdet - INFO - Epoch [1][{it}/7330]\tlr: 1.000e-02, eta: 2 days, 1:02:03, "
+       "time: {t}, data_time: {d}, memory: 3456, loss_rpn_cls: 0.5, loss: 1.9\n")
+
+
+def _mm(rows) -> str:
+    return "".join(_MM.format(k=k, it=50 * (k + 1), t=t, d=d) for k, (t, d) in enumerate(rows))
+
+
+def test_an_mmdet_log_whose_steps_wait_for_data_is_input_bound() -> None:
+    rows = [(3.1, 2.9), (1.912, 1.403), (1.870, 1.372), (1.884, 1.390), (1.901, 1.399), (1.893, 1.388)]
+    report = _report(_mm(rows))
+    w = report.facts.watch
+    # the first logged interval (the loader's start) is left out
+    assert w is not None and w.summary["step_log_lines"] == 5 and w.samples == []
+    assert abs(w.summary["data_wait_fraction"] - round(sum(d for _, d in rows[1:]) / sum(t for t, _ in rows[1:]), 4)) < 1e-9
+    f = _codes(report)["watch.bottleneck/input"]
+    assert (f.severity, f.category, f.confidence) == ("warning", "INPUT_BOUND", "high")
+    assert f.summary.startswith("Input-bound: steps wait for their batch 73.")
+    assert "is not in the recording" in f.summary  # no host samples: nothing claimed about the disk or CPU
+
+
+def test_an_mmdet_log_that_keeps_up_is_no_problem() -> None:
+    report = _report(_mm([(0.5, 0.2), (0.512, 0.012), (0.508, 0.010), (0.511, 0.011), (0.509, 0.009)]))
+    f = _codes(report)["watch.bottleneck/input-keeps-up"]
+    assert f.severity == "info"
+    assert not [x for x in report.all_findings if x.code.startswith("watch.") and x.severity != "info"]
+
+
+def test_a_detectron2_line_is_read_and_last_data_time_is_not_data_time() -> None:
+    line = ("[05/10 10:01:{s:02d} d2.utils.events]:  eta: 1 day, 2:03:04  iter: {it}  total_loss: 1.2  time: 0.9{s:02d}0  "
+            "last_time: 0.8  data_time: 0.7{s:02d}0  last_data_time: 0.01  lr: 0.02  max_mem: 5123M\n")
+    report = _report("".join(line.format(s=10 + k, it=20 * (k + 1)) for k in range(5)))
+    w = report.facts.watch
+    assert w is not None and 0.7 < w.summary["data_wait_fraction"] < 0.8
+    assert _codes(report)["watch.bottleneck/input"].category == "INPUT_BOUND"
+
+
+LIGHTNING = ("/usr/lib/python3.10/site-packages/pytorch_lightning/trainer/connectors/data_connector.py:432: "
+             "PossibleUserWarning: The dataloader, train_dataloader, does not have many workers which may be a "
+             "bottleneck. Consider increasing the value of the `num_workers` argument` (try 16 which is the number "
+             "of cpus on this machine) in the `DataLoader` init to improve performance.\n")
+
+
+def test_lightnings_warning_beside_an_idle_gpu_is_input_bound_at_low_confidence() -> None:
+    report = _report(LIGHTNING + _table(0, 21500))
+    f = _codes(report)["watch.bottleneck/input"]
+    assert (f.severity, f.category, f.confidence) == ("warning", "INPUT_BOUND", "low")
+    assert "train_dataloader has few workers (at most 2, on a machine with 16 CPUs)" in f.summary
+    assert "num_workers=15" in f.fix.commands[0]
+
+
+def test_lightnings_warning_alone_makes_no_watch_verdict() -> None:
+    report = _report(LIGHTNING)
+    w = report.facts.watch
+    assert w is not None and w.summary["loader_warning"]["cpus"] == 16
+    assert not any(f.code.startswith("watch.") for f in report.all_findings)
+
+
+def test_a_reporters_figure_is_one_reported_moment() -> None:
+    text = "When I check nvidia-smi the Memory-Usage is full but Volatile GPU-util indicates 0% while training.\n"
+    report = _report(text)
+    w = report.facts.watch
+    assert w is not None and w.summary["reported"].startswith("When I check nvidia-smi")
+    f = _codes(report)["watch.idle-gpu/all-idle"]
+    assert f.confidence == "low" and f.summary.startswith("The reporter gives the GPU's utilisation as 0%")
+    # a figure of a busy GPU is not a symptom
+    assert _report("GPU-Util is 98% all the time\nRuntimeError: CUDA error: out of memory\n").facts.watch is None
