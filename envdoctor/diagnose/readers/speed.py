@@ -82,6 +82,15 @@ def smi_snapshots(paste: Paste) -> List[Tuple[Optional[float], List[Dict[str, An
     return out
 
 
+# a person's words about speed, outside a table's lines: the context in which a table is about the run's speed
+_SPEED_TALK = re.compile(r"\b(?:slow(?:er|ly|s)?|speed|bottleneck|util(?:i[sz]ation)?|idle|throughput|it/s|"
+                         r"faster|under-?utili[sz]ed|stall(?:s|ed|ing)?)\b", re.I)
+
+
+def speed_talk(paste: Paste) -> bool:
+    return any(_SPEED_TALK.search(ln) for ln in paste.lines[:2000] if not ln.lstrip().startswith(("|", "+")))
+
+
 def _held(row: Dict[str, Any]) -> bool:
     used, total = row.get("mem_used_mib"), row.get("mem_total_mib")
     return bool(total) and used is not None and used >= HELD_SHARE * total
@@ -105,8 +114,10 @@ def _snapshot_samples(snaps) -> Tuple[List[Dict[str, Any]], float, List[str]]:
 
 # ---------------------------------------------------------------------------- a training log's data wait
 
-_DATA_TIME = re.compile(r"(?:^|[\s,(])data_time:\s*(\d+(?:\.\d+)?)")
-_TIME = re.compile(r"(?:^|[\s,(])time:\s*(\d+(?:\.\d+)?)")
+# YOLOX's trainer logs "iter_time: 1.397s, data_time: 0.003s" (its after_iter: iter_time from the iteration's start
+# to its end, data_time from the start to the batch's arrival; Megvii-BaseDetection/YOLOX yolox/core/trainer.py)
+_DATA_TIME = re.compile(r"(?:^|[\s,(])data_time:\s*(\d+(?:\.\d+)?)s?\b")
+_TIME = re.compile(r"(?:^|[\s,(])(?:iter_)?time:\s*(\d+(?:\.\d+)?)s?\b")
 
 
 def step_log(paste: Paste) -> Optional[Dict[str, Any]]:
@@ -130,7 +141,7 @@ def step_log(paste: Paste) -> Optional[Dict[str, Any]]:
     steps = sorted(t for _, t in rows)
     return {"data_wait_fraction": round(min(1.0, wait / step), 4), "step_log_lines": len(rows), "step_loops": 1,
             "wait_p50_ms": round(1000 * waits[len(waits) // 2], 1), "step_p50_ms": round(1000 * steps[len(steps) // 2], 1),
-            "step_source": "the training log's time / data_time (MMEngine/MMCV IterTimerHook or detectron2)"}
+            "step_source": "the training log's time / data_time (MMEngine/MMCV, detectron2 or YOLOX)"}
 
 
 # ---------------------------------------------------------------------------- Lightning's worker warning
@@ -155,7 +166,11 @@ def loader_warning(paste: Paste) -> Optional[Dict[str, Any]]:
 
 # ---------------------------------------------------------------------------- a person's figure
 
-_SAID_UTIL = re.compile(r"\b(?:volatile\s+)?gpu[- ]?util(?:i[sz]ation)?\b[^.\n%]{0,40}?(?<![\d.])(\d{1,3})\s?%", re.I)
+# the figure follows the phrase within a few words ("GPU-Util indicates 0%", "gpu utilization stays at 3 %"); a
+# share of time ("near maximum for 5% of the time") is not a utilisation
+_SAID_UTIL = re.compile(r"\b(?:volatile\s+)?gpu[- ]?util(?:i[sz]ation)?\b(?P<gap>[^.\n%]{0,40}?)(?<![\d.])(\d{1,3})\s?%"
+                        r"(?!\s*of\b)", re.I)
+_NOT_A_READING = re.compile(r"\b(?:max(?:imum)?|min(?:imum)?|time|when|if|above|over|below|under|than)\b", re.I)
 
 
 def said_util(paste: Paste) -> Optional[Tuple[float, str]]:
@@ -165,8 +180,8 @@ def said_util(paste: Paste) -> Optional[Tuple[float, str]]:
         if line.lstrip().startswith(("|", "+")):
             continue  # a table's line
         m = _SAID_UTIL.search(line)
-        if m and float(m.group(1)) <= 100:
-            return float(m.group(1)), line.strip()[:200]
+        if m and float(m.group(2)) <= 100 and not _NOT_A_READING.search(m.group("gap")):
+            return float(m.group(2)), line.strip()[:200]
     return None
 
 
@@ -190,7 +205,10 @@ def read_speed(paste: Paste, acc: Acc) -> None:
         snaps = smi_snapshots(paste)
         idle_held = any(_held(r) and r["util_pct"] <= IDLE_PCT for _, rows in snaps for r in rows)
         held = any(_held(r) for _, rows in snaps for r in rows)
-        if (len(snaps) == 1 and idle_held) or (len(snaps) > 1 and held):
+        # tables pasted for another reason (an install problem, an out-of-memory error, host and container) are
+        # about the run's speed only where the paste says so, or where they are a series (three or more)
+        about_speed = len(snaps) >= 3 or (bool(snaps) and speed_talk(paste))
+        if about_speed and ((len(snaps) == 1 and idle_held) or (len(snaps) > 1 and held)):
             samples, interval, notes = _snapshot_samples(snaps)
             source = f"nvidia-smi table ({len(snaps)} snapshot{'s' if len(snaps) > 1 else ''})"
             summary_extra["snapshots"] = len(snaps)

@@ -128,3 +128,39 @@ def test_a_reporters_figure_is_one_reported_moment() -> None:
     assert f.confidence == "low" and f.summary.startswith("The reporter gives the GPU's utilisation as 0%")
     # a figure of a busy GPU is not a symptom
     assert _report("GPU-Util is 98% all the time\nRuntimeError: CUDA error: out of memory\n").facts.watch is None
+
+
+# real logs from issues whose slowness was not the input (the data wait the log measured is small)
+# https://github.com/open-mmlab/mmdetection/issues/4090 (a comment's log, five lines)
+MMDET_4090 = """\
+2020-11-11 18:20:40,841 - mmdet - INFO - Epoch [1][1050/29317]\tlr: 2.000e-02, eta: 1 day, 18:57:37, time: 0.387, data_time: 0.008, memory: 3946, loss_rpn_cls: 0.1105, loss_rpn_bbox: 0.0975, loss_cls: 0.4957, acc: 91.4482, loss_bbox: 0.2994, loss: 1.0031
+2020-11-11 18:21:00,468 - mmdet - INFO - Epoch [1][1100/29317]\tlr: 2.000e-02, eta: 1 day, 18:44:28, time: 0.393, data_time: 0.009, memory: 3946, loss_rpn_cls: 0.1194, loss_rpn_bbox: 0.0822, loss_cls: 0.5477, acc: 90.7676, loss_bbox: 0.3243, loss: 1.0736
+2020-11-11 18:21:20,083 - mmdet - INFO - Epoch [1][1150/29317]\tlr: 2.000e-02, eta: 1 day, 18:32:17, time: 0.392, data_time: 0.009, memory: 3946, loss_rpn_cls: 0.0969, loss_rpn_bbox: 0.0887, loss_cls: 0.5287, acc: 90.5693, loss_bbox: 0.3296, loss: 1.0439
+2020-11-11 18:21:39,969 - mmdet - INFO - Epoch [1][1200/29317]\tlr: 2.000e-02, eta: 1 day, 18:22:26, time: 0.398, data_time: 0.009, memory: 3946, loss_rpn_cls: 0.1171, loss_rpn_bbox: 0.0973, loss_cls: 0.5065, acc: 90.6416, loss_bbox: 0.3247, loss: 1.0456
+2020-11-11 18:21:59,852 - mmdet - INFO - Epoch [1][1250/29317]\tlr: 2.000e-02, eta: 1 day, 18:13:10, time: 0.397, data_time: 0.009, memory: 3946, loss_rpn_cls: 0.0949, loss_rpn_bbox: 0.0808, loss_cls: 0.4891, acc: 90.6943, loss_bbox: 0.3254, loss: 0.9902
+"""
+# https://github.com/open-mmlab/mmyolo/issues/789 (YOLOX's own trainer, three lines)
+YOLOX_789 = """\
+2023-05-25 09:04:19.163 | INFO     | yolox.core.trainer:after_iter:282 - epoch: 1/20, iter: 10/1051, gpu mem: 20839Mb, mem: 46.8Gb, iter_time: 2.561s, data_time: 0.332s, total_loss: 8.9, iou_loss: 2.6, l1_loss: 0.0, conf_loss: 3.1, cls_loss: 3.3, lr: 4.527e-07, size: 640, ETA: 14:56:42
+2023-05-25 09:04:33.144 | INFO     | yolox.core.trainer:after_iter:282 - epoch: 1/20, iter: 20/1051, gpu mem: 20839Mb, mem: 46.9Gb, iter_time: 1.397s, data_time: 0.003s, total_loss: 8.8, iou_loss: 2.7, l1_loss: 0.0, conf_loss: 3.2, cls_loss: 2.9, lr: 1.811e-06, size: 640, ETA: 11:32:38
+2023-05-25 09:04:48.760 | INFO     | yolox.core.trainer:after_iter:282 - epoch: 1/20, iter: 30/1051, gpu mem: 20839Mb, mem: 46.9Gb, iter_time: 1.561s, data_time: 0.002s, total_loss: 7.0, iou_loss: 2.3, l1_loss: 0.0, conf_loss: 2.7, cls_loss: 2.0, lr: 4.074e-06, size: 640, ETA: 10:43:31
+"""
+
+
+def test_real_logs_whose_input_keeps_up_say_so_and_warn_of_nothing() -> None:
+    for text, share in ((MMDET_4090, 0.0225), (YOLOX_789, 0.0611)):
+        report = _report(text)
+        w = report.facts.watch
+        assert w is not None and abs(w.summary["data_wait_fraction"] - share) < 0.001, w.summary
+        f = _codes(report)["watch.bottleneck/input-keeps-up"]
+        assert f.severity == "info" and f.category == "NOTE"
+        assert not [x for x in report.all_findings if x.code.startswith("watch.") and x.severity != "info"]
+
+
+def test_a_table_pasted_for_another_reason_or_a_share_of_time_is_not_a_speed_symptom() -> None:
+    # an out-of-memory report shows the GPU held and idle: no speed verdict without a word of speed
+    assert _report("CUDA out of memory, even with nothing of mine running:\n" + _table(0, 21500)).facts.watch is None
+    # "near maximum for 5% of the time" is a share of time, not a utilisation
+    text = ("GPU utilization is only near maximum for maybe like 5% of the time the program is running\n"
+            "RuntimeError: CUDA error: out of memory\n")
+    assert _report(text).facts.watch is None
