@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional, Tuple
 
 from ..domain.recording import Analysis, pct
 from ..model.facts import Watch
@@ -81,3 +81,44 @@ def few_workers(bottleneck: Findings, w: Watch, a: Analysis, line: Optional[str]
                 commands=[f"DataLoader(dataset, batch_size=..., num_workers={workers}, pin_memory=True, "
                           "persistent_workers=True)" + (f"   # {cpus} CPUs, one kept for the training process"
                                                          if isinstance(cpus, int) else "")]))
+
+
+def told_storage(w: Watch) -> Optional[Tuple[str, List[Evidence]]]:
+    """Where the reporter says the data is (a paste: on an HDD, on NFS or another network share), as storage evidence
+    the way storage_busy gives it; None when the paste does not say."""
+    told = w.summary.get("data_storage") if isinstance(w.summary, dict) else None
+    if not isinstance(told, dict):
+        return None
+    what = "a network filesystem" if told.get("kind") == "network" else "a rotational disk"
+    return (f"the reporter puts the data on {what} (“{told.get('said')}”)",
+            [Evidence("watch.summary.data_storage", told.get("line"))])
+
+
+SETTLE_IO = "iostat -x 1   # beside nvidia-smi dmon -s u, while the training runs"
+
+
+def told_verdict(bottleneck: Findings, w: Watch, a: Analysis, notseen: Optional[str]) -> Optional[Finding]:
+    """No step timer, host samples or working GPU: the reporter's words that the data sits on an HDD or a network
+    share, beside an idle GPU (a table, a figure) or their words that the GPU is underused or loading is slow. The
+    storage-bound pattern, at low confidence; None without both."""
+    told = told_storage(w)
+    summ = w.summary if isinstance(w.summary, dict) else {}
+    seen = next((x for x in (summ.get("reported_low_util"), summ.get("reported_slow_load")) if x), None)
+    if told is None or (not a.gpus and not seen):
+        return None
+    text, ev = told
+    if a.gpus:
+        gpus = ", ".join(f"GPU {g.index} at {g.util_p50:g}%" for g in a.gpus[:4])
+        what = f"the GPU is idle ({gpus})"
+    else:
+        what = f"the reporter says “{seen}”"
+        ev = ev + [Evidence("watch.summary.reported", seen)]
+    return bottleneck.warning(
+        "storage", f"Input-bound on storage, by the reporter's account: {what}, and {text}",
+        category="INPUT_STORAGE_BOUND", evidence=ev + [Evidence("paste.settle", SETTLE_IO)], confidence="low",
+        detail="A hard disk serves a few hundred random reads a second and a network filesystem pays a round trip "
+               "per file: a loader reading many small files from either keeps the GPU waiting. The paste has no "
+               "disk counters; `iostat -x 1` during the training (%util near 100, a long await) settles it. "
+               + (notseen or ""),
+        fix=Fix("Copy the data set to a local SSD or NVMe before training (or pack it into large shards read "
+                "sequentially), or cache it in RAM when it fits", commands=[SETTLE_IO]))

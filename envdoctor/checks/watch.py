@@ -46,7 +46,7 @@ from ._watch import (
     workers_computing,
     working,
 )
-from ._watch_host import few_workers, host_verdict
+from ._watch_host import few_workers, host_verdict, told_storage, told_verdict
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -73,11 +73,13 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
     notseen = unseen_text(w)
     # a busy disk is not this run's input limit while its workers compute (state R) rather than wait on reads
     storage = workers_blocked(a) or (None if workers_computing(a, w) else storage_busy(a))
+    if storage is None and not a.has_host and not a.has_procs:
+        storage = told_storage(w)  # a paste's words on where the data is, with no disk counters to read
     cpu = cpu_saturated(a, w)
     wait_ev = [Evidence("watch.summary.data_wait_fraction", wait, f"< {WAIT_INPUT:g}")] if wait is not None else []
     if not gs:
         if wait is None:
-            few = few_workers(BOTTLENECK, w, a, None, notseen)
+            few = told_verdict(BOTTLENECK, w, a, notseen) or few_workers(BOTTLENECK, w, a, None, notseen)
             if few is not None:
                 return [few]
             tree = tree_input_verdict(a, w)

@@ -18,7 +18,9 @@ recording), next to what readers/recording.py reads from dmon, --query-gpu CSV, 
   trainer/connectors/data_connector.py, the worker check), with the machine's CPU count in the advice; kept in
   ``summary.loader_warning`` (the run has at most 2 workers per loader).
 - a person's sentence giving a GPU utilisation figure ("Volatile GPU-Util indicates 0%"): one reported sample,
-  marked as such (``summary.reported``), never a measurement's confidence.
+  marked as such (``summary.reported``), never a measurement's confidence; and where they say the data is (on an
+  HDD, on NFS or another network share: ``summary.data_storage``), with their words that the GPU is underused
+  (``summary.reported_low_util``), read only where the paste speaks of speed.
 """
 
 from __future__ import annotations
@@ -185,6 +187,52 @@ def said_util(paste: Paste) -> Optional[Tuple[float, str]]:
     return None
 
 
+# a person saying the GPU is underused without a figure ("GPU-Util too low", "the gpu usage is ... less than 10%")
+_SAID_LOW = re.compile(r"\bgpu[- ]?(?:util(?:i[sz]ation)?|usage|load)\b[^.\n]{0,50}?\b(?:too low|very low|(?:is|are|was|stays?|"
+                       r"remains?) (?:very |quite |really )?low|low\b|(?:always|shown|stays?|is) +zero|less than \d{1,2}\s?%|"
+                       r"not above \d{1,2}\s?%)", re.I)
+# where a person says the data is: on a rotational disk or a network filesystem (the storage the seeds' storage-bound
+# verdict is about); "not SSD" and the like are left to the words before them
+_SAID_STORAGE = re.compile(
+    r"\b(?:data(?:set)?s?|images|files|samples)\b[^.\n]{0,40}?\b(?:on|in|from)\s+(?:an?\s+|the\s+|my\s+|our\s+)?"
+    r"(?P<what>HDDs?|hard (?:disk|drive)s?|spinning (?:disk|drive)s?|NFS|network (?:share|drive|storage|file ?system)|"
+    r"CIFS|SMB share|sshfs|NAS)\b|\b(?P<what2>NFS|HDD)\b[^.\n]{0,30}?\b(?:to (?:share|store|hold)|for) (?:the )?data\b", re.I)
+_NETWORK = ("nfs", "network", "cifs", "smb", "sshfs", "nas")
+
+
+_SLOW_LOAD = re.compile(r"\b(?:(?:takes?|taking|took) (?:a )?(?:very )?long(?: time)? to (?:load|read)|(?:loading|reading) "
+                        r"(?:the )?(?:data|images|files|batches)?[^.\n]{0,20}?\b(?:is |are |very |so |too )*slow|slow to load)\b",
+                        re.I)
+
+
+def said_slow_load(paste: Paste) -> Optional[str]:
+    for i in paste.with_any(["long", "slow"])[:200]:
+        m = _SLOW_LOAD.search(paste.lines[i])
+        if m:
+            return m.group(0)
+    return None
+
+
+def said_low_util(paste: Paste) -> Optional[str]:
+    for i in paste.with_any(["gpu"])[:400]:
+        line = paste.lines[i]
+        m = _SAID_LOW.search(line) if not line.lstrip().startswith(("|", "+")) else None
+        if m:
+            return m.group(0)
+    return None
+
+
+def said_storage(paste: Paste) -> Optional[Dict[str, Any]]:
+    for i in paste.with_any(["hdd", "hard d", "spinning", "nfs", "network", "cifs", "smb", "sshfs", "nas"])[:200]:
+        line = paste.lines[i]
+        m = _SAID_STORAGE.search(line)
+        if m:
+            what = (m.group("what") or m.group("what2")).lower()
+            return {"kind": "network" if what.startswith(_NETWORK) else "rotational", "said": m.group(0).strip(),
+                    "line": line.strip()[:200]}
+    return None
+
+
 # ---------------------------------------------------------------------------- into the recording
 
 
@@ -222,7 +270,18 @@ def read_speed(paste: Paste, acc: Acc) -> None:
                 source = "the reporter's words (no recording)"
                 summary_extra["reported"] = said[1]
                 unseen.append("a figure from the reporter's sentence, not a recording")
-        if not samples and not steps and not warn:
+        told = said_storage(paste)
+        low = said_low_util(paste) if told and not samples else None
+        slow_load = said_slow_load(paste) if told and not samples and not low else None
+        if told and (samples or low or slow_load):
+            summary_extra["data_storage"] = told
+            if low:
+                summary_extra["reported_low_util"] = low
+            if slow_load:
+                summary_extra["reported_slow_load"] = slow_load
+        else:
+            told = None
+        if not samples and not steps and not warn and not told:
             return
         if samples:
             unseen.append("no host samples (CPU, disk) in the paste: whether the input pipeline is disk- or "
@@ -232,7 +291,7 @@ def read_speed(paste: Paste, acc: Acc) -> None:
         unseen.append("no process tree in a paste: DataLoader worker count unknown")
         summary = summarize(samples, interval) if samples else {}
         summary["notes"] = notes
-        w = Watch(status=ProbeStatus.OK, source=source or "a training log", interval_s=interval if samples else None,
+        w = Watch(status=ProbeStatus.OK, source=source, interval_s=interval if samples else None,
                   samples=samples, summary=summary, unseen=unseen)
     else:
         if not steps and not warn:
@@ -245,14 +304,16 @@ def read_speed(paste: Paste, acc: Acc) -> None:
         summary.update(steps)
     if warn:
         summary["loader_warning"] = warn
-    parts = [w.source] if samples or existing is not None else []
+    parts = [w.source] if w.source else []
     if steps:
         parts.append("step log (time / data_time)")
     if warn:
         parts.append("PyTorch Lightning's loader warning")
+    if summary.get("data_storage"):
+        parts.append("the reporter's words on the data's storage")
     acc.watch = dataclasses.replace(w, summary=summary, source=", ".join(p for p in parts if p))  # type: ignore[attr-defined]
     if existing is None:
         what = (f"{len(samples)} sample{'s' if len(samples) != 1 else ''} from {source}" if samples else "")
-        acc.add_found("speed symptoms (" + ", ".join(x for x in (what, "a step log's data_time" if steps else "",
-                                                                   "Lightning's loader warning" if warn else "") if x)
-                      + ")")
+        acc.add_found("speed symptoms (" + ", ".join(x for x in (
+            what, "a step log's data_time" if steps else "", "Lightning's loader warning" if warn else "",
+            "where the data is stored" if summary.get("data_storage") else "") if x) + ")")

@@ -164,3 +164,23 @@ def test_a_table_pasted_for_another_reason_or_a_share_of_time_is_not_a_speed_sym
     text = ("GPU utilization is only near maximum for maybe like 5% of the time the program is running\n"
             "RuntimeError: CUDA error: out of memory\n")
     assert _report(text).facts.watch is None
+
+
+def test_the_reporters_words_on_storage_and_an_underused_gpu_are_storage_bound_at_low_confidence() -> None:
+    text = ("Training is slow: the GPU utilization is very low most of the time.\n"
+            "Our dataset is on an NFS share mounted at /mnt/datasets.\n")
+    report = _report(text + "RuntimeWarning: overflow encountered in exp\n")
+    w = report.facts.watch
+    assert w is not None and w.summary["data_storage"]["kind"] == "network"
+    f = _codes(report)["watch.bottleneck/storage"]
+    assert (f.severity, f.category, f.confidence) == ("warning", "INPUT_STORAGE_BOUND", "low")
+    assert "a network filesystem (“dataset is on an NFS”)" in f.summary
+    assert any(e.path == "paste.settle" and e.value.startswith("iostat -x 1") for e in f.evidence)
+    # beside a table of an idle GPU held by the run: the same verdict, the table's figure quoted
+    f = _codes(_report("the training is slow, data on a HDD\n" + _table(0, 21500)))["watch.bottleneck/storage"]
+    assert "the GPU is idle (GPU 0 at 0%)" in f.summary
+
+
+def test_storage_named_without_a_speed_symptom_is_no_verdict() -> None:
+    text = "I keep the conda envs and my data on an HDD.\nImportError: libcudart.so.12: cannot open shared object file\n"
+    assert _report(text).facts.watch is None
