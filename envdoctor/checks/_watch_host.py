@@ -8,7 +8,7 @@ from typing import List, Optional, Tuple
 from ..domain.recording import Analysis, pct
 from ..model.facts import Watch
 from ..model.findings import Evidence, Finding, Fix
-from ._watch import BOUND_P50, CPU_SATURATED, gpu_evidence, no_gpu_reason
+from ._watch import BOUND_P50, CPU_SATURATED, gpu_evidence, local_copy, no_gpu_reason
 from .base import Findings
 
 
@@ -89,7 +89,9 @@ def told_storage(w: Watch) -> Optional[Tuple[str, List[Evidence]]]:
     told = w.summary.get("data_storage") if isinstance(w.summary, dict) else None
     if not isinstance(told, dict):
         return None
-    what = "a network filesystem" if told.get("kind") == "network" else "a rotational disk"
+    what = {"network": "a network filesystem", "fuse": "a FUSE mount"}.get(str(told.get("kind")), "a rotational disk")
+    if told.get("from") == "mounts":  # the paste's df -T or mount output: a fact, not an account
+        return (f"the data is on {what} ({told.get('said')})", [Evidence("watch.summary.data_storage", told.get("line"))])
     return (f"the reporter puts the data on {what} (“{told.get('said')}”)",
             [Evidence("watch.summary.data_storage", told.get("line"))])
 
@@ -114,11 +116,12 @@ def told_verdict(bottleneck: Findings, w: Watch, a: Analysis, notseen: Optional[
         what = f"the reporter says “{seen}”"
         ev = ev + [Evidence("watch.summary.reported", seen)]
     return bottleneck.warning(
-        "storage", f"Input-bound on storage, by the reporter's account: {what}, and {text}",
+        "storage", "Input-bound on storage, by the reporter's account: " + f"{what}, and {text}",
         category="INPUT_STORAGE_BOUND", evidence=ev + [Evidence("paste.settle", SETTLE_IO)], confidence="low",
         detail="A hard disk serves a few hundred random reads a second and a network filesystem pays a round trip "
                "per file: a loader reading many small files from either keeps the GPU waiting. The paste has no "
                "disk counters; `iostat -x 1` during the training (%util near 100, a long await) settles it. "
                + (notseen or ""),
         fix=Fix("Copy the data set to a local SSD or NVMe before training (or pack it into large shards read "
-                "sequentially), or cache it in RAM when it fits", commands=[SETTLE_IO]))
+                "sequentially), or cache it in RAM when it fits",
+                commands=(local_copy(w) if w.data_paths else []) + [SETTLE_IO]))

@@ -233,6 +233,49 @@ def said_storage(paste: Paste) -> Optional[Dict[str, Any]]:
     return None
 
 
+# ---------------------------------------------------------------------------- the data's mount (df -T, mount)
+
+# `df -T`: "Filesystem Type 1K-blocks Used Available Use% Mounted on" rows (a long source on a line of its own);
+# `mount`: "server:/export on /data type nfs4 (rw,...)"
+_DF_ROW = re.compile(r"^\s*(?P<src>\S+)?\s+(?P<fs>[\w.]+)\s+\d[\d.]*[KMGTP]?\s+\d[\d.]*[KMGTP]?\s+\d[\d.]*[KMGTP]?\s+"
+                     r"\d{1,3}%\s+(?P<mp>/\S*)\s*$")
+_MOUNT_ROW = re.compile(r"^\s*(?P<src>\S+) on (?P<mp>/\S*) type (?P<fs>[\w.]+) \(")
+# a data path the paste names: an argument or a config key, or the path a `df -T` was asked about
+_DATA_PATH = re.compile(r"(?:--?data[-_]?(?:path|dir|root|set|_dir)?|\bdata_?(?:root|dir|path|set_dir)|"
+                        r"\bdataset[_-]?(?:dir|path|root)|\$ df -T?h?T?)\s*[=:]?\s*['\"]?(/[^\s'\",)]+)")
+# parallel filesystems built for this (storage.data-path treats them as fast when the cluster's storage is)
+_PARALLEL = ("lustre", "gpfs", "beegfs", "wekafs", "panfs", "ceph", "cephfs", "glusterfs")
+
+
+def data_mount(paste: Paste) -> Optional[Dict[str, Any]]:
+    """The network or FUSE mount a data path the paste names lies on, from a pasted `df -T` or `mount`."""
+    from ...parsers.mounts import MountEntry, classify_fstype, find_mount
+
+    mounts: List[Any] = []
+    lines = paste.lines
+    for i in paste.with_any([" on /", "% /", "%  /"])[:2000]:
+        line = lines[i]
+        m = _MOUNT_ROW.match(line) or _DF_ROW.match(line)
+        if not m:
+            continue
+        src = m.group("src") or (lines[i - 1].strip() if i and len(lines[i - 1].split()) == 1 else None)
+        mounts.append((MountEntry(mount_point=m.group("mp"), fstype=m.group("fs"), source=src), line.strip()))
+    if not mounts:
+        return None
+    paths = [m.group(1) for i in paste.with_any(["data", "df "])[:500] for m in _DATA_PATH.finditer(paste.lines[i])]
+    for path in paths:
+        hit = find_mount([e for e, _ in mounts], path)
+        if hit is None or hit.fstype.lower().split(".")[-1] in _PARALLEL:
+            continue
+        kind = classify_fstype(hit.fstype)
+        if kind in ("network", "fuse"):
+            row = next(r for e, r in mounts if e is hit)
+            return {"kind": "network" if kind == "network" else "fuse", "from": "mounts", "path": path,
+                    "said": f"{path} on {hit.mount_point}, {hit.fstype}" + (f" from {hit.source}" if hit.source else ""),
+                    "line": row[:200]}
+    return None
+
+
 # ---------------------------------------------------------------------------- into the recording
 
 
@@ -270,7 +313,7 @@ def read_speed(paste: Paste, acc: Acc) -> None:
                 source = "the reporter's words (no recording)"
                 summary_extra["reported"] = said[1]
                 unseen.append("a figure from the reporter's sentence, not a recording")
-        told = said_storage(paste)
+        told = data_mount(paste) or said_storage(paste)
         low = said_low_util(paste) if told and not samples else None
         slow_load = said_slow_load(paste) if told and not samples and not low else None
         if told and (samples or low or slow_load):
@@ -311,7 +354,10 @@ def read_speed(paste: Paste, acc: Acc) -> None:
         parts.append("PyTorch Lightning's loader warning")
     if summary.get("data_storage"):
         parts.append("the reporter's words on the data's storage")
-    acc.watch = dataclasses.replace(w, summary=summary, source=", ".join(p for p in parts if p))  # type: ignore[attr-defined]
+    told_path = (summary.get("data_storage") or {}).get("path")
+    acc.watch = dataclasses.replace(  # type: ignore[attr-defined]
+        w, summary=summary, source=", ".join(p for p in parts if p),
+        data_paths=w.data_paths or ([told_path] if told_path else None))
     if existing is None:
         what = (f"{len(samples)} sample{'s' if len(samples) != 1 else ''} from {source}" if samples else "")
         acc.add_found("speed symptoms (" + ", ".join(x for x in (

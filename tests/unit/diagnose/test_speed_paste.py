@@ -184,3 +184,30 @@ def test_the_reporters_words_on_storage_and_an_underused_gpu_are_storage_bound_a
 def test_storage_named_without_a_speed_symptom_is_no_verdict() -> None:
     text = "I keep the conda envs and my data on an HDD.\nImportError: libcudart.so.12: cannot open shared object file\n"
     assert _report(text).facts.watch is None
+
+
+DF_T = """\
+$ df -T
+Filesystem                  Type     1K-blocks      Used  Available Use% Mounted on
+/dev/nvme0n1p2              ext4     491134192  88231244  377877100  19% /
+tmpfs                       tmpfs     65893756         0   65893756   0% /dev/shm
+fileserver:/export/shared   nfs4    7811938304 5712261120 2099677184  74% /mnt/shared
+"""
+
+
+def test_a_data_path_on_a_pasted_network_mount_is_a_fact_not_an_account() -> None:
+    text = ("Training got really slow after we moved the data; GPU utilization stays very low.\n"
+            "$ python train.py --data-path /mnt/shared/imagenet/train --workers 8\n" + DF_T)
+    report = _report(text)
+    w = report.facts.watch
+    assert w is not None and w.data_paths == ["/mnt/shared/imagenet/train"]
+    f = _codes(report)["watch.bottleneck/storage"]
+    assert f.category == "INPUT_STORAGE_BOUND" and f.confidence == "low"
+    assert "the data is on a network filesystem (/mnt/shared/imagenet/train on /mnt/shared, nfs4 from " \
+           "fileserver:/export/shared)" in f.summary
+    assert f.fix.commands[0].startswith("rsync -a /mnt/shared/imagenet/train/ ")
+    # `mount`'s format too; a path on the local disk is no storage verdict
+    mount = "fileserver:/export/shared on /mnt/shared type nfs4 (rw,relatime,vers=4.2)\n"
+    assert _codes(_report(text.split("$ df")[0] + mount))["watch.bottleneck/storage"].category == "INPUT_STORAGE_BOUND"
+    local = text.replace("--data-path /mnt/shared/imagenet/train", "--data-path /home/me/imagenet/train")
+    assert "watch.bottleneck/storage" not in _codes(_report(local + "RuntimeError: CUDA error: out of memory\n"))
