@@ -17,7 +17,8 @@ _RECORD = re.compile(r"^\s*(?:\([\w.-]+(?: rank=\d+)?(?: pid=\d+)?\)\s+)?(?P<lev
                      r"DEBUG)\s+(?:\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+)?(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+(?:\]| --))\s?")
 # glog's (and absl's) record prefix: "E0515 10:03:24.130426 19611 cuda_dnn.cc:534] ", the level first (Info, Warning,
 # Error, Fatal); TensorFlow, XLA (JAX), PaddlePaddle and other C++ runtimes log through it (issue 42)
-_GLOG = re.compile(r"^\s*(?P<level>[IWEF])\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\s\]]+:\d+\] ")
+_GLOG = re.compile(r"^\s*(?P<level>[IWEF])(?P<when>\d{4} \d\d:\d\d:\d\d)(?:\.\d+)? +(?P<tid>\d+) (?P<file>[^\s\]:]+)"
+                   r":\d+\] ")
 # what a traceback prints between its first and last line: frames, source lines, carets
 _FRAME = re.compile(r"^(?:\s|File \"|Traceback \(most recent call last\)|During handling of|The above exception|\^|~)")
 
@@ -80,6 +81,11 @@ def record_key(line: str) -> str:
     """The logger record a line belongs to (its time, emitter and source line: "(RayWorkerWrapper pid=5486) ERROR
     05-06 08:55:19 worker_base.py:145]"), or "" when it has none: one logging call prints a message and its
     traceback as lines of one record."""
+    g = _GLOG.match(_PREFIX.sub("", line, count=1))
+    if g is not None:
+        # glog: one event is several calls of one source file on one thread within a second ("Could not create
+        # cudnn handle" at cuda_dnn.cc:534, then its "Memory usage: ... bytes free" at cuda_dnn.cc:538)
+        return " ".join(g.group("level", "when", "tid", "file"))
     m = _RECORD.match(_PREFIX.sub("", line, count=1))
     return " ".join(line[:len(line) - len(_PREFIX.sub("", line, count=1)) + m.end()].split()) if m else ""
 

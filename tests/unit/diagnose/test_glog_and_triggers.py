@@ -56,3 +56,17 @@ def test_each_glog_record_is_a_message_of_its_own() -> None:
     # two records, never glued into one message
     assert not any("handle" in m and "Memory usage" in m for m in acc.messages)
     assert any(m.endswith("8589934592 bytes total.") for m in acc.messages)
+
+
+def test_the_lines_of_one_glog_event_are_explained_together() -> None:
+    # the handle failure and the memory line cuda_dnn.cc prints right after it, at level E on the same thread
+    # (the shape of conda-forge/jaxlib-feedstock#312's log, reports-batch5/422): the signature explains both, no unexplained-error warning is left
+    text = CUDNN + "\nE0515 10:03:24.130483 19611 cuda_dnn.cc:538] Memory usage: 7973961728 bytes free, " \
+                   "8198619136 bytes total.\n"
+    report = diagnose_report([text], load_compat())
+    codes = {f.code for f in report.all_findings if f.severity != "info"}
+    assert codes == {"messages.signature/cudnn-create-handle-failed"}
+    # another thread's E line in the same second is its own event, and is listed as unexplained
+    other = text + "E0515 10:03:24.200000 19777 gpu_driver.cc:91] Some unknown failure in the driver shim\n"
+    report = diagnose_report([other], load_compat())
+    assert "diagnose.unexplained-error/error-line" in {f.code for f in report.all_findings}
