@@ -34,6 +34,7 @@ from .readers import (
     ds_report,
     env_vars,
     frameworks,
+    gpu_discovery,
     host_lines,
     imports,
     loose_lines,
@@ -113,6 +114,7 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     paste = Paste(lines)
     collect_env.read(paste, acc)
     nvidia_smi.read_nvidia_smi(paste, acc)
+    gpu_discovery.read_gpu_discovery(paste, acc)
     blocks.read(paste, acc)
     packages.read(paste, acc)
     repl.read_repl(paste, acc)
