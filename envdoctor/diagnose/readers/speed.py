@@ -146,6 +146,58 @@ def step_log(paste: Paste) -> Optional[Dict[str, Any]]:
             "step_source": "the training log's time / data_time (MMEngine/MMCV, detectron2 or YOLOX)"}
 
 
+# ---------------------------------------------------------------------------- a progress bar's stops
+
+# tqdm's bar: "  780/7800 [05:04<45:36,  2.57it/s" (n/total [elapsed<remaining, rate]); the elapsed time is whole
+# seconds (H:MM:SS or MM:SS), so a stop shorter than a second or two is not seen
+_TQDM = re.compile(r"(?<![\d/])(\d+)/(\d+) \[(?:(\d+):)?(\d+):(\d\d)<")
+TQDM_POINTS = 6  # updates of one bar needed to tell its typical pace from its stops
+
+
+def progress_stalls(paste: Paste) -> Optional[Dict[str, Any]]:
+    """Stops of the step loop a pasted tqdm bar shows: intervals between its updates that took far longer than
+    their iterations' typical time (watch.timer's rule: STALL_X times the typical step and more), as the step
+    timer's stall counts (watch.stalls judges them). Needs TQDM_POINTS updates of one bar."""
+    from ...watch.timer import STALL_X
+
+    # runs of one bar in the order printed, its count and elapsed time rising (a new epoch's bar starts a new run)
+    runs: List[List[Tuple[int, float]]] = []
+    last: Dict[int, List[Tuple[int, float]]] = {}
+    for i in paste.with_any(["it/s", "s/it"])[:20000]:
+        for m in _TQDM.finditer(paste.lines[i]):
+            n, total = int(m.group(1)), int(m.group(2))
+            t = float(int(m.group(3) or 0) * 3600 + int(m.group(4)) * 60 + int(m.group(5)))
+            run = last.get(total)
+            if run is not None and run[-1][0] == n:
+                continue  # the same count refreshed
+            if run is None or n < run[-1][0] or t < run[-1][1]:
+                run = []
+                runs.append(run)
+                last[total] = run
+            run.append((n, t))
+    pts = max(runs, key=len) if runs else []
+    if len(pts) < TQDM_POINTS:
+        return None
+    steps = [(b[0] - a[0], b[1] - a[1]) for a, b in zip(pts, pts[1:])]
+    paces = sorted(dt / dn for dn, dt in steps if dn > 0)
+    if not paces:
+        return None
+    typical = paces[len(paces) // 2]
+    total_t = pts[-1][1] - pts[0][1]
+    if total_t <= 0:
+        return None
+    count, stalled = 0, 0.0
+    for dn, dt in steps:
+        expected = dn * typical
+        # a stop: the interval took STALL_X times what its iterations take, by more than the clock's 1 s grain
+        if dt >= STALL_X * max(expected, 1.0) and dt - expected >= 2.0:
+            count += 1
+            stalled += dt - expected
+    return {"step_stall_count": count, "step_stall_s": round(stalled, 1),
+            "step_stall_fraction": round(stalled / total_t, 4), "step_count": pts[-1][0] - pts[0][0],
+            "step_source": "a tqdm progress bar's updates (elapsed time in whole seconds)"}
+
+
 # ---------------------------------------------------------------------------- Lightning's worker warning
 
 _FEW_WORKERS = re.compile(r"The (?:dataloader, (?P<old>[\w ]+?),|'(?P<new>\w+)') does not have many workers which may "
@@ -284,7 +336,7 @@ def read_speed(paste: Paste, acc: Acc) -> None:
     from ...model.facts import ProbeStatus, Watch
 
     existing = getattr(acc, "watch", None)
-    steps = step_log(paste)
+    steps = step_log(paste) or progress_stalls(paste)
     warn = loader_warning(paste)
     samples: List[Dict[str, Any]] = []
     interval = 1.0
@@ -349,7 +401,7 @@ def read_speed(paste: Paste, acc: Acc) -> None:
         summary["loader_warning"] = warn
     parts = [w.source] if w.source else []
     if steps:
-        parts.append("step log (time / data_time)")
+        parts.append("step log (time / data_time)" if "data_wait_fraction" in steps else "progress bar")
     if warn:
         parts.append("PyTorch Lightning's loader warning")
     if summary.get("data_storage"):
@@ -361,5 +413,6 @@ def read_speed(paste: Paste, acc: Acc) -> None:
     if existing is None:
         what = (f"{len(samples)} sample{'s' if len(samples) != 1 else ''} from {source}" if samples else "")
         acc.add_found("speed symptoms (" + ", ".join(x for x in (
-            what, "a step log's data_time" if steps else "", "Lightning's loader warning" if warn else "",
+            what, ("a step log's data_time" if "data_wait_fraction" in steps else "a progress bar's updates")
+            if steps else "", "Lightning's loader warning" if warn else "",
             "where the data is stored" if summary.get("data_storage") else "") if x) + ")")

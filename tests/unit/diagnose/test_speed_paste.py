@@ -211,3 +211,36 @@ def test_a_data_path_on_a_pasted_network_mount_is_a_fact_not_an_account() -> Non
     assert _codes(_report(text.split("$ df")[0] + mount))["watch.bottleneck/storage"].category == "INPUT_STORAGE_BOUND"
     local = text.replace("--data-path /mnt/shared/imagenet/train", "--data-path /home/me/imagenet/train")
     assert "watch.bottleneck/storage" not in _codes(_report(local + "RuntimeError: CUDA error: out of memory\n"))
+
+
+def _bar(points, unit="it/s") -> str:
+    """tqdm's updates, joined by carriage returns as a terminal capture pastes them: (count, elapsed s)."""
+    out = []
+    for n, t in points:
+        out.append(f"Epoch 1:  {n * 100 // 400:3d}%|####      | {n}/400 [{t // 60:02d}:{t % 60:02d}<00:10,  1.00{unit}, loss=0.5]")
+    return "\r".join(out) + "\n"
+
+
+def test_a_progress_bar_that_stops_every_hundred_steps_is_judged_by_watch_stalls() -> None:
+    pts, t = [], 0
+    for n in range(0, 401, 20):
+        pts.append((n, t))
+        t += 20 + (40 if n and n % 100 == 0 else 0)  # an evaluation of 40 s after steps 100, 200 and 300
+    report = _report(_bar(pts))
+    w = report.facts.watch
+    assert w is not None and w.summary["step_stall_count"] == 3 and w.summary["step_stall_s"] == 120.0
+    f = _codes(report)["watch.stalls/stall"]
+    assert (f.severity, f.category) == ("warning", "CHECKPOINT_STALL")
+    assert f.summary.startswith("The step loop stopped 3 times for 120 s in all (")
+
+
+def test_a_steady_bar_or_a_short_one_is_no_stall() -> None:
+    steady = _bar([(n, n) for n in range(0, 401, 20)])
+    report = _report(steady + "RuntimeError: CUDA error: out of memory\n")
+    assert report.facts.watch is not None and report.facts.watch.summary["step_stall_count"] == 0
+    assert "watch.stalls/stall" not in _codes(report)
+    short = _bar([(0, 0), (20, 20), (40, 100)])  # three updates: no typical pace to judge against
+    assert _report(short + "RuntimeError: CUDA error: out of memory\n").facts.watch is None
+    # two epochs' bars (the count starts again): each is a run of its own, none glued to the other
+    two = _bar([(n, n) for n in range(0, 401, 40)]) + _bar([(n, n) for n in range(0, 401, 40)])
+    assert _report(two + "RuntimeError: CUDA error: out of memory\n").facts.watch.summary["step_stall_count"] == 0
