@@ -106,9 +106,10 @@ def read_all(text: str, compat: Any) -> Acc:
     return acc
 
 
-def read_raw(text: str, compat: Any = None) -> Acc:
+def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     """Every reader over one text; the facts quoted in messages are added by ``finish`` (after merging the
-    parts of a paste, so a message in one part can complete a GPU named in another)."""
+    parts of a paste, so a message in one part can complete a GPU named in another). ``recordings=False``: a unit
+    of a paste, whose recording is read across all units once they are merged (``read_recordings``)."""
     acc = Acc()
     lines, dropped = dedupe_paragraphs([ln[:MAX_LINE] for ln in clean_lines(text)])
     paste = Paste(lines)
@@ -132,7 +133,8 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)
-    _recordings(paste, acc)
+    if recordings:
+        _recordings(paste, acc)
     imports.read_imports(paste, acc)
     messages.read(paste, acc, signatures_from(compat))
     acc.repeated_blocks = dropped

@@ -45,7 +45,7 @@ _STAMP = re.compile(r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) ((?:Jan|Feb|Mar|Apr|May|
 
 def _stamp(lines: List[str], i: int) -> Optional[float]:
     for line in lines[max(0, i - 3):i]:
-        m = _STAMP.search(line)
+        m = _STAMP.search(line) if len(line) < 160 else None
         if m:
             try:
                 return datetime.strptime(" ".join(m.group(1).split()), "%b %d %H:%M:%S %Y").timestamp()
@@ -54,14 +54,32 @@ def _stamp(lines: List[str], i: int) -> Optional[float]:
     return None
 
 
+def _table_lines(lines: List[str], i: int, end: int) -> List[str]:
+    """The table under the header on line ``i``: its box lines (and the blank line before the processes box)."""
+    out = [lines[i]]
+    blanks = 0
+    for line in lines[i + 1:min(end, i + 400)]:
+        s = line.strip()
+        if not s:
+            blanks += 1
+            if blanks > 2:
+                break
+            continue
+        if s[0] not in "|+=-" and not s.startswith("No running processes"):
+            break
+        blanks = 0
+        out.append(line)
+    return out
+
+
 def smi_snapshots(paste: Paste) -> List[Tuple[Optional[float], List[Dict[str, Any]]]]:
     """Each nvidia-smi table of the paste as (time or None, one sample row per GPU)."""
     lines = paste.lines
     heads = [i for i in paste.with_any(["NVIDIA-SMI "], case=True) if _HEADER.search(lines[i])]
     out: List[Tuple[Optional[float], List[Dict[str, Any]]]] = []
     for k, i in enumerate(heads[:500]):
-        end = heads[k + 1] if k + 1 < len(heads) else min(len(lines), i + 400)
-        t = parse_nvidia_smi_table("\n".join(lines[i:end]))
+        end = heads[k + 1] if k + 1 < len(heads) else len(lines)
+        t = parse_nvidia_smi_table("\n".join(_table_lines(lines, i, end)))
         if t is None or not t.gpus:
             continue
         rows = []
@@ -85,12 +103,16 @@ def smi_snapshots(paste: Paste) -> List[Tuple[Optional[float], List[Dict[str, An
 
 
 # a person's words about speed, outside a table's lines: the context in which a table is about the run's speed
-_SPEED_TALK = re.compile(r"\b(?:slow(?:er|ly|s)?|speed|bottleneck|util(?:i[sz]ation)?|idle|throughput|it/s|"
+_SPEED_TALK = re.compile(r"\b(?:slow(?:er|ly|s)?|speed|bottleneck|util(?:i[sz]ation)?|idle|throughput|"
                          r"faster|under-?utili[sz]ed|stall(?:s|ed|ing)?)\b", re.I)
 
 
+_TALK_KEYS = ["slow", "speed", "bottleneck", "util", "idle", "throughput", "faster", "stall"]
+
+
 def speed_talk(paste: Paste) -> bool:
-    return any(_SPEED_TALK.search(ln) for ln in paste.lines[:2000] if not ln.lstrip().startswith(("|", "+")))
+    return any(_SPEED_TALK.search(paste.lines[i]) for i in paste.with_any(_TALK_KEYS)[:2000]
+               if not paste.lines[i].lstrip().startswith(("|", "+")))
 
 
 def _held(row: Dict[str, Any]) -> bool:
@@ -356,8 +378,7 @@ def read_speed(paste: Paste, acc: Acc) -> None:
             source = f"nvidia-smi table ({len(snaps)} snapshot{'s' if len(snaps) > 1 else ''})"
             summary_extra["snapshots"] = len(snaps)
             if len(snaps) == 1:
-                unseen.append("one nvidia-smi snapshot: utilisation over the driver's last sample period (1/6 s to "
-                              "1 s), one moment of the run")
+                unseen.append("one nvidia-smi table: one moment of the run")
         else:
             said = said_util(paste)
             if said is not None and said[0] <= IDLE_PCT:
