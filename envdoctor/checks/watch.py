@@ -177,6 +177,9 @@ def _input(w: Watch, a: Analysis, wait: Optional[float], storage, cpu, ev: List[
     conf = confidence(a, direct=direct, w=w)
     if storage:
         text, sev = storage
+        told = (w.summary.get("data_storage") or {}) if isinstance(w.summary, dict) else {}
+        if any(e.path == "watch.summary.data_storage" for e in sev) and told.get("from") != "mounts":
+            conf = "low"  # the storage half is the reporter's words
         return BOTTLENECK.warning(
             "storage", f"Input-bound on storage: {what}; {text}", category="INPUT_STORAGE_BOUND",
             evidence=ev + sev, confidence=conf, detail=notseen,

@@ -353,6 +353,24 @@ def data_mount(paste: Paste) -> Optional[Dict[str, Any]]:
 # ---------------------------------------------------------------------------- into the recording
 
 
+def _storage(paste: Paste, have_samples: bool, summary_extra: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """Where the data is (a pasted mount, or the reporter's words) into ``summary_extra``, when the paste also shows
+    the GPU side (samples) or the reporter says the GPU is underused or loading is slow; None otherwise."""
+    told = data_mount(paste) or said_storage(paste)
+    if told is None:
+        return None
+    low = said_low_util(paste) if not have_samples else None
+    slow_load = said_slow_load(paste) if not have_samples and not low else None
+    if not (have_samples or low or slow_load):
+        return None
+    summary_extra["data_storage"] = told
+    if low:
+        summary_extra["reported_low_util"] = low
+    if slow_load:
+        summary_extra["reported_slow_load"] = slow_load
+    return told
+
+
 def read_speed(paste: Paste, acc: Acc) -> None:
     from ...domain.recording import summarize
     from ...model.facts import ProbeStatus, Watch
@@ -386,17 +404,7 @@ def read_speed(paste: Paste, acc: Acc) -> None:
                 source = "the reporter's words (no recording)"
                 summary_extra["reported"] = said[1]
                 unseen.append("a figure from the reporter's sentence, not a recording")
-        told = data_mount(paste) or said_storage(paste)
-        low = said_low_util(paste) if told and not samples else None
-        slow_load = said_slow_load(paste) if told and not samples and not low else None
-        if told and (samples or low or slow_load):
-            summary_extra["data_storage"] = told
-            if low:
-                summary_extra["reported_low_util"] = low
-            if slow_load:
-                summary_extra["reported_slow_load"] = slow_load
-        else:
-            told = None
+        told = _storage(paste, bool(samples), summary_extra)
         if not samples and not steps and not warn and not told:
             return
         if samples:
@@ -410,10 +418,11 @@ def read_speed(paste: Paste, acc: Acc) -> None:
         w = Watch(status=ProbeStatus.OK, source=source, interval_s=interval if samples else None,
                   samples=samples, summary=summary, unseen=unseen)
     else:
-        if not steps and not warn:
+        # a recording read already (dmon, CSV, iostat ...): what the paste adds to it
+        told = _storage(paste, True, summary_extra)
+        if not steps and not warn and not told:
             return
         w = existing
-        summary_extra = {}
     summary = dict(w.summary)
     summary.update(summary_extra)
     if steps:
@@ -425,8 +434,9 @@ def read_speed(paste: Paste, acc: Acc) -> None:
         parts.append("step log (time / data_time)" if "data_wait_fraction" in steps else "progress bar")
     if warn:
         parts.append("PyTorch Lightning's loader warning")
-    if summary.get("data_storage"):
-        parts.append("the reporter's words on the data's storage")
+    if summary_extra.get("data_storage"):
+        parts.append("the data's mount (df -T / mount)" if summary_extra["data_storage"].get("from") == "mounts"
+                     else "the reporter's words on the data's storage")
     told_path = (summary.get("data_storage") or {}).get("path")
     acc.watch = dataclasses.replace(  # type: ignore[attr-defined]
         w, summary=summary, source=", ".join(p for p in parts if p),

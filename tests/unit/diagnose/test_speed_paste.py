@@ -244,3 +244,20 @@ def test_a_steady_bar_or_a_short_one_is_no_stall() -> None:
     # two epochs' bars (the count starts again): each is a run of its own, none glued to the other
     two = _bar([(n, n) for n in range(0, 401, 40)]) + _bar([(n, n) for n in range(0, 401, 40)])
     assert _report(two + "RuntimeError: CUDA error: out of memory\n").facts.watch.summary["step_stall_count"] == 0
+
+
+def test_a_dmon_recording_and_the_datas_network_mount_are_storage_bound() -> None:
+    # a real dmon capture's format (tests/fixtures/timeseries) with the GPU underused, and the data on NFS
+    dmon = "# gpu    pwr  gtemp  mtemp     sm    mem    enc    dec   mclk   pclk\n# Idx      W      C      C      %      %      %      %    MHz    MHz\n"
+    dmon += "".join(f"    0     {60 + k % 3}     40      -     {(20, 35, 5, 40, 10, 30)[k % 6]}     10      0      0   5000   1400\n"
+                    for k in range(30))
+    text = "Training is slow.\n$ python train.py --data-path /mnt/shared/imagenet/train\n" + DF_T + dmon
+    report = _report(text)
+    w = report.facts.watch
+    assert w is not None and w.source.startswith("nvidia-smi dmon") and "df -T / mount" in w.source
+    f = _codes(report)["watch.bottleneck/storage"]
+    assert f.category == "INPUT_STORAGE_BOUND" and "the data is on a network filesystem" in f.summary
+    # the same recording with the reporter's words instead of the mount: the storage half is an account, low
+    words = "Training is slow, our dataset is on an NFS share.\n" + dmon
+    f = _codes(_report(words))["watch.bottleneck/storage"]
+    assert f.confidence == "low" and "the reporter puts the data on a network filesystem" in f.summary
