@@ -11,7 +11,10 @@
   description="NVIDIA GeForce RTX 3060" ... driver=12.8``): ``compute`` is the compute capability and ``driver`` the
   CUDA version the driver supports (cuDriverGetVersion's major.minor); ROCm devices (``library=rocm``) are not
   NVIDIA GPUs and are left out.
-Both become the paste's GPU list (name and compute capability) below an nvidia-smi table, which wins where both are
+- JAX's ``jax.print_environment_info()`` names the first device's kind and the device counts: ``device info: NVIDIA
+  GeForce RTX 4060 Laptop GPU-1, 1 local devices`` (a real one: /work/shared/examples/reports-batch5/422.txt,
+  conda-forge/jaxlib-feedstock#312); ``cpu-1`` (JAX on its CPU backend only) and TPUs are no NVIDIA GPU list.
+All become the paste's GPU list (name and compute capability) below an nvidia-smi table, which wins where both are
 there (it is filled in with the compute capability by index)."""
 
 from __future__ import annotations
@@ -41,7 +44,24 @@ def _merge(acc: Acc, gpus: List[Gpu], how: str) -> None:
     acc.add_found(how)
 
 
+_JAX_INFO = re.compile(r"^\s*device info: (?P<kind>.+?)-(?P<n>\d+), (?P<local>\d+) local devices")
+
+
+def _jax_devices(paste: Paste, acc: Acc) -> None:
+    for i in paste.with_any(["device info: "])[:5]:
+        m = _JAX_INFO.match(paste.lines[i])
+        if not m:
+            continue
+        kind = m.group("kind").strip()
+        if kind.lower() == "cpu" or "tpu" in kind.lower() or kind.lower().startswith(("amd", "radeon")):
+            return
+        n = min(int(m.group("local")), 64)
+        _merge(acc, [Gpu(index=k, name=kind) for k in range(n)], f"JAX's device info ({n} local {kind})")
+        return
+
+
 def read_gpu_discovery(paste: Paste, acc: Acc) -> None:
+    _jax_devices(paste, acc)
     lines = paste.lines
     for i in paste.with_any(["ggml_cuda_init: found", "ggml_init_cublas: found"])[:5]:
         m = _GGML_FOUND.search(lines[i])

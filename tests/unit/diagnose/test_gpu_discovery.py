@@ -5,7 +5,7 @@ from __future__ import annotations
 from envdoctor.compat import load_compat
 from envdoctor.diagnose import diagnose_report
 from envdoctor.diagnose.engine import read_all
-from tests.paths import FIXTURES
+from tests.paths import FIXTURES, SHARED
 
 
 def _gpus(text: str):
@@ -51,3 +51,21 @@ def test_an_nvidia_smi_table_keeps_its_list_and_gains_the_compute_capability() -
     table = (FIXTURES / "nvidia-smi-table" / "geforce-24gb_525.125.06_fan-err.txt").read_text()
     text = table + "\nggml_cuda_init: found 1 CUDA devices:\n  Device 0: NVIDIA GeForce RTX 4090, compute capability 8.9, VMM: yes\n"
     assert _gpus(text) == [(0, "NVIDIA GeForce ...", "8.9")]
+
+
+def test_jaxs_environment_info_names_the_gpu() -> None:
+    text = ("jax:    0.5.2\njaxlib: 0.5.2\nnumpy:  2.2.5\n"
+            "device info: NVIDIA GeForce RTX 4060 Laptop GPU-1, 1 local devices\"\nprocess_count: 1\n")
+    assert _gpus(text) == [(0, "NVIDIA GeForce RTX 4060 Laptop GPU", None)]
+    assert _gpus("device info: cpu-1, 1 local devices\n") == []  # JAX on its CPU backend only
+    assert _gpus("device info: TPU v4-8, 4 local devices\n") == []
+
+
+def test_jaxs_device_info_in_a_real_report_beside_its_nvidia_smi_table() -> None:
+    path = SHARED / "examples" / "reports-batch5" / "422.txt"
+    if not path.exists():
+        import pytest
+
+        pytest.skip("the shared reports are not beside this checkout")
+    gpus = _gpus(path.read_text())
+    assert len(gpus) == 1 and gpus[0][1].startswith("NVIDIA GeForce RTX 4060")  # the table's list wins
