@@ -87,7 +87,8 @@ def _one_moment(w: Watch, a: Analysis, idle, ev: List[Evidence]) -> Optional[Fin
     loader = summ.get("loader_warning")
     return IDLE.warning(
         "all-idle", f"{said}: at that moment no kernel ran; with a process holding the GPU that suggests the run "
-        "waits (on its input, the CPU or a synchronisation), but one moment is weak evidence",
+        "waits (on its input, the CPU or a synchronisation) or computes elsewhere (on the CPU, another GPU), but one "
+        "moment is weak evidence",
         evidence=ev + [Evidence("paste.settle", SETTLE_UTIL)], confidence="low",
         detail="nvidia-smi's utilisation is the share of its last sample period (1/6 s to 1 s, by product) in which a "
                "kernel ran (NVML, nvmlUtilization_t); a run between steps, loading a batch, saving or evaluating "
