@@ -14,6 +14,12 @@
 - JAX's ``jax.print_environment_info()`` names the first device's kind and the device counts: ``device info: NVIDIA
   GeForce RTX 4060 Laptop GPU-1, 1 local devices`` (a real one: /work/shared/examples/reports-batch5/422.txt,
   conda-forge/jaxlib-feedstock#312); ``cpu-1`` (JAX on its CPU backend only) and TPUs are no NVIDIA GPU list.
+- TensorFlow logs each GPU it creates a device on (tensorflow/core/common_runtime/gpu/gpu_device.cc): ``Created
+  device /job:localhost/replica:0/task:0/device:GPU:0 with 10819 MB memory:  -> device: 0, name: Tesla K80, pci bus
+  id: 0000:00:04.0, compute capability: 3.7`` (before 2.5 or so: ``Created TensorFlow device (/job:.../device:GPU:0
+  with 3044 MB memory) -> physical GPU (device: 0, name: GeForce GTX 970, pci bus id: ..., compute capability:
+  5.2)``); the memory is what TensorFlow took, not the GPU's. A PluggableDevice (``name: METAL``) has no compute
+  capability and is left out.
 All become the paste's GPU list (name and compute capability) below an nvidia-smi table, which wins where both are
 there (it is filled in with the compute capability by index)."""
 
@@ -60,8 +66,25 @@ def _jax_devices(paste: Paste, acc: Acc) -> None:
         return
 
 
+_TF_DEVICE = re.compile(r"Creat(?:ed|ing) (?:TensorFlow )?device \(?/job:\S*?/device:GPU:\d+ with \d+ MB memory\)?:?\s*->\s*"
+                        r"(?:physical GPU \()?device: (\d+), name: (.+?), pci bus id: ([0-9a-fA-F:.]+), "
+                        r"compute capability: (\d+)\.(\d+)")
+
+
+def _tf_devices(paste: Paste, acc: Acc) -> None:
+    gpus: dict = {}
+    for i in paste.with_any(["device:gpu:"])[:200]:
+        m = _TF_DEVICE.search(paste.lines[i])
+        if m and int(m.group(1)) not in gpus:
+            gpus[int(m.group(1))] = Gpu(index=int(m.group(1)), name=m.group(2).strip(), pci_bus_id=m.group(3),
+                                        compute_capability=f"{m.group(4)}.{m.group(5)}")
+    if gpus:
+        _merge(acc, [gpus[k] for k in sorted(gpus)], f"TensorFlow's GPU devices ({len(gpus)})")
+
+
 def read_gpu_discovery(paste: Paste, acc: Acc) -> None:
     _jax_devices(paste, acc)
+    _tf_devices(paste, acc)
     lines = paste.lines
     for i in paste.with_any(["ggml_cuda_init: found", "ggml_init_cublas: found"])[:5]:
         m = _GGML_FOUND.search(lines[i])

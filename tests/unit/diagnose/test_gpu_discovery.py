@@ -69,3 +69,19 @@ def test_jaxs_device_info_in_a_real_report_beside_its_nvidia_smi_table() -> None
         pytest.skip("the shared reports are not beside this checkout")
     gpus = _gpus(path.read_text())
     assert len(gpus) == 1 and gpus[0][1].startswith("NVIDIA GeForce RTX 4060")  # the table's list wins
+
+
+def test_tensorflows_created_device_lines_both_wordings() -> None:
+    new = ("2021-09-30 15:39:28.858788: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1510] Created device "
+           "/job:localhost/replica:0/task:0/device:GPU:0 with 10819 MB memory:  -> device: 0, name: Tesla K80, "
+           "pci bus id: 0000:00:04.0, compute capability: 3.7\n")
+    old = ("2018-08-30 18:04:53.603690: I tensorflow/core/common_runtime/gpu/gpu_device.cc:1097] Created TensorFlow "
+           "device (/job:localhost/replica:0/task:0/device:GPU:0 with 3044 MB memory) -> physical GPU (device: 0, "
+           "name: GeForce GTX 970, pci bus id: 0000:01:00.0, compute capability: 5.2)\n")
+    metal = ("2022-10-05 17:26:41.050691: I tensorflow/core/common_runtime/pluggable_device/pluggable_device_factory.cc:272] "
+             "Created TensorFlow device (/job:localhost/replica:0/task:0/device:GPU:0 with 0 MB memory) -> physical "
+             "PluggableDevice (device: 0, name: METAL, pci bus id: <undefined>)\n")
+    assert _gpus(new) == [(0, "Tesla K80", "3.7")]
+    assert _gpus(old) == [(0, "GeForce GTX 970", "5.2")]
+    assert read_all(new, load_compat()).gpus[0].pci_bus_id == "0000:00:04.0"
+    assert _gpus(metal) == []
