@@ -36,6 +36,10 @@ TORCH_REQUIREMENTS_TRIED = ("triton", "pytorch-triton", "pytorch-triton-rocm")
 # the quick tier's DataLoader: (tensors per sample, batches): one batch from each of the two workers, 4 tensors
 # received (--smoke thorough: 8 x 8, 64 held at once, as step_dataloader does by default)
 QUICK_LOADER = (2, 2)
+# below this soft open-files limit the quick tier's DataLoader holds the 64 tensors too (8 x 8): 64 held descriptors
+# plus the step's own ~16 fail a limit under about 80, and 4 only one under about 20 (measured with torch 2.13.0 on
+# this machine: the 4-tensor step passed at 20 and failed at 16); common limits (1,024, 65,536) keep the cheap step
+QUICK_LOADER_FULL_BELOW = 256
 
 _BOOT = ("import importlib.util as u,sys\n"
          "s=u.spec_from_file_location('_envdoctor_smoke_steps',{path!r})\n"
@@ -188,9 +192,11 @@ class Smoke:
         cwd = _cwd()
         dirs = list(dict.fromkeys(self.data_dirs + ([cwd] if cwd else [])))
         loader: Dict[str, Any] = {}
-        if self.tier == "quick":
+        limit = self.section.get("open_files_limit") or [None, None]
+        if self.tier == "quick" and not (limit[0] is not None and limit[0] < QUICK_LOADER_FULL_BELOW):
             # each received descriptor is a connection to a worker and back: 64 were most of the quick tier's
-            # time after the import; the open-files limit itself is read and judged in every tier
+            # time after the import; the open-files limit itself is read and judged in every tier. Under an
+            # unusually low limit the 64 are held anyway: there the step can fail before the run does
             loader = {"columns": QUICK_LOADER[0], "batches": QUICK_LOADER[1]}
             self.section["not_tried"].append("a DataLoader holding 64 tensors at once (--smoke thorough)")
         for name, kw in (("dataloader", loader), ("checkpoint", {"dirs": dirs}), ("distributed", {})):

@@ -15,6 +15,10 @@ _PREFIX = re.compile(r"^\s*(?:\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\
 # a Ray actor's "(RayWorkerWrapper pid=5486) " before it), Python logging's "ERROR worker.py:99 -- " after a time
 _RECORD = re.compile(r"^\s*(?:\([\w.-]+(?: rank=\d+)?(?: pid=\d+)?\)\s+)?(?P<level>ERROR|CRITICAL|FATAL|WARNING|WARN|INFO|"
                      r"DEBUG)\s+(?:\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+)?(?:\[[\w./-]+:\d+\]|[\w./-]+:\d+(?:\]| --))\s?")
+# glog's (and absl's) record prefix: "E0515 10:03:24.130426 19611 cuda_dnn.cc:534] ", the level first (Info, Warning,
+# Error, Fatal); TensorFlow, XLA (JAX), PaddlePaddle and other C++ runtimes log through it (issue 42)
+_GLOG = re.compile(r"^\s*(?P<level>[IWEF])(?P<when>\d{4} \d\d:\d\d:\d\d)(?:\.\d+)? +(?P<tid>\d+) (?P<file>[^\s\]:]+)"
+                   r":\d+\] ")
 # what a traceback prints between its first and last line: frames, source lines, carets
 _FRAME = re.compile(r"^(?:\s|File \"|Traceback \(most recent call last\)|During handling of|The above exception|\^|~)")
 
@@ -77,18 +81,27 @@ def record_key(line: str) -> str:
     """The logger record a line belongs to (its time, emitter and source line: "(RayWorkerWrapper pid=5486) ERROR
     05-06 08:55:19 worker_base.py:145]"), or "" when it has none: one logging call prints a message and its
     traceback as lines of one record."""
+    g = _GLOG.match(_PREFIX.sub("", line, count=1))
+    if g is not None:
+        # glog: one event is several calls of one source file on one thread within a second ("Could not create
+        # cudnn handle" at cuda_dnn.cc:534, then its "Memory usage: ... bytes free" at cuda_dnn.cc:538)
+        return " ".join(g.group("level", "when", "tid", "file"))
     m = _RECORD.match(_PREFIX.sub("", line, count=1))
     return " ".join(line[:len(line) - len(_PREFIX.sub("", line, count=1)) + m.end()].split()) if m else ""
 
 
 def unprefixed(line: str) -> str:
     text = _PREFIX.sub("", line, count=1)
-    m = _RECORD.match(text)
+    m = _RECORD.match(text) or _GLOG.match(text)
     return (text[m.end():] if m else text).strip()
 
 
 def is_error_line(line: str) -> bool:
     """Whether ``line`` has the shape of a failure a program printed (module docstring)."""
+    glog = _GLOG.match(_PREFIX.sub("", line, count=1))
+    if glog is not None:
+        # a glog record: its level says what it is, whatever its words (an E line is an error line)
+        return glog.group("level") in "EF" and bool(_PREFIX.sub("", line, count=1)[glog.end():].strip())
     record = _RECORD.match(_PREFIX.sub("", line, count=1))
     if record is not None:
         # a logger's record: its level says what it is; an ERROR record's traceback frames and source lines are not

@@ -31,7 +31,10 @@ def recording(ctx: CheckContext) -> Watch:
         raise SkipCheck("no watch recording in the facts (envdoctor watch, or watch --replay FILE)", not_applicable="no watch recording")
     if w.status != "ok":
         raise SkipCheck(f"the watch recording is unusable ({w.status}: {w.reason or 'no reason given'})")
-    if not w.samples:
+    if not w.samples and not (isinstance(w.summary, dict) and (
+            w.summary.get("data_wait_fraction") is not None or w.summary.get("loader_warning")
+            or w.summary.get("data_storage") or w.summary.get("step_stall_fraction") is not None)):
+        # a paste's training log (its data_time) or a framework's loader warning is judged without samples
         raise SkipCheck("the watch recording holds no samples")
     return w
 
@@ -64,8 +67,12 @@ def unseen_text(w: Watch) -> Optional[str]:
     return ("Not seen: " + "; ".join(w.unseen) + ".") if w.unseen else None
 
 
-def confidence(a: Analysis, *, direct: bool) -> str:
-    """high: a direct measurement (step timer, process tree) backs it over enough samples; low: few samples."""
+def confidence(a: Analysis, *, direct: bool, w: Optional[Watch] = None) -> str:
+    """high: a direct measurement (step timer, process tree) backs it over enough samples; low: few samples.
+    A pasted training log's data_time (``w.summary.step_log_lines``) is a direct measurement over its lines."""
+    lines = w.summary.get("step_log_lines") if w is not None and isinstance(w.summary, dict) else None
+    if direct and isinstance(lines, int) and not a.sample_count:
+        return "high" if lines >= 5 else "medium"
     if a.steady_count < 5:
         return "low"
     return "high" if direct else "medium"

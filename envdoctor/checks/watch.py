@@ -47,7 +47,7 @@ from ._watch import (
     working,
 )
 from ._watch_cpu import cpu_held
-from ._watch_host import host_verdict
+from ._watch_host import few_workers, host_verdict, told_storage, told_verdict
 from ._watch_main import MAJORITY, main_busy, majority
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
@@ -75,10 +75,15 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
     notseen = unseen_text(w)
     # a busy disk is not this run's input limit while its workers compute (state R) rather than wait on reads
     storage = workers_blocked(a) or (None if workers_computing(a, w) else storage_busy(a))
+    if storage is None and not a.has_host and not a.has_procs:
+        storage = told_storage(w)  # a paste's words on where the data is, with no disk counters to read
     cpu = cpu_saturated(a, w)
     wait_ev = [Evidence("watch.summary.data_wait_fraction", wait, f"< {WAIT_INPUT:g}")] if wait is not None else []
     if not gs:
         if wait is None:
+            few = told_verdict(BOTTLENECK, w, a, notseen) or few_workers(BOTTLENECK, w, a, None, notseen)
+            if few is not None:
+                return [few]
             tree = tree_input_verdict(a, w)
             if tree is not None:
                 return [_tree_verdict(w, a, tree, notseen)]
@@ -92,7 +97,7 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
         return [BOTTLENECK.info(
             "input-keeps-up", f"Steps wait for their batch {100 * wait:.1f}% of the time: the input keeps up; "
             f"the step itself is the limit ({no_gpu_reason(w)})",
-            evidence=wait_ev, detail=notseen, confidence=confidence(a, direct=True), category="INPUT_BOUND")]
+            evidence=wait_ev, detail=notseen, confidence=confidence(a, direct=True, w=w), category="INPUT_BOUND")]
     lags = [e for e in a.lags if e.gpu in {g.index for g in gs}]  # a GPU that never works is watch.idle-gpu's
     if lags and sum(e.duration_s for e in lags) >= 0.3 * max(a.duration_s - a.warmup_s, 1e-9):
         raise SkipCheck("one GPU lagged for most of the recording (watch.straggler): the others' utilisation is "
@@ -131,6 +136,9 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
     if storage or cpu or (wait is not None and wait >= WAIT_INPUT):
         return [_input(w, a, wait, storage, cpu, ev, notseen, gpu=True, line=line)]
     smtext = f", SM activity {smact:g}% (p50)" if smact is not None else ""
+    few = few_workers(BOTTLENECK, w, a, line, notseen) if not (a.has_procs or a.has_host) else None
+    if few is not None:
+        return [few]
     if a.has_procs or (a.has_host and spread < 25):
         return [BOTTLENECK.warning(
             "underfed", f"The GPUs are underused ({line}{smtext}) while neither the disk nor the CPUs are busy"
@@ -168,18 +176,22 @@ def _input(w: Watch, a: Analysis, wait: Optional[float], storage, cpu, ev: List[
     gpu_part = f"the GPUs are underused ({line})" if gpu else ""
     what = "; ".join(x for x in (waited, gpu_part) if x)
     direct = wait is not None
+    conf = confidence(a, direct=direct, w=w)
     if storage:
         text, sev = storage
+        told = (w.summary.get("data_storage") or {}) if isinstance(w.summary, dict) else {}
+        if any(e.path == "watch.summary.data_storage" for e in sev) and told.get("from") != "mounts":
+            conf = "low"  # the storage half is the reporter's words
         return BOTTLENECK.warning(
             "storage", f"Input-bound on storage: {what}; {text}", category="INPUT_STORAGE_BOUND",
-            evidence=ev + sev, confidence=confidence(a, direct=direct), detail=notseen,
+            evidence=ev + sev, confidence=conf, detail=notseen,
             fix=Fix("Copy the data set to local NVMe (or pack it into large shards read sequentially: WebDataset, "
                     "TFRecord) so reads stop waiting on the disk", commands=local_copy(w)))
     if cpu:
         text, sev = cpu
         return BOTTLENECK.warning(
             "cpu", f"Input-bound on the CPU: {what}; {text}", category="INPUT_CPU_BOUND",
-            evidence=ev + sev, confidence=confidence(a, direct=direct),
+            evidence=ev + sev, confidence=conf,
             detail="Decoding and augmentation run on the CPU; when the cores are saturated the GPU waits. "
                    + (notseen or ""),
             fix=_cpu_fix(w, a, gpu))
@@ -193,15 +205,24 @@ def _input(w: Watch, a: Analysis, wait: Optional[float], storage, cpu, ev: List[
             "input", f"Input-bound: {what}; neither the disk nor the watched processes saturate the machine{others}",
             category="INPUT_BOUND",
             evidence=ev + [Evidence("watch.summary.host.cpu_busy_pct.p50", busy)],
-            confidence=confidence(a, direct=direct),
+            confidence=conf,
             detail="The loop blocks on its next batch while processes outside the run keep the CPUs busy: the "
                    "loader's workers wait for a core they share with them. " + (notseen or ""),
             fix=Fix("Find what holds the CPUs and stop it or move the run (`top -o %CPU`, or `ps -eo "
                     "pid,pcpu,comm --sort=-pcpu | head`); more workers would queue for the same cores"))
+    if not a.has_host and not a.has_procs:
+        # no host samples and no process tree (a pasted training log): what holds the loader back is not in it
+        return BOTTLENECK.warning(
+            "input", f"Input-bound: {what}; whether the disk, the CPU or too few loader workers hold the loader back "
+            "is not in the recording", category="INPUT_BOUND", evidence=ev, confidence=conf,
+            detail="The loop blocks on its next batch. Record `iostat -x 1` and `vmstat 1` during the run (or run "
+                   "`envdoctor watch -- <your command>`) to tell a slow disk from saturated CPUs. " + (notseen or ""),
+            fix=Fix("Overlap loading with compute: more workers and prefetching, pinned memory, the data on local disk",
+                    commands=[loader_line(w, a, gpu=gpu)]))
     return BOTTLENECK.warning(
         "input", f"Input-bound: {what}; neither the disk nor the watched processes saturate the machine",
         category="INPUT_BOUND",
-        evidence=ev, confidence=confidence(a, direct=direct),
+        evidence=ev, confidence=conf,
         detail="The loop blocks on its next batch while nothing on the host is busy: latency, not throughput "
                "(a remote or object store, a lock, sleeps or small reads one at a time, too few workers to overlap "
                "them). " + (notseen or ""),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
 from ..domain.recording import BURST_BYTES, Analysis, pct
 from ..model.facts import Watch
@@ -44,6 +44,9 @@ def idle_gpu(ctx: CheckContext) -> List[Finding]:
     def mem(g):
         return f" (holding {g.mem_used_mib_max:g} MiB)" if g.mem_used_mib_max is not None else ""
     names = ", ".join(f"GPU {g.index}{mem(g)}" for g in idle)
+    moment = _one_moment(w, a, idle, ev)
+    if moment is not None:
+        return [moment]
     if len(idle) == len(a.gpus):
         return [IDLE.warning(
             "all-idle", f"No GPU did any work in {a.sample_count} samples ({a.duration_s:g} s): {names}",
@@ -64,6 +67,39 @@ def idle_gpu(ctx: CheckContext) -> List[Finding]:
                + (unseen_text(w) or ""),
         fix=Fix("Launch one process per GPU (torchrun --nproc_per_node=<GPUs>) with DistributedDataParallel, or "
                 "hide the unused GPU (CUDA_VISIBLE_DEVICES) so it can serve another job"))]
+
+
+# what a paste's one moment suggests, and the recording that would settle it (issue 42): utilisation per second
+SETTLE_UTIL = "nvidia-smi dmon -s u   # while the training runs, 30 s or more"
+
+
+def _one_moment(w: Watch, a: Analysis, idle, ev: List[Evidence]) -> Optional[Finding]:
+    """A paste's single nvidia-smi table (or a reporter's figure) with GPUs idle: what it suggests, said as weak
+    evidence, with the recording that would settle it; None for a real series."""
+    summ = w.summary if isinstance(w.summary, dict) else {}
+    reported = summ.get("reported")
+    if summ.get("snapshots") != 1 and not reported:
+        return None
+    def held(g):
+        return f" holding {g.mem_used_mib_max:g} MiB" if g.mem_used_mib_max is not None else ""
+    names = ", ".join(f"GPU {g.index} at {g.util_p50:g}%{held(g)}" for g in idle)
+    said = (f"The reporter gives the GPU's utilisation as {idle[0].util_p50:g}% (“{reported}”)" if reported else
+            f"One nvidia-smi table shows {names}")
+    loader = summ.get("loader_warning")
+    return IDLE.warning(
+        "all-idle", f"{said}: at that moment no kernel ran; with a process holding the GPU that suggests the run "
+        "waits (on its input, the CPU or a synchronisation) or computes elsewhere (on the CPU, another GPU), but one "
+        "moment is weak evidence",
+        evidence=ev + [Evidence("paste.settle", SETTLE_UTIL)], confidence="low",
+        detail="nvidia-smi's utilisation is the share of its last sample period (1/6 s to 1 s, by product) in which a "
+               "kernel ran (NVML, nvmlUtilization_t); a run between steps, loading a batch, saving or evaluating "
+               "reads 0% at that moment and 100% the next. Utilisation sampled every second over a minute of training "
+               "tells a GPU that waits from one caught between steps."
+               + (f" {loader['framework']} also warns that the {loader['loader']} has few workers (at most 2)."
+                  if isinstance(loader, dict) else "") + " " + (unseen_text(w) or ""),
+        fix=Fix("Record utilisation while the training runs; if it stays low, the run waits on its input (see "
+                "watch.bottleneck): more DataLoader workers, pin_memory=True, data on local disk",
+                commands=[SETTLE_UTIL]))
 
 
 STRAGGLER = Findings("watch.straggler", "GPU_STRAGGLER", kinds=("lagging", "slower"))
@@ -271,6 +307,10 @@ def gpu_memory(ctx: CheckContext) -> List[Finding]:
     if not known:
         raise SkipCheck("GPU memory used against total unknown in the recording" if a.gpus else no_gpu_reason(w))
     full = [g for g in known if g.mem_used_pct_p90 >= MEM_PRESSURE_PCT]
+    if isinstance(w.summary, dict) and w.summary.get("snapshots"):
+        # a pasted table's idle GPU with its memory taken: memory reserved up front (TensorFlow maps nearly all
+        # of it by default; torch's caching allocator keeps what it freed), not pressure on a working run
+        full = [g for g in full if g.util_p90 is not None and g.util_p90 >= IDLE_P90]
     if not full:
         return []
     return [MEMORY.warning(

@@ -176,6 +176,8 @@ def _facts_and_info(sp: _Split, compat: Any) -> Tuple[Facts, DiagnoseInfo]:
 
     text = sp.text
     acc = sp.acc if sp.acc is not None else engine.read_all(text, compat)
+    if sp.acc is not None:
+        engine.read_recordings(text, acc)  # merged from units: the recording runs across them
     if not acc.found and not acc.messages and not acc.values and not acc.packages:
         raise NothingRecognised("nothing recognisable: no collect_env output, nvidia-smi table, package list, "
                                 "version line or error message was found")

@@ -34,6 +34,7 @@ from .readers import (
     ds_report,
     env_vars,
     frameworks,
+    gpu_discovery,
     host_lines,
     imports,
     loose_lines,
@@ -48,6 +49,7 @@ from .readers import (
     recording,
     repl,
     scheduler,
+    speed,
     toolchain,
 )
 from .readers.base import BARE, LOOSE, REPL, STRUCTURED, Acc, Paste, clean_lines
@@ -104,14 +106,16 @@ def read_all(text: str, compat: Any) -> Acc:
     return acc
 
 
-def read_raw(text: str, compat: Any = None) -> Acc:
+def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     """Every reader over one text; the facts quoted in messages are added by ``finish`` (after merging the
-    parts of a paste, so a message in one part can complete a GPU named in another)."""
+    parts of a paste, so a message in one part can complete a GPU named in another). ``recordings=False``: a unit
+    of a paste, whose recording is read across all units once they are merged (``read_recordings``)."""
     acc = Acc()
     lines, dropped = dedupe_paragraphs([ln[:MAX_LINE] for ln in clean_lines(text)])
     paste = Paste(lines)
     collect_env.read(paste, acc)
     nvidia_smi.read_nvidia_smi(paste, acc)
+    gpu_discovery.read_gpu_discovery(paste, acc)
     blocks.read(paste, acc)
     packages.read(paste, acc)
     repl.read_repl(paste, acc)
@@ -129,11 +133,25 @@ def read_raw(text: str, compat: Any = None) -> Acc:
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)
-    recording.read(paste, acc)
+    if recordings:
+        _recordings(paste, acc)
     imports.read_imports(paste, acc)
     messages.read(paste, acc, signatures_from(compat))
     acc.repeated_blocks = dropped
     return acc
+
+
+def _recordings(paste: Paste, acc: Acc) -> None:
+    recording.read(paste, acc)
+    speed.read_speed(paste, acc)
+
+
+def read_recordings(text: str, acc: Acc) -> None:
+    """The recordings and speed symptoms of the whole text into ``acc.watch``: a paste cut into units (each
+    nvidia-smi table is one, diagnose/machines.py) is one recording across them, which no unit's reading sees."""
+    acc.watch = None  # type: ignore[attr-defined]
+    lines, _ = dedupe_paragraphs([ln[:MAX_LINE] for ln in clean_lines(text)])
+    _recordings(Paste(lines), acc)
 
 
 def finish(acc: Acc, compat: Any) -> None:

@@ -298,7 +298,8 @@ def group(texts: Sequence[str], names: Sequence[str], compat: Any) -> Tuple[List
                 for v in units:
                     v.acc = None
                 return [Machine(units=units)], []
-            acc = read_raw(key, compat) if key.strip() else Acc()
+            # the recording (and speed symptoms) are read across the units once merged (engine.read_recordings)
+            acc = read_raw(key, compat, recordings=False) if key.strip() else Acc()
             LAST_WORK["reads"] += 1
             distinct[key] = acc
             sigs[id(acc)] = signature(acc)

@@ -32,6 +32,11 @@ _TRIGGER = re.compile(
     r"\bfailures?\b|cudaError\w*|Illegal instruction|\[E[:\]]|\bFault\b|\bpanicked at\b",
     re.IGNORECASE,
 )
+# glog's (and absl's) record prefix, "E0515 10:03:24.130426 19611 cuda_dnn.cc:534] ": level (Info, Warning,
+# Error, Fatal), month and day, time, thread id, file and line. TensorFlow, JAX/XLA, PaddlePaddle and other C++
+# runtimes log through it; an E or F record is an error line whatever its words ("Could not create cudnn handle:
+# CUDNN_STATUS_NOT_INITIALIZED" holds none of the trigger words).
+_GLOG_ERROR = re.compile(r"^[ \t]*[EF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\s\]]+:\d+\] ", re.M)
 # literal, lower-case pieces covering every trigger alternative ("not " covers "not found", "cannot open",
 # "could not select" ...): each keyword costs one C-speed scan of the paste, so there are few of them
 _KEYWORDS = ["error", "exception", "warn", "not ", "fail", "too old", "undefined symbol", "mismatch",
@@ -46,7 +51,7 @@ _SKIP = re.compile(r"^\s*(?:File \"|Traceback \(most recent call last\)|\^+\s*$|
 # a line that starts something else: a prompt, a fence, a frame, a log record with its own timestamp (also
 # inside the quotes a person put around the line they copied: `"2024-11-12 10:07:56 [W:...] Failed ..."`)
 _STOP = re.compile(r"^\s*[\"'\u201c\u2018]?(?:```|~~~|\$ |>>> |In \[\d+\]:|Out\[\d+\]:|# |[A-Z][\w.]*(?:Error|Exception|Warning)\b:|"
-                   r"\d{4}-\d\d-\d\d[ T]\d|\d\d:\d\d:\d\d|\+-{3}|\|)")
+                   r"\d{4}-\d\d-\d\d[ T]\d|\d\d:\d\d:\d\d|\+-{3}|\||[IWEF]\d{4} \d\d:\d\d:\d\d)")
 _PROMPT = re.compile(r"^\s*(?:\$ |>>> |In \[\d+\]:|PS [A-Z]:\\[^>]*> )")
 _CONTINUATION = re.compile(r"^\s+\S")
 _LOWER_START = re.compile(r"^\s*[a-z(]")
@@ -67,12 +72,16 @@ _COMMON = {"version", "installed", "current", "pytorch", "install", "available",
 
 
 def _literal_keywords(sigs: Sequence[Any]) -> List[str]:
-    """The longest literal word of each signature's pattern (lower-case), for the line prefilter: one word, so
-    a message wrapped or double-spaced inside a phrase still has it whole on one line."""
+    """The longest literal word of each signature's pattern (lower-case): a line holding one is kept when a
+    catalogue row matches the message assembled around it. One word, so a message wrapped or double-spaced inside
+    a phrase still has it whole on one line.
+
+    Every row has its word, also a row whose text holds one of the reader's own keywords: a keyword only puts a
+    line among the candidates, and a candidate is kept on a trigger word (``_TRIGGER``) or a row's word; a row
+    holding "not " (the keyword of "not found", "could not select", ...) but no trigger word ("Could not create
+    cudnn handle: CUDNN_STATUS_NOT_INITIALIZED") was dropped when rows with a keyword had no word of their own."""
     out: List[str] = []
     for sig in sigs:
-        if any(k in sig.pattern.lower().replace("\\", "") for k in _KEYWORDS):
-            continue  # the row's message already holds one of the reader's own keywords
         plain = re.sub(r"\\[a-zA-Z]|\(\?P<\w+>|\(\?<!.*?\)|\[[^\]]*\]|[{][^}]*[}]", " ", sig.pattern)
         words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]{6,}", plain) if w.lower() not in _COMMON]
         if words:
@@ -186,16 +195,21 @@ def read(paste: Paste, acc: Acc, sigs: Sequence[Any] = ()) -> None:
             # the failure the paste shows happened while importing torch itself (a qualifier for signatures)
             acc.put("paste.torch_import", True, 1, lines[i].strip()[:160])
             break
-    extra = [k for k in _literal_keywords(sigs) if not any(k2 in k for k2 in _KEYWORDS)]
+    row_words = _literal_keywords(sigs)
+    # the words the reader's own keywords do not already find (those lines are candidates anyway)
+    extra = [k for k in row_words if not any(k2 in k for k2 in _KEYWORDS)]
     candidates = paste.with_any(_KEYWORDS + extra)
+    glog = {paste.line_of(m.start()) for m in _GLOG_ERROR.finditer(paste.text)} if "] " in paste.text else set()
+    if glog:
+        candidates = sorted(set(candidates) | glog)
     # a log repeating one error adds nothing but time: each distinct line once, the first and the last
     # ones of a long log (where the first failure and the one that ended the run are)
     hit_lines = []
     for i in paste.distinct(candidates, head=1500, tail=500):
         line = lines[i][:4000]
-        if _TRIGGER.search(line):
+        if _TRIGGER.search(line) or i in glog:
             hit_lines.append((i, False))
-        elif extra and any(k in line.lower() for k in extra):
+        elif row_words and any(k in line.lower() for k in row_words):
             hit_lines.append((i, True))  # kept only when a catalogue row matches what is assembled around it
     acc.message_lines = len(candidates)
     done = -1
