@@ -7,7 +7,11 @@ They are read only when ENVDOCTOR_FLEET_TESTING=1 (the tests set it for the rank
   into the node's facts snapshot ("pythons[0].torch.version", "host.shm_total_bytes") or, prefixed "rank.", into
   the rank's own record ("rank.torch_version"). Example: "1:pythons[0].torch.version=2.12.0+cpu".
 - ENVDOCTOR_FLEET_TEST_EXIT="RANK:STAGE:CODE": rank RANK exits with CODE (os._exit, no clean-up, as a crash)
-  at STAGE: "after-init" (before saying hello) or "before-gather" (after its own part, before sending it);
+  at STAGE: "at-launch" (first thing, before envdoctor tracks the rank: a rank whose interpreter fails),
+  "before-start" (before it announces itself on the board: dead before start-up), "during-start" (announced,
+  before init_process_group), "after-init" (before saying hello), "before-gather" (after its own part, before
+  sending it) or "after-report" (its report sent, before the rest of the run: mid-run);
+  CODE "kill" makes it SIGKILL itself there (the OOM killer, `kill -9`);
   CODE "hang" makes it hang there instead (a rank stuck in a driver call), until the launcher ends it;
   CODE "late=SECONDS" makes it wait that long there and then carry on (a rank that comes after the deadline).
 """
@@ -22,8 +26,9 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 ENABLE = "ENVDOCTOR_FLEET_TESTING"
 OVERRIDE = "ENVDOCTOR_FLEET_TEST_OVERRIDE"
 EXIT = "ENVDOCTOR_FLEET_TEST_EXIT"
-STAGES = ("after-init", "before-gather")
+STAGES = ("at-launch", "before-start", "during-start", "after-init", "before-gather", "after-report")
 HANG = -1  # exit_at's answer for CODE "hang"
+KILL = -9  # exit_at's answer for CODE "kill"
 
 
 class HookError(ValueError):
@@ -60,7 +65,7 @@ def exit_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[int]:
     for item in filter(None, (s.strip() for s in env[EXIT].split(";"))):
         m = _item(item)
         if int(m.group(1)) == rank and m.group(2) == stage and not m.group(3).startswith("late="):
-            return HANG if m.group(3) == "hang" else int(m.group(3))
+            return {"hang": HANG, "kill": KILL}.get(m.group(3)) or int(m.group(3))
     return None
 
 
@@ -75,8 +80,20 @@ def late_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[float]:
     return None
 
 
+def at(env: Mapping[str, str], rank: int, stage: str) -> None:
+    """Apply this rank's hook for ``stage``: leave (exit, kill, hang) or wait, as the variable says."""
+    code = exit_at(env, rank, stage)
+    if code is not None:
+        leave(code)
+    late = late_at(env, rank, stage)
+    if late:
+        import time
+
+        time.sleep(late)
+
+
 def _item(item: str) -> re.Match[str]:
-    m = re.fullmatch(r"(\d+):([a-z-]+):(\d+|hang|late=\d+(?:\.\d+)?)", item)
+    m = re.fullmatch(r"(\d+):([a-z-]+):(\d+|hang|kill|late=\d+(?:\.\d+)?)", item)
     if not m or m.group(2) not in STAGES:
         raise HookError(f"{EXIT}: {item!r} is not RANK:STAGE:CODE (STAGE: {', '.join(STAGES)})")
     return m
@@ -124,5 +141,10 @@ def leave(code: int) -> None:
         while True:
             time.sleep(3600)
     sys.stdout.flush()
+    sys.stderr.flush()
+    if code == KILL:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
     sys.stderr.flush()
     os._exit(code)
