@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.cli import main
+from envdoctor.model.fleet import fleet_from_report
 from tests.paths import REPO
 
 pytestmark = pytest.mark.slow
@@ -180,3 +181,45 @@ def test_sixteen_ranks_hold_sockets_to_rank_0_only(cpu_venv, tmp_path):
     assert max(others) <= 4, others  # rank 0's pair, the rendezvous store, one more: not n - 1 pairs
     assert n - 1 <= ranks[0]["sockets"] <= n + 3, ranks[0]["sockets"]  # one pair per rank it heard from
     assert ranks[1]["env"].get("OMP_NUM_THREADS") == "1"
+
+
+# issue 41: rank 1 of two dies at each point of its life; the report names it, with its host, and never rank 0.
+# "at-launch" exits before envdoctor tracks the rank (an interpreter that fails at once: no exit record, named by
+# torchrun's placement); the others SIGKILL the rank, as the OOM killer or a `kill -9` would.
+KILLS = [("at-launch", "1", "fleet.ranks/not-arrived", "never arrived"),
+         ("before-start", "kill", "fleet.ranks/died", "died before start-up (before it announced itself): killed "
+                                                      "by SIGKILL"),
+         ("during-start", "kill", "fleet.ranks/died", "died during start-up (before the process group formed): "
+                                                      "killed by SIGKILL"),
+         ("after-report", "kill", "fleet.ranks/died", "died mid-run (after it sent its report): killed by SIGKILL")]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("stage, code, finding, says", KILLS, ids=[k[0] for k in KILLS])
+def test_rank_1_killed_is_named_with_its_host_and_rank_0_is_never_blamed(cpu_venv, tmp_path, stage, code, finding,
+                                                                        says):
+    env = _env(tmp_path, ENVDOCTOR_FLEET_TEST_EXIT=f"1:{stage}:{code}")
+    argv = ["timeout", "200"] + _torchrun(cpu_venv.python, "--nproc-per-node", "2", "--master-port", str(_port())) + \
+        ["--timeout", "60", "--format", "json", "--no-redact"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path,
+                            start_new_session=True)
+    out, err = proc.communicate(timeout=250)
+    assert proc.returncode not in (0, 124), err[-3000:]
+    assert out.strip(), f"rank 0 wrote no report: {err[-3000:]}"
+    report = json.loads(out)
+    host = socket.gethostname()
+    ranks = [f for f in report["fleet_findings"] if f["code"].startswith("fleet.ranks/")]
+    (named,) = [f for f in ranks if f["code"] == finding]
+    assert named["summary"].startswith(f"rank 1 (node 0, host {host}"), named["summary"]
+    assert says in named["summary"], named["summary"]
+    for f in ranks:  # nothing about the ranks blames rank 0: the only other one is the stop, naming rank 1
+        assert f["summary"].startswith("rank 1 ") or (
+            f["code"] == "fleet.ranks/interrupted" and f["severity"] == "warning"
+            and "after rank 1 failed" in f["summary"]), f["summary"]
+    assert not any(f["summary"].startswith("rank 0") for f in report["fleet_findings"])
+    # the table's cell for rank 1 is not the healthy ranks' "yes"
+    again = fleet_from_report(report)
+    cell = again.reported_cell(1)
+    assert cell.startswith("MISSING: never arrived" if code == "1" else ("yes, then died" if stage == "after-report"
+                                                                         else "MISSING: died")), cell
+    assert again.reported_cell(0) == "yes"
