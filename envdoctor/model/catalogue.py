@@ -277,8 +277,7 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "process on it are the usual causes; replace or drain the node."),
     _c("FLEET_RANK_UNREACHABLE", "A rank did not answer",
        "A rank of the job exited, crashed, hung or could not reach rank 0 within the timeout, or a collective "
-       "across the ranks failed; tracked from the rank's launch, so a rank that never arrived, died before or "
-       "during start-up or mid-run (its exit code or signal), or came late is named with its host.",
+       "across the ranks failed.",
        "Training on these nodes would hang at its first collective or die with a NCCL/gloo error.",
        "Read that rank's own output and the node's kernel log; check the network between the nodes "
        "(MASTER_ADDR reachable, firewalls, NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME on the right interface)."),
