@@ -64,6 +64,21 @@ def _died(fleet: FleetData, r: int, ex: Dict[str, Any]) -> Finding:
                 commands=["dmesg -T | grep -iE 'killed process|out of memory'"] if killed else []))
 
 
+def _missing(fleet: FleetData, r: int, m: Dict[str, Any], came: Optional[Dict[str, Any]]) -> Finding:
+    heard = m.get("last_heard")
+    what = {"hello": "never said hello", "start-up": "never joined the process group"}.get(
+        str(m.get("stage")), "did not send its report")
+    board = f"; the board has it at '{came.get('stage')}'" if came is not None and came.get("stage") else ""
+    return MISSING.error(
+        "missing", f"{fleet.who(r)} {what}: {m.get('reason')}"
+        + (f"; last heard from at {heard}" if heard else "; never heard from") + board,
+        detail="A rank that dies or cannot reach rank 0 makes every collective of a training job hang or "
+               "fail on this node set; the report below covers only the ranks that answered.",
+        evidence=[Evidence("fleet.missing", {k: v for k, v in m.items() if v is not None})],
+        fix=Fix("Read that rank's own output (torchrun prints each worker's exit code and error file) and "
+                "the node's kernel log; then run `envdoctor check` on that node"))
+
+
 @check(MISSING, "Every rank arrived, reported to rank 0 within the timeout, and finished")
 def missing_ranks(ctx: CheckContext) -> List[Finding]:
     fleet = fleet_of(ctx).fleet
@@ -108,24 +123,19 @@ def missing_ranks(ctx: CheckContext) -> List[Finding]:
                         "--timeout if the delay is expected")))
             causes.append(r)
             continue
-        if m.get("stage") == "start-up" and came is not None and came.get("stage") == "started":
-            waited.append(r)  # arrived and waited for the group to form: named as a cause only if none is
+        if (m.get("stage") == "start-up" and came is not None and came.get("stage") == "started") or \
+                m.get("cut_short"):
+            # arrived and waited for the group, or still at work when the launcher stopped the run: named as a
+            # cause only if no other rank is
+            waited.append(r)
             continue
-        heard = m.get("last_heard")
-        what = {"hello": "never said hello", "start-up": "never joined the process group"}.get(
-            str(m.get("stage")), "did not send its report")
-        board = f"; the board has it at '{came.get('stage')}'" if came is not None and came.get("stage") else ""
-        out.append(MISSING.error(
-            "missing", f"{fleet.who(r)} {what}: {m.get('reason')}"
-            + (f"; last heard from at {heard}" if heard else "; never heard from") + board,
-            detail="A rank that dies or cannot reach rank 0 makes every collective of a training job hang or "
-                   "fail on this node set; the report below covers only the ranks that answered.",
-            evidence=[Evidence("fleet.missing", {k: v for k, v in m.items() if v is not None})],
-            fix=Fix("Read that rank's own output (torchrun prints each worker's exit code and error file) and "
-                    "the node's kernel log; then run `envdoctor check` on that node")))
+        out.append(_missing(fleet, r, m, came))
         causes.append(r)
     if waited and not causes:
         for r in waited:
+            if (fleet.arrival(r) or {}).get("stage") != "started" or missing[r].get("stage") != "start-up":
+                out.append(_missing(fleet, r, missing[r], fleet.arrival(r)))
+                continue
             out.append(MISSING.error(
                 "missing", f"{fleet.who(r)} arrived but the process group did not form: "
                 f"{missing[r].get('reason')}",

@@ -233,7 +233,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
             (payloads if stage == "report" else hellos).update(gather.so_far())
         if stage in ("start-up", "hello"):
             for r in others:
-                hellos.setdefault(r, comm.Arrival(error=f"no hello before rank 0 was stopped (during {stage})"))
+                hellos.setdefault(r, comm.Arrival(error=f"{_STOPPED_HELLO} (during {stage})"))
         fleet.interrupted = f"{e.signal_name} at {_utc(time.time())}, during {stage}"
         mine = record
         if place.local_rank == 0 and "facts" not in mine and e.facts is not None:
@@ -258,6 +258,9 @@ def _board_now(place: Place, env: Dict[str, str]) -> Any:
         return arrival.Board(store, place.rank, arrival.run_key(env), arrival.identity(place))
     except Exception:  # noqa: BLE001 - no board: the report says what rank 0 had
         return None
+
+
+_STOPPED_HELLO = "no hello before rank 0 was stopped"
 
 
 def _announce(board: Any, stage: str) -> None:
@@ -368,8 +371,11 @@ def _assemble(fleet: FleetData, hellos: Dict[int, comm.Arrival], payloads: Dict[
             ranks[r] = dict(h.value)
             ranks[r]["heard_at"] = _utc(h.at)
         else:
-            missing.append({"rank": r, "stage": "hello", "last_heard": None,
-                            "reason": (h.error if h is not None else "not heard from before rank 0 was stopped")})
+            entry = {"rank": r, "stage": "hello", "last_heard": None,
+                     "reason": (h.error if h is not None else "not heard from before rank 0 was stopped")}
+            if stopped and (h is None or (h.error or "").startswith(_STOPPED_HELLO)):
+                entry["cut_short"] = True  # nothing of its own: rank 0 was stopped first (issue 41)
+            missing.append(entry)
     for r, a in sorted(payloads.items()):
         if a.value is not None:
             rec = dict(a.value)
@@ -384,7 +390,10 @@ def _assemble(fleet: FleetData, hellos: Dict[int, comm.Arrival], payloads: Dict[
             a = payloads.get(r)
             reason = a.error if a is not None and a.error else (
                 "had not sent its report when rank 0 was stopped" if stopped else "no report")
-            missing.append({"rank": r, "stage": "report", "reason": reason, "last_heard": ranks[r].get("heard_at")})
+            entry = {"rank": r, "stage": "report", "reason": reason, "last_heard": ranks[r].get("heard_at")}
+            if stopped and not (a is not None and a.error):
+                entry["cut_short"] = True
+            missing.append(entry)
     fleet.ranks = [ranks[r] for r in sorted(ranks)]
     fleet.missing = sorted(missing, key=lambda m: m["rank"])
     fleet.nodes = group_nodes(fleet.ranks, facts_by_rank)

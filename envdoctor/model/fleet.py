@@ -106,6 +106,8 @@ class FleetData:
         if fate:
             return f"MISSING: {fate}"
         came = self.arrival(r) or {}
+        if any(m.get("rank") == r and m.get("cut_short") for m in self.missing):
+            return "MISSING: the run was stopped first"
         return "MISSING: it arrived and waited for the group" if came.get("stage") == "started" else "MISSING"
 
 

@@ -305,3 +305,26 @@ def test_every_rank_arrived_and_finished_is_a_pass():
     assert not _found(rep, "fleet.ranks/")
     (res,) = [c for c in rep.checks if c.id == "fleet.ranks"]
     assert res.status == "passed"
+
+
+def test_ranks_stopped_with_the_run_are_not_named_as_causes_when_a_rank_died():
+    fleet = _fleet([_node_facts()], per_node=1, missing=[
+        {"rank": 1, "stage": "report", "reason": "had not sent its report when rank 0 was stopped",
+         "last_heard": "2026-12-07 08:23:38 UTC", "cut_short": True},
+        {"rank": 2, "stage": "report", "reason": "its process exited or crashed (gloo: Connection closed by peer)",
+         "last_heard": "2026-12-07 08:23:38 UTC"}])
+    fleet.interrupted = "SIGTERM at 2026-12-07 08:23:50 UTC, during its own part"
+    fleet.arrivals = [{"rank": 1, "stage": "pg-formed", "hostname": "gpu-0"},
+                      {"rank": 2, "stage": "pg-formed", "hostname": "gpu-0",
+                       "exit": {"code": 1, "pid": 7, "stage": "pg-formed"}}]
+    found = _found(judge_fleet(fleet), "fleet.ranks/")
+    assert [f.code for f in found] == ["fleet.ranks/died", "fleet.ranks/interrupted"]
+    assert found[0].summary.startswith("rank 2 (host gpu-0) died mid-run (after the process group formed, before "
+                                       "its report): exited with code 1 (pid 7)")
+    assert "after rank 2 failed" in found[1].summary and found[1].severity == "warning"
+    assert fleet.reported_cell(1) == "MISSING: the run was stopped first"
+    # with no recorded cause, the same rank is named missing, as before the board
+    fleet.arrivals = [{"rank": 1, "stage": "pg-formed", "hostname": "gpu-0"}]
+    fleet.missing = fleet.missing[:1]
+    codes = sorted(f.code for f in _found(judge_fleet(fleet), "fleet.ranks/"))
+    assert codes == ["fleet.ranks/interrupted", "fleet.ranks/missing"]
