@@ -224,3 +224,32 @@ def test_rank_1_killed_is_named_with_its_host_and_rank_0_is_never_blamed(cpu_ven
     assert cell.startswith("MISSING: never arrived" if code == "1" else ("yes, then died" if stage == "after-report"
                                                                          else "MISSING: died")), cell
     assert again.reported_cell(0) == "yes"
+
+
+@pytest.mark.timeout(300)
+def test_rank_1_that_starts_after_the_deadline_is_named_late_with_its_host_and_rank_0_reports_at_the_deadline(
+        cpu_venv, tmp_path):
+    """Rank 1 waits 60 s before it announces itself; rank 0 stops waiting at its 10 s deadline and names it by
+    torchrun's placement as not arrived within it."""
+    env = _env(tmp_path, ENVDOCTOR_FLEET_TEST_EXIT="1:before-start:late=60")
+    argv = ["timeout", "200"] + _torchrun(cpu_venv.python, "--nproc-per-node", "2", "--master-port", str(_port())) + \
+        ["--timeout", "10", "--format", "json", "--no-redact"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path,
+                            start_new_session=True)
+    out, err = proc.communicate(timeout=250)
+    assert proc.returncode not in (0, 124), err[-3000:]
+    report = json.loads(out)
+    ranks = [f for f in report["fleet_findings"] if f["code"].startswith("fleet.ranks/")]
+    assert [f["code"] for f in ranks] == ["fleet.ranks/not-arrived"], ranks
+    summary = ranks[0]["summary"]
+    assert summary.startswith(f"rank 1 (node 0, host {socket.gethostname()} by the launcher's placement, "
+                              "local rank 1) never arrived"), summary
+    assert "within the 10 s deadline; it starts late" in summary, summary
+    # gloo's init_process_group returns on rank 0 alone (pairs are made on demand): rank 0 stops at its hello
+    # round's deadline; with a backend whose init waits for every rank, at the start-up deadline instead
+    assert report["fleet"]["missing"][0]["stage"] in ("hello", "start-up")
+    left, end = _left_behind(proc.pid), time.monotonic() + 60  # the sleeping rank is stopped when rank 0 leaves
+    while left and time.monotonic() < end:
+        time.sleep(0.2)
+        left = _left_behind(proc.pid)
+    assert left == [], f"processes left behind: {left}"
