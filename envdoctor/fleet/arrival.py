@@ -133,7 +133,7 @@ def _short(e: BaseException) -> str:
 
 def identity(place: Any) -> Dict[str, Any]:
     return {"rank": place.rank, "hostname": place.hostname, "pid": os.getpid(), "local_rank": place.local_rank,
-            "node_rank": place.node_rank, "launcher_pid": os.getppid()}
+            "node_rank": place.node_rank, "parent_pid": os.getppid()}
 
 
 def placement(rank: int, place: Any, arrivals: List[Dict[str, Any]]) -> Dict[str, Any]:
@@ -189,8 +189,9 @@ def release_stop_signals() -> None:
 
 def supervise(place: Any, env: Mapping[str, str]) -> None:
     """Fork: the child returns and does the rank's work; the parent waits for it, records an unclean end on the
-    board, and leaves the way its child did (it never returns). Where fork is not there, nothing happens."""
-    if not hasattr(os, "fork") or env.get("ENVDOCTOR_FLEET_SUPERVISE") == "0":
+    board, and leaves the way its child did (it never returns). Not for rank 0, which writes the report itself
+    (and exits 1 on findings: no death), nor where fork is not there, nor with ENVDOCTOR_FLEET_SUPERVISE=0."""
+    if place.rank == 0 or not hasattr(os, "fork") or env.get("ENVDOCTOR_FLEET_SUPERVISE") == "0":
         return
     sys.stdout.flush()
     sys.stderr.flush()
