@@ -11,7 +11,8 @@ Two parts, both over torch.distributed's own TCPStore (no transport of envdoctor
   ``pg-formed``, ``reported`` (its record sent to rank 0) and ``done``. Under torchrun the store is the agent's
   (``TORCHELASTIC_USE_AGENT_STORE=True``: torch/distributed/rendezvous.py ``_create_c10d_store`` connects every
   worker as a client to MASTER_ADDR:MASTER_PORT, which the agent hosts before it starts any worker), so a rank
-  can write before any process group exists; elsewhere (srun, a PyTorchJob) rank 0 hosts it as
+  can write before any process group exists (the c10d rendezvous shares its store the same way:
+  dynamic_rendezvous.py ``use_agent_store``, unless TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1); elsewhere (srun, a PyTorchJob) rank 0 hosts it as
   ``init_process_group`` would (``multi_tenant``: the same port in the same process). Rank 0 reads every key
   without waiting (``check`` then ``get``) whenever it must say who is missing.
 - **the exit record**: ``supervise`` forks the rank before it does anything: the parent (the pid the launcher
