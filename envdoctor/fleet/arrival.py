@@ -21,7 +21,8 @@ Two parts, both over torch.distributed's own TCPStore (no transport of envdoctor
   raised on itself), so torchrun's agent sees exactly what it would have seen and reacts only after the death
   is on the board. torchrun signals a worker's whole process group (torch/distributed/elastic/multiprocessing/
   subprocess_handler/subprocess_handler.py: ``start_new_session=True`` and ``os.killpg`` in ``close``), so its
-  SIGTERM reaches the child directly; the parent ignores it and records no exit for a stop it was told of.
+  SIGTERM reaches the child directly; the parent ignores it and records no exit for a stop it was told of. A
+  `kill -9` aimed at the parent itself leaves the child to record it (``watch_parent``, ``record_lost_parent``).
 
 A rank with no key at all never started envdoctor (its interpreter failed, or it was not launched yet); it is
 named by the launcher's placement (torchrun gives each node a block of LOCAL_WORLD_SIZE consecutive ranks,
@@ -40,6 +41,7 @@ import time
 from typing import Any, Dict, List, Mapping, Optional
 
 PREFIX = "envdoctor-fleet"
+PARENT: List[Optional[int]] = [None]  # in a supervised rank's child: the pid of its supervisor (the launched one)
 STAGES = ("started", "pg-formed", "reported", "done")
 CONNECT_S = 10.0  # the supervisor's connection to the store after its child died (the store is up: it was used)
 
@@ -81,6 +83,31 @@ class Board:
                 self.store.add(f"{self.key}/done", 1)
         except Exception as e:  # noqa: BLE001 - the board is a help: the run goes on without it
             self.error = f"rank {self.rank} could not write to the store: {_short(e)}"
+
+    def record_lost_parent(self) -> bool:
+        """When this rank's supervisor is gone (a `kill -9` aimed at the pid the launcher started), the child
+        records that on the supervisor's behalf, once: its exit is then on the board although nobody waited for
+        it. True when it wrote the record."""
+        parent = PARENT[0]
+        if parent is None or os.getppid() == parent or self.me.get("lost_parent"):
+            return False
+        self.me["lost_parent"] = True
+        record = {"lost_parent": True, "pid": parent, "hostname": self.me.get("hostname"),
+                  "stage": self.me.get("stage") or "launched", "at": round(time.time(), 3)}
+        try:
+            if not self.store.check([f"{self.key}/{self.rank}/exit"]):
+                self.store.set(f"{self.key}/{self.rank}/exit", json.dumps(record, sort_keys=True))
+                self.store.add(f"{self.key}/exited", 1)
+        except Exception as e:  # noqa: BLE001
+            self.error = f"rank {self.rank} could not write to the store: {_short(e)}"
+            return False
+        return True
+
+    def wait_exit(self, deadline: float) -> None:
+        """Wait (until ``deadline``, time.monotonic) for any exit record: rank 0, stopped by the launcher, gives
+        a rank whose exit its child records on the supervisor's behalf the moment that takes."""
+        while time.monotonic() < deadline and not self.error and not self.counts()["exited"]:
+            time.sleep(0.1)
 
     def counts(self) -> Dict[str, int]:
         """How many ranks wrote ``done``, and how many exit records there are (add 0: a read that never waits)."""
@@ -201,9 +228,10 @@ def supervise(place: Any, env: Mapping[str, str]) -> None:
     def told(signum: int, _frame: Any) -> None:  # the launcher stops the group: the child got it too
         stopped.append(signum)
 
+    parent = os.getpid()
     pid = os.fork()
     if pid == 0:
-        _die_with_parent()
+        PARENT[0] = parent
         return
     for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
         if sig is not None:
@@ -255,16 +283,22 @@ def _record_exit(place: Any, env: Mapping[str, str], child: int, end: Dict[str, 
         sys.stderr.write(f"envdoctor fleet: rank {place.rank}: its exit ({end}) could not be recorded: {_short(e)}\n")
 
 
-def _die_with_parent() -> None:
-    """The child gets SIGTERM if its parent (the pid the launcher watches) is killed alone (PR_SET_PDEATHSIG,
-    Linux's prctl(2)); elsewhere nothing."""
-    if not sys.platform.startswith("linux"):
+def watch_parent(board: Any, interval_s: float = 0.2) -> None:
+    """In a supervised rank's child: a thread that notices the supervisor gone (its parent pid changes), records
+    it on the board (``board()`` gives the board once the start-up made it) and ends this process with SIGTERM,
+    so the rank's work does not outlive the process the launcher watches. The main thread may sit in a C++ wait
+    then: this thread runs regardless."""
+    import threading
+
+    if PARENT[0] is None:
         return
-    try:
-        import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
-        pass
+    def watch() -> None:
+        while os.getppid() == PARENT[0]:
+            time.sleep(interval_s)
+        b = board()
+        if b is not None:
+            b.record_lost_parent()
+        os.kill(os.getpid(), signal.SIGTERM)
 
+    threading.Thread(target=watch, name="envdoctor-fleet-parent", daemon=True).start()

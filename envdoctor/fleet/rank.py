@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional
 
 from .. import __version__
 from ..model.fleet import FleetData, group_nodes
-from . import comm, testing
+from . import arrival, comm, testing
 from .arrival import release_stop_signals
 from .launch import Place
 
@@ -139,6 +139,8 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
     stage = "start-up"
     record = dict(me)
     up = _StartUp(dist, place, options, env, backend, timeout)
+    if place.rank != 0:
+        arrival.watch_parent(lambda: up.board)
     try:
         release_stop_signals()  # held since before `import torch` (cli/fleet.py): a stop that came then lands here
         testing.at(env, place.rank, "before-start")
@@ -228,6 +230,8 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
         return fleet
     except Interrupted as e:
         if place.rank != 0:
+            if up.board is not None:
+                up.board.record_lost_parent()  # a stop because its supervisor was killed: said before it goes
             raise
         if gather is not None:
             (payloads if stage == "report" else hellos).update(gather.so_far())
@@ -242,6 +246,8 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
         _assemble(fleet, hellos, payloads, me, stopped=True)
         if up.board is None and env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
             up.board = _board_now(place, env)  # stopped before the start-up thread reached the store
+        if up.board is not None:
+            up.board.wait_exit(time.monotonic() + 3.0)  # the cause of the stop, if a child records it now
         if stage == "start-up":
             for m in fleet.missing:
                 m["stage"] = "start-up"

@@ -11,7 +11,8 @@ They are read only when ENVDOCTOR_FLEET_TESTING=1 (the tests set it for the rank
   "before-start" (before it announces itself on the board: dead before start-up), "during-start" (announced,
   before init_process_group), "after-init" (before saying hello), "before-gather" (after its own part, before
   sending it) or "after-report" (its report sent, before the rest of the run: mid-run);
-  CODE "kill" makes it SIGKILL itself there (the OOM killer, `kill -9`);
+  CODE "kill" makes it SIGKILL itself there (the OOM killer, `kill -9`); CODE "kill-parent" SIGKILLs the
+  process the launcher started (the rank's supervisor, fleet/arrival.py) and carries on;
   CODE "hang" makes it hang there instead (a rank stuck in a driver call), until the launcher ends it;
   CODE "late=SECONDS" makes it wait that long there and then carry on (a rank that comes after the deadline).
 """
@@ -29,6 +30,7 @@ EXIT = "ENVDOCTOR_FLEET_TEST_EXIT"
 STAGES = ("at-launch", "before-start", "during-start", "after-init", "before-gather", "after-report")
 HANG = -1  # exit_at's answer for CODE "hang"
 KILL = -9  # exit_at's answer for CODE "kill"
+KILL_PARENT = -10  # exit_at's answer for CODE "kill-parent"
 
 
 class HookError(ValueError):
@@ -65,7 +67,7 @@ def exit_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[int]:
     for item in filter(None, (s.strip() for s in env[EXIT].split(";"))):
         m = _item(item)
         if int(m.group(1)) == rank and m.group(2) == stage and not m.group(3).startswith("late="):
-            return {"hang": HANG, "kill": KILL}.get(m.group(3)) or int(m.group(3))
+            return {"hang": HANG, "kill": KILL, "kill-parent": KILL_PARENT}.get(m.group(3)) or int(m.group(3))
     return None
 
 
@@ -83,7 +85,15 @@ def late_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[float]:
 def at(env: Mapping[str, str], rank: int, stage: str) -> None:
     """Apply this rank's hook for ``stage``: leave (exit, kill, hang) or wait, as the variable says."""
     code = exit_at(env, rank, stage)
-    if code is not None:
+    if code == KILL_PARENT:
+        import signal
+
+        from .arrival import PARENT
+
+        if PARENT[0] is None:
+            raise HookError(f"{EXIT}: rank {rank} has no supervisor to kill (rank 0 is not supervised)")
+        os.kill(PARENT[0], signal.SIGKILL)
+    elif code is not None:
         leave(code)
     late = late_at(env, rank, stage)
     if late:
@@ -93,7 +103,7 @@ def at(env: Mapping[str, str], rank: int, stage: str) -> None:
 
 
 def _item(item: str) -> re.Match[str]:
-    m = re.fullmatch(r"(\d+):([a-z-]+):(\d+|hang|kill|late=\d+(?:\.\d+)?)", item)
+    m = re.fullmatch(r"(\d+):([a-z-]+):(\d+|hang|kill-parent|kill|late=\d+(?:\.\d+)?)", item)
     if not m or m.group(2) not in STAGES:
         raise HookError(f"{EXIT}: {item!r} is not RANK:STAGE:CODE (STAGE: {', '.join(STAGES)})")
     return m

@@ -253,3 +253,22 @@ def test_rank_1_that_starts_after_the_deadline_is_named_late_with_its_host_and_r
         time.sleep(0.2)
         left = _left_behind(proc.pid)
     assert left == [], f"processes left behind: {left}"
+
+
+@pytest.mark.timeout(300)
+def test_a_kill_aimed_at_the_process_torchrun_started_is_still_named(cpu_venv, tmp_path):
+    """`kill -9` of the pid torchrun prints for rank 1 (its supervisor, not the rank's work): the work notices its
+    parent gone, records that on the board and stops; rank 0 names rank 1, not itself."""
+    env = _env(tmp_path, ENVDOCTOR_FLEET_TEST_EXIT="1:after-report:kill-parent")
+    argv = ["timeout", "200"] + _torchrun(cpu_venv.python, "--nproc-per-node", "2", "--master-port", str(_port())) + \
+        ["--timeout", "60", "--format", "json", "--no-redact"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path,
+                            start_new_session=True)
+    out, err = proc.communicate(timeout=250)
+    assert proc.returncode not in (0, 124), err[-3000:]
+    report = json.loads(out)
+    ranks = [f for f in report["fleet_findings"] if f["code"].startswith("fleet.ranks/")]
+    died = [f for f in ranks if f["code"] == "fleet.ranks/died"]
+    assert died and died[0]["summary"].startswith(f"rank 1 (node 0, host {socket.gethostname()}"), ranks
+    assert "was killed from outside" in died[0]["summary"], died[0]["summary"]
+    assert not any(f["summary"].startswith("rank 0") for f in report["fleet_findings"])

@@ -165,3 +165,23 @@ def test_the_supervisor_records_how_its_child_ended_and_leaves_the_same_way(tmp_
     assert {k: rec[k] for k in exit_record} == exit_record
     assert rec["stage"] == "started" and rec["hostname"] == "node-a" and rec["pid"] == child
     assert data["envdoctor-fleet/r/0/exited"] == "1"
+
+
+def test_a_child_whose_supervisor_is_gone_records_that_once_and_only_then(monkeypatch):
+    store = DictStore()
+    board = arrival.Board(store, 1, "k", {"hostname": "node-a"})
+    board.announce("reported")
+    monkeypatch.setattr(arrival, "PARENT", [None])
+    assert board.record_lost_parent() is False  # not supervised (rank 0, or ENVDOCTOR_FLEET_SUPERVISE=0)
+    monkeypatch.setattr(arrival, "PARENT", [os.getppid()])
+    assert board.record_lost_parent() is False  # its supervisor is still there
+    monkeypatch.setattr(arrival, "PARENT", [999999999])  # reparented: the supervisor is gone
+    assert board.record_lost_parent() is True
+    assert board.record_lost_parent() is False  # once
+    rec = json.loads(store.data["k/1/exit"])
+    assert rec["lost_parent"] is True and rec["pid"] == 999999999 and rec["stage"] == "reported"
+    assert board.counts()["exited"] == 1
+    from envdoctor.model.fleet import exit_words
+
+    assert exit_words(rec) == ("the process the launcher started (pid 999999999) was killed from outside; its work "
+                               "stopped with it")
