@@ -115,13 +115,13 @@ def cmd_fleet(args: Any) -> int:
         testing.exit_at(os.environ, -1, "after-init")
     except (NotLaunched, testing.HookError) as e:
         raise UsageError(str(e)) from None
-    # issue 41: the rank's arrival is tracked from here (envdoctor/fleet/arrival.py): the parent waits and puts
-    # an unclean end of the rank on the launcher's store before the launcher sees it
+    # issue 41 (envdoctor/fleet/arrival.py): a stop during `import torch` is held until the rank's run begins (so
+    # it still ends in a report), and the rank is forked once torch is imported: the parent waits and puts an
+    # unclean end of the rank on the launcher's store, at once, before the launcher sees it
     from ..fleet.arrival import hold_stop_signals, supervise
 
     testing.at(os.environ, place.rank, "at-launch")
-    supervise(place, os.environ)
-    hold_stop_signals()  # until the rank's run begins (released there): a stop during `import torch` is reported
+    hold_stop_signals()
     try:
         import torch.distributed as dist
     except Exception as e:  # noqa: BLE001 - no torch, or a torch that does not import
@@ -129,6 +129,7 @@ def cmd_fleet(args: Any) -> int:
                          f"({sys.executable}: import torch.distributed failed: {type(e).__name__}: {e})") from None
     if not dist.is_available():
         raise UsageError("this torch build has no torch.distributed")
+    supervise(place, os.environ)
     import torch
 
     if args.backend == "nccl" and not torch.cuda.is_available():

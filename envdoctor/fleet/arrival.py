@@ -15,7 +15,8 @@ Two parts, both over torch.distributed's own TCPStore (no transport of envdoctor
   dynamic_rendezvous.py ``use_agent_store``, unless TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1); elsewhere (srun, a PyTorchJob) rank 0 hosts it as
   ``init_process_group`` would (``multi_tenant``: the same port in the same process). Rank 0 reads every key
   without waiting (``check`` then ``get``) whenever it must say who is missing.
-- **the exit record**: ``supervise`` forks the rank before it does anything: the parent (the pid the launcher
+- **the exit record**: ``supervise`` forks the rank once torch is imported (one thread then, so the fork is
+  safe; the parent needs torch's TCPStore the moment its child dies, and shares its pages): the parent (the pid the launcher
   started and watches) only waits, and when its child ends other than cleanly it writes the exit code or the
   signal (``envdoctor-fleet/<run>/<rank>/exit``) and then leaves the same way (the same code, or the same signal
   raised on itself), so torchrun's agent sees exactly what it would have seen and reacts only after the death
@@ -239,6 +240,7 @@ def supervise(place: Any, env: Mapping[str, str]) -> None:
                 signal.signal(sig, told)
             except (ValueError, OSError):
                 pass
+    release_stop_signals()  # held while torch imported (cli/fleet.py); the child releases its own
     end: Dict[str, Any] = {"code": 1}
     try:
         while True:

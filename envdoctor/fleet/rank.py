@@ -191,6 +191,8 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
                     _sweep_and_after(torch, dist, place, options, device, go, ctrl, nccl_file, record)
             except Exception as e:  # noqa: BLE001
                 sys.stderr.write(f"envdoctor fleet: rank {place.rank}: sent its report; then: {comm.short_error(e)}\n")
+            if up.board is not None:
+                up.board.record_lost_parent()  # its launched process killed meanwhile: the launcher saw a death
             _announce(up.board, "done")
             return None
         said_hello = [r for r in others if hellos.get(r) and hellos[r].value is not None]

@@ -83,7 +83,13 @@ def late_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[float]:
 
 
 def at(env: Mapping[str, str], rank: int, stage: str) -> None:
-    """Apply this rank's hook for ``stage``: leave (exit, kill, hang) or wait, as the variable says."""
+    """Apply this rank's hook for ``stage``: wait, then leave (exit, kill, hang), as the variable says (both for
+    one stage, "1:at-launch:late=3;1:at-launch:1": a rank that fails three seconds after its launch)."""
+    late = late_at(env, rank, stage)
+    if late:
+        import time
+
+        time.sleep(late)
     code = exit_at(env, rank, stage)
     if code == KILL_PARENT:
         import signal
@@ -95,11 +101,6 @@ def at(env: Mapping[str, str], rank: int, stage: str) -> None:
         os.kill(PARENT[0], signal.SIGKILL)
     elif code is not None:
         leave(code)
-    late = late_at(env, rank, stage)
-    if late:
-        import time
-
-        time.sleep(late)
 
 
 def _item(item: str) -> re.Match[str]:

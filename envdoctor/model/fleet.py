@@ -129,8 +129,7 @@ def stage_words(stage: Optional[str]) -> str:
 def exit_words(ex: Dict[str, Any]) -> str:
     """"killed by SIGKILL" or "exited with code 3", and its pid."""
     if ex.get("lost_parent"):  # fleet/arrival.py record_lost_parent: its child said so
-        return (f"the process the launcher started (pid {ex.get('pid')}) was killed from outside; its work "
-                "stopped with it")
+        return f"the process the launcher started (pid {ex.get('pid')}) was killed from outside"
     how = f"killed by {ex['signal']}" if ex.get("signal") else f"exited with code {ex.get('code')}"
     return how + (f" (pid {ex['pid']})" if ex.get("pid") is not None else "")
 

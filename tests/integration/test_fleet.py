@@ -185,9 +185,11 @@ def test_sixteen_ranks_hold_sockets_to_rank_0_only(cpu_venv, tmp_path):
 
 
 # issue 41: rank 1 of two dies at each point of its life; the report names it, with its host, and never rank 0.
-# "at-launch" exits before envdoctor tracks the rank (an interpreter that fails at once: no exit record, named by
-# torchrun's placement); the others SIGKILL the rank, as the OOM killer or a `kill -9` would.
-KILLS = [("at-launch", "1", "fleet.ranks/not-arrived", "never arrived"),
+# "at-launch" exits before envdoctor tracks the rank (an interpreter that fails in its start-up: no exit record,
+# named by torchrun's placement), 4 s after its launch: a rank that fails within rank 0's own first second stops
+# rank 0 before envdoctor's command runs (torchrun's summary names it then); the others SIGKILL the rank, as the
+# OOM killer or a `kill -9` would.
+KILLS = [("at-launch", "late=4;1:at-launch:1", "fleet.ranks/not-arrived", "never arrived"),
          ("before-start", "kill", "fleet.ranks/died", "died before start-up (before it announced itself): killed "
                                                       "by SIGKILL"),
          ("during-start", "kill", "fleet.ranks/died", "died during start-up (before the process group formed): "
@@ -221,7 +223,7 @@ def test_rank_1_killed_is_named_with_its_host_and_rank_0_is_never_blamed(cpu_ven
     # the table's cell for rank 1 is not the healthy ranks' "yes"
     again = fleet_from_report(report)
     cell = again.reported_cell(1)
-    assert cell.startswith("MISSING: never arrived" if code == "1" else ("yes, then died" if stage == "after-report"
+    assert cell.startswith("MISSING: never arrived" if stage == "at-launch" else ("yes, then died" if stage == "after-report"
                                                                          else "MISSING: died")), cell
     assert again.reported_cell(0) == "yes"
 

@@ -183,5 +183,4 @@ def test_a_child_whose_supervisor_is_gone_records_that_once_and_only_then(monkey
     assert board.counts()["exited"] == 1
     from envdoctor.model.fleet import exit_words
 
-    assert exit_words(rec) == ("the process the launcher started (pid 999999999) was killed from outside; its work "
-                               "stopped with it")
+    assert exit_words(rec) == "the process the launcher started (pid 999999999) was killed from outside"
