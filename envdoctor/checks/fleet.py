@@ -15,7 +15,7 @@ from ..domain.fastclass import dataclass
 from ..model.catalogue import CATEGORIES
 from ..model.facts import Facts, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Report, Severity
-from ..model.fleet import FleetData, Node
+from ..model.fleet import FleetData, Node, exit_words, stage_words
 from ._fleet import outliers, rank_env_findings
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
@@ -42,31 +42,122 @@ def fleet_of(ctx: CheckContext) -> FleetContext:
 
 # ------------------------------------------------------------------ missing ranks
 
-MISSING = Findings("fleet.ranks", "FLEET_RANK_UNREACHABLE", kinds=("interrupted", "missing"))
+MISSING = Findings("fleet.ranks", "FLEET_RANK_UNREACHABLE",
+                   kinds=("interrupted", "missing", "died", "not-arrived", "late"))
 
 
-@check(MISSING, "Every rank reported to rank 0 within the timeout")
+def _died(fleet: FleetData, r: int, ex: Dict[str, Any]) -> Finding:
+    reported = bool((fleet.rank(r) or {}).get("payload"))
+    host = fleet.host_of(r)
+    killed = ex.get("signal") == "SIGKILL"
+    return MISSING.error(
+        "died", f"{fleet.who(r)} died {stage_words(ex.get('stage'))}: {exit_words(ex)}"
+        + ("; its report had arrived, the rest of the run had not" if reported else ""),
+        detail="Its launcher-side parent recorded how it ended on the launcher's store before the launcher saw it "
+               "(envdoctor/fleet/arrival.py); the other ranks' errors and rank 0's stop follow from it. "
+               + ("SIGKILL comes from the kernel's OOM killer or from a `kill -9` (the launcher's own escalation "
+                  "included): the node's kernel log says which." if killed else ""),
+        evidence=[Evidence(f"fleet.arrivals[{r}].exit", ex)],
+        fix=Fix(f"Read rank {r}'s own output" + (f" on {host}" if host else "")
+                + " (torchrun prints each worker's exit code and error file) and that node's kernel log; then run "
+                  "`envdoctor check` on that node",
+                commands=["dmesg -T | grep -iE 'killed process|out of memory'"] if killed else []))
+
+
+def _missing(fleet: FleetData, r: int, m: Dict[str, Any], came: Optional[Dict[str, Any]]) -> Finding:
+    heard = m.get("last_heard")
+    what = {"hello": "never said hello", "start-up": "never joined the process group"}.get(
+        str(m.get("stage")), "did not send its report")
+    board = f"; the board has it at '{came.get('stage')}'" if came is not None and came.get("stage") else ""
+    return MISSING.error(
+        "missing", f"{fleet.who(r)} {what}: {m.get('reason')}"
+        + (f"; last heard from at {heard}" if heard else "; never heard from") + board,
+        detail="A rank that dies or cannot reach rank 0 makes every collective of a training job hang or "
+               "fail on this node set; the report below covers only the ranks that answered.",
+        evidence=[Evidence("fleet.missing", {k: v for k, v in m.items() if v is not None})],
+        fix=Fix("Read that rank's own output (torchrun prints each worker's exit code and error file) and "
+                "the node's kernel log; then run `envdoctor check` on that node"))
+
+
+@check(MISSING, "Every rank arrived, reported to rank 0 within the timeout, and finished")
 def missing_ranks(ctx: CheckContext) -> List[Finding]:
     fleet = fleet_of(ctx).fleet
-    out = []
-    for m in fleet.missing:
-        r = m.get("rank")
-        heard = m.get("last_heard")
-        what = "never said hello" if m.get("stage") == "hello" else "did not send its report"
-        summary = (f"{fleet.who(r)} {what}: {m.get('reason')}"
-                   + (f"; last heard from at {heard}" if heard else "; never heard from"))
-        out.append(MISSING.error(
-            "missing", summary,
-            detail="A rank that dies or cannot reach rank 0 makes every collective of a training job hang or "
-                   "fail on this node set; the report below covers only the ranks that answered.",
-            evidence=[Evidence("fleet.missing", {k: v for k, v in m.items() if v is not None})],
-            fix=Fix("Read that rank's own output (torchrun prints each worker's exit code and error file) and "
-                    "the node's kernel log; then run `envdoctor check` on that node")))
+    out: List[Finding] = []
+    causes: List[int] = []
+    waited: List[int] = []
+    missing = {m.get("rank"): m for m in fleet.missing}
+    dead = {a["rank"]: a["exit"] for a in fleet.arrivals if isinstance(a.get("exit"), dict)}
+    for r in sorted(set(missing) | set(dead), key=lambda x: (x is None, x)):
+        m = missing.get(r) or {}
+        came = fleet.arrival(r) if isinstance(r, int) else None
+        if r in dead:
+            out.append(_died(fleet, r, dead[r]))
+            causes.append(r)
+            continue
+        started = ((came or {}).get("stages") or {}).get("started")
+        if came is not None and not came.get("stage"):
+            # the board never saw it: it is late, or failed before envdoctor ran in it (no supervisor)
+            when = (f"before rank 0 was stopped ({fleet.interrupted})" if fleet.interrupted else
+                    f"within the {fleet.timeout_s:g} s deadline")
+            out.append(MISSING.error(
+                "not-arrived", f"{fleet.who(r)} never arrived: it did not announce itself on the launcher's store "
+                f"{when}; it starts late, or its process failed before envdoctor ran in it",
+                detail="Every rank writes its arrival on the launcher's store before init_process_group; this one "
+                       "never did and left no exit record, so its interpreter or environment failed at launch "
+                       "(the launcher's log has its exit code) or it had not started yet.",
+                evidence=[Evidence(f"fleet.arrivals[{r}]", came)],
+                fix=Fix(f"Read rank {r}'s own output (torchrun prints each worker's exit code): a rank that starts "
+                        "late is a slow node (image pull, file system, CPU); one that fails at once cannot run "
+                        "envdoctor or its interpreter there")))
+            causes.append(r)
+            continue
+        if started is not None and fleet.deadline_at is not None and started > fleet.deadline_at:
+            late = started - fleet.deadline_at + fleet.timeout_s
+            out.append(MISSING.error(
+                "late", f"{fleet.who(r)} came late: it announced itself {late:.0f} s after rank 0 began to wait, "
+                f"past the {fleet.timeout_s:g} s deadline",
+                detail="The job cannot start until its last rank does: a rank this late holds up every start.",
+                evidence=[Evidence(f"fleet.arrivals[{r}].stages.started", started,
+                                   expected=f"<= {fleet.deadline_at}")],
+                fix=Fix("Find what delays that node's start (image pull, file system, an overloaded CPU), or raise "
+                        "--timeout if the delay is expected")))
+            causes.append(r)
+            continue
+        if (m.get("stage") == "start-up" and came is not None and came.get("stage") == "started") or \
+                m.get("cut_short"):
+            # arrived and waited for the group, or still at work when the launcher stopped the run: named as a
+            # cause only if no other rank is
+            waited.append(r)
+            continue
+        out.append(_missing(fleet, r, m, came))
+        causes.append(r)
+    if waited and not causes:
+        for r in waited:
+            if (fleet.arrival(r) or {}).get("stage") != "started" or missing[r].get("stage") != "start-up":
+                out.append(_missing(fleet, r, missing[r], fleet.arrival(r)))
+                continue
+            out.append(MISSING.error(
+                "missing", f"{fleet.who(r)} arrived but the process group did not form: "
+                f"{missing[r].get('reason')}",
+                detail="Every rank named arrived and waited in init_process_group; the group did not form "
+                       "(the rendezvous address, a firewall, or the network interface gloo/NCCL chose).",
+                evidence=[Evidence("fleet.missing", {k: v for k, v in missing[r].items() if v is not None})],
+                fix=Fix("Check that every node reaches MASTER_ADDR:MASTER_PORT and that GLOO_SOCKET_IFNAME/"
+                        "NCCL_SOCKET_IFNAME name the right interface")))
     if fleet.interrupted:
-        out.append(MISSING.error(
-            "interrupted", f"rank 0 was stopped before the end of the run: {fleet.interrupted}",
-            detail="torchrun stops every worker when one exits with an error; the ranks still missing then "
-                   "are listed above.", evidence=[Evidence("fleet.interrupted", fleet.interrupted)]))
+        if causes:
+            named = ", ".join(f"rank {r}" for r in causes)
+            out.append(MISSING.warning(
+                "interrupted", f"the run was cut short after {named} failed: the launcher stopped the remaining "
+                f"ranks, and rank 0 wrote what had arrived ({fleet.interrupted})",
+                detail="torchrun stops every worker when one exits with an error; rank 0 taking that signal is a "
+                       "consequence, not a fault of rank 0.", evidence=[Evidence("fleet.interrupted", fleet.interrupted)]))
+        else:
+            out.append(MISSING.error(
+                "interrupted", f"rank 0 was stopped before the end of the run: {fleet.interrupted}",
+                detail="torchrun stops every worker when one exits with an error; no rank's exit is recorded on "
+                       "the launcher's store, so the launcher's own log says which one failed.",
+                evidence=[Evidence("fleet.interrupted", fleet.interrupted)]))
     return out
 
 

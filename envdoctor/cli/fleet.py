@@ -109,7 +109,14 @@ def cmd_fleet(args: Any) -> int:
     options = service.FleetOptions(backend=args.backend, timeout_s=args.timeout, bench=args.bench, sizes=args.sizes,
                                    bench_budget_s=args.bench_budget, python_timeout_s=args.python_timeout)
     try:
-        rep = service.run(options, os.environ, before_judging=_hold_signals)
+        # issue 41 (envdoctor/fleet/arrival.py): a stop during `import torch` is held until the rank's run begins
+        # (so it still ends in a report), and the rank is forked once torch is imported: the parent waits and puts
+        # an unclean end of the rank on the launcher's store, at once, before the launcher sees it. Both touch
+        # signals and processes, so the command line hands them to the service
+        from ..fleet.arrival import hold_stop_signals, supervise
+
+        rep = service.run(options, os.environ, before_judging=_hold_signals, before_torch=hold_stop_signals,
+                          after_torch=lambda place: supervise(place, os.environ))
     except service.FleetError as e:
         raise UsageError(str(e)) from None
     except service.RankFailed as e:

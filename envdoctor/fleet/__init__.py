@@ -9,7 +9,8 @@ judges each node's facts with the one judge (``services.collect.judge``), adds t
 functions over the nodes' facts and the ranks' measurements, registered with every other check) and alone
 prints the report.
 
-Modules: ``launch`` (the launcher's environment), ``comm`` (messages and deadlines over torch.distributed),
+Modules: ``launch`` (the launcher's environment), ``arrival`` (every rank's arrival and exit, tracked from its
+launch on the launcher's store), ``comm`` (messages and deadlines over torch.distributed),
 ``measure`` (per-rank kernels and the all-reduce sweep), ``rank`` (what each rank does), ``model`` (the fleet's
 data, JSON in and out), ``report`` (the fleet report; its checks are envdoctor/checks/fleet.py), ``render``
 (console, JSON, Markdown), ``testing`` (the test hooks), ``cli`` (the command's options).

@@ -21,12 +21,14 @@ import os
 import platform
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, Dict, List, Optional
 
 from .. import __version__
 from ..model.fleet import FleetData, group_nodes
-from . import comm, testing
+from . import arrival, comm, testing
+from .arrival import release_stop_signals
 from .launch import Place
 
 
@@ -127,14 +129,6 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
     fd_note = comm.ensure_fds(comm.fds_needed(place.rank, place.world_size))
     if fd_note:
         sys.stderr.write(f"envdoctor fleet: rank {place.rank}: {fd_note}\n")
-    dist.init_process_group(backend, timeout=timeout)
-    ctrl = None if backend == "gloo" else dist.new_group(backend="gloo", timeout=timeout)
-    code = testing.exit_at(env, place.rank, "after-init")
-    if code is not None:
-        testing.leave(code)
-    late = testing.late_at(env, place.rank, "after-init")
-    if late:
-        time.sleep(late)
     me = identity(torch, place, device)
     others = list(range(1, place.world_size))
     fleet = FleetData(backend=backend, world_size=place.world_size, timeout_s=options.timeout_s, ranks=[],
@@ -142,9 +136,29 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
     hellos: Dict[int, comm.Arrival] = {}
     payloads: Dict[int, comm.Arrival] = {}
     gather: Optional[comm.Gatherer] = None
-    stage = "hello"
+    stage = "start-up"
     record = dict(me)
+    up = _StartUp(dist, place, options, env, backend, timeout)
+    if place.rank != 0:
+        arrival.watch_parent(lambda: up.board)
     try:
+        release_stop_signals()  # held since before `import torch` (cli/fleet.py): a stop that came then lands here
+        testing.at(env, place.rank, "before-start")
+        if not up.wait(started + options.timeout_s if place.rank == 0 else None):
+            # rank 0 stops waiting: a rank died before the group formed, or did not come by the deadline; the
+            # group can never form, and the board says who (the others are stopped when rank 0 leaves)
+            fleet.deadline_at = round(time.time(), 3)
+            for r in others:
+                hellos[r] = comm.Arrival(error=up.why_not())
+            _assemble(fleet, hellos, {0: comm.Arrival(value=record, at=time.time())}, me)
+            for m in fleet.missing:
+                m["stage"] = "start-up"
+            _read_board(fleet, up.board, place)
+            fleet.duration_s = round(time.time() - started, 3)
+            return fleet
+        ctrl = up.ctrl
+        stage = "hello"
+        testing.at(env, place.rank, "after-init")
         if place.rank == 0:
             gather = comm.Gatherer(torch, dist, ctrl, comm.TAG_HELLO, others,
                                    time.monotonic() + options.timeout_s).start()
@@ -162,17 +176,14 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
             record["bench"] = rank_kernels(torch, device, options.bench_budget_s)
         testing.apply(env, place.rank, record)
         record["sockets"] = comm.open_sockets()  # what this rank holds as it reports (see comm.py)
-        code = testing.exit_at(env, place.rank, "before-gather")
-        if code is not None:
-            testing.leave(code)
-        late = testing.late_at(env, place.rank, "before-gather")
-        if late:
-            time.sleep(late)
+        testing.at(env, place.rank, "before-gather")
         stage = "report"
         if place.rank != 0:
             # rank 0 may still be collecting its own node's facts: a send waits as long as a go does
             patience = 2 * options.timeout_s + options.collect.python_timeout_s + 60
             comm.send(torch, dist, record, 0, ctrl, comm.TAG_PAYLOAD, patience)
+            _announce(up.board, "reported")
+            testing.at(env, place.rank, "after-report")
             # from here on rank 0 has this rank's part: whatever fails now is rank 0's to report
             try:
                 go = comm.recv(torch, dist, 0, ctrl, comm.TAG_GO, patience)
@@ -180,6 +191,9 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
                     _sweep_and_after(torch, dist, place, options, device, go, ctrl, nccl_file, record)
             except Exception as e:  # noqa: BLE001
                 sys.stderr.write(f"envdoctor fleet: rank {place.rank}: sent its report; then: {comm.short_error(e)}\n")
+            if up.board is not None:
+                up.board.record_lost_parent()  # its launched process killed meanwhile: the launcher saw a death
+            _announce(up.board, "done")
             return None
         said_hello = [r for r in others if hellos.get(r) and hellos[r].value is not None]
         gather = comm.Gatherer(torch, dist, ctrl, comm.TAG_PAYLOAD, said_hello,
@@ -188,6 +202,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
         gather = None
         record["sockets"] = comm.open_sockets()  # rank 0 after hearing from every rank
         payloads[0] = comm.Arrival(value=record, at=time.time())
+        _announce(up.board, "reported")
         _assemble(fleet, hellos, payloads, me)
         answered = [r for r in said_hello if payloads.get(r) and payloads[r].value is not None]
         sweep = options.bench and not fleet.missing and place.world_size > 1
@@ -207,24 +222,149 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
                 rec = fleet.rank(r)
                 if rec is not None and a.value is not None:
                     rec["nccl_transport"] = a.value.get("nccl_transport")
+        stage = "the end of the run"
+        if up.board is not None:
+            # a rank that died after its report is on the board a moment later: wait for every rank that
+            # answered to be done or to have died (bounded), then read
+            up.board.wait_settled(len(answered), time.monotonic() + min(10.0, options.timeout_s))
+        _read_board(fleet, up.board, place)
         fleet.duration_s = round(time.time() - started, 3)
         return fleet
     except Interrupted as e:
         if place.rank != 0:
+            if up.board is not None:
+                up.board.record_lost_parent()  # a stop because its supervisor was killed: said before it goes
             raise
         if gather is not None:
             (payloads if stage == "report" else hellos).update(gather.so_far())
-        if stage == "hello":
+        if stage in ("start-up", "hello"):
             for r in others:
-                hellos.setdefault(r, comm.Arrival(error="no hello before rank 0 was stopped"))
+                hellos.setdefault(r, comm.Arrival(error=f"{_STOPPED_HELLO} (during {stage})"))
         fleet.interrupted = f"{e.signal_name} at {_utc(time.time())}, during {stage}"
         mine = record
         if place.local_rank == 0 and "facts" not in mine and e.facts is not None:
             mine["facts"] = e.facts.to_dict()  # what collect() had read when the signal came
         payloads.setdefault(0, comm.Arrival(value=mine, at=time.time()))
         _assemble(fleet, hellos, payloads, me, stopped=True)
+        if up.board is None and env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+            up.board = _board_now(place, env)  # stopped before the start-up thread reached the store
+        if up.board is not None:
+            up.board.wait_exit(time.monotonic() + 3.0)  # the cause of the stop, if a child records it now
+        if stage == "start-up":
+            for m in fleet.missing:
+                m["stage"] = "start-up"
+        _read_board(fleet, up.board, place)
         fleet.duration_s = round(time.time() - started, 3)
         return fleet
+
+
+def _board_now(place: Place, env: Dict[str, str]) -> Any:
+    from . import arrival
+
+    try:
+        store = arrival.connect(env, place.rank, place.world_size, 5.0, host_store=False)
+        return arrival.Board(store, place.rank, arrival.run_key(env), arrival.identity(place))
+    except Exception:  # noqa: BLE001 - no board: the report says what rank 0 had
+        return None
+
+
+_STOPPED_HELLO = "no hello before rank 0 was stopped"
+
+
+def _announce(board: Any, stage: str) -> None:
+    if board is not None:
+        board.announce(stage)
+
+
+class _StartUp:
+    """The board, then ``init_process_group``, in a thread: the main thread stays in Python, so the launcher's
+    SIGTERM is taken at once (a C++ wait in the main thread would hold it until the group's timeout), and rank 0
+    can stop waiting when a rank has died (its exit record is on the board) or at the deadline."""
+
+    def __init__(self, dist: Any, place: Place, options: Options, env: Dict[str, str], backend: str,
+                 timeout: _dt.timedelta):
+        self.board: Any = None
+        self.ctrl: Any = None
+        self.error: Optional[BaseException] = None
+        self.gave_up: Optional[str] = None
+        self._args = (dist, place, options, env, backend, timeout)
+        self._thread = threading.Thread(target=self._run, name="envdoctor-fleet-start-up", daemon=True)
+
+    def _run(self) -> None:
+        from . import arrival
+
+        dist, place, options, env, backend, timeout = self._args
+        try:
+            try:
+                store = arrival.connect(env, place.rank, place.world_size, options.timeout_s)
+                self.board = arrival.Board(store, place.rank, arrival.run_key(env), arrival.identity(place))
+                self.board.announce("started")
+            except Exception as e:  # noqa: BLE001 - no board: the run goes on as before it existed
+                sys.stderr.write(f"envdoctor fleet: rank {place.rank}: no arrival board: {comm.short_error(e)}\n")
+            testing.at(env, place.rank, "during-start")
+            dist.init_process_group(backend, timeout=timeout)
+            self.ctrl = None if backend == "gloo" else dist.new_group(backend="gloo", timeout=timeout)
+            _announce(self.board, "pg-formed")
+        except Exception as e:  # noqa: BLE001 - raised again in the main thread
+            self.error = e
+
+    def wait(self, deadline: Optional[float]) -> bool:
+        """True once the group formed; raises what init_process_group raised (any rank but rank 0, whose report
+        says it); False when rank 0 stops waiting: past ``deadline`` (time.time) or a rank's exit recorded."""
+        self._thread.start()
+        checked = 0.0
+        while self._thread.is_alive():
+            self._thread.join(0.2)
+            if deadline is None or not self._thread.is_alive():
+                continue
+            if time.time() >= deadline:
+                self.gave_up = "deadline"
+                return False
+            if self.board is not None and time.monotonic() - checked >= 1.0:
+                checked = time.monotonic()
+                if self.board.counts()["exited"]:
+                    self.gave_up = "exit"
+                    return False
+        if self.error is not None:
+            if deadline is None:
+                raise self.error
+            self.gave_up = f"init_process_group failed: {comm.short_error(self.error)}"
+            return False
+        return True
+
+    def why_not(self) -> str:
+        if self.gave_up == "deadline":
+            return "the process group had not formed within the deadline"
+        if self.gave_up == "exit":
+            return "the process group cannot form: a rank died during start-up"
+        return f"the process group did not form ({self.gave_up})"
+
+
+def _read_board(fleet: FleetData, board: Any, place: Place) -> None:
+    """The board as it is now, into ``fleet.arrivals``: every rank's key and exit record, and for a missing rank
+    that never wrote, the host the launcher placed it on."""
+    from .arrival import placement
+
+    if board is None:
+        return
+    came = {a["rank"]: a for a in board.read(fleet.world_size)}
+    for r, a in came.items():  # a rank that died before it announced itself: its exit record says where
+        if a.get("stage"):
+            continue
+        a["stage"] = None
+        where = placement(r, place, list(came.values()))
+        if (a.get("exit") or {}).get("hostname"):
+            where.update(hostname=a["exit"]["hostname"])
+            where.pop("host_from", None)
+        for k, v in where.items():
+            a.setdefault(k, v)
+    for m in fleet.missing:
+        r = m.get("rank")
+        if isinstance(r, int) and r not in came:
+            came[r] = dict(placement(r, place, list(came.values())), rank=r, stage=None)
+    fleet.arrivals = [came[r] for r in sorted(came)]
+    if board.error:
+        sys.stderr.write(f"envdoctor fleet: rank {place.rank}: {board.error}\n")
 
 
 def _assemble(fleet: FleetData, hellos: Dict[int, comm.Arrival], payloads: Dict[int, comm.Arrival],
@@ -239,8 +379,11 @@ def _assemble(fleet: FleetData, hellos: Dict[int, comm.Arrival], payloads: Dict[
             ranks[r] = dict(h.value)
             ranks[r]["heard_at"] = _utc(h.at)
         else:
-            missing.append({"rank": r, "stage": "hello", "last_heard": None,
-                            "reason": (h.error if h is not None else "not heard from before rank 0 was stopped")})
+            entry = {"rank": r, "stage": "hello", "last_heard": None,
+                     "reason": (h.error if h is not None else "not heard from before rank 0 was stopped")}
+            if stopped and (h is None or (h.error or "").startswith(_STOPPED_HELLO)):
+                entry["cut_short"] = True  # nothing of its own: rank 0 was stopped first (issue 41)
+            missing.append(entry)
     for r, a in sorted(payloads.items()):
         if a.value is not None:
             rec = dict(a.value)
@@ -255,7 +398,10 @@ def _assemble(fleet: FleetData, hellos: Dict[int, comm.Arrival], payloads: Dict[
             a = payloads.get(r)
             reason = a.error if a is not None and a.error else (
                 "had not sent its report when rank 0 was stopped" if stopped else "no report")
-            missing.append({"rank": r, "stage": "report", "reason": reason, "last_heard": ranks[r].get("heard_at")})
+            entry = {"rank": r, "stage": "report", "reason": reason, "last_heard": ranks[r].get("heard_at")}
+            if stopped and not (a is not None and a.error):
+                entry["cut_short"] = True
+            missing.append(entry)
     fleet.ranks = [ranks[r] for r in sorted(ranks)]
     fleet.missing = sorted(missing, key=lambda m: m["rank"])
     fleet.nodes = group_nodes(fleet.ranks, facts_by_rank)

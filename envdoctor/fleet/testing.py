@@ -7,7 +7,12 @@ They are read only when ENVDOCTOR_FLEET_TESTING=1 (the tests set it for the rank
   into the node's facts snapshot ("pythons[0].torch.version", "host.shm_total_bytes") or, prefixed "rank.", into
   the rank's own record ("rank.torch_version"). Example: "1:pythons[0].torch.version=2.12.0+cpu".
 - ENVDOCTOR_FLEET_TEST_EXIT="RANK:STAGE:CODE": rank RANK exits with CODE (os._exit, no clean-up, as a crash)
-  at STAGE: "after-init" (before saying hello) or "before-gather" (after its own part, before sending it);
+  at STAGE: "at-launch" (first thing, before envdoctor tracks the rank: a rank whose interpreter fails),
+  "before-start" (before it announces itself on the board: dead before start-up), "during-start" (announced,
+  before init_process_group), "after-init" (before saying hello), "before-gather" (after its own part, before
+  sending it) or "after-report" (its report sent, before the rest of the run: mid-run);
+  CODE "kill" makes it SIGKILL itself there (the OOM killer, `kill -9`); CODE "kill-parent" SIGKILLs the
+  process the launcher started (the rank's supervisor, fleet/arrival.py) and carries on;
   CODE "hang" makes it hang there instead (a rank stuck in a driver call), until the launcher ends it;
   CODE "late=SECONDS" makes it wait that long there and then carry on (a rank that comes after the deadline).
 """
@@ -22,8 +27,10 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 ENABLE = "ENVDOCTOR_FLEET_TESTING"
 OVERRIDE = "ENVDOCTOR_FLEET_TEST_OVERRIDE"
 EXIT = "ENVDOCTOR_FLEET_TEST_EXIT"
-STAGES = ("after-init", "before-gather")
+STAGES = ("at-launch", "before-start", "during-start", "after-init", "before-gather", "after-report")
 HANG = -1  # exit_at's answer for CODE "hang"
+KILL = -9  # exit_at's answer for CODE "kill"
+KILL_PARENT = -10  # exit_at's answer for CODE "kill-parent"
 
 
 class HookError(ValueError):
@@ -60,7 +67,7 @@ def exit_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[int]:
     for item in filter(None, (s.strip() for s in env[EXIT].split(";"))):
         m = _item(item)
         if int(m.group(1)) == rank and m.group(2) == stage and not m.group(3).startswith("late="):
-            return HANG if m.group(3) == "hang" else int(m.group(3))
+            return {"hang": HANG, "kill": KILL, "kill-parent": KILL_PARENT}.get(m.group(3)) or int(m.group(3))
     return None
 
 
@@ -75,8 +82,29 @@ def late_at(env: Mapping[str, str], rank: int, stage: str) -> Optional[float]:
     return None
 
 
+def at(env: Mapping[str, str], rank: int, stage: str) -> None:
+    """Apply this rank's hook for ``stage``: wait, then leave (exit, kill, hang), as the variable says (both for
+    one stage, "1:at-launch:late=3;1:at-launch:1": a rank that fails three seconds after its launch)."""
+    late = late_at(env, rank, stage)
+    if late:
+        import time
+
+        time.sleep(late)
+    code = exit_at(env, rank, stage)
+    if code == KILL_PARENT:
+        import signal
+
+        from .arrival import PARENT
+
+        if PARENT[0] is None:
+            raise HookError(f"{EXIT}: rank {rank} has no supervisor to kill (rank 0 is not supervised)")
+        os.kill(PARENT[0], signal.SIGKILL)
+    elif code is not None:
+        leave(code)
+
+
 def _item(item: str) -> re.Match[str]:
-    m = re.fullmatch(r"(\d+):([a-z-]+):(\d+|hang|late=\d+(?:\.\d+)?)", item)
+    m = re.fullmatch(r"(\d+):([a-z-]+):(\d+|hang|kill-parent|kill|late=\d+(?:\.\d+)?)", item)
     if not m or m.group(2) not in STAGES:
         raise HookError(f"{EXIT}: {item!r} is not RANK:STAGE:CODE (STAGE: {', '.join(STAGES)})")
     return m
@@ -124,5 +152,10 @@ def leave(code: int) -> None:
         while True:
             time.sleep(3600)
     sys.stdout.flush()
+    sys.stderr.flush()
+    if code == KILL:
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
     sys.stderr.flush()
     os._exit(code)

@@ -580,6 +580,7 @@ CODE_ACTIONS: Dict[str, str] = {
     "bench.matmul/no-reference": NONE,  # nothing to compare with
     "bench.membw/no-reference": NONE,
     "fleet.ranks/interrupted": RESTART_PROCESS,  # the run was stopped, not a node
+    "fleet.ranks/late": RESTART_PROCESS,  # the rank came, after the deadline: run again (or raise --timeout)
     "watch.bottleneck/gpu-bound": NONE,  # the GPU is the bottleneck: the state to be in
     "watch.bottleneck/input-keeps-up": NONE,
 }

@@ -47,22 +47,92 @@ class FleetData:
     duration_s: Optional[float] = None
     interrupted: Optional[str] = None  # "SIGTERM at 20:31:05 UTC": the launcher stopped rank 0 early
     nodes: List[Node] = field(default_factory=list)
+    # every rank's arrival as the board held it when rank 0 wrote the report (fleet/arrival.py): {"rank", "hostname",
+    # "pid", "local_rank", "node_rank", "stage", "stages": {stage: unix time}, "exit": {"code" | "signal",
+    # "stage", "at", "pid"}}; a rank that never wrote has "stage" None and "host_from": "placement" where the
+    # launcher's placement names its host. Empty: no board (an older report, or the store could not be used).
+    arrivals: List[Dict[str, Any]] = field(default_factory=list)
+    deadline_at: Optional[float] = None  # unix time rank 0 stopped waiting for the ranks to start (lateness)
 
     def rank(self, r: int) -> Optional[Dict[str, Any]]:
         return next((x for x in self.ranks if x.get("rank") == r), None)
 
+    def arrival(self, r: int) -> Optional[Dict[str, Any]]:
+        return next((x for x in self.arrivals if x.get("rank") == r), None)
+
     def who(self, r: int) -> str:
-        """"rank 3 (node 0, host gpu-a, local rank 3)": how a report names a rank."""
+        """"rank 3 (node 0, host gpu-a, local rank 3)": how a report names a rank. A rank that never said hello
+        is named by its arrival on the board, else by the launcher's placement ("host gpu-a by placement")."""
         rec = self.rank(r) or {}
+        came = self.arrival(r) or {}
         bits = []
         node = next((n for n in self.nodes if r in n.ranks), None)
         if node is not None:
             bits.append(node.key)
+        elif came.get("node_rank") is not None:
+            bits.append(f"node {came['node_rank']}")
         if rec.get("hostname"):
             bits.append(f"host {rec['hostname']}")
-        if rec.get("local_rank") is not None:
-            bits.append(f"local rank {rec['local_rank']}")
+        elif came.get("hostname"):
+            bits.append(f"host {came['hostname']}" + (" by the launcher's placement"
+                                                  if came.get("host_from") == "placement" else ""))
+        local = rec.get("local_rank") if rec.get("local_rank") is not None else came.get("local_rank")
+        if local is not None:
+            bits.append(f"local rank {local}")
         return f"rank {r}" + (f" ({', '.join(bits)})" if bits else "")
+
+    def host_of(self, r: int) -> Optional[str]:
+        rec = self.rank(r) or {}
+        return rec.get("hostname") or (self.arrival(r) or {}).get("hostname")
+
+    def fate(self, r: int) -> Optional[str]:
+        """What became of a rank that did not finish cleanly, in words ("died during start-up: killed by
+        SIGKILL"), from its exit record; "never arrived" for a rank the board never saw; None otherwise."""
+        came = self.arrival(r)
+        if came is None:
+            return None
+        if came.get("exit"):
+            return f"died {stage_words(came['exit'].get('stage'))}: {exit_words(came['exit'])}"
+        if not came.get("stage"):
+            return "never arrived"
+        return None
+
+    def reported_cell(self, r: int) -> str:
+        """The ranks table's "reported" cell: "yes", "MISSING", and what the board adds ("yes, then died
+        mid-run: killed by SIGKILL", "MISSING: never arrived")."""
+        rec = self.rank(r) or {}
+        fate = self.fate(r)
+        if rec.get("payload"):
+            return f"yes, then {fate}" if fate and fate != "never arrived" else "yes"
+        if fate:
+            return f"MISSING: {fate}"
+        came = self.arrival(r) or {}
+        if any(m.get("rank") == r and m.get("cut_short") for m in self.missing):
+            return "MISSING: the run was stopped first"
+        return "MISSING: it arrived and waited for the group" if came.get("stage") == "started" else "MISSING"
+
+
+# where a rank was when it died, by the last stage it wrote on the board (fleet/arrival.py)
+ARRIVAL_STAGES = ("launched", "started", "pg-formed", "reported", "done")
+_STAGE_WORDS = {
+    "launched": "before start-up (before it announced itself)",
+    "started": "during start-up (before the process group formed)",
+    "pg-formed": "mid-run (after the process group formed, before its report)",
+    "reported": "mid-run (after it sent its report)",
+    "done": "after its part was done",
+}
+
+
+def stage_words(stage: Optional[str]) -> str:
+    return _STAGE_WORDS.get(stage or "launched", f"at stage {stage}")
+
+
+def exit_words(ex: Dict[str, Any]) -> str:
+    """"killed by SIGKILL" or "exited with code 3", and its pid."""
+    if ex.get("lost_parent"):  # fleet/arrival.py record_lost_parent: its child said so
+        return f"the process the launcher started (pid {ex.get('pid')}) was killed from outside"
+    how = f"killed by {ex['signal']}" if ex.get("signal") else f"exited with code {ex.get('code')}"
+    return how + (f" (pid {ex['pid']})" if ex.get("pid") is not None else "")
 
 
 def assign_node_keys(ranks: List[Dict[str, Any]]) -> None:
@@ -106,7 +176,8 @@ def group_nodes(ranks: List[Dict[str, Any]], facts_by_rank: Dict[int, Dict[str, 
 def fleet_to_dict(fleet: FleetData) -> Dict[str, Any]:
     return {"backend": fleet.backend, "world_size": fleet.world_size, "timeout_s": fleet.timeout_s,
             "started_at": fleet.started_at, "duration_s": fleet.duration_s, "interrupted": fleet.interrupted,
-            "ranks": fleet.ranks, "missing": fleet.missing, "collectives": fleet.collectives}
+            "ranks": fleet.ranks, "missing": fleet.missing, "collectives": fleet.collectives,
+            "arrivals": fleet.arrivals, "deadline_at": fleet.deadline_at}
 
 
 class FleetReportError(ValueError):
@@ -136,7 +207,11 @@ def fleet_from_report(data: Any) -> FleetData:
                     missing=[m for m in fleet.get("missing") or [] if isinstance(m, dict)],
                     collectives=[c for c in fleet.get("collectives") or [] if isinstance(c, dict)],
                     started_at=fleet.get("started_at"), duration_s=fleet.get("duration_s"),
-                    interrupted=fleet.get("interrupted"))
+                    interrupted=fleet.get("interrupted"),
+                    arrivals=[a for a in fleet.get("arrivals") or [] if isinstance(a, dict)
+                              and isinstance(a.get("rank"), int)],
+                    deadline_at=fleet.get("deadline_at") if isinstance(fleet.get("deadline_at"), (int, float))
+                    else None)
     out.nodes = group_nodes(ranks, facts_by_rank)
     return out
 

@@ -99,10 +99,13 @@ def _sections(rep: FleetReport, redact: bool = False) -> Dict[str, Any]:
         ranks.append([rec["rank"], node, rec.get("hostname") or "?", rec.get("local_rank"), rec.get("device") or "?",
                       gpu.get("name") or "-", ("GPU-<redacted>" if redact and gpu.get("uuid") else gpu.get("uuid"))
                       or "-", gpu.get("pci_bus_id") or "-",
-                      _bench(rec, "matmul"), _bench(rec, "h2d"), "yes" if rec.get("payload") else "MISSING"])
+                      _bench(rec, "matmul"), _bench(rec, "h2d"), fleet.reported_cell(rec["rank"])])
     for m in fleet.missing:
         if not fleet.rank(m["rank"]):
-            ranks.append([m["rank"], "?", "?", "?", "?", "-", "-", "-", "-", "-", "MISSING"])
+            came = fleet.arrival(m["rank"]) or {}  # issue 41: where the board or the launcher's placement has it
+            ranks.append([m["rank"], f"node {came['node_rank']}" if came.get("node_rank") is not None else "?",
+                          came.get("hostname") or "?", "?" if came.get("local_rank") is None else came["local_rank"],
+                          "?", "-", "-", "-", "-", "-", fleet.reported_cell(m["rank"])])
     ranks.sort(key=lambda r: r[0])
     nodes = []
     for n in fleet.nodes:
@@ -216,6 +219,6 @@ def render_markdown(rep: FleetReport, redact: bool = True) -> str:
     if redact:
         from .redact import redact_text
 
-        hosts = [h for h in (r.get("hostname") for r in fleet.ranks) if isinstance(h, str) and h]
+        hosts = [h for h in (r.get("hostname") for r in fleet.ranks + fleet.arrivals) if isinstance(h, str) and h]
         text = redact_text(text, hosts)
     return text

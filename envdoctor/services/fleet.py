@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Callable, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional
 
 from ..domain.fastclass import dataclass
 from ..model.fleet import FleetReport
@@ -61,9 +61,13 @@ def judge_saved(text: str, compat: Optional[Compat] = None) -> FleetReport:
 
 
 def run(options: FleetOptions, env: Mapping[str, str],
-        before_judging: Optional[Callable[[], None]] = None) -> Optional[FleetReport]:
+        before_judging: Optional[Callable[[], None]] = None,
+        before_torch: Optional[Callable[[], None]] = None,
+        after_torch: Optional[Callable[[Any], None]] = None) -> Optional[FleetReport]:
     """This rank's part of the job (the launcher's variables in ``env``); rank 0 returns the fleet's report,
-    the others None. FleetError before anything starts; RankFailed when this rank cannot take part."""
+    the others None. FleetError before anything starts; RankFailed when this rank cannot take part.
+    ``before_torch`` runs just before torch.distributed is imported and ``after_torch(place)`` once it is (the
+    command line holds stop signals and forks the rank's supervisor there: fleet/arrival.py)."""
     from ..fleet import testing
     from ..fleet.launch import NotLaunched, place_from_env
 
@@ -73,6 +77,9 @@ def run(options: FleetOptions, env: Mapping[str, str],
         testing.exit_at(env, -1, "after-init")
     except (NotLaunched, testing.HookError) as e:
         raise FleetError(str(e)) from None
+    testing.at(env, place.rank, "at-launch")
+    if before_torch is not None:
+        before_torch()
     try:
         import torch.distributed as dist
     except Exception as e:  # noqa: BLE001 - no torch, or a torch that does not import
@@ -80,6 +87,8 @@ def run(options: FleetOptions, env: Mapping[str, str],
                          f"({sys.executable}: import torch.distributed failed: {type(e).__name__}: {e})") from None
     if not dist.is_available():
         raise FleetError("this torch build has no torch.distributed")
+    if after_torch is not None:
+        after_torch(place)
     import torch
 
     if options.backend == "nccl" and not torch.cuda.is_available():

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from envdoctor.cli import main
+from envdoctor.model.fleet import fleet_from_report
 from tests.paths import REPO
 
 pytestmark = pytest.mark.slow
@@ -128,9 +129,10 @@ def test_a_rank_that_crashes_gets_the_report_written_when_torchrun_stops_rank_0(
     assert proc.returncode not in (0, 124), err[-2000:]
     text = " ".join(out.split())
     assert "PARTIAL: rank 0 was stopped (SIGTERM" in text
-    # rank 3 is named missing: with its host when its hello came before torchrun stopped rank 0, else by rank
-    # alone (on a loaded box the stop can come before any hello: "1 of 4 ranks reported")
-    assert re.search(r"rank 3\b[^;]*?(?:never said hello|did not send its report)", text), out
+    # rank 3 is named: its exit is on the launcher's store (issue 41), with its host and where it was
+    assert re.search(r"rank 3 \(node 0, host [^;]*?\) died [^;]*?: exited with code 1", text), out
+    # ranks 1 and 2, stopped with the run, are not named as causes (a loaded box can stop them before their hello)
+    assert "rank 1 (" not in text.split("Findings", 1)[1] and "after rank 3 failed" in text, out
     assert left == [], f"processes left behind: {left}"
 
 
@@ -180,3 +182,95 @@ def test_sixteen_ranks_hold_sockets_to_rank_0_only(cpu_venv, tmp_path):
     assert max(others) <= 4, others  # rank 0's pair, the rendezvous store, one more: not n - 1 pairs
     assert n - 1 <= ranks[0]["sockets"] <= n + 3, ranks[0]["sockets"]  # one pair per rank it heard from
     assert ranks[1]["env"].get("OMP_NUM_THREADS") == "1"
+
+
+# issue 41: rank 1 of two dies at each point of its life; the report names it, with its host, and never rank 0.
+# "at-launch" exits before envdoctor tracks the rank (an interpreter that fails in its start-up: no exit record,
+# named by torchrun's placement), 4 s after its launch: a rank that fails within rank 0's own first second stops
+# rank 0 before envdoctor's command runs (torchrun's summary names it then); the others SIGKILL the rank, as the
+# OOM killer or a `kill -9` would.
+KILLS = [("at-launch", "late=4;1:at-launch:1", "fleet.ranks/not-arrived", "never arrived"),
+         ("before-start", "kill", "fleet.ranks/died", "died before start-up (before it announced itself): killed "
+                                                      "by SIGKILL"),
+         ("during-start", "kill", "fleet.ranks/died", "died during start-up (before the process group formed): "
+                                                      "killed by SIGKILL"),
+         ("after-report", "kill", "fleet.ranks/died", "died mid-run (after it sent its report): killed by SIGKILL")]
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("stage, code, finding, says", KILLS, ids=[k[0] for k in KILLS])
+def test_rank_1_killed_is_named_with_its_host_and_rank_0_is_never_blamed(cpu_venv, tmp_path, stage, code, finding,
+                                                                        says):
+    env = _env(tmp_path, ENVDOCTOR_FLEET_TEST_EXIT=f"1:{stage}:{code}")
+    argv = ["timeout", "200"] + _torchrun(cpu_venv.python, "--nproc-per-node", "2", "--master-port", str(_port())) + \
+        ["--timeout", "60", "--format", "json", "--no-redact"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path,
+                            start_new_session=True)
+    out, err = proc.communicate(timeout=250)
+    assert proc.returncode not in (0, 124), err[-3000:]
+    assert out.strip(), f"rank 0 wrote no report: {err[-3000:]}"
+    report = json.loads(out)
+    host = socket.gethostname()
+    ranks = [f for f in report["fleet_findings"] if f["code"].startswith("fleet.ranks/")]
+    (named,) = [f for f in ranks if f["code"] == finding]
+    assert named["summary"].startswith(f"rank 1 (node 0, host {host}"), named["summary"]
+    assert says in named["summary"], named["summary"]
+    for f in ranks:  # nothing about the ranks blames rank 0: the only other one is the stop, naming rank 1
+        assert f["summary"].startswith("rank 1 ") or (
+            f["code"] == "fleet.ranks/interrupted" and f["severity"] == "warning"
+            and "after rank 1 failed" in f["summary"]), f["summary"]
+    assert not any(f["summary"].startswith("rank 0") for f in report["fleet_findings"])
+    # the table's cell for rank 1 is not the healthy ranks' "yes"
+    again = fleet_from_report(report)
+    cell = again.reported_cell(1)
+    assert cell.startswith("MISSING: never arrived" if stage == "at-launch" else ("yes, then died" if stage == "after-report"
+                                                                         else "MISSING: died")), cell
+    assert again.reported_cell(0) == "yes"
+
+
+@pytest.mark.timeout(300)
+def test_rank_1_that_starts_after_the_deadline_is_named_late_with_its_host_and_rank_0_reports_at_the_deadline(
+        cpu_venv, tmp_path):
+    """Rank 1 waits 60 s before it announces itself; rank 0 stops waiting at its 10 s deadline and names it by
+    torchrun's placement as not arrived within it."""
+    env = _env(tmp_path, ENVDOCTOR_FLEET_TEST_EXIT="1:before-start:late=60")
+    argv = ["timeout", "200"] + _torchrun(cpu_venv.python, "--nproc-per-node", "2", "--master-port", str(_port())) + \
+        ["--timeout", "10", "--format", "json", "--no-redact"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path,
+                            start_new_session=True)
+    out, err = proc.communicate(timeout=250)
+    assert proc.returncode not in (0, 124), err[-3000:]
+    report = json.loads(out)
+    ranks = [f for f in report["fleet_findings"] if f["code"].startswith("fleet.ranks/")]
+    assert [f["code"] for f in ranks] == ["fleet.ranks/not-arrived"], ranks
+    summary = ranks[0]["summary"]
+    assert summary.startswith(f"rank 1 (node 0, host {socket.gethostname()} by the launcher's placement, "
+                              "local rank 1) never arrived"), summary
+    assert "within the 10 s deadline; it starts late" in summary, summary
+    # gloo's init_process_group returns on rank 0 alone (pairs are made on demand): rank 0 stops at its hello
+    # round's deadline; with a backend whose init waits for every rank, at the start-up deadline instead
+    assert report["fleet"]["missing"][0]["stage"] in ("hello", "start-up")
+    left, end = _left_behind(proc.pid), time.monotonic() + 60  # the sleeping rank is stopped when rank 0 leaves
+    while left and time.monotonic() < end:
+        time.sleep(0.2)
+        left = _left_behind(proc.pid)
+    assert left == [], f"processes left behind: {left}"
+
+
+@pytest.mark.timeout(300)
+def test_a_kill_aimed_at_the_process_torchrun_started_is_still_named(cpu_venv, tmp_path):
+    """`kill -9` of the pid torchrun prints for rank 1 (its supervisor, not the rank's work): the work notices its
+    parent gone, records that on the board and stops; rank 0 names rank 1, not itself."""
+    env = _env(tmp_path, ENVDOCTOR_FLEET_TEST_EXIT="1:after-report:kill-parent")
+    argv = ["timeout", "200"] + _torchrun(cpu_venv.python, "--nproc-per-node", "2", "--master-port", str(_port())) + \
+        ["--timeout", "60", "--format", "json", "--no-redact"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path,
+                            start_new_session=True)
+    out, err = proc.communicate(timeout=250)
+    assert proc.returncode not in (0, 124), err[-3000:]
+    report = json.loads(out)
+    ranks = [f for f in report["fleet_findings"] if f["code"].startswith("fleet.ranks/")]
+    died = [f for f in ranks if f["code"] == "fleet.ranks/died"]
+    assert died and died[0]["summary"].startswith(f"rank 1 (node 0, host {socket.gethostname()}"), ranks
+    assert "was killed from outside" in died[0]["summary"], died[0]["summary"]
+    assert not any(f["summary"].startswith("rank 0") for f in report["fleet_findings"])

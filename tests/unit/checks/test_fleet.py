@@ -200,3 +200,131 @@ def test_rank_env_reads_only_the_variables_that_matter():
     env = rank_env({"OMP_NUM_THREADS": "4", "NCCL_P2P_DISABLE": "1", "HF_TOKEN": "secret", "HOME": "/root"})
     assert env["OMP_NUM_THREADS"] == "4" and env["NCCL_P2P_DISABLE"] == "1" and env["CUDA_VISIBLE_DEVICES"] is None
     assert "HF_TOKEN" not in env and "HOME" not in env
+
+
+# ------------------------------------------------------------------ issue 41: arrivals on the launcher's store
+
+KILLED = {"signal": "SIGKILL", "signum": 9, "pid": 4242, "hostname": "gpu-1", "at": 1796630000.0}
+
+
+def _two_ranks(missing=(), arrivals=(), interrupted=None):
+    fleet = _fleet([_node_facts()], per_node=1, missing=list(missing))
+    fleet.arrivals = list(arrivals)
+    fleet.interrupted = interrupted
+    return fleet
+
+
+def test_a_rank_that_died_during_start_up_is_named_with_its_host_and_exit_and_rank_0_is_not_blamed():
+    fleet = _two_ranks(
+        missing=[{"rank": 1, "stage": "hello", "reason": "no hello before rank 0 was stopped (during hello)",
+                  "last_heard": None}],
+        arrivals=[{"rank": 0, "stage": "pg-formed", "hostname": "gpu-0"},
+                  {"rank": 1, "stage": "started", "hostname": "gpu-1", "node_rank": 1, "local_rank": 0,
+                   "exit": dict(KILLED, stage="started")}],
+        interrupted="SIGTERM at 2026-12-07 08:16:59 UTC, during hello")
+    rep = judge_fleet(fleet)
+    died, stop = _found(rep, "fleet.ranks/")
+    assert died.code == "fleet.ranks/died" and died.severity == "error" and died.category == "FLEET_RANK_UNREACHABLE"
+    assert died.summary == ("rank 1 (node 1, host gpu-1, local rank 0) died during start-up (before the process "
+                            "group formed): killed by SIGKILL (pid 4242)")
+    assert died.fix.commands == ["dmesg -T | grep -iE 'killed process|out of memory'"] and "on gpu-1" in died.fix.summary
+    assert stop.code == "fleet.ranks/interrupted" and stop.severity == "warning"
+    assert stop.summary.startswith("the run was cut short after rank 1 failed: the launcher stopped")
+    assert fleet.reported_cell(1) == ("MISSING: died during start-up (before the process group formed): killed by "
+                                      "SIGKILL (pid 4242)")
+    assert fleet.reported_cell(0) == "yes"
+
+
+def test_a_rank_killed_after_its_report_is_not_listed_like_the_healthy_ones():
+    fleet = _fleet([_node_facts()], per_node=2)
+    fleet.arrivals = [{"rank": 0, "stage": "reported", "hostname": "gpu-0"},
+                      {"rank": 1, "stage": "reported", "hostname": "gpu-0", "exit": dict(KILLED, stage="reported")}]
+    rep = judge_fleet(fleet)
+    (died,) = _found(rep, "fleet.ranks/")
+    assert died.summary == ("rank 1 (node 0, host gpu-0, local rank 1) died mid-run (after it sent its report): "
+                            "killed by SIGKILL (pid 4242); its report had arrived, the rest of the run had not")
+    assert fleet.reported_cell(1).startswith("yes, then died mid-run") and fleet.reported_cell(0) == "yes"
+
+
+def test_a_rank_that_never_arrived_is_named_by_the_launchers_placement():
+    fleet = _two_ranks(
+        missing=[{"rank": 1, "stage": "start-up", "reason": "the process group had not formed within the deadline",
+                  "last_heard": None}],
+        arrivals=[{"rank": 0, "stage": "pg-formed", "hostname": "gpu-0"},
+                  {"rank": 1, "stage": None, "hostname": "gpu-0", "node_rank": 0, "local_rank": 1,
+                   "host_from": "placement"}])
+    rep = judge_fleet(fleet)
+    (f,) = _found(rep, "fleet.ranks/")
+    assert f.code == "fleet.ranks/not-arrived" and f.severity == "error"
+    assert f.summary == ("rank 1 (node 0, host gpu-0 by the launcher's placement, local rank 1) never arrived: it "
+                         "did not announce itself on the launcher's store within the 30 s deadline; it starts late, "
+                         "or its process failed before envdoctor ran in it")
+    assert fleet.reported_cell(1) == "MISSING: never arrived"
+
+
+def test_a_rank_that_came_after_the_deadline_is_late_by_how_long_and_the_waiting_ranks_are_not_blamed():
+    fleet = _fleet([_node_facts()], per_node=1, missing=[
+        {"rank": r, "stage": "start-up", "reason": "the process group had not formed within the deadline",
+         "last_heard": None} for r in (1, 2)])
+    fleet.deadline_at = 1000.0  # rank 0 began to wait at 970 (timeout 30)
+    fleet.arrivals = [{"rank": 0, "stage": "started", "stages": {"started": 970.5}, "hostname": "gpu-0"},
+                      {"rank": 1, "stage": "started", "stages": {"started": 971.0}, "hostname": "gpu-0"},
+                      {"rank": 2, "stage": "started", "stages": {"started": 1012.0}, "hostname": "gpu-9"}]
+    rep = judge_fleet(fleet)
+    (f,) = _found(rep, "fleet.ranks/")  # rank 1 arrived in time and waited: not a finding of its own
+    assert f.code == "fleet.ranks/late"
+    assert f.summary == ("rank 2 (host gpu-9) came late: it announced itself 42 s after rank 0 began to wait, past "
+                         "the 30 s deadline")
+    assert fleet.reported_cell(1) == "MISSING: it arrived and waited for the group"
+
+
+def test_ranks_that_all_arrived_and_still_formed_no_group_are_each_named():
+    fleet = _fleet([_node_facts()], per_node=1, missing=[
+        {"rank": 1, "stage": "start-up", "reason": "the process group had not formed within the deadline",
+         "last_heard": None}])
+    fleet.arrivals = [{"rank": 0, "stage": "started", "hostname": "gpu-0"},
+                      {"rank": 1, "stage": "started", "hostname": "gpu-1"}]
+    (f,) = _found(judge_fleet(fleet), "fleet.ranks/")
+    assert f.code == "fleet.ranks/missing"
+    assert f.summary == ("rank 1 (host gpu-1) arrived but the process group did not form: the process group had "
+                         "not formed within the deadline")
+
+
+def test_a_stop_with_no_recorded_cause_is_still_an_error_of_the_run():
+    fleet = _fleet([_node_facts()], per_node=1)
+    fleet.interrupted = "SIGTERM at 2026-12-07 08:00:00 UTC, during report"
+    (f,) = _found(judge_fleet(fleet), "fleet.ranks/")
+    assert f.code == "fleet.ranks/interrupted" and f.severity == "error"
+    assert f.summary == "rank 0 was stopped before the end of the run: SIGTERM at 2026-12-07 08:00:00 UTC, during report"
+
+
+def test_every_rank_arrived_and_finished_is_a_pass():
+    fleet = _fleet([_node_facts()], per_node=2)
+    fleet.arrivals = [{"rank": r, "stage": "done", "hostname": "gpu-0"} for r in (0, 1)]
+    rep = judge_fleet(fleet)
+    assert not _found(rep, "fleet.ranks/")
+    (res,) = [c for c in rep.checks if c.id == "fleet.ranks"]
+    assert res.status == "passed"
+
+
+def test_ranks_stopped_with_the_run_are_not_named_as_causes_when_a_rank_died():
+    fleet = _fleet([_node_facts()], per_node=1, missing=[
+        {"rank": 1, "stage": "report", "reason": "had not sent its report when rank 0 was stopped",
+         "last_heard": "2026-12-07 08:23:38 UTC", "cut_short": True},
+        {"rank": 2, "stage": "report", "reason": "its process exited or crashed (gloo: Connection closed by peer)",
+         "last_heard": "2026-12-07 08:23:38 UTC"}])
+    fleet.interrupted = "SIGTERM at 2026-12-07 08:23:50 UTC, during its own part"
+    fleet.arrivals = [{"rank": 1, "stage": "pg-formed", "hostname": "gpu-0"},
+                      {"rank": 2, "stage": "pg-formed", "hostname": "gpu-0",
+                       "exit": {"code": 1, "pid": 7, "stage": "pg-formed"}}]
+    found = _found(judge_fleet(fleet), "fleet.ranks/")
+    assert [f.code for f in found] == ["fleet.ranks/died", "fleet.ranks/interrupted"]
+    assert found[0].summary.startswith("rank 2 (host gpu-0) died mid-run (after the process group formed, before "
+                                       "its report): exited with code 1 (pid 7)")
+    assert "after rank 2 failed" in found[1].summary and found[1].severity == "warning"
+    assert fleet.reported_cell(1) == "MISSING: the run was stopped first"
+    # with no recorded cause, the same rank is named missing, as before the board
+    fleet.arrivals = [{"rank": 1, "stage": "pg-formed", "hostname": "gpu-0"}]
+    fleet.missing = fleet.missing[:1]
+    codes = sorted(f.code for f in _found(judge_fleet(fleet), "fleet.ranks/"))
+    assert codes == ["fleet.ranks/interrupted", "fleet.ranks/missing"]

@@ -161,7 +161,8 @@ def test_a_redacted_report_still_tells_its_nodes_apart(tmp_path):
     assert "host 1 (<redacted>), rank 1: 2.4.0+cu121" in f.summary
 
 
-@pytest.mark.parametrize("code", ["fleet.consistency/node-facts", "fleet.ranks/missing",
+@pytest.mark.parametrize("code", ["fleet.consistency/node-facts", "fleet.ranks/missing", "fleet.ranks/died",
+                                  "fleet.ranks/not-arrived", "fleet.ranks/late",
                                   pytest.param("fleet.stragglers/h2d-pinned"),
                                   "fleet.transport/socket-fallback", "FLEET_INCONSISTENT", "fleet.collectives"])
 def test_every_fleet_code_can_be_explained(code, capsys):
