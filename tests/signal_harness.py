@@ -32,6 +32,10 @@ def local(frame, event, arg):
 
 def tracer(frame, event, arg):
     code = frame.f_code
+    if _is(code, "envdoctor/__main__.py", "leave_now") and state["in_run"] is None:
+        # run() ends the process in leave_now (os._exit once the report is out) without returning: the calls up
+        # to there are the run's
+        state["in_run"] = state["n"]
     if _is(code, "envdoctor/__main__.py", "hold_signals") or _is(code, "envdoctor/__main__.py", "run"):
         return local
     if not state["on"] and (_is(code, "envdoctor/cli/__init__.py", "main") if START == "main" else
