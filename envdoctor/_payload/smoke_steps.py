@@ -349,6 +349,10 @@ def step_compile(python_h=True, **_kw):
         detail["compiled_with_python_h"] = bool(python_h)
         cmd = [exe, "-shared", "-fPIC", "-O0", "-I" + include, src, "-o", lib]
         detail["compile_command"] = " ".join(cmd)
+        # what a reproduction needs once this step's files are gone: the flags, the source and where it built
+        detail["compile_flags"] = cmd[1:5]
+        detail["source"] = (SOURCE if python_h else SOURCE_QUICK).strip()
+        detail["build_dir"] = build_dir
         run = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60, cwd=work)
         if run.returncode != 0:
             text = run.stdout.decode("utf-8", "replace").strip().splitlines()

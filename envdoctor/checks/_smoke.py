@@ -83,7 +83,14 @@ def repro(py: PythonEnv, step: SmokeStep) -> Optional[str]:
         module = (mods or ["torch"])[0]
         return command(python_of(py), "-c", f"import importlib.util; print(importlib.util.find_spec({module!r}))")
     if name == "compile":
-        return step.detail.get("compile_command") or None
+        d = step.detail
+        exe, flags, source, build = d.get("compiler_path"), d.get("compile_flags"), d.get("source"), d.get("build_dir")
+        if exe and flags and source and build:
+            # self-contained: the step's own files are removed, so the source comes on stdin and the module is
+            # written where the step wrote it (the build directory, made again if the step had made it)
+            return (command("mkdir", "-p", build) + " && " + command("printf", "%s\\n", source) + " | "
+                    + command(exe, *flags, "-x", "c++", "-", "-o", build.rstrip("/") + "/envdoctor-try.so"))
+        return None  # (an older snapshot: its compile_command names files the step removed)
     code = REPRO.get(name)
     return command(python_of(py), "-c", code) if code else None
 
@@ -167,7 +174,11 @@ def move_commands(bad: List[Dict[str, Any]], dirs: List[Dict[str, Any]]) -> List
     if home and any(_under(home, x.get("mount_point")) for x in bad if x.get("mount_point") not in (None, "/")):
         home_bad = True  # HOME is on a mount that failed (set variables pointed there): not under HOME either
     base = "/var/tmp/torch-exec-$USER" if home_bad else "$HOME/.cache/torch-exec"
-    out = [command("findmnt", "-no", "TARGET,OPTIONS", "-T", str(bad[0].get("path")))]
+    # findmnt -T needs the path to exist: a directory that could not even be made (ENOENT under a HOME that is
+    # not there) gets no mount to look at, only its move
+    gone = all("[Errno 2]" in str(x.get("error") or "") or "No such file or directory" in str(x.get("error") or "")
+               for x in bad)
+    out = [] if gone else [command("findmnt", "-no", "TARGET,OPTIONS", "-T", str(bad[0].get("path")))]
     wanted: List[str] = []
     for x in bad:
         role, var = x.get("role") or "", x.get("variable")

@@ -280,6 +280,39 @@ def test_a_home_on_the_failing_mount_moves_the_caches_off_it(compat) -> None:
                                  "export TORCHINDUCTOR_CACHE_DIR=/var/tmp/torch-exec-$USER/torchinductor_cache_dir")
 
 
+def test_a_failed_compile_is_reproduced_by_a_command_that_needs_none_of_the_steps_files(compat) -> None:
+    # the step removes its smoke.cpp: the printed command brings the source on stdin and writes where it wrote
+    src = 'extern "C" int envdoctor_smoke_answer(void) { return 42; }'
+    step = SmokeStep("compile", "failed", 0.5, error_type="StepError",
+                     error="compiling a one-line C++ module failed (exit 1): /usr/bin/ld: final link failed: No "
+                           "space left on device",
+                     detail={"compiler": "g++", "compiler_path": "/usr/bin/g++", "python_h": True,
+                             "compile_command": "/usr/bin/g++ -shared -fPIC -O0 -I/usr/include/python3.11 "
+                                                "/tmp/torchinductor_u/envdoctor_smoke_7/smoke.cpp -o "
+                                                "/tmp/torchinductor_u/envdoctor_smoke_7/smoke.so",
+                             "compile_flags": ["-shared", "-fPIC", "-O0", "-I/usr/include/python3.11"],
+                             "source": src, "build_dir": "/tmp/torchinductor_u"})
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step("compile", step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert f.code == "smoke.steps/compile-failed"
+    assert f.fix.commands == [
+        "mkdir -p /tmp/torchinductor_u && printf '%s\\n' '" + src + "' | /usr/bin/g++ -shared -fPIC -O0 "
+        "-I/usr/include/python3.11 -x c++ - -o /tmp/torchinductor_u/envdoctor-try.so"]
+    assert "envdoctor_smoke_7" not in " ".join(f.fix.commands)
+
+
+def test_a_cache_that_cannot_even_be_made_gets_its_move_without_findmnt(compat) -> None:
+    # HOME points nowhere: triton's default cache cannot be created; `findmnt -T` on a missing path fails, so the
+    # fix is only the move (every printed command must run)
+    step = _load_failed(None, None, error="FileNotFoundError: [Errno 2] No such file or directory: '/proc/nonexistent'")
+    step.detail["loads"][1].update(path="/proc/nonexistent/.triton/cache", role="triton-cache", mount_point=None)
+    (f,) = [f for f in judge(Facts(pythons=[env(replace_step("compile", step))]), compat).findings
+            if f.code.startswith("smoke.")]
+    assert f.code == "smoke.steps/compile-failed" and "No such file or directory" in f.summary
+    assert f.fix.commands == ["mkdir -p /var/tmp/torch-exec-$USER/triton_cache_dir && "
+                              "export TRITON_CACHE_DIR=/var/tmp/torch-exec-$USER/triton_cache_dir"]
+
+
 @pytest.mark.parametrize("error", [
     "RuntimeError: DataLoader timed out after 15 seconds (the workers said: OSError: [Errno 24] Too many open files)",
     "RuntimeError: received 0 items of ancdata",
