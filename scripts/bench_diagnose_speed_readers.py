@@ -50,8 +50,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3)
     args = ap.parse_args()
     from envdoctor.compat import load_compat
-    from envdoctor.diagnose import diagnose_report
     from envdoctor.diagnose.readers import speed
+    from envdoctor.services.diagnose import diagnose_report
 
     compat = load_compat()
     text = log(args.updates)

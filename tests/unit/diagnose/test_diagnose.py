@@ -308,6 +308,9 @@ CATEGORY_PASTES["GPU_BOUND"] = ("../timeseries/015-v100-32gb-aau-aicloud-job-que
 NOT_FROM_PASTES |= {"GPU_MEMORY_PRESSURE", "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND", "INPUT_BOUND",
                     "DATALOADER_IN_MAIN_PROCESS", "GPU_UNDERFED", "GPU_STRAGGLER", "GPU_IDLE_UNUSED",
                     "COMMUNICATION_BOUND", "CHECKPOINT_STALL"}
+# the watched process's own state (R/D/S, its I/O, its cgroup's throttling, per-epoch step times: issue 41), which
+# no pasted tool output carries (tests/unit/checks/test_watch_main.py, tests/integration/test_watch41b.py)
+NOT_FROM_PASTES |= {"LOOP_WAITS_ON_WRITES", "LOOP_PAUSED", "EVALUATION_STALL", "CPU_CONTENDED", "COLD_FIRST_EPOCH"}
 # judged across the nodes of a job by `envdoctor fleet` (tests/unit/fleet), never from one paste
 NOT_FROM_PASTES |= {"FLEET_INCONSISTENT", "FLEET_STRAGGLER", "FLEET_RANK_UNREACHABLE"}
 # judged from the live interpreter's metadata and sys.path, which a paste does not show

@@ -6,9 +6,9 @@ from __future__ import annotations
 from envdoctor.checks._errors import is_error_line, unprefixed
 from envdoctor.compat import load_compat
 from envdoctor.compat.signatures import signatures_from
-from envdoctor.diagnose import diagnose_report
 from envdoctor.diagnose.engine import read_raw
 from envdoctor.diagnose.readers import messages
+from envdoctor.services.diagnose import diagnose_report
 
 # the line the issue quotes (TensorFlow / XLA through glog), with a status that holds no trigger word
 CUDNN = "E0515 10:03:24.130426 19611 cuda_dnn.cc:534] Could not create cudnn handle: CUDNN_STATUS_NOT_INITIALIZED"

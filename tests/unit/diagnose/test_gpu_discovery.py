@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
 from envdoctor.diagnose.engine import read_all
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES, SHARED
 
 

@@ -32,8 +32,9 @@ from pathlib import Path
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import NothingRecognised, diagnose_report
+from envdoctor.diagnose import NothingRecognised
 from envdoctor.model.findings import Severity
+from envdoctor.services.diagnose import diagnose_report
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
 

@@ -5,7 +5,7 @@ PyTorch Lightning's worker warning, a reporter's utilisation figure. The tables 
 from __future__ import annotations
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import diagnose_report
+from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES
 
 TABLE = (FIXTURES / "nvidia-smi-table" / "geforce-24gb_525.125.06_fan-err.txt").read_text()  # 2021 / 23028 MiB, 0%
