@@ -64,8 +64,10 @@ def _right(row, findings) -> bool:
 # leave this list)
 # (301 and 314 of batch 4 became kinds in diagnose.p2p-hang and diagnose.no-wheel-for-python)
 OPEN: dict = {
-    ("reports-batch5", "414"): "a throughput log whose GPU drops to 0% with no storage named: speed symptoms are "
-                               "not read from pastes yet",
+    ("reports-batch5", "414"): "a flat images/sec log and, in prose, stalls with the GPU at 0%; the NFS share that "
+                               "caused them is named only later in the thread (horovod#824), so SLOW_STORAGE from "
+                               "this text alone would be a guess (two nodes under horovod could as well be the "
+                               "network)",
 }
 
 
