@@ -198,7 +198,7 @@ class Smoke:
             # time after the import; the open-files limit itself is read and judged in every tier. Under an
             # unusually low limit the 64 are held anyway: there the step can fail before the run does
             loader = {"columns": QUICK_LOADER[0], "batches": QUICK_LOADER[1]}
-            self.section["not_tried"].append("a DataLoader holding 64 tensors at once (--smoke thorough)")
+            self.section["not_tried"].append("a DataLoader holding 64 tensors (--smoke thorough)")
         for name, kw in (("dataloader", loader), ("checkpoint", {"dirs": dirs}), ("distributed", {})):
             units.append(([[name, kw]], {name: t}))
         gpu = ["cuda-kernel", "cublas", "cudnn", "autocast", "nccl"]

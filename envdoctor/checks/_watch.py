@@ -7,8 +7,8 @@ from typing import Any, List, Optional, Tuple
 from ..domain.recording import Analysis, GpuStats, analyze, pct
 from ..model.facts import Watch
 from ..model.findings import Evidence
-from ..remedies.shell import command
 from ._watch_cpu import cpu_held
+from ._watch_text import gpu_evidence, gpu_line, local_copy  # noqa: F401  (the watch checks import them from here)
 from .base import CheckContext, SkipCheck
 
 BOUND_P50 = 85.0  # steady utilisation at or above: the GPU is the limit
@@ -328,30 +328,5 @@ def loader_line(w: Watch, a: Analysis, gpu: bool, latency: bool = False) -> str:
                 f"prefetch_factor=4)   # keep {have}: {size.strip(' #')}; more workers would queue for the same "
                 "cores")
     return f"DataLoader(dataset, batch_size=..., num_workers={n}{pin}, persistent_workers=True, prefetch_factor=4)" + size
-
-
-def local_copy(w: Watch) -> List[str]:
-    nvme = w.summary.get("local_nvme") if isinstance(w.summary, dict) else None
-    src = (w.data_paths or ["/path/to/data"])[0]
-    if isinstance(nvme, dict) and nvme.get("mount"):
-        dest = nvme["mount"].rstrip("/") + "/data/"
-        return [command("rsync", "-a", src.rstrip("/") + "/", dest,
-                        comment=f"local NVMe {nvme.get('device', '')} with {nvme.get('free_gb', '?')} GB free")]
-    return [command("rsync", "-a", src.rstrip("/") + "/", "/local_nvme/data/",
-                    comment="no local NVMe was found here: pick the fastest local disk")]
-
-
-def gpu_line(gs: List[GpuStats]) -> str:
-    """Each GPU's p10/p50/p90 for one or two; for more, the median over them and the range of their p50s."""
-    if len(gs) <= 2:
-        return ", ".join(f"GPU {g.index} p10/p50/p90 {g.util_p10:g}/{g.util_p50:g}/{g.util_p90:g}%" for g in gs)
-    med = [pct([getattr(g, k) for g in gs], 0.5) for k in ("util_p10", "util_p50", "util_p90")]
-    p50s = [g.util_p50 for g in gs if g.util_p50 is not None]
-    return (f"{len(gs)} GPUs at p10/p50/p90 {med[0]:g}/{med[1]:g}/{med[2]:g}% (median over GPUs; their p50 "
-            f"{min(p50s):g}-{max(p50s):g}%)")
-
-
-def gpu_evidence(gs: List[GpuStats]) -> List[Evidence]:
-    return [Evidence(f"watch.summary.gpus[{g.index}].util_p50", g.util_p50) for g in gs[:8]]
 
 

@@ -8,15 +8,21 @@ machine's report counts them among the checks that did not apply, as it does the
 from __future__ import annotations
 
 import statistics
-from collections import Counter
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
 from ..domain.fastclass import dataclass
 from ..model.catalogue import CATEGORIES
-from ..model.facts import Facts, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Report, Severity
-from ..model.fleet import FleetData, Node, exit_words, stage_words
-from ._fleet import outliers, rank_env_findings
+from ..model.fleet import FleetData, Node
+from ._fleet import (
+    MISSING,
+    NODE_FACTS,
+    RANK_FACTS,
+    died_finding,
+    missing_finding,
+    outliers,
+    rank_env_findings,
+)
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 # a rank whose kernel runs below this fraction of the median of its peers' is a straggler: envdoctor's line,
@@ -42,41 +48,7 @@ def fleet_of(ctx: CheckContext) -> FleetContext:
 
 # ------------------------------------------------------------------ missing ranks
 
-MISSING = Findings("fleet.ranks", "FLEET_RANK_UNREACHABLE",
-                   kinds=("interrupted", "missing", "died", "not-arrived", "late"))
 
-
-def _died(fleet: FleetData, r: int, ex: Dict[str, Any]) -> Finding:
-    reported = bool((fleet.rank(r) or {}).get("payload"))
-    host = fleet.host_of(r)
-    killed = ex.get("signal") == "SIGKILL"
-    return MISSING.error(
-        "died", f"{fleet.who(r)} died {stage_words(ex.get('stage'))}: {exit_words(ex)}"
-        + ("; its report had arrived, the rest of the run had not" if reported else ""),
-        detail="Its launcher-side parent recorded how it ended on the launcher's store before the launcher saw it "
-               "(envdoctor/fleet/arrival.py); the other ranks' errors and rank 0's stop follow from it. "
-               + ("SIGKILL comes from the kernel's OOM killer or from a `kill -9` (the launcher's own escalation "
-                  "included): the node's kernel log says which." if killed else ""),
-        evidence=[Evidence(f"fleet.arrivals[{r}].exit", ex)],
-        fix=Fix(f"Read rank {r}'s own output" + (f" on {host}" if host else "")
-                + " (torchrun prints each worker's exit code and error file) and that node's kernel log; then run "
-                  "`envdoctor check` on that node",
-                commands=["dmesg -T | grep -iE 'killed process|out of memory'"] if killed else []))
-
-
-def _missing(fleet: FleetData, r: int, m: Dict[str, Any], came: Optional[Dict[str, Any]]) -> Finding:
-    heard = m.get("last_heard")
-    what = {"hello": "never said hello", "start-up": "never joined the process group"}.get(
-        str(m.get("stage")), "did not send its report")
-    board = f"; the board has it at '{came.get('stage')}'" if came is not None and came.get("stage") else ""
-    return MISSING.error(
-        "missing", f"{fleet.who(r)} {what}: {m.get('reason')}"
-        + (f"; last heard from at {heard}" if heard else "; never heard from") + board,
-        detail="A rank that dies or cannot reach rank 0 makes every collective of a training job hang or "
-               "fail on this node set; the report below covers only the ranks that answered.",
-        evidence=[Evidence("fleet.missing", {k: v for k, v in m.items() if v is not None})],
-        fix=Fix("Read that rank's own output (torchrun prints each worker's exit code and error file) and "
-                "the node's kernel log; then run `envdoctor check` on that node"))
 
 
 @check(MISSING, "Every rank arrived, reported to rank 0 within the timeout, and finished")
@@ -91,7 +63,7 @@ def missing_ranks(ctx: CheckContext) -> List[Finding]:
         m = missing.get(r) or {}
         came = fleet.arrival(r) if isinstance(r, int) else None
         if r in dead:
-            out.append(_died(fleet, r, dead[r]))
+            out.append(died_finding(fleet, r, dead[r]))
             causes.append(r)
             continue
         started = ((came or {}).get("stages") or {}).get("started")
@@ -129,12 +101,12 @@ def missing_ranks(ctx: CheckContext) -> List[Finding]:
             # cause only if no other rank is
             waited.append(r)
             continue
-        out.append(_missing(fleet, r, m, came))
+        out.append(missing_finding(fleet, r, m, came))
         causes.append(r)
     if waited and not causes:
         for r in waited:
             if (fleet.arrival(r) or {}).get("stage") != "started" or missing[r].get("stage") != "start-up":
-                out.append(_missing(fleet, r, missing[r], fleet.arrival(r)))
+                out.append(missing_finding(fleet, r, missing[r], fleet.arrival(r)))
                 continue
             out.append(MISSING.error(
                 "missing", f"{fleet.who(r)} arrived but the process group did not form: "
@@ -166,74 +138,6 @@ def missing_ranks(ctx: CheckContext) -> List[Finding]:
 INCONSISTENT = Findings("fleet.consistency", "FLEET_INCONSISTENT", kinds=("node-facts", "rank-runtime", "rank-env"))
 
 
-def _python(f: Facts):
-    return f.pythons[0] if f.pythons else None
-
-
-def _torch_version(f: Facts) -> Optional[str]:
-    p = _python(f)
-    if p is None:
-        return None
-    if p.torch is not None and p.torch.version:
-        return p.torch.version
-    pkg = p.package("torch")
-    return pkg.version if pkg else None
-
-
-def _torch_variant(f: Facts) -> Optional[str]:
-    p = _python(f)
-    pkg = p.package("torch") if p else None
-    if pkg is not None and pkg.variant:
-        return pkg.variant
-    if p is not None and p.torch is not None and p.torch.version is not None:
-        return f"cu{p.torch.cuda}" if p.torch.cuda else None
-    return None
-
-
-def _gpu_models(f: Facts) -> Optional[str]:
-    if f.driver.status != ProbeStatus.OK:
-        return None
-    names = Counter(g.name or "unknown model" for g in f.driver.gpus)
-    return ", ".join(f"{n} x {name}" for name, n in sorted(names.items())) or "no GPU"
-
-
-def _problems(report: Optional[Report]) -> Optional[str]:
-    if report is None:
-        return None
-    cats = sorted({f.category for f in report.problems})
-    return ", ".join(cats) if cats else "none"
-
-
-# (what, value of a node, severity when nodes differ, why it matters)
-NODE_FACTS: List[Tuple[str, str, Callable[[Facts, Optional[Report]], Any], str]] = [
-    ("torch version", Severity.ERROR, lambda f, r: _torch_version(f),
-     "ranks running different torch builds can disagree on collective protocols and hang or crash"),
-    ("torch CUDA variant", Severity.ERROR, lambda f, r: _torch_variant(f),
-     "a CPU or other-CUDA build on one node changes what runs there"),
-    ("NCCL version", Severity.ERROR, lambda f, r: (_python(f).torch.nccl_version
-                                                   if _python(f) and _python(f).torch else None),
-     "NCCL requires the same version on every rank of a communicator"),
-    ("Python version", Severity.ERROR, lambda f, r: _python(f).python_version if _python(f) else None,
-     "pickled objects and compiled extensions differ between Python versions"),
-    ("NVIDIA driver", Severity.WARNING, lambda f, r: f.driver.version,
-     "different driver branches give different CUDA and NCCL behaviour and speed"),
-    ("driver's CUDA", Severity.WARNING, lambda f, r: f.driver.cuda_driver_version,
-     "the highest CUDA the driver runs differs"),
-    ("cuDNN", Severity.WARNING, lambda f, r: (_python(f).torch.cudnn_version if _python(f) and _python(f).torch
-                                              else None),
-     "convolution kernels and their speed differ"),
-    ("GPU models", Severity.WARNING, lambda f, r: _gpu_models(f),
-     "a job runs at the speed of its slowest GPU"),
-    ("envdoctor version", Severity.WARNING, lambda f, r: f.envdoctor_version,
-     "another envdoctor may read different facts"),
-    ("problems found", Severity.WARNING, lambda f, r: _problems(r),
-     "the nodes are not set up alike"),
-]
-
-# the rank's own runtime, as each rank's process sees it (ranks of one node may run different interpreters)
-RANK_FACTS = [("torch version", "torch_version", Severity.ERROR), ("NCCL version", "nccl_version", Severity.ERROR),
-              ("Python version", "python_version", Severity.ERROR), ("torch CUDA", "torch_cuda", Severity.ERROR),
-              ("envdoctor version", "envdoctor_version", Severity.WARNING)]
 
 
 @check(INCONSISTENT, "What must match across nodes and ranks matches")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from ..domain.recording import Analysis, GpuStats, pct
+from ..domain.recording import Analysis, pct
 from ..model.facts import Watch
 from ..model.findings import Evidence, Finding, Fix
 from ._watch import (
@@ -48,7 +48,8 @@ from ._watch import (
 )
 from ._watch_cpu import cpu_held
 from ._watch_host import few_workers, host_verdict, told_storage, told_verdict
-from ._watch_main import MAJORITY, main_busy, majority
+from ._watch_main import main_busy
+from ._watch_verdicts import comm_wait, gpu_bound_confidence
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -108,7 +109,7 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
     spread = pct([(g.util_p90 or 0) - (g.util_p10 or 0) for g in gs], 0.5) or 0.0
     line = gpu_line(gs)
     ev = gpu_evidence(gs) + wait_ev
-    comm = _comm_wait(w, gs)
+    comm = comm_wait(w, gs)
     if comm is not None and comm >= 0.3 and p50 >= BOUND_P50:
         return [BOTTLENECK.warning(
             "communication", f"GPUs report {p50:g}% utilisation but draw under half their peak power "
@@ -126,7 +127,7 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
         memtext = f", memory {mem:g}% used (p90)" if mem is not None else ""
         return [BOTTLENECK.info(
             "gpu-bound", f"The GPU is the limit: {line}{memtext}; a faster disk or more loader workers will not help",
-            evidence=ev, confidence=_held(w, a, gs, confidence(a, direct=wait is not None)),
+            evidence=ev, confidence=gpu_bound_confidence(w, a, gs, confidence(a, direct=wait is not None)),
             detail=(f"{a.steady_count} steady samples over {a.duration_s:g} s"
                     + (f", {int(dips * 100)}% of them below 70%" if dips else "")
                     + (f"; steps wait for data only {100 * wait:.1f}% of the time" if wait is not None else "")
@@ -264,23 +265,6 @@ def _tree_verdict(w: Watch, a: Analysis, tree, notseen: Optional[str]) -> Findin
         confidence=conf, detail=detail, category="INPUT_BOUND")
 
 
-def _comm_wait(w: Watch, gs: List[GpuStats]) -> Optional[float]:
-    """Share of steady samples where a working GPU shows >= 80 % utilisation at under half its p90 power
-    (median over GPUs); None without power readings or with one GPU."""
-    if len(gs) < 2:
-        return None
-    shares = []
-    for g in gs:
-        if not g.power_p90_w:
-            continue
-        rows = [x for s in w.samples for x in (s.get("gpus") or []) if x.get("index") == g.index
-                and isinstance(x.get("util_pct"), (int, float)) and isinstance(x.get("power_w"), (int, float))]
-        if rows:
-            shares.append(sum(1 for x in rows if x["util_pct"] >= 80 and x["power_w"] < 0.5 * g.power_p90_w)
-                          / len(rows))
-    return pct(shares, 0.5) if len(shares) >= 2 else None
-
-
 # --------------------------------------------------------------------------- the loader's processes
 
 LOADER = Findings("watch.dataloader", "DATALOADER_IN_MAIN_PROCESS", kinds=("main-process",))
@@ -350,15 +334,3 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
             and not cpu_held(a))]))]
 
 
-
-def _held(w: Watch, a: Analysis, gs: List[GpuStats], conf: str) -> str:
-    """GPU-bound is sure only where most windows of samples are (issue 41): a run busy for half its windows and
-    waiting for the other half averages to a high p50 without being GPU-bound throughout."""
-    idx = {g.index for g in gs}
-
-    def vote(s):
-        us = [float(g["util_pct"]) for g in s.get("gpus") or [] if isinstance(g, dict) and g.get("index") in idx
-              and isinstance(g.get("util_pct"), (int, float))]
-        return None if not us else pct(us, 0.5) >= BOUND_P50
-    agree = majority(w, a, vote)
-    return "medium" if conf == "high" and agree is not None and agree < MAJORITY else conf

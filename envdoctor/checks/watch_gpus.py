@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import List, Optional
+from dataclasses import replace
+from typing import List
 
 from ..domain.recording import BURST_BYTES, Analysis, pct
 from ..model.facts import Watch
@@ -20,6 +21,7 @@ from ._watch import (
     working,
 )
 from ._watch_main import main_of, name_gaps, write_bursts
+from ._watch_moment import IDLE, one_moment
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -28,7 +30,6 @@ check = registrar(CHECKS)
 
 # --------------------------------------------------------------------------- GPUs one by one
 
-IDLE = Findings("watch.idle-gpu", "GPU_IDLE_UNUSED", kinds=("all-idle", "unused"))
 
 
 @check(IDLE, "Every GPU of the run does work")
@@ -44,7 +45,7 @@ def idle_gpu(ctx: CheckContext) -> List[Finding]:
     def mem(g):
         return f" (holding {g.mem_used_mib_max:g} MiB)" if g.mem_used_mib_max is not None else ""
     names = ", ".join(f"GPU {g.index}{mem(g)}" for g in idle)
-    moment = _one_moment(w, a, idle, ev)
+    moment = one_moment(w, a, idle, ev)
     if moment is not None:
         return [moment]
     if len(idle) == len(a.gpus):
@@ -67,39 +68,6 @@ def idle_gpu(ctx: CheckContext) -> List[Finding]:
                + (unseen_text(w) or ""),
         fix=Fix("Launch one process per GPU (torchrun --nproc_per_node=<GPUs>) with DistributedDataParallel, or "
                 "hide the unused GPU (CUDA_VISIBLE_DEVICES) so it can serve another job"))]
-
-
-# what a paste's one moment suggests, and the recording that would settle it (issue 42): utilisation per second
-SETTLE_UTIL = "nvidia-smi dmon -s u   # while the training runs, 30 s or more"
-
-
-def _one_moment(w: Watch, a: Analysis, idle, ev: List[Evidence]) -> Optional[Finding]:
-    """A paste's single nvidia-smi table (or a reporter's figure) with GPUs idle: what it suggests, said as weak
-    evidence, with the recording that would settle it; None for a real series."""
-    summ = w.summary if isinstance(w.summary, dict) else {}
-    reported = summ.get("reported")
-    if summ.get("snapshots") != 1 and not reported:
-        return None
-    def held(g):
-        return f" holding {g.mem_used_mib_max:g} MiB" if g.mem_used_mib_max is not None else ""
-    names = ", ".join(f"GPU {g.index} at {g.util_p50:g}%{held(g)}" for g in idle)
-    said = (f"The reporter gives the GPU's utilisation as {idle[0].util_p50:g}% (“{reported}”)" if reported else
-            f"One nvidia-smi table shows {names}")
-    loader = summ.get("loader_warning")
-    return IDLE.warning(
-        "all-idle", f"{said}: at that moment no kernel ran; with a process holding the GPU that suggests the run "
-        "waits (on its input, the CPU or a synchronisation) or computes elsewhere (on the CPU, another GPU), but one "
-        "moment is weak evidence",
-        evidence=ev + [Evidence("paste.settle", SETTLE_UTIL)], confidence="low",
-        detail="nvidia-smi's utilisation is the share of its last sample period (1/6 s to 1 s, by product) in which a "
-               "kernel ran (NVML, nvmlUtilization_t); a run between steps, loading a batch, saving or evaluating "
-               "reads 0% at that moment and 100% the next. Utilisation sampled every second over a minute of training "
-               "tells a GPU that waits from one caught between steps."
-               + (f" {loader['framework']} also warns that the {loader['loader']} has few workers (at most 2)."
-                  if isinstance(loader, dict) else "") + " " + (unseen_text(w) or ""),
-        fix=Fix("Record utilisation while the training runs; if it stays low, the run waits on its input (see "
-                "watch.bottleneck): more DataLoader workers, pin_memory=True, data on local disk",
-                commands=[SETTLE_UTIL]))
 
 
 STRAGGLER = Findings("watch.straggler", "GPU_STRAGGLER", kinds=("lagging", "slower"))
@@ -221,9 +189,15 @@ def _mb(n: int) -> str:
 def _named(w: Watch, a: Analysis, named, run_s: float, ev: List[Evidence], what: str) -> List[Finding]:
     """One finding per kind of gap (checkpoint, evaluation, pause, reads) that took NAMED_SHARE of the run."""
     out: List[Finding] = []
+    lone: List[str] = []
     for name, g in sorted(named.items(), key=lambda kv: -kv[1]["seconds"]):
         share = g["seconds"] / run_s
         if name == "unknown" or share < NAMED_SHARE:
+            continue
+        if out and g["count"] < 2 and share < STALL_SHARE:
+            # one gap of another kind beside a named pattern, under the bar a stall verdict needs on its own: a
+            # collector's pause or a page-cache flush as often as a pass of that kind; said, not named apart
+            lone.append(f"{g['count']} gap of {g['seconds']:g} s that looked like {name}")
             continue
         kind, words, fix = _GAP_WORDS[name]
         out.append(STALLS.warning(
@@ -232,6 +206,10 @@ def _named(w: Watch, a: Analysis, named, run_s: float, ev: List[Evidence], what:
             + words.format(wrote=_mb(g["wrote"]), read=_mb(g["read"])),
             evidence=ev + [Evidence("watch.summary.processes.main.share", main_of(a).get("share"))],
             confidence=confidence(a, direct=True), detail=unseen_text(w), fix=fix))
+    if out and lone:
+        first = out[0]
+        out[0] = replace(first, detail=" ".join(x for x in (first.detail, "Not named apart (one each, under "
+                         f"{100 * STALL_SHARE:.0f}% of the run): " + "; ".join(lone) + ".") if x))
     return out
 
 

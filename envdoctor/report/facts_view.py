@@ -129,10 +129,28 @@ def smoke_line(smoke: Any) -> str:
     # how long it took is in the JSON (smoke.duration_s) and each step's: the row keeps to what ran and what not
     text = f"{smoke.tier} tier: {', '.join(parts) or 'no step'}"
     if smoke.not_tried:
-        text += "; not tried: " + ", ".join(smoke.not_tried)
+        text += "; not tried: " + ", ".join(_grouped(smoke.not_tried))
     if smoke.errors:
         text += "; " + "; ".join(smoke.errors)
     return text
+
+
+def _grouped(items: list) -> list:
+    """Items that end in the same "(why)" said once: "torch.compile (--smoke thorough)" and "a DataLoader holding
+    64 tensors (--smoke thorough)" -> "torch.compile, a DataLoader holding 64 tensors (--smoke thorough)"."""
+    order: list = []
+    by_why: dict = {}
+    for item in items:
+        head, sep, why = item.rpartition(" (")
+        key = ("(" + why) if sep and why.endswith(")") else None
+        if key is None:
+            order.append((item, None))
+            continue
+        if key not in by_why:
+            by_why[key] = []
+            order.append((None, key))
+        by_why[key].append(head)
+    return [item if key is None else f"{', '.join(by_why[key])} {key}" for item, key in order]
 
 
 def _host_line(facts: Facts) -> str:

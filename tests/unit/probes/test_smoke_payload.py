@@ -148,7 +148,7 @@ def test_the_quick_tier_passes_four_dataloader_tensors_and_says_what_it_left(tie
     s.after_torch_import(cuda_expected=True)
     assert list(planned) == ["cuda-kernel", "dataloader", "checkpoint", "distributed"]  # the longest first
     (((name, kwargs),), _timeouts) = planned["dataloader"][0]
-    left = "a DataLoader holding 64 tensors at once (--smoke thorough)"
+    left = "a DataLoader holding 64 tensors (--smoke thorough)"
     if tier == "quick":
         assert kwargs == {"columns": 2, "batches": 2} and left in s.section["not_tried"]
     else:
