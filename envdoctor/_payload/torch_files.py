@@ -338,7 +338,10 @@ def cwd_shadows(cwd: Optional[str] = None) -> Optional[Dict[str, Any]]:
             for n, entry in enumerate(it):
                 if n >= CWD_SHADOW_MAX_ENTRIES:
                     break
-                names.append((entry.name, entry.is_dir(follow_symlinks=True)))
+                # only an entry named like a loaded module is looked at further (a data directory's files cost
+                # no stat on this path, which runs before the payload answers)
+                if entry.name.partition(".")[0] in sys.modules:
+                    names.append((entry.name, entry.is_dir(follow_symlinks=True)))
     except (OSError, ValueError):
         return None
     found: List[Dict[str, Any]] = []

@@ -9,7 +9,7 @@ from typing import Any, List, Optional, Tuple
 
 from ..model.facts import PythonEnv, Smoke, SmokeStep
 from ..model.findings import Evidence, Finding, Fix, Severity
-from ..remedies import command, pip_install
+from ..remedies import pip_install, rename_local
 from ._smoke import (
     DIR_VARIABLE,
     EMFILE,
@@ -162,12 +162,7 @@ def _shadow_finding(facts: Any, i: int, py: PythonEnv, step: SmokeStep, k: int) 
                        expected=f"inside {m.get('location')}"))
     cmds = []
     if origin and cwd and origin.startswith(cwd.rstrip("/") + "/"):
-        new = origin.rstrip("/")
-        base = new.rsplit("/", 1)[-1]
-        stem, dot, ext = base.partition(".")
-        renamed = f"{stem}_local{dot}{ext}" if dot else f"{stem}_local"
-        cmds = [command("mv", new, new[: -len(base)] + renamed),
-                command("rm", "-rf", cwd.rstrip("/") + "/__pycache__")]
+        cmds = rename_local([origin], cwd)
     return STEPS.error(
         "shadowed", f"`import {m.get('module')}` in {cwd or 'the working directory'} loads {origin or 'nothing'}, "
         f"not the installed {m.get('distribution')} {m.get('version') or ''}".rstrip(),

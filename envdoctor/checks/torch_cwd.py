@@ -13,7 +13,7 @@ import posixpath
 from typing import List
 
 from ..model.findings import Evidence, Finding, Fix
-from ..remedies import command
+from ..remedies import rename_local
 from ..remedies.platform import platform_of
 from .base import CheckContext, Findings, SkipCheck, registrar
 
@@ -22,12 +22,6 @@ check = registrar(CHECKS)
 
 CATEGORY = "PYTHON_PACKAGE_SHADOWED"
 CWD = Findings("torch.cwd-shadow", CATEGORY, kinds=("module",))
-
-
-def _renamed(path: str) -> str:
-    head, base = posixpath.split(path.rstrip("/"))
-    stem, dot, ext = base.partition(".")
-    return posixpath.join(head, f"{stem}_local{dot}{ext}" if dot else f"{stem}_local")
 
 
 @check(CWD, "no file in the working directory hides a module torch imports", categories=(CATEGORY,))
@@ -51,8 +45,7 @@ def check_cwd_shadow(ctx: CheckContext) -> List[Finding]:
         shown = ", ".join(f"{posixpath.basename(s.path.rstrip('/'))} (hides {s.module} from {s.hides or '?'})"
                           for s in shadows[:4]) + (f" and {len(names) - 4} more" if len(names) > 4 else "")
         shell = platform_of(ctx.facts, py).shell
-        cmds = [command("mv", s.path, _renamed(s.path), shell=shell, what="a path") for s in shadows]
-        cmds.append(command("rm", "-rf", posixpath.join(seen.cwd or ".", "__pycache__"), shell=shell, what="a path"))
+        cmds = rename_local([s.path for s in shadows], seen.cwd or ".", shell)
         findings.append(CWD.error(
             "module",
             summary=(f"a run started in {cwd} imports {', '.join(names[:4])}{' ...' if len(names) > 4 else ''} "

@@ -44,6 +44,7 @@ from .shell import (
     comment_line,
     export,
     quote,
+    rename_local,
     unset,
 )
 from .system import (
@@ -65,7 +66,7 @@ __all__ = [
     "COMPAT_DOC", "GUIDE", "WINDOWS_DRIVER", "DriverPlan", "datacenter_gpus", "driver_install", "hold_driver_packages", "remove_linux_driver", "cuda_toolkit_first",
     "host_compiler_install", "Platform", "family_of", "platform_of",
     "GET_STARTED", "LEGACY_FIND_LINKS", "TORCH_FAMILY", "Installer", "conda_cuda_note", "index_url_for", "installer_for",
-    "new_venv", "pip_check", "pip_command", "pip_install", "repair_venv", "untrusted_note", "venv_python_word", "POSIX", "POWERSHELL", "Placeholder", "Raw",
+    "new_venv", "pip_check", "pip_command", "pip_install", "repair_venv", "untrusted_note", "venv_python_word", "rename_local", "POSIX", "POWERSHELL", "Placeholder", "Raw",
     "UnsafeValue", "command", "comment_line", "export", "quote", "unset", "copy_to_local", "drop_path_entry",
     "kernel_log_xid", "largest_dirs", "pcie_link_status", "placeholder", "placeholder_flag", "pth_line_removal", "random_read_test",
     "set_env", "unset_env",

@@ -124,3 +124,16 @@ def unset(name: str, shell: str = POSIX, comment: Optional[str] = None) -> str:
     name = env_name(name)
     line = f"Remove-Item Env:{name}" if shell == POWERSHELL else f"unset {name}"
     return line + (f"   # {_clean_comment(comment)}" if comment else "")
+
+
+def rename_local(paths: List[str], cwd: str, shell: str = POSIX) -> List[str]:
+    """The commands that move files or packages in the working directory out of the way of the modules they are
+    named like: each renamed to <stem>_local[.ext] beside itself, then the directory's __pycache__ (which would
+    still hold their compiled copies) removed."""
+    cmds = []
+    for path in paths:
+        head, _, base = path.rstrip("/").rpartition("/")
+        stem, dot, ext = base.partition(".")
+        cmds.append(command("mv", path.rstrip("/"), f"{head}/{stem}_local{dot}{ext}", shell=shell, what="a path"))
+    cmds.append(command("rm", "-rf", cwd.rstrip("/") + "/__pycache__", shell=shell, what="a path"))
+    return cmds

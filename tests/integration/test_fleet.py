@@ -61,6 +61,20 @@ def _left_behind(sid: int) -> list:
     return [ln for ln in ps.splitlines() if ln.split()[1:2] == [str(sid)]]
 
 
+def _two_ranks(python: str, tmp: Path, hook: str, timeout_s: int):
+    """`torchrun --nproc-per-node 2 envdoctor fleet` with the test hook ENVDOCTOR_FLEET_TEST_EXIT=``hook`` and
+    ``--timeout timeout_s``, in its own session; (the process, its stdout, its stderr), once it failed as expected
+    (not 0, not the outer timeout)."""
+    env = _env(tmp, ENVDOCTOR_FLEET_TEST_EXIT=hook)
+    argv = ["timeout", "200"] + _torchrun(python, "--nproc-per-node", "2", "--master-port", str(_port())) + \
+        ["--timeout", str(timeout_s), "--format", "json", "--no-redact"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp,
+                            start_new_session=True)
+    out, err = proc.communicate(timeout=250)
+    assert proc.returncode not in (0, 124), err[-3000:]
+    return proc, out, err
+
+
 def test_two_nodes_one_with_another_torch_and_a_small_shm(cpu_venv, tmp_path):
     """Two torchrun agents (--nnodes 2, one rank each): node 1's facts say torch 2.12.0 and a 64 MiB /dev/shm."""
     port = _port()
@@ -201,13 +215,7 @@ KILLS = [("at-launch", "late=4;1:at-launch:1", "fleet.ranks/not-arrived", "never
 @pytest.mark.parametrize("stage, code, finding, says", KILLS, ids=[k[0] for k in KILLS])
 def test_rank_1_killed_is_named_with_its_host_and_rank_0_is_never_blamed(cpu_venv, tmp_path, stage, code, finding,
                                                                         says):
-    env = _env(tmp_path, ENVDOCTOR_FLEET_TEST_EXIT=f"1:{stage}:{code}")
-    argv = ["timeout", "200"] + _torchrun(cpu_venv.python, "--nproc-per-node", "2", "--master-port", str(_port())) + \
-        ["--timeout", "60", "--format", "json", "--no-redact"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path,
-                            start_new_session=True)
-    out, err = proc.communicate(timeout=250)
-    assert proc.returncode not in (0, 124), err[-3000:]
+    proc, out, err = _two_ranks(cpu_venv.python, tmp_path, f"1:{stage}:{code}", 60)
     assert out.strip(), f"rank 0 wrote no report: {err[-3000:]}"
     report = json.loads(out)
     host = socket.gethostname()
@@ -233,13 +241,7 @@ def test_rank_1_that_starts_after_the_deadline_is_named_late_with_its_host_and_r
         cpu_venv, tmp_path):
     """Rank 1 waits 60 s before it announces itself; rank 0 stops waiting at its 10 s deadline and names it by
     torchrun's placement as not arrived within it."""
-    env = _env(tmp_path, ENVDOCTOR_FLEET_TEST_EXIT="1:before-start:late=60")
-    argv = ["timeout", "200"] + _torchrun(cpu_venv.python, "--nproc-per-node", "2", "--master-port", str(_port())) + \
-        ["--timeout", "10", "--format", "json", "--no-redact"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path,
-                            start_new_session=True)
-    out, err = proc.communicate(timeout=250)
-    assert proc.returncode not in (0, 124), err[-3000:]
+    proc, out, err = _two_ranks(cpu_venv.python, tmp_path, "1:before-start:late=60", 10)
     report = json.loads(out)
     ranks = [f for f in report["fleet_findings"] if f["code"].startswith("fleet.ranks/")]
     assert [f["code"] for f in ranks] == ["fleet.ranks/not-arrived"], ranks
@@ -262,13 +264,7 @@ def test_rank_1_that_starts_after_the_deadline_is_named_late_with_its_host_and_r
 def test_a_kill_aimed_at_the_process_torchrun_started_is_still_named(cpu_venv, tmp_path):
     """`kill -9` of the pid torchrun prints for rank 1 (its supervisor, not the rank's work): the work notices its
     parent gone, records that on the board and stops; rank 0 names rank 1, not itself."""
-    env = _env(tmp_path, ENVDOCTOR_FLEET_TEST_EXIT="1:after-report:kill-parent")
-    argv = ["timeout", "200"] + _torchrun(cpu_venv.python, "--nproc-per-node", "2", "--master-port", str(_port())) + \
-        ["--timeout", "60", "--format", "json", "--no-redact"]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True, cwd=tmp_path,
-                            start_new_session=True)
-    out, err = proc.communicate(timeout=250)
-    assert proc.returncode not in (0, 124), err[-3000:]
+    proc, out, err = _two_ranks(cpu_venv.python, tmp_path, "1:after-report:kill-parent", 60)
     report = json.loads(out)
     ranks = [f for f in report["fleet_findings"] if f["code"].startswith("fleet.ranks/")]
     died = [f for f in ranks if f["code"] == "fleet.ranks/died"]

@@ -68,12 +68,17 @@ def _env(**extra: str) -> Dict[str, str]:
     return env
 
 
-def test_a_noexec_temp_directory_is_named_with_its_move(cpu_venv, compat, tmp_path) -> None:
+def _need_mount_namespace(what: str) -> None:
+    """Skip, with the reason, where this test cannot mount ``what`` in a private mount namespace."""
     if shutil.which("unshare") is None or os.geteuid() != 0:
-        pytest.skip("needs unshare(1) and root to mount a noexec tmpfs in a private mount namespace")
+        pytest.skip(f"needs unshare(1) and root to mount {what} in a private mount namespace")
     probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, timeout=30)
     if probe.returncode != 0:
         pytest.skip(f"cannot make a private mount namespace here: {probe.stderr.decode(errors='replace').strip()}")
+
+
+def test_a_noexec_temp_directory_is_named_with_its_move(cpu_venv, compat, tmp_path) -> None:
+    _need_mount_namespace("a noexec tmpfs")
     scratch = tmp_path / "noexec-tmp"
     scratch.mkdir()
     # the fresh interpreter is exec'd inside the namespace, after the noexec mount over TMPDIR
@@ -195,11 +200,7 @@ def test_the_cuda_venv_without_a_driver_has_no_smoke_warning(cuda_venv, tmp_path
 def test_a_dev_shm_too_small_for_the_workers_is_named_by_the_workers_error(cpu_venv, compat, tmp_path) -> None:
     # a 64 KiB /dev/shm (a private mount namespace): the DataLoader's workers cannot hand their batches over;
     # torch re-raises it as "Caught RuntimeError in DataLoader worker process 0." and the finding names /dev/shm
-    if shutil.which("unshare") is None or os.geteuid() != 0:
-        pytest.skip("needs unshare(1) and root to mount a small /dev/shm in a private mount namespace")
-    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, timeout=30)
-    if probe.returncode != 0:
-        pytest.skip(f"cannot make a private mount namespace here: {probe.stderr.decode(errors='replace').strip()}")
+    _need_mount_namespace("a small /dev/shm")
     # the same step as above, at the limits the test runs with
     code = "".join(line for line in DATALOADER_UNDER_LIMIT.splitlines(keepends=True)
                    if "setrlimit" not in line).format(path=smoke_steps.__file__)

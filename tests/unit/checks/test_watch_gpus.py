@@ -157,3 +157,25 @@ def test_timer_stalls_are_named_by_the_gap_they_were():
     (f,) = [f for f in judge(Facts(watch=w), only=["watch.stalls"]).findings]
     assert (f.code, f.category) == ("watch.stalls/checkpoint", "CHECKPOINT_STALL")
     assert "The step loop stopped 3 times for 3 s" in f.summary and "wrote 192 MB meanwhile" in f.summary
+
+
+def test_one_gap_of_another_kind_beside_named_saves_is_said_not_named_apart():
+    """Three saves (64 MB written in each gap) and one gap of computing without writes: under the stall bar on its
+    own and alone of its kind, it is a collector's pause as often as an evaluation pass; the checkpoint finding
+    says it, no EVALUATION_STALL is named."""
+    procs = [_main("RRDDDDDDRR" if i in (10, 20, 30) else "RRRRRRRRRR", 64_000_000 if i in (10, 20, 30) else 0)
+             for i in range(40)]
+    samples = series([], procs=procs)
+    t0 = 1000.0
+    steps = [{"name": "train", "steps": 400, "wait_s": 0.2, "step_s": 15.0, "stall_count": 4, "stall_s": 3.6,
+              "stall_at": [t0 + 5.0, t0 + 10.0, t0 + 15.0, t0 + 17.5], "stall_each_s": [1.0, 1.0, 1.0, 0.6],
+              "started": t0 + 0.5}]
+    from envdoctor.domain.recording import summarize
+    from envdoctor.model.facts import Facts, ProbeStatus, Watch
+    from envdoctor.services.collect import judge
+
+    summary = summarize(samples, 0.5, steps, t0)
+    w = Watch(status=ProbeStatus.OK, source="test", samples=samples, summary=summary, cpu_available=2.0)
+    (f,) = [f for f in judge(Facts(watch=w), only=["watch.stalls"]).findings]
+    assert (f.code, f.category) == ("watch.stalls/checkpoint", "CHECKPOINT_STALL")
+    assert "1 gap of 0.6 s that looked like evaluation" in f.detail, f.detail
