@@ -4,9 +4,9 @@ process did during them; a majority over windows of samples before a verdict is 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from ..domain.recording import Analysis, activity
+from ..domain.recording import Analysis, activity, io_windows
 from ..model.facts import Watch
 from ..model.findings import Evidence, Finding, Fix
 from ._watch import unseen_text
@@ -14,6 +14,7 @@ from .base import Findings
 
 GAP_BYTES = 1 << 20  # bytes written (read) in a gap beyond the run's own rate: the gap wrote (read)
 GAP_RUNNING = 0.5  # the main thread running or ready to run this share of a gap: it computed
+GAP_LETTERS = 5  # state samples a gap needs (about a quarter second) to be named by them, not by its I/O alone
 WINDOW = 10  # samples per window for the majority
 MAJORITY = 0.6  # of the samples in a window that must agree
 
@@ -23,34 +24,82 @@ def main_of(a: Analysis) -> Dict[str, Any]:
     return m if isinstance(m, dict) else {}
 
 
-def gap_activity(w: Watch, a: Analysis, start_s: float, duration_s: float) -> Dict[str, Any]:
+CPU_WAITED = 0.5  # on a CPU under this share of the run's own on-CPU share during a gap: it waited for a core
+
+
+def _typical_rate(wins, gaps, key: str) -> float:
+    """The run's own rate of ``key`` (bytes per s) in the ticks that overlap no gap (a log line per step, a metrics
+    file): p50 over at least three such ticks; 0 when fewer (the gaps fill the run: then nothing the run does
+    between them is known to subtract)."""
+    clean = sorted(c.get(key, 0.0) / (b - a) for a, b, c in wins
+                   if not any(min(b, s + d) > max(a, s) for s, d, _ in gaps))
+    return clean[len(clean) // 2] if len(clean) >= 3 else 0.0
+
+
+def _attributed(w: Watch, a: Analysis, gaps) -> List[Dict[str, float]]:
+    """Bytes written and read in each gap: each tick's bytes beyond the run's own rate, over the tick's real window
+    (``io_windows``: the counters are read after the tick's t_s, later still on a loaded box), shared among the gaps
+    in that window by their overlap. A write of a megabyte or more takes the loop out of its steps (the timer sees
+    that step as a gap), so a window's excess belongs to its gaps, not spread over the whole tick, where a short
+    save in a tick of steps would be diluted below what names a checkpoint."""
+    wins = io_windows(w.samples, a.interval_s)
+    rate = {k: _typical_rate(wins, gaps, k) for k in ("wchar", "rchar")}
+    out = [{"wchar": 0.0, "rchar": 0.0} for _ in gaps]
+    for lo, hi, c in wins:
+        ov = [max(0.0, min(hi, s + d) - max(lo, s)) for s, d, _ in gaps]
+        tot = sum(ov)
+        if tot <= 0:
+            continue
+        for k in ("wchar", "rchar"):
+            excess = max(0.0, c.get(k, 0.0) - rate[k] * (hi - lo))
+            for i, x in enumerate(ov):
+                if x > 0:
+                    out[i][k] += excess * x / tot
+    return out
+
+
+def gap_activity(w: Watch, a: Analysis, start_s: float, duration_s: float,
+                 io: Optional[Dict[str, float]] = None) -> Dict[str, Any]:
     """What the training process did in a gap of the steps, named: ``name`` is "checkpoint" (it wrote), "input"
-    (it read), "evaluation" (it computed without steps), "pause" (it did none of these: a sleep, a lock, a wait
-    on another process) or "unknown" (no state samples fell inside)."""
+    (it read), "evaluation" (it computed without steps), "cpu-wait" (it was ready to run but hardly got a core:
+    other processes' time, not the loop's), "pause" (none of these: a sleep, a lock, a wait on another process) or
+    "unknown" (no state samples fell inside). ``io``: the gap's bytes from ``_attributed``."""
     act = activity(w.samples, start_s, start_s + duration_s, a.interval_s)
     m = main_of(a)
-    # beyond what the run writes (reads) in a typical tick: a log line per step is no checkpoint
-    wrote = act["wchar"] - (m.get("wchar_p50_per_s") or 0.0) * duration_s
-    read = act["rchar"] - (m.get("rchar_p50_per_s") or 0.0) * duration_s
+    if io is None:
+        io = _attributed(w, a, [(start_s, duration_s, False)])[0]
+    wrote, read = io["wchar"], io["rchar"]
     share = act.get("share") or {}
+    typical_cpu = m.get("on_cpu_share")
     if wrote >= GAP_BYTES:
         name = "checkpoint"
     elif read >= GAP_BYTES:
         name = "input"
-    elif not act["letters"]:
-        name = "unknown"
+    elif act["letters"] < GAP_LETTERS:
+        name = "unknown"  # two or three looks at a short gap: a loaded box's preemption looks as long
     elif share.get("running", 0.0) >= GAP_RUNNING:
-        name = "evaluation"
+        got = act.get("oncpu")
+        waited = got is not None and typical_cpu and got < CPU_WAITED * typical_cpu
+        name = "cpu-wait" if waited else "evaluation"
     else:
         name = "pause"
     return dict(act, name=name, wrote=max(0, round(wrote)), read=max(0, round(read)))
 
 
-def name_gaps(w: Watch, a: Analysis, gaps: List[Tuple[float, float]]) -> Dict[str, Dict[str, Any]]:
-    """Gaps (start s, length s) grouped by name: count, seconds, bytes written and read, the longest."""
+IO_NAMES = ("checkpoint", "input")
+
+
+def name_gaps(w: Watch, a: Analysis, gaps: Sequence[Tuple[Any, ...]]) -> Dict[str, Dict[str, Any]]:
+    """Gaps (start s, length s[, brief]) grouped by name: count, seconds, bytes written and read, the longest. A
+    brief gap (under the step timer's STALL_MIN_S) counts only when its writes or reads name it: a loaded box's
+    preemptions are as long, and look like computing or a pause."""
+    full = [(float(g[0]), float(g[1]), bool(g[2]) if len(g) > 2 else False) for g in gaps]
+    io = _attributed(w, a, full)
     out: Dict[str, Dict[str, Any]] = {}
-    for start, dur in gaps:
-        act = gap_activity(w, a, start, dur)
+    for (start, dur, brief), got in zip(full, io):
+        act = gap_activity(w, a, start, dur, got)
+        if brief and act["name"] not in IO_NAMES:
+            continue
         g = out.setdefault(act["name"], {"count": 0, "seconds": 0.0, "wrote": 0, "read": 0, "longest_s": 0.0})
         g["count"] += 1
         g["seconds"] = round(g["seconds"] + dur, 3)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import List
 
 from ..domain.recording import BURST_BYTES, Analysis, pct
@@ -20,6 +19,7 @@ from ._watch import (
     unseen_text,
     working,
 )
+from ._watch_gaps import SAVE_FIX, STALL_SHARE, STALLS, mb_text, named_findings, waited_most
 from ._watch_main import main_of, name_gaps, write_bursts
 from ._watch_moment import IDLE, one_moment
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
@@ -125,13 +125,6 @@ def straggler(ctx: CheckContext) -> List[Finding]:
 
 # --------------------------------------------------------------------------- stalls, memory, clocks
 
-STALLS = Findings("watch.stalls", "CHECKPOINT_STALL", kinds=("checkpoint", "stall", "evaluation", "pause", "reads"),
-                  categories=("GPU_UNDERFED", "CHECKPOINT_STALL"),
-                  kind_categories={"evaluation": "EVALUATION_STALL", "pause": "LOOP_PAUSED", "reads": "INPUT_BOUND"})
-_SAVE_FIX = Fix("Save asynchronously (torch.distributed.checkpoint.async_save, or a background thread after copying "
-                "the state to CPU), less often, or to a faster local disk")
-
-
 @check(STALLS, "The GPUs do not stop together mid-run",
        categories=("CHECKPOINT_STALL", "GPU_UNDERFED", "EVALUATION_STALL", "LOOP_PAUSED", "INPUT_BOUND"))
 def stalls(ctx: CheckContext) -> List[Finding]:
@@ -148,69 +141,22 @@ def stalls(ctx: CheckContext) -> List[Finding]:
     named = name_gaps(w, a, [(e.start_s, e.duration_s) for e in a.stalls]) if main_of(a).get("share") else {}
     if named and "unknown" not in named:
         # what the training process did while the GPUs idled names each gap (issue 41)
-        return _named(w, a, named, max(a.duration_s, 1e-9), ev, "All GPUs stopped together")
+        found = named_findings(w, a, named, max(a.duration_s, 1e-9), ev, "All GPUs stopped together")
+        if found or waited_most(named):
+            return found
     writes = [e.disk_write_mbps for e in a.stalls if e.disk_write_mbps is not None]
     text = (f"All GPUs stopped together {len(a.stalls)} time{'s' if len(a.stalls) > 1 else ''} for {total:g} s "
             f"({100 * share:.0f}% of the run, the longest {longest:g} s)")
     if writes and max(writes) >= 50:
         return [STALLS.warning(
             "checkpoint", f"{text} while the disk wrote {max(writes):g} MB/s: checkpoint saves", evidence=ev,
-            confidence=confidence(a, direct=False), detail=unseen_text(w), fix=_SAVE_FIX)]
+            confidence=confidence(a, direct=False), detail=unseen_text(w), fix=SAVE_FIX)]
     return [STALLS.warning(
         "stall", f"{text}: the pattern of a checkpoint save, an evaluation pass or a synchronisation"
         + ("" if writes else "; no disk samples to tell a checkpoint write"),
         category="GPU_UNDERFED", evidence=ev, confidence="low" if not writes else "medium",
         detail=unseen_text(w),
         fix=Fix("Find what runs at those times (checkpoint, eval, logging): save asynchronously, evaluate less often"))]
-
-
-STALL_SHARE = 0.1  # the step loop stopped this share of its time or more: worth a verdict
-NAMED_SHARE = 0.03  # one kind of gap named apart when it took this share of the run
-
-
-_GAP_WORDS = {
-    "checkpoint": ("checkpoint", "the training process wrote {wrote} meanwhile: checkpoint saves", _SAVE_FIX),
-    "evaluation": ("evaluation", "the training process kept computing without steps, with no writes or reads: an "
-                   "evaluation pass (or another pass over data) inside the loop",
-                   Fix("Evaluate less often or on a subset, or in another process or GPU; wrap its loader in "
-                       "timed(val_loader, name='eval') to time it apart")),
-    "pause": ("pause", "the training process neither computed, wrote nor read meanwhile (asleep, on a lock or "
-              "waiting on another process): pauses",
-              Fix("Find the wait (py-spy dump --pid <pid> during a pause) and take it off the training loop")),
-    "input": ("reads", "the training process read {read} meanwhile: input loaded outside the loader",
-              Fix("Move the reads into the DataLoader's workers, or cache them")),
-}
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.0f} MB" if n >= 1e6 else f"{n / 1e3:.0f} kB"
-
-
-def _named(w: Watch, a: Analysis, named, run_s: float, ev: List[Evidence], what: str) -> List[Finding]:
-    """One finding per kind of gap (checkpoint, evaluation, pause, reads) that took NAMED_SHARE of the run."""
-    out: List[Finding] = []
-    lone: List[str] = []
-    for name, g in sorted(named.items(), key=lambda kv: -kv[1]["seconds"]):
-        share = g["seconds"] / run_s
-        if name == "unknown" or share < NAMED_SHARE:
-            continue
-        if out and g["count"] < 2 and share < STALL_SHARE:
-            # one gap of another kind beside a named pattern, under the bar a stall verdict needs on its own: a
-            # collector's pause or a page-cache flush as often as a pass of that kind; said, not named apart
-            lone.append(f"{g['count']} gap of {g['seconds']:g} s that looked like {name}")
-            continue
-        kind, words, fix = _GAP_WORDS[name]
-        out.append(STALLS.warning(
-            kind, f"{what} {g['count']} time{'s' if g['count'] != 1 else ''} for {g['seconds']:g} s "
-            f"({100 * share:.0f}% of the run, the longest {g['longest_s']:g} s); "
-            + words.format(wrote=_mb(g["wrote"]), read=_mb(g["read"])),
-            evidence=ev + [Evidence("watch.summary.processes.main.share", main_of(a).get("share"))],
-            confidence=confidence(a, direct=True), detail=unseen_text(w), fix=fix))
-    if out and lone:
-        first = out[0]
-        out[0] = replace(first, detail=" ".join(x for x in (first.detail, "Not named apart (one each, under "
-                         f"{100 * STALL_SHARE:.0f}% of the run): " + "; ".join(lone) + ".") if x))
-    return out
 
 
 def _timer_stalls(w: Watch, a: Analysis) -> List[Finding]:
@@ -221,24 +167,32 @@ def _timer_stalls(w: Watch, a: Analysis) -> List[Finding]:
     share = summ.get("step_stall_fraction")
     if not isinstance(share, (int, float)):
         return _burst_stalls(w, a)
-    if share < STALL_SHARE:
+    brief = summ.get("step_brief_fraction")
+    brief = brief if isinstance(brief, (int, float)) else 0.0
+    if share + brief < STALL_SHARE:
         return []
     count, total = summ.get("step_stall_count") or 0, summ.get("step_stall_s") or 0.0
     ev = [Evidence("watch.summary.step_stall_fraction", share, f"< {STALL_SHARE:g}"),
           Evidence("watch.summary.step_stall_count", count)]
-    gaps = [(g["start_s"], g["duration_s"]) for g in summ.get("step_gaps") or [] if isinstance(g, dict)]
+    if brief:  # steps that stood out but took under the timer's STALL_MIN_S each: named only by their I/O
+        ev.append(Evidence("watch.summary.step_brief_fraction", brief))
+    gaps = [(g["start_s"], g["duration_s"], bool(g.get("brief"))) for g in summ.get("step_gaps") or []
+            if isinstance(g, dict)]
     if gaps and main_of(a).get("share"):
         named = name_gaps(w, a, gaps)
-        found = _named(w, a, named, total / share if share else 1.0, ev, "The step loop stopped")
-        if found:
+        run_s = total / share if share else (summ.get("step_brief_s") or 0.0) / brief
+        found = named_findings(w, a, named, max(run_s, 1e-9), ev, "The step loop stopped")
+        if found or waited_most(named):
             return found
+    if share < STALL_SHARE:
+        return []  # brief stalls that no writes or reads named: as long as a loaded box's preemptions
     writes = [d.get("write_mbps_p90") for d in a.disks.values() if d.get("write_mbps_p90")]
     text = (f"The step loop stopped {count} time{'s' if count != 1 else ''} for {total:g} s in all "
             f"({100 * share:.0f}% of its time): steps far longer than the run's typical step")
     if writes and max(writes) >= 50:
         return [STALLS.warning(
             "checkpoint", f"{text}, while the disk wrote up to {max(writes):g} MB/s (p90): checkpoint saves",
-            evidence=ev, confidence=confidence(a, direct=True), detail=unseen_text(w), fix=_SAVE_FIX)]
+            evidence=ev, confidence=confidence(a, direct=True), detail=unseen_text(w), fix=SAVE_FIX)]
     return [STALLS.warning(
         "stall", f"{text}: the pattern of a checkpoint save, an evaluation pass or a synchronisation"
         + ("" if a.disks else "; no disk samples to tell a checkpoint write"),
@@ -263,7 +217,7 @@ def _burst_stalls(w: Watch, a: Analysis) -> List[Finding]:
                 and (s["procs"]["main"].get("wchar") or 0) >= BURST_BYTES)
     return [STALLS.warning(
         "checkpoint", f"The training process stopped to write {len(spans)} time{'s' if len(spans) != 1 else ''}, "
-        f"about {total:g} s in all ({100 * total / run_s:.0f}% of the run), {_mb(wrote)} written in those "
+        f"about {total:g} s in all ({100 * total / run_s:.0f}% of the run), {mb_text(wrote)} written in those "
         "bursts: checkpoint saves",
         evidence=[Evidence("watch.summary.processes.main.write_burst_ticks",
                            main_of(a).get("write_burst_ticks")),
@@ -271,7 +225,7 @@ def _burst_stalls(w: Watch, a: Analysis) -> List[Finding]:
         confidence="medium",
         detail="Read from the training process's own writes (/proc/PID/io) tick by tick, without a step timer: the "
                "length of each save is known to a tick (" + f"{a.interval_s or 0.5:g} s). " + (unseen_text(w) or ""),
-        fix=_SAVE_FIX)]
+        fix=SAVE_FIX)]
 
 
 MEMORY = Findings("watch.gpu-memory", "GPU_MEMORY_PRESSURE", kinds=("nearly-full",))

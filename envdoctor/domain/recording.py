@@ -450,37 +450,76 @@ def front_reads(samples: List[Dict[str, Any]], interval: Optional[float]) -> Dic
     return {"total_mb": round(total / 1e6, 1), "front_s": front, "window_s": round(rows[-1][0] - t0, 2)}
 
 
-def activity(samples: List[Dict[str, Any]], start_s: float, end_s: float,
-             interval: Optional[float]) -> Dict[str, Any]:
-    """What the training process did between ``start_s`` and ``end_s`` (seconds into the recording): the main
-    thread's state letters that fall inside (a tick's letters spread evenly over the tick before it), and its I/O
-    in the ticks that overlap, weighted by the overlap; with the run's typical per-second rates to compare."""
+def io_windows(samples: List[Dict[str, Any]], interval: Optional[float]) -> List[Tuple[float, float, Dict[str, float]]]:
+    """The training process's I/O tick by tick with the real time window it happened in: (from s, to s, counters).
+    A tick's counters were read at its ``io_t_s`` (after the GPU, host and tree reads: later than its ``t_s``, by
+    seconds on a loaded box) and cover the time since the read before; a recording without ``io_t_s`` (older, a
+    replay) has the tick's nominal window, ``interval`` before its ``t_s``."""
     iv = interval or interval_of(samples) or 0.5
-    letters: List[str] = []
-    io: Dict[str, float] = {"wchar": 0.0, "rchar": 0.0, "write_bytes": 0.0, "read_bytes": 0.0}
+    out: List[Tuple[float, float, Dict[str, float]]] = []
+    last: Dict[Any, float] = {}
     for s in samples:
         m = (s.get("procs") or {}).get("main") if isinstance(s.get("procs"), dict) else None
         t = _num(s.get("t_s"))
         if not isinstance(m, dict) or t is None:
             continue
-        a, b = t - iv, t
-        overlap = max(0.0, min(b, end_s) - max(a, start_s))
-        if overlap <= 0:
+        at = _num(m.get("io_t_s"))
+        pid = m.get("pid")
+        if at is None:
+            a, b = t - iv, t
+        else:
+            a, b = last.get(pid, at - iv), at
+            last[pid] = at
+        counters = {k: float(v) for k in ("wchar", "rchar", "write_bytes", "read_bytes")
+                    if (v := _num(m.get(k))) is not None}
+        if b > a and counters:
+            out.append((a, b, counters))
+    return out
+
+
+def activity(samples: List[Dict[str, Any]], start_s: float, end_s: float,
+             interval: Optional[float]) -> Dict[str, Any]:
+    """What the training process did between ``start_s`` and ``end_s`` (seconds into the recording): the main
+    thread's state letters taken inside (at their real times where the recording has them, ``states_t_s``; else a
+    tick's letters spread evenly over the tick before it), the share of that time it spent on a CPU (``oncpu``,
+    from the letters' digits), and its I/O in the ticks whose real windows overlap, weighted by the overlap."""
+    iv = interval or interval_of(samples) or 0.5
+    letters: List[str] = []
+    digits: List[int] = []
+    for s in samples:
+        m = (s.get("procs") or {}).get("main") if isinstance(s.get("procs"), dict) else None
+        t = _num(s.get("t_s"))
+        if not isinstance(m, dict) or t is None:
             continue
         st = m.get("states") if isinstance(m.get("states"), str) else ""
+        if not st:
+            continue
+        oc = m.get("oncpu") if isinstance(m.get("oncpu"), str) and len(m["oncpu"]) == len(st) else ""
+        span = m.get("states_t_s")
+        real = isinstance(span, list) and len(span) == 2 and all(_num(x) is not None for x in span) \
+            and span[1] >= span[0]
         for i, c in enumerate(st):
-            at = a + (i + 0.5) * iv / len(st)
+            if real:
+                at = span[0] + (i * (span[1] - span[0]) / (len(st) - 1) if len(st) > 1 else 0.0)
+            else:
+                at = t - iv + (i + 0.5) * iv / len(st)
             if start_s <= at <= end_s:
                 letters.append(c)
-        for k in io:
-            v = _num(m.get(k))
-            if v is not None:
-                io[k] += v * overlap / iv
+                if oc and oc[i].isdigit():
+                    digits.append(int(oc[i]))
+    io: Dict[str, float] = {"wchar": 0.0, "rchar": 0.0, "write_bytes": 0.0, "read_bytes": 0.0}
+    for a, b, counters in io_windows(samples, iv):
+        overlap = max(0.0, min(b, end_s) - max(a, start_s))
+        if overlap > 0:
+            for k, v in counters.items():
+                io[k] += v * overlap / (b - a)
     text = "".join(letters)
     out: Dict[str, Any] = {"letters": len(text), "duration_s": round(end_s - start_s, 3),
                            **{k: round(v) for k, v in io.items()}}
     if text:
         out["share"] = {name: round(text.count(k) / len(text), 3) for k, name in STATE_NAMES.items()}
+    if digits:
+        out["oncpu"] = round(sum((d + 0.5) / 10 for d in digits) / len(digits), 3)
     return out
 
 
@@ -521,13 +560,16 @@ def step_gaps(loops: List[Dict[str, Any]], t0_epoch: Optional[float]) -> List[Di
     for x in loops:
         if not isinstance(x, dict):
             continue
-        ends, each = x.get("stall_at") or [], x.get("stall_each_s") or []
-        for end, dur in zip(ends, each):
-            if _num(end) is None or _num(dur) is None:
-                continue
-            out.append({"start_s": round(float(end) - float(dur) - t0_epoch, 3), "duration_s": round(float(dur), 3),
-                        "loop": str(x.get("name") or "")})
-    return sorted(out, key=lambda g: g["start_s"])[:256]
+        for at, each, brief in (("stall_at", "stall_each_s", False), ("brief_at", "brief_each_s", True)):
+            for end, dur in zip(x.get(at) or [], x.get(each) or []):
+                if _num(end) is None or _num(dur) is None:
+                    continue
+                gap = {"start_s": round(float(end) - float(dur) - t0_epoch, 3), "duration_s": round(float(dur), 4),
+                       "loop": str(x.get("name") or "")}
+                if brief:  # under the timer's STALL_MIN_S: named only by the process's writes or reads
+                    gap["brief"] = True
+                out.append(gap)
+    return sorted(out, key=lambda g: g["start_s"])[:512]
 
 
 def steps_started_at(loops: List[Dict[str, Any]], t0_epoch: Optional[float]) -> Optional[float]:
@@ -562,4 +604,8 @@ def step_summary(loops: List[Dict[str, Any]]) -> Dict[str, Any]:
         out["step_stall_count"] = sum(int(_num(x.get("stall_count")) or 0) for x in loops)
         out["step_stall_s"] = round(sum(_num(x.get("stall_s")) or 0.0 for x in loops), 3)
         out["step_stall_fraction"] = round(out["step_stall_s"] / step, 4) if step > 0 else None
+    if any("brief_count" in x for x in loops):  # ... and its brief stalls (under its STALL_MIN_S each)
+        out["step_brief_count"] = sum(int(_num(x.get("brief_count")) or 0) for x in loops)
+        out["step_brief_s"] = round(sum(_num(x.get("brief_s")) or 0.0 for x in loops), 3)
+        out["step_brief_fraction"] = round(out["step_brief_s"] / step, 4) if step > 0 else None
     return out

@@ -249,6 +249,7 @@ def record_live(cmd: List[str], pid: Optional[int] = None, interval_s: Optional[
     rec = Recorder()
     t0 = time.monotonic()
     t0_epoch = time.time()
+    tree.t0 = t0
     deadline = t0 + duration_s if duration_s else None
     stopped_by_duration = False
     cpu_available, cpu_how = cpus_available(root)

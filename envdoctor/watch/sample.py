@@ -172,6 +172,13 @@ class ProcessTree:
         # the training process's own state (issue 41): its main thread sampled between ticks (``wait_until``)
         self.main_pid: Optional[int] = None
         self._states: List[str] = []
+        # ... with, per letter, when it was taken (time.monotonic) and the share of the time since the sub-sample
+        # before it that the thread spent on a CPU (a digit 0-9, "?" unknown): a thread ready to run that got no
+        # core (another tenant's time) is told from one that computed
+        self._sub_t: List[float] = []
+        self._oncpu: List[str] = []
+        self._sub_sched: Optional[Tuple[int, int, float]] = None  # (pid, run ns, when) at the last sub-sample
+        self.t0: Optional[float] = None  # time.monotonic() of the recording's start: times as its t_s
         self._main_io: Dict[int, Dict[str, int]] = {}  # pid -> its /proc/PID/io counters at the last read
         self._main_sched: Dict[int, Tuple[int, int]] = {}  # pid -> (run ns, run-queue wait ns) at the last read
         self._tree_io: Dict[int, Tuple[int, int, int, int]] = {}  # pid -> (read_bytes, write_bytes, rchar, wchar)
@@ -309,10 +316,17 @@ class ProcessTree:
         (/proc/PID/schedstat), and its I/O (/proc/PID/io: bytes asked to read and write, bytes that reached the
         disk, read and write calls)."""
         states = "".join(self._states[-MAX_STATES:]) if pid == self.main_pid else ""
-        self._states = []
+        oncpu = "".join(self._oncpu[-MAX_STATES:]) if states else ""
+        when = self._sub_t[-MAX_STATES:] if states else []
+        self._states, self._oncpu, self._sub_t = [], [], []
         out: Dict[str, Any] = {"pid": pid, "cpu_pct": d.get("cpu_pct")}
         if states:
             out["states"] = states
+            if len(oncpu) == len(states) and oncpu.strip("?"):
+                out["oncpu"] = oncpu
+            if self.t0 is not None and len(when) == len(states):
+                # when the first and the last letter were taken: the letters' real span, not the tick's
+                out["states_t_s"] = [round(when[0] - self.t0, 3), round(when[-1] - self.t0, 3)]
         sched = _schedstat(pid)
         prev = self._main_sched.get(pid)
         if sched is not None:
@@ -322,6 +336,10 @@ class ProcessTree:
             self._main_sched = {pid: sched}
         io = _proc_io(pid)
         previo = self._main_io.get(pid)
+        if io is not None and self.t0 is not None:
+            # when the counters were read (later than the tick's t_s by the GPU, host and tree reads, more on a
+            # loaded box): this tick's I/O happened between the last read and this one
+            out["io_t_s"] = round(time.monotonic() - self.t0, 3)
         if io is not None:
             if previo is not None:
                 for k in ("rchar", "wchar", "syscr", "syscw", "read_bytes", "write_bytes"):
@@ -356,10 +374,20 @@ class ProcessTree:
 
     def sample_main(self) -> None:
         """One sub-sample of the training process's main thread (between ticks): a letter for its state."""
-        if self.main_pid is not None and len(self._states) < 4 * MAX_STATES:
-            letter = main_state(self.main_pid)
+        pid = self.main_pid
+        if pid is not None and len(self._states) < 4 * MAX_STATES:
+            letter = main_state(pid)
             if letter:
+                now = time.monotonic()
+                sched = _schedstat(pid)
+                prev, digit = self._sub_sched, "?"
+                if sched is not None and prev is not None and prev[0] == pid and now > prev[2]:
+                    share = (sched[0] - prev[1]) / 1e9 / (now - prev[2])
+                    digit = str(min(9, max(0, int(10 * share))))
+                self._sub_sched = (pid, sched[0], now) if sched is not None else None
                 self._states.append(letter)
+                self._oncpu.append(digit)
+                self._sub_t.append(now)
 
     def wait_until(self, deadline: float, every: float = 0.0) -> None:
         """Sleep until ``deadline`` (time.monotonic), sampling the main thread's state ``SUBSAMPLES`` times on the

@@ -164,6 +164,13 @@ class StepStats:
         self.stall_s = 0.0
         self.stall_at: List[float] = []  # time.time() of the first stalls' ends
         self.stall_each: List[float] = []  # ... and their lengths (s of the step's own work), in the same order
+        # brief stalls: steps that stood out as far but took under STALL_MIN_S (a save of a small model, a short
+        # evaluation); one costs little, hundreds of them do. Kept apart: the watch names them only by what the
+        # process did meanwhile (writes, reads), since a loaded box's preemptions look as long
+        self.brief_count = 0
+        self.brief_s = 0.0
+        self.brief_at: List[float] = []
+        self.brief_each: List[float] = []
         # epochs: the same loader wrapped again continues these totals, one row per wrap (steps, step s, wait s)
         self.epochs: List[List[float]] = []
         self.epoch_count = 0
@@ -181,6 +188,9 @@ class StepStats:
             "stall_count": self.stall_count, "stall_s": round(self.stall_s, 3),
             "stall_at": [round(t, 3) for t in self.stall_at],
             "stall_each_s": [round(t, 3) for t in self.stall_each],
+            "brief_count": self.brief_count, "brief_s": round(self.brief_s, 3),
+            "brief_at": [round(t, 3) for t in self.brief_at],
+            "brief_each_s": [round(t, 4) for t in self.brief_each],
             "epochs": [[int(e[0]), round(e[1], 4), round(e[2], 4)] for e in self.epochs],
             "epoch_count": self.epoch_count,
         }
@@ -204,7 +214,14 @@ class StepStats:
         self.recent_step.append(step)
         work = step - wait
         typical = self.typical_s
-        if typical is not None and work >= STALL_MIN_S and work >= STALL_X * typical \
+        if typical is not None and work < STALL_MIN_S and work >= STALL_X * typical \
+                and work >= typical + STALL_DEV * self.typical_dev_s:
+            self.brief_count += 1
+            self.brief_s += work
+            if len(self.brief_at) < STALLS_KEPT:
+                self.brief_at.append(time.time())
+                self.brief_each.append(work)
+        elif typical is not None and work >= STALL_MIN_S and work >= STALL_X * typical \
                 and work >= typical + STALL_DEV * self.typical_dev_s:
             self.stall_count += 1
             self.stall_s += work

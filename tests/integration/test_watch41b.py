@@ -136,7 +136,6 @@ def test_loading_in_the_training_process_is_named(cpu_venv, tmp_path, timed):
         assert not any("num_workers=" in c for c in f["fix"]["commands"]), f["fix"]
 
 
-@pytest.mark.xfail(strict=False, reason='issue 41 open: on this 2-core box some checkpoint gaps are named a pause or an evaluation too (writes counted in the tick after the gap); failed on a clean-clone CI run of main and locally, 2026-12-07')
 @TIMER
 def test_checkpoint_saves_are_named_checkpoints(cpu_venv, tmp_path, timed):
     ckpt = tmp_path / "last.pt"

@@ -185,7 +185,6 @@ def test_timed_loader_on_a_sleeping_dataset_is_input_bound(cpu_venv, tmp_path):
     assert "wait for their batch" in verdict[0]["summary"]
 
 
-@pytest.mark.xfail(strict=False, reason='issue 41 open: with workers=2 the save gaps were named pause, not CHECKPOINT_STALL, on a clean-clone CI run of main and locally, 2026-12-07')
 def test_checkpoint_saves_in_the_loop_are_checkpoint_stalls(cpu_venv, tmp_path):
     ckpt = tmp_path / "ckpt" / "last.pt"
     ckpt.parent.mkdir()

@@ -342,3 +342,31 @@ def test_the_training_process_state_is_sampled_between_ticks():
         finally:
             child.kill()
             child.wait()
+
+
+def test_the_sub_samples_carry_their_times_and_time_on_a_cpu():
+    """Issue 41, round 3: each tick's letters carry when they were taken (states_t_s) and the share of each
+    sub-interval the thread ran (oncpu, a digit per letter), and the I/O counters when they were read (io_t_s,
+    later than the tick's t_s): a computing child is on a CPU, a sleeping one is not."""
+    code = "import sys, time\nif sys.argv[1] == 'spin':\n    while True: pass\ntime.sleep(60)\n"
+    got = {}
+    for mode in ("spin", "sleep"):
+        child = subprocess.Popen([sys.executable, "-c", code, mode])
+        try:
+            time.sleep(0.3)
+            tree = ProcessTree(Unseen(), child.pid)
+            tree.t0 = time.monotonic()
+            tree.read()
+            start = time.monotonic() - tree.t0
+            tree.wait_until(time.monotonic() + 0.4, every=0.04)
+            main = tree.read()["main"]
+            end = time.monotonic() - tree.t0
+            first, last = main["states_t_s"]
+            assert start - 0.002 <= first <= last <= main["io_t_s"] <= end + 0.002, (start, main, end)  # ms rounding
+            assert len(main["oncpu"]) == len(main["states"]) >= 3, main
+            got[mode] = [int(c) for c in main["oncpu"] if c.isdigit()]
+        finally:
+            child.kill()
+            child.wait()
+    assert got["sleep"] and max(got["sleep"]) == 0, got  # asleep: never on a CPU
+    assert got["spin"] and max(got["spin"]) >= 1, got  # spinning: on a CPU whenever the box gives it one
