@@ -3,8 +3,9 @@ processes' own runnable threads while the run trains; the host's run queue where
 
 from __future__ import annotations
 
-from typing import List
+from typing import List, Optional
 
+from ..domain.recording import pct
 from ..model.findings import Evidence, Finding, Fix
 from ..remedies.shell import command as shell_command
 from ._watch import analysis_of, confidence, cpus_text, oversubscription, recording, unseen_text
@@ -63,6 +64,21 @@ def oversubscribed(ctx: CheckContext) -> List[Finding]:
     # 0.64x as fast): the training processes' thread pools take the cores the workers leave, at least one each
     per_rank = max(1, int((cpus - workers) // ranks)) if workers else max(1, int(cpus // ranks))
     threads = f"{per_rank}"
+    others = other_runnable(w)
+    if others is not None and others >= OTHERS_RUNNABLE:
+        # other tenants' threads wait for the same cores: the scheduler shares them by thread, so a narrower pool
+        # hands them this run's share (measured on a 2-core box at load 5: 2 threads made 0.19-0.31x the steps/s of
+        # 16; tests/integration/test_watch_advice.py). No thread count is proposed there.
+        fix = Fix(f"Other processes' threads also wait for these cores ({others:g} ready to run, p50): a narrower "
+                  "pool would hand them this run's share and make it slower on this box. Free the cores first "
+                  "(watch.cpu-share names the load); on a box that is the run's own, size each training "
+                  "process's pool to the cores it may use")
+    else:
+        fix = Fix(f"Give each training process {threads} thread(s)"
+                  + (f", the cores its {workers} loader workers leave (keep the workers: they feed the step; "
+                     "OpenCV: cv2.setNumThreads(0) in them)" if workers else ""),
+                  commands=[shell_command("export", f"OMP_NUM_THREADS={threads}",
+                                          comment="before launching; or torch.set_num_threads() in the script")])
     return [OVERSUB.warning(
         "oversubscribed", f"{rq:g} {whose} are ready to run (p50) for the {cpus_text(w)} this run may use: they "
         f"queue for the cores ({ranks} training process{'es' if ranks > 1 else ''}"
@@ -70,10 +86,22 @@ def oversubscribed(ctx: CheckContext) -> List[Finding]:
         evidence=ev, confidence=confidence(a, direct=True),
         detail="Each training process starts an intra-op thread pool as large as the machine (torch, OpenMP, MKL, "
                "OpenCV), and loader workers add their own; more runnable threads than cores means every step "
-               "waits for a core and the caches are shared thin. Runs right-sized to the cores are measurably "
-               "faster. " + (unseen_text(w) or ""),
-        fix=Fix(f"Give each training process {threads} thread(s)"
-                + (f", the cores its {workers} loader workers leave (keep the workers: they feed the step; "
-                   "OpenCV: cv2.setNumThreads(0) in them)" if workers else ""),
-                commands=[shell_command("export", f"OMP_NUM_THREADS={threads}",
-                                        comment="before launching; or torch.set_num_threads() in the script")]))]
+               "waits for a core and the caches are shared thin. On a box that is the run's own, runs right-sized "
+               "to the cores are measurably faster. " + (unseen_text(w) or ""),
+        fix=fix)]
+
+
+OTHERS_RUNNABLE = 1.0  # other tenants' threads ready to run (p50) beside the run's: narrowing its pool cedes cores
+
+
+def other_runnable(w) -> Optional[float]:
+    """Threads of other processes running or ready to run (p50 over the ticks): the host's run queue (less the
+    reader) less the watched processes' own runnable threads, read in the same tick. None without both."""
+    vals = []
+    for s in w.samples:
+        h, p = s.get("host"), s.get("procs")
+        rq = h.get("run_queue") if isinstance(h, dict) else None
+        own = p.get("threads_running") if isinstance(p, dict) else None
+        if isinstance(rq, (int, float)) and isinstance(own, (int, float)):
+            vals.append(max(0.0, float(rq) - float(own)))
+    return pct(vals, 0.5) if vals else None
