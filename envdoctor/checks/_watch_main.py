@@ -139,6 +139,47 @@ def write_bursts(w: Watch, a: Analysis, burst_bytes: int) -> List[Tuple[float, f
     return spans
 
 
+WORKERS_BUSY_PCT = 20.0  # the loader workers' summed CPU % when they work (p90 of the ticks) for lulls to mean
+WORKERS_BUSY_SHARE = 0.25  # of the ticks in which they worked (half that level): a phase, not each epoch's fill
+WORKERS_LULL = 0.25  # a tick whose workers used under this share of that level: they were not asked
+LULL_TICKS = 2  # consecutive such ticks (a second at the default interval) while the training process ran on
+
+
+def worker_lulls(w: Watch, a: Analysis) -> List[Tuple[float, float]]:
+    """Without a step timer: the spans in which every DataLoader worker of the run stood idle (their summed CPU
+    under WORKERS_LULL of their working level, all of them alive and measured) for LULL_TICKS ticks or more, in a
+    run whose workers worked (WORKERS_BUSY_PCT) in a real share of its ticks (WORKERS_BUSY_SHARE). Workers stop
+    when the loop stops asking for batches (their prefetch queue is full): the loop was doing something else, which
+    the process's own state then names (an evaluation pass: it computed; a save: it wrote; a pause). [] where
+    the workers never worked enough to tell, or worked only as each epoch started (a loop whose step is slower
+    than its loading keeps its workers idle too: that is no lull)."""
+    iv = a.interval_s or 0.5
+    n = (a.procs or {}).get("workers_max") or 0
+    rows = []
+    for s in w.samples:
+        p, t = s.get("procs"), s.get("t_s")
+        if not isinstance(p, dict) or not isinstance(t, (int, float)) or t <= a.warmup_s:
+            continue
+        cpu = [x for x in p.get("worker_cpu_pct") or [] if isinstance(x, (int, float))]
+        whole = n > 0 and p.get("workers") == n and len(cpu) == n
+        rows.append((float(t), sum(cpu) if whole else None))
+    seen = sorted(c for _, c in rows if c is not None)
+    level = seen[min(len(seen) - 1, int(0.9 * len(seen)))] if seen else 0.0
+    if level < WORKERS_BUSY_PCT or sum(1 for c in seen if c >= 0.5 * level) < WORKERS_BUSY_SHARE * len(seen):
+        return []
+    bar = WORKERS_LULL * level
+    spans: List[Tuple[float, float]] = []
+    run: List[float] = []
+    for t, c in rows + [(float("inf"), None)]:
+        if c is not None and c <= bar:
+            run.append(t)
+            continue
+        if len(run) >= LULL_TICKS:
+            spans.append((run[0] - iv, len(run) * iv))
+        run = []
+    return spans
+
+
 def majority(w: Watch, a: Analysis, vote: Callable[[Dict[str, Any]], Optional[bool]]) -> Optional[float]:
     """The share of windows (``WINDOW`` samples after the warm-up) in which at least ``MAJORITY`` of the samples
     that voted agree with a verdict (``vote`` says per sample: True agrees, False disagrees, None abstains); None

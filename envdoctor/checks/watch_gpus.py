@@ -20,7 +20,7 @@ from ._watch import (
     working,
 )
 from ._watch_gaps import SAVE_FIX, STALL_SHARE, STALLS, mb_text, named_findings, waited_most
-from ._watch_main import main_of, name_gaps, write_bursts
+from ._watch_main import main_of, name_gaps, worker_lulls, write_bursts
 from ._watch_moment import IDLE, one_moment
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
@@ -211,7 +211,7 @@ def _burst_stalls(w: Watch, a: Analysis) -> List[Finding]:
     run_s = max(a.duration_s - a.warmup_s, 1e-9)
     total = round(sum(d for _, d in spans), 2)
     if not spans or total / run_s < STALL_SHARE:
-        return []
+        return _lull_stalls(w, a, run_s)
     wrote = sum(int(((s.get("procs") or {}).get("main") or {}).get("wchar") or 0) for s in w.samples
                 if isinstance(s.get("procs"), dict) and isinstance(s["procs"].get("main"), dict)
                 and (s["procs"]["main"].get("wchar") or 0) >= BURST_BYTES)
@@ -226,6 +226,23 @@ def _burst_stalls(w: Watch, a: Analysis) -> List[Finding]:
         detail="Read from the training process's own writes (/proc/PID/io) tick by tick, without a step timer: the "
                "length of each save is known to a tick (" + f"{a.interval_s or 0.5:g} s). " + (unseen_text(w) or ""),
         fix=SAVE_FIX)]
+
+
+def _lull_stalls(w: Watch, a: Analysis, run_s: float) -> List[Finding]:
+    """No saves that stopped the loop, no timer, no GPU: the spans in which the loader workers stood idle while
+    they otherwise worked (the loop took no batches) named by what the training process did meanwhile; without
+    workers nothing tells a pass of computing (an evaluation) from the training's own: said unknown."""
+    lulls = worker_lulls(w, a)
+    if lulls:
+        named = name_gaps(w, a, lulls)
+        ev = [Evidence("watch.summary.processes.worker_cpu_pct_p50", (a.procs or {}).get("worker_cpu_pct_p50")),
+              Evidence("watch.summary.processes.main.share", main_of(a).get("share"))]
+        return named_findings(w, a, named, run_s, ev, "The loop took no batches (its loader workers stood idle)")
+    if not (a.procs or {}).get("workers_max"):
+        raise SkipCheck(f"{no_gpu_reason(w)}, no step timer (timed(loader)) and no loader workers: the training "
+                        "process saved nothing that stopped it, and whether it stopped to compute something else "
+                        "(an evaluation pass looks like the training itself to /proc) is unknown")
+    return []
 
 
 MEMORY = Findings("watch.gpu-memory", "GPU_MEMORY_PRESSURE", kinds=("nearly-full",))

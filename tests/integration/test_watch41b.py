@@ -32,6 +32,7 @@ COLD = E.get("COLD")  # a file read 4 random 16 KiB blocks per sample, dropped f
 CKPT, CKPT_EVERY = E.get("CKPT"), int(E.get("CKPT_EVERY", "0"))
 LOG = E.get("LOG")  # a log line per step, flushed and fsync'd
 EVAL_EVERY = int(E.get("EVAL_EVERY", "0"))
+EVAL_S = float(E.get("EVAL_S", "0.4"))  # each evaluation pass computes this long
 SLEEP_EVERY = int(E.get("SLEEP_EVERY", "0"))
 LEN = int(E.get("LEN", "1024"))
 torch.set_num_threads(1)
@@ -89,7 +90,7 @@ while time.monotonic() < end:
             with torch.no_grad():  # an evaluation pass: forward only, in the loop, no reads or writes
                 t = time.monotonic()
                 a = torch.ones(160, 160)
-                while time.monotonic() - t < 0.4:
+                while time.monotonic() - t < EVAL_S:
                     a = torch.tanh(a @ a)
         if SLEEP_EVERY and step % SLEEP_EVERY == 0:
             time.sleep(0.4)
@@ -156,13 +157,29 @@ def test_fsynced_logging_every_step_is_the_loop_waiting_on_its_writes(cpu_venv, 
 
 @TIMER
 def test_a_periodic_evaluation_pass(cpu_venv, tmp_path, timed):
-    w, findings, _ = _watch(cpu_venv, tmp_path, timed, seconds=5.0, workers=0, eval_every=150)
+    w, findings, checks = _watch(cpu_venv, tmp_path, timed, seconds=5.0, workers=0, eval_every=150)
     if timed:  # the timer sees the steps stop; the process computed meanwhile, without reads or writes
         f = findings.get("EVALUATION_STALL")
         assert f is not None and f["code"] == "watch.stalls/evaluation", (_codes(findings), w["summary"])
-    # without the timer a pass of computing looks like the training's computing to /proc: it is not named
-    # anything it is not (no checkpoint, no pause, no writes)
+    else:  # without the timer and with the loading in the training process, a pass of computing looks like the
+        # training's own computing to /proc: the report says it cannot tell, rather than pass or guess
+        assert checks["watch.stalls"]["status"] == "skipped" and "unknown" in checks["watch.stalls"]["reason"], \
+            checks["watch.stalls"]
+    # it is not named anything it is not (no checkpoint, no pause, no writes)
     for wrong in ("CHECKPOINT_STALL", "LOOP_PAUSED", "LOOP_WAITS_ON_WRITES"):
+        assert wrong not in findings, (wrong, _codes(findings))
+
+
+def test_an_evaluation_pass_without_the_timer_is_named_from_the_idle_loader_workers(cpu_venv, tmp_path):
+    """Two workers that decode (a pure-Python loop per sample) feed the loop; every 60 steps it evaluates for
+    1.5 s in the training process. No timer, no GPU: the workers stand idle (their prefetch queue full) while
+    the training process computes, which names the pass an evaluation, not a checkpoint or a pause."""
+    w, findings, checks = _watch(cpu_venv, tmp_path, False, seconds=8.0, workers=2, burn=20000, eval_every=60,
+                                 eval_s=1.5)
+    f = findings.get("EVALUATION_STALL")
+    assert f is not None and f["code"] == "watch.stalls/evaluation", \
+        (_codes(findings), checks["watch.stalls"], w["summary"].get("processes"))
+    for wrong in ("CHECKPOINT_STALL", "LOOP_PAUSED"):
         assert wrong not in findings, (wrong, _codes(findings))
 
 

@@ -13,7 +13,7 @@ from envdoctor.model.facts import Facts, ProbeStatus, Watch
 from envdoctor.services.collect import judge
 from envdoctor.watch import timer
 from tests.unit.checks.test_watch_main import _main, _procs
-from tests.unit.checks.watch_series import series
+from tests.unit.checks.watch_series import series, verdicts
 
 LATE = 0.3  # the counters read this long after the tick's t_s (GPU, host and tree reads on a loaded box)
 
@@ -131,3 +131,40 @@ def test_the_timer_counts_brief_stalls_apart():
     for i in range(600):
         quiet.step_done(0.001 + 0.0002 * (i % 3), 0.0005)  # uneven steps, no stop
     assert quiet.summary()["brief_count"] == 0
+
+
+def _workers_run(worker_cpu: List[float], main_states: List[str]):
+    """Ticks of a run with two loader workers (their CPU % each, half the given sum), no GPU, no timer."""
+    procs = _procs([_main(st, wchar=1000, syscw=4, oncpu="9" * len(st)) for st in main_states], workers=2)
+    for p, c in zip(procs, worker_cpu):
+        p["worker_cpu_pct"] = [c / 2, c / 2]
+    return series([], procs=procs)
+
+
+def test_an_evaluation_without_the_timer_is_named_from_the_idle_workers():
+    """Issue 41: a periodic evaluation pass was not named without the timer. The workers decode at 90% of a core
+    while the loop trains (it waits on them: P), and stand at 0 for 3 ticks every 7 while the training process
+    computes: the loop took no batches and computed, an evaluation."""
+    cpu, states = [], []
+    for _ in range(6):
+        cpu += [90.0] * 4 + [0.0] * 3
+        states += ["RPRPRPRPRP"] * 4 + ["RRRRRRRRRR"] * 3
+    v = verdicts(_workers_run(cpu, states), cpu_available=2.0)
+    f = v["findings"]["EVALUATION_STALL"]
+    assert f.code == "watch.stalls/evaluation" and "loader workers stood idle" in f.summary, f.summary
+    # the same lulls with the training process asleep meanwhile: a pause, not an evaluation
+    asleep = [s if s.startswith("RP") else "NNNNNNNNNN" for s in states]
+    paused = verdicts(_workers_run(cpu, asleep), cpu_available=2.0)["checks"]["watch.stalls"].findings
+    assert [f.code for f in paused] == ["watch.stalls/pause"], paused
+
+
+def test_workers_busy_only_as_each_epoch_starts_are_no_lulls():
+    """A loop whose step is slower than its loading: the workers fill their queue as each epoch starts and then
+    wait; the training process computes throughout. Nothing tells an evaluation from the training here: not
+    named, and without workers at all the check says the phase is unknown."""
+    cpu = ([90.0] + [0.0] * 9) * 5
+    v = verdicts(_workers_run(cpu, ["RRRRRRRRRR"] * 50), cpu_available=2.0)
+    assert "EVALUATION_STALL" not in v["findings"] and v["checks"]["watch.stalls"].status == "passed"
+    alone = series([], procs=_procs([_main("RRRRRRRRRR", wchar=1000, syscw=4)] * 50))
+    c = verdicts(alone, cpu_available=2.0)["checks"]["watch.stalls"]
+    assert c.status == "skipped" and "unknown" in c.reason, c
