@@ -67,8 +67,8 @@ def oversubscribed(ctx: CheckContext) -> List[Finding]:
     others = other_runnable(w)
     if others is not None and others >= OTHERS_RUNNABLE:
         # other tenants' threads wait for the same cores: the scheduler shares them by thread, so a narrower pool
-        # hands them this run's share (measured on a 2-core box at load 5: 2 threads made 0.19-0.31x the steps/s of
-        # 16; tests/integration/test_watch_advice.py). No thread count is proposed there.
+        # hands them this run's share (scripts/watch41c_threads_ratio.py on a 2-core box at load 5-7: 2 threads
+        # made 0.19-0.31x the steps/s of 16). No thread count is proposed there.
         fix = Fix(f"Other processes' threads also wait for these cores ({others:g} ready to run, p50): a narrower "
                   "pool would hand them this run's share and make it slower on this box. Free the cores first "
                   "(watch.cpu-share names the load); on a box that is the run's own, size each training "

@@ -96,8 +96,8 @@ def test_a_cgroup_cpu_quota_is_called_a_quota():
 
 def test_no_thread_count_is_proposed_while_other_processes_wait_for_the_same_cores():
     """Issue 41: the oversubscription fix made a run 0.59x as fast. On a box where other tenants' threads queue too,
-    the scheduler shares the cores by thread: measured here (tests/integration/test_watch_advice.py, 2 cores at
-    load 5), a pool of 2 threads made 0.19-0.31x the steps/s of 16. The run's threads still queue (the finding
+    the scheduler shares the cores by thread: measured here (scripts/watch41c_threads_ratio.py, 2 cores at load
+    5-7), a pool of 2 threads made 0.19-0.31x the steps/s of 16. The run's threads still queue (the finding
     stays); no OMP_NUM_THREADS is proposed there, and it is where the run is alone on the cores."""
     crowded = _own(running=16, rq=20.0)["findings"]["CPU_STARVED"]  # 4 other threads ready to run beside its 16
     assert not crowded.fix.commands and "Other processes' threads also wait" in crowded.fix.summary
