@@ -22,7 +22,8 @@ Two parts, both over torch.distributed's own TCPStore (no transport of envdoctor
   raised on itself), so torchrun's agent sees exactly what it would have seen and reacts only after the death
   is on the board. Rank 0 is supervised too: when it dies before its report is written (``report_written``
   sets a byte of memory the two share), its supervisor writes the report instead (``supervise``'s ``orphan``:
-  rank 0 named as dead, the others as the board had them, none blamed), then leaves the same way. torchrun signals a worker's whole process group (torch/distributed/elastic/multiprocessing/
+  rank 0 named as dead, the others as the board had them, none blamed), then leaves the same way. torchrun
+  signals a worker's whole process group (torch/distributed/elastic/multiprocessing/
   subprocess_handler/subprocess_handler.py: ``start_new_session=True`` and ``os.killpg`` in ``close``), so its
   SIGTERM reaches the child directly; the parent ignores it and records no exit for a stop it was told of. A
   `kill -9` aimed at the parent itself leaves the child to record it (``watch_parent``, ``record_lost_parent``).
@@ -52,7 +53,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional
 
 PREFIX = "envdoctor-fleet"
 PARENT: List[Optional[int]] = [None]  # in a supervised rank's child: the pid of its supervisor (the launched one)
-CHANNEL: List[Optional["Channel"]] = [None]  # in a supervised rank's child: its line to the supervisor
+CHANNEL: List[Optional[Channel]] = [None]  # in a supervised rank's child: its line to the supervisor
 ANSWER_S = 10.0  # how long a child waits for its living supervisor's answer (a loaded box schedules it late)
 STAGES = ("started", "pg-formed", "reported", "done")
 CONNECT_S = 10.0  # the supervisor's connection to the store after its child died (the store is up: it was used)

@@ -48,7 +48,7 @@ def orphan_fleet(place: Place, env: Mapping[str, str], end: Dict[str, Any], stop
     started = (mine.get("stages") or {}).get("started")
     how = f"ended ({exit_words(end)})" if stopped else \
         f"died {stage_words(mine['exit'].get('stage'))}: {exit_words(end)}"
-    fleet = FleetData(backend=backend or "?", world_size=place.world_size, timeout_s=timeout_s,
+    fleet = FleetData(backend=backend or mine.get("backend") or "?", world_size=place.world_size, timeout_s=timeout_s,
                       ranks=[_record(place, end)], started_at=_utc(started))
     fleet.orphaned = (f"rank 0 {how} before its report was written; its launched process wrote this one from "
                       "the launcher's store" + (f" ({error})" if error else ""))

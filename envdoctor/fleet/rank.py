@@ -300,7 +300,9 @@ class _StartUp:
         try:
             try:
                 store = arrival.connect(env, place.rank, place.world_size, options.timeout_s)
-                self.board = arrival.Board(store, place.rank, arrival.run_key(env), arrival.identity(place))
+                # the backend too: should rank 0 die, its launched process's report says which it was (orphan.py)
+                self.board = arrival.Board(store, place.rank, arrival.run_key(env),
+                                           dict(arrival.identity(place), backend=backend))
                 self.board.announce("started")
             except Exception as e:  # noqa: BLE001 - no board: the run goes on as before it existed
                 sys.stderr.write(f"envdoctor fleet: rank {place.rank}: no arrival board: {comm.short_error(e)}\n")

@@ -238,7 +238,7 @@ def test_rank_0_dead_is_named_by_its_supervisors_report_and_the_others_are_not_b
 
     end = {"signal": "SIGKILL", "signum": 9, "pid": 4242, "stage": "pg-formed", "hostname": "node-a", "at": 1.0}
     fleet = _orphan(monkeypatch, {"0": {"rank": 0, "stage": "pg-formed", "stages": {"started": 100.0},
-                                        "hostname": "node-a"},
+                                        "hostname": "node-a", "backend": "gloo"},
                                   "1": {"rank": 1, "stage": "reported", "hostname": "node-a"}}, end, False)
     rep = judge_fleet(fleet)
     found = [f for f in rep.findings if f.code.startswith("fleet.ranks/")]
@@ -249,6 +249,10 @@ def test_rank_0_dead_is_named_by_its_supervisors_report_and_the_others_are_not_b
     assert not any(f.summary.startswith(("rank 1", "rank 2")) for f in rep.findings)
     assert fleet.orphaned.startswith("rank 0 died mid-run (after the process group formed, before its report): "
                                      "killed by SIGKILL (pid 4242) before its report was written")
+    assert fleet.backend == "gloo"  # as rank 0 wrote it on the board
+    from envdoctor.report.fleet import render_console
+
+    assert "\nPARTIAL: rank 0 died mid-run" in render_console(rep, width=200)
     again = fleet_from_report(json.loads(render_json(rep)))  # the saved report says the same
     assert again.orphaned == fleet.orphaned
     assert [again.reported_cell(r) for r in range(3)] == [
