@@ -280,11 +280,13 @@ def parent_alive(timeout_s: float = ANSWER_S) -> Optional[bool]:
         return None
     with ch.lock:
         try:
-            while select.select([ch.ans_r], [], [], 0)[0]:  # an answer that came after an earlier timeout
+            poll = select.poll()  # not select(): a rank of a large job may hold fds past FD_SETSIZE
+            poll.register(ch.ans_r, select.POLLIN)
+            while poll.poll(0):  # an answer that came after an earlier timeout
                 if not os.read(ch.ans_r, 1):
                     return False
             os.write(ch.ask_w, b"?")
-            if not select.select([ch.ans_r], [], [], timeout_s)[0]:
+            if not poll.poll(timeout_s * 1000):
                 return None
             return os.read(ch.ans_r, 1) == b"y"
         except BrokenPipeError:  # its reading end closed: the parent exited
