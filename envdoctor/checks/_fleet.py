@@ -135,7 +135,7 @@ RANK_FACTS = [("torch version", "torch_version", Severity.ERROR), ("NCCL version
 # ------------------------------------------------------------------ a rank that died or never arrived
 
 MISSING = Findings("fleet.ranks", "FLEET_RANK_UNREACHABLE",
-                   kinds=("interrupted", "missing", "died", "not-arrived", "late"))
+                   kinds=("interrupted", "missing", "died", "not-arrived", "late", "unsettled"))
 
 
 def died_finding(fleet: FleetData, r: int, ex: Dict[str, Any]) -> Finding:
@@ -146,7 +146,10 @@ def died_finding(fleet: FleetData, r: int, ex: Dict[str, Any]) -> Finding:
         "died", f"{fleet.who(r)} died {stage_words(ex.get('stage'))}: {exit_words(ex)}"
         + ("; its report had arrived, the rest of the run had not" if reported else ""),
         detail="Its launcher-side parent recorded how it ended on the launcher's store before the launcher saw it "
-               "(envdoctor/fleet/arrival.py); the other ranks' errors and rank 0's stop follow from it. "
+               "(envdoctor/fleet/arrival.py); "
+               + ("the other ranks' errors follow from it, and the report was written by rank 0's launched process "
+                  "in its place, from the launcher's store (the other ranks' facts never reached it). "
+                  if r == 0 and fleet.orphaned else "the other ranks' errors and rank 0's stop follow from it. ")
                + ("SIGKILL comes from the kernel's OOM killer or from a `kill -9` (the launcher's own escalation "
                   "included): the node's kernel log says which." if killed else ""),
         evidence=[Evidence(f"fleet.arrivals[{r}].exit", ex)],
@@ -169,3 +172,16 @@ def missing_finding(fleet: FleetData, r: int, m: Dict[str, Any], came: Optional[
         evidence=[Evidence("fleet.missing", {k: v for k, v in m.items() if v is not None})],
         fix=Fix("Read that rank's own output (torchrun prints each worker's exit code and error file) and "
                 "the node's kernel log; then run `envdoctor check` on that node"))
+
+
+def unsettled_finding(fleet: FleetData, r: int) -> Finding:
+    came = fleet.arrival(r) or {}
+    return MISSING.warning(
+        "unsettled", f"{fleet.who(r)} sent its report, then neither finished nor had its exit recorded on the "
+        f"launcher's store before rank 0 stopped waiting (last on the board: '{came.get('stage')}'): whether it "
+        "ended cleanly is unknown",
+        detail="Every rank writes 'done' at its end, and a rank that dies has its exit recorded by its launched "
+               "process (envdoctor/fleet/arrival.py); rank 0 waits for one or the other from every rank, within a "
+               "bound. This rank's report is in the tables; what became of it afterwards is not.",
+        evidence=[Evidence(f"fleet.arrivals[{r}]", came)],
+        fix=Fix(f"Read torchrun's summary for rank {r} (its exit code) and that rank's own output"))

@@ -22,6 +22,7 @@ from ._fleet import (
     missing_finding,
     outliers,
     rank_env_findings,
+    unsettled_finding,
 )
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
@@ -103,6 +104,7 @@ def missing_ranks(ctx: CheckContext) -> List[Finding]:
             continue
         out.append(missing_finding(fleet, r, m, came))
         causes.append(r)
+    out += [unsettled_finding(fleet, a["rank"]) for a in fleet.arrivals if fleet.unsettled(a["rank"])]
     if waited and not causes:
         for r in waited:
             if (fleet.arrival(r) or {}).get("stage") != "started" or missing[r].get("stage") != "start-up":

@@ -113,10 +113,18 @@ def cmd_fleet(args: Any) -> int:
         # (so it still ends in a report), and the rank is forked once torch is imported: the parent waits and puts
         # an unclean end of the rank on the launcher's store, at once, before the launcher sees it. Both touch
         # signals and processes, so the command line hands them to the service
+        # Rank 0 is forked too: when it dies before its report is out, its launched process writes the report in
+        # its place (rank 0 named as dead, the others as the store had them), then leaves the same way
         from ..fleet.arrival import hold_stop_signals, supervise
 
+        def orphan(place: Any, end: dict, stopped: bool) -> None:
+            _hold_signals()
+            write(_render(service.orphan_report(options, os.environ, place, end, stopped), args), args.output,
+                  utf8=args.format != "console")
+
         rep = service.run(options, os.environ, before_judging=_hold_signals, before_torch=hold_stop_signals,
-                          after_torch=lambda place: supervise(place, os.environ))
+                          after_torch=lambda place: supervise(
+                              place, os.environ, orphan=lambda end, stopped: orphan(place, end, stopped)))
     except service.FleetError as e:
         raise UsageError(str(e)) from None
     except service.RankFailed as e:
@@ -129,6 +137,9 @@ def cmd_fleet(args: Any) -> int:
         _leave(EXIT_OK)
         return EXIT_OK
     write(_render(rep, args), args.output, utf8=args.format != "console")
+    from ..fleet.arrival import report_written
+
+    report_written()  # rank 0's launched process writes none in its place
     code = EXIT_FINDINGS if rep.has_at_least(args.fail_on) else EXIT_OK
     _leave(code)
     return code

@@ -20,10 +20,18 @@ Two parts, both over torch.distributed's own TCPStore (no transport of envdoctor
   started and watches) only waits, and when its child ends other than cleanly it writes the exit code or the
   signal (``envdoctor-fleet/<run>/<rank>/exit``) and then leaves the same way (the same code, or the same signal
   raised on itself), so torchrun's agent sees exactly what it would have seen and reacts only after the death
-  is on the board. torchrun signals a worker's whole process group (torch/distributed/elastic/multiprocessing/
+  is on the board. Rank 0 is supervised too: when it dies before its report is written (``report_written``
+  sets a byte of memory the two share), its supervisor writes the report instead (``supervise``'s ``orphan``:
+  rank 0 named as dead, the others as the board had them, none blamed), then leaves the same way. torchrun
+  signals a worker's whole process group (torch/distributed/elastic/multiprocessing/
   subprocess_handler/subprocess_handler.py: ``start_new_session=True`` and ``os.killpg`` in ``close``), so its
   SIGTERM reaches the child directly; the parent ignores it and records no exit for a stop it was told of. A
   `kill -9` aimed at the parent itself leaves the child to record it (``watch_parent``, ``record_lost_parent``).
+  The child asks its parent whether it is there (``parent_alive``: a pipe the parent answers) before it writes
+  ``done``: a process that took SIGKILL runs none of its own code afterwards, so an answer proves the parent
+  outlived the question, and no answer (end of file) proves it is gone, however late the kernel reparents the
+  child (``os.getppid`` changes only once the killed parent has finished exiting: on a loaded box, after the
+  child wrote ``done`` and rank 0 its report).
 
 A rank with no key at all never started envdoctor (its interpreter failed, or it was not launched yet); it is
 named by the launcher's placement (torchrun gives each node a block of LOCAL_WORLD_SIZE consecutive ranks,
@@ -36,13 +44,17 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import select
 import signal
 import sys
+import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional
 
 PREFIX = "envdoctor-fleet"
 PARENT: List[Optional[int]] = [None]  # in a supervised rank's child: the pid of its supervisor (the launched one)
+CHANNEL: List[Optional[Channel]] = [None]  # in a supervised rank's child: its line to the supervisor
+ANSWER_S = 10.0  # how long a child waits for its living supervisor's answer (a loaded box schedules it late)
 STAGES = ("started", "pg-formed", "reported", "done")
 CONNECT_S = 10.0  # the supervisor's connection to the store after its child died (the store is up: it was used)
 
@@ -90,7 +102,12 @@ class Board:
         records that on the supervisor's behalf, once: its exit is then on the board although nobody waited for
         it. True when it wrote the record."""
         parent = PARENT[0]
-        if parent is None or os.getppid() == parent or self.me.get("lost_parent"):
+        if parent is None or self.me.get("lost_parent"):
+            return False
+        alive = parent_alive()
+        if alive is None:  # no answer either way in time: the kernel's word (late, never wrong)
+            alive = os.getppid() == parent
+        if alive:
             return False
         self.me["lost_parent"] = True
         record = {"lost_parent": True, "pid": parent, "hostname": self.me.get("hostname"),
@@ -208,6 +225,10 @@ def hold_stop_signals() -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, STOP)
 
 
+def _pending() -> set:
+    return set(signal.sigpending()) if hasattr(signal, "sigpending") else set()
+
+
 def release_stop_signals() -> None:
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP)
@@ -216,11 +237,81 @@ def release_stop_signals() -> None:
 # ------------------------------------------------------------------ the supervisor
 
 
-def supervise(place: Any, env: Mapping[str, str]) -> None:
+class Channel:
+    """A supervised child's line to its supervisor, made before the fork: a question the parent answers while
+    it lives (``parent_alive``), and one byte of shared memory the child sets once rank 0's report is written
+    (``report_written``)."""
+
+    def __init__(self) -> None:
+        import mmap
+
+        self.ask_r, self.ask_w = os.pipe()
+        self.ans_r, self.ans_w = os.pipe()
+        self.flag = mmap.mmap(-1, 1)  # MAP_SHARED | MAP_ANONYMOUS: the same page in both processes
+        self.lock = threading.Lock()
+
+    def child_side(self) -> None:
+        for fd in (self.ask_r, self.ans_w):
+            os.close(fd)
+
+    def parent_side(self) -> None:
+        for fd in (self.ask_w, self.ans_r):
+            os.close(fd)
+        threading.Thread(target=self._answer, name="envdoctor-fleet-answer", daemon=True).start()
+
+    def _answer(self) -> None:
+        while True:
+            try:
+                if not os.read(self.ask_r, 1):
+                    return  # the child (and every holder of its end) is gone
+                os.write(self.ans_w, b"y")
+            except OSError:
+                return
+
+    def written(self) -> bool:
+        return self.flag[0] == 1
+
+
+def parent_alive(timeout_s: float = ANSWER_S) -> Optional[bool]:
+    """In a supervised child: True when the supervisor answered (it was alive after the question), False when
+    its end of the pipe closed (it is gone), None when not supervised or no answer came within ``timeout_s``."""
+    ch = CHANNEL[0]
+    if ch is None:
+        return None
+    with ch.lock:
+        try:
+            poll = select.poll()  # not select(): a rank of a large job may hold fds past FD_SETSIZE
+            poll.register(ch.ans_r, select.POLLIN)
+            while poll.poll(0):  # an answer that came after an earlier timeout
+                if not os.read(ch.ans_r, 1):
+                    return False
+            os.write(ch.ask_w, b"?")
+            if not poll.poll(timeout_s * 1000):
+                return None
+            return os.read(ch.ans_r, 1) == b"y"
+        except BrokenPipeError:  # its reading end closed: the parent exited
+            return False
+        except OSError:
+            return None
+
+
+def report_written() -> None:
+    """Rank 0's child: its report is out (stdout or -o), so its supervisor writes none when it ends."""
+    ch = CHANNEL[0]
+    if ch is not None:
+        ch.flag[0] = 1
+
+
+def supervise(place: Any, env: Mapping[str, str], orphan: Optional[Callable[[Dict[str, Any], bool], None]] = None
+              ) -> None:
     """Fork: the child returns and does the rank's work; the parent waits for it, records an unclean end on the
-    board, and leaves the way its child did (it never returns). Not for rank 0, which writes the report itself
-    (and exits 1 on findings: no death), nor where fork is not there, nor with ENVDOCTOR_FLEET_SUPERVISE=0."""
-    if place.rank == 0 or not hasattr(os, "fork") or env.get("ENVDOCTOR_FLEET_SUPERVISE") == "0":
+    board, and leaves the way its child did (it never returns). Rank 0 only with ``orphan``: when its child ends
+    before its report is written (other than with exit code 2, the command's own "could not take part", said on
+    stderr), the parent records the end (unless the launcher stopped it: then rank 0 died of nothing of its own)
+    and calls ``orphan(end, stopped)``, which writes the report. Not where fork is not there, nor with
+    ENVDOCTOR_FLEET_SUPERVISE=0."""
+    if (place.rank == 0 and orphan is None) or not hasattr(os, "fork") or \
+            env.get("ENVDOCTOR_FLEET_SUPERVISE") == "0":
         return
     sys.stdout.flush()
     sys.stderr.flush()
@@ -230,9 +321,16 @@ def supervise(place: Any, env: Mapping[str, str]) -> None:
         stopped.append(signum)
 
     parent = os.getpid()
+    channel = Channel()
+    # a stop that came while torch imported is pending here (held: hold_stop_signals), and a fork's child starts
+    # with no pending signal: it is sent on to the child below, which takes it once it releases its own hold (a
+    # rank that dies in rank 0's first seconds: rank 0's work would otherwise never hear the launcher's stop)
+    held = [s for s in STOP if s in _pending()]
     pid = os.fork()
     if pid == 0:
         PARENT[0] = parent
+        channel.child_side()
+        CHANNEL[0] = channel
         return
     for sig in (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", None)):
         if sig is not None:
@@ -240,7 +338,13 @@ def supervise(place: Any, env: Mapping[str, str]) -> None:
                 signal.signal(sig, told)
             except (ValueError, OSError):
                 pass
+    for sig in held:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
     release_stop_signals()  # held while torch imported (cli/fleet.py); the child releases its own
+    channel.parent_side()
     end: Dict[str, Any] = {"code": 1}
     try:
         while True:
@@ -251,7 +355,15 @@ def supervise(place: Any, env: Mapping[str, str]) -> None:
                 status = 0
                 break
         end = describe_exit(status)
-        if end.get("code") != 0 and not stopped:
+        if place.rank == 0 and orphan is not None:
+            if not channel.written() and end.get("code") != 2:
+                record = end if stopped else _record_exit(place, env, pid, end)
+                try:
+                    orphan(dict(record or end, pid=pid), bool(stopped))
+                except Exception as e:  # noqa: BLE001 - the launcher still sees the exit
+                    sys.stderr.write(f"envdoctor fleet: rank 0 ended ({end}) and its report could not be written "
+                                     f"in its place: {type(e).__name__}: {_short(e)}\n")
+        elif end.get("code") != 0 and not stopped:
             _record_exit(place, env, pid, end)
     finally:
         sys.stdout.flush()
@@ -269,8 +381,9 @@ def supervise(place: Any, env: Mapping[str, str]) -> None:
         os._exit(end.get("code", 128 + end.get("signum", 0)))
 
 
-def _record_exit(place: Any, env: Mapping[str, str], child: int, end: Dict[str, Any]) -> None:
-    """The exit record, and the last stage the child wrote (what it was doing when it died)."""
+def _record_exit(place: Any, env: Mapping[str, str], child: int, end: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The exit record, and the last stage the child wrote (what it was doing when it died); the record as
+    written, or None when the store could not take it."""
     try:
         store = connect(env, place.rank, place.world_size, CONNECT_S, host_store=False)
         key = run_key(env)
@@ -281,8 +394,10 @@ def _record_exit(place: Any, env: Mapping[str, str], child: int, end: Dict[str, 
                       stage=last.get("stage") or "launched")
         store.set(f"{key}/{place.rank}/exit", json.dumps(record, sort_keys=True))
         store.add(f"{key}/exited", 1)
+        return record
     except Exception as e:  # noqa: BLE001 - the launcher still sees the exit; only the board misses it
         sys.stderr.write(f"envdoctor fleet: rank {place.rank}: its exit ({end}) could not be recorded: {_short(e)}\n")
+        return None
 
 
 def watch_parent(board: Any, interval_s: float = 0.2) -> None:
@@ -290,8 +405,6 @@ def watch_parent(board: Any, interval_s: float = 0.2) -> None:
     it on the board (``board()`` gives the board once the start-up made it) and ends this process with SIGTERM,
     so the rank's work does not outlive the process the launcher watches. The main thread may sit in a C++ wait
     then: this thread runs regardless."""
-    import threading
-
     if PARENT[0] is None:
         return
 

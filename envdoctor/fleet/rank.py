@@ -139,8 +139,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
     stage = "start-up"
     record = dict(me)
     up = _StartUp(dist, place, options, env, backend, timeout)
-    if place.rank != 0:
-        arrival.watch_parent(lambda: up.board)
+    arrival.watch_parent(lambda: up.board)  # every rank is supervised (rank 0 too: its supervisor reports for it)
     try:
         release_stop_signals()  # held since before `import torch` (cli/fleet.py): a stop that came then lands here
         testing.at(env, place.rank, "before-start")
@@ -226,7 +225,9 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
         if up.board is not None:
             # a rank that died after its report is on the board a moment later: wait for every rank that
             # answered to be done or to have died (bounded), then read
-            up.board.wait_settled(len(answered), time.monotonic() + min(10.0, options.timeout_s))
+            # (a rank still neither then is named as of unknown end: checks/fleet.py, never left out)
+            # (a go that could not be sent is no reason not to wait: a rank that died is recorded a moment later)
+            up.board.wait_settled(len(answered), time.monotonic() + min(SETTLE_S, options.timeout_s))
         _read_board(fleet, up.board, place)
         fleet.duration_s = round(time.time() - started, 3)
         return fleet
@@ -249,7 +250,8 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
         if up.board is None and env.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
             up.board = _board_now(place, env)  # stopped before the start-up thread reached the store
         if up.board is not None:
-            up.board.wait_exit(time.monotonic() + 3.0)  # the cause of the stop, if a child records it now
+            up.board.record_lost_parent()  # rank 0's own launched process killed: that was the stop
+            up.board.wait_exit(time.monotonic() + 5.0)  # the cause of the stop, if a child records it now
         if stage == "start-up":
             for m in fleet.missing:
                 m["stage"] = "start-up"
@@ -269,6 +271,7 @@ def _board_now(place: Place, env: Dict[str, str]) -> Any:
 
 
 _STOPPED_HELLO = "no hello before rank 0 was stopped"
+SETTLE_S = 30.0  # at most this long (and at most --timeout) rank 0 waits for every rank's "done" or exit record
 
 
 def _announce(board: Any, stage: str) -> None:
@@ -297,7 +300,9 @@ class _StartUp:
         try:
             try:
                 store = arrival.connect(env, place.rank, place.world_size, options.timeout_s)
-                self.board = arrival.Board(store, place.rank, arrival.run_key(env), arrival.identity(place))
+                # the backend too: should rank 0 die, its launched process's report says which it was (orphan.py)
+                self.board = arrival.Board(store, place.rank, arrival.run_key(env),
+                                           dict(arrival.identity(place), backend=backend))
                 self.board.announce("started")
             except Exception as e:  # noqa: BLE001 - no board: the run goes on as before it existed
                 sys.stderr.write(f"envdoctor fleet: rank {place.rank}: no arrival board: {comm.short_error(e)}\n")

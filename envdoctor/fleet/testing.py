@@ -97,7 +97,7 @@ def at(env: Mapping[str, str], rank: int, stage: str) -> None:
         from .arrival import PARENT
 
         if PARENT[0] is None:
-            raise HookError(f"{EXIT}: rank {rank} has no supervisor to kill (rank 0 is not supervised)")
+            raise HookError(f"{EXIT}: rank {rank} has no supervisor to kill (ENVDOCTOR_FLEET_SUPERVISE=0, or no fork)")
         os.kill(PARENT[0], signal.SIGKILL)
     elif code is not None:
         leave(code)

@@ -53,6 +53,9 @@ class FleetData:
     # launcher's placement names its host. Empty: no board (an older report, or the store could not be used).
     arrivals: List[Dict[str, Any]] = field(default_factory=list)
     deadline_at: Optional[float] = None  # unix time rank 0 stopped waiting for the ranks to start (lateness)
+    # rank 0 died before its report was out: its launched process (its supervisor, fleet/arrival.py) wrote this
+    # one from the launcher's store, and says so here ("rank 0 died ...: its launched process wrote this report")
+    orphaned: Optional[str] = None
 
     def rank(self, r: int) -> Optional[Dict[str, Any]]:
         return next((x for x in self.ranks if x.get("rank") == r), None)
@@ -95,7 +98,20 @@ class FleetData:
             return f"died {stage_words(came['exit'].get('stage'))}: {exit_words(came['exit'])}"
         if not came.get("stage"):
             return "never arrived"
+        if self.unsettled(r):
+            return f"its end is unknown (last on the board: '{came.get('stage')}')"
         return None
+
+    def unsettled(self, r: int) -> bool:
+        """A rank whose report arrived but which neither wrote "done" nor had its exit recorded by the time rank 0,
+        done with the run (not stopped), stopped waiting for it (fleet/rank.py ``wait_settled``): whether it
+        finished or died is not known, and the report says so (issue 41: never silently left out). Only in a run
+        where every rank answered: with one missing, gloo may have closed the pairs and the others' go with them."""
+        if r == 0 or self.interrupted or self.orphaned or self.missing:  # a rank missing: no go, no "done" soon
+            return False
+        came = self.arrival(r) or {}
+        return bool((self.rank(r) or {}).get("payload")) and bool(came.get("stage")) \
+            and came.get("stage") != "done" and not came.get("exit")
 
     def reported_cell(self, r: int) -> str:
         """The ranks table's "reported" cell: "yes", "MISSING", and what the board adds ("yes, then died
@@ -108,7 +124,8 @@ class FleetData:
             return f"MISSING: {fate}"
         came = self.arrival(r) or {}
         if any(m.get("rank") == r and m.get("cut_short") for m in self.missing):
-            return "MISSING: the run was stopped first"
+            return "MISSING: rank 0 died first" if self.orphaned and self.fate(0) else \
+                "MISSING: the run was stopped first"
         return "MISSING: it arrived and waited for the group" if came.get("stage") == "started" else "MISSING"
 
 
@@ -177,7 +194,7 @@ def fleet_to_dict(fleet: FleetData) -> Dict[str, Any]:
     return {"backend": fleet.backend, "world_size": fleet.world_size, "timeout_s": fleet.timeout_s,
             "started_at": fleet.started_at, "duration_s": fleet.duration_s, "interrupted": fleet.interrupted,
             "ranks": fleet.ranks, "missing": fleet.missing, "collectives": fleet.collectives,
-            "arrivals": fleet.arrivals, "deadline_at": fleet.deadline_at}
+            "arrivals": fleet.arrivals, "deadline_at": fleet.deadline_at, "orphaned": fleet.orphaned}
 
 
 class FleetReportError(ValueError):
@@ -211,7 +228,8 @@ def fleet_from_report(data: Any) -> FleetData:
                     arrivals=[a for a in fleet.get("arrivals") or [] if isinstance(a, dict)
                               and isinstance(a.get("rank"), int)],
                     deadline_at=fleet.get("deadline_at") if isinstance(fleet.get("deadline_at"), (int, float))
-                    else None)
+                    else None,
+                    orphaned=fleet.get("orphaned") if isinstance(fleet.get("orphaned"), str) else None)
     out.nodes = group_nodes(ranks, facts_by_rank)
     return out
 

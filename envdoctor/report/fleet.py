@@ -157,7 +157,9 @@ def render_console(rep: FleetReport, verbose: bool = False, width: Optional[int]
            f"timeout {fleet.timeout_s:g} s",
            f"started {fleet.started_at or '?'}" + (f", took {fleet.duration_s:g} s" if fleet.duration_s is not None
                                                    else "")]
-    if fleet.interrupted:
+    if fleet.orphaned:
+        out.append(f"PARTIAL: {fleet.orphaned}")
+    elif fleet.interrupted:
         out.append(f"PARTIAL: rank 0 was stopped ({fleet.interrupted}); the report covers what had arrived")
     out += ["", "Ranks"] + ["  " + x for x in _table(s["ranks"], RANK_HEADER, width)]
     out += ["", "Nodes"] + ["  " + x for x in _table(s["nodes"], NODE_HEADER, width)]
@@ -201,7 +203,9 @@ def render_markdown(rep: FleetReport, redact: bool = True) -> str:
     out = ["## envdoctor fleet report", "",
            f"envdoctor {__version__}: {fleet.world_size} ranks, backend `{fleet.backend}`, started "
            f"{fleet.started_at or '?'}", ""]
-    if fleet.interrupted:
+    if fleet.orphaned:
+        out += [f"**Partial**: {cell(fleet.orphaned)}.", ""]
+    elif fleet.interrupted:
         out += [f"**Partial**: rank 0 was stopped ({cell(fleet.interrupted)}).", ""]
     out += ["### Ranks", ""] + table(s["ranks"], RANK_HEADER) + ["", "### Nodes", ""] + table(s["nodes"], NODE_HEADER)
     if s["collectives"]:

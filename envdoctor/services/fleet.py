@@ -6,6 +6,7 @@ torch.distributed); the judge is ``judging.fleet.judge_fleet``; the renderers ar
   rank None. ``before_judging`` is called on rank 0 once every rank's part is held, before the judging (the
   command line ignores SIGTERM there: a torchrun stopping the workers must not cut rank 0's report short).
 - ``judge_saved(text)``: a saved JSON fleet report judged again, offline.
+- ``orphan_report(...)``: rank 0 died before its report was out: the report its launched process writes instead.
 
 Errors: ``FleetError`` for what stops the run before it starts (not under a launcher, no torch, a malformed test
 hook, a saved report that is none): the command line's usage error. ``RankFailed``: this rank could not take
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Callable, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional
 
 from ..domain.fastclass import dataclass
 from ..model.fleet import FleetReport
@@ -58,6 +59,16 @@ def judge_saved(text: str, compat: Optional[Compat] = None) -> FleetReport:
     except (ValueError, FleetReportError) as e:
         raise FleetError(str(e)) from None
     return judge_fleet(fleet, compat)
+
+
+def orphan_report(options: FleetOptions, env: Mapping[str, str], place: Any, end: Dict[str, Any],
+                  stopped: bool) -> FleetReport:
+    """Rank 0 ended before its report was written: the report its launched process writes in its place, from the
+    launcher's store (fleet/orphan.py), judged as any other."""
+    from ..fleet.orphan import orphan_fleet
+    from ..judging.fleet import judge_fleet
+
+    return judge_fleet(orphan_fleet(place, env, end, stopped, options.timeout_s, options.backend))
 
 
 def run(options: FleetOptions, env: Mapping[str, str],

@@ -328,3 +328,23 @@ def test_ranks_stopped_with_the_run_are_not_named_as_causes_when_a_rank_died():
     fleet.missing = fleet.missing[:1]
     codes = sorted(f.code for f in _found(judge_fleet(fleet), "fleet.ranks/"))
     assert codes == ["fleet.ranks/interrupted", "fleet.ranks/missing"]
+
+
+def test_a_rank_that_reported_and_then_neither_finished_nor_died_on_the_board_is_named_as_of_unknown_end():
+    """issue 41: rank 0 waits (bounded) for every rank's "done" or exit record; one that has neither when it stops
+    waiting is named, never silently left out nor listed like the healthy ones."""
+    fleet = _fleet([_node_facts()], per_node=2)
+    fleet.arrivals = [{"rank": 0, "stage": "reported", "hostname": "gpu-0"},
+                      {"rank": 1, "stage": "reported", "hostname": "gpu-0"}]
+    (f,) = _found(judge_fleet(fleet), "fleet.ranks/")
+    assert f.code == "fleet.ranks/unsettled" and f.severity == "warning"
+    assert f.summary == ("rank 1 (node 0, host gpu-0, local rank 1) sent its report, then neither finished nor had "
+                         "its exit recorded on the launcher's store before rank 0 stopped waiting (last on the "
+                         "board: 'reported'): whether it ended cleanly is unknown")
+    assert fleet.reported_cell(1) == "yes, then its end is unknown (last on the board: 'reported')"
+    assert fleet.reported_cell(0) == "yes"  # rank 0 writes the report: its own end is not in question
+    fleet.arrivals[1]["stage"] = "done"
+    assert not _found(judge_fleet(fleet), "fleet.ranks/") and fleet.reported_cell(1) == "yes"
+    fleet.arrivals[1]["stage"] = "reported"
+    fleet.interrupted = "SIGTERM at 2026-12-07 08:00:00 UTC, during the end of the run"  # every rank was cut short
+    assert "fleet.ranks/unsettled" not in [f.code for f in _found(judge_fleet(fleet), "fleet.ranks/")]

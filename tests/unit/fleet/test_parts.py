@@ -162,7 +162,7 @@ def test_a_redacted_report_still_tells_its_nodes_apart(tmp_path):
 
 
 @pytest.mark.parametrize("code", ["fleet.consistency/node-facts", "fleet.ranks/missing", "fleet.ranks/died",
-                                  "fleet.ranks/not-arrived", "fleet.ranks/late",
+                                  "fleet.ranks/not-arrived", "fleet.ranks/late", "fleet.ranks/unsettled",
                                   pytest.param("fleet.stragglers/h2d-pinned"),
                                   "fleet.transport/socket-fallback", "FLEET_INCONSISTENT", "fleet.collectives"])
 def test_every_fleet_code_can_be_explained(code, capsys):
