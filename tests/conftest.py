@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import re
 import subprocess
@@ -9,7 +11,7 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Callable, Iterator, List, Optional
 
 import pytest
 
@@ -23,6 +25,11 @@ os.environ["ENVDOCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="envdoctor-test-cach
 # A finding whose kind or category its check's Findings builder does not declare fails the test that made it
 # (checks/base.py STRICT_ENV; a live run emits it unchanged). Subprocesses inherit it.
 os.environ["ENVDOCTOR_STRICT_FINDINGS"] = "1"
+# The console renders at $COLUMNS, else the terminal's width, else 100 (report/console.py terminal_width): tests
+# expect the 100 of a pipe. A developer's exported COLUMNS, or the 80 that pytest-xdist's workers are started with,
+# would re-wrap every rendered line; a test about the width sets it itself (monkeypatch).
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 # --------------------------------------------------------------------------- markers
@@ -128,6 +135,51 @@ def _fast_tier_builds_no_venv(request: pytest.FixtureRequest, monkeypatch: pytes
     monkeypatch.setattr(venv.EnvBuilder, "create", lambda self, env_dir: refuse(f"venv.EnvBuilder.create({env_dir})"))
 
 
+# --------------------------------------------------------------------------- one build per run, with pytest-xdist
+
+@contextlib.contextmanager
+def _exclusive(lock: Path) -> Iterator[None]:
+    """An advisory lock on a file (POSIX); elsewhere nothing to share (xdist workers there build their own)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(lock, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], Any]) -> Any:
+    """What `build(folder)` returns (JSON-able), built once per test run. Under pytest-xdist every worker is a
+    session of its own, so a session fixture would build a venv per worker (each torch install is a minute of
+    both cores): the first worker builds under a lock in the run's shared base folder, the others wait and reuse
+    it, a skip included (the reason is recorded). A build that fails otherwise records nothing: the next worker
+    tries again and fails on its own."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return build(tmp_path_factory.mktemp(name))
+    shared = tmp_path_factory.getbasetemp().parent  # pytest-of-USER/pytest-N: one per run, the workers' parent
+    record = shared / f"{name}.json"
+    with _exclusive(shared / f"{name}.lock"):
+        if record.is_file():
+            data = json.loads(record.read_text())
+            if "skip" in data:
+                pytest.skip(data["skip"])
+            return data["value"]
+        folder = shared / name
+        folder.mkdir(exist_ok=True)
+        try:
+            value = build(folder)
+        except pytest.skip.Exception as e:
+            record.write_text(json.dumps({"skip": str(e.msg)}))
+            raise
+        record.write_text(json.dumps({"value": value}))
+        return value
+
+
 @dataclass(frozen=True)
 class Venv:
     python: str  # the interpreter to diagnose
@@ -176,17 +228,21 @@ def cpu_venv(tmp_path_factory: pytest.TempPathFactory) -> Venv:
         # a ready-made venv may hold torch alone: then the mixed-variant assertions are skipped, not failed
         has_tv = _run([python, "-c", "import importlib.metadata as m; m.version('torchvision')"]) is None
         return Venv(python, torchvision_error=None if has_tv else f"torchvision is not installed in {given}")
-    root = tmp_path_factory.mktemp("venvs") / "cpu"
-    err = _run([sys.executable, "-m", "venv", str(root)])
-    if err:
-        pytest.skip(f"cannot create a venv: {err}")
-    python = _python_of(str(root))
-    err = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "torch==2.13.0"])
-    if err:
-        pytest.skip(f"cannot install torch==2.13.0 into a test venv: {err}")
-    tv_err = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps",
-                   "torchvision==0.28.0"])
-    return Venv(python, torchvision_error=tv_err)
+
+    def build(base: Path) -> dict:
+        root = base / "cpu"
+        err = _run([sys.executable, "-m", "venv", str(root)])
+        if err:
+            pytest.skip(f"cannot create a venv: {err}")
+        python = _python_of(str(root))
+        err = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "torch==2.13.0"])
+        if err:
+            pytest.skip(f"cannot install torch==2.13.0 into a test venv: {err}")
+        tv_err = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "--no-deps",
+                       "torchvision==0.28.0"])
+        return {"python": python, "torchvision_error": tv_err}
+
+    return Venv(**built_once(tmp_path_factory, "cpu-venv", build))
 
 
 @pytest.fixture(scope="session")
@@ -249,28 +305,36 @@ class InstalledWheel:
 @pytest.fixture(scope="session")
 def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`pip wheel --no-deps` of a clean copy of this checkout, so a stale build/ here cannot hide a defect."""
-    root = tmp_path_factory.mktemp("wheel")
-    src = export_source(root / "src")
-    err = _run([sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "-q", "--no-deps",
-                "-w", str(root / "dist"), str(src)])
-    if err:
-        pytest.skip(f"cannot build the envdoctor wheel (no package index for setuptools>=77?): {err}")
-    wheels = sorted((root / "dist").glob("envdoctor-*.whl"))
-    assert len(wheels) == 1, wheels
-    return wheels[0]
+
+    def build(root: Path) -> str:
+        src = export_source(root / "src")
+        err = _run([sys.executable, "-m", "pip", "wheel", "--disable-pip-version-check", "-q", "--no-deps",
+                    "-w", str(root / "dist"), str(src)])
+        if err:
+            pytest.skip(f"cannot build the envdoctor wheel (no package index for setuptools>=77?): {err}")
+        wheels = sorted((root / "dist").glob("envdoctor-*.whl"))
+        assert len(wheels) == 1, wheels
+        return str(wheels[0])
+
+    return Path(built_once(tmp_path_factory, "wheel", build))
 
 
 @pytest.fixture(scope="session")
 def installed_wheel(tmp_path_factory: pytest.TempPathFactory, built_wheel: Path) -> InstalledWheel:
     """envdoctor installed from built_wheel into its own fresh venv: what a user gets from `pip install .`."""
-    root = tmp_path_factory.mktemp("venvs") / "envdoctor"
-    err = _run([sys.executable, "-m", "venv", str(root)])
-    if err:
-        pytest.skip(f"cannot create a venv: {err}")
-    python = _python_of(str(root))
-    err = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", str(built_wheel)])
-    if err:
-        pytest.skip(f"cannot pip install the envdoctor wheel into a fresh venv (no package index?): {err}")
+
+    def build(base: Path) -> str:
+        root = base / "envdoctor"
+        err = _run([sys.executable, "-m", "venv", str(root)])
+        if err:
+            pytest.skip(f"cannot create a venv: {err}")
+        python = _python_of(str(root))
+        err = _run([python, "-m", "pip", "install", "--disable-pip-version-check", "-q", str(built_wheel)])
+        if err:
+            pytest.skip(f"cannot pip install the envdoctor wheel into a fresh venv (no package index?): {err}")
+        return python
+
+    python = built_once(tmp_path_factory, "installed-wheel", build)
     exe = Path(python).parent / ("envdoctor.exe" if os.name == "nt" else "envdoctor")
     assert exe.is_file(), "the console script was not installed"
     return InstalledWheel(built_wheel, python, exe)
