@@ -37,6 +37,34 @@ def test_a_signal_during_bench_keeps_what_was_measured(monkeypatch, capsys) -> N
     assert "partial" in report["facts"]["bench"]["reason"] and "partial" in out.err
 
 
+def test_a_signal_recorded_while_the_bench_payload_runs_gives_the_partial_report(monkeypatch, capsys) -> None:
+    # the handler raises nothing: it kills the payload (its stream ends "interrupted") and records the signal;
+    # what was measured before is kept and the run is reported partial, not as a whole run
+    from envdoctor.probes.runner import INTERRUPT
+
+    facts = m.healthy_a100()
+    measured = {"name": "matmul", "status": "ok", "reason": "ran", "device": "cuda:0", "value": 123.4,
+                "unit": "TFLOP/s", "duration_s": 2.0}
+
+    def run_benchmarks(facts, bench, progress):
+        progress({"event": "result", "result": measured})
+        INTERRUPT.set(signal.SIGHUP)  # as signals.on_signal does; the killed payload's run returns
+        return facts
+
+    monkeypatch.setattr("envdoctor.services.collect.run_benchmarks", run_benchmarks)
+    monkeypatch.setattr("envdoctor.services.collect.collect", lambda options, **_kw: facts)
+    monkeypatch.setattr(signals, "install", lambda: {})
+    code = cli.main(["bench", "matmul_bf16", "--format", "json"])
+    out = capsys.readouterr()
+    assert code == 128 + signal.SIGHUP
+    import json
+
+    bench = json.loads(out.out)["facts"]["bench"]
+    assert [(r["name"], r["value"]) for r in bench["results"]] == [("matmul", 123.4)]
+    assert "interrupted by SIGHUP" in bench["reason"] and "partial" in out.err
+    assert INTERRUPT.signum is None
+
+
 def test_console_partial_bench_report_shows_the_table_before_a_partial_verdict(monkeypatch, capsys) -> None:
     facts = m.healthy_a100()
 

@@ -492,10 +492,10 @@ def test_the_shape_test_sees_a_print_in_a_service(tmp_path):
 
 
 # the commands that are a service call: cli/<module>.py -> services/<module>.py (issue 40)
-# (watch and fleet: issue 40's other half, route40b; list-checks lists the registry, no service to call)
+# (watch and fleet: issue 40's other half, route40b)
 SERVICE_COMMANDS = {"check": "check", "diagnose": "diagnose", "bench": "bench", "explain": "explain",
                     "assert_": "assertions", "matrix": "matrix", "recommend": "recommend",
-                    "update_data": "update_data", "node_health": "node_health"}
+                    "update_data": "update_data", "node_health": "node_health", "list_checks": "list_checks"}
 
 
 def test_the_command_line_reaches_the_judge_through_the_services():
