@@ -259,8 +259,9 @@ def _collect(options: Optional[CollectOptions], runner: Any, meanwhile: Optional
         bench=bench,
         probes=runs,
     )
-    if interrupted is not None:
-        raise Interrupted(interrupted.signum, facts=facts)
+    signum = interrupted.signum if interrupted is not None else INTERRUPT.signum
+    if signum is not None:  # (the flag: a signal during --load-pcie, whose copies the handler killed)
+        raise Interrupted(signum, facts=facts)
     return facts
 
 
