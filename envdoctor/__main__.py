@@ -3,8 +3,9 @@
 SIGINT, SIGTERM or SIGHUP while envdoctor's modules are still being imported must end as 130/143/129 with one line, never a
 traceback: a KeyboardInterrupt (or the CLI's ``Interrupted``) raised inside an import can be turned into another
 error on its way out (class creation wraps what ``__set_name__`` raises in a RuntimeError on Python < 3.12, and
-importlib drops what its module-lock callbacks raise). So until ``cli.main`` has its own handlers, ``_Hold``
-only notes the signal; ``cli.main`` ends at once with its exit code when it finds one noted, and the handler is
+importlib drops what its module-lock callbacks raise). So until ``cli.main`` has installed the process's one
+signal runtime (cli/signals.py), ``_Hold`` only notes the signal; ``signals.install`` records a noted one in the same
+flag its handler sets (probes.runner.INTERRUPT), ``cli.main`` then ends at once with its exit code, and the hold is
 back after ``main`` returns, so that a signal while the interpreter shuts down prints nothing either. Only the
 interpreter's own start-up (``site``, the ``envdoctor`` package's one import) comes before this module.
 """
@@ -27,7 +28,8 @@ from typing import Any, List  # noqa: E402
 
 
 class _Hold:
-    """A signal handler that notes the signal (``held``) and returns; cli.common.install_signal_handlers reads it."""
+    """A signal handler that notes the signal (``held``) and returns; cli/signals.py's ``install`` moves the first
+    one into the runtime's flag (probes.runner.INTERRUPT)."""
 
     def __init__(self) -> None:
         self.held: List[int] = []

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator, List, Optional, Tuple
 
 from ..domain.fastclass import dataclass
 from ..model.facts import BenchResult, ProbeStatus
+from ..probes.runner import INTERRUPT
 
 ALIGN = 4096
 SEQ_BLOCK = 1 << 20  # fio's --bs=1M
@@ -229,6 +230,7 @@ def bench_disk(data_path: str, seq_s: float, rand_s: float, allow_write: bool = 
         out = []
         base = {"path": data_path, "file": target.path, "file_bytes": target.size, "temporary_file": target.temporary,
                 "target": target.note, "queue_depth": 1, "threads": 1}
+        INTERRUPT.check()  # a signal while the file was written: no measurement after it (cli/signals.py)
         if "disk_seq_read" in want:
             t0 = time.monotonic()
             nbytes, secs, direct, note = seq_read(target.path, target.size, seq_s)
@@ -237,6 +239,7 @@ def bench_disk(data_path: str, seq_s: float, rand_s: float, allow_write: bool = 
                 value=round(nbytes / secs / 1e6, 2) if secs > 0 else None, unit="MB/s",
                 params={**base, "block_bytes": SEQ_BLOCK, "bytes_read": nbytes, "direct": direct},
                 duration_s=round(time.monotonic() - t0, 3)))
+        INTERRUPT.check()
         if "disk_rand_read" in want:
             t0 = time.monotonic()
             reads, secs, direct, note = rand_read(target.path, target.size, rand_s)
@@ -253,7 +256,7 @@ def bench_disk(data_path: str, seq_s: float, rand_s: float, allow_write: bool = 
         return [BenchResult(n, ProbeStatus.FAILED, reason, device=data_path,
                             duration_s=round(time.monotonic() - start, 3)) for n in want]
     finally:
-        for path in created:  # also on KeyboardInterrupt: the finally runs before the interrupt propagates
+        for path in created:  # also on Interrupted (a signal) or KeyboardInterrupt: the finally runs first
             try:
                 os.unlink(path)
             except OSError:

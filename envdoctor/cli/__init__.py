@@ -2,8 +2,8 @@
 
 One module per command, each with ``add_parsers(sub)`` (its parser) and ``COMMANDS`` (name -> handler):
 check (check, collect), diagnose, bench, list_checks, explain, assert_, matrix, recommend, update_data, watch,
-fleet, node_health. What several share is in ``common`` (exit codes, UsageError, option groups, input, output, signals) and
-``live`` (check's and bench's run on this machine). A command module imports those two and never another
+fleet, node_health. What several share is in ``common`` (exit codes, UsageError, option groups, input, output),
+``signals`` (the one signal runtime of the process) and ``live`` (check's and bench's run on this machine). A command module imports those two and never another
 command module nor this one; this module only registers them and runs ``main``.
 """
 
@@ -28,6 +28,7 @@ from . import (
     matrix,
     node_health,
     recommend,
+    signals,
     update_data,
     watch,
 )
@@ -135,13 +136,12 @@ def _normalise_argv(argv: Sequence[str], commands: Sequence[str]) -> List[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    previous = common.install_signal_handlers()  # first: a signal at any moment ends in a report or a clear line
-    # stdlib only, and loaded by install_signal_handlers: the class the handler raises, whatever was being imported
-    from ..probes.runner import PENDING_SIGNAL, Interrupted
+    previous = signals.install()  # first: a signal at any moment ends in a report or a clear line
+    # stdlib only, and loaded by signals.install: the flag the handler sets and the class the waits raise
+    from ..probes.runner import INTERRUPT, Interrupted
 
     try:
-        if PENDING_SIGNAL[0] is not None:  # it came during the imports (envdoctor.__main__ held it): stop now
-            raise Interrupted(PENDING_SIGNAL[0])
+        INTERRUPT.check()  # it came during the imports (envdoctor.__main__ held it): stop now
         try:
             argv = _normalise_argv(sys.argv[1:] if argv is None else argv, list(COMMANDS))
         except UsageError as e:
@@ -156,25 +156,24 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if start is not None:
             start(args)
         code = _main(args)
-        if PENDING_SIGNAL[0] is not None:
-            # the handler's raise was dropped where Python drops exceptions (importlib's module-lock callbacks)
-            # and the command finished anyway: the signal still gives the exit code
-            raise Interrupted(PENDING_SIGNAL[0])
+        if INTERRUPT.is_set() and not signals.told():
+            # the signal came where nothing waits (an import, the judging of a snapshot): the handler stopped the
+            # children and the command finished; the signal still gives the exit code
+            return _interrupted(INTERRUPT.signum or 0, partial=False)
         return code
     except Interrupted as e:
         return _interrupted(e.signum, partial=e.facts is not None)
     except BaseException:
-        if PENDING_SIGNAL[0] is None:
+        signum = INTERRUPT.signum
+        if signum is None:
             raise
-        # what the handler's Interrupted became on its way out: an import's class creation wraps what
-        # `__set_name__` raises in a RuntimeError (Python < 3.12). The signal is the cause, not a bug
-        return _interrupted(PENDING_SIGNAL[0], partial=False)
+        # what a command made of children killed under it: the signal is the cause, not a bug
+        return _interrupted(signum, partial=False)
     finally:
         from ..probes.payload_launch import discard_early
 
         discard_early()  # an early payload no probe adopted (a usage error, a command that never collected)
-        PENDING_SIGNAL[0] = None  # handled (or never came): the next main() in this process starts clean
-        common.restore_signal_handlers(previous)
+        signals.restore(previous)  # and the flag cleared: the next main() in this process starts clean
 
 
 def _interrupted(signum: int, partial: bool) -> int:
@@ -228,10 +227,10 @@ _OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
 
 
 def _internal_error(e: BaseException) -> int:
-    from ..probes.runner import PENDING_SIGNAL
+    from ..probes.runner import INTERRUPT
 
-    if os.environ.get("ENVDOCTOR_DEBUG") or PENDING_SIGNAL[0] is not None:
-        raise e  # with a signal pending: its Interrupted, wrapped on the way out, which main reports as the signal
+    if os.environ.get("ENVDOCTOR_DEBUG") or INTERRUPT.is_set():
+        raise e  # with a signal recorded: main reports it as the signal (its children were killed under it)
     sys.stderr.write(f"envdoctor: internal error: {type(e).__name__}: {e} "
                      "(set ENVDOCTOR_DEBUG=1 for the traceback)\n")
     return EXIT_INTERNAL

@@ -8,6 +8,7 @@ import os
 import sys
 from typing import Any, List
 
+from . import signals
 from .common import (
     DEFAULT_PYTHON_TIMEOUT_S,
     EXIT_CODES_HELP,
@@ -148,13 +149,7 @@ def cmd_fleet(args: Any) -> int:
 def _hold_signals() -> None:
     """Rank 0 holds every rank's part: the seconds of judging and writing are not interrupted. torchrun sends
     SIGTERM to the workers still running when one exits non-zero, and SIGKILL only after its grace period."""
-    import signal
-
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        try:
-            signal.signal(sig, signal.SIG_IGN)
-        except (ValueError, OSError):  # not the main thread
-            pass
+    signals.ignore_stops()
 
 
 def _leave(code: int) -> None:

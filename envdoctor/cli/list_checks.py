@@ -1,4 +1,4 @@
-"""`envdoctor list-checks`: every check id, its title and its categories."""
+"""`envdoctor list-checks`: every check id, its title and its categories (services/list_checks.py lists them)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ def add_parsers(sub) -> None:
 
 
 def cmd_list_checks(args) -> int:
-    from ..checks import all_checks
+    from ..services.list_checks import list_checks
 
     lines = []
-    for c in all_checks():
-        lines.append(f"{c.id:<28} {c.title}")
-        if c.categories:
-            lines.append(f"{'':<28}   categories: {', '.join(c.categories)}")
+    for c in list_checks():
+        lines.append(f"{c['id']:<28} {c['title']}")
+        if c["categories"]:
+            lines.append(f"{'':<28}   categories: {', '.join(c['categories'])}")
     write(fit_text("\n".join(lines)), None)
     return EXIT_OK
 

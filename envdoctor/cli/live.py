@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import sys
 
+from . import signals
 from .common import (
     UsageError,
     data_target,
     print_report,
     report_exit_code,
-    signals_deferred,
     write,
     write_textfile,
 )
@@ -42,6 +42,7 @@ def bench_options(args, names):
 
 
 def run_bench(facts, options, bench, args):
+    from ..probes.runner import INTERRUPT
     from ..report.bench_view import LiveProgress
     from ..services.bench import bench_facts
     from ..services.collect import Interrupted
@@ -56,7 +57,9 @@ def run_bench(facts, options, bench, args):
 
     with LiveProgress(live) as progress:
         try:
-            return bench_facts(facts, options, bench, record)
+            measured_facts = bench_facts(facts, options, bench, record)
+            INTERRUPT.check()  # the handler killed the payload: its runs ended "interrupted", not measured
+            return measured_facts
         except (Interrupted, KeyboardInterrupt) as e:
             signum = e.signum if isinstance(e, Interrupted) else 2
             raise Interrupted(signum, facts=with_partial_bench(facts, measured, signum)) from None
@@ -140,13 +143,12 @@ def judge_and_print(facts, args, only, ignore, expect: bool, table: bool) -> int
     meanwhile waits for the report to be printed. Returns the exit code."""
     from ..services.collect import judge
 
-    with signals_deferred() as deferred:
-        report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
-        print_report(report, args)
-        write_textfile(report, getattr(args, "textfile", None))
-        if table:
-            write_bench_table(report, args)
-    return deferred.exit_code(report_exit_code(report, args.fail_on))
+    report = judge(facts, only=only, ignore=ignore, expect_gpu=expect)
+    print_report(report, args)
+    write_textfile(report, getattr(args, "textfile", None))
+    if table:
+        write_bench_table(report, args)
+    return signals.exit_code(report_exit_code(report, args.fail_on))
 
 
 def partial_report(e, args, only, ignore, expect_gpu: bool = False) -> None:

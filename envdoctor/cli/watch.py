@@ -1,14 +1,15 @@
-"""`envdoctor watch`: its options, the signals it forwards to the launched command, its output and exit code. The
+"""`envdoctor watch`: its options, the signals it forwards to the launched command (through
+cli/signals.py), its output and exit code. The
 work is services/watch.py (the recording: envdoctor.watch.command; the judge), the renderers report/watch.py and
 report/watch_live.py (all imported only when the command runs)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
-from typing import Any, Iterator
+from typing import Any
 
+from . import signals
 from .common import (
     EXIT_CODES_HELP,
     EXIT_FINDINGS,
@@ -92,7 +93,7 @@ def cmd_watch(args) -> int:
             from ..report.watch_live import LiveView
 
             stop = service.Stop()
-            with forwarded_signals(stop):
+            with signals.forwarded(stop.signal):  # the process's one runtime hands each signal to the run
                 result = service.watch(options, stop=stop, view=LiveView(sys.stderr))
     except service.WatchError as e:
         raise UsageError(str(e)) from None
@@ -124,34 +125,6 @@ def _render(report: Any, args: Any) -> str:
 
     # the console report fits the terminal (a header or a "not seen" line was 120 columns)
     return fit_text(view.render_console(report, args.verbose, terminal_width(), redact=not args.no_redact))
-
-
-@contextlib.contextmanager
-def forwarded_signals(stop: Any) -> Iterator[None]:
-    """While a live watch runs, Ctrl-C, SIGTERM and SIGHUP go to ``stop.signal`` (services.watch.Stop: forwarded
-    to the launched command once, harder after) instead of ending envdoctor; the previous handlers come back
-    after. Installed before the command starts: a Ctrl-C the moment it has started is forwarded to it, not lost
-    to the command line's own handler (which would end watch before the command). SIGHUP too: the command runs
-    in its own process group, which a terminal's hang-up (an SSH drop) never reaches; one ignored from the
-    start (`nohup envdoctor watch ...`) stays ignored, and the run goes on."""
-    import signal
-
-    from ..probes.runner import STOP_SIGNALS
-
-    hangup = getattr(signal, "SIGHUP", None)
-    previous = {}
-    for sig in STOP_SIGNALS:
-        try:
-            if sig == hangup and signal.getsignal(sig) == signal.SIG_IGN:
-                continue
-            previous[sig] = signal.signal(sig, lambda signum, _frame: stop.signal(signum))
-        except ValueError:  # not the main thread
-            pass
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 COMMANDS = {"watch": cmd_watch}

@@ -213,6 +213,10 @@ def describe_exit(status: int) -> Dict[str, Any]:
 
 
 # ------------------------------------------------------------------ the start-up's signals
+# Besides cli/signals.py (the command line's one signal runtime), the only place that touches signals, allowed by
+# tests/unit/test_layers.py: the mask below is a rank's own start-up (before the runtime's handler can do anything
+# useful: an import cut by a stop leaves no torch to read the board with), and ``supervise``'s handler is that of
+# another process role, the forked parent that only waits for the rank and records how it ended.
 
 STOP = tuple(s for s in (getattr(signal, n, None) for n in ("SIGTERM", "SIGINT", "SIGHUP")) if s is not None)
 

@@ -208,10 +208,14 @@ class Gatherer:
         return self
 
     def wait(self) -> Dict[int, Arrival]:
-        """Block until every source answered or failed; SIGTERM's handler can interrupt (Python-level joins)."""
+        """Block until every source answered or failed; a signal ends the wait with ``Interrupted`` (the command
+        line's handler records it in probes.runner.INTERRUPT)."""
+        from ..probes.runner import INTERRUPT
+
         for t in self._threads:
             while t.is_alive() and time.monotonic() < self.deadline:
                 t.join(max(0.0, min(0.2, self.deadline - time.monotonic())))
+                INTERRUPT.check()
         with self._lock:
             self._closed = True
             for src in self._sources:

@@ -105,6 +105,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
     import torch
     import torch.distributed as dist
 
+    from ..probes.runner import INTERRUPT
     from ..services.collect import Interrupted
 
     started = time.time()
@@ -190,6 +191,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
                     _sweep_and_after(torch, dist, place, options, device, go, ctrl, nccl_file, record)
             except Exception as e:  # noqa: BLE001
                 sys.stderr.write(f"envdoctor fleet: rank {place.rank}: sent its report; then: {comm.short_error(e)}\n")
+            INTERRUPT.check()  # a stop during the go or the sweep (C++ waits: the handler only recorded it)
             if up.board is not None:
                 up.board.record_lost_parent()  # its launched process killed meanwhile: the launcher saw a death
             _announce(up.board, "done")
@@ -228,6 +230,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
             # (a rank still neither then is named as of unknown end: checks/fleet.py, never left out)
             # (a go that could not be sent is no reason not to wait: a rank that died is recorded a moment later)
             up.board.wait_settled(len(answered), time.monotonic() + min(SETTLE_S, options.timeout_s))
+        INTERRUPT.check()  # a stop while the sweep or the board was waited for: the report says it was stopped
         _read_board(fleet, up.board, place)
         fleet.duration_s = round(time.time() - started, 3)
         return fleet
@@ -316,10 +319,13 @@ class _StartUp:
     def wait(self, deadline: Optional[float]) -> bool:
         """True once the group formed; raises what init_process_group raised (any rank but rank 0, whose report
         says it); False when rank 0 stops waiting: past ``deadline`` (time.time) or a rank's exit recorded."""
+        from ..probes.runner import INTERRUPT
+
         self._thread.start()
         checked = 0.0
         while self._thread.is_alive():
             self._thread.join(0.2)
+            INTERRUPT.check()  # a stop (the launcher's SIGTERM, Ctrl-C): the rank's run unwinds with Interrupted
             if deadline is None or not self._thread.is_alive():
                 continue
             if time.time() >= deadline:

@@ -87,9 +87,7 @@ def at(env: Mapping[str, str], rank: int, stage: str) -> None:
     one stage, "1:at-launch:late=3;1:at-launch:1": a rank that fails three seconds after its launch)."""
     late = late_at(env, rank, stage)
     if late:
-        import time
-
-        time.sleep(late)
+        _sleep(late)
     code = exit_at(env, rank, stage)
     if code == KILL_PARENT:
         import signal
@@ -146,11 +144,10 @@ def apply(env: Mapping[str, str], rank: int, record: Dict[str, Any]) -> None:
 
 def leave(code: int) -> None:
     import sys
-    import time
 
     if code == HANG:
         while True:
-            time.sleep(3600)
+            _sleep(3600)
     sys.stdout.flush()
     sys.stderr.flush()
     if code == KILL:
@@ -159,3 +156,16 @@ def leave(code: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     sys.stderr.flush()
     os._exit(code)
+
+
+def _sleep(seconds: float) -> None:
+    """A hook's wait, which a stop ends as it ends a real wait: the command line's handler only records the signal
+    (cli/signals.py), so a plain time.sleep would outlive the launcher's SIGTERM."""
+    import time
+
+    from ..probes.runner import INTERRUPT
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        INTERRUPT.check()
+        time.sleep(min(0.1, max(0.0, end - time.monotonic())))

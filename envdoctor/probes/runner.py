@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, Iterator, Mapping, Optional, Sequence, Set, Tuple
 
 from envdoctor.domain.fastclass import dataclass
 
@@ -55,8 +55,8 @@ class _Popen(subprocess.Popen):
 def stop_all_children() -> int:
     """Kill every running child's process group and refuse new ones; returns how many were running.
 
-    Called from envdoctor's signal handler (the main thread): the RLock lets it run even if the main
-    thread was itself starting a command.
+    Called from envdoctor's signal handler (cli/signals.py, the main thread): the RLock lets it run even if the
+    main thread was itself starting a command.
     """
     with _LIVE_LOCK:
         _STOPPING.set()
@@ -101,9 +101,8 @@ def _nowhere_on_path(name: str, path: Optional[str]) -> bool:
 class Interrupted(BaseException):
     """SIGINT, SIGTERM or SIGHUP arrived: the children are already killed; ``facts`` holds what was read by then.
 
-    A BaseException, like KeyboardInterrupt, so that no probe or check guard (``except Exception``) eats it. It lives
-    here, with ``stop_all_children``, because the CLI's signal handler raises it: this module imports the standard
-    library only, so the handler can use it whatever the main thread was importing when the signal came.
+    A BaseException, like KeyboardInterrupt, so that no probe or check guard (``except Exception``) eats it. The
+    waits raise it when ``INTERRUPT`` holds a signal (the command line's handler raises nothing).
     """
 
     def __init__(self, signum: int, facts: Any = None):
@@ -121,14 +120,58 @@ class Interrupted(BaseException):
 
 
 # The signals that stop a command: SIGINT (Ctrl-C), SIGTERM (a scheduler, kill) and SIGHUP (the terminal hung up:
-# an SSH connection dropped; absent on Windows). Each ends every child envdoctor started: the CLI's handler
-# (cli/common.py) and watch's (watch/command.py) take all three (issue 40: a hang-up left the watched run, its
+# an SSH connection dropped; absent on Windows). Each ends every child envdoctor started: the CLI's one handler
+# (cli/signals.py) takes all three, and hands them to watch's Stop (watch/command.py) while a watch runs (issue 40: a hang-up left the watched run, its
 # DataLoader workers and a hung target interpreter running, each in its own process group or session).
 STOP_SIGNALS: Tuple[int, ...] = tuple(
     s for s in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None)
 
-# The signal the CLI's handler is unwinding for (cli.common.on_signal sets it, a new collect() clears it).
-PENDING_SIGNAL: List[Optional[int]] = [None]
+
+
+class Interrupt:
+    """The stop a signal asked for. The command line's one signal runtime (cli/signals.py) records the signal here
+    and ends the children (``stop_all_children``); it raises nothing into the code that runs, because a raise can
+    land where Python drops it (an import's module-lock callback) or wraps it (class creation). The waits look
+    here instead and unwind with ``Interrupted``: the probes' join loop (services/collect.py), a download's wait,
+    a fleet rank's start-up and gathers, the bench's disk reads; a wait on a child needs nothing, the child is
+    killed. cli.main clears it when the command is done (``clear``).
+
+    A plain attribute, no lock and no threading.Event: the handler runs in the main thread between two bytecodes,
+    and an Event's lock may be held by that same thread at that moment."""
+
+    def __init__(self) -> None:
+        self.signum: Optional[int] = None
+
+    def set(self, signum: int) -> None:
+        if self.signum is None:  # the first signal is the one reported
+            self.signum = signum
+
+    def clear(self) -> None:
+        self.signum = None
+
+    def is_set(self) -> bool:
+        return self.signum is not None
+
+    def check(self) -> None:
+        """Raise ``Interrupted`` when a signal was recorded (called by the waits)."""
+        signum = self.signum
+        if signum is not None:
+            raise Interrupted(signum)
+
+    def join(self, thread: threading.Thread, timeout: Optional[float] = None, every_s: float = 0.1) -> None:
+        """``thread.join(timeout)`` that ends early with ``Interrupted`` once a signal is recorded: a long join
+        is not woken by a handler that returns (PEP 475 resumes the wait)."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while thread.is_alive():
+            self.check()
+            left = every_s if end is None else min(every_s, end - time.monotonic())
+            if left <= 0:
+                return
+            thread.join(left)
+        self.check()
+
+
+INTERRUPT = Interrupt()
 
 @dataclass(frozen=True)
 class RunResult:

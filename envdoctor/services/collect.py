@@ -24,12 +24,12 @@ from ..model.facts import (
 )
 from ..model.findings import Report
 
-# Interrupted and PENDING_SIGNAL live in probes/runner.py (stdlib only), so that the CLI's signal handler never
+# Interrupted and the INTERRUPT flag live in probes/runner.py (stdlib only), so that the CLI's signal handler never
 # imports anything while the main thread may be half-way through importing envdoctor; re-exported here.
 from ..probes.payload_launch import DEFAULT_TIMEOUT_S, TargetError
 from ..probes.payload_launch import data_target as _data_target
 from ..probes.payload_launch import python_target as _python_target
-from ..probes.runner import PENDING_SIGNAL, Interrupted
+from ..probes.runner import INTERRUPT, Interrupted
 
 
 class OptionsError(ValueError):
@@ -107,8 +107,7 @@ def _run_with_deadline(jobs: Mapping[str, Tuple[Callable[[], Any], Callable[[str
     end = began + deadline_s
     interrupted: Optional[Interrupted] = None
     if meanwhile is not None:
-        # a thread too: the main thread only waits, so that a signal's Interrupted lands in a join, never
-        # inside an import (where importlib would swallow it)
+        # a thread too: the main thread only waits, and looks at the signal flag between its joins
         warm = threading.Thread(target=_while_probing, args=(meanwhile,), name="envdoctor-warm-up", daemon=True)
         warm.start()
         threads["(warm-up)"] = warm
@@ -118,10 +117,8 @@ def _run_with_deadline(jobs: Mapping[str, Tuple[Callable[[], Any], Callable[[str
                 t.join(min(0.2, max(0.0, end - time.monotonic())))
                 if progress is not None:
                     _tell(progress, time.monotonic() - began, [n for n, th in threads.items() if th.is_alive()])
-                if PENDING_SIGNAL[0] is not None:
-                    # the handler's Interrupted was raised where Python drops exceptions (a weakref callback of
-                    # importlib's module locks run by this thread): raise it here instead
-                    raise Interrupted(PENDING_SIGNAL[0])
+                INTERRUPT.check()  # the command line's handler recorded a signal (cli/signals.py)
+        INTERRUPT.check()  # one that came as the last probe finished: its command may have been killed too
     except Interrupted as e:  # the signal handler killed the children: keep what finished, say what did not
         interrupted = e
     finished = dict(out)  # a snapshot: threads that lose their killed child finish after this
@@ -193,10 +190,9 @@ def _collect(options: Optional[CollectOptions], runner: Any, meanwhile: Optional
     from ..probes.sysroot import SysRoot
 
     options = options or CollectOptions()
-    if PENDING_SIGNAL[0] is not None:
-        # a signal came before collecting began (the CLI starts the target's payload first) and its raise was
-        # dropped where Python drops exceptions: it still ends the run; whoever handles it clears it (cli.main)
-        raise Interrupted(PENDING_SIGNAL[0])
+    # a signal came before collecting began (the CLI starts the target's payload first, then imports): it ends the
+    # run here; whoever handles it clears the flag (cli.main)
+    INTERRUPT.check()
     allow_children()  # a collect() after an interrupted one may start commands again
     env = dict(os.environ if options.env is None else options.env)
     runner = runner or Runner()
@@ -263,8 +259,9 @@ def _collect(options: Optional[CollectOptions], runner: Any, meanwhile: Optional
         bench=bench,
         probes=runs,
     )
-    if interrupted is not None:
-        raise Interrupted(interrupted.signum, facts=facts)
+    signum = interrupted.signum if interrupted is not None else INTERRUPT.signum
+    if signum is not None:  # (the flag: a signal during --load-pcie, whose copies the handler killed)
+        raise Interrupted(signum, facts=facts)
     return facts
 
 

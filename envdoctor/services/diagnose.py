@@ -62,15 +62,24 @@ def read_file(path: str, compat: Any, progress: Optional[Callable[[str], None]] 
 
     name = "stdin" if path == "-" else os.path.basename(path) or path
 
-    def reading(fh: Any) -> Optional[Callable[[int], None]]:
+    def reading(fh: Any) -> Callable[[int], None]:
+        """After each chunk: a signal the command line recorded ends the read (its handler raises nothing, and a
+        long log is many chunks), and the progress line, when one is wanted."""
+        from ..probes.runner import INTERRUPT
+
         if progress is None:
-            return None
+            return lambda _done: INTERRUPT.check()
         try:
             size = f" of {os.fstat(fh.fileno()).st_size / MiB:.0f}"
         except (OSError, ValueError, AttributeError):
             size = ""
         tell = progress
-        return lambda done: tell(f"reading {name}: {done / MiB:.0f}{size} MiB")
+
+        def step(done: int) -> None:
+            INTERRUPT.check()
+            tell(f"reading {name}: {done / MiB:.0f}{size} MiB")
+
+        return step
 
     try:
         if path == "-":

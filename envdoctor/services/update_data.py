@@ -106,7 +106,9 @@ def _get(session: Any, url: str, timeout_s: float, what: str, keep: str, deadlin
 
     t = threading.Thread(target=work, name="envdoctor-update-get", daemon=True)
     t.start()
-    t.join(max(0.0, deadline - time.monotonic()))
+    from ..probes.runner import INTERRUPT
+
+    INTERRUPT.join(t, max(0.0, deadline - time.monotonic()))  # a signal ends the wait (Interrupted)
     if t.is_alive():
         # end the read: shut the socket down (closing the response would wait for the reading thread's lock);
         # the abandoned daemon thread then fails its read and ends

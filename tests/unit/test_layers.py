@@ -492,10 +492,10 @@ def test_the_shape_test_sees_a_print_in_a_service(tmp_path):
 
 
 # the commands that are a service call: cli/<module>.py -> services/<module>.py (issue 40)
-# (watch and fleet: issue 40's other half, route40b; list-checks lists the registry, no service to call)
+# (watch and fleet: issue 40's other half, route40b)
 SERVICE_COMMANDS = {"check": "check", "diagnose": "diagnose", "bench": "bench", "explain": "explain",
                     "assert_": "assertions", "matrix": "matrix", "recommend": "recommend",
-                    "update_data": "update_data", "node_health": "node_health"}
+                    "update_data": "update_data", "node_health": "node_health", "list_checks": "list_checks"}
 
 
 def test_the_command_line_reaches_the_judge_through_the_services():
@@ -510,3 +510,66 @@ def test_the_command_line_reaches_the_judge_through_the_services():
         if f"envdoctor.services.{service}" not in targets:
             bad.append(f"envdoctor.cli.{cli_module} does not call envdoctor.services.{service}")
     assert not bad, "\n".join(bad)
+
+
+# --------------------------------------------------------------------------- one runtime for signals (issue 40)
+# The command line's process has one signal runtime, cli/signals.py: its handler records the signal and stops the
+# children, and the waits check the flag. Nowhere else may install a handler or mask signals, except where the code
+# runs as another process: envdoctor/__main__.py holds the signals while the command line is imported (before the
+# runtime exists), _payload/ runs in the judged interpreter, and fleet/arrival.py blocks them while a rank imports
+# torch and sets the handlers of a rank's supervisor, the forked parent that only waits for its child.
+SIGNAL_HANDLERS_ALLOWED = frozenset({"envdoctor/cli/signals.py", "envdoctor/__main__.py", "envdoctor/fleet/arrival.py"})
+_SIGNAL_CALLS = frozenset({"signal", "pthread_sigmask", "sigwait", "siginterrupt", "set_wakeup_fd", "setitimer",
+                           "alarm"})
+
+
+def _signal_handlers(path: Path, root: Path = PACKAGE) -> List[str]:
+    """Where ``path`` installs a handler or changes the signal mask: ``signal.signal(...)`` and its kin, also
+    through ``import signal as s`` or ``from signal import signal``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    modules = {"signal"}
+    names: Set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules |= {a.asname or a.name for a in node.names if a.name == "signal"}
+        elif isinstance(node, ast.ImportFrom) and node.module == "signal" and not node.level:
+            names |= {a.asname or a.name for a in node.names if a.name in _SIGNAL_CALLS}
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in modules
+                and f.attr in _SIGNAL_CALLS) or (isinstance(f, ast.Name) and f.id in names):
+            out.append(f"{path.relative_to(root.parent).as_posix()}:{node.lineno}")
+    return out
+
+
+def signal_handlers_outside_the_runtime(root: Path = PACKAGE) -> List[str]:
+    return [where for path in sorted(root.rglob("*.py"))
+            if path.relative_to(root.parent).as_posix() not in SIGNAL_HANDLERS_ALLOWED
+            and "_payload" not in path.relative_to(root).parts
+            for where in _signal_handlers(path, root)]
+
+
+def test_only_the_signal_runtime_installs_handlers():
+    bad = signal_handlers_outside_the_runtime()
+    assert not bad, ("a signal handler outside cli/signals.py (the process's one signal runtime: record the stop in "
+                     "probes.runner.INTERRUPT and check it where you wait, or use signals.forwarded):\n"
+                     + "\n".join(bad))
+
+
+def test_the_signal_rule_sees_a_handler_however_it_is_spelled(tmp_path):
+    root = tmp_path / "envdoctor"
+    for rel, text in {
+        "cli/signals.py": "import signal\nsignal.signal(2, None)\n",  # the runtime: allowed
+        "_payload/run.py": "import signal\nsignal.signal(2, None)\n",  # the target interpreter's: allowed
+        "cli/watch.py": "import signal\ndef f():\n    signal.signal(2, lambda *a: None)\n",
+        "fleet/rank.py": "import signal as s\ns.pthread_sigmask(s.SIG_BLOCK, {2})\n",
+        "bench/x.py": "from signal import signal as install\ninstall(15, None)\n",
+        "probes/ok.py": "import signal\nsignal.getsignal(2)\nname = signal.Signals(2).name\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    assert sorted(signal_handlers_outside_the_runtime(root)) == [
+        "envdoctor/bench/x.py:2", "envdoctor/cli/watch.py:3", "envdoctor/fleet/rank.py:2"]

@@ -353,3 +353,27 @@ def test_build_manifest_script_as_of_builds_a_manifest_update_data_installs(tmp_
                            str(bundled_dir()), "--as-of", "2001-01-01"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "earlier than the files' newest as_of" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_signal_ends_a_stalled_download_at_once(tmp_path, server, installed) -> None:
+    # the command line's handler only records the signal (cli/signals.py): the download's wait reads the flag, or
+    # a Ctrl-C would wait out the whole --timeout (PEP 475 resumes a join the handler interrupted)
+    import signal
+
+    from envdoctor.probes.runner import INTERRUPT, Interrupted
+
+    pub = _published(tmp_path, "2030.02.01", as_of="2030-02-01")
+    server.publish(pub)
+    trickle = _Trickle((pub / "manifest.json").read_bytes(), every_s=0.25)
+    server.files["manifest.json"] = trickle
+    timer = threading.Timer(0.5, INTERRUPT.set, args=(signal.SIGINT,))
+    timer.start()
+    try:
+        with pytest.raises(Interrupted) as e:
+            update_from_url(server.url("manifest.json"), timeout_s=600)
+    finally:
+        timer.cancel()
+        INTERRUPT.clear()
+        trickle.stop.set()
+    assert e.value.signum == signal.SIGINT  # without the flag read, the trickle completes and the update installs
+    _assert_unchanged(*installed)

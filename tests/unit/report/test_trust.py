@@ -414,6 +414,8 @@ def test_a_signal_ends_every_child_and_exits_with_its_code(tmp_path, signame, co
     while _marked(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _marked(marker), "a child outlived envdoctor"
+    with pytest.raises(ProcessLookupError):  # nor is anything left of envdoctor's own process group
+        os.killpg(proc.pid, 0)
 
 
 def test_keyboard_interrupt_in_the_python_api_kills_the_children(tmp_path):
