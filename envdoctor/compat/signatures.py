@@ -78,9 +78,9 @@ class Signature:
     # further categories the same message proves (each its own finding), tried with their own qualifier:
     # "an extension built for +cu124 on +cu126" is a third-party mismatch AND a CUDA variant mix
     also: Tuple[Alternative, ...] = ()
-    # the literal the messages reader looks for on a line (lower-case), where the pattern's own longest word is
+    # the literals the messages reader looks for on a line (lower-case), where the pattern's own longest word is
     # too short or too common to find it ("/dev/dxg is not available": "available" is everywhere)
-    word: Optional[str] = None
+    words: Tuple[str, ...] = ()
 
     def search(self, message: str) -> Optional[Any]:
         return self.regex.search(normalise(message))
@@ -130,15 +130,19 @@ def _row(row: Dict[str, Any], i: int) -> Signature:
         if cap not in regex.groupindex:
             raise SignatureError(f"{where}: capture {cap!r} is not a named group of the pattern")
     word = row.get("word")
-    if word is not None and (not isinstance(word, str) or len(word.strip()) < 3
-                             or word.lower() not in row["pattern"].lower()):
-        raise SignatureError(f"{where}: 'word' must be a literal of 3 or more characters the pattern holds")
+    given = [word] if isinstance(word, str) else word if isinstance(word, list) else [] if word is None else [None]
+    literal = re.sub(r"\\(.)", r"\1", row["pattern"]).lower()  # the pattern's text with its escapes undone
+    words: List[str] = []
+    for w in given:
+        if not isinstance(w, str) or len(w.strip()) < 3 or w.strip().lower() not in literal:
+            raise SignatureError(f"{where}: 'word' must be literals of 3 or more characters the pattern holds")
+        words.append(w.strip().lower())
     return Signature(
         id=row["id"], pattern=row["pattern"], regex=regex, category=row["category"],
         severity=row["severity"], confidence=confidence, explanation=row["explanation"], fix=row["fix"],
         source=row["source"], as_of=row.get("as_of"), captures=dict(row.get("captures") or {}),
         facts=dict(row.get("facts") or {}), alternatives=tuple(alternatives), settle=row.get("settle"),
-        also=tuple(also), word=word.strip().lower() if word else None,
+        also=tuple(also), words=tuple(words),
     )
 
 

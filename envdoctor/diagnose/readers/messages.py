@@ -80,13 +80,13 @@ def _literal_keywords(sigs: Sequence[Any]) -> List[str]:
     line among the candidates, and a candidate is kept on a trigger word (``_TRIGGER``) or a row's word; a row
     holding "not " (the keyword of "not found", "could not select", ...) but no trigger word ("Could not create
     cudnn handle: CUDNN_STATUS_NOT_INITIALIZED") was dropped when rows with a keyword had no word of their own.
-    A row whose distinctive literal is short or common names it in its ``word`` field, which is used instead."""
+    A row whose distinctive literals are short or common names them in its ``word`` field (one or a list),
+    which is used instead."""
     out: List[str] = []
     for sig in sigs:
-        if getattr(sig, "word", None):
-            # the row names its own literal (a device path such as /dev/dxg: too short to be a word here)
-            if sig.word not in out:
-                out.append(sig.word)
+        if getattr(sig, "words", ()):
+            # the row names its own literals (a device path such as /dev/dxg: too short to be a word here)
+            out.extend(w for w in sig.words if w not in out)
             continue
         plain = re.sub(r"\\[a-zA-Z]|\(\?P<\w+>|\(\?<!.*?\)|\[[^\]]*\]|[{][^}]*[}]", " ", sig.pattern)
         words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]{6,}", plain) if w.lower() not in _COMMON]

@@ -147,7 +147,7 @@ def test_wsl_library_copies_are_a_warning_only(compat) -> None:
 def test_a_row_names_its_own_word(compat) -> None:
     # the dxg row's longest word ("available") is too common to be a trigger: its "word" finds the line
     dxg = next(s for s in compat.signatures if s.id == "wsl-dxg-missing")
-    assert dxg.word == "/dev/dxg" and "/dev/dxg" in _literal_keywords([dxg])
+    assert dxg.words == ("/dev/dxg",) and "/dev/dxg" in _literal_keywords([dxg])
     facts, _ = read_paste(["The /dev/dxg device is not available in my Linux distros.\n"], compat)
     assert any("/dev/dxg" in m for m in facts.paste.messages)
 
@@ -159,7 +159,12 @@ def test_loader_rejects_a_word_the_pattern_does_not_hold() -> None:
     row["word"] = "/dev/nvidia0"
     with pytest.raises(SignatureError, match="word"):
         parse_signatures(bad)
-    assert any(s.word == "/dev/dxg" for s in parse_signatures(doc))
+    row["word"] = ["/dev/dxg", "no"]  # a list: every literal checked, none shorter than 3 characters
+    with pytest.raises(SignatureError, match="word"):
+        parse_signatures(bad)
+    parsed = {s.id: s for s in parse_signatures(doc)}
+    # a literal is checked against the pattern's text with its escapes undone ("\\+cpu" holds "+cpu")
+    assert parsed["wsl-dxg-missing"].words == ("/dev/dxg",) and "+cpu" in parsed["torch-cpu-build-said"].words
 
 
 # ---- the NVIDIA kernel module not built or not loaded
@@ -319,3 +324,45 @@ def test_onnxruntime_with_its_cuda_provider_is_quiet(compat) -> None:
     text = ("🔧 ONNX Runtime Providers:\n  • ['TensorrtExecutionProvider', 'CUDAExecutionProvider', "
             "'CPUExecutionProvider']\n✅ CUDAExecutionProvider available\n")
     assert "CUDA_VARIANT_MIXED" not in _serious(text, compat)
+
+
+# ---- said in words: the torch installed is a CPU build (a warning: the reporter's words, not torch's)
+
+@pytest.mark.parametrize("line", [
+    # raryelcostasouza/pyTranscriber#56 (pytranscriber-001)
+    "The openai-whisper package installed Torch without the CUDA version, but I installed Torch using `pip3 install "
+    "torch torchvision torchaudio --index-url https://download.pytorch.org/whl/cu126` and it worked.",
+    # Brekel/VisionCaptioner#19 (torch-downstream-024)
+    "I ran the update bat and after it seemed to go back to using pytorch CPU instead of GPU. I had to manually "
+    "uninstall the pytorch CPU and install the GPU again.",
+    # Haoming02/sd-webui-forge-classic#269 (sd-webui-009)
+    "torch 2.8.0+cu128 gets installed and during the installation of the requirements it gets replaced by torch "
+    "2.8.0+cpu now.",
+    # chatchat-space/Langchain-Chatchat#294 (langchain-chatchat-001)
+    "如题目，使用requirements安装，PyTorch安装的是CPU版本，运行程序的时候，也是使用CPU在工作。",
+])
+def test_cpu_build_said_in_words(line, compat) -> None:
+    assert _serious(line + "\n", compat)["TORCH_CPU_ONLY_BUILD"] == \
+        {("messages.signature/torch-cpu-build-said", Severity.WARNING)}
+
+
+def test_a_cpu_torch_by_choice_is_no_error(compat) -> None:
+    # a laptop without a GPU where the CPU wheel is what the reporter wants: at most the low-confidence warning
+    text = "On my laptop without a GPU I installed torch without the CUDA runtime, which is what I want.\n"
+    assert _errors(text, compat) == []
+
+
+# ---- message wording: a torch class's typeinfo, a title cut short
+
+def test_typeinfo_of_a_torch_class(compat) -> None:
+    # open-mmlab/mmdetection#4291 (mmcv-003): _ZTI (typeinfo) of c10::AutogradMetaInterface
+    line = ("ImportError: /home/e706/anaconda3/envs/mmdetection/lib/python3.7/site-packages/mmcv/"
+            "_ext.cpython-37m-x86_64-linux-gnu.so: undefined symbol: _ZTIN3c1021AutogradMetaInterfaceE\n")
+    assert "messages.signature/extension-undefined-torch-symbol" in _code("THIRD_PARTY_EXTENSION_MISMATCH", line,
+                                                                        compat)
+
+
+def test_no_kernel_image_cut_short(compat) -> None:
+    # Acly/krita-ai-diffusion#2426 (krita-ai-diffusion-001): the title
+    assert "messages.signature/no-kernel-image" in _code("GPU_ARCH_NOT_IN_TORCH_BUILD",
+                                                         "CUDA error: no kernel image is available\n", compat)
