@@ -366,3 +366,36 @@ def test_no_kernel_image_cut_short(compat) -> None:
     # Acly/krita-ai-diffusion#2426 (krita-ai-diffusion-001): the issue's title
     assert "messages.signature/no-kernel-image" in _code("GPU_ARCH_NOT_IN_TORCH_BUILD",
                                                          "CUDA error: no kernel image is available\n", compat)
+
+
+# ---- a CUDA driver API entry point missing from libcuda: a driver older than the call (a low-confidence lead)
+
+@pytest.mark.parametrize("line", [
+    # sgl-project/sglang#8432 (sglang-006): the green-context calls came with CUDA 12.4, driver 535 is 12.2's
+    "[Bug] undefined symbol: cuGreenCtxDestroy",
+    # vllm-project/vllm#11623 (vllm-004)
+    "WARNING 12-30 17:06:52 _custom_ops.py:19] Failed to import from vllm._C with ImportError('/usr/local/app/.local/"
+    "lib/python3.8/site-packages/vllm/_C.abi3.so: undefined symbol: cuTensorMapEncodeTiled')",
+])
+def test_driver_api_symbol_missing(line, compat) -> None:
+    assert ("messages.signature/driver-api-symbol-missing", Severity.WARNING) in \
+        _serious(line + "\n", compat)["DRIVER_TOO_OLD_FOR_TORCH_CUDA"]
+
+
+@pytest.mark.parametrize("line", [
+    # a CUDA library's own symbol (cuBLASLt's, lower case after "cu"): another copy of the library, not the driver
+    "OSError: /venv/lib/python3.10/site-packages/nvidia/cublas/lib/libcublas.so.11: undefined symbol: "
+    "cublasLtGetStatusString, version libcublasLt.so.11",
+    # HAMi's sharing layer lacking a driver call is HAMi's (hami-libvgpu-in-the-way), not an old driver
+    "/usr/local/vgpu/libvgpu.so: undefined symbol: cuMemAllocAsync",
+])
+def test_other_undefined_cu_symbols_are_not_the_driver(line, compat) -> None:
+    assert "messages.signature/driver-api-symbol-missing" not in _code("DRIVER_TOO_OLD_FOR_TORCH_CUDA", line + "\n",
+                                                                       compat)
+
+
+def test_ray_object_store_larger_than_dev_shm(compat) -> None:
+    # ray-project/ray#14535 (ray-003)
+    line = ("ValueError: The configured object store size exceeds the capacity of /dev/shm. This will harm "
+            "performance. To proceed regardless of this warning, you can set RAY_OBJECT_STORE_ALLOW_SLOW_STORAGE=1.\n")
+    assert "messages.signature/ray-dev-shm-too-small" in _code("SHM_TOO_SMALL", line, compat)
