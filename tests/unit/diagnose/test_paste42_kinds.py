@@ -399,3 +399,26 @@ def test_ray_object_store_larger_than_dev_shm(compat) -> None:
     line = ("ValueError: The configured object store size exceeds the capacity of /dev/shm. This will harm "
             "performance. To proceed regardless of this warning, you can set RAY_OBJECT_STORE_ALLOW_SLOW_STORAGE=1.\n")
     assert "messages.signature/ray-dev-shm-too-small" in _code("SHM_TOO_SMALL", line, compat)
+
+
+@pytest.mark.parametrize("text, code", [
+    # negativo17/nvidia-driver#73 (negativo17-002): nouveau's kernel log names the chip it bound
+    ("[    5.435274] nouveau 0000:01:00.0: enabling device (0000 -> 0003)\n"
+     "[    5.436312] nouveau 0000:01:00.0: NVIDIA GM204 (124020a1)\n", "nouveau-holds-gpu"),
+    # NVIDIA/k8s-driver-manager#37 (gpu-operator-002)
+    ("machine is install `nouveau` driver, and i use `dmesg` command to look kernel log, found having many error "
+     "about `nouveau`:\n", "nouveau-holds-gpu"),
+    # wookayin/gpustat#110 (gpustat-001): NVML's NVML_ERROR_DRIVER_NOT_LOADED through pynvml
+    ("    raise NVMLError(ret)\n**pynvml.NVMLError_DriverNotLoaded: Driver Not Loaded**\n",
+     "nvidia-module-load-failed"),
+])
+def test_no_nvidia_module_driving_the_gpu(text, code, compat) -> None:
+    assert f"messages.signature/{code}" in _code("NO_NVIDIA_DRIVER", text, compat)
+
+
+def test_nouveau_named_for_a_blacklist_is_quiet(compat) -> None:
+    # the blacklist itself (on the kernel command line, in modprobe.d) is no sign nouveau holds the GPU
+    text = ("[    0.000000] Command line: BOOT_IMAGE=/vmlinuz-6.8.0 root=UUID=8c79 ro rd.driver.blacklist=nouveau "
+            "modprobe.blacklist=nouveau\n$ cat /etc/modprobe.d/blacklist-nouveau.conf\nblacklist nouveau\n"
+            "options nouveau modeset=0\n")
+    assert "NO_NVIDIA_DRIVER" not in _serious(text, compat)
