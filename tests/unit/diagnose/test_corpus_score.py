@@ -34,7 +34,7 @@ cuda-build-009 cuda-build-010 cuda-build-011 cuda-build-012 cuda-build-013
 cuda-build-014 dcgm-exporter-001 fabric-manager-001 hami-001 invokeai-003 jetson-001
 kaggle-001 llama-cpp-002 mig-001 mmcv-005 negativo17-001
 nvidia-driver-004 ollama-007 onnxruntime-008 onnxruntime-009
-onnxruntime-010 rapids-001 rapids-002 tensorflow-007
+onnxruntime-010 tensorflow-007
 tensorflow-008 tensorflow-009 torch-downstream-010 torch-downstream-015
 torch-downstream-016 torch-downstream-017 vllm-021 void-linux-001
 wsl-005

@@ -422,3 +422,13 @@ def test_nouveau_named_for_a_blacklist_is_quiet(compat) -> None:
             "modprobe.blacklist=nouveau\n$ cat /etc/modprobe.d/blacklist-nouveau.conf\nblacklist nouveau\n"
             "options nouveau modeset=0\n")
     assert "NO_NVIDIA_DRIVER" not in _serious(text, compat)
+
+
+@pytest.mark.parametrize("line", [
+    # NVIDIA/cudf#5776 (rapids-001): RAPIDS' own warning, its spelling kept
+    "[QST] UserWarning: you will need a GPU with NVIIDA Pascal or newer architecture",
+    # NVIDIA/cuml#5484 (rapids-002)
+    "RuntimeError: This cuDF installation is missing the necessary PTX files that are <=50.",
+])
+def test_rapids_says_the_gpu_is_too_old(line, compat) -> None:
+    assert "messages.signature/rapids-gpu-too-old" in _code("GPU_ARCH_NOT_IN_TORCH_BUILD", line + "\n", compat)
