@@ -432,3 +432,24 @@ def test_nouveau_named_for_a_blacklist_is_quiet(compat) -> None:
 ])
 def test_rapids_says_the_gpu_is_too_old(line, compat) -> None:
     assert "messages.signature/rapids-gpu-too-old" in _code("GPU_ARCH_NOT_IN_TORCH_BUILD", line + "\n", compat)
+
+
+# ---- trigger words: a widened row keeps finding its old wording; no word the bounded read scans twice for
+
+@pytest.mark.parametrize("line, category", [
+    # no trigger word on these lines: only the row's own word makes them candidates
+    ("Unknown runtime specified nvidia", "CONTAINER_NO_GPU_RUNTIME"),
+    ("WARNING: The object store is using /tmp instead of /dev/shm because /dev/shm has only 67108864 bytes "
+     "available.", "SHM_TOO_SMALL"),
+])
+def test_widened_rows_keep_their_words(line, category, compat) -> None:
+    assert category in _serious(line + "\n", compat)
+
+
+def test_bounded_read_scans_for_no_word_another_covers(compat) -> None:
+    from envdoctor.diagnose.bounded_read import trigger_keywords
+
+    words = trigger_keywords(compat)
+    assert b"error" in words and b"/dev/dxg" in words
+    # "importerror" (cannot-import-name-from-package's word) holds "error": a second pass that keeps no new line
+    assert not [w for w in words if any(o != w and o in w for o in words)]
