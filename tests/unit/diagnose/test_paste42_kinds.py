@@ -453,3 +453,19 @@ def test_bounded_read_scans_for_no_word_another_covers(compat) -> None:
     assert b"error" in words and b"/dev/dxg" in words
     # "importerror" (cannot-import-name-from-package's word) holds "error": a second pass that keeps no new line
     assert not [w for w in words if any(o != w and o in w for o in words)]
+
+
+@pytest.mark.parametrize("line, category", [
+    # PaddlePaddle/Paddle#26954 (paddle-006): an older cuDNN found first
+    ("W0801 10:00:00.000000  1234 device_context.cc:260] WARNING: device: 0. The installed Paddle is compiled with "
+     "CUDNN 7.6, but CUDNN version in your machine is 7.3, which may cause serious incompatible bug. Please recompile "
+     "or reinstall Paddle with compatible CUDNN version.", "SYSTEM_LIB_SHADOWING"),
+    # the other direction: a newer cuDNN than the build's is a build for another release
+    ("WARNING: device: 0. The installed Paddle is compiled with CUDNN 8.1, but CUDNN version in your machine is 8.9, "
+     "which may cause serious incompatible bug.", "CUDA_LIBRARY_VERSION_MISMATCH"),
+])
+def test_paddle_cudnn_version_differs_is_a_lead(line, category, compat) -> None:
+    # Paddle prints it also where it then works (run_check passes): a warning at most, never an error
+    serious = _serious(line + "\n", compat)
+    assert serious[category] == {("messages.signature/paddle-cudnn-version-differs", Severity.WARNING)}
+    assert _errors(line + "\n", compat) == []
