@@ -17,6 +17,7 @@ from ._paste_roles import (
     extension_import,
     failed_elsewhere,
     family_role_of_lib,
+    loaded_newer_than_built,
     loaded_pip_wheel,
     prov,
     torch_import_failed,
@@ -192,6 +193,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return bool(host.container and host.container.runtime and host.container.gpu_device_nodes == [])
     if when == "lib_of_companion":
         return family_role_of_lib(compat, groups) == COMPANION
+    if when == "loaded_newer_than_built":
+        return loaded_newer_than_built(groups)
     if when == "loaded_lib_is_pip_wheel":
         return loaded_pip_wheel(facts, groups) is not None
     if when == "extension_import":

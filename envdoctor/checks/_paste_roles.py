@@ -76,16 +76,30 @@ def loaded_pip_wheel(facts: Facts, groups: Dict[str, Optional[str]]) -> Optional
     lib, loaded = (groups.get("lib") or "").lower().replace(" ", ""), groups.get("loaded") or ""
     if not lib or not loaded:
         return None
-    if "." not in loaded and len(loaded) >= 4:  # cuDNN's integer form: 8700 = 8.7.0, 90501 = 9.5.1
-        n = int(loaded)
-        loaded = f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n >= 10000 else f"{n // 1000}.{n // 100 % 10}.{n % 100}"
-    want = release_tuple(loaded)
+    want = cudnn_release(loaded)
     for py in facts.pythons:
         for p in py.packages:
             w = nvidia_wheel(p.name)
             if w and w[0].replace("-", "").startswith(lib) and release_tuple(p.version)[:len(want)] == want:
                 return f"{p.name} {p.version}"
     return None
+
+
+def cudnn_release(version: Optional[str]) -> Tuple[int, ...]:
+    """A cuDNN version as printed (8.0.5, or the integer form: 8700 = 8.7.0, 7301 = 7.3.1, 90501 = 9.5.1) as a
+    release tuple; () when it is neither."""
+    v = (version or "").strip()
+    if v.isdigit() and len(v) >= 4:
+        n = int(v)
+        v = f"{n // 10000}.{n // 100 % 100}.{n % 100}" if n >= 10000 else f"{n // 1000}.{n // 100 % 10}.{n % 100}"
+    return release_tuple(v)
+
+
+def loaded_newer_than_built(groups: Dict[str, Optional[str]]) -> bool:
+    """A message's library loaded at run time (``loaded``) is a newer release than the one the program was
+    built against (``compiled``): no older copy shadowing the right one, the build is for another release."""
+    loaded, compiled = cudnn_release(groups.get("loaded")), cudnn_release(groups.get("compiled"))
+    return bool(loaded) and bool(compiled) and loaded > compiled
 
 
 def release_tuple(version: Optional[str]) -> Tuple[int, ...]:

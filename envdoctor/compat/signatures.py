@@ -42,7 +42,10 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # most of the GPU's memory free
               "in_kubernetes", "gpu_memory_mostly_free",
               # issue 42: a vGPU named in the paste (a profile name, a GRID driver, "vGPU") or a GPU in vGPU mode
-              "vgpu_named")
+              "vgpu_named",
+              # issue 42: the library a message says was loaded is newer than the one the program was built
+              # against (the loaded/compiled captures): a build for another release, not an older copy in front
+              "loaded_newer_than_built")
 
 
 class SignatureError(ValueError):
@@ -75,6 +78,9 @@ class Signature:
     # further categories the same message proves (each its own finding), tried with their own qualifier:
     # "an extension built for +cu124 on +cu126" is a third-party mismatch AND a CUDA variant mix
     also: Tuple[Alternative, ...] = ()
+    # the literals the messages reader looks for on a line (lower-case), where the pattern's own longest word is
+    # too short or too common to find it ("/dev/dxg is not available": "available" is everywhere)
+    words: Tuple[str, ...] = ()
 
     def search(self, message: str) -> Optional[Any]:
         return self.regex.search(normalise(message))
@@ -123,12 +129,20 @@ def _row(row: Dict[str, Any], i: int) -> Signature:
     for cap in list(row.get("captures", {}) or {}) + list(row.get("facts", {}) or {}):
         if cap not in regex.groupindex:
             raise SignatureError(f"{where}: capture {cap!r} is not a named group of the pattern")
+    word = row.get("word")
+    given = [word] if isinstance(word, str) else word if isinstance(word, list) else [] if word is None else [None]
+    literal = re.sub(r"\\(.)", r"\1", row["pattern"]).lower()  # the pattern's text with its escapes undone
+    words: List[str] = []
+    for w in given:
+        if not isinstance(w, str) or len(w.strip()) < 3 or w.strip().lower() not in literal:
+            raise SignatureError(f"{where}: 'word' must be literals of 3 or more characters the pattern holds")
+        words.append(w.strip().lower())
     return Signature(
         id=row["id"], pattern=row["pattern"], regex=regex, category=row["category"],
         severity=row["severity"], confidence=confidence, explanation=row["explanation"], fix=row["fix"],
         source=row["source"], as_of=row.get("as_of"), captures=dict(row.get("captures") or {}),
         facts=dict(row.get("facts") or {}), alternatives=tuple(alternatives), settle=row.get("settle"),
-        also=tuple(also),
+        also=tuple(also), words=tuple(words),
     )
 
 

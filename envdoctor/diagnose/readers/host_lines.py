@@ -21,7 +21,12 @@ _DISTRO_PROSE = re.compile(
     r"(\d{1,4}(?:\.\d{1,2})*)(?![\w.-])")
 _DISTRO_WORDS = ["ubuntu", "debian", "fedora", "centos", "red hat", "rhel", "rocky", "almalinux", "oracle linux",
                  "amazon linux", "opensuse", "sles", "mint", "pop!_os", "id=", "operating system:"]
-_DOCKER_RUN = re.compile(r"\b(?:docker|podman|nvidia-docker)\s+(?:container\s+)?run\b[^\n]*")
+# not a wrapper script named like it (DeepLabCut's `dlc-docker run`, which passes the GPU itself), and not the
+# command named in a sentence ("(`docker run` without `--pid=host` flag)", "docker run with the same image"): the
+# word after `run` is then a word of the sentence, never an image or an option
+_DOCKER_RUN = re.compile(r"(?<![\w.-])(?:docker|podman|nvidia-docker)\s+(?:container\s+)?run\b"
+                         r"(?![`'\"\u2019]|\s+(?:without|with|and|or|is|was|command|commands|works|worked|fails|"
+                         r"failed|to|on|in|of|for|the|a|an)\b)[^\n]*")
 # Docker Compose's own progress lines (v1 "Creating proj_svc_run ... done", v2 "Container proj-svc-1  Started") and
 # its commands: the program ran inside a container Compose started
 _COMPOSE = re.compile(r"^\s*(?:(?:Creating|Starting|Recreating|Attaching to) [\w.-]+(?:_run(?:_\w+)?|_\d+|-\d+)?"

@@ -79,9 +79,15 @@ def _literal_keywords(sigs: Sequence[Any]) -> List[str]:
     Every row has its word, also a row whose text holds one of the reader's own keywords: a keyword only puts a
     line among the candidates, and a candidate is kept on a trigger word (``_TRIGGER``) or a row's word; a row
     holding "not " (the keyword of "not found", "could not select", ...) but no trigger word ("Could not create
-    cudnn handle: CUDNN_STATUS_NOT_INITIALIZED") was dropped when rows with a keyword had no word of their own."""
+    cudnn handle: CUDNN_STATUS_NOT_INITIALIZED") was dropped when rows with a keyword had no word of their own.
+    A row whose distinctive literals are short or common names them in its ``word`` field (one or a list),
+    which is used instead."""
     out: List[str] = []
     for sig in sigs:
+        if getattr(sig, "words", ()):
+            # the row names its own literals (a device path such as /dev/dxg: too short to be a word here)
+            out.extend(w for w in sig.words if w not in out)
+            continue
         plain = re.sub(r"\\[a-zA-Z]|\(\?P<\w+>|\(\?<!.*?\)|\[[^\]]*\]|[{][^}]*[}]", " ", sig.pattern)
         words = [w for w in re.findall(r"[A-Za-z][A-Za-z\-]{6,}", plain) if w.lower() not in _COMMON]
         if words:
