@@ -149,9 +149,18 @@ def test_checkpoint_saves_are_named_checkpoints(cpu_venv, tmp_path, timed):
 @TIMER
 def test_fsynced_logging_every_step_is_the_loop_waiting_on_its_writes(cpu_venv, tmp_path, timed):
     w, findings, _ = _watch(cpu_venv, tmp_path, timed, workers=0, log=str(tmp_path / "train.log"))
-    f = findings.get("LOOP_WAITS_ON_WRITES")
-    assert f is not None and f["code"] == "watch.main-process/sync-writes", \
-        (_codes(findings), w["summary"]["processes"].get("main"))
+    main = w["summary"]["processes"].get("main") or {}
+    from envdoctor.checks._watch_cpu import CPU_WAIT_SHARE
+
+    if (main.get("cpu_wait_share") or 0) >= CPU_WAIT_SHARE:
+        # the box was so busy that the loop spent this much of its time waiting for a core (measured, schedstat):
+        # that is what held it back then, and what the report must say (seen at load 9-10 on 2 cores, where the
+        # fsyncs were a small part of the time); the rule, not what the machine happened to do
+        f = findings.get("CPU_CONTENDED")
+        assert f is not None and f["code"] == "watch.cpu-share/other-processes", (_codes(findings), main)
+    else:
+        f = findings.get("LOOP_WAITS_ON_WRITES")
+        assert f is not None and f["code"] == "watch.main-process/sync-writes", (_codes(findings), main)
     assert "CHECKPOINT_STALL" not in findings, _codes(findings)
 
 
