@@ -610,12 +610,18 @@ def test_a_reader_that_dies_leaves_the_reads_to_this_process(fake_torch: Path, t
             time.sleep(0.05)
         assert reader is not None
         os.kill(reader, signal.SIGKILL)
-        for _ in range(2):  # the worker's own read after the import, and nobody else's
-            with open(fifo, "w") as f:
-                f.write("Metadata-Version: 2.1\nName: stuck\nVersion: 1.0\n")
-            if proc.poll() is not None:
-                break
-            time.sleep(0.5)
+        end = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < end:  # feed the worker's own reads after the import
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: nobody reads it now
+                time.sleep(0.02)
+                continue
+            try:
+                os.write(fd, b"Metadata-Version: 2.1\nName: stuck\nVersion: 1.0\n")
+            except OSError:  # EPIPE: that read ended meanwhile (the one before this, seeing its end)
+                pass
+            os.close(fd)
         out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
