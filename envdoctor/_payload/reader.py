@@ -248,7 +248,9 @@ def fork_reader(work: Callable[[Channel], None], keep_fds: List[int], result: Di
     if pid == 0:  # the reader
         code = 0
         try:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is the payload's to answer, not the reader's
+            # a Ctrl-C is the payload's to answer, not the reader's: noted and dropped (a handler, not SIG_IGN,
+            # which the commands it starts would inherit: the fresh interpreter and the .pth replay stay stoppable)
+            signal.signal(signal.SIGINT, _ignore)
             _close_other_fds(set(keep_fds) | {0, 1, 2, wfd})
             work(Channel(wfd))
         except BaseException as e:  # nothing may escape into a second copy of the payload's own code
@@ -261,6 +263,10 @@ def fork_reader(work: Callable[[Channel], None], keep_fds: List[int], result: Di
             os._exit(code)
     os.close(wfd)
     return Reader(pid, rfd, result, errors)
+
+
+def _ignore(_signum: int, _frame: Any) -> None:
+    return None
 
 
 def _close_other_fds(keep: set) -> None:
