@@ -59,6 +59,7 @@ class State:
         self.start = time.monotonic()
         self.timer: Optional[threading.Timer] = None
         self.deadline_at: Optional[float] = None  # time.monotonic() when the watchdog fires (--deadline-s)
+        self.on_timeout: Any = None  # called by the watchdog before it answers (reader.Reader.on_timeout)
 
     def checkpoint(self) -> bool:
         """Write the envelope so far, marked ``checkpoint``, before a step that may kill the process
@@ -114,6 +115,11 @@ def _start_watchdog(state: State, deadline_s: float) -> None:
         state.envelope["stage"] = stage
         state.envelope["error"] = f"timed out after {deadline_s:g} s while {stage}"
         try:
+            if state.on_timeout is not None:
+                try:
+                    state.on_timeout()
+                except Exception:
+                    pass
             state.emit()
         finally:
             os._exit(3)

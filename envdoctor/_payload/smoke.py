@@ -118,10 +118,21 @@ class Smoke:
                                         "open_files_limit": _nofile(), "errors": []}
         self.fork_ok = hasattr(os, "fork") and sys.platform != "win32"
         self.forked = False  # after_torch_import ran: torch imported
+        self.fresh: Any = None  # the fresh interpreter's process (start())
+        self.wfd_used = False
 
     # ------------------------------------------------------------------ the fresh interpreter
 
-    def start(self) -> None:
+    def start(self, wfd: Optional[int] = None) -> None:
+        """Read torch's dependents and start the fresh interpreter. With ``wfd`` (the forked reader: reader.py),
+        the fresh interpreter answers on that pipe, whose read end the payload's process holds (adopt())."""
+        try:
+            self._start(wfd)
+        finally:
+            if wfd is not None and self.fresh is None and not self.wfd_used:  # (Popen's attempt closes it)
+                os.close(wfd)
+
+    def _start(self, wfd: Optional[int]) -> None:
         if self.tier == "off":
             self.section["not_tried"].append("every smoke step (--smoke off)")
             self.result["smoke"] = self.section
@@ -155,19 +166,45 @@ class Smoke:
             units.append((chain, timeouts))
         else:
             self.section["not_tried"].append("torch.compile (--smoke thorough)")
-        rfd, wfd = os.pipe()
+        rfd, wfd = os.pipe() if wfd is None else (-1, wfd)
+        self.wfd_used = True
         try:
             proc = subprocess.Popen(fresh_command(sys.executable, units, wfd),
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     pass_fds=(wfd,), close_fds=True)
         except Exception as e:
-            os.close(rfd)
+            if rfd >= 0:
+                os.close(rfd)
             self.section["errors"].append(f"starting the fresh interpreter: {type(e).__name__}: {e}")
             return
         finally:
             os.close(wfd)
-        self.readers.append((rfd, proc, "fresh"))
+        self.fresh = proc
+        if rfd >= 0:
+            self.readers.append((rfd, proc, "fresh"))
         self.planned["fresh"] = [n for u, _t in units for n, _kw in u]
+
+    def started_state(self) -> Dict[str, Any]:
+        """What start() found, for the payload's process (the reader ran it): adopt() takes it."""
+        return {"section": {k: v for k, v in self.section.items() if k != "steps"}, "family": self.family,
+                "fork_ok": self.fork_ok, "planned": self.planned.get("fresh"),
+                "fresh_pid": getattr(self.fresh, "pid", None), "in_result": "smoke" in self.result}
+
+    def adopt(self, state: Dict[str, Any], rfd: int, handle: Callable[[int], Any]) -> None:
+        """Take what the reader's start() found: the section so far, torch's dependents, and the fresh interpreter
+        answering on ``rfd`` (``handle(pid)`` kills and reaps it); ``rfd`` is closed when it started none."""
+        self.section.update(state.get("section") or {})
+        self.section["steps"] = self.records
+        self.family = list(state.get("family") or [])
+        self.fork_ok = bool(state.get("fork_ok"))
+        if state.get("in_result"):
+            self.result["smoke"] = self.section
+        pid = state.get("fresh_pid")
+        if isinstance(pid, int) and state.get("planned") is not None:
+            self.readers.append((rfd, handle(pid), "fresh"))
+            self.planned["fresh"] = list(state["planned"])
+        elif rfd >= 0:
+            os.close(rfd)
 
     # ------------------------------------------------------------------ the fork after import torch
 

@@ -22,6 +22,7 @@ from .dists import collect_packages, shared_library_files
 from .extension_build import load_extensions
 from .interp import finish_pth_replay, has_module, site_packages, start_pth_replay
 from .libraries import library_candidates, loaded_libraries
+from .reader import Remote, die_with_parent, fork_reader, let_go_of_outputs
 from .smoke import TIERS, Smoke
 from .torch_files import cwd_shadows, extension_archs, module_origin, torch_build_files, torch_dir
 from .torch_state import inspect_torch
@@ -85,17 +86,18 @@ def read_files(state: State, errors: List[str], owners: Dict[str, Tuple[str, str
 def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     """Interpreter, installed distributions and, unless --no-torch, torch and its CUDA state.
 
-    One path: the files are read first (0.2 s in a CUDA venv since they are read once, by hand) and
-    checkpointed, then torch is imported. Reading them while torch imports was measured slower on 2 CPUs, in a
-    thread (0.66 s: the GIL) and in a forked child (+0.43 s against +0.37 s over `import torch`; docs/
-    measurements.md), and is not measured on more CPUs: both went (issue 31), until a measurement says otherwise.
+    The files are read beside `import torch`, in a forked child (reader.py), which checkpoints what it read (a
+    crash or hang inside the import still leaves it) and sends it back; the import starts at once in this
+    process. Before issue 38's third look they were read first, then torch imported (--sequential still does):
+    a thread was measured slower (the GIL, issue 19) and a forked reader then too, on 2 loaded CPUs, beside a
+    heavier envdoctor start-up; docs/measurements.md has both and the measurement that brought the child back.
     """
     import argparse
 
     parser = argparse.ArgumentParser(prog="_payload.py --task inspect")
     parser.add_argument("--no-torch", action="store_true", help="do not import torch")
     parser.add_argument("--sequential", action="store_true",
-                        help="read the files, then import torch (what it always does; kept for scripts)")
+                        help="read the files first, then import torch, in one process (no reader child)")
     parser.add_argument("--cuda-gate", action="store_true",
                         help="before initialising CUDA, wait until stdin is closed (envdoctor's NVML gate)")
     parser.add_argument("--no-extension-load", action="store_true",
@@ -108,45 +110,154 @@ def task_inspect(argv: List[str], state: State) -> Dict[str, Any]:
     result = state.envelope["result"]
     errors: List[str] = []
     result["errors"] = errors
-    state.stage = "reading interpreter facts"
-    result.update(_interpreter_facts())
-    result["torch_inspected"] = not opts.no_torch
-    state.stage = "reading the interpreter's pip and .pth files"
-    result["site_packages"] = site_packages()
-    result["has_pip"] = has_module("pip")
-    result["has_ensurepip"] = has_module("ensurepip")
-    # the .pth replay runs in a child while the files are read and torch imports; its answer joins at the end
-    replay = _guard(errors, "executable .pth lines", lambda: start_pth_replay(errors))
     smoke = Smoke(opts.smoke, opts.smoke_dir, result, state.deadline_at, private_fds=(state.out_fd,))
-    if not opts.no_torch:  # --no-torch: nothing of torch is run, its smoke steps neither
-        state.stage = "starting the smoke steps"
-        _guard(errors, "starting the smoke steps", smoke.start)
+    reader = None
+    if not opts.no_torch and not opts.sequential and torch_dir([]) is not None:
+        result["torch_inspected"] = True
+        reader = _start_reader(opts, state, result, errors, smoke)
+    replay: Any = None
+    location: Optional[str] = None
+    owners: Dict[str, Tuple[str, str]] = {}
+    if reader is None:
+        replay, location, owners = _before_import(opts, state, result, errors, smoke, lambda: torch_dir(errors))
     try:
-        return _inspect(opts, state, result, errors, smoke)
+        return _inspect(opts, state, result, errors, smoke, reader, location, owners)
     finally:
-        result["pth_exec"] = _guard(errors, "executable .pth lines", lambda: finish_pth_replay(replay, errors))
+        if reader is not None and reader.replay is None:
+            state.stage = "reading the interpreter's executable .pth lines"
+            reader.pump(lambda: "pth_exec" in result, None, None)
+            if "pth_exec" not in result:  # (the reader's own guard says why when it ran)
+                result["pth_exec"] = None
+        else:
+            replay = reader.replay if reader is not None else replay
+            result["pth_exec"] = _guard(errors, "executable .pth lines", lambda: finish_pth_replay(replay, errors))
+        if reader is not None:
+            reader.close()
         if opts.smoke != "off" and not opts.no_torch:
             state.stage = "waiting for the smoke steps"
             _guard(errors, "the smoke steps", smoke.finish)
 
 
-def _inspect(opts: Any, state: State, result: Dict[str, Any], errors: List[str], smoke: Any) -> Dict[str, Any]:
-    prefixes = [p for p in (result.get("conda_prefix"), sys.prefix if result["is_conda"] else None) if p]
-    owners: Dict[str, Tuple[str, str]] = {}
-    location = torch_dir(errors)
+def _before_import(opts: Any, state: State, result: Dict[str, Any], errors: List[str], smoke: Any,
+                   where_torch: Any, say: Any = None, sync: Any = None,
+                   fresh_fd: Optional[int] = None) -> Tuple[Any, Optional[str], Dict[str, Tuple[str, str]]]:
+    """What is read before torch is imported (in this process with --sequential, --no-torch or without fork;
+    else beside the import, in the reader): the interpreter, the .pth replay started, the smoke tier started
+    (``fresh_fd``: the pipe its fresh interpreter answers on), the files. Returns the replay, torch's directory
+    and the owners of the files read (for the libraries torch loads)."""
+    say = say or (lambda stage: setattr(state, "stage", stage))
+    say("reading interpreter facts")
+    result.update(_interpreter_facts())
+    result["torch_inspected"] = not opts.no_torch
+    say("reading the interpreter's pip and .pth files")
+    result["site_packages"] = site_packages()
+    result["has_pip"] = has_module("pip")
+    result["has_ensurepip"] = has_module("ensurepip")
+    # the .pth replay runs in a child while the files are read and torch imports; its answer joins at the end
+    replay = _guard(errors, "executable .pth lines", lambda: start_pth_replay(errors))
+    if sync is not None:
+        sync()
+    if not opts.no_torch:  # --no-torch: nothing of torch is run, its smoke steps neither
+        say("starting the smoke steps")
+        _guard(errors, "starting the smoke steps", lambda: smoke.start(fresh_fd))
+    elif fresh_fd is not None:
+        os.close(fresh_fd)
+    location = where_torch()
     result["torch_origin"] = _guard(errors, "where torch is imported from", lambda: module_origin("torch", location))
-    state.stage = "reading installed distributions and torch's files"
-    result.update(read_files(state, errors, owners, result["env"], prefixes, location, [None]))
-    if opts.no_torch or location is None:
+    say("reading installed distributions and torch's files")
+    owners: Dict[str, Tuple[str, str]] = {}
+    result.update(read_files(state, errors, owners, result["env"], _prefixes(result), location, [None]))
+    return replay, location, owners
+
+
+def _prefixes(result: Dict[str, Any]) -> List[str]:
+    return [p for p in (result.get("conda_prefix"), sys.prefix if result.get("is_conda") else None) if p]
+
+
+def _start_reader(opts: Any, state: State, result: Dict[str, Any], errors: List[str], smoke: Any) -> Any:
+    """Fork the reader (reader.py): it runs _before_import, checkpoints, sends what it read; None where it
+    cannot fork."""
+    fresh = os.pipe() if opts.smoke != "off" else None
+    parent = os.getpid()
+
+    def work(channel: Any) -> None:
+        def say(stage: str) -> None:
+            state.stage = stage
+            channel.send({"stage": stage})
+
+        replay, location, owners = _before_import(opts, state, result, errors, smoke, lambda: torch_dir(errors),
+                                                  say, lambda: channel.sync(result, errors),
+                                                  fresh[1] if fresh else None)
+        state.stage = "importing torch"  # what the payload's process is doing (or did) by now
+        state.checkpoint()  # a segfault or a hang inside `import torch` still leaves what was read
+        channel.sync(result, errors)
+        channel.send({"smoke": smoke.started_state(), "owners": sorted(owners.items()), "location": location,
+                      "done": True})
+        result["pth_exec"] = _guard(errors, "executable .pth lines", lambda: finish_pth_replay(replay, errors))
+        channel.sync(result, errors)
+        channel.send({"end": True})
+        channel.close()
+        let_go_of_outputs(state.out_fd)
+        if smoke.fresh is not None and die_with_parent(parent):
+            smoke.fresh.wait()  # the fresh interpreter's steps are bounded; the payload reaps this process after
+
+    reader = fork_reader(work, [state.out_fd] + ([fresh[1]] if fresh else []), result, errors)
+    if fresh:
+        os.close(fresh[1])
+        if reader is None:
+            os.close(fresh[0])
+    if reader is not None:
+        reader.fresh_fd = fresh[0] if fresh else -1
+        state.on_timeout = reader.on_timeout
+    return reader
+
+
+def _join_reader(state: State, reader: Any, smoke: Any, opts: Any, result: Dict[str, Any],
+                 errors: List[str]) -> None:
+    """Wait for the reader's reads (once torch is imported) and take them; where it ended without them, read the
+    files here after all."""
+    if reader is None or reader.joined:
+        return
+    reader.joined = True
+    stage = state.stage
+    reader.pump(lambda: reader.done, None, lambda s: setattr(state, "stage", s))
+    state.stage = stage
+    if reader.done and reader.smoke is not None:
+        def handle(pid: int) -> Any:
+            reader.owned = True
+            return Remote(reader.pid, pid)
+
+        smoke.adopt(reader.smoke, reader.fresh_fd, handle)
+        return
+    if reader.fresh_fd >= 0:
+        os.close(reader.fresh_fd)
+    del errors[:reader.merged_errors]
+    errors.append("reading the files in a child process: " + (reader.failed or "it ended without answering")
+                  + "; read here after the import")
+    reader.merged_errors = 0
+    reader.replay, reader.location, reader.owners = _before_import(opts, state, result, errors, smoke,
+                                                                   lambda: torch_dir(errors))
+
+
+def _inspect(opts: Any, state: State, result: Dict[str, Any], errors: List[str], smoke: Any,
+             reader: Any, location: Optional[str], owners: Dict[str, Tuple[str, str]]) -> Dict[str, Any]:
+    if opts.no_torch or (location is None and reader is None):
         result["torch"] = None
         result["loaded_libraries"] = []
         return result
-    state.stage = "importing torch"
-    state.checkpoint()  # a segfault or a hang inside `import torch` still leaves what was read by then
-    result["torch"] = inspect_torch(
-        state, errors, cuda_gate=opts.cuda_gate,
-        before_cuda=lambda torch: smoke.after_torch_import(
-            bool(getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None))))
+    if reader is None:
+        state.stage = "importing torch"
+        state.checkpoint()  # a segfault or a hang inside `import torch` still leaves what was read by then
+
+    def before_cuda(torch: Any) -> None:
+        _join_reader(state, reader, smoke, opts, result, errors)
+        smoke.after_torch_import(bool(getattr(torch.version, "cuda", None) or getattr(torch.version, "hip", None)))
+
+    result["torch"] = inspect_torch(state, errors, cuda_gate=opts.cuda_gate, before_cuda=before_cuda)
+    if reader is not None:
+        _join_reader(state, reader, smoke, opts, result, errors)  # (the import failed: not joined yet)
+        owners = reader.owners
+    prefixes = _prefixes(result)
     # what `import torch` pulled in, against the files a run started from the working directory would load first
     result["cwd_shadows"] = _guard(errors, "the working directory's module names", cwd_shadows)
     if result["torch"] is not None:

@@ -11,6 +11,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
@@ -196,6 +197,10 @@ if MODE == "raise":
     raise ImportError("libcudnn.so.9: cannot open shared object file: No such file or directory")
 if MODE == "hang":
     time.sleep(60)
+if os.environ.get("FAKE_TORCH_SAY_READS"):  # whether this process had read the distributions before the import
+    _dists = sys.modules.get("_envdoctor_payload.dists")
+    sys.stderr.write("distributions read here before the import: %s\\n" % (
+        getattr(_dists, "_DISTRIBUTIONS", None) is not None))
 __version__ = "9.9.9+cu999"
 version = types.SimpleNamespace(cuda="99.9", hip=None, git_version="abc123", debug=False)
 class _C:
@@ -545,20 +550,103 @@ def _timeless(value: Any) -> Any:
     return value
 
 
-def test_one_reading_path_the_files_first_then_the_checkpoint_then_torch(fake_torch: Path) -> None:
-    # no forked reader and no reader thread (issue 31: slower on 2 CPUs, not measured on more): the files are
-    # read here, checkpointed with the stage "importing torch", then torch is imported; the old switch is inert
-    plain = run(pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "available"})
-    switched = run(pythonpath=fake_torch, extra_env={"FAKE_TORCH_MODE": "available", "ENVDOCTOR_PAYLOAD_FORK": "1"})
-    a, b = envelope(plain), envelope(switched)
-    assert a["ok"] and b["ok"] and a["result"]["packages"]
+def test_the_files_are_read_beside_the_import_with_the_same_answer(fake_torch: Path) -> None:
+    # issue 38: a forked reader reads the files while this process imports torch (reader.py); --sequential reads
+    # them first, in this process. Both answer the same, and both checkpoint the files with the stage "importing
+    # torch" before anything of the import is known (a crash inside it still leaves them)
+    env = {"FAKE_TORCH_MODE": "available", "FAKE_TORCH_SAY_READS": "1"}
+    beside = run(pythonpath=fake_torch, extra_env=env)
+    first = run(["--sequential"], pythonpath=fake_torch, extra_env=env)
+    a, b = envelope(beside), envelope(first)
+    assert a["ok"] and b["ok"] and a["result"]["packages"] and a["result"]["torch"]["version"] == "9.9.9+cu999"
     assert _timeless(a["result"]) == _timeless(b["result"])
-    first = json.loads([ln for ln in plain.stdout.splitlines() if ln.strip()][0])
-    assert first.get("checkpoint") is True and first["stage"] == "importing torch"
-    assert first["result"]["packages"] and first["result"]["torch_build"]
-    from envdoctor._payload import tasks
+    assert "distributions read here before the import: False" in beside.stderr
+    assert "distributions read here before the import: True" in first.stderr
+    for proc in (beside, first):
+        ckpt = json.loads([ln for ln in proc.stdout.splitlines() if ln.strip()][0])
+        assert ckpt.get("checkpoint") is True and ckpt["stage"] == "importing torch"
+        assert ckpt["result"]["packages"] and ckpt["result"]["torch_build"] and "torch" not in ckpt["result"]
 
-    assert not [n for n in vars(tasks) if "fork" in n or n == "_start_reader"]
+
+def test_a_hang_in_the_reader_is_named_by_its_stage_and_the_import_is_kept(fake_torch: Path, tmp_path: Path) -> None:
+    # a distribution whose METADATA never ends (a FIFO: a hung network mount reads the same): the reader hangs
+    # on it while torch imports here; the deadline's answer names the reader's stage, has the interpreter facts
+    # the reader sent before it and the import done meanwhile. Read first (--sequential), torch is never imported
+    site = tmp_path / "site"
+    info = site / "stuck-1.0.dist-info"
+    info.mkdir(parents=True)
+    os.mkfifo(info / "METADATA")
+    path = f"{fake_torch}{os.pathsep}{site}"
+    beside = run(["--deadline-s", "3"], pythonpath=path, extra_env={"FAKE_TORCH_MODE": "available"}, timeout=60)
+    data = envelope(beside)
+    assert beside.returncode == 3 and data["timed_out"] is True
+    assert data["stage"] == "reading installed distributions and torch's files"
+    assert data["result"]["python_version"] and data["result"]["site_packages"] is not None
+    assert data["result"]["torch"]["version"] == "9.9.9+cu999" and "packages" not in data["result"]
+    first = envelope(run(["--deadline-s", "3", "--sequential"], pythonpath=path,
+                         extra_env={"FAKE_TORCH_MODE": "available"}, timeout=60))
+    assert first["stage"] == "reading installed distributions and torch's files" and "torch" not in first["result"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="finds the reader through /proc (Linux)")
+def test_a_reader_that_dies_leaves_the_reads_to_this_process(fake_torch: Path, tmp_path: Path) -> None:
+    # the reader killed while it hangs on a FIFO: the payload's process reads the files itself after the import
+    # (said in errors), and the answer is whole once the FIFO is fed
+    site = tmp_path / "site"
+    info = site / "stuck-1.0.dist-info"
+    info.mkdir(parents=True)
+    fifo = info / "METADATA"
+    os.mkfifo(fifo)
+    env = dict(os.environ, PYTHONPATH=f"{fake_torch}{os.pathsep}{site}", FAKE_TORCH_MODE="available")
+    proc = subprocess.Popen([sys.executable, str(PAYLOAD), "--task", "inspect", "--deadline-s", "50"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        reader = None
+        for _ in range(400):  # the launcher -> its worker -> the reader, blocked opening the FIFO
+            worker = _children(proc.pid)
+            reader = _children(worker[0])[0] if worker and _children(worker[0]) else None
+            if reader and _blocked_on_fifo(reader):
+                break
+            time.sleep(0.05)
+        assert reader is not None
+        os.kill(reader, signal.SIGKILL)
+        end = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < end:  # feed the worker's own reads after the import
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # ENXIO: nobody reads it now
+                time.sleep(0.02)
+                continue
+            try:
+                os.write(fd, b"Metadata-Version: 2.1\nName: stuck\nVersion: 1.0\n")
+            except OSError:  # EPIPE: that read ended meanwhile (the one before this, seeing its end)
+                pass
+            os.close(fd)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    data = json.loads(out.decode().splitlines()[-1])
+    assert data["ok"] is True, err
+    r = data["result"]
+    assert any(e.startswith("reading the files in a child process: it ended without answering") for e in r["errors"])
+    assert {"name": "stuck", "version": "1.0"} in r["packages"] and r["torch"]["version"] == "9.9.9+cu999"
+    assert r["torch_build"] and "pth_exec" in r
+
+
+def _children(pid: int) -> List[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def _blocked_on_fifo(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/wchan") as f:
+            return f.read() in ("wait_for_partner", "pipe_read", "fifo_open")
+    except OSError:
+        return False
 
 
 def _dist_info(root, name, version, record=True):
