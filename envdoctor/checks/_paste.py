@@ -13,6 +13,7 @@ from ..domain.versions import base_version, major_minor
 from ..model.facts import Facts
 from ._paste_roles import (
     NCCL_SHM,
+    NCCL_TRANSPORT,
     driver_cuda_above_branch,
     extension_import,
     failed_elsewhere,
@@ -172,6 +173,12 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
     if when == "nccl_shm_segment_failed":  # NCCL's "Last error" (in any message) is a /dev/shm segment it could not make
         msgs = facts.paste.messages if facts.paste else []
         return any(NCCL_SHM.search(m) for m in msgs)
+    if when == "nccl_transport_failed":  # a NCCL WARN (or socket/connect line) names the network transport as what failed
+        msgs = facts.paste.messages if facts.paste else []
+        return any(NCCL_TRANSPORT.search(m) for m in msgs)
+    if when == "docker_run_with_shm":  # a pasted `docker run` gave --shm-size or --ipc=host: /dev/shm is not the cause
+        hit = prov(facts).get("container.shm_given")
+        return hit is not None and hit.get("value") is True
     if when == "job_without_gpus":  # a pasted srun/salloc/sbatch (or #SBATCH lines) that asked for no GPU
         hit = prov(facts).get("paste.job.gpus_requested")
         return hit is not None and hit.get("value") is False

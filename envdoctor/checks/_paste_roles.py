@@ -112,6 +112,11 @@ def failed_elsewhere(facts: Facts) -> bool:
     the next line's ``import flash_attn_2_cuda`` failed): readers/imports.py's ``paste.failed_import``."""
     failed = (prov(facts).get("paste.failed_import") or {}).get("value")
     return bool(failed) and str(failed).split(".")[0] != "torch"
+# NCCL naming its network transport as what failed (a NCCL WARN about NET/Socket or IB, a connect or socket call,
+# no usable interface): the generic "unhandled system error" beside it is the transport, not /dev/shm
+NCCL_TRANSPORT = re.compile(r"NCCL WARN (?:NET/(?:Socket|IB) ?: ?(?!No device found)|Call to (?:ibv_|connect)|Connect to)|"
+                            r"socketStartConnect|Connect to \S+ failed|Socket creation failed|no socket interface found",
+                            re.I)
 NCCL_SHM = re.compile(r"(?:creating|allocate|open) shared memory segment[^\n]{0,20}/dev/shm/nccl|/dev/shm/nccl-\S+ "
                        r"(?:failed|[^\n]{0,40}No space left)|Unable to allocate shared memory[^\n]{0,40}/dev/shm", re.I)
 

@@ -45,7 +45,10 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "vgpu_named",
               # issue 42: the library a message says was loaded is newer than the one the program was built
               # against (the loaded/compiled captures): a build for another release, not an older copy in front
-              "loaded_newer_than_built")
+              "loaded_newer_than_built",
+              # issue 42 (round 7): NCCL's generic system error beside a NCCL WARN naming its network transport;
+              # a pasted `docker run` that did give --shm-size or --ipc=host
+              "nccl_transport_failed", "docker_run_with_shm")
 
 
 class SignatureError(ValueError):

@@ -104,7 +104,10 @@ def test_nccl_system_error_in_a_container_without_shm() -> None:
         given = f"$ docker run --gpus all {flag} \\\n    vllm/vllm-openai --tensor-parallel-size 4\n"
         cats = _problems(_report(given + _NCCL))
         assert "INTERCONNECT" in cats and "SHM_TOO_SMALL" not in cats, flag
-    assert "INTERCONNECT" in _problems(_report(_NCCL))  # no launch command: the transport, as before
+    # no launch command: the bare system error is a lead to /dev/shm (a warning), as the corpus threads found it
+    # (round 7: nccl-001, vllm-021, dekr-001 were each fixed with --ipc=host), not an INTERCONNECT error
+    bare = _problems(_report(_NCCL))
+    assert bare["SHM_TOO_SMALL"].severity == "warning" and "INTERCONNECT" not in bare
 
 
 # ---- a CUDA 11 build of a third-party runtime
