@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from ..compat.signatures import Signature, normalise, signature_context, signatures_from
@@ -187,6 +188,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
     if when == "vgpu_named":  # a vGPU the paste names (readers/nvidia_smi.py _VGPU), or NVML's vGPU mode
         return "paste.vgpu" in prov(facts) or any((g.virtualization_mode or "").upper() in ("VGPU", "HOST_VGPU")
                                                   for g in facts.driver.gpus)
+    if when == "no_nvidia_gpu_said":  # the reporter says there is no NVIDIA GPU, or the paste is from macOS
+        return "paste.no_nvidia_gpu" in prov(facts) or (host.os or "").lower() in ("darwin", "macos")
     if when == "in_kubernetes":  # a pod, a cluster or a Kubernetes GPU resource named in the paste (issue 42)
         return bool(host.container and host.container.runtime == "kubernetes")
     if when == "gpu_memory_mostly_free":  # cuDNN's "Memory usage: F bytes free, T bytes total" with F >= T/2
@@ -289,12 +292,15 @@ def signature_hits(facts: Facts, compat: Compat) -> List[Hit]:
             if not m:
                 continue
             groups = m.groupdict()
-            category, confidence = sig.category, sig.confidence
+            category, confidence, used = sig.category, sig.confidence, sig
             for alt in sig.alternatives:
                 if holds(alt.when, facts, compat, groups):
                     category, confidence = alt.category, alt.confidence
+                    if alt.severity or alt.explanation or alt.fix:  # the context changes the meaning itself
+                        used = replace(sig, severity=alt.severity or sig.severity,
+                                       explanation=alt.explanation or sig.explanation, fix=alt.fix or sig.fix)
                     break
-            hits.append(Hit(sig, i, message, m.group(0), groups, category, confidence))
+            hits.append(Hit(used, i, message, m.group(0), groups, category, confidence))
             for extra in sig.also:  # further causes the same message proves, each qualified on its own
                 if extra.category != category and holds(extra.when, facts, compat, groups):
                     hits.append(Hit(sig, i, message, m.group(0), groups, extra.category, extra.confidence, True))

@@ -48,7 +48,10 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "loaded_newer_than_built",
               # issue 42 (round 7): NCCL's generic system error beside a NCCL WARN naming its network transport;
               # a pasted `docker run` that did give --shm-size or --ipc=host
-              "nccl_transport_failed", "docker_run_with_shm")
+              "nccl_transport_failed", "docker_run_with_shm",
+              # the paste says the machine has no NVIDIA GPU (a reporter's sentence, or macOS): a CPU build of
+              # torch is the right one there, and code that asks for CUDA is what fails
+              "no_nvidia_gpu_said")
 
 
 class SignatureError(ValueError):
@@ -60,6 +63,12 @@ class Alternative:
     category: str
     when: str  # a predicate name the messages check knows ("wsl", "in_container", "capture:lib~regex" ...)
     confidence: str = "medium"
+    # where the context changes what the message means, not only its category, the alternative says so itself
+    # (None: the row's own): "Torch not compiled with CUDA enabled" on a machine the paste says has no NVIDIA GPU
+    # is code asking for CUDA, and "reinstall torch from the CUDA index" would be wrong advice there
+    severity: Optional[str] = None
+    explanation: Optional[str] = None
+    fix: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +113,14 @@ def _qualified(row: Dict[str, Any], key: str, default_when: str, where: str) -> 
         when = str(alt.get("when", default_when))
         if when not in PREDICATES and not (when.startswith("capture:") and "~" in when):
             raise SignatureError(f"{where}: {key} with unknown predicate {when!r} (known: {PREDICATES})")
-        out.append(Alternative(alt["category"], when, alt.get("confidence", "medium")))
+        severity = alt.get("severity")
+        if severity is not None and severity not in SEVERITIES:
+            raise SignatureError(f"{where}: {key} severity must be one of {SEVERITIES}")
+        for text in ("explanation", "fix"):
+            if alt.get(text) is not None and (not isinstance(alt[text], str) or not alt[text].strip()):
+                raise SignatureError(f"{where}: {key} {text} must be a non-empty string")
+        out.append(Alternative(alt["category"], when, alt.get("confidence", "medium"), severity,
+                               alt.get("explanation"), alt.get("fix")))
     return out
 
 

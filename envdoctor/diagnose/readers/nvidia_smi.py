@@ -68,9 +68,31 @@ def read_vgpu(paste: Paste, acc: Acc) -> None:
             return
 
 
+# a reporter's own sentence that the machine has no NVIDIA GPU ("no GPU to speak of", "I don't have a GPU", "a
+# CPU-only server"), or a Mac named (Apple silicon has no CUDA at all): said of the machine, by a subject, so that
+# an error's "No CUDA GPUs are available" or "no GPU found" (a GPU machine that lost it) is not read as one
+_NO_GPU = re.compile(
+    r"\b(?:(?:i|we|it|machine|server|laptop|computer|pc|system|box|host|node|mac|vm)\s+(?:do(?:es)?n['\u2019]?t|"
+    r"does\s+not|do\s+not)\s+have\s+(?:a|an|any)|(?:i|we)\s+have\s+no|but\s+no)\s+(?:nvidia\s+|cuda[- ]capable\s+|"
+    r"dedicated\s+|discrete\s+)?(?:gpus?|graphics\s+card|video\s+card)\b"
+    r"(?!\s+(?:(?:is|was|are|were|gets?|got)\s+)?(?:detected|found|visible|available|recogni[sz]ed|listed|shown|used))"
+    r"|\bcpu[- ]only\s+(?:machine|server|laptop|computer|pc|system|box|host|node|vm|instance)\b"
+    r"|\b(?:macbook|mac\s+mini|mac\s+studio|imac|apple\s+(?:m[1-5]|silicon))\b", re.I)
+
+
+def read_no_gpu_said(paste: Paste, acc: Acc) -> None:
+    for i in paste.distinct(paste.with_any(["gpu", "graphics card", "video card", "cpu only", "cpu-only", "mac",
+                                            "apple"]), head=400, tail=100):
+        m = _NO_GPU.search(paste.lines[i])
+        if m:
+            acc.put("paste.no_nvidia_gpu", True, LOOSE, paste.lines[i].strip()[:160])
+            return
+
+
 def read_nvidia_smi(paste: Paste, acc: Acc) -> None:
     read_mig(paste, acc)
     read_vgpu(paste, acc)
+    read_no_gpu_said(paste, acc)
     t = parse_nvidia_smi_table(smi_slice(paste))
     if t is None:
         return
