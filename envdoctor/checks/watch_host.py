@@ -3,12 +3,12 @@ processes' own runnable threads while the run trains; the host's run queue where
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List
 
-from ..domain.recording import pct
 from ..model.findings import Evidence, Finding, Fix
 from ..remedies.shell import command as shell_command
 from ._watch import analysis_of, confidence, cpus_text, oversubscription, recording, unseen_text
+from ._watch_cpu import others_share_cores
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -64,8 +64,8 @@ def oversubscribed(ctx: CheckContext) -> List[Finding]:
     # 0.64x as fast): the training processes' thread pools take the cores the workers leave, at least one each
     per_rank = max(1, int((cpus - workers) // ranks)) if workers else max(1, int(cpus // ranks))
     threads = f"{per_rank}"
-    others = other_runnable(w)
-    if others is not None and others >= OTHERS_RUNNABLE:
+    others = others_share_cores(w)
+    if others is not None:
         # other tenants' threads wait for the same cores: the scheduler shares them by thread, so a narrower pool
         # hands them this run's share (scripts/watch41c_threads_ratio.py on a 2-core box at load 5-7: 2 threads
         # made 0.19-0.31x the steps/s of 16). No thread count is proposed there.
@@ -90,18 +90,3 @@ def oversubscribed(ctx: CheckContext) -> List[Finding]:
                "to the cores are measurably faster. " + (unseen_text(w) or ""),
         fix=fix)]
 
-
-OTHERS_RUNNABLE = 1.0  # other tenants' threads ready to run (p50) beside the run's: narrowing its pool cedes cores
-
-
-def other_runnable(w) -> Optional[float]:
-    """Threads of other processes running or ready to run (p50 over the ticks): the host's run queue (less the
-    reader) less the watched processes' own runnable threads, read in the same tick. None without both."""
-    vals = []
-    for s in w.samples:
-        h, p = s.get("host"), s.get("procs")
-        rq = h.get("run_queue") if isinstance(h, dict) else None
-        own = p.get("threads_running") if isinstance(p, dict) else None
-        if isinstance(rq, (int, float)) and isinstance(own, (int, float)):
-            vals.append(max(0.0, float(rq) - float(own)))
-    return pct(vals, 0.5) if vals else None

@@ -172,7 +172,8 @@ def cpu_share(ctx: CheckContext) -> List[Finding]:
            else []),
         confidence=sure(a, majority(w, a, vote)),
         detail="The time a thread is ready to run but waits on a run queue (/proc/PID/schedstat) is time the run "
-               "loses to whatever else the CPUs run. More loader workers or threads would queue for the same cores. "
+               "loses to whatever else the CPUs run. The scheduler shares the cores by thread: a narrower thread pool "
+               "would hand them more of this run's share, and a loader worker more, up to the cores, takes some back. "
                + notseen,
         fix=Fix("Find what holds the CPUs (`top -o %CPU`, `ps -eo pid,pcpu,comm --sort=-pcpu | head`) and stop it, "
                 "or move the run (or pin it: taskset/cgroup cpusets) to cores nobody else uses"))]

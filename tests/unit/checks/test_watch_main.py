@@ -181,3 +181,38 @@ def test_no_worker_is_proposed_while_the_training_process_waits_for_a_core():
     steps = [{"name": "DataLoader", "steps": 300, "wait_s": 6.0, "step_s": 10.0}]
     f = _v([_main(run_ms=150, wait_ms=300)] * 20, steps=steps)["findings"]["DATALOADER_IN_MAIN_PROCESS"]
     assert "num_workers=0" in f.fix.commands[0] and "already waits for a core" in f.fix.commands[0], f.fix.commands
+
+
+def _crowded(rq: float, cgroup=None, running: int = 1, cpus: float = 2.0):
+    """The training process waits on the run queue 60% of the time, loading in its own process; the host's run
+    queue holds rq threads, `running` of them the run's own."""
+    steps = [{"name": "DataLoader", "steps": 300, "wait_s": 6.0, "step_s": 10.0}]
+    mains = [_main(run_ms=150, wait_ms=300)] * 20
+    host = [{"cpu_busy_pct": 100.0, "run_queue": rq}] * 20
+    return verdicts(series([], host=host, procs=_procs(mains, cgroup=cgroup, running=running)), steps=steps,
+                    cpu_available=cpus)
+
+
+def test_a_worker_is_proposed_where_other_processes_threads_hold_the_cores():
+    """The rule watch.oversubscribed follows (issue 41c): other processes' runnable threads reach 1 (p50), so the
+    scheduler shares the cores by thread. A narrower pool cedes the run's share; a worker more takes one back:
+    measured on the 2-core box at load 6-13 (tests/integration/test_watch_workers_advice.py's loop, medians of 3
+    alternating) num_workers 0 -> 1 at 0.95x and 1.68x (two CPU burners beside it), 1 -> 2 at 1.20-1.42x. The fix
+    proposes the worker, and says whose threads wait."""
+    f = _crowded(rq=6.0)["findings"]["DATALOADER_IN_MAIN_PROCESS"]
+    assert "num_workers=1," in f.fix.commands[0], f.fix.commands
+    assert "other processes' threads wait for these cores too (5 ready to run, p50)" in f.fix.commands[0]
+    assert "keep" not in f.fix.commands[0]
+
+
+def test_no_worker_is_proposed_where_the_runs_own_threads_or_quota_hold_the_cores():
+    """The same wait with no other process's thread ready to run: what holds the cores is the run's own, and a
+    worker would queue with it (issue 41: 0.93x at load 15). A throttled quota caps the run's cgroup whoever else
+    waits: a worker only shares the same quota."""
+    alone = _crowded(rq=1.0)["findings"]["DATALOADER_IN_MAIN_PROCESS"]
+    assert "num_workers=0" in alone.fix.commands[0] and "keep 0" in alone.fix.commands[0], alone.fix.commands
+    assert "its own threads" in alone.fix.commands[0]
+    cg = [{"quota_cpus": 3.0, "throttled_pct": 80.0}] * 20  # 3 CPUs of quota on 4 cores: 2 workers were it free
+    quota = _crowded(rq=6.0, cgroup=cg, cpus=4.0)["findings"]["DATALOADER_IN_MAIN_PROCESS"]
+    assert "num_workers=0" in quota.fix.commands[0] and "keep 0" in quota.fix.commands[0], quota.fix.commands
+    assert "a CPU quota of 3 CPUs" in quota.fix.commands[0]
