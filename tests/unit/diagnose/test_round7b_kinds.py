@@ -8,7 +8,14 @@ were each settled by installing the cuDNN the program was built for: rembg-001 (
 onnxruntime-gpu), mxnet-003 (apache/mxnet#20279, cuDNN 8 for a cu112 wheel), paddle-010 (PaddlePaddle/
 PaddleDetection#5795, Paddle's "third-party dynamic library (libcudnn.so)"); ctranslate2-001 and -007 (OpenNMT) were
 already read so. It is now a CUDA_LIBRARY_VERSION_MISMATCH (medium); a cuBLAS or cudart of another CUDA major stays
-CUDA_VARIANT_MIXED, and torch's own import failing on cuDNN is not this reading."""
+CUDA_VARIANT_MIXED, and torch's own import failing on cuDNN is not this reading.
+
+JAX without a GPU backend. JAX's "No GPU/TPU found, falling back to CPU" (and old jaxlib's 'Unknown backend' from
+get_local_backend) was not read at all. The threads that show it were each a jaxlib without CUDA: jax-011
+(jax-ml/jax#17634, no CUDA jaxlib on Windows), jax-012 (gladiaio/gladia#927, an image with the CPU jaxlib),
+numpyro-002 (pyro-ppl/numpyro#505, installing NumPyro replaced the CUDA jaxlib with PyPI's CPU one). It is now a
+CPU-only-build lead (TORCH_CPU_ONLY_BUILD, the category the corpus labels a CPU-only framework build with), a
+warning of low confidence: a CUDA backend that failed to start prints the same line after its own."""
 
 from __future__ import annotations
 
@@ -79,3 +86,24 @@ def test_the_corpus_rows(folder, rid, compat) -> None:
     labels = {r["id"]: r["labels"] for r in json.loads((CORPUS / folder / "labels.json").read_text(encoding="utf-8"))}
     assert labels[rid] == ["CUDA_LIBRARY_VERSION_MISMATCH"]
     assert "CUDA_LIBRARY_VERSION_MISMATCH" in _serious(_row(folder, rid), compat)
+
+
+@pytest.mark.parametrize("text", [
+    "WARNING:jax._src.xla_bridge:No GPU/TPU found, falling back to CPU. (Set TF_CPP_MIN_LOG_LEVEL=0 and rerun for "
+    "more info.)\n",
+    "An NVIDIA GPU may be present on this machine, but a CUDA-enabled jaxlib is not installed. Falling back to cpu.\n",
+    "Traceback (most recent call last):\n  File \"run.py\", line 4, in <module>\n    jax.devices('gpu')\n"
+    "RuntimeError: Unknown backend: 'gpu' requested, but no platforms that are instances of gpu are present. "
+    "Platforms present are: cpu\n",
+])
+def test_jax_without_a_gpu_backend_is_a_cpu_only_lead(text, compat) -> None:
+    got = _serious(text, compat)
+    assert got["TORCH_CPU_ONLY_BUILD"].severity == "warning" and got["TORCH_CPU_ONLY_BUILD"].confidence == "low"
+    assert not any(f.severity == "error" for f in got.values())
+
+
+@pytest.mark.parametrize("folder,rid", [("jax", "jax-011"), ("jax", "jax-012"), ("numpyro", "numpyro-002")])
+def test_the_jax_corpus_rows(folder, rid, compat) -> None:
+    labels = {r["id"]: r["labels"] for r in json.loads((CORPUS / folder / "labels.json").read_text(encoding="utf-8"))}
+    assert labels[rid] == ["TORCH_CPU_ONLY_BUILD"]
+    assert "TORCH_CPU_ONLY_BUILD" in _serious(_row(folder, rid), compat)
