@@ -15,7 +15,14 @@ get_local_backend) was not read at all. The threads that show it were each a jax
 (jax-ml/jax#17634, no CUDA jaxlib on Windows), jax-012 (gladiaio/gladia#927, an image with the CPU jaxlib),
 numpyro-002 (pyro-ppl/numpyro#505, installing NumPyro replaced the CUDA jaxlib with PyPI's CPU one). It is now a
 CPU-only-build lead (TORCH_CPU_ONLY_BUILD, the category the corpus labels a CPU-only framework build with), a
-warning of low confidence: a CUDA backend that failed to start prints the same line after its own."""
+warning of low confidence: a CUDA backend that failed to start prints the same line after its own.
+
+A Kubernetes node without the nvidia.com/gpu resource. The scheduler's "0/1 nodes are available: 1 Insufficient
+nvidia.com/gpu" (and a reporter's "pods don't get scheduled due to a lack of nvidia.com/gpu") was not read. In
+minikube-001 (kubernetes/minikube#19114, the docker driver started without --gpus) and microk8s-002
+(canonical/microk8s#448, Docker without the NVIDIA default runtime) the device plugin saw no GPU because the node's
+container runtime did not hand it over. It is now a CONTAINER_NO_GPU_RUNTIME warning of low confidence: a cluster
+whose GPUs are all given to other pods prints the same scheduler line."""
 
 from __future__ import annotations
 
@@ -107,3 +114,21 @@ def test_the_jax_corpus_rows(folder, rid, compat) -> None:
     labels = {r["id"]: r["labels"] for r in json.loads((CORPUS / folder / "labels.json").read_text(encoding="utf-8"))}
     assert labels[rid] == ["TORCH_CPU_ONLY_BUILD"]
     assert "TORCH_CPU_ONLY_BUILD" in _serious(_row(folder, rid), compat)
+
+
+@pytest.mark.parametrize("text", [
+    "Events:\n  Type     Reason            Age   From               Message\n"
+    "  Warning  FailedScheduling  12s   default-scheduler  0/3 nodes are available: 3 Insufficient nvidia.com/gpu. "
+    "preemption: 0/3 nodes are available: 3 No preemption victims found for incoming pod.\n",
+    "My training job never starts: the pods are not scheduled because of a lack of nvidia.com/gpu on the node.\n",
+])
+def test_a_node_without_the_gpu_resource_is_a_runtime_lead(text, compat) -> None:
+    got = _serious(text, compat)
+    assert got["CONTAINER_NO_GPU_RUNTIME"].severity == "warning" and got["CONTAINER_NO_GPU_RUNTIME"].confidence == "low"
+
+
+@pytest.mark.parametrize("folder,rid", [("minikube", "minikube-001"), ("microk8s", "microk8s-002")])
+def test_the_kubernetes_corpus_rows(folder, rid, compat) -> None:
+    labels = {r["id"]: r["labels"] for r in json.loads((CORPUS / folder / "labels.json").read_text(encoding="utf-8"))}
+    assert labels[rid] == ["CONTAINER_NO_GPU_RUNTIME"]
+    assert "CONTAINER_NO_GPU_RUNTIME" in _serious(_row(folder, rid), compat)
