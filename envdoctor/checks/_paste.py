@@ -168,6 +168,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return lib_cuda_major_differs(facts, groups)
     if when == "older_major_build":
         return older_major_build(facts, compat, groups)
+    if when == "cudnn_missing_outside_torch":  # the library that would not load is cuDNN, for a program other than torch
+        return bool(re.match(r"libcudnn", groups.get("lib") or "")) and holds("not_torch_import", facts, compat, groups)
     if when == "docker_run_without_shm":  # a pasted `docker run` gave neither --shm-size nor --ipc=host
         hit = prov(facts).get("container.shm_given")
         return hit is not None and hit.get("value") is False

@@ -32,7 +32,9 @@ K8S_DOC = "https://github.com/NVIDIA/k8s-device-plugin#readme"
 
 
 def _finding(hits: List[Hit], facts=None) -> Finding:
-    best = max(hits, key=lambda h: _RANK.get(h.confidence, 0))
+    # at equal confidence, a row written for this category wins over a generic row a qualifier turned into it
+    # (ctranslate2's own cuDNN row before the loader's generic "cannot open shared object file")
+    best = max(hits, key=lambda h: (_RANK.get(h.confidence, 0), h.category == h.signature.category))
     sig = best.signature
     title = CATEGORIES[best.category].title
     excerpt = best.matched if len(best.matched) <= 160 else best.matched[:157] + "..."

@@ -43,6 +43,8 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "in_kubernetes", "gpu_memory_mostly_free",
               # issue 42: a vGPU named in the paste (a profile name, a GRID driver, "vGPU") or a GPU in vGPU mode
               "vgpu_named",
+              # issue 42 (round 7): the library a program other than torch could not load is cuDNN (libcudnn*)
+              "cudnn_missing_outside_torch",
               # issue 42: the library a message says was loaded is newer than the one the program was built
               # against (the loaded/compiled captures): a build for another release, not an older copy in front
               "loaded_newer_than_built",

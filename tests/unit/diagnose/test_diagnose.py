@@ -224,8 +224,9 @@ REQUIRED = [
     ("RuntimeError: operator torchvision::nms does not exist", "COMPANION_VERSION_MISMATCH"),
     ("libcusparse.so.12: undefined symbol: __nvJitLinkAddData_12_1, version libnvJitLink.so.12",
      "SYSTEM_LIB_SHADOWING"),
+    # cuDNN missing outside torch's import: the cuDNN the program was built for is not installed (round 7, paste7fix)
     ("OSError: libcudnn.so.8: cannot open shared object file: No such file or directory",
-     "SYSTEM_LIB_SHADOWING|THIRD_PARTY_EXTENSION_MISMATCH"),
+     "SYSTEM_LIB_SHADOWING|THIRD_PARTY_EXTENSION_MISMATCH|CUDA_LIBRARY_VERSION_MISMATCH"),
     ("Failed to initialize NVML: Driver/library version mismatch", "DRIVER_LIBRARY_MISMATCH"),
     ("#error -- unsupported GNU version! gcc versions later than 12 are not supported!", "HOST_COMPILER_TOO_NEW"),
     ("The detected CUDA version (12.1) mismatches the version that was used to compile PyTorch (11.8).",
