@@ -119,8 +119,10 @@ def _dist_files(dist: Any) -> List[str]:
 
 
 # the compiled files of each distribution object, read once per run: packages, extensions and the library files
-# two wheels claim all read the same RECORDs
-_COMPILED_FILES: Dict[int, List[Tuple[str, Optional[int]]]] = {}
+# two wheels claim all read the same RECORDs. Keyed by id() with the object kept beside its answer: an id is reused
+# once its object is freed, and a bare id key handed one distribution another's files (a stale entry after
+# _DISTRIBUTIONS was read again: a test that passed alone failed in a full run, 2026-12-07)
+_COMPILED_FILES: Dict[int, Tuple[Any, List[Tuple[str, Optional[int]]]]] = {}
 _COMPILED_TOKEN = re.compile(r"\.(?:so|pyd|dylib)")  # in a RECORD line that can name a library
 
 
@@ -148,8 +150,8 @@ def _dist_files_sized(dist: Any) -> List[Tuple[str, Optional[int]]]:
     parsed: torch's RECORD has some 17,000 lines of which about 60 do (a hash or a size never holds a dot)."""
     key = id(dist)
     cached = _COMPILED_FILES.get(key)
-    if cached is not None:
-        return cached
+    if cached is not None and cached[0] is dist:
+        return cached[1]
     import csv
 
     try:
@@ -167,7 +169,7 @@ def _dist_files_sized(dist: Any) -> List[Tuple[str, Optional[int]]]:
             out = [(str(p), getattr(p, "size", None)) for p in (dist.files or []) if _is_compiled(str(p))]
         except Exception:
             out = []
-    _COMPILED_FILES[key] = out
+    _COMPILED_FILES[key] = (dist, out)
     return out
 
 

@@ -125,6 +125,23 @@ def _codes(findings) -> List[str]:
 TIMER = pytest.mark.parametrize("timed", [False, True], ids=["no-timer", "timer"])
 
 
+def _contended(w, findings) -> bool:
+    """Whether the box was so busy that the training process spent at least CPU_WAIT_SHARE of its time ready to
+    run without a core (measured by watch from schedstat); then that is what held the run back, and the report
+    must say so: CPU_CONTENDED, other processes named. Seen on clean-clone CI runs at load 4-10 on 2 cores, where
+    a loop's fsyncs or pauses were a small part of its time: the test asserts the rule on what was measured, not
+    what the machine happened to do (issue 40)."""
+    from envdoctor.checks._watch_cpu import CPU_WAIT_SHARE
+
+    main = w["summary"]["processes"].get("main") or {}
+    if (main.get("cpu_wait_share") or 0) < CPU_WAIT_SHARE:
+        return False
+    f = findings.get("CPU_CONTENDED")
+    assert f is not None and f["code"] == "watch.cpu-share/other-processes", (_codes(findings), main)
+    assert "CHECKPOINT_STALL" not in findings, _codes(findings)
+    return True
+
+
 @TIMER
 def test_loading_in_the_training_process_is_named(cpu_venv, tmp_path, timed):
     w, findings, _ = _watch(cpu_venv, tmp_path, timed, workers=0, burn=20000)
@@ -149,18 +166,10 @@ def test_checkpoint_saves_are_named_checkpoints(cpu_venv, tmp_path, timed):
 @TIMER
 def test_fsynced_logging_every_step_is_the_loop_waiting_on_its_writes(cpu_venv, tmp_path, timed):
     w, findings, _ = _watch(cpu_venv, tmp_path, timed, workers=0, log=str(tmp_path / "train.log"))
-    main = w["summary"]["processes"].get("main") or {}
-    from envdoctor.checks._watch_cpu import CPU_WAIT_SHARE
-
-    if (main.get("cpu_wait_share") or 0) >= CPU_WAIT_SHARE:
-        # the box was so busy that the loop spent this much of its time waiting for a core (measured, schedstat):
-        # that is what held it back then, and what the report must say (seen at load 9-10 on 2 cores, where the
-        # fsyncs were a small part of the time); the rule, not what the machine happened to do
-        f = findings.get("CPU_CONTENDED")
-        assert f is not None and f["code"] == "watch.cpu-share/other-processes", (_codes(findings), main)
-    else:
+    if not _contended(w, findings):
         f = findings.get("LOOP_WAITS_ON_WRITES")
-        assert f is not None and f["code"] == "watch.main-process/sync-writes", (_codes(findings), main)
+        assert f is not None and f["code"] == "watch.main-process/sync-writes", \
+            (_codes(findings), w["summary"]["processes"].get("main"))
     assert "CHECKPOINT_STALL" not in findings, _codes(findings)
 
 
@@ -195,6 +204,8 @@ def test_an_evaluation_pass_without_the_timer_is_named_from_the_idle_loader_work
 @TIMER
 def test_pauses_in_the_loop_are_named_pauses(cpu_venv, tmp_path, timed):
     w, findings, _ = _watch(cpu_venv, tmp_path, timed, seconds=5.0, workers=0, sleep_every=100)
+    if _contended(w, findings):
+        return
     got = findings.get("LOOP_PAUSED")
     assert got is not None and got["code"] in ("watch.stalls/pause", "watch.main-process/sleeps"), \
         (_codes(findings), w["summary"]["processes"].get("main"))
