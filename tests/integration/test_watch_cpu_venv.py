@@ -132,7 +132,10 @@ def test_num_workers_0_without_timer_or_gpu_is_judged_from_the_process_state(cpu
             "num_workers >= 1", "")
     else:
         assert checks["watch.dataloader"]["status"] == "skipped"
-        assert "whether the steps wait" in checks["watch.dataloader"]["reason"]
+        # not judged, with the reason that held: the process state could not say it, or (a loaded box, where the
+        # import itself took most of the run) too little of the recording had torch loaded to say anything
+        reason = checks["watch.dataloader"]["reason"]
+        assert "whether the steps wait" in reason or "too short to say" in reason, reason
 
 
 def test_num_workers_0_whose_input_keeps_up_is_no_warning(cpu_venv, tmp_path):
