@@ -190,8 +190,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
     if when == "vgpu_named":  # a vGPU the paste names (readers/nvidia_smi.py _VGPU), or NVML's vGPU mode
         return "paste.vgpu" in prov(facts) or any((g.virtualization_mode or "").upper() in ("VGPU", "HOST_VGPU")
                                                   for g in facts.driver.gpus)
-    if when == "no_nvidia_gpu_said":  # the reporter says there is no NVIDIA GPU, or the paste is from macOS
-        return "paste.no_nvidia_gpu" in prov(facts) or (host.os or "").lower() in ("darwin", "macos")
+    if when == "no_nvidia_gpu_said":
+        return no_nvidia_gpu_said(facts)
     if when == "in_kubernetes":  # a pod, a cluster or a Kubernetes GPU resource named in the paste (issue 42)
         return bool(host.container and host.container.runtime == "kubernetes")
     if when == "gpu_memory_mostly_free":  # cuDNN's "Memory usage: F bytes free, T bytes total" with F >= T/2
@@ -308,6 +308,12 @@ def signature_hits(facts: Facts, compat: Compat) -> List[Hit]:
                     hits.append(Hit(sig, i, message, m.group(0), groups, extra.category, extra.confidence, True))
     _HITS_MEMO["last"] = (facts, sigs, tuple(hits))
     return hits
+
+
+def no_nvidia_gpu_said(facts: Facts) -> bool:
+    """The reporter says the machine has no NVIDIA GPU (readers/nvidia_smi.py read_no_gpu_said), or the paste is
+    from macOS (no CUDA build of torch exists there): a CPU build of torch is the right one."""
+    return "paste.no_nvidia_gpu" in prov(facts) or (facts.host.os or "").lower() in ("darwin", "macos")
 
 
 def paste_or_skip(ctx: CheckContext) -> Any:

@@ -16,7 +16,7 @@ from ..domain.versions import base_version, driver_branch, release
 from ..model.catalogue import CATEGORIES
 from ..model.facts import Facts, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Severity
-from ._paste import paste_or_skip
+from ._paste import no_nvidia_gpu_said, paste_or_skip
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
 
 if TYPE_CHECKING:
@@ -63,6 +63,8 @@ def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
     if build is False:
         if d.gpus or d.status == ProbeStatus.OK:
             return []  # torch.cuda-build judges a CPU build on a machine with GPUs
+        if no_nvidia_gpu_said(facts):
+            return []  # a Mac, or a machine the reporter says has no NVIDIA GPU: the CPU build is the right one
         # a CPU build, and the paste asks why CUDA is unavailable: that is why, even with no GPU list
         t_ver = t.version or "(version not shown)"
         return [CUDA_UNAVAILABLE.warning(

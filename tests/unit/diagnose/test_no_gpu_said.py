@@ -39,3 +39,31 @@ def test_a_machine_said_to_have_no_nvidia_gpu_gets_the_cpu_advice_not_a_reinstal
 def test_otherwise_the_cpu_only_build_stays_the_error(said, compat) -> None:
     f = _by_code(f"{ERROR}\n\n{said}\n", compat)["messages.signature/torch-not-compiled-with-cuda"]
     assert f.severity == "error" and f.category == "TORCH_CPU_ONLY_BUILD", (said, f.severity, f.category)
+
+
+MAC_COLLECT_ENV = """PyTorch version: 2.3.0
+Is debug build: False
+CUDA used to build PyTorch: None
+ROCM used to build PyTorch: N/A
+
+OS: macOS 14.5 (arm64)
+GCC version: Could not collect
+Python version: 3.11.7
+Is CUDA available: False
+"""
+
+
+def test_a_mac_is_never_told_to_reinstall_torch_from_the_cuda_index(compat) -> None:
+    # macOS has no CUDA build of torch: neither the message nor "CUDA unavailable" may send the reporter to one
+    found = diagnose_report([f"{ERROR}\n\n{MAC_COLLECT_ENV}"], compat).all_findings
+    assert not [f for f in found if f.severity in ("warning", "error") and f.category == "TORCH_CPU_ONLY_BUILD"], \
+        [(f.code, f.severity) for f in found]
+    assert any(f.code == "messages.signature/torch-not-compiled-with-cuda" and f.category == "NOTE" for f in found)
+    quiet = diagnose_report([MAC_COLLECT_ENV], compat).all_findings  # is_available False on a Mac: as it should be
+    assert not [f for f in quiet if f.severity in ("warning", "error")], [(f.code, f.severity) for f in quiet]
+
+
+def test_a_linux_cpu_build_without_a_gpu_list_is_still_a_lead(compat) -> None:
+    linux = MAC_COLLECT_ENV.replace("macOS 14.5 (arm64)", "Ubuntu 22.04.4 LTS (x86_64)")
+    codes = {f.code for f in diagnose_report([linux], compat).all_findings if f.severity == "warning"}
+    assert "diagnose.cuda-unavailable/cpu-build" in codes, codes
