@@ -23,7 +23,7 @@ import sys
 import tempfile
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from .. import __version__
 from ..model.fleet import FleetData, group_nodes
@@ -90,13 +90,16 @@ def identity(torch: Any, place: Place, device: Any) -> Dict[str, Any]:
 
 class Options:
     def __init__(self, backend: Optional[str], timeout_s: float, bench: bool, sizes: Optional[List[int]],
-                 bench_budget_s: float, collect: Any):
+                 bench_budget_s: float, collect: Callable[[], Dict[str, Any]], collect_timeout_s: float):
         self.backend = backend
         self.timeout_s = timeout_s
         self.bench = bench
         self.sizes = sizes
         self.bench_budget_s = bench_budget_s
-        self.collect = collect  # app.CollectOptions for the node's facts
+        # the node's facts as a dict: handed in by services/fleet.py (services.collect with this interpreter), so
+        # that the fleet package, a source of facts, never imports the services above it
+        self.collect = collect
+        self.collect_timeout_s = collect_timeout_s  # how long that collection may wait for the interpreter
 
 
 def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[FleetData]:
@@ -105,8 +108,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
     import torch
     import torch.distributed as dist
 
-    from ..probes.runner import INTERRUPT
-    from ..services.collect import Interrupted
+    from ..probes.runner import INTERRUPT, Interrupted
 
     started = time.time()
     cuda = bool(torch.cuda.is_available())
@@ -167,9 +169,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
             comm.send(torch, dist, me, 0, ctrl, comm.TAG_HELLO, 2 * options.timeout_s)
         stage = "its own part"
         if place.local_rank == 0:
-            from ..services.collect import collect
-
-            record["facts"] = collect(options.collect).to_dict()
+            record["facts"] = options.collect()
         if options.bench:
             from .measure import rank_kernels
 
@@ -180,7 +180,7 @@ def run_rank(place: Place, options: Options, env: Dict[str, str]) -> Optional[Fl
         stage = "report"
         if place.rank != 0:
             # rank 0 may still be collecting its own node's facts: a send waits as long as a go does
-            patience = 2 * options.timeout_s + options.collect.python_timeout_s + 60
+            patience = 2 * options.timeout_s + options.collect_timeout_s + 60
             comm.send(torch, dist, record, 0, ctrl, comm.TAG_PAYLOAD, patience)
             _announce(up.board, "reported")
             testing.at(env, place.rank, "after-report")

@@ -105,12 +105,12 @@ def run(options: FleetOptions, env: Mapping[str, str],
     if options.backend == "nccl" and not torch.cuda.is_available():
         raise FleetError("--backend nccl needs CUDA GPUs, and torch sees none here (use --backend gloo)")
     from ..fleet.rank import Options, run_rank
-    from .collect import CollectOptions
+    from .collect import CollectOptions, collect
 
+    node = CollectOptions(pythons=[sys.executable], python_timeout_s=options.python_timeout_s)
     rank_options = Options(backend=options.backend, timeout_s=options.timeout_s, bench=options.bench,
                            sizes=options.sizes, bench_budget_s=options.bench_budget_s,
-                           collect=CollectOptions(pythons=[sys.executable],
-                                                  python_timeout_s=options.python_timeout_s))
+                           collect=lambda: collect(node).to_dict(), collect_timeout_s=options.python_timeout_s)
     try:
         fleet = run_rank(place, rank_options, dict(env))
     except Exception as e:  # noqa: BLE001 - a rank that cannot take part says why, never a traceback

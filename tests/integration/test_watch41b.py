@@ -190,10 +190,13 @@ def test_a_periodic_evaluation_pass(cpu_venv, tmp_path, timed):
 
 def test_an_evaluation_pass_without_the_timer_is_named_from_the_idle_loader_workers(cpu_venv, tmp_path):
     """Two workers that decode (a pure-Python loop per sample) feed the loop; every 60 steps it evaluates for
-    1.5 s in the training process. No timer, no GPU: the workers stand idle (their prefetch queue full) while
-    the training process computes, which names the pass an evaluation, not a checkpoint or a pause."""
-    w, findings, checks = _watch(cpu_venv, tmp_path, False, seconds=8.0, workers=2, burn=20000, eval_every=60,
-                                 eval_s=1.5)
+    2.5 s in the training process. No timer, no GPU: the workers stand idle (their prefetch queue full) while
+    the training process computes, which names the pass an evaluation, not a checkpoint or a pause. 2.5 s, not
+    1.5: on a loaded box (load 4-5 on 2 cores) the starved workers take about half a second to fill their queue,
+    and a 1.5 s pass then left a lull of two ticks, the detector's least (LULL_TICKS): named in 4 of 5 such runs,
+    missed in one (clean-clone CI with two CPU burners)."""
+    w, findings, checks = _watch(cpu_venv, tmp_path, False, seconds=10.0, workers=2, burn=20000, eval_every=60,
+                                 eval_s=2.5)
     f = findings.get("EVALUATION_STALL")
     assert f is not None and f["code"] == "watch.stalls/evaluation", \
         (_codes(findings), checks["watch.stalls"], w["summary"].get("processes"))

@@ -48,12 +48,7 @@ ROOT_CONSTANTS = frozenset({"__version__"})
 
 # Edges other helpers are removing right now; (importing module, imported unit) -> why it is tolerated. An entry
 # that matches nothing any more fails the test, so the list only shrinks.
-ALLOWED: Dict[Tuple[str, str], str] = {
-    # a rank collects its node's facts with services.collect.collect (and catches its Interrupted); fleet/rank.py
-    # is being changed by another helper (fleet41, issue 41: rank arrival), so the collect function is to be handed
-    # in by services/fleet.py once that lands
-    ("envdoctor.fleet.rank", "services"): "the rank's collect, to be handed in by services/fleet.py",
-}
+ALLOWED: Dict[Tuple[str, str], str] = {}
 
 
 class Edge:
