@@ -19,8 +19,8 @@ is not prose):
   GPU said to drop to 0% meanwhile (``stall_gpu_zero``) and the speed said to fall after a fast start;
 - ``others_idle``: the other GPUs said to stay idle while one works ("The other 3 gpus remain idle");
 - ``throughput``: a tf_cnn_benchmarks log (``1010  images/sec: 186.6 +/- 0.5 (jitter = 14.8)  6.983``): its
-  figure is batch_size / mean(step time) over the steps so far (get_perf_timing_str in
-  tensorflow/benchmarks scripts/tf_cnn_benchmarks/benchmark_cnn.py), so two lines give the time of the steps
+  figure is batch_size / mean(step time) over the steps so far (get_perf_timing_str in the
+  tensorflow/benchmarks repository's tf_cnn_benchmarks, benchmark_cnn.py), so two lines give the time of the steps
   between them in units of the batch: a mean that falls is a span of steps far slower than the run's own.
 """
 
