@@ -33,7 +33,8 @@ def recording(ctx: CheckContext) -> Watch:
         raise SkipCheck(f"the watch recording is unusable ({w.status}: {w.reason or 'no reason given'})")
     if not w.samples and not (isinstance(w.summary, dict) and (
             w.summary.get("data_wait_fraction") is not None or w.summary.get("loader_warning")
-            or w.summary.get("data_storage") or w.summary.get("step_stall_fraction") is not None)):
+            or w.summary.get("data_storage") or w.summary.get("step_stall_fraction") is not None
+            or w.summary.get("reported_symptoms"))):
         # a paste's training log (its data_time) or a framework's loader warning is judged without samples
         raise SkipCheck("the watch recording holds no samples")
     return w

@@ -105,7 +105,9 @@ def told_verdict(bottleneck: Findings, w: Watch, a: Analysis, notseen: Optional[
     storage-bound pattern, at low confidence; None without both."""
     told = told_storage(w)
     summ = w.summary if isinstance(w.summary, dict) else {}
-    seen = next((x for x in (summ.get("reported_low_util"), summ.get("reported_slow_load")) if x), None)
+    said = summ.get("reported_symptoms") if isinstance(summ.get("reported_symptoms"), dict) else {}
+    seen = next((x for x in (summ.get("reported_low_util"), summ.get("reported_slow_load"), said.get("bursty"),
+                             said.get("stall_gpu_zero")) if x), None)
     if told is None or (not a.gpus and not seen):
         return None
     text, ev = told

@@ -13,7 +13,7 @@ from ._watch import (
 )
 from .base import Findings
 
-IDLE = Findings("watch.idle-gpu", "GPU_IDLE_UNUSED", kinds=("all-idle", "unused"))
+IDLE = Findings("watch.idle-gpu", "GPU_IDLE_UNUSED", kinds=("all-idle", "unused", "reported-unused"))
 
 # what a paste's one moment suggests, and the recording that would settle it (issue 42): utilisation per second
 SETTLE_UTIL = "nvidia-smi dmon -s u   # while the training runs, 30 s or more"

@@ -50,6 +50,7 @@ from ._watch_cpu import cpu_held
 from ._watch_host import few_workers, host_verdict, told_storage, told_verdict
 from ._watch_main import main_busy
 from ._watch_verdicts import comm_wait, gpu_bound_confidence
+from ._watch_words import words_bottleneck, words_loader
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -60,7 +61,8 @@ check = registrar(CHECKS)
 
 BOTTLENECK = Findings("watch.bottleneck", "GPU_BOUND",
                       kinds=("communication", "cpu", "gpu-bound", "host-cpu", "host-storage", "input",
-                             "input-keeps-up", "input-pattern", "storage", "underfed"),
+                             "input-keeps-up", "input-pattern", "storage", "underfed", "reported-cpu",
+                             "reported-input", "reported-stalls"),
                       categories=("INPUT_BOUND", "COMMUNICATION_BOUND", "GPU_UNDERFED",
                                   "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND", "CPU_STARVED"))
 
@@ -82,7 +84,8 @@ def bottleneck(ctx: CheckContext) -> List[Finding]:
     wait_ev = [Evidence("watch.summary.data_wait_fraction", wait, f"< {WAIT_INPUT:g}")] if wait is not None else []
     if not gs:
         if wait is None:
-            few = told_verdict(BOTTLENECK, w, a, notseen) or few_workers(BOTTLENECK, w, a, None, notseen)
+            few = told_verdict(BOTTLENECK, w, a, notseen) or few_workers(BOTTLENECK, w, a, None, notseen) \
+                or words_bottleneck(BOTTLENECK, w, notseen)
             if few is not None:
                 return [few]
             tree = tree_input_verdict(a, w)
@@ -267,7 +270,7 @@ def _tree_verdict(w: Watch, a: Analysis, tree, notseen: Optional[str]) -> Findin
 
 # --------------------------------------------------------------------------- the loader's processes
 
-LOADER = Findings("watch.dataloader", "DATALOADER_IN_MAIN_PROCESS", kinds=("main-process",))
+LOADER = Findings("watch.dataloader", "DATALOADER_IN_MAIN_PROCESS", kinds=("main-process", "reported"))
 
 
 @check(LOADER, "The DataLoader loads in worker processes")
@@ -275,6 +278,9 @@ def dataloader(ctx: CheckContext) -> List[Finding]:
     w = recording(ctx)
     a = analysis_of(w)
     p = a.procs
+    said = words_loader(LOADER, w) if not p else None
+    if said is not None:
+        return [said]  # a paste: the reporter says num_workers is 0 and the run is slow
     if not p:
         raise SkipCheck("no process tree in the recording (a replay, or the processes were not visible): the "
                         "DataLoader's worker count is unknown")

@@ -22,6 +22,7 @@ from ._watch import (
 from ._watch_gaps import SAVE_FIX, STALL_SHARE, STALLS, mb_text, named_findings, waited_most
 from ._watch_main import main_of, name_gaps, worker_lulls, write_bursts
 from ._watch_moment import IDLE, one_moment
+from ._watch_words import words_idle
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -37,6 +38,9 @@ def idle_gpu(ctx: CheckContext) -> List[Finding]:
     w = recording(ctx)
     a = analysis_of(w)
     if not a.gpus or all(g.util_p90 is None for g in a.gpus):
+        said = words_idle(IDLE, w)  # a paste: the reporter says the other GPUs stay idle
+        if said is not None:
+            return [said]
         raise SkipCheck(no_gpu_reason(w))
     idle = [g for g in a.gpus if g.util_p90 is not None and g.util_p90 < IDLE_P90]
     if not idle:

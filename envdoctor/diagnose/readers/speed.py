@@ -353,15 +353,18 @@ def data_mount(paste: Paste) -> Optional[Dict[str, Any]]:
 # ---------------------------------------------------------------------------- into the recording
 
 
-def _storage(paste: Paste, have_samples: bool, summary_extra: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+def _storage(paste: Paste, have_samples: bool, summary_extra: Dict[str, Any],
+             words: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
     """Where the data is (a pasted mount, or the reporter's words) into ``summary_extra``, when the paste also shows
-    the GPU side (samples) or the reporter says the GPU is underused or loading is slow; None otherwise."""
+    the GPU side (samples) or the reporter says the GPU is underused, comes and goes or stops at 0%, or loading is
+    slow; None otherwise."""
     told = data_mount(paste) or said_storage(paste)
     if told is None:
         return None
     low = said_low_util(paste) if not have_samples else None
     slow_load = said_slow_load(paste) if not have_samples and not low else None
-    if not (have_samples or low or slow_load):
+    pattern = bool(words and (words.get("bursty") or words.get("stall_gpu_zero")))
+    if not (have_samples or low or slow_load or pattern):
         return None
     summary_extra["data_storage"] = told
     if low:
@@ -374,6 +377,7 @@ def _storage(paste: Paste, have_samples: bool, summary_extra: Dict[str, Any]) ->
 def read_speed(paste: Paste, acc: Acc) -> None:
     from ...domain.recording import summarize
     from ...model.facts import ProbeStatus, Watch
+    from .speed_words import said_symptoms
 
     existing = getattr(acc, "watch", None)
     steps = step_log(paste) or progress_stalls(paste)
@@ -384,6 +388,9 @@ def read_speed(paste: Paste, acc: Acc) -> None:
     unseen: List[str] = []
     source = ""
     summary_extra: Dict[str, Any] = {}
+    words = said_symptoms(paste)
+    if words:
+        summary_extra["reported_symptoms"] = words
     if existing is None:
         snaps = smi_snapshots(paste)
         idle_held = any(_held(r) and r["util_pct"] <= IDLE_PCT for _, rows in snaps for r in rows)
@@ -404,8 +411,8 @@ def read_speed(paste: Paste, acc: Acc) -> None:
                 source = "the reporter's words (no recording)"
                 summary_extra["reported"] = said[1]
                 unseen.append("a figure from the reporter's sentence, not a recording")
-        told = _storage(paste, bool(samples), summary_extra)
-        if not samples and not steps and not warn and not told:
+        told = _storage(paste, bool(samples), summary_extra, words)
+        if not samples and not steps and not warn and not told and not words:
             return
         if samples:
             unseen.append("no host samples (CPU, disk) in the paste: whether the input pipeline is disk- or "
@@ -420,7 +427,7 @@ def read_speed(paste: Paste, acc: Acc) -> None:
     else:
         # a recording read already (dmon, CSV, iostat ...): what the paste adds to it
         told = _storage(paste, True, summary_extra)
-        if not steps and not warn and not told:
+        if not steps and not warn and not told and not words:
             return
         w = existing
     summary = dict(w.summary)
@@ -434,6 +441,8 @@ def read_speed(paste: Paste, acc: Acc) -> None:
         parts.append("step log (time / data_time)" if "data_wait_fraction" in steps else "progress bar")
     if warn:
         parts.append("PyTorch Lightning's loader warning")
+    if words:
+        parts.append("the reporter's words on the run's speed")
     if summary_extra.get("data_storage"):
         parts.append("the data's mount (df -T / mount)" if summary_extra["data_storage"].get("from") == "mounts"
                      else "the reporter's words on the data's storage")
@@ -446,4 +455,5 @@ def read_speed(paste: Paste, acc: Acc) -> None:
         acc.add_found("speed symptoms (" + ", ".join(x for x in (
             what, ("a step log's data_time" if "data_wait_fraction" in steps else "a progress bar's updates")
             if steps else "", "Lightning's loader warning" if warn else "",
-            "where the data is stored" if summary.get("data_storage") else "") if x) + ")")
+            "where the data is stored" if summary.get("data_storage") else "",
+            "the reporter's words on the run's speed" if words else "") if x) + ")")

@@ -67,7 +67,8 @@ OPEN: dict = {
     ("reports-batch5", "414"): "a flat images/sec log and, in prose, stalls with the GPU at 0%; the NFS share that "
                                "caused them is named only later in the thread (horovod#824), so SLOW_STORAGE from "
                                "this text alone would be a guess (two nodes under horovod could as well be the "
-                               "network)",
+                               "network); it gets an INPUT_BOUND warning instead (watch.bottleneck/reported-stalls: "
+                               "storage the first suspect, df -hT <data dir> and iostat -x 1 asked for)",
 }
 
 

@@ -1,0 +1,170 @@
+"""The watch verdicts on a paste's words (issue 42): speed symptoms a reporter says rather than records
+(``summary.reported_symptoms``, read by diagnose/readers/speed_words.py), judged by the rules the watch checks
+apply to samples, each at low confidence and with the measurement that would settle it. Words are weaker than
+samples: these run only where the recording has no working GPU's samples and no step timer."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional
+
+from ..model.facts import Watch
+from ..model.findings import Evidence, Finding, Fix
+from ._watch_host import SETTLE_IO
+from ._watch_moment import SETTLE_UTIL
+from .base import Findings
+
+SETTLE_WATCH = "envdoctor watch -- <your training command>   # GPU, CPUs, disk and loader workers sampled together"
+SETTLE_DF = "df -hT <data dir>   # where the data lives: local SSD/NVMe, a hard disk, NFS or another network share"
+_EV = "watch.summary.reported_symptoms"
+
+
+def said(w: Watch) -> Dict[str, Any]:
+    s = w.summary.get("reported_symptoms") if isinstance(w.summary, dict) else None
+    return s if isinstance(s, dict) else {}
+
+
+def _ev(s: Dict[str, Any], *keys: str) -> List[Evidence]:
+    return [Evidence(f"{_EV}.{k}", s[k] if k != "others_idle" else s[k].get("said")) for k in keys if s.get(k)]
+
+
+def _settle(*commands: str) -> List[Evidence]:
+    return [Evidence("paste.settle", c) for c in commands]
+
+
+def _q(text: str) -> str:
+    return f"“{text}”"
+
+
+def _also(quote: str, said_before: str) -> str:
+    """`` (“quote”)``, or nothing where the words quoted already hold it (one sentence said both)."""
+    core = quote.strip("…")[-40:]
+    return "" if core and core in said_before else f" ({_q(quote)})"
+
+
+def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> Optional[Finding]:
+    """What limits the run, from the reporter's words: the CPUs said busy while the GPU, which works at other
+    times, waits (INPUT_CPU_BOUND); utilisation said to come and go (INPUT_BOUND, the input-pattern rule); long
+    stops with the GPU at 0% after a fast start (INPUT_BOUND, storage the first suspect). None otherwise."""
+    s = said(w)
+    if not s:
+        return None
+    ctx = s.get("context") or {}
+    waits = s.get("gpu_low") or s.get("bursty") or s.get("complaint")
+    phase = ctx.get("evaluation") or ctx.get("pipeline") or ctx.get("no_workers")
+    if s.get("cpu_busy") and s.get("gpu_works") and phase and waits:
+        where = ("no DataLoader workers (num_workers=0)" if ctx.get("no_workers") else
+                 "an evaluation or validation pass" if ctx.get("evaluation") else "the input pipeline")
+        return bottleneck.warning(
+            "reported-cpu", f"Input-bound on the CPU, by the reporter's account: the CPUs are busy ({_q(s['cpu_busy'])}) "
+            f"while the GPU, which the paste shows at work{_also(s['gpu_works'], s['cpu_busy'])}, waits"
+            + (_also(s.get("gpu_low") or s["bursty"], s["cpu_busy"]) if s.get("gpu_low") or s.get("bursty") else "")
+            + f"; the paste names {where}", category="INPUT_CPU_BOUND", confidence="low",
+            evidence=_ev(s, "cpu_busy", "gpu_works", "gpu_low", "bursty") + [Evidence(f"{_EV}.context", ctx)]
+            + _settle(SETTLE_WATCH, SETTLE_UTIL),
+            detail="A GPU that computes in one phase and idles in another while the CPUs are busy is waiting on "
+                   "CPU work: batches decoded and augmented in too few processes (a validation DataLoader left at "
+                   "num_workers=0 is the usual one), or a step done on the CPU (an evaluation metric). A run "
+                   "that computes on the CPU altogether (a CPU-only build) shows the same figures, which is why "
+                   "the GPU's working phase matters. These are words, not samples: `envdoctor watch -- <your "
+                   "command>` (or `nvidia-smi dmon -s u` beside `top`) during the slow phase settles it. "
+                   + (notseen or ""),
+            fix=Fix("Give the slow phase's DataLoader worker processes (num_workers of a few, up to the CPUs per "
+                    "training process minus one, pin_memory=True); keep per-sample CPU work out of the loop",
+                    commands=["DataLoader(val_dataset, batch_size=..., num_workers=4, pin_memory=True, "
+                              "persistent_workers=True)   # size num_workers to the CPUs per process minus one",
+                              SETTLE_WATCH]))
+    if s.get("bursty"):
+        named = (" with no loader workers (num_workers=0)" if ctx.get("no_workers") else
+                 f"; the paste names the input side ({_q(ctx['pipeline'])})" if ctx.get("pipeline") else "")
+        return bottleneck.warning(
+            "reported-input", f"The GPU's utilisation comes and goes, by the reporter's account ({_q(s['bursty'])})"
+            f": the pattern of an input pipeline that cannot keep up{named}",
+            category="INPUT_BOUND", confidence="low",
+            evidence=_ev(s, "bursty") + ([Evidence(f"{_EV}.context", ctx)] if ctx else [])
+            + _settle(SETTLE_UTIL, SETTLE_IO, SETTLE_WATCH),
+            detail="A GPU that computes in bursts and idles between them waits for its next batch: loading, "
+                   "decoding and augmenting it (in too few workers, or without prefetching the next batch while "
+                   "the GPU computes), or reading it from a slow disk or a network share. Steady low utilisation "
+                   "is another story (small batches, syncs). These are words, not samples: utilisation and the "
+                   "host's CPU and disk sampled together (`envdoctor watch -- <your command>`, or `nvidia-smi "
+                   "dmon -s u` beside `iostat -x 1` and `vmstat 1`) tell the disk from the CPU. " + (notseen or ""),
+            fix=Fix("Overlap loading with compute: DataLoader workers (num_workers up to the CPUs per process minus "
+                    "one), pin_memory=True and prefetching (tf.data's prefetch, an input generator that prefetches); "
+                    "the data on local SSD/NVMe",
+                    commands=["DataLoader(dataset, batch_size=..., num_workers=4, pin_memory=True, "
+                              "persistent_workers=True, prefetch_factor=4)   # size num_workers to the CPUs per "
+                              "process minus one", SETTLE_IO]))
+    tp = s.get("throughput")
+    fell = s.get("speed_fell") if isinstance(s.get("speed_fell"), dict) else None
+    if (s.get("stalls") or fell) and s.get("stall_gpu_zero") or s.get("stalls") and tp:
+        stops = (f"The run stops for long spans, by the reporter's account ({_q(s['stalls'])})" if s.get("stalls") else
+                 f"The run's speed fell from {fell['from']:g} to {fell['to']:g}, by the reporter's account "  # type: ignore[index]
+                 f"({_q(fell['said'])})")  # type: ignore[index]
+        log = (f"; its {tp['source']} agrees: between steps {tp['from_step']} and {tp['to_step']} the mean fell "
+               f"from {tp['rate_before']:g} to {tp['rate_after']:g} images/sec, so those steps took about "
+               f"{tp['slowdown_x']:g}x the run's usual time (the figure is the batch over the mean step time so far)"
+               if isinstance(tp, dict) else "")
+        return bottleneck.warning(
+            "reported-stalls", stops
+            + (f", the GPU at 0% meanwhile{_also(s['stall_gpu_zero'], stops)}" if s.get("stall_gpu_zero") else "")
+            + log
+            + ": the GPU waits on something outside it, most often its input", category="INPUT_BOUND",
+            confidence="low",
+            evidence=_ev(s, "stalls", "stall_gpu_zero", "fast_start")
+            + ([Evidence(f"{_EV}.speed_fell", fell["said"])] if fell else []) + ([Evidence(f"{_EV}.throughput", tp)] if tp
+                                                                        else [])
+            + _settle(SETTLE_DF, SETTLE_IO, SETTLE_WATCH),
+            detail="A run that starts at full speed and then stops for long spans with its GPUs idle has run out of "
+                   "something it was fed: its data, once the page cache and the loader's prefetch buffers are "
+                   "drained and every batch comes from the storage itself (a network share or a hard disk serves "
+                   "a fraction of what the first, cached steps read), or, in a run over several machines, a "
+                   "slower peer the others wait for. The paste does not say where the data lives; `df -hT <data "
+                   "dir>` says it, and `iostat -x 1` during a stop (%util near 100, a long await, or nothing read "
+                   "at all from a network mount) tells the storage from the network. " + (notseen or ""),
+            fix=Fix("Find where the data lives and watch the storage during a stop; if it is a network share or a "
+                    "hard disk, copy the data set to local SSD/NVMe (or cache it in RAM) before training",
+                    commands=[SETTLE_DF, SETTLE_IO, SETTLE_WATCH]))
+    return None
+
+
+def words_loader(loader: Findings, w: Watch) -> Optional[Finding]:
+    """The reporter says the DataLoader has no workers (num_workers 0) and the run is slow or the GPU underused:
+    DATALOADER_IN_MAIN_PROCESS at low confidence (a process tree would count the workers). None otherwise."""
+    s = said(w)
+    ctx = s.get("context") or {}
+    slow = s.get("complaint") or s.get("gpu_low") or s.get("bursty")
+    if not ctx.get("no_workers") or not slow:
+        return None
+    return loader.warning(
+        "reported", f"Every batch is loaded in the training process, by the reporter's account ({_q(ctx['no_workers'])}"
+        f"), and the run is slow ({_q(slow)})", confidence="low",
+        evidence=[Evidence(f"{_EV}.context.no_workers", ctx["no_workers"])] + _ev(s, "complaint", "gpu_low", "bursty")
+        + _settle(SETTLE_WATCH, SETTLE_UTIL),
+        detail="With num_workers=0 the training loop stops to read, decode and augment each batch while the GPU "
+               "waits; worker processes do it in parallel with the step. (On Windows and macOS the workers are "
+               "spawned: the training script needs its `if __name__ == \"__main__\":` guard.) Whether this is what "
+               "limits the run is not measured: `envdoctor watch -- <your command>` counts the workers and times "
+               "the wait.",
+        fix=Fix("Load in worker processes", commands=[
+            "DataLoader(dataset, batch_size=..., num_workers=4, pin_memory=True, persistent_workers=True)   "
+            "# size num_workers to the CPUs per process minus one"]))
+
+
+def words_idle(idle: Findings, w: Watch) -> Optional[Finding]:
+    """The reporter says the other GPUs stay idle while one works: GPU_IDLE_UNUSED at low confidence."""
+    s = said(w)
+    o = s.get("others_idle")
+    if not isinstance(o, dict):
+        return None
+    n = o.get("count")
+    return idle.warning(
+        "reported-unused", f"{n if n else 'Some'} GPU{'s' if n != 1 else ''} given to the run do no work while one "
+        f"does, by the reporter's account ({_q(o['said'])})", confidence="low",
+        evidence=_ev(s, "others_idle") + _settle(SETTLE_UTIL),
+        detail="The code runs on one device: one process with a hard-coded cuda:0 or no DataParallel/DDP, or a "
+               "scheduler that gives one task all the GPUs while its code uses one (Ray Tune's resources per trial "
+               "are per trial: {'gpu': 4} runs one trial at a time on four GPUs). `nvidia-smi dmon -s u` while it "
+               "runs shows which GPUs work.",
+        fix=Fix("Launch one process per GPU (torchrun --nproc_per_node=<GPUs> with DistributedDataParallel), or ask "
+                "the scheduler for one GPU per task so that several run at once (Ray Tune: resources_per_trial="
+                "{'gpu': 1}); hide GPUs nobody uses (CUDA_VISIBLE_DEVICES)"))

@@ -1,0 +1,210 @@
+"""Speed symptoms a person says in words, and a throughput log's stops (issue 42): the part of a paste that is no
+recording, read into ``summary.reported_symptoms`` of the watch recording (readers/speed.py) for the watch checks
+to judge as the weak evidence it is (checks/_watch_words.py).
+
+Each entry keeps the words it was read from. What is read, sentence by sentence (a sentence that is a table's line
+is not prose):
+
+- ``bursty``: the GPU's utilisation comes and goes ("the volatile gpu-util is very low and fluctuant", "unstable
+  (sometime 100%, sometime 0%)", "periodicaly used gpu, but not constantly", "very low ... for large periods of
+  time, then a spike"): the pattern watch.bottleneck calls input-pattern on samples;
+- ``gpu_low``: the GPU said idle or underused ("there is no GPU usage", "GPU-Util is always shown zero");
+- ``cpu_busy``: the CPUs said busy with a figure of 80% and more, or said to be the slow side ("CPU usage
+  skyrockets to ~87%", "only 8 cpu processes 100% working", "the cpu is slow");
+- ``gpu_works``: the model said to run on the GPU at other times ("Training runs on GPU normally", "gpu is fast"):
+  what tells a run whose GPU waits from one that computes on the CPU (a CPU-only build shows CPU 100%, GPU 0%);
+- ``context``: what the paste names around the input: no loader workers (``num_workers`` 0), an evaluation or
+  validation pass, the input pipeline (a DataLoader, decoding, augmentation, prefetching);
+- ``stalls``: the run said to stop for long spans ("the training process get stunned for a long time"), with the
+  GPU said to drop to 0% meanwhile (``stall_gpu_zero``) and the speed said to fall after a fast start;
+- ``others_idle``: the other GPUs said to stay idle while one works ("The other 3 gpus remain idle");
+- ``throughput``: a tf_cnn_benchmarks log (``1010  images/sec: 186.6 +/- 0.5 (jitter = 14.8)  6.983``): its
+  figure is batch_size / mean(step time) over the steps so far (get_perf_timing_str in the
+  tensorflow/benchmarks repository's tf_cnn_benchmarks, benchmark_cnn.py), so two lines give the time of the steps
+  between them in units of the batch: a mean that falls is a span of steps far slower than the run's own.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Dict, List, Optional
+
+from .base import Paste
+
+_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z(])|[;\n]")
+_TABLE = ("|", "+")
+
+# a sentence about the GPU's utilisation (not its memory alone)
+_UTIL = re.compile(r"\b(?:gpu[- ]?(?:(?:memory/)?(?:core |compute )?(?:util\w*|usage|load|capacity|activity))|"
+                   r"utili[sz]ation|volatile|(?:used|uses|using) (?:the )?gpus?|gpus? (?:is |are )?(?:used|busy))\b",
+                   re.I)
+_BURSTY = re.compile(r"\bfluctua\w*|\bunstable\b|\berratic\b|\boscillat\w*|\bup and down\b|\bjumps? (?:between|from)\b|"
+                     r"\bnot constant\w*|\bsometimes? \d{1,3} ?%[^.\n]{0,25}\bsometimes? \d{1,3} ?%|"
+                     r"\bbetween 0 ?%? and 100 ?%|\bfrom 0 ?%? to 100 ?%|"
+                     r"\b(?:low|idle|zero|0 ?%)\b[^.\n]{0,80}\bthen (?:a |an )?(?:spike|burst|jump)", re.I)
+_LOW = re.compile(r"\bno gpu (?:usage|utili[sz]ation|activity|load)\b|"
+                  r"\bgpu[- ]?(?:util\w*|usage|load)\b[^.\n]{0,50}?\b(?:too low|very low|(?:is|are|was|stays?|"
+                  r"remains?) (?:very |quite |really )?low|(?:always|shown|stays?|is) +zero|none|nothing)\b", re.I)
+_CPU_BUSY = re.compile(r"\bcpus?\b[^.\n%]{0,40}?(?:(?<![\d.])(?:[89]\d|100)(?:\.\d+)? ?%|\bskyrocket\w*|\bmax(?:ed)? out\b|"
+                       r"\bpegged\b|\bfully? (?:loaded|used|utili[sz]ed)\b)|\bcpu is (?:slow|the bottleneck|the limit)\b",
+                       re.I)
+_GPU_WORKS = re.compile(r"\b(?:runs?|running|trains?|training|works?|working)\b[^.\n]{0,20}\bon (?:the )?gpus?\b"
+                        r"[^.\n]{0,15}\b(?:normal(?:ly)?|fine|as expected)\b|\bgpus? (?:is|are) fast\b", re.I)
+_WORKERS0 = re.compile(r"\bnum_workers\b[^.\n\d]{0,20}?(?:(?:set )?(?:to|=|:)\s*)0\b", re.I)
+_PHASE = re.compile(r"\b(?:evaluat\w*|validat\w*|val(?:idation)?[_ ](?:data)?loader)\b", re.I)
+_PIPELINE = re.compile(r"\b(?:data ?loaders?|input pipeline|data pipeline|data feeding|input generator|data loading|"
+                       r"(?:loading|load) (?:the )?(?:data|batches|images)|batches (?:are |are getting |getting )?loaded|"
+                       r"prefetch\w*|decod(?:e|es|ed|ing)|augment\w*|image processing|pre-?processing)\b", re.I)
+_STUCK = re.compile(r"\b(?:stuck|stunned|frozen|freezes?|hangs?|hung|paused?|pauses|stalls?|stalled|stops?|stopped)\b"
+                    r"[^.\n]{0,15}\bfor (?:a |an )?(?:(?:very )?long|several|few|many|\d+)\b", re.I)
+_GPU_ZERO = re.compile(r"\bgpu\b[^.\n]{0,40}\b(?:drops?|dropped|falls?|fell|goes|went|is|stays?)\b[^.\n]{0,10}\b(?:to )?0 ?%",
+                       re.I)
+# a throughput figure said to fall ("images/sec drops from 200 to 20")
+_FELL = re.compile(r"\b(?:speed|throughput|(?:images?|img|samples?|examples?|tokens?|batch(?:es)?|it)/s(?:ec)?)\b[^.\n]{0,30}?"
+                   r"\b(?:drops?|dropped|falls?|fell|decreas\w*|goes down|went down|slows? down)\b[^.\n]{0,20}?\bfrom "
+                   r"~?(\d+(?:\.\d+)?)[^.\n\d]{0,20}?\bto ~?(\d+(?:\.\d+)?)", re.I)
+_FAST_START = re.compile(r"\bat first\b|\bat the (?:beginning|start)\b|\bsuddenly\b|\bafter (?:several|a few|some|\d+) "
+                         r"(?:steps|iterations|epochs|minutes)\b", re.I)
+_OTHERS_IDLE = re.compile(r"\b(?:the )?(?:other|remaining|rest of the) (?:(?P<n>\d+|two|three|four|five|six|seven) )?gpus?\b"
+                          r"[^.\n]{0,25}?\b(?:remain|remains|stay|stays|are|sit|sits|were|is|left)\s+(?:completely |"
+                          r"totally |still )?(?:idle|unused|at 0 ?%|not used|doing nothing)\b", re.I)
+_COMPLAINT = re.compile(r"\bbottleneck\b|\bslow(?:er|ly|s)?\b|\bspeed (?:it |this (?:process )?)?up\b|"
+                        r"\btakes? (?:a |so )?(?:very )?long\b", re.I)
+_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+
+_KEYS = ["slow", "bottleneck", "speed", "/sec", "/s ", "throughput", "drop", "long", "gpu", "util", "cpu", "num_workers",
+         "stuck", "stunned", "frozen", "freez", "hang", "hung", "paus", "stall", "stop", "idle", "volatile"]
+
+
+def _sentences(paste: Paste) -> List[str]:
+    out: List[str] = []
+    for i in paste.with_any(_KEYS)[:600]:
+        line = paste.lines[i]
+        if line.lstrip().startswith(_TABLE) or len(line) > 2000:
+            continue
+        out.extend(s.strip() for s in _SENT.split(line) if s.strip())
+    return out
+
+
+def _first(pattern: "re.Pattern[str]", sentences: List[str], need: Optional["re.Pattern[str]"] = None) -> Optional[str]:
+    for s in sentences:
+        if need is not None and not need.search(s):
+            continue
+        m = pattern.search(s)
+        if m:
+            return _around(s, m)
+    return None
+
+
+def _around(text: str, m: "re.Match[str]") -> str:
+    """The words matched with some of the sentence around them (what a finding quotes)."""
+    a, b = max(0, m.start() - 60), min(len(text), m.end() + 40)
+    return ("…" if a else "") + text[a:b].strip() + ("…" if b < len(text) else "")
+
+
+# tf_cnn_benchmarks' step line: step, images/sec: mean +/- uncertainty (jitter = ...), loss
+_TF_BENCH = re.compile(r"^\s*(\d+)\s+images/sec: (\d+(?:\.\d+)?) \+/- \d+(?:\.\d+)? \(jitter = ")
+SLOW_X = 2.5  # a span of steps this many times slower than the run's mean before it: a stop (watch.timer's STALL_X)
+
+
+def throughput(paste: Paste) -> Optional[Dict[str, Any]]:
+    """The slowest span of a tf_cnn_benchmarks log: the steps between two of its lines against the mean before
+    them (the figure is batch_size / mean step time, so steps / figure is the time in units of the batch). None
+    without three distinct steps or without a span SLOW_X times slower."""
+    points: Dict[int, float] = {}
+    for i in paste.with_any(["images/sec: "], case=True)[:5000]:
+        m = _TF_BENCH.match(paste.lines[i])
+        if m and float(m.group(2)) > 0:
+            points.setdefault(int(m.group(1)), float(m.group(2)))  # each rank prints the line: the first is kept
+    steps = sorted(points)
+    if len(steps) < 3:
+        return None
+    worst = None
+    for a, b in zip(steps, steps[1:]):
+        took = b / points[b] - a / points[a]  # in units of the batch
+        usual = (b - a) / points[a]
+        if usual > 0 and took / usual >= SLOW_X and (worst is None or took / usual > worst[0]):
+            worst = (took / usual, a, b)
+    if worst is None:
+        return None
+    x, a, b = worst
+    return {"slowdown_x": round(x, 1), "from_step": a, "to_step": b, "rate_before": points[a], "rate_after": points[b],
+            "line": f"{a} images/sec: {points[a]:g} ... {b} images/sec: {points[b]:g}",
+            "source": "tf_cnn_benchmarks log"}
+
+
+def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
+    """What the paste says in words about the run's speed (see the module's docstring); None when it says nothing
+    the watch checks judge."""
+    sents = _sentences(paste)
+    out: Dict[str, Any] = {}
+    bursty = _first(_BURSTY, sents, _UTIL)
+    if bursty:
+        out["bursty"] = bursty
+    low = _first(_LOW, sents)
+    if low:
+        out["gpu_low"] = low
+    cpu = _first(_CPU_BUSY, sents)
+    if cpu:
+        out["cpu_busy"] = cpu
+    works = _first(_GPU_WORKS, sents)
+    if works:
+        out["gpu_works"] = works
+    stuck = _first(_STUCK, sents)
+    if stuck:
+        out["stalls"] = stuck
+    for s in sents:
+        m = _FELL.search(s)
+        if m and float(m.group(2)) < float(m.group(1)):
+            out["speed_fell"] = {"said": _around(s, m), "from": float(m.group(1)), "to": float(m.group(2))}
+            break
+    if stuck or out.get("speed_fell"):
+        zero = _first(_GPU_ZERO, sents)
+        if zero:
+            out["stall_gpu_zero"] = zero
+        start = _first(_FAST_START, sents)
+        if start:
+            out["fast_start"] = start
+    complaint = _first(_COMPLAINT, sents)
+    if complaint:
+        out["complaint"] = complaint
+    idle = None
+    for s in sents:
+        m = _OTHERS_IDLE.search(s)
+        if m:
+            n = m.group("n")
+            idle = {"said": _around(s, m), "count": int(n) if n and n.isdigit() else _WORDS.get((n or "").lower())}
+            break
+    if idle:
+        out["others_idle"] = idle
+    tp = throughput(paste)
+    if tp:
+        out["throughput"] = tp
+    if not out:
+        return None
+    context: Dict[str, str] = {}
+    for name, pat in (("no_workers", _WORKERS0), ("evaluation", _PHASE), ("pipeline", _PIPELINE)):
+        for i in paste.with_any(["num_workers"] if name == "no_workers" else
+                                ["evaluat", "validat", "val_", "val "] if name == "evaluation" else
+                                ["load", "pipeline", "feeding", "generator", "prefetch", "decod", "augment",
+                                 "processing"])[:300]:
+            line = paste.lines[i]
+            m = pat.search(line) if not line.lstrip().startswith(_TABLE) else None
+            if m:
+                context[name] = _around(line.strip(), pat.search(line.strip()) or m)
+                break
+    if context:
+        out["context"] = context
+    return out if judged(out) else None
+
+
+def judged(said: Dict[str, Any]) -> bool:
+    """Whether what was said is one of the patterns the watch checks judge (checks/_watch_words.py): a paste that
+    only mentions speed, a busy CPU or a stop is not a recording of anything."""
+    ctx = said.get("context") or {}
+    return bool(said.get("bursty") or said.get("others_idle")
+                or (said.get("cpu_busy") and said.get("gpu_works") and ctx.keys() & {"evaluation", "pipeline",
+                                                                                    "no_workers"})
+                or (ctx.get("no_workers") and (said.get("complaint") or said.get("gpu_low")))
+                or ((said.get("stalls") or said.get("speed_fell")) and said.get("stall_gpu_zero"))
+                or (said.get("stalls") and said.get("throughput")))
