@@ -192,6 +192,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
                                                   for g in facts.driver.gpus)
     if when == "no_nvidia_gpu_said":
         return no_nvidia_gpu_said(facts)
+    if when == "open_module_refused_gpu":  # NVRM's open nvidia.ko refused the GPU (data-center gate, no GSP)
+        return any(_OPEN_MODULE_REFUSED.search(m) for m in (facts.paste.messages if facts.paste else []))
     if when == "in_kubernetes":  # a pod, a cluster or a Kubernetes GPU resource named in the paste (issue 42)
         return bool(host.container and host.container.runtime == "kubernetes")
     if when == "gpu_memory_mostly_free":  # cuDNN's "Memory usage: F bytes free, T bytes total" with F >= T/2
@@ -218,6 +220,9 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
     return False
 
 
+# the open kernel module's own refusals (the rows nvrm-open-module-datacenter-only and nvrm-open-module-needs-gsp)
+_OPEN_MODULE_REFUSED = re.compile(r"Open nvidia\.ko is only ready for use on Data Center GPUs|"
+                                  r"not supported by open (?:NVRM: )?nvidia\.ko", re.I)
 # XLA's cuda_dnn.cc prints the GPU's memory after a failed cuDNN handle (jax, TensorFlow)
 _MEMORY_USAGE = re.compile(r"Memory usage: (\d+) bytes free, (\d+) bytes total")
 

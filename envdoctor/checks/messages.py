@@ -36,7 +36,9 @@ def _finding(hits: List[Hit], facts=None) -> Finding:
     # (ctranslate2's own cuDNN row before the loader's generic "cannot open shared object file")
     best = max(hits, key=lambda h: (_RANK.get(h.confidence, 0), h.category == h.signature.category))
     sig = best.signature
-    title = CATEGORIES[best.category].title
+    # a row's own headline names its subject (a CPU-only DGL, not "torch"); a qualifier that changed the category
+    # keeps the category's title
+    title = sig.title if sig.title and best.category == sig.category else CATEGORIES[best.category].title
     excerpt = best.matched if len(best.matched) <= 160 else best.matched[:157] + "..."
     numbers = [f"{sig.captures.get(k, k)} = {v}" for k, v in best.groups.items() if v and k in sig.captures]
     summary = f"{title}: the paste shows \u201c{excerpt}\u201d"

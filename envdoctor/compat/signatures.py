@@ -53,7 +53,10 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "nccl_transport_failed", "docker_run_with_shm",
               # the paste says the machine has no NVIDIA GPU (a reporter's sentence, or macOS): a CPU build of
               # torch is the right one there, and code that asks for CUDA is what fails
-              "no_nvidia_gpu_said")
+              "no_nvidia_gpu_said",
+              # issue 42 (round 8): NVRM's open nvidia.ko refused the GPU (the data-center gate, no GSP): a
+              # RmInitAdapter failure beside it follows from that, not from the firmware's BAR
+              "open_module_refused_gpu")
 
 
 class SignatureError(ValueError):
@@ -95,6 +98,9 @@ class Signature:
     # the literals the messages reader looks for on a line (lower-case), where the pattern's own longest word is
     # too short or too common to find it ("/dev/dxg is not available": "available" is everywhere)
     words: Tuple[str, ...] = ()
+    # the finding's headline where the category's title would misname the subject: the corpus files a CPU-only
+    # build of DGL, Faiss or JAX under TORCH_CPU_ONLY_BUILD, whose title says "torch" (None: the category's title)
+    title: Optional[str] = None
 
     def search(self, message: str) -> Optional[Any]:
         return self.regex.search(normalise(message))
@@ -163,8 +169,15 @@ def _row(row: Dict[str, Any], i: int) -> Signature:
         severity=row["severity"], confidence=confidence, explanation=row["explanation"], fix=row["fix"],
         source=row["source"], as_of=row.get("as_of"), captures=dict(row.get("captures") or {}),
         facts=dict(row.get("facts") or {}), alternatives=tuple(alternatives), settle=row.get("settle"),
-        also=tuple(also), words=tuple(words),
+        also=tuple(also), words=tuple(words), title=_title(row, where),
     )
+
+
+def _title(row: Dict[str, Any], where: str) -> Optional[str]:
+    title = row.get("title")
+    if title is not None and (not isinstance(title, str) or not title.strip()):
+        raise SignatureError(f"{where}: 'title' must be a non-empty string")
+    return title
 
 
 class SignatureList(list):

@@ -421,9 +421,10 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "nvidia-smi finds no device (or the driver logs RmInitAdapter failed) although the GPU is on the bus.",
        "Enable Above 4G Decoding and Resizable BAR (CSM off) in the firmware setup and reboot; in a VM, give the "
        "guest a 64-bit MMIO window large enough for the GPU."),
-    _c("OPEN_KERNEL_MODULE_UNSUPPORTED_GPU", "Open kernel modules on a GPU older than Turing",
+    _c("OPEN_KERNEL_MODULE_UNSUPPORTED_GPU", "The open kernel modules refuse the GPU",
        "NVIDIA's open kernel modules are installed, and they drive only GPUs with a GPU System Processor "
-       "(Turing and newer): they refuse an older GPU.",
+       "(Turing and newer): they refuse an older GPU (the 515-535 branches' open modules also refused GeForce and "
+       "workstation GPUs unless NVreg_OpenRmEnableUnsupportedGpus=1 was set).",
        "The module loads but binds no GPU: nvidia-smi cannot communicate with the driver.",
        "Install the proprietary kernel modules of the driver (the non-open package or flavour), or the legacy "
        "branch that drives the GPU."),
