@@ -32,6 +32,7 @@ COLD = E.get("COLD")  # a file read 4 random 16 KiB blocks per sample, dropped f
 CKPT, CKPT_EVERY = E.get("CKPT"), int(E.get("CKPT_EVERY", "0"))
 LOG = E.get("LOG")  # a log line per step, flushed and fsync'd
 EVAL_EVERY = int(E.get("EVAL_EVERY", "0"))
+EVAL_EVERY_S = float(E.get("EVAL_EVERY_S", "0"))  # or after this many seconds of training, whatever the box's speed
 EVAL_S = float(E.get("EVAL_S", "0.4"))  # each evaluation pass computes this long
 SLEEP_EVERY = int(E.get("SLEEP_EVERY", "0"))
 LEN = int(E.get("LEN", "1024"))
@@ -68,6 +69,7 @@ if TIMED:
 BLOB = torch.zeros(64 << 20, dtype=torch.uint8) if CKPT else None
 log = open(LOG, "a") if LOG else None
 step, end = 0, time.monotonic() + SECONDS
+trained_since = time.monotonic()
 while time.monotonic() < end:
     for x, y in (timed(loader) if TIMED else loader):
         loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -86,12 +88,14 @@ while time.monotonic() < end:
                 torch.save({"model": model.state_dict(), "blob": BLOB}, fh)
                 fh.flush()
                 os.fsync(fh.fileno())
-        if EVAL_EVERY and step % EVAL_EVERY == 0:
+        due = EVAL_EVERY_S and time.monotonic() - trained_since >= EVAL_EVERY_S
+        if (EVAL_EVERY and step % EVAL_EVERY == 0) or due:
             with torch.no_grad():  # an evaluation pass: forward only, in the loop, no reads or writes
                 t = time.monotonic()
                 a = torch.ones(160, 160)
                 while time.monotonic() - t < EVAL_S:
                     a = torch.tanh(a @ a)
+            trained_since = time.monotonic()
         if SLEEP_EVERY and step % SLEEP_EVERY == 0:
             time.sleep(0.4)
         if time.monotonic() > end:
@@ -142,6 +146,26 @@ def _contended(w, findings) -> bool:
     return True
 
 
+def _starved(w, findings) -> bool:
+    """Whether the training process waited for a core at least CPU_WAIT_SHARE of its time while its loader workers
+    were CPU-bound: then the lulls that name an evaluation pass need not exist (starved workers never fill their
+    queue) or are the box's time, not the pass's, and the report must say what held the run back instead: the CPU,
+    taken by other processes (INPUT_CPU_BOUND naming them, or CPU_CONTENDED), never a checkpoint or a pause. Seen on
+    a clean-clone CI run at load 6-11 on 2 cores (the process waited 60% of its time, ran 10%); at load 5-6 the pass
+    was named in 5 of 5 runs, which the branch below then asserts."""
+    from envdoctor.checks._watch_cpu import CPU_WAIT_SHARE
+
+    main = w["summary"]["processes"].get("main") or {}
+    if (main.get("cpu_wait_share") or 0) < CPU_WAIT_SHARE or "EVALUATION_STALL" in findings:
+        return False
+    cpu = findings.get("CPU_CONTENDED") or findings.get("INPUT_CPU_BOUND")
+    assert cpu is not None and (cpu["code"] == "watch.cpu-share/other-processes"
+                                or "other processes" in cpu["summary"]), (_codes(findings), main)
+    for wrong in ("CHECKPOINT_STALL", "LOOP_PAUSED"):
+        assert wrong not in findings, (wrong, _codes(findings))
+    return True
+
+
 @TIMER
 def test_loading_in_the_training_process_is_named(cpu_venv, tmp_path, timed):
     w, findings, _ = _watch(cpu_venv, tmp_path, timed, workers=0, burn=20000)
@@ -189,14 +213,18 @@ def test_a_periodic_evaluation_pass(cpu_venv, tmp_path, timed):
 
 
 def test_an_evaluation_pass_without_the_timer_is_named_from_the_idle_loader_workers(cpu_venv, tmp_path):
-    """Two workers that decode (a pure-Python loop per sample) feed the loop; every 60 steps it evaluates for
-    2.5 s in the training process. No timer, no GPU: the workers stand idle (their prefetch queue full) while
-    the training process computes, which names the pass an evaluation, not a checkpoint or a pause. 2.5 s, not
-    1.5: on a loaded box (load 4-5 on 2 cores) the starved workers take about half a second to fill their queue,
-    and a 1.5 s pass then left a lull of two ticks, the detector's least (LULL_TICKS): named in 4 of 5 such runs,
-    missed in one (clean-clone CI with two CPU burners)."""
-    w, findings, checks = _watch(cpu_venv, tmp_path, False, seconds=10.0, workers=2, burn=20000, eval_every=60,
-                                 eval_s=2.5)
+    """Two workers that decode (a pure-Python loop per sample) feed the loop; after every 2 s of training it
+    evaluates for 2 s in the training process. No timer, no GPU: the workers stand idle (their prefetch queue full)
+    while the training process computes, which names the pass an evaluation, not a checkpoint or a pause. The passes
+    come by the clock, not every N steps: on a loaded box the steps slow down 3-5 times, and a pass every 60 steps
+    then came once or twice in the run with the workers' lulls at the detector's least (two ticks), while on an idle
+    box the passes filled the run and the workers worked in too few ticks to tell a lull (missed on clean-clone CI
+    runs, 2 of 6). Measured with this shape: named in 3 of 3 runs idle, 4 of 4 beside four CPU burners and 3 of 3
+    beside eight (load 10)."""
+    w, findings, checks = _watch(cpu_venv, tmp_path, False, seconds=12.0, workers=2, burn=20000, eval_every_s=2.0,
+                                 eval_s=2.0, len=4096)
+    if _starved(w, findings):
+        return
     f = findings.get("EVALUATION_STALL")
     assert f is not None and f["code"] == "watch.stalls/evaluation", \
         (_codes(findings), checks["watch.stalls"], w["summary"].get("processes"))
