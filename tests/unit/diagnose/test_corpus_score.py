@@ -28,14 +28,19 @@ k8s-device-plugin-002 nccl-009 nccl-011 ollama-002 optimum-001 sd-webui-002
 sglang-004 sglang-007 slurm-001 slurm-003 tensorrt-002 tensorrt-003 tensorrt-004
 torchvision-001 ultralytics-003 ultralytics-005 unsloth-002 vllm-007 vllm-017 wsl-003 wsl-004
 xformers-007
-""".split()) | set("""
+""".split()) | {
+    # relabelled on 2026-12-07 (corpus label audit, helper labels8; docs/measurements.md): right under their old
+    # label CUDA_VARIANT_MIXED / SYSTEM_LIB_SHADOWING, wrong under CUDA_LIBRARY_VERSION_MISMATCH, the label their
+    # established cause takes (the CUDA or cuDNN library the build needs is missing or older); a relabel, not an
+    # engine change
+    "jax-005", "onnxruntime-001", "onnxruntime-002", "onnxruntime-005", "onnxruntime-006",
+} | set("""
 apptainer-001 comfyui-017 conda-002 conda-003 container-toolkit-012
 cuda-build-009 cuda-build-010 cuda-build-011 cuda-build-012 cuda-build-013
 cuda-build-014 dcgm-exporter-001 fabric-manager-001 hami-001 invokeai-003 jetson-001
-kaggle-001 llama-cpp-002 mig-001 mmcv-005 negativo17-001
+kaggle-001 llama-cpp-002 mig-001 mmcv-005
 nvidia-driver-004 ollama-007 onnxruntime-008 onnxruntime-009
-onnxruntime-010 tensorflow-007
-tensorflow-008 tensorflow-009 torch-downstream-010 torch-downstream-015
+tensorflow-009 torch-downstream-015
 void-linux-001
 wsl-005
 """.split())

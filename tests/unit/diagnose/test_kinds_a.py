@@ -180,7 +180,9 @@ def test_healthy_ort_providers_have_no_error() -> None:
 
 ROWS = ["tensorflow-001", "tensorflow-002", "tensorflow-003", "tensorflow-004", "tensorflow-005",
         "onnxruntime-004", "jax-007", "bitsandbytes-001", "bitsandbytes-002", "bitsandbytes-003",
-        "bitsandbytes-004", "bitsandbytes-005", "onnxruntime-001", "onnxruntime-002", "onnxruntime-003"]
+        "bitsandbytes-004", "bitsandbytes-005", "onnxruntime-003"]
+# onnxruntime-001/-002 left this list on 2026-12-07: relabelled CUDA_LIBRARY_VERSION_MISMATCH (their cause, a CUDA 11
+# build where only CUDA 12 is installed), which the provider line is not read as; test_corpus_score.py lists them
 
 
 @pytest.mark.parametrize("rid", ROWS)

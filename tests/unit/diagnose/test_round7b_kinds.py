@@ -109,7 +109,9 @@ def test_jax_without_a_gpu_backend_is_a_cpu_only_lead(text, compat) -> None:
     assert not any(f.severity == "error" for f in got.values())
 
 
-@pytest.mark.parametrize("folder,rid", [("jax", "jax-011"), ("jax", "jax-012"), ("numpyro", "numpyro-002")])
+# jax-011 left this list on 2026-12-07: relabelled FRAMEWORK_CPU_ONLY_BUILD (no CUDA jaxlib for Windows), a label the
+# line is not read as; still_wrong_round4a.txt lists it
+@pytest.mark.parametrize("folder,rid", [("jax", "jax-012"), ("numpyro", "numpyro-002")])
 def test_the_jax_corpus_rows(folder, rid, compat) -> None:
     labels = {r["id"]: r["labels"] for r in json.loads((CORPUS / folder / "labels.json").read_text(encoding="utf-8"))}
     assert labels[rid] == ["TORCH_CPU_ONLY_BUILD"]
