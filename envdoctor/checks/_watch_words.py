@@ -65,14 +65,12 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
                    "CPU work: batches decoded and augmented in too few processes (a validation DataLoader left at "
                    "num_workers=0 is the usual one), or a step done on the CPU (an evaluation metric). A run "
                    "that computes on the CPU altogether (a CPU-only build) shows the same figures, which is why "
-                   "the GPU's working phase matters. These are words, not samples: `envdoctor watch -- <your "
-                   "command>` (or `nvidia-smi dmon -s u` beside `top`) during the slow phase settles it. "
+                   "the GPU's working phase matters. These are words, not samples: the asks below settle it. "
                    + (notseen or ""),
             fix=Fix("Give the slow phase's DataLoader worker processes (num_workers of a few, up to the CPUs per "
                     "training process minus one, pin_memory=True); keep per-sample CPU work out of the loop",
                     commands=["DataLoader(val_dataset, batch_size=..., num_workers=4, pin_memory=True, "
-                              "persistent_workers=True)   # size num_workers to the CPUs per process minus one",
-                              SETTLE_WATCH]))
+                              "persistent_workers=True)   # size num_workers to the CPUs per process minus one"]))
     if s.get("bursty"):
         named = (" with no loader workers (num_workers=0)" if ctx.get("no_workers") else
                  f"; the paste names the input side ({_q(ctx['pipeline'])})" if ctx.get("pipeline") else "")

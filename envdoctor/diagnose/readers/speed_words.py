@@ -98,7 +98,7 @@ def _first(pattern: "re.Pattern[str]", sentences: List[str], need: Optional["re.
 
 def _around(text: str, m: "re.Match[str]") -> str:
     """The words matched with some of the sentence around them (what a finding quotes)."""
-    a, b = max(0, m.start() - 60), min(len(text), m.end() + 40)
+    a, b = max(0, m.start() - 30), min(len(text), m.end() + 30)  # a quote, not the paragraph: the reply fits a screen
     return ("…" if a else "") + text[a:b].strip() + ("…" if b < len(text) else "")
 
 
