@@ -13,8 +13,9 @@ from ._watch_host import SETTLE_IO
 from ._watch_moment import SETTLE_UTIL
 from .base import Findings
 
-SETTLE_WATCH = "envdoctor watch -- <your training command>   # GPU, CPUs, disk and loader workers sampled together"
-SETTLE_DF = "df -hT <data dir>   # where the data lives: local SSD/NVMe, a hard disk, NFS or another network share"
+# fix commands parse in bash as they stand (tests/unit/remedies): placeholders are example words, not <...>
+SETTLE_WATCH = "envdoctor watch -- python train.py   # your training command: GPU, CPUs, disk and loader workers sampled together"
+SETTLE_DF = "df -hT /path/to/data   # where the data lives: local SSD/NVMe, a hard disk, NFS or another network share"
 _EV = "watch.summary.reported_symptoms"
 
 

@@ -68,7 +68,7 @@ OPEN: dict = {
                                "caused them is named only later in the thread (horovod#824), so SLOW_STORAGE from "
                                "this text alone would be a guess (two nodes under horovod could as well be the "
                                "network); it gets an INPUT_BOUND warning instead (watch.bottleneck/reported-stalls: "
-                               "storage the first suspect, df -hT <data dir> and iostat -x 1 asked for)",
+                               "storage the first suspect, df -hT /path/to/data and iostat -x 1 asked for)",
 }
 
 

@@ -145,7 +145,7 @@ def test_long_stops_with_the_gpu_at_0_are_input_bound_with_storage_first_and_wha
     assert (f.category, f.confidence) == ("INPUT_BOUND", "low")
     assert "GPU at 0%" in f.summary and "about 6x" in f.summary
     assert "network share" in (f.detail or "") and "slower peer" in (f.detail or "")
-    assert _asks(f, "df -hT <data dir>") and _asks(f, "iostat -x 1")
+    assert _asks(f, "df -hT /path/to/data") and _asks(f, "iostat -x 1")
     assert "SLOW_STORAGE" not in {x.category for x in found.values()}  # the text does not say where the data is
 
 
