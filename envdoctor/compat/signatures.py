@@ -59,7 +59,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "open_module_refused_gpu",
               # issue 42 (round 8 after first sight): the paste's driver runs every CUDA runtime of the major the
               # program needs, so an "insufficient driver" error is not the driver's age
-              "driver_runs_program_cuda")
+              "driver_runs_program_cuda",
+              # xformers says its C++/CUDA operators did not load: its per-operator capability reasons follow
+              "xformers_not_built_for_torch")
 
 
 class SignatureError(ValueError):

@@ -64,3 +64,94 @@ def test_driver_too_old_stays_where_the_driver_does_not_run_the_program(text, co
     got = _serious(text, compat)
     assert got["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].severity == "error"
     assert "CONTAINER_NO_GPU_RUNTIME" not in got
+
+
+# ---- a framework other than torch installed without its GPU part
+
+@pytest.mark.parametrize("text,severity", [
+    # lightgbm-004 (lightgbm-org/LightGBM#650)
+    ("I tried just setting 'device=gpu' and got the following error: 'GPU Tree Learner was not enabled in this "
+     "build. Recompile with CMake option -DUSE_GPU=1'.\n", "error"),
+    # machine-learning-for-trading-001 (stefan-jansen/machine-learning-for-trading#196)
+    ("lightgbm.basic.LightGBMError: GPU Tree Learner was not enabled in this build.\n"
+     "Please recompile with CMake option -DUSE_GPU=1\n", "error"),
+    # catboost-004 (catboost/catboost#449): CatBoost's own line also names the driver, so a warning
+    ("CatboostError: catboost/libs/train_lib/train_model.cpp:800: Can't load GPU learning library. Module was not "
+     "compiled or CUDA version/driver  is incompatible with package\n", "warning"),
+])
+def test_framework_without_its_gpu_part(text, severity, compat):
+    f = _serious(text, compat)["FRAMEWORK_CPU_ONLY_BUILD"]
+    assert f.severity == severity
+    assert "torch" not in f.summary.split(":")[0].lower()  # the headline names the framework, not torch
+
+
+@pytest.mark.parametrize("text", [
+    # lightgbm-001's words: a GPU build that runs, slowly
+    "after building LightGBM for GPU ... while during the training GPU utilisation does not exceed 2-5%\n",
+    "[LightGBM] [Info] This is the GPU trainer!!\n[LightGBM] [Info] Total Bins 6143\n",
+    # LightGBM's CPU learner named without the failure
+    "[LightGBM] [Warning] Using the serial tree learner\n",
+])
+def test_lightgbm_lines_without_the_failure_stay_quiet(text, compat):
+    assert "FRAMEWORK_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+# ---- a GPU older than an attention library's kernels (a torch extension: THIRD_PARTY_EXTENSION_MISMATCH)
+
+@pytest.mark.parametrize("text,severity", [
+    # flash-attention-010 (Dao-AILab/flash-attention#762)
+    ("RuntimeError: FlashAttention only supports Ampere GPUs or newer.\n", "error"),
+    # flash-attention-012 (Dao-AILab/flash-attention#524)
+    ("V100 GPU\nWhen using it, a problem occurs:\n\n**GPU with CUDA capability 7 0 is not supported！**\n", "error"),
+    # xformers-009 (facebookresearch/xformers#891)
+    ("ValueError: Operator `memory_efficient_attention` does not support inputs:\n"
+     "     query       : shape=(1, 4101, 32, 128) (torch.float16)\n"
+     "`flshattF` is not supported because:\n    requires a GPU with compute capability > 7.5\n", "warning"),
+])
+def test_gpu_older_than_the_attention_kernels(text, severity, compat):
+    assert _serious(text, compat)["THIRD_PARTY_EXTENSION_MISMATCH"].severity == severity
+
+
+def test_xformers_capability_reason_beside_a_build_mismatch_is_not_the_cause(compat):
+    # xformers-006's lines (kijai/ComfyUI-SUPIR#167): the build is the cause, the capability reasons follow from it
+    text = ("xFormers wasn't build with CUDA support\n"
+            "`fa2F@0.0.0` is not supported because:\n"
+            "    requires device with capability > (8, 0) but your GPU has capability (7, 5) (too old)\n")
+    own = [f for f in _findings(text, compat) if f.code.endswith("xformers-operator-needs-newer-gpu")]
+    assert own and all(f.severity == "info" for f in own)
+
+
+def test_a_question_about_flash_attention_support_stays_quiet(compat):
+    text = "Does FlashAttention support Turing GPUs? The README says Ampere, Ada or Hopper GPUs.\n"
+    assert "THIRD_PARTY_EXTENSION_MISMATCH" not in _serious(text, compat)
+
+
+# ---- CUDA versions of stacks other than Python's torch
+
+@pytest.mark.parametrize("text,category", [
+    # cuda-jl-001 (JuliaGPU/CUDA.jl#2231)
+    ("Trying to install this package however getting error: Error: CUDA driver 8.0.0 is not compatible with any "
+     "supported CUDA toolkit (11.4.4, 11.5.2, 11.6.2, 11.7.1, 11.8.0, 12.0.1, 12.1.1, 12.2.2 or 12.3.1)\n",
+     "DRIVER_TOO_OLD_FOR_TORCH_CUDA"),
+    # djl-001 (deepjavalibrary/djl#2775): no native build for CUDA 11.2
+    ("# No matching cuda flavor for win found: cu112mkl/sm_86.\n", "CUDA_LIBRARY_VERSION_MISMATCH"),
+    # qupath-001 (qupath/qupath-extension-djl#46): cu065 is no CUDA release, the CPU-only library is downloaded
+    ("DJL fails to detect the RTX 5090 GPU correctly. The log shows:\n\n"
+     "    No matching cuda flavor for win-x86_64 found: cu065\n", "TORCH_CPU_ONLY_BUILD"),
+    # mlverse-torch-001 (mlverse/torch#737)
+    ('"Error in lantern_install_libs(version, type, path, install_config) : \n'
+     '  The 11.4 installation type is currently unsupported."\n', "CUDA_LIBRARY_VERSION_MISMATCH"),
+    # tensorrt-017 (jkjung-avt/tensorrt_demos#517)
+    (" ImportError: libnvinfer.so.8: cannot open shared object file: No such file or directory\n",
+     "CUDA_LIBRARY_VERSION_MISMATCH"),
+])
+def test_cuda_versions_of_other_stacks(text, category, compat):
+    assert _serious(text, compat)[category].severity == "error"
+
+
+def test_tensorflow_optional_tensorrt_lines_stay_quiet(compat):
+    # sd-webui-010 (HEALTHY): TensorFlow's dso_loader about its optional TF-TRT libraries
+    text = (": W tensorflow/compiler/xla/stream_executor/platform/default/dso_loader.cc:64] Could not load dynamic "
+            "library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object file: No such file or "
+            "directory; LD_LIBRARY_PATH: /usr/lib64-nvidia\n")
+    assert "CUDA_LIBRARY_VERSION_MISMATCH" not in _serious(text, compat)
