@@ -155,3 +155,17 @@ def test_tensorflow_optional_tensorrt_lines_stay_quiet(compat):
             "library 'libnvinfer.so.7'; dlerror: libnvinfer.so.7: cannot open shared object file: No such file or "
             "directory; LD_LIBRARY_PATH: /usr/lib64-nvidia\n")
     assert "CUDA_LIBRARY_VERSION_MISMATCH" not in _serious(text, compat)
+
+
+# ---- torch's arch warning, only its source line pasted (rvc-001, RVC-Project/...-WebUI#2507)
+
+def test_torch_arch_warning_source_line(compat):
+    text = ("I just got 50 series (RTX 5080) and I can't run the RVC properly.\nI get the following message:\n\n"
+            "  warnings.warn(incompatible_device_warn.format(device_name, capability, \" \".join(arch_list), "
+            "device_name))\n2025-03-05 00:37:01 | INFO | configs.config | Found GPU NVIDIA GeForce RTX 5080\n")
+    assert _serious(text, compat)["GPU_ARCH_NOT_IN_TORCH_BUILD"].severity == "error"
+
+
+def test_other_warnings_source_lines_stay_quiet(compat):
+    text = '  warnings.warn("FP16 is not supported on CPU; using FP32 instead")\n'
+    assert "GPU_ARCH_NOT_IN_TORCH_BUILD" not in _serious(text, compat)
