@@ -169,3 +169,34 @@ def test_torch_arch_warning_source_line(compat):
 def test_other_warnings_source_lines_stay_quiet(compat):
     text = '  warnings.warn("FP16 is not supported on CPU; using FP32 instead")\n'
     assert "GPU_ARCH_NOT_IN_TORCH_BUILD" not in _serious(text, compat)
+
+
+# ---- torch on the CPU instead of the GPU, said in words (a CPU-only torch, the usual cause)
+
+@pytest.mark.parametrize("text", [
+    # invokeai-005 (invoke-ai/InvokeAI#1763)
+    "Starting invoke.bat is always saying that it uses the CPU instead of my GPU (And it indeed tries to generate "
+    "with the CPU).\n",
+    # invokeai-007 (invoke-ai/InvokeAI#5128)
+    "seems to fix the issue, the webui now starts, but then it runs on CPU instead of my 4090...\n",
+])
+def test_runs_on_cpu_instead_of_gpu_said(text, compat):
+    f = _serious(text, compat)["TORCH_CPU_ONLY_BUILD"]
+    assert f.severity == "warning" and f.confidence == "low"
+
+
+@pytest.mark.parametrize("text", [
+    # fedora-001: a desktop's rendering, no torch
+    "This means the system is using **CPU rendering (fallback)** instead of the GPU.\n",
+    # sd-webui-013 (HEALTHY): an application setting
+    "I noticed that the VRAM usage doesn't go past 24%, meaning the update is relying heavily on the CPU instead "
+    "of the GPU.\n",
+    "Should I use the CPU instead of the GPU for such a small model?\n",
+])
+def test_other_cpu_instead_of_gpu_sentences_stay_quiet(text, compat):
+    assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+def test_wishing_for_the_cpu_stays_quiet(compat):
+    text = "For this test I want to use the CPU instead of the GPU.\n"
+    assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
