@@ -15,7 +15,9 @@ from ..model.facts import Facts
 from ._paste_roles import (
     NCCL_SHM,
     NCCL_TRANSPORT,
+    XFORMERS_NOT_BUILT,
     driver_cuda_above_branch,
+    driver_runs_program_cuda,
     extension_import,
     failed_elsewhere,
     family_role_of_lib,
@@ -187,6 +189,10 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return hit is not None and hit.get("value") is False
     if when == "driver_cuda_above_branch":
         return driver_cuda_above_branch(facts, compat)
+    if when == "driver_runs_program_cuda":  # the driver runs every runtime of the program's CUDA major
+        return driver_runs_program_cuda(facts, compat)
+    if when == "xformers_not_built_for_torch":  # xformers' operators did not load: a build for another torch
+        return any(XFORMERS_NOT_BUILT.search(m) for m in (facts.paste.messages if facts.paste else []))
     if when == "vgpu_named":  # a vGPU the paste names (readers/nvidia_smi.py _VGPU), or NVML's vGPU mode
         return "paste.vgpu" in prov(facts) or any((g.virtualization_mode or "").upper() in ("VGPU", "HOST_VGPU")
                                                   for g in facts.driver.gpus)

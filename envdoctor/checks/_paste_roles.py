@@ -133,3 +133,37 @@ def driver_cuda_above_branch(facts: Facts, compat: Compat) -> bool:
     except Exception:  # noqa: BLE001 - no CUDA table: nothing to compare with
         return False
     return bool(req and req.min_driver and version_ge(d.version, req.min_driver) is False)
+
+
+def driver_runs_program_cuda(facts: Facts, compat: Compat) -> bool:
+    """The paste's driver is new enough for every CUDA runtime of the major the program needs, so an "insufficient
+    driver" error (cudaErrorInsufficientDriver, 35) does not come from the driver's age (issue 42, round 8: driver
+    550.78 in a container whose NVIDIA variables were malformed). The major is the highest the paste names for the
+    program (torch's CUDA, the CUDA build asked for, "CUDA 12" or a cuXYZ tag: readers/cuda_named.py); with none
+    named, the newest major of the matrix, which every older runtime is below. The driver must reach that major's
+    minor-version compatibility floor (525.60.13 for every 12.x). WSL is left out: there the Windows driver is
+    reached through /usr/lib/wsl/lib, and a Linux driver's libcuda in front of it gives the same error."""
+    d = facts.driver
+    if not d.version or compat is None or facts.host.wsl:
+        return False
+    majors = []
+    py = facts.pythons[0] if facts.pythons else None
+    for v in (py.torch.cuda if py and py.torch else None, (prov(facts).get("intent.cuda") or {}).get("value"),
+              (prov(facts).get("paste.cuda_named") or {}).get("value")):
+        m = re.match(r"\s*(?:cu)?(\d{2})", str(v or ""))
+        if m:
+            majors.append(int(m.group(1)))
+    windows = (facts.host.os or "").lower().startswith("windows")
+    try:
+        if not majors:  # the newest major with a floor: a program of any CUDA release runs on its floor's driver
+            majors = [max(m for m in range(11, 30) if compat.minor_compat_floor(m, "linux"))]
+        floor = compat.minor_compat_floor(max(majors), "windows" if windows else "linux")
+    except Exception:  # noqa: BLE001 - no CUDA table (or no major with a floor): nothing to compare with
+        return False
+    return bool(floor) and version_ge(d.version, floor[0]) is True
+
+
+# xformers saying its compiled operators did not load (the row xformers-built-for-other-torch): its per-operator
+# "requires device with capability" reasons then follow from the build, not from the GPU
+XFORMERS_NOT_BUILT = re.compile(r"xFormers can'?t load C\+\+/CUDA extensions|xFormers wasn'?t build with CUDA support|"
+                                r"xFormers was built for:? ?PyTorch", re.I)

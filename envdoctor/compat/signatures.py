@@ -56,7 +56,12 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "no_nvidia_gpu_said",
               # issue 42 (round 8): NVRM's open nvidia.ko refused the GPU (the data-center gate, no GSP): a
               # RmInitAdapter failure beside it follows from that, not from the firmware's BAR
-              "open_module_refused_gpu")
+              "open_module_refused_gpu",
+              # issue 42 (round 8 after first sight): the paste's driver runs every CUDA runtime of the major the
+              # program needs, so an "insufficient driver" error is not the driver's age
+              "driver_runs_program_cuda",
+              # xformers says its C++/CUDA operators did not load: its per-operator capability reasons follow
+              "xformers_not_built_for_torch")
 
 
 class SignatureError(ValueError):

@@ -31,6 +31,7 @@ from .readers import (
     banners,
     blocks,
     collect_env,
+    cuda_named,
     ds_report,
     env_vars,
     frameworks,
@@ -133,6 +134,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)
+    cuda_named.read_cuda_named(paste, acc)
     if recordings:
         _recordings(paste, acc)
     imports.read_imports(paste, acc)

@@ -1,0 +1,40 @@
+"""Reader for the CUDA majors a paste names for its program (issue 42, round 8 after first sight).
+
+"CUDA failure 35: CUDA driver version is insufficient" says the driver is older than the program's CUDA runtime.
+Where the paste also shows the driver, the two can be compared: a driver at or above the minor-version
+compatibility floor of a CUDA major runs every runtime of that major (525.60.13 every CUDA 12.x), so the error
+then does not come from the driver's age (a container that did not get the driver, a stub libcuda). What the
+program needs is read here: the highest CUDA major of 11 or later the paste names ("CUDA 12", "CUDA 12.4",
+"cuda12", a ``+cu121`` or ``-cu12`` tag, "CUDA runtime version 12.1"). nvidia-smi's "CUDA Version: 12.4" and
+deviceQuery's "CUDA Driver Version" are the driver's own ceiling, not the program's need, and are not read.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .base import LOOSE, Acc, Paste
+
+# "CUDA 12", "CUDA 12.4", "cuda12", "CUDA-12.1", "CUDA toolkit 12.2", "CUDA runtime version 12.1", "+cu121", "-cu12"
+_NAMED = re.compile(r"\bcuda(?:[ _-]?(?:toolkit|runtime|rt)(?: version)?)?[ _-]?v?(1[1-9])(?:\.\d+)?(?![\d.]*\d)"
+                    r"|(?<![A-Za-z])cu(1[1-9])\d?(?![\dA-Za-z])", re.I)
+# the driver's own CUDA ceiling: nvidia-smi's banner, deviceQuery's driver/runtime pair
+_DRIVER_SIDE = re.compile(r"CUDA Version ?:|CUDA Driver Version|Driver API|driver version", re.I)
+_WORDS = ["cuda", "cu1"]
+
+
+def read_cuda_named(paste: Paste, acc: Acc) -> None:
+    """``paste.cuda_named``: the highest CUDA major (11 or later) the paste names outside the driver's own
+    ceiling lines."""
+    best = 0
+    where = ""
+    for i in paste.distinct(paste.with_any(_WORDS), head=2000, tail=500):
+        line = paste.lines[i]
+        if _DRIVER_SIDE.search(line):
+            continue
+        for m in _NAMED.finditer(line):
+            major = int(m.group(1) or m.group(2))
+            if major > best:
+                best, where = major, line.strip()[:160]
+    if best:
+        acc.put("paste.cuda_named", best, LOOSE, where)
