@@ -106,14 +106,14 @@ def _area_lines(report: Report, reply: bool = False) -> List[RenderableType]:
     reply: one count of both, the lists behind -v)."""
     summary = check_summary(report)
     if reply:  # a reply: the judged areas on one line, then the count of the rest
-        line = Text("  ")
+        line = Text()  # padded, not prefixed: a line that wraps keeps its indent
         for i, a in enumerate(summary.areas):
             if i:
                 line.append(" · ", style="dim")
             line.append(f"{a.mark[0]} ", style=a.mark[1])
             line.append(a.area, style="bold")
             line.append(f" {a.counts}")
-        out_: List[RenderableType] = [line] if summary.areas else []
+        out_: List[RenderableType] = [Padding(line, (0, 0, 0, 2))] if summary.areas else []
         rest = _unjudged_line(report)
         if rest:
             out_.append(Padding(Text(rest, style="dim"), (0, 0, 0, 2)))

@@ -153,3 +153,14 @@ def test_every_thin_corpus_paste_with_one_cause_fits_a_screen() -> None:
             if len(lines) > 40:
                 long.append((row["id"], len(lines)))
     assert checked >= 100 and not long, long
+
+
+def test_the_checks_line_of_a_reply_keeps_its_indent_when_it_wraps() -> None:
+    """The judged areas share one line; on a narrow terminal it wraps, and every piece stays under "Checks" (a
+    wrapped piece at column 0 read as a section heading of its own)."""
+    text = render_console(_report(SURE), width=50, color=False)
+    lines = text.splitlines()
+    start = lines.index("Checks") + 1
+    block = lines[start:lines.index("", start)]
+    assert len(block) >= 3, block  # the areas wrapped onto two lines at least, then the count of the rest
+    assert all(line.startswith("  ") for line in block), block
