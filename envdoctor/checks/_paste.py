@@ -127,9 +127,11 @@ def older_major_build(facts: Facts, compat: Compat, groups: Dict[str, Optional[s
     return bool(newest) and major < int(str(newest).split(".")[0])
 
 
-def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
-    """The named conditions a catalogue row's alternatives may use."""
+def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[str]], message: str = "") -> bool:
+    """The named conditions a catalogue row's alternatives may use (``message``: the matched message)."""
     host = facts.host
+    if when == "cpu_build_said_of_torch":  # the CPU build said in words is torch's: the line names no other framework
+        return bool(_TORCH_NAMED.search(message)) and not _OTHER_FRAMEWORK_NAMED.search(message)
     if when == "wsl":
         return bool(host.wsl)
     if when == "in_container":
@@ -226,6 +228,10 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
     return False
 
 
+# a line saying a CPU build got installed names whose: torch's, or another framework's (FRAMEWORK_CPU_ONLY_BUILD)
+_TORCH_NAMED = re.compile(r"\b(?:py)?torch\b", re.I)
+_OTHER_FRAMEWORK_NAMED = re.compile(r"\b(?:jax(?:lib)?|tensorflow|tf|dgl|faiss|paddle\w*|onnxruntime\w*|"
+                                    r"lightgbm|catboost|xgboost|mxnet|cupy|dlib|llama[-_.]cpp\w*|numpyro)\b", re.I)
 # the open kernel module's own refusals (the rows nvrm-open-module-datacenter-only and nvrm-open-module-needs-gsp)
 _OPEN_MODULE_REFUSED = re.compile(r"Open nvidia\.ko is only ready for use on Data Center GPUs|"
                                   r"not supported by open (?:NVRM: )?nvidia\.ko", re.I)
@@ -307,7 +313,7 @@ def signature_hits(facts: Facts, compat: Compat) -> List[Hit]:
             groups = m.groupdict()
             category, confidence, used = sig.category, sig.confidence, sig
             for alt in sig.alternatives:
-                if holds(alt.when, facts, compat, groups):
+                if holds(alt.when, facts, compat, groups, norm):
                     category, confidence = alt.category, alt.confidence
                     if alt.severity or alt.explanation or alt.fix:  # the context changes the meaning itself
                         used = replace(sig, severity=alt.severity or sig.severity,
@@ -315,7 +321,7 @@ def signature_hits(facts: Facts, compat: Compat) -> List[Hit]:
                     break
             hits.append(Hit(used, i, message, m.group(0), groups, category, confidence))
             for extra in sig.also:  # further causes the same message proves, each qualified on its own
-                if extra.category != category and holds(extra.when, facts, compat, groups):
+                if extra.category != category and holds(extra.when, facts, compat, groups, norm):
                     hits.append(Hit(sig, i, message, m.group(0), groups, extra.category, extra.confidence, True))
     _HITS_MEMO["last"] = (facts, sigs, tuple(hits))
     return hits

@@ -61,7 +61,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # program needs, so an "insufficient driver" error is not the driver's age
               "driver_runs_program_cuda",
               # xformers says its C++/CUDA operators did not load: its per-operator capability reasons follow
-              "xformers_not_built_for_torch")
+              "xformers_not_built_for_torch",
+              # a CPU build said in words is torch's: the matched line names torch and no other framework
+              "cpu_build_said_of_torch")
 
 
 class SignatureError(ValueError):
@@ -103,8 +105,8 @@ class Signature:
     # the literals the messages reader looks for on a line (lower-case), where the pattern's own longest word is
     # too short or too common to find it ("/dev/dxg is not available": "available" is everywhere)
     words: Tuple[str, ...] = ()
-    # the finding's headline where the category's title would misname the subject: the corpus files a CPU-only
-    # build of DGL, Faiss or JAX under TORCH_CPU_ONLY_BUILD, whose title says "torch" (None: the category's title)
+    # the finding's headline where the category's title would not name the subject: a CPU-only build of DGL, Faiss
+    # or JAX under FRAMEWORK_CPU_ONLY_BUILD, whose title names no framework (None: the category's title)
     title: Optional[str] = None
 
     def search(self, message: str) -> Optional[Any]:

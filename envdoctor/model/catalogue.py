@@ -428,12 +428,16 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "The module loads but binds no GPU: nvidia-smi cannot communicate with the driver.",
        "Install the proprietary kernel modules of the driver (the non-open package or flavour), or the legacy "
        "branch that drives the GPU."),
-    _c("FRAMEWORK_CPU_ONLY_BUILD", "The framework has no GPU build for this platform",
-       "A framework other than torch (TensorFlow, JAX ...) is installed in a release that publishes no GPU build "
-       "for this platform: TensorFlow 2.11 and newer on native Windows, jax's CUDA plug-in outside Linux.",
-       "The framework lists no GPU whatever CUDA and cuDNN are installed: its build has no CUDA support there.",
-       "Run it where its GPU build exists (WSL2 or Linux), or an older release that had a GPU build for the "
-       "platform (TensorFlow 2.10 on native Windows)."),
+    _c("FRAMEWORK_CPU_ONLY_BUILD", "A framework other than torch is a build without its GPU part",
+       "A framework or library other than torch (TensorFlow, JAX, DGL, Faiss, ONNX Runtime, LightGBM ...) is a "
+       "build without its GPU part: a CPU-only wheel or package installed where a GPU build exists (PyPI's plain "
+       "jaxlib, faiss-cpu, a source build without CUDA), or a release that publishes no GPU build for this "
+       "platform (TensorFlow 2.11 and newer on native Windows, jax's CUDA plug-in outside Linux).",
+       "The framework lists no GPU and runs on the CPU, or fails where GPU work is asked for, whatever driver, CUDA "
+       "and cuDNN are installed: its build has no CUDA support.",
+       "Install the framework's GPU build (its CUDA package or wheel, or a source build with CUDA enabled) in "
+       "place of the CPU one; where its release has no GPU build for the platform, run it where one exists (WSL2 "
+       "or Linux) or use an older release that had one (TensorFlow 2.10 on native Windows)."),
     _c("GPU_SHARING_LAYER_INTERCEPTS_CUDA", "A GPU-sharing layer intercepts CUDA",
        "A GPU-sharing or virtualisation layer (HAMi's LD_PRELOADed libvgpu.so, a vGPU scheduler's hook) sits "
        "between the program and libcuda/NVML and breaks or limits what CUDA or NCCL can do.",

@@ -6,9 +6,10 @@ the cuda version of dgl": dgl-001, dmlc/dgl#5427), Faiss's CPU build has no GPU 
 attribute 'StandardGpuResources'": faiss-002, facebookresearch/faiss#888, and faiss-003, facebookresearch/
 deepcluster#56), and reporters say it in words ("it installs a cpu-only version of JAX": numpyro-001; "`dgl` with
 ONLY CPU version is installed": dgl-002; "TensorFlow CPU installed instead of GPU": sagemaker-002; "only the CPU
-version will be reinstalled": comfyui-018). None was read. They are TORCH_CPU_ONLY_BUILD warnings (the category
-the corpus labels a CPU-only framework build with, as jax-no-gpu-backend does), with a headline naming the
-framework, not torch: medium confidence for the framework's own line, low for words.
+version will be reinstalled": comfyui-018). None was read. They are FRAMEWORK_CPU_ONLY_BUILD warnings (a framework
+other than torch without its GPU part; TORCH_CPU_ONLY_BUILD until the split of 2026-12-07, helper cpubuild), with a
+headline naming the framework: medium confidence for the framework's own line, low for words. Words that name torch
+and no other framework (comfyui-018) are torch's own CPU build, TORCH_CPU_ONLY_BUILD.
 
 The driver too old, in words or in ollama's cuda_compat line. "it prompts that the driver version is too low"
 (tensorrt-llm-001, NVIDIA/TensorRT-LLM#331), "the drivers are too old to support them" (jade-hpc-003), and ollama's
@@ -61,35 +62,43 @@ def _serious(text: str, compat) -> dict:
 ])
 def test_a_frameworks_own_line_says_its_build_has_no_cuda(text, name, compat) -> None:
     got = _serious(text, compat)
-    f = got.get("TORCH_CPU_ONLY_BUILD")
-    assert f is not None, sorted(got)
+    f = got.get("FRAMEWORK_CPU_ONLY_BUILD")
+    assert f is not None and "TORCH_CPU_ONLY_BUILD" not in got, sorted(got)
     assert (f.severity, f.confidence) == ("warning", "medium")
     # the headline names the framework: the category's own title says "torch"
     assert f.summary.startswith(name) and "torch" not in f.summary.split(":")[0]
     assert "UNRECOGNISED_ERROR" not in got
 
 
-@pytest.mark.parametrize("text", [
+@pytest.mark.parametrize("text,category", [
     # numpyro-001
-    "It seems that when NumPyro upgrades the jax and jaxlib, it installs a cpu-only version of JAX. Please see the "
-    "example below.\n",
+    ("It seems that when NumPyro upgrades the jax and jaxlib, it installs a cpu-only version of JAX. Please see the "
+     "example below.\n", "FRAMEWORK_CPU_ONLY_BUILD"),
     # dgl-002
-    "After run that, `dgl` with ONLY CPU version is installed. Users who want DGL CUDA version can only build and "
-    "install it from source.\n",
+    ("After run that, `dgl` with ONLY CPU version is installed. Users who want DGL CUDA version can only build and "
+     "install it from source.\n", "FRAMEWORK_CPU_ONLY_BUILD"),
     # sagemaker-002
-    "# Summary\n: SMD 1.8.0+ has TensorFlow CPU installed instead of GPU\n",
-    "4. running `$conda list | grep tensorflow` will show cpu build is installed\n",
-    # comfyui-018
-    "The problem I encountered is that when I upgrade COMFYUI and its dependencies using the \"update_comfyui_1d_"
-    "python_deependencies. bat\" file in the \"update\" folder, by default, the original torch torch torch vision "
-    "torch studio three dependencies will be uninstalled and only the CPU version will be reinstalled. This will "
-    "cause my COMFYUI to not start properly\n",
+    ("# Summary\n: SMD 1.8.0+ has TensorFlow CPU installed instead of GPU\n", "FRAMEWORK_CPU_ONLY_BUILD"),
+    ("4. running `$conda list | grep tensorflow` will show cpu build is installed\n", "FRAMEWORK_CPU_ONLY_BUILD"),
+    # comfyui-018: the line names torch and no other framework, so it is torch's own CPU build
+    ("The problem I encountered is that when I upgrade COMFYUI and its dependencies using the \"update_comfyui_1d_"
+     "python_deependencies. bat\" file in the \"update\" folder, by default, the original torch torch torch vision "
+     "torch studio three dependencies will be uninstalled and only the CPU version will be reinstalled. This will "
+     "cause my COMFYUI to not start properly\n", "TORCH_CPU_ONLY_BUILD"),
+    # torch named beside another framework: the words are not torch's alone
+    ("pip install -r requirements.txt pulled jaxlib and torch, and only the CPU version was installed\n",
+     "FRAMEWORK_CPU_ONLY_BUILD"),
 ])
-def test_a_cpu_only_build_said_in_words_is_a_low_confidence_lead(text, compat) -> None:
-    f = _serious(text, compat).get("TORCH_CPU_ONLY_BUILD")
-    assert f is not None
+def test_a_cpu_only_build_said_in_words_is_a_low_confidence_lead(text, category, compat) -> None:
+    got = _serious(text, compat)
+    f = got.get(category)
+    assert f is not None, sorted(got)
     assert (f.severity, f.confidence) == ("warning", "low")
     assert f.code == "messages.signature/framework-cpu-build-said"
+    other = ({"TORCH_CPU_ONLY_BUILD", "FRAMEWORK_CPU_ONLY_BUILD"} - {category}).pop()
+    assert other not in got
+    # torch's reading says torch and fixes torch; the other frameworks' reading does not tell a user to reinstall torch
+    assert ("torch" in f.fix.summary) == (category == "TORCH_CPU_ONLY_BUILD")
 
 
 @pytest.mark.parametrize("text", [
@@ -107,7 +116,7 @@ def test_a_cpu_only_build_said_in_words_is_a_low_confidence_lead(text, compat) -
 ])
 def test_cpu_build_near_misses_stay_quiet(text, compat) -> None:
     found = _findings(text, compat)
-    assert "TORCH_CPU_ONLY_BUILD" not in {f.category for f in found}
+    assert not {"TORCH_CPU_ONLY_BUILD", "FRAMEWORK_CPU_ONLY_BUILD"} & {f.category for f in found}
     assert not [f for f in found if f.severity == "error"]
 
 
