@@ -309,11 +309,11 @@ def task_pcie_load(argv: List[str], state: State) -> Dict[str, Any]:
     state.stage = "allocating pinned buffers"
     nbytes = max(1, opts.mib) * 1024 * 1024
     bufs = []
-    devices = []
+    devices = []  # type: List[Dict[str, Any]]
     for i in range(count):
         # CUDA numbers devices FASTEST_FIRST by default, not in NVML's PCI order (CUDA C Programming Guide,
         # CUDA_DEVICE_ORDER): each device is named by its PCI bus id, never by cuda:i alone
-        entry = {"index": i, "name": None, "pci_bus_id": None, "bytes": 0}
+        entry = {"index": i, "name": None, "pci_bus_id": None, "bytes": 0}  # type: Dict[str, Any]
         devices.append(entry)
         try:  # per device: one GPU that cannot be used (busy, no memory, lost) must not stop the others
             props = torch.cuda.get_device_properties(i)
