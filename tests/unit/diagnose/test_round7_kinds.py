@@ -17,24 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from envdoctor.compat import load_compat
-from envdoctor.diagnose import NothingRecognised
-from envdoctor.services.diagnose import diagnose_report
+from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
 
 
-@pytest.fixture(scope="module")
-def compat():
-    return load_compat()
-
-
-def _serious(text: str, compat) -> dict:
-    try:
-        findings = diagnose_report([text], compat).all_findings
-    except NothingRecognised:
-        return {}
-    return {f.category: f for f in findings if f.severity in ("warning", "error")}
 
 
 # invented lines of the shapes NCCL and torch print (not the corpus pastes)

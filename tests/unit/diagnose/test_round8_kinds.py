@@ -25,26 +25,11 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.compat import load_compat
 from envdoctor.compat.signatures import SignatureError, parse_signatures
-from envdoctor.diagnose import NothingRecognised
-from envdoctor.services.diagnose import diagnose_report
+from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
 
 
-@pytest.fixture(scope="module")
-def compat():
-    return load_compat()
 
-
-def _findings(text: str, compat) -> list:
-    try:
-        return list(diagnose_report([text], compat).all_findings)
-    except NothingRecognised:
-        return []
-
-
-def _serious(text: str, compat) -> dict:
-    return {f.category: f for f in _findings(text, compat) if f.severity in ("warning", "error")}
 
 
 # ---- a CPU-only build of a framework other than torch
