@@ -138,36 +138,27 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     the watch checks judge."""
     sents = _sentences(paste)
     out: Dict[str, Any] = {}
-    bursty = _first(_BURSTY, sents, _UTIL)
-    if bursty:
-        out["bursty"] = bursty
-    low = _first(_LOW, sents)
-    if low:
-        out["gpu_low"] = low
-    cpu = _first(_CPU_BUSY, sents)
-    if cpu:
-        out["cpu_busy"] = cpu
-    works = _first(_GPU_WORKS, sents)
-    if works:
-        out["gpu_works"] = works
-    stuck = _first(_STUCK, sents)
-    if stuck:
-        out["stalls"] = stuck
+
+    def said(key: str, pattern: "re.Pattern[str]", need: "Optional[re.Pattern[str]]" = None) -> None:
+        got = _first(pattern, sents, need)
+        if got:
+            out[key] = got
+
+    said("bursty", _BURSTY, _UTIL)
+    said("gpu_low", _LOW)
+    said("cpu_busy", _CPU_BUSY)
+    said("gpu_works", _GPU_WORKS)
+    said("stalls", _STUCK)
+    stuck = out.get("stalls")
     for s in sents:
         m = _FELL.search(s)
         if m and float(m.group(2)) < float(m.group(1)):
             out["speed_fell"] = {"said": _around(s, m), "from": float(m.group(1)), "to": float(m.group(2))}
             break
     if stuck or out.get("speed_fell"):
-        zero = _first(_GPU_ZERO, sents)
-        if zero:
-            out["stall_gpu_zero"] = zero
-        start = _first(_FAST_START, sents)
-        if start:
-            out["fast_start"] = start
-    complaint = _first(_COMPLAINT, sents)
-    if complaint:
-        out["complaint"] = complaint
+        said("stall_gpu_zero", _GPU_ZERO)
+        said("fast_start", _FAST_START)
+    said("complaint", _COMPLAINT)
     idle = None
     for s in sents:
         m = _OTHERS_IDLE.search(s)
