@@ -144,7 +144,8 @@ def read(paste: Paste, acc: Acc) -> None:
             i += 1
             continue
         m = _ROW.match(line)
-        if m and _INTERESTING.match(m.group(1)) and not m.group(3):
+        # not nvidia-smi's own banner ("NVIDIA-SMI 525.60.13"), which the torch-family pattern's nvidia-* takes
+        if m and _INTERESTING.match(m.group(1)) and not m.group(3) and m.group(1).lower() not in _NOT_PACKAGES:
             acc.add_package(_pkg(m.group(1), m.group(2), "pip"), STRUCTURED - 1)
             found_list = True
             i += 1
