@@ -189,11 +189,20 @@ def test_checkpoint_saves_are_named_checkpoints(cpu_venv, tmp_path, timed):
 
 @TIMER
 def test_fsynced_logging_every_step_is_the_loop_waiting_on_its_writes(cpu_venv, tmp_path, timed):
+    from envdoctor.checks.watch_main import DISK_SHARE, SYNC_WRITE_TICKS
+
     w, findings, _ = _watch(cpu_venv, tmp_path, timed, workers=0, log=str(tmp_path / "train.log"))
+    main = w["summary"]["processes"].get("main") or {}
     if not _contended(w, findings):
+        sw = main.get("synced_writes") or {}
+        # the sampler saw the loop's synced writes in most of its samples, whatever the disk
+        assert sw.get("tick_share", 0.0) >= SYNC_WRITE_TICKS, (_codes(findings), main)
         f = findings.get("LOOP_WAITS_ON_WRITES")
-        assert f is not None and f["code"] == "watch.main-process/sync-writes", \
-            (_codes(findings), w["summary"]["processes"].get("main"))
+        if (sw.get("disk_share") or 0.0) >= DISK_SHARE:  # they cost it time in state D: named
+            assert f is not None and f["code"] == "watch.main-process/sync-writes", (_codes(findings), main)
+        else:  # a disk that acknowledged them at once (measured idle: 0.09-0.26 of the time in D, and under
+            # DISK_SHARE in one clean-clone CI run) cost the loop nothing worth a word: not named
+            assert f is None, (_codes(findings), main)
     assert "CHECKPOINT_STALL" not in findings, _codes(findings)
 
 
