@@ -15,7 +15,6 @@ from ..model.facts import Facts
 from ._paste_roles import (
     NCCL_SHM,
     NCCL_TRANSPORT,
-    XFORMERS_NOT_BUILT,
     driver_cuda_above_branch,
     driver_runs_program_cuda,
     extension_import,
@@ -194,14 +193,14 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
     if when == "driver_runs_program_cuda":  # the driver runs every runtime of the program's CUDA major
         return driver_runs_program_cuda(facts, compat)
     if when == "xformers_not_built_for_torch":  # xformers' operators did not load: a build for another torch
-        return any(XFORMERS_NOT_BUILT.search(m) for m in (facts.paste.messages if facts.paste else []))
+        return row_in_paste(facts, compat, ("xformers-built-for-other-torch",))
     if when == "vgpu_named":  # a vGPU the paste names (readers/nvidia_smi.py _VGPU), or NVML's vGPU mode
         return "paste.vgpu" in prov(facts) or any((g.virtualization_mode or "").upper() in ("VGPU", "HOST_VGPU")
                                                   for g in facts.driver.gpus)
     if when == "no_nvidia_gpu_said":
         return no_nvidia_gpu_said(facts)
     if when == "open_module_refused_gpu":  # NVRM's open nvidia.ko refused the GPU (data-center gate, no GSP)
-        return any(_OPEN_MODULE_REFUSED.search(m) for m in (facts.paste.messages if facts.paste else []))
+        return row_in_paste(facts, compat, ("nvrm-open-module-datacenter-only", "nvrm-open-module-needs-gsp"))
     if when == "in_kubernetes":  # a pod, a cluster or a Kubernetes GPU resource named in the paste (issue 42)
         return bool(host.container and host.container.runtime == "kubernetes")
     if when == "gpu_memory_mostly_free":  # cuDNN's "Memory usage: F bytes free, T bytes total" with F >= T/2
@@ -232,9 +231,13 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
 _TORCH_NAMED = re.compile(r"\b(?:py)?torch\b", re.I)
 _OTHER_FRAMEWORK_NAMED = re.compile(r"\b(?:jax(?:lib)?|tensorflow|tf|dgl|faiss|paddle\w*|onnxruntime\w*|"
                                     r"lightgbm|catboost|xgboost|mxnet|cupy|dlib|llama[-_.]cpp\w*|numpyro)\b", re.I)
-# the open kernel module's own refusals (the rows nvrm-open-module-datacenter-only and nvrm-open-module-needs-gsp)
-_OPEN_MODULE_REFUSED = re.compile(r"Open nvidia\.ko is only ready for use on Data Center GPUs|"
-                                  r"not supported by open (?:NVRM: )?nvidia\.ko", re.I)
+
+
+def row_in_paste(facts: Facts, compat: Compat, ids: Tuple[str, ...]) -> bool:
+    """Whether a message of the paste matches one of the catalogue rows ``ids``: a qualifier that depends on what
+    another row recognised asks that row, rather than keeping a copy of its pattern."""
+    rows = [sig for sig in (compat.signatures or []) if sig.id in ids] if compat is not None else []
+    return any(sig.search(m) for sig in rows for m in (facts.paste.messages if facts.paste else []))
 # XLA's cuda_dnn.cc prints the GPU's memory after a failed cuDNN handle (jax, TensorFlow)
 _MEMORY_USAGE = re.compile(r"Memory usage: (\d+) bytes free, (\d+) bytes total")
 

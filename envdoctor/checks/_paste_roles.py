@@ -161,9 +161,3 @@ def driver_runs_program_cuda(facts: Facts, compat: Compat) -> bool:
     except Exception:  # noqa: BLE001 - no CUDA table (or no major with a floor): nothing to compare with
         return False
     return bool(floor) and version_ge(d.version, floor[0]) is True
-
-
-# xformers saying its compiled operators did not load (the row xformers-built-for-other-torch): its per-operator
-# "requires device with capability" reasons then follow from the build, not from the GPU
-XFORMERS_NOT_BUILT = re.compile(r"xFormers can'?t load C\+\+/CUDA extensions|xFormers wasn'?t build with CUDA support|"
-                                r"xFormers was built for:? ?PyTorch", re.I)
