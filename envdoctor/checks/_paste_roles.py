@@ -155,8 +155,8 @@ def driver_runs_program_cuda(facts: Facts, compat: Compat) -> bool:
             majors.append(int(m.group(1)))
     windows = (facts.host.os or "").lower().startswith("windows")
     try:
-        if not majors:  # the newest major with a floor: a program of any CUDA release runs on its floor's driver
-            majors = [max(m for m in range(11, 30) if compat.minor_compat_floor(m, "linux"))]
+        if not majors:  # the matrix's newest CUDA major: a program of any release runs on that major's floor driver
+            majors = [int(compat.newest_cuda().split(".")[0])]
         floor = compat.minor_compat_floor(max(majors), "windows" if windows else "linux")
     except Exception:  # noqa: BLE001 - no CUDA table (or no major with a floor): nothing to compare with
         return False
