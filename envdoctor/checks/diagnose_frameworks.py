@@ -138,3 +138,69 @@ def check_extension_release(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("no torch extension release in the paste is paired with a torch release in the catalogue",
                         not_applicable="no paired extension release")
     return out
+
+
+# ---- pip replaced the installed torch while installing a torch extension (issue 42 round 10: xformers#1146, pip
+# uninstalling torch 2.4.1 to install xformers; ComfyUI#99 and xformers#802 tell the same in words). An extension's
+# wheel pins the torch its compiled module is built for, so pip swaps torch when the release it picked is built
+# for another one; an install that asked for torch itself is a torch change the user wanted, and is not judged.
+
+REPLACED = Findings("diagnose.extension-replaced-torch", "THIRD_PARTY_EXTENSION_MISMATCH", kinds=("pip-swapped-torch",))
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower().replace("_", "-")
+
+
+@check(REPLACED, "An extension's install left the installed torch in place")
+def check_extension_replaced_torch(ctx: CheckContext) -> List[Finding]:
+    paste = paste_or_skip(ctx)
+    prov = paste.provenance or {}
+    replaced = (prov.get("paste.pip_replaced") or {}).get("value")
+    if not replaced:
+        raise SkipCheck("the paste shows no pip install that uninstalled torch", not_applicable="torch not replaced")
+    from ..compat.torch_family import EXTENSION, torch_family
+
+    try:
+        table = torch_family(ctx.compat)
+    except LookupError:
+        raise SkipCheck("the torch family table is not in this matrix") from None
+    old, _, new = str(replaced).partition(" -> ")
+    if not _parses(old) or new and not _parses(new):
+        raise SkipCheck(f"the torch versions pip showed ({replaced}) do not parse")
+    if new and Version(new).base_version == Version(old).base_version:
+        return []  # the same release reinstalled (--force-reinstall, another variant): not another torch
+    collected = [_norm(n) for n in str((prov.get("paste.pip_collected") or {}).get("value") or "").split(",") if n]
+    extensions = [r.distribution for r in table.rows if r.role == EXTENSION
+                  and (_norm(r.distribution) in collected or any(_norm(m) in collected for m in r.modules))]
+    asked = [_norm(a.partition("==")[0]) for a in
+             str((prov.get("paste.install_requests") or {}).get("value") or "").split()]
+    if not extensions or "torch" in asked:
+        return []
+    ext = extensions[0]
+    from ..remedies import installer_for, pip_command
+
+    py = ctx.facts.pythons[0] if ctx.facts.pythons else None
+    return [REPLACED.warning(
+        "pip-swapped-torch", confidence="medium",
+        summary=(f"Installing {ext} made pip uninstall the installed torch {old}"
+                 + (f" for torch {new}" if new else "") + f": the {ext} release pip picked is built for another torch"),
+        detail=(f"{ext}'s wheels link torch's C++ library of one release and pin it, so pip replaces torch when the "
+                f"release it picks is built for another one. The environment's torch (and companions built for "
+                f"torch {old}) changed with it; pinning torch in the same command makes pip pick the {ext} release "
+                f"built for torch {old}, or say that none exists."),
+        evidence=[Evidence("paste.pip_replaced", replaced, expected=f"torch {old} kept",
+                           source=str((prov.get("paste.pip_replaced") or {}).get("reader"))),
+                  Evidence("paste.pip_collected", (prov.get("paste.pip_collected") or {}).get("value"))],
+        fix=Fix(f"Install {ext} with torch pinned to {old}, so pip picks the {ext} release built for it (or build "
+                f"{ext} from source against it)",
+                [pip_command(installer_for(ctx.facts, py), "install", f"torch=={Version(old).public}", ext)]))]
+
+
+def _parses(*versions: str) -> bool:
+    try:
+        for v in versions:
+            Version(v)
+    except InvalidVersion:
+        return False
+    return True

@@ -47,7 +47,9 @@ SIGNALS: Dict[str, str] = {
     "paste.mig_device": "paste.mig_device",  # a MIG device named: nvidia-smi -L's MIG lines, a MIG UUID (issue 42)
     "paste.vgpu": "paste.vgpu",  # a vGPU named: the word, a GRID driver, a vGPU profile name (issue 42)
     "paste.no_nvidia_gpu": "paste.no_nvidia_gpu",  # the reporter says the machine has no NVIDIA GPU, or a Mac
-    "paste.cuda_named": "paste.cuda_named",  # the highest CUDA major the paste names for its program (round 8)
+    "paste.cuda_named": "paste.cuda_named",
+    "paste.pip_replaced": "paste.pip_replaced",  # pip uninstalled an installed torch during an install (round 10)
+    "paste.pip_collected": "paste.pip_collected",  # the packages that install collected ("torch,xformers")  # the highest CUDA major the paste names for its program (round 8)
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

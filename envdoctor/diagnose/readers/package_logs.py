@@ -48,3 +48,39 @@ def read_package_logs(paste: Paste, acc: Acc) -> None:
         acc.put("driver.packages_changed", "; ".join(dict.fromkeys(events))[:500], STRUCTURED,
                 "package-manager log (apt/dpkg/dnf/pacman)")
         acc.add_found("package-manager log with NVIDIA driver packages")
+
+
+# pip's own install log: the packages it collected, and an installed torch it uninstalled to make room for another
+# (pip's resolver output: "Installing collected packages: torch, xformers", "Attempting uninstall: torch",
+# "Found existing installation: torch 2.4.1", "Successfully uninstalled torch-2.4.1", "Successfully installed ...")
+_PIP_COLLECTED = re.compile(r"^\s*Installing collected packages:\s*(?P<names>[\w.-]+(?:\s*,\s*[\w.-]+)*)")
+_PIP_REPLACED = re.compile(r"^\s*(?:Found existing installation:\s*torch\s+(?P<found>\d[\w.+]*)|"
+                           r"Successfully uninstalled\s+torch-(?P<gone>\d[\w.+]*))\s*$")
+_PIP_INSTALLED = re.compile(r"^\s*Successfully installed\s.*?(?<![\w-])torch-(?P<new>\d[\w.+]*)")
+
+
+def read_pip_replaced(paste: Paste, acc: Acc) -> None:
+    """pip uninstalling an installed torch during an install (``paste.pip_replaced``: "2.4.1", or "2.4.1 -> 2.5.0"
+    when the log shows what it installed) and the packages that install collected (``paste.pip_collected``), so a
+    check can tell an extension's install that swapped torch (its release pins another torch) from a torch
+    upgrade asked for."""
+    old = new = where = None
+    collected = ""
+    for i in paste.distinct(paste.with_any(["installing collected", "existing installation: torch",
+                                            "uninstalled torch-", "successfully installed"])):
+        line = paste.lines[i]
+        m = _PIP_COLLECTED.match(line)
+        if m and not collected:
+            collected = ",".join(n.strip().lower() for n in m.group("names").split(","))
+            continue
+        m = _PIP_REPLACED.match(line)
+        if m and old is None:
+            old, where = m.group("found") or m.group("gone"), line.strip()
+            continue
+        m = _PIP_INSTALLED.match(line)
+        if m and new is None:
+            new = m.group("new")
+    if old is None or not collected:
+        return
+    acc.put("paste.pip_replaced", f"{old} -> {new}" if new else old, STRUCTURED, f"pip: {where}")
+    acc.put("paste.pip_collected", collected, STRUCTURED, "pip: Installing collected packages")
