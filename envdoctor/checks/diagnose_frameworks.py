@@ -204,3 +204,42 @@ def _parses(*versions: str) -> bool:
     except InvalidVersion:
         return False
     return True
+
+
+# ---- packages installed from an extension's wheel index built for another torch release (issue 42 round 10:
+# rusty1s/pytorch_sparse#150, the torch-1.7.1 PyG index beside torch 1.7.0). PyG, DGL, OpenMMLab and FlashInfer
+# publish one index per torch release (and CUDA); a wheel from another release's index links another torch.
+
+INDEX = Findings("diagnose.extension-index", "THIRD_PARTY_EXTENSION_MISMATCH", kinds=("other-torch-index",))
+
+
+@check(INDEX, "Extension wheels come from the index built for the installed torch")
+def check_extension_index(ctx: CheckContext) -> List[Finding]:
+    paste = paste_or_skip(ctx)
+    said = (paste.provenance or {}).get("paste.extension_index") or {}
+    if not said.get("value"):
+        raise SkipCheck("the paste installs nothing from an extension's per-torch wheel index",
+                        not_applicable="no extension index")
+    head, _, pinned = str(said["value"]).partition("|")
+    built, _, names = head.partition(" ")
+    py = ctx.facts.pythons[0] if ctx.facts.pythons else None
+    torch = pinned or (py.torch.version if py is not None and py.torch is not None else None)
+    if not torch or not _parses(built, torch):
+        raise SkipCheck("the paste does not say which torch the extension wheels are installed beside")
+    have = Version(torch).release
+    want = Version(built).release
+    if have[:len(want)] == want:
+        return []
+    same_minor = have[:2] == want[:2]
+    have_s = ".".join(str(x) for x in have[:max(len(want), 2)])
+    return [INDEX.warning(
+        "other-torch-index", confidence="low" if same_minor else "medium",
+        summary=(f"{names} installed from the wheel index for torch {built}, but the paste's torch is {torch}"),
+        detail=("The extension's index holds wheels built against one torch release; beside another torch they "
+                "fail to import (undefined symbol, missing library) or misbehave. "
+                + ("Within one minor release the wheels often still load: if the import works, this is not the "
+                   "cause." if same_minor else "")),
+        evidence=[Evidence("paste.extension_index", built, expected=have_s, source=str(said.get("reader"))),
+                  Evidence("pythons[0].torch.version", torch)],
+        fix=Fix(f"Install {names} from the index for torch {have_s} (the same URL with the installed torch's "
+                "release and CUDA), or install the torch the index is built for", []))]

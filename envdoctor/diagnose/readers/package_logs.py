@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .base import STRUCTURED, Acc, Paste
+from .base import LOOSE, STRUCTURED, Acc, Paste
 
 # NVIDIA driver packages as apt/dpkg, dnf/yum and pacman name them
 _NV_PKG = r"(?:nvidia-(?:driver|utils|dkms|kernel-common|kernel-source|compute-utils|fabricmanager|open|settings)[\w.+-]*|" \
@@ -84,3 +84,42 @@ def read_pip_replaced(paste: Paste, acc: Acc) -> None:
         return
     acc.put("paste.pip_replaced", f"{old} -> {new}" if new else old, STRUCTURED, f"pip: {where}")
     acc.put("paste.pip_collected", collected, STRUCTURED, "pip: Installing collected packages")
+
+
+# an extension's own wheel index named by the torch release its wheels are built for: PyG's
+# https://data.pyg.org/whl/torch-2.1.0+cu121.html, DGL's https://data.dgl.ai/wheels/torch-2.1/cu121/repo.html,
+# OpenMMLab's https://download.openmmlab.com/mmcv/dist/cu117/torch1.13/index.html, FlashInfer's
+# https://flashinfer.ai/whl/cu124/torch2.5/ (torch's own index, download.pytorch.org, is not one)
+_PIP_LINE = re.compile(r"\b(?:pip3?|uv\s+pip|mim)\s+install\s+(?P<args>.*)$")
+_EXT_INDEX = re.compile(r"(?P<url>https?://(?!download\.pytorch\.org)[\w.-]+/[^\s'\"`]*?(?:^|/)torch-?"
+                        r"(?P<torch>\d+\.\d+(?:\.\d+)?)(?:\+\w+)?(?:/|\.html)[^\s'\"`]*)")
+_REQ_NAME = re.compile(r"^([A-Za-z][\w.-]*)(?:\[[^\]]*\])?(?:(==)\s*(\d[\w.+!-]*)|[<>=~!].*)?$")
+
+
+def read_extension_index(paste: Paste, acc: Acc) -> None:
+    """The first install line that takes packages from an extension's wheel index named for a torch release:
+    ``paste.extension_index`` = "<torch release of the index> <packages asked, space-separated>", and the
+    torch the same line pins (``torch==X``) after a "|" when it does, since that torch is the one installed
+    beside them."""
+    for i in paste.distinct(paste.with_any(["install"])):
+        m = _PIP_LINE.search(paste.lines[i])
+        u = _EXT_INDEX.search(m.group("args")) if m else None
+        if not m or not u:
+            continue
+        names, pinned, skip = [], "", False
+        for a in m.group("args").split():
+            a = a.strip("'\"`")
+            if skip or a.startswith("-"):
+                skip = a in ("-f", "-i", "--find-links", "--index-url", "--extra-index-url", "-c", "-r")
+                continue
+            r = _REQ_NAME.match(a)
+            if not r or a.startswith("http"):
+                continue
+            if r.group(1).lower() == "torch":
+                pinned = r.group(3) or ""
+            else:
+                names.append(r.group(1))
+        if names:
+            acc.put("paste.extension_index", f"{u.group('torch')} {' '.join(names)}" + (f"|{pinned}" if pinned else ""),
+                    LOOSE, f"pip install from {u.group('url')}")
+            return
