@@ -51,7 +51,8 @@ SIGNALS: Dict[str, str] = {
     "paste.pip_replaced": "paste.pip_replaced",  # pip uninstalled an installed torch during an install (round 10)
     "paste.pip_collected": "paste.pip_collected",
     # an install from an extension's wheel index named for a torch release: "1.7.1 torch-scatter torch-sparse"
-    "paste.extension_index": "paste.extension_index",  # the packages that install collected ("torch,xformers")  # the highest CUDA major the paste names for its program (round 8)
+    "paste.extension_index": "paste.extension_index",
+    "paste.pip_resolved": "paste.pip_resolved",  # the release pip picked for a requirement: "tensorrt==8.6.1.post1"  # the packages that install collected ("torch,xformers")  # the highest CUDA major the paste names for its program (round 8)
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

@@ -123,3 +123,30 @@ def read_extension_index(paste: Paste, acc: Acc) -> None:
             acc.put("paste.extension_index", f"{u.group('torch')} {' '.join(names)}" + (f"|{pinned}" if pinned else ""),
                     LOOSE, f"pip install from {u.group('url')}")
             return
+
+
+# pip naming the file it picked for a requirement: "Collecting tensorrt" then "Using cached
+# https://pypi.nvidia.com/tensorrt/tensorrt-8.6.1.post1.tar.gz" (or "Downloading ...whl"): the release pip resolved
+_PIP_COLLECTING = re.compile(r"^\s*Collecting\s+(?P<name>[A-Za-z][\w.-]*)")
+_PIP_FILE = re.compile(r"^\s*(?:Using cached|Downloading)\s+(?:\S*/)?(?P<name>[A-Za-z][\w.]*?)-"
+                       r"(?P<ver>\d+(?:\.\d+)*(?:\.?(?:post|dev|rc|a|b)\d+)*)(?:\.tar\b|\.zip\b|\.ta\b|\.t?$|-)")
+
+
+def read_pip_resolved(paste: Paste, acc: Acc) -> None:
+    """The release pip resolved for each requirement it shows collecting (``paste.pip_resolved``:
+    "tensorrt==8.6.1.post1"): the file named on the line after "Collecting NAME", when the file is that
+    package's (its name normalised the same)."""
+    found = []
+    lines = paste.lines
+    for i in paste.distinct(paste.with_any(["collecting "])):
+        m = _PIP_COLLECTING.match(lines[i])
+        if not m:
+            continue
+        want = re.sub(r"[-_.]+", "-", m.group("name")).lower()
+        for nxt in lines[i + 1:i + 3]:
+            f = _PIP_FILE.match(nxt)
+            if f and re.sub(r"[-_.]+", "-", f.group("name")).lower() == want:
+                found.append(f"{want}=={f.group('ver')}")
+                break
+    if found:
+        acc.put("paste.pip_resolved", " ".join(dict.fromkeys(found)), STRUCTURED, "pip: Collecting / the file it picked")

@@ -163,3 +163,27 @@ def test_near_miss_the_index_for_the_installed_torch_stays_quiet(compat) -> None
     # FlashInfer's index named at the minor (flashinfer-002's URL) beside a patch release of it
     text = ("torch==2.5.1\npip install flashinfer-python -i https://flashinfer.ai/whl/cu124/torch2.5/\n")
     assert not [f for f in _findings(text, compat) if f.code.startswith("diagnose.extension-index")]
+
+
+# ---- the release pip's log shows it picked, against the Python it has wheels for
+
+@pytest.mark.parametrize("text,pkg", [
+    # tensorrt-002 (NVIDIA/TensorRT#3539): tensorrt 8.6.1 has no cp312 wheels
+    ("Python Version (if applicable): \n\n- 3.12.0\n- 3.12.1\n\npip install tensorrt --extra-index-url "
+     "https://pypi.nvidia.com\n\nLooking in indexes: https://pypi.org/simple, https://pypi.nvidia.com\n"
+     "Collecting tensorrt\n  Using cached https://pypi.nvidia.com/tensorrt/tensorrt-8.6.1.post1.ta\n", "tensorrt"),
+    # the same log shape for vLLM 0.5.0 (Python 3.8 -- 3.11 in its installation page) under Python 3.12
+    ("Python 3.12.3 (main, Apr 10 2024, 05:33:47) [GCC 13.2.0] on linux\n$ pip install vllm\nCollecting vllm\n"
+     "  Downloading vllm-0.5.0.tar.gz (743 kB)\n", "vllm"),
+], ids=["tensorrt", "vllm"])
+def test_the_release_pip_picked_has_no_wheel_for_this_python(text, pkg, compat) -> None:
+    got = _serious(text, compat)
+    f = got.get("PYTHON_VERSION_UNSUPPORTED")
+    assert f is not None and f.code == "diagnose.no-wheel-for-python/outside-range", sorted(got)
+    assert pkg in f.summary
+
+
+def test_near_miss_the_release_pip_picked_has_a_wheel_for_this_python(compat) -> None:
+    text = ("Python Version (if applicable): \n\n- 3.10.12\n\npip install tensorrt\nCollecting tensorrt\n"
+            "  Using cached https://pypi.nvidia.com/tensorrt/tensorrt-8.6.1.post1.tar.gz\n")
+    assert "PYTHON_VERSION_UNSUPPORTED" not in _serious(text, compat)
