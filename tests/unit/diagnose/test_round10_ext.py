@@ -187,3 +187,45 @@ def test_near_miss_the_release_pip_picked_has_a_wheel_for_this_python(compat) ->
     text = ("Python Version (if applicable): \n\n- 3.10.12\n\npip install tensorrt\nCollecting tensorrt\n"
             "  Using cached https://pypi.nvidia.com/tensorrt/tensorrt-8.6.1.post1.tar.gz\n")
     assert "PYTHON_VERSION_UNSUPPORTED" not in _serious(text, compat)
+
+
+# ---- a program's own Python check, and a program's own dependency check
+
+@pytest.mark.parametrize("text", [
+    # sd-webui-002 (AUTOMATIC1111/stable-diffusion-webui#7964): the launcher's banner, Windows
+    ("INCOMPATIBLE PYTHON VERSION\n\nThis program is tested with 3.10.6 Python, but you have 3.11.2.\nIf you "
+     "encounter an error with \"RuntimeError: Couldn't install torch.\" message,\n"),
+    # a fork that keeps check_python_version but raises it (RuntimeError), under Python 3.12
+    ("RuntimeError: \nINCOMPATIBLE PYTHON VERSION\nThis program is tested with 3.10.6 Python, but you have 3.12.1.\n"),
+], ids=["a1111", "fork"])
+def test_a_launchers_own_python_check_says_the_python_is_unsupported(text, compat) -> None:
+    got = _serious(text, compat)
+    f = got.get("PYTHON_VERSION_UNSUPPORTED")
+    assert f is not None and f.code == "messages.signature/webui-incompatible-python-version", sorted(got)
+
+
+def test_near_miss_the_launchers_python_line_without_its_verdict_stays_quiet(compat) -> None:
+    text = "Python 3.10.6 (tags/v3.10.6:9c7b4bd, Aug  1 2022, 21:53:49) [MSC v.1932 64 bit (AMD64)]\nVersion: v1.10.1\n"
+    assert "PYTHON_VERSION_UNSUPPORTED" not in _serious(text, compat)
+
+
+@pytest.mark.parametrize("text,pkg", [
+    # flashinfer-002 (flashinfer-ai/flashinfer#794): an sglang release that looks flashinfer up by its old name
+    ("Got the error `importlib.metadata.PackageNotFoundError: flashinfer`.  Another exception said that `Exception: "
+     "flashinfer with minimum required version 0.1.6 is not installed. Please uninstall the old version and "
+     "reinstall the latest version by following the instructions at https://docs.flashinfer.ai/installation.html.\n",
+     "flashinfer"),
+    # sgl-project/sglang#6160: the same check under the new name
+    ("Exception: flashinfer_python with minimum required version 0.2.5 is not installed. Please uninstall the old "
+     "version and reinstall the latest version\n", "flashinfer_python"),
+], ids=["flashinfer", "sglang"])
+def test_a_programs_own_check_for_a_package_release(text, pkg, compat) -> None:
+    got = _serious(text, compat)
+    f = got.get("DEPENDENCY_UNMET")
+    assert f is not None and f.code == "messages.signature/pkg-minimum-version-not-installed", sorted(got)
+    assert pkg in f.summary
+
+
+def test_near_miss_a_minimum_version_said_without_a_failed_check_stays_quiet(compat) -> None:
+    text = "The minimum required version of flashinfer is 0.1.6; 0.2.0 is installed and works.\n"
+    assert "DEPENDENCY_UNMET" not in _serious(text, compat)
