@@ -229,3 +229,23 @@ def test_a_programs_own_check_for_a_package_release(text, pkg, compat) -> None:
 def test_near_miss_a_minimum_version_said_without_a_failed_check_stays_quiet(compat) -> None:
     text = "The minimum required version of flashinfer is 0.1.6; 0.2.0 is installed and works.\n"
     assert "DEPENDENCY_UNMET" not in _serious(text, compat)
+
+
+# ---- sgl-kernel's loader saying its compiled ops did not load (a low-confidence lead: the torch it was built for)
+
+# sglang-007 (sgl-project/sglang#17460): sgl-kernel built with torch 2.9.0, torch 2.10.0 installed
+SGL_KERNEL = ("  File \"/opt/.venv/lib/python3.12/site-packages/sgl_kernel/load_utils.py\", line 188, in "
+              "_load_architecture_specific_ops\n    raise ImportError(error_msg)\nImportError: \n"
+              "[sgl_kernel] CRITICAL: Could not load any common_ops library!\n\nAttempted locations:\n"
+              "3. Standard Python import: common_ops - failed\n")
+
+
+def test_sgl_kernels_ops_not_loading_is_a_low_confidence_extension_lead(compat) -> None:
+    got = _serious(SGL_KERNEL, compat)
+    f = got.get("THIRD_PARTY_EXTENSION_MISMATCH")
+    assert f is not None and f.severity == "warning" and f.confidence == "low", sorted(got)
+
+
+def test_near_miss_sgl_kernel_loading_its_ops_stays_quiet(compat) -> None:
+    text = "[sgl_kernel] loaded common_ops from /opt/.venv/lib/python3.12/site-packages/sgl_kernel/sm90/common_ops.so\n"
+    assert "THIRD_PARTY_EXTENSION_MISMATCH" not in _serious(text, compat)
