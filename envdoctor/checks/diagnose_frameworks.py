@@ -243,3 +243,45 @@ def check_extension_index(ctx: CheckContext) -> List[Finding]:
                   Evidence("pythons[0].torch.version", torch)],
         fix=Fix(f"Install {names} from the index for torch {have_s} (the same URL with the installed torch's "
                 "release and CUDA), or install the torch the index is built for", []))]
+
+
+# ---- a torch extension release with no kernels for the paste's GPU (issue 42 round 10: FlashInfer before 0.1.6
+# on a Tesla T4, sglang#931; the cited rows of ``context.extension_min_compute_capability``)
+
+GPU = Findings("diagnose.extension-gpu", "THIRD_PARTY_EXTENSION_MISMATCH", kinds=("gpu-below-release",))
+
+
+@check(GPU, "Each torch extension's release has kernels for the paste's GPUs")
+def check_extension_gpu(ctx: CheckContext) -> List[Finding]:
+    paste_or_skip(ctx)
+    rows = [r for r in ((signature_context(ctx.compat, "extension_min_compute_capability") or {}).get("value") or [])
+            if isinstance(r, dict)]
+    py = ctx.facts.pythons[0] if ctx.facts.pythons else None
+    pairs = [(r, py.package(r["package"])) for r in rows] if py is not None else []
+    pairs = [(r, p) for r, p in pairs if p is not None and p.version and _parses(p.version)
+             and Version(p.version) < Version(str(r["before"]))]
+    if not pairs:
+        raise SkipCheck("no torch extension release in the paste is listed with a least GPU architecture",
+                        not_applicable="no listed extension release")
+    out: List[Finding] = []
+    for gi, g in enumerate(ctx.facts.driver.gpus):
+        cc = g.compute_capability or (ctx.compat.gpu_compute_capability(g.name) if g.name else None)
+        if not cc or not _parses(cc):
+            continue
+        for r, p in pairs:
+            if Version(cc) >= Version(str(r["min_cc"])):
+                continue
+            out.append(GPU.error(
+                "gpu-below-release", confidence="medium",
+                summary=(f"{p.name} {p.version} has no kernels for the {g.name} (compute capability {cc}): its "
+                         f"releases before {r['before']} are built for compute capability {r['min_cc']} and newer"),
+                detail=("The extension's kernels are compiled for the architectures its release supports; on an "
+                        "older GPU it fails when its kernels are first used (or refuses to start), whatever torch "
+                        "and CUDA are installed."),
+                evidence=[Evidence(f"pythons[0].packages.{p.name}", p.version, expected=f">= {r['before']}",
+                                   source=r["source"]),
+                          Evidence(f"driver.gpus[{gi}].compute_capability", cc, expected=f">= {r['min_cc']}")],
+                fix=Fix(f"Use a {p.name} release with kernels for compute capability {cc} (the cited release notes "
+                        f"say which), or turn the {p.name} backend off on this GPU", [], r["source"].split(" ")[0])))
+            break
+    return out

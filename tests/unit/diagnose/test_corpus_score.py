@@ -25,7 +25,7 @@ ROWS = [(d.name, r["id"], r["labels"]) for d in sorted(CORPUS.glob("*/")) if (d 
 STILL_WRONG = set("""
 comfyui-009 comfyui-015 container-toolkit-005 flash-attention-003 jax-002 jax-008
 k8s-device-plugin-002 nccl-009 nccl-011 ollama-002 optimum-001
-sglang-004 slurm-001 slurm-003 tensorrt-003 tensorrt-004
+slurm-001 slurm-003 tensorrt-003 tensorrt-004
 ultralytics-003 ultralytics-005 unsloth-002 vllm-007 vllm-017 wsl-003 wsl-004
 """.split()) | {
     # relabelled on 2026-12-07 (corpus label audit, helper labels8; docs/measurements.md): right under their old

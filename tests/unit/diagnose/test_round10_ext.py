@@ -249,3 +249,28 @@ def test_sgl_kernels_ops_not_loading_is_a_low_confidence_extension_lead(compat) 
 def test_near_miss_sgl_kernel_loading_its_ops_stays_quiet(compat) -> None:
     text = "[sgl_kernel] loaded common_ops from /opt/.venv/lib/python3.12/site-packages/sgl_kernel/sm90/common_ops.so\n"
     assert "THIRD_PARTY_EXTENSION_MISMATCH" not in _serious(text, compat)
+
+
+# ---- an extension release without kernels for the paste's GPU (FlashInfer before 0.1.6 on sm_75)
+
+@pytest.mark.parametrize("text", [
+    # sglang-004 (sgl-project/sglang#931): SGLang's environment listing
+    ("Python: 3.11.9 (main, Apr 19 2024, 16:48:06) [GCC 11.2.0]\nCUDA available: True\nGPU 0: Tesla T4\n"
+     "CUDA Driver Version: 535.54.03\nPyTorch: 2.3.1+cu121\nsglang: 0.2.10\nflashinfer: 0.1.3\ntriton: 2.3.1\n"),
+    # the same release in a collect_env listing (vLLM's template) on a Turing card
+    ("Collecting environment information...\nPyTorch version: 2.3.1+cu121\nCUDA used to build PyTorch: 12.1\n"
+     "GPU models and configuration: GPU 0: Tesla T4\n[pip3] flashinfer==0.1.2+cu121torch2.3\n[pip3] torch==2.3.1\n"),
+], ids=["sglang", "collect_env"])
+def test_an_extension_release_without_kernels_for_the_gpu(text, compat) -> None:
+    got = _serious(text, compat)
+    f = got.get("THIRD_PARTY_EXTENSION_MISMATCH")
+    assert f is not None and f.code == "diagnose.extension-gpu/gpu-below-release", sorted(got)
+    assert "7.5" in f.summary
+
+
+@pytest.mark.parametrize("text", [
+    "GPU 0: Tesla T4\nPyTorch: 2.4.0+cu121\nflashinfer: 0.1.6\n",  # the release that added sm_75
+    "GPU 0: NVIDIA A100-SXM4-80GB\nPyTorch: 2.3.1+cu121\nflashinfer: 0.1.3\n",  # a GPU the old release covers
+], ids=["fixed-release", "ampere"])
+def test_near_miss_the_release_covers_the_gpu(text, compat) -> None:
+    assert not [f for f in _findings(text, compat) if f.code.startswith("diagnose.extension-gpu")]
