@@ -15,6 +15,7 @@ from ..model.facts import Facts
 from ._paste_roles import (
     NCCL_SHM,
     NCCL_TRANSPORT,
+    companion_import,
     driver_cuda_above_branch,
     driver_runs_program_cuda,
     extension_import,
@@ -220,6 +221,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return loaded_pip_wheel(facts, groups) is not None
     if when == "extension_import":
         return extension_import(facts, compat) is not None
+    if when == "companion_import":
+        return companion_import(facts, compat) is not None
     if when.startswith("capture:") and "~" in when:
         name, pattern = when[len("capture:"):].split("~", 1)
         value = groups.get(name) or ""

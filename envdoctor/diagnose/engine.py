@@ -133,6 +133,9 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     scheduler.read_jobs(paste, acc)
     host_lines.read_host(paste, acc)
     package_logs.read_package_logs(paste, acc)
+    package_logs.read_pip_replaced(paste, acc)
+    package_logs.read_extension_index(paste, acc)
+    package_logs.read_pip_resolved(paste, acc)
     paste_date.read_date(paste, acc)
     cuda_named.read_cuda_named(paste, acc)
     if recordings:
