@@ -169,3 +169,19 @@ def test_tensorflows_failed_libcuda_dlopen_is_a_missing_driver_lead(compat) -> N
             "dlopen library 'libcuda.so.1'; dlerror: libcuda.so.1: c\n")  # cut there in the report
     got = _serious(text, compat)
     assert "NO_NVIDIA_DRIVER" in got, sorted(got)
+
+
+def test_nvidia_uvm_not_loaded_said_is_the_missing_driver(compat) -> None:
+    # enroot-002 (NVIDIA/enroot#106): the reporter's words for enroot's hook after a reboot left nvidia-uvm unloaded;
+    # enroot-001's own line is in ENROOT_HOOK above
+    text = ("After the reboot, I started seeing the following errors when I tried to run a Slurm (with Pyxis and "
+            "enroot) job. It complained about nvidia-uvm module not being loaded and not being able to find "
+            "/dev/nvidia-modeset.\n")
+    got = _serious(text, compat)
+    assert "NO_NVIDIA_DRIVER" in got, sorted(got)
+
+
+def test_near_miss_nvidia_uvm_listed_loaded_says_nothing(compat) -> None:
+    text = "$ lsmod | grep nvidia\nnvidia_uvm           1437696  0\nnvidia              56201216  1 nvidia_uvm\n"
+    got = _serious(text, compat)
+    assert "NO_NVIDIA_DRIVER" not in got, sorted(got)
