@@ -185,3 +185,20 @@ def test_near_miss_nvidia_uvm_listed_loaded_says_nothing(compat) -> None:
     text = "$ lsmod | grep nvidia\nnvidia_uvm           1437696  0\nnvidia              56201216  1 nvidia_uvm\n"
     got = _serious(text, compat)
     assert "NO_NVIDIA_DRIVER" not in got, sorted(got)
+
+
+def test_the_nvidia_runtime_not_being_the_default_is_the_container_runtime(compat) -> None:
+    # container-toolkit-012 (OpenPAI's check through NVIDIA/nvidia-container-runtime#154) and the device plugin's own
+    # hint (k8s-device-plugin-005)
+    pai = ("fatal: [pai-worker1]: FAILED! => {\"changed\": false, \"msg\": \"The following requirements are not met: "
+           "The default runtime is not set correctly\"}\n")
+    plugin = ("2019/09/30 14:46:38 Failed to initialize NVML: could not load NVML library.\n"
+              "2019/09/30 14:46:38 If this is a GPU node, did you set the docker default runtime to `nvidia`?\n")
+    for text in (pai, plugin):
+        got = _serious(text, compat)
+        assert "CONTAINER_NO_GPU_RUNTIME" in got, sorted(got)
+
+
+def test_near_miss_docker_info_with_nvidia_as_default_says_nothing(compat) -> None:
+    text = "$ docker info | grep -i runtime\n Runtimes: io.containerd.runc.v2 nvidia runc\n Default Runtime: nvidia\n"
+    assert "CONTAINER_NO_GPU_RUNTIME" not in _serious(text, compat)
