@@ -16,6 +16,7 @@ check = registrar(CHECKS)
 
 TOOLKIT_DOC = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 WSL_DOC = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+APPTAINER_DOC = "https://apptainer.org/docs/user/latest/gpu.html"
 
 
 CONTAINER_GPU = Findings("platform.container-gpu", "CONTAINER_NO_GPU_RUNTIME", kinds=("no-runtime",))
@@ -54,6 +55,14 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     if c.nvidia_visible_devices is not None:
         ev.append(Evidence("host.container.nvidia_visible_devices", c.nvidia_visible_devices))
     k8s = c.runtime == "kubernetes"
+    if c.runtime == "apptainer":  # Apptainer/Singularity binds the host's driver and /dev/nvidia* only with --nv
+        return [CONTAINER_GPU.error(
+            "no-runtime", "Running in an Apptainer/Singularity container started without --nv",
+            detail=("Apptainer and Singularity bind the host's NVIDIA driver libraries, nvidia-smi and the "
+                    "/dev/nvidia* device nodes into a container only when it is started with --nv (or --nvccli)."),
+            evidence=ev, fix=Fix("Start the container with --nv",
+                                 [command("apptainer", "exec", "--nv", placeholder("<image.sif>"), "nvidia-smi")],
+                                 APPTAINER_DOC))]
     return [CONTAINER_GPU.error(
         "no-runtime",
         f"Running in a {c.runtime} container with no NVIDIA device nodes or driver libraries passed in",

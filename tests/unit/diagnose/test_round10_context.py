@@ -202,3 +202,14 @@ def test_the_nvidia_runtime_not_being_the_default_is_the_container_runtime(compa
 def test_near_miss_docker_info_with_nvidia_as_default_says_nothing(compat) -> None:
     text = "$ docker info | grep -i runtime\n Runtimes: io.containerd.runc.v2 nvidia runc\n Default Runtime: nvidia\n"
     assert "CONTAINER_NO_GPU_RUNTIME" not in _serious(text, compat)
+
+
+def test_the_fix_speaks_the_containers_own_options(compat) -> None:
+    # an Apptainer container gets the GPU with --nv, an enroot/pyxis one through NVIDIA_VISIBLE_DEVICES: never
+    # Docker's --gpus
+    apptainer = _serious("$ apptainer exec pytorch.sif python train.py\n" + FOUND_NO_DRIVER, compat)
+    fix = apptainer["CONTAINER_NO_GPU_RUNTIME"].fix
+    assert "--nv" in fix.summary and not any("docker" in c for c in fix.commands), fix
+    pyxis = _serious("srun --gpus=2 --container-image=myimage --pty bash -i\n" + FOUND_NO_DRIVER, compat)
+    fix = pyxis["CONTAINER_NO_GPU_RUNTIME"].fix
+    assert "NVIDIA_VISIBLE_DEVICES" in fix.summary and "--gpus all" not in fix.summary, fix
