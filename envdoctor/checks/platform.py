@@ -8,6 +8,7 @@ from ..model.facts import ProbeStatus
 from ..model.findings import Evidence, Finding, Fix
 from ..queries import nvidia_hardware
 from ..remedies import Raw, command, placeholder, remove_linux_driver
+from ._paste_context import host_driver_missing
 from .base import NO_GPU, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
@@ -44,6 +45,9 @@ def check_container(ctx: CheckContext) -> List[Finding]:
         return []
     if nodes:  # device nodes are there: a driver problem, judged by the driver checks
         return []
+    if ctx.facts.origin == "paste" and host_driver_missing(ctx.facts, ctx.compat, {}):
+        raise SkipCheck("the paste shows the host's driver missing or not loaded: no container option can pass in a "
+                        "driver the host lacks (the driver checks judge it)")
     if nodes is None and d.status != ProbeStatus.ABSENT:
         raise SkipCheck(f"the container's /dev/nvidia* nodes were not read and the driver probe {d.status}"
                         + (f": {d.reason}" if d.reason else ""))

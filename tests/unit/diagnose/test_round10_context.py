@@ -213,3 +213,24 @@ def test_the_fix_speaks_the_containers_own_options(compat) -> None:
     pyxis = _serious("srun --gpus=2 --container-image=myimage --pty bash -i\n" + FOUND_NO_DRIVER, compat)
     fix = pyxis["CONTAINER_NO_GPU_RUNTIME"].fix
     assert "NVIDIA_VISIBLE_DEVICES" in fix.summary and "--gpus all" not in fix.summary, fix
+
+
+def test_inside_a_container_the_hosts_missing_driver_outranks_the_runtime(compat) -> None:
+    # a container's nvidia-smi fails, and the paste shows why on the host: the module did not load. The container
+    # runtime is not the cause (nvidia-docker issues: nouveau loaded from the initramfs, no nvidia.ko for the kernel)
+    text = ("root@3f2a9c0d1b7e:/# nvidia-smi\n"
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+            "NVIDIA driver is installed and running.\n\n"
+            "On the host:\n$ sudo modprobe nvidia\n"
+            "ERROR: Unable to load the kernel module 'nvidia.ko'.  This happens most frequently when this kernel module "
+            "was built against the wrong or improperly configured kernel sources\n")
+    got = _serious(text, compat)
+    assert "NO_NVIDIA_DRIVER" in got and "CONTAINER_NO_GPU_RUNTIME" not in got, sorted(got)
+
+
+def test_near_miss_inside_a_container_alone_the_runtime_stays_the_cause(compat) -> None:
+    text = ("root@3f2a9c0d1b7e:/# nvidia-smi\n"
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+            "NVIDIA driver is installed and running.\n")
+    got = _serious(text, compat)
+    assert "CONTAINER_NO_GPU_RUNTIME" in got, sorted(got)
