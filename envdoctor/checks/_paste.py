@@ -12,6 +12,7 @@ from ..domain.fastclass import dataclass
 from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, variant_kind
 from ..domain.versions import base_version, major_minor
 from ..model.facts import Facts
+from ._paste_context import CONTEXT_WHEN, context_holds
 from ._paste_roles import (
     NCCL_SHM,
     NCCL_TRANSPORT,
@@ -223,6 +224,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return extension_import(facts, compat) is not None
     if when == "companion_import":
         return companion_import(facts, compat) is not None
+    if when in CONTEXT_WHEN:  # where the program ran decides the cause (issue 42, checks/_paste_context.py)
+        return context_holds(when, facts, compat, groups)
     if when.startswith("capture:") and "~" in when:
         name, pattern = when[len("capture:"):].split("~", 1)
         value = groups.get(name) or ""

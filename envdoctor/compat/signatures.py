@@ -41,6 +41,8 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # issue 42: a Kubernetes pod or cluster named in the paste; cuDNN's own "Memory usage" line shows
               # most of the GPU's memory free
               "in_kubernetes", "gpu_memory_mostly_free",
+              # issue 42: the paste shows the host's driver missing beside a container runtime's failure
+              "host_driver_missing",
               # issue 42: a vGPU named in the paste (a profile name, a GRID driver, "vGPU") or a GPU in vGPU mode
               "vgpu_named",
               # issue 42 (round 7): the library a program other than torch could not load is cuDNN (libcudnn*)

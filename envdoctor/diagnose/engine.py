@@ -31,6 +31,7 @@ from .readers import (
     banners,
     blocks,
     collect_env,
+    contexts,
     cuda_named,
     ds_report,
     env_vars,
@@ -132,6 +133,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     ds_report.read_ds_report(paste, acc)
     scheduler.read_jobs(paste, acc)
     host_lines.read_host(paste, acc)
+    contexts.read_contexts(paste, acc)
     package_logs.read_package_logs(paste, acc)
     package_logs.read_pip_replaced(paste, acc)
     package_logs.read_extension_index(paste, acc)

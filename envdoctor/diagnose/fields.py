@@ -34,6 +34,7 @@ SIGNALS: Dict[str, str] = {
     "torch.conda_cpuonly": "torch.conda_cpuonly",  # conda's cpuonly package
     "container.gpus_requested": "container.gpus_requested",  # `docker run` with or without --gpus
     "container.shm_given": "container.shm_given",  # `docker run` with or without --shm-size / --ipc=host
+    "container.snap": "container.snap",  # Docker installed as a snap (its confinement hides the host's driver)
     "host.windows_build": "host.windows_build",  # the Windows build under WSL
     "intent.cuda": "intent.cuda",  # the CUDA build the user asked for (an index URL, a +cuXYZ pin)
     "pip.index_variant": "pip.index_variant",
