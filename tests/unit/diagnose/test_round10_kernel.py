@@ -1,0 +1,98 @@
+"""Issue 42, round 10, helper kernel: kernel, driver and fabric messages in pasted reports.
+
+- The open kernel module's refusal of a pre-Turing GPU quoted by its second half only ("nvidia.ko because it does
+  not include the required GPU", the wrapped kernel line cut at the terminal width): aurora-001, pop-os-001.
+- The driver's kernel module and a user-space library (or a second module) of two versions, in the words of the
+  program that compared them: XLA's "kernel version X does not match DSO version Y" (jax-008, TensorFlow too) and
+  nvidia-modeset's "Version mismatch: nvidia.ko(X) nvidia-modeset(Y)" (void-linux-001, void-packages#4473).
+- Hardware faults told in the reporter's words: "gpu randomly falls off the bus" (Xid 79, nvidia-driver-004) and
+  "abnormal due to Uncorrectable ECC Error" (k8s-device-plugin-004).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
+
+
+@pytest.mark.parametrize("text", [
+    # aurora-001 (ublue-os/aurora#1924): the kernel log quoted from its second line
+    "Kernel log shows:\n```\nNVRM: nvidia.ko because it does not include the required GPU\n"
+    "nvidia 0000:01:00.0: probe with driver nvidia failed with error -1\n"
+    "NVRM: The NVIDIA probe routine failed for 1 device(s).\n```\n",
+    # pop-os-001 (pop-os/pop#3859): dmesg quoted in prose
+    "dmesg shows:\n\"nvidia.ko because it does not include the required GPU\"\n"
+    "\"probe with driver nvidia failed with error -1\"\n",
+])
+def test_the_open_modules_refusal_quoted_by_its_tail_is_recognised(text, compat) -> None:
+    got = _serious(text, compat)
+    f = got.get("OPEN_KERNEL_MODULE_UNSUPPORTED_GPU")
+    assert f is not None, sorted(got)
+    assert f.code == "messages.signature/nvrm-open-module-needs-gsp"
+    assert "UNRECOGNISED_ERROR" not in got
+
+
+def test_near_miss_a_probe_failure_alone_is_not_the_open_modules_refusal(compat) -> None:
+    text = "nvidia 0000:01:00.0: probe with driver nvidia failed with error -1\n"
+    assert "OPEN_KERNEL_MODULE_UNSUPPORTED_GPU" not in _serious(text, compat)
+
+
+@pytest.mark.parametrize("text,code,numbers", [
+    # jax-008 (jax-ml/jax#11477)
+    ("I recently upgraded and was hitting this error:\n\n    kernel version 515.48.7 does not match DSO version "
+     "510.73.5 -- cannot find working devices in this configuration\n",
+     "xla-kernel-driver-not-dso-version", ("515.48.7", "510.73.5")),
+    # TensorFlow's glog line of the same diagnostics
+    ("2021-09-13 23:57:29.694695: E tensorflow/stream_executor/cuda/cuda_diagnostics.cc:306] kernel version "
+     "460.56.0 does not match DSO version 470.57.2 -- cannot find working devices in this configuration\n",
+     "xla-kernel-driver-not-dso-version", ("460.56.0", "470.57.2")),
+    # void-linux-001 (voidlinux/void-packages#5745)
+    ("\"nvidia-modeset: Version mismatch: nvidia.ko(378.13) nvidia-modeset(375.26)\n",
+     "nvidia-module-version-mismatch", ("378.13", "375.26")),
+    # void-linux/void-packages#4473: the other module named with its .ko
+    ("dmesg output shows nvidia-modeset: Version mismatch: nvidia.ko(410.73) nvidia-modeset.ko(390.87) upon boot\n",
+     "nvidia-module-version-mismatch", ("410.73", "390.87")),
+])
+def test_a_kernel_module_and_a_library_of_two_versions_is_a_driver_library_mismatch(text, code, numbers,
+                                                                                      compat) -> None:
+    got = _serious(text, compat)
+    f = got.get("DRIVER_LIBRARY_MISMATCH")
+    assert f is not None, sorted(got)
+    assert f.code == f"messages.signature/{code}"
+    assert all(n in f.detail for n in numbers), f.detail
+    assert "UNRECOGNISED_ERROR" not in got
+
+
+def test_near_miss_the_versions_that_match_say_nothing(compat) -> None:
+    text = ("2021-09-13 23:57:29.694689: I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:192] libcuda "
+            "reported version is: 470.57.2\n2021-09-13 23:57:29.694695: I tensorflow/stream_executor/cuda/"
+            "cuda_diagnostics.cc:196] kernel version seems to match DSO: 470.57.2\n"
+            "Error: something else failed\n")
+    assert "DRIVER_LIBRARY_MISMATCH" not in _serious(text, compat)
+
+
+@pytest.mark.parametrize("text,category", [
+    # nvidia-driver-004 (NVIDIA/open-gpu-kernel-modules#507): the maintainer: Xid 79
+    ("### Describe the bug\n\ngpu randomly falls off the bus when playing games on the nvidia gpu\n",
+     "GPU_XID_ERRORS"),
+    # the kernel's own line (pop-os/pop#3363)
+    ("Apr 29 19:24:11 EVE kernel: NVRM: GPU 0000:01:00.0: GPU has fallen off the bus.\n", "GPU_XID_ERRORS"),
+    # k8s-device-plugin-004 (NVIDIA/k8s-device-plugin#267)
+    ("when one GPU on the host is abnormal due to Uncorrectable ECC Error, k8s-device-plugin seems to think it "
+     "healthy.\nand my pod still be scheduled to this GPU, and everytime get RuntimeError: CUDA error: out of memory\n",
+     "GPU_MEMORY_ERRORS"),
+    # the CUDA error itself (shared examples reports-batch2/107, reports-batch4/303)
+    ("RuntimeError: CUDA error: uncorrectable ECC error encountered\n", "GPU_MEMORY_ERRORS"),
+])
+def test_a_hardware_fault_told_in_words_is_its_category(text, category, compat) -> None:
+    got = _serious(text, compat)
+    assert category in got, sorted(got)
+
+
+@pytest.mark.parametrize("text,category", [
+    ("The bus fell off the road; the GPU works fine.\nError: unrelated failure\n", "GPU_XID_ERRORS"),
+    ("nvidia-smi -q shows no uncorrectable ECC errors on any GPU.\nError: unrelated failure\n", "GPU_MEMORY_ERRORS"),
+])
+def test_near_miss_words_that_deny_the_fault_stay_quiet(text, category, compat) -> None:
+    assert not [f for f in _findings(text, compat) if f.category == category]
