@@ -32,6 +32,7 @@ from .readers import (
     blocks,
     collect_env,
     cuda_named,
+    driver_words,
     ds_report,
     env_vars,
     frameworks,
@@ -135,6 +136,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)
     cuda_named.read_cuda_named(paste, acc)
+    driver_words.read_driver_words(paste, acc)
     if recordings:
         _recordings(paste, acc)
     imports.read_imports(paste, acc)

@@ -48,6 +48,8 @@ SIGNALS: Dict[str, str] = {
     "paste.vgpu": "paste.vgpu",  # a vGPU named: the word, a GRID driver, a vGPU profile name (issue 42)
     "paste.no_nvidia_gpu": "paste.no_nvidia_gpu",  # the reporter says the machine has no NVIDIA GPU, or a Mac
     "paste.cuda_named": "paste.cuda_named",  # the highest CUDA major the paste names for its program (round 8)
+    "paste.driver_branches": "paste.driver_branches",  # driver branches the report names (readers/driver_words.py)
+    "paste.driver_refuses_gpu": "paste.driver_refuses_gpu",  # the report says the driver does not drive the GPU
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

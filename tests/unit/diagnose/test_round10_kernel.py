@@ -96,3 +96,44 @@ def test_a_hardware_fault_told_in_words_is_its_category(text, category, compat) 
 ])
 def test_near_miss_words_that_deny_the_fault_stay_quiet(text, category, compat) -> None:
     assert not [f for f in _findings(text, compat) if f.category == category]
+
+
+# ---- a driver branch that no longer drives the GPU, told in words (DRIVER_DROPPED_GPU; checks/diagnose_driver_gpu.py)
+
+def _dropped(text, compat):
+    return [f for f in _findings(text, compat) if f.category == "DRIVER_DROPPED_GPU" and f.severity == "warning"]
+
+
+def test_a_named_branch_newer_than_the_gpus_last_is_dropped_gpu(compat) -> None:
+    # linux-mint-001 (linuxmint/mintdrivers#111): a Kepler GTX 760 (last branch R470) steered to 535
+    text = ("2. Use a system with an NVIDIA GeForce GTX 760:\n"
+            "On this system, the normal `nvidia-driver-470` package behaved like a transitional trap and attempted "
+            "to depend on/install NVIDIA 535 packages. NVIDIA 535 is incompatible with the GTX 760 and explicitly "
+            "ignored the GPU at boot.\n")
+    got = _dropped(text, compat)
+    assert [f.code for f in got] == ["diagnose.driver-gpu/named-branch"], [f.code for f in got]
+    assert "R470" in got[0].summary and "R535" in got[0].summary
+    assert "nvidia-driver-470" in " ".join(got[0].fix.commands)
+
+
+def test_no_branch_named_and_no_supported_branch_for_the_gpu_is_a_low_warning(compat) -> None:
+    # pop-os-002 (pop-os/pop#1178): a Fermi GTX 580 (last branch R390, compat driver_gpu_support.json)
+    text = ("Nvidia driver does not work. System runs at 640x480 resolution on GTX 580, probably as result of using "
+            "the fallback modesetting or VESA driver\n")
+    got = _dropped(text, compat)
+    assert [f.code for f in got] == ["diagnose.driver-gpu/no-supported-branch"], [f.code for f in got]
+    assert got[0].confidence == "low" and "R390" in got[0].summary
+
+
+@pytest.mark.parametrize("text", [
+    # a Pascal GPU: R580 is still supported, so a current driver may well drive it
+    "Nvidia driver does not work on my GeForce GTX 1070, the screen is 640x480.\n",
+    # the branch it names is the Kepler GPU's own last branch
+    "The nvidia-driver-470 package does not work with my GeForce GTX 760: black screen.\n",
+    # a driver version shown: the lifecycle check compares it, not this one
+    "Driver Version: 535.104.05\nNVIDIA driver does not work with the NVIDIA GeForce GTX 760\n",
+    # an old GPU named, the driver not said to fail
+    "I train on a GeForce GTX 580 with nvidia-driver-535 and it is slow.\nError: out of patience\n",
+])
+def test_near_miss_dropped_gpu_stays_quiet(text, compat) -> None:
+    assert not [f for f in _findings(text, compat) if f.code.startswith("diagnose.driver-gpu")]
