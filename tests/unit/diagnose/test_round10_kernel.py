@@ -137,3 +137,28 @@ def test_no_branch_named_and_no_supported_branch_for_the_gpu_is_a_low_warning(co
 ])
 def test_near_miss_dropped_gpu_stays_quiet(text, compat) -> None:
     assert not [f for f in _findings(text, compat) if f.code.startswith("diagnose.driver-gpu")]
+
+
+# ---- a bus error in the job's processes: shared memory first (SHM_TOO_SMALL, warning)
+
+@pytest.mark.parametrize("text", [
+    # nccl-009 (msr-fiddle/pipedream#76): UCX's handler, NCCL's threads, a container's hex host name
+    "[8d6bf97c3bf4:3039 :0:3095] Caught signal 7 (Bus error: nonexistent physical address)\n"
+    "==== backtrace (tid:   3095) ====\n 2 0x000000000007587d ncclGroupEnd()  ???:0\n",
+    # deepspeedai/DeepSpeed#2638
+    "cf0b62962198:378934:382525 [2] NCCL INFO Connected all trees\n"
+    "[cf0b62962198:378934:0:382579] Caught signal 7 (Bus error: nonexistent physical address)\n",
+    # NVIDIA/JAX-Toolbox#183 (gdb)
+    "Thread 787 \"imagenet_fake_d\" received signal SIGBUS, Bus error.\n"
+    "0x00007f6b59544f3b in ncclShmOpen(char*, unsigned long, void**, void**, int, void**) ()\n",
+])
+def test_a_bus_error_in_the_job_is_shared_memory_first(text, compat) -> None:
+    got = _serious(text, compat)
+    f = got.get("SHM_TOO_SMALL")
+    assert f is not None and f.severity == "warning", sorted(got)
+    assert "UNRECOGNISED_ERROR" not in got
+
+
+def test_near_miss_bus_words_that_are_no_signal_stay_quiet(compat) -> None:
+    text = "PCI bus error counters are zero on every GPU.\nError: something else failed\n"
+    assert "SHM_TOO_SMALL" not in _serious(text, compat)
