@@ -162,3 +162,22 @@ def test_a_bus_error_in_the_job_is_shared_memory_first(text, compat) -> None:
 def test_near_miss_bus_words_that_are_no_signal_stay_quiet(compat) -> None:
     text = "PCI bus error counters are zero on every GPU.\nError: something else failed\n"
     assert "SHM_TOO_SMALL" not in _serious(text, compat)
+
+
+# ---- CUDA error 802 named by its number (INTERCONNECT: the fabric manager)
+
+@pytest.mark.parametrize("text", [
+    # fabric-manager-001 (aws-samples/aws-deep-learning-ami-ubuntu-dcv-desktop#33)
+    "CUDA initialization fails with 802 system error owing to lack of nvidia-fabricmanager install\n",
+    # pytorch/pytorch#35710: the CUDA sample's line
+    "[CUDA Bandwidth Test] - Starting...\ncudaGetDeviceProperties returned 802\n",
+])
+def test_cuda_error_802_by_its_number_is_the_fabric(text, compat) -> None:
+    got = _serious(text, compat)
+    f = got.get("INTERCONNECT")
+    assert f is not None and f.code == "messages.signature/system-not-yet-initialized", sorted(got)
+
+
+def test_near_miss_802_that_is_no_cuda_error_stays_quiet(compat) -> None:
+    text = "The request fails with 802 retries left; port 8021 returned 802 bytes.\nError: unrelated\n"
+    assert "INTERCONNECT" not in _serious(text, compat)
