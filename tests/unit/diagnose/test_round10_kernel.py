@@ -181,3 +181,31 @@ def test_cuda_error_802_by_its_number_is_the_fabric(text, compat) -> None:
 def test_near_miss_802_that_is_no_cuda_error_stays_quiet(compat) -> None:
     text = "The request fails with 802 retries left; port 8021 returned 802 bytes.\nError: unrelated\n"
     assert "INTERCONNECT" not in _serious(text, compat)
+
+
+# ---- MIG said in words, and CUDA sees one device (MIG_ENABLED through the mig_enabled qualifier)
+
+@pytest.mark.parametrize("text", [
+    # mig-003 (pytorch/pytorch#102715)
+    "Hi, I have an a100 machine and the configuration for MIG is following.\n\n"
+    "and `torch.cuda.device_count()` shows only one gpu. How could I solve it?\n\ntorch is 1.13.1\n",
+    # nvidia-smi -L's MIG lines (mlcommons/training#442's machine kind), the count said after them
+    "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-5d5ba0d6-d33d-2b2c-524d-9e3d8d2b8a77)\n"
+    "  MIG 3g.20gb     Device  0: (UUID: MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f)\n"
+    "  MIG 3g.20gb     Device  1: (UUID: MIG-cba663e8-9bed-5b86-b2e8-35a5a0bf9d5d)\n"
+    "torch.cuda.device_count() returns 1 although there are two instances.\n",
+])
+def test_one_cuda_device_on_a_mig_gpu_is_mig(text, compat) -> None:
+    got = _serious(text, compat)
+    f = got.get("MIG_ENABLED")
+    assert f is not None and f.severity == "warning", sorted(got)
+    assert "MIG-" in f.fix.summary and "one MIG device" in f.detail
+
+
+@pytest.mark.parametrize("text", [
+    "On my laptop torch.cuda.device_count() shows only one gpu, the RTX 3060.\n",
+    # MIG named as something else: no configuration said
+    "We use the MIG welding robot's camera; torch.cuda.device_count() returns 1.\n",
+])
+def test_near_miss_one_device_without_mig_says_nothing_serious(text, compat) -> None:
+    assert _serious(text, compat) == {}
