@@ -209,3 +209,35 @@ def test_one_cuda_device_on_a_mig_gpu_is_mig(text, compat) -> None:
 ])
 def test_near_miss_one_device_without_mig_says_nothing_serious(text, compat) -> None:
     assert _serious(text, compat) == {}
+
+
+# ---- one model split over several GPUs that the reporter says does not pay (COMMUNICATION_BOUND, low)
+
+@pytest.mark.parametrize("text,split", [
+    # vllm-032 (vllm-project/vllm#1873)
+    ("I have tested the tensor parallelism of vllm on multiple gpus, but the effect is not as good as running on a "
+     "single card, even if the batch size is relatively large.\n\nMy service startup command is: "
+     "CUDA_VISIBLE_DEVICES=0,1,2,3 python3 -m vllm.entrypoints.openai.api_server --dtype bfloat16 "
+     "--tensor-parallel-size=4 --max-num-seqs 1024\n", "--tensor-parallel-size=4"),
+    # vllm-031 (vllm-project/vllm#6131)
+    ("I'm using vllm `0.4.0.post1`, and I start the server mode.\n\nHowever, I note that my GPU-UTIL is constantly "
+     "below 50% (8xA100-40G).\n", "8xA100"),
+])
+def test_a_split_model_said_not_to_pay_is_communication_bound(text, split, compat) -> None:
+    got = _serious(text, compat)
+    f = got.get("COMMUNICATION_BOUND")
+    assert f is not None and f.severity == "warning" and f.confidence == "low", sorted(got)
+    assert f.code == "watch.bottleneck/reported-split" and split in f.summary
+
+
+@pytest.mark.parametrize("text", [
+    # data-parallel training on several GPUs, utilisation low: the input is the usual suspect, not a split model
+    "Training with DDP on 4 GPUs, my GPU-UTIL is constantly below 50%.\n",
+    # a split of one: nothing is exchanged
+    "python -m vllm.entrypoints.openai.api_server --tensor-parallel-size 1\nthe effect is not as good as running on "
+    "a single card\n",
+    # a split said to work well
+    "vllm with --tensor-parallel-size 4 runs at 95% GPU-Util on every GPU.\n",
+])
+def test_near_miss_split_words_stay_quiet(text, compat) -> None:
+    assert "COMMUNICATION_BOUND" not in _serious(text, compat)
