@@ -31,7 +31,7 @@ _BRANCH = re.compile(
 _REFUSES = re.compile(
     r"(?i)\bignor(?:e|es|ed|ing) (?:the |my |this |that )?(?:GPU|card|device|graphics)"
     r"|\bincompatible with (?:the |my |this )?(?:GPU|card|GTX|GT\b|GeForce|Quadro|Tesla|NVIDIA)"
-    r"|\bno long(?:er)? (?:support|drive)s?\b"
+    r"|\b(?:driver|drivers|branch|nvidia-\S+)\b[^.\n]{0,40}\bno long(?:er)? (?:supports?|drives?)\b(?! CUDA)"
     r"|\b(?:nvidia|the|proprietary)(?: nvidia)? drivers? (?:does not|doesn'?t|did not|didn'?t|won'?t|will not|cannot|can'?t)"
     r" (?:work|load|support|recogni[sz]e|detect)"
     r"|\b(?:fallback|fall(?:s|ing)? back to|falling back to) (?:the )?(?:modesetting|VESA|nouveau|llvmpipe)"

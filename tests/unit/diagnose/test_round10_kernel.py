@@ -134,6 +134,9 @@ def test_no_branch_named_and_no_supported_branch_for_the_gpu_is_a_low_warning(co
     "Driver Version: 535.104.05\nNVIDIA driver does not work with the NVIDIA GeForce GTX 760\n",
     # an old GPU named, the driver not said to fail
     "I train on a GeForce GTX 580 with nvidia-driver-535 and it is slow.\nError: out of patience\n",
+    # torch, not the driver, no longer supports the GPU (the driver drives it: torch found it)
+    "GPU: NVIDIA GeForce GTX 760\nnvidia-driver-535 installed.\nFound GPU0 NVIDIA GeForce GTX 760 which is of cuda "
+    "capability 3.0. PyTorch no longer supports this GPU because it is too old.\n",
 ])
 def test_near_miss_dropped_gpu_stays_quiet(text, compat) -> None:
     assert not [f for f in _findings(text, compat) if f.code.startswith("diagnose.driver-gpu")]
