@@ -33,6 +33,7 @@ from .readers import (
     collect_env,
     contexts,
     cuda_named,
+    driver_words,
     ds_report,
     env_vars,
     frameworks,
@@ -140,6 +141,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     package_logs.read_pip_resolved(paste, acc)
     paste_date.read_date(paste, acc)
     cuda_named.read_cuda_named(paste, acc)
+    driver_words.read_driver_words(paste, acc)
     if recordings:
         _recordings(paste, acc)
     imports.read_imports(paste, acc)

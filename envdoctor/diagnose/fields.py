@@ -48,12 +48,14 @@ SIGNALS: Dict[str, str] = {
     "paste.mig_device": "paste.mig_device",  # a MIG device named: nvidia-smi -L's MIG lines, a MIG UUID (issue 42)
     "paste.vgpu": "paste.vgpu",  # a vGPU named: the word, a GRID driver, a vGPU profile name (issue 42)
     "paste.no_nvidia_gpu": "paste.no_nvidia_gpu",  # the reporter says the machine has no NVIDIA GPU, or a Mac
-    "paste.cuda_named": "paste.cuda_named",
+    "paste.cuda_named": "paste.cuda_named",  # the highest CUDA major the paste names for its program (round 8)
     "paste.pip_replaced": "paste.pip_replaced",  # pip uninstalled an installed torch during an install (round 10)
-    "paste.pip_collected": "paste.pip_collected",
+    "paste.pip_collected": "paste.pip_collected",  # the packages that install collected ("torch,xformers")
     # an install from an extension's wheel index named for a torch release: "1.7.1 torch-scatter torch-sparse"
     "paste.extension_index": "paste.extension_index",
-    "paste.pip_resolved": "paste.pip_resolved",  # the release pip picked for a requirement: "tensorrt==8.6.1.post1"  # the packages that install collected ("torch,xformers")  # the highest CUDA major the paste names for its program (round 8)
+    "paste.pip_resolved": "paste.pip_resolved",  # the release pip picked for a requirement: "tensorrt==8.6.1.post1"
+    "paste.driver_branches": "paste.driver_branches",  # driver branches the report names (readers/driver_words.py)
+    "paste.driver_refuses_gpu": "paste.driver_refuses_gpu",  # the report says the driver does not drive the GPU
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

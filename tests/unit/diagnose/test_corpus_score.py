@@ -23,8 +23,8 @@ ROWS = [(d.name, r["id"], r["labels"]) for d in sorted(CORPUS.glob("*/")) if (d 
 # (issue 42, scripts/mine_corpus.py) at first sight, before any diagnose fix (FIRST_SIGHT_G.md; docs/measurements.md, "Corpus
 # round 3"); remove a row once it passes
 STILL_WRONG = set("""
-comfyui-009 comfyui-015 container-toolkit-005 flash-attention-003 jax-002 jax-008
-nccl-009 nccl-011 ollama-002 optimum-001
+comfyui-009 comfyui-015 container-toolkit-005 flash-attention-003 jax-002
+nccl-011 ollama-002 optimum-001
 slurm-001 tensorrt-003 tensorrt-004
 ultralytics-003 ultralytics-005 unsloth-002 vllm-007 vllm-017 wsl-003 wsl-004
 """.split()) | {
@@ -36,11 +36,10 @@ ultralytics-003 ultralytics-005 unsloth-002 vllm-007 vllm-017 wsl-003 wsl-004
 } | set("""
 comfyui-017 conda-002 conda-003
 cuda-build-009 cuda-build-010 cuda-build-011 cuda-build-012 cuda-build-013
-cuda-build-014 fabric-manager-001 hami-001 invokeai-003 jetson-001
+cuda-build-014 hami-001 invokeai-003 jetson-001
 kaggle-001 llama-cpp-002 mig-001
-nvidia-driver-004 ollama-007 onnxruntime-008 onnxruntime-009
+ollama-007 onnxruntime-008 onnxruntime-009
 tensorflow-009 torch-downstream-015
-void-linux-001
 wsl-005
 """.split())
 # later rounds keep their first-sight misses in a file each (tests/fixtures/corpus/still_wrong_*.txt: ids separated
