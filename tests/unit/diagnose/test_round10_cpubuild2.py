@@ -1,0 +1,74 @@
+"""Issue 42, round 10, helper cpubuild2: a CPU-only build where the reporter expected the GPU.
+
+Kinds (each from two or more trackers; a healthy or near-miss text beside each stays quiet):
+
+- torch's own "Torch not compiled with CUDA enabled" retyped without its last word (espnet-002; the catalogue row's
+  earlier sources carry the full message);
+- ``torch.cuda.is_available()`` said to be False in a sentence or in torch's own message (conda-003, jetson-001,
+  torch-downstream-035): torch's build is not in the paste, so a low-confidence TORCH_CPU_ONLY_BUILD lead that asks
+  for the output that settles it (``diagnose.cuda-unavailable``);
+- a tool or the reporter saying the installed torch has no CUDA: "torch cpu != required cu130" (unsloth-002),
+  "torch listed in requirements.txt, but it doesn't install support for CUDA" (torch-downstream-045).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.diagnose.pastes import serious as _serious
+
+
+@pytest.mark.parametrize("text", [
+    "Assertion error: torch not compiled with cuda\n",  # espnet-002 (espnet/espnet#4513)
+    "AssertionError: Torch not compiled with CUDA enabled\n",  # the message as torch prints it
+])
+def test_torch_not_compiled_with_cuda_with_or_without_its_last_word(compat, text) -> None:
+    got = _serious(text, compat)
+    assert "TORCH_CPU_ONLY_BUILD" in got and got["TORCH_CPU_ONLY_BUILD"].severity == "error", sorted(got)
+
+
+@pytest.mark.parametrize("text", [
+    # conda-003 (pytorch/pytorch#69202)
+    "I have tried to install cudatoolkit 11.3 with `conda install -c pytorch pytorch=1.9.0 torchvision "
+    "cudatoolkit=11.3`. After successful installing pytorch, my GPU is not available anymore: "
+    "torch.cuda.is_available=**False**\n",
+    # jetson-001 (Lmy0217/PyTorch-aarch64#3)
+    "I successfully install the torch on my jetson nano(Jetpack 4.4 [L4T 32.4.3]),but cuda.is_available() "
+    "returns false\n",
+    # torch-downstream-035 (deforum-art/stable-diffusion#132)
+    "RuntimeError: Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. If "
+    "you are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') to map "
+    "your storages to the CPU.\n",
+])
+def test_is_available_false_in_words_is_a_low_confidence_cpu_build_lead(compat, text) -> None:
+    got = _serious(text, compat)
+    assert "TORCH_CPU_ONLY_BUILD" in got, sorted(got)
+    assert got["TORCH_CPU_ONLY_BUILD"].severity == "warning" and got["TORCH_CPU_ONLY_BUILD"].confidence == "low"
+
+
+@pytest.mark.parametrize("text", [
+    "if torch.cuda.is_available() == False:\n    device = 'cpu'\n",  # a condition in code, not an answer
+    "How to make o3d.core.cuda.is_available() False go away\n",  # open3d's query, not torch's
+    "torch.cuda.is_available() returns True on this box\n",
+])
+def test_near_miss_is_available_not_said_false_of_torch(compat, text) -> None:
+    assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+@pytest.mark.parametrize("text", [
+    # unsloth-002 (unslothai/unsloth#5942)
+    "setting up Python environment...\nStale venv detected (torch cpu != required cu130).\n"
+    "[ERROR] unsloth studio setup failed (exit code 1)\n",
+    # torch-downstream-045 (PierrunoYT/Kokoro-TTS-Local#17)
+    "However, I noticed it had torch listed in requirements.txt, but it doesn't install support for CUDA.\n",
+])
+def test_installed_torch_said_to_lack_cuda(compat, text) -> None:
+    assert "TORCH_CPU_ONLY_BUILD" in _serious(text, compat)
+
+
+@pytest.mark.parametrize("text", [
+    "The installer doesn't install CUDA itself; install the NVIDIA driver first.\n",  # no torch named
+    "torch cpu build is fine here, required cpu only\n",
+])
+def test_near_miss_install_words_without_torch_lacking_cuda(compat, text) -> None:
+    assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
