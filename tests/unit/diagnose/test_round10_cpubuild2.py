@@ -72,3 +72,38 @@ def test_installed_torch_said_to_lack_cuda(compat, text) -> None:
 ])
 def test_near_miss_install_words_without_torch_lacking_cuda(compat, text) -> None:
     assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+# ---- a header-less `conda list | grep pytorch` (conda-002, meta-pytorch/data#315): conda's cpuonly package or the
+# pytorch mutex's cpu build beside a CPU build of torch
+
+CONDA_GREP_CPU = (
+    "❯ conda list | grep pytorch\n"
+    "cpuonly                   2.0                           0    pytorch\n"
+    "pytorch                   1.11.0              py3.8_cpu_0    pytorch\n"
+    "pytorch-mutex             1.0                         cpu    pytorch\n"
+    "torchvision               0.12.0                 py38_cpu    pytorch\n")
+
+
+def test_headerless_conda_rows_are_read_with_their_build_variant(compat) -> None:
+    from envdoctor.diagnose import read_paste
+
+    facts, _ = read_paste([CONDA_GREP_CPU], compat)
+    py = facts.pythons[0]
+    assert py.package("torch").variant == "cpu" and py.package("torchvision").variant == "cpu"
+    assert "torch.conda_cpuonly" in facts.paste.provenance
+
+
+def test_cpuonly_pinned_cpu_torch_is_a_low_confidence_lead(compat) -> None:
+    got = _serious(CONDA_GREP_CPU, compat)
+    assert "TORCH_CPU_ONLY_BUILD" in got and got["TORCH_CPU_ONLY_BUILD"].confidence == "low", sorted(got)
+
+
+@pytest.mark.parametrize("text", [
+    CONDA_GREP_CPU + "This is my MacBook, it has no NVIDIA GPU.\n",  # the CPU build is the right one there
+    "conda list | grep pytorch\n"  # a CUDA build with its mutex
+    "pytorch                   2.4.1           py3.11_cuda12.1_cudnn9.1.0_0    pytorch\n"
+    "pytorch-mutex             1.0                        cuda    pytorch\n",
+])
+def test_near_miss_conda_rows_without_a_cpu_pin_stay_quiet(compat, text) -> None:
+    assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
