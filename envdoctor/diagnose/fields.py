@@ -48,6 +48,16 @@ SIGNALS: Dict[str, str] = {
     "paste.vgpu": "paste.vgpu",  # a vGPU named: the word, a GRID driver, a vGPU profile name (issue 42)
     "paste.no_nvidia_gpu": "paste.no_nvidia_gpu",  # the reporter says the machine has no NVIDIA GPU, or a Mac
     "paste.cuda_named": "paste.cuda_named",  # the highest CUDA major the paste names for its program (round 8)
+    # the device the program ran on, in words or its log line, and an NVIDIA GPU named in passing
+    # (readers/devices_said.py, round 10)
+    "paste.cpu_used_said": "paste.cpu_used_said",
+    "paste.gpu_unused_said": "paste.gpu_unused_said",
+    "paste.cuda_used_said": "paste.cuda_used_said",
+    "paste.nvidia_gpu_said": "paste.nvidia_gpu_said",
+    "paste.blas_off": "paste.blas_off",  # llama.cpp's system_info "BLAS = 0"
+    "paste.engines": "paste.engines",  # engines other than torch the paste names ("paddle dlib other")
+    "paste.gpu_layers_asked": "paste.gpu_layers_asked",  # llama.cpp offload asked for (n_gpu_layers, -ngl)
+    "paste.llama_cuda_seen": "paste.llama_cuda_seen",  # llama.cpp's CUDA backend at work (ggml-cuda, BLAS = 1)
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

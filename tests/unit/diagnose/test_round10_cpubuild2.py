@@ -107,3 +107,77 @@ def test_cpuonly_pinned_cpu_torch_is_a_low_confidence_lead(compat) -> None:
 ])
 def test_near_miss_conda_rows_without_a_cpu_pin_stay_quiet(compat, text) -> None:
     assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+# ---- a program said to run on the CPU beside an NVIDIA GPU (diagnose.runs-on-cpu, readers/devices_said.py)
+
+@pytest.mark.parametrize("text", [
+    # invokeai-008 (invoke-ai/InvokeAI#2735)
+    "I have a NVIDIA GTX 1060 3Go and I installed InvokerAI via the installer.\n"
+    "When I run the invoker.bat file, it's really slow and I checked the option and I saw that it was using CPU.\n",
+    # whisper-007 (dsymbol/decipher#8)
+    "So I have a 3060 and a core i9-12900kf and when im using decipher im getting the error:  UserWarning: FP16 is "
+    "not supported on CPU; using FP32 instead\n",
+])
+def test_a_torch_program_on_the_cpu_beside_an_nvidia_gpu_is_a_cpu_torch_lead(compat, text) -> None:
+    got = _serious(text, compat)
+    assert "TORCH_CPU_ONLY_BUILD" in got and got["TORCH_CPU_ONLY_BUILD"].confidence == "low", sorted(got)
+
+
+@pytest.mark.parametrize("text", [
+    # whisper-008 (HEALTHY): no GPU named, and the CPU asked for
+    "transcriber._set_dtype:35 WARNING -> FP16 is not supported on CPU; using FP32 instead\n\nwhen running :\n"
+    "whispering --language fr --model tiny --device cpu\n",
+    # transformers-003 (HEALTHY): the program says it runs on CUDA, and torch came from the CUDA index
+    "i am running with 3090 but it seems still it uses CPU.\n\nin the log i see \"Running on: cuda\" but examining "
+    "the resource usage the GPU is almost untouched.\n",
+    # diffusers-003 (HEALTHY): torch's CUDA build is shown
+    "5. File completion goes from 10 seconds to 40 minutes, which leads me to believe that instead of CPU "
+    "offloading, it actually just uses the CPU\n\nName: torch\nVersion: 1.12.1+cu116\n\n10 GPUs\n",
+    # another engine than torch (its own builds and device defaults)
+    "ollama 0.3.9 on Windows runs on the CPU although the machine has a 1080 Ti\n",
+    # a comparison, not a complaint
+    "model.generate() has roughly the same speed when running on CPU and GPU with my RTX 3090\n",
+])
+def test_near_miss_cpu_words_that_do_not_blame_torch(compat, text) -> None:
+    assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+@pytest.mark.parametrize("text,code", [
+    # paddle-008 (PaddlePaddle/PaddleOCR#16093): the CPU package beside a V100
+    ("paddleocr==3.1.0\npaddlepaddle==3.1.0\nuse cpu for inference , has someone same problem? how to solve it?\n\n"
+     "NVIDIA-SMI 525.60.13\nDriver Version: 525.60.13\nCUDA Version: 12.0\nV100/16GB\n", "paddle"),
+    # dlib-001 (ageitgey/face_recognition#796)
+    ("when i run this example my cpu load goes astronomical and the gpu does nothing\n"
+     "can i force face_recognition to use the gpu? seems like its falling back to cpu usage. but why?\n", "dlib"),
+    # llama-cpp-002 (abetlen/llama-cpp-python#787)
+    ("I recently updated llama-cpp-python to make use of the new gguf format. Since then, i cant seem to get GPU to "
+     "work. It keeps saying \"BLAS=0\" when starting the model, eventhough it was working before.\n", "llama.cpp"),
+    # llama-cpp-006 (ggml-org/llama.cpp#6898)
+    ("I use python's llama-cpp package to run the code, but I still cannot use the GPU.\nwindows11\n13900k+4090\n"
+     "llama_cpp_python       0.2.64\nEven if I tried changing n_gpu_layers to -1,0, or other values\n", "llama.cpp"),
+])
+def test_a_framework_on_the_cpu_beside_a_gpu_is_its_cpu_build(compat, text, code) -> None:
+    got = _serious(text, compat)
+    assert "FRAMEWORK_CPU_ONLY_BUILD" in got, sorted(got)
+    assert got["FRAMEWORK_CPU_ONLY_BUILD"].code == f"diagnose.runs-on-cpu/{code}"
+    assert "TORCH_CPU_ONLY_BUILD" not in got
+
+
+@pytest.mark.parametrize("text", [
+    # llama-cpp-009: a -cu125 wheel whose CUDA backend fails (another cause)
+    "- GPU: NVIDIA GeForce GTX 1060 6GB (compute capability 6.1)\n- llama-cpp-python: 0.3.23-cu125 (prebuilt wheel)\n"
+    "2. ggml-cuda.cu:102: CUDA error\n- With default n_ctx=512 and n_gpu_layers=35, CUDA error occurs immediately.\n"
+    "- GPU usage jumps briefly then drops to 0%; model falls back to CPU.\n",
+    # llama-cpp-007 (HEALTHY): no offload asked for in the paste
+    "I am trying to run my code with GPU support, I am running it on Jetson orin but it's not offloading the GPU\n"
+    "models i use: llama-2-13b.Q2_K.gguf\n",
+    # the GPU package of PaddlePaddle is installed
+    "paddlepaddle-gpu==3.1.0\nuse cpu for inference, why?\nNVIDIA-SMI 525.60.13\nDriver Version: 525.60.13\n",
+    # ctranslate2-009 (HEALTHY): an engine whose default device is the CPU
+    "Then inference runs on CPU only.\nThe GPU is properly detected by PyTorch (`torch.cuda.is_available() = "
+    "True`). generator = ctranslate2.Generator(\"gptj_ct2\") on my RTX 3090\n",
+])
+def test_near_miss_frameworks_with_their_gpu_part_or_no_gpu_asked(compat, text) -> None:
+    got = _serious(text, compat)
+    assert "FRAMEWORK_CPU_ONLY_BUILD" not in got and "TORCH_CPU_ONLY_BUILD" not in got, sorted(got)
