@@ -163,3 +163,59 @@ def _llama(facts: Facts, prov: Dict[str, Any], said: Optional[str], blas_off: Op
         evidence=ev, fix=Fix("Reinstall llama-cpp-python with its CUDA backend: CMAKE_ARGS=\"-DGGML_CUDA=on\" pip "
                              "install llama-cpp-python --force-reinstall --upgrade --no-cache-dir (or the prebuilt "
                              "CUDA wheel for the driver)", [], "https://github.com/abetlen/llama-cpp-python#installation"))]
+
+
+# ---- a framework's own query of its CUDA part answering no: Open3D's o3d.core.cuda.is_available(), dlib's
+# DLIB_USE_CUDA, PaddlePaddle's is_compiled_with_cuda(). The last two are the build's compile flags (the build has no
+# CUDA); Open3D's is an availability test, False also without a working driver, but Open3D publishes CUDA wheels for
+# Linux x86_64 only ("open3d # Linux x86_64 CUDA, others CPU", OPEN3D_WHEELS), so on Windows or macOS it is the build.
+
+QUERY = Findings("diagnose.framework-cuda-query", "FRAMEWORK_CPU_ONLY_BUILD", kinds=("compile-flag", "open3d"))
+OPEN3D_WHEELS = "https://www.open3d.org/docs/latest/dev_wheels.html"
+_QUERY_TEXT = {"Open3D": "o3d.core.cuda.is_available()", "dlib": "dlib.DLIB_USE_CUDA",
+               "PaddlePaddle": "paddle.is_compiled_with_cuda()"}
+_QUERY_FIX = {
+    "dlib": Fix("Rebuild dlib with CUDA (cmake -DDLIB_USE_CUDA=1, or setup.py install --set DLIB_USE_CUDA=1, with the "
+                "CUDA toolkit and cuDNN found by CMake) and check dlib.DLIB_USE_CUDA",
+                ['python -c "import dlib; print(dlib.__version__, dlib.DLIB_USE_CUDA)"']),
+    "PaddlePaddle": Fix("Uninstall paddlepaddle and install paddlepaddle-gpu for the driver's CUDA from the index "
+                        "PaddlePaddle's install guide names", ["pip uninstall -y paddlepaddle"], PADDLE_DOC),
+}
+
+
+@check(QUERY, "A framework's own query of its CUDA part answers yes")
+def check_framework_cuda_query(ctx: CheckContext) -> List[Finding]:
+    paste = paste_or_skip(ctx)
+    prov = paste.provenance or {}
+    said = _value(prov, "paste.framework_cuda_query")
+    if not said or not said.endswith(" False"):
+        raise SkipCheck("no framework's CUDA query answered False in the paste", not_applicable="no query answered")
+    facts = ctx.facts
+    if no_nvidia_gpu_said(facts):
+        return []  # a machine without an NVIDIA GPU: the CPU build is the one that fits it
+    name = said.rsplit(" ", 1)[0]
+    ev = [Evidence("paste.framework_cuda_query", False, source=str(prov["paste.framework_cuda_query"].get("reader")))]
+    if name != "Open3D":
+        return [QUERY.warning(
+            "compile-flag", f"{name} is a build without CUDA: {_QUERY_TEXT[name]} is False", confidence="high",
+            detail=(f"{_QUERY_TEXT[name]} reports how {name} was compiled, not what the machine has: False means "
+                    "the installed build has no CUDA code, so it runs on the CPU whatever the driver and GPU."),
+            evidence=ev, fix=_QUERY_FIX[name])]
+    os_name = facts.host.os or ""
+    not_linux = os_name in ("Windows", "Darwin", "macOS")
+    shown = _gpu_shown(facts, prov)
+    return [QUERY.warning(
+        "open3d", (f"Open3D on {os_name} is a build without CUDA: o3d.core.cuda.is_available() is False"
+                   if not_linux else "o3d.core.cuda.is_available() is False: probably an Open3D build without CUDA"),
+        confidence="medium" if not_linux else "low",
+        detail=("Open3D publishes wheels with CUDA for Linux x86_64 only; its Windows and macOS wheels (and the "
+                "open3d-cpu wheel, conda's Windows package) are CPU builds, so its CUDA device is never available "
+                "there." + ("" if not_linux else " On Linux the open3d wheel has CUDA, so a driver that does not "
+                            "answer gives the same False: `nvidia-smi` settles it.")
+                + ("" if shown else " The paste shows no GPU list.")),
+        evidence=ev + [Evidence("host.os", os_name or None, expected="Linux x86_64 for the CUDA wheel",
+                                source=OPEN3D_WHEELS)],
+        fix=Fix("Use Open3D with CUDA: the open3d wheel on Linux x86_64 (WSL2 on Windows), or build Open3D from "
+                "source with -DBUILD_CUDA_MODULE=ON", ['python -c "import open3d as o3d; print(o3d.__version__, '
+                                                      'o3d.core.cuda.is_available(), o3d.core.cuda.device_count())"'],
+                OPEN3D_WHEELS))]

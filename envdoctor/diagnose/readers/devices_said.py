@@ -10,6 +10,7 @@ Signals only (``paste.*``): diagnose.runs-on-cpu judges them with the rest of th
 from __future__ import annotations
 
 import re
+from typing import Optional
 
 from .base import LOOSE, Acc, Paste
 
@@ -55,6 +56,16 @@ _GPU_LAYERS = re.compile(r"\bn_gpu_layers\b|--n-gpu-layers\b|\s-ngl\b", re.I)
 _LLAMA_CUDA = re.compile(r"ggml[-_]cuda|ggml_init_cublas|\bBLAS ?= ?1\b|offloaded [1-9]\d*/\d+ layers to GPU|"
                          r"llama[-_]cpp[-_]python\S*[ :=-]+\d[\w.]*[-+]cu\d{3}", re.I)
 
+# a framework's own query of its CUDA part, and its answer on the line (after a verb or in a comment) or on the next
+# line (REPL output, "now False"): "o3d.core.cuda.is_available()" False, "dlib.DLIB_USE_CUDA" False
+_FRAMEWORK_QUERIES = (("Open3D", re.compile(r"\b(?:o3d|open3d)\.core\.cuda\.is_available\(\)")),
+                      ("dlib", re.compile(r"\bdlib\.DLIB_USE_CUDA\b")),
+                      ("PaddlePaddle", re.compile(r"\bpaddle\.(?:device\.)?is_compiled_with_cuda\(\)")))
+_SAME_LINE = re.compile(r"^[)`'\"\s]*(?:#\s*|(?:returns?|returned|is|was|gives?|gave|==?|->|:|prints?|printed)\s*)"
+                        r"[`*'\"]*\s*(False|True)\b", re.I)
+_NEXT_LINE = re.compile(r"^\s*(?:Out\[\d+\]:\s*)?(?:(?:now|it|still|but|and)\s+)?(?:(?:returns?|gives?|shows?|is)\s+)?"
+                        r"[`*'\"]*(False|True)\b[`*'\".]*\s*$", re.I)
+
 _WORDS = ["cpu", "gpu", "nvidia", "blas", "+", " a ", " my ", "cuda"]
 
 
@@ -83,3 +94,17 @@ def read_devices_said(paste: Paste, acc: Acc) -> None:
             acc.put("paste.nvidia_gpu_said", m.group(0).strip(" +"), LOOSE, how)
         if _BLAS_OFF.search(line):
             acc.put("paste.blas_off", how, LOOSE, how)
+        for name, query in _FRAMEWORK_QUERIES:
+            q = query.search(line)
+            answer = _answer(paste, i, line[q.end():]) if q else None
+            if answer is not None:
+                acc.put("paste.framework_cuda_query", f"{name} {answer}", LOOSE, f"{q.group(0)} -> {answer}")
+
+
+def _answer(paste: Paste, i: int, rest: str) -> Optional[bool]:
+    """What a framework's CUDA query answered: on its line after a verb, else on the next non-empty line."""
+    m = _SAME_LINE.match(rest)
+    if m is None:
+        nxt = next((ln for ln in paste.lines[i + 1:i + 4] if ln.strip()), "")
+        m = _NEXT_LINE.match(nxt)
+    return None if m is None else m.group(1).lower() == "true"

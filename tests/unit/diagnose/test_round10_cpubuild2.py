@@ -181,3 +181,31 @@ def test_a_framework_on_the_cpu_beside_a_gpu_is_its_cpu_build(compat, text, code
 def test_near_miss_frameworks_with_their_gpu_part_or_no_gpu_asked(compat, text) -> None:
     got = _serious(text, compat)
     assert "FRAMEWORK_CPU_ONLY_BUILD" not in got and "TORCH_CPU_ONLY_BUILD" not in got, sorted(got)
+
+
+# ---- a framework's own query of its CUDA part answering False (diagnose.framework-cuda-query)
+
+@pytest.mark.parametrize("text,confidence", [
+    # open3d-002 (samuelm2/OpenQuestCapture#13): a REPL on Windows
+    ("(mq3drecon) PS C:\\Users\\gbrru\\quest-3d-reconstruction> python\n>>> import open3d as o3d\n"
+     ">>> print(o3d.core.cuda.is_available())\nFalse\n>>>\n", "medium"),
+    # open3d-001 (isl-org/Open3D#5705): in words, the platform not said
+    ("How to make o3d.core.cuda.is_available()  True, I got a Nvidia GPU\n\nnow False\n", "low"),
+    # the compile flags of dlib and PaddlePaddle (face_recognition#796's check, PaddlePaddle's own)
+    ("In [2]: dlib.DLIB_USE_CUDA\nOut[2]: False\n", "high"),
+    (">>> paddle.device.is_compiled_with_cuda()\nFalse\n", "high"),
+])
+def test_a_frameworks_cuda_query_answering_false_is_its_cpu_build(compat, text, confidence) -> None:
+    got = _serious(text, compat)
+    assert "FRAMEWORK_CPU_ONLY_BUILD" in got, sorted(got)
+    assert got["FRAMEWORK_CPU_ONLY_BUILD"].confidence == confidence
+
+
+@pytest.mark.parametrize("text", [
+    "How to make o3d.core.cuda.is_available() True, I got a Nvidia GPU\n",  # the wish, no answer
+    ">>> print(o3d.core.cuda.is_available())\nTrue\n",
+    "In [2]: dlib.DLIB_USE_CUDA\nOut[2]: True\n",
+    ">>> print(o3d.core.cuda.is_available())\nFalse\nThis is my MacBook Air, there is no NVIDIA GPU.\n",
+])
+def test_near_miss_cuda_queries_answering_yes_or_on_a_machine_without_nvidia(compat, text) -> None:
+    assert "FRAMEWORK_CPU_ONLY_BUILD" not in _serious(text, compat)
