@@ -209,3 +209,23 @@ def test_a_frameworks_cuda_query_answering_false_is_its_cpu_build(compat, text, 
 ])
 def test_near_miss_cuda_queries_answering_yes_or_on_a_machine_without_nvidia(compat, text) -> None:
     assert "FRAMEWORK_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+# ---- TensorFlow newer than 2.10 on native Windows, with the platform and the release said in a sentence
+# (tensorflow-009, tensorflow/tensorflow#60269; the check is diagnose.framework-platform)
+
+TF_WINDOWS = ("[name: \"/device:CPU:0\"\ndevice_type: \"CPU\"\n]\n\nMy system is Windows 11. My tensorflow version is "
+              "{tf}. My GPUs are NVIDIA GeForce RTX 2060 and Intel UHD Graphics 630. My NVIDIA CUDA version is 12.1.\n")
+
+
+def test_tensorflow_release_and_windows_said_in_sentences(compat) -> None:
+    got = _serious(TF_WINDOWS.format(tf="2.12.0"), compat)
+    assert "FRAMEWORK_CPU_ONLY_BUILD" in got and got["FRAMEWORK_CPU_ONLY_BUILD"].code.endswith("tensorflow-native-windows")
+
+
+@pytest.mark.parametrize("text", [
+    TF_WINDOWS.format(tf="2.10.0"),  # the last release with a native-Windows GPU build
+    TF_WINDOWS.format(tf="2.12.0").replace("My system is Windows 11.", "My system is Windows 11 with WSL2."),
+])
+def test_near_miss_tensorflow_with_a_windows_gpu_build_or_under_wsl(compat, text) -> None:
+    assert "FRAMEWORK_CPU_ONLY_BUILD" not in _serious(text, compat)
