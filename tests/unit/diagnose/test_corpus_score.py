@@ -40,7 +40,7 @@ cuda-build-009 cuda-build-010 cuda-build-011 cuda-build-012 cuda-build-013
 cuda-build-014 dcgm-exporter-001 fabric-manager-001 hami-001 invokeai-003
 kaggle-001 mig-001
 nvidia-driver-004 ollama-007 onnxruntime-008 onnxruntime-009
- torch-downstream-015
+torch-downstream-015
 void-linux-001
 wsl-005
 """.split())
