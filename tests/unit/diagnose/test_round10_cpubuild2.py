@@ -229,3 +229,19 @@ def test_tensorflow_release_and_windows_said_in_sentences(compat) -> None:
 ])
 def test_near_miss_tensorflow_with_a_windows_gpu_build_or_under_wsl(compat, text) -> None:
     assert "FRAMEWORK_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+# ---- ONNX Runtime's providers said to be the CPU ones only (facefusion-001, facefusion/facefusion#156; the same
+# build the onnxruntime tracker shows as "Available providers: 'AzureExecutionProvider, CPUExecutionProvider'")
+
+def test_execution_providers_said_to_be_only_cpu(compat) -> None:
+    got = _serious("1.3.1   EXECUTION PROVIDERS only azure  and cpu,not have cuda and tensorrt\n", compat)
+    assert "FRAMEWORK_CPU_ONLY_BUILD" in got, sorted(got)
+
+
+@pytest.mark.parametrize("text", [
+    "Execution providers: CUDA and CPU are both listed, the model runs fine\n",
+    "I run it with only the cpu provider on purpose\n",
+])
+def test_near_miss_providers_with_cuda_or_cpu_chosen(compat, text) -> None:
+    assert "FRAMEWORK_CPU_ONLY_BUILD" not in _serious(text, compat)
