@@ -159,7 +159,7 @@ def _llama(facts: Facts, prov: Dict[str, Any], said: Optional[str], blas_off: Op
                       "a build without its CUDA backend"),
         detail=("A plain `pip install llama-cpp-python` (also an upgrade) compiles llama.cpp's CPU backend; layers "
                 "go to the GPU only in a build made with CMAKE_ARGS naming the CUDA backend (-DGGML_CUDA=on, "
-                "-DLLAMA_CUBLAS=on before 2024), whose start-up line says BLAS = 1."),
+                "-DLLAMA_CUBLAS=on in older releases), whose start-up line says BLAS = 1."),
         evidence=ev, fix=Fix("Reinstall llama-cpp-python with its CUDA backend: CMAKE_ARGS=\"-DGGML_CUDA=on\" pip "
                              "install llama-cpp-python --force-reinstall --upgrade --no-cache-dir (or the prebuilt "
                              "CUDA wheel for the driver)", [], "https://github.com/abetlen/llama-cpp-python#installation"))]
