@@ -136,8 +136,8 @@ def _paddle(facts: Facts, said: str, ev: List[Evidence]) -> List[Finding]:
                  "PaddlePaddle runs on the CPU beside an NVIDIA GPU: possibly its CPU package (paddlepaddle, not "
                  "paddlepaddle-gpu)"),
         detail=("PaddlePaddle publishes its CPU build as paddlepaddle and its CUDA builds as paddlepaddle-gpu "
-                "(from PyPI or PaddlePaddle's own index, one build per CUDA); with the CPU package every model runs on the CPU "
-                "whatever the driver."),
+                "(from PyPI or PaddlePaddle's own index, one build per CUDA); with the CPU package every model runs "
+                "on the CPU whatever the driver."),
         evidence=ev + ([Evidence("pythons[0].packages.paddlepaddle", cpu_pkg.version, expected="paddlepaddle-gpu",
                                  source=PADDLE_DOC)] if what else []),
         fix=Fix("Uninstall paddlepaddle and install paddlepaddle-gpu of the same release for the driver's CUDA, from "

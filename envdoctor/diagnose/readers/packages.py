@@ -182,7 +182,7 @@ _INTERESTING_CONDA = re.compile(r"^(?:cpuonly|pytorch-mutex|pytorch-cuda|cudatoo
                                 _INTERESTING.pattern[1:], re.I)
 
 
-def _conda_row(acc: Acc, m: "re.Match[str]", priority: int) -> None:
+def _conda_row(acc: Acc, m: re.Match[str], priority: int) -> None:
     """One `conda list` row (name, version, build string, channel); conda's `cpuonly` package, or the pytorch
     mutex's cpu build, pins every pytorch-channel package to its CPU build while it is installed."""
     name, build, channel = _name(m.group(1)), m.group(3), m.group(4) or ""
