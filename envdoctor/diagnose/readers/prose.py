@@ -26,7 +26,17 @@ _PIN = re.compile(rf"\b(?:pip3?|uv pip|python -m pip)\s+install\b[^\n]*?\btorch=
 _PROSE_GPU = re.compile(r"\b(?:my|the|a|an|with|on|have|using)\s+(?:nvidia\s+)?(?:gpu|graphics card|card)?\s*\(?\s*"
                         r"((?:geforce\s+)?(?:rtx|gtx|gt)\s?\d{3,4}(?:\s?(?:ti|super))?)\b", re.I)
 
-_WORDS = ["torch.__version__", "torch.version.cuda", "torch ", "torch-", "pytorch ", "torch==", "gtx", "rtx", " gt "]
+# is_available() said to be False in a sentence or a message: "but cuda.is_available() returns false",
+# "torch.cuda.is_available=**False**", torch's own "... but torch.cuda.is_available() is False." (not open3d's
+# o3d.core.cuda.is_available(), and not a condition in code: "if torch.cuda.is_available() == False:")
+_AVAILABLE_FALSE = re.compile(r"(?<![\w.])(?:torch\.)?cuda\.is_available(?:\(\))?`?\s*(?:\*\*)?\s*"
+                              r"(?:(?:still|always|now|also)\s+)?(?:returns?|returned|returning|gives?|gave|is|was|"
+                              r"shows?|showed|prints?|printed|outputs?|==?|:|->)\s*(?:(?:still|always|now|also)\s+)?"
+                              r"[*`'\"]*\s*false\b", re.I)
+_CODE_CONDITION = re.compile(r"\b(?:if|elif|while|assert|and|or|not)\s+(?:\(\s*)?(?:torch\.)?cuda\.is_available", re.I)
+
+_WORDS = ["torch.__version__", "torch.version.cuda", "torch ", "torch-", "pytorch ", "torch==", "gtx", "rtx", " gt ",
+          "is_available"]
 
 
 def _gpu_name(raw: str) -> str:
@@ -63,6 +73,9 @@ def read_prose(paste: Paste, acc: Acc) -> None:
         if m and "torch" not in acc.packages and "torch" not in acc.requested and not re.search(
                 r"(?:No matching distribution found for|satisfies the requirement) torch\b", paste.text):
             acc.put("torch.version", m.group(1), BARE, f"pip install torch=={m.group(1)}")
+        m = _AVAILABLE_FALSE.search(line)
+        if m and not _CODE_CONDITION.search(line):
+            acc.put("torch.cuda_available", False, LOOSE, f"is_available() False in the text: {line.strip()[:120]}")
         m = _PROSE_GPU.search(line)
         if m and "|" not in line:
             acc.put("gpu.loose_name", _gpu_name(m.group(1)), BARE, f"GPU named in the text: {line.strip()[:120]}")
