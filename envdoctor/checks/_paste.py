@@ -15,11 +15,13 @@ from ..model.facts import Facts
 from ._paste_roles import (
     NCCL_SHM,
     NCCL_TRANSPORT,
+    cudnn_named_is_loaded,
     driver_cuda_above_branch,
     driver_runs_program_cuda,
     extension_import,
     failed_elsewhere,
     family_role_of_lib,
+    framework_named,
     loaded_newer_than_built,
     loaded_pip_wheel,
     prov,
@@ -94,13 +96,16 @@ def nvidia_two_majors(facts: Facts) -> List[str]:
 
 
 def older_major_build(facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
-    """A program other than torch failed to load a CUDA runtime library of another CUDA major than the
-    environment's: its build is for that major (onnxruntime-gpu 1.17's default build wants libcublasLt.so.11).
+    """A framework other than torch, named in the paste (onnxruntime, MXNet, TensorFlow ...), failed to load a
+    CUDA runtime library of another CUDA major than the environment's: its build is for that major
+    (onnxruntime-gpu 1.17's default build wants libcublasLt.so.11), a library the environment lacks
+    (CUDA_LIBRARY_VERSION_MISMATCH; one build wanting a major is not two packages of different variants).
+    With no framework named, the compiled module is unknown (the catalogue row's extension reading stays).
     The environment's major is what the paste shows (torch's CUDA, nvidia-*-cuXX wheels, nvcc); where it shows
     none, the CUDA major of the newest torch release's default build in the matrix stands for a current
     environment, so only a library of an older major counts then."""
     major = _soname_cuda_major(groups.get("lib") or "")
-    if major is None or not holds("not_torch_import", facts, compat, groups):
+    if major is None or not holds("not_torch_import", facts, compat, groups) or not framework_named(facts, _OTHER_FRAMEWORK_NAMED):
         return False
     env: set = set()
     for py in facts.pythons:
@@ -216,6 +221,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return family_role_of_lib(compat, groups) == COMPANION
     if when == "loaded_newer_than_built":
         return loaded_newer_than_built(groups)
+    if when == "cudnn_named_is_loaded":
+        return cudnn_named_is_loaded(facts, groups)
     if when == "loaded_lib_is_pip_wheel":
         return loaded_pip_wheel(facts, groups) is not None
     if when == "extension_import":

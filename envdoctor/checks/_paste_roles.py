@@ -102,6 +102,24 @@ def loaded_newer_than_built(groups: Dict[str, Optional[str]]) -> bool:
     return bool(loaded) and bool(compiled) and loaded > compiled
 
 
+def cudnn_named_is_loaded(facts: Facts, groups: Dict[str, Optional[str]]) -> bool:
+    """The cuDNN the reporter names as installed (readers/cuda_named.py, ``paste.cudnn_named``) is, to its minor,
+    the one a message says was loaded, older than the build's (``loaded``/``compiled``): no other copy was found
+    first, the machine lacks the cuDNN the build needs (jax-ml/jax#6517, PaddlePaddle/Paddle#37349)."""
+    named = cudnn_release((prov(facts).get("paste.cudnn_named") or {}).get("value"))
+    loaded, compiled = cudnn_release(groups.get("loaded")), cudnn_release(groups.get("compiled"))
+    return len(named) >= 2 and len(loaded) >= 2 and named[:2] == loaded[:2] and bool(compiled) and loaded < compiled
+
+
+def framework_named(facts: Facts, pattern: "re.Pattern[str]") -> bool:
+    """A framework other than torch (``pattern``) is named in the paste's messages, the packages it imports or
+    runs in (``paste.imports``), or its package list."""
+    msgs = facts.paste.messages if facts.paste else []
+    imports = str((prov(facts).get("paste.imports") or {}).get("value") or "").split(",")
+    return any(pattern.search(m) for m in msgs + imports) or \
+        any(pattern.search(p.name) for py in facts.pythons for p in py.packages)
+
+
 def release_tuple(version: Optional[str]) -> Tuple[int, ...]:
     m = re.match(r"\d+(?:\.\d+)*", version or "")
     return tuple(int(x) for x in m.group(0).split(".")) if m else ()

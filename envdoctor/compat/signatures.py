@@ -63,7 +63,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # xformers says its C++/CUDA operators did not load: its per-operator capability reasons follow
               "xformers_not_built_for_torch",
               # a CPU build said in words is torch's: the matched line names torch and no other framework
-              "cpu_build_said_of_torch")
+              "cpu_build_said_of_torch",
+              # round 10: the cuDNN the reporter names as installed is the one loaded, older than the build's
+              "cudnn_named_is_loaded")
 
 
 class SignatureError(ValueError):

@@ -33,7 +33,7 @@ xformers-007
     # label CUDA_VARIANT_MIXED / SYSTEM_LIB_SHADOWING, wrong under CUDA_LIBRARY_VERSION_MISMATCH, the label their
     # established cause takes (the CUDA or cuDNN library the build needs is missing or older); a relabel, not an
     # engine change
-    "jax-005", "onnxruntime-001", "onnxruntime-002", "onnxruntime-005", "onnxruntime-006",
+    "jax-005",
 } | set("""
 apptainer-001 comfyui-017 conda-002 conda-003 container-toolkit-012
 cuda-build-009 cuda-build-010 cuda-build-011 cuda-build-012 cuda-build-013

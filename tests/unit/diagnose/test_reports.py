@@ -69,6 +69,12 @@ OPEN: dict = {
                                "this text alone would be a guess (two nodes under horovod could as well be the "
                                "network); it gets an INPUT_BOUND warning instead (watch.bottleneck/reported-stalls: "
                                "storage the first suspect, df -hT /path/to/data and iostat -x 1 asked for)",
+    ("reports-batch4", "305"): "labelled CUDA_VARIANT_MIXED, but its recorded root cause (a CUDA 11 build of "
+                               "onnxruntime-gpu 1.17.0 whose provider wants libcublasLt.so.11 in a CUDA 12 "
+                               "environment; the paste names no second package of another variant) is the cause "
+                               "the corpus audit labels CUDA_LIBRARY_VERSION_MISMATCH in microsoft/onnxruntime#20745 "
+                               "and #13932 (corpus onnxruntime-001, -005), which diagnose reads since round 10; "
+                               "the shared label is read-only here",
 }
 
 
