@@ -106,3 +106,25 @@ def test_the_named_cudnn_is_the_loaded_one_older_than_the_build(text, compat) ->
     bare = JAX_CUDNN.split("\n\n")[0] + "\n"
     got = _serious(bare, compat)
     assert "SYSTEM_LIB_SHADOWING" in got and "CUDA_LIBRARY_VERSION_MISMATCH" not in got
+
+
+# ---- kind 3: a versioned CUDA or cuDNN library said, in words, not to be found
+
+@pytest.mark.parametrize("text", [
+    # ctranslate2-006 (SYSTRAN/faster-whisper#1080)
+    "`ctranslate2` version is now bumped to 4.5.0,\n\nI got `cudnn ops64_9.dll is not found` error\n",
+    # tensorflow-018 (david8862/tf-keras-stacked-hourglass-keypoint-detection#13)
+    "Tensorflow GPU libarary Libcudart.so.11.0 not found\n\nI am using TensorFlow both CPU and GPU version 2.8\n",
+    # video-subtitle-extractor-001 (YaoFANGUK/video-subtitle-extractor#48)
+    "按照说明装的是cudn10.1和cudnn-7.6.5，对应的库应该是cudnn64_7.dll\n但GPU版本报错说找不到cudnn64_8.dll, 这个肯定是没有的\n",
+], ids=["ctranslate2", "tensorflow", "paddle-app"])
+def test_a_versioned_cuda_library_said_not_found_is_a_library_lead(text, compat) -> None:
+    f = _serious(text, compat)["CUDA_LIBRARY_VERSION_MISMATCH"]
+    assert f.code == "messages.signature/cuda-library-said-not-found" and f.severity == "warning"
+    # near misses: the library found (a healthy TensorFlow log), and the loader's own CTranslate2 line, which
+    # its own row reads (at error)
+    healthy = ("2021-03-01 10:00:00.1: I tensorflow/stream_executor/platform/default/dso_loader.cc:49] "
+               "Successfully opened dynamic library cudart64_110.dll\n")
+    assert "CUDA_LIBRARY_VERSION_MISMATCH" not in _serious(healthy, compat)
+    ct2 = "RuntimeError: Library libcublas.so.11 is not found or cannot be loaded\n"
+    assert _serious(ct2, compat)["CUDA_LIBRARY_VERSION_MISMATCH"].code == "messages.signature/ct2-cuda-library-not-loaded"
