@@ -128,3 +128,21 @@ def test_a_versioned_cuda_library_said_not_found_is_a_library_lead(text, compat)
     assert "CUDA_LIBRARY_VERSION_MISMATCH" not in _serious(healthy, compat)
     ct2 = "RuntimeError: Library libcublas.so.11 is not found or cannot be loaded\n"
     assert _serious(ct2, compat)["CUDA_LIBRARY_VERSION_MISMATCH"].code == "messages.signature/ct2-cuda-library-not-loaded"
+
+
+# ---- kind 4: the CPU package onnxruntime beside onnxruntime-gpu, said in words
+
+@pytest.mark.parametrize("text", [
+    # facefusion-002 (facefusion/facefusion#278): the reporter's resolution
+    "facefusion EXECUTION PROVIDERS NOT cuda options?\n\nMy problem has been resolved, solution:\nstep 1:\n"
+    "python -m pip uninstall onnxruntime onnxruntime-gpu\nstep2:\npython -m pip install onnxruntime-gpu==1.15.1\n",
+    # optimum-001 (huggingface/optimum#1064): an extra that pulls the CPU package after the GPU one
+    "pip install optimum[onnxruntime-gpu]\n# at this point, ort.get_available_providers() still show CUDAExecutionProvider\n"
+    "pip install optimum[exporters]\n# at this point the onnxruntime package is installed, and the GPU providers are gone\n",
+], ids=["facefusion", "optimum"])
+def test_the_cpu_onnxruntime_said_beside_the_gpu_one_is_a_variant_mix_lead(text, compat) -> None:
+    f = _serious(text, compat)["CUDA_VARIANT_MIXED"]
+    assert f.code == "messages.signature/ort-cpu-package-beside-gpu-said" and f.severity == "warning"
+    # near miss: only the GPU package uninstalled and reinstalled (no CPU package named)
+    near = "pip uninstall -y onnxruntime-gpu\npip install onnxruntime-gpu==1.15.1\n"
+    assert "CUDA_VARIANT_MIXED" not in _serious(near, compat)
