@@ -15,7 +15,7 @@ from ..model.facts import Facts
 from ._paste_roles import (
     NCCL_SHM,
     NCCL_TRANSPORT,
-    cudnn_named_is_loaded,
+    ROUND10_PREDICATES,
     driver_cuda_above_branch,
     driver_runs_program_cuda,
     extension_import,
@@ -221,8 +221,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return family_role_of_lib(compat, groups) == COMPANION
     if when == "loaded_newer_than_built":
         return loaded_newer_than_built(groups)
-    if when == "cudnn_named_is_loaded":
-        return cudnn_named_is_loaded(facts, groups)
+    if when in ROUND10_PREDICATES:  # cudnn_named_is_loaded, ort_both_packages_shown ... (_paste_roles.py)
+        return ROUND10_PREDICATES[when](facts, compat, groups)
     if when == "loaded_lib_is_pip_wheel":
         return loaded_pip_wheel(facts, groups) is not None
     if when == "extension_import":

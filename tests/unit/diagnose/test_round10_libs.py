@@ -146,3 +146,24 @@ def test_the_cpu_onnxruntime_said_beside_the_gpu_one_is_a_variant_mix_lead(text,
     # near miss: only the GPU package uninstalled and reinstalled (no CPU package named)
     near = "pip uninstall -y onnxruntime-gpu\npip install onnxruntime-gpu==1.15.1\n"
     assert "CUDA_VARIANT_MIXED" not in _serious(near, compat)
+
+
+# ---- kind 5: onnxruntime without its CUDA provider: which package is installed decides the category
+
+@pytest.mark.parametrize("text", [
+    # onnxruntime-009 (microsoft/onnxruntime#26994, a source build without --use_cuda)
+    "/home/u/.local/lib/python3.12/site-packages/onnxruntime/capi/onnxruntime_inference_collection.py:123: "
+    "UserWarning: Specified provider 'CUDAExecutionProvider' is not in available provider names.Available providers: "
+    "'CPUExecutionProvider'\n",
+    # onnxruntime-007 (TaterTotterson/microWakeWord-Trainer-Nvidia-Docker#1, the CPU package in the way)
+    "🔧 ONNX Runtime Providers:\n  • ['AzureExecutionProvider', 'CPUExecutionProvider']\n"
+    "⚠️  CUDAExecutionProvider not available — ONNX will fall back to CPU.\n",
+], ids=["source-build", "app-line"])
+def test_a_cpu_onnxruntime_with_no_package_list_is_two_leads_not_an_error(text, compat) -> None:
+    got = _serious(text, compat)
+    assert got["FRAMEWORK_CPU_ONLY_BUILD"].severity == "warning" and got["CUDA_VARIANT_MIXED"].severity == "warning"
+    # the package list settles it
+    alone = _serious(text + "onnxruntime==1.20.1\nnumpy==1.26.4\n", compat)
+    assert alone["FRAMEWORK_CPU_ONLY_BUILD"].severity == "error" and "CUDA_VARIANT_MIXED" not in alone
+    both = _serious(text + "onnxruntime==1.20.1\nonnxruntime-gpu==1.20.1\n", compat)
+    assert both["CUDA_VARIANT_MIXED"].severity == "error" and "FRAMEWORK_CPU_ONLY_BUILD" not in both
