@@ -167,3 +167,24 @@ def test_a_cpu_onnxruntime_with_no_package_list_is_two_leads_not_an_error(text, 
     assert alone["FRAMEWORK_CPU_ONLY_BUILD"].severity == "error" and "CUDA_VARIANT_MIXED" not in alone
     both = _serious(text + "onnxruntime==1.20.1\nonnxruntime-gpu==1.20.1\n", compat)
     assert both["CUDA_VARIANT_MIXED"].severity == "error" and "FRAMEWORK_CPU_ONLY_BUILD" not in both
+
+
+# ---- kind 6: a torchvision operator with CPU kernels and no CUDA kernel: a CPU torchvision beside a CUDA torch
+
+@pytest.mark.parametrize("text", [
+    # ultralytics-005 (ultralytics/ultralytics#5059), shortened
+    "NotImplementedError: Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. This could be "
+    "because the operator doesn't exist for this backend. 'torchvision::nms' is only available for these backends: "
+    "[CPU, QuantizedCPU, BackendSelect, Python, AutogradCPU, AutogradCUDA, AutocastCPU, AutocastCUDA, Tracer].\n",
+    # comfyui-001 (ltdrdata/ComfyUI-Impact-Pack#915), shortened
+    "Could not run 'torchvision::nms' with arguments from the 'CUDA' backend. 'torchvision::nms' is only available "
+    "for these backends: [CPU, Meta, QuantizedCPU, BackendSelect, AutogradCUDA, AutocastCUDA, PythonDispatcher].\n",
+], ids=["ultralytics", "comfyui"])
+def test_a_torchvision_op_with_no_cuda_kernel_names_the_cpu_torchvision(text, compat) -> None:
+    got = _serious(text, compat)
+    assert got["CUDA_VARIANT_MIXED"].severity == "warning" and got["COMPANION_VERSION_MISMATCH"].severity == "error"
+    # near miss: the list has a CUDA kernel (another cause), or no list at all
+    near = text.replace("[CPU,", "[CPU, CUDA,")
+    assert "CUDA_VARIANT_MIXED" not in _serious(near, compat)
+    bare = "Could not run 'torchvision::nms' with arguments from the 'CUDA' backend.\n"
+    assert "CUDA_VARIANT_MIXED" not in _serious(bare, compat)
