@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.diagnose.pastes import serious as _serious
+from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
 
 # ---- kind 1: a framework's build for a CUDA major the environment lacks
 
@@ -128,6 +128,9 @@ def test_a_versioned_cuda_library_said_not_found_is_a_library_lead(text, compat)
     assert "CUDA_LIBRARY_VERSION_MISMATCH" not in _serious(healthy, compat)
     ct2 = "RuntimeError: Library libcublas.so.11 is not found or cannot be loaded\n"
     assert _serious(ct2, compat)["CUDA_LIBRARY_VERSION_MISMATCH"].code == "messages.signature/ct2-cuda-library-not-loaded"
+    # ... and the new row does not match inside its library name ("lib" + "cublas.so.11 is not found")
+    values = [e.value for g in _findings(ct2, compat) for e in g.evidence]
+    assert "libcublas.so.11" in values and "cublas.so.11" not in values
 
 
 # ---- kind 4: the CPU package onnxruntime beside onnxruntime-gpu, said in words
