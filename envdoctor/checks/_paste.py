@@ -16,13 +16,10 @@ from ._paste_context import CONTEXT_WHEN, context_holds
 from ._paste_roles import (
     NCCL_SHM,
     NCCL_TRANSPORT,
-    companion_import,
-    driver_cuda_above_branch,
-    driver_runs_program_cuda,
-    extension_import,
+    PREDICATES_BY_WHEN,
     failed_elsewhere,
     family_role_of_lib,
-    loaded_newer_than_built,
+    framework_named,
     loaded_pip_wheel,
     prov,
     torch_import_failed,
@@ -96,13 +93,17 @@ def nvidia_two_majors(facts: Facts) -> List[str]:
 
 
 def older_major_build(facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
-    """A program other than torch failed to load a CUDA runtime library of another CUDA major than the
-    environment's: its build is for that major (onnxruntime-gpu 1.17's default build wants libcublasLt.so.11).
+    """A framework other than torch, named in the paste (onnxruntime, MXNet, TensorFlow ...), failed to load a
+    CUDA runtime library of another CUDA major than the environment's: its build is for that major
+    (onnxruntime-gpu 1.17's default build wants libcublasLt.so.11), a library the environment lacks
+    (CUDA_LIBRARY_VERSION_MISMATCH; one build wanting a major is not two packages of different variants).
+    With no framework named, the compiled module is unknown (the catalogue row's extension reading stays).
     The environment's major is what the paste shows (torch's CUDA, nvidia-*-cuXX wheels, nvcc); where it shows
     none, the CUDA major of the newest torch release's default build in the matrix stands for a current
     environment, so only a library of an older major counts then."""
     major = _soname_cuda_major(groups.get("lib") or "")
-    if major is None or not holds("not_torch_import", facts, compat, groups):
+    if (major is None or not holds("not_torch_import", facts, compat, groups)
+            or not framework_named(facts, _OTHER_FRAMEWORK_NAMED)):
         return False
     env: set = set()
     for py in facts.pythons:
@@ -190,10 +191,6 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
     if when == "job_without_gpus":  # a pasted srun/salloc/sbatch (or #SBATCH lines) that asked for no GPU
         hit = prov(facts).get("paste.job.gpus_requested")
         return hit is not None and hit.get("value") is False
-    if when == "driver_cuda_above_branch":
-        return driver_cuda_above_branch(facts, compat)
-    if when == "driver_runs_program_cuda":  # the driver runs every runtime of the program's CUDA major
-        return driver_runs_program_cuda(facts, compat)
     if when == "xformers_not_built_for_torch":  # xformers' operators did not load: a build for another torch
         return row_in_paste(facts, compat, ("xformers-built-for-other-torch",))
     if when == "vgpu_named":  # a vGPU the paste names (readers/nvidia_smi.py _VGPU), or NVML's vGPU mode
@@ -216,14 +213,10 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return bool(host.container and host.container.runtime and host.container.gpu_device_nodes == [])
     if when == "lib_of_companion":
         return family_role_of_lib(compat, groups) == COMPANION
-    if when == "loaded_newer_than_built":
-        return loaded_newer_than_built(groups)
+    if when in PREDICATES_BY_WHEN:  # companion_import, cudnn_named_is_loaded ... (_paste_roles.py)
+        return PREDICATES_BY_WHEN[when](facts, compat, groups)
     if when == "loaded_lib_is_pip_wheel":
         return loaded_pip_wheel(facts, groups) is not None
-    if when == "extension_import":
-        return extension_import(facts, compat) is not None
-    if when == "companion_import":
-        return companion_import(facts, compat) is not None
     if when in CONTEXT_WHEN:  # where the program ran decides the cause (issue 42, checks/_paste_context.py)
         return context_holds(when, facts, compat, groups)
     if when.startswith("capture:") and "~" in when:

@@ -6,7 +6,7 @@ its own branch."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 from ..compat.torch_family import COMPANION, EXTENSION, torch_family
 from ..domain.variants import nvidia_wheel
@@ -121,6 +121,71 @@ def loaded_newer_than_built(groups: Dict[str, Optional[str]]) -> bool:
     built against (``compiled``): no older copy shadowing the right one, the build is for another release."""
     loaded, compiled = cudnn_release(groups.get("loaded")), cudnn_release(groups.get("compiled"))
     return bool(loaded) and bool(compiled) and loaded > compiled
+
+
+def cudnn_named_is_loaded(facts: Facts, groups: Dict[str, Optional[str]]) -> bool:
+    """The cuDNN the reporter names as installed (readers/cuda_named.py, ``paste.cudnn_named``) is, to its minor,
+    the one a message says was loaded, older than the build's (``loaded``/``compiled``): no other copy was found
+    first, the machine lacks the cuDNN the build needs (jax-ml/jax#6517, PaddlePaddle/Paddle#37349)."""
+    named = cudnn_release((prov(facts).get("paste.cudnn_named") or {}).get("value"))
+    loaded, compiled = cudnn_release(groups.get("loaded")), cudnn_release(groups.get("compiled"))
+    return len(named) >= 2 and len(loaded) >= 2 and named[:2] == loaded[:2] and bool(compiled) and loaded < compiled
+
+
+def _ort_packages(facts: Facts) -> Tuple[bool, bool, bool]:
+    """(a package list is shown, the CPU package onnxruntime is in it, onnxruntime-gpu is in it)."""
+    names = {p.name.lower().replace("_", "-") for py in facts.pythons for p in py.packages}
+    return bool(names), "onnxruntime" in names, "onnxruntime-gpu" in names
+
+
+_ORT_BOTH_SAID = ("ort-both-packages-installed", "ort-cpu-package-beside-gpu-said")
+
+
+def _ort_both_said(facts: Facts, compat: Any) -> bool:
+    """A catalogue row that reads both onnxruntime packages in words matches a message of the paste."""
+    rows = [sig for sig in (getattr(compat, "signatures", None) or []) if sig.id in _ORT_BOTH_SAID]
+    return any(sig.search(m) for sig in rows for m in (facts.paste.messages if facts.paste else []))
+
+
+def ort_both_packages_shown(facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
+    """The paste's package list holds both onnxruntime (the CPU package) and onnxruntime-gpu."""
+    _, cpu, gpu = _ort_packages(facts)
+    return cpu and gpu
+
+
+def ort_cpu_package_alone_shown(facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
+    """The paste's package list holds the CPU package onnxruntime and no onnxruntime-gpu."""
+    _, cpu, gpu = _ort_packages(facts)
+    return cpu and not gpu
+
+
+def ort_packages_not_shown(facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
+    """Neither onnxruntime package is in the paste's package list (or none is shown), and no line says both are
+    installed: which is installed is unknown."""
+    _, cpu, gpu = _ort_packages(facts)
+    return not cpu and not gpu and not _ort_both_said(facts, compat)
+
+
+# qualifiers by their `when` name, for _paste.holds (kept here: _paste.py is at the check-module size limit)
+PREDICATES_BY_WHEN: Dict[str, Callable[[Facts, Any, Dict[str, Optional[str]]], bool]] = {
+    "cudnn_named_is_loaded": lambda facts, compat, groups: cudnn_named_is_loaded(facts, groups),
+    "companion_import": lambda facts, compat, groups: companion_import(facts, compat) is not None,
+    "extension_import": lambda facts, compat, groups: extension_import(facts, compat) is not None,
+    "loaded_newer_than_built": lambda facts, compat, groups: loaded_newer_than_built(groups),
+    # the driver's CUDA ceiling above its branch's; the driver runs every runtime of the program's CUDA major
+    "driver_cuda_above_branch": lambda facts, compat, groups: driver_cuda_above_branch(facts, compat),
+    "driver_runs_program_cuda": lambda facts, compat, groups: driver_runs_program_cuda(facts, compat),
+    "ort_both_packages_shown": ort_both_packages_shown, "ort_cpu_package_alone_shown": ort_cpu_package_alone_shown,
+    "ort_packages_not_shown": ort_packages_not_shown}
+
+
+def framework_named(facts: Facts, pattern: "re.Pattern[str]") -> bool:
+    """A framework other than torch (``pattern``) is named in the paste's messages, the packages it imports or
+    runs in (``paste.imports``), or its package list."""
+    msgs = facts.paste.messages if facts.paste else []
+    imports = str((prov(facts).get("paste.imports") or {}).get("value") or "").split(",")
+    return any(pattern.search(m) for m in msgs + imports) or \
+        any(pattern.search(p.name) for py in facts.pythons for p in py.packages)
 
 
 def release_tuple(version: Optional[str]) -> Tuple[int, ...]:

@@ -67,7 +67,11 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # a CPU build said in words is torch's: the matched line names torch and no other framework
               "cpu_build_said_of_torch",
               # issue 42 (round 10): the paste's failing import is a torch companion (torchvision, torchaudio)
-              "companion_import")
+              "companion_import",
+              # round 10: the cuDNN the reporter names as installed is the one loaded, older than the build's
+              "cudnn_named_is_loaded",
+              # round 10: which onnxruntime packages the paste's package list holds (both, the CPU one alone, none)
+              "ort_both_packages_shown", "ort_cpu_package_alone_shown", "ort_packages_not_shown")
 
 
 class SignatureError(ValueError):

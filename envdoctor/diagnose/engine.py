@@ -144,6 +144,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     paste_date.read_date(paste, acc)
     cuda_named.read_cuda_named(paste, acc)
     driver_words.read_driver_words(paste, acc)
+    cuda_named.read_cudnn_named(paste, acc)
     if recordings:
         _recordings(paste, acc)
     imports.read_imports(paste, acc)

@@ -67,6 +67,7 @@ SIGNALS: Dict[str, str] = {
     "paste.gpu_layers_asked": "paste.gpu_layers_asked",  # llama.cpp offload asked for (n_gpu_layers, -ngl)
     "paste.llama_cuda_seen": "paste.llama_cuda_seen",  # llama.cpp's CUDA backend at work (ggml-cuda, BLAS = 1)
     "paste.framework_cuda_query": "paste.framework_cuda_query",  # "Open3D False": o3d.core.cuda.is_available()
+    "paste.cudnn_named": "paste.cudnn_named",  # the first cuDNN version the reporter names (round 10)
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

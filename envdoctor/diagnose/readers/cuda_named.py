@@ -7,6 +7,10 @@ then does not come from the driver's age (a container that did not get the drive
 program needs is read here: the highest CUDA major of 11 or later the paste names ("CUDA 12", "CUDA 12.4",
 "cuda12", a ``+cu121`` or ``-cu12`` tag, "CUDA runtime version 12.1"). nvidia-smi's "CUDA Version: 12.4" and
 deviceQuery's "CUDA Driver Version" are the driver's own ceiling, not the program's need, and are not read.
+
+The cuDNN version a reporter says the machine has ("I use CUDA 11.2 and cudnn 8.0.5", "cudnn 8.1.1") is read
+the same way (``paste.cudnn_named``, round 10): beside a "loaded cuDNN X but built with Y" message it tells an
+older copy found first (the named one differs from the loaded one) from a machine whose only cuDNN is too old.
 """
 
 from __future__ import annotations
@@ -38,3 +42,24 @@ def read_cuda_named(paste: Paste, acc: Acc) -> None:
                 best, where = major, line.strip()[:160]
     if best:
         acc.put("paste.cuda_named", best, LOOSE, where)
+
+
+# "cudnn 8.0.5", "cuDNN v8.1.1", "cudnn版本为7.6.5", "cudnn: 8.1": a version right after the word, with a minor
+_CUDNN_NAMED = re.compile(r"(?<![A-Za-z/])cudnn[ :=]{0,3}(?:version|版本)?[ :=]{0,3}(?:为|is )?v?(\d{1,2}\.\d+(?:\.\d+)?)"
+                          r"(?![\d.]*\d|-windows|-linux)", re.I)
+# the framework's own loaded/compiled lines (the message itself), and a package or wheel name (nvidia-cudnn-cu12)
+_CUDNN_MESSAGE = re.compile(r"Loaded runtime|compiled with|source was|version in your machine|built (?:with|against)|"
+                            r"cudnn[-_]cu\d|cudnn\d\d", re.I)
+
+
+def read_cudnn_named(paste: Paste, acc: Acc) -> None:
+    """``paste.cudnn_named``: the first cuDNN version the paste names outside the framework's own
+    loaded/compiled lines (what the reporter says is installed)."""
+    for i in paste.distinct(paste.with_any(["cudnn"]), head=2000, tail=500):
+        line = paste.lines[i]
+        if _CUDNN_MESSAGE.search(line):
+            continue
+        m = _CUDNN_NAMED.search(line.replace("*", ""))
+        if m:
+            acc.put("paste.cudnn_named", m.group(1), LOOSE, line.strip()[:160])
+            return

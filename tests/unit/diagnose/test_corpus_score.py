@@ -24,21 +24,21 @@ ROWS = [(d.name, r["id"], r["labels"]) for d in sorted(CORPUS.glob("*/")) if (d 
 # round 3"); remove a row once it passes
 STILL_WRONG = set("""
 comfyui-009 comfyui-015 container-toolkit-005 flash-attention-003 jax-002
-nccl-011 ollama-002 optimum-001
+nccl-011 ollama-002
 slurm-001 tensorrt-003 tensorrt-004
-ultralytics-003 ultralytics-005 vllm-007 vllm-017 wsl-003 wsl-004
+ultralytics-003 vllm-007 vllm-017 wsl-003 wsl-004
 """.split()) | {
     # relabelled on 2026-12-07 (corpus label audit, helper labels8; docs/measurements.md): right under their old
     # label CUDA_VARIANT_MIXED / SYSTEM_LIB_SHADOWING, wrong under CUDA_LIBRARY_VERSION_MISMATCH, the label their
     # established cause takes (the CUDA or cuDNN library the build needs is missing or older); a relabel, not an
     # engine change
-    "jax-005", "onnxruntime-001", "onnxruntime-002", "onnxruntime-005", "onnxruntime-006",
+    "jax-005",
 } | set("""
 comfyui-017
 cuda-build-009 cuda-build-010 cuda-build-011 cuda-build-012 cuda-build-013
 cuda-build-014 hami-001 invokeai-003
 kaggle-001 mig-001
-ollama-007 onnxruntime-008 onnxruntime-009
+ollama-007
 torch-downstream-015
 wsl-005
 """.split())

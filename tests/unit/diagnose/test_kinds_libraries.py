@@ -112,12 +112,14 @@ def test_extension_import_cannot_open_cuda_runtime_is_an_extension_mismatch() ->
     assert facts.paste.provenance["paste.imports"]["value"] == "xformers"
 
 
-def test_standalone_runtime_cannot_open_older_major_stays_a_variant_mix() -> None:
-    # onnxruntime is no torch extension: its own CUDA-11 build next to a CUDA-12 environment is a variant mix
+def test_standalone_runtime_cannot_open_older_major_is_a_library_mismatch() -> None:
+    # onnxruntime is no torch extension: its own CUDA-11 build next to a CUDA-12 environment wants a library the
+    # environment lacks (round 10: CUDA_LIBRARY_VERSION_MISMATCH; the old reading, a variant mix, needs a second
+    # package of another variant, and microsoft/onnxruntime#13932 established the one-build cause)
     text = ("[pip3] nvidia-cublas-cu12==12.4.5.8\n"
             ">>> import onnxruntime\n"
             "ImportError: libcublasLt.so.11: cannot open shared object file: No such file or directory\n")
-    assert _signature(text, "cuda-library-cannot-open").category == "CUDA_VARIANT_MIXED"
+    assert _signature(text, "cuda-library-cannot-open").category == "CUDA_LIBRARY_VERSION_MISMATCH"
 
 
 def test_torch_import_failure_is_not_blamed_on_an_extension() -> None:

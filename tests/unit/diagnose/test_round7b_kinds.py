@@ -56,10 +56,10 @@ def test_cudnn_a_non_torch_program_cannot_load_is_a_library_mismatch(text, compa
     assert "CUDA_LIBRARY_VERSION_MISMATCH" in got
     assert got["CUDA_LIBRARY_VERSION_MISMATCH"].confidence == "medium"
     assert "THIRD_PARTY_EXTENSION_MISMATCH" not in got and "CUDA_VARIANT_MIXED" not in got
-    # the rule is cuDNN's alone, outside torch: a cuBLAS of an older CUDA major stays a variant mix, and torch's own
-    # import failing on cuDNN is not this reading
+    # a cuBLAS of an older CUDA major outside torch is the same kind since round 10 (older_major_build; it read
+    # CUDA_VARIANT_MIXED before), and torch's own import failing on cuDNN is not this reading
     cublas = _serious(_CUBLAS, compat)
-    assert "CUDA_VARIANT_MIXED" in cublas and "CUDA_LIBRARY_VERSION_MISMATCH" not in cublas
+    assert "CUDA_LIBRARY_VERSION_MISMATCH" in cublas and "CUDA_VARIANT_MIXED" not in cublas
     assert "CUDA_LIBRARY_VERSION_MISMATCH" not in _serious(_TORCH_IMPORT, compat)
 
 
