@@ -17,6 +17,7 @@ from ._paste_roles import (
     NCCL_TRANSPORT,
     driver_cuda_above_branch,
     driver_runs_program_cuda,
+    extension_build_named,
     extension_import,
     failed_elsewhere,
     family_role_of_lib,
@@ -192,6 +193,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return driver_cuda_above_branch(facts, compat)
     if when == "driver_runs_program_cuda":  # the driver runs every runtime of the program's CUDA major
         return driver_runs_program_cuda(facts, compat)
+    if when == "extension_build_named":  # the build may be a torch extension's (torch, setup.py, cpp_extension)
+        return extension_build_named(facts)
     if when == "xformers_not_built_for_torch":  # xformers' operators did not load: a build for another torch
         return row_in_paste(facts, compat, ("xformers-built-for-other-torch",))
     if when == "vgpu_named":  # a vGPU the paste names (readers/nvidia_smi.py _VGPU), or NVML's vGPU mode

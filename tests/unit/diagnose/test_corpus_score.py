@@ -36,8 +36,8 @@ xformers-007
     "jax-005", "onnxruntime-001", "onnxruntime-002", "onnxruntime-005", "onnxruntime-006",
 } | set("""
 apptainer-001 comfyui-017 conda-002 conda-003 container-toolkit-012
-cuda-build-009 cuda-build-010 cuda-build-011 cuda-build-012 cuda-build-013
-cuda-build-014 dcgm-exporter-001 fabric-manager-001 hami-001 invokeai-003 jetson-001
+cuda-build-010
+dcgm-exporter-001 fabric-manager-001 hami-001 invokeai-003 jetson-001
 kaggle-001 llama-cpp-002 mig-001
 nvidia-driver-004 ollama-007 onnxruntime-008 onnxruntime-009
 tensorflow-009 torch-downstream-015
