@@ -135,6 +135,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     package_logs.read_package_logs(paste, acc)
     paste_date.read_date(paste, acc)
     cuda_named.read_cuda_named(paste, acc)
+    cuda_named.read_cuda_needed(paste, acc)
     if recordings:
         _recordings(paste, acc)
     imports.read_imports(paste, acc)

@@ -37,3 +37,40 @@ def test_an_extension_build_also_names_the_toolkit_that_is_not_torchs(compat) ->
 def test_near_miss_an_architecture_nvcc_knows_stays_quiet(compat) -> None:
     text = "nvcc -gencode arch=compute_89,code=sm_89 -o kernel kernel.cu\nBuild finished: 0 errors\n"
     assert not [f for f in _findings(text, compat) if f.category == "GPU_ARCH_NOT_IN_TORCH_BUILD"]
+
+
+# ---- a driver older than the CUDA the paste names for its program, torch's CUDA not shown
+# (diagnose.driver-named-cuda): runpod-004 (a CUDA 13 template on a host whose nvidia-smi says 12.4), jade-hpc-001
+# (a CUDA 10 image on driver 384.145), rapids-004 (cuDF for CUDA 9.2 on driver 390.87)
+def _named(text: str, compat) -> list:
+    return [f for f in _findings(text, compat) if f.code.startswith("diagnose.driver-named-cuda")]
+
+
+def test_a_ceiling_of_an_older_major_than_the_program_needs_is_a_driver_too_old(compat) -> None:
+    text = "use ComfyUI - CUDA 13 to run ,but nvidia-smi show CUDA Version: 12.4 ,how to fix it?\n"
+    got = _named(text, compat)
+    assert [f.category for f in got] == ["DRIVER_TOO_OLD_FOR_TORCH_CUDA"], got
+    assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" in _serious(text, compat)
+
+
+def test_a_driver_below_a_pre_11_cudas_own_minimum_is_too_old(compat) -> None:
+    jade = ("I am using TensorFlow 1.14 which requires CUDA10, and Cuda10 requires Nvidia driver 418. Currently at "
+            "JADE default driver is 384.145, which is compatible up to TensorFlow 1.12 only.\n")
+    rapids = "* On Ubuntu 18.04, the default nvidia driver is 390.87.\n* Install CUDA 9.2.\n"
+    for text, minimum in ((jade, "410.48"), (rapids, "396.26")):  # compat_data/cuda_driver.json: 10.0, 9.2 GA
+        got = _named(text, compat)
+        assert got and got[0].severity in ("warning", "error"), text
+        assert minimum in got[0].summary, got[0].summary
+
+
+def test_near_miss_minor_version_compatibility_and_a_template_ceiling_stay_quiet(compat) -> None:
+    # driver 530 runs every CUDA 12.x runtime (the 12.x floor is 525.60.13): not too old for CUDA 12.4
+    minor = ("| NVIDIA-SMI 530.30.02    Driver Version: 530.30.02    CUDA Version: 12.1     |\n"
+             "I built the image with CUDA 12.4 and it fails to start\n")
+    assert not _named(minor, compat)
+    # an issue template's bare "CUDA Version: 11.3" is as often the toolkit: no driver ceiling to judge by
+    template = "**CUDA Version**:11.3\nThe project needs CUDA 12 and fails\n"
+    assert not _named(template, compat)
+    # torch's own CUDA in the paste: driver.cuda-compat judges that, not this check
+    torch = "torch 2.4.0+cu121\nDriver Version: 470.82.01\nInstalled CUDA 12.1\n"
+    assert not _named(torch, compat)
