@@ -36,6 +36,7 @@ from .readers import (
     env_vars,
     frameworks,
     gpu_discovery,
+    gpu_said,
     host_lines,
     imports,
     loose_lines,
@@ -136,6 +137,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     paste_date.read_date(paste, acc)
     cuda_named.read_cuda_named(paste, acc)
     cuda_named.read_cuda_needed(paste, acc)
+    gpu_said.read_gpu_said(paste, acc)
     if recordings:
         _recordings(paste, acc)
     imports.read_imports(paste, acc)

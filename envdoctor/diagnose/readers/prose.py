@@ -26,6 +26,10 @@ _PIN = re.compile(rf"\b(?:pip3?|uv pip|python -m pip)\s+install\b[^\n]*?\btorch=
 _PROSE_GPU = re.compile(r"\b(?:my|the|a|an|with|on|have|using)\s+(?:nvidia\s+)?(?:gpu|graphics card|card)?\s*\(?\s*"
                         r"((?:geforce\s+)?(?:rtx|gtx|gt)\s?\d{3,4}(?:\s?(?:ti|super))?)\b", re.I)
 
+# ... or an item of a hardware list, in capitals: "**Setup:** i7-8750H, GTX 1070, 16 GB RAM." (issue 42, archdriver)
+_LISTED_GPU = re.compile(r"(?:^|[,:;]\s*)(?:\*\*\s*)?((?:GeForce\s+)?(?-i:RTX|GTX|GT)\s?\d{3,4}(?:\s?(?:Ti|SUPER))?)"
+                         r"\s*(?=,|;|$)", re.I)
+
 _WORDS = ["torch.__version__", "torch.version.cuda", "torch ", "torch-", "pytorch ", "torch==", "gtx", "rtx", " gt "]
 
 
@@ -63,7 +67,7 @@ def read_prose(paste: Paste, acc: Acc) -> None:
         if m and "torch" not in acc.packages and "torch" not in acc.requested and not re.search(
                 r"(?:No matching distribution found for|satisfies the requirement) torch\b", paste.text):
             acc.put("torch.version", m.group(1), BARE, f"pip install torch=={m.group(1)}")
-        m = _PROSE_GPU.search(line)
+        m = _PROSE_GPU.search(line) or _LISTED_GPU.search(line.strip())
         if m and "|" not in line:
             acc.put("gpu.loose_name", _gpu_name(m.group(1)), BARE, f"GPU named in the text: {line.strip()[:120]}")
 

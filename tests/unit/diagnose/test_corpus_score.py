@@ -23,7 +23,7 @@ ROWS = [(d.name, r["id"], r["labels"]) for d in sorted(CORPUS.glob("*/")) if (d 
 # (issue 42, scripts/mine_corpus.py) at first sight, before any diagnose fix (FIRST_SIGHT_G.md; docs/measurements.md, "Corpus
 # round 3"); remove a row once it passes
 STILL_WRONG = set("""
-comfyui-009 comfyui-015 container-toolkit-005 flash-attention-003 jax-002 jax-008
+comfyui-009 container-toolkit-005 flash-attention-003 jax-002 jax-008
 k8s-device-plugin-002 nccl-009 nccl-011 ollama-002 optimum-001 sd-webui-002
 sglang-004 sglang-007 slurm-001 slurm-003 tensorrt-002 tensorrt-003 tensorrt-004
 torchvision-001 ultralytics-003 ultralytics-005 unsloth-002 vllm-007 vllm-017 wsl-003 wsl-004

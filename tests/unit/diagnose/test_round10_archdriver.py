@@ -74,3 +74,35 @@ def test_near_miss_minor_version_compatibility_and_a_template_ceiling_stay_quiet
     # torch's own CUDA in the paste: driver.cuda-compat judges that, not this check
     torch = "torch 2.4.0+cu121\nDriver Version: 470.82.01\nInstalled CUDA 12.1\n"
     assert not _named(torch, compat)
+
+
+# ---- a GPU only some current torch builds carry, said not to work, torch's build not shown
+# (diagnose.gpu-arch-build-unknown, low): rvc-003 (an RTX 5060, sm_120, before the CUDA 12.8 builds), invokeai-006
+# (a GTX 980 Ti, sm_52, dropped by the CUDA 12.8 builds), comfyui-015 (a GTX 1070 in a hardware list)
+def _edge(text: str, compat) -> list:
+    return [f for f in _findings(text, compat) if f.code.startswith("diagnose.gpu-arch-build-unknown")]
+
+
+def test_a_new_or_dropped_gpu_said_not_to_work_is_a_low_lead_asking_for_torchs_build(compat) -> None:
+    rvc = ('I got "Unfortunately, there is no compatible GPU available to support your training." issue in the '
+           "train tab.\n\nMy GPU is RTX 5060 8gb\n")
+    invoke = ("I installed InvokeAI today on a pc with a GTX 980TI for testing and i did select said option, but it "
+              "installed versions of torch and torchvision that did not support the old CUDA version of this "
+              "specific card.\n")
+    comfy = ("**Setup:** i7-8750H, GTX 1070, 16 GB RAM.\n\nAt startup, I noticed warnings about an incompatibility.\n"
+             "When trying to use Flux Schnell, I ran into a kernel-related error.\n")
+    for text in (rvc, invoke, comfy):
+        got = _edge(text, compat)
+        assert got and got[0].category == "GPU_ARCH_NOT_IN_TORCH_BUILD", text
+        assert got[0].severity == "warning" and got[0].confidence == "low"
+        assert "torch.cuda.get_arch_list()" in " ".join(got[0].fix.commands)
+
+
+def test_near_miss_a_gpu_every_build_runs_or_the_drivers_words_stay_quiet(compat) -> None:
+    # an RTX 3090 (sm_86) is in every current default build: "not working" is no architecture lead
+    assert not _edge("My GPU is an RTX 3090 and training is not working\n", compat)
+    # the driver's own words that it does not support a Pascal card are the driver's verdict
+    assert not _edge("I have a GTX 1050 and the driver is nvidia-driver-580-open, which does NOT support Pascal "
+                     "GPUs (GTX 10xx).\n", compat)
+    # torch's build in the paste: torch.gpu-arch judges it, not this lead
+    assert not _edge("My GPU is a GTX 1070, torch.__version__ = 2.8.0+cu129, and the GPU is not supported\n", compat)
