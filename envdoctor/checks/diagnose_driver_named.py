@@ -116,3 +116,67 @@ def check_driver_named_cuda(ctx: CheckContext) -> List[Finding]:
                 "program for the CUDA the driver supports)", [SETTLE],
                 "https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"),
     )]
+
+
+TOOLKIT = Findings("diagnose.nvcc-above-driver", "DRIVER_TOO_OLD_FOR_TORCH_CUDA",
+                   kinds=("newer-major", "newer-minor"))
+
+
+def _ceiling(ctx: CheckContext) -> Tuple[Optional[str], str]:
+    """The driver's CUDA ceiling: nvidia-smi's (from its banner or a line naming nvidia-smi or the driver), else
+    the one cuda_driver.json's driver_branches give for the driver's branch."""
+    d = ctx.facts.driver
+    where = str((prov(ctx.facts).get("driver.cuda_driver_version") or {}).get("reader") or "")
+    if d.cuda_driver_version and _CEILING_SOURCE.search(where):
+        return d.cuda_driver_version, where
+    if d.version:
+        got = ctx.compat.driver_max_cuda(d.version)
+        if got:
+            return got[0], f"driver {d.version}: {got[1]}"
+    return None, ""
+
+
+@check(TOOLKIT, "nvcc vs the CUDA the driver supports")
+def check_nvcc_above_driver(ctx: CheckContext) -> List[Finding]:
+    """nvcc newer than the driver's CUDA ceiling (azure-001: nvcc 12.4 on driver 535, CUDA 12.2; llama-cpp-008 is
+    the same cause without the versions): what it builds runs on this driver only under minor-version
+    compatibility (same major; no JIT of its PTX), and not at all for a newer major. Of the same major, judged only
+    where torch's CUDA is not in the paste: then nvcc's CUDA is the one the paste's programs are built with."""
+    paste_or_skip(ctx)
+    facts = ctx.facts
+    if facts.host.wsl:
+        raise SkipCheck("under WSL the Windows driver serves CUDA")
+    tk = facts.toolkits.on_path
+    if tk is None or not tk.version:
+        raise SkipCheck("nvcc's version is not in the paste")
+    ceiling, where = _ceiling(ctx)
+    if not ceiling:
+        raise SkipCheck("neither the driver's version nor its CUDA ceiling is in the paste")
+    if _key(tk.version) <= _key(ceiling):
+        return []
+    major = _key(tk.version)[0] > _key(ceiling)[0]
+    if not major and _torch_cuda_known(ctx):
+        # torch's CUDA is the program's (driver.cuda-compat judges it); a newer nvcc of its major builds only
+        # extensions, which toolchain.nvcc-torch already names
+        raise SkipCheck("torch's CUDA is in the paste and nvcc is of the driver's major")
+    req = ctx.compat.cuda_requirement(tk.version)
+    own = f"; CUDA {tk.version}'s toolkit lists driver >= {req.min_driver}" if req and req.min_driver else ""
+    summary = (f"nvcc {tk.version} is newer than the CUDA the driver supports ({ceiling}{own}): "
+               + ("programs it builds need a driver of the newer major" if major else
+                  "what it builds runs on this driver only under minor-version compatibility (no JIT of its PTX)"))
+    ev = [Evidence("toolkits.on_path.version", tk.version, expected=f"<= {ceiling}"),
+          Evidence("driver.cuda_driver_version", ceiling, source=where)]
+    if req and req.min_driver:
+        ev.append(Evidence("driver.version", facts.driver.version, expected=f">= {req.min_driver}", source=req.source))
+    return [TOOLKIT.warning(
+        "newer-major" if major else "newer-minor", confidence="medium" if major else "low", summary=summary,
+        detail=("The driver runs CUDA programs up to its own CUDA version; a program built by a newer toolkit of the "
+                "same major runs under minor-version compatibility (cuda_driver.json: minor_version_compatibility "
+                "and its limits: PTX of the newer toolkit cannot be JIT-compiled, newer APIs fail), one of a newer "
+                "major does not run. Align the two: a driver of the toolkit's release, or the toolkit of the "
+                "driver's CUDA."),
+        evidence=ev,
+        fix=Fix("Upgrade the driver to one that supports the toolkit's CUDA, or install the CUDA toolkit of the "
+                "driver's version", ["nvidia-smi", "nvcc --version"],
+                "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"),
+    )]

@@ -106,3 +106,34 @@ def test_near_miss_a_gpu_every_build_runs_or_the_drivers_words_stay_quiet(compat
                      "GPUs (GTX 10xx).\n", compat)
     # torch's build in the paste: torch.gpu-arch judges it, not this lead
     assert not _edge("My GPU is a GTX 1070, torch.__version__ = 2.8.0+cu129, and the GPU is not supported\n", compat)
+
+
+# ---- nvcc newer than the CUDA the driver supports (diagnose.nvcc-above-driver): azure-001 (the Azure HPC image's
+# CUDA 12.4 toolkit on driver 535, CUDA 12.2); llama-cpp-008 is the same cause (llama.cpp built with CUDA 12.4 on an
+# older driver) without the versions in its paste
+SMI_535 = ("| NVIDIA-SMI 535.161.08             Driver Version: 535.161.08   CUDA Version: 12.2     |\n"
+           "|-----------------------------------------+----------------------+----------------------+\n")
+
+
+def _nvcc(release: str) -> str:
+    return ("nvcc: NVIDIA (R) Cuda compiler driver\nCopyright (c) 2005-2024 NVIDIA Corporation\n"
+            f"Cuda compilation tools, release {release}, V{release}.131\n")
+
+
+def _toolkit(text: str, compat) -> list:
+    return [f for f in _findings(text, compat) if f.code.startswith("diagnose.nvcc-above-driver")]
+
+
+def test_nvcc_newer_than_the_drivers_cuda_is_a_driver_too_old_lead(compat) -> None:
+    got = _toolkit("`nvidia-smi`\n" + SMI_535 + "`nvcc --version`\n" + _nvcc("12.4"), compat)
+    assert [(f.category, f.severity, f.confidence) for f in got] == \
+        [("DRIVER_TOO_OLD_FOR_TORCH_CUDA", "warning", "low")], got
+    assert "550.54.14" in got[0].summary  # cuda_driver.json: CUDA 12.4 GA's minimum
+    major = _toolkit(SMI_535 + _nvcc("13.0") + "torch 2.4.0+cu121\n", compat)
+    assert [(f.severity, f.confidence) for f in major] == [("warning", "medium")], major
+
+
+def test_near_miss_nvcc_within_the_drivers_cuda_or_beside_torchs_own_stays_quiet(compat) -> None:
+    assert not _toolkit(SMI_535 + _nvcc("12.1"), compat)
+    # torch's CUDA (12.1) is the program's and the driver runs it; nvcc 12.6 builds extensions only
+    assert not _toolkit(SMI_535 + _nvcc("12.6") + "torch 2.3.1+cu121\n", compat)
