@@ -137,3 +137,19 @@ def test_near_miss_nvcc_within_the_drivers_cuda_or_beside_torchs_own_stays_quiet
     assert not _toolkit(SMI_535 + _nvcc("12.1"), compat)
     # torch's CUDA (12.1) is the program's and the driver runs it; nvcc 12.6 builds extensions only
     assert not _toolkit(SMI_535 + _nvcc("12.6") + "torch 2.3.1+cu121\n", compat)
+
+
+# ---- NVRTC rejects the GPU's architecture: hashcat-001 (dizcza/docker-hashcat#20, an RTX 5080 with the image's
+# older CUDA) and a torch JIT fuser's NVRTC (youngwanLEE/centermask2#88: "RuntimeError: nvrtc: error: ...")
+def test_nvrtc_rejecting_the_architecture_is_a_build_older_than_the_gpu(compat) -> None:
+    hashcat = ("nvrtcCompileProgram(): NVRTC_ERROR_INVALID_OPTION\n\n"
+               "nvrtc: error: invalid value for --gpu-architecture (-arch)\n\n"
+               "* Device #1: Kernel /usr/local/share/hashcat/OpenCL/shared.cl build failed.\n")
+    torch_jit = "RuntimeError: nvrtc: error: invalid value for --gpu-architecture (-arch)\n"
+    for text in (hashcat, torch_jit):
+        assert "GPU_ARCH_NOT_IN_TORCH_BUILD" in _serious(text, compat), text
+
+
+def test_near_miss_another_nvrtc_option_error_is_not_the_architecture(compat) -> None:
+    text = "nvrtc: error: invalid value for --std (-std)\nnvrtcCompileProgram(): NVRTC_ERROR_INVALID_OPTION\n"
+    assert "GPU_ARCH_NOT_IN_TORCH_BUILD" not in _serious(text, compat)
