@@ -153,3 +153,18 @@ def test_nvrtc_rejecting_the_architecture_is_a_build_older_than_the_gpu(compat) 
 def test_near_miss_another_nvrtc_option_error_is_not_the_architecture(compat) -> None:
     text = "nvrtc: error: invalid value for --std (-std)\nnvrtcCompileProgram(): NVRTC_ERROR_INVALID_OPTION\n"
     assert "GPU_ARCH_NOT_IN_TORCH_BUILD" not in _serious(text, compat)
+
+
+# ---- the driver said in words to be old: azure-002 (skypilot-org/skypilot#2751, "an old version of nvidia
+# drivers") beside jade-hpc-003's "the drivers are too old" (the row's earlier wording)
+def test_an_image_said_to_have_an_old_version_of_the_driver_is_a_low_lead(compat) -> None:
+    for text in ("The current image used for Azure has an old version of nvidia drivers:\n",
+                 "I can locally install both cuda and cudnn, however the drivers are too old to support them.\n"):
+        got = _serious(text, compat)
+        assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" in got, text
+        assert got["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].severity == "warning"
+
+
+def test_near_miss_moving_away_from_an_old_driver_is_not_the_claim(compat) -> None:
+    text = "I upgraded from an old version of nvidia drivers to 550 and training fails with an error\n"
+    assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" not in _serious(text, compat)
