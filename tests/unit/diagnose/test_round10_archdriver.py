@@ -168,3 +168,24 @@ def test_an_image_said_to_have_an_old_version_of_the_driver_is_a_low_lead(compat
 def test_near_miss_moving_away_from_an_old_driver_is_not_the_claim(compat) -> None:
     text = "I upgraded from an old version of nvidia drivers to 550 and training fails with an error\n"
     assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" not in _serious(text, compat)
+
+
+# ---- nvidia-container-cli's NVML call missing from an old driver (DRIVER_OUTDATED): container-toolkit-020
+# (nvidia-docker#1280, driver 410.48) and the same line under `--gpus all` (nvidia-docker#1492, driver 367.134)
+def test_the_container_clis_nvml_function_missing_is_an_outdated_driver(compat) -> None:
+    runtime = ('docker: Error response from daemon: OCI runtime create failed: container_linux.go:348: starting '
+               'container process caused "process_linux.go:402: container init caused \\"process_linux.go:385: '
+               'running prestart hook 1 caused \\\\\\"error running hook: exit status 1, stdout: , stderr: '
+               'nvidia-container-cli: detection error: nvml error: function not found\\\\\\\\n\\\\\\"\\"": unknown.\n'
+               "| NVIDIA-SMI 410.48                 Driver Version: 410.48                    |\n")
+    gpus = ("docker run --gpus all --rm debian:10-slim nvidia-smi\n"
+            "docker: Error response from daemon: OCI runtime create failed: container_linux.go:367: starting "
+            "containvidia-container-cli: detection error: nvml error: function not found: unknown.\n")
+    for text in (runtime, gpus):
+        got = _serious(text, compat)
+        assert "DRIVER_OUTDATED" in got and "CONTAINER_NO_GPU_RUNTIME" not in got, sorted(got)
+
+
+def test_near_miss_another_detection_error_stays_the_runtimes(compat) -> None:
+    text = "nvidia-container-cli: detection error: nvml error: unknown error\n"
+    assert "DRIVER_OUTDATED" not in _serious(text, compat)
