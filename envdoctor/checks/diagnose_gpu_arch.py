@@ -41,6 +41,14 @@ def _torch_build_known(ctx: CheckContext) -> bool:
     return bool((t is not None and t.cuda) or tag)
 
 
+def _known_message(ctx: CheckContext) -> bool:
+    """A message of the paste that a catalogue row of this category recognises ("sm_120 is not compatible with the
+    current PyTorch installation", "no kernel image is available"): that finding says it, with its own fix."""
+    msgs = ctx.facts.paste.messages if ctx.facts.paste else []
+    rows = [sig for sig in (ctx.compat.signatures or []) if sig.category == EDGE.category]
+    return any(sig.search(m) for sig in rows for m in msgs)
+
+
 def _current_defaults(ctx: CheckContext) -> List[Tuple[str, str, List[str]]]:
     """(release, default variant, arch list) of the releases whose default build uses the newest CUDA major of
     the matrix's defaults or the one before it."""
@@ -64,6 +72,8 @@ def check_gpu_arch_build_unknown(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("the paste does not say the GPU is unsupported or not working")
     if _torch_build_known(ctx):
         raise SkipCheck("torch's build is in the paste (torch.gpu-arch judges it)")
+    if _known_message(ctx):
+        raise SkipCheck("a known message of the paste already says the build lacks the GPU (messages.signatures)")
     gpus = [(label, cc or _by_geforce_name(ctx, label), path)
             for label, cc, path in gpu_capabilities(ctx.facts, ctx.compat)]
     gpus = [g for g in gpus if g[1]]
