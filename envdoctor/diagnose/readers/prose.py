@@ -29,6 +29,8 @@ _PROSE_GPU = re.compile(r"\b(?:my|the|a|an|with|on|have|using)\s+(?:nvidia\s+)?(
 # ... or an item of a hardware list, in capitals: "**Setup:** i7-8750H, GTX 1070, 16 GB RAM." (issue 42, archdriver)
 _LISTED_GPU = re.compile(r"(?:^|[,:;]\s*)(?:\*\*\s*)?((?:GeForce\s+)?(?-i:RTX|GTX|GT)\s?\d{3,4}(?:\s?(?:Ti|SUPER))?)"
                          r"\s*(?=,|;|$)", re.I)
+# ... or with the series after the number: "not working with 5090 rtx", "GPU: 3060 RTX 12 GB"
+_REVERSED_GPU = re.compile(r"\b(\d{3,4})\s?(rtx|gtx)\b(?!\s?\d)", re.I)
 
 _WORDS = ["torch.__version__", "torch.version.cuda", "torch ", "torch-", "pytorch ", "torch==", "gtx", "rtx", " gt "]
 
@@ -68,8 +70,10 @@ def read_prose(paste: Paste, acc: Acc) -> None:
                 r"(?:No matching distribution found for|satisfies the requirement) torch\b", paste.text):
             acc.put("torch.version", m.group(1), BARE, f"pip install torch=={m.group(1)}")
         m = _PROSE_GPU.search(line) or _LISTED_GPU.search(line.strip())
-        if m and "|" not in line:
-            acc.put("gpu.loose_name", _gpu_name(m.group(1)), BARE, f"GPU named in the text: {line.strip()[:120]}")
+        r = None if m else _REVERSED_GPU.search(line)
+        if (m or r) and "|" not in line:
+            raw = m.group(1) if m else f"{r.group(2)} {r.group(1)}"
+            acc.put("gpu.loose_name", _gpu_name(raw), BARE, f"GPU named in the text: {line.strip()[:120]}")
 
 
 # collectives that hang between some GPUs: "NCCL hangs between GPU0 and GPU1", "all_reduce_perf works fine only with

@@ -78,7 +78,8 @@ def test_near_miss_minor_version_compatibility_and_a_template_ceiling_stay_quiet
 
 # ---- a GPU only some current torch builds carry, said not to work, torch's build not shown
 # (diagnose.gpu-arch-build-unknown, low): rvc-003 (an RTX 5060, sm_120, before the CUDA 12.8 builds), invokeai-006
-# (a GTX 980 Ti, sm_52, dropped by the CUDA 12.8 builds), comfyui-015 (a GTX 1070 in a hardware list)
+# (a GTX 980 Ti, sm_52, dropped by the CUDA 12.8 builds), comfyui-015 (a GTX 1070 in a hardware list), rvc-002 (the
+# series after the number, "5090 rtx", as deepfacelab-001's "GPU: 3060 RTX 12 GB" writes it too)
 def _edge(text: str, compat) -> list:
     return [f for f in _findings(text, compat) if f.code.startswith("diagnose.gpu-arch-build-unknown")]
 
@@ -91,7 +92,8 @@ def test_a_new_or_dropped_gpu_said_not_to_work_is_a_low_lead_asking_for_torchs_b
               "specific card.\n")
     comfy = ("**Setup:** i7-8750H, GTX 1070, 16 GB RAM.\n\nAt startup, I noticed warnings about an incompatibility.\n"
              "When trying to use Flux Schnell, I ran into a kernel-related error.\n")
-    for text in (rvc, invoke, comfy):
+    reversed_name = "not working with 5090 rtx\n\nRVC1006Nvidia not working with 5090 rtx ?\n"  # rvc-002
+    for text in (rvc, invoke, comfy, reversed_name):
         got = _edge(text, compat)
         assert got and got[0].category == "GPU_ARCH_NOT_IN_TORCH_BUILD", text
         assert got[0].severity == "warning" and got[0].confidence == "low"
