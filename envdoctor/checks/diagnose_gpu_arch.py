@@ -77,6 +77,10 @@ def check_gpu_arch_build_unknown(ctx: CheckContext) -> List[Finding]:
     gpus = [(label, cc or _by_geforce_name(ctx, label), path)
             for label, cc, path in gpu_capabilities(ctx.facts, ctx.compat)]
     gpus = [g for g in gpus if g[1]]
+    named = re.search(r"\bsm_(\d)(\d)\b", str(said.get("reader") or ""))
+    if not gpus and named:  # no GPU named, but the words name its architecture ("has no sm_60 kernels")
+        gpus = [("the GPU the paste names by its architecture",
+                 f"{named.group(1)}.{named.group(2)}", "paste.gpu_unsupported_said")]
     if not gpus:
         raise SkipCheck("no GPU with a known compute capability in the paste")
     defaults = _current_defaults(ctx)
@@ -99,7 +103,8 @@ def check_gpu_arch_build_unknown(ctx: CheckContext) -> List[Finding]:
                     "with the current PyTorch installation', and programs built on it may report no usable GPU. "
                     "Whether that is the cause here depends on the build the program installed, which the paste "
                     "does not show."),
-            evidence=[Evidence(path, cc, source="compat_data/gpus.json"),
+            evidence=[Evidence(path, cc, source="the paste's words" if path.startswith("paste.") else
+                               "compat_data/gpus.json"),
                       Evidence("paste.gpu_unsupported_said", said.get("value"), source=str(said.get("reader", ""))),
                       Evidence("pythons[0].torch.arch_list", None, expected=f"{sm} (SASS) or PTX <= compute_{sm[3:]}",
                                source="compat_data/torch.json (default builds: " + ", ".join(lacking) + " lack it)"),

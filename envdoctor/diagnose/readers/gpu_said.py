@@ -16,7 +16,7 @@ from .base import LOOSE, Acc, Paste
 
 _SAID = re.compile(r"\bno compatible (?:nvidia )?gpu|\bincompatib\w*|\b(?:did|does|do)(?:n[o']?t| not) support\b|"
                    r"\bnot (?:be )?(?:supported|compatible|working)\b|\bunsupported\b|\bno kernel image\b|"
-                   r"\bkernel[- ]related error\b", re.I)
+                   r"\bkernel[- ]related error\b|\bno sm_\d+a? kernels?\b|\bno kernels? for sm_\d+", re.I)
 _ABOUT = re.compile(r"\bgpus?\b|\bcard\b|\bcuda\b|\bkernel|\btorch\b|\bpytorch\b|\b(?:rtx|gtx|gt|tesla)\s?\w*\d|\b\d{3,4}\s?(?:rtx|gtx)\b",
                     re.I)
 # the driver's own words about a GPU it does not support ("nvidia-driver-580-open, which does NOT support Pascal

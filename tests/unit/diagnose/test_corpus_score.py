@@ -38,7 +38,7 @@ xformers-007
 apptainer-001 comfyui-017 conda-002 conda-003 container-toolkit-012
 cuda-build-010
 dcgm-exporter-001 fabric-manager-001 hami-001 invokeai-003 jetson-001
-kaggle-001 llama-cpp-002 mig-001
+llama-cpp-002 mig-001
 nvidia-driver-004 ollama-007 onnxruntime-008 onnxruntime-009
 tensorflow-009 torch-downstream-015
 void-linux-001

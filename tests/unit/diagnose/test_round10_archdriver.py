@@ -100,6 +100,16 @@ def test_a_new_or_dropped_gpu_said_not_to_work_is_a_low_lead_asking_for_torchs_b
         assert "torch.cuda.get_arch_list()" in " ".join(got[0].fix.commands)
 
 
+def test_the_architecture_named_in_words_stands_for_the_gpu(compat) -> None:
+    # kaggle-001 (Kaggle/kaggle-cli#1151): no GPU name the table knows, but the words name sm_60 (Pascal)
+    text = ("machine_shape NvidiaTeslaP100 allocates a P100 but default image's torch (cu128) has no sm_60 kernels, "
+            "so every CUDA opertation fails\n")
+    got = _edge(text, compat)
+    assert got and "sm_60" in got[0].summary
+    # flashinfer-001's sm_75 is in every current torch build: another framework's limit, no torch lead
+    assert not _edge("flashinfer doesn't actually support sm_75, so the T4 has no kernels for sm_75\n", compat)
+
+
 def test_near_miss_a_gpu_every_build_runs_or_the_drivers_words_stay_quiet(compat) -> None:
     # an RTX 3090 (sm_86) is in every current default build: "not working" is no architecture lead
     assert not _edge("My GPU is an RTX 3090 and training is not working\n", compat)
