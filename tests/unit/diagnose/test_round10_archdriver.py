@@ -201,3 +201,23 @@ def test_the_container_clis_nvml_function_missing_is_an_outdated_driver(compat) 
 def test_near_miss_another_detection_error_stays_the_runtimes(compat) -> None:
     text = "nvidia-container-cli: detection error: nvml error: unknown error\n"
     assert "DRIVER_OUTDATED" not in _serious(text, compat)
+
+
+# ---- Paddle's GPU build counting no GPU (a low lead: the driver first, as Paddle's maintainers answer it):
+# paddle-003 (PaddleClas#965, driver 430.64), paddle-004 (Paddle#22749, the glog line alone)
+def test_paddles_gpu_build_without_a_gpu_is_a_low_driver_lead(compat) -> None:
+    clas = ("   driver：430.64\n>>> import paddle\nW0624 14:32:46.220422 23029 init.cc:136] Compiled with WITH_GPU, "
+            "but no GPU found in runtime.\n")
+    for text in (clas, "fluid W0224 Compiled with WITH_GPU, but no GPU found in runtime.\n"):
+        got = _serious(text, compat)
+        assert got["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].severity == "warning", sorted(got)
+        assert got["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].confidence == "low"
+
+
+def test_near_miss_a_driver_that_runs_paddles_cuda_is_not_the_lead(compat) -> None:
+    # driver 550 runs every CUDA 11.x/12.x runtime: the GPU is hidden, not the driver too old
+    text = ("| NVIDIA-SMI 550.54.14    Driver Version: 550.54.14    CUDA Version: 12.4     |\n"
+            "pip install paddlepaddle-gpu==2.6.1.post120 (CUDA 12.0)\n"
+            "W0106 18:12:16.305999 14974 init.cc:182] Compiled with WITH_GPU, but no GPU found in runtime.\n")
+    got = _serious(text, compat)
+    assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" not in got and "NO_GPU_VISIBLE" in got, sorted(got)
