@@ -221,3 +221,19 @@ def test_near_miss_a_driver_that_runs_paddles_cuda_is_not_the_lead(compat) -> No
             "W0106 18:12:16.305999 14974 init.cc:182] Compiled with WITH_GPU, but no GPU found in runtime.\n")
     got = _serious(text, compat)
     assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" not in got and "NO_GPU_VISIBLE" in got, sorted(got)
+
+
+# ---- llama.cpp's CUDA build counting no devices while nvidia-smi works (llama-cpp-008, ggml-org/llama.cpp#6184:
+# the maintainer's answer is the toolkit's minimum driver), the same kind as Paddle's above
+def test_ggml_finding_no_cuda_devices_is_a_low_driver_lead(compat) -> None:
+    text = ("ggml_init_cublas: no CUDA devices found, CUDA will be disabled\n"
+            "I have a NVIDIA GeForce RTX 3090 Ti. `nvidia-smi` works correctly and `nvcc` is available.\n")
+    got = _serious(text, compat)
+    assert got["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].confidence == "low", sorted(got)
+
+
+def test_near_miss_ggml_under_wsl_is_wsls(compat) -> None:
+    text = ("Linux DESKTOP 5.15.133.1-microsoft-standard-WSL2 #1 SMP x86_64 GNU/Linux\n"
+            "ggml_init_cublas: no CUDA devices found, CUDA will be disabled\n")
+    got = _serious(text, compat)
+    assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" not in got and "WSL_SPECIFIC" in got, sorted(got)
