@@ -17,7 +17,6 @@ import re
 from typing import List, Optional, Tuple
 
 from ..domain.versions import version_ge
-from ..model.catalogue import CATEGORIES
 from ..model.findings import Evidence, Finding, Fix
 from ._paste import paste_or_skip
 from ._paste_roles import prov
@@ -100,14 +99,16 @@ def check_driver_named_cuda(ctx: CheckContext) -> List[Finding]:
         if not older:
             return []
         kind = "ceiling-below-major"
+        why = ("a runtime of a newer major needs a newer driver (minor-version compatibility stays within a major)"
+               if _key(needed)[0] >= 11 else "before CUDA 11 each version needs its own minimum driver")
         summary = (f"The driver supports CUDA {ceiling} at most (nvidia-smi) and the paste names CUDA {needed} for "
-                   "its program: a runtime of a newer major (or, before CUDA 11, a newer version) needs a newer "
-                   "driver")
+                   f"its program: {why}")
         evidence.insert(0, Evidence("driver.cuda_driver_version", ceiling, expected=f">= {needed}", source=where))
     evidence.append(Evidence("paste.settle", SETTLE))
     return [NAMED.warning(
         kind, confidence="medium", summary=summary,
-        detail=(CATEGORIES["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].meaning + " The CUDA version is read from the paste's "
+        detail=("The driver runs CUDA programs up to its own CUDA version (from CUDA 11 on, every runtime of a "
+                "major it reaches through minor-version compatibility). The CUDA version is read from the paste's "
                 "words (an image, package or toolkit it names), so check that it is what the failing program was "
                 "built with. A container cannot bring its own kernel driver: the host's must be upgraded (or the "
                 "workload placed on a host whose driver is new enough)."),
@@ -172,7 +173,7 @@ def check_nvcc_above_driver(ctx: CheckContext) -> List[Finding]:
         "newer-major" if major else "newer-minor", confidence="medium" if major else "low", summary=summary,
         detail=("The driver runs CUDA programs up to its own CUDA version; a program built by a newer toolkit of the "
                 "same major runs under minor-version compatibility (cuda_driver.json: minor_version_compatibility "
-                "and its limits: PTX of the newer toolkit cannot be JIT-compiled, newer APIs fail), one of a newer "
+                "and its limits: PTX of the newer toolkit cannot be JIT-compiled, features that need a newer driver fail), one of a newer "
                 "major does not run. Align the two: a driver of the toolkit's release, or the toolkit of the "
                 "driver's CUDA."),
         evidence=ev,
