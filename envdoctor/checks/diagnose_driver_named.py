@@ -173,9 +173,9 @@ def check_nvcc_above_driver(ctx: CheckContext) -> List[Finding]:
         "newer-major" if major else "newer-minor", confidence="medium" if major else "low", summary=summary,
         detail=("The driver runs CUDA programs up to its own CUDA version; a program built by a newer toolkit of the "
                 "same major runs under minor-version compatibility (cuda_driver.json: minor_version_compatibility "
-                "and its limits: PTX of the newer toolkit cannot be JIT-compiled, features that need a newer driver fail), one of a newer "
-                "major does not run. Align the two: a driver of the toolkit's release, or the toolkit of the "
-                "driver's CUDA."),
+                "and its limits: PTX of the newer toolkit cannot be JIT-compiled, features that need a newer "
+                "driver fail), one of a newer major does not run. Align the two: a driver of the toolkit's release, "
+                "or the toolkit of the driver's CUDA."),
         evidence=ev,
         fix=Fix("Upgrade the driver to one that supports the toolkit's CUDA, or install the CUDA toolkit of the "
                 "driver's version", ["nvidia-smi", "nvcc --version"],
