@@ -9,7 +9,8 @@ not torch's CUDA (NVCC_TORCH_CUDA_MISMATCH, low)."""
 
 from __future__ import annotations
 
-from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
+from tests.unit.diagnose.pastes import findings as _findings
+from tests.unit.diagnose.pastes import serious as _serious
 
 
 # ---- nvcc does not know the target architecture: cuda-build-009 (NVIDIA/cub, make), cuda-build-011 (f2-nerf, the
