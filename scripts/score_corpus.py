@@ -24,7 +24,7 @@ import json
 import sys
 from collections import OrderedDict
 from pathlib import Path
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -74,12 +74,37 @@ def judge_row(row: dict, text: str, compat) -> Tuple[bool, List[Tuple[str, str, 
     return right, got
 
 
+def json_target_refusal(name: Optional[str]) -> Optional[str]:
+    """Why ``--json NAME`` must not be written, or None. ``--json`` takes a file name, so a shell glob after it
+    (``--json tests/fixtures/corpus/*/labels.json``) once made the first input file the output and wrote over it:
+    the target must end in ``.json``, must not be a ``labels.json``, and, if it exists, must be an earlier output of
+    this script (a list of rows with ``right``), checked before anything is scored."""
+    if not name:
+        return None
+    target = Path(name)
+    if target.name == "labels.json" or target.suffix != ".json":
+        return f"--json takes the output file (a new NAME.json), not {name!r}: put --json FILE after the folders"
+    if target.exists():
+        try:
+            old = json.loads(target.read_text(encoding="utf-8"))
+            ours = isinstance(old, list) and all(isinstance(r, dict) and "right" in r and "found" in r for r in old)
+        except (OSError, ValueError):
+            ours = False
+        if not ours:
+            return f"{name} exists and is not an earlier score_corpus output: refusing to write over it"
+    return None
+
+
 def main(argv: List[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="*", help="labelled folders (default: every one found)")
     ap.add_argument("--misses", action="store_true", help="print each wrong row with what was found")
     ap.add_argument("--json", metavar="FILE", help="write per-row results to FILE")
     opts = ap.parse_args(argv)
+    refusal = json_target_refusal(opts.json)
+    if refusal:
+        print(f"score_corpus: {refusal}", file=sys.stderr)
+        return 2
     compat = load_compat()
     per: OrderedDict[str, List[int]] = OrderedDict()
     rows_out: List[Dict] = []

@@ -265,7 +265,8 @@ def k_matmul(ctx: Ctx, name: str, dev: Any, deadline: float) -> Dict[str, Any]:
                 bt = b.to(dtype).t()
                 del b
 
-                def fn(a=a, bt=bt, c=c) -> Any:
+                # (one name for both variants: `del fn` below frees the operands its defaults hold)
+                def fn(a=a, bt=bt, c=c) -> Any:  # type: ignore[misc]
                     return torch.mm(a, bt, out=c)
 
             def gpu_between(c=c, c_rand=c_rand) -> None:
@@ -298,7 +299,7 @@ def k_matmul(ctx: Ctx, name: str, dev: Any, deadline: float) -> Dict[str, Any]:
                 for (m2, n2, k2) in shapes[i + 1:]:
                     sweep.append({"shape": [m2, n2, k2], "skipped": "one call would exceed the budget"})
                 break
-        if best is not None and not cuda:
+        if best is not None and best_fn is not None and not cuda:  # (best_fn is set with best off CUDA)
             # The best of a noisy sweep reads high (the shape that won had the luckiest slice): the figure is a
             # fresh timing of the chosen shape for the rest of the budget, independent of the choice, as
             # torch.utils.benchmark times one statement for its whole run
@@ -499,7 +500,7 @@ def k_p2p(ctx: Ctx, name: str, devs: List[Any], deadline: float) -> List[Dict[st
             dst.copy_(src)
             torch.cuda.synchronize(a)
             torch.cuda.synchronize(b)
-            rates = []
+            rates = []  # type: List[float]
             t0 = time.monotonic()
             while not rates or (time.monotonic() - t0 < slice_s * 0.8 and len(rates) < 20):
                 s_ev = torch.cuda.Event(enable_timing=True)

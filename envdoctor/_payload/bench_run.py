@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .bench import (
     ALL_DEVICES,
@@ -81,7 +81,7 @@ def run(plan: List[Dict[str, Any]], out: Out, mem_fraction: float, busy: List[st
                 torch.__version__, getattr(torch.version, "cuda", None))
     except Exception as e:
         cuda_reason = "CUDA initialisation failed: " + _exc(e)
-    gpus = []
+    gpus = []  # type: List[Tuple[Any, Any]]  # (device, its facts); the CPU target has None
     infos = []
     if cuda_ok:
         for i in range(torch.cuda.device_count()):
@@ -108,9 +108,9 @@ def run(plan: List[Dict[str, Any]], out: Out, mem_fraction: float, busy: List[st
                 continue
             if f"{name}@{kind}" in skip:
                 continue
-            _one(out, name, kind, budget, lambda d, n=name, ds=devs: ALL_DEVICES[n](ctx, n, ds, d))
+            _one(out, name, kind, budget, lambda d, n=name, ds=devs: ALL_DEVICES[n](ctx, n, ds, d))  # type: ignore
             continue
-        targets = [(torch.device("cpu"), None)] if kind == "cpu" else gpus
+        targets = [(torch.device("cpu"), None)] if kind == "cpu" else gpus  # type: List[Tuple[Any, Any]]
         for dev, info in targets:
             label = str(dev)
             if f"{name}@{label}" in skip:
@@ -126,7 +126,9 @@ def run(plan: List[Dict[str, Any]], out: Out, mem_fraction: float, busy: List[st
             if dev.type == "cuda" and label not in ctx.warmed and item.get("warmup_s", GPU_WARMUP_S):
                 ctx.warmed.add(label)
                 warm = functools.partial(gpu_warmup, ctx, dev, float(item.get("warmup_s", GPU_WARMUP_S)))
-            _one(out, name, label, budget, lambda d, n=name, dv=dev, inf=info: _tag(PER_DEVICE[n](ctx, n, dv, d), inf),
+            # (type: ignore: mypy cannot type a lambda's default arguments)
+            _one(out, name, label, budget,
+                 lambda d, n=name, dv=dev, inf=info: _tag(PER_DEVICE[n](ctx, n, dv, d), inf),  # type: ignore[misc]
                  torch=torch, dev=dev, warm=warm)
 
 

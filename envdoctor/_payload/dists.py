@@ -262,7 +262,7 @@ def _distribution_records() -> Optional[List[Dict[str, Any]]]:
             try:
                 wheel_metadata = dist.read_text("METADATA")
                 headers = _metadata_headers(wheel_metadata or dist.read_text("PKG-INFO") or "")
-                name = (headers.get("name") or [None])[0]
+                name = (headers.get("name") or [""])[0]
                 if not name:
                     continue
                 version = (headers.get("version") or [""])[0]

@@ -135,7 +135,7 @@ def _elf_sections(f: Any, shoff: int, shentsize: int, shnum: int, shstrndx: int,
     _n, _t, str_off, str_size = heads[shstrndx]
     f.seek(str_off)
     names = f.read(min(str_size, 1 << 20))
-    out = {}
+    out = {}  # type: Dict[str, Tuple[int, int]]
     for name_off, sh_type, offset, size in heads:
         stop = names.find(b"\0", name_off)
         if name_off >= len(names) or stop < 0:

@@ -8,7 +8,7 @@ import json
 import os
 import re
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .common import _exc_text, _short
 from .elf import elf_defined_symbols, elf_read, elf_undefined_symbols
@@ -30,7 +30,7 @@ MAX_LOADS = 64
 # torch_info only for an op it installed pre-compiled, and JIT-compiles every other op against the running torch
 # (microsoft/DeepSpeed op_builder/builder.py, load() and validate_torch_version). "compiled" is the fact key whose
 # value is a dict of {name: truthy}: the names compiled into the wheel ([] when none was).
-BUILD_INFO = {
+BUILD_INFO = {  # type: Dict[str, Tuple[str, str, Dict[str, Any]]]
     "xformers": ("xformers/cpp_lib.json", "json", {"torch": ("version", "torch"), "cuda": ("version", "cuda"),
                                                     "hip": ("version", "hip"), "python": ("version", "python")}),
     "deepspeed": ("deepspeed/git_version_info_installed.py", "assign",

@@ -18,6 +18,7 @@ import signal
 import sys
 import time
 import traceback
+from typing import Any, Dict, List
 
 TRACEBACK_LINES = 12
 MAX_TEXT = 2000
@@ -117,7 +118,7 @@ def run_unit(units, timeout_s, funcs, emit):
         done = []
         current = None
         started = time.monotonic()
-        other = []  # non-JSON lines: faulthandler's report of a crash
+        other = []  # type: List[str]  # non-JSON lines: faulthandler's report of a crash
         timed_out = False
         status = None
         reaped = False
@@ -308,7 +309,7 @@ def step_compile(python_h=True, **_kw):
     import subprocess
     import sysconfig
 
-    detail = {"path": os.environ.get("PATH")}
+    detail = {"path": os.environ.get("PATH")}  # type: Dict[str, Any]
     cxx_env = os.environ.get("CXX")
     compiler = cxx_env or "g++"
     detail["compiler_source"] = "CXX" if cxx_env else "default (g++)"
@@ -412,7 +413,7 @@ def mount_of(path):
     statvfs's ST_NOEXEC flag, and the mount point and per-mount options of the last (topmost) mount in
     /proc/self/mountinfo holding it (proc(5): field 5 the mount point, field 6 the options). Read only after a
     load failed."""
-    out = {}
+    out = {}  # type: Dict[str, Any]
     try:
         out["noexec"] = bool(os.statvfs(path).f_flag & getattr(os, "ST_NOEXEC", 8))
     except (OSError, AttributeError, ValueError):

@@ -12,12 +12,13 @@ from ..domain.fastclass import dataclass
 from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, variant_kind
 from ..domain.versions import base_version, major_minor
 from ..model.facts import Facts
+from ._paste_context import CONTEXT_WHEN, context_holds
 from ._paste_roles import (
     NCCL_SHM,
     NCCL_TRANSPORT,
+    companion_import,
     driver_cuda_above_branch,
     driver_runs_program_cuda,
-    extension_build_named,
     extension_import,
     failed_elsewhere,
     family_role_of_lib,
@@ -193,8 +194,6 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return driver_cuda_above_branch(facts, compat)
     if when == "driver_runs_program_cuda":  # the driver runs every runtime of the program's CUDA major
         return driver_runs_program_cuda(facts, compat)
-    if when == "extension_build_named":  # the build may be a torch extension's (torch, setup.py, cpp_extension)
-        return extension_build_named(facts)
     if when == "xformers_not_built_for_torch":  # xformers' operators did not load: a build for another torch
         return row_in_paste(facts, compat, ("xformers-built-for-other-torch",))
     if when == "vgpu_named":  # a vGPU the paste names (readers/nvidia_smi.py _VGPU), or NVML's vGPU mode
@@ -223,6 +222,10 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return loaded_pip_wheel(facts, groups) is not None
     if when == "extension_import":
         return extension_import(facts, compat) is not None
+    if when == "companion_import":
+        return companion_import(facts, compat) is not None
+    if when in CONTEXT_WHEN:  # where the program ran decides the cause (issue 42, checks/_paste_context.py)
+        return context_holds(when, facts, compat, groups)
     if when.startswith("capture:") and "~" in when:
         name, pattern = when[len("capture:"):].split("~", 1)
         value = groups.get(name) or ""

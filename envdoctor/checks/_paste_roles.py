@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple
 
-from ..compat.torch_family import EXTENSION, torch_family
+from ..compat.torch_family import COMPANION, EXTENSION, torch_family
 from ..domain.variants import nvidia_wheel
 from ..domain.versions import version_ge
 from ..model.facts import Facts
@@ -67,6 +67,27 @@ def extension_import(facts: Facts, compat: Compat) -> Optional[str]:
         if row is not None and row.role == EXTENSION:
             return row.distribution
     return None
+
+
+def companion_import(facts: Facts, compat: Compat) -> Optional[str]:
+    """The torch companion (torchvision, torchaudio) whose import the paste shows failing: the failed import
+    readers/imports.py recorded; with none recorded and no third-party extension among the paste's imports, the one
+    companion the paste's messages name (a reporter's "importing torchaudio" above the loader's error). None when
+    torch's own import failed, or when no companion (or more than one) is named."""
+    table = _family(compat)
+    if table is None or torch_import_failed(facts):
+        return None
+    failed = (prov(facts).get("paste.failed_import") or {}).get("value")
+    if failed:
+        row = table.role_of_module(str(failed).split(".")[0])
+        return row.distribution if row is not None and row.role == COMPANION else None
+    names = [n for n in str((prov(facts).get("paste.imports") or {}).get("value") or "").split(",") if n]
+    names += re.findall(r"[a-z_]+", " ".join(facts.paste.messages if facts.paste else []).lower())
+    rows = [table.role_of_module(n) for n in dict.fromkeys(names)]
+    if any(r is not None and r.role == EXTENSION for r in rows):
+        return None
+    named = {r.distribution for r in rows if r is not None and r.role == COMPANION}
+    return named.pop() if len(named) == 1 else None
 
 
 def loaded_pip_wheel(facts: Facts, groups: Dict[str, Optional[str]]) -> Optional[str]:

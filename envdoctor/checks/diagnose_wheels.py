@@ -134,8 +134,15 @@ def _installs_outside_the_table(ctx: CheckContext, asked: List[str], pyv: str, p
     mm = mm_str(pyv) or pyv
     inst = installer_for(ctx.facts, py_env)
     findings: List[Finding] = []
+    # the release pip's own log shows it picked for an unpinned request ("Collecting tensorrt" then the file
+    # tensorrt-8.6.1.post1.tar.gz) is judged as if pinned
+    picked = dict(r.partition("==")[::2] for r in str(((ctx.facts.paste.provenance or {}).get("paste.pip_resolved")
+                                                        or {}).get("value") or "").split())
     for want in asked:
         pkg, _, version = want.partition("==")
+        if not version and picked.get(_canonical(pkg)):
+            version = picked[_canonical(pkg)]
+            want = f"{pkg}=={version}"
         row = _range(ctx.compat, pkg, version) if version else _newest(ctx.compat, pkg)
         if row is None or not _outside(pyv, row):
             continue

@@ -29,6 +29,17 @@ K8S_FIX = ("Fix it on the pod spec: request the GPU in resources.limits (nvidia.
            "driver libraries (NVIDIA_VISIBLE_DEVICES, or CDI with an image whose LD_LIBRARY_PATH holds the injected "
            "driver directory, e.g. GKE's /usr/local/nvidia/lib64); kubectl describe pod shows what was allocated.")
 K8S_DOC = "https://github.com/NVIDIA/k8s-device-plugin#readme"
+# Apptainer/Singularity passes the GPU only with --nv; enroot's NVIDIA hook (and pyxis's, under Slurm) injects the
+# driver only when NVIDIA_VISIBLE_DEVICES is set in the container's environment (issue 42, round 10)
+CONTEXT_FIXES = {
+    "apptainer": ("Start the container with --nv (or --nvccli), without options that replace /dev (-c/--contain "
+                  "on old Singularity releases), and check that nvidia-smi works on the host.",
+                  [], "https://apptainer.org/docs/user/latest/gpu.html"),
+    "enroot": ("Make enroot's NVIDIA hook inject the driver: set NVIDIA_VISIBLE_DEVICES (e.g. all) and "
+               "NVIDIA_DRIVER_CAPABILITIES=compute,utility in the image or the container's environment (pyxis: "
+               "--container-env), request GPUs from Slurm, and check that nvidia-smi works on the node.",
+               [], "https://github.com/NVIDIA/enroot/blob/master/doc/usage.md"),
+}
 
 
 def _finding(hits: List[Hit], facts=None) -> Finding:
@@ -72,6 +83,8 @@ def _fix(sig, category: str, facts) -> Fix:
     container = facts.host.container if facts is not None else None
     if category == "CONTAINER_NO_GPU_RUNTIME" and container is not None and container.runtime == "kubernetes":
         return Fix(K8S_FIX, [], K8S_DOC)
+    if category == "CONTAINER_NO_GPU_RUNTIME" and container is not None and container.runtime in CONTEXT_FIXES:
+        return Fix(*CONTEXT_FIXES[container.runtime])
     return Fix(sig.fix, [], sig.source)
 
 

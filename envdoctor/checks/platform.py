@@ -8,6 +8,7 @@ from ..model.facts import ProbeStatus
 from ..model.findings import Evidence, Finding, Fix
 from ..queries import nvidia_hardware
 from ..remedies import Raw, command, placeholder, remove_linux_driver
+from ._paste_context import host_driver_missing
 from .base import NO_GPU, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: list = []
@@ -16,6 +17,7 @@ check = registrar(CHECKS)
 
 TOOLKIT_DOC = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html"
 WSL_DOC = "https://docs.nvidia.com/cuda/wsl-user-guide/index.html"
+APPTAINER_DOC = "https://apptainer.org/docs/user/latest/gpu.html"
 
 
 CONTAINER_GPU = Findings("platform.container-gpu", "CONTAINER_NO_GPU_RUNTIME", kinds=("no-runtime",))
@@ -43,6 +45,9 @@ def check_container(ctx: CheckContext) -> List[Finding]:
         return []
     if nodes:  # device nodes are there: a driver problem, judged by the driver checks
         return []
+    if ctx.facts.origin == "paste" and host_driver_missing(ctx.facts, ctx.compat, {}):
+        raise SkipCheck("the paste shows the host's driver missing or not loaded: no container option can pass in a "
+                        "driver the host lacks (the driver checks judge it)")
     if nodes is None and d.status != ProbeStatus.ABSENT:
         raise SkipCheck(f"the container's /dev/nvidia* nodes were not read and the driver probe {d.status}"
                         + (f": {d.reason}" if d.reason else ""))
@@ -54,6 +59,14 @@ def check_container(ctx: CheckContext) -> List[Finding]:
     if c.nvidia_visible_devices is not None:
         ev.append(Evidence("host.container.nvidia_visible_devices", c.nvidia_visible_devices))
     k8s = c.runtime == "kubernetes"
+    if c.runtime == "apptainer":  # Apptainer/Singularity binds the host's driver and /dev/nvidia* only with --nv
+        return [CONTAINER_GPU.error(
+            "no-runtime", "Running in an Apptainer/Singularity container started without --nv",
+            detail=("Apptainer and Singularity bind the host's NVIDIA driver libraries, nvidia-smi and the "
+                    "/dev/nvidia* device nodes into a container only when it is started with --nv (or --nvccli)."),
+            evidence=ev, fix=Fix("Start the container with --nv",
+                                 [command("apptainer", "exec", "--nv", placeholder("<image.sif>"), "nvidia-smi")],
+                                 APPTAINER_DOC))]
     return [CONTAINER_GPU.error(
         "no-runtime",
         f"Running in a {c.runtime} container with no NVIDIA device nodes or driver libraries passed in",

@@ -41,6 +41,8 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # issue 42: a Kubernetes pod or cluster named in the paste; cuDNN's own "Memory usage" line shows
               # most of the GPU's memory free
               "in_kubernetes", "gpu_memory_mostly_free",
+              # issue 42: the paste shows the host's driver missing beside a container runtime's failure
+              "host_driver_missing",
               # issue 42: a vGPU named in the paste (a profile name, a GRID driver, "vGPU") or a GPU in vGPU mode
               "vgpu_named",
               # issue 42 (round 7): the library a program other than torch could not load is cuDNN (libcudnn*)
@@ -65,7 +67,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # issue 42 (archdriver): the paste's build may be a torch extension's (torch, setup.py, cpp_extension)
               "extension_build_named",
               # a CPU build said in words is torch's: the matched line names torch and no other framework
-              "cpu_build_said_of_torch")
+              "cpu_build_said_of_torch",
+              # issue 42 (round 10): the paste's failing import is a torch companion (torchvision, torchaudio)
+              "companion_import")
 
 
 class SignatureError(ValueError):

@@ -31,6 +31,7 @@ from .readers import (
     banners,
     blocks,
     collect_env,
+    contexts,
     cuda_named,
     ds_report,
     env_vars,
@@ -133,7 +134,11 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     ds_report.read_ds_report(paste, acc)
     scheduler.read_jobs(paste, acc)
     host_lines.read_host(paste, acc)
+    contexts.read_contexts(paste, acc)
     package_logs.read_package_logs(paste, acc)
+    package_logs.read_pip_replaced(paste, acc)
+    package_logs.read_extension_index(paste, acc)
+    package_logs.read_pip_resolved(paste, acc)
     paste_date.read_date(paste, acc)
     cuda_named.read_cuda_named(paste, acc)
     cuda_named.read_cuda_needed(paste, acc)

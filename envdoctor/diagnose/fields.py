@@ -34,6 +34,7 @@ SIGNALS: Dict[str, str] = {
     "torch.conda_cpuonly": "torch.conda_cpuonly",  # conda's cpuonly package
     "container.gpus_requested": "container.gpus_requested",  # `docker run` with or without --gpus
     "container.shm_given": "container.shm_given",  # `docker run` with or without --shm-size / --ipc=host
+    "container.snap": "container.snap",  # Docker installed as a snap (its confinement hides the host's driver)
     "host.windows_build": "host.windows_build",  # the Windows build under WSL
     "intent.cuda": "intent.cuda",  # the CUDA build the user asked for (an index URL, a +cuXYZ pin)
     "pip.index_variant": "pip.index_variant",
@@ -50,6 +51,11 @@ SIGNALS: Dict[str, str] = {
     "paste.cuda_named": "paste.cuda_named",  # the highest CUDA major the paste names for its program (round 8)
     "paste.gpu_unsupported_said": "paste.gpu_unsupported_said",  # words that the GPU is not supported (archdriver)
     "paste.cuda_needed": "paste.cuda_needed",  # ... that version with its minor, majors 8-19 (issue 42, archdriver)
+    "paste.pip_replaced": "paste.pip_replaced",  # pip uninstalled an installed torch during an install (round 10)
+    "paste.pip_collected": "paste.pip_collected",  # the packages that install collected ("torch,xformers")
+    # an install from an extension's wheel index named for a torch release: "1.7.1 torch-scatter torch-sparse"
+    "paste.extension_index": "paste.extension_index",
+    "paste.pip_resolved": "paste.pip_resolved",  # the release pip picked for a requirement: "tensorrt==8.6.1.post1"
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

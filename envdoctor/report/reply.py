@@ -62,11 +62,13 @@ def _asks(report: Report) -> List[Ask]:
     out: List[Ask] = []
     seen: set = set()
 
-    def add(what: str, why: str, command: bool = True) -> None:
+    def add(what: str, why: str, command: bool = True) -> bool:
         key = what.strip().lower()
         if key and key not in seen:
             seen.add(key)
             out.append(Ask(what.strip(), why, command))
+            return True
+        return False
 
     problems = sorted(report.problems, key=lambda f: (f.severity != Severity.ERROR, f.category == UNRECOGNISED))
     for f in problems:
@@ -78,11 +80,13 @@ def _asks(report: Report) -> List[Ask]:
                 add(cmd, _why_generic(cmd, "to judge the error line nothing recognised"))
             continue
         sure = f.confidence in (None, "high")
+        title = CATEGORIES[f.category].title if f.category in CATEGORIES else f.category
+        why = (f"confirms the cause: {title}" if sure else
+               f"tells whether the cause is \u201c{title}\u201d (the paste alone leaves it open)")
         for e in f.evidence:
             if e.path == "paste.settle" and isinstance(e.value, str):
-                title = CATEGORIES[f.category].title if f.category in CATEGORIES else f.category
-                add(e.value, f"confirms the cause: {title}" if sure else
-                    f"tells whether the cause is \u201c{title}\u201d (the paste alone leaves it open)")
+                if add(e.value, why):
+                    why = "with the output above, the same question"  # the question is said once per finding
     for line in (report.facts.paste.settle if report.facts.paste is not None else None) or []:
         m = _CODE.search(line)
         if m and not ("import torch" in m.group(1) and any("collect_env" in a.what for a in out)):

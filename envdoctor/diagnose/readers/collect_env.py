@@ -24,8 +24,13 @@ _PKG_LINE = re.compile(r"^\s*\[(pip3?|conda|uv)\]\s+(\S.*)$")
 _CONDA_CUDA = re.compile(r"cuda(\d+)\.?(\d)")
 
 
+# the line collect_env prints before its report (collect_env.py main()): with it, one key line is enough, as in a
+# report the reporter cut down to the lines that matter ("Collecting environment information..." then "PyTorch version:")
+_BANNER = "Collecting environment information"
+
+
 def is_collect_env(text: str) -> bool:
-    return sum(1 for m in _MARKERS if m in text) >= 2
+    return sum(1 for m in _MARKERS if m in text) >= (1 if _BANNER in text else 2)
 
 
 def _value(v: str) -> Optional[str]:

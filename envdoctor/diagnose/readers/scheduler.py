@@ -45,10 +45,20 @@ def _answer(lines: List[str], i: int) -> Optional[bool]:
     return None
 
 
+def _joined(lines: List[str], i: int) -> str:
+    """Line ``i`` with the lines its trailing backslashes continue (`srun \\` and its options below it)."""
+    out = lines[i][:2000]
+    j = i
+    while out.rstrip().endswith("\\") and j + 1 < len(lines) and j - i < 30:
+        j += 1
+        out = out.rstrip()[:-1] + " " + lines[j].strip()[:2000]
+    return out
+
+
 def read_jobs(paste: Paste, acc: Acc) -> None:
     lines = paste.lines
     hits = paste.distinct(paste.with_any(["srun", "salloc", "sbatch"]), head=200, tail=50)
-    launches = [(i, m) for i in hits for m in [_LAUNCH.match(lines[i][:2000])] if m]
+    launches = [(i, m) for i in hits for m in [_LAUNCH.match(_joined(lines, i))] if m]
     directives = [(i, m) for i in hits for m in [_DIRECTIVE.match(lines[i][:2000])] if m]
     if not launches and not directives:
         return

@@ -24,10 +24,9 @@ ROWS = [(d.name, r["id"], r["labels"]) for d in sorted(CORPUS.glob("*/")) if (d 
 # round 3"); remove a row once it passes
 STILL_WRONG = set("""
 comfyui-009 container-toolkit-005 flash-attention-003 jax-002 jax-008
-k8s-device-plugin-002 nccl-009 nccl-011 ollama-002 optimum-001 sd-webui-002
-sglang-004 sglang-007 slurm-001 slurm-003 tensorrt-002 tensorrt-003 tensorrt-004
-torchvision-001 ultralytics-003 ultralytics-005 unsloth-002 vllm-007 vllm-017 wsl-003 wsl-004
-xformers-007
+nccl-009 nccl-011 ollama-002 optimum-001
+slurm-001 tensorrt-003 tensorrt-004
+ultralytics-003 ultralytics-005 unsloth-002 vllm-007 vllm-017 wsl-003 wsl-004
 """.split()) | {
     # relabelled on 2026-12-07 (corpus label audit, helper labels8; docs/measurements.md): right under their old
     # label CUDA_VARIANT_MIXED / SYSTEM_LIB_SHADOWING, wrong under CUDA_LIBRARY_VERSION_MISMATCH, the label their
@@ -35,9 +34,8 @@ xformers-007
     # engine change
     "jax-005", "onnxruntime-001", "onnxruntime-002", "onnxruntime-005", "onnxruntime-006",
 } | set("""
-apptainer-001 comfyui-017 conda-002 conda-003 container-toolkit-012
-cuda-build-010
-dcgm-exporter-001 fabric-manager-001 hami-001 invokeai-003 jetson-001
+comfyui-017 conda-002 conda-003
+cuda-build-010 fabric-manager-001 hami-001 invokeai-003 jetson-001
 llama-cpp-002 mig-001
 nvidia-driver-004 ollama-007 onnxruntime-008 onnxruntime-009
 tensorflow-009 torch-downstream-015

@@ -164,3 +164,22 @@ def test_the_checks_line_of_a_reply_keeps_its_indent_when_it_wraps() -> None:
     block = lines[start:lines.index("", start)]
     assert len(block) >= 3, block  # the areas wrapped onto two lines at least, then the count of the rest
     assert all(line.startswith("  ") for line in block), block
+
+
+STALLS = ("I use 8 GPUs on 2 servers to train the model, at first the training speed can reach near 200 images/sec, "
+          "then after several steps, the training process get stunned for a long time(during which the GPU capacity "
+          "drop to 0%)\n"
+          "1000    images/sec: 195.8 +/- 0.5 (jitter = 14.9)       7.049\n"
+          "1000    images/sec: 195.8 +/- 0.5 (jitter = 15.3)       7.211\n"
+          "1010    images/sec: 186.6 +/- 0.5 (jitter = 14.8)       7.268\n"
+          "GPU: nvidia Tesla V100, CPU: Intel(R) Xeon(R) Gold 6152 CPU @ 2.10GHz\n")
+
+
+def test_one_open_question_is_said_once_over_its_several_asks() -> None:
+    """A cause the paste leaves open names several outputs that settle it: the question is said with the first,
+    the others say they go with it (three times the same sentence read as three questions)."""
+    asks = reply_view(_report(STALLS)).asks
+    assert len(asks) >= 2
+    open_q = [a for a in asks if "leaves it open" in a.why]
+    assert len(open_q) == 1 and asks.index(open_q[0]) == 0
+    assert all("same question" in a.why for a in asks[1:])

@@ -1,0 +1,47 @@
+"""Context qualifiers of the catalogue's rows (issue 42): where the pasted program ran decides what a message
+means. nvidia-container-cli runs on the host and loads the host's driver before it sets up a container, so its
+failure to find that driver is the host's missing driver, not a container option; the readers that find the
+context are diagnose/readers/contexts.py and host_lines.py."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Dict, Optional
+
+from ..model.facts import Facts
+from ._paste_roles import extension_build_named, prov
+
+if TYPE_CHECKING:
+    from ..compat.queries import Compat
+
+# host_driver_missing: where the program ran; extension_build_named: what the failing build was (a torch
+# extension's, or a plain CUDA build's: issue 42, archdriver)
+CONTEXT_WHEN = ("host_driver_missing", "extension_build_named")
+
+# rows that say the host's driver is not there or not loaded (a module that did not load or build, nouveau)
+_HOST_DRIVER_ROWS = ("nvidia-module-load-failed", "nvidia-module-build-failed", "nouveau-holds-gpu",
+                     "kernel-headers-package-missing")
+# libnvidia-container's own words when the host has no NVML library in its linker cache
+_NO_HOST_NVML = re.compile(r"load library failed: libnvidia-ml\.so")
+
+
+def context_holds(when: str, facts: Facts, compat: "Compat", groups: Dict[str, Optional[str]]) -> bool:
+    if when == "host_driver_missing":
+        return host_driver_missing(facts, compat, groups)
+    if when == "extension_build_named":  # the build may be a torch extension's (torch, setup.py, cpp_extension)
+        return extension_build_named(facts)
+    return False
+
+
+def host_driver_missing(facts: Facts, compat: "Compat", groups: Dict[str, Optional[str]]) -> bool:
+    """The paste shows the host's driver missing: a message of the rows above, or libnvidia-container finding no
+    libnvidia-ml where the paste shows no working driver (no nvidia-smi table, no driver version) and Docker is
+    not the snap, whose confinement hides the host's libraries from the hook (canonical/docker-snap#148)."""
+    messages = facts.paste.messages if facts.paste else []
+    rows = [s for s in (compat.signatures or []) if s.id in _HOST_DRIVER_ROWS] if compat is not None else []
+    if any(s.search(m) for s in rows for m in messages):
+        return True
+    if not _NO_HOST_NVML.search(groups.get("detail") or ""):
+        return False
+    seen = prov(facts)
+    return facts.driver.version is None and "driver.seen" not in seen and not seen.get("container.snap")

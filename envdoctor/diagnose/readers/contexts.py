@@ -1,0 +1,88 @@
+"""Reader for where the pasted program ran (issue 42): signs of a container, a pod, a sandbox or WSL that a paste
+shows without saying so in a `docker run` line (host_lines.py reads those first and keeps what they say).
+
+The same failure means different things by context: `nvidia-smi: command not found` or a missing libcuda is a
+missing driver on a bare host, a container started without the NVIDIA runtime inside a container, the Windows
+driver's GPU paravirtualisation under WSL. These are the signs read here, each a context's own words:
+
+- Apptainer/Singularity: a `singularity`/`apptainer` run, exec or shell command (the GPU is passed only with `--nv`
+  or `--nvccli`, https://apptainer.org/docs/user/latest/gpu.html), or the tool named with its version.
+- enroot, alone or under Slurm's pyxis plugin (`srun --container-image`): its NVIDIA hook injects the driver
+  (https://github.com/NVIDIA/enroot/blob/master/doc/usage.md, https://github.com/NVIDIA/pyxis).
+- Kubernetes GPU components that run only as pods: the device plugin ("Loading NVML", its image or name),
+  dcgm-exporter, gpu-feature-discovery (https://github.com/NVIDIA/k8s-device-plugin).
+- A shell prompt inside a Docker container: Docker names a container's host after the first 12 hex digits of
+  its id, so `root@3f2a9c0d1b7e:/#` is a container's shell (https://docs.docker.com/reference/cli/docker/container/run/#hostname).
+- WSL: a Linux shell prompt on a machine with Windows' default computer name (`user@DESKTOP-5A67SBM:~$`,
+  `user@LAPTOP-AF3LO3NQ:~$`: Windows names a new PC DESKTOP- or LAPTOP- and 7 or 8 letters and digits, and WSL
+  takes the Windows host name), or Docker Desktop's WSL 2 backend named (docs.docker.com/.../wsl).
+"""
+
+from __future__ import annotations
+
+import re
+from .base import BARE, LOOSE, Acc, Paste
+
+_APPTAINER_RUN = re.compile(r"(?<![\w.-])(?:singularity|apptainer)\s+(?:run|exec|shell|instance\s+start)\b[^\n]*")
+_APPTAINER_NAMED = re.compile(r"\bVersion of (?:Singularity|Apptainer)\b|\b(?:singularity|apptainer)(?: version)?"
+                              r"[ :]+v?\d+\.\d+\.\d+|\bSIF (?:file|image)\b", re.I)
+_NV_FLAG = re.compile(r"(?<![\w-])--(?:nv|nvccli)\b")
+_ENROOT = re.compile(r"(?<![\w.-])enroot\s+(?:start|create|import|exec)\b[^\n]*|(?<![\w-])--container-image[= ]\S+|"
+                     r"/enroot/hooks\.d/\S*nvidia")
+# the device plugin's own log lines and names; dcgm-exporter and gpu-feature-discovery run as DaemonSet pods
+_K8S_COMPONENT = re.compile(r"^\W*(?:\d{4}/\d\d/\d\d \d\d:\d\d:\d\d )?Loading NVML\b|(?<![\w-])(?:nvidia-|k8s-|vgpu-)"
+                            r"device-plugin\b|\bdcgm-exporter\b|\bgpu-feature-discovery\b", re.I | re.M)
+_CONTAINER_PROMPT = re.compile(r"^\s*root@([0-9a-f]{12}):[~/][^\n]*?[#$]", re.M)
+_WINDOWS_HOST_PROMPT = re.compile(r"^\s*[\w.-]+@((?:DESKTOP|LAPTOP)-[A-Z0-9]{7,8}):[~/][^\n]*?[#$]", re.M)
+_DOCKER_DESKTOP_WSL = re.compile(r"docs\.docker\.com/(?:docker-for-windows|desktop/(?:features/|windows/)?)wsl\b|"
+                                 r"\bDocker Desktop\b[^\n]{0,60}\bWSL ?2?\b|\bWSL ?2?\b[^\n]{0,60}\bDocker Desktop\b", re.I)
+
+# Docker installed as a snap: its confinement keeps the host's driver libraries from the NVIDIA hook outside
+# Ubuntu Core (https://github.com/canonical/docker-snap#usage-with-nvidia-gpus)
+_DOCKER_SNAP = re.compile(r"\bsnap install docker\b|/snap/docker/|\bsnap\.docker\.", re.I)
+
+_WORDS = ["snap", "singularity", "apptainer", "sif ", "enroot", "--container-image", "nvml", "device-plugin", "dcgm-exporter",
+          "gpu-feature-discovery", "root@", "desktop-", "laptop-", "docker desktop", "docs.docker.com"]
+
+
+def read_contexts(paste: Paste, acc: Acc) -> None:
+    text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(_WORDS), head=600, tail=100))
+    if not text:
+        return
+    _wsl(text, acc)
+    m = _DOCKER_SNAP.search(text)
+    if m:
+        acc.put("container.snap", True, LOOSE, m.group(0))
+    if acc.get("container.runtime"):  # a `docker run` line, Compose or a pod said more (host_lines.py)
+        return
+    m = _APPTAINER_RUN.search(text)
+    if m:
+        acc.put("container.runtime", "apptainer", LOOSE, m.group(0).strip()[:160])
+        acc.put("container.gpus_requested", bool(_NV_FLAG.search(m.group(0))), LOOSE, m.group(0).strip()[:160])
+        acc.add_found("an Apptainer/Singularity command")
+        return
+    m = _ENROOT.search(text)
+    if m:
+        acc.put("container.runtime", "enroot", LOOSE, f"enroot named in the paste: {m.group(0).strip()[:140]}")
+        return
+    m = _K8S_COMPONENT.search(text)
+    if m:
+        acc.put("container.runtime", "kubernetes", LOOSE,
+                f"a Kubernetes GPU component (it runs as a pod) named in the paste: {m.group(0).strip()[:120]}")
+        return
+    m = _APPTAINER_NAMED.search(text)
+    if m:
+        acc.put("container.runtime", "apptainer", BARE, f"Apptainer/Singularity named in the paste: {m.group(0)}")
+        return
+    m = _CONTAINER_PROMPT.search(text)
+    if m:
+        acc.put("container.runtime", "docker", BARE, f"a shell prompt inside a Docker container: {m.group(0).strip()[:80]}")
+
+
+def _wsl(text: str, acc: Acc) -> None:
+    if acc.get("host.wsl") is not None:  # a kernel string or WSL named: host_lines.py decided
+        return
+    m = _WINDOWS_HOST_PROMPT.search(text) or _DOCKER_DESKTOP_WSL.search(text)
+    if m:
+        acc.put("host.wsl", True, BARE, f"a Linux shell on a Windows-named machine or Docker Desktop's WSL backend: "
+                f"{m.group(0).strip()[:80]}")
