@@ -49,6 +49,8 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
     s = said(w)
     if not s:
         return None
+    if s.get("split") and s.get("split_slow"):
+        return _words_split(bottleneck, s, notseen)
     ctx = s.get("context") or {}
     waits = s.get("gpu_low") or s.get("bursty") or s.get("complaint")
     phase = ctx.get("evaluation") or ctx.get("pipeline") or ctx.get("no_workers")
@@ -124,6 +126,28 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
                     "hard disk, copy the data set to local SSD/NVMe (or cache it in RAM) before training",
                     commands=[SETTLE_DF, SETTLE_IO, SETTLE_WATCH]))
     return None
+
+
+def _words_split(bottleneck: Findings, s: Dict[str, Any], notseen: Optional[str]) -> Finding:
+    """One model split over several GPUs (tensor parallelism, an LLM server on several GPUs) that the reporter
+    says is no faster than one GPU, or keeps its GPUs at half their utilisation: COMMUNICATION_BOUND, low."""
+    return bottleneck.warning(
+        "reported-split", (f"The model is split over several GPUs ({_q(s['split'])})" if s.get("split_by") ==
+                           "tensor-parallel size" else f"An LLM server runs on several GPUs ({_q(s['split'])}), "
+                           "usually one model split over them (tensor parallelism)")
+        + f", and by the reporter's account, the split run does not use them{_also(s['split_slow'], s['split'])}: "
+        "the GPUs wait on each other",
+        category="COMMUNICATION_BOUND", confidence="low",
+        evidence=_ev(s, "split", "split_slow") + _settle("nvidia-smi topo -m", SETTLE_UTIL),
+        detail="Tensor parallelism exchanges activations between the GPUs in every layer of every step; for a "
+               "model that fits on fewer GPUs, or GPUs joined by PCIe through the CPU rather than NVLink, that "
+               "exchange takes longer than the compute it divides, and each GPU idles while it waits (utilisation "
+               "at half, no gain over one card). These are words, not samples: `nvidia-smi topo -m` shows the "
+               "links, and the same load on fewer GPUs settles it. " + (notseen or ""),
+        fix=Fix("Split the model over as few GPUs as hold it (the smallest tensor-parallel size that fits), and "
+                "serve more requests with one replica per GPU group (data parallelism) instead of a wider split; "
+                "keep the split on GPUs joined by NVLink",
+                commands=["nvidia-smi topo -m   # NV#: NVLink; PIX/PXB: one PCIe switch; NODE/SYS: through the CPU"]))
 
 
 def words_loader(loader: Findings, w: Watch) -> Optional[Finding]:

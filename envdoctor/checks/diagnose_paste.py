@@ -207,7 +207,7 @@ def check_sources(ctx: CheckContext) -> List[Finding]:
     return out
 
 
-CPU_BUILD_INTENT = Findings("diagnose.cpu-build-intent", "TORCH_CPU_ONLY_BUILD", kinds=("cpu-resolved",))
+CPU_BUILD_INTENT = Findings("diagnose.cpu-build-intent", "TORCH_CPU_ONLY_BUILD", kinds=("cpu-resolved", "cpuonly-pinned"))
 
 
 @check("diagnose.cpu-build-intent", "A CPU build of torch where the paste asks for CUDA",
@@ -220,7 +220,7 @@ def check_cpu_build_intent(ctx: CheckContext) -> List[Finding]:
     prov = paste.provenance or {}
     intent = prov.get("intent.cuda")
     if not intent:
-        raise SkipCheck("the paste shows no intent to use CUDA (no CUDA spec or index)")
+        return _cpuonly_pinned(ctx, prov)
     py = ctx.facts.pythons[0] if ctx.facts.pythons else None
     pkg = py.package("torch") if py else None
     cpu_why = None
@@ -240,6 +240,36 @@ def check_cpu_build_intent(ctx: CheckContext) -> List[Finding]:
         evidence=[Evidence("pythons[0].packages.torch", pkg.version if pkg else None, source=cpu_why),
                   Evidence("paste.provenance.intent.cuda", intent.get("value"), source=str(intent.get("reader")))],
         fix=_cpu_intent_fix(ctx, py, pkg, intent, "torch.conda_cpuonly" in prov),
+    )]
+
+
+def _cpuonly_pinned(ctx: CheckContext, prov: Dict[str, Any]) -> List[Finding]:
+    """No CUDA asked for in the paste, but conda's `cpuonly` package (or the pytorch mutex's cpu build) sits in
+    the environment beside a CPU build of torch: conda keeps every pytorch-channel package on its CPU build while
+    it is there, also when a later install asks for CUDA (meta-pytorch/data#315: adding torchdata pulled it in).
+    A lead at low confidence: the paste does not show that this machine has an NVIDIA GPU, or that CUDA was
+    wanted; with GPUs shown torch.cuda-build judges the CPU build."""
+    facts = ctx.facts
+    py = facts.pythons[0] if facts.pythons else None
+    pkg = py.package("torch") if py else None
+    if "torch.conda_cpuonly" not in prov or pkg is None or \
+            package_variant(pkg.version, pkg.variant, None, None) != CPU:
+        raise SkipCheck("the paste shows no intent to use CUDA (no CUDA spec or index)")
+    if facts.driver.gpus or facts.driver.status == ProbeStatus.OK or no_nvidia_gpu_said(facts):
+        return []  # torch.cuda-build judges a CPU build beside GPUs; without an NVIDIA GPU it is the right one
+    pinned = str(prov["torch.conda_cpuonly"].get("reader"))
+    return [CPU_BUILD_INTENT.warning(
+        "cpuonly-pinned", confidence="low",
+        summary=(f"torch {pkg.version} is conda's CPU build, pinned by the CPU mutex ({pinned}): it never uses a "
+                 "GPU (the paste shows no GPU list)"),
+        detail=("conda's `cpuonly` package (pytorch-mutex's cpu build) keeps every pytorch-channel package on its "
+                "CPU build while it is installed, also when a later install asks for cudatoolkit or pytorch-cuda; "
+                "a package added afterwards can pull it in. Whether this machine has an NVIDIA GPU is not in the "
+                "paste: paste `nvidia-smi` to settle it."),
+        evidence=[Evidence("pythons[0].packages.torch", pkg.version, expected="a CUDA build",
+                           source=pkg.variant_evidence or pinned),
+                  Evidence("torch.conda_cpuonly", True, source=pinned), Evidence("paste.settle", "nvidia-smi")],
+        fix=_cpu_intent_fix(ctx, py, pkg, {"value": "pytorch-cuda", "reader": "conda"}, True),
     )]
 
 

@@ -62,7 +62,7 @@ check = registrar(CHECKS)
 BOTTLENECK = Findings("watch.bottleneck", "GPU_BOUND",
                       kinds=("communication", "cpu", "gpu-bound", "host-cpu", "host-storage", "input",
                              "input-keeps-up", "input-pattern", "storage", "underfed", "reported-cpu",
-                             "reported-input", "reported-stalls"),
+                             "reported-input", "reported-stalls", "reported-split"),
                       categories=("INPUT_BOUND", "COMMUNICATION_BOUND", "GPU_UNDERFED",
                                   "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND", "CPU_STARVED"))
 

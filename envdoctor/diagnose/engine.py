@@ -33,6 +33,8 @@ from .readers import (
     collect_env,
     contexts,
     cuda_named,
+    devices_said,
+    driver_words,
     ds_report,
     env_vars,
     frameworks,
@@ -127,6 +129,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     loose_lines.read_loose(paste, acc)
     prose.read_prose(paste, acc)
     prose.read_hangs(paste, acc)
+    devices_said.read_devices_said(paste, acc)
     nccl_log.read_nccl_log(paste, acc)
     banners.read_banners(paste, acc)
     python_lines.read_python_lines(paste, acc)
@@ -143,6 +146,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     cuda_named.read_cuda_named(paste, acc)
     cuda_named.read_cuda_needed(paste, acc)
     gpu_said.read_gpu_said(paste, acc)
+    driver_words.read_driver_words(paste, acc)
     if recordings:
         _recordings(paste, acc)
     imports.read_imports(paste, acc)

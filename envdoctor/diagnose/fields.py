@@ -56,6 +56,19 @@ SIGNALS: Dict[str, str] = {
     # an install from an extension's wheel index named for a torch release: "1.7.1 torch-scatter torch-sparse"
     "paste.extension_index": "paste.extension_index",
     "paste.pip_resolved": "paste.pip_resolved",  # the release pip picked for a requirement: "tensorrt==8.6.1.post1"
+    "paste.driver_branches": "paste.driver_branches",  # driver branches the report names (readers/driver_words.py)
+    "paste.driver_refuses_gpu": "paste.driver_refuses_gpu",  # the report says the driver does not drive the GPU
+    # the device the program ran on, in words or its log line, and an NVIDIA GPU named in passing
+    # (readers/devices_said.py, round 10)
+    "paste.cpu_used_said": "paste.cpu_used_said",
+    "paste.gpu_unused_said": "paste.gpu_unused_said",
+    "paste.cuda_used_said": "paste.cuda_used_said",
+    "paste.nvidia_gpu_said": "paste.nvidia_gpu_said",
+    "paste.blas_off": "paste.blas_off",  # llama.cpp's system_info "BLAS = 0"
+    "paste.engines": "paste.engines",  # engines other than torch the paste names ("paddle dlib other")
+    "paste.gpu_layers_asked": "paste.gpu_layers_asked",  # llama.cpp offload asked for (n_gpu_layers, -ngl)
+    "paste.llama_cuda_seen": "paste.llama_cuda_seen",  # llama.cpp's CUDA backend at work (ggml-cuda, BLAS = 1)
+    "paste.framework_cuda_query": "paste.framework_cuda_query",  # "Open3D False": o3d.core.cuda.is_available()
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

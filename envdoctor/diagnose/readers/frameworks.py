@@ -19,7 +19,7 @@ _TF_VALUE = re.compile(r"^\s*(?:[-*]\s*)?`?(?:(?:tf|tensorflow(?:-gpu|-cpu)?)[\s
                        re.I)
 # anywhere: a pin (tensorflow==2.16.1, tensorflow[and-cuda]==2.15) or the version printed
 _TF_INLINE = re.compile(r"\btensorflow(?P<extra>-gpu|-cpu)?(?:\[[\w,-]+\])?\s*==\s*(?P<v>\d+\.\d+(?:\.\d+)?)\b|"
-                        r"\bTensorFlow [Vv]ersion\s*[:=]?\s*\(?['\"]?(?P<v2>\d+\.\d+(?:\.\d+)?)\b", re.I)
+                        r"\bTensorFlow [Vv]ersion\s*(?:is\s*)?[:=]?\s*\(?['\"]?(?P<v2>\d+\.\d+(?:\.\d+)?)\b", re.I)
 _WINDOWS = re.compile(r"^\s*(?:[-*]\s*)?`?(?:microsoft\s+)?win(?:dows)?\s*-?\s*(?:10|11|server|\d{2})?\b", re.I)
 _LOOKAHEAD = 4  # lines under a field name that may hold its value (blank lines between)
 

@@ -9,6 +9,10 @@ from .base import BARE, LOOSE, STRUCTURED, Acc, Paste
 _KERNEL = re.compile(r"(?:Linux version|^Linux \S+)\s+(\d+\.\d+\.\d+[\w.+-]*)", re.M)
 _WIN_VER = re.compile(r"Microsoft Windows \[Version (\d+\.\d+\.\d+(?:\.\d+)?)\]")
 # the Windows build in prose or `winver`: "OS build 18363.1556", "Windows build 22000.51", "Version 10.0.19045"
+# the platform in a sentence: "My system is Windows 11", "my pc is windows10", "I am running windows 11"
+_OS_SAID = re.compile(r"\b(?:my|the) (?:system|os|operating system|machine|pc|laptop|computer) is (?:running )?(?:on )?"
+                      r"(?:Microsoft )?Windows ?(?:\d\d)?\b|\bI(?:'m| am) (?:on|using|running) (?:Microsoft )?Windows ?"
+                      r"(?:\d\d)?\b", re.I)
 _WIN_BUILD = re.compile(r"\b(?:OS|Windows(?: \d+)?(?: \w+)?|Insider)[ ,]*(?:build|Build|版本)\s*[:#]?\s*(\d{5}(?:\.\d+)?)"
                         r"|\bWindows[^\n]{0,40}?\b10\.0\.(\d{5})|\bwindows\s*[:：]\s*(\d{5}\.\d+)", re.I)
 # `cat /etc/os-release` (os-release(5)): the ID picks the package tool of the fixes, VERSION_ID its release
@@ -83,7 +87,8 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("host.wsl", True, BARE, f"WSL mentioned in the paste: {wm.group(0)}")
         if wm.group(1):
             acc.put("host.wsl_version", int(wm.group(1)), LOOSE, f"WSL mentioned in the paste: {wm.group(0)}")
-    om = re.search(r"^[\s*•-]*(?:OS|Operating system|Platform)\s*[:=]\s*(?:Microsoft )?Windows\b", text, re.I | re.M)
+    om = re.search(r"^[\s*•-]*(?:OS|Operating system|Platform)\s*[:=]\s*(?:Microsoft )?Windows\b", text, re.I | re.M) \
+        or _OS_SAID.search(text)
     if om and not acc.get("host.wsl") and not (acc.get("host.kernel") or ""):
         acc.put("host.os", "Windows", LOOSE, om.group(0).strip())
     bm = _WIN_BUILD.search(text)

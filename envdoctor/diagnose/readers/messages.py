@@ -25,7 +25,7 @@ _TRIGGER = re.compile(
     r"No matching distribution|cannot import name|incompatib|no CUDA-capable|returned \d+|"
     r"no kernel image|not recognized|device-side assert|couldn'?t communicate|could not select|"
     r"insufficient|supports CUDA capabilities|PyTorch no longer supports|system not yet initialized|forward compatibility|No devices were found|"
-    r"\bXid\b|fallen off the bus|out of memory|unable to write to file|busy or unavailable|No CUDA GPUs|"
+    r"\bXid\b|(?:fallen|falls?|fell|falling) off the bus|does not include the required GPU|device_count\(\)`? (?:shows?|returns?|gives?|reports?|says?) |out of memory|unable to write to file|busy or unavailable|No CUDA GPUs|"
     r"\bfatal\b|Segmentation fault|core dumped|exit (?:status|code)|"
     # the rest of an error line's shapes (checks/_errors.py _ERROR), so that no line the unexplained-error check
     # would count is lost before it: NCCL's "Cuda failure 1 'invalid argument'", cudaErrorInvalidValue, "[E:"
@@ -42,7 +42,7 @@ _GLOG_ERROR = re.compile(r"^[ \t]*[EF]\d{4} \d\d:\d\d:\d\d(?:\.\d+)? +\d+ [^\s\]
 _KEYWORDS = ["error", "exception", "warn", "not ", "fail", "too old", "undefined symbol", "mismatch",
              "no matching", "incompatib", "cuda-capable", "returned ", "kernel image", "device-side",
              "communicate", "insufficient", "capabilities", "no longer", "forward compat", "no devices", "xid",
-             "fallen off", "out of memory", "unable to write", "unavailable", "no cuda gpus", "fatal",
+             "off the bus", "device_count", "out of memory", "unable to write", "unavailable", "no cuda gpus", "fatal",
              "segmentation fault", "core dumped", "exit status", "exit code", "illegal instruction", "[e:",
              "fault", "panicked at"]
 _END = re.compile(r"[.!?)\]]\s*$")

@@ -6,7 +6,7 @@ import re
 from typing import List
 
 from ...parsers.nvidia_smi_table import parse_nvidia_smi_table
-from .base import LOOSE, STRUCTURED, Acc, Paste
+from .base import BARE, LOOSE, STRUCTURED, Acc, Paste
 
 # literal pieces of what parse_nvidia_smi_table reads: the header, the GPU rows' box lines, its failures
 _SMI_KEYS = ["nvidia-smi", "no devices were found", "couldn't communicate", "couldnt communicate",
@@ -42,13 +42,23 @@ def smi_slice(paste: Paste) -> str:
 _MIG = re.compile(r"^\s*MIG \d+g\.\d+gb\s+Device\s+\d+:|\bMIG-(?:GPU-)?[0-9a-f]{8}-|[\s-]MIG[\s-]\d+g\.\d+gb\b")
 
 
+# MIG said in words, the acronym with what it configures ("the configuration for MIG", "MIG is enabled", "7 MIG
+# instances"): below a MIG device shown (issue 42, round 10)
+_MIG_SAID = re.compile(r"\b(?:configur\w*|enabled|partitioned|split|sliced) (?:\w+ ){0,3}?(?:with |for |into |in )?MIG\b"
+                       r"|\bMIG\b (?:is |was )?(?:enabled|on|mode|instances?|slices?|partitions?|profiles?|configuration)\b")
+
+
 def read_mig(paste: Paste, acc: Acc) -> None:
+    said = None
     for i in paste.with_any(["mig"]):
         m = _MIG.search(paste.lines[i])
         if m:
             acc.put("paste.mig_device", True, STRUCTURED if m.group(0).lstrip().startswith("MIG") else LOOSE,
                     paste.lines[i].strip()[:160])
             return
+        said = said or _MIG_SAID.search(paste.lines[i])
+    if said:
+        acc.put("paste.mig_device", True, BARE, f"MIG said in the text: {said.group(0)}")
 
 
 # a vGPU the paste names (issue 42): the word itself, NVIDIA's GRID/vGPU driver, a vGPU profile name (GRID A100-4C,

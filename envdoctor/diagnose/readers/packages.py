@@ -106,12 +106,7 @@ def read(paste: Paste, acc: Acc) -> None:
                 m = _CONDA_ROW.match(row)
                 if not m:
                     break
-                channel = m.group(4) or ""
-                variant = conda_variant(m.group(3)) if channel != "pypi" else None
-                acc.add_package(Package(name=_name(m.group(1)), version=m.group(2),
-                                        installer="pip" if channel == "pypi" else "conda", variant=variant,
-                                        variant_evidence=f"conda build string {m.group(3)}" if variant else None),
-                                STRUCTURED)
+                _conda_row(acc, m, STRUCTURED)
                 i += 1
             found_conda = True
             continue
@@ -143,6 +138,14 @@ def read(paste: Paste, acc: Acc) -> None:
             acc.add_package(_pkg(m.group(1), m.group(2)), LOOSE)
             i += 1
             continue
+        m = _CONDA_ROW.match(line) if not found_list else None
+        if m and m.group(4) and m.group(4).lower() in _CONDA_CHANNELS and _INTERESTING_CONDA.match(m.group(1)) \
+                and _CONDA_BUILD.match(m.group(3)):
+            # a header-less `conda list | grep torch` row: name, version, build string, channel
+            _conda_row(acc, m, STRUCTURED - 1)
+            found_conda = True
+            i += 1
+            continue
         m = _ROW.match(line)
         # not nvidia-smi's own banner ("NVIDIA-SMI 525.60.13"), which the torch-family pattern's nvidia-* takes
         if m and _INTERESTING.match(m.group(1)) and not m.group(3) and m.group(1).lower() not in _NOT_PACKAGES:
@@ -170,6 +173,25 @@ def read(paste: Paste, acc: Acc) -> None:
         acc.add_found("pip show")
     if found_conda:
         acc.add_found("conda list")
+
+
+# a header-less conda row: a channel conda lists packages from, a build string (py3.8_cpu_0, h7f98852_0, 0, cpu)
+_CONDA_CHANNELS = {"pytorch", "nvidia", "conda-forge", "defaults", "pypi", "anaconda", "main", "pytorch-nightly"}
+_CONDA_BUILD = re.compile(r"^(?:[a-z]+\d[\w.]*_\d+|py\d+\w*|\d+|cpu|cuda|h[0-9a-f]{7}\w*|pyh[0-9a-f]+\w*)$")
+_INTERESTING_CONDA = re.compile(r"^(?:cpuonly|pytorch-mutex|pytorch-cuda|cudatoolkit|cuda-\S+)$|" +
+                                _INTERESTING.pattern[1:], re.I)
+
+
+def _conda_row(acc: Acc, m: re.Match[str], priority: int) -> None:
+    """One `conda list` row (name, version, build string, channel); conda's `cpuonly` package, or the pytorch
+    mutex's cpu build, pins every pytorch-channel package to its CPU build while it is installed."""
+    name, build, channel = _name(m.group(1)), m.group(3), m.group(4) or ""
+    if name == "cpuonly" or (name == "pytorch-mutex" and build.lower() == "cpu"):
+        acc.put("torch.conda_cpuonly", True, priority, "conda list row: " + " ".join(m.group(0).split())[:120])
+    variant = conda_variant(build) if channel != "pypi" else None
+    acc.add_package(Package(name=name, version=m.group(2), installer="pip" if channel == "pypi" else "conda",
+                            variant=variant, variant_evidence=f"conda build string {build}" if variant else None),
+                    priority)
 
 
 def _read_installs(paste: Paste, acc: Acc) -> None:

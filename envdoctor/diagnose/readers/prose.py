@@ -32,7 +32,17 @@ _LISTED_GPU = re.compile(r"(?:^|[,:;]\s*)(?:\*\*\s*)?((?:GeForce\s+)?(?-i:RTX|GT
 # ... or with the series after the number: "not working with 5090 rtx", "GPU: 3060 RTX 12 GB"
 _REVERSED_GPU = re.compile(r"\b(\d{3,4})\s?(rtx|gtx)\b(?!\s?\d)", re.I)
 
-_WORDS = ["torch.__version__", "torch.version.cuda", "torch ", "torch-", "pytorch ", "torch==", "gtx", "rtx", " gt "]
+# is_available() said to be False in a sentence or a message: "but cuda.is_available() returns false",
+# "torch.cuda.is_available=**False**", torch's own "... but torch.cuda.is_available() is False." (not open3d's
+# o3d.core.cuda.is_available(), and not a condition in code: "if torch.cuda.is_available() == False:")
+_AVAILABLE_FALSE = re.compile(r"(?<![\w.])(?:torch\.)?cuda\.is_available(?:\(\))?`?\s*(?:\*\*)?\s*"
+                              r"(?:(?:still|always|now|also)\s+)?(?:returns?|returned|returning|gives?|gave|is|was|"
+                              r"shows?|showed|prints?|printed|outputs?|==?|:|->)\s*(?:(?:still|always|now|also)\s+)?"
+                              r"[*`'\"]*\s*false\b", re.I)
+_CODE_CONDITION = re.compile(r"\b(?:if|elif|while|assert|and|or|not)\s+(?:\(\s*)?(?:torch\.)?cuda\.is_available", re.I)
+
+_WORDS = ["torch.__version__", "torch.version.cuda", "torch ", "torch-", "pytorch ", "torch==", "gtx", "rtx", " gt ",
+          "is_available"]
 
 
 def _gpu_name(raw: str) -> str:
@@ -69,6 +79,9 @@ def read_prose(paste: Paste, acc: Acc) -> None:
         if m and "torch" not in acc.packages and "torch" not in acc.requested and not re.search(
                 r"(?:No matching distribution found for|satisfies the requirement) torch\b", paste.text):
             acc.put("torch.version", m.group(1), BARE, f"pip install torch=={m.group(1)}")
+        m = _AVAILABLE_FALSE.search(line)
+        if m and not _CODE_CONDITION.search(line):
+            acc.put("torch.cuda_available", False, LOOSE, f"is_available() False in the text: {line.strip()[:120]}")
         m = _PROSE_GPU.search(line) or _LISTED_GPU.search(line.strip())
         r = None if m else _REVERSED_GPU.search(line)
         if (m or r) and "|" not in line:

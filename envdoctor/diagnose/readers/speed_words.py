@@ -18,6 +18,11 @@ is not prose):
 - ``stalls``: the run said to stop for long spans ("the training process get stunned for a long time"), with the
   GPU said to drop to 0% meanwhile (``stall_gpu_zero``) and the speed said to fall after a fast start;
 - ``others_idle``: the other GPUs said to stay idle while one works ("The other 3 gpus remain idle");
+- ``split``: one model split over several GPUs (issue 42, round 10): a tensor-parallel size of 2 or more
+  (``--tensor-parallel-size 4``, ``tensor_parallel_size=2``), or an LLM inference server (vLLM, SGLang, TGI,
+  TensorRT-LLM) named with several GPUs ("8xA100-40G", "4 GPUs"); ``split_slow`` its words: the split run no better
+  than one card ("not as good as running on a single card") or its GPUs' utilisation said at or below half
+  ("GPU-UTIL is constantly below 50%"): the pattern watch.bottleneck calls communication on samples;
 - ``throughput``: a tf_cnn_benchmarks log (``1010  images/sec: 186.6 +/- 0.5 (jitter = 14.8)  6.983``): its
   figure is batch_size / mean(step time) over the steps so far (get_perf_timing_str in the
   tensorflow/benchmarks repository's tf_cnn_benchmarks, benchmark_cnn.py), so two lines give the time of the steps
@@ -71,6 +76,16 @@ _OTHERS_IDLE = re.compile(r"\b(?:the )?(?:other|remaining|rest of the) (?:(?P<n>
 _COMPLAINT = re.compile(r"\bbottleneck\b|\bslow(?:er|ly|s)?\b|\bspeed (?:it |this (?:process )?)?up\b|"
                         r"\btakes? (?:a |so )?(?:very )?long\b", re.I)
 _WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+# one model split over GPUs: its tensor-parallel size, or an LLM server named with several GPUs (issue 42, round 10)
+_TP = re.compile(r"--tensor[-_]parallel[-_]size[= ](\d+)|\btensor_parallel_size\s*=\s*(\d+)|(?:^|\s)(?:-tp|--tp(?:-size)?)[= ](\d+)",
+                 re.I)
+_SERVER = re.compile(r"\b(?:vllm|sglang|text-generation-inference|tensorrt[-_]llm|lmdeploy)\b", re.I)
+_MANY = re.compile(r"\b([2-9]|1[0-6]) ?[x\u00d7] ?(?:A100|H100|H200|H800|A800|A10G?|L40S?|L4|V100|A6000|GPUs?)\b|"
+                   r"\b([2-9]|1[0-6]) (?:GPUs|cards)\b", re.I)
+_NO_GAIN = re.compile(r"\b(?:not as good as|no better than|slower than|worse than|no faster than)\s+(?:running |it is |it was )?"
+                      r"(?:on |with )?(?:a |one )?(?:single|one|1) (?:card|gpu)\b", re.I)
+_HALF = re.compile(r"\bgpu[- ]?util\w*\b[^.\n]{0,40}?\b(?:below|under|less than|at most|around|about|only)\s*~?([1-5]?\d) ?%",
+                   re.I)
 
 _KEYS = ["slow", "bottleneck", "speed", "/sec", "/s ", "throughput", "drop", "long", "gpu", "util", "cpu", "num_workers",
          "stuck", "stunned", "frozen", "freez", "hang", "hung", "paus", "stall", "stop", "idle", "volatile"]
@@ -171,6 +186,9 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     tp = throughput(paste)
     if tp:
         out["throughput"] = tp
+    split = _split(paste, sents)
+    if split:
+        out.update(split)
     if not out:
         return None
     context: Dict[str, str] = {}
@@ -189,11 +207,36 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     return out if judged(out) else None
 
 
+def _split(paste: Paste, sents: List[str]) -> Optional[Dict[str, Any]]:
+    """``split`` (how the model is split over GPUs, in the paste's words) and ``split_slow`` (the words that say the
+    split run is slow), or None unless both are said."""
+    slow = _first(_NO_GAIN, sents)
+    if slow is None:
+        for sent in sents:
+            m = _HALF.search(sent)
+            if m and int(m.group(1)) <= 50:
+                slow = _around(sent, m)
+                break
+    if slow is None:
+        return None
+    for i in paste.with_any(["tensor", "-tp", "--tp"])[:300]:
+        m = _TP.search(paste.lines[i])
+        if m and int(next(g for g in m.groups() if g)) >= 2:
+            return {"split": m.group(0).strip(), "split_slow": slow, "split_by": "tensor-parallel size"}
+    if any(_SERVER.search(s) for s in sents) or paste.with_any(["vllm", "sglang", "tensorrt", "lmdeploy",
+                                                               "text-generation-inference"])[:1]:
+        for sent in sents:
+            m = _MANY.search(sent)
+            if m:
+                return {"split": _around(sent, m), "split_slow": slow, "split_by": "an LLM server on several GPUs"}
+    return None
+
+
 def judged(said: Dict[str, Any]) -> bool:
     """Whether what was said is one of the patterns the watch checks judge (checks/_watch_words.py): a paste that
     only mentions speed, a busy CPU or a stop is not a recording of anything."""
     ctx = said.get("context") or {}
-    return bool(said.get("bursty") or said.get("others_idle")
+    return bool(said.get("bursty") or said.get("others_idle") or said.get("split")
                 or (said.get("cpu_busy") and said.get("gpu_works") and ctx.keys() & {"evaluation", "pipeline",
                                                                                     "no_workers"})
                 or (ctx.get("no_workers") and (said.get("complaint") or said.get("gpu_low")))

@@ -71,7 +71,9 @@ def test_values(compat):
     # unconfirmed first branches stay null; Jetson CCs are not covered
     assert t.for_cc("9.0").first_branch is None and t.for_cc("8.9").first_branch is None
     assert t.for_cc("7.2") is None and t.for_cc("8.7") is None and t.for_cc("11.0") is None
-    assert t.for_cc("2.0") is None and t.for_cc(None) is None and t.for_cc("x") is None
+    # Fermi ends at R390 (Debian's nvidia-legacy-390xx: the last release for the GF1xx chips)
+    assert t.for_cc("2.0").last_branch == 390 and t.for_cc("2.1").last_branch == 390
+    assert t.for_cc("1.3") is None and t.for_cc(None) is None and t.for_cc("x") is None
 
 
 def test_parser_rejects_bad_rows(tmp_path):

@@ -23,10 +23,10 @@ ROWS = [(d.name, r["id"], r["labels"]) for d in sorted(CORPUS.glob("*/")) if (d 
 # (issue 42, scripts/mine_corpus.py) at first sight, before any diagnose fix (FIRST_SIGHT_G.md; docs/measurements.md, "Corpus
 # round 3"); remove a row once it passes
 STILL_WRONG = set("""
-comfyui-009 container-toolkit-005 flash-attention-003 jax-002 jax-008
-nccl-009 nccl-011 ollama-002 optimum-001
+comfyui-009 container-toolkit-005 flash-attention-003 jax-002
+nccl-011 ollama-002 optimum-001
 slurm-001 tensorrt-003 tensorrt-004
-ultralytics-003 ultralytics-005 unsloth-002 vllm-007 vllm-017 wsl-003 wsl-004
+ultralytics-003 ultralytics-005 vllm-007 vllm-017 wsl-003 wsl-004
 """.split()) | {
     # relabelled on 2026-12-07 (corpus label audit, helper labels8; docs/measurements.md): right under their old
     # label CUDA_VARIANT_MIXED / SYSTEM_LIB_SHADOWING, wrong under CUDA_LIBRARY_VERSION_MISMATCH, the label their
@@ -34,12 +34,11 @@ ultralytics-003 ultralytics-005 unsloth-002 vllm-007 vllm-017 wsl-003 wsl-004
     # engine change
     "jax-005", "onnxruntime-001", "onnxruntime-002", "onnxruntime-005", "onnxruntime-006",
 } | set("""
-comfyui-017 conda-002 conda-003
-cuda-build-010 fabric-manager-001 hami-001 invokeai-003 jetson-001
-llama-cpp-002 mig-001
-nvidia-driver-004 ollama-007 onnxruntime-008 onnxruntime-009
-tensorflow-009 torch-downstream-015
-void-linux-001
+comfyui-017
+cuda-build-010 hami-001 invokeai-003
+mig-001
+ollama-007 onnxruntime-008 onnxruntime-009
+torch-downstream-015
 wsl-005
 """.split())
 # later rounds keep their first-sight misses in a file each (tests/fixtures/corpus/still_wrong_*.txt: ids separated

@@ -1,0 +1,60 @@
+"""Reader for what a report says in words about the NVIDIA driver and the GPU (issue 42, round 10).
+
+Two signals, for a paste that shows no driver version of its own (no nvidia-smi table, no collect_env):
+
+- ``paste.driver_branches``: the driver branches the report names ("470 535", highest last): a package ("nvidia-driver-535",
+  "nvidia-580-open", "nvidia-470-server"), a branch ("R535", "the 535 driver", "NVIDIA 535", "470xx") or a full
+  driver version ("driver 535.104.05"). A branch is a three-digit number from 180 (the oldest Linux branches
+  envdoctor's tables know are far newer) to 999.
+- ``paste.driver_refuses_gpu``: the reporter says the driver does not drive the GPU: it "does not work", "ignored
+  the GPU", is "incompatible with" the card, "no longer supports" it, or the desktop fell back to the
+  modesetting / VESA / nouveau / llvmpipe driver, or lshw shows the display UNCLAIMED.
+
+Neither says which driver is installed; the check that reads them (checks/diagnose_driver_gpu.py) sets them
+beside the GPU's own last branch (compat_data/driver_gpu_support.json).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List
+
+from .base import LOOSE, Acc, Paste
+
+_BRANCH = re.compile(
+    r"(?i)\bnvidia[-_ ](?:(?:graphics[-_ ])?drivers?[-_ ]|dkms[-_ ]|utils[-_ ]|kernel[-_ ](?:source|common)[-_ ])?"
+    r"(?:legacy[-_ ])?(\d{3})(?:xx)?(?:[-_ ](?:open|server|dkms))?(?![\d.])"
+    r"|\b(?:driver|branch|drivers)(?: version)?\s+(?-i:R)?(\d{3})(?:\.\d{1,3}){0,2}(?![\d.]*\d)"
+    r"|(?<![\w.])(?-i:R)?(\d{3})(?:xx|\.\d{1,3}(?:\.\d{1,3})?)?\s+(?:NVIDIA\s+|nvidia\s+|proprietary\s+|legacy\s+)?"
+    r"(?:drivers?|branch|series)\b"
+    r"|(?<![\w.])(?-i:R)(\d{3})\b|(?<![\w.])(\d{3})xx\b")
+_REFUSES = re.compile(
+    r"(?i)\bignor(?:e|es|ed|ing) (?:the |my |this |that )?(?:GPU|card|device|graphics)"
+    r"|\bincompatible with (?:the |my |this )?(?:GPU|card|GTX|GT\b|GeForce|Quadro|Tesla|NVIDIA)"
+    r"|\b(?:driver|drivers|branch|nvidia-\S+)\b[^.\n]{0,40}\bno long(?:er)? (?:supports?|drives?)\b(?! CUDA)"
+    r"|\b(?:nvidia|the|proprietary)(?: nvidia)? drivers? (?:does not|doesn'?t|did not|didn'?t|won'?t|will not|cannot|can'?t)"
+    r" (?:work|load|support|recogni[sz]e|detect)"
+    r"|\b(?:fallback|fall(?:s|ing)? back to|falling back to) (?:the )?(?:modesetting|VESA|nouveau|llvmpipe)"
+    r"|\*-display UNCLAIMED|\bdisplay\b[^\n]{0,20}\bUNCLAIMED\b")
+_WORDS = ["driver", "nvidia", "branch", "xx", " r"]
+_REFUSE_WORDS = ["ignor", "incompatible", "no long", "driver", "fallback", "fall back", "falls back",
+                 "falling back", "unclaimed"]
+
+
+def read_driver_words(paste: Paste, acc: Acc) -> None:
+    branches: List[int] = []
+    where = ""
+    for i in paste.distinct(paste.with_any(_WORDS), head=1500, tail=300):
+        line = paste.lines[i]
+        for m in _BRANCH.finditer(line):
+            b = int(next(g for g in m.groups() if g))
+            if 180 <= b <= 999 and b not in branches:
+                branches.append(b)
+                where = where or line.strip()[:160]
+    if branches:
+        acc.put("paste.driver_branches", " ".join(str(b) for b in sorted(branches)), LOOSE, where)
+    for i in paste.distinct(paste.with_any(_REFUSE_WORDS), head=1500, tail=300):
+        m = _REFUSES.search(paste.lines[i])
+        if m:
+            acc.put("paste.driver_refuses_gpu", paste.lines[i].strip()[:200], LOOSE, m.group(0))
+            break
