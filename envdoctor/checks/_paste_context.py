@@ -9,12 +9,14 @@ import re
 from typing import TYPE_CHECKING, Dict, Optional
 
 from ..model.facts import Facts
-from ._paste_roles import prov
+from ._paste_roles import extension_build_named, prov
 
 if TYPE_CHECKING:
     from ..compat.queries import Compat
 
-CONTEXT_WHEN = ("host_driver_missing",)
+# host_driver_missing: where the program ran; extension_build_named: what the failing build was (a torch
+# extension's, or a plain CUDA build's: issue 42, archdriver)
+CONTEXT_WHEN = ("host_driver_missing", "extension_build_named")
 
 # rows that say the host's driver is not there or not loaded (a module that did not load or build, nouveau)
 _HOST_DRIVER_ROWS = ("nvidia-module-load-failed", "nvidia-module-build-failed", "nouveau-holds-gpu",
@@ -26,6 +28,8 @@ _NO_HOST_NVML = re.compile(r"load library failed: libnvidia-ml\.so")
 def context_holds(when: str, facts: Facts, compat: "Compat", groups: Dict[str, Optional[str]]) -> bool:
     if when == "host_driver_missing":
         return host_driver_missing(facts, compat, groups)
+    if when == "extension_build_named":  # the build may be a torch extension's (torch, setup.py, cpp_extension)
+        return extension_build_named(facts)
     return False
 
 

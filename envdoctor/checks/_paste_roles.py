@@ -247,3 +247,19 @@ def driver_runs_program_cuda(facts: Facts, compat: Compat) -> bool:
     except Exception:  # noqa: BLE001 - no CUDA table (or no major with a floor): nothing to compare with
         return False
     return bool(floor) and version_ge(d.version, floor[0]) is True
+
+
+# a build that may be a Python extension's against torch (issue 42): torch named, a setup.py / pip build, torch's
+# cpp_extension or DeepSpeed's op builder, or nvcc refusing the C++ standard those builders pass (-std=c++17 in
+# torch 2.1 .. 2.x, DeepSpeed's op_builder; -std=c++20 in torch 2.13's torch/utils/cpp_extension.py): a plain
+# `make` of a CUDA project holds none of them
+_EXTENSION_BUILD = re.compile(r"\b(?:py)?torch\b|\bsetup\.py\b|\bpip3? install\b|cpp_extension|deepspeed|"
+                              r"Value '?c\+\+\d\d'? is not defined for option '?std", re.I)
+
+
+def extension_build_named(facts: Facts) -> bool:
+    """The paste's build may be a torch extension's: torch in its facts, or a message naming such a build."""
+    py = facts.pythons[0] if facts.pythons else None
+    if py is not None and (py.torch is not None or py.package("torch") is not None):
+        return True
+    return any(_EXTENSION_BUILD.search(m) for m in (facts.paste.messages if facts.paste else []))

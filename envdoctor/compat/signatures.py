@@ -64,6 +64,8 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               "driver_runs_program_cuda",
               # xformers says its C++/CUDA operators did not load: its per-operator capability reasons follow
               "xformers_not_built_for_torch",
+              # issue 42 (archdriver): the paste's build may be a torch extension's (torch, setup.py, cpp_extension)
+              "extension_build_named",
               # a CPU build said in words is torch's: the matched line names torch and no other framework
               "cpu_build_said_of_torch",
               # issue 42 (round 10): the paste's failing import is a torch companion (torchvision, torchaudio)

@@ -39,6 +39,7 @@ from .readers import (
     env_vars,
     frameworks,
     gpu_discovery,
+    gpu_said,
     host_lines,
     imports,
     loose_lines,
@@ -143,6 +144,8 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     package_logs.read_pip_resolved(paste, acc)
     paste_date.read_date(paste, acc)
     cuda_named.read_cuda_named(paste, acc)
+    cuda_named.read_cuda_needed(paste, acc)
+    gpu_said.read_gpu_said(paste, acc)
     driver_words.read_driver_words(paste, acc)
     cuda_named.read_cudnn_named(paste, acc)
     if recordings:

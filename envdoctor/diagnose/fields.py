@@ -49,6 +49,8 @@ SIGNALS: Dict[str, str] = {
     "paste.vgpu": "paste.vgpu",  # a vGPU named: the word, a GRID driver, a vGPU profile name (issue 42)
     "paste.no_nvidia_gpu": "paste.no_nvidia_gpu",  # the reporter says the machine has no NVIDIA GPU, or a Mac
     "paste.cuda_named": "paste.cuda_named",  # the highest CUDA major the paste names for its program (round 8)
+    "paste.gpu_unsupported_said": "paste.gpu_unsupported_said",  # words that the GPU is not supported (archdriver)
+    "paste.cuda_needed": "paste.cuda_needed",  # ... that version with its minor, majors 8-19 (issue 42, archdriver)
     "paste.pip_replaced": "paste.pip_replaced",  # pip uninstalled an installed torch during an install (round 10)
     "paste.pip_collected": "paste.pip_collected",  # the packages that install collected ("torch,xformers")
     # an install from an extension's wheel index named for a torch release: "1.7.1 torch-scatter torch-sparse"

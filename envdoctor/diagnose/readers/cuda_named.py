@@ -63,3 +63,34 @@ def read_cudnn_named(paste: Paste, acc: Acc) -> None:
         if m:
             acc.put("paste.cudnn_named", m.group(1), LOOSE, line.strip()[:160])
             return
+# the CUDA version the program needs, with its minor where the paste gives one (issue 42, helper archdriver): "CUDA
+# 13", "CUDA 9.2", "CUDA10", "cuda 12.8 build", a "+cu121" / "-cu12" tag; majors 8 to 19 (before 11 each minor has
+# its own driver minimum, no minor-version compatibility)
+_NEEDED = re.compile(r"\bcuda(?:[ _-]?(?:toolkit|runtime|rt)(?: version)?)?[ _-]?v?((?:[89]|1\d)(?:\.\d)?)(?![\d.]*\d)"
+                     r"|(?<![A-Za-z])cu(1\d)(\d?)(?![\dA-Za-z])", re.I)
+# spans that name the driver's own ceiling, not the program's need: nvidia-smi's "CUDA Version: 12.4", a driver
+# that "supports CUDA 12.5", a host that "supported CUDA 12.6"
+_CEILING_SPAN = re.compile(r"CUDA Version ?[:：]? ?\d+(?:\.\d+)?|support(?:s|ed)? (?:up to )?CUDA ?\d+(?:\.\d+)?", re.I)
+_DRIVER_LINE = re.compile(r"CUDA Driver Version|Driver API", re.I)
+
+
+def _version_key(v: str) -> tuple:
+    return tuple(int(x) for x in v.split("."))
+
+
+def read_cuda_needed(paste: Paste, acc: Acc) -> None:
+    """``paste.cuda_needed``: the highest CUDA version (major, or major.minor where given; 8 to 19) the paste names
+    for its program, outside the spans that give the driver's own ceiling."""
+    best = ""
+    where = ""
+    for i in paste.distinct(paste.with_any(_WORDS), head=2000, tail=500):
+        line = paste.lines[i]
+        if _DRIVER_LINE.search(line):
+            continue
+        rest = _CEILING_SPAN.sub(" ", line)
+        for m in _NEEDED.finditer(rest):
+            v = m.group(1) or (m.group(2) + (f".{m.group(3)}" if m.group(3) else ""))
+            if not best or _version_key(v) > _version_key(best):
+                best, where = v, line.strip()[:160]
+    if best:
+        acc.put("paste.cuda_needed", best, LOOSE, where)

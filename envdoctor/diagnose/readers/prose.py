@@ -26,6 +26,12 @@ _PIN = re.compile(rf"\b(?:pip3?|uv pip|python -m pip)\s+install\b[^\n]*?\btorch=
 _PROSE_GPU = re.compile(r"\b(?:my|the|a|an|with|on|have|using)\s+(?:nvidia\s+)?(?:gpu|graphics card|card)?\s*\(?\s*"
                         r"((?:geforce\s+)?(?:rtx|gtx|gt)\s?\d{3,4}(?:\s?(?:ti|super))?)\b", re.I)
 
+# ... or an item of a hardware list, in capitals: "**Setup:** i7-8750H, GTX 1070, 16 GB RAM." (issue 42, archdriver)
+_LISTED_GPU = re.compile(r"(?:^|[,:;]\s*)(?:\*\*\s*)?((?:GeForce\s+)?(?-i:RTX|GTX|GT)\s?\d{3,4}(?:\s?(?:Ti|SUPER))?)"
+                         r"\s*(?=,|;|$)", re.I)
+# ... or with the series after the number: "not working with 5090 rtx", "GPU: 3060 RTX 12 GB"
+_REVERSED_GPU = re.compile(r"\b(\d{3,4})\s?(rtx|gtx)\b(?!\s?\d)", re.I)
+
 # is_available() said to be False in a sentence or a message: "but cuda.is_available() returns false",
 # "torch.cuda.is_available=**False**", torch's own "... but torch.cuda.is_available() is False." (not open3d's
 # o3d.core.cuda.is_available(), and not a condition in code: "if torch.cuda.is_available() == False:")
@@ -76,9 +82,11 @@ def read_prose(paste: Paste, acc: Acc) -> None:
         m = _AVAILABLE_FALSE.search(line)
         if m and not _CODE_CONDITION.search(line):
             acc.put("torch.cuda_available", False, LOOSE, f"is_available() False in the text: {line.strip()[:120]}")
-        m = _PROSE_GPU.search(line)
-        if m and "|" not in line:
-            acc.put("gpu.loose_name", _gpu_name(m.group(1)), BARE, f"GPU named in the text: {line.strip()[:120]}")
+        m = _PROSE_GPU.search(line) or _LISTED_GPU.search(line.strip())
+        r = None if m else _REVERSED_GPU.search(line)
+        if (m or r) and "|" not in line:
+            raw = m.group(1) if m else f"{r.group(2)} {r.group(1)}"
+            acc.put("gpu.loose_name", _gpu_name(raw), BARE, f"GPU named in the text: {line.strip()[:120]}")
 
 
 # collectives that hang between some GPUs: "NCCL hangs between GPU0 and GPU1", "all_reduce_perf works fine only with

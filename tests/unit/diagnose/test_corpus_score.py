@@ -23,7 +23,7 @@ ROWS = [(d.name, r["id"], r["labels"]) for d in sorted(CORPUS.glob("*/")) if (d 
 # (issue 42, scripts/mine_corpus.py) at first sight, before any diagnose fix (FIRST_SIGHT_G.md; docs/measurements.md, "Corpus
 # round 3"); remove a row once it passes
 STILL_WRONG = set("""
-comfyui-009 comfyui-015 container-toolkit-005 flash-attention-003 jax-002
+comfyui-009 container-toolkit-005 flash-attention-003 jax-002
 nccl-011 ollama-002
 slurm-001 tensorrt-003 tensorrt-004
 ultralytics-003 vllm-007 vllm-017 wsl-003 wsl-004
@@ -35,9 +35,9 @@ ultralytics-003 vllm-007 vllm-017 wsl-003 wsl-004
     "jax-005",
 } | set("""
 comfyui-017
-cuda-build-009 cuda-build-010 cuda-build-011 cuda-build-012 cuda-build-013
-cuda-build-014 hami-001 invokeai-003
-kaggle-001 mig-001
+cuda-build-010
+hami-001 invokeai-003
+mig-001
 ollama-007
 torch-downstream-015
 wsl-005

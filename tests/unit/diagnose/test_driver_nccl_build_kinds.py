@@ -120,11 +120,19 @@ def test_nccl_info_over_shm_is_not_an_error(compat) -> None:
 @pytest.mark.parametrize("text", [
     "Installed CUDA version 12.0 does not match the version torch was compiled with 12.1 but since the APIs "
     "are compatible, accepting this combination",
-    "nvcc fatal   : Unsupported gpu architecture 'compute_90'",
 ])
 def test_builder_nvcc_older_than_torch(text: str, compat) -> None:
     got = _serious(text, compat)
     assert got["NVCC_TORCH_CUDA_MISMATCH"].severity == "error"
+
+
+def test_builder_nvcc_without_the_architecture(compat) -> None:
+    # nvcc not knowing the target is a toolkit older than the architecture (issue 42, archdriver: cuda-build-009
+    # and -013 are plain CUDA builds); only a torch extension's build names the toolkit that is not torch's too
+    alone = _serious("nvcc fatal   : Unsupported gpu architecture 'compute_90'", compat)
+    assert alone["GPU_ARCH_NOT_IN_TORCH_BUILD"].severity == "error" and "NVCC_TORCH_CUDA_MISMATCH" not in alone
+    ext = _serious("python setup.py install\nnvcc fatal   : Unsupported gpu architecture 'compute_90'", compat)
+    assert {"GPU_ARCH_NOT_IN_TORCH_BUILD", "NVCC_TORCH_CUDA_MISMATCH"} <= set(ext)
 
 
 def test_builder_nvcc_healthy_lines(compat) -> None:
