@@ -52,9 +52,10 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
     ctx = s.get("context") or {}
     waits = s.get("gpu_low") or s.get("bursty") or s.get("complaint")
     phase = ctx.get("evaluation") or ctx.get("pipeline") or ctx.get("no_workers")
-    if s.get("cpu_busy") and s.get("gpu_works") and phase and waits:
+    if s.get("cpu_busy") and s.get("gpu_works") and (phase and waits or s.get("gpu_low")):
         where = ("no DataLoader workers (num_workers=0)" if ctx.get("no_workers") else
-                 "an evaluation or validation pass" if ctx.get("evaluation") else "the input pipeline")
+                 "an evaluation or validation pass" if ctx.get("evaluation") else "the input pipeline" if phase else
+                 "no phase or input step (the GPU said idle)")
         return bottleneck.warning(
             "reported-cpu", f"Input-bound on the CPU, by the reporter's account: the CPUs are busy ({_q(s['cpu_busy'])}) "
             f"while the GPU, which the paste shows at work{_also(s['gpu_works'], s['cpu_busy'])}, waits"
@@ -72,6 +73,8 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
                     "training process minus one, pin_memory=True); keep per-sample CPU work out of the loop",
                     commands=["DataLoader(val_dataset, batch_size=..., num_workers=4, pin_memory=True, "
                               "persistent_workers=True)   # size num_workers to the CPUs per process minus one"]))
+    if s.get("cpu_work") and (s.get("gpu_low") or s.get("bursty")):
+        return _cpu_work(bottleneck, s, notseen)
     if s.get("bursty"):
         named = (" with no loader workers (num_workers=0)" if ctx.get("no_workers") else
                  f"; the paste names the input side ({_q(ctx['pipeline'])})" if ctx.get("pipeline") else "")
@@ -124,6 +127,26 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
                     "hard disk, copy the data set to local SSD/NVMe (or cache it in RAM) before training",
                     commands=[SETTLE_DF, SETTLE_IO, SETTLE_WATCH]))
     return None
+
+
+def _cpu_work(bottleneck: Findings, s: Dict[str, Any], notseen: Optional[str]) -> Finding:
+    """The GPU said idle or coming and going, and the reporter suspects the CPU's part of the input."""
+    gpu = s.get("gpu_low") or s["bursty"]
+    return bottleneck.warning(
+        "reported-cpu", f"Input-bound on the CPU, by the reporter's account: the GPU waits ({_q(gpu)}) and the "
+        f"reporter suspects the CPU's work on the input{_also(s['cpu_work'], gpu)}", category="INPUT_CPU_BOUND",
+        confidence="low", evidence=_ev(s, "gpu_low", "bursty", "cpu_work") + _settle(SETTLE_WATCH, SETTLE_UTIL, SETTLE_IO),
+        detail="A GPU that idles, or computes in bursts between long waits, while each batch is decoded, augmented or "
+               "preprocessed on the CPU is waiting on that work: done serially (one file after another at the "
+               "start of each batch) or in too few processes it takes longer than the GPU's step. The reporter's "
+               "suspicion is not a measurement: the CPUs near 100% while the GPU waits settle it (a disk at %util "
+               "100 would make it storage instead). " + (notseen or ""),
+        fix=Fix("Do the input's CPU work in parallel and ahead of the GPU: DataLoader workers (num_workers up to the "
+                "CPUs per process minus one) or a multi-process reader, prefetching the next batches, decoding or "
+                "augmenting once offline (or on the GPU)",
+                commands=["DataLoader(dataset, batch_size=..., num_workers=4, pin_memory=True, "
+                          "persistent_workers=True, prefetch_factor=4)   # size num_workers to the CPUs per process "
+                          "minus one"]))
 
 
 def words_loader(loader: Findings, w: Watch) -> Optional[Finding]:

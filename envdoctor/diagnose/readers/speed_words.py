@@ -11,8 +11,12 @@ is not prose):
 - ``gpu_low``: the GPU said idle or underused ("there is no GPU usage", "GPU-Util is always shown zero");
 - ``cpu_busy``: the CPUs said busy with a figure of 80% and more, or said to be the slow side ("CPU usage
   skyrockets to ~87%", "only 8 cpu processes 100% working", "the cpu is slow");
-- ``gpu_works``: the model said to run on the GPU at other times ("Training runs on GPU normally", "gpu is fast"):
+- ``gpu_works``: the model said to run on the GPU at other times ("Training runs on GPU normally", "gpu is fast"),
+  or the GPU stack said to work with another model ("my GPU configuration works well with an MNIST pipeline"):
   what tells a run whose GPU waits from one that computes on the CPU (a CPU-only build shows CPU 100%, GPU 0%);
+- ``cpu_work``: the reporter suspects the CPU's part of the input ("a bottleneck in the decoding of the audio
+  files"; "the data input pipeline is slower than the training on GPU" where the paste says augmentation runs on
+  the CPU), judged with the GPU said idle or bursty;
 - ``context``: what the paste names around the input: no loader workers (``num_workers`` 0), an evaluation or
   validation pass, the input pipeline (a DataLoader, decoding, augmentation, prefetching);
 - ``stalls``: the run said to stop for long spans ("the training process get stunned for a long time"), with the
@@ -36,20 +40,38 @@ _TABLE = ("|", "+")
 
 # a sentence about the GPU's utilisation (not its memory alone)
 _UTIL = re.compile(r"\b(?:gpu[- ]?(?:(?:memory/)?(?:core |compute )?(?:util\w*|usage|load|capacity|activity))|"
-                   r"utili[sz]ation|volatile|(?:used|uses|using) (?:the )?gpus?|gpus? (?:is |are )?(?:used|busy))\b",
-                   re.I)
+                   r"utili[sz]ation|volatile|(?:used|uses|using) (?:the )?gpus?|gpus? (?:is |are )?(?:used|busy)|"
+                   r"\d ?% of (?:the )?gpus?)\b", re.I)
 _BURSTY = re.compile(r"\bfluctua\w*|\bunstable\b|\berratic\b|\boscillat\w*|\bup and down\b|\bjumps? (?:between|from)\b|"
                      r"\bnot constant\w*|\bsometimes? \d{1,3} ?%[^.\n]{0,25}\bsometimes? \d{1,3} ?%|"
                      r"\bbetween 0 ?%? and 100 ?%|\bfrom 0 ?%? to 100 ?%|"
-                     r"\b(?:low|idle|zero|0 ?%)\b[^.\n]{0,80}\bthen (?:a |an )?(?:spike|burst|jump)", re.I)
+                     r"\b(?:low|idle|zero|0 ?%)\b[^.\n]{0,80}\bthen (?:a |an )?(?:spike|burst|jump)|"
+                     # "the big part of the time only 1% ... and sometimes 29%": low most of the time, now and then more
+                     r"\b(?:most|(?:the )?(?:big|large|greater) part|majority) of the time\b[^.\n]{0,40}?\d{1,2} ?%"
+                     r"[^.\n]{0,40}?\b(?:sometimes?|occasionally|briefly|(?:spikes?|jumps?|peaks?) (?:up )?to)\b[^.\n]{0,10}?"
+                     r"\d{1,3} ?%", re.I)
 _LOW = re.compile(r"\bno gpu (?:usage|utili[sz]ation|activity|load)\b|"
                   r"\bgpu[- ]?(?:util\w*|usage|load)\b[^.\n]{0,50}?\b(?:too low|very low|(?:is|are|was|stays?|"
-                  r"remains?) (?:very |quite |really )?low|(?:always|shown|stays?|is) +zero|none|nothing)\b", re.I)
+                  r"remains?) (?:very |quite |really )?low|(?:always|shown|stays?|is) +zero|none|nothing)\b|"
+                  r"\bgpu[- ]?(?:util\w*|usage|load)\b[^.\n%]{0,20}?(?<![\d.])0 ?%", re.I)
 _CPU_BUSY = re.compile(r"\bcpus?\b[^.\n%]{0,40}?(?:(?<![\d.])(?:[89]\d|100)(?:\.\d+)? ?%|\bskyrocket\w*|\bmax(?:ed)? out\b|"
                        r"\bpegged\b|\bfully? (?:loaded|used|utili[sz]ed)\b)|\bcpu is (?:slow|the bottleneck|the limit)\b",
                        re.I)
 _GPU_WORKS = re.compile(r"\b(?:runs?|running|trains?|training|works?|working)\b[^.\n]{0,20}\bon (?:the )?gpus?\b"
-                        r"[^.\n]{0,15}\b(?:normal(?:ly)?|fine|as expected)\b|\bgpus? (?:is|are) fast\b", re.I)
+                        r"[^.\n]{0,15}\b(?:normal(?:ly)?|fine|as expected)\b|\bgpus? (?:is|are) fast\b|"
+                        # the GPU stack said to work with another model ("my GPU configuration works well with an MNIST
+                        # pipeline"): the build and the driver are not what keeps this run off the GPU
+                        r"\bgpu (?:configuration|config|setup|installation|install) (?:works|is working|worked)\b"
+                        r"[^.\n]{0,20}?\b(?:well|fine|normally)\b", re.I)
+# the reporter names CPU-side work on the input as what they suspect is slow ("a bottleneck in the decoding of the
+# audio files", "the data input pipeline is slower than the training on GPU"); the pipeline alone is the input side,
+# decoding, augmenting and preprocessing are the CPU's part of it (or the pipeline where the paste says that work is
+# done on the CPU: _ON_CPU)
+_SUSPECT = re.compile(r"\b(?:bottleneck\w*|slower than|(?:is|are|was|be) (?:too |very |so |really )?slow|"
+                      r"can(?:no|')t keep up|cannot keep up)\b", re.I)
+_CPU_WORK = re.compile(r"\b(?:decod(?:e|es|ed|ing)|augment\w*|pre-?process\w*)\b", re.I)
+_INPUT_SIDE = re.compile(r"\b(?:data|input) (?:input )?pip\w*line\b", re.I)
+_ON_CPU = re.compile(r"\b(?:decod\w*|augment\w*|pre-?process\w*)\b[^.\n]{0,40}\bon (?:the )?cpus?\b", re.I)
 _WORKERS0 = re.compile(r"\bnum_workers\b[^.\n\d]{0,20}?(?:(?:set )?(?:to|=|:)\s*)0\b", re.I)
 _PHASE = re.compile(r"\b(?:evaluat\w*|validat\w*|val(?:idation)?[_ ](?:data)?loader)\b", re.I)
 _PIPELINE = re.compile(r"\b(?:data ?loaders?|input pipeline|data pipeline|data feeding|input generator|data loading|"
@@ -73,7 +95,8 @@ _COMPLAINT = re.compile(r"\bbottleneck\b|\bslow(?:er|ly|s)?\b|\bspeed (?:it |thi
 _WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 
 _KEYS = ["slow", "bottleneck", "speed", "/sec", "/s ", "throughput", "drop", "long", "gpu", "util", "cpu", "num_workers",
-         "stuck", "stunned", "frozen", "freez", "hang", "hung", "paus", "stall", "stop", "idle", "volatile"]
+         "stuck", "stunned", "frozen", "freez", "hang", "hung", "paus", "stall", "stop", "idle", "volatile", "decod",
+         "augment", "process"]
 
 
 def _sentences(paste: Paste) -> List[str]:
@@ -149,6 +172,9 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     said("cpu_busy", _CPU_BUSY)
     said("gpu_works", _GPU_WORKS)
     said("stalls", _STUCK)
+    work = _cpu_work(sents)
+    if work:
+        out["cpu_work"] = work
     stuck = out.get("stalls")
     for s in sents:
         m = _FELL.search(s)
@@ -189,6 +215,23 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     return out if judged(out) else None
 
 
+def _cpu_work(sents: List[str]) -> Optional[str]:
+    """The reporter's sentence suspecting the CPU's part of the input (decoding, augmenting, preprocessing; or the
+    input pipeline where another sentence says that work runs on the CPU), with the words on the CPU if apart."""
+    on_cpu = _first(_ON_CPU, sents)
+    for s in sents:
+        m = _SUSPECT.search(s)
+        if not m:
+            continue
+        if _CPU_WORK.search(s):
+            return _around(s, _CPU_WORK.search(s) or m)
+        side = _INPUT_SIDE.search(s)
+        if side and on_cpu:
+            here = _around(s, side)
+            return here if on_cpu.strip("…") in s else f"{here} {on_cpu}"
+    return None
+
+
 def judged(said: Dict[str, Any]) -> bool:
     """Whether what was said is one of the patterns the watch checks judge (checks/_watch_words.py): a paste that
     only mentions speed, a busy CPU or a stop is not a recording of anything."""
@@ -196,6 +239,8 @@ def judged(said: Dict[str, Any]) -> bool:
     return bool(said.get("bursty") or said.get("others_idle")
                 or (said.get("cpu_busy") and said.get("gpu_works") and ctx.keys() & {"evaluation", "pipeline",
                                                                                     "no_workers"})
+                or (said.get("cpu_busy") and said.get("gpu_works") and said.get("gpu_low"))
+                or (said.get("cpu_work") and (said.get("gpu_low") or said.get("bursty")))
                 or (ctx.get("no_workers") and (said.get("complaint") or said.get("gpu_low")))
                 or ((said.get("stalls") or said.get("speed_fell")) and said.get("stall_gpu_zero"))
                 or (said.get("stalls") and said.get("throughput")))
