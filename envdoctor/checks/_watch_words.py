@@ -135,12 +135,14 @@ def _cpu_work(bottleneck: Findings, s: Dict[str, Any], notseen: Optional[str]) -
     return bottleneck.warning(
         "reported-cpu", f"Input-bound on the CPU, by the reporter's account: the GPU waits ({_q(gpu)}) and the "
         f"reporter suspects the CPU's work on the input{_also(s['cpu_work'], gpu)}", category="INPUT_CPU_BOUND",
-        confidence="low", evidence=_ev(s, "gpu_low", "bursty", "cpu_work") + _settle(SETTLE_WATCH, SETTLE_UTIL, SETTLE_IO),
+        confidence="low",
+        evidence=_ev(s, "gpu_low", "bursty", "cpu_work") + _settle(SETTLE_WATCH, SETTLE_UTIL, SETTLE_IO),
         detail="A GPU that idles, or computes in bursts between long waits, while each batch is decoded, augmented or "
                "preprocessed on the CPU is waiting on that work: done serially (one file after another at the "
                "start of each batch) or in too few processes it takes longer than the GPU's step. The reporter's "
                "suspicion is not a measurement: the CPUs near 100% while the GPU waits settle it (a disk at %util "
-               "100 would make it storage instead). " + (notseen or ""),
+               "100 would make it storage instead). A GPU idle throughout is also what a run that never reaches "
+               "it shows (a CPU-only build): the process holding GPU memory tells them apart. " + (notseen or ""),
         fix=Fix("Do the input's CPU work in parallel and ahead of the GPU: DataLoader workers (num_workers up to the "
                 "CPUs per process minus one) or a multi-process reader, prefetching the next batches, decoding or "
                 "augmenting once offline (or on the GPU)",
@@ -170,6 +172,35 @@ def words_loader(loader: Findings, w: Watch) -> Optional[Finding]:
         fix=Fix("Load in worker processes", commands=[
             "DataLoader(dataset, batch_size=..., num_workers=4, pin_memory=True, persistent_workers=True)   "
             "# size num_workers to the CPUs per process minus one"]))
+
+
+SETTLE_SHARED = ("nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv   # during a "
+                 "slow run: memory.used at memory.total, and Task Manager's GPU page shows 'Shared GPU memory' in use")
+
+
+def words_memory(memory: Findings, w: Watch) -> Optional[Finding]:
+    """A run several times slower on Windows with a memory-heavy load, by the reporter's account: the driver's
+    shared-memory fallback (GPU_MEMORY_PRESSURE, low confidence). None otherwise."""
+    sp = said(w).get("spill")
+    if not isinstance(sp, dict):
+        return None
+    x = sp.get("slowdown_x")
+    return memory.warning(
+        "reported-shared", f"The run is {f'{x:g}x' if x else 'many times'} slower than the machine's own speed, by "
+        f"the reporter's account ({_q(sp['said'])}), on Windows with a memory-heavy load ({_q(sp['load'])}): the "
+        "likeliest cause is the GPU's memory filling and the driver going on in shared system memory",
+        confidence="low", evidence=[Evidence(f"{_EV}.spill", sp)] + _settle(SETTLE_SHARED),
+        detail="NVIDIA's Windows driver (536.40 and later) lets a CUDA program that fills the GPU's memory go on "
+               "in shared system memory over PCIe instead of failing with out-of-memory, at a fraction of the "
+               "speed (NVIDIA's article 'System Memory Fallback for Stable Diffusion'). A larger model, an adapter "
+               "or ControlNet loaded beside it, or a higher resolution tips a 6-8 GB card over. A slowdown with the "
+               "memory below the total is something else (a software change between the two runs). These are "
+               "words, not samples: the memory used during a slow step settles it.",
+        fix=Fix("Keep the work inside the GPU's memory: the UI's low-memory modes (--medvram or --lowvram; model "
+                "offloading), fewer models loaded at once, a lower resolution; or, from driver 546.01, set NVIDIA "
+                "Control Panel > Manage 3D settings > CUDA - Sysmem Fallback Policy to 'Prefer No Sysmem Fallback' "
+                "for the program's python.exe (an out-of-memory error instead of the slow run)",
+                commands=[SETTLE_SHARED]))
 
 
 def words_idle(idle: Findings, w: Watch) -> Optional[Finding]:

@@ -25,7 +25,9 @@ is not prose):
 - ``throughput``: a tf_cnn_benchmarks log (``1010  images/sec: 186.6 +/- 0.5 (jitter = 14.8)  6.983``): its
   figure is batch_size / mean(step time) over the steps so far (get_perf_timing_str in the
   tensorflow/benchmarks repository's tf_cnn_benchmarks, benchmark_cnn.py), so two lines give the time of the steps
-  between them in units of the batch: a mean that falls is a span of steps far slower than the run's own.
+  between them in units of the batch: a mean that falls is a span of steps far slower than the run's own;
+- ``spill``: a run several times slower than the machine's own speed, on Windows, with a memory-heavy load and no
+  out-of-memory error: the Windows driver's shared-memory fallback (see spill()).
 """
 
 from __future__ import annotations
@@ -48,8 +50,8 @@ _BURSTY = re.compile(r"\bfluctua\w*|\bunstable\b|\berratic\b|\boscillat\w*|\bup 
                      r"\b(?:low|idle|zero|0 ?%)\b[^.\n]{0,80}\bthen (?:a |an )?(?:spike|burst|jump)|"
                      # "the big part of the time only 1% ... and sometimes 29%": low most of the time, now and then more
                      r"\b(?:most|(?:the )?(?:big|large|greater) part|majority) of the time\b[^.\n]{0,40}?\d{1,2} ?%"
-                     r"[^.\n]{0,40}?\b(?:sometimes?|occasionally|briefly|(?:spikes?|jumps?|peaks?) (?:up )?to)\b[^.\n]{0,10}?"
-                     r"\d{1,3} ?%", re.I)
+                     r"[^.\n]{0,40}?\b(?:sometimes?|occasionally|briefly|(?:spikes?|jumps?|peaks?) (?:up )?to)\b"
+                     r"[^.\n]{0,10}?\d{1,3} ?%", re.I)
 _LOW = re.compile(r"\bno gpu (?:usage|utili[sz]ation|activity|load)\b|"
                   r"\bgpu[- ]?(?:util\w*|usage|load)\b[^.\n]{0,50}?\b(?:too low|very low|(?:is|are|was|stays?|"
                   r"remains?) (?:very |quite |really )?low|(?:always|shown|stays?|is) +zero|none|nothing)\b|"
@@ -96,7 +98,7 @@ _WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 
 _KEYS = ["slow", "bottleneck", "speed", "/sec", "/s ", "throughput", "drop", "long", "gpu", "util", "cpu", "num_workers",
          "stuck", "stunned", "frozen", "freez", "hang", "hung", "paus", "stall", "stop", "idle", "volatile", "decod",
-         "augment", "process"]
+         "augment", "preprocess", "pre-process"]
 
 
 def _sentences(paste: Paste) -> List[str]:
@@ -197,6 +199,9 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     tp = throughput(paste)
     if tp:
         out["throughput"] = tp
+    sp = spill(paste)
+    if sp:
+        out["spill"] = sp
     if not out:
         return None
     context: Dict[str, str] = {}
@@ -213,6 +218,55 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     if context:
         out["context"] = context
     return out if judged(out) else None
+
+
+# ---------------------------------------------------------------------------- Windows' shared GPU memory
+
+# NVIDIA's Windows driver from 536.40 lets a CUDA program that has filled the GPU's memory go on in shared system
+# memory "albeit at lower speeds" instead of failing with out-of-memory; from 546.01 the NVIDIA Control Panel's
+# "CUDA - Sysmem Fallback Policy" turns it off (https://nvidia.custhelp.com/app/answers/detail/a_id/5490). What a
+# paste shows of it: Windows, a run several times slower than the same machine's own speed, and a memory-heavy
+# load (a GPU memory size, SDXL, an adapter added); an out-of-memory error in the paste is the fallback not taken
+_WINDOWS = re.compile(r"\bwindows\b|\.bat\b|\bbat files?\b|\bC:\\", re.I)
+_RATE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)(?:\s?-\s?\d+(?:\.\d+)?)?\s?(it/s|s/it)\b", re.I)
+_CONTRAST = re.compile(r"\b(?:but|while|whereas|vs\.?|versus|compared|instead|slower|down to|dropped|drops)\b", re.I)
+_FAST_THEN_MINUTES = re.compile(r"\b(?:very |really |quite |pretty )?fast\b[^.\n]{0,40}?\bbut\b[^.\n]{0,80}?"
+                                r"\b(?:takes?|took|taking)\b[^.\n]{0,15}?\b(\d+(?:\.\d+)?) ?(?:minutes?|mins?|hours?)\b",
+                                re.I)
+_MEMORY_LOAD = re.compile(r"\b(?:vram|sdxl|flux|ip[- ]?adapters?|controlnets?|refiner|1024 ?x ?1024)\b", re.I)
+_OOM = re.compile(r"out of memory|OutOfMemoryError|\bOOM\b", re.I)
+SPILL_X = 3.0  # the same work this many times slower than the machine's own speed
+
+
+def _rates(sentence: str) -> List[float]:
+    return [float(v) if unit.lower() == "it/s" else 1.0 / float(v) for v, unit in _RATE.findall(sentence)
+            if float(v) > 0]
+
+
+def spill(paste: Paste) -> Optional[Dict[str, Any]]:
+    """A slowdown on Windows with a memory-heavy load: the driver's shared-memory fallback, the words it was read
+    from and the slowdown (a ratio where two rates are given); None otherwise."""
+    win = next((paste.lines[i].strip()[:80] for i in paste.with_any(["windows", ".bat", "bat file", "c:\\"])[:50]
+                if _WINDOWS.search(paste.lines[i])), None)
+    oom = paste.with_any(["out of memory", "outofmemory", "oom"])
+    if win is None or any(_OOM.search(paste.lines[i]) for i in oom):
+        return None
+    load = next((m.group(0) for i in paste.with_any(["vram", "sdxl", "flux", "adapter", "controlnet", "refiner",
+                                                    "1024"])[:200]
+                 for m in [_MEMORY_LOAD.search(paste.lines[i])] if m), None)
+    if load is None:
+        return None
+    # its own lines (a progress bar's many it/s lines would crowd the prose out of _sentences' first lines)
+    sents = [s.strip() for i in paste.with_any(["it/s", "s/it", "fast"])[:300] for s in _SENT.split(paste.lines[i])
+             if not paste.lines[i].lstrip().startswith(_TABLE) and len(paste.lines[i]) <= 2000 and s.strip()]
+    for s in sents:
+        rates = _rates(s) if _CONTRAST.search(s) else []
+        if len(rates) >= 2 and max(rates) / min(rates) >= SPILL_X:
+            return {"said": s[:200], "slowdown_x": round(max(rates) / min(rates), 1), "windows": win, "load": load}
+        m = _FAST_THEN_MINUTES.search(s)
+        if m:
+            return {"said": _around(s, m), "slowdown_x": None, "windows": win, "load": load}
+    return None
 
 
 def _cpu_work(sents: List[str]) -> Optional[str]:
@@ -236,7 +290,7 @@ def judged(said: Dict[str, Any]) -> bool:
     """Whether what was said is one of the patterns the watch checks judge (checks/_watch_words.py): a paste that
     only mentions speed, a busy CPU or a stop is not a recording of anything."""
     ctx = said.get("context") or {}
-    return bool(said.get("bursty") or said.get("others_idle")
+    return bool(said.get("bursty") or said.get("others_idle") or said.get("spill")
                 or (said.get("cpu_busy") and said.get("gpu_works") and ctx.keys() & {"evaluation", "pipeline",
                                                                                     "no_workers"})
                 or (said.get("cpu_busy") and said.get("gpu_works") and said.get("gpu_low"))
