@@ -85,11 +85,11 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
             evidence=_ev(s, "bursty") + ([Evidence(f"{_EV}.context", ctx)] if ctx else [])
             + _settle(SETTLE_UTIL, SETTLE_IO, SETTLE_WATCH),
             detail="A GPU that computes in bursts and idles between them waits for its next batch: loading, "
-                   "decoding and augmenting it (in too few workers, or without prefetching the next batch while "
-                   "the GPU computes), or reading it from a slow disk or a network share. Steady low utilisation "
-                   "is another story (small batches, syncs). These are words, not samples: utilisation and the "
-                   "host's CPU and disk sampled together (`envdoctor watch -- <your command>`, or `nvidia-smi "
-                   "dmon -s u` beside `iostat -x 1` and `vmstat 1`) tell the disk from the CPU. " + (notseen or ""),
+                   "decoding and augmenting it in too few workers or without prefetching, or reading it from a slow "
+                   "disk or a network share. Steady low utilisation is another story (small batches, syncs). Words, "
+                   "not samples: utilisation, CPU and disk sampled together (the asks below) tell the disk from the "
+                   "CPU. "
+                   + (notseen or ""),
             fix=Fix("Overlap loading with compute: DataLoader workers (num_workers up to the CPUs per process minus "
                     "one), pin_memory=True and prefetching (tf.data's prefetch, an input generator that prefetches); "
                     "the data on local SSD/NVMe",
@@ -175,7 +175,7 @@ def words_loader(loader: Findings, w: Watch) -> Optional[Finding]:
 
 
 SETTLE_SHARED = ("nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv   # during a "
-                 "slow run: memory.used at memory.total, and Task Manager's GPU page shows 'Shared GPU memory' in use")
+                 "slow step (Task Manager: 'Shared GPU memory' in use)")
 
 
 def words_memory(memory: Findings, w: Watch) -> Optional[Finding]:
@@ -190,17 +190,12 @@ def words_memory(memory: Findings, w: Watch) -> Optional[Finding]:
         f"the reporter's account ({_q(sp['said'])}), on Windows with a memory-heavy load ({_q(sp['load'])}): the "
         "likeliest cause is the GPU's memory filling and the driver going on in shared system memory",
         confidence="low", evidence=[Evidence(f"{_EV}.spill", sp)] + _settle(SETTLE_SHARED),
-        detail="NVIDIA's Windows driver (536.40 and later) lets a CUDA program that fills the GPU's memory go on "
-               "in shared system memory over PCIe instead of failing with out-of-memory, at a fraction of the "
-               "speed (NVIDIA's article 'System Memory Fallback for Stable Diffusion'). A larger model, an adapter "
-               "or ControlNet loaded beside it, or a higher resolution tips a 6-8 GB card over. A slowdown with the "
-               "memory below the total is something else (a software change between the two runs). These are "
-               "words, not samples: the memory used during a slow step settles it.",
-        fix=Fix("Keep the work inside the GPU's memory: the UI's low-memory modes (--medvram or --lowvram; model "
-                "offloading), fewer models loaded at once, a lower resolution; or, from driver 546.01, set NVIDIA "
-                "Control Panel > Manage 3D settings > CUDA - Sysmem Fallback Policy to 'Prefer No Sysmem Fallback' "
-                "for the program's python.exe (an out-of-memory error instead of the slow run)",
-                commands=[SETTLE_SHARED]))
+        detail="NVIDIA's Windows driver (536.40 and later) goes on in shared system memory, at a fraction of the "
+               "speed, where it would have failed with out-of-memory. Words, not samples: the memory used during "
+               "a slow step settles it.",
+        fix=Fix("Keep the work inside the GPU's memory (--medvram/--lowvram or offloading, fewer models at once, a "
+                "lower resolution), or from driver 546.01 set NVIDIA Control Panel > CUDA - Sysmem Fallback Policy "
+                "to 'Prefer No Sysmem Fallback' for python.exe (an out-of-memory error instead)"))
 
 
 def words_idle(idle: Findings, w: Watch) -> Optional[Finding]:
