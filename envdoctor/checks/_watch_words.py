@@ -185,10 +185,14 @@ def words_memory(memory: Findings, w: Watch) -> Optional[Finding]:
     if not isinstance(sp, dict):
         return None
     x = sp.get("slowdown_x")
+    summary = (f"The run is slow and the reporter sees the GPU's memory spill into shared system memory "
+               f"({_q(sp['said'])}): the GPU's memory is full and the driver goes on in system RAM over PCIe"
+               if sp.get("outright") else
+               f"The run is {f'{x:g}x' if x else 'many times'} slower than the machine's own speed, by the reporter's "
+               f"account ({_q(sp['said'])}), on Windows with a memory-heavy load ({_q(sp['load'])}): the likeliest "
+               "cause is the GPU's memory filling and the driver going on in shared system memory")
     return memory.warning(
-        "reported-shared", f"The run is {f'{x:g}x' if x else 'many times'} slower than the machine's own speed, by "
-        f"the reporter's account ({_q(sp['said'])}), on Windows with a memory-heavy load ({_q(sp['load'])}): the "
-        "likeliest cause is the GPU's memory filling and the driver going on in shared system memory",
+        "reported-shared", summary,
         confidence="low", evidence=[Evidence(f"{_EV}.spill", sp)] + _settle(SETTLE_SHARED),
         detail="NVIDIA's Windows driver (536.40 and later) goes on in shared system memory, at a fraction of the "
                "speed, where it would have failed with out-of-memory. Words, not samples: the memory used during "

@@ -199,7 +199,7 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     tp = throughput(paste)
     if tp:
         out["throughput"] = tp
-    sp = spill(paste)
+    sp = spill(paste, bool(out.get("complaint")))
     if sp:
         out["spill"] = sp
     if not out:
@@ -243,13 +243,36 @@ def _rates(sentence: str) -> List[float]:
             if float(v) > 0]
 
 
-def spill(paste: Paste) -> Optional[Dict[str, Any]]:
-    """A slowdown on Windows with a memory-heavy load: the driver's shared-memory fallback, the words it was read
-    from and the slowdown (a ratio where two rates are given); None otherwise."""
+# the spill said outright: Task Manager's "Shared GPU memory" in use, the fallback named; unless it is said off
+_SHARED_SAID = re.compile(r"\bshared gpu memory\b|\b(?:sysmem|system memory) fallback\b", re.I)
+_FALLBACK_OFF = re.compile(r"\bno (?:sysmem|system memory) fallback\b|\b(?:disabl|turn)\w*(?: off)? (?:the )?(?:cuda )?"
+                           r"(?:sysmem|system memory) fallback\b|\b(?:sysmem|system memory) fallback\b[^.\n]{0,20}?"
+                           r"\b(?:off|disabled)\b", re.I)
+
+# ... said not in use: a negation before it, or an amount under 1 GB beside it ("shared GPU memory 0.1/8.0 GB")
+_UNDER_1GB = r"(?<![\d.])(?:(?:0(?:\.\d+)?|0?\.\d+)(?:\s?/\s?\d+(?:\.\d+)?)?\s?GB|\d{1,3}(?:\.\d+)?(?:\s?/\s?[\d.]+)?\s?MB)\b"
+_SHARED_NOT = re.compile(r"\b(?:not|no|never|zero|doesn't|does not|isn't|is not)\b[^.\n]{0,30}\bshared gpu memory\b|"
+                         r"\bshared gpu memory\b[^.\n\d]{0,30}" + _UNDER_1GB + "|" + _UNDER_1GB
+                         + r" (?:of )?shared gpu memory\b", re.I)
+
+
+def spill(paste: Paste, complaint: bool = False) -> Optional[Dict[str, Any]]:
+    """A slowdown on Windows with a memory-heavy load, or shared GPU memory said in use beside a slow run
+    (``complaint``): the driver's shared-memory fallback, the words it was read from and the slowdown (a ratio
+    where two rates are given); None otherwise, and where the fallback is said off or the paste shows an OOM."""
+    oom = paste.with_any(["out of memory", "outofmemory", "oom"])
+    if any(_OOM.search(paste.lines[i]) for i in oom):
+        return None
+    told = [paste.lines[i] for i in paste.with_any(["shared gpu memory", "fallback"])[:50]]
+    if any(_FALLBACK_OFF.search(line) for line in told):
+        return None
+    said_outright = next((_around(line.strip(), m) for line in told for m in [_SHARED_SAID.search(line.strip())]
+                          if m and not _SHARED_NOT.search(line)), None)
+    if said_outright and complaint:
+        return {"said": said_outright, "slowdown_x": None, "outright": True}
     win = next((paste.lines[i].strip()[:80] for i in paste.with_any(["windows", ".bat", "bat file", "c:\\"])[:50]
                 if _WINDOWS.search(paste.lines[i])), None)
-    oom = paste.with_any(["out of memory", "outofmemory", "oom"])
-    if win is None or any(_OOM.search(paste.lines[i]) for i in oom):
+    if win is None:
         return None
     load = next((m.group(0) for i in paste.with_any(["vram", "sdxl", "flux", "adapter", "controlnet", "refiner",
                                                     "1024"])[:200]

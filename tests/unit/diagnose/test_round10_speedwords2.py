@@ -154,6 +154,25 @@ def test_the_fallback_needs_windows_a_large_slowdown_a_memory_load_and_no_out_of
         assert "GPU_MEMORY_PRESSURE" not in _categories(text), text[:80]
 
 
+def test_shared_gpu_memory_said_in_use_beside_a_slow_run_is_the_spill_itself() -> None:
+    # Task Manager's own term, said with an amount; the same kind's direct wording (the two rows above show it only
+    # through their maintainers)
+    f = _serious("Generation got very slow after the update. Task Manager shows 3.5 GB of shared GPU memory in use "
+                 "on my RTX 3060.")["watch.gpu-memory/reported-shared"]
+    assert (f.category, f.confidence) == ("GPU_MEMORY_PRESSURE", "low")
+    assert "spill into shared system memory" in f.summary
+    quiet = [
+        "Task Manager shows 3.5 GB of shared GPU memory in use.",  # no slow run said
+        "It is slow. Task manager: Shared GPU memory 0.0/15.9 GB",  # said not in use
+        "It is slow, and it is not using shared GPU memory.",
+        "Generation is very slow. I set the CUDA Sysmem Fallback Policy to Prefer No Sysmem Fallback.",  # said off
+        "DataLoader is slow: shared memory (shm) is only 64 MB.",  # /dev/shm, not the GPU's
+        SPILL["sd-webui-012"] + "\nSysmem fallback is disabled.",  # the fallback said off: not the cause
+    ]
+    for text in quiet:
+        assert "GPU_MEMORY_PRESSURE" not in _categories(text), text[:80]
+
+
 def test_the_whole_rows_are_right_and_the_healthy_near_misses_quiet() -> None:
     for tracker, rid, category in [("keras", "keras-001", "INPUT_CPU_BOUND"),
                                    ("whisper", "whisper-010", "INPUT_CPU_BOUND"),
