@@ -260,7 +260,7 @@ def spill(paste: Paste, complaint: bool = False) -> Optional[Dict[str, Any]]:
     """A slowdown on Windows with a memory-heavy load, or shared GPU memory said in use beside a slow run
     (``complaint``): the driver's shared-memory fallback, the words it was read from and the slowdown (a ratio
     where two rates are given); None otherwise, and where the fallback is said off or the paste shows an OOM."""
-    oom = paste.with_any(["out of memory", "outofmemory", "oom"])
+    oom = paste.with_any(["out of memory", "outofmemory", "oom"])[:200]
     if any(_OOM.search(paste.lines[i]) for i in oom):
         return None
     told = [paste.lines[i] for i in paste.with_any(["shared gpu memory", "fallback"])[:50]]
