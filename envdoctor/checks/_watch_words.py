@@ -54,9 +54,10 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
     ctx = s.get("context") or {}
     waits = s.get("gpu_low") or s.get("bursty") or s.get("complaint")
     phase = ctx.get("evaluation") or ctx.get("pipeline") or ctx.get("no_workers")
-    if s.get("cpu_busy") and s.get("gpu_works") and phase and waits:
+    if s.get("cpu_busy") and s.get("gpu_works") and (phase and waits or s.get("gpu_low")):
         where = ("no DataLoader workers (num_workers=0)" if ctx.get("no_workers") else
-                 "an evaluation or validation pass" if ctx.get("evaluation") else "the input pipeline")
+                 "an evaluation or validation pass" if ctx.get("evaluation") else "the input pipeline" if phase else
+                 "no phase or input step (the GPU said idle)")
         return bottleneck.warning(
             "reported-cpu", f"Input-bound on the CPU, by the reporter's account: the CPUs are busy ({_q(s['cpu_busy'])}) "
             f"while the GPU, which the paste shows at work{_also(s['gpu_works'], s['cpu_busy'])}, waits"
@@ -74,6 +75,8 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
                     "training process minus one, pin_memory=True); keep per-sample CPU work out of the loop",
                     commands=["DataLoader(val_dataset, batch_size=..., num_workers=4, pin_memory=True, "
                               "persistent_workers=True)   # size num_workers to the CPUs per process minus one"]))
+    if s.get("cpu_work") and (s.get("gpu_low") or s.get("bursty")):
+        return _cpu_work(bottleneck, s, notseen)
     if s.get("bursty"):
         named = (" with no loader workers (num_workers=0)" if ctx.get("no_workers") else
                  f"; the paste names the input side ({_q(ctx['pipeline'])})" if ctx.get("pipeline") else "")
@@ -84,11 +87,11 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
             evidence=_ev(s, "bursty") + ([Evidence(f"{_EV}.context", ctx)] if ctx else [])
             + _settle(SETTLE_UTIL, SETTLE_IO, SETTLE_WATCH),
             detail="A GPU that computes in bursts and idles between them waits for its next batch: loading, "
-                   "decoding and augmenting it (in too few workers, or without prefetching the next batch while "
-                   "the GPU computes), or reading it from a slow disk or a network share. Steady low utilisation "
-                   "is another story (small batches, syncs). These are words, not samples: utilisation and the "
-                   "host's CPU and disk sampled together (`envdoctor watch -- <your command>`, or `nvidia-smi "
-                   "dmon -s u` beside `iostat -x 1` and `vmstat 1`) tell the disk from the CPU. " + (notseen or ""),
+                   "decoding and augmenting it in too few workers or without prefetching, or reading it from a slow "
+                   "disk or a network share. Steady low utilisation is another story (small batches, syncs). Words, "
+                   "not samples: utilisation, CPU and disk sampled together (the asks below) tell the disk from the "
+                   "CPU. "
+                   + (notseen or ""),
             fix=Fix("Overlap loading with compute: DataLoader workers (num_workers up to the CPUs per process minus "
                     "one), pin_memory=True and prefetching (tf.data's prefetch, an input generator that prefetches); "
                     "the data on local SSD/NVMe",
@@ -150,6 +153,28 @@ def _words_split(bottleneck: Findings, s: Dict[str, Any], notseen: Optional[str]
                 commands=["nvidia-smi topo -m   # NV#: NVLink; PIX/PXB: one PCIe switch; NODE/SYS: through the CPU"]))
 
 
+def _cpu_work(bottleneck: Findings, s: Dict[str, Any], notseen: Optional[str]) -> Finding:
+    """The GPU said idle or coming and going, and the reporter suspects the CPU's part of the input."""
+    gpu = s.get("gpu_low") or s["bursty"]
+    return bottleneck.warning(
+        "reported-cpu", f"Input-bound on the CPU, by the reporter's account: the GPU waits ({_q(gpu)}) and the "
+        f"reporter suspects the CPU's work on the input{_also(s['cpu_work'], gpu)}", category="INPUT_CPU_BOUND",
+        confidence="low",
+        evidence=_ev(s, "gpu_low", "bursty", "cpu_work") + _settle(SETTLE_WATCH, SETTLE_UTIL, SETTLE_IO),
+        detail="A GPU that idles, or computes in bursts between long waits, while each batch is decoded, augmented or "
+               "preprocessed on the CPU is waiting on that work: done serially (one file after another at the "
+               "start of each batch) or in too few processes it takes longer than the GPU's step. The reporter's "
+               "suspicion is not a measurement: the CPUs near 100% while the GPU waits settle it (a disk at %util "
+               "100 would make it storage instead). A GPU idle throughout is also what a run that never reaches "
+               "it shows (a CPU-only build): the process holding GPU memory tells them apart. " + (notseen or ""),
+        fix=Fix("Do the input's CPU work in parallel and ahead of the GPU: DataLoader workers (num_workers up to the "
+                "CPUs per process minus one) or a multi-process reader, prefetching the next batches, decoding or "
+                "augmenting once offline (or on the GPU)",
+                commands=["DataLoader(dataset, batch_size=..., num_workers=4, pin_memory=True, "
+                          "persistent_workers=True, prefetch_factor=4)   # size num_workers to the CPUs per process "
+                          "minus one"]))
+
+
 def words_loader(loader: Findings, w: Watch) -> Optional[Finding]:
     """The reporter says the DataLoader has no workers (num_workers 0) and the run is slow or the GPU underused:
     DATALOADER_IN_MAIN_PROCESS at low confidence (a process tree would count the workers). None otherwise."""
@@ -171,6 +196,34 @@ def words_loader(loader: Findings, w: Watch) -> Optional[Finding]:
         fix=Fix("Load in worker processes", commands=[
             "DataLoader(dataset, batch_size=..., num_workers=4, pin_memory=True, persistent_workers=True)   "
             "# size num_workers to the CPUs per process minus one"]))
+
+
+SETTLE_SHARED = ("nvidia-smi --query-gpu=name,memory.used,memory.total,driver_version --format=csv   # during a "
+                 "slow step (Task Manager: 'Shared GPU memory' in use)")
+
+
+def words_memory(memory: Findings, w: Watch) -> Optional[Finding]:
+    """A run several times slower on Windows with a memory-heavy load, by the reporter's account: the driver's
+    shared-memory fallback (GPU_MEMORY_PRESSURE, low confidence). None otherwise."""
+    sp = said(w).get("spill")
+    if not isinstance(sp, dict):
+        return None
+    x = sp.get("slowdown_x")
+    summary = (f"The run is slow and the reporter sees the GPU's memory spill into shared system memory "
+               f"({_q(sp['said'])}): the GPU's memory is full and the driver goes on in system RAM over PCIe"
+               if sp.get("outright") else
+               f"The run is {f'{x:g}x' if x else 'many times'} slower than the machine's own speed, by the reporter's "
+               f"account ({_q(sp['said'])}), on Windows with a memory-heavy load ({_q(sp['load'])}): the likeliest "
+               "cause is the GPU's memory filling and the driver going on in shared system memory")
+    return memory.warning(
+        "reported-shared", summary,
+        confidence="low", evidence=[Evidence(f"{_EV}.spill", sp)] + _settle(SETTLE_SHARED),
+        detail="NVIDIA's Windows driver (536.40 and later) goes on in shared system memory, at a fraction of the "
+               "speed, where it would have failed with out-of-memory. Words, not samples: the memory used during "
+               "a slow step settles it.",
+        fix=Fix("Keep the work inside the GPU's memory (--medvram/--lowvram or offloading, fewer models at once, a "
+                "lower resolution), or from driver 546.01 set NVIDIA Control Panel > CUDA - Sysmem Fallback Policy "
+                "to 'Prefer No Sysmem Fallback' for python.exe (an out-of-memory error instead)"))
 
 
 def words_idle(idle: Findings, w: Watch) -> Optional[Finding]:

@@ -22,7 +22,7 @@ from ._watch import (
 from ._watch_gaps import SAVE_FIX, STALL_SHARE, STALLS, mb_text, named_findings, waited_most
 from ._watch_main import main_of, name_gaps, worker_lulls, write_bursts
 from ._watch_moment import IDLE, one_moment
-from ._watch_words import words_idle
+from ._watch_words import words_idle, words_memory
 from .base import Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -249,7 +249,7 @@ def _lull_stalls(w: Watch, a: Analysis, run_s: float) -> List[Finding]:
     return []
 
 
-MEMORY = Findings("watch.gpu-memory", "GPU_MEMORY_PRESSURE", kinds=("nearly-full",))
+MEMORY = Findings("watch.gpu-memory", "GPU_MEMORY_PRESSURE", kinds=("nearly-full", "reported-shared"))
 
 
 @check(MEMORY, "GPU memory has headroom")
@@ -258,6 +258,9 @@ def gpu_memory(ctx: CheckContext) -> List[Finding]:
     a = analysis_of(w)
     known = [g for g in a.gpus if g.mem_used_pct_p90 is not None]
     if not known:
+        said = words_memory(MEMORY, w)  # a paste: a slowdown on Windows said with a memory-heavy load
+        if said is not None:
+            return [said]
         raise SkipCheck("GPU memory used against total unknown in the recording" if a.gpus else no_gpu_reason(w))
     full = [g for g in known if g.mem_used_pct_p90 >= MEM_PRESSURE_PCT]
     if isinstance(w.summary, dict) and w.summary.get("snapshots"):

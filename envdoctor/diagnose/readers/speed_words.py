@@ -11,8 +11,12 @@ is not prose):
 - ``gpu_low``: the GPU said idle or underused ("there is no GPU usage", "GPU-Util is always shown zero");
 - ``cpu_busy``: the CPUs said busy with a figure of 80% and more, or said to be the slow side ("CPU usage
   skyrockets to ~87%", "only 8 cpu processes 100% working", "the cpu is slow");
-- ``gpu_works``: the model said to run on the GPU at other times ("Training runs on GPU normally", "gpu is fast"):
+- ``gpu_works``: the model said to run on the GPU at other times ("Training runs on GPU normally", "gpu is fast"),
+  or the GPU stack said to work with another model ("my GPU configuration works well with an MNIST pipeline"):
   what tells a run whose GPU waits from one that computes on the CPU (a CPU-only build shows CPU 100%, GPU 0%);
+- ``cpu_work``: the reporter suspects the CPU's part of the input ("a bottleneck in the decoding of the audio
+  files"; "the data input pipeline is slower than the training on GPU" where the paste says augmentation runs on
+  the CPU), judged with the GPU said idle or bursty;
 - ``context``: what the paste names around the input: no loader workers (``num_workers`` 0), an evaluation or
   validation pass, the input pipeline (a DataLoader, decoding, augmentation, prefetching);
 - ``stalls``: the run said to stop for long spans ("the training process get stunned for a long time"), with the
@@ -26,7 +30,9 @@ is not prose):
 - ``throughput``: a tf_cnn_benchmarks log (``1010  images/sec: 186.6 +/- 0.5 (jitter = 14.8)  6.983``): its
   figure is batch_size / mean(step time) over the steps so far (get_perf_timing_str in the
   tensorflow/benchmarks repository's tf_cnn_benchmarks, benchmark_cnn.py), so two lines give the time of the steps
-  between them in units of the batch: a mean that falls is a span of steps far slower than the run's own.
+  between them in units of the batch: a mean that falls is a span of steps far slower than the run's own;
+- ``spill``: a run several times slower than the machine's own speed, on Windows, with a memory-heavy load and no
+  out-of-memory error: the Windows driver's shared-memory fallback (see spill()).
 """
 
 from __future__ import annotations
@@ -41,20 +47,38 @@ _TABLE = ("|", "+")
 
 # a sentence about the GPU's utilisation (not its memory alone)
 _UTIL = re.compile(r"\b(?:gpu[- ]?(?:(?:memory/)?(?:core |compute )?(?:util\w*|usage|load|capacity|activity))|"
-                   r"utili[sz]ation|volatile|(?:used|uses|using) (?:the )?gpus?|gpus? (?:is |are )?(?:used|busy))\b",
-                   re.I)
+                   r"utili[sz]ation|volatile|(?:used|uses|using) (?:the )?gpus?|gpus? (?:is |are )?(?:used|busy)|"
+                   r"\d ?% of (?:the )?gpus?)\b", re.I)
 _BURSTY = re.compile(r"\bfluctua\w*|\bunstable\b|\berratic\b|\boscillat\w*|\bup and down\b|\bjumps? (?:between|from)\b|"
                      r"\bnot constant\w*|\bsometimes? \d{1,3} ?%[^.\n]{0,25}\bsometimes? \d{1,3} ?%|"
                      r"\bbetween 0 ?%? and 100 ?%|\bfrom 0 ?%? to 100 ?%|"
-                     r"\b(?:low|idle|zero|0 ?%)\b[^.\n]{0,80}\bthen (?:a |an )?(?:spike|burst|jump)", re.I)
+                     r"\b(?:low|idle|zero|0 ?%)\b[^.\n]{0,80}\bthen (?:a |an )?(?:spike|burst|jump)|"
+                     # "the big part of the time only 1% ... and sometimes 29%": low most of the time, now and then more
+                     r"\b(?:most|(?:the )?(?:big|large|greater) part|majority) of the time\b[^.\n]{0,40}?\d{1,2} ?%"
+                     r"[^.\n]{0,40}?\b(?:sometimes?|occasionally|briefly|(?:spikes?|jumps?|peaks?) (?:up )?to)\b"
+                     r"[^.\n]{0,10}?\d{1,3} ?%", re.I)
 _LOW = re.compile(r"\bno gpu (?:usage|utili[sz]ation|activity|load)\b|"
                   r"\bgpu[- ]?(?:util\w*|usage|load)\b[^.\n]{0,50}?\b(?:too low|very low|(?:is|are|was|stays?|"
-                  r"remains?) (?:very |quite |really )?low|(?:always|shown|stays?|is) +zero|none|nothing)\b", re.I)
+                  r"remains?) (?:very |quite |really )?low|(?:always|shown|stays?|is) +zero|none|nothing)\b|"
+                  r"\bgpu[- ]?(?:util\w*|usage|load)\b[^.\n%]{0,20}?(?<![\d.])0 ?%", re.I)
 _CPU_BUSY = re.compile(r"\bcpus?\b[^.\n%]{0,40}?(?:(?<![\d.])(?:[89]\d|100)(?:\.\d+)? ?%|\bskyrocket\w*|\bmax(?:ed)? out\b|"
                        r"\bpegged\b|\bfully? (?:loaded|used|utili[sz]ed)\b)|\bcpu is (?:slow|the bottleneck|the limit)\b",
                        re.I)
 _GPU_WORKS = re.compile(r"\b(?:runs?|running|trains?|training|works?|working)\b[^.\n]{0,20}\bon (?:the )?gpus?\b"
-                        r"[^.\n]{0,15}\b(?:normal(?:ly)?|fine|as expected)\b|\bgpus? (?:is|are) fast\b", re.I)
+                        r"[^.\n]{0,15}\b(?:normal(?:ly)?|fine|as expected)\b|\bgpus? (?:is|are) fast\b|"
+                        # the GPU stack said to work with another model ("my GPU configuration works well with an MNIST
+                        # pipeline"): the build and the driver are not what keeps this run off the GPU
+                        r"\bgpu (?:configuration|config|setup|installation|install) (?:works|is working|worked)\b"
+                        r"[^.\n]{0,20}?\b(?:well|fine|normally)\b", re.I)
+# the reporter names CPU-side work on the input as what they suspect is slow ("a bottleneck in the decoding of the
+# audio files", "the data input pipeline is slower than the training on GPU"); the pipeline alone is the input side,
+# decoding, augmenting and preprocessing are the CPU's part of it (or the pipeline where the paste says that work is
+# done on the CPU: _ON_CPU)
+_SUSPECT = re.compile(r"\b(?:bottleneck\w*|slower than|(?:is|are|was|be) (?:too |very |so |really )?slow|"
+                      r"can(?:no|')t keep up|cannot keep up)\b", re.I)
+_CPU_WORK = re.compile(r"\b(?:decod(?:e|es|ed|ing)|augment\w*|pre-?process\w*)\b", re.I)
+_INPUT_SIDE = re.compile(r"\b(?:data|input) (?:input )?pip\w*line\b", re.I)
+_ON_CPU = re.compile(r"\b(?:decod\w*|augment\w*|pre-?process\w*)\b[^.\n]{0,40}\bon (?:the )?cpus?\b", re.I)
 _WORKERS0 = re.compile(r"\bnum_workers\b[^.\n\d]{0,20}?(?:(?:set )?(?:to|=|:)\s*)0\b", re.I)
 _PHASE = re.compile(r"\b(?:evaluat\w*|validat\w*|val(?:idation)?[_ ](?:data)?loader)\b", re.I)
 _PIPELINE = re.compile(r"\b(?:data ?loaders?|input pipeline|data pipeline|data feeding|input generator|data loading|"
@@ -88,7 +112,8 @@ _HALF = re.compile(r"\bgpu[- ]?util\w*\b[^.\n]{0,40}?\b(?:below|under|less than|
                    re.I)
 
 _KEYS = ["slow", "bottleneck", "speed", "/sec", "/s ", "throughput", "drop", "long", "gpu", "util", "cpu", "num_workers",
-         "stuck", "stunned", "frozen", "freez", "hang", "hung", "paus", "stall", "stop", "idle", "volatile"]
+         "stuck", "stunned", "frozen", "freez", "hang", "hung", "paus", "stall", "stop", "idle", "volatile", "decod",
+         "augment", "preprocess", "pre-process"]
 
 
 def _sentences(paste: Paste) -> List[str]:
@@ -164,6 +189,9 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     said("cpu_busy", _CPU_BUSY)
     said("gpu_works", _GPU_WORKS)
     said("stalls", _STUCK)
+    work = _cpu_work(sents)
+    if work:
+        out["cpu_work"] = work
     stuck = out.get("stalls")
     for s in sents:
         m = _FELL.search(s)
@@ -189,6 +217,9 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     split = _split(paste, sents)
     if split:
         out.update(split)
+    sp = spill(paste, bool(out.get("complaint")))
+    if sp:
+        out["spill"] = sp
     if not out:
         return None
     context: Dict[str, str] = {}
@@ -232,13 +263,104 @@ def _split(paste: Paste, sents: List[str]) -> Optional[Dict[str, Any]]:
     return None
 
 
+# ---------------------------------------------------------------------------- Windows' shared GPU memory
+
+# NVIDIA's Windows driver from 536.40 lets a CUDA program that has filled the GPU's memory go on in shared system
+# memory "albeit at lower speeds" instead of failing with out-of-memory; from 546.01 the NVIDIA Control Panel's
+# "CUDA - Sysmem Fallback Policy" turns it off (https://nvidia.custhelp.com/app/answers/detail/a_id/5490). What a
+# paste shows of it: Windows, a run several times slower than the same machine's own speed, and a memory-heavy
+# load (a GPU memory size, SDXL, an adapter added); an out-of-memory error in the paste is the fallback not taken
+_WINDOWS = re.compile(r"\bwindows\b|\.bat\b|\bbat files?\b|\bC:\\", re.I)
+_RATE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)(?:\s?-\s?\d+(?:\.\d+)?)?\s?(it/s|s/it)\b", re.I)
+_CONTRAST = re.compile(r"\b(?:but|while|whereas|vs\.?|versus|compared|instead|slower|down to|dropped|drops)\b", re.I)
+_FAST_THEN_MINUTES = re.compile(r"\b(?:very |really |quite |pretty )?fast\b[^.\n]{0,40}?\bbut\b[^.\n]{0,80}?"
+                                r"\b(?:takes?|took|taking)\b[^.\n]{0,15}?\b(\d+(?:\.\d+)?) ?(?:minutes?|mins?|hours?)\b",
+                                re.I)
+_MEMORY_LOAD = re.compile(r"\b(?:vram|sdxl|flux|ip[- ]?adapters?|controlnets?|refiner|1024 ?x ?1024)\b", re.I)
+_OOM = re.compile(r"out of memory|OutOfMemoryError|\bOOM\b", re.I)
+SPILL_X = 3.0  # the same work this many times slower than the machine's own speed
+
+
+def _rates(sentence: str) -> List[float]:
+    return [float(v) if unit.lower() == "it/s" else 1.0 / float(v) for v, unit in _RATE.findall(sentence)
+            if float(v) > 0]
+
+
+# the spill said outright: Task Manager's "Shared GPU memory" in use, the fallback named; unless it is said off
+_SHARED_SAID = re.compile(r"\bshared gpu memory\b|\b(?:sysmem|system memory) fallback\b", re.I)
+_FALLBACK_OFF = re.compile(r"\bno (?:sysmem|system memory) fallback\b|\b(?:disabl|turn)\w*(?: off)? (?:the )?(?:cuda )?"
+                           r"(?:sysmem|system memory) fallback\b|\b(?:sysmem|system memory) fallback\b[^.\n]{0,20}?"
+                           r"\b(?:off|disabled)\b", re.I)
+
+# ... said not in use: a negation before it, or an amount under 1 GB beside it ("shared GPU memory 0.1/8.0 GB")
+_UNDER_1GB = r"(?<![\d.])(?:(?:0(?:\.\d+)?|0?\.\d+)(?:\s?/\s?\d+(?:\.\d+)?)?\s?GB|\d{1,3}(?:\.\d+)?(?:\s?/\s?[\d.]+)?\s?MB)\b"
+_SHARED_NOT = re.compile(r"\b(?:not|no|never|zero|doesn't|does not|isn't|is not)\b[^.\n]{0,30}\bshared gpu memory\b|"
+                         r"\bshared gpu memory\b[^.\n\d]{0,30}" + _UNDER_1GB + "|" + _UNDER_1GB
+                         + r" (?:of )?shared gpu memory\b", re.I)
+
+
+def spill(paste: Paste, complaint: bool = False) -> Optional[Dict[str, Any]]:
+    """A slowdown on Windows with a memory-heavy load, or shared GPU memory said in use beside a slow run
+    (``complaint``): the driver's shared-memory fallback, the words it was read from and the slowdown (a ratio
+    where two rates are given); None otherwise, and where the fallback is said off or the paste shows an OOM."""
+    oom = paste.with_any(["out of memory", "outofmemory", "oom"])[:200]
+    if any(_OOM.search(paste.lines[i]) for i in oom):
+        return None
+    told = [paste.lines[i] for i in paste.with_any(["shared gpu memory", "fallback"])[:50]]
+    if any(_FALLBACK_OFF.search(line) for line in told):
+        return None
+    said_outright = next((_around(line.strip(), m) for line in told for m in [_SHARED_SAID.search(line.strip())]
+                          if m and not _SHARED_NOT.search(line)), None)
+    if said_outright and complaint:
+        return {"said": said_outright, "slowdown_x": None, "outright": True}
+    win = next((paste.lines[i].strip()[:80] for i in paste.with_any(["windows", ".bat", "bat file", "c:\\"])[:50]
+                if _WINDOWS.search(paste.lines[i])), None)
+    if win is None:
+        return None
+    load = next((m.group(0) for i in paste.with_any(["vram", "sdxl", "flux", "adapter", "controlnet", "refiner",
+                                                    "1024"])[:200]
+                 for m in [_MEMORY_LOAD.search(paste.lines[i])] if m), None)
+    if load is None:
+        return None
+    # its own lines (a progress bar's many it/s lines would crowd the prose out of _sentences' first lines)
+    sents = [s.strip() for i in paste.with_any(["it/s", "s/it", "fast"])[:300] for s in _SENT.split(paste.lines[i])
+             if not paste.lines[i].lstrip().startswith(_TABLE) and len(paste.lines[i]) <= 2000 and s.strip()]
+    for s in sents:
+        rates = _rates(s) if _CONTRAST.search(s) else []
+        if len(rates) >= 2 and max(rates) / min(rates) >= SPILL_X:
+            return {"said": s[:200], "slowdown_x": round(max(rates) / min(rates), 1), "windows": win, "load": load}
+        m = _FAST_THEN_MINUTES.search(s)
+        if m:
+            return {"said": _around(s, m), "slowdown_x": None, "windows": win, "load": load}
+    return None
+
+
+def _cpu_work(sents: List[str]) -> Optional[str]:
+    """The reporter's sentence suspecting the CPU's part of the input (decoding, augmenting, preprocessing; or the
+    input pipeline where another sentence says that work runs on the CPU), with the words on the CPU if apart."""
+    on_cpu = _first(_ON_CPU, sents)
+    for s in sents:
+        m = _SUSPECT.search(s)
+        if not m:
+            continue
+        if _CPU_WORK.search(s):
+            return _around(s, _CPU_WORK.search(s) or m)
+        side = _INPUT_SIDE.search(s)
+        if side and on_cpu:
+            here = _around(s, side)
+            return here if on_cpu.strip("…") in s else f"{here} {on_cpu}"
+    return None
+
+
 def judged(said: Dict[str, Any]) -> bool:
     """Whether what was said is one of the patterns the watch checks judge (checks/_watch_words.py): a paste that
     only mentions speed, a busy CPU or a stop is not a recording of anything."""
     ctx = said.get("context") or {}
-    return bool(said.get("bursty") or said.get("others_idle") or said.get("split")
+    return bool(said.get("bursty") or said.get("others_idle") or said.get("split") or said.get("spill")
                 or (said.get("cpu_busy") and said.get("gpu_works") and ctx.keys() & {"evaluation", "pipeline",
                                                                                     "no_workers"})
+                or (said.get("cpu_busy") and said.get("gpu_works") and said.get("gpu_low"))
+                or (said.get("cpu_work") and (said.get("gpu_low") or said.get("bursty")))
                 or (ctx.get("no_workers") and (said.get("complaint") or said.get("gpu_low")))
                 or ((said.get("stalls") or said.get("speed_fell")) and said.get("stall_gpu_zero"))
                 or (said.get("stalls") and said.get("throughput")))
