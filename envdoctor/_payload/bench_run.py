@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (Tuple: in type comments)
 
 from .bench import (
     ALL_DEVICES,

@@ -8,7 +8,7 @@ import json
 import os
 import re
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple  # noqa: F401  (Tuple: in a type comment)
 
 from .common import _exc_text, _short
 from .elf import elf_defined_symbols, elf_read, elf_undefined_symbols

@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any, Dict, List
+from typing import Any, Dict, List  # noqa: F401  (used in type comments, which ruff does not read)
 
 TRACEBACK_LINES = 12
 MAX_TEXT = 2000

@@ -25,7 +25,7 @@ _HOST_DRIVER_ROWS = ("nvidia-module-load-failed", "nvidia-module-build-failed", 
 _NO_HOST_NVML = re.compile(r"load library failed: libnvidia-ml\.so")
 
 
-def context_holds(when: str, facts: Facts, compat: "Compat", groups: Dict[str, Optional[str]]) -> bool:
+def context_holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
     if when == "host_driver_missing":
         return host_driver_missing(facts, compat, groups)
     if when == "extension_build_named":  # the build may be a torch extension's (torch, setup.py, cpp_extension)
@@ -33,7 +33,7 @@ def context_holds(when: str, facts: Facts, compat: "Compat", groups: Dict[str, O
     return False
 
 
-def host_driver_missing(facts: Facts, compat: "Compat", groups: Dict[str, Optional[str]]) -> bool:
+def host_driver_missing(facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
     """The paste shows the host's driver missing: a message of the rows above, or libnvidia-container finding no
     libnvidia-ml where the paste shows no working driver (no nvidia-smi table, no driver version) and Docker is
     not the snap, whose confinement hides the host's libraries from the hook (canonical/docker-snap#148)."""

@@ -179,7 +179,7 @@ PREDICATES_BY_WHEN: Dict[str, Callable[[Facts, Any, Dict[str, Optional[str]]], b
     "ort_packages_not_shown": ort_packages_not_shown}
 
 
-def framework_named(facts: Facts, pattern: "re.Pattern[str]") -> bool:
+def framework_named(facts: Facts, pattern: re.Pattern[str]) -> bool:
     """A framework other than torch (``pattern``) is named in the paste's messages, the packages it imports or
     runs in (``paste.imports``), or its package list."""
     msgs = facts.paste.messages if facts.paste else []

@@ -21,6 +21,7 @@ driver's GPU paravirtualisation under WSL. These are the signs read here, each a
 from __future__ import annotations
 
 import re
+
 from .base import BARE, LOOSE, Acc, Paste
 
 _APPTAINER_RUN = re.compile(r"(?<![\w.-])(?:singularity|apptainer)\s+(?:run|exec|shell|instance\s+start)\b[^\n]*")

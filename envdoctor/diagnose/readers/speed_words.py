@@ -126,7 +126,7 @@ def _sentences(paste: Paste) -> List[str]:
     return out
 
 
-def _first(pattern: "re.Pattern[str]", sentences: List[str], need: Optional["re.Pattern[str]"] = None) -> Optional[str]:
+def _first(pattern: re.Pattern[str], sentences: List[str], need: Optional[re.Pattern[str]] = None) -> Optional[str]:
     for s in sentences:
         if need is not None and not need.search(s):
             continue
@@ -136,7 +136,7 @@ def _first(pattern: "re.Pattern[str]", sentences: List[str], need: Optional["re.
     return None
 
 
-def _around(text: str, m: "re.Match[str]") -> str:
+def _around(text: str, m: re.Match[str]) -> str:
     """The words matched with some of the sentence around them (what a finding quotes)."""
     a, b = max(0, m.start() - 30), min(len(text), m.end() + 30)  # a quote, not the paragraph: the reply fits a screen
     return ("…" if a else "") + text[a:b].strip() + ("…" if b < len(text) else "")
@@ -179,7 +179,7 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     sents = _sentences(paste)
     out: Dict[str, Any] = {}
 
-    def said(key: str, pattern: "re.Pattern[str]", need: "Optional[re.Pattern[str]]" = None) -> None:
+    def said(key: str, pattern: re.Pattern[str], need: Optional[re.Pattern[str]] = None) -> None:
         got = _first(pattern, sents, need)
         if got:
             out[key] = got

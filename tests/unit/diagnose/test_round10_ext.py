@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
+from tests.unit.diagnose.pastes import findings as _findings
+from tests.unit.diagnose.pastes import serious as _serious
 
 # ---- the split libtorch_cuda libraries missing
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
+from tests.unit.diagnose.pastes import findings as _findings
+from tests.unit.diagnose.pastes import serious as _serious
 
 # ---- kind 1: a framework's build for a CUDA major the environment lacks
 

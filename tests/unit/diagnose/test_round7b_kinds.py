@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
+from tests.unit.diagnose.pastes import serious as _serious
 
 CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "corpus"
 

@@ -26,11 +26,8 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat.signatures import SignatureError, parse_signatures
-from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
-
-
-
-
+from tests.unit.diagnose.pastes import findings as _findings
+from tests.unit.diagnose.pastes import serious as _serious
 
 # ---- a CPU-only build of a framework other than torch
 

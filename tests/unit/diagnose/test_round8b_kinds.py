@@ -13,11 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
-
-
-
-
+from tests.unit.diagnose.pastes import findings as _findings
+from tests.unit.diagnose.pastes import serious as _serious
 
 # ---- an insufficient-driver error the pasted driver contradicts
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.diagnose.pastes import findings as _findings, serious as _serious
+from tests.unit.diagnose.pastes import findings as _findings
+from tests.unit.diagnose.pastes import serious as _serious
 
 # mmcv-005: the traceback through mmcv/ops and mmcv's ext_loader
 MMCV_EXT = (
