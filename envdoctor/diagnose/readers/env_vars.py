@@ -4,7 +4,7 @@ compat_data/env_vars.json (CUDA_LAUNCH_BLOCKING, OMP_NUM_THREADS, NCCL_*, PYTORC
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, List
+from typing import Any, Iterable, List, Optional
 
 from .base import LOOSE, REPL, Acc, Paste
 
@@ -33,9 +33,31 @@ def _assignment(name: str) -> re.Pattern[str]:
         rf"|os\.environ\[[\"']{n}[\"']\]\s*=\s*{_VALUE}")
 
 
+# the value an `echo $NAME` printed, as a value of such a variable: one word, or paths (which may hold spaces)
+_ONE_WORD = re.compile(r"^\S+$")
+_PATHS = re.compile(r"^(?:[A-Za-z]:)?[\\/~.][^\n]*$")
+
+
+def _echoed(lines: List[str], i: int, name: str) -> Optional[str]:
+    """What ``echo $NAME`` printed, where line ``i`` is that command on a line of its own (after a shell prompt or
+    none) and the very next line is a plausible value: one word, or a path list for a path variable. Prose that
+    mentions the command ("I can echo $CUDA_VISIBLE_DEVICES and see nothing is set") is no command, and the line
+    after it (a date in reports-batch2/121) is no value; a blank line after the command says the value is empty or
+    the paste skipped it, so nothing is read."""
+    n_ = re.escape(name)
+    if not re.match(rf"^\s*(?:\S*[$#%>]\s*)?echo\s+\"?\${{?{n_}\}}?\"?\s*$", lines[i]):
+        return None
+    if i + 1 >= len(lines):
+        return None
+    value = lines[i + 1].strip()
+    if not value or re.match(r"^\s*(?:\$|>>>|#)", lines[i + 1]):
+        return None
+    path_like = "PATH" in name or name.endswith("_HOME") or name.endswith("_DIR")
+    return value if _ONE_WORD.match(value) or (path_like and _PATHS.match(value)) else None
+
+
 def read_env(paste: Paste, acc: Acc, names: Iterable[str] = ()) -> None:
     lines = paste.lines
-    n = len(lines)
     for i in paste.distinct(paste.with_any(_ENV_NAMES, case=True)):
         line = lines[i]
         for name in _ENV_NAMES:
@@ -45,12 +67,9 @@ def read_env(paste: Paste, acc: Acc, names: Iterable[str] = ()) -> None:
             if m and "$" not in m.group(1)[:1] and name != "PATH":
                 acc.put_env(name, m.group(1).strip("'\""), LOOSE, "a NAME=value line", line)
                 continue
-            if re.search(rf"echo\s+\"?\${{?{name}\b", line):
-                j = i + 1
-                while j < n and not lines[j].strip():
-                    j += 1
-                if j < n and not re.match(r"^\s*(?:\$|>>>|#)", lines[j]):
-                    acc.put_env(name, lines[j].strip(), REPL, f"echo ${name}", line)
+            value = _echoed(lines, i, name)
+            if value is not None:
+                acc.put_env(name, value, REPL, f"echo ${name}", line)
     table = [x for x in names if x not in _ENV_NAMES]
     if not table:
         return
@@ -68,9 +87,7 @@ def read_env(paste: Paste, acc: Acc, names: Iterable[str] = ()) -> None:
                 if "$" not in value:  # a value built from another variable says nothing by itself
                     acc.put_env(name, value, LOOSE, "an export or assignment line", line)
                     acc.add_found("environment variables set in the shell or the job script")
-            elif re.search(rf"echo\s+\"?\${{?{re.escape(name)}\b", line):
-                j = i + 1
-                while j < n and not lines[j].strip():
-                    j += 1
-                if j < n and not re.match(r"^\s*(?:\$|>>>|#)", lines[j]):
-                    acc.put_env(name, lines[j].strip(), REPL, f"echo ${name}", line)
+            else:
+                echoed = _echoed(lines, i, name)
+                if echoed is not None:
+                    acc.put_env(name, echoed, REPL, f"echo ${name}", line)

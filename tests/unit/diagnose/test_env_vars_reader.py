@@ -58,3 +58,28 @@ def test_collect_env_module_loading(compat):
     assert facts.paste.provenance["pythons[0].env.CUDA_MODULE_LOADING"]["confidence"] == "high"
     codes = {f.code for f in diagnose_report([text], compat).findings}
     assert "host.environment/cuda-module-loading-eager" in codes
+
+
+# reports-batch2/121: prose that mentions the command, then nvidia-smi's date line; read as CUDA_VISIBLE_DEVICES it
+# was a NO_GPU_VISIBLE error ("CUDA sees no GPU") on a machine whose cause was MIG
+PROSE_ECHO = ("First, I can echo $CUDA_VISIBLE_DEVICES and see nothing is set.\n\nWed Jul 24 16:03:06 2024\n"
+              "+-----------------------------------------------------------------------------+\n")
+PROMPT_ECHO = ("user@gpu01:~$ echo $CUDA_VISIBLE_DEVICES\n2,3\nuser@gpu01:~$ echo $LD_LIBRARY_PATH\n"
+               "/usr/local/cuda/lib64:/opt/My Libs/lib\n$ echo $OMP_NUM_THREADS\n\n$ python train.py\n"
+               "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+
+
+def test_an_echo_is_read_only_as_a_command_with_a_value_after_it(compat):
+    facts, _ = read_paste([PROMPT_ECHO], compat)
+    env = facts.pythons[0].env if facts.pythons else {}
+    assert env.get("CUDA_VISIBLE_DEVICES") == "2,3"
+    assert env.get("LD_LIBRARY_PATH") == "/usr/local/cuda/lib64:/opt/My Libs/lib"  # a path list may hold spaces
+    assert "OMP_NUM_THREADS" not in env  # a blank line after the command: empty, or skipped by the paste
+
+
+def test_prose_about_echo_reads_no_value_and_gives_no_visibility_error(compat):
+    facts, _ = read_paste([PROSE_ECHO], compat)
+    env = facts.pythons[0].env if facts.pythons else {}
+    assert "CUDA_VISIBLE_DEVICES" not in env
+    report = diagnose_report([PROSE_ECHO], compat)
+    assert not [f for f in report.findings if f.category == "NO_GPU_VISIBLE" and f.severity == "error"]
