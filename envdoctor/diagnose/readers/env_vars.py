@@ -45,7 +45,7 @@ def _echoed(lines: List[str], i: int, name: str) -> Optional[str]:
     after it (a date in reports-batch2/121) is no value; a blank line after the command says the value is empty or
     the paste skipped it, so nothing is read."""
     n_ = re.escape(name)
-    if not re.match(rf"^\s*(?:\S*[$#%>]\s*)?echo\s+\"?\${{?{n_}\}}?\"?\s*$", lines[i]):
+    if not re.match(rf"^(?:.*?[$#%>]\s+)?echo\s+\"?\${{?{n_}\}}?\"?\s*$", lines[i]):
         return None
     if i + 1 >= len(lines):
         return None

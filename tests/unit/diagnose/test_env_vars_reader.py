@@ -64,7 +64,7 @@ def test_collect_env_module_loading(compat):
 # was a NO_GPU_VISIBLE error ("CUDA sees no GPU") on a machine whose cause was MIG
 PROSE_ECHO = ("First, I can echo $CUDA_VISIBLE_DEVICES and see nothing is set.\n\nWed Jul 24 16:03:06 2024\n"
               "+-----------------------------------------------------------------------------+\n")
-PROMPT_ECHO = ("user@gpu01:~$ echo $CUDA_VISIBLE_DEVICES\n2,3\nuser@gpu01:~$ echo $LD_LIBRARY_PATH\n"
+PROMPT_ECHO = ("(py38) [0] user@gpu01:~/runs  $ echo $CUDA_VISIBLE_DEVICES\n2,3\nuser@gpu01:~$ echo $LD_LIBRARY_PATH\n"
                "/usr/local/cuda/lib64:/opt/My Libs/lib\n$ echo $OMP_NUM_THREADS\n\n$ python train.py\n"
                "RuntimeError: CUDA error: an illegal memory access was encountered\n")
 
