@@ -310,12 +310,20 @@ _SLOW_RUN = re.compile(r"\b(?:too |very |pretty |quite |really |so |extremely )?
                        r"\btak(?:es?|ing|en) (?:a |so |too )?(?:very |really )?long\b", re.I)
 
 
+# ... not an install, a download or a build said slow
+_NOT_A_RUN = re.compile(r"\b(?:install\w*|download\w*|upload\w*|compil\w*|build(?:s|ing)?|pip|conda|clon\w*|boot\w*)\b",
+                        re.I)
+
+
 def said_slow_run(paste: Paste) -> Optional[str]:
     for i in paste.with_any(["slow", "long"])[:200]:
         line = paste.lines[i]
-        m = _SLOW_RUN.search(line) if not line.lstrip().startswith(("|", "+")) else None
-        if m:
-            return m.group(0)
+        if line.lstrip().startswith(("|", "+")):
+            continue
+        for sent in re.split(r"(?<=[.!?])\s+", line):
+            m = _SLOW_RUN.search(sent)
+            if m and not _NOT_A_RUN.search(sent):
+                return m.group(0)
     return None
 
 

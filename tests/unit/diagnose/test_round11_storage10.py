@@ -51,6 +51,8 @@ def test_storage_said_beside_a_slow_run_is_input_bound_on_storage(text, quote, c
     "Training is slow. The data is not on NFS, I copied it to local disk.\n",
     # a slow disk named with no word on the run's speed
     "I store the checkpoints on HDD.\n",
+    # the data on NFS, and an install said slow, not the run
+    "Our datasets are on NFS. The pip install is very slow behind the proxy.\n",
 ])
 def test_near_miss_no_storage_or_no_complaint_is_not_storage_bound(text, compat) -> None:
     assert "INPUT_STORAGE_BOUND" not in _serious(text, compat)
