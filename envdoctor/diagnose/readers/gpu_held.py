@@ -19,7 +19,7 @@ from typing import Optional
 from .base import LOOSE, Acc, Paste
 
 _SENT = re.compile(r"(?<=[.!?])\s+|\n")
-_ABOUT = re.compile(r"\b(?:gpus?\d*|memory|vram|cuda)\b", re.I)
+_ABOUT = re.compile(r"\b(?:gpus?\d*|memory|vram)\b", re.I)  # not "cuda": "still using CUDA 11" is a version
 # the program is over: ended, finished, exited, crashed, killed; or a killed or failed earlier run
 _ENDED = re.compile(
     r"\b(?:program|process|script|training|job|run|task|python|application|execution|experiment)s?\b[^.\n]{0,30}?"
@@ -32,7 +32,7 @@ _ENDED = re.compile(
 _HELD = re.compile(
     r"\b(?:not|never|isn't|aren't|wasn't|weren't) (?:been |get |got |being )?(?:released|freed|deallocated|cleared)\b|"
     r"\b(?:did|does|do)(?:n't| not) (?:free|release|clear|give back)\b|"
-    r"\bstill (?:occupied|held|in use|allocated|holds?|holding|using|occupies|occupying)\b", re.I)
+    r"\bstill (?:occupied|held|in use|allocated|holds?|holding|occupies|occupying)\b", re.I)
 # a process that stays behind
 _ZOMBIE = re.compile(r"\b(?:zombie|defunct|orphan(?:ed)?|leftover|left-over|stale)\s+(?:python\s+)?process(?:es)?\b",
                      re.I)

@@ -92,6 +92,8 @@ def test_a_gpu_said_held_after_its_program_is_gone_is_busy(text, compat) -> None
     "RuntimeError: CUDA out of memory. Tried to allocate 20.00 MiB (GPU 0; 1.96 GiB total capacity)\n",
     # memory given back when the program ends
     "When the program ends, all GPU memory is released.\n",
+    # a version still in use after a crash, not memory
+    "After the job crashed I am still using CUDA 11.8 on the GPU server.\n",
 ])
 def test_near_miss_a_live_process_or_a_bare_oom_is_not_busy(text, compat) -> None:
     assert "GPU_BUSY" not in _serious(text, compat)
