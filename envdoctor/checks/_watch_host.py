@@ -107,7 +107,7 @@ def told_verdict(bottleneck: Findings, w: Watch, a: Analysis, notseen: Optional[
     summ = w.summary if isinstance(w.summary, dict) else {}
     said = summ.get("reported_symptoms") if isinstance(summ.get("reported_symptoms"), dict) else {}
     seen = next((x for x in (summ.get("reported_low_util"), summ.get("reported_slow_load"), said.get("bursty"),
-                             said.get("stall_gpu_zero")) if x), None)
+                             said.get("stall_gpu_zero"), summ.get("reported_slow")) if x), None)
     if told is None or (not a.gpus and not seen):
         return None
     text, ev = told

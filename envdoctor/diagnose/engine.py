@@ -39,6 +39,7 @@ from .readers import (
     env_vars,
     frameworks,
     gpu_discovery,
+    gpu_held,
     gpu_said,
     host_lines,
     imports,
@@ -147,6 +148,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     cuda_named.read_cuda_needed(paste, acc)
     gpu_said.read_gpu_said(paste, acc)
     driver_words.read_driver_words(paste, acc)
+    gpu_held.read_gpu_held(paste, acc)
     cuda_named.read_cudnn_named(paste, acc)
     if recordings:
         _recordings(paste, acc)

@@ -70,6 +70,7 @@ SIGNALS: Dict[str, str] = {
     "paste.llama_cuda_seen": "paste.llama_cuda_seen",  # llama.cpp's CUDA backend at work (ggml-cuda, BLAS = 1)
     "paste.framework_cuda_query": "paste.framework_cuda_query",  # "Open3D False": o3d.core.cuda.is_available()
     "paste.cudnn_named": "paste.cudnn_named",  # the first cuDNN version the reporter names (round 10)
+    "paste.gpu_held_said": "paste.gpu_held_said",  # a GPU said held after its program is gone (readers/gpu_held.py)
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

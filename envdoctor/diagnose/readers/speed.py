@@ -19,8 +19,9 @@ recording), next to what readers/recording.py reads from dmon, --query-gpu CSV, 
   ``summary.loader_warning`` (the run has at most 2 workers per loader).
 - a person's sentence giving a GPU utilisation figure ("Volatile GPU-Util indicates 0%"): one reported sample,
   marked as such (``summary.reported``), never a measurement's confidence; and where they say the data is (on an
-  HDD, on NFS or another network share: ``summary.data_storage``), with their words that the GPU is underused
-  (``summary.reported_low_util``), read only where the paste speaks of speed.
+  HDD, on NFS, another network share or a cloud bucket: ``summary.data_storage``), with their words that the GPU is
+  underused (``summary.reported_low_util``), that loading is slow, or that the run is (``summary.reported_slow``),
+  read only where the paste speaks of speed.
 """
 
 from __future__ import annotations
@@ -267,11 +268,18 @@ _SAID_LOW = re.compile(r"\bgpu[- ]?(?:util(?:i[sz]ation)?|usage|load)\b[^.\n]{0,
                        r"not above \d{1,2}\s?%)", re.I)
 # where a person says the data is: on a rotational disk or a network filesystem (the storage the seeds' storage-bound
 # verdict is about); "not SSD" and the like are left to the words before them
+_WHERE = (r"(?:HDDs?|hard (?:disk|drive)s?|spinning (?:disk|drive)s?|NFS|network (?:share|drive|storage|file ?system)|"
+          r"CIFS|SMB share|sshfs|NAS|cloud (?:storage|bucket)|(?:mounted |S3 |GCS )bucket|s3fs|gcsfuse)")
+# ... or a verb that puts a named file there ("I store mv_images.h5 on HDD not SSD": a file name, its dot kept, not
+# the word data; issue 42 round 10, 3dlg-hcvc/DuoduoCLIP#9)
 _SAID_STORAGE = re.compile(
     r"\b(?:data(?:set)?s?|images|files|samples)\b[^.\n]{0,40}?\b(?:on|in|from)\s+(?:an?\s+|the\s+|my\s+|our\s+)?"
-    r"(?P<what>HDDs?|hard (?:disk|drive)s?|spinning (?:disk|drive)s?|NFS|network (?:share|drive|storage|file ?system)|"
-    r"CIFS|SMB share|sshfs|NAS)\b|\b(?P<what2>NFS|HDD)\b[^.\n]{0,30}?\b(?:to (?:share|store|hold)|for) (?:the )?data\b", re.I)
-_NETWORK = ("nfs", "network", "cifs", "smb", "sshfs", "nas")
+    r"(?P<what>" + _WHERE + r")\b|\b(?P<what2>NFS|HDD)\b[^.\n]{0,30}?\b(?:to (?:share|store|hold)|for) (?:the )?data\b|"
+    r"\b(?:stor(?:e|es|ed|ing)|keep(?:s|ing)?|kept|put(?:ting)?|plac(?:e|ed|ing)|locat(?:e|ed)|sav(?:e|ed|ing)|"
+    r"(?:lives?|sits?|resides?))\b(?:[^.\n]|\.(?=\w)){0,40}?\b(?:on|in|from)\s+(?:an?\s+|the\s+|my\s+|our\s+)?"
+    r"(?P<what3>" + _WHERE + r")\b", re.I)
+_NOT = re.compile(r"\b(?:not|never|no longer)\b|n't\b", re.I)  # "the data is not on NFS": said elsewhere, not here
+_NETWORK = ("nfs", "network", "cifs", "smb", "sshfs", "nas", "cloud", "mounted", "s3", "gcs")
 
 
 _SLOW_LOAD = re.compile(r"\b(?:(?:takes?|taking|took) (?:a )?(?:very )?long(?: time)? to (?:load|read)|(?:loading|reading) "
@@ -296,12 +304,36 @@ def said_low_util(paste: Paste) -> Optional[str]:
     return None
 
 
-def said_storage(paste: Paste) -> Optional[Dict[str, Any]]:
-    for i in paste.with_any(["hdd", "hard d", "spinning", "nfs", "network", "cifs", "smb", "sshfs", "nas"])[:200]:
+# the run said slow in words ("I found it pretty slow", "takes a long time"): with the storage said, the reporter's
+# own suspicion that the storage is what limits it (torch-downstream-041, duoduoclip-001)
+_SLOW_RUN = re.compile(r"\b(?:too |very |pretty |quite |really |so |extremely )?slow(?:er|ly)?\b|"
+                       r"\btak(?:es?|ing|en) (?:a |so |too )?(?:very |really )?long\b", re.I)
+
+
+# ... not an install, a download or a build said slow
+_NOT_A_RUN = re.compile(r"\b(?:install\w*|download\w*|upload\w*|compil\w*|build(?:s|ing)?|pip|conda|clon\w*|boot\w*)\b",
+                        re.I)
+
+
+def said_slow_run(paste: Paste) -> Optional[str]:
+    for i in paste.with_any(["slow", "long"])[:200]:
         line = paste.lines[i]
-        m = _SAID_STORAGE.search(line)
+        if line.lstrip().startswith(("|", "+")):
+            continue
+        for sent in re.split(r"(?<=[.!?])\s+", line):
+            m = _SLOW_RUN.search(sent)
+            if m and not _NOT_A_RUN.search(sent):
+                return m.group(0)
+    return None
+
+
+def said_storage(paste: Paste) -> Optional[Dict[str, Any]]:
+    for i in paste.with_any(["hdd", "hard d", "spinning", "nfs", "network", "cifs", "smb", "sshfs", "nas", "cloud",
+                             "bucket", "s3fs", "gcsfuse"])[:200]:
+        line = paste.lines[i]
+        m = next((m for m in _SAID_STORAGE.finditer(line) if not _NOT.search(m.group(0))), None)
         if m:
-            what = (m.group("what") or m.group("what2")).lower()
+            what = (m.group("what") or m.group("what2") or m.group("what3")).lower()
             return {"kind": "network" if what.startswith(_NETWORK) else "rotational", "said": m.group(0).strip(),
                     "line": line.strip()[:200]}
     return None
@@ -357,20 +389,23 @@ def _storage(paste: Paste, have_samples: bool, summary_extra: Dict[str, Any],
              words: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
     """Where the data is (a pasted mount, or the reporter's words) into ``summary_extra``, when the paste also shows
     the GPU side (samples) or the reporter says the GPU is underused, comes and goes or stops at 0%, or loading is
-    slow; None otherwise."""
+    slow, or the run is (``reported_slow``); None otherwise."""
     told = data_mount(paste) or said_storage(paste)
     if told is None:
         return None
     low = said_low_util(paste) if not have_samples else None
     slow_load = said_slow_load(paste) if not have_samples and not low else None
+    slow = said_slow_run(paste) if not (have_samples or low or slow_load) else None
     pattern = bool(words and (words.get("bursty") or words.get("stall_gpu_zero")))
-    if not (have_samples or low or slow_load or pattern):
+    if not (have_samples or low or slow_load or slow or pattern):
         return None
     summary_extra["data_storage"] = told
     if low:
         summary_extra["reported_low_util"] = low
     if slow_load:
         summary_extra["reported_slow_load"] = slow_load
+    if slow:
+        summary_extra["reported_slow"] = slow
     return told
 
 
