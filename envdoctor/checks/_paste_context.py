@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 CONTEXT_WHEN = ("host_driver_missing", "extension_build_named")
 
 # rows that say the host's driver is not there or not loaded (a module that did not load or build, nouveau)
-_HOST_DRIVER_ROWS = ("nvidia-module-load-failed", "nvidia-module-build-failed", "nouveau-holds-gpu",
-                     "kernel-headers-package-missing")
+_HOST_DRIVER_ROWS = ("nvidia-module-load-failed", "nvidia-module-key-rejected", "nvidia-module-build-failed",
+                     "nouveau-holds-gpu", "kernel-headers-package-missing")
 # libnvidia-container's own words when the host has no NVML library in its linker cache
 _NO_HOST_NVML = re.compile(r"load library failed: libnvidia-ml\.so")
 
