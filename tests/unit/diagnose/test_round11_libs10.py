@@ -13,6 +13,9 @@
   started without the GPU (kubeflow/community-distribution#2683 on k3s; the same mechanism read from other
   messages in kubeflow/notebooks#68 and mudler/LocalAI#2117 on k0s). A misspelt is_avaiable() in the reporter's
   sentence is read too.
+- nvcc refusing a newer host gcc said in words ("Currently CUDA doesn't support gcc versions later than 8",
+  DeadSix27/waifu2x-converter-cpp#203; "nvcc does not support anything more than gcc 4.9", torch/cutorch#408), and
+  nvcc's phrase without its "unsupported GNU version!" prefix (an issue title: cuda_memtest#26, waifu2x#203).
 """
 
 from __future__ import annotations
@@ -125,3 +128,34 @@ def test_near_miss_cuda_unavailable_outside_a_pod_does_not_blame_a_runtime(compa
 def test_near_miss_a_misspelt_condition_in_code_is_not_a_result(compat) -> None:
     text = "if not torch.cuda.is_avaiable() == False:\n    print('gpu')\n"
     assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+# ---- kind 4: a host compiler too new for nvcc, said in words
+@pytest.mark.parametrize("text", [
+    # DeadSix27/waifu2x-converter-cpp#203 (waifu2x-converter-cpp-001)
+    "Currently CUDA doesn't support gcc versions later than 8. I've tried to switch to clang, only to find that nvcc "
+    "uses gcc by default.",
+    # torch/cutorch#408 (a maintainer's answer to a gcc 6 build)
+    "nvidia's nvcc does not support anything more than gcc 4.9 (yet).",
+    # ComputationalRadiationPhysics/cuda_memtest#26's title: nvcc's phrase without its prefix
+    "gcc versions later than 6 are not supported",
+])
+def test_a_host_compiler_too_new_said_in_words(text, compat) -> None:
+    assert "HOST_COMPILER_TOO_NEW" in _serious(text + "\n", compat)
+
+
+def test_the_words_reading_is_a_warning_and_the_nvcc_line_stays_an_error(compat) -> None:
+    said = _serious("Currently CUDA doesn't support gcc versions later than 8.\n", compat)
+    assert said["HOST_COMPILER_TOO_NEW"].severity == "warning"
+    line = ("/usr/local/cuda/include/crt/host_config.h:129:2: error: #error -- unsupported GNU version! gcc versions "
+            "later than 7 are not supported!\n")
+    assert _serious(line, compat)["HOST_COMPILER_TOO_NEW"].severity == "error"
+
+
+@pytest.mark.parametrize("text", [
+    "CUDA 12.4 supports gcc up to 13, and I built with gcc 12 without problems.",
+    "The build works: nvcc accepts gcc 11 here.",
+    "CUDA doesn't support Python 3.13 bindings yet.",
+])
+def test_near_miss_compiler_words_without_a_refusal_stay_quiet(text, compat) -> None:
+    assert "HOST_COMPILER_TOO_NEW" not in _serious(text + "\n", compat)
