@@ -17,8 +17,8 @@ from ..model.catalogue import CATEGORIES
 from ..model.facts import Facts, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Severity
 from ._paste import no_nvidia_gpu_said, paste_or_skip
+from ._paste_context import K8S_DOC, K8S_FIX
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
-from .messages import K8S_DOC, K8S_FIX
 
 if TYPE_CHECKING:
     from ..compat.queries import Compat
