@@ -14,6 +14,16 @@ from ._paste_roles import extension_build_named, prov
 if TYPE_CHECKING:
     from ..compat.queries import Compat
 
+# a container runtime problem inside a Kubernetes pod is fixed on the pod spec, not with `docker run --gpus`
+# (issue 42): the device plugin's README (a GPU pod names runtimeClassName: nvidia where the nvidia runtime is not
+# containerd's default, and asks for nvidia.com/gpu in its limits); a CDI allocation without NVIDIA_VISIBLE_DEVICES
+# leaves libcuda out of images whose library path lacks the injected one (https://github.com/scverse/scvi-tools/pull/3799)
+K8S_FIX = ("Fix it on the pod spec: request the GPU in resources.limits (nvidia.com/gpu: 1), set runtimeClassName: "
+           "nvidia where the nvidia runtime is not the node's default, and check that the device plugin injects the "
+           "driver libraries (NVIDIA_VISIBLE_DEVICES, or CDI with an image whose LD_LIBRARY_PATH holds the injected "
+           "driver directory, e.g. GKE's /usr/local/nvidia/lib64); kubectl describe pod shows what was allocated.")
+K8S_DOC = "https://github.com/NVIDIA/k8s-device-plugin#readme"
+
 # host_driver_missing: where the program ran; extension_build_named: what the failing build was (a torch
 # extension's, or a plain CUDA build's: issue 42, archdriver)
 CONTEXT_WHEN = ("host_driver_missing", "extension_build_named")

@@ -17,6 +17,7 @@ from ..model.catalogue import CATEGORIES
 from ..model.facts import Facts, ProbeStatus
 from ..model.findings import Evidence, Finding, Fix, Severity
 from ._paste import no_nvidia_gpu_said, paste_or_skip
+from ._paste_context import K8S_DOC, K8S_FIX
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
 
 if TYPE_CHECKING:
@@ -43,12 +44,12 @@ def _torch_cuda_known(facts: Facts) -> Optional[bool]:
 
 
 CUDA_UNAVAILABLE = Findings("diagnose.cuda-unavailable", "TORCH_CPU_ONLY_BUILD",
-                            kinds=("cpu-build", "build-unknown", "driver-unknown"),
-                            categories=("NO_NVIDIA_DRIVER",))
+                            kinds=("cpu-build", "build-unknown", "driver-unknown", "pod-runtime"),
+                            categories=("NO_NVIDIA_DRIVER", "CONTAINER_NO_GPU_RUNTIME"))
 
 
 @check("diagnose.cuda-unavailable", "CUDA unavailable with the cause not in the paste",
-       categories=("TORCH_CPU_ONLY_BUILD", "NO_NVIDIA_DRIVER"), applies=PASTE_ONLY)
+       categories=("TORCH_CPU_ONLY_BUILD", "NO_NVIDIA_DRIVER", "CONTAINER_NO_GPU_RUNTIME"), applies=PASTE_ONLY)
 def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
     """torch.cuda.is_available() is False and the paste shows neither torch's build nor a working driver: the
     two common causes, at low confidence (a warning at most), with the output that would settle it."""
@@ -94,6 +95,29 @@ def check_cuda_unavailable(ctx: CheckContext) -> List[Finding]:
         detail=f"{_meaning_without_gpus(category)} To settle it, paste the output of `{settle}`.",
         evidence=[Evidence("pythons[0].torch.cuda_available", False), Evidence("paste.settle", settle)],
         fix=Fix(f"Paste the output of `{settle}`", [settle]),
+    )] + _pod_runtime(facts)
+
+
+def _pod_runtime(facts: Facts) -> List[Finding]:
+    """Inside a Kubernetes pod the other common cause: the node's container runtime gave the pod no GPU (the
+    nvidia runtime is not containerd's or Docker's default and the pod names no runtimeClassName for it), as in
+    kubeflow/notebooks#68, kubeflow/community-distribution#2683 (k3s) and mudler/LocalAI#2117 (k0s) (issue 42)."""
+    c = facts.host.container
+    if c is None or c.runtime != "kubernetes":
+        return []
+    settle = "nvidia-smi"
+    return [CUDA_UNAVAILABLE.warning(
+        "pod-runtime", category="CONTAINER_NO_GPU_RUNTIME", confidence="low",
+        summary=("torch.cuda.is_available() is False inside a Kubernetes pod: possibly the pod was started "
+                 "without the GPU (the nvidia runtime is not the node's default and the pod names no "
+                 "runtimeClassName for it)"),
+        detail=("Kubernetes starts a pod with the node's default container runtime; unless that is the nvidia "
+                "runtime, or the pod spec names its RuntimeClass, the pod gets no GPU device and no driver "
+                "libraries even when it asks for nvidia.com/gpu. nvidia-smi run inside the pod settles it (not "
+                "found, or no device: the runtime; a GPU listed: look at torch's build instead)."),
+        evidence=[Evidence("pythons[0].torch.cuda_available", False),
+                  Evidence("host.container.runtime", "kubernetes"), Evidence("paste.settle", settle)],
+        fix=Fix(K8S_FIX, [], K8S_DOC),
     )]
 
 

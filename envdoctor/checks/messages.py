@@ -7,6 +7,7 @@ from typing import Dict, List
 from ..model.catalogue import CATEGORIES
 from ..model.findings import Evidence, Finding, Fix, Severity
 from ._paste import Hit, signature_hits
+from ._paste_context import K8S_DOC, K8S_FIX
 from .base import PASTE_ONLY, Check, CheckContext, Findings, SkipCheck, registrar
 
 CHECKS: List[Check] = []
@@ -20,15 +21,6 @@ SIGNATURE = Findings("messages.signature", "", kinds=("{signature}", "{signature
 _RANK = {"high": 3, "medium": 2, "low": 1}
 
 
-# a container runtime problem inside a Kubernetes pod is fixed on the pod spec, not with `docker run --gpus`
-# (issue 42): the device plugin's README (a GPU pod names runtimeClassName: nvidia where the nvidia runtime is not
-# containerd's default, and asks for nvidia.com/gpu in its limits); a CDI allocation without NVIDIA_VISIBLE_DEVICES
-# leaves libcuda out of images whose library path lacks the injected one (https://github.com/scverse/scvi-tools/pull/3799)
-K8S_FIX = ("Fix it on the pod spec: request the GPU in resources.limits (nvidia.com/gpu: 1), set runtimeClassName: "
-           "nvidia where the nvidia runtime is not the node's default, and check that the device plugin injects the "
-           "driver libraries (NVIDIA_VISIBLE_DEVICES, or CDI with an image whose LD_LIBRARY_PATH holds the injected "
-           "driver directory, e.g. GKE's /usr/local/nvidia/lib64); kubectl describe pod shows what was allocated.")
-K8S_DOC = "https://github.com/NVIDIA/k8s-device-plugin#readme"
 # Apptainer/Singularity passes the GPU only with --nv; enroot's NVIDIA hook (and pyxis's, under Slurm) injects the
 # driver only when NVIDIA_VISIBLE_DEVICES is set in the container's environment (issue 42, round 10)
 CONTEXT_FIXES = {

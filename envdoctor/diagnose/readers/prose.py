@@ -35,14 +35,17 @@ _REVERSED_GPU = re.compile(r"\b(\d{3,4})\s?(rtx|gtx)\b(?!\s?\d)", re.I)
 # is_available() said to be False in a sentence or a message: "but cuda.is_available() returns false",
 # "torch.cuda.is_available=**False**", torch's own "... but torch.cuda.is_available() is False." (not open3d's
 # o3d.core.cuda.is_available(), and not a condition in code: "if torch.cuda.is_available() == False:")
-_AVAILABLE_FALSE = re.compile(r"(?<![\w.])(?:torch\.)?cuda\.is_available(?:\(\))?`?\s*(?:\*\*)?\s*"
+# a misspelt name in the reporter's own sentence counts ("torch.cuda.is_avaiable() return False",
+# kubeflow/community-distribution#2683)
+_AVAILABLE_FALSE = re.compile(r"(?<![\w.])(?:torch\.)?cuda\.is_ava(?:ilable|iable|liable|ilble)(?:\(\))?`?\s*"
+                              r"(?:\*\*)?\s*"
                               r"(?:(?:still|always|now|also)\s+)?(?:returns?|returned|returning|gives?|gave|is|was|"
                               r"shows?|showed|prints?|printed|outputs?|==?|:|->)\s*(?:(?:still|always|now|also)\s+)?"
                               r"[*`'\"]*\s*false\b", re.I)
-_CODE_CONDITION = re.compile(r"\b(?:if|elif|while|assert|and|or|not)\s+(?:\(\s*)?(?:torch\.)?cuda\.is_available", re.I)
+_CODE_CONDITION = re.compile(r"\b(?:if|elif|while|assert|and|or|not)\s+(?:\(\s*)?(?:torch\.)?cuda\.is_ava", re.I)
 
 _WORDS = ["torch.__version__", "torch.version.cuda", "torch ", "torch-", "pytorch ", "torch==", "gtx", "rtx", " gt ",
-          "is_available"]
+          "is_ava"]
 
 
 def _gpu_name(raw: str) -> str:

@@ -27,13 +27,7 @@ comfyui-009 container-toolkit-005 flash-attention-003 jax-002
 nccl-011 ollama-002
 slurm-001 tensorrt-003 tensorrt-004
 ultralytics-003 vllm-007 vllm-017 wsl-003 wsl-004
-""".split()) | {
-    # relabelled on 2026-12-07 (corpus label audit, helper labels8; docs/measurements.md): right under their old
-    # label CUDA_VARIANT_MIXED / SYSTEM_LIB_SHADOWING, wrong under CUDA_LIBRARY_VERSION_MISMATCH, the label their
-    # established cause takes (the CUDA or cuDNN library the build needs is missing or older); a relabel, not an
-    # engine change
-    "jax-005",
-} | set("""
+""".split()) | set("""
 comfyui-017
 cuda-build-010
 hami-001 invokeai-003

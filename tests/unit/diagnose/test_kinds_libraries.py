@@ -199,12 +199,13 @@ def test_corpus_torchvision_rows(tracker: str, rid: str) -> None:
 # ---- kind 1: loaded-vs-built CUDA library lines, and pip's NVIDIA pin conflict
 
 
-def test_xla_cudnn_loaded_older_than_built_is_shadowing() -> None:
+def test_xla_cudnn_loaded_older_than_built_alone_is_a_low_confidence_lead() -> None:
+    # the line alone does not say whether an older copy was found first or the only cuDNN is too old (round 11)
     text = ("E0612 09:14:02.118811   4411 cuda_dnn.cc:535] Loaded runtime CuDNN library: 9.1.0 but source was "
             "compiled with: 9.3.0.  CuDNN library needs to have matching major version and equal or higher minor "
             "version.\n")
     f = _signature(text, "dnn-loaded-older-than-built")
-    assert (f.category, f.severity, f.confidence) == ("SYSTEM_LIB_SHADOWING", "error", "medium")
+    assert (f.category, f.severity, f.confidence) == ("SYSTEM_LIB_SHADOWING", "warning", "low")
     values = {e.path.rsplit(".", 1)[-1]: e.value for e in f.evidence if e.path.startswith("paste.messages[")}
     assert (values["loaded"], values["compiled"]) == ("9.1.0", "9.3.0")
 

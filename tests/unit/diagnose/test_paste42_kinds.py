@@ -222,15 +222,22 @@ def test_ollama_cudart_wording_is_not_this_row(compat) -> None:
     # nicolov/segmentation_keras#32 (tensorflow-012)
     ("E tensorflow/stream_executor/cuda/cuda_dnn.cc:371] Loaded runtime CuDNN library: 6021 (compatibility version "
      "6000) but source was compiled with 5105 (compatibility version 5100).", "CUDA_LIBRARY_VERSION_MISMATCH"),
-    # jax-ml/jax#15268 (jax-001): an older copy than the build needs stays a shadowing library
-    ("E external/xla/xla/stream_executor/cuda/cuda_dnn.cc:429] Loaded runtime CuDNN library: 8.5.0 but source was "
-     "compiled with: 8.6.0.", "SYSTEM_LIB_SHADOWING"),
 ])
-def test_cudnn_loaded_newer_or_older_than_built(line, category, compat) -> None:
+def test_cudnn_loaded_newer_than_built(line, category, compat) -> None:
     serious = _serious(line + "\n", compat)
     assert "messages.signature/dnn-loaded-older-than-built" in {c for c, _ in serious.get(category, set())}
     other = {"CUDA_LIBRARY_VERSION_MISMATCH", "SYSTEM_LIB_SHADOWING"} - {category}
     assert not other & set(serious)
+
+
+def test_cudnn_loaded_older_than_built_alone_is_both_readings_at_warning(compat) -> None:
+    # jax-ml/jax#15268 (jax-001, a shadowing copy) and jax-ml/jax#16901 (jax-015, the only cuDNN too old) paste the
+    # same line: alone it is both readings, neither an error (round 11, libs10)
+    line = ("E external/xla/xla/stream_executor/cuda/cuda_dnn.cc:429] Loaded runtime CuDNN library: 8.5.0 but source "
+            "was compiled with: 8.6.0.\n")
+    serious = _serious(line, compat)
+    for category in ("CUDA_LIBRARY_VERSION_MISMATCH", "SYSTEM_LIB_SHADOWING"):
+        assert {s for _, s in serious.get(category, set())} == {Severity.WARNING}
 
 
 # ---- packages at versions that do not go together
