@@ -89,14 +89,17 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "('__nvJitLinkAddData_12_1'), or subtle slowdowns.",
        "Remove the library from LD_PRELOAD or /etc/ld.so.preload, or its directory from LD_LIBRARY_PATH (or "
        "match its version to the wheel's); reinstalling torch does not help."),
-    _c("CUDA_LIBRARY_VERSION_MISMATCH", "A CUDA library wheel at another version than torch pins",
-       "An NVIDIA library wheel (cuDNN, cuBLAS, NCCL, the CUDA runtime ...) is installed at a version other than "
-       "the one torch (or a companion, or cuda-toolkit) pins in its metadata, or is missing.",
-       "torch was built against the pinned version: an older cuDNN raises 'cuDNN version incompatibility' at "
-       "the first convolution, an older cuBLAS or nvJitLink fails with undefined symbols; pip says nothing "
-       "after a --no-deps install or another package's pin.",
-       "Install the pinned version into the judged interpreter (one pinned pip install; torch stays "
-       "importable)."),
+    # (the title named torch only; since issue 42 the category also carries other frameworks' builds: TensorFlow,
+    # JAX, ONNX Runtime, TensorRT, PaddlePaddle wanting a CUDA/cuDNN version the environment lacks)
+    _c("CUDA_LIBRARY_VERSION_MISMATCH", "A CUDA library at another version than the build needs",
+       "An NVIDIA library (cuDNN, cuBLAS, NCCL, the CUDA runtime ...) is installed at a version other than the one "
+       "the build needs -- the version torch (or a companion, or cuda-toolkit) pins in its metadata, or the one "
+       "another framework's build was compiled against -- or is missing.",
+       "The build was made against that version: an older cuDNN raises 'cuDNN version incompatibility' at "
+       "the first convolution, an older cuBLAS or nvJitLink fails with undefined symbols, a library of another "
+       "major 'cannot open shared object file'; pip says nothing after a --no-deps install or another package's pin.",
+       "Install the version the build needs into the judged environment (for torch: one pinned pip install; torch "
+       "stays importable), or install the framework's build for the libraries present."),
     _c("PYTHON_PACKAGE_SHADOWED", "torch is imported from outside the interpreter's own site-packages",
        "The torch that `import torch` finds comes from a PYTHONPATH entry, the user site (~/.local), a "
        "directory a .pth file adds, or a sys.path edit, before (or instead of) the interpreter's own "
