@@ -1,0 +1,94 @@
+"""Issue 42, corpus round 11's misses (helper fix11).
+
+1. The driver's JIT refusing PTX of a newer ISA version, said by its built-in ptxas ("ptxas application ptx input,
+   line 9; fatal : Unsupported .version 8.1; current version is '8.0'"): the same mechanism as
+   CUDA_ERROR_UNSUPPORTED_PTX_VERSION / "the provided PTX was compiled with an unsupported toolchain" (cuda-apps,
+   openmm, text-generation-inference rows), read in numba (numba-002) and OpenPCDet's spconv/numba path
+   (open-mmlab/OpenPCDet#934): DRIVER_TOO_OLD_FOR_TORCH_CUDA. A standalone ptxas (a file name instead of
+   "application ptx input") is the toolkit's own ptxas older than the PTX (triton-lang/triton#5385), not the
+   driver: nothing is said of the driver there.
+2. nvidia-container-cli failing to load libnvidia-ml.so.1 is the host's missing driver only where nothing else in
+   the paste explains it: beside Docker's "Unknown runtime specified nvidia" the toolkit's own install is what is
+   broken (container-toolkit-034, NVIDIA/nvidia-container-toolkit#302: reinstalling the toolkit fixed it), as with
+   the snap (shared example 306); alone (hami-004) it stays the host's driver.
+"""
+
+from __future__ import annotations
+
+from tests.unit.diagnose.pastes import findings as _findings
+from tests.unit.diagnose.pastes import serious as _serious
+
+
+# ---- 1. the driver's JIT refusing newer PTX
+NUMBA = ("numba.cuda.cudadrv.driver.LinkerError: [222] Call to cuLinkAddData results in UNKNOWN_CUDA_ERROR\n"
+         "ptxas application ptx input, line 9; fatal   : Unsupported .version 8.1; current version is '8.0'\n")
+OPENPCDET = ("ptxas application ptx input, line 9; fatal : Unsupported .version 7.3; current version is '7.2'\n"
+             "numba.cuda.cudadrv.driver.LinkerError: [222] Call to cuLinkAddData results in "
+             "CUDA_ERROR_UNSUPPORTED_PTX_VERSION\n")
+
+
+def _ptx_findings(text: str, compat) -> list:
+    return [f for f in _findings(text, compat) if f.code.endswith("/ptxas-jit-unsupported-ptx-version")]
+
+
+def test_the_driver_jits_ptxas_refusing_a_newer_ptx_version_is_a_driver_too_old(compat) -> None:
+    got = _serious(NUMBA, compat)
+    assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" in got, sorted(got)
+    assert got["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].severity == "error"
+    assert "UNRECOGNISED_ERROR" not in got
+    (f,) = _ptx_findings(NUMBA, compat)
+    values = {e.path.rsplit(".", 1)[-1]: e.value for e in f.evidence}
+    assert values.get("ptx") == "8.1" and values.get("ptx_accepted") == "8.0", values
+
+
+def test_the_same_jit_line_in_another_tracker_is_read_too(compat) -> None:
+    assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" in _serious(OPENPCDET, compat)
+    assert _ptx_findings(OPENPCDET, compat)
+
+
+def test_near_miss_a_standalone_ptxas_older_than_the_ptx_says_nothing_of_the_driver(compat) -> None:
+    # triton-lang/triton#5385: nvcc 11.8's ptxas given PTX 8.4 from Triton's LLVM (the toolkit is old, not the driver)
+    text = ("ptxas add_kernel.ptx, line 5; fatal   : Unsupported .version 8.4; current version is '7.8'\n"
+            "ptxas fatal   : Ptx assembly aborted due to errors\n")
+    assert not _ptx_findings(text, compat)
+    assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" not in _serious(text, compat)
+
+
+def test_near_miss_a_supported_version_line_stays_quiet(compat) -> None:
+    text = "ptxas info    : 0 bytes gmem\nptxas application ptx input, line 9; warning : Double is not supported\n"
+    assert not _ptx_findings(text, compat)
+
+
+# ---- 2. libnvidia-ml not loadable: the host's driver, or the toolkit's broken install
+NVML = ("docker: Error response from daemon: failed to create shim task: OCI runtime create failed: runc create "
+        "failed: unable to start container process: error during container init: error running hook #0: error "
+        "running hook: exit status 1, stdout: , stderr: Auto-detected mode as 'legacy'\n"
+        "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared "
+        "object file: no such file or directory: unknown.\n")
+UNKNOWN_RUNTIME = "docker: Error response from daemon: Unknown runtime specified nvidia.\nSee 'docker run --help'.\n"
+
+
+def test_an_unknown_nvidia_runtime_beside_the_nvml_failure_is_the_toolkit_not_the_host_driver(compat) -> None:
+    got = _serious("sudo nvidia-docker run -it img\n" + UNKNOWN_RUNTIME + "sudo docker run --gpus all -it img\n"
+                   + NVML, compat)
+    assert "CONTAINER_NO_GPU_RUNTIME" in got, sorted(got)
+    assert "NO_NVIDIA_DRIVER" not in got, sorted(got)
+
+
+def test_a_containerd_runtime_missing_beside_the_nvml_failure_is_read_the_same(compat) -> None:
+    # containerd's CRI wording (microk8s-001's kind) with the hook's NVML failure
+    text = ('failed to get sandbox runtime: no runtime for "nvidia" is configured\n' + NVML)
+    got = _serious(text, compat)
+    assert "CONTAINER_NO_GPU_RUNTIME" in got and "NO_NVIDIA_DRIVER" not in got, sorted(got)
+
+
+def test_near_miss_the_nvml_failure_alone_stays_the_hosts_missing_driver(compat) -> None:
+    # hami-004: a pod scheduled onto a node without a GPU driver
+    got = _serious(NVML, compat)
+    assert "NO_NVIDIA_DRIVER" in got, sorted(got)
+
+
+def test_near_miss_a_host_driver_message_still_wins_over_the_unknown_runtime(compat) -> None:
+    # the host's own words that its driver did not load (the nvidia-module-load-failed row) keep the host reading
+    text = UNKNOWN_RUNTIME + NVML + "ERROR: Unable to load the kernel module 'nvidia.ko'.\n"
+    assert "NO_NVIDIA_DRIVER" in _serious(text, compat)
