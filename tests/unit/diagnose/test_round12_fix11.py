@@ -11,6 +11,13 @@
    the paste explains it: beside Docker's "Unknown runtime specified nvidia" the toolkit's own install is what is
    broken (container-toolkit-034, NVIDIA/nvidia-container-toolkit#302: reinstalling the toolkit fixed it), as with
    the snap (shared example 306); alone (hami-004) it stays the host's driver.
+3. Stable Diffusion web UI's own torch.cuda.is_available() test failing ("Torch is not able to use GPU; add
+   --skip-torch-cuda-test ...", printed by AUTOMATIC1111's launcher and its forks: StabilityMatrix's packages,
+   Forge, the DirectML fork) beside an NVIDIA GPU is the program said to run without the GPU, the kind
+   diagnose.runs-on-cpu reads (InvokeAI's "Using device_type cpu", whisper's FP16 line): possibly a CPU-only torch,
+   a low-confidence warning with the command that settles it (stabilitymatrix-001: the DirectML package on an
+   RTX 3080). The message names torch, so other engines in the paste (DirectML) do not take it over; without an
+   NVIDIA GPU shown, or with torch's build shown, it says nothing.
 """
 
 from __future__ import annotations
@@ -92,3 +99,48 @@ def test_near_miss_a_host_driver_message_still_wins_over_the_unknown_runtime(com
     # the host's own words that its driver did not load (the nvidia-module-load-failed row) keep the host reading
     text = UNKNOWN_RUNTIME + NVML + "ERROR: Unable to load the kernel module 'nvidia.ko'.\n"
     assert "NO_NVIDIA_DRIVER" in _serious(text, compat)
+
+
+# ---- 3. SD web UI's torch test failing beside an NVIDIA GPU
+WEBUI = ("RuntimeError: Torch is not able to use GPU; add --skip-torch-cuda-test to COMMANDLINE_ARGS variable to "
+         "disable this check\n")
+STABILITYMATRIX = ("### What GPU / hardware type are you using?\n\nGigabyte GeForce RTX\u2122 3080 VISION OC 10G\n\n"
+                   "NVIDIA driver was found.\nVersion: v1.10.1-amd-53-g32f147b7\nTraceback (most recent call last):\n"
+                   '  File "C:\\Users\\u\\StabilityMatrix\\Data\\Packages\\stable-diffusion-webui-directml\\launch.py", '
+                   "line 48, in <module>\n    main()\n" + WEBUI)
+# AUTOMATIC1111/stable-diffusion-webui's own tracker (the launcher's assert, its GPU named in the report)
+A1111 = ("I have an RTX 3060 and installed the webui with webui-user.bat.\nTraceback (most recent call last):\n"
+         '  File "C:\\sd\\stable-diffusion-webui\\launch.py", line 38, in <module>\n    main()\n' + WEBUI)
+
+
+def _runs_on_cpu(text: str, compat) -> list:
+    return [f for f in _findings(text, compat) if f.code.startswith("diagnose.runs-on-cpu")]
+
+
+def test_the_webui_torch_test_beside_an_nvidia_gpu_is_possibly_a_cpu_torch(compat) -> None:
+    for text in (STABILITYMATRIX, A1111):
+        got = _serious(text, compat)
+        assert "TORCH_CPU_ONLY_BUILD" in got, sorted(got)
+        f = got["TORCH_CPU_ONLY_BUILD"]
+        assert f.severity == "warning" and f.confidence == "low"
+        assert "UNRECOGNISED_ERROR" not in got, sorted(got)  # the finding explains the launcher's error line
+
+
+def test_a_directml_package_is_named_in_the_finding(compat) -> None:
+    (f,) = _runs_on_cpu(STABILITYMATRIX, compat)
+    assert "DirectML" in f.detail
+    (g,) = _runs_on_cpu(A1111, compat)
+    assert "DirectML" not in g.detail
+
+
+def test_near_miss_the_webui_test_without_an_nvidia_gpu_says_nothing(compat) -> None:
+    # lshqqytiger/stable-diffusion-webui-amdgpu#432's kind: an AMD card, no NVIDIA GPU anywhere
+    text = "I have a Radeon RX 6700 XT, no NVIDIA GPU.\n" + WEBUI
+    assert not _runs_on_cpu(text, compat)
+    assert not _runs_on_cpu(WEBUI, compat)
+
+
+def test_near_miss_the_webui_test_with_a_cuda_torch_shown_is_left_to_the_build_checks(compat) -> None:
+    text = "I have an RTX 3090.\ntorch              2.1.0.dev20230626+cu121\n" + WEBUI
+    assert not _runs_on_cpu(text, compat)
+    assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
