@@ -54,6 +54,13 @@ _ENGINES = (("paddle", re.compile(r"\bpaddle(?:paddle|ocr|hub|nlp|x|seg|detectio
                                  r"keras|jax\w*|mxnet|tensorrt|openvino|directml|djl|deepface|blender|cycles|upbge|"
                                  r"open3d|colmap|xgboost|lightgbm|catboost|cupy|cuml|opencv|cv2|exllama\w*|"
                                  r"koboldcpp|lm ?studio|gpt4all|mlc[-_]llm|ggml|vulkan|opencl)\b", re.I)))
+# libraries whose own CUDA builds start at a compute capability (diagnose.library-gpu-arch judges them with the cited
+# floors of compat_data's context.library_min_compute_capability): NCCL named (its library, its tests, its errors),
+# LightGBM's CUDA build asked for (device / device_type "cuda"; its "gpu" device is the OpenCL build, judged nowhere)
+_LIBRARY_BUILDS = (("nccl", re.compile(r"\bnccl\b|\bncclUnhandledCudaError\b", re.I)),
+                   ("lightgbm-cuda", re.compile(r"\blightgbm\b[\s\S]{0,4000}?\bdevice(?:_type)?\s*=\s*['\"]cuda['\"]|"
+                                                r"\bdevice(?:_type)?\s*=\s*['\"]cuda['\"][\s\S]{0,4000}?\blightgbm\b",
+                                                re.I)))
 # llama.cpp offload asked for: n_gpu_layers, --n-gpu-layers, -ngl
 _GPU_LAYERS = re.compile(r"\bn_gpu_layers\b|--n-gpu-layers\b|\s-ngl\b", re.I)
 
@@ -83,6 +90,9 @@ def read_devices_said(paste: Paste, acc: Acc) -> None:
     m = _LLAMA_CUDA.search(text)
     if m:
         acc.put("paste.llama_cuda_seen", m.group(0).strip(), LOOSE, m.group(0).strip())
+    libs = [name for name, pat in _LIBRARY_BUILDS if pat.search(text)]
+    if libs:
+        acc.put("paste.library_builds", " ".join(libs), LOOSE, "libraries with their own CUDA builds named")
     m = _DIRECTML.search(text)
     if m:
         acc.put("paste.directml_named", m.group(0), LOOSE, "DirectML named in the paste")

@@ -18,6 +18,11 @@
    a low-confidence warning with the command that settles it (stabilitymatrix-001: the DirectML package on an
    RTX 3080). The message names torch, so other engines in the paste (DirectML) do not take it over; without an
    NVIDIA GPU shown, or with torch's build shown, it says nothing.
+4. A library with its own CUDA build, named in the paste, on a GPU below the oldest architecture that build
+   compiles for (context.library_min_compute_capability, each row cited by the library's maintainers): NCCL on a
+   Quadro K4200 (3.0 < 3.5, nccl-014) and LightGBM's device='cuda' on a Tesla M60 (5.2 < 6.0, lightgbm-003):
+   GPU_ARCH_NOT_IN_TORCH_BUILD, a medium warning. A GPU at or above the floor, LightGBM's OpenCL "gpu" device,
+   or a library not listed stay quiet.
 """
 
 from __future__ import annotations
@@ -144,3 +149,39 @@ def test_near_miss_the_webui_test_with_a_cuda_torch_shown_is_left_to_the_build_c
     text = "I have an RTX 3090.\ntorch              2.1.0.dev20230626+cu121\n" + WEBUI
     assert not _runs_on_cpu(text, compat)
     assert "TORCH_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+# ---- 4. a library's CUDA build below its cited architecture floor
+NCCL = ("`unhandled cuda error` when running the test executable after `make` on Ubuntu Server 16.04\n\n"
+        "I have installed NCCL on Ubuntu Server 16.04 having 2 Quadro K4200 GPU cards with CUDA 8.0. I followed the "
+        "instructions given in the readme file.\n")
+LIGHTGBM = ("CUDA GPU version on Ubuntu 20.04 Linux crashes during training.\n```python\nimport lightgbm as lgb\n"
+            "clf = lgb.LGBMClassifier(\n    objective='binary',\n    device='cuda',\n    verbose=1,\n)\n"
+            "clf.fit(X_train, y_train)\n```\nLightGBM version or commit hash: 4.5.0\n\nThe GPU is NVIDIA Tesla M60\n")
+
+
+def _library(text: str, compat) -> list:
+    return [f for f in _findings(text, compat) if f.code.startswith("diagnose.library-gpu-arch")]
+
+
+def test_nccl_on_a_gpu_below_its_builds_is_a_build_without_the_gpus_kernels(compat) -> None:
+    (f,) = _library(NCCL, compat)
+    assert f.category == "GPU_ARCH_NOT_IN_TORCH_BUILD" and f.severity == "warning", f
+    assert "3.0" in f.summary and "3.5" in f.summary
+    assert "GPU_ARCH_NOT_IN_TORCH_BUILD" in _serious(NCCL, compat)
+
+
+def test_lightgbms_cuda_build_on_a_maxwell_gpu_is_read_too(compat) -> None:
+    (f,) = _library(LIGHTGBM, compat)
+    assert "5.2" in f.summary and "6.0" in f.summary
+    assert "GPU_ARCH_NOT_IN_TORCH_BUILD" in _serious(LIGHTGBM, compat)
+
+
+def test_near_miss_a_gpu_at_or_above_the_floor_stays_quiet(compat) -> None:
+    assert not _library(NCCL.replace("Quadro K4200", "Tesla K80"), compat)  # 3.7
+    assert not _library(LIGHTGBM.replace("Tesla M60", "Tesla V100-SXM2-16GB"), compat)
+
+
+def test_near_miss_lightgbms_opencl_device_and_an_unlisted_library_stay_quiet(compat) -> None:
+    assert not _library(LIGHTGBM.replace("device='cuda'", "device='gpu'"), compat)
+    assert not _library("I run cupy on 2 Quadro K4200 GPU cards and it crashes.\n", compat)
