@@ -33,6 +33,10 @@ _HOST_DRIVER_ROWS = ("nvidia-module-load-failed", "nvidia-module-key-rejected", 
                      "nouveau-holds-gpu", "kernel-headers-package-missing")
 # libnvidia-container's own words when the host has no NVML library in its linker cache
 _NO_HOST_NVML = re.compile(r"load library failed: libnvidia-ml\.so")
+# Docker (or containerd) saying the nvidia runtime is not registered: the toolkit's own install is broken or was
+# never configured (container-toolkit-001, -034, microk8s-001); a libnvidia-ml load failure beside it is then no
+# proof of a missing host driver (issue 42, round 11)
+_TOOLKIT_BROKEN_ROWS = ("unknown-runtime-nvidia",)
 
 
 def context_holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
@@ -45,13 +49,19 @@ def context_holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Opt
 
 def host_driver_missing(facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
     """The paste shows the host's driver missing: a message of the rows above, or libnvidia-container finding no
-    libnvidia-ml where the paste shows no working driver (no nvidia-smi table, no driver version) and Docker is
-    not the snap, whose confinement hides the host's libraries from the hook (canonical/docker-snap#148)."""
+    libnvidia-ml where the paste shows no working driver (no nvidia-smi table, no driver version), Docker is
+    not the snap, whose confinement hides the host's libraries from the hook (canonical/docker-snap#148), and
+    Docker does not also say the nvidia runtime is unknown (the toolkit's install is then what is broken:
+    NVIDIA/nvidia-container-toolkit#302, fixed by reinstalling the toolkit)."""
     messages = facts.paste.messages if facts.paste else []
-    rows = [s for s in (compat.signatures or []) if s.id in _HOST_DRIVER_ROWS] if compat is not None else []
+    signatures = (compat.signatures or []) if compat is not None else []
+    rows = [s for s in signatures if s.id in _HOST_DRIVER_ROWS]
     if any(s.search(m) for s in rows for m in messages):
         return True
     if not _NO_HOST_NVML.search(groups.get("detail") or ""):
+        return False
+    toolkit_rows = [s for s in signatures if s.id in _TOOLKIT_BROKEN_ROWS]
+    if any(s.search(m) for s in toolkit_rows for m in messages):
         return False
     seen = prov(facts)
     return facts.driver.version is None and "driver.seen" not in seen and not seen.get("container.snap")

@@ -77,7 +77,8 @@ def _torch_cuda_shown(facts: Facts, prov: Dict[str, Any]) -> bool:
 def check_runs_on_cpu(ctx: CheckContext) -> List[Finding]:
     paste = paste_or_skip(ctx)
     prov = paste.provenance or {}
-    said = _value(prov, "paste.cpu_used_said") or _value(prov, "paste.gpu_unused_said")
+    torch_said = _value(prov, "paste.torch_gpu_unusable_said")  # a launcher's torch.cuda.is_available() test
+    said = _value(prov, "paste.cpu_used_said") or _value(prov, "paste.gpu_unused_said") or torch_said
     blas_off = _value(prov, "paste.blas_off")
     if not (said or blas_off):
         raise SkipCheck("the paste does not say the program runs on the CPU", not_applicable="no CPU use said")
@@ -92,6 +93,11 @@ def check_runs_on_cpu(ctx: CheckContext) -> List[Finding]:
         return []  # no NVIDIA GPU after all, or the program says it runs on CUDA: the CPU words mean something else
     engines = (_value(prov, "paste.engines") or "").split()
     ev = [Evidence("paste.cpu_used_said", said or blas_off), Evidence("driver.gpus", gpu)]
+    if torch_said:
+        engines = []  # the launcher's message names torch itself: other engines the paste names do not explain it
+        line = " ".join(torch_said.split())[:60]  # the error line this finding explains, as the messages hold it
+        ev += [Evidence(f"paste.messages[{i}]", m[:500]) for i, m in enumerate(paste.messages)
+               if line and line in " ".join(m.split())][:1]
     if "paddle" in engines:
         return _paddle(facts, said or blas_off or "", ev)
     if "dlib" in engines:
@@ -110,14 +116,18 @@ def check_runs_on_cpu(ctx: CheckContext) -> List[Finding]:
         return []  # another engine than torch (its own device default or build), not judged here
     if _torch_cuda_shown(facts, prov):
         return []  # torch's build or availability is shown: torch.cuda-build / diagnose.cuda-unavailable judge it
+    directml = ("" if "paste.directml_named" not in prov else
+                " The paste names DirectML: a DirectML package of the program (torch-directml) runs torch on "
+                "DirectX 12 with a torch that has no CUDA, so on an NVIDIA GPU the program's CUDA package is the one "
+                "to install.")
     return [RUNS_ON_CPU.warning(
         "torch", confidence="low",
-        summary=f"The program runs on the CPU beside {gpu}: possibly a CPU-only torch in its "
-                "environment",
+        summary=(f"torch cannot use {gpu}: possibly a CPU-only torch in the program's environment" if torch_said
+                 else f"The program runs on the CPU beside {gpu}: possibly a CPU-only torch in its environment"),
         detail=("Programs built on torch pick the GPU when torch.cuda.is_available() is True, so running on the CPU "
                 "of a machine with an NVIDIA GPU usually means the torch in the program's environment is a CPU build "
                 "(an installer or requirements step that pulled PyPI's default wheel). A driver torch cannot use, or "
-                "CUDA_VISIBLE_DEVICES hiding the GPU, looks the same: the command below settles it."),
+                "CUDA_VISIBLE_DEVICES hiding the GPU, looks the same: the command below settles it." + directml),
         evidence=ev + [Evidence("paste.settle", TORCH_CMD)],
         fix=Fix("Check the torch in the program's environment; if it is a CPU build, reinstall torch from the CUDA "
                 "index for the driver (download.pytorch.org/whl/cuXXX) inside that environment", [TORCH_CMD]))]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from typing import List, Tuple
 
+from ..compat.signatures import signature_context
 from ..domain.arch import arch_runs, sm_name
 from ..domain.variants import cuda_of_variant
 from ..model.findings import Evidence, Finding, Fix
@@ -114,6 +115,59 @@ def check_gpu_arch_build_unknown(ctx: CheckContext) -> List[Finding]:
                     "https://pytorch.org/get-started/locally/"),
         ))
     return out
+
+
+# ---- a library with its own CUDA build, named in the paste, on a GPU below the oldest architecture that build
+# compiles for (issue 42, round 11: NCCL's "unhandled cuda error" on a Quadro K4200, NVIDIA/nccl#112; LightGBM's
+# device='cuda' crashing on a Tesla M60, LightGBM#6705): the cited rows of context.library_min_compute_capability
+
+LIBRARY = Findings("diagnose.library-gpu-arch", "GPU_ARCH_NOT_IN_TORCH_BUILD", kinds=("below-library-floor",))
+
+
+@check(LIBRARY, "Each library the paste names has kernels for the paste's GPUs")
+def check_library_gpu_arch(ctx: CheckContext) -> List[Finding]:
+    paste_or_skip(ctx)
+    named = str(prov(ctx.facts).get("paste.library_builds", {}).get("value") or "").split()
+    rows = [r for r in ((signature_context(ctx.compat, "library_min_compute_capability") or {}).get("value") or [])
+            if isinstance(r, dict) and r.get("library") in named]
+    if not rows:
+        raise SkipCheck("the paste names no library listed with the oldest architecture its CUDA build compiles for",
+                        not_applicable="no listed library named")
+    gpus = [(label, cc or _by_geforce_name(ctx, label) or _by_plain_name(ctx, label), path)
+            for label, cc, path in gpu_capabilities(ctx.facts, ctx.compat)]
+    gpus = [g for g in gpus if g[1] and re.fullmatch(r"\d+\.\d+", g[1])]
+    if not gpus:
+        raise SkipCheck("no GPU with a known compute capability in the paste")
+    out: List[Finding] = []
+    for r in rows:
+        below = [(label, cc, path) for label, cc, path in gpus if _cc(cc) < _cc(str(r["min_cc"]))]
+        if not below:
+            continue
+        label, cc, path = below[0]
+        out.append(LIBRARY.warning(
+            "below-library-floor", confidence="medium",
+            summary=(f"{r['name']} has no kernels for {label} (compute capability {cc}): its builds compile by default "
+                     f"for compute capability {r['min_cc']} and newer"),
+            detail=("A CUDA library runs only on the architectures its build compiled kernels (or PTX) for; on an "
+                    "older GPU its first kernel launch fails (NCCL: 'unhandled cuda error') or the program crashes, "
+                    "whatever the driver and torch."),
+            evidence=[Evidence(path, cc, expected=f">= {r['min_cc']}", source=str(r["source"])),
+                      Evidence("paste.library_builds", r["library"])],
+            fix=Fix(f"Run {r['name']} on a GPU of compute capability {r['min_cc']} or newer, or build it from source "
+                    f"with kernels for compute capability {cc} where the library still supports it (the cited "
+                    "thread says how)", [], str(r["source"]).split(" ")[0])))
+    return out
+
+
+def _by_plain_name(ctx: CheckContext, label: str) -> str:
+    """A GPU named with a trailing word ("2 Quadro K4200 GPU cards" reads "Quadro K4200 GPU")."""
+    m = re.search(r"\((?:NVIDIA )?(.+?)(?: GPUs?| cards?)+\)$", label, re.I)
+    return (ctx.compat.gpu_compute_capability(m.group(1)) or "") if m else ""
+
+
+def _cc(cc: str) -> Tuple[int, int]:
+    major, _, minor = cc.partition(".")
+    return int(major), int(minor or 0)
 
 
 def _by_geforce_name(ctx: CheckContext, label: str) -> str:

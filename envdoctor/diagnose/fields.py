@@ -63,6 +63,11 @@ SIGNALS: Dict[str, str] = {
     "paste.cpu_used_said": "paste.cpu_used_said",
     "paste.gpu_unused_said": "paste.gpu_unused_said",
     "paste.cuda_used_said": "paste.cuda_used_said",
+    # a launcher's own torch.cuda.is_available() test failing ("Torch is not able to use GPU", SD web UI), and
+    # DirectML named (round 11)
+    "paste.torch_gpu_unusable_said": "paste.torch_gpu_unusable_said",
+    "paste.directml_named": "paste.directml_named",
+    "paste.library_builds": "paste.library_builds",  # "nccl lightgbm-cuda": libraries with their own CUDA builds
     "paste.nvidia_gpu_said": "paste.nvidia_gpu_said",
     "paste.blas_off": "paste.blas_off",  # llama.cpp's system_info "BLAS = 0"
     "paste.engines": "paste.engines",  # engines other than torch the paste names ("paddle dlib other")

@@ -28,6 +28,12 @@ _CPU_SAID = re.compile(r"(?<!to )(?<!can )(?<!could )(?<!should )(?<!would )(?<!
 # the reporter says the GPU is not used
 _GPU_UNUSED = re.compile(r"\b(?:can ?not|can'?t|cannot|unable to|couldn'?t|could not) (?:seem to )?"
                          r"(?:get (?:the |my )?GPU to work|use (?:the |my )?GPU)\b|\bGPU does nothing\b", re.I)
+# a launcher's own test of torch failing: Stable Diffusion web UI (AUTOMATIC1111 and its forks: Forge, the DirectML
+# and AMD forks, StabilityMatrix's packages) asserts torch.cuda.is_available() before it starts and prints this
+# (modules/launch_utils.py); it names torch itself, so other engines in the paste do not take it over
+_TORCH_NO_GPU = re.compile(r"\bTorch is not able to use GPU\b", re.I)
+# a DirectML build of the program or of torch (torch-directml runs on DirectX 12, never on CUDA)
+_DIRECTML = re.compile(r"directml", re.I)
 # the program printed that it runs on CUDA (then the CPU words above are about something else)
 _CUDA_LOG = re.compile(r"\b(?:Running on|Using device(?:_type)?|device(?:_type)?):? ['\"]?cuda\b", re.I)
 # an NVIDIA GPU named in passing: a GeForce model number after an article or a CPU ("a 3060", "13900k+4090"),
@@ -48,6 +54,13 @@ _ENGINES = (("paddle", re.compile(r"\bpaddle(?:paddle|ocr|hub|nlp|x|seg|detectio
                                  r"keras|jax\w*|mxnet|tensorrt|openvino|directml|djl|deepface|blender|cycles|upbge|"
                                  r"open3d|colmap|xgboost|lightgbm|catboost|cupy|cuml|opencv|cv2|exllama\w*|"
                                  r"koboldcpp|lm ?studio|gpt4all|mlc[-_]llm|ggml|vulkan|opencl)\b", re.I)))
+# libraries whose own CUDA builds start at a compute capability (diagnose.library-gpu-arch judges them with the cited
+# floors of compat_data's context.library_min_compute_capability): NCCL named (its library, its tests, its errors),
+# LightGBM's CUDA build asked for (device / device_type "cuda"; its "gpu" device is the OpenCL build, judged nowhere)
+_LIBRARY_BUILDS = (("nccl", re.compile(r"\bnccl\b|\bncclUnhandledCudaError\b", re.I)),
+                   ("lightgbm-cuda", re.compile(r"\blightgbm\b[\s\S]{0,4000}?\bdevice(?:_type)?\s*=\s*['\"]cuda['\"]|"
+                                                r"\bdevice(?:_type)?\s*=\s*['\"]cuda['\"][\s\S]{0,4000}?\blightgbm\b",
+                                                re.I)))
 # llama.cpp offload asked for: n_gpu_layers, --n-gpu-layers, -ngl
 _GPU_LAYERS = re.compile(r"\bn_gpu_layers\b|--n-gpu-layers\b|\s-ngl\b", re.I)
 
@@ -77,6 +90,12 @@ def read_devices_said(paste: Paste, acc: Acc) -> None:
     m = _LLAMA_CUDA.search(text)
     if m:
         acc.put("paste.llama_cuda_seen", m.group(0).strip(), LOOSE, m.group(0).strip())
+    libs = [name for name, pat in _LIBRARY_BUILDS if pat.search(text)]
+    if libs:
+        acc.put("paste.library_builds", " ".join(libs), LOOSE, "libraries with their own CUDA builds named")
+    m = _DIRECTML.search(text)
+    if m:
+        acc.put("paste.directml_named", m.group(0), LOOSE, "DirectML named in the paste")
     m = _GPU_LAYERS.search(text)
     if m:
         acc.put("paste.gpu_layers_asked", m.group(0).strip(), LOOSE, m.group(0).strip())
@@ -87,6 +106,8 @@ def read_devices_said(paste: Paste, acc: Acc) -> None:
             acc.put("paste.cpu_used_said", how, LOOSE, how)
         if _GPU_UNUSED.search(line):
             acc.put("paste.gpu_unused_said", how, LOOSE, how)
+        if _TORCH_NO_GPU.search(line):
+            acc.put("paste.torch_gpu_unusable_said", how, LOOSE, how)
         if _CUDA_LOG.search(line) and not re.search(r"\bshould\b|\bexpect", line, re.I):
             acc.put("paste.cuda_used_said", how, LOOSE, how)
         m = _GEFORCE_NUMBER.search(line) or _NVIDIA_GPU.search(line)
