@@ -30,7 +30,6 @@ from __future__ import annotations
 from tests.unit.diagnose.pastes import findings as _findings
 from tests.unit.diagnose.pastes import serious as _serious
 
-
 # ---- 1. the driver's JIT refusing newer PTX
 NUMBA = ("numba.cuda.cudadrv.driver.LinkerError: [222] Call to cuLinkAddData results in UNKNOWN_CUDA_ERROR\n"
          "ptxas application ptx input, line 9; fatal   : Unsupported .version 8.1; current version is '8.0'\n")
