@@ -50,6 +50,10 @@ _MULTI_FAIL = re.compile(r"\b(?:hangs?|hung|stuck|freez\w*|deadlock\w*|slow\w*|c
 _P2P_OFF_WORKS = re.compile(
     r"NCCL_P2P_DISABLE ?= ?1\b[^.!?\n]{0,40}?\b(?:works?|worked|fix\w*|solv\w*|resolv\w*|helps?|helped|runs? fine|"
     r"finish\w*)\b|\b(?:works?|worked|runs? fine|fixed|solved|resolved)\b[^.!?\n]{0,40}?NCCL_P2P_DISABLE ?= ?1\b", re.I)
+# ... but not said to fail too ("NCCL_P2P_DISABLE=1 doesn't help", "still hangs with NCCL_P2P_DISABLE=1")
+_NEGATED = re.compile(r"\b(?:doesn't|does not|didn't|did not|don't|do not|not|never|no longer|nor)\b\s*(?:\w+\s+)?"
+                      r"(?:work|help|fix|solve|resolve|change)|\bstill\b|\bneither\b|\bno (?:luck|effect|change|difference)",
+                      re.I)
 _WORDS = ["gpu", "p2p", "peer", "parallel", "iommu", "acs", "amd-vi", "vt-d", "nccl_p2p_disable", "cudamemcpypeer",
           "cuda:"]
 
@@ -62,7 +66,7 @@ def p2p_said(paste: Paste) -> Optional[Tuple[str, str]]:
         if line.lstrip().startswith(("|", "+")) or len(line) > 2000:
             continue
         for sent in _SENT.split(line):
-            if _P2P_OFF_WORKS.search(sent):
+            if _P2P_OFF_WORKS.search(sent) and not _NEGATED.search(sent):
                 return "p2p-named", sent.strip()[:200]
             if _NAMED.search(sent) and _MULTI_FAIL.search(sent) and re.search(r"\bGPUs\b|multi-?gpu|P2P", sent, re.I):
                 return "p2p-named", sent.strip()[:200]

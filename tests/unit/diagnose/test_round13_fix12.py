@@ -100,6 +100,7 @@ def test_near_misses_say_nothing_of_p2p(compat) -> None:
         # NCCL_P2P_DISABLE only as a setting in an environment listing (easyr1-001: a /dev/shm problem)
         "env_vars:\n  NCCL_P2P_DISABLE: 1\n  NCCL_DEBUG: INFO\n",
         "The IOMMU group of the NIC is 14.\n",  # the word, no multi-GPU failure
+        "DDP on 2 GPUs times out in all_reduce; NCCL_P2P_DISABLE=1 doesn't help, it still fails.\n",  # said not to fix
     )
     for text in texts:
         codes = {f.code for f in _findings(text, compat)}
