@@ -47,6 +47,7 @@ from .readers import (
     messages,
     nccl_log,
     nvidia_smi,
+    p2p_said,
     package_logs,
     packages,
     paste_date,
@@ -149,6 +150,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     gpu_said.read_gpu_said(paste, acc)
     driver_words.read_driver_words(paste, acc)
     gpu_held.read_gpu_held(paste, acc)
+    p2p_said.read_p2p_said(paste, acc)
     cuda_named.read_cudnn_named(paste, acc)
     if recordings:
         _recordings(paste, acc)

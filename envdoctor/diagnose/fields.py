@@ -76,9 +76,11 @@ SIGNALS: Dict[str, str] = {
     "paste.framework_cuda_query": "paste.framework_cuda_query",  # "Open3D False": o3d.core.cuda.is_available()
     "paste.cudnn_named": "paste.cudnn_named",  # the first cuDNN version the reporter names (round 10)
     "paste.gpu_held_said": "paste.gpu_held_said",  # a GPU said held after its program is gone (readers/gpu_held.py)
+    "paste.p2p_said": "paste.p2p_said",  # words of traffic between GPUs going wrong (readers/p2p_said.py)
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
-                   "paste.job.")  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)
+                   "paste.job.",  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)
+                   "paste.p2p_said.")  # its kind: "peer-copy-wrong" ... (readers/p2p_said.py)
 
 
 @dataclass(frozen=True)
