@@ -64,7 +64,10 @@ def check_p2p_said(ctx: CheckContext) -> List[Finding]:
         + [Evidence("paste.settle", c) for c in _SETTLE[:2]],
         fix=Fix("Put the IOMMU in passthrough (iommu=pt, or AMD-Vi/VT-d off in the BIOS) or disable PCIe ACS on the "
                 "bridges above the GPUs; NCCL_P2P_DISABLE=1 is the slower stop-gap",
-                [*_SETTLE,
+                # (the settling commands are the reply's asks; the fix keeps what changes the machine, so a thin
+                # paste's reply stays on one screen)
+                [_SETTLE[2],
                  "# kernel command line: amd_iommu=on iommu=pt (Intel: intel_iommu=on iommu=pt), then reboot",
-                 "export NCCL_P2P_DISABLE=1   # stop-gap"], NCCL_TROUBLESHOOTING),
+                 "export NCCL_P2P_DISABLE=1   # stop-gap: if the job then works, peer-to-peer is the problem"],
+                NCCL_TROUBLESHOOTING),
         confidence=confidence)]

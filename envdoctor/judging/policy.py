@@ -203,9 +203,13 @@ def _narrow_unexplained(facts: Facts, results: Sequence[CheckResult], merged: Li
                         explained.append(messages[int(idx)])  # the whole message, not the evidence's excerpt
                         continue
                 if isinstance(e.value, str):
-                    # a whole message quoted, or a value read from one (a capture: "paste.messages[1].version")
-                    (explained if e.path.startswith("paste.messages") and e.path.endswith("]") else values).append(
-                        e.value)
+                    # a whole message quoted, or a value read from one (a capture: "paste.messages[1].version"); a
+                    # reader's quote of the reporter's words (paste.*: a sentence of 20 or more characters) is text
+                    # the finding explains too, so the same sentence is not also "not recognised"
+                    whole = e.path.startswith("paste.messages") and e.path.endswith("]")
+                    quoted = e.path.startswith("paste.") and not e.path.startswith("paste.messages") \
+                        and len(e.value.strip("\u2026 ")) >= 20
+                    (explained if whole or quoted else values).append(e.value.strip("\u2026 ") if quoted else e.value)
                 if not e.path.startswith("paste."):
                     if data is None:
                         data = facts.to_dict()
