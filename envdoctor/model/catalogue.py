@@ -46,12 +46,15 @@ CATEGORIES: Dict[str, Category] = {c.name: c for c in [
        "is too old').",
        "Upgrade the driver to a branch that supports that CUDA version, or install a torch build for an "
        "older CUDA."),
-    _c("GPU_ARCH_NOT_IN_TORCH_BUILD", "GPU architecture not compiled into torch",
-       "The torch build has no kernels (SASS) for this GPU's compute capability and no PTX it can JIT.",
+    # (named for torch, used since issue 42 for any CUDA build: an extension, llama.cpp, a project's own .cu code)
+    _c("GPU_ARCH_NOT_IN_TORCH_BUILD", "GPU architecture not compiled into the build",
+       "The build (torch, an extension, or another program's CUDA code) has no kernels (SASS) for this GPU's "
+       "compute capability and no PTX it can JIT.",
        "torch warns 'sm_XX is not compatible with the current PyTorch installation' and kernels fail with "
        "'no kernel image is available for execution on the device'.",
-       "Install a torch build whose arch list includes the GPU (e.g. a cu128+ build for Blackwell), or an "
-       "older build for GPUs dropped by new releases."),
+       "Install a build whose arch list includes the GPU (for torch: e.g. a cu128+ build for Blackwell, or an "
+       "older build for GPUs dropped by new releases; for code built from source: add the GPU's compute "
+       "capability to its arch list, e.g. TORCH_CUDA_ARCH_LIST or CMAKE_CUDA_ARCHITECTURES, and rebuild)."),
     _c("TORCH_IMPORT_FAILED", "torch does not import",
        "`import torch` raises (or crashes) in the interpreter being diagnosed.",
        "Nothing that uses torch can start; the error text names the missing module or library.",
