@@ -64,6 +64,8 @@ def _asks(report: Report) -> List[Ask]:
 
     def add(what: str, why: str, command: bool = True) -> bool:
         key = what.strip().lower()
+        if command and any(key in {p.strip() for p in re.split(r";|&&", s)} for s in seen):
+            return False  # already one of the commands an earlier ask runs ("...; nvidia-smi")
         if key and key not in seen:
             seen.add(key)
             out.append(Ask(what.strip(), why, command))
@@ -97,10 +99,20 @@ def _asks(report: Report) -> List[Ask]:
 def reply_view(report: Report, unjudged: int = 0, not_applied: int = 0) -> Reply:
     """The reply for ``report`` (a paste's); ``unjudged`` / ``not_applied`` are the renderer's check counts."""
     shows: List[Tuple[str, str]] = []
+    blank: List[str] = []  # rows whose every part is unknown ("Host  unknown · unknown CPUs · ..."): said once below
     for label, value in key_fact_rows(report.facts):
         if label == "To settle" or (label != "Not in paste" and _ABSENT.search(value)):
             continue  # "To settle" is the asks below; an absent fact is said once, in "Not in paste"
+        if label != "Not in paste" and all("unknown" in part for part in value.split(" \u00b7 ")):
+            blank.append(label.lower())
+            continue
         shows.append((label, value))
+    if blank:
+        at = next((i for i, (label, _) in enumerate(shows) if label == "Not in paste"), None)
+        if at is None:
+            shows.append(("Not in paste", ", ".join(blank)))
+        else:
+            shows[at] = ("Not in paste", shows[at][1] + ", " + ", ".join(blank))
     causes = [f for f in report.problems if f.category != UNRECOGNISED]
     unrecognised: List[str] = []
     for f in report.problems:

@@ -10,6 +10,7 @@ from envdoctor.compat import load_compat
 from envdoctor.report import render_console, render_markdown
 from envdoctor.report.reply import reply_view
 from envdoctor.services.diagnose import diagnose_report
+from tests.paths import FIXTURES
 
 THIN_UNKNOWN = "RuntimeError: CUDA error: an illegal memory access was encountered\n"
 THIN_KNOWN = ("Traceback (most recent call last):\n  File \"/app/run.py\", line 3, in <module>\n    import torchaudio\n"
@@ -183,3 +184,18 @@ def test_one_open_question_is_said_once_over_its_several_asks() -> None:
     open_q = [a for a in asks if "leaves it open" in a.why]
     assert len(open_q) == 1 and asks.index(open_q[0]) == 0
     assert all("same question" in a.why for a in asks[1:])
+
+
+# corpus qanet-001 (NLPLearn/QANet#24): TensorFlow's cuDNN handle failure beside driver 384.69, on Ubuntu
+XLA_CUDNN = (FIXTURES / "corpus" / "qanet" / "qanet-001.txt").read_text(encoding="utf-8")
+
+
+def test_an_ask_already_run_by_an_earlier_one_is_not_repeated_and_blank_rows_fold() -> None:
+    """`nvidia-smi` alone after an ask that ends "...; nvidia-smi" asks for the same output twice; a facts row
+    whose every part is unknown ("Host  unknown · unknown CPUs · ...") says nothing and joins "Not in paste"."""
+    reply = reply_view(_report(XLA_CUDNN))
+    commands = [a.what for a in reply.asks if a.command]
+    assert any(c.endswith("nvidia-smi") and ";" in c for c in commands)
+    assert "nvidia-smi" not in commands
+    labels = dict(reply.shows)
+    assert "Host" not in labels and "host" in labels["Not in paste"]
