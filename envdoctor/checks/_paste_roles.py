@@ -175,6 +175,7 @@ PREDICATES_BY_WHEN: Dict[str, Callable[[Facts, Any, Dict[str, Optional[str]]], b
     # the driver's CUDA ceiling above its branch's; the driver runs every runtime of the program's CUDA major
     "driver_cuda_above_branch": lambda facts, compat, groups: driver_cuda_above_branch(facts, compat),
     "driver_runs_program_cuda": lambda facts, compat, groups: driver_runs_program_cuda(facts, compat),
+    "driver_cuda_covers_torch_cuda": lambda facts, compat, groups: driver_cuda_covers_torch_cuda(facts),
     "ort_both_packages_shown": ort_both_packages_shown, "ort_cpu_package_alone_shown": ort_cpu_package_alone_shown,
     "ort_packages_not_shown": ort_packages_not_shown}
 
@@ -219,6 +220,16 @@ def driver_cuda_above_branch(facts: Facts, compat: Compat) -> bool:
     except Exception:  # noqa: BLE001 - no CUDA table: nothing to compare with
         return False
     return bool(req and req.min_driver and version_ge(d.version, req.min_driver) is False)
+
+
+def driver_cuda_covers_torch_cuda(facts: Facts) -> bool:
+    """The paste's driver CUDA ceiling is at or above torch's build CUDA (driver's CUDA 11.3, torch cu111): torch's
+    own kernels load there (its wheels carry SASS, and PTX no newer than its CUDA), so PTX the driver cannot JIT
+    comes from code built beside it, a torch extension compiled on the machine (issue 42, round 13)."""
+    py = facts.pythons[0] if facts.pythons else None
+    torch_cuda = release_tuple(py.torch.cuda if py and py.torch else None)[:2]
+    driver_cuda = release_tuple(facts.driver.cuda_driver_version)[:2]
+    return len(torch_cuda) == 2 and len(driver_cuda) == 2 and driver_cuda >= torch_cuda
 
 
 def driver_runs_program_cuda(facts: Facts, compat: Compat) -> bool:

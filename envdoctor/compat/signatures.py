@@ -56,6 +56,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # the paste says the machine has no NVIDIA GPU (a reporter's sentence, or macOS): a CPU build of
               # torch is the right one there, and code that asks for CUDA is what fails
               "no_nvidia_gpu_said",
+              # issue 42 (round 13): the driver's CUDA ceiling reaches torch's build CUDA, so PTX it cannot JIT
+              # is an extension's built on the machine (checks/_paste_roles.py)
+              "driver_cuda_covers_torch_cuda",
               # issue 42 (round 8): NVRM's open nvidia.ko refused the GPU (the data-center gate, no GSP): a
               # RmInitAdapter failure beside it follows from that, not from the firmware's BAR
               "open_module_refused_gpu",

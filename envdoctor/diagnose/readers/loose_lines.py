@@ -14,6 +14,14 @@ _DRIVER_BARE = re.compile(r"^\s*(\d{3}\.\d{2,3}(?:\.\d{2,3})?)\s*[,;.]*\s*$")
 _CUDA_SMI = re.compile(r"CUDA Version\s*:\s*(\d+\.\d+)\b")
 _PYTHON = re.compile(r"\bpython\s*(?:version)?\s*[:=]?\s*v?(3\.\d{1,2}(?:\.\d+)?|2\.7(?:\.\d+)?)\b", re.I)
 _REPL_BANNER = re.compile(r"^Python (\d+\.\d+\.\d+)\s+\(")
+# an item of a typed setting list that names torch's build CUDA beside its version ("2. Pytorch: ver 1.9, with
+# cuda 11.1", "- torch: 2.1.0 with CUDA 12.1"): a "key: value" item, so a sentence ("the README says to install
+# Torch 1.13 with CUDA 11.8") is not the reporter's torch (issue 42, round 13: pointnet2-pytorch-001)
+_TORCH_ITEM_CUDA = re.compile(r"^\W*(?:\d{1,2}[.)]\s*)?(?:py)?torch(?:\s+version)?\s*[:=]\s*(?:ver(?:sion)?\.?\s*|v)?"
+                              r"(\d+\.\d+(?:\.\d+)?)\s*,?\s*(?:with|w/|built with)\s+cuda[ -]?(\d{1,2}\.\d)\b(?![.\d])", re.I)
+# the driver's CUDA said as a setting ("Cuda driver in my Ubuntu machine: 11.3", "CUDA driver version: 12.2"): a
+# CUDA release (not a 3-digit driver branch, not the driver API's integer "CUDA Driver Version: 13000")
+_DRIVER_CUDA_ITEM = re.compile(r"\bcuda driver\b(?:\s+version)?[^:=\d\n]{0,30}[:=]\s*(\d{1,2}\.\d)\s*$", re.I)
 _TORCH_LABEL = re.compile(r"\b(?:py)?torch(?:\s+version)?\s*[:=]?\s*$", re.I)
 _GPU_NAME = re.compile(
     r"\b((?:NVIDIA\s+)?(?:GeForce\s+(?:RTX|GTX|GT|MX)?\s*\w+(?:\s+(?:Ti|SUPER|D|Laptop GPU))*|"
@@ -59,6 +67,13 @@ def read_loose(paste: Paste, acc: Acc) -> None:
                 acc.put("python.version", have.group(1), LOOSE, line.strip())
             elif m and "site-packages" not in line and "lib/python" not in line:
                 acc.put("python.version", m.group(1), LOOSE, line.strip())
+        m = _TORCH_ITEM_CUDA.search(line)
+        if m:
+            acc.put("torch.version", m.group(1), LOOSE, line.strip())
+            acc.put("torch.cuda", m.group(2), LOOSE, line.strip())
+        m = _DRIVER_CUDA_ITEM.search(line)
+        if m:
+            acc.put("driver.cuda", m.group(1), LOOSE, line.strip())
         if _TORCH_LABEL.search(line.replace("5. ", "")) and i + 1 < n:
             nxt = lines[i + 1].strip()
             if re.match(rf"^{VERSION}(?:[a-z]+\d*)?(?:\+[\w.]+)?$", nxt):
