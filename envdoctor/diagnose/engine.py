@@ -146,7 +146,6 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     package_logs.read_pip_resolved(paste, acc)
     paste_date.read_date(paste, acc)
     cuda_named.read_cuda_named(paste, acc)
-    cuda_named.read_cuda_needed(paste, acc)
     gpu_said.read_gpu_said(paste, acc)
     driver_words.read_driver_words(paste, acc)
     gpu_held.read_gpu_held(paste, acc)

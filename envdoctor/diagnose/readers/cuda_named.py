@@ -16,32 +16,25 @@ older copy found first (the named one differs from the loaded one) from a machin
 from __future__ import annotations
 
 import re
+from typing import Tuple
 
+from ...domain.versions import release
 from .base import LOOSE, Acc, Paste
 
-# "CUDA 12", "CUDA 12.4", "cuda12", "CUDA-12.1", "CUDA toolkit 12.2", "CUDA runtime version 12.1", "+cu121", "-cu12"
-_NAMED = re.compile(r"\bcuda(?:[ _-]?(?:toolkit|runtime|rt)(?: version)?)?[ _-]?v?(1[1-9])(?:\.\d+)?(?![\d.]*\d)"
-                    r"|(?<![A-Za-z])cu(1[1-9])\d?(?![\dA-Za-z])", re.I)
-# the driver's own CUDA ceiling: nvidia-smi's banner, deviceQuery's driver/runtime pair
-_DRIVER_SIDE = re.compile(r"CUDA Version ?:|CUDA Driver Version|Driver API|driver version", re.I)
 _WORDS = ["cuda", "cu1"]
 
 
 def read_cuda_named(paste: Paste, acc: Acc) -> None:
-    """``paste.cuda_named``: the highest CUDA major (11 or later) the paste names outside the driver's own
-    ceiling lines."""
-    best = 0
-    where = ""
-    for i in paste.distinct(paste.with_any(_WORDS), head=2000, tail=500):
-        line = paste.lines[i]
-        if _DRIVER_SIDE.search(line):
-            continue
-        for m in _NAMED.finditer(line):
-            major = int(m.group(1) or m.group(2))
-            if major > best:
-                best, where = major, line.strip()[:160]
-    if best:
-        acc.put("paste.cuda_named", best, LOOSE, where)
+    """``paste.cuda_needed``: the highest CUDA version (major, or major.minor where given; 8 to 19) the paste names
+    for its program, outside the driver's own ceiling; ``paste.cuda_named``: its major, where it is 11 or later
+    (the majors with minor-version compatibility). One scan (``program_cuda``) for both."""
+    best, where = program_cuda(paste)
+    if not best:
+        return
+    acc.put("paste.cuda_needed", best, LOOSE, where)
+    major = release(best)[0]
+    if major >= 11:
+        acc.put("paste.cuda_named", major, LOOSE, where)
 
 
 # "cudnn 8.0.5", "cuDNN v8.1.1", "cudnn版本为7.6.5", "cudnn: 8.1": a version right after the word, with a minor
@@ -63,24 +56,20 @@ def read_cudnn_named(paste: Paste, acc: Acc) -> None:
         if m:
             acc.put("paste.cudnn_named", m.group(1), LOOSE, line.strip()[:160])
             return
-# the CUDA version the program needs, with its minor where the paste gives one (issue 42, helper archdriver): "CUDA
-# 13", "CUDA 9.2", "CUDA10", "cuda 12.8 build", a "+cu121" / "-cu12" tag; majors 8 to 19 (before 11 each minor has
-# its own driver minimum, no minor-version compatibility)
+# the CUDA version the program needs, with its minor where the paste gives one (issue 42): "CUDA 13", "CUDA 9.2",
+# "CUDA10", "cuda 12.8 build", "CUDA toolkit 12.2", "CUDA runtime version 12.1", a "+cu121" / "-cu12" tag; majors 8
+# to 19 (before 11 each minor has its own driver minimum, no minor-version compatibility)
 _NEEDED = re.compile(r"\bcuda(?:[ _-]?(?:toolkit|runtime|rt)(?: version)?)?[ _-]?v?((?:[89]|1\d)(?:\.\d)?)(?![\d.]*\d)"
                      r"|(?<![A-Za-z])cu(1\d)(\d?)(?![\dA-Za-z])", re.I)
 # spans that name the driver's own ceiling, not the program's need: nvidia-smi's "CUDA Version: 12.4", a driver
-# that "supports CUDA 12.5", a host that "supported CUDA 12.6"
+# that "supports CUDA 12.5", a host that "supported CUDA 12.6"; and deviceQuery's driver/runtime lines
 _CEILING_SPAN = re.compile(r"CUDA Version ?[:：]? ?\d+(?:\.\d+)?|support(?:s|ed)? (?:up to )?CUDA ?\d+(?:\.\d+)?", re.I)
 _DRIVER_LINE = re.compile(r"CUDA Driver Version|Driver API", re.I)
 
 
-def _version_key(v: str) -> tuple:
-    return tuple(int(x) for x in v.split("."))
-
-
-def read_cuda_needed(paste: Paste, acc: Acc) -> None:
-    """``paste.cuda_needed``: the highest CUDA version (major, or major.minor where given; 8 to 19) the paste names
-    for its program, outside the spans that give the driver's own ceiling."""
+def program_cuda(paste: Paste) -> Tuple[str, str]:
+    """The highest CUDA version the paste names for its program ("12", "12.1", "9.2") and the line it is on, outside
+    the driver's own ceiling; ("", "") when it names none."""
     best = ""
     where = ""
     for i in paste.distinct(paste.with_any(_WORDS), head=2000, tail=500):
@@ -90,7 +79,6 @@ def read_cuda_needed(paste: Paste, acc: Acc) -> None:
         rest = _CEILING_SPAN.sub(" ", line)
         for m in _NEEDED.finditer(rest):
             v = m.group(1) or (m.group(2) + (f".{m.group(3)}" if m.group(3) else ""))
-            if not best or _version_key(v) > _version_key(best):
+            if not best or release(v) > release(best):
                 best, where = v, line.strip()[:160]
-    if best:
-        acc.put("paste.cuda_needed", best, LOOSE, where)
+    return best, where
