@@ -6,9 +6,10 @@ the check that found the problem used, without importing the checks. Pure: no fi
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
-from .domain.gpus import gpu_label
+from .domain.gpus import TYPED_NAME_PREFIXES, gpu_label
 from .domain.pci import is_nvidia_gpu_description
 from .domain.versions import major_minor, version_ge
 from .model.facts import Driver, Facts, Gpu, GpuProcess, MigDevice
@@ -27,6 +28,28 @@ def nvidia_hardware(facts: Facts) -> Optional[bool]:
     return False if devices == [] else None
 
 
+# what a person writes around a GPU's name in a paste: a count before it ("2 Quadro K4200"), "GPU(s)" or "card(s)"
+# after it ("Quadro K4200 GPU cards")
+_COUNT = re.compile(r"^\d+\s*[x\u00d7]?\s+")
+_TRAILING_WORDS = re.compile(r"(?:\s+(?:GPUs?|cards?|graphics cards?))+$", re.I)
+
+
+def typed_gpu_cc(compat: Compat, name: str) -> Optional[str]:
+    """The compute capability a GPU name determines, also as a person types it: the count and trailing words
+    dropped, then the vendor words they leave out tried in turn (TYPED_NAME_PREFIXES: "RTX 5090" is the table's
+    "GeForce RTX 5090"), as `--target-gpu` resolves a typed name; None when no reading determines one."""
+    cc = compat.gpu_compute_capability(name)
+    if cc:
+        return cc
+    bare = _TRAILING_WORDS.sub("", _COUNT.sub("", name.strip()))
+    for prefix in TYPED_NAME_PREFIXES:
+        if prefix or bare != name.strip():
+            cc = compat.gpu_compute_capability(prefix + bare)
+            if cc:
+                return cc
+    return None
+
+
 def gpu_capabilities(facts: Facts, compat: Compat) -> List[Tuple[str, Optional[str], str]]:
     """(label, compute capability or None, fact path) per GPU, from the driver, torch or the GPU table."""
     out = []
@@ -35,7 +58,7 @@ def gpu_capabilities(facts: Facts, compat: Compat) -> List[Tuple[str, Optional[s
         path = f"driver.gpus[{g.index}].compute_capability"
         if not cc and g.name:
             # one compute capability even when the name fits several cards (a cut-short "RTX 2080 ...")
-            cc = compat.gpu_compute_capability(g.name)
+            cc = typed_gpu_cc(compat, g.name)
             if cc:
                 path = f"compat gpus: compute capability of {g.name!r}"
         out.append((gpu_label(g), cc, path))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import List, Optional, Tuple
 
-from ..domain.versions import version_ge
+from ..domain.versions import major_minor, version_ge
 from ..model.findings import Evidence, Finding, Fix
 from ._paste import paste_or_skip
 from ._paste_roles import prov
@@ -33,8 +33,8 @@ _CEILING_SOURCE = re.compile(r"nvidia-smi|driver", re.I)
 SETTLE = "nvidia-smi"
 
 
-def _key(v: str) -> Tuple[int, ...]:
-    return tuple(int(x) for x in re.findall(r"\d+", v)[:2])
+def _key(v: str) -> Tuple[int, int]:
+    return major_minor(v) or (0, 0)  # (the versions here come from the paste's readers: always numbers)
 
 
 def _needed(ctx: CheckContext) -> Tuple[str, str]:

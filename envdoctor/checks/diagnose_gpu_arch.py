@@ -18,7 +18,7 @@ import re
 from typing import List, Tuple
 
 from ..compat.signatures import signature_context
-from ..domain.arch import arch_runs, sm_name
+from ..domain.arch import arch_runs, parse_cc, sm_name
 from ..domain.variants import cuda_of_variant
 from ..model.findings import Evidence, Finding, Fix
 from ..queries import gpu_capabilities
@@ -75,9 +75,7 @@ def check_gpu_arch_build_unknown(ctx: CheckContext) -> List[Finding]:
         raise SkipCheck("torch's build is in the paste (torch.gpu-arch judges it)")
     if _known_message(ctx):
         raise SkipCheck("a known message of the paste already says the build lacks the GPU (messages.signatures)")
-    gpus = [(label, cc or _by_geforce_name(ctx, label), path)
-            for label, cc, path in gpu_capabilities(ctx.facts, ctx.compat)]
-    gpus = [g for g in gpus if g[1]]
+    gpus = [g for g in gpu_capabilities(ctx.facts, ctx.compat) if g[1]]
     named = re.search(r"\bsm_(\d)(\d)\b", str(said.get("reader") or ""))
     if not gpus and named:  # no GPU named, but the words name its architecture ("has no sm_60 kernels")
         gpus = [("the GPU the paste names by its architecture",
@@ -133,14 +131,12 @@ def check_library_gpu_arch(ctx: CheckContext) -> List[Finding]:
     if not rows:
         raise SkipCheck("the paste names no library listed with the oldest architecture its CUDA build compiles for",
                         not_applicable="no listed library named")
-    gpus = [(label, cc or _by_geforce_name(ctx, label) or _by_plain_name(ctx, label), path)
-            for label, cc, path in gpu_capabilities(ctx.facts, ctx.compat)]
-    gpus = [g for g in gpus if g[1] and re.fullmatch(r"\d+\.\d+", g[1])]
+    gpus = [g for g in gpu_capabilities(ctx.facts, ctx.compat) if g[1] and re.fullmatch(r"\d+\.\d+", g[1])]
     if not gpus:
         raise SkipCheck("no GPU with a known compute capability in the paste")
     out: List[Finding] = []
     for r in rows:
-        below = [(label, cc, path) for label, cc, path in gpus if _cc(cc) < _cc(str(r["min_cc"]))]
+        below = [(label, cc, path) for label, cc, path in gpus if parse_cc(cc) < parse_cc(r["min_cc"])]
         if not below:
             continue
         label, cc, path = below[0]
@@ -157,23 +153,6 @@ def check_library_gpu_arch(ctx: CheckContext) -> List[Finding]:
                     f"with kernels for compute capability {cc} where the library still supports it (the cited "
                     "thread says how)", [], str(r["source"]).split(" ")[0])))
     return out
-
-
-def _by_plain_name(ctx: CheckContext, label: str) -> str:
-    """A GPU named with a trailing word ("2 Quadro K4200 GPU cards" reads "Quadro K4200 GPU")."""
-    m = re.search(r"\((?:NVIDIA )?(.+?)(?: GPUs?| cards?)+\)$", label, re.I)
-    return (ctx.compat.gpu_compute_capability(m.group(1)) or "") if m else ""
-
-
-def _cc(cc: str) -> Tuple[int, int]:
-    major, _, minor = cc.partition(".")
-    return int(major), int(minor or 0)
-
-
-def _by_geforce_name(ctx: CheckContext, label: str) -> str:
-    """A GeForce card named without the word ("GPU: RTX 5090"): gpus.json lists it as "GeForce RTX 5090"."""
-    m = re.search(r"\((?:NVIDIA )?((?:RTX|GTX|GT) ?\d{3,4}(?: ?(?:Ti|SUPER))?)\)$", label, re.I)
-    return (ctx.compat.gpu_compute_capability(f"GeForce {m.group(1)}") or "") if m else ""
 
 
 def _span(items: List[str]) -> str:
