@@ -23,3 +23,20 @@ def findings(text: str, compat) -> List[Finding]:
 def serious(text: str, compat) -> Dict[str, Finding]:
     """category -> a warning or error of that category."""
     return {f.category: f for f in findings(text, compat) if f.severity in ("warning", "error")}
+
+
+def serious_by_code(text: str, compat) -> Dict[str, Finding]:
+    """code -> a warning or error with that code (the speed tests name the finding, not only its category)."""
+    return {f.code: f for f in findings(text, compat) if f.severity in ("warning", "error")}
+
+
+def corpus_row(tracker: str, rid: str) -> str:
+    """The text of corpus row ``rid`` in folder ``tracker`` (tests/fixtures/corpus)."""
+    from tests.paths import FIXTURES
+
+    return (FIXTURES / "corpus" / tracker / f"{rid}.txt").read_text(encoding="utf-8", errors="replace")
+
+
+def asks(f: Finding, what: str) -> bool:
+    """Whether the finding asks for an output holding ``what`` (its ``paste.settle`` evidence)."""
+    return any(e.path == "paste.settle" and what in str(e.value) for e in f.evidence)

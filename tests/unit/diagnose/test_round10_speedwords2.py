@@ -17,30 +17,11 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import NothingRecognised
-from envdoctor.services.diagnose import diagnose_report
-from tests.paths import FIXTURES
-
-CORPUS = FIXTURES / "corpus"
-
-
-def _findings(text: str) -> list:
-    try:
-        return diagnose_report([text], load_compat()).all_findings
-    except NothingRecognised:
-        return []
+from tests.unit.diagnose.pastes import asks, corpus_row, serious_by_code
 
 
 def _serious(text: str) -> dict:
-    return {f.code: f for f in _findings(text) if f.severity in ("warning", "error")}
-
-
-def _row(tracker: str, rid: str) -> str:
-    return (CORPUS / tracker / f"{rid}.txt").read_text(encoding="utf-8", errors="replace")
-
-
-def _asks(f, what: str) -> bool:
-    return any(e.path == "paste.settle" and what in str(e.value) for e in f.evidence)
+    return serious_by_code(text, load_compat())
 
 
 def _categories(text: str) -> set:
@@ -68,7 +49,7 @@ def test_the_inputs_cpu_work_suspected_with_the_gpu_waiting_is_input_cpu_bound(r
     f = found["watch.bottleneck/reported-cpu"]
     assert (f.severity, f.category, f.confidence) == ("warning", "INPUT_CPU_BOUND", "low")
     assert "reporter suspects the CPU's work on the input" in f.summary
-    assert _asks(f, "envdoctor watch --") and _asks(f, "iostat -x 1")  # the measurement that settles it
+    assert asks(f, "envdoctor watch --") and asks(f, "iostat -x 1")  # the measurement that settles it
     assert "INPUT_BOUND" not in {x.category for x in found.values()}  # one verdict, the named side
 
 
@@ -101,7 +82,7 @@ def test_cpu_at_100_and_gpu_at_0_with_the_gpu_stack_said_to_work_is_input_cpu_bo
     assert "INPUT_CPU_BOUND" not in _categories(bare)
     for tracker, rid in [("tensorflow", "tensorflow-014"), ("lightgbm", "lightgbm-001"), ("deepface", "deepface-001"),
                          ("whisper", "whisper-011")]:
-        assert not {"INPUT_CPU_BOUND", "INPUT_BOUND"} & _categories(_row(tracker, rid)), rid
+        assert not {"INPUT_CPU_BOUND", "INPUT_BOUND"} & _categories(corpus_row(tracker, rid)), rid
 
 
 # ---------------------------------------------------------------------------- low most of the time, now and then more
@@ -136,7 +117,7 @@ def test_several_times_slower_on_windows_with_a_memory_heavy_load_is_the_shared_
     f = _serious(SPILL[rid])["watch.gpu-memory/reported-shared"]
     assert (f.severity, f.category, f.confidence) == ("warning", "GPU_MEMORY_PRESSURE", "low")
     assert "shared system memory" in f.summary and "Sysmem Fallback Policy" in f.fix.summary
-    assert _asks(f, "memory.used,memory.total")
+    assert asks(f, "memory.used,memory.total")
     if rid == "sd-webui-012":
         assert "7.2x slower" in f.summary  # 1.8 it/s against 1/4 it/s
 
@@ -144,7 +125,7 @@ def test_several_times_slower_on_windows_with_a_memory_heavy_load_is_the_shared_
 def test_the_fallback_needs_windows_a_large_slowdown_a_memory_load_and_no_out_of_memory() -> None:
     sd = SPILL["sd-webui-012"]
     quiet = [
-        _row("comfyui", "comfyui-022"),  # HEALTHY: Windows, 6 GB, VRAM, 1.1 it/s against 1.25 s/it (1.4x)
+        corpus_row("comfyui", "comfyui-022"),  # HEALTHY: Windows, 6 GB, VRAM, 1.1 it/s against 1.25 s/it (1.4x)
         sd.replace("4s/it", "1.2 it/s"),  # 1.5x: not the fallback's cliff
         sd.replace("bat file", "launcher"),  # Windows not said
         sd.replace("I use SDXL models at 1024x1024.", "").replace("NORMAL_VRAM prompt", "prompt"),  # no memory load
@@ -180,8 +161,8 @@ def test_the_whole_rows_are_right_and_the_healthy_near_misses_quiet() -> None:
                                    ("tensorflow", "tensorflow-024", "INPUT_BOUND"),
                                    ("invokeai", "invokeai-009", "GPU_MEMORY_PRESSURE"),
                                    ("sd-webui", "sd-webui-012", "GPU_MEMORY_PRESSURE")]:
-        assert category in _categories(_row(tracker, rid)), rid
+        assert category in _categories(corpus_row(tracker, rid)), rid
     # healthy rows with an out-of-memory on a card too small for the model: no memory-pressure verdict from words
     for tracker, rid in [("whisper", "whisper-001"), ("diffusers", "diffusers-002"), ("comfyui", "comfyui-020"),
                          ("torch-downstream", "torch-downstream-019")]:
-        assert "GPU_MEMORY_PRESSURE" not in _categories(_row(tracker, rid)), rid
+        assert "GPU_MEMORY_PRESSURE" not in _categories(corpus_row(tracker, rid)), rid

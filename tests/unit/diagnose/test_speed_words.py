@@ -9,32 +9,16 @@ from __future__ import annotations
 import pytest
 
 from envdoctor.compat import load_compat
-from envdoctor.diagnose import NothingRecognised
 from envdoctor.diagnose.readers.base import Paste, clean_lines
 from envdoctor.diagnose.readers.speed_words import said_symptoms, throughput
-from envdoctor.services.diagnose import diagnose_report
 from tests.paths import FIXTURES, SHARED
+from tests.unit.diagnose.pastes import asks, corpus_row, findings, serious_by_code
 
 CORPUS = FIXTURES / "corpus"
 
 
-def _findings(text: str) -> list:
-    try:
-        return diagnose_report([text], load_compat()).all_findings
-    except NothingRecognised:
-        return []
-
-
 def _serious(text: str) -> dict:
-    return {f.code: f for f in _findings(text) if f.severity in ("warning", "error")}
-
-
-def _row(tracker: str, rid: str) -> str:
-    return (CORPUS / tracker / f"{rid}.txt").read_text(encoding="utf-8", errors="replace")
-
-
-def _asks(f, what: str) -> bool:
-    return any(e.path == "paste.settle" and what in str(e.value) for e in f.evidence)
+    return serious_by_code(text, load_compat())
 
 
 # utilisation that comes and goes: the input-pattern rule, from words (four trackers)
@@ -56,7 +40,7 @@ def test_utilisation_said_to_come_and_go_is_input_bound_at_low_confidence(rid) -
     f = _serious(BURSTY[rid])["watch.bottleneck/reported-input"]
     assert (f.severity, f.category, f.confidence) == ("warning", "INPUT_BOUND", "low")
     assert "by the reporter's account" in f.summary
-    assert _asks(f, "nvidia-smi dmon") and _asks(f, "iostat -x 1") and _asks(f, "envdoctor watch --")
+    assert asks(f, "nvidia-smi dmon") and asks(f, "iostat -x 1") and asks(f, "envdoctor watch --")
 
 
 def test_the_whole_rows_are_right() -> None:
@@ -68,7 +52,7 @@ def test_the_whole_rows_are_right() -> None:
             ("torch-downstream", "torch-downstream-017", "watch.bottleneck/reported-cpu", "INPUT_CPU_BOUND"),
             ("torch-downstream", "torch-downstream-016", "watch.dataloader/reported", "DATALOADER_IN_MAIN_PROCESS"),
             ("ray", "ray-006", "watch.idle-gpu/reported-unused", "GPU_IDLE_UNUSED")]:
-        found = _serious(_row(tracker, rid))
+        found = _serious(corpus_row(tracker, rid))
         assert code in found and found[code].category == category, (rid, sorted(found))
         assert not [f for f in found.values() if f.severity == "error"], rid
 
@@ -89,15 +73,15 @@ CPU_BUSY = {
 def test_cpus_said_busy_while_a_working_gpu_waits_is_input_cpu_bound(rid) -> None:
     f = _serious(CPU_BUSY[rid])["watch.bottleneck/reported-cpu"]
     assert (f.category, f.confidence) == ("INPUT_CPU_BOUND", "low")
-    assert _asks(f, "envdoctor watch --")
+    assert asks(f, "envdoctor watch --")
     assert "CPU-only build" in (f.detail or "")  # the alternative the working GPU rules out is said
 
 
 def test_cpu_busy_and_gpu_idle_without_the_gpu_at_work_stays_quiet() -> None:
     # the same figures are a run computing on the CPU altogether: no input verdict without the GPU seen at work
     quiet = [
-        _row("tensorflow", "tensorflow-014"),  # HEALTHY: stable-baselines RL, "CPU utilization reaches 100%,but GPU is very low"
-        _row("deepface", "deepface-001"),  # inference on the CPU: "the cpu usage is high and gpu usage ... is none"
+        corpus_row("tensorflow", "tensorflow-014"),  # HEALTHY: stable-baselines RL, "CPU utilization reaches 100%,but GPU is very low"
+        corpus_row("deepface", "deepface-001"),  # inference on the CPU: "the cpu usage is high and gpu usage ... is none"
         "When processing request, the cpu usage is high and gpu usage displayed with nvidia-smi is none.",
     ]
     for text in quiet:
@@ -105,21 +89,21 @@ def test_cpu_busy_and_gpu_idle_without_the_gpu_at_work_stays_quiet() -> None:
 
 
 def test_num_workers_0_said_beside_a_slow_run_is_the_loader_in_the_main_process() -> None:
-    f = _serious(_row("torch-downstream", "torch-downstream-016"))["watch.dataloader/reported"]
+    f = _serious(corpus_row("torch-downstream", "torch-downstream-016"))["watch.dataloader/reported"]
     assert (f.category, f.confidence) == ("DATALOADER_IN_MAIN_PROCESS", "low")
     assert "num_workers to 0" in f.summary
     # num_workers 0 mentioned without a slow run, or another count, says nothing
-    assert not _findings("My DataLoader uses num_workers=0 and batch_size=32.")
+    assert not findings("My DataLoader uses num_workers=0 and batch_size=32.", load_compat())
     assert not said_symptoms(Paste(["The training is slow. each task with num_workers =8 ."]))
 
 
 def test_other_gpus_said_idle_is_a_gpu_that_does_no_work() -> None:
-    f = _serious(_row("ray", "ray-006"))["watch.idle-gpu/reported-unused"]
+    f = _serious(corpus_row("ray", "ray-006"))["watch.idle-gpu/reported-unused"]
     assert (f.category, f.confidence) == ("GPU_IDLE_UNUSED", "low")
     assert f.summary.startswith("3 GPUs given to the run do no work") and "remain idle" in f.summary
-    assert _asks(f, "nvidia-smi dmon")
+    assert asks(f, "nvidia-smi dmon")
     # GPUs enumerated in another order than nvidia-smi's is no idle GPU (digits-001, HEALTHY)
-    assert not [c for c in _serious(_row("digits", "digits-001")) if c.startswith("watch.")]
+    assert not [c for c in _serious(corpus_row("digits", "digits-001")) if c.startswith("watch.")]
 
 
 REPORT_414 = SHARED / "examples" / "reports-batch5" / "414.txt"
@@ -145,12 +129,12 @@ def test_long_stops_with_the_gpu_at_0_are_input_bound_with_storage_first_and_wha
     assert (f.category, f.confidence) == ("INPUT_BOUND", "low")
     assert "GPU at 0%" in f.summary and "about 6x" in f.summary
     assert "network share" in (f.detail or "") and "slower peer" in (f.detail or "")
-    assert _asks(f, "df -hT /path/to/data") and _asks(f, "iostat -x 1")
+    assert asks(f, "df -hT /path/to/data") and asks(f, "iostat -x 1")
     assert "SLOW_STORAGE" not in {x.category for x in found.values()}  # the text does not say where the data is
 
 
 def test_stops_said_without_the_gpu_idle_or_a_log_stay_quiet() -> None:
-    for text in [_row("horovod", "horovod-002"),  # HEALTHY: "gets stuck forever" (a hang, no speed pattern)
+    for text in [corpus_row("horovod", "horovod-002"),  # HEALTHY: "gets stuck forever" (a hang, no speed pattern)
                  "The training hangs for several minutes at the first allreduce and then continues.",
                  "NCCL gets stuck for a long time and GPU utilization stays at 100%."]:
         assert not [c for c in _serious(text) if c.startswith("watch.")], text[:80]
