@@ -77,6 +77,12 @@ SIGNALS: Dict[str, str] = {
     "paste.cudnn_named": "paste.cudnn_named",  # the first cuDNN version the reporter names (round 10)
     "paste.gpu_held_said": "paste.gpu_held_said",  # a GPU said held after its program is gone (readers/gpu_held.py)
     "paste.p2p_said": "paste.p2p_said",  # words of traffic between GPUs going wrong (readers/p2p_said.py)
+    # the reporter's words of the GPU in a context, and the driver's module (round 15: readers/contexts.py,
+    # readers/driver_words.py)
+    "paste.container_gpu_said": "paste.container_gpu_said",  # a container said not to reach the GPU
+    "paste.wsl_gpu_said": "paste.wsl_gpu_said",  # WSL said not to reach the GPU
+    "paste.k8s_node_no_gpu": "paste.k8s_node_no_gpu",  # `kubectl get nodes`: a node with no nvidia.com/gpu
+    "paste.module_not_loaded_said": "paste.module_not_loaded_said",  # DKMS by hand after a kernel upgrade, MOK
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.",  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

@@ -16,6 +16,18 @@ driver's GPU paravirtualisation under WSL. These are the signs read here, each a
 - WSL: a Linux shell prompt on a machine with Windows' default computer name (`user@DESKTOP-5A67SBM:~$`,
   `user@LAPTOP-AF3LO3NQ:~$`: Windows names a new PC DESKTOP- or LAPTOP- and 7 or 8 letters and digits, and WSL
   takes the Windows host name), or Docker Desktop's WSL 2 backend named (docs.docker.com/.../wsl).
+
+What the reporter says of the GPU in one of these contexts (issue 42, round 15; signals judged by
+checks/diagnose_said.py):
+- ``paste.container_gpu_said``: a container said not to reach the GPU ("container cant access GPU", "Cannot find
+  `nvidia-smi` inside docker container", "the GPU is not visible inside the container");
+- ``paste.wsl_gpu_said``: WSL said not to reach it ("I can't get WSL to recognise I have an NVIDIA card", "i can
+  not use nvidia-smi in wsl2");
+- ``paste.k8s_node_no_gpu``: ``kubectl get nodes`` asked for the nodes' ``nvidia.com/gpu`` capacity (or
+  allocatable) column and a node's row shows ``<none>`` or 0: no node advertises a GPU, which the device plugin
+  does only when its own container sees one (https://github.com/NVIDIA/k8s-device-plugin#readme); or
+  ``kubectl describe node``'s ``Capacity:`` block listing cpu, memory and pods but no ``nvidia.com/gpu``
+  (NVIDIA/k8s-device-plugin#834: "when i describe node, there is no gpu resource" beside a working nvidia-smi).
 """
 
 from __future__ import annotations
@@ -42,11 +54,69 @@ _DOCKER_DESKTOP_WSL = re.compile(r"docs\.docker\.com/(?:docker-for-windows|deskt
 # Ubuntu Core (https://github.com/canonical/docker-snap#usage-with-nvidia-gpus)
 _DOCKER_SNAP = re.compile(r"\bsnap install docker\b|/snap/docker/|\bsnap\.docker\.", re.I)
 
+_NOT = r"(?:can ?not|can'?t|cannot|could ?n'?t|unable to|not able to|does ?n'?t|does not|did not|didn'?t|won'?t|fails? to)"
+_REACH = r"(?:access|see|detect|find|use|reach|recogni[sz]e|run)"
+_CONTAINER_GPU_SAID = re.compile(
+    rf"\bcontainers?\b[^.\n]{{0,40}}?\b{_NOT}\s+{_REACH}\s+(?:the |my |any |an? )?[`'\"]?(?:GPUs?|nvidia|cuda|nvidia-smi)\b"
+    rf"|\b{_NOT}\s+{_REACH}\s+(?:the |my |any )?[`'\"]?(?:nvidia-smi|GPUs?)[`'\"]?\s+(?:in|inside|within|from)\s+"
+    rf"(?:the |a |my |our |this )?(?:[\w-]+\s+)?containers?\b"
+    r"|\bno (?:nvidia-smi|GPUs?|CUDA devices?)\s+(?:in|inside|within)\s+(?:the |a |my |our |this )?(?:[\w-]+\s+)?containers?\b"
+    r"|\b(?:GPUs?|nvidia-smi)\b[^.\n]{0,30}?\bnot (?:available|accessible|visible|detected|found)\b[^.\n]{0,15}?"
+    r"\b(?:in|inside|within|from)\s+(?:the |a |my |our |this )?(?:[\w-]+\s+)?containers?\b", re.I)
+_WSL = r"\bWSL ?2?\b"
+_WSL_GPU_SAID = re.compile(
+    rf"\b{_NOT}\s+(?:get\s+)?{_WSL}[^.\n]{{0,30}}?\b(?:recogni[sz]e|see|detect|find|use|access)\b[^.\n]{{0,40}}?"
+    r"\b(?:GPUs?|NVIDIA|card|CUDA)\b"
+    rf"|\b{_NOT}\s+{_REACH}\s+(?:the |my |any )?(?:GPUs?|nvidia-smi|NVIDIA (?:GPU|card)|card)\b[^.\n]{{0,30}}?"
+    rf"\b(?:in|inside|under|from|within)\s+(?:the |my )?{_WSL}"
+    rf"|{_WSL}[^.\n]{{0,30}}?\b{_NOT}\s+(?:see|detect|find|recogni[sz]e|use|access)\s+(?:the |my |any )?(?:GPUs?|NVIDIA|card)\b"
+    rf"|\b(?:nvidia-smi|GPUs?|CUDA)\s+(?:on|in|inside|under)\s+(?:the |my )?{_WSL}\s*(?:does ?n'?t|does not|is ?n'?t|is not|not) work",
+    re.I)
+# `kubectl get nodes` with the nodes' nvidia.com/gpu capacity (or allocatable) in a column, then a node's row
+_K8S_NODES = re.compile(r"\bkubectl\s+get\s+(?:nodes?|no)\b[^\n]*\b(?:capacity|allocatable)\.'?nvidia\\*\.com/gpu", re.I)
+_NODE_ROW_NONE = re.compile(r"^[>\s]*[\w.-]+\s+(?:\\?<none\\?>|0)\s*$")
+_CAPACITY = re.compile(r"^\s*Capacity:\s*$")
+_RESOURCE = re.compile(r"^\s+([\w.-]+(?:/[\w.-]+)?):\s+\S+\s*$")
+
 _WORDS = ["snap", "singularity", "apptainer", "sif ", "enroot", "--container-image", "nvml", "device-plugin", "dcgm-exporter",
           "gpu-feature-discovery", "root@", "desktop-", "laptop-", "docker desktop", "docs.docker.com"]
 
 
+def read_said(paste: Paste, acc: Acc) -> None:
+    """What the reporter says of the GPU in a container, under WSL, or what `kubectl get nodes` shows of it."""
+    for i in paste.distinct(paste.with_any(["container", "wsl"]), head=600, tail=100):
+        line = paste.lines[i][:2000]
+        how = line.strip()[:160]
+        m = _CONTAINER_GPU_SAID.search(line)
+        if m:
+            acc.put("paste.container_gpu_said", how, LOOSE, m.group(0))
+        m = _WSL_GPU_SAID.search(line)
+        if m:
+            acc.put("paste.wsl_gpu_said", how, LOOSE, m.group(0))
+    for i in paste.with_any(["kubectl"])[:20]:
+        if not _K8S_NODES.search(paste.lines[i]):
+            continue
+        for row in paste.lines[i + 1:i + 12]:
+            if _NODE_ROW_NONE.match(row):
+                acc.put("paste.k8s_node_no_gpu", row.strip(" >")[:120], LOOSE, paste.lines[i].strip()[:160])
+                return
+    for i in paste.with_any(["capacity:"])[:10]:
+        if not _CAPACITY.match(paste.lines[i]):
+            continue
+        names = []
+        for row in paste.lines[i + 1:i + 20]:
+            m = _RESOURCE.match(row)
+            if not m:
+                break
+            names.append(m.group(1).lower())
+        if {"cpu", "memory", "pods"} <= set(names) and not any(n.endswith("/gpu") for n in names):
+            acc.put("paste.k8s_node_no_gpu", "Capacity: " + ", ".join(names), LOOSE,
+                    "kubectl describe node: no nvidia.com/gpu under Capacity")
+            return
+
+
 def read_contexts(paste: Paste, acc: Acc) -> None:
+    read_said(paste, acc)
     text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(_WORDS), head=600, tail=100))
     if not text:
         return

@@ -9,8 +9,14 @@ Two signals, for a paste that shows no driver version of its own (no nvidia-smi 
 - ``paste.driver_refuses_gpu``: the reporter says the driver does not drive the GPU: it "does not work", "ignored
   the GPU", is "incompatible with" the card, "no longer supports" it, or the desktop fell back to the
   modesetting / VESA / nouveau / llvmpipe driver, or lshw shows the display UNCLAIMED.
+- ``paste.module_not_loaded_said`` (round 15): the reporter says the driver's kernel module had to be built or its
+  signing key enrolled by hand, the ways a module ends up not loaded for the running kernel: DKMS run by hand
+  "after a kernel upgrade" (DKMS builds the module for each new kernel itself, https://github.com/dell/dkms), the
+  driver stopping "after a kernel upgrade", the Machine Owner Key (MOK) enrolled again for Secure Boot (a module
+  signed with a key the firmware does not trust is refused: https://wiki.ubuntu.com/UEFI/SecureBoot). Read only
+  where the paste names NVIDIA.
 
-Neither says which driver is installed; the check that reads them (checks/diagnose_driver_gpu.py) sets them
+Neither of the first two says which driver is installed; the check that reads them (checks/diagnose_driver_gpu.py) sets them
 beside the GPU's own last branch (compat_data/driver_gpu_support.json).
 """
 
@@ -36,6 +42,14 @@ _REFUSES = re.compile(
     r" (?:work|load|support|recogni[sz]e|detect)"
     r"|\b(?:fallback|fall(?:s|ing)? back to|falling back to) (?:the )?(?:modesetting|VESA|nouveau|llvmpipe)"
     r"|\*-display UNCLAIMED|\bdisplay\b[^\n]{0,20}\bUNCLAIMED\b")
+_KERNEL_UPGRADE = r"\bafter (?:a |an |the |every |each |any )?(?:new )?kernel (?:upgrade|update)s?\b"
+_MODULE_SAID = re.compile(
+    rf"(?i)\bdkms (?:install|build|autoinstall)\b[^\n]{{0,80}}?{_KERNEL_UPGRADE}"
+    rf"|{_KERNEL_UPGRADE}[^.\n]{{0,30}}?\b(?:I have to|I need to|I must|I had to)\b[^.\n]{{0,30}}?\bdkms\b"
+    rf"|{_KERNEL_UPGRADE}[^.\n]{{0,60}}?\b(?:nvidia|driver)\b[^.\n]{{0,40}}?\b(?:stops?|stopped|may stop|no longer|"
+    r"does ?n'?t|does not|won'?t|fails?|failed|breaks?|broke)\b"
+    r"|\b(?:re-?)?enrol(?:l|ls|led|ling)?\b[^.\n]{0,20}?\bMOK\b|\bMOK\b[^.\n]{0,30}?\benrol")
+_MODULE_WORDS = ["dkms", "kernel upgrade", "kernel update", "mok"]
 _WORDS = ["driver", "nvidia", "branch", "xx", " r"]
 _REFUSE_WORDS = ["ignor", "incompatible", "no long", "driver", "fallback", "fall back", "falls back",
                  "falling back", "unclaimed"]
@@ -53,6 +67,12 @@ def read_driver_words(paste: Paste, acc: Acc) -> None:
                 where = where or line.strip()[:160]
     if branches:
         acc.put("paste.driver_branches", " ".join(str(b) for b in sorted(branches)), LOOSE, where)
+    if "nvidia" in paste.low:
+        for i in paste.distinct(paste.with_any(_MODULE_WORDS), head=1500, tail=300):
+            m = _MODULE_SAID.search(paste.lines[i])
+            if m:
+                acc.put("paste.module_not_loaded_said", paste.lines[i].strip()[:200], LOOSE, m.group(0))
+                break
     for i in paste.distinct(paste.with_any(_REFUSE_WORDS), head=1500, tail=300):
         m = _REFUSES.search(paste.lines[i])
         if m:
