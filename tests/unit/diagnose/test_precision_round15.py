@@ -14,6 +14,13 @@
 - A pasted package list's nvidia-*-cuXX wheel of a family torch never requires (nvidia-cutlass-dsl-libs-cu13,
   pulled by vLLM/FlashInfer) says nothing about torch's variant: no CUDA_VARIANT_MIXED error (vllm-017); a wheel
   torch does require (nvidia-cudnn-cu11 beside a cu121 torch) still is one.
+- CUDA error 35 ("driver version is insufficient") where the reporter says the machine has no NVIDIA GPU or uses
+  none ("I haven't gpu on this computer", arnabgho/iSketchNFill#1; "我没有使用gpu", paddle-012): the CUDA runtime
+  found no driver at all, so "upgrade the driver" is wrong advice; a warning says to run the CPU build. With no such
+  words the old-driver error stays.
+- A pasted `pip show torch` names torch's requirements ("Requires: filelock, fsspec, ...") and nothing else of the
+  environment: a requirement the paste does not list is unknown, not "not installed" (vllm-019, pytorch3d-004);
+  one a message says is missing ("No module named 'typing_extensions'") is still an error.
 """
 
 from __future__ import annotations
@@ -118,3 +125,56 @@ def test_a_wheel_torch_requires_of_another_major_is_still_mixed(compat) -> None:
     codes = {f.code: f for f in _findings(TORCH_WHEEL, compat)}
     assert "packages.cuda-variant/mixed" in codes, sorted(codes)
     assert "nvidia-cudnn-cu11" in codes["packages.cuda-variant/mixed"].summary
+
+
+E35 = "CUDA driver version is insufficient for CUDA runtime version"
+# arnabgho/iSketchNFill#1, PaddlePaddle/Paddle (paddle-012)
+NO_GPU_35 = (f"THCudaCheck FAIL file=/pytorch/torch/csrc/cuda/Module.cpp line=34 error=35 : {E35}\n"
+             f"RuntimeError: cuda runtime error (35) : {E35} at /pytorch/torch/csrc/cuda/Module.cpp:34\n"
+             "I haven't gpu on this computer. How can i start iSketchNFill using cpu?\n",
+             "# tiny\u6587\u4ef6\u5939\u4e2d run_train.sh \u8fd0\u884c\u9519\u8bef\n"
+             "\u6211\u6ca1\u6709\u4f7f\u7528gpu\u54c8\uff0c\u4e0d\u4f7f\u7528gpu\u4e5f\u9700\u8981\u5347\u7ea7cuda\u5417\uff1f\n"
+             f"Check failed: cudaSuccess == cudaStat (0 vs. 35) Cuda Error: {E35}\n")
+# open-mmlab/mmskeleton#30 without the question about the CPU: a GPU machine's old driver
+GPU_35 = f"RuntimeError: cuda runtime error (35) : {E35} at torch/csrc/cuda/Module.cpp:107\n"
+
+
+def test_error_35_where_the_reporter_says_no_gpu_is_no_driver_advice(compat) -> None:
+    for text in NO_GPU_35:
+        got = _serious(text, compat)
+        assert "DRIVER_TOO_OLD_FOR_TORCH_CUDA" not in got, sorted(got)
+        assert not [f for f in _findings(text, compat) if f.severity == "error"]
+        note = got["NOTE"]
+        assert note.severity == "warning" and "CPU build" in note.fix.summary, note.fix.summary
+
+
+def test_error_35_on_a_gpu_machine_stays_the_old_driver(compat) -> None:
+    got = _serious(GPU_35, compat)
+    assert got["DRIVER_TOO_OLD_FOR_TORCH_CUDA"].severity == "error", sorted(got)
+
+
+SHOW = ("Name: torch\nVersion: {v}\nSummary: Tensors and Dynamic neural networks in Python with strong GPU "
+        "acceleration\nLocation: {loc}\nRequires: {req}\nRequired-by: torchaudio, torchvision\n")
+# vllm-project/vllm (vllm-019), facebookresearch/pytorch3d (pytorch3d-004)
+VLLM_SHOW = (SHOW.format(v="2.5.1+gita8d6afb", loc="/usr/local/lib/python3.12/dist-packages",
+                         req="filelock, fsspec, jinja2, networkx, setuptools, sympy, typing-extensions")
+             + "ImportError: /workspace/vllm/vllm/_C.abi3.so: undefined symbol: _ZN5torch3jit17parseSchemaOrNameERKSsb\n")
+P3D_SHOW = ("pytorch3d/_C.cpython-38-x86_64-linux-gnu.so: undefined symbol: _ZNK2at6Tensor7is_cudaEv\n"
+            "pip show torch\n" + SHOW.format(v="2.4.1+cu121", loc="/home/user/anaconda3/envs/dp3/lib/python3.8/site-packages",
+                                             req="filelock, fsspec, jinja2, networkx, sympy, typing-extensions"))
+MISSING = (P3D_SHOW.split("pip show torch\n", 1)[1] + ">>> import torch\nTraceback (most recent call last):\n"
+           '  File "/home/user/anaconda3/envs/dp3/lib/python3.8/site-packages/torch/__init__.py", line 1, in <module>\n'
+           "ModuleNotFoundError: No module named 'typing_extensions'\n")
+
+
+def test_requirements_a_pip_show_names_are_not_missing_for_being_unlisted(compat) -> None:
+    for text in (VLLM_SHOW, P3D_SHOW):
+        codes = [f.code for f in _findings(text, compat)]
+        assert not [c for c in codes if c.startswith("packages.requires-dist")], codes
+        assert "THIRD_PARTY_EXTENSION_MISMATCH" in _serious(text, compat)
+
+
+def test_a_requirement_a_message_says_is_missing_is_still_unmet(compat) -> None:
+    got = {f.code: f for f in _findings(MISSING, compat) if f.code.startswith("packages.requires-dist")}
+    assert list(got) == ["packages.requires-dist/typing-extensions"], list(got)
+    assert got["packages.requires-dist/typing-extensions"].severity == "error"
