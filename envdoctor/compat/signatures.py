@@ -80,7 +80,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # round 15: the program ran in a Jetson L4T container (readers/contexts.py read_l4t_container)
               "l4t_container",
               # round 15: the "no kernel image" line names the failing site, compiled code other than torch's
-              "kernel_site_not_torch")
+              "kernel_site_not_torch",
+              # round 15: the installed torch is the +cpu build of the very release an extension was built for
+              "have_cpu_build_of_built")
 
 
 class SignatureError(ValueError):

@@ -21,6 +21,9 @@
 - A pasted `pip show torch` names torch's requirements ("Requires: filelock, fsspec, ...") and nothing else of the
   environment: a requirement the paste does not list is unknown, not "not installed" (vllm-019, pytorch3d-004);
   one a message says is missing ("No module named 'typing_extensions'") is still an error.
+- xFormers "built for PyTorch 2.1.0+cu121 ... (you have 2.1.0+cpu)": the +cpu build of the very release xFormers
+  was built for is torch's CPU build, not an xFormers mismatch (invokeai-001, -004, xformers-001); another release
+  (2.2.0 vs 2.1.2) is still xFormers' mismatch (comfyui-011).
 """
 
 from __future__ import annotations
@@ -178,3 +181,26 @@ def test_a_requirement_a_message_says_is_missing_is_still_unmet(compat) -> None:
     got = {f.code: f for f in _findings(MISSING, compat) if f.code.startswith("packages.requires-dist")}
     assert list(got) == ["packages.requires-dist/typing-extensions"], list(got)
     assert got["packages.requires-dist/typing-extensions"].severity == "error"
+
+
+XF = ("WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+      "    PyTorch {built} with CUDA 1201 (you have {have})\n    Python  3.10.11 (you have 3.10.11)\n"
+      "  Please reinstall xformers (see https://github.com/facebookresearch/xformers#installing-xformers)\n")
+# invoke-ai/InvokeAI (invokeai-001), facebookresearch/xformers (xformers-001)
+XF_CPU = (XF.format(built="2.1.0+cu121", have="2.1.0+cpu"),
+          XF.format(built="2.1.2+cu121", have="2.1.2+cpu") + "\u6211\u7684CUDA\u662f12.2.79\n")
+# comfyanonymous/ComfyUI (comfyui-011): xFormers built for another torch release
+XF_OTHER = XF.format(built="2.2.0+cu121", have="2.1.2+cu121")
+
+
+def test_xformers_built_for_the_cuda_build_of_a_cpu_torch_is_torch_cpu_build(compat) -> None:
+    for text in XF_CPU:
+        got = _serious(text, compat)
+        assert "THIRD_PARTY_EXTENSION_MISMATCH" not in got, sorted(got)
+        assert got["TORCH_CPU_ONLY_BUILD"].severity == "error", sorted(got)
+
+
+def test_xformers_built_for_another_torch_release_is_still_its_mismatch(compat) -> None:
+    got = _serious(XF_OTHER, compat)
+    assert got["THIRD_PARTY_EXTENSION_MISMATCH"].severity == "error", sorted(got)
+    assert "TORCH_CPU_ONLY_BUILD" not in got
