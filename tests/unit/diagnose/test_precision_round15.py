@@ -24,6 +24,9 @@
 - xFormers "built for PyTorch 2.1.0+cu121 ... (you have 2.1.0+cpu)": the +cpu build of the very release xFormers
   was built for is torch's CPU build, not an xFormers mismatch (invokeai-001, -004, xformers-001); another release
   (2.2.0 vs 2.1.2) is still xFormers' mismatch (comfyui-011).
+- nvidia-container-cli's initialization error whose detail is NVML's "driver/library version mismatch": the host's
+  driver (a module older than its libraries until a reboot), not the container runtime (container-toolkit-004,
+  k8s-device-plugin-001); its other details (a libnvidia-ml that does not load) keep the runtime's reading.
 """
 
 from __future__ import annotations
@@ -204,3 +207,29 @@ def test_xformers_built_for_another_torch_release_is_still_its_mismatch(compat) 
     got = _serious(XF_OTHER, compat)
     assert got["THIRD_PARTY_EXTENSION_MISMATCH"].severity == "error", sorted(got)
     assert "TORCH_CPU_ONLY_BUILD" not in got
+
+
+CLI = "nvidia-container-cli: initialization error: {detail}: unknown.\n"
+# NVIDIA/nvidia-container-toolkit (container-toolkit-004), NVIDIA/k8s-device-plugin (k8s-device-plugin-001)
+CLI_MISMATCH = (CLI.format(detail="nvml error: driver/library version mismatch"),
+                "failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create "
+                "failed: unable to start container process: error during container init: error running prestart hook\n"
+                + CLI.format(detail="nvml error: driver/library version mismatch") + "cli-version: 1.17.8\n"
+                "nvidia-smi output\nFailed to initialize NVML: Driver/library version mismatch\n"
+                "NVML library version: 570.195\nnvidia/k8s-device-plugin:v0.16.2\n")
+# container-toolkit-034: the runtime's own failure to load the host's NVML
+CLI_LOAD = CLI.format(detail="load library failed: libnvidia-ml.so.1: cannot open shared object file: no such file or "
+                             "directory")
+
+
+def test_container_cli_with_nvml_version_mismatch_is_the_host_driver(compat) -> None:
+    for text in CLI_MISMATCH:
+        got = _serious(text, compat)
+        assert "CONTAINER_NO_GPU_RUNTIME" not in got, sorted(got)
+        assert got["DRIVER_LIBRARY_MISMATCH"].severity == "error", sorted(got)
+
+
+def test_container_cli_other_failures_keep_the_runtime_reading(compat) -> None:
+    got = _serious(CLI_LOAD, compat)
+    assert "DRIVER_LIBRARY_MISMATCH" not in got, sorted(got)
+    assert set(got) & {"CONTAINER_NO_GPU_RUNTIME", "NO_NVIDIA_DRIVER"}, sorted(got)
