@@ -15,6 +15,7 @@ generalises to reports nobody described), and after it for the final score. Usag
     python scripts/score_corpus.py                       # every labelled folder found (see DEFAULT_GLOBS)
     python scripts/score_corpus.py tests/fixtures/corpus/vllm --misses
     python scripts/score_corpus.py --json scores.json    # per-row results, for comparing two commits
+    python scripts/score_corpus.py --wrong-errors        # also: errors of a category the row is not labelled with
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from envdoctor.compat import load_compat  # noqa: E402
 from envdoctor.diagnose import NothingRecognised  # noqa: E402
+from envdoctor.model.catalogue import NEUTRAL_CATEGORIES, UNRECOGNISED  # noqa: E402
 from envdoctor.services.diagnose import diagnose_report  # noqa: E402
 
 DEFAULT_GLOBS = ("../shared/examples/*/labels.json", "tests/fixtures/pastes/labels.json",
@@ -74,6 +76,17 @@ def judge_row(row: dict, text: str, compat) -> Tuple[bool, List[Tuple[str, str, 
     return right, got
 
 
+def wrong_errors(rows: List[Dict]) -> Tuple[List[Tuple[str, str, str]], List[str]]:
+    """Precision (issue 42, round 15): every error finding whose category is not among its row's labels (an extra
+    wrong error, on right rows too: (row, category, code)), and the HEALTHY rows given a warning or error of a
+    problem category (not NOTE, HEALTHY, GPU_VIRTUALIZED or UNRECOGNISED_ERROR)."""
+    extra = [(f"{Path(r['folder']).name}/{r['id']}", c, code) for r in rows for c, s, code in r["found"]
+             if s == "error" and c not in r["labels"]]
+    healthy = [f"{Path(r['folder']).name}/{r['id']}" for r in rows if "HEALTHY" in r["labels"] and any(
+        s in ("warning", "error") and c not in NEUTRAL_CATEGORIES and c != UNRECOGNISED for c, s, _ in r["found"])]
+    return extra, healthy
+
+
 def json_target_refusal(name: Optional[str]) -> Optional[str]:
     """Why ``--json NAME`` must not be written, or None. ``--json`` takes a file name, so a shell glob after it
     (``--json tests/fixtures/corpus/*/labels.json``) once made the first input file the output and wrote over it:
@@ -100,6 +113,8 @@ def main(argv: List[str]) -> int:
     ap.add_argument("folders", nargs="*", help="labelled folders (default: every one found)")
     ap.add_argument("--misses", action="store_true", help="print each wrong row with what was found")
     ap.add_argument("--json", metavar="FILE", help="write per-row results to FILE")
+    ap.add_argument("--wrong-errors", action="store_true",
+                    help="also count errors of a category the row is not labelled with, and HEALTHY rows warned")
     opts = ap.parse_args(argv)
     refusal = json_target_refusal(opts.json)
     if refusal:
@@ -138,6 +153,12 @@ def main(argv: List[str]) -> int:
     ok = sum(v[0] for v in per.values())
     n = sum(v[1] for v in per.values())
     print(f"{'all':<{width}}  {ok:>5}  {n:>5}  {(ok / n if n else 0):>6.0%}")
+    if opts.wrong_errors:
+        extra, healthy = wrong_errors(rows_out)
+        for row, category, code in extra:
+            print(f"WRONG-ERROR {row} {category} ({code})")
+        print(f"errors of a category not among the row's labels: {len(extra)} on {len({r for r, _c, _k in extra})} "
+              f"rows; HEALTHY rows with a problem warning or error: {len(healthy)}")
     if opts.json:
         Path(opts.json).write_text(json.dumps(rows_out, indent=1) + "\n", encoding="utf-8")
     return 0

@@ -11,6 +11,7 @@ from ..compat.torch_family import COMPANION
 from ..domain.fastclass import dataclass
 from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, variant_kind
 from ..domain.versions import base_version, major_minor
+from ..model.catalogue import CAUSES
 from ..model.facts import Facts
 from ._paste_context import CONTEXT_WHEN, context_holds
 from ._paste_roles import (
@@ -218,7 +219,7 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
     if when == "loaded_lib_is_pip_wheel":
         return loaded_pip_wheel(facts, groups) is not None
     if when in CONTEXT_WHEN:  # where the program ran decides the cause (issue 42, checks/_paste_context.py)
-        return context_holds(when, facts, compat, groups)
+        return context_holds(when, facts, compat, groups, message)
     if when.startswith("capture:") and "~" in when:
         name, pattern = when[len("capture:"):].split("~", 1)
         value = groups.get(name) or ""
@@ -318,11 +319,14 @@ def signature_hits(facts: Facts, compat: Compat) -> List[Hit]:
                 if holds(alt.when, facts, compat, groups, norm):
                     category, confidence = alt.category, alt.confidence
                     if alt.severity or alt.explanation or alt.fix:  # the context changes the meaning itself
-                        used = replace(sig, severity=alt.severity or sig.severity,
+                        used = replace(sig, severity=alt.severity or sig.severity, settle=alt.settle or sig.settle,
                                        explanation=alt.explanation or sig.explanation, fix=alt.fix or sig.fix)
                     break
             hits.append(Hit(used, i, message, m.group(0), groups, category, confidence))
             for extra in sig.also:  # further causes the same message proves, each qualified on its own
+                # ... except a consequence of the cause a context's own reading named (its explanation says it)
+                if used is not sig and extra.category in CAUSES.get(category, ()):
+                    continue
                 if extra.category != category and holds(extra.when, facts, compat, groups, norm):
                     hits.append(Hit(sig, i, message, m.group(0), groups, extra.category, extra.confidence, True))
     _HITS_MEMO["last"] = (facts, sigs, tuple(hits))

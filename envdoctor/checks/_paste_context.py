@@ -26,7 +26,15 @@ K8S_DOC = "https://github.com/NVIDIA/k8s-device-plugin#readme"
 
 # host_driver_missing: where the program ran; extension_build_named: what the failing build was (a torch
 # extension's, or a plain CUDA build's: issue 42, archdriver)
-CONTEXT_WHEN = ("host_driver_missing", "extension_build_named")
+CONTEXT_WHEN = ("host_driver_missing", "extension_build_named", "l4t_container", "kernel_site_not_torch",
+                "have_cpu_build_of_built")
+
+# the failing kernel's site, named on the message's own line, is compiled code other than torch's: a CUDA source
+# file (`[error][simple_yolo.cu:556]:launch failed:`, ggml's `CUDA error 209 at ...ggml-cuda.cu:5284:`) outside
+# torch's ATen/c10, or a kernel wrapper's own printf (`Error in forward_face_index_map_1: ...`); torch says "CUDA
+# error: ..." with no site (issue 42, round 15)
+_KERNEL_SITE = re.compile(r"[\w./\\-]*\.cuh?\b(?::\d+)?|\bError in [A-Za-z_]\w*:|\blaunch failed\b")
+_TORCH_SITE = re.compile(r"\b(?:ATen|c10|torch|caffe2)[/\\]")
 
 # rows that say the host's driver is not there or not loaded (a module that did not load or build, nouveau)
 _HOST_DRIVER_ROWS = ("nvidia-module-load-failed", "nvidia-module-key-rejected", "nvidia-module-build-failed",
@@ -39,11 +47,18 @@ _NO_HOST_NVML = re.compile(r"load library failed: libnvidia-ml\.so")
 _TOOLKIT_BROKEN_ROWS = ("unknown-runtime-nvidia",)
 
 
-def context_holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
+def context_holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[str]], message: str = "") -> bool:
     if when == "host_driver_missing":
         return host_driver_missing(facts, compat, groups)
     if when == "extension_build_named":  # the build may be a torch extension's (torch, setup.py, cpp_extension)
         return extension_build_named(facts)
+    if when == "kernel_site_not_torch":  # the message's line names compiled code other than torch's
+        site = _KERNEL_SITE.search(message)
+        return bool(site) and not _TORCH_SITE.search(site.group(0))
+    if when == "have_cpu_build_of_built":  # the installed torch is the CPU build of the release an extension was built for
+        return cpu_build_of_built(facts, compat, groups)
+    if when == "l4t_container":  # a Jetson L4T container: its CUDA libraries come from the NVIDIA runtime (round 15)
+        return "paste.l4t_container" in prov(facts)
     return False
 
 
@@ -65,3 +80,26 @@ def host_driver_missing(facts: Facts, compat: Compat, groups: Dict[str, Optional
         return False
     seen = prov(facts)
     return facts.driver.version is None and "driver.seen" not in seen and not seen.get("container.snap")
+
+
+def _cpu_of(built: str, have: str) -> bool:
+    built, have = built.lower(), have.lower()
+    return bool(built and have) and have.endswith("+cpu") and "+" in built and not built.endswith("+cpu") \
+        and built.split("+")[0] == have.split("+")[0]
+
+
+def cpu_build_of_built(facts: Facts, compat: Compat, groups: Dict[str, Optional[str]]) -> bool:
+    """An extension's "built for PyTorch X (you have Y)" where Y is the +cpu build of the very release X (a CUDA
+    build): torch lacks CUDA, the extension is right. The line may be a message of its own beside the one matched
+    ("xFormers can't load C++/CUDA extensions" then "PyTorch 2.1.0+cu121 ... (you have 2.1.0+cpu)"), so every
+    message is read with the rows that capture both versions (round 15: invokeai-001, -004, xformers-001)."""
+    if _cpu_of(groups.get("built") or "", groups.get("have") or ""):
+        return True
+    rows = [sig for sig in ((compat.signatures or []) if compat is not None else [])
+            if {"built", "have"} <= set(sig.regex.groupindex)]
+    for message in (facts.paste.messages if facts.paste else []):
+        for sig in rows:
+            m = sig.search(message)
+            if m and _cpu_of(m.groupdict().get("built") or "", m.groupdict().get("have") or ""):
+                return True
+    return False

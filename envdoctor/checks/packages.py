@@ -9,6 +9,7 @@ from ..domain.variants import (
     cuda_of_variant,
     is_cpu_build,
     local_tag,
+    nvidia_wheel,
     nvidia_wheel_cuda_major,
     variant_cuda_major,
     variant_kind,
@@ -105,10 +106,20 @@ def check_cuda_variant(ctx: CheckContext) -> List[Finding]:
     return findings
 
 
+# the nvidia-*-cuXX families torch's CUDA wheels require (their Requires-Dist, as pip lists them "from torch":
+# torch 2.8 cu128 and 2.9; nvshmem from 2.9): with torch's own requirements unknown (a pasted package list), a
+# wheel of another family (nvidia-cutlass-dsl-libs-cu13, pulled by vLLM or FlashInfer) is not torch's, and its
+# CUDA major says nothing about torch's variant (issue 42, round 15: vllm-017)
+TORCH_NVIDIA_FAMILIES = frozenset({
+    "cuda-nvrtc", "cuda-runtime", "cuda-cupti", "cudnn", "cublas", "cufft", "curand", "cusolver", "cusparse",
+    "cusparselt", "nccl", "nvtx", "nvjitlink", "cufile", "nvshmem"})
+
+
 def _required_by_torch(py: PythonEnv, name: str) -> bool:
     torch_pkg = py.package("torch")
     if torch_pkg is None or not torch_pkg.requires:
-        return True
+        wheel = nvidia_wheel(name)
+        return wheel is None or wheel[0] in TORCH_NVIDIA_FAMILIES
     return any(r.lower().replace("_", "-").startswith(name) for r in torch_pkg.requires)
 
 

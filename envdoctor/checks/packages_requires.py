@@ -96,11 +96,32 @@ def check_requires_dist(ctx: CheckContext) -> List[Finding]:
         unmet, n = _unmet(py, ctx.facts.host.machine)
         judged += n
         for name, asks in sorted(unmet.items()):
+            if ctx.facts.paste is not None and py.package(name) is None and not _error_names(py, name) \
+                    and not _missing_said(ctx.facts.paste.messages, name):
+                continue  # a paste lists what it shows, not all that is installed: absent there is unknown
             findings.append(_finding(ctx, i, py, name, asks))
     if not judged and not findings:
         raise SkipCheck("no Requires-Dist of torch or of a package that depends on it was read (a source build, "
                         "or facts from an older envdoctor)", not_applicable="no requirements read")
     return findings
+
+
+def _error_names(py: PythonEnv, name: str) -> Optional[str]:
+    """The import error (torch's, or the one recorded for ``name``) when it names ``name``, else None.
+
+    A pasted `pip show torch` lists torch's requirements by name ("Requires: filelock, fsspec, ...") and nothing
+    else of the environment (issue 42, round 15: vllm-019, pytorch3d-004), so a requirement the paste does not
+    list is judged missing only where an error names it (No module named 'filelock')."""
+    t = py.torch
+    error = (t.import_error if t is not None and t.import_error else None) or py.import_errors.get(name)
+    named = bool(error) and re.search(re.escape(name.replace("-", "_")) + "|" + re.escape(name), error or "", re.I)
+    return error if named else None
+
+
+def _missing_said(messages: List[str], name: str) -> bool:
+    """A pasted message says the module is missing: "No module named 'typing_extensions'"."""
+    module = re.escape(name.replace("-", "_"))
+    return any(re.search(r"No module named ['\"]?" + module + r"\b", m, re.I) for m in messages)
 
 
 def _finding(ctx: CheckContext, i: int, py: PythonEnv, name: str,
@@ -116,7 +137,7 @@ def _finding(ctx: CheckContext, i: int, py: PythonEnv, name: str,
     where = py.executable or "the interpreter"
     t = py.torch
     error = (t.import_error if t is not None and t.import_error else None) or py.import_errors.get(name)
-    named = bool(error) and re.search(re.escape(name.replace("-", "_")) + "|" + re.escape(name), error or "", re.I)
+    named = _error_names(py, name) is not None
     if have is None:
         severity = Severity.ERROR
         state = f"{name} is not installed in {where}"

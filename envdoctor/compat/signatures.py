@@ -76,7 +76,13 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # round 10: the cuDNN the reporter names as installed is the one loaded, older than the build's
               "cudnn_named_is_loaded",
               # round 10: which onnxruntime packages the paste's package list holds (both, the CPU one alone, none)
-              "ort_both_packages_shown", "ort_cpu_package_alone_shown", "ort_packages_not_shown")
+              "ort_both_packages_shown", "ort_cpu_package_alone_shown", "ort_packages_not_shown",
+              # round 15: the program ran in a Jetson L4T container (readers/contexts.py read_l4t_container)
+              "l4t_container",
+              # round 15: the "no kernel image" line names the failing site, compiled code other than torch's
+              "kernel_site_not_torch",
+              # round 15: the installed torch is the +cpu build of the very release an extension was built for
+              "have_cpu_build_of_built")
 
 
 class SignatureError(ValueError):
@@ -94,6 +100,7 @@ class Alternative:
     severity: Optional[str] = None
     explanation: Optional[str] = None
     fix: Optional[str] = None
+    settle: Optional[str] = None  # ... and what settles it, where the row's command asks about another component
 
 
 @dataclass(frozen=True)
@@ -144,11 +151,11 @@ def _qualified(row: Dict[str, Any], key: str, default_when: str, where: str) -> 
         severity = alt.get("severity")
         if severity is not None and severity not in SEVERITIES:
             raise SignatureError(f"{where}: {key} severity must be one of {SEVERITIES}")
-        for text in ("explanation", "fix"):
+        for text in ("explanation", "fix", "settle"):
             if alt.get(text) is not None and (not isinstance(alt[text], str) or not alt[text].strip()):
                 raise SignatureError(f"{where}: {key} {text} must be a non-empty string")
         out.append(Alternative(alt["category"], when, alt.get("confidence", "medium"), severity,
-                               alt.get("explanation"), alt.get("fix")))
+                               alt.get("explanation"), alt.get("fix"), alt.get("settle")))
     return out
 
 

@@ -140,6 +140,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
     scheduler.read_jobs(paste, acc)
     host_lines.read_host(paste, acc)
     contexts.read_contexts(paste, acc)
+    contexts.read_l4t_container(paste, acc)
     package_logs.read_package_logs(paste, acc)
     package_logs.read_pip_replaced(paste, acc)
     package_logs.read_extension_index(paste, acc)

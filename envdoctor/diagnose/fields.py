@@ -47,6 +47,7 @@ SIGNALS: Dict[str, str] = {
     "paste.tensorflow": "paste.tensorflow",  # the TensorFlow release a template field, pin or print names (issue 42)
     "paste.mig_device": "paste.mig_device",  # a MIG device named: nvidia-smi -L's MIG lines, a MIG UUID (issue 42)
     "paste.vgpu": "paste.vgpu",  # a vGPU named: the word, a GRID driver, a vGPU profile name (issue 42)
+    "paste.l4t_container": "paste.l4t_container",  # a Jetson L4T container (readers/contexts.py, round 15)
     "paste.no_nvidia_gpu": "paste.no_nvidia_gpu",  # the reporter says the machine has no NVIDIA GPU, or a Mac
     "paste.cuda_named": "paste.cuda_named",  # the highest CUDA major the paste names for its program (round 8)
     "paste.gpu_unsupported_said": "paste.gpu_unsupported_said",  # words that the GPU is not supported (archdriver)

@@ -473,7 +473,8 @@ NEUTRAL_CATEGORIES = frozenset({NOTE, "HEALTHY", "GPU_VIRTUALIZED"})
 # Each edge is a mechanism, not a correlation: fixing the root fixes the consequence.
 CAUSES: Dict[str, tuple] = {
     # a container started without the NVIDIA runtime has no driver libraries, hence no driver and no GPU
-    "CONTAINER_NO_GPU_RUNTIME": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
+    # ... and, in a Jetson L4T container, none of the host's CUDA libraries the runtime mounts: torch cannot load them
+    "CONTAINER_NO_GPU_RUNTIME": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE", "TORCH_IMPORT_FAILED"),
     # WSL's driver is the Windows one, passed in through /usr/lib/wsl/lib
     "WSL_SPECIFIC": ("NO_NVIDIA_DRIVER", "NO_GPU_VISIBLE"),
     # NVML/CUDA refuse to initialise on a module/library mismatch: the driver is unusable, no GPU shows

@@ -16,6 +16,11 @@ driver's GPU paravirtualisation under WSL. These are the signs read here, each a
 - WSL: a Linux shell prompt on a machine with Windows' default computer name (`user@DESKTOP-5A67SBM:~$`,
   `user@LAPTOP-AF3LO3NQ:~$`: Windows names a new PC DESKTOP- or LAPTOP- and 7 or 8 letters and digits, and WSL
   takes the Windows host name), or Docker Desktop's WSL 2 backend named (docs.docker.com/.../wsl).
+- A Jetson (L4T) container: an L4T image named (`l4t-pytorch`, `...-l4t-r32.5.0`), or a Jetson/JetPack named with
+  a container. On JetPack 4 (L4T r32) the images carry no CUDA libraries of their own: the NVIDIA runtime mounts
+  the host's CUDA, cuDNN and TensorRT into the container, so a container started without it (Docker's default
+  runtime not set to nvidia, https://github.com/dusty-nv/jetson-containers#docker-default-runtime) cannot load
+  libcurand/libcudnn (issue 42, precision round 15).
 
 What the reporter says of the GPU in one of these contexts (issue 42, round 15; signals judged by
 checks/diagnose_said.py):
@@ -113,6 +118,33 @@ def read_said(paste: Paste, acc: Acc) -> None:
             acc.put("paste.k8s_node_no_gpu", "Capacity: " + ", ".join(names), LOOSE,
                     "kubectl describe node: no nvidia.com/gpu under Capacity")
             return
+
+
+# a Jetson L4T image (its tag names the L4T release or the NVIDIA L4T image family), or a Jetson/JetPack with a
+# container beside it; JetPack 4's images get the host's CUDA libraries from the NVIDIA runtime (CSV mounts)
+_L4T_IMAGE = re.compile(r"(?<![\w-])(?:[\w./-]*[/:-])?l4t-(?:r\d\d(?:\.\d+)*|base|pytorch|ml|tensorflow|cuda|jetpack)"
+                        r"(?:[:\w.-]*)", re.I)
+_JETSON = re.compile(r"\b(?:jetson|jetpack|nv_tegra_release)\b", re.I)
+_CONTAINER_SAID = re.compile(r"\bcontainers?\b|\bdocker\b", re.I)
+
+
+def read_l4t_container(paste: Paste, acc: Acc) -> None:
+    """``paste.l4t_container``: the program ran in a Jetson (L4T) container (see the module's notes)."""
+    lines = paste.distinct(paste.with_any(["l4t", "jetson", "jetpack", "nv_tegra"]), head=200, tail=50)
+    for i in lines:
+        m = _L4T_IMAGE.search(paste.lines[i])
+        if m:
+            acc.put("paste.l4t_container", m.group(0)[:120], LOOSE, paste.lines[i].strip()[:160])
+            return
+    jetson = next((i for i in lines if _JETSON.search(paste.lines[i])), None)
+    if jetson is None:
+        return
+    where = acc.get("container.runtime") or next(
+        (paste.lines[i].strip() for i in paste.distinct(paste.with_any(["container", "docker"]), head=200, tail=50)
+         if _CONTAINER_SAID.search(paste.lines[i])), None)
+    if where:
+        acc.put("paste.l4t_container", _JETSON.search(paste.lines[jetson]).group(0), BARE,
+                f"{paste.lines[jetson].strip()[:100]} | {str(where)[:60]}")
 
 
 def read_contexts(paste: Paste, acc: Acc) -> None:

@@ -83,16 +83,20 @@ def read_vgpu(paste: Paste, acc: Acc) -> None:
 # an error's "No CUDA GPUs are available" or "no GPU found" (a GPU machine that lost it) is not read as one
 _NO_GPU = re.compile(
     r"\b(?:(?:i|we|it|machine|server|laptop|computer|pc|system|box|host|node|mac|vm)\s+(?:do(?:es)?n['\u2019]?t|"
-    r"does\s+not|do\s+not)\s+have\s+(?:a|an|any)|(?:i|we)\s+have\s+no|but\s+no)\s+(?:nvidia\s+|cuda[- ]capable\s+|"
+    r"does\s+not|do\s+not)\s+have\s+(?:a|an|any)|(?:i|we)\s+have\s+no|but\s+no|"
+    r"(?:i|we)\s+haven['\u2019]?t(?:\s+got)?(?:\s+(?:a|an|any))?)\s+(?:nvidia\s+|cuda[- ]capable\s+|"
     r"dedicated\s+|discrete\s+)?(?:gpus?|graphics\s+card|video\s+card)\b"
     r"(?!\s+(?:(?:is|was|are|were|gets?|got)\s+)?(?:detected|found|visible|available|recogni[sz]ed|listed|shown|used))"
     r"|\bcpu[- ]only\s+(?:machine|server|laptop|computer|pc|system|box|host|node|vm|instance)\b"
-    r"|\b(?:macbook|mac\s+mini|mac\s+studio|imac|apple\s+(?:m[1-5]|silicon))\b", re.I)
+    r"|\b(?:macbook|mac\s+mini|mac\s+studio|imac|apple\s+(?:m[1-5]|silicon))\b"
+    # the same said in Chinese: "我没有使用gpu" (I use no GPU), "没有显卡" (no graphics card), "不使用GPU" (issue 42,
+    # round 15: paddle-012)
+    r"|\u6ca1\u6709(?:\u4f7f\u7528|\u7528)?\s*(?:nvidia\s*)?(?:gpu|\u663e\u5361)|\u4e0d(?:\u4f7f\u7528|\u7528)\s*(?:gpu|\u663e\u5361)", re.I)
 
 
 def read_no_gpu_said(paste: Paste, acc: Acc) -> None:
     for i in paste.distinct(paste.with_any(["gpu", "graphics card", "video card", "cpu only", "cpu-only", "mac",
-                                            "apple"]), head=400, tail=100):
+                                            "apple", "\u663e\u5361"]), head=400, tail=100):
         m = _NO_GPU.search(paste.lines[i])
         if m:
             acc.put("paste.no_nvidia_gpu", True, LOOSE, paste.lines[i].strip()[:160])
