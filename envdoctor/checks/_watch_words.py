@@ -108,6 +108,8 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
                f"from {tp['rate_before']:g} to {tp['rate_after']:g} images/sec, so those steps took about "
                f"{tp['slowdown_x']:g}x the run's usual time (the figure is the batch over the mean step time so far)"
                if isinstance(tp, dict) else "")
+        if drained(s):
+            return _drained(bottleneck, s, stops, log, fell, tp)
         return bottleneck.warning(
             "reported-stalls", stops
             + (f", the GPU at 0% meanwhile{_also(s['stall_gpu_zero'], stops)}" if s.get("stall_gpu_zero") else "")
@@ -129,6 +131,52 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
                     "hard disk, copy the data set to local SSD/NVMe (or cache it in RAM) before training",
                     commands=[SETTLE_DF, SETTLE_IO, SETTLE_WATCH]))
     return None
+
+
+def drained(s: Dict[str, Any]) -> bool:
+    """The time-shape of a run over several machines whose input ran dry: full speed first (said, or a throughput
+    log's slow span after steps at the run's rate), then long stops with the GPU at 0%, and nothing said that points
+    elsewhere: no slowdown said to creep (a GPU heating up, programs taking the CPU wear a run down rather than
+    stop it: tensorflow-025, centernet-001), no busy CPUs, no checkpoint or evaluation beside the stops, no GPU
+    said idle while others work. On one machine where the data lives is anyone's guess (reported-stalls)."""
+    return bool((s.get("stalls") or s.get("speed_fell")) and s.get("stall_gpu_zero") and s.get("machines")
+                and (s.get("fast_start") or s.get("throughput"))
+                and not (s.get("gradual") or s.get("cpu_busy") or s.get("cpu_work") or s.get("saving")
+                         or s.get("others_idle") or (s.get("context") or {}).get("evaluation")))
+
+
+def _drained(bottleneck: Findings, s: Dict[str, Any], stops: str, log: str, fell: Optional[Dict[str, Any]],
+             tp: Any) -> Finding:
+    """Full speed, then long stops with the GPUs at 0%, in a run over several machines: the data's storage named
+    as the likely limit (reports-batch5/414, horovod#824: an NFS share both servers read).
+
+    Why SLOW_STORAGE and not INPUT_STORAGE_BOUND: the catalogue's INPUT_STORAGE_BOUND is a measurement of the run
+    (the disk under the data seen busy or slow: %util, await, iowait), which words and a throughput log do not
+    hold. The shape says something of where the data lives: input CPUs that cannot keep up give a steady lower
+    rate, while a run that goes at full speed and then stops with every GPU idle has used up what was read ahead
+    (the page cache, the loader's prefetch) and waits on reads; machines that train on one data set usually read it
+    from a filesystem they share over the network. The data path on a network filesystem (or a hard disk) is
+    SLOW_STORAGE's meaning, and its fix, the data on local SSD/NVMe, is what settles and cures it."""
+    start = (f", after a full-speed start{_also(s['fast_start'], stops)}" if s.get("fast_start") else "")
+    return bottleneck.warning(
+        "reported-drained", stops + f", the GPU at 0% meanwhile{_also(s['stall_gpu_zero'], stops)}" + start + log
+        + f", in a run over several machines ({_q(s['machines'])}): the input ran dry once what was read ahead was "
+        "used up, and the storage the machines share is the likely limit",
+        category="SLOW_STORAGE", confidence="low",
+        evidence=_ev(s, "stalls", "stall_gpu_zero", "fast_start", "machines")
+        + ([Evidence(f"{_EV}.speed_fell", fell["said"])] if fell else [])
+        + ([Evidence(f"{_EV}.throughput", tp)] if isinstance(tp, dict) else []) + _settle(SETTLE_DF, SETTLE_IO),
+        detail="Input CPUs that cannot keep up slow every step alike; a run that starts at full speed and then stops "
+               "for long spans with its GPUs idle has used up what was read ahead (the page cache, the loader's "
+               "prefetch buffers) and gets each batch at the storage's own rate, and several machines training on "
+               "one data set usually read it from a network filesystem they share, which serves a fraction of what "
+               "the first steps read. The paste does not say where the data lives: this is the shape's likeliest "
+               "reading, not a measurement. `df -hT` on the data directory says where it is, and `iostat -x 1` "
+               "(or `nfsiostat 1` on an NFS mount) during a stop confirms it. A slower peer that stops is the "
+               "other reading: compare the machines' own logs.",
+        fix=Fix("Copy the data set to local SSD/NVMe on each machine (or cache it in RAM when it fits) before "
+                "training, or move it to a faster shared filesystem",
+                commands=[SETTLE_DF, SETTLE_IO, SETTLE_WATCH]))
 
 
 def _words_split(bottleneck: Findings, s: Dict[str, Any], notseen: Optional[str]) -> Finding:
@@ -239,8 +287,10 @@ def words_idle(idle: Findings, w: Watch) -> Optional[Finding]:
         evidence=_ev(s, "others_idle") + _settle(SETTLE_UTIL),
         detail="The code runs on one device: one process with a hard-coded cuda:0 or no DataParallel/DDP, or a "
                "scheduler that gives one task all the GPUs while its code uses one (Ray Tune's resources per trial "
-               "are per trial: {'gpu': 4} runs one trial at a time on four GPUs). `nvidia-smi dmon -s u` while it "
-               "runs shows which GPUs work.",
+               "are per trial: {'gpu': 4} runs one trial at a time on four GPUs; under Slurm, PyTorch Lightning takes its "
+               "processes from Slurm's tasks, so a job with one task trains on one of the GPUs it was given: "
+               "Lightning-AI/pytorch-lightning#20391). `nvidia-smi dmon -s u` while it runs shows which GPUs work.",
         fix=Fix("Launch one process per GPU (torchrun --nproc_per_node=<GPUs> with DistributedDataParallel), or ask "
                 "the scheduler for one GPU per task so that several run at once (Ray Tune: resources_per_trial="
-                "{'gpu': 1}); hide GPUs nobody uses (CUDA_VISIBLE_DEVICES)"))
+                "{'gpu': 1}; Slurm: srun with --ntasks-per-node equal to the GPUs per node); hide GPUs nobody uses "
+                "(CUDA_VISIBLE_DEVICES)"))

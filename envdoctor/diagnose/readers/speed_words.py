@@ -92,11 +92,31 @@ _GPU_ZERO = re.compile(r"\bgpu\b[^.\n]{0,40}\b(?:drops?|dropped|falls?|fell|goes
 _FELL = re.compile(r"\b(?:speed|throughput|(?:images?|img|samples?|examples?|tokens?|batch(?:es)?|it)/s(?:ec)?)\b[^.\n]{0,30}?"
                    r"\b(?:drops?|dropped|falls?|fell|decreas\w*|goes down|went down|slows? down)\b[^.\n]{0,20}?\bfrom "
                    r"~?(\d+(?:\.\d+)?)[^.\n\d]{0,20}?\bto ~?(\d+(?:\.\d+)?)", re.I)
-_FAST_START = re.compile(r"\bat first\b|\bat the (?:beginning|start)\b|\bsuddenly\b|\bafter (?:several|a few|some|\d+) "
+_FAST_START = re.compile(r"\bat first\b|\bat the (?:beginning|start)\b|\binitially\b|\bafter (?:several|a few|some|\d+) "
                          r"(?:steps|iterations|epochs|minutes)\b", re.I)
+_SUDDENLY = re.compile(r"\bsuddenly\b", re.I)  # a fast start said less plainly: read where none of those is
+# a slowdown that creeps ("longer and longer", "deteriorates when the steps increase"): no stop after a full-speed
+# start but a run that wears down (a GPU heating up, other programs taking the CPU: tensorflow-025, centernet-001)
+_GRADUAL = re.compile(r"\b(?:longer and longer|slower and slower|gradual\w*|deteriorat\w*|little by little|"
+                      r"(?:gets?|getting|becomes?|becoming) (?:slower|longer)\b)", re.I)
+# the run spread over several machines ("8 GPUs on 2 servers", "two nodes"): each reads the one data set, which is
+# then usually on a filesystem they share
+_MACHINES = re.compile(r"\b(?:[2-9]|[1-9]\d|two|three|four|several|multiple) (?:servers|nodes|machines|hosts)\b", re.I)
+# what else stops every GPU mid-run: a checkpoint written, an evaluation pass (CHECKPOINT_STALL, EVALUATION_STALL)
+_SAVING = re.compile(r"\b(?:checkpoint\w*|sav(?:e|es|ed|ing) (?:the )?(?:model|weights|checkpoints?)|evaluat\w*|"
+                     r"validat\w*)\b", re.I)
 _OTHERS_IDLE = re.compile(r"\b(?:the )?(?:other|remaining|rest of the) (?:(?P<n>\d+|two|three|four|five|six|seven) )?gpus?\b"
                           r"[^.\n]{0,25}?\b(?:remain|remains|stay|stays|are|sit|sits|were|is|left)\s+(?:completely |"
                           r"totally |still )?(?:idle|unused|at 0 ?%|not used|doing nothing)\b", re.I)
+# one GPU said to work where several were given ("only one gpu working while requesting 4", "tune will only run on 1
+# GPU"): the others idle (adaface-001, ray-006); a GPU count seen ("only one gpu is visible", "device_count() shows
+# only one gpu") is another story, visibility, not use
+_ONLY_ONE = re.compile(r"\bonly (?:(?:run|runs|running|train|trains|training|work|works|working|uses?|using)\b[^.\n]{0,12}?"
+                       r"\b(?:on )?(?:one|1|a single|the first) gpu\b|(?:one|1|a single) gpu (?:is |was )?(?:being )?"
+                       r"(?:working|running|used|busy|utili[sz]ed|in use)\b)", re.I)
+# ... and how many were given: asked of the scheduler or the framework, or the machine's count said
+_GIVEN = re.compile(r"\b(?:request(?:ing|ed|s)?|asking for|ask for|allocat\w*|(?:the )?-*gpus\s*(?:argument |flag )?(?:to|=)|"
+                    r"there (?:are|were))\s*(\d+)\b|\b(\d+) (?:gpus|cards)\b", re.I)
 _COMPLAINT = re.compile(r"\bbottleneck\b|\bslow(?:er|ly|s)?\b|\bspeed (?:it |this (?:process )?)?up\b|"
                         r"\btakes? (?:a |so )?(?:very )?long\b", re.I)
 _WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
@@ -113,7 +133,8 @@ _HALF = re.compile(r"\bgpu[- ]?util\w*\b[^.\n]{0,40}?\b(?:below|under|less than|
 
 _KEYS = ["slow", "bottleneck", "speed", "/sec", "/s ", "throughput", "drop", "long", "gpu", "util", "cpu", "num_workers",
          "stuck", "stunned", "frozen", "freez", "hang", "hung", "paus", "stall", "stop", "idle", "volatile", "decod",
-         "augment", "preprocess", "pre-process"]
+         "augment", "preprocess", "pre-process", "deteriorat", "gradual", "server", "node", "machine", "host",
+         "checkpoint", "sav", "evaluat", "validat"]
 
 
 def _sentences(paste: Paste) -> List[str]:
@@ -201,6 +222,11 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     if stuck or out.get("speed_fell"):
         said("stall_gpu_zero", _GPU_ZERO)
         said("fast_start", _FAST_START)
+        if not out.get("fast_start"):
+            said("fast_start", _SUDDENLY)
+        said("gradual", _GRADUAL)
+        said("machines", _MACHINES)
+        said("saving", _SAVING)
     said("complaint", _COMPLAINT)
     idle = None
     for s in sents:
@@ -209,6 +235,8 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
             n = m.group("n")
             idle = {"said": _around(s, m), "count": int(n) if n and n.isdigit() else _WORDS.get((n or "").lower())}
             break
+    if idle is None:
+        idle = _only_one(sents)
     if idle:
         out["others_idle"] = idle
     tp = throughput(paste)
@@ -236,6 +264,15 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     if context:
         out["context"] = context
     return out if judged(out) else None
+
+
+def _only_one(sents: List[str]) -> Optional[Dict[str, Any]]:
+    """One GPU said to work while the paste gives the run several: the others idle, ``count`` of them."""
+    one = _first(_ONLY_ONE, sents)
+    if one is None:
+        return None
+    given = [int(n) for s in sents for m in _GIVEN.finditer(s) for n in m.groups() if n and 2 <= int(n) <= 16]
+    return {"said": one, "count": max(given) - 1} if given else None
 
 
 def _split(paste: Paste, sents: List[str]) -> Optional[Dict[str, Any]]:
