@@ -51,6 +51,8 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
         return None
     if s.get("split") and s.get("split_slow"):
         return _words_split(bottleneck, s, notseen)
+    if s.get("workers_over"):
+        return _workers_over(bottleneck, s["workers_over"], notseen)
     ctx = s.get("context") or {}
     waits = s.get("gpu_low") or s.get("bursty") or s.get("complaint")
     phase = ctx.get("evaluation") or ctx.get("pipeline") or ctx.get("no_workers")
@@ -177,6 +179,27 @@ def _drained(bottleneck: Findings, s: Dict[str, Any], stops: str, log: str, fell
         fix=Fix("Copy the data set to local SSD/NVMe on each machine (or cache it in RAM when it fits) before "
                 "training, or move it to a faster shared filesystem",
                 commands=[SETTLE_DF, SETTLE_IO, SETTLE_WATCH]))
+
+
+def _workers_over(bottleneck: Findings, o: Dict[str, Any], notseen: Optional[str]) -> Finding:
+    """A launcher's processes per node times each one's DataLoader workers, far beyond the CPUs the paste gives the
+    node: INPUT_CPU_BOUND, low (whether the run waits on it is not measured)."""
+    per = max(1, o["cpus"] // o["processes"] - 1)
+    return bottleneck.warning(
+        "reported-workers", f"The command line starts {o['processes']} processes per node with {o['workers']} "
+        f"DataLoader workers each: {o['loaders']} loader processes for the {o['cpus']} CPUs the paste gives the "
+        f"machine ({o['loaders'] / o['cpus']:g} per CPU), so the input pipeline fights over the CPUs",
+        category="INPUT_CPU_BOUND", confidence="low",
+        evidence=[Evidence(f"{_EV}.workers_over", o)] + _settle("nproc", SETTLE_WATCH),
+        detail="num_workers is per DataLoader, and every process of a distributed launch builds its own, so the node "
+               "runs processes x num_workers workers (plus each one's threads) besides the training processes "
+               "themselves. Far more of them than CPUs decode and augment no faster: they queue for the cores, "
+               "switch among them and take the training processes' CPU time too, so the GPUs wait for batches. "
+               "Whether this run waits on it is not measured: `envdoctor watch` samples the workers and the CPUs. "
+               + (notseen or ""),
+        fix=Fix(f"Size num_workers to the CPUs per process: {o['cpus']} CPUs / {o['processes']} processes, one kept "
+                "for the training process", commands=[f"--num_workers {per}   # {o['cpus']} CPUs for "
+                                                      f"{o['processes']} processes per node"]))
 
 
 def _words_split(bottleneck: Findings, s: Dict[str, Any], notseen: Optional[str]) -> Finding:

@@ -60,9 +60,9 @@ check = registrar(CHECKS)
 # --------------------------------------------------------------------------- the verdict
 
 BOTTLENECK = Findings("watch.bottleneck", "GPU_BOUND",
-                      kinds=("communication", "cpu", "gpu-bound", "host-cpu", "host-storage", "input",
-                             "input-keeps-up", "input-pattern", "storage", "underfed", "reported-cpu",
-                             "reported-input", "reported-stalls", "reported-split", "reported-drained"),
+                      kinds=("communication", "cpu", "gpu-bound", "host-cpu", "host-storage", "input", "input-keeps-up",
+                             "input-pattern", "storage", "underfed", "reported-cpu", "reported-input",
+                             "reported-stalls", "reported-split", "reported-drained", "reported-workers"),
                       categories=("INPUT_BOUND", "COMMUNICATION_BOUND", "GPU_UNDERFED", "INPUT_STORAGE_BOUND",
                                   "INPUT_CPU_BOUND", "CPU_STARVED", "SLOW_STORAGE"))
 

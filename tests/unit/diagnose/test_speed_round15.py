@@ -127,3 +127,48 @@ def test_the_adaface_row_is_right() -> None:
 def test_one_gpu_words_without_several_given_stay_quiet(text) -> None:
     s = said_symptoms(Paste(clean_lines(text))) or {}
     assert not s.get("others_idle"), text
+
+
+# ---------------------------------------------------------------------------- loader workers far beyond the CPUs
+
+WORKERS = {
+    # facebookresearch/deit#81 (torch-downstream-015): the fix was --num_workers 4
+    "deit": ("We use 32 cpu and 8 gpu, the total memory(RAM) is 200G. The training command line is\n"
+             "`python -m torch.distributed.launch \\\n--nproc_per_node=8 --use_env main.py \\\n--num_workers 32 \\\n"
+             "--model deit_tiny_patch16_224 \\\n--batch-size 128`", (8, 32, 32)),
+    # open-mmlab/mmdetection#353's words ("I set workers_per_gpu=20 and the speed come slower"; the maintainer:
+    # "workers_per_gpu=20 requires 20*8=160 cpu cores"), with its 8-GPU launch and a CPU count written in (constructed:
+    # the thread gives neither in the reporter's paste)
+    "mmdetection": ("I set workers_per_gpu=20 and the speed come slower. The server has 32 CPU cores.\n"
+                    "./tools/dist_train.sh configs/ssd300_coco.py 8", (8, 20, 32)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WORKERS))
+def test_loader_workers_far_beyond_the_cpus_are_input_bound_on_the_cpu(name) -> None:
+    text, (procs, workers, cpus) = WORKERS[name]
+    f = _serious(text)["watch.bottleneck/reported-workers"]
+    assert (f.category, f.confidence) == ("INPUT_CPU_BOUND", "low")
+    assert f"{procs * workers} loader processes for the {cpus} CPUs" in f.summary
+    assert f.fix is not None and f.fix.commands == [f"--num_workers {cpus // procs - 1}   # {cpus} CPUs for {procs} "
+                                                    "processes per node"]
+
+
+def test_the_deit_row_is_right() -> None:
+    found = _serious(corpus_row("torch-downstream", "torch-downstream-015"))
+    assert found["watch.bottleneck/reported-workers"].category == "INPUT_CPU_BOUND"
+
+
+@pytest.mark.parametrize("text", [
+    # workers that fit: 8 processes x 4 workers on 64 cores
+    "We have 64 cores and 8 GPUs: python -m torch.distributed.launch --nproc_per_node=8 main.py --num_workers 4",
+    # no CPU count said: the oversubscription cannot be computed
+    "python -m torch.distributed.launch --nproc_per_node=8 main.py --num_workers 32",
+    # one process: num_workers alone against the CPUs is PyTorch's own warning's business, not this rule's
+    "We use 8 cpu. python train.py --num_workers 16",
+    # CUDA cores are no CPUs
+    "The card has 640 CUDA cores; torchrun --nproc_per_node=2 train.py --num_workers 8",
+])
+def test_workers_that_fit_or_cannot_be_counted_stay_quiet(text) -> None:
+    s = said_symptoms(Paste(clean_lines(text))) or {}
+    assert not s.get("workers_over"), text
