@@ -103,6 +103,8 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
     tp = s.get("throughput")
     fell = s.get("speed_fell") if isinstance(s.get("speed_fell"), dict) else None
     if (s.get("stalls") or fell) and s.get("stall_gpu_zero") or s.get("stalls") and tp:
+        if drained(s):  # the time-shape that names the storage (round 15)
+            return _drained(bottleneck, s, fell, tp)
         stops = (f"The run stops for long spans, by the reporter's account ({_q(s['stalls'])})" if s.get("stalls") else
                  f"The run's speed fell from {fell['from']:g} to {fell['to']:g}, by the reporter's account "  # type: ignore[index]
                  f"({_q(fell['said'])})")  # type: ignore[index]
@@ -110,8 +112,6 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
                f"from {tp['rate_before']:g} to {tp['rate_after']:g} images/sec, so those steps took about "
                f"{tp['slowdown_x']:g}x the run's usual time (the figure is the batch over the mean step time so far)"
                if isinstance(tp, dict) else "")
-        if drained(s):
-            return _drained(bottleneck, s, stops, log, fell, tp)
         return bottleneck.warning(
             "reported-stalls", stops
             + (f", the GPU at 0% meanwhile{_also(s['stall_gpu_zero'], stops)}" if s.get("stall_gpu_zero") else "")
@@ -147,8 +147,7 @@ def drained(s: Dict[str, Any]) -> bool:
                          or s.get("others_idle") or (s.get("context") or {}).get("evaluation")))
 
 
-def _drained(bottleneck: Findings, s: Dict[str, Any], stops: str, log: str, fell: Optional[Dict[str, Any]],
-             tp: Any) -> Finding:
+def _drained(bottleneck: Findings, s: Dict[str, Any], fell: Optional[Dict[str, Any]], tp: Any) -> Finding:
     """Full speed, then long stops with the GPUs at 0%, in a run over several machines: the data's storage named
     as the likely limit (reports-batch5/414, horovod#824: an NFS share both servers read).
 
@@ -159,26 +158,24 @@ def _drained(bottleneck: Findings, s: Dict[str, Any], stops: str, log: str, fell
     (the page cache, the loader's prefetch) and waits on reads; machines that train on one data set usually read it
     from a filesystem they share over the network. The data path on a network filesystem (or a hard disk) is
     SLOW_STORAGE's meaning, and its fix, the data on local SSD/NVMe, is what settles and cures it."""
-    start = (f", after a full-speed start{_also(s['fast_start'], stops)}" if s.get("fast_start") else "")
+    said = _q(s["stalls"]) if s.get("stalls") else _q(fell["said"]) if fell else ""
+    span = (f"; its {tp['source']} agrees: steps {tp['from_step']}-{tp['to_step']} took about {tp['slowdown_x']:g}x "
+            "the run's usual time" if isinstance(tp, dict) else "")
     return bottleneck.warning(
-        "reported-drained", stops + f", the GPU at 0% meanwhile{_also(s['stall_gpu_zero'], stops)}" + start + log
-        + f", in a run over several machines ({_q(s['machines'])}): the input ran dry once what was read ahead was "
-        "used up, and the storage the machines share is the likely limit",
+        "reported-drained", f"Full speed at first, then long stops with the GPU at 0%, by the reporter's account "
+        f"({said}){span}, in a run over several machines ({_q(s['machines'])}): the input ran dry once what was "
+        "read ahead was used up, and the storage the machines share is the likely limit",
         category="SLOW_STORAGE", confidence="low",
         evidence=_ev(s, "stalls", "stall_gpu_zero", "fast_start", "machines")
         + ([Evidence(f"{_EV}.speed_fell", fell["said"])] if fell else [])
-        + ([Evidence(f"{_EV}.throughput", tp)] if isinstance(tp, dict) else []) + _settle(SETTLE_DF, SETTLE_IO),
-        detail="Input CPUs that cannot keep up slow every step alike; a run that starts at full speed and then stops "
-               "for long spans with its GPUs idle has used up what was read ahead (the page cache, the loader's "
-               "prefetch buffers) and gets each batch at the storage's own rate, and several machines training on "
-               "one data set usually read it from a network filesystem they share, which serves a fraction of what "
-               "the first steps read. The paste does not say where the data lives: this is the shape's likeliest "
-               "reading, not a measurement. `df -hT` on the data directory says where it is, and `iostat -x 1` "
-               "(or `nfsiostat 1` on an NFS mount) during a stop confirms it. A slower peer that stops is the "
-               "other reading: compare the machines' own logs.",
+        + ([Evidence(f"{_EV}.throughput", tp)] if isinstance(tp, dict) else [])
+        + _settle(SETTLE_DF, SETTLE_IO, SETTLE_WATCH),
+        detail="Input CPUs that cannot keep up slow every step alike; a run that goes at full speed and then stops "
+               "with its GPUs idle has used up what was read ahead (page cache, prefetch) and waits on reads, and "
+               "machines training on one data set usually share it over a network filesystem. Not a measurement: "
+               "where the data lives and `iostat -x 1` during a stop settle it; a slower peer is the other reading.",
         fix=Fix("Copy the data set to local SSD/NVMe on each machine (or cache it in RAM when it fits) before "
-                "training, or move it to a faster shared filesystem",
-                commands=[SETTLE_DF, SETTLE_IO, SETTLE_WATCH]))
+                "training, or move it to a faster shared filesystem"))
 
 
 def _workers_over(bottleneck: Findings, o: Dict[str, Any], notseen: Optional[str]) -> Finding:
