@@ -51,6 +51,8 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
         return None
     if s.get("split") and s.get("split_slow"):
         return _words_split(bottleneck, s, notseen)
+    if s.get("workers_over"):
+        return _workers_over(bottleneck, s["workers_over"], notseen)
     ctx = s.get("context") or {}
     waits = s.get("gpu_low") or s.get("bursty") or s.get("complaint")
     phase = ctx.get("evaluation") or ctx.get("pipeline") or ctx.get("no_workers")
@@ -101,6 +103,8 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
     tp = s.get("throughput")
     fell = s.get("speed_fell") if isinstance(s.get("speed_fell"), dict) else None
     if (s.get("stalls") or fell) and s.get("stall_gpu_zero") or s.get("stalls") and tp:
+        if drained(s):  # the time-shape that names the storage (round 15)
+            return _drained(bottleneck, s, fell, tp)
         stops = (f"The run stops for long spans, by the reporter's account ({_q(s['stalls'])})" if s.get("stalls") else
                  f"The run's speed fell from {fell['from']:g} to {fell['to']:g}, by the reporter's account "  # type: ignore[index]
                  f"({_q(fell['said'])})")  # type: ignore[index]
@@ -129,6 +133,70 @@ def words_bottleneck(bottleneck: Findings, w: Watch, notseen: Optional[str]) -> 
                     "hard disk, copy the data set to local SSD/NVMe (or cache it in RAM) before training",
                     commands=[SETTLE_DF, SETTLE_IO, SETTLE_WATCH]))
     return None
+
+
+def drained(s: Dict[str, Any]) -> bool:
+    """The time-shape of a run over several machines whose input ran dry: full speed first (said, or a throughput
+    log's slow span after steps at the run's rate), then long stops with the GPU at 0%, and nothing said that points
+    elsewhere: no slowdown said to creep (a GPU heating up, programs taking the CPU wear a run down rather than
+    stop it: tensorflow-025, centernet-001), no busy CPUs, no checkpoint or evaluation beside the stops, no GPU
+    said idle while others work. On one machine where the data lives is anyone's guess (reported-stalls)."""
+    return bool((s.get("stalls") or s.get("speed_fell")) and s.get("stall_gpu_zero") and s.get("machines")
+                and (s.get("fast_start") or s.get("throughput"))
+                and not (s.get("gradual") or s.get("cpu_busy") or s.get("cpu_work") or s.get("saving")
+                         or s.get("others_idle") or (s.get("context") or {}).get("evaluation")))
+
+
+def _drained(bottleneck: Findings, s: Dict[str, Any], fell: Optional[Dict[str, Any]], tp: Any) -> Finding:
+    """Full speed, then long stops with the GPUs at 0%, in a run over several machines: the data's storage named
+    as the likely limit (reports-batch5/414, horovod#824: an NFS share both servers read).
+
+    Why SLOW_STORAGE and not INPUT_STORAGE_BOUND: the catalogue's INPUT_STORAGE_BOUND is a measurement of the run
+    (the disk under the data seen busy or slow: %util, await, iowait), which words and a throughput log do not
+    hold. The shape says something of where the data lives: input CPUs that cannot keep up give a steady lower
+    rate, while a run that goes at full speed and then stops with every GPU idle has used up what was read ahead
+    (the page cache, the loader's prefetch) and waits on reads; machines that train on one data set usually read it
+    from a filesystem they share over the network. The data path on a network filesystem (or a hard disk) is
+    SLOW_STORAGE's meaning, and its fix, the data on local SSD/NVMe, is what settles and cures it."""
+    said = _q(s["stalls"]) if s.get("stalls") else _q(fell["said"]) if fell else ""
+    span = (f"; its {tp['source']} agrees: steps {tp['from_step']}-{tp['to_step']} took about {tp['slowdown_x']:g}x "
+            "the run's usual time" if isinstance(tp, dict) else "")
+    return bottleneck.warning(
+        "reported-drained", f"Full speed at first, then long stops with the GPU at 0%, by the reporter's account "
+        f"({said}){span}, in a run over several machines ({_q(s['machines'])}): the input ran dry once what was "
+        "read ahead was used up, and the storage the machines share is the likely limit",
+        category="SLOW_STORAGE", confidence="low",
+        evidence=_ev(s, "stalls", "stall_gpu_zero", "fast_start", "machines")
+        + ([Evidence(f"{_EV}.speed_fell", fell["said"])] if fell else [])
+        + ([Evidence(f"{_EV}.throughput", tp)] if isinstance(tp, dict) else [])
+        + _settle(SETTLE_DF, SETTLE_IO, SETTLE_WATCH),
+        detail="Input CPUs that cannot keep up slow every step alike; a run that goes at full speed and then stops "
+               "with its GPUs idle has used up what was read ahead (page cache, prefetch) and waits on reads, and "
+               "machines training on one data set usually share it over a network filesystem. Not a measurement: "
+               "where the data lives and `iostat -x 1` during a stop settle it; a slower peer is the other reading.",
+        fix=Fix("Copy the data set to local SSD/NVMe on each machine (or cache it in RAM when it fits) before "
+                "training, or move it to a faster shared filesystem"))
+
+
+def _workers_over(bottleneck: Findings, o: Dict[str, Any], notseen: Optional[str]) -> Finding:
+    """A launcher's processes per node times each one's DataLoader workers, far beyond the CPUs the paste gives the
+    node: INPUT_CPU_BOUND, low (whether the run waits on it is not measured)."""
+    per = max(1, o["cpus"] // o["processes"] - 1)
+    return bottleneck.warning(
+        "reported-workers", f"The command line starts {o['processes']} processes per node with {o['workers']} "
+        f"DataLoader workers each: {o['loaders']} loader processes for the {o['cpus']} CPUs the paste gives the "
+        f"machine ({o['loaders'] / o['cpus']:g} per CPU), so the input pipeline fights over the CPUs",
+        category="INPUT_CPU_BOUND", confidence="low",
+        evidence=[Evidence(f"{_EV}.workers_over", o)] + _settle("nproc", SETTLE_WATCH),
+        detail="num_workers is per DataLoader, and every process of a distributed launch builds its own, so the node "
+               "runs processes x num_workers workers (plus each one's threads) besides the training processes "
+               "themselves. Far more of them than CPUs decode and augment no faster: they queue for the cores, "
+               "switch among them and take the training processes' CPU time too, so the GPUs wait for batches. "
+               "Whether this run waits on it is not measured: `envdoctor watch` samples the workers and the CPUs. "
+               + (notseen or ""),
+        fix=Fix(f"Size num_workers to the CPUs per process: {o['cpus']} CPUs / {o['processes']} processes, one kept "
+                "for the training process", commands=[f"--num_workers {per}   # {o['cpus']} CPUs for "
+                                                      f"{o['processes']} processes per node"]))
 
 
 def _words_split(bottleneck: Findings, s: Dict[str, Any], notseen: Optional[str]) -> Finding:
@@ -239,8 +307,10 @@ def words_idle(idle: Findings, w: Watch) -> Optional[Finding]:
         evidence=_ev(s, "others_idle") + _settle(SETTLE_UTIL),
         detail="The code runs on one device: one process with a hard-coded cuda:0 or no DataParallel/DDP, or a "
                "scheduler that gives one task all the GPUs while its code uses one (Ray Tune's resources per trial "
-               "are per trial: {'gpu': 4} runs one trial at a time on four GPUs). `nvidia-smi dmon -s u` while it "
-               "runs shows which GPUs work.",
+               "are per trial: {'gpu': 4} runs one trial at a time on four GPUs; under Slurm, PyTorch Lightning takes its "
+               "processes from Slurm's tasks, so a job with one task trains on one of the GPUs it was given: "
+               "Lightning-AI/pytorch-lightning#20391). `nvidia-smi dmon -s u` while it runs shows which GPUs work.",
         fix=Fix("Launch one process per GPU (torchrun --nproc_per_node=<GPUs> with DistributedDataParallel), or ask "
                 "the scheduler for one GPU per task so that several run at once (Ray Tune: resources_per_trial="
-                "{'gpu': 1}); hide GPUs nobody uses (CUDA_VISIBLE_DEVICES)"))
+                "{'gpu': 1}; Slurm: srun with --ntasks-per-node equal to the GPUs per node); hide GPUs nobody uses "
+                "(CUDA_VISIBLE_DEVICES)"))

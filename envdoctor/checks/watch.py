@@ -60,16 +60,16 @@ check = registrar(CHECKS)
 # --------------------------------------------------------------------------- the verdict
 
 BOTTLENECK = Findings("watch.bottleneck", "GPU_BOUND",
-                      kinds=("communication", "cpu", "gpu-bound", "host-cpu", "host-storage", "input",
-                             "input-keeps-up", "input-pattern", "storage", "underfed", "reported-cpu",
-                             "reported-input", "reported-stalls", "reported-split"),
-                      categories=("INPUT_BOUND", "COMMUNICATION_BOUND", "GPU_UNDERFED",
-                                  "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND", "CPU_STARVED"))
+                      kinds=("communication", "cpu", "gpu-bound", "host-cpu", "host-storage", "input", "input-keeps-up",
+                             "input-pattern", "storage", "underfed", "reported-cpu", "reported-input",
+                             "reported-stalls", "reported-split", "reported-drained", "reported-workers"),
+                      categories=("INPUT_BOUND", "COMMUNICATION_BOUND", "GPU_UNDERFED", "INPUT_STORAGE_BOUND",
+                                  "INPUT_CPU_BOUND", "CPU_STARVED", "SLOW_STORAGE"))
 
 
 @check("watch.bottleneck", "What limits the watched run",
        categories=("GPU_BOUND", "INPUT_STORAGE_BOUND", "INPUT_CPU_BOUND", "INPUT_BOUND", "GPU_UNDERFED",
-                   "COMMUNICATION_BOUND", "CPU_STARVED"))
+                   "COMMUNICATION_BOUND", "CPU_STARVED", "SLOW_STORAGE"))
 def bottleneck(ctx: CheckContext) -> List[Finding]:
     w = recording(ctx)
     a = analysis_of(w)

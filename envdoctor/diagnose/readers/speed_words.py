@@ -20,8 +20,11 @@ is not prose):
 - ``context``: what the paste names around the input: no loader workers (``num_workers`` 0), an evaluation or
   validation pass, the input pipeline (a DataLoader, decoding, augmentation, prefetching);
 - ``stalls``: the run said to stop for long spans ("the training process get stunned for a long time"), with the
-  GPU said to drop to 0% meanwhile (``stall_gpu_zero``) and the speed said to fall after a fast start;
-- ``others_idle``: the other GPUs said to stay idle while one works ("The other 3 gpus remain idle");
+  GPU said to drop to 0% meanwhile (``stall_gpu_zero``) and the speed said to fall after a fast start; beside them
+  what tells the time-shape apart (round 15): the fast start (``fast_start``), the run over several machines
+  (``machines``), a slowdown said to creep (``gradual``), a checkpoint or evaluation named (``saving``);
+- ``others_idle``: the other GPUs said to stay idle while one works ("The other 3 gpus remain idle"), or one GPU
+  said to work where the paste gives the run several ("only one gpu working while requesting 4");
 - ``split``: one model split over several GPUs (issue 42, round 10): a tensor-parallel size of 2 or more
   (``--tensor-parallel-size 4``, ``tensor_parallel_size=2``), or an LLM inference server (vLLM, SGLang, TGI,
   TensorRT-LLM) named with several GPUs ("8xA100-40G", "4 GPUs"); ``split_slow`` its words: the split run no better
@@ -31,6 +34,9 @@ is not prose):
   figure is batch_size / mean(step time) over the steps so far (get_perf_timing_str in the
   tensorflow/benchmarks repository's tf_cnn_benchmarks, benchmark_cnn.py), so two lines give the time of the steps
   between them in units of the batch: a mean that falls is a span of steps far slower than the run's own;
+- ``workers_over``: DataLoader workers far beyond the CPUs: a launcher's processes per node (``--nproc_per_node
+  8``, MMDetection's ``dist_train.sh CONFIG 8``) times each process's workers (``--num_workers 32``,
+  ``workers_per_gpu=20``), OVER_X times the CPUs the paste says the machine has ("We use 32 cpu and 8 gpu");
 - ``spill``: a run several times slower than the machine's own speed, on Windows, with a memory-heavy load and no
   out-of-memory error: the Windows driver's shared-memory fallback (see spill()).
 """
@@ -92,11 +98,31 @@ _GPU_ZERO = re.compile(r"\bgpu\b[^.\n]{0,40}\b(?:drops?|dropped|falls?|fell|goes
 _FELL = re.compile(r"\b(?:speed|throughput|(?:images?|img|samples?|examples?|tokens?|batch(?:es)?|it)/s(?:ec)?)\b[^.\n]{0,30}?"
                    r"\b(?:drops?|dropped|falls?|fell|decreas\w*|goes down|went down|slows? down)\b[^.\n]{0,20}?\bfrom "
                    r"~?(\d+(?:\.\d+)?)[^.\n\d]{0,20}?\bto ~?(\d+(?:\.\d+)?)", re.I)
-_FAST_START = re.compile(r"\bat first\b|\bat the (?:beginning|start)\b|\bsuddenly\b|\bafter (?:several|a few|some|\d+) "
+_FAST_START = re.compile(r"\bat first\b|\bat the (?:beginning|start)\b|\binitially\b|\bafter (?:several|a few|some|\d+) "
                          r"(?:steps|iterations|epochs|minutes)\b", re.I)
+_SUDDENLY = re.compile(r"\bsuddenly\b", re.I)  # a fast start said less plainly: read where none of those is
+# a slowdown that creeps ("longer and longer", "deteriorates when the steps increase"): no stop after a full-speed
+# start but a run that wears down (a GPU heating up, other programs taking the CPU: tensorflow-025, centernet-001)
+_GRADUAL = re.compile(r"\b(?:longer and longer|slower and slower|gradual\w*|deteriorat\w*|little by little|"
+                      r"(?:gets?|getting|becomes?|becoming) (?:slower|longer)\b)", re.I)
+# the run spread over several machines ("8 GPUs on 2 servers", "two nodes"): each reads the one data set, which is
+# then usually on a filesystem they share
+_MACHINES = re.compile(r"\b(?:[2-9]|[1-9]\d|two|three|four|several|multiple) (?:servers|nodes|machines|hosts)\b", re.I)
+# what else stops every GPU mid-run: a checkpoint written, an evaluation pass (CHECKPOINT_STALL, EVALUATION_STALL)
+_SAVING = re.compile(r"\b(?:checkpoint\w*|sav(?:e|es|ed|ing) (?:the )?(?:model|weights|checkpoints?)|evaluat\w*|"
+                     r"validat\w*)\b", re.I)
 _OTHERS_IDLE = re.compile(r"\b(?:the )?(?:other|remaining|rest of the) (?:(?P<n>\d+|two|three|four|five|six|seven) )?gpus?\b"
                           r"[^.\n]{0,25}?\b(?:remain|remains|stay|stays|are|sit|sits|were|is|left)\s+(?:completely |"
                           r"totally |still )?(?:idle|unused|at 0 ?%|not used|doing nothing)\b", re.I)
+# one GPU said to work where several were given ("only one gpu working while requesting 4", "tune will only run on 1
+# GPU"): the others idle (adaface-001, ray-006); a GPU count seen ("only one gpu is visible", "device_count() shows
+# only one gpu") is another story, visibility, not use
+_ONLY_ONE = re.compile(r"\bonly (?:(?:run|runs|running|train|trains|training|work|works|working|uses?|using)\b[^.\n]{0,12}?"
+                       r"\b(?:on )?(?:one|1|a single|the first) gpu\b|(?:one|1|a single) gpu (?:is |was )?(?:being )?"
+                       r"(?:working|running|used|busy|utili[sz]ed|in use)\b)", re.I)
+# ... and how many were given: asked of the scheduler or the framework, or the machine's count said
+_GIVEN = re.compile(r"\b(?:request(?:ing|ed|s)?|asking for|ask for|allocat\w*|(?:the )?-*gpus\s*(?:argument |flag )?(?:to|=)|"
+                    r"there (?:are|were))\s*(\d+)\b|\b(\d+) (?:gpus|cards)\b", re.I)
 _COMPLAINT = re.compile(r"\bbottleneck\b|\bslow(?:er|ly|s)?\b|\bspeed (?:it |this (?:process )?)?up\b|"
                         r"\btakes? (?:a |so )?(?:very )?long\b", re.I)
 _WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
@@ -113,7 +139,8 @@ _HALF = re.compile(r"\bgpu[- ]?util\w*\b[^.\n]{0,40}?\b(?:below|under|less than|
 
 _KEYS = ["slow", "bottleneck", "speed", "/sec", "/s ", "throughput", "drop", "long", "gpu", "util", "cpu", "num_workers",
          "stuck", "stunned", "frozen", "freez", "hang", "hung", "paus", "stall", "stop", "idle", "volatile", "decod",
-         "augment", "preprocess", "pre-process"]
+         "augment", "preprocess", "pre-process", "deteriorat", "gradual", "server", "node", "machine", "host",
+         "checkpoint", "sav", "evaluat", "validat"]
 
 
 def _sentences(paste: Paste) -> List[str]:
@@ -201,6 +228,11 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     if stuck or out.get("speed_fell"):
         said("stall_gpu_zero", _GPU_ZERO)
         said("fast_start", _FAST_START)
+        if not out.get("fast_start"):
+            said("fast_start", _SUDDENLY)
+        said("gradual", _GRADUAL)
+        said("machines", _MACHINES)
+        said("saving", _SAVING)
     said("complaint", _COMPLAINT)
     idle = None
     for s in sents:
@@ -209,6 +241,8 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
             n = m.group("n")
             idle = {"said": _around(s, m), "count": int(n) if n and n.isdigit() else _WORDS.get((n or "").lower())}
             break
+    if idle is None:
+        idle = _only_one(sents)
     if idle:
         out["others_idle"] = idle
     tp = throughput(paste)
@@ -217,6 +251,9 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     split = _split(paste, sents)
     if split:
         out.update(split)
+    over = workers_over(paste)
+    if over:
+        out["workers_over"] = over
     sp = spill(paste, bool(out.get("complaint")))
     if sp:
         out["spill"] = sp
@@ -236,6 +273,48 @@ def said_symptoms(paste: Paste) -> Optional[Dict[str, Any]]:
     if context:
         out["context"] = context
     return out if judged(out) else None
+
+
+def _only_one(sents: List[str]) -> Optional[Dict[str, Any]]:
+    """One GPU said to work while the paste gives the run several: the others idle, ``count`` of them."""
+    one = _first(_ONLY_ONE, sents)
+    if one is None:
+        return None
+    given = [int(n) for s in sents for m in _GIVEN.finditer(s) for n in m.groups() if n and 2 <= int(n) <= 16]
+    return {"said": one, "count": max(given) - 1} if given else None
+
+
+# DataLoader workers are per process (each DDP process builds its own DataLoader): a launcher's processes per node
+# times the workers each asks for is the loader processes a node runs, beside the CPUs the paste says it has
+# (MMDetection's tools/dist_train.sh takes the config then the GPUs, one process each; its workers_per_gpu is
+# each process's num_workers: open-mmlab/mmdetection#353)
+_PROCS = re.compile(r"--nproc[-_]per[-_]node[= ](\d+)\b|--ntasks-per-node[= ](\d+)\b|dist_train\.sh \S+ (\d+)\b")
+_WORKERS_N = re.compile(r"(?:--num[-_]workers|--workers|\bnum_workers\s*=|\bworkers_per_gpu\s*=)[= ]?\s*(\d+)\b")
+_CPUS_SAID = re.compile(r"\b(\d{1,3}) ?(?:v?cpus?|cpu cores|(?:physical |logical )?cores)\b", re.I)
+OVER_X = 2.0  # loader processes at least this many times the CPUs: oversubscribed whatever each worker does
+
+
+def workers_over(paste: Paste) -> Optional[Dict[str, Any]]:
+    """Loader worker processes far beyond the CPUs the paste says the node has: the launcher's processes per node
+    times each one's workers, both read from the command line; None without all three or below OVER_X."""
+    procs = workers = None
+    for i in paste.with_any(["nproc", "ntasks-per-node", "workers", "dist_train"])[:300]:
+        line = paste.lines[i]
+        m = _PROCS.search(line)
+        if m and procs is None:
+            procs = (int(next(g for g in m.groups() if g)), line.strip()[:120])
+        w = _WORKERS_N.search(line)
+        if w and workers is None:
+            workers = (int(w.group(1)), line.strip()[:120])
+    if procs is None or workers is None or procs[0] < 2:
+        return None
+    cpus = next(((int(m.group(1)), paste.lines[i].strip()[:120]) for i in paste.with_any(["cpu", "core"])[:200]
+                 if not paste.lines[i].lstrip().startswith(_TABLE) for m in [_CPUS_SAID.search(paste.lines[i])]
+                 if m and int(m.group(1)) >= 2), None)
+    if cpus is None or procs[0] * workers[0] < OVER_X * cpus[0]:
+        return None
+    return {"processes": procs[0], "workers": workers[0], "cpus": cpus[0], "loaders": procs[0] * workers[0],
+            "said": list(dict.fromkeys([procs[1], workers[1], cpus[1]]))}
 
 
 def _split(paste: Paste, sents: List[str]) -> Optional[Dict[str, Any]]:
@@ -357,6 +436,7 @@ def judged(said: Dict[str, Any]) -> bool:
     only mentions speed, a busy CPU or a stop is not a recording of anything."""
     ctx = said.get("context") or {}
     return bool(said.get("bursty") or said.get("others_idle") or said.get("split") or said.get("spill")
+                or said.get("workers_over")
                 or (said.get("cpu_busy") and said.get("gpu_works") and ctx.keys() & {"evaluation", "pipeline",
                                                                                     "no_workers"})
                 or (said.get("cpu_busy") and said.get("gpu_works") and said.get("gpu_low"))

@@ -33,7 +33,6 @@ cuda-build-010
 hami-001 invokeai-003
 mig-001
 ollama-007
-torch-downstream-015
 wsl-005
 """.split())
 # later rounds keep their first-sight misses in a file each (tests/fixtures/corpus/still_wrong_*.txt: ids separated

@@ -61,15 +61,9 @@ def _right(row, findings) -> bool:
 
 
 # labelled pastes the text does not let envdoctor judge yet, each with why (strict: one that starts passing must
-# leave this list)
+# leave this list; reports-batch5/414 left it in issue 42's round 15: watch.bottleneck/reported-drained)
 # (301 and 314 of batch 4 became kinds in diagnose.p2p-hang and diagnose.no-wheel-for-python)
-OPEN: dict = {
-    ("reports-batch5", "414"): "a flat images/sec log and, in prose, stalls with the GPU at 0%; the NFS share that "
-                               "caused them is named only later in the thread (horovod#824), so SLOW_STORAGE from "
-                               "this text alone would be a guess (two nodes under horovod could as well be the "
-                               "network); it gets an INPUT_BOUND warning instead (watch.bottleneck/reported-stalls: "
-                               "storage the first suspect, df -hT /path/to/data and iostat -x 1 asked for)",
-}
+OPEN: dict = {}
 
 
 def _param(row):
