@@ -43,10 +43,6 @@ _URL = re.compile(r"https?://\S+")
 Seen = List[Tuple[int, str, Mention]]  # (message index, message, what it quoted)
 
 
-def _kind(row: StatusRow) -> str:
-    return f"{row.library}.{row.names[0]}".lower().replace("_", "-")
-
-
 def _link(row: StatusRow) -> str:
     urls = _URL.findall(row.source)
     return urls[-1].rstrip(";,") if urls else ""
@@ -81,7 +77,7 @@ def _cause(category: str, rows: List[Tuple[StatusRow, Seen]]) -> Finding:
     detail = (f"{row.label}: {row.meaning}. Read from {_cite(row)}."
               + (f" To confirm, {row.ask}." if row.ask else ""))
     evidence = [e for r, s in rows for e in _evidence(s, r)]
-    return STATUS(_kind(row), severity, category=category,
+    return STATUS(row.finding_kind, severity, category=category,
                   summary=f"{CATEGORIES[category].title}: the paste shows {_quoted(row, seen)}",
                   detail=detail, evidence=evidence, confidence=confidence,
                   fix=Fix(CATEGORIES[category].fix, [], _link(row)))
@@ -90,7 +86,7 @@ def _cause(category: str, rows: List[Tuple[StatusRow, Seen]]) -> Finding:
 def _program(row: StatusRow, seen: Seen) -> Finding:
     """The status the program's own call or kernel raised: the line is explained, the machine is not blamed."""
     meaning = row.meaning or row.message or row.names[0]
-    return STATUS(_kind(row), Severity.INFO, category="HEALTHY",
+    return STATUS(row.finding_kind, Severity.INFO, category="HEALTHY",
                   summary=(f"The paste shows {_quoted(row, seen)}: a status the program's own call or kernel raises, "
                            "not a cause in the environment"),
                   detail=(f"{row.label} means {meaning}; NVIDIA's libraries return it for what the program asked (an "
@@ -105,7 +101,7 @@ def _program(row: StatusRow, seen: Seen) -> Finding:
 def _ambiguous(row: StatusRow, seen: Seen) -> Finding:
     """A status that does not name its cause: what it means and what to paste. Its evidence names the table row,
     not the message, so the line stays among those the paste leaves unexplained (not judged, not healthy)."""
-    return STATUS(_kind(row), Severity.INFO, category="NOTE",
+    return STATUS(row.finding_kind, Severity.INFO, category="NOTE",
                   summary=f"The paste shows {_quoted(row, seen)}: the status alone does not name the cause",
                   detail=(f"{row.label} means {row.meaning}. Read from {_cite(row)}. To judge it, {row.ask}."),
                   evidence=[Evidence(f"compat_data.status_codes[{row.key}]", seen[0][2].text, expected=row.label,

@@ -72,6 +72,11 @@ class StatusRow:
         return f"{self.library}/{self.names[0]}"
 
     @property
+    def finding_kind(self) -> str:
+        """The kind of the finding that reads it (messages.status-codes/<kind>): "cuda-driver.cuda-error-no-device"."""
+        return f"{self.library}.{self.names[0]}".lower().replace("_", "-")
+
+    @property
     def label(self) -> str:
         """``CUDA_ERROR_NO_DEVICE (CUDA driver API (CUresult) 100)``."""
         return f"{self.names[0]} ({LIBRARIES[self.library]} {self.number})"
