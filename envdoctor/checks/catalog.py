@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 SIGNATURE_PREFIX = "messages.signature/"
 # host.environment's kinds are the ids of compat_data/env_vars.json's rows, explained from the row
 ENV_ROW_PREFIX = "host.environment/"
+# messages.status-codes' kinds name rows of compat_data/status_codes.json (an enum name is explained from it too)
+STATUS_PREFIX = "messages.status-codes/"
 
 
 class UnknownCode(ValueError):
@@ -52,10 +54,14 @@ def explain_lines(code: str, compat: CompatSource) -> List[str]:
         return signature_lines(code, compat)
     if category is None and code.startswith(ENV_ROW_PREFIX):
         return env_row_lines(code, compat)
+    if category is None and code.startswith(STATUS_PREFIX):
+        return status_lines(code, compat)
     check = declared = None
     if category is None:
         declared = finding_code(code) if "/" in code else None
         check = declared.check if declared is not None else check_by_id(code.split("/", 1)[0])
+        if check is None and "/" not in code and "." not in code and _status_row(code, compat) is not None:
+            return status_lines(code, compat)  # an enum name: CUDA_ERROR_NO_DEVICE, cudaErrorNoDevice, ncclSystemError
         if check is None:
             raise UnknownCode(f"unknown code {code!r}: give a category (e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA), a check "
                               "id or a finding code; `envdoctor list-checks` lists them")
@@ -175,3 +181,38 @@ def env_row_lines(code: str, compat: CompatSource) -> List[str]:
             f"Harm: {row.harm}; severity {row.severity}" + (f"; category {cat.name} ({cat.title})" if cat else ""),
             f"Action (for a scheduler): {action_for(code, cat.name if cat else 'ENV_VAR_HARMFUL', row.severity)}",
             f"How to fix: {fixes}", f"Source: {row.source} (as of {row.as_of})"]
+
+
+def _status_row(code: str, compat: CompatSource) -> Any:
+    """The compat_data/status_codes.json row a finding code or an enum name names, None when none does."""
+    from ..compat.status_codes import status_table
+
+    table = status_table(compat() if callable(compat) else compat)
+    if table is None:
+        return None
+    if code.startswith(STATUS_PREFIX):
+        kind = code[len(STATUS_PREFIX):]
+        return next((r for r in table if r.finding_kind == kind), None)
+    return table.names.get(code)
+
+
+def status_lines(code: str, compat: CompatSource) -> List[str]:
+    """A status of NVIDIA's libraries, by its finding code (messages.status-codes/<kind>) or an enum name, explained
+    from its row of compat_data/status_codes.json."""
+    from ..compat.status_codes import LIBRARIES
+
+    row = _status_row(code, compat)
+    if row is None:
+        raise UnknownCode(f"unknown status {code!r}: compat_data/status_codes.json has no such row "
+                          "(`envdoctor explain messages.status-codes` explains the check)")
+    cat = CATEGORIES.get(row.category or "")
+    out = [f"{STATUS_PREFIX}{row.finding_kind}: {row.names[0]}, a status of {LIBRARIES[row.library]} "
+           "(messages.status-codes, a row of compat_data/status_codes.json)", "",
+           f"Names: {', '.join(row.names)}", f"Number: {row.number}",
+           f"Standard message: {row.message if row.message else 'none defined'}",
+           f"Kind: {row.kind}" + (f"; category {cat.name} ({cat.title}), confidence {row.confidence}" if cat else "")]
+    if row.meaning:
+        out.append(f"What it means: {row.meaning}")
+    if row.ask:
+        out.append(f"What would settle it: {row.ask}")
+    return out + [f"Source: {row.source}"]

@@ -145,6 +145,7 @@ class Compat:
         self.xid: Optional[XidTable] = optional.get("xid")
         self.env_vars: Optional[EnvVarTable] = optional.get("env_vars")
         self.torch_family: Optional[TorchFamily] = optional.get("torch_family")
+        self.status_codes: Optional[Any] = optional.get("status_codes")  # compat/status_codes.py StatusTable
         self._signatures: Optional[List[Signature]] = optional.get("error_signatures")
         self._gpu_index = [(n, r) for r in self._gpu_list for n in r.names]
         self._gpu_family = self._family_index()
@@ -175,7 +176,8 @@ class Compat:
         return sorted(self._docs)
 
     _OPTIONAL = {"health": "health", "driver_gpu_support": "driver_gpu_support", "bench": "bench", "xid": "xid",
-                 "error_signatures": "signatures", "env_vars": "env_vars", "torch_family": "torch_family"}
+                 "error_signatures": "signatures", "env_vars": "env_vars", "torch_family": "torch_family",
+                 "status_codes": "status_codes"}
 
     def optional(self, stem: str) -> Any:
         """The typed table of an optional file; LookupError (which checks turn into a skip) when it is absent."""

@@ -137,6 +137,7 @@ def _optional_tables(docs: Dict[str, Dict[str, Any]], skip: Tuple[str, ...] = ()
     from .env_vars import parse_env_vars
     from .health import parse_health
     from .signatures import parse_signatures
+    from .status_codes import parse_status_codes
     from .torch_family import parse_torch_family
     from .xid import parse_xid
 
@@ -145,7 +146,8 @@ def _optional_tables(docs: Dict[str, Dict[str, Any]], skip: Tuple[str, ...] = ()
         validate_bench(docs["bench"], docs["gpus"])
     for stem, parse in (("health", parse_health), ("driver_gpu_support", parse_driver_gpu_support),
                         ("bench", parse_bench), ("error_signatures", parse_signatures), ("xid", parse_xid),
-                        ("env_vars", parse_env_vars), ("torch_family", parse_torch_family)):
+                        ("env_vars", parse_env_vars), ("torch_family", parse_torch_family),
+                        ("status_codes", parse_status_codes)):
         if stem not in docs or stem in skip:
             continue
         try:

@@ -57,6 +57,7 @@ from .readers import (
     repl,
     scheduler,
     speed,
+    status_codes,
     toolchain,
 )
 from .readers.base import BARE, LOOSE, REPL, STRUCTURED, Acc, Paste, clean_lines
@@ -156,6 +157,7 @@ def read_raw(text: str, compat: Any = None, recordings: bool = True) -> Acc:
         _recordings(paste, acc)
     imports.read_imports(paste, acc)
     messages.read(paste, acc, signatures_from(compat))
+    status_codes.read_status_lines(paste, acc, compat)
     acc.repeated_blocks = dropped
     return acc
 

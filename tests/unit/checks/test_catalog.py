@@ -40,6 +40,12 @@ def test_every_declared_code_is_explained():
                 assert "Source: https://" in out and f"When: {row.variable} " in out, row.id
                 explained += 1
             continue
+        if code.startswith("messages.status-codes/"):  # its kinds name rows of compat_data/status_codes.json
+            for row in compat.status_codes:
+                out = "\n".join(explain_lines(f"messages.status-codes/{row.finding_kind}", compat))
+                assert f"Number: {row.number}" in out and f"Source: {row.source}" in out, row.key
+                explained += 1
+            continue
         real = _instance(code) if fc.template else code
         out = explain_lines(real, _unread)
         assert out[0] == f"{fc.check.id}: {fc.check.title}", code
@@ -62,6 +68,18 @@ def test_checks_and_categories_are_explained_and_unknown_codes_are_refused():
                         ("messages.signature/no-such-signature", "unknown error signature")):
         with pytest.raises(UnknownCode, match=re.escape(words)):
             explain_lines(code, load_compat)
+
+
+def test_a_status_is_explained_from_its_row_by_code_or_enum_name():
+    """issue 42: `envdoctor explain CUDA_ERROR_NO_DEVICE` prints compat_data/status_codes.json's row."""
+    compat = load_compat()
+    by_name = explain_lines("CUDA_ERROR_NO_DEVICE", compat)
+    assert by_name == explain_lines("messages.status-codes/cuda-driver.cuda-error-no-device", compat)
+    assert "Number: 100" in by_name and any(line.startswith("Kind: environment; category NO_GPU_VISIBLE")
+                                            for line in by_name)
+    assert "Standard message: no CUDA-capable device is detected" in explain_lines("cudaErrorNoDevice", compat)
+    with pytest.raises(UnknownCode, match="unknown status"):
+        explain_lines("messages.status-codes/cuda-runtime.no-such-status", compat)
 
 
 def test_codes_the_old_source_scanner_refused_are_known():

@@ -76,6 +76,13 @@ CASES: List[tuple] = [
     ("xid.json", "rows", 2, "meaning", _DELETE, "meaning"),
     ("xid.json", "rows", 78, "resolution", "REBOOT_IT", "resolution"),  # Xid 79: NVIDIA's buckets only
     ("xid.json", "rows", 8, "applies_to", ["V100"], "applies_to"),
+    # status_codes.json (issue 42): rows 1-3 are cudaErrorInvalidValue, cudaErrorMemoryAllocation (program) and
+    # cudaErrorInitializationError (ambiguous: it must say what to ask for)
+    ("status_codes.json", "rows", 1, "category", "NOT_A_CATEGORY", "category"),
+    ("status_codes.json", "rows", 2, "number", "two", "number"),
+    ("status_codes.json", "rows", 2, "kind", "fatal", "kind"),
+    ("status_codes.json", "rows", 3, "ask", _DELETE, "ask"),
+    ("status_codes.json", "rows", 1, "names", [], "names"),
     # the generic rules every file follows (compat_data/README.md): a row without its source, a duplicate key
     ("gpus.json", "rows", 6, "source", _DELETE, "source"),
     ("xid.json", "rows", 4, "source", "", "source"),
