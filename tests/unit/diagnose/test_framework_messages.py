@@ -47,6 +47,17 @@ CASES = [
      "appear to be running on this host (59fb3b9908d3): /proc/driver/nvidia/version does not exist\n",
      "2020-11-21 15:37:17.759803: I tensorflow/stream_executor/cuda/cuda_diagnostics.cc:176] hostname: 59fb3b9908d3\n"
      "kernel reported version is: 535.104.5\n"),
+    ("xla-libdevice-dir-not-found", "CUDA_LIBRARY_VERSION_MISMATCH",
+     "2023-05-06 16:19:54.078251: W tensorflow/compiler/xla/service/gpu/llvm_gpu_backend/gpu_backend_lib.cc:530] "
+     "Can't find libdevice directory ${CUDA_DIR}/nvvm/libdevice. This may result in compilation or runtime failures, "
+     "if the program we try to run uses routines from libdevice.\nSearched for CUDA in the following directories:\n"
+     "  ./cuda_sdk_lib\n  /usr/local/cuda-11.8\n  /usr/local/cuda\n  .\n",
+     "I0000 00:00:1716868082.870689 12 nvptx_compiler.cc:100] Linking with libdevice from: "
+     "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc\n"),
+    ("xla-libdevice-not-found-at", "CUDA_LIBRARY_VERSION_MISMATCH",
+     "tensorflow.python.framework.errors_impl.InternalError: libdevice not found at ./libdevice.10.bc "
+     "[Op:__inference_train_function_1234]\n",
+     "Found libdevice dir /usr/local/cuda/nvvm/libdevice\n"),
     ("tf-windows-cuda-dll-missing", "CUDA_LIBRARY_VERSION_MISMATCH",
      "ImportError: Could not find 'cudart64_100.dll'. TensorFlow requires that this DLL be installed in a directory "
      "that is named in your %PATH% environment variable. Download and install CUDA 10.0 from this URL: "
@@ -212,6 +223,12 @@ CASES = [
      # Intel MKL, not a CUDA library: not this row's cause
      "PreconditionNotMetError: The third-party dynamic library (mklml.dll) that Paddle depends on is not configured "
      "correctly. (error code is 126)\n"),
+    ("paddle-gpu-arch-not-in-build", "GPU_ARCH_NOT_IN_TORCH_BUILD",
+     "W0601 10:00:00.000000  4321 gpu_resources.cc:106] The GPU architecture in your current machine is Pascal, "
+     "which is not compatible with Paddle installation with arch: 70 75 80 86 , it is recommended to install the "
+     "corresponding wheel package according to the installation information on the official Paddle website.\n",
+     "W0601 10:00:00.000000  4321 gpu_resources.cc:119] Please NOTE: device: 0, GPU Compute Capability: 6.1, "
+     "Driver API Version: 12.2, Runtime API Version: 11.8\n"),
     ("paddle-set-device-not-compiled-with-cuda", "FRAMEWORK_CPU_ONLY_BUILD",
      "ValueError: The device should not be 'gpu', since PaddlePaddle is not compiled with CUDA\n",
      "ValueError: The device should not be 'xpu', since PaddlePaddle is not compiled with XPU\n"),
@@ -223,6 +240,10 @@ CASES = [
      "mxnet.base.MXNetError: [10:00:00] src/storage/storage.cc:112: Check failed: num_gpu_device > 0 (0 vs. 0) : "
      "GPU usage requires at least 1 GPU\n",
      "mxnet.context.num_gpus() = 1\n"),
+    ("tensorrt-python-dll-not-on-path", "CUDA_LIBRARY_VERSION_MISMATCH",
+     "FileNotFoundError: Could not find: nvinfer_10.dll. Is it on your PATH?\nNote: Paths searched were:\n"
+     "['C:\\\\Python311', 'C:\\\\Windows\\\\system32']\n",
+     "FileNotFoundError: Could not find: ffmpeg.exe. Is it on your PATH?\n"),
     ("triton-libcuda-cannot-found", "NO_NVIDIA_DRIVER",
      '  File "/usr/local/lib/python3.10/dist-packages/triton/common/build.py", line 30, in libcuda_dirs\n'
      "    assert any(os.path.exists(os.path.join(path, 'libcuda.so')) for path in dirs), msg\n"
