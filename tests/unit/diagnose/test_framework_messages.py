@@ -89,6 +89,10 @@ CASES = [
      "version 0.4.30 is installed, but it is not compatible with the installed jaxlib version 0.4.31, so it will not "
      "be used.\n",
      "jax_cuda12_plugin 0.4.31\njax_cuda12_pjrt 0.4.31\njaxlib 0.4.31\n"),
+    ("jax-cuda-backend-no-visible-gpu", "NO_GPU_VISIBLE",
+     "2023-09-10 13:47:04 - INFO - Unable to initialize backend 'cuda': FAILED_PRECONDITION: No visible GPU "
+     "devices.\n",
+     "RuntimeError: Unable to initialize backend 'rocm': FAILED_PRECONDITION: No visible GPU devices.\n"),
     ("cupy-multiple-packages-installed", "CUDA_VARIANT_MIXED",
      "UserWarning:\n--------------------------------------------------------------------------------\n\n"
      "  CuPy may not function correctly because multiple CuPy packages are installed\n  in your environment:\n\n"
@@ -155,6 +159,19 @@ CASES = [
     ("bnb-041-cuda-10-not-supported", "CUDA_LIBRARY_VERSION_MISMATCH",
      "CUDA SETUP: CUDA 10.0 not supported. Please use a different CUDA version.\n",
      "CUDA SETUP: CUDA 11.8 detected, loading libbitsandbytes_cuda118.so\n"),
+    ("bnb-043-cuda-binary-not-found", "THIRD_PARTY_EXTENSION_MISMATCH",
+     "WARNING:bitsandbytes.cextension:Could not find the bitsandbytes CUDA binary at "
+     "PosixPath('/usr/local/lib/python3.10/dist-packages/bitsandbytes/libbitsandbytes_cuda124.so')\n",
+     "DEBUG:bitsandbytes.cextension:Loading bitsandbytes native library from: "
+     "/usr/local/lib/python3.10/dist-packages/bitsandbytes/libbitsandbytes_cuda121.so\n"),
+    ("bnb-043-cuda-setup-failed", "THIRD_PARTY_EXTENSION_MISMATCH",
+     "WARNING:bitsandbytes.cextension:\nCUDA Setup failed despite CUDA being available. Please run the following "
+     "command to get more information:\n\npython -m bitsandbytes\n",
+     "CUDA SETUP: Setup succeeded, CUDA available: True\n"),
+    ("bnb-cuda-version-override", "ENV_VAR_HARMFUL",
+     "WARNING: BNB_CUDA_VERSION=118 environment variable detected; loading libbitsandbytes_cuda118.so.\n"
+     "This can be used to load a bitsandbytes version that is different from the PyTorch CUDA version.\n",
+     "BNB_CUDA_VERSION is not set; loading libbitsandbytes_cuda121.so for torch's CUDA 12.1\n"),
     ("deepspeed-ops-built-for-other-torch", "THIRD_PARTY_EXTENSION_MISMATCH",
      "RuntimeError: PyTorch version mismatch! DeepSpeed ops were compiled and installed with a different version "
      "than what is being used at runtime. Please re-install DeepSpeed or switch torch versions. Install torch "
