@@ -9,6 +9,8 @@ row must not read) must not fire the row. Each case fails without its row (the f
 
 from __future__ import annotations
 
+import textwrap
+
 import pytest
 
 from tests.unit.diagnose.pastes import findings
@@ -281,6 +283,23 @@ def test_framework_message_gives_its_category_and_its_near_miss_stays_quiet(comp
     assert any(f.category == category and f.severity in ("warning", "error") for f in got), \
         [(f.category, f.severity) for f in got]
     assert not _signature_findings(near_miss, compat, row), f"{row} fired on its near-miss"
+
+
+# a text box that wraps at 80 columns breaks these messages mid-sentence, with no indentation; the messages reader
+# joins the pieces back (an unfinished sentence, a lower-case start) and each row still reads them. JAX's
+# "Unable to initialize backend 'cuda':" / "FAILED_PRECONDITION: No visible GPU devices." splits after a colon
+# into a line of its own that names no backend, which the row must not read alone (ROCm prints the same words)
+WRAP_UNREAD = {"jax-cuda-backend-no-visible-gpu"}
+
+
+@pytest.mark.parametrize("row,category,message,near_miss", [c for c in CASES if c[0] not in WRAP_UNREAD],
+                         ids=[c[0] for c in CASES if c[0] not in WRAP_UNREAD])
+def test_framework_message_wrapped_at_80_columns_still_gives_its_category(compat, row, category, message,
+                                                                          near_miss) -> None:
+    wrapped = "\n".join(textwrap.fill(line, width=80, break_long_words=False, break_on_hyphens=False)
+                        for line in message.split("\n"))
+    got = _signature_findings(wrapped, compat, row)
+    assert any(f.category == category and f.severity in ("warning", "error") for f in got), (row, wrapped)
 
 
 def test_every_case_names_a_row_of_the_catalogue(compat) -> None:
