@@ -219,6 +219,13 @@ CASES = [
      "(https://onnxruntime.ai/docs/execution-providers/CUDA-ExecutionProvider.html#requirements), make sure they're "
      "in the PATH, and that your GPU is supported.\n",
      "CUDA_PATH is set to C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.4\n"),
+    ("ort-provider-dll-dependency-missing", "CUDA_LIBRARY_VERSION_MISMATCH",
+     "[E:onnxruntime:Default, provider_bridge_ort.cc:2395 onnxruntime::TryGetProviderInfo_CUDA] "
+     "D:\\a\\_work\\1\\s\\onnxruntime\\core\\session\\provider_bridge_ort.cc:2034 onnxruntime::ProviderLibrary::Get "
+     "[ONNXRuntimeError] : 1 : FAIL : Error loading \"C:\\Python312\\Lib\\site-packages\\onnxruntime\\capi\\"
+     "onnxruntime_providers_cuda.dll\" which depends on \"cublasLt64_12.dll\" which is missing. (Error 126: \"The "
+     "specified module could not be found.\")\n",
+     "Error loading \"C:\\tools\\plugin_host.dll\" which depends on \"msvcp140.dll\" which is missing. (Error 126)\n"),
     ("ort-tensorrt-libraries-missing", "CUDA_LIBRARY_VERSION_MISMATCH",
      "*************** EP Error ***************\nEP Error /onnxruntime_src/onnxruntime/python/"
      "onnxruntime_pybind_state.cc:505 void onnxruntime::python::RegisterTensorRTPluginsAsCustomOps("
