@@ -124,6 +124,15 @@ CASES = [
     ("numba-nvvm-cc-not-supported", "GPU_ARCH_NOT_IN_TORCH_BUILD",
      "numba.cuda.cudadrv.error.NvvmSupportError: GPU compute capability 3.0 is not supported(requires >=3.5)\n",
      "Compute Capability: 8.6 (supported)\n"),
+    ("numba-cuda-toolkit-below-minimum", "CUDA_LIBRARY_VERSION_MISMATCH",
+     "/opt/conda/lib/python3.10/site-packages/numba/cuda/cudadrv/nvvm.py:368: UserWarning: CUDA Toolkit 10.2 is "
+     "unsupported by Numba - 11.2 is the minimum required version.\n",
+     "CUDA Runtime Version                 : 12.4\nCUDA NVIDIA Bindings Available       : True\n"),
+    ("numba-detect-cc-not-supported", "GPU_ARCH_NOT_IN_TORCH_BUILD",
+     "Found 1 CUDA devices\nid 0      b'GeForce GT 730'                              [NOT SUPPORTED: CC < 3.5]\n"
+     "Summary:\n\t0/1 devices are supported\n",
+     "Found 1 CUDA devices\nid 0    b'NVIDIA GeForce RTX 3090'                              [SUPPORTED]\n"
+     "Summary:\n\t1/1 devices are supported\n"),
     ("numba-libnvvm-not-found", "CUDA_LIBRARY_VERSION_MISMATCH",
      "numba.cuda.cudadrv.error.NvvmSupportError: libNVVM cannot be found. Do `conda install cudatoolkit`:\n"
      "libnvvm.so: cannot open shared object file: No such file or directory\n",
