@@ -82,6 +82,10 @@ CASES = [
     ("jax-requires-jaxlib-version", "COMPANION_VERSION_MISMATCH",
      "ImportError: This version of jax requires jaxlib version >= 0.4.14.\n",
      "Successfully installed jax-0.4.14 jaxlib-0.4.14\n"),
+    ("jax-requires-jaxlib-installed", "DEPENDENCY_UNMET",
+     "ModuleNotFoundError: jax requires jaxlib to be installed. See https://github.com/jax-ml/jax#installation for "
+     "installation instructions.\n",
+     "Successfully installed jax-0.4.30 jaxlib-0.4.30 ml-dtypes-0.4.0\n"),
     ("jax-unable-to-load-cuda-component", "CUDA_LIBRARY_VERSION_MISMATCH",
      "RuntimeError: Unable to use CUDA because of the following issues with CUDA components:\n"
      "Unable to load cuSPARSE. Is it installed?\n",
