@@ -122,6 +122,10 @@ CASES = [
      "If you are sure that a CUDA driver is installed,\ntry setting environment variable NUMBA_CUDA_DRIVER\n"
      "with the file path of the CUDA driver shared library.\n",
      "__CUDA Information__\nCUDA Device Initialized                : True\nCUDA Driver Version                    : 12.4\n"),
+    ("numba-cuda-driver-load-error", "NO_NVIDIA_DRIVER",
+     "numba.cuda.cudadrv.error.CudaSupportError: Error at driver init: \nPossible CUDA driver libraries are found "
+     "but error occurred during load:\n/usr/lib/i386-linux-gnu/libcuda.so: wrong ELF class: ELFCLASS32\n",
+     "Found driver at /usr/lib/x86_64-linux-gnu/libcuda.so.1 (loaded)\n"),
     ("numba-device-below-min-cc", "GPU_ARCH_NOT_IN_TORCH_BUILD",
      "numba.cuda.cudadrv.error.CudaSupportError: <CUDA device 0 'b'GeForce GTX 680''> has compute capability < (3, 5)\n",
      "<CUDA device 0 'b'NVIDIA GeForce RTX 3090''> [SUPPORTED]\n"),
@@ -201,6 +205,9 @@ CASES = [
     ("deepspeed-cuda-home-missing", "DEPENDENCY_UNMET",
      "deepspeed.ops.op_builder.builder.MissingCUDAException: CUDA_HOME does not exist, unable to compile CUDA op(s)\n",
      "nvcc version ..................... 12.1\nCUDA_HOME=/usr/local/cuda-12.1\n"),
+    ("deepspeed-op-cuda-missing-cpu-only", "DEPENDENCY_UNMET",
+     " [WARNING]  cpu_adam cuda is missing or is incompatible with installed torch, only cpu ops can be compiled!\n",
+     "cpu_adam ............... [NO] ....... [OKAY]\nfused_adam ............. [NO] ....... [OKAY]\n"),
     ("deepspeed-jit-builder-no-cuda-devices", "NO_GPU_VISIBLE",
      "RuntimeError: DeepSpeed JIT builder for 'fused_adam' found no CUDA devices. Set TORCH_CUDA_ARCH_LIST or make "
      "GPUs visible.\n",
