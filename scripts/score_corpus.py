@@ -63,17 +63,26 @@ def tracker_of(row: dict) -> str:
     return repo if "/" in repo and " " not in repo else "other"
 
 
-def judge_row(row: dict, text: str, compat) -> Tuple[bool, List[Tuple[str, str, str]]]:
+def paste_findings(text: str, compat) -> list:
+    """Every finding `diagnose` gives the paste (every machine's, as the verdict counts); none when it recognises
+    nothing (scripts/signature_precision.py reads their confidence too)."""
     try:
         report = diagnose_report([text], compat)
     except NothingRecognised:
-        got: List[Tuple[str, str, str]] = []
-    else:
-        got = [(f.category, f.severity, f.code) for f in report.all_findings]  # every machine's, as the verdict counts
+        return []
+    return list(report.all_findings)
+
+
+def judge_found(row: dict, got: List[Tuple[str, str, str]]) -> bool:
+    """Whether the findings ``got`` ((category, severity, code)) are right for the labelled ``row``."""
     serious = {c for c, s, _ in got if s in ("warning", "error")}
     errors = [c for c, s, _ in got if s == "error"]
-    right = all((not errors) if label == "HEALTHY" else label in serious for label in row["labels"])
-    return right, got
+    return all((not errors) if label == "HEALTHY" else label in serious for label in row["labels"])
+
+
+def judge_row(row: dict, text: str, compat) -> Tuple[bool, List[Tuple[str, str, str]]]:
+    got = [(f.category, f.severity, f.code) for f in paste_findings(text, compat)]
+    return judge_found(row, got), got
 
 
 def wrong_errors(rows: List[Dict]) -> Tuple[List[Tuple[str, str, str]], List[str]]:

@@ -165,7 +165,9 @@ def test_torchvision_no_cuda_kernel_is_a_companion_problem() -> None:
             "'torchvision::roi_align' is only available for these backends: [CPU, BackendSelect, "
             "AutogradCPU, AutogradCUDA].\n")
     f = _signature(text, "torchvision-op-no-cuda-kernel")
-    assert (f.category, f.severity, f.confidence) == ("COMPANION_VERSION_MISMATCH", "error", "medium")
+    # a lead, not an error: a CPU torchvision or one of another release, the message cannot tell (precision audit,
+    # tests/unit/diagnose/test_precision_audit.py)
+    assert (f.category, f.severity, f.confidence) == ("COMPANION_VERSION_MISMATCH", "warning", "low")
     assert any(e.value == "torchvision::roi_align" for e in f.evidence)
 
 
