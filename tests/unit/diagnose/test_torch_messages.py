@@ -15,8 +15,10 @@ Rows and wordings (compat_data/error_signatures.json, sources in docs/diagnose.m
   2.14 "torch.compile is not supported on Python 3.15+") and Windows (before 2.4).
 - import torch: _preload_cuda_lib's "libcublas.so.*[0-9] not found in the system path", a source checkout's
   torch/_C folder, conda MKL >= 2024.1 (iJIT_NotifyEvent), NumPy 2 against a NumPy 1 build.
-- torch.distributed's ProcessGroupNCCL without GPUs; cpp_extension's ninja, CUDA_HOME and unknown arch;
-  torchaudio's FFmpeg extension (with its "intialize" typo) and its I/O backends.
+- torch.distributed's ProcessGroupNCCL without GPUs; cpp_extension's ninja, CUDA_HOME, unknown arch and host
+  compiler range (2.x, and the older wording with the ceiling in parentheses); torchaudio's FFmpeg extension (with
+  its "intialize" typo) and its I/O backends; torchvision's image extension (a low warning).
+- A Jetson Orin (CC 8.7) under the capability warning is a low warning: the generic wheel may still run there.
 """
 
 from __future__ import annotations
@@ -125,6 +127,20 @@ CASES = [
      "OSError: CUDA_HOME environment variable is not set. Please set it to your CUDA install root.\n"),
     ("cpp-extension-unknown-cuda-arch", "GPU_ARCH_NOT_IN_TORCH_BUILD",
      "ValueError: Unknown CUDA arch (12.0) or GPU not supported\n"),
+    ("cpp-extension-compiler-above-cuda-max", "HOST_COMPILER_TOO_NEW",
+     "RuntimeError: The current installed version of /home/u/.conda/envs/t/bin/x86_64-conda-linux-gnu-c++ (14.3.0) "
+     "is greater than the maximum required version by CUDA 12.8. Please make sure to use an adequate version of "
+     "/home/u/.conda/envs/t/bin/x86_64-conda-linux-gnu-c++ (>=6.0.0, <14.0).\n"),
+    ("cpp-extension-compiler-above-cuda-max", "HOST_COMPILER_TOO_NEW",
+     "RuntimeError: The current installed version of gcc (13.3.0) is greater than the maximum required version by "
+     "CUDA 11.7 (11.5.0)\n"),
+    ("cpp-extension-compiler-below-cuda-min", "TORCH_COMPILE_UNUSABLE",
+     "RuntimeError: The current installed version of g++ (4.8.5) is less than the minimum required version by CUDA "
+     "11.8 (6.0.0). Please make sure to use an adequate version of g++ (>=6.0.0, <12.0).\n"),
+    ("torchvision-image-extension-not-loaded", "COMPANION_VERSION_MISMATCH",
+     "UserWarning: Failed to load image Python extension: Could not find module "
+     "'C:\\Python39\\Lib\\site-packages\\torchvision\\image.pyd' (or one of its dependencies). Try using the full "
+     "path with constructor syntax.\n  warn(f\"Failed to load image Python extension: {e}\")\n"),
 ]
 
 NEAR = [
@@ -148,6 +164,9 @@ NEAR = [
     ("cpp-extension-ninja-missing", "Ninja found at /usr/bin/ninja, building C++ extensions.\n"),
     ("cpp-extension-cuda-home-unset", "CUDA_HOME environment variable is set to /usr/local/cuda-12.4.\n"),
     ("cpp-extension-unknown-cuda-arch", "TORCH_CUDA_ARCH_LIST=12.0 is a known CUDA arch for torch 2.7.\n"),
+    ("cpp-extension-compiler-above-cuda-max", "The current installed version of g++ (12.3.0) is fine for CUDA 12.8.\n"),
+    ("cpp-extension-compiler-below-cuda-min", "The installed version of g++ (11.4.0) is above the minimum for CUDA 11.8.\n"),
+    ("torchvision-image-extension-not-loaded", "Loaded the image Python extension of torchvision 0.16.0.\n"),
 ]
 
 
@@ -166,6 +185,16 @@ def test_torch_message_reads_to_its_row(row, category, text, compat) -> None:
 @pytest.mark.parametrize("row,text", NEAR, ids=[r for r, _t in NEAR])
 def test_near_miss_leaves_the_row_alone(row, text, compat) -> None:
     assert row not in _by_code(text, compat)
+
+
+def test_jetson_orin_cc_8_7_is_a_low_warning_not_an_error(compat) -> None:
+    orin = ("UserWarning: Found GPU0 Orin which is of compute capability (CC) 8.7.\n"
+            "The following list shows the CCs this version of PyTorch was built for and the hardware CCs it supports:\n"
+            "- 8.0 which supports hardware CC >=8.0,<9.0 except {8.7}\n- 9.0 which supports hardware CC >=9.0,<10.0\n"
+            "No published PyTorch CUDA builds for release 2.13.0+cu132 support this GPU.\n")
+    got = _by_code(orin, compat)["torch-gpu-cc-not-in-build"]
+    assert got.category == "GPU_ARCH_NOT_IN_TORCH_BUILD" and got.severity == "warning"
+    assert _by_code(CC_214, compat)["torch-gpu-cc-not-in-build"].severity == "error"
 
 
 def test_capability_rows_carry_the_gpu_and_its_cc(compat) -> None:
