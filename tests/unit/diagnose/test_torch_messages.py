@@ -17,7 +17,8 @@ Rows and wordings (compat_data/error_signatures.json, sources in docs/diagnose.m
   torch/_C folder, conda MKL >= 2024.1 (iJIT_NotifyEvent), NumPy 2 against a NumPy 1 build.
 - torch.distributed's ProcessGroupNCCL without GPUs; cpp_extension's ninja, CUDA_HOME, unknown arch and host
   compiler range (2.x, and the older wording with the ceiling in parentheses); torchaudio's FFmpeg extension (with
-  its "intialize" typo) and its I/O backends; torchvision's image extension (a low warning).
+  its "intialize" typo) and its I/O backends; torchvision's image extension (a low warning); a compiler below
+  torch's ABI floor or not runnable (2.x log lines and 1.x/2.0 warnings), and a missing Python.h.
 - A Jetson Orin (CC 8.7) under the capability warning is a low warning: the generic wheel may still run there.
 """
 
@@ -141,6 +142,24 @@ CASES = [
      "UserWarning: Failed to load image Python extension: Could not find module "
      "'C:\\Python39\\Lib\\site-packages\\torchvision\\image.pyd' (or one of its dependencies). Try using the full "
      "path with constructor syntax.\n  warn(f\"Failed to load image Python extension: {e}\")\n"),
+    ("cpp-extension-compiler-abi-too-old", "TORCH_COMPILE_UNUSABLE",
+     "                               !! WARNING !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+     "Your compiler (g++ 4.8.5) may be ABI-incompatible with PyTorch!Please use a compiler that is ABI-compatible "
+     "with GCC 5.0 and above.See https://gcc.gnu.org/onlinedocs/libstdc++/manual/abi.html.\n"),
+    ("cpp-extension-compiler-abi-too-old", "TORCH_COMPILE_UNUSABLE",
+     "UserWarning: \n\n                               !! WARNING !!\n\n"
+     "Your compiler (g++ 4.8.5) may be ABI-incompatible with PyTorch!\n"
+     "Please use a compiler that is ABI-compatible with GCC 5.0 and above.\n"),
+    ("cpp-extension-compiler-not-runnable", "TORCH_COMPILE_UNUSABLE",
+     "C:\\Users\\me\\miniconda3\\envs\\awq\\lib\\site-packages\\torch\\utils\\cpp_extension.py:359: UserWarning: "
+     "Error checking compiler version for cl: [WinError 2] The system cannot find the file specified\n"
+     "  warnings.warn(f'Error checking compiler version for {compiler}: {error}')\n"),
+    ("cpp-extension-compiler-not-runnable", "TORCH_COMPILE_UNUSABLE",
+     "WARNING:torch.utils.cpp_extension:Error checking compiler version for c++\nTraceback (most recent call last):\n"
+     "FileNotFoundError: [Errno 2] No such file or directory: 'c++'\n"),
+    ("python-h-missing", "TORCH_COMPILE_UNUSABLE",
+     "/tmp/tmpx8a1f3/main.c:5:10: fatal error: Python.h: No such file or directory\n    5 | #include <Python.h>\n"
+     "      |          ^~~~~~~~~~\ncompilation terminated.\n"),
 ]
 
 NEAR = [
@@ -167,6 +186,9 @@ NEAR = [
     ("cpp-extension-compiler-above-cuda-max", "The current installed version of g++ (12.3.0) is fine for CUDA 12.8.\n"),
     ("cpp-extension-compiler-below-cuda-min", "The installed version of g++ (11.4.0) is above the minimum for CUDA 11.8.\n"),
     ("torchvision-image-extension-not-loaded", "Loaded the image Python extension of torchvision 0.16.0.\n"),
+    ("cpp-extension-compiler-abi-too-old", "Your compiler (g++ 11.4.0) is ABI-compatible with PyTorch.\n"),
+    ("cpp-extension-compiler-not-runnable", "Checking compiler version for c++: 11.4.0\n"),
+    ("python-h-missing", "#include <Python.h> found in /usr/include/python3.10\n"),
 ]
 
 
