@@ -18,7 +18,8 @@ Rows and wordings (compat_data/error_signatures.json, sources in docs/diagnose.m
 - torch.distributed's ProcessGroupNCCL without GPUs; cpp_extension's ninja, CUDA_HOME, unknown arch and host
   compiler range (2.x, and the older wording with the ceiling in parentheses); torchaudio's FFmpeg extension (with
   its "intialize" typo) and its I/O backends; torchvision's image extension (a low warning); a compiler below
-  torch's ABI floor or not runnable (2.x log lines and 1.x/2.0 warnings), and a missing Python.h.
+  torch's ABI floor or not runnable (2.x log lines and 1.x/2.0 warnings), and a missing Python.h; a module built for
+  a CUDA torch asking for libc10_cuda.so / libtorch_cuda.so, which a CPU torch does not ship.
 - A Jetson Orin (CC 8.7) under the capability warning is a low warning: the generic wheel may still run there.
 """
 
@@ -157,6 +158,14 @@ CASES = [
     ("cpp-extension-compiler-not-runnable", "TORCH_COMPILE_UNUSABLE",
      "WARNING:torch.utils.cpp_extension:Error checking compiler version for c++\nTraceback (most recent call last):\n"
      "FileNotFoundError: [Errno 2] No such file or directory: 'c++'\n"),
+    ("torch-cuda-lib-missing-cpu-torch", "THIRD_PARTY_EXTENSION_MISMATCH",
+     "Traceback (most recent call last):\n  File \"run.py\", line 2, in <module>\n    import mmcv._ext\n"
+     "ImportError: libtorch_cuda.so: cannot open shared object file: No such file or directory\n"),
+    ("torch-cuda-lib-missing-cpu-torch", "CUDA_VARIANT_MIXED",
+     ">>> import torchvision\nTraceback (most recent call last):\n  File \"<stdin>\", line 1, in <module>\n"
+     "  File \"/home/u/venv/lib/python3.10/site-packages/torchvision/__init__.py\", line 5, in <module>\n"
+     "    from .extension import _HAS_OPS\n"
+     "OSError: libc10_cuda.so: cannot open shared object file: No such file or directory\n"),
     ("python-h-missing", "TORCH_COMPILE_UNUSABLE",
      "/tmp/tmpx8a1f3/main.c:5:10: fatal error: Python.h: No such file or directory\n    5 | #include <Python.h>\n"
      "      |          ^~~~~~~~~~\ncompilation terminated.\n"),
@@ -188,6 +197,7 @@ NEAR = [
     ("torchvision-image-extension-not-loaded", "Loaded the image Python extension of torchvision 0.16.0.\n"),
     ("cpp-extension-compiler-abi-too-old", "Your compiler (g++ 11.4.0) is ABI-compatible with PyTorch.\n"),
     ("cpp-extension-compiler-not-runnable", "Checking compiler version for c++: 11.4.0\n"),
+    ("torch-cuda-lib-missing-cpu-torch", "ls torch/lib shows libc10_cuda.so and libtorch_cuda.so, both present.\n"),
     ("python-h-missing", "#include <Python.h> found in /usr/include/python3.10\n"),
 ]
 
