@@ -74,7 +74,10 @@ _GENERIC = re.compile(r"exit(?:ed with)? (?:status|code)|non-zero exit|Command e
                       r"^\s*nccl(?:UnhandledCuda|System)Error: (?:Call to CUDA function failed|System call)|"
                       # jax's wrapper: the components' own lines (an outdated cuDNN ...) follow it (issue 42)
                       r"CUDA backend failed to initialize: Unable to use CUDA because of the following issues|"
-                      r"^\s*(?:\w+\.)*\w*(?:Error|Exception):?\s*$", re.I)  # a bare "RuntimeError:" (its text follows)
+                      r"^\s*(?:\w+\.)*\w*(?:Error|Exception):?\s*$|"  # a bare "RuntimeError:" (its text follows)
+                      # a header that names only where an error happened, its text on the next line ("[guppy/error]
+                      # ... CUDA error at /builds/.../cuda_common.cpp:234:" then "CUDA_ERROR_NO_DEVICE. ...")
+                      r"\berror (?:at|in) [\w./\\:-]+?(?::\d+)?:\s*$", re.I)
 
 
 def record_key(line: str) -> str:
