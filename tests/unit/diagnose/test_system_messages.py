@@ -98,6 +98,25 @@ CASES = [
      "WARNING: Could not find any nv files on this host!\n"
      "False\n",
      "NO_NVIDIA_DRIVER", "error"),
+    ("nvrm-register-region-claimed",
+     "[    4.902311] NVRM: request_mem_region failed for 16M @ 0xfb000000. This can\n"
+     "               NVRM: occur when a driver such as rivatv is loaded and claims\n"
+     "               NVRM: ownership of the device's registers.\n",
+     "NO_NVIDIA_DRIVER", "error"),
+    ("enroot-nvidia-cli-missing",
+     "$ srun --container-image=nvcr.io#nvidia/pytorch:24.01-py3 nvidia-smi\n"
+     "[ERROR] Command not found: nvidia-container-cli, see https://github.com/NVIDIA/libnvidia-container\n"
+     "[ERROR] /etc/enroot/hooks.d/98-nvidia.sh exited with return code 1\n",
+     "CONTAINER_NO_GPU_RUNTIME", "error"),
+    ("go-nvml-library-not-found",
+     "$ sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml\n"
+     "ERRO[0000] failed to generate CDI spec: failed to create device CDI specs: failed to initialize NVML: "
+     "ERROR_LIBRARY_NOT_FOUND\n",
+     "NO_NVIDIA_DRIVER", "error"),
+    ("kernel-lockdown-unsigned-module",
+     "$ sudo dmesg | grep -i lockdown\n"
+     "[  231.442170] Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7\n",
+     "NO_NVIDIA_DRIVER", "warning"),
 ]
 
 
@@ -145,6 +164,11 @@ NEAR_MISSES = [
     ("k8s-plugin-incompatible-strategy", "I0512 10:01:02.1 main.go:110] Detected NVML platform: found NVML library\n"),
     ("k8s-plugin-no-devices", "I0512 10:01:02.2 server.go:250] Registered device plugin for 'nvidia.com/gpu' with Kubelet\n"),
     ("apptainer-nv-files-not-found", "WARNING: Could not find any rocm files on this host!\n"),
+    ("nvrm-register-region-claimed", "[    4.9] NVRM: request_mem_region succeeded for the GPU's registers\n"),
+    ("enroot-nvidia-cli-missing", "[ERROR] Command not found: nvidia-smi, see the NVIDIA driver's README\n"),
+    # the library loaded (its own error string): a driver not loaded, another cause
+    ("go-nvml-library-not-found", "E0512 10:01:02.1 factory.go:99] Failed to initialize NVML: Driver Not Loaded.\n"),
+    ("kernel-lockdown-unsigned-module", "[    3.2] Lockdown: bpf: use of bpf to read kernel RAM is restricted; see man kernel_lockdown.7\n"),
 ]
 
 
