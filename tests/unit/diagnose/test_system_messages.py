@@ -117,6 +117,11 @@ CASES = [
      "$ sudo dmesg | grep -i lockdown\n"
      "[  231.442170] Lockdown: modprobe: unsigned module loading is restricted; see man kernel_lockdown.7\n",
      "NO_NVIDIA_DRIVER", "warning"),
+    ("slurm-gres-gpu-count-low",
+     "$ scontrol show node gpu01 | grep -e State -e Reason\n"
+     "   State=IDLE+DRAIN+INVALID_REG ThreadsPerCore=2 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A\n"
+     "   Reason=gres/gpu count reported lower than configured (0 < 4) [slurm@2026-11-02T09:14:51]\n",
+     "NO_GPU_VISIBLE", "warning"),
 ]
 
 
@@ -168,6 +173,7 @@ NEAR_MISSES = [
     ("enroot-nvidia-cli-missing", "[ERROR] Command not found: nvidia-smi, see the NVIDIA driver's README\n"),
     # the library loaded (its own error string): a driver not loaded, another cause
     ("go-nvml-library-not-found", "E0512 10:01:02.1 factory.go:99] Failed to initialize NVML: Driver Not Loaded.\n"),
+    ("slurm-gres-gpu-count-low", "   Reason=gres/gpu count changed and jobs are using them (4 != 3)\n"),
     ("kernel-lockdown-unsigned-module", "[    3.2] Lockdown: bpf: use of bpf to read kernel RAM is restricted; see man kernel_lockdown.7\n"),
 ]
 
