@@ -201,6 +201,8 @@ def holds(when: str, facts: Facts, compat: Compat, groups: Dict[str, Optional[st
         return no_nvidia_gpu_said(facts)
     if when == "open_module_refused_gpu":  # NVRM's open nvidia.ko refused the GPU (data-center gate, no GSP)
         return row_in_paste(facts, compat, ("nvrm-open-module-datacenter-only", "nvrm-open-module-needs-gsp"))
+    if when == "gsp_firmware_missing":  # NVRM found no GSP firmware image of its version (issue 42, kbsys)
+        return row_in_paste(facts, compat, ("nvrm-gsp-firmware-missing",))
     if when == "in_kubernetes":  # a pod, a cluster or a Kubernetes GPU resource named in the paste (issue 42)
         return bool(host.container and host.container.runtime == "kubernetes")
     if when == "gpu_memory_mostly_free":  # cuDNN's "Memory usage: F bytes free, T bytes total" with F >= T/2

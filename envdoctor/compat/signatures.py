@@ -62,6 +62,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # issue 42 (round 8): NVRM's open nvidia.ko refused the GPU (the data-center gate, no GSP): a
               # RmInitAdapter failure beside it follows from that, not from the firmware's BAR
               "open_module_refused_gpu",
+              # issue 42 (kbsys): NVRM found no GSP firmware image of the module's version: the RmInitAdapter
+              # failure after it is that missing firmware, not the firmware's BAR
+              "gsp_firmware_missing",
               # issue 42 (round 8 after first sight): the paste's driver runs every CUDA runtime of the major the
               # program needs, so an "insufficient driver" error is not the driver's age
               "driver_runs_program_cuda",
