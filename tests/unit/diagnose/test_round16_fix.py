@@ -1,0 +1,52 @@
+"""Issue 42, corpus rounds 15 and 16's misses (helper fix16), each read as a kind.
+
+- XLA's StreamExecutor platform manager: 'Could not find registered platform with name: "cuda". Available
+  platform names are: Host Interpreter' (jax-017, jax-ml/jax#10349, line-wrapped in the paste). The list holds
+  only the platforms the build registered, and a CUDA build registers CUDA whether or not a GPU is there, so the
+  build is CPU-only (FRAMEWORK_CPU_ONLY_BUILD, warning). The same message from a Julia Reactant build without
+  its CUDA runtime (EnzymeAD/Reactant docs) reads the same. The harmless 'rocm' lookup of a CUDA jaxlib (every
+  JAX log at INFO level, alphafold's included), or a list that names CUDA, is not this kind.
+- Docker's 'could not select device driver "" with capabilities: [[gpu]]' said without the empty quotes
+  (localai-003, mudler/LocalAI#4511), as well as with them (container-toolkit, text-generation-inference rows).
+"""
+
+from __future__ import annotations
+
+from tests.unit.diagnose.pastes import corpus_row
+from tests.unit.diagnose.pastes import serious as _serious
+
+# jax-017 (jax-ml/jax#10349), wrapped as pasted
+JAX = ("```\n[RuntimeError: Backend 'gpu' failed to initialize: NOT_FOUND: Could not find \n"
+       "registered platform with name: \"cuda\". Available platform names are: \nHost Interpreter]()\n```\n")
+# a Julia Reactant build without CUDA (EnzymeAD/Reactant.jl tutorial output), escaped quotes as Julia prints
+REACTANT = 'AssertionError("Could not find registered platform with name: \\"cuda\\". Available platform names are: ")\n'
+# a CUDA jaxlib's INFO lines (alphafold, jax): the rocm lookup fails, CUDA is registered
+ROCM_INFO = ("I0918 11:06:20.242466 140090094478592 xla_bridge.py:863] Unable to initialize backend 'rocm': "
+             "NOT_FOUND: Could not find registered platform with name: \"rocm\". Available platform names are: CUDA\n")
+CUDA_LISTED = ("NOT_FOUND: Could not find registered platform with name: \"cuda\". "
+               "Available platform names are: Host CUDA Interpreter\n")
+
+DOCKER_UNQUOTED = ("docker run -p 8080:8080 --gpus all --name local-ai -ti localai/localai:latest-aio-gpu-nvidia-cuda-11\n"
+                   "Getting `could not select device driver with capabilities: [[gpu]]`\n")
+DOCKER_QUOTED = 'docker: Error response from daemon: could not select device driver "" with capabilities: [[gpu]].\n'
+DOCKER_NAMED = 'docker: Error response from daemon: could not select device driver "nvidia" with capabilities: [[gpu]].\n'
+DOCKER_OTHER = "could not select device driver with capabilities: [[compute]]\n"
+
+
+def test_xla_without_a_cuda_platform_is_a_cpu_only_build(compat) -> None:
+    for text in (JAX, REACTANT, corpus_row("jax", "jax-017")):
+        got = _serious(text, compat)
+        assert "FRAMEWORK_CPU_ONLY_BUILD" in got, sorted(got)
+        assert got["FRAMEWORK_CPU_ONLY_BUILD"].severity == "warning"
+
+
+def test_a_rocm_lookup_or_a_listed_cuda_platform_is_not_a_cpu_build(compat) -> None:
+    for text in (ROCM_INFO, CUDA_LISTED):
+        assert "FRAMEWORK_CPU_ONLY_BUILD" not in _serious(text, compat)
+
+
+def test_docker_gpu_capability_error_with_or_without_the_quotes(compat) -> None:
+    for text in (DOCKER_UNQUOTED, DOCKER_QUOTED, DOCKER_NAMED, corpus_row("localai", "localai-003")):
+        got = _serious(text, compat)
+        assert "CONTAINER_NO_GPU_RUNTIME" in got, sorted(got)
+    assert "CONTAINER_NO_GPU_RUNTIME" not in _serious(DOCKER_OTHER, compat)
