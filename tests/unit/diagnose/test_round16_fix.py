@@ -50,3 +50,23 @@ def test_docker_gpu_capability_error_with_or_without_the_quotes(compat) -> None:
         got = _serious(text, compat)
         assert "CONTAINER_NO_GPU_RUNTIME" in got, sorted(got)
     assert "CONTAINER_NO_GPU_RUNTIME" not in _serious(DOCKER_OTHER, compat)
+
+
+# warp-ctc-001 (baidu-research/warp-ctc#29): its GPU test fails on a Fermi card
+WARPCTC = ("Running GPU tests\nterminate called after throwing an instance of 'std::runtime_error'\n"
+           "  what():  Error: compute_ctc_loss in small_test, stat = execution failed\nAborted (core dumped)\n\n"
+           "Note that: I can run 'test_cpu' without any problems (Running CPU tests, Tests pass)\n\n"
+           "I have GeForce GTX 580.\n")
+# SeanNaren/warp-ctc's PyTorch binding on a Fermi card
+WARPCTC_PYTORCH = ("from warpctc_pytorch import CTCLoss\nRuntimeError: CUDA error: invalid device function\n"
+                   "GPU: GeForce GTX 480\n")
+WARPCTC_PASCAL = WARPCTC.replace("GeForce GTX 580", "GeForce GTX 1080")
+
+
+def test_warp_ctc_on_a_gpu_below_its_oldest_architecture(compat) -> None:
+    for text in (WARPCTC, WARPCTC_PYTORCH, corpus_row("warp-ctc", "warp-ctc-001")):
+        got = _serious(text, compat)
+        assert "GPU_ARCH_NOT_IN_TORCH_BUILD" in got, sorted(got)
+        assert got["GPU_ARCH_NOT_IN_TORCH_BUILD"].severity == "warning"
+        assert "warp-ctc" in got["GPU_ARCH_NOT_IN_TORCH_BUILD"].summary
+    assert "GPU_ARCH_NOT_IN_TORCH_BUILD" not in _serious(WARPCTC_PASCAL, compat)
