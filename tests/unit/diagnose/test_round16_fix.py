@@ -70,3 +70,24 @@ def test_warp_ctc_on_a_gpu_below_its_oldest_architecture(compat) -> None:
         assert got["GPU_ARCH_NOT_IN_TORCH_BUILD"].severity == "warning"
         assert "warp-ctc" in got["GPU_ARCH_NOT_IN_TORCH_BUILD"].summary
     assert "GPU_ARCH_NOT_IN_TORCH_BUILD" not in _serious(WARPCTC_PASCAL, compat)
+
+
+# numba-003 (numba/numba#8985): the stub answers ctypes' symbol lookup
+STUB_NUMBA = ("python -c \"from ctypes import CDLL; CDLL('libcuda.so')._undef\"\n"
+              "AttributeError: /scratch/yhao24/opt/cuda-12.1/lib64/stubs/libcuda.so: undefined symbol: _undef\n")
+# pytorch/tensorpipe#294: the stub said to be loaded
+STUB_TENSORPIPE = ("On my machine, tensorpipe loads `/usr/lib/x86_64-linux-gnu/stubs/libcuda.so` instead of "
+                   "`/usr/lib/x86_64-linux-gnu/libcuda.so`.\n")
+# near misses: a package listing (vllm-project/vllm#6864) and a link line name the stub without loading it
+STUB_LISTED = ("fish> dpkg-query --search libcuda.so\nlibcuda1:amd64: /usr/lib/x86_64-linux-gnu/libcuda.so\n"
+               "cuda-driver-dev-12-4: /usr/local/cuda-12.4/targets/x86_64-linux/lib/stubs/libcuda.so\n")
+STUB_LINKED = "g++ main.o -L/usr/local/cuda/lib64/stubs -lcuda -o main\n"
+
+
+def test_the_toolkit_stub_libcuda_loaded_is_a_shadowing_library(compat) -> None:
+    for text in (STUB_NUMBA, STUB_TENSORPIPE, corpus_row("numba", "numba-003")):
+        got = _serious(text, compat)
+        assert "SYSTEM_LIB_SHADOWING" in got, sorted(got)
+        assert got["SYSTEM_LIB_SHADOWING"].severity == "warning"
+    for text in (STUB_LISTED, STUB_LINKED):
+        assert "SYSTEM_LIB_SHADOWING" not in _serious(text, compat)
