@@ -8,6 +8,12 @@
   JAX log at INFO level, alphafold's included), or a list that names CUDA, is not this kind.
 - Docker's 'could not select device driver "" with capabilities: [[gpu]]' said without the empty quotes
   (localai-003, mudler/LocalAI#4511), as well as with them (container-toolkit, text-generation-inference rows).
+- warp-ctc among the libraries with a cited oldest architecture (its CMakeLists.txt: compute_30 and up): its GPU
+  test failing on a Fermi GeForce GTX 580 (warp-ctc-001) or its PyTorch binding on a GTX 480 reads as no kernels
+  for that GPU (GPU_ARCH_NOT_IN_TORCH_BUILD, warning), as NCCL and LightGBM's rows do; a Pascal card does not.
+- The CUDA toolkit's stub libcuda (lib64/stubs/libcuda.so) loaded at run time (numba-003, numba/numba#8985;
+  pytorch/tensorpipe#294; the same mechanism as video-processing-framework-001's stub libnvcuvid): a shadowing
+  library (SYSTEM_LIB_SHADOWING, warning); a package listing or a link line naming the stub is not.
 """
 
 from __future__ import annotations
