@@ -56,8 +56,10 @@ _ENGINES = (("paddle", re.compile(r"\bpaddle(?:paddle|ocr|hub|nlp|x|seg|detectio
                                  r"koboldcpp|lm ?studio|gpt4all|mlc[-_]llm|ggml|vulkan|opencl)\b", re.I)))
 # libraries whose own CUDA builds start at a compute capability (diagnose.library-gpu-arch judges them with the cited
 # floors of compat_data's context.library_min_compute_capability): NCCL named (its library, its tests, its errors),
-# LightGBM's CUDA build asked for (device / device_type "cuda"; its "gpu" device is the OpenCL build, judged nowhere)
+# LightGBM's CUDA build asked for (device / device_type "cuda"; its "gpu" device is the OpenCL build, judged nowhere),
+# warp-ctc named (its name, its library warpctc, its C entry point compute_ctc_loss in its tests' errors)
 _LIBRARY_BUILDS = (("nccl", re.compile(r"\bnccl\b|\bncclUnhandledCudaError\b", re.I)),
+                   ("warp-ctc", re.compile(r"\bwarp[-_]?ctc(?:_pytorch|_tensorflow)?\b|\bcompute_ctc_loss\b", re.I)),
                    ("lightgbm-cuda", re.compile(r"\blightgbm\b[\s\S]{0,4000}?\bdevice(?:_type)?\s*=\s*['\"]cuda['\"]|"
                                                 r"\bdevice(?:_type)?\s*=\s*['\"]cuda['\"][\s\S]{0,4000}?\blightgbm\b",
                                                 re.I)))
