@@ -73,6 +73,18 @@ CASES = [
      "[h264_cuvid @ 0x5600d1e0a2c0] Cannot load libnvcuvid.so.1\n"
      "[h264_cuvid @ 0x5600d1e0a2c0] Failed loading nvcuvid.\n",
      "CONTAINER_NO_GPU_RUNTIME", "warning"),
+    # OBS Studio's NVENC encoder, old (jim-nvenc) and new (obs-nvenc's test process) logs
+    ("nvenc-api-newer-than-driver",
+     "20:14:03.551: [jim-nvenc] Current driver version does not support this NVENC version, please upgrade your driver\n",
+     "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "error"),
+    ("nvenc-api-newer-than-driver",
+     "20:14:03.552: [NVENC] Test process failed: outdated_driver\n",
+     "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "error"),
+    # the Video Codec SDK's NvEncoder class, as VideoProcessingFramework raises it
+    ("nvenc-api-newer-than-driver",
+     "RuntimeError: LoadNvEncApi : Current Driver Version does not support this NvEncodeAPI version, please upgrade "
+     "driver at /src/PyNvCodec/TC/src/NvEncoder.cpp:82\n",
+     "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "error"),
 ]
 
 
@@ -105,6 +117,8 @@ NEAR_MISSES = [
     ("blender-cycles-cc-below-minimum", "Device supports compute capability 8.6; CUDA backend requires no JIT for it.\n"),
     # hashcat's AMD check, another vendor and another cause
     ("hashcat-outdated-nvidia-driver", "* Device #1: Outdated or broken AMD driver detected!\n"),
+    # another reason of OBS's NVENC test process: no NVENC-capable device, not the driver's age
+    ("nvenc-api-newer-than-driver", "20:14:03.552: [NVENC] Test process failed: no_supported_devices\n"),
     # libcuda itself missing is the driver rows' case, not the video libraries'
     ("ffmpeg-nvcodec-library-not-loaded", "[AVHWDeviceContext @ 0x55d0c1a3e240] Cannot load libcuda.so.1\n"),
     ("cudnn8-windows-zlibwapi-missing", "Loaded zlibwapi.dll from C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8\\bin\n"),
