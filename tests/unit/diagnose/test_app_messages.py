@@ -85,6 +85,16 @@ CASES = [
      "RuntimeError: LoadNvEncApi : Current Driver Version does not support this NvEncodeAPI version, please upgrade "
      "driver at /src/PyNvCodec/TC/src/NvEncoder.cpp:82\n",
      "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "error"),
+    # XMRig's start-up banner with a plugin whose CUDA the driver does not support
+    ("xmrig-cuda-no-devices",
+     " * CPU          Intel(R) Core(TM) i7-9700K CPU @ 3.60GHz (1) 64-bit AES\n"
+     " * CUDA         disabled (no devices)\n",
+     "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "warning"),
+    # cuDNN 8's loader looking for the cuBLAS of its CUDA major (faster-whisper on Windows)
+    ("cudnn-sublibrary-not-located",
+     "[2023-11-22 10:01:02.345] [ctranslate2] [thread 1234] [info] CPU: GenuineIntel (SSE4.1=true, AVX=true, AVX2=true)\n"
+     "Could not locate cublasLt64_12.dll. Please make sure it is in your library path!\n",
+     "CUDA_LIBRARY_VERSION_MISMATCH", "error"),
 ]
 
 
@@ -119,6 +129,9 @@ NEAR_MISSES = [
     ("hashcat-outdated-nvidia-driver", "* Device #1: Outdated or broken AMD driver detected!\n"),
     # another reason of OBS's NVENC test process: no NVENC-capable device, not the driver's age
     ("nvenc-api-newer-than-driver", "20:14:03.552: [NVENC] Test process failed: no_supported_devices\n"),
+    # XMRig's backend turned off in the config, or the plugin absent: not the driver's age
+    ("xmrig-cuda-no-devices", " * CUDA         disabled (failed to load CUDA plugin)\n"),
+    ("cudnn-sublibrary-not-located", "Could not locate cublas.h. Please make sure CUDA_HOME points to the toolkit\n"),
     # libcuda itself missing is the driver rows' case, not the video libraries'
     ("ffmpeg-nvcodec-library-not-loaded", "[AVHWDeviceContext @ 0x55d0c1a3e240] Cannot load libcuda.so.1\n"),
     ("cudnn8-windows-zlibwapi-missing", "Loaded zlibwapi.dll from C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8\\bin\n"),
