@@ -95,6 +95,19 @@ CASES = [
      "[2023-11-22 10:01:02.345] [ctranslate2] [thread 1234] [info] CPU: GenuineIntel (SSE4.1=true, AVX=true, AVX2=true)\n"
      "Could not locate cublasLt64_12.dll. Please make sure it is in your library path!\n",
      "CUDA_LIBRARY_VERSION_MISMATCH", "error"),
+    # CUDA 12's host_config.h and a Visual Studio 2026 (a torch extension build)
+    ("unsupported-msvc-version",
+     "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v12.3\\include\\crt/host_config.h(164): fatal error C1189: "
+     "#error:  -- unsupported Microsoft Visual Studio version! Only the versions between 2017 and 2022 (inclusive) are "
+     "supported! The nvcc flag '-allow-unsupported-compiler' can be used to override this version check; however, "
+     "using an unsupported host compiler may cause compilation failure or incorrect run time execution. Use at your "
+     "own risk.\n",
+     "HOST_COMPILER_TOO_NEW", "error"),
+    # CUDA 9.2's wording
+    ("unsupported-msvc-version",
+     "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v9.2\\include\\crt/host_config.h(133): fatal error C1189: "
+     "#error:  -- unsupported Microsoft Visual Studio version! Only the versions 2012, 2013, 2015 and 2017 are supported!\n",
+     "HOST_COMPILER_TOO_NEW", "error"),
 ]
 
 
@@ -132,6 +145,9 @@ NEAR_MISSES = [
     # XMRig's backend turned off in the config, or the plugin absent: not the driver's age
     ("xmrig-cuda-no-devices", " * CUDA         disabled (failed to load CUDA plugin)\n"),
     ("cudnn-sublibrary-not-located", "Could not locate cublas.h. Please make sure CUDA_HOME points to the toolkit\n"),
+    # host_config.h's deprecation note: the build goes on
+    ("unsupported-msvc-version", "host_config.h(160): warning: support for this version of Microsoft Visual Studio has been "
+                                 "deprecated! Only the versions between 2017 and 2022 (inclusive) are supported!\n"),
     # libcuda itself missing is the driver rows' case, not the video libraries'
     ("ffmpeg-nvcodec-library-not-loaded", "[AVHWDeviceContext @ 0x55d0c1a3e240] Cannot load libcuda.so.1\n"),
     ("cudnn8-windows-zlibwapi-missing", "Loaded zlibwapi.dll from C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8\\bin\n"),
