@@ -108,6 +108,15 @@ CASES = [
      "C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v9.2\\include\\crt/host_config.h(133): fatal error C1189: "
      "#error:  -- unsupported Microsoft Visual Studio version! Only the versions 2012, 2013, 2015 and 2017 are supported!\n",
      "HOST_COMPILER_TOO_NEW", "error"),
+    # TensorRT 10 on a Pascal GPU: the runtime's and the builder's wordings
+    ("tensorrt-unsupported-sm",
+     "[04/25/2024-15:52:54] [TRT] [E] 1: [caskUtils.cpp::nvinfer1::rt::task::trtSmToCask::193] Error Code 1: "
+     "Internal Error (Unsupported SM: 0x601)\n",
+     "GPU_ARCH_NOT_IN_TORCH_BUILD", "error"),
+    ("tensorrt-unsupported-sm",
+     "[02/18/2025-07:04:51] [TRT] [E] IBuilder::buildSerializedNetwork: Error Code 9: API Usage Error "
+     "(Target GPU SM 61 is not supported by this TensorRT release.)\n",
+     "GPU_ARCH_NOT_IN_TORCH_BUILD", "error"),
 ]
 
 
@@ -148,6 +157,8 @@ NEAR_MISSES = [
     # host_config.h's deprecation note: the build goes on
     ("unsupported-msvc-version", "host_config.h(160): warning: support for this version of Microsoft Visual Studio has been "
                                  "deprecated! Only the versions between 2017 and 2022 (inclusive) are supported!\n"),
+    # NVRTC's own refusal is another row's (nvrtc's architecture list), not TensorRT's kernels
+    ("tensorrt-unsupported-sm", "[TRT] [W] SM version not supported in this NVRTC version\n"),
     # libcuda itself missing is the driver rows' case, not the video libraries'
     ("ffmpeg-nvcodec-library-not-loaded", "[AVHWDeviceContext @ 0x55d0c1a3e240] Cannot load libcuda.so.1\n"),
     ("cudnn8-windows-zlibwapi-missing", "Loaded zlibwapi.dll from C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8\\bin\n"),
