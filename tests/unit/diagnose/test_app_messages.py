@@ -117,6 +117,14 @@ CASES = [
      "[02/18/2025-07:04:51] [TRT] [E] IBuilder::buildSerializedNetwork: Error Code 9: API Usage Error "
      "(Target GPU SM 61 is not supported by this TensorRT release.)\n",
      "GPU_ARCH_NOT_IN_TORCH_BUILD", "error"),
+    # Blender's Cycles log (--debug-cycles) and an OptiX program printing the status name
+    ("optix-driver-too-old",
+     "W0312 10:22:41.123456  4242 device.cpp:37] OptiX initialization failed because the installed NVIDIA driver is "
+     "too old. Please update to the latest driver first!\n",
+     "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "error"),
+    ("optix-driver-too-old",
+     "Optix call 'optixInit()' failed: OPTIX_ERROR_UNSUPPORTED_ABI_VERSION (7801)\n",
+     "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "error"),
 ]
 
 
@@ -159,6 +167,8 @@ NEAR_MISSES = [
                                  "deprecated! Only the versions between 2017 and 2022 (inclusive) are supported!\n"),
     # NVRTC's own refusal is another row's (nvrtc's architecture list), not TensorRT's kernels
     ("tensorrt-unsupported-sm", "[TRT] [W] SM version not supported in this NVRTC version\n"),
+    # another OptiX status: not the driver's age
+    ("optix-driver-too-old", "W0312 10:22:41.1 device.cpp:41] OptiX initialization failed with error code 7804\n"),
     # libcuda itself missing is the driver rows' case, not the video libraries'
     ("ffmpeg-nvcodec-library-not-loaded", "[AVHWDeviceContext @ 0x55d0c1a3e240] Cannot load libcuda.so.1\n"),
     ("cudnn8-windows-zlibwapi-missing", "Loaded zlibwapi.dll from C:\\Program Files\\NVIDIA GPU Computing Toolkit\\CUDA\\v11.8\\bin\n"),
