@@ -57,9 +57,13 @@ _CUDA = {
     ("cudaErrorInitializationError", "CUDA_ERROR_NOT_INITIALIZED"): amb(
         "CUDA could not initialise (a driver that is missing, mismatched or unusable from this process; a CUDA "
         "context used across fork)", INIT_ASK),
+    # the stub is found first when a toolkit's stubs directory is on the library path ahead of the driver's
+    # libcuda (numba#8985, the corpus's numba-003; the same with the Video Codec SDK's stub libnvcuvid), or when
+    # no driver library is installed at all: shadowing, at medium confidence (the paste's ldconfig/nvidia-smi says which)
     ("cudaErrorStubLibrary", "CUDA_ERROR_STUB_LIBRARY"): env(
-        "NO_NVIDIA_DRIVER", "high", "the program loaded the toolkit's stub libcuda instead of the driver's: the "
-        "driver's library is missing from the library path"),
+        "SYSTEM_LIB_SHADOWING", "medium", "the program loaded the toolkit's stub libcuda (made only for linking) "
+        "instead of the driver's: a stubs directory ahead of the driver's library on the library path, or no driver "
+        "library installed", "paste `echo $LD_LIBRARY_PATH`, `ldconfig -p | grep libcuda` and `nvidia-smi`"),
     ("cudaErrorInsufficientDriver", None): env(
         "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "high", "the driver is older than the CUDA runtime the program ships"),
     ("cudaErrorCallRequiresNewerDriver", "CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER"): env(

@@ -52,7 +52,7 @@ def test_the_rows_hold_what_nvidia_defines(table):
 @pytest.mark.parametrize("name, category", [
     ("CUDA_ERROR_NO_DEVICE", "NO_GPU_VISIBLE"), ("cudaErrorInsufficientDriver", "DRIVER_TOO_OLD_FOR_TORCH_CUDA"),
     ("CUDA_ERROR_NO_BINARY_FOR_GPU", "GPU_ARCH_NOT_IN_TORCH_BUILD"), ("CUDA_ERROR_SYSTEM_NOT_READY", "INTERCONNECT"),
-    ("CUDA_ERROR_STUB_LIBRARY", "NO_NVIDIA_DRIVER"),
+    ("CUDA_ERROR_STUB_LIBRARY", "SYSTEM_LIB_SHADOWING"),
     ("NVML_ERROR_LIB_RM_VERSION_MISMATCH", "DRIVER_LIBRARY_MISMATCH"),
     ("cudaErrorECCUncorrectable", "GPU_MEMORY_ERRORS"),
     ("cudaErrorIllegalAddress", None), ("ncclSystemError", None), ("CUDNN_STATUS_INTERNAL_ERROR", None),

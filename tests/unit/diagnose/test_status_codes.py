@@ -32,7 +32,7 @@ def _status(text, compat):
     ("cuInit returned 100", "NO_GPU_VISIBLE"),
     # JAX on a machine whose libcuda is the toolkit's stub
     ("RuntimeError: Unable to initialize backend 'cuda': INTERNAL: no supported devices found for platform CUDA: "
-     "CUDA_ERROR_STUB_LIBRARY", "NO_NVIDIA_DRIVER"),
+     "CUDA_ERROR_STUB_LIBRARY", "SYSTEM_LIB_SHADOWING"),
     ("pynvml.NVMLError_LibRmVersionMismatch: NVML_ERROR_LIB_RM_VERSION_MISMATCH", "DRIVER_LIBRARY_MISMATCH"),
     ("nvmlDeviceGetHandleByIndex() failed: NVML_ERROR_GPU_IS_LOST", "GPU_XID_ERRORS"),
     ("cudaGetDeviceCount returned 35", "DRIVER_TOO_OLD_FOR_TORCH_CUDA"),
