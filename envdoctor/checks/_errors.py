@@ -77,7 +77,10 @@ _GENERIC = re.compile(r"exit(?:ed with)? (?:status|code)|non-zero exit|Command e
                       r"^\s*(?:\w+\.)*\w*(?:Error|Exception):?\s*$|"  # a bare "RuntimeError:" (its text follows)
                       # a header that names only where an error happened, its text on the next line ("[guppy/error]
                       # ... CUDA error at /builds/.../cuda_common.cpp:234:" then "CUDA_ERROR_NO_DEVICE. ...")
-                      r"\berror (?:at|in) [\w./\\:-]+?(?::\d+)?:\s*$", re.I)
+                      r"\berror (?:at|in) [\w./\\:-]+?(?::\d+)?:\s*$|"
+                      # a build wrapper's verdict ("CompileError: nvcc compilation of /tmp/x/kernel.cu failed"): the
+                      # compiler's own lines that follow say why
+                      r"\bcompilation of \S+ failed\b", re.I)
 
 
 def record_key(line: str) -> str:
