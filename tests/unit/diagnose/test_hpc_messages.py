@@ -1,6 +1,6 @@
 """Messages of HPC, vision and Julia GPU programs taken from their source before anyone pastes them (issue 42, kbhpc):
 LAMMPS's GPU package, Kokkos's CUDA backend (LAMMPS's KOKKOS package and other Kokkos programs), OpenCV built without
-CUDA and CUDA.jl's driver check. Each case is the message as its source formats it, with realistic values (the
+CUDA, CUDA.jl's driver check and CatBoost built without GPU support. Each case is the message as its source formats it, with realistic values (the
 source's printf filled in), and a near miss that must not be read as that cause."""
 
 from __future__ import annotations
@@ -64,6 +64,10 @@ CASES = [
      "┌ Warning: CUDAdrv.jl only supports NVIDIA drivers for CUDA 9.0 or higher (yours is for CUDA 8.0.0)\n"
      "└ @ CUDAdrv ~/.julia/packages/CUDAdrv/3EzC1/src/CUDAdrv.jl:67\n",
      "DRIVER_TOO_OLD_FOR_TORCH_CUDA", "error"),
+    # CatBoost's CB_ENSURE as the Python package raises it (a CPU-only build asked for task_type='GPU')
+    ("catboost-gpu-support-not-compiled",
+     "_catboost.CatBoostError: /src/catboost/catboost/libs/train_lib/train_model.cpp:1128: GPU support was not compiled\n",
+     "FRAMEWORK_CPU_ONLY_BUILD", "error"),
 ]
 
 
@@ -100,6 +104,10 @@ NEAR_MISSES = [
     # the 11.x-or-12.x wording also fires for a driver NEWER than CUDA.jl knows (CUDA 13): not the driver's age
     ("cuda-jl-driver-too-old",
      "┌ Error: This version of CUDA.jl only supports NVIDIA drivers for CUDA 11.x or 12.x (yours is for CUDA 13.0.0)\n"),
+    # CatBoost's GPU trainer present but the device refused: another cause
+    ("catboost-gpu-support-not-compiled",
+     "_catboost.CatBoostError: catboost/cuda/cuda_lib/cuda_base.h:281: CUDA error 35: CUDA driver version is "
+     "insufficient for CUDA runtime version\n"),
 ]
 
 
