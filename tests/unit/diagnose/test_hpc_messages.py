@@ -1,7 +1,7 @@
-"""Messages of HPC, vision and Julia GPU programs taken from their source before anyone pastes them (issue 42, kbhpc):
-LAMMPS's GPU package, Kokkos's CUDA backend (LAMMPS's KOKKOS package and other Kokkos programs), OpenCV built without
-CUDA, CUDA.jl's driver check and CatBoost built without GPU support. Each case is the message as its source formats it, with realistic values (the
-source's printf filled in), and a near miss that must not be read as that cause."""
+"""Messages of HPC, vision and other GPU programs taken from their source before anyone pastes them (issue 42, kbhpc):
+LAMMPS's GPU package and Kokkos's CUDA backend built for another architecture, OpenCV, CatBoost and GROMACS built
+without GPU support, and CUDA.jl's driver check. Each case is the message as its source formats it, with realistic
+values (the source's printf filled in), and a near miss that must not be read as that cause."""
 
 from __future__ import annotations
 
@@ -68,6 +68,16 @@ CASES = [
     ("catboost-gpu-support-not-compiled",
      "_catboost.CatBoostError: /src/catboost/catboost/libs/train_lib/train_model.cpp:1128: GPU support was not compiled\n",
      "FRAMEWORK_CPU_ONLY_BUILD", "error"),
+    # GROMACS's fatal-error block, its text wrapped as gmx prints it
+    ("gromacs-built-without-gpu",
+     "-------------------------------------------------------\n"
+     "Program:     gmx mdrun, version 2023.1\n"
+     "Source file: src/gromacs/taskassignment/decidegpuusage.cpp (line 226)\n\n"
+     "Fatal error:\n"
+     "Nonbonded interactions on the GPU were requested with -nb gpu, but the GROMACS\n"
+     "binary has been built without GPU support. Either run without selecting GPU\n"
+     "options, or recompile GROMACS with GPU support enabled\n",
+     "FRAMEWORK_CPU_ONLY_BUILD", "error"),
 ]
 
 
@@ -108,6 +118,10 @@ NEAR_MISSES = [
     ("catboost-gpu-support-not-compiled",
      "_catboost.CatBoostError: catboost/cuda/cuda_lib/cuda_base.h:281: CUDA error 35: CUDA driver version is "
      "insufficient for CUDA runtime version\n"),
+    # GROMACS's other -nb gpu refusal: the simulation settings, not the build
+    ("gromacs-built-without-gpu",
+     "Fatal error:\nNonbonded interactions on the GPU were required, but not supported for these simulation settings. "
+     "Change your settings, or do not require using GPUs.\n"),
 ]
 
 
