@@ -40,3 +40,22 @@ def corpus_row(tracker: str, rid: str) -> str:
 def asks(f: Finding, what: str) -> bool:
     """Whether the finding asks for an output holding ``what`` (its ``paste.settle`` evidence)."""
     return any(e.path == "paste.settle" and what in str(e.value) for e in f.evidence)
+
+
+def by_row(text: str, compat) -> Dict[str, Finding]:
+    """error_signatures.json row id -> the finding that row gave the paste (``messages.signature/<row>[/<qualifier>]``,
+    any severity); empty where nothing in the paste is recognisable."""
+    return {f.code.split("/")[1]: f for f in findings(text, compat) if f.code.startswith("messages.signature/")}
+
+
+def assert_names_its_cause(text: str, compat, row: str, category: str, severity: str) -> Finding:
+    """A source-derived row reads its own source's message: the row's finding at ``category`` and ``severity`` is
+    among the reply's problems, and no other category is named as an error (a wrapper line may stay a
+    not-recognised warning). Returns the finding."""
+    report = diagnose_report([text], compat)
+    f = {g.code.split("/")[1]: g for g in report.findings if g.code.startswith("messages.signature/")}.get(row)
+    assert f is not None, f"row {row} did not match its own source's message"
+    assert (f.category, f.severity) == (category, severity)
+    assert f in report.problems
+    assert {g.category for g in report.problems if g.severity == "error"} <= {category}
+    return f

@@ -7,17 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.compat import load_compat
-from envdoctor.services.diagnose import diagnose_report
-
-
-def _report(text: str):
-    return diagnose_report([text], load_compat())
-
-
-def _by_code(text: str):
-    return {f.code.split("/", 1)[-1]: f for f in _report(text).findings}
-
+from tests.unit.diagnose.pastes import assert_names_its_cause, by_row
 
 # (row id, the source's message with realistic values, the category, the severity)
 CASES = [
@@ -129,20 +119,14 @@ CASES = [
 
 
 @pytest.mark.parametrize("row,text,category,severity", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
-def test_the_sources_message_names_its_cause(row, text, category, severity):
-    f = _by_code(text).get(row)
-    assert f is not None, f"row {row} did not match its own source's message"
-    assert f.category == category and f.severity == severity
-    assert f in _report(text).problems
-    # nothing else is named as the error (a wrapper line such as pycuda's "nvcc compilation of ... failed" may
-    # stay an unrecognised-error warning)
-    assert {g.category for g in _report(text).problems if g.severity == "error"} <= {category}
+def test_the_sources_message_names_its_cause(row, text, category, severity, compat):
+    assert_names_its_cause(text, compat, row, category, severity)
 
 
-def test_the_versions_are_read_from_the_message():
-    f = _by_code(CASES[0][1])["nvcc-unsupported-gpu-architecture"]
+def test_the_versions_are_read_from_the_message(compat):
+    f = by_row(CASES[0][1], compat)["nvcc-unsupported-gpu-architecture"]
     assert "sm_30" in f.summary + f.detail + str(f.evidence)
-    g = _by_code(CASES[2][1])["ffmpeg-nvenc-api-version-too-new"]
+    g = by_row(CASES[2][1], compat)["ffmpeg-nvenc-api-version-too-new"]
     assert "12.1" in g.summary + g.detail + str(g.evidence)
 
 
@@ -176,9 +160,5 @@ NEAR_MISSES = [
 
 
 @pytest.mark.parametrize("row,text", NEAR_MISSES, ids=[c[0] for c in NEAR_MISSES])
-def test_a_near_miss_is_not_read_as_that_cause(row, text):
-    try:
-        report = _report(text)
-    except Exception:  # nothing recognisable at all: not the row either
-        return
-    assert row not in {f.code.split("/", 1)[-1] for f in report.findings}
+def test_a_near_miss_is_not_read_as_that_cause(row, text, compat):
+    assert row not in by_row(text, compat)  # nothing recognisable at all counts as not the row either

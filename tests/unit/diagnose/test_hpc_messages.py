@@ -7,17 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.compat import load_compat
-from envdoctor.services.diagnose import diagnose_report
-
-
-def _report(text: str):
-    return diagnose_report([text], load_compat())
-
-
-def _by_code(text: str):
-    return {f.code.split("/", 1)[-1]: f for f in _report(text).findings}
-
+from tests.unit.diagnose.pastes import assert_names_its_cause, by_row
 
 # (row id, the source's message with realistic values, the category, the severity)
 CASES = [
@@ -82,18 +72,14 @@ CASES = [
 
 
 @pytest.mark.parametrize("row,text,category,severity", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
-def test_the_sources_message_names_its_cause(row, text, category, severity):
-    f = _by_code(text).get(row)
-    assert f is not None, f"row {row} did not match its own source's message"
-    assert f.category == category and f.severity == severity
-    assert f in _report(text).problems
-    assert {g.category for g in _report(text).problems if g.severity == "error"} <= {category}
+def test_the_sources_message_names_its_cause(row, text, category, severity, compat):
+    assert_names_its_cause(text, compat, row, category, severity)
 
 
-def test_the_versions_are_read_from_the_message():
-    f = _by_code(CASES[1][1])["kokkos-cuda-kernels-for-other-cc"]
+def test_the_versions_are_read_from_the_message(compat):
+    f = by_row(CASES[1][1], compat)["kokkos-cuda-kernels-for-other-cc"]
     assert "9.0" in f.summary + f.detail + str(f.evidence) and "8.6" in f.summary + f.detail + str(f.evidence)
-    g = _by_code(CASES[6][1])["cuda-jl-driver-too-old"]
+    g = by_row(CASES[6][1], compat)["cuda-jl-driver-too-old"]
     assert "10.2.0" in g.summary + g.detail + str(g.evidence)
 
 
@@ -126,9 +112,5 @@ NEAR_MISSES = [
 
 
 @pytest.mark.parametrize("row,text", NEAR_MISSES, ids=[f"{c[0]}-{i}" for i, c in enumerate(NEAR_MISSES)])
-def test_a_near_miss_is_not_read_as_that_cause(row, text):
-    try:
-        report = _report(text)
-    except Exception:  # nothing recognisable at all: not the row either
-        return
-    assert row not in {f.code.split("/", 1)[-1] for f in report.findings}
+def test_a_near_miss_is_not_read_as_that_cause(row, text, compat):
+    assert row not in by_row(text, compat)  # nothing recognisable at all counts as not the row either

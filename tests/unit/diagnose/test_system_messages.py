@@ -7,17 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from envdoctor.compat import load_compat
-from envdoctor.services.diagnose import diagnose_report
-
-
-def _report(text: str):
-    return diagnose_report([text], load_compat())
-
-
-def _by_code(text: str):
-    return {f.code.split("/", 1)[-1]: f for f in _report(text).findings}
-
+from tests.unit.diagnose.pastes import assert_names_its_cause, by_row, serious
 
 # (row id, the source's message with realistic values, the category, the severity)
 CASES = [
@@ -126,28 +116,26 @@ CASES = [
 
 
 @pytest.mark.parametrize("row,text,category,severity", CASES, ids=[c[0] for c in CASES])
-def test_the_sources_message_names_its_cause(row, text, category, severity):
-    f = _by_code(text).get(row)
-    assert f is not None, f"row {row} did not match its own source's message"
-    assert f.category == category and f.severity == severity
-    assert f.caused_by is None and f in _report(text).problems
-    assert not [g for g in _report(text).problems if g.category == "UNRECOGNISED_ERROR"]
+def test_the_sources_message_names_its_cause(row, text, category, severity, compat):
+    f = assert_names_its_cause(text, compat, row, category, severity)
+    assert f.caused_by is None
+    assert "UNRECOGNISED_ERROR" not in serious(text, compat)
 
 
-def test_the_gsp_firmware_explains_the_rm_init_adapter_failure_beside_it():
+def test_the_gsp_firmware_explains_the_rm_init_adapter_failure_beside_it(compat):
     """RmInitAdapter alone is a low BIOS lead; with the missing GSP firmware before it, it is that firmware."""
     text = CASES[4][1]
-    cats = {f.category for f in _report(text).problems}
+    cats = set(serious(text, compat))
     assert "NO_NVIDIA_DRIVER" in cats and "BIOS_PCIE_BAR_DISABLED" not in cats
     alone = "[   12.401911] NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x61:0x56:1927)\n"
-    assert "BIOS_PCIE_BAR_DISABLED" in {f.category for f in _report(alone).problems}
+    assert "BIOS_PCIE_BAR_DISABLED" in serious(alone, compat)
 
 
-def test_nvidia_smi_without_nvml_inside_a_container_is_the_runtime():
+def test_nvidia_smi_without_nvml_inside_a_container_is_the_runtime(compat):
     text = ("$ docker run --rm --gpus all nvidia/cuda:11.8.0-base-ubuntu22.04 nvidia-smi\n"
             "NVIDIA-SMI couldn't find libnvidia-ml.so library in your system. Please make sure that the NVIDIA "
             "Display Driver is properly installed and present in your system.\n")
-    f = _by_code(text)["nvidia-smi-nvml-library-missing"]
+    f = by_row(text, compat)["nvidia-smi-nvml-library-missing"]
     assert f.category == "CONTAINER_NO_GPU_RUNTIME" and f.confidence == "high"
 
 
@@ -179,14 +167,10 @@ NEAR_MISSES = [
 
 
 @pytest.mark.parametrize("row,text", NEAR_MISSES, ids=[c[0] for c in NEAR_MISSES])
-def test_a_near_miss_is_not_read_as_that_cause(row, text):
-    try:
-        report = _report(text)
-    except Exception:  # nothing recognisable at all: not the row either
-        return
-    assert row not in {f.code.split("/", 1)[-1] for f in report.findings}
+def test_a_near_miss_is_not_read_as_that_cause(row, text, compat):
+    assert row not in by_row(text, compat)  # nothing recognisable at all counts as not the row either
 
 
-def test_every_case_names_a_row_of_the_catalogue():
-    ids = {s.id for s in load_compat().signatures}
+def test_every_case_names_a_row_of_the_catalogue(compat):
+    ids = {s.id for s in compat.signatures}
     assert {c[0] for c in CASES} <= ids and {c[0] for c in NEAR_MISSES} <= ids

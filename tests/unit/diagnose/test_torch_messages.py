@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.diagnose.pastes import findings as _findings
+from tests.unit.diagnose.pastes import by_row
 
 CC_214 = (
     "/venv/lib/python3.12/site-packages/torch/cuda/__init__.py:374: UserWarning: Found GPU0 NVIDIA GeForce GTX 1080 "
@@ -203,8 +203,7 @@ NEAR = [
 
 
 def _by_code(text, compat):
-    return {f.code.split("/")[1]: f for f in _findings(text, compat)
-            if f.code.startswith("messages.signature/") and f.severity in ("warning", "error")}
+    return {row: f for row, f in by_row(text, compat).items() if f.severity in ("warning", "error")}
 
 
 @pytest.mark.parametrize("row,category,text", CASES, ids=[f"{r}-{i}" for i, (r, _c, _t) in enumerate(CASES)])
