@@ -64,7 +64,8 @@ def explain_lines(code: str, compat: CompatSource) -> List[str]:
             return status_lines(code, compat)  # an enum name: CUDA_ERROR_NO_DEVICE, cudaErrorNoDevice, ncclSystemError
         if check is None:
             raise UnknownCode(f"unknown code {code!r}: give a category (e.g. DRIVER_TOO_OLD_FOR_TORCH_CUDA), a check "
-                              "id or a finding code; `envdoctor list-checks` lists them")
+                              "id, a finding code or an NVIDIA status name (e.g. CUDA_ERROR_NO_DEVICE); `envdoctor list-checks` lists "
+                              "the checks")
         if "/" in code and declared is None:
             raise UnknownCode(f"unknown finding code {code!r}: {check.id} reports no such kind "
                               f"(`envdoctor explain {check.id}` explains the check)")
