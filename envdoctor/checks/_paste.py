@@ -13,6 +13,7 @@ from ..domain.variants import CPU, is_cpu_build, nvidia_wheel, package_variant, 
 from ..domain.versions import base_version, major_minor
 from ..model.catalogue import CAUSES
 from ..model.facts import Facts
+from ._families import families_as_fallback
 from ._paste_context import CONTEXT_WHEN, context_holds
 from ._paste_roles import (
     NCCL_SHM,
@@ -324,15 +325,16 @@ def signature_hits(facts: Facts, compat: Compat) -> List[Hit]:
                         used = replace(sig, severity=alt.severity or sig.severity, settle=alt.settle or sig.settle,
                                        explanation=alt.explanation or sig.explanation, fix=alt.fix or sig.fix)
                     break
-            hits.append(Hit(used, i, message, m.group(0), groups, category, confidence))
+            matched = m.group(0) or norm  # a family's lookaheads match no text: what it read is the message
+            hits.append(Hit(used, i, message, matched, groups, category, confidence))
             for extra in sig.also:  # further causes the same message proves, each qualified on its own
                 # ... except a consequence of the cause a context's own reading named (its explanation says it)
                 if used is not sig and extra.category in CAUSES.get(category, ()):
                     continue
                 if extra.category != category and holds(extra.when, facts, compat, groups, norm):
-                    hits.append(Hit(sig, i, message, m.group(0), groups, extra.category, extra.confidence, True))
-    _HITS_MEMO["last"] = (facts, sigs, tuple(hits))
-    return hits
+                    hits.append(Hit(sig, i, message, matched, groups, extra.category, extra.confidence, True))
+    _HITS_MEMO["last"] = (facts, sigs, tuple(families_as_fallback(hits, compat)))  # a family: the last resort
+    return list(_HITS_MEMO["last"][2])
 
 
 def no_nvidia_gpu_said(facts: Facts) -> bool:

@@ -131,6 +131,10 @@ class Signature:
     # the finding's headline where the category's title would not name the subject: a CPU-only build of DGL, Faiss
     # or JAX under FRAMEWORK_CPU_ONLY_BUILD, whose title names no framework (None: the category's title)
     title: Optional[str] = None
+    # a message family (a row with "family" instead of "pattern"): words that say a cause in any program's terms,
+    # read only where no other row and no NVIDIA status explains the message (checks/_paste.py signature_hits);
+    # always a warning at low confidence, since it is a reading of the words, not a message envdoctor knows
+    family: bool = False
 
     def search(self, message: str) -> Optional[Any]:
         return self.regex.search(normalise(message))
@@ -162,8 +166,30 @@ def _qualified(row: Dict[str, Any], key: str, default_when: str, where: str) -> 
     return out
 
 
+def family_pattern(spec: Any, where: str) -> str:
+    """The pattern of a message family: every regex of ``all`` somewhere in the message, none of ``none``, and not
+    a question (lookaheads over the whitespace-normalised message, so the parts may come in any order)."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("all"), list) or not spec["all"]:
+        raise SignatureError(f"{where}: 'family' needs a non-empty 'all' list of patterns")
+    parts = []
+    for key, look in (("all", "?="), ("none", "?!")):
+        for p in spec.get(key) or []:
+            if not isinstance(p, str) or not p.strip():
+                raise SignatureError(f"{where}: family {key!r} holds an empty pattern")
+            parts.append(f"({look}.*?(?:{p}))")
+    # a message with a question ("Is my driver too old? ...") is a person asking, not a program saying it
+    return "^" + "".join(parts) + r"(?!.*?\?(?:\s|$))"
+
+
 def _row(row: Dict[str, Any], i: int) -> Signature:
     where = f"{STEM}.json: rows[{i}] ({row.get('id', '?')})"
+    family = "family" in row
+    if family:
+        if "pattern" in row:
+            raise SignatureError(f"{where}: a row has a 'pattern' or a 'family', not both")
+        if row.get("severity") != "warning" or row.get("confidence") != "low" or not row.get("word"):
+            raise SignatureError(f"{where}: a family is a warning at low confidence with its 'word' literals")
+        row = dict(row, pattern=family_pattern(row["family"], where))
     for key in ("id", "pattern", "category", "severity", "explanation", "fix", "source"):
         if not isinstance(row.get(key), str) or not row[key].strip():
             raise SignatureError(f"{where}: missing {key!r}")
@@ -199,7 +225,7 @@ def _row(row: Dict[str, Any], i: int) -> Signature:
         severity=row["severity"], confidence=confidence, explanation=row["explanation"], fix=row["fix"],
         source=row["source"], as_of=row.get("as_of"), captures=dict(row.get("captures") or {}),
         facts=dict(row.get("facts") or {}), alternatives=tuple(alternatives), settle=row.get("settle"),
-        also=tuple(also), words=tuple(words), title=_title(row, where),
+        also=tuple(also), words=tuple(words), title=_title(row, where), family=family,
     )
 
 

@@ -36,7 +36,8 @@ def torch_rows_naming_other_frameworks(rows: list) -> list:
     for row in rows:
         if "TORCH_CPU_ONLY_BUILD" not in _categories(row):
             continue
-        m = OTHER_FRAMEWORKS.search(row["pattern"].replace("\\", "")) or OTHER_FRAMEWORKS.search(row.get("title") or "")
+        pattern = row.get("pattern") or " ".join(row.get("family", {}).get("all", []))  # a family: its words
+        m = OTHER_FRAMEWORKS.search(pattern.replace("\\", "")) or OTHER_FRAMEWORKS.search(row.get("title") or "")
         if m:
             out.append((row["id"], m.group(0)))
     return out
