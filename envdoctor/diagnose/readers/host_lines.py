@@ -58,6 +58,11 @@ def _cpu(paste: Paste, acc: Acc) -> None:
         acc.put("host.cpu_model", "AMD" if v.group(1) == "AuthenticAMD" else "Intel", LOOSE, v.group(0).strip())
 
 
+# WSL 1's synthetic kernel version (https://learn.microsoft.com/en-us/windows/wsl/compare-versions: WSL 2 runs a
+# real Linux kernel; WSL 1 translates system calls and names itself 4.4.0-<Windows build>-Microsoft)
+_WSL1_KERNEL = re.compile(r"\b4\.4\.0-\d{5}-Microsoft\b")
+
+
 def read_host(paste: Paste, acc: Acc) -> None:
     low = paste.low
     _cpu(paste, acc)
@@ -79,6 +84,11 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("host.wsl_version", 2 if "WSL2" in hay or "standard" in hay else 1, STRUCTURED, "WSL kernel")
     elif re.search(r"microsoft-standard-WSL2|/usr/lib/wsl/|\bWSL ?2\b", text):
         acc.put("host.wsl", True, LOOSE, "WSL mentioned in the paste")
+    elif _WSL1_KERNEL.search(text):
+        # WSL 1 has no Linux kernel: it reports a fixed "4.4.0-<Windows build>-Microsoft" (uname -r, DKMS), and
+        # it has no GPU access at all; CUDA on WSL needs WSL 2 (issue 42, round 20: wsl-014)
+        acc.put("host.wsl", True, STRUCTURED, "WSL 1 kernel name")
+        acc.put("host.wsl_version", 1, STRUCTURED, "WSL 1 kernel name")
     if m and "microsoft" not in m.group(1).lower():
         # a real Linux kernel string that is not WSL's outranks "WSL" said in prose
         acc.put("host.wsl", False, STRUCTURED - 1, "Linux kernel that is not WSL's")

@@ -1,0 +1,38 @@
+"""Issue 42, fixes made after rounds 19 and 20 were scored at first sight (in view): a torch extension's operators
+built without CUDA (maskrcnn-benchmark's AT_ERROR, copied by many extensions), "compile with CUDA enabled" as a
+build without its GPU part, and WSL 1's kernel name. Pastes invented in the spirit of the rows, not the rows."""
+
+from __future__ import annotations
+
+from .pastes import by_row, serious
+
+
+def test_an_extensions_ops_built_without_cuda_are_the_extensions(compat) -> None:
+    text = ("  File \"/opt/proj/layers/deform_conv.py\", line 41, in forward\n"
+            "    return _C.deform_conv_forward(input, weight, offset)\n"
+            "RuntimeError: Not compiled with GPU support\n")
+    f = by_row(text, compat)["torch-extension-ops-built-without-cuda"]
+    assert (f.category, f.severity) == ("THIRD_PARTY_EXTENSION_MISMATCH", "error")
+    assert "FORCE_CUDA=1" in f.fix.summary
+    assert "FRAMEWORK_CPU_ONLY_BUILD" not in serious(text, compat)  # the family no longer reads it
+
+
+def test_a_framework_asking_to_be_compiled_with_cuda_is_a_build_without_its_gpu_part(compat) -> None:
+    text = "terminate called: [10:01:02] src/engine.cc:88: GPU kernels are absent. Please compile with CUDA enabled\n"
+    assert serious(text, compat)["FRAMEWORK_CPU_ONLY_BUILD"].confidence == "low"
+
+
+def test_wsl1s_kernel_name_makes_it_wsl_and_wsl_1(compat) -> None:
+    text = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+            "NVIDIA driver is installed and running.\n"
+            "Error! Your kernel headers for kernel 4.4.0-22621-Microsoft cannot be found.\n")
+    got = serious(text, compat)
+    assert got["WSL_SPECIFIC"].severity == "error"
+    assert "NO_NVIDIA_DRIVER" not in got
+
+
+def test_a_linux_kernel_is_not_read_as_wsl_1(compat) -> None:
+    text = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+            "NVIDIA driver is installed and running.\n"
+            "Error! Your kernel headers for kernel 5.15.0-91-generic cannot be found.\n")
+    assert "WSL_SPECIFIC" not in serious(text, compat)
