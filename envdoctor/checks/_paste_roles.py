@@ -167,7 +167,23 @@ def ort_packages_not_shown(facts: Facts, compat: Any, groups: Dict[str, Optional
 
 
 # qualifiers by their `when` name, for _paste.holds (kept here: _paste.py is at the check-module size limit)
+def index_variant_not_published(facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
+    """The pip line's PyTorch index names a CUDA variant (``.../whl/cu131``) that the requested torch release was
+    not published for (compat_data/torch.json ``cuda_variants``, where the release's row lists them): pip then
+    finds "versions: none" whatever the Python (issue 42, round 19: comfyui-trellis2-001)."""
+    hit = prov(facts).get("pip.index_variant")
+    variant, version = str(hit.get("value")) if hit else "", groups.get("version") or ""
+    if groups.get("pkg") != "torch" or not variant.startswith("cu") or not version or compat is None:
+        return False
+    try:
+        rel = compat.torch_release(version.split("+", 1)[0])
+    except Exception:  # noqa: BLE001 - a version the matrix cannot parse is not judged
+        return False
+    return bool(rel is not None and rel.cuda_variants and variant not in rel.cuda_variants)
+
+
 PREDICATES_BY_WHEN: Dict[str, Callable[[Facts, Any, Dict[str, Optional[str]]], bool]] = {
+    "index_variant_not_published": index_variant_not_published,
     "cudnn_named_is_loaded": lambda facts, compat, groups: cudnn_named_is_loaded(facts, groups),
     "companion_import": lambda facts, compat, groups: companion_import(facts, compat) is not None,
     "extension_import": lambda facts, compat, groups: extension_import(facts, compat) is not None,

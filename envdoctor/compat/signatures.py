@@ -85,7 +85,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # round 15: the "no kernel image" line names the failing site, compiled code other than torch's
               "kernel_site_not_torch",
               # round 15: the installed torch is the +cpu build of the very release an extension was built for
-              "have_cpu_build_of_built")
+              "have_cpu_build_of_built",
+              # round 19: the pip line's PyTorch index names a CUDA variant the requested release was not built for
+              "index_variant_not_published")
 
 
 class SignatureError(ValueError):

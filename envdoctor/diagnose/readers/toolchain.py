@@ -13,6 +13,10 @@ _GCC_LOOSE = re.compile(r"\bgcc(?: version)?\s*[:=]?\s*(?:gcc\s*)?(?:\([^)]*\)\s
 # CUDA compiler identification is NVIDIA 12.1.105" (printed by cmake after running each compiler)
 _CMAKE_ID = re.compile(r"The (C|CXX|CUDA) compiler identification is (GNU|NVIDIA|Clang) (\d+\.\d+(?:\.\d+)?)")
 _CUDA_LOOSE = re.compile(r"\bCUDA(?:\s+toolkit)?\s*[:=]?\s*v?(\d+\.\d+\.\d+)\b", re.I)
+# nvcc's release said in words ("my nvcc --version is 10.0", "nvcc -V: 11.5", "nvcc shows 12.1"): the toolkit on
+# PATH, which builds extensions (issue 42, round 19: pyg-004)
+_NVCC_SAID = re.compile(r"\bnvcc(?:\s+(?:--version|-V))?\s*(?:is|=|:|says|shows|reports|gives)\s*(?:CUDA\s*|release\s*|V)?"
+                        r"(\d{1,2}\.\d)(?:\.\d+)?\b(?!\.\d)", re.I)
 
 
 def read_toolchain(paste: Paste, acc: Acc) -> None:
@@ -23,8 +27,12 @@ def read_toolchain(paste: Paste, acc: Acc) -> None:
         acc.put("toolkit.version", nv[0], STRUCTURED, "nvcc --version")
         acc.put("toolkit.version_full", nv[1], STRUCTURED, "nvcc --version")
         acc.add_found("nvcc --version")
-    for i in paste.distinct(paste.with_any(["gcc", "cuda", "cc ", "c++", "compiler identification"])):
+    for i in paste.distinct(paste.with_any(["gcc", "cuda", "cc ", "c++", "compiler identification", "nvcc"])):
         line = lines[i]
+        said = None if nv else _NVCC_SAID.search(line)
+        if said:
+            acc.put("toolkit.version", said.group(1), LOOSE, f"nvcc's release in words: {said.group(0)}")
+            acc.add_found("nvcc's release in words")
         if "Linux version" in line or "[GCC" in line:
             continue  # the compiler that built the kernel or Python, not the host's
         m = _CMAKE_ID.search(line)

@@ -36,3 +36,31 @@ def test_a_linux_kernel_is_not_read_as_wsl_1(compat) -> None:
             "NVIDIA driver is installed and running.\n"
             "Error! Your kernel headers for kernel 5.15.0-91-generic cannot be found.\n")
     assert "WSL_SPECIFIC" not in serious(text, compat)
+
+
+INDEX = ("pip install torch==2.10.0 torchvision --index-url https://download.pytorch.org/whl/{variant}\n"
+         "Looking in indexes: https://download.pytorch.org/whl/{variant}\n"
+         "ERROR: Could not find a version that satisfies the requirement torch==2.10.0 (from versions: none)\n"
+         "ERROR: No matching distribution found for torch==2.10.0\n")
+
+
+def test_an_index_of_a_variant_the_release_was_not_built_for_is_no_python_problem(compat) -> None:
+    # torch.json lists 2.10's CUDA variants (cu126, cu128, cu130): cu131 has no build of it
+    got = serious(INDEX.format(variant="cu131"), compat)
+    assert "PYTHON_VERSION_UNSUPPORTED" not in got
+    assert got["NOTE"].severity == "warning" and "index" in got["NOTE"].detail
+
+
+def test_an_index_the_release_was_built_for_keeps_the_python_reading(compat) -> None:
+    assert "PYTHON_VERSION_UNSUPPORTED" in serious(INDEX.format(variant="cu128"), compat)
+
+
+def test_nvccs_release_said_in_words_is_compared_with_torchs_cuda(compat) -> None:
+    text = "hi, torch.version.cuda is 11.7 but my nvcc --version is 12.1 and the extension build fails\n"
+    assert "NVCC_TORCH_CUDA_MISMATCH" in serious(text, compat)
+
+
+def test_nvccs_own_banner_and_a_missing_nvcc_are_not_a_release_in_words(compat) -> None:
+    for text in ("torch.version.cuda is 11.7\nnvcc: NVIDIA (R) Cuda compiler driver\n",
+                 "torch.version.cuda is 11.7\nnvcc: command not found\n"):
+        assert "NVCC_TORCH_CUDA_MISMATCH" not in serious(text, compat)
