@@ -143,7 +143,10 @@ def signature_lines(code: str, compat: CompatSource) -> List[str]:
         raise UnknownCode(f"unknown error signature {sig_id!r} in {code!r} (compat_data/error_signatures.json)")
     cat = CATEGORIES.get(sig.category)
     action = action_for(code, sig.category, sig.severity)
-    out = [f"{code}: a known error message (messages.signatures)", "", f"Message pattern: {sig.pattern}",
+    what = ("a message family (messages.signatures): the words a cause is said in, read only where no known "
+            "message and no NVIDIA status reads the line" if sig.family else "a known error message (messages.signatures)")
+    out = [f"{code}: {what}", "", ("Words (each lookahead, in any order): " if sig.family else "Message pattern: ")
+           + sig.pattern,
            f"Category: {sig.category}" + (f" ({cat.title})" if cat else ""), f"Severity: {sig.severity}",
            f"Action (for a scheduler): {action}: {ACTIONS[action]}",
            "", f"What it means: {sig.explanation}", f"How to fix: {sig.fix}", f"Source: {sig.source}"]

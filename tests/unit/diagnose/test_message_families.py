@@ -115,3 +115,12 @@ def test_a_family_is_not_read_where_the_line_quotes_an_nvidia_status(compat) -> 
 ])
 def test_healthy_lines_with_the_families_words_stay_quiet(text, compat) -> None:
     assert not _family_findings(text, compat)
+
+
+def test_explain_says_a_family_is_a_reading_of_words_not_a_known_message(compat) -> None:
+    from envdoctor.checks.catalog import explain_lines
+
+    fam = explain_lines("messages.signature/family-driver-older-than-build", compat)
+    known = explain_lines("messages.signature/cuda-driver-insufficient", compat)
+    assert "a message family" in fam[0] and "known error message" not in fam[0]
+    assert "a known error message" in known[0]
