@@ -15,7 +15,7 @@ _CMAKE_ID = re.compile(r"The (C|CXX|CUDA) compiler identification is (GNU|NVIDIA
 _CUDA_LOOSE = re.compile(r"\bCUDA(?:\s+toolkit)?\s*[:=]?\s*v?(\d+\.\d+\.\d+)\b", re.I)
 # nvcc's release said in words ("my nvcc --version is 10.0", "nvcc -V: 11.5", "nvcc shows 12.1"): the toolkit on
 # PATH, which builds extensions (issue 42, round 19: pyg-004)
-_NVCC_SAID = re.compile(r"\bnvcc(?:\s+(?:--version|-V))?\s*(?:is|=|:|says|shows|reports|gives)\s*(?:CUDA\s*|release\s*|V)?"
+_NVCC_SAID = re.compile(r"\bnvcc(?:\s+(?:--version|-V|version))?\s*(?:is|=|:|says|shows|reports|gives)\s*(?:CUDA\s*|release\s*|V)?"
                         r"(\d{1,2}\.\d)(?:\.\d+)?\b(?!\.\d)", re.I)
 
 

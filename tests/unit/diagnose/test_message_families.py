@@ -70,6 +70,12 @@ SAID = [
      "family-cuda-library-named-not-loaded", "CUDA_LIBRARY_VERSION_MISMATCH"),
     ("Fatal: builder requires host compiler gcc <= 12, gcc 14.1 is not supported by this CUDA\n",
      "family-host-compiler-too-new", "HOST_COMPILER_TOO_NEW"),
+    ("worker 3: RuntimeError: unable to write 512 MiB to shared memory segment: no space left\n",
+     "family-shared-memory-too-small", "SHM_TOO_SMALL"),
+    ("loader: error: symbol lookup for cuMemGetHandleForAddressRange failed (libcuda.so.1)\n",
+     "family-driver-api-function-missing", "DRIVER_TOO_OLD_FOR_TORCH_CUDA"),
+    ("ERROR: the GeForce GTX 680 is not supported by this driver release; install a legacy driver\n",
+     "family-driver-dropped-gpu", "DRIVER_DROPPED_GPU"),
 ]
 
 
@@ -124,3 +130,9 @@ def test_explain_says_a_family_is_a_reading_of_words_not_a_known_message(compat)
     known = explain_lines("messages.signature/cuda-driver-insufficient", compat)
     assert "a message family" in fam[0] and "known error message" not in fam[0]
     assert "a known error message" in known[0]
+
+
+def test_a_cuda_library_name_is_not_a_driver_api_function(compat) -> None:
+    got = _family_findings("jax: Unable to load cuSOLVER from the wheel, retrying\n", compat)
+    assert "family-driver-api-function-missing" not in got  # cuSOLVER is a library, not a cu<Name> entry point
+    assert got["family-cuda-library-named-not-loaded"].category == "CUDA_LIBRARY_VERSION_MISMATCH"
