@@ -53,7 +53,9 @@ _ENGINES = (("paddle", re.compile(r"\bpaddle(?:paddle|ocr|hub|nlp|x|seg|detectio
             ("other", re.compile(r"\b(?:ollama|ctranslate2|faster[-_]whisper|whisper\.cpp|onnx\w*|tensorflow\w*|"
                                  r"keras|jax\w*|mxnet|tensorrt|openvino|directml|djl|deepface|blender|cycles|upbge|"
                                  r"open3d|colmap|xgboost|lightgbm|catboost|cupy|cuml|opencv|cv2|exllama\w*|"
-                                 r"koboldcpp|lm ?studio|gpt4all|mlc[-_]llm|ggml|vulkan|opencl)\b", re.I)))
+                                 r"koboldcpp|lm ?studio|gpt4all|mlc[-_]llm|ggml|vulkan|opencl|"
+                                 # GPU programs and languages with their own CUDA back end (round 22: taichi-001)
+                                 r"taichi|numba|jittor|mindspore|julia|matlab|ffmpeg|handbrake|hashcat|\w+miner)\b", re.I)))
 # libraries whose own CUDA builds start at a compute capability (diagnose.library-gpu-arch judges them with the cited
 # floors of compat_data's context.library_min_compute_capability): NCCL named (its library, its tests, its errors),
 # LightGBM's CUDA build asked for (device / device_type "cuda"; its "gpu" device is the OpenCL build, judged nowhere),

@@ -64,3 +64,12 @@ def test_nvccs_own_banner_and_a_missing_nvcc_are_not_a_release_in_words(compat) 
     for text in ("torch.version.cuda is 11.7\nnvcc: NVIDIA (R) Cuda compiler driver\n",
                  "torch.version.cuda is 11.7\nnvcc: command not found\n"):
         assert "NVCC_TORCH_CUDA_MISMATCH" not in serious(text, compat)
+
+
+def test_a_gpu_program_with_its_own_cuda_falling_back_to_the_cpu_is_no_cpu_torch(compat) -> None:
+    text = ("Kernels run on the CPU, not on my GeForce RTX 3070\n"
+            "import taichi as ti\nti.init(arch=ti.cuda)\n"
+            "[Taichi] version 1.6.0, llvm 15.0.4, commit f1c6fbbd, linux, python 3.11.4\n"
+            "[W 09/02/23 10:01:12.100 4410] [misc.py:adaptive_arch_select@772] Arch=[<Arch.cuda: 5>] is not "
+            "supported, falling back to CPU\n")
+    assert "TORCH_CPU_ONLY_BUILD" not in serious(text, compat)
