@@ -24,9 +24,7 @@ def families_as_fallback(hits: List[Any], compat: Any) -> List[Any]:
     table = status_table(compat)
     out = list(known)
     for h in hits:
-        if not h.signature.family or any(k.index == h.index for k in known):
-            continue
-        if explained and covered(h.message, explained):
+        if not h.signature.family or (explained and covered(h.message, explained)):
             continue
         if table is not None and statuses_in(h.message, table):
             continue

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 from ..compat.torch_family import COMPANION, EXTENSION, torch_family
 from ..domain.variants import nvidia_wheel
-from ..domain.versions import version_ge
+from ..domain.versions import base_version, version_ge
 from ..model.facts import Facts
 
 if TYPE_CHECKING:
@@ -166,7 +166,6 @@ def ort_packages_not_shown(facts: Facts, compat: Any, groups: Dict[str, Optional
     return not cpu and not gpu and not _ort_both_said(facts, compat)
 
 
-# qualifiers by their `when` name, for _paste.holds (kept here: _paste.py is at the check-module size limit)
 def index_variant_not_published(facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
     """The pip line's PyTorch index names a CUDA variant (``.../whl/cu131``) that the requested torch release was
     not published for (compat_data/torch.json ``cuda_variants``, where the release's row lists them): pip then
@@ -176,12 +175,13 @@ def index_variant_not_published(facts: Facts, compat: Any, groups: Dict[str, Opt
     if groups.get("pkg") != "torch" or not variant.startswith("cu") or not version or compat is None:
         return False
     try:
-        rel = compat.torch_release(version.split("+", 1)[0])
+        rel = compat.torch_release(base_version(version) or "")
     except Exception:  # noqa: BLE001 - a version the matrix cannot parse is not judged
         return False
     return bool(rel is not None and rel.cuda_variants and variant not in rel.cuda_variants)
 
 
+# qualifiers by their `when` name, for _paste.holds (kept here: _paste.py is at the check-module size limit)
 PREDICATES_BY_WHEN: Dict[str, Callable[[Facts, Any, Dict[str, Optional[str]]], bool]] = {
     "index_variant_not_published": index_variant_not_published,
     "cudnn_named_is_loaded": lambda facts, compat, groups: cudnn_named_is_loaded(facts, groups),

@@ -84,9 +84,10 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("host.wsl_version", 2 if "WSL2" in hay or "standard" in hay else 1, STRUCTURED, "WSL kernel")
     elif re.search(r"microsoft-standard-WSL2|/usr/lib/wsl/|\bWSL ?2\b", text):
         acc.put("host.wsl", True, LOOSE, "WSL mentioned in the paste")
-    elif _WSL1_KERNEL.search(text):
+    if _WSL1_KERNEL.search(text):
         # WSL 1 has no Linux kernel: it reports a fixed "4.4.0-<Windows build>-Microsoft" (uname -r, DKMS), and
-        # it has no GPU access at all; CUDA on WSL needs WSL 2 (issue 42, round 20: wsl-014)
+        # it has no GPU access at all; CUDA on WSL needs WSL 2 (issue 42, round 20: wsl-014). The kernel's own name
+        # outranks a "WSL2" the reporter writes (the priority, not the order, decides)
         acc.put("host.wsl", True, STRUCTURED, "WSL 1 kernel name")
         acc.put("host.wsl_version", 1, STRUCTURED, "WSL 1 kernel name")
     if m and "microsoft" not in m.group(1).lower():

@@ -4,7 +4,7 @@ build without its GPU part, and WSL 1's kernel name. Pastes invented in the spir
 
 from __future__ import annotations
 
-from .pastes import by_row, serious
+from .pastes import by_row, findings, serious
 
 
 def test_an_extensions_ops_built_without_cuda_are_the_extensions(compat) -> None:
@@ -73,3 +73,13 @@ def test_a_gpu_program_with_its_own_cuda_falling_back_to_the_cpu_is_no_cpu_torch
             "[W 09/02/23 10:01:12.100 4410] [misc.py:adaptive_arch_select@772] Arch=[<Arch.cuda: 5>] is not "
             "supported, falling back to CPU\n")
     assert "TORCH_CPU_ONLY_BUILD" not in serious(text, compat)
+
+
+def test_wsl1s_kernel_name_outranks_wsl2_said_in_words(compat) -> None:
+    text = ("I am on WSL2 and installed the driver inside it.\n"
+            "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest "
+            "NVIDIA driver is installed and running.\n"
+            "Error! Your kernel headers for kernel 4.4.0-19041-Microsoft cannot be found.\n")
+    got = serious(text, compat)
+    assert got["WSL_SPECIFIC"].severity == "error"
+    assert any("WSL 1" in f.summary for f in findings(text, compat) if f.category == "WSL_SPECIFIC")
