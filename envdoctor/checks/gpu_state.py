@@ -147,7 +147,10 @@ def busy(ctx: CheckContext) -> List[Finding]:
         ))
     # a GPU in MIG mode reports the memory of every slice, other tenants' included: its aggregate says nothing
     # about the slice this job was given (MIG User Guide: each GPU instance has its own memory)
-    hidden = [g for g in gpus if not g.under_load and g.index not in compute and not g.processes and g.memory_used_bytes
+    # only where the process list was read: a pasted table cut before its Processes box shows no list, not an empty
+    # one (the reporter's own run usually holds that memory)
+    hidden = [g for g in gpus if not g.under_load and g.index not in compute and g.processes == []
+              and g.memory_used_bytes
               and not g.mig_mode_current
               and g.memory_total_bytes and g.memory_used_bytes > max(GIB, 0.1 * g.memory_total_bytes)]
     if hidden and ctx.facts.host.wsl:

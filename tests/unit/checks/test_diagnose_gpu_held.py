@@ -33,8 +33,29 @@ def test_memory_left_after_the_program_ended_fails(compat) -> None:
     ("Even after the program ends the memory is not released:\n"
      "| NVIDIA-SMI 410.48                 Driver Version: 410.48                    |\n"
      "|   0  Tesla P100-SXM2...  Off  | 00000000:05:00.0 Off |                    0 |\n"
-     "| N/A   36C    P0    41W / 300W |  12799MiB / 16280MiB |      0%      Default |\n", "gpu.busy judges"),
+     "| N/A   36C    P0    41W / 300W |  12799MiB / 16280MiB |      0%      Default |\n"
+     "+-------------------------------+----------------------+----------------------+\n\n"
+     "+-----------------------------------------------------------------------------+\n"
+     "| Processes:                                                       GPU Memory |\n"
+     "|  GPU       PID   Type   Process name                             Usage      |\n"
+     "|=============================================================================|\n"
+     "|  No running processes found                                                 |\n"
+     "+-----------------------------------------------------------------------------+\n", "gpu.busy judges"),
 ])
 def test_skips_without_the_words_or_with_memory_readings(text, why, compat) -> None:
     r = _result(text, compat)
     assert r.status == "skipped" and why in (r.reason or ""), r
+
+
+def test_a_table_cut_before_its_processes_leaves_it_to_the_words(compat) -> None:
+    """A pasted table without its Processes box shows memory but no process list: gpu.busy cannot say whose the
+    memory is, so the reporter's words are judged (and the table gives no second, high-confidence finding)."""
+    text = ("Even after the program ends the memory is not released:\n"
+            "| NVIDIA-SMI 410.48                 Driver Version: 410.48                    |\n"
+            "|   0  Tesla P100-SXM2...  Off  | 00000000:05:00.0 Off |                    0 |\n"
+            "| N/A   36C    P0    41W / 300W |  12799MiB / 16280MiB |      0%      Default |\n"
+            "+-------------------------------+----------------------+----------------------+\n")
+    (f,) = _result(text, compat).findings
+    assert f.code == "diagnose.gpu-held/reported-leftover" and f.confidence == "low"
+    report = diagnose_report([text], compat)
+    assert not [x for c in report.checks if c.id == "gpu.busy" for x in c.findings if x.severity != "info"]

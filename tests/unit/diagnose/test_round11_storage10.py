@@ -100,8 +100,9 @@ def test_near_miss_a_live_process_or_a_bare_oom_is_not_busy(text, compat) -> Non
 
 
 def test_a_pasted_table_leaves_it_to_gpu_busy(compat) -> None:
-    """With the GPUs' memory readings in the paste, the live check judges the table; the words add no second
-    finding."""
+    """With the GPUs' memory readings and their process list in the paste, the live check judges the table; the
+    words add no second finding. A table cut before its Processes box leaves the memory's owner unknown: the words
+    are judged then."""
     table = (
         "Even after the program ends the memory is not released:\n"
         "+-----------------------------------------------------------------------------+\n"
@@ -114,4 +115,14 @@ def test_a_pasted_table_leaves_it_to_gpu_busy(compat) -> None:
         "| N/A   36C    P0    41W / 300W |  12799MiB / 16280MiB |      0%      Default |\n"
         "+-------------------------------+----------------------+----------------------+\n")
     f = _serious(table, compat).get("GPU_BUSY")
+    # the table is cut before its Processes box: no process list, so the words are judged (not gpu.busy's
+    # "no visible process", which needs the list)
+    assert f is not None and f.code == "diagnose.gpu-held/reported-leftover"
+    listed = table + ("\n+-----------------------------------------------------------------------------+\n"
+                      "| Processes:                                                       GPU Memory |\n"
+                      "|  GPU       PID   Type   Process name                             Usage      |\n"
+                      "|=============================================================================|\n"
+                      "|  No running processes found                                                 |\n"
+                      "+-----------------------------------------------------------------------------+\n")
+    f = _serious(listed, compat).get("GPU_BUSY")
     assert f is not None and f.code.startswith("gpu.busy/")
