@@ -84,6 +84,7 @@ SIGNALS: Dict[str, str] = {
     "paste.wsl_gpu_said": "paste.wsl_gpu_said",  # WSL said not to reach the GPU
     "paste.k8s_node_no_gpu": "paste.k8s_node_no_gpu",  # `kubectl get nodes`: a node with no nvidia.com/gpu
     "paste.module_not_loaded_said": "paste.module_not_loaded_said",  # DKMS by hand after a kernel upgrade, MOK
+    "paste.sharing_layer": "paste.sharing_layer",  # HAMi-core's lines, libvgpu.so, its resources (readers/contexts.py)
 }
 SIGNAL_PREFIXES = ("paste.collective_hang.",  # its parts: "paste.collective_hang.hang_pairs" ...
                    "paste.job.",  # a scheduler launch: its GPU request, what ran under it (readers/scheduler.py)

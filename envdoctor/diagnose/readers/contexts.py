@@ -147,8 +147,34 @@ def read_l4t_container(paste: Paste, acc: Acc) -> None:
                 f"{paste.lines[jetson].strip()[:100]} | {str(where)[:60]}")
 
 
+# a GPU-sharing layer that sits in every CUDA and NVML call of the process (issue 42: "a GPU-sharing layer (HAMi's
+# LD_PRELOADed libvgpu) in the way of CUDA/NCCL"): HAMi-core's own log lines (`[HAMI-core Msg(1:140245:libvgpu.c:836)]:
+# Initializing.....`, Info/Debug/Warn/ERROR), its library (/usr/local/vgpu/libvgpu.so, preloaded through
+# /etc/ld.so.preload or LD_PRELOAD), its resource names and limits (nvidia.com/gpumem, nvidia.com/gpucores; Volcano's
+# volcano.sh/vgpu-* and vgpu-mode "hami-core"; CUDA_DEVICE_MEMORY_LIMIT, CUDA_DEVICE_SM_LIMIT). Sources: HAMi's README
+# (https://github.com/Project-HAMi/HAMi#readme: the resource names), Project-HAMi/HAMi#332 and
+# Project-HAMi/volcano-vgpu-device-plugin#78 (the log lines), Project-HAMi/HAMi-core#7 (LD_PRELOAD and the limit)
+_SHARING_LAYER = re.compile(r"\[HAMI-core (?:Msg|Info|Debug|Warn|ERROR)\(|(?<![\w-])[\w/.-]*\blibvgpu\.so\b|"
+                            r"\bnvidia\.com/gpu(?:mem|cores)(?:-percentage)?\b|\bvolcano\.sh/vgpu-(?:memory|cores|number|mode)\b|"
+                            r"\bCUDA_DEVICE_(?:MEMORY|SM)_LIMIT\b")
+_SHARING_WORDS = ["hami-core", "libvgpu", "nvidia.com/gpu", "volcano.sh/vgpu", "cuda_device_"]
+
+
+def read_sharing_layer(paste: Paste, acc: Acc) -> None:
+    """A GPU-sharing layer named by its own lines, library or resources: ``paste.sharing_layer``."""
+    for i in paste.distinct(paste.with_any(_SHARING_WORDS), head=400, tail=100):
+        m = _SHARING_LAYER.search(paste.lines[i])
+        if m:
+            seen = m.group(0).strip()
+            name = "HAMi-core" if seen.upper().startswith("[HAMI") else (
+                seen if "libvgpu" in seen else f"HAMi's resource {seen}")
+            acc.put("paste.sharing_layer", name[:120], LOOSE, paste.lines[i].strip()[:160])
+            return
+
+
 def read_contexts(paste: Paste, acc: Acc) -> None:
     read_said(paste, acc)
+    read_sharing_layer(paste, acc)
     text = "\n".join(paste.lines[i] for i in paste.distinct(paste.with_any(_WORDS), head=600, tail=100))
     if not text:
         return
