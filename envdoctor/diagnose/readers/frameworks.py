@@ -19,14 +19,19 @@ _TF_VALUE = re.compile(r"^\s*(?:[-*]\s*)?`?(?:(?:tf|tensorflow(?:-gpu|-cpu)?)[\s
                        re.I)
 # anywhere: a pin (tensorflow==2.16.1, tensorflow[and-cuda]==2.15) or the version printed
 _TF_INLINE = re.compile(r"\btensorflow(?P<extra>-gpu|-cpu)?(?:\[[\w,-]+\])?\s*==\s*(?P<v>\d+\.\d+(?:\.\d+)?)\b|"
-                        r"\bTensorFlow [Vv]ersion\s*(?:is\s*)?[:=]?\s*\(?['\"]?(?P<v2>\d+\.\d+(?:\.\d+)?)\b", re.I)
+                        r"\bTensorFlow [Vv]ersion\s*(?:is\s*)?[:=]?\s*\(?['\"]?(?P<v2>\d+\.\d+(?:\.\d+)?)\b|"
+                        # a typed setting item ("TensorFlow: 2.16.1 installed with pip", "- tf: 2.15", "TF version
+                        # = 2.12") and tf.__version__ with its value on the line ("tf.__version__ -> '2.16.1'")
+                        r"^\W*(?:\d{1,2}[.)]\s*)?(?:tensorflow(?P<extra3>-gpu|-cpu)?|tf)(?:\s+version)?\s*[:=]\s*v?"
+                        r"(?P<v3>2\.\d{1,2}(?:\.\d+)?)\b|"
+                        r"\btf\.__version__\W{1,12}(?P<v4>2\.\d{1,2}(?:\.\d+)?)\b", re.I)
 _WINDOWS = re.compile(r"^\s*(?:[-*]\s*)?`?(?:microsoft\s+)?win(?:dows)?\s*-?\s*(?:10|11|server|\d{2})?\b", re.I)
 _LOOKAHEAD = 4  # lines under a field name that may hold its value (blank lines between)
 
 
 def read_frameworks(paste: Paste, acc: Acc) -> None:
     lines = paste.lines
-    for i in paste.with_any(["tensorflow", "os platform"]):
+    for i in paste.with_any(["tensorflow", "os platform", "tf"]):
         line = lines[i]
         f = _FIELD.match(line)
         if f:
@@ -42,7 +47,8 @@ def read_frameworks(paste: Paste, acc: Acc) -> None:
             continue
         m = _TF_INLINE.search(line)
         if m:
-            version = m.group("v") or m.group("v2")
-            name = "tensorflow" + (m.group("extra") or "").lower() if m.group("v") else "tensorflow"
+            version = m.group("v") or m.group("v2") or m.group("v3") or m.group("v4")
+            extra = m.group("extra") or m.group("extra3") or ""
+            name = "tensorflow" + extra.lower()
             acc.add_package(Package(name=name, version=version), LOOSE)
             acc.put("paste.tensorflow", version, LOOSE, line.strip()[:160])
