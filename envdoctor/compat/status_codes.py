@@ -36,9 +36,12 @@ LIBRARIES: Dict[str, str] = {
 # error 2"; "CUBLAS failure 1", "cuBLAS error 13"; "NVML error 9"; "cuSPARSE/cuSOLVER/cuRAND/cuFFT error N". cuDNN
 # numbers are left out: cuDNN 9 renumbered every status (cuDNN 8's 1-14 are 1001, 2000 ... now)
 _NUMBER = re.compile(
-    r"\b(?:(?P<cuda_driver>CUDA driver (?:API )?error|CUresult|(?-i:cu(?!da)[A-Z]\w+)\(?\)? (?:returned|failed with)(?: error)?)|"
+    # Ollama's GPU discovery quotes cuInit's CUresult ("cuda driver library init failure: 999") and cudaSetDevice's
+    # cudaError_t ("cudart init failure: 35"): ollama's discover/gpu_info_nvcuda.c and gpu_info_cudart.c
+    r"\b(?:(?P<cuda_driver>CUDA driver (?:API )?error|CUresult|(?-i:cu(?!da)[A-Z]\w+)\(?\)? (?:returned|failed with)(?: error)?|"
+    r"cuda driver library init failure)|"
     r"(?P<cuda_runtime>(?-i:CUDA|cuda|Cuda)(?: runtime)? error|cudaError(?:_t)?|(?-i:cuda[A-Z]\w+)\(?\)? (?:returned|failed with)"
-    r"(?: error)?)|(?P<nccl>NCCL (?:error|failure)|ncclResult(?:_t)?)|(?P<cublas>CUBLAS (?:error|failure|status))|"
+    r"(?: error)?|cudart init failure)|(?P<nccl>NCCL (?:error|failure)|ncclResult(?:_t)?)|(?P<cublas>CUBLAS (?:error|failure|status))|"
     r"(?P<nvml>NVML (?:error|return(?: code)?))|(?P<cusparse>CUSPARSE (?:error|failure|status))|"
     r"(?P<cusolver>CUSOLVER (?:error|failure|status))|(?P<curand>CURAND (?:error|failure|status))|"
     r"(?P<cufft>CUFFT (?:error|failure|status)))"
