@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Optional, Tuple
 
@@ -81,9 +82,49 @@ def _put_driver(acc: Acc, driver, how: str) -> None:
 def _read_q(paste: Paste, acc: Acc) -> None:
     hits = paste.with_any(["nvsmi log"])
     if not hits:
+        _read_q_excerpt(paste, acc)
         return
     span = _run(paste, hits[0], _Q_LINE)
     _put_driver(acc, parse_nvidia_smi_q(_slice(paste, span)), "nvidia-smi -q")
+
+
+# a section of `nvidia-smi -q` pasted without the report's header (`nvidia-smi -q | grep -A 12 "GPU Link Info"`,
+# `nvidia-smi -q -d PERFORMANCE` cut to its reasons): the section header alone on its line, then its "key : value"
+# lines; the parent each sits under in the full report (-q's tree: GPU > PCI > GPU Link Info)
+_Q_SECTION = re.compile(r"^(\s*)(GPU Link Info|Clocks (?:Event|Throttle) Reasons|ECC Errors|Remapped Rows)\s*$")
+_Q_PARENT = {"gpu link info": "PCI"}
+_Q_GPU = re.compile(r"^\s*GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+
+
+def _read_q_excerpt(paste: Paste, acc: Acc) -> None:
+    """Sections of -q without its header, re-nested under a GPU so that the -q parser reads them (one GPU: the
+    excerpt's own `GPU <bus id>` line names it, else it is the paste's only GPU by assumption, said in `how`)."""
+    hits = [i for i in paste.with_any(["gpu link info", "reasons", "ecc errors", "remapped rows"])[:8]
+            if _Q_SECTION.match(paste.lines[i])]
+    if not hits:
+        return
+    bus = next((m.group(1) for m in map(_Q_GPU.match, paste.lines[:hits[0]][-40:]) if m), None)
+    body, seen = [], set()
+    for i in hits:
+        m = _Q_SECTION.match(paste.lines[i])
+        assert m is not None
+        if m.group(2).lower() in seen:
+            continue  # the same section of another GPU (`grep -A` over several): read as one GPU, the first
+        seen.add(m.group(2).lower())
+        cut = len(m.group(1))
+        parent = _Q_PARENT.get(m.group(2).lower())
+        pad = "        " if parent else "    "
+        if parent:
+            body.append(f"    {parent}")
+        span = _run(paste, i, _Q_LINE, blank_ok=0)
+        body.extend(pad + line[cut:] if line[:cut].strip() == "" else pad + line.strip()
+                    for line in paste.lines[span[0]:span[1]])
+    text = "==============NVSMI LOG==============\n" + f"GPU {bus or '00000000:00:00.0'}\n" + "\n".join(body)
+    how = "an nvidia-smi -q excerpt" + ("" if bus else " (no GPU line: read as one GPU)")
+    driver = parse_nvidia_smi_q(text)
+    if bus is None and driver.gpus:  # the placeholder header is no bus id the paste showed
+        driver = dataclasses.replace(driver, gpus=[dataclasses.replace(g, pci_bus_id=None) for g in driver.gpus])
+    _put_driver(acc, driver, how)
 
 
 def _read_xml(paste: Paste, acc: Acc) -> None:

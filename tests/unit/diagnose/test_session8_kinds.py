@@ -6,6 +6,7 @@ import pytest
 
 from envdoctor.compat import load_compat
 from envdoctor.services.diagnose import diagnose_report
+from tests.paths import FIXTURES
 
 
 @pytest.fixture(scope="module")
@@ -51,3 +52,28 @@ def test_ollamas_init_failure_quotes_cuinits_status(code, category, compat) -> N
     """Ollama's GPU discovery prints cuInit's CUresult as a number ("cuda driver library init failure: 999"): the
     status table reads it (999 after suspend/resume: the nvidia_uvm reload of Ollama's troubleshooting page)."""
     assert category in _categories(OLLAMA.format(code=code), compat)
+
+
+def _q_section(name: str, header: str, lines: int) -> str:
+    """``lines`` lines of a real `nvidia-smi -q` capture from its first ``header`` line, indentation kept."""
+    text = (FIXTURES / "perf-throttle" / name).read_text().splitlines()
+    start = next(i for i, line in enumerate(text) if line.strip() == header)
+    return "\n".join(text[start:start + lines]) + "\n"
+
+
+def test_a_q_excerpt_without_its_header_is_read(compat) -> None:
+    """`nvidia-smi -q -d PERFORMANCE` cut to its reasons (a real H100 capture with HW Power Brake Slowdown
+    active): read as the -q report's section, so the throttle check judges it."""
+    text = ("Our H100 node trains 30% slower than the others:\n"
+            + _q_section("h100-sxm-80gb-x8_535.161.08_hw-slowdown-active.txt", "Clocks Event Reasons", 10))
+    assert "GPU_THROTTLED" in _categories(text, compat)
+
+
+def test_a_link_info_excerpt_narrow_and_full(compat) -> None:
+    """`nvidia-smi -q | grep -A 9 "GPU Link Info"`: a real A40's full x16 link at idle Gen1 is no problem; the
+    same section reading x1 of x16 is a narrowed link."""
+    real = _q_section("a40-x10_550.127.05_nvidia-smi-q.txt", "GPU Link Info", 10)
+    assert "PCIE_LINK_DEGRADED" not in _categories("Data loading is slow.\n" + real, compat)
+    narrowed = real.replace("Current                   : 16x", "Current                   : 1x")
+    assert narrowed != real
+    assert "PCIE_LINK_DEGRADED" in _categories("Data loading is slow.\n" + narrowed, compat)
