@@ -181,9 +181,30 @@ def index_variant_not_published(facts: Facts, compat: Any, groups: Dict[str, Opt
     return bool(rel is not None and rel.cuda_variants and variant not in rel.cuda_variants)
 
 
+def gpu_below_named_sm(facts: Facts, compat: Any, groups: Dict[str, Optional[str]]) -> bool:
+    """A GPU of the paste has a compute capability (its own, or its name's in compat_data/gpus.json) below the SM
+    the message names (the ``sm`` capture: "89" is 8.9, "120" is 12.0): that GPU cannot run those kernels at all
+    (round 25: SageAttention's "SM89 kernel is not available" is a build problem on an sm_89 card)."""
+    sm = groups.get("sm") or ""
+    if not sm.isdigit() or len(sm) < 2:
+        return False
+    named = (int(sm[:-1]), int(sm[-1]))
+    for g in facts.driver.gpus or []:
+        cc = g.compute_capability
+        if not cc and g.name and compat is not None:
+            try:
+                cc = compat.gpu_compute_capability(g.name)
+            except Exception:  # noqa: BLE001 - an unknown GPU is not judged
+                cc = None
+        have = release_tuple(cc)
+        if len(have) >= 2 and have[:2] < named:
+            return True
+    return False
+
+
 # qualifiers by their `when` name, for _paste.holds (kept here: _paste.py is at the check-module size limit)
 PREDICATES_BY_WHEN: Dict[str, Callable[[Facts, Any, Dict[str, Optional[str]]], bool]] = {
-    "index_variant_not_published": index_variant_not_published,
+    "index_variant_not_published": index_variant_not_published, "gpu_below_named_sm": gpu_below_named_sm,
     "cudnn_named_is_loaded": lambda facts, compat, groups: cudnn_named_is_loaded(facts, groups),
     "companion_import": lambda facts, compat, groups: companion_import(facts, compat) is not None,
     "extension_import": lambda facts, compat, groups: extension_import(facts, compat) is not None,

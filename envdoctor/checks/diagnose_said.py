@@ -57,9 +57,13 @@ def _gpu_shown(ctx: CheckContext, prov: Dict[str, Any]) -> bool:
 
 
 def _gpu_listed(ctx: CheckContext) -> bool:
-    """The paste shows a working driver with its GPUs (an nvidia-smi table, a framework's device list)."""
+    """The paste shows a working driver with its GPUs (an nvidia-smi table, a framework's device list); a GPU the
+    reporter only names in a sentence ("Fedora 41 on an Nvidia RTX 3080") says nothing of the driver."""
     d = ctx.facts.driver
-    return bool(d.gpus) and d.status == ProbeStatus.OK
+    prov: Dict[str, Any] = (ctx.facts.paste.provenance if ctx.facts.paste else None) or {}
+    named_only = (prov.get("driver.gpus") or {}).get("confidence") == "low" and d.version is None \
+        and "driver.seen" not in prov
+    return bool(d.gpus) and d.status == ProbeStatus.OK and not named_only
 
 
 @check(CONTAINER, "A container the report says cannot reach the GPU was started with it")
@@ -167,15 +171,18 @@ def check_module_said(ctx: CheckContext) -> List[Finding]:
         return []  # a driver that answers, WSL (no Linux module at all), or a message that says it already
     return [MODULE.warning(
         "not-loaded", confidence="low",
-        summary=("The report says the NVIDIA kernel module needed a hand (built by hand after a kernel upgrade, or "
-                 "its Secure Boot key enrolled again): probably no NVIDIA module is loaded for the running kernel"),
+        summary=("The report says the NVIDIA kernel module needed a hand or broke with a kernel (built by hand after "
+                 "a kernel upgrade, its Secure Boot key enrolled again, a new kernel the driver does not work on): "
+                 "probably no NVIDIA module is built or loaded for the running kernel"),
         detail=("The driver's kernel module is built for each kernel (DKMS or a kmod package does it on a kernel "
                 "upgrade) and, with Secure Boot on, loads only when signed with a key the firmware trusts (the MOK "
                 "enrolled at the next boot). When either step does not happen, the new kernel boots without the "
-                "module: nvidia-smi cannot talk to a driver and CUDA finds none."),
+                "module: nvidia-smi cannot talk to a driver and CUDA finds none. A driver release without the "
+                "patches for a new kernel series fails to build there until its packager ships one that has them."),
         evidence=[Evidence("paste.module_not_loaded_said", words["value"], source=str(words.get("reader"))),
                   Evidence("paste.settle", "uname -r; dkms status; lsmod | grep nvidia; mokutil --sb-state")],
         fix=Fix("Build the module for the running kernel (with its headers installed) and, with Secure Boot on, "
-                "enroll the signing key at the next boot; then load it",
+                "enroll the signing key at the next boot; then load it. If the build fails on a new kernel, boot "
+                "the previous one until the driver package has a release that builds there",
                 ["uname -r", "dkms status", "lsmod | grep nvidia", "mokutil --sb-state",
-                 "sudo dkms autoinstall"]))]
+                 "sudo dkms autoinstall   # Fedora/akmods: sudo akmods --force --kernels \"$(uname -r)\""]))]

@@ -87,7 +87,10 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # round 15: the installed torch is the +cpu build of the very release an extension was built for
               "have_cpu_build_of_built",
               # round 19: the pip line's PyTorch index names a CUDA variant the requested release was not built for
-              "index_variant_not_published")
+              "index_variant_not_published",
+              # round 25: the paste's GPU is below the SM a kernel-library message names (SageAttention's "SM89
+              # kernel is not available" on a GTX 1080): the GPU is too old, not the library's build
+              "gpu_below_named_sm")
 
 
 class SignatureError(ValueError):

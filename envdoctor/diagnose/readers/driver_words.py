@@ -49,7 +49,20 @@ _MODULE_SAID = re.compile(
     rf"|{_KERNEL_UPGRADE}[^.\n]{{0,60}}?\b(?:nvidia|driver)\b[^.\n]{{0,40}}?\b(?:stops?|stopped|may stop|no longer|"
     r"does ?n'?t|does not|won'?t|fails?|failed|breaks?|broke)\b"
     r"|\b(?:re-?)?enrol(?:l|ls|led|ling)?\b[^.\n]{0,20}?\bMOK\b|\bMOK\b[^.\n]{0,30}?\benrol")
-_MODULE_WORDS = ["dkms", "kernel upgrade", "kernel update", "mok"]
+# a new kernel said to break the driver, or the driver said not to work on it (issue 42, round 23: pop-os-004,
+# cachyos-002/-003/-004 beside round 12's elementary-001 and round 16's negativo17-006): the module is built per
+# kernel (DKMS, akmods), and a driver release without the patches for a new kernel fails to build there
+_NEG = r"(?:do(?:es)?n'?t|dont|does not|do not|won'?t|wont|will not|can'?t|cannot|fails? to|not)"
+_KERNEL_BREAKS = re.compile(
+    r"(?i)\bkernel\s+v?\d+\.\d+(?:\.\d+)?\b[^.\n]{0,40}?\b(?:breaks?|broke)\b[^.\n]{0,20}?\bnvidia"
+    rf"|\bnvidia(?:[- ]drivers?)?\b[^.\n]{{0,30}}?\b{_NEG} (?:work|load|build|compile)\b[^.\n]{{0,20}}?"
+    r"\b(?:on|with|for|against|under) (?:the )?(?:newest|latest|new|newer|current) kernels?\b"
+    rf"|\bkernels?\b[^.\n]{{0,60}}?\b{_NEG} (?:work|load|build|compile)\b(?: with)?(?: the)? nvidia(?:[- ]drivers?)?\b"
+    # a kernel release on a line that speaks of the kernel ("the version 6.13 and 6.13.1 doesn't work with nvidia
+    # drivers ... kernel headers"): only lines holding "kernel" are read
+    rf"|\b[3-7]\.\d{{1,2}}(?:\.\d{{1,3}})?(?:-[\w.]+)?\s+{_NEG} (?:work|load|build|compile)\b(?: with)?(?: the)? nvidia"
+    r"(?:[- ]drivers?)?\b")
+_MODULE_WORDS = ["dkms", "kernel upgrade", "kernel update", "mok", "kernel"]
 _WORDS = ["driver", "nvidia", "branch", "xx", " r"]
 _REFUSE_WORDS = ["ignor", "incompatible", "no long", "driver", "fallback", "fall back", "falls back",
                  "falling back", "unclaimed"]
@@ -69,7 +82,7 @@ def read_driver_words(paste: Paste, acc: Acc) -> None:
         acc.put("paste.driver_branches", " ".join(str(b) for b in sorted(branches)), LOOSE, where)
     if "nvidia" in paste.low:
         for i in paste.distinct(paste.with_any(_MODULE_WORDS), head=1500, tail=300):
-            m = _MODULE_SAID.search(paste.lines[i])
+            m = _MODULE_SAID.search(paste.lines[i]) or _KERNEL_BREAKS.search(paste.lines[i])
             if m:
                 acc.put("paste.module_not_loaded_said", paste.lines[i].strip()[:200], LOOSE, m.group(0))
                 break

@@ -84,10 +84,13 @@ def read_vgpu(paste: Paste, acc: Acc) -> None:
 _NO_GPU = re.compile(
     r"\b(?:(?:i|we|it|machine|server|laptop|computer|pc|system|box|host|node|mac|vm)\s+(?:do(?:es)?n['\u2019]?t|"
     r"does\s+not|do\s+not)\s+have\s+(?:a|an|any)|(?:i|we)\s+have\s+no|but\s+no|"
-    r"(?:i|we)\s+haven['\u2019]?t(?:\s+got)?(?:\s+(?:a|an|any))?)\s+(?:nvidia\s+|cuda[- ]capable\s+|"
+    r"(?:i|we)\s+haven['\u2019]?t(?:\s+got)?(?:\s+(?:a|an|any))?|"
+    # a failure put down to the missing GPU ("it fails due to no Nvidia GPU", round 25: ai-dock-001)
+    r"(?:due\s+to|because(?:\s+of)?|since|as)\s+(?:there\s+is\s+|(?:i|we)\s+have\s+)?no)\s+(?:nvidia\s+|cuda[- ]capable\s+|"
     r"dedicated\s+|discrete\s+)?(?:gpus?|graphics\s+card|video\s+card)\b"
-    r"(?!\s+(?:(?:is|was|are|were|gets?|got)\s+)?(?:detected|found|visible|available|recogni[sz]ed|listed|shown|used))"
+    r"(?!\s+(?:(?:is|was|are|were|gets?|got|being)\s+)?(?:detected|found|visible|available|recogni[sz]ed|listed|shown|used))"
     r"|\bcpu[- ]only\s+(?:machine|server|laptop|computer|pc|system|box|host|node|vm|instance)\b"
+    r"|\b(?:i|we)\s+only\s+have\s+an?\s+(?:(?:intel|amd)(?:\s+(?:arc|radeon|iris(?:\s+xe)?))?|radeon)\s+(?:i?gpu|graphics)\b"
     r"|\b(?:macbook|mac\s+mini|mac\s+studio|imac|apple\s+(?:m[1-5]|silicon))\b"
     # the same said in Chinese: "我没有使用gpu" (I use no GPU), "没有显卡" (no graphics card), "不使用GPU" (issue 42,
     # round 15: paddle-012)

@@ -77,3 +77,69 @@ def test_a_link_info_excerpt_narrow_and_full(compat) -> None:
     narrowed = real.replace("Current                   : 16x", "Current                   : 1x")
     assert narrowed != real
     assert "PCIE_LINK_DEGRADED" in _categories("Data loading is slow.\n" + narrowed, compat)
+
+
+# ---- in view of rounds 23-25 (each kind from several reports; the pastes below are invented in their shape)
+
+
+@pytest.mark.parametrize("text", [
+    "After today's update kernel 6.8 breaks nvidia-driver-535, with 6.5 it works.\n",
+    "Since the upgrade the nvidia drivers dont work on the newest kernel, nouveau is loaded instead.\n",
+    "The new kernel wont load nvidia, it falls back to llvmpipe.\n",
+    # a GPU named in a sentence says nothing of the driver: the words are still judged
+    "The new kernel wont load nvidia.\nSystem is Fedora 41 on an Nvidia RTX 3080 with a 12700k\n",
+    "kernel 6.14 and 6.14.1 doesn't work with nvidia drivers, I cannot install kernel headers for them\n",
+])
+def test_a_new_kernel_said_to_break_the_driver(text, compat) -> None:
+    """The module is built per kernel; a kernel the driver is said not to work on means no module for it."""
+    assert "NO_NVIDIA_DRIVER" in _categories(text, compat)
+
+
+def test_a_kernel_sentence_without_nvidia_failing_is_quiet(compat) -> None:
+    text = "torch 2.3.0\nI upgraded to kernel 6.8 and nvidia-smi works fine; training is slow though.\n"
+    assert "NO_NVIDIA_DRIVER" not in _categories(text, compat)
+
+
+def test_akmods_failed_build_log(compat) -> None:
+    """akmods keeps <driver>-<release>-for-<kernel>.failed.log when the module did not build for that kernel."""
+    text = ("nvidia stopped working after the update\n"
+            "[570.86.16-2-for-6.13.2-200.fc41.x86_64.failed.log](https://example.invalid/files/1/log)\n")
+    report = diagnose_report([text], compat)
+    found = [f for c in report.checks for f in c.findings if f.severity in ("warning", "error")]
+    assert any(f.code == "messages.signature/akmods-build-failed-log" and f.category == "NO_NVIDIA_DRIVER"
+               for f in found)
+
+
+@pytest.mark.parametrize("gpu,category", [
+    ("RTX 4090", "THIRD_PARTY_EXTENSION_MISMATCH"),  # sm_89 has the capability: the wheel's build did not load
+    ("GTX 1080 Ti", "GPU_ARCH_NOT_IN_TORCH_BUILD"),  # sm_61 is below SM89: the GPU cannot run those kernels
+])
+def test_sageattention_kernel_unavailable(gpu, category, compat) -> None:
+    text = (f"I have an NVIDIA GeForce {gpu}.\n"
+            "Error running sage attention: SM89 kernel is not available. Make sure you GPUs with compute "
+            "capability 8.9., using pytorch attention instead.\n")
+    cats = _categories(text, compat)
+    assert category in cats and len(cats & {"THIRD_PARTY_EXTENSION_MISMATCH", "GPU_ARCH_NOT_IN_TORCH_BUILD"}) == 1
+
+
+def test_a_compute_cap_said_short(compat) -> None:
+    """"compute cap 75 ... compile time compute cap 80" (a Rust image's words) is the architecture family."""
+    text = "Error: Could not start backend: Runtime compute cap 75 is not compatible with compile time compute cap 86\n"
+    assert "GPU_ARCH_NOT_IN_TORCH_BUILD" in _categories(text, compat)
+
+
+def test_flash_attention_capability_with_a_stray_word(compat) -> None:
+    text = "WARNING: Could not import Flash Attention enabled models: GPU with CUDA is capability 7 5 is not supported\n"
+    assert "THIRD_PARTY_EXTENSION_MISMATCH" in _categories(text, compat)
+
+
+@pytest.mark.parametrize("said", ["it fails due to no Nvidia GPU:", "I only have an AMD Radeon GPU, so:"])
+def test_no_nvidia_driver_where_the_machine_has_no_nvidia_gpu(said, compat) -> None:
+    """torch's "Found no NVIDIA driver" on a machine said to have no NVIDIA GPU is expected, not a missing driver."""
+    text = (f"The container starts but {said}\n"
+            "RuntimeError: Found no NVIDIA driver on your system. Please check that you have an NVIDIA GPU and "
+            "installed a driver from http://www.nvidia.com/Download/index.aspx\n")
+    report = diagnose_report([text], compat)
+    found = [f for c in report.checks for f in c.findings]
+    assert not [f for f in found if f.severity == "error"]
+    assert any(f.category == "NOTE" and f.code == "messages.signature/found-no-nvidia-driver" for f in found)
