@@ -54,11 +54,9 @@ def check_sharing_layer(ctx: CheckContext) -> List[Finding]:
         "layer-beside-failure", confidence="medium",
         summary=(f"A GPU-sharing layer ({layer['value']}) is in every CUDA call of this process, and a CUDA/NCCL "
                  "call failed: the layer is the first suspect"),
-        detail=("HAMi-core's libvgpu.so is preloaded into every process of a pod given a shared GPU and hooks the "
-                "CUDA driver and NVML calls to count memory and limit SMs. Calls it does not handle, or a libvgpu "
-                "built for another driver, fail or crash inside it (NCCL's unhandled cuda error, operation not "
-                "supported, segfaults in cuMemGetInfo). Whether it is the cause shows by running the same command "
-                "without it."),
+        detail=("libvgpu.so is preloaded into every process of a shared-GPU pod and hooks its CUDA and NVML calls; "
+                "calls it does not handle, or a libvgpu built for another driver, fail or crash inside it. The same "
+                "command without the layer settles it."),
         evidence=[Evidence("paste.sharing_layer", layer["value"], source=str(layer.get("reader")))]
         + [Evidence(f"paste.messages[{i}]", m[:200]) for i, m in failures[:5]] + [
                   Evidence("paste.settle", "the same command in a pod that requests a whole GPU (no gpumem/gpucores)")],
