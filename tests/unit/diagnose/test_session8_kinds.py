@@ -143,3 +143,11 @@ def test_no_nvidia_driver_where_the_machine_has_no_nvidia_gpu(said, compat) -> N
     found = [f for c in report.checks for f in c.findings]
     assert not [f for f in found if f.severity == "error"]
     assert any(f.category == "NOTE" and f.code == "messages.signature/found-no-nvidia-driver" for f in found)
+
+
+def test_torchs_cuda_initialisation_error_is_read(compat) -> None:
+    """torch's words for cudaErrorInitializationError: a low warning with what settles it, not "not recognised"."""
+    text = ("UserWarning: CUDA initialization: CUDA driver initialization failed, you might not have a CUDA gpu. "
+            "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)\n")
+    cats = _categories(text, compat)
+    assert "NO_GPU_VISIBLE" in cats and "UNRECOGNISED_ERROR" not in cats
