@@ -6,7 +6,7 @@ its own branch."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple
 
 from ..compat.torch_family import COMPANION, EXTENSION, torch_family
 from ..domain.variants import nvidia_wheel
@@ -212,6 +212,8 @@ PREDICATES_BY_WHEN: Dict[str, Callable[[Facts, Any, Dict[str, Optional[str]]], b
     # the driver's CUDA ceiling above its branch's; the driver runs every runtime of the program's CUDA major
     "driver_cuda_above_branch": lambda facts, compat, groups: driver_cuda_above_branch(facts, compat),
     "driver_runs_program_cuda": lambda facts, compat, groups: driver_runs_program_cuda(facts, compat),
+    "container_driver_runs_previous_major":
+        lambda facts, compat, groups: container_driver_runs_previous_major(facts, compat),
     "driver_cuda_covers_torch_cuda": lambda facts, compat, groups: driver_cuda_covers_torch_cuda(facts),
     "ort_both_packages_shown": ort_both_packages_shown, "ort_cpu_package_alone_shown": ort_cpu_package_alone_shown,
     "ort_packages_not_shown": ort_packages_not_shown}
@@ -280,21 +282,55 @@ def driver_runs_program_cuda(facts: Facts, compat: Compat) -> bool:
     d = facts.driver
     if not d.version or compat is None or facts.host.wsl:
         return False
-    majors = []
-    py = facts.pythons[0] if facts.pythons else None
-    for v in (py.torch.cuda if py and py.torch else None, (prov(facts).get("intent.cuda") or {}).get("value"),
-              (prov(facts).get("paste.cuda_named") or {}).get("value")):
-        m = re.match(r"\s*(?:cu)?(\d{2})", str(v or ""))
-        if m:
-            majors.append(int(m.group(1)))
-    windows = (facts.host.os or "").lower().startswith("windows")
+    majors = program_cuda_majors(facts)
     try:
         if not majors:  # the matrix's newest CUDA major: a program of any release runs on that major's floor driver
             majors = [int(compat.newest_cuda().split(".")[0])]
-        floor = compat.minor_compat_floor(max(majors), "windows" if windows else "linux")
-    except Exception:  # noqa: BLE001 - no CUDA table (or no major with a floor): nothing to compare with
+    except Exception:  # noqa: BLE001 - no CUDA table: nothing to compare with
         return False
-    return bool(floor) and version_ge(d.version, floor[0]) is True
+    return _driver_reaches_floor(facts, compat, max(majors))
+
+
+def program_cuda_majors(facts: Facts) -> List[int]:
+    """The CUDA majors the paste names for the program: torch's CUDA, the CUDA build asked for, "CUDA 12" or a
+    cuXYZ tag (readers/cuda_named.py). A CUDA named that is the driver's own ceiling (nvidia-smi's "CUDA Version:
+    11.4" said back: "is it compatible with cuda 11.4?") is the driver's, not the program's (round 26)."""
+    majors = []
+    py = facts.pythons[0] if facts.pythons else None
+    ceiling = facts.driver.cuda_driver_version or ""
+    named = (prov(facts).get("paste.cuda_named") or {}).get("value")
+    needed = str((prov(facts).get("paste.cuda_needed") or {}).get("value") or "")
+    if named is not None and ceiling and needed == ceiling:
+        named = None
+    for v in (py.torch.cuda if py and py.torch else None, (prov(facts).get("intent.cuda") or {}).get("value"), named):
+        m = re.match(r"\s*(?:cu)?(\d{2})", str(v or ""))
+        if m:
+            majors.append(int(m.group(1)))
+    return majors
+
+
+def _driver_reaches_floor(facts: Facts, compat: Compat, major: int) -> bool:
+    windows = (facts.host.os or "").lower().startswith("windows")
+    try:
+        floor = compat.minor_compat_floor(major, "windows" if windows else "linux")
+    except Exception:  # noqa: BLE001 - no major with a floor: nothing to compare with
+        return False
+    return bool(floor) and version_ge(facts.driver.version, floor[0]) is True
+
+
+def container_driver_runs_previous_major(facts: Facts, compat: Compat) -> bool:
+    """In a container, no CUDA named for the program, a driver that runs every runtime of the major before the
+    matrix's newest but not the newest's floor: "insufficient driver" is then a program of the newest major or a
+    container that did not reach the driver (round 26: ctranslate2-013, unraid without NVIDIA_VISIBLE_DEVICES)."""
+    d = facts.driver
+    if not d.version or compat is None or facts.host.wsl or facts.host.container is None \
+            or program_cuda_majors(facts):
+        return False
+    try:
+        newest = int(compat.newest_cuda().split(".")[0])
+    except Exception:  # noqa: BLE001 - no CUDA table
+        return False
+    return _driver_reaches_floor(facts, compat, newest - 1) and not _driver_reaches_floor(facts, compat, newest)
 
 
 # a build that may be a Python extension's against torch (issue 42): torch named, a setup.py / pip build, torch's

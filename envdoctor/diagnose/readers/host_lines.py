@@ -140,8 +140,11 @@ def read_host(paste: Paste, acc: Acc) -> None:
         acc.put("container.runtime", "docker", LOOSE, f"Docker Compose: {cm.group(0).strip()[:120]}")
         acc.add_found("Docker Compose output")
     _kubernetes(paste, acc)
-    if ("dockerenv" in low or "container" in low) and re.search(
-            r"/\.dockerenv|inside (?:the |a )?(?:docker )?container", text, re.I):
+    if ("dockerenv" in low or "container" in low or "docker" in low) and re.search(
+            r"/\.dockerenv|inside (?:the |a )?(?:docker )?container|"
+            # the program said to run in Docker ("run faster-whisper in a docker on my unraid server", "inside docker")
+            r"\b(?:run(?:s|ning)?|install(?:ed|ing)?|start(?:ed|ing)?)\b[^.\n]{0,60}?\b(?:in|inside|within) "
+            r"(?:a |the |my |an )?docker\b", text, re.I):
         acc.put("container.runtime", "docker", BARE, "container mentioned")
 
 

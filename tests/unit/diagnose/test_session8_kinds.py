@@ -151,3 +151,42 @@ def test_torchs_cuda_initialisation_error_is_read(compat) -> None:
             "(Triggered internally at ../c10/cuda/CUDAFunctions.cpp:108.)\n")
     cats = _categories(text, compat)
     assert "NO_GPU_VISIBLE" in cats and "UNRECOGNISED_ERROR" not in cats
+
+
+# ---- in view of round 26
+
+
+def test_a_cuda_named_that_is_the_drivers_ceiling_is_not_the_programs(compat) -> None:
+    """"Is it compatible with cuda 11.4?" beside nvidia-smi's "CUDA Version: 11.4": the driver's ceiling said back,
+    so the program's CUDA is unknown and driver 470 is judged against the newest major (too old)."""
+    text = ("NVIDIA-SMI 470.256.02   Driver Version: 470.256.02   CUDA Version: 11.4\n"
+            "`Predictions may fail: CUDA failed with error CUDA driver version is insufficient for CUDA runtime version`\n"
+            "Is ctranslate2 compatible with cuda 11.4?\n")
+    report = diagnose_report([text], compat)
+    found = {(f.category, f.severity) for c in report.checks for f in c.findings}
+    assert ("DRIVER_TOO_OLD_FOR_TORCH_CUDA", "error") in found
+
+
+def test_insufficient_driver_in_a_container_with_a_cuda12_driver(compat) -> None:
+    """In a container ("run ... in a docker"), no CUDA named for the program, driver 565 (every 12.x): the
+    container not reaching the driver is as likely as a CUDA 13 build: a low container warning, no error."""
+    text = ("I am trying to run faster-whisper in a docker on my unraid server.\n"
+            "RuntimeError: CUDA failed with error CUDA driver version is insufficient for CUDA runtime version\n"
+            "Nvidia Driver Version: 565.77\n")
+    report = diagnose_report([text], compat)
+    found = [f for c in report.checks for f in c.findings if f.severity in ("warning", "error")]
+    assert any(f.category == "CONTAINER_NO_GPU_RUNTIME" and f.severity == "warning" for f in found)
+    assert not [f for f in found if f.severity == "error"]
+
+
+def test_paddles_mismatched_gpu_architecture(compat) -> None:
+    text = ("Mismatched GPU Architecture: The installed PaddlePaddle package was compiled for 60 61 70 75 80 86 ,but "
+            "your current GPU is 120 Solution: Install the correct wheel package built for your GPU\n")
+    report = diagnose_report([text], compat)
+    assert any(f.code == "messages.signature/paddle-gpu-arch-mismatched" and f.severity == "error"
+               for c in report.checks for f in c.findings)
+
+
+def test_a_torch_symbol_unresolved_without_its_library(compat) -> None:
+    text = "torch 2.4.0\nWhen installing as directed, I got an error about undefined symbol: _ZN3c104cuda9SetDeviceEi.\n"
+    assert "THIRD_PARTY_EXTENSION_MISMATCH" in _categories(text, compat)
