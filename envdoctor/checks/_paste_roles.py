@@ -212,8 +212,8 @@ PREDICATES_BY_WHEN: Dict[str, Callable[[Facts, Any, Dict[str, Optional[str]]], b
     # the driver's CUDA ceiling above its branch's; the driver runs every runtime of the program's CUDA major
     "driver_cuda_above_branch": lambda facts, compat, groups: driver_cuda_above_branch(facts, compat),
     "driver_runs_program_cuda": lambda facts, compat, groups: driver_runs_program_cuda(facts, compat),
-    "container_driver_runs_previous_major":
-        lambda facts, compat, groups: container_driver_runs_previous_major(facts, compat),
+    "container_driver_age_unproven":
+        lambda facts, compat, groups: container_driver_age_unproven(facts, compat),
     "driver_cuda_covers_torch_cuda": lambda facts, compat, groups: driver_cuda_covers_torch_cuda(facts),
     "ort_both_packages_shown": ort_both_packages_shown, "ort_cpu_package_alone_shown": ort_cpu_package_alone_shown,
     "ort_packages_not_shown": ort_packages_not_shown}
@@ -292,9 +292,8 @@ def driver_runs_program_cuda(facts: Facts, compat: Compat) -> bool:
 
 
 def program_cuda_majors(facts: Facts) -> List[int]:
-    """The CUDA majors the paste names for the program: torch's CUDA, the CUDA build asked for, "CUDA 12" or a
-    cuXYZ tag (readers/cuda_named.py). A CUDA named that is the driver's own ceiling (nvidia-smi's "CUDA Version:
-    11.4" said back: "is it compatible with cuda 11.4?") is the driver's, not the program's (round 26)."""
+    """The CUDA majors the paste names for the program (torch's, the build asked for, "CUDA 12", a cuXYZ tag); a
+    CUDA that is only the driver's nvidia-smi ceiling said back ("compatible with cuda 11.4?") is not (round 26)."""
     majors = []
     py = facts.pythons[0] if facts.pythons else None
     ceiling = facts.driver.cuda_driver_version or ""
@@ -318,13 +317,15 @@ def _driver_reaches_floor(facts: Facts, compat: Compat, major: int) -> bool:
     return bool(floor) and version_ge(facts.driver.version, floor[0]) is True
 
 
-def container_driver_runs_previous_major(facts: Facts, compat: Compat) -> bool:
-    """In a container, no CUDA named for the program, a driver that runs every runtime of the major before the
-    matrix's newest but not the newest's floor: "insufficient driver" is then a program of the newest major or a
-    container that did not reach the driver (round 26: ctranslate2-013, unraid without NVIDIA_VISIBLE_DEVICES)."""
+def container_driver_age_unproven(facts: Facts, compat: Compat) -> bool:
+    """In a container, a driver not shown, or (no CUDA named for the program) one that runs the major before the
+    newest but not the newest: "insufficient driver" is as much the container (rounds 26-27: unraid, Singularity)."""
     d = facts.driver
-    if not d.version or compat is None or facts.host.wsl or facts.host.container is None \
-            or program_cuda_majors(facts):
+    if compat is None or facts.host.wsl or facts.host.container is None:
+        return False
+    if not d.version:
+        return True  # no driver shown: its age is not in the paste, whatever CUDA the reporter names
+    if program_cuda_majors(facts):
         return False
     try:
         newest = int(compat.newest_cuda().split(".")[0])

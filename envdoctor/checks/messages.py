@@ -43,7 +43,10 @@ def _finding(hits: List[Hit], facts=None) -> Finding:
     # keeps the category's title
     title = sig.title if sig.title and best.category == sig.category else CATEGORIES[best.category].title
     excerpt = best.matched if len(best.matched) <= 160 else best.matched[:157] + "..."
-    numbers = [f"{sig.captures.get(k, k)} = {v}" for k, v in best.groups.items() if v and k in sig.captures]
+    # a capture is read back whole up to 60 characters (a mangled C++ symbol can run to 200: the excerpt above
+    # and the evidence keep it whole)
+    numbers = [f"{sig.captures.get(k, k)} = {v if len(v) <= 60 else v[:57] + '...'}"
+               for k, v in best.groups.items() if v and k in sig.captures]
     summary = f"{title}: the paste shows \u201c{excerpt}\u201d"
     detail = sig.explanation
     if numbers:

@@ -91,9 +91,9 @@ PREDICATES = ("wsl", "in_container", "in_container_no_gpu", "variants_differ", "
               # round 25: the paste's GPU is below the SM a kernel-library message names (SageAttention's "SM89
               # kernel is not available" on a GTX 1080): the GPU is too old, not the library's build
               "gpu_below_named_sm",
-              # round 26: in a container, no CUDA named for the program, the driver runs every runtime of the
-              # major before the newest: an insufficient-driver error may be the container as much as the driver
-              "container_driver_runs_previous_major")
+              # rounds 26-27: in a container, no CUDA named for the program, no driver shown or one that runs every
+              # runtime of the major before the newest: an insufficient-driver error may be the container as much
+              "container_driver_age_unproven")
 
 
 class SignatureError(ValueError):

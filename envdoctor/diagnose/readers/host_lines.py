@@ -93,7 +93,9 @@ def read_host(paste: Paste, acc: Acc) -> None:
     if m and "microsoft" not in m.group(1).lower():
         # a real Linux kernel string that is not WSL's outranks "WSL" said in prose
         acc.put("host.wsl", False, STRUCTURED - 1, "Linux kernel that is not WSL's")
-    wm = re.search(r"\bWSL ?([12])?\b", text)
+    # "WSL", "WSL2", and the reporter's lower case ("my Ubuntu-20 wsl instance", round 27: rapids-007); not a
+    # path or a host name that holds the letters (wsl.localhost, /mnt/wsl/)
+    wm = re.search(r"(?<![\w./-])(?i:WSL) ?([12])?\b(?![./-]\w)", text)
     if wm:
         acc.put("host.wsl", True, BARE, f"WSL mentioned in the paste: {wm.group(0)}")
         if wm.group(1):
@@ -146,6 +148,12 @@ def read_host(paste: Paste, acc: Acc) -> None:
             r"\b(?:run(?:s|ning)?|install(?:ed|ing)?|start(?:ed|ing)?)\b[^.\n]{0,60}?\b(?:in|inside|within) "
             r"(?:a |the |my |an )?docker\b", text, re.I):
         acc.put("container.runtime", "docker", BARE, "container mentioned")
+    if ("singularity" in low or "apptainer" in low) and not acc.get("container.runtime"):
+        # the program said to run in a Singularity/Apptainer container, its command not pasted (round 27:
+        # dorado-003 "using a singularity container (handled by nextflow)"): the GPU comes only with --nv/--nvccli
+        sm = re.search(r"\b(?:singularity|apptainer)\s+(?:containers?|images?|sif)\b", text, re.I)
+        if sm:
+            acc.put("container.runtime", "apptainer", BARE, f"Apptainer/Singularity said: {sm.group(0)}")
 
 
 # a Kubernetes pod or cluster named in the paste (issue 42): the program ran in a container the kubelet started,

@@ -190,3 +190,38 @@ def test_paddles_mismatched_gpu_architecture(compat) -> None:
 def test_a_torch_symbol_unresolved_without_its_library(compat) -> None:
     text = "torch 2.4.0\nWhen installing as directed, I got an error about undefined symbol: _ZN3c104cuda9SetDeviceEi.\n"
     assert "THIRD_PARTY_EXTENSION_MISMATCH" in _categories(text, compat)
+
+
+# ---- in view of round 27
+
+
+def test_wsl_said_in_lower_case(compat) -> None:
+    text = ("I got cuda working on my Ubuntu-20 wsl instance but importing cudf fails:\n"
+            "RuntimeError: Failed to dlopen libcuda.so\n")
+    assert "WSL_SPECIFIC" in _categories(text, compat)
+
+
+def test_wsl_letters_in_a_path_are_not_wsl(compat) -> None:
+    text = "torch 2.3.0+cu121\nRuntimeError: Failed to dlopen libcuda.so\nlogs in /home/u/wslogs/run.txt\n"
+    assert "WSL_SPECIFIC" not in _categories(text, compat)
+
+
+def test_insufficient_driver_in_a_singularity_container_said_in_prose(compat) -> None:
+    """A Singularity container said in prose, no driver version shown: the driver's age is not in the paste, and a
+    container started without --nv fails the same way: a low container warning, no error."""
+    text = ("I'm running the basecaller with system CUDA 11.3 using a singularity container (handled by nextflow).\n"
+            "[2023-03-07 09:00:00.361] [error] CUDA error: CUDA driver version is insufficient for CUDA runtime version\n")
+    report = diagnose_report([text], compat)
+    found = [f for c in report.checks for f in c.findings if f.severity in ("warning", "error")]
+    assert any(f.category == "CONTAINER_NO_GPU_RUNTIME" for f in found)
+    assert not [f for f in found if f.severity == "error"]
+
+
+def test_a_cudnn_sub_library_failing_on_a_shadowed_librarys_symbol(compat) -> None:
+    """cuDNN could not load its sub-library because an older CUDA library on the path lacks a symbol: the
+    shadowing, not a missing cuDNN major."""
+    text = ("Could not load library libcudnn_cnn_infer.so.8. Error: /usr/local/cuda-8.0/lib64/libnvrtc.so: "
+            "undefined symbol: nvrtcGetCUBIN\n")
+    report = diagnose_report([text], compat)
+    errors = {f.category for c in report.checks for f in c.findings if f.severity == "error"}
+    assert "SYSTEM_LIB_SHADOWING" in errors and "CUDA_LIBRARY_VERSION_MISMATCH" not in errors
