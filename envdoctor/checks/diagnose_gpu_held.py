@@ -34,8 +34,8 @@ def check_gpu_held(ctx: CheckContext) -> List[Finding]:
     said = prov.get("paste.gpu_held_said")
     if not said:
         raise SkipCheck("the report does not say a GPU stays held after its program is gone")
-    if any(g.processes for g in (ctx.facts.driver.gpus or [])) or any(
-            g.memory_used_bytes is not None and g.processes is not None for g in (ctx.facts.driver.gpus or [])):
+    if any(g.processes is not None and (g.processes or g.memory_used_bytes is not None)
+           for g in (ctx.facts.driver.gpus or [])):
         # a table cut before its Processes box shows memory but no process list: gpu.busy cannot tell whose it is
         raise SkipCheck("the paste shows the GPUs' memory and processes: gpu.busy judges them",
                         not_applicable="GPU readings in the paste")

@@ -99,15 +99,13 @@ _Q_GPU = re.compile(r"^\s*GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[
 def _read_q_excerpt(paste: Paste, acc: Acc) -> None:
     """Sections of -q without its header, re-nested under a GPU so that the -q parser reads them (one GPU: the
     excerpt's own `GPU <bus id>` line names it, else it is the paste's only GPU by assumption, said in `how`)."""
-    hits = [i for i in paste.with_any(["gpu link info", "reasons", "ecc errors", "remapped rows"])[:8]
-            if _Q_SECTION.match(paste.lines[i])]
+    hits = [(i, m) for i in paste.with_any(["gpu link info", "reasons", "ecc errors", "remapped rows"])[:8]
+            if (m := _Q_SECTION.match(paste.lines[i]))]
     if not hits:
         return
-    bus = next((m.group(1) for m in map(_Q_GPU.match, paste.lines[:hits[0]][-40:]) if m), None)
+    bus = next((g.group(1) for g in map(_Q_GPU.match, paste.lines[:hits[0][0]][-40:]) if g), None)
     body, seen = [], set()
-    for i in hits:
-        m = _Q_SECTION.match(paste.lines[i])
-        assert m is not None
+    for i, m in hits:
         if m.group(2).lower() in seen:
             continue  # the same section of another GPU (`grep -A` over several): read as one GPU, the first
         seen.add(m.group(2).lower())
